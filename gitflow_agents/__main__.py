@@ -1,0 +1,3 @@
+from gitflow_agents.cli import main
+
+raise SystemExit(main())

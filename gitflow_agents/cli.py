@@ -1,0 +1,124 @@
+"""Command-line wiring only: build the parser, import the chosen command's module, run it.
+
+Start-up stays fast because nothing heavy (GitPython, PyGithub, Jinja2, markdown-it) is imported
+here: a command's module is imported only when that command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from gitflow_agents import __version__
+from gitflow_agents.errors import ExitCode, GitflowError
+
+if TYPE_CHECKING:
+    SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def _command(sub: SubParsers, name: str, module: str, *, help: str) -> argparse.ArgumentParser:
+    parser = sub.add_parser(name, help=help, description=help)
+    parser.set_defaults(module=module)
+    return parser
+
+
+def _add_init(sub: SubParsers) -> None:
+    p = _command(sub, "init", "init", help="scaffold .flow/ (never overwrites existing files)")
+    p.add_argument("--force", action="store_true", help="overwrite files that already exist")
+
+
+def _add_plan(sub: SubParsers) -> None:
+    p = _command(sub, "plan", "plan", help="inspect and validate spec plans")
+    plan_sub = p.add_subparsers(dest="plan_command", metavar="{show,lint}", required=True)
+    show = plan_sub.add_parser("show", help="overview and steps with their status")
+    show.add_argument("plan", help="path to the spec plan (markdown)")
+    show.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    show.add_argument("--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from")
+    lint = plan_sub.add_parser("lint", help="report every problem with file:line (exit 2 if any)")
+    lint.add_argument("plans", nargs="+", help="spec plan files")
+    lint.add_argument("--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from")
+
+
+def _add_prompt(sub: SubParsers) -> None:
+    p = _command(sub, "prompt", "prompt", help="print the full system prompt an agent would get")
+    p.add_argument(
+        "--agent",
+        required=True,
+        help="agent type (.flow/) or agentId (.agents-flow/)",
+    )
+    p.add_argument("--agent-name", help="unique agent id (default: step-NN-<agent>)")
+    p.add_argument("--flow", dest="flow_name", help="flow name (default: the plan's name)")
+    p.add_argument("--flow-type", help="config layer .flow/<flow-type>/base.yaml")
+    p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
+    p.add_argument("--plan", help="spec plan (markdown)")
+    p.add_argument("--step", type=int, help="step number in the plan")
+    p.add_argument("--task", help="raw task text (instead of, or in addition to, a plan)")
+    p.add_argument("--after", help="previous agent id(s), comma separated")
+    p.add_argument("--preamble", help="assignment preamble text")
+    p.add_argument(
+        "--segments", action="store_true", help="show which layer/file each part is from"
+    )
+    p.add_argument("--json", action="store_true", help="with --segments: print JSON")
+
+
+# Each entry adds one subcommand. Adding a command: write commands/<name>.py with
+# ``run(args) -> int`` and one ``_add_<name>`` function here.
+COMMANDS: list[Callable[[SubParsers], None]] = [
+    _add_init,
+    _add_plan,
+    _add_prompt,
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gitflow-agents",
+        description="Run coding agents on git branches: spec plans, review chains, a merge gate.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "-C", dest="chdir", metavar="DIR", help="run as if started in DIR (like git -C)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return ExitCode.USAGE
+    return dispatch(args)
+
+
+def dispatch(args: argparse.Namespace, prog: str = "gitflow-agents") -> int:
+    """Run the command module named by ``args.module``; map errors to exit codes."""
+    try:
+        if args.chdir:
+            os.chdir(args.chdir)
+        module = importlib.import_module(f"gitflow_agents.commands.{args.module}")
+        return int(module.run(args))
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except GitflowError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except FileNotFoundError as exc:
+        print(f"{prog}: error: {exc.filename}: no such file or directory", file=sys.stderr)
+        return ExitCode.USAGE
+    except BrokenPipeError:
+        # Output piped into `head` and closed early: not an error worth a traceback.
+        sys.stderr.close()
+        return ExitCode.OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

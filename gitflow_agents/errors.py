@@ -1,0 +1,99 @@
+"""Error types and exit codes. One handler (``handle``) maps them to a line on stderr."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+
+
+class ExitCode(enum.IntEnum):
+    """Documented process exit codes (README, "Exit codes")."""
+
+    OK = 0
+    REVISE = 1
+    USAGE = 2
+    AGENT_FAILED = 3
+    GITHUB = 4
+    INTERRUPTED = 130
+
+
+class GitflowError(Exception):
+    """Base of every error the user should see as one clear line, never a traceback."""
+
+    exit_code: ExitCode = ExitCode.USAGE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(GitflowError):
+    """Bad command-line usage or a missing prerequisite the user can fix."""
+
+    exit_code = ExitCode.USAGE
+
+
+class InputError(GitflowError):
+    """A user file is malformed: names the file, and the line and key where known.
+
+    Renders as ``path:line: key: message`` with the parts that are known.
+    """
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        key: str | None = None,
+    ) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.key = key
+        self.detail = message
+        super().__init__(format_location(self.path, line, key) + message)
+
+
+class ConfigError(InputError):
+    """A `.flow/` or `.agents-flow/` file is invalid."""
+
+
+class PlanError(InputError):
+    """A spec plan is malformed or does not have the step asked for."""
+
+
+class TemplateError(InputError):
+    """A Jinja or `{variable}` template cannot be rendered."""
+
+
+class GitError(GitflowError):
+    """A git command failed in a way the user has to look at."""
+
+    exit_code = ExitCode.USAGE
+
+
+class AgentError(GitflowError):
+    """An agent failed, got stuck, or timed out."""
+
+    exit_code = ExitCode.AGENT_FAILED
+
+
+class GitHubError(GitflowError):
+    """The GitHub API failed after retries."""
+
+    exit_code = ExitCode.GITHUB
+
+
+def format_location(path: str | None, line: int | None, key: str | None) -> str:
+    """``path:line: key: `` prefix, omitting what is unknown (empty when nothing is)."""
+    parts = []
+    if path is not None:
+        parts.append(path if line is None else f"{path}:{line}")
+    if key:
+        parts.append(key)
+    return "".join(f"{part}: " for part in parts)

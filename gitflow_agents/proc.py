@@ -1,0 +1,94 @@
+"""The one subprocess helper: argv lists, no shell, own process group, timeout, typed result."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from gitflow_agents.errors import GitflowError
+
+
+class Result(NamedTuple):
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class CalledProcessError(GitflowError):
+    """A command exited non-zero; the message shows command, code, stdout and stderr."""
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+        super().__init__(
+            f"command failed (exit {result.returncode}): {' '.join(result.argv)}\n"
+            f"stdout: {_tail(result.stdout)}\nstderr: {_tail(result.stderr)}"
+        )
+
+
+class TimeoutExpired(GitflowError):
+    def __init__(self, argv: Sequence[str], timeout: float) -> None:
+        self.argv = tuple(argv)
+        super().__init__(f"command timed out after {timeout:g}s: {' '.join(argv)}")
+
+
+def _tail(text: str, limit: int = 2000) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    """Signal the process group led by ``pid`` (started with ``start_new_session``)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    timeout: float | None = None,
+    check: bool = True,
+) -> Result:
+    """Run ``argv`` to completion and capture text output.
+
+    The child gets its own session (so a timeout kills the whole tree) and stdin closed
+    unless ``input`` is given.
+    """
+    argv = tuple(str(a) for a in argv)
+    try:
+        child = subprocess.Popen(  # noqa: S603 - argv list, never a shell
+            argv,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise GitflowError(f"command not found: {argv[0]}") from exc
+    try:
+        stdout, stderr = child.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(child.pid)
+        child.communicate()
+        raise TimeoutExpired(argv, timeout or 0) from None
+    except BaseException:
+        kill_group(child.pid)
+        child.wait()
+        raise
+    result = Result(argv, child.returncode, stdout, stderr)
+    if check and result.returncode != 0:
+        raise CalledProcessError(result)
+    return result

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+
+import pytest
+
+from gitflow_agents import __version__, cli
+from gitflow_agents.errors import ConfigError, ExitCode, format_location
+from tests.conftest import run_cli
+
+
+def test_help_lists_commands() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for name in ("init", "plan", "prompt"):
+        assert name in result.stdout
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"gitflow-agents {__version__}"
+
+
+def test_no_command_is_usage_error() -> None:
+    result = run_cli()
+    assert result.returncode == ExitCode.USAGE
+    assert "usage:" in result.stderr
+
+
+def test_unknown_option_is_usage_error() -> None:
+    result = run_cli("--no-such-option")
+    assert result.returncode == ExitCode.USAGE
+
+
+def test_help_imports_no_heavy_library() -> None:
+    code = (
+        "import sys; from gitflow_agents import cli; cli.build_parser(); "
+        "heavy = {'git', 'github', 'jinja2', 'markdown_it', 'yaml', 'psutil'} & set(sys.modules); "
+        "print(sorted(heavy))"
+    )
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _fake_command(
+    monkeypatch: pytest.MonkeyPatch, behaviour: BaseException | int
+) -> argparse.Namespace:
+    module = types.ModuleType("gitflow_agents.commands._fake")
+
+    def run(args: argparse.Namespace) -> int:
+        if isinstance(behaviour, BaseException):
+            raise behaviour
+        return behaviour
+
+    module.run = run  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gitflow_agents.commands._fake", module)
+    return argparse.Namespace(module="_fake", chdir=None)
+
+
+def test_ctrl_c_is_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.dispatch(_fake_command(monkeypatch, KeyboardInterrupt())) == 130
+    assert "interrupted" in capsys.readouterr().err
+
+
+def test_user_error_is_one_line_with_location(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    error = ConfigError("expected a mapping", path=".flow/base.yaml", line=3, key="agents")
+    assert cli.dispatch(_fake_command(monkeypatch, error)) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err == "gitflow-agents: error: .flow/base.yaml:3: agents: expected a mapping\n"
+
+
+def test_return_code_passes_through(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert cli.dispatch(_fake_command(monkeypatch, 1)) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "line", "key", "expected"),
+    [
+        ("a.yaml", 2, "k", "a.yaml:2: k: "),
+        ("a.yaml", None, "k", "a.yaml: k: "),
+        ("a.yaml", None, None, "a.yaml: "),
+        (None, None, None, ""),
+    ],
+)
+def test_format_location(
+    path: str | None, line: int | None, key: str | None, expected: str
+) -> None:
+    assert format_location(path, line, key) == expected
+
+
+def test_chdir_option(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("-C", str(tmp_path / "missing"), "plan", "show", "x.md")
+    assert result.returncode == ExitCode.USAGE
+    assert "missing" in result.stderr
+    assert "Traceback" not in result.stderr
