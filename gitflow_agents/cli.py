@@ -65,12 +65,32 @@ def _add_prompt(sub: SubParsers) -> None:
     p.add_argument("--json", action="store_true", help="with --segments: print JSON")
 
 
+def _add_review(sub: SubParsers) -> None:
+    from gitflow_agents.git_agent_review import add_review_arguments
+
+    p = _command(
+        sub, "review", "review", help="review a range or the staged changes (= git agent-review)"
+    )
+    add_review_arguments(p)
+
+
+def _add_hook(sub: SubParsers) -> None:
+    p = _command(sub, "hook", "hook", help="entry points for the pre-commit hooks")
+    hook_sub = p.add_subparsers(dest="hook_command", metavar="{gate}", required=True)
+    gate = hook_sub.add_parser("gate", help="refuse unless the commit has a recorded approval")
+    gate.add_argument(
+        "rev", nargs="?", help="commit to check (default: PRE_COMMIT_TO_REF, else HEAD)"
+    )
+
+
 # Each entry adds one subcommand. Adding a command: write commands/<name>.py with
 # ``run(args) -> int`` and one ``_add_<name>`` function here.
 COMMANDS: list[Callable[[SubParsers], None]] = [
     _add_init,
     _add_plan,
     _add_prompt,
+    _add_review,
+    _add_hook,
 ]
 
 
