@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import json
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -124,3 +126,467 @@ class Review:
             "run": dict(self.run),
             "reason": self.reason,
         }
+
+
+# --------------------------------------------------------------------------------------------
+# Verdict grammar (DESIGN.md §4)
+# --------------------------------------------------------------------------------------------
+
+VERDICT_RE = re.compile(r"^\s*REVIEW_RESULT:\s*(APPROVED|REVISE|CHANGES_REQUESTED)\s*$")
+"""The one accepted marker: alone on its line, outside fenced code, upper case."""
+
+_VERDICTS = {
+    "APPROVED": Overall.APPROVE,
+    "REVISE": Overall.REVISE,
+    "CHANGES_REQUESTED": Overall.REVISE,
+}
+# Markdown decoration a reviewer may wrap around the marker: emphasis, quotes, list bullets,
+# headings, inline code. A decorated marker is reported (helpfully) but never counted.
+_DECORATION = re.compile(r"^[\s>*_`#+\-~]*(?:\d+[.)]\s*)?[\s*_`]*")
+_NEAR_MISS = re.compile(r"^review[_ ]result\b", re.IGNORECASE)
+_STRICT_CORE = re.compile(r"^REVIEW_RESULT:\s*(APPROVED|REVISE|CHANGES_REQUESTED)[\s*_`.!]*$")
+
+
+@dataclass(frozen=True)
+class VerdictResult:
+    """The verdict a report states, the 1-based line it stands on, and why (always filled)."""
+
+    verdict: Overall | None
+    line: int | None
+    reason: str
+
+
+def fenced_lines(text: str) -> frozenset[int]:
+    """1-based numbers of every line that belongs to a fenced code block (fences included).
+
+    Uses markdown-it's CommonMark block parser, so ``` and ~~~ fences of any length, fences
+    inside lists and block quotes, and unclosed fences (which run to the end) are all handled
+    the way GitHub renders them.
+    """
+    from markdown_it import MarkdownIt
+
+    lines: set[int] = set()
+    for token in MarkdownIt("commonmark").parse(text):
+        if token.type == "fence" and token.map:
+            start, end = token.map
+            lines.update(range(start + 1, end + 1))
+    return frozenset(lines)
+
+
+def _split_lines(text: str) -> list[str]:
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def parse_verdict(text: str) -> VerdictResult:
+    """Find the reviewer's verdict: the last ``REVIEW_RESULT:`` marker outside fenced code.
+
+    Fail-closed: no marker, or a last marker that is decorated (``**REVIEW_RESULT: APPROVED**``),
+    lower case or followed by other text, is no verdict; the reason says what was found where.
+    """
+    fenced = fenced_lines(text)
+    last: tuple[int, Overall | None, str] | None = None  # (line, verdict, near-miss text)
+    first_fenced: int | None = None
+    for number, line in enumerate(_split_lines(text), start=1):
+        strict = VERDICT_RE.match(line)
+        near = strict is None and _NEAR_MISS.match(_DECORATION.sub("", line, count=1))
+        if not (strict or near):
+            continue
+        if number in fenced:
+            first_fenced = first_fenced or number
+            continue
+        last = (number, _VERDICTS[strict.group(1)], "") if strict else (number, None, line.strip())
+    if last is None:
+        reason = "no REVIEW_RESULT line"
+        if first_fenced is not None:
+            reason += (
+                f" (the marker on line {first_fenced} is inside a fenced code block, "
+                "which does not count)"
+            )
+        return VerdictResult(None, None, reason)
+    number, verdict, found = last
+    if verdict is not None:
+        marker = "APPROVED" if verdict is Overall.APPROVE else "REVISE"
+        return VerdictResult(verdict, number, f"REVIEW_RESULT: {marker} on line {number}")
+    core = _DECORATION.sub("", found, count=1)
+    if _STRICT_CORE.match(core):
+        why = "the marker must stand alone on its line"
+    else:
+        why = (
+            "expected exactly `REVIEW_RESULT: APPROVED` or `REVIEW_RESULT: REVISE` "
+            "alone on its line"
+        )
+    return VerdictResult(None, number, f"found `{found}` on line {number}: {why}")
+
+
+# --------------------------------------------------------------------------------------------
+# Findings from a reviewer's report
+# --------------------------------------------------------------------------------------------
+
+LineLookup = Callable[[str, int], "str | None"]
+"""``(file, line) -> content of that line`` (None when unknown); feeds fingerprints."""
+
+_BULLET_FINDING = re.compile(
+    r"^\s*[-*+]\s+\[(?P<severity>[A-Za-z]+)\]\s+"
+    r"(?:`?(?P<file>[^\s`:]+):(?P<line>\d+)(?:-(?P<end>\d+))?`?:\s*)?"
+    r"(?P<message>\S.*?)\s*$"
+)
+_OVERALL_WORDS = {
+    "approve": Overall.APPROVE,
+    "approved": Overall.APPROVE,
+    "revise": Overall.REVISE,
+    "changes_requested": Overall.REVISE,
+}
+
+
+class FindingsError(ValueError):
+    """A findings block that cannot be read; ``line`` is 1-based in the report."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def suggestion_replacement(finding: Finding) -> str | None:
+    """The replacement text when the suggestion is a GitHub-style fenced ```suggestion block
+    (replacing lines ``line``..``end_line``); None when it is prose advice."""
+    text = (finding.suggestion or "").strip("\n")
+    match = re.fullmatch(r"\s*(`{3,}|~{3,})suggestion[ \t]*\n(.*?)\n?[ \t]*\1\s*", text, re.DOTALL)
+    if match is None or finding.line is None:
+        return None
+    return match.group(2) + "\n" if match.group(2) else ""
+
+
+def finding_from_dict(data: Any, where: str = "finding") -> Finding:
+    """One finding from its DESIGN §4 JSON shape; ValueError naming the bad key."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
+    try:
+        severity = Severity.parse(str(data.get("severity", "")))
+    except ValueError as error:
+        raise ValueError(f"{where}.severity: {error}") from None
+    message = data.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise ValueError(f"{where}.message: expected a non-empty string")
+    values: dict[str, Any] = {}
+    for key in ("file", "suggestion", "rule", "fingerprint"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{where}.{key}: expected a string")
+        values[key] = value or None
+    for key in ("line", "end_line"):
+        value = data.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ValueError(f"{where}.{key}: expected a line number >= 1, got {value!r}")
+        values[key] = value
+    if values["line"] is None and values["end_line"] is not None:
+        raise ValueError(f"{where}.end_line: given without line")
+    if values["end_line"] is not None and values["end_line"] < values["line"]:
+        raise ValueError(f"{where}.end_line: {values['end_line']} is before line {values['line']}")
+    return Finding(
+        severity=severity,
+        message=message.strip(),
+        file=values["file"],
+        line=values["line"],
+        end_line=values["end_line"],
+        suggestion=values["suggestion"],
+        rule=values["rule"],
+        fingerprint=values["fingerprint"] or "",
+    )
+
+
+def review_from_dict(data: Any) -> Review:
+    """A Review from the DESIGN §4 JSON shape (as ``Review.to_dict`` writes it); fingerprints
+    present in the data are kept. ValueError naming the bad key."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    overall_raw = data.get("overall")
+    overall = None
+    if overall_raw is not None:
+        overall = _OVERALL_WORDS.get(str(overall_raw).strip().lower())
+        if overall is None:
+            raise ValueError(f"overall: expected approve or revise, got {overall_raw!r}")
+    findings_raw = data.get("findings", [])
+    if not isinstance(findings_raw, list):
+        raise ValueError("findings: expected a list")
+    findings = tuple(
+        finding_from_dict(item, f"findings[{index}]") for index, item in enumerate(findings_raw)
+    )
+    unreviewed = data.get("unreviewed_files", [])
+    if not isinstance(unreviewed, list) or not all(isinstance(f, str) for f in unreviewed):
+        raise ValueError("unreviewed_files: expected a list of paths")
+    summary = data.get("summary", "")
+    if summary is not None and not isinstance(summary, str):
+        raise ValueError("summary: expected a string")
+    for key in ("reviewed_sha", "base_sha"):
+        if data.get(key) is not None and not isinstance(data.get(key), str):
+            raise ValueError(f"{key}: expected a commit id string")
+    run = data.get("run", {})
+    return Review(
+        overall=overall,
+        summary=summary or "",
+        findings=findings,
+        reviewed_sha=data.get("reviewed_sha") or None,
+        base_sha=data.get("base_sha") or None,
+        unreviewed_files=tuple(unreviewed),
+        run=dict(run) if isinstance(run, dict) else {},
+        reason=str(data.get("reason") or ""),
+    )
+
+
+def _json_blocks(text: str) -> list[tuple[int, str]]:
+    """(1-based line of the opening fence, content) of every fenced ```json block."""
+    from markdown_it import MarkdownIt
+
+    blocks = []
+    for token in MarkdownIt("commonmark").parse(text):
+        info = token.info.strip().split()
+        if token.type == "fence" and token.map and info and info[0].lower() == "json":
+            blocks.append((token.map[0] + 1, token.content))
+    return blocks
+
+
+def _findings_block(text: str, source: str) -> Review | None:
+    """The last ```json block holding a findings object; FindingsError on a broken one.
+
+    JSON blocks that parse but are not a findings object (an example config, say) are ignored;
+    a block that does not parse at all is an error, because it may be the findings.
+    """
+    found: Review | None = None
+    for fence_line, content in _json_blocks(text):
+        try:
+            data = json.loads(content)
+        except json.JSONDecodeError as error:
+            line = fence_line + error.lineno
+            raise FindingsError(
+                f"{source}:{line}: findings block is not valid JSON: {error.msg}", line
+            ) from None
+        if not isinstance(data, dict) or not ({"findings", "overall"} & data.keys()):
+            continue
+        try:
+            found = review_from_dict(data)
+        except ValueError as error:
+            raise FindingsError(
+                f"{source}:{fence_line}: findings block: {error}", fence_line
+            ) from None
+    return found
+
+
+def _bullet_findings(text: str) -> list[Finding]:
+    fenced = fenced_lines(text)
+    findings = []
+    for number, line in enumerate(_split_lines(text), start=1):
+        match = _BULLET_FINDING.match(line)
+        if match is None or number in fenced:
+            continue
+        try:
+            severity = Severity.parse(match.group("severity"))
+        except ValueError:
+            continue  # "- [x] done" is a checklist, not a finding
+        start = int(match.group("line")) if match.group("line") else None
+        end = int(match.group("end")) if match.group("end") else None
+        findings.append(
+            Finding(
+                severity=severity,
+                message=match.group("message"),
+                file=match.group("file"),
+                line=start,
+                end_line=end if end is not None and start is not None and end > start else None,
+            )
+        )
+    return findings
+
+
+def fill_fingerprints(
+    findings: Iterable[Finding], line_content: LineLookup | None = None
+) -> tuple[Finding, ...]:
+    """Every finding with its fingerprint set; line content comes from ``line_content``."""
+    filled = []
+    for finding in findings:
+        content = ""
+        if line_content is not None and finding.file and finding.line:
+            content = line_content(finding.file, finding.line) or ""
+        filled.append(finding.with_fingerprint(content))
+    return tuple(filled)
+
+
+def parse_review(
+    report_text: str,
+    *,
+    reviewed_sha: str | None = None,
+    base_sha: str | None = None,
+    source: str = "report.md",
+    line_content: LineLookup | None = None,
+) -> Review:
+    """Read a reviewer's report into a Review (never raises for bad report content).
+
+    Verdict: the ``REVIEW_RESULT:`` marker (``parse_verdict``). Findings, first source found:
+    the last fenced ```json findings block (DESIGN §4 shape), else ``- [severity] path:line:
+    message`` lines outside code fences (also inside a seed-004 XML reply). Summary: the JSON
+    ``summary``, else the XML ``<SUMMARY>``. ``overall`` is None, with ``reason`` saying why,
+    when there is no valid marker, the findings block is broken, the JSON ``overall``
+    contradicts the marker, the XML ``<STATUS>`` is failed / needs_input, or the block names a
+    different commit than ``reviewed_sha``.
+    """
+    from .protocol import ReplyStatus, parse_reply
+
+    verdict = parse_verdict(report_text)
+    overall, reason = verdict.verdict, verdict.reason
+    reply = parse_reply(report_text)
+    summary = reply.summary if reply.structured else ""
+    block: Review | None = None
+    try:
+        block = _findings_block(report_text, source)
+    except FindingsError as error:
+        overall, reason = None, str(error)
+    if block is not None:
+        findings: Iterable[Finding] = (replace(f, fingerprint="") for f in block.findings)
+    else:
+        findings = _bullet_findings(report_text)
+
+    if overall is not None and block is not None and block.overall not in (None, overall):
+        said = "APPROVED" if overall is Overall.APPROVE else "REVISE"
+        overall = None
+        reason = f"report says {said} but its findings block says {block.overall.value}"
+    if (
+        overall is not None
+        and reply.structured
+        and reply.status
+        in (
+            ReplyStatus.FAILED,
+            ReplyStatus.NEEDS_INPUT,
+        )
+    ):
+        overall = None
+        reason = f"the reply's <STATUS> is {reply.status.value}, so its verdict does not stand"
+    claimed = block.reviewed_sha if block is not None else None
+    if overall is not None and reviewed_sha and claimed and not _same_commit(reviewed_sha, claimed):
+        overall = None
+        reason = f"findings block is about commit {claimed} but {reviewed_sha} was reviewed"
+    return Review(
+        overall=overall,
+        summary=(block.summary if block is not None and block.summary else summary),
+        findings=fill_fingerprints(findings, line_content),
+        reviewed_sha=reviewed_sha or claimed,
+        base_sha=base_sha or (block.base_sha if block is not None else None),
+        unreviewed_files=block.unreviewed_files if block is not None else (),
+        run=dict(block.run) if block is not None else {},
+        reason=reason,
+    )
+
+
+def _same_commit(a: str, b: str) -> bool:
+    """Full or abbreviated (>= 7 hex digits) ids naming the same commit."""
+    a, b = a.strip().lower(), b.strip().lower()
+    shorter = min(len(a), len(b))
+    return shorter >= 7 and a[:shorter] == b[:shorter]
+
+
+# --------------------------------------------------------------------------------------------
+# Gate
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The merge gate's decision. ``exit_code`` follows DESIGN §4: 0 approved, 1 otherwise
+    (the caller maps an agent that failed, hung or timed out to 3 before any review exists)."""
+
+    approved: bool
+    exit_code: int
+    reasons: tuple[str, ...] = ()
+    threshold: Severity = Severity.ERROR
+
+
+def count_by_severity(findings: Iterable[Finding]) -> dict[Severity, int]:
+    counts = dict.fromkeys(Severity, 0)
+    for finding in findings:
+        counts[finding.severity] += 1
+    return counts
+
+
+def describe_counts(findings: Iterable[Finding]) -> str:
+    """``1 error, 2 warn`` (severities with none are left out); ``no findings``."""
+    counts = count_by_severity(findings)
+    parts = [f"{n} {severity.value}" for severity, n in counts.items() if n]
+    return ", ".join(parts) or "no findings"
+
+
+def gate(review: Review, *, threshold: Severity, head_sha: str | None) -> GateResult:
+    """Approved = verdict APPROVE, no finding at or above ``threshold``, and (when ``head_sha``
+    is given) the review is about exactly that commit. Everything else is not approved."""
+    reasons = []
+    if review.overall is None:
+        reasons.append(review.reason or "no verdict")
+    elif review.overall is Overall.REVISE:
+        reasons.append("the reviewer asks for changes (REVIEW_RESULT: REVISE)")
+    blocking = [f for f in review.findings if f.severity.rank >= threshold.rank]
+    if blocking:
+        noun = "finding" if len(blocking) == 1 else "findings"
+        reasons.append(
+            f"{len(blocking)} {noun} at or above {threshold.value}: {describe_counts(blocking)}"
+        )
+    if head_sha is not None:
+        if not review.reviewed_sha:
+            reasons.append(
+                f"the review does not say which commit it is about (HEAD is {head_sha[:12]})"
+            )
+        elif not _same_commit(review.reviewed_sha, head_sha):
+            reasons.append(
+                f"the review is about {review.reviewed_sha[:12]}, not HEAD {head_sha[:12]}"
+            )
+    approved = not reasons
+    return GateResult(
+        approved=approved,
+        exit_code=0 if approved else 1,
+        reasons=tuple(reasons),
+        threshold=threshold,
+    )
+
+
+def merge_reviews(reviews: Sequence[Review]) -> Review:
+    """Several reviewers as one review: approve only when every one approves; findings
+    concatenated in order, duplicates (same fingerprint) dropped; no verdict when any reviewer
+    has none or they reviewed different commits."""
+    if not reviews:
+        return Review(overall=None, reason="no reviews")
+    findings: list[Finding] = []
+    seen: set[str] = set()
+    for finding in (f.with_fingerprint() for r in reviews for f in r.findings):
+        if finding.fingerprint not in seen:
+            seen.add(finding.fingerprint)
+            findings.append(finding)
+    reasons = [
+        f"reviewer {index}: {r.reason or 'no verdict'}"
+        for index, r in enumerate(reviews, start=1)
+        if r.overall is None
+    ]
+    shas = {r.reviewed_sha for r in reviews if r.reviewed_sha}
+    if len(shas) > 1:
+        reasons.append(f"reviewers saw different commits: {', '.join(sorted(shas))}")
+    overall: Overall | None
+    if reasons:
+        overall = None
+    elif all(r.overall is Overall.APPROVE for r in reviews):
+        overall = Overall.APPROVE
+    else:
+        overall = Overall.REVISE
+    bases = {r.base_sha for r in reviews if r.base_sha}
+    return Review(
+        overall=overall,
+        summary="\n\n".join(r.summary for r in reviews if r.summary),
+        findings=tuple(findings),
+        reviewed_sha=next(iter(shas)) if len(shas) == 1 else None,
+        base_sha=next(iter(bases)) if len(bases) == 1 else None,
+        unreviewed_files=tuple(dict.fromkeys(f for r in reviews for f in r.unreviewed_files)),
+        run={"reviewers": [dict(r.run) for r in reviews]},
+        reason="; ".join(reasons) or _merged_reason(reviews, overall),
+    )
+
+
+def _merged_reason(reviews: Sequence[Review], overall: Overall | None) -> str:
+    if overall is Overall.APPROVE:
+        return "all reviewers approve"
+    asking = [i for i, r in enumerate(reviews, start=1) if r.overall is Overall.REVISE]
+    return "reviewer " + ", ".join(map(str, asking)) + " asks for changes"

@@ -1,0 +1,385 @@
+"""Verdict grammar, findings parsing, fingerprints, the gate and merging reviews."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gitflow_agents.findings import (
+    Finding,
+    Overall,
+    Review,
+    Severity,
+    fingerprint,
+    gate,
+    merge_reviews,
+    parse_review,
+    parse_verdict,
+    review_from_dict,
+    suggestion_replacement,
+)
+
+# --- verdict grammar ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict", "line"),
+    [
+        ("REVIEW_RESULT: APPROVED", Overall.APPROVE, 1),
+        ("All good.\n\nREVIEW_RESULT: APPROVED\n", Overall.APPROVE, 3),
+        ("REVIEW_RESULT: REVISE", Overall.REVISE, 1),
+        ("REVIEW_RESULT: CHANGES_REQUESTED", Overall.REVISE, 1),
+        ("   REVIEW_RESULT:   APPROVED   ", Overall.APPROVE, 1),  # indented, extra spaces
+        ("\tREVIEW_RESULT:APPROVED", Overall.APPROVE, 1),
+        ("REVIEW_RESULT: APPROVED\r\n", Overall.APPROVE, 1),  # CRLF
+        # several markers: the last one wins, in both directions
+        ("REVIEW_RESULT: REVISE\nfixed now\nREVIEW_RESULT: APPROVED", Overall.APPROVE, 3),
+        ("REVIEW_RESULT: APPROVED\nbut wait\nREVIEW_RESULT: REVISE", Overall.REVISE, 3),
+    ],
+)
+def test_verdict_marker_is_found(text: str, verdict: Overall, line: int) -> None:
+    result = parse_verdict(text)
+    assert (result.verdict, result.line) == (verdict, line)
+
+
+def test_bold_marker_is_not_approval_and_says_why() -> None:
+    result = parse_verdict("Summary\n\n**REVIEW_RESULT: APPROVED**\n")
+    assert result.verdict is None
+    assert result.line == 3
+    assert result.reason == (
+        "found `**REVIEW_RESULT: APPROVED**` on line 3: the marker must stand alone on its line"
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "review_result: approved",  # lower case
+        "REVIEW_RESULT: APPROVED with minor nits",  # trailing text
+        "REVIEW_RESULT: APPROVED.",
+        "REVIEW_RESULT: CHANGES_REQUIRED",  # the seed system's word, not ours
+        "- REVIEW_RESULT: APPROVED",
+        "> REVIEW_RESULT: APPROVED",
+        "## REVIEW_RESULT: APPROVED",
+        "`REVIEW_RESULT: APPROVED`",
+    ],
+)
+def test_near_misses_are_not_approval(line: str) -> None:
+    result = parse_verdict(f"text\n{line}\n")
+    assert result.verdict is None
+    assert result.reason.startswith(f"found `{line}` on line 2: ")
+
+
+@pytest.mark.parametrize(
+    "fence", ["```", "~~~", "````", "~~~~~", "```text", "~~~markdown", "  ```"]
+)
+def test_marker_inside_fenced_code_does_not_count(fence: str) -> None:
+    closing = fence.strip().rstrip("textmarkdown") or fence
+    text = f"Example of the marker:\n{fence}\nREVIEW_RESULT: APPROVED\n{closing}\n"
+    result = parse_verdict(text)
+    assert result.verdict is None
+    assert result.reason.startswith("no REVIEW_RESULT line (the marker on line 3 is inside")
+
+
+def test_fence_closes_only_with_same_kind_and_length() -> None:
+    # ```` is not closed by ```, and ``` is not closed by ~~~: the marker stays inside
+    assert parse_verdict("````\n```\nREVIEW_RESULT: APPROVED\n````\n").verdict is None
+    assert parse_verdict("```\n~~~\nREVIEW_RESULT: APPROVED\n```\n").verdict is None
+    # an unclosed fence runs to the end of the document
+    assert parse_verdict("```\ncode\nREVIEW_RESULT: APPROVED\n").verdict is None
+
+
+def test_marker_after_a_closed_fence_counts_and_fenced_one_is_ignored() -> None:
+    text = "```\nREVIEW_RESULT: REVISE\n```\nREVIEW_RESULT: APPROVED\n~~~\nREVIEW_RESULT: REVISE\n~~~\n"
+    result = parse_verdict(text)
+    assert (result.verdict, result.line) == (Overall.APPROVE, 4)
+
+
+def test_fence_inside_a_list_item_is_code_too() -> None:
+    text = "- example:\n\n  ```\n  REVIEW_RESULT: APPROVED\n  ```\n"
+    assert parse_verdict(text).verdict is None
+
+
+def test_no_marker() -> None:
+    result = parse_verdict("Looks good to me, approved!\n")
+    assert result == type(result)(None, None, "no REVIEW_RESULT line")
+    assert parse_verdict("").reason == "no REVIEW_RESULT line"
+
+
+def test_prose_mentioning_the_marker_is_ignored() -> None:
+    text = "I will write REVIEW_RESULT: APPROVED below.\nREVIEW_RESULT: APPROVED\n"
+    assert parse_verdict(text).verdict is Overall.APPROVE
+
+
+def test_decorated_marker_after_a_valid_one_withdraws_it() -> None:
+    # fail closed: the reviewer's last word is a marker we cannot accept
+    result = parse_verdict("REVIEW_RESULT: APPROVED\n\n**REVIEW_RESULT: REVISE**\n")
+    assert result.verdict is None
+    assert result.line == 3
+
+
+# --- findings sources -----------------------------------------------------------------------
+
+JSON_REPORT = """\
+# Review
+
+Two problems.
+
+```json
+{
+  "overall": "revise",
+  "summary": "a key and a debugger",
+  "findings": [
+    {"severity": "error", "file": "app/keys.py", "line": 3, "message": "AWS key", "rule": "secret-aws"},
+    {"severity": "warning", "file": "app/main.py", "line": 10, "end_line": 12,
+     "message": "breakpoint() left in", "suggestion": "remove it"},
+    {"severity": "info", "message": "consider more tests"}
+  ],
+  "unreviewed_files": ["big.bin"]
+}
+```
+
+REVIEW_RESULT: REVISE
+"""
+
+
+def test_json_block_findings() -> None:
+    review = parse_review(JSON_REPORT, reviewed_sha="a" * 40, base_sha="b" * 40)
+    assert review.overall is Overall.REVISE
+    assert review.summary == "a key and a debugger"
+    assert [(f.severity, f.file, f.line, f.end_line, f.rule) for f in review.findings] == [
+        (Severity.ERROR, "app/keys.py", 3, None, "secret-aws"),
+        (Severity.WARN, "app/main.py", 10, 12, None),
+        (Severity.INFO, None, None, None, None),
+    ]
+    assert review.findings[1].suggestion == "remove it"
+    assert review.unreviewed_files == ("big.bin",)
+    assert (review.reviewed_sha, review.base_sha) == ("a" * 40, "b" * 40)
+    assert all(len(f.fingerprint) == 16 for f in review.findings)
+
+
+def test_last_valid_json_block_wins_and_unrelated_json_is_ignored() -> None:
+    text = (
+        '```json\n{"overall": "revise", "findings": [{"severity": "error", "message": "old"}]}\n```\n'
+        '```json\n{"overall": "approve", "findings": []}\n```\n'
+        '```json\n{"name": "an example package.json"}\n```\n'
+        "REVIEW_RESULT: APPROVED\n"
+    )
+    review = parse_review(text)
+    assert review.overall is Overall.APPROVE
+    assert review.findings == ()
+
+
+def test_invalid_json_block_is_not_approved_and_names_the_line() -> None:
+    text = 'Intro\n```json\n{"overall": "approve",\n "findings": [,]}\n```\nREVIEW_RESULT: APPROVED\n'
+    review = parse_review(text, source="flows/x/report.complete.md")
+    assert review.overall is None
+    assert review.reason.startswith(
+        "flows/x/report.complete.md:4: findings block is not valid JSON"
+    )
+
+
+def test_json_block_with_bad_field_is_not_approved() -> None:
+    text = '```json\n{"findings": [{"severity": "urgent", "message": "x"}]}\n```\nREVIEW_RESULT: APPROVED\n'
+    review = parse_review(text)
+    assert review.overall is None
+    assert "findings[0].severity: unknown severity 'urgent'" in review.reason
+
+
+def test_contradiction_between_marker_and_json_is_not_approved() -> None:
+    text = JSON_REPORT.replace("REVIEW_RESULT: REVISE", "REVIEW_RESULT: APPROVED")
+    review = parse_review(text)
+    assert review.overall is None
+    assert review.reason == "report says APPROVED but its findings block says revise"
+    assert len(review.findings) == 3  # the findings are still reported
+
+
+def test_contradiction_the_other_way_round() -> None:
+    text = '```json\n{"overall": "approve", "findings": []}\n```\nREVIEW_RESULT: REVISE\n'
+    review = parse_review(text)
+    assert review.overall is None
+    assert review.reason == "report says REVISE but its findings block says approve"
+
+
+def test_json_block_about_another_commit_is_not_approved() -> None:
+    text = '```json\n{"overall": "approve", "findings": [], "reviewed_sha": "1111111"}\n```\nREVIEW_RESULT: APPROVED\n'
+    assert parse_review(text, reviewed_sha="1111111abc").overall is Overall.APPROVE
+    review = parse_review(text, reviewed_sha="2222222abc")
+    assert review.overall is None
+    assert "1111111" in review.reason
+
+
+def test_bullet_line_findings() -> None:
+    text = (
+        "Findings:\n"
+        "- [error] src/app.py:12: hard-coded password\n"
+        "* [WARN] `src/util.py:3-5`: too complex\n"
+        "- [critical] lib/x.js:7: eval of user input\n"
+        "- [info] add a changelog entry\n"
+        "- [x] checked the tests (a checklist, not a finding)\n"
+        "- [ ] open item\n"
+        "```\n- [error] inside.py:1: in a code block\n```\n"
+        "REVIEW_RESULT: REVISE\n"
+    )
+    review = parse_review(text)
+    assert [(f.severity.value, f.file, f.line, f.end_line, f.message) for f in review.findings] == [
+        ("error", "src/app.py", 12, None, "hard-coded password"),
+        ("warn", "src/util.py", 3, 5, "too complex"),
+        ("error", "lib/x.js", 7, None, "eval of user input"),
+        ("info", None, None, None, "add a changelog entry"),
+    ]
+
+
+def test_xml_reply_supplies_summary_and_findings() -> None:
+    text = (
+        "Here is my review.\n\n"
+        "<SUMMARY>\nOne leaked token.\n</SUMMARY>\n"
+        "<ACTIONS>\n- Analyzed: the diff\n</ACTIONS>\n"
+        "<FINDINGS>\n- [error] config/settings.py:4: GitHub token committed\n</FINDINGS>\n"
+        "<STATUS>\ncompleted\n</STATUS>\n\n"
+        "REVIEW_RESULT: REVISE\n"
+    )
+    review = parse_review(text)
+    assert review.overall is Overall.REVISE
+    assert review.summary == "One leaked token."
+    assert [(f.file, f.line) for f in review.findings] == [("config/settings.py", 4)]
+
+
+def test_xml_status_failed_withdraws_an_approval() -> None:
+    text = "<SUMMARY>Could not finish</SUMMARY>\n<STATUS>failed</STATUS>\nREVIEW_RESULT: APPROVED\n"
+    review = parse_review(text)
+    assert review.overall is None
+    assert review.reason == "the reply's <STATUS> is failed, so its verdict does not stand"
+
+
+def test_parse_review_without_marker() -> None:
+    review = parse_review('```json\n{"overall": "approve", "findings": []}\n```\n')
+    assert review.overall is None
+    assert review.reason == "no REVIEW_RESULT line"
+
+
+# --- fingerprints -----------------------------------------------------------------------------
+
+
+def _lookup(lines: dict[tuple[str, int], str]):  # type: ignore[no-untyped-def]
+    return lambda file, line: lines.get((file, line))
+
+
+def test_fingerprint_survives_lines_moving() -> None:
+    before = parse_review(
+        "- [error] a.py:3: secret\nREVIEW_RESULT: REVISE",
+        line_content=_lookup({("a.py", 3): "KEY = 'AKIA...'"}),
+    )
+    after = parse_review(
+        "- [error] a.py:40: secret\nREVIEW_RESULT: REVISE",
+        line_content=_lookup({("a.py", 40): "   KEY  =  'AKIA...'"}),  # moved and re-indented
+    )
+    assert before.findings[0].fingerprint == after.findings[0].fingerprint
+
+
+def test_fingerprint_differs_when_content_or_file_or_rule_differs() -> None:
+    base = fingerprint("a.py", "secret-aws", "m", "KEY = 1")
+    assert fingerprint("a.py", "secret-aws", "m", "KEY = 2") != base
+    assert fingerprint("b.py", "secret-aws", "m", "KEY = 1") != base
+    assert fingerprint("a.py", "secret-gh", "m", "KEY = 1") != base
+    # without a rule, the normalised message identifies the finding (numbers do not count)
+    assert fingerprint(None, None, "Line 3 too long", "") == fingerprint(
+        None, None, "line 97   too long", ""
+    )
+
+
+def test_json_fingerprints_are_recomputed_not_trusted() -> None:
+    text = '```json\n{"overall": "revise", "findings": [{"severity": "warn", "message": "m", "fingerprint": "made-up"}]}\n```\nREVIEW_RESULT: REVISE\n'
+    assert parse_review(text).findings[0].fingerprint == fingerprint(None, None, "m")
+
+
+def test_review_round_trips_through_json() -> None:
+    review = parse_review(JSON_REPORT, reviewed_sha="c" * 40)
+    again = review_from_dict(json.loads(json.dumps(review.to_dict())))
+    assert again == review
+
+
+# --- gate -------------------------------------------------------------------------------------
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _review(overall: Overall | None, *severities: Severity, sha: str | None = SHA) -> Review:
+    findings = tuple(
+        Finding(severity=s, message=f"m{i}", file="f.py", line=i + 1).with_fingerprint()
+        for i, s in enumerate(severities)
+    )
+    return Review(overall=overall, findings=findings, reviewed_sha=sha, reason="why")
+
+
+def test_gate_approves_a_clean_approval() -> None:
+    result = gate(_review(Overall.APPROVE), threshold=Severity.ERROR, head_sha=SHA)
+    assert (result.approved, result.exit_code, result.reasons) == (True, 0, ())
+
+
+@pytest.mark.parametrize(
+    ("threshold", "severities", "approved"),
+    [
+        (Severity.ERROR, (Severity.WARN, Severity.INFO), True),
+        (Severity.ERROR, (Severity.ERROR,), False),
+        (Severity.WARN, (Severity.INFO,), True),
+        (Severity.WARN, (Severity.WARN,), False),
+        (Severity.INFO, (Severity.INFO,), False),
+    ],
+)
+def test_gate_threshold(threshold: Severity, severities: tuple[Severity, ...], approved: bool) -> None:
+    result = gate(_review(Overall.APPROVE, *severities), threshold=threshold, head_sha=None)
+    assert result.approved is approved
+    assert result.exit_code == (0 if approved else 1)
+    if not approved:
+        assert f"at or above {threshold.value}" in result.reasons[0]
+
+
+def test_gate_wrong_sha() -> None:
+    result = gate(_review(Overall.APPROVE), threshold=Severity.ERROR, head_sha="f" * 40)
+    assert not result.approved
+    assert result.reasons == ("the review is about 0123456789ab, not HEAD ffffffffffff",)
+    # an abbreviated id of the same commit is the same commit
+    assert gate(_review(Overall.APPROVE), threshold=Severity.ERROR, head_sha=SHA[:10]).approved
+
+
+def test_gate_review_without_sha_when_head_is_known() -> None:
+    result = gate(_review(Overall.APPROVE, sha=None), threshold=Severity.ERROR, head_sha=SHA)
+    assert not result.approved
+    assert "does not say which commit" in result.reasons[0]
+
+
+def test_gate_no_verdict_and_revise() -> None:
+    none = gate(_review(None), threshold=Severity.ERROR, head_sha=None)
+    assert (none.approved, none.exit_code, none.reasons) == (False, 1, ("why",))
+    revise = gate(_review(Overall.REVISE), threshold=Severity.ERROR, head_sha=None)
+    assert (revise.approved, revise.exit_code) == (False, 1)
+    assert "REVISE" in revise.reasons[0]
+
+
+def test_merge_reviews() -> None:
+    shared = Finding(Severity.WARN, "dup", "f.py", 1).with_fingerprint()
+    a = Review(Overall.APPROVE, findings=(shared,), reviewed_sha=SHA, unreviewed_files=("x",))
+    b = Review(Overall.APPROVE, findings=(shared,), reviewed_sha=SHA, unreviewed_files=("x", "y"))
+    merged = merge_reviews([a, b])
+    assert merged.overall is Overall.APPROVE
+    assert merged.findings == (shared,)
+    assert merged.unreviewed_files == ("x", "y")
+    assert merged.reviewed_sha == SHA
+    c = Review(Overall.REVISE, reviewed_sha=SHA)
+    assert merge_reviews([a, c]).overall is Overall.REVISE
+    assert merge_reviews([a, c]).reason == "reviewer 2 asks for changes"
+    d = Review(None, reason="no REVIEW_RESULT line")
+    assert merge_reviews([a, d]).overall is None
+    assert merge_reviews([a, d]).reason == "reviewer 2: no REVIEW_RESULT line"
+    other = Review(Overall.APPROVE, reviewed_sha="f" * 40)
+    assert merge_reviews([a, other]).overall is None
+    assert merge_reviews([]).overall is None
+
+
+def test_suggestion_replacement_only_for_suggestion_blocks() -> None:
+    prose = Finding(Severity.WARN, "m", "a.py", 3, suggestion="remove the call")
+    block = Finding(Severity.WARN, "m", "a.py", 3, suggestion="```suggestion\nx = 1\n```")
+    assert suggestion_replacement(prose) is None
+    assert suggestion_replacement(block) == "x = 1\n"
