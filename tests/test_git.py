@@ -1,0 +1,165 @@
+"""gitflow_agents.git against real repositories in temp dirs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents import git as g
+from gitflow_agents.errors import UsageError
+from tests.conftest import git
+
+
+def commit_all(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_repo_root_from_subdirectory(repo: Path) -> None:
+    sub = repo / "a" / "b"
+    sub.mkdir(parents=True)
+    assert g.repo_root(sub) == repo.resolve()
+
+
+def test_repo_root_outside_a_repository(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="not a git repository"):
+        g.repo_root(tmp_path)
+
+
+def test_inherited_git_dir_is_scrubbed(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    # As git exports them to hooks: relative to a directory we are not in.
+    monkeypatch.setenv("GIT_DIR", ".git")
+    monkeypatch.setenv("GIT_INDEX_FILE", str(other / ".git" / "index"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other))
+    assert g.repo_root(repo) == repo.resolve()
+    assert "GIT_DIR" not in g.git_env()
+    assert g.head_sha(repo) == git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_rev_parse_and_unknown_revision(repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert g.rev_parse(repo, "main") == head
+    assert g.head_sha(repo) == head
+    with pytest.raises(UsageError, match="unknown revision: nope"):
+        g.rev_parse(repo, "nope")
+    with pytest.raises(UsageError, match="unknown revision"):
+        g.rev_parse(repo, "--all")
+
+
+def test_head_of_an_empty_repository(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    assert not g.has_head(tmp_path)
+    with pytest.raises(UsageError, match="no commit yet"):
+        g.head_sha(tmp_path)
+
+
+def test_default_branch_prefers_remote_head(repo: Path, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    found = g.default_branch(clone)
+    assert found.ref == "origin/main"
+    assert "refs/remotes/origin/HEAD" in found.note
+    assert "fell back" not in found.note
+
+
+def test_default_branch_falls_back_to_main_then_master(repo: Path) -> None:
+    found = g.default_branch(repo)
+    assert found.ref == "main"
+    assert "fell back to main" in found.note
+    git(repo, "branch", "-m", "main", "master")
+    assert g.default_branch(repo).ref == "master"
+    git(repo, "branch", "-m", "master", "trunk")
+    with pytest.raises(UsageError, match="cannot find the default branch"):
+        g.default_branch(repo)
+
+
+def test_merge_base_and_parents(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "f.txt").write_text("f\n")
+    head = commit_all(repo, "feature")
+    git(repo, "checkout", "-q", "main")
+    (repo / "m.txt").write_text("m\n")
+    commit_all(repo, "main moves on")
+    assert g.merge_base(repo, "main", "feature") == base
+    assert g.parents(repo, head) == (base,)
+    assert g.parents(repo, base) == ()
+
+
+def test_diff_statuses_numstat_renames_and_binary(repo: Path) -> None:
+    (repo / "keep.py").write_text("a = 1\nb = 2\nc = 3\n")
+    (repo / "old name.txt").write_text("".join(f"line {i}\n" for i in range(20)))
+    (repo / "gone.txt").write_text("bye\n")
+    base = commit_all(repo, "base")
+    (repo / "keep.py").write_text("a = 1\nb = 22\nc = 3\nd = 4\n")
+    git(repo, "mv", "old name.txt", "new näme.txt")
+    (repo / "gone.txt").unlink()
+    (repo / "blob.bin").write_bytes(b"\x00\x01\x02binary")
+    (repo / "tail.txt").write_text("no newline at end")
+    head = commit_all(repo, "change")
+
+    changes = {c.path: c for c in g.diff(repo, g.DiffSpec(base, head))}
+    assert set(changes) == {"keep.py", "new näme.txt", "gone.txt", "blob.bin", "tail.txt"}
+
+    keep = changes["keep.py"]
+    assert (keep.status, keep.added, keep.deleted) == ("M", 2, 1)
+    assert [(a.number, a.text) for a in keep.added_lines] == [(2, "b = 22"), (4, "d = 4")]
+    assert not keep.no_final_newline
+
+    renamed = changes["new näme.txt"]
+    assert (renamed.status, renamed.old_path, renamed.added) == ("R", "old name.txt", 0)
+    assert changes["gone.txt"].status == "D"
+
+    binary = changes["blob.bin"]
+    assert binary.binary and binary.added is None and binary.added_lines == ()
+
+    tail = changes["tail.txt"]
+    assert tail.no_final_newline
+    assert [(a.number, a.text) for a in tail.added_lines] == [(1, "no newline at end")]
+
+
+def test_staged_diff_and_index_contents(repo: Path) -> None:
+    (repo / "README.md").write_text("# demo\nstaged line\n")
+    git(repo, "add", "README.md")
+    (repo / "README.md").write_text("# demo\nstaged line\nunstaged line\n")
+    base = g.head_sha(repo)
+    changes = g.diff(repo, g.DiffSpec(base, None))
+    assert [(c.path, [a.text for a in c.added_lines]) for c in changes] == [
+        ("README.md", ["staged line"])
+    ]
+    assert g.show_file(repo, None, "README.md") == "# demo\nstaged line\n"
+    assert g.show_file(repo, base, "README.md") == "# demo\n"
+    assert g.show_file(repo, base, "missing.txt") is None
+    assert g.blob_sizes(repo, None, ["README.md", "missing.txt"]) == {"README.md": 19}
+
+
+def test_root_commit_against_the_empty_tree(repo: Path) -> None:
+    head = g.head_sha(repo)
+    changes = g.diff(repo, g.DiffSpec(g.empty_tree(repo), head))
+    assert [(c.path, c.status) for c in changes] == [("README.md", "A")]
+
+
+def test_quoted_paths_in_patch_headers(repo: Path) -> None:
+    base = g.head_sha(repo)
+    (repo / 'we"ird\tname.txt').write_text("x\n")
+    head = commit_all(repo, "odd name")
+    changes = g.diff(repo, g.DiffSpec(base, head))
+    assert [(c.path, len(c.added_lines)) for c in changes] == [('we"ird\tname.txt', 1)]
+
+
+def test_notes_round_trip(repo: Path) -> None:
+    head = g.head_sha(repo)
+    assert g.read_note(repo, head) is None
+    g.write_note(repo, head, '{"a": 1}\n')
+    g.write_note(repo, head, '{"a": 2}\n')  # replaces
+    assert g.read_note(repo, head) == '{"a": 2}\n'
+    assert g.NOTES_REF in git(repo, "for-each-ref", "refs/notes/")
+    # the default notes ref is untouched
+    assert git(repo, "notes", "list") == ""
