@@ -1,0 +1,737 @@
+"""`.agents-flow/` prompt assets (seed 003), one test per rule, on real files in tmp_path."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.assets import (
+    PROVIDER_ADAPTERS,
+    AgentDropdownItem,
+    AgentIncludes,
+    BuiltInProviderAdapter,
+    ExpectedOutput,
+    ManifestError,
+    NodeConfigOverrides,
+    NodeRef,
+    PromptAssetManifest,
+    PromptSegment,
+    ProviderAdapterRegistry,
+    ProviderPromptPackage,
+    RunInputData,
+    errors_for_agent,
+    expected_output,
+    load_manifest,
+    output_ports,
+    package_agent_prompt,
+    require_runnable,
+    resolve_node_agent,
+)
+from gitflow_agents.errors import ConfigError, UsageError
+
+BUILT_IN = BuiltInProviderAdapter()
+
+
+def write(root: Path, rel: str, text: str | bytes) -> Path:
+    path = root / ".agents-flow" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def agent_file(
+    agent_id: str = "planner",
+    *,
+    kind: str = "plan",
+    extra: str = "",
+    body: str = "You plan the work.",
+    name: str | None = None,
+) -> str:
+    return (
+        f"---\nname: {name or agent_id.title()}\ndescription: The {agent_id}\n"
+        f"agentId: {agent_id}\noutput:\n  kind: {kind}\n{extra}---\n\n{body}\n"
+    )
+
+
+def instruction_file(name: str, body: str, extra: str = "") -> str:
+    return f"---\nname: {name}\ndescription: About {name}\n{extra}---\n{body}\n"
+
+
+def skill_file(name: str, body: str) -> str:
+    return f"---\nname: {name}\ndescription: Skill {name}\n---\n{body}\n"
+
+
+def codes(manifest: PromptAssetManifest) -> list[str]:
+    return [error.code for error in manifest.errors]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A complete, valid .agents-flow/ tree."""
+    write(tmp_path, "global-system-prompt.md", "You work in the acme repository.\n")
+    write(
+        tmp_path,
+        "instructions/plan.instructions.md",
+        instruction_file("plan-format", "Plans are lists."),
+    )
+    write(
+        tmp_path, "instructions/style.instructions.md", instruction_file("code-style", "Use ruff.")
+    )
+    write(tmp_path, "skills/codebase-search/SKILL.md", skill_file("Search", "Search with rg."))
+    write(tmp_path, "skills/testing/SKILL.md", skill_file("Testing", "Run pytest."))
+    write(
+        tmp_path,
+        "agents/planner.agent.md",
+        agent_file(
+            "planner",
+            extra=(
+                "includes:\n  instructions: [plan-format, code-style]\n"
+                "  skills: [codebase-search, testing]\n"
+            ),
+        ),
+    )
+    return tmp_path
+
+
+# --- scanning and the manifest ------------------------------------------------------------------
+
+
+def test_absent_agents_flow_gives_empty_manifest(tmp_path: Path) -> None:
+    assert load_manifest(tmp_path) == PromptAssetManifest()
+
+
+def test_scan_builds_manifest_keyed_by_id_name_and_folder(project: Path) -> None:
+    manifest = load_manifest(project)
+    assert manifest.errors == ()
+    assert manifest.global_system_prompt == "You work in the acme repository."
+    assert list(manifest.agents) == ["planner"]
+    assert sorted(manifest.instructions) == ["code-style", "plan-format"]  # by name, not file
+    assert sorted(manifest.skills) == ["codebase-search", "testing"]  # by folder name
+    planner = manifest.agents["planner"]
+    assert planner.source_path == "agents/planner.agent.md"
+    assert planner.body == "You plan the work."
+    assert planner.includes == AgentIncludes(
+        instructions=("plan-format", "code-style"), skills=("codebase-search", "testing")
+    )
+    plan = manifest.instructions["plan-format"]
+    assert (plan.filename, plan.source_path, plan.content) == (
+        "plan.instructions.md",
+        "instructions/plan.instructions.md",
+        "Plans are lists.",
+    )
+    search = manifest.skills["codebase-search"]
+    assert (search.name, search.source_path) == ("Search", "skills/codebase-search/SKILL.md")
+
+
+def test_files_outside_the_convention_are_ignored(project: Path) -> None:
+    write(project, "agents/README.md", "# notes\n")
+    write(project, "instructions/notes.md", "# notes\n")
+    write(project, "other/x.agent.md", agent_file("other"))
+    manifest = load_manifest(project)
+    assert manifest.errors == ()
+    assert list(manifest.agents) == ["planner"]
+
+
+def test_global_system_prompt_is_taken_whole_without_frontmatter(tmp_path: Path) -> None:
+    write(tmp_path, "global-system-prompt.md", "---\nnot: parsed\n---\nBaseline.\n")
+    assert load_manifest(tmp_path).global_system_prompt == "---\nnot: parsed\n---\nBaseline."
+
+
+def test_agent_defaults(tmp_path: Path) -> None:
+    write(tmp_path, "agents/a.agent.md", agent_file("a", kind="text"))
+    agent = load_manifest(tmp_path).agents["a"]
+    assert agent.adapter_kind == "pi-mono"
+    assert agent.turn_mode == "normal"
+    assert agent.tools == ()
+    assert agent.user_invocable is False
+    assert agent.includes == AgentIncludes(instructions=(), skills=(), global_system_prompt=True)
+    assert (agent.model, agent.temperature, agent.argument_hint) == (None, None, None)
+
+
+def test_agent_optional_fields_are_read(tmp_path: Path) -> None:
+    extra = (
+        "adapterKind: claude\nmodel: deepseek-v4-flash\ntemperature: 0.3\nturnMode: evaluate\n"
+        "tools: [read, grep]\nuserInvocable: true\nargumentHint: <path>\n"
+        "includes:\n  globalSystemPrompt: false\n"
+    )
+    write(tmp_path, "agents/a.agent.md", agent_file("a", kind="score", extra=extra))
+    manifest = load_manifest(tmp_path)
+    assert manifest.errors == ()
+    agent = manifest.agents["a"]
+    assert (agent.adapter_kind, agent.model, agent.temperature) == (
+        "claude",
+        "deepseek-v4-flash",
+        0.3,
+    )
+    assert (agent.turn_mode, agent.tools, agent.user_invocable) == (
+        "evaluate",
+        ("read", "grep"),
+        True,
+    )
+    assert agent.argument_hint == "<path>"
+    assert agent.includes.global_system_prompt is False
+
+
+def test_output_kind_accepts_the_literal_dotted_key(tmp_path: Path) -> None:
+    text = "---\nname: A\ndescription: d\nagentId: a\noutput.kind: score\n---\nbody\n"
+    write(tmp_path, "agents/a.agent.md", text)
+    manifest = load_manifest(tmp_path)
+    assert manifest.errors == ()
+    assert manifest.agents["a"].output_kind == "score"
+
+
+@pytest.mark.parametrize(
+    ("extra", "key", "line"),
+    [
+        ("temperature: 2.5\n", "temperature", 7),
+        ("temperature: -1\n", "temperature", 7),
+        ("temperature: hot\n", "temperature", 7),
+        ("turnMode: fast\n", "turnMode", 7),
+        ("tools: read\n", "tools", 7),
+        ("userInvocable: yes please\n", "userInvocable", 7),
+        ("adapterKind: 3\n", "adapterKind", 7),
+        ("includes: [a]\n", "includes", 7),
+        ("includes:\n  instruction: [a]\n", "includes.instruction", 8),
+        ("includes:\n  globalSystemPrompt: maybe\n", "includes.globalSystemPrompt", 8),
+    ],
+)
+def test_invalid_field_is_invalid_frontmatter_at_its_line(
+    tmp_path: Path, extra: str, key: str, line: int
+) -> None:
+    write(tmp_path, "agents/a.agent.md", agent_file("a", extra=extra))
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["invalid_frontmatter"]
+    error = manifest.errors[0]
+    assert (error.source_path, error.agent_id, error.line) == ("agents/a.agent.md", "a", line)
+    assert error.message.startswith(f".agents-flow/agents/a.agent.md:{line}: {key}: ")
+
+
+def test_temperature_bounds_are_inclusive(tmp_path: Path) -> None:
+    write(tmp_path, "agents/a.agent.md", agent_file("a", extra="temperature: 2\n"))
+    write(tmp_path, "agents/b.agent.md", agent_file("b", extra="temperature: 0\n"))
+    manifest = load_manifest(tmp_path)
+    assert manifest.errors == ()
+    assert (manifest.agents["a"].temperature, manifest.agents["b"].temperature) == (2.0, 0.0)
+
+
+@pytest.mark.parametrize("missing", ["name", "description", "agentId"])
+def test_required_agent_fields(tmp_path: Path, missing: str) -> None:
+    lines = [line for line in agent_file("a").splitlines() if not line.startswith(f"{missing}:")]
+    write(tmp_path, "agents/a.agent.md", "\n".join(lines) + "\n")
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["invalid_frontmatter"]
+    assert f"required key {missing!r} is missing" in manifest.errors[0].message
+    assert manifest.errors[0].message.startswith(".agents-flow/agents/a.agent.md:1: ")
+
+
+def test_required_output_kind(tmp_path: Path) -> None:
+    write(tmp_path, "agents/a.agent.md", "---\nname: A\ndescription: d\nagentId: a\n---\nbody\n")
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["invalid_frontmatter"]
+    assert "'output.kind' is missing" in manifest.errors[0].message
+    assert manifest.errors[0].agent_id == "a"
+
+
+def test_output_kind_outside_mvp_kinds_is_rejected(tmp_path: Path) -> None:
+    write(tmp_path, "agents/a.agent.md", agent_file("a", kind="json"))
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["invalid_frontmatter"]
+    assert manifest.errors[0].message == (
+        ".agents-flow/agents/a.agent.md:6: output.kind: must be one of text, plan, score; got 'json'"
+    )
+
+
+def test_output_kind_given_twice_differently_is_rejected(tmp_path: Path) -> None:
+    write(tmp_path, "agents/a.agent.md", agent_file("a", kind="plan", extra="output.kind: text\n"))
+    assert codes(load_manifest(tmp_path)) == ["invalid_frontmatter"]
+
+
+def test_required_instruction_and_skill_fields(tmp_path: Path) -> None:
+    write(tmp_path, "instructions/a.instructions.md", "---\nname: a\n---\nbody\n")
+    write(tmp_path, "skills/s/SKILL.md", "---\ndescription: d\n---\nbody\n")
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["invalid_frontmatter", "invalid_frontmatter"]
+    messages = sorted(error.message for error in manifest.errors)
+    assert messages == [
+        ".agents-flow/instructions/a.instructions.md:1: required key 'description' is missing",
+        ".agents-flow/skills/s/SKILL.md:1: required key 'name' is missing",
+    ]
+
+
+def test_instruction_apply_to_is_parsed(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "instructions/a.instructions.md",
+        instruction_file("a", "x", "applyTo: '**/*.py'\n"),
+    )
+    assert load_manifest(tmp_path).instructions["a"].apply_to == "**/*.py"
+
+
+def test_malformed_yaml_is_invalid_frontmatter_with_file_line(tmp_path: Path) -> None:
+    write(tmp_path, "agents/a.agent.md", "---\nname: A\nagentId: a\ndescription: a: b\n---\nbody\n")
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["invalid_frontmatter"]
+    error = manifest.errors[0]
+    assert error.line == 4
+    assert error.message.startswith(".agents-flow/agents/a.agent.md:4: invalid YAML in frontmatter")
+    # The agentId line is still readable, so the error belongs to agent "a".
+    assert error.agent_id == "a"
+    with pytest.raises(ConfigError, match=r"agent 'a' has 1 manifest error .*\n  - .*invalid YAML"):
+        require_runnable("a", manifest)
+
+
+def test_unclosed_and_list_frontmatter_are_invalid_frontmatter(tmp_path: Path) -> None:
+    write(tmp_path, "agents/a.agent.md", "---\nname: A\nagentId: a\n")
+    write(tmp_path, "instructions/b.instructions.md", "---\n- one\n- two\n---\nbody\n")
+    write(tmp_path, "skills/c/SKILL.md", "no frontmatter at all\n")
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["invalid_frontmatter"] * 3
+    by_path = {error.source_path: error for error in manifest.errors}
+    assert by_path["agents/a.agent.md"].line == 1
+    assert "never closed" in by_path["agents/a.agent.md"].message
+    assert by_path["instructions/b.instructions.md"].line == 2
+    assert "not a list" in by_path["instructions/b.instructions.md"].message
+    assert "missing frontmatter" in by_path["skills/c/SKILL.md"].message
+
+
+def test_crlf_and_bom_asset_files_load(tmp_path: Path) -> None:
+    text = agent_file("a", body="line one\nline two").replace("\n", "\r\n")
+    write(tmp_path, "agents/a.agent.md", b"\xef\xbb\xbf" + text.encode())
+    manifest = load_manifest(tmp_path)
+    assert manifest.errors == ()
+    assert manifest.agents["a"].body == "line one\nline two"
+
+
+def test_duplicate_agent_id(tmp_path: Path) -> None:
+    write(tmp_path, "agents/a.agent.md", agent_file("same", body="first"))
+    write(tmp_path, "agents/b.agent.md", agent_file("same", body="second"))
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["duplicate_agent_id"]
+    error = manifest.errors[0]
+    assert (error.source_path, error.agent_id, error.line) == ("agents/b.agent.md", "same", 4)
+    assert ".agents-flow/agents/a.agent.md" in error.message
+    assert manifest.agents["same"].body == "first"
+    assert BUILT_IN.package_prompt("same", manifest) is None
+
+
+def test_duplicate_instruction_name(tmp_path: Path) -> None:
+    write(tmp_path, "instructions/a.instructions.md", instruction_file("fmt", "first"))
+    write(tmp_path, "instructions/b.instructions.md", instruction_file("fmt", "second"))
+    write(
+        tmp_path, "agents/x.agent.md", agent_file("x", extra="includes:\n  instructions: [fmt]\n")
+    )
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["duplicate_instruction_name"]
+    error = manifest.errors[0]
+    assert (error.source_path, error.line) == ("instructions/b.instructions.md", 2)
+    assert ".agents-flow/instructions/a.instructions.md" in error.message
+    # The agent including the ambiguous name is blocked by it.
+    assert errors_for_agent(manifest, "x") == (error,)
+
+
+def test_missing_include_instruction_by_name_not_filename(tmp_path: Path) -> None:
+    write(tmp_path, "instructions/plan.instructions.md", instruction_file("plan-format", "x"))
+    write(
+        tmp_path,
+        "agents/a.agent.md",
+        agent_file("a", extra="includes:\n  instructions:\n    - plan\n"),
+    )
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["missing_include"]
+    error = manifest.errors[0]
+    assert (error.agent_id, error.source_path, error.line) == ("a", "agents/a.agent.md", 9)
+    assert "no instruction named 'plan'" in error.message
+    assert "is named 'plan-format'" in error.message
+
+
+def test_missing_include_skill_by_folder_name(tmp_path: Path) -> None:
+    write(tmp_path, "skills/search/SKILL.md", skill_file("Codebase search", "x"))
+    write(
+        tmp_path,
+        "agents/a.agent.md",
+        agent_file("a", extra="includes:\n  skills: [Codebase search]\n"),
+    )
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["missing_include"]
+    assert "no skill folder 'Codebase search'" in manifest.errors[0].message
+    assert "known: search" in manifest.errors[0].message
+
+
+def test_file_read_error_for_undecodable_bytes(tmp_path: Path) -> None:
+    write(tmp_path, "agents/a.agent.md", b"---\nname: caf\xe9\n---\n")
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["file_read_error"]
+    error = manifest.errors[0]
+    assert (error.source_path, error.line) == ("agents/a.agent.md", 2)
+    assert "not valid UTF-8" in error.message
+
+
+@pytest.mark.skipif(
+    sys.platform == "win32" or (hasattr(os, "geteuid") and os.geteuid() == 0),
+    reason="permissions do not stop root",
+)
+def test_file_read_error_for_unreadable_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "instructions/a.instructions.md", instruction_file("a", "x"))
+    path.chmod(0)
+    try:
+        manifest = load_manifest(tmp_path)
+    finally:
+        path.chmod(0o644)
+    assert codes(manifest) == ["file_read_error"]
+    assert "cannot read file" in manifest.errors[0].message
+
+
+def test_file_read_error_for_a_folder_or_dangling_link_named_like_an_asset(tmp_path: Path) -> None:
+    (tmp_path / ".agents-flow/agents/dir.agent.md").mkdir(parents=True)
+    (tmp_path / ".agents-flow/agents/link.agent.md").symlink_to("nowhere")
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["file_read_error", "file_read_error"]
+    assert [e.source_path for e in manifest.errors] == [
+        "agents/dir.agent.md",
+        "agents/link.agent.md",
+    ]
+    assert all("cannot read file" in e.message for e in manifest.errors)
+
+
+def test_file_read_error_for_skill_folder_without_skill_md(tmp_path: Path) -> None:
+    (tmp_path / ".agents-flow/skills/empty").mkdir(parents=True)
+    manifest = load_manifest(tmp_path)
+    assert codes(manifest) == ["file_read_error"]
+    assert manifest.errors[0].source_path == "skills/empty/SKILL.md"
+
+
+def test_errors_are_collected_not_raised(tmp_path: Path) -> None:
+    write(tmp_path, "agents/a.agent.md", agent_file("a", kind="nope", extra="temperature: 9\n"))
+    write(tmp_path, "agents/b.agent.md", b"\xff")
+    write(tmp_path, "instructions/i.instructions.md", "---\nname: [\n---\n")
+    manifest = load_manifest(tmp_path)
+    assert sorted(codes(manifest)) == [
+        "file_read_error",
+        "invalid_frontmatter",
+        "invalid_frontmatter",
+        "invalid_frontmatter",
+    ]
+    assert str(manifest.errors[0]).endswith("[invalid_frontmatter]")
+
+
+# --- output kinds -------------------------------------------------------------------------------
+
+
+def test_output_ports_per_kind() -> None:
+    assert output_ports("text") == ("out", "result")
+    assert output_ports("plan") == ("out", "result", "plan")
+    assert output_ports("score") == ("out", "result", "score")
+
+
+def test_expected_output_per_kind() -> None:
+    assert expected_output("text") is None
+    assert expected_output("plan") == ExpectedOutput(schema_ref="plan")
+    score = expected_output("score")
+    assert score is not None
+    assert score.to_dict() == {
+        "schemaRef": "score",
+        "schema": {
+            "type": "object",
+            "properties": {
+                "score": {"type": "number"},
+                "canComplete": {"type": "boolean"},
+                "reason": {"type": "string"},
+            },
+        },
+    }
+
+
+@pytest.mark.parametrize("kind", ["text", "plan", "score"])
+def test_package_carries_output_kind_expected_output_and_turn_mode(
+    tmp_path: Path, kind: str
+) -> None:
+    write(tmp_path, "agents/a.agent.md", agent_file("a", kind=kind, extra="turnMode: plan\n"))
+    package = BUILT_IN.package_prompt("a", load_manifest(tmp_path))
+    assert package is not None
+    assert package.output_kind == kind
+    assert package.expected_output == expected_output(kind)  # type: ignore[arg-type]
+    assert package.turn_mode == "plan"
+
+
+# --- assembly -----------------------------------------------------------------------------------
+
+
+def test_six_layers_in_order_with_attribution(project: Path) -> None:
+    manifest = load_manifest(project)
+    package = BUILT_IN.package_prompt(
+        "planner",
+        manifest,
+        NodeConfigOverrides(system_prompt="Node system.", user_prompt="Node user."),
+        RunInputData(user_prompt="Do step 2.", data={"step": 2}, previous_result="It built."),
+    )
+    assert package is not None
+    assert [(s.scope, s.label, s.source_path) for s in package.segments] == [
+        ("global-system-prompt", "Global system prompt", "global-system-prompt.md"),
+        ("instruction", "plan-format", "instructions/plan.instructions.md"),
+        ("instruction", "code-style", "instructions/style.instructions.md"),
+        ("skill", "Search", "skills/codebase-search/SKILL.md"),
+        ("skill", "Testing", "skills/testing/SKILL.md"),
+        ("agent-body", "Planner", "agents/planner.agent.md"),
+        ("node-config", "systemPrompt", "node.config"),
+        ("node-config", "userPrompt", "node.config"),
+        ("run-input", "userPrompt", "run.input"),
+        ("run-input", "data", "run.input"),
+        ("run-input", "previousResult", "run.input"),
+    ]
+    assert package.segments[1] == PromptSegment(
+        "instruction", "plan-format", "instructions/plan.instructions.md", "Plans are lists."
+    )
+    assert package.prompt == (
+        "You work in the acme repository.\n\nPlans are lists.\n\nUse ruff.\n\nSearch with rg.\n\n"
+        "Run pytest.\n\nYou plan the work.\n\nNode system.\n\nNode user.\n\nDo step 2.\n\n"
+        '## Input Data\n\n```json\n{\n  "step": 2\n}\n```\n\n## Previous Result\n\nIt built.'
+    )
+    assert package.prompt == "\n\n".join(s.content for s in package.segments)
+
+
+def test_include_order_follows_the_frontmatter(project: Path) -> None:
+    write(
+        project,
+        "agents/planner.agent.md",
+        agent_file("planner", extra="includes:\n  instructions: [code-style, plan-format]\n"),
+    )
+    package = BUILT_IN.package_prompt("planner", load_manifest(project))
+    assert package is not None
+    assert [s.label for s in package.segments if s.scope == "instruction"] == [
+        "code-style",
+        "plan-format",
+    ]
+
+
+def test_instructions_and_skills_appear_once_per_assembly(project: Path) -> None:
+    extra = (
+        "includes:\n  instructions: [plan-format, code-style, plan-format]\n"
+        "  skills: [testing, testing]\n"
+    )
+    write(project, "agents/planner.agent.md", agent_file("planner", extra=extra))
+    write(project, "agents/other.agent.md", agent_file("other", extra=extra))
+    manifest = load_manifest(project)
+    for agent_id in ("planner", "other"):  # de-duplicated per assembly, not across agents
+        package = BUILT_IN.package_prompt(agent_id, manifest)
+        assert package is not None
+        assert [s.label for s in package.segments if s.scope in ("instruction", "skill")] == [
+            "plan-format",
+            "code-style",
+            "Testing",
+        ]
+        assert package.prompt.count("Plans are lists.") == 1
+
+
+def test_global_system_prompt_false_drops_the_layer(project: Path) -> None:
+    write(
+        project,
+        "agents/solo.agent.md",
+        agent_file("solo", extra="includes:\n  globalSystemPrompt: false\n"),
+    )
+    package = BUILT_IN.package_prompt("solo", load_manifest(project))
+    assert package is not None
+    assert [s.scope for s in package.segments] == ["agent-body"]
+    assert "acme" not in package.prompt
+
+
+def test_absent_global_file_and_empty_layers_add_no_segment(tmp_path: Path) -> None:
+    write(tmp_path, "agents/a.agent.md", agent_file("a"))
+    package = BUILT_IN.package_prompt(
+        "a", load_manifest(tmp_path), NodeConfigOverrides(user_prompt="  "), RunInputData()
+    )
+    assert package is not None
+    assert [s.scope for s in package.segments] == ["agent-body"]
+    assert package.prompt == "You plan the work."
+
+
+def test_package_prompt_returns_none_for_missing_or_erroneous_agent(project: Path) -> None:
+    write(project, "agents/bad.agent.md", agent_file("bad", extra="includes:\n  skills: [nope]\n"))
+    manifest = load_manifest(project)
+    assert BUILT_IN.package_prompt("nobody", manifest) is None
+    assert BUILT_IN.package_prompt("bad", manifest) is None
+    assert BUILT_IN.is_resolvable("planner", manifest) is True
+    assert BUILT_IN.is_resolvable("bad", manifest) is False
+
+
+def test_errors_of_an_included_asset_block_the_agent(project: Path) -> None:
+    write(project, "instructions/style.instructions.md", "---\nname: code-style\n---\nUse ruff.\n")
+    manifest = load_manifest(project)
+    assert codes(manifest) == ["invalid_frontmatter"]
+    assert BUILT_IN.package_prompt("planner", manifest) is None
+    with pytest.raises(ConfigError, match=r"instructions/style\.instructions\.md:1: required key"):
+        require_runnable("planner", manifest)
+
+
+def test_dropdown_items_flag_agents_with_errors(project: Path) -> None:
+    write(project, "agents/bad.agent.md", agent_file("bad", kind="text", extra="tools: 3\n"))
+    items = BUILT_IN.get_dropdown_items(load_manifest(project))
+    assert items == (
+        AgentDropdownItem("bad", "Bad", "The bad", "pi-mono", "text", has_errors=True),
+        AgentDropdownItem("planner", "Planner", "The planner", "pi-mono", "plan", has_errors=False),
+    )
+
+
+# --- running: the gate and node binding ---------------------------------------------------------
+
+
+def test_agent_with_manifest_errors_refuses_to_run_listing_every_error(tmp_path: Path) -> None:
+    extra = "temperature: 7\nincludes:\n  instructions: [ghost]\n  skills: [phantom]\n"
+    write(tmp_path, "agents/a.agent.md", agent_file("a", extra=extra))
+    manifest = load_manifest(tmp_path)
+    assert len(manifest.errors) == 3
+    with pytest.raises(ConfigError) as info:
+        require_runnable("a", manifest)
+    message = str(info.value)
+    assert message.startswith(
+        ".agents-flow/agents/a.agent.md: agent 'a' has 3 manifest errors and refuses to run:"
+    )
+    for error in manifest.errors:
+        assert f"\n  - {error}" in message
+
+
+def test_require_runnable_returns_the_agent_and_names_unknown_ones(project: Path) -> None:
+    manifest = load_manifest(project)
+    assert require_runnable("planner", manifest) is manifest.agents["planner"]
+    with pytest.raises(ConfigError, match=r"no agent with agentId 'ghost' .*known: planner"):
+        require_runnable("ghost", manifest)
+
+
+def test_package_agent_prompt_raises_instead_of_none(project: Path) -> None:
+    manifest = load_manifest(project)
+    assert package_agent_prompt("planner", manifest).segments[-1].scope == "agent-body"
+    with pytest.raises(ConfigError):
+        package_agent_prompt("ghost", manifest)
+
+
+def test_agent_ref_takes_precedence_over_agent_id(project: Path) -> None:
+    manifest = load_manifest(project)
+    binding = resolve_node_agent(
+        NodeRef(agent_ref="planner", agent_id="builder"),
+        manifest,
+        {"builder": {"adapterKind": "claude"}},
+    )
+    assert (binding.via, binding.agent_id, binding.output_kind) == ("agentRef", "planner", "plan")
+    assert binding.asset is manifest.agents["planner"]
+    assert binding.adapter_kind == "pi-mono"
+
+
+def test_absent_agent_ref_falls_through_to_agent_defs(project: Path) -> None:
+    binding = resolve_node_agent(
+        NodeRef(agent_id="builder"),
+        load_manifest(project),
+        {"builder": {"adapterKind": "claude", "outputKind": "score"}},
+    )
+    assert (binding.via, binding.agent_id, binding.adapter_kind) == ("agentId", "builder", "claude")
+    assert binding.output_kind == "score"
+    assert binding.asset is None
+    # Without outputKind the runtime keeps its turnMode-based ports.
+    plain = resolve_node_agent(NodeRef(agent_id="b"), PromptAssetManifest(), {"b": {}})
+    assert (plain.output_kind, plain.adapter_kind) == (None, "pi-mono")
+
+
+def test_agent_ref_must_exist_in_the_manifest(project: Path) -> None:
+    with pytest.raises(ConfigError, match="agentRef: no agent with agentId 'builder'"):
+        resolve_node_agent(
+            NodeRef(agent_ref="builder"), load_manifest(project), {"builder": {"adapterKind": "x"}}
+        )
+
+
+def test_agent_ref_to_an_agent_with_errors_refuses(project: Path) -> None:
+    write(project, "agents/bad.agent.md", agent_file("bad", extra="includes:\n  skills: [nope]\n"))
+    with pytest.raises(ConfigError, match=r"refuses to run:\n  - .*no skill folder 'nope'"):
+        resolve_node_agent(NodeRef(agent_ref="bad"), load_manifest(project), {})
+
+
+def test_agent_id_binding_errors(project: Path) -> None:
+    manifest = load_manifest(project)
+    with pytest.raises(ConfigError, match=r"no agent definition 'x' \(known: a\)"):
+        resolve_node_agent(NodeRef(agent_id="x"), manifest, {"a": {}})
+    with pytest.raises(ConfigError, match="set agentRef or agentId"):
+        resolve_node_agent(NodeRef(), manifest, {"a": {}})
+    with pytest.raises(ConfigError, match="outputKind must be one of"):
+        resolve_node_agent(NodeRef(agent_id="a"), manifest, {"a": {"outputKind": "json"}})
+
+
+# --- provider adapter registry ------------------------------------------------------------------
+
+
+class EchoAdapter:
+    adapter_id = "echo"
+
+    def package_prompt(
+        self,
+        agent_id: str,
+        manifest: PromptAssetManifest,
+        node_config: NodeConfigOverrides | None = None,
+        run_input: RunInputData | None = None,
+    ) -> ProviderPromptPackage | None:
+        return ProviderPromptPackage(f"echo {agent_id}", None, "normal", "text", ())
+
+    def is_resolvable(self, agent_id: str, manifest: PromptAssetManifest) -> bool:
+        return True
+
+    def get_dropdown_items(self, manifest: PromptAssetManifest) -> tuple[AgentDropdownItem, ...]:
+        return ()
+
+
+def test_registry_has_built_in_preregistered() -> None:
+    registry = ProviderAdapterRegistry()
+    assert registry.list_adapter_ids() == ["built-in"]
+    assert registry.has("built-in")
+    assert isinstance(registry.get("built-in"), BuiltInProviderAdapter)
+    assert PROVIDER_ADAPTERS.has("built-in")
+
+
+def test_registry_register_rejects_duplicates() -> None:
+    registry = ProviderAdapterRegistry()
+    registry.register(EchoAdapter())
+    assert registry.list_adapter_ids() == ["built-in", "echo"]
+    with pytest.raises(UsageError, match="'echo' is already registered"):
+        registry.register(EchoAdapter())
+    with pytest.raises(UsageError):
+        registry.register(BuiltInProviderAdapter())
+
+
+def test_built_in_cannot_be_unregistered() -> None:
+    registry = ProviderAdapterRegistry()
+    with pytest.raises(UsageError, match="cannot be unregistered"):
+        registry.unregister("built-in")
+    assert registry.has("built-in")
+    registry.register(EchoAdapter())
+    registry.unregister("echo")
+    assert (registry.has("echo"), registry.get("echo")) == (False, None)
+    with pytest.raises(UsageError, match="no provider adapter 'echo'"):
+        registry.unregister("echo")
+
+
+def test_resolve_falls_back_to_built_in(project: Path) -> None:
+    registry = ProviderAdapterRegistry()
+    registry.register(EchoAdapter())
+    assert registry.resolve("echo").adapter_id == "echo"
+    assert registry.resolve("pi-mono").adapter_id == "built-in"
+    manifest = load_manifest(project)
+    echoed = registry.package_prompt("echo", "planner", manifest)
+    assert echoed is not None and echoed.prompt == "echo planner"
+    built = registry.package_prompt("copilot", "planner", manifest)
+    assert built == BUILT_IN.package_prompt("planner", manifest)
+
+
+def test_package_agent_prompt_uses_the_agents_adapter_kind(project: Path) -> None:
+    write(project, "agents/e.agent.md", agent_file("e", extra="adapterKind: echo\n"))
+    registry = ProviderAdapterRegistry()
+    registry.register(EchoAdapter())
+    package = package_agent_prompt("e", load_manifest(project), registry=registry)
+    assert package.prompt == "echo e"
+
+
+def test_manifest_error_str_names_the_code() -> None:
+    error = ManifestError(
+        "missing_include", ".agents-flow/agents/a.agent.md:3: oops", "agents/a.agent.md"
+    )
+    assert str(error) == ".agents-flow/agents/a.agent.md:3: oops [missing_include]"
