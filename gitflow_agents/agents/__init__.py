@@ -6,10 +6,25 @@ line to ``ADAPTERS`` below (CONTRIBUTING.md).
 
 from __future__ import annotations
 
+from gitflow_agents.agents.aider import AiderAdapter
+from gitflow_agents.agents.auggie import AuggieAdapter
 from gitflow_agents.agents.base import Adapter
+from gitflow_agents.agents.claude import ClaudeAdapter
+from gitflow_agents.agents.codex import CodexAdapter
+from gitflow_agents.agents.command import CommandAdapter
+from gitflow_agents.agents.gemini import GeminiAdapter
+from gitflow_agents.agents.opencode import OpencodeAdapter
 from gitflow_agents.errors import UsageError
 
-ADAPTERS: dict[str, Adapter] = {}
+ADAPTERS: dict[str, Adapter] = {
+    "claude": ClaudeAdapter(),
+    "codex": CodexAdapter(),
+    "gemini": GeminiAdapter(),
+    "aider": AiderAdapter(),
+    "auggie": AuggieAdapter(),
+    "opencode": OpencodeAdapter(),
+    "command": CommandAdapter(),
+}
 
 
 def get_adapter(name: str) -> Adapter:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -148,11 +149,17 @@ def allowed_env(
     cli_names: Iterable[str] = (),
     *,
     cli_prefixes: Sequence[str] = (),
+    defaults: Mapping[str, str] | None = None,
+    fixed: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The allow-listed part of ``invocation.env`` plus ``options.env`` (which wins).
+    """The environment for the agent process, built in four layers (later wins):
 
-    Allowed: BASE_ENV_NAMES, BASE_ENV_PREFIXES, the adapter's ``cli_names`` / ``cli_prefixes``
-    (its auth and endpoint variables) and the user's ``options.allow_env`` names.
+    1. the allow-listed part of ``invocation.env``: BASE_ENV_NAMES, BASE_ENV_PREFIXES, the
+       adapter's ``cli_names`` / ``cli_prefixes`` (its auth and endpoint variables) and the
+       user's ``options.allow_env`` names; nothing else passes;
+    2. ``defaults`` the adapter sets unless the parent already has them (quiet/offline knobs);
+    3. ``fixed`` values the adapter needs (its config dir);
+    4. ``options.env`` from the user's config, so every one of them can be overridden there.
     """
     names = set(BASE_ENV_NAMES) | set(cli_names) | set(opt_str_list(invocation, "allow_env"))
     prefixes = (*BASE_ENV_PREFIXES, *cli_prefixes)
@@ -161,6 +168,9 @@ def allowed_env(
         for key, value in invocation.env.items()
         if key in names or key.startswith(prefixes)
     }
+    for key, value in (defaults or {}).items():
+        env.setdefault(key, value)
+    env.update(fixed or {})
     env.update(opt_str_map(invocation, "env"))
     return env
 
@@ -294,6 +304,35 @@ def resume_refused(adapter: str) -> None:
     raise UsageError(f"the {adapter} adapter cannot resume a session (its CLI has no resume mode)")
 
 
+def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``extra`` laid over it; nested mappings merge, everything else is replaced."""
+    merged = dict(base)
+    for key, value in extra.items():
+        old = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(old, Mapping):
+            merged[key] = deep_merge(old, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def write_config_file(path: Path, text: str) -> None:
+    """Write a CLI's config file inside the agent's config dir atomically (temp + replace)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """True if ``path`` is ``root`` or below it (after resolving symlinks)."""
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
 # --------------------------------------------------------------------------------------------
 # Forgiving parsing of agent output (never raises)
 
@@ -395,7 +434,9 @@ __all__ = [
     "as_int",
     "as_str",
     "check_options",
+    "deep_merge",
     "executable",
+    "is_within",
     "json_lines",
     "json_object",
     "last_line",
@@ -408,4 +449,5 @@ __all__ = [
     "opt_str_map",
     "resume_refused",
     "unparsed",
+    "write_config_file",
 ]

@@ -1,0 +1,160 @@
+"""Aider (``aider --message``), checked against 0.86 (docs/agents.md).
+
+Aider cannot rename a file, so it cannot signal completion by renaming its report: the run is
+complete when the process exits (``completes_by_exit``), and its reply is read from stdout.
+Its exit code is 0 even on authentication or connection failures, so errors are detected from
+the text it prints.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from gitflow_agents.agents.base import (
+    AgentOutput,
+    Invocation,
+    LaunchSpec,
+    add_optional,
+    allowed_env,
+    check_options,
+    executable,
+    last_line,
+    opt_bool,
+    opt_str,
+    opt_str_list,
+    resume_refused,
+)
+
+OPTIONS = ("auto_commits", "edit_format", "files")
+ENV_PREFIXES = ("AIDER_",)
+ENV_NAMES = (
+    "OPENAI_API_KEY",
+    "OPENAI_API_BASE",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "XAI_API_KEY",
+    "OLLAMA_API_BASE",
+    "AZURE_API_KEY",
+    "AZURE_API_BASE",
+    "AZURE_API_VERSION",
+)
+# Flags that keep Aider non-interactive, quiet, and out of the user's files.
+FIXED_FLAGS = (
+    "--yes-always",
+    "--no-gitignore",  # otherwise it adds ".aider*" to the repository's .gitignore
+    "--no-check-update",
+    "--analytics-disable",
+    "--no-show-release-notes",
+    "--no-show-model-warnings",
+    "--no-pretty",
+    "--no-fancy-input",
+)
+
+# Aider's own token report: "Tokens: 2.3k sent, 1.1k cache write, 120 received."
+_TOKENS = re.compile(
+    r"Tokens: (?P<sent>[\d.]+[kM]?) sent(?:, [\d.]+[kM]? cache (?:write|hit))*, "
+    r"(?P<received>[\d.]+[kM]?) received\."
+)
+_COST = re.compile(r"Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) session\.")
+# What Aider prints when a model call finally fails (litellm exception names and Aider's own
+# descriptions of them, aider/exceptions.py).
+_ERROR = re.compile(
+    r"litellm\.[A-Za-z]*Error"
+    r"|The API provider is not able to authenticate you"
+    r"|The API provider has rate limited you"
+    r"|The API provider's servers are down or overloaded"
+    r"|The API provider timed out"
+    r"|The API provider has refused the request"
+)
+
+
+class AiderAdapter:
+    name = "aider"
+
+    def launch(self, invocation: Invocation) -> LaunchSpec:
+        check_options(invocation, self.name, OPTIONS)
+        if invocation.resume_session_id:
+            resume_refused(self.name)
+        config = invocation.config_dir
+        argv = [
+            executable(invocation, "aider"),
+            "--message",
+            invocation.task,
+            # Aider has no system-prompt flag: the prompt goes in as a read-only context file.
+            "--read",
+            str(invocation.system_prompt_path),
+            *FIXED_FLAGS,
+            "--auto-commits"
+            if opt_bool(invocation, "auto_commits", False)
+            else "--no-auto-commits",
+            "--chat-history-file",
+            str(config / "chat.history.md"),
+            "--input-history-file",
+            str(config / "input.history"),
+        ]
+        if invocation.model:
+            argv += ["--model", invocation.model]
+        edit_format = opt_str(invocation, "edit_format")
+        if edit_format:
+            argv += ["--edit-format", edit_format]
+        argv += opt_str_list(invocation, "extra_args")
+        argv += opt_str_list(invocation, "files")
+        # Aider has no config-dir switch: a private HOME keeps ~/.aider/ (caches, analytics) and
+        # the user's ~/.aider.conf.yml / ~/.env out; git still finds the user's ~/.gitconfig.
+        defaults = {}
+        parent_home = invocation.env.get("HOME")
+        if parent_home:
+            defaults["GIT_CONFIG_GLOBAL"] = str(Path(parent_home) / ".gitconfig")
+        env = allowed_env(
+            invocation,
+            ENV_NAMES,
+            cli_prefixes=ENV_PREFIXES,
+            defaults=defaults,
+            fixed={"HOME": str(config)},
+        )
+        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, completes_by_exit=True)
+
+    def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
+        text = stdout + ("\n" + stderr if stderr else "")
+        sent: int | None = None
+        received: int | None = None
+        last_report = -1
+        for match in _TOKENS.finditer(text):
+            sent = add_optional(sent, _token_count(match["sent"]))
+            received = add_optional(received, _token_count(match["received"]))
+            last_report = match.end()
+        costs = list(_COST.finditer(text))
+        cost = float(costs[-1]["session"]) if costs else None
+        # A failure counts only if nothing succeeded after it (Aider retries transient errors).
+        errors = [m for m in _ERROR.finditer(text) if m.start() > last_report]
+        error = None
+        if errors:
+            line_start = text.rfind("\n", 0, errors[-1].start()) + 1
+            line_end = text.find("\n", errors[-1].start())
+            error = last_line(text[line_start : line_end if line_end != -1 else len(text)])
+        reply = stdout.strip() or None
+        return AgentOutput(
+            session_id=None,  # Aider has no session ids
+            input_tokens=sent,
+            output_tokens=received,
+            cost_usd=cost,
+            is_error=error is not None,
+            error=error,
+            reply=reply,
+        )
+
+
+def _token_count(text: str) -> int | None:
+    """Aider's rounded counts: "950", "2.3k", "12k", "1.2M"."""
+    scale = {"k": 1_000, "M": 1_000_000}.get(text[-1:], 1)
+    number = text[:-1] if scale != 1 else text
+    try:
+        return round(float(number) * scale)
+    except ValueError:
+        return None

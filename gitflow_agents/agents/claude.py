@@ -1,0 +1,138 @@
+"""Claude Code (``claude -p``), checked against 2.1.x (docs/agents.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gitflow_agents.agents.base import (
+    AgentOutput,
+    Invocation,
+    LaunchSpec,
+    add_optional,
+    allowed_env,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+    check_options,
+    executable,
+    json_lines,
+    json_object,
+    opt_int,
+    opt_number,
+    opt_str,
+    opt_str_list,
+    unparsed,
+)
+
+PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan")
+OPTIONS = (
+    "max_turns",
+    "permission_mode",
+    "allowed_tools",
+    "disallowed_tools",
+    "max_budget_usd",
+    "system_prompt_mode",
+)
+# Auth (API key, bearer token, subscription token), endpoint, model and Bedrock/Vertex switches,
+# retry/timeout knobs: ANTHROPIC_* and CLAUDE_CODE_* cover them all.
+ENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_CODE_")
+ENV_NAMES = ("API_TIMEOUT_MS", "IS_SANDBOX", "DISABLE_TELEMETRY", "MAX_THINKING_TOKENS")
+QUIET_DEFAULTS = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+}
+
+
+class ClaudeAdapter:
+    name = "claude"
+
+    def launch(self, invocation: Invocation) -> LaunchSpec:
+        check_options(invocation, self.name, OPTIONS)
+        mode = opt_str(invocation, "system_prompt_mode", "append", choices=("append", "replace"))
+        prompt_flag = "--append-system-prompt-file" if mode == "append" else "--system-prompt-file"
+        permission = opt_str(invocation, "permission_mode", "acceptEdits", choices=PERMISSION_MODES)
+        # The task goes right after -p: --allowedTools/--disallowedTools take several values
+        # and would swallow a trailing positional prompt.
+        argv = [
+            executable(invocation, "claude"),
+            "-p",
+            invocation.task,
+            "--output-format",
+            "json",
+            prompt_flag,
+            str(invocation.system_prompt_path),
+            "--permission-mode",
+            str(permission),
+        ]
+        max_turns = opt_int(invocation, "max_turns")
+        if max_turns is not None:
+            argv += ["--max-turns", str(max_turns)]
+        budget = opt_number(invocation, "max_budget_usd")
+        if budget is not None:
+            argv += ["--max-budget-usd", f"{budget:g}"]
+        if invocation.model:
+            argv += ["--model", invocation.model]
+        for option, flag in (
+            ("allowed_tools", "--allowedTools"),
+            ("disallowed_tools", "--disallowedTools"),
+        ):
+            tools = _tool_list(invocation, option)
+            if tools:
+                argv += [flag, *tools]
+        if invocation.resume_session_id:
+            argv += ["--resume", invocation.resume_session_id]
+        argv += opt_str_list(invocation, "extra_args")
+        env = allowed_env(
+            invocation,
+            ENV_NAMES,
+            cli_prefixes=ENV_PREFIXES,
+            defaults=QUIET_DEFAULTS,
+            # Moves both ~/.claude/ and ~/.claude.json: concurrent runs sharing them corrupt them.
+            fixed={"CLAUDE_CONFIG_DIR": str(invocation.config_dir)},
+        )
+        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir)
+
+    def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
+        result = _result_object(stdout)
+        if result is None:
+            return unparsed(stdout, stderr, "Claude result JSON")
+        usage = as_dict(result.get("usage"))
+        # Claude Code sends most of the prompt from the cache: all three count as input.
+        input_tokens: int | None = None
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            input_tokens = add_optional(input_tokens, as_int(usage.get(key)))
+        # `subtype` stays "success" on API errors; only `is_error` is trustworthy.
+        is_error = result.get("is_error") is True
+        reply = as_str(result.get("result"))
+        error = None
+        if is_error:
+            detail = reply or as_str(result.get("terminal_reason")) or "is_error: true"
+            subtype = as_str(result.get("subtype"))
+            error = f"{subtype}: {detail}" if subtype and subtype != "success" else detail
+        return AgentOutput(
+            session_id=as_str(result.get("session_id")),
+            input_tokens=input_tokens,
+            output_tokens=as_int(usage.get("output_tokens")),
+            cost_usd=as_float(result.get("total_cost_usd")),
+            is_error=is_error,
+            error=error,
+            reply=reply,
+        )
+
+
+def _tool_list(invocation: Invocation, option: str) -> tuple[str, ...]:
+    """Tool rules, one argument each; a single string is one rule list as Claude parses it."""
+    value = invocation.options.get(option)
+    if isinstance(value, str):
+        return (value,) if value.strip() else ()
+    return opt_str_list(invocation, option)
+
+
+def _result_object(stdout: str) -> dict[str, Any] | None:
+    """The ``result`` object of ``--output-format json`` (or the last one of stream-json)."""
+    whole = json_object(stdout)
+    if whole is not None and whole.get("type") == "result":
+        return whole
+    results = [obj for obj in json_lines(stdout) if obj.get("type") == "result"]
+    return results[-1] if results else None

@@ -1,0 +1,127 @@
+"""Any executable as an agent: argv from config, placeholders filled per argument, never a shell.
+
+```yaml
+agents:
+  my-agent:
+    adapter: command
+    command: ["my-agent", "--prompt-file", "{system_prompt_file}", "{task}"]
+```
+
+Each argument has ``{system_prompt_file}``, ``{task}``, ``{model}``, ``{agent_dir}``,
+``{workdir}``, ``{config_dir}`` and ``{agent_id}`` replaced; other braces are left as they are.
+The values are inserted into one argument each and are never split or interpreted by a shell,
+so a task containing spaces or quotes stays a single argument.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from gitflow_agents.agents.base import (
+    AgentOutput,
+    Invocation,
+    LaunchSpec,
+    allowed_env,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+    check_options,
+    json_object,
+    opt_bool,
+    opt_str,
+    opt_str_list,
+    resume_refused,
+)
+from gitflow_agents.errors import ConfigError
+
+OPTIONS = ("command", "completes_by_exit")
+PLACEHOLDERS = (
+    "system_prompt_file",
+    "task",
+    "model",
+    "agent_dir",
+    "workdir",
+    "config_dir",
+    "agent_id",
+)
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+
+
+class CommandAdapter:
+    name = "command"
+
+    def launch(self, invocation: Invocation) -> LaunchSpec:
+        check_options(invocation, self.name, OPTIONS)
+        if invocation.resume_session_id:
+            resume_refused(self.name)
+        template = _command(invocation)
+        values = {
+            "system_prompt_file": str(invocation.system_prompt_path),
+            "task": invocation.task,
+            "model": invocation.model,
+            "agent_dir": str(invocation.agent_dir),
+            "workdir": str(invocation.workdir),
+            "config_dir": str(invocation.config_dir),
+            "agent_id": invocation.agent_id,
+        }
+
+        def fill(match: re.Match[str]) -> str:
+            value = values[match[1]]
+            if value is None:
+                raise ConfigError(
+                    "the command uses {model} but the agent has no model configured",
+                    key=f"agents.{invocation.agent_id}.command",
+                )
+            return value
+
+        argv = [_PLACEHOLDER.sub(fill, arg) for arg in template]
+        program = opt_str(invocation, "executable")
+        if program:
+            argv[0] = program
+        argv += opt_str_list(invocation, "extra_args")
+        return LaunchSpec(
+            argv=tuple(argv),
+            env=allowed_env(invocation),
+            cwd=invocation.workdir,
+            completes_by_exit=opt_bool(invocation, "completes_by_exit", False),
+        )
+
+    def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
+        """A JSON result in a Claude-like shape is read when present; otherwise stdout is the reply."""
+        data = json_object(stdout)
+        if data is None:
+            return AgentOutput(reply=stdout.strip() or None)
+        usage = as_dict(data.get("usage"))
+        is_error = data.get("is_error") is True
+        reply = as_str(data.get("result")) or as_str(data.get("response"))
+        return AgentOutput(
+            session_id=as_str(data.get("session_id")),
+            input_tokens=as_int(usage.get("input_tokens")),
+            output_tokens=as_int(usage.get("output_tokens")),
+            cost_usd=as_float(data.get("total_cost_usd", data.get("cost_usd"))),
+            is_error=is_error,
+            error=(reply or "is_error: true") if is_error else None,
+            reply=reply if reply is not None else stdout.strip() or None,
+        )
+
+
+def _command(invocation: Invocation) -> tuple[str, ...]:
+    """The argv template: AgentConfig.command, else ``options.command`` (list or string)."""
+    key = f"agents.{invocation.agent_id}.command"
+    raw: object = invocation.command
+    if not raw:
+        raw = invocation.options.get("command")
+    if not raw:
+        raise ConfigError("the command adapter needs a command (argv list or string)", key=key)
+    if isinstance(raw, str):
+        try:
+            raw = shlex.split(raw)
+        except ValueError as exc:
+            raise ConfigError(f"cannot split the command: {exc}", key=key) from None
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(arg, str) for arg in raw):
+        raise ConfigError("expected a list of strings (or one string) for the command", key=key)
+    if not raw:
+        raise ConfigError("the command is empty", key=key)
+    return tuple(raw)

@@ -1,0 +1,144 @@
+"""Gemini CLI (``gemini -p … -o json``), checked against 0.61 (docs/agents.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gitflow_agents.agents.base import (
+    AgentOutput,
+    Invocation,
+    LaunchSpec,
+    add_optional,
+    allowed_env,
+    as_dict,
+    as_int,
+    as_str,
+    check_options,
+    deep_merge,
+    executable,
+    json_object,
+    opt_bool,
+    opt_int,
+    opt_mapping,
+    opt_str,
+    opt_str_list,
+    unparsed,
+    write_config_file,
+)
+
+APPROVAL_MODES = ("default", "auto_edit", "yolo", "plan")
+AUTH_TYPES = ("gemini-api-key", "vertex-ai", "oauth-personal", "compute-default-credentials")
+OPTIONS = (
+    "approval_mode",
+    "skip_trust",
+    "max_turns",
+    "auth_type",
+    "settings",
+    "system_prompt_mode",
+)
+ENV_NAMES = (
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_GCA",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_VERTEX_BASE_URL",
+    "GEMINI_MODEL",
+    "GEMINI_CLI_TRUST_WORKSPACE",
+    "GEMINI_CLI_NO_RELAUNCH",
+)
+
+
+class GeminiAdapter:
+    name = "gemini"
+
+    def launch(self, invocation: Invocation) -> LaunchSpec:
+        check_options(invocation, self.name, OPTIONS)
+        approval = opt_str(invocation, "approval_mode", "yolo", choices=APPROVAL_MODES)
+        mode = opt_str(invocation, "system_prompt_mode", "replace", choices=("replace", "context"))
+        argv = [
+            executable(invocation, "gemini"),
+            "-p",
+            invocation.task,
+            "-o",
+            "json",
+            "--approval-mode",
+            str(approval),
+        ]
+        # In an untrusted folder YOLO is silently downgraded to "default", which can hang.
+        if opt_bool(invocation, "skip_trust", True):
+            argv.append("--skip-trust")
+        if invocation.model:
+            argv += ["-m", invocation.model]
+        if invocation.resume_session_id:
+            argv += ["--resume", invocation.resume_session_id]
+        argv += opt_str_list(invocation, "extra_args")
+
+        fixed = {"GEMINI_CLI_HOME": str(invocation.config_dir)}
+        gemini_dir = invocation.config_dir / ".gemini"
+        if mode == "replace":
+            # Replaces Gemini's built-in system instruction (there is no append flag).
+            fixed["GEMINI_SYSTEM_MD"] = str(invocation.system_prompt_path)
+        else:
+            # The private home's GEMINI.md is global context, sent alongside the task.
+            write_config_file(gemini_dir / "GEMINI.md", invocation.system_prompt)
+        env = allowed_env(invocation, ENV_NAMES, fixed=fixed)
+        write_config_file(
+            gemini_dir / "settings.json", json.dumps(_settings(invocation, env), indent=2) + "\n"
+        )
+        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir)
+
+    def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
+        data = json_object(stdout)
+        if data is None or not ({"response", "stats", "session_id", "error"} & data.keys()):
+            # Errors (e.g. HTTP 401, exit code 145) are printed as JSON on stderr.
+            data = json_object(stderr)
+        if data is None:
+            return unparsed(stdout, stderr, "Gemini JSON")
+        input_tokens: int | None = None
+        output_tokens: int | None = None
+        for model in as_dict(as_dict(data.get("stats")).get("models")).values():
+            tokens = as_dict(as_dict(model).get("tokens"))
+            prompt = tokens.get("input", tokens.get("prompt"))
+            input_tokens = add_optional(input_tokens, as_int(prompt))
+            output_tokens = add_optional(output_tokens, as_int(tokens.get("candidates")))
+        error = _error_message(data.get("error"))
+        return AgentOutput(
+            session_id=as_str(data.get("session_id")),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=None,  # Gemini CLI reports no cost
+            is_error=error is not None,
+            error=error,
+            reply=as_str(data.get("response")),
+        )
+
+
+def _settings(invocation: Invocation, env: dict[str, str]) -> dict[str, Any]:
+    """settings.json for the private GEMINI_CLI_HOME (rewritten on every run)."""
+    settings: dict[str, Any] = {}
+    auth = opt_str(invocation, "auth_type", choices=AUTH_TYPES)
+    if auth is None and env.get("GEMINI_API_KEY") and not env.get("GOOGLE_GENAI_USE_VERTEXAI"):
+        # Pitfall in 0.61: GOOGLE_GEMINI_BASE_URL flips the detected auth type to "gateway",
+        # which then fails ("Invalid auth method selected.", exit 41). Name it explicitly.
+        auth = "gemini-api-key"
+    if auth:
+        settings["security"] = {"auth": {"selectedType": auth}}
+    max_turns = opt_int(invocation, "max_turns")
+    if max_turns is not None:
+        settings["model"] = {"maxSessionTurns": max_turns}
+    return deep_merge(settings, opt_mapping(invocation, "settings"))
+
+
+def _error_message(error: object) -> str | None:
+    if error is None:
+        return None
+    if isinstance(error, dict):
+        message = as_str(error.get("message")) or as_str(error.get("type")) or "error"
+        code = as_int(error.get("code"))
+        return f"{message} (code {code})" if code is not None else message
+    return as_str(error) or "error"

@@ -1,0 +1,142 @@
+"""opencode (``opencode run --format json``), checked against 1.18 (docs/agents.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gitflow_agents.agents.base import (
+    AgentOutput,
+    Invocation,
+    LaunchSpec,
+    add_optional,
+    allowed_env,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+    check_options,
+    deep_merge,
+    executable,
+    json_lines,
+    opt_mapping,
+    opt_str,
+    opt_str_list,
+    unparsed,
+)
+
+OPTIONS = ("agent", "config")
+ENV_PREFIXES = ("OPENCODE_",)
+ENV_NAMES = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_GENERATIVE_AI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GROQ_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "MISTRAL_API_KEY",
+    "XAI_API_KEY",
+)
+QUIET_DEFAULTS = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"}
+
+
+class OpencodeAdapter:
+    name = "opencode"
+
+    def launch(self, invocation: Invocation) -> LaunchSpec:
+        check_options(invocation, self.name, OPTIONS)
+        argv = [executable(invocation, "opencode"), "run", "--format", "json"]
+        if invocation.model:
+            argv += ["-m", invocation.model]  # provider/model
+        agent = opt_str(invocation, "agent")
+        if agent:
+            argv += ["--agent", agent]
+        if invocation.resume_session_id:
+            argv += ["--session", invocation.resume_session_id]
+        argv += opt_str_list(invocation, "extra_args")
+        argv.append(invocation.task)
+        # opencode has no system-prompt flag; `instructions` files are added to its system prompt.
+        # Edits and shell commands are allowed up front: `run` cannot ask anyone.
+        config: dict[str, Any] = {
+            "instructions": [str(invocation.system_prompt_path)],
+            "permission": {"edit": "allow", "bash": "allow"},
+            "autoupdate": False,
+            "share": "disabled",
+        }
+        config = deep_merge(config, opt_mapping(invocation, "config"))
+        state = invocation.config_dir
+        env = allowed_env(
+            invocation,
+            ENV_NAMES,
+            cli_prefixes=ENV_PREFIXES,
+            defaults=QUIET_DEFAULTS,
+            fixed={
+                "OPENCODE_CONFIG_CONTENT": json.dumps(config),
+                # opencode keeps config, auth, its SQLite db and caches in the XDG dirs: a private
+                # set per agent (HOME stays, so git still finds the user's ~/.gitconfig).
+                "XDG_CONFIG_HOME": str(state / "config"),
+                "XDG_DATA_HOME": str(state / "data"),
+                "XDG_CACHE_HOME": str(state / "cache"),
+                "XDG_STATE_HOME": str(state / "state"),
+            },
+        )
+        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir)
+
+    def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
+        session_id = None
+        input_tokens: int | None = None
+        output_tokens: int | None = None
+        cost: float | None = None
+        step_texts: list[str] = []
+        reply = None
+        error = None
+        seen = False
+        for event in json_lines(stdout):
+            kind = event.get("type")
+            if not isinstance(kind, str):
+                continue
+            seen = True
+            session_id = as_str(event.get("sessionID")) or session_id
+            part = as_dict(event.get("part"))
+            if kind == "step_start":
+                step_texts = []
+            elif kind == "text":
+                text = as_str(part.get("text"))
+                if text:
+                    step_texts.append(text)
+                    reply = "\n".join(step_texts)
+            elif kind == "step_finish":
+                tokens = as_dict(part.get("tokens"))
+                cache = as_dict(tokens.get("cache"))
+                for value in (tokens.get("input"), cache.get("read"), cache.get("write")):
+                    input_tokens = add_optional(input_tokens, as_int(value))
+                for value in (tokens.get("output"), tokens.get("reasoning")):
+                    output_tokens = add_optional(output_tokens, as_int(value))
+                step_cost = as_float(part.get("cost"))
+                if step_cost is not None:
+                    cost = (cost or 0.0) + step_cost
+            elif kind == "error":
+                error = _error_message(event.get("error")) or "error"
+        if not seen:
+            return unparsed(stdout, stderr, "opencode JSON events")
+        return AgentOutput(
+            session_id=session_id,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost,
+            is_error=error is not None,
+            error=error,
+            reply=reply,
+        )
+
+
+def _error_message(error: object) -> str | None:
+    if isinstance(error, str):
+        return error or None
+    data = as_dict(error)
+    message = as_str(as_dict(data.get("data")).get("message")) or as_str(data.get("message"))
+    name = as_str(data.get("name"))
+    if name and message:
+        return f"{name}: {message}"
+    return message or name
