@@ -223,7 +223,7 @@ def load_manifest(root: Path) -> PromptAssetManifest:
         if path.name.endswith(INSTRUCTION_SUFFIX):
             scan.instruction(path)
     for path in _entries(scan, base / "skills", "skills"):
-        if path.is_dir():
+        if path.is_dir() and not path.name.startswith("."):
             scan.skill(path)
     for path in _entries(scan, base / "agents", "agents"):
         if path.name.endswith(AGENT_SUFFIX):
@@ -412,7 +412,7 @@ class _Scan:
             )
         asset = ResolvedAgentAsset(
             agent_id=known_id or "",
-            name=fields.text("name", required=True) or "",
+            name=fields.text("name", required=True) or known_id or "",
             description=fields.text("description", required=True) or "",
             output_kind=_output_kind(fields),
             adapter_kind=fields.text("adapterKind") or DEFAULT_ADAPTER_KIND,

@@ -133,6 +133,7 @@ def test_files_outside_the_convention_are_ignored(project: Path) -> None:
     write(project, "agents/README.md", "# notes\n")
     write(project, "instructions/notes.md", "# notes\n")
     write(project, "other/x.agent.md", agent_file("other"))
+    (project / ".agents-flow/skills/.cache").mkdir()
     manifest = load_manifest(project)
     assert manifest.errors == ()
     assert list(manifest.agents) == ["planner"]
