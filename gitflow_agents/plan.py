@@ -173,20 +173,25 @@ def _read(path: Path) -> _Source:
     bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""
     body = data[len(bom) :]
     if b"\0" in body:
-        line = body[: body.index(b"\0")].count(b"\n") + 1
+        line = _line_of(body, body.index(b"\0"))
         raise PlanError(
             "binary file (contains NUL bytes), not a markdown plan", path=path, line=line
         )
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = body[: exc.start].count(b"\n") + 1
+        line = _line_of(body, exc.start)
         raise PlanError(
             f"not valid UTF-8 (byte 0x{body[exc.start]:02x}); plans must be UTF-8",
             path=path,
             line=line,
         ) from None
     return _Source(bom, text)
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    """1-based line of a byte offset, counting \r\n, \r and \n as markdown does."""
+    return len(re.findall(rb"\r\n|\r|\n", data[:offset])) + 1
 
 
 def _strip_eol(line: str) -> str:

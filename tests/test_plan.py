@@ -191,6 +191,10 @@ def test_parse_errors_for_bad_input(tmp_path: Path) -> None:
     binary.write_bytes(b"# x\n\x00\x01\x02")
     with pytest.raises(PlanError, match=r"bin\.md:2: binary file"):
         parse_plan(binary)
+    cr_binary = tmp_path / "cr.md"
+    cr_binary.write_bytes(b"a\rb\r\nc\x00")
+    with pytest.raises(PlanError, match=r"cr\.md:3: binary file"):
+        parse_plan(cr_binary)
     latin1 = tmp_path / "latin1.md"
     latin1.write_bytes("# Titel\n\nGr\xfc\xdfe\n".encode("latin-1"))
     with pytest.raises(PlanError, match=r"latin1\.md:3: not valid UTF-8 \(byte 0xfc\)"):

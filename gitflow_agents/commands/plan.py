@@ -1,0 +1,119 @@
+"""``gitflow-agents plan show|lint``: inspect and validate spec plans."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import unicodedata
+from pathlib import Path
+
+from gitflow_agents.errors import ConfigError, ExitCode
+from gitflow_agents.plan import Plan, Problem, SpecPlanConfig, lint_plan, parse_plan
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.plan_command == "show":
+        return show(Path(args.plan), _spec_plan_config(args.flow_type), as_json=args.json)
+    return lint([Path(p) for p in args.plans], args.flow_type)
+
+
+def _spec_plan_config(flow_type: str | None) -> SpecPlanConfig:
+    from gitflow_agents.config import find_project_root, load_flow_config
+
+    return load_flow_config(find_project_root(), flow_type).spec_plan
+
+
+def show(path: Path, config: SpecPlanConfig, *, as_json: bool) -> int:
+    plan = parse_plan(path, config)
+    if as_json:
+        json.dump(plan_to_json(plan), sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(plan_table(plan))
+    return ExitCode.OK
+
+
+def plan_to_json(plan: Plan) -> dict[str, object]:
+    return {
+        "path": str(plan.path),
+        "name": plan.name,
+        "title": plan.title,
+        "overview": plan.overview,
+        "steps": [
+            {"number": s.number, "title": s.title, "status": s.status, "line": s.line}
+            for s in plan.steps
+        ],
+    }
+
+
+def plan_table(plan: Plan) -> str:
+    """The plan's title, then one aligned row per step: number, status, line, title."""
+    header = ("STEP", "STATUS", "LINE", "TITLE")
+    rows = [header] + [(str(s.number), s.status, str(s.line), s.title) for s in plan.steps]
+    widths = [max(display_width(row[i]) for row in rows) for i in range(3)]
+    out = [f"{plan.title}  ({plan.path}, {len(plan.steps)} steps)", ""]
+    for number, status, line, title in rows:
+        out.append(
+            "  ".join(
+                (
+                    _pad(number, widths[0], right=number != "STEP"),
+                    _pad(status, widths[1]),
+                    _pad(line, widths[2], right=line != "LINE"),
+                    title,
+                )
+            ).rstrip()
+        )
+    return "\n".join(out) + "\n"
+
+
+def _pad(text: str, width: int, *, right: bool = False) -> str:
+    fill = " " * (width - display_width(text))
+    return fill + text if right else text + fill
+
+
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` takes: wide characters such as ✅ count as two."""
+    width = 0
+    for char in text:
+        if unicodedata.combining(char) or char == "\ufe0f":
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def lint(paths: list[Path], flow_type: str | None) -> int:
+    """Print every problem as ``path:line: message``; a count on stderr; exit 2 if any."""
+    from gitflow_agents.config import find_project_root, load_flow_config
+
+    root = find_project_root()
+    lines: list[str] = []
+    try:
+        config = load_flow_config(root, flow_type).spec_plan
+    except ConfigError as exc:
+        # Report it like any other problem and go on with the default spec_plan settings.
+        lines.append(str(Problem(exc.path or ".flow", exc.line, _config_message(exc))))
+        config = SpecPlanConfig()
+    lines.extend(_manifest_problems(root))
+    for path in paths:
+        lines.extend(str(problem) for problem in lint_plan(path, config))
+    for line in lines:
+        print(line)
+    files = f"{len(paths)} plan{'' if len(paths) == 1 else 's'}"
+    if lines:
+        count = f"{len(lines)} problem{'' if len(lines) == 1 else 's'}"
+        print(f"{count} ({files} checked)", file=sys.stderr)
+        return ExitCode.USAGE
+    print(f"no problems ({files} checked)", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _config_message(exc: ConfigError) -> str:
+    return f"{exc.key}: {exc.detail}" if exc.key else exc.detail
+
+
+def _manifest_problems(root: Path) -> list[str]:
+    """``.agents-flow/`` manifest errors; each message already names its file and line."""
+    from gitflow_agents.assets import load_manifest
+
+    return [str(error) for error in load_manifest(root).errors]

@@ -1,0 +1,170 @@
+"""``gitflow-agents plan show|lint`` as a real subprocess: outputs, exit codes, config layers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, ROOT, CliResult, run_cli
+
+PLANS = DATA / "plans"
+
+
+def cli(*args: str, cwd: Path) -> CliResult:
+    """run_cli from inside a project folder; PYTHONPATH finds the package without an install."""
+    return run_cli(*args, cwd=cwd, env={"PYTHONPATH": str(ROOT)})
+
+
+COMPLETION = "completion_workflow:\n  template: 'Write {report_file}, then rename it.'\n"
+CUSTOM_SPEC_PLAN = (
+    "spec_plan:\n"
+    "  top_level_end_marker: '<!-- steps -->'\n"
+    "  step_header_pattern: '^## \\[(.?)\\] (\\d+)\\. (.+)$'\n"
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project folder (with .git, no .flow/) holding copies of the sample plans."""
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    shutil.copytree(PLANS, root / "specs")
+    return root
+
+
+def test_show_table(project: Path) -> None:
+    result = cli("plan", "show", "specs/feature.md", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        "Plan: Feature Implementation  (specs/feature.md, 3 steps)\n"
+        "\n"
+        "STEP  STATUS  LINE  TITLE\n"
+        "   1  ✅        12  Create database schema\n"
+        "   2  ❌        16  Implement API endpoints\n"
+        "   3  ❌        25  Add frontend components\n"
+    )
+    assert result.stderr == ""
+
+
+def test_show_json(project: Path) -> None:
+    result = cli("plan", "show", "specs/feature.md", "--json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["path"] == "specs/feature.md"
+    assert data["name"] == "feature"
+    assert data["overview"].startswith("# Plan: Feature Implementation\n")
+    assert data["steps"] == [
+        {"number": 1, "title": "Create database schema", "status": "✅", "line": 12},
+        {"number": 2, "title": "Implement API endpoints", "status": "❌", "line": 16},
+        {"number": 3, "title": "Add frontend components", "status": "❌", "line": 25},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "gitflow-agents: error: specs/missing.md: no such file\n"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "gitflow-agents: error: specs/missing.md:3: binary file"),
+        ("Grüße".encode("latin-1"), "gitflow-agents: error: specs/missing.md:1: not valid UTF-8"),
+        (b"# no steps\n", "gitflow-agents: error: specs/missing.md: no step headers found"),
+    ],
+)
+def test_show_bad_plan_is_one_line_exit_2(
+    project: Path, content: bytes | None, expected: str
+) -> None:
+    if content is not None:
+        (project / "specs" / "missing.md").write_bytes(content)
+    result = cli("plan", "show", "specs/missing.md", cwd=project)
+    assert result.returncode == 2
+    assert result.stderr.startswith(expected)
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_lint_clean_exit_0(project: Path) -> None:
+    result = cli("plan", "lint", "specs/feature.md", "specs/fences.md", cwd=project)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert result.stderr == "no problems (2 plans checked)\n"
+
+
+def test_lint_problems_exit_2(project: Path) -> None:
+    result = cli(
+        "plan", "lint", "specs/feature.md", "specs/broken.md", "specs/gone.md", cwd=project
+    )
+    assert result.returncode == 2
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("specs/broken.md: end marker '## Implementation Steps' not found")
+    assert "specs/broken.md:7: duplicate step 3: lines 5 and 7" in lines
+    assert "specs/broken.md:13: missing steps 4-5 (gap after step 3)" in lines
+    assert lines[-1] == "specs/gone.md: no such file"
+    assert len(lines) == 8
+    assert result.stderr == "8 problems (3 plans checked)\n"
+
+
+def test_lint_binary_file_no_traceback(project: Path) -> None:
+    (project / "specs" / "logo.md").write_bytes(bytes(range(256)))
+    result = cli("plan", "lint", "specs/logo.md", cwd=project)
+    assert result.returncode == 2
+    assert result.stdout.startswith("specs/logo.md:1: binary file")
+    assert "Traceback" not in result.stderr
+
+
+def test_custom_spec_plan_from_flow_base_yaml(project: Path) -> None:
+    (project / ".flow").mkdir()
+    (project / ".flow" / "base.yaml").write_text(COMPLETION + CUSTOM_SPEC_PLAN)
+    clean = cli("plan", "lint", "specs/custom.md", cwd=project)
+    assert (clean.returncode, clean.stdout) == (0, ""), clean.stderr
+    shown = cli("plan", "show", "specs/custom.md", "--json", cwd=project)
+    assert shown.returncode == 0, shown.stderr
+    assert [s["status"] for s in json.loads(shown.stdout)["steps"]] == ["x", ""]
+    # The default-format plan has no steps under the custom pattern.
+    other = cli("plan", "lint", "specs/feature.md", cwd=project)
+    assert other.returncode == 2
+    assert "no step headers found (step_header_pattern: '^## \\\\[(.?)\\\\]" in other.stdout
+
+
+def test_flow_type_layer(project: Path) -> None:
+    (project / ".flow" / "implement").mkdir(parents=True)
+    (project / ".flow" / "base.yaml").write_text(COMPLETION)
+    (project / ".flow" / "implement" / "base.yaml").write_text(CUSTOM_SPEC_PLAN)
+    assert cli("plan", "lint", "specs/custom.md", cwd=project).returncode == 2
+    layered = cli("plan", "lint", "specs/custom.md", "--flow-type", "implement", cwd=project)
+    assert layered.returncode == 0, layered.stdout + layered.stderr
+
+
+def test_bad_pattern_in_config(project: Path) -> None:
+    (project / ".flow").mkdir()
+    (project / ".flow" / "base.yaml").write_text(
+        COMPLETION + "spec_plan:\n  step_header_pattern: '^### Step (\\d+): (.+)$'\n"
+    )
+    show = cli("plan", "show", "specs/feature.md", cwd=project)
+    assert show.returncode == 2
+    assert "has 2 capture groups; it must have exactly 3" in show.stderr
+    assert ".flow/base.yaml" in show.stderr and "Traceback" not in show.stderr
+    # lint reports the config as a problem and still checks the plan with the defaults.
+    lint = cli("plan", "lint", "specs/feature.md", cwd=project)
+    assert lint.returncode == 2
+    (line,) = lint.stdout.splitlines()
+    assert line.startswith(".flow/base.yaml")
+    assert "step_header_pattern" in line and "has 2 capture groups" in line
+    assert lint.stderr == "1 problem (1 plan checked)\n"
+
+
+def test_lint_reports_agents_flow_manifest_errors(project: Path) -> None:
+    agents = project / ".agents-flow" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "bad.agent.md").write_text("---\nagentId: [unclosed\n---\nbody\n")
+    result = cli("plan", "lint", "specs/feature.md", cwd=project)
+    assert result.returncode == 2
+    (line,) = result.stdout.splitlines()
+    assert line.startswith(".agents-flow/agents/bad.agent.md:")
+    assert line.endswith("[invalid_frontmatter]")
+
+
+def test_lint_needs_a_plan_argument(project: Path) -> None:
+    result = cli("plan", "lint", cwd=project)
+    assert result.returncode == 2
+    assert "the following arguments are required: plans" in result.stderr
