@@ -1,0 +1,577 @@
+"""The Flow protocol system prompt (seed 000): every section an agent needs, assembled inline.
+
+``assemble_prompt`` gathers plain values (identity, shared files, previous reports, completion
+workflow, agent definition, assignment), resolves seed 000's ``{variables}`` in the texts that are
+templates, and renders ``templates/system_prompt.md.j2``. Each top-level block of that template is
+one section; rendering the blocks one by one gives the segments that ``prompt --segments`` shows,
+refined further where one section holds several sources (shared files, `.agents-flow/` layers,
+preamble / plan / task).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import traceback
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gitflow_agents.errors import ConfigError, TemplateError, UsageError
+from gitflow_agents.resources import templates_dir
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from gitflow_agents.assets import PromptAssetManifest
+    from gitflow_agents.config import CompletionWorkflow, FlowConfig, SharedFile
+    from gitflow_agents.plan import Plan
+
+SYSTEM_PROMPT_TEMPLATE = "system_prompt.md.j2"
+BUILT_IN = "built-in"
+NOT_APPLICABLE = "N/A"
+
+#: The system-resolved variables of seed 000, in the order of its table.
+SEED_VARIABLES = (
+    "flow_name",
+    "flow_dir",
+    "agent_name",
+    "agent_type",
+    "step",
+    "step_title",
+    "plan_name",
+    "specs_folder",
+    "timestamp",
+    "report_file",
+    "success_file",
+    "failed_file",
+)
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_BACKTICK_RUN = re.compile(r"`+")
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One attributed part of the prompt: which layer (scope) and file (source) it came from.
+
+    ``source`` is a path relative to the project root, ``config:<file>:<key>``, ``cli:--<option>``
+    or ``built-in`` (text of the shipped template).
+    """
+
+    scope: str
+    label: str
+    source: str
+    content: str
+
+    @property
+    def line_count(self) -> int:
+        return len(self.content.splitlines())
+
+
+@dataclass(frozen=True)
+class AssembledPrompt:
+    text: str
+    segments: tuple[Segment, ...]
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    """Everything that decides one agent's system prompt.
+
+    ``agent`` is a `.flow/` agent key or an `.agents-flow/` agentId. ``agent_id`` is the agent's
+    unique name in the flow (default ``step-NN-<agent>``, or ``<agent>`` without a step);
+    ``flow_name`` defaults to the plan's name, else the agent. ``timestamp`` defaults to now.
+    """
+
+    root: Path
+    config: FlowConfig
+    agent: str
+    agent_id: str | None = None
+    flow_name: str | None = None
+    step: int | None = None
+    plan: Plan | None = None
+    task: str | None = None
+    after: tuple[str, ...] = ()
+    preamble: str | None = None
+    timestamp: datetime | None = None
+    manifest: PromptAssetManifest | None = None
+    template_dir: Path | None = None
+
+
+class _File(NamedTuple):
+    name: str
+    path: str
+    info: str
+    template: str | None
+    source: str
+
+
+class _Report(NamedTuple):
+    agent_id: str
+    path: str
+
+
+class _Part(NamedTuple):
+    """A piece expected inside a rendered block, used to split the block into segments."""
+
+    text: str
+    scope: str
+    label: str
+    source: str
+
+
+class _Agent(NamedTuple):
+    type: str
+    role: str | None
+    frontmatter: str | None
+    definition: str
+    source: str
+    layers: tuple[_Part, ...]  # `.agents-flow/` layers inside the definition (empty for .flow)
+    workflow: CompletionWorkflow
+
+
+# --------------------------------------------------------------------------- text helpers
+
+
+def resolve_placeholders(text: str, variables: Mapping[str, str]) -> str:
+    """Replace ``{name}`` for the names in ``variables`` only, in one pass.
+
+    Unknown ``{x}``, ``{{ jinja }}``-looking text, ``[agent-filled]`` placeholders and braces in
+    values are left exactly as they are (no ``str.format``).
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        return variables.get(match.group(1), match.group(0))
+
+    return _PLACEHOLDER.sub(replace, text)
+
+
+def fence(text: str, info: str = "") -> str:
+    """Wrap ``text`` in a backtick fence longer than any backtick run inside it (at least 3),
+    so fences in the content can never close the wrapper."""
+    longest = max((len(run) for run in _BACKTICK_RUN.findall(text)), default=0)
+    marker = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") or not text else text + "\n"
+    return f"{marker}{info}\n{body}{marker}"
+
+
+def _clean(text: str) -> str:
+    """Normalise line endings and drop blank lines around a text inserted into a section."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(line.rstrip() if not line.strip() else line for line in lines)
+
+
+def default_agent_id(agent: str, step: int | None) -> str:
+    """``step-NN-<agent>`` (NN zero-padded to two digits) with a step, else the agent name."""
+    return agent if step is None else f"step-{step:02d}-{agent}"
+
+
+def _check_name(value: str, what: str) -> str:
+    if not _SAFE_NAME.match(value) or value in {".", ".."}:
+        raise UsageError(
+            f"invalid {what} {value!r}: use letters, digits, '.', '_' or '-' "
+            "(it becomes a directory name)"
+        )
+    return value
+
+
+def _display_path(root: Path, path: Path) -> str:
+    """``path`` relative to the project root (posix) when inside it, else as given."""
+    if not path.is_absolute():
+        return path.as_posix()
+    for candidate in (path, path.resolve()):
+        for base in (root, root.resolve()):
+            if candidate.is_relative_to(base):
+                return candidate.relative_to(base).as_posix()
+    return path.as_posix()
+
+
+def agent_dir(root: Path, flow_dir: str, flow_name: str, agent_id: str) -> Path:
+    """``<root>/<flow_dir>/<flow>/agents/<agent-id>``: the agent's run folder (seed 000)."""
+    return root / flow_dir / flow_name / "agents" / agent_id
+
+
+def _agent_rel_dir(flow_dir: str, flow_name: str, agent_id: str) -> str:
+    return (Path(flow_dir) / flow_name / "agents" / agent_id).as_posix()
+
+
+def write_system_prompt(
+    root: Path, config: FlowConfig, agent_id: str, flow_name: str, text: str
+) -> Path:
+    """Write ``<flow_dir>/<flow>/agents/<id>/system_prompt.md`` atomically; return its path."""
+    folder = agent_dir(
+        root,
+        config.flow_dir,
+        _check_name(flow_name, "flow name"),
+        _check_name(agent_id, "agent id"),
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "system_prompt.md"
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".system_prompt.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        Path(tmp).replace(target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+# --------------------------------------------------------------------------- Jinja
+
+
+def _environment(directory: Path) -> jinja2.Environment:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(directory)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["fenced"] = fence
+    return env
+
+
+def _template_error(exc: Exception, directory: Path, name: str) -> TemplateError:
+    """A Jinja failure as one line naming the template file and line."""
+    import jinja2
+
+    path = directory / name
+    line: int | None = None
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        line = exc.lineno
+        if exc.filename:
+            path = Path(exc.filename)
+    elif isinstance(exc, jinja2.TemplateNotFound):
+        return TemplateError(f"template {exc.name!r} not found", path=directory)
+    else:
+        # Jinja rewrites tracebacks so template frames carry the template's file and line.
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if frame.filename and Path(frame.filename).parent == directory:
+                path, line = Path(frame.filename), frame.lineno
+    message = getattr(exc, "message", None) or str(exc)
+    return TemplateError(message, path=path, line=line)
+
+
+def _render(directory: Path, variables: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    """The whole prompt and each top-level block's text, in template order."""
+    import jinja2
+
+    env = _environment(directory)
+    try:
+        template = env.get_template(SYSTEM_PROMPT_TEMPLATE)
+        # One context for the whole render and then each block, so blocks see the macros the
+        # root render defined; handle_exception() maps Python frames back to template lines.
+        context = template.new_context(dict(variables))
+        try:
+            text = "".join(template.root_render_func(context))
+            blocks = [(name, "".join(block(context))) for name, block in template.blocks.items()]
+        except Exception:
+            env.handle_exception()
+    except (jinja2.TemplateError, TypeError, ValueError) as exc:
+        raise _template_error(exc, directory, SYSTEM_PROMPT_TEMPLATE) from None
+    return text, blocks
+
+
+# --------------------------------------------------------------------------- assembly
+
+
+def assemble_prompt(request: PromptRequest) -> AssembledPrompt:
+    """Build the full seed-000 system prompt for one agent, with per-section attribution."""
+    root = request.root
+    config = request.config
+    agent = _resolve_agent(request)
+    step_title: str | None = None
+    plan_context: str | None = None
+    if request.plan is not None and request.step is not None:
+        step_title = request.plan.step(request.step).title
+        plan_context = request.plan.assignment_context(request.step)
+    if plan_context is None and request.task is None:
+        raise UsageError("nothing to assign: give a task, or a plan with a step")
+
+    flow_name = _check_name(
+        request.flow_name or (request.plan.name if request.plan is not None else request.agent),
+        "flow name",
+    )
+    agent_id = _check_name(
+        request.agent_id or default_agent_id(request.agent, request.step), "agent id"
+    )
+    workflow = agent.workflow
+    own_dir = _agent_rel_dir(config.flow_dir, flow_name, agent_id)
+    timestamp = request.timestamp or datetime.now().astimezone()
+    variables = {
+        "flow_name": flow_name,
+        "flow_dir": config.flow_dir,
+        "agent_name": agent_id,
+        "agent_type": agent.type,
+        "step": str(request.step) if request.step is not None else NOT_APPLICABLE,
+        "step_title": step_title if step_title is not None else NOT_APPLICABLE,
+        "plan_name": request.plan.name if request.plan is not None else NOT_APPLICABLE,
+        "specs_folder": config.specs_folder,
+        "timestamp": timestamp.isoformat(timespec="seconds"),
+        "report_file": f"{own_dir}/{workflow.report_filename}",
+        "success_file": f"{own_dir}/{workflow.success_filename}",
+        "failed_file": f"{own_dir}/{workflow.failed_filename}",
+    }
+
+    writable, readable = _shared_files(request, agent.type, variables)
+    reports = [
+        _Report(
+            name,
+            f"{_agent_rel_dir(config.flow_dir, flow_name, _check_name(name, 'agent id'))}"
+            f"/{workflow.success_filename}",
+        )
+        for name in request.after
+    ]
+    definition = _clean(resolve_placeholders(agent.definition, variables))
+    layers = tuple(
+        part._replace(text=_clean(resolve_placeholders(part.text, variables)))
+        for part in agent.layers
+    )
+    assignment: list[_Part] = []
+    if request.preamble is not None and _clean(request.preamble):
+        assignment.append(
+            _Part(_clean(request.preamble), "preamble", "assignment preamble", "cli:--preamble")
+        )
+    if plan_context is not None and request.plan is not None:
+        assignment.append(
+            _Part(
+                fence(_clean(plan_context), "md"),
+                "plan",
+                f"{request.plan.name} step {request.step}",
+                _display_path(root, request.plan.path.absolute()),
+            )
+        )
+    if request.task is not None and _clean(request.task):
+        assignment.append(_Part(_clean(request.task), "task", "task", "cli:--task"))
+    if not assignment:
+        raise UsageError("nothing to assign: the task is empty")
+
+    directory = request.template_dir or templates_dir()
+    text, blocks = _render(
+        directory,
+        {
+            "frontmatter": agent.frontmatter,
+            "flow_name": flow_name,
+            "agent_name": agent_id,
+            "agent_type": agent.type,
+            "role": agent.role,
+            "step": request.step,
+            "writable_files": writable,
+            "readable_files": readable,
+            "previous_reports": reports,
+            "output_requirements": _clean(resolve_placeholders(workflow.template, variables)),
+            "agent_definition": definition,
+            "assignment": [part.text for part in assignment],
+        },
+    )
+    built_in = (
+        BUILT_IN
+        if request.template_dir is None
+        else _display_path(root, directory / SYSTEM_PROMPT_TEMPLATE)
+    )
+    parts: dict[str, tuple[_Part, list[_Part]]] = {
+        "frontmatter": (_Part("", "frontmatter", "agent frontmatter (hoisted)", agent.source), []),
+        "protocol": (_Part("", "protocol", "Multi-Agent Flow Protocol", built_in), []),
+        "identity": (_Part("", "identity", "Your Identity", built_in), []),
+        "shared_files": (_Part("", "shared-files", "Shared Context Files", built_in), []),
+        "writable_files": (
+            _Part("", "shared-files", "Writable Shared Files", built_in),
+            [
+                _Part(_file_marker(f), "shared-file", f"{f.name} (writable)", f.source)
+                for f in writable
+            ],
+        ),
+        "readable_files": (
+            _Part("", "shared-files", "Readable Shared Files", built_in),
+            [
+                _Part(_file_marker(f), "shared-file", f"{f.name} (readable)", f.source)
+                for f in readable
+            ],
+        ),
+        "previous_reports": (
+            _Part("", "previous-reports", "Previous Agent Reports", "cli:--after"),
+            [],
+        ),
+        "output_requirements": (
+            _Part("", "completion-workflow", "Output Requirements", workflow.template_source),
+            [],
+        ),
+        "agent_definition": (
+            _Part("", "agent-definition", "Agent Definition", agent.source),
+            list(layers),
+        ),
+        "assignment": (_Part("", "assignment", "Your Assignment", built_in), assignment),
+    }
+    segments: list[Segment] = []
+    for name, content in blocks:
+        head, inner = parts.get(name, (_Part("", "template", name, built_in), []))
+        segments.extend(_split(content, head, inner))
+    return AssembledPrompt(text=text, segments=tuple(segments))
+
+
+def _file_marker(file: _File) -> str:
+    return f"#### {file.name}\n\n**Path**: {file.path}\n"
+
+
+def _split(content: str, head: _Part, inner: Sequence[_Part]) -> list[Segment]:
+    """Cut a rendered block into the head (text before the first part) and one segment per part,
+    each running up to the next part. Falls back to one segment when a part is not found
+    (e.g. a customised template that words it differently)."""
+    if not content:
+        return []
+    starts: list[int] = []
+    position = 0
+    for part in inner:
+        found = content.find(part.text, position) if part.text else -1
+        if found < 0:
+            return [Segment(head.scope, head.label, head.source, content)]
+        starts.append(found)
+        position = found + len(part.text)
+    segments = []
+    if not starts or starts[0] > 0:
+        segments.append(
+            Segment(head.scope, head.label, head.source, content[: starts[0] if starts else None])
+        )
+    for index, (part, start) in enumerate(zip(inner, starts, strict=True)):
+        end = starts[index + 1] if index + 1 < len(starts) else len(content)
+        segments.append(Segment(part.scope, part.label, part.source, content[start:end]))
+    return segments
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _shared_files(
+    request: PromptRequest, agent_type: str, variables: Mapping[str, str]
+) -> tuple[list[_File], list[_File]]:
+    """Writable files (always shown) and readable files that exist after ``{var}`` resolution,
+    limited to the files whose ``agents`` list is empty or names this agent."""
+    writable: list[_File] = []
+    readable: list[_File] = []
+    names = {request.agent, agent_type}
+    for key, shared in request.config.shared_files.items():
+        if shared.agents and not names.intersection(shared.agents):
+            continue
+        path = resolve_placeholders(shared.path, variables)
+        file = _File(
+            name=key,
+            path=path,
+            info=_clean(resolve_placeholders(shared.info, variables)),
+            template=(
+                _clean(resolve_placeholders(shared.write_template, variables))
+                if shared.write_template is not None
+                else None
+            ),
+            source=_shared_file_source(key, shared),
+        )
+        if shared.writable:
+            writable.append(file)
+        elif (request.root / path).exists():
+            readable.append(file)
+    return writable, readable
+
+
+def _shared_file_source(key: str, shared: SharedFile) -> str:
+    """``config:<file>:<line>:shared_files.<key>`` (the layer that last defined the entry)."""
+    where = f"{shared.source}:" if shared.source else ""
+    return f"config:{where}shared_files.{key}"
+
+
+def _resolve_agent(request: PromptRequest) -> _Agent:
+    """The agent's type, role, frontmatter and definition: from `.agents-flow/` when the
+    manifest has that agentId (seed 003: the asset reference wins), else from `.flow/`."""
+    manifest = request.manifest
+    if manifest is not None and (
+        request.agent in manifest.agents
+        or any(error.agent_id == request.agent for error in manifest.errors)
+    ):
+        return _manifest_agent(request.agent, manifest, request.config.completion_workflow)
+    if request.agent not in request.config.agents:
+        raise ConfigError(_unknown_agent(request.agent, request.config.agents, manifest))
+    return _flow_agent(request)
+
+
+def _unknown_agent(
+    name: str, flow_agents: Iterable[str], manifest: PromptAssetManifest | None
+) -> str:
+    known = [f"{agent} (.flow)" for agent in sorted(flow_agents)]
+    if manifest is not None:
+        known += [f"{agent} (.agents-flow)" for agent in sorted(manifest.agents)]
+    return f"unknown agent {name!r}; known agents: {', '.join(known) or 'none'}"
+
+
+def _flow_agent(request: PromptRequest) -> _Agent:
+    from gitflow_agents.frontmatter import split_frontmatter
+
+    config = request.config.agent(request.agent)
+    source = _agent_source(request.root, request.agent, config.system_prompt_source)
+    parsed = split_frontmatter(config.system_prompt, path=source)
+    frontmatter = None
+    if parsed.raw is not None:
+        frontmatter = parsed.raw.replace("\r\n", "\n").rstrip("\n")
+    return _Agent(
+        type=config.type,
+        role=_clean(config.description) if config.description else None,
+        frontmatter=frontmatter,
+        definition=parsed.body,
+        source=source,
+        layers=(),
+        workflow=request.config.completion_workflow_for(request.agent),
+    )
+
+
+def _manifest_agent(
+    agent_id: str, manifest: PromptAssetManifest, workflow: CompletionWorkflow
+) -> _Agent:
+    """Agent Definition from `.agents-flow/`: the provider package (global system prompt,
+    instructions, skills, agent body); refuses an agent with manifest errors."""
+    from gitflow_agents.assets import AGENTS_FLOW_DIR, package_agent_prompt, require_runnable
+
+    asset = require_runnable(agent_id, manifest)
+    package = package_agent_prompt(agent_id, manifest)
+    layers = tuple(
+        _Part(
+            segment.content,
+            segment.scope,
+            segment.label,
+            f"{AGENTS_FLOW_DIR}/{segment.source_path}",
+        )
+        for segment in package.segments
+    )
+    return _Agent(
+        type=agent_id,
+        role=_clean(asset.description) if asset.description else None,
+        frontmatter=None,
+        definition=package.prompt,
+        source=f"{AGENTS_FLOW_DIR}/{asset.source_path}",
+        layers=layers,
+        workflow=workflow,
+    )
+
+
+def _agent_source(root: Path, name: str, source: str) -> str:
+    """Where a `.flow/` agent's system prompt came from: a file (root-relative), a shipped
+    file (``built-in:flow/...``), or the config key when it is inline or unset."""
+    if source in ("", "inline"):
+        return f"config:agents.{name}.system_prompt"
+    if source.startswith(BUILT_IN):
+        return source
+    return _display_path(root, Path(source))
