@@ -1,0 +1,85 @@
+"""Reviewers and the approval record they leave behind.
+
+An approved review of a commit is recorded as a git note on that commit under
+``refs/notes/gitflow-agents`` (JSON, below). The ``agent-review-gate`` hook reads it: a push
+passes only when the note says approved *for exactly the pushed commit* (a note copied onto a
+rewritten commit by ``notes.rewriteRef`` names the old sha and does not count).
+
+Kept import-light on purpose: the gate hook must start fast.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from gitflow_agents import __version__, git
+
+APPROVAL_KIND = "gitflow-agents/review-note/v1"
+
+
+@dataclass(frozen=True)
+class ApprovalNote:
+    verdict: str  # "approved" or "revise"
+    reviewed_sha: str
+    tree_sha: str
+    base_sha: str
+    agent: str
+    threshold: str
+    tool_version: str = __version__
+    time: str = ""
+    kind: str = APPROVAL_KIND
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+
+
+def record_review(
+    root: Path, *, reviewed_sha: str, base_sha: str, approved: bool, agent: str, threshold: str
+) -> ApprovalNote:
+    """Write the note for ``reviewed_sha`` (replacing an earlier one, so a later REVISE on the
+    same commit withdraws an earlier approval)."""
+    note = ApprovalNote(
+        verdict="approved" if approved else "revise",
+        reviewed_sha=reviewed_sha,
+        tree_sha=git.tree_sha(root, reviewed_sha),
+        base_sha=base_sha,
+        agent=agent,
+        threshold=threshold,
+        time=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+    git.write_note(root, reviewed_sha, note.to_json())
+    return note
+
+
+def read_review_note(root: Path, sha: str) -> ApprovalNote | None:
+    """The recorded note on ``sha``; None when there is none or it is not ours / malformed."""
+    text = git.read_note(root, sha)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("kind") != APPROVAL_KIND:
+            return None
+        fields = {k: str(data[k]) for k in ApprovalNote.__dataclass_fields__ if k in data}
+        return ApprovalNote(**fields)
+    except (ValueError, TypeError):
+        return None
+
+
+def approval_status(root: Path, sha: str) -> tuple[bool, str]:
+    """(approved, one-line reason) for commit ``sha`` according to its recorded note."""
+    short = sha[:12]
+    note = read_review_note(root, sha)
+    if note is None:
+        return False, f"{short} has no recorded review; run `git agent-review` first"
+    if note.reviewed_sha != sha:
+        return False, (
+            f"{short} carries a review of {note.reviewed_sha[:12]} (copied by a rewrite); "
+            "review this commit"
+        )
+    if note.verdict != "approved":
+        return False, f"{short}: the recorded review says {note.verdict} ({note.agent})"
+    return True, f"{short} approved by {note.agent} at {note.time} (threshold {note.threshold})"

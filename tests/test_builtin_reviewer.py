@@ -1,0 +1,279 @@
+"""The builtin offline reviewer: one test per rule on a real git diff, and a clean change."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents import git as g
+from gitflow_agents.findings import Finding, Overall, Severity
+from gitflow_agents.reviewer import builtin, checks
+from gitflow_agents.reviewer.checks import Options
+from tests.conftest import git
+
+# Built at run time so this file itself never holds a literal secret-shaped string.
+AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
+GITHUB_TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
+SLACK_TOKEN = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOp"
+PRIVATE_KEY = "-----BEGIN " + "RSA PRIVATE KEY-----"
+
+
+def review(
+    repo: Path,
+    files: dict[str, str | bytes],
+    *,
+    base_files: dict[str, str] | None = None,
+    threshold: Severity = Severity.ERROR,
+    options: Options | None = None,
+) -> builtin.BuiltinResult:
+    for name, content in (base_files or {}).items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "base")
+    base = g.head_sha(repo)
+    for name, content in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "change")
+    spec = g.DiffSpec(base, g.head_sha(repo))
+    return builtin.review_diff(repo, spec, threshold=threshold, options=options)
+
+
+def only(result: builtin.BuiltinResult, rule: str) -> list[Finding]:
+    return [f for f in result.findings if f.rule == rule]
+
+
+def locations(result: builtin.BuiltinResult) -> list[tuple[str | None, str | None, int | None]]:
+    return [(f.rule, f.file, f.line) for f in result.findings]
+
+
+def test_clean_change_gets_no_finding(repo: Path) -> None:
+    result = review(
+        repo,
+        {
+            "app/main.py": 'import os\n\n\ndef main() -> str:\n    return os.environ["TOKEN"]\n',
+            "config.json": '{"name": "demo", "tags": ["a", "b"]}\n',
+            "ci.yaml": "on: push\njobs:\n  x:\n    run: echo ${{ github.sha }}\n---\nsecond: doc\n",
+            "pyproject.toml": '[project]\nname = "demo"\n',
+            "web/app.js": "export function add(a, b) {\n  return a + b;\n}\n",
+            "docs/guide.rst": "Title\n=====\n\nThe password field is hidden.\n",
+            "settings.py": 'password = os.environ.get("DB_PASSWORD")\ntoken = settings.API_TOKEN\n',
+        },
+    )
+    assert result.findings == ()
+    assert result.overall is Overall.APPROVE
+    assert result.unreviewed_files == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "rule", "line"),
+    [
+        ("bad.py", "import os\n\ndef f(:\n    pass\n", "python-syntax", 3),
+        ("bad.json", '{\n  "a": 1,\n}\n', "json-syntax", 3),
+        ("bad.yaml", "ok: 1\n---\nlist: [1, 2\n", "yaml-syntax", 3),
+        ("bad.toml", '[tool]\nname = "x"\nbroken = \n', "toml-syntax", 3),
+    ],
+)
+def test_syntax_errors_at_the_error_line(
+    repo: Path, name: str, content: str, rule: str, line: int
+) -> None:
+    if rule == "toml-syntax" and checks.toml_parser() is None:
+        pytest.skip("no TOML parser on this Python")
+    result = review(repo, {name: content})
+    found = only(result, rule)
+    assert [(f.file, f.line, f.severity) for f in found] == [(name, line, Severity.ERROR)]
+    assert result.overall is Overall.REVISE
+
+
+def test_yaml_application_tags_are_not_errors(repo: Path) -> None:
+    result = review(
+        repo,
+        {
+            "cfn.yaml": "Value: !Ref Bucket\nList: !GetAZs ''\n",
+            "mkdocs.yml": "x: !!python/name:material.extensions.emoji.twemoji\n",
+        },
+    )
+    assert result.findings == ()
+
+
+def test_syntax_error_that_was_already_there_is_not_blamed_on_the_change(repo: Path) -> None:
+    broken = "def f(:\n    pass\n"
+    result = review(repo, {"old.py": broken + "x = 1\n"}, base_files={"old.py": broken})
+    assert only(result, "python-syntax") == []
+
+
+def test_syntax_error_from_removed_lines_is_reported(repo: Path) -> None:
+    result = review(
+        repo,
+        {"data.json": '{\n  "a": [1,\n  "b": 2\n}\n'},
+        base_files={"data.json": '{\n  "a": [1],\n  "b": 2\n}\n'},
+    )
+    assert [f.rule for f in result.findings] == ["json-syntax"]
+
+
+def test_merge_conflict_markers(repo: Path) -> None:
+    text = "a\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> feature\n"
+    result = review(repo, {"notes.txt": text})
+    assert [(f.rule, f.line) for f in result.findings] == [
+        ("merge-conflict-marker", 2),
+        ("merge-conflict-marker", 4),
+        ("merge-conflict-marker", 6),
+    ]
+
+
+def test_private_key(repo: Path) -> None:
+    result = review(repo, {"id_rsa": f"{PRIVATE_KEY}\nMIIEow\n"})
+    assert locations(result) == [("private-key", "id_rsa", 1)]
+
+
+@pytest.mark.parametrize(
+    ("secret", "rule"),
+    [(AWS_KEY, "aws-access-key"), (GITHUB_TOKEN, "github-token"), (SLACK_TOKEN, "slack-token")],
+)
+def test_tokens_are_found_and_masked(repo: Path, secret: str, rule: str) -> None:
+    result = review(repo, {"deploy.sh": f"#!/bin/sh\nexport CRED={secret}\n"})
+    (found,) = result.findings
+    assert (found.rule, found.line, found.severity) == (rule, 2, Severity.ERROR)
+    assert secret not in found.message
+    assert secret[:4] in found.message
+    report = builtin.report(result, reviewed_sha="h", base_sha="b")
+    assert secret not in report
+
+
+def test_aws_documentation_example_key_is_ignored(repo: Path) -> None:
+    result = review(repo, {"README.md": "AKIA" + "IOSFODNN7EXAMPLE\n"})
+    assert result.findings == ()
+
+
+def test_high_entropy_assignment(repo: Path) -> None:
+    value = "q8Zr3kP9xW2mN7vB4tY6"
+    result = review(
+        repo,
+        {
+            "settings.py": (
+                f'API_KEY = "{value}"\n'
+                'password = "aaaaaaaaaaaaaaaaaaaa"\n'  # long but no entropy
+                'secret = "short"\n'
+            )
+        },
+    )
+    (found,) = result.findings
+    assert (found.rule, found.line, found.severity) == ("high-entropy-secret", 1, Severity.WARN)
+    assert value not in found.message
+    assert result.overall is Overall.APPROVE  # a warning, below the default threshold
+
+
+def test_warning_blocks_at_warn_threshold(repo: Path) -> None:
+    result = review(repo, {"x.py": "breakpoint()\n"}, threshold=Severity.WARN)
+    assert result.overall is Overall.REVISE
+
+
+def test_large_and_binary_files(repo: Path) -> None:
+    result = review(
+        repo,
+        {"big.txt": "x" * 300 + "\n", "image.png": b"\x89PNG\x00\x00binary"},
+        options=Options(max_file_bytes=200),
+    )
+    assert locations(result) == [("large-file", "big.txt", None)]
+    assert set(result.unreviewed_files) == {"big.txt", "image.png"}
+    assert any("image.png: binary" in note for note in result.notes)
+
+
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        ("a.py", "    breakpoint()"),
+        ("a.py", "import pdb"),
+        ("a.py", "    import pdb; pdb.set_trace()"),
+        ("a.js", "  console.log(value);"),
+        ("a.ts", "  debugger;"),
+    ],
+)
+def test_debugger_leftovers(repo: Path, name: str, line: str) -> None:
+    result = review(repo, {name: f"x = 1\n{line}\n"})
+    found = only(result, "debugger")
+    assert [(f.line, f.severity) for f in found] == [(2, Severity.WARN)]
+
+
+def test_debugger_words_in_comments_and_other_files_are_fine(repo: Path) -> None:
+    result = review(
+        repo,
+        {
+            "a.py": "# call breakpoint() to debug\nlogger.console.log('x')\n",
+            "notes.md": "use console.log( and breakpoint()\n",
+        },
+    )
+    assert result.findings == ()
+
+
+def test_new_todo_is_info(repo: Path) -> None:
+    result = review(repo, {"a.py": "x = 1\n# TODO: handle empty input\n# FIXME\n"})
+    assert [(f.rule, f.line, f.severity, f.message) for f in result.findings] == [
+        ("todo", 2, Severity.INFO, "new TODO: handle empty input"),
+        ("todo", 3, Severity.INFO, "new FIXME"),
+    ]
+    assert result.overall is Overall.APPROVE
+
+
+def test_missing_final_newline_is_info(repo: Path) -> None:
+    result = review(repo, {"a.txt": "one\ntwo"})
+    assert [(f.rule, f.line, f.severity) for f in result.findings] == [
+        ("no-final-newline", 2, Severity.INFO)
+    ]
+
+
+def test_only_added_lines_are_checked(repo: Path) -> None:
+    base = {"a.py": "breakpoint()\n# TODO old\n"}
+    result = review(repo, {"a.py": "breakpoint()\n# TODO old\nx = 1\n"}, base_files=base)
+    assert result.findings == ()
+
+
+def test_every_rule_is_documented() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "review.md").read_text()
+    for rule in checks.RULES:
+        assert f"`{rule}`" in doc
+
+
+def test_report_carries_verdict_and_findings_json(repo: Path) -> None:
+    result = review(repo, {"a.py": "def f(:\n"})
+    text = builtin.report(result, reviewed_sha="abc", base_sha="def")
+    assert text.rstrip().splitlines()[-1] == "REVIEW_RESULT: REVISE"
+    block = text.split("```json\n", 1)[1].split("```", 1)[0]
+    data = json.loads(block)
+    assert data["overall"] == "revise"
+    assert data["reviewed_sha"] == "abc"
+    assert data["findings"][0]["rule"] == "python-syntax"
+    assert data["findings"][0]["fingerprint"]
+
+
+def test_fingerprint_survives_line_shifts(repo: Path) -> None:
+    first = review(repo, {"a.py": "breakpoint()\n"})
+    second = review(repo, {"a.py": "x = 0\ny = 1\nbreakpoint()\n"}, base_files={"a.py": "x = 0\n"})
+    (before,), (after,) = only(first, "debugger"), only(second, "debugger")
+    assert (before.line, after.line) == (1, 3)
+    assert before.fingerprint == after.fingerprint
+
+
+def test_entropy_and_mask() -> None:
+    assert checks.entropy("aaaa") == 0
+    assert checks.entropy("abcd") == 2
+    masked = checks.mask("AKIA1234567890ABCDEF")
+    assert masked.startswith("AKIA") and "1234567890" not in masked
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 11), reason="only without tomllib")
+def test_toml_without_a_parser_is_noted_as_unreviewed(repo: Path) -> None:
+    if checks.toml_parser() is not None:
+        pytest.skip("tomli is installed")
+    result = review(repo, {"x.toml": "a = \n"})
+    assert result.unreviewed_files == ("x.toml",)
