@@ -28,6 +28,7 @@ DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
 # token line numbers index this list (str.splitlines would also split on \f, \x1c, \u2028 ...).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 _DIGITS = re.compile(r"[0-9]+")
+_CLOSING_HASHES = re.compile(r"(?:^|\s+)#+\s*$")
 
 
 @functools.lru_cache(maxsize=64)
@@ -259,7 +260,13 @@ def _scan(text: str, config: SpecPlanConfig) -> _Scan:
 
 def _step_values(header: _Header) -> tuple[str, str, str]:
     status, number, title = (header.match.group(i) or "" for i in (1, 2, 3))
-    return status.strip(), number.strip(), title.strip()
+    # A closed ATX heading ("### ... | Step 2: Title ##") renders without its closing #s.
+    return status.strip(), number.strip(), _CLOSING_HASHES.sub("", title).strip()
+
+
+def _number_is(header: _Header, number: int) -> bool:
+    text = _step_values(header)[1]
+    return _DIGITS.fullmatch(text) is not None and int(text) == number
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,7 +434,7 @@ def set_step_status(
     source = _read(path)
     scan = _scan(source.text, config)
     regex = config.step_regex
-    found = [h for h in scan.headers if _step_values(h)[1] == str(number)]
+    found = [h for h in scan.headers if _number_is(h, number)]
     if not found:
         numbers = ", ".join(_step_values(h)[1] for h in scan.headers) or "none"
         raise PlanError(f"no step {number} (steps: {numbers})", path=path)
@@ -446,7 +453,7 @@ def set_step_status(
         )
     new_body = body[:start] + status + body[end:]
     check = regex.search(new_body)
-    if check is None or check.group(1) != status or (check.group(2) or "").strip() != str(number):
+    if check is None or check.group(1) != status or check.group(2) != header.match.group(2):
         raise PlanError(
             f"cannot write status {status!r}: the header would no longer match "
             f"step_header_pattern {config.step_header_pattern!r}",

@@ -162,6 +162,14 @@ def test_step_without_body_and_file_without_final_newline(tmp_path: Path) -> Non
     assert plan.assignment_context(2).startswith("## Implementation Steps (headers only)\n")
 
 
+def test_closed_atx_heading_and_leading_zero_numbers(tmp_path: Path) -> None:
+    path = write(tmp_path, "### Status: ❌ | Step 01: Title ###\n### Status: ❌ | Step 2: C# #\n")
+    plan = parse_plan(path)
+    assert steps_of(plan) == [(1, "❌", "Title", 1), (2, "❌", "C#", 2)]
+    set_step_status(path, 1, "✅")
+    assert path.read_text().startswith("### Status: ✅ | Step 01: Title ###\n")
+
+
 def test_headings_in_blockquotes_and_lists_do_not_match_anchored_pattern(tmp_path: Path) -> None:
     path = write(
         tmp_path,
