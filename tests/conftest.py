@@ -71,12 +71,18 @@ class CliResult(NamedTuple):
     stderr: str
 
 
+def _pythonpath() -> str:
+    """The checkout first, so the CLI runs from any cwd even when the package is not installed."""
+    existing = os.environ.get("PYTHONPATH")
+    return str(ROOT) if not existing else os.pathsep.join((str(ROOT), existing))
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> CliResult:
     """Run ``gitflow-agents`` as a real subprocess (``python -m gitflow_agents``)."""
     proc = subprocess.run(
         [sys.executable, "-m", "gitflow_agents", *args],
         cwd=cwd,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, "PYTHONPATH": _pythonpath(), **(env or {})},
         capture_output=True,
         text=True,
         timeout=120,
