@@ -72,10 +72,18 @@ def test_near_misses_are_not_approval(line: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "fence", ["```", "~~~", "````", "~~~~~", "```text", "~~~markdown", "  ```"]
+    ("fence", "closing"),
+    [
+        ("```", "```"),
+        ("~~~", "~~~"),
+        ("````", "`````"),  # a longer closing fence closes too
+        ("~~~~~", "~~~~~"),
+        ("```text", "```"),
+        ("~~~markdown", "~~~"),
+        ("  ```", "```"),
+    ],
 )
-def test_marker_inside_fenced_code_does_not_count(fence: str) -> None:
-    closing = fence.strip().rstrip("textmarkdown") or fence
+def test_marker_inside_fenced_code_does_not_count(fence: str, closing: str) -> None:
     text = f"Example of the marker:\n{fence}\nREVIEW_RESULT: APPROVED\n{closing}\n"
     result = parse_verdict(text)
     assert result.verdict is None
@@ -172,7 +180,9 @@ def test_last_valid_json_block_wins_and_unrelated_json_is_ignored() -> None:
 
 
 def test_invalid_json_block_is_not_approved_and_names_the_line() -> None:
-    text = 'Intro\n```json\n{"overall": "approve",\n "findings": [,]}\n```\nREVIEW_RESULT: APPROVED\n'
+    text = (
+        'Intro\n```json\n{"overall": "approve",\n "findings": [,]}\n```\nREVIEW_RESULT: APPROVED\n'
+    )
     review = parse_review(text, source="flows/x/report.complete.md")
     assert review.overall is None
     assert review.reason.startswith(
@@ -328,7 +338,9 @@ def test_gate_approves_a_clean_approval() -> None:
         (Severity.INFO, (Severity.INFO,), False),
     ],
 )
-def test_gate_threshold(threshold: Severity, severities: tuple[Severity, ...], approved: bool) -> None:
+def test_gate_threshold(
+    threshold: Severity, severities: tuple[Severity, ...], approved: bool
+) -> None:
     result = gate(_review(Overall.APPROVE, *severities), threshold=threshold, head_sha=None)
     assert result.approved is approved
     assert result.exit_code == (0 if approved else 1)

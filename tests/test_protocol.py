@@ -78,7 +78,10 @@ def test_seed_example_display() -> None:
 
 def test_display_without_icons() -> None:
     reply = AgentReply(
-        summary="s", files_modified=("a.py",), questions=("why?",), status=ReplyStatus.NEEDS_INPUT,
+        summary="s",
+        files_modified=("a.py",),
+        questions=("why?",),
+        status=ReplyStatus.NEEDS_INPUT,
         structured=True,
     )
     assert format_reply(reply, icons=False) == (

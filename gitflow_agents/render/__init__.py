@@ -1,0 +1,94 @@
+"""Renderers: each a pure function of a Review (and the gate's decision) to text.
+
+``render(review, gate, fmt)`` dispatches on ``fmt``, one of ``FORMATS``. A renderer module is
+imported only when its format is asked for (start-up stays fast).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+from ..findings import Finding, GateResult, Overall, Review, Severity, describe_counts
+
+FORMATS = ("terminal", "json", "sarif", "rdjsonl", "annotations", "markdown")
+"""Every output format, in the order ``--format`` lists them."""
+
+TOOL_NAME = "gitflow-agents"
+
+
+def render(review: Review, gate: GateResult | None, fmt: str, *, color: bool = False) -> str:
+    """``review`` in format ``fmt``; ValueError naming the formats for an unknown one.
+    ``color`` only matters for ``terminal`` (ANSI colours via rich when True)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
+    module = importlib.import_module(f"{__name__}.{fmt}")
+    if fmt == "terminal":
+        return str(module.render(review, gate, color=color))
+    return str(module.render(review, gate))
+
+
+def is_approved(review: Review, gate: GateResult | None) -> bool:
+    """The gate's decision when there is one, else the reviewer's verdict alone."""
+    return gate.approved if gate is not None else review.overall is Overall.APPROVE
+
+
+def verdict_label(review: Review, gate: GateResult | None) -> str:
+    """APPROVED, REVISE (the reviewer asks for changes) or NOT APPROVED (anything else)."""
+    if is_approved(review, gate):
+        return "APPROVED"
+    return "REVISE" if review.overall is Overall.REVISE else "NOT APPROVED"
+
+
+def verdict_reasons(review: Review, gate: GateResult | None) -> tuple[str, ...]:
+    """Why it is not approved (empty when approved)."""
+    if is_approved(review, gate):
+        return ()
+    if gate is not None:
+        return gate.reasons
+    return (review.reason or "no verdict",)
+
+
+def verdict_line(review: Review, gate: GateResult | None) -> str:
+    """One line: ``APPROVED: 1 warn`` / ``REVISE: 1 error; <reasons>``."""
+    parts = [describe_counts(review.findings), *verdict_reasons(review, gate)]
+    return f"{verdict_label(review, gate)}: " + "; ".join(parts)
+
+
+def location(finding: Finding) -> str:
+    """``path:12``, ``path:12-14``, ``path`` or ``""``."""
+    if not finding.file:
+        return ""
+    if finding.line is None:
+        return finding.file
+    if finding.end_line is not None and finding.end_line != finding.line:
+        return f"{finding.file}:{finding.line}-{finding.end_line}"
+    return f"{finding.file}:{finding.line}"
+
+
+def message_with_suggestion(finding: Finding) -> str:
+    """The message, and the suggestion (if any) on following lines."""
+    if not finding.suggestion:
+        return finding.message
+    return f"{finding.message}\n\nSuggestion: {finding.suggestion}"
+
+
+def by_severity(findings: Iterable[Finding]) -> dict[Severity, list[Finding]]:
+    """Findings grouped error → warn → info, each group in its original order."""
+    groups: dict[Severity, list[Finding]] = {s: [] for s in Severity}
+    for finding in findings:
+        groups[finding.severity].append(finding)
+    return groups
+
+
+def sorted_by_file(findings: Iterable[Finding]) -> list[tuple[str | None, list[Finding]]]:
+    """Findings grouped by file (sorted; findings without a file last), each group by line
+    and then most severe first."""
+    groups: dict[str | None, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.file, []).append(finding)
+    order = sorted(groups, key=lambda file: (file is None, file or ""))
+    return [
+        (file, sorted(groups[file], key=lambda f: (f.line or 0, -f.severity.rank)))
+        for file in order
+    ]

@@ -1,0 +1,125 @@
+"""SARIF 2.1.0 for GitHub code scanning (and any SARIF viewer).
+
+- One run; ``tool.driver`` names gitflow-agents, its version, and one rule per rule id used
+  (findings without a rule share the rule ``review``).
+- Each finding with a file is a ``result``: ``level`` from the severity (error/warning/note),
+  ``physicalLocation`` with ``region.startLine``/``endLine``, and our fingerprint in
+  ``partialFingerprints`` so code scanning keeps one alert per finding across pushes.
+  A file-level finding (no line) is placed on line 1: GitHub rejects a whole upload when
+  one result lacks a usable location.
+- Findings without a file are not results (GitHub would reject the file); they are
+  ``toolExecutionNotifications`` of the run's invocation, as are the files not reviewed.
+- The verdict, the gate's decision and the commits go in the run's property bag.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .. import __version__
+from ..findings import Finding, GateResult, Review
+from . import TOOL_NAME, is_approved, message_with_suggestion, verdict_line
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+DEFAULT_RULE = "review"
+FINGERPRINT_KEY = "gitflowAgentsFingerprint/v1"
+
+
+def _rule_id(finding: Finding) -> str:
+    return finding.rule or DEFAULT_RULE
+
+
+def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
+    assert finding.file
+    region: dict[str, int] = {"startLine": finding.line or 1}
+    if finding.line is not None and finding.end_line is not None:
+        region["endLine"] = finding.end_line
+    result: dict[str, Any] = {
+        "ruleId": _rule_id(finding),
+        "ruleIndex": rule_index,
+        "level": finding.severity.sarif_level,
+        "message": {"text": message_with_suggestion(finding)},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": finding.file},
+                    "region": region,
+                }
+            }
+        ],
+    }
+    if finding.fingerprint:
+        result["partialFingerprints"] = {FINGERPRINT_KEY: finding.fingerprint}
+    if finding.line is None:
+        result["properties"] = {"fileLevel": True}
+    return result
+
+
+def to_sarif(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
+    rule_ids = list(dict.fromkeys(_rule_id(f) for f in review.findings if f.file))
+    rules = []
+    for rule_id in rule_ids:
+        first = next(f for f in review.findings if f.file and _rule_id(f) == rule_id)
+        description = "A finding of the reviewer" if rule_id == DEFAULT_RULE else f"Rule {rule_id}"
+        rules.append(
+            {
+                "id": rule_id,
+                "name": rule_id,
+                "shortDescription": {"text": description},
+                "defaultConfiguration": {"level": first.severity.sarif_level},
+            }
+        )
+    results = [_result(f, rule_ids.index(_rule_id(f))) for f in review.findings if f.file]
+    notifications: list[dict[str, Any]] = [
+        {
+            "level": f.severity.sarif_level,
+            "message": {"text": message_with_suggestion(f)},
+            **({"descriptor": {"id": f.rule}} if f.rule else {}),
+        }
+        for f in review.findings
+        if not f.file
+    ]
+    notifications += [
+        {
+            "level": "note",
+            "message": {"text": f"not reviewed: {path}"},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": path}}}],
+        }
+        for path in review.unreviewed_files
+    ]
+    invocation: dict[str, Any] = {"executionSuccessful": True}
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
+    properties: dict[str, Any] = {
+        "overall": review.overall.value if review.overall else None,
+        "approved": is_approved(review, gate),
+        "verdict": verdict_line(review, gate),
+        "summary": review.summary,
+        "reviewedSha": review.reviewed_sha,
+        "baseSha": review.base_sha,
+    }
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": TOOL_NAME,
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "rules": rules,
+                    }
+                },
+                "invocations": [invocation],
+                "results": results,
+                "columnKind": "unicodeCodePoints",
+                "properties": {k: v for k, v in properties.items() if v not in (None, "")},
+            }
+        ],
+    }
+
+
+def render(review: Review, gate: GateResult | None = None) -> str:
+    return json.dumps(to_sarif(review, gate), indent=2, ensure_ascii=False) + "\n"
