@@ -1,0 +1,699 @@
+"""Agent CLI adapters: the exact argv/env each builds, output parsing, and a real process per CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitflow_agents import proc
+from gitflow_agents.agents import ADAPTERS, get_adapter
+from gitflow_agents.agents.base import AgentOutput, Invocation
+from gitflow_agents.errors import ConfigError, UsageError
+from tests.conftest import DATA
+
+SAMPLES = DATA / "agent-output"
+SECRET = "GITFLOW_TEST_UNLISTED_SECRET"
+TASK = 'Follow your system prompt; your report is "report.md".'
+CLI_KEYS = {
+    "ANTHROPIC_API_KEY": "sk-ant-test",
+    "OPENAI_API_KEY": "sk-openai-test",
+    "GEMINI_API_KEY": "gemini-test",
+    "AUGMENT_SESSION_AUTH": '{"accessToken":"t"}',
+    "AIDER_DARK_MODE": "true",
+    "OPENCODE_FAKE": "1",
+}
+
+
+def parent_env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path / "home"),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "GIT_AUTHOR_NAME": "Test Author",
+        SECRET: "must-not-leak",
+        "AWS_SECRET_ACCESS_KEY": "must-not-leak",
+        "GIT_DIR": "/somewhere/else/.git",  # inherited from a hook: must never reach an agent
+        "GITFLOW_AGENTS_RUN_ID": "run-1",
+        **CLI_KEYS,
+    }
+
+
+def make_invocation(
+    tmp_path: Path, agent_id: str = "step-01-builder", **changes: Any
+) -> Invocation:
+    workdir = tmp_path / "repo"
+    agent_dir = workdir / "flows" / "demo" / "agents" / agent_id
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    prompt = agent_dir / "system_prompt.md"
+    prompt.write_text("# Agent\nYou are the builder.\n")
+    invocation = Invocation(
+        agent_id=agent_id,
+        agent_dir=agent_dir,
+        workdir=workdir,
+        system_prompt_path=prompt,
+        system_prompt=prompt.read_text(),
+        task=TASK,
+        model="model-x",
+        options={},
+        config_dir=tmp_path / "config" / agent_id,
+        env=parent_env(tmp_path),
+    )
+    return replace(invocation, **changes)
+
+
+def assert_scrubbed(env: dict[str, str] | Any, *allowed_keys: str) -> None:
+    assert SECRET not in env
+    assert "AWS_SECRET_ACCESS_KEY" not in env
+    assert "GIT_DIR" not in env
+    assert env["PATH"] == os.environ["PATH"]
+    assert env["LANG"] == "C.UTF-8"
+    assert env["GITFLOW_AGENTS_RUN_ID"] == "run-1"
+    for key in CLI_KEYS:
+        assert (key in env) == (key in allowed_keys), key
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+
+
+def test_registry_has_every_cli() -> None:
+    assert set(ADAPTERS) >= {"claude", "codex", "gemini", "aider", "auggie", "opencode", "command"}
+    for name, adapter in ADAPTERS.items():
+        assert adapter.name == name
+        assert get_adapter(name) is adapter
+
+
+def test_unknown_adapter_lists_known_ones() -> None:
+    with pytest.raises(UsageError) as info:
+        get_adapter("clade")
+    assert "'clade'" in str(info.value)
+    assert "claude, codex" in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# launch(): exact argv and env per CLI
+
+
+def test_claude_launch(tmp_path: Path) -> None:
+    inv = make_invocation(
+        tmp_path, options={"max_turns": 30, "allowed_tools": ["Bash(git *)", "Edit"]}
+    )
+    spec = get_adapter("claude").launch(inv)
+    assert spec.argv == (
+        "claude",
+        "-p",
+        TASK,
+        "--output-format",
+        "json",
+        "--append-system-prompt-file",
+        str(inv.system_prompt_path),
+        "--permission-mode",
+        "acceptEdits",
+        "--max-turns",
+        "30",
+        "--model",
+        "model-x",
+        "--allowedTools",
+        "Bash(git *)",
+        "Edit",
+    )
+    assert spec.cwd == inv.workdir
+    assert not spec.completes_by_exit
+    assert spec.env["CLAUDE_CONFIG_DIR"] == str(inv.config_dir)
+    assert spec.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert_scrubbed(spec.env, "ANTHROPIC_API_KEY")
+
+
+def test_claude_replace_mode_resume_and_env_override(tmp_path: Path) -> None:
+    inv = make_invocation(
+        tmp_path,
+        model=None,
+        resume_session_id="sess-1",
+        options={
+            "system_prompt_mode": "replace",
+            "permission_mode": "bypassPermissions",
+            "env": {"IS_SANDBOX": 1, "CLAUDE_CONFIG_DIR": "/shared/claude"},
+            "extra_args": "--verbose --fallback-model haiku",
+        },
+    )
+    spec = get_adapter("claude").launch(inv)
+    assert "--system-prompt-file" in spec.argv
+    assert "--append-system-prompt-file" not in spec.argv
+    assert "--model" not in spec.argv
+    assert spec.argv[spec.argv.index("--permission-mode") + 1] == "bypassPermissions"
+    assert spec.argv[spec.argv.index("--resume") + 1] == "sess-1"
+    assert spec.argv[-3:] == ("--verbose", "--fallback-model", "haiku")
+    assert spec.env["IS_SANDBOX"] == "1"
+    assert spec.env["CLAUDE_CONFIG_DIR"] == "/shared/claude"  # the user's override wins
+
+
+def test_codex_launch(tmp_path: Path) -> None:
+    inv = make_invocation(tmp_path)
+    spec = get_adapter("codex").launch(inv)
+    assert spec.argv == (
+        "codex",
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "workspace-write",
+        "-m",
+        "model-x",
+        TASK,
+    )
+    assert spec.env["CODEX_HOME"] == str(inv.config_dir)
+    assert_scrubbed(spec.env, "OPENAI_API_KEY")
+    config = (inv.config_dir / "config.toml").read_text()
+    tomllib = pytest.importorskip("tomllib")
+    parsed = tomllib.loads(config)
+    assert parsed["developer_instructions"] == inv.system_prompt
+    assert parsed["check_for_update_on_startup"] is False
+
+
+def test_codex_provider_resume_and_worktree(tmp_path: Path) -> None:
+    worktree = tmp_path / "worktree"
+    inv = make_invocation(
+        tmp_path,
+        workdir=worktree,
+        resume_session_id="0199a213-81c0",
+        system_prompt='quotes " and \\ and\ttabs\x01 — ünïcode',
+        options={
+            "provider": {"base_url": "http://127.0.0.1:9/v1", "env_key": "MOCK_API_KEY"},
+            "config": {"model_reasoning_effort": "low", "stream_max_retries": 0},
+            "sandbox": "workspace-write",
+        },
+        env={**parent_env(tmp_path), "MOCK_API_KEY": "mock"},
+    )
+    spec = get_adapter("codex").launch(inv)
+    argv = list(spec.argv)
+    # The report lives outside the worktree: it must stay writable.
+    assert argv[argv.index("--add-dir") + 1] == str(inv.agent_dir)
+    pairs = [argv[i + 1] for i, arg in enumerate(argv) if arg == "-c"]
+    assert pairs == [
+        'model_provider="gitflow"',
+        'model_providers.gitflow.name="gitflow"',
+        'model_providers.gitflow.wire_api="responses"',
+        'model_providers.gitflow.base_url="http://127.0.0.1:9/v1"',
+        'model_providers.gitflow.env_key="MOCK_API_KEY"',
+        'model_reasoning_effort="low"',
+        "stream_max_retries=0",
+    ]
+    assert argv[-3:] == ["resume", "0199a213-81c0", TASK]
+    assert spec.env["MOCK_API_KEY"] == "mock"  # the provider's env_key is allow-listed
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((inv.config_dir / "config.toml").read_text())
+    assert config["developer_instructions"] == inv.system_prompt
+
+
+def test_codex_provider_needs_base_url(tmp_path: Path) -> None:
+    inv = make_invocation(tmp_path, options={"provider": {"env_key": "X"}})
+    with pytest.raises(ConfigError, match=r"options\.provider\.base_url"):
+        get_adapter("codex").launch(inv)
+
+
+def test_gemini_launch(tmp_path: Path) -> None:
+    inv = make_invocation(tmp_path, options={"max_turns": 40})
+    spec = get_adapter("gemini").launch(inv)
+    assert spec.argv == (
+        "gemini",
+        "-p",
+        TASK,
+        "-o",
+        "json",
+        "--approval-mode",
+        "yolo",
+        "--skip-trust",
+        "-m",
+        "model-x",
+    )
+    assert spec.env["GEMINI_CLI_HOME"] == str(inv.config_dir)
+    assert spec.env["GEMINI_SYSTEM_MD"] == str(inv.system_prompt_path)
+    assert_scrubbed(spec.env, "GEMINI_API_KEY")
+    settings = json.loads((inv.config_dir / ".gemini" / "settings.json").read_text())
+    assert settings == {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "model": {"maxSessionTurns": 40},
+    }
+
+
+def test_gemini_context_mode_and_settings_merge(tmp_path: Path) -> None:
+    inv = make_invocation(
+        tmp_path,
+        options={
+            "system_prompt_mode": "context",
+            "approval_mode": "auto_edit",
+            "skip_trust": False,
+            "settings": {"security": {"auth": {"selectedType": "vertex-ai"}}, "ui": {"x": 1}},
+        },
+    )
+    spec = get_adapter("gemini").launch(inv)
+    assert "GEMINI_SYSTEM_MD" not in spec.env
+    assert (inv.config_dir / ".gemini" / "GEMINI.md").read_text() == inv.system_prompt
+    assert "--skip-trust" not in spec.argv
+    assert spec.argv[spec.argv.index("--approval-mode") + 1] == "auto_edit"
+    settings = json.loads((inv.config_dir / ".gemini" / "settings.json").read_text())
+    assert settings["security"]["auth"]["selectedType"] == "vertex-ai"
+    assert settings["ui"] == {"x": 1}
+
+
+def test_aider_launch(tmp_path: Path) -> None:
+    inv = make_invocation(tmp_path, options={"edit_format": "diff", "files": ["src/a.py"]})
+    spec = get_adapter("aider").launch(inv)
+    assert spec.argv == (
+        "aider",
+        "--message",
+        TASK,
+        "--read",
+        str(inv.system_prompt_path),
+        "--yes-always",
+        "--no-gitignore",
+        "--no-check-update",
+        "--analytics-disable",
+        "--no-show-release-notes",
+        "--no-show-model-warnings",
+        "--no-pretty",
+        "--no-fancy-input",
+        "--no-auto-commits",
+        "--chat-history-file",
+        str(inv.config_dir / "chat.history.md"),
+        "--input-history-file",
+        str(inv.config_dir / "input.history"),
+        "--model",
+        "model-x",
+        "--edit-format",
+        "diff",
+        "src/a.py",
+    )
+    assert spec.completes_by_exit  # aider cannot rename its report
+    assert spec.env["HOME"] == str(inv.config_dir)
+    assert spec.env["GIT_CONFIG_GLOBAL"] == str(tmp_path / "home" / ".gitconfig")
+    assert_scrubbed(
+        spec.env, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "AIDER_DARK_MODE"
+    )
+
+
+def test_aider_cannot_resume(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="aider adapter cannot resume"):
+        get_adapter("aider").launch(make_invocation(tmp_path, resume_session_id="x"))
+
+
+def test_auggie_launch(tmp_path: Path) -> None:
+    inv = make_invocation(
+        tmp_path, options={"max_turns": 5, "permissions": ["launch-process:deny"]}
+    )
+    spec = get_adapter("auggie").launch(inv)
+    assert spec.argv == (
+        "auggie",
+        "--print",
+        TASK,
+        "--output-format",
+        "json",
+        "--rules",
+        str(inv.system_prompt_path),
+        "--workspace-root",
+        str(inv.workdir),
+        "--augment-cache-dir",
+        str(inv.config_dir),
+        "--max-turns",
+        "5",
+        "--permission",
+        "launch-process:deny",
+        "--model",
+        "model-x",
+    )
+    assert_scrubbed(spec.env, "AUGMENT_SESSION_AUTH")
+
+
+def test_opencode_launch(tmp_path: Path) -> None:
+    inv = make_invocation(
+        tmp_path,
+        model="mock/mock-model",
+        options={"config": {"permission": {"bash": "deny"}, "provider": {"mock": {}}}},
+    )
+    spec = get_adapter("opencode").launch(inv)
+    assert spec.argv == ("opencode", "run", "--format", "json", "-m", "mock/mock-model", TASK)
+    config = json.loads(spec.env["OPENCODE_CONFIG_CONTENT"])
+    assert config["instructions"] == [str(inv.system_prompt_path)]
+    assert config["permission"] == {"edit": "allow", "bash": "deny"}  # the user's merge wins
+    assert config["provider"] == {"mock": {}}
+    for xdg in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        assert spec.env[xdg].startswith(str(inv.config_dir))
+    assert_scrubbed(
+        spec.env, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENCODE_FAKE"
+    )
+
+
+def test_command_substitutes_per_argument_without_a_shell(tmp_path: Path) -> None:
+    inv = make_invocation(
+        tmp_path,
+        task="fix it; rm -rf / $(whoami) 'quoted'",
+        command=(
+            "my-agent",
+            "--prompt={system_prompt_file}",
+            "{task}",
+            "--m",
+            "{model}",
+            "{other}",
+        ),
+    )
+    spec = get_adapter("command").launch(inv)
+    assert spec.argv == (
+        "my-agent",
+        f"--prompt={inv.system_prompt_path}",
+        "fix it; rm -rf / $(whoami) 'quoted'",
+        "--m",
+        "model-x",
+        "{other}",
+    )
+    assert_scrubbed(spec.env)
+    assert not spec.completes_by_exit
+
+
+def test_command_from_string_option(tmp_path: Path) -> None:
+    inv = make_invocation(
+        tmp_path,
+        options={
+            "command": "run-agent --dir '{agent_dir}' --cfg {config_dir}",
+            "completes_by_exit": True,
+            "allow_env": ["AWS_SECRET_ACCESS_KEY"],
+        },
+    )
+    spec = get_adapter("command").launch(inv)
+    assert spec.argv == ("run-agent", "--dir", str(inv.agent_dir), "--cfg", str(inv.config_dir))
+    assert spec.completes_by_exit
+    assert spec.env["AWS_SECRET_ACCESS_KEY"] == "must-not-leak"  # the user allowed it by name
+    assert SECRET not in spec.env
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"command": None}, "needs a command"),
+        ({"command": ("x", "{model}"), "model": None}, "uses {model}"),
+        ({"command": None, "options": {"command": "x 'unclosed"}}, "cannot split"),
+        ({"command": None, "options": {"command": [1, 2]}}, "list of strings"),
+    ],
+)
+def test_command_errors(tmp_path: Path, changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        get_adapter("command").launch(make_invocation(tmp_path, **changes))
+    assert "agents.step-01-builder.command" in str(info.value)
+
+
+def test_each_agent_gets_its_own_config_dir(tmp_path: Path) -> None:
+    variables = {
+        "claude": "CLAUDE_CONFIG_DIR",
+        "codex": "CODEX_HOME",
+        "gemini": "GEMINI_CLI_HOME",
+        "aider": "HOME",
+        "opencode": "XDG_DATA_HOME",
+    }
+    for name, variable in variables.items():
+        one = get_adapter(name).launch(make_invocation(tmp_path, "step-01-a"))
+        two = get_adapter(name).launch(make_invocation(tmp_path, "step-02-b"))
+        assert one.env[variable] != two.env[variable], name
+        assert one.env[variable].startswith(str(tmp_path / "config" / "step-01-a"))
+    auggie_one = get_adapter("auggie").launch(make_invocation(tmp_path, "step-01-a"))
+    assert str(tmp_path / "config" / "step-01-a") in auggie_one.argv
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "message"),
+    [
+        ("claude", {"max_turn": 3}, "unknown option for the claude adapter; known: allow_env"),
+        ("claude", {"max_turns": "ten"}, "expected an integer >= 1, got 'ten'"),
+        ("claude", {"max_turns": True}, "expected an integer"),
+        ("claude", {"permission_mode": "yes"}, "expected one of acceptEdits"),
+        ("codex", {"sandbox": "none"}, "expected one of read-only"),
+        ("gemini", {"skip_trust": "no"}, "expected true or false"),
+        ("aider", {"files": "a.py b.py", "env": ["X"]}, "expected a mapping"),
+        ("opencode", {"extra_args": 3}, "expected a list of strings"),
+        ("auggie", {"retry_timeout": -1}, "expected a positive number"),
+    ],
+)
+def test_bad_options_are_config_errors(
+    tmp_path: Path, name: str, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        get_adapter(name).launch(make_invocation(tmp_path, options=options))
+    assert str(info.value).startswith("agents.step-01-builder.options.")
+
+
+# ---------------------------------------------------------------------------------------------
+# parse_output(): samples of each CLI's output
+
+
+def sample(name: str) -> str:
+    return (SAMPLES / name).read_text()
+
+
+@pytest.mark.parametrize(
+    ("adapter", "stdout", "stderr", "expected"),
+    [
+        (
+            "claude",
+            "claude-success.json",
+            None,
+            AgentOutput(
+                session_id="5b1f3c0e-8d7a-4a52-9c61-2f0e4d9b7a11",
+                input_tokens=18012,
+                output_tokens=245,
+                cost_usd=0.0123,
+                is_error=False,
+                error=None,
+                reply="Done. <SUMMARY>Added hello.txt</SUMMARY>\n<STATUS>COMPLETE</STATUS>",
+            ),
+        ),
+        (
+            "claude",
+            "claude-stream.jsonl",
+            None,
+            AgentOutput(
+                session_id="aa11bb22-cc33-4d44-8e55-ff6677889900",
+                input_tokens=100,
+                output_tokens=20,
+                cost_usd=0.002,
+                reply="Wrote hello.txt",
+            ),
+        ),
+        (
+            "codex",
+            "codex-success.jsonl",
+            None,
+            AgentOutput(
+                session_id="0199a213-81c0-7800-8aa1-bbab2a035a53",
+                input_tokens=24763,
+                output_tokens=122,
+                reply="Created f.txt.\n<STATUS>COMPLETE</STATUS>",
+            ),
+        ),
+        (
+            "gemini",
+            "gemini-success.json",
+            None,
+            AgentOutput(
+                session_id="3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9",
+                input_tokens=8623,
+                output_tokens=166,
+                reply="I created hello.txt.\n<STATUS>COMPLETE</STATUS>",
+            ),
+        ),
+        (
+            "aider",
+            "aider-success.txt",
+            None,
+            AgentOutput(
+                input_tokens=2300,
+                output_tokens=120,
+                cost_usd=0.0071,
+                reply=sample("aider-success.txt").strip(),
+            ),
+        ),
+        (
+            "auggie",
+            "auggie-success.json",
+            None,
+            AgentOutput(
+                session_id="b7c6d5e4-f3a2-4b1c-8d9e-0f1a2b3c4d5e",
+                reply="Created hello.txt\n<STATUS>COMPLETE</STATUS>",
+            ),
+        ),
+        (
+            "opencode",
+            "opencode-success.jsonl",
+            None,
+            AgentOutput(
+                session_id="ses_494719016ffe85dkDMj0FPRbHK",
+                input_tokens=2000,
+                output_tokens=65,
+                cost_usd=0.0015,
+                reply="Created hello.txt.\n<STATUS>COMPLETE</STATUS>",
+            ),
+        ),
+    ],
+)
+def test_parse_success(
+    adapter: str, stdout: str, stderr: str | None, expected: AgentOutput
+) -> None:
+    parsed = get_adapter(adapter).parse_output(sample(stdout), sample(stderr) if stderr else "")
+    assert parsed.cost_usd == pytest.approx(expected.cost_usd)
+    assert replace(parsed, cost_usd=None) == replace(expected, cost_usd=None)
+
+
+@pytest.mark.parametrize(
+    ("adapter", "stdout", "stderr", "error_part"),
+    [
+        ("claude", "claude-api-error.json", "", "API Error: 401"),
+        ("claude", "claude-max-turns.json", "", "error_max_turns"),
+        ("codex", "codex-turn-failed.jsonl", "", "401 Unauthorized"),
+        ("gemini", "", "gemini-error-stderr.json", "(code 401)"),
+        ("aider", "aider-auth-error.txt", "", "not able to authenticate you"),
+        ("auggie", "auggie-error.json", "", "503 Service Unavailable"),
+        ("opencode", "opencode-error.jsonl", "", "APIError: Unauthorized"),
+    ],
+)
+def test_parse_reported_errors(adapter: str, stdout: str, stderr: str, error_part: str) -> None:
+    parsed = get_adapter(adapter).parse_output(
+        sample(stdout) if stdout else "", sample(stderr) if stderr else ""
+    )
+    assert parsed.is_error is True
+    assert parsed.error is not None and error_part in parsed.error
+
+
+def test_claude_error_keeps_tokens_and_session() -> None:
+    parsed = get_adapter("claude").parse_output(sample("claude-max-turns.json"), "")
+    assert parsed.session_id == "7d6c5b4a-3f2e-4d1c-9b8a-7f6e5d4c3b2a"
+    assert parsed.input_tokens == 42030
+    assert parsed.cost_usd == pytest.approx(0.0456)
+
+
+def test_aider_error_then_retry_success_is_not_an_error() -> None:
+    text = sample("aider-auth-error.txt").replace("Check your API key.", "Retrying...")
+    parsed = get_adapter("aider").parse_output(text + "\n" + sample("aider-success.txt"), "")
+    assert parsed.is_error is False
+    assert parsed.input_tokens == 2300
+
+
+def test_aider_sums_several_reports_and_reads_k_and_m() -> None:
+    text = (
+        "Tokens: 950 sent, 12 received.\n"
+        "Tokens: 12k sent, 1.1k cache write, 1.5k received. Cost: $0.02 message, $0.03 session.\n"
+        "Tokens: 1.2M sent, 3 received. Cost: $1.10 message, $1.13 session.\n"
+    )
+    parsed = get_adapter("aider").parse_output(text, "")
+    assert (parsed.input_tokens, parsed.output_tokens) == (950 + 12_000 + 1_200_000, 1515)
+    assert parsed.cost_usd == pytest.approx(1.13)
+
+
+GARBAGE = [
+    "",
+    "   \n",
+    "Segmentation fault (core dumped)",
+    '{"type":"result","is_error":fal',  # truncated
+    "\x00\xff\ufffd binary \x1b[31m",
+    "[" * 100_000,  # deep nesting must not blow the stack
+    '{"type":"result","usage":"x","total_cost_usd":"NaN","session_id":5,"is_error":"yes"}',
+    '{"type":"turn.completed","usage":[1]}\n{"type":"step_finish","part":"x"}\n{"type":7}',
+    '{"stats":{"models":{"m":{"tokens":{"input":"many"}}}},"error":{"code":"x"}}',
+    "null\n[]\n42\n",
+]
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+@pytest.mark.parametrize("garbage", GARBAGE, ids=range(len(GARBAGE)))
+def test_garbage_never_raises(name: str, garbage: str) -> None:
+    parsed = get_adapter(name).parse_output(garbage, garbage[:50])
+    assert isinstance(parsed, AgentOutput)
+    assert parsed.input_tokens is None or isinstance(parsed.input_tokens, int)
+    assert parsed.cost_usd is None or isinstance(parsed.cost_usd, float)
+    assert parsed.session_id is None or isinstance(parsed.session_id, str)
+
+
+@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "auggie", "opencode"])
+def test_unparseable_output_is_noted_not_failed(name: str) -> None:
+    parsed = get_adapter(name).parse_output("Segmentation fault", "panic: out of memory")
+    assert parsed.is_error is False  # not proof of failure: the report decides
+    assert parsed.error is not None and "panic: out of memory" in parsed.error
+
+
+def test_truncated_claude_json_is_unparsed() -> None:
+    text = sample("claude-success.json")
+    parsed = get_adapter("claude").parse_output(text[: len(text) // 2], "")
+    assert parsed.session_id is None
+    assert parsed.error is not None and parsed.error.startswith("no Claude result JSON")
+
+
+# ---------------------------------------------------------------------------------------------
+# A real process per CLI: a fake executable with the CLI's name records what reached it
+
+FAKE = """#!{python}
+import json, os, stat, sys
+record = {{"argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd()}}
+try:
+    st = os.fstat(0)
+    null = os.stat(os.devnull)
+    devnull = stat.S_ISCHR(st.st_mode) and st.st_rdev == null.st_rdev
+    record["stdin"] = "devnull" if devnull else "open"
+    if devnull:
+        record["stdin_data"] = sys.stdin.read()
+except OSError:
+    record["stdin"] = "closed"
+with open({record!r}, "w") as handle:
+    json.dump(record, handle)
+with open({sample!r}) as handle:
+    sys.stdout.write(handle.read())
+"""
+
+FAKE_SAMPLES = {
+    "claude": ("claude-success.json", "5b1f3c0e-8d7a-4a52-9c61-2f0e4d9b7a11"),
+    "codex": ("codex-success.jsonl", "0199a213-81c0-7800-8aa1-bbab2a035a53"),
+    "gemini": ("gemini-success.json", "3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9"),
+    "aider": ("aider-success.txt", None),
+    "auggie": ("auggie-success.json", "b7c6d5e4-f3a2-4b1c-8d9e-0f1a2b3c4d5e"),
+    "opencode": ("opencode-success.jsonl", "ses_494719016ffe85dkDMj0FPRbHK"),
+    "command": ("claude-success.json", "5b1f3c0e-8d7a-4a52-9c61-2f0e4d9b7a11"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAKE_SAMPLES))
+def test_real_process_gets_argv_env_and_closed_stdin(tmp_path: Path, name: str) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = "my-agent" if name == "command" else name
+    record = tmp_path / "record.json"
+    output, session = FAKE_SAMPLES[name]
+    fake = bin_dir / program
+    fake.write_text(
+        FAKE.format(python=sys.executable, record=str(record), sample=str(SAMPLES / output))
+    )
+    fake.chmod(0o755)
+    env = {**parent_env(tmp_path), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    inv = make_invocation(
+        tmp_path, env=env, command=("my-agent", "--system", "{system_prompt_file}", "{task}")
+    )
+    inv.workdir.mkdir(parents=True, exist_ok=True)
+    adapter = get_adapter(name)
+    spec = adapter.launch(inv)
+
+    result = proc.run(spec.argv, cwd=spec.cwd, env=spec.env, timeout=60, check=False)
+
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(record.read_text())
+    assert seen["argv"] == list(spec.argv[1:])
+    assert seen["cwd"] == str(inv.workdir)
+    assert seen["stdin"] == "devnull" and seen["stdin_data"] == ""
+    assert SECRET not in seen["env"] and "GIT_DIR" not in seen["env"]
+    # Exactly the adapter's env arrived (Python itself may only add LC_CTYPE).
+    assert {k: seen["env"][k] for k in spec.env} == dict(spec.env)
+    assert set(seen["env"]) - set(spec.env) <= {"LC_CTYPE"}
+    parsed = adapter.parse_output(result.stdout, result.stderr)
+    assert parsed.session_id == session
+    assert parsed.is_error is False
+    assert parsed.reply
