@@ -1,0 +1,781 @@
+"""Flow config: layering, merge rules, validation messages (file:line: key: message), defaults."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.config import (
+    GIT_STATS_MARKER,
+    TEMPLATE_VARIABLES,
+    FlowConfig,
+    builtin_flow_dir,
+    find_project_root,
+    load_flow_config,
+    scaffold_files,
+    schema_path,
+)
+from gitflow_agents.errors import ConfigError, ExitCode
+from gitflow_agents.plan import SpecPlanConfig
+from gitflow_agents.resources import templates_dir
+
+MINIMAL = 'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def load_error(root: Path, *args: str | None) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_flow_config(root, *args)
+    return str(info.value)
+
+
+# ---------------------------------------------------------------------------------- defaults
+
+
+def test_minimal_config_gets_the_documented_defaults(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL)
+    config = load_flow_config(tmp_path)
+    assert config.root == tmp_path
+    assert config.sources == (tmp_path / ".flow/base.yaml",)
+    assert not config.built_in
+    assert config.flow_dir == "flows"
+    assert config.default_branch == "main"
+    assert config.specs_folder == "specs"
+    assert config.stuck_timeout_secs == 1200
+    assert config.max_wait_secs == 3600
+    assert config.stuck_retry_grace_secs == 30
+    assert config.spec_plan == SpecPlanConfig()
+    assert config.spec_plan.top_level_end_marker == "## Implementation Steps"
+    assert config.spec_plan.step_header_pattern == r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
+    workflow = config.completion_workflow
+    assert workflow.template == "Rename {report_file} to {success_file}."
+    assert workflow.template_source == "inline"
+    assert workflow.report_filename == "report.md"
+    assert workflow.success_filename == "report.complete.md"
+    assert workflow.failed_filename == "report.failed.md"
+    assert dict(config.agents) == {}
+    assert dict(config.shared_files) == {}
+
+
+def test_no_flow_dir_uses_the_shipped_defaults(tmp_path: Path) -> None:
+    config = load_flow_config(tmp_path)
+    assert config.built_in
+    assert config.sources == (builtin_flow_dir() / "base.yaml",)
+    assert sorted(config.agents) == ["builder", "fixer", "planner", "reviewer"]
+    shipped = builtin_flow_dir() / "completion-workflow-template.md"
+    assert config.completion_workflow.template == shipped.read_text(encoding="utf-8")
+    assert (
+        config.completion_workflow.template_source
+        == "built-in:flow/completion-workflow-template.md"
+    )
+    builder = config.agent("builder")
+    assert builder.system_prompt.startswith("---\n")  # frontmatter kept for hoisting
+    assert builder.system_prompt_source == "built-in:flow/agents/builder.md"
+    assert config.agent("reviewer").completion_template is not None
+    assert "REVIEW_RESULT: APPROVED" in config.completion_workflow_for("reviewer").template
+
+
+def test_unknown_agent_lists_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_flow_config(tmp_path).agent("nope")
+    assert "no agent 'nope'" in str(info.value)
+    assert "builder, fixer, planner, reviewer" in str(info.value)
+    assert info.value.exit_code == ExitCode.USAGE
+
+
+def test_full_agent_and_shared_file(tmp_path: Path) -> None:
+    write(tmp_path, "prompts/sec.md", "---\nname: sec\n---\nBe strict.\n")
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        """\
+        completion_workflow:
+          template: inline text
+          report: {filename: progress.md, success_suffix: .done.md, failure_suffix: .bad.md}
+        agents:
+          sec-review:
+            type: reviewer
+            adapter: codex
+            model: gpt-5
+            system_prompt: "@prompts/sec.md"
+            description: Security reviewer
+            options: {sandbox: read-only, extra_args: [--x]}
+            allow_env: [OPENAI_API_KEY]
+          lint:
+            adapter: command
+            command: "my-linter --strict 'a b'"
+        shared_files:
+          log:
+            path: "{flow_dir}/{flow_name}/log.md"
+            info: The log
+            writable: true
+            write_template: "## {step}"
+            agents: [reviewer]
+        """,
+    )
+    config = load_flow_config(tmp_path)
+    agent = config.agent("sec-review")
+    assert agent.name == "sec-review"
+    assert agent.type == "reviewer"
+    assert agent.adapter == "codex"
+    assert agent.model == "gpt-5"
+    assert agent.system_prompt == "---\nname: sec\n---\nBe strict.\n"
+    assert agent.system_prompt_source == "prompts/sec.md"
+    assert agent.description == "Security reviewer"
+    assert agent.command is None
+    assert agent.allow_env == ("OPENAI_API_KEY",)
+    assert dict(agent.options) == {
+        "sandbox": "read-only",
+        "extra_args": ["--x"],
+        "allow_env": ["OPENAI_API_KEY"],
+    }
+    lint = config.agent("lint")
+    assert lint.type == "lint"  # defaults to the name
+    assert lint.command == ("my-linter", "--strict", "a b")
+    assert lint.system_prompt == ""
+    assert lint.model is None
+    log = config.shared_files["log"]
+    assert log.path == "{flow_dir}/{flow_name}/log.md"
+    assert (log.info, log.writable, log.write_template, log.agents) == (
+        "The log",
+        True,
+        "## {step}",
+        ("reviewer",),
+    )
+    assert log.source == ".flow/base.yaml:17"
+    workflow = config.completion_workflow
+    assert (workflow.success_filename, workflow.failed_filename) == (
+        "progress.done.md",
+        "progress.bad.md",
+    )
+
+
+def test_at_at_escapes_a_literal_at(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", 'completion_workflow:\n  template: "@@team please"\n')
+    assert load_flow_config(tmp_path).completion_workflow.template == "@team please"
+
+
+def test_defaults_section_and_spec_plan(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        MINIMAL
+        + """\
+defaults: {stuck_timeout_secs: 60, max_wait_secs: 600, stuck_retry_grace_secs: 0}
+spec_plan:
+  top_level_end_marker: "## Steps"
+  step_header_pattern: '^## (\\S*) Step (\\d+) - (.+)$'
+flow_dir: runs
+default_branch: trunk
+""",
+    )
+    config = load_flow_config(tmp_path)
+    assert (config.stuck_timeout_secs, config.max_wait_secs, config.stuck_retry_grace_secs) == (
+        60,
+        600,
+        0,
+    )
+    assert config.spec_plan.top_level_end_marker == "## Steps"
+    assert config.spec_plan.step_regex.match("## ✅ Step 2 - Title")
+    assert (config.flow_dir, config.default_branch) == ("runs", "trunk")
+
+
+# ---------------------------------------------------------------------------------- layering
+
+
+def test_layers_merge_scalars_mappings_and_lists(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        """\
+        flow_dir: flows
+        completion_workflow:
+          template: base template
+          report: {filename: report.md}
+        agents:
+          builder:
+            model: sonnet
+            description: base builder
+            options: {a: 1, nested: {x: 1}}
+            allow_env: [A]
+            adapter: command
+            command: [one, two]
+        shared_files:
+          log: {path: log.md, agents: [builder]}
+        """,
+    )
+    write(
+        tmp_path,
+        ".flow/implement/base.yaml",
+        """\
+        flow_dir: impl-flows
+        agents:
+          builder:
+            model: opus
+            options: {b: 2, nested: {y: 2}}
+            allow_env: [B, A]
+            command: [three]
+          reviewer: {description: added}
+        shared_files:
+          log: {agents: [fixer]}
+        """,
+    )
+    write(
+        tmp_path,
+        ".flow/implement/fast.yaml",
+        """\
+        completion_workflow: {report: {success_suffix: .ok.md}}
+        agents:
+          builder: {model: null}
+        """,
+    )
+    base = load_flow_config(tmp_path)
+    assert base.flow_dir == "flows"
+    assert sorted(base.agents) == ["builder"]
+
+    layered = load_flow_config(tmp_path, "implement")
+    assert layered.sources == (
+        tmp_path / ".flow/base.yaml",
+        tmp_path / ".flow/implement/base.yaml",
+    )
+    assert layered.flow_type == "implement"
+    assert layered.flow_dir == "impl-flows"  # scalar replaced
+    builder = layered.agent("builder")
+    assert builder.model == "opus"
+    assert builder.description == "base builder"  # mapping merged: kept from base
+    assert dict(builder.options) == {
+        "a": 1,
+        "b": 2,
+        "nested": {"x": 1, "y": 2},
+        "allow_env": ["A", "B"],
+    }
+    assert builder.allow_env == ("A", "B")  # lists concatenated, duplicates dropped
+    assert builder.command == ("three",)  # an argv is replaced whole
+    assert layered.agent("reviewer").description == "added"
+    assert layered.shared_files["log"].agents == ("builder", "fixer")
+    assert layered.shared_files["log"].path == "log.md"
+    assert layered.shared_files["log"].source == ".flow/implement/base.yaml:10"
+
+    variant = load_flow_config(tmp_path, "implement", "fast")
+    assert variant.variant == "fast"
+    assert len(variant.sources) == 3
+    assert variant.agent("builder").model is None  # null replaces
+    assert variant.completion_workflow.success_filename == "report.ok.md"
+    assert variant.completion_workflow.template == "base template"
+
+
+def test_missing_flow_type_layer_is_optional(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL)
+    config = load_flow_config(tmp_path, "review")
+    assert config.sources == (tmp_path / ".flow/base.yaml",)
+
+
+def test_missing_variant_is_an_error_listing_variants(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL)
+    write(tmp_path, ".flow/implement/base.yaml", "flow_dir: x\n")
+    write(tmp_path, ".flow/implement/fast.yaml", "flow_dir: y\n")
+    message = load_error(tmp_path, "implement", "slow")
+    assert message == (
+        "variant file .flow/implement/slow.yaml not found; variants of 'implement': fast"
+    )
+
+
+def test_variant_needs_flow_type(tmp_path: Path) -> None:
+    assert "needs a flow type" in load_error(tmp_path, None, "fast")
+
+
+def test_flow_type_must_be_a_plain_name(tmp_path: Path) -> None:
+    assert "invalid flow type '../x'" in load_error(tmp_path, "../x")
+
+
+def test_layer_without_base_still_needs_a_template(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/plan/base.yaml", "flow_dir: plans\n")
+    assert load_error(tmp_path, "plan").startswith(
+        ".flow/plan/base.yaml: completion_workflow.template: required"
+    )
+    # Without the flow type no project file is read: the shipped defaults apply.
+    assert load_flow_config(tmp_path).built_in
+
+
+def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:
+    assert "variant file .flow/implement/x.yaml not found" in load_error(tmp_path, "implement", "x")
+
+
+# ---------------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            MINIMAL + "agents:\n  builder:\n    model:\n      - a\n      - b\n",
+            ".flow/base.yaml:5: agents.builder.model: expected a string, got a list",
+        ),
+        (
+            MINIMAL + "agents:\n  builder:\n    modle: x\n",
+            ".flow/base.yaml:5: agents.builder.modle: unknown key (did you mean 'model'?)",
+        ),
+        (
+            MINIMAL + "colour: red\n",
+            ".flow/base.yaml:3: colour: unknown key (known keys: flow_dir, default_branch, "
+            "specs_folder, defaults, spec_plan, completion_workflow, agents, shared_files)",
+        ),
+        (
+            MINIMAL + "agent_interface: opencode\n",
+            ".flow/base.yaml:3: agent_interface: unknown key "
+            "(choose the agent CLI per agent with agents.<name>.adapter)",
+        ),
+        (
+            MINIMAL + "stuck_timeout_secs: 10\n",
+            ".flow/base.yaml:3: stuck_timeout_secs: unknown key (put it under defaults:)",
+        ),
+        (
+            MINIMAL + "defaults:\n  stuck_timeout_secs: soon\n",
+            ".flow/base.yaml:4: defaults.stuck_timeout_secs: expected a whole number of seconds,"
+            " got a string",
+        ),
+        (
+            MINIMAL + "defaults:\n  max_wait_secs: 0\n",
+            ".flow/base.yaml:4: defaults.max_wait_secs: must be at least 1, got 0",
+        ),
+        (
+            MINIMAL + "defaults:\n  max_wait_secs: true\n",
+            ".flow/base.yaml:4: defaults.max_wait_secs: expected a whole number of seconds,"
+            " got a boolean",
+        ),
+        (
+            MINIMAL + "agents:\n  builder:\n    adapter: copilot\n",
+            ".flow/base.yaml:5: agents.builder.adapter: expected one of claude, codex, gemini, "
+            "aider, auggie, opencode, command, builtin, got 'copilot'",
+        ),
+        (
+            MINIMAL + "agents:\n  builder:\n    adapter: command\n",
+            ".flow/base.yaml:4: agents.builder.command: required when adapter is 'command'",
+        ),
+        (
+            MINIMAL + "agents:\n  builder:\n    command: [x]\n",
+            ".flow/base.yaml:5: agents.builder.command: only the 'command' adapter runs a "
+            "command (this agent uses 'claude'); to change that CLI's executable use "
+            "options.executable",
+        ),
+        (
+            MINIMAL + 'agents:\n  b:\n    adapter: command\n    command: "x \'y"\n',
+            '.flow/base.yaml:6: agents.b.command: cannot split "x \'y": No closing quotation',
+        ),
+        (
+            MINIMAL + "agents:\n  builder:\n    allow_env: [OK, not-a-name]\n",
+            ".flow/base.yaml:5: agents.builder.allow_env[1]: 'not-a-name' is not an "
+            "environment variable name",
+        ),
+        (
+            MINIMAL + "agents:\n  my agent: {}\n",
+            ".flow/base.yaml:4: agents.my agent: invalid name: use letters, digits, '.', '_' "
+            "and '-' (starting with a letter or digit)",
+        ),
+        (
+            MINIMAL + "agents: [builder]\n",
+            ".flow/base.yaml:3: agents: expected a mapping of names, got a list",
+        ),
+        (
+            MINIMAL + "agents:\n  builder:\n    options: [a]\n",
+            ".flow/base.yaml:5: agents.builder.options: expected a mapping, got a list",
+        ),
+        (
+            MINIMAL + "agents:\n  builder:\n    system_prompt: ''\n",
+            ".flow/base.yaml:5: agents.builder.system_prompt: must not be empty",
+        ),
+        (
+            MINIMAL + "shared_files:\n  log:\n    writable: yes please\n",
+            ".flow/base.yaml:5: shared_files.log.writable: expected true or false, got a string",
+        ),
+        (
+            MINIMAL + "shared_files:\n  log:\n    info: x\n",
+            ".flow/base.yaml:4: shared_files.log.path: required",
+        ),
+        (
+            MINIMAL + "shared_files:\n  log:\n    path: '{flow_dir}/{flowname}.md'\n",
+            ".flow/base.yaml:5: shared_files.log.path: unknown variable {flowname}; known: "
+            + ", ".join(f"{{{name}}}" for name in TEMPLATE_VARIABLES),
+        ),
+        (
+            MINIMAL + "spec_plan:\n  step_header_pattern: '^### Step (\\d+): (.+)$'\n",
+            ".flow/base.yaml:4: spec_plan.step_header_pattern: pattern '^### Step (\\\\d+): (.+)$'"
+            " has 2 capture groups; it must have exactly 3 (status, number, title)",
+        ),
+        (
+            MINIMAL + "spec_plan:\n  step_header_pattern: '^(a)(b)(c'\n",
+            ".flow/base.yaml:4: spec_plan.step_header_pattern: invalid regular expression "
+            "'^(a)(b)(c': missing ), unterminated subpattern at position 7",
+        ),
+        (
+            MINIMAL + "completion_workflow:\n  template: again\n",
+            ".flow/base.yaml:3: completion_workflow: duplicate key (first defined on line 1)",
+        ),
+        (
+            "completion_workflow:\n  template: x\n  report:\n    filename: out/report.md\n",
+            ".flow/base.yaml:4: completion_workflow.report.filename: must be a file name, not a "
+            "path",
+        ),
+        (
+            "completion_workflow:\n  template: x\n  report:\n    failure_suffix: .complete.md\n",
+            ".flow/base.yaml:4: completion_workflow.report: report, success and failure files "
+            "must differ, got 'report.md', 'report.complete.md', 'report.complete.md'",
+        ),
+        (
+            "completion_workflow:\n  template: null\n",
+            ".flow/base.yaml:2: completion_workflow.template: expected a string, got null",
+        ),
+        (
+            "flow_dir: flows\n",
+            ".flow/base.yaml: completion_workflow.template: required: the text agents get to "
+            'report and signal completion, e.g. "@.flow/templates/completion-workflow-template.md"'
+            " (gitflow-agents init writes it)",
+        ),
+        (
+            "",
+            ".flow/base.yaml: completion_workflow.template: required: the text agents get to "
+            'report and signal completion, e.g. "@.flow/templates/completion-workflow-template.md"'
+            " (gitflow-agents init writes it)",
+        ),
+        (
+            "# only a comment\n",
+            ".flow/base.yaml: completion_workflow.template: required: the text agents get to "
+            'report and signal completion, e.g. "@.flow/templates/completion-workflow-template.md"'
+            " (gitflow-agents init writes it)",
+        ),
+        (
+            "- a\n- b\n",
+            ".flow/base.yaml:1: expected a mapping of settings at the top level, got a list",
+        ),
+        (
+            "just text\n",
+            ".flow/base.yaml:1: expected a mapping of settings at the top level, got a string",
+        ),
+        (
+            "agents:\n  builder: {model: x\nflow_dir: y\n",
+            ".flow/base.yaml:3: invalid YAML: while parsing a flow mapping expected ',' or '}',"
+            " but got ':'",
+        ),
+        (
+            "agents:\n\tbuilder: x\n",
+            ".flow/base.yaml:2: invalid YAML: while scanning for the next token found character"
+            " '\\t' that cannot start any token",
+        ),
+        (
+            "a: 1\n---\nb: 2\n",
+            ".flow/base.yaml:2: invalid YAML: expected a single document in the stream but found"
+            " another document",
+        ),
+        (
+            "1: x\n",
+            ".flow/base.yaml:1: keys must be strings, got an integer 1",
+        ),
+    ],
+)
+def test_validation_errors_name_file_line_and_key(tmp_path: Path, text: str, expected: str) -> None:
+    write(tmp_path, ".flow/base.yaml", text)
+    assert load_error(tmp_path) == expected
+
+
+def test_errors_in_later_layers_name_that_layer(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL)
+    write(tmp_path, ".flow/review/strict.yaml", "\nagents:\n  reviewer:\n    model: [x]\n")
+    assert load_error(tmp_path, "review", "strict") == (
+        ".flow/review/strict.yaml:4: agents.reviewer.model: expected a string, got a list"
+    )
+
+
+def test_missing_at_file(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        MINIMAL + "agents:\n  builder:\n    system_prompt: '@.flow/agents/builder.md'\n",
+    )
+    assert load_error(tmp_path) == (
+        ".flow/base.yaml:5: agents.builder.system_prompt: file not found: "
+        ".flow/agents/builder.md (paths after '@' are relative to the project root)"
+    )
+
+
+def test_missing_completion_template_file(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", "\ncompletion_workflow:\n  template: '@nope.md'\n")
+    assert load_error(tmp_path) == (
+        ".flow/base.yaml:3: completion_workflow.template: file not found: nope.md "
+        "(paths after '@' are relative to the project root)"
+    )
+
+
+def test_missing_write_template_file(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        MINIMAL + "shared_files:\n  log:\n    path: x.md\n    write_template: '@t.md'\n",
+    )
+    assert load_error(tmp_path) == (
+        ".flow/base.yaml:6: shared_files.log.write_template: file not found: t.md "
+        "(paths after '@' are relative to the project root)"
+    )
+
+
+def test_at_file_outside_the_project_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    write(tmp_path, "secret.md", "secret")
+    write(root, ".flow/base.yaml", "completion_workflow:\n  template: '@../secret.md'\n")
+    assert load_error(root) == (
+        ".flow/base.yaml:2: completion_workflow.template: @../secret.md: the file must be "
+        "inside the project root"
+    )
+
+
+def test_at_directory_and_bad_encoding(tmp_path: Path) -> None:
+    (tmp_path / "dir").mkdir()
+    write(tmp_path, ".flow/base.yaml", "completion_workflow:\n  template: '@dir'\n")
+    assert load_error(tmp_path).endswith(
+        "completion_workflow.template: dir is a directory, not a file"
+    )
+    (tmp_path / "latin.md").write_bytes(b"caf\xe9")
+    write(tmp_path, ".flow/base.yaml", "completion_workflow:\n  template: '@latin.md'\n")
+    assert load_error(tmp_path) == (
+        ".flow/base.yaml:2: completion_workflow.template: latin.md: not valid UTF-8 (byte 3)"
+    )
+
+
+def test_config_file_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / ".flow").mkdir()
+    (tmp_path / ".flow/base.yaml").write_bytes(b"flow_dir: caf\xe9\n")
+    assert load_error(tmp_path) == ".flow/base.yaml: not valid UTF-8 (byte 13)"
+
+
+def test_yaml_merge_keys_and_anchors_work(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        MINIMAL
+        + """\
+agents:
+  builder: &common
+    model: sonnet
+    description: shared
+  fixer:
+    <<: *common
+    description: own
+""",
+    )
+    config = load_flow_config(tmp_path)
+    assert config.agent("fixer").model == "sonnet"
+    assert config.agent("fixer").description == "own"
+
+
+def test_yaml_tags_do_not_crash(tmp_path: Path) -> None:
+    write(
+        tmp_path, ".flow/base.yaml", "completion_workflow:\n  template: !!python/name:os.system\n"
+    )
+    message = load_error(tmp_path)
+    assert message.startswith(".flow/base.yaml:2: invalid YAML: could not determine a constructor")
+
+
+def test_cli_reports_config_errors_on_one_line(repo: Path) -> None:
+    from tests.conftest import run_cli
+
+    write(repo, ".flow/base.yaml", MINIMAL + "agents:\n  builder:\n    model: [a]\n")
+    write(repo, "specs/p.md", "# P\n\n## Implementation Steps\n\n### Status: ❌ | Step 1: A\n\nx\n")
+    result = run_cli(
+        "prompt", "--agent", "builder", "--plan", "specs/p.md", "--step", "1", cwd=repo
+    )
+    assert result.returncode == ExitCode.USAGE
+    assert result.stderr.strip().endswith(
+        ".flow/base.yaml:5: agents.builder.model: expected a string, got a list"
+    )
+    assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------------------------- root
+
+
+def test_find_project_root(tmp_path: Path) -> None:
+    (tmp_path / "a/.git").mkdir(parents=True)
+    (tmp_path / "a/b/.flow").mkdir(parents=True)
+    (tmp_path / "a/b/c/d").mkdir(parents=True)
+    (tmp_path / "a/x").mkdir()
+    assert find_project_root(tmp_path / "a/b/c/d") == tmp_path / "a/b"  # nearest wins
+    assert find_project_root(tmp_path / "a/b") == tmp_path / "a/b"
+    assert find_project_root(tmp_path / "a/x") == tmp_path / "a"
+    (tmp_path / "wt").mkdir()
+    (tmp_path / "wt/.git").write_text("gitdir: elsewhere\n")  # a worktree's .git is a file
+    assert find_project_root(tmp_path / "wt") == tmp_path / "wt"
+
+
+def test_find_project_root_falls_back_to_start(tmp_path: Path) -> None:
+    start = tmp_path / "nowhere"
+    start.mkdir()
+    root = find_project_root(start)
+    # No .flow or .git on the way up inside tmp_path: the start itself (or a real ancestor
+    # repository above the temp dir, which tests cannot control).
+    assert root == start or (root / ".git").exists() or (root / ".flow").is_dir()
+
+
+# ---------------------------------------------------------------------------------- shipped
+
+
+def test_shipped_templates_are_found_through_resources() -> None:
+    shipped = templates_dir() / "flow"
+    assert builtin_flow_dir() == shipped
+    names = {dest for _, dest in scaffold_files()}
+    assert {
+        ".flow/base.yaml",
+        ".flow/flow-config.schema.json",
+        ".flow/templates/completion-workflow-template.md",
+        ".flow/templates/implementation-completion-workflow-template.md",
+        ".flow/templates/planning-completion-workflow-template.md",
+        ".flow/templates/review-completion-workflow-template.md",
+        ".flow/templates/implementation-log-template.md",
+        ".flow/templates/completion-workflow-simple.md",
+        ".flow/agents/builder.md",
+        ".flow/agents/reviewer.md",
+        ".flow/agents/fixer.md",
+        ".flow/agents/planner.md",
+        "specs/example-plan.md",
+    } == names
+    for source, _ in scaffold_files():
+        assert source.is_file()
+
+
+def _shipped(name: str) -> str:
+    return (builtin_flow_dir() / name).read_text(encoding="utf-8")
+
+
+def test_shipped_templates_use_only_seed_variables() -> None:
+    import re
+
+    for path in builtin_flow_dir().rglob("*.md"):
+        used = set(re.findall(r"\{([a-z_]+)\}", path.read_text(encoding="utf-8")))
+        assert used <= set(TEMPLATE_VARIABLES), (path, used - set(TEMPLATE_VARIABLES))
+
+
+def test_every_completion_template_states_the_rename_protocol() -> None:
+    for name in (
+        "completion-workflow-template.md",
+        "implementation-completion-workflow-template.md",
+        "planning-completion-workflow-template.md",
+        "review-completion-workflow-template.md",
+        "completion-workflow-simple.md",
+    ):
+        text = _shipped(name)
+        for variable in ("{report_file}", "{success_file}", "{failed_file}"):
+            assert variable in text, (name, variable)
+
+
+def test_implementation_template_leaves_git_stats_to_the_tool() -> None:
+    text = _shipped("implementation-completion-workflow-template.md")
+    assert "# Step {step} status: [Completed | Partially completed | Failed]" in text
+    for heading in ("## Summary", "## Deferred responsibilities", "## Notes"):
+        assert heading in text
+    assert f"## Modified files\n\n{GIT_STATS_MARKER}\n" in text
+    assert "git diff --numstat" in text
+    assert "Do NOT run `git diff --stat`" in text
+    assert "{git_stats}" not in text
+    assert "git" not in _shipped("planning-completion-workflow-template.md").lower()
+
+
+def test_review_template_states_the_exact_verdict_and_findings_shape() -> None:
+    import re
+
+    text = _shipped("review-completion-workflow-template.md")
+    assert "`REVIEW_RESULT: APPROVED`" in text
+    assert "`REVIEW_RESULT: REVISE`" in text
+    assert "the last one counts" in text
+    assert "not inside a code block" in text
+    assert "```json" in text
+    for key in ("overall", "summary", "findings", "severity", "file", "line", "end_line"):
+        assert f'"{key}"' in text
+    for key in ("message", "suggestion", "rule"):
+        assert f'"{key}"' in text
+    assert "must agree" in text.lower()
+    # The skeleton's verdict line is a placeholder, never a verdict a parser would accept.
+    verdict = re.compile(r"^\s*REVIEW_RESULT:\s*(APPROVED|REVISE)\s*$", re.MULTILINE)
+    assert not verdict.search(text)
+
+
+def test_example_plan_parses_with_three_steps() -> None:
+    from gitflow_agents.plan import parse_plan
+
+    plan = parse_plan(builtin_flow_dir() / "specs/example-plan.md")
+    assert [step.number for step in plan.steps] == [1, 2, 3]
+    assert "## Prerequisites" in plan.overview
+    assert "Step 99" in plan.overview  # the header-looking line in the fence is not a step
+
+
+# ---------------------------------------------------------------------------------- schema
+
+
+def _schema() -> dict[str, object]:
+    return json.loads(schema_path().read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def test_schema_is_valid_draft_2020_12() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = _schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_schema_keys_match_the_loader() -> None:
+    from gitflow_agents import config as module
+
+    def keys(spec: object) -> object:
+        if isinstance(spec, module._Obj):
+            return {name: keys(sub) for name, sub in spec.fields.items()}
+        if isinstance(spec, module._MapOf):
+            return {"*": keys(spec.item)}
+        return None
+
+    def schema_keys(node: dict[str, object]) -> object:
+        props = node.get("properties")
+        if isinstance(props, dict):
+            return {name: schema_keys(sub) for name, sub in props.items()}
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            return {"*": schema_keys(extra)}
+        return None
+
+    assert schema_keys(_schema()) == keys(module._TOP)
+
+
+def test_unknown_key_fails_schema_and_loader(tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    import yaml
+
+    text = MINIMAL + "agents:\n  builder:\n    colour: red\n"
+    validator = jsonschema.Draft202012Validator(_schema())
+    assert list(validator.iter_errors(yaml.safe_load(text)))
+    write(tmp_path, ".flow/base.yaml", text)
+    assert load_error(tmp_path).startswith(".flow/base.yaml:5: agents.builder.colour: unknown key")
+
+
+def test_shipped_yaml_validates_against_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    import yaml
+
+    validator = jsonschema.Draft202012Validator(_schema())
+    for path in builtin_flow_dir().rglob("*.yaml"):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert not list(validator.iter_errors(data)), path
+
+
+def test_flow_config_is_frozen(tmp_path: Path) -> None:
+    import dataclasses
+
+    config: FlowConfig = load_flow_config(tmp_path)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.flow_dir = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        config.agents["x"] = config.agent("builder")  # type: ignore[index]

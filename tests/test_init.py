@@ -1,0 +1,106 @@
+"""``gitflow-agents init``: scaffolds .flow/, never overwrites without --force, result loads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.config import builtin_flow_dir, load_flow_config, scaffold_files, schema_path
+from tests.conftest import run_cli
+
+EXPECTED = [dest for _, dest in scaffold_files()]
+
+
+def test_init_writes_every_file_and_the_config_loads(repo: Path) -> None:
+    result = run_cli("init", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"write {dest}" for dest in EXPECTED]
+    for source, dest in scaffold_files():
+        assert (repo / dest).read_bytes() == source.read_bytes()
+    config = load_flow_config(repo)
+    assert not config.built_in
+    assert config.sources == (repo / ".flow/base.yaml",)
+    assert sorted(config.agents) == ["builder", "fixer", "planner", "reviewer"]
+    assert config.completion_workflow.template_source == (
+        ".flow/templates/completion-workflow-template.md"
+    )
+    assert config.agent("builder").system_prompt_source == ".flow/agents/builder.md"
+    assert config.completion_workflow_for("reviewer").template_source == (
+        ".flow/templates/review-completion-workflow-template.md"
+    )
+    # The same agents as the built-in defaults, so nothing changes for a user who runs init.
+    assert load_flow_config(repo / "specs").agents.keys() == config.agents.keys()
+
+
+def test_init_from_a_subdirectory_writes_at_the_project_root(repo: Path) -> None:
+    (repo / "src/pkg").mkdir(parents=True)
+    result = run_cli("init", cwd=repo / "src/pkg")
+    assert result.returncode == 0, result.stderr
+    assert (repo / ".flow/base.yaml").is_file()
+    assert not (repo / "src/pkg/.flow").exists()
+
+
+def test_init_twice_skips_existing_files(repo: Path) -> None:
+    assert run_cli("init", cwd=repo).returncode == 0
+    (repo / ".flow/base.yaml").write_text("# mine\n" + (repo / ".flow/base.yaml").read_text())
+    (repo / ".flow/agents/fixer.md").unlink()
+    result = run_cli("init", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "write .flow/agents/fixer.md" in lines
+    assert "skip .flow/base.yaml (exists)" in lines
+    assert len(lines) == len(EXPECTED)
+    assert sum(line.startswith("skip ") for line in lines) == len(EXPECTED) - 1
+    assert (repo / ".flow/base.yaml").read_text().startswith("# mine\n")
+
+
+def test_init_force_overwrites(repo: Path) -> None:
+    assert run_cli("init", cwd=repo).returncode == 0
+    (repo / "specs/example-plan.md").write_text("changed\n")
+    result = run_cli("init", "--force", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"write {dest}" for dest in EXPECTED]
+    shipped = builtin_flow_dir() / "specs/example-plan.md"
+    assert (repo / "specs/example-plan.md").read_bytes() == shipped.read_bytes()
+    leftovers = [p for p in repo.rglob("*.tmp") if ".git" not in p.parts]
+    assert leftovers == []
+
+
+def test_init_keeps_an_existing_user_file_outside_flow(repo: Path) -> None:
+    (repo / "specs").mkdir()
+    (repo / "specs/example-plan.md").write_text("my plan\n")
+    result = run_cli("init", cwd=repo)
+    assert "skip specs/example-plan.md (exists)" in result.stdout.splitlines()
+    assert (repo / "specs/example-plan.md").read_text() == "my plan\n"
+
+
+def test_init_in_a_directory_without_git(tmp_path: Path) -> None:
+    result = run_cli("init", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / ".flow/base.yaml").is_file()
+
+
+def test_init_then_prompt_works(repo: Path) -> None:
+    assert run_cli("init", cwd=repo).returncode == 0
+    result = run_cli(
+        "prompt", "--agent", "builder", "--plan", "specs/example-plan.md", "--step", "2", cwd=repo
+    )
+    assert result.returncode == 0, result.stderr
+    assert "## Your Identity" in result.stdout
+    assert "Step 2: Add the greet command" in result.stdout
+
+
+def test_scaffolded_files_validate_against_the_schema(repo: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    import yaml
+
+    assert run_cli("init", cwd=repo).returncode == 0
+    schema = json.loads((repo / ".flow/flow-config.schema.json").read_text(encoding="utf-8"))
+    assert schema == json.loads(schema_path().read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    for path in (repo / ".flow").rglob("*.yaml"):
+        text = path.read_text(encoding="utf-8")
+        assert text.startswith("# yaml-language-server: $schema=")
+        assert not list(validator.iter_errors(yaml.safe_load(text))), path
