@@ -1,0 +1,225 @@
+"""``git agent-review`` / ``gitflow-agents review``: review a range, gate it, render it, record it.
+
+One path for every reviewer: the reviewer writes a report (the builtin one too), the report is
+parsed into a Review, the gate decides, the renderers print, and the verdict is recorded as a
+git note on the reviewed commit (not for ``--staged``: there is no commit yet).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitflow_agents import git
+from gitflow_agents.errors import ExitCode, UsageError
+from gitflow_agents.findings import Review, Severity
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is reviewed: ``base`` against ``head`` (None: the index)."""
+
+    base: str
+    head: str | None
+    label: str  # for messages: "abc123..def456", "staged changes"
+
+    @property
+    def spec(self) -> git.DiffSpec:
+        return git.DiffSpec(self.base, self.head)
+
+
+def _parent_or_empty(root: Path, sha: str) -> str:
+    found = git.parents(root, sha)
+    return found[0] if found else git.empty_tree(root)
+
+
+def resolve_target(
+    root: Path, rev_range: str | None, *, staged: bool, say: list[str] | None = None
+) -> Target:
+    """Turn the command line's RANGE / --staged into base and head commits.
+
+    ``say`` collects one-line remarks for the user (which default branch was used).
+    """
+    say = say if say is not None else []
+    if staged:
+        if rev_range:
+            raise UsageError("give either a RANGE or --staged, not both")
+        base = git.head_sha(root) if git.has_head(root) else git.empty_tree(root)
+        return Target(base, None, "staged changes")
+    if rev_range is None:
+        branch = git.default_branch(root)
+        head = git.head_sha(root)
+        base = git.merge_base(root, branch.ref, head)
+        say.append(f"reviewing {base[:12]}..{head[:12]}: merge-base with the {branch.note}")
+        return Target(base, head, f"{base[:12]}..{head[:12]}")
+    if "..." in rev_range:
+        left, right = rev_range.split("...", 1)
+        head = git.rev_parse(root, right or "HEAD")
+        base = git.merge_base(root, git.rev_parse(root, left or "HEAD"), head)
+        return Target(base, head, rev_range)
+    if ".." in rev_range:
+        left, right = rev_range.split("..", 1)
+        return Target(
+            git.rev_parse(root, left or "HEAD"), git.rev_parse(root, right or "HEAD"), rev_range
+        )
+    head = git.rev_parse(root, rev_range)
+    return Target(_parent_or_empty(root, head), head, rev_range)
+
+
+def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Target:
+    """The target for ``--hook``: the pushed range on pre-push, else the staged changes."""
+    from_ref = environ.get("PRE_COMMIT_FROM_REF") or environ.get("PRE_COMMIT_SOURCE")
+    to_ref = environ.get("PRE_COMMIT_TO_REF") or environ.get("PRE_COMMIT_ORIGIN")
+    if from_ref and to_ref:
+        return resolve_target(root, f"{from_ref}..{to_ref}", staged=False)
+    if environ.get("PRE_COMMIT_REMOTE_NAME"):
+        # pre-push of a branch whose whole history is new: review it against the default branch.
+        return resolve_target(root, None, staged=False)
+    return resolve_target(root, None, staged=True)
+
+
+def builtin_report(root: Path, target: Target, threshold: Severity, max_file_size: int) -> str:
+    from gitflow_agents.reviewer import builtin
+    from gitflow_agents.reviewer.checks import Options
+
+    result = builtin.review_diff(
+        root, target.spec, threshold=threshold, options=Options(max_file_bytes=max_file_size)
+    )
+    return builtin.report(
+        result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
+    )
+
+
+def agent_report(root: Path, name: str, target: Target) -> str:
+    """Run a configured agent as the reviewer.
+
+    Needs the agent supervisor (issue: supervisor); until it is part of the package this
+    stops with a clear usage error after checking the agent is configured at all.
+    """
+    try:
+        from gitflow_agents import config
+    except ImportError:
+        raise UsageError(
+            f"--agent {name}: configured agents are not available in this installation; "
+            "use --agent builtin"
+        ) from None
+    flow = config.load_flow_config(config.find_project_root(root))
+    flow.agent(name)  # ConfigError listing the known agents
+    raise UsageError(
+        f"--agent {name}: running a configured agent from git agent-review needs the agent "
+        "supervisor, which this version does not ship yet; use --agent builtin"
+    )
+
+
+def line_lookup(root: Path, rev: str | None) -> Callable[[str, int], str | None]:
+    """``(file, line) -> text`` at ``rev`` (None: the index), for stable fingerprints."""
+
+    @functools.cache
+    def lines_of(path: str) -> list[str]:
+        text = git.show_file(root, rev, path)
+        return text.splitlines() if text is not None else []
+
+    def lookup(path: str, line: int) -> str | None:
+        lines = lines_of(path)
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+    return lookup
+
+
+def _output_format(path: str, explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    suffix = Path(path).suffix.lower()
+    return {".sarif": "sarif", ".md": "markdown", ".rdjsonl": "rdjsonl", ".jsonl": "rdjsonl"}.get(
+        suffix, "json"
+    )
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Temp file in the same directory, then rename: never a half-written file."""
+    path = path.resolve()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _use_color() -> bool:
+    return (
+        sys.stdout.isatty()
+        and "NO_COLOR" not in os.environ
+        and os.environ.get("TERM", "") != "dumb"
+    )
+
+
+def exit_code(review: Review, approved: bool, gate_code: int, fail_on: str) -> int:
+    """The process exit code from the gate's and ``--fail-on``'s point of view."""
+    if fail_on == "never":
+        return ExitCode.OK
+    if fail_on != "revise":
+        level = Severity.parse(fail_on)
+        if any(f.severity.rank >= level.rank for f in review.findings):
+            return ExitCode.REVISE
+    return ExitCode.OK if approved else gate_code
+
+
+def run(args: argparse.Namespace) -> int:
+    from gitflow_agents import findings, render
+    from gitflow_agents.reviewer import record_review
+
+    root = git.repo_root()
+    remarks: list[str] = []
+    if args.hook:
+        if args.range or args.staged:
+            raise UsageError("--hook takes its range from pre-commit; give no RANGE or --staged")
+        target = hook_target(root, os.environ)
+    else:
+        target = resolve_target(root, args.range, staged=args.staged, say=remarks)
+    for remark in remarks:
+        print(f"git agent-review: {remark}", file=sys.stderr)
+    threshold = Severity.parse(args.severity_threshold)
+
+    if args.agent == "builtin":
+        report = builtin_report(root, target, threshold, args.max_file_size)
+    else:
+        report = agent_report(root, args.agent, target)
+
+    review = findings.parse_review(
+        report,
+        reviewed_sha=target.head,
+        base_sha=target.base,
+        source=f"{args.agent} report",
+        line_content=line_lookup(root, target.head),
+    )
+    # --staged has no commit to pin the verdict to; every other review must be about head.
+    result = findings.gate(review, threshold=threshold, head_sha=target.head)
+
+    if args.output:
+        fmt = _output_format(args.output, args.output_format)
+        write_atomic(Path(args.output), render.render(review, result, fmt))
+    text = render.render(
+        review, result, args.format, color=args.format == "terminal" and _use_color()
+    )
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    sys.stdout.flush()
+
+    if target.head is not None and not args.no_note:
+        record_review(
+            root,
+            reviewed_sha=target.head,
+            base_sha=target.base,
+            approved=result.approved,
+            agent=args.agent,
+            threshold=threshold.value,
+        )
+    return exit_code(review, result.approved, result.exit_code, args.fail_on)

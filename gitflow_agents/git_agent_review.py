@@ -1,0 +1,101 @@
+"""``git-agent-review``: the console script behind ``git agent-review``.
+
+git runs ``git-<name>`` from PATH for ``git <name>``, so installing this script is all it takes.
+(``git agent-review --help`` makes git look for a man page instead; ``-h`` is the way to get
+help, see docs/review.md.) Kept light: only argparse here, the work is in commands/review.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+FORMATS = ("terminal", "json", "sarif", "rdjsonl", "annotations", "markdown")
+SEVERITIES = ("error", "warn", "info")
+
+DESCRIPTION = """\
+Review a range of commits (or the staged changes) with the built-in offline reviewer or a
+configured agent, print the findings, and record an approval note on the reviewed commit.
+
+RANGE is A..B, A...B (from their merge-base), or a single commit (its parent..it).
+Default: merge-base with the default branch (origin/HEAD, else main/master) ..HEAD.
+"""
+
+EPILOG = """\
+exit codes: 0 approved, 1 revise / findings at the threshold, 2 usage or configuration error,
+3 agent failed, 130 interrupted.
+"""
+
+
+def add_review_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``git agent-review`` (shared with ``gitflow-agents review``)."""
+    parser.add_argument("range", nargs="?", metavar="RANGE", help="A..B, A...B or a commit")
+    parser.add_argument("--staged", action="store_true", help="review the index against HEAD")
+    parser.add_argument(
+        "--agent", default="builtin", help="reviewer: builtin (default) or a configured agent"
+    )
+    parser.add_argument(
+        "--severity-threshold",
+        choices=SEVERITIES,
+        default="error",
+        help="findings at or above this severity mean revise (default: error)",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=("revise", "never", *SEVERITIES),
+        default="revise",
+        help="exit 1 when: revise (not approved, default), never (always 0 when the review ran), "
+        "or a severity (also when any finding is at or above it)",
+    )
+    parser.add_argument(
+        "--format", choices=FORMATS, default="terminal", help="what to print (default: terminal)"
+    )
+    parser.add_argument("--output", metavar="FILE", help="also write the result to FILE")
+    parser.add_argument(
+        "--output-format",
+        choices=FORMATS,
+        help="format for --output (default: from the extension: .sarif, .json, .md, .rdjsonl; "
+        "else json)",
+    )
+    parser.add_argument(
+        "--max-file-size",
+        type=int,
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="builtin: files above this size get a large-file finding (default: 1 MiB)",
+    )
+    parser.add_argument(
+        "--no-note",
+        action="store_true",
+        help="do not record the review as a git note on the reviewed commit",
+    )
+    parser.add_argument(
+        "--hook",
+        action="store_true",
+        help="run as a pre-commit hook: PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF on pre-push, "
+        "the staged changes otherwise",
+    )
+    parser.set_defaults(module="review")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="git agent-review",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_review_arguments(parser)
+    parser.set_defaults(chdir=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from gitflow_agents.cli import dispatch
+
+    args = build_parser().parse_args(argv)
+    return dispatch(args, prog="git agent-review")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

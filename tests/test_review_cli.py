@@ -1,0 +1,332 @@
+"""`git agent-review` end to end: real git, real subprocesses, the real parse → gate → render path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents import cli, git_agent_review
+from gitflow_agents import git as g
+from gitflow_agents.commands.review import Target, exit_code, hook_target, resolve_target
+from gitflow_agents.errors import UsageError
+from gitflow_agents.findings import Finding, Review, Severity
+from gitflow_agents.reviewer import approval_status, read_review_note
+from tests.conftest import ROOT, CliResult, git
+
+AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
+
+
+def review_proc(*args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
+    """``python -m gitflow_agents.git_agent_review`` as a real subprocess (the console script)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitflow_agents.git_agent_review", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+class Cli:
+    """The same entry points called in-process (fast): real git, real files, captured output."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+        self.monkeypatch = monkeypatch
+        self.capsys = capsys
+
+    def _call(
+        self,
+        main: Callable[[list[str]], int],
+        args: tuple[str, ...],
+        cwd: Path,
+        env: dict[str, str] | None,
+    ) -> CliResult:
+        with self.monkeypatch.context() as patch:
+            patch.chdir(cwd)
+            for key, value in (env or {}).items():
+                patch.setenv(key, value)
+            self.capsys.readouterr()
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse
+                code = int(exc.code or 0)
+            out = self.capsys.readouterr()
+        return CliResult(code, out.out, out.err)
+
+    def review(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
+        return self._call(git_agent_review.main, args, cwd, env)
+
+    def main(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
+        return self._call(cli.main, args, cwd, env)
+
+
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(monkeypatch, capsys)
+
+
+def commit(repo: Path, files: dict[str, str], message: str = "change") -> str:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def feature(repo: Path) -> Path:
+    """``repo`` on branch ``feature`` with a leaked key and a syntax error (one commit)."""
+    git(repo, "checkout", "-q", "-b", "feature")
+    commit(
+        repo,
+        {
+            "src/app.py": "def run(:\n    return 1\n",
+            "deploy/env.sh": f"export AWS_ACCESS_KEY_ID={AWS_KEY}\n",
+        },
+        "feature with defects",
+    )
+    return repo
+
+
+def test_defects_are_reported_with_file_line_and_exit_1(feature: Path) -> None:
+    result = review_proc(cwd=feature / "src")  # from a subdirectory, default range
+    assert result.returncode == 1, result.stderr
+    assert "src/app.py" in result.stdout and "python-syntax" in result.stdout
+    assert "deploy/env.sh" in result.stdout and "aws-access-key" in result.stdout
+    assert AWS_KEY not in result.stdout
+    assert "merge-base with the default branch main" in result.stderr
+    assert "REVISE" in result.stdout.splitlines()[-1]
+
+    as_json = json.loads(review_proc("--format", "json", cwd=feature).stdout)
+    where = {(f["rule"], f["file"], f["line"]) for f in as_json["findings"]}
+    assert where == {("python-syntax", "src/app.py", 1), ("aws-access-key", "deploy/env.sh", 1)}
+
+
+def test_fixed_commit_is_approved_and_the_gate_lets_it_through(feature: Path, run: Cli) -> None:
+    gate = run.main("hook", "gate", cwd=feature)
+    assert gate.returncode == 1
+    assert "no recorded review" in gate.stderr
+
+    run.review(cwd=feature)  # REVISE recorded on the broken commit
+    assert run.main("hook", "gate", cwd=feature).returncode == 1
+
+    fixed = commit(
+        feature,
+        {
+            "src/app.py": "def run() -> int:\n    return 1\n",
+            "deploy/env.sh": 'export AWS_ACCESS_KEY_ID="$KEY"\n',
+        },
+        "fix",
+    )
+    result = run.review(cwd=feature)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1].startswith("APPROVED")
+    note = read_review_note(feature, fixed)
+    assert note is not None and note.verdict == "approved" and note.reviewed_sha == fixed
+
+    gate = run.main("hook", "gate", cwd=feature / "src", env={"PRE_COMMIT_TO_REF": fixed})
+    assert gate.returncode == 0, gate.stderr
+    assert "approved by builtin" in gate.stdout
+
+
+def test_gate_refuses_a_note_copied_to_another_commit(repo: Path, run: Cli) -> None:
+    approved = g.head_sha(repo)
+    result = run.review(approved, cwd=repo)
+    assert result.returncode == 0
+    git(repo, "commit", "-q", "--amend", "-m", "reworded")
+    amended = g.head_sha(repo)
+    # what notes.rewriteRef would do on amend/rebase
+    git(repo, "notes", f"--ref={g.NOTES_REF}", "copy", approved, amended)
+    ok, reason = approval_status(repo, amended)
+    assert not ok and "copied by a rewrite" in reason
+    assert run.main("hook", "gate", cwd=repo).returncode == 1
+
+
+def test_ranges_two_dot_three_dot_and_single_commit(repo: Path, run: Cli) -> None:
+    base = g.head_sha(repo)
+    git(repo, "checkout", "-q", "-b", "feature")
+    first = commit(repo, {"a.py": "breakpoint()\n"}, "a")
+    second = commit(repo, {"b.py": "def f(:\n"}, "b")
+    git(repo, "checkout", "-q", "main")
+    commit(repo, {"main.txt": "x\n"}, "main moves")
+
+    def rules(*args: str) -> list[str]:
+        out = run.review(*args, "--format", "json", "--no-note", cwd=repo).stdout
+        return sorted(f["rule"] for f in json.loads(out)["findings"])
+
+    assert rules(f"{base}..{first}") == ["debugger"]
+    assert rules("main...feature") == ["debugger", "python-syntax"]
+    assert rules("main..feature") == ["debugger", "python-syntax"]  # main.txt is a removal here
+    assert rules(second) == ["python-syntax"]
+    assert rules(first) == ["debugger"]
+    assert rules(base) == []  # root commit against the empty tree
+
+
+def pair(target: Target) -> tuple[str, str | None]:
+    return target.base, target.head
+
+
+def test_target_resolution(repo: Path) -> None:
+    base = g.head_sha(repo)
+    head = commit(repo, {"x.txt": "x\n"})
+    assert pair(resolve_target(repo, "HEAD~1..", staged=False)) == (base, head)
+    assert pair(resolve_target(repo, "..HEAD", staged=False)) == (head, head)
+    assert pair(resolve_target(repo, "HEAD", staged=False)) == (base, head)
+    assert pair(resolve_target(repo, None, staged=True)) == (head, None)
+    with pytest.raises(UsageError, match="not both"):
+        resolve_target(repo, "HEAD", staged=True)
+    with pytest.raises(UsageError, match="unknown revision: nope"):
+        resolve_target(repo, "nope..HEAD", staged=False)
+    env = {"PRE_COMMIT_FROM_REF": base, "PRE_COMMIT_TO_REF": head}
+    assert pair(hook_target(repo, env)) == (base, head)
+    assert pair(hook_target(repo, {})) == (head, None)
+
+
+def test_staged_review_records_no_note(repo: Path, run: Cli) -> None:
+    (repo / "conf.json").write_text('{"a": }\n')
+    git(repo, "add", "conf.json")
+    (repo / "conf.json").write_text('{"a": 1}\n')  # unstaged fix: not what would be committed
+    result = run.review("--staged", cwd=repo)
+    assert result.returncode == 1
+    assert "json-syntax" in result.stdout
+    assert git(repo, "for-each-ref", "refs/notes/") == ""
+
+
+def test_hook_mode_reviews_the_pushed_range(repo: Path, run: Cli) -> None:
+    base = g.head_sha(repo)
+    head = commit(repo, {"x.py": "import pdb\n"})
+    env = {"PRE_COMMIT_FROM_REF": base, "PRE_COMMIT_TO_REF": head}
+    result = run.review("--hook", "--fail-on", "warn", cwd=repo, env=env)
+    assert result.returncode == 1
+    assert "debugger" in result.stdout
+    # approved at the default threshold, so the note on the pushed commit says approved
+    assert read_review_note(repo, head) is not None
+    result = run.review("--hook", cwd=repo, env=env)
+    assert result.returncode == 0
+    assert run.main("hook", "gate", cwd=repo, env=env).returncode == 0
+
+
+def test_severity_threshold_and_fail_on(repo: Path, run: Cli) -> None:
+    commit(repo, {"x.py": "breakpoint()\n"})
+    assert run.review("HEAD", cwd=repo).returncode == 0
+    assert run.review("HEAD", "--severity-threshold", "warn", cwd=repo).returncode == 1
+    assert (
+        run.review(
+            "HEAD", "--severity-threshold", "warn", "--fail-on", "never", cwd=repo
+        ).returncode
+        == 0
+    )
+    assert run.review("HEAD", "--fail-on", "info", cwd=repo).returncode == 1
+
+
+def test_exit_code_policy() -> None:
+    review = Review(overall=None, findings=(Finding(Severity.INFO, "note"),))
+    assert exit_code(review, approved=True, gate_code=0, fail_on="revise") == 0
+    assert exit_code(review, approved=True, gate_code=0, fail_on="info") == 1
+    assert exit_code(review, approved=True, gate_code=0, fail_on="warn") == 0
+    assert exit_code(review, approved=False, gate_code=1, fail_on="never") == 0
+    assert exit_code(review, approved=False, gate_code=1, fail_on="error") == 1
+
+
+def test_output_file_in_another_format(feature: Path, run: Cli) -> None:
+    out = feature / "review.sarif"
+    result = run.review("--output", str(out), cwd=feature)
+    assert result.returncode == 1
+    assert "python-syntax" in result.stdout  # terminal on screen
+    sarif = json.loads(out.read_text())
+    assert sarif["version"] == "2.1.0"
+    rules = {r["ruleId"] for r in sarif["runs"][0]["results"]}
+    assert rules == {"python-syntax", "aws-access-key"}
+    md = feature / "review.txt"
+    run.review("--output", str(md), "--output-format", "markdown", "--format", "json", cwd=feature)
+    assert "python-syntax" in md.read_text()
+    assert not list(feature.glob(".review.*.tmp"))
+
+
+def test_every_format_prints(feature: Path, run: Cli) -> None:
+    for fmt in ("terminal", "json", "sarif", "rdjsonl", "annotations", "markdown"):
+        result = run.review("--format", fmt, "--no-note", cwd=feature)
+        assert result.returncode == 1, (fmt, result.stderr)
+        assert "src/app.py" in result.stdout, fmt
+
+
+def test_usage_errors_exit_2(repo: Path, tmp_path: Path) -> None:
+    result = review_proc("no-such-rev", cwd=repo)
+    assert (result.returncode, result.stderr.strip()) == (
+        2,
+        "git agent-review: error: unknown revision: no-such-rev",
+    )
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    result = review_proc(cwd=outside)
+    assert result.returncode == 2
+    assert "not a git repository" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert review_proc("--format", "xml", cwd=repo).returncode == 2
+    result = review_proc("HEAD", "--agent", "nobody", cwd=repo)
+    assert result.returncode == 2
+    assert "nobody" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_no_default_branch_is_a_clear_usage_error(repo: Path, run: Cli) -> None:
+    git(repo, "branch", "-m", "main", "trunk")
+    result = run.review(cwd=repo)
+    assert result.returncode == 2
+    assert "cannot find the default branch" in result.stderr
+
+
+def test_default_branch_from_origin_head(repo: Path, tmp_path: Path, run: Cli) -> None:
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "checkout", "-q", "-b", "topic")
+    commit(clone, {"t.py": "x = 1\n"})
+    result = run.review(cwd=clone)
+    assert result.returncode == 0, result.stderr
+    assert "origin/main (from refs/remotes/origin/HEAD)" in result.stderr
+
+
+def test_git_runs_git_agent_review_from_path(feature: Path, tmp_path: Path, run: Cli) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "git-agent-review"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents.git_agent_review "$@"\n')
+    shim.chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),
+    }
+    help_run = subprocess.run(
+        ["git", "agent-review", "-h"], cwd=feature / "src", env=env, capture_output=True, text=True
+    )
+    assert help_run.returncode == 0
+    assert "usage: git agent-review" in help_run.stdout
+    assert "--severity-threshold" in help_run.stdout
+    run = subprocess.run(
+        ["git", "agent-review", "--format", "json"],
+        cwd=feature / "src",
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1
+    assert {f["rule"] for f in json.loads(run.stdout)["findings"]} == {
+        "python-syntax",
+        "aws-access-key",
+    }
+
+
+def test_gitflow_agents_review_is_the_same_command(feature: Path, run: Cli) -> None:
+    result = run.main("review", "--format", "json", "--no-note", cwd=feature)
+    assert result.returncode == 1
+    assert len(json.loads(result.stdout)["findings"]) == 2
