@@ -227,7 +227,7 @@ LineLookup = Callable[[str, int], "str | None"]
 
 _BULLET_FINDING = re.compile(
     r"^\s*[-*+]\s+\[(?P<severity>[A-Za-z]+)\]\s+"
-    r"(?:`?(?P<file>[^\s`:]+):(?P<line>\d+)(?:-(?P<end>\d+))?`?:\s*)?"
+    r"(?:`?(?P<file>[^\s`:]+):(?P<line>\d+)(?::\d+)?(?:-(?P<end>\d+))?`?:\s*)?"
     r"(?P<message>\S.*?)\s*$"
 )
 _OVERALL_WORDS = {

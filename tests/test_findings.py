@@ -226,6 +226,7 @@ def test_bullet_line_findings() -> None:
         "- [error] src/app.py:12: hard-coded password\n"
         "* [WARN] `src/util.py:3-5`: too complex\n"
         "- [critical] lib/x.js:7: eval of user input\n"
+        "- [note] lib/y.js:8:15: column numbers are accepted and dropped\n"
         "- [info] add a changelog entry\n"
         "- [x] checked the tests (a checklist, not a finding)\n"
         "- [ ] open item\n"
@@ -237,6 +238,7 @@ def test_bullet_line_findings() -> None:
         ("error", "src/app.py", 12, None, "hard-coded password"),
         ("warn", "src/util.py", 3, 5, "too complex"),
         ("error", "lib/x.js", 7, None, "eval of user input"),
+        ("info", "lib/y.js", 8, None, "column numbers are accepted and dropped"),
         ("info", None, None, None, "add a changelog entry"),
     ]
 
