@@ -179,6 +179,13 @@ def default_agent_id(agent: str, step: int | None) -> str:
     return agent if step is None else f"step-{step:02d}-{agent}"
 
 
+def default_flow_name(request: PromptRequest) -> str:
+    """The given flow name, else the plan's name, else the agent's."""
+    if request.flow_name is not None:
+        return request.flow_name
+    return request.plan.name if request.plan is not None else request.agent
+
+
 def _check_name(value: str, what: str) -> str:
     if not _SAFE_NAME.match(value) or value in {".", ".."}:
         raise UsageError(
@@ -306,12 +313,12 @@ def assemble_prompt(request: PromptRequest) -> AssembledPrompt:
     if plan_context is None and request.task is None:
         raise UsageError("nothing to assign: give a task, or a plan with a step")
 
-    flow_name = _check_name(
-        request.flow_name or (request.plan.name if request.plan is not None else request.agent),
-        "flow name",
-    )
+    flow_name = _check_name(default_flow_name(request), "flow name")
     agent_id = _check_name(
-        request.agent_id or default_agent_id(request.agent, request.step), "agent id"
+        default_agent_id(request.agent, request.step)
+        if request.agent_id is None
+        else request.agent_id,
+        "agent id",
     )
     workflow = agent.workflow
     own_dir = _agent_rel_dir(config.flow_dir, flow_name, agent_id)
