@@ -362,6 +362,10 @@ def _findings_block(text: str, source: str) -> Review | None:
             raise FindingsError(
                 f"{source}:{line}: findings block is not valid JSON: {error.msg}", line
             ) from None
+        except (ValueError, RecursionError) as error:  # huge numbers, absurd nesting
+            raise FindingsError(
+                f"{source}:{fence_line}: findings block cannot be read: {error}", fence_line
+            ) from None
         if not isinstance(data, dict) or not ({"findings", "overall"} & data.keys()):
             continue
         try:

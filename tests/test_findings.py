@@ -190,6 +190,12 @@ def test_invalid_json_block_is_not_approved_and_names_the_line() -> None:
     )
 
 
+def test_absurdly_nested_json_block_is_not_approved_and_does_not_raise() -> None:
+    review = parse_review("```json\n" + "[" * 100_000 + "\n```\nREVIEW_RESULT: APPROVED\n")
+    assert review.overall is None
+    assert review.reason.startswith("report.md:1: findings block")
+
+
 def test_json_block_with_bad_field_is_not_approved() -> None:
     text = '```json\n{"findings": [{"severity": "urgent", "message": "x"}]}\n```\nREVIEW_RESULT: APPROVED\n'
     review = parse_review(text)
