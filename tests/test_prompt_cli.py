@@ -1,0 +1,147 @@
+"""``gitflow-agents prompt`` end to end: a real subprocess in a tmp project."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+PLAN = "specs/example-plan.md"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repo after ``gitflow-agents init`` (shared read-only by the tests below)."""
+    root = tmp_path_factory.mktemp("cli") / "project"
+    root.mkdir()
+    (root / ".git").mkdir()  # find_project_root only needs the marker
+    result = run_cli("init", cwd=root)
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+def test_prints_the_prompt_for_a_plan_step(project: Path) -> None:
+    result = run_cli("prompt", "--agent", "builder", "--plan", PLAN, "--step", "2", cwd=project)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("---\nname: builder\n")
+    assert "- Flow: example-plan\n- Agent: step-02-builder\n- Type: builder\n" in out
+    assert "flows/example-plan/agents/step-02-builder/report.md" in out
+    assert "## Current Step: Step 2\n" in out
+    assert "Previous Agent Reports" not in out
+    assert result.stderr == ""
+
+
+def test_after_and_names_from_options(project: Path) -> None:
+    result = run_cli(
+        "prompt",
+        "--agent=reviewer",
+        f"--plan={PLAN}",
+        "--step=2",
+        "--after=step-02-builder, step-02-fixer",
+        "--flow=demo",
+        "--agent-name=rev-1",
+        "--preamble=Review this step:",
+        cwd=project,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "- Flow: demo\n- Agent: rev-1\n" in out
+    assert "1. **step-02-builder**: `flows/demo/agents/step-02-builder/report.complete.md`\n" in out
+    assert "2. **step-02-fixer**: `flows/demo/agents/step-02-fixer/report.complete.md`\n" in out
+    assert re.search(r"\n## Your Assignment\n\nReview this step:\n\n`{3,}md\n# Plan: ", out)
+
+
+def test_raw_task_from_text_and_file(project: Path, tmp_path: Path) -> None:
+    result = run_cli("prompt", "--agent", "planner", "--task", "Plan {x}.", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "- Flow: planner\n- Agent: planner\n" in result.stdout
+    assert result.stdout.endswith("## Your Assignment\n\nPlan {x}.\n")
+    task = tmp_path / "task.md"
+    task.write_text("From a file.\n")
+    result = run_cli("prompt", "--agent", "planner", "--task", f"@{task}", cwd=project)
+    assert result.stdout.endswith("## Your Assignment\n\nFrom a file.\n")
+
+
+def test_segments_table(project: Path) -> None:
+    result = run_cli(
+        "prompt", "--agent", "builder", "--plan", PLAN, "--step", "1", "--segments", cwd=project
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["#", "SCOPE", "LABEL", "SOURCE", "LINES"]
+    assert lines[1].split()[:2] == ["1", "frontmatter"]
+    assert ".flow/agents/builder.md" in lines[1]
+    assert any(
+        ".flow/templates/implementation-completion-workflow-template.md" in line for line in lines
+    )
+    assert any("specs/example-plan.md" in line for line in lines)
+    assert lines[-1].endswith(" lines")
+
+
+def test_segments_json_add_up_to_the_prompt(project: Path) -> None:
+    args = ("prompt", "--agent", "builder", "--plan", PLAN, "--step", "1")
+    both = json.loads(run_cli(*args, "--json", cwd=project).stdout)
+    segments = json.loads(run_cli(*args, "--segments", "--json", cwd=project).stdout)
+    assert "text" not in segments
+    assert [s["scope"] for s in segments["segments"]] == [s["scope"] for s in both["segments"]]
+    assert "".join(s["content"] for s in both["segments"]) == both["text"]
+    assert both["segments"][0] == {
+        "scope": "frontmatter",
+        "label": "agent frontmatter (hoisted)",
+        "source": ".flow/agents/builder.md",
+        "lines": both["segments"][0]["content"].count("\n"),
+        "content": both["segments"][0]["content"],
+    }
+
+
+def test_agents_flow_agent(project: Path, tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    (root / ".agents-flow" / "agents").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / ".agents-flow" / "global-system-prompt.md").write_text("Be precise.\n")
+    (root / ".agents-flow" / "agents" / "scout.agent.md").write_text(
+        "---\nname: Scout\ndescription: Looks around\nagentId: scout\noutput:\n  kind: text\n---\n"
+        "You scout.\n"
+    )
+    result = run_cli("prompt", "--agent", "scout", "--task", "Look.", "--segments", cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert "global-system-prompt" in result.stdout
+    assert ".agents-flow/agents/scout.agent.md" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--agent", "nobody", "--task", "x"), "unknown agent 'nobody'; known agents: builder"),
+        (("--agent", "builder", "--plan", PLAN, "--step", "9"), "no step 9 (steps: 1, 2, 3)"),
+        (("--agent", "builder", "--plan", "specs/none.md", "--step", "1"), "none.md: no such file"),
+        (("--agent", "builder", "--plan", PLAN), "--plan needs --step"),
+        (("--agent", "builder"), "give --plan with --step, or --task"),
+        (("--agent", "builder", "--task", "x", "--agent-name", "../up"), "invalid agent id"),
+        (("--agent", "builder", "--task", "@missing.md"), "missing.md: no such file"),
+        (("--agent", "builder", "--task", "x", "--after", ","), "--after: give one or more"),
+    ],
+)
+def test_errors_are_one_line_exit_2(project: Path, args: tuple[str, ...], message: str) -> None:
+    result = run_cli("prompt", *args, cwd=project)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("gitflow-agents: error: ")
+    assert message in result.stderr
+
+
+def test_bad_config_is_one_line_exit_2(tmp_path: Path) -> None:
+    root = tmp_path / "bad"
+    (root / ".flow").mkdir(parents=True)
+    (root / ".flow" / "base.yaml").write_text("agents: [not, a, mapping\n")
+    result = run_cli("prompt", "--agent", "builder", "--task", "x", cwd=root)
+    assert result.returncode == 2
+    assert result.stderr.startswith("gitflow-agents: error: .flow/base.yaml:")
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
