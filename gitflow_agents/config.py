@@ -298,7 +298,7 @@ def load_flow_config(
 
     merged: _Node | None = None
     for path in paths:
-        node = _read_layer(path, _display(root, path))
+        node = _read_layer(path, _layer_display(layout, path))
         _check(node, _TOP, "")
         merged = node if merged is None else _merge(merged, node, _TOP)
     assert merged is not None  # the shipped base.yaml always exists
@@ -318,6 +318,12 @@ def _missing_variant(layout: _Layout, wanted: Path, flow_type: str) -> str:
     return (
         f"variant file {where} not found; variants of {flow_type!r}: {', '.join(known) or 'none'}"
     )
+
+
+def _layer_display(layout: _Layout, path: Path) -> str:
+    if layout.built_in:
+        return f"{BUILT_IN}:{path.relative_to(templates_dir()).as_posix()}"
+    return _display(layout.root, path)
 
 
 def _display(root: Path, path: Path) -> str:

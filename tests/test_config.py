@@ -779,3 +779,8 @@ def test_flow_config_is_frozen(tmp_path: Path) -> None:
         config.flow_dir = "x"  # type: ignore[misc]
     with pytest.raises(TypeError):
         config.agents["x"] = config.agent("builder")  # type: ignore[index]
+
+
+def test_built_in_sources_are_labelled(tmp_path: Path) -> None:
+    config = load_flow_config(tmp_path)
+    assert config.shared_files["implementation_log"].source.startswith("built-in:flow/base.yaml:")
