@@ -1,0 +1,393 @@
+"""The event hub of seed 002: lifecycle events fanned out to channels attached at creation.
+
+Event names are the seed's: ``harness:start|complete``, ``phase:start|complete``,
+``task:start|complete|failed``, ``agent:start|output|tool|complete|failed`` and
+``session:message|reply|abort``. Every event carries its type, an ISO-8601 UTC timestamp, the
+``run_id`` of the agent invocation it belongs to (a fresh one per invocation) and a data mapping.
+
+Channels are interfaces to a run (the ``events.jsonl`` writer, the console, later the GitHub
+comment). A channel that raises never breaks the run: the error is logged once per channel and the
+event still reaches every other channel.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+EVENT_TYPES = frozenset(
+    {
+        "harness:start",
+        "harness:complete",
+        "phase:start",
+        "phase:complete",
+        "task:start",
+        "task:complete",
+        "task:failed",
+        "agent:start",
+        "agent:output",
+        "agent:tool",
+        "agent:complete",
+        "agent:failed",
+        "session:message",
+        "session:reply",
+        "session:abort",
+    }
+)
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str
+    timestamp: str
+    run_id: str | None
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "timestamp": self.timestamp,
+            "runId": self.run_id,
+            "data": dict(self.data),
+        }
+
+
+def check_event_type(event_type: str) -> None:
+    """Raise ValueError for a name outside seed 002 (``agent:tool:<name>`` is allowed)."""
+    if event_type in EVENT_TYPES or event_type.startswith("agent:tool:"):
+        return
+    raise ValueError(f"unknown event type {event_type!r}")
+
+
+class Channel(Protocol):
+    """Receives every event of the hub it is attached to, in emission order."""
+
+    name: str
+
+    def handle(self, event: Event) -> None: ...
+
+    def close(self) -> None: ...
+
+
+Subscriber = Callable[[Event], None]
+
+
+class EventHub:
+    """Emits events to channels (given at creation, or attached later) and subscribers.
+
+    Thread-safe: the supervisor's output readers emit from their own threads. Delivery happens
+    under one lock, so every channel sees the same total order.
+    """
+
+    def __init__(self, channels: Sequence[Channel] = (), *, run_id: str | None = None) -> None:
+        self.run_id = run_id
+        self.events: list[Event] = []
+        self._channels: list[Channel] = list(channels)
+        self._subscribers: list[tuple[str, str | None, Subscriber]] = []
+        self._broken: set[int] = set()
+        self._lock = threading.RLock()
+        self._closed = False
+        self.aborted = threading.Event()
+
+    def attach(self, channel: Channel) -> None:
+        """Add a channel mid-run (prefer passing channels at creation for a fixed order)."""
+        with self._lock:
+            self._channels.append(channel)
+
+    def subscribe(
+        self, event_type: str, callback: Subscriber, *, run_id: str | None = None
+    ) -> Callable[[], None]:
+        """Call ``callback`` for events of ``event_type`` ("*" for all), optionally one run's.
+
+        Returns the function that unsubscribes.
+        """
+        entry = (event_type, run_id, callback)
+        with self._lock:
+            self._subscribers.append(entry)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if entry in self._subscribers:
+                    self._subscribers.remove(entry)
+
+        return unsubscribe
+
+    def emit(
+        self, event_type: str, data: Mapping[str, Any] | None = None, *, run_id: str | None = None
+    ) -> Event:
+        check_event_type(event_type)
+        event = Event(
+            type=event_type,
+            timestamp=_now_iso(),
+            run_id=run_id if run_id is not None else self.run_id,
+            data=dict(data or {}),
+        )
+        with self._lock:
+            self.events.append(event)
+            for channel in list(self._channels):
+                self._deliver(channel, event)
+            for wanted, wanted_run, callback in list(self._subscribers):
+                if wanted not in ("*", event.type):
+                    continue
+                if wanted_run is not None and wanted_run != event.run_id:
+                    continue
+                self._deliver_callback(callback, event)
+        return event
+
+    # Session mode (seed 002): flow-scoped commands that become events.
+    def send(self, message: str, **data: Any) -> Event:
+        return self.emit("session:message", {"content": message, **data})
+
+    def send_to_run(self, run_id: str, message: str) -> Event:
+        return self.emit("session:message", {"content": message}, run_id=run_id)
+
+    def reply(self, message: str, **data: Any) -> Event:
+        return self.emit("session:reply", {"content": message, **data})
+
+    def abort(self, reason: str = "aborted") -> Event:
+        """Emit ``session:abort`` and set ``aborted`` (supervisors watching it cancel their agent)."""
+        event = self.emit("session:abort", {"reason": reason})
+        self.aborted.set()
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for channel in self._channels:
+                try:
+                    channel.close()
+                except Exception as exc:
+                    self._log_once(channel, exc)
+
+    def _deliver(self, channel: Channel, event: Event) -> None:
+        try:
+            channel.handle(event)
+        except Exception as exc:
+            self._log_once(channel, exc)
+
+    def _deliver_callback(self, callback: Subscriber, event: Event) -> None:
+        try:
+            callback(event)
+        except Exception as exc:
+            self._log_once(callback, exc)
+
+    def _log_once(self, source: object, exc: Exception) -> None:
+        key = id(source)
+        if key in self._broken:
+            return
+        self._broken.add(key)
+        name = getattr(source, "name", None) or getattr(source, "__name__", repr(source))
+        print(
+            f"gitflow-agents: warning: event channel {name} failed: {exc!r} (further errors hidden)",
+            file=sys.stderr,
+        )
+
+
+class MemoryChannel:
+    """Keeps events in a list (tests, and the run result's ``events``)."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.closed = False
+
+    def handle(self, event: Event) -> None:
+        self.events.append(event)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def types(self) -> list[str]:
+        return [event.type for event in self.events]
+
+
+class JsonlChannel:
+    """Appends one JSON object a line to ``path`` and flushes after every event."""
+
+    name = "jsonl"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] | None = path.open("a", encoding="utf-8")
+
+    def handle(self, event: Event) -> None:
+        if self._file is None:
+            return
+        self._file.write(json.dumps(event.to_json(), ensure_ascii=False, default=str) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The events of an ``events.jsonl`` file (a torn last line, from a killed writer, is skipped)."""
+    events = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return events
+
+
+@dataclass
+class _AgentLine:
+    agent: str
+    state: str
+    started: float
+    last_activity: float
+    detail: str = ""
+    tokens: str = ""
+
+
+def _fmt_elapsed(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    minutes, sec = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{sec:02d}" if hours else f"{minutes:02d}:{sec:02d}"
+
+
+def _tokens(data: Mapping[str, Any]) -> str:
+    parts = []
+    tokens_in, tokens_out = data.get("input_tokens"), data.get("output_tokens")
+    if tokens_in is not None or tokens_out is not None:
+        parts.append(f"tokens {tokens_in or 0}/{tokens_out or 0}")
+    cost = data.get("cost_usd")
+    if cost is not None:
+        parts.append(f"${float(cost):.4f}")
+    return " ".join(parts)
+
+
+class ConsoleChannel:
+    """A live line per agent: state, elapsed time, last activity, tokens/cost when known.
+
+    With ``is_tty`` and rich importable, a ``rich.live.Live`` table redraws in place. Otherwise
+    (CI, pipes) it prints plain lines: one on start, one on the end, and a progress line at most
+    every ``progress_every`` seconds per agent while output arrives.
+    """
+
+    name = "console"
+
+    def __init__(
+        self,
+        stream: IO[str] | None = None,
+        *,
+        is_tty: bool | None = None,
+        progress_every: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.is_tty = self.stream.isatty() if is_tty is None else is_tty
+        self.progress_every = progress_every
+        self._clock = clock
+        self._lines: dict[str, _AgentLine] = {}
+        self._printed: dict[str, float] = {}
+        self._live: Any = None
+        if self.is_tty:
+            self._live = self._start_live()
+
+    def _start_live(self) -> Any:
+        try:
+            from rich.console import Console
+            from rich.live import Live
+        except ImportError:  # rich is optional: fall back to plain lines
+            self.is_tty = False
+            return None
+        console = Console(file=self.stream, force_terminal=True)
+        live = Live(console=console, refresh_per_second=4, transient=False)
+        live.start()
+        return live
+
+    def handle(self, event: Event) -> None:
+        kind = event.type
+        if not kind.startswith("agent:"):
+            if not self.is_tty and kind in ("harness:complete", "task:failed"):
+                self._print(f"{kind} {_summary(event.data)}".rstrip())
+            return
+        key = str(event.data.get("agent") or event.run_id or "agent")
+        now = self._clock()
+        line = self._lines.get(key)
+        if line is None:
+            line = self._lines[key] = _AgentLine(key, "starting", now, now)
+        if kind == "agent:start":
+            line.state, line.started, line.last_activity = "running", now, now
+            line.detail = f"pid {event.data.get('pid', '?')}"
+            if not self.is_tty:
+                self._print(f"{key}: running ({line.detail}, run {event.run_id})")
+                self._printed[key] = now
+        elif kind in ("agent:output", "agent:tool"):
+            line.last_activity = now
+            text = str(event.data.get("tail") or event.data.get("tool") or "").strip()
+            if text:
+                line.detail = text[-80:]
+            if not self.is_tty and now - self._printed.get(key, 0.0) >= self.progress_every:
+                self._print(self._plain(line, now))
+                self._printed[key] = now
+        elif kind in ("agent:complete", "agent:failed"):
+            line.state = str(event.data.get("status") or kind.split(":")[1])
+            line.detail = str(event.data.get("reason") or "")
+            line.tokens = _tokens(event.data)
+            if not self.is_tty:
+                self._print(self._plain(line, now))
+        if self._live is not None:
+            self._live.update(self._table(now))
+
+    def _plain(self, line: _AgentLine, now: float) -> str:
+        text = (
+            f"{line.agent}: {line.state} {_fmt_elapsed(now - line.started)}"
+            f" (last activity {_fmt_elapsed(now - line.last_activity)} ago)"
+        )
+        if line.tokens:
+            text += f" {line.tokens}"
+        if line.detail:
+            text += f" - {line.detail}"
+        return text
+
+    def _table(self, now: float) -> Any:
+        from rich.table import Table
+
+        table = Table(box=None, show_header=True, pad_edge=False)
+        for column in ("agent", "state", "elapsed", "last activity", "tokens/cost", "detail"):
+            table.add_column(column)
+        for line in self._lines.values():
+            table.add_row(
+                line.agent,
+                line.state,
+                _fmt_elapsed(now - line.started),
+                f"{_fmt_elapsed(now - line.last_activity)} ago",
+                line.tokens,
+                line.detail[-60:],
+            )
+        return table
+
+    def _print(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.update(self._table(self._clock()))
+            self._live.stop()
+            self._live = None
+
+
+def _summary(data: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in data.items() if isinstance(v, (str, int, float)))

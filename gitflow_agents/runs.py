@@ -1,0 +1,377 @@
+"""Run records (seed 001): run ids, the run directory, ``result.json``, ``status.json``.
+
+Layout (DESIGN.md §4)::
+
+    <flow_dir>/<flow>/agents/<agent-id>/system_prompt.md, report.md (→ .complete.md | .failed.md)
+    <flow_dir>/<flow>/runs/<runID>/events.jsonl   one event a line, flushed as it happens
+                                   worker.log     the agent's stdout and stderr, as produced
+                                   status.json    live state: pid, pgid, state, last activity
+                                   result.json    the seed-001 shape of the flow, written last
+                                   heartbeat      touched by ``gitflow-agents heartbeat``
+                                   cancel         written by ``gitflow-agents cancel``
+
+``<flow_dir>/`` is added to ``.git/info/exclude`` so no run artifact lands in a commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+FlowKind = Literal["implement", "review", "research"]
+FLOW_KINDS: tuple[FlowKind, ...] = ("implement", "review", "research")
+RunStatusValue = Literal["succeeded", "failed", "canceled"]
+
+RUN_DIR_ENV = "GITFLOW_AGENTS_RUN_DIR"
+RUN_ID_ENV = "GITFLOW_AGENTS_RUN_ID"
+AGENT_DIR_ENV = "GITFLOW_AGENTS_AGENT_DIR"
+
+_RUN_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+def new_run_id() -> str:
+    """A UUID (seed 001) that sorts by creation time: version 7 (48-bit ms timestamp + random)."""
+    millis = time.time_ns() // 1_000_000
+    rand = secrets.randbits(74)
+    value = (millis & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76  # version
+    value |= (rand >> 62) << 64  # 12 random bits
+    value |= 0b10 << 62  # RFC 4122 variant
+    value |= rand & ((1 << 62) - 1)
+    return str(uuid.UUID(int=value))
+
+
+def is_run_id(text: str) -> bool:
+    return bool(_RUN_ID.match(text))
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    run_dir: Path
+
+    @property
+    def events(self) -> Path:
+        return self.run_dir / "events.jsonl"
+
+    @property
+    def worker_log(self) -> Path:
+        return self.run_dir / "worker.log"
+
+    @property
+    def result(self) -> Path:
+        return self.run_dir / "result.json"
+
+    @property
+    def status(self) -> Path:
+        return self.run_dir / "status.json"
+
+    @property
+    def heartbeat(self) -> Path:
+        return self.run_dir / "heartbeat"
+
+    @property
+    def cancel(self) -> Path:
+        return self.run_dir / "cancel"
+
+
+def runs_root(root: Path, flow_dir: str, flow: str) -> Path:
+    return root / flow_dir / flow / "runs"
+
+
+def create_run(root: Path, flow_dir: str, flow: str, run_id: str | None = None) -> RunPaths:
+    """Create ``<flow_dir>/<flow>/runs/<runID>/`` (fresh id unless given) and exclude it from git."""
+    run_id = run_id or new_run_id()
+    paths = RunPaths(runs_root(root, flow_dir, flow) / run_id)
+    paths.run_dir.mkdir(parents=True, exist_ok=False)
+    ensure_excluded(root, flow_dir)
+    return paths
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON via a temp file in the same directory and ``os.replace`` (never half-written)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    write_text_atomic(path, text)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            Path(tmp).unlink()
+        raise
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The object in ``path``, or None when it is missing or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# --- status.json -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """What ``status`` shows and ``cancel`` needs: who runs, where, since when, last activity."""
+
+    run_id: str
+    flow: str
+    agent: str
+    state: str  # queued | running | succeeded | failed | stuck | timeout | canceled | crashed
+    started: float
+    pid: int | None = None
+    pgid: int | None = None
+    create_time: float | None = None  # psutil create_time of pid (guards against pid reuse)
+    supervisor_pid: int | None = None
+    last_activity: float | None = None
+    last_activity_kind: str | None = None
+    ended: float | None = None
+    reason: str | None = None
+    agent_dir: str | None = None
+    kind: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def finished(self) -> bool:
+        return self.state not in ("queued", "running")
+
+
+def write_status(paths: RunPaths, status: RunStatus) -> None:
+    data = asdict(status)
+    data["extra"] = dict(status.extra)
+    write_json_atomic(paths.status, data)
+
+
+def read_status(paths: RunPaths) -> RunStatus | None:
+    data = read_json(paths.status)
+    if data is None:
+        return None
+    known = set(RunStatus.__dataclass_fields__)
+    try:
+        return RunStatus(**{k: v for k, v in data.items() if k in known})
+    except TypeError:
+        return None
+
+
+def iter_runs(root: Path, flow_dir: str, flow: str | None = None) -> Iterator[RunPaths]:
+    """Run directories, oldest first (run ids sort by time), of one flow or of all flows."""
+    base = root / flow_dir
+    flows = [base / flow] if flow else sorted(p for p in base.glob("*") if p.is_dir())
+    for flow_path in flows:
+        runs = flow_path / "runs"
+        if runs.is_dir():
+            for run_dir in sorted(runs.iterdir()):
+                if run_dir.is_dir():
+                    yield RunPaths(run_dir)
+
+
+def find_run(root: Path, flow_dir: str, run_id: str) -> RunPaths | None:
+    """The run directory of ``run_id`` in any flow (a unique prefix of 8+ characters also works)."""
+    matches = [
+        paths
+        for paths in iter_runs(root, flow_dir)
+        if paths.run_dir.name == run_id
+        or (len(run_id) >= 8 and paths.run_dir.name.startswith(run_id))
+    ]
+    exact = [p for p in matches if p.run_dir.name == run_id]
+    if exact:
+        return exact[0]
+    return matches[0] if len(matches) == 1 else None
+
+
+# --- result.json (seed 001 shapes) -------------------------------------------------------
+
+
+def implement_result(
+    status: RunStatusValue,
+    *,
+    summary: str = "",
+    changed_files: Sequence[str] = (),
+    tests_ran: Sequence[str] = (),
+    tests_passed: bool = False,
+    checked_criteria: Sequence[int] = (),
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "summary": summary,
+        "changedFiles": list(changed_files),
+        "tests": {"ran": list(tests_ran), "passed": bool(tests_passed)},
+        "checkedCriteria": [int(i) for i in checked_criteria],
+    }
+
+
+def review_result(
+    status: RunStatusValue,
+    *,
+    findings: Sequence[Mapping[str, Any]] = (),
+    overall: Literal["approve", "revise"] = "revise",
+    summary: str = "",
+) -> dict[str, Any]:
+    shaped = []
+    for finding in findings:
+        item: dict[str, Any] = {"severity": finding["severity"], "message": finding["message"]}
+        if finding.get("file") is not None:
+            item["file"] = str(finding["file"])
+        if finding.get("line") is not None:
+            item["line"] = int(finding["line"])
+        shaped.append(item)
+    return {"status": status, "findings": shaped, "overall": overall, "summary": summary}
+
+
+def research_result(
+    status: RunStatusValue,
+    *,
+    summary: str = "",
+    bullet_points: Sequence[str] = (),
+    sources: Sequence[Mapping[str, str]] = (),
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "summary": summary,
+        "bulletPoints": list(bullet_points),
+        "sources": [{"title": s["title"], "url": s["url"]} for s in sources],
+    }
+
+
+_STRING_LIST = {"type": "array", "items": {"type": "string"}}
+_STATUS = {"enum": ["succeeded", "failed", "canceled"]}
+
+# JSON Schemas of the seed-001 result shapes (the extra ``run`` key holds our run metadata).
+RESULT_SCHEMAS: dict[str, dict[str, Any]] = {
+    "implement": {
+        "type": "object",
+        "required": ["status", "summary", "changedFiles", "tests", "checkedCriteria"],
+        "properties": {
+            "status": _STATUS,
+            "summary": {"type": "string"},
+            "changedFiles": _STRING_LIST,
+            "tests": {
+                "type": "object",
+                "required": ["ran", "passed"],
+                "properties": {"ran": _STRING_LIST, "passed": {"type": "boolean"}},
+            },
+            "checkedCriteria": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+        },
+    },
+    "review": {
+        "type": "object",
+        "required": ["status", "findings", "overall", "summary"],
+        "properties": {
+            "status": _STATUS,
+            "findings": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["severity", "message"],
+                    "properties": {
+                        "severity": {"enum": ["error", "warn", "info"]},
+                        "file": {"type": "string"},
+                        "line": {"type": "integer"},
+                        "message": {"type": "string"},
+                    },
+                },
+            },
+            "overall": {"enum": ["approve", "revise"]},
+            "summary": {"type": "string"},
+        },
+    },
+    "research": {
+        "type": "object",
+        "required": ["status", "summary", "bulletPoints", "sources"],
+        "properties": {
+            "status": _STATUS,
+            "summary": {"type": "string"},
+            "bulletPoints": _STRING_LIST,
+            "sources": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["title", "url"],
+                    "properties": {"title": {"type": "string"}, "url": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
+
+
+def result_status(outcome_status: str) -> RunStatusValue:
+    """Map a supervisor outcome to the seed's three end states (stuck/timeout/crash are failed)."""
+    if outcome_status == "succeeded":
+        return "succeeded"
+    if outcome_status == "canceled":
+        return "canceled"
+    return "failed"
+
+
+def write_result(paths: RunPaths, result: Mapping[str, Any]) -> None:
+    write_json_atomic(paths.result, dict(result))
+
+
+# --- .git/info/exclude -------------------------------------------------------------------
+
+
+def _git_common_dir(root: Path) -> Path | None:
+    try:
+        from gitflow_agents import git as git_module
+
+        common = getattr(git_module, "git_common_dir", None)
+        if callable(common):
+            found = common(root)
+            return Path(found) if found is not None else None
+    except ImportError:
+        pass
+    from gitflow_agents import proc
+
+    result = proc.run(["git", "rev-parse", "--git-common-dir"], cwd=root, check=False)
+    if result.returncode != 0:
+        return None
+    path = Path(result.stdout.strip())
+    return path if path.is_absolute() else (root / path).resolve()
+
+
+def ensure_excluded(root: Path, flow_dir: str) -> bool:
+    """Add ``/<flow_dir>/`` to ``.git/info/exclude`` once; False when ``root`` is not in a repo.
+
+    The pattern is anchored at the top of the work tree when ``root`` is the top level, else it is
+    the path of the flow dir relative to the top level.
+    """
+    common = _git_common_dir(root)
+    if common is None:
+        return False
+    from gitflow_agents import proc
+
+    top = proc.run(["git", "rev-parse", "--show-toplevel"], cwd=root, check=False).stdout.strip()
+    flow_path = (root / flow_dir).resolve()
+    try:
+        rel = flow_path.relative_to(Path(top).resolve()).as_posix() if top else flow_dir
+    except ValueError:
+        return False  # flow dir outside the work tree: nothing to exclude
+    pattern = f"/{rel.strip('/')}/"
+    exclude = common / "info" / "exclude"
+    existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    if pattern in (line.strip() for line in existing.splitlines()):
+        return True
+    prefix = "" if not existing or existing.endswith("\n") else "\n"
+    write_text_atomic(exclude, f"{existing}{prefix}# gitflow-agents run artifacts\n{pattern}\n")
+    return True
