@@ -73,7 +73,8 @@ class Segment:
 
     @property
     def line_count(self) -> int:
-        return len(self.content.splitlines())
+        # Only "\n" ends a line here (str.splitlines would also split on \u2028 and friends).
+        return self.content.count("\n") + (not self.content.endswith("\n") and bool(self.content))
 
 
 @dataclass(frozen=True)
