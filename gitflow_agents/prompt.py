@@ -303,17 +303,12 @@ def _render(directory: Path, variables: Mapping[str, Any]) -> tuple[str, list[tu
 
 def assemble_prompt(request: PromptRequest) -> AssembledPrompt:
     """Build the full seed-000 system prompt for one agent, with per-section attribution."""
-    root = request.root
-    config = request.config
     agent = _resolve_agent(request)
-    step_title: str | None = None
     plan_context: str | None = None
     if request.plan is not None and request.step is not None:
-        step_title = request.plan.step(request.step).title
         plan_context = request.plan.assignment_context(request.step)
-    if plan_context is None and request.task is None:
+    elif request.task is None:
         raise UsageError("nothing to assign: give a task, or a plan with a step")
-
     flow_name = _check_name(default_flow_name(request), "flow name")
     agent_id = _check_name(
         default_agent_id(request.agent, request.step)
@@ -321,57 +316,17 @@ def assemble_prompt(request: PromptRequest) -> AssembledPrompt:
         else request.agent_id,
         "agent id",
     )
-    workflow = agent.workflow
-    own_dir = _agent_rel_dir(config.flow_dir, flow_name, agent_id)
-    timestamp = request.timestamp or datetime.now().astimezone()
-    variables = {
-        "flow_name": flow_name,
-        "flow_dir": config.flow_dir,
-        "agent_name": agent_id,
-        "agent_type": agent.type,
-        "step": str(request.step) if request.step is not None else NOT_APPLICABLE,
-        "step_title": step_title if step_title is not None else NOT_APPLICABLE,
-        "plan_name": request.plan.name if request.plan is not None else NOT_APPLICABLE,
-        "specs_folder": config.specs_folder,
-        "timestamp": timestamp.isoformat(timespec="seconds"),
-        "report_file": f"{own_dir}/{workflow.report_filename}",
-        "success_file": f"{own_dir}/{workflow.success_filename}",
-        "failed_file": f"{own_dir}/{workflow.failed_filename}",
-    }
-
+    variables = _variables(request, agent, flow_name, agent_id)
     writable, readable = _shared_files(request, agent.type, variables)
     reports = [
         _Report(
             name,
-            f"{_agent_rel_dir(config.flow_dir, flow_name, _check_name(name, 'agent id'))}"
-            f"/{workflow.success_filename}",
+            _agent_rel_dir(request.config.flow_dir, flow_name, _check_name(name, "agent id"))
+            + f"/{agent.workflow.success_filename}",
         )
         for name in request.after
     ]
-    definition = _clean(resolve_placeholders(agent.definition, variables))
-    layers = tuple(
-        part._replace(text=_clean(resolve_placeholders(part.text, variables)))
-        for part in agent.layers
-    )
-    assignment: list[_Part] = []
-    if request.preamble is not None and _clean(request.preamble):
-        assignment.append(
-            _Part(_clean(request.preamble), "preamble", "assignment preamble", "cli:--preamble")
-        )
-    if plan_context is not None and request.plan is not None:
-        assignment.append(
-            _Part(
-                fence(_clean(plan_context), "md"),
-                "plan",
-                f"{request.plan.name} step {request.step}",
-                _display_path(root, request.plan.path.absolute()),
-            )
-        )
-    if request.task is not None and _clean(request.task):
-        assignment.append(_Part(_clean(request.task), "task", "task", "cli:--task"))
-    if not assignment:
-        raise UsageError("nothing to assign: the task is empty")
-
+    assignment = _assignment(request, plan_context)
     directory = request.template_dir or templates_dir()
     text, blocks = _render(
         directory,
@@ -385,54 +340,114 @@ def assemble_prompt(request: PromptRequest) -> AssembledPrompt:
             "writable_files": writable,
             "readable_files": readable,
             "previous_reports": reports,
-            "output_requirements": _clean(resolve_placeholders(workflow.template, variables)),
-            "agent_definition": definition,
+            "output_requirements": _clean(resolve_placeholders(agent.workflow.template, variables)),
+            "agent_definition": _clean(resolve_placeholders(agent.definition, variables)),
             "assignment": [part.text for part in assignment],
         },
     )
-    built_in = (
+    template_source = (
         BUILT_IN
         if request.template_dir is None
-        else _display_path(root, directory / SYSTEM_PROMPT_TEMPLATE)
+        else _display_path(request.root, directory / SYSTEM_PROMPT_TEMPLATE)
     )
-    parts: dict[str, tuple[_Part, list[_Part]]] = {
-        "frontmatter": (_Part("", "frontmatter", "agent frontmatter (hoisted)", agent.source), []),
-        "protocol": (_Part("", "protocol", "Multi-Agent Flow Protocol", built_in), []),
-        "identity": (_Part("", "identity", "Your Identity", built_in), []),
-        "shared_files": (_Part("", "shared-files", "Shared Context Files", built_in), []),
+    layers = [
+        part._replace(text=_clean(resolve_placeholders(part.text, variables)))
+        for part in agent.layers
+    ]
+    parts = _block_parts(template_source, agent, writable, readable, layers, assignment)
+    segments: list[Segment] = []
+    for name, content in blocks:
+        head, inner = parts.get(name, (_Part("", "template", name, template_source), []))
+        segments.extend(_split(content, head, inner))
+    return AssembledPrompt(text=text, segments=tuple(segments))
+
+
+def _variables(
+    request: PromptRequest, agent: _Agent, flow_name: str, agent_id: str
+) -> dict[str, str]:
+    """Seed 000's variables; those without a value in this run are ``N/A``."""
+    config = request.config
+    own_dir = _agent_rel_dir(config.flow_dir, flow_name, agent_id)
+    step_title = NOT_APPLICABLE
+    if request.plan is not None and request.step is not None:
+        step_title = request.plan.step(request.step).title
+    timestamp = request.timestamp or datetime.now().astimezone()
+    return {
+        "flow_name": flow_name,
+        "flow_dir": config.flow_dir,
+        "agent_name": agent_id,
+        "agent_type": agent.type,
+        "step": str(request.step) if request.step is not None else NOT_APPLICABLE,
+        "step_title": step_title,
+        "plan_name": request.plan.name if request.plan is not None else NOT_APPLICABLE,
+        "specs_folder": config.specs_folder,
+        "timestamp": timestamp.isoformat(timespec="seconds"),
+        "report_file": f"{own_dir}/{agent.workflow.report_filename}",
+        "success_file": f"{own_dir}/{agent.workflow.success_filename}",
+        "failed_file": f"{own_dir}/{agent.workflow.failed_filename}",
+    }
+
+
+def _assignment(request: PromptRequest, plan_context: str | None) -> list[_Part]:
+    """Preamble, fenced plan context, raw task: each present one, in that order."""
+    parts: list[_Part] = []
+    preamble = _clean(request.preamble or "")
+    if preamble:
+        parts.append(_Part(preamble, "preamble", "assignment preamble", "cli:--preamble"))
+    if plan_context is not None and request.plan is not None:
+        source = _display_path(request.root, request.plan.path.absolute())
+        label = f"{request.plan.name} step {request.step}"
+        parts.append(_Part(fence(_clean(plan_context), "md"), "plan", label, source))
+    task = _clean(request.task or "")
+    if task:
+        parts.append(_Part(task, "task", "task", "cli:--task"))
+    if not parts:
+        raise UsageError("nothing to assign: the task is empty")
+    return parts
+
+
+def _block_parts(
+    template_source: str,
+    agent: _Agent,
+    writable: Sequence[_File],
+    readable: Sequence[_File],
+    layers: Sequence[_Part],
+    assignment: Sequence[_Part],
+) -> dict[str, tuple[_Part, list[_Part]]]:
+    """Per template block: how its text is attributed (head) and the parts it is cut into."""
+
+    def head(scope: str, label: str, source: str = template_source) -> _Part:
+        return _Part("", scope, label, source)
+
+    def files(items: Sequence[_File], kind: str) -> list[_Part]:
+        return [
+            _Part(_file_marker(f), "shared-file", f"{f.name} ({kind})", f.source) for f in items
+        ]
+
+    return {
+        "frontmatter": (head("frontmatter", "agent frontmatter (hoisted)", agent.source), []),
+        "protocol": (head("protocol", "Multi-Agent Flow Protocol"), []),
+        "identity": (head("identity", "Your Identity"), []),
+        "shared_files": (head("shared-files", "Shared Context Files"), []),
         "writable_files": (
-            _Part("", "shared-files", "Writable Shared Files", built_in),
-            [
-                _Part(_file_marker(f), "shared-file", f"{f.name} (writable)", f.source)
-                for f in writable
-            ],
+            head("shared-files", "Writable Shared Files"),
+            files(writable, "writable"),
         ),
         "readable_files": (
-            _Part("", "shared-files", "Readable Shared Files", built_in),
-            [
-                _Part(_file_marker(f), "shared-file", f"{f.name} (readable)", f.source)
-                for f in readable
-            ],
+            head("shared-files", "Readable Shared Files"),
+            files(readable, "readable"),
         ),
-        "previous_reports": (
-            _Part("", "previous-reports", "Previous Agent Reports", "cli:--after"),
-            [],
-        ),
+        "previous_reports": (head("previous-reports", "Previous Agent Reports", "cli:--after"), []),
         "output_requirements": (
-            _Part("", "completion-workflow", "Output Requirements", workflow.template_source),
+            head("completion-workflow", "Output Requirements", agent.workflow.template_source),
             [],
         ),
         "agent_definition": (
-            _Part("", "agent-definition", "Agent Definition", agent.source),
+            head("agent-definition", "Agent Definition", agent.source),
             list(layers),
         ),
-        "assignment": (_Part("", "assignment", "Your Assignment", built_in), assignment),
+        "assignment": (head("assignment", "Your Assignment"), list(assignment)),
     }
-    segments: list[Segment] = []
-    for name, content in blocks:
-        head, inner = parts.get(name, (_Part("", "template", name, built_in), []))
-        segments.extend(_split(content, head, inner))
-    return AssembledPrompt(text=text, segments=tuple(segments))
 
 
 def _file_marker(file: _File) -> str:
