@@ -272,7 +272,7 @@ def _template_error(exc: Exception, directory: Path, name: str) -> TemplateError
     else:
         # Jinja rewrites tracebacks so template frames carry the template's file and line.
         for frame in traceback.extract_tb(exc.__traceback__):
-            if frame.filename and Path(frame.filename).parent == directory:
+            if frame.filename and Path(frame.filename).is_relative_to(directory):
                 path, line = Path(frame.filename), frame.lineno
     message = getattr(exc, "message", None) or str(exc)
     return TemplateError(message, path=path, line=line)
