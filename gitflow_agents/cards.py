@@ -1,0 +1,347 @@
+"""Cards (seed 001): the markdown task file a run works on, and what a run writes back into it.
+
+- Frontmatter lifecycle: ``agent_flow=<flow>`` and ``agent_status=queued`` when the card lock is
+  taken, ``running`` right before dispatch, then ``succeeded|failed|canceled``. ``agent_flow``
+  stays until the next run overwrites it; implement runs persist ``branch`` on success.
+- History: one dated line per event, the seed's templates word for word, under ``## History``.
+- Checklist: only the acceptance-criteria boxes whose 0-based index is in ``checkedCriteria``
+  are ticked; nothing is ever unticked.
+
+Edits are textual (the rest of the file, comments and key order included, stays byte for byte)
+and atomic (temp file + ``os.replace``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import date as Date
+from pathlib import Path
+from typing import Literal
+
+from gitflow_agents.errors import GitflowError, InputError
+from gitflow_agents.frontmatter import split_frontmatter
+from gitflow_agents.runs import write_text_atomic
+
+CardStatus = Literal["queued", "running", "succeeded", "failed", "canceled"]
+CARD_STATUSES: tuple[CardStatus, ...] = ("queued", "running", "succeeded", "failed", "canceled")
+Flow = Literal["implement", "review", "research"]
+HistoryEvent = Literal["queued", "started", "succeeded", "failed", "canceled"]
+
+_KEY_LINE = re.compile(r"^([A-Za-z_][\w.-]*)\s*:")
+_SAFE_SCALAR = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+ -]*$")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_CHECKBOX = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+\[)([ xX])(\].*)$")
+
+
+class CardLockedError(GitflowError):
+    """Another live run holds the card's lock."""
+
+
+def _yaml_scalar(value: str) -> str:
+    if _SAFE_SCALAR.match(value) and value.lower() not in ("yes", "no", "true", "false", "null"):
+        return value
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid YAML scalar
+
+
+def _newline(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def set_frontmatter(text: str, updates: Mapping[str, str], *, path: str = "card") -> str:
+    """``text`` with the top-level ``updates`` keys set; everything else byte for byte.
+
+    A key already present is rewritten in place (its indented continuation lines, if any, are
+    replaced too); a new key goes at the end of the frontmatter; a file without frontmatter gets
+    one. Raises InputError when the existing frontmatter is malformed.
+    """
+    front = split_frontmatter(text, path=path)
+    nl = _newline(text)
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    if front.raw is None:
+        lines = [f"{key}: {_yaml_scalar(value)}{nl}" for key, value in updates.items()]
+        return f"{bom}---{nl}{''.join(lines)}---{nl}{text[len(bom) :]}"
+    raw_lines = front.raw.splitlines(keepends=True)
+    if raw_lines and not raw_lines[-1].endswith("\n"):
+        raw_lines[-1] += nl
+    pending = dict(updates)
+    out: list[str] = []
+    skipping = False
+    for line in raw_lines:
+        if skipping and (line[:1] in (" ", "\t") or not line.strip()):
+            continue
+        skipping = False
+        match = _KEY_LINE.match(line)
+        if match and match.group(1) in pending:
+            key = match.group(1)
+            out.append(f"{key}: {_yaml_scalar(pending.pop(key))}{nl}")
+            skipping = True
+            continue
+        out.append(line)
+    out.extend(f"{key}: {_yaml_scalar(value)}{nl}" for key, value in pending.items())
+    body_text = text[len(bom) :]
+    opening_end = body_text.index("\n") + 1
+    opening = body_text[:opening_end]
+    rest = body_text[opening_end + len(front.raw) :]  # closing --- line and the body
+    return bom + opening + "".join(out) + rest
+
+
+def read_card(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("card not found", path=path) from None
+
+
+def set_card_status(
+    path: Path, flow: str, status: CardStatus, *, branch: str | None = None
+) -> None:
+    """Write ``agent_flow`` and ``agent_status`` (and ``branch`` when given) into the card."""
+    if status not in CARD_STATUSES:
+        raise ValueError(f"unknown card status {status!r}")
+    updates = {"agent_flow": flow, "agent_status": status}
+    if branch is not None:
+        updates["branch"] = branch
+    text = read_card(path)
+    new = set_frontmatter(text, updates, path=str(path))
+    if new != text:
+        write_text_atomic(path, new)
+
+
+def card_status(path: Path) -> tuple[str | None, str | None]:
+    """(agent_flow, agent_status) of the card, None where absent."""
+    data = split_frontmatter(read_card(path), path=str(path)).data
+    flow, status = data.get("agent_flow"), data.get("agent_status")
+    return (str(flow) if flow is not None else None, str(status) if status is not None else None)
+
+
+# --- the lock -----------------------------------------------------------------------------
+
+
+def lock_path(card: Path) -> Path:
+    return card.with_name(f".{card.name}.lock")
+
+
+def _lock_holder_alive(info: Mapping[str, object]) -> bool:
+    if info.get("host") != socket.gethostname():
+        return True  # cannot check another machine's pid: assume it is alive
+    pid = info.get("pid")
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def card_lock(card: Path, run_id: str) -> Iterator[Path]:
+    """Hold ``.<card>.lock`` for the duration of a run; a lock of a dead process is taken over.
+
+    Raises CardLockedError naming the run that holds it.
+    """
+    lock = lock_path(card)
+    info = {"runId": run_id, "pid": os.getpid(), "host": socket.gethostname(), "at": time.time()}
+    for _attempt in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                holder = json.loads(lock.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                holder = {}
+            if isinstance(holder, dict) and _lock_holder_alive(holder):
+                raise CardLockedError(
+                    f"{card}: card is locked by run {holder.get('runId', '?')}"
+                    f" (pid {holder.get('pid', '?')}); remove {lock} if that run is gone"
+                ) from None
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()  # stale: its process is gone
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(info, handle)
+        break
+    else:
+        raise CardLockedError(f"{card}: could not take the card lock {lock}")
+    try:
+        yield lock
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+
+
+# --- history lines (seed 001 templates, verbatim) ------------------------------------------
+
+
+def history_line(
+    flow: Flow,
+    event: HistoryEvent,
+    *,
+    run_id: str,
+    day: Date | None = None,
+    branch: str | None = None,
+    target: str | None = None,
+    topic: str | None = None,
+    checked: int = 0,
+    tests: str = "pass",
+    findings: tuple[int, int, int] = (0, 0, 0),
+    overall: str = "revise",
+    sources: int = 0,
+    log_path: str = "",
+) -> str:
+    """One history line in the seed's exact format, e.g.
+    ``2026-01-02: Run <id> succeeded (implement); checked 2 items; tests: pass.``"""
+    stamp = (day or Date.today()).isoformat()
+    head = f"{stamp}: Run {run_id}"
+    if event == "failed":
+        return f"{head} failed ({flow}); see logs at {log_path}."
+    if event == "canceled":
+        return f"{head} canceled ({flow})."
+    if event == "started":
+        return f"{head} started ({flow})."
+    if flow == "implement":
+        if event == "queued":
+            return f"{head} queued (implement) on branch {branch or ''}."
+        return f"{head} succeeded (implement); checked {checked} items; tests: {tests}."
+    if flow == "review":
+        if event == "queued":
+            return f"{head} queued (review) for {target or branch or ''}."
+        errors, warns, infos = findings
+        return (
+            f"{head} succeeded (review); findings blocking/warn/info: "
+            f"{errors}/{warns}/{infos}; overall={overall}."
+        )
+    if event == "queued":
+        return f'{head} queued (research) topic "{topic or ""}".'
+    return f"{head} succeeded (research); {sources} sources captured."
+
+
+def _is_history_heading(line: str) -> int:
+    match = _HEADING.match(line.rstrip("\r\n"))
+    if match and match.group(2).strip().lower() == "history":
+        return len(match.group(1))
+    return 0
+
+
+def add_history_line(text: str, line: str) -> str:
+    """``text`` with ``line`` appended to its ``## History`` section (created at the end if none).
+
+    The line is written as a list item (``- <line>``) unless the section's existing lines are
+    bare; text outside the section is untouched.
+    """
+    nl = _newline(text)
+    lines = text.splitlines(keepends=True)
+    start = level = None
+    for index, current in enumerate(lines):
+        found = _is_history_heading(current)
+        if found:
+            start, level = index, found
+    if start is None or level is None:
+        sep = "" if not text or text.endswith(("\n", "\r")) else nl
+        gap = "" if not text or text.endswith(nl * 2) else nl
+        return f"{text}{sep}{gap}## History{nl}{nl}- {line}{nl}"
+    end = len(lines)
+    for index in range(start + 1, len(lines)):
+        match = _HEADING.match(lines[index].rstrip("\r\n"))
+        if match and len(match.group(1)) <= level:
+            end = index
+            break
+    last = start
+    for index in range(start + 1, end):
+        if lines[index].strip():
+            last = index
+    existing = [ln.strip() for ln in lines[start + 1 : end] if ln.strip()]
+    bullet = "" if existing and not existing[-1].startswith(("- ", "* ")) else "- "
+    if last < len(lines) and not lines[last].endswith(("\n", "\r")):
+        lines[last] += nl
+    insert = [f"{bullet}{line}{nl}"]
+    if last == start:
+        insert.insert(0, nl)
+    lines[last + 1 : last + 1] = insert
+    return "".join(lines)
+
+
+def append_history(path: Path, line: str) -> None:
+    write_text_atomic(path, add_history_line(read_card(path), line))
+
+
+# --- checklist ----------------------------------------------------------------------------
+
+
+def _checkbox_lines(lines: Sequence[str]) -> list[int]:
+    """Indices (into ``lines``) of the acceptance-criteria checkboxes, in order.
+
+    Scope: the section whose heading contains "acceptance" (up to the next heading of the same
+    or a higher level); without such a heading, every checkbox of the file. Fenced code is skipped.
+    """
+    in_fence: str | None = None
+    scope_level: int | None = None
+    in_scope = False
+    has_section = any(
+        (m := _HEADING.match(ln.rstrip("\r\n"))) and "acceptance" in m.group(2).lower()
+        for ln in lines
+    )
+    found = []
+    for index, raw in enumerate(lines):
+        line = raw.rstrip("\r\n")
+        fence = _FENCE.match(line)
+        if fence:
+            marker = fence.group(1)
+            if in_fence is None:
+                in_fence = marker[0] * len(marker)
+            elif marker.startswith(in_fence):
+                in_fence = None
+            continue
+        if in_fence is not None:
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            level = len(heading.group(1))
+            if "acceptance" in heading.group(2).lower():
+                in_scope, scope_level = True, level
+            elif scope_level is not None and level <= scope_level:
+                in_scope, scope_level = False, None
+            continue
+        if (in_scope or not has_section) and _CHECKBOX.match(line):
+            found.append(index)
+    return found
+
+
+def flip_checklist(text: str, checked_criteria: Sequence[int]) -> tuple[str, list[int]]:
+    """Tick the acceptance boxes at the 0-based ``checked_criteria``; return (text, ticked).
+
+    Out-of-range indices are ignored; already ticked boxes stay ticked (and are not counted).
+    """
+    body_start = 0
+    front = split_frontmatter(text, path="card")
+    if front.raw is not None:
+        body_start = front.body_line - 1
+    lines = text.splitlines(keepends=True)
+    boxes = _checkbox_lines(lines[body_start:])
+    ticked = []
+    for criterion in sorted(set(checked_criteria)):
+        if 0 <= criterion < len(boxes):
+            index = body_start + boxes[criterion]
+            match = _CHECKBOX.match(lines[index].rstrip("\r\n"))
+            if match and match.group(2) == " ":
+                ending = lines[index][len(lines[index].rstrip("\r\n")) :]
+                lines[index] = f"{match.group(1)}x{match.group(3)}{ending}"
+                ticked.append(criterion)
+    return "".join(lines), ticked
+
+
+def apply_checked_criteria(path: Path, checked_criteria: Sequence[int]) -> list[int]:
+    text = read_card(path)
+    new, ticked = flip_checklist(text, checked_criteria)
+    if new != text:
+        write_text_atomic(path, new)
+    return ticked

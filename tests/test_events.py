@@ -1,0 +1,155 @@
+"""The event hub: seed-002 names, channel order, broken channels, session mode, console lines."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.events import (
+    ConsoleChannel,
+    Event,
+    EventHub,
+    JsonlChannel,
+    MemoryChannel,
+    read_jsonl,
+)
+
+
+class Exploding:
+    name = "exploding"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def handle(self, event: Event) -> None:
+        self.calls += 1
+        raise RuntimeError("boom")
+
+    def close(self) -> None:
+        raise RuntimeError("boom on close")
+
+
+def test_lifecycle_events_reach_channels_in_order(tmp_path: Path) -> None:
+    memory = MemoryChannel()
+    hub = EventHub([memory, JsonlChannel(tmp_path / "events.jsonl")], run_id="r1")
+    for kind in ("harness:start", "phase:start", "task:start", "agent:start", "agent:tool"):
+        hub.emit(kind, {"n": 1})
+    hub.emit("agent:tool:bash", {"command": "ls"})
+    for kind in ("agent:complete", "task:complete", "phase:complete", "harness:complete"):
+        hub.emit(kind)
+    hub.close()
+    lines = read_jsonl(tmp_path / "events.jsonl")
+    assert [e["type"] for e in lines] == memory.types() == [e.type for e in hub.events]
+    assert lines[0] == {
+        "type": "harness:start",
+        "timestamp": lines[0]["timestamp"],
+        "runId": "r1",
+        "data": {"n": 1},
+    }
+    assert lines[0]["timestamp"].endswith("Z")
+    assert memory.closed
+
+
+def test_jsonl_is_flushed_as_it_happens(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    hub = EventHub([JsonlChannel(path)])
+    hub.emit("agent:start", {"pid": 1}, run_id="x")
+    # readable before close: a killed orchestrator still leaves its events
+    assert json.loads(path.read_text().splitlines()[0])["runId"] == "x"
+    hub.close()
+
+
+def test_unknown_event_type_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="unknown event type"):
+        EventHub().emit("agent:exploded")
+
+
+def test_broken_channel_does_not_break_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    bad, memory = Exploding(), MemoryChannel()
+    hub = EventHub([bad, memory])
+    hub.emit("task:start")
+    hub.emit("task:failed", {"reason": "x"})
+    hub.close()
+    assert memory.types() == ["task:start", "task:failed"]
+    assert bad.calls == 2
+    err = capsys.readouterr().err
+    assert err.count("event channel exploding failed") == 1
+
+
+def test_subscribe_by_type_and_run_and_session_mode() -> None:
+    hub = EventHub(run_id="flow")
+    seen: list[str] = []
+    unsubscribe = hub.subscribe(
+        "session:message", lambda e: seen.append(e.data["content"]), run_id="agent-run-2"
+    )
+    hub.send_to_run("agent-run-1", "not for me")
+    hub.send_to_run("agent-run-2", "continue")
+    unsubscribe()
+    hub.send_to_run("agent-run-2", "after unsubscribe")
+    assert seen == ["continue"]
+    hub.reply("ok")
+    assert not hub.aborted.is_set()
+    hub.abort("user")
+    assert hub.aborted.is_set()
+    assert [e.type for e in hub.events][-2:] == ["session:reply", "session:abort"]
+
+
+def test_emit_is_thread_safe() -> None:
+    memory = MemoryChannel()
+    hub = EventHub([memory])
+
+    def burst() -> None:
+        for _ in range(200):
+            hub.emit("agent:output", {"bytes": 1})
+
+    threads = [threading.Thread(target=burst) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(memory.events) == 800
+
+
+def test_console_plain_lines_when_not_a_tty() -> None:
+    clock = iter(float(t) for t in [0, 5, 40, 41, 75])
+    out = io.StringIO()
+    console = ConsoleChannel(out, is_tty=False, progress_every=30, clock=lambda: next(clock))
+    hub = EventHub([console], run_id="r")
+    hub.emit("agent:start", {"agent": "builder", "pid": 42})
+    hub.emit("agent:output", {"agent": "builder", "tail": "too soon"})  # t=5: no line
+    hub.emit("agent:output", {"agent": "builder", "tail": "compiling"})  # t=40: progress line
+    hub.emit("agent:output", {"agent": "builder", "tail": "x"})  # t=41: rate-limited
+    hub.emit(
+        "agent:complete",
+        {
+            "agent": "builder",
+            "status": "succeeded",
+            "input_tokens": 100,
+            "output_tokens": 20,
+            "cost_usd": 0.5,
+        },
+    )
+    hub.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "builder: running (pid 42, run r)"
+    assert lines[1] == "builder: running 00:40 (last activity 00:00 ago) - compiling"
+    assert lines[2].startswith("builder: succeeded 01:15")
+    assert "tokens 100/20 $0.5000" in lines[2]
+    assert len(lines) == 3
+    assert "\x1b[" not in out.getvalue()
+
+
+def test_console_rich_when_tty() -> None:
+    out = io.StringIO()
+    console = ConsoleChannel(out, is_tty=True)
+    hub = EventHub([console], run_id="r")
+    hub.emit("agent:start", {"agent": "reviewer", "pid": 7})
+    hub.emit("agent:failed", {"agent": "reviewer", "status": "stuck", "reason": "no activity"})
+    hub.close()
+    text = out.getvalue()
+    assert "reviewer" in text and "stuck" in text
+    assert "\x1b[" in text  # drawn by rich.live
