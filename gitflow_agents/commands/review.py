@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gitflow_agents import git
 from gitflow_agents.errors import ExitCode, UsageError
-from gitflow_agents.findings import Review, Severity
+from gitflow_agents.findings import GateResult, Review, Severity
 
 
 @dataclass(frozen=True)
@@ -173,8 +173,31 @@ def exit_code(review: Review, approved: bool, gate_code: int, fail_on: str) -> i
     return ExitCode.OK if approved else gate_code
 
 
+def review_target(
+    root: Path, target: Target, *, agent: str, threshold: Severity, max_file_size: int
+) -> tuple[Review, GateResult]:
+    """Run the reviewer on ``target``, parse its report, and gate it: the one review path
+    (``git agent-review``, ``gitflow-agents action``)."""
+    from gitflow_agents import findings
+
+    if agent == "builtin":
+        report = builtin_report(root, target, threshold, max_file_size)
+    else:
+        report = agent_report(root, agent, target)
+
+    review = findings.parse_review(
+        report,
+        reviewed_sha=target.head,
+        base_sha=target.base,
+        source=f"{agent} report",
+        line_content=line_lookup(root, target.head),
+    )
+    # --staged has no commit to pin the verdict to; every other review must be about head.
+    return review, findings.gate(review, threshold=threshold, head_sha=target.head)
+
+
 def run(args: argparse.Namespace) -> int:
-    from gitflow_agents import findings, render
+    from gitflow_agents import render
     from gitflow_agents.reviewer import record_review
 
     root = git.repo_root()
@@ -189,20 +212,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"git agent-review: {remark}", file=sys.stderr)
     threshold = Severity.parse(args.severity_threshold)
 
-    if args.agent == "builtin":
-        report = builtin_report(root, target, threshold, args.max_file_size)
-    else:
-        report = agent_report(root, args.agent, target)
-
-    review = findings.parse_review(
-        report,
-        reviewed_sha=target.head,
-        base_sha=target.base,
-        source=f"{args.agent} report",
-        line_content=line_lookup(root, target.head),
+    review, result = review_target(
+        root, target, agent=args.agent, threshold=threshold, max_file_size=args.max_file_size
     )
-    # --staged has no commit to pin the verdict to; every other review must be about head.
-    result = findings.gate(review, threshold=threshold, head_sha=target.head)
 
     if args.output:
         fmt = _output_format(args.output, args.output_format)
