@@ -167,7 +167,7 @@ def test_section_order_and_headings_are_seed_000() -> None:
         ]
         assert positions == sorted(positions)
     assert (
-        "\nYou are participating in a multi-agent workflow orchestrated by the Flow CLI.\n" in text
+        "\nYou are participating in a multi-agent workflow orchestrated by gitflow-agents.\n" in text
     )
 
 
