@@ -83,6 +83,34 @@ def _add_hook(sub: SubParsers) -> None:
     )
 
 
+def _add_action(sub: SubParsers) -> None:
+    p = _command(
+        sub, "action", "action", help="run as the GitHub Action (reads GITHUB_* from the runner)"
+    )
+    p.add_argument("--agent", default="builtin", help="reviewer: builtin (default) or an agent")
+    p.add_argument(
+        "--severity-threshold",
+        choices=("error", "warn", "info"),
+        default="error",
+        help="findings at or above this severity block approval (default: error)",
+    )
+    p.add_argument(
+        "--fail-on",
+        choices=("revise", "never", "error", "warn", "info"),
+        default="revise",
+        help="when the job fails (default: revise); the commit status is the merge gate",
+    )
+    p.add_argument("--max-inline", type=int, default=50, help="new inline comments per run")
+    p.add_argument("--max-file-size", type=int, default=1024 * 1024, metavar="BYTES")
+    p.add_argument("--review-drafts", action="store_true", help="also review draft PRs")
+    p.add_argument("--allow-bots", action="store_true", help="also act on events sent by bots")
+    p.add_argument(
+        "--comment-author",
+        metavar="LOGIN",
+        help="login our comments appear under (default: from the token, else github-actions[bot])",
+    )
+
+
 # Each entry adds one subcommand. Adding a command: write commands/<name>.py with
 # ``run(args) -> int`` and one ``_add_<name>`` function here.
 COMMANDS: list[Callable[[SubParsers], None]] = [
@@ -91,6 +119,7 @@ COMMANDS: list[Callable[[SubParsers], None]] = [
     _add_prompt,
     _add_review,
     _add_hook,
+    _add_action,
 ]
 
 

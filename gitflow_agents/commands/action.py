@@ -1,0 +1,24 @@
+"""``gitflow-agents action``: the GitHub Action's entry point (see gitflow_agents/github/action.py)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from gitflow_agents.findings import Severity
+
+
+def run(args: argparse.Namespace) -> int:
+    from gitflow_agents.github.action import Options, run_action
+
+    options = Options(
+        agent=args.agent,
+        threshold=Severity.parse(args.severity_threshold),
+        fail_on=args.fail_on,
+        max_inline=args.max_inline,
+        max_file_size=args.max_file_size,
+        review_drafts=args.review_drafts,
+        allow_bots=args.allow_bots,
+        comment_author=args.comment_author or None,
+    )
+    return run_action(os.environ, options)

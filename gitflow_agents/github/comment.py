@@ -1,0 +1,184 @@
+"""The sticky summary comment: one per pull request, edited in place on every run.
+
+Ours is the comment that carries ``MARKER`` **and** was written by our login: a comment by
+someone else quoting the marker is never touched. The body holds the verdict, findings grouped
+by severity, files not reviewed, questions from agents, which findings are inline, and the
+run-history table; it stays under GitHub's 65,536-character limit and says what was cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gitflow_agents.findings import GateResult, Review
+from gitflow_agents.github.client import Client, Comment
+
+MARKER = "<!-- gitflow-agents:summary -->"
+GITHUB_LIMIT = 65536
+BUDGET = GITHUB_LIMIT - 1000
+"""What we aim for: GitHub's limit with room for the cut notice (and for how GitHub counts)."""
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One chain step in the run-history table (None: not known)."""
+
+    flow: str
+    agent: str
+    outcome: str
+    step: str | None = None
+    iterations: int | None = None
+    files_changed: int | None = None
+    insertions: int | None = None
+    deletions: int | None = None
+    duration_s: float | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+
+
+def _cell(text: str) -> str:
+    from gitflow_agents.render.markdown import escape
+
+    return escape(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
+def run_history(rows: Sequence[RunRow]) -> str:
+    """The run-history table (empty string for no rows)."""
+    if not rows:
+        return ""
+    out = [
+        "| step | flow | agent | outcome | iterations | git | duration | tokens | cost |",
+        "|---|---|---|---|---:|---|---:|---:|---:|",
+    ]
+    for row in rows:
+        git = "—"
+        if row.files_changed is not None:
+            git = f"{row.files_changed} files +{row.insertions or 0} −{row.deletions or 0}"
+        out.append(
+            "| "
+            + " | ".join(
+                [
+                    _cell(row.step or "—"),
+                    _cell(row.flow),
+                    _cell(row.agent),
+                    _cell(row.outcome),
+                    str(row.iterations) if row.iterations is not None else "—",
+                    git,
+                    _duration(row.duration_s),
+                    f"{row.tokens:,}" if row.tokens is not None else "—",
+                    f"${row.cost_usd:.2f}" if row.cost_usd is not None else "—",
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(out)
+
+
+def summary_body(
+    review: Review,
+    gate: GateResult | None,
+    *,
+    rows: Sequence[RunRow] = (),
+    questions: Sequence[str] = (),
+    inline_note: str = "",
+    notices: Sequence[str] = (),
+    footer: str = "",
+) -> str:
+    """The full comment body, marker first, capped (``cap``)."""
+    from gitflow_agents.render.markdown import escape
+    from gitflow_agents.render.markdown import render as render_markdown
+
+    parts = [MARKER, render_markdown(review, gate).rstrip()]
+    if inline_note:
+        parts.append(inline_note)
+    if notices:
+        parts.append("\n".join(f"> [!NOTE]\n> {escape(n)}" for n in notices))
+    if questions:
+        parts.append(
+            "#### Questions from agents\n\n" + "\n".join(f"- {escape(q)}" for q in questions)
+        )
+    table = run_history(rows)
+    if table:
+        parts.append("#### Run history\n\n" + table)
+    if footer:
+        parts.append(f"<sub>{footer}</sub>")
+    return cap("\n\n".join(parts) + "\n")
+
+
+def cap(body: str, limit: int = BUDGET) -> str:
+    """``body`` cut at a line boundary to fit ``limit``, open ``<details>`` closed, and a
+    notice saying how much was cut (and how many findings) appended."""
+    if len(body) <= limit:
+        return body
+    lines = body.split("\n")
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        if size + len(line) + 1 > limit:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    cut = lines[len(kept) :]
+    cut_findings = sum(1 for line in cut if line.startswith("- "))
+    opened = sum(line.startswith("<details") for line in kept) - sum(
+        line.startswith("</details>") for line in kept
+    )
+    kept += ["", "</details>"] * max(opened, 0)
+    cut_chars = len(body) - size
+    what = f"{len(cut)} lines ({cut_chars:,} characters"
+    what += f", {cut_findings} findings)" if cut_findings else ")"
+    kept += [
+        "",
+        f"> ✂️ **Cut to stay under GitHub's {GITHUB_LIMIT:,}-character comment limit:** "
+        f"{what} not shown here. The complete results are in the job summary and in the "
+        "`findings-file` / `sarif-file` outputs of the action.",
+        "",
+    ]
+    return "\n".join(kept)
+
+
+def is_ours(comment: Comment, login: str) -> bool:
+    return comment.author == login and comment.body.lstrip().startswith(MARKER)
+
+
+@dataclass(frozen=True)
+class StickyResult:
+    comment_id: int
+    action: str
+    """``created``, ``updated`` or ``unchanged`` (same body: no write at all)."""
+    removed_duplicates: int = 0
+
+
+def upsert_summary(
+    client: Client, repo: str, number: int, body: str, *, login: str
+) -> StickyResult:
+    """Create our summary comment, or edit the one we wrote before.
+
+    Should an earlier run have left two (a create retried after GitHub had in fact stored it),
+    the oldest is kept and edited and the extra ones of ours are deleted.
+    """
+    if not body.startswith(MARKER):
+        body = f"{MARKER}\n{body}"
+    ours = sorted(
+        (c for c in client.issue_comments(repo, number) if is_ours(c, login)), key=lambda c: c.id
+    )
+    if not ours:
+        made = client.create_issue_comment(repo, number, body)
+        return StickyResult(made.id, "created")
+    keep, *extra = ours
+    for duplicate in extra:
+        client.delete_issue_comment(repo, number, duplicate.id)
+    if keep.body == body:
+        return StickyResult(keep.id, "unchanged", len(extra))
+    client.edit_issue_comment(repo, number, keep.id, body)
+    return StickyResult(keep.id, "updated", len(extra))

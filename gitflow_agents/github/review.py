@@ -1,0 +1,211 @@
+"""Inline findings: one batched review on the lines of the diff, posted once per finding.
+
+Where a comment may go comes from the pull request files' ``patch``: the new-side lines of each
+hunk (added and context lines). A finding whose lines all fall inside one hunk becomes an inline
+comment; every other finding stays in the summary comment only. Each inline comment carries
+``<!-- gitflow-agents:fp=FINGERPRINT -->``, and a re-run skips findings whose fingerprint one of
+our earlier review comments already carries, so pushing again never repeats a comment.
+
+Everything new goes into ONE ``POST /pulls/{n}/reviews`` (event COMMENT). GitHub refuses a
+review as a whole when one comment is bad (422); then each comment is tried on its own, and
+the ones still refused are handed back for the summary, so no finding is lost.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from gitflow_agents.findings import Finding, Severity
+from gitflow_agents.github.client import Client, GitHubRejected, InlineComment, PullFile
+
+FP_MARKER = "<!-- gitflow-agents:fp={} -->"
+_FP_RE = re.compile(r"<!-- gitflow-agents:fp=([0-9A-Za-z_.:-]+) -->")
+_HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+MAX_INLINE = 50
+"""At most this many new inline comments per run; the rest stay in the summary (noise and
+GitHub's secondary rate limits both argue for a cap)."""
+MAX_INLINE_BODY = 8000
+MAX_SINGLE_FALLBACK = 10
+"""When a batch is refused, at most this many comments are retried one by one."""
+
+LABELS = {
+    Severity.ERROR: "🔴 **error**",
+    Severity.WARN: "🟡 **warn**",
+    Severity.INFO: "🔵 **info**",
+}
+
+Hunk = frozenset[int]
+
+
+def hunks(patch: str | None) -> tuple[Hunk, ...]:
+    """New-file line numbers of each hunk of a unified ``patch`` (added and context lines)."""
+    found: list[set[int]] = []
+    line = 0
+    for text in (patch or "").splitlines():
+        match = _HUNK_RE.match(text)
+        if match:
+            line = int(match.group(1))
+            found.append(set())
+        elif found and text[:1] in ("+", " "):
+            found[-1].add(line)
+            line += 1
+        # "-" lines are old-side only; "\ No newline at end of file" is no line at all
+    return tuple(frozenset(h) for h in found)
+
+
+def diff_map(files: Iterable[PullFile]) -> dict[str, tuple[Hunk, ...]]:
+    """Path -> its hunks, for every file of the pull request that has a patch."""
+    return {f.filename: hunks(f.patch) for f in files if f.patch}
+
+
+def anchor(finding: Finding, diff: Mapping[str, Sequence[Hunk]]) -> tuple[int, int] | None:
+    """(start_line, line) where ``finding`` can be commented inline, or None.
+
+    Every line of the finding must lie inside one hunk (GitHub's rule for multi-line comments).
+    """
+    if not finding.file or finding.line is None:
+        return None
+    end = finding.end_line or finding.line
+    for hunk in diff.get(finding.file, ()):
+        if all(n in hunk for n in range(finding.line, end + 1)):
+            return finding.line, end
+    return None
+
+
+def fingerprints_in(bodies: Iterable[str]) -> set[str]:
+    return {fp for body in bodies for fp in _FP_RE.findall(body)}
+
+
+def comment_body(finding: Finding) -> str:
+    """The inline comment: severity, rule, message, the suggestion, and the fingerprint marker.
+
+    A GitHub ```suggestion block is passed through unchanged (it becomes a one-click fix)."""
+    from gitflow_agents.render.markdown import code, escape
+
+    rule = f" {code(finding.rule)}" if finding.rule else ""
+    parts = [f"{LABELS[finding.severity]}{rule}: {escape(finding.message)}"]
+    if finding.suggestion:
+        suggestion = finding.suggestion.strip("\n")
+        if suggestion.lstrip().startswith(("```", "~~~")):
+            parts.append(suggestion)
+        else:
+            parts.append(f"Suggestion: {escape(suggestion)}")
+    marker = FP_MARKER.format(finding.fingerprint)
+    body = "\n\n".join(parts)
+    room = MAX_INLINE_BODY - len(marker) - 40
+    if len(body) > room:
+        body = body[:room].rstrip() + "\n\n…(cut; the full text is in the summary comment)"
+    return f"{body}\n\n{marker}"
+
+
+@dataclass(frozen=True)
+class InlineOutcome:
+    """What happened to the findings: ``posted`` now, ``already`` posted by an earlier run,
+    and ``summary_only`` (outside the diff, over the cap, or refused by GitHub)."""
+
+    posted: tuple[Finding, ...] = ()
+    already: tuple[Finding, ...] = ()
+    summary_only: tuple[Finding, ...] = ()
+    refused: tuple[str, ...] = ()
+    """GitHub's reasons for comments it would not take."""
+    review_id: int | None = None
+
+
+def plan_inline(
+    findings: Sequence[Finding],
+    diff: Mapping[str, Sequence[Hunk]],
+    existing: set[str],
+    *,
+    max_inline: int = MAX_INLINE,
+) -> tuple[list[tuple[Finding, InlineComment]], list[Finding], list[Finding]]:
+    """(new inline comments, already posted, summary-only), most severe findings first."""
+    new: list[tuple[Finding, InlineComment]] = []
+    already: list[Finding] = []
+    rest: list[Finding] = []
+    seen: set[str] = set()
+    for finding in sorted(findings, key=lambda f: -f.severity.rank):
+        where = anchor(finding, diff)
+        if where is None or not finding.file:
+            rest.append(finding)
+        elif finding.fingerprint and finding.fingerprint in existing:
+            already.append(finding)
+        elif finding.fingerprint in seen or len(new) >= max_inline:
+            rest.append(finding)
+        else:
+            seen.add(finding.fingerprint)
+            start, end = where
+            comment = InlineComment(
+                path=finding.file,
+                line=end,
+                body=comment_body(finding),
+                start_line=start if start < end else None,
+            )
+            new.append((finding, comment))
+    return new, already, rest
+
+
+def post_inline(
+    client: Client,
+    repo: str,
+    number: int,
+    head_sha: str,
+    findings: Sequence[Finding],
+    files: Sequence[PullFile],
+    *,
+    login: str,
+    max_inline: int = MAX_INLINE,
+) -> InlineOutcome:
+    """Post the new inline findings as one review; see the module docstring."""
+    filled = [f.with_fingerprint() for f in findings]
+    ours = [c.body for c in client.review_comments(repo, number) if c.author == login]
+    new, already, rest = plan_inline(
+        filled, diff_map(files), fingerprints_in(ours), max_inline=max_inline
+    )
+    if not new:
+        return InlineOutcome(already=tuple(already), summary_only=tuple(rest))
+    noun = "finding" if len(new) == 1 else "findings"
+    body = f"gitflow-agents: {len(new)} new {noun} on the changed lines (details in the summary comment)."
+    try:
+        review_id = client.create_review(repo, number, head_sha, body, [c for _, c in new])
+        return InlineOutcome(
+            posted=tuple(f for f, _ in new),
+            already=tuple(already),
+            summary_only=tuple(rest),
+            review_id=review_id,
+        )
+    except GitHubRejected as batch_error:
+        posted, refused_findings, reasons = _one_by_one(client, repo, number, head_sha, new)
+        return InlineOutcome(
+            posted=tuple(posted),
+            already=tuple(already),
+            summary_only=tuple(rest + refused_findings),
+            refused=(str(batch_error), *reasons),
+        )
+
+
+def _one_by_one(
+    client: Client,
+    repo: str,
+    number: int,
+    head_sha: str,
+    new: Sequence[tuple[Finding, InlineComment]],
+) -> tuple[list[Finding], list[Finding], list[str]]:
+    posted: list[Finding] = []
+    refused: list[Finding] = []
+    reasons: list[str] = []
+    for index, (finding, comment) in enumerate(new):
+        if index >= MAX_SINGLE_FALLBACK:
+            refused.append(finding)
+            continue
+        try:
+            client.create_review_comment(repo, number, head_sha, comment)
+            posted.append(finding)
+        except GitHubRejected as error:
+            refused.append(finding)
+            reasons.append(str(error))
+        # Any other GitHubError (forbidden, failing after retries) propagates: the rest would
+        # fail the same way, and every finding is in the summary comment anyway.
+    return posted, refused, reasons
