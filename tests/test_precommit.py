@@ -1,0 +1,282 @@
+"""The hooks in .pre-commit-hooks.yaml: the manifest, the entry points, and the real pre-commit
+framework installing this project as a hook repository, offline, from a local wheel folder."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gitflow_agents import cli
+from gitflow_agents import git as g
+from gitflow_agents.reviewer import read_review_note
+from tests.conftest import GIT_ENV, ROOT, git
+
+AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
+DEFECT = f'KEY = "{AWS_KEY}"\n\ndef handler(:\n    return KEY\n'
+FIXED = 'import os\n\nKEY = os.environ["KEY"]\n\n\ndef handler() -> str:\n    return KEY\n'
+PLAN = (
+    "# Plan: demo\n\nOverview.\n\n## Implementation Steps\n\n"
+    "### Status: ❌ | Step 1: Do the thing\n\nDetails.\n"
+)
+
+needs_pre_commit = pytest.mark.skipif(
+    importlib.util.find_spec("pre_commit") is None, reason="pre-commit is not installed"
+)
+
+
+def manifest() -> list[dict[str, object]]:
+    data = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert isinstance(data, list)
+    return data
+
+
+# --- fast: the manifest and the entry points -------------------------------------------------
+
+
+def test_manifest_declares_the_three_hooks() -> None:
+    hooks = {h["id"]: h for h in manifest()}
+    assert set(hooks) == {"agent-review", "agent-review-gate", "plan-lint"}
+    review, gate = hooks["agent-review"], hooks["agent-review-gate"]
+    assert review["stages"] == ["pre-commit", "pre-push", "manual"]
+    assert gate["stages"] == ["pre-push", "manual"]
+    for hook in (review, gate):
+        assert hook["pass_filenames"] is False
+        assert hook["language"] == "python"
+    assert hooks["plan-lint"]["files"] == r"(^|/)specs/.*\.md$"
+
+
+def test_manifest_entries_are_installed_console_scripts() -> None:
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    for hook in manifest():
+        entry = str(hook["entry"]).split()
+        assert entry[0] in scripts, hook["id"]
+        # the rest of the entry must parse as a real command line
+        if entry[0] == "gitflow-agents":
+            cli.build_parser().parse_args(entry[1:] + (["x.md"] if "lint" in entry else []))
+
+
+@needs_pre_commit
+def test_manifest_validates_with_pre_commit() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "validate-manifest", ".pre-commit-hooks.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_review_hook_entry_reviews_staged_changes_on_pre_commit(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "app.py").write_text(DEFECT)
+    git(repo, "add", "app.py")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("PRE_COMMIT", "1")
+    # git exports these to hooks; inherited, they must not redirect our git calls
+    monkeypatch.setenv("GIT_DIR", ".git")
+    monkeypatch.setenv("GIT_INDEX_FILE", str(repo / "nonexistent-index"))
+    status_before = git(repo, "status", "--porcelain")
+    assert cli.main(["review", "--hook"]) == 1
+    out = capsys.readouterr().out
+    assert "app.py" in out and "python-syntax" in out and "aws-access-key" in out
+    assert git(repo, "status", "--porcelain") == status_before  # never modifies files
+
+
+def test_gate_entry_uses_the_pushed_ref(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = g.head_sha(repo)
+    monkeypatch.chdir(repo)
+    assert cli.main(["review", first]) == 0
+    (repo / "b.txt").write_text("b\n")
+    git(repo, "add", "b.txt")
+    git(repo, "commit", "-q", "-m", "unreviewed")
+    assert cli.main(["hook", "gate"]) == 1  # HEAD: no review
+    assert "has no recorded review" in capsys.readouterr().err
+    monkeypatch.setenv("PRE_COMMIT_TO_REF", first)
+    assert cli.main(["hook", "gate"]) == 0  # the pushed commit was reviewed
+
+
+# --- slow: the real pre-commit framework -----------------------------------------------------
+
+_HOOK_REPO_FILES = ("pyproject.toml", "README.md", "LICENSE", ".pre-commit-hooks.yaml")
+_HOOK_REPO_DIRS = ("gitflow_agents", "templates")
+
+
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout's working tree as a committed git repo (try-repo installs a repo's HEAD)."""
+    path = tmp_path_factory.mktemp("hook-repo")
+    for name in _HOOK_REPO_FILES:
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, path / name)
+    for name in _HOOK_REPO_DIRS:
+        if (ROOT / name).is_dir():
+            shutil.copytree(
+                ROOT / name, path / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+            )
+    env = {**os.environ, **GIT_ENV, "HOME": str(path)}
+    for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-q", "-m", "snapshot")):
+        subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
+    return path
+
+
+def _wheelhouse_requirements() -> list[str]:
+    import tomllib
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return sorted({*data["build-system"]["requires"], *data["project"]["dependencies"]})
+
+
+@pytest.fixture(scope="session")
+def wheelhouse() -> Path:
+    """Wheels of the build backend and every runtime dependency, so pre-commit's ``pip install .``
+    runs with PIP_NO_INDEX. Built once and kept in the temp dir (keyed by the requirements and
+    the Python version), so later sessions and xdist workers reuse it; never under $HOME."""
+    requirements = _wheelhouse_requirements()
+    key = hashlib.sha256("\n".join([sys.version, *requirements]).encode()).hexdigest()[:16]
+    final = Path(tempfile.gettempdir()) / f"gitflow-agents-test-wheelhouse-{key}"
+    if (final / ".complete").exists():
+        return final
+    building = Path(tempfile.mkdtemp(prefix=final.name + ".", dir=final.parent))
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(building), *requirements],
+        env={**os.environ, "PIP_CACHE_DIR": str(building / ".pip-cache")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"building the wheelhouse failed:\n{result.stdout}\n{result.stderr}")
+    shutil.rmtree(building / ".pip-cache", ignore_errors=True)
+    (building / ".complete").touch()
+    try:
+        building.rename(final)
+    except OSError:  # another worker finished first
+        shutil.rmtree(building, ignore_errors=True)
+    return final
+
+
+@pytest.fixture
+def offline_env(wheelhouse: Path, tmp_path: Path, isolated_home: Path) -> Iterator[dict[str, str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHONPATH"))}
+    env.update(
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_NO_INDEX="1",
+        PIP_FIND_LINKS=str(wheelhouse),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"),
+        VIRTUALENV_OVERRIDE_APP_DATA=str(tmp_path / "virtualenv-app-data"),
+        PRE_COMMIT_COLOR="never",
+    )
+    yield env
+
+
+def pre_commit(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    """A user's project with the seeded defect staged."""
+    (repo / "app.py").write_text(DEFECT)
+    git(repo, "add", "app.py")
+    return repo
+
+
+@pytest.mark.slow
+@needs_pre_commit
+def test_try_repo_fails_on_the_seeded_defect(
+    project: Path, hook_repo: Path, offline_env: dict[str, str]
+) -> None:
+    failed = pre_commit("try-repo", str(hook_repo), "agent-review", cwd=project, env=offline_env)
+    output = failed.stdout + failed.stderr
+    assert failed.returncode == 1, output
+    assert "agent review" in output and "Failed" in output
+    assert "app.py" in output and "python-syntax" in output and "aws-access-key" in output
+    assert AWS_KEY not in output
+
+
+@pytest.mark.slow
+@needs_pre_commit
+def test_hooks_pass_on_the_fix_and_gate_the_push(
+    project: Path, hook_repo: Path, offline_env: dict[str, str]
+) -> None:
+    """The same hooks from a config (one install, reused): pre-commit stage on the staged fix,
+    then pre-push with the review and the gate, then plan-lint."""
+    rev = g.head_sha(hook_repo)
+    config = (
+        f"repos:\n- repo: {hook_repo}\n  rev: {rev}\n  hooks:\n"
+        "  - id: agent-review\n  - id: agent-review-gate\n  - id: plan-lint\n"
+    )
+    (project / ".pre-commit-config.yaml").write_text(config)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return pre_commit(
+            "run", "--config", ".pre-commit-config.yaml", *args, cwd=project, env=offline_env
+        )
+
+    staged_defect = run("agent-review")
+    assert staged_defect.returncode == 1, staged_defect.stdout
+    assert "python-syntax" in staged_defect.stdout
+    (project / "app.py").write_text(FIXED)
+    git(project, "add", "app.py")
+    staged_fix = run("agent-review")
+    assert staged_fix.returncode == 0, staged_fix.stdout + staged_fix.stderr
+    assert "Passed" in staged_fix.stdout
+
+    git(project, "reset", "-q")
+    base = g.head_sha(project)
+    git(project, "checkout", "-q", "-b", "feature")
+    (project / "app.py").write_text(DEFECT)
+    (project / "specs").mkdir()
+    (project / "specs" / "plan.md").write_text(PLAN)
+    git(project, "add", "app.py", "specs")
+    git(project, "commit", "-q", "-m", "defect")
+    broken = g.head_sha(project)
+    (project / "app.py").write_text(FIXED)
+    git(project, "commit", "-q", "-am", "fix")
+    fixed = g.head_sha(project)
+
+    def push(to: str) -> subprocess.CompletedProcess[str]:
+        return run("--hook-stage", "pre-push", "--from-ref", base, "--to-ref", to)
+
+    refused = push(broken)
+    output = refused.stdout + refused.stderr
+    assert refused.returncode == 1, output
+    assert "python-syntax" in output
+    assert "push refused" in output
+    note = read_review_note(project, broken)
+    assert note is not None and note.verdict == "revise"
+
+    allowed = push(fixed)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert allowed.stdout.count("Passed") == 3  # review, gate, plan-lint (plan.md is in the range)
+    note = read_review_note(project, fixed)
+    assert note is not None and note.verdict == "approved"
+
+    (project / "specs" / "plan.md").write_text(PLAN.replace("Step 1:", "Step one:"))
+    git(project, "add", "specs")
+    lint = run("plan-lint")
+    assert lint.returncode != 0, lint.stdout
+    assert "plan.md" in lint.stdout
