@@ -271,9 +271,13 @@ def test_entropy_and_mask() -> None:
     assert masked.startswith("AKIA") and "1234567890" not in masked
 
 
-@pytest.mark.skipif(sys.version_info >= (3, 11), reason="only without tomllib")
-def test_toml_without_a_parser_is_noted_as_unreviewed(repo: Path) -> None:
-    if checks.toml_parser() is not None:
-        pytest.skip("tomli is installed")
+@pytest.mark.skipif(sys.version_info >= (3, 11), reason="Python 3.11+ always has tomllib")
+def test_toml_without_a_parser_is_noted_as_unreviewed(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "tomli", None)  # import tomli -> ImportError
+    assert checks.toml_parser() is None
     result = review(repo, {"x.toml": "a = \n"})
     assert result.unreviewed_files == ("x.toml",)
+    assert result.findings == ()
+    assert "needs Python 3.11+ or tomli" in result.notes[0]

@@ -12,6 +12,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -32,6 +33,15 @@ PLAN = (
 needs_pre_commit = pytest.mark.skipif(
     importlib.util.find_spec("pre_commit") is None, reason="pre-commit is not installed"
 )
+
+
+def load_pyproject() -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        tomllib = pytest.importorskip("tomli")
+    data: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return data
 
 
 def manifest() -> list[dict[str, object]]:
@@ -56,9 +66,7 @@ def test_manifest_declares_the_three_hooks() -> None:
 
 
 def test_manifest_entries_are_installed_console_scripts() -> None:
-    import tomllib
-
-    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    scripts = load_pyproject()["project"]["scripts"]
     for hook in manifest():
         entry = str(hook["entry"]).split()
         assert entry[0] in scripts, hook["id"]
@@ -135,9 +143,7 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _wheelhouse_requirements() -> list[str]:
-    import tomllib
-
-    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    data = load_pyproject()
     return sorted({*data["build-system"]["requires"], *data["project"]["dependencies"]})
 
 
@@ -280,3 +286,19 @@ def test_hooks_pass_on_the_fix_and_gate_the_push(
     lint = run("plan-lint")
     assert lint.returncode != 0, lint.stdout
     assert "plan.md" in lint.stdout
+
+
+def test_gate_entry_outside_a_repository_and_from_a_subdirectory(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.chdir(plain)
+    assert cli.main(["hook", "gate"]) == 2
+    assert "not a git repository" in capsys.readouterr().err
+    sub = repo / "deep" / "dir"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    assert cli.main(["review", "HEAD"]) == 0
+    assert cli.main(["hook", "gate"]) == 0
+    assert cli.main(["hook", "gate", "no-such-ref"]) == 2

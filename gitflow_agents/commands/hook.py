@@ -1,7 +1,7 @@
 """``gitflow-agents hook gate``: the fast pre-push gate.
 
 Refuses a push unless the pushed commit (``PRE_COMMIT_TO_REF``, else the given REV, else HEAD)
-carries a recorded approval for exactly that commit. No agent, no network, two git calls.
+carries a recorded approval for exactly that commit. No agent, no network, two git calls (resolve the commit, read its note).
 """
 
 from __future__ import annotations
@@ -9,17 +9,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from gitflow_agents import git
-from gitflow_agents.errors import ExitCode
+from gitflow_agents.errors import ExitCode, UsageError
 
 
 def gate(rev: str | None) -> int:
     from gitflow_agents.reviewer import approval_status
 
-    root = git.repo_root()
+    # git finds the repository from any subdirectory: skip the separate root lookup (speed).
+    root = Path.cwd()
     target = rev or os.environ.get("PRE_COMMIT_TO_REF") or "HEAD"
-    sha = git.rev_parse(root, target)
+    try:
+        sha = git.rev_parse(root, target)
+    except UsageError:
+        git.repo_root(root)  # the clearer error when this is not a repository at all
+        raise
     approved, reason = approval_status(root, sha)
     if approved:
         print(f"agent-review-gate: {reason}")
