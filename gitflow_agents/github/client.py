@@ -246,7 +246,7 @@ class Client:
         return _translated(what, self.settings.retries)
 
     def _repo(self, repo: str) -> Any:
-        return self._github.get_repo(repo, lazy=True)
+        return self._github.get_repo(repo)
 
     # -- identity and permissions --------------------------------------------------------------
 

@@ -1,0 +1,995 @@
+"""A stateful stand-in for the GitHub REST API, on 127.0.0.1, for real PyGithub to talk to.
+
+Every request and every (documented) response is checked against GitHub's own OpenAPI
+description (``tests/data/github-openapi/``) with openapi-core; a violation is recorded in
+``server.violations`` and the ``github`` fixture fails the test on teardown. Response bodies are
+generated from the schemas (every required field, right type and format) and then overlaid with
+the stand-in's state, so they are GitHub-shaped by construction.
+
+Rules the description does not encode are implemented here, independently of the product code:
+comment bodies over 65,536 characters and review comments outside the diff hunks are refused
+with 422, a review is all-or-nothing, list endpoints paginate with ``Link`` headers, a read-only
+token gets 403 on writes, the Actions token gets 403 on ``GET /user``. Faults (5xx, secondary
+rate limits, any status) are injected with ``fail()``; ``log`` records every request.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+SPEC_PATH = Path(__file__).parent / "data" / "github-openapi" / "api.github.com.subset.json"
+MAX_BODY = 65536
+NOW = "2026-01-01T00:00:00Z"
+
+
+@functools.cache
+def spec_dict() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(SPEC_PATH.read_text(encoding="utf-8"))
+    return data
+
+
+@functools.cache
+def openapi() -> Any:
+    """The description as an openapi-core object, loaded once per process (spec validation of
+    the description itself is skipped: it is GitHub's, and it is slow)."""
+    from openapi_core import OpenAPI
+    from openapi_core.configurations import Config
+
+    return OpenAPI.from_dict(spec_dict(), config=Config(spec_validator_cls=None))
+
+
+# ---------------------------------------------------------------------------------------------
+# GitHub-shaped values generated from the schemas
+# ---------------------------------------------------------------------------------------------
+
+
+def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        node: Any = spec_dict()
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        schema = node
+    return schema
+
+
+def sample(schema: dict[str, Any], depth: int = 0) -> Any:
+    """A minimal valid instance: required properties only, nullable ones null."""
+    schema = _resolve(schema)
+    if "allOf" in schema:
+        merged: dict[str, Any] = {}
+        for part in schema["allOf"]:
+            value = sample(part, depth)
+            if isinstance(value, dict):
+                merged.update(value)
+        return merged
+    for key in ("oneOf", "anyOf"):
+        if key in schema:
+            return sample(schema[key][0], depth)
+    if schema.get("nullable") and depth > 0:
+        return None
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {name: sample(props[name], depth + 1) for name in schema.get("required", [])}
+    if kind == "array":
+        return []
+    if kind == "integer":
+        return int(schema.get("minimum", 1))
+    if kind == "number":
+        return 1.0
+    if kind == "boolean":
+        return False
+    fmt = schema.get("format")
+    if fmt == "date-time":
+        return NOW
+    if fmt == "uri":
+        return "https://example.com/"
+    if fmt == "email":
+        return "someone@example.com"
+    return "x"
+
+
+def schema_of(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = spec_dict()["components"]["schemas"][name]
+    return schema
+
+
+def overlay(base: Any, extra: Any) -> Any:
+    if isinstance(base, dict) and isinstance(extra, dict):
+        out = dict(base)
+        for key, value in extra.items():
+            out[key] = overlay(base.get(key), value) if key in base else value
+        return out
+    return extra
+
+
+def make(schema_name: str, /, **values: Any) -> dict[str, Any]:
+    made: dict[str, Any] = overlay(sample(schema_of(schema_name)), values)
+    return made
+
+
+# ---------------------------------------------------------------------------------------------
+# Diff hunks (the stand-in's own reading of a patch, independent of the product's)
+# ---------------------------------------------------------------------------------------------
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+def hunks_of(patch: str | None) -> list[set[int]]:
+    """Right-side line numbers of each hunk (added and context lines)."""
+    out: list[set[int]] = []
+    line = 0
+    for text in (patch or "").splitlines():
+        match = _HUNK.match(text)
+        if match:
+            line = int(match.group(1))
+            out.append(set())
+        elif out and text.startswith(("+", " ")):
+            out[-1].add(line)
+            line += 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# State
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Token:
+    login: str
+    can_write: bool = True
+    user_endpoint: bool = True
+    """False for the Actions GITHUB_TOKEN: ``GET /user`` is 403 for an installation token."""
+
+
+@dataclass
+class Pull:
+    number: int
+    head_sha: str
+    base_sha: str
+    files: list[dict[str, Any]]
+    author: str = "alice"
+    title: str = "A change"
+    head_repo: str | None = None
+    draft: bool = False
+    head_ref: str = "feature"
+    base_ref: str = "main"
+
+
+@dataclass
+class Fault:
+    method: str
+    path: re.Pattern[str]
+    status: int
+    times: int
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    body: Any
+    status: int
+    token: str
+
+
+@dataclass
+class State:
+    owner: str = "octo"
+    repo: str = "demo"
+    tokens: dict[str, Token] = field(default_factory=dict)
+    permissions: dict[str, str] = field(default_factory=dict)
+    pulls: dict[int, Pull] = field(default_factory=dict)
+    issue_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    review_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reviews: dict[int, dict[str, Any]] = field(default_factory=dict)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    next_id: int = 1000
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None):
+        super().__init__(status)
+        self.status = status
+        self.body = body
+        self.headers = headers or {}
+
+
+def validation_failed(message: str) -> ApiError:
+    return ApiError(
+        422,
+        {
+            "message": "Unprocessable Entity",
+            "errors": [message],
+            "documentation_url": "https://docs.github.com/rest",
+        },
+    )
+
+
+def forbidden(message: str = "Resource not accessible by integration") -> ApiError:
+    return ApiError(403, {"message": message, "documentation_url": "https://docs.github.com/rest"})
+
+
+def not_found() -> ApiError:
+    return ApiError(
+        404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The server
+# ---------------------------------------------------------------------------------------------
+
+Route = Callable[["GitHubStandIn", "Request"], tuple[int, Any]]
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    params: dict[str, str]
+    query: dict[str, list[str]]
+    body: Any
+    token: Token
+
+
+class GitHubStandIn:
+    """Start with ``start()``; ``base_url`` is what PyGithub (or GITHUB_API_URL) points at.
+
+    ``prefix`` imitates GitHub Enterprise (``/api/v3``)."""
+
+    def __init__(self, prefix: str = "/api/v3") -> None:
+        self.state = State()
+        self.prefix = prefix.rstrip("/")
+        self.log: list[Recorded] = []
+        self.violations: list[str] = []
+        self.faults: list[Fault] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.add_token("tok-write", Token("gitflow-bot"))
+        self.add_token("tok-actions", Token("github-actions[bot]", user_endpoint=False))
+        self.add_token(
+            "tok-read", Token("github-actions[bot]", can_write=False, user_endpoint=False)
+        )
+        self.add_token("tok-other", Token("someone-else"))
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> GitHubStandIn:
+        standin = self
+
+        class Handler(_Handler):
+            server_standin = standin
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.prefix}"
+
+    @property
+    def repo_url(self) -> str:
+        return f"{self.base_url}/repos/{self.state.owner}/{self.state.repo}"
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.state.owner}/{self.state.repo}"
+
+    # -- set-up ----------------------------------------------------------------------------------
+
+    def add_token(self, token: str, who: Token) -> None:
+        self.state.tokens[token] = who
+
+    def add_pull(self, pull: Pull) -> Pull:
+        self.state.pulls[pull.number] = pull
+        return pull
+
+    def add_issue_comment(self, number: int, author: str, body: str) -> dict[str, Any]:
+        return self._new_issue_comment(number, author, body)
+
+    def fail(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        *,
+        times: int = 1,
+        message: str = "Server Error",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Answer the next ``times`` requests matching ``method`` and the ``path`` regex
+        (searched in the path below the prefix) with ``status``."""
+        body = {"message": message, "documentation_url": "https://docs.github.com/rest"}
+        self.faults.append(Fault(method, re.compile(path), status, times, body, headers or {}))
+
+    def secondary_rate_limit(
+        self, method: str, path: str, *, times: int = 1, retry_after: int = 1
+    ) -> None:
+        self.fail(
+            method,
+            path,
+            403,
+            times=times,
+            message="You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+            headers={"Retry-After": str(retry_after)},
+        )
+
+    # -- queries for assertions ------------------------------------------------------------------
+
+    def requests(self, method: str | None = None, path: str = "") -> list[Recorded]:
+        return [
+            r
+            for r in self.log
+            if (method is None or r.method == method) and re.search(path, r.path)
+        ]
+
+    def writes(self) -> list[Recorded]:
+        return [r for r in self.log if r.method in ("POST", "PATCH", "PUT", "DELETE")]
+
+    def comments_on(self, number: int) -> list[dict[str, Any]]:
+        return [
+            c
+            for c in self.state.issue_comments.values()
+            if c["issue_url"].endswith(f"/issues/{number}")
+        ]
+
+    def statuses_for(self, sha: str) -> list[dict[str, Any]]:
+        return [s for s in self.state.statuses if s["sha"] == sha]
+
+    # -- object builders -------------------------------------------------------------------------
+
+    def user(self, login: str) -> dict[str, Any]:
+        is_bot = login.endswith("[bot]")
+        return make(
+            "simple-user",
+            login=login,
+            id=abs(hash(login)) % 10**6 + 1,
+            url=f"{self.base_url}/users/{login}",
+            html_url=f"https://github.example/{login}",
+            type="Bot" if is_bot else "User",
+        )
+
+    def repository(self, full_name: str | None = None) -> dict[str, Any]:
+        full_name = full_name or self.full_name
+        owner, name = full_name.split("/")
+        return make(
+            "repository",
+            id=7,
+            name=name,
+            full_name=full_name,
+            owner=self.user(owner),
+            url=f"{self.base_url}/repos/{full_name}",
+            html_url=f"https://github.example/{full_name}",
+            default_branch="main",
+            private=False,
+            fork=full_name != self.full_name,
+        )
+
+    def _new_issue_comment(self, number: int, author: str, body: str) -> dict[str, Any]:
+        self.state.next_id += 1
+        cid = self.state.next_id
+        comment = make(
+            "issue-comment",
+            id=cid,
+            node_id=f"IC_{cid}",
+            url=f"{self.repo_url}/issues/comments/{cid}",
+            html_url=f"https://github.example/{self.full_name}/pull/{number}#issuecomment-{cid}",
+            issue_url=f"{self.repo_url}/issues/{number}",
+            body=body,
+            user=self.user(author),
+            created_at=NOW,
+            updated_at=NOW,
+            author_association="NONE",
+        )
+        self.state.issue_comments[cid] = comment
+        return comment
+
+    def _pull_json(self, pull: Pull) -> dict[str, Any]:
+        url = f"{self.repo_url}/pulls/{pull.number}"
+        head_repo = self.repository(pull.head_repo or self.full_name)
+        return make(
+            "pull-request",
+            id=pull.number + 500,
+            number=pull.number,
+            url=url,
+            html_url=f"https://github.example/{self.full_name}/pull/{pull.number}",
+            issue_url=f"{self.repo_url}/issues/{pull.number}",
+            comments_url=f"{self.repo_url}/issues/{pull.number}/comments",
+            review_comments_url=f"{url}/comments",
+            commits_url=f"{url}/commits",
+            statuses_url=f"{self.repo_url}/statuses/{pull.head_sha}",
+            state="open",
+            title=pull.title,
+            user=self.user(pull.author),
+            draft=pull.draft,
+            head={
+                "label": f"x:{pull.head_ref}",
+                "ref": pull.head_ref,
+                "sha": pull.head_sha,
+                "user": self.user(self.state.owner),
+                "repo": head_repo,
+            },
+            base={
+                "label": f"{self.state.owner}:{pull.base_ref}",
+                "ref": pull.base_ref,
+                "sha": pull.base_sha,
+                "user": self.user(self.state.owner),
+                "repo": self.repository(),
+            },
+        )
+
+    def _review_comment_json(
+        self, pull: Pull, review_id: int, author: str, spec: dict[str, Any], commit: str
+    ) -> dict[str, Any]:
+        self.state.next_id += 1
+        cid = self.state.next_id
+        comment = make(
+            "pull-request-review-comment",
+            id=cid,
+            node_id=f"PRRC_{cid}",
+            url=f"{self.repo_url}/pulls/comments/{cid}",
+            pull_request_review_id=review_id,
+            diff_hunk="@@",
+            path=spec["path"],
+            line=spec.get("line"),
+            start_line=spec.get("start_line"),
+            side=spec.get("side", "RIGHT"),
+            commit_id=commit,
+            original_commit_id=commit,
+            user=self.user(author),
+            body=spec["body"],
+            created_at=NOW,
+            updated_at=NOW,
+            html_url=f"https://github.example/{self.full_name}/pull/{pull.number}#discussion_r{cid}",
+            pull_request_url=f"{self.repo_url}/pulls/{pull.number}",
+            author_association="NONE",
+            _links={
+                "self": {"href": f"{self.repo_url}/pulls/comments/{cid}"},
+                "html": {"href": f"https://github.example/{self.full_name}/pull/{pull.number}"},
+                "pull_request": {"href": f"{self.repo_url}/pulls/{pull.number}"},
+            },
+        )
+        return comment
+
+
+# ---------------------------------------------------------------------------------------------
+# Routes
+# ---------------------------------------------------------------------------------------------
+
+ROUTES: list[tuple[str, re.Pattern[str], str, Route]] = []
+
+
+def route(method: str, template: str) -> Callable[[Route], Route]:
+    pattern = re.compile(
+        "^" + re.sub(r"\{(\w+)\}", lambda m: f"(?P<{m.group(1)}>[^/]+)", template) + "$"
+    )
+
+    def register(handler: Route) -> Route:
+        ROUTES.append((method, pattern, template, handler))
+        return handler
+
+    return register
+
+
+def _pull(s: GitHubStandIn, req: Request) -> Pull:
+    if f"{req.params.get('owner')}/{req.params.get('repo')}" != s.full_name:
+        raise not_found()
+    number = int(
+        req.params["pull_number"] if "pull_number" in req.params else req.params["issue_number"]
+    )
+    pull = s.state.pulls.get(number)
+    if pull is None:
+        raise not_found()
+    return pull
+
+
+def _write(req: Request) -> None:
+    if not req.token.can_write:
+        raise forbidden()
+
+
+def _body_text(req: Request, key: str = "body") -> str:
+    body = req.body.get(key) if isinstance(req.body, dict) else None
+    text = body if isinstance(body, str) else ""
+    if len(text) > MAX_BODY:
+        raise validation_failed(f"Body is too long (maximum is {MAX_BODY} characters)")
+    return text
+
+
+@route("GET", "/user")
+def get_user(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    if not req.token.user_endpoint:
+        raise forbidden()
+    private = make("private-user", **s.user(req.token.login), user_view_type="private")
+    return 200, private
+
+
+@route("GET", "/users/{username}")
+def get_user_by_name(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    return 200, make("public-user", **s.user(req.params["username"]), user_view_type="public")
+
+
+@route("GET", "/repos/{owner}/{repo}")
+def get_repo(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    if f"{req.params['owner']}/{req.params['repo']}" != s.full_name:
+        raise not_found()
+    return 200, make("full-repository", **s.repository())
+
+
+@route("GET", "/repos/{owner}/{repo}/pulls/{pull_number}")
+def get_pull(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    return 200, s._pull_json(_pull(s, req))
+
+
+@route("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files")
+def list_files(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    pull = _pull(s, req)
+    out = []
+    for index, f in enumerate(pull.files):
+        item = make(
+            "diff-entry",
+            sha=f"{index:040x}",
+            filename=f["filename"],
+            status=f.get("status", "modified"),
+            additions=f.get("additions", 1),
+            deletions=f.get("deletions", 0),
+            changes=f.get("additions", 1) + f.get("deletions", 0),
+            blob_url="https://github.example/blob",
+            raw_url="https://github.example/raw",
+            contents_url=f"{s.repo_url}/contents/{f['filename']}",
+        )
+        if f.get("patch") is not None:
+            item["patch"] = f["patch"]
+        out.append(item)
+    return 200, out
+
+
+@route("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments")
+def list_issue_comments(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    pull = _pull(s, req)
+    return 200, sorted(s.comments_on(pull.number), key=lambda c: int(c["id"]))
+
+
+@route("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments")
+def create_issue_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    pull = _pull(s, req)
+    _write(req)
+    return 201, s._new_issue_comment(pull.number, req.token.login, _body_text(req))
+
+
+def _own_comment(s: GitHubStandIn, req: Request) -> dict[str, Any]:
+    comment = s.state.issue_comments.get(int(req.params["comment_id"]))
+    if comment is None:
+        raise not_found()
+    return comment
+
+
+@route("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}")
+def get_issue_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    return 200, _own_comment(s, req)
+
+
+@route("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}")
+def update_issue_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    comment = _own_comment(s, req)
+    _write(req)
+    if comment["user"]["login"] != req.token.login:
+        raise forbidden("Must have admin rights to Repository.")
+    comment["body"] = _body_text(req)
+    comment["updated_at"] = "2026-01-02T00:00:00Z"
+    return 200, comment
+
+
+@route("DELETE", "/repos/{owner}/{repo}/issues/comments/{comment_id}")
+def delete_issue_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    comment = _own_comment(s, req)
+    _write(req)
+    if comment["user"]["login"] != req.token.login:
+        raise forbidden("Must have admin rights to Repository.")
+    del s.state.issue_comments[int(comment["id"])]
+    return 204, None
+
+
+@route("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/comments")
+def list_review_comments(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    pull = _pull(s, req)
+    url = f"{s.repo_url}/pulls/{pull.number}"
+    found = [c for c in s.state.review_comments.values() if c["pull_request_url"] == url]
+    return 200, sorted(found, key=lambda c: int(c["id"]))
+
+
+def _check_inline(pull: Pull, spec: dict[str, Any]) -> None:
+    """GitHub's rules for where a review comment may go (RIGHT side, line-based)."""
+    files = {f["filename"]: f for f in pull.files}
+    path = spec.get("path")
+    if path not in files:
+        raise validation_failed("Path could not be resolved")
+    line = spec.get("line")
+    if not isinstance(line, int):
+        raise validation_failed("Line could not be resolved")
+    hunk = next((h for h in hunks_of(files[path].get("patch")) if line in h), None)
+    if hunk is None:
+        raise validation_failed("Pull request review thread line must be part of the diff")
+    start = spec.get("start_line")
+    if start is not None and (start not in hunk or start >= line):
+        raise validation_failed(
+            "Pull request review thread start line must be part of the same hunk as the line."
+        )
+    if len(spec.get("body", "")) > MAX_BODY:
+        raise validation_failed(f"Body is too long (maximum is {MAX_BODY} characters)")
+
+
+@route("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/comments")
+def create_review_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    pull = _pull(s, req)
+    _write(req)
+    _check_inline(pull, req.body)
+    s.state.next_id += 1
+    review_id = s.state.next_id
+    comment = s._review_comment_json(
+        pull, review_id, req.token.login, req.body, req.body["commit_id"]
+    )
+    s.state.review_comments[int(comment["id"])] = comment
+    return 201, comment
+
+
+@route("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews")
+def list_reviews(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    pull = _pull(s, req)
+    url = f"{s.repo_url}/pulls/{pull.number}"
+    return 200, [r for r in s.state.reviews.values() if r["pull_request_url"] == url]
+
+
+@route("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews")
+def create_review(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    pull = _pull(s, req)
+    _write(req)
+    body = _body_text(req)
+    comments = req.body.get("comments") or []
+    for spec in comments:  # all-or-nothing, like GitHub
+        _check_inline(pull, spec)
+    commit = req.body.get("commit_id") or pull.head_sha
+    s.state.next_id += 1
+    rid = s.state.next_id
+    review = make(
+        "pull-request-review",
+        id=rid,
+        node_id=f"PRR_{rid}",
+        user=s.user(req.token.login),
+        body=body,
+        state="COMMENTED",
+        html_url=f"https://github.example/{s.full_name}/pull/{pull.number}#pullrequestreview-{rid}",
+        pull_request_url=f"{s.repo_url}/pulls/{pull.number}",
+        commit_id=commit,
+        author_association="NONE",
+        _links={
+            "html": {"href": f"https://github.example/{s.full_name}/pull/{pull.number}"},
+            "pull_request": {"href": f"{s.repo_url}/pulls/{pull.number}"},
+        },
+    )
+    s.state.reviews[rid] = review
+    for spec in comments:
+        comment = s._review_comment_json(pull, rid, req.token.login, spec, commit)
+        s.state.review_comments[int(comment["id"])] = comment
+    return 200, review
+
+
+@route("POST", "/repos/{owner}/{repo}/statuses/{sha}")
+def create_status(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    _write(req)
+    description = req.body.get("description") or ""
+    if len(description) > 140:
+        raise validation_failed("description is too long (maximum is 140 characters)")
+    s.state.next_id += 1
+    sid = s.state.next_id
+    status = make(
+        "status",
+        id=sid,
+        node_id=f"S_{sid}",
+        url=f"{s.repo_url}/statuses/{req.params['sha']}",
+        state=req.body["state"],
+        description=description or None,
+        target_url=req.body.get("target_url"),
+        context=req.body.get("context") or "default",
+        creator=s.user(req.token.login),
+        created_at=NOW,
+        updated_at=NOW,
+    )
+    s.state.statuses.append({**status, "sha": req.params["sha"]})
+    return 201, status
+
+
+@route("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission")
+def collaborator_permission(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    login = req.params["username"]
+    permission = s.state.permissions.get(login, "none" if login.endswith("[bot]") else "read")
+    return 200, make(
+        "repository-collaborator-permission",
+        permission=permission,
+        role_name=permission,
+        user=make(
+            "nullable-collaborator",
+            **s.user(login),
+            permissions={
+                "pull": True,
+                "push": permission in ("admin", "write"),
+                "admin": permission == "admin",
+            },
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP plumbing and OpenAPI validation
+# ---------------------------------------------------------------------------------------------
+
+PER_PAGE_MAX = 100
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_standin: GitHubStandIn
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def do_PATCH(self) -> None:
+        self._handle()
+
+    def do_PUT(self) -> None:
+        self._handle()
+
+    def do_DELETE(self) -> None:
+        self._handle()
+
+    def _handle(self) -> None:
+        s = self.server_standin
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        split = urlsplit(self.path)
+        path = split.path
+        query = parse_qs(split.query)
+        if not path.startswith(s.prefix + "/"):
+            self._send(404, {"message": "Not Found"}, {})
+            return
+        path = path[len(s.prefix) :]
+        auth = self.headers.get("Authorization", "")
+        token_text = auth.split(" ", 1)[1] if " " in auth else ""
+        with s._lock:
+            template = next(
+                (t for m, p, t, _ in ROUTES if m == self.command and p.match(path)), None
+            )
+            request = _openapi_request(self.command, path, query, raw)
+            problem = _validate_request(request) if template is not None else None
+            if problem is not None:
+                s.violations.append(f"request {self.command} {path}: {problem}")
+                status, body, headers = 422, {"message": "Invalid request", "errors": [problem]}, {}
+            else:
+                status, body, headers, template = self._dispatch(
+                    s, self.command, path, query, raw, token_text
+                )
+            s.log.append(
+                Recorded(self.command, path, query, _json_or_none(raw), status, token_text)
+            )
+            if template is not None and problem is None:
+                _validate_response(s, self.command, path, request, status, body, headers)
+        self._send(status, body, headers)
+
+    def _dispatch(
+        self,
+        s: GitHubStandIn,
+        method: str,
+        path: str,
+        query: dict[str, list[str]],
+        raw: bytes,
+        token_text: str,
+    ) -> tuple[int, Any, dict[str, str], str | None]:
+        for fault in s.faults:
+            if fault.times > 0 and fault.method == method and fault.path.search(path):
+                fault.times -= 1
+                template = next((t for m, p, t, _ in ROUTES if m == method and p.match(path)), None)
+                return fault.status, fault.body, dict(fault.headers), template
+        for route_method, pattern, template, handler in ROUTES:
+            match = pattern.match(path)
+            if route_method != method or match is None:
+                continue
+            token = s.state.tokens.get(token_text)
+            if token is None:
+                return (
+                    401,
+                    {
+                        "message": "Bad credentials",
+                        "documentation_url": "https://docs.github.com/rest",
+                    },
+                    {},
+                    template,
+                )
+            try:
+                body = json.loads(raw) if raw else {}
+            except json.JSONDecodeError:
+                return 400, {"message": "Problems parsing JSON"}, {}, template
+            req = Request(method, path, match.groupdict(), query, body, token)
+            try:
+                status, data = handler(s, req)
+            except ApiError as error:
+                return error.status, error.body, error.headers, template
+            except Exception as error:  # a bug in the stand-in must fail the test, loudly
+                s.violations.append(f"{method} {path}: stand-in crashed: {error!r}")
+                return 500, {"message": f"stand-in crashed: {error!r}"}, {}, None
+            headers: dict[str, str] = {}
+            if method == "GET" and isinstance(data, list):
+                data, headers = _paginate(s, path, query, data)
+            return status, data, headers, template
+        s.violations.append(f"{method} {path}: no such route in the stand-in")
+        return 404, {"message": "Not Found"}, {}, None
+
+    def _send(self, status: int, body: Any, headers: dict[str, str]) -> None:
+        payload = b"" if body is None or status == 204 else json.dumps(body).encode()
+        self.send_response(status)
+        if payload:
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(payload)))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw else None
+    except json.JSONDecodeError:
+        return raw.decode("utf-8", "replace")
+
+
+def _paginate(
+    s: GitHubStandIn, path: str, query: dict[str, list[str]], items: list[Any]
+) -> tuple[list[Any], dict[str, str]]:
+    per_page = min(int((query.get("per_page") or ["30"])[0]), PER_PAGE_MAX)
+    page = int((query.get("page") or ["1"])[0])
+    chunk = items[(page - 1) * per_page : page * per_page]
+    headers = {}
+    if page * per_page < len(items):
+        last = (len(items) + per_page - 1) // per_page
+        url = f"{s.base_url}{path}?per_page={per_page}"
+        headers["Link"] = f'<{url}&page={page + 1}>; rel="next", <{url}&page={last}>; rel="last"'
+    return chunk, headers
+
+
+def _openapi_request(method: str, path: str, query: dict[str, list[str]], raw: bytes) -> Any:
+    from openapi_core.testing import MockRequest
+
+    return MockRequest(
+        "https://api.github.com",
+        method.lower(),
+        path,
+        args={k: v[-1] for k, v in query.items()},
+        data=raw or None,
+        content_type="application/json",
+    )
+
+
+def _validate_request(request: Any) -> str | None:
+    try:
+        openapi().validate_request(request)
+    except Exception as error:  # any validation error is a finding of the test
+        return _explain(error)
+    return None
+
+
+def _validate_response(
+    s: GitHubStandIn,
+    method: str,
+    path: str,
+    request: Any,
+    status: int,
+    body: Any,
+    headers: dict[str, str],
+) -> None:
+    from openapi_core.templating.responses.exceptions import ResponseNotFound
+    from openapi_core.testing import MockResponse
+
+    payload = b"" if body is None or status == 204 else json.dumps(body).encode()
+    response = MockResponse(payload, status_code=status, headers=headers)
+    try:
+        openapi().validate_response(request, response)
+    except ResponseNotFound:
+        pass  # a status the description does not document for this operation (injected 5xx)
+    except Exception as error:
+        s.violations.append(f"response {status} to {method} {path}: {_explain(error)}")
+
+
+def _explain(error: BaseException) -> str:
+    parts = [f"{type(error).__name__}: {error}"]
+    cause = error.__cause__
+    while cause is not None:
+        errors = getattr(cause, "schema_errors", None)
+        if errors:
+            parts += [str(getattr(e, "message", e)) for e in list(errors)[:5]]
+        else:
+            parts.append(f"{type(cause).__name__}: {cause}")
+        cause = cause.__cause__
+    return "; ".join(parts)
+
+
+@pytest.fixture
+def gh() -> Iterator[GitHubStandIn]:
+    """A running stand-in; any OpenAPI violation fails the test on teardown."""
+    server = GitHubStandIn().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    assert not server.violations, "OpenAPI violations:\n" + "\n".join(server.violations)
+
+
+def client_for(server: GitHubStandIn, token: str = "tok-write", *, retries: int = 2) -> Any:
+    """A real ``gitflow_agents.github.client.Client`` aimed at the stand-in, with no waits."""
+    from gitflow_agents.github.client import Client, Settings
+
+    return Client(
+        Settings(
+            token=token,
+            api_url=server.base_url,
+            timeout=5,
+            retries=retries,
+            backoff=0,
+            max_wait=2,
+            seconds_between_writes=None,
+        )
+    )
+
+
+PATCH_A = "@@ -1,3 +1,5 @@\n import os\n+import sys\n+x = 1\n print(os)\n print(sys)\n@@ -20,2 +22,3 @@\n a = 1\n+b = 2\n c = 3"
+"""Right-side lines: hunk 1 = 1..5 (2, 3 added), hunk 2 = 22..24 (23 added)."""
+
+
+def simple_pull(server: GitHubStandIn, number: int = 7, **kwargs: Any) -> Pull:
+    files = kwargs.pop(
+        "files",
+        [
+            {"filename": "app.py", "patch": PATCH_A, "additions": 3},
+            {"filename": "logo.png", "status": "added", "patch": None},
+        ],
+    )
+    return server.add_pull(Pull(number, "a" * 40, "b" * 40, files, **kwargs))

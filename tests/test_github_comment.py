@@ -1,0 +1,145 @@
+"""The sticky summary comment: found by marker AND author, edited in place, never duplicated."""
+
+from __future__ import annotations
+
+from gitflow_agents.findings import Finding, Overall, Review, Severity, gate
+from gitflow_agents.github.comment import (
+    GITHUB_LIMIT,
+    MARKER,
+    RunRow,
+    cap,
+    run_history,
+    summary_body,
+    upsert_summary,
+)
+from tests.github_standin import GitHubStandIn, client_for, gh, simple_pull
+
+__all__ = ["gh"]
+
+SHA = "a" * 40
+
+
+def _review(n: int = 1, message: str = "bad thing") -> Review:
+    findings = tuple(
+        Finding(Severity.ERROR, f"{message} {i}", file="app.py", line=i + 1).with_fingerprint()
+        for i in range(n)
+    )
+    return Review(overall=Overall.REVISE, findings=findings, reviewed_sha=SHA)
+
+
+def test_created_once_then_edited_in_place(gh: GitHubStandIn) -> None:
+    simple_pull(gh)
+    client = client_for(gh)
+    first = upsert_summary(
+        client, gh.full_name, 7, summary_body(_review(1), None), login="gitflow-bot"
+    )
+    second = upsert_summary(
+        client, gh.full_name, 7, summary_body(_review(2), None), login="gitflow-bot"
+    )
+    assert (first.action, second.action) == ("created", "updated")
+    assert first.comment_id == second.comment_id
+    comments = gh.comments_on(7)
+    assert len(comments) == 1
+    assert comments[0]["body"].startswith(MARKER) and "bad thing 1" in comments[0]["body"]
+    assert len(gh.requests("POST", "/issues/7/comments")) == 1
+    assert len(gh.requests("PATCH", f"/issues/comments/{first.comment_id}$")) == 1
+
+
+def test_same_body_again_writes_nothing(gh: GitHubStandIn) -> None:
+    simple_pull(gh)
+    client = client_for(gh)
+    body = summary_body(_review(1), None)
+    upsert_summary(client, gh.full_name, 7, body, login="gitflow-bot")
+    writes = len(gh.writes())
+    again = upsert_summary(client, gh.full_name, 7, body, login="gitflow-bot")
+    assert again.action == "unchanged"
+    assert len(gh.writes()) == writes
+
+
+def test_a_comment_by_someone_else_with_our_marker_is_left_alone(gh: GitHubStandIn) -> None:
+    simple_pull(gh)
+    quoted = gh.add_issue_comment(7, "mallory", f"{MARKER}\nlook, I am the bot")
+    result = upsert_summary(
+        client_for(gh), gh.full_name, 7, summary_body(_review(), None), login="gitflow-bot"
+    )
+    assert result.action == "created" and result.comment_id != quoted["id"]
+    assert gh.state.issue_comments[quoted["id"]]["body"] == f"{MARKER}\nlook, I am the bot"
+    assert [c["user"]["login"] for c in gh.comments_on(7)] == ["mallory", "gitflow-bot"]
+
+
+def test_our_own_comment_without_the_marker_is_not_the_summary(gh: GitHubStandIn) -> None:
+    simple_pull(gh)
+    gh.add_issue_comment(7, "gitflow-bot", "an unrelated note")
+    result = upsert_summary(
+        client_for(gh), gh.full_name, 7, summary_body(_review(), None), login="gitflow-bot"
+    )
+    assert result.action == "created"
+    assert len(gh.comments_on(7)) == 2
+
+
+def test_duplicates_left_by_an_earlier_run_are_folded_into_one(gh: GitHubStandIn) -> None:
+    simple_pull(gh)
+    keep = gh.add_issue_comment(7, "gitflow-bot", f"{MARKER}\nold")
+    gh.add_issue_comment(7, "gitflow-bot", f"{MARKER}\nold twin")
+    result = upsert_summary(
+        client_for(gh), gh.full_name, 7, summary_body(_review(), None), login="gitflow-bot"
+    )
+    assert (result.comment_id, result.action, result.removed_duplicates) == (
+        keep["id"],
+        "updated",
+        1,
+    )
+    assert [c["id"] for c in gh.comments_on(7)] == [keep["id"]]
+
+
+def test_an_enormous_review_is_cut_under_the_limit_and_says_so(gh: GitHubStandIn) -> None:
+    simple_pull(gh)
+    review = _review(3000, message="x" * 60)
+    body = summary_body(review, gate(review, threshold=Severity.ERROR, head_sha=SHA))
+    assert len(body) < GITHUB_LIMIT
+    assert "Cut to stay under GitHub's 65,536-character comment limit" in body
+    assert body.count("<details") == body.count("</details>")
+    cut_note = body.rsplit("limit:**", 1)[1]
+    assert "findings)" in cut_note  # says how many findings are not shown
+    # GitHub (the stand-in) accepts it.
+    upsert_summary(client_for(gh), gh.full_name, 7, body, login="gitflow-bot")
+    assert gh.comments_on(7)[0]["body"] == body
+
+
+def test_cap_leaves_short_bodies_alone_and_is_exact_at_the_limit() -> None:
+    assert cap("short\n", limit=100) == "short\n"
+    long = "\n".join(f"- finding {i}" for i in range(100))
+    capped = cap(long, limit=200)
+    assert capped.startswith("- finding 0\n")
+    assert "Cut to stay under" in capped
+    kept_part = capped.split("\n\n> ✂️")[0]
+    assert len(kept_part) <= 200
+
+
+def test_run_history_table() -> None:
+    rows = [
+        RunRow(
+            flow="implement",
+            agent="claude",
+            outcome="complete",
+            step="step 1",
+            iterations=1,
+            files_changed=3,
+            insertions=40,
+            deletions=2,
+            duration_s=125.0,
+            tokens=12345,
+            cost_usd=0.4321,
+        ),
+        RunRow(flow="review", agent="codex|x", outcome="revise"),
+    ]
+    table = run_history(rows).splitlines()
+    assert table[0].startswith("| step | flow | agent | outcome | iterations | git |")
+    assert table[2] == (
+        "| step 1 | implement | claude | complete | 1 | 3 files +40 −2 | 2 min 05 s | 12,345 | $0.43 |"
+    )
+    assert table[3] == "| — | review | codex\\|x | revise | — | — | — | — | — |"
+    assert run_history([]) == ""
+    body = summary_body(_review(), None, rows=rows, questions=["Which API version?"])
+    assert "#### Run history" in body and "#### Questions from agents" in body
+    assert "- Which API version?" in body
