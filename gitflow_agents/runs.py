@@ -107,6 +107,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes 0600 files; records and cards are ordinary files (keep an existing mode)
+        os.fchmod(fd, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
@@ -332,18 +334,10 @@ def write_result(paths: RunPaths, result: Mapping[str, Any]) -> None:
 
 
 def _git_common_dir(root: Path) -> Path | None:
-    try:
-        from gitflow_agents import git as git_module
+    """The repository's common git dir (shared by worktrees), None outside a repository."""
+    from gitflow_agents.git import run_git
 
-        common = getattr(git_module, "git_common_dir", None)
-        if callable(common):
-            found = common(root)
-            return Path(found) if found is not None else None
-    except ImportError:
-        pass
-    from gitflow_agents import proc
-
-    result = proc.run(["git", "rev-parse", "--git-common-dir"], cwd=root, check=False)
+    result = run_git(root, "rev-parse", "--git-common-dir", check=False)
     if result.returncode != 0:
         return None
     path = Path(result.stdout.strip())
@@ -359,9 +353,9 @@ def ensure_excluded(root: Path, flow_dir: str) -> bool:
     common = _git_common_dir(root)
     if common is None:
         return False
-    from gitflow_agents import proc
+    from gitflow_agents.git import run_git
 
-    top = proc.run(["git", "rev-parse", "--show-toplevel"], cwd=root, check=False).stdout.strip()
+    top = run_git(root, "rev-parse", "--show-toplevel", check=False).stdout.strip()
     flow_path = (root / flow_dir).resolve()
     try:
         rel = flow_path.relative_to(Path(top).resolve()).as_posix() if top else flow_dir
@@ -375,3 +369,95 @@ def ensure_excluded(root: Path, flow_dir: str) -> bool:
     prefix = "" if not existing or existing.endswith("\n") else "\n"
     write_text_atomic(exclude, f"{existing}{prefix}# gitflow-agents run artifacts\n{pattern}\n")
     return True
+
+
+# --- reading a report into the flow's result shape ---------------------------------------
+
+_MARKER = re.compile(r"^\s*(CHECKED_CRITERIA|TESTS_RAN|TESTS_PASSED)\s*:\s*(.*?)\s*$", re.M)
+_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
+_BULLET = re.compile(r"^[-*+]\s+(.+?)\s*$")
+
+
+def _summary(report_text: str, reply_summary: str) -> str:
+    if reply_summary:
+        return reply_summary
+    lines = report_text.splitlines()
+    for index, line in enumerate(lines):
+        if line.strip().lower().lstrip("#").strip() == "summary" and line.lstrip().startswith("#"):
+            body = []
+            for item in lines[index + 1 :]:
+                if item.lstrip().startswith("#"):
+                    break
+                body.append(item)
+            text = "\n".join(body).strip()
+            if text:
+                return text
+    paragraphs = [p.strip() for p in report_text.split("\n\n") if p.strip()]
+    prose = [p for p in paragraphs if not p.startswith("#")]
+    return prose[0] if prose else ""
+
+
+def flow_result(
+    kind: str,
+    status: RunStatusValue,
+    *,
+    report_text: str = "",
+    reply_text: str = "",
+    changed_files: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The seed-001 result of ``kind`` (implement/review/research) read from the agent's report.
+
+    implement: summary (``<SUMMARY>``, else the report's ``## Summary``), the changed files the
+    orchestrator computed, and the report's marker lines ``CHECKED_CRITERIA: 0, 2``,
+    ``TESTS_RAN: <command>`` (repeatable) and ``TESTS_PASSED: yes|no``.
+    review: findings, overall and summary from ``findings.parse_review`` (no verdict = revise).
+    research: summary, the report's top-level bullets, and its markdown links as sources.
+    """
+    from gitflow_agents.protocol import parse_reply
+
+    reply = parse_reply(reply_text or report_text)
+    summary = _summary(report_text, reply.summary if reply.structured else "")
+    if kind == "review":
+        from gitflow_agents.findings import parse_review
+
+        review = parse_review(report_text)
+        return review_result(
+            status,
+            findings=[
+                {"severity": f.severity.value, "file": f.file, "line": f.line, "message": f.message}
+                for f in review.findings
+            ],
+            overall="approve"
+            if review.overall is not None and review.overall.value == "approve"
+            else "revise",
+            summary=review.summary or summary,
+        )
+    if kind == "research":
+        sources: dict[str, str] = {}
+        for title, url in _LINK.findall(report_text):
+            sources.setdefault(url, title)
+        bullets = [m.group(1) for ln in report_text.splitlines() if (m := _BULLET.match(ln))]
+        return research_result(
+            status,
+            summary=summary,
+            bullet_points=bullets,
+            sources=[{"title": title, "url": url} for url, title in sources.items()],
+        )
+    checked: list[int] = []
+    ran: list[str] = []
+    passed = False
+    for name, value in _MARKER.findall(report_text):
+        if name == "CHECKED_CRITERIA":
+            checked = [int(n) for n in re.findall(r"\d+", value)]
+        elif name == "TESTS_RAN" and value:
+            ran.append(value)
+        elif name == "TESTS_PASSED":
+            passed = value.lower() in ("yes", "true", "pass", "passed")
+    return implement_result(
+        status,
+        summary=summary,
+        changed_files=changed_files,
+        tests_ran=ran,
+        tests_passed=passed and bool(ran),
+        checked_criteria=checked,
+    )

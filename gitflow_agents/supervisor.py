@@ -422,7 +422,8 @@ def _collect(
                     add(proc)
     me = os.getuid()
     for proc in psutil.process_iter(["pid", "uids"]):
-        with contextlib.suppress(psutil.Error):
+        # OSError: os.getpgid of a process that exited since process_iter listed it.
+        with contextlib.suppress(psutil.Error, OSError):
             if proc.pid in found or proc.info["uids"] is None or proc.info["uids"].real != me:
                 continue
             in_group = pgid is not None and os.getpgid(proc.pid) == pgid
@@ -886,8 +887,12 @@ def supervise(
                 signal_at = time.time()
                 break
             now = time.monotonic()
-            if "cancel" in flags or cancel.is_set() or hub.aborted.is_set():
-                verdict = ("canceled", "canceled by request")
+            if "cancel" in flags or (run_dir / "cancel").exists():
+                verdict = ("canceled", "canceled by gitflow-agents cancel")
+                break
+            if cancel.is_set() or hub.aborted.is_set():
+                why = "session aborted" if hub.aborted.is_set() else "canceled by request"
+                verdict = ("canceled", why)
                 break
             if proc.poll() is not None:
                 break

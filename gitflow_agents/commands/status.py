@@ -1,0 +1,117 @@
+"""``gitflow-agents status``: agents and runs with their state and last activity."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+
+def run(args: argparse.Namespace) -> int:
+    from gitflow_agents.config import find_project_root, load_flow_config
+
+    root = find_project_root(Path.cwd())
+    config = load_flow_config(root)
+    rows = collect(root, config.flow_dir, args.flow)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        where = f"{config.flow_dir}/{args.flow}" if args.flow else f"{config.flow_dir}/"
+        print(f"no runs under {where}")
+        return 0
+    print(format_table(rows))
+    return 0
+
+
+def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str, Any]]:
+    """One row per run (oldest first): status.json merged with result.json, liveness checked."""
+    from gitflow_agents.runs import iter_runs, read_json
+
+    rows = []
+    for paths in iter_runs(root, flow_dir, flow):
+        status = read_json(paths.status) or {}
+        result = read_json(paths.result)
+        state = str(status.get("state") or ("finished" if result else "unknown"))
+        if state in ("queued", "running", "killing") and not _alive(status):
+            state = "lost"  # neither the supervisor nor the agent is alive: nobody will finish it
+        row: dict[str, Any] = {
+            "runId": paths.run_dir.name,
+            "flow": status.get("flow") or paths.run_dir.parent.parent.name,
+            "agent": status.get("agent"),
+            "kind": status.get("kind"),
+            "state": state,
+            "reason": status.get("reason"),
+            "pid": status.get("pid"),
+            "startedAt": status.get("started"),
+            "endedAt": status.get("ended"),
+            "lastActivityAt": status.get("last_activity"),
+            "lastActivityKind": status.get("last_activity_kind"),
+            "result": result.get("status") if result else None,
+            "runDir": str(paths.run_dir),
+        }
+        run = result.get("run", {}) if result else {}
+        for key in ("input_tokens", "output_tokens", "cost_usd"):
+            if run.get(key) is not None:
+                row[key] = run[key]
+        rows.append(row)
+    return rows
+
+
+def _alive(status: dict[str, Any]) -> bool:
+    import psutil
+
+    for key in ("supervisor_pid", "pid"):
+        pid = status.get(key)
+        if isinstance(pid, int) and psutil.pid_exists(pid):
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    return True
+            except psutil.Error:
+                continue
+    return False
+
+
+def _ago(epoch: Any, now: float) -> str:
+    if not isinstance(epoch, (int, float)):
+        return "-"
+    seconds = max(0, int(now - epoch))
+    if seconds < 120:
+        return f"{seconds}s ago"
+    if seconds < 7200:
+        return f"{seconds // 60}m ago"
+    return f"{seconds // 3600}h ago"
+
+
+def _duration(row: dict[str, Any], now: float) -> str:
+    start, end = row.get("startedAt"), row.get("endedAt")
+    if not isinstance(start, (int, float)):
+        return "-"
+    seconds = int((end if isinstance(end, (int, float)) else now) - start)
+    minutes, sec = divmod(max(0, seconds), 60)
+    return f"{minutes}:{sec:02d}"
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    now = time.time()
+    header = ("RUN", "FLOW", "AGENT", "STATE", "TIME", "LAST ACTIVITY", "REASON")
+    table = [
+        (
+            row["runId"][:13],
+            str(row["flow"] or "-"),
+            str(row["agent"] or "-"),
+            row["state"],
+            _duration(row, now),
+            f"{_ago(row['lastActivityAt'], now)} ({row['lastActivityKind'] or '-'})",
+            str(row["reason"] or ""),
+        )
+        for row in rows
+    ]
+    widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header) - 1)]
+    lines = []
+    for line in [header, *table]:
+        cells = [cell.ljust(width) for cell, width in zip(line[:-1], widths, strict=True)]
+        lines.append("  ".join([*cells, line[-1]]).rstrip())
+    return "\n".join(lines)

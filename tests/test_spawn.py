@@ -1,0 +1,290 @@
+"""spawn / status / heartbeat / cancel through the real CLI, with fake agents as `command` agents."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import psutil
+
+from gitflow_agents.runs import RESULT_SCHEMAS
+
+from .conftest import FAKES, ROOT, git, run_cli
+
+FAKE = FAKES / "fake_agent"
+
+PLAN = """# Plan: Feature
+
+Overview.
+
+## Implementation Steps
+
+### Status: ❌ | Step 1: Do it
+
+Make it.
+"""
+
+CARD = """---
+title: Feature
+---
+# Feature
+
+## Acceptance Criteria
+
+- [ ] first
+- [ ] second
+"""
+
+
+def setup_project(repo: Path, agents: dict[str, list[str]], stuck: int = 30) -> None:
+    lines = [
+        "completion_workflow:",
+        '  template: "Rename {report_file} to {success_file}."',
+        "defaults:",
+        f"  stuck_timeout_secs: {stuck}",
+        "  max_wait_secs: 60",
+        "agents:",
+    ]
+    for name, argv in agents.items():
+        lines += [
+            f"  {name}:",
+            "    adapter: command",
+            f"    command: {json.dumps(argv)}",
+            "    allow_env: [PYTHONPATH]",
+        ]
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text("\n".join(lines) + "\n")
+    (repo / "specs").mkdir()
+    (repo / "specs" / "feature.md").write_text(PLAN)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "project")
+
+
+def only_run(repo: Path, flow: str = "my-flow") -> Path:
+    runs = list((repo / "flows" / flow / "runs").iterdir())
+    assert len(runs) == 1
+    return runs[0]
+
+
+def test_spawn_success_records_everything(repo: Path) -> None:
+    script = repo.parent / "builder"
+    script.write_text(
+        "#!/usr/bin/env python3\nimport os, pathlib\n"
+        "pathlib.Path('new_module.py').write_text('x = 1\\n')\n"
+        "d = pathlib.Path(os.environ['GITFLOW_AGENTS_AGENT_DIR'])\n"
+        "(d / 'report.md').write_text('## Summary\\n\\nAdded new_module.\\n\\n"
+        "CHECKED_CRITERIA: 1\\nTESTS_RAN: pytest -q\\nTESTS_PASSED: yes\\n')\n"
+        "os.rename(d / 'report.md', d / 'report.complete.md')\n"
+        "print('<SUMMARY>Added new_module.</SUMMARY><STATUS>completed</STATUS>')\n"
+    )
+    script.chmod(0o755)
+    setup_project(repo, {"builder": [str(script)]})
+    (repo / "card.md").write_text(CARD)
+    result = run_cli(
+        "spawn",
+        "builder",
+        "--flow",
+        "my-flow",
+        "--plan",
+        "specs/feature.md",
+        "--step",
+        "1",
+        "--card",
+        "card.md",
+        cwd=repo,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "step-01-builder: succeeded" in result.stdout
+    run_dir = only_run(repo)
+    data = json.loads((run_dir / "result.json").read_text())
+    jsonschema.validate(data, RESULT_SCHEMAS["implement"])
+    assert data["status"] == "succeeded"
+    assert data["summary"] == "Added new_module."
+    assert data["changedFiles"] == ["new_module.py"]  # not the card, not flows/
+    assert data["tests"] == {"ran": ["pytest -q"], "passed": True}
+    assert data["checkedCriteria"] == [1]
+    assert data["run"]["runID"] == run_dir.name
+    assert data["run"]["replies"] == {"structured": 1, "unstructured": 0}
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["type"] for e in events] == [
+        "harness:start",
+        "task:start",
+        "agent:start",
+        "agent:output",
+        "agent:complete",
+        "task:complete",
+        "harness:complete",
+    ]
+    assert {e["runId"] for e in events} == {run_dir.name}
+    card = (repo / "card.md").read_text()
+    assert "agent_flow: implement\nagent_status: succeeded\n" in card
+    assert "- [ ] first\n- [x] second\n" in card
+    assert f"Run {run_dir.name} queued (implement) on branch HEAD." in card
+    assert f"Run {run_dir.name} succeeded (implement); checked 1 items; tests: pass." in card
+    assert (repo / "flows" / "my-flow" / "agents" / "step-01-builder" / "system_prompt.md").exists()
+    # the run folder never shows up in git
+    assert "flows" not in git(repo, "status", "--porcelain", "--untracked-files=all")
+
+    status = run_cli("status", "--json", cwd=repo)
+    rows = json.loads(status.stdout)
+    assert rows[0]["state"] == "succeeded" and rows[0]["agent"] == "step-01-builder"
+    table = run_cli("status", "--flow", "my-flow", cwd=repo)
+    assert "step-01-builder" in table.stdout and "succeeded" in table.stdout
+
+
+def test_spawn_failure_exit_3_and_card_failed(repo: Path) -> None:
+    setup_project(repo, {"builder": [str(FAKE), "exit", "--code", "0"]})
+    (repo / "card.md").write_text(CARD)
+    result = run_cli(
+        "spawn", "builder", "--flow", "f", "--task", "do it", "--card", "card.md", cwd=repo
+    )
+    assert result.returncode == 3
+    assert "without renaming report.md" in result.stdout
+    run_dir = only_run(repo, "f")
+    data = json.loads((run_dir / "result.json").read_text())
+    assert data["status"] == "failed" and data["run"]["outcome"] == "failed"
+    card = (repo / "card.md").read_text()
+    assert "agent_status: failed" in card
+    assert (
+        f"Run {run_dir.name} failed (implement); see logs at flows/f/runs/{run_dir.name}." in card
+    )
+    # a second spawn of the same agent id refuses to clobber... nothing to clobber here (no rename)
+    again = run_cli("spawn", "builder", "--flow", "f", "--task", "do it", cwd=repo)
+    assert again.returncode == 3
+
+
+def test_spawn_refuses_a_stale_report_unless_rerun(repo: Path) -> None:
+    setup_project(repo, {"builder": [str(FAKE), "succeed"]})
+    args = ("spawn", "builder", "--flow", "f", "--task", "t", "--quiet")
+    assert run_cli(*args, cwd=repo).returncode == 0
+    refused = run_cli(*args, cwd=repo)
+    assert refused.returncode == 2 and "--rerun" in refused.stderr
+    assert run_cli(*args, "--rerun", cwd=repo).returncode == 0
+    previous = list((repo / "flows" / "f" / "agents" / "builder" / "previous").iterdir())
+    assert len(previous) == 1
+
+
+def test_review_kind_result_shape(repo: Path) -> None:
+    script = repo.parent / "reviewer"
+    script.write_text(
+        "#!/usr/bin/env python3\nimport os, pathlib\n"
+        "d = pathlib.Path(os.environ['GITFLOW_AGENTS_AGENT_DIR'])\n"
+        "(d / 'report.md').write_text('Looks fine.\\n\\n- [warn] a.py:3: naming\\n\\n"
+        "REVIEW_RESULT: APPROVED\\n')\n"
+        "os.rename(d / 'report.md', d / 'report.complete.md')\n"
+    )
+    script.chmod(0o755)
+    setup_project(repo, {"reviewer": [str(script)]})
+    result = run_cli("spawn", "reviewer", "--flow", "f", "--task", "review", "--json", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, RESULT_SCHEMAS["review"])
+    assert data["overall"] == "approve"
+    assert data["findings"][0]["severity"] == "warn"
+
+
+def _wait_for(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+def test_cancel_kills_a_running_spawn(repo: Path, tmp_path: Path) -> None:
+    record = tmp_path / "rec.json"
+    setup_project(repo, {"hanger": [str(FAKE), "spawn-hang", "--record", str(record)]})
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    spawn = subprocess.Popen(
+        [sys.executable, "-m", "gitflow_agents", "spawn", "hanger", "--flow", "f", "--task", "t"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(lambda: record.exists() and "descendants" in json.loads(record.read_text()))
+        run_dir = only_run(repo, "f")
+        cancel = run_cli("cancel", run_dir.name[:13], cwd=repo)
+        assert cancel.returncode == 0, cancel.stderr
+        assert "canceled run" in cancel.stdout
+        out, _err = spawn.communicate(timeout=15)
+    finally:
+        if spawn.poll() is None:
+            spawn.kill()
+    assert spawn.returncode == 3
+    assert "canceled" in out
+    facts = json.loads(record.read_text())
+    for pid in [facts["pid"], *facts["descendants"]]:
+        _wait_for(lambda pid=pid: not _alive(pid))
+    data = json.loads((run_dir / "result.json").read_text())
+    assert data["status"] == "canceled"
+    assert run_cli("cancel", run_dir.name, cwd=repo).stdout.startswith("run ")  # already ended
+
+
+def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path: Path) -> None:
+    """The orchestrator died (SIGKILL): cancel finds the agent by pid, group and env marker."""
+    record = tmp_path / "rec.json"
+    setup_project(repo, {"hanger": [str(FAKE), "spawn-hang", "--record", str(record)]})
+    spawn = subprocess.Popen(
+        [sys.executable, "-m", "gitflow_agents", "spawn", "hanger", "--flow", "f", "--task", "t"],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _wait_for(lambda: record.exists() and "descendants" in json.loads(record.read_text()))
+    spawn.kill()
+    spawn.wait()
+    run_dir = only_run(repo, "f")
+    assert json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"] == "running"
+    result = run_cli("cancel", run_dir.name, "--wait", "0.2", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    facts = json.loads(record.read_text())
+    for pid in [facts["pid"], *facts["descendants"]]:
+        _wait_for(lambda pid=pid: not _alive(pid))
+    data = json.loads((run_dir / "result.json").read_text())
+    assert data["status"] == "canceled"
+    assert json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"] == "canceled"
+
+
+def test_heartbeat_cli_keeps_a_quiet_agent_alive(repo: Path) -> None:
+    setup_project(repo, {"quiet": [str(FAKE), "heartbeat-cli", "--seconds", "2.2"]}, stuck=1)
+    result = run_cli("spawn", "quiet", "--flow", "f", "--task", "t", cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = only_run(repo, "f")
+    assert (run_dir / "heartbeat").exists()
+
+
+def test_heartbeat_outside_a_run_is_a_usage_error(repo: Path) -> None:
+    result = run_cli("heartbeat", cwd=repo)
+    assert result.returncode == 2
+    assert "no running agent run" in result.stderr
+
+
+def test_heartbeat_from_the_agent_folder(repo: Path) -> None:
+    agent = repo / "flows" / "f" / "agents" / "a"
+    run_dir = repo / "flows" / "f" / "runs" / "r1"
+    agent.mkdir(parents=True)
+    run_dir.mkdir(parents=True)
+    (run_dir / "status.json").write_text(
+        json.dumps({"run_id": "r1", "flow": "f", "agent": "a", "state": "running", "started": 1})
+    )
+    result = run_cli("heartbeat", "still compiling", cwd=agent)
+    assert result.returncode == 0, result.stderr
+    assert "still compiling" in (run_dir / "heartbeat").read_text()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
