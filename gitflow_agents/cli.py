@@ -111,6 +111,50 @@ def _add_action(sub: SubParsers) -> None:
     )
 
 
+def _add_spawn(sub: SubParsers) -> None:
+    p = _command(sub, "spawn", "spawn", help="run one agent on a plan step, supervised")
+    p.add_argument("agent", help="agent from the config (.flow/) or .agents-flow/ agentId")
+    p.add_argument("--flow", help="flow name: flows/<flow>/ (default: the plan's name)")
+    p.add_argument("--plan", help="spec plan (markdown)")
+    p.add_argument("--step", type=int, help="step number in the plan")
+    p.add_argument("--task", help="raw task text (instead of, or with, a plan)")
+    p.add_argument("--after", help="previous agent id(s) whose reports it reads, comma separated")
+    p.add_argument("--agent-name", help="unique agent id (default: step-NN-<agent>)")
+    p.add_argument("--preamble", help="assignment preamble text")
+    p.add_argument("--flow-type", help="config layer .flow/<flow-type>/base.yaml")
+    p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
+    p.add_argument(
+        "--kind",
+        choices=("implement", "review", "research"),
+        help="result.json shape (default: review for reviewer agents, else implement)",
+    )
+    p.add_argument("--card", help="card (markdown) whose frontmatter and history the run updates")
+    p.add_argument("--branch", help="branch named in the card history (default: HEAD)")
+    p.add_argument("--stuck-timeout", type=float, help="seconds without activity (config default)")
+    p.add_argument("--timeout", type=float, help="hard timeout in seconds (config max_wait_secs)")
+    p.add_argument("--kill-grace", type=float, default=3.0, help="SIGTERM to SIGKILL, seconds")
+    p.add_argument("--rerun", action="store_true", help="move an earlier report to previous/")
+    p.add_argument("--json", action="store_true", help="print result.json on stdout")
+    p.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
+
+
+def _add_status(sub: SubParsers) -> None:
+    p = _command(sub, "status", "status", help="agents and runs: state and last activity")
+    p.add_argument("--flow", help="only this flow")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_heartbeat(sub: SubParsers) -> None:
+    p = _command(sub, "heartbeat", "heartbeat", help="run by an agent: I am alive (resets stuck)")
+    p.add_argument("message", nargs="?", help="optional note stored with the heartbeat")
+
+
+def _add_cancel(sub: SubParsers) -> None:
+    p = _command(sub, "cancel", "cancel", help="kill a run's agent process tree; run = canceled")
+    p.add_argument("run_id", metavar="RUN_ID", help="run id (or a unique prefix of 8+ chars)")
+    p.add_argument("--wait", type=float, default=10.0, help="seconds to let its supervisor act")
+
+
 # Each entry adds one subcommand. Adding a command: write commands/<name>.py with
 # ``run(args) -> int`` and one ``_add_<name>`` function here.
 COMMANDS: list[Callable[[SubParsers], None]] = [
@@ -120,6 +164,10 @@ COMMANDS: list[Callable[[SubParsers], None]] = [
     _add_review,
     _add_hook,
     _add_action,
+    _add_spawn,
+    _add_status,
+    _add_heartbeat,
+    _add_cancel,
 ]
 
 
