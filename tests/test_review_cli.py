@@ -330,3 +330,64 @@ def test_gitflow_agents_review_is_the_same_command(feature: Path, run: Cli) -> N
     result = run.main("review", "--format", "json", "--no-note", cwd=feature)
     assert result.returncode == 1
     assert len(json.loads(result.stdout)["findings"]) == 2
+
+
+FAKE_REVIEWER = """#!/usr/bin/env python3
+import json, os, pathlib, sys
+mode = sys.argv[1]
+d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+findings = [] if mode == "approve" else [
+    {"severity": "error", "file": "calc.py", "line": 2, "message": "divides by zero", "rule": "zero"}
+]
+block = {"overall": "approve" if mode == "approve" else "revise", "summary": "looked", "findings": findings}
+verdict = "APPROVED" if mode == "approve" else "REVISE"
+(d / "report.md").write_text(
+    "Summary.\\n\\n```json\\n" + json.dumps(block) + "\\n```\\n\\nREVIEW_RESULT: " + verdict + "\\n"
+)
+target = "report.failed.md" if mode == "fail" else "report.complete.md"
+os.rename(d / "report.md", d / target)
+"""
+
+
+def configure_reviewers(repo: Path) -> None:
+    script = repo.parent / "fake_reviewer"
+    script.write_text(FAKE_REVIEWER)
+    script.chmod(0o755)
+    lines = [
+        "completion_workflow:",
+        '  template: "Rename {report_file} to {success_file}."',
+        "defaults:",
+        "  stuck_timeout_secs: 30",
+        "  max_wait_secs: 60",
+        "agents:",
+    ]
+    for mode in ("approve", "revise", "fail"):
+        lines += [
+            f"  {mode}r:",
+            "    adapter: command",
+            f"    command: {json.dumps([str(script), mode])}",
+        ]
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text("\n".join(lines) + "\n")
+    commit(repo, {"calc.py": "def f(x):\n    return 1 / 0\n"}, "calc")
+
+
+def test_configured_agent_reviews_through_the_same_gate(repo: Path, run: Cli) -> None:
+    configure_reviewers(repo)
+    head = g.head_sha(repo)
+    approved = run.review("HEAD", "--agent", "approver", cwd=repo)
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    note = read_review_note(repo, head)
+    assert note is not None and (note.verdict, note.agent) == ("approved", "approver")
+
+    revised = run.review("HEAD", "--agent", "reviser", "--format", "json", cwd=repo)
+    assert revised.returncode == 1
+    data = json.loads(revised.stdout)
+    assert [(f["file"], f["line"], f["rule"]) for f in data["findings"]] == [("calc.py", 2, "zero")]
+    assert data["findings"][0]["fingerprint"]
+    assert read_review_note(repo, head).verdict == "revise"  # type: ignore[union-attr]
+    assert "flows/" not in git(repo, "status", "--porcelain")  # run artifacts stay out of git
+
+    failed = run.review("HEAD", "--agent", "failr", cwd=repo)
+    assert failed.returncode == 3
+    assert "did not complete the review" in failed.stderr

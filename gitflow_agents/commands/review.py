@@ -97,24 +97,10 @@ def builtin_report(root: Path, target: Target, threshold: Severity, max_file_siz
 
 
 def agent_report(root: Path, name: str, target: Target) -> str:
-    """Run a configured agent as the reviewer.
+    """Run the configured agent ``name`` as the reviewer (supervised); its completed report."""
+    from gitflow_agents.reviewer.agent import run_agent_review
 
-    Needs the agent supervisor (issue: supervisor); until it is part of the package this
-    stops with a clear usage error after checking the agent is configured at all.
-    """
-    try:
-        from gitflow_agents import config
-    except ImportError:
-        raise UsageError(
-            f"--agent {name}: configured agents are not available in this installation; "
-            "use --agent builtin"
-        ) from None
-    flow = config.load_flow_config(config.find_project_root(root))
-    flow.agent(name)  # ConfigError listing the known agents
-    raise UsageError(
-        f"--agent {name}: running a configured agent from git agent-review needs the agent "
-        "supervisor, which this version does not ship yet; use --agent builtin"
-    )
+    return run_agent_review(root, name, base=target.base, head=target.head)
 
 
 def line_lookup(root: Path, rev: str | None) -> Callable[[str, int], str | None]:

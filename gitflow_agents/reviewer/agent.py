@@ -1,0 +1,139 @@
+"""A configured agent (``.flow/`` agents) as the reviewer of a git range.
+
+The agent gets the assembled system prompt and a review task naming the exact diff command and
+the report contract (fenced JSON findings, the exact ``REVIEW_RESULT:`` line). It runs under the
+shared supervisor; its completed report goes through the same parse → gate path as ``builtin``.
+An agent that fails, gets stuck or times out is an AgentError (exit 3), never a verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from gitflow_agents.errors import AgentError
+
+REVIEW_TASK = """\
+Review the code changes {what}. See them with:
+
+    {diff_command}
+
+Check correctness, security (leaked secrets, injection), error handling, tests and readability.
+Look only at what this change adds or modifies; do not edit any file.
+
+Write your review to {report}. It must contain:
+1. a short summary;
+2. one fenced ```json block with this shape (line numbers are in the NEW version of each file):
+   {{"overall": "approve" | "revise", "summary": "...", "reviewed_sha": "{reviewed}",
+     "findings": [{{"severity": "error" | "warn" | "info", "file": "path", "line": 12,
+                   "message": "...", "suggestion": "...", "rule": "short-id"}}]}}
+3. as the LAST line, exactly one of these, alone on its line and without decoration:
+   REVIEW_RESULT: APPROVED
+   REVIEW_RESULT: REVISE
+
+When the report is written, rename it to {success}; if you could not review, rename it to {failed}.
+"""
+
+
+def run_agent_review(
+    root: Path, name: str, *, base: str, head: str | None, quiet: bool = False
+) -> str:
+    """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes) and
+    return its completed report's text. ConfigError for an unknown agent; AgentError when the
+    agent does not complete."""
+    from gitflow_agents.agents import get_adapter
+    from gitflow_agents.agents.base import Invocation
+    from gitflow_agents.assets import load_manifest
+    from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.events import Channel, ConsoleChannel, EventHub, JsonlChannel
+    from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt, write_system_prompt
+    from gitflow_agents.runs import create_run
+    from gitflow_agents.supervisor import signal_paths, supervise
+
+    project = find_project_root(root)
+    config = load_flow_config(project)
+    agent_cfg = config.agent(name)
+    adapter = get_adapter(agent_cfg.adapter)
+    workflow = config.completion_workflow_for(name)
+    flow_name, agent_id = "review", f"review-{name}"
+    a_dir = agent_dir(project, config.flow_dir, flow_name, agent_id)
+    report, success, failure = signal_paths(
+        a_dir, workflow.report_filename, workflow.success_suffix, workflow.failure_suffix
+    )
+    for stale in (report, success, failure):  # the previous review by this agent
+        stale.unlink(missing_ok=True)
+
+    if head is None:
+        what, diff_command = "staged in the index", f"git diff --cached {base}"
+    else:
+        what, diff_command = f"from {base} to {head}", f"git diff {base} {head}"
+    task = REVIEW_TASK.format(
+        what=what,
+        diff_command=diff_command,
+        report=report,
+        success=success.name,
+        failed=failure.name,
+        reviewed=head or "",
+    )
+    prompt = assemble_prompt(
+        PromptRequest(
+            root=project,
+            config=config,
+            agent=name,
+            agent_id=agent_id,
+            flow_name=flow_name,
+            task=task,
+            manifest=load_manifest(project),
+        )
+    )
+    prompt_path = write_system_prompt(project, config, agent_id, flow_name, prompt.text)
+    paths = create_run(project, config.flow_dir, flow_name)
+    channels: list[Channel] = [JsonlChannel(paths.events)]
+    if not quiet:
+        channels.append(ConsoleChannel(sys.stderr, is_tty=False))
+    hub = EventHub(channels, run_id=paths.run_dir.name)
+    try:
+        spec = adapter.launch(
+            Invocation(
+                agent_id=agent_id,
+                agent_dir=a_dir,
+                workdir=project,
+                system_prompt_path=prompt_path,
+                system_prompt=prompt.text,
+                task=(
+                    f"Follow the instructions in your system prompt ({prompt_path}). "
+                    f"Write your review to {report}; when done rename it to {success.name}, "
+                    f"or to {failure.name} if you could not review."
+                ),
+                model=agent_cfg.model,
+                options=agent_cfg.options,
+                config_dir=a_dir / "config",
+                env=dict(os.environ),
+                command=agent_cfg.command,
+            )
+        )
+        outcome = supervise(
+            spec,
+            agent_dir=a_dir,
+            run_dir=paths.run_dir,
+            report_name=workflow.report_filename,
+            success_suffix=workflow.success_suffix,
+            failure_suffix=workflow.failure_suffix,
+            stuck_timeout=float(config.stuck_timeout_secs),
+            timeout=float(config.max_wait_secs) or None,
+            watch_paths=[project],
+            ignore_paths=[project / config.flow_dir],
+            hub=hub,
+            run_id=paths.run_dir.name,
+            parse_output=adapter.parse_output,
+        )
+    finally:
+        hub.close()
+    logs = os.path.relpath(paths.run_dir, Path.cwd())
+    if not outcome.ok or not success.exists():
+        raise AgentError(
+            f"agent {name} did not complete the review: {outcome.status}: {outcome.reason} "
+            f"(logs: {logs})"
+        )
+    return success.read_text(encoding="utf-8", errors="replace")
