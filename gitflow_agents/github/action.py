@@ -149,17 +149,19 @@ class Trigger:
     commenter: str | None = None
 
 
-def _get(data: Any, dotted: str, path: Path, kind: type[T]) -> T:
+def _get(data: Any, dotted: str, path: Path, kind: type[T], prefix: str = "") -> T:
+    """``data[a][b]`` for ``dotted`` = ``a.b``; InputError naming file and key when it is missing
+    or of the wrong type (``prefix`` says where ``data`` sits in the payload)."""
     node = data
     for key in dotted.split("."):
         if not isinstance(node, dict) or key not in node:
-            raise InputError("missing in the event payload", path=path, key=dotted)
+            raise InputError("missing in the event payload", path=path, key=prefix + dotted)
         node = node[key]
     if not isinstance(node, kind) or (kind is int and isinstance(node, bool)):
         raise InputError(
             f"expected {kind.__name__} in the event payload, got {type(node).__name__}",
             path=path,
-            key=dotted,
+            key=prefix + dotted,
         )
     return node
 
@@ -168,15 +170,15 @@ def pull_from_event(event: Mapping[str, Any], path: Path) -> PullRequest:
     pr = _get(event, "pull_request", path, dict)
     head_repo = pr.get("head", {}).get("repo") if isinstance(pr.get("head"), dict) else None
     return PullRequest(
-        number=_get(pr, "number", path, int),
+        number=_get(pr, "number", path, int, "pull_request."),
         title=str(pr.get("title") or ""),
         author=str((pr.get("user") or {}).get("login") or ""),
-        head_sha=_get(pr, "head.sha", path, str),
-        base_sha=_get(pr, "base.sha", path, str),
+        head_sha=_get(pr, "head.sha", path, str, "pull_request."),
+        base_sha=_get(pr, "base.sha", path, str, "pull_request."),
         head_ref=str(pr.get("head", {}).get("ref") or ""),
         base_ref=str(pr.get("base", {}).get("ref") or ""),
         head_repo=head_repo.get("full_name") if isinstance(head_repo, dict) else None,
-        base_repo=_get(pr, "base.repo.full_name", path, str),
+        base_repo=_get(pr, "base.repo.full_name", path, str, "pull_request."),
         draft=bool(pr.get("draft")),
         html_url=str(pr.get("html_url") or ""),
     )
@@ -226,7 +228,7 @@ def decide(event_name: str, event: Mapping[str, Any], path: Path, options: Optio
         user = _get(event, "comment.user", path, dict)
         if _is_bot(user) and not options.allow_bots:
             return Trigger("skip", "the comment was written by a bot (set allow-bots to obey bots)")
-        number = _get(issue, "number", path, int)
+        number = _get(issue, "number", path, int, "issue.")
         login = _get(event, "comment.user.login", path, str)
         if command not in ("review", "fix"):
             return Trigger("skip", f"unknown command /agent {command} (known: review, fix)")

@@ -1,0 +1,410 @@
+"""``gitflow-agents action`` end to end, in a runner-shaped environment, against the stand-in.
+
+Each test builds what a runner provides: a real git checkout with the PR's base and head
+commits, the webhook payload at GITHUB_EVENT_PATH, the GITHUB_OUTPUT and GITHUB_STEP_SUMMARY
+files, and GITHUB_API_URL pointing at the stand-in (as GitHub Enterprise would). Outputs are
+read back the way the runner reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gitflow_agents.findings import Severity
+from gitflow_agents.github.action import Options, decide, parse_command
+from gitflow_agents.github.comment import MARKER
+from tests.conftest import ROOT, git, run_cli
+from tests.github_standin import GitHubStandIn, Pull, gh
+
+__all__ = ["gh"]
+
+BROKEN = "def ok():\n    return 1\n\n\ndef broken(:\n    pass\n"
+FINE = "def ok():\n    return 1\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Runner-shaped set-up
+# ---------------------------------------------------------------------------------------------
+
+
+def make_pr(repo: Path, files: dict[str, str]) -> tuple[str, str]:
+    """Commit ``files`` on a feature branch off main; (base sha, head sha)."""
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "-b", "feature")
+    for name, text in files.items():
+        (repo / name).write_text(text)
+        git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", "feature work")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "main")
+    return base, head
+
+
+def pr_files(repo: Path, base: str, head: str) -> list[dict[str, Any]]:
+    """The PR's files as GitHub lists them: the unified diff from the first hunk on."""
+    out = []
+    for line in git(repo, "diff", "--name-status", base, head).splitlines():
+        status, name = line.split("\t", 1)
+        diff = git(repo, "diff", "--no-color", base, head, "--", name)
+        patch = diff[diff.index("@@") :].rstrip("\n") if "@@" in diff else None
+        out.append(
+            {
+                "filename": name,
+                "status": {"A": "added", "M": "modified", "D": "removed"}[status[0]],
+                "patch": patch,
+            }
+        )
+    return out
+
+
+def add_pull(gh: GitHubStandIn, repo: Path, files: dict[str, str], **kwargs: Any) -> Pull:
+    base, head = make_pr(repo, files)
+    return gh.add_pull(Pull(7, head, base, pr_files(repo, base, head), **kwargs))
+
+
+def pr_event(gh: GitHubStandIn, pull: Pull, action: str = "opened", **extra: Any) -> dict[str, Any]:
+    head_repo = pull.head_repo or gh.full_name
+    return {
+        "action": action,
+        "number": pull.number,
+        "pull_request": {
+            "number": pull.number,
+            "title": pull.title,
+            "draft": pull.draft,
+            "user": {"login": pull.author, "type": "User"},
+            "html_url": f"https://github.example/{gh.full_name}/pull/{pull.number}",
+            "head": {"sha": pull.head_sha, "ref": "feature", "repo": {"full_name": head_repo}},
+            "base": {"sha": pull.base_sha, "ref": "main", "repo": {"full_name": gh.full_name}},
+        },
+        "repository": {"full_name": gh.full_name},
+        "sender": {"login": pull.author, "type": "User"},
+        **extra,
+    }
+
+
+def comment_event(gh: GitHubStandIn, number: int, login: str, body: str) -> dict[str, Any]:
+    return {
+        "action": "created",
+        "issue": {"number": number, "pull_request": {"url": f"{gh.repo_url}/pulls/{number}"}},
+        "comment": {"id": 1, "body": body, "user": {"login": login, "type": "User"}},
+        "repository": {"full_name": gh.full_name},
+        "sender": {"login": login, "type": "User"},
+    }
+
+
+class Runner:
+    """The files and variables a runner gives one step."""
+
+    def __init__(self, tmp_path: Path, gh: GitHubStandIn, repo: Path) -> None:
+        self.tmp = tmp_path / "runner"
+        self.tmp.mkdir(exist_ok=True)
+        self.gh = gh
+        self.repo = repo
+        self.output = self.tmp / "output"
+        self.summary = self.tmp / "step_summary.md"
+
+    def env(self, event_name: str, event: Any, token: str) -> dict[str, str]:
+        event_path = self.tmp / "event.json"
+        event_path.write_text(event if isinstance(event, str) else json.dumps(event))
+        self.output.write_text("")
+        self.summary.write_text("")
+        return {
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": event_name,
+            "GITHUB_EVENT_PATH": str(event_path),
+            "GITHUB_REPOSITORY": self.gh.full_name,
+            "GITHUB_OUTPUT": str(self.output),
+            "GITHUB_STEP_SUMMARY": str(self.summary),
+            "GITHUB_WORKSPACE": str(self.repo),
+            "GITHUB_API_URL": self.gh.base_url,
+            "GITHUB_SERVER_URL": "https://github.example",
+            "GITHUB_RUN_ID": "4242",
+            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_TOKEN": token,
+            "RUNNER_TEMP": str(self.tmp),
+            "GITFLOW_AGENTS_GITHUB_WRITE_DELAY": "0",
+            "GITFLOW_AGENTS_GITHUB_BACKOFF": "0",
+            "GITFLOW_AGENTS_GITHUB_RETRIES": "2",
+        }
+
+    def run(
+        self, event_name: str, event: Any, token: str = "tok-actions", *args: str
+    ) -> subprocess.CompletedProcess[str]:
+        result = run_cli("action", *args, cwd=self.repo, env=self.env(event_name, event, token))
+        return subprocess.CompletedProcess([], result.returncode, result.stdout, result.stderr)
+
+    def outputs(self) -> dict[str, str]:
+        return read_outputs(self.output.read_text())
+
+
+def read_outputs(text: str) -> dict[str, str]:
+    """Parse a GITHUB_OUTPUT file the way the runner does (``k=v`` and ``k<<DELIM`` blocks)."""
+    values: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        eq, heredoc = line.find("="), line.find("<<")
+        if heredoc != -1 and (eq == -1 or heredoc < eq):
+            name, delimiter = line[:heredoc], line[heredoc + 2 :]
+            body = []
+            while lines[i] != delimiter:
+                body.append(lines[i])
+                i += 1
+            i += 1
+            values[name] = "\n".join(body)
+        else:
+            values[line[:eq]] = line[eq + 1 :]
+    return values
+
+
+@pytest.fixture
+def runner(tmp_path: Path, gh: GitHubStandIn, repo: Path) -> Runner:
+    return Runner(tmp_path, gh, repo)
+
+
+def states(gh: GitHubStandIn, sha: str) -> list[str]:
+    return [s["state"] for s in gh.statuses_for(sha) if s["context"] == "gitflow-agents/review"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The action step from action.yml, run the way the runner runs a composite step
+# ---------------------------------------------------------------------------------------------
+
+
+def action_steps() -> list[dict[str, Any]]:
+    data = yaml.safe_load((ROOT / "action.yml").read_text())
+    steps: list[dict[str, Any]] = data["runs"]["steps"]
+    return steps
+
+
+def test_action_yml_never_interpolates_into_shell() -> None:
+    data = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert data["runs"]["using"] == "composite"
+    for step in action_steps():
+        if "run" in step:
+            assert "${{" not in step["run"], step["name"]
+            assert step["shell"] == "bash"
+    review = next(s for s in action_steps() if s.get("id") == "review")
+    for name in data["inputs"]:
+        if name not in ("python-version",):
+            assert f"${{{{ inputs.{name} }}}}" in review["env"].values(), name
+    for name, output in data["outputs"].items():
+        assert output["value"] == f"${{{{ steps.review.outputs.{name} }}}}"
+
+
+def _evaluate(expression: str, inputs: dict[str, str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        key = match.group(1).strip()
+        assert key.startswith("inputs."), key
+        return inputs[key.removeprefix("inputs.")]
+
+    return re.sub(r"\$\{\{(.*?)\}\}", value, expression)
+
+
+def test_the_review_step_of_action_yml_end_to_end(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """The real ``run:`` text of action.yml, under ``bash --noprofile --norc -eo pipefail``,
+    with the inputs mapped through ``env:`` exactly as written there."""
+    pull = add_pull(gh, repo, {"broken.py": BROKEN, "fine.py": FINE})
+    data = yaml.safe_load((ROOT / "action.yml").read_text())
+    inputs = {name: str(spec.get("default", "")) for name, spec in data["inputs"].items()}
+    inputs["github-token"] = "tok-actions"
+    step = next(s for s in action_steps() if s.get("id") == "review")
+    step_env = {k: _evaluate(str(v), inputs) for k, v in step["env"].items()}
+    wrapper = tmp_path / "gitflow-agents"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents "$@"\n')
+    wrapper.chmod(0o755)
+    script = tmp_path / "step.sh"
+    script.write_text(step["run"])
+    env = {
+        **os.environ,
+        **runner.env("pull_request", pr_event(gh, pull), "unused"),
+        **step_env,
+        "GITFLOW_AGENTS_BIN": str(wrapper),
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr  # revise: the default fail-on fails the job
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "revise"
+    assert outputs["errors"] != "0"
+    assert outputs["degraded"] == "false"
+    assert outputs["run-id"] == "4242-1"
+    findings = json.loads(Path(outputs["findings-file"]).read_text())
+    assert any(f["file"] == "broken.py" for f in findings["findings"])
+    assert json.loads(Path(outputs["sarif-file"]).read_text())["version"] == "2.1.0"
+    assert re.search(r"^::error file=broken\.py,line=\d+", proc.stdout, re.MULTILINE)
+    assert states(gh, pull.head_sha) == ["pending", "failure"]
+    (summary_comment,) = gh.comments_on(7)
+    assert summary_comment["user"]["login"] == "github-actions[bot]"
+    assert summary_comment["body"].startswith(MARKER)
+    assert "Run history" in summary_comment["body"]
+    assert len(gh.state.reviews) == 1
+    assert all(c["path"] == "broken.py" for c in gh.state.review_comments.values())
+    step_summary = runner.summary.read_text()
+    assert "gitflow-agents review: REVISE" in step_summary and MARKER not in step_summary
+
+
+# ---------------------------------------------------------------------------------------------
+# Through the CLI
+# ---------------------------------------------------------------------------------------------
+
+
+def test_rerun_with_nothing_changed_posts_no_new_comment(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    pull = add_pull(gh, repo, {"broken.py": BROKEN})
+    first = runner.run("pull_request", pr_event(gh, pull))
+    assert first.returncode == 1, first.stderr
+    writes_first = len(gh.writes())
+    assert writes_first <= 4  # pending status, review, comment, final status
+    assert runner.outputs()["github-writes"] == str(writes_first)
+    second = runner.run("pull_request", pr_event(gh, pull, action="synchronize"))
+    assert second.returncode == 1, second.stderr
+    assert len(gh.comments_on(7)) == 1
+    assert len(gh.state.reviews) == 1  # no second review: every finding is already inline
+    assert len(gh.requests("POST", r"/issues/7/comments$")) == 1
+    assert runner.outputs()["inline-posted"] == "0"
+    assert states(gh, pull.head_sha) == ["pending", "failure", "pending", "failure"]
+
+
+def test_an_approved_pr_gets_a_green_status(runner: Runner, gh: GitHubStandIn, repo: Path) -> None:
+    pull = add_pull(gh, repo, {"fine.py": FINE})
+    result = runner.run("pull_request", pr_event(gh, pull))
+    assert result.returncode == 0, result.stderr
+    assert runner.outputs()["review-result"] == "approved"
+    assert states(gh, pull.head_sha) == ["pending", "success"]
+    assert gh.state.reviews == {}  # nothing to say inline: no review at all
+
+
+def test_fork_pr_with_read_only_token_degrades_without_crashing(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    pull = add_pull(gh, repo, {"broken.py": BROKEN}, head_repo="stranger/demo")
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-read", "--fail-on", "never")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert re.search(
+        r"^::warning title=gitflow-agents::cannot set the pending status", result.stdout, re.M
+    )
+    assert re.search(r"^::error file=broken\.py", result.stdout, re.MULTILINE)
+    outputs = runner.outputs()
+    assert outputs["degraded"] == "true" and outputs["review-result"] == "revise"
+    assert "Not posted to the pull request" in runner.summary.read_text()
+    assert gh.comments_on(7) == [] and gh.statuses_for(pull.head_sha) == []
+    assert len(gh.writes()) == 1  # the first refused write; nothing after it
+
+
+def test_github_down_after_retries_exits_4_and_never_green(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    pull = add_pull(gh, repo, {"fine.py": FINE})
+    gh.fail("POST", r"/issues/7/comments$", 502, times=100)
+    result = runner.run("pull_request", pr_event(gh, pull))
+    assert result.returncode == 4, result.stderr
+    assert "HTTP 502" in result.stderr and "after 2 retries" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "success" not in states(gh, pull.head_sha)
+    assert states(gh, pull.head_sha) == ["pending", "error"]
+    assert "APPROVED" in runner.summary.read_text()  # the results are still in the job summary
+
+
+def test_agent_review_comment_by_a_writer_runs_the_review(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    pull = add_pull(gh, repo, {"broken.py": BROKEN})
+    gh.state.permissions["maintainer"] = "write"
+    result = runner.run("issue_comment", comment_event(gh, 7, "maintainer", "/agent review"))
+    assert result.returncode == 1, result.stderr
+    assert runner.outputs()["review-result"] == "revise"
+    assert gh.requests("GET", r"/collaborators/maintainer/permission$")
+    assert gh.requests("GET", r"/pulls/7$")  # the PR comes from the API, not the payload
+    assert states(gh, pull.head_sha) == ["pending", "failure"]
+
+
+def test_agent_review_comment_without_write_access_is_refused_politely(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    add_pull(gh, repo, {"broken.py": BROKEN})
+    result = runner.run("issue_comment", comment_event(gh, 7, "drive-by", "/agent review please"))
+    assert result.returncode == 0, result.stderr
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "skipped"
+    assert "@drive-by asked for /agent review" in outputs["reason"]
+    assert "write access" in outputs["reason"]
+    assert "only people with write access" in runner.summary.read_text()
+    assert gh.writes() == []
+
+
+def test_malformed_event_payload_exits_2_naming_the_file(runner: Runner, repo: Path) -> None:
+    result = runner.run("pull_request", '{"action": "opened", ')
+    assert result.returncode == 2
+    assert str(runner.tmp / "event.json") in result.stderr
+    assert "not valid JSON" in result.stderr and "Traceback" not in result.stderr
+    missing = runner.run("pull_request", {"action": "opened", "pull_request": {"number": 7}})
+    assert missing.returncode == 2
+    assert "event.json: pull_request.head.sha: missing" in missing.stderr
+
+
+def test_outside_actions_it_says_so(repo: Path) -> None:
+    result = run_cli("action", cwd=repo, env={"GITHUB_EVENT_PATH": "", "GITHUB_EVENT_NAME": ""})
+    assert result.returncode == 2
+    assert "not running in GitHub Actions" in result.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Deciding what an event asks for (no network)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_decide(gh: GitHubStandIn, tmp_path: Path) -> None:
+    path = tmp_path / "event.json"
+    pull = Pull(3, "a" * 40, "b" * 40, [])
+    options = Options(threshold=Severity.ERROR)
+    assert decide("pull_request", pr_event(gh, pull), path, options).kind == "review"
+    assert decide("pull_request", pr_event(gh, pull, action="closed"), path, options).kind == "skip"
+    draft = Pull(3, "a" * 40, "b" * 40, [], draft=True)
+    assert "draft" in decide("pull_request", pr_event(gh, draft), path, options).reason
+    assert (
+        decide("pull_request", pr_event(gh, draft), path, Options(review_drafts=True)).kind
+        == "review"
+    )
+    bot = pr_event(gh, pull, sender={"login": "dependabot[bot]", "type": "Bot"})
+    assert decide("pull_request", bot, path, options).kind == "skip"
+    assert decide("pull_request", bot, path, Options(allow_bots=True)).kind == "review"
+    on_issue = comment_event(gh, 3, "x", "/agent review")
+    del on_issue["issue"]["pull_request"]
+    assert "not a pull request" in decide("issue_comment", on_issue, path, options).reason
+    fix = decide("issue_comment", comment_event(gh, 3, "x", "/agent fix"), path, options)
+    assert (fix.kind, fix.number, fix.commenter) == ("fix", 3, "x")
+    assert decide("push", {}, path, options).kind == "skip"
+
+
+def test_parse_command() -> None:
+    assert parse_command("/agent review") == "review"
+    assert parse_command("\n  /agent FIX now\nthanks") == "fix"
+    assert parse_command("please /agent review") is None
+    assert parse_command("/agent") is None
+    assert parse_command("") is None
