@@ -1,8 +1,8 @@
 """``git-agent-review``: the console script behind ``git agent-review``.
 
 git runs ``git-<name>`` from PATH for ``git <name>``, so installing this script is all it takes.
-(``git agent-review --help`` makes git look for a man page instead; ``-h`` is the way to get
-help, see docs/review.md.) Kept light: only argparse here, the work is in commands/review.py.
+(``git agent-review --help`` makes git open the man page git-agent-review(1), shipped from
+docs/man/; ``-h`` always works, see docs/review.md.) Kept light: only argparse here, the work is in commands/review.py.
 """
 
 from __future__ import annotations

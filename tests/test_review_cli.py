@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -391,3 +392,33 @@ def test_configured_agent_reviews_through_the_same_gate(repo: Path, run: Cli) ->
     failed = run.review("HEAD", "--agent", "failr", cwd=repo)
     assert failed.returncode == 3
     assert "did not complete the review" in failed.stderr
+
+
+MAN_PAGE = ROOT / "docs" / "man" / "git-agent-review.1"
+
+
+def test_man_page_lists_every_option() -> None:
+    text = MAN_PAGE.read_text().replace("\\-", "-")
+    for action in git_agent_review.build_parser()._actions:
+        for flag in action.option_strings:
+            if flag.startswith("--") and flag != "--help":
+                assert flag in text, flag
+
+
+@pytest.mark.skipif(shutil.which("man") is None, reason="no man command on this machine")
+def test_git_help_finds_the_installed_man_page(repo: Path, tmp_path: Path) -> None:
+    """Installed as <prefix>/share/man/man1 (the wheel's shared-data), man finds it from PATH."""
+    prefix = tmp_path / "venv"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "share" / "man" / "man1").mkdir(parents=True)
+    shutil.copy(MAN_PAGE, prefix / "share" / "man" / "man1" / MAN_PAGE.name)
+    shim = prefix / "bin" / "git-agent-review"
+    shim.write_text("#!/bin/sh\nexit 0\n")
+    shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "MANPATH"}
+    env.update(PATH=f"{prefix / 'bin'}{os.pathsep}{env['PATH']}", MANPAGER="cat", PAGER="cat")
+    result = subprocess.run(
+        ["git", "agent-review", "--help"], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert "GIT-AGENT-REVIEW(1)" in result.stdout
