@@ -288,3 +288,17 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def test_result_json_written_even_when_the_launch_raises(repo: Path) -> None:
+    # {model} without a model: the command adapter raises ConfigError inside the supervised part
+    setup_project(repo, {"builder": [str(FAKE), "succeed", "{model}"]})
+    result = run_cli("spawn", "builder", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
+    assert result.returncode == 2
+    assert "{model}" in result.stderr
+    data = json.loads((only_run(repo, "f") / "result.json").read_text())
+    jsonschema.validate(data, RESULT_SCHEMAS["implement"])
+    assert data["status"] == "failed"
+    assert data["run"]["reason"].startswith("ConfigError")
+    state = json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"]
+    assert state == "failed"
