@@ -155,6 +155,18 @@ def _add_cancel(sub: SubParsers) -> None:
     p.add_argument("--wait", type=float, default=10.0, help="seconds to let its supervisor act")
 
 
+def _add_run(sub: SubParsers) -> None:
+    from gitflow_agents.commands.run import add_chain_arguments
+
+    p = _command(
+        sub, "run", "run", help="run plan steps: implement -> review -> (fix -> review)* -> merge"
+    )
+    p.add_argument("plan", help="path to the spec plan (markdown)")
+    p.add_argument("--step", type=int, help="the step to run")
+    p.add_argument("--all", action="store_true", help="every step not yet done, in order")
+    add_chain_arguments(p)
+
+
 # Each entry adds one subcommand. Adding a command: write commands/<name>.py with
 # ``run(args) -> int`` and one ``_add_<name>`` function here.
 COMMANDS: list[Callable[[SubParsers], None]] = [
@@ -168,6 +180,7 @@ COMMANDS: list[Callable[[SubParsers], None]] = [
     _add_status,
     _add_heartbeat,
     _add_cancel,
+    _add_run,
 ]
 
 

@@ -7,9 +7,12 @@ output: ``-z`` where git offers it, ``--no-color``, ``--no-ext-diff``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Mapping, Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -364,3 +367,365 @@ def write_note(root: Path, sha: str, text: str, ref: str = NOTES_REF) -> None:
     )
     if result.returncode != 0:
         raise _fail(result, f"cannot write note on {sha[:12]}")
+
+
+# --- statistics ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """One changed file as ``git diff --raw --numstat -z -M`` reports it."""
+
+    path: str  # new path (for deletions the old path)
+    status: str  # A, M, D, R, C, T
+    old_path: str | None = None  # renames and copies
+    added: int | None = None  # None for binary files
+    deleted: int | None = None
+
+    @property
+    def binary(self) -> bool:
+        return self.added is None
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+
+
+def _excluded(path: str, exclude: Sequence[str]) -> bool:
+    return any(path == e or path.startswith(e.rstrip("/") + "/") for e in exclude)
+
+
+def _exclude_specs(exclude: Sequence[str]) -> tuple[str, ...]:
+    return tuple(f":(exclude){e.strip('/')}" for e in exclude)
+
+
+def _parse_raw_numstat(out: str) -> list[FileStat]:
+    """Parse ``--raw --numstat -z`` output: raw records first, then the numstat records."""
+    parts = out.split("\0")
+    raw: list[tuple[str, str, str | None]] = []
+    counts: dict[str, tuple[int | None, int | None]] = {}
+    i = 0
+    while i < len(parts) and parts[i]:
+        field = parts[i]
+        if field.startswith(":"):
+            letter = field.split()[-1][0]
+            if letter in "RC":
+                raw.append((letter, parts[i + 2], parts[i + 1]))
+                i += 3
+            else:
+                raw.append((letter, parts[i + 1], None))
+                i += 2
+            continue
+        added, deleted, path = field.split("\t", 2)
+        if path == "":  # rename or copy: old path and new path follow
+            path = parts[i + 2]
+            i += 3
+        else:
+            i += 1
+        counts[path] = (
+            None if added == "-" else int(added),
+            None if deleted == "-" else int(deleted),
+        )
+    return [
+        FileStat(path, letter, old, *counts.get(path, (None, None))) for letter, path, old in raw
+    ]
+
+
+def diff_stats(
+    root: Path, base: str, head: str | None = None, *, exclude: Sequence[str] = ()
+) -> tuple[FileStat, ...]:
+    """Per-file statistics from ``base`` to ``head``, renames detected, binaries marked.
+
+    With ``head`` None the work tree of ``root`` is compared, *including untracked files*
+    (ignored ones excepted): they are staged into a throw-away copy of the index, so the real
+    index is never touched. Paths under ``exclude`` (run artifacts) are left out.
+    """
+    specs = _exclude_specs(exclude)
+    flags = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--ignore-submodules")
+    if head is not None:
+        out = run_git(
+            root, "diff", *flags, "--raw", "--numstat", "-z", base, head, "--", *specs
+        ).stdout
+    else:
+        index = Path(run_git(root, "rev-parse", "--git-path", "index").stdout.strip())
+        index = index if index.is_absolute() else root / index
+        with _temp_index(index) as env:
+            _stage_all(root, exclude, env)
+            out = proc.run(
+                (
+                    "git",
+                    "--no-pager",
+                    "-C",
+                    str(root),
+                    "diff",
+                    "--cached",
+                    *flags,
+                    "--raw",
+                    "--numstat",
+                    "-z",
+                    base,
+                    "--",
+                    *specs,
+                ),
+                env=env,
+            ).stdout
+    return tuple(s for s in _parse_raw_numstat(out) if not _excluded(s.path, exclude))
+
+
+@contextlib.contextmanager
+def _temp_index(index: Path) -> Iterator[dict[str, str]]:
+    """A copy of ``index`` in a temporary file; yields the git environment pointing at it."""
+    fd, name = tempfile.mkstemp(prefix="gitflow-agents-index.")
+    os.close(fd)
+    path = Path(name)
+    try:
+        if index.exists():
+            shutil.copyfile(index, path)
+        else:
+            path.unlink()
+        yield {**git_env(), "GIT_INDEX_FILE": str(path)}
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _stage_all(root: Path, exclude: Sequence[str], env: Mapping[str, str]) -> None:
+    """``git add -A``, then unstage anything under ``exclude`` again (an exclude pathspec on
+    ``add`` itself fails when the path is also ignored, as the flow dir is)."""
+    base = ("git", "-C", str(root))
+    proc.run((*base, "add", "-A", "--", "."), env=env)
+    if exclude:
+        proc.run((*base, "reset", "--quiet", "--", *(e.strip("/") for e in exclude)), env=env)
+
+
+def commits_between(root: Path, base: str, head: str) -> tuple[Commit, ...]:
+    """Commits reachable from ``head`` but not ``base``, oldest first."""
+    out = run_git(root, "log", "--reverse", "-z", "--format=%H%x00%s", f"{base}..{head}").stdout
+    parts = [p.lstrip("\n") for p in out.split("\0")]
+    return tuple(Commit(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2) if parts[i])
+
+
+def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
+    result = run_git(root, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
+    return result.returncode == 0
+
+
+# --- repository layout: common dir, info/exclude ------------------------------------------
+
+
+def git_common_dir(root: Path) -> Path:
+    """The directory shared by every work tree of the repository (``.git`` of the main one)."""
+    out = run_git(root, "rev-parse", "--git-common-dir").stdout.strip()
+    path = Path(out)
+    return (path if path.is_absolute() else root / path).resolve()
+
+
+def ensure_info_exclude(root: Path, patterns: Sequence[str]) -> None:
+    """Append each pattern missing from ``info/exclude`` (shared by all work trees), atomically."""
+    exclude = git_common_dir(root) / "info" / "exclude"
+    existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    present = {line.strip() for line in existing.splitlines()}
+    missing = [p for p in patterns if p not in present]
+    if not missing:
+        return
+    text = existing + ("" if not existing or existing.endswith("\n") else "\n")
+    text += "# gitflow-agents run artifacts\n" + "".join(p + "\n" for p in missing)
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    tmp = exclude.with_name(f".exclude.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(exclude)
+
+
+# --- branches and work trees ---------------------------------------------------------------
+
+
+def check_branch_name(root: Path, name: str) -> str:
+    result = run_git(root, "check-ref-format", "--branch", name, check=False)
+    if result.returncode != 0 or name.startswith("-"):
+        raise UsageError(f"invalid branch name: {name!r}")
+    return name
+
+
+def branch_sha(root: Path, name: str) -> str | None:
+    """Sha of local branch ``name``, or None when there is no such branch."""
+    result = run_git(root, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def create_branch(root: Path, name: str, start: str) -> None:
+    result = run_git(root, "branch", "--no-track", "--", name, start, check=False)
+    if result.returncode != 0:
+        raise _fail(result, f"cannot create branch {name}")
+
+
+def delete_branch(root: Path, name: str) -> None:
+    """Delete local branch ``name`` (tool-owned step branches only), merged or not."""
+    run_git(root, "branch", "-D", "--", name, check=False)
+
+
+def worktrees(root: Path) -> dict[Path, str | None]:
+    """Every work tree of the repository and the branch checked out in it (None: detached)."""
+    out = run_git(root, "worktree", "list", "--porcelain", "-z").stdout
+    found: dict[Path, str | None] = {}
+    current: Path | None = None
+    for field in out.split("\0"):
+        if field.startswith("worktree "):
+            current = Path(field.removeprefix("worktree "))
+            found[current] = None
+        elif field.startswith("branch ") and current is not None:
+            found[current] = field.removeprefix("branch refs/heads/")
+    return found
+
+
+def worktree_of_branch(root: Path, branch: str) -> Path | None:
+    """The work tree that has ``branch`` checked out, if any."""
+    for path, name in worktrees(root).items():
+        if name == branch:
+            return path
+    return None
+
+
+def add_worktree(root: Path, path: Path, ref: str, *, detach: bool = False) -> None:
+    """Check out ``ref`` (a branch, or any commit with ``detach``) in a new work tree ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    args = ("--detach", str(path), ref) if detach else (str(path), ref)
+    result = run_git(root, "worktree", "add", "--quiet", *args, check=False)
+    if result.returncode != 0:
+        raise _fail(result, f"cannot create work tree {path}")
+
+
+def remove_worktree(root: Path, path: Path) -> None:
+    """Remove a tool-owned work tree (and its files), then prune its bookkeeping."""
+    run_git(root, "worktree", "remove", "--force", str(path), check=False)
+    run_git(root, "worktree", "prune", check=False)
+
+
+def dirty_paths(worktree: Path) -> tuple[str, ...]:
+    """Paths with uncommitted changes or untracked (not ignored) in ``worktree``."""
+    out = run_git(worktree, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+    paths, parts, i = [], out.split("\0"), 0
+    while i < len(parts) and parts[i]:
+        entry = parts[i]
+        paths.append(entry[3:])
+        i += 2 if entry[0] in "RC" else 1
+    return tuple(paths)
+
+
+def discard_changes(worktree: Path, sha: str) -> None:
+    """Reset a *tool-owned* work tree to ``sha`` and drop untracked files (ignored ones stay)."""
+    run_git(worktree, "reset", "--quiet", "--hard", sha)
+    run_git(worktree, "clean", "-d", "--force", "--quiet")
+
+
+def commit_all(
+    worktree: Path,
+    message: str,
+    *,
+    trailers: Mapping[str, str] | None = None,
+    exclude: Sequence[str] = (),
+) -> str | None:
+    """Stage every change in ``worktree`` except ``exclude`` (and ignored files) and commit it
+    with ``trailers``; the new sha, or None when there was nothing to commit."""
+    _stage_all(worktree, exclude, git_env())
+    if run_git(worktree, "diff", "--cached", "--quiet", check=False).returncode == 0:
+        return None
+    body = message.rstrip("\n") + "\n"
+    if trailers:
+        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+    result = run_git(
+        worktree,
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "--cleanup=verbatim",
+        "-F",
+        "-",
+        input=body,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise _fail(result, "cannot commit the agent's changes")
+    return head_sha(worktree)
+
+
+def commit_trailers(root: Path, sha: str) -> dict[str, str]:
+    """The trailers of commit ``sha`` (last value wins per key)."""
+    out = run_git(root, "log", "-1", "--format=%(trailers:only,unfold)", sha).stdout
+    found: dict[str, str] = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            found[key.strip()] = value.strip()
+    return found
+
+
+# --- merging into the target branch (never forced) ----------------------------------------
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    sha: str  # the target's new tip
+    previous: str  # the target's tip before
+    kind: str  # "fast-forward" or "merge-commit"
+
+
+def merge_into(root: Path, target: str, source_sha: str, *, mode: str, message: str) -> MergeResult:
+    """Advance local branch ``target`` to include ``source_sha``.
+
+    ``mode`` "ff": fast-forward only (GitError when ``target`` has moved on); "merge": always a
+    merge commit (GitError on conflicts). The new tip is computed without any work tree (``git
+    merge-tree``); when ``target`` is checked out somewhere, that work tree is fast-forwarded
+    with ``git merge --ff-only``, which refuses rather than overwrite uncommitted changes. Never
+    a forced update: the ref moves only from the tip it was read at.
+    """
+    previous = branch_sha(root, target)
+    if previous is None:
+        raise GitError(f"target branch {target} does not exist")
+    if mode == "ff":
+        if not is_ancestor(root, previous, source_sha):
+            raise GitError(
+                f"cannot fast-forward {target}: it has moved on since the step branch was "
+                "created (use merge mode 'merge')"
+            )
+        new, kind = source_sha, "fast-forward"
+    elif mode == "merge":
+        result = run_git(root, "merge-tree", "--write-tree", previous, source_sha, check=False)
+        if result.returncode != 0:
+            raise GitError(f"merging into {target} would conflict: {result.stdout.strip()}")
+        tree = result.stdout.split()[0]
+        new = run_git(
+            root,
+            "commit-tree",
+            tree,
+            "-p",
+            previous,
+            "-p",
+            source_sha,
+            "-F",
+            "-",
+            input=message.rstrip("\n") + "\n",
+        ).stdout.strip()
+        kind = "merge-commit"
+    else:
+        raise UsageError(f"unknown merge mode {mode!r} (expected ff or merge)")
+    checked_out = worktree_of_branch(root, target)
+    if checked_out is not None:
+        result = run_git(checked_out, "merge", "--ff-only", "--quiet", new, check=False)
+        if result.returncode != 0:
+            detail = " ".join(line.strip() for line in result.stderr.splitlines()[:4])
+            raise GitError(f"cannot update {target} in {checked_out}: {detail}")
+    else:
+        result = run_git(
+            root,
+            "update-ref",
+            "-m",
+            f"gitflow-agents: {kind}",
+            f"refs/heads/{target}",
+            new,
+            previous,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise _fail(result, f"cannot update {target}")
+    return MergeResult(new, previous, kind)

@@ -1,0 +1,905 @@
+"""Implement → review → (fix → review)* → merge: one plan step on its own branch and work tree.
+
+The loop (``run_step``) reads top to bottom: the implementer works, then up to
+``max_iterations`` review rounds; between rounds the fixer gets every review report (``--after``).
+The last action is always a review. A round approves only when every reviewer approves and the
+gate (DESIGN §4: verdict APPROVED, no finding at or above the threshold, about exactly the
+reviewed commit) passes. Approved: the step branch is merged into the target (fast-forward or a
+merge commit, never forced), a git note records the verdict, and the plan step gets ✅. Anything
+else: ❌ and nothing merged. The run record (``result.json``, history line) is written in a
+``finally`` so a crash still leaves evidence.
+
+Agents run in a work tree of the step branch (``<git-common-dir>/gitflow-agents/worktrees/``), so
+the user's own work tree and uncommitted changes are never touched. The run artifacts stay in the
+user's ``<flow_dir>/`` (a symlink from the step work tree points there); ``info/exclude`` keeps
+them out of commits and statistics. Resuming: an agent whose ``report.complete.md`` exists and
+that started from the same commit is reused instead of run again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+from gitflow_agents import git, lock, stats
+from gitflow_agents.config import FlowConfig
+from gitflow_agents.errors import AgentError, ExitCode, GitError, UsageError
+from gitflow_agents.events import EventHub
+from gitflow_agents.findings import (
+    GateResult,
+    Review,
+    Severity,
+    gate,
+    merge_reviews,
+    parse_review,
+)
+from gitflow_agents.plan import Plan
+from gitflow_agents.runs import RunPaths, create_run, read_json, write_json_atomic
+
+Outcome = Literal["approved", "rejected", "failed", "canceled", "skipped"]
+AgentKind = Literal["implement", "review", "fix", "research"]
+
+TRAILER_RUN = "Gitflow-Agents-Run"
+TRAILER_AGENT = "Gitflow-Agents-Agent"
+META_FILE = "chain.json"
+DONE, FAILED = "✅", "❌"
+
+TASK = (
+    "Follow the instructions in your system prompt ({prompt}). Write your progress to {report}; "
+    "when you are done rename it to {success}, or to {failed} if you could not complete the task."
+)
+
+REVIEW_PREAMBLE = """\
+It is now your job to review the changes for this plan-step: commit {head} on branch {branch},
+compared with {base} (the merge-base with {target}); see them with `git diff {base} {head}`.
+Do not change, stage or commit any file.
+
+Your verdict is read by a program. End your report with exactly one of these lines, alone on its
+line (no bold, no quotes, not inside a code block):
+
+REVIEW_RESULT: APPROVED
+REVIEW_RESULT: REVISE
+
+Include exactly one fenced ```json block: {{"overall": "approve" | "revise", "summary": "...",
+"findings": [{{"severity": "error" | "warn" | "info", "file": "...", "line": 1, "message": "..."}}],
+"reviewed_sha": "{head}"}}. The verdict line and "overall" must agree. Findings of severity
+{threshold} or above block the merge."""
+
+FIX_PREAMBLE = """\
+The review of this plan-step asked for changes. Read every report listed under "Previous Agent
+Reports" and fix what they ask for, nothing more. Leave your changes uncommitted in the work tree:
+gitflow-agents commits them and the step is reviewed again."""
+
+
+class AgentFailed(AgentError):
+    """An agent did not complete (failed, stuck, timed out, crashed): exit code 3."""
+
+    def __init__(self, run: AgentRun) -> None:
+        super().__init__(f"{run.agent_id}: {run.status}: {run.reason}")
+        self.run = run
+
+
+@dataclass(frozen=True)
+class ChainSettings:
+    implementer: str = "builder"
+    reviewers: tuple[str, ...] = ("reviewer",)
+    fixer: str = "fixer"
+    max_iterations: int = 3
+    target: str | None = None  # default: config.default_branch
+    branch_pattern: str = "agents/{plan}/step-{step}"
+    merge: str = "ff"  # "ff" (fast-forward only) or "merge" (always a merge commit)
+    threshold: Severity = Severity.ERROR
+    stuck_timeout: float | None = None  # default: config defaults.stuck_timeout_secs
+    timeout: float | None = None  # default: config defaults.max_wait_secs
+    kill_grace: float = 3.0
+
+
+@dataclass
+class Context:
+    """What every agent of a run shares: project, config, plan, settings, events, cancel."""
+
+    root: Path  # the user's work tree (run artifacts live under root/flow_dir)
+    config: FlowConfig
+    plan: Plan | None
+    flow: str  # flow name: the plan's name, else given
+    settings: ChainSettings
+    hub: EventHub
+    cancel: threading.Event = field(default_factory=threading.Event)
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    @property
+    def target(self) -> str:
+        return self.settings.target or self.config.default_branch
+
+    @property
+    def exclude(self) -> tuple[str, ...]:
+        return (self.config.flow_dir.strip("/"),)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    worktree: Path
+    branch: str | None  # None: detached (review / research of an arbitrary commit)
+    base_sha: str  # merge-base with the target: what statistics and reviews compare against
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    agent: str
+    agent_id: str
+    kind: AgentKind
+    run_id: str
+    status: str  # the supervisor's outcome status; "reused" is never stored here
+    reason: str
+    reused: bool
+    start_sha: str
+    end_sha: str
+    report: Path | None
+    duration: float
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "succeeded"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "agentId": self.agent_id,
+            "kind": self.kind,
+            "runID": self.run_id,
+            "status": self.status,
+            "reason": self.reason,
+            "reused": self.reused,
+            "startSha": self.start_sha,
+            "endSha": self.end_sha,
+            "report": str(self.report) if self.report else None,
+            "durationMs": round(self.duration * 1000),
+        }
+
+
+@dataclass(frozen=True)
+class ReviewRound:
+    iteration: int
+    reviewed_sha: str
+    agents: tuple[AgentRun, ...]
+    reviews: tuple[Review, ...]
+    gate: GateResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "reviewedSha": self.reviewed_sha,
+            "approved": self.gate.approved,
+            "reasons": list(self.gate.reasons),
+            "reviewers": [
+                {
+                    "agentId": run.agent_id,
+                    "overall": review.overall.value if review.overall else None,
+                    "reason": review.reason,
+                    "findings": [f.to_dict() for f in review.findings],
+                }
+                for run, review in zip(self.agents, self.reviews, strict=True)
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class ChainResult:
+    outcome: Outcome
+    exit_code: int
+    reason: str
+    run_id: str
+    step: int | None
+    branch: str | None
+    iterations: int  # review rounds run
+    fixes: int
+    stats: stats.GitStats | None
+    merged: git.MergeResult | None
+    result_path: Path | None
+    history_line: str
+
+
+# --------------------------------------------------------------------------------------------
+# Workspaces
+
+
+def branch_name(settings: ChainSettings, plan: str, step: int) -> str:
+    return settings.branch_pattern.format(plan=plan, step=step, step2=f"{step:02d}")
+
+
+def worktree_path(root: Path, flow: str, name: str) -> Path:
+    return git.git_common_dir(root) / "gitflow-agents" / "worktrees" / flow / name
+
+
+def _link_flow_dir(ctx: Context, worktree: Path) -> None:
+    """``<worktree>/<flow_dir>`` → the user's flow dir, so agents' relative report paths land
+    in one place; both spellings are excluded (a symlink is not a directory to git)."""
+    flow_dir = ctx.exclude[0]
+    git.ensure_info_exclude(ctx.root, (f"/{flow_dir}/", f"/{flow_dir}"))
+    real = ctx.root / flow_dir
+    real.mkdir(parents=True, exist_ok=True)
+    link = worktree / flow_dir
+    if not link.is_symlink() and not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(real.resolve(), target_is_directory=True)
+
+
+def step_workspace(ctx: Context, step: int) -> Workspace:
+    """The step branch (created at the target's tip when new) checked out in its work tree."""
+    assert ctx.plan is not None
+    name = git.check_branch_name(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
+    target_sha = git.branch_sha(ctx.root, ctx.target)
+    if target_sha is None:
+        raise UsageError(f"target branch {ctx.target!r} does not exist (use --target)")
+    if git.branch_sha(ctx.root, name) is None:
+        git.create_branch(ctx.root, name, target_sha)
+    tree = git.worktree_of_branch(ctx.root, name)
+    if tree is None:
+        tree = worktree_path(ctx.root, ctx.flow, f"step-{step:02d}")
+        if tree.exists():  # left over from a crash: git no longer knows it
+            git.remove_worktree(ctx.root, tree)
+        git.add_worktree(ctx.root, tree, name)
+    _link_flow_dir(ctx, tree)
+    return Workspace(tree, name, git.merge_base(ctx.root, ctx.target, name))
+
+
+@contextlib.contextmanager
+def scratch_workspace(ctx: Context, ref: str, base: str) -> Iterator[Workspace]:
+    """A detached work tree at ``ref`` for read-only flows (review, research), removed after."""
+    from gitflow_agents.runs import new_run_id
+
+    sha = git.rev_parse(ctx.root, ref)
+    tree = worktree_path(ctx.root, ctx.flow, f"scratch-{new_run_id()[:13]}")
+    git.add_worktree(ctx.root, tree, sha, detach=True)
+    try:
+        _link_flow_dir(ctx, tree)
+        yield Workspace(tree, None, git.rev_parse(ctx.root, base))
+    finally:
+        git.remove_worktree(ctx.root, tree)
+
+
+# --------------------------------------------------------------------------------------------
+# One agent
+
+
+def _agent_paths(ctx: Context, agent: str, agent_id: str) -> tuple[Path, Path, Path, Path]:
+    from gitflow_agents.prompt import agent_dir
+    from gitflow_agents.supervisor import signal_paths
+
+    workflow = ctx.config.completion_workflow_for(agent)
+    folder = agent_dir(ctx.root, ctx.config.flow_dir, ctx.flow, agent_id)
+    report, success, failure = signal_paths(
+        folder, workflow.report_filename, workflow.success_suffix, workflow.failure_suffix
+    )
+    return folder, report, success, failure
+
+
+def _reusable(folder: Path, success: Path, start_sha: str, root: Path) -> dict[str, Any] | None:
+    """The stored meta of a completed agent that started from ``start_sha``, else None."""
+    meta = read_json(folder / META_FILE)
+    if meta is None or not success.exists() or meta.get("startSha") != start_sha:
+        return None
+    end = meta.get("endSha")
+    if not isinstance(end, str) or not git.is_ancestor(root, start_sha, end):
+        return None
+    return meta
+
+
+def _set_aside(folder: Path, paths: Sequence[Path]) -> None:
+    """Move an earlier attempt's reports to ``previous/`` (the supervisor wants a clean slate)."""
+    stale = [p for p in paths if p.exists()]
+    if not stale:
+        return
+    previous = folder / "previous"
+    previous.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    for path in stale:
+        path.rename(previous / f"{stamp}-{os.getpid()}-{path.name}")
+    (folder / META_FILE).unlink(missing_ok=True)
+
+
+def run_agent(
+    ctx: Context,
+    ws: Workspace,
+    *,
+    agent: str,
+    agent_id: str,
+    kind: AgentKind,
+    start_sha: str,
+    step: int | None = None,
+    after: Sequence[str] = (),
+    preamble: str | None = None,
+    task: str | None = None,
+    commit_message: str | None = None,
+) -> AgentRun:
+    """Run (or reuse) one agent in ``ws``; commit its changes (implement/fix) with the run's
+    trailer and fill its report's git statistics. AgentFailed unless it completed."""
+    folder, report, success, failure = _agent_paths(ctx, agent, agent_id)
+    meta = _reusable(folder, success, start_sha, ctx.root)
+    if meta is not None:
+        ctx.hub.emit("task:complete", {"node": agent_id, "status": "reused"})
+        return AgentRun(
+            agent, agent_id, kind, str(meta.get("runID", "")), "succeeded",
+            "reused: completed earlier from the same commit", True, start_sha,
+            str(meta["endSha"]), success, 0.0,
+        )  # fmt: skip
+    _set_aside(folder, (success, failure, report))
+    if (
+        kind in ("implement", "fix")
+        and ws.branch is not None
+        and (git.head_sha(ws.worktree) != start_sha or git.dirty_paths(ws.worktree))
+    ):
+        git.discard_changes(ws.worktree, start_sha)  # a crashed attempt's leftovers
+    paths = create_run(ctx.root, ctx.config.flow_dir, ctx.flow)
+    run_id = paths.run_dir.name
+    unsubscribe = _agent_events(ctx.hub, paths, run_id)
+    ctx.hub.emit("task:start", {"node": agent_id, "kind": kind, "step": step}, run_id=run_id)
+    started = time.monotonic()
+    status, reason = "failed", "the agent did not finish"
+    end_sha = start_sha
+    try:
+        status, reason = _launch(
+            ctx, ws, paths, agent, agent_id, kind, step, after, preamble, task, folder, success
+        )
+        if status == "succeeded" and kind in ("implement", "fix") and ws.branch is not None:
+            title = commit_message or f"{ctx.flow}: {agent_id}"
+            committed = git.commit_all(
+                ws.worktree,
+                title,
+                trailers={TRAILER_RUN: run_id, TRAILER_AGENT: agent_id},
+                exclude=ctx.exclude,
+            )
+            end_sha = committed or start_sha
+            if success.exists():
+                own = stats.compute(ws.worktree, start_sha, end_sha, exclude=ctx.exclude)
+                stats.fill_report_file(success, own)
+        if status == "succeeded":
+            write_json_atomic(
+                folder / META_FILE,
+                {"runID": run_id, "kind": kind, "startSha": start_sha, "endSha": end_sha},
+            )
+    finally:
+        run = AgentRun(
+            agent, agent_id, kind, run_id, status, reason, False, start_sha, end_sha,
+            next((p for p in (success, failure, report) if p.exists()), None),
+            time.monotonic() - started,
+        )  # fmt: skip
+        _write_agent_result(paths, run, ctx)
+        ctx.hub.emit(
+            "task:complete" if run.ok else "task:failed",
+            {"node": agent_id, "status": status, "reason": reason},
+            run_id=run_id,
+        )
+        unsubscribe()
+    if not run.ok:
+        raise AgentFailed(run)
+    return run
+
+
+def _launch(
+    ctx: Context,
+    ws: Workspace,
+    paths: RunPaths,
+    agent: str,
+    agent_id: str,
+    kind: AgentKind,
+    step: int | None,
+    after: Sequence[str],
+    preamble: str | None,
+    task: str | None,
+    folder: Path,
+    success: Path,
+) -> tuple[str, str]:
+    """Assemble the prompt, start the adapter's process under the supervisor; (status, reason)."""
+    from gitflow_agents.agents import get_adapter
+    from gitflow_agents.agents.base import Invocation
+    from gitflow_agents.assets import load_manifest
+    from gitflow_agents.prompt import PromptRequest, assemble_prompt, write_system_prompt
+    from gitflow_agents.supervisor import supervise
+
+    config = ctx.config
+    agent_cfg = config.agent(agent)
+    request = PromptRequest(
+        root=ctx.root,
+        config=config,
+        agent=agent,
+        agent_id=agent_id,
+        flow_name=ctx.flow,
+        step=step,
+        plan=ctx.plan if step is not None else None,
+        task=task,
+        after=tuple(after),
+        preamble=preamble,
+        manifest=load_manifest(ctx.root),
+    )
+    prompt = assemble_prompt(request)
+    prompt_path = write_system_prompt(ctx.root, config, agent_id, ctx.flow, prompt.text)
+    if agent_cfg.adapter == "builtin":
+        return _builtin_review(ctx, ws, folder, success)
+    adapter = get_adapter(agent_cfg.adapter)
+    workflow = config.completion_workflow_for(agent)
+    report = folder / workflow.report_filename
+    failed = folder / workflow.failed_filename
+    invocation = Invocation(
+        agent_id=agent_id,
+        agent_dir=folder,
+        workdir=ws.worktree,
+        system_prompt_path=prompt_path,
+        system_prompt=prompt.text,
+        task=TASK.format(
+            prompt=prompt_path, report=report, success=success.name, failed=failed.name
+        ),
+        model=agent_cfg.model,
+        options=agent_cfg.options,
+        config_dir=folder / "config",
+        env=ctx.env,
+        command=agent_cfg.command,
+    )
+    spec = adapter.launch(invocation)
+    settings = ctx.settings
+    outcome = supervise(
+        spec,
+        agent_dir=folder,
+        run_dir=paths.run_dir,
+        report_name=workflow.report_filename,
+        success_suffix=workflow.success_suffix,
+        failure_suffix=workflow.failure_suffix,
+        stuck_timeout=float(settings.stuck_timeout or config.stuck_timeout_secs),
+        timeout=float(settings.timeout or config.max_wait_secs),
+        watch_paths=[ws.worktree],
+        ignore_paths=[ws.worktree / ctx.exclude[0]],
+        hub=ctx.hub,
+        run_id=paths.run_dir.name,
+        cancel=ctx.cancel,
+        parse_output=adapter.parse_output,
+        kill_grace=settings.kill_grace,
+    )
+    return outcome.status, outcome.reason
+
+
+def _builtin_review(ctx: Context, ws: Workspace, folder: Path, success: Path) -> tuple[str, str]:
+    """The offline reviewer, in process: its report goes straight to ``report.complete.md``."""
+    from gitflow_agents.reviewer import builtin
+    from gitflow_agents.runs import write_text_atomic
+
+    head = git.head_sha(ws.worktree)
+    spec = git.DiffSpec(ws.base_sha, head)
+    result = builtin.review_diff(ws.worktree, spec, threshold=ctx.settings.threshold)
+    text = builtin.report(
+        result, reviewed_sha=head, base_sha=ws.base_sha, threshold=ctx.settings.threshold
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(success, text)
+    return "succeeded", "builtin reviewer finished"
+
+
+def _agent_events(hub: EventHub, paths: RunPaths, run_id: str) -> Any:
+    """Mirror the events of one agent invocation into its own ``events.jsonl``."""
+    from gitflow_agents.events import Event, JsonlChannel
+
+    channel = JsonlChannel(paths.events)
+
+    def forward(event: Event) -> None:
+        channel.handle(event)
+
+    unsubscribe = hub.subscribe("*", forward, run_id=run_id)
+
+    def close() -> None:
+        unsubscribe()
+        channel.close()
+
+    return close
+
+
+def _write_agent_result(paths: RunPaths, run: AgentRun, ctx: Context) -> None:
+    """The seed-001 ``result.json`` of one agent invocation (never raises)."""
+    from gitflow_agents.runs import flow_result, result_status, write_result
+
+    with contextlib.suppress(Exception):
+        text = run.report.read_text(encoding="utf-8", errors="replace") if run.report else ""
+        kind = "implement" if run.kind == "fix" else run.kind
+        changed: tuple[str, ...] = ()
+        if run.kind in ("implement", "fix") and run.end_sha != run.start_sha:
+            changed = stats.compute(
+                ctx.root, run.start_sha, run.end_sha, exclude=ctx.exclude
+            ).changed_files
+        result = flow_result(
+            kind, result_status(run.status), report_text=text, changed_files=changed
+        )
+        result["run"] = {**run.to_json(), "flow": ctx.flow, "logDirectory": str(paths.run_dir)}
+        write_result(paths, result)
+
+
+# --------------------------------------------------------------------------------------------
+# A review round
+
+
+def agent_id_for(agent: str, step: int | None, iteration: int | None = None) -> str:
+    from gitflow_agents.prompt import default_agent_id
+
+    base = default_agent_id(agent, step)
+    return base if iteration is None else f"{base}-{iteration}"
+
+
+def review_round(
+    ctx: Context,
+    ws: Workspace,
+    *,
+    iteration: int,
+    step: int | None,
+    after: Sequence[str],
+    reviewers: Sequence[str] | None = None,
+    head: str | None = None,
+    task: str | None = None,
+    focus_paths: Sequence[str] = (),
+) -> ReviewRound:
+    """Every reviewer on ``head`` (default: the work tree's HEAD), concurrently (separate
+    processes sharing the one work tree), then the gate."""
+    head = head or git.head_sha(ws.worktree)
+    if ws.branch is not None and (
+        git.head_sha(ws.worktree) != head or git.dirty_paths(ws.worktree)
+    ):
+        git.discard_changes(ws.worktree, head)  # a crashed attempt's leftovers
+    names = tuple(reviewers or ctx.settings.reviewers)
+    preamble = REVIEW_PREAMBLE.format(
+        head=head,
+        branch=ws.branch or "(detached)",
+        base=ws.base_sha,
+        target=ctx.target,
+        threshold=ctx.settings.threshold.value,
+    )
+    if focus_paths:
+        preamble += "\n\nFocus on these paths: " + ", ".join(f"`{p}`" for p in focus_paths) + "."
+
+    def one(name: str) -> AgentRun:
+        return run_agent(
+            ctx,
+            ws,
+            agent=name,
+            agent_id=agent_id_for(name, step, iteration),
+            kind="review",
+            start_sha=head,
+            step=step,
+            after=after,
+            preamble=preamble,
+            task=task,
+        )
+
+    if len(names) == 1:
+        runs = [one(names[0])]
+    else:
+        with ThreadPoolExecutor(max_workers=len(names)) as pool:
+            futures = [pool.submit(one, name) for name in names]
+            try:
+                outcomes = [_result_or_error(f) for f in futures]
+            except BaseException:
+                ctx.cancel.set()  # Ctrl-C: every supervisor kills its agent's tree
+                raise
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        if errors:
+            raise errors[0]
+        runs = [o for o in outcomes if isinstance(o, AgentRun)]
+    reviews = tuple(_read_review(run, head, ws.base_sha) for run in runs)
+    combined = reviews[0] if len(reviews) == 1 else merge_reviews(reviews)
+    verdict = gate(combined, threshold=ctx.settings.threshold, head_sha=head)
+    extra = _untouched(ws, head)
+    if extra:
+        verdict = GateResult(False, 1, (*verdict.reasons, extra), verdict.threshold)
+    return ReviewRound(iteration, head, tuple(runs), reviews, verdict)
+
+
+def _result_or_error(future: Any) -> AgentRun | BaseException:
+    try:
+        result: AgentRun = future.result()
+        return result
+    except AgentError as exc:
+        return exc
+
+
+def _read_review(run: AgentRun, head: str, base: str) -> Review:
+    text = run.report.read_text(encoding="utf-8", errors="replace") if run.report else ""
+    return parse_review(text, reviewed_sha=head, base_sha=base, source=run.agent_id)
+
+
+def _untouched(ws: Workspace, head: str) -> str:
+    """Reviewers must not change the work tree: '' when they did not, else why not approved
+    (changes are discarded so the next agent starts from the reviewed commit)."""
+    moved = git.head_sha(ws.worktree) != head
+    dirty = git.dirty_paths(ws.worktree)
+    if not moved and not dirty:
+        return ""
+    git.discard_changes(ws.worktree, head)
+    if moved:
+        return "a reviewer committed during the review; the commit was dropped"
+    return f"a reviewer changed files during the review ({', '.join(dirty[:5])}); discarded"
+
+
+# --------------------------------------------------------------------------------------------
+# The chain
+
+
+class _Record:
+    """What a step run did so far; ``write`` turns it into result.json and a history line."""
+
+    def __init__(self, ctx: Context, step: int) -> None:
+        from gitflow_agents.runs import new_run_id
+
+        self.ctx, self.step = ctx, step
+        self.run_id = new_run_id()
+        self.started = time.monotonic()
+        self.ws: Workspace | None = None
+        self.agents: list[AgentRun] = []
+        self.rounds: list[ReviewRound] = []
+        self.merged: git.MergeResult | None = None
+        self.outcome: Outcome = "failed"
+        self.exit_code = int(ExitCode.AGENT_FAILED)
+        self.reason = "the run stopped unexpectedly"
+
+    def add(self, run: AgentRun) -> AgentRun:
+        self.agents.append(run)
+        return run
+
+    def add_round(self, review: ReviewRound) -> ReviewRound:
+        self.rounds.append(review)
+        self.agents.extend(review.agents)
+        return review
+
+    def finish(self, outcome: Outcome, code: int, reason: str) -> None:
+        self.outcome, self.exit_code, self.reason = outcome, code, reason
+
+    def write(self) -> ChainResult:
+        return _write_record(self)
+
+
+def run_step(ctx: Context, step: int) -> ChainResult:
+    """Implement → review → (fix → review)* for one plan step; merge when approved.
+
+    Returns the typed outcome (approved 0, rejected 1, agent failed 3, merge failed 2); other
+    errors propagate after the run record is written. StepLockedError when the step is busy.
+    """
+    assert ctx.plan is not None
+    rec = _Record(ctx, step)
+    if ctx.plan.step(step).status.strip().startswith(DONE):
+        rec.finish("skipped", int(ExitCode.OK), f"step {step} is already {DONE}")
+        return _result(rec, None, "")
+    lock_file = lock.step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
+    with lock.hold(lock_file, rec.run_id):
+        try:
+            ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
+            _chain(ctx, rec, step)
+        except AgentFailed as exc:
+            rec.agents.append(exc.run)
+            rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
+            _set_status(ctx, step, FAILED)
+        except GitError as exc:  # the merge (conflict, target moved, dirty checkout)
+            rec.finish("failed", int(exc.exit_code), str(exc))
+            _set_status(ctx, step, FAILED)
+        except KeyboardInterrupt:
+            rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
+            raise
+        except Exception as exc:
+            code = getattr(exc, "exit_code", ExitCode.USAGE)
+            rec.finish("failed", int(code), f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            result = rec.write()
+    return result
+
+
+def _chain(ctx: Context, rec: _Record, step: int) -> None:
+    """The loop itself: the last action is always a review; ends with ``rec.finish``."""
+    assert ctx.plan is not None
+    settings = ctx.settings
+    ws = rec.ws = step_workspace(ctx, step)
+    title = f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}"
+    builder = rec.add(
+        run_agent(
+            ctx, ws, agent=settings.implementer, kind="implement", step=step,
+            agent_id=agent_id_for(settings.implementer, step),
+            start_sha=ws.base_sha, commit_message=title,
+        )
+    )  # fmt: skip
+    head, after = builder.end_sha, (builder.agent_id,)
+    for iteration in range(1, settings.max_iterations + 1):
+        ctx.hub.emit("phase:start", {"phase": f"review-{iteration}", "step": step})
+        review = rec.add_round(
+            review_round(ctx, ws, iteration=iteration, step=step, after=after, head=head)
+        )
+        _note(ctx, ws, review)
+        if review.gate.approved:
+            rec.merged = git.merge_into(
+                ctx.root, ctx.target, review.reviewed_sha, mode=settings.merge,
+                message=f"Merge {ws.branch}: {title}",
+            )  # fmt: skip
+            _set_status(ctx, step, DONE)
+            git.remove_worktree(ctx.root, ws.worktree)
+            rec.finish("approved", int(ExitCode.OK), f"approved in review {iteration}")
+            return
+        if iteration == settings.max_iterations:
+            break
+        fix = rec.add(
+            run_agent(
+                ctx, ws, agent=settings.fixer, kind="fix", step=step,
+                agent_id=agent_id_for(settings.fixer, step, iteration),
+                start_sha=head, preamble=FIX_PREAMBLE,
+                after=[run.agent_id for run in review.agents],
+                commit_message=f"{title} (fix {iteration})",
+            )
+        )  # fmt: skip
+        head, after = fix.end_sha, (fix.agent_id,)
+    reasons = "; ".join(rec.rounds[-1].gate.reasons)
+    rec.finish(
+        "rejected",
+        int(ExitCode.REVISE),
+        f"not approved after {len(rec.rounds)} review(s): {reasons}",
+    )
+    _set_status(ctx, step, FAILED)
+
+
+def _note(ctx: Context, ws: Workspace, review: ReviewRound) -> None:
+    """The git note on the reviewed commit: verdict, reviewed commit and tree (the hook reads it)."""
+    from gitflow_agents.reviewer import record_review
+
+    record_review(
+        ctx.root,
+        reviewed_sha=review.reviewed_sha,
+        base_sha=ws.base_sha,
+        approved=review.gate.approved,
+        agent=",".join(run.agent for run in review.agents),
+        threshold=ctx.settings.threshold.value,
+    )
+
+
+def _set_status(ctx: Context, step: int, status: str) -> None:
+    from gitflow_agents.plan import set_step_status
+
+    assert ctx.plan is not None
+    with contextlib.suppress(OSError):
+        set_step_status(ctx.plan.path, step, status, ctx.config.spec_plan)
+
+
+# --------------------------------------------------------------------------------------------
+# The run record
+
+
+def _write_record(rec: _Record) -> ChainResult:
+    """result.json (seed-001 implement shape + ``chain`` + ``gitStats``) and the history line."""
+    from gitflow_agents.runs import flow_result, runs_root, write_result
+
+    ctx = rec.ctx
+    paths = RunPaths(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow) / rec.run_id)
+    git_stats: stats.GitStats | None = None
+    head = rec.rounds[-1].reviewed_sha if rec.rounds else None
+    if head is None:
+        head = next((a.end_sha for a in reversed(rec.agents) if a.kind != "review"), None)
+    if rec.ws is not None and head is not None:
+        with contextlib.suppress(Exception):
+            git_stats = stats.compute(ctx.root, rec.ws.base_sha, head, exclude=ctx.exclude)
+    builder = next((a for a in rec.agents if a.kind == "implement" and a.report), None)
+    text = ""
+    if builder is not None and builder.report is not None:
+        with contextlib.suppress(OSError):
+            text = builder.report.read_text(encoding="utf-8", errors="replace")
+    status = {"approved": "succeeded", "canceled": "canceled", "skipped": "succeeded"}.get(
+        rec.outcome, "failed"
+    )
+    changed = git_stats.changed_files if git_stats else ()
+    result = flow_result("implement", status, report_text=text, changed_files=changed)  # type: ignore[arg-type]
+    line = _history_line(rec, result, git_stats, paths)
+    result["chain"] = {
+        "outcome": rec.outcome,
+        "exitCode": rec.exit_code,
+        "reason": rec.reason,
+        "step": rec.step,
+        "plan": str(ctx.plan.path) if ctx.plan else None,
+        "branch": rec.ws.branch if rec.ws else None,
+        "target": ctx.target,
+        "baseSha": rec.ws.base_sha if rec.ws else None,
+        "headSha": head,
+        "iterations": len(rec.rounds),
+        "fixes": sum(1 for a in rec.agents if a.kind == "fix"),
+        "maxIterations": ctx.settings.max_iterations,
+        "reviewers": list(ctx.settings.reviewers),
+        "merged": (
+            {"sha": rec.merged.sha, "previous": rec.merged.previous, "kind": rec.merged.kind}
+            if rec.merged
+            else None
+        ),
+        "agents": [a.to_json() for a in rec.agents],
+        "rounds": [r.to_json() for r in rec.rounds],
+    }
+    result["gitStats"] = git_stats.to_json() if git_stats else None
+    result["run"] = {
+        "runID": rec.run_id,
+        "flow": ctx.flow,
+        "kind": "chain",
+        "durationMs": round((time.monotonic() - rec.started) * 1000),
+        "finishedAt": time.time(),
+        "logDirectory": str(paths.run_dir),
+        "historyLine": line,
+    }
+    written: Path | None = None
+    with contextlib.suppress(OSError):
+        write_result(paths, result)
+        written = paths.result
+        history = ctx.root / ctx.config.flow_dir / ctx.flow / "history.md"
+        with history.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+    ctx.hub.emit("harness:complete", {"outcome": rec.outcome, "runID": rec.run_id})
+    return _result(rec, git_stats, line, written)
+
+
+def _history_line(
+    rec: _Record, result: dict[str, Any], git_stats: stats.GitStats | None, paths: RunPaths
+) -> str:
+    """The seed-001 implement line, plus the chain's outcome, reviews and git statistics."""
+    from gitflow_agents.cards import history_line
+
+    event = {"approved": "succeeded", "canceled": "canceled", "skipped": "succeeded"}.get(
+        rec.outcome, "failed"
+    )
+    tests = result["tests"]
+    verdict = ("pass" if tests["passed"] else "fail") if tests["ran"] else "none"
+    log = os.path.relpath(paths.run_dir, rec.ctx.root)
+    base = history_line(
+        "implement",
+        event,  # type: ignore[arg-type]
+        run_id=rec.run_id,
+        day=date.today(),
+        checked=len(result["checkedCriteria"]),
+        tests=verdict,
+        log_path=log,
+    ).rstrip(".")
+    reviews = len(rec.rounds)
+    extra = f"step {rec.step} {rec.outcome} after {reviews} review{'s' if reviews != 1 else ''}"
+    if git_stats is not None:
+        extra += f"; git: {stats.summary(git_stats)}"
+    return f"{base}; {extra}."
+
+
+def _result(
+    rec: _Record, git_stats: stats.GitStats | None, line: str, path: Path | None = None
+) -> ChainResult:
+    return ChainResult(
+        outcome=rec.outcome,
+        exit_code=rec.exit_code,
+        reason=rec.reason,
+        run_id=rec.run_id,
+        step=rec.step,
+        branch=rec.ws.branch if rec.ws else None,
+        iterations=len(rec.rounds),
+        fixes=sum(1 for a in rec.agents if a.kind == "fix"),
+        stats=git_stats,
+        merged=rec.merged,
+        result_path=path,
+        history_line=line,
+    )
+
+
+def run_plan(ctx: Context, steps: Sequence[int]) -> list[ChainResult]:
+    """``run_step`` for each step in order; stops at the first step that is not approved."""
+    results = []
+    for number in steps:
+        result = run_step(ctx, number)
+        results.append(result)
+        if result.exit_code != ExitCode.OK:
+            break
+    return results
+
+
+def load_result(path: Path) -> dict[str, Any] | None:
+    return read_json(path)
+
+
+def dumps(result: ChainResult) -> str:
+    data = read_json(result.result_path) if result.result_path else None
+    return json.dumps(data or {"outcome": result.outcome, "reason": result.reason}, indent=2)

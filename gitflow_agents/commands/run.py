@@ -1,0 +1,182 @@
+"""``gitflow-agents run PLAN --step N | --all``: implement → review → (fix → review)* → merge.
+
+Exit codes (DESIGN §4): 0 every step approved and merged, 1 a step was not approved (revise at
+the limit, missing or decorated verdict, findings at the threshold), 2 usage / config / git
+error (merge conflict, target moved on), 3 an agent failed / got stuck / timed out, 130
+interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from gitflow_agents.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from gitflow_agents.chain import ChainResult, ChainSettings, Context
+
+
+def add_chain_arguments(p: argparse.ArgumentParser) -> None:
+    """Options shared by ``run`` and ``flow``: agents, limits, target, merge, timeouts, output."""
+    p.add_argument("--implementer", default="builder", help="implementer agent (default builder)")
+    p.add_argument(
+        "--reviewers",
+        default="reviewer",
+        help="reviewer agent(s), comma separated; they run in parallel (default reviewer)",
+    )
+    p.add_argument("--fixer", default="fixer", help="fixer agent (default fixer)")
+    p.add_argument(
+        "--max-iterations",
+        type=int,
+        default=3,
+        help="review rounds before the step fails (default 3); the last action is a review",
+    )
+    p.add_argument("--target", help="branch to merge into (default: config default_branch)")
+    p.add_argument(
+        "--branch-pattern",
+        default="agents/{plan}/step-{step}",
+        help="step branch name; {plan}, {step}, {step2} (zero-padded) are filled in",
+    )
+    p.add_argument(
+        "--merge",
+        choices=("ff", "merge"),
+        default="ff",
+        help="ff: fast-forward only (default); merge: always a merge commit; never forced",
+    )
+    p.add_argument(
+        "--severity-threshold",
+        choices=("error", "warn", "info"),
+        default="error",
+        help="findings at or above this block the merge (default error)",
+    )
+    p.add_argument("--flow-type", help="config layer .flow/<flow-type>/base.yaml")
+    p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
+    p.add_argument("--stuck-timeout", type=float, help="seconds without activity = stuck")
+    p.add_argument("--timeout", type=float, help="hard limit per agent, seconds")
+    p.add_argument("--kill-grace", type=float, default=3.0, help=argparse.SUPPRESS)
+    p.add_argument("--quiet", action="store_true", help="no live agent lines on stderr")
+    p.add_argument("--json", action="store_true", help="print each step's result.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gitflow_agents.chain import run_step
+    from gitflow_agents.plan import parse_plan
+
+    if (args.step is None) == (not args.all):
+        raise UsageError("run: give --step N or --all")
+    ctx = open_context(args, plan_path=Path(args.plan))
+    assert ctx.plan is not None
+    if args.all:
+        steps = [s.number for s in ctx.plan.steps]
+    else:
+        ctx.plan.step(args.step)  # PlanError for an unknown step, before anything runs
+        steps = [args.step]
+    code = int(ExitCode.OK)
+    with _sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+        for number in steps:
+            ctx.plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)  # statuses change
+            result = run_step(ctx, number)
+            report(result, as_json=args.json)
+            code = result.exit_code
+            if code != ExitCode.OK:
+                break
+    return code
+
+
+def settings_from(args: argparse.Namespace) -> ChainSettings:
+    from gitflow_agents.chain import ChainSettings
+    from gitflow_agents.findings import Severity
+
+    if args.max_iterations < 1:
+        raise UsageError("--max-iterations must be at least 1")
+    reviewers = tuple(r.strip() for r in args.reviewers.split(",") if r.strip())
+    if not reviewers or len(set(reviewers)) != len(reviewers):
+        raise UsageError(f"--reviewers: give distinct agent names, got {args.reviewers!r}")
+    return ChainSettings(
+        implementer=args.implementer,
+        reviewers=reviewers,
+        fixer=args.fixer,
+        max_iterations=args.max_iterations,
+        target=args.target,
+        branch_pattern=args.branch_pattern,
+        merge=args.merge,
+        threshold=Severity(args.severity_threshold),
+        stuck_timeout=args.stuck_timeout,
+        timeout=args.timeout,
+        kill_grace=args.kill_grace,
+    )
+
+
+def open_context(
+    args: argparse.Namespace,
+    *,
+    plan_path: Path | None,
+    flow: str | None = None,
+    check_agents: bool = True,
+) -> Context:
+    """Project root, config, plan, settings and the event hub (events.jsonl per agent run;
+    live console lines on stderr unless --quiet)."""
+    from gitflow_agents import git
+    from gitflow_agents.chain import Context
+    from gitflow_agents.config import load_flow_config
+    from gitflow_agents.events import ConsoleChannel, EventHub
+    from gitflow_agents.plan import parse_plan
+
+    root = git.repo_root(Path.cwd())
+    config = load_flow_config(root, args.flow_type, args.variant)
+    plan = parse_plan(plan_path.absolute(), config.spec_plan) if plan_path else None
+    settings = settings_from(args)
+    if check_agents:
+        for name in (settings.implementer, *settings.reviewers, settings.fixer):
+            config.agent(name)  # ConfigError naming the known agents, before anything runs
+    channels: list[Any] = []
+    if not args.quiet:
+        tty = sys.stderr.isatty() and not os.environ.get("CI")
+        channels.append(ConsoleChannel(sys.stderr, is_tty=tty))
+    name = flow or (plan.name if plan is not None else "flow")
+    return Context(root, config, plan, name, settings, EventHub(channels))
+
+
+def report(result: ChainResult, *, as_json: bool) -> None:
+    """One line per step on stdout (or the full result.json with --json)."""
+    from gitflow_agents import stats
+    from gitflow_agents.chain import dumps
+
+    if as_json:
+        print(dumps(result))
+        return
+    mark = {"approved": "✅", "skipped": "✅", "canceled": "⏹"}.get(result.outcome, "❌")
+    line = f"{mark} step {result.step}: {result.outcome} - {result.reason}"
+    if result.stats is not None:
+        line += f" [{stats.summary(result.stats)}]"
+    print(line)
+    if result.merged is not None:
+        print(f"  merged ({result.merged.kind}) -> {result.merged.sha[:12]}")
+    if result.result_path is not None:
+        print(f"  run {result.run_id}: {os.path.relpath(result.result_path)}")
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (CI cancelling the job) takes the Ctrl-C path: agents' trees die first."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,153 @@
+"""Git statistics the tool computes itself (never the agent): per file and in total, against the
+merge-base, with new untracked files, binary files and renames, run artifacts left out.
+
+The value goes three places: the implementation report's ``## Modified files`` section (the
+``GIT_STATS_MARKER`` line is replaced), ``result.json`` (``gitStats``) and the history line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitflow_agents import git
+from gitflow_agents.config import GIT_STATS_MARKER
+
+
+@dataclass(frozen=True)
+class GitStats:
+    base_sha: str
+    head_sha: str | None  # None: the work tree (uncommitted and untracked files included)
+    files: tuple[git.FileStat, ...]
+    commits: tuple[git.Commit, ...] = ()
+
+    @property
+    def added(self) -> int:
+        return sum(f.added or 0 for f in self.files)
+
+    @property
+    def deleted(self) -> int:
+        return sum(f.deleted or 0 for f in self.files)
+
+    @property
+    def new_files(self) -> tuple[str, ...]:
+        return tuple(f.path for f in self.files if f.status == "A")
+
+    @property
+    def changed_files(self) -> tuple[str, ...]:
+        return tuple(f.path for f in self.files)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "baseSha": self.base_sha,
+            "headSha": self.head_sha,
+            "filesChanged": len(self.files),
+            "insertions": self.added,
+            "deletions": self.deleted,
+            "newFiles": list(self.new_files),
+            "binaryFiles": [f.path for f in self.files if f.binary],
+            "files": [
+                {
+                    "path": f.path,
+                    "status": f.status,
+                    "oldPath": f.old_path,
+                    "added": f.added,
+                    "deleted": f.deleted,
+                    "binary": f.binary,
+                }
+                for f in self.files
+            ],
+            "commits": [{"sha": c.sha, "subject": c.subject} for c in self.commits],
+        }
+
+
+def compute(
+    root: Path, base: str, head: str | None = None, *, exclude: tuple[str, ...] = ()
+) -> GitStats:
+    """Statistics of ``base``..``head`` (``head`` None: ``root``'s work tree incl. untracked files).
+
+    ``exclude``: path prefixes left out (the flow directory with the run artifacts).
+    """
+    files = git.diff_stats(root, base, head, exclude=exclude)
+    commits = git.commits_between(root, base, head) if head is not None else ()
+    return GitStats(base, head, files, commits)
+
+
+def _count(value: int | None, sign: str) -> str:
+    return "bin" if value is None else f"{sign}{value}"
+
+
+def summary(stats: GitStats) -> str:
+    """``3 files changed, +10 -2, 1 new, 1 binary, 2 commits`` (one line, for humans and history)."""
+    n = len(stats.files)
+    parts = [f"{n} file{'s' if n != 1 else ''} changed", f"+{stats.added} -{stats.deleted}"]
+    new = len(stats.new_files)
+    if new:
+        parts.append(f"{new} new")
+    binary = sum(1 for f in stats.files if f.binary)
+    if binary:
+        parts.append(f"{binary} binary")
+    if stats.head_sha is not None:
+        c = len(stats.commits)
+        parts.append(f"{c} commit{'s' if c != 1 else ''}")
+    return ", ".join(parts)
+
+
+_STATUS_WORD = {"A": "new", "D": "deleted", "R": "renamed", "C": "copied", "T": "type changed"}
+
+
+def render_markdown(stats: GitStats) -> str:
+    """The ``## Modified files`` body: a per-file table, totals and the commit list."""
+    head = stats.head_sha[:12] if stats.head_sha else "work tree"
+    lines = [f"Computed by gitflow-agents: `{stats.base_sha[:12]}..{head}` ({summary(stats)}).", ""]
+    if stats.files:
+        lines += ["| File | + | - | |", "|---|---:|---:|---|"]
+        for f in stats.files:
+            note = _STATUS_WORD.get(f.status, "")
+            if f.old_path:
+                note = f"{note} from `{f.old_path}`"
+            if f.binary:
+                note = f"{note}, binary".lstrip(", ")
+            lines.append(
+                f"| `{f.path}` | {_count(f.added, '')} | {_count(f.deleted, '')} | {note} |"
+            )
+        lines.append(
+            f"| **{len(stats.files)} files** | **{stats.added}** | **{stats.deleted}** | |"
+        )
+    else:
+        lines.append("No files changed.")
+    if stats.commits:
+        lines += ["", "Commits:", ""]
+        lines += [f"- `{c.sha[:12]}` {c.subject}" for c in stats.commits]
+    return "\n".join(lines)
+
+
+def fill_report(text: str, stats: GitStats) -> str:
+    """Replace the ``GIT_STATS_MARKER`` line of a report with the statistics.
+
+    Without the marker, the statistics replace the body of a ``## Modified files`` section (what
+    an agent pasted there is not trusted), else they are appended as that section.
+    """
+    body = render_markdown(stats)
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line.strip() == GIT_STATS_MARKER:
+            lines[index] = body
+            return "\n".join(lines)
+    for index, line in enumerate(lines):
+        if line.strip().lower() == "## modified files":
+            end = index + 1
+            while end < len(lines) and not lines[end].startswith("#"):
+                end += 1
+            tail = lines[end:]
+            return "\n".join([*lines[: index + 1], "", body, "", *tail]).rstrip("\n") + "\n"
+    return text.rstrip("\n") + "\n\n## Modified files\n\n" + body + "\n"
+
+
+def fill_report_file(path: Path, stats: GitStats) -> None:
+    """``fill_report`` on a file, written atomically."""
+    from gitflow_agents.runs import write_text_atomic
+
+    text = path.read_text(encoding="utf-8", errors="replace")
+    write_text_atomic(path, fill_report(text, stats))

@@ -1,0 +1,360 @@
+"""Full chains on real temporary repositories with fake agents (tests/fakes/fake_flow_agent)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import FAKES, CliResult, git, run_cli
+
+FAKE = FAKES / "fake_flow_agent"
+MARKER = "<!-- gitflow-agents:git-stats -->"
+
+PLAN = """\
+# Plan: Feature
+
+Overview of the feature.
+
+## Implementation Steps
+
+### Status: ❌ | Step 1: Add the module
+
+Add src/new_module.py.
+
+### Status: ❌ | Step 2: Polish
+
+Polish it.
+"""
+
+
+def _agent(role: str, mode: str, sleep: float = 0.0) -> str:
+    argv = [sys.executable, str(FAKE), role, mode] + (["--sleep", str(sleep)] if sleep else [])
+    return f"    adapter: command\n    command: {json.dumps(argv)}\n"
+
+
+def configure(
+    repo: Path,
+    *,
+    implementer: str = "edit",
+    reviewer: str = "approve",
+    fixer: str = "fix",
+    extra_reviewers: dict[str, str] | None = None,
+    sleep: float = 0.0,
+) -> None:
+    """Write .flow/base.yaml with fake agents (not committed: config is read from the user's
+    tree) and commit a plan and a file the implementer renames."""
+    reviewers = {"reviewer": reviewer, **(extra_reviewers or {})}
+    text = (
+        "flow_dir: flows\ndefault_branch: main\n"
+        "defaults:\n  stuck_timeout_secs: 20\n  max_wait_secs: 30\n"
+        "completion_workflow:\n"
+        f'  template: "Write {{report_file}}; rename it to {{success_file}} or {{failed_file}}. '
+        f'Modified files: {MARKER}"\n'
+        "agents:\n"
+        f"  builder:\n{_agent('implementer', implementer, sleep)}"
+        f"  fixer:\n{_agent('fixer', fixer)}"
+    )
+    for name, mode in reviewers.items():
+        text += f"  {name}:\n{_agent('reviewer', mode, sleep)}"
+    (repo / ".flow").mkdir(exist_ok=True)
+    (repo / ".flow" / "base.yaml").write_text(text)
+    (repo / "specs").mkdir(exist_ok=True)
+    (repo / "specs" / "feature.md").write_text(PLAN)
+    (repo / "docs").mkdir(exist_ok=True)
+    (repo / "docs" / "old.md").write_text("a document\nwith lines\n")
+    git(repo, "add", "specs", "docs")
+    git(repo, "commit", "-q", "-m", "plan")
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    with (repo / ".git" / "info" / "exclude").open("a") as handle:
+        handle.write("/.flow/\n")
+
+
+def run(repo: Path, *args: str) -> CliResult:
+    return run_cli("run", "specs/feature.md", "--quiet", "--kill-grace", "0.2", *args, cwd=repo)
+
+
+def results(repo: Path) -> list[dict[str, Any]]:
+    runs = sorted((repo / "flows" / "feature" / "runs").glob("*/result.json"))
+    found = [json.loads(p.read_text()) for p in runs]
+    return [r for r in found if r.get("run", {}).get("kind") == "chain"]
+
+
+def step_status(repo: Path, step: int) -> str:
+    line = next(
+        ln
+        for ln in (repo / "specs" / "feature.md").read_text().splitlines()
+        if f"Step {step}:" in ln
+    )
+    return line.split("|")[0].removeprefix("### Status:").strip()
+
+
+def note(repo: Path, sha: str) -> dict[str, Any] | None:
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "notes", "--ref=refs/notes/gitflow-agents", "show", sha],
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+
+def main_sha(repo: Path) -> str:
+    return git(repo, "rev-parse", "main").strip()
+
+
+def test_approve_first_time_merges_marks_done_and_fills_stats(repo: Path) -> None:
+    configure(repo)
+    before = main_sha(repo)
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "approved" in out.stdout
+    [result] = results(repo)
+    chain = result["chain"]
+    assert chain["outcome"] == "approved" and chain["iterations"] == 1 and chain["fixes"] == 0
+    assert [a["kind"] for a in chain["agents"]] == ["implement", "review"]
+    assert result["status"] == "succeeded"
+    # merged by fast-forward: main is now the reviewed commit, and it carries the trailer
+    assert main_sha(repo) == chain["headSha"] != before
+    assert chain["merged"]["kind"] == "fast-forward"
+    body = git(repo, "log", "-1", "--format=%B", "main")
+    assert "Gitflow-Agents-Run: " in body and "[feature] Step 1: Add the module" in body
+    assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "❌"
+    recorded = note(repo, chain["headSha"])
+    assert recorded is not None and recorded["verdict"] == "approved"
+    assert recorded["tree_sha"] == git(repo, "rev-parse", "main^{tree}").strip()
+    # the tool's statistics, not the agent's: new, binary and renamed files, no run artifacts
+    stats = result["gitStats"]
+    files = {f["path"]: f for f in stats["files"]}
+    assert set(files) == {"src/new_module.py", "README.md", "logo.png", "docs/new.md"}
+    assert files["src/new_module.py"]["status"] == "A"
+    assert files["logo.png"]["binary"] is True
+    assert (
+        files["docs/new.md"]["status"] == "R" and files["docs/new.md"]["oldPath"] == "docs/old.md"
+    )
+    assert not any(p.startswith("flows") for p in files)
+    assert "flows/artifact.log" not in git(repo, "ls-tree", "-r", "--name-only", "main")
+    report = (repo / "flows/feature/agents/step-01-builder/report.complete.md").read_text()
+    assert (
+        MARKER not in report
+        and "`src/new_module.py`" in report
+        and "renamed from `docs/old.md`" in report
+    )
+    assert (
+        "1 file" not in result["run"]["historyLine"]
+        and "4 files changed" in result["run"]["historyLine"]
+    )
+    history = (repo / "flows/feature/history.md").read_text()
+    assert "succeeded (implement)" in history and "approved after 1 review" in history
+    assert result["changedFiles"] and result["tests"] == {"ran": ["pytest"], "passed": True}
+    # the step work tree is gone after the merge; the branch stays
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+    assert git(repo, "branch", "--list", "agents/feature/step-1").strip()
+
+
+def test_revise_then_approve_ends_with_a_review(repo: Path) -> None:
+    configure(repo, reviewer="until-fixed")
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    [result] = results(repo)
+    chain = result["chain"]
+    kinds = [a["kind"] for a in chain["agents"]]
+    assert kinds == ["implement", "review", "fix", "review"]
+    assert chain["iterations"] == 2 and chain["fixes"] == 1 and chain["outcome"] == "approved"
+    assert [r["approved"] for r in chain["rounds"]] == [False, True]
+    assert step_status(repo, 1) == "✅"
+    assert (repo / "FIXED.txt").exists()  # merged into main, checked out in the user's tree
+    assert note(repo, chain["rounds"][0]["reviewedSha"])["verdict"] == "revise"  # type: ignore[index]
+    assert note(repo, main_sha(repo))["verdict"] == "approved"  # type: ignore[index]
+    fixer_prompt = (repo / "flows/feature/agents/step-01-fixer-1/system_prompt.md").read_text()
+    assert "flows/feature/agents/step-01-reviewer-1/report.complete.md" in fixer_prompt
+    reviewer_prompt = (
+        repo / "flows/feature/agents/step-01-reviewer-2/system_prompt.md"
+    ).read_text()
+    assert "REVIEW_RESULT: APPROVED" in reviewer_prompt
+    assert "step-01-fixer-1/report.complete.md" in reviewer_prompt
+
+
+def test_never_approves_fails_at_the_limit_and_merges_nothing(repo: Path) -> None:
+    configure(repo, reviewer="revise")
+    before = main_sha(repo)
+    out = run(repo, "--step", "1", "--max-iterations", "2")
+    assert out.returncode == 1, out.stderr + out.stdout
+    [result] = results(repo)
+    chain = result["chain"]
+    assert [a["kind"] for a in chain["agents"]] == ["implement", "review", "fix", "review"]
+    assert chain["outcome"] == "rejected" and result["status"] == "failed"
+    assert main_sha(repo) == before and chain["merged"] is None
+    assert step_status(repo, 1) == "❌"
+    assert "not approved after 2 review(s)" in chain["reason"]
+    assert "failed (implement)" in result["run"]["historyLine"]
+
+
+@pytest.mark.parametrize("mode", ["bold", "fenced"])
+def test_decorated_or_fenced_marker_is_not_approved(repo: Path, mode: str) -> None:
+    configure(repo, reviewer=mode)
+    before = main_sha(repo)
+    out = run(repo, "--step", "1", "--max-iterations", "1")
+    assert out.returncode == 1, out.stderr + out.stdout
+    [result] = results(repo)
+    reasons = result["chain"]["rounds"][0]["reasons"]
+    assert reasons and main_sha(repo) == before
+    assert any("REVIEW_RESULT" in r or "verdict" in r for r in reasons), reasons
+    assert [a["kind"] for a in result["chain"]["agents"]] == ["implement", "review"]
+
+
+def test_crashing_implementer_exits_3_and_still_writes_the_record(repo: Path) -> None:
+    configure(repo, implementer="crash")
+    before = main_sha(repo)
+    out = run(repo, "--step", "1")
+    assert out.returncode == 3, out.stderr + out.stdout
+    [result] = results(repo)
+    assert result["chain"]["outcome"] == "failed" and result["status"] == "failed"
+    assert result["chain"]["agents"][0]["status"] in ("failed", "crashed")
+    assert main_sha(repo) == before and step_status(repo, 1) == "❌"
+    agent_result = Path(result["chain"]["agents"][0]["report"]).parent
+    assert agent_result.name == "step-01-builder"
+
+
+def test_crashing_reviewer_exits_3(repo: Path) -> None:
+    configure(repo, reviewer="crash")
+    before = main_sha(repo)
+    out = run(repo, "--step", "1")
+    assert out.returncode == 3, out.stderr + out.stdout
+    assert main_sha(repo) == before
+    assert results(repo)[0]["chain"]["agents"][-1]["agentId"] == "step-01-reviewer-1"
+
+
+def test_parallel_reviewers_one_revises_fixer_gets_both_reports(repo: Path) -> None:
+    configure(repo, reviewer="approve", extra_reviewers={"security": "until-fixed"})
+    out = run(repo, "--step", "1", "--reviewers", "reviewer,security")
+    assert out.returncode == 0, out.stderr + out.stdout
+    [result] = results(repo)
+    chain = result["chain"]
+    assert [a["agentId"] for a in chain["agents"]] == [
+        "step-01-builder",
+        "step-01-reviewer-1",
+        "step-01-security-1",
+        "step-01-fixer-1",
+        "step-01-reviewer-2",
+        "step-01-security-2",
+    ]
+    first = chain["rounds"][0]
+    assert not first["approved"]
+    assert [r["overall"] for r in first["reviewers"]] == ["approve", "revise"]
+    prompt = (repo / "flows/feature/agents/step-01-fixer-1/system_prompt.md").read_text()
+    assert "step-01-reviewer-1/report.complete.md" in prompt
+    assert "step-01-security-1/report.complete.md" in prompt
+
+
+def test_parallel_reviewers_run_concurrently(repo: Path) -> None:
+    configure(repo, extra_reviewers={"a": "approve", "b": "approve", "c": "approve"}, sleep=1.0)
+    out = run(repo, "--step", "1", "--reviewers", "reviewer,a,b,c")
+    assert out.returncode == 0, out.stderr + out.stdout
+    reviews = [a for a in results(repo)[0]["chain"]["agents"] if a["kind"] == "review"]
+    assert len(reviews) == 4
+    # four 1 s reviewers: sequential would take 4 s; together they finish within ~2 s
+    total = sum(a["durationMs"] for a in reviews) / 1000
+    assert total >= 4.0
+    assert max(a["durationMs"] for a in reviews) < 3500
+
+
+def test_resume_reuses_the_completed_implementer(repo: Path) -> None:
+    configure(repo, reviewer="crash")
+    assert run(repo, "--step", "1").returncode == 3
+    builder_dir = repo / "flows/feature/agents/step-01-builder"
+    first_commit = json.loads((builder_dir / "chain.json").read_text())["endSha"]
+    configure_reviewer(repo, "approve")
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    second = results(repo)[-1]["chain"]
+    assert second["agents"][0]["reused"] is True and second["agents"][0]["endSha"] == first_commit
+    assert second["agents"][1]["reused"] is False
+    assert main_sha(repo) == first_commit
+    # the crashed reviewer's report was set aside, not lost
+    assert list((repo / "flows/feature/agents/step-01-reviewer-1/previous").iterdir())
+
+
+def configure_reviewer(repo: Path, mode: str) -> None:
+    config = repo / ".flow" / "base.yaml"
+    lines = config.read_text().splitlines()
+    index = lines.index("  reviewer:")
+    lines[index + 2] = lines[index + 2].replace('"crash"', f'"{mode}"')
+    config.write_text("\n".join(lines) + "\n")
+
+
+def test_dirty_user_worktree_is_untouched(repo: Path) -> None:
+    configure(repo, reviewer="until-fixed")
+    (repo / "docs" / "keep.md").write_text("committed\n")
+    git(repo, "add", "docs/keep.md")
+    git(repo, "commit", "-q", "-m", "keep")
+    (repo / "notes.txt").write_text("my uncommitted file\n")
+    (repo / "docs" / "keep.md").write_text("my uncommitted edit\n")
+    git(repo, "add", "docs/keep.md")  # staged, even
+    staged_before = git(repo, "diff", "--cached")
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert (repo / "notes.txt").read_text() == "my uncommitted file\n"
+    assert (repo / "docs" / "keep.md").read_text() == "my uncommitted edit\n"
+    assert git(repo, "diff", "--cached") == staged_before
+    # the agents' work reached main and the user's checkout, around the user's changes
+    assert (repo / "src" / "new_module.py").exists()
+    status = git(repo, "status", "--porcelain").splitlines()
+    assert "?? notes.txt" in status and not any("flows" in s for s in status)
+
+
+def test_merge_refused_when_it_would_overwrite_uncommitted_changes(repo: Path) -> None:
+    configure(repo)
+    before = main_sha(repo)
+    (repo / "README.md").write_text("my uncommitted edit\n")  # the implementer changes it too
+    out = run(repo, "--step", "1")
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert "cannot update main" in out.stdout
+    assert (repo / "README.md").read_text() == "my uncommitted edit\n"
+    assert main_sha(repo) == before and step_status(repo, 1) == "❌"
+    [result] = results(repo)
+    assert result["chain"]["merged"] is None and result["chain"]["rounds"][0]["approved"]
+
+
+def test_step_lock_held_by_a_live_process_refuses(repo: Path) -> None:
+    configure(repo)
+    lock = repo / "flows" / "feature" / "locks" / "step-01.lock"
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        import psutil
+
+        started = psutil.Process(holder.pid).create_time()
+        lock.write_text(
+            json.dumps(
+                {
+                    "runId": "other-run",
+                    "pid": holder.pid,
+                    "host": os.uname().nodename,
+                    "pidStarted": started,
+                }
+            )
+        )
+        out = run(repo, "--step", "1")
+        assert out.returncode == 2 and "other-run" in out.stderr
+        assert results(repo) == []
+    finally:
+        holder.kill()
+        holder.wait()
+    out = run(repo, "--step", "1")  # the holder is dead now: the stale lock is taken over
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert not lock.exists()
+
+
+def test_all_runs_every_open_step_and_skips_done_ones(repo: Path) -> None:
+    configure(repo)
+    out = run(repo, "--all")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "✅"
+    assert len(results(repo)) == 2
+    again = run(repo, "--all")
+    assert again.returncode == 0 and again.stdout.count("skipped") == 2
