@@ -42,6 +42,8 @@ def test_reads_a_pull_request_and_its_files_through_an_enterprise_prefix(gh: Git
 def test_login_comes_from_the_token_and_is_none_for_the_actions_token(gh: GitHubStandIn) -> None:
     assert client_for(gh).login() == "gitflow-bot"
     assert client_for(gh, "tok-actions").login() is None
+    assert client_for(gh, "ghs_installation").login() is None
+    assert len(gh.requests("GET", "/user$")) == 2  # an installation token is not even asked
 
 
 def test_lists_every_page_of_comments(gh: GitHubStandIn) -> None:

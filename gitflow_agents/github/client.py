@@ -253,6 +253,8 @@ class Client:
     def login(self) -> str | None:
         """The login our token writes as; None when the token may not ask (``GITHUB_TOKEN``
         gets 403 on ``GET /user``: the caller then uses ``ACTIONS_BOT_LOGIN``)."""
+        if self.settings.token.startswith("ghs_"):
+            return None  # an installation token (GITHUB_TOKEN, GitHub App): no user to ask for
         try:
             with self._call("GET /user"):
                 return str(self._github.get_user().login)
