@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -115,6 +115,7 @@ class Context:
     hub: EventHub
     cancel: threading.Event = field(default_factory=threading.Event)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    chain_run: str | None = None  # the step run agents belong to (None: a single flow)
 
     @property
     def target(self) -> str:
@@ -168,7 +169,7 @@ class AgentRun:
 
 @dataclass(frozen=True)
 class ReviewRound:
-    iteration: int
+    iteration: int | None  # None: a single review flow
     reviewed_sha: str
     agents: tuple[AgentRun, ...]
     reviews: tuple[Review, ...]
@@ -234,9 +235,16 @@ def _link_flow_dir(ctx: Context, worktree: Path) -> None:
 
 
 def step_workspace(ctx: Context, step: int) -> Workspace:
-    """The step branch (created at the target's tip when new) checked out in its work tree."""
+    """The step branch (``branch_pattern``) in its own work tree."""
     assert ctx.plan is not None
-    name = git.check_branch_name(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
+    name = branch_name(ctx.settings, ctx.plan.name, step)
+    return branch_workspace(ctx, name, f"step-{step:02d}")
+
+
+def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspace:
+    """Branch ``name`` (created at the target's tip when new) checked out in a work tree of its
+    own (an existing one is reused); ``key`` names the work tree folder."""
+    git.check_branch_name(ctx.root, name)
     target_sha = git.branch_sha(ctx.root, ctx.target)
     if target_sha is None:
         raise UsageError(f"target branch {ctx.target!r} does not exist (use --target)")
@@ -244,7 +252,7 @@ def step_workspace(ctx: Context, step: int) -> Workspace:
         git.create_branch(ctx.root, name, target_sha)
     tree = git.worktree_of_branch(ctx.root, name)
     if tree is None:
-        tree = worktree_path(ctx.root, ctx.flow, f"step-{step:02d}")
+        tree = worktree_path(ctx.root, ctx.flow, key or name.replace("/", "-"))
         if tree.exists():  # left over from a crash: git no longer knows it
             git.remove_worktree(ctx.root, tree)
         git.add_worktree(ctx.root, tree, name)
@@ -507,15 +515,22 @@ def _write_agent_result(paths: RunPaths, run: AgentRun, ctx: Context) -> None:
     with contextlib.suppress(Exception):
         text = run.report.read_text(encoding="utf-8", errors="replace") if run.report else ""
         kind = "implement" if run.kind == "fix" else run.kind
-        changed: tuple[str, ...] = ()
-        if run.kind in ("implement", "fix") and run.end_sha != run.start_sha:
-            changed = stats.compute(
-                ctx.root, run.start_sha, run.end_sha, exclude=ctx.exclude
-            ).changed_files
+        own = None
+        if run.kind in ("implement", "fix"):
+            own = stats.compute(ctx.root, run.start_sha, run.end_sha, exclude=ctx.exclude)
+        changed = own.changed_files if own is not None else ()
         result = flow_result(
             kind, result_status(run.status), report_text=text, changed_files=changed
         )
-        result["run"] = {**run.to_json(), "flow": ctx.flow, "logDirectory": str(paths.run_dir)}
+        if own is not None:
+            result["gitStats"] = own.to_json()
+        result["run"] = {
+            **run.to_json(),
+            "flow": ctx.flow,
+            "logDirectory": str(paths.run_dir),
+            "chainRunID": ctx.chain_run,
+            "finishedAt": time.time(),
+        }
         write_result(paths, result)
 
 
@@ -534,7 +549,7 @@ def review_round(
     ctx: Context,
     ws: Workspace,
     *,
-    iteration: int,
+    iteration: int | None,
     step: int | None,
     after: Sequence[str],
     reviewers: Sequence[str] | None = None,
@@ -557,6 +572,8 @@ def review_round(
         target=ctx.target,
         threshold=ctx.settings.threshold.value,
     )
+    if task is None and (step is None or ctx.plan is None):
+        task = f"Review the changes from {ws.base_sha} to {head}."
     if focus_paths:
         preamble += "\n\nFocus on these paths: " + ", ".join(f"`{p}`" for p in focus_paths) + "."
 
@@ -588,7 +605,7 @@ def review_round(
         if errors:
             raise errors[0]
         runs = [o for o in outcomes if isinstance(o, AgentRun)]
-    reviews = tuple(_read_review(run, head, ws.base_sha) for run in runs)
+    reviews = tuple(_focus(_read_review(run, head, ws.base_sha), focus_paths) for run in runs)
     combined = reviews[0] if len(reviews) == 1 else merge_reviews(reviews)
     verdict = gate(combined, threshold=ctx.settings.threshold, head_sha=head)
     extra = _untouched(ws, head)
@@ -608,6 +625,18 @@ def _result_or_error(future: Any) -> AgentRun | BaseException:
 def _read_review(run: AgentRun, head: str, base: str) -> Review:
     text = run.report.read_text(encoding="utf-8", errors="replace") if run.report else ""
     return parse_review(text, reviewed_sha=head, base_sha=base, source=run.agent_id)
+
+
+def _focus(review: Review, paths: Sequence[str]) -> Review:
+    """Only findings inside ``paths`` (and those about no file) count; none given: all count."""
+    if not paths:
+        return review
+    prefixes = tuple(p.strip("/") for p in paths)
+
+    def inside(file: str | None) -> bool:
+        return file is None or any(file == p or file.startswith(p + "/") for p in prefixes)
+
+    return replace(review, findings=tuple(f for f in review.findings if inside(f.file)))
 
 
 def _untouched(ws: Workspace, head: str) -> str:
@@ -668,6 +697,7 @@ def run_step(ctx: Context, step: int) -> ChainResult:
     """
     assert ctx.plan is not None
     rec = _Record(ctx, step)
+    ctx.chain_run = rec.run_id
     if ctx.plan.step(step).status.strip().startswith(DONE):
         rec.finish("skipped", int(ExitCode.OK), f"step {step} is already {DONE}")
         return _result(rec, None, "")
@@ -714,7 +744,7 @@ def _chain(ctx: Context, rec: _Record, step: int) -> None:
         review = rec.add_round(
             review_round(ctx, ws, iteration=iteration, step=step, after=after, head=head)
         )
-        _note(ctx, ws, review)
+        record_note(ctx, ws, review)
         if review.gate.approved:
             rec.merged = git.merge_into(
                 ctx.root, ctx.target, review.reviewed_sha, mode=settings.merge,
@@ -745,7 +775,7 @@ def _chain(ctx: Context, rec: _Record, step: int) -> None:
     _set_status(ctx, step, FAILED)
 
 
-def _note(ctx: Context, ws: Workspace, review: ReviewRound) -> None:
+def record_note(ctx: Context, ws: Workspace, review: ReviewRound) -> None:
     """The git note on the reviewed commit: verdict, reviewed commit and tree (the hook reads it)."""
     from gitflow_agents.reviewer import record_review
 

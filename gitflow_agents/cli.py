@@ -167,6 +167,29 @@ def _add_run(sub: SubParsers) -> None:
     add_chain_arguments(p)
 
 
+def _add_flow(sub: SubParsers) -> None:
+    from gitflow_agents.commands.flow import add_arguments
+
+    p = _command(sub, "flow", "flow", help="run one flow: implement, review, fix or research")
+    kinds = p.add_subparsers(
+        dest="flow_kind", metavar="{implement,review,fix,research}", required=True
+    )
+    for kind, text in (
+        ("implement", "implement a step (or task) on its branch; commit; git statistics"),
+        ("review", "review a branch or commit range; the gate decides the exit code"),
+        ("fix", "act on review report(s) given with --after; commit"),
+        ("research", "read-only research; result.json lists the sources"),
+    ):
+        add_arguments(kinds.add_parser(kind, help=text, description=text))
+
+
+def _add_history(sub: SubParsers) -> None:
+    p = _command(sub, "history", "history", help="past runs: outcome, iterations, git stats")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--flow", dest="flow_name", help="only this flow")
+    p.add_argument("--agents", action="store_true", help="also the agent runs inside step runs")
+
+
 # Each entry adds one subcommand. Adding a command: write commands/<name>.py with
 # ``run(args) -> int`` and one ``_add_<name>`` function here.
 COMMANDS: list[Callable[[SubParsers], None]] = [
@@ -181,6 +204,8 @@ COMMANDS: list[Callable[[SubParsers], None]] = [
     _add_heartbeat,
     _add_cancel,
     _add_run,
+    _add_flow,
+    _add_history,
 ]
 
 

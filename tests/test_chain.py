@@ -358,3 +358,87 @@ def test_all_runs_every_open_step_and_skips_done_ones(repo: Path) -> None:
     assert len(results(repo)) == 2
     again = run(repo, "--all")
     assert again.returncode == 0 and again.stdout.count("skipped") == 2
+
+
+# --- single flows and history ---------------------------------------------------------------
+
+
+def flow(repo: Path, *args: str) -> CliResult:
+    return run_cli("flow", *args, "--quiet", "--kill-grace", "0.2", cwd=repo)
+
+
+def test_flow_implement_commits_on_the_step_branch_with_stats(repo: Path) -> None:
+    configure(repo)
+    before = main_sha(repo)
+    out = flow(repo, "implement", "--plan", "specs/feature.md", "--step", "1", "--json")
+    assert out.returncode == 0, out.stderr + out.stdout
+    result = json.loads(out.stdout)
+    assert result["status"] == "succeeded" and result["run"]["chainRunID"] is None
+    assert result["gitStats"]["filesChanged"] == 4
+    assert main_sha(repo) == before  # nothing merged
+    tip = git(repo, "rev-parse", "agents/feature/step-1").strip()
+    assert tip == result["run"]["endSha"] != before
+    assert f"Gitflow-Agents-Run: {result['run']['runID']}" in git(
+        repo, "log", "-1", "--format=%B", tip
+    )
+
+
+def test_flow_review_fix_review_by_hand(repo: Path) -> None:
+    configure(repo, reviewer="until-fixed")
+    assert flow(repo, "implement", "--plan", "specs/feature.md", "--step", "1").returncode == 0
+    branch = "agents/feature/step-1"
+    first = flow(repo, "review", "--branch", branch, "--flow", "feature")
+    assert first.returncode == 1, first.stderr + first.stdout
+    assert "NOT APPROVED" in first.stdout
+    fix = flow(repo, "fix", "--plan", "specs/feature.md", "--step", "1", "--after", "reviewer")
+    assert fix.returncode == 0, fix.stderr + fix.stdout
+    second = flow(repo, "review", "--branch", branch, "--flow", "feature", "--json")
+    assert second.returncode == 0, second.stderr + second.stdout
+    data = json.loads(second.stdout)
+    tip = git(repo, "rev-parse", branch).strip()
+    assert data["approved"] and data["reviewedSha"] == tip
+    assert note(repo, tip)["verdict"] == "approved"  # type: ignore[index]
+    assert len(git(repo, "worktree", "list").splitlines()) == 2  # the step's; scratch removed
+
+
+def test_flow_review_range_focus_paths_and_threshold(repo: Path) -> None:
+    configure(repo, reviewer="revise")
+    base = main_sha(repo)
+    (repo / "src").mkdir()
+    (repo / "src" / "a.py").write_text("a = 1\n")
+    git(repo, "add", "src")
+    git(repo, "commit", "-q", "-m", "a")
+    out = flow(repo, "review", "--range", f"{base}..HEAD", "--focus-paths", "src", "--json")
+    assert out.returncode == 1
+    data = json.loads(out.stdout)
+    assert data["findings"] == []  # the README.md finding is outside the focus
+    assert any("REVISE" in r for r in data["reasons"])
+
+
+def test_flow_research_lists_sources(repo: Path) -> None:
+    configure(repo)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(config.read_text() + "  researcher:\n" + _agent("researcher", "sources"))
+    out = flow(repo, "research", "--task", "how do worktrees work", "--json")
+    assert out.returncode == 0, out.stderr + out.stdout
+    result = json.loads(out.stdout)
+    assert [s["url"] for s in result["sources"]] == [
+        "https://git-scm.com/docs/git-worktree",
+        "https://git-scm.com/docs/git-notes",
+    ]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_history_lists_runs_with_outcome_iterations_stats_duration(repo: Path) -> None:
+    configure(repo, reviewer="until-fixed")
+    assert run(repo, "--step", "1").returncode == 0
+    out = run_cli("history", "--json", cwd=repo)
+    assert out.returncode == 0, out.stderr
+    [row] = json.loads(out.stdout)
+    assert row["kind"] == "chain" and row["outcome"] == "approved" and row["iterations"] == 2
+    assert row["git"].startswith("5 files, +") and row["duration_s"] > 0
+    assert "approved after 2 reviews" in row["history_line"]
+    table = run_cli("history", cwd=repo)
+    assert "approved" in table.stdout and "step 1" in table.stdout
+    with_agents = json.loads(run_cli("history", "--json", "--agents", cwd=repo).stdout)
+    assert len(with_agents) == 5

@@ -1,0 +1,163 @@
+"""``gitflow-agents flow implement|review|fix|research``: one flow on its own, chained by hand.
+
+* implement / fix: the agent works in the work tree of a branch (the step branch of ``--plan`` /
+  ``--step``, or ``--branch``); its changes are committed with the run's trailer and the git
+  statistics are filled into its report and ``result.json``. Nothing is merged.
+* review: every ``--reviewers`` agent reviews ``--branch`` (against its merge-base with the
+  target) or ``--range A..B`` in a detached, throw-away work tree; ``--focus-paths`` limits the
+  findings that count; the gate decides the exit code and a git note records the verdict.
+* research: the agent works read-only in a throw-away work tree; ``result.json`` lists the
+  sources (markdown links) of its report.
+
+``--after a,b`` names earlier agents whose ``report.complete.md`` the agent gets (seed 000).
+Exit codes: 0 success / approved, 1 review not approved, 2 usage, 3 agent failed, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+from gitflow_agents.errors import ExitCode, UsageError
+
+DEFAULT_AGENT = {"implement": "builder", "fix": "fixer", "research": "researcher"}
+
+
+def run(args: argparse.Namespace) -> int:
+    from gitflow_agents.chain import AgentFailed
+    from gitflow_agents.commands.run import _sigterm_as_interrupt, open_context
+
+    plan = Path(args.plan) if args.plan else None
+    if plan is not None and args.step is None:
+        raise UsageError(f"flow {args.flow_kind}: --plan needs --step")
+    if args.step is not None and plan is None:
+        raise UsageError(f"flow {args.flow_kind}: --step needs --plan")
+    ctx = open_context(args, plan_path=plan, flow=args.flow_name, check_agents=False)
+    if ctx.plan is not None:
+        ctx.plan.step(args.step)
+    after = tuple(a.strip() for a in (args.after or "").split(",") if a.strip())
+    with _sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+        try:
+            if args.flow_kind == "review":
+                return _review(ctx, args, after)
+            return _single(ctx, args, after)
+        except AgentFailed as exc:
+            _print(args, {"status": "failed", "reason": str(exc), **exc.run.to_json()})
+            return int(ExitCode.AGENT_FAILED)
+
+
+def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
+    from gitflow_agents import chain, git
+    from gitflow_agents.runs import read_json, runs_root
+
+    kind = args.flow_kind
+    agent = args.agent or DEFAULT_AGENT[kind]
+    agent_id = args.agent_name or chain.agent_id_for(agent, args.step)
+    if kind == "fix" and not after:
+        raise UsageError("flow fix: give the review report(s) to act on with --after")
+    if kind == "research" and not args.task:
+        raise UsageError("flow research: give the prompt or topics with --task")
+    if kind == "research":
+        with chain.scratch_workspace(ctx, "HEAD", "HEAD") as ws:
+            run = chain.run_agent(
+                ctx, ws, agent=agent, agent_id=agent_id, kind="research",
+                start_sha=ws.base_sha, after=after, task=args.task,
+            )  # fmt: skip
+    else:
+        if not args.branch and ctx.plan is None:
+            raise UsageError(f"flow {kind}: give --plan with --step, or --branch")
+        ws = (
+            chain.branch_workspace(ctx, args.branch)
+            if args.branch
+            else chain.step_workspace(ctx, args.step)
+        )
+        run = chain.run_agent(
+            ctx, ws, agent=agent, agent_id=agent_id, kind=kind, step=args.step,
+            start_sha=git.head_sha(ws.worktree), after=after, task=args.task,
+            preamble=chain.FIX_PREAMBLE if kind == "fix" else None,
+            commit_message=f"{ctx.flow}: {agent_id}",
+        )  # fmt: skip
+    result = read_json(
+        runs_root(ctx.root, ctx.config.flow_dir, ctx.flow) / run.run_id / "result.json"
+    )
+    if args.json:
+        _print(args, result or run.to_json())
+        return int(ExitCode.OK)
+    line = f"{agent_id}: {'reused' if run.reused else run.status}"
+    if result and result.get("gitStats"):
+        data = result["gitStats"]
+        line += (
+            f" [{data['filesChanged']} files changed, +{data['insertions']} -{data['deletions']}]"
+        )
+    if kind == "research" and result:
+        line += f"; {len(result.get('sources', []))} sources captured"
+    print(line + f" (run {run.run_id})")
+    if run.report is not None:
+        print(f"  report: {run.report}")
+    return int(ExitCode.OK)
+
+
+def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
+    from gitflow_agents import chain, git
+    from gitflow_agents.findings import describe_counts, merge_reviews
+
+    if args.range and args.branch:
+        raise UsageError("flow review: give --branch or --range, not both")
+    if args.range:
+        base, sep, head = args.range.partition("..")
+        if not sep or not base or not head:
+            raise UsageError(f"flow review: --range must be BASE..HEAD, got {args.range!r}")
+    else:
+        head = args.branch or "HEAD"
+        base = git.merge_base(ctx.root, ctx.target, git.rev_parse(ctx.root, head))
+    focus = tuple(p.strip() for p in (args.focus_paths or "").split(",") if p.strip())
+    with chain.scratch_workspace(ctx, head, base) as ws:
+        review = chain.review_round(
+            ctx, ws, iteration=None, step=args.step, after=after, task=args.task,
+            focus_paths=focus,
+        )  # fmt: skip
+        chain.record_note(ctx, ws, review)
+    combined = review.reviews[0] if len(review.reviews) == 1 else merge_reviews(review.reviews)
+    data = {
+        "status": "succeeded",
+        "approved": review.gate.approved,
+        "overall": "approve" if review.gate.approved else "revise",
+        "reasons": list(review.gate.reasons),
+        "summary": combined.summary,
+        "findings": [f.to_dict() for f in combined.findings],
+        **review.to_json(),
+    }
+    if args.json:
+        _print(args, data)
+    else:
+        verdict = "APPROVED" if review.gate.approved else "NOT APPROVED"
+        print(f"{verdict}: {review.reviewed_sha[:12]} ({describe_counts(combined.findings)})")
+        for reason in review.gate.reasons:
+            print(f"  - {reason}")
+        for run in review.agents:
+            print(f"  {run.agent_id}: {run.report} (run {run.run_id})")
+    return int(review.gate.exit_code)
+
+
+def _print(args: argparse.Namespace, data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``flow <kind>`` options (the chain options come from commands.run)."""
+    from gitflow_agents.commands.run import add_chain_arguments
+
+    p.add_argument("--agent", help="agent to run (default: builder, fixer, researcher)")
+    p.add_argument("--agent-name", help="agent id (default step-NN-<agent> or <agent>)")
+    p.add_argument("--flow", dest="flow_name", help="flow name (default: the plan's name)")
+    p.add_argument("--plan", help="spec plan (markdown)")
+    p.add_argument("--step", type=int, help="step number in the plan")
+    p.add_argument("--task", help="task text (research: the prompt or topics)")
+    p.add_argument("--after", help="previous agent id(s) whose reports to read, comma separated")
+    p.add_argument("--branch", help="implement/fix: branch to work on; review: branch to review")
+    p.add_argument("--range", help="review: commit range BASE..HEAD")
+    p.add_argument("--focus-paths", help="review: only findings under these paths count")
+    add_chain_arguments(p)
