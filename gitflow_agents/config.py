@@ -121,6 +121,7 @@ class AgentConfig:
     allow_env: tuple[str, ...] = ()  # also present in options["allow_env"] for the adapters
     completion_template: str | None = None  # per-agent override of completion_workflow.template
     completion_template_source: str | None = None
+    structured_reply: bool = True  # seed 004 reply instructions in the prompt (docs/prompt.md)
 
 
 @dataclass(frozen=True)
@@ -538,6 +539,7 @@ _AGENT = _Obj(
         "options": _AnyMap(),
         "allow_env": _StrList(_ENV_NAME, "an environment variable name"),
         "completion_template": _Str(nullable=True),
+        "structured_reply": _Bool(),
     }
 )
 _SHARED_FILE = _Obj(
@@ -888,6 +890,7 @@ def _build_agent(name: str, node: _Node, layout: _Layout) -> AgentConfig:
         allow_env=tuple(dict.fromkeys(allow_env)),
         completion_template=completion,
         completion_template_source=completion_source,
+        structured_reply=get("structured_reply") is not False,
     )
 
 

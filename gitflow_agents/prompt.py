@@ -341,6 +341,7 @@ def assemble_prompt(request: PromptRequest) -> AssembledPrompt:
             "readable_files": readable,
             "previous_reports": reports,
             "output_requirements": _clean(resolve_placeholders(agent.workflow.template, variables)),
+            "reply_format": _reply_format(request, agent.type),
             "agent_definition": _clean(resolve_placeholders(agent.definition, variables)),
             "assignment": [part.text for part in assignment],
         },
@@ -386,6 +387,17 @@ def _variables(
         "success_file": f"{own_dir}/{agent.workflow.success_filename}",
         "failed_file": f"{own_dir}/{agent.workflow.failed_filename}",
     }
+
+
+def _reply_format(request: PromptRequest, agent_type: str) -> str | None:
+    """Seed 004's reply instructions for this agent (its CLI from ``.flow`` config, its role
+    from the type); None when the agent's config says ``structured_reply: false``."""
+    from gitflow_agents.protocol import reply_instructions
+
+    config = request.config.agents.get(request.agent)
+    if config is not None and not config.structured_reply:
+        return None
+    return reply_instructions(config.adapter if config else None, agent_type, request.agent)
 
 
 def _assignment(request: PromptRequest, plan_context: str | None) -> list[_Part]:
@@ -442,6 +454,7 @@ def _block_parts(
             head("completion-workflow", "Output Requirements", agent.workflow.template_source),
             [],
         ),
+        "reply_format": (head("reply-format", "Reply Format (seed 004)"), []),
         "agent_definition": (
             head("agent-definition", "Agent Definition", agent.source),
             list(layers),

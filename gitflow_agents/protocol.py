@@ -52,22 +52,143 @@ List each major action you took (one per line):
 </ACTIONS>
 
 <FILES_CREATED>
-List any new files you created (full paths, one per line).
+List any new files you created (full paths, one per line):
+/path/to/new_file.py
+/path/to/another_file.js
 </FILES_CREATED>
 
 <FILES_MODIFIED>
-List any existing files you modified (full paths, one per line).
+List any existing files you modified (full paths, one per line):
+/path/to/existing_file.py
+/path/to/another_existing_file.js
 </FILES_MODIFIED>
 
 <QUESTIONS>
-List any questions or clarifications needed (one per line).
+List any questions or clarifications needed (one per line):
+- Should I implement feature X differently?
+- Do you want me to add tests for Y?
 </QUESTIONS>
 
 <STATUS>
 One of: completed | needs_input | failed
 </STATUS>
 """
-"""The instruction block an agent's prompt carries (seed 004 wording, example paths removed)."""
+"""The instruction block of seed 004, verbatim (its ``USER REQUEST`` envelope aside: the
+assignment is its own section of the system prompt). Its example lines, echoed back by an agent,
+are dropped by the parser (``TEMPLATE_LINES``)."""
+
+#: The instruction and example lines of RESPONSE_PROTOCOL: an agent that copies the template
+#: into its reply has not created ``/path/to/new_file.py``.
+TEMPLATE_LINES = frozenset(
+    line.strip()
+    for line in RESPONSE_PROTOCOL.splitlines()[1:]
+    if line.strip() and not line.lstrip().startswith("<")
+)
+
+
+@dataclass(frozen=True)
+class ReplyCustomization:
+    """Seed 004's per-agent wording: who the agent is (``prefix``), how it works
+    (``tools_hint``) and what its reply should stress (``style``)."""
+
+    prefix: str
+    tools_hint: str
+    style: str = ""
+
+
+#: Per agent CLI (the adapter name). Claude, Auggie and Gemini are seed 004's text verbatim; the
+#: others are written the same way for their own headless mode.
+CLI_CUSTOMIZATIONS: dict[str, ReplyCustomization] = {
+    "claude": ReplyCustomization(
+        "You are Claude Code working in an orchestrated environment.",
+        "Use Write, Edit, Read, and Bash tools as needed.",
+    ),
+    "auggie": ReplyCustomization(
+        "You are Auggie working in headless --print mode within an orchestration system.",
+        "You can create and modify files using your built-in capabilities.",
+    ),
+    "gemini": ReplyCustomization(
+        "You are Gemini CLI working in --prompt mode within an orchestration system.",
+        "Use your available tools to complete the task effectively.",
+    ),
+    "codex": ReplyCustomization(
+        "You are Codex working in non-interactive exec mode within an orchestration system.",
+        "Use your shell and file-editing tools as needed; nobody can approve a command while "
+        "you run.",
+    ),
+    "opencode": ReplyCustomization(
+        "You are opencode working in `opencode run` mode within an orchestration system.",
+        "Use your available tools to complete the task effectively.",
+    ),
+    "aider": ReplyCustomization(
+        "You are Aider working in non-interactive --message mode within an orchestration system.",
+        "Edit files with your edit format. You cannot rename files, so the <STATUS> of your "
+        "reply is how the orchestrator knows whether you finished.",
+    ),
+}
+GENERIC_CUSTOMIZATION = ReplyCustomization(
+    "You are a coding agent working in an orchestrated environment, started without a terminal.",
+    "Use your available tools to complete the task; nobody can answer a question while you run.",
+)
+
+#: Per agent role, matched as a word in the agent's type (then its name): (words, style).
+ROLE_STYLES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("review", "reviewer"),
+        "You review; you do not change code. Leave <FILES_CREATED> and <FILES_MODIFIED> empty "
+        "(your report is not listed there), list what you examined under <ACTIONS> as "
+        '"Analyzed: ...", and answer <STATUS>completed</STATUS> once the review is written, '
+        "whatever its verdict.",
+    ),
+    (
+        ("plan", "planner", "architect"),
+        "You plan. List the plan or spec files you wrote under <FILES_CREATED> / "
+        "<FILES_MODIFIED>. Open design decisions go under <QUESTIONS>; use needs_input only "
+        "when you cannot write the plan without an answer.",
+    ),
+    (
+        ("research", "researcher"),
+        'You research. List each source you read under <ACTIONS> as "Analyzed: <title> '
+        '<url>"; files stay empty unless you were asked to write one.',
+    ),
+)
+BUILDER_STYLE = (
+    "List every file you created or changed (full paths) and every command you ran, tests "
+    "included, under <ACTIONS>."
+)
+
+REPLY_PLACEMENT = (
+    "End your final reply (the last message you print) with these tags, filled in. They tell "
+    "the orchestrator what you did; they do not replace your report and its rename (Output "
+    "Requirements above). If you stop because you need an answer, use needs_input and ask under "
+    "<QUESTIONS>: the orchestrator can continue your session with the answer."
+)
+
+
+def customization(adapter: str | None, agent_type: str, agent_name: str = "") -> ReplyCustomization:
+    """The seed-004 customisation for an agent: its CLI's prefix and tools hint, its role's style."""
+    base = CLI_CUSTOMIZATIONS.get(adapter or "", GENERIC_CUSTOMIZATION)
+    return ReplyCustomization(base.prefix, base.tools_hint, role_style(agent_type, agent_name))
+
+
+def role_style(agent_type: str, agent_name: str = "") -> str:
+    """The style line of the first role whose word is in the type (then the name); else builder."""
+    for text in (agent_type, agent_name):
+        words = set(re.split(r"[^a-z]+", text.lower()))
+        for role_words, style in ROLE_STYLES:
+            if words.intersection(role_words):
+                return style
+    return BUILDER_STYLE
+
+
+def reply_instructions(adapter: str | None, agent_type: str, agent_name: str = "") -> str:
+    """Seed 004's injected text for one agent: prefix, tools hint, style, the protocol, placement.
+
+    Joined by blank lines in the seed's order (``inject_protocol``); the user request itself is
+    not part of it (it is the prompt's Assignment section)."""
+    custom = customization(adapter, agent_type, agent_name)
+    parts = [custom.prefix, custom.tools_hint, custom.style, RESPONSE_PROTOCOL, REPLY_PLACEMENT]
+    return "\n\n".join(part.strip() for part in parts if part.strip())
 
 
 @dataclass(frozen=True)
@@ -127,7 +248,7 @@ def _items(content: str) -> tuple[str, ...]:
     items = []
     for line in content.splitlines():
         item = _BULLET.sub("", line).strip()
-        if item.lower() not in _EMPTY_ITEMS:
+        if item.lower() not in _EMPTY_ITEMS and line.strip() not in TEMPLATE_LINES:
             items.append(item)
     return tuple(items)
 
@@ -155,8 +276,9 @@ def parse_reply(text: str) -> AgentReply:
             )
     else:
         warnings.append("no <STATUS> tag")
+    summary = " ".join(sections.get("SUMMARY", "").split())
     return AgentReply(
-        summary=" ".join(sections.get("SUMMARY", "").split()),
+        summary="" if summary in TEMPLATE_LINES else summary,
         actions=_items(sections.get("ACTIONS", "")),
         files_created=_items(sections.get("FILES_CREATED", "")),
         files_modified=_items(sections.get("FILES_MODIFIED", "")),

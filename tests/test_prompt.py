@@ -167,7 +167,8 @@ def test_section_order_and_headings_are_seed_000() -> None:
         ]
         assert positions == sorted(positions)
     assert (
-        "\nYou are participating in a multi-agent workflow orchestrated by gitflow-agents.\n" in text
+        "\nYou are participating in a multi-agent workflow orchestrated by gitflow-agents.\n"
+        in text
     )
 
 
@@ -312,7 +313,7 @@ def test_shared_files_agents_filter_and_empty_subsections(tmp_path: Path) -> Non
     text = assemble(only_readable).text
     assert "### Readable Shared Files" in text
     assert "### Writable Shared Files" not in text
-    assert "IMPORTANT" not in text
+    assert "**IMPORTANT**" not in text  # (the Reply Format has its own plain "IMPORTANT:")
 
 
 def test_shared_context_section_omitted_when_empty(tmp_path: Path) -> None:
@@ -480,6 +481,7 @@ def test_segment_sources(tmp_path: Path) -> None:
         ("shared-file", "standards (readable)", "config:.flow/base.yaml:17:shared_files.standards"),
         ("previous-reports", "Previous Agent Reports", "cli:--after"),
         ("completion-workflow", "Output Requirements", ".flow/templates/completion.md"),
+        ("reply-format", "Reply Format (seed 004)", "built-in"),
         ("agent-definition", "Agent Definition", ".flow/agents/builder.md"),
         ("assignment", "Your Assignment", "built-in"),
         ("preamble", "assignment preamble", "cli:--preamble"),
