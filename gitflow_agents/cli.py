@@ -33,7 +33,7 @@ def _add_init(sub: SubParsers) -> None:
 
 def _add_plan(sub: SubParsers) -> None:
     p = _command(sub, "plan", "plan", help="inspect and validate spec plans")
-    plan_sub = p.add_subparsers(dest="plan_command", metavar="{show,lint}", required=True)
+    plan_sub = p.add_subparsers(dest="plan_command", metavar="{show,lint,matrix}", required=True)
     show = plan_sub.add_parser("show", help="overview and steps with their status")
     show.add_argument("plan", help="path to the spec plan (markdown)")
     show.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -41,6 +41,12 @@ def _add_plan(sub: SubParsers) -> None:
     lint = plan_sub.add_parser("lint", help="report every problem with file:line (exit 2 if any)")
     lint.add_argument("plans", nargs="+", help="spec plan files")
     lint.add_argument("--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from")
+    matrix = plan_sub.add_parser("matrix", help="the steps as a GitHub Actions matrix (JSON)")
+    matrix.add_argument("plan", help="path to the spec plan (markdown)")
+    matrix.add_argument("--pending-only", action="store_true", help="leave out steps marked done")
+    matrix.add_argument(
+        "--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from"
+    )
 
 
 def _add_prompt(sub: SubParsers) -> None:

@@ -1,4 +1,5 @@
-"""``gitflow-agents plan show|lint``: inspect and validate spec plans."""
+"""``gitflow-agents plan show|lint|matrix``: inspect and validate spec plans, and print a plan's
+steps as a GitHub Actions job matrix."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from gitflow_agents.plan import Plan, Problem, SpecPlanConfig, lint_plan, parse_
 def run(args: argparse.Namespace) -> int:
     if args.plan_command == "show":
         return show(Path(args.plan), _spec_plan_config(args.flow_type), as_json=args.json)
+    if args.plan_command == "matrix":
+        return matrix(
+            Path(args.plan), _spec_plan_config(args.flow_type), pending_only=args.pending_only
+        )
     return lint([Path(p) for p in args.plans], args.flow_type)
 
 
@@ -44,6 +49,30 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
             {"number": s.number, "title": s.title, "status": s.status, "line": s.line}
             for s in plan.steps
         ],
+    }
+
+
+DONE = "\u2705"
+"""The status the chain writes for a merged step (``gitflow-agents run`` skips these)."""
+
+
+def matrix(path: Path, config: SpecPlanConfig, *, pending_only: bool) -> int:
+    """One line of JSON on stdout: ``{"include": [{"step": 1, "title": "..."}, ...]}``."""
+    plan = parse_plan(path, config)
+    sys.stdout.write(json.dumps(plan_matrix(plan, pending_only=pending_only), ensure_ascii=False))
+    sys.stdout.write("\n")
+    return ExitCode.OK
+
+
+def plan_matrix(plan: Plan, *, pending_only: bool = False) -> dict[str, list[dict[str, object]]]:
+    """The plan's steps as a GitHub Actions matrix for ``fromJSON()`` (``--pending-only``: the
+    steps not yet done, i.e. whose status does not start with the done mark)."""
+    return {
+        "include": [
+            {"step": s.number, "title": s.title, "status": s.status}
+            for s in plan.steps
+            if not (pending_only and s.status.strip().startswith(DONE))
+        ]
     }
 
 
