@@ -594,6 +594,7 @@ def review_round(
     if len(names) == 1:
         runs = [one(names[0])]
     else:
+        _warm_up()
         with ThreadPoolExecutor(max_workers=len(names)) as pool:
             futures = [pool.submit(one, name) for name in names]
             try:
@@ -612,6 +613,14 @@ def review_round(
     if extra:
         verdict = GateResult(False, 1, (*verdict.reasons, extra), verdict.threshold)
     return ReviewRound(iteration, head, tuple(runs), reviews, verdict)
+
+
+def _warm_up() -> None:
+    """Import what every agent thread needs once, before the threads race for the import lock."""
+    import importlib
+
+    for name in ("agents", "assets", "prompt", "supervisor", "protocol", "reviewer"):
+        importlib.import_module(f"gitflow_agents.{name}")
 
 
 def _result_or_error(future: Any) -> AgentRun | BaseException:

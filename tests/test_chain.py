@@ -442,3 +442,19 @@ def test_history_lists_runs_with_outcome_iterations_stats_duration(repo: Path) -
     assert "approved" in table.stdout and "step 1" in table.stdout
     with_agents = json.loads(run_cli("history", "--json", "--agents", cwd=repo).stdout)
     assert len(with_agents) == 5
+
+
+def test_builtin_reviewer_gates_offline(repo: Path) -> None:
+    configure(repo)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(config.read_text() + "  offline:\n    adapter: builtin\n")
+    out = run(repo, "--step", "1", "--reviewers", "offline", "--max-iterations", "1")
+    [result] = results(repo)
+    [reviewer] = result["chain"]["rounds"][0]["reviewers"]
+    assert reviewer["agentId"] == "step-01-offline-1" and reviewer["overall"] in (
+        "approve",
+        "revise",
+    )
+    assert out.returncode == (0 if result["chain"]["rounds"][0]["approved"] else 1)
+    report = repo / "flows/feature/agents/step-01-offline-1/report.complete.md"
+    assert "REVIEW_RESULT:" in report.read_text()
