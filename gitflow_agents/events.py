@@ -36,6 +36,7 @@ EVENT_TYPES = frozenset(
         "agent:tool",
         "agent:complete",
         "agent:failed",
+        "agent:reply",
         "session:message",
         "session:reply",
         "session:abort",

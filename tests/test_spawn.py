@@ -112,14 +112,21 @@ def test_spawn_success_records_everything(repo: Path) -> None:
     assert data["run"]["runID"] == run_dir.name
     assert data["run"]["replies"] == {"structured": 1, "unstructured": 0}
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert [e["type"] for e in events] == [
-        "harness:start",
-        "task:start",
-        "agent:start",
-        "agent:output",
-        "agent:complete",
-        "task:complete",
-        "harness:complete",
+    assert [(e["type"], e["data"].get("phase")) for e in events] == [
+        ("harness:start", None),
+        ("phase:start", "prepare"),
+        ("phase:complete", "prepare"),
+        ("phase:start", "agent"),
+        ("task:start", None),
+        ("agent:start", None),
+        ("agent:output", None),
+        ("agent:complete", None),
+        ("task:complete", None),
+        ("phase:complete", "agent"),
+        ("phase:start", "record"),
+        ("agent:reply", None),
+        ("phase:complete", "record"),
+        ("harness:complete", None),
     ]
     assert {e["runId"] for e in events} == {run_dir.name}
     card = (repo / "card.md").read_text()

@@ -14,13 +14,17 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.errors import ExitCode, UsageError
 from gitflow_agents.runs import FLOW_KINDS
+
+if TYPE_CHECKING:
+    from gitflow_agents.config import FlowConfig
 
 TASK = (
     "Follow the instructions in your system prompt ({prompt}). Write your progress to {report}; "
@@ -29,22 +33,11 @@ TASK = (
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitflow_agents.agents import get_adapter
-    from gitflow_agents.agents.base import Invocation
     from gitflow_agents.assets import load_manifest
-    from gitflow_agents.cards import append_history, set_card_status
     from gitflow_agents.config import find_project_root, load_flow_config
-    from gitflow_agents.events import ConsoleChannel, EventHub, JsonlChannel
     from gitflow_agents.plan import parse_plan
-    from gitflow_agents.prompt import (
-        PromptRequest,
-        agent_dir,
-        assemble_prompt,
-        default_agent_id,
-        write_system_prompt,
-    )
-    from gitflow_agents.runs import RunStatus, create_run, write_status
-    from gitflow_agents.supervisor import signal_paths, supervise
+    from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt, default_agent_id
+    from gitflow_agents.supervisor import signal_paths
 
     if args.plan is not None and args.step is None:
         raise UsageError("spawn: --plan needs --step")
@@ -70,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
         manifest=load_manifest(root),
     )
     prompt = assemble_prompt(request)
-    adapter = get_adapter(agent_cfg.adapter)
     kind = args.kind or _default_kind(agent_cfg.type, args.agent)
     workflow = config.completion_workflow_for(args.agent)
     a_dir = agent_dir(root, config.flow_dir, flow_name, agent_id)
@@ -78,76 +70,208 @@ def run(args: argparse.Namespace) -> int:
         a_dir, workflow.report_filename, workflow.success_suffix, workflow.failure_suffix
     )
     _clear_previous(report, success, failure, rerun=args.rerun)
-    prompt_path = write_system_prompt(root, config, agent_id, flow_name, prompt.text)
-    paths = create_run(root, config.flow_dir, flow_name)
+    job = AgentJob(
+        root=root,
+        config=config,
+        agent=args.agent,
+        agent_id=agent_id,
+        flow_name=flow_name,
+        kind=kind,
+        prompt_text=prompt.text,
+        prompt_segments=len(prompt.segments),
+        stuck_timeout=float(args.stuck_timeout or config.stuck_timeout_secs),
+        timeout=float(args.timeout or config.max_wait_secs) or None,
+        kill_grace=float(args.kill_grace),
+        card=Path(args.card).absolute() if args.card else None,
+        queued_line=lambda run_id: _queued_line(kind, run_id, plan, args),
+        quiet=args.quiet,
+        step=args.step,
+    )
+    result = execute(job)
+    print_result(result, as_json=args.json, root=root)
+    return int(ExitCode.OK if result["status"] == "succeeded" else ExitCode.AGENT_FAILED)
+
+
+@dataclass(frozen=True)
+class AgentJob:
+    """One supervised agent run, as ``spawn`` and ``send`` hand it to :func:`execute`.
+
+    ``prompt_text`` is written to the agent's ``system_prompt.md``; ``task`` is the user message
+    (default: the standard "follow your system prompt" line). With ``resume_session_id`` the
+    adapter continues that CLI session (``send``); ``session`` is recorded as ``run.session`` and
+    ``message`` is emitted as ``message_event`` (``session:message`` / ``session:reply``).
+    """
+
+    root: Path
+    config: FlowConfig
+    agent: str  # the agent's key in the .flow config
+    agent_id: str
+    flow_name: str
+    kind: str
+    prompt_text: str
+    stuck_timeout: float
+    timeout: float | None
+    kill_grace: float = 3.0
+    prompt_segments: int | None = None
+    task: str | None = None
+    resume_session_id: str | None = None
+    card: Path | None = None
+    queued_line: Callable[[str], str] | None = None
+    quiet: bool = False
+    step: int | None = None
+    session: Mapping[str, Any] | None = None
+    message: str | None = None
+    message_event: str = "session:message"
+    run_id: str | None = None  # a fresh one when None
+    exit_grace: float = 10.0
+
+
+@contextlib.contextmanager
+def _phase(hub: Any, name: str, data: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """``phase:start`` now, ``phase:complete`` at the end (status failed / interrupted when the
+    block raises); the caller adds to ``data`` what the complete event should carry."""
+    hub.emit("phase:start", {"phase": name})
+    status = "ok"
+    try:
+        yield data
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except BaseException as exc:
+        status, data["error"] = "failed", f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        hub.emit("phase:complete", {"phase": name, "status": status, **data})
+
+
+def execute(job: AgentJob) -> dict[str, Any]:
+    """Run ``job`` supervised and record it; returns the ``result.json`` written (in every case).
+
+    Events (events.jsonl, console): ``harness:start``, [``session:message``], phase ``prepare``
+    (system prompt written, card queued -> running, launch built by the adapter), phase ``agent``
+    (``task:start``, ``agent:*``, ``task:complete|failed``), phase ``record`` (result.json,
+    ``agent:reply``, card), ``harness:complete``. Raises what the launch raises (after recording)
+    and KeyboardInterrupt on Ctrl-C / SIGTERM (the agent's tree already killed).
+    """
+    from gitflow_agents.agents import get_adapter
+    from gitflow_agents.agents.base import Invocation
+    from gitflow_agents.cards import append_history, set_card_status
+    from gitflow_agents.events import ConsoleChannel, EventHub, JsonlChannel
+    from gitflow_agents.prompt import agent_dir, write_system_prompt
+    from gitflow_agents.runs import RunStatus, create_run, write_status
+    from gitflow_agents.supervisor import signal_paths, supervise
+
+    root, config = job.root, job.config
+    agent_cfg = config.agent(job.agent)
+    adapter = get_adapter(agent_cfg.adapter)
+    workflow = config.completion_workflow_for(job.agent)
+    a_dir = agent_dir(root, config.flow_dir, job.flow_name, job.agent_id)
+    report, success, failure = signal_paths(
+        a_dir, workflow.report_filename, workflow.success_suffix, workflow.failure_suffix
+    )
+    paths = create_run(root, config.flow_dir, job.flow_name, job.run_id)
     run_id = paths.run_dir.name
-    stuck = float(args.stuck_timeout or config.stuck_timeout_secs)
-    timeout = float(args.timeout or config.max_wait_secs) or None
     status = RunStatus(
         run_id=run_id,
-        flow=flow_name,
-        agent=agent_id,
+        flow=job.flow_name,
+        agent=job.agent_id,
         state="queued",
         started=time.time(),
         supervisor_pid=os.getpid(),
         agent_dir=str(a_dir),
-        kind=kind,
-        extra={"adapter": adapter.name, "stuck_timeout": stuck, "timeout": timeout},
+        kind=job.kind,
+        extra={
+            "adapter": adapter.name,
+            "agent_config": job.agent,
+            "stuck_timeout": job.stuck_timeout,
+            "timeout": job.timeout,
+            **({"session": dict(job.session)} if job.session else {}),
+        },
     )
     write_status(paths, status)
     base_sha = _head(root)
     before = _worktree_state(root, base_sha)
-    card = Path(args.card).absolute() if args.card else None
+    card = job.card
     rel_log = os.path.relpath(paths.run_dir, root)
 
     channels: list[Any] = [JsonlChannel(paths.events)]
-    if not args.quiet:
+    if not job.quiet:
         tty = sys.stderr.isatty() and not os.environ.get("CI")
         channels.append(ConsoleChannel(sys.stderr, is_tty=tty))
     hub = EventHub(channels, run_id=run_id)
     outcome = None
     failure_reason = "the supervisor did not finish"
     result: dict[str, Any] = {}
+    task_started = False
     with _card_scope(card, run_id) as locked, _sigterm_as_interrupt():
         try:
-            if locked is not None:
-                set_card_status(locked, kind, "queued")
-                append_history(locked, _queued_line(kind, run_id, plan, args))
-                set_card_status(locked, kind, "running")
-            hub.emit("harness:start", {"flow": flow_name, "kind": kind})
-            hub.emit("task:start", {"node": agent_id, "step": args.step})
-            invocation = Invocation(
-                agent_id=agent_id,
-                agent_dir=a_dir,
-                workdir=root,
-                system_prompt_path=prompt_path,
-                system_prompt=prompt.text,
-                task=TASK.format(
-                    prompt=prompt_path, report=report, success=success.name, failed=failure.name
-                ),
-                model=agent_cfg.model,
-                options=agent_cfg.options,
-                config_dir=a_dir / "config",
-                env=dict(os.environ),
-                command=agent_cfg.command,
-            )
-            spec = adapter.launch(invocation)
-            outcome = supervise(
-                spec,
-                agent_dir=a_dir,
-                run_dir=paths.run_dir,
-                report_name=workflow.report_filename,
-                success_suffix=workflow.success_suffix,
-                failure_suffix=workflow.failure_suffix,
-                stuck_timeout=stuck,
-                timeout=timeout,
-                watch_paths=[root],
-                ignore_paths=[root / config.flow_dir],
-                hub=hub,
-                run_id=run_id,
-                parse_output=adapter.parse_output,
-                kill_grace=float(args.kill_grace),
-            )
+            hub.emit("harness:start", {"flow": job.flow_name, "kind": job.kind})
+            if job.message is not None:
+                hub.emit(
+                    job.message_event,
+                    {
+                        "content": job.message,
+                        "agent": job.agent_id,
+                        "previousRunId": (job.session or {}).get("previousRunId"),
+                    },
+                )
+            with _phase(hub, "prepare", {}) as prepared:
+                prompt_path = write_system_prompt(
+                    root, config, job.agent_id, job.flow_name, job.prompt_text
+                )
+                prepared["systemPrompt"] = str(prompt_path)
+                if job.prompt_segments is not None:
+                    prepared["segments"] = job.prompt_segments
+                if locked is not None:
+                    set_card_status(locked, job.kind, "queued")
+                    if job.queued_line is not None:
+                        append_history(locked, job.queued_line(run_id))
+                    set_card_status(locked, job.kind, "running")
+                invocation = Invocation(
+                    agent_id=job.agent_id,
+                    agent_dir=a_dir,
+                    workdir=root,
+                    system_prompt_path=prompt_path,
+                    system_prompt=job.prompt_text,
+                    task=job.task
+                    or TASK.format(
+                        prompt=prompt_path,
+                        report=report,
+                        success=success.name,
+                        failed=failure.name,
+                    ),
+                    model=agent_cfg.model,
+                    options=agent_cfg.options,
+                    config_dir=a_dir / "config",
+                    env=dict(os.environ),
+                    command=agent_cfg.command,
+                    resume_session_id=job.resume_session_id,
+                )
+                spec = adapter.launch(invocation)
+                prepared["command"] = spec.argv[0] if spec.argv else ""
+            with _phase(hub, "agent", {}) as ran:
+                hub.emit("task:start", {"node": job.agent_id, "step": job.step})
+                task_started = True
+                outcome = supervise(
+                    spec,
+                    agent_dir=a_dir,
+                    run_dir=paths.run_dir,
+                    report_name=workflow.report_filename,
+                    success_suffix=workflow.success_suffix,
+                    failure_suffix=workflow.failure_suffix,
+                    stuck_timeout=job.stuck_timeout,
+                    timeout=job.timeout,
+                    watch_paths=[root],
+                    ignore_paths=[root / config.flow_dir],
+                    hub=hub,
+                    run_id=run_id,
+                    parse_output=adapter.parse_output,
+                    kill_grace=job.kill_grace,
+                    exit_grace=job.exit_grace,
+                )
+                ran["outcome"] = outcome.status
+                _emit_task_end(hub, job.agent_id, outcome.status)
+                task_started = False
         except KeyboardInterrupt as exc:
             outcome = getattr(exc, "outcome", None)
             failure_reason = "interrupted"
@@ -156,37 +280,74 @@ def run(args: argparse.Namespace) -> int:
             failure_reason = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            result = _record(
-                paths=paths,
-                kind=kind,
-                outcome=outcome,
-                failure_reason=failure_reason,
-                root=root,
-                base_sha=base_sha,
-                changed=lambda: _changed_files(root, base_sha, before, _own_files(root, card)),
-                flow_name=flow_name,
-                agent_id=agent_id,
-                adapter=adapter.name,
-                success=success,
-                failure=failure,
-                report=report,
-            )
-            ok = result["status"] == "succeeded"
-            hub.emit(
-                "task:complete" if ok else "task:failed",
-                {"node": agent_id, "status": result["run"]["outcome"]},
-            )
-            hub.emit("harness:complete", {"status": result["status"]})
+            if task_started:  # the run phase raised: the task ends with it
+                _emit_task_end(hub, job.agent_id, outcome.status if outcome else "failed")
+            with _phase(hub, "record", {}) as recorded:
+                result = _record(
+                    paths=paths,
+                    kind=job.kind,
+                    outcome=outcome,
+                    failure_reason=failure_reason,
+                    root=root,
+                    base_sha=base_sha,
+                    changed=lambda: _changed_files(root, base_sha, before, _own_files(root, card)),
+                    flow_name=job.flow_name,
+                    agent_id=job.agent_id,
+                    adapter=adapter.name,
+                    success=success,
+                    failure=failure,
+                    report=report,
+                    agent_config=job.agent,
+                    session=job.session,
+                )
+                recorded["result"] = str(paths.result)
+                reply = result["run"].get("reply")
+                if reply is not None:
+                    hub.emit("agent:reply", {"agent": job.agent_id, **reply})
+                if locked is not None:
+                    _finish_card(locked, job.kind, result, run_id, rel_log)
+            hub.emit("harness:complete", {"status": result.get("status", "failed")})
             hub.close()
-            if locked is not None:
-                _finish_card(locked, kind, result, run_id, rel_log)
-    if args.json:
+    return result
+
+
+def _emit_task_end(hub: Any, node: str, outcome_status: str) -> None:
+    from gitflow_agents.runs import result_status
+
+    ok = result_status(outcome_status) == "succeeded"
+    hub.emit("task:complete" if ok else "task:failed", {"node": node, "status": outcome_status})
+
+
+def print_result(result: dict[str, Any], *, as_json: bool, root: Path | None = None) -> None:
+    """``--json``: the result; else the outcome line, the log folder, the formatted reply (seed
+    004) and, when the agent needs input, its questions and how to answer them."""
+    from gitflow_agents.protocol import AgentReply, ReplyStatus, format_reply
+
+    if as_json:
         print(json.dumps(result, indent=2))
-    else:
-        run_info = result["run"]
-        print(f"{agent_id}: {run_info['outcome']} - {run_info['reason']} (run {run_id})")
-        print(f"  logs: {rel_log}/")
-    return int(ExitCode.OK if result["status"] == "succeeded" else ExitCode.AGENT_FAILED)
+        return
+    run_info = result["run"]
+    run_id = run_info["runID"]
+    print(f"{run_info['agent']}: {run_info['outcome']} - {run_info['reason']} (run {run_id})")
+    logs = str(run_info.get("logDirectory") or "")
+    print(f"  logs: {os.path.relpath(logs, root) if root and logs else logs}/")
+    reply = run_info.get("reply")
+    if not reply:
+        return
+    parsed = AgentReply(
+        summary=reply.get("summary", ""),
+        actions=tuple(reply.get("actions", ())),
+        files_created=tuple(reply.get("filesCreated", ())),
+        files_modified=tuple(reply.get("filesModified", ())),
+        questions=tuple(reply.get("questions", ())),
+        status=ReplyStatus(reply["status"]) if reply.get("status") else None,
+        structured=bool(reply.get("structured")),
+    )
+    print()
+    print(format_reply(parsed, icons=sys.stdout.isatty()), end="")
+    if parsed.status is ReplyStatus.NEEDS_INPUT:
+        print()
+        print(f"The agent needs input. Answer with: gitflow-agents send {run_id} 'your answer'")
 
 
 def _default_kind(agent_type: str, agent: str) -> str:
@@ -281,8 +442,14 @@ def _record(
     success: Path,
     failure: Path,
     report: Path,
+    agent_config: str | None = None,
+    session: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write result.json (and the final status.json) from whatever is known; never raises."""
+    """Write result.json (and the final status.json) from whatever is known; never raises.
+
+    ``run.reply`` is the agent's reply parsed with seed 004's protocol (``structured`` False
+    when it fell back to heuristics); ``run.replies`` counts structured vs unstructured replies
+    (one reply per run: ``status`` adds them up over runs)."""
     from gitflow_agents.protocol import parse_reply
     from gitflow_agents.runs import flow_result, read_json, result_status, write_result
 
@@ -315,8 +482,9 @@ def _record(
     except Exception as exc:
         result = flow_result(kind, status)
         failure_reason += f"; report not read: {exc}"
-    replies = [reply_text] if reply_text.strip() else []
-    structured = sum(1 for text in replies if parse_reply(text).structured)
+    parsed_reply = parse_reply(reply_text) if reply_text.strip() else None
+    structured = int(parsed_reply is not None and parsed_reply.structured)
+    replies = [parsed_reply] if parsed_reply is not None else []
     run: dict[str, Any] = {
         "runID": paths.run_dir.name,
         "flow": flow_name,
@@ -330,6 +498,12 @@ def _record(
         "baseSha": base_sha,
         "replies": {"structured": structured, "unstructured": len(replies) - structured},
     }
+    if agent_config is not None:
+        run["agentConfig"] = agent_config
+    if session:
+        run["session"] = dict(session)
+    if parsed_reply is not None:
+        run["reply"] = _reply_json(parsed_reply)
     if outcome is not None:
         run.update(outcome.to_json())
         run["outcome"] = outcome.status
@@ -343,10 +517,28 @@ def _record(
         data = read_json(paths.status) or {}
         if data.get("state") in (None, "queued", "running", "killing"):
             data.update(state=run["outcome"], reason=run["reason"], ended=time.time())
-            from gitflow_agents.runs import write_json_atomic
+        if run.get("session_id"):
+            data["session_id"] = run["session_id"]  # what `send` continues
+        if "reply" in run:
+            data["reply_status"] = run["reply"]["status"]
+        from gitflow_agents.runs import write_json_atomic
 
-            write_json_atomic(paths.status, data)
+        write_json_atomic(paths.status, data)
     return result
+
+
+def _reply_json(reply: Any) -> dict[str, Any]:
+    """A parsed seed-004 reply as recorded in ``run.reply`` (and the ``agent:reply`` event)."""
+    return {
+        "status": reply.status.value if reply.status is not None else None,
+        "structured": reply.structured,
+        "summary": reply.summary,
+        "actions": list(reply.actions),
+        "filesCreated": list(reply.files_created),
+        "filesModified": list(reply.files_modified),
+        "questions": list(reply.questions),
+        "warnings": list(reply.warnings),
+    }
 
 
 def _queued_line(kind: str, run_id: str, plan: Any, args: argparse.Namespace) -> str:
