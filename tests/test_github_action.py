@@ -140,7 +140,19 @@ class Runner:
     def run(
         self, event_name: str, event: Any, token: str = "tok-actions", *args: str
     ) -> subprocess.CompletedProcess[str]:
-        result = run_cli("action", *args, cwd=self.repo, env=self.env(event_name, event, token))
+        return self.run_with({}, event_name, event, *args, token=token)
+
+    def run_with(
+        self,
+        extra_env: dict[str, str],
+        event_name: str,
+        event: Any,
+        *args: str,
+        token: str = "tok-actions",
+        command: tuple[str, ...] = ("action",),
+    ) -> subprocess.CompletedProcess[str]:
+        env = {**self.env(event_name, event, token), **extra_env}
+        result = run_cli(*command, *args, cwd=self.repo, env=env)
         return subprocess.CompletedProcess([], result.returncode, result.stdout, result.stderr)
 
     def outputs(self) -> dict[str, str]:

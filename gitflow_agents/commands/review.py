@@ -96,11 +96,12 @@ def builtin_report(root: Path, target: Target, threshold: Severity, max_file_siz
     )
 
 
-def agent_report(root: Path, name: str, target: Target) -> str:
-    """Run the configured agent ``name`` as the reviewer (supervised); its completed report."""
+def agent_report(root: Path, name: str, target: Target, *, config_root: Path | None = None) -> str:
+    """Run the configured agent ``name`` as the reviewer (supervised); its completed report.
+    ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (default: ``root``)."""
     from gitflow_agents.reviewer.agent import run_agent_review
 
-    return run_agent_review(root, name, base=target.base, head=target.head)
+    return run_agent_review(root, name, base=target.base, head=target.head, config_root=config_root)
 
 
 def line_lookup(root: Path, rev: str | None) -> Callable[[str, int], str | None]:
@@ -160,16 +161,23 @@ def exit_code(review: Review, approved: bool, gate_code: int, fail_on: str) -> i
 
 
 def review_target(
-    root: Path, target: Target, *, agent: str, threshold: Severity, max_file_size: int
+    root: Path,
+    target: Target,
+    *,
+    agent: str,
+    threshold: Severity,
+    max_file_size: int,
+    config_root: Path | None = None,
 ) -> tuple[Review, GateResult]:
     """Run the reviewer on ``target``, parse its report, and gate it: the one review path
-    (``git agent-review``, ``gitflow-agents action``)."""
+    (``git agent-review``, ``gitflow-agents action``). ``config_root``: see ``agent_report``
+    (the builtin reviewer reads no configuration)."""
     from gitflow_agents import findings
 
     if agent == "builtin":
         report = builtin_report(root, target, threshold, max_file_size)
     else:
-        report = agent_report(root, agent, target)
+        report = agent_report(root, agent, target, config_root=config_root)
 
     review = findings.parse_review(
         report,

@@ -11,12 +11,13 @@ read-only ``GITHUB_TOKEN``) degrades to annotations + step summary with a notice
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -441,9 +442,27 @@ def _ensure_commit(root: Path, sha: str, number: int) -> None:
         ) from None
 
 
+@contextlib.contextmanager
+def base_checkout(root: Path, sha: str, temp: Path) -> Iterator[Path]:
+    """A detached work tree of ``sha`` (the PR's base commit) under ``temp``, removed afterwards.
+
+    Configuration, plans and agent definitions are read from here, never from the PR's own
+    files: a pull request that edits ``.flow/`` cannot choose or weaken its own reviewer."""
+    temp.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="base-config-", dir=temp))
+    path.rmdir()  # `git worktree add` creates it
+    git.add_worktree(root, path, sha, detach=True)
+    try:
+        yield path
+    finally:
+        git.remove_worktree(root, path)
+
+
 def review_pull(
-    workspace: Path, pull: PullRequest, options: Options
+    workspace: Path, pull: PullRequest, options: Options, temp: Path | None = None
 ) -> tuple[Review, GateResult, comment.RunRow]:
+    """Review the PR's head against its merge-base with the base commit. A configured agent
+    (``options.agent`` other than ``builtin``) is defined by the base commit's ``.flow/``."""
     from gitflow_agents.commands.review import Target, review_target
 
     root = git.repo_root(workspace)
@@ -452,13 +471,19 @@ def review_pull(
     base = git.merge_base(root, pull.base_sha, pull.head_sha)
     target = Target(base, pull.head_sha, f"PR #{pull.number}")
     started = time.monotonic()
-    result, gate = review_target(
-        root,
-        target,
-        agent=options.agent,
-        threshold=options.threshold,
-        max_file_size=options.max_file_size,
-    )
+    with contextlib.ExitStack() as stack:
+        config_root = None
+        if options.agent != "builtin":  # the builtin reviewer reads no configuration at all
+            scratch = temp if temp is not None else Path(tempfile.gettempdir())
+            config_root = stack.enter_context(base_checkout(root, pull.base_sha, scratch))
+        result, gate = review_target(
+            root,
+            target,
+            agent=options.agent,
+            threshold=options.threshold,
+            max_file_size=options.max_file_size,
+            config_root=config_root,
+        )
     stats = git.numstat(root, target.spec)
     run = result.run if isinstance(result.run, dict) else {}
     row = comment.RunRow(
@@ -566,7 +591,7 @@ def review_and_publish(
     publisher = Publisher(client, env.repository, pull, env.run_url)
     publisher.pending()
     try:
-        result, gate, row = review_pull(env.workspace, pull, options)
+        result, gate, row = review_pull(env.workspace, pull, options, env.temp / PREFIX)
     except Exception as exc:
         why = exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
         publisher.error(why)

@@ -37,11 +37,22 @@ When the report is written, rename it to {success}; if you could not review, ren
 
 
 def run_agent_review(
-    root: Path, name: str, *, base: str, head: str | None, quiet: bool = False
+    root: Path,
+    name: str,
+    *,
+    base: str,
+    head: str | None,
+    quiet: bool = False,
+    config_root: Path | None = None,
 ) -> str:
     """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes) and
     return its completed report's text. ConfigError for an unknown agent; AgentError when the
-    agent does not complete."""
+    agent does not complete.
+
+    ``config_root``: read ``.flow/`` and ``.agents-flow/`` (config, agent definitions, prompt
+    files) from there instead of from ``root``; the GitHub action passes a checkout of the pull
+    request's base commit, so a pull request cannot change how it is itself reviewed. The agent
+    still works in ``root`` and its run records are written there."""
     from gitflow_agents.agents import get_adapter
     from gitflow_agents.agents.base import Invocation
     from gitflow_agents.assets import load_manifest
@@ -52,7 +63,8 @@ def run_agent_review(
     from gitflow_agents.supervisor import signal_paths, supervise
 
     project = find_project_root(root)
-    config = load_flow_config(project)
+    settings = config_root if config_root is not None else project
+    config = load_flow_config(settings)
     agent_cfg = config.agent(name)
     adapter = get_adapter(agent_cfg.adapter)
     workflow = config.completion_workflow_for(name)
@@ -78,13 +90,13 @@ def run_agent_review(
     )
     prompt = assemble_prompt(
         PromptRequest(
-            root=project,
+            root=settings,
             config=config,
             agent=name,
             agent_id=agent_id,
             flow_name=flow_name,
             task=task,
-            manifest=load_manifest(project),
+            manifest=load_manifest(settings),
         )
     )
     prompt_path = write_system_prompt(project, config, agent_id, flow_name, prompt.text)

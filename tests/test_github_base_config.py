@@ -1,0 +1,104 @@
+"""Config, plans and agent definitions come from the PR's base commit, not from the PR.
+
+A configured reviewer (a fake agent executable from tests/fakes/, ``command`` adapter) is
+defined in the base branch's ``.flow/base.yaml``. The pull request edits that file to swap the
+reviewer for one that always approves, or adds an agent of its own: neither may change how the
+PR itself is reviewed. The workspace is checked out at the PR head, as a ``pull_request`` run's
+checkout carries the PR's files.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.conftest import FAKES, git
+from tests.github_standin import GitHubStandIn, gh
+from tests.test_github_action import Runner, add_pull, pr_event, runner, states
+
+__all__ = ["gh", "runner"]
+
+CALC = "def f(x):\n    return 1 / 0\n"
+
+
+def flow_config(reviewer_mode: str, extra_agent: str | None = None) -> str:
+    lines = [
+        "completion_workflow:",
+        '  template: "Rename {report_file} to {success_file}."',
+        "defaults:",
+        "  stuck_timeout_secs: 30",
+        "  max_wait_secs: 60",
+        "agents:",
+        "  gate:",
+        "    adapter: command",
+        f"    command: {json.dumps([sys.executable, str(FAKES / 'fake_reviewer'), reviewer_mode])}",
+        "    allow_env: [FAKE_REVIEWER_LOG]",
+    ]
+    if extra_agent:
+        lines += [
+            f"  {extra_agent}:",
+            "    adapter: command",
+            f"    command: {json.dumps([sys.executable, str(FAKES / 'fake_reviewer'), 'approve'])}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def base_with_reviewer(repo: Path, mode: str) -> None:
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(flow_config(mode))
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")
+
+
+def test_a_pr_that_swaps_its_reviewer_is_still_reviewed_by_the_base_one(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    base_with_reviewer(repo, "revise")
+    pull = add_pull(
+        gh, repo, {"calc.py": CALC, ".flow/base.yaml": flow_config("approve")}
+    )  # the PR makes `gate` approve everything
+    git(repo, "checkout", "-q", "feature")  # the checkout holds the PR's .flow/
+    log = tmp_path / "reviewer.log"
+    env_extra = {"FAKE_REVIEWER_LOG": str(log)}
+    result = runner.run_with(env_extra, "pull_request", pr_event(gh, pull), "--agent", "gate")
+    assert result.returncode == 1, result.stderr
+    assert log.read_text() == "revise\n"  # the base's reviewer ran, the PR's never did
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "revise"
+    findings = json.loads(Path(outputs["findings-file"]).read_text())["findings"]
+    assert [(f["file"], f["line"], f["rule"]) for f in findings] == [("calc.py", 2, "zero")]
+    assert states(gh, pull.head_sha) == ["pending", "failure"]
+    # The temporary checkout of the base commit is gone again.
+    assert git(repo, "worktree", "list").count("\n") == 1
+    # The run records stay in the workspace, out of git.
+    assert (repo / "flows" / "review").is_dir()
+
+
+def test_the_same_reviewer_approves_when_the_base_says_so(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """The control: with an approving reviewer in the base, the same PR is approved (so the
+    test above fails if the base config were ignored in favour of the built-in defaults)."""
+    base_with_reviewer(repo, "approve")
+    pull = add_pull(gh, repo, {"calc.py": CALC, ".flow/base.yaml": flow_config("revise")})
+    git(repo, "checkout", "-q", "feature")
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "gate")
+    assert result.returncode == 0, result.stderr
+    assert runner.outputs()["review-result"] == "approved"
+    assert states(gh, pull.head_sha) == ["pending", "success"]
+
+
+def test_an_agent_the_pr_adds_does_not_exist_for_its_review(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    base_with_reviewer(repo, "revise")
+    pull = add_pull(
+        gh, repo, {"calc.py": CALC, ".flow/base.yaml": flow_config("revise", "lenient")}
+    )
+    git(repo, "checkout", "-q", "feature")
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "lenient")
+    assert result.returncode == 2, result.stderr
+    assert "no agent 'lenient'" in result.stderr and "Traceback" not in result.stderr
+    assert states(gh, pull.head_sha) == ["pending", "error"]  # never green
+    assert runner.outputs()["review-result"] == "error"
