@@ -924,21 +924,6 @@ def _result(
     )
 
 
-def run_plan(ctx: Context, steps: Sequence[int]) -> list[ChainResult]:
-    """``run_step`` for each step in order; stops at the first step that is not approved."""
-    results = []
-    for number in steps:
-        result = run_step(ctx, number)
-        results.append(result)
-        if result.exit_code != ExitCode.OK:
-            break
-    return results
-
-
-def load_result(path: Path) -> dict[str, Any] | None:
-    return read_json(path)
-
-
 def dumps(result: ChainResult) -> str:
     data = read_json(result.result_path) if result.result_path else None
     return json.dumps(data or {"outcome": result.outcome, "reason": result.reason}, indent=2)
