@@ -285,6 +285,8 @@ def test_aider_launch(tmp_path: Path) -> None:
         str(inv.config_dir / "chat.history.md"),
         "--input-history-file",
         str(inv.config_dir / "input.history"),
+        "--map-tokens",
+        "0",
         "--model",
         "model-x",
         "--edit-format",
@@ -297,6 +299,12 @@ def test_aider_launch(tmp_path: Path) -> None:
     assert_scrubbed(
         spec.env, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "AIDER_DARK_MODE"
     )
+
+
+def test_aider_repo_map_is_opt_in(tmp_path: Path) -> None:
+    # Aider 0.86 keeps the repo map's cache in <repo>/.aider.tags.cache.v4/ (found end to end).
+    inv = make_invocation(tmp_path, options={"repo_map": True})
+    assert "--map-tokens" not in get_adapter("aider").launch(inv).argv
 
 
 def test_aider_cannot_resume(tmp_path: Path) -> None:
@@ -555,6 +563,7 @@ def test_parse_success(
         ("codex", "codex-turn-failed.jsonl", "", "401 Unauthorized"),
         ("gemini", "", "gemini-error-stderr.json", "(code 401)"),
         ("aider", "aider-auth-error.txt", "", "not able to authenticate you"),
+        ("aider", "aider-empty-response.txt", "", "Empty response received from LLM"),
         ("auggie", "auggie-error.json", "", "503 Service Unavailable"),
         ("opencode", "opencode-error.jsonl", "", "APIError: Unauthorized"),
     ],

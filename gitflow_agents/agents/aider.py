@@ -26,7 +26,7 @@ from gitflow_agents.agents.base import (
     resume_refused,
 )
 
-OPTIONS = ("auto_commits", "edit_format", "files")
+OPTIONS = ("auto_commits", "edit_format", "files", "repo_map")
 ENV_PREFIXES = ("AIDER_",)
 ENV_NAMES = (
     "OPENAI_API_KEY",
@@ -71,6 +71,8 @@ _ERROR = re.compile(
     r"|The API provider's servers are down or overloaded"
     r"|The API provider timed out"
     r"|The API provider has refused the request"
+    # 0.86 after a stream cut off before any content (found end to end); it still exits 0.
+    r"|Empty response received from LLM"
 )
 
 
@@ -98,6 +100,10 @@ class AiderAdapter:
             "--input-history-file",
             str(config / "input.history"),
         ]
+        if not opt_bool(invocation, "repo_map", False):
+            # The repo map keeps its cache in <repo>/.aider.tags.cache.v4/ (0.86: not movable),
+            # which lands in git statistics and `git add -A`. Off unless asked for.
+            argv += ["--map-tokens", "0"]
         if invocation.model:
             argv += ["--model", invocation.model]
         edit_format = opt_str(invocation, "edit_format")
@@ -127,11 +133,14 @@ class AiderAdapter:
         last_report = -1
         for match in _TOKENS.finditer(text):
             sent = add_optional(sent, _token_count(match["sent"]))
-            received = add_optional(received, _token_count(match["received"]))
-            last_report = match.end()
+            count = _token_count(match["received"])
+            received = add_optional(received, count)
+            if count:  # "0 received" follows a failed call (e.g. an empty response)
+                last_report = match.end()
         costs = list(_COST.finditer(text))
         cost = float(costs[-1]["session"]) if costs else None
-        # A failure counts only if nothing succeeded after it (Aider retries transient errors).
+        # A failure counts only if nothing succeeded after it (Aider retries transient errors);
+        # a report of 0 tokens received is no success.
         errors = [m for m in _ERROR.finditer(text) if m.start() > last_report]
         error = None
         if errors:
