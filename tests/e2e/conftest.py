@@ -337,19 +337,17 @@ def standin() -> Iterator[Standin]:
 # --- scripts shared by every CLI ----------------------------------------------------------
 
 
-def implement_script(root: Path, agent_id: str, *, rename: bool = True) -> list[Step]:
+def implement_script(root: Path, agent_id: str) -> list[Step]:
     """Builder: write greeting.py, write the report, rename it, say done."""
     from .model_standin import Say, Shell, Write
 
     report = root / "flows" / FLOW / "agents" / agent_id / "report.md"
-    steps: list[Step] = [
+    return [
         Write(str(root / "greeting.py"), GREETING_V1),
         Write(str(report), "# Step 1 status: Completed\n\nAdded greeting.py.\n"),
+        Shell(f"mv {report} {report.with_name('report.complete.md')}"),
+        Say("<SUMMARY>Added greeting.py</SUMMARY>\n<STATUS>completed</STATUS>"),
     ]
-    if rename:
-        steps.append(Shell(f"mv {report} {report.with_name('report.complete.md')}"))
-    steps.append(Say("<SUMMARY>Added greeting.py</SUMMARY>\n<STATUS>completed</STATUS>"))
-    return steps
 
 
 def review_report(verdict: str, head: str) -> str:

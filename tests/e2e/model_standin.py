@@ -17,7 +17,8 @@ model APIs the CLIs use (shapes recorded in shared/research/agent-clis.md):
 
 Each reply comes from a per-test script of steps (:class:`Write`, :class:`Shell`, :class:`Say`).
 The step is chosen by how many assistant turns the request's history already holds, so a step is
-answered once whatever the CLI retries, and a tool step is mapped onto a tool the CLI offered in
+answered once whatever the CLI retries (without tools, as for aider, by the request count), and a
+tool step is mapped onto a tool the CLI offered in
 THAT request (``tools[].name`` and the property names of its parameter schema). A request that
 offers no tools while the script needs them (a title or summary side request) gets a short text
 reply and does not advance the script. Every request is recorded (path, headers, JSON body) for
@@ -78,6 +79,16 @@ class Say:
 
 Step = Write | Shell | Read | Say
 
+# In a Say text, stands for the code fence the CLI asked for (aider picks ``` or, when a file in
+# the chat holds ``` itself, ```` and so on; its prompt shows the one it wants).
+FENCE = "<<FENCE>>"
+_AIDER_FENCE = re.compile(r"path/to/filename\.js\n(\S+)\n")
+
+
+def fence_asked_for(body: Any) -> str:
+    match = _AIDER_FENCE.search("\n".join(_texts(body)))
+    return match[1] if match else "```"
+
 
 @dataclass(frozen=True)
 class Recorded:
@@ -85,7 +96,7 @@ class Recorded:
 
     method: str
     path: str
-    headers: Mapping[str, str]
+    headers: Mapping[str, str]  # names lower-cased
     body: Any  # parsed JSON, or None
     dialect: Dialect | None
     at: float
@@ -244,7 +255,7 @@ def map_step(step: Write | Shell | Read, tools: Sequence[_Tool]) -> _Call:
         shell = _first(tools, _SHELL_TOOLS)
         if shell is None:
             raise ValueError(f"no tool to write a file among {names}")
-        command = f"cat > {shlex.quote(step.path)} <<'STANDIN_EOF'\n{step.content}\nSTANDIN_EOF"
+        command = f"cat > {shlex.quote(step.path)} <<'STANDIN_EOF'\n{step.content}STANDIN_EOF"
         if not step.content.endswith("\n"):
             command = f"printf %s {shlex.quote(step.content)} > {shlex.quote(step.path)}"
         return _shell_call(shell, command)
@@ -537,8 +548,15 @@ class Standin:
         self._lock = threading.Lock()
         self._release = threading.Event()
         self._seq = 0
+        self._text_turns = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    def load(self, script: Sequence[Step]) -> None:
+        """Start a new conversation with ``script`` (the next agent run)."""
+        with self._lock:
+            self.script = list(script)
+            self._text_turns = 0
 
     # lifecycle
 
@@ -604,13 +622,19 @@ class Standin:
         """The reply to one model call: the script's step for it, or a side-request answer."""
         if not self._is_main(dialect, body):
             return "Scripted stand-in"
-        index = assistant_turns(dialect, body)
+        if self.tools_required:
+            index = assistant_turns(dialect, body)
+        else:
+            # Without tools the history cannot tell (aider's prompts hold example assistant
+            # turns): every request is the next step.
+            with self._lock:
+                index, self._text_turns = self._text_turns, self._text_turns + 1
         script = list(self.script)
         if index >= len(script):
             return "Done."
         step = script[index]
         if isinstance(step, Say):
-            return step.text
+            return step.text.replace(FENCE, fence_asked_for(body))
         try:
             return map_step(step, _offered_tools(dialect, body))
         except ValueError as exc:
@@ -671,7 +695,7 @@ def _make_handler(standin: Standin) -> type[BaseHTTPRequestHandler]:
                 Recorded(
                     method=self.command,
                     path=self.path,
-                    headers=dict(self.headers.items()),
+                    headers={key.lower(): value for key, value in self.headers.items()},
                     body=body,
                     dialect=dialect,
                     at=time.time(),
@@ -727,7 +751,9 @@ def _make_handler(standin: Standin) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.close_connection = True
             if main and standin.fault == "close":
-                self.wfile.write(events[0])
+                # Half of the first event, then cut: no complete event arrives. (Cut after a
+                # complete tool-call chunk, opencode 1.18 runs the tool as if the stream ended.)
+                self.wfile.write(events[0][: len(events[0]) // 2])
                 self.wfile.flush()
                 with contextlib.suppress(OSError):
                     self.connection.shutdown(socket.SHUT_RDWR)

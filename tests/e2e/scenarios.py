@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from gitflow_agents.findings import Severity, gate, parse_review
 
@@ -25,7 +26,7 @@ from .conftest import (
     review_script,
     validate_result,
 )
-from .model_standin import Fault, Recorded, Standin
+from .model_standin import Fault, Recorded, Standin, Step
 
 # Where a CLI's request carries the system prompt: Recorded.system_text (the API's system field)
 # or Recorded.all_text (CLIs that send it as context, e.g. aider's --read file in a user message).
@@ -46,9 +47,20 @@ def assert_clean(run: AgentRun) -> None:
     assert not run.outcome.leftover_pids, describe(run)
 
 
-def implement(project: Project, standin: Standin, *, completes_by_exit: bool = False) -> AgentRun:
+# Script factories: (repo root, agent id) -> steps; review: (root, agent id, verdict, sha).
+ImplementScript = Callable[[Path, str], list[Step]]
+ReviewScript = Callable[[Path, str, str, str], list[Step]]
+
+
+def implement(
+    project: Project,
+    standin: Standin,
+    *,
+    completes_by_exit: bool = False,
+    script: ImplementScript = implement_script,
+) -> AgentRun:
     agent_id = "step-01-builder"
-    standin.script = implement_script(project.root, agent_id, rename=not completes_by_exit)
+    standin.load(script(project.root, agent_id))
     run = project.run("builder", agent_id)
     assert not standin.errors, standin.errors
     assert run.outcome.status == "succeeded", describe(run)
@@ -56,7 +68,7 @@ def implement(project: Project, standin: Standin, *, completes_by_exit: bool = F
     assert (project.root / "greeting.py").read_text() == GREETING_V1, describe(run)
     if completes_by_exit:
         assert run.spec.completes_by_exit
-        assert "exited 0" in run.outcome.reason
+        assert "exited 0" in run.outcome.reason, describe(run)
     else:
         assert run.outcome.report_path == run.agent_dir / "report.complete.md", describe(run)
         assert run.outcome.report_path.read_text().startswith("# Step 1 status: Completed")
@@ -74,7 +86,7 @@ def implement(project: Project, standin: Standin, *, completes_by_exit: bool = F
     head = project.commit_all("step 1: greeting")
     assert project.numstat(project.base_sha, head) == {"greeting.py": (2, 0)}
     # Every conversation request reached the stand-in, and the CLI's reply was parsed.
-    assert len(standin.main_requests()) >= len(standin.script) - (1 if completes_by_exit else 0)
+    assert len(standin.main_requests()) >= len(standin.script)
     return run
 
 
@@ -95,22 +107,29 @@ def prompt_reached_model(run: AgentRun, standin: Standin, where: PromptWhere) ->
         assert line in text, f"{line!r} did not reach the model; it got:\n{text[:3000]}"
 
 
-def review_gate(project: Project, standin: Standin, *, completes_by_exit: bool = False) -> None:
+def review_gate(
+    project: Project,
+    standin: Standin,
+    *,
+    completes_by_exit: bool = False,
+    review: ReviewScript = review_script,
+    fix: ImplementScript = fix_script,
+) -> None:
     """REVISE drives the real gate to refuse; a fixer run; APPROVED drives it to pass."""
     head = project.commit_all("step 1: greeting") if project.changed_files() else ""
     if not head:
         (project.root / "greeting.py").write_text(GREETING_V1)
         head = project.commit_all("step 1: greeting")
 
-    def review(agent_id: str, verdict: str, sha: str) -> AgentRun:
-        standin.script = review_script(project.root, agent_id, verdict, sha)
+    def run_review(agent_id: str, verdict: str, sha: str) -> AgentRun:
+        standin.load(review(project.root, agent_id, verdict, sha))
         run = project.run("reviewer", agent_id, after=("step-01-builder",))
         assert run.outcome.status == "succeeded", describe(run)
         assert_clean(run)
         validate_result("review", run.result)
         return run
 
-    first = review("step-01-reviewer", "REVISE", head)
+    first = run_review("step-01-reviewer", "REVISE", head)
     text = _review_text(first, completes_by_exit)
     verdict = gate(parse_review(text, reviewed_sha=head), threshold=Severity.ERROR, head_sha=head)
     assert not verdict.approved
@@ -119,7 +138,7 @@ def review_gate(project: Project, standin: Standin, *, completes_by_exit: bool =
     assert first.result["overall"] == "revise"
     assert first.result["findings"][0]["file"] == "greeting.py"
 
-    standin.script = fix_script(project.root, "step-01-fixer")
+    standin.load(fix(project.root, "step-01-fixer"))
     fix = project.run("fixer", "step-01-fixer", after=("step-01-reviewer",))
     assert fix.outcome.status == "succeeded", describe(fix)
     assert_clean(fix)
@@ -127,7 +146,7 @@ def review_gate(project: Project, standin: Standin, *, completes_by_exit: bool =
     fixed = project.commit_all("step 1: fix greeting")
     assert project.numstat(head, fixed) == {"greeting.py": (2, 2)}
 
-    second = review("step-01-reviewer-2", "APPROVED", fixed)
+    second = run_review("step-01-reviewer-2", "APPROVED", fixed)
     text = _review_text(second, completes_by_exit)
     verdict = gate(parse_review(text, reviewed_sha=fixed), threshold=Severity.ERROR, head_sha=fixed)
     assert verdict.approved, verdict.reasons
@@ -154,10 +173,11 @@ def fault(
     *,
     stuck_timeout: float = 6.0,
     timeout: float = 20.0,
+    script: ImplementScript = implement_script,
 ) -> AgentRun:
     """The stand-in misbehaves on every conversation request; the run must end, recorded, clean."""
     agent_id = f"step-01-builder-{kind}"
-    standin.script = implement_script(project.root, agent_id)
+    standin.load(script(project.root, agent_id))
     standin.fault = kind
     try:
         run = project.run("builder", agent_id, stuck_timeout=stuck_timeout, timeout=timeout)
