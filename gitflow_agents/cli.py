@@ -161,6 +161,29 @@ def _add_cancel(sub: SubParsers) -> None:
     p.add_argument("--wait", type=float, default=10.0, help="seconds to let its supervisor act")
 
 
+def _add_send(sub: SubParsers) -> None:
+    # `send` emits session:message, its alias `reply` session:reply (seed 002); `abort` = cancel.
+    for name, event in (("send", "session:message"), ("reply", "session:reply")):
+        p = _command(
+            sub, name, "send", help="continue a finished agent's session (new run) or --close it"
+        )
+        p.set_defaults(session_event=event)
+        p.add_argument("run_id", metavar="RUN_ID", help="run id (or a unique prefix of 8+ chars)")
+        p.add_argument("message", nargs="?", metavar="MESSAGE", help="the next user turn")
+        p.add_argument("--close", action="store_true", help="end the session: no further sends")
+        p.add_argument("--max-turns", type=int, help="turns the session may have (spawn = 1)")
+        p.add_argument("--flow-type", help="config layer .flow/<flow-type>/base.yaml")
+        p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
+        p.add_argument("--stuck-timeout", type=float, help="seconds without activity")
+        p.add_argument("--timeout", type=float, help="hard timeout in seconds (max_wait_secs)")
+        p.add_argument("--kill-grace", type=float, default=3.0, help="SIGTERM to SIGKILL, s")
+        p.add_argument("--json", action="store_true", help="print result.json on stdout")
+        p.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
+    p = _command(sub, "abort", "cancel", help="= cancel: kill a run's agent tree; run = canceled")
+    p.add_argument("run_id", metavar="RUN_ID", help="run id (or a unique prefix of 8+ chars)")
+    p.add_argument("--wait", type=float, default=10.0, help="seconds to let its supervisor act")
+
+
 def _add_run(sub: SubParsers) -> None:
     from gitflow_agents.commands.run import add_chain_arguments
 
@@ -209,6 +232,7 @@ COMMANDS: list[Callable[[SubParsers], None]] = [
     _add_status,
     _add_heartbeat,
     _add_cancel,
+    _add_send,
     _add_run,
     _add_flow,
     _add_history,

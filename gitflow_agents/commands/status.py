@@ -23,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"no runs under {where}")
         return 0
     print(format_table(rows))
+    print(format_replies(rows))
     return 0
 
 
@@ -56,8 +57,45 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
         for key in ("input_tokens", "output_tokens", "cost_usd"):
             if run.get(key) is not None:
                 row[key] = run[key]
+        session_id = run.get("session_id") or status.get("session_id")
+        if session_id:
+            row["sessionId"] = session_id
+        if isinstance(run.get("session"), dict):
+            row["session"] = {k: run["session"].get(k) for k in ("root", "turn", "previousRunId")}
+        if isinstance(run.get("replies"), dict):
+            row["replies"] = run["replies"]
+        reply = run.get("reply")
+        if isinstance(reply, dict):
+            row["replyStatus"] = reply.get("status")
+            if reply.get("questions"):
+                row["questions"] = reply["questions"]
         rows.append(row)
     return rows
+
+
+def reply_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Seed-004 replies over ``rows``: structured vs unstructured, and needs_input ones."""
+    counts = {"structured": 0, "unstructured": 0, "needs_input": 0}
+    for row in rows:
+        replies = row.get("replies") or {}
+        counts["structured"] += int(replies.get("structured") or 0)
+        counts["unstructured"] += int(replies.get("unstructured") or 0)
+        counts["needs_input"] += row.get("replyStatus") == "needs_input"
+    return counts
+
+
+def format_replies(rows: list[dict[str, Any]]) -> str:
+    counts = reply_counts(rows)
+    total = counts["structured"] + counts["unstructured"]
+    share = f" ({100 * counts['structured'] // total}% structured)" if total else ""
+    text = (
+        f"replies: {counts['structured']} structured, {counts['unstructured']} unstructured"
+        f"{share}"
+    )
+    if counts["needs_input"]:
+        waiting = [r["runId"] for r in rows if r.get("replyStatus") == "needs_input"]
+        text += f"; needs input: {', '.join(w[:13] for w in waiting)} (gitflow-agents send)"
+    return text
 
 
 def _alive(status: dict[str, Any]) -> bool:
