@@ -115,6 +115,16 @@ def _add_action(sub: SubParsers) -> None:
         metavar="LOGIN",
         help="login our comments appear under (default: from the token, else github-actions[bot])",
     )
+    p.add_argument(
+        "--check-run",
+        action="store_true",
+        help="also create a check run with the findings as annotations (when the token may)",
+    )
+    p.add_argument(
+        "--post-findings",
+        metavar="FILE",
+        help="do not review: post FILE, the findings-file of an earlier (read-only) review job",
+    )
 
 
 def _add_spawn(sub: SubParsers) -> None:

@@ -154,6 +154,8 @@ class Token:
     can_write: bool = True
     user_endpoint: bool = True
     """False for the Actions GITHUB_TOKEN: ``GET /user`` is 403 for an installation token."""
+    checks: bool = True
+    """May create check runs: only GitHub App tokens (the Actions token) with checks write."""
 
 
 @dataclass
@@ -201,6 +203,8 @@ class State:
     review_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     reviews: dict[int, dict[str, Any]] = field(default_factory=dict)
     statuses: list[dict[str, Any]] = field(default_factory=list)
+    check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """id -> the request body as received (name, head_sha, conclusion, output...)."""
     next_id: int = 1000
 
 
@@ -264,7 +268,7 @@ class GitHubStandIn:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self.add_token("tok-write", Token("gitflow-bot"))
+        self.add_token("tok-write", Token("gitflow-bot", checks=False))  # a personal token
         self.add_token("tok-actions", Token("github-actions[bot]", user_endpoint=False))
         self.add_token(
             "tok-read", Token("github-actions[bot]", can_write=False, user_endpoint=False)
@@ -731,6 +735,53 @@ def create_status(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     )
     s.state.statuses.append({**status, "sha": req.params["sha"]})
     return 201, status
+
+
+MAX_ANNOTATIONS = 50
+
+
+@route("POST", "/repos/{owner}/{repo}/check-runs")
+def create_check_run(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    if f"{req.params['owner']}/{req.params['repo']}" != s.full_name:
+        raise not_found()
+    _write(req)
+    if not req.token.checks:
+        raise forbidden("You must authenticate via a GitHub App.")
+    output = req.body.get("output") or {}
+    annotations = output.get("annotations") or []
+    if len(annotations) > MAX_ANNOTATIONS:
+        raise validation_failed(f"Only {MAX_ANNOTATIONS} annotations are allowed per request")
+    if req.body.get("status") == "completed" and not req.body.get("conclusion"):
+        raise validation_failed("conclusion is required when status is completed")
+    s.state.next_id += 1
+    rid = s.state.next_id
+    s.state.check_runs[rid] = dict(req.body)
+    url = f"{s.repo_url}/check-runs/{rid}"
+    return 201, make(
+        "check-run",
+        id=rid,
+        node_id=f"CR_{rid}",
+        head_sha=req.body["head_sha"],
+        name=req.body["name"],
+        url=url,
+        html_url=f"https://github.example/{s.full_name}/runs/{rid}",
+        details_url=req.body.get("details_url"),
+        status=req.body.get("status", "queued"),
+        conclusion=req.body.get("conclusion"),
+        started_at=NOW,
+        completed_at=NOW if req.body.get("conclusion") else None,
+        external_id=req.body.get("external_id"),
+        check_suite={"id": 1},
+        output={
+            "title": output.get("title"),
+            "summary": output.get("summary"),
+            "text": output.get("text"),
+            "annotations_count": len(annotations),
+            "annotations_url": f"{url}/annotations",
+        },
+        app=None,
+        pull_requests=[],
+    )
 
 
 @route("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission")

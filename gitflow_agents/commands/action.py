@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from gitflow_agents.findings import Severity
 
@@ -20,5 +21,7 @@ def run(args: argparse.Namespace) -> int:
         review_drafts=args.review_drafts,
         allow_bots=args.allow_bots,
         comment_author=args.comment_author or None,
+        check_run=args.check_run,
+        post_findings=Path(args.post_findings) if args.post_findings else None,
     )
     return run_action(os.environ, options)

@@ -12,6 +12,7 @@ read-only ``GITHUB_TOKEN``) degrades to annotations + step summary with a notice
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import secrets
 import sys
@@ -25,7 +26,7 @@ from typing import Any, TypeVar
 from gitflow_agents import git
 from gitflow_agents.errors import ExitCode, GitflowError, GitHubError, InputError, UsageError
 from gitflow_agents.findings import GateResult, Overall, Review, Severity, count_by_severity
-from gitflow_agents.github import comment, review, status
+from gitflow_agents.github import checks, comment, review, status
 from gitflow_agents.github.client import (
     ACTIONS_BOT_LOGIN,
     Client,
@@ -138,6 +139,10 @@ class Options:
     allow_bots: bool = False
     comment_author: str | None = None
     """Login our comments are written as, when the token cannot say (``GET /user``)."""
+    check_run: bool = False
+    """Also create a check run with the findings as annotations (skipped when the token may not)."""
+    post_findings: Path | None = None
+    """Post this findings JSON (from an earlier review job) instead of reviewing."""
 
 
 @dataclass(frozen=True)
@@ -322,12 +327,36 @@ class Publisher:
         except GitHubError as exc:
             notice("warning", f"could not set the error status: {exc}")
 
+    def check_run(self, result: Review, gate: GateResult) -> int | None:
+        """The optional check run. Never fails the run and never switches to degraded mode:
+        a token without ``checks: write`` (403) just means no check run."""
+        if self.degraded is not None:
+            return None
+        try:
+            made = checks.create(
+                self.client,
+                self.repo,
+                self.pull.head_sha,
+                result,
+                gate,
+                details_url=self.target_url,
+            )
+        except GitHubForbidden as exc:
+            print(f"{PREFIX}: no check run: the token may not create one ({exc})", flush=True)
+            return None
+        except GitHubError as exc:
+            notice("warning", f"the optional check run was not created: {exc}")
+            return None
+        self.writes += 1
+        return made
+
 
 @dataclass(frozen=True)
 class Published:
     inline: review.InlineOutcome
     sticky: comment.StickyResult | None
     degraded: str | None
+    check_run_id: int | None = None
 
 
 def _files(client: Client, repo: str, number: int) -> list[PullFile]:
@@ -382,7 +411,8 @@ def publish(
             client, repo, pull.head_sha, result, gate, target_url=publisher.target_url
         ),
     )
-    return Published(inline, sticky, publisher.degraded)
+    check_run_id = publisher.check_run(result, gate) if options.check_run else None
+    return Published(inline, sticky, publisher.degraded, check_run_id)
 
 
 def inline_note(inline: review.InlineOutcome) -> str:
@@ -518,16 +548,76 @@ def outcome_label(result: Review, gate: GateResult) -> str:
     return "revise" if result.overall is Overall.REVISE else "not-approved"
 
 
-def write_result_files(directory: Path, result: Review, gate: GateResult) -> tuple[Path, Path]:
+def write_result_files(
+    directory: Path, result: Review, gate: GateResult, rows: Sequence[comment.RunRow] = ()
+) -> tuple[Path, Path]:
+    """``findings.json`` (the JSON renderer's output, plus ``run_history``: the rows of the
+    run-history table, so a posting job can show them) and ``findings.sarif``."""
     from gitflow_agents import render
     from gitflow_agents.commands.review import write_atomic
 
     directory.mkdir(parents=True, exist_ok=True)
     findings_file = directory / "findings.json"
     sarif_file = directory / "findings.sarif"
-    write_atomic(findings_file, render.render(result, gate, "json"))
+    data = json.loads(render.render(result, gate, "json"))
+    data["run_history"] = [dataclasses.asdict(row) for row in rows]
+    write_atomic(findings_file, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     write_atomic(sarif_file, render.render(result, gate, "sarif"))
     return findings_file, sarif_file
+
+
+def load_findings(path: Path) -> tuple[Review, list[comment.RunRow]]:
+    """A findings file written by ``write_result_files`` (by an earlier job): the review and
+    its run-history rows. InputError naming the file and key when it is unusable. Its ``gate``
+    section is ignored: the posting job gates again with its own threshold."""
+    from gitflow_agents.findings import review_from_dict
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read the findings file: {exc.strerror}", path=path) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"findings file is not valid JSON: {exc.msg} (column {exc.colno})",
+            path=path,
+            line=exc.lineno,
+        ) from None
+    try:
+        result = review_from_dict(data)
+    except ValueError as exc:
+        raise InputError(f"not a findings file: {exc}", path=path) from None
+    raw_rows = data.get("run_history")
+    rows = (
+        [_row(item) for item in raw_rows if isinstance(item, dict)]
+        if isinstance(raw_rows, list)
+        else []
+    )
+    return result, rows
+
+
+def _row(data: Mapping[str, Any]) -> comment.RunRow:
+    """A run-history row from JSON; values of the wrong type become unknown (the file comes
+    from another job, so nothing in it is trusted to be well-formed)."""
+
+    def text(key: str) -> str | None:
+        value = data.get(key)
+        return str(value) if isinstance(value, (str, int, float)) else None
+
+    return comment.RunRow(
+        flow=text("flow") or "review",
+        agent=text("agent") or "—",
+        outcome=text("outcome") or "—",
+        step=text("step"),
+        iterations=_int_or_none(data.get("iterations")),
+        files_changed=_int_or_none(data.get("files_changed")),
+        insertions=_int_or_none(data.get("insertions")),
+        deletions=_int_or_none(data.get("deletions")),
+        duration_s=_float_or_none(data.get("duration_s")),
+        tokens=_int_or_none(data.get("tokens")),
+        cost_usd=_float_or_none(data.get("cost_usd")),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -578,16 +668,17 @@ def run_action(environ: Mapping[str, str], options: Options) -> int:
     pull = trigger.pull or client.pull(env.repository, trigger.number)
     if pull.draft and not options.review_drafts and trigger.commenter is None:
         return skipped(env, run_id, f"PR #{pull.number} is a draft")
+    if options.post_findings is not None:
+        return post_findings(env, client, pull, options, run_id)
     return review_and_publish(env, client, pull, options, run_id)
 
 
 def review_and_publish(
     env: RunnerEnv, client: Client, pull: PullRequest, options: Options, run_id: str
 ) -> int:
+    """Review the PR and publish: pending status, inline review, summary, final status."""
     from gitflow_agents import render
-    from gitflow_agents.commands.review import exit_code
 
-    login = options.comment_author or client.login() or ACTIONS_BOT_LOGIN
     publisher = Publisher(client, env.repository, pull, env.run_url)
     publisher.pending()
     try:
@@ -598,14 +689,61 @@ def review_and_publish(
         write_outputs(env.output, {"review-result": "error", "run-id": run_id})
         raise
 
-    findings_file, sarif_file = write_result_files(env.temp / PREFIX / run_id, result, gate)
+    findings_file, sarif_file = write_result_files(env.temp / PREFIX / run_id, result, gate, [row])
     sys.stdout.write(render.render(result, gate, "annotations"))
     sys.stdout.flush()
+    files = {"findings-file": str(findings_file), "sarif-file": str(sarif_file)}
+    return finish(env, publisher, result, gate, [row], options, run_id, files)
+
+
+def post_findings(
+    env: RunnerEnv, client: Client, pull: PullRequest, options: Options, run_id: str
+) -> int:
+    """The posting job of the two-job split: publish a findings file an earlier job (with a
+    read-only token) produced. No review runs and no pending status is set; the verdict is
+    gated again here, against this PR's head commit and this job's threshold."""
+    from gitflow_agents.findings import gate as gate_review
+
+    assert options.post_findings is not None
+    publisher = Publisher(client, env.repository, pull, env.run_url)
+    try:
+        result, rows = load_findings(options.post_findings)
+    except InputError:
+        publisher.error("no usable findings file from the review job")
+        write_outputs(env.output, {"review-result": "error", "run-id": run_id})
+        raise
+    if result.reviewed_sha != pull.head_sha:
+        reviewed = (result.reviewed_sha or "no commit")[:12]
+        notice(
+            "warning",
+            f"{options.post_findings} is a review of {reviewed}, not of the PR head "
+            f"{pull.head_sha[:12]}: it is posted, but it cannot approve this commit",
+        )
+    gate = gate_review(result, threshold=options.threshold, head_sha=pull.head_sha)
+    files = {"findings-file": str(options.post_findings)}
+    return finish(env, publisher, result, gate, rows, options, run_id, files)
+
+
+def finish(
+    env: RunnerEnv,
+    publisher: Publisher,
+    result: Review,
+    gate: GateResult,
+    rows: Sequence[comment.RunRow],
+    options: Options,
+    run_id: str,
+    files: Mapping[str, str],
+) -> int:
+    """Publish (inline review, summary comment, final status, optional check run), write the
+    step summary and the outputs; the exit code for ``options.fail_on``."""
+    from gitflow_agents.commands.review import exit_code
+
+    pull = publisher.pull
+    login = options.comment_author or publisher.client.login() or ACTIONS_BOT_LOGIN
     counts = count_by_severity(result.findings)
     outputs = {
         "review-result": outcome_label(result, gate),
-        "findings-file": str(findings_file),
-        "sarif-file": str(sarif_file),
+        **files,
         "run-id": run_id,
         "head-sha": pull.head_sha,
         "findings-count": str(len(result.findings)),
@@ -614,13 +752,13 @@ def review_and_publish(
         "infos": str(counts[Severity.INFO]),
     }
     try:
-        published = publish(publisher, result, gate, login=login, rows=[row], options=options)
+        published = publish(publisher, result, gate, login=login, rows=rows, options=options)
     except GitHubError as exc:
         # Failing after retries: the status must not stay green-able; say so and exit 4.
         publisher.error("GitHub API failure while publishing")
         append_summary(
             env.step_summary,
-            comment.summary_body(result, gate, rows=[row]).removeprefix(comment.MARKER),
+            comment.summary_body(result, gate, rows=rows).removeprefix(comment.MARKER),
         )
         write_outputs(env.output, {**outputs, "github-error": str(exc)})
         raise
@@ -632,7 +770,7 @@ def review_and_publish(
         comment.summary_body(
             result,
             gate,
-            rows=[row],
+            rows=rows,
             questions=_questions(result),
             inline_note=inline_note(published.inline),
             notices=notices,
@@ -642,6 +780,7 @@ def review_and_publish(
         {
             "inline-posted": str(len(published.inline.posted)),
             "comment-id": str(published.sticky.comment_id) if published.sticky else "",
+            "check-run-id": str(published.check_run_id or ""),
             "degraded": "true" if published.degraded else "false",
             "github-writes": str(publisher.writes),
         }

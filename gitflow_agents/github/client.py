@@ -377,6 +377,32 @@ class Client:
                 state=state, description=description, context=context, **extra
             )
 
+    # -- check runs -----------------------------------------------------------------------------
+
+    def create_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        *,
+        name: str,
+        conclusion: str,
+        output: Mapping[str, Any],
+        details_url: str | None = None,
+    ) -> int:
+        """A completed check run on ``head_sha``; its id (needs a GitHub App token with
+        ``checks: write``, such as the workflow's ``GITHUB_TOKEN``)."""
+        with self._call(f"POST /repos/{repo}/check-runs"):
+            extra = {"details_url": details_url} if details_url else {}
+            made = self._repo(repo).create_check_run(
+                name=name,
+                head_sha=head_sha,
+                status="completed",
+                conclusion=conclusion,
+                output=dict(output),
+                **extra,
+            )
+            return int(made.id)
+
 
 def connect(settings: Settings) -> Client:
     return Client(settings)
