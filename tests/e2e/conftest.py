@@ -52,6 +52,8 @@ CACHE = Path(
     or Path(os.environ.get("HOME") or Path.home()) / ".cache" / "gitflow-agents-e2e"
 )
 FLOW = "e2e"
+# (adapter, agent id, outcome, seconds, reason) of every supervised run, for the summary.
+RUNS: list[tuple[str, str, str, float, str]] = []
 PLAN_MARKER = "E2E-PLAN-MARKER-7f3a"
 
 
@@ -222,6 +224,7 @@ class Project:
         finally:
             hub.close()
         wall = time.monotonic() - started
+        RUNS.append((self.adapter, agent_id, outcome.status, wall, outcome.reason))
         result = self._result(agent, outcome)
         write_result(run, {**result, "run": outcome.to_json()})
         return AgentRun(
@@ -405,6 +408,20 @@ def copy_tree_for_debug(run: AgentRun, dest: Path) -> None:
     """Keep a failed run's log beside the test's tmp dir (pytest shows tmp paths on failure)."""
     if run.run.worker_log.exists():
         shutil.copy(run.run.worker_log, dest / f"{run.agent_dir.name}.worker.log")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Per run: CLI, agent, outcome, seconds (the e2e wall time stays visible in every run)."""
+    if not RUNS:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("e2e agent runs")
+    for adapter, agent_id, status, wall, reason in RUNS:
+        write(f"{adapter:9} {agent_id:28} {status:10} {wall:6.1f}s  {reason[:70]}")
+    totals: dict[str, float] = {}
+    for adapter, _, _, wall, _ in RUNS:
+        totals[adapter] = totals.get(adapter, 0.0) + wall
+    write("agent time per CLI: " + ", ".join(f"{a} {t:.1f}s" for a, t in sorted(totals.items())))
 
 
 def pytest_configure(config: pytest.Config) -> None:

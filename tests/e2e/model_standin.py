@@ -13,7 +13,10 @@ model APIs the CLIs use (shapes recorded in shared/research/agent-clis.md):
   streamed ``chat.completion.chunk`` objects with ``delta.tool_calls`` or ``delta.content``,
   then ``data: [DONE]``;
 - Gemini (Gemini CLI): ``POST /v1beta/models/<model>:streamGenerateContent?alt=sse`` chunks with
-  ``functionCall`` or ``text`` parts.
+  ``functionCall`` or ``text`` parts;
+- Augment (Auggie, reverse-engineered, research notes §5): ``POST /chat-stream`` newline-delimited
+  JSON with a ``tool_use`` node (``stop_reason`` 3) or a text node (``stop_reason`` 1); its other
+  endpoints (models, MCP settings, remote tools, error reports) answer ``{}``.
 
 Each reply comes from a per-test script of steps (:class:`Write`, :class:`Shell`, :class:`Say`).
 The step is chosen by how many assistant turns the request's history already holds, so a step is
@@ -38,10 +41,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Literal
 
 Fault = Literal["stall", "401", "close"]
-Dialect = Literal["anthropic", "responses", "chat", "gemini"]
+Dialect = Literal["anthropic", "responses", "chat", "gemini", "augment"]
 
 
 # --- the script -------------------------------------------------------------------------------
@@ -122,6 +126,10 @@ class Recorded:
                     texts += _texts(message.get("content"))
         elif self.dialect == "gemini":
             texts += _texts(body.get("systemInstruction") or body.get("system_instruction"))
+        elif self.dialect == "augment":
+            # The system prompt is assembled server-side; the client sends rules and guidelines.
+            for key in ("rules", "user_guidelines", "workspace_guidelines"):
+                texts += _texts(body.get(key))
         return "\n".join(texts)
 
     def all_text(self) -> str:
@@ -157,6 +165,15 @@ def _offered_tools(dialect: Dialect | None, body: Any) -> list[_Tool]:
     if not isinstance(body, dict):
         return []
     tools: list[_Tool] = []
+    if dialect == "augment":
+        for tool in body.get("tool_definitions") or []:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                try:
+                    schema = json.loads(tool.get("input_schema_json") or "{}")
+                except ValueError:
+                    schema = {}
+                tools.append(_Tool(tool["name"], "function", _props(schema)))
+        return tools
     for tool in body.get("tools") or []:
         if not isinstance(tool, dict):
             continue
@@ -181,6 +198,7 @@ def _props(schema: Any) -> tuple[str, ...]:
     return ()
 
 
+_CREATE_ONLY = frozenset({"save-file"})
 _READ_TOOLS = ("Read", "read_file", "read", "view")
 _WRITE_TOOLS = ("Write", "write_file", "write", "save-file", "create_file")
 _SHELL_TOOLS = (
@@ -222,6 +240,10 @@ class _Call:
 
 
 def _shell_call(tool: _Tool, command: str) -> _Call:
+    if tool.name == "launch-process":
+        return _Call(
+            tool.name, tool.kind, {"command": command, "wait": True, "max_wait_seconds": 30}
+        )
     if tool.name == "exec_command":
         return _Call(tool.name, tool.kind, {_key(tool, ("cmd", "command"), "cmd"): command})
     if tool.name == "shell":
@@ -239,10 +261,15 @@ def map_step(step: Write | Shell | Read, tools: Sequence[_Tool]) -> _Call:
     if isinstance(step, Read):
         tool = _first(tools, _READ_TOOLS)
         if tool is not None:
-            return _Call(tool.name, tool.kind, {_key(tool, _PATH_KEYS, "file_path"): step.path})
+            args: dict[str, Any] = {_key(tool, _PATH_KEYS, "file_path"): step.path}
+            if tool.name == "view":
+                args["type"] = "file"
+            return _Call(tool.name, tool.kind, args)
         step = Shell(f"cat {shlex.quote(step.path)}")
     if isinstance(step, Write):
         tool = _first(tools, _WRITE_TOOLS)
+        if tool is not None and tool.name in _CREATE_ONLY and Path(step.path).exists():
+            tool = None  # e.g. Auggie's save-file refuses to overwrite: use the shell
         if tool is not None:
             return _Call(
                 tool.name,
@@ -278,6 +305,8 @@ def assistant_turns(dialect: Dialect, body: Any) -> int:
         return sum(1 for m in body.get("messages") or [] if _role(m) == "assistant")
     if dialect == "gemini":
         return sum(1 for c in body.get("contents") or [] if _role(c) == "model")
+    if dialect == "augment":
+        return len(body.get("chat_history") or [])
     count = 0
     for item in body.get("input") or []:
         if not isinstance(item, dict):
@@ -491,11 +520,29 @@ def gemini_events(model: str, reply: _Call | str, seq: int) -> list[bytes]:
     ]
 
 
+def augment_events(model: str, reply: _Call | str, seq: int) -> list[bytes]:
+    if isinstance(reply, str):
+        line: dict[str, Any] = {
+            "text": reply,
+            "nodes": [{"id": 1, "type": 0, "content": reply}],
+            "stop_reason": 1,
+        }
+    else:
+        tool_use = {
+            "tool_use_id": f"toolu_standin_{seq}",
+            "tool_name": reply.name,
+            "input_json": json.dumps(reply.arguments),
+        }
+        line = {"text": "", "nodes": [{"id": 1, "type": 5, "tool_use": tool_use}], "stop_reason": 3}
+    return [(json.dumps(line) + "\n").encode()]
+
+
 _WRITERS = {
     "anthropic": anthropic_events,
     "responses": responses_events,
     "chat": chat_events,
     "gemini": gemini_events,
+    "augment": augment_events,
 }
 
 
@@ -525,7 +572,21 @@ def dialect_of(path: str) -> Dialect | None:
         return "chat"
     if _GEMINI_PATH.search(bare) and bare.endswith(":streamGenerateContent"):
         return "gemini"
+    if bare.endswith("/chat-stream"):
+        return "augment"
     return None
+
+
+# Augment's side endpoints, all answered with {}.
+_AUGMENT_SIDE = (
+    "/get-models",
+    "/report-error",
+    "/settings/",
+    "/agents/list-remote-tools",
+    "/indexed-commits/",
+    "/record-",
+    "/client-metrics",
+)
 
 
 @dataclass
@@ -724,6 +785,8 @@ def _make_handler(standin: Standin) -> type[BaseHTTPRequestHandler]:
                             ]
                         },
                     )
+                elif any(part in path for part in _AUGMENT_SIDE):
+                    self._json(200, {})
                 else:
                     self._json(404, {"error": {"message": f"stand-in: no route {path}"}})
                 return
@@ -745,7 +808,10 @@ def _make_handler(standin: Standin) -> type[BaseHTTPRequestHandler]:
             seq = standin._next_seq()
             events = _WRITERS[dialect](model, standin.reply_for(dialect, body), seq)
             self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
+            ndjson = dialect == "augment"
+            self.send_header(
+                "Content-Type", "application/x-ndjson" if ndjson else "text/event-stream"
+            )
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Connection", "close")
             self.end_headers()
@@ -790,4 +856,4 @@ def _decompress(raw: bytes, encoding: str) -> bytes:
 
 
 def iter_dialects() -> Iterator[Dialect]:
-    yield from ("anthropic", "responses", "chat", "gemini")
+    yield from ("anthropic", "responses", "chat", "gemini", "augment")
