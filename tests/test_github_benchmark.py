@@ -1,0 +1,30 @@
+"""benchmarks/github_requests.py meets its own targets: <= 3 posting writes per run whatever the
+number of findings, 0 new comments and reviews on a re-run (single job and two-job split)."""
+
+from __future__ import annotations
+
+import importlib.util
+from types import ModuleType
+
+from tests.conftest import ROOT
+
+
+def load() -> ModuleType:
+    path = ROOT / "benchmarks" / "github_requests.py"
+    spec = importlib.util.spec_from_file_location("github_requests_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_writes_per_run_do_not_grow_with_findings() -> None:
+    bench = load()
+    rows = [bench.one(n) for n in (1, 60)]
+    for row in rows:
+        assert row["ok"] is True, row
+        assert row["first_posting_writes"] == 3 and row["first_writes"] == 4  # + pending
+        assert row["post_writes"] == 3  # the posting job sets no pending status
+        assert row["rerun_new_comments"] == row["rerun_new_reviews"] == 0
+        assert row["repost_new_comments"] == row["repost_new_reviews"] == 0
+    assert rows[1]["inline_comments"] == 60  # 60 findings, still one review
