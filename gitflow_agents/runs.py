@@ -97,13 +97,15 @@ def create_run(root: Path, flow_dir: str, flow: str, run_id: str | None = None) 
     return paths
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:
     """Write JSON via a temp file in the same directory and ``os.replace`` (never half-written)."""
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
-    write_text_atomic(path, text)
+    write_text_atomic(path, text, durable=durable)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
+    """Temp file + ``os.replace``; ``durable`` also fsyncs the data first (skip it for files that
+    are rewritten every second and only describe live state)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -112,7 +114,8 @@ def write_text_atomic(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         Path(tmp).replace(path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

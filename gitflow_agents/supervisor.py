@@ -26,6 +26,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import functools
 import os
 import secrets
 import select
@@ -165,7 +166,9 @@ class _Watcher(Protocol):
     def close(self) -> None: ...
 
 
+@functools.cache
 def _libc() -> Any:
+    # find_library runs `ldconfig -p` (a subprocess): once per process is enough.
     name = ctypes.util.find_library("c") or "libc.so.6"
     return ctypes.CDLL(name, use_errno=True)
 
@@ -268,9 +271,15 @@ class _InotifyWatcher:
 
     def close(self) -> None:
         if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
+            # Closing an inotify fd tears down every watch (an RCU grace period each: ms on a big
+            # work tree); nobody waits for it, so it happens off the supervisor's path.
+            threading.Thread(target=_close_quietly, args=(self.fd,), daemon=True).start()
             self.fd = -1
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _tree_signature(roots: Sequence[Path], ignore: Sequence[Path], limit: int = 20000) -> int:
@@ -397,8 +406,13 @@ def _collect(
     pgid: int | None,
     token: str | None,
     known: Mapping[int, float],
+    since: float | None = None,
 ) -> dict[int, psutil.Process]:
-    """Every live process of the tree: descendants, group members, run-id carriers, known pids."""
+    """Every live process of the tree: descendants, group members, run-id carriers, known pids.
+
+    ``since`` (epoch seconds the tree's first process started): older processes cannot belong
+    to the tree, so the group / environment scan skips them without reading their environment.
+    """
     import psutil
 
     found: dict[int, psutil.Process] = {}
@@ -421,10 +435,15 @@ def _collect(
                 if abs(proc.create_time() - created) < 0.01:
                     add(proc)
     me = os.getuid()
-    for proc in psutil.process_iter(["pid", "uids"]):
+    oldest = since - 1.0 if since is not None else None  # create_time is jiffy-precise
+    for proc in psutil.process_iter(["pid"] if oldest is None else ["pid", "create_time"]):
         # OSError: os.getpgid of a process that exited since process_iter listed it.
         with contextlib.suppress(psutil.Error, OSError):
-            if proc.pid in found or proc.info["uids"] is None or proc.info["uids"].real != me:
+            if proc.pid in found:
+                continue
+            if oldest is not None and (proc.info["create_time"] or 0.0) < oldest:
+                continue
+            if proc.uids().real != me:
                 continue
             in_group = pgid is not None and os.getpgid(proc.pid) == pgid
             if in_group or (token is not None and proc.environ().get(TREE_ENV) == token):
@@ -469,6 +488,7 @@ def kill_tree(
     known: Mapping[int, float] | None = None,
     grace: float = 3.0,
     child: subprocess.Popen[bytes] | None = None,
+    since: float | None = None,
 ) -> tuple[int, ...]:
     """SIGTERM the tree, wait ``grace`` seconds, SIGKILL what is left; return pids still alive.
 
@@ -477,9 +497,10 @@ def kill_tree(
     pids (pid -> create_time) seen earlier, plus the descendants of all of those.
 
     ``child`` is our own Popen of ``pid`` (waited through Popen, never reaped behind its back).
+    ``since``: when the tree's first process started, if known (see ``_collect``).
     """
     known = known or {}
-    victims = _collect(pid, pgid, token, known)
+    victims = _collect(pid, pgid, token, known, since)
     own = child.pid if child is not None else None
 
     def child_done() -> bool:
@@ -489,12 +510,14 @@ def kill_tree(
         return ()
     _signal_all(victims.values(), pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
+    pause = 0.001  # most processes die within a few ms of SIGTERM: poll fast, then back off
     while time.monotonic() < deadline:
         if child_done() and not _alive(victims.values(), own):
             break
-        time.sleep(0.02)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
     # Whatever is left, plus anything spawned meanwhile, gets SIGKILL.
-    again = {**victims, **_collect(pid, pgid, token, known)}
+    again = {**victims, **_collect(pid, pgid, token, known, since)}
     survivors = {p.pid: p for p in _alive(again.values(), own)}
     if survivors or not child_done():
         _signal_all(survivors.values(), pgid, signal.SIGKILL)
@@ -503,14 +526,16 @@ def kill_tree(
                 child.kill()
     deadline = time.monotonic() + 2.0
     left: list[psutil.Process] = list(survivors.values())
+    pause = 0.001
     while time.monotonic() < deadline:
         if child is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=0.01)
+                child.wait(timeout=pause)
         left = _alive(left, own)
         if not left and child_done():
             break
-        time.sleep(0.02)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
     leftover = [p.pid for p in left]
     if child is not None and not child_done():
         leftover.append(child.pid)
@@ -574,28 +599,32 @@ class _Output:
         self.stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
-    def start(self, name: str, fd: int) -> None:
-        thread = threading.Thread(target=self._read, args=(name, fd), daemon=True)
+    def start(self, fds: Mapping[str, int]) -> None:
+        """Read every stream (name -> fd) in one thread until each reaches EOF."""
+        thread = threading.Thread(target=self._read, args=(dict(fds),), daemon=True)
         thread.start()
         self._threads.append(thread)
 
-    def _read(self, name: str, fd: int) -> None:
-        while True:
+    def _read(self, fds: dict[str, int]) -> None:
+        names = {fd: name for name, fd in fds.items()}
+        while names:
             try:
-                ready, _, _ = select.select([fd], [], [], 0.2)
+                ready, _, _ = select.select(list(names), [], [], 0.2)
             except (OSError, ValueError):
                 return
             if not ready:
                 if self.stop.is_set():
                     return
                 continue
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            self._on_chunk(name, chunk)
+            for fd in ready:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    chunk = b""
+                if chunk:
+                    self._on_chunk(names[fd], chunk)
+                else:
+                    del names[fd]
 
     def _on_chunk(self, name: str, chunk: bytes) -> None:
         self._activity.touch("output")
@@ -649,6 +678,26 @@ def _printable(chunk: bytes) -> str:
     return "".join(ch for ch in text if ch in "\n\t" or ch.isprintable())
 
 
+def _exit_notifier(proc: subprocess.Popen[bytes]) -> tuple[int, int | None]:
+    """An fd that becomes readable when ``proc`` exits, for the supervisor's select: a pidfd
+    (Linux >= 5.3; no thread), else the read end of a pipe that a waiter thread writes to.
+    Returns (fd, write end of the pipe or None)."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is not None:
+        # The child is not reaped before we poll it, so this works even if it already exited.
+        with contextlib.suppress(OSError):
+            return int(pidfd_open(proc.pid)), None
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def wait_exit() -> None:
+        proc.wait()
+        with contextlib.suppress(OSError):
+            os.write(wake_w, b"x")
+
+    threading.Thread(target=wait_exit, daemon=True).start()
+    return wake_r, wake_w
+
+
 def signal_paths(
     agent_dir: Path, report_name: str, success_suffix: str, failure_suffix: str
 ) -> tuple[Path, Path, Path]:
@@ -673,7 +722,8 @@ def _update_status(run_dir: Path, **fields: Any) -> None:
     data = read_json(path) or {}
     data.update(fields)
     with contextlib.suppress(OSError):
-        write_json_atomic(path, data)
+        # Live state, rewritten often: atomic but not fsync'd (result.json is the durable record).
+        write_json_atomic(path, data, durable=False)
 
 
 def _signal_name(code: int) -> str:
@@ -809,6 +859,7 @@ def supervise(
         )
         return outcome
 
+    spawned_wall = time.time()
     try:
         proc = subprocess.Popen(  # noqa: S603 - argv list from the adapter, never a shell
             list(spec.argv),
@@ -826,16 +877,8 @@ def supervise(
         return finish("crashed", f"could not start {spec.argv[0] if spec.argv else '?'}: {exc}")
 
     assert proc.stdout is not None and proc.stderr is not None
-    output.start("stdout", proc.stdout.fileno())
-    output.start("stderr", proc.stderr.fileno())
-    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-
-    def wait_exit() -> None:
-        proc.wait()
-        with contextlib.suppress(OSError):
-            os.write(wake_w, b"x")
-
-    threading.Thread(target=wait_exit, daemon=True).start()
+    output.start({"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()})
+    wake_r, wake_w = _exit_notifier(proc)
     known: dict[int, float] = {}
     pgid = proc.pid
     create_time = None
@@ -867,9 +910,16 @@ def supervise(
     verdict: tuple[Status, str] | None = None
 
     def kill(why: str) -> tuple[int, ...]:
-        _update_status(run_dir, state="killing", reason=why)
+        if proc.poll() is None:  # a sweep after a normal exit is not worth a status write
+            _update_status(run_dir, state="killing", reason=why)
         return kill_tree(
-            proc.pid, pgid=pgid, token=token, known=known, grace=kill_grace, child=proc
+            proc.pid,
+            pgid=pgid,
+            token=token,
+            known=known,
+            grace=kill_grace,
+            child=proc,
+            since=spawned_wall,
         )
 
     try:
@@ -879,8 +929,9 @@ def supervise(
             if timeout is not None:
                 deadlines.append(started + timeout - now)
             flags = watcher.wait(max(0.0, min(deadlines)), wake_r)
-            with contextlib.suppress(OSError):
-                os.read(wake_r, 64)
+            if wake_w is not None:  # the waiter thread's pipe (a pidfd stays readable)
+                with contextlib.suppress(OSError):
+                    os.read(wake_r, 64)
             for flag in flags & {"agent", "tree", "heartbeat"}:
                 activity.touch({"agent": "report", "tree": "worktree"}.get(flag, flag))
             if _renamed(success, failure) is not None:
@@ -1016,5 +1067,6 @@ def supervise(
                 with contextlib.suppress(OSError):
                     pipe.close()
         for fd in (wake_r, wake_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
