@@ -348,6 +348,14 @@ class ConsoleChannel:
             line.tokens = _tokens(event.data)
             if not self.is_tty:
                 self._print(self._plain(line, now))
+        elif kind == "agent:reply":
+            # The live table shows what the agent said; plain output leaves it to the command.
+            questions = list(event.data.get("questions") or ())
+            if event.data.get("status") == "needs_input" and questions:
+                more = f" (+{len(questions) - 1})" if len(questions) > 1 else ""
+                line.detail = f"needs input: {questions[0]}{more}"
+            elif event.data.get("summary"):
+                line.detail = str(event.data["summary"])
         if self._live is not None:
             self._live.update(self._table(now))
 

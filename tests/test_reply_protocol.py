@@ -166,3 +166,36 @@ def test_echoed_template_examples_are_not_taken_as_facts() -> None:
     )
     assert mixed.files_created == ("/src/app.py",)
     assert mixed.status is ReplyStatus.NEEDS_INPUT
+
+
+def test_console_live_line_shows_tokens_cost_and_the_reply(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    monkeypatch.setenv("COLUMNS", "200")  # one table row per agent, unwrapped
+    from gitflow_agents.events import ConsoleChannel, EventHub
+
+    out = io.StringIO()
+    console = ConsoleChannel(out, is_tty=True)
+    hub = EventHub([console], run_id="r")
+    hub.emit("agent:start", {"agent": "painter", "pid": 7})
+    hub.emit(
+        "agent:failed",
+        {
+            "agent": "painter",
+            "status": "failed",
+            "reason": "renamed to report.failed.md",
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "cost_usd": 0.25,
+        },
+    )
+    hub.emit(
+        "agent:reply",
+        {"agent": "painter", "status": "needs_input", "questions": ["Which colour?", "Dark?"]},
+    )
+    hub.close()
+    text = out.getvalue()
+    assert "tokens 10/5 $0.2500" in text
+    assert "needs input: Which colour? (+1)" in text
