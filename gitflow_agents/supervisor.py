@@ -678,6 +678,14 @@ def _printable(chunk: bytes) -> str:
     return "".join(ch for ch in text if ch in "\n\t" or ch.isprintable())
 
 
+def _reply_status(text: str) -> str | None:
+    """The <STATUS> of a structured seed-004 reply; None without protocol tags."""
+    from gitflow_agents.protocol import parse_reply
+
+    reply = parse_reply(text)
+    return reply.status.value if reply.structured and reply.status is not None else None
+
+
 def _exit_notifier(proc: subprocess.Popen[bytes]) -> tuple[int, int | None]:
     """An fd that becomes readable when ``proc`` exits, for the supervisor's select: a pidfd
     (Linux >= 5.3; no thread), else the read end of a pipe that a waiter thread writes to.
@@ -813,6 +821,11 @@ def supervise(
         by_exit = status == "succeeded" and spec.completes_by_exit and signal_at is None
         if by_exit and parsed is not None and parsed.is_error:
             status, reason = "failed", f"agent reported an error: {parsed.error or 'unknown'}"
+        elif by_exit:
+            # No rename to go by: a structured reply (seed 004) saying it did not finish counts.
+            said = _reply_status(getattr(parsed, "reply", None) or stdout)
+            if said in ("failed", "needs_input"):
+                status, reason = "failed", f"agent exited 0 but its reply's <STATUS> is {said}"
         ended = time.time()
         path = success if status == "succeeded" and success.exists() else None
         if path is None and failure.exists():

@@ -199,3 +199,44 @@ def test_console_live_line_shows_tokens_cost_and_the_reply(
     text = out.getvalue()
     assert "tokens 10/5 $0.2500" in text
     assert "needs input: Which colour? (+1)" in text
+
+
+@pytest.mark.parametrize(
+    ("reply", "status"),
+    [
+        ("<SUMMARY>Done.</SUMMARY><STATUS>completed</STATUS>", "succeeded"),
+        ("<QUESTIONS>- Which file?</QUESTIONS><STATUS>needs_input</STATUS>", "failed"),
+        ("<STATUS>failed</STATUS>", "failed"),
+        ("All done, I think.", "succeeded"),  # no tags: the heuristics never fail a run
+    ],
+)
+def test_completes_by_exit_agent_is_judged_by_its_reply_status(
+    tmp_path: Path, reply: str, status: str
+) -> None:
+    import sys
+
+    from gitflow_agents.agents.base import LaunchSpec
+    from gitflow_agents.events import EventHub
+    from gitflow_agents.supervisor import supervise
+
+    agent_dir = tmp_path / "agent"
+    agent_dir.mkdir()
+    spec = LaunchSpec(
+        argv=(sys.executable, "-c", f"print({reply!r})"),
+        env={"PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+        completes_by_exit=True,
+    )
+    outcome = supervise(
+        spec,
+        agent_dir=agent_dir,
+        run_dir=tmp_path / "run",
+        stuck_timeout=20,
+        timeout=30,
+        hub=EventHub(),
+        run_id="r",
+        kill_grace=1.0,
+    )
+    assert outcome.status == status, outcome.reason
+    if status == "failed":
+        assert "its reply's <STATUS> is" in outcome.reason
