@@ -89,8 +89,7 @@ def format_replies(rows: list[dict[str, Any]]) -> str:
     total = counts["structured"] + counts["unstructured"]
     share = f" ({100 * counts['structured'] // total}% structured)" if total else ""
     text = (
-        f"replies: {counts['structured']} structured, {counts['unstructured']} unstructured"
-        f"{share}"
+        f"replies: {counts['structured']} structured, {counts['unstructured']} unstructured{share}"
     )
     if counts["needs_input"]:
         waiting = [r["runId"] for r in rows if r.get("replyStatus") == "needs_input"]
