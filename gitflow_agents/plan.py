@@ -11,15 +11,13 @@ from __future__ import annotations
 import codecs
 import functools
 import itertools
-import os
 import re
-import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from gitflow_agents.errors import ConfigError, PlanError
+from gitflow_agents.fsutil import write_bytes_atomic
 
 DEFAULT_END_MARKER = "## Implementation Steps"
 DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
@@ -464,21 +462,4 @@ def set_step_status(
         return
     lines = list(scan.lines)
     lines[header.index] = new_body + old_line[len(body) :]
-    _write_atomic(path, source.bom + "".join(lines).encode("utf-8"))
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` (following symlinks) with ``data``: temp file + os.replace, mode kept."""
-    target = Path(os.path.realpath(path))
-    mode = stat.S_IMODE(target.stat().st_mode)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(tmp).chmod(mode)
-        os.replace(tmp, target)  # noqa: PTH105 (the one atomic step; tests patch it)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes_atomic(path, source.bom + "".join(lines).encode("utf-8"))

@@ -15,18 +15,18 @@ Layout (DESIGN.md §4)::
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
 import secrets
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from gitflow_agents.fsutil import write_json_atomic as write_json_atomic
+from gitflow_agents.fsutil import write_text_atomic as write_text_atomic
 
 FlowKind = Literal["implement", "review", "research"]
 FLOW_KINDS: tuple[FlowKind, ...] = ("implement", "review", "research")
@@ -95,32 +95,6 @@ def create_run(root: Path, flow_dir: str, flow: str, run_id: str | None = None) 
     paths.run_dir.mkdir(parents=True, exist_ok=False)
     ensure_excluded(root, flow_dir)
     return paths
-
-
-def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:
-    """Write JSON via a temp file in the same directory and ``os.replace`` (never half-written)."""
-    text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
-    write_text_atomic(path, text, durable=durable)
-
-
-def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
-    """Temp file + ``os.replace``; ``durable`` also fsyncs the data first (skip it for files that
-    are rewritten every second and only describe live state)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes 0600 files; records and cards are ordinary files (keep an existing mode)
-        os.fchmod(fd, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
-        Path(tmp).replace(path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp).unlink()
-        raise
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -11,7 +11,6 @@ import argparse
 import functools
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from gitflow_agents import git
 from gitflow_agents.errors import ExitCode, UsageError
 from gitflow_agents.findings import GateResult, Review, Severity
+from gitflow_agents.fsutil import write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -128,19 +128,6 @@ def _output_format(path: str, explicit: str | None) -> str:
     )
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Temp file in the same directory, then rename: never a half-written file."""
-    path = path.resolve()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _use_color() -> bool:
     return (
         sys.stdout.isatty()
@@ -212,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output:
         fmt = _output_format(args.output, args.output_format)
-        write_atomic(Path(args.output), render.render(review, result, fmt))
+        write_text_atomic(Path(args.output), render.render(review, result, fmt))
     text = render.render(
         review, result, args.format, color=args.format == "terminal" and _use_color()
     )

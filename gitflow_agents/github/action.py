@@ -554,7 +554,7 @@ def write_result_files(
     """``findings.json`` (the JSON renderer's output, plus ``run_history``: the rows of the
     run-history table, so a posting job can show them) and ``findings.sarif``."""
     from gitflow_agents import render
-    from gitflow_agents.commands.review import write_atomic
+    from gitflow_agents.fsutil import write_text_atomic as write_atomic
 
     directory.mkdir(parents=True, exist_ok=True)
     findings_file = directory / "findings.json"
