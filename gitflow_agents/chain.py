@@ -95,7 +95,7 @@ class ChainSettings:
     fixer: str = "fixer"
     max_iterations: int = 3
     target: str | None = None  # default: config.default_branch
-    branch_pattern: str = "agents/{plan}/step-{step}"
+    branch_pattern: str = "agents/{plan_name}/step-{step}"  # also {plan}, {step2}
     merge: str = "ff"  # "ff" (fast-forward only) or "merge" (always a merge commit)
     threshold: Severity = Severity.ERROR
     stuck_timeout: float | None = None  # default: config defaults.stuck_timeout_secs
@@ -214,7 +214,9 @@ class ChainResult:
 
 
 def branch_name(settings: ChainSettings, plan: str, step: int) -> str:
-    return settings.branch_pattern.format(plan=plan, step=step, step2=f"{step:02d}")
+    from gitflow_agents.config import format_branch
+
+    return format_branch(settings.branch_pattern, plan, step)
 
 
 def worktree_path(root: Path, flow: str, name: str) -> Path:

@@ -74,6 +74,12 @@ DEFAULT_STUCK_RETRY_GRACE_SECS = 30
 DEFAULT_REPORT_FILENAME = "report.md"
 DEFAULT_SUCCESS_SUFFIX = ".complete.md"
 DEFAULT_FAILURE_SUFFIX = ".failed.md"
+DEFAULT_BRANCH_PATTERN = "agents/{plan_name}/step-{step}"
+# The placeholders a chain's step branch name may use ({plan} is short for {plan_name}; {step2}
+# is the step number zero-padded to two digits).
+BRANCH_PLACEHOLDERS: tuple[str, ...] = ("plan_name", "plan", "step", "step2")
+MERGE_MODES: tuple[str, ...] = ("ff", "merge")
+SEVERITIES: tuple[str, ...] = ("error", "warn", "info")
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -138,6 +144,49 @@ class SharedFile:
 
 
 @dataclass(frozen=True)
+class ChainConfig:
+    """The ``chain:`` section: defaults of ``run`` and ``flow`` (command-line options win)."""
+
+    implementer: str = "builder"
+    reviewers: tuple[str, ...] = ("reviewer",)
+    fixer: str = "fixer"
+    max_iterations: int = 3
+    target: str | None = None  # None: default_branch
+    branch_pattern: str = DEFAULT_BRANCH_PATTERN
+    merge: str = "ff"  # one of MERGE_MODES
+    severity_threshold: str = "error"  # one of SEVERITIES
+
+
+def branch_pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is not a usable step branch pattern, or None when it is.
+
+    It may use only :data:`BRANCH_PLACEHOLDERS` (``{{``/``}}`` for literal braces) and must use
+    ``{step}`` or ``{step2}``, so every step gets a branch of its own."""
+    import string
+
+    try:
+        fields = [
+            name for _, name, spec, conv in string.Formatter().parse(pattern) if name is not None
+        ]
+        bad = [f for f in fields if f not in BRANCH_PLACEHOLDERS]
+        if bad:
+            return f"unknown placeholder {{{bad[0]}}}; known: " + ", ".join(
+                f"{{{name}}}" for name in BRANCH_PLACEHOLDERS
+            )
+        if not {"step", "step2"} & set(fields):
+            return "must contain {step} or {step2} (every step gets a branch of its own)"
+        format_branch(pattern, "plan", 1)
+    except (ValueError, IndexError, KeyError) as exc:
+        return f"not a valid pattern: {exc}"
+    return None
+
+
+def format_branch(pattern: str, plan_name: str, step: int) -> str:
+    """The step branch ``pattern`` names for step ``step`` of plan ``plan_name``."""
+    return pattern.format(plan_name=plan_name, plan=plan_name, step=step, step2=f"{step:02d}")
+
+
+@dataclass(frozen=True)
 class FlowConfig:
     """The merged, validated configuration of one project (and flow type / variant)."""
 
@@ -156,6 +205,7 @@ class FlowConfig:
     stuck_timeout_secs: int = DEFAULT_STUCK_TIMEOUT_SECS
     max_wait_secs: int = DEFAULT_MAX_WAIT_SECS
     stuck_retry_grace_secs: int = DEFAULT_STUCK_RETRY_GRACE_SECS
+    chain: ChainConfig = field(default_factory=ChainConfig)
 
     def agent(self, name: str) -> AgentConfig:
         """The agent configured as ``name``; ConfigError listing the known agents otherwise."""
@@ -493,6 +543,7 @@ class _Str:
 @dataclass(frozen=True)
 class _Int:
     minimum: int
+    what: str = "a whole number of seconds"
 
 
 @dataclass(frozen=True)
@@ -574,6 +625,18 @@ _TOP = _Obj(
         ),
         "agents": _MapOf(_AGENT),
         "shared_files": _MapOf(_SHARED_FILE),
+        "chain": _Obj(
+            {
+                "implementer": _Str(),
+                "reviewers": _StrList(_NAME, "an agent name"),
+                "fixer": _Str(),
+                "max_iterations": _Int(1, "a whole number"),
+                "target": _Str(),
+                "branch_pattern": _Str(),
+                "merge": _Str(choices=MERGE_MODES),
+                "severity_threshold": _Str(choices=SEVERITIES),
+            }
+        ),
     }
 )
 
@@ -623,7 +686,7 @@ def _check(node: _Node, spec: _Spec, keypath: str) -> None:
             raise node.error(keypath, f"expected one of {', '.join(spec.choices)}, got {value!r}")
     elif isinstance(spec, _Int):
         if not isinstance(value, int) or isinstance(value, bool):
-            raise node.error(keypath, f"expected a whole number of seconds, got {_kind(value)}")
+            raise node.error(keypath, f"expected {spec.what}, got {_kind(value)}")
         if value < spec.minimum:
             raise node.error(keypath, f"must be at least {spec.minimum}, got {value}")
     elif isinstance(spec, _Bool):
@@ -766,6 +829,7 @@ def _build(
         stuck_retry_grace_secs=_int(
             defaults, "stuck_retry_grace_secs", DEFAULT_STUCK_RETRY_GRACE_SECS
         ),
+        chain=_build_chain(_section(values, "chain"), agents),
     )
 
 
@@ -777,6 +841,57 @@ def _section(values: Mapping[str, _Node], key: str) -> dict[str, _Node]:
 def _int(values: Mapping[str, _Node], key: str, default: int) -> int:
     node = values.get(key)
     return int(node.value) if node is not None else default
+
+
+def _build_chain(values: Mapping[str, _Node], agents: Mapping[str, AgentConfig]) -> ChainConfig:
+    """The ``chain:`` section; the agents it names must be configured under ``agents:``."""
+    chain = ChainConfig()
+
+    def agent(node: _Node, keypath: str) -> str:
+        name = str(node.value)
+        if name not in agents:
+            known = ", ".join(sorted(agents)) or "none"
+            raise node.error(keypath, f"no agent {name!r} under agents:; known agents: {known}")
+        return name
+
+    implementer = values.get("implementer")
+    fixer = values.get("fixer")
+    reviewers_node = values.get("reviewers")
+    reviewers = chain.reviewers
+    if reviewers_node is not None:
+        items: list[_Node] = reviewers_node.value
+        if not items:
+            raise reviewers_node.error("chain.reviewers", "name at least one reviewer")
+        seen: set[str] = set()
+        for index, item in enumerate(items):
+            if item.value in seen:
+                raise item.error(f"chain.reviewers[{index}]", f"{item.value!r} is listed twice")
+            seen.add(agent(item, f"chain.reviewers[{index}]"))
+        reviewers = tuple(str(item.value) for item in items)
+    pattern = values.get("branch_pattern")
+    if pattern is not None:
+        problem = branch_pattern_problem(str(pattern.value))
+        if problem is not None:
+            raise pattern.error("chain.branch_pattern", problem)
+    target = values.get("target")
+    merge = values.get("merge")
+    threshold = values.get("severity_threshold")
+    return ChainConfig(
+        implementer=(
+            agent(implementer, "chain.implementer")
+            if implementer is not None
+            else chain.implementer
+        ),
+        reviewers=reviewers,
+        fixer=agent(fixer, "chain.fixer") if fixer is not None else chain.fixer,
+        max_iterations=_int(values, "max_iterations", chain.max_iterations),
+        target=str(target.value) if target is not None else None,
+        branch_pattern=str(pattern.value) if pattern is not None else chain.branch_pattern,
+        merge=str(merge.value) if merge is not None else chain.merge,
+        severity_threshold=(
+            str(threshold.value) if threshold is not None else chain.severity_threshold
+        ),
+    )
 
 
 def _build_workflow(

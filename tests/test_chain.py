@@ -458,3 +458,50 @@ def test_builtin_reviewer_gates_offline(repo: Path) -> None:
     assert out.returncode == (0 if result["chain"]["rounds"][0]["approved"] else 1)
     report = repo / "flows/feature/agents/step-01-offline-1/report.complete.md"
     assert "REVIEW_RESULT:" in report.read_text()
+
+
+def test_chain_config_section_gives_the_defaults_and_options_override(repo: Path) -> None:
+    configure(repo, reviewer="revise", extra_reviewers={"second": "approve"})
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(
+        config.read_text()
+        + "chain:\n  reviewers: [second]\n  max_iterations: 1\n"
+        + '  branch_pattern: "work/{plan_name}/s{step2}"\n  merge: merge\n'
+    )
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    [result] = results(repo)
+    chain = result["chain"]
+    assert chain["reviewers"] == ["second"] and chain["maxIterations"] == 1
+    assert chain["branch"] == "work/feature/s01"
+    assert chain["merged"]["kind"] == "merge-commit"
+    # options win over the config: the revising reviewer, one round (from the config), rejected
+    out = run(repo, "--step", "2", "--reviewers", "reviewer", "--branch-pattern", "b/{step}")
+    assert out.returncode == 1, out.stderr + out.stdout
+    second = next(r for r in results(repo) if r["chain"]["step"] == 2)["chain"]
+    assert second["reviewers"] == ["reviewer"] and second["iterations"] == 1
+    assert second["branch"] == "b/2" and second["outcome"] == "rejected"
+
+
+def test_flow_implement_uses_the_configured_implementer(repo: Path) -> None:
+    configure(repo)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(
+        config.read_text()
+        + "  maker:\n"
+        + _agent("implementer", "edit")
+        + "chain:\n  implementer: maker\n"
+    )
+    out = flow(repo, "implement", "--plan", "specs/feature.md", "--step", "1", "--json")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert json.loads(out.stdout)["run"]["agentId"] == "step-01-maker"
+
+
+def test_bad_branch_pattern_option_is_a_usage_error(repo: Path) -> None:
+    configure(repo)
+    out = run(repo, "--step", "1", "--branch-pattern", "agents/{plan}/{nope}-{step}")
+    assert out.returncode == 2
+    assert "--branch-pattern 'agents/{plan}/{nope}-{step}': unknown placeholder {nope}" in (
+        out.stderr
+    )
+    assert not (repo / "flows").exists()

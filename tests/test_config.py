@@ -11,6 +11,7 @@ import pytest
 from gitflow_agents.config import (
     GIT_STATS_MARKER,
     TEMPLATE_VARIABLES,
+    ChainConfig,
     FlowConfig,
     builtin_flow_dir,
     find_project_root,
@@ -54,6 +55,9 @@ def test_minimal_config_gets_the_documented_defaults(tmp_path: Path) -> None:
     assert config.max_wait_secs == 3600
     assert config.stuck_retry_grace_secs == 30
     assert config.spec_plan == SpecPlanConfig()
+    assert config.chain == ChainConfig()
+    assert config.chain.branch_pattern == "agents/{plan_name}/step-{step}"
+    assert (config.chain.max_iterations, config.chain.merge) == (3, "ff")
     assert config.spec_plan.top_level_end_marker == "## Implementation Steps"
     assert config.spec_plan.step_header_pattern == r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
     workflow = config.completion_workflow
@@ -273,6 +277,51 @@ def test_layers_merge_scalars_mappings_and_lists(tmp_path: Path) -> None:
     assert variant.completion_workflow.template == "base template"
 
 
+CHAIN_AGENTS = "agents:\n  make: {}\n  check: {}\n  sec: {}\n  mend: {}\n"
+
+
+def test_chain_section_values(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        MINIMAL
+        + CHAIN_AGENTS
+        + "chain:\n  implementer: make\n  reviewers: [check, sec]\n  fixer: mend\n"
+        + "  max_iterations: 5\n  target: develop\n  branch_pattern: 'ai/{plan}/{step2}'\n"
+        + "  merge: merge\n  severity_threshold: warn\n",
+    )
+    assert load_flow_config(tmp_path).chain == ChainConfig(
+        implementer="make",
+        reviewers=("check", "sec"),
+        fixer="mend",
+        max_iterations=5,
+        target="develop",
+        branch_pattern="ai/{plan}/{step2}",
+        merge="merge",
+        severity_threshold="warn",
+    )
+
+
+def test_chain_section_layers_add_reviewers_and_replace_scalars(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        MINIMAL + CHAIN_AGENTS + "chain:\n  reviewers: [check]\n  max_iterations: 2\n",
+    )
+    write(tmp_path, ".flow/strict/base.yaml", "chain:\n  reviewers: [sec]\n  merge: merge\n")
+    chain = load_flow_config(tmp_path, "strict").chain
+    assert chain.reviewers == ("check", "sec")
+    assert (chain.max_iterations, chain.merge, chain.implementer) == (2, "merge", "builder")
+    assert load_flow_config(tmp_path).chain.reviewers == ("check",)
+
+
+def test_chain_agents_may_come_from_a_later_layer(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL + "chain:\n  fixer: mend\n")
+    write(tmp_path, ".flow/x/base.yaml", "agents:\n  mend: {}\n")
+    assert load_flow_config(tmp_path, "x").chain.fixer == "mend"
+    assert load_error(tmp_path).startswith(".flow/base.yaml:4: chain.fixer: no agent 'mend'")
+
+
 def test_missing_flow_type_layer_is_optional(tmp_path: Path) -> None:
     write(tmp_path, ".flow/base.yaml", MINIMAL)
     config = load_flow_config(tmp_path, "review")
@@ -327,7 +376,7 @@ def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:
         (
             MINIMAL + "colour: red\n",
             ".flow/base.yaml:3: colour: unknown key (known keys: flow_dir, default_branch, "
-            "specs_folder, defaults, spec_plan, completion_workflow, agents, shared_files)",
+            "specs_folder, defaults, spec_plan, completion_workflow, agents, shared_files, chain)",
         ),
         (
             MINIMAL + "agent_interface: opencode\n",
@@ -415,6 +464,72 @@ def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:
             MINIMAL + "spec_plan:\n  step_header_pattern: '^(a)(b)(c'\n",
             ".flow/base.yaml:4: spec_plan.step_header_pattern: invalid regular expression "
             "'^(a)(b)(c': missing ), unterminated subpattern at position 7",
+        ),
+        (
+            MINIMAL + "chain:\n  max_iterations: 0\n",
+            ".flow/base.yaml:4: chain.max_iterations: must be at least 1, got 0",
+        ),
+        (
+            MINIMAL + "chain:\n  max_iterations: two\n",
+            ".flow/base.yaml:4: chain.max_iterations: expected a whole number, got a string",
+        ),
+        (
+            MINIMAL + "chain:\n  merge: rebase\n",
+            ".flow/base.yaml:4: chain.merge: expected one of ff, merge, got 'rebase'",
+        ),
+        (
+            MINIMAL + "chain:\n  severity_threshold: fatal\n",
+            ".flow/base.yaml:4: chain.severity_threshold: expected one of error, warn, info, "
+            "got 'fatal'",
+        ),
+        (
+            MINIMAL + "chain:\n  reviewers: reviewer\n",
+            ".flow/base.yaml:4: chain.reviewers: expected a list of strings, got a string",
+        ),
+        (
+            MINIMAL + "chain:\n  reviewers: []\n",
+            ".flow/base.yaml:4: chain.reviewers: name at least one reviewer",
+        ),
+        (
+            MINIMAL + "agents:\n  a: {}\nchain:\n  reviewers:\n    - a\n    - a\n",
+            ".flow/base.yaml:8: chain.reviewers[1]: 'a' is listed twice",
+        ),
+        (
+            MINIMAL + "agents:\n  a: {}\nchain:\n  reviewers:\n    - a\n    - securty\n",
+            ".flow/base.yaml:8: chain.reviewers[1]: no agent 'securty' under agents:; known "
+            "agents: a",
+        ),
+        (
+            MINIMAL + "chain:\n  implementer: builder\n",
+            ".flow/base.yaml:4: chain.implementer: no agent 'builder' under agents:; known "
+            "agents: none",
+        ),
+        (
+            MINIMAL + "chain:\n  fixer: ''\n",
+            ".flow/base.yaml:4: chain.fixer: must not be empty",
+        ),
+        (
+            MINIMAL + "chain:\n  branch_pattern: 'agents/{plan_name}/{stp}'\n",
+            ".flow/base.yaml:4: chain.branch_pattern: unknown placeholder {stp}; known: "
+            "{plan_name}, {plan}, {step}, {step2}",
+        ),
+        (
+            MINIMAL + "chain:\n  branch_pattern: 'agents/{plan_name}'\n",
+            ".flow/base.yaml:4: chain.branch_pattern: must contain {step} or {step2} (every "
+            "step gets a branch of its own)",
+        ),
+        (
+            MINIMAL + "chain:\n  branch_pattern: 'agents/{step'\n",
+            ".flow/base.yaml:4: chain.branch_pattern: not a valid pattern: expected '}' before "
+            "end of string",
+        ),
+        (
+            MINIMAL + "chain:\n  target: 7\n",
+            ".flow/base.yaml:4: chain.target: expected a string, got an integer",
+        ),
+        (
+            MINIMAL + "chain:\n  reviewer: [a]\n",
+            ".flow/base.yaml:4: chain.reviewer: unknown key (did you mean 'reviewers'?)",
         ),
         (
             MINIMAL + "completion_workflow:\n  template: again\n",
@@ -769,6 +884,26 @@ def test_shipped_yaml_validates_against_schema() -> None:
     for path in builtin_flow_dir().rglob("*.yaml"):
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         assert not list(validator.iter_errors(data)), path
+
+
+def test_shipped_chain_example_loads_and_fits_the_schema(tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    import yaml
+
+    lines = _shipped("base.yaml").splitlines()
+    start = lines.index("# chain:")
+    example = [lines[start][2:]]
+    example += [ln[2:] for ln in lines[start + 1 :] if ln.startswith("#   ")][:8]
+    assert len(example) == 9
+    text = MINIMAL + "agents:\n  builder: {}\n  reviewer: {}\n  fixer: {}\n"
+    text += "\n".join(example) + "\n"
+    validator = jsonschema.Draft202012Validator(_schema())
+    assert not list(validator.iter_errors(yaml.safe_load(text)))
+    write(tmp_path, ".flow/base.yaml", text)
+    assert load_flow_config(tmp_path).chain == ChainConfig(target="main")
+    for bad in ("merge: rebase", "branch_pattern: agents/{plan_name}", "max_iterations: 0"):
+        data = yaml.safe_load(MINIMAL + "chain:\n  " + bad + "\n")
+        assert list(validator.iter_errors(data)), bad
 
 
 def test_flow_config_is_frozen(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from gitflow_agents.errors import ExitCode, UsageError
 
-DEFAULT_AGENT = {"implement": "builder", "fix": "fixer", "research": "researcher"}
+RESEARCHER = "researcher"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,7 +54,8 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     from gitflow_agents.runs import read_json, runs_root
 
     kind = args.flow_kind
-    agent = args.agent or DEFAULT_AGENT[kind]
+    default = {"implement": ctx.settings.implementer, "fix": ctx.settings.fixer}
+    agent = args.agent or default.get(kind, RESEARCHER)
     agent_id = args.agent_name or chain.agent_id_for(agent, args.step)
     if kind == "fix" and not after:
         raise UsageError("flow fix: give the review report(s) to act on with --after")
@@ -150,7 +151,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """``flow <kind>`` options (the chain options come from commands.run)."""
     from gitflow_agents.commands.run import add_chain_arguments
 
-    p.add_argument("--agent", help="agent to run (default: builder, fixer, researcher)")
+    p.add_argument(
+        "--agent",
+        help="agent to run (default: chain.implementer / chain.fixer of the config, researcher)",
+    )
     p.add_argument("--agent-name", help="agent id (default step-NN-<agent> or <agent>)")
     p.add_argument("--flow", dest="flow_name", help="flow name (default: the plan's name)")
     p.add_argument("--plan", help="spec plan (markdown)")

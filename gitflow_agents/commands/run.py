@@ -22,40 +22,44 @@ from gitflow_agents.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from gitflow_agents.chain import ChainResult, ChainSettings, Context
+    from gitflow_agents.config import FlowConfig
 
 
 def add_chain_arguments(p: argparse.ArgumentParser) -> None:
-    """Options shared by ``run`` and ``flow``: agents, limits, target, merge, timeouts, output."""
-    p.add_argument("--implementer", default="builder", help="implementer agent (default builder)")
+    """Options shared by ``run`` and ``flow``: agents, limits, target, merge, timeouts, output.
+
+    The chain options default to the config's ``chain:`` section (docs/configuration.md)."""
+    p.add_argument("--implementer", help="implementer agent (default: chain.implementer, builder)")
     p.add_argument(
         "--reviewers",
-        default="reviewer",
-        help="reviewer agent(s), comma separated; they run in parallel (default reviewer)",
+        help="reviewer agent(s), comma separated; they run in parallel "
+        "(default: chain.reviewers, reviewer)",
     )
-    p.add_argument("--fixer", default="fixer", help="fixer agent (default fixer)")
+    p.add_argument("--fixer", help="fixer agent (default: chain.fixer, fixer)")
     p.add_argument(
         "--max-iterations",
         type=int,
-        default=3,
-        help="review rounds before the step fails (default 3); the last action is a review",
+        help="review rounds before the step fails (default: chain.max_iterations, 3); "
+        "the last action is a review",
     )
-    p.add_argument("--target", help="branch to merge into (default: config default_branch)")
+    p.add_argument(
+        "--target", help="branch to merge into (default: chain.target, else default_branch)"
+    )
     p.add_argument(
         "--branch-pattern",
-        default="agents/{plan}/step-{step}",
-        help="step branch name; {plan}, {step}, {step2} (zero-padded) are filled in",
+        help="step branch name; {plan_name} (or {plan}), {step}, {step2} (zero-padded) are "
+        "filled in (default: chain.branch_pattern, agents/{plan_name}/step-{step})",
     )
     p.add_argument(
         "--merge",
         choices=("ff", "merge"),
-        default="ff",
-        help="ff: fast-forward only (default); merge: always a merge commit; never forced",
+        help="ff: fast-forward only; merge: always a merge commit; never forced "
+        "(default: chain.merge, ff)",
     )
     p.add_argument(
         "--severity-threshold",
         choices=("error", "warn", "info"),
-        default="error",
-        help="findings at or above this block the merge (default error)",
+        help="findings at or above this block the merge (default: chain.severity_threshold, error)",
     )
     p.add_argument("--flow-type", help="config layer .flow/<flow-type>/base.yaml")
     p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
@@ -91,27 +95,43 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def settings_from(args: argparse.Namespace) -> ChainSettings:
+def settings_from(args: argparse.Namespace, config: FlowConfig | None = None) -> ChainSettings:
+    """The chain settings: each command-line option, else the config's ``chain:`` value, else
+    the built-in default. UsageError for bad option values."""
     from gitflow_agents.chain import ChainSettings
+    from gitflow_agents.config import ChainConfig, branch_pattern_problem
     from gitflow_agents.findings import Severity
 
-    if args.max_iterations < 1:
+    defaults = config.chain if config is not None else ChainConfig()
+
+    def option(name: str, default: Any) -> Any:
+        value = getattr(args, name, None)
+        return default if value is None else value
+
+    max_iterations = option("max_iterations", defaults.max_iterations)
+    if max_iterations < 1:
         raise UsageError("--max-iterations must be at least 1")
-    reviewers = tuple(r.strip() for r in args.reviewers.split(",") if r.strip())
-    if not reviewers or len(set(reviewers)) != len(reviewers):
-        raise UsageError(f"--reviewers: give distinct agent names, got {args.reviewers!r}")
+    reviewers = defaults.reviewers
+    if getattr(args, "reviewers", None) is not None:
+        reviewers = tuple(r.strip() for r in args.reviewers.split(",") if r.strip())
+        if not reviewers or len(set(reviewers)) != len(reviewers):
+            raise UsageError(f"--reviewers: give distinct agent names, got {args.reviewers!r}")
+    pattern = option("branch_pattern", defaults.branch_pattern)
+    problem = branch_pattern_problem(pattern)
+    if problem is not None:
+        raise UsageError(f"--branch-pattern {pattern!r}: {problem}")
     return ChainSettings(
-        implementer=args.implementer,
+        implementer=option("implementer", defaults.implementer),
         reviewers=reviewers,
-        fixer=args.fixer,
-        max_iterations=args.max_iterations,
-        target=args.target,
-        branch_pattern=args.branch_pattern,
-        merge=args.merge,
-        threshold=Severity(args.severity_threshold),
-        stuck_timeout=args.stuck_timeout,
-        timeout=args.timeout,
-        kill_grace=args.kill_grace,
+        fixer=option("fixer", defaults.fixer),
+        max_iterations=max_iterations,
+        target=option("target", defaults.target),
+        branch_pattern=pattern,
+        merge=option("merge", defaults.merge),
+        threshold=Severity(option("severity_threshold", defaults.severity_threshold)),
+        stuck_timeout=getattr(args, "stuck_timeout", None),
+        timeout=getattr(args, "timeout", None),
+        kill_grace=option("kill_grace", 3.0),
     )
 
 
@@ -133,7 +153,7 @@ def open_context(
     root = git.repo_root(Path.cwd())
     config = load_flow_config(root, args.flow_type, args.variant)
     plan = parse_plan(plan_path.absolute(), config.spec_plan) if plan_path else None
-    settings = settings_from(args)
+    settings = settings_from(args, config)
     if check_agents:
         for name in (settings.implementer, *settings.reviewers, settings.fixer):
             config.agent(name)  # ConfigError naming the known agents, before anything runs
