@@ -53,11 +53,6 @@ TRAILER_AGENT = "Gitflow-Agents-Agent"
 META_FILE = "chain.json"
 DONE, FAILED = "✅", "❌"
 
-TASK = (
-    "Follow the instructions in your system prompt ({prompt}). Write your progress to {report}; "
-    "when you are done rename it to {success}, or to {failed} if you could not complete the task."
-)
-
 REVIEW_PREAMBLE = """\
 It is now your job to review the changes for this plan-step: commit {head} on branch {branch},
 compared with {base} (the merge-base with {target}); see them with `git diff {base} {head}`.
@@ -282,15 +277,11 @@ def scratch_workspace(ctx: Context, ref: str, base: str) -> Iterator[Workspace]:
 
 
 def _agent_paths(ctx: Context, agent: str, agent_id: str) -> tuple[Path, Path, Path, Path]:
+    from gitflow_agents.launch import signal_files
     from gitflow_agents.prompt import agent_dir
-    from gitflow_agents.supervisor import signal_paths
 
-    workflow = ctx.config.completion_workflow_for(agent)
     folder = agent_dir(ctx.root, ctx.config.flow_dir, ctx.flow, agent_id)
-    report, success, failure = signal_paths(
-        folder, workflow.report_filename, workflow.success_suffix, workflow.failure_suffix
-    )
-    return folder, report, success, failure
+    return (folder, *signal_files(ctx.config, agent, folder))
 
 
 def _reusable(folder: Path, success: Path, start_sha: str, root: Path) -> dict[str, Any] | None:
@@ -410,14 +401,11 @@ def _launch(
     success: Path,
 ) -> tuple[str, str]:
     """Assemble the prompt, start the adapter's process under the supervisor; (status, reason)."""
-    from gitflow_agents.agents import get_adapter
-    from gitflow_agents.agents.base import Invocation
     from gitflow_agents.assets import load_manifest
-    from gitflow_agents.prompt import PromptRequest, assemble_prompt, write_system_prompt
-    from gitflow_agents.supervisor import supervise
+    from gitflow_agents.launch import prepare, supervise_agent, write_prompt
+    from gitflow_agents.prompt import PromptRequest
 
     config = ctx.config
-    agent_cfg = config.agent(agent)
     request = PromptRequest(
         root=ctx.root,
         config=config,
@@ -431,46 +419,28 @@ def _launch(
         preamble=preamble,
         manifest=load_manifest(ctx.root),
     )
-    prompt = assemble_prompt(request)
-    prompt_path = write_system_prompt(ctx.root, config, agent_id, ctx.flow, prompt.text)
-    if agent_cfg.adapter == "builtin":
+    prompt, prompt_path = write_prompt(request)
+    if config.agent(agent).adapter == "builtin":
         return _builtin_review(ctx, ws, folder, success)
-    adapter = get_adapter(agent_cfg.adapter)
-    workflow = config.completion_workflow_for(agent)
-    report = folder / workflow.report_filename
-    failed = folder / workflow.failed_filename
-    invocation = Invocation(
+    launch = prepare(
+        config,
+        agent,
         agent_id=agent_id,
         agent_dir=folder,
         workdir=ws.worktree,
-        system_prompt_path=prompt_path,
-        system_prompt=prompt.text,
-        task=TASK.format(
-            prompt=prompt_path, report=report, success=success.name, failed=failed.name
-        ),
-        model=agent_cfg.model,
-        options=agent_cfg.options,
-        config_dir=folder / "config",
+        prompt_path=prompt_path,
+        prompt_text=prompt.text,
         env=ctx.env,
-        command=agent_cfg.command,
     )
-    spec = adapter.launch(invocation)
     settings = ctx.settings
-    outcome = supervise(
-        spec,
-        agent_dir=folder,
+    outcome = supervise_agent(
+        launch,
         run_dir=paths.run_dir,
-        report_name=workflow.report_filename,
-        success_suffix=workflow.success_suffix,
-        failure_suffix=workflow.failure_suffix,
-        stuck_timeout=float(settings.stuck_timeout or config.stuck_timeout_secs),
-        timeout=float(settings.timeout or config.max_wait_secs),
-        watch_paths=[ws.worktree],
-        ignore_paths=[ws.worktree / ctx.exclude[0]],
         hub=ctx.hub,
         run_id=paths.run_dir.name,
+        stuck_timeout=float(settings.stuck_timeout or config.stuck_timeout_secs),
+        timeout=float(settings.timeout or config.max_wait_secs),
         cancel=ctx.cancel,
-        parse_output=adapter.parse_output,
         kill_grace=settings.kill_grace,
     )
     return outcome.status, outcome.reason

@@ -28,7 +28,8 @@ RESEARCHER = "researcher"
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.chain import AgentFailed
-    from gitflow_agents.commands.run import _sigterm_as_interrupt, open_context
+    from gitflow_agents.commands.run import open_context
+    from gitflow_agents.launch import sigterm_as_interrupt
 
     plan = Path(args.plan) if args.plan else None
     if plan is not None and args.step is None:
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     if ctx.plan is not None:
         ctx.plan.step(args.step)
     after = tuple(a.strip() for a in (args.after or "").split(",") if a.strip())
-    with _sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+    with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
         try:
             if args.flow_kind == "review":
                 return _review(ctx, args, after)

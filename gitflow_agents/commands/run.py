@@ -11,11 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.errors import ExitCode, UsageError
@@ -72,6 +68,7 @@ def add_chain_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.chain import run_step
+    from gitflow_agents.launch import sigterm_as_interrupt
     from gitflow_agents.plan import parse_plan
 
     if (args.step is None) == (not args.all):
@@ -84,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         ctx.plan.step(args.step)  # PlanError for an unknown step, before anything runs
         steps = [args.step]
     code = int(ExitCode.OK)
-    with _sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+    with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
         for number in steps:
             ctx.plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)  # statuses change
             result = run_step(ctx, number)
@@ -147,7 +144,7 @@ def open_context(
     from gitflow_agents import git
     from gitflow_agents.chain import Context
     from gitflow_agents.config import load_flow_config
-    from gitflow_agents.events import ConsoleChannel, EventHub
+    from gitflow_agents.launch import event_hub
     from gitflow_agents.plan import parse_plan
 
     root = git.repo_root(Path.cwd())
@@ -157,12 +154,8 @@ def open_context(
     if check_agents:
         for name in (settings.implementer, *settings.reviewers, settings.fixer):
             config.agent(name)  # ConfigError naming the known agents, before anything runs
-    channels: list[Any] = []
-    if not args.quiet:
-        tty = sys.stderr.isatty() and not os.environ.get("CI")
-        channels.append(ConsoleChannel(sys.stderr, is_tty=tty))
     name = flow or (plan.name if plan is not None else "flow")
-    return Context(root, config, plan, name, settings, EventHub(channels))
+    return Context(root, config, plan, name, settings, event_hub(None, quiet=args.quiet))
 
 
 def report(result: ChainResult, *, as_json: bool) -> None:
@@ -182,21 +175,3 @@ def report(result: ChainResult, *, as_json: bool) -> None:
         print(f"  merged ({result.merged.kind}) -> {result.merged.sha[:12]}")
     if result.result_path is not None:
         print(f"  run {result.run_id}: {os.path.relpath(result.result_path)}")
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (CI cancelling the job) takes the Ctrl-C path: agents' trees die first."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

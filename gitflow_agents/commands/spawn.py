@@ -11,13 +11,11 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.errors import ExitCode, UsageError
@@ -26,18 +24,13 @@ from gitflow_agents.runs import FLOW_KINDS
 if TYPE_CHECKING:
     from gitflow_agents.config import FlowConfig
 
-TASK = (
-    "Follow the instructions in your system prompt ({prompt}). Write your progress to {report}; "
-    "when you are done rename it to {success}, or to {failed} if you could not complete the task."
-)
-
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.assets import load_manifest
     from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.launch import signal_files
     from gitflow_agents.plan import parse_plan
     from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt, default_agent_id
-    from gitflow_agents.supervisor import signal_paths
 
     if args.plan is not None and args.step is None:
         raise UsageError("spawn: --plan needs --step")
@@ -64,11 +57,8 @@ def run(args: argparse.Namespace) -> int:
     )
     prompt = assemble_prompt(request)
     kind = args.kind or _default_kind(agent_cfg.type, args.agent)
-    workflow = config.completion_workflow_for(args.agent)
     a_dir = agent_dir(root, config.flow_dir, flow_name, agent_id)
-    report, success, failure = signal_paths(
-        a_dir, workflow.report_filename, workflow.success_suffix, workflow.failure_suffix
-    )
+    report, success, failure = signal_files(config, args.agent, a_dir)
     _clear_previous(report, success, failure, rerun=args.rerun)
     job = AgentJob(
         root=root,
@@ -153,22 +143,21 @@ def execute(job: AgentJob) -> dict[str, Any]:
     ``agent:reply``, card), ``harness:complete``. Raises what the launch raises (after recording)
     and KeyboardInterrupt on Ctrl-C / SIGTERM (the agent's tree already killed).
     """
-    from gitflow_agents.agents import get_adapter
-    from gitflow_agents.agents.base import Invocation
     from gitflow_agents.cards import append_history, set_card_status
-    from gitflow_agents.events import ConsoleChannel, EventHub, JsonlChannel
+    from gitflow_agents.launch import (
+        event_hub,
+        prepare,
+        signal_files,
+        sigterm_as_interrupt,
+        supervise_agent,
+    )
     from gitflow_agents.prompt import agent_dir, write_system_prompt
     from gitflow_agents.runs import RunStatus, create_run, write_status
-    from gitflow_agents.supervisor import signal_paths, supervise
 
     root, config = job.root, job.config
-    agent_cfg = config.agent(job.agent)
-    adapter = get_adapter(agent_cfg.adapter)
-    workflow = config.completion_workflow_for(job.agent)
+    adapter_name = config.agent(job.agent).adapter
     a_dir = agent_dir(root, config.flow_dir, job.flow_name, job.agent_id)
-    report, success, failure = signal_paths(
-        a_dir, workflow.report_filename, workflow.success_suffix, workflow.failure_suffix
-    )
+    report, success, failure = signal_files(config, job.agent, a_dir)
     paths = create_run(root, config.flow_dir, job.flow_name, job.run_id)
     run_id = paths.run_dir.name
     status = RunStatus(
@@ -181,7 +170,7 @@ def execute(job: AgentJob) -> dict[str, Any]:
         agent_dir=str(a_dir),
         kind=job.kind,
         extra={
-            "adapter": adapter.name,
+            "adapter": adapter_name,
             "agent_config": job.agent,
             "stuck_timeout": job.stuck_timeout,
             "timeout": job.timeout,
@@ -194,16 +183,12 @@ def execute(job: AgentJob) -> dict[str, Any]:
     card = job.card
     rel_log = os.path.relpath(paths.run_dir, root)
 
-    channels: list[Any] = [JsonlChannel(paths.events)]
-    if not job.quiet:
-        tty = sys.stderr.isatty() and not os.environ.get("CI")
-        channels.append(ConsoleChannel(sys.stderr, is_tty=tty))
-    hub = EventHub(channels, run_id=run_id)
+    hub = event_hub(paths.events, run_id, quiet=job.quiet)
     outcome = None
     failure_reason = "the supervisor did not finish"
     result: dict[str, Any] = {}
     task_started = False
-    with _card_scope(card, run_id) as locked, _sigterm_as_interrupt():
+    with _card_scope(card, run_id) as locked, sigterm_as_interrupt():
         try:
             hub.emit("harness:start", {"flow": job.flow_name, "kind": job.kind})
             if job.message is not None:
@@ -227,45 +212,29 @@ def execute(job: AgentJob) -> dict[str, Any]:
                     if job.queued_line is not None:
                         append_history(locked, job.queued_line(run_id))
                     set_card_status(locked, job.kind, "running")
-                invocation = Invocation(
+                agent_launch = prepare(
+                    config,
+                    job.agent,
                     agent_id=job.agent_id,
                     agent_dir=a_dir,
                     workdir=root,
-                    system_prompt_path=prompt_path,
-                    system_prompt=job.prompt_text,
-                    task=job.task
-                    or TASK.format(
-                        prompt=prompt_path,
-                        report=report,
-                        success=success.name,
-                        failed=failure.name,
-                    ),
-                    model=agent_cfg.model,
-                    options=agent_cfg.options,
-                    config_dir=a_dir / "config",
-                    env=dict(os.environ),
-                    command=agent_cfg.command,
+                    prompt_path=prompt_path,
+                    prompt_text=job.prompt_text,
+                    task=job.task,
                     resume_session_id=job.resume_session_id,
                 )
-                spec = adapter.launch(invocation)
-                prepared["command"] = spec.argv[0] if spec.argv else ""
+                argv = agent_launch.spec.argv
+                prepared["command"] = argv[0] if argv else ""
             with _phase(hub, "agent", {}) as ran:
                 hub.emit("task:start", {"node": job.agent_id, "step": job.step})
                 task_started = True
-                outcome = supervise(
-                    spec,
-                    agent_dir=a_dir,
+                outcome = supervise_agent(
+                    agent_launch,
                     run_dir=paths.run_dir,
-                    report_name=workflow.report_filename,
-                    success_suffix=workflow.success_suffix,
-                    failure_suffix=workflow.failure_suffix,
-                    stuck_timeout=job.stuck_timeout,
-                    timeout=job.timeout,
-                    watch_paths=[root],
-                    ignore_paths=[root / config.flow_dir],
                     hub=hub,
                     run_id=run_id,
-                    parse_output=adapter.parse_output,
+                    stuck_timeout=job.stuck_timeout,
+                    timeout=job.timeout,
                     kill_grace=job.kill_grace,
                     exit_grace=job.exit_grace,
                 )
@@ -293,7 +262,7 @@ def execute(job: AgentJob) -> dict[str, Any]:
                     changed=lambda: _changed_files(root, base_sha, before, _own_files(root, card)),
                     flow_name=job.flow_name,
                     agent_id=job.agent_id,
-                    adapter=adapter.name,
+                    adapter=adapter_name,
                     success=success,
                     failure=failure,
                     report=report,
@@ -601,21 +570,3 @@ def _card_scope(card: Path | None, run_id: str) -> Iterator[Path | None]:
         return
     with card_lock(card, run_id):
         yield card
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (CI cancelling the job) takes the Ctrl-C path: the agent's tree dies first."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -9,7 +9,6 @@ An agent that fails, gets stuck or times out is an AgentError (exit 3), never a 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from gitflow_agents.errors import AgentError
@@ -53,26 +52,25 @@ def run_agent_review(
     files) from there instead of from ``root``; the GitHub action passes a checkout of the pull
     request's base commit, so a pull request cannot change how it is itself reviewed. The agent
     still works in ``root`` and its run records are written there."""
-    from gitflow_agents.agents import get_adapter
-    from gitflow_agents.agents.base import Invocation
     from gitflow_agents.assets import load_manifest
     from gitflow_agents.config import find_project_root, load_flow_config
-    from gitflow_agents.events import Channel, ConsoleChannel, EventHub, JsonlChannel
-    from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt, write_system_prompt
+    from gitflow_agents.launch import (
+        event_hub,
+        prepare,
+        signal_files,
+        supervise_agent,
+        write_prompt,
+    )
+    from gitflow_agents.prompt import PromptRequest, agent_dir
     from gitflow_agents.runs import create_run
-    from gitflow_agents.supervisor import signal_paths, supervise
 
     project = find_project_root(root)
     settings = config_root if config_root is not None else project
     config = load_flow_config(settings)
-    agent_cfg = config.agent(name)
-    adapter = get_adapter(agent_cfg.adapter)
-    workflow = config.completion_workflow_for(name)
+    config.agent(name)  # ConfigError naming the known agents
     flow_name, agent_id = "review", f"review-{name}"
     a_dir = agent_dir(project, config.flow_dir, flow_name, agent_id)
-    report, success, failure = signal_paths(
-        a_dir, workflow.report_filename, workflow.success_suffix, workflow.failure_suffix
-    )
+    report, success, failure = signal_files(config, name, a_dir)
     for stale in (report, success, failure):  # the previous review by this agent
         stale.unlink(missing_ok=True)
 
@@ -88,7 +86,7 @@ def run_agent_review(
         failed=failure.name,
         reviewed=head or "",
     )
-    prompt = assemble_prompt(
+    prompt, prompt_path = write_prompt(
         PromptRequest(
             root=settings,
             config=config,
@@ -97,48 +95,33 @@ def run_agent_review(
             flow_name=flow_name,
             task=task,
             manifest=load_manifest(settings),
-        )
+        ),
+        project,
     )
-    prompt_path = write_system_prompt(project, config, agent_id, flow_name, prompt.text)
     paths = create_run(project, config.flow_dir, flow_name)
-    channels: list[Channel] = [JsonlChannel(paths.events)]
-    if not quiet:
-        channels.append(ConsoleChannel(sys.stderr, is_tty=False))
-    hub = EventHub(channels, run_id=paths.run_dir.name)
+    hub = event_hub(paths.events, paths.run_dir.name, quiet=quiet, tty=False)
     try:
-        spec = adapter.launch(
-            Invocation(
-                agent_id=agent_id,
-                agent_dir=a_dir,
-                workdir=project,
-                system_prompt_path=prompt_path,
-                system_prompt=prompt.text,
-                task=(
-                    f"Follow the instructions in your system prompt ({prompt_path}). "
-                    f"Write your review to {report}; when done rename it to {success.name}, "
-                    f"or to {failure.name} if you could not review."
-                ),
-                model=agent_cfg.model,
-                options=agent_cfg.options,
-                config_dir=a_dir / "config",
-                env=dict(os.environ),
-                command=agent_cfg.command,
-            )
-        )
-        outcome = supervise(
-            spec,
+        launch = prepare(
+            config,
+            name,
+            agent_id=agent_id,
             agent_dir=a_dir,
+            workdir=project,
+            prompt_path=prompt_path,
+            prompt_text=prompt.text,
+            task=(
+                f"Follow the instructions in your system prompt ({prompt_path}). "
+                f"Write your review to {report}; when done rename it to {success.name}, "
+                f"or to {failure.name} if you could not review."
+            ),
+        )
+        outcome = supervise_agent(
+            launch,
             run_dir=paths.run_dir,
-            report_name=workflow.report_filename,
-            success_suffix=workflow.success_suffix,
-            failure_suffix=workflow.failure_suffix,
-            stuck_timeout=float(config.stuck_timeout_secs),
-            timeout=float(config.max_wait_secs) or None,
-            watch_paths=[project],
-            ignore_paths=[project / config.flow_dir],
             hub=hub,
             run_id=paths.run_dir.name,
-            parse_output=adapter.parse_output,
+            stuck_timeout=float(config.stuck_timeout_secs),
+            timeout=float(config.max_wait_secs) or None,
         )
     finally:
         hub.close()
