@@ -125,6 +125,12 @@ def _add_action(sub: SubParsers) -> None:
         metavar="FILE",
         help="do not review: post FILE, the findings-file of an earlier (read-only) review job",
     )
+    p.add_argument(
+        "--fixer",
+        default="fixer",
+        metavar="AGENT",
+        help="agent /agent fix runs, from the base commit's .flow/ (default: fixer)",
+    )
 
 
 def _add_spawn(sub: SubParsers) -> None:

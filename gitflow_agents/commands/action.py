@@ -23,5 +23,6 @@ def run(args: argparse.Namespace) -> int:
         comment_author=args.comment_author or None,
         check_run=args.check_run,
         post_findings=Path(args.post_findings) if args.post_findings else None,
+        fixer=args.fixer,
     )
     return run_action(os.environ, options)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
+import re
 import secrets
 import sys
 import tempfile
@@ -24,8 +26,22 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gitflow_agents import git
-from gitflow_agents.errors import ExitCode, GitflowError, GitHubError, InputError, UsageError
-from gitflow_agents.findings import GateResult, Overall, Review, Severity, count_by_severity
+from gitflow_agents.errors import (
+    ExitCode,
+    GitError,
+    GitflowError,
+    GitHubError,
+    InputError,
+    UsageError,
+)
+from gitflow_agents.findings import (
+    Finding,
+    GateResult,
+    Overall,
+    Review,
+    Severity,
+    count_by_severity,
+)
 from gitflow_agents.github import checks, comment, review, status
 from gitflow_agents.github.client import (
     ACTIONS_BOT_LOGIN,
@@ -143,6 +159,8 @@ class Options:
     """Also create a check run with the findings as annotations (skipped when the token may not)."""
     post_findings: Path | None = None
     """Post this findings JSON (from an earlier review job) instead of reviewing."""
+    fixer: str = "fixer"
+    """The ``.flow/`` agent ``/agent fix`` runs (defined by the base commit's configuration)."""
 
 
 @dataclass(frozen=True)
@@ -658,14 +676,11 @@ def run_action(environ: Mapping[str, str], options: Options) -> int:
                 f"write access to {env.repository} can run it (their access: {permission}). "
                 "A maintainer can comment the same command.",
             )
-    if trigger.kind == "fix":
-        return skipped(
-            env,
-            run_id,
-            "/agent fix runs the implement/review/fix chain, which this version of the action "
-            "does not run yet; use /agent review",
-        )
     pull = trigger.pull or client.pull(env.repository, trigger.number)
+    if trigger.kind == "fix":
+        if options.post_findings is not None:
+            return skipped(env, run_id, "the posting job (post-findings) does not run /agent fix")
+        return fix_and_publish(env, client, pull, options, run_id, trigger.commenter or "")
     if pull.draft and not options.review_drafts and trigger.commenter is None:
         return skipped(env, run_id, f"PR #{pull.number} is a draft")
     if options.post_findings is not None:
@@ -733,9 +748,11 @@ def finish(
     options: Options,
     run_id: str,
     files: Mapping[str, str],
+    extra: Mapping[str, str] | None = None,
 ) -> int:
     """Publish (inline review, summary comment, final status, optional check run), write the
-    step summary and the outputs; the exit code for ``options.fail_on``."""
+    step summary and the outputs (``extra`` added to them); the exit code for
+    ``options.fail_on``."""
     from gitflow_agents.commands.review import exit_code
 
     pull = publisher.pull
@@ -744,6 +761,7 @@ def finish(
     outputs = {
         "review-result": outcome_label(result, gate),
         **files,
+        **(extra or {}),
         "run-id": run_id,
         "head-sha": pull.head_sha,
         "findings-count": str(len(result.findings)),
@@ -787,3 +805,514 @@ def finish(
     )
     write_outputs(env.output, outputs)
     return exit_code(result, gate.approved, gate.exit_code, options.fail_on)
+
+
+# ---------------------------------------------------------------------------------------------
+# /agent fix: the fixer on the PR's own branch, pushed, and the new head reviewed in this job
+# ---------------------------------------------------------------------------------------------
+
+FIX_FLOW = "github-fix"
+FIX_MARKER = "<!-- gitflow-agents:fix-reply -->"
+FIX_PREAMBLE = """\
+A maintainer asked for a fix of pull request #{number} (branch {branch}, head commit {head}).
+Read the review report listed under "Previous Agent Reports" and fix what its findings ask for,
+nothing more. Leave your changes uncommitted in the work tree: gitflow-agents commits them,
+pushes the commit to the pull request's branch and reviews it again."""
+FIX_TASK = "Fix the findings of the review of pull request #{number} (head commit {head})."
+REPLY_LIST_LIMIT = 20
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+_PUSH_FORBIDDEN = re.compile(r"\b403\b|permission to .* denied|not allowed to push", re.I)
+
+
+@dataclass(frozen=True)
+class FixOutcome:
+    """What ``/agent fix`` did, and the review to publish for it."""
+
+    result: str
+    """``pushed``, ``nothing-to-fix``, ``no-changes``, ``fixer-failed``, ``branch-moved`` or
+    ``push-refused`` (the ``fix-result`` output)."""
+    message: str
+    review: Review
+    """The review to publish: of the new head after a push, else of the head the fixer saw."""
+    gate: GateResult
+    rows: tuple[comment.RunRow, ...]
+    before: Review | None = None
+    """The review the fixer worked from, when its fix was pushed."""
+    fix_sha: str | None = None
+    exit_code: int | None = None
+    """None: the published review's exit code (``fail-on``)."""
+    publish: bool = True
+    """False when the branch moved on: the review is no longer about the PR's head."""
+
+
+@dataclass(frozen=True)
+class PushResult:
+    ok: bool
+    moved: bool
+    message: str
+
+
+def remote_branch_sha(root: Path, branch: str, remote: str = "origin") -> str | None:
+    """The tip of ``branch`` on ``remote`` (``git ls-remote``), None when it has no such branch."""
+    result = git.run_git(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}", check=False)
+    if result.returncode != 0:
+        detail = result.stderr.strip().splitlines()
+        raise GitError(
+            f"cannot read branch {branch} from {remote}: "
+            + (detail[-1] if detail else f"git exited {result.returncode}")
+        )
+    for line in result.stdout.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref == f"refs/heads/{branch}":
+            return sha
+    return None
+
+
+def _fetch_branch(root: Path, sha: str, branch: str, remote: str = "origin") -> None:
+    """Make sure commit ``sha`` (the tip of ``branch``) is in the checkout."""
+    with contextlib.suppress(UsageError):
+        git.rev_parse(root, sha)
+        return
+    git.run_git(root, "fetch", "--no-tags", "--quiet", remote, f"refs/heads/{branch}", check=False)
+    git.rev_parse(root, sha)  # UsageError naming the commit when it is still not there
+
+
+def push_branch(root: Path, sha: str, branch: str, remote: str = "origin") -> PushResult:
+    """``git push REMOTE SHA:refs/heads/BRANCH``: a normal push, never forced. Git itself
+    refuses it when the branch moved on meanwhile (not a fast-forward); a token that may not
+    push (HTTP 403), a protected branch or a hook refuse it on the server's side."""
+    result = git.run_git(
+        root, "push", "--porcelain", remote, f"{sha}:refs/heads/{branch}", check=False
+    )
+    if result.returncode == 0:
+        return PushResult(True, False, f"pushed {sha[:12]} to {branch}")
+    if "[rejected]" in result.stdout:
+        return PushResult(
+            False,
+            True,
+            f"{branch} moved on while the fixer worked (someone pushed to it), so the fix "
+            f"{sha[:12]} was not pushed: nothing is ever force-pushed. Comment /agent fix "
+            "again to fix the new head.",
+        )
+    lines = [
+        line.strip()
+        for line in (result.stderr + "\n" + result.stdout).splitlines()
+        if line.strip() and line.strip() not in ("Done",) and not line.startswith("To ")
+    ]
+    detail = "; ".join(lines[-3:]) or f"git exited {result.returncode}"
+    hint = (
+        "the job's token may not push to the repository: give the job that runs /agent fix "
+        "`permissions: contents: write` (and keep actions/checkout's persisted credentials)"
+        if _PUSH_FORBIDDEN.search(detail)
+        else "the remote refused the push (a protected branch or a server-side hook?)"
+    )
+    return PushResult(
+        False, False, f"the fix {sha[:12]} was not pushed to {branch}: {hint} ({detail})"
+    )
+
+
+@contextlib.contextmanager
+def commit_identity(root: Path) -> Iterator[None]:
+    """Git's identity for the fix commit: the repository's or the environment's when there is
+    one, else ``github-actions[bot]`` (a fresh runner has none, and git refuses to commit)."""
+    known = all(
+        git.run_git(root, "var", name, check=False).returncode == 0
+        for name in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT")
+    )
+    if known:
+        yield
+        return
+    defaults = {
+        "GIT_AUTHOR_NAME": ACTIONS_BOT_LOGIN,
+        "GIT_AUTHOR_EMAIL": "41898282+github-actions[bot]@users.noreply.github.com",
+    }
+    defaults["GIT_COMMITTER_NAME"] = defaults["GIT_AUTHOR_NAME"]
+    defaults["GIT_COMMITTER_EMAIL"] = defaults["GIT_AUTHOR_EMAIL"]
+    saved = {name: os.environ.get(name) for name in defaults}
+    os.environ.update({k: v for k, v in defaults.items() if not os.environ.get(k)})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def review_report(result: Review, gate: GateResult) -> str:
+    """The review as the fixer reads it: the markdown summary and the findings as JSON."""
+    from gitflow_agents import render
+
+    return (
+        render.render(result, gate, "markdown").rstrip("\n")
+        + "\n\n## Findings (JSON)\n\n```json\n"
+        + render.render(result, gate, "json").rstrip("\n")
+        + "\n```\n"
+    )
+
+
+def _share_flow_dir(link: Path, real: Path) -> None:
+    """``link`` → ``real`` (the workspace's run-artifact folder), unless ``link`` exists."""
+    real.mkdir(parents=True, exist_ok=True)
+    if not link.is_symlink() and not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(real.resolve(), target_is_directory=True)
+
+
+@dataclass(frozen=True)
+class FixRun:
+    sha: str | None
+    """The fix commit; None when the fixer changed nothing."""
+    run_id: str
+    agent_id: str
+    duration_s: float
+
+
+def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp: Path) -> FixRun:
+    """The configured fixer (``options.fixer``, defined by the base commit's ``.flow/``) in a
+    work tree of the PR's head on a throw-away branch, with ``report`` (the review) as its
+    ``--after`` context; its changes committed with the run's trailers. Nothing is pushed.
+    AgentFailed when the fixer does not complete; ConfigError for an unknown fixer."""
+    from gitflow_agents import chain
+    from gitflow_agents.config import load_flow_config
+    from gitflow_agents.events import ConsoleChannel, EventHub
+    from gitflow_agents.prompt import agent_dir
+    from gitflow_agents.runs import write_text_atomic
+
+    with contextlib.ExitStack() as stack:
+        config_root = stack.enter_context(base_checkout(root, pull.base_sha, temp))
+        config = load_flow_config(config_root)
+        workflow = config.completion_workflow_for(options.fixer)  # ConfigError if unknown
+        flow_dir = config.flow_dir.strip("/")
+        # Run artifacts land in the workspace's flow dir, whichever work tree writes them.
+        git.ensure_info_exclude(root, (f"/{flow_dir}/", f"/{flow_dir}"))
+        _share_flow_dir(config_root / flow_dir, root / flow_dir)
+        review_id = f"pr-{pull.number}-review"
+        review_file = agent_dir(config_root, flow_dir, FIX_FLOW, review_id)
+        review_file.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(review_file / workflow.success_filename, report)
+
+        branch = f"gitflow-agents/fix-pr-{pull.number}-{secrets.token_hex(4)}"
+        tree = Path(tempfile.mkdtemp(prefix="fix-", dir=temp))
+        tree.rmdir()  # `git worktree add` creates it
+        git.create_branch(root, branch, pull.head_sha)
+        stack.callback(git.delete_branch, root, branch)
+        git.add_worktree(root, tree, branch)
+        stack.callback(git.remove_worktree, root, tree)
+        _share_flow_dir(tree / flow_dir, root / flow_dir)
+
+        hub = EventHub([ConsoleChannel(sys.stderr, is_tty=False)])
+        stack.callback(hub.close)
+        settings = chain.ChainSettings(fixer=options.fixer, threshold=options.threshold)
+        ctx = chain.Context(
+            root=config_root, config=config, plan=None, flow=FIX_FLOW, settings=settings, hub=hub
+        )
+        ws = chain.Workspace(
+            worktree=tree,
+            branch=branch,
+            base_sha=git.merge_base(root, pull.base_sha, pull.head_sha),
+        )
+        agent_id = f"pr-{pull.number}-{options.fixer}"
+        facts = {"number": pull.number, "branch": pull.head_ref, "head": pull.head_sha}
+        run = chain.run_agent(
+            ctx,
+            ws,
+            agent=options.fixer,
+            agent_id=agent_id,
+            kind="fix",
+            start_sha=pull.head_sha,
+            after=(review_id,),
+            preamble=FIX_PREAMBLE.format(**facts),
+            task=FIX_TASK.format(**facts),
+            commit_message=f"Fix review findings of PR #{pull.number}",
+        )
+    sha = run.end_sha if run.end_sha != pull.head_sha else None
+    return FixRun(sha, run.run_id, agent_id, run.duration)
+
+
+def _fix_row(
+    root: Path,
+    options: Options,
+    pull: PullRequest,
+    outcome: str,
+    run: FixRun | None,
+    started: float,
+) -> comment.RunRow:
+    stats = git.numstat(root, git.DiffSpec(pull.head_sha, run.sha)) if run and run.sha else {}
+    return comment.RunRow(
+        flow="fix",
+        agent=options.fixer,
+        outcome=outcome,
+        step=f"PR #{pull.number}",
+        iterations=1,
+        files_changed=len(stats),
+        insertions=sum(a or 0 for a, _ in stats.values()),
+        deletions=sum(d or 0 for _, d in stats.values()),
+        duration_s=run.duration_s if run else time.monotonic() - started,
+    )
+
+
+def fix_and_publish(
+    env: RunnerEnv,
+    client: Client,
+    pull: PullRequest,
+    options: Options,
+    run_id: str,
+    commenter: str,
+) -> int:
+    """``/agent fix`` from a writer: review the PR's head, run the fixer on it, push the fix to
+    the PR's branch (never forced), review the new head in this same job (a push made with
+    ``GITHUB_TOKEN`` starts no workflow run) and publish that; reply to the comment."""
+    publisher = Publisher(client, env.repository, pull, env.run_url)
+    if pull.is_fork:
+        where = pull.head_repo or "a fork that was deleted"
+        why = (
+            f"/agent fix pushes its commit to the pull request's branch, and PR #{pull.number} "
+            f"comes from {where}: this workflow's token cannot push there. Ask the author to "
+            "apply the review's findings, or run `gitflow-agents flow fix` on a copy of the "
+            "branch yourself."
+        )
+        _post_reply(publisher, _reply_head(commenter, "not run") + why)
+        append_summary(env.step_summary, f"### {PREFIX}: /agent fix not run\n\n{why}")
+        notice("notice", f"nothing to do: {why}")
+        write_outputs(
+            env.output,
+            {"review-result": "skipped", "fix-result": "refused", "run-id": run_id, "reason": why},
+        )
+        return ExitCode.OK
+    root = git.repo_root(env.workspace)
+    branch = git.check_branch_name(root, pull.head_ref)
+    tip = remote_branch_sha(root, branch)
+    if tip != pull.head_sha:
+        why = (
+            f"the branch {branch} is at {(tip or 'nothing')[:12]} on origin, not at the PR's "
+            f"head {pull.head_sha[:12]}: it moved on since (a new push gets its own review). "
+            "Nothing was changed; comment /agent fix again to fix the new head."
+        )
+        _post_reply(publisher, _reply_head(commenter, "not run") + why)
+        append_summary(env.step_summary, f"### {PREFIX}: /agent fix not run\n\n{why}")
+        notice("error", f"/agent fix: {why}")
+        write_outputs(
+            env.output,
+            {"review-result": "skipped", "fix-result": "branch-moved", "run-id": run_id},
+        )
+        return ExitCode.USAGE
+
+    publisher.pending()
+    try:
+        outcome = _fix(env, publisher, options, root, branch)
+    except Exception as exc:
+        why = exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
+        publisher.error(why)
+        write_outputs(
+            env.output, {"review-result": "error", "fix-result": "error", "run-id": run_id}
+        )
+        raise
+    return _publish_fix(env, publisher, outcome, options, run_id, commenter)
+
+
+def _fix(
+    env: RunnerEnv, publisher: Publisher, options: Options, root: Path, branch: str
+) -> FixOutcome:
+    """Review → fixer → push → review of the new head. After the push ``publisher`` writes to
+    the new head (its ``pull`` is switched), so a failure from then on marks the new head."""
+    from gitflow_agents.chain import AgentFailed
+
+    pull, scratch = publisher.pull, env.temp / PREFIX
+    _fetch_branch(root, pull.head_sha, branch)
+    before, gate_before, row_before = review_pull(env.workspace, pull, options, scratch)
+    if gate_before.approved:
+        return FixOutcome(
+            "nothing-to-fix",
+            f"the review of {pull.head_sha[:12]} approves it: nothing to fix, nothing pushed.",
+            before,
+            gate_before,
+            (row_before,),
+        )
+    started = time.monotonic()
+    try:
+        with commit_identity(root):
+            run = run_fixer(root, pull, review_report(before, gate_before), options, scratch)
+    except AgentFailed as exc:
+        return FixOutcome(
+            "fixer-failed",
+            f"the fixer {options.fixer} did not complete ({exc.run.status}: {exc.run.reason}); "
+            "nothing was pushed.",
+            before,
+            gate_before,
+            (row_before, _fix_row(root, options, pull, "failed", None, started)),
+            exit_code=ExitCode.AGENT_FAILED,
+        )
+    if run.sha is None:
+        return FixOutcome(
+            "no-changes",
+            f"the fixer {options.fixer} completed without changing anything; nothing was pushed.",
+            before,
+            gate_before,
+            (row_before, _fix_row(root, options, pull, "no changes", run, started)),
+        )
+    pushed = push_branch(root, run.sha, branch)
+    if not pushed.ok:
+        result = "branch-moved" if pushed.moved else "push-refused"
+        return FixOutcome(
+            result,
+            pushed.message,
+            before,
+            gate_before,
+            (row_before, _fix_row(root, options, pull, result, run, started)),
+            fix_sha=run.sha,
+            exit_code=ExitCode.USAGE if pushed.moved else ExitCode.GITHUB,
+            publish=not pushed.moved,
+        )
+    fix_row = _fix_row(root, options, pull, "pushed", run, started)
+    old_head = pull.head_sha
+    publisher.attempt(
+        "set the final status of the previous head",
+        lambda: status.set_final(
+            publisher.client,
+            publisher.repo,
+            old_head,
+            before,
+            gate_before,
+            target_url=publisher.target_url,
+        ),
+    )
+    # Pushes made with GITHUB_TOKEN start no workflow run: the new head is reviewed right here.
+    publisher.pull = dataclasses.replace(pull, head_sha=run.sha)
+    publisher.pending()
+    after, gate_after, row_after = review_pull(env.workspace, publisher.pull, options, scratch)
+    return FixOutcome(
+        "pushed",
+        f"pushed {run.sha[:12]} to {branch}: the changes of the fixer agent "
+        f"{options.fixer} (run {run.run_id}).",
+        after,
+        gate_after,
+        (row_before, fix_row, row_after),
+        before=before,
+        fix_sha=run.sha,
+    )
+
+
+def _publish_fix(
+    env: RunnerEnv,
+    publisher: Publisher,
+    outcome: FixOutcome,
+    options: Options,
+    run_id: str,
+    commenter: str,
+) -> int:
+    """Publish the outcome's review (sticky comment, inline findings, status), then reply."""
+    from gitflow_agents import render
+
+    extra = {"fix-result": outcome.result, "fix-sha": outcome.fix_sha or ""}
+    reply = fix_reply(outcome, commenter, publisher.target_url)
+    append_summary(env.step_summary, reply.removeprefix(FIX_MARKER))
+    ok = outcome.result in ("pushed", "nothing-to-fix")
+    notice("notice" if ok else "error", f"/agent fix: {outcome.message}")
+    review_, gate_, rows = outcome.review, outcome.gate, outcome.rows
+    findings_file, sarif_file = write_result_files(env.temp / PREFIX / run_id, review_, gate_, rows)
+    files = {"findings-file": str(findings_file), "sarif-file": str(sarif_file)}
+    if outcome.publish:
+        sys.stdout.write(render.render(review_, gate_, "annotations"))
+        sys.stdout.flush()
+        code = finish(env, publisher, review_, gate_, rows, options, run_id, files, extra)
+    else:
+        # The branch moved on: this review is about a commit that is no longer the PR's head,
+        # so only its own status is set (no longer pending); the summary stays the new head's.
+        publisher.attempt(
+            "set the final status",
+            lambda: status.set_final(
+                publisher.client,
+                publisher.repo,
+                publisher.pull.head_sha,
+                review_,
+                gate_,
+                target_url=publisher.target_url,
+            ),
+        )
+        write_outputs(
+            env.output,
+            {
+                "review-result": outcome_label(review_, gate_),
+                **files,
+                **extra,
+                "run-id": run_id,
+                "head-sha": publisher.pull.head_sha,
+                "findings-count": str(len(review_.findings)),
+            },
+        )
+        code = ExitCode.USAGE
+    _post_reply(publisher, reply)
+    return outcome.exit_code if outcome.exit_code is not None else code
+
+
+def _reply_head(commenter: str, what: str) -> str:
+    who = f"@{commenter}" if _LOGIN.fullmatch(commenter) else "a maintainer"
+    return f"{FIX_MARKER}\n**gitflow-agents** · `/agent fix` asked by {who}: {what}\n\n"
+
+
+def _finding_lines(findings: Sequence[Finding]) -> list[str]:
+    from gitflow_agents.render import location
+    from gitflow_agents.render.markdown import code, escape
+
+    lines = []
+    for finding in findings[:REPLY_LIST_LIMIT]:
+        where = location(finding)
+        message = escape(finding.message.splitlines()[0] if finding.message else "")
+        lines.append(f"- {finding.severity.value} {code(where) + ' ' if where else ''}{message}")
+    if len(findings) > REPLY_LIST_LIMIT:
+        lines.append(f"- … and {len(findings) - REPLY_LIST_LIMIT} more")
+    return lines
+
+
+def fix_reply(outcome: FixOutcome, commenter: str, run_url: str | None) -> str:
+    """The answer to the ``/agent fix`` comment: what happened, which findings the fix removed
+    (by fingerprint: in the review before, gone from the review after) and what is still open."""
+    from gitflow_agents import render
+    from gitflow_agents.render.markdown import escape
+
+    heads = {
+        "pushed": "✅ fix pushed",
+        "nothing-to-fix": "✅ nothing to fix",
+        "no-changes": "⚠️ no changes",
+        "fixer-failed": "❌ the fixer failed",
+        "branch-moved": "⚠️ not pushed: the branch moved",
+        "push-refused": "❌ not pushed",
+    }
+    parts = [
+        _reply_head(commenter, heads.get(outcome.result, outcome.result)) + escape(outcome.message)
+    ]
+    if outcome.before is not None:
+        remaining = {f.fingerprint for f in outcome.review.findings}
+        fixed = [f for f in outcome.before.findings if f.fingerprint not in remaining]
+        if fixed:
+            parts.append(
+                f"**Fixed** ({len(fixed)} of {len(outcome.before.findings)} findings of the "
+                f"review before):\n\n" + "\n".join(_finding_lines(fixed))
+            )
+        verdict = render.verdict_label(outcome.review, outcome.gate)
+        reviewed = (outcome.review.reviewed_sha or "")[:12]
+        parts.append(f"The new head `{reviewed}` was reviewed in the same run: **{verdict}**.")
+    if outcome.review.findings and outcome.result != "nothing-to-fix":
+        label = "Still open" if outcome.before is not None else "Findings of the review"
+        parts.append(
+            f"**{label}** ({len(outcome.review.findings)}):\n\n"
+            + "\n".join(_finding_lines(outcome.review.findings))
+        )
+    if run_url:
+        parts.append(f"[workflow run]({run_url})")
+    return "\n\n".join(parts) + "\n"
+
+
+def _post_reply(publisher: Publisher, body: str) -> None:
+    """The reply comment: never fails the run (the result is already published)."""
+    try:
+        publisher.attempt(
+            "reply to /agent fix",
+            lambda: publisher.client.create_issue_comment(
+                publisher.repo, publisher.pull.number, comment.cap(body)
+            ),
+        )
+    except GitHubError as exc:
+        notice("warning", f"could not reply to /agent fix: {exc}")
