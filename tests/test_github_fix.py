@@ -163,7 +163,7 @@ def test_the_branch_moving_while_the_fixer_works_stops_without_force(
     outputs = runner.outputs()
     assert outputs["fix-result"] == "branch-moved"
     assert outputs["fix-sha"] and outputs["fix-sha"] != concurrent
-    assert "moved on while the fixer worked" in stdout
+    assert "feature moved on (someone pushed to it) while the fixer worked" in stdout
     assert "success" not in states(gh, pull.head_sha)
     assert states(gh, pull.head_sha) == ["pending", "failure"]
     assert gh.statuses_for(outputs["fix-sha"]) == [] and gh.statuses_for(concurrent) == []
@@ -226,6 +226,22 @@ def test_a_refused_push_is_a_clear_error_never_green(
     assert gh.statuses_for(outputs["fix-sha"]) == []
     (reply,) = replies(gh)
     assert "not pushed" in reply and "contents: write" in reply
+
+
+def test_a_remote_that_refuses_pushes_stops_before_the_fixer_runs(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """``git push --dry-run`` first: an agent run is not wasted on a fix that cannot land."""
+    pull = set_up(gh, repo, tmp_path, "fix")
+    git(repo, "remote", "set-url", "--push", "origin", str(tmp_path / "no-such-repo.git"))
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 4, stderr
+    assert runner.outputs()["fix-result"] == "push-refused"
+    assert "cannot push to feature, so the fixer was not run" in stdout
+    assert gh.statuses_for(pull.head_sha) == []
+    assert not (repo / "flows").exists()
+    (reply,) = replies(gh)
+    assert "not run" in reply
 
 
 def test_a_fixer_that_changes_nothing_pushes_nothing(

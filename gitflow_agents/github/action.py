@@ -849,7 +849,9 @@ class FixOutcome:
 class PushResult:
     ok: bool
     moved: bool
-    message: str
+    """Refused because the branch is no longer where the push expects it (not a fast-forward)."""
+    reason: str
+    """Why it was refused (empty when it was not)."""
 
 
 def remote_branch_sha(root: Path, branch: str, remote: str = "origin") -> str | None:
@@ -877,23 +879,19 @@ def _fetch_branch(root: Path, sha: str, branch: str, remote: str = "origin") -> 
     git.rev_parse(root, sha)  # UsageError naming the commit when it is still not there
 
 
-def push_branch(root: Path, sha: str, branch: str, remote: str = "origin") -> PushResult:
+def push_branch(
+    root: Path, sha: str, branch: str, remote: str = "origin", *, dry_run: bool = False
+) -> PushResult:
     """``git push REMOTE SHA:refs/heads/BRANCH``: a normal push, never forced. Git itself
     refuses it when the branch moved on meanwhile (not a fast-forward); a token that may not
-    push (HTTP 403), a protected branch or a hook refuse it on the server's side."""
-    result = git.run_git(
-        root, "push", "--porcelain", remote, f"{sha}:refs/heads/{branch}", check=False
-    )
+    push (HTTP 403), a protected branch or a hook refuse it on the server's side.
+    ``dry_run``: only ask (over HTTPS GitHub already refuses a token that may not push)."""
+    flags = ("--porcelain", "--dry-run") if dry_run else ("--porcelain",)
+    result = git.run_git(root, "push", *flags, remote, f"{sha}:refs/heads/{branch}", check=False)
     if result.returncode == 0:
-        return PushResult(True, False, f"pushed {sha[:12]} to {branch}")
+        return PushResult(True, False, "")
     if "[rejected]" in result.stdout:
-        return PushResult(
-            False,
-            True,
-            f"{branch} moved on while the fixer worked (someone pushed to it), so the fix "
-            f"{sha[:12]} was not pushed: nothing is ever force-pushed. Comment /agent fix "
-            "again to fix the new head.",
-        )
+        return PushResult(False, True, f"{branch} moved on (someone pushed to it)")
     lines = [
         line.strip()
         for line in (result.stderr + "\n" + result.stdout).splitlines()
@@ -906,9 +904,7 @@ def push_branch(root: Path, sha: str, branch: str, remote: str = "origin") -> Pu
         if _PUSH_FORBIDDEN.search(detail)
         else "the remote refused the push (a protected branch or a server-side hook?)"
     )
-    return PushResult(
-        False, False, f"the fix {sha[:12]} was not pushed to {branch}: {hint} ({detail})"
-    )
+    return PushResult(False, False, f"{hint} ({detail})")
 
 
 @contextlib.contextmanager
@@ -1099,6 +1095,18 @@ def fix_and_publish(
         )
         return ExitCode.USAGE
 
+    probe = push_branch(root, pull.head_sha, branch, dry_run=True)
+    if not probe.ok and not probe.moved:  # a token that may not push: do not run the fixer
+        why = f"cannot push to {branch}, so the fixer was not run: {probe.reason}"
+        _post_reply(publisher, _reply_head(commenter, "❌ not run") + why)
+        append_summary(env.step_summary, f"### {PREFIX}: /agent fix not run\n\n{why}")
+        notice("error", f"/agent fix: {why}")
+        write_outputs(
+            env.output,
+            {"review-result": "skipped", "fix-result": "push-refused", "run-id": run_id},
+        )
+        return ExitCode.GITHUB
+
     publisher.pending()
     try:
         outcome = _fix(env, publisher, options, root, branch)
@@ -1155,9 +1163,15 @@ def _fix(
     pushed = push_branch(root, run.sha, branch)
     if not pushed.ok:
         result = "branch-moved" if pushed.moved else "push-refused"
+        message = (
+            f"{pushed.reason} while the fixer worked, so the fix {run.sha[:12]} was not "
+            "pushed: nothing is ever force-pushed. Comment /agent fix again to fix the new head."
+            if pushed.moved
+            else f"the fix {run.sha[:12]} was not pushed to {branch}: {pushed.reason}"
+        )
         return FixOutcome(
             result,
-            pushed.message,
+            message,
             before,
             gate_before,
             (row_before, _fix_row(root, options, pull, result, run, started)),
