@@ -1069,14 +1069,7 @@ def fix_and_publish(
             "apply the review's findings, or run `gitflow-agents flow fix` on a copy of the "
             "branch yourself."
         )
-        _post_reply(publisher, _reply_head(commenter, "not run") + why)
-        append_summary(env.step_summary, f"### {PREFIX}: /agent fix not run\n\n{why}")
-        notice("notice", f"nothing to do: {why}")
-        write_outputs(
-            env.output,
-            {"review-result": "skipped", "fix-result": "refused", "run-id": run_id, "reason": why},
-        )
-        return ExitCode.OK
+        return _not_run(env, publisher, run_id, commenter, "refused", why, ExitCode.OK)
     root = git.repo_root(env.workspace)
     branch = git.check_branch_name(root, pull.head_ref)
     tip = remote_branch_sha(root, branch)
@@ -1086,26 +1079,12 @@ def fix_and_publish(
             f"head {pull.head_sha[:12]}: it moved on since (a new push gets its own review). "
             "Nothing was changed; comment /agent fix again to fix the new head."
         )
-        _post_reply(publisher, _reply_head(commenter, "not run") + why)
-        append_summary(env.step_summary, f"### {PREFIX}: /agent fix not run\n\n{why}")
-        notice("error", f"/agent fix: {why}")
-        write_outputs(
-            env.output,
-            {"review-result": "skipped", "fix-result": "branch-moved", "run-id": run_id},
-        )
-        return ExitCode.USAGE
+        return _not_run(env, publisher, run_id, commenter, "branch-moved", why, ExitCode.USAGE)
 
     probe = push_branch(root, pull.head_sha, branch, dry_run=True)
     if not probe.ok and not probe.moved:  # a token that may not push: do not run the fixer
         why = f"cannot push to {branch}, so the fixer was not run: {probe.reason}"
-        _post_reply(publisher, _reply_head(commenter, "❌ not run") + why)
-        append_summary(env.step_summary, f"### {PREFIX}: /agent fix not run\n\n{why}")
-        notice("error", f"/agent fix: {why}")
-        write_outputs(
-            env.output,
-            {"review-result": "skipped", "fix-result": "push-refused", "run-id": run_id},
-        )
-        return ExitCode.GITHUB
+        return _not_run(env, publisher, run_id, commenter, "push-refused", why, ExitCode.GITHUB)
 
     publisher.pending()
     try:
@@ -1118,6 +1097,30 @@ def fix_and_publish(
         )
         raise
     return _publish_fix(env, publisher, outcome, options, run_id, commenter)
+
+
+def _not_run(
+    env: RunnerEnv,
+    publisher: Publisher,
+    run_id: str,
+    commenter: str,
+    result: str,
+    why: str,
+    code: ExitCode,
+) -> int:
+    """``/agent fix`` stopped before anything ran: reply, notice, job summary, outputs. No
+    status is touched (nothing about the head changed)."""
+    from gitflow_agents.render.markdown import escape
+
+    _post_reply(publisher, _reply_head(commenter, "not run") + escape(why))
+    append_summary(env.step_summary, f"### {PREFIX}: /agent fix not run\n\n{escape(why)}")
+    if code == ExitCode.OK:
+        notice("notice", f"nothing to do: {why}")
+    else:
+        notice("error", f"/agent fix: {why}")
+    outputs = {"review-result": "skipped", "fix-result": result, "run-id": run_id, "reason": why}
+    write_outputs(env.output, outputs)
+    return code
 
 
 def _fix(
