@@ -7,6 +7,10 @@ Reads the runner environment (``GITHUB_EVENT_PATH``, ``GITHUB_EVENT_NAME``,
 ``pending`` first, then one batched inline review, the sticky summary comment, and the final
 status; annotations and the step summary always. A token that may not write (fork PRs get a
 read-only ``GITHUB_TOKEN``) degrades to annotations + step summary with a notice, never a crash.
+
+``/agent fix`` (``fix_and_publish``) from a writer, on a PR whose branch is in this repository:
+review the head, run the base branch's fixer on it, push its commit to the PR's branch (never
+forced), review the new head in the same job and reply to the comment; docs/github.md.
 """
 
 from __future__ import annotations
