@@ -542,23 +542,59 @@ def kill_tree(
     return tuple(sorted(leftover))
 
 
-def _tree_cpu(pid: int, known: dict[int, float]) -> float:
-    """CPU seconds of ``pid`` and its descendants (records descendants in ``known``)."""
-    import psutil
+class _CpuSampler:
+    """CPU seconds the agent's tree used since the previous sample, counted per process.
 
-    total = 0.0
-    root = _proc(pid)
-    if root is None:
-        return 0.0
-    with contextlib.suppress(psutil.Error):
-        procs = [root, *root.children(recursive=True)]
+    ``cli_stdout`` is the (st_dev, st_ino) of the run's stdout pipe for LaunchSpec cpu_activity
+    "tools": a process whose fd 1 is that pipe is the agent CLI itself (the root, a relaunched
+    copy, a launcher's real binary), and only the CPU of the children it has reaped (finished
+    tools) counts, not its own. Tools write to the CLI's pipes, sockets or files, never to the
+    CLI's stdout (that would corrupt its JSON). ``None`` ("tree") counts every process.
+    Descendants seen are recorded in ``known`` (pid -> create_time) for the tree kill.
+    """
+
+    def __init__(
+        self, root: int, known: dict[int, float], cli_stdout: tuple[int, int] | None
+    ) -> None:
+        self._root, self._known, self._cli_stdout = root, known, cli_stdout
+        self._last: dict[tuple[int, float], tuple[float, float]] = {}
+
+    def _is_cli(self, pid: int) -> bool:
+        if self._cli_stdout is None:
+            return False
+        try:
+            st = Path(f"/proc/{pid}/fd/1").stat()
+        except OSError:  # no /proc here, or fd 1 closed: only the root counts as the CLI
+            return pid == self._root
+        return (st.st_dev, st.st_ino) == self._cli_stdout
+
+    def sample(self) -> float:
+        import psutil
+
+        root = _proc(self._root)
+        if root is None:
+            return 0.0
+        procs = [root]
+        with contextlib.suppress(psutil.Error):
+            procs += root.children(recursive=True)
+        used = 0.0
+        last: dict[tuple[int, float], tuple[float, float]] = {}
         for proc in procs:
             with contextlib.suppress(psutil.Error):
+                created = proc.create_time()
                 times = proc.cpu_times()
-                total += times.user + times.system + times.children_user + times.children_system
-                if proc.pid != pid:
-                    known.setdefault(proc.pid, proc.create_time())
-    return total
+                own = times.user + times.system
+                reaped = times.children_user + times.children_system
+                # A process first seen started after the previous sample: all its CPU is new.
+                own_before, reaped_before = self._last.get((proc.pid, created), (0.0, 0.0))
+                last[(proc.pid, created)] = (own, reaped)
+                used += reaped - reaped_before
+                if not self._is_cli(proc.pid):
+                    used += own - own_before
+                if proc.pid != self._root:
+                    self._known.setdefault(proc.pid, created)
+        self._last = last
+        return used
 
 
 # --- the supervisor -----------------------------------------------------------------------
@@ -917,7 +953,12 @@ def supervise(
     emit("agent:start", {"pid": proc.pid, "command": spec.argv[0], "cwd": str(spec.cwd)})
 
     sample_every = min(max(stuck_timeout / 4, 0.05), 30.0)
-    cpu_at, cpu_total = time.monotonic(), 0.0
+    cli_stdout = None
+    if spec.cpu_activity == "tools":
+        stdout_pipe = os.fstat(proc.stdout.fileno())
+        cli_stdout = (stdout_pipe.st_dev, stdout_pipe.st_ino)
+    cpu = _CpuSampler(proc.pid, known, cli_stdout)
+    cpu_at = time.monotonic()
     status_at = 0.0
     signal_at: float | None = None
     verdict: tuple[Status, str] | None = None
@@ -964,10 +1005,9 @@ def supervise(
                 verdict = ("timeout", f"hard timeout after {timeout:g}s")
                 break
             if now - cpu_at >= sample_every:
-                total = _tree_cpu(proc.pid, known)
-                if total - cpu_total >= cpu_busy_fraction * (now - cpu_at):
+                if cpu.sample() >= cpu_busy_fraction * (now - cpu_at):
                     activity.touch("cpu")
-                cpu_at, cpu_total = now, total
+                cpu_at = now
             idle = now - activity.at
             if idle >= stuck_timeout:
                 verdict = (

@@ -432,6 +432,20 @@ def test_each_agent_gets_its_own_config_dir(tmp_path: Path) -> None:
     assert str(tmp_path / "config" / "step-01-a") in auggie_one.argv
 
 
+def test_cli_adapters_count_only_their_tools_cpu(tmp_path: Path) -> None:
+    # The CLI's own CPU is not activity (opencode burns a core waiting on a stalled stream);
+    # a generic command is of unknown shape: its whole tree counts unless the user says otherwise.
+    for name in ("claude", "codex", "gemini", "aider", "auggie", "opencode"):
+        assert get_adapter(name).launch(make_invocation(tmp_path)).cpu_activity == "tools", name
+    command = make_invocation(tmp_path, command=("my-agent", "{task}"))
+    assert get_adapter("command").launch(command).cpu_activity == "tree"
+    tools = replace(command, options={"cpu_activity": "tools"})
+    assert get_adapter("command").launch(tools).cpu_activity == "tools"
+    bad = replace(command, options={"cpu_activity": "cli"})
+    with pytest.raises(ConfigError, match="expected one of tree, tools"):
+        get_adapter("command").launch(bad)
+
+
 @pytest.mark.parametrize(
     ("name", "options", "message"),
     [

@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
-from gitflow_agents.agents.base import AgentOutput, LaunchSpec
+from gitflow_agents.agents.base import AgentOutput, CpuActivity, LaunchSpec
 from gitflow_agents.events import EventHub, JsonlChannel, MemoryChannel, read_jsonl
 from gitflow_agents.supervisor import Outcome, SupervisorInterrupted, kill_tree, supervise
 
@@ -43,6 +43,7 @@ def run_fake(
     stuck: float = 0.5,
     timeout: float | None = 8.0,
     completes_by_exit: bool = False,
+    cpu_activity: CpuActivity = "tree",
     argv: tuple[str, ...] | None = None,
     before: Callable[[Path, Path, EventHub, threading.Event], None] | None = None,
     **kwargs: Any,
@@ -61,6 +62,7 @@ def run_fake(
         env=dict(os.environ),
         cwd=work,
         completes_by_exit=completes_by_exit,
+        cpu_activity=cpu_activity,
     )
     if before is not None:
         before(agent_dir, run_dir, hub, cancel)
@@ -165,11 +167,39 @@ def test_sigterm_ignored_still_dies(tmp_path: Path) -> None:
     assert_gone([run.record["pid"]])
 
 
-@pytest.mark.parametrize("mode", ["busy", "busy-stdout", "busy-cpu", "heartbeat"])
-def test_busy_agent_is_not_stuck(tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "cpu"),
+    [
+        ("busy", "tools"),
+        ("busy-stdout", "tools"),
+        ("busy-cpu", "tree"),  # the agent process itself computes: counts in "tree" mode
+        ("compile", "tools"),  # a silent compiler the CLI started: busy, not stuck
+        ("heartbeat", "tools"),
+    ],
+)
+def test_busy_agent_is_not_stuck(tmp_path: Path, mode: str, cpu: CpuActivity) -> None:
     # Busy for 3x the stuck timeout without touching its report: must survive and succeed.
-    run = run_fake(tmp_path, mode, "--seconds", "1.2", stuck=0.4)
+    run = run_fake(tmp_path, mode, "--seconds", "1.2", stuck=0.4, cpu_activity=cpu)
     assert run.outcome.status == "succeeded", run.outcome.reason
+
+
+@pytest.mark.parametrize("mode", ["spin", "relaunch-spin"])
+def test_cli_burning_cpu_while_waiting_is_stuck(tmp_path: Path, mode: str) -> None:
+    # The CLI's own processes (the root, or a relaunched copy writing to the same stdout) spin
+    # while waiting on a stalled model: with cpu_activity "tools" that is not activity.
+    run = run_fake(tmp_path, mode, stuck=0.5, timeout=8.0, cpu_activity="tools")
+    assert run.outcome.status == "stuck", run.outcome.reason
+    assert "last activity: start" in run.outcome.reason
+    assert run.elapsed < 4
+    assert_gone([run.record["pid"], *run.record.get("descendants", [])])
+
+
+def test_tree_mode_counts_the_cli_own_cpu(tmp_path: Path) -> None:
+    # The default (generic command adapter): every process of the tree counts, the root too.
+    run = run_fake(tmp_path, "spin", stuck=0.4, timeout=1.5)
+    assert run.outcome.status == "timeout", run.outcome.reason
+    assert run.outcome.last_activity_kind == "cpu"
+    assert_gone([run.record["pid"]])
 
 
 def test_busy_agent_on_poll_watcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -124,7 +124,13 @@ class AiderAdapter:
             defaults=defaults,
             fixed={"HOME": str(config)},
         )
-        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, completes_by_exit=True)
+        return LaunchSpec(
+            argv=tuple(argv),
+            env=env,
+            cwd=invocation.workdir,
+            completes_by_exit=True,
+            cpu_activity="tools",
+        )
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
         text = stdout + ("\n" + stderr if stderr else "")

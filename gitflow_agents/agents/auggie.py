@@ -60,7 +60,7 @@ class AuggieAdapter:
             argv += ["--resume", invocation.resume_session_id]
         argv += opt_str_list(invocation, "extra_args")
         env = allowed_env(invocation, cli_prefixes=ENV_PREFIXES, defaults=QUIET_DEFAULTS)
-        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir)
+        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, cpu_activity="tools")
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
         result = json_object(stdout)

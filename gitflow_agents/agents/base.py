@@ -20,7 +20,7 @@ import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from gitflow_agents.errors import ConfigError, UsageError
 
@@ -49,6 +49,10 @@ class Invocation:
     resume_session_id: str | None = None
 
 
+CpuActivity = Literal["tree", "tools"]
+CPU_ACTIVITY: tuple[CpuActivity, ...] = ("tree", "tools")
+
+
 @dataclass(frozen=True)
 class LaunchSpec:
     """What to start: the supervisor runs ``argv`` in ``cwd`` with exactly ``env``, stdin closed."""
@@ -59,6 +63,13 @@ class LaunchSpec:
     # True for CLIs that cannot rename a report (aider): process exit (plus the structured reply
     # in its output) is the completion signal instead of report.md -> report.complete.md.
     completes_by_exit: bool = False
+    # Which CPU use counts as activity (docs/supervisor.md, "Activity and stuck detection"):
+    # "tree": every process of the agent's tree (a program of unknown shape, e.g. the generic
+    # command adapter: a wrapper script's compiler writes to the same stdout as the script);
+    # "tools": only what the CLI started (shells, compilers, test runners), not the CLI's own
+    # processes, i.e. those whose stdout is the run's stdout pipe (opencode 1.18 burns a core
+    # while it waits on a stalled model stream). The agent-CLI adapters use "tools".
+    cpu_activity: CpuActivity = "tree"
 
 
 @dataclass(frozen=True)

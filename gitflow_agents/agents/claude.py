@@ -91,7 +91,7 @@ class ClaudeAdapter:
             # Moves both ~/.claude/ and ~/.claude.json: concurrent runs sharing them corrupt them.
             fixed={"CLAUDE_CONFIG_DIR": str(invocation.config_dir)},
         )
-        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir)
+        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, cpu_activity="tools")
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
         result = _result_object(stdout)

@@ -85,7 +85,7 @@ class CodexAdapter:
             cli_prefixes=ENV_PREFIXES,
             fixed={"CODEX_HOME": str(invocation.config_dir)},
         )
-        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir)
+        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, cpu_activity="tools")
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
         session_id = None

@@ -19,7 +19,9 @@ import re
 import shlex
 
 from gitflow_agents.agents.base import (
+    CPU_ACTIVITY,
     AgentOutput,
+    CpuActivity,
     Invocation,
     LaunchSpec,
     allowed_env,
@@ -36,7 +38,7 @@ from gitflow_agents.agents.base import (
 )
 from gitflow_agents.errors import ConfigError
 
-OPTIONS = ("command", "completes_by_exit")
+OPTIONS = ("command", "completes_by_exit", "cpu_activity")
 PLACEHOLDERS = (
     "system_prompt_file",
     "task",
@@ -86,6 +88,7 @@ class CommandAdapter:
             env=allowed_env(invocation),
             cwd=invocation.workdir,
             completes_by_exit=opt_bool(invocation, "completes_by_exit", False),
+            cpu_activity=_cpu_activity(invocation),
         )
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
@@ -105,6 +108,12 @@ class CommandAdapter:
             error=(reply or "is_error: true") if is_error else None,
             reply=reply if reply is not None else stdout.strip() or None,
         )
+
+
+def _cpu_activity(invocation: Invocation) -> CpuActivity:
+    """``tree`` (default: any process's CPU is activity) or ``tools`` (not the program's own)."""
+    value = opt_str(invocation, "cpu_activity", "tree", choices=CPU_ACTIVITY)
+    return "tools" if value == "tools" else "tree"
 
 
 def _command(invocation: Invocation) -> tuple[str, ...]:

@@ -90,7 +90,7 @@ class GeminiAdapter:
         write_config_file(
             gemini_dir / "settings.json", json.dumps(_settings(invocation, env), indent=2) + "\n"
         )
-        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir)
+        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, cpu_activity="tools")
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
         data = json_object(stdout)

@@ -81,7 +81,7 @@ class OpencodeAdapter:
                 "XDG_STATE_HOME": str(state / "state"),
             },
         )
-        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir)
+        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, cpu_activity="tools")
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
         session_id = None
