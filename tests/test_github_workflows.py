@@ -96,7 +96,7 @@ def test_the_project_reviews_its_own_pull_requests_with_this_action() -> None:
         "statuses": "write",
         "checks": "write",
     }
-    assert "startsWith(github.event.comment.body, '/agent ')" in job["if"]
+    assert "startsWith(github.event.comment.body, '/agent review')" in job["if"]
     assert "concurrency" in job and "concurrency" not in flow  # comments never cancel reviews
     uses = [step.get("uses", "") for step in job["steps"]]
     assert "./" in uses and uses.index("./") > 0
