@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gitflow_agents import git, lock, stats
 from gitflow_agents.config import FlowConfig
@@ -43,7 +43,11 @@ from gitflow_agents.findings import (
     parse_review,
 )
 from gitflow_agents.plan import Plan
-from gitflow_agents.runs import RunPaths, create_run, read_json, write_json_atomic
+from gitflow_agents.runs import RunPaths, read_json, write_json_atomic
+
+if TYPE_CHECKING:
+    from gitflow_agents.assets import PromptAssetManifest
+    from gitflow_agents.launch import Prepared
 
 Outcome = Literal["approved", "rejected", "failed", "canceled", "skipped"]
 AgentKind = Literal["implement", "review", "fix", "research"]
@@ -111,6 +115,7 @@ class Context:
     cancel: threading.Event = field(default_factory=threading.Event)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     chain_run: str | None = None  # the step run agents belong to (None: a single flow)
+    _manifest: Any = field(default=None, init=False, repr=False)
 
     @property
     def target(self) -> str:
@@ -119,6 +124,28 @@ class Context:
     @property
     def exclude(self) -> tuple[str, ...]:
         return (self.config.flow_dir.strip("/"),)
+
+    def manifest(self) -> PromptAssetManifest:
+        """The `.agents-flow/` manifest of ``root``, read once per run (every agent's prompt
+        resolves its agent through it)."""
+        if self._manifest is None:
+            from gitflow_agents.assets import load_manifest
+
+            self._manifest = load_manifest(self.root)
+        manifest: PromptAssetManifest = self._manifest
+        return manifest
+
+    def new_run(self) -> RunPaths:
+        """A fresh ``<flow_dir>/<flow>/runs/<runID>/`` for one agent invocation.
+
+        No git call per agent: the flow dir is already in ``info/exclude``, put there when the
+        workspace was made (``step_workspace``, ``branch_workspace``, ``scratch_workspace``; a
+        caller that builds a Workspace itself excludes it with ``git.ensure_info_exclude``)."""
+        from gitflow_agents.runs import new_run_id, runs_root
+
+        paths = RunPaths(runs_root(self.root, self.config.flow_dir, self.flow) / new_run_id())
+        paths.run_dir.mkdir(parents=True)
+        return paths
 
 
 @dataclass(frozen=True)
@@ -324,126 +351,219 @@ def run_agent(
 ) -> AgentRun:
     """Run (or reuse) one agent in ``ws``; commit its changes (implement/fix) with the run's
     trailer and fill its report's git statistics. AgentFailed unless it completed."""
-    folder, report, success, failure = _agent_paths(ctx, agent, agent_id)
-    meta = _reusable(folder, success, start_sha, ctx.root)
-    if meta is not None:
-        ctx.hub.emit("task:complete", {"node": agent_id, "status": "reused"})
-        return AgentRun(
-            agent, agent_id, kind, str(meta.get("runID", "")), "succeeded",
-            "reused: completed earlier from the same commit", True, start_sha,
-            str(meta["endSha"]), success, 0.0,
-        )  # fmt: skip
-    _set_aside(folder, (success, failure, report))
-    if (
-        kind in ("implement", "fix")
-        and ws.branch is not None
-        and (git.head_sha(ws.worktree) != start_sha or git.dirty_paths(ws.worktree))
-    ):
-        git.discard_changes(ws.worktree, start_sha)  # a crashed attempt's leftovers
-    paths = create_run(ctx.root, ctx.config.flow_dir, ctx.flow)
-    run_id = paths.run_dir.name
-    unsubscribe = _agent_events(ctx.hub, paths, run_id)
-    ctx.hub.emit("task:start", {"node": agent_id, "kind": kind, "step": step}, run_id=run_id)
-    started = time.monotonic()
-    status, reason = "failed", "the agent did not finish"
-    end_sha = start_sha
+    job = _Job(agent, agent_id, kind, start_sha, step, tuple(after), preamble, task, commit_message)
+    return _run_together(ctx, ws, [job])[0]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What one agent invocation is asked to do (see ``run_agent``)."""
+
+    agent: str
+    agent_id: str
+    kind: AgentKind
+    start_sha: str
+    step: int | None = None
+    after: tuple[str, ...] = ()
+    preamble: str | None = None
+    task: str | None = None
+    commit_message: str | None = None
+
+
+def _run_together(ctx: Context, ws: Workspace, jobs: Sequence[_Job]) -> list[AgentRun]:
+    """Run ``jobs`` at the same time (separate processes sharing ``ws``): every run folder,
+    prompt and launch spec is prepared first, then all agents start together. Completed agents
+    that started from the same commit are reused. AgentFailed (the first, in job order) once all
+    have finished; on any other error or Ctrl-C the others are canceled (trees killed)."""
+    done: dict[int, AgentRun] = {}
+    attempts: list[tuple[int, _Attempt]] = []
     try:
-        status, reason = _launch(
-            ctx, ws, paths, agent, agent_id, kind, step, after, preamble, task, folder, success
-        )
-        if status == "succeeded" and kind in ("implement", "fix") and ws.branch is not None:
-            title = commit_message or f"{ctx.flow}: {agent_id}"
-            committed = git.commit_all(
-                ws.worktree,
-                title,
-                trailers={TRAILER_RUN: run_id, TRAILER_AGENT: agent_id},
-                exclude=ctx.exclude,
-            )
-            end_sha = committed or start_sha
-            if success.exists():
-                own = stats.compute(ws.worktree, start_sha, end_sha, exclude=ctx.exclude)
-                stats.fill_report_file(success, own)
-        if status == "succeeded":
-            write_json_atomic(
-                folder / META_FILE,
-                {"runID": run_id, "kind": kind, "startSha": start_sha, "endSha": end_sha},
-            )
+        for index, job in enumerate(jobs):
+            reused = _reuse(ctx, job)
+            if reused is not None:
+                done[index] = reused
+                continue
+            attempt = _Attempt(ctx, ws, job)
+            attempts.append((index, attempt))
+            attempt.prepare()
+        if len(attempts) == 1:
+            attempts[0][1].start()
+        elif attempts:
+            _warm_up()
+            with ThreadPoolExecutor(max_workers=len(attempts)) as pool:
+                futures = [pool.submit(_start_and_close, attempt) for _, attempt in attempts]
+                try:
+                    _warm_up_records()
+                    for future in futures:
+                        future.result()
+                except BaseException:
+                    ctx.cancel.set()  # Ctrl-C or a crash: every supervisor kills its agent's tree
+                    raise
     finally:
-        run = AgentRun(
-            agent, agent_id, kind, run_id, status, reason, False, start_sha, end_sha,
-            next((p for p in (success, failure, report) if p.exists()), None),
-            time.monotonic() - started,
-        )  # fmt: skip
-        _write_agent_result(paths, run, ctx)
-        ctx.hub.emit(
-            "task:complete" if run.ok else "task:failed",
-            {"node": agent_id, "status": status, "reason": reason},
-            run_id=run_id,
-        )
-        unsubscribe()
-    if not run.ok:
-        raise AgentFailed(run)
+        for index, attempt in attempts:
+            done[index] = attempt.close()
+    runs = [done[index] for index in range(len(jobs))]
+    failed = next((run for run in runs if not run.ok), None)
+    if failed is not None:
+        raise AgentFailed(failed)
+    return runs
+
+
+def _start_and_close(attempt: _Attempt) -> AgentRun:
+    try:
+        attempt.start()
+    finally:
+        run = attempt.close()
     return run
 
 
-def _launch(
-    ctx: Context,
-    ws: Workspace,
-    paths: RunPaths,
-    agent: str,
-    agent_id: str,
-    kind: AgentKind,
-    step: int | None,
-    after: Sequence[str],
-    preamble: str | None,
-    task: str | None,
-    folder: Path,
-    success: Path,
-) -> tuple[str, str]:
-    """Assemble the prompt, start the adapter's process under the supervisor; (status, reason)."""
-    from gitflow_agents.assets import load_manifest
-    from gitflow_agents.launch import prepare, supervise_agent, write_prompt
-    from gitflow_agents.prompt import PromptRequest
+def _reuse(ctx: Context, job: _Job) -> AgentRun | None:
+    """The earlier run of ``job`` when it completed from the same commit (resuming), else None."""
+    folder, _report, success, _failure = _agent_paths(ctx, job.agent, job.agent_id)
+    meta = _reusable(folder, success, job.start_sha, ctx.root)
+    if meta is None:
+        return None
+    ctx.hub.emit("task:complete", {"node": job.agent_id, "status": "reused"})
+    return AgentRun(
+        job.agent, job.agent_id, job.kind, str(meta.get("runID", "")), "succeeded",
+        "reused: completed earlier from the same commit", True, job.start_sha,
+        str(meta["endSha"]), success, 0.0,
+    )  # fmt: skip
 
-    config = ctx.config
-    request = PromptRequest(
-        root=ctx.root,
-        config=config,
-        agent=agent,
-        agent_id=agent_id,
-        flow_name=ctx.flow,
-        step=step,
-        plan=ctx.plan if step is not None else None,
-        task=task,
-        after=tuple(after),
-        preamble=preamble,
-        manifest=load_manifest(ctx.root),
-    )
-    prompt, prompt_path = write_prompt(request)
-    if config.agent(agent).adapter == "builtin":
-        return _builtin_review(ctx, ws, folder, success)
-    launch = prepare(
-        config,
-        agent,
-        agent_id=agent_id,
-        agent_dir=folder,
-        workdir=ws.worktree,
-        prompt_path=prompt_path,
-        prompt_text=prompt.text,
-        env=ctx.env,
-    )
-    settings = ctx.settings
-    outcome = supervise_agent(
-        launch,
-        run_dir=paths.run_dir,
-        hub=ctx.hub,
-        run_id=paths.run_dir.name,
-        stuck_timeout=float(settings.stuck_timeout or config.stuck_timeout_secs),
-        timeout=float(settings.timeout or config.max_wait_secs),
-        cancel=ctx.cancel,
-        kill_grace=settings.kill_grace,
-    )
-    return outcome.status, outcome.reason
+
+class _Attempt:
+    """One agent invocation in three steps: ``prepare`` (its run folder, events, prompt and
+    launch spec), ``start`` (the supervised process; then the commit and statistics of an
+    implement / fix), ``close`` (result.json and the task event; always, once)."""
+
+    def __init__(self, ctx: Context, ws: Workspace, job: _Job) -> None:
+        self.ctx, self.ws, self.job = ctx, ws, job
+        self.folder, self.report, self.success, self.failure = _agent_paths(
+            ctx, job.agent, job.agent_id
+        )
+        self.paths: RunPaths | None = None
+        self.unsubscribe: Any = None
+        self.launch: Prepared | None = None  # None: the builtin reviewer (in process)
+        self.started = time.monotonic()
+        self.status, self.reason = "failed", "the agent did not finish"
+        self.end_sha = job.start_sha
+        self.run: AgentRun | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.paths.run_dir.name if self.paths is not None else ""
+
+    def prepare(self) -> None:
+        from gitflow_agents.launch import prepare, write_prompt
+        from gitflow_agents.prompt import PromptRequest
+
+        ctx, ws, job = self.ctx, self.ws, self.job
+        _set_aside(self.folder, (self.success, self.failure, self.report))
+        if (
+            job.kind in ("implement", "fix")
+            and ws.branch is not None
+            and (git.head_sha(ws.worktree) != job.start_sha or git.dirty_paths(ws.worktree))
+        ):
+            git.discard_changes(ws.worktree, job.start_sha)  # a crashed attempt's leftovers
+        self.paths = ctx.new_run()
+        self.unsubscribe = _agent_events(ctx.hub, self.paths, self.run_id)
+        ctx.hub.emit(
+            "task:start",
+            {"node": job.agent_id, "kind": job.kind, "step": job.step},
+            run_id=self.run_id,
+        )
+        self.started = time.monotonic()
+        request = PromptRequest(
+            root=ctx.root,
+            config=ctx.config,
+            agent=job.agent,
+            agent_id=job.agent_id,
+            flow_name=ctx.flow,
+            step=job.step,
+            plan=ctx.plan if job.step is not None else None,
+            task=job.task,
+            after=job.after,
+            preamble=job.preamble,
+            manifest=ctx.manifest(),
+        )
+        prompt, prompt_path = write_prompt(request)
+        if ctx.config.agent(job.agent).adapter == "builtin":
+            return
+        self.launch = prepare(
+            ctx.config,
+            job.agent,
+            agent_id=job.agent_id,
+            agent_dir=self.folder,
+            workdir=ws.worktree,
+            prompt_path=prompt_path,
+            prompt_text=prompt.text,
+            env=ctx.env,
+        )
+
+    def start(self) -> None:
+        from gitflow_agents.launch import supervise_agent
+
+        ctx, ws, job = self.ctx, self.ws, self.job
+        assert self.paths is not None, "prepare() first"
+        if self.launch is None:
+            self.status, self.reason = _builtin_review(ctx, ws, self.folder, self.success)
+        else:
+            settings, config = ctx.settings, ctx.config
+            outcome = supervise_agent(
+                self.launch,
+                run_dir=self.paths.run_dir,
+                hub=ctx.hub,
+                run_id=self.run_id,
+                stuck_timeout=float(settings.stuck_timeout or config.stuck_timeout_secs),
+                timeout=float(settings.timeout or config.max_wait_secs),
+                cancel=ctx.cancel,
+                kill_grace=settings.kill_grace,
+            )
+            self.status, self.reason = outcome.status, outcome.reason
+        if self.status != "succeeded":
+            return
+        if job.kind in ("implement", "fix") and ws.branch is not None:
+            committed = git.commit_all(
+                ws.worktree,
+                job.commit_message or f"{ctx.flow}: {job.agent_id}",
+                trailers={TRAILER_RUN: self.run_id, TRAILER_AGENT: job.agent_id},
+                exclude=ctx.exclude,
+            )
+            self.end_sha = committed or job.start_sha
+            if self.success.exists():
+                own = stats.compute(ws.worktree, job.start_sha, self.end_sha, exclude=ctx.exclude)
+                stats.fill_report_file(self.success, own)
+        write_json_atomic(
+            self.folder / META_FILE,
+            {
+                "runID": self.run_id,
+                "kind": job.kind,
+                "startSha": job.start_sha,
+                "endSha": self.end_sha,
+            },
+        )
+
+    def close(self) -> AgentRun:
+        """The AgentRun as it stands; the first call records it (result.json, task event)."""
+        if self.run is not None:
+            return self.run
+        job = self.job
+        self.run = AgentRun(
+            job.agent, job.agent_id, job.kind, self.run_id, self.status, self.reason, False,
+            job.start_sha, self.end_sha,
+            next((p for p in (self.success, self.failure, self.report) if p.exists()), None),
+            time.monotonic() - self.started,
+        )  # fmt: skip
+        if self.paths is not None:
+            _write_agent_result(self.paths, self.run, self.ctx)
+            self.ctx.hub.emit(
+                "task:complete" if self.run.ok else "task:failed",
+                {"node": job.agent_id, "status": self.status, "reason": self.reason},
+                run_id=self.run_id,
+            )
+        if self.unsubscribe is not None:
+            self.unsubscribe()
+        return self.run
 
 
 def _builtin_review(ctx: Context, ws: Workspace, folder: Path, success: Path) -> tuple[str, str]:
@@ -549,35 +669,12 @@ def review_round(
     if focus_paths:
         preamble += "\n\nFocus on these paths: " + ", ".join(f"`{p}`" for p in focus_paths) + "."
 
-    def one(name: str) -> AgentRun:
-        return run_agent(
-            ctx,
-            ws,
-            agent=name,
-            agent_id=agent_id_for(name, step, iteration),
-            kind="review",
-            start_sha=head,
-            step=step,
-            after=after,
-            preamble=preamble,
-            task=task,
-        )
-
-    if len(names) == 1:
-        runs = [one(names[0])]
-    else:
-        _warm_up()
-        with ThreadPoolExecutor(max_workers=len(names)) as pool:
-            futures = [pool.submit(one, name) for name in names]
-            try:
-                outcomes = [_result_or_error(f) for f in futures]
-            except BaseException:
-                ctx.cancel.set()  # Ctrl-C: every supervisor kills its agent's tree
-                raise
-        errors = [o for o in outcomes if isinstance(o, BaseException)]
-        if errors:
-            raise errors[0]
-        runs = [o for o in outcomes if isinstance(o, AgentRun)]
+    jobs = [
+        _Job(name, agent_id_for(name, step, iteration), "review", head, step, tuple(after),
+             preamble, task)
+        for name in names
+    ]  # fmt: skip
+    runs = _run_together(ctx, ws, jobs)
     reviews = tuple(_focus(_read_review(run, head, ws.base_sha), focus_paths) for run in runs)
     combined = reviews[0] if len(reviews) == 1 else merge_reviews(reviews)
     verdict = gate(combined, threshold=ctx.settings.threshold, head_sha=head)
@@ -588,19 +685,23 @@ def review_round(
 
 
 def _warm_up() -> None:
-    """Import what every agent thread needs once, before the threads race for the import lock."""
-    import importlib
+    """Before parallel agents start: look libc up once for the supervisor's inotify watcher
+    (``ldconfig -p``, a subprocess), instead of every agent thread racing to do it. The
+    imports the threads need were done while preparing the agents."""
+    from gitflow_agents import supervisor
 
-    for name in ("agents", "assets", "prompt", "supervisor", "protocol", "reviewer"):
-        importlib.import_module(f"gitflow_agents.{name}")
+    with contextlib.suppress(Exception):
+        supervisor._libc()
 
 
-def _result_or_error(future: Any) -> AgentRun | BaseException:
-    try:
-        result: AgentRun = future.result()
-        return result
-    except AgentError as exc:
-        return exc
+def _warm_up_records() -> None:
+    """While parallel agents run: prime recording their results (markdown-it's import, the
+    reply and review parsers' first use), which every agent thread would otherwise do at once
+    the moment the agents finish."""
+    from gitflow_agents.runs import flow_result
+
+    with contextlib.suppress(Exception):
+        flow_result("review", "succeeded", report_text="REVIEW_RESULT: APPROVED\n")
 
 
 def _read_review(run: AgentRun, head: str, base: str) -> Review:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import threading
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -243,6 +244,22 @@ def write_system_prompt(
 
 
 def _environment(directory: Path) -> jinja2.Environment:
+    """The Jinja environment of ``directory``, built once per process and directory.
+
+    Jinja keeps the compiled templates in the environment and recompiles one only when its file
+    changed (``auto_reload``), so every agent after the first renders without compiling; the
+    parallel reviewers of a chain round no longer compile the same template side by side."""
+    key = str(directory)
+    env = _ENVIRONMENTS.get(key)
+    if env is None:
+        with _ENVIRONMENTS_LOCK:
+            env = _ENVIRONMENTS.get(key)
+            if env is None:
+                env = _ENVIRONMENTS[key] = _new_environment(directory)
+    return env
+
+
+def _new_environment(directory: Path) -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(
@@ -252,9 +269,14 @@ def _environment(directory: Path) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
+        auto_reload=True,
     )
     env.filters["fenced"] = fence
     return env
+
+
+_ENVIRONMENTS: dict[str, jinja2.Environment] = {}
+_ENVIRONMENTS_LOCK = threading.Lock()
 
 
 def _template_error(exc: Exception, directory: Path, name: str) -> TemplateError:

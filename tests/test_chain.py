@@ -505,3 +505,47 @@ def test_bad_branch_pattern_option_is_a_usage_error(repo: Path) -> None:
         out.stderr
     )
     assert not (repo / "flows").exists()
+
+
+def _review_context(repo: Path, agents: dict[str, str]) -> Any:
+    """A chain Context with the given agents (name -> YAML body) and an event-recording hub."""
+    from gitflow_agents import chain
+    from gitflow_agents.config import load_flow_config
+    from gitflow_agents.events import EventHub
+
+    configure(repo)
+    text = (repo / ".flow" / "base.yaml").read_text()
+    text += "".join(f"  {name}:\n{body}" for name, body in agents.items())
+    (repo / ".flow" / "base.yaml").write_text(text)
+    settings = chain.ChainSettings(reviewers=tuple(agents), stuck_timeout=20, timeout=30)
+    return chain.Context(repo, load_flow_config(repo), None, "round", settings, EventHub())
+
+
+def test_parallel_reviewers_are_all_prepared_before_any_starts(repo: Path) -> None:
+    from gitflow_agents import chain
+
+    ctx = _review_context(repo, {f"r{i}": _agent("reviewer", "approve") for i in range(3)})
+    with chain.scratch_workspace(ctx, "HEAD", "HEAD~1") as ws:
+        review = chain.review_round(ctx, ws, iteration=None, step=None, after=())
+    assert review.gate.approved, review.gate.reasons
+    kinds = [(e.type, e.data.get("node") or e.data.get("agent")) for e in ctx.hub.events]
+    starts = [i for i, (kind, _) in enumerate(kinds) if kind == "task:start"]
+    launched = [i for i, (kind, _) in enumerate(kinds) if kind == "agent:start"]
+    assert len(starts) == len(launched) == 3
+    assert max(starts) < min(launched)  # every prompt and launch spec first, then the processes
+    for run in review.agents:
+        assert (repo / "flows/round/agents" / run.agent_id / "system_prompt.md").exists()
+
+
+def test_a_reviewer_that_cannot_be_prepared_starts_none(repo: Path) -> None:
+    from gitflow_agents import chain
+    from gitflow_agents.errors import ConfigError
+
+    broken = "    adapter: claude\n    options:\n      bogus: 1\n"
+    ctx = _review_context(repo, {"good": _agent("reviewer", "approve", 5), "broken": broken})
+    with chain.scratch_workspace(ctx, "HEAD", "HEAD~1") as ws, pytest.raises(ConfigError):
+        chain.review_round(ctx, ws, iteration=None, step=None, after=())
+    assert not [e for e in ctx.hub.events if e.type == "agent:start"]
+    records = [json.loads(p.read_text()) for p in (repo / "flows/round/runs").glob("*/result.json")]
+    assert sorted(r["run"]["agentId"] for r in records) == ["broken", "good"]
+    assert {r["run"]["status"] for r in records} == {"failed"}

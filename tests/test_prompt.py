@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import shutil
 from datetime import datetime, timezone
@@ -623,6 +624,27 @@ def test_template_syntax_error_names_template_and_line(tmp_path: Path) -> None:
 def test_missing_template(tmp_path: Path) -> None:
     with pytest.raises(TemplateError, match="not found"):
         assemble(make_project(tmp_path), template_dir=tmp_path)
+
+
+def test_template_environment_is_reused_and_sees_edits(tmp_path: Path) -> None:
+    """One Jinja environment per template dir (compiled once); an edited file is recompiled,
+    and a broken one raises every time, not only the first."""
+    from gitflow_agents import prompt as module
+
+    directory = _template_dir(tmp_path, "- Flow: {{ flow_name }}", "- Flow: {{ flow_name }}!")
+    root = make_project(tmp_path)
+    assert "- Flow: " in assemble(root, template_dir=directory).text
+    assert module._environment(directory) is module._environment(directory)
+    template = directory / SYSTEM_PROMPT_TEMPLATE
+    edited = template.read_text().replace("- Flow: {{ flow_name }}!", "- Flow: {{ flow_nmae }}")
+    template.write_text(edited)
+    os.utime(template, ns=(1, 1))  # a different mtime even on a coarse clock
+    for _ in range(2):
+        with pytest.raises(TemplateError, match="'flow_nmae' is undefined"):
+            assemble(root, template_dir=directory)
+    template.write_text(edited.replace("{{ flow_nmae }}", "{{ flow_name }} (edited)"))
+    os.utime(template, ns=(2, 2))
+    assert " (edited)" in assemble(root, template_dir=directory).text
 
 
 def test_custom_template_dir_attributes_text_to_it(tmp_path: Path) -> None:
