@@ -163,10 +163,10 @@ def fenced_lines(text: str) -> frozenset[int]:
     inside lists and block quotes, and unclosed fences (which run to the end) are all handled
     the way GitHub renders them.
     """
-    from markdown_it import MarkdownIt
+    from gitflow_agents.markdown import block_tokens
 
     lines: set[int] = set()
-    for token in MarkdownIt("commonmark").parse(text):
+    for token in block_tokens(text):
         if token.type == "fence" and token.map:
             start, end = token.map
             lines.update(range(start + 1, end + 1))
@@ -337,10 +337,10 @@ def review_from_dict(data: Any) -> Review:
 
 def _json_blocks(text: str) -> list[tuple[int, str]]:
     """(1-based line of the opening fence, content) of every fenced ```json block."""
-    from markdown_it import MarkdownIt
+    from gitflow_agents.markdown import block_tokens
 
     blocks = []
-    for token in MarkdownIt("commonmark").parse(text):
+    for token in block_tokens(text):
         info = token.info.strip().split()
         if token.type == "fence" and token.map and info and info[0].lower() == "json":
             blocks.append((token.map[0] + 1, token.content))

@@ -212,11 +212,11 @@ def _closes_fence(line: str, markup: str) -> bool:
 
 
 def _scan(text: str, config: SpecPlanConfig) -> _Scan:
-    from markdown_it import MarkdownIt
+    from gitflow_agents.markdown import block_tokens
 
     regex = config.step_regex
     lines = tuple(_LINE.findall(text))
-    tokens = MarkdownIt("commonmark").parse(text)
+    tokens = block_tokens(text)
     code: set[int] = set()
     headings: set[int] = set()
     unclosed: list[tuple[int, str]] = []
