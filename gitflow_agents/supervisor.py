@@ -10,14 +10,15 @@ not available, a 20 ms stat poll; process exit triggers one more check. Exit cod
 as success: an agent that exits without renaming its report has failed, whatever its code.
 
 Activity (any one resets the stuck timer): output on stdout/stderr, any write in the agent dir,
-any file event under the watched work tree, the run's heartbeat file, or the agent's process
-tree burning CPU (compilers and test runners can be silent for minutes; the seed system killed
-such agents as "stuck"). Stuck = alive and no activity for ``stuck_timeout``. On stuck, hard
-timeout, cancel or Ctrl-C the whole tree dies: SIGTERM to the group and to every descendant
-(including grandchildren that left the group with setsid, found by walking the tree, by the run
-id in their environment, and by the pids seen while they ran), a grace period, then SIGKILL, then
-a check that none is left. The tree is also swept after a normal finish, so no stale child
-outlives its run.
+any file event under the watched work tree, the run's heartbeat file, or CPU burnt by the tools
+the agent CLI runs (compilers and test runners can be silent for minutes; the seed system killed
+such agents as "stuck"), not by the CLI itself unless LaunchSpec.cpu_activity is "tree" (a CLI
+can spin while it waits on a stalled model: opencode 1.18 does). Stuck = alive and no activity
+for ``stuck_timeout``. On stuck, hard timeout, cancel or Ctrl-C the whole tree dies: SIGTERM to
+the group and to every descendant (including grandchildren that left the group with setsid, found
+by walking the tree, by the run id in their environment, and by the pids seen while they ran), a
+grace period, then SIGKILL, then a check that none is left. The tree is also swept after a
+normal finish, so no stale child outlives its run.
 """
 
 from __future__ import annotations
