@@ -292,13 +292,23 @@ def dispatch(args: argparse.Namespace, prog: str = "gitflow-agents") -> int:
     except GitflowError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
-    except FileNotFoundError as exc:
-        print(f"{prog}: error: {exc.filename}: no such file or directory", file=sys.stderr)
-        return ExitCode.USAGE
     except BrokenPipeError:
         # Output piped into `head` and closed early: not an error worth a traceback.
         sys.stderr.close()
         return ExitCode.OK
+    except OSError as exc:
+        # A path the user controls is missing, is a file where a folder should be (or the
+        # reverse), or is not writable: one line naming it, not a traceback.
+        print(f"{prog}: error: {describe_os_error(exc)}", file=sys.stderr)
+        return ExitCode.USAGE
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``path: reason`` for a filesystem error (``No such file or directory``, ``Not a directory``…)."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is None:
+        return reason
+    return f"{exc.filename}: {reason}"
 
 
 if __name__ == "__main__":

@@ -338,7 +338,8 @@ def load_flow_config(
         )
 
     layout = _Layout(root, root / FLOW_DIR_NAME, built_in=False)
-    paths = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if p.is_file()]
+    # exists(), not is_file(): a folder named like a layer is reported, not silently skipped
+    paths = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if p.exists()]
     if not paths:
         layout = _Layout(root, builtin_flow_dir(), built_in=True)
         paths = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if p.is_file()]
@@ -447,9 +448,19 @@ def _plain(loader: Any, node: Any) -> Any:
     return loader.construct_object(node, deep=True)
 
 
-def _convert(loader: Any, node: Any, file: str, line: int, keypath: str) -> _Node:
+def _convert(
+    loader: Any, node: Any, file: str, line: int, keypath: str, inside: frozenset[int] = frozenset()
+) -> _Node:
     import yaml
 
+    if id(node) in inside:  # an alias to an anchor that contains it: `a: &x [*x]`
+        raise ConfigError(
+            "recursive YAML alias (an anchor that contains itself)",
+            path=file,
+            line=node.start_mark.line + 1,
+            key=keypath or None,
+        )
+    inside = inside | {id(node)}
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
@@ -484,13 +495,15 @@ def _convert(loader: Any, node: Any, file: str, line: int, keypath: str) -> _Nod
                     key=keypath or None,
                 )
             items[key] = _convert(
-                loader, value_node, file, key_node.start_mark.line + 1, _join(keypath, key)
+                loader, value_node, file, key_node.start_mark.line + 1, _join(keypath, key), inside
             )
         return _Node(items, file, line)
     if isinstance(node, yaml.SequenceNode):
         return _Node(
             [
-                _convert(loader, item, file, item.start_mark.line + 1, f"{keypath}[{index}]")
+                _convert(
+                    loader, item, file, item.start_mark.line + 1, f"{keypath}[{index}]", inside
+                )
                 for index, item in enumerate(node.value)
             ],
             file,

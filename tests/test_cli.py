@@ -100,3 +100,14 @@ def test_chdir_option(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert result.returncode == ExitCode.USAGE
     assert "missing" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_file_where_a_folder_should_be_is_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".flow").write_text("not a folder")
+    result = run_cli("init", cwd=tmp_path)
+    assert result.returncode == ExitCode.USAGE
+    assert "Traceback" not in result.stderr
+    assert ".flow" in result.stderr
+    assert "Not a directory" in result.stderr
+    assert result.stderr.count("\n") == 1

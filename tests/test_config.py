@@ -536,6 +536,10 @@ def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:
             ".flow/base.yaml:3: completion_workflow: duplicate key (first defined on line 1)",
         ),
         (
+            MINIMAL + "defaults: &x\n  loop: [*x]\n",
+            ".flow/base.yaml:3: defaults.loop[0]: recursive YAML alias (an anchor that contains itself)",
+        ),
+        (
             "completion_workflow:\n  template: x\n  report:\n    filename: out/report.md\n",
             ".flow/base.yaml:4: completion_workflow.report.filename: must be a file name, not a "
             "path",
@@ -919,3 +923,8 @@ def test_flow_config_is_frozen(tmp_path: Path) -> None:
 def test_built_in_sources_are_labelled(tmp_path: Path) -> None:
     config = load_flow_config(tmp_path)
     assert config.shared_files["implementation_log"].source.startswith("built-in:flow/base.yaml:")
+
+
+def test_a_folder_named_like_a_layer_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / ".flow" / "base.yaml").mkdir(parents=True)
+    assert load_error(tmp_path) == ".flow/base.yaml: cannot read: Is a directory"
