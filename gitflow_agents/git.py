@@ -90,6 +90,12 @@ def head_sha(root: Path) -> str:
     return result.stdout.strip()
 
 
+def current_branch(root: Path) -> str | None:
+    """Short name of the checked-out branch; None on a detached HEAD or outside a repository."""
+    result = run_git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    return (result.stdout.strip() or None) if result.returncode == 0 else None
+
+
 def has_head(root: Path) -> bool:
     return run_git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
 

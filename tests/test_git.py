@@ -163,3 +163,9 @@ def test_notes_round_trip(repo: Path) -> None:
     assert g.NOTES_REF in git(repo, "for-each-ref", "refs/notes/")
     # the default notes ref is untouched
     assert git(repo, "notes", "list") == ""
+
+
+def test_current_branch_and_detached_head(repo: Path) -> None:
+    assert g.current_branch(repo) == "main"
+    git(repo, "checkout", "-q", "--detach")
+    assert g.current_branch(repo) is None

@@ -132,7 +132,7 @@ def test_spawn_success_records_everything(repo: Path) -> None:
     card = (repo / "card.md").read_text()
     assert "agent_flow: implement\nagent_status: succeeded\n" in card
     assert "- [ ] first\n- [x] second\n" in card
-    assert f"Run {run_dir.name} queued (implement) on branch HEAD." in card
+    assert f"Run {run_dir.name} queued (implement) on branch main." in card
     assert f"Run {run_dir.name} succeeded (implement); checked 1 items; tests: pass." in card
     assert (repo / "flows" / "my-flow" / "agents" / "step-01-builder" / "system_prompt.md").exists()
     # the run folder never shows up in git

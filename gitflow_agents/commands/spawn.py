@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         timeout=float(args.timeout or config.max_wait_secs) or None,
         kill_grace=float(args.kill_grace),
         card=Path(args.card).absolute() if args.card else None,
-        queued_line=lambda run_id: _queued_line(kind, run_id, plan, args),
+        queued_line=lambda run_id: _queued_line(kind, run_id, plan, args, root),
         quiet=args.quiet,
         step=args.step,
     )
@@ -510,14 +510,17 @@ def _reply_json(reply: Any) -> dict[str, Any]:
     }
 
 
-def _queued_line(kind: str, run_id: str, plan: Any, args: argparse.Namespace) -> str:
+def _queued_line(kind: str, run_id: str, plan: Any, args: argparse.Namespace, root: Path) -> str:
+    from gitflow_agents import git
     from gitflow_agents.cards import history_line
 
+    # --branch, else the checked-out branch; "HEAD" only on a detached HEAD or outside git
+    branch = args.branch or git.current_branch(root) or "HEAD"
     if kind == "review":
-        return history_line("review", "queued", run_id=run_id, target=args.branch or "HEAD")
+        return history_line("review", "queued", run_id=run_id, target=branch)
     if kind == "research":
         return history_line("research", "queued", run_id=run_id, topic=args.task or "")
-    return history_line("implement", "queued", run_id=run_id, branch=args.branch or "HEAD")
+    return history_line("implement", "queued", run_id=run_id, branch=branch)
 
 
 def _finish_card(card: Path, kind: str, result: dict[str, Any], run_id: str, log: str) -> None:
