@@ -173,6 +173,49 @@ def test_ranges_two_dot_three_dot_and_single_commit(repo: Path, run: Cli) -> Non
     assert rules(base) == []  # root commit against the empty tree
 
 
+GITHUB_TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
+PRIVATE_KEY = "-----BEGIN " + "RSA PRIVATE KEY-----"
+
+
+def test_an_empty_range_records_no_approval_and_the_gate_refuses(repo: Path, run: Cli) -> None:
+    """On the default branch the merge-base is HEAD: nothing is reviewed, so nothing is approved."""
+    head = commit(
+        repo,
+        {"leak.txt": f"{GITHUB_TOKEN}\n{PRIVATE_KEY}\n<<<<<<< HEAD\nours\n>>>>>>> theirs\n"},
+        "defects straight on main",
+    )
+    for args in ((), ("HEAD..HEAD",), ("main..",)):
+        result = run.review(*args, cwd=repo)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"nothing to review between {head[:12]} and {head[:12]}" in result.stdout
+        assert "APPROVED" not in result.stdout
+    assert git(repo, "for-each-ref", "refs/notes/") == ""  # no note, approved or otherwise
+    gate = run.main("hook", "gate", cwd=repo)
+    assert gate.returncode == 1
+    assert "has no recorded review" in gate.stderr
+    assert f"git agent-review {head[:12]}" in gate.stderr  # how to get a real review
+    # the commit itself, reviewed for real, is refused
+    assert run.review(head, cwd=repo).returncode == 1
+    assert run.main("hook", "gate", cwd=repo).returncode == 1
+
+
+def test_an_empty_range_in_a_machine_format_is_valid_and_not_approved(repo: Path, run: Cli) -> None:
+    head = g.head_sha(repo)
+    result = run.review("HEAD..HEAD", "--format", "json", cwd=repo)
+    assert result.returncode == 0
+    data = json.loads(result.stdout)
+    assert data["gate"]["approved"] is False
+    assert data["reviewed_sha"] == head and data["findings"] == []
+    assert "nothing to review" in data["reason"]
+    assert "nothing to review" in result.stderr
+    # a commit already contained in the base is nothing to review either
+    commit(repo, {"x.txt": "x\n"})
+    result = run.review("HEAD..HEAD~1", cwd=repo)
+    assert result.returncode == 0
+    assert "is already contained in" in result.stdout
+    assert git(repo, "for-each-ref", "refs/notes/") == ""
+
+
 def pair(target: Target) -> tuple[str, str | None]:
     return target.base, target.head
 

@@ -72,6 +72,26 @@ def resolve_target(
     return Target(_parent_or_empty(root, head), head, rev_range)
 
 
+def nothing_to_review(root: Path, target: Target) -> str | None:
+    """Why ``target`` holds no commit to review (None when it does): base and head are the
+    same commit (``git agent-review`` on the default branch, ``HEAD..HEAD``), or head is
+    already contained in base. Reviewing nothing must never approve anything."""
+    if target.head is None:
+        return None
+    base, head = target.base[:12], target.head[:12]
+    if target.base == target.head:
+        why = "the same commit"
+    elif git.is_ancestor(root, target.head, target.base):  # False for the empty tree
+        why = f"{head} is already contained in {base}"
+    else:
+        return None
+    return (
+        f"nothing to review between {base} and {head} ({why}), so no review is recorded; "
+        f"name the commits to review, e.g. `git agent-review {head}` (that commit alone) "
+        f"or `git agent-review BASE..{head}`"
+    )
+
+
 def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Target:
     """The target for ``--hook``: the pushed range on pre-push, else the staged changes."""
     from_ref = environ.get("PRE_COMMIT_FROM_REF") or environ.get("PRE_COMMIT_SOURCE")
@@ -193,6 +213,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"git agent-review: {remark}", file=sys.stderr)
     threshold = Severity.parse(args.severity_threshold)
 
+    empty = nothing_to_review(root, target)
+    if empty is not None:
+        return _report_nothing(args, target, empty, threshold)
+
     review, result = review_target(
         root, target, agent=args.agent, threshold=threshold, max_file_size=args.max_file_size
     )
@@ -216,3 +240,23 @@ def run(args: argparse.Namespace) -> int:
             threshold=threshold.value,
         )
     return exit_code(review, result.approved, result.exit_code, args.fail_on)
+
+
+def _report_nothing(args: argparse.Namespace, target: Target, why: str, threshold: Severity) -> int:
+    """An empty range: exit 0, no reviewer run, no note. The terminal gets the one line; machine
+    formats get a valid document that is *not approved* (nothing was), with the line as reason."""
+    from gitflow_agents import render
+
+    review = Review(overall=None, reviewed_sha=target.head, base_sha=target.base, reason=why)
+    result = GateResult(approved=False, exit_code=ExitCode.OK, reasons=(why,), threshold=threshold)
+    if args.output:
+        fmt = _output_format(args.output, args.output_format)
+        write_text_atomic(Path(args.output), render.render(review, result, fmt))
+    if args.format == "terminal":
+        print(why)
+    else:
+        print(f"git agent-review: {why}", file=sys.stderr)
+        text = render.render(review, result, args.format)
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    sys.stdout.flush()
+    return ExitCode.OK

@@ -74,7 +74,11 @@ def approval_status(root: Path, sha: str) -> tuple[bool, str]:
     short = sha[:12]
     note = read_review_note(root, sha)
     if note is None:
-        return False, f"{short} has no recorded review; run `git agent-review` first"
+        return False, (
+            f"{short} has no recorded review; review it with `git agent-review BASE..{short}` "
+            f"(BASE: where the pushed work starts) or `git agent-review {short}` (that commit "
+            "alone); a range with no commits in it records nothing"
+        )
     if note.reviewed_sha != sha:
         return False, (
             f"{short} carries a review of {note.reviewed_sha[:12]} (copied by a rewrite); "
