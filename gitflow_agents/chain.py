@@ -242,7 +242,22 @@ def branch_name(settings: ChainSettings, plan: str, step: int) -> str:
 
 
 def worktree_path(root: Path, flow: str, name: str) -> Path:
-    return git.git_common_dir(root) / "gitflow-agents" / "worktrees" / flow / name
+    return git.tool_worktree_root(root) / flow / name
+
+
+def refuse_foreign_checkout(ctx: Context, name: str) -> None:
+    """UsageError when branch ``name`` is checked out in a work tree gitflow-agents did not
+    create (the user's own, or a worktree the user made): the tool resets and cleans the work
+    tree it runs agents in, so it works on a branch only in a work tree of its own."""
+    tree = git.worktree_of_branch(ctx.root, name)
+    if tree is None or git.is_tool_worktree(ctx.root, tree):
+        return
+    raise UsageError(
+        f"branch {name} is checked out in the work tree {tree}: gitflow-agents runs agents only "
+        "in work trees of its own and never resets yours; switch that work tree to another "
+        f"branch (`git -C {tree} switch {ctx.target}`, uncommitted changes stay with you) or "
+        "remove it, then run again"
+    )
 
 
 def _link_flow_dir(ctx: Context, worktree: Path) -> None:
@@ -272,13 +287,14 @@ def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspa
     target_sha = git.branch_sha(ctx.root, ctx.target)
     if target_sha is None:
         raise UsageError(f"target branch {ctx.target!r} does not exist (use --target)")
+    refuse_foreign_checkout(ctx, name)  # before anything is created or reset
     if git.branch_sha(ctx.root, name) is None:
         git.create_branch(ctx.root, name, target_sha)
     tree = git.worktree_of_branch(ctx.root, name)
     if tree is None:
         tree = worktree_path(ctx.root, ctx.flow, key or name.replace("/", "-"))
         if tree.exists():  # left over from a crash: git no longer knows it
-            git.remove_worktree(ctx.root, tree)
+            git.remove_tool_worktree(ctx.root, tree)
         git.add_worktree(ctx.root, tree, name)
     _link_flow_dir(ctx, tree)
     return Workspace(tree, name, git.merge_base(ctx.root, ctx.target, name))
@@ -296,7 +312,7 @@ def scratch_workspace(ctx: Context, ref: str, base: str) -> Iterator[Workspace]:
         _link_flow_dir(ctx, tree)
         yield Workspace(tree, None, git.rev_parse(ctx.root, base))
     finally:
-        git.remove_worktree(ctx.root, tree)
+        git.remove_tool_worktree(ctx.root, tree)
 
 
 # --------------------------------------------------------------------------------------------
@@ -783,6 +799,7 @@ def run_step(ctx: Context, step: int) -> ChainResult:
     if ctx.plan.step(step).status.strip().startswith(DONE):
         rec.finish("skipped", int(ExitCode.OK), f"step {step} is already {DONE}")
         return _result(rec, None, "")
+    refuse_foreign_checkout(ctx, branch_name(ctx.settings, ctx.plan.name, step))  # touch nothing
     lock_file = lock.step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
     with lock.hold(lock_file, rec.run_id):
         try:
@@ -833,7 +850,7 @@ def _chain(ctx: Context, rec: _Record, step: int) -> None:
                 message=f"Merge {ws.branch}: {title}",
             )  # fmt: skip
             _set_status(ctx, step, DONE)
-            git.remove_worktree(ctx.root, ws.worktree)
+            git.remove_tool_worktree(ctx.root, ws.worktree)
             rec.finish("approved", int(ExitCode.OK), f"approved in review {iteration}")
             return
         if iteration == settings.max_iterations:

@@ -607,6 +607,50 @@ def remove_worktree(root: Path, path: Path) -> None:
     run_git(root, "worktree", "prune", check=False)
 
 
+def tool_worktree_root(root: Path) -> Path:
+    """``<git-common-dir>/gitflow-agents/worktrees``: the only place gitflow-agents creates work
+    trees, and so the only work trees it may ever reset, clean or remove."""
+    return git_common_dir(root) / "gitflow-agents" / "worktrees"
+
+
+def is_tool_worktree(root: Path, path: Path) -> bool:
+    """Whether ``path`` lies inside ``tool_worktree_root`` of ``root``'s repository."""
+    base = tool_worktree_root(root)
+    resolved = path.resolve()
+    return resolved != base and resolved.is_relative_to(base)
+
+
+def require_tool_worktree(worktree: Path, action: str) -> None:
+    """UsageError unless ``worktree`` is the top of a work tree gitflow-agents created.
+
+    The guard of every destructive helper (``discard_changes``, ``remove_tool_worktree``): the
+    user's own work tree, or a worktree the user made, is never reset, cleaned or removed,
+    whatever the caller passes."""
+    result = run_git(worktree, "rev-parse", "--git-common-dir", "--show-toplevel", check=False)
+    lines = result.stdout.splitlines()
+    if result.returncode == 0 and len(lines) == 2:
+        common = Path(lines[0]) if Path(lines[0]).is_absolute() else worktree / lines[0]
+        base = common.resolve() / "gitflow-agents" / "worktrees"
+        top = Path(lines[1]).resolve()
+        if top == worktree.resolve() and top != base and top.is_relative_to(base):
+            return
+    raise UsageError(
+        f"refusing to {action} {worktree}: gitflow-agents only does that to work trees it "
+        "created under <git-common-dir>/gitflow-agents/worktrees/"
+    )
+
+
+def remove_tool_worktree(root: Path, path: Path) -> None:
+    """``remove_worktree`` for a work tree under ``tool_worktree_root`` only (UsageError for any
+    other path, before anything is removed)."""
+    if not is_tool_worktree(root, path):
+        raise UsageError(
+            f"refusing to remove the work tree {path}: gitflow-agents only removes work trees "
+            f"it created under {tool_worktree_root(root)}"
+        )
+    remove_worktree(root, path)
+
+
 def dirty_paths(worktree: Path) -> tuple[str, ...]:
     """Paths with uncommitted changes or untracked (not ignored) in ``worktree``."""
     out = run_git(worktree, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
@@ -619,7 +663,10 @@ def dirty_paths(worktree: Path) -> tuple[str, ...]:
 
 
 def discard_changes(worktree: Path, sha: str) -> None:
-    """Reset a *tool-owned* work tree to ``sha`` and drop untracked files (ignored ones stay)."""
+    """Reset a *tool-owned* work tree to ``sha`` and drop untracked files (ignored ones stay).
+
+    UsageError, before anything changes, for any other work tree (see ``require_tool_worktree``)."""
+    require_tool_worktree(worktree, "reset and clean")
     run_git(worktree, "reset", "--quiet", "--hard", sha)
     run_git(worktree, "clean", "-d", "--force", "--quiet")
 

@@ -307,6 +307,68 @@ def test_dirty_user_worktree_is_untouched(repo: Path) -> None:
     assert "?? notes.txt" in status and not any("flows" in s for s in status)
 
 
+def _user_files(tree: Path) -> dict[str, str]:
+    """Every file of a work tree outside .git, with its content (what must survive)."""
+    return {
+        str(p.relative_to(tree)): p.read_text(errors="replace")
+        for p in sorted(tree.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(tree).parts[:1]
+    }
+
+
+def _dirty_user_tree(repo: Path, branch: str) -> dict[str, str]:
+    """Check ``branch`` out in the user's own tree and leave uncommitted work in it."""
+    git(repo, "checkout", "-q", "-b", branch)
+    (repo / "notes.txt").write_text("mine, untracked\n")
+    (repo / "README.md").write_text("my uncommitted edit\n")
+    (repo / "specs" / "draft.md").write_text("an uncommitted draft\n")
+    return _user_files(repo)
+
+
+def test_flow_on_the_branch_checked_out_in_the_users_tree_refuses_and_touches_nothing(
+    repo: Path,
+) -> None:
+    configure(repo)  # .flow/ stays uncommitted, as after `gitflow-agents init`
+    before = _dirty_user_tree(repo, "feat")
+    head = git(repo, "rev-parse", "HEAD")
+    out = flow(repo, "implement", "--branch", "feat", "--task", "do it")
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert "feat is checked out in the work tree" in out.stderr
+    assert f"git -C {repo} switch main" in out.stderr
+    assert _user_files(repo) == before  # .flow/, specs/, notes.txt and the edit all intact
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
+    # the repro of the report: no --task, so the command would also fail with a usage error
+    out = flow(repo, "implement", "--branch", "feat")
+    assert out.returncode == 2 and _user_files(repo) == before
+
+
+def test_run_on_a_step_branch_checked_out_in_the_users_tree_refuses(repo: Path) -> None:
+    configure(repo)
+    before = _dirty_user_tree(repo, "work-1")
+    out = run(repo, "--step", "1", "--branch-pattern", "work-{step}")
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert "work-1 is checked out in the work tree" in out.stderr
+    assert _user_files(repo) == before
+    assert not (repo / "flows").exists()  # refused before anything was written
+    assert git(repo, "rev-parse", "work-1") == git(repo, "rev-parse", "main")
+
+
+def test_a_branch_in_a_user_made_worktree_is_refused_too(repo: Path, tmp_path: Path) -> None:
+    configure(repo)
+    mine = tmp_path / "my-tree"
+    git(repo, "worktree", "add", "-q", "-b", "agents/feature/step-1", str(mine))
+    (mine / "wip.txt").write_text("work in progress\n")
+    (mine / "README.md").write_text("edited in my worktree\n")
+    before = _user_files(mine)
+    out = run(repo, "--step", "1")
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert str(mine) in out.stderr and "agents/feature/step-1" in out.stderr
+    assert _user_files(mine) == before and mine.exists()
+    flow_out = flow(repo, "implement", "--plan", "specs/feature.md", "--step", "1")
+    assert flow_out.returncode == 2 and _user_files(mine) == before
+
+
 def test_merge_refused_when_it_would_overwrite_uncommitted_changes(repo: Path) -> None:
     configure(repo)
     before = main_sha(repo)

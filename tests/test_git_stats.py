@@ -83,21 +83,49 @@ def test_ensure_info_exclude_is_idempotent(repo: Path) -> None:
     assert git.git_common_dir(repo) == (repo / ".git").resolve()
 
 
-def test_worktree_branch_helpers(repo: Path, tmp_path: Path) -> None:
+def test_worktree_branch_helpers(repo: Path) -> None:
     start = git.head_sha(repo)
     git.create_branch(repo, "agents/p/step-1", start)
     assert git.branch_sha(repo, "agents/p/step-1") == start
     assert git.branch_sha(repo, "nope") is None
-    tree = tmp_path / "wt"
+    tree = git.tool_worktree_root(repo) / "p" / "step-01"
+    assert tree.is_relative_to(repo / ".git" / "gitflow-agents" / "worktrees")
     git.add_worktree(repo, tree, "agents/p/step-1")
     assert git.worktree_of_branch(repo, "agents/p/step-1") == tree.resolve()
     assert git.worktree_of_branch(repo, "main") == repo.resolve()
+    assert git.is_tool_worktree(repo, tree) and not git.is_tool_worktree(repo, repo)
     (tree / "scratch.txt").write_text("x\n")
     assert git.dirty_paths(tree) == ("scratch.txt",)
     git.discard_changes(tree, start)
     assert git.dirty_paths(tree) == ()
-    git.remove_worktree(repo, tree)
+    git.remove_tool_worktree(repo, tree)
     assert not tree.exists() and git.worktree_of_branch(repo, "agents/p/step-1") is None
+
+
+def test_destructive_helpers_refuse_work_trees_the_tool_did_not_create(
+    repo: Path, tmp_path: Path
+) -> None:
+    start = git.head_sha(repo)
+    mine = tmp_path / "my-tree"
+    run_git(repo, "worktree", "add", "-q", "-b", "mine", str(mine))
+    inside = git.tool_worktree_root(repo) / "f" / "not-a-tree"
+    inside.mkdir(parents=True)
+    for tree in (repo, mine):
+        (tree / "notes.txt").write_text("untracked, mine\n")
+        (tree / "README.md").write_text("my uncommitted edit\n")
+        with pytest.raises(UsageError, match="refusing to reset and clean"):
+            git.discard_changes(tree, start)
+        assert (tree / "notes.txt").read_text() == "untracked, mine\n"
+        assert (tree / "README.md").read_text() == "my uncommitted edit\n"
+    # a subdirectory of the user's tree, or a folder under the root that is no work tree
+    (repo / "sub").mkdir()
+    for path in (repo / "sub", inside):
+        with pytest.raises(UsageError, match="refusing to reset and clean"):
+            git.discard_changes(path, start)
+    assert (repo / "notes.txt").exists()
+    with pytest.raises(UsageError, match="refusing to remove"):
+        git.remove_tool_worktree(repo, mine)
+    assert (mine / "notes.txt").exists() and git.worktree_of_branch(repo, "mine") == mine.resolve()
     with pytest.raises(UsageError, match="invalid branch name"):
         git.check_branch_name(repo, "bad..name")
 

@@ -71,6 +71,8 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     else:
         if not args.branch and ctx.plan is None:
             raise UsageError(f"flow {kind}: give --plan with --step, or --branch")
+        if ctx.plan is None and not args.task:  # checked before any branch or work tree exists
+            raise UsageError(f"flow {kind}: with --branch, say what to do with --task")
         ws = (
             chain.branch_workspace(ctx, args.branch)
             if args.branch
