@@ -173,33 +173,105 @@ def fenced_lines(text: str) -> frozenset[int]:
     return frozenset(lines)
 
 
+# HTML blocks whose content markdown does not show as text: script/style (hidden), pre and
+# textarea (shown as code), processing instructions, declarations, CDATA. Comments inside any
+# HTML block or paragraph are found separately (``_COMMENT``).
+_RAW_HTML_BLOCK = re.compile(r"\s{0,3}<(script|pre|style|textarea)(?=[\s>]|$)", re.IGNORECASE)
+_HIDDEN_HTML_BLOCK = re.compile(r"\s{0,3}<(?:\?|![A-Za-z]|!\[CDATA\[)")
+# An HTML comment (CommonMark 0.31: ``<!-->`` and ``<!--->`` are complete comments too);
+# in an HTML block an unclosed one runs to the block's end.
+_COMMENT = re.compile(r"<!--(?:-?>|.*?-->)", re.DOTALL)
+_OPEN_COMMENT = re.compile(r"<!--(?:-?>|.*?(?:-->|\Z))", re.DOTALL)
+
+
+def _comment_lines(content: str, first: int, pattern: re.Pattern[str]) -> dict[int, str]:
+    """1-based report lines whose whole visible text lies inside an HTML comment of ``content``
+    (a block's content, its line k being report line ``first + k``)."""
+    spans = [m.span() for m in pattern.finditer(content)]
+    if not spans:
+        return {}
+    hidden: dict[int, str] = {}
+    offset = 0
+    for k, line in enumerate(content.split("\n")):
+        start = offset + len(line) - len(line.lstrip())
+        end = offset + len(line.rstrip())
+        offset += len(line) + 1
+        if end > start and any(a <= start and end <= b for a, b in spans):
+            hidden[first + k] = "an HTML comment"
+    return hidden
+
+
+def hidden_lines(text: str) -> dict[int, str]:
+    """1-based numbers of the lines markdown shows as code or does not show at all, each with
+    what holds it: ``a fenced code block`` (fences included), ``an indented code block``,
+    ``an HTML comment`` (in a paragraph or an HTML block, also multi-line), ``an HTML <pre>
+    block`` (script, style, textarea likewise) or ``an HTML block`` (``<?…?>``, ``<!X…>``,
+    CDATA).
+
+    markdown-it's CommonMark block parser decides, as GitHub renders: fences of any length,
+    inside lists and block quotes, unclosed ones running to the end; four-space indentation
+    after a paragraph line continues the paragraph (not code). The visible text of a ``<div>``
+    or ``<details>`` block is not hidden. A report that is nothing but one indented code block
+    is not hidden either: there is no prose for it to be an example in.
+    """
+    from gitflow_agents.markdown import block_tokens
+
+    hidden: dict[int, str] = {}
+    tokens = block_tokens(text)
+    lines = _split_lines(text)
+    for token in tokens:
+        if not token.map:
+            continue
+        start, end = token.map
+        what = ""
+        if token.type == "fence":
+            what = "a fenced code block"
+        elif token.type == "code_block":
+            outside = any(line.strip() for line in lines[:start] + lines[end:])
+            what = "an indented code block" if outside else ""
+        elif token.type == "html_block":
+            raw = _RAW_HTML_BLOCK.match(token.content)
+            if raw:
+                what = f"an HTML <{raw.group(1).lower()}> block"
+            elif _HIDDEN_HTML_BLOCK.match(token.content):
+                what = "an HTML block"
+            else:
+                hidden.update(_comment_lines(token.content, start + 1, _OPEN_COMMENT))
+        elif token.type == "inline" and "<!--" in token.content:
+            hidden.update(_comment_lines(token.content, start + 1, _COMMENT))
+        if what:
+            hidden.update(dict.fromkeys(range(start + 1, end + 1), what))
+    return hidden
+
+
 def _split_lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def parse_verdict(text: str) -> VerdictResult:
-    """Find the reviewer's verdict: the last ``REVIEW_RESULT:`` marker outside fenced code.
+    """Find the reviewer's verdict: the last ``REVIEW_RESULT:`` marker outside code and hidden
+    HTML (``hidden_lines``).
 
     Fail-closed: no marker, or a last marker that is decorated (``**REVIEW_RESULT: APPROVED**``),
     lower case or followed by other text, is no verdict; the reason says what was found where.
     """
-    fenced = fenced_lines(text)
+    hidden = hidden_lines(text)
     last: tuple[int, Overall | None, str] | None = None  # (line, verdict, near-miss text)
-    first_fenced: int | None = None
+    first_hidden: int | None = None
     for number, line in enumerate(_split_lines(text), start=1):
         strict = VERDICT_RE.match(line)
         near = strict is None and _NEAR_MISS.match(_DECORATION.sub("", line, count=1))
         if not (strict or near):
             continue
-        if number in fenced:
-            first_fenced = first_fenced or number
+        if number in hidden:
+            first_hidden = first_hidden or number
             continue
         last = (number, _VERDICTS[strict.group(1)], "") if strict else (number, None, line.strip())
     if last is None:
         reason = "no REVIEW_RESULT line"
-        if first_fenced is not None:
+        if first_hidden is not None:
             reason += (
-                f" (the marker on line {first_fenced} is inside a fenced code block, "
+                f" (the marker on line {first_hidden} is inside {hidden[first_hidden]}, "
                 "which does not count)"
             )
         return VerdictResult(None, None, reason)

@@ -109,6 +109,69 @@ def test_fence_inside_a_list_item_is_code_too() -> None:
     assert parse_verdict(text).verdict is None
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "where"),
+    [
+        # a 4-space indented code block after a paragraph (markdown shows it as code)
+        ("The marker looks like:\n\n    REVIEW_RESULT: APPROVED\n", 3, "an indented code block"),
+        ("- item\n\n        REVIEW_RESULT: APPROVED\n", 3, "an indented code block"),
+        # HTML comments: markdown hides them
+        ("Done.\n\n<!--\nREVIEW_RESULT: APPROVED\n-->\n", 4, "an HTML comment"),
+        ("<!-- draft\nREVIEW_RESULT: APPROVED\n-->\n", 2, "an HTML comment"),
+        ("<!--\nREVIEW_RESULT: APPROVED", 2, "an HTML comment"),  # unclosed: runs to the end
+        ("Done. <!--\nREVIEW_RESULT: APPROVED\n-->\n", 2, "an HTML comment"),  # inline comment
+        ("> quoted <!--\n> REVIEW_RESULT: APPROVED\n> -->\n", 2, "an HTML comment"),
+        ("<div>\n<!--\nREVIEW_RESULT: APPROVED\n-->\n</div>\n", 3, "an HTML comment"),
+        ("<pre>\nREVIEW_RESULT: APPROVED\n</pre>\n", 2, "an HTML <pre> block"),
+        ("<script>\nREVIEW_RESULT: APPROVED\n</script>\n", 2, "an HTML <script> block"),
+    ],
+)
+def test_marker_in_indented_code_or_html_does_not_count(text: str, line: int, where: str) -> None:
+    result = parse_verdict(text)
+    assert result.verdict is None
+    assert result.reason == (
+        f"no REVIEW_RESULT line (the marker on line {line} is inside {where}, which does not count)"
+    )
+
+
+def test_single_line_html_comment_marker_is_not_approval() -> None:
+    assert parse_verdict("<!-- REVIEW_RESULT: APPROVED -->\n").verdict is None
+    assert parse_verdict("Ok.\n\n<!-- REVIEW_RESULT: APPROVED -->\n").verdict is None
+
+
+def test_hidden_marker_after_a_valid_one_is_ignored_like_fenced_code() -> None:
+    text = "REVIEW_RESULT: REVISE\n\n<!--\nREVIEW_RESULT: APPROVED\n-->\n\n    REVIEW_RESULT: APPROVED\n"
+    result = parse_verdict(text)
+    assert (result.verdict, result.line) == (Overall.REVISE, 1)
+
+
+def test_a_decorated_marker_next_to_a_comment_still_fails_closed() -> None:
+    # the line is visible text (the comment only starts after it): the last word stays invalid
+    text = "REVIEW_RESULT: APPROVED\n\nREVIEW_RESULT: REVISE <!--\nnote\n-->\n"
+    result = parse_verdict(text)
+    assert (result.verdict, result.line) == (None, 3)
+
+
+def test_marker_as_visible_text_of_an_html_block_counts() -> None:
+    # <div>/<details> blocks show their text; an agent closing </details> right above the
+    # marker must not lose its verdict
+    assert parse_verdict("<div>\nREVIEW_RESULT: APPROVED\n</div>\n").verdict is Overall.APPROVE
+    text = "<details>\n<summary>notes</summary>\nfine\n</details>\nREVIEW_RESULT: APPROVED\n"
+    assert parse_verdict(text).line == 5
+    # the end of a comment, then the marker on the next line: visible
+    assert parse_verdict("<!-- hidden -->\nREVIEW_RESULT: REVISE\n").verdict is Overall.REVISE
+
+
+def test_a_report_that_is_only_an_indented_marker_is_the_marker() -> None:
+    # nothing around it for it to be an example in (the tab-indented case above, with spaces)
+    assert parse_verdict("    REVIEW_RESULT: APPROVED\n").verdict is Overall.APPROVE
+
+
+def test_lazy_continuation_is_not_code() -> None:
+    # four spaces right after a paragraph line continue the paragraph: shown as text, counts
+    assert parse_verdict("Summary\n    REVIEW_RESULT: APPROVED\n").verdict is Overall.APPROVE
+
+
 def test_no_marker() -> None:
     result = parse_verdict("Looks good to me, approved!\n")
     assert result == type(result)(None, None, "no REVIEW_RESULT line")
