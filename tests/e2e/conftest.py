@@ -177,7 +177,9 @@ class Project:
         *,
         step: int = 1,
         after: Sequence[str] = (),
-        stuck_timeout: float = 20.0,
+        # Above every CLI's silent start-up under load (opencode: 10-20 s under `-n 2`): the
+        # CLI's own CPU is not activity, only that of the tools it runs (docs/supervisor.md).
+        stuck_timeout: float = 30.0,
         timeout: float = 45.0,
         task: str | None = None,
     ) -> AgentRun:

@@ -171,7 +171,9 @@ def fault(
     standin: Standin,
     kind: Fault,
     *,
-    stuck_timeout: float = 6.0,
+    # Above the silent start-up of the CLIs (Gemini, Aider: up to ~6 s under `-n 2`; opencode
+    # needs more, see its test): the CLI's own CPU is not activity (docs/supervisor.md).
+    stuck_timeout: float = 10.0,
     timeout: float = 20.0,
     script: ImplementScript = implement_script,
 ) -> AgentRun:
