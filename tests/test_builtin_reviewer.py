@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -171,6 +172,51 @@ def test_high_entropy_assignment(repo: Path) -> None:
     assert (found.rule, found.line, found.severity) == ("high-entropy-secret", 1, Severity.WARN)
     assert value not in found.message
     assert result.overall is Overall.APPROVE  # a warning, below the default threshold
+
+
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        (".env", "API_KEY=q8Zr1xP2mL9vK4tWqZ"),
+        ("config/.env.production", "export STRIPE_SECRET=sk9Qw2Er7Ty4Ui1Op3As"),
+        ("deploy.sh", "export DB_PASSWORD=Zx9Qw2Er7Ty4Ui1Op3As"),
+        ("compose.yaml", "    api_key: q8Zr1xP2mL9vK4tWqZ"),
+        ("settings.ini", "client_secret = 7fG2kQ9xW4mZ8vB1nR5t"),
+        ("app.cfg", "auth_token=aGVsbG8gd29ybGQh+c2VjcmV0=="),
+        ("Dockerfile", "ENV SERVICE_TOKEN=Zx9Qw2Er7Ty4Ui1Op3As"),
+        (".npmrc", "//registry.npmjs.org/:_authToken=q8Zr1xP2mL9vK4tWqZ"),
+    ],
+)
+def test_high_entropy_unquoted_values_in_config_files(repo: Path, name: str, line: str) -> None:
+    result = review(repo, {name: f"# settings\n{line}\n"})
+    assert [(f.rule, f.file, f.line) for f in result.findings] == [("high-entropy-secret", name, 2)]
+    value = re.split(r"[=:]\s*", line, maxsplit=1)[1] if name != ".npmrc" else line[-18:]
+    assert value not in result.findings[0].message
+
+
+def test_unquoted_words_urls_paths_and_names_are_not_secrets(repo: Path) -> None:
+    result = review(
+        repo,
+        {
+            ".env": (
+                "SECRET_KEY_FILE=/run/secrets/django_secret_key_2\n"
+                "TOKEN_URL=https://auth.example.com/oauth2/token?aud=x9\n"
+                "PASSWORD_HINT=correct-horse-battery-staple\n"
+                "API_TOKEN=${API_TOKEN}\n"
+                "TOKEN_CACHE=~/cache/tokens/v2/store\n"
+            ),
+            "ci.yaml": (
+                "password_policy: strong_passwords_only\n"
+                "token_name: github-actions-deploy-bot2\n"
+                "secret_dir: config/secrets/production2\n"
+                "api_key: ${{ secrets.API_KEY }}\n"
+            ),
+            "tool.ini": "credential_helper = osxkeychain.credentialStore\n",
+            # in code an unquoted value is a name, not a literal
+            "app.py": "API_KEY=q8Zr1xP2mL9vK4tWqZ\ntoken = get_token_from_vault_v2()\n",
+        },
+    )
+    assert result.findings == ()
 
 
 def test_warning_blocks_at_warn_threshold(repo: Path) -> None:

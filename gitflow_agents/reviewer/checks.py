@@ -264,6 +264,26 @@ def entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values()) if n else 0.0
 
 
+# Files where an unquoted value is a literal string, not a name: .env files, shell scripts,
+# Dockerfiles, YAML, INI-style and TOML configuration, .npmrc / .pypirc.
+_CONFIG_FILE = re.compile(
+    r"""(?ix)(?:^|/)(?:
+        \.env(?:\.[^/]*)?|[^/]*\.env|\.envrc|\.npmrc|\.pypirc|\.netrc|
+        (?:[^/]*\.)?dockerfile|dockerfile\.[^/]*|containerfile|
+        [^/]*\.(?:sh|bash|zsh|ksh|ya?ml|ini|cfg|conf|toml|properties)
+    )$"""
+)
+# Unquoted values that are not secrets however random they look: URLs, absolute or home or
+# relative paths, and words (letters, then digits) joined by - _ . (names like deploy-bot2).
+_URL_OR_PATH = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|/|~|\.\.?/)|^[a-z0-9._-]+(?:/[a-z0-9._-]+)+$")
+_WORDS = re.compile(r"^[A-Za-z]+\d*(?:[-_.][A-Za-z]+\d*)*$")
+
+
+def _plain_literal(value: str) -> bool:
+    """An unquoted config value that is a URL, a path or words, not a credential."""
+    return bool(_URL_OR_PATH.match(value) or _WORDS.match(value))
+
+
 def _looks_like_code(value: str) -> bool:
     # Identifiers, attribute chains and calls (settings.API_TOKEN, get_token()) are not secrets.
     return bool(
@@ -272,6 +292,10 @@ def _looks_like_code(value: str) -> bool:
 
 
 def check_secrets(change: FileChange, options: Options) -> Iterator[Finding]:
+    """Private keys, known token formats, and secret-named assignments of a high-entropy
+    literal: quoted anywhere; unquoted in configuration files (KEY=VALUE, ``key: value``,
+    ``key = value``), where a bare value is a string, unless it is a URL, a path or words."""
+    config = bool(_CONFIG_FILE.search(change.path))
     for added in change.added_lines:
         text = added.text
         if _PRIVATE_KEY.search(text):
@@ -301,10 +325,12 @@ def check_secrets(change: FileChange, options: Options) -> Iterator[Finding]:
             continue
         for match in _ASSIGNMENT.finditer(text):
             value = match.group("value")
+            unquoted = not match.group("quote")
             if (
                 len(value) < options.min_secret_length
                 or _PLACEHOLDER.match(value)
-                or (not match.group("quote") and _looks_like_code(value))
+                or (unquoted and config and _plain_literal(value))
+                or (unquoted and not config and _looks_like_code(value))
                 or entropy(value) < options.entropy_threshold
             ):
                 continue
