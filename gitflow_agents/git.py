@@ -142,17 +142,20 @@ def default_branch(root: Path, remote: str = "origin") -> DefaultBranch:
     if result.returncode == 0 and target.startswith("refs/remotes/"):
         name = target.removeprefix("refs/remotes/")
         return DefaultBranch(name, f"default branch {name} (from refs/remotes/{remote}/HEAD)")
-    for name in ("main", "master"):
-        for ref, shown in (
-            (f"refs/remotes/{remote}/{name}", f"{remote}/{name}"),
-            (f"refs/heads/{name}", name),
-        ):
-            if ref_exists(root, ref):
-                return DefaultBranch(
-                    shown,
-                    f"default branch {shown} (refs/remotes/{remote}/HEAD is not set; "
-                    f"fell back to {name})",
-                )
+    candidates = (
+        (f"refs/remotes/{remote}/main", f"{remote}/main"),
+        ("refs/heads/main", "main"),
+        (f"refs/remotes/{remote}/master", f"{remote}/master"),
+        ("refs/heads/master", "master"),
+    )
+    order = ", ".join(shown for _, shown in candidates)
+    for ref, shown in candidates:
+        if ref_exists(root, ref):
+            return DefaultBranch(
+                shown,
+                f"default branch {shown} (refs/remotes/{remote}/HEAD is not set; "
+                f"{shown} is the first of {order} that exists)",
+            )
     raise UsageError(
         f"cannot find the default branch: refs/remotes/{remote}/HEAD is not set and there is "
         "no main or master branch; give a range, e.g. `git agent-review BASE..HEAD`"

@@ -72,7 +72,10 @@ def test_default_branch_prefers_remote_head(repo: Path, tmp_path: Path) -> None:
 def test_default_branch_falls_back_to_main_then_master(repo: Path) -> None:
     found = g.default_branch(repo)
     assert found.ref == "main"
-    assert "fell back to main" in found.note
+    assert found.note == (
+        "default branch main (refs/remotes/origin/HEAD is not set; "
+        "main is the first of origin/main, main, origin/master, master that exists)"
+    )
     git(repo, "branch", "-m", "main", "master")
     assert g.default_branch(repo).ref == "master"
     git(repo, "branch", "-m", "master", "trunk")

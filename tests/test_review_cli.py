@@ -339,6 +339,23 @@ def test_default_branch_from_origin_head(repo: Path, tmp_path: Path, run: Cli) -
     assert "origin/main (from refs/remotes/origin/HEAD)" in result.stderr
 
 
+def test_default_branch_message_names_the_ref_used_and_why(
+    repo: Path, tmp_path: Path, run: Cli
+) -> None:
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "remote", "set-head", "origin", "--delete")
+    git(clone, "checkout", "-q", "-b", "topic")
+    commit(clone, {"t.py": "x = 1\n"})
+    result = run.review(cwd=clone)
+    assert result.returncode == 0, result.stderr
+    assert (
+        "merge-base with the default branch origin/main (refs/remotes/origin/HEAD is not set; "
+        "origin/main is the first of origin/main, main, origin/master, master that exists)"
+    ) in result.stderr
+    assert "fell back" not in result.stderr
+
+
 def test_git_runs_git_agent_review_from_path(feature: Path, tmp_path: Path, run: Cli) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
