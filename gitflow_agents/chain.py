@@ -845,11 +845,20 @@ def _chain(ctx: Context, rec: _Record, step: int) -> None:
         )
         record_note(ctx, ws, review)
         if review.gate.approved:
-            rec.merged = git.merge_into(
-                ctx.root, ctx.target, review.reviewed_sha, mode=settings.merge,
-                message=f"Merge {ws.branch}: {title}",
-            )  # fmt: skip
-            _set_status(ctx, step, DONE)
+            tip = _mark_done(ctx, rec, ws, step, review)
+            try:
+                rec.merged = git.merge_into(
+                    ctx.root, ctx.target, tip, mode=settings.merge,
+                    message=f"Merge {ws.branch}: {title}",
+                )  # fmt: skip
+            except GitError as exc:
+                kept = f"; {DONE} stays committed on {ws.branch} ({tip[:12]})"
+                raise GitError(
+                    f"approved in review {iteration}, but the merge was refused: {exc}"
+                    + (kept if tip != review.reviewed_sha else "")
+                ) from None
+            if tip == review.reviewed_sha:  # the plan is not on the branch (not committed)
+                _set_status(ctx, step, DONE)
             git.remove_tool_worktree(ctx.root, ws.worktree)
             rec.finish("approved", int(ExitCode.OK), f"approved in review {iteration}")
             return
@@ -886,6 +895,59 @@ def record_note(ctx: Context, ws: Workspace, review: ReviewRound) -> None:
         agent=",".join(run.agent for run in review.agents),
         threshold=ctx.settings.threshold.value,
     )
+
+
+def _plan_in_tree(ctx: Context, ws: Workspace) -> Path | None:
+    """The plan's path inside the step work tree (it is the committed plan there), or None when
+    the plan lies outside the repository or is not on the branch."""
+    assert ctx.plan is not None
+    try:
+        rel = ctx.plan.path.resolve().relative_to(ctx.root.resolve())
+    except ValueError:
+        return None
+    path = ws.worktree / rel
+    return path if path.is_file() and not path.is_symlink() else None
+
+
+def _mark_done(ctx: Context, rec: _Record, ws: Workspace, step: int, review: ReviewRound) -> str:
+    """On approval: set the step's status to ✅ in the plan *inside the step work tree* and
+    commit it on the step branch (the run's trailer), so the merge takes it to the target and,
+    by the fast-forward, to the user's checkout of the target. The approval note is carried to
+    that commit, whose only change is the status line, so the pushed tip passes the gate hook.
+
+    Returns the commit to merge: the reviewed one when the plan is not on the branch (then the
+    user's copy gets the status, as before) or already says ✅."""
+    from gitflow_agents.errors import PlanError
+    from gitflow_agents.plan import set_step_status
+    from gitflow_agents.reviewer import record_review
+
+    assert ctx.plan is not None
+    plan = _plan_in_tree(ctx, ws)
+    if plan is None:
+        return review.reviewed_sha
+    try:
+        set_step_status(plan, step, DONE, ctx.config.spec_plan)
+    except (PlanError, OSError):  # the committed plan has no such step: leave it alone
+        git.discard_changes(ws.worktree, review.reviewed_sha)
+        return review.reviewed_sha
+    rel = plan.relative_to(ws.worktree).as_posix()
+    sha = git.commit_paths(
+        ws.worktree, (rel,), f"[{ctx.plan.name}] Mark step {step} done",
+        trailers={TRAILER_RUN: rec.run_id},
+    )  # fmt: skip
+    if sha is None:
+        return review.reviewed_sha
+    reviewers = ",".join(run.agent for run in review.agents)
+    record_review(
+        ctx.root,
+        reviewed_sha=sha,
+        base_sha=ws.base_sha,
+        approved=True,
+        agent=f"{reviewers} (approved {review.reviewed_sha[:12]}; this commit only marks "
+        f"step {step} {DONE} in {rel})",
+        threshold=ctx.settings.threshold.value,
+    )
+    return sha
 
 
 def _set_status(ctx: Context, step: int, status: str) -> None:

@@ -705,6 +705,40 @@ def commit_all(
     return head_sha(worktree)
 
 
+def commit_paths(
+    worktree: Path,
+    paths: Sequence[str],
+    message: str,
+    *,
+    trailers: Mapping[str, str] | None = None,
+) -> str | None:
+    """Commit the work-tree content of the tracked ``paths`` in ``worktree`` and nothing else
+    (``git commit --only``: whatever else is staged stays staged), with ``trailers``; the new
+    sha, or None when those paths did not change."""
+    if run_git(worktree, "diff", "--quiet", "HEAD", "--", *paths, check=False).returncode == 0:
+        return None
+    body = message.rstrip("\n") + "\n"
+    if trailers:
+        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+    result = run_git(
+        worktree,
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "--cleanup=verbatim",
+        "-F",
+        "-",
+        "--only",
+        "--",
+        *paths,
+        input=body,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise _fail(result, f"cannot commit {', '.join(paths)}")
+    return head_sha(worktree)
+
+
 def commit_trailers(root: Path, sha: str) -> dict[str, str]:
     """The trailers of commit ``sha`` (last value wins per key)."""
     out = run_git(root, "log", "-1", "--format=%(trailers:only,unfold)", sha).stdout

@@ -94,6 +94,13 @@ def step_status(repo: Path, step: int) -> str:
     return line.split("|")[0].removeprefix("### Status:").strip()
 
 
+def committed_status(repo: Path, ref: str, step: int) -> str:
+    """The step's status in the plan as ``ref`` has it committed (a clean checkout of ``ref``)."""
+    text = git(repo, "show", f"{ref}:specs/feature.md")
+    line = next(ln for ln in text.splitlines() if f"Step {step}:" in ln)
+    return line.split("|")[0].removeprefix("### Status:").strip()
+
+
 def note(repo: Path, sha: str) -> dict[str, Any] | None:
     proc = subprocess.run(
         ["git", "-C", str(repo), "notes", "--ref=refs/notes/gitflow-agents", "show", sha],
@@ -118,15 +125,28 @@ def test_approve_first_time_merges_marks_done_and_fills_stats(repo: Path) -> Non
     assert chain["outcome"] == "approved" and chain["iterations"] == 1 and chain["fixes"] == 0
     assert [a["kind"] for a in chain["agents"]] == ["implement", "review"]
     assert result["status"] == "succeeded"
-    # merged by fast-forward: main is now the reviewed commit, and it carries the trailer
-    assert main_sha(repo) == chain["headSha"] != before
+    # merged by fast-forward: the reviewed commit (with the agent's trailer), then the commit
+    # that marks the step done in the plan, so main itself has the ✅ committed
+    assert main_sha(repo) == chain["merged"]["sha"] != before
+    assert git(repo, "rev-parse", "main^").strip() == chain["headSha"]
     assert chain["merged"]["kind"] == "fast-forward"
-    body = git(repo, "log", "-1", "--format=%B", "main")
+    body = git(repo, "log", "-1", "--format=%B", "main^")
     assert "Gitflow-Agents-Run: " in body and "[feature] Step 1: Add the module" in body
+    mark = git(repo, "log", "-1", "--format=%B", "main")
+    assert (
+        mark.startswith("[feature] Mark step 1 done")
+        and f"Gitflow-Agents-Run: {result['run']['runID']}" in mark
+    )
+    assert git(repo, "diff", "--name-only", "main^", "main").split() == ["specs/feature.md"]
+    assert committed_status(repo, "main", 1) == "✅" and committed_status(repo, "main", 2) == "❌"
     assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "❌"
+    assert git(repo, "status", "--porcelain", "specs") == ""  # reached the user's tree by the ff
     recorded = note(repo, chain["headSha"])
     assert recorded is not None and recorded["verdict"] == "approved"
-    assert recorded["tree_sha"] == git(repo, "rev-parse", "main^{tree}").strip()
+    assert recorded["tree_sha"] == git(repo, "rev-parse", "main^^{tree}").strip()
+    carried = note(repo, main_sha(repo))  # the gate hook checks the pushed tip
+    assert carried is not None and carried["verdict"] == "approved"
+    assert carried["reviewed_sha"] == main_sha(repo) and chain["headSha"][:12] in carried["agent"]
     # the tool's statistics, not the agent's: new, binary and renamed files, no run artifacts
     stats = result["gitStats"]
     files = {f["path"]: f for f in stats["files"]}
@@ -192,6 +212,8 @@ def test_never_approves_fails_at_the_limit_and_merges_nothing(repo: Path) -> Non
     assert step_status(repo, 1) == "❌"
     assert "not approved after 2 review(s)" in chain["reason"]
     assert "failed (implement)" in result["run"]["historyLine"]
+    assert committed_status(repo, "main", 1) == "❌"
+    assert committed_status(repo, "agents/feature/step-1", 1) == "❌"
 
 
 @pytest.mark.parametrize("mode", ["bold", "fenced"])
@@ -274,7 +296,7 @@ def test_resume_reuses_the_completed_implementer(repo: Path) -> None:
     second = results(repo)[-1]["chain"]
     assert second["agents"][0]["reused"] is True and second["agents"][0]["endSha"] == first_commit
     assert second["agents"][1]["reused"] is False
-    assert main_sha(repo) == first_commit
+    assert git(repo, "rev-parse", "main^").strip() == first_commit  # then "Mark step 1 done"
     # the crashed reviewer's report was set aside, not lost
     assert list((repo / "flows/feature/agents/step-01-reviewer-1/previous").iterdir())
 
@@ -375,11 +397,57 @@ def test_merge_refused_when_it_would_overwrite_uncommitted_changes(repo: Path) -
     (repo / "README.md").write_text("my uncommitted edit\n")  # the implementer changes it too
     out = run(repo, "--step", "1")
     assert out.returncode == 2, out.stderr + out.stdout
-    assert "cannot update main" in out.stdout
+    assert "cannot update main" in out.stdout and "merge was refused" in out.stdout
     assert (repo / "README.md").read_text() == "my uncommitted edit\n"
     assert main_sha(repo) == before and step_status(repo, 1) == "❌"
     [result] = results(repo)
     assert result["chain"]["merged"] is None and result["chain"]["rounds"][0]["approved"]
+    # the approval is not lost: ✅ is committed on the step branch, ready for the merge
+    assert committed_status(repo, "agents/feature/step-1", 1) == "✅"
+    assert committed_status(repo, "main", 1) == "❌"
+    # once the user's edit is out of the way, running again reuses both agents and merges
+    git(repo, "checkout", "README.md")
+    again = run(repo, "--step", "1")
+    assert again.returncode == 0, again.stderr + again.stdout
+    second = results(repo)[-1]["chain"]
+    assert [a["reused"] for a in second["agents"]] == [True, True]
+    assert committed_status(repo, "main", 1) == "✅" and step_status(repo, 1) == "✅"
+    assert git(repo, "rev-list", "--count", f"{before}..main").strip() == "2"
+
+
+def test_local_edits_to_the_plan_refuse_the_merge_and_keep_them(repo: Path) -> None:
+    configure(repo)
+    before = main_sha(repo)
+    plan = repo / "specs" / "feature.md"
+    edited = plan.read_text() + "\nMy notes on the plan.\n"
+    plan.write_text(edited)
+    out = run(repo, "--step", "1")
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert "merge was refused" in out.stdout and "agents/feature/step-1" in out.stdout
+    assert plan.read_text() == edited and main_sha(repo) == before
+    assert committed_status(repo, "agents/feature/step-1", 1) == "✅"
+
+
+def test_target_not_checked_out_gets_the_committed_status_and_the_users_plan_stays(
+    repo: Path,
+) -> None:
+    configure(repo)
+    git(repo, "checkout", "-q", "-b", "elsewhere")
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert committed_status(repo, "main", 1) == "✅"
+    assert git(repo, "status", "--porcelain") == ""  # the user's copy was not rewritten
+    assert step_status(repo, 1) == "❌"
+
+
+def test_an_uncommitted_plan_gets_the_status_in_the_users_copy(repo: Path) -> None:
+    configure(repo)
+    git(repo, "rm", "-q", "--cached", "specs/feature.md")
+    git(repo, "commit", "-q", "-m", "the plan is not committed")
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "❌"
+    assert "specs/feature.md" not in git(repo, "ls-tree", "-r", "--name-only", "main")
 
 
 def test_step_lock_held_by_a_live_process_refuses(repo: Path) -> None:
