@@ -770,6 +770,7 @@ class _Record:
         self.outcome: Outcome = "failed"
         self.exit_code = int(ExitCode.AGENT_FAILED)
         self.reason = "the run stopped unexpectedly"
+        self.failed_what: str | None = None  # history line: "failed (<this>)", default implement
 
     def add(self, run: AgentRun) -> AgentRun:
         self.agents.append(run)
@@ -807,6 +808,7 @@ def run_step(ctx: Context, step: int) -> ChainResult:
             _chain(ctx, rec, step)
         except AgentFailed as exc:
             rec.agents.append(exc.run)
+            rec.failed_what = exc.run.kind
             rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
             _set_status(ctx, step, FAILED)
         except GitError as exc:  # the merge (conflict, target moved, dirty checkout)
@@ -852,6 +854,7 @@ def _chain(ctx: Context, rec: _Record, step: int) -> None:
                     message=f"Merge {ws.branch}: {title}",
                 )  # fmt: skip
             except GitError as exc:
+                rec.failed_what = "merge refused"
                 kept = f"; {DONE} stays committed on {ws.branch} ({tip[:12]})"
                 raise GitError(
                     f"approved in review {iteration}, but the merge was refused: {exc}"
@@ -1050,6 +1053,8 @@ def _history_line(
         tests=verdict,
         log_path=log,
     ).rstrip(".")
+    if event == "failed" and rec.failed_what:  # say what failed: "merge refused", "review"
+        base = base.replace(" failed (implement)", f" failed ({rec.failed_what})", 1)
     reviews = len(rec.rounds)
     extra = f"step {rec.step} {rec.outcome} after {reviews} review{'s' if reviews != 1 else ''}"
     if git_stats is not None:

@@ -237,6 +237,7 @@ def test_crashing_implementer_exits_3_and_still_writes_the_record(repo: Path) ->
     [result] = results(repo)
     assert result["chain"]["outcome"] == "failed" and result["status"] == "failed"
     assert result["chain"]["agents"][0]["status"] in ("failed", "crashed")
+    assert " failed (implement);" in result["run"]["historyLine"]
     assert main_sha(repo) == before and step_status(repo, 1) == "❌"
     agent_result = Path(result["chain"]["agents"][0]["report"]).parent
     assert agent_result.name == "step-01-builder"
@@ -249,6 +250,7 @@ def test_crashing_reviewer_exits_3(repo: Path) -> None:
     assert out.returncode == 3, out.stderr + out.stdout
     assert main_sha(repo) == before
     assert results(repo)[0]["chain"]["agents"][-1]["agentId"] == "step-01-reviewer-1"
+    assert " failed (review);" in results(repo)[0]["run"]["historyLine"]
 
 
 def test_parallel_reviewers_one_revises_fixer_gets_both_reports(repo: Path) -> None:
@@ -402,6 +404,8 @@ def test_merge_refused_when_it_would_overwrite_uncommitted_changes(repo: Path) -
     assert main_sha(repo) == before and step_status(repo, 1) == "❌"
     [result] = results(repo)
     assert result["chain"]["merged"] is None and result["chain"]["rounds"][0]["approved"]
+    line = result["run"]["historyLine"]
+    assert " failed (merge refused);" in line and "(implement)" not in line
     # the approval is not lost: ✅ is committed on the step branch, ready for the merge
     assert committed_status(repo, "agents/feature/step-1", 1) == "✅"
     assert committed_status(repo, "main", 1) == "❌"
@@ -426,6 +430,8 @@ def test_local_edits_to_the_plan_refuse_the_merge_and_keep_them(repo: Path) -> N
     assert "merge was refused" in out.stdout and "agents/feature/step-1" in out.stdout
     assert plan.read_text() == edited and main_sha(repo) == before
     assert committed_status(repo, "agents/feature/step-1", 1) == "✅"
+    [result] = results(repo)
+    assert " failed (merge refused);" in result["run"]["historyLine"]
 
 
 def test_target_not_checked_out_gets_the_committed_status_and_the_users_plan_stays(
