@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from gitflow_agents import proc
 from gitflow_agents.errors import GitError, UsageError
@@ -285,6 +286,11 @@ def added_lines(root: Path, spec: DiffSpec) -> dict[str, tuple[tuple[AddedLine, 
         *spec.args(),
         "--",
     ).stdout
+    return _parse_added_lines(out)
+
+
+def _parse_added_lines(out: str) -> dict[str, tuple[tuple[AddedLine, ...], bool]]:
+    """The ``-U0`` patch text ``out`` (``a/``/``b/`` prefixes) as ``added_lines`` returns it."""
     result: dict[str, tuple[tuple[AddedLine, ...], bool]] = {}
     path: str | None = None
     lines: list[AddedLine] = []
@@ -301,7 +307,8 @@ def added_lines(root: Path, spec: DiffSpec) -> dict[str, tuple[tuple[AddedLine, 
             flush()
             path, lines, no_newline, last = None, [], False, ""
         elif raw.startswith("+++ ") and path is None and not lines:
-            target = _unquote(raw[4:])
+            # git ends the header with a tab when an unquoted path contains a space
+            target = _unquote(raw[4:].removesuffix("\t"))
             path = target[2:] if target.startswith("b/") else None
         elif raw.startswith("@@"):
             match = _HUNK.match(raw)
@@ -329,6 +336,55 @@ def diff(root: Path, spec: DiffSpec) -> tuple[FileChange, ...]:
         lines, no_newline = hunks.get(path, ((), False))
         changes.append(FileChange(path, status, old, added, deleted, lines, no_newline))
     return tuple(changes)
+
+
+@dataclass(frozen=True)
+class CommitPatch:
+    """The lines one commit adds, per path (``added_lines`` shape, merge commits excluded)."""
+
+    sha: str
+    subject: str
+    added: dict[str, tuple[tuple[AddedLine, ...], bool]]
+
+
+# The empty tree in sha1 and sha256 repositories (a root commit's review base).
+_EMPTY_TREES = frozenset(
+    (
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+        "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
+    )
+)
+
+
+def commit_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
+    """The added lines of every commit in ``base..head``, oldest first, from one
+    ``git log -p -U0 -z`` call (``base`` the empty tree: every commit of ``head``). Merge
+    commits are left out: their own resolutions show in the net diff."""
+    revs = (head,) if base in _EMPTY_TREES else (f"{base}..{head}",)
+    out = run_git(
+        root,
+        "log",
+        "-p",
+        "-z",
+        "--reverse",
+        "--no-merges",
+        "--no-show-signature",
+        *_DIFF_FLAGS,
+        "-U0",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        "--format=%x00%H %s",
+        "--end-of-options",
+        *revs,
+        "--",
+    ).stdout
+    # "\0<sha> <subject>\0" then the commit's patch (empty for an empty commit), per commit
+    parts = out.split("\0")
+    patches = []
+    for i in range(1, len(parts) - 1, 2):
+        sha, _, subject = parts[i].partition(" ")
+        patches.append(CommitPatch(sha, subject, _parse_added_lines(parts[i + 1])))
+    return tuple(patches)
 
 
 # --- file contents -------------------------------------------------------------------------
@@ -381,9 +437,9 @@ def write_note(root: Path, sha: str, text: str, ref: str = NOTES_REF) -> None:
 # --- statistics ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FileStat:
-    """One changed file as ``git diff --raw --numstat -z -M`` reports it."""
+class FileStat(NamedTuple):
+    """One changed file as ``git diff --raw --numstat -z -M`` reports it (a NamedTuple: a
+    2,500-file change builds 2,500 of them, five times faster than a frozen dataclass)."""
 
     path: str  # new path (for deletions the old path)
     status: str  # A, M, D, R, C, T
@@ -402,8 +458,13 @@ class Commit:
     subject: str
 
 
-def _excluded(path: str, exclude: Sequence[str]) -> bool:
-    return any(path == e or path.startswith(e.rstrip("/") + "/") for e in exclude)
+def _keep(files: Sequence[FileStat], exclude: Sequence[str]) -> tuple[FileStat, ...]:
+    """``files`` without those under ``exclude`` (one C-level startswith per file)."""
+    if not exclude:
+        return tuple(files)
+    names = tuple(e.strip("/") for e in exclude)
+    prefixes = tuple(n + "/" for n in names)
+    return tuple(f for f in files if f.path not in names and not f.path.startswith(prefixes))
 
 
 def _exclude_specs(exclude: Sequence[str]) -> tuple[str, ...]:
@@ -411,35 +472,34 @@ def _exclude_specs(exclude: Sequence[str]) -> tuple[str, ...]:
 
 
 def _parse_raw_numstat(out: str) -> list[FileStat]:
-    """Parse ``--raw --numstat -z`` output: raw records first, then the numstat records."""
+    """Parse ``--raw --numstat -z`` output: every raw record first, then the numstat records."""
     parts = out.split("\0")
+    end = len(parts)
     raw: list[tuple[str, str, str | None]] = []
-    counts: dict[str, tuple[int | None, int | None]] = {}
     i = 0
-    while i < len(parts) and parts[i]:
+    while i < end and parts[i].startswith(":"):
         field = parts[i]
-        if field.startswith(":"):
-            letter = field.split()[-1][0]
-            if letter in "RC":
-                raw.append((letter, parts[i + 2], parts[i + 1]))
-                i += 3
-            else:
-                raw.append((letter, parts[i + 1], None))
-                i += 2
-            continue
-        added, deleted, path = field.split("\t", 2)
-        if path == "":  # rename or copy: old path and new path follow
-            path = parts[i + 2]
+        letter = field[field.rindex(" ") + 1]  # ":<modes> <shas> R090": the status letter
+        if letter == "R" or letter == "C":
+            raw.append((letter, parts[i + 2], parts[i + 1]))
             i += 3
         else:
+            raw.append((letter, parts[i + 1], None))
+            i += 2
+    counts: dict[str, tuple[int | None, int | None]] = {}
+    while i < end and parts[i]:
+        added, deleted, path = parts[i].split("\t", 2)
+        if path:
             i += 1
+        else:  # rename or copy: old path and new path follow
+            path = parts[i + 2]
+            i += 3
         counts[path] = (
             None if added == "-" else int(added),
             None if deleted == "-" else int(deleted),
         )
-    return [
-        FileStat(path, letter, old, *counts.get(path, (None, None))) for letter, path, old in raw
-    ]
+    binary = (None, None)
+    return [FileStat(path, letter, old, *counts.get(path, binary)) for letter, path, old in raw]
 
 
 def diff_stats(
@@ -448,8 +508,10 @@ def diff_stats(
     """Per-file statistics from ``base`` to ``head``, renames detected, binaries marked.
 
     With ``head`` None the work tree of ``root`` is compared, *including untracked files*
-    (ignored ones excepted): they are staged into a throw-away copy of the index, so the real
-    index is never touched. Paths under ``exclude`` (run artifacts) are left out.
+    (ignored ones excepted): in a throw-away copy of the index they are added as intent-to-add
+    (``git add -N``: no blob is written), so ``git diff <base>`` against the work tree shows them
+    as new; the real index is never touched. Paths under ``exclude`` (run artifacts) are left
+    out. One git call for a range; three for the work tree (index path, ``add -N``, ``diff``).
     """
     specs = _exclude_specs(exclude)
     flags = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--ignore-submodules")
@@ -461,26 +523,11 @@ def diff_stats(
         index = Path(run_git(root, "rev-parse", "--git-path", "index").stdout.strip())
         index = index if index.is_absolute() else root / index
         with _temp_index(index) as env:
-            _stage_all(root, exclude, env)
-            out = proc.run(
-                (
-                    "git",
-                    "--no-pager",
-                    "-C",
-                    str(root),
-                    "diff",
-                    "--cached",
-                    *flags,
-                    "--raw",
-                    "--numstat",
-                    "-z",
-                    base,
-                    "--",
-                    *specs,
-                ),
-                env=env,
-            ).stdout
-    return tuple(s for s in _parse_raw_numstat(out) if not _excluded(s.path, exclude))
+            git = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root))
+            proc.run((*git, "add", "--intent-to-add", "--", "."), env=env)
+            diff = (*git, "diff", *flags, "--raw", "--numstat", "-z", base, "--", *specs)
+            out = proc.run(diff, env=env).stdout
+    return _keep(_parse_raw_numstat(out), exclude)
 
 
 @contextlib.contextmanager

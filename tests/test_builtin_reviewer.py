@@ -151,6 +151,76 @@ def test_tokens_are_found_and_masked(repo: Path, secret: str, rule: str) -> None
     assert secret not in report
 
 
+def test_paths_with_spaces_are_checked(repo: Path) -> None:
+    # git ends a ---/+++ header with a tab when the path has a space
+    result = review(repo, {"deploy dir/my env.sh": f"export CRED={GITHUB_TOKEN}\n"})
+    assert locations(result) == [("github-token", "deploy dir/my env.sh", 1)]
+
+
+def commits(repo: Path, *changes: dict[str, str | None]) -> tuple[str, list[str]]:
+    """Commit each change in turn (None deletes the file); (base sha, [commit shas])."""
+    base = g.head_sha(repo)
+    made = []
+    for number, change in enumerate(changes, start=1):
+        for name, content in change.items():
+            path = repo / name
+            if content is None:
+                path.unlink()
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {number}")
+        made.append(g.head_sha(repo))
+    return base, made
+
+
+def test_a_secret_added_and_removed_within_the_range_is_found(repo: Path) -> None:
+    base, (leaked, removed, _) = commits(
+        repo,
+        {"t.py": f'TOKEN = "{GITHUB_TOKEN}"\n', "id_rsa": f"{PRIVATE_KEY}\nMIIE\n"},
+        {"t.py": None, "id_rsa": None},
+        {"app.py": "x = 1\n"},
+    )
+    result = builtin.review_diff(repo, g.DiffSpec(base, removed))
+    assert sorted((f.rule, f.file, f.line, f.severity) for f in result.findings) == [
+        ("github-token", None, None, Severity.ERROR),  # t.py is gone: not a head location
+        ("private-key", None, None, Severity.ERROR),
+    ]
+    token, key = sorted(result.findings, key=lambda f: f.rule or "")
+    assert token.message.startswith(f"t.py:1 in commit {leaked[:12]} (commit 1): GitHub token")
+    assert key.message.startswith(f"id_rsa:1 in commit {leaked[:12]} (commit 1): private key")
+    assert GITHUB_TOKEN not in token.message
+    assert "history" in token.message
+    assert result.overall is Overall.REVISE
+    # the net diff alone saw nothing: the file no longer exists
+    assert builtin.review_diff(repo, g.DiffSpec(removed, g.head_sha(repo))).findings == ()
+
+
+def test_history_scan_reports_a_secret_still_present_once(repo: Path) -> None:
+    base, (_, head) = commits(
+        repo,
+        {"deploy.env": f"API={AWS_KEY}\n"},
+        {"deploy.env": f"API={AWS_KEY}\nMORE=1\n"},
+    )
+    result = builtin.review_diff(repo, g.DiffSpec(base, head))
+    assert locations(result) == [("aws-access-key", "deploy.env", 1)]
+    assert "in commit" not in result.findings[0].message  # the net diff's own finding
+
+
+def test_history_scan_keeps_the_file_when_it_still_exists(repo: Path) -> None:
+    value = "q8Zr3kP9xW2mN7vB4tY6"
+    base, (leaked, head) = commits(
+        repo,
+        {"settings.py": f'x = 1\nAPI_KEY = "{value}"\n'},
+        {"settings.py": 'x = 1\nAPI_KEY = os.environ["API_KEY"]\n'},
+    )
+    result = builtin.review_diff(repo, g.DiffSpec(base, head))
+    (found,) = result.findings
+    assert (found.rule, found.file, found.line) == ("high-entropy-secret", "settings.py", None)
+    assert f"settings.py:2 in commit {leaked[:12]}" in found.message
+
+
 def test_aws_documentation_example_key_is_ignored(repo: Path) -> None:
     result = review(repo, {"README.md": "AKIA" + "IOSFODNN7EXAMPLE\n"})
     assert result.findings == ()

@@ -260,6 +260,22 @@ def test_hook_mode_reviews_the_pushed_range(repo: Path, run: Cli) -> None:
     assert run.main("hook", "gate", cwd=repo, env=env).returncode == 0
 
 
+def test_pre_push_finds_a_secret_committed_and_removed_within_the_push(
+    repo: Path, run: Cli
+) -> None:
+    base = g.head_sha(repo)
+    commit(repo, {"t.py": f'TOKEN = "{GITHUB_TOKEN}"\n'}, "add token")
+    git(repo, "rm", "-q", "t.py")
+    git(repo, "commit", "-q", "-m", "remove token")
+    head = g.head_sha(repo)
+    env = {"PRE_COMMIT_FROM_REF": base, "PRE_COMMIT_TO_REF": head}
+    result = run.review("--hook", cwd=repo, env=env)
+    assert result.returncode == 1, result.stdout
+    assert "github-token" in result.stdout and "t.py:1 in commit" in result.stdout
+    assert GITHUB_TOKEN not in result.stdout
+    assert run.main("hook", "gate", cwd=repo, env=env).returncode == 1
+
+
 def test_severity_threshold_and_fail_on(repo: Path, run: Cli) -> None:
     commit(repo, {"x.py": "breakpoint()\n"})
     assert run.review("HEAD", cwd=repo).returncode == 0

@@ -5,7 +5,7 @@ a report in the same shape an LLM reviewer writes (summary, fenced JSON findings
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitflow_agents import git
@@ -74,6 +74,8 @@ def review_diff(
             return git.show_file(root, spec.base, old_path)
 
         findings.extend(checks.check_syntax(change, new_text, old_text))
+    if spec.head is not None:
+        findings.extend(_history_secrets(root, spec.base, spec.head, changes, options))
     findings.sort(key=lambda f: (f.file or "", f.line or 0, -f.severity.rank))
     blocking = any(f.severity.rank >= threshold.rank for f in findings)
     return BuiltinResult(
@@ -83,6 +85,21 @@ def review_diff(
         tuple(notes),
         len(changes),
     )
+
+
+def _history_secrets(
+    root: Path, base: str, head: str, changes: list[git.FileChange], options: Options
+) -> list[Finding]:
+    """Secrets that commits of ``base..head`` add and later ones remove (one ``git log -p``)."""
+    patches = git.commit_patches(root, base, head)
+    if len(patches) < 2:
+        return []  # one commit: its diff is the net diff
+    found = list(checks.check_history_secrets(patches, changes, options))
+    if not found:
+        return []
+    # a file that no longer exists is no location to point at: the message names it
+    present = git.blob_sizes(root, head, sorted({f.file for f in found if f.file}))
+    return [f if f.file in present else replace(f, file=None) for f in found]
 
 
 def report(

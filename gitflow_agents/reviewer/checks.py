@@ -14,12 +14,12 @@ import math
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gitflow_agents.findings import Finding, Severity
-from gitflow_agents.git import AddedLine, FileChange
+from gitflow_agents.git import AddedLine, CommitPatch, FileChange
 
 # rule id -> (severity, one-line description); the table docs/review.md shows.
 RULES: dict[str, tuple[Severity, str]] = {
@@ -343,6 +343,39 @@ def check_secrets(change: FileChange, options: Options) -> Iterator[Finding]:
                 text,
             )
             break
+
+
+def check_history_secrets(
+    patches: Sequence[CommitPatch],
+    net: Sequence[FileChange],
+    options: Options,
+) -> Iterator[Finding]:
+    """The secret rules over the lines every commit of the range adds, for what the net diff
+    does not show: a secret committed and removed again before the push still goes into the
+    remote's history. Lines the net diff adds are left to it; each (path, text) is reported
+    once, for the first commit that adds it. The finding is about the whole file (its line
+    numbers are the commit's, not head's); the message names the commit and line."""
+    seen = {(c.path, a.text) for c in net for a in c.added_lines}
+    for patch in patches:
+        for path, (lines, _) in patch.added.items():
+            fresh = tuple(a for a in lines if (path, a.text) not in seen)
+            if not fresh:
+                continue
+            seen.update((path, a.text) for a in fresh)
+            change = FileChange(path, "M", added_lines=fresh)
+            for found in check_secrets(change, options):
+                message = (
+                    f"{path}:{found.line} in commit {patch.sha[:12]} ({patch.subject}): "
+                    f"{found.message}; the final change no longer adds it, but the commit "
+                    "keeps it in the history: rewrite the commits before pushing, or revoke it"
+                )
+                text = next(a.text for a in fresh if a.number == found.line)
+                yield Finding(
+                    found.severity,
+                    message,
+                    file=path,
+                    rule=found.rule,
+                ).with_fingerprint(text)
 
 
 _PY_DEBUG = re.compile(
