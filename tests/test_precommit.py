@@ -260,8 +260,12 @@ def test_hooks_pass_on_the_fix_and_gate_the_push(
     git(project, "add", "app.py", "specs")
     git(project, "commit", "-q", "-m", "defect")
     broken = g.head_sha(project)
+    # the leaked key is fixed by rewriting the commit: a fix on top would push it in the history
     (project / "app.py").write_text(FIXED)
     git(project, "commit", "-q", "-am", "fix")
+    on_top = g.head_sha(project)
+    git(project, "reset", "-q", "--soft", base)
+    git(project, "commit", "-q", "-m", "feature")
     fixed = g.head_sha(project)
 
     def push(to: str) -> subprocess.CompletedProcess[str]:
@@ -274,6 +278,10 @@ def test_hooks_pass_on_the_fix_and_gate_the_push(
     assert "push refused" in output
     note = read_review_note(project, broken)
     assert note is not None and note.verdict == "revise"
+
+    history = push(on_top)
+    assert history.returncode == 1, history.stdout
+    assert "in commit" in history.stdout and "aws-access-key" in history.stdout
 
     allowed = push(fixed)
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr

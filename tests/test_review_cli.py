@@ -121,14 +121,15 @@ def test_fixed_commit_is_approved_and_the_gate_lets_it_through(feature: Path, ru
     run.review(cwd=feature)  # REVISE recorded on the broken commit
     assert run.main("hook", "gate", cwd=feature).returncode == 1
 
-    fixed = commit(
-        feature,
-        {
-            "src/app.py": "def run() -> int:\n    return 1\n",
-            "deploy/env.sh": 'export AWS_ACCESS_KEY_ID="$KEY"\n',
-        },
-        "fix",
-    )
+    # a leaked key is fixed by rewriting the commit: a fix on top would leave it in the history
+    (feature / "src/app.py").write_text("def run() -> int:\n    return 1\n")
+    (feature / "deploy/env.sh").write_text('export AWS_ACCESS_KEY_ID="$KEY"\n')
+    git(feature, "commit", "-q", "-a", "-m", "fix")
+    on_top = run.review(cwd=feature)
+    assert on_top.returncode == 1 and "in commit" in on_top.stdout, on_top.stdout
+    git(feature, "reset", "-q", "--soft", "HEAD~2")
+    git(feature, "commit", "-q", "-m", "feature, fixed")
+    fixed = g.head_sha(feature)
     result = run.review(cwd=feature)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1].startswith("APPROVED")
