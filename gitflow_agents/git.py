@@ -1,8 +1,9 @@
 """The one git boundary: small named queries over plain ``git`` argv run through ``proc.run``.
 
 Every call scrubs inherited ``GIT_DIR`` / ``GIT_WORK_TREE`` / ``GIT_INDEX_FILE`` (git exports
-them to hooks, often as paths relative to a directory we are not in) and asks for machine
-output: ``-z`` where git offers it, ``--no-color``, ``--no-ext-diff``.
+them to hooks, often as paths relative to a directory we are not in; see ``gitcmd``, which runs
+every call) and asks for machine output: ``-z`` where git offers it, ``--no-color``,
+``--no-ext-diff``.
 """
 
 from __future__ import annotations
@@ -20,35 +21,11 @@ from typing import NamedTuple
 from gitflow_agents import proc
 from gitflow_agents.errors import GitError, UsageError
 
-NOTES_REF = "refs/notes/gitflow-agents"
-
-# Variables git sets for hooks and aliases; inherited, they point our calls at the wrong
-# repository or a temporary index (pre-commit drops them for the same reason).
-_SCRUBBED = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_PREFIX",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-)
-
-
-def git_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for git calls: ``environ`` (default os.environ) minus repo-pointing vars."""
-    source = os.environ if environ is None else environ
-    env = {k: v for k, v in source.items() if k not in _SCRUBBED}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    return env
-
-
-def run_git(
-    root: Path | str, *args: str, input: str | None = None, check: bool = True
-) -> proc.Result:
-    """``git -C root <args>`` with a scrubbed environment and no pager or colour."""
-    argv = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root), *args)
-    return proc.run(argv, env=git_env(), input=input, check=check)
+# The environment and the runner live in gitcmd (import-light, for the gate hook); re-exported.
+from gitflow_agents.gitcmd import NOTES_REF as NOTES_REF
+from gitflow_agents.gitcmd import explicit_repository as explicit_repository
+from gitflow_agents.gitcmd import git_env as git_env
+from gitflow_agents.gitcmd import run_git as run_git
 
 
 def _fail(result: proc.Result, what: str) -> GitError:

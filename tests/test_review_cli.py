@@ -404,6 +404,70 @@ def test_git_runs_git_agent_review_from_path(feature: Path, tmp_path: Path, run:
     }
 
 
+def test_explicit_git_dir_and_work_tree_are_honoured(tmp_path: Path) -> None:
+    """``git --git-dir=X --work-tree=Y agent-review``: a repository git cannot discover from
+    the work tree (the bare-repository-plus-work-tree layout of dotfiles managers)."""
+    store, tree = tmp_path / "store.git", tmp_path / "tree"
+    tree.mkdir()
+    git(tmp_path, "init", "-q", "--bare", str(store))
+    layout = {**os.environ, "GIT_DIR": str(store), "GIT_WORK_TREE": str(tree)}
+    (tree / "ok.py").write_text("x = 1\n")
+    for args in (("add", "ok.py"), ("commit", "-q", "-m", "first")):
+        subprocess.run(["git", *args], cwd=tree, env=layout, check=True)
+    (tree / "bad.py").write_text("def f(:\n")
+    for args in (("add", "bad.py"), ("commit", "-q", "-m", "second")):
+        subprocess.run(["git", *args], cwd=tree, env=layout, check=True)
+    head = git(store, "rev-parse", "HEAD").strip()
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "git-agent-review"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents.git_agent_review "$@"\n')
+    shim.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run(
+        [
+            "git",
+            "--git-dir=store.git",
+            "--work-tree=tree",
+            "agent-review",
+            "HEAD",
+            "--format",
+            "json",
+        ],
+        cwd=tmp_path,  # relative paths, as a user types them
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert [(f["rule"], f["file"]) for f in data["findings"]] == [("python-syntax", "bad.py")]
+    assert data["reviewed_sha"] == head
+    assert head[:12] in git(store, "notes", f"--ref={g.NOTES_REF}", "list")  # note in the store
+
+
+def test_hook_mode_ignores_an_inherited_git_dir(repo: Path, tmp_path: Path, run: Cli) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    base = g.head_sha(repo)
+    head = commit(repo, {"x.py": "def f(:\n"})
+    env = {
+        "PRE_COMMIT_FROM_REF": base,
+        "PRE_COMMIT_TO_REF": head,
+        "GIT_DIR": str(other / ".git"),  # what a hook may inherit: another repository
+        "GIT_WORK_TREE": str(other),
+        "GIT_INDEX_FILE": "../index.lock",
+    }
+    result = run.review("--hook", cwd=repo, env=env)
+    assert result.returncode == 1, result.stderr
+    assert "python-syntax" in result.stdout
+    assert run.main("hook", "gate", cwd=repo, env=env).returncode == 1
+    assert "push refused" in run.main("hook", "gate", cwd=repo, env=env).stderr
+
+
 def test_gitflow_agents_review_is_the_same_command(feature: Path, run: Cli) -> None:
     result = run.main("review", "--format", "json", "--no-note", cwd=feature)
     assert result.returncode == 1

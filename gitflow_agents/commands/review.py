@@ -198,6 +198,13 @@ def review_target(
 
 
 def run(args: argparse.Namespace) -> int:
+    # A GIT_DIR / GIT_WORK_TREE the user gave (``git --git-dir=X --work-tree=Y agent-review``)
+    # is honoured; as a hook (--hook, pre-commit, a commit hook) inherited ones never are.
+    with git.explicit_repository({} if args.hook else os.environ):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from gitflow_agents import render
     from gitflow_agents.reviewer import record_review
 

@@ -1,0 +1,118 @@
+"""Running git: the environment every git call gets, and the one query the pre-push gate makes.
+
+Kept import-light on purpose (no dataclasses, no regular expressions): ``gitflow-agents hook
+gate`` imports only this module and ``proc``. ``gitflow_agents.git`` re-exports ``git_env``,
+``run_git`` and ``NOTES_REF`` and holds every other git query.
+
+The environment: inherited ``GIT_DIR`` / ``GIT_WORK_TREE`` / ``GIT_INDEX_FILE`` and friends are
+removed from every call, because git exports them to hooks (often as paths relative to a
+directory we are not in, or naming a temporary index). Only a command run by the user, not as a
+hook, may keep an explicit ``GIT_DIR`` (and ``GIT_WORK_TREE``), as ``git --git-dir=X
+--work-tree=Y agent-review`` sets them: see ``explicit_repository``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from gitflow_agents import proc
+from gitflow_agents.errors import UsageError
+
+NOTES_REF = "refs/notes/gitflow-agents"
+
+# Variables git sets for hooks and aliases; inherited, they point our calls at the wrong
+# repository or a temporary index (pre-commit drops them for the same reason).
+_SCRUBBED = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+)
+# Set while a hook runs: by the pre-commit framework, or by git for commit hooks (the index
+# being committed). With any of them present an inherited GIT_DIR is never trusted.
+_HOOK_MARKERS = ("PRE_COMMIT", "PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF", "GIT_INDEX_FILE")
+
+# The repository variables kept for every git call while ``explicit_repository`` is active.
+_kept: dict[str, str] = {}
+
+
+def git_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for git calls: ``environ`` (default os.environ) minus repo-pointing vars
+    (plus the user's explicit repository while ``explicit_repository`` is active)."""
+    source = os.environ if environ is None else environ
+    env = {k: v for k, v in source.items() if k not in _SCRUBBED}
+    env.update(_kept)
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    return env
+
+
+def run_git(
+    root: Path | str, *args: str, input: str | None = None, check: bool = True
+) -> proc.Result:
+    """``git -C root <args>`` with a scrubbed environment and no pager or colour."""
+    argv = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root), *args)
+    return proc.run(argv, env=git_env(), input=input, check=check)
+
+
+def repository_from_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """``GIT_DIR`` and ``GIT_WORK_TREE`` from ``environ``, made absolute against the current
+    directory, when the user gave a ``GIT_DIR`` and nothing says a hook is running; else {}."""
+    if not environ.get("GIT_DIR") or any(environ.get(k) for k in _HOOK_MARKERS):
+        return {}
+    return {
+        key: str(Path(environ[key]).absolute())
+        for key in ("GIT_DIR", "GIT_WORK_TREE")
+        if environ.get(key)
+    }
+
+
+@contextlib.contextmanager
+def explicit_repository(environ: Mapping[str, str]) -> Iterator[bool]:
+    """While active, every git call of this process keeps the ``GIT_DIR`` / ``GIT_WORK_TREE``
+    of ``environ`` (see ``repository_from_env``); yields whether there was one.
+
+    Only for commands that read the repository and write notes (``git agent-review``): a
+    command that works in other work trees (the chain) must never follow an inherited
+    ``GIT_DIR`` back into the user's work tree, so it does not use this."""
+    global _kept
+    previous = _kept
+    _kept = repository_from_env(environ)
+    try:
+        yield bool(_kept)
+    finally:
+        _kept = previous
+
+
+def commit_note(root: Path, rev: str, ref: str = NOTES_REF) -> tuple[str, str | None]:
+    """(full sha of the commit ``rev`` names, its note under ``ref`` or None) in one git call.
+
+    UsageError ``unknown revision: REV`` when ``rev`` names no commit (ranges included), or
+    ``not a git repository …`` when ``root`` is in none (a second call, on that path only)."""
+    if not rev or rev.startswith(("-", "^")) or ".." in rev:
+        raise UsageError(f"unknown revision: {rev!r}")
+    result = run_git(
+        root,
+        "log",
+        "-1",
+        "--no-show-signature",
+        "--no-notes",
+        f"--notes={ref}",
+        "--format=%H%x00%N",
+        "--end-of-options",
+        rev + "^{commit}",
+        "--",
+        check=False,
+    )
+    sha, found, note = result.stdout.partition("\0")
+    if result.returncode != 0 or not found:
+        if run_git(root, "rev-parse", "--git-dir", check=False).returncode != 0:
+            raise UsageError(f"not a git repository (or any parent up to /): {root}")
+        raise UsageError(f"unknown revision: {rev}")
+    note = note.removesuffix("\n")  # the line end --format adds; the note keeps its own
+    return sha.strip(), note or None
