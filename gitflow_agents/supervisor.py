@@ -909,6 +909,19 @@ def supervise(
         )
         return outcome
 
+    # The marker is on record before the first process exists: if this supervisor dies at any
+    # moment after Popen (even before the pid below is written), `cancel` still finds the whole
+    # tree by it, including grandchildren that left the process group.
+    _update_status(
+        run_dir,
+        run_id=run_id,
+        tree_token=token,
+        agent=agent,
+        agent_dir=str(agent_dir),
+        state="running",
+        started=started_wall,
+        supervisor_pid=os.getpid(),
+    )
     spawned_wall = time.time()
     try:
         proc = subprocess.Popen(  # noqa: S603 - argv list from the adapter, never a shell
@@ -938,16 +951,9 @@ def supervise(
             create_time = root.create_time()
     _update_status(
         run_dir,
-        run_id=run_id,
-        tree_token=token,
-        agent=agent,
-        agent_dir=str(agent_dir),
-        state="running",
-        started=started_wall,
         pid=proc.pid,
         pgid=pgid,
         create_time=create_time,
-        supervisor_pid=os.getpid(),
         last_activity=activity.wall,
         last_activity_kind=activity.kind,
     )

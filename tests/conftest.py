@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
+
+if TYPE_CHECKING:
+    import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
@@ -43,6 +47,85 @@ def isolated_home(
         "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n"
     )
     return home
+
+
+TEST_TMP_ENV = "PYTEST_GITFLOW_AGENTS_TMP"  # not GITFLOW_AGENTS_*: adapters pass those on
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that used ``tmp_path`` must not leave a process running (agent trees leak silently).
+
+    After the test, every process of ours started since it began that belongs to the test and is
+    still alive 2 s later is SIGKILLed, and the test fails. A process belongs to the test when its
+    command line or working directory points into the test's ``tmp_path``, when its
+    ``GITFLOW_AGENTS_RUN_DIR`` / ``GITFLOW_AGENTS_AGENT_DIR`` does (set by the supervisor for every
+    process of an agent tree, also those that left its process group), or when it inherited
+    ``PYTEST_GITFLOW_AGENTS_TMP`` (set here for the test's duration: every process the test starts
+    with the usual environment, and their setsid'd grandchildren, carry it). Cheap: tests without
+    ``tmp_path`` are skipped, and older processes are skipped by their start time (cached by
+    psutil), so their command line and environment are never read.
+    """
+    if "tmp_path" not in request.fixturenames:
+        yield
+        return
+    tmp = Path(request.getfixturevalue("tmp_path"))
+    since = time.time() - 1.0  # create_time is jiffy-precise
+    previous = os.environ.get(TEST_TMP_ENV)
+    os.environ[TEST_TMP_ENV] = str(tmp)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(TEST_TMP_ENV, None)
+        else:
+            os.environ[TEST_TMP_ENV] = previous
+    left = _processes_under(tmp, since)
+    deadline = time.monotonic() + 2.0
+    while left and time.monotonic() < deadline:  # a tree that is being killed right now
+        time.sleep(0.05)
+        left = _processes_under(tmp, since)
+    if not left:
+        return
+    import psutil
+
+    names = []
+    for proc in left:
+        try:
+            names.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
+            proc.kill()
+        except psutil.Error:
+            pass
+    pytest.fail(f"processes left behind by this test (now killed): {names}", pytrace=False)
+
+
+def _processes_under(tmp: Path, since: float) -> list[psutil.Process]:
+    """Live processes of ours, started after ``since``, that belong to ``tmp`` (see above)."""
+    import psutil
+
+    prefix = str(tmp) + os.sep
+    own = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
+    uid = os.getuid()
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid in own or proc.create_time() < since:
+                continue
+            if proc.uids().real != uid or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            env = proc.environ()
+            places = [
+                *proc.cmdline(),
+                proc.cwd(),
+                env.get("GITFLOW_AGENTS_RUN_DIR", ""),
+                env.get("GITFLOW_AGENTS_AGENT_DIR", ""),
+                env.get(TEST_TMP_ENV, ""),
+            ]
+        except psutil.Error:
+            continue
+        if any(str(tmp) == place or prefix in place for place in places):
+            found.append(proc)
+    return found
 
 
 def git(repo: Path, *args: str) -> str:

@@ -227,6 +227,7 @@ def test_cancel_kills_a_running_spawn(repo: Path, tmp_path: Path) -> None:
     finally:
         if spawn.poll() is None:
             spawn.kill()
+        _kill_recorded(record)
     assert spawn.returncode == 3
     assert "canceled" in out
     facts = json.loads(record.read_text())
@@ -248,19 +249,89 @@ def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    _wait_for(lambda: record.exists() and "descendants" in json.loads(record.read_text()))
-    spawn.kill()
-    spawn.wait()
-    run_dir = only_run(repo, "f")
-    assert json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"] == "running"
-    result = run_cli("cancel", run_dir.name, "--wait", "0.2", cwd=repo)
-    assert result.returncode == 0, result.stderr
-    facts = json.loads(record.read_text())
-    for pid in [facts["pid"], *facts["descendants"]]:
-        _wait_for(lambda pid=pid: not _alive(pid))
+    try:
+        _wait_for(lambda: record.exists() and "descendants" in json.loads(record.read_text()))
+        run_dir = only_run(repo, "f")
+        # the agent's pid is on record (the case without it: the marker-only test below)
+        _wait_for(lambda: "pid" in json.loads((run_dir / "status.json").read_text()))
+        spawn.kill()
+        spawn.wait()
+        assert json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"] == "running"
+        result = run_cli("cancel", run_dir.name, "--wait", "0.2", cwd=repo)
+        assert result.returncode == 0, result.stderr
+        facts = json.loads(record.read_text())
+        for pid in [facts["pid"], *facts["descendants"]]:
+            _wait_for(lambda pid=pid: not _alive(pid))
+    finally:
+        spawn.kill()
+        spawn.wait()
+        _kill_recorded(record)
     data = json.loads((run_dir / "result.json").read_text())
     assert data["status"] == "canceled"
     assert json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"] == "canceled"
+
+
+def test_cancel_kills_a_tree_known_only_by_its_marker(repo: Path, tmp_path: Path) -> None:
+    """The orchestrator died after starting the agent but before recording its pid: status.json
+    holds only the tree marker (written before the agent starts). cancel still kills the agent,
+    its child and the grandchild that left the process group with setsid."""
+    record = tmp_path / "rec.json"
+    setup_project(repo, {"hanger": [str(FAKE), "spawn-hang"]})
+    run_dir = repo / "flows" / "f" / "runs" / "0190aaaa-0000-7000-8000-000000000001"
+    agent_dir = repo / "flows" / "f" / "agents" / "hanger"
+    run_dir.mkdir(parents=True)
+    agent_dir.mkdir(parents=True)
+    gone = subprocess.Popen(["true"])  # a supervisor pid that no longer exists
+    gone.wait()
+    token = f"{run_dir.name}:0123456789abcdef"
+    started = time.time()
+    status = {
+        "run_id": run_dir.name,
+        "flow": "f",
+        "agent": "hanger",
+        "state": "running",
+        "started": started,
+        "supervisor_pid": gone.pid,
+        "tree_token": token,
+    }
+    (run_dir / "status.json").write_text(json.dumps(status))
+    agent = subprocess.Popen(
+        [str(FAKE), "spawn-hang", "--record", str(record), "--agent-dir", str(agent_dir)],
+        env={**os.environ, "GITFLOW_AGENTS_TREE": token},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        _wait_for(lambda: record.exists() and "descendants" in json.loads(record.read_text()))
+        facts = json.loads(record.read_text())
+        result = run_cli("cancel", run_dir.name, "--wait", "0", cwd=repo)
+        assert result.returncode == 0, result.stderr
+        agent.wait(timeout=10)  # it is our child: reaped here, not a zombie
+        for pid in facts["descendants"]:
+            _wait_for(lambda pid=pid: not _alive(pid))
+    finally:
+        agent.kill()
+        agent.wait()
+        _kill_recorded(record)
+    assert agent.returncode == -15  # SIGTERM
+    data = json.loads((run_dir / "result.json").read_text())
+    assert data["status"] == "canceled"
+
+
+def _kill_recorded(record: Path) -> None:
+    """Cleanup after a failed assertion: SIGKILL whatever a fake recorded as its tree."""
+    if not record.exists():
+        return
+    facts = json.loads(record.read_text())
+    for pid in [facts.get("pid"), *facts.get("descendants", [])]:
+        if isinstance(pid, int):
+            try:
+                proc = psutil.Process(pid)
+                if str(FAKE) in proc.cmdline() or "while True" in " ".join(proc.cmdline()):
+                    proc.kill()  # only a fake of ours, never a process that reused the pid
+            except psutil.Error:
+                pass
 
 
 def test_heartbeat_cli_keeps_a_quiet_agent_alive(repo: Path) -> None:

@@ -364,3 +364,36 @@ def test_agent_env_names_its_run(tmp_path: Path) -> None:
 
 def test_kill_tree_on_nothing_is_a_no_op() -> None:
     assert kill_tree(None, pgid=None, token="no-such-run", grace=0.1) == ()
+
+
+def test_the_tree_marker_is_on_record_before_the_agent_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the orchestrator dies right after starting the agent, `cancel` still needs the marker:
+    status.json holds it (and the supervisor's pid) before the agent's first instruction, even
+    when the orchestrator is descheduled right after starting it (a loaded machine; simulated by
+    a slow first process lookup, the supervisor's first step after Popen)."""
+    from gitflow_agents import supervisor
+
+    lookup = supervisor._proc
+    calls: list[int] = []
+
+    def slow_first_lookup(pid: int) -> Any:
+        if not calls:
+            time.sleep(0.5)
+        calls.append(pid)
+        return lookup(pid)
+
+    monkeypatch.setattr(supervisor, "_proc", slow_first_lookup)
+    seen = tmp_path / "seen.json"
+    script = tmp_path / "agent.sh"
+    script.write_text(f'#!/bin/sh\ncat "$GITFLOW_AGENTS_RUN_DIR/status.json" > "{seen}"\n')
+    script.chmod(0o755)
+    run = run_fake(tmp_path, "", argv=(str(script),))
+    assert calls, "the supervisor no longer looks the agent up after starting it"
+    status = json.loads(seen.read_text())
+    assert status["tree_token"].startswith(f"{run.run_id}:")
+    assert status["state"] == "running"
+    assert status["supervisor_pid"] == os.getpid()
+    final = json.loads((run.run_dir / "status.json").read_text())
+    assert final["tree_token"] == status["tree_token"] and final["pid"] == run.outcome.pid

@@ -38,6 +38,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"canceled run {paths.run_dir.name} ({state})")
             return 0
         time.sleep(0.05)
+    # Read again: what the supervisor recorded after we first looked (the agent's pid, or its
+    # tree marker when it died right after starting the agent) must not be missed.
+    status = read_json(paths.status) or status
     left = _kill_recorded_tree(status)
     _mark_canceled(paths, status)
     note = f"; processes left: {list(left)}" if left else ""
@@ -63,12 +66,17 @@ def _kill_recorded_tree(status: dict[str, Any]) -> tuple[int, ...]:
         with contextlib.suppress(psutil.Error):
             leader_ok = abs(psutil.Process(pid).create_time() - created) < 0.01
     token = status.get("tree_token")
+    started = status.get("started")
     return kill_tree(
         pid if leader_ok else None,
         # the group id is only trusted while its leader is the process we started
         pgid=pgid if leader_ok and isinstance(pgid, int) else None,
+        # every process of the run carries the marker, also those that left the group (setsid)
+        # or were started before the pid was recorded
         token=token if isinstance(token, str) else None,
         grace=3.0,
+        # processes older than the run cannot be part of it: their environment is not read
+        since=float(started) if isinstance(started, (int, float)) else None,
     )
 
 
