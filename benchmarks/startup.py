@@ -42,7 +42,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
 
-    script = shutil.which("gitflow-agents")
+    # The console script next to this interpreter (a venv's bin/), else the first on PATH.
+    # (A pyenv shim on PATH is a bash script that would be timed instead of ours.)
+    beside = Path(sys.executable).parent / "gitflow-agents"
+    script = str(beside) if beside.exists() else shutil.which("gitflow-agents")
     commands: list[tuple[str, list[str]]] = [
         ("python -c pass", [sys.executable, "-c", "pass"]),
         ("python -m gitflow_agents --help", [sys.executable, "-m", "gitflow_agents", "--help"]),
@@ -50,7 +53,8 @@ def main() -> int:
     if script:
         commands.append(("gitflow-agents --help", [script, "--help"]))
         commands.append(("gitflow-agents --version", [script, "--version"]))
-    pre_commit = shutil.which("pre-commit")
+    beside = Path(sys.executable).parent / "pre-commit"
+    pre_commit = str(beside) if beside.exists() else shutil.which("pre-commit")
     if pre_commit:
         commands.append(("pre-commit --version (reference)", [pre_commit, "--version"]))
 

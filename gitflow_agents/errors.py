@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import enum
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pathlib costs milliseconds at start-up; only the annotation needs it
+    from pathlib import Path
 
 
 class ExitCode(enum.IntEnum):
