@@ -468,6 +468,31 @@ def test_hook_mode_ignores_an_inherited_git_dir(repo: Path, tmp_path: Path, run:
     assert "push refused" in run.main("hook", "gate", cwd=repo, env=env).stderr
 
 
+def test_gate_is_one_git_call_and_imports_nothing_heavy(repo: Path, tmp_path: Path) -> None:
+    head = g.head_sha(repo)
+    git(repo, "notes", f"--ref={g.NOTES_REF}", "add", "-m", '{"kind": "x"}', head)
+    trace = tmp_path / "trace"
+    probe = (
+        "import sys\n"
+        "from gitflow_agents import cli\n"
+        "code = cli.main(['hook', 'gate'])\n"
+        "heavy = ('dataclasses', 'datetime', 'gitflow_agents.git', 'gitflow_agents.findings',\n"
+        "         'yaml', 'rich', 'markdown_it', 'jinja2', 'git', 'github', 'psutil')\n"
+        "print(code, sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "GIT_TRACE": str(trace)},
+        capture_output=True,
+        text=True,
+    )
+    assert result.stdout.strip() == "1 []", result.stdout + result.stderr
+    assert "not ours" in result.stderr or "no recorded review" in result.stderr
+    calls = [line for line in trace.read_text().splitlines() if "trace: built-in: git" in line]
+    assert len(calls) == 1, calls
+
+
 def test_gitflow_agents_review_is_the_same_command(feature: Path, run: Cli) -> None:
     result = run.main("review", "--format", "json", "--no-note", cwd=feature)
     assert result.returncode == 1

@@ -1,7 +1,8 @@
 """``gitflow-agents hook gate``: the fast pre-push gate.
 
 Refuses a push unless the pushed commit (``PRE_COMMIT_TO_REF``, else the given REV, else HEAD)
-carries a recorded approval for exactly that commit. No agent, no network, two git calls (resolve the commit, read its note).
+carries a recorded approval for exactly that commit. No agent, no network, one git call (the
+commit and its note together); imports only ``gitcmd`` and the light ``reviewer`` package.
 """
 
 from __future__ import annotations
@@ -11,22 +12,17 @@ import os
 import sys
 from pathlib import Path
 
-from gitflow_agents import git
-from gitflow_agents.errors import ExitCode, UsageError
+from gitflow_agents.errors import ExitCode
 
 
 def gate(rev: str | None) -> int:
-    from gitflow_agents.reviewer import approval_status
+    from gitflow_agents.gitcmd import commit_note
+    from gitflow_agents.reviewer import note_approval
 
-    # git finds the repository from any subdirectory: skip the separate root lookup (speed).
-    root = Path.cwd()
+    # git finds the repository from any subdirectory: no separate root lookup (speed).
     target = rev or os.environ.get("PRE_COMMIT_TO_REF") or "HEAD"
-    try:
-        sha = git.rev_parse(root, target)
-    except UsageError:
-        git.repo_root(root)  # the clearer error when this is not a repository at all
-        raise
-    approved, reason = approval_status(root, sha)
+    sha, note = commit_note(Path.cwd(), target)
+    approved, reason = note_approval(sha, note)
     if approved:
         print(f"agent-review-gate: {reason}")
         return ExitCode.OK

@@ -5,23 +5,22 @@ An approved review of a commit is recorded as a git note on that commit under
 passes only when the note says approved *for exactly the pushed commit* (a note copied onto a
 rewritten commit by ``notes.rewriteRef`` names the old sha and does not count).
 
-Kept import-light on purpose: the gate hook must start fast.
+Kept import-light on purpose (no dataclasses, datetime or ``gitflow_agents.git`` at import
+time): the gate hook imports this package and must start fast.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
-from gitflow_agents import __version__, git
+from gitflow_agents import __version__
 
 APPROVAL_KIND = "gitflow-agents/review-note/v1"
 
 
-@dataclass(frozen=True)
-class ApprovalNote:
+class ApprovalNote(NamedTuple):
     verdict: str  # "approved" or "revise"
     reviewed_sha: str
     tree_sha: str
@@ -33,7 +32,7 @@ class ApprovalNote:
     kind: str = APPROVAL_KIND
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+        return json.dumps(self._asdict(), indent=2, sort_keys=True) + "\n"
 
 
 def record_review(
@@ -41,6 +40,10 @@ def record_review(
 ) -> ApprovalNote:
     """Write the note for ``reviewed_sha`` (replacing an earlier one, so a later REVISE on the
     same commit withdraws an earlier approval)."""
+    from datetime import datetime, timezone
+
+    from gitflow_agents import git
+
     note = ApprovalNote(
         verdict="approved" if approved else "revise",
         reviewed_sha=reviewed_sha,
@@ -54,25 +57,39 @@ def record_review(
     return note
 
 
-def read_review_note(root: Path, sha: str) -> ApprovalNote | None:
-    """The recorded note on ``sha``; None when there is none or it is not ours / malformed."""
-    text = git.read_note(root, sha)
+def parse_review_note(text: str | None) -> ApprovalNote | None:
+    """A note's text as an ApprovalNote; None when absent, not ours or malformed."""
     if text is None:
         return None
     try:
         data = json.loads(text)
         if not isinstance(data, dict) or data.get("kind") != APPROVAL_KIND:
             return None
-        fields = {k: str(data[k]) for k in ApprovalNote.__dataclass_fields__ if k in data}
+        fields = {k: str(data[k]) for k in ApprovalNote._fields if k in data}
         return ApprovalNote(**fields)
     except (ValueError, TypeError):
         return None
 
 
+def read_review_note(root: Path, sha: str) -> ApprovalNote | None:
+    """The recorded note on ``sha``; None when there is none or it is not ours / malformed."""
+    from gitflow_agents import git
+
+    return parse_review_note(git.read_note(root, sha))
+
+
 def approval_status(root: Path, sha: str) -> tuple[bool, str]:
     """(approved, one-line reason) for commit ``sha`` according to its recorded note."""
+    from gitflow_agents import git
+
+    return note_approval(sha, git.read_note(root, sha))
+
+
+def note_approval(sha: str, text: str | None) -> tuple[bool, str]:
+    """(approved, one-line reason) for commit ``sha`` whose note under the notes ref is
+    ``text`` (None: no note)."""
     short = sha[:12]
-    note = read_review_note(root, sha)
+    note = parse_review_note(text)
     if note is None:
         return False, (
             f"{short} has no recorded review; review it with `git agent-review BASE..{short}` "
