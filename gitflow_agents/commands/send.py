@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitflow_agents.errors import ExitCode, UsageError
 
@@ -78,6 +78,17 @@ def run(args: argparse.Namespace) -> int:
             "it is closed"
         )
     session_id = record.get("session_id") or status.get("session_id")
+    # The adapter first: a CLI that cannot resume is the real reason, with or without an id.
+    turn = _prepare_turn(
+        args,
+        root=root,
+        config=config,
+        record=record,
+        status=status,
+        run_id=run_id,
+        flow=flow,
+        session_id=str(session_id) if session_id else None,
+    )
     if not session_id:
         raise UsageError(
             f"send: run {run_id} recorded no session id (its CLI reported none), so it cannot be "
@@ -85,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         )
     return _continue(
         args,
+        turn,
         root=root,
         config=config,
         record=record,
@@ -98,26 +110,35 @@ def run(args: argparse.Namespace) -> int:
     )
 
 
-def _continue(
+class _Turn(NamedTuple):
+    """The agent a `send` continues, checked: its config, prompt, report files and message."""
+
+    agent: str
+    agent_id: str
+    prompt_text: str
+    report: Path
+    success: Path
+    failure: Path
+    task: str
+
+
+def _prepare_turn(
     args: argparse.Namespace,
     *,
     root: Path,
     config: Any,
     record: dict[str, Any],
     status: dict[str, Any],
-    session_path: Path,
-    session: dict[str, Any],
-    session_id: str,
     run_id: str,
     flow: str,
-    max_turns: int | None,
-) -> int:
+    session_id: str | None,
+) -> _Turn:
+    """Resolve the run's agent and refuse, before any run exists, when it cannot be continued:
+    its adapter changed, its system prompt is gone, or its CLI cannot resume (the adapter's own
+    refusal, asked with the recorded session id or a stand-in when none was recorded)."""
     from gitflow_agents.agents import get_adapter
     from gitflow_agents.agents.base import Invocation
-    from gitflow_agents.cards import CardLockedError, card_lock
-    from gitflow_agents.commands.spawn import AgentJob, _clear_previous, execute, print_result
     from gitflow_agents.prompt import agent_dir
-    from gitflow_agents.runs import new_run_id
     from gitflow_agents.supervisor import signal_paths
 
     agent_id = str(record.get("agent") or status.get("agent"))
@@ -162,12 +183,34 @@ def _continue(
                 config_dir=a_dir / "config",
                 env={},
                 command=agent_cfg.command,
-                resume_session_id=session_id,
+                resume_session_id=session_id or "(no session id recorded)",
             )
         )
     except UsageError as exc:
         raise UsageError(f"send: {exc}") from None
+    return _Turn(agent, agent_id, prompt_text, report, success, failure, task)
 
+
+def _continue(
+    args: argparse.Namespace,
+    turn_info: _Turn,
+    *,
+    root: Path,
+    config: Any,
+    record: dict[str, Any],
+    status: dict[str, Any],
+    session_path: Path,
+    session: dict[str, Any],
+    session_id: str,
+    run_id: str,
+    flow: str,
+    max_turns: int | None,
+) -> int:
+    from gitflow_agents.cards import CardLockedError, card_lock
+    from gitflow_agents.commands.spawn import AgentJob, _clear_previous, execute, print_result
+    from gitflow_agents.runs import new_run_id
+
+    agent, agent_id, prompt_text, report, success, failure, task = turn_info
     new_id = new_run_id()
     turn = int(session.get("turns") or 1) + 1
     link = {
