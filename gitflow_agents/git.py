@@ -488,13 +488,16 @@ def diff_stats(
     (ignored ones excepted): in a throw-away copy of the index they are added as intent-to-add
     (``git add -N``: no blob is written), so ``git diff <base>`` against the work tree shows them
     as new; the real index is never touched. Paths under ``exclude`` (run artifacts) are left
-    out. One git call for a range; three for the work tree (index path, ``add -N``, ``diff``).
+    out. One git call for a range (``diff-tree``); three for the work tree (index path,
+    ``add -N``, ``diff``).
     """
     specs = _exclude_specs(exclude)
     flags = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--ignore-submodules")
     if head is not None:
+        # plumbing diff-tree: the same records as `git diff A B`, and measured about 20 %
+        # faster on a 2,500-file change (benchmarks/chain.py)
         out = run_git(
-            root, "diff", *flags, "--raw", "--numstat", "-z", base, head, "--", *specs
+            root, "diff-tree", "-r", *flags, "--raw", "--numstat", "-z", base, head, "--", *specs
         ).stdout
     else:
         index = Path(run_git(root, "rev-parse", "--git-path", "index").stdout.strip())

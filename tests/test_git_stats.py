@@ -48,6 +48,29 @@ def test_work_tree_stats_include_untracked_binary_and_renames_and_exclude_flows(
     assert "?? new.py" in run_git(repo, "status", "--porcelain").splitlines()
 
 
+def _loose_objects(repo: Path) -> int:
+    counts = dict(line.split(": ") for line in run_git(repo, "count-objects", "-v").splitlines())
+    return int(counts["count"])
+
+
+def test_work_tree_stats_write_no_objects_and_see_staged_and_deleted_files(repo: Path) -> None:
+    base = _base(repo)
+    _change_worktree(repo)
+    (repo / "staged.txt").write_text("s\n")
+    run_git(repo, "add", "staged.txt")
+    run_git(repo, "rm", "-q", "--cached", "keep.txt")  # staged deletion, file kept on disk
+    (repo / "flowsy").mkdir()
+    (repo / "flowsy" / "kept.txt").write_text("not the flow dir\n")
+    objects = _loose_objects(repo)
+    stats = {s.path: s for s in git.diff_stats(repo, base, exclude=("flows",))}
+    # intent-to-add hashes no file into the object store (at most git's empty blob, which every
+    # intent-to-add entry names); staging would have written new.py, logo.png, keep.txt, ...
+    assert _loose_objects(repo) - objects <= 1
+    assert stats["staged.txt"].status == "A" and stats["flowsy/kept.txt"].status == "A"
+    assert (stats["keep.txt"].added, stats["keep.txt"].deleted) == (2, 1)  # on disk: changed
+    assert not any(p.startswith("flows/") for p in stats)
+
+
 def test_without_exclude_the_artifacts_would_count(repo: Path) -> None:
     base = _base(repo)
     _change_worktree(repo)
