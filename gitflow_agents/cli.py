@@ -7,6 +7,7 @@ here: a command's module is imported only when that command runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -20,18 +21,36 @@ if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
-def _command(sub: SubParsers, name: str, module: str, *, help: str) -> argparse.ArgumentParser:
-    parser = sub.add_parser(name, help=help, description=help)
+class _NotThisCommand(Exception):
+    """Raised by ``_command`` to skip the rest of an ``_add_<name>`` that will not run."""
+
+
+class Registry:
+    """The subcommand table being built, and which command (if any) the arguments name.
+
+    Every command registers its name and help (so ``--help`` lists them all), but only the
+    command that will run gets its arguments: the gate hook and ``--help`` stay fast.
+    """
+
+    def __init__(self, subparsers: SubParsers, wanted: str | None) -> None:
+        self.subparsers = subparsers
+        self.wanted = wanted
+
+
+def _command(sub: Registry, name: str, module: str, *, help: str) -> argparse.ArgumentParser:
+    parser = sub.subparsers.add_parser(name, help=help, description=help)
     parser.set_defaults(module=module)
+    if sub.wanted is not None and sub.wanted != name:
+        raise _NotThisCommand
     return parser
 
 
-def _add_init(sub: SubParsers) -> None:
+def _add_init(sub: Registry) -> None:
     p = _command(sub, "init", "init", help="scaffold .flow/ (never overwrites existing files)")
     p.add_argument("--force", action="store_true", help="overwrite files that already exist")
 
 
-def _add_plan(sub: SubParsers) -> None:
+def _add_plan(sub: Registry) -> None:
     p = _command(sub, "plan", "plan", help="inspect and validate spec plans")
     plan_sub = p.add_subparsers(dest="plan_command", metavar="{show,lint,matrix}", required=True)
     show = plan_sub.add_parser("show", help="overview and steps with their status")
@@ -49,7 +68,7 @@ def _add_plan(sub: SubParsers) -> None:
     )
 
 
-def _add_prompt(sub: SubParsers) -> None:
+def _add_prompt(sub: Registry) -> None:
     p = _command(sub, "prompt", "prompt", help="print the full system prompt an agent would get")
     p.add_argument(
         "--agent",
@@ -71,16 +90,16 @@ def _add_prompt(sub: SubParsers) -> None:
     p.add_argument("--json", action="store_true", help="with --segments: print JSON")
 
 
-def _add_review(sub: SubParsers) -> None:
-    from gitflow_agents.git_agent_review import add_review_arguments
-
+def _add_review(sub: Registry) -> None:
     p = _command(
         sub, "review", "review", help="review a range or the staged changes (= git agent-review)"
     )
+    from gitflow_agents.git_agent_review import add_review_arguments
+
     add_review_arguments(p)
 
 
-def _add_hook(sub: SubParsers) -> None:
+def _add_hook(sub: Registry) -> None:
     p = _command(sub, "hook", "hook", help="entry points for the pre-commit hooks")
     hook_sub = p.add_subparsers(dest="hook_command", metavar="{gate}", required=True)
     gate = hook_sub.add_parser("gate", help="refuse unless the commit has a recorded approval")
@@ -89,7 +108,7 @@ def _add_hook(sub: SubParsers) -> None:
     )
 
 
-def _add_action(sub: SubParsers) -> None:
+def _add_action(sub: Registry) -> None:
     p = _command(
         sub, "action", "action", help="run as the GitHub Action (reads GITHUB_* from the runner)"
     )
@@ -133,7 +152,7 @@ def _add_action(sub: SubParsers) -> None:
     )
 
 
-def _add_spawn(sub: SubParsers) -> None:
+def _add_spawn(sub: Registry) -> None:
     p = _command(sub, "spawn", "spawn", help="run one agent on a plan step, supervised")
     p.add_argument("agent", help="agent from the config (.flow/) or .agents-flow/ agentId")
     p.add_argument("--flow", help="flow name: flows/<flow>/ (default: the plan's name)")
@@ -160,26 +179,38 @@ def _add_spawn(sub: SubParsers) -> None:
     p.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
 
 
-def _add_status(sub: SubParsers) -> None:
+def _add_status(sub: Registry) -> None:
     p = _command(sub, "status", "status", help="agents and runs: state and last activity")
     p.add_argument("--flow", help="only this flow")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _add_heartbeat(sub: SubParsers) -> None:
+def _add_heartbeat(sub: Registry) -> None:
     p = _command(sub, "heartbeat", "heartbeat", help="run by an agent: I am alive (resets stuck)")
     p.add_argument("message", nargs="?", help="optional note stored with the heartbeat")
 
 
-def _add_cancel(sub: SubParsers) -> None:
-    p = _command(sub, "cancel", "cancel", help="kill a run's agent process tree; run = canceled")
+def _cancel_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_id", metavar="RUN_ID", help="run id (or a unique prefix of 8+ chars)")
     p.add_argument("--wait", type=float, default=10.0, help="seconds to let its supervisor act")
 
 
-def _add_send(sub: SubParsers) -> None:
-    # `send` emits session:message, its alias `reply` session:reply (seed 002); `abort` = cancel.
-    for name, event in (("send", "session:message"), ("reply", "session:reply")):
+def _add_cancel(sub: Registry) -> None:
+    _cancel_arguments(
+        _command(sub, "cancel", "cancel", help="kill a run's agent process tree; run = canceled")
+    )
+
+
+def _add_abort(sub: Registry) -> None:
+    _cancel_arguments(
+        _command(sub, "abort", "cancel", help="= cancel: kill a run's agent tree; run = canceled")
+    )
+
+
+def _session_command(name: str, event: str) -> Callable[[Registry], None]:
+    """`send` emits session:message, its alias `reply` session:reply (seed 002)."""
+
+    def add(sub: Registry) -> None:
         p = _command(
             sub, name, "send", help="continue a finished agent's session (new run) or --close it"
         )
@@ -195,27 +226,26 @@ def _add_send(sub: SubParsers) -> None:
         p.add_argument("--kill-grace", type=float, default=3.0, help="SIGTERM to SIGKILL, s")
         p.add_argument("--json", action="store_true", help="print result.json on stdout")
         p.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
-    p = _command(sub, "abort", "cancel", help="= cancel: kill a run's agent tree; run = canceled")
-    p.add_argument("run_id", metavar="RUN_ID", help="run id (or a unique prefix of 8+ chars)")
-    p.add_argument("--wait", type=float, default=10.0, help="seconds to let its supervisor act")
+
+    return add
 
 
-def _add_run(sub: SubParsers) -> None:
-    from gitflow_agents.commands.run import add_chain_arguments
-
+def _add_run(sub: Registry) -> None:
     p = _command(
         sub, "run", "run", help="run plan steps: implement -> review -> (fix -> review)* -> merge"
     )
     p.add_argument("plan", help="path to the spec plan (markdown)")
     p.add_argument("--step", type=int, help="the step to run")
     p.add_argument("--all", action="store_true", help="every step not yet done, in order")
+    from gitflow_agents.commands.run import add_chain_arguments
+
     add_chain_arguments(p)
 
 
-def _add_flow(sub: SubParsers) -> None:
+def _add_flow(sub: Registry) -> None:
+    p = _command(sub, "flow", "flow", help="run one flow: implement, review, fix or research")
     from gitflow_agents.commands.flow import add_arguments
 
-    p = _command(sub, "flow", "flow", help="run one flow: implement, review, fix or research")
     kinds = p.add_subparsers(
         dest="flow_kind", metavar="{implement,review,fix,research}", required=True
     )
@@ -228,7 +258,7 @@ def _add_flow(sub: SubParsers) -> None:
         add_arguments(kinds.add_parser(kind, help=text, description=text))
 
 
-def _add_history(sub: SubParsers) -> None:
+def _add_history(sub: Registry) -> None:
     p = _command(sub, "history", "history", help="past runs: outcome, iterations, git stats")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--flow", dest="flow_name", help="only this flow")
@@ -237,7 +267,7 @@ def _add_history(sub: SubParsers) -> None:
 
 # Each entry adds one subcommand. Adding a command: write commands/<name>.py with
 # ``run(args) -> int`` and one ``_add_<name>`` function here.
-COMMANDS: list[Callable[[SubParsers], None]] = [
+COMMANDS: list[Callable[[Registry], None]] = [
     _add_init,
     _add_plan,
     _add_prompt,
@@ -248,14 +278,28 @@ COMMANDS: list[Callable[[SubParsers], None]] = [
     _add_status,
     _add_heartbeat,
     _add_cancel,
-    _add_send,
+    _session_command("send", "session:message"),
+    _session_command("reply", "session:reply"),
+    _add_abort,
     _add_run,
     _add_flow,
     _add_history,
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (or -C's value)."""
+    words = iter(argv)
+    for word in words:
+        if word == "-C":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given ``argv``, only the subcommand it names gets its arguments built."""
     parser = argparse.ArgumentParser(
         prog="gitflow-agents",
         description="Run coding agents on git branches: spec plans, review chains, a merge gate.",
@@ -264,14 +308,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-C", dest="chdir", metavar="DIR", help="run as if started in DIR (like git -C)"
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # argv None: build every command (introspection, tests); argv naming no command ("--help"):
+    # build names only ("" matches none)
+    registry = Registry(
+        parser.add_subparsers(dest="command", metavar="COMMAND"),
+        None if argv is None else (_command_named(argv) or ""),
+    )
     for add in COMMANDS:
-        add(sub)
+        with contextlib.suppress(_NotThisCommand):
+            add(registry)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)

@@ -111,3 +111,37 @@ def test_file_where_a_folder_should_be_is_one_line(tmp_path) -> None:  # type: i
     assert ".flow" in result.stderr
     assert "Not a directory" in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def _command_names() -> list[str]:
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(sub.choices)
+
+
+@pytest.mark.parametrize("name", _command_names())
+def test_every_command_builds_its_own_arguments(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the named command gets its arguments built: each must still parse its own -h."""
+    with pytest.raises(SystemExit) as info:
+        cli.main([name, "-h"])
+    assert info.value.code == 0
+    assert f"usage: gitflow-agents {name}" in capsys.readouterr().out
+
+
+def test_top_level_help_builds_no_command_arguments() -> None:
+    import subprocess
+
+    code = (
+        "import sys; from gitflow_agents import cli; cli.build_parser(['--help']); "
+        "print(sorted(m for m in sys.modules if m.startswith('gitflow_agents.') "
+        "and m not in {'gitflow_agents.cli', 'gitflow_agents.errors'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_command_named_skips_the_chdir_value() -> None:
+    assert cli._command_named(["-C", "run", "plan", "show", "x.md"]) == "plan"
+    assert cli._command_named(["--version"]) is None
