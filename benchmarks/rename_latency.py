@@ -6,10 +6,20 @@ A fake agent (tests/fakes/fake_agent, mode ``rename-late``) waits a moment, note
 its report to report.complete.md and stays alive, so what is measured is the file watcher, not
 process exit. Latency = the supervisor's ``signal_at`` minus the fake's time taken just before
 ``rename`` (an upper bound). Both watchers are measured: inotify (the default on Linux) and the
-20 ms stat poll used where inotify is unavailable. Also printed: orchestration overhead per agent
-(an instantly succeeding fake through the supervisor vs the same fake started bare) and the
-orchestrator's memory with 8 agents at once. Targets (issue 3): detection <= 50 ms, overhead
-<= 100 ms. Not an assertion: a measurement to watch.
+20 ms stat poll used where inotify is unavailable. Also printed: the orchestrator's memory with 8
+agents at once, and orchestration overhead per agent: an instantly succeeding fake agent started
+bare, against the same fake run
+
+- through ``supervise()`` alone;
+- through the whole in-process launch path of ``spawn`` / ``send`` (the project's config loaded
+  once, as the chain does): prompt assembly, ``commands.spawn.execute`` (run folder, status.json,
+  events.jsonl, system_prompt.md, ``launch.prepare``, ``launch.supervise_agent``, result.json
+  with the changed files);
+- as ``gitflow-agents spawn AGENT --task ... --quiet``, end to end: a new interpreter, imports,
+  config, prompt, run and record, i.e. what a user waits for.
+
+Every variant ends when the agent's process has exited. Targets (issue 3): detection <= 50 ms,
+overhead <= 100 ms. Not an assertion: a measurement to watch.
 """
 
 from __future__ import annotations
@@ -100,6 +110,105 @@ def overhead(base: Path, runs: int) -> tuple[list[float], list[float]]:
     return bare, supervised
 
 
+def make_project(base: Path) -> Path:
+    """A git repository with one commit and a .flow config whose agent is the instant fake."""
+    root = Path(tempfile.mkdtemp(dir=base)) / "project"
+    (root / ".flow").mkdir(parents=True)
+    (root / ".flow" / "base.yaml").write_text(
+        "completion_workflow:\n"
+        '  template: "Rename {report_file} to {success_file}."\n'
+        "agents:\n"
+        "  builder:\n"
+        "    adapter: command\n"
+        f"    command: {json.dumps([str(FAKE), 'succeed'])}\n"
+    )
+    (root / "README.md").write_text("# bench\n")
+    git = ["git", "-C", str(root), "-c", "user.name=b", "-c", "user.email=b@example.com"]
+    for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "init"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    return root
+
+
+def launch_path(root: Path, runs: int) -> tuple[list[float], list[float]]:
+    """Per agent, in-process: prompt assembly + spawn's execute (prepare, supervise, record);
+    and the bare fake, alternated (a loaded machine drifts: each run has its own baseline)."""
+    from gitflow_agents.assets import load_manifest
+    from gitflow_agents.commands.spawn import AgentJob, execute
+    from gitflow_agents.config import load_flow_config
+    from gitflow_agents.prompt import PromptRequest, assemble_prompt
+
+    config = load_flow_config(root)
+    manifest = load_manifest(root)
+    bare, samples = [], []
+    for i in range(runs + 1):  # the first run (imports, first compile) is not counted
+        work = Path(tempfile.mkdtemp(dir=root.parent))
+        start = time.perf_counter()
+        subprocess.run([str(FAKE), "succeed", "--agent-dir", str(work)], check=True)
+        bare.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        request = PromptRequest(
+            root=root,
+            config=config,
+            agent="builder",
+            agent_id=f"inproc-{i}",
+            flow_name="bench",
+            task="t",
+            manifest=manifest,
+        )
+        prompt = assemble_prompt(request)
+        result = execute(
+            AgentJob(
+                root=root,
+                config=config,
+                agent="builder",
+                agent_id=f"inproc-{i}",
+                flow_name="bench",
+                kind="implement",
+                prompt_text=prompt.text,
+                stuck_timeout=30.0,
+                timeout=30.0,
+                quiet=True,
+            )
+        )
+        took = (time.perf_counter() - start) * 1000
+        assert result["status"] == "succeeded", result["run"]["reason"]
+        if i:
+            samples.append(took)
+    return bare[1:], samples
+
+
+SPAWN = (sys.executable, "-m", "gitflow_agents", "spawn", "builder")
+SPAWN_ARGS = ("--flow", "cli", "--task", "t", "--quiet")
+
+
+def spawn_cli(root: Path, runs: int) -> tuple[list[float], list[float]]:
+    """``gitflow-agents spawn`` end to end, and the bare fake, alternated."""
+    # Byte-code caches as in an installed package (a PYTHONDONTWRITEBYTECODE environment would
+    # recompile every module of ours on every run).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT)
+    bare, cli = [], []
+    for i in range(runs + 1):
+        work = Path(tempfile.mkdtemp(dir=root.parent))
+        start = time.perf_counter()
+        subprocess.run([str(FAKE), "succeed", "--agent-dir", str(work)], env=env, check=True)
+        took_bare = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        done = subprocess.run(
+            [*SPAWN, *SPAWN_ARGS, "--agent-name", f"cli-{i}"],
+            cwd=root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            check=False,
+        )
+        took_cli = (time.perf_counter() - start) * 1000
+        assert done.returncode == 0, done.returncode
+        if i:  # the first run warms the byte-code and page caches
+            bare.append(took_bare)
+            cli.append(took_cli)
+    return bare, cli
+
+
 def memory_with_agents(base: Path, agents: int = 8) -> tuple[float, float]:
     import psutil
 
@@ -130,7 +239,7 @@ def memory_with_agents(base: Path, agents: int = 8) -> tuple[float, float]:
 
 def row(name: str, values: list[float]) -> str:
     return (
-        f"| {name:<34} | {statistics.median(values):8.2f} | {percentile(values, 95):8.2f} "
+        f"| {name:<43} | {statistics.median(values):8.2f} | {percentile(values, 95):8.2f} "
         f"| {max(values):8.2f} | {len(values):4d} |"
     )
 
@@ -145,14 +254,23 @@ def main() -> int:
         poll = latency(base, args.runs, "poll")
         bare, supervised = overhead(base, max(5, args.runs // 2))
         extra = [s - b for s, b in zip(supervised, bare, strict=True)]
+        project = make_project(base)
+        in_bare, in_process = launch_path(project, max(5, args.runs // 2))
+        in_extra = [s - b for s, b in zip(in_process, in_bare, strict=True)]
+        cli_bare, cli = spawn_cli(project, max(5, args.runs // 2))
+        cli_extra = [c - b for c, b in zip(cli, cli_bare, strict=True)]
         before, peak = memory_with_agents(base)
-    print("| measurement (ms)                   |      p50 |      p95 |      max |    n |")
-    print("|------------------------------------|---------:|---------:|---------:|-----:|")
+    print("| measurement (ms)                            |      p50 |      p95 |      max |    n |")
+    print("|---------------------------------------------|---------:|---------:|---------:|-----:|")
     print(row("rename detection, inotify", inotify))
     print(row("rename detection, 20 ms poll", poll))
-    print(row("instant agent, bare spawn", bare))
-    print(row("instant agent, supervised", supervised))
-    print(row("overhead per agent (difference)", extra))
+    print(row("instant agent, bare spawn", bare + in_bare + cli_bare))
+    print(row("instant agent, supervise() only", supervised))
+    print(row("  overhead: supervise() only", extra))
+    print(row("instant agent, in-process launch path", in_process))
+    print(row("  overhead: in-process launch path", in_extra))
+    print(row("instant agent, `gitflow-agents spawn` CLI", cli))
+    print(row("  overhead: CLI end to end", cli_extra))
     print()
     print(f"orchestrator RSS: {before:.1f} MiB before, {peak:.1f} MiB peak with 8 agents at once")
     return 0

@@ -310,9 +310,13 @@ _FAILURE = re.compile(r"\b(failed|unable to|could not|couldn't|cannot|can't)\b",
 
 
 def _fallback(text: str) -> AgentReply:
-    from .findings import fenced_lines
+    # A fenced code block needs a fence of 3+ backticks or tildes: without one in the text there
+    # is nothing to skip, and the markdown parser (import and parse) is not needed.
+    fenced: frozenset[int] = frozenset()
+    if "```" in text or "~~~" in text:
+        from .findings import fenced_lines
 
-    fenced = fenced_lines(text)
+        fenced = fenced_lines(text)
     prose = [
         line
         for number, line in enumerate(text.replace("\r\n", "\n").split("\n"), start=1)

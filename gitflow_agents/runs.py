@@ -138,7 +138,9 @@ class RunStatus:
 def write_status(paths: RunPaths, status: RunStatus) -> None:
     data = asdict(status)
     data["extra"] = dict(status.extra)
-    write_json_atomic(paths.status, data)
+    # Live state, replaced atomically but not fsync'd (as the supervisor's updates): a crash of
+    # the process loses nothing; result.json is the durable record.
+    write_json_atomic(paths.status, data, durable=False)
 
 
 def read_status(paths: RunPaths) -> RunStatus | None:
@@ -327,12 +329,22 @@ def ensure_excluded(root: Path, flow_dir: str) -> bool:
     The pattern is anchored at the top of the work tree when ``root`` is the top level, else it is
     the path of the flow dir relative to the top level.
     """
-    common = _git_common_dir(root)
-    if common is None:
-        return False
     from gitflow_agents.git import run_git
 
-    top = run_git(root, "rev-parse", "--show-toplevel", check=False).stdout.strip()
+    # One git call for both (every spawn and chain agent creates a run); the two-call path is
+    # only for what it cannot answer at once (a repository without a work tree).
+    both = run_git(root, "rev-parse", "--git-common-dir", "--show-toplevel", check=False)
+    lines = both.stdout.splitlines()
+    if both.returncode == 0 and len(lines) == 2:
+        common = Path(lines[0].strip())
+        common = common if common.is_absolute() else (root / common).resolve()
+        top = lines[1].strip()
+    else:
+        found = _git_common_dir(root)
+        if found is None:
+            return False
+        common = found
+        top = run_git(root, "rev-parse", "--show-toplevel", check=False).stdout.strip()
     flow_path = (root / flow_dir).resolve()
     try:
         rel = flow_path.relative_to(Path(top).resolve()).as_posix() if top else flow_dir
