@@ -150,3 +150,25 @@ def test_atomic_write_leaves_no_temp_file(tmp_path: Path) -> None:
         write_json_atomic(target, {1j: 1})  # unserialisable: nothing is written
     assert json.loads(target.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+@pytest.mark.parametrize(
+    "report",
+    ["## Summary\n\nDone.\n", "## Summary\n\nDone.\n\nTESTS_PASSED: yes\n"],
+)
+def test_no_test_ran_is_ran_empty_and_passed_false(report: str) -> None:
+    """Seed 001's shape is ``tests: {ran: [String], passed: Bool}``: ``passed`` has no ``?``
+    (the seed marks optional fields so: ``file: String?``), so it can be neither null nor left
+    out. "No test ran" is ``ran: []``; ``passed`` is then false (a claim of passing without a
+    command is not recorded as a pass), and the card's history says ``tests: none``."""
+    from gitflow_agents.runs import flow_result
+
+    result = flow_result("implement", "succeeded", report_text=report)
+    assert result["tests"] == {"ran": [], "passed": False}
+    jsonschema.validate(result, RESULT_SCHEMAS["implement"])
+    for unknown in (None, "unknown"):
+        bad = {**result, "tests": {"ran": [], "passed": unknown}}
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, RESULT_SCHEMAS["implement"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**result, "tests": {"ran": []}}, RESULT_SCHEMAS["implement"])
