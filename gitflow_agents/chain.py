@@ -9,7 +9,7 @@ merge commit, never forced), a git note records the verdict, and the plan step g
 else: ❌ and nothing merged. The run record (``result.json``, history line) is written in a
 ``finally`` so a crash still leaves evidence.
 
-Agents run in a work tree of the step branch (``<git-common-dir>/gitflow-agents/worktrees/``), so
+Agents run in a work tree of the step branch (``git.tool_worktree_root``: the user cache), so
 the user's own work tree and uncommitted changes are never touched. The run artifacts stay in the
 user's ``<flow_dir>/`` (a symlink from the step work tree points there); ``info/exclude`` keeps
 them out of commits and statistics. Resuming: an agent whose ``report.complete.md`` exists and

@@ -9,6 +9,7 @@ every call) and asks for machine output: ``-z`` where git offers it, ``--no-colo
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -638,9 +639,17 @@ def remove_worktree(root: Path, path: Path) -> None:
 
 
 def tool_worktree_root(root: Path) -> Path:
-    """``<git-common-dir>/gitflow-agents/worktrees``: the only place gitflow-agents creates work
-    trees, and so the only work trees it may ever reset, clean or remove."""
-    return git_common_dir(root) / "gitflow-agents" / "worktrees"
+    """``$XDG_CACHE_HOME/gitflow-agents/worktrees/<repo>-<hash>``: the only place gitflow-agents
+    creates work trees, and so the only work trees it may ever reset, clean or remove.
+
+    Outside the repository's ``.git`` on purpose: agent CLIs protect ``.git`` (Claude Code
+    refuses every edit below it), and outside the user's work tree so their tools never see it.
+    """
+    common = git_common_dir(root).resolve()
+    digest = hashlib.sha256(str(common).encode()).hexdigest()[:12]
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    name = common.parent.name if common.name == ".git" else common.name
+    return Path(cache) / "gitflow-agents" / "worktrees" / f"{name}-{digest}"
 
 
 def is_tool_worktree(root: Path, path: Path) -> bool:
@@ -656,17 +665,15 @@ def require_tool_worktree(worktree: Path, action: str) -> None:
     The guard of every destructive helper (``discard_changes``, ``remove_tool_worktree``): the
     user's own work tree, or a worktree the user made, is never reset, cleaned or removed,
     whatever the caller passes."""
-    result = run_git(worktree, "rev-parse", "--git-common-dir", "--show-toplevel", check=False)
-    lines = result.stdout.splitlines()
-    if result.returncode == 0 and len(lines) == 2:
-        common = Path(lines[0]) if Path(lines[0]).is_absolute() else worktree / lines[0]
-        base = common.resolve() / "gitflow-agents" / "worktrees"
-        top = Path(lines[1]).resolve()
+    result = run_git(worktree, "rev-parse", "--show-toplevel", check=False)
+    if result.returncode == 0:
+        top = Path(result.stdout.strip()).resolve()
+        base = tool_worktree_root(worktree).resolve()
         if top == worktree.resolve() and top != base and top.is_relative_to(base):
             return
     raise UsageError(
         f"refusing to {action} {worktree}: gitflow-agents only does that to work trees it "
-        "created under <git-common-dir>/gitflow-agents/worktrees/"
+        "created itself (under $XDG_CACHE_HOME/gitflow-agents/worktrees/)"
     )
 
 

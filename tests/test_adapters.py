@@ -720,3 +720,23 @@ def test_real_process_gets_argv_env_and_closed_stdin(tmp_path: Path, name: str) 
     assert parsed.session_id == session
     assert parsed.is_error is False
     assert parsed.reply
+
+
+def test_claude_adds_a_report_folder_outside_its_work_tree(tmp_path: Path) -> None:
+    """A chain's step work tree reaches flows/ through a symlink; Claude resolves it and edits
+    only inside its working directories (2.1.330, acceptEdits), so the real folder is added."""
+    inside = make_invocation(tmp_path)
+    assert "--add-dir" not in get_adapter("claude").launch(inside).argv
+
+    real = tmp_path / "user-repo" / "flows" / "demo" / "agents" / "step-01-builder"
+    real.mkdir(parents=True)
+    worktree = tmp_path / "worktree"
+    worktree.mkdir()
+    (worktree / "flows").symlink_to(tmp_path / "user-repo" / "flows")
+    outside = replace(
+        inside,
+        workdir=worktree,
+        agent_dir=worktree / "flows" / "demo" / "agents" / "step-01-builder",
+    )
+    argv = list(get_adapter("claude").launch(outside).argv)
+    assert argv[argv.index("--add-dir") + 1] == str(real.resolve())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -112,7 +113,10 @@ def test_worktree_branch_helpers(repo: Path) -> None:
     assert git.branch_sha(repo, "agents/p/step-1") == start
     assert git.branch_sha(repo, "nope") is None
     tree = git.tool_worktree_root(repo) / "p" / "step-01"
-    assert tree.is_relative_to(repo / ".git" / "gitflow-agents" / "worktrees")
+    # outside .git/ (agent CLIs protect it) and outside the user's work tree; per repository
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "gitflow-agents" / "worktrees"
+    assert tree.is_relative_to(cache) and not tree.is_relative_to(repo)
+    assert tree.parent.parent.name.startswith("repo-")
     git.add_worktree(repo, tree, "agents/p/step-1")
     assert git.worktree_of_branch(repo, "agents/p/step-1") == tree.resolve()
     assert git.worktree_of_branch(repo, "main") == repo.resolve()

@@ -16,6 +16,7 @@ from gitflow_agents.agents.base import (
     as_str,
     check_options,
     executable,
+    is_within,
     json_lines,
     json_object,
     opt_int,
@@ -65,6 +66,11 @@ class ClaudeAdapter:
             "--permission-mode",
             str(permission),
         ]
+        if not is_within(invocation.agent_dir, invocation.workdir):
+            # The report folder is outside the work tree (a chain's step work tree reaches the
+            # user's flows/ through a symlink). Claude resolves symlinks and edits, writes and
+            # moves files only inside its working directories: add the real folder.
+            argv += ["--add-dir", str(invocation.agent_dir.resolve())]
         max_turns = opt_int(invocation, "max_turns")
         if max_turns is not None:
             argv += ["--max-turns", str(max_turns)]

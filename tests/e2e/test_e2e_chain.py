@@ -75,22 +75,14 @@ def configure(project: Project, extra: dict[str, Any]) -> None:
         handle.write("/.flow/\n")
 
 
-# Claude Code's default mode here (acceptEdits) refuses every Write and Bash under a `.git/`
-# directory, and the chain's step work trees live in `<git-common-dir>/gitflow-agents/worktrees/`:
-# the implementer exits 0 having changed nothing. bypassPermissions (refused to root unless
-# IS_SANDBOX=1) lets it work; the default is kept as a strict xfail until that is resolved.
+# Claude Code 2.1.330 in its default mode here (acceptEdits) refuses every Write and Bash under a
+# `.git/` directory and outside its working directories. So step work trees live outside `.git/`
+# (git.tool_worktree_root) and the adapter adds the real report folder with --add-dir (the work
+# tree reaches flows/ through a symlink). Both modes must work.
 BYPASS = {"permission_mode": "bypassPermissions"}
 CASES = [
-    pytest.param("claude", BYPASS, id="claude"),
-    pytest.param(
-        "claude",
-        {},
-        id="claude-acceptEdits",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="Claude Code's acceptEdits denies writes under .git/, where step work trees are",
-        ),
-    ),
+    pytest.param("claude", BYPASS, id="claude-bypassPermissions"),
+    pytest.param("claude", {}, id="claude-acceptEdits"),
     pytest.param("codex", {}, id="codex"),
 ]
 
