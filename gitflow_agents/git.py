@@ -638,6 +638,14 @@ def remove_worktree(root: Path, path: Path) -> None:
     run_git(root, "worktree", "prune", check=False)
 
 
+def _commit_message(message: str, trailers: Mapping[str, str] | None) -> str:
+    """``message`` with one final newline, then a blank line and ``Key: value`` trailers."""
+    body = message.rstrip("\n") + "\n"
+    if trailers:
+        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+    return body
+
+
 def tool_worktree_root(root: Path) -> Path:
     """``$XDG_CACHE_HOME/gitflow-agents/worktrees/<repo>-<hash>``: the only place gitflow-agents
     creates work trees, and so the only work trees it may ever reset, clean or remove.
@@ -720,9 +728,7 @@ def commit_all(
     _stage_all(worktree, exclude, git_env())
     if run_git(worktree, "diff", "--cached", "--quiet", check=False).returncode == 0:
         return None
-    body = message.rstrip("\n") + "\n"
-    if trailers:
-        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+    body = _commit_message(message, trailers)
     result = run_git(
         worktree,
         "commit",
@@ -751,9 +757,7 @@ def commit_paths(
     sha, or None when those paths did not change."""
     if run_git(worktree, "diff", "--quiet", "HEAD", "--", *paths, check=False).returncode == 0:
         return None
-    body = message.rstrip("\n") + "\n"
-    if trailers:
-        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+    body = _commit_message(message, trailers)
     result = run_git(
         worktree,
         "commit",

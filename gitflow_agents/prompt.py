@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gitflow_agents.config import TEMPLATE_VARIABLES
 from gitflow_agents.errors import ConfigError, TemplateError, UsageError
 from gitflow_agents.resources import templates_dir
 
@@ -35,21 +36,8 @@ SYSTEM_PROMPT_TEMPLATE = "system_prompt.md.j2"
 BUILT_IN = "built-in"
 NOT_APPLICABLE = "N/A"
 
-#: The system-resolved variables of seed 000, in the order of its table.
-SEED_VARIABLES = (
-    "flow_name",
-    "flow_dir",
-    "agent_name",
-    "agent_type",
-    "step",
-    "step_title",
-    "plan_name",
-    "specs_folder",
-    "timestamp",
-    "report_file",
-    "success_file",
-    "failed_file",
-)
+#: The system-resolved variables of seed 000, in the order of its table (one list, in config).
+SEED_VARIABLES = TEMPLATE_VARIABLES
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _BACKTICK_RUN = re.compile(r"`+")
