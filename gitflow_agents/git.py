@@ -638,12 +638,33 @@ def remove_worktree(root: Path, path: Path) -> None:
     run_git(root, "worktree", "prune", check=False)
 
 
-def _commit_message(message: str, trailers: Mapping[str, str] | None) -> str:
-    """``message`` with one final newline, then a blank line and ``Key: value`` trailers."""
+def _commit(
+    worktree: Path,
+    message: str,
+    trailers: Mapping[str, str] | None,
+    extra: Sequence[str],
+    failure: str,
+) -> str:
+    """``git commit`` of what ``extra`` selects (the index when empty), message verbatim with
+    ``Key: value`` trailers after a blank line, hooks skipped; the new HEAD sha."""
     body = message.rstrip("\n") + "\n"
     if trailers:
         body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
-    return body
+    result = run_git(
+        worktree,
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "--cleanup=verbatim",
+        "-F",
+        "-",
+        *extra,
+        input=body,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise _fail(result, failure)
+    return head_sha(worktree)
 
 
 def tool_worktree_root(root: Path) -> Path:
@@ -728,21 +749,7 @@ def commit_all(
     _stage_all(worktree, exclude, git_env())
     if run_git(worktree, "diff", "--cached", "--quiet", check=False).returncode == 0:
         return None
-    body = _commit_message(message, trailers)
-    result = run_git(
-        worktree,
-        "commit",
-        "--quiet",
-        "--no-verify",
-        "--cleanup=verbatim",
-        "-F",
-        "-",
-        input=body,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise _fail(result, "cannot commit the agent's changes")
-    return head_sha(worktree)
+    return _commit(worktree, message, trailers, (), "cannot commit the agent's changes")
 
 
 def commit_paths(
@@ -757,24 +764,9 @@ def commit_paths(
     sha, or None when those paths did not change."""
     if run_git(worktree, "diff", "--quiet", "HEAD", "--", *paths, check=False).returncode == 0:
         return None
-    body = _commit_message(message, trailers)
-    result = run_git(
-        worktree,
-        "commit",
-        "--quiet",
-        "--no-verify",
-        "--cleanup=verbatim",
-        "-F",
-        "-",
-        "--only",
-        "--",
-        *paths,
-        input=body,
-        check=False,
+    return _commit(
+        worktree, message, trailers, ("--only", "--", *paths), f"cannot commit {', '.join(paths)}"
     )
-    if result.returncode != 0:
-        raise _fail(result, f"cannot commit {', '.join(paths)}")
-    return head_sha(worktree)
 
 
 def commit_trailers(root: Path, sha: str) -> dict[str, str]:

@@ -122,20 +122,25 @@ def read_runner_env(environ: Mapping[str, str]) -> RunnerEnv:
     )
 
 
-def load_event(path: Path) -> dict[str, Any]:
-    """The webhook payload; InputError naming the file when it is missing or not a JSON object."""
+def _read_json(path: Path, what: str) -> Any:
+    """The JSON in ``path``; InputError naming the file (and line) when unreadable or invalid."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"cannot read the event payload: {exc.strerror}", path=path) from None
+        raise InputError(f"cannot read the {what}: {exc.strerror}", path=path) from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
-            f"event payload is not valid JSON: {exc.msg} (column {exc.colno})",
+            f"{what} is not valid JSON: {exc.msg} (column {exc.colno})",
             path=path,
             line=exc.lineno,
         ) from None
+
+
+def load_event(path: Path) -> dict[str, Any]:
+    """The webhook payload; InputError naming the file when it is missing or not a JSON object."""
+    data = _read_json(path, "event payload")
     if not isinstance(data, dict):
         raise InputError(
             f"event payload: expected a JSON object, got {type(data).__name__}", path=path
@@ -594,18 +599,7 @@ def load_findings(path: Path) -> tuple[Review, list[comment.RunRow]]:
     section is ignored: the posting job gates again with its own threshold."""
     from gitflow_agents.findings import review_from_dict
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read the findings file: {exc.strerror}", path=path) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"findings file is not valid JSON: {exc.msg} (column {exc.colno})",
-            path=path,
-            line=exc.lineno,
-        ) from None
+    data = _read_json(path, "findings file")
     try:
         result = review_from_dict(data)
     except ValueError as exc:
