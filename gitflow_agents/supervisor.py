@@ -940,6 +940,8 @@ def supervise(
         return finish("crashed", f"could not start {spec.argv[0] if spec.argv else '?'}: {exc}")
 
     assert proc.stdout is not None and proc.stderr is not None
+    # agent:start before the output reader exists, so no agent:output can precede it
+    emit("agent:start", {"pid": proc.pid, "command": spec.argv[0], "cwd": str(spec.cwd)})
     output.start({"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()})
     wake_r, wake_w = _exit_notifier(proc)
     known: dict[int, float] = {}
@@ -957,7 +959,6 @@ def supervise(
         last_activity=activity.wall,
         last_activity_kind=activity.kind,
     )
-    emit("agent:start", {"pid": proc.pid, "command": spec.argv[0], "cwd": str(spec.cwd)})
 
     sample_every = min(max(stuck_timeout / 4, 0.05), 30.0)
     cli_stdout = None
