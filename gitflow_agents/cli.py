@@ -68,6 +68,19 @@ def _add_plan(sub: Registry) -> None:
     )
 
 
+def _prompt_input_arguments(p: argparse.ArgumentParser, *, flow_dest: str) -> None:
+    """What the system prompt is built from: shared by ``prompt`` and ``spawn``."""
+    p.add_argument("--agent-name", help="unique agent id (default: step-NN-<agent>)")
+    p.add_argument("--flow", dest=flow_dest, help="flow name: flows/<flow>/ (default: the plan's)")
+    p.add_argument("--flow-type", help="config layer .flow/<flow-type>/base.yaml")
+    p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
+    p.add_argument("--plan", help="spec plan (markdown)")
+    p.add_argument("--step", type=int, help="step number in the plan")
+    p.add_argument("--task", help="raw task text (instead of, or in addition to, a plan)")
+    p.add_argument("--after", help="previous agent id(s) whose reports it reads, comma separated")
+    p.add_argument("--preamble", help="assignment preamble text")
+
+
 def _add_prompt(sub: Registry) -> None:
     p = _command(sub, "prompt", "prompt", help="print the full system prompt an agent would get")
     p.add_argument(
@@ -75,15 +88,7 @@ def _add_prompt(sub: Registry) -> None:
         required=True,
         help="agent type (.flow/) or agentId (.agents-flow/)",
     )
-    p.add_argument("--agent-name", help="unique agent id (default: step-NN-<agent>)")
-    p.add_argument("--flow", dest="flow_name", help="flow name (default: the plan's name)")
-    p.add_argument("--flow-type", help="config layer .flow/<flow-type>/base.yaml")
-    p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
-    p.add_argument("--plan", help="spec plan (markdown)")
-    p.add_argument("--step", type=int, help="step number in the plan")
-    p.add_argument("--task", help="raw task text (instead of, or in addition to, a plan)")
-    p.add_argument("--after", help="previous agent id(s), comma separated")
-    p.add_argument("--preamble", help="assignment preamble text")
+    _prompt_input_arguments(p, flow_dest="flow_name")
     p.add_argument(
         "--segments", action="store_true", help="show which layer/file each part is from"
     )
@@ -155,22 +160,16 @@ def _add_action(sub: Registry) -> None:
 def _add_spawn(sub: Registry) -> None:
     p = _command(sub, "spawn", "spawn", help="run one agent on a plan step, supervised")
     p.add_argument("agent", help="agent from the config (.flow/) or .agents-flow/ agentId")
-    p.add_argument("--flow", help="flow name: flows/<flow>/ (default: the plan's name)")
-    p.add_argument("--plan", help="spec plan (markdown)")
-    p.add_argument("--step", type=int, help="step number in the plan")
-    p.add_argument("--task", help="raw task text (instead of, or with, a plan)")
-    p.add_argument("--after", help="previous agent id(s) whose reports it reads, comma separated")
-    p.add_argument("--agent-name", help="unique agent id (default: step-NN-<agent>)")
-    p.add_argument("--preamble", help="assignment preamble text")
-    p.add_argument("--flow-type", help="config layer .flow/<flow-type>/base.yaml")
-    p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
+    _prompt_input_arguments(p, flow_dest="flow")
     p.add_argument(
         "--kind",
         choices=("implement", "review", "research"),
         help="result.json shape (default: review for reviewer agents, else implement)",
     )
     p.add_argument("--card", help="card (markdown) whose frontmatter and history the run updates")
-    p.add_argument("--branch", help="branch named in the card history (default: HEAD)")
+    p.add_argument(
+        "--branch", help="branch named in the card history (default: the checked-out branch)"
+    )
     p.add_argument("--stuck-timeout", type=float, help="seconds without activity (config default)")
     p.add_argument("--timeout", type=float, help="hard timeout in seconds (config max_wait_secs)")
     p.add_argument("--kill-grace", type=float, default=3.0, help="SIGTERM to SIGKILL, seconds")
