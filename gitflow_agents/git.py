@@ -11,21 +11,22 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
-from gitflow_agents import proc
+from gitflow_agents import diffparse, proc
+from gitflow_agents.diffparse import AddedLines, Commit, CommitPatch, FileChange, FileStat
 from gitflow_agents.errors import GitError, UsageError
 
 # The environment and the runner live in gitcmd (import-light, for the gate hook); re-exported.
 from gitflow_agents.gitcmd import NOTES_REF as NOTES_REF
+from gitflow_agents.gitcmd import BlobReader as BlobReader
 from gitflow_agents.gitcmd import explicit_repository as explicit_repository
 from gitflow_agents.gitcmd import git_env as git_env
+from gitflow_agents.gitcmd import object_name as object_name
 from gitflow_agents.gitcmd import run_git as run_git
 
 
@@ -145,27 +146,6 @@ def default_branch(root: Path, remote: str = "origin") -> DefaultBranch:
 
 
 @dataclass(frozen=True)
-class AddedLine:
-    number: int  # 1-based line number in the new file
-    text: str  # without the trailing newline
-
-
-@dataclass(frozen=True)
-class FileChange:
-    path: str  # new path ("" never; for deletions the old path)
-    status: str  # A, M, D, R, C, T
-    old_path: str | None = None  # for renames and copies
-    added: int | None = None  # numstat; None for binary files
-    deleted: int | None = None
-    added_lines: tuple[AddedLine, ...] = ()
-    no_final_newline: bool = False  # the new side ends without a newline
-
-    @property
-    def binary(self) -> bool:
-        return self.added is None and self.status != "D"
-
-
-@dataclass(frozen=True)
 class DiffSpec:
     """What to compare: ``base`` against ``head`` (a commit) or the index (``head`` None)."""
 
@@ -179,79 +159,13 @@ class DiffSpec:
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--ignore-submodules")
 
 
-def name_status(root: Path, spec: DiffSpec) -> list[tuple[str, str, str | None]]:
-    """(status letter, path, old path) per changed file, from ``git diff --name-status -z``."""
-    out = run_git(root, "diff", *_DIFF_FLAGS, "--name-status", "-z", *spec.args(), "--").stdout
-    parts = out.split("\0")
-    rows: list[tuple[str, str, str | None]] = []
-    i = 0
-    while i < len(parts) and parts[i]:
-        letter = parts[i][0]
-        if letter in "RC":
-            rows.append((letter, parts[i + 2], parts[i + 1]))
-            i += 3
-        else:
-            rows.append((letter, parts[i + 1], None))
-            i += 2
-    return rows
-
-
 def numstat(root: Path, spec: DiffSpec) -> dict[str, tuple[int | None, int | None]]:
     """(added, deleted) per new path; None for binary files (git prints ``-``)."""
     out = run_git(root, "diff", *_DIFF_FLAGS, "--numstat", "-z", *spec.args(), "--").stdout
-    parts = out.split("\0")
-    stats: dict[str, tuple[int | None, int | None]] = {}
-    i = 0
-    while i < len(parts) and parts[i]:
-        added, deleted, path = parts[i].split("\t", 2)
-        if path == "":  # rename: "a\td\t" then old path, new path
-            path = parts[i + 2]
-            i += 3
-        else:
-            i += 1
-        stats[path] = (
-            None if added == "-" else int(added),
-            None if deleted == "-" else int(deleted),
-        )
-    return stats
+    return diffparse.parse_numstat(out)
 
 
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
-_ESCAPES = {
-    "a": "\a",
-    "b": "\b",
-    "t": "\t",
-    "n": "\n",
-    "v": "\v",
-    "f": "\f",
-    "r": "\r",
-    '"': '"',
-    "\\": "\\",
-}
-
-
-def _unquote(path: str) -> str:
-    """Undo git's C-style quoting of unusual paths in patch headers."""
-    if not (path.startswith('"') and path.endswith('"')):
-        return path
-    body, out, i = path[1:-1], bytearray(), 0
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if nxt in "01234567":
-                out.append(int(body[i + 1 : i + 4], 8))
-                i += 4
-                continue
-            out.extend(_ESCAPES.get(nxt, nxt).encode())
-            i += 2
-            continue
-        out.extend(ch.encode())
-        i += 1
-    return out.decode("utf-8", errors="replace")
-
-
-def added_lines(root: Path, spec: DiffSpec) -> dict[str, tuple[tuple[AddedLine, ...], bool]]:
+def added_lines(root: Path, spec: DiffSpec) -> AddedLines:
     """Added lines (new line number, text) per new path, and whether the new side lacks a final
     newline; parsed from ``git diff -U0``."""
     out = run_git(
@@ -264,65 +178,20 @@ def added_lines(root: Path, spec: DiffSpec) -> dict[str, tuple[tuple[AddedLine, 
         *spec.args(),
         "--",
     ).stdout
-    return _parse_added_lines(out)
-
-
-def _parse_added_lines(out: str) -> dict[str, tuple[tuple[AddedLine, ...], bool]]:
-    """The ``-U0`` patch text ``out`` (``a/``/``b/`` prefixes) as ``added_lines`` returns it."""
-    result: dict[str, tuple[tuple[AddedLine, ...], bool]] = {}
-    path: str | None = None
-    lines: list[AddedLine] = []
-    no_newline = False
-    number = 0
-    last = ""
-
-    def flush() -> None:
-        if path is not None:
-            result[path] = (tuple(lines), no_newline)
-
-    for raw in out.split("\n"):
-        if raw.startswith("diff --git "):
-            flush()
-            path, lines, no_newline, last = None, [], False, ""
-        elif raw.startswith("+++ ") and path is None and not lines:
-            # git ends the header with a tab when an unquoted path contains a space
-            target = _unquote(raw[4:].removesuffix("\t"))
-            path = target[2:] if target.startswith("b/") else None
-        elif raw.startswith("@@"):
-            match = _HUNK.match(raw)
-            number = int(match.group(1)) if match else 0
-            last = ""
-        elif raw.startswith("+") and path is not None:
-            lines.append(AddedLine(number, raw[1:]))
-            number += 1
-            last = "+"
-        elif raw.startswith("-"):
-            last = "-"
-        elif raw.startswith("\\ ") and last == "+":
-            no_newline = True
-    flush()
-    return result
+    return diffparse.parse_added_lines(out)
 
 
 def diff(root: Path, spec: DiffSpec) -> tuple[FileChange, ...]:
-    """Every changed file between ``spec.base`` and ``spec.head`` (or the index)."""
-    stats = numstat(root, spec)
-    hunks = added_lines(root, spec)
-    changes = []
-    for status, path, old in name_status(root, spec):
-        added, deleted = stats.get(path, (None, None))
-        lines, no_newline = hunks.get(path, ((), False))
-        changes.append(FileChange(path, status, old, added, deleted, lines, no_newline))
-    return tuple(changes)
+    """Every changed file between ``spec.base`` and ``spec.head`` (or the index): statuses and
+    counts from ``git diff --raw --numstat``, added lines from the ``-U0`` patch, read at the
+    same time by two git processes."""
+    from concurrent.futures import ThreadPoolExecutor
 
-
-@dataclass(frozen=True)
-class CommitPatch:
-    """The lines one commit adds, per path (``added_lines`` shape, merge commits excluded)."""
-
-    sha: str
-    subject: str
-    added: dict[str, tuple[tuple[AddedLine, ...], bool]]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        patch = pool.submit(added_lines, root, spec)
+        args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *spec.args())
+        out = run_git(root, *args, "--").stdout
+        return tuple(diffparse.parse_changes(out, patch.result()))
 
 
 # The empty tree in sha1 and sha256 repositories (a root commit's review base).
@@ -332,6 +201,13 @@ _EMPTY_TREES = frozenset(
         "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
     )
 )
+
+
+def count_commits(root: Path, base: str, head: str) -> int:
+    """How many commits ``commit_patches`` would read (merge commits are not counted)."""
+    revs = (head,) if base in _EMPTY_TREES else (f"{base}..{head}",)
+    args = ("rev-list", "--count", "--no-merges", "--end-of-options", *revs, "--")
+    return int(run_git(root, *args).stdout.strip() or 0)
 
 
 def commit_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
@@ -356,41 +232,35 @@ def commit_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
         *revs,
         "--",
     ).stdout
-    # "\0<sha> <subject>\0" then the commit's patch (empty for an empty commit), per commit
-    parts = out.split("\0")
-    patches = []
-    for i in range(1, len(parts) - 1, 2):
-        sha, _, subject = parts[i].partition(" ")
-        patches.append(CommitPatch(sha, subject, _parse_added_lines(parts[i + 1])))
-    return tuple(patches)
+    return diffparse.parse_commit_patches(out)
 
 
 # --- file contents -------------------------------------------------------------------------
 
 
-def _object(rev: str | None, path: str) -> str:
-    return f":{path}" if rev is None else f"{rev}:{path}"
-
-
 def show_file(root: Path, rev: str | None, path: str) -> str | None:
     """Text of ``path`` at ``rev`` (None: the index); None when it does not exist there."""
-    result = run_git(root, "cat-file", "blob", _object(rev, path), check=False)
+    result = run_git(root, "cat-file", "blob", object_name(rev, path), check=False)
     return result.stdout if result.returncode == 0 else None
 
 
 def blob_sizes(root: Path, rev: str | None, paths: Sequence[str]) -> dict[str, int]:
     """Size in bytes of each path at ``rev`` (None: the index), in one ``cat-file`` call."""
-    if not paths:
-        return {}
-    request = "".join(_object(rev, p) + "\n" for p in paths)
-    out = run_git(
-        root, "cat-file", "--batch-check=%(objecttype) %(objectsize)", input=request
-    ).stdout
-    sizes: dict[str, int] = {}
-    for path, line in zip(paths, out.splitlines(), strict=False):
+    sizes = object_sizes(root, [object_name(rev, p) for p in paths])
+    return {path: size for path, size in zip(paths, sizes, strict=True) if size is not None}
+
+
+def object_sizes(root: Path, names: Sequence[str]) -> list[int | None]:
+    """Size in bytes of each blob in ``names`` (None: missing, or not a blob), in one call."""
+    if not names:
+        return []
+    request = "".join(name + "\n" for name in names)
+    format = "--batch-check=%(objecttype) %(objectsize)"
+    lines = run_git(root, "cat-file", format, input=request).stdout.splitlines()
+    sizes: list[int | None] = [None] * len(names)
+    for i, line in enumerate(lines[: len(names)]):
         kind, _, size = line.partition(" ")
-        if kind == "blob":
-            sizes[path] = int(size)
+        sizes[i] = int(size) if kind == "blob" else None
     return sizes
 
 
@@ -415,69 +285,8 @@ def write_note(root: Path, sha: str, text: str, ref: str = NOTES_REF) -> None:
 # --- statistics ----------------------------------------------------------------------------
 
 
-class FileStat(NamedTuple):
-    """One changed file as ``git diff --raw --numstat -z -M`` reports it (a NamedTuple: a
-    2,500-file change builds 2,500 of them, five times faster than a frozen dataclass)."""
-
-    path: str  # new path (for deletions the old path)
-    status: str  # A, M, D, R, C, T
-    old_path: str | None = None  # renames and copies
-    added: int | None = None  # None for binary files
-    deleted: int | None = None
-
-    @property
-    def binary(self) -> bool:
-        return self.added is None
-
-
-@dataclass(frozen=True)
-class Commit:
-    sha: str
-    subject: str
-
-
-def _keep(files: Sequence[FileStat], exclude: Sequence[str]) -> tuple[FileStat, ...]:
-    """``files`` without those under ``exclude`` (one C-level startswith per file)."""
-    if not exclude:
-        return tuple(files)
-    names = tuple(e.strip("/") for e in exclude)
-    prefixes = tuple(n + "/" for n in names)
-    return tuple(f for f in files if f.path not in names and not f.path.startswith(prefixes))
-
-
 def _exclude_specs(exclude: Sequence[str]) -> tuple[str, ...]:
     return tuple(f":(exclude){e.strip('/')}" for e in exclude)
-
-
-def _parse_raw_numstat(out: str) -> list[FileStat]:
-    """Parse ``--raw --numstat -z`` output: every raw record first, then the numstat records."""
-    parts = out.split("\0")
-    end = len(parts)
-    raw: list[tuple[str, str, str | None]] = []
-    i = 0
-    while i < end and parts[i].startswith(":"):
-        field = parts[i]
-        letter = field[field.rindex(" ") + 1]  # ":<modes> <shas> R090": the status letter
-        if letter == "R" or letter == "C":
-            raw.append((letter, parts[i + 2], parts[i + 1]))
-            i += 3
-        else:
-            raw.append((letter, parts[i + 1], None))
-            i += 2
-    counts: dict[str, tuple[int | None, int | None]] = {}
-    while i < end and parts[i]:
-        added, deleted, path = parts[i].split("\t", 2)
-        if path:
-            i += 1
-        else:  # rename or copy: old path and new path follow
-            path = parts[i + 2]
-            i += 3
-        counts[path] = (
-            None if added == "-" else int(added),
-            None if deleted == "-" else int(deleted),
-        )
-    binary = (None, None)
-    return [FileStat(path, letter, old, *counts.get(path, binary)) for letter, path, old in raw]
 
 
 def diff_stats(
@@ -508,7 +317,7 @@ def diff_stats(
             proc.run((*git, "add", "--intent-to-add", "--", "."), env=env)
             diff = (*git, "diff", *flags, "--raw", "--numstat", "-z", base, "--", *specs)
             out = proc.run(diff, env=env).stdout
-    return _keep(_parse_raw_numstat(out), exclude)
+    return diffparse.keep_paths(diffparse.parse_raw_numstat(out), exclude)
 
 
 @contextlib.contextmanager
@@ -539,8 +348,7 @@ def _stage_all(root: Path, exclude: Sequence[str], env: Mapping[str, str]) -> No
 def commits_between(root: Path, base: str, head: str) -> tuple[Commit, ...]:
     """Commits reachable from ``head`` but not ``base``, oldest first."""
     out = run_git(root, "log", "--reverse", "-z", "--format=%H%x00%s", f"{base}..{head}").stdout
-    parts = [p.lstrip("\n") for p in out.split("\0")]
-    return tuple(Commit(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2) if parts[i])
+    return diffparse.parse_commits(out)
 
 
 def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:

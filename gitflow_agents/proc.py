@@ -8,7 +8,8 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from subprocess import Popen
+from typing import IO, NamedTuple
 
 from gitflow_agents.errors import GitflowError
 
@@ -92,3 +93,35 @@ def run(
     if check and result.returncode != 0:
         raise CalledProcessError(result)
     return result
+
+
+def start(argv: Sequence[str], *, env: Mapping[str, str], stderr: IO[bytes]) -> Popen[bytes]:
+    """Start a long-lived helper that talks over binary pipes on stdin and stdout (``git
+    cat-file --batch``), in its own session like ``run``; ``stderr`` goes to ``stderr``. End it
+    with ``finish``."""
+    argv = tuple(str(a) for a in argv)
+    try:
+        return subprocess.Popen(  # noqa: S603 - argv list, never a shell
+            argv,
+            env=dict(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise GitflowError(f"command not found: {argv[0]}") from exc
+
+
+def finish(child: Popen[bytes], timeout: float = 5.0) -> int:
+    """Close ``child``'s stdin (the end of its input) and wait for it; its whole process group
+    is killed when it has not exited within ``timeout`` seconds. Its exit code."""
+    for stream in (child.stdin, child.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    try:
+        return child.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(child.pid)
+        return child.wait()

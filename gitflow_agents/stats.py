@@ -14,14 +14,15 @@ from typing import Any
 
 from gitflow_agents import git
 from gitflow_agents.config import GIT_STATS_MARKER
+from gitflow_agents.diffparse import Commit, FileStat
 
 
 @dataclass(frozen=True)
 class GitStats:
     base_sha: str
     head_sha: str | None  # None: the work tree (uncommitted and untracked files included)
-    files: tuple[git.FileStat, ...]
-    commits: tuple[git.Commit, ...] = ()
+    files: tuple[FileStat, ...]
+    commits: tuple[Commit, ...] = ()
 
     @property
     def added(self) -> int:

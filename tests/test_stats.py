@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gitflow_agents import stats
 from gitflow_agents.config import GIT_STATS_MARKER
-from gitflow_agents.git import Commit, FileStat
+from gitflow_agents.diffparse import Commit, FileStat
 
 from .conftest import git
 

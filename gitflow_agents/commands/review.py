@@ -104,12 +104,19 @@ def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Targe
     return resolve_target(root, None, staged=True)
 
 
-def builtin_report(root: Path, target: Target, threshold: Severity, max_file_size: int) -> str:
+def builtin_report(
+    root: Path,
+    target: Target,
+    threshold: Severity,
+    max_file_size: int,
+    blobs: git.BlobReader | None = None,
+) -> str:
     from gitflow_agents.reviewer import builtin
     from gitflow_agents.reviewer.checks import Options
 
+    options = Options(max_file_bytes=max_file_size)
     result = builtin.review_diff(
-        root, target.spec, threshold=threshold, options=Options(max_file_bytes=max_file_size)
+        root, target.spec, threshold=threshold, options=options, blobs=blobs
     )
     return builtin.report(
         result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
@@ -124,12 +131,18 @@ def agent_report(root: Path, name: str, target: Target, *, config_root: Path | N
     return run_agent_review(root, name, base=target.base, head=target.head, config_root=config_root)
 
 
-def line_lookup(root: Path, rev: str | None) -> Callable[[str, int], str | None]:
-    """``(file, line) -> text`` at ``rev`` (None: the index), for stable fingerprints."""
+def line_lookup(
+    root: Path, rev: str | None, blobs: git.BlobReader | None = None
+) -> Callable[[str, int], str | None]:
+    """``(file, line) -> text`` at ``rev`` (None: the index), for stable fingerprints; files are
+    read through ``blobs`` when given (one ``git cat-file`` for all of them)."""
 
     @functools.cache
     def lines_of(path: str) -> list[str]:
-        text = git.show_file(root, rev, path)
+        if blobs is not None:
+            text = blobs.text(git.object_name(rev, path))
+        else:
+            text = git.show_file(root, rev, path)
         return text.splitlines() if text is not None else []
 
     def lookup(path: str, line: int) -> str | None:
@@ -181,18 +194,18 @@ def review_target(
     (the builtin reviewer reads no configuration)."""
     from gitflow_agents import findings
 
-    if agent == "builtin":
-        report = builtin_report(root, target, threshold, max_file_size)
-    else:
-        report = agent_report(root, agent, target, config_root=config_root)
-
-    review = findings.parse_review(
-        report,
-        reviewed_sha=target.head,
-        base_sha=target.base,
-        source=f"{agent} report",
-        line_content=line_lookup(root, target.head),
-    )
+    with git.BlobReader(root) as blobs:
+        if agent == "builtin":
+            report = builtin_report(root, target, threshold, max_file_size, blobs)
+        else:
+            report = agent_report(root, agent, target, config_root=config_root)
+        review = findings.parse_review(
+            report,
+            reviewed_sha=target.head,
+            base_sha=target.base,
+            source=f"{agent} report",
+            line_content=line_lookup(root, target.head, blobs),
+        )
     # --staged has no commit to pin the verdict to; every other review must be about head.
     return review, findings.gate(review, threshold=threshold, head_sha=target.head)
 

@@ -4,11 +4,13 @@ a report in the same shape an LLM reviewer writes (summary, fenced JSON findings
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitflow_agents import git
+from gitflow_agents.diffparse import FileChange
 from gitflow_agents.findings import Finding, Overall, Severity
 from gitflow_agents.reviewer import checks
 from gitflow_agents.reviewer.checks import Options
@@ -29,23 +31,71 @@ def review_diff(
     *,
     threshold: Severity = Severity.ERROR,
     options: Options | None = None,
+    blobs: git.BlobReader | None = None,
 ) -> BuiltinResult:
-    """Check every file changed between ``spec.base`` and ``spec.head`` (None: the index)."""
+    """Check every file changed between ``spec.base`` and ``spec.head`` (None: the index).
+
+    File contents come from ``blobs`` (one ``git cat-file --batch`` for the whole review; a
+    reader of its own, closed at the end, when not given)."""
     options = options or Options()
-    changes = [c for c in git.diff(root, spec) if c.status != "D"]
-    sizes = git.blob_sizes(root, spec.head, [c.path for c in changes])
-    findings: list[Finding] = []
-    unreviewed: list[str] = []
-    notes: list[str] = []
+    with contextlib.ExitStack() as stack:
+        reader = blobs if blobs is not None else stack.enter_context(git.BlobReader(root))
+        changes = [c for c in git.diff(root, spec) if c.status != "D"]
+        names = [_new_object(spec, c) for c in changes]
+        sizes = dict(zip(names, git.object_sizes(root, names), strict=True))
+        found: list[Finding] = []
+        unreviewed: list[str] = []
+        notes: list[str] = []
+        to_parse = _screen(changes, spec, sizes, options, found, unreviewed, notes)
+        found.extend(_syntax_findings(reader, spec, to_parse))
+        if spec.head is not None:
+            found.extend(_history_secrets(root, spec.base, spec.head, changes, options))
+    found.sort(key=lambda f: (f.file or "", f.line or 0, -f.severity.rank))
+    blocking = any(f.severity.rank >= threshold.rank for f in found)
+    return BuiltinResult(
+        Overall.REVISE if blocking else Overall.APPROVE,
+        tuple(found),
+        tuple(unreviewed),
+        tuple(notes),
+        len(changes),
+    )
+
+
+def _new_object(spec: git.DiffSpec, change: FileChange) -> str:
+    """How to name the new content of ``change`` to git: its blob id (from the diff; no path
+    lookup in a tree), else ``REV:PATH``."""
+    if change.new_oid.strip("0"):
+        return change.new_oid
+    return git.object_name(spec.head, change.path)
+
+
+def _old_object(spec: git.DiffSpec, change: FileChange) -> str:
+    if change.old_oid:  # all zeros: no old side (an added file), which git reports missing
+        return change.old_oid
+    return git.object_name(spec.base, change.old_path or change.path)
+
+
+def _screen(
+    changes: list[FileChange],
+    spec: git.DiffSpec,
+    sizes: dict[str, int | None],
+    options: Options,
+    found: list[Finding],
+    unreviewed: list[str],
+    notes: list[str],
+) -> list[FileChange]:
+    """The checks that need no file content (size, added lines), into ``found``; files left out
+    go to ``unreviewed`` with a line in ``notes``. The changes whose full content must parse."""
+    to_parse: list[FileChange] = []
     can_toml = checks.toml_parser() is not None
     for change in changes:
         if change.binary:
             unreviewed.append(change.path)
             notes.append(f"{change.path}: binary file, not reviewed")
             continue
-        size = sizes.get(change.path, 0)
+        size = sizes.get(_new_object(spec, change)) or 0
         if size > options.max_file_bytes:
-            findings.append(
+            found.append(
                 checks.finding(
                     "large-file",
                     f"file is {size:,} bytes, over the {options.max_file_bytes:,}-byte limit; "
@@ -57,7 +107,7 @@ def review_diff(
             unreviewed.append(change.path)
             notes.append(f"{change.path}: over the size limit, content not reviewed")
             continue
-        findings.extend(checks.check_line_rules(change, options))
+        found.extend(checks.check_line_rules(change, options))
         rule = checks.syntax_rule(change.path)
         if rule is None or not (change.added_lines or change.deleted):
             continue  # a pure rename or mode change: content as before
@@ -65,35 +115,41 @@ def review_diff(
             unreviewed.append(change.path)
             notes.append(f"{change.path}: TOML syntax not checked (needs Python 3.11+ or tomli)")
             continue
-        new_text = git.show_file(root, spec.head, change.path)
-        if new_text is None:
+        to_parse.append(change)
+    return to_parse
+
+
+def _syntax_findings(
+    reader: git.BlobReader, spec: git.DiffSpec, to_parse: list[FileChange]
+) -> list[Finding]:
+    """Parse the new content of every change in ``to_parse`` (read in one batch, parsed as it
+    arrives); an error off the added lines counts only when the old version parsed (read in a
+    second batch, for those files alone)."""
+    names = [_new_object(spec, c) for c in to_parse]
+    found: list[Finding] = []
+    doubtful: list[tuple[FileChange, Finding]] = []
+    for change, text in zip(to_parse, reader.texts(names), strict=True):
+        problem = checks.syntax_finding(change, text) if text is not None else None
+        if problem is None:
             continue
-        old_path = change.old_path or change.path
-
-        def old_text(old_path: str = old_path) -> str | None:
-            return git.show_file(root, spec.base, old_path)
-
-        findings.extend(checks.check_syntax(change, new_text, old_text))
-    if spec.head is not None:
-        findings.extend(_history_secrets(root, spec.base, spec.head, changes, options))
-    findings.sort(key=lambda f: (f.file or "", f.line or 0, -f.severity.rank))
-    blocking = any(f.severity.rank >= threshold.rank for f in findings)
-    return BuiltinResult(
-        Overall.REVISE if blocking else Overall.APPROVE,
-        tuple(findings),
-        tuple(unreviewed),
-        tuple(notes),
-        len(changes),
-    )
+        if problem[1]:
+            doubtful.append((change, problem[0]))
+        else:
+            found.append(problem[0])
+    old_names = [_old_object(spec, c) for c, _ in doubtful]
+    for (change, finding), old in zip(doubtful, reader.texts(old_names), strict=True):
+        if old is None or checks.parses(change.path, old):
+            found.append(finding)
+    return found
 
 
 def _history_secrets(
-    root: Path, base: str, head: str, changes: list[git.FileChange], options: Options
+    root: Path, base: str, head: str, changes: list[FileChange], options: Options
 ) -> list[Finding]:
     """Secrets that commits of ``base..head`` add and later ones remove (one ``git log -p``)."""
-    patches = git.commit_patches(root, base, head)
-    if len(patches) < 2:
+    if git.count_commits(root, base, head) < 2:
         return []  # one commit: its diff is the net diff
+    patches = git.commit_patches(root, base, head)
     found = list(checks.check_history_secrets(patches, changes, options))
     if not found:
         return []

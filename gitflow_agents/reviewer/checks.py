@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gitflow_agents.diffparse import AddedLine, CommitPatch, FileChange
 from gitflow_agents.findings import Finding, Severity
-from gitflow_agents.git import AddedLine, CommitPatch, FileChange
 
 # rule id -> (severity, one-line description); the table docs/review.md shows.
 RULES: dict[str, tuple[Severity, str]] = {
@@ -170,6 +170,44 @@ def syntax_rule(path: str) -> tuple[str, Callable[[str, str], None]] | None:
     return None
 
 
+def syntax_finding(change: FileChange, new_text: str) -> tuple[Finding, bool] | None:
+    """The finding for a syntax error in ``new_text``, the new content of ``change`` (None when
+    it parses, has no syntax rule, or is a template), and whether it stands only if the old
+    version parsed: an error that is not on an added line was not introduced by a change whose
+    old version was already broken."""
+    found = syntax_rule(change.path)
+    if found is None:
+        return None
+    rule, parse = found
+    try:
+        parse(new_text, change.path)
+        return None
+    except SyntaxProblem as problem:
+        new_problem = problem
+    if rule == "yaml-syntax" and ("{{" in new_text or "{%" in new_text):
+        return None  # a Helm / Jinja template, not plain YAML
+    last_line = new_text.count("\n") + (0 if new_text.endswith("\n") or not new_text else 1)
+    if new_problem.line is not None and new_problem.line > last_line:
+        # "unexpected end of file" errors point one past the end: anchor on the last line.
+        new_problem.line = max(last_line, 1)
+    added_at = {a.number: a.text for a in change.added_lines}
+    content = added_at.get(new_problem.line or 0, "")
+    result = finding(rule, new_problem.message, change, new_problem.line, content)
+    return result, new_problem.line not in added_at
+
+
+def parses(path: str, text: str) -> bool:
+    """Whether ``text`` parses by the syntax rule of ``path`` (True when it has none)."""
+    found = syntax_rule(path)
+    if found is None:
+        return True
+    try:
+        found[1](text, path)
+    except SyntaxProblem:
+        return False
+    return True
+
+
 def check_syntax(
     change: FileChange,
     new_text: str,
@@ -180,31 +218,15 @@ def check_syntax(
     When the old version was already broken the same way, report only if the error line is
     one of the added lines: the change did not introduce it otherwise.
     """
-    found = syntax_rule(change.path)
+    found = syntax_finding(change, new_text)
     if found is None:
         return
-    rule, parse = found
-    try:
-        parse(new_text, change.path)
-        return
-    except SyntaxProblem as problem:
-        new_problem = problem
-    if rule == "yaml-syntax" and ("{{" in new_text or "{%" in new_text):
-        return  # a Helm / Jinja template, not plain YAML
-    last_line = new_text.count("\n") + (0 if new_text.endswith("\n") or not new_text else 1)
-    if new_problem.line is not None and new_problem.line > last_line:
-        # "unexpected end of file" errors point one past the end: anchor on the last line.
-        new_problem.line = max(last_line, 1)
-    added_at = {a.number: a.text for a in change.added_lines}
-    if new_problem.line not in added_at:
+    result, only_if_old_parses = found
+    if only_if_old_parses:
         before = old_text()
-        if before is not None:
-            try:
-                parse(before, change.path)
-            except SyntaxProblem:
-                return  # already broken before this change, and not on a changed line
-    content = added_at.get(new_problem.line or 0, "")
-    yield finding(rule, new_problem.message, change, new_problem.line, content)
+        if before is not None and not parses(change.path, before):
+            return  # already broken before this change, and not on a changed line
+    yield result
 
 
 # --- added-line checks ----------------------------------------------------------------------

@@ -1,0 +1,267 @@
+"""Reading git's diff output: ``--name-status -z``, ``--numstat -z``, ``--raw --numstat -z``,
+``-U0`` patches and ``log -p -z``, into the values the reviewer and the statistics use.
+
+Pure text parsing, no git process: ``gitflow_agents.git`` runs the commands and hands their
+output here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+@dataclass(frozen=True)
+class AddedLine:
+    number: int  # 1-based line number in the new file
+    text: str  # without the trailing newline
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str  # new path ("" never; for deletions the old path)
+    status: str  # A, M, D, R, C, T
+    old_path: str | None = None  # for renames and copies
+    added: int | None = None  # numstat; None for binary files
+    deleted: int | None = None
+    added_lines: tuple[AddedLine, ...] = ()
+    no_final_newline: bool = False  # the new side ends without a newline
+    old_oid: str = ""  # blob ids from ``--raw`` (all zeros: that side has no file); "" unknown
+    new_oid: str = ""
+
+    @property
+    def binary(self) -> bool:
+        return self.added is None and self.status != "D"
+
+
+AddedLines = dict[str, tuple[tuple[AddedLine, ...], bool]]
+"""Per new path: its added lines and whether the new side lacks a final newline."""
+
+
+@dataclass(frozen=True)
+class CommitPatch:
+    """The lines one commit adds, per path (``AddedLines``, merge commits excluded)."""
+
+    sha: str
+    subject: str
+    added: AddedLines
+
+
+class FileStat(NamedTuple):
+    """One changed file as ``git diff --raw --numstat -z -M`` reports it (a NamedTuple: a
+    2,500-file change builds 2,500 of them, five times faster than a frozen dataclass)."""
+
+    path: str  # new path (for deletions the old path)
+    status: str  # A, M, D, R, C, T
+    old_path: str | None = None  # renames and copies
+    added: int | None = None  # None for binary files
+    deleted: int | None = None
+
+    @property
+    def binary(self) -> bool:
+        return self.added is None
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+
+
+def parse_name_status(out: str) -> list[tuple[str, str, str | None]]:
+    """(status letter, path, old path) per file of ``git diff --name-status -z`` output."""
+    parts = out.split("\0")
+    rows: list[tuple[str, str, str | None]] = []
+    i = 0
+    while i < len(parts) and parts[i]:
+        letter = parts[i][0]
+        if letter in "RC":
+            rows.append((letter, parts[i + 2], parts[i + 1]))
+            i += 3
+        else:
+            rows.append((letter, parts[i + 1], None))
+            i += 2
+    return rows
+
+
+def _count(value: str) -> int | None:
+    return None if value == "-" else int(value)
+
+
+def _numstat_records(parts: list[str], i: int) -> dict[str, tuple[int | None, int | None]]:
+    """The ``--numstat -z`` records of ``parts`` from index ``i``: (added, deleted) per new path;
+    None for binary files (git prints ``-``)."""
+    counts: dict[str, tuple[int | None, int | None]] = {}
+    end = len(parts)
+    while i < end and parts[i]:
+        added, deleted, path = parts[i].split("\t", 2)
+        if path:
+            i += 1
+        else:  # rename or copy: "a\td\t" then old path, new path
+            path = parts[i + 2]
+            i += 3
+        counts[path] = (_count(added), _count(deleted))
+    return counts
+
+
+def parse_numstat(out: str) -> dict[str, tuple[int | None, int | None]]:
+    """(added, deleted) per new path of ``git diff --numstat -z`` output; None for binary."""
+    return _numstat_records(out.split("\0"), 0)
+
+
+class _Raw(NamedTuple):
+    status: str
+    path: str
+    old_path: str | None
+    old_oid: str
+    new_oid: str
+
+
+def _raw_numstat(out: str) -> tuple[list[_Raw], dict[str, tuple[int | None, int | None]]]:
+    """``--raw --numstat -z`` output: every raw record first, then the numstat records."""
+    parts = out.split("\0")
+    end = len(parts)
+    raw: list[_Raw] = []
+    i = 0
+    while i < end and parts[i].startswith(":"):
+        # ":<old mode> <new mode> <old oid> <new oid> <status, e.g. M or R090>"
+        _, _, old_oid, new_oid, status = parts[i].split(" ")
+        letter = status[0]
+        if letter == "R" or letter == "C":
+            raw.append(_Raw(letter, parts[i + 2], parts[i + 1], old_oid, new_oid))
+            i += 3
+        else:
+            raw.append(_Raw(letter, parts[i + 1], None, old_oid, new_oid))
+            i += 2
+    return raw, _numstat_records(parts, i)
+
+
+_BINARY = (None, None)
+
+
+def parse_raw_numstat(out: str) -> list[FileStat]:
+    """Per-file statistics from ``--raw --numstat -z`` output."""
+    raw, counts = _raw_numstat(out)
+    return [FileStat(r.path, r.status, r.old_path, *counts.get(r.path, _BINARY)) for r in raw]
+
+
+def parse_changes(out: str, hunks: AddedLines) -> list[FileChange]:
+    """``--raw --numstat -z`` output (with ``--no-abbrev``: full blob ids) as FileChanges, with
+    the added lines of each path from ``hunks`` (``parse_added_lines`` of the same diff)."""
+    raw, counts = _raw_numstat(out)
+    nothing: tuple[tuple[AddedLine, ...], bool] = ((), False)
+    return [
+        FileChange(
+            r.path,
+            r.status,
+            r.old_path,
+            *counts.get(r.path, _BINARY),
+            *hunks.get(r.path, nothing),
+            r.old_oid,
+            r.new_oid,
+        )
+        for r in raw
+    ]
+
+
+def keep_paths(files: Sequence[FileStat], exclude: Sequence[str]) -> tuple[FileStat, ...]:
+    """``files`` without those under ``exclude`` (one C-level startswith per file)."""
+    if not exclude:
+        return tuple(files)
+    names = tuple(e.strip("/") for e in exclude)
+    prefixes = tuple(n + "/" for n in names)
+    return tuple(f for f in files if f.path not in names and not f.path.startswith(prefixes))
+
+
+def parse_commits(out: str) -> tuple[Commit, ...]:
+    """``git log -z --format=%H%x00%s`` output as commits."""
+    parts = [p.lstrip("\n") for p in out.split("\0")]
+    return tuple(Commit(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2) if parts[i])
+
+
+# --- patches --------------------------------------------------------------------------------
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+_ESCAPES = {
+    "a": "\a",
+    "b": "\b",
+    "t": "\t",
+    "n": "\n",
+    "v": "\v",
+    "f": "\f",
+    "r": "\r",
+    '"': '"',
+    "\\": "\\",
+}
+
+
+def unquote(path: str) -> str:
+    """Undo git's C-style quoting of unusual paths in patch headers."""
+    if not (path.startswith('"') and path.endswith('"')):
+        return path
+    body, out, i = path[1:-1], bytearray(), 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in "01234567":
+                out.append(int(body[i + 1 : i + 4], 8))
+                i += 4
+                continue
+            out.extend(_ESCAPES.get(nxt, nxt).encode())
+            i += 2
+            continue
+        out.extend(ch.encode())
+        i += 1
+    return out.decode("utf-8", errors="replace")
+
+
+def parse_added_lines(out: str) -> AddedLines:
+    """The ``-U0`` patch text ``out`` (``a/``/``b/`` prefixes): added lines (new line number,
+    text) per new path, and whether the new side lacks a final newline."""
+    result: AddedLines = {}
+    path: str | None = None
+    lines: list[AddedLine] = []
+    no_newline = False
+    number = 0
+    last = ""
+
+    def flush() -> None:
+        if path is not None:
+            result[path] = (tuple(lines), no_newline)
+
+    for raw in out.split("\n"):
+        if raw.startswith("diff --git "):
+            flush()
+            path, lines, no_newline, last = None, [], False, ""
+        elif raw.startswith("+++ ") and path is None and not lines:
+            # git ends the header with a tab when an unquoted path contains a space
+            target = unquote(raw[4:].removesuffix("\t"))
+            path = target[2:] if target.startswith("b/") else None
+        elif raw.startswith("@@"):
+            match = _HUNK.match(raw)
+            number = int(match.group(1)) if match else 0
+            last = ""
+        elif raw.startswith("+") and path is not None:
+            lines.append(AddedLine(number, raw[1:]))
+            number += 1
+            last = "+"
+        elif raw.startswith("-"):
+            last = "-"
+        elif raw.startswith("\\ ") and last == "+":
+            no_newline = True
+    flush()
+    return result
+
+
+def parse_commit_patches(out: str) -> tuple[CommitPatch, ...]:
+    """``git log -p -z --format=%x00%H %s`` output: "\\0<sha> <subject>\\0" then the commit's
+    patch (empty for an empty commit), per commit."""
+    parts = out.split("\0")
+    patches = []
+    for i in range(1, len(parts) - 1, 2):
+        sha, _, subject = parts[i].partition(" ")
+        patches.append(CommitPatch(sha, subject, parse_added_lines(parts[i + 1])))
+    return tuple(patches)

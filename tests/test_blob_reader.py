@@ -1,0 +1,225 @@
+"""git.BlobReader: file contents through one persistent ``git cat-file --batch``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents import git as g
+from gitflow_agents.errors import GitError
+from gitflow_agents.reviewer import builtin
+from tests.conftest import git
+
+
+def commit_files(repo: Path, files: dict[str, str | bytes]) -> str:
+    for name, content in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "files")
+    return g.head_sha(repo)
+
+
+def cat_file_calls(trace: Path) -> list[str]:
+    lines = trace.read_text().splitlines() if trace.exists() else []
+    return [line for line in lines if "trace: built-in: git cat-file" in line]
+
+
+def test_many_blobs_in_order_through_one_process(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {f"d{i % 7}/f{i}.txt": f"file {i}\n" * (i % 50) for i in range(400)}
+    head = commit_files(repo, files)
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    with g.BlobReader(repo) as reader:
+        texts = list(reader.texts([g.object_name(head, name) for name in files]))
+        again = reader.text(g.object_name(head, "d3/f10.txt"))
+    assert texts == list(files.values())
+    assert again == files["d3/f10.txt"]
+    assert len(cat_file_calls(trace)) == 1
+
+
+def test_a_missing_blob_is_none_and_the_answers_stay_in_step(repo: Path) -> None:
+    head = commit_files(repo, {"a.txt": "a\n", "b.txt": "b\n", "dir/c.txt": "c\n"})
+    names = [
+        g.object_name(head, "a.txt"),
+        g.object_name(head, "missing.txt"),
+        g.object_name(head, "dir"),  # a tree, not a blob
+        "0" * 40,
+        g.object_name(head, "b.txt"),
+        "no-such-rev:a.txt",
+        g.object_name(head, "dir/c.txt"),
+    ]
+    with g.BlobReader(repo) as reader:
+        assert list(reader.texts(names)) == ["a\n", None, None, None, "b\n", None, "c\n"]
+        assert reader.text(g.object_name(head, "gone")) is None
+        assert reader.text(g.object_name(head, "a.txt")) == "a\n"
+
+
+def test_binary_blobs_keep_later_answers_aligned(repo: Path) -> None:
+    binary = b"\x00\x01\xff\xfe\nfake header blob 3\n\x00" * 100
+    files: dict[str, str | bytes] = {
+        "logo.png": binary,
+        "after.txt": "after\n",
+        "latin1.txt": "caf\xe9\n".encode("latin-1"),
+        "crlf.txt": b"one\r\ntwo\r\n",
+        "empty.txt": "",
+    }
+    head = commit_files(repo, files)
+    with g.BlobReader(repo) as reader:
+        png, after, latin1, crlf, empty = reader.texts([g.object_name(head, n) for n in files])
+    assert png == binary.decode("utf-8", errors="replace")
+    assert after == "after\n"
+    assert latin1 == "caf\ufffd\n"
+    assert crlf == "one\ntwo\n"  # as run_git's text mode gives it: same line numbers
+    assert empty == ""
+    assert crlf == g.show_file(repo, head, "crlf.txt")
+
+
+def test_unusual_paths_spaces_newlines_and_carriage_returns(repo: Path) -> None:
+    files = {
+        "with space.txt": "space\n",
+        " leading and trailing ": "edges\n",
+        "new\nline.txt": "newline\n",
+        "carriage\r": "cr\n",
+        'tab\tand "quotes".py': "x = 1\n",
+        "ünïcødé/名前.txt": "unicode\n",
+        "plain.txt": "plain\n",
+    }
+    head = commit_files(repo, dict(files))
+    with g.BlobReader(repo) as reader:
+        texts = list(reader.texts([g.object_name(head, name) for name in files]))
+    assert texts == list(files.values())
+
+
+def test_reads_the_index_with_none_as_revision(repo: Path) -> None:
+    (repo / "README.md").write_text("# demo\nstaged\n")
+    git(repo, "add", "README.md")
+    (repo / "README.md").write_text("# demo\nstaged\nnot staged\n")
+    with g.BlobReader(repo) as reader:
+        assert reader.text(g.object_name(None, "README.md")) == "# demo\nstaged\n"
+        assert reader.text(g.object_name(g.head_sha(repo), "README.md")) == "# demo\n"
+
+
+def test_the_hook_environment_is_scrubbed(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    head = commit_files(repo, {"mine.txt": "mine\n"})
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    (other / "mine.txt").write_text("theirs\n")
+    git(other, "add", "mine.txt")
+    # what git exports to hooks: relative, or pointing at another repository and index
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(other / ".git" / "index"))
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(other / ".git" / "objects"))
+    with g.BlobReader(repo) as reader:
+        assert reader.text(g.object_name(head, "mine.txt")) == "mine\n"
+        assert reader.text(g.object_name(None, "mine.txt")) == "mine\n"
+
+
+def test_an_explicit_repository_is_honoured(tmp_path: Path) -> None:
+    """``git --git-dir=X --work-tree=Y agent-review``: the user's GIT_DIR reaches cat-file."""
+    store, tree = tmp_path / "store.git", tmp_path / "tree"
+    tree.mkdir()
+    git(tmp_path, "init", "-q", "--bare", str(store))
+    layout = {**os.environ, "GIT_DIR": str(store), "GIT_WORK_TREE": str(tree)}
+    (tree / "a.txt").write_text("in the store\n")
+    for args in (("add", "a.txt"), ("commit", "-q", "-m", "first")):
+        subprocess.run(["git", *args], cwd=tree, env=layout, check=True)
+    with (
+        g.explicit_repository({"GIT_DIR": str(store), "GIT_WORK_TREE": str(tree)}),
+        g.BlobReader(tree) as reader,
+    ):
+        assert reader.text("HEAD:a.txt") == "in the store\n"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/status").exists() and "zombie" not in _state(pid)
+
+
+def _state(pid: int) -> str:
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return "gone"
+    return next((line for line in lines if line.startswith("State:")), "").lower()
+
+
+def test_no_process_is_left_behind(repo: Path) -> None:
+    head = commit_files(repo, {f"f{i}.txt": f"{i}\n" * 2000 for i in range(50)})
+    names = [g.object_name(head, f"f{i}.txt") for i in range(50)]
+    reader = g.BlobReader(repo)
+    with reader:
+        assert reader.text(names[0]) == "0\n" * 2000
+        pid = reader._child.pid if reader._child else 0
+        assert pid and _alive(pid)
+    assert reader._child is None and not _alive(pid)
+
+    # a consumer that stops midway: the unread answers would put every later read out of
+    # step, so the process is ended and the next read starts a fresh one
+    with g.BlobReader(repo) as reader:
+        texts = reader.texts(names)
+        assert next(texts) == "0\n" * 2000
+        first = reader._child.pid if reader._child else 0
+        texts.close()
+        assert reader._child is None and not _alive(first)
+        assert reader.text(names[7]) == "7\n" * 2000
+    assert reader._child is None
+
+
+def test_stopping_while_both_pipes_are_full_does_not_hang(repo: Path) -> None:
+    """Requests beyond the pipe's size go through a writer thread; when the consumer stops,
+    git is blocked on its full stdout and the writer on git's full stdin: ending git frees
+    both."""
+    head = commit_files(repo, {"big.txt": "x" * 100_000 + "\n"})
+    names = [g.object_name(head, "big.txt")] * 3000  # ~150 kB of requests
+    with g.BlobReader(repo) as reader:
+        texts = reader.texts(names)
+        assert next(texts) == "x" * 100_000 + "\n"
+        child = reader._child
+        texts.close()
+        assert child is not None and child.poll() is not None
+        assert reader.text(names[0]) == "x" * 100_000 + "\n"
+
+
+def test_a_reader_that_never_reads_starts_nothing(repo: Path) -> None:
+    with g.BlobReader(repo) as reader:
+        assert list(reader.texts([])) == []
+    assert reader._child is None
+
+
+def test_git_failing_is_a_git_error_naming_why(tmp_path: Path) -> None:
+    with g.BlobReader(tmp_path) as reader, pytest.raises(GitError, match="not a git repository"):
+        reader.text("HEAD:x")
+
+
+def test_a_builtin_review_reads_every_file_through_one_process(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = g.head_sha(repo)
+    files: dict[str, str | bytes] = {f"pkg/m{i}.py": f"x = {i}\n" for i in range(40)}
+    files.update({f"conf/c{i}.json": f'{{"a": {i}}}\n' for i in range(20)})
+    files["pkg/broken.py"] = "def f(:\n"
+    head = commit_files(repo, files)
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    result = builtin.review_diff(repo, g.DiffSpec(base, head))
+    assert [(f.rule, f.file) for f in result.findings] == [("python-syntax", "pkg/broken.py")]
+    calls = cat_file_calls(trace)
+    assert len([c for c in calls if c.rstrip().endswith("cat-file --batch")]) == 1, calls
+    assert len(calls) == 2, calls  # the sizes (--batch-check) and the contents
