@@ -238,12 +238,6 @@ def commit_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
 # --- file contents -------------------------------------------------------------------------
 
 
-def show_file(root: Path, rev: str | None, path: str) -> str | None:
-    """Text of ``path`` at ``rev`` (None: the index); None when it does not exist there."""
-    result = run_git(root, "cat-file", "blob", object_name(rev, path), check=False)
-    return result.stdout if result.returncode == 0 else None
-
-
 def blob_sizes(root: Path, rev: str | None, paths: Sequence[str]) -> dict[str, int]:
     """Size in bytes of each path at ``rev`` (None: the index), in one ``cat-file`` call."""
     sizes = object_sizes(root, [object_name(rev, p) for p in paths])

@@ -137,9 +137,10 @@ def test_staged_diff_and_index_contents(repo: Path) -> None:
     assert [(c.path, [a.text for a in c.added_lines]) for c in changes] == [
         ("README.md", ["staged line"])
     ]
-    assert g.show_file(repo, None, "README.md") == "# demo\nstaged line\n"
-    assert g.show_file(repo, base, "README.md") == "# demo\n"
-    assert g.show_file(repo, base, "missing.txt") is None
+    with g.BlobReader(repo) as blobs:
+        assert blobs.text(g.object_name(None, "README.md")) == "# demo\nstaged line\n"
+        assert blobs.text(g.object_name(base, "README.md")) == "# demo\n"
+        assert blobs.text(g.object_name(base, "missing.txt")) is None
     assert g.blob_sizes(repo, None, ["README.md", "missing.txt"]) == {"README.md": 19}
 
 

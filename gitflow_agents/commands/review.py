@@ -131,18 +131,13 @@ def agent_report(root: Path, name: str, target: Target, *, config_root: Path | N
     return run_agent_review(root, name, base=target.base, head=target.head, config_root=config_root)
 
 
-def line_lookup(
-    root: Path, rev: str | None, blobs: git.BlobReader | None = None
-) -> Callable[[str, int], str | None]:
-    """``(file, line) -> text`` at ``rev`` (None: the index), for stable fingerprints; files are
-    read through ``blobs`` when given (one ``git cat-file`` for all of them)."""
+def line_lookup(blobs: git.BlobReader, rev: str | None) -> Callable[[str, int], str | None]:
+    """``(file, line) -> text`` at ``rev`` (None: the index), for stable fingerprints; every
+    file is read through ``blobs`` (one ``git cat-file`` for all of them)."""
 
     @functools.cache
     def lines_of(path: str) -> list[str]:
-        if blobs is not None:
-            text = blobs.text(git.object_name(rev, path))
-        else:
-            text = git.show_file(root, rev, path)
+        text = blobs.text(git.object_name(rev, path))
         return text.splitlines() if text is not None else []
 
     def lookup(path: str, line: int) -> str | None:
@@ -204,7 +199,7 @@ def review_target(
             reviewed_sha=target.head,
             base_sha=target.base,
             source=f"{agent} report",
-            line_content=line_lookup(root, target.head, blobs),
+            line_content=line_lookup(blobs, target.head),
         )
     # --staged has no commit to pin the verdict to; every other review must be about head.
     return review, findings.gate(review, threshold=threshold, head_sha=target.head)

@@ -208,27 +208,6 @@ def parses(path: str, text: str) -> bool:
     return True
 
 
-def check_syntax(
-    change: FileChange,
-    new_text: str,
-    old_text: Callable[[], str | None],
-) -> Iterator[Finding]:
-    """Parse the new content; report an error introduced (or touched) by this change.
-
-    When the old version was already broken the same way, report only if the error line is
-    one of the added lines: the change did not introduce it otherwise.
-    """
-    found = syntax_finding(change, new_text)
-    if found is None:
-        return
-    result, only_if_old_parses = found
-    if only_if_old_parses:
-        before = old_text()
-        if before is not None and not parses(change.path, before):
-            return  # already broken before this change, and not on a changed line
-    yield result
-
-
 # --- added-line checks ----------------------------------------------------------------------
 
 _CONFLICT = re.compile(r"^(<{7}|>{7}|\|{7})(?: |$)")
