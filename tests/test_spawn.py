@@ -12,10 +12,12 @@ from typing import Any
 
 import jsonschema
 import psutil
+import pytest
 
 from gitflow_agents.runs import RESULT_SCHEMAS
 
 from .conftest import FAKES, ROOT, git, run_cli
+from .test_review_cli import Cli
 
 FAKE = FAKES / "fake_agent"
 
@@ -380,3 +382,30 @@ def test_result_json_written_even_when_the_launch_raises(repo: Path) -> None:
     assert data["run"]["reason"].startswith("ConfigError")
     state = json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"]
     assert state == "failed"
+
+
+def test_spawn_and_prompt_read_task_at_file_alike(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--task @file`` is the file's text for both: the agent gets what ``prompt`` shows."""
+    script = repo.parent / "copier"
+    received = repo.parent / "received.md"
+    script.write_text(
+        "#!/usr/bin/env python3\nimport os, pathlib, shutil, sys\n"
+        f"shutil.copyfile(sys.argv[1], {str(received)!r})\n"
+        "d = pathlib.Path(os.environ['GITFLOW_AGENTS_AGENT_DIR'])\n"
+        "(d / 'report.md').write_text('done\\n')\n"
+        "os.rename(d / 'report.md', d / 'report.complete.md')\n"
+    )
+    script.chmod(0o755)
+    setup_project(repo, {"builder": [str(script), "{system_prompt_file}"]})
+    task = repo.parent / "task.md"
+    task.write_text("Paint the fence green.\n")
+    cli = Cli(monkeypatch, capsys)
+    args = ("--flow", "f", "--task", f"@{task}")
+    spawned = cli.main("spawn", "builder", *args, "--quiet", cwd=repo)
+    assert spawned.returncode == 0, spawned.stdout + spawned.stderr
+    shown = cli.main("prompt", "--agent", "builder", *args, cwd=repo)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.endswith("## Your Assignment\n\nPaint the fence green.\n")
+    assert received.read_text() == shown.stdout
