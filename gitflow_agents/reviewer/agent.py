@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitflow_agents.errors import AgentError
+
+if TYPE_CHECKING:
+    from gitflow_agents.launch import SignalFiles
 
 REVIEW_TASK = """\
 Review the code changes {what}. See them with:
@@ -65,22 +69,10 @@ def run_agent_review(
     config.agent(name)  # ConfigError naming the known agents
     flow_name, agent_id = "review", f"review-{name}"
     a_dir = agent_dir(project, config.flow_dir, flow_name, agent_id)
-    report, success, failure = signal_files(config, name, a_dir)
-    for stale in (report, success, failure):  # the previous review by this agent
+    files = signal_files(config, name, a_dir)
+    for stale in files:  # the previous review by this agent
         stale.unlink(missing_ok=True)
 
-    if head is None:
-        what, diff_command = "staged in the index", f"git diff --cached {base}"
-    else:
-        what, diff_command = f"from {base} to {head}", f"git diff {base} {head}"
-    task = REVIEW_TASK.format(
-        what=what,
-        diff_command=diff_command,
-        report=report,
-        success=success.name,
-        failed=failure.name,
-        reviewed=head or "",
-    )
     prompt = assemble_prompt(
         PromptRequest(
             root=settings,
@@ -88,10 +80,11 @@ def run_agent_review(
             agent=name,
             agent_id=agent_id,
             flow_name=flow_name,
-            task=task,
+            task=_review_task(base, head, files),
             manifest=load_manifest(settings),
         )
     )
+    report, success, failure = files
     prompt_path = a_dir / "system_prompt.md"  # where the run writes it
     result = execute(
         AgentJob(
@@ -122,3 +115,19 @@ def run_agent_review(
             f"(logs: {logs})"
         )
     return success.read_text(encoding="utf-8", errors="replace")
+
+
+def _review_task(base: str, head: str | None, files: SignalFiles) -> str:
+    """The assignment: which changes, the diff command that shows them, the report contract."""
+    if head is None:
+        what, diff_command = "staged in the index", f"git diff --cached {base}"
+    else:
+        what, diff_command = f"from {base} to {head}", f"git diff {base} {head}"
+    return REVIEW_TASK.format(
+        what=what,
+        diff_command=diff_command,
+        report=files.report,
+        success=files.success.name,
+        failed=files.failure.name,
+        reviewed=head or "",
+    )
