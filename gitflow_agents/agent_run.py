@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from gitflow_agents.launch import Prepared
     from gitflow_agents.run_record import RunFacts
     from gitflow_agents.runs import RunPaths
-    from gitflow_agents.supervisor import Outcome
+    from gitflow_agents.supervisor import Outcome, Status
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,9 @@ def execute(job: AgentJob) -> dict[str, Any]:
 
 class AgentRunner:
     """One agent run in steps: created (run folder, ``status.json`` queued, the start commit),
-    :meth:`prepare`, :meth:`supervise`, then :meth:`record` in every case (:meth:`fail` first
-    when a step raised), and :meth:`close`.
+    :meth:`prepare`, :meth:`supervise` (or :meth:`run_in_process`), then :meth:`record` in every
+    case (:meth:`fail` first when a step raised), and :meth:`close`. A caller starting several
+    agents together may announce each (:meth:`start_task`) before any of them starts.
 
     ``hub``: a hub shared with other runs (their events are told apart by run id); this run's
     events are copied into its ``events.jsonl``. None: a hub of its own, writing events.jsonl
@@ -159,9 +160,10 @@ class AgentRunner:
     def emit(self, event_type: str, data: Mapping[str, Any]) -> None:
         self.hub.emit(event_type, data, run_id=self.run_id)
 
-    def prepare(self, card: Path | None = None) -> dict[str, Any]:
+    def prepare(self, card: Path | None = None, *, launch: bool = True) -> dict[str, Any]:
         """Write the system prompt, move ``card`` (locked by the caller) queued → running, and
-        build the adapter's launch. Returns what the ``prepare`` phase reports."""
+        build the adapter's launch (not with ``launch`` False: an agent that is a function of
+        this process, see :meth:`run_in_process`). Returns what the ``prepare`` phase reports."""
         from gitflow_agents.launch import prepare
         from gitflow_agents.prompt import write_system_prompt
         from gitflow_agents.run_record import start_card
@@ -176,6 +178,8 @@ class AgentRunner:
         if card is not None:
             queued = job.queued_line(self.run_id) if job.queued_line is not None else None
             start_card(card, job.kind, queued)
+        if not launch:
+            return prepared
         self.launch = prepare(
             job.config,
             job.agent,
@@ -200,8 +204,7 @@ class AgentRunner:
         job = self.job
         if self.launch is None:
             raise RuntimeError("AgentRunner.prepare() first")
-        self.emit("task:start", {"node": job.agent_id, "step": job.step})
-        self._task_open = True
+        self.start_task()
         self.outcome = supervise_agent(
             self.launch,
             run_dir=self.paths.run_dir,
@@ -216,6 +219,40 @@ class AgentRunner:
         self._end_task(self.outcome.status)
         return self.outcome
 
+    def run_in_process(self, work: Callable[[], tuple[Status, str]]) -> Outcome:
+        """Like :meth:`supervise`, for an agent that is a function of this process (the chain's
+        offline reviewer): ``work`` leaves its report in the agent's report files and returns
+        (status, reason)."""
+        from gitflow_agents.supervisor import Outcome
+
+        self.start_task()
+        started = time.time()
+        status, reason = work()
+        ended = time.time()
+        files = self.facts.files
+        self.outcome = Outcome(
+            status=status,
+            reason=reason,
+            report_path=next((p for p in (files.success, files.failure) if p.exists()), None),
+            exit_code=None,
+            started=started,
+            ended=ended,
+            duration=ended - started,
+            last_activity=ended,
+            pid=None,
+            watcher="in-process",
+        )
+        self._end_task(status)
+        return self.outcome
+
+    def start_task(self) -> None:
+        """Emit ``task:start`` (once; :meth:`supervise` does it unless the caller did)."""
+        if self._task_open or self.outcome is not None:
+            return
+        job = self.job
+        self.emit("task:start", {"node": job.agent_id, "kind": job.kind, "step": job.step})
+        self._task_open = True
+
     def fail(self, exc: BaseException) -> None:
         """A step raised ``exc``: note why for the record, and end the task it interrupted.
         On Ctrl-C the supervisor's Outcome (tree already killed) rides on the exception."""
@@ -227,9 +264,17 @@ class AgentRunner:
         if self._task_open:
             self._end_task(self.outcome.status if self.outcome else "failed")
 
-    def record(self, card: Path | None = None) -> dict[str, Any]:
+    def record(
+        self,
+        card: Path | None = None,
+        *,
+        run_extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Write result.json and the final status.json (never raises), emit ``agent:reply``,
-        bring ``card`` to the run's end state. The first call records; later ones return it."""
+        bring ``card`` to the run's end state. ``run_extra`` is added to result.json's ``run``,
+        ``extra`` to its top level (a caller's own facts: its chain run, git statistics). The
+        first call records; later ones return that result."""
         from gitflow_agents.run_record import changed_files, finish_card, own_files, record_result
 
         if self._result is not None:
@@ -241,6 +286,8 @@ class AgentRunner:
             self.outcome,
             self.failure_reason,
             lambda: changed_files(self.workdir, self.facts.base_sha, self._before, skip),
+            run_extra=run_extra,
+            extra=extra,
         )
         self._result = result
         reply = result["run"].get("reply")

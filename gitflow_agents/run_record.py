@@ -95,8 +95,12 @@ def record_result(
     outcome: Outcome | None,
     failure_reason: str,
     changed: Callable[[], list[str]],
+    *,
+    run_extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write result.json (and the final status.json) from whatever is known; never raises.
+    ``run_extra`` is added to ``run``, ``extra`` to the top level.
 
     ``run.reply`` is the agent's reply parsed with the reply protocol (docs/protocol.md, Agent
     replies; ``structured`` False when it fell back to heuristics); ``run.replies`` counts
@@ -139,7 +143,8 @@ def record_result(
         failure_reason += f"; report not read: {exc}"
     parsed_reply = parse_reply(reply_text) if reply_text.strip() else None
     run = _run_json(facts, outcome, status, failure_reason, report_path, parsed_reply)
-    result["run"] = run
+    result.update(extra or {})
+    result["run"] = {**run, **(run_extra or {})}
     _write(facts.paths, result)
     return result
 

@@ -18,6 +18,7 @@ from gitflow_agents.agent_run import AgentJob, AgentRunner
 from gitflow_agents.config import load_flow_config
 from gitflow_agents.events import EventHub, MemoryChannel
 from gitflow_agents.runs import RESULT_SCHEMAS
+from gitflow_agents.supervisor import Status
 
 from .conftest import FAKES, git
 from .test_review_cli import Cli, configure_reviewers
@@ -95,6 +96,7 @@ def test_runs_on_a_shared_hub_keep_their_own_records(repo: Path) -> None:
     ]  # fmt: skip
     for runner in runners:
         runner.prepare()
+        runner.start_task()  # every agent announced before any starts
     cancel = threading.Event()
     outcomes: dict[str, str] = {}
 
@@ -107,7 +109,7 @@ def test_runs_on_a_shared_hub_keep_their_own_records(repo: Path) -> None:
     threads[0].join(timeout=30)
     cancel.set()  # the other agent is still hanging: its tree is killed
     threads[1].join(timeout=30)
-    results = [runner.record() for runner in runners]
+    results = [runner.record(run_extra={"chainRunID": "c1"}) for runner in runners]
     for runner in runners:
         runner.close()
 
@@ -123,3 +125,40 @@ def test_runs_on_a_shared_hub_keep_their_own_records(repo: Path) -> None:
         assert kinds[0] == "task:start" and "agent:start" in kinds
         assert kinds[-1] == ("task:complete" if result["status"] == "succeeded" else "task:failed")
     assert {e.run_id for e in memory.events} == {r.run_id for r in runners}
+    kinds = [e.type for e in memory.events]
+    assert kinds.count("task:start") == 2
+    assert max(i for i, k in enumerate(kinds) if k == "task:start") < kinds.index("agent:start")
+    assert [r["run"]["chainRunID"] for r in results] == ["c1", "c1"]
+
+
+def test_an_agent_run_in_process_records_like_any_other(repo: Path) -> None:
+    """The offline reviewer is a function, not a process: the same steps, the same records."""
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Rename {report_file}."\n'
+        "agents:\n  offline:\n    adapter: builtin\n"
+    )
+    config = load_flow_config(repo)
+    job = AgentJob(
+        root=repo, config=config, agent="offline", agent_id="offline", flow_name="solo",
+        kind="review", prompt_text="Review.\n", stuck_timeout=60, timeout=60, quiet=True,
+    )  # fmt: skip
+    runner = AgentRunner(job)
+    runner.prepare(launch=False)
+
+    def review() -> tuple[Status, str]:
+        runner.facts.files.success.write_text("All good.\n\nREVIEW_RESULT: APPROVED\n")
+        return "succeeded", "builtin reviewer finished"
+
+    assert runner.run_in_process(review).ok
+    result = runner.record(extra={"gitStats": {"files": 0}})
+    runner.close()
+    on_disk, events, status = read_records(runner.paths.run_dir)
+    jsonschema.validate(on_disk, RESULT_SCHEMAS["review"])
+    assert on_disk == result and result["overall"] == "approve"
+    assert result["gitStats"] == {"files": 0}
+    assert result["run"]["watcher"] == "in-process"
+    assert result["run"]["report"] == str(runner.facts.files.success)
+    assert status["state"] == "succeeded"
+    assert [e["type"] for e in events] == ["task:start", "task:complete"]
+    assert (runner.agent_dir / "system_prompt.md").read_text() == "Review.\n"
