@@ -86,10 +86,6 @@ def parse_name_status(out: str) -> list[tuple[str, str, str | None]]:
     return rows
 
 
-def _count(value: str) -> int | None:
-    return None if value == "-" else int(value)
-
-
 def _numstat_records(parts: list[str], i: int) -> dict[str, tuple[int | None, int | None]]:
     """The ``--numstat -z`` records of ``parts`` from index ``i``: (added, deleted) per new path;
     None for binary files (git prints ``-``)."""
@@ -102,7 +98,10 @@ def _numstat_records(parts: list[str], i: int) -> dict[str, tuple[int | None, in
         else:  # rename or copy: "a\td\t" then old path, new path
             path = parts[i + 2]
             i += 3
-        counts[path] = (_count(added), _count(deleted))
+        counts[path] = (
+            None if added == "-" else int(added),
+            None if deleted == "-" else int(deleted),
+        )
     return counts
 
 
@@ -111,29 +110,24 @@ def parse_numstat(out: str) -> dict[str, tuple[int | None, int | None]]:
     return _numstat_records(out.split("\0"), 0)
 
 
-class _Raw(NamedTuple):
-    status: str
-    path: str
-    old_path: str | None
-    old_oid: str
-    new_oid: str
-
-
-def _raw_numstat(out: str) -> tuple[list[_Raw], dict[str, tuple[int | None, int | None]]]:
-    """``--raw --numstat -z`` output: every raw record first, then the numstat records."""
+def _raw_numstat(
+    out: str,
+) -> tuple[list[tuple[str, str, str | None, str]], dict[str, tuple[int | None, int | None]]]:
+    """``--raw --numstat -z`` output: every raw record first, then the numstat records. Per raw
+    record (path, status letter, old path, the record's ``:modes oids status`` field)."""
     parts = out.split("\0")
     end = len(parts)
-    raw: list[_Raw] = []
+    raw: list[tuple[str, str, str | None, str]] = []
+    add = raw.append
     i = 0
     while i < end and parts[i].startswith(":"):
-        # ":<old mode> <new mode> <old oid> <new oid> <status, e.g. M or R090>"
-        _, _, old_oid, new_oid, status = parts[i].split(" ")
-        letter = status[0]
+        field = parts[i]
+        letter = field[field.rindex(" ") + 1]  # ":<modes> <oids> R090": the status letter
         if letter == "R" or letter == "C":
-            raw.append(_Raw(letter, parts[i + 2], parts[i + 1], old_oid, new_oid))
+            add((parts[i + 2], letter, parts[i + 1], field))
             i += 3
         else:
-            raw.append(_Raw(letter, parts[i + 1], None, old_oid, new_oid))
+            add((parts[i + 1], letter, None, field))
             i += 2
     return raw, _numstat_records(parts, i)
 
@@ -144,7 +138,12 @@ _BINARY = (None, None)
 def parse_raw_numstat(out: str) -> list[FileStat]:
     """Per-file statistics from ``--raw --numstat -z`` output."""
     raw, counts = _raw_numstat(out)
-    return [FileStat(r.path, r.status, r.old_path, *counts.get(r.path, _BINARY)) for r in raw]
+    get = counts.get
+    # tuple.__new__ straight away: half the time of FileStat(...) on a 10,000-file change
+    make = tuple.__new__
+    return [
+        make(FileStat, (path, letter, old, *get(path, _BINARY))) for path, letter, old, _ in raw
+    ]
 
 
 def parse_changes(out: str, hunks: AddedLines) -> list[FileChange]:
@@ -152,18 +151,15 @@ def parse_changes(out: str, hunks: AddedLines) -> list[FileChange]:
     the added lines of each path from ``hunks`` (``parse_added_lines`` of the same diff)."""
     raw, counts = _raw_numstat(out)
     nothing: tuple[tuple[AddedLine, ...], bool] = ((), False)
-    return [
-        FileChange(
-            r.path,
-            r.status,
-            r.old_path,
-            *counts.get(r.path, _BINARY),
-            *hunks.get(r.path, nothing),
-            r.old_oid,
-            r.new_oid,
+    changes = []
+    for path, letter, old, field in raw:
+        _, _, old_oid, new_oid, _ = field.split(" ")
+        added, deleted = counts.get(path, _BINARY)
+        lines, no_newline = hunks.get(path, nothing)
+        changes.append(
+            FileChange(path, letter, old, added, deleted, lines, no_newline, old_oid, new_oid)
         )
-        for r in raw
-    ]
+    return changes
 
 
 def keep_paths(files: Sequence[FileStat], exclude: Sequence[str]) -> tuple[FileStat, ...]:

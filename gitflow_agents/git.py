@@ -279,10 +279,6 @@ def write_note(root: Path, sha: str, text: str, ref: str = NOTES_REF) -> None:
 # --- statistics ----------------------------------------------------------------------------
 
 
-def _exclude_specs(exclude: Sequence[str]) -> tuple[str, ...]:
-    return tuple(f":(exclude){e.strip('/')}" for e in exclude)
-
-
 def diff_stats(
     root: Path, base: str, head: str | None = None, *, exclude: Sequence[str] = ()
 ) -> tuple[FileStat, ...]:
@@ -292,25 +288,22 @@ def diff_stats(
     (ignored ones excepted): in a throw-away copy of the index they are added as intent-to-add
     (``git add -N``: no blob is written), so ``git diff <base>`` against the work tree shows them
     as new; the real index is never touched. Paths under ``exclude`` (run artifacts) are left
-    out. One git call for a range (``diff-tree``); three for the work tree (index path,
-    ``add -N``, ``diff``).
+    out. One git call for a range; three for the work tree (index path, ``add -N``, ``diff``).
     """
-    specs = _exclude_specs(exclude)
-    flags = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--ignore-submodules")
+    specs = tuple(f":(exclude){e.strip('/')}" for e in exclude)
+    args = ("diff", *_DIFF_FLAGS, "--raw", "--numstat", "-z", base)
     if head is not None:
-        # plumbing diff-tree: the same records as `git diff A B`, and measured about 20 %
-        # faster on a 2,500-file change (benchmarks/chain.py)
-        out = run_git(
-            root, "diff-tree", "-r", *flags, "--raw", "--numstat", "-z", base, head, "--", *specs
-        ).stdout
+        # porcelain diff, not diff-tree: diff-tree reads every file of the work tree that
+        # matches a blob instead of the pack (3x slower on a packed 10,000-file change, 20 %
+        # faster when the objects are loose; benchmarks/review_speed.py)
+        out = run_git(root, *args, head, "--", *specs).stdout
     else:
         index = Path(run_git(root, "rev-parse", "--git-path", "index").stdout.strip())
         index = index if index.is_absolute() else root / index
         with _temp_index(index) as env:
             git = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root))
             proc.run((*git, "add", "--intent-to-add", "--", "."), env=env)
-            diff = (*git, "diff", *flags, "--raw", "--numstat", "-z", base, "--", *specs)
-            out = proc.run(diff, env=env).stdout
+            out = proc.run((*git, *args, "--", *specs), env=env).stdout
     return diffparse.keep_paths(diffparse.parse_raw_numstat(out), exclude)
 
 
