@@ -1,4 +1,10 @@
-"""The one git boundary: small named queries over plain ``git`` argv run through ``proc.run``.
+"""The git boundary: small named queries over plain ``git`` argv run through ``proc.run``.
+
+The boundary is three modules: this one (repository, revisions, diffs, contents, notes,
+statistics, merges), ``worktree`` (the work trees, branches and commits of chain steps; its
+names are re-exported here) and ``gitcmd`` (the environment, the runner, the persistent
+``cat-file`` reader, and the gate hook's one import-light query). What git prints is parsed
+in ``diffparse``.
 
 Every call scrubs inherited ``GIT_DIR`` / ``GIT_WORK_TREE`` / ``GIT_INDEX_FILE`` (git exports
 them to hooks, often as paths relative to a directory we are not in; see ``gitcmd``, which runs
@@ -9,11 +15,10 @@ every call) and asks for machine output: ``-z`` where git offers it, ``--no-colo
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,15 +30,31 @@ from gitflow_agents.errors import GitError, UsageError
 from gitflow_agents.gitcmd import NOTES_REF as NOTES_REF
 from gitflow_agents.gitcmd import BlobReader as BlobReader
 from gitflow_agents.gitcmd import explicit_repository as explicit_repository
+from gitflow_agents.gitcmd import failure as _fail
 from gitflow_agents.gitcmd import git_env as git_env
 from gitflow_agents.gitcmd import object_name as object_name
 from gitflow_agents.gitcmd import run_git as run_git
 
-
-def _fail(result: proc.Result, what: str) -> GitError:
-    detail = result.stderr.strip().splitlines()
-    return GitError(f"{what}: {detail[-1] if detail else f'git exited {result.returncode}'}")
-
+# The work trees, branches and commits of chain steps live in worktree; re-exported.
+from gitflow_agents.worktree import add_worktree as add_worktree
+from gitflow_agents.worktree import branch_sha as branch_sha
+from gitflow_agents.worktree import check_branch_name as check_branch_name
+from gitflow_agents.worktree import commit_all as commit_all
+from gitflow_agents.worktree import commit_paths as commit_paths
+from gitflow_agents.worktree import commit_trailers as commit_trailers
+from gitflow_agents.worktree import create_branch as create_branch
+from gitflow_agents.worktree import delete_branch as delete_branch
+from gitflow_agents.worktree import dirty_paths as dirty_paths
+from gitflow_agents.worktree import discard_changes as discard_changes
+from gitflow_agents.worktree import ensure_info_exclude as ensure_info_exclude
+from gitflow_agents.worktree import git_common_dir as git_common_dir
+from gitflow_agents.worktree import is_tool_worktree as is_tool_worktree
+from gitflow_agents.worktree import remove_tool_worktree as remove_tool_worktree
+from gitflow_agents.worktree import remove_worktree as remove_worktree
+from gitflow_agents.worktree import require_tool_worktree as require_tool_worktree
+from gitflow_agents.worktree import tool_worktree_root as tool_worktree_root
+from gitflow_agents.worktree import worktree_of_branch as worktree_of_branch
+from gitflow_agents.worktree import worktrees as worktrees
 
 # --- repository and revisions -------------------------------------------------------------
 
@@ -157,6 +178,7 @@ class DiffSpec:
 
 
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--ignore-submodules")
+_PATCH_FLAGS = ("-U0", "--src-prefix=a/", "--dst-prefix=b/")  # what parse_added_lines reads
 
 
 def numstat(root: Path, spec: DiffSpec) -> dict[str, tuple[int | None, int | None]]:
@@ -168,16 +190,7 @@ def numstat(root: Path, spec: DiffSpec) -> dict[str, tuple[int | None, int | Non
 def added_lines(root: Path, spec: DiffSpec) -> AddedLines:
     """Added lines (new line number, text) per new path, and whether the new side lacks a final
     newline; parsed from ``git diff -U0``."""
-    out = run_git(
-        root,
-        "diff",
-        *_DIFF_FLAGS,
-        "-U0",
-        "--src-prefix=a/",
-        "--dst-prefix=b/",
-        *spec.args(),
-        "--",
-    ).stdout
+    out = run_git(root, "diff", *_DIFF_FLAGS, *_PATCH_FLAGS, *spec.args(), "--").stdout
     return diffparse.parse_added_lines(out)
 
 
@@ -215,24 +228,10 @@ def commit_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
     ``git log -p -U0 -z`` call (``base`` the empty tree: every commit of ``head``). Merge
     commits are left out: their own resolutions show in the net diff."""
     revs = (head,) if base in _EMPTY_TREES else (f"{base}..{head}",)
-    out = run_git(
-        root,
-        "log",
-        "-p",
-        "-z",
-        "--reverse",
-        "--no-merges",
-        "--no-show-signature",
-        *_DIFF_FLAGS,
-        "-U0",
-        "--src-prefix=a/",
-        "--dst-prefix=b/",
-        "--format=%x00%H %s",
-        "--end-of-options",
-        *revs,
-        "--",
-    ).stdout
-    return diffparse.parse_commit_patches(out)
+    log = ("log", "-p", "-z", "--reverse", "--no-merges", "--no-show-signature")
+    format = "--format=%x00%H %s"  # what parse_commit_patches reads
+    args = (*log, *_DIFF_FLAGS, *_PATCH_FLAGS, format, "--end-of-options", *revs, "--")
+    return diffparse.parse_commit_patches(run_git(root, *args).stdout)
 
 
 # --- file contents -------------------------------------------------------------------------
@@ -323,15 +322,6 @@ def _temp_index(index: Path) -> Iterator[dict[str, str]]:
         path.unlink(missing_ok=True)
 
 
-def _stage_all(root: Path, exclude: Sequence[str], env: Mapping[str, str]) -> None:
-    """``git add -A``, then unstage anything under ``exclude`` again (an exclude pathspec on
-    ``add`` itself fails when the path is also ignored, as the flow dir is)."""
-    base = ("git", "-C", str(root))
-    proc.run((*base, "add", "-A", "--", "."), env=env)
-    if exclude:
-        proc.run((*base, "reset", "--quiet", "--", *(e.strip("/") for e in exclude)), env=env)
-
-
 def commits_between(root: Path, base: str, head: str) -> tuple[Commit, ...]:
     """Commits reachable from ``head`` but not ``base``, oldest first."""
     out = run_git(root, "log", "--reverse", "-z", "--format=%H%x00%s", f"{base}..{head}").stdout
@@ -341,238 +331,6 @@ def commits_between(root: Path, base: str, head: str) -> tuple[Commit, ...]:
 def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
     result = run_git(root, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
     return result.returncode == 0
-
-
-# --- repository layout: common dir, info/exclude ------------------------------------------
-
-
-def git_common_dir(root: Path) -> Path:
-    """The directory shared by every work tree of the repository (``.git`` of the main one)."""
-    out = run_git(root, "rev-parse", "--git-common-dir").stdout.strip()
-    path = Path(out)
-    return (path if path.is_absolute() else root / path).resolve()
-
-
-def ensure_info_exclude(root: Path, patterns: Sequence[str]) -> None:
-    """Append each pattern missing from ``info/exclude`` (shared by all work trees), atomically."""
-    exclude = git_common_dir(root) / "info" / "exclude"
-    existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
-    present = {line.strip() for line in existing.splitlines()}
-    missing = [p for p in patterns if p not in present]
-    if not missing:
-        return
-    text = existing + ("" if not existing or existing.endswith("\n") else "\n")
-    text += "# gitflow-agents run artifacts\n" + "".join(p + "\n" for p in missing)
-    exclude.parent.mkdir(parents=True, exist_ok=True)
-    tmp = exclude.with_name(f".exclude.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(exclude)
-
-
-# --- branches and work trees ---------------------------------------------------------------
-
-
-def check_branch_name(root: Path, name: str) -> str:
-    result = run_git(root, "check-ref-format", "--branch", name, check=False)
-    if result.returncode != 0 or name.startswith("-"):
-        raise UsageError(f"invalid branch name: {name!r}")
-    return name
-
-
-def branch_sha(root: Path, name: str) -> str | None:
-    """Sha of local branch ``name``, or None when there is no such branch."""
-    result = run_git(root, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False)
-    return result.stdout.strip() if result.returncode == 0 else None
-
-
-def create_branch(root: Path, name: str, start: str) -> None:
-    result = run_git(root, "branch", "--no-track", "--", name, start, check=False)
-    if result.returncode != 0:
-        raise _fail(result, f"cannot create branch {name}")
-
-
-def delete_branch(root: Path, name: str) -> None:
-    """Delete local branch ``name`` (tool-owned step branches only), merged or not."""
-    run_git(root, "branch", "-D", "--", name, check=False)
-
-
-def worktrees(root: Path) -> dict[Path, str | None]:
-    """Every work tree of the repository and the branch checked out in it (None: detached)."""
-    out = run_git(root, "worktree", "list", "--porcelain", "-z").stdout
-    found: dict[Path, str | None] = {}
-    current: Path | None = None
-    for field in out.split("\0"):
-        if field.startswith("worktree "):
-            current = Path(field.removeprefix("worktree "))
-            found[current] = None
-        elif field.startswith("branch ") and current is not None:
-            found[current] = field.removeprefix("branch refs/heads/")
-    return found
-
-
-def worktree_of_branch(root: Path, branch: str) -> Path | None:
-    """The work tree that has ``branch`` checked out, if any."""
-    for path, name in worktrees(root).items():
-        if name == branch:
-            return path
-    return None
-
-
-def add_worktree(root: Path, path: Path, ref: str, *, detach: bool = False) -> None:
-    """Check out ``ref`` (a branch, or any commit with ``detach``) in a new work tree ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    args = ("--detach", str(path), ref) if detach else (str(path), ref)
-    result = run_git(root, "worktree", "add", "--quiet", *args, check=False)
-    if result.returncode != 0:
-        raise _fail(result, f"cannot create work tree {path}")
-
-
-def remove_worktree(root: Path, path: Path) -> None:
-    """Remove a tool-owned work tree (and its files), then prune its bookkeeping."""
-    run_git(root, "worktree", "remove", "--force", str(path), check=False)
-    run_git(root, "worktree", "prune", check=False)
-
-
-def _commit(
-    worktree: Path,
-    message: str,
-    trailers: Mapping[str, str] | None,
-    extra: Sequence[str],
-    failure: str,
-) -> str:
-    """``git commit`` of what ``extra`` selects (the index when empty), message verbatim with
-    ``Key: value`` trailers after a blank line, hooks skipped; the new HEAD sha."""
-    body = message.rstrip("\n") + "\n"
-    if trailers:
-        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
-    result = run_git(
-        worktree,
-        "commit",
-        "--quiet",
-        "--no-verify",
-        "--cleanup=verbatim",
-        "-F",
-        "-",
-        *extra,
-        input=body,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise _fail(result, failure)
-    return head_sha(worktree)
-
-
-def tool_worktree_root(root: Path) -> Path:
-    """``$XDG_CACHE_HOME/gitflow-agents/worktrees/<repo>-<hash>``: the only place gitflow-agents
-    creates work trees, and so the only work trees it may ever reset, clean or remove.
-
-    Outside the repository's ``.git`` on purpose: agent CLIs protect ``.git`` (Claude Code
-    refuses every edit below it), and outside the user's work tree so their tools never see it.
-    """
-    common = git_common_dir(root).resolve()
-    digest = hashlib.sha256(str(common).encode()).hexdigest()[:12]
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    name = common.parent.name if common.name == ".git" else common.name
-    return Path(cache) / "gitflow-agents" / "worktrees" / f"{name}-{digest}"
-
-
-def is_tool_worktree(root: Path, path: Path) -> bool:
-    """Whether ``path`` lies inside ``tool_worktree_root`` of ``root``'s repository."""
-    base = tool_worktree_root(root)
-    resolved = path.resolve()
-    return resolved != base and resolved.is_relative_to(base)
-
-
-def require_tool_worktree(worktree: Path, action: str) -> None:
-    """UsageError unless ``worktree`` is the top of a work tree gitflow-agents created.
-
-    The guard of every destructive helper (``discard_changes``, ``remove_tool_worktree``): the
-    user's own work tree, or a worktree the user made, is never reset, cleaned or removed,
-    whatever the caller passes."""
-    result = run_git(worktree, "rev-parse", "--show-toplevel", check=False)
-    if result.returncode == 0:
-        top = Path(result.stdout.strip()).resolve()
-        base = tool_worktree_root(worktree).resolve()
-        if top == worktree.resolve() and top != base and top.is_relative_to(base):
-            return
-    raise UsageError(
-        f"refusing to {action} {worktree}: gitflow-agents only does that to work trees it "
-        "created itself (under $XDG_CACHE_HOME/gitflow-agents/worktrees/)"
-    )
-
-
-def remove_tool_worktree(root: Path, path: Path) -> None:
-    """``remove_worktree`` for a work tree under ``tool_worktree_root`` only (UsageError for any
-    other path, before anything is removed)."""
-    if not is_tool_worktree(root, path):
-        raise UsageError(
-            f"refusing to remove the work tree {path}: gitflow-agents only removes work trees "
-            f"it created under {tool_worktree_root(root)}"
-        )
-    remove_worktree(root, path)
-
-
-def dirty_paths(worktree: Path) -> tuple[str, ...]:
-    """Paths with uncommitted changes or untracked (not ignored) in ``worktree``."""
-    out = run_git(worktree, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
-    paths, parts, i = [], out.split("\0"), 0
-    while i < len(parts) and parts[i]:
-        entry = parts[i]
-        paths.append(entry[3:])
-        i += 2 if entry[0] in "RC" else 1
-    return tuple(paths)
-
-
-def discard_changes(worktree: Path, sha: str) -> None:
-    """Reset a *tool-owned* work tree to ``sha`` and drop untracked files (ignored ones stay).
-
-    UsageError, before anything changes, for any other work tree (see ``require_tool_worktree``)."""
-    require_tool_worktree(worktree, "reset and clean")
-    run_git(worktree, "reset", "--quiet", "--hard", sha)
-    run_git(worktree, "clean", "-d", "--force", "--quiet")
-
-
-def commit_all(
-    worktree: Path,
-    message: str,
-    *,
-    trailers: Mapping[str, str] | None = None,
-    exclude: Sequence[str] = (),
-) -> str | None:
-    """Stage every change in ``worktree`` except ``exclude`` (and ignored files) and commit it
-    with ``trailers``; the new sha, or None when there was nothing to commit."""
-    _stage_all(worktree, exclude, git_env())
-    if run_git(worktree, "diff", "--cached", "--quiet", check=False).returncode == 0:
-        return None
-    return _commit(worktree, message, trailers, (), "cannot commit the agent's changes")
-
-
-def commit_paths(
-    worktree: Path,
-    paths: Sequence[str],
-    message: str,
-    *,
-    trailers: Mapping[str, str] | None = None,
-) -> str | None:
-    """Commit the work-tree content of the tracked ``paths`` in ``worktree`` and nothing else
-    (``git commit --only``: whatever else is staged stays staged), with ``trailers``; the new
-    sha, or None when those paths did not change."""
-    if run_git(worktree, "diff", "--quiet", "HEAD", "--", *paths, check=False).returncode == 0:
-        return None
-    return _commit(
-        worktree, message, trailers, ("--only", "--", *paths), f"cannot commit {', '.join(paths)}"
-    )
-
-
-def commit_trailers(root: Path, sha: str) -> dict[str, str]:
-    """The trailers of commit ``sha`` (last value wins per key)."""
-    out = run_git(root, "log", "-1", "--format=%(trailers:only,unfold)", sha).stdout
-    found: dict[str, str] = {}
-    for line in out.splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            found[key.strip()] = value.strip()
-    return found
 
 
 # --- merging into the target branch (never forced) ----------------------------------------

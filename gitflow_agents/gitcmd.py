@@ -57,6 +57,12 @@ def git_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def failure(result: proc.Result, what: str) -> GitError:
+    """The GitError for a git call that failed: ``what``, then the last line git printed."""
+    detail = result.stderr.strip().splitlines()
+    return GitError(f"{what}: {detail[-1] if detail else f'git exited {result.returncode}'}")
+
+
 def run_git(
     root: Path | str, *args: str, input: str | None = None, check: bool = True
 ) -> proc.Result:

@@ -165,7 +165,8 @@ def report(
     base_sha: str | None,
     threshold: Severity = Severity.ERROR,
 ) -> str:
-    """The reviewer report: markdown summary, fenced JSON (DESIGN.md §4), and the verdict line."""
+    """The reviewer report: markdown summary, fenced JSON findings and the verdict line (the
+    shapes in docs/protocol.md, Review verdict and Findings)."""
     counts = {s: sum(1 for f in result.findings if f.severity is s) for s in Severity}
     summary = (
         f"builtin reviewer: {result.files_reviewed} file(s) checked, "

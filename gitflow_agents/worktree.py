@@ -1,0 +1,260 @@
+"""The work trees gitflow-agents makes for chain steps, and the branches and commits in them.
+
+Part of the git boundary with ``git`` (which re-exports every public name here, so callers write
+``git.add_worktree``) and ``gitcmd`` (the environment and runner every call uses). Work trees are
+only ever created under ``tool_worktree_root``, and only those are ever reset, cleaned or
+removed (``require_tool_worktree``). The layout they share with the main work tree (the common
+git directory, ``info/exclude``) is here too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from gitflow_agents import proc
+from gitflow_agents.errors import UsageError
+from gitflow_agents.gitcmd import failure as _fail
+from gitflow_agents.gitcmd import git_env, run_git
+
+# --- repository layout: common dir, info/exclude ------------------------------------------
+
+
+def git_common_dir(root: Path) -> Path:
+    """The directory shared by every work tree of the repository (``.git`` of the main one)."""
+    out = run_git(root, "rev-parse", "--git-common-dir").stdout.strip()
+    path = Path(out)
+    return (path if path.is_absolute() else root / path).resolve()
+
+
+def ensure_info_exclude(root: Path, patterns: Sequence[str]) -> None:
+    """Append each pattern missing from ``info/exclude`` (shared by all work trees), atomically."""
+    exclude = git_common_dir(root) / "info" / "exclude"
+    existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    present = {line.strip() for line in existing.splitlines()}
+    missing = [p for p in patterns if p not in present]
+    if not missing:
+        return
+    text = existing + ("" if not existing or existing.endswith("\n") else "\n")
+    text += "# gitflow-agents run artifacts\n" + "".join(p + "\n" for p in missing)
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    tmp = exclude.with_name(f".exclude.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(exclude)
+
+
+# --- branches and work trees ---------------------------------------------------------------
+
+
+def _stage_all(root: Path, exclude: Sequence[str], env: Mapping[str, str]) -> None:
+    """``git add -A``, then unstage anything under ``exclude`` again (an exclude pathspec on
+    ``add`` itself fails when the path is also ignored, as the flow dir is)."""
+    base = ("git", "-C", str(root))
+    proc.run((*base, "add", "-A", "--", "."), env=env)
+    if exclude:
+        proc.run((*base, "reset", "--quiet", "--", *(e.strip("/") for e in exclude)), env=env)
+
+
+def check_branch_name(root: Path, name: str) -> str:
+    result = run_git(root, "check-ref-format", "--branch", name, check=False)
+    if result.returncode != 0 or name.startswith("-"):
+        raise UsageError(f"invalid branch name: {name!r}")
+    return name
+
+
+def branch_sha(root: Path, name: str) -> str | None:
+    """Sha of local branch ``name``, or None when there is no such branch."""
+    result = run_git(root, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def create_branch(root: Path, name: str, start: str) -> None:
+    result = run_git(root, "branch", "--no-track", "--", name, start, check=False)
+    if result.returncode != 0:
+        raise _fail(result, f"cannot create branch {name}")
+
+
+def delete_branch(root: Path, name: str) -> None:
+    """Delete local branch ``name`` (tool-owned step branches only), merged or not."""
+    run_git(root, "branch", "-D", "--", name, check=False)
+
+
+def worktrees(root: Path) -> dict[Path, str | None]:
+    """Every work tree of the repository and the branch checked out in it (None: detached)."""
+    out = run_git(root, "worktree", "list", "--porcelain", "-z").stdout
+    found: dict[Path, str | None] = {}
+    current: Path | None = None
+    for field in out.split("\0"):
+        if field.startswith("worktree "):
+            current = Path(field.removeprefix("worktree "))
+            found[current] = None
+        elif field.startswith("branch ") and current is not None:
+            found[current] = field.removeprefix("branch refs/heads/")
+    return found
+
+
+def worktree_of_branch(root: Path, branch: str) -> Path | None:
+    """The work tree that has ``branch`` checked out, if any."""
+    for path, name in worktrees(root).items():
+        if name == branch:
+            return path
+    return None
+
+
+def add_worktree(root: Path, path: Path, ref: str, *, detach: bool = False) -> None:
+    """Check out ``ref`` (a branch, or any commit with ``detach``) in a new work tree ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    args = ("--detach", str(path), ref) if detach else (str(path), ref)
+    result = run_git(root, "worktree", "add", "--quiet", *args, check=False)
+    if result.returncode != 0:
+        raise _fail(result, f"cannot create work tree {path}")
+
+
+def remove_worktree(root: Path, path: Path) -> None:
+    """Remove a tool-owned work tree (and its files), then prune its bookkeeping."""
+    run_git(root, "worktree", "remove", "--force", str(path), check=False)
+    run_git(root, "worktree", "prune", check=False)
+
+
+def _commit(
+    worktree: Path,
+    message: str,
+    trailers: Mapping[str, str] | None,
+    extra: Sequence[str],
+    failure: str,
+) -> str:
+    """``git commit`` of what ``extra`` selects (the index when empty), message verbatim with
+    ``Key: value`` trailers after a blank line, hooks skipped; the new HEAD sha."""
+    body = message.rstrip("\n") + "\n"
+    if trailers:
+        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+    result = run_git(
+        worktree,
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "--cleanup=verbatim",
+        "-F",
+        "-",
+        *extra,
+        input=body,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise _fail(result, failure)
+    return run_git(worktree, "rev-parse", "--verify", "HEAD^{commit}").stdout.strip()
+
+
+def tool_worktree_root(root: Path) -> Path:
+    """``$XDG_CACHE_HOME/gitflow-agents/worktrees/<repo>-<hash>``: the only place gitflow-agents
+    creates work trees, and so the only work trees it may ever reset, clean or remove.
+
+    Outside the repository's ``.git`` on purpose: agent CLIs protect ``.git`` (Claude Code
+    refuses every edit below it), and outside the user's work tree so their tools never see it.
+    """
+    common = git_common_dir(root).resolve()
+    digest = hashlib.sha256(str(common).encode()).hexdigest()[:12]
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    name = common.parent.name if common.name == ".git" else common.name
+    return Path(cache) / "gitflow-agents" / "worktrees" / f"{name}-{digest}"
+
+
+def is_tool_worktree(root: Path, path: Path) -> bool:
+    """Whether ``path`` lies inside ``tool_worktree_root`` of ``root``'s repository."""
+    base = tool_worktree_root(root)
+    resolved = path.resolve()
+    return resolved != base and resolved.is_relative_to(base)
+
+
+def require_tool_worktree(worktree: Path, action: str) -> None:
+    """UsageError unless ``worktree`` is the top of a work tree gitflow-agents created.
+
+    The guard of every destructive helper (``discard_changes``, ``remove_tool_worktree``): the
+    user's own work tree, or a worktree the user made, is never reset, cleaned or removed,
+    whatever the caller passes."""
+    result = run_git(worktree, "rev-parse", "--show-toplevel", check=False)
+    if result.returncode == 0:
+        top = Path(result.stdout.strip()).resolve()
+        base = tool_worktree_root(worktree).resolve()
+        if top == worktree.resolve() and top != base and top.is_relative_to(base):
+            return
+    raise UsageError(
+        f"refusing to {action} {worktree}: gitflow-agents only does that to work trees it "
+        "created itself (under $XDG_CACHE_HOME/gitflow-agents/worktrees/)"
+    )
+
+
+def remove_tool_worktree(root: Path, path: Path) -> None:
+    """``remove_worktree`` for a work tree under ``tool_worktree_root`` only (UsageError for any
+    other path, before anything is removed)."""
+    if not is_tool_worktree(root, path):
+        raise UsageError(
+            f"refusing to remove the work tree {path}: gitflow-agents only removes work trees "
+            f"it created under {tool_worktree_root(root)}"
+        )
+    remove_worktree(root, path)
+
+
+def dirty_paths(worktree: Path) -> tuple[str, ...]:
+    """Paths with uncommitted changes or untracked (not ignored) in ``worktree``."""
+    out = run_git(worktree, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+    paths, parts, i = [], out.split("\0"), 0
+    while i < len(parts) and parts[i]:
+        entry = parts[i]
+        paths.append(entry[3:])
+        i += 2 if entry[0] in "RC" else 1
+    return tuple(paths)
+
+
+def discard_changes(worktree: Path, sha: str) -> None:
+    """Reset a *tool-owned* work tree to ``sha`` and drop untracked files (ignored ones stay).
+
+    UsageError, before anything changes, for any other work tree (see ``require_tool_worktree``)."""
+    require_tool_worktree(worktree, "reset and clean")
+    run_git(worktree, "reset", "--quiet", "--hard", sha)
+    run_git(worktree, "clean", "-d", "--force", "--quiet")
+
+
+def commit_all(
+    worktree: Path,
+    message: str,
+    *,
+    trailers: Mapping[str, str] | None = None,
+    exclude: Sequence[str] = (),
+) -> str | None:
+    """Stage every change in ``worktree`` except ``exclude`` (and ignored files) and commit it
+    with ``trailers``; the new sha, or None when there was nothing to commit."""
+    _stage_all(worktree, exclude, git_env())
+    if run_git(worktree, "diff", "--cached", "--quiet", check=False).returncode == 0:
+        return None
+    return _commit(worktree, message, trailers, (), "cannot commit the agent's changes")
+
+
+def commit_paths(
+    worktree: Path,
+    paths: Sequence[str],
+    message: str,
+    *,
+    trailers: Mapping[str, str] | None = None,
+) -> str | None:
+    """Commit the work-tree content of the tracked ``paths`` in ``worktree`` and nothing else
+    (``git commit --only``: whatever else is staged stays staged), with ``trailers``; the new
+    sha, or None when those paths did not change."""
+    if run_git(worktree, "diff", "--quiet", "HEAD", "--", *paths, check=False).returncode == 0:
+        return None
+    return _commit(
+        worktree, message, trailers, ("--only", "--", *paths), f"cannot commit {', '.join(paths)}"
+    )
+
+
+def commit_trailers(root: Path, sha: str) -> dict[str, str]:
+    """The trailers of commit ``sha`` (last value wins per key)."""
+    out = run_git(root, "log", "-1", "--format=%(trailers:only,unfold)", sha).stdout
+    found: dict[str, str] = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            found[key.strip()] = value.strip()
+    return found
