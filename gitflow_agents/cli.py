@@ -1,6 +1,6 @@
 """Command-line wiring only: build the parser, import the chosen command's module, run it.
 
-Start-up stays fast because nothing heavy (GitPython, PyGithub, Jinja2, markdown-it) is imported
+Start-up stays fast because nothing heavy (PyGithub, Jinja2, markdown-it, PyYAML) is imported
 here: a command's module is imported only when that command runs.
 """
 
