@@ -107,6 +107,15 @@ def test_yaml_application_tags_are_not_errors(repo: Path) -> None:
     assert result.findings == ()
 
 
+def test_yaml_values_the_safe_loader_refuses_are_findings_not_crashes(repo: Path) -> None:
+    result = review(repo, {"dates.yaml": "start: 2024-13-45\n", "n.yaml": "x: !!int abc\n"})
+    assert sorted((f.rule, f.file, f.line) for f in result.findings) == [
+        ("yaml-syntax", "dates.yaml", None),
+        ("yaml-syntax", "n.yaml", None),
+    ]
+    assert "month must be in 1..12" in result.findings[0].message
+
+
 def test_syntax_error_that_was_already_there_is_not_blamed_on_the_change(repo: Path) -> None:
     broken = "def f(:\n    pass\n"
     result = review(repo, {"old.py": broken + "x = 1\n"}, base_files={"old.py": broken})

@@ -121,6 +121,10 @@ def _yaml(text: str, path: str) -> None:
         raise SyntaxProblem(mark.line + 1 if mark else None, f"invalid YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise SyntaxProblem(None, f"invalid YAML: {exc}") from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        # a value the safe loader cannot build (``2024-13-45``, ``!!int abc``): it refuses
+        # the whole file, as every PyYAML consumer would
+        raise SyntaxProblem(None, f"invalid YAML: {exc}") from None
 
 
 def toml_parser() -> Callable[[str], object] | None:
