@@ -1,8 +1,10 @@
-"""Running git: the environment every git call gets, and the one query the pre-push gate makes.
+"""Running git: the environment every git call gets, the runner, the persistent ``git cat-file
+--batch`` reader (``BlobReader``), and the one query the pre-push gate makes.
 
 Kept import-light on purpose (no dataclasses, no regular expressions): ``gitflow-agents hook
 gate`` imports only this module and ``proc``. ``gitflow_agents.git`` re-exports ``git_env``,
-``run_git`` and ``NOTES_REF`` and holds every other git query.
+``run_git``, ``NOTES_REF`` and ``BlobReader``, and holds (with ``worktree``) every other git
+query.
 
 The environment: inherited ``GIT_DIR`` / ``GIT_WORK_TREE`` / ``GIT_INDEX_FILE`` and friends are
 removed from every call, because git exports them to hooks (often as paths relative to a
@@ -229,7 +231,10 @@ class BlobReader:
         kind_and_size = header[:-1].split(b" ")[-2:]
         if len(kind_and_size) != 2 or not kind_and_size[1].isdigit():
             return None  # "<name> missing" / "<name> ambiguous"
-        data = out.read(int(kind_and_size[1]) + 1)[:-1]  # the content, then a line feed
+        size = int(kind_and_size[1])
+        data = out.read(size + 1)[:-1]  # the content, then a line feed
+        if len(data) != size:
+            raise GitError(f"git cat-file --batch stopped: {self._stderr() or 'answer cut short'}")
         if kind_and_size[0] != b"blob":
             return None
         text = data.decode("utf-8", errors="replace")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -197,6 +198,19 @@ def test_stopping_while_both_pipes_are_full_does_not_hang(repo: Path) -> None:
         texts.close()
         assert child is not None and child.poll() is not None
         assert reader.text(names[0]) == "x" * 100_000 + "\n"
+
+
+def test_git_dying_midway_is_a_git_error_not_a_short_text(repo: Path) -> None:
+    head = commit_files(repo, {"big.txt": "y" * 100_000 + "\n"})
+    names = [g.object_name(head, "big.txt")] * 50
+    with g.BlobReader(repo) as reader:
+        texts = reader.texts(names)
+        assert next(texts) == "y" * 100_000 + "\n"
+        assert reader._child is not None
+        os.kill(reader._child.pid, signal.SIGKILL)  # git's pipe holds at most part of one more
+        with pytest.raises(GitError, match="git cat-file --batch stopped"):
+            list(texts)
+        assert reader._child is None  # the dead process was closed, nothing left behind
 
 
 def test_a_reader_that_never_reads_starts_nothing(repo: Path) -> None:
