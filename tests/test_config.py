@@ -22,6 +22,7 @@ from gitflow_agents.config import (
 from gitflow_agents.errors import ConfigError, ExitCode
 from gitflow_agents.plan import SpecPlanConfig
 from gitflow_agents.resources import templates_dir
+from tests.conftest import Cli
 
 MINIMAL = 'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
 
@@ -702,12 +703,10 @@ def test_yaml_tags_do_not_crash(tmp_path: Path) -> None:
     assert message.startswith(".flow/base.yaml:2: invalid YAML: could not determine a constructor")
 
 
-def test_cli_reports_config_errors_on_one_line(repo: Path) -> None:
-    from tests.conftest import run_cli
-
+def test_cli_reports_config_errors_on_one_line(repo: Path, cli_run: Cli) -> None:
     write(repo, ".flow/base.yaml", MINIMAL + "agents:\n  builder:\n    model: [a]\n")
     write(repo, "specs/p.md", "# P\n\n## Implementation Steps\n\n### Status: ❌ | Step 1: A\n\nx\n")
-    result = run_cli(
+    result = cli_run.main(
         "prompt", "--agent", "builder", "--plan", "specs/p.md", "--step", "1", cwd=repo
     )
     assert result.returncode == ExitCode.USAGE
