@@ -1,5 +1,5 @@
 """``gitflow-agents init`` (in-process): scaffolds .flow/, never overwrites without --force,
-the result loads."""
+the result loads, and the JSON Schema it writes is the generated one."""
 
 from __future__ import annotations
 
@@ -8,18 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.config import builtin_flow_dir, load_flow_config, scaffold_files, schema_path
+from gitflow_agents.config import (
+    builtin_flow_dir,
+    flow_config_schema,
+    load_flow_config,
+    scaffold_files,
+)
 from tests.conftest import Cli, run_cli
 
-EXPECTED = [dest for _, dest in scaffold_files()]
+EXPECTED = [file.dest for file in scaffold_files()]
 
 
 def test_init_writes_every_file_and_the_config_loads(repo: Path, cli_run: Cli) -> None:
     result = cli_run.main("init", cwd=repo)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"write {dest}" for dest in EXPECTED]
-    for source, dest in scaffold_files():
-        assert (repo / dest).read_bytes() == source.read_bytes()
+    for file in scaffold_files():
+        assert (repo / file.dest).read_bytes() == file.content()
     config = load_flow_config(repo)
     assert not config.built_in
     assert config.sources == (repo / ".flow/base.yaml",)
@@ -100,7 +105,7 @@ def test_scaffolded_files_validate_against_the_schema(repo: Path, cli_run: Cli) 
 
     assert cli_run.main("init", cwd=repo).returncode == 0
     schema = json.loads((repo / ".flow/flow-config.schema.json").read_text(encoding="utf-8"))
-    assert schema == json.loads(schema_path().read_text(encoding="utf-8"))
+    assert schema == flow_config_schema()
     validator = jsonschema.Draft202012Validator(schema)
     for path in (repo / ".flow").rglob("*.yaml"):
         text = path.read_text(encoding="utf-8")
