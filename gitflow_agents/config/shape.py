@@ -107,16 +107,11 @@ class MapOf:
 Spec = Str | Int | Bool | StrList | Command | AnyMap | Obj | MapOf
 
 
-ADAPTER_NAMES: tuple[str, ...] = (
-    "claude",
-    "codex",
-    "gemini",
-    "aider",
-    "auggie",
-    "opencode",
-    "command",
-    "builtin",
-)
+def adapter_names() -> tuple[str, ...]:
+    """The values ``agents.<name>.adapter`` accepts: the adapter registry's names."""
+    from gitflow_agents.agents import adapter_names as registered
+
+    return registered()
 
 
 _AT_FILE = (
@@ -135,7 +130,7 @@ AGENT = Obj(
             "and matched by shared_files.<key>.agents. Default: the agent's name."
         ),
         "adapter": Str(
-            choices=ADAPTER_NAMES,
+            choices=adapter_names,
             default=DEFAULT_ADAPTER,
             doc="Which agent CLI runs this agent. 'command' runs `command`; 'builtin' is the "
             "offline reviewer.",
