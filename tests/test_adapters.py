@@ -127,7 +127,10 @@ def test_config_and_schema_read_the_registry(
 def _literal_name_lists(source: str, names: set[str]) -> list[int]:
     """Lines of list/tuple/set/dict literals in ``source`` naming 3 or more of ``names``."""
     import ast
+    import re
 
+    if sum(bool(re.search(f"[\"']{name}[\"']", source)) for name in names) < 3:
+        return []  # fewer than three quoted names: no such literal (and no parse needed)
     found = []
     for node in ast.walk(ast.parse(source)):
         items: list[ast.expr | None] = []

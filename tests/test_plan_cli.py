@@ -178,5 +178,3 @@ def test_lint_problems_exit_2_from_a_real_process(project: Path) -> None:
     result = run_cli("plan", "lint", "specs/broken.md", cwd=project, env={"PYTHONPATH": str(ROOT)})
     assert result.returncode == 2
     assert "specs/broken.md:7: duplicate step 3: lines 5 and 7" in result.stdout.splitlines()
-    clean = run_cli("plan", "lint", "specs/feature.md", cwd=project, env={"PYTHONPATH": str(ROOT)})
-    assert (clean.returncode, clean.stdout) == (0, "")
