@@ -20,8 +20,9 @@ import pytest
 import yaml
 
 from gitflow_agents.findings import Severity
-from gitflow_agents.github.action import Options, decide, parse_command
 from gitflow_agents.github.comment import MARKER
+from gitflow_agents.github.event import decide, parse_command
+from gitflow_agents.github.runner import Options
 from tests.conftest import ROOT, git, run_cli
 from tests.github_standin import GitHubStandIn, Pull, gh
 

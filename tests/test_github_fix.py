@@ -13,8 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from gitflow_agents.github.action import FIX_MARKER
 from gitflow_agents.github.comment import MARKER
+from gitflow_agents.github.fix_reply import FIX_MARKER
 from tests.conftest import FAKES, git
 from tests.github_standin import GitHubStandIn, Pull, gh
 from tests.test_github_action import (
