@@ -851,6 +851,51 @@ def merge_into(root: Path, target: str, source_sha: str, *, mode: str, message: 
     return MergeResult(new, previous, kind)
 
 
+# --- run records: HEAD and exclude (used by runs/agent_run) ---
+
+
+def head_commit(root: Path) -> str | None:
+    """HEAD's commit; None before the first commit or outside a repository."""
+    result = run_git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
+    return (result.stdout.strip() or None) if result.returncode == 0 else None
+
+
+def paths_differing_from(root: Path, base: str) -> tuple[str, ...]:
+    """Paths whose work-tree content differs from commit ``base`` (committed since, staged or
+    not); empty when git cannot tell."""
+    out = run_git(root, "diff", "--no-ext-diff", "--name-only", "-z", base, check=False).stdout
+    return tuple(name for name in out.split("\0") if name)
+
+
+def untracked_paths(root: Path) -> tuple[str, ...]:
+    """Untracked files that are not ignored, relative to ``root``; empty when git cannot tell."""
+    out = run_git(root, "ls-files", "--others", "--exclude-standard", "-z", check=False).stdout
+    return tuple(name for name in out.split("\0") if name)
+
+
+def work_tree_top(root: Path) -> Path | None:
+    """Top of the work tree containing ``root``; None outside a repository or without a work
+    tree (``repo_root`` is the variant that refuses with a UsageError)."""
+    result = run_git(root, "rev-parse", "--show-toplevel", check=False)
+    top = result.stdout.strip()
+    return Path(top) if result.returncode == 0 and top else None
+
+
+def exclude_flow_dir(root: Path, flow_dir: str) -> bool:
+    """Add ``flow_dir`` (under ``root``) to ``info/exclude`` once, as ``/<path from the top of the
+    work tree>/``, so no run artifact lands in a commit. False when there is nothing to exclude
+    it from: ``root`` is not in a work tree, or the flow dir lies outside it."""
+    top = work_tree_top(root)
+    if top is None:
+        return False
+    try:
+        rel = (root / flow_dir).resolve().relative_to(top.resolve()).as_posix()
+    except ValueError:
+        return False
+    ensure_info_exclude(root, (f"/{rel.strip('/')}/",))
+    return True
+
+
 # --- remotes: fetch and push (used by github/) ---
 
 

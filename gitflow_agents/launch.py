@@ -1,11 +1,10 @@
 """Starting one agent: its prompt file, where it reports, the adapter's launch spec, the run.
 
-Every place that runs an agent goes through here: ``spawn`` / ``send`` (``commands/spawn.execute``),
-the chain (``chain.run_agent``) and the configured reviewer of ``git agent-review``
-(``reviewer/agent.py``). :func:`prepare` turns a configured agent and its written system prompt
-into a :class:`Prepared` launch (the adapter and its LaunchSpec); :func:`supervise_agent` runs it
-to the supervisor's Outcome. How a run is recorded (``result.json`` shapes, cards, the chain's
-record) stays with the caller.
+Every place that runs an agent goes through here: ``agent_run`` (``spawn``, ``send``, the
+configured reviewer of ``git agent-review``) and the chain (``chain.run_agent``). :func:`prepare`
+turns a configured agent and its written system prompt into a :class:`Prepared` launch (the
+adapter and its LaunchSpec); :func:`supervise_agent` runs it to the supervisor's Outcome. How a run
+is recorded (``result.json``, cards) is ``agent_run``'s and ``run_record``'s job.
 """
 
 from __future__ import annotations

@@ -1,16 +1,17 @@
-"""Run records (seed 001): run ids, the run directory, ``result.json``, ``status.json``.
+"""Run records: run ids, the run directory, ``result.json``, ``status.json``.
 
-Layout (DESIGN.md §4)::
+The contract is docs/protocol.md, Run records. Layout::
 
     <flow_dir>/<flow>/agents/<agent-id>/system_prompt.md, report.md (→ .complete.md | .failed.md)
     <flow_dir>/<flow>/runs/<runID>/events.jsonl   one event a line, flushed as it happens
                                    worker.log     the agent's stdout and stderr, as produced
                                    status.json    live state: pid, pgid, state, last activity
-                                   result.json    the seed-001 shape of the flow, written last
+                                   result.json    the result shape of the flow, written last
                                    heartbeat      touched by ``gitflow-agents heartbeat``
                                    cancel         written by ``gitflow-agents cancel``
 
-``<flow_dir>/`` is added to ``.git/info/exclude`` so no run artifact lands in a commit.
+``<flow_dir>/`` is added to ``.git/info/exclude`` (``git.exclude_flow_dir``) so no run artifact
+lands in a commit.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ _RUN_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[
 
 
 def new_run_id() -> str:
-    """A UUID (seed 001) that sorts by creation time: version 7 (48-bit ms timestamp + random)."""
+    """A UUID that sorts by creation time: version 7 (48-bit ms timestamp + random)."""
     millis = time.time_ns() // 1_000_000
     rand = secrets.randbits(74)
     value = (millis & ((1 << 48) - 1)) << 80
@@ -92,8 +93,10 @@ def create_run(root: Path, flow_dir: str, flow: str, run_id: str | None = None) 
     """Create ``<flow_dir>/<flow>/runs/<runID>/`` (fresh id unless given) and exclude it from git."""
     run_id = run_id or new_run_id()
     paths = RunPaths(runs_root(root, flow_dir, flow) / run_id)
+    from gitflow_agents.git import exclude_flow_dir
+
     paths.run_dir.mkdir(parents=True, exist_ok=False)
-    ensure_excluded(root, flow_dir)
+    exclude_flow_dir(root, flow_dir)
     return paths
 
 
@@ -180,7 +183,7 @@ def find_run(root: Path, flow_dir: str, run_id: str) -> RunPaths | None:
     return matches[0] if len(matches) == 1 else None
 
 
-# --- result.json (seed 001 shapes) -------------------------------------------------------
+# --- result.json (one shape per flow kind) ------------------------------------------------
 
 
 def implement_result(
@@ -237,7 +240,7 @@ def research_result(
 _STRING_LIST = {"type": "array", "items": {"type": "string"}}
 _STATUS = {"enum": ["succeeded", "failed", "canceled"]}
 
-# JSON Schemas of the seed-001 result shapes (the extra ``run`` key holds our run metadata).
+# JSON Schemas of the result shapes (the extra ``run`` key holds our run metadata).
 RESULT_SCHEMAS: dict[str, dict[str, Any]] = {
     "implement": {
         "type": "object",
@@ -297,7 +300,7 @@ RESULT_SCHEMAS: dict[str, dict[str, Any]] = {
 
 
 def result_status(outcome_status: str) -> RunStatusValue:
-    """Map a supervisor outcome to the seed's three end states (stuck/timeout/crash are failed)."""
+    """Map a supervisor outcome to the three end states of a result (stuck/timeout/crash are failed)."""
     if outcome_status == "succeeded":
         return "succeeded"
     if outcome_status == "canceled":
@@ -307,57 +310,6 @@ def result_status(outcome_status: str) -> RunStatusValue:
 
 def write_result(paths: RunPaths, result: Mapping[str, Any]) -> None:
     write_json_atomic(paths.result, dict(result))
-
-
-# --- .git/info/exclude -------------------------------------------------------------------
-
-
-def _git_common_dir(root: Path) -> Path | None:
-    """The repository's common git dir (shared by worktrees), None outside a repository."""
-    from gitflow_agents.git import run_git
-
-    result = run_git(root, "rev-parse", "--git-common-dir", check=False)
-    if result.returncode != 0:
-        return None
-    path = Path(result.stdout.strip())
-    return path if path.is_absolute() else (root / path).resolve()
-
-
-def ensure_excluded(root: Path, flow_dir: str) -> bool:
-    """Add ``/<flow_dir>/`` to ``.git/info/exclude`` once; False when ``root`` is not in a repo.
-
-    The pattern is anchored at the top of the work tree when ``root`` is the top level, else it is
-    the path of the flow dir relative to the top level.
-    """
-    from gitflow_agents.git import run_git
-
-    # One git call for both (every spawn and chain agent creates a run); the two-call path is
-    # only for what it cannot answer at once (a repository without a work tree).
-    both = run_git(root, "rev-parse", "--git-common-dir", "--show-toplevel", check=False)
-    lines = both.stdout.splitlines()
-    if both.returncode == 0 and len(lines) == 2:
-        common = Path(lines[0].strip())
-        common = common if common.is_absolute() else (root / common).resolve()
-        top = lines[1].strip()
-    else:
-        found = _git_common_dir(root)
-        if found is None:
-            return False
-        common = found
-        top = run_git(root, "rev-parse", "--show-toplevel", check=False).stdout.strip()
-    flow_path = (root / flow_dir).resolve()
-    try:
-        rel = flow_path.relative_to(Path(top).resolve()).as_posix() if top else flow_dir
-    except ValueError:
-        return False  # flow dir outside the work tree: nothing to exclude
-    pattern = f"/{rel.strip('/')}/"
-    exclude = common / "info" / "exclude"
-    existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
-    if pattern in (line.strip() for line in existing.splitlines()):
-        return True
-    prefix = "" if not existing or existing.endswith("\n") else "\n"
-    write_text_atomic(exclude, f"{existing}{prefix}# gitflow-agents run artifacts\n{pattern}\n")
-    return True
 
 
 # --- reading a report into the flow's result shape ---------------------------------------
@@ -394,7 +346,7 @@ def flow_result(
     reply_text: str = "",
     changed_files: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The seed-001 result of ``kind`` (implement/review/research) read from the agent's report.
+    """The result of ``kind`` (implement/review/research) read from the agent's report.
 
     implement: summary (``<SUMMARY>``, else the report's ``## Summary``), the changed files the
     orchestrator computed, and the report's marker lines ``CHECKED_CRITERIA: 0, 2``,

@@ -35,7 +35,13 @@ def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
     """Point $HOME (and XDG dirs) at a fresh folder so no test writes to the real one."""
-    home = tmp_path_factory.mktemp("home")
+    return isolate_home(tmp_path_factory.mktemp("home"), monkeypatch)
+
+
+def isolate_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The environment of ``isolated_home`` with ``home`` as $HOME (also for fixtures of a wider
+    scope, which run before the autouse one)."""
+    home.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
@@ -139,13 +145,17 @@ def git(repo: Path, *args: str) -> str:
 @pytest.fixture
 def repo(tmp_path: Path, isolated_home: Path) -> Iterator[Path]:
     """A git repository with one commit on ``main``."""
-    path = tmp_path / "repo"
+    yield init_repo(tmp_path / "repo")
+
+
+def init_repo(path: Path) -> Path:
+    """A git repository at ``path`` with one commit on ``main`` (what ``repo`` gives)."""
     path.mkdir()
     git(path, "init", "-q", "-b", "main")
     (path / "README.md").write_text("# demo\n")
     git(path, "add", "README.md")
     git(path, "commit", "-q", "-m", "initial")
-    yield path
+    return path
 
 
 class CliResult(NamedTuple):

@@ -1,17 +1,24 @@
-"""Full chains on real temporary repositories with fake agents (tests/fakes/fake_flow_agent)."""
+"""Full chains on real temporary repositories with fake agents (tests/fakes/fake_flow_agent).
+
+The commands run in this process (``cli.main``, what the console script calls): real git and
+real fake-agent processes, without a Python start-up per command. The tests of exit codes 1, 2
+and 3 run the console script as a subprocess (``run_proc``).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
-from .conftest import FAKES, CliResult, git, run_cli
+from .conftest import FAKES, CliResult, git, init_repo, isolate_home, run_cli
 
 FAKE = FAKES / "fake_flow_agent"
 MARKER = "<!-- gitflow-agents:git-stats -->"
@@ -75,8 +82,35 @@ def configure(
         handle.write("/.flow/\n")
 
 
+def call(repo: Path, *args: str) -> CliResult:
+    """``gitflow-agents ARGS`` started in ``repo``, in this process: ``cli.main`` with its exit
+    code and what it printed."""
+    from gitflow_agents import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    cwd = Path.cwd()
+    os.chdir(repo)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(list(args))
+            except SystemExit as exc:  # argparse
+                code = int(exc.code or 0)
+    finally:
+        os.chdir(cwd)
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+RUN_ARGS = ("run", "specs/feature.md", "--quiet", "--kill-grace", "0.2")
+
+
 def run(repo: Path, *args: str) -> CliResult:
-    return run_cli("run", "specs/feature.md", "--quiet", "--kill-grace", "0.2", *args, cwd=repo)
+    return call(repo, *RUN_ARGS, *args)
+
+
+def run_proc(repo: Path, *args: str) -> CliResult:
+    """``run`` through the console script, as a real process (its exit status)."""
+    return run_cli(*RUN_ARGS, *args, cwd=repo)
 
 
 def results(repo: Path) -> list[dict[str, Any]]:
@@ -114,10 +148,38 @@ def main_sha(repo: Path) -> str:
     return git(repo, "rev-parse", "main").strip()
 
 
-def test_approve_first_time_merges_marks_done_and_fills_stats(repo: Path) -> None:
-    configure(repo)
-    before = main_sha(repo)
-    out = run(repo, "--step", "1")
+# --- a step approved the first time: one chain, one test per thing it did -------------------
+
+
+class Approved(NamedTuple):
+    repo: Path
+    before: str  # main before the run
+    out: CliResult
+
+    @property
+    def result(self) -> dict[str, Any]:
+        return results(self.repo)[0]
+
+    @property
+    def chain(self) -> dict[str, Any]:
+        return self.result["chain"]
+
+
+@pytest.fixture(scope="module")
+def approved(tmp_path_factory: pytest.TempPathFactory) -> Approved:
+    """``run --step 1`` with a reviewer that approves the first time, run once for the tests
+    below, which only read what it left (result.json, commits, notes, files)."""
+    base = tmp_path_factory.mktemp("approved")
+    with pytest.MonkeyPatch.context() as patch:
+        isolate_home(base / "home", patch)
+        repo = init_repo(base / "repo")
+        configure(repo)
+        before = main_sha(repo)
+        return Approved(repo, before, run(repo, "--step", "1"))
+
+
+def test_approved_first_time_exits_0_after_one_review(approved: Approved) -> None:
+    out, repo = approved.out, approved.repo
     assert out.returncode == 0, out.stderr + out.stdout
     assert "approved" in out.stdout
     [result] = results(repo)
@@ -125,31 +187,52 @@ def test_approve_first_time_merges_marks_done_and_fills_stats(repo: Path) -> Non
     assert chain["outcome"] == "approved" and chain["iterations"] == 1 and chain["fixes"] == 0
     assert [a["kind"] for a in chain["agents"]] == ["implement", "review"]
     assert result["status"] == "succeeded"
-    # merged by fast-forward: the reviewed commit (with the agent's trailer), then the commit
-    # that marks the step done in the plan, so main itself has the ✅ committed
-    assert main_sha(repo) == chain["merged"]["sha"] != before
+
+
+def test_approved_step_is_fast_forwarded_into_the_target(approved: Approved) -> None:
+    """The reviewed commit, then the commit that marks the step done in the plan, so main
+    itself has the ✅ committed."""
+    repo, chain = approved.repo, approved.chain
+    assert main_sha(repo) == chain["merged"]["sha"] != approved.before
     assert git(repo, "rev-parse", "main^").strip() == chain["headSha"]
     assert chain["merged"]["kind"] == "fast-forward"
-    body = git(repo, "log", "-1", "--format=%B", "main^")
+
+
+def test_the_reviewed_commit_has_the_step_title_and_the_run_trailer(approved: Approved) -> None:
+    body = git(approved.repo, "log", "-1", "--format=%B", "main^")
     assert "Gitflow-Agents-Run: " in body and "[feature] Step 1: Add the module" in body
+
+
+def test_the_mark_done_commit_changes_only_the_plan(approved: Approved) -> None:
+    repo = approved.repo
     mark = git(repo, "log", "-1", "--format=%B", "main")
     assert (
         mark.startswith("[feature] Mark step 1 done")
-        and f"Gitflow-Agents-Run: {result['run']['runID']}" in mark
+        and f"Gitflow-Agents-Run: {approved.result['run']['runID']}" in mark
     )
     assert git(repo, "diff", "--name-only", "main^", "main").split() == ["specs/feature.md"]
+
+
+def test_the_step_is_done_in_the_target_and_in_the_users_copy(approved: Approved) -> None:
+    repo = approved.repo
     assert committed_status(repo, "main", 1) == "✅" and committed_status(repo, "main", 2) == "❌"
     assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "❌"
     assert git(repo, "status", "--porcelain", "specs") == ""  # reached the user's tree by the ff
+
+
+def test_the_approval_note_is_on_the_reviewed_commit_and_on_the_tip(approved: Approved) -> None:
+    repo, chain = approved.repo, approved.chain
     recorded = note(repo, chain["headSha"])
     assert recorded is not None and recorded["verdict"] == "approved"
     assert recorded["tree_sha"] == git(repo, "rev-parse", "main^^{tree}").strip()
     carried = note(repo, main_sha(repo))  # the gate hook checks the pushed tip
     assert carried is not None and carried["verdict"] == "approved"
     assert carried["reviewed_sha"] == main_sha(repo) and chain["headSha"][:12] in carried["agent"]
-    # the tool's statistics, not the agent's: new, binary and renamed files, no run artifacts
-    stats = result["gitStats"]
-    files = {f["path"]: f for f in stats["files"]}
+
+
+def test_git_stats_are_the_tools_own_and_leave_run_artifacts_out(approved: Approved) -> None:
+    """New, binary and renamed files; no run artifacts (flows/) in the stats or in main."""
+    files = {f["path"]: f for f in approved.result["gitStats"]["files"]}
     assert set(files) == {"src/new_module.py", "README.md", "logo.png", "docs/new.md"}
     assert files["src/new_module.py"]["status"] == "A"
     assert files["logo.png"]["binary"] is True
@@ -157,23 +240,39 @@ def test_approve_first_time_merges_marks_done_and_fills_stats(repo: Path) -> Non
         files["docs/new.md"]["status"] == "R" and files["docs/new.md"]["oldPath"] == "docs/old.md"
     )
     assert not any(p.startswith("flows") for p in files)
-    assert "flows/artifact.log" not in git(repo, "ls-tree", "-r", "--name-only", "main")
-    report = (repo / "flows/feature/agents/step-01-builder/report.complete.md").read_text()
+    assert "flows/artifact.log" not in git(approved.repo, "ls-tree", "-r", "--name-only", "main")
+
+
+def test_the_implementers_report_gets_the_git_statistics(approved: Approved) -> None:
+    report = (approved.repo / "flows/feature/agents/step-01-builder/report.complete.md").read_text()
     assert (
         MARKER not in report
         and "`src/new_module.py`" in report
         and "renamed from `docs/old.md`" in report
     )
-    assert (
-        "1 file" not in result["run"]["historyLine"]
-        and "4 files changed" in result["run"]["historyLine"]
-    )
-    history = (repo / "flows/feature/history.md").read_text()
+
+
+def test_the_history_line_names_the_outcome_and_the_stats(approved: Approved) -> None:
+    line = approved.result["run"]["historyLine"]
+    assert "1 file" not in line and "4 files changed" in line
+    history = (approved.repo / "flows/feature/history.md").read_text()
     assert "succeeded (implement)" in history and "approved after 1 review" in history
+
+
+def test_result_json_lists_the_changed_files_and_the_tests_run(approved: Approved) -> None:
+    result = approved.result
     assert result["changedFiles"] and result["tests"] == {"ran": ["pytest"], "passed": True}
-    # the step work tree is gone after the merge; the branch stays
+
+
+def test_the_step_work_tree_is_removed_after_the_merge_the_branch_stays(
+    approved: Approved,
+) -> None:
+    repo = approved.repo
     assert len(git(repo, "worktree", "list").splitlines()) == 1
     assert git(repo, "branch", "--list", "agents/feature/step-1").strip()
+
+
+# --- other chains -----------------------------------------------------------------------------
 
 
 def test_revise_then_approve_ends_with_a_review(repo: Path) -> None:
@@ -202,7 +301,7 @@ def test_revise_then_approve_ends_with_a_review(repo: Path) -> None:
 def test_never_approves_fails_at_the_limit_and_merges_nothing(repo: Path) -> None:
     configure(repo, reviewer="revise")
     before = main_sha(repo)
-    out = run(repo, "--step", "1", "--max-iterations", "2")
+    out = run_proc(repo, "--step", "1", "--max-iterations", "2")
     assert out.returncode == 1, out.stderr + out.stdout
     [result] = results(repo)
     chain = result["chain"]
@@ -232,7 +331,7 @@ def test_decorated_or_fenced_marker_is_not_approved(repo: Path, mode: str) -> No
 def test_crashing_implementer_exits_3_and_still_writes_the_record(repo: Path) -> None:
     configure(repo, implementer="crash")
     before = main_sha(repo)
-    out = run(repo, "--step", "1")
+    out = run_proc(repo, "--step", "1")
     assert out.returncode == 3, out.stderr + out.stdout
     [result] = results(repo)
     assert result["chain"]["outcome"] == "failed" and result["status"] == "failed"
@@ -246,7 +345,7 @@ def test_crashing_implementer_exits_3_and_still_writes_the_record(repo: Path) ->
 def test_crashing_reviewer_exits_3(repo: Path) -> None:
     configure(repo, reviewer="crash")
     before = main_sha(repo)
-    out = run(repo, "--step", "1")
+    out = run_proc(repo, "--step", "1")
     assert out.returncode == 3, out.stderr + out.stdout
     assert main_sha(repo) == before
     assert results(repo)[0]["chain"]["agents"][-1]["agentId"] == "step-01-reviewer-1"
@@ -525,7 +624,7 @@ def test_all_runs_every_open_step_and_skips_done_ones(repo: Path) -> None:
 
 
 def flow(repo: Path, *args: str) -> CliResult:
-    return run_cli("flow", *args, "--quiet", "--kill-grace", "0.2", cwd=repo)
+    return call(repo, "flow", *args, "--quiet", "--kill-grace", "0.2")
 
 
 def test_flow_implement_commits_on_the_step_branch_with_stats(repo: Path) -> None:
@@ -593,15 +692,15 @@ def test_flow_research_lists_sources(repo: Path) -> None:
 def test_history_lists_runs_with_outcome_iterations_stats_duration(repo: Path) -> None:
     configure(repo, reviewer="until-fixed")
     assert run(repo, "--step", "1").returncode == 0
-    out = run_cli("history", "--json", cwd=repo)
+    out = call(repo, "history", "--json")
     assert out.returncode == 0, out.stderr
     [row] = json.loads(out.stdout)
     assert row["kind"] == "chain" and row["outcome"] == "approved" and row["iterations"] == 2
     assert row["git"].startswith("5 files, +") and row["duration_s"] > 0
     assert "approved after 2 reviews" in row["history_line"]
-    table = run_cli("history", cwd=repo)
+    table = call(repo, "history")
     assert "approved" in table.stdout and "step 1" in table.stdout
-    with_agents = json.loads(run_cli("history", "--json", "--agents", cwd=repo).stdout)
+    with_agents = json.loads(call(repo, "history", "--json", "--agents").stdout)
     assert len(with_agents) == 5
 
 
@@ -660,7 +759,7 @@ def test_flow_implement_uses_the_configured_implementer(repo: Path) -> None:
 
 def test_bad_branch_pattern_option_is_a_usage_error(repo: Path) -> None:
     configure(repo)
-    out = run(repo, "--step", "1", "--branch-pattern", "agents/{plan}/{nope}-{step}")
+    out = run_proc(repo, "--step", "1", "--branch-pattern", "agents/{plan}/{nope}-{step}")
     assert out.returncode == 2
     assert "--branch-pattern 'agents/{plan}/{nope}-{step}': unknown placeholder {nope}" in (
         out.stderr

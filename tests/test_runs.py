@@ -9,11 +9,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from gitflow_agents.fsutil import write_json_atomic
+from gitflow_agents.git import exclude_flow_dir
 from gitflow_agents.runs import (
     RESULT_SCHEMAS,
     RunStatus,
     create_run,
-    ensure_excluded,
     find_run,
     implement_result,
     is_run_id,
@@ -23,7 +24,6 @@ from gitflow_agents.runs import (
     research_result,
     result_status,
     review_result,
-    write_json_atomic,
     write_result,
     write_status,
 )
@@ -58,17 +58,17 @@ def test_create_run_layout_and_exclude(repo: Path) -> None:
 def test_exclude_from_a_subdirectory_and_outside_git(repo: Path, tmp_path: Path) -> None:
     sub = repo / "pkg"
     sub.mkdir()
-    assert ensure_excluded(sub, ".runs")
+    assert exclude_flow_dir(sub, ".runs")
     assert "/pkg/.runs/" in (repo / ".git" / "info" / "exclude").read_text()
     outside = tmp_path / "plain"
     outside.mkdir()
-    assert ensure_excluded(outside, "flows") is False
+    assert exclude_flow_dir(outside, "flows") is False
 
 
 def test_exclude_in_a_worktree_uses_the_common_dir(repo: Path, tmp_path: Path) -> None:
     worktree = tmp_path / "wt"
     git(repo, "worktree", "add", "-q", str(worktree), "-b", "side")
-    assert ensure_excluded(worktree, "flows")
+    assert exclude_flow_dir(worktree, "flows")
     assert "/flows/" in (repo / ".git" / "info" / "exclude").read_text()
 
 

@@ -1,6 +1,7 @@
 """Session mode: `send`/`reply` continue a finished agent's CLI session as a new run; `--close`,
 `--max-turns`, refusals; `abort` = cancel. A fake `claude` on PATH records its argv (incl.
---resume) and prints Claude's result JSON with a session id, through the real supervisor."""
+--resume) and prints Claude's result JSON with a session id, through the real supervisor. The
+commands run in-process (``Cli``); the agents are real processes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import FAKES, git, run_cli
+from .conftest import FAKES, git
+from .test_review_cli import Cli
 
 FAKE_CLAUDE = """#!{python}
 import json, os, pathlib, sys
@@ -79,10 +81,15 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
-def spawn(repo: Path, env: dict[str, str], task: str, *extra: str) -> Any:
-    return run_cli(
+def spawn(cli: Cli, repo: Path, env: dict[str, str], task: str, *extra: str) -> Any:
+    return cli.main(
         "spawn", "painter", "--flow", "f", "--task", task, "--quiet", *extra, cwd=repo, env=env
     )
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(monkeypatch, capsys)
 
 
 @pytest.fixture(autouse=True)
@@ -92,9 +99,9 @@ def _python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHON", sys.executable)
 
 
-def test_needs_input_then_send_continues_the_session(repo: Path, tmp_path: Path) -> None:
+def test_needs_input_then_send_continues_the_session(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env, log = setup(repo, tmp_path)
-    first = spawn(repo, env, "Paint the fence. ASK")
+    first = spawn(cli, repo, env, "Paint the fence. ASK")
     assert first.returncode == 3, first.stderr
     [run1] = runs(repo)
     # needs_input: the questions are printed, recorded and emitted
@@ -109,7 +116,7 @@ def test_needs_input_then_send_continues_the_session(repo: Path, tmp_path: Path)
     reply_events = [e for e in events(run1) if e["type"] == "agent:reply"]
     assert reply_events[0]["data"]["questions"] == ["Which colour?", "Dark mode too?"]
 
-    second = run_cli("send", run1.name, "Blue, no dark mode.", "--quiet", cwd=repo, env=env)
+    second = cli.main("send", run1.name, "Blue, no dark mode.", "--quiet", cwd=repo, env=env)
     assert second.returncode == 0, second.stderr
     assert "succeeded" in second.stdout and "Painted it: Blue, no dark mode." in second.stdout
     run1_again, run2 = runs(repo)
@@ -143,23 +150,23 @@ def test_needs_input_then_send_continues_the_session(repo: Path, tmp_path: Path)
     assert session["sessionId"] == "sess-1" and not session["closed"]
 
     # only the latest turn can be continued
-    stale = run_cli("send", run1.name, "again", cwd=repo, env=env)
+    stale = cli.main("send", run1.name, "again", cwd=repo, env=env)
     assert stale.returncode == 2
     assert stale.stderr.strip().splitlines() == [
         f"gitflow-agents: error: send: run {run1.name} is not the latest turn of its session; "
         f"send to run {run2.name}"
     ]
     # reply = send, emitting session:reply
-    third = run_cli("reply", run2.name, "Thanks", "--quiet", cwd=repo, env=env)
+    third = cli.main("reply", run2.name, "Thanks", "--quiet", cwd=repo, env=env)
     assert third.returncode == 0, third.stderr
     run3 = runs(repo)[-1]
     assert [e["type"] for e in events(run3)][1] == "session:reply"
     assert result(run3)["run"]["session"]["turn"] == 3
     # status: per-run reply status and session, structured vs unstructured replies summed up
-    table = run_cli("status", cwd=repo, env=env)
+    table = cli.main("status", cwd=repo, env=env)
     assert "replies: 3 structured, 0 unstructured (100% structured)" in table.stdout
     assert f"needs input: {run1.name[:13]}" in table.stdout
-    rows = json.loads(run_cli("status", "--json", cwd=repo, env=env).stdout)
+    rows = json.loads(cli.main("status", "--json", cwd=repo, env=env).stdout)
     assert [r["replyStatus"] for r in rows] == ["needs_input", "completed", "completed"]
     assert [r["replies"]["structured"] for r in rows] == [1, 1, 1]
     assert rows[0]["questions"] == ["Which colour?", "Dark mode too?"]
@@ -167,38 +174,38 @@ def test_needs_input_then_send_continues_the_session(repo: Path, tmp_path: Path)
     assert {r["sessionId"] for r in rows} == {"sess-1"}
 
 
-def test_max_turns_closes_the_session(repo: Path, tmp_path: Path) -> None:
+def test_max_turns_closes_the_session(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env, log = setup(repo, tmp_path)
-    assert spawn(repo, env, "Paint.").returncode == 0
+    assert spawn(cli, repo, env, "Paint.").returncode == 0
     [run1] = runs(repo)
-    ok = run_cli("send", run1.name, "More.", "--max-turns", "2", "--quiet", cwd=repo, env=env)
+    ok = cli.main("send", run1.name, "More.", "--max-turns", "2", "--quiet", cwd=repo, env=env)
     assert ok.returncode == 0, ok.stderr
     assert "is now closed: max turns (2) reached" in ok.stdout
     run2 = runs(repo)[-1]
     assert result(run2)["run"]["session"]["maxTurns"] == 2
-    refused = run_cli("send", run2.name, "Even more.", cwd=repo, env=env)
+    refused = cli.main("send", run2.name, "Even more.", cwd=repo, env=env)
     assert refused.returncode == 2
     assert "is closed (max turns (2) reached)" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     assert len(runs(repo)) == 2 and len(log.read_text().splitlines()) == 2
 
 
-def test_max_turns_already_used_up(repo: Path, tmp_path: Path) -> None:
+def test_max_turns_already_used_up(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env, _log = setup(repo, tmp_path)
-    assert spawn(repo, env, "Paint.").returncode == 0
+    assert spawn(cli, repo, env, "Paint.").returncode == 0
     [run1] = runs(repo)
-    refused = run_cli("send", run1.name, "More.", "--max-turns", "1", cwd=repo, env=env)
+    refused = cli.main("send", run1.name, "More.", "--max-turns", "1", cwd=repo, env=env)
     assert refused.returncode == 2 and "has had 1 of its 1 turns" in refused.stderr
     assert len(runs(repo)) == 1
 
 
-def test_close_refuses_later_sends(repo: Path, tmp_path: Path) -> None:
+def test_close_refuses_later_sends(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env, _log = setup(repo, tmp_path)
-    assert spawn(repo, env, "Paint.").returncode == 0
+    assert spawn(cli, repo, env, "Paint.").returncode == 0
     [run1] = runs(repo)
-    closed = run_cli("send", "--close", run1.name, cwd=repo, env=env)
+    closed = cli.main("send", "--close", run1.name, cwd=repo, env=env)
     assert closed.returncode == 0 and f"closed session {run1.name} after 1 turn(s)" in closed.stdout
-    refused = run_cli("send", run1.name, "More.", cwd=repo, env=env)
+    refused = cli.main("send", run1.name, "More.", cwd=repo, env=env)
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
         f"gitflow-agents: error: send: the session of run {run1.name} is closed "
@@ -207,9 +214,9 @@ def test_close_refuses_later_sends(repo: Path, tmp_path: Path) -> None:
     assert len(runs(repo)) == 1
 
 
-def test_refused_when_the_cli_cannot_resume(repo: Path, tmp_path: Path) -> None:
+def test_refused_when_the_cli_cannot_resume(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env, _log = setup(repo, tmp_path)
-    spawned = run_cli(
+    spawned = cli.main(
         "spawn", "scripted", "--flow", "f", "--task", "t", "--quiet", cwd=repo, env=env
     )
     assert spawned.returncode == 0, spawned.stderr
@@ -219,57 +226,57 @@ def test_refused_when_the_cli_cannot_resume(repo: Path, tmp_path: Path) -> None:
         "(its CLI has no resume mode)"
     )
     # the command adapter reports no session id, but the real reason is that it cannot resume
-    refused = run_cli("send", run1.name, "More.", cwd=repo, env=env)
+    refused = cli.main("send", run1.name, "More.", cwd=repo, env=env)
     assert refused.returncode == 2
     assert refused.stderr.strip() == cannot
     # the same with a session id on record
     data = result(run1)
     data["run"]["session_id"] = "abc"
     (run1 / "result.json").write_text(json.dumps(data))
-    refused = run_cli("send", run1.name, "More.", cwd=repo, env=env)
+    refused = cli.main("send", run1.name, "More.", cwd=repo, env=env)
     assert refused.returncode == 2
     assert refused.stderr.strip() == cannot
     assert len(runs(repo)) == 1
 
 
-def test_refused_without_a_session_id(repo: Path, tmp_path: Path) -> None:
+def test_refused_without_a_session_id(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env, log = setup(repo, tmp_path)
-    assert spawn(repo, env, "Paint. NOSESSION").returncode == 0
+    assert spawn(cli, repo, env, "Paint. NOSESSION").returncode == 0
     [run1] = runs(repo)
-    refused = run_cli("send", run1.name, "More.", cwd=repo, env=env)
+    refused = cli.main("send", run1.name, "More.", cwd=repo, env=env)
     assert refused.returncode == 2
     assert f"run {run1.name} recorded no session id" in refused.stderr
     assert len(log.read_text().splitlines()) == 1
 
 
-def test_refused_while_running_and_for_unknown_runs(repo: Path, tmp_path: Path) -> None:
+def test_refused_while_running_and_for_unknown_runs(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env, _log = setup(repo, tmp_path)
-    assert spawn(repo, env, "Paint.").returncode == 0
+    assert spawn(cli, repo, env, "Paint.").returncode == 0
     [run1] = runs(repo)
     (run1 / "result.json").unlink()
     status = json.loads((run1 / "status.json").read_text())
     (run1 / "status.json").write_text(json.dumps({**status, "state": "running"}))
-    busy = run_cli("send", run1.name, "More.", cwd=repo, env=env)
+    busy = cli.main("send", run1.name, "More.", cwd=repo, env=env)
     assert busy.returncode == 2
     assert "has not finished (state running)" in busy.stderr
     assert f"gitflow-agents abort {run1.name}" in busy.stderr
-    unknown = run_cli("send", "0000000000", "x", cwd=repo, env=env)
+    unknown = cli.main("send", "0000000000", "x", cwd=repo, env=env)
     assert unknown.returncode == 2 and "no run '0000000000'" in unknown.stderr
-    missing = run_cli("send", run1.name, cwd=repo, env=env)
+    missing = cli.main("send", run1.name, cwd=repo, env=env)
     assert missing.returncode == 2
 
 
-def test_abort_is_cancel(repo: Path, tmp_path: Path) -> None:
+def test_abort_is_cancel(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env, _log = setup(repo, tmp_path)
-    assert spawn(repo, env, "Paint.").returncode == 0
+    assert spawn(cli, repo, env, "Paint.").returncode == 0
     [run1] = runs(repo)
-    done = run_cli("abort", run1.name, cwd=repo, env=env)
+    done = cli.main("abort", run1.name, cwd=repo, env=env)
     assert done.returncode == 0 and "already ended: succeeded" in done.stdout
-    unknown = run_cli("abort", "0000000000", cwd=repo, env=env)
+    unknown = cli.main("abort", "0000000000", cwd=repo, env=env)
     assert unknown.returncode == 2 and "cancel: no run" in unknown.stderr
 
 
-def test_unstructured_reply_is_counted_and_guessed(repo: Path, tmp_path: Path) -> None:
+def test_unstructured_reply_is_counted_and_guessed(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env, _log = setup(repo, tmp_path)
     script = tmp_path / "prose-agent"
     script.write_text(
@@ -284,7 +291,7 @@ def test_unstructured_reply_is_counted_and_guessed(repo: Path, tmp_path: Path) -
     config.write_text(
         config.read_text() + f"  prose:\n    adapter: command\n    command: [{str(script)!r}]\n"
     )
-    done = run_cli("spawn", "prose", "--flow", "f", "--task", "t", "--quiet", cwd=repo, env=env)
+    done = cli.main("spawn", "prose", "--flow", "f", "--task", "t", "--quiet", cwd=repo, env=env)
     assert done.returncode == 0, done.stderr
     assert "(unstructured reply: fields guessed from the text)" in done.stdout
     record = result(runs(repo)[0])["run"]
@@ -292,5 +299,5 @@ def test_unstructured_reply_is_counted_and_guessed(repo: Path, tmp_path: Path) -
     assert record["reply"]["structured"] is False
     assert record["reply"]["filesCreated"] == ["greet.py"]
     assert record["reply"]["questions"] == ["Should I add tests?"]
-    table = run_cli("status", cwd=repo, env=env)
+    table = cli.main("status", cwd=repo, env=env)
     assert "replies: 0 structured, 1 unstructured (0% structured)" in table.stdout

@@ -12,10 +12,12 @@ from typing import Any
 
 import jsonschema
 import psutil
+import pytest
 
 from gitflow_agents.runs import RESULT_SCHEMAS
 
 from .conftest import FAKES, ROOT, git, run_cli
+from .test_review_cli import Cli
 
 FAKE = FAKES / "fake_agent"
 
@@ -40,6 +42,12 @@ title: Feature
 - [ ] first
 - [ ] second
 """
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """The commands in-process (the agents stay real processes)."""
+    return Cli(monkeypatch, capsys)
 
 
 def setup_project(repo: Path, agents: dict[str, list[str]], stuck: int = 30) -> None:
@@ -72,7 +80,7 @@ def only_run(repo: Path, flow: str = "my-flow") -> Path:
     return runs[0]
 
 
-def test_spawn_success_records_everything(repo: Path) -> None:
+def test_spawn_success_records_everything(repo: Path, cli: Cli) -> None:
     script = repo.parent / "builder"
     script.write_text(
         "#!/usr/bin/env python3\nimport os, pathlib\n"
@@ -86,7 +94,7 @@ def test_spawn_success_records_everything(repo: Path) -> None:
     script.chmod(0o755)
     setup_project(repo, {"builder": [str(script)]})
     (repo / "card.md").write_text(CARD)
-    result = run_cli(
+    result = cli.main(
         "spawn",
         "builder",
         "--flow",
@@ -138,17 +146,17 @@ def test_spawn_success_records_everything(repo: Path) -> None:
     # the run folder never shows up in git
     assert "flows" not in git(repo, "status", "--porcelain", "--untracked-files=all")
 
-    status = run_cli("status", "--json", cwd=repo)
+    status = cli.main("status", "--json", cwd=repo)
     rows = json.loads(status.stdout)
     assert rows[0]["state"] == "succeeded" and rows[0]["agent"] == "step-01-builder"
-    table = run_cli("status", "--flow", "my-flow", cwd=repo)
+    table = cli.main("status", "--flow", "my-flow", cwd=repo)
     assert "step-01-builder" in table.stdout and "succeeded" in table.stdout
 
 
-def test_spawn_failure_exit_3_and_card_failed(repo: Path) -> None:
+def test_spawn_failure_exit_3_and_card_failed(repo: Path, cli: Cli) -> None:
     setup_project(repo, {"builder": [str(FAKE), "exit", "--code", "0"]})
     (repo / "card.md").write_text(CARD)
-    result = run_cli(
+    result = cli.main(
         "spawn", "builder", "--flow", "f", "--task", "do it", "--card", "card.md", cwd=repo
     )
     assert result.returncode == 3
@@ -162,22 +170,22 @@ def test_spawn_failure_exit_3_and_card_failed(repo: Path) -> None:
         f"Run {run_dir.name} failed (implement); see logs at flows/f/runs/{run_dir.name}." in card
     )
     # a second spawn of the same agent id refuses to clobber... nothing to clobber here (no rename)
-    again = run_cli("spawn", "builder", "--flow", "f", "--task", "do it", cwd=repo)
+    again = cli.main("spawn", "builder", "--flow", "f", "--task", "do it", cwd=repo)
     assert again.returncode == 3
 
 
-def test_spawn_refuses_a_stale_report_unless_rerun(repo: Path) -> None:
+def test_spawn_refuses_a_stale_report_unless_rerun(repo: Path, cli: Cli) -> None:
     setup_project(repo, {"builder": [str(FAKE), "succeed"]})
     args = ("spawn", "builder", "--flow", "f", "--task", "t", "--quiet")
-    assert run_cli(*args, cwd=repo).returncode == 0
-    refused = run_cli(*args, cwd=repo)
+    assert cli.main(*args, cwd=repo).returncode == 0
+    refused = cli.main(*args, cwd=repo)
     assert refused.returncode == 2 and "--rerun" in refused.stderr
-    assert run_cli(*args, "--rerun", cwd=repo).returncode == 0
+    assert cli.main(*args, "--rerun", cwd=repo).returncode == 0
     previous = list((repo / "flows" / "f" / "agents" / "builder" / "previous").iterdir())
     assert len(previous) == 1
 
 
-def test_review_kind_result_shape(repo: Path) -> None:
+def test_review_kind_result_shape(repo: Path, cli: Cli) -> None:
     script = repo.parent / "reviewer"
     script.write_text(
         "#!/usr/bin/env python3\nimport os, pathlib\n"
@@ -188,7 +196,7 @@ def test_review_kind_result_shape(repo: Path) -> None:
     )
     script.chmod(0o755)
     setup_project(repo, {"reviewer": [str(script)]})
-    result = run_cli("spawn", "reviewer", "--flow", "f", "--task", "review", "--json", cwd=repo)
+    result = cli.main("spawn", "reviewer", "--flow", "f", "--task", "review", "--json", cwd=repo)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     jsonschema.validate(data, RESULT_SCHEMAS["review"])
@@ -250,10 +258,13 @@ def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path:
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_for(lambda: record.exists() and "descendants" in json.loads(record.read_text()))
+        # Conditions, each bounded by a minute only so a broken run cannot hang the suite.
+        _wait_for(lambda: record.exists() and "descendants" in json.loads(record.read_text()), 60)
         run_dir = only_run(repo, "f")
-        # the agent's pid is on record (the case without it: the marker-only test below)
-        _wait_for(lambda: "pid" in json.loads((run_dir / "status.json").read_text()))
+        # the agent's pid is on record (the case without it: the marker-only test below); the
+        # key is there from the start, as null, until the supervisor has started the agent
+        status_file = run_dir / "status.json"
+        _wait_for(lambda: isinstance(json.loads(status_file.read_text()).get("pid"), int), 60)
         spawn.kill()
         spawn.wait()
         assert json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"] == "running"
@@ -261,7 +272,7 @@ def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path:
         assert result.returncode == 0, result.stderr
         facts = json.loads(record.read_text())
         for pid in [facts["pid"], *facts["descendants"]]:
-            _wait_for(lambda pid=pid: not _alive(pid))
+            _wait_for(lambda pid=pid: not _alive(pid), 60)
     finally:
         spawn.kill()
         spawn.wait()
@@ -334,9 +345,11 @@ def _kill_recorded(record: Path) -> None:
                 pass
 
 
-def test_heartbeat_cli_keeps_a_quiet_agent_alive(repo: Path) -> None:
+def test_heartbeat_cli_keeps_a_quiet_agent_alive(repo: Path, cli: Cli) -> None:
     setup_project(repo, {"quiet": [str(FAKE), "heartbeat-cli", "--seconds", "2.2"]}, stuck=1)
-    result = run_cli("spawn", "quiet", "--flow", "f", "--task", "t", cwd=repo)
+    # the agent runs `python -m gitflow_agents heartbeat`: it finds the package as run_cli's do
+    env = {"PYTHONPATH": str(ROOT)}
+    result = cli.main("spawn", "quiet", "--flow", "f", "--task", "t", cwd=repo, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     run_dir = only_run(repo, "f")
     assert (run_dir / "heartbeat").exists()
@@ -368,15 +381,39 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_result_json_written_even_when_the_launch_raises(repo: Path) -> None:
+def test_result_json_written_even_when_the_launch_raises(repo: Path, cli: Cli) -> None:
     # {model} without a model: the command adapter raises ConfigError inside the supervised part
     setup_project(repo, {"builder": [str(FAKE), "succeed", "{model}"]})
-    result = run_cli("spawn", "builder", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
+    result = cli.main("spawn", "builder", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
     assert result.returncode == 2
     assert "{model}" in result.stderr
     data = json.loads((only_run(repo, "f") / "result.json").read_text())
     jsonschema.validate(data, RESULT_SCHEMAS["implement"])
     assert data["status"] == "failed"
     assert data["run"]["reason"].startswith("ConfigError")
-    state = json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"]
+    state = json.loads(cli.main("status", "--json", cwd=repo).stdout)[0]["state"]
     assert state == "failed"
+
+
+def test_spawn_and_prompt_read_task_at_file_alike(repo: Path, cli: Cli) -> None:
+    """``--task @file`` is the file's text for both: the agent gets what ``prompt`` shows."""
+    script = repo.parent / "copier"
+    received = repo.parent / "received.md"
+    script.write_text(
+        "#!/usr/bin/env python3\nimport os, pathlib, shutil, sys\n"
+        f"shutil.copyfile(sys.argv[1], {str(received)!r})\n"
+        "d = pathlib.Path(os.environ['GITFLOW_AGENTS_AGENT_DIR'])\n"
+        "(d / 'report.md').write_text('done\\n')\n"
+        "os.rename(d / 'report.md', d / 'report.complete.md')\n"
+    )
+    script.chmod(0o755)
+    setup_project(repo, {"builder": [str(script), "{system_prompt_file}"]})
+    task = repo.parent / "task.md"
+    task.write_text("Paint the fence green.\n")
+    args = ("--flow", "f", "--task", f"@{task}")
+    spawned = cli.main("spawn", "builder", *args, "--quiet", cwd=repo)
+    assert spawned.returncode == 0, spawned.stdout + spawned.stderr
+    shown = cli.main("prompt", "--agent", "builder", *args, cwd=repo)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.endswith("## Your Assignment\n\nPaint the fence green.\n")
+    assert received.read_text() == shown.stdout

@@ -9,7 +9,6 @@ and the run is marked canceled.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -49,22 +48,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _supervisor_alive(status: dict[str, Any]) -> bool:
-    import psutil
+    from gitflow_agents.liveness import process_alive
 
-    pid = status.get("supervisor_pid")
-    return isinstance(pid, int) and psutil.pid_exists(pid)
+    return process_alive(status.get("supervisor_pid"), status.get("supervisor_create_time"))
 
 
 def _kill_recorded_tree(status: dict[str, Any]) -> tuple[int, ...]:
-    import psutil
-
+    from gitflow_agents.liveness import process_alive
     from gitflow_agents.supervisor import kill_tree
 
     pid, pgid, created = status.get("pid"), status.get("pgid"), status.get("create_time")
-    leader_ok = False
-    if isinstance(pid, int) and isinstance(created, (int, float)):
-        with contextlib.suppress(psutil.Error):
-            leader_ok = abs(psutil.Process(pid).create_time() - created) < 0.01
+    # the recorded start time is required: a bare pid may by now name another process
+    leader_ok = isinstance(created, (int, float)) and process_alive(pid, created)
     token = status.get("tree_token")
     started = status.get("started")
     return kill_tree(

@@ -9,7 +9,8 @@
 * research: the agent works read-only in a throw-away work tree; ``result.json`` lists the
   sources (markdown links) of its report.
 
-``--after a,b`` names earlier agents whose ``report.complete.md`` the agent gets (seed 000).
+``--after a,b`` names earlier agents whose ``report.complete.md`` the agent gets
+(docs/protocol.md, System prompt).
 Exit codes: 0 success / approved, 1 review not approved, 2 usage, 3 agent failed, 130 interrupted.
 """
 

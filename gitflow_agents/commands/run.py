@@ -1,9 +1,9 @@
 """``gitflow-agents run PLAN --step N | --all``: implement → review → (fix → review)* → merge.
 
-Exit codes (DESIGN §4): 0 every step approved and merged, 1 a step was not approved (revise at
-the limit, missing or decorated verdict, findings at the threshold), 2 usage / config / git
-error (merge conflict, target moved on), 3 an agent failed / got stuck / timed out, 130
-interrupted.
+Exit codes (docs/chains.md): 0 every step approved and merged, 1 a step was not approved
+(revise at the limit, missing or decorated verdict, findings at the threshold), 2 usage /
+config / git error (merge conflict, target moved on), 3 an agent failed / got stuck / timed
+out, 130 interrupted.
 """
 
 from __future__ import annotations

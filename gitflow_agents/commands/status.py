@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
 def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str, Any]]:
     """One row per run (oldest first): status.json merged with result.json, liveness checked."""
+    from gitflow_agents.liveness import run_alive
     from gitflow_agents.runs import iter_runs, read_json
 
     rows = []
@@ -36,7 +37,7 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
         status = read_json(paths.status) or {}
         result = read_json(paths.result)
         state = str(status.get("state") or ("finished" if result else "unknown"))
-        if state in ("queued", "running", "killing") and not _alive(status):
+        if state in ("queued", "running", "killing") and not run_alive(status):
             state = "lost"  # neither the supervisor nor the agent is alive: nobody will finish it
         row: dict[str, Any] = {
             "runId": paths.run_dir.name,
@@ -74,7 +75,8 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
 
 
 def reply_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """Seed-004 replies over ``rows``: structured vs unstructured, and needs_input ones."""
+    """Agent replies over ``rows`` (docs/protocol.md, "Agent replies"): structured vs
+    unstructured, and needs_input ones."""
     counts = {"structured": 0, "unstructured": 0, "needs_input": 0}
     for row in rows:
         replies = row.get("replies") or {}
@@ -95,20 +97,6 @@ def format_replies(rows: list[dict[str, Any]]) -> str:
         waiting = [r["runId"] for r in rows if r.get("replyStatus") == "needs_input"]
         text += f"; needs input: {', '.join(w[:13] for w in waiting)} (gitflow-agents send)"
     return text
-
-
-def _alive(status: dict[str, Any]) -> bool:
-    import psutil
-
-    for key in ("supervisor_pid", "pid"):
-        pid = status.get(key)
-        if isinstance(pid, int) and psutil.pid_exists(pid):
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    return True
-            except psutil.Error:
-                continue
-    return False
 
 
 def _ago(epoch: Any, now: float) -> str:

@@ -1,8 +1,9 @@
 """A configured agent (``.flow/`` agents) as the reviewer of a git range.
 
 The agent gets the assembled system prompt and a review task naming the exact diff command and
-the report contract (fenced JSON findings, the exact ``REVIEW_RESULT:`` line). It runs under the
-shared supervisor; its completed report goes through the same parse → gate path as ``builtin``.
+the report contract (fenced JSON findings, the exact ``REVIEW_RESULT:`` line). It runs like every
+agent run (``agent_run.execute``: supervised, with the same run records, result.json of the review
+shape included); its completed report goes through the same parse → gate path as ``builtin``.
 An agent that fails, gets stuck or times out is an AgentError (exit 3), never a verdict.
 """
 
@@ -10,8 +11,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitflow_agents.errors import AgentError
+
+if TYPE_CHECKING:
+    from gitflow_agents.launch import SignalFiles
 
 REVIEW_TASK = """\
 Review the code changes {what}. See them with:
@@ -52,17 +57,11 @@ def run_agent_review(
     files) from there instead of from ``root``; the GitHub action passes a checkout of the pull
     request's base commit, so a pull request cannot change how it is itself reviewed. The agent
     still works in ``root`` and its run records are written there."""
+    from gitflow_agents.agent_run import AgentJob, execute
     from gitflow_agents.assets import load_manifest
     from gitflow_agents.config import find_project_root, load_flow_config
-    from gitflow_agents.launch import (
-        event_hub,
-        prepare,
-        signal_files,
-        supervise_agent,
-        write_prompt,
-    )
-    from gitflow_agents.prompt import PromptRequest, agent_dir
-    from gitflow_agents.runs import create_run
+    from gitflow_agents.launch import signal_files
+    from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt
 
     project = find_project_root(root)
     settings = config_root if config_root is not None else project
@@ -70,65 +69,65 @@ def run_agent_review(
     config.agent(name)  # ConfigError naming the known agents
     flow_name, agent_id = "review", f"review-{name}"
     a_dir = agent_dir(project, config.flow_dir, flow_name, agent_id)
-    report, success, failure = signal_files(config, name, a_dir)
-    for stale in (report, success, failure):  # the previous review by this agent
+    files = signal_files(config, name, a_dir)
+    for stale in files:  # the previous review by this agent
         stale.unlink(missing_ok=True)
 
-    if head is None:
-        what, diff_command = "staged in the index", f"git diff --cached {base}"
-    else:
-        what, diff_command = f"from {base} to {head}", f"git diff {base} {head}"
-    task = REVIEW_TASK.format(
-        what=what,
-        diff_command=diff_command,
-        report=report,
-        success=success.name,
-        failed=failure.name,
-        reviewed=head or "",
-    )
-    prompt, prompt_path = write_prompt(
+    prompt = assemble_prompt(
         PromptRequest(
             root=settings,
             config=config,
             agent=name,
             agent_id=agent_id,
             flow_name=flow_name,
-            task=task,
+            task=_review_task(base, head, files),
             manifest=load_manifest(settings),
-        ),
-        project,
+        )
     )
-    paths = create_run(project, config.flow_dir, flow_name)
-    hub = event_hub(paths.events, paths.run_dir.name, quiet=quiet, tty=False)
-    try:
-        launch = prepare(
-            config,
-            name,
+    report, success, failure = files
+    prompt_path = a_dir / "system_prompt.md"  # where the run writes it
+    result = execute(
+        AgentJob(
+            root=project,
+            config=config,
+            agent=name,
             agent_id=agent_id,
-            agent_dir=a_dir,
-            workdir=project,
-            prompt_path=prompt_path,
+            flow_name=flow_name,
+            kind="review",
             prompt_text=prompt.text,
+            prompt_segments=len(prompt.segments),
             task=(
                 f"Follow the instructions in your system prompt ({prompt_path}). "
                 f"Write your review to {report}; when done rename it to {success.name}, "
                 f"or to {failure.name} if you could not review."
             ),
-        )
-        outcome = supervise_agent(
-            launch,
-            run_dir=paths.run_dir,
-            hub=hub,
-            run_id=paths.run_dir.name,
             stuck_timeout=float(config.stuck_timeout_secs),
             timeout=float(config.max_wait_secs) or None,
+            quiet=quiet,
+            tty=False,
         )
-    finally:
-        hub.close()
-    logs = os.path.relpath(paths.run_dir, Path.cwd())
-    if not outcome.ok or not success.exists():
+    )
+    run = result["run"]
+    logs = os.path.relpath(run["logDirectory"], Path.cwd())
+    if result["status"] != "succeeded" or not success.exists():
         raise AgentError(
-            f"agent {name} did not complete the review: {outcome.status}: {outcome.reason} "
+            f"agent {name} did not complete the review: {run['outcome']}: {run['reason']} "
             f"(logs: {logs})"
         )
     return success.read_text(encoding="utf-8", errors="replace")
+
+
+def _review_task(base: str, head: str | None, files: SignalFiles) -> str:
+    """The assignment: which changes, the diff command that shows them, the report contract."""
+    if head is None:
+        what, diff_command = "staged in the index", f"git diff --cached {base}"
+    else:
+        what, diff_command = f"from {base} to {head}", f"git diff {base} {head}"
+    return REVIEW_TASK.format(
+        what=what,
+        diff_command=diff_command,
+        report=files.report,
+        success=files.success.name,
+        failed=files.failure.name,
+        reviewed=head or "",
+    )

@@ -1,0 +1,72 @@
+"""Chains: a plan step through implement → review → (fix → review)* → merge (docs/chains.md).
+
+The package, one job per module:
+
+* ``context``   what every agent of a run shares (``ChainSettings``, ``Context``)
+* ``workspace`` the step branch in a work tree of the tool's own; scratch work trees
+* ``resume``    what an earlier attempt of an agent left: reuse it or set it aside
+* ``agents``    running the chain's agents, alone or several at once (``run_agent``)
+* ``review``    one review round: reviewers in parallel, then the gate (``review_round``)
+* ``loop``      the loop of one plan step (``run_step``)
+* ``record``    the step run's ``result.json``, history line and ``ChainResult``
+
+The names below are the public API (``commands/run.py``, ``commands/flow.py``,
+``github/action.py`` import them from here).
+"""
+
+from __future__ import annotations
+
+from gitflow_agents.chain.agents import (
+    TRAILER_AGENT,
+    TRAILER_RUN,
+    AgentFailed,
+    AgentKind,
+    AgentRun,
+    agent_id_for,
+    run_agent,
+)
+from gitflow_agents.chain.context import ChainSettings, Context
+from gitflow_agents.chain.loop import DONE, FAILED, FIX_PREAMBLE, run_step
+from gitflow_agents.chain.record import ChainResult, Outcome, dumps
+from gitflow_agents.chain.resume import META_FILE
+from gitflow_agents.chain.review import REVIEW_PREAMBLE, ReviewRound, record_note, review_round
+from gitflow_agents.chain.workspace import (
+    Workspace,
+    branch_name,
+    branch_workspace,
+    refuse_foreign_checkout,
+    scratch_workspace,
+    step_workspace,
+    worktree_path,
+)
+
+__all__ = [
+    "DONE",
+    "FAILED",
+    "FIX_PREAMBLE",
+    "META_FILE",
+    "REVIEW_PREAMBLE",
+    "TRAILER_AGENT",
+    "TRAILER_RUN",
+    "AgentFailed",
+    "AgentKind",
+    "AgentRun",
+    "ChainResult",
+    "ChainSettings",
+    "Context",
+    "Outcome",
+    "ReviewRound",
+    "Workspace",
+    "agent_id_for",
+    "branch_name",
+    "branch_workspace",
+    "dumps",
+    "record_note",
+    "refuse_foreign_checkout",
+    "review_round",
+    "run_agent",
+    "run_step",
+    "scratch_workspace",
+    "step_workspace",
+    "worktree_path",
+]

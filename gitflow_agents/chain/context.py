@@ -1,0 +1,84 @@
+"""What every agent of a chain run shares: the settings, the project, the plan, the events.
+
+``ChainSettings`` are the options of ``run`` / ``flow`` (docs/chains.md); ``Context`` carries
+them with the project root, its config, the plan, the event hub and the cancel flag through
+every workspace, agent and review round of one run.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitflow_agents.config import FlowConfig
+from gitflow_agents.events import EventHub
+from gitflow_agents.findings import Severity
+from gitflow_agents.plan import Plan
+from gitflow_agents.runs import RunPaths
+
+if TYPE_CHECKING:
+    from gitflow_agents.assets import PromptAssetManifest
+
+
+@dataclass(frozen=True)
+class ChainSettings:
+    implementer: str = "builder"
+    reviewers: tuple[str, ...] = ("reviewer",)
+    fixer: str = "fixer"
+    max_iterations: int = 3
+    target: str | None = None  # default: config.default_branch
+    branch_pattern: str = "agents/{plan_name}/step-{step}"  # also {plan}, {step2}
+    merge: str = "ff"  # "ff" (fast-forward only) or "merge" (always a merge commit)
+    threshold: Severity = Severity.ERROR
+    stuck_timeout: float | None = None  # default: config defaults.stuck_timeout_secs
+    timeout: float | None = None  # default: config defaults.max_wait_secs
+    kill_grace: float = 3.0
+
+
+@dataclass
+class Context:
+    """What every agent of a run shares: project, config, plan, settings, events, cancel."""
+
+    root: Path  # the user's work tree (run artifacts live under root/flow_dir)
+    config: FlowConfig
+    plan: Plan | None
+    flow: str  # flow name: the plan's name, else given
+    settings: ChainSettings
+    hub: EventHub
+    cancel: threading.Event = field(default_factory=threading.Event)
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    chain_run: str | None = None  # the step run agents belong to (None: a single flow)
+    _manifest: Any = field(default=None, init=False, repr=False)
+
+    @property
+    def target(self) -> str:
+        return self.settings.target or self.config.default_branch
+
+    @property
+    def exclude(self) -> tuple[str, ...]:
+        return (self.config.flow_dir.strip("/"),)
+
+    def manifest(self) -> PromptAssetManifest:
+        """The `.agents-flow/` manifest of ``root``, read once per run (every agent's prompt
+        resolves its agent through it)."""
+        if self._manifest is None:
+            from gitflow_agents.assets import load_manifest
+
+            self._manifest = load_manifest(self.root)
+        manifest: PromptAssetManifest = self._manifest
+        return manifest
+
+    def new_run(self) -> RunPaths:
+        """A fresh ``<flow_dir>/<flow>/runs/<runID>/`` for one agent invocation.
+
+        No git call per agent: the flow dir is already in ``info/exclude``, put there when the
+        workspace was made (``step_workspace``, ``branch_workspace``, ``scratch_workspace``; a
+        caller that builds a Workspace itself excludes it with ``git.ensure_info_exclude``)."""
+        from gitflow_agents.runs import new_run_id, runs_root
+
+        paths = RunPaths(runs_root(self.root, self.config.flow_dir, self.flow) / new_run_id())
+        paths.run_dir.mkdir(parents=True)
+        return paths

@@ -1,0 +1,202 @@
+"""The record of one step run: ``result.json``, the history line and the typed result.
+
+``StepRecord`` collects what the run did (agents, review rounds, merge, outcome); ``write``
+turns it into ``<flow_dir>/<flow>/runs/<runID>/result.json`` (the implement result plus
+``chain`` and ``gitStats``; docs/protocol.md, Run records), appends the line to
+``<flow_dir>/<flow>/history.md`` and returns the ``ChainResult``. ``run_step`` calls it in a
+``finally``, so a crash still leaves evidence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+from gitflow_agents import git, stats
+from gitflow_agents.chain.agents import AgentRun
+from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.review import ReviewRound
+from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.errors import ExitCode
+from gitflow_agents.runs import RunPaths, read_json
+
+Outcome = Literal["approved", "rejected", "failed", "canceled", "skipped"]
+
+
+@dataclass(frozen=True)
+class ChainResult:
+    outcome: Outcome
+    exit_code: int
+    reason: str
+    run_id: str
+    step: int | None
+    branch: str | None
+    iterations: int  # review rounds run
+    fixes: int
+    stats: stats.GitStats | None
+    merged: git.MergeResult | None
+    result_path: Path | None
+    history_line: str
+
+
+class StepRecord:
+    """What a step run did so far; ``write`` turns it into result.json and a history line."""
+
+    def __init__(self, ctx: Context, step: int) -> None:
+        from gitflow_agents.runs import new_run_id
+
+        self.ctx, self.step = ctx, step
+        self.run_id = new_run_id()
+        self.started = time.monotonic()
+        self.ws: Workspace | None = None
+        self.agents: list[AgentRun] = []
+        self.rounds: list[ReviewRound] = []
+        self.merged: git.MergeResult | None = None
+        self.outcome: Outcome = "failed"
+        self.exit_code = int(ExitCode.AGENT_FAILED)
+        self.reason = "the run stopped unexpectedly"
+        self.failed_what: str | None = None  # history line: "failed (<this>)", default implement
+
+    def add(self, run: AgentRun) -> AgentRun:
+        self.agents.append(run)
+        return run
+
+    def add_round(self, review: ReviewRound) -> ReviewRound:
+        self.rounds.append(review)
+        self.agents.extend(review.agents)
+        return review
+
+    def finish(self, outcome: Outcome, code: int, reason: str) -> None:
+        self.outcome, self.exit_code, self.reason = outcome, code, reason
+
+    def write(self) -> ChainResult:
+        return _write_record(self)
+
+    def result(
+        self, git_stats: stats.GitStats | None = None, line: str = "", path: Path | None = None
+    ) -> ChainResult:
+        """The typed result as the record stands (``write`` gives it with the file written)."""
+        return ChainResult(
+            outcome=self.outcome,
+            exit_code=self.exit_code,
+            reason=self.reason,
+            run_id=self.run_id,
+            step=self.step,
+            branch=self.ws.branch if self.ws else None,
+            iterations=len(self.rounds),
+            fixes=sum(1 for a in self.agents if a.kind == "fix"),
+            stats=git_stats,
+            merged=self.merged,
+            result_path=path,
+            history_line=line,
+        )
+
+
+def _write_record(rec: StepRecord) -> ChainResult:
+    """result.json (the implement shape + ``chain`` + ``gitStats``; docs/protocol.md, Run
+    records) and the history line."""
+    from gitflow_agents.runs import flow_result, runs_root, write_result
+
+    ctx = rec.ctx
+    paths = RunPaths(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow) / rec.run_id)
+    git_stats: stats.GitStats | None = None
+    head = rec.rounds[-1].reviewed_sha if rec.rounds else None
+    if head is None:
+        head = next((a.end_sha for a in reversed(rec.agents) if a.kind != "review"), None)
+    if rec.ws is not None and head is not None:
+        with contextlib.suppress(Exception):
+            git_stats = stats.compute(ctx.root, rec.ws.base_sha, head, exclude=ctx.exclude)
+    builder = next((a for a in rec.agents if a.kind == "implement" and a.report), None)
+    text = ""
+    if builder is not None and builder.report is not None:
+        with contextlib.suppress(OSError):
+            text = builder.report.read_text(encoding="utf-8", errors="replace")
+    status = {"approved": "succeeded", "canceled": "canceled", "skipped": "succeeded"}.get(
+        rec.outcome, "failed"
+    )
+    changed = git_stats.changed_files if git_stats else ()
+    result = flow_result("implement", status, report_text=text, changed_files=changed)  # type: ignore[arg-type]
+    line = _history_line(rec, result, git_stats, paths)
+    result["chain"] = {
+        "outcome": rec.outcome,
+        "exitCode": rec.exit_code,
+        "reason": rec.reason,
+        "step": rec.step,
+        "plan": str(ctx.plan.path) if ctx.plan else None,
+        "branch": rec.ws.branch if rec.ws else None,
+        "target": ctx.target,
+        "baseSha": rec.ws.base_sha if rec.ws else None,
+        "headSha": head,
+        "iterations": len(rec.rounds),
+        "fixes": sum(1 for a in rec.agents if a.kind == "fix"),
+        "maxIterations": ctx.settings.max_iterations,
+        "reviewers": list(ctx.settings.reviewers),
+        "merged": (
+            {"sha": rec.merged.sha, "previous": rec.merged.previous, "kind": rec.merged.kind}
+            if rec.merged
+            else None
+        ),
+        "agents": [a.to_json() for a in rec.agents],
+        "rounds": [r.to_json() for r in rec.rounds],
+    }
+    result["gitStats"] = git_stats.to_json() if git_stats else None
+    result["run"] = {
+        "runID": rec.run_id,
+        "flow": ctx.flow,
+        "kind": "chain",
+        "durationMs": round((time.monotonic() - rec.started) * 1000),
+        "finishedAt": time.time(),
+        "logDirectory": str(paths.run_dir),
+        "historyLine": line,
+    }
+    written: Path | None = None
+    with contextlib.suppress(OSError):
+        write_result(paths, result)
+        written = paths.result
+        history = ctx.root / ctx.config.flow_dir / ctx.flow / "history.md"
+        with history.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+    ctx.hub.emit("harness:complete", {"outcome": rec.outcome, "runID": rec.run_id})
+    return rec.result(git_stats, line, written)
+
+
+def _history_line(
+    rec: StepRecord, result: dict[str, Any], git_stats: stats.GitStats | None, paths: RunPaths
+) -> str:
+    """The implement history line (``cards.history_line``), plus the chain's outcome, reviews
+    and git statistics."""
+    from gitflow_agents.cards import history_line
+
+    event = {"approved": "succeeded", "canceled": "canceled", "skipped": "succeeded"}.get(
+        rec.outcome, "failed"
+    )
+    tests = result["tests"]
+    verdict = ("pass" if tests["passed"] else "fail") if tests["ran"] else "none"
+    log = os.path.relpath(paths.run_dir, rec.ctx.root)
+    base = history_line(
+        "implement",
+        event,  # type: ignore[arg-type]
+        run_id=rec.run_id,
+        day=date.today(),
+        checked=len(result["checkedCriteria"]),
+        tests=verdict,
+        log_path=log,
+    ).rstrip(".")
+    if event == "failed" and rec.failed_what:  # say what failed: "merge refused", "review"
+        base = base.replace(" failed (implement)", f" failed ({rec.failed_what})", 1)
+    reviews = len(rec.rounds)
+    extra = f"step {rec.step} {rec.outcome} after {reviews} review{'s' if reviews != 1 else ''}"
+    if git_stats is not None:
+        extra += f"; git: {stats.summary(git_stats)}"
+    return f"{base}; {extra}."
+
+
+def dumps(result: ChainResult) -> str:
+    data = read_json(result.result_path) if result.result_path else None
+    return json.dumps(data or {"outcome": result.outcome, "reason": result.reason}, indent=2)

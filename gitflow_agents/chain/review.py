@@ -1,0 +1,152 @@
+"""One review round: every reviewer on one commit, at the same time, then the gate.
+
+A round approves only when every reviewer approves and the gate passes: verdict APPROVED, no
+finding at or above the threshold, about exactly the reviewed commit (docs/findings.md, The gate;
+docs/protocol.md, Review verdict). Reviewers must leave the work tree as they found it. The
+verdict is recorded as a git note on the reviewed commit, which the gate hook reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gitflow_agents import git
+from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
+from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.findings import GateResult, Review, gate, merge_reviews, parse_review
+
+REVIEW_PREAMBLE = """\
+It is now your job to review the changes for this plan-step: commit {head} on branch {branch},
+compared with {base} (the merge-base with {target}); see them with `git diff {base} {head}`.
+Do not change, stage or commit any file.
+
+Your verdict is read by a program. End your report with exactly one of these lines, alone on its
+line (no bold, no quotes, not inside a code block):
+
+REVIEW_RESULT: APPROVED
+REVIEW_RESULT: REVISE
+
+Include exactly one fenced ```json block: {{"overall": "approve" | "revise", "summary": "...",
+"findings": [{{"severity": "error" | "warn" | "info", "file": "...", "line": 1, "message": "..."}}],
+"reviewed_sha": "{head}"}}. The verdict line and "overall" must agree. Findings of severity
+{threshold} or above block the merge."""
+
+
+@dataclass(frozen=True)
+class ReviewRound:
+    iteration: int | None  # None: a single review flow
+    reviewed_sha: str
+    agents: tuple[AgentRun, ...]
+    reviews: tuple[Review, ...]
+    gate: GateResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "reviewedSha": self.reviewed_sha,
+            "approved": self.gate.approved,
+            "reasons": list(self.gate.reasons),
+            "reviewers": [
+                {
+                    "agentId": run.agent_id,
+                    "overall": review.overall.value if review.overall else None,
+                    "reason": review.reason,
+                    "findings": [f.to_dict() for f in review.findings],
+                }
+                for run, review in zip(self.agents, self.reviews, strict=True)
+            ],
+        }
+
+
+def review_round(
+    ctx: Context,
+    ws: Workspace,
+    *,
+    iteration: int | None,
+    step: int | None,
+    after: Sequence[str],
+    reviewers: Sequence[str] | None = None,
+    head: str | None = None,
+    task: str | None = None,
+    focus_paths: Sequence[str] = (),
+) -> ReviewRound:
+    """Every reviewer on ``head`` (default: the work tree's HEAD), concurrently (separate
+    processes sharing the one work tree), then the gate."""
+    head = head or git.head_sha(ws.worktree)
+    if ws.branch is not None and (
+        git.head_sha(ws.worktree) != head or git.dirty_paths(ws.worktree)
+    ):
+        git.discard_changes(ws.worktree, head)  # a crashed attempt's leftovers
+    names = tuple(reviewers or ctx.settings.reviewers)
+    preamble = REVIEW_PREAMBLE.format(
+        head=head,
+        branch=ws.branch or "(detached)",
+        base=ws.base_sha,
+        target=ctx.target,
+        threshold=ctx.settings.threshold.value,
+    )
+    if task is None and (step is None or ctx.plan is None):
+        task = f"Review the changes from {ws.base_sha} to {head}."
+    if focus_paths:
+        preamble += "\n\nFocus on these paths: " + ", ".join(f"`{p}`" for p in focus_paths) + "."
+
+    jobs = [
+        Job(name, agent_id_for(name, step, iteration), "review", head, step, tuple(after),
+            preamble, task)
+        for name in names
+    ]  # fmt: skip
+    runs = run_together(ctx, ws, jobs)
+    reviews = tuple(_focus(_read_review(run, head, ws.base_sha), focus_paths) for run in runs)
+    combined = reviews[0] if len(reviews) == 1 else merge_reviews(reviews)
+    verdict = gate(combined, threshold=ctx.settings.threshold, head_sha=head)
+    extra = _untouched(ws, head)
+    if extra:
+        verdict = GateResult(False, 1, (*verdict.reasons, extra), verdict.threshold)
+    return ReviewRound(iteration, head, tuple(runs), reviews, verdict)
+
+
+def _read_review(run: AgentRun, head: str, base: str) -> Review:
+    text = run.report.read_text(encoding="utf-8", errors="replace") if run.report else ""
+    return parse_review(text, reviewed_sha=head, base_sha=base, source=run.agent_id)
+
+
+def _focus(review: Review, paths: Sequence[str]) -> Review:
+    """Only findings inside ``paths`` (and those about no file) count; none given: all count."""
+    if not paths:
+        return review
+    prefixes = tuple(p.strip("/") for p in paths)
+
+    def inside(file: str | None) -> bool:
+        return file is None or any(file == p or file.startswith(p + "/") for p in prefixes)
+
+    return replace(review, findings=tuple(f for f in review.findings if inside(f.file)))
+
+
+def _untouched(ws: Workspace, head: str) -> str:
+    """Reviewers must not change the work tree: '' when they did not, else why not approved
+    (changes are discarded so the next agent starts from the reviewed commit)."""
+    moved = git.head_sha(ws.worktree) != head
+    dirty = git.dirty_paths(ws.worktree)
+    if not moved and not dirty:
+        return ""
+    git.discard_changes(ws.worktree, head)
+    if moved:
+        return "a reviewer committed during the review; the commit was dropped"
+    return f"a reviewer changed files during the review ({', '.join(dirty[:5])}); discarded"
+
+
+def record_note(ctx: Context, ws: Workspace, review: ReviewRound) -> None:
+    """The git note on the reviewed commit: verdict, reviewed commit and tree (the hook reads it)."""
+    from gitflow_agents.reviewer import record_review
+
+    record_review(
+        ctx.root,
+        reviewed_sha=review.reviewed_sha,
+        base_sha=ws.base_sha,
+        approved=review.gate.approved,
+        agent=",".join(run.agent for run in review.agents),
+        threshold=ctx.settings.threshold.value,
+    )

@@ -1,0 +1,106 @@
+"""Where a chain's agents work: the step branch in a work tree of the tool's own.
+
+Agents run in a work tree of the step branch (``git.tool_worktree_root``: the user cache), so
+the user's own work tree and uncommitted changes are never touched. The run artifacts stay in the
+user's ``<flow_dir>/`` (a symlink from the step work tree points there); ``info/exclude`` keeps
+them out of commits and statistics. Read-only flows (review, research) get a detached scratch
+work tree that is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitflow_agents import git
+from gitflow_agents.chain.context import ChainSettings, Context
+from gitflow_agents.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Workspace:
+    worktree: Path
+    branch: str | None  # None: detached (review / research of an arbitrary commit)
+    base_sha: str  # merge-base with the target: what statistics and reviews compare against
+
+
+def branch_name(settings: ChainSettings, plan: str, step: int) -> str:
+    from gitflow_agents.config import format_branch
+
+    return format_branch(settings.branch_pattern, plan, step)
+
+
+def worktree_path(root: Path, flow: str, name: str) -> Path:
+    return git.tool_worktree_root(root) / flow / name
+
+
+def refuse_foreign_checkout(ctx: Context, name: str) -> None:
+    """UsageError when branch ``name`` is checked out in a work tree gitflow-agents did not
+    create (the user's own, or a worktree the user made): the tool resets and cleans the work
+    tree it runs agents in, so it works on a branch only in a work tree of its own."""
+    tree = git.worktree_of_branch(ctx.root, name)
+    if tree is None or git.is_tool_worktree(ctx.root, tree):
+        return
+    raise UsageError(
+        f"branch {name} is checked out in the work tree {tree}: gitflow-agents runs agents only "
+        "in work trees of its own and never resets yours; switch that work tree to another "
+        f"branch (`git -C {tree} switch {ctx.target}`, uncommitted changes stay with you) or "
+        "remove it, then run again"
+    )
+
+
+def _link_flow_dir(ctx: Context, worktree: Path) -> None:
+    """``<worktree>/<flow_dir>`` → the user's flow dir, so agents' relative report paths land
+    in one place; both spellings are excluded (a symlink is not a directory to git)."""
+    flow_dir = ctx.exclude[0]
+    git.ensure_info_exclude(ctx.root, (f"/{flow_dir}/", f"/{flow_dir}"))
+    real = ctx.root / flow_dir
+    real.mkdir(parents=True, exist_ok=True)
+    link = worktree / flow_dir
+    if not link.is_symlink() and not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(real.resolve(), target_is_directory=True)
+
+
+def step_workspace(ctx: Context, step: int) -> Workspace:
+    """The step branch (``branch_pattern``) in its own work tree."""
+    assert ctx.plan is not None
+    name = branch_name(ctx.settings, ctx.plan.name, step)
+    return branch_workspace(ctx, name, f"step-{step:02d}")
+
+
+def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspace:
+    """Branch ``name`` (created at the target's tip when new) checked out in a work tree of its
+    own (an existing one is reused); ``key`` names the work tree folder."""
+    git.check_branch_name(ctx.root, name)
+    target_sha = git.branch_sha(ctx.root, ctx.target)
+    if target_sha is None:
+        raise UsageError(f"target branch {ctx.target!r} does not exist (use --target)")
+    refuse_foreign_checkout(ctx, name)  # before anything is created or reset
+    if git.branch_sha(ctx.root, name) is None:
+        git.create_branch(ctx.root, name, target_sha)
+    tree = git.worktree_of_branch(ctx.root, name)
+    if tree is None:
+        tree = worktree_path(ctx.root, ctx.flow, key or name.replace("/", "-"))
+        if tree.exists():  # left over from a crash: git no longer knows it
+            git.remove_tool_worktree(ctx.root, tree)
+        git.add_worktree(ctx.root, tree, name)
+    _link_flow_dir(ctx, tree)
+    return Workspace(tree, name, git.merge_base(ctx.root, ctx.target, name))
+
+
+@contextlib.contextmanager
+def scratch_workspace(ctx: Context, ref: str, base: str) -> Iterator[Workspace]:
+    """A detached work tree at ``ref`` for read-only flows (review, research), removed after."""
+    from gitflow_agents.runs import new_run_id
+
+    sha = git.rev_parse(ctx.root, ref)
+    tree = worktree_path(ctx.root, ctx.flow, f"scratch-{new_run_id()[:13]}")
+    git.add_worktree(ctx.root, tree, sha, detach=True)
+    try:
+        _link_flow_dir(ctx, tree)
+        yield Workspace(tree, None, git.rev_parse(ctx.root, base))
+    finally:
+        git.remove_tool_worktree(ctx.root, tree)

@@ -1,0 +1,74 @@
+"""The prompt-input options of ``prompt`` and ``spawn`` read into one PromptRequest.
+
+Both commands take the same options (``cli._prompt_input_arguments``: ``--plan``, ``--step``,
+``--task``, ``--after``, ``--preamble``, ``--agent-name``, ``--flow``...), and ``prompt`` prints
+exactly the system prompt ``spawn`` would hand the agent, so both build it here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitflow_agents.errors import UsageError
+
+if TYPE_CHECKING:
+    from gitflow_agents.prompt import PromptRequest
+
+
+def prompt_request(args: argparse.Namespace, command: str, *, flow: str | None) -> PromptRequest:
+    """The request ``args`` describe, for the project around the current directory.
+
+    ``command`` prefixes the messages of bad input (exit 2); ``flow`` is the ``--flow`` value
+    (its option's ``dest`` differs between the commands). Needs ``--task`` or ``--plan`` with
+    ``--step``; ``--task @path`` reads the task from that file.
+    """
+    from gitflow_agents.assets import load_manifest
+    from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.plan import parse_plan
+    from gitflow_agents.prompt import PromptRequest
+
+    if args.plan is None and args.task is None:
+        raise UsageError(f"{command}: give --plan with --step, or --task")
+    if args.plan is not None and args.step is None and args.task is None:
+        raise UsageError(f"{command}: --plan needs --step (or give --task)")
+    root = find_project_root(Path.cwd())
+    config = load_flow_config(root, args.flow_type, args.variant)
+    plan = parse_plan(Path(args.plan).absolute(), config.spec_plan) if args.plan else None
+    return PromptRequest(
+        root=root,
+        config=config,
+        agent=args.agent,
+        agent_id=args.agent_name,
+        flow_name=flow,
+        step=args.step,
+        plan=plan,
+        task=read_task(args.task),
+        after=split_after(args.after),
+        preamble=args.preamble,
+        manifest=load_manifest(root),
+    )
+
+
+def read_task(task: str | None) -> str | None:
+    """``--task @path`` reads the task from a file (the Flow CLI ``@file`` convention)."""
+    if task is None or not task.startswith("@"):
+        return task
+    path = Path(task[1:])
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"--task: {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--task: {path}: cannot read: {exc}") from None
+
+
+def split_after(after: str | None) -> tuple[str, ...]:
+    """``--after a, b``: the agent ids, in order; UsageError when it names none."""
+    if after is None:
+        return ()
+    names = tuple(name.strip() for name in after.split(",") if name.strip())
+    if not names:
+        raise UsageError("--after: give one or more agent ids, comma separated")
+    return names

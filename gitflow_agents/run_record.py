@@ -1,0 +1,311 @@
+"""What one finished agent run leaves behind, and how it is shown.
+
+``result.json`` (the flow kind's result shape plus ``run``, our run metadata), the final
+``status.json``, and the card's status and history line: the contract is docs/protocol.md, Run
+records. :func:`record_result` never raises, so a crash anywhere still leaves a result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitflow_agents.runs import FLOW_KINDS
+
+if TYPE_CHECKING:
+    from gitflow_agents.launch import SignalFiles
+    from gitflow_agents.protocol import AgentReply
+    from gitflow_agents.runs import RunPaths
+    from gitflow_agents.supervisor import Outcome
+
+#: A file's (mtime_ns, size); (0, -1) when it is gone.
+FileState = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What is known of a run before it starts: where it records, who runs, from which commit."""
+
+    paths: RunPaths
+    kind: str  # implement | review | research: the result shape
+    flow_name: str
+    agent_id: str
+    adapter: str
+    files: SignalFiles  # the agent's report files
+    base_sha: str | None  # HEAD when the run started (None outside git / before a commit)
+    agent_config: str | None = None  # the agent's key in the .flow config (what `send` resumes)
+    session: Mapping[str, Any] | None = None  # the session link of a `send` turn
+
+
+# --- the files a run changed -------------------------------------------------------------
+
+
+def worktree_state(root: Path, base_sha: str | None) -> dict[str, FileState]:
+    """Changed (vs ``base_sha``) and untracked files with their (mtime_ns, size)."""
+    from gitflow_agents import git
+
+    if base_sha is None:
+        return {}
+    state = {}
+    for name in (*git.paths_differing_from(root, base_sha), *git.untracked_paths(root)):
+        try:
+            info = (root / name).stat()
+            state[name] = (info.st_mtime_ns, info.st_size)
+        except OSError:
+            state[name] = (0, -1)  # deleted
+    return state
+
+
+def changed_files(
+    root: Path, base_sha: str | None, before: Mapping[str, FileState], skip: set[str]
+) -> list[str]:
+    """Files the run changed: differing from the start commit or untracked, and not in the
+    same state as when the run started (a dirty file the agent never touched is not its change)."""
+    after = worktree_state(root, base_sha)
+    names = {n for n, state in after.items() if before.get(n) != state}
+    names |= {n for n in before if n not in after}  # changed before, restored by the agent
+    return sorted(names - skip)
+
+
+def own_files(root: Path, card: Path | None) -> set[str]:
+    """The card and its lock: written by the run's command, not by the agent."""
+    from gitflow_agents.cards import lock_path
+
+    if card is None:
+        return set()
+    own = set()
+    for path in (card, lock_path(card)):
+        with contextlib.suppress(ValueError):
+            own.add(path.resolve().relative_to(root.resolve()).as_posix())
+    return own
+
+
+# --- result.json and the final status.json -----------------------------------------------
+
+
+def record_result(
+    facts: RunFacts,
+    outcome: Outcome | None,
+    failure_reason: str,
+    changed: Callable[[], list[str]],
+    *,
+    run_extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write result.json (and the final status.json) from whatever is known; never raises.
+    ``run_extra`` is added to ``run``, ``extra`` to the top level.
+
+    ``run.reply`` is the agent's reply parsed with the reply protocol (docs/protocol.md, Agent
+    replies; ``structured`` False when it fell back to heuristics); ``run.replies`` counts
+    structured vs unstructured replies (one reply per run: ``status`` adds them up over runs)."""
+    from gitflow_agents.protocol import parse_reply
+    from gitflow_agents.runs import flow_result, result_status
+
+    status = result_status(outcome.status) if outcome is not None else "failed"
+    if failure_reason == "interrupted" and outcome is None:
+        status = "canceled"
+    files = facts.files
+    report_path = next(
+        (p for p in (files.success, files.failure, files.report) if p.exists()), None
+    )
+    report_text = ""
+    if report_path is not None:
+        with contextlib.suppress(OSError):
+            report_text = report_path.read_text(encoding="utf-8", errors="replace")
+    # the adapter's parsed reply (not on the supervisor's ParsedOutput protocol), else stdout
+    parsed_text = getattr(outcome.output, "reply", None) if outcome is not None else None
+    reply_text = ""
+    if parsed_text:
+        reply_text = str(parsed_text)
+    elif outcome is not None:
+        reply_text = outcome.stdout
+    try:
+        files_changed = changed()
+    except Exception:
+        files_changed = []
+    try:
+        result = flow_result(
+            facts.kind,
+            status,
+            report_text=report_text,
+            reply_text=reply_text,
+            changed_files=files_changed,
+        )
+    except Exception as exc:
+        result = flow_result(facts.kind, status)
+        failure_reason += f"; report not read: {exc}"
+    parsed_reply = parse_reply(reply_text) if reply_text.strip() else None
+    run = _run_json(facts, outcome, status, failure_reason, report_path, parsed_reply)
+    result.update(extra or {})
+    result["run"] = {**run, **(run_extra or {})}
+    _write(facts.paths, result)
+    return result
+
+
+def _run_json(
+    facts: RunFacts,
+    outcome: Outcome | None,
+    status: str,
+    failure_reason: str,
+    report_path: Path | None,
+    reply: AgentReply | None,
+) -> dict[str, Any]:
+    """The ``run`` key of result.json: our metadata about the run."""
+    structured = int(reply is not None and reply.structured)
+    run: dict[str, Any] = {
+        "runID": facts.paths.run_dir.name,
+        "flow": facts.flow_name,
+        "kind": facts.kind,
+        "agent": facts.agent_id,
+        "adapter": facts.adapter,
+        "outcome": outcome.status if outcome is not None else status,
+        "reason": outcome.reason if outcome is not None else failure_reason,
+        "logDirectory": str(facts.paths.run_dir),
+        "report": str(report_path) if report_path else None,
+        "baseSha": facts.base_sha,
+        "replies": {"structured": structured, "unstructured": int(reply is not None) - structured},
+    }
+    if facts.agent_config is not None:
+        run["agentConfig"] = facts.agent_config
+    if facts.session:
+        run["session"] = dict(facts.session)
+    if reply is not None:
+        run["reply"] = reply_json(reply)
+    if outcome is not None:
+        run.update(outcome.to_json())
+        run["outcome"] = outcome.status
+        for key in ("session_id", "input_tokens", "output_tokens", "cost_usd"):
+            value = getattr(outcome.output, key, None)
+            if value is not None:
+                run[key] = value
+    return run
+
+
+def _write(paths: RunPaths, result: dict[str, Any]) -> None:
+    """result.json (durable), then the live status.json brought to the run's end state."""
+    from gitflow_agents.fsutil import write_json_atomic
+    from gitflow_agents.runs import read_json, write_result
+
+    run = result["run"]
+    with contextlib.suppress(OSError):
+        write_result(paths, result)
+        data = read_json(paths.status) or {}
+        if data.get("state") in (None, "queued", "running", "killing"):
+            data.update(state=run["outcome"], reason=run["reason"], ended=time.time())
+        if run.get("session_id"):
+            data["session_id"] = run["session_id"]  # what `send` continues
+        if "reply" in run:
+            data["reply_status"] = run["reply"]["status"]
+        write_json_atomic(paths.status, data, durable=False)  # live state; result.json is durable
+
+
+def reply_json(reply: AgentReply) -> dict[str, Any]:
+    """A parsed reply as recorded in ``run.reply`` (and the ``agent:reply`` event)."""
+    return {
+        "status": reply.status.value if reply.status is not None else None,
+        "structured": reply.structured,
+        "summary": reply.summary,
+        "actions": list(reply.actions),
+        "filesCreated": list(reply.files_created),
+        "filesModified": list(reply.files_modified),
+        "questions": list(reply.questions),
+        "warnings": list(reply.warnings),
+    }
+
+
+# --- the card ----------------------------------------------------------------------------
+
+
+def start_card(card: Path, kind: str, queued_line: str | None) -> None:
+    """The card's status goes queued (with its history line) → running, right before dispatch."""
+    from gitflow_agents.cards import append_history, set_card_status
+
+    set_card_status(card, kind, "queued")
+    if queued_line is not None:
+        append_history(card, queued_line)
+    set_card_status(card, kind, "running")
+
+
+def finish_card(card: Path, kind: str, result: Mapping[str, Any], run_id: str, log: str) -> None:
+    """The card's end status and history line (implement: the ticked criteria, the tests)."""
+    from gitflow_agents.cards import (
+        append_history,
+        apply_checked_criteria,
+        history_line,
+        set_card_status,
+    )
+
+    status = result["status"]
+    flow = kind if kind in FLOW_KINDS else "implement"
+    set_card_status(card, flow, status)
+    if status == "failed":
+        append_history(card, history_line(flow, "failed", run_id=run_id, log_path=log))
+        return
+    if status == "canceled":
+        append_history(card, history_line(flow, "canceled", run_id=run_id))
+        return
+    if flow == "implement":
+        ticked = apply_checked_criteria(card, result["checkedCriteria"])
+        tests = result["tests"]
+        verdict = ("pass" if tests["passed"] else "fail") if tests["ran"] else "none"
+        line = history_line(
+            "implement", "succeeded", run_id=run_id, checked=len(ticked), tests=verdict
+        )
+    elif flow == "review":
+        counts = [
+            sum(1 for f in result["findings"] if f["severity"] == s)
+            for s in ("error", "warn", "info")
+        ]
+        line = history_line(
+            "review",
+            "succeeded",
+            run_id=run_id,
+            findings=(counts[0], counts[1], counts[2]),
+            overall=result["overall"],
+        )
+    else:
+        line = history_line("research", "succeeded", run_id=run_id, sources=len(result["sources"]))
+    append_history(card, line)
+
+
+# --- showing a result --------------------------------------------------------------------
+
+
+def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None = None) -> None:
+    """``--json``: the result; else the outcome line, the log folder, the formatted reply
+    (docs/protocol.md, Agent replies) and, when the agent needs input, its questions and how to
+    answer them."""
+    from gitflow_agents.protocol import AgentReply, ReplyStatus, format_reply
+
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    run_info = result["run"]
+    run_id = run_info["runID"]
+    print(f"{run_info['agent']}: {run_info['outcome']} - {run_info['reason']} (run {run_id})")
+    logs = str(run_info.get("logDirectory") or "")
+    print(f"  logs: {os.path.relpath(logs, root) if root and logs else logs}/")
+    reply = run_info.get("reply")
+    if not reply:
+        return
+    parsed = AgentReply(
+        summary=reply.get("summary", ""),
+        actions=tuple(reply.get("actions", ())),
+        files_created=tuple(reply.get("filesCreated", ())),
+        files_modified=tuple(reply.get("filesModified", ())),
+        questions=tuple(reply.get("questions", ())),
+        status=ReplyStatus(reply["status"]) if reply.get("status") else None,
+        structured=bool(reply.get("structured")),
+    )
+    print()
+    print(format_reply(parsed, icons=sys.stdout.isatty()), end="")
+    if parsed.status is ReplyStatus.NEEDS_INPUT:
+        print()
+        print(f"The agent needs input. Answer with: gitflow-agents send {run_id} 'your answer'")

@@ -1,0 +1,334 @@
+"""Sessions: continuing a finished agent's CLI session, one turn at a time.
+
+The agent's CLI is started again, resuming the session its earlier run recorded (``claude --resume
+<id>``, ``codex exec resume <id>``, ...), with a message as the new user turn. The continuation is
+a NEW run (fresh runId, its own run folder and ``result.json``) linked to the previous one, run by
+``agent_run.execute`` exactly like ``spawn``.
+
+A session is the chain of runs that started with one ``spawn``; its state lives in
+``<flow_dir>/<flow>/sessions/<first runID>.json`` (runs, turn count, max turns, closed). It ends by
+a turn limit (``maxTurns``; the spawn is turn 1; it closes when its last allowed turn has run),
+by :func:`close_session`, or never waits: every turn is a supervised run with the stuck and hard
+timeouts, and between turns no process waits for a message (the CLI exits after each turn).
+Refused (UsageError, exit 2): an adapter whose CLI cannot resume, a run that recorded no session
+id, a run still running, a run that is not the session's latest turn, a closed session.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gitflow_agents.errors import UsageError
+
+if TYPE_CHECKING:
+    from gitflow_agents.config import FlowConfig
+    from gitflow_agents.launch import SignalFiles
+    from gitflow_agents.runs import RunPaths
+
+SEND_TASK = (
+    "{message}\n\n"
+    "(This continues your earlier session. Follow your system prompt ({prompt}) as before: write "
+    "your progress to {report}; when you are done rename it to {success}, or to {failed} if you "
+    "could not complete the task.)"
+)
+LIVE_STATES = ("queued", "running", "killing")
+
+
+class FinishedRun(NamedTuple):
+    """A run that has ended, as its records tell it: the turn a session continues from."""
+
+    paths: RunPaths
+    status: dict[str, Any]  # status.json
+    record: dict[str, Any]  # result.json's ``run``
+    flow: str
+
+    @property
+    def run_id(self) -> str:
+        return self.paths.run_dir.name
+
+    @property
+    def session_id(self) -> str | None:
+        """The CLI's session id the run reported; None when it reported none."""
+        found = self.record.get("session_id") or self.status.get("session_id")
+        return str(found) if found else None
+
+
+class Turn(NamedTuple):
+    """The agent a turn continues, checked: its config key and id, prompt, report files, task."""
+
+    agent: str
+    agent_id: str
+    prompt_text: str
+    files: SignalFiles
+    task: str
+
+
+class Limits(NamedTuple):
+    """The supervision of one turn (``spawn``'s options)."""
+
+    stuck_timeout: float
+    timeout: float | None
+    kill_grace: float
+
+
+def sessions_dir(root: Path, flow_dir: str, flow: str) -> Path:
+    return root / flow_dir / flow / "sessions"
+
+
+def finished_run(root: Path, flow_dir: str, run_id: str) -> FinishedRun:
+    """The run ``run_id`` names (or a unique prefix of 8+ characters); UsageError when there is
+    none or it has not finished."""
+    from gitflow_agents.runs import find_run, read_json
+
+    paths = find_run(root, flow_dir, run_id)
+    if paths is None:
+        raise UsageError(f"send: no run {run_id!r} under {flow_dir}/*/runs/")
+    run_id = paths.run_dir.name
+    status = read_json(paths.status) or {}
+    result = read_json(paths.result)
+    if result is None or status.get("state") in LIVE_STATES:
+        raise UsageError(
+            f"send: run {run_id} has not finished (state {status.get('state', 'unknown')}); "
+            f"wait for it, or stop it with: gitflow-agents abort {run_id}"
+        )
+    record: dict[str, Any] = result.get("run") or {}
+    flow = str(record.get("flow") or status.get("flow") or paths.run_dir.parent.parent.name)
+    return FinishedRun(paths, status, record, flow)
+
+
+def session_path(root: Path, flow_dir: str, prior: FinishedRun) -> Path:
+    """The state file of the session ``prior`` belongs to (named by its first run)."""
+    link = prior.record.get("session")
+    first = str(link.get("root") or prior.run_id) if isinstance(link, dict) else prior.run_id
+    return sessions_dir(root, flow_dir, prior.flow) / f"{first}.json"
+
+
+def load_session(path: Path, prior: FinishedRun) -> dict[str, Any]:
+    """The session's state; for a spawned run never continued, a session of one turn."""
+    from gitflow_agents.runs import read_json
+
+    found = read_json(path)
+    if found is not None:
+        return found
+    record, status = prior.record, prior.status
+    return {
+        "root": prior.run_id,
+        "flow": record.get("flow") or status.get("flow"),
+        "agent": record.get("agent") or status.get("agent"),
+        "adapter": record.get("adapter"),
+        "runs": [prior.run_id],
+        "turns": 1,
+        "maxTurns": None,
+        "closed": False,
+        "sessionId": prior.session_id,
+    }
+
+
+def write_session(path: Path, session: dict[str, Any], *, close: str | None = None) -> None:
+    """Write the session's state (atomically); ``close``: close it, for that reason."""
+    from gitflow_agents.fsutil import write_json_atomic
+
+    data = dict(session)
+    if close is not None and not data.get("closed"):
+        data.update(closed=True, closedReason=close, closedAt=time.time())
+    write_json_atomic(path, data)
+
+
+def check_open(session: dict[str, Any], run_id: str) -> None:
+    """UsageError unless the session is open and ``run_id`` is its latest turn."""
+    if session.get("closed"):
+        raise UsageError(
+            f"send: the session of run {run_id} is closed ({session.get('closedReason')})"
+        )
+    latest = (session.get("runs") or [run_id])[-1]
+    if latest != run_id:
+        raise UsageError(
+            f"send: run {run_id} is not the latest turn of its session; send to run {latest}"
+        )
+
+
+def check_turns_left(path: Path, session: dict[str, Any], max_turns: int | None) -> None:
+    """UsageError, closing the session, when it has had its ``max_turns``."""
+    turns = int(session.get("turns") or 1)
+    if max_turns is not None and turns >= max_turns:
+        write_session(path, {**session, "maxTurns": max_turns}, close=f"max turns ({max_turns})")
+        raise UsageError(
+            f"send: session {session['root']} has had {turns} of its {max_turns} turns; "
+            "it is closed"
+        )
+
+
+def prepare_turn(
+    root: Path, config: FlowConfig, prior: FinishedRun, message: str, session_id: str | None
+) -> Turn:
+    """Resolve the run's agent and refuse, before any run exists, when it cannot be continued:
+    its adapter changed, its system prompt is gone, or its CLI cannot resume (the adapter's own
+    refusal, asked with the recorded session id or a stand-in when none was recorded)."""
+    from gitflow_agents.launch import prepare, signal_files
+    from gitflow_agents.prompt import agent_dir
+
+    record, status = prior.record, prior.status
+    agent_id = str(record.get("agent") or status.get("agent"))
+    agent = _agent_config_name(record, status, agent_id, config)
+    agent_cfg = config.agent(agent)
+    recorded_adapter = record.get("adapter") or (status.get("extra") or {}).get("adapter")
+    if recorded_adapter and recorded_adapter != agent_cfg.adapter:
+        raise UsageError(
+            f"send: agent {agent!r} now uses the {agent_cfg.adapter} adapter, but the session of "
+            f"run {prior.run_id} is a {recorded_adapter} session"
+        )
+    a_dir = agent_dir(root, config.flow_dir, prior.flow, agent_id)
+    prompt_path = a_dir / "system_prompt.md"
+    try:
+        prompt_text = prompt_path.read_text(encoding="utf-8")
+    except OSError:
+        raise UsageError(
+            f"send: {prompt_path} is missing; cannot continue run {prior.run_id}"
+        ) from None
+    files = signal_files(config, agent, a_dir)
+    task = SEND_TASK.format(
+        message=message,
+        prompt=prompt_path,
+        report=files.report,
+        success=files.success.name,
+        failed=files.failure.name,
+    )
+    try:  # the adapter refuses when its CLI cannot resume
+        prepare(
+            config,
+            agent,
+            agent_id=agent_id,
+            agent_dir=a_dir,
+            workdir=root,
+            prompt_path=prompt_path,
+            prompt_text=prompt_text,
+            task=task,
+            env={},
+            resume_session_id=session_id or "(no session id recorded)",
+        )
+    except UsageError as exc:
+        raise UsageError(f"send: {exc}") from None
+    return Turn(agent, agent_id, prompt_text, files, task)
+
+
+def run_turn(
+    root: Path,
+    config: FlowConfig,
+    turn: Turn,
+    prior: FinishedRun,
+    *,
+    message: str,
+    path: Path,
+    session: dict[str, Any],
+    max_turns: int | None,
+    limits: Limits,
+    quiet: bool,
+    message_event: str = "session:message",
+) -> dict[str, Any]:
+    """Run the session's next turn (a new run resuming the CLI session ``prior`` reported) under
+    the session's lock; returns its result.json. UsageError when another turn is running."""
+    from gitflow_agents.agent_run import AgentJob, clear_previous, execute
+    from gitflow_agents.cards import CardLockedError, card_lock
+    from gitflow_agents.runs import new_run_id
+
+    session_id = prior.session_id
+    if session_id is None:
+        raise UsageError(
+            f"send: run {prior.run_id} recorded no session id (its CLI reported none), so it "
+            "cannot be continued; spawn a new run instead"
+        )
+    new_id = new_run_id()
+    number = int(session.get("turns") or 1) + 1
+    link = {
+        "root": session["root"],
+        "turn": number,
+        "previousRunId": prior.run_id,
+        "resumedSessionId": session_id,
+        "maxTurns": max_turns,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with card_lock(path, new_id):
+            clear_previous(*turn.files, rerun=True)
+            session = {
+                **session,
+                "runs": [*session.get("runs", [prior.run_id]), new_id],
+                "turns": number,
+                "maxTurns": max_turns,
+                "active": new_id,
+            }
+            write_session(path, session)
+            job = AgentJob(
+                root=root,
+                config=config,
+                agent=turn.agent,
+                agent_id=turn.agent_id,
+                flow_name=prior.flow,
+                kind=str(prior.record.get("kind") or prior.status.get("kind") or "implement"),
+                prompt_text=turn.prompt_text,
+                task=turn.task,
+                resume_session_id=session_id,
+                stuck_timeout=limits.stuck_timeout,
+                timeout=limits.timeout,
+                kill_grace=limits.kill_grace,
+                quiet=quiet,
+                session=link,
+                message=message,
+                message_event=message_event,
+                run_id=new_id,
+            )
+            try:
+                return execute(job)
+            finally:
+                _after_turn(path, session, new_id, max_turns)
+    except CardLockedError:
+        raise UsageError(
+            f"send: session {session['root']} is busy: another send is running in it"
+        ) from None
+
+
+def read_session(path: Path) -> dict[str, Any]:
+    from gitflow_agents.runs import read_json
+
+    return read_json(path) or {}
+
+
+def close_session(path: Path, session: dict[str, Any], reason: str) -> bool:
+    """Close the session; False when it already was."""
+    if session.get("closed"):
+        return False
+    write_session(path, session, close=reason)
+    return True
+
+
+def _after_turn(path: Path, session: dict[str, Any], run_id: str, max_turns: int | None) -> None:
+    """Record the session id the CLI reported for this turn; close the session on its last turn."""
+    from gitflow_agents.runs import RunPaths, read_json
+
+    latest = {**read_session(path), **{k: session[k] for k in ("runs", "turns", "maxTurns")}}
+    latest.pop("active", None)
+    run_dir = path.parent.parent / "runs" / run_id
+    record = (read_json(RunPaths(run_dir).result) or {}).get("run") or {}
+    if record.get("session_id"):
+        latest["sessionId"] = record["session_id"]
+    close = None
+    if max_turns is not None and int(latest["turns"]) >= max_turns:
+        close = f"max turns ({max_turns}) reached"
+    write_session(path, latest, close=close)
+
+
+def _agent_config_name(
+    record: dict[str, Any], status: dict[str, Any], agent_id: str, config: FlowConfig
+) -> str:
+    """The run's agent key in the config: recorded since session mode; else derived from the id
+    (``step-NN-<agent>`` or ``<agent>``)."""
+    name = record.get("agentConfig") or (status.get("extra") or {}).get("agent_config")
+    if isinstance(name, str) and name:
+        return name
+    derived = re.sub(r"^step-\d+-", "", agent_id)
+    if derived in config.agents:
+        return derived
+    raise UsageError(f"send: cannot tell which configured agent ran {agent_id!r}")
