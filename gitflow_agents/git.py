@@ -14,16 +14,13 @@ every call) and asks for machine output: ``-z`` where git offers it, ``--no-colo
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from gitflow_agents import diffparse, proc
-from gitflow_agents.diffparse import AddedLines, Commit, CommitPatch, FileChange, FileStat
+from gitflow_agents.diffparse import Commit, CommitPatch, FileChange, FileStat
 from gitflow_agents.errors import GitError, UsageError
 
 # The environment and the runner live in gitcmd (import-light, for the gate hook); re-exported.
@@ -34,6 +31,7 @@ from gitflow_agents.gitcmd import failure as _fail
 from gitflow_agents.gitcmd import git_env as git_env
 from gitflow_agents.gitcmd import object_name as object_name
 from gitflow_agents.gitcmd import run_git as run_git
+from gitflow_agents.gitcmd import temporary_index
 
 # The work trees, branches and commits of chain steps live in worktree; re-exported.
 from gitflow_agents.worktree import add_worktree as add_worktree
@@ -47,12 +45,16 @@ from gitflow_agents.worktree import delete_branch as delete_branch
 from gitflow_agents.worktree import dirty_paths as dirty_paths
 from gitflow_agents.worktree import discard_changes as discard_changes
 from gitflow_agents.worktree import ensure_info_exclude as ensure_info_exclude
+from gitflow_agents.worktree import exclude_flow_dir as exclude_flow_dir
 from gitflow_agents.worktree import git_common_dir as git_common_dir
 from gitflow_agents.worktree import is_tool_worktree as is_tool_worktree
+from gitflow_agents.worktree import paths_differing_from as paths_differing_from
 from gitflow_agents.worktree import remove_tool_worktree as remove_tool_worktree
 from gitflow_agents.worktree import remove_worktree as remove_worktree
 from gitflow_agents.worktree import require_tool_worktree as require_tool_worktree
 from gitflow_agents.worktree import tool_worktree_root as tool_worktree_root
+from gitflow_agents.worktree import untracked_paths as untracked_paths
+from gitflow_agents.worktree import work_tree_top as work_tree_top
 from gitflow_agents.worktree import worktree_of_branch as worktree_of_branch
 from gitflow_agents.worktree import worktrees as worktrees
 
@@ -187,24 +189,18 @@ def numstat(root: Path, spec: DiffSpec) -> dict[str, tuple[int | None, int | Non
     return diffparse.parse_numstat(out)
 
 
-def added_lines(root: Path, spec: DiffSpec) -> AddedLines:
-    """Added lines (new line number, text) per new path, and whether the new side lacks a final
-    newline; parsed from ``git diff -U0``."""
-    out = run_git(root, "diff", *_DIFF_FLAGS, *_PATCH_FLAGS, *spec.args(), "--").stdout
-    return diffparse.parse_added_lines(out)
-
-
 def diff(root: Path, spec: DiffSpec) -> tuple[FileChange, ...]:
     """Every changed file between ``spec.base`` and ``spec.head`` (or the index): statuses and
-    counts from ``git diff --raw --numstat``, added lines from the ``-U0`` patch, read at the
-    same time by two git processes."""
+    counts from ``git diff --raw --numstat``, added lines (new line number, text) and a missing
+    final newline from the ``-U0`` patch, read at the same time by two git processes."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        patch = pool.submit(added_lines, root, spec)
+        patch = pool.submit(run_git, root, "diff", *_DIFF_FLAGS, *_PATCH_FLAGS, *spec.args(), "--")
         args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *spec.args())
         out = run_git(root, *args, "--").stdout
-        return tuple(diffparse.parse_changes(out, patch.result()))
+        hunks = diffparse.parse_added_lines(patch.result().stdout)
+    return tuple(diffparse.parse_changes(out, hunks))
 
 
 # The empty tree in sha1 and sha256 repositories (a root commit's review base).
@@ -235,12 +231,6 @@ def commit_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
 
 
 # --- file contents -------------------------------------------------------------------------
-
-
-def blob_sizes(root: Path, rev: str | None, paths: Sequence[str]) -> dict[str, int]:
-    """Size in bytes of each path at ``rev`` (None: the index), in one ``cat-file`` call."""
-    sizes = object_sizes(root, [object_name(rev, p) for p in paths])
-    return {path: size for path, size in zip(paths, sizes, strict=True) if size is not None}
 
 
 def object_sizes(root: Path, names: Sequence[str]) -> list[int | None]:
@@ -299,27 +289,11 @@ def diff_stats(
     else:
         index = Path(run_git(root, "rev-parse", "--git-path", "index").stdout.strip())
         index = index if index.is_absolute() else root / index
-        with _temp_index(index) as env:
+        with temporary_index(index) as env:
             git = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root))
             proc.run((*git, "add", "--intent-to-add", "--", "."), env=env)
             out = proc.run((*git, *args, "--", *specs), env=env).stdout
     return diffparse.keep_paths(diffparse.parse_raw_numstat(out), exclude)
-
-
-@contextlib.contextmanager
-def _temp_index(index: Path) -> Iterator[dict[str, str]]:
-    """A copy of ``index`` in a temporary file; yields the git environment pointing at it."""
-    fd, name = tempfile.mkstemp(prefix="gitflow-agents-index.")
-    os.close(fd)
-    path = Path(name)
-    try:
-        if index.exists():
-            shutil.copyfile(index, path)
-        else:
-            path.unlink()
-        yield {**git_env(), "GIT_INDEX_FILE": str(path)}
-    finally:
-        path.unlink(missing_ok=True)
 
 
 def commits_between(root: Path, base: str, head: str) -> tuple[Commit, ...]:
@@ -411,42 +385,6 @@ def head_commit(root: Path) -> str | None:
     """HEAD's commit; None before the first commit or outside a repository."""
     result = run_git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
     return (result.stdout.strip() or None) if result.returncode == 0 else None
-
-
-def paths_differing_from(root: Path, base: str) -> tuple[str, ...]:
-    """Paths whose work-tree content differs from commit ``base`` (committed since, staged or
-    not); empty when git cannot tell."""
-    out = run_git(root, "diff", "--no-ext-diff", "--name-only", "-z", base, check=False).stdout
-    return tuple(name for name in out.split("\0") if name)
-
-
-def untracked_paths(root: Path) -> tuple[str, ...]:
-    """Untracked files that are not ignored, relative to ``root``; empty when git cannot tell."""
-    out = run_git(root, "ls-files", "--others", "--exclude-standard", "-z", check=False).stdout
-    return tuple(name for name in out.split("\0") if name)
-
-
-def work_tree_top(root: Path) -> Path | None:
-    """Top of the work tree containing ``root``; None outside a repository or without a work
-    tree (``repo_root`` is the variant that refuses with a UsageError)."""
-    result = run_git(root, "rev-parse", "--show-toplevel", check=False)
-    top = result.stdout.strip()
-    return Path(top) if result.returncode == 0 and top else None
-
-
-def exclude_flow_dir(root: Path, flow_dir: str) -> bool:
-    """Add ``flow_dir`` (under ``root``) to ``info/exclude`` once, as ``/<path from the top of the
-    work tree>/``, so no run artifact lands in a commit. False when there is nothing to exclude
-    it from: ``root`` is not in a work tree, or the flow dir lies outside it."""
-    top = work_tree_top(root)
-    if top is None:
-        return False
-    try:
-        rel = (root / flow_dir).resolve().relative_to(top.resolve()).as_posix()
-    except ValueError:
-        return False
-    ensure_info_exclude(root, (f"/{rel.strip('/')}/",))
-    return True
 
 
 # --- remotes: fetch and push (used by github/) ---

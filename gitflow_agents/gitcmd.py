@@ -65,6 +65,25 @@ def failure(result: proc.Result, what: str) -> GitError:
     return GitError(f"{what}: {detail[-1] if detail else f'git exited {result.returncode}'}")
 
 
+@contextlib.contextmanager
+def temporary_index(index: Path) -> Iterator[dict[str, str]]:
+    """A copy of ``index`` in a temporary file; yields the git environment pointing at it."""
+    import shutil
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix="gitflow-agents-index.")
+    os.close(fd)
+    path = Path(name)
+    try:
+        if index.exists():
+            shutil.copyfile(index, path)
+        else:
+            path.unlink()
+        yield {**git_env(), "GIT_INDEX_FILE": str(path)}
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def run_git(
     root: Path | str, *args: str, input: str | None = None, check: bool = True
 ) -> proc.Result:

@@ -1,10 +1,11 @@
-"""The work trees gitflow-agents makes for chain steps, and the branches and commits in them.
+"""Work trees: those gitflow-agents makes for chain steps, with their branches and commits;
+what a work tree holds beyond its commit (changed, untracked paths); the layout every work tree
+of a repository shares (the common git directory, ``info/exclude``).
 
 Part of the git boundary with ``git`` (which re-exports every public name here, so callers write
 ``git.add_worktree``) and ``gitcmd`` (the environment and runner every call uses). Work trees are
 only ever created under ``tool_worktree_root``, and only those are ever reset, cleaned or
-removed (``require_tool_worktree``). The layout they share with the main work tree (the common
-git directory, ``info/exclude``) is here too.
+removed (``require_tool_worktree``).
 """
 
 from __future__ import annotations
@@ -258,3 +259,42 @@ def commit_trailers(root: Path, sha: str) -> dict[str, str]:
         if sep:
             found[key.strip()] = value.strip()
     return found
+
+
+# --- a work tree's state and its flow directory (run records) -------------------------------
+
+
+def paths_differing_from(root: Path, base: str) -> tuple[str, ...]:
+    """Paths whose work-tree content differs from commit ``base`` (committed since, staged or
+    not); empty when git cannot tell."""
+    out = run_git(root, "diff", "--no-ext-diff", "--name-only", "-z", base, check=False).stdout
+    return tuple(name for name in out.split("\0") if name)
+
+
+def untracked_paths(root: Path) -> tuple[str, ...]:
+    """Untracked files that are not ignored, relative to ``root``; empty when git cannot tell."""
+    out = run_git(root, "ls-files", "--others", "--exclude-standard", "-z", check=False).stdout
+    return tuple(name for name in out.split("\0") if name)
+
+
+def work_tree_top(root: Path) -> Path | None:
+    """Top of the work tree containing ``root``; None outside a repository or without a work
+    tree (``repo_root`` is the variant that refuses with a UsageError)."""
+    result = run_git(root, "rev-parse", "--show-toplevel", check=False)
+    top = result.stdout.strip()
+    return Path(top) if result.returncode == 0 and top else None
+
+
+def exclude_flow_dir(root: Path, flow_dir: str) -> bool:
+    """Add ``flow_dir`` (under ``root``) to ``info/exclude`` once, as ``/<path from the top of the
+    work tree>/``, so no run artifact lands in a commit. False when there is nothing to exclude
+    it from: ``root`` is not in a work tree, or the flow dir lies outside it."""
+    top = work_tree_top(root)
+    if top is None:
+        return False
+    try:
+        rel = (root / flow_dir).resolve().relative_to(top.resolve()).as_posix()
+    except ValueError:
+        return False
+    ensure_info_exclude(root, (f"/{rel.strip('/')}/",))
+    return True

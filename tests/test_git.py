@@ -141,7 +141,8 @@ def test_staged_diff_and_index_contents(repo: Path) -> None:
         assert blobs.text(g.object_name(None, "README.md")) == "# demo\nstaged line\n"
         assert blobs.text(g.object_name(base, "README.md")) == "# demo\n"
         assert blobs.text(g.object_name(base, "missing.txt")) is None
-    assert g.blob_sizes(repo, None, ["README.md", "missing.txt"]) == {"README.md": 19}
+    names = [g.object_name(None, "README.md"), g.object_name(None, "missing.txt")]
+    assert g.object_sizes(repo, names) == [19, None]
 
 
 def test_root_commit_against_the_empty_tree(repo: Path) -> None:

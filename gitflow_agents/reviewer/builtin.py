@@ -154,7 +154,9 @@ def _history_secrets(
     if not found:
         return []
     # a file that no longer exists is no location to point at: the message names it
-    present = git.blob_sizes(root, head, sorted({f.file for f in found if f.file}))
+    files = sorted({f.file for f in found if f.file})
+    sizes = git.object_sizes(root, [git.object_name(head, path) for path in files])
+    present = {path for path, size in zip(files, sizes, strict=True) if size is not None}
     return [f if f.file in present else replace(f, file=None) for f in found]
 
 
