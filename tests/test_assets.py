@@ -475,8 +475,15 @@ def test_global_system_prompt_false_drops_the_layer(project: Path) -> None:
 
 def test_absent_global_file_and_empty_layers_add_no_segment(tmp_path: Path) -> None:
     write(tmp_path, "agents/a.agent.md", agent_file("a"))
-    write(tmp_path, "global-system-prompt.md", "  \n")
     package = package_agent_prompt("a", load_manifest(tmp_path))
+    assert [s.scope for s in package.segments] == ["agent-body"]
+    assert package.prompt == "You plan the work."
+    write(tmp_path, "global-system-prompt.md", "  \n")
+    write(tmp_path, "skills/blank/SKILL.md", skill_file("Blank", ""))
+    write(tmp_path, "agents/a.agent.md", agent_file("a", extra="includes:\n  skills: [blank]\n"))
+    manifest = load_manifest(tmp_path)
+    assert manifest.errors == ()
+    package = package_agent_prompt("a", manifest)
     assert [s.scope for s in package.segments] == ["agent-body"]
     assert package.prompt == "You plan the work."
 
