@@ -648,7 +648,8 @@ def test_template_environment_is_reused_and_sees_edits(tmp_path: Path) -> None:
 
 def test_render_gives_the_plain_text_and_each_block_in_order(tmp_path: Path) -> None:
     """One render: the text is what Jinja renders for the template, and each block's text is
-    cut out of it (nested blocks too; a block the layout never reaches has no text)."""
+    cut out of it (nested blocks too; a block the layout never reaches, or a block tag inside a
+    comment, has no text)."""
     import jinja2
 
     from gitflow_agents.prompt.render import render
@@ -656,6 +657,7 @@ def test_render_gives_the_plain_text_and_each_block_in_order(tmp_path: Path) -> 
     source = (
         "{% block outer %}Outer {{ value }}\n{% block inner %}Inner{% endblock %}\n"
         "{% endblock %}between\n{% if false %}{% block hidden %}H{% endblock %}{% endif %}"
+        "{# not a block: {% block ghost %} #}"
         "{% block last %}Last {{ value | fenced }}{% endblock %}\n"
     )
     (tmp_path / SYSTEM_PROMPT_TEMPLATE).write_text(source)
