@@ -258,7 +258,10 @@ def test_the_review_step_of_action_yml_end_to_end(
     inputs = {name: str(spec.get("default", "")) for name, spec in data["inputs"].items()}
     inputs["github-token"] = "tok-actions"
     step = next(s for s in action_steps() if s.get("id") == "review")
-    step_env = {k: _evaluate(str(v), inputs) for k, v in step["env"].items()}
+    # GITFLOW_AGENTS_BIN is the install step's output (tests/test_github_workflows.py): set below
+    step_env = {
+        k: _evaluate(str(v), inputs) for k, v in step["env"].items() if k != "GITFLOW_AGENTS_BIN"
+    }
     wrapper = tmp_path / "gitflow-agents"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents "$@"\n')
     wrapper.chmod(0o755)
