@@ -14,12 +14,13 @@ quoting the marker is never edited. The login is, in this order (docs/github.md,
    ours yet, and whatever this run creates teaches the client its login.
 
 Two different Apps' marked comments and nothing else to go by: that is the one case identity
-cannot be learned, and the run stops with one line naming the input to set.
+cannot be learned, and the run stops with one line naming the input to set (``settle`` makes
+that happen before anything is written).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gitflow_agents.errors import UsageError
 from gitflow_agents.github.client import Client, Comment
@@ -42,6 +43,16 @@ class Identity:
         user = self.client.login()
         if user:
             return user
+        return self._from(marked)
+
+    def settle(self, marked: Callable[[], Iterable[Comment]]) -> None:
+        """Before the first write: when only the marked comments (``marked()``, read only in
+        that case) can tell who we are, judge them now, so a run whose identity cannot be
+        learned stops before it posts anything."""
+        if not (self.configured or self.client.writer or self.client.login()):
+            self._from(marked())
+
+    def _from(self, marked: Iterable[Comment]) -> str | None:
         apps = sorted({c.author for c in marked if c.bot or c.app})
         if len(apps) > 1:
             raise UsageError(

@@ -161,6 +161,10 @@ def publish(
 ) -> Published:
     pull, client, repo = publisher.pull, publisher.client, publisher.repo
     newer = newer_head(publisher)
+    if isinstance(login, Identity) and publisher.degraded is None:
+        login.settle(
+            lambda: [c for c in client.issue_comments(repo, pull.number) if comment.is_marked(c)]
+        )
     inline = review.InlineOutcome(summary_only=result.findings)
     if publisher.degraded is None and newer is None:
         files = _files(client, repo, pull.number)
