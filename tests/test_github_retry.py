@@ -231,8 +231,11 @@ def test_waits_are_capped_and_jittered_by_at_most_a_tenth() -> None:
             raise error
         return "ok"
 
-    policy = retry.Policy(retries=5, backoff=1, max_wait=3, sleep=waits.append)
+    lines: list[str] = []
+    policy = retry.Policy(retries=5, backoff=1, max_wait=3, sleep=waits.append, log=lines.append)
     assert retry.attempt("GET /x", call, policy) == "ok"
+    assert lines[0].startswith("gitflow-agents: GET /x: HTTP 502: x; try 2 of 6 in 1.")
+    assert len(lines) == 5 and "try 6 of 6" in lines[-1]
     nominal = [1, 2, 3, 3, 3]
     assert all(n <= w <= n * 1.1 for n, w in zip(nominal, waits, strict=True)), waits
     assert policy.waited == pytest.approx(sum(waits))

@@ -20,6 +20,7 @@ stops instead, with the true number of tries in the message.
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -74,6 +75,10 @@ class Policy:
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.time
     rng: random.Random = field(default_factory=random.Random)
+    log: Callable[[str], None] = field(
+        default=lambda line: print(line, file=sys.stderr, flush=True)
+    )
+    """Where a line goes for every retry (stderr: the job's log shows what GitHub did)."""
     waited: float = 0.0
     """Seconds waited so far, by every request of the client."""
 
@@ -184,6 +189,10 @@ def attempt(
                 "run may spend waiting for GitHub are used up)"
             ) from None
         wait = min(wait * (1 + policy.rng.uniform(0, JITTER)), policy.budget - policy.waited)
+        policy.log(
+            f"gitflow-agents: {what}: {last}; try {tries + 1} of {policy.retries + 1} "
+            f"in {wait:.1f} s"
+        )
         if wait > 0:
             policy.sleep(wait)
             policy.waited += wait
