@@ -143,6 +143,7 @@ class Runner:
             "GITFLOW_AGENTS_GITHUB_WRITE_DELAY": "0",
             "GITFLOW_AGENTS_GITHUB_BACKOFF": "0",
             "GITFLOW_AGENTS_GITHUB_RETRIES": "2",
+            "GITFLOW_AGENTS_GITHUB_MAX_WAIT": "0.05",  # rate-limit waits: tiny in tests
         }
 
     def run(self, event_name: str, event: Any, token: str = "tok-actions", *args: str) -> CliResult:
