@@ -48,9 +48,10 @@ class RunRow:
 
 
 def _cell(text: str) -> str:
-    from gitflow_agents.render.markdown import escape
+    """Untrusted text in a table cell: inert, on one line, its pipes escaped."""
+    from gitflow_agents.render.markdown import one_line
 
-    return escape(text).replace("|", "\\|").replace("\n", " ")
+    return one_line(text).replace("|", "\\|")
 
 
 def _duration(seconds: float | None) -> str:
@@ -107,19 +108,22 @@ def summary_body(
     where: str = IN_JOB_SUMMARY,
 ) -> str:
     """The full comment body, marker first, capped to ``limit`` (None: not at all) by ``cap``,
-    whose notice says ``where`` every finding is."""
-    from gitflow_agents.render.markdown import escape
+    whose notice says ``where`` every finding is. Everything in it that an agent wrote is masked
+    (``redact``) and inert (``render.markdown.escape``)."""
+    from gitflow_agents.redact import redact_text
+    from gitflow_agents.render import redacted
+    from gitflow_agents.render.markdown import escape, list_item
     from gitflow_agents.render.markdown import render as render_markdown
 
+    review, gate = redacted(review, gate)
     parts = [MARKER, render_markdown(review, gate).rstrip()]
     if inline_note:
         parts.append(inline_note)
     if notices:
-        parts.append("\n".join(f"> [!NOTE]\n> {escape(n)}" for n in notices))
+        parts.append("\n".join("> [!NOTE]\n> " + escape(n).replace("\n", "\n> ") for n in notices))
     if questions:
-        parts.append(
-            "#### Questions from agents\n\n" + "\n".join(f"- {escape(q)}" for q in questions)
-        )
+        items = (list_item(redact_text(q)) for q in questions)
+        parts.append("#### Questions from agents\n\n" + "\n".join(items))
     table = run_history(rows)
     if table:
         parts.append("#### Run history\n\n" + table)

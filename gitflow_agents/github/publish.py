@@ -289,12 +289,14 @@ def write_result_files(
 def load_findings(path: Path) -> tuple[Review, list[comment.RunRow]]:
     """A findings file written by ``write_result_files`` (by an earlier job): the review and
     its run-history rows. InputError naming the file and key when it is unusable. Its ``gate``
-    section is ignored: the posting job gates again with its own threshold."""
+    section is ignored: the posting job gates again with its own threshold. Its texts are
+    masked again (``redact``): the file comes from another job."""
     from gitflow_agents.findings import review_from_dict
+    from gitflow_agents.redact import redact_review
 
     data = read_json(path, "findings file")
     try:
-        result = review_from_dict(data)
+        result = redact_review(review_from_dict(data))
     except ValueError as exc:
         raise InputError(f"not a findings file: {exc}", path=path) from None
     raw_rows = data.get("run_history")

@@ -91,22 +91,28 @@ def fingerprints_in(bodies: Iterable[str]) -> set[str]:
 def comment_body(finding: Finding) -> str:
     """The inline comment: severity, rule, message, the suggestion, and the fingerprint marker.
 
-    A GitHub ```suggestion block is passed through unchanged (it becomes a one-click fix)."""
-    from gitflow_agents.render.markdown import code, escape
+    Agent text is masked (``redact``) and inert (``render.markdown``); a suggestion written as a
+    code block is fenced again so its content cannot close the fence, and a GitHub
+    ```suggestion block stays one (a one-click fix)."""
+    from gitflow_agents.redact import redact_finding
+    from gitflow_agents.render.markdown import code, escape, fence, suggestion_block
 
+    finding = redact_finding(finding)
     rule = f" {code(finding.rule)}" if finding.rule else ""
-    parts = [f"{LABELS[finding.severity]}{rule}: {escape(finding.message)}"]
+    head = f"{LABELS[finding.severity]}{rule}: {escape(finding.message)}"
+    parts = [head]
     if finding.suggestion:
-        suggestion = finding.suggestion.strip("\n")
-        if suggestion.lstrip().startswith(("```", "~~~")):
-            parts.append(suggestion)
+        block = suggestion_block(finding.suggestion)
+        if block is not None:
+            parts.append("\n".join(fence(block[1], block[0])))
         else:
-            parts.append(f"Suggestion: {escape(suggestion)}")
+            parts.append(escape(f"Suggestion: {finding.suggestion}"))
     marker = FP_MARKER.format(finding.fingerprint)
     body = "\n\n".join(parts)
-    room = MAX_INLINE_BODY - len(marker) - 40
+    room = MAX_INLINE_BODY - len(marker) - 60
     if len(body) > room:
-        body = body[:room].rstrip() + "\n\n…(cut; the full text is in the summary comment)"
+        # Cut the escaped message alone (a cut code block would swallow the marker).
+        body = head[:room].rstrip() + "\n\n…(cut; the full text is in the summary comment)"
     return f"{body}\n\n{marker}"
 
 
