@@ -212,11 +212,13 @@ _EMPTY_TREES = frozenset(
 )
 
 
-def count_commits(root: Path, base: str, head: str) -> int:
-    """How many commits ``commit_patches`` would read (merge commits are not counted)."""
-    revs = (head,) if base in _EMPTY_TREES else (f"{base}..{head}",)
-    args = ("rev-list", "--count", "--no-merges", "--end-of-options", *revs, "--")
-    return int(run_git(root, *args).stdout.strip() or 0)
+def is_one_commit(root: Path, base: str, head: str) -> bool:
+    """Whether ``base..head`` is one commit whose only parent is ``base`` (``base`` the empty
+    tree: a root commit), so that its patch is the diff ``base..head``."""
+    revs, parents = ((head,), []) if base in _EMPTY_TREES else ((f"{base}..{head}",), [base])
+    args = ("rev-list", "--parents", "--max-count=2", "--end-of-options", *revs, "--")
+    commits = [line.split() for line in run_git(root, *args).stdout.splitlines()]
+    return commits == [[head, *parents]]
 
 
 def commit_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:

@@ -174,3 +174,20 @@ def test_current_branch_and_detached_head(repo: Path) -> None:
     assert g.current_branch(repo) == "main"
     git(repo, "checkout", "-q", "--detach")
     assert g.current_branch(repo) is None
+
+
+def test_is_one_commit_only_when_the_patch_is_the_net_diff(repo: Path) -> None:
+    root_commit = g.head_sha(repo)
+    assert g.is_one_commit(repo, g.empty_tree(repo), root_commit)  # a root commit
+    (repo / "a.txt").write_text("a\n")
+    first = commit_all(repo, "first")
+    assert g.is_one_commit(repo, root_commit, first)
+    (repo / "b.txt").write_text("b\n")
+    second = commit_all(repo, "second")
+    assert not g.is_one_commit(repo, root_commit, second)  # two commits
+    assert not g.is_one_commit(repo, g.empty_tree(repo), second)
+    git(repo, "checkout", "-q", "-b", "side", root_commit)
+    (repo / "c.txt").write_text("c\n")
+    side = commit_all(repo, "side")
+    # one commit in first..side, but its parent is not first: its patch is not the net diff
+    assert not g.is_one_commit(repo, first, side)

@@ -110,7 +110,9 @@ def builtin_report(
     threshold: Severity,
     max_file_size: int,
     blobs: git.BlobReader | None = None,
-) -> str:
+) -> tuple[str, frozenset[str]]:
+    """The builtin reviewer's report on ``target``, and the exact secret values it found;
+    contents are read through ``blobs`` when given."""
     from gitflow_agents.reviewer import builtin
     from gitflow_agents.reviewer.checks import Options
 
@@ -118,9 +120,10 @@ def builtin_report(
     result = builtin.review_diff(
         root, target.spec, threshold=threshold, options=options, blobs=blobs
     )
-    return builtin.report(
+    report = builtin.report(
         result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
     )
+    return report, result.secrets
 
 
 def agent_report(root: Path, name: str, target: Target, *, config_root: Path | None = None) -> str:
@@ -184,23 +187,33 @@ def review_target(
     max_file_size: int,
     config_root: Path | None = None,
 ) -> tuple[Review, GateResult]:
-    """Run the reviewer on ``target``, parse its report, and gate it: the one review path
-    (``git agent-review``, ``gitflow-agents action``). ``config_root``: see ``agent_report``
-    (the builtin reviewer reads no configuration)."""
+    """Run the reviewer on ``target``, parse its report, mask the secrets in it, and gate it:
+    the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``:
+    see ``agent_report`` (the builtin reviewer reads no configuration)."""
     from gitflow_agents import findings
+    from gitflow_agents.redact import redact_review
+    from gitflow_agents.reviewer.checks import Options
 
+    options = Options(max_file_bytes=max_file_size)
     with git.BlobReader(root) as blobs:
         if agent == "builtin":
-            report = builtin_report(root, target, threshold, max_file_size, blobs)
+            report, secrets = builtin_report(root, target, threshold, max_file_size, blobs)
         else:
+            from gitflow_agents.reviewer.builtin import diff_secrets
+
             report = agent_report(root, agent, target, config_root=config_root)
-        review = findings.parse_review(
+            secrets = diff_secrets(root, target.spec, options)
+        parsed = findings.parse_review(
             report,
             reviewed_sha=target.head,
             base_sha=target.base,
             source=f"{agent} report",
             line_content=line_lookup(blobs, target.head),
         )
+    # Every text of the report is masked before any output sees it: the secret rules, and the
+    # exact secret values of the reviewed diff wherever the reviewer quotes them
+    # (docs/security.md, "Secrets in review output").
+    review = redact_review(parsed, secrets)
     # --staged has no commit to pin the verdict to; every other review must be about head.
     return review, findings.gate(review, threshold=threshold, head_sha=target.head)
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitflow_agents import git
-from gitflow_agents.diffparse import FileChange
+from gitflow_agents.diffparse import CommitPatch, FileChange
 from gitflow_agents.findings import Finding, Overall, Severity
 from gitflow_agents.reviewer import checks
 from gitflow_agents.reviewer.checks import Options
@@ -23,6 +24,8 @@ class BuiltinResult:
     unreviewed_files: tuple[str, ...]
     notes: tuple[str, ...]  # why files were not reviewed, and similar remarks for the summary
     files_reviewed: int
+    secrets: frozenset[str] = frozenset()
+    """The exact secret values the range adds (for masking wherever a reviewer quotes them)."""
 
 
 def review_diff(
@@ -41,6 +44,7 @@ def review_diff(
     with contextlib.ExitStack() as stack:
         reader = blobs if blobs is not None else stack.enter_context(git.BlobReader(root))
         changes = [c for c in git.diff(root, spec) if c.status != "D"]
+        secrets = _change_secrets(changes, options)
         names = [_new_object(spec, c) for c in changes]
         sizes = dict(zip(names, git.object_sizes(root, names), strict=True))
         found: list[Finding] = []
@@ -49,7 +53,9 @@ def review_diff(
         to_parse = _screen(changes, spec, sizes, options, found, unreviewed, notes)
         found.extend(_syntax_findings(reader, spec, to_parse))
         if spec.head is not None:
-            found.extend(_history_secrets(root, spec.base, spec.head, changes, options))
+            patches = _range_patches(root, spec.base, spec.head)
+            found.extend(_history_secrets(root, spec.head, patches, changes, options))
+            secrets |= _patch_secrets(patches, options)
     found.sort(key=lambda f: (f.file or "", f.line or 0, -f.severity.rank))
     blocking = any(f.severity.rank >= threshold.rank for f in found)
     return BuiltinResult(
@@ -58,6 +64,7 @@ def review_diff(
         tuple(unreviewed),
         tuple(notes),
         len(changes),
+        frozenset(secrets),
     )
 
 
@@ -143,13 +150,52 @@ def _syntax_findings(
     return found
 
 
+def _range_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
+    """The commits of ``base..head`` (``git log -p``), or none when the range is one commit
+    on ``base``: its patch is the net diff, already checked."""
+    if git.is_one_commit(root, base, head):
+        return ()
+    return git.commit_patches(root, base, head)
+
+
+def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None) -> frozenset[str]:
+    """The exact values of the secrets ``spec`` adds, in its net diff or in any of its commits
+    (what the secret rules report), without running the other checks: an agent reviewer's
+    report is masked with them."""
+    options = options or Options()
+    values = _change_secrets([c for c in git.diff(root, spec) if c.status != "D"], options)
+    if spec.head is not None:
+        values |= _patch_secrets(_range_patches(root, spec.base, spec.head), options)
+    return frozenset(values)
+
+
+def _change_secrets(changes: Sequence[FileChange], options: Options) -> set[str]:
+    values: set[str] = set()
+    for change in changes:
+        if not change.binary:
+            values |= checks.secret_values(change, options)
+    return values
+
+
+def _patch_secrets(patches: Sequence[CommitPatch], options: Options) -> set[str]:
+    values: set[str] = set()
+    for patch in patches:
+        for path, (lines, _) in patch.added.items():
+            values |= checks.secret_values(FileChange(path, "M", added_lines=lines), options)
+    return values
+
+
 def _history_secrets(
-    root: Path, base: str, head: str, changes: list[FileChange], options: Options
+    root: Path,
+    head: str,
+    patches: Sequence[CommitPatch],
+    changes: list[FileChange],
+    options: Options,
 ) -> list[Finding]:
-    """Secrets that commits of ``base..head`` add and later ones remove (one ``git log -p``)."""
-    if git.count_commits(root, base, head) < 2:
+    """Secrets that commits of the range (``patches``, one ``git log -p``) add and later ones
+    remove."""
+    if len(patches) < 2:
         return []  # one commit: its diff is the net diff
-    patches = git.commit_patches(root, base, head)
     found = list(checks.check_history_secrets(patches, changes, options))
     if not found:
         return []
