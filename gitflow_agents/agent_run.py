@@ -216,7 +216,7 @@ class AgentRunner:
             kill_grace=job.kill_grace,
             exit_grace=job.exit_grace,
         )
-        self._end_task(self.outcome.status)
+        self._end_task(self.outcome.status, self.outcome.reason)
         return self.outcome
 
     def run_in_process(self, work: Callable[[], tuple[Status, str]]) -> Outcome:
@@ -242,7 +242,7 @@ class AgentRunner:
             pid=None,
             watcher="in-process",
         )
-        self._end_task(status)
+        self._end_task(status, reason)
         return self.outcome
 
     def start_task(self) -> None:
@@ -262,7 +262,11 @@ class AgentRunner:
         elif isinstance(exc, Exception):
             self.failure_reason = f"{type(exc).__name__}: {exc}"
         if self._task_open:
-            self._end_task(self.outcome.status if self.outcome else "failed")
+            outcome = self.outcome
+            self._end_task(
+                outcome.status if outcome else "failed",
+                outcome.reason if outcome else self.failure_reason,
+            )
 
     def record(
         self,
@@ -302,14 +306,14 @@ class AgentRunner:
         """Stop writing this run's events (a hub of its own is closed)."""
         self._close_events()
 
-    def _end_task(self, outcome_status: str) -> None:
+    def _end_task(self, outcome_status: str, reason: str) -> None:
         from gitflow_agents.runs import result_status
 
         self._task_open = False
         ok = result_status(outcome_status) == "succeeded"
         self.emit(
             "task:complete" if ok else "task:failed",
-            {"node": self.job.agent_id, "status": outcome_status},
+            {"node": self.job.agent_id, "status": outcome_status, "reason": reason},
         )
 
 
