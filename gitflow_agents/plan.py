@@ -20,13 +20,22 @@ from gitflow_agents.errors import ConfigError, PlanError
 from gitflow_agents.fsutil import write_bytes_atomic
 
 DEFAULT_END_MARKER = "## Implementation Steps"
-DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
+DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*?) ?\| Step (\d+): (.+)$"
+# The default of gitflow-agents 0.1: an empty status needed two spaces (``### Status:  | Step 2: ...``).
+# Projects whose ``.flow/base.yaml`` still names it get a hint for the one-space form.
+LEGACY_STEP_PATTERN = r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
 
 # markdown-it splits lines on \n after turning \r\n and \r into \n; split the same way so its
 # token line numbers index this list (str.splitlines would also split on \f, \x1c, \u2028 ...).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 _DIGITS = re.compile(r"[0-9]+")
 _CLOSING_HASHES = re.compile(r"(?:^|\s+)#+\s*$")
+
+
+def yaml_pattern(pattern: str) -> str:
+    """``pattern`` as it is written in a YAML file: single-quoted, backslashes as they are (a
+    Python repr doubles them, which breaks when pasted into ``.flow/base.yaml``)."""
+    return "'" + pattern.replace("'", "''") + "'"
 
 
 @functools.lru_cache(maxsize=64)
@@ -46,11 +55,14 @@ def compile_step_pattern(
         regex = _compile(pattern)
     except re.error as exc:
         raise ConfigError(
-            f"invalid regular expression {pattern!r}: {exc}", path=path, line=line, key=key
+            f"invalid regular expression {yaml_pattern(pattern)}: {exc}",
+            path=path,
+            line=line,
+            key=key,
         ) from None
     if regex.groups != 3:
         raise ConfigError(
-            f"pattern {pattern!r} has {regex.groups} capture group"
+            f"pattern {yaml_pattern(pattern)} has {regex.groups} capture group"
             f"{'' if regex.groups == 1 else 's'}; it must have exactly 3 (status, number, title)",
             path=path,
             line=line,
@@ -239,7 +251,7 @@ def _scan(text: str, config: SpecPlanConfig) -> _Scan:
     stray: list[int] = []
     near: list[int] = []
     marker = None
-    default_pattern = config.step_header_pattern == DEFAULT_STEP_PATTERN
+    default_pattern = config.step_header_pattern in (DEFAULT_STEP_PATTERN, LEGACY_STEP_PATTERN)
     for index, raw in enumerate(lines):
         if index in code:
             continue
@@ -273,9 +285,15 @@ def _number_is(header: _Header, number: int) -> bool:
 
 def parse_plan(path: Path, config: SpecPlanConfig = SpecPlanConfig()) -> Plan:
     """Parse a spec plan. PlanError if it cannot be read, has no steps or a non-integer number."""
-    scan = _scan(_read(path).text, config)
+    return parse_plan_text(_read(path).text, path, config)
+
+
+def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = SpecPlanConfig()) -> Plan:
+    """Parse the text of a plan (``path`` names it in the Plan and in errors: a plan read from
+    a commit is parsed as the file it is there). PlanError as :func:`parse_plan`."""
+    scan = _scan(text, config)
     if not scan.headers:
-        raise PlanError(_no_steps_message(config), path=path)
+        raise PlanError(_no_steps_message(config, scan), path=path)
     normalized = [_strip_eol(line) + "\n" for line in scan.lines]
     if scan.lines and not scan.lines[-1].endswith(("\n", "\r")):
         normalized[-1] = normalized[-1][:-1]
@@ -311,11 +329,29 @@ def parse_plan(path: Path, config: SpecPlanConfig = SpecPlanConfig()) -> Plan:
     )
 
 
-def _no_steps_message(config: SpecPlanConfig) -> str:
-    return (
-        "no step headers found (step_header_pattern: "
-        f"{config.step_header_pattern!r}; steps must be markdown headings outside code blocks)"
+def _no_steps_message(config: SpecPlanConfig, scan: _Scan | None = None) -> str:
+    text = (
+        f"no step headers found (step_header_pattern: {yaml_pattern(config.step_header_pattern)}"
+        "; steps must be markdown headings outside code blocks)"
     )
+    if scan is not None and scan.near_misses:
+        index = scan.near_misses[0]
+        text += f"; line {index + 1} looks like a step header but does not match" + _near_miss_hint(
+            _strip_eol(scan.lines[index]), config
+        )
+    return text
+
+
+def _near_miss_hint(line: str, config: SpecPlanConfig) -> str:
+    """Why a ``### Status`` heading is no step: the one-space empty status under the pattern
+    that needs two (the default of gitflow-agents 0.1), else nothing to add."""
+    if config.step_regex.search(line.replace("Status: |", "Status:  |", 1)):
+        return (
+            " (this step_header_pattern needs two spaces for an empty status, "
+            "'### Status:  | Step N: ...'; the default pattern also accepts one: "
+            f"step_header_pattern: {yaml_pattern(DEFAULT_STEP_PATTERN)})"
+        )
+    return ""
 
 
 def lint_plan(path: Path, config: SpecPlanConfig = SpecPlanConfig()) -> list[Problem]:
@@ -343,17 +379,14 @@ def _lint_scan(path: str, scan: _Scan, config: SpecPlanConfig) -> Iterator[Probl
             path, index + 1, "matches step_header_pattern but is not a markdown heading; not a step"
         )
     for index in scan.near_misses:
-        hint = ""
-        text = _strip_eol(scan.lines[index])
-        if config.step_regex.search(text.replace("Status: |", "Status:  |", 1)):
-            hint = " (an empty status is written with two spaces: '### Status:  | Step N: ...')"
+        hint = _near_miss_hint(_strip_eol(scan.lines[index]), config)
         yield Problem(
             path,
             index + 1,
             f"heading looks like a step but does not match step_header_pattern{hint}",
         )
     if not scan.headers:
-        yield Problem(path, None, _no_steps_message(config))
+        yield Problem(path, None, _no_steps_message(config, None))
         return
     marker = config.top_level_end_marker
     first = scan.headers[0].index
@@ -420,18 +453,19 @@ def set_step_status(
     status: str,
     config: SpecPlanConfig = SpecPlanConfig(),
 ) -> None:
-    """Rewrite the status group of one step header; every other byte of the file stays the same.
+    """Rewrite the status of one step header; every other byte of the file stays the same.
 
-    The new status replaces exactly the text captured by group 1 (nothing around it), so with the
-    default pattern ``✅ -> ''`` gives ``### Status:  | Step N: ...`` (two spaces, which the
-    pattern still matches) and ``'' -> ✅`` gives ``### Status: ✅ | Step N: ...`` again.
-    The file is replaced atomically (temp file in the same directory + os.replace).
+    The status text inside group 1 is replaced and the line keeps its own spacing: with the
+    default pattern ``✅ -> ''`` gives ``### Status:  | Step N: ...`` (the space before ``|``
+    stays), ``'' -> ✅`` gives ``### Status: ✅ | Step N: ...`` from the two-space and from the
+    one-space form (``### Status: | Step N``: a space is added after the status, as the line
+    has one before it). When that would not match the pattern, exactly the captured text is
+    replaced (``[ ] -> [x]``). The file is replaced atomically (temp file + os.replace).
     """
     if "\n" in status or "\r" in status:
         raise PlanError(f"a status cannot contain a line break: {status!r}", path=path)
     source = _read(path)
     scan = _scan(source.text, config)
-    regex = config.step_regex
     found = [h for h in scan.headers if _number_is(h, number)]
     if not found:
         numbers = ", ".join(_step_values(h)[1] for h in scan.headers) or "none"
@@ -442,19 +476,17 @@ def set_step_status(
     header = found[0]
     old_line = scan.lines[header.index]
     body = _strip_eol(old_line)
-    start, end = header.match.span(1)
-    if start < 0:
+    if header.match.span(1)[0] < 0:
         raise PlanError(
             "the status group of step_header_pattern did not match anything on this header",
             path=path,
             line=header.index + 1,
         )
-    new_body = body[:start] + status + body[end:]
-    check = regex.search(new_body)
-    if check is None or check.group(1) != status or check.group(2) != header.match.group(2):
+    new_body = _rewrite_header(body, header.match, status, config.step_regex)
+    if new_body is None:
         raise PlanError(
             f"cannot write status {status!r}: the header would no longer match "
-            f"step_header_pattern {config.step_header_pattern!r}",
+            f"step_header_pattern {yaml_pattern(config.step_header_pattern)}",
             path=path,
             line=header.index + 1,
         )
@@ -463,3 +495,32 @@ def set_step_status(
     lines = list(scan.lines)
     lines[header.index] = new_body + old_line[len(body) :]
     write_bytes_atomic(path, source.bom + "".join(lines).encode("utf-8"))
+
+
+def _rewrite_header(
+    body: str, match: re.Match[str], status: str, regex: re.Pattern[str]
+) -> str | None:
+    """``body`` with ``status`` as its status, spacing kept (see ``set_step_status``); None
+    when no candidate still matches ``regex`` with the same step number."""
+    start, end = match.span(1)
+    group = body[start:end]
+    if group.strip():  # replace the status itself, not the spaces around it in the group
+        start, end = (
+            start + len(group) - len(group.lstrip()),
+            end - len(group) + len(group.rstrip()),
+        )
+    else:
+        end = start
+    candidates = [body[:start] + status + body[end:]]
+    if status and not group.strip() and body[end : end + 1] not in ("", " ", "\t"):
+        candidates.insert(0, body[:start] + status + " " + body[end:])  # "Status: | Step"
+    candidates.append(body[: match.start(1)] + status + body[match.end(1) :])
+    for candidate in candidates:
+        check = regex.search(candidate)
+        if (
+            check is not None
+            and (check.group(1) or "").strip() == status.strip()
+            and check.group(2) == match.group(2)
+        ):
+            return candidate
+    return None
