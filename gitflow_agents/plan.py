@@ -1,4 +1,4 @@
-"""Spec plans: parse overview and steps, lint them, update a step's status in place.
+"""Spec plans: parse overview and steps, and lint them (``plan_status`` writes a step's status).
 
 A plan is markdown. Its steps are the markdown headings (outside code blocks) whose source line
 matches ``spec_plan.step_header_pattern``; its overview is the text before the
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitflow_agents.errors import ConfigError, PlanError
-from gitflow_agents.fsutil import write_bytes_atomic
 
 DEFAULT_END_MARKER = "## Implementation Steps"
 DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*?) ?\| Step (\d+): (.+)$"
@@ -28,7 +27,7 @@ LEGACY_STEP_PATTERN = r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
 # markdown-it splits lines on \n after turning \r\n and \r into \n; split the same way so its
 # token line numbers index this list (str.splitlines would also split on \f, \x1c, \u2028 ...).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
-_DIGITS = re.compile(r"[0-9]+")
+DIGITS = re.compile(r"[0-9]+")
 _CLOSING_HASHES = re.compile(r"(?:^|\s+)#+\s*$")
 
 
@@ -150,28 +149,28 @@ class Problem:
 
 
 @dataclass(frozen=True)
-class _Source:
+class Source:
     bom: bytes  # b"" or the UTF-8 byte order mark, kept when writing back
     text: str  # decoded text without the BOM, original line endings
 
 
 @dataclass(frozen=True)
-class _Header:
+class Header:
     index: int  # 0-based line index
     match: re.Match[str]
 
 
 @dataclass(frozen=True)
-class _Scan:
+class Scan:
     lines: tuple[str, ...]  # with original line endings
-    headers: tuple[_Header, ...]  # step headers, in file order
+    headers: tuple[Header, ...]  # step headers, in file order
     marker: int | None  # 0-based index of the end marker line
     unclosed_fences: tuple[tuple[int, str], ...]  # (index, fence markup) of fences open at EOF
     stray: tuple[int, ...]  # non-heading lines outside code that match the step pattern
     near_misses: tuple[int, ...]  # headings that look like default-pattern steps but do not match
 
 
-def _read(path: Path) -> _Source:
+def read_source(path: Path) -> Source:
     """Read a plan as UTF-8 text; PlanError (with the line where known) if that is not possible."""
     try:
         data = path.read_bytes()
@@ -197,7 +196,7 @@ def _read(path: Path) -> _Source:
             path=path,
             line=line,
         ) from None
-    return _Source(bom, text)
+    return Source(bom, text)
 
 
 def _line_of(data: bytes, offset: int) -> int:
@@ -205,7 +204,7 @@ def _line_of(data: bytes, offset: int) -> int:
     return len(re.findall(rb"\r\n|\r|\n", data[:offset])) + 1
 
 
-def _strip_eol(line: str) -> str:
+def strip_eol(line: str) -> str:
     return line.rstrip("\r\n")
 
 
@@ -218,12 +217,12 @@ def _is_marker(line: str, marker: str) -> bool:
 
 
 def _closes_fence(line: str, markup: str) -> bool:
-    text = _strip_eol(line).lstrip(" \t>")
+    text = strip_eol(line).lstrip(" \t>")
     run = len(text) - len(text.lstrip(markup[0]))
     return run >= len(markup) and not text[run:].strip()
 
 
-def _scan(text: str, config: SpecPlanConfig) -> _Scan:
+def scan_source(text: str, config: SpecPlanConfig) -> Scan:
     from gitflow_agents.markdown import block_tokens
 
     regex = config.step_regex
@@ -247,7 +246,7 @@ def _scan(text: str, config: SpecPlanConfig) -> _Scan:
         elif token.type == "heading_open":
             headings.add(start)
 
-    headers: list[_Header] = []
+    headers: list[Header] = []
     stray: list[int] = []
     near: list[int] = []
     marker = None
@@ -255,28 +254,23 @@ def _scan(text: str, config: SpecPlanConfig) -> _Scan:
     for index, raw in enumerate(lines):
         if index in code:
             continue
-        line = _strip_eol(raw)
+        line = strip_eol(raw)
         match = regex.search(line)
         if match and index in headings:
-            headers.append(_Header(index, match))
+            headers.append(Header(index, match))
         elif match:
             stray.append(index)
         elif marker is None and _is_marker(line, config.top_level_end_marker):
             marker = index
         elif default_pattern and index in headings and line.startswith("### Status"):
             near.append(index)
-    return _Scan(lines, tuple(headers), marker, tuple(unclosed), tuple(stray), tuple(near))
+    return Scan(lines, tuple(headers), marker, tuple(unclosed), tuple(stray), tuple(near))
 
 
-def _step_values(header: _Header) -> tuple[str, str, str]:
+def step_values(header: Header) -> tuple[str, str, str]:
     status, number, title = (header.match.group(i) or "" for i in (1, 2, 3))
     # A closed ATX heading ("### ... | Step 2: Title ##") renders without its closing #s.
     return status.strip(), number.strip(), _CLOSING_HASHES.sub("", title).strip()
-
-
-def _number_is(header: _Header, number: int) -> bool:
-    text = _step_values(header)[1]
-    return _DIGITS.fullmatch(text) is not None and int(text) == number
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,24 +279,24 @@ def _number_is(header: _Header, number: int) -> bool:
 
 def parse_plan(path: Path, config: SpecPlanConfig = SpecPlanConfig()) -> Plan:
     """Parse a spec plan. PlanError if it cannot be read, has no steps or a non-integer number."""
-    return parse_plan_text(_read(path).text, path, config)
+    return parse_plan_text(read_source(path).text, path, config)
 
 
 def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = SpecPlanConfig()) -> Plan:
     """Parse the text of a plan (``path`` names it in the Plan and in errors: a plan read from
     a commit is parsed as the file it is there). PlanError as :func:`parse_plan`."""
-    scan = _scan(text, config)
+    scan = scan_source(text, config)
     if not scan.headers:
         raise PlanError(_no_steps_message(config, scan), path=path)
-    normalized = [_strip_eol(line) + "\n" for line in scan.lines]
+    normalized = [strip_eol(line) + "\n" for line in scan.lines]
     if scan.lines and not scan.lines[-1].endswith(("\n", "\r")):
         normalized[-1] = normalized[-1][:-1]
     first = scan.headers[0].index
     overview_end = first if scan.marker is None else min(scan.marker, first)
     steps = []
     for position, header in enumerate(scan.headers):
-        status, number, title = _step_values(header)
-        if not _DIGITS.fullmatch(number):
+        status, number, title = step_values(header)
+        if not DIGITS.fullmatch(number):
             raise PlanError(
                 f"step number {number!r} is not an integer", path=path, line=header.index + 1
             )
@@ -317,7 +311,7 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = SpecPlanConf
                 title=title,
                 status=status,
                 line=header.index + 1,
-                header=_strip_eol(scan.lines[header.index]),
+                header=strip_eol(scan.lines[header.index]),
                 content="".join(normalized[header.index : end]),
             )
         )
@@ -329,7 +323,7 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = SpecPlanConf
     )
 
 
-def _no_steps_message(config: SpecPlanConfig, scan: _Scan | None = None) -> str:
+def _no_steps_message(config: SpecPlanConfig, scan: Scan | None = None) -> str:
     text = (
         f"no step headers found (step_header_pattern: {yaml_pattern(config.step_header_pattern)}"
         "; steps must be markdown headings outside code blocks)"
@@ -337,7 +331,7 @@ def _no_steps_message(config: SpecPlanConfig, scan: _Scan | None = None) -> str:
     if scan is not None and scan.near_misses:
         index = scan.near_misses[0]
         text += f"; line {index + 1} looks like a step header but does not match" + _near_miss_hint(
-            _strip_eol(scan.lines[index]), config
+            strip_eol(scan.lines[index]), config
         )
     return text
 
@@ -358,15 +352,15 @@ def lint_plan(path: Path, config: SpecPlanConfig = SpecPlanConfig()) -> list[Pro
     """Every problem in a plan, in line order (problems without a line first)."""
     shown = str(path)
     try:
-        source = _read(path)
+        source = read_source(path)
     except PlanError as exc:
         return [Problem(shown, exc.line, exc.detail)]
-    scan = _scan(source.text, config)
+    scan = scan_source(source.text, config)
     problems = list(_lint_scan(shown, scan, config))
     return sorted(problems, key=lambda p: p.line or 0)
 
 
-def _lint_scan(path: str, scan: _Scan, config: SpecPlanConfig) -> Iterator[Problem]:
+def _lint_scan(path: str, scan: Scan, config: SpecPlanConfig) -> Iterator[Problem]:
     for index, markup in scan.unclosed_fences:
         yield Problem(
             path,
@@ -379,7 +373,7 @@ def _lint_scan(path: str, scan: _Scan, config: SpecPlanConfig) -> Iterator[Probl
             path, index + 1, "matches step_header_pattern but is not a markdown heading; not a step"
         )
     for index in scan.near_misses:
-        hint = _near_miss_hint(_strip_eol(scan.lines[index]), config)
+        hint = _near_miss_hint(strip_eol(scan.lines[index]), config)
         yield Problem(
             path,
             index + 1,
@@ -406,10 +400,10 @@ def _lint_scan(path: str, scan: _Scan, config: SpecPlanConfig) -> Iterator[Probl
     previous: tuple[int, int] | None = None  # (number, line) of the previous numbered step
     for header in scan.headers:
         line = header.index + 1
-        _, number_text, title = _step_values(header)
+        _, number_text, title = step_values(header)
         if not title:
             yield Problem(path, line, "step has an empty title")
-        if not _DIGITS.fullmatch(number_text):
+        if not DIGITS.fullmatch(number_text):
             yield Problem(path, line, f"step number {number_text!r} is not an integer")
             continue
         number = int(number_text)
@@ -445,82 +439,3 @@ def _lint_scan(path: str, scan: _Scan, config: SpecPlanConfig) -> Iterator[Probl
 
 def _range(low: int, high: int) -> str:
     return f"step {low}" if low == high else f"steps {low}-{high}"
-
-
-def set_step_status(
-    path: Path,
-    number: int,
-    status: str,
-    config: SpecPlanConfig = SpecPlanConfig(),
-) -> None:
-    """Rewrite the status of one step header; every other byte of the file stays the same.
-
-    The status text inside group 1 is replaced and the line keeps its own spacing: with the
-    default pattern ``✅ -> ''`` gives ``### Status:  | Step N: ...`` (the space before ``|``
-    stays), ``'' -> ✅`` gives ``### Status: ✅ | Step N: ...`` from the two-space and from the
-    one-space form (``### Status: | Step N``: a space is added after the status, as the line
-    has one before it). When that would not match the pattern, exactly the captured text is
-    replaced (``[ ] -> [x]``). The file is replaced atomically (temp file + os.replace).
-    """
-    if "\n" in status or "\r" in status:
-        raise PlanError(f"a status cannot contain a line break: {status!r}", path=path)
-    source = _read(path)
-    scan = _scan(source.text, config)
-    found = [h for h in scan.headers if _number_is(h, number)]
-    if not found:
-        numbers = ", ".join(_step_values(h)[1] for h in scan.headers) or "none"
-        raise PlanError(f"no step {number} (steps: {numbers})", path=path)
-    if len(found) > 1:
-        where = ", ".join(str(h.index + 1) for h in found)
-        raise PlanError(f"step {number} is defined {len(found)} times (lines {where})", path=path)
-    header = found[0]
-    old_line = scan.lines[header.index]
-    body = _strip_eol(old_line)
-    if header.match.span(1)[0] < 0:
-        raise PlanError(
-            "the status group of step_header_pattern did not match anything on this header",
-            path=path,
-            line=header.index + 1,
-        )
-    new_body = _rewrite_header(body, header.match, status, config.step_regex)
-    if new_body is None:
-        raise PlanError(
-            f"cannot write status {status!r}: the header would no longer match "
-            f"step_header_pattern {yaml_pattern(config.step_header_pattern)}",
-            path=path,
-            line=header.index + 1,
-        )
-    if new_body == body:
-        return
-    lines = list(scan.lines)
-    lines[header.index] = new_body + old_line[len(body) :]
-    write_bytes_atomic(path, source.bom + "".join(lines).encode("utf-8"))
-
-
-def _rewrite_header(
-    body: str, match: re.Match[str], status: str, regex: re.Pattern[str]
-) -> str | None:
-    """``body`` with ``status`` as its status, spacing kept (see ``set_step_status``); None
-    when no candidate still matches ``regex`` with the same step number."""
-    start, end = match.span(1)
-    group = body[start:end]
-    if group.strip():  # replace the status itself, not the spaces around it in the group
-        start, end = (
-            start + len(group) - len(group.lstrip()),
-            end - len(group) + len(group.rstrip()),
-        )
-    else:
-        end = start
-    candidates = [body[:start] + status + body[end:]]
-    if status and not group.strip() and body[end : end + 1] not in ("", " ", "\t"):
-        candidates.insert(0, body[:start] + status + " " + body[end:])  # "Status: | Step"
-    candidates.append(body[: match.start(1)] + status + body[match.end(1) :])
-    for candidate in candidates:
-        check = regex.search(candidate)
-        if (
-            check is not None
-            and (check.group(1) or "").strip() == status.strip()
-            and check.group(2) == match.group(2)
-        ):
-            return candidate
-    return None

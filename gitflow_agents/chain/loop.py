@@ -175,7 +175,7 @@ def _mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: 
     Returns the commit to merge: the reviewed one when the plan is not on the branch (then the
     user's copy gets the status, as before) or already says ✅."""
     from gitflow_agents.errors import PlanError
-    from gitflow_agents.plan import set_step_status
+    from gitflow_agents.plan_status import set_step_status
     from gitflow_agents.reviewer import record_review
 
     assert ctx.plan is not None
@@ -208,7 +208,7 @@ def _mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: 
 
 
 def _set_status(ctx: Context, step: int, status: str) -> None:
-    from gitflow_agents.plan import set_step_status
+    from gitflow_agents.plan_status import set_step_status
 
     assert ctx.plan is not None
     with contextlib.suppress(OSError):

@@ -1,0 +1,108 @@
+"""Writing a step's status into a plan file in place: one header line changes, atomically.
+
+The status text inside the pattern's group 1 is replaced and the line keeps its own spacing;
+every other byte of the file (BOM, line endings, the missing final newline) stays as it was.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from gitflow_agents.errors import PlanError
+from gitflow_agents.fsutil import write_bytes_atomic
+from gitflow_agents.plan import (
+    DIGITS,
+    Header,
+    SpecPlanConfig,
+    read_source,
+    scan_source,
+    step_values,
+    strip_eol,
+    yaml_pattern,
+)
+
+
+def set_step_status(
+    path: Path,
+    number: int,
+    status: str,
+    config: SpecPlanConfig | None = None,
+) -> None:
+    """Rewrite the status of one step header; every other byte of the file stays the same.
+
+    The status text inside group 1 is replaced and the line keeps its own spacing: with the
+    default pattern ``✅ -> ''`` gives ``### Status:  | Step N: ...`` (the space before ``|``
+    stays), ``'' -> ✅`` gives ``### Status: ✅ | Step N: ...`` from the two-space and from the
+    one-space form (``### Status: | Step N``: a space is added after the status, as the line
+    has one before it). When that would not match the pattern, exactly the captured text is
+    replaced (``[ ] -> [x]``). The file is replaced atomically (temp file + os.replace).
+    """
+    if "\n" in status or "\r" in status:
+        raise PlanError(f"a status cannot contain a line break: {status!r}", path=path)
+    config = config or SpecPlanConfig()
+    source = read_source(path)
+    scan = scan_source(source.text, config)
+    found = [h for h in scan.headers if _number_is(h, number)]
+    if not found:
+        numbers = ", ".join(step_values(h)[1] for h in scan.headers) or "none"
+        raise PlanError(f"no step {number} (steps: {numbers})", path=path)
+    if len(found) > 1:
+        where = ", ".join(str(h.index + 1) for h in found)
+        raise PlanError(f"step {number} is defined {len(found)} times (lines {where})", path=path)
+    header = found[0]
+    old_line = scan.lines[header.index]
+    body = strip_eol(old_line)
+    if header.match.span(1)[0] < 0:
+        raise PlanError(
+            "the status group of step_header_pattern did not match anything on this header",
+            path=path,
+            line=header.index + 1,
+        )
+    new_body = _rewrite_header(body, header.match, status, config.step_regex)
+    if new_body is None:
+        raise PlanError(
+            f"cannot write status {status!r}: the header would no longer match "
+            f"step_header_pattern {yaml_pattern(config.step_header_pattern)}",
+            path=path,
+            line=header.index + 1,
+        )
+    if new_body == body:
+        return
+    lines = list(scan.lines)
+    lines[header.index] = new_body + old_line[len(body) :]
+    write_bytes_atomic(path, source.bom + "".join(lines).encode("utf-8"))
+
+
+def _rewrite_header(
+    body: str, match: re.Match[str], status: str, regex: re.Pattern[str]
+) -> str | None:
+    """``body`` with ``status`` as its status, spacing kept (see ``set_step_status``); None
+    when no candidate still matches ``regex`` with the same step number."""
+    start, end = match.span(1)
+    group = body[start:end]
+    if group.strip():  # replace the status itself, not the spaces around it in the group
+        start, end = (
+            start + len(group) - len(group.lstrip()),
+            end - len(group) + len(group.rstrip()),
+        )
+    else:
+        end = start
+    candidates = [body[:start] + status + body[end:]]
+    if status and not group.strip() and body[end : end + 1] not in ("", " ", "\t"):
+        candidates.insert(0, body[:start] + status + " " + body[end:])  # "Status: | Step"
+    candidates.append(body[: match.start(1)] + status + body[match.end(1) :])
+    for candidate in candidates:
+        check = regex.search(candidate)
+        if (
+            check is not None
+            and (check.group(1) or "").strip() == status.strip()
+            and check.group(2) == match.group(2)
+        ):
+            return candidate
+    return None
+
+
+def _number_is(header: Header, number: int) -> bool:
+    text = step_values(header)[1]
+    return DIGITS.fullmatch(text) is not None and int(text) == number
