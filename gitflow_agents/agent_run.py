@@ -380,6 +380,7 @@ def _write_queued(job: AgentJob, facts: RunFacts, agent_dir: Path) -> None:
             "agent_config": job.agent,
             "stuck_timeout": job.stuck_timeout,
             "timeout": job.timeout,
+            "workdir": str(job.workdir or job.root),  # whose work tree (lost_runs.lost_in)
             **({"session": dict(job.session)} if job.session else {}),
         },
     )
