@@ -158,7 +158,8 @@ def lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, Any]]]:
         status = read_json(paths.status)
         if status is None or status.get("state") not in ACTIVE:
             continue
-        recorded = status.get("workdir")
+        extra = status.get("extra")
+        recorded = extra.get("workdir") if isinstance(extra, dict) else None
         if isinstance(recorded, str) and Path(recorded).resolve() == place and is_lost(status):
             found.append((paths, status))
     return found

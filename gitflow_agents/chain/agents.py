@@ -96,10 +96,16 @@ def run_agent(
     preamble: str | None = None,
     task: str | None = None,
     commit_message: str | None = None,
+    resolve_merge: bool = False,
 ) -> AgentRun:
     """Run (or reuse) one agent in ``ws``; commit its changes (implement/fix) with the run's
-    trailer and fill its report's git statistics. AgentFailed unless it completed."""
-    job = Job(agent, agent_id, kind, start_sha, step, tuple(after), preamble, task, commit_message)
+    trailer and fill its report's git statistics. AgentFailed unless it completed.
+    ``resolve_merge``: the work tree holds a conflicted merge the agent resolves (it is kept
+    as it is, and the commit completes the merge); such a run is never reused."""
+    job = Job(
+        agent, agent_id, kind, start_sha, step, tuple(after), preamble, task, commit_message,
+        resolve_merge,
+    )  # fmt: skip
     return run_together(ctx, ws, [job])[0]
 
 
@@ -116,6 +122,8 @@ class Job:
     preamble: str | None = None
     task: str | None = None
     commit_message: str | None = None
+    resolve_merge: bool = False  # the work tree holds a merge in progress for it: keep it
+    reuse: bool = True  # False: run it even when an earlier run completed from the same commit
 
 
 def run_together(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
@@ -127,7 +135,7 @@ def run_together(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[Agent
     attempts: list[tuple[int, _Attempt]] = []
     try:
         for index, job in enumerate(jobs):
-            reused = _reuse(ctx, job)
+            reused = _reuse(ctx, job) if job.reuse and not job.resolve_merge else None
             if reused is not None:
                 done[index] = reused
                 continue
@@ -222,6 +230,7 @@ class _Attempt:
         if (
             job.kind in ("implement", "fix")
             and ws.branch is not None
+            and not job.resolve_merge
             and (git.head_sha(ws.worktree) != job.start_sha or git.dirty_paths(ws.worktree))
         ):
             git.discard_changes(ws.worktree, job.start_sha)  # a crashed attempt's leftovers

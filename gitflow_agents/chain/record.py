@@ -26,7 +26,8 @@ from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.errors import ExitCode
 from gitflow_agents.runs import RunPaths, read_json
 
-Outcome = Literal["approved", "rejected", "failed", "canceled", "skipped"]
+# "empty": the implementer or a fixer changed nothing, so there was nothing (new) to review
+Outcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class ChainResult:
     merged: git.MergeResult | None
     result_path: Path | None
     history_line: str
+    notices: tuple[str, ...] = ()  # what the run did on its own (a lost run killed, ...)
 
 
 class StepRecord:
@@ -95,6 +97,7 @@ class StepRecord:
             merged=self.merged,
             result_path=path,
             history_line=line,
+            notices=tuple(self.ctx.notices),
         )
 
 
@@ -144,6 +147,7 @@ def _write_record(rec: StepRecord) -> ChainResult:
         ),
         "agents": [a.to_json() for a in rec.agents],
         "rounds": [r.to_json() for r in rec.rounds],
+        "notices": list(ctx.notices),
     }
     result["gitStats"] = git_stats.to_json() if git_stats else None
     result["run"] = {
