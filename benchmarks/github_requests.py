@@ -36,14 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gitflow_agents.findings import Severity  # noqa: E402
-from gitflow_agents.github.action import (  # noqa: E402
-    PREFIX,
-    Options,
-    post_findings,
-    read_runner_env,
-    review_and_publish,
-)
+from gitflow_agents.github.action import post_findings, review_and_publish  # noqa: E402
 from gitflow_agents.github.client import Client, Settings  # noqa: E402
+from gitflow_agents.github.runner import PREFIX, Options, read_runner_env  # noqa: E402
 from tests.github_standin import GitHubStandIn, Pull  # noqa: E402
 
 GIT_ENV = {

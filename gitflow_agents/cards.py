@@ -1,9 +1,10 @@
-"""Cards (seed 001): the markdown task file a run works on, and what a run writes back into it.
+"""Cards: the markdown task file a run works on, and what a run writes back into it.
 
 - Frontmatter lifecycle: ``agent_flow=<flow>`` and ``agent_status=queued`` when the card lock is
   taken, ``running`` right before dispatch, then ``succeeded|failed|canceled``. ``agent_flow``
   stays until the next run overwrites it; implement runs persist ``branch`` on success.
-- History: one dated line per event, the seed's templates word for word, under ``## History``.
+- History: one dated line per event, in the fixed formats of docs/supervisor.md ("Cards"),
+  under ``## History``.
 - Checklist: only the acceptance-criteria boxes whose 0-based index is in ``checkedCriteria``
   are ticked; nothing is ever unticked.
 
@@ -15,10 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import socket
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import date as Date
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Literal
 
 from gitflow_agents.errors import GitflowError, InputError
 from gitflow_agents.frontmatter import split_frontmatter
+from gitflow_agents.lock import LockInfo, hold
 from gitflow_agents.runs import write_text_atomic
 
 CardStatus = Literal["queued", "running", "succeeded", "failed", "canceled"]
@@ -128,58 +127,28 @@ def lock_path(card: Path) -> Path:
     return card.with_name(f".{card.name}.lock")
 
 
-def _lock_holder_alive(info: Mapping[str, object]) -> bool:
-    if info.get("host") != socket.gethostname():
-        return True  # cannot check another machine's pid: assume it is alive
-    pid = info.get("pid")
-    if not isinstance(pid, int):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @contextlib.contextmanager
 def card_lock(card: Path, run_id: str) -> Iterator[Path]:
-    """Hold ``.<card>.lock`` for the duration of a run; a lock of a dead process is taken over.
+    """Hold ``.<card>.lock`` for the duration of a run (a lock file of gitflow_agents/lock.py: a
+    lock whose process is gone, or unreadable, is taken over).
 
     Raises CardLockedError naming the run that holds it.
     """
     lock = lock_path(card)
-    info = {"runId": run_id, "pid": os.getpid(), "host": socket.gethostname(), "at": time.time()}
-    for _attempt in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            try:
-                holder = json.loads(lock.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                holder = {}
-            if isinstance(holder, dict) and _lock_holder_alive(holder):
-                raise CardLockedError(
-                    f"{card}: card is locked by run {holder.get('runId', '?')}"
-                    f" (pid {holder.get('pid', '?')}); remove {lock} if that run is gone"
-                ) from None
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()  # stale: its process is gone
-            continue
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(info, handle)
-        break
-    else:
-        raise CardLockedError(f"{card}: could not take the card lock {lock}")
-    try:
+
+    def refuse(path: Path, holder: LockInfo | None) -> GitflowError:
+        if holder is None:
+            return CardLockedError(f"{card}: could not take the card lock {lock}")
+        return CardLockedError(
+            f"{card}: card is locked by run {holder.run_id}"
+            f" (pid {holder.pid}); remove {lock} if that run is gone"
+        )
+
+    with hold(lock, run_id, refuse=refuse):
         yield lock
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            lock.unlink()
 
 
-# --- history lines (seed 001 templates, verbatim) ------------------------------------------
+# --- history lines (the formats of docs/supervisor.md, "Cards") ----------------------------
 
 
 def history_line(
@@ -198,7 +167,7 @@ def history_line(
     sources: int = 0,
     log_path: str = "",
 ) -> str:
-    """One history line in the seed's exact format, e.g.
+    """One history line in its fixed format (docs/supervisor.md, "Cards"), e.g.
     ``2026-01-02: Run <id> succeeded (implement); checked 2 items; tests: pass.``"""
     stamp = (day or Date.today()).isoformat()
     head = f"{stamp}: Run {run_id}"

@@ -943,3 +943,74 @@ def exclude_flow_dir(root: Path, flow_dir: str) -> bool:
         return False
     ensure_info_exclude(root, (f"/{rel.strip('/')}/",))
     return True
+
+
+# --- remotes: fetch and push (used by github/) ---
+
+
+def fetch_ref(root: Path, refspec: str, remote: str = "origin") -> bool:
+    """``git fetch --no-tags --quiet REMOTE REFSPEC``, best effort: whether git succeeded.
+
+    Callers look for the commit they need afterwards (``rev_parse``), so a failed fetch shows
+    up as that commit missing, named in their own words."""
+    result = run_git(root, "fetch", "--no-tags", "--quiet", remote, refspec, check=False)
+    return result.returncode == 0
+
+
+def remote_branch_sha(root: Path, branch: str, remote: str = "origin") -> str | None:
+    """The tip of ``branch`` on ``remote`` (``git ls-remote``), None when it has no such branch;
+    GitError when the remote cannot be read."""
+    result = run_git(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}", check=False)
+    if result.returncode != 0:
+        raise _fail(result, f"cannot read branch {branch} from {remote}")
+    for line in result.stdout.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref == f"refs/heads/{branch}":
+            return sha
+    return None
+
+
+@dataclass(frozen=True)
+class PushResult:
+    ok: bool
+    moved: bool  # refused as not a fast-forward: the branch moved on since
+    detail: str  # the last lines git printed when refused ("" when ok)
+
+
+def push_branch(
+    root: Path, sha: str, branch: str, remote: str = "origin", *, dry_run: bool = False
+) -> PushResult:
+    """``git push --porcelain REMOTE SHA:refs/heads/BRANCH``: a normal push, never forced, so
+    git refuses it when ``branch`` moved on (``moved``). ``dry_run``: only ask whether the
+    remote would take it."""
+    flags = ("--porcelain", "--dry-run") if dry_run else ("--porcelain",)
+    result = run_git(root, "push", *flags, remote, f"{sha}:refs/heads/{branch}", check=False)
+    if result.returncode == 0:
+        return PushResult(True, False, "")
+    lines = [
+        line.strip()
+        for line in (result.stderr + "\n" + result.stdout).splitlines()
+        if line.strip() and line.strip() not in ("Done",) and not line.startswith("To ")
+    ]
+    detail = "; ".join(lines[-3:]) or f"git exited {result.returncode}"
+    return PushResult(False, "[rejected]" in result.stdout, detail)
+
+
+def commit_identity(root: Path, name: str, email: str) -> dict[str, str]:
+    """The environment a commit in ``root`` needs to have an author and a committer: {} when
+    git already knows both (from its configuration or this process's environment), else
+    ``GIT_AUTHOR_*`` / ``GIT_COMMITTER_*`` naming ``name`` <``email``>, each only where the
+    environment does not set it. Nothing is changed here: the caller passes the result on."""
+    known = all(
+        run_git(root, "var", variable, check=False).returncode == 0
+        for variable in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT")
+    )
+    if known:
+        return {}
+    wanted = {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+    return {key: value for key, value in wanted.items() if not os.environ.get(key)}

@@ -1,8 +1,9 @@
-"""One run per plan step at a time: a lock file created with O_EXCL.
+"""Lock files: one run per plan step (``step_lock_path``), one run per card (cards.card_lock).
 
-The lock records the holder's pid, its process start time (psutil) and host. A lock whose
-process is gone (or whose pid now belongs to a different process, started later) is stale and is
-taken over; a lock held by a live process is refused with the run that holds it.
+The lock records the holder's run id, pid, process start time and host, and is created with its
+content in one step. A lock whose process is gone (or whose pid now belongs to a different
+process, started later: gitflow_agents/liveness.py) is stale and is taken over; a lock held by a
+live process is refused with the run that holds it.
 """
 
 from __future__ import annotations
@@ -10,14 +11,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gitflow_agents.errors import GitflowError
+from gitflow_agents.liveness import process_alive, start_time
 
 
 class StepLockedError(GitflowError):
@@ -42,18 +45,16 @@ class LockInfo:
         }
 
 
-def _create_time(pid: int) -> float | None:
-    import psutil
-
+def read_lock(path: Path) -> LockInfo | None:
     try:
-        return float(psutil.Process(pid).create_time())
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return _parse(path.read_bytes())
+    except OSError:
         return None
 
 
-def read_lock(path: Path) -> LockInfo | None:
+def _parse(raw: bytes) -> LockInfo | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(raw.decode("utf-8"))
         return LockInfo(
             run_id=str(data.get("runId", "?")),
             pid=int(data["pid"]),
@@ -61,47 +62,52 @@ def read_lock(path: Path) -> LockInfo | None:
             started=float(data["pidStarted"]) if data.get("pidStarted") is not None else None,
             at=float(data.get("at", 0.0)),
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
 def holder_alive(info: LockInfo) -> bool:
     """True while the process that took the lock still runs (pid reuse is detected)."""
-    import psutil
-
     if info.host and info.host != socket.gethostname():
         return True  # another machine's pid cannot be checked: assume it is alive
-    if not psutil.pid_exists(info.pid):
-        return False
-    started = _create_time(info.pid)
-    if started is None:
-        return psutil.pid_exists(info.pid)
-    return info.started is None or abs(started - info.started) < 1.0
+    return process_alive(info.pid, info.started)
+
+
+def _refuse_step(path: Path, holder: LockInfo | None) -> GitflowError:
+    if holder is None:
+        return StepLockedError(f"{path}: could not take the lock")
+    return StepLockedError(
+        f"{path}: held by run {holder.run_id} (pid {holder.pid}); "
+        "wait for it to finish, or cancel it"
+    )
 
 
 @contextlib.contextmanager
-def hold(path: Path, run_id: str) -> Iterator[LockInfo]:
-    """Hold the lock file ``path`` for the duration of the block; StepLockedError when a live
-    run holds it; a stale lock (dead holder, unreadable file) is taken over."""
+def hold(
+    path: Path,
+    run_id: str,
+    *,
+    refuse: Callable[[Path, LockInfo | None], GitflowError] = _refuse_step,
+) -> Iterator[LockInfo]:
+    """Hold the lock file ``path`` for the duration of the block; a stale lock (dead holder,
+    unreadable file) is taken over. When a live run holds it, raises ``refuse(path, holder)``
+    (StepLockedError by default); ``refuse(path, None)`` when racing takers kept it out of reach.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    me = LockInfo(run_id, os.getpid(), socket.gethostname(), _create_time(os.getpid()), time.time())
+    me = LockInfo(run_id, os.getpid(), socket.gethostname(), start_time(os.getpid()), time.time())
     for _attempt in range(3):
+        if _create(path, me):
+            break
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            holder = read_lock(path)
-            if holder is not None and holder_alive(holder):
-                raise StepLockedError(
-                    f"{path}: held by run {holder.run_id} (pid {holder.pid}); "
-                    "wait for it to finish, or cancel it"
-                ) from None
-            _take_over(path)
+            raw = path.read_bytes()
+        except FileNotFoundError:  # released meanwhile: try again
             continue
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(me.to_json(), handle)
-        break
+        holder = _parse(raw)
+        if holder is not None and holder_alive(holder):
+            raise refuse(path, holder) from None
+        _take_over(path, raw)
     else:
-        raise StepLockedError(f"{path}: could not take the lock")
+        raise refuse(path, None)
     try:
         yield me
     finally:
@@ -110,12 +116,48 @@ def hold(path: Path, run_id: str) -> Iterator[LockInfo]:
             path.unlink(missing_ok=True)
 
 
-def _take_over(stale: Path) -> None:
-    """Remove a stale lock; renaming first means only one of two racing takers removes it."""
-    grave = stale.with_name(f"{stale.name}.stale.{os.getpid()}")
-    with contextlib.suppress(FileNotFoundError):
+def _create(path: Path, me: LockInfo) -> bool:
+    """Create the lock file, content included, in one step; False when it exists already.
+
+    Written aside and hard-linked into place, so no other taker ever reads it empty (and takes
+    it for a stale, unreadable lock). Where hard links are not supported: O_EXCL, then write.
+    """
+    content = json.dumps(me.to_json())
+    aside = path.with_name(f"{path.name}.{secrets.token_hex(6)}.tmp")
+    aside.write_text(content, encoding="utf-8")
+    try:
+        os.link(aside, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:
+        pass
+    finally:
+        aside.unlink(missing_ok=True)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(content)
+    return True
+
+
+def _take_over(stale: Path, seen: bytes) -> None:
+    """Remove the stale lock whose content was ``seen``. Renaming it first means only one of
+    two racing takers removes it; a lock that changed since it was judged stale (another
+    taker's fresh one) is put back."""
+    grave = stale.with_name(f"{stale.name}.stale.{secrets.token_hex(6)}")
+    try:
         stale.rename(grave)
-        grave.unlink()
+    except FileNotFoundError:
+        return
+    try:
+        if grave.read_bytes() != seen:
+            with contextlib.suppress(OSError):
+                os.link(grave, stale)
+    finally:
+        grave.unlink(missing_ok=True)
 
 
 def step_lock_path(root: Path, flow_dir: str, flow: str, step: int | None) -> Path:

@@ -23,37 +23,32 @@ ACTIVE = ("queued", "running", "killing")
 
 
 def supervisor_alive(status: Mapping[str, Any]) -> bool:
-    """Whether the process that supervises the run still lives (a pid now used by a process
-    that started after the run is not it)."""
-    import psutil
+    """Whether the process that supervises the run still lives (``liveness.process_alive``)."""
+    from gitflow_agents.liveness import process_alive
 
-    pid = status.get("supervisor_pid")
-    if not isinstance(pid, int):
-        return False
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        started = status.get("started")
-        return not isinstance(started, (int, float)) or proc.create_time() <= started + 1.0
-    except psutil.Error:
-        return False
+    return process_alive(status.get("supervisor_pid"), status.get("supervisor_create_time"))
 
 
 def is_lost(status: Mapping[str, Any]) -> bool:
-    """The run has not ended and nothing supervises it any more. A record without a supervisor
-    pid (written by hand or by an old version) is lost when none of its processes lives."""
+    """The run has not ended and nothing supervises it any more, whether or not its agent still
+    runs. A record without a supervisor pid (written by hand or by an old version) is lost when
+    nobody can finish it (``liveness.run_alive``)."""
+    from gitflow_agents.liveness import run_alive
+
     if status.get("state") not in ACTIVE:
         return False
     if isinstance(status.get("supervisor_pid"), int):
         return not supervisor_alive(status)
-    return not tree_pids(status)
+    return not run_alive(status)
 
 
 def tree_pids(status: Mapping[str, Any]) -> tuple[int, ...]:
-    """The live processes of the run's tree, as recorded in its ``status.json``."""
+    """The live processes of the run's tree as its ``status.json`` records it: the agent's pid
+    (while it is the process that was started), every process of ours carrying the run's tree
+    marker, and their descendants."""
     import psutil
 
+    from gitflow_agents.liveness import process_alive
     from gitflow_agents.supervisor import TREE_ENV
 
     found: dict[int, psutil.Process] = {}
@@ -64,11 +59,9 @@ def tree_pids(status: Mapping[str, Any]) -> tuple[int, ...]:
                 found[proc.pid] = proc
 
     pid, created = status.get("pid"), status.get("create_time")
-    if isinstance(pid, int) and isinstance(created, (int, float)):
+    if isinstance(pid, int) and isinstance(created, (int, float)) and process_alive(pid, created):
         with contextlib.suppress(psutil.Error):
-            proc = psutil.Process(pid)
-            if abs(proc.create_time() - created) < 0.01:
-                add(proc)
+            add(psutil.Process(pid))
     token, started = status.get("tree_token"), status.get("started")
     if isinstance(token, str):
         oldest = float(started) - 1.0 if isinstance(started, (int, float)) else 0.0
@@ -99,19 +92,16 @@ def _own_processes_since(oldest: float) -> Iterator[Any]:
 def kill_recorded_tree(status: Mapping[str, Any], grace: float = 3.0) -> tuple[int, ...]:
     """Kill the run's tree as ``status.json`` records it (pid and group only while the pid is
     still the process that was started; the marker always); the pids still alive after."""
-    import psutil
-
+    from gitflow_agents.liveness import process_alive
     from gitflow_agents.supervisor import kill_tree
 
     pid, pgid, created = status.get("pid"), status.get("pgid"), status.get("create_time")
-    leader_ok = False
-    if isinstance(pid, int) and isinstance(created, (int, float)):
-        with contextlib.suppress(psutil.Error):
-            leader_ok = abs(psutil.Process(pid).create_time() - created) < 0.01
+    # the recorded start time is required: a bare pid may by now name another process
+    leader_ok = isinstance(created, (int, float)) and process_alive(pid, created)
     token = status.get("tree_token")
     started = status.get("started")
     return kill_tree(
-        pid if leader_ok else None,
+        pid if leader_ok and isinstance(pid, int) else None,
         # the group id is only trusted while its leader is the process we started
         pgid=pgid if leader_ok and isinstance(pgid, int) else None,
         # every process of the run carries the marker, also those that left the group (setsid)

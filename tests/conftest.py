@@ -181,3 +181,33 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
         timeout=120,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+class Cli:
+    """``gitflow-agents`` called in-process (fast): real git and files, the output captured, the
+    working directory and environment set for the call only. Use ``run_cli`` (a real process)
+    only for what a process alone shows, such as the console script's exit status."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+        self.monkeypatch = monkeypatch
+        self.capsys = capsys
+
+    def main(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
+        from gitflow_agents import cli
+
+        with self.monkeypatch.context() as patch:
+            patch.chdir(cwd)
+            for key, value in (env or {}).items():
+                patch.setenv(key, value)
+            self.capsys.readouterr()
+            try:
+                code = cli.main(list(args))
+            except SystemExit as exc:  # argparse
+                code = int(exc.code or 0)
+            out = self.capsys.readouterr()
+        return CliResult(code, out.out, out.err)
+
+
+@pytest.fixture
+def cli_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(monkeypatch, capsys)

@@ -97,6 +97,76 @@ def test_unknown_adapter_lists_known_ones() -> None:
     assert "claude, codex" in str(info.value)
 
 
+def test_config_and_schema_read_the_registry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Registering a CLI in ADAPTERS is all config validation and the editor schema need."""
+    from gitflow_agents.config import flow_config_schema, load_flow_config
+
+    layer = tmp_path / ".flow" / "base.yaml"
+    layer.parent.mkdir()
+    layer.write_text(
+        "completion_workflow:\n  template: 'Rename {report_file}.'\n"
+        "agents:\n  builder:\n    adapter: mycli\n"
+    )
+
+    def schema_enum() -> list[str]:
+        agent = flow_config_schema()["properties"]["agents"]["additionalProperties"]
+        return list(agent["properties"]["adapter"]["enum"])
+
+    with pytest.raises(ConfigError, match=r"expected one of claude, codex, .*, got 'mycli'"):
+        load_flow_config(tmp_path)
+    assert "mycli" not in schema_enum()
+
+    monkeypatch.setitem(ADAPTERS, "mycli", ADAPTERS["command"])
+    assert load_flow_config(tmp_path).agent("builder").adapter == "mycli"
+    assert schema_enum() == [*ADAPTERS, "builtin"]
+    assert schema_enum()[-2:] == ["mycli", "builtin"]
+
+
+def _literal_name_lists(source: str, names: set[str]) -> list[int]:
+    """Lines of list/tuple/set/dict literals in ``source`` naming 3 or more of ``names``."""
+    import ast
+    import re
+
+    if sum(bool(re.search(f"[\"']{name}[\"']", source)) for name in names) < 3:
+        return []  # fewer than three quoted names: no such literal (and no parse needed)
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        items: list[ast.expr | None] = []
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            items = list(node.elts)
+        elif isinstance(node, ast.Dict):
+            items = list(node.keys)
+        strings = {i.value for i in items if isinstance(i, ast.Constant)} & names
+        if len(strings) >= 3:
+            found.append(node.lineno)
+    return found
+
+
+def test_the_registry_is_the_only_list_of_adapter_names() -> None:
+    """Nothing else lists the adapters. The one table keyed by them is optional per-CLI data:
+    the reply wording, where a CLI without an entry gets the generic text."""
+    from gitflow_agents.agents import adapter_names
+    from gitflow_agents.protocol import CLI_CUSTOMIZATIONS
+    from tests.conftest import ROOT
+
+    names = set(adapter_names())
+    package = ROOT / "gitflow_agents"
+    registry = package / "agents" / "__init__.py"
+    assert _literal_name_lists(registry.read_text(), names)  # the detector finds ADAPTERS
+    lists = {
+        path.relative_to(ROOT).as_posix(): lines
+        for path in package.rglob("*.py")
+        if path != registry and (lines := _literal_name_lists(path.read_text(), names))
+    }
+    assert set(lists) <= {"gitflow_agents/protocol.py"}, lists
+    assert set(CLI_CUSTOMIZATIONS) <= set(ADAPTERS)
+    for path in package.rglob("*.json"):  # no hand-written schema with its own enum
+        text = path.read_text()
+        assert sum(f'"{name}"' in text for name in names) < 3, path
+
+
 # ---------------------------------------------------------------------------------------------
 # launch(): exact argv and env per CLI
 

@@ -9,6 +9,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
+import psutil
 import pytest
 
 from gitflow_agents.cards import (
@@ -191,3 +192,41 @@ def test_card_lock_excludes_and_recovers_stale(tmp_path: Path) -> None:
     )
     with card_lock(card, "run-c") as lock:
         assert json.loads(lock.read_text())["runId"] == "run-c"
+
+
+def _card_lock_of(card: Path, pid: int, started: float | None) -> None:
+    held = {"runId": "old", "pid": pid, "host": os.uname().nodename, "pidStarted": started}
+    lock_path(card).write_text(json.dumps(held))
+
+
+def test_card_lock_of_a_reused_pid_is_taken_over(tmp_path: Path) -> None:
+    """The pid runs, but it is not the process that took the lock (it started later)."""
+    card = tmp_path / "card.md"
+    card.write_text(CARD)
+    _card_lock_of(card, os.getpid(), 12345.0)
+    with card_lock(card, "run-new") as lock:
+        assert json.loads(lock.read_text())["runId"] == "run-new"
+    assert not lock_path(card).exists()
+
+
+def test_unreadable_card_lock_is_taken_over(tmp_path: Path) -> None:
+    card = tmp_path / "card.md"
+    card.write_text(CARD)
+    lock_path(card).write_text("")
+    with card_lock(card, "run-new") as lock:
+        assert json.loads(lock.read_text())["runId"] == "run-new"
+
+
+def test_card_lock_of_a_live_process_is_refused(tmp_path: Path) -> None:
+    card = tmp_path / "card.md"
+    card.write_text(CARD)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        _card_lock_of(card, child.pid, psutil.Process(child.pid).create_time())
+        refused = pytest.raises(CardLockedError, match=f"run old \\(pid {child.pid}\\)")
+        with refused, card_lock(card, "run-new"):
+            pass
+        assert json.loads(lock_path(card).read_text())["runId"] == "old"
+    finally:
+        child.kill()
+        child.wait()

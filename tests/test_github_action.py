@@ -3,26 +3,34 @@
 Each test builds what a runner provides: a real git checkout with the PR's base and head
 commits, the webhook payload at GITHUB_EVENT_PATH, the GITHUB_OUTPUT and GITHUB_STEP_SUMMARY
 files, and GITHUB_API_URL pointing at the stand-in (as GitHub Enterprise would). Outputs are
-read back the way the runner reads them.
+read back the way the runner reads them. ``Runner`` calls the CLI in this process
+(``cli_in_process``: the same parsing, dispatch and exit codes, without a Python start-up per
+run); the ``run:`` step of action.yml and the check outside Actions run real processes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from gitflow_agents import cli
+from gitflow_agents.errors import ExitCode, InputError
 from gitflow_agents.findings import Severity
-from gitflow_agents.github.action import Options, decide, parse_command
 from gitflow_agents.github.comment import MARKER
-from tests.conftest import ROOT, git, run_cli
+from gitflow_agents.github.event import Trigger, decide, load_event, parse_command
+from gitflow_agents.github.runner import Options
+from tests.conftest import ROOT, CliResult, git, run_cli
 from tests.github_standin import GitHubStandIn, Pull, gh
 
 __all__ = ["gh"]
@@ -137,9 +145,7 @@ class Runner:
             "GITFLOW_AGENTS_GITHUB_RETRIES": "2",
         }
 
-    def run(
-        self, event_name: str, event: Any, token: str = "tok-actions", *args: str
-    ) -> subprocess.CompletedProcess[str]:
+    def run(self, event_name: str, event: Any, token: str = "tok-actions", *args: str) -> CliResult:
         return self.run_with({}, event_name, event, *args, token=token)
 
     def run_with(
@@ -150,13 +156,28 @@ class Runner:
         *args: str,
         token: str = "tok-actions",
         command: tuple[str, ...] = ("action",),
-    ) -> subprocess.CompletedProcess[str]:
+    ) -> CliResult:
+        """``gitflow-agents action ARGS`` in this process (see ``cli_in_process``)."""
         env = {**self.env(event_name, event, token), **extra_env}
-        result = run_cli(*command, *args, cwd=self.repo, env=env)
-        return subprocess.CompletedProcess([], result.returncode, result.stdout, result.stderr)
+        return cli_in_process(*command, *args, cwd=self.repo, env=env)
 
     def outputs(self) -> dict[str, str]:
         return read_outputs(self.output.read_text())
+
+
+def cli_in_process(*args: str, cwd: Path, env: Mapping[str, str]) -> CliResult:
+    """``gitflow-agents ARGS`` called in this process: the console script's ``cli.main`` (same
+    parsing, dispatch, error lines and exit code), with ``env`` on top of the environment and
+    ``cwd`` as the working directory for the call, stdout and stderr captured. No Python
+    start-up per call; tests that need a real process use ``run_cli``."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        for key, value in env.items():
+            patch.setenv(key, value)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(list(args))
+    return CliResult(code, out.getvalue(), err.getvalue())
 
 
 def read_outputs(text: str) -> dict[str, str]:
@@ -370,12 +391,24 @@ def test_agent_review_comment_without_write_access_is_refused_politely(
     assert gh.writes() == []
 
 
-def test_malformed_event_payload_exits_2_naming_the_file(runner: Runner, repo: Path) -> None:
-    result = runner.run("pull_request", '{"action": "opened", ')
+def test_malformed_event_payload_exits_2_naming_the_file(tmp_path: Path, repo: Path) -> None:
+    """Through the CLI's error handling (in this process): the payload is judged before any
+    request, so no stand-in is needed."""
+    event = tmp_path / "event.json"
+    env = {
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "owner/demo",
+        "GITHUB_WORKSPACE": str(repo),
+        "GITHUB_TOKEN": "unused",
+    }
+    event.write_text('{"action": "opened", ')
+    result = cli_in_process("action", cwd=repo, env=env)
     assert result.returncode == 2
-    assert str(runner.tmp / "event.json") in result.stderr
+    assert str(event) in result.stderr
     assert "not valid JSON" in result.stderr and "Traceback" not in result.stderr
-    missing = runner.run("pull_request", {"action": "opened", "pull_request": {"number": 7}})
+    event.write_text(json.dumps({"action": "opened", "pull_request": {"number": 7}}))
+    missing = cli_in_process("action", cwd=repo, env=env)
     assert missing.returncode == 2
     assert "event.json: pull_request.head.sha: missing" in missing.stderr
 
@@ -420,3 +453,39 @@ def test_parse_command() -> None:
     assert parse_command("please /agent review") is None
     assert parse_command("/agent") is None
     assert parse_command("") is None
+
+
+def test_load_event_names_the_file_the_line_and_what_is_wrong(tmp_path: Path) -> None:
+    path = tmp_path / "event.json"
+    path.write_text('{\n  "action": "opened",\n  oops\n}')
+    with pytest.raises(InputError) as bad:
+        load_event(path)
+    assert (bad.value.path, bad.value.line) == (str(path), 3)
+    assert str(bad.value).startswith(f"{path}:3: event payload is not valid JSON: ")
+    assert bad.value.exit_code == ExitCode.USAGE
+    path.write_text("[1, 2]")
+    with pytest.raises(InputError, match="expected a JSON object, got list"):
+        load_event(path)
+    with pytest.raises(InputError, match="cannot read the event payload"):
+        load_event(tmp_path / "missing.json")
+    path.write_text('{"action": "opened"}')
+    assert load_event(path) == {"action": "opened"}
+
+
+def test_decide_names_the_missing_or_mistyped_key(gh: GitHubStandIn, tmp_path: Path) -> None:
+    path = tmp_path / "event.json"
+    options = Options()
+    with pytest.raises(InputError) as missing:
+        decide("pull_request", {"action": "opened", "pull_request": {"number": 7}}, path, options)
+    assert str(missing.value) == f"{path}: pull_request.head.sha: missing in the event payload"
+    event = pr_event(gh, Pull(3, "a" * 40, "b" * 40, []))
+    event["pull_request"]["number"] = "3"
+    with pytest.raises(InputError, match=r"pull_request\.number: expected int .* got str"):
+        decide("pull_request", event, path, options)
+    comment = comment_event(gh, 3, "x", "/agent review")
+    del comment["comment"]["user"]["login"]
+    with pytest.raises(InputError, match=r"comment\.user\.login: missing"):
+        decide("issue_comment", comment, path, options)
+    assert decide("issue_comment", comment_event(gh, 3, "x", "/agent dance"), path, options) == (
+        Trigger("skip", "unknown command /agent dance (known: review, fix)")
+    )

@@ -13,8 +13,10 @@ import json
 import sys
 from pathlib import Path
 
-from gitflow_agents.github.action import FIX_MARKER
+from gitflow_agents.findings import Finding, GateResult, Overall, Review, Severity
 from gitflow_agents.github.comment import MARKER
+from gitflow_agents.github.fix import FixOutcome
+from gitflow_agents.github.fix_reply import FIX_MARKER, fix_reply
 from tests.conftest import FAKES, git
 from tests.github_standin import GitHubStandIn, Pull, gh
 from tests.test_github_action import (
@@ -253,3 +255,53 @@ def test_a_fixer_that_changes_nothing_pushes_nothing(
     assert runner.outputs()["fix-result"] == "no-changes"
     assert origin_tip(tmp_path) == pull.head_sha
     assert states(gh, pull.head_sha) == ["pending", "failure"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The reply to the comment (no network, no git)
+# ---------------------------------------------------------------------------------------------
+
+
+def finding(n: int, message: str = "broken") -> Finding:
+    """Line ``n`` of broken.py; its own fingerprint (line content ``code n``)."""
+    return Finding(Severity.ERROR, f"{message} {n}", "broken.py", n).with_fingerprint(f"code {n}")
+
+
+def outcome(result: str, review: Review, *, before: Review | None = None) -> FixOutcome:
+    approved = not review.findings
+    gate = GateResult(approved=approved, exit_code=0 if approved else 1)
+    return FixOutcome(result, f"{result}: what happened", review, gate, (), before=before)
+
+
+def test_the_reply_lists_what_the_fix_removed_and_what_is_still_open() -> None:
+    before = Review(Overall.REVISE, findings=(finding(1), finding(2)), reviewed_sha="a" * 40)
+    after = Review(Overall.REVISE, findings=(finding(2),), reviewed_sha="b" * 40)
+    reply = fix_reply(outcome("pushed", after, before=before), "maintainer", "https://run/1")
+    assert reply.startswith(FIX_MARKER + "\n")
+    assert "`/agent fix` asked by @maintainer: ✅ fix pushed\n\npushed: what happened" in reply
+    fixed, still = reply.split("**Fixed** ")[1], reply.split("**Still open** ")[1]
+    assert fixed.startswith("(1 of 2 findings of the review before):\n\n- error `broken.py:1`")
+    assert "broken.py:2" not in fixed.split("The new head")[0]
+    assert f"The new head `{'b' * 12}` was reviewed in the same run: **REVISE**." in reply
+    assert still.startswith("(1):\n\n- error `broken.py:2` broken 2")
+    assert reply.endswith("[workflow run](https://run/1)\n")
+
+
+def test_the_reply_trusts_no_login_and_no_message() -> None:
+    review = Review(Overall.REVISE, findings=(finding(1, "<b>@everyone</b>"),))
+    reply = fix_reply(outcome("fixer-failed", review), "x <img src=y>", None)
+    assert "asked by a maintainer: ❌ the fixer failed" in reply
+    assert "<b>" not in reply and "@everyone" not in reply
+    assert "**Findings of the review** (1)" in reply and "[workflow run]" not in reply
+    assert "@github-actions[bot]" in fix_reply(
+        outcome("no-changes", review), "github-actions[bot]", None
+    )
+
+
+def test_the_reply_lists_at_most_twenty_findings() -> None:
+    review = Review(Overall.REVISE, findings=tuple(finding(n) for n in range(1, 26)))
+    reply = fix_reply(outcome("no-changes", review), "maintainer", None)
+    assert reply.count("\n- error ") == 20
+    assert reply.endswith("- … and 5 more\n")
+    nothing = fix_reply(outcome("nothing-to-fix", review), "maintainer", None)
+    assert "✅ nothing to fix" in nothing and "- error" not in nothing

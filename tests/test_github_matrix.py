@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, ROOT, CliResult, run_cli
+from tests.conftest import DATA, CliResult
+from tests.test_github_action import cli_in_process
 
 
 def cli(*args: str, cwd: Path) -> CliResult:
-    return run_cli(*args, cwd=cwd, env={"PYTHONPATH": str(ROOT)})
+    return cli_in_process(*args, cwd=cwd, env={})
 
 
 @pytest.fixture

@@ -16,6 +16,10 @@ from typing import Any
 
 import pytest
 
+from gitflow_agents.findings import Finding, Overall, Review, Severity, gate
+from gitflow_agents.github.comment import RunRow
+from gitflow_agents.github.publish import inline_note, load_findings, write_result_files
+from gitflow_agents.github.review import InlineOutcome
 from tests.github_standin import GitHubStandIn, Pull, gh
 from tests.test_github_action import BROKEN, FINE, Runner, add_pull, pr_event, runner, states
 
@@ -156,3 +160,52 @@ def test_hostile_run_history_is_shown_safely(
     assert result.returncode == 0, result.stderr
     (summary,) = gh.comments_on(7)
     assert "@everyone" not in summary["body"] and "<b>" not in summary["body"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The findings file itself (no network, no git)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_findings_file_round_trips_review_and_run_history(tmp_path: Path) -> None:
+    result = Review(
+        Overall.REVISE,
+        findings=(Finding(Severity.ERROR, "boom", "a.py", 3).with_fingerprint(),),
+        reviewed_sha="c" * 40,
+    )
+    verdict = gate(result, threshold=Severity.ERROR, head_sha="c" * 40)
+    row = RunRow("review", "builtin", "revise", "PR #7", 1, 2, 10, 1, 0.5, 1200, 0.01)
+    findings_file, sarif_file = write_result_files(tmp_path / "out", result, verdict, [row])
+    assert json.loads(sarif_file.read_text())["version"] == "2.1.0"
+    loaded, rows = load_findings(findings_file)
+    assert loaded.findings == result.findings and loaded.reviewed_sha == result.reviewed_sha
+    assert rows == [row]
+
+
+def test_run_history_values_of_the_wrong_type_become_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "findings.json"
+    hostile = [
+        {"flow": "review", "agent": ["x"], "tokens": "lots", "iterations": True, "step": []},
+        "not a row",
+        {"duration_s": 2, "cost_usd": False, "files_changed": 3},
+    ]
+    path.write_text(json.dumps({"overall": "approve", "findings": [], "run_history": hostile}))
+    _, rows = load_findings(path)
+    assert rows == [
+        RunRow("review", "—", "—"),
+        RunRow("review", "—", "—", files_changed=3, duration_s=2.0),
+    ]
+
+
+def test_the_inline_note_counts_each_fate_and_escapes_githubs_reasons() -> None:
+    one = (Finding(Severity.WARN, "w", "a.py", 1),)
+    note = inline_note(
+        InlineOutcome(posted=one, already=one * 2, summary_only=one, refused=("<b>@x</b>",))
+    )
+    assert note.startswith(
+        "**Inline:** 1 posted inline now; 2 already inline from an earlier run; "
+        "1 listed here only (outside the diff or over the cap)."
+    )
+    assert "GitHub refused some inline comments" in note
+    assert "<b>" not in note and "@x" not in note
+    assert inline_note(InlineOutcome()) == ""

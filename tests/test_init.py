@@ -1,4 +1,5 @@
-"""``gitflow-agents init``: scaffolds .flow/, never overwrites without --force, result loads."""
+"""``gitflow-agents init`` (in-process): scaffolds .flow/, never overwrites without --force,
+the result loads, and the JSON Schema it writes is the generated one."""
 
 from __future__ import annotations
 
@@ -7,18 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.config import builtin_flow_dir, load_flow_config, scaffold_files, schema_path
-from tests.conftest import run_cli
+from gitflow_agents.config import (
+    builtin_flow_dir,
+    flow_config_schema,
+    load_flow_config,
+    scaffold_files,
+)
+from tests.conftest import Cli, run_cli
 
-EXPECTED = [dest for _, dest in scaffold_files()]
+EXPECTED = [file.dest for file in scaffold_files()]
 
 
-def test_init_writes_every_file_and_the_config_loads(repo: Path) -> None:
-    result = run_cli("init", cwd=repo)
+def test_init_writes_every_file_and_the_config_loads(repo: Path, cli_run: Cli) -> None:
+    result = cli_run.main("init", cwd=repo)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"write {dest}" for dest in EXPECTED]
-    for source, dest in scaffold_files():
-        assert (repo / dest).read_bytes() == source.read_bytes()
+    for file in scaffold_files():
+        assert (repo / file.dest).read_bytes() == file.content()
     config = load_flow_config(repo)
     assert not config.built_in
     assert config.sources == (repo / ".flow/base.yaml",)
@@ -34,19 +40,19 @@ def test_init_writes_every_file_and_the_config_loads(repo: Path) -> None:
     assert load_flow_config(repo / "specs").agents.keys() == config.agents.keys()
 
 
-def test_init_from_a_subdirectory_writes_at_the_project_root(repo: Path) -> None:
+def test_init_from_a_subdirectory_writes_at_the_project_root(repo: Path, cli_run: Cli) -> None:
     (repo / "src/pkg").mkdir(parents=True)
-    result = run_cli("init", cwd=repo / "src/pkg")
+    result = cli_run.main("init", cwd=repo / "src/pkg")
     assert result.returncode == 0, result.stderr
     assert (repo / ".flow/base.yaml").is_file()
     assert not (repo / "src/pkg/.flow").exists()
 
 
-def test_init_twice_skips_existing_files(repo: Path) -> None:
-    assert run_cli("init", cwd=repo).returncode == 0
+def test_init_twice_skips_existing_files(repo: Path, cli_run: Cli) -> None:
+    assert cli_run.main("init", cwd=repo).returncode == 0
     (repo / ".flow/base.yaml").write_text("# mine\n" + (repo / ".flow/base.yaml").read_text())
     (repo / ".flow/agents/fixer.md").unlink()
-    result = run_cli("init", cwd=repo)
+    result = cli_run.main("init", cwd=repo)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "write .flow/agents/fixer.md" in lines
@@ -56,10 +62,10 @@ def test_init_twice_skips_existing_files(repo: Path) -> None:
     assert (repo / ".flow/base.yaml").read_text().startswith("# mine\n")
 
 
-def test_init_force_overwrites(repo: Path) -> None:
-    assert run_cli("init", cwd=repo).returncode == 0
+def test_init_force_overwrites(repo: Path, cli_run: Cli) -> None:
+    assert cli_run.main("init", cwd=repo).returncode == 0
     (repo / "specs/example-plan.md").write_text("changed\n")
-    result = run_cli("init", "--force", cwd=repo)
+    result = cli_run.main("init", "--force", cwd=repo)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"write {dest}" for dest in EXPECTED]
     shipped = builtin_flow_dir() / "specs/example-plan.md"
@@ -68,23 +74,24 @@ def test_init_force_overwrites(repo: Path) -> None:
     assert leftovers == []
 
 
-def test_init_keeps_an_existing_user_file_outside_flow(repo: Path) -> None:
+def test_init_keeps_an_existing_user_file_outside_flow(repo: Path, cli_run: Cli) -> None:
     (repo / "specs").mkdir()
     (repo / "specs/example-plan.md").write_text("my plan\n")
-    result = run_cli("init", cwd=repo)
+    result = cli_run.main("init", cwd=repo)
     assert "skip specs/example-plan.md (exists)" in result.stdout.splitlines()
     assert (repo / "specs/example-plan.md").read_text() == "my plan\n"
 
 
 def test_init_in_a_directory_without_git(tmp_path: Path) -> None:
+    """A real process: the command's exit status as a shell sees it."""
     result = run_cli("init", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / ".flow/base.yaml").is_file()
 
 
-def test_init_then_prompt_works(repo: Path) -> None:
-    assert run_cli("init", cwd=repo).returncode == 0
-    result = run_cli(
+def test_init_then_prompt_works(repo: Path, cli_run: Cli) -> None:
+    assert cli_run.main("init", cwd=repo).returncode == 0
+    result = cli_run.main(
         "prompt", "--agent", "builder", "--plan", "specs/example-plan.md", "--step", "2", cwd=repo
     )
     assert result.returncode == 0, result.stderr
@@ -92,13 +99,13 @@ def test_init_then_prompt_works(repo: Path) -> None:
     assert "Step 2: Add the greet command" in result.stdout
 
 
-def test_scaffolded_files_validate_against_the_schema(repo: Path) -> None:
+def test_scaffolded_files_validate_against_the_schema(repo: Path, cli_run: Cli) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     import yaml
 
-    assert run_cli("init", cwd=repo).returncode == 0
+    assert cli_run.main("init", cwd=repo).returncode == 0
     schema = json.loads((repo / ".flow/flow-config.schema.json").read_text(encoding="utf-8"))
-    assert schema == json.loads(schema_path().read_text(encoding="utf-8"))
+    assert schema == flow_config_schema()
     validator = jsonschema.Draft202012Validator(schema)
     for path in (repo / ".flow").rglob("*.yaml"):
         text = path.read_text(encoding="utf-8")

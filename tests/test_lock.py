@@ -83,3 +83,28 @@ def test_another_hosts_lock_is_respected(tmp_path: Path) -> None:
     _write(path, 1, None, host="some-other-host")
     with pytest.raises(StepLockedError), hold(path, "mine"):
         pass
+
+
+def test_a_lock_taken_over_meanwhile_is_not_removed(tmp_path: Path) -> None:
+    """Two takers judged the same lock stale; the first already replaced it with its own. The
+    second, removing what it judged stale, must not remove the first one's live lock."""
+    from gitflow_agents.lock import _take_over
+
+    path = tmp_path / "step.lock"
+    _write(path, 999_999_999, 1.0)
+    judged_stale = path.read_bytes()
+    with hold(path, "first"):  # the first taker's lock, live
+        _take_over(path, judged_stale)  # the second taker, late
+        assert read_lock(path).run_id == "first"  # type: ignore[union-attr]
+    assert not path.exists()
+    assert list(tmp_path.iterdir()) == []  # no stale copy or temp file left
+
+
+def test_a_lock_file_is_never_seen_without_its_holder(tmp_path: Path) -> None:
+    """The lock is complete the moment it exists: a concurrent taker never reads it empty and
+    takes it for an unreadable (stale) one."""
+    path = tmp_path / "step.lock"
+    with hold(path, "mine"):
+        assert read_lock(path) is not None
+        with pytest.raises(StepLockedError, match="mine"), hold(path, "other"):
+            pass

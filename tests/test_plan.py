@@ -17,8 +17,8 @@ from gitflow_agents.plan import (
     compile_step_pattern,
     lint_plan,
     parse_plan,
+    set_step_status,
 )
-from gitflow_agents.plan_status import set_step_status
 from tests.conftest import DATA
 
 PLANS = DATA / "plans"

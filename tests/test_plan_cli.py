@@ -1,22 +1,19 @@
-"""``gitflow-agents plan show|lint`` as a real subprocess: outputs, exit codes, config layers."""
+"""``gitflow-agents plan show|lint``: outputs, exit codes, config layers (in-process; one real
+process for the exit status a pre-commit hook sees)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, ROOT, CliResult, run_cli
+from tests.conftest import DATA, ROOT, Cli, CliResult, run_cli
 
 PLANS = DATA / "plans"
-
-
-def cli(*args: str, cwd: Path) -> CliResult:
-    """run_cli from inside a project folder; PYTHONPATH finds the package without an install."""
-    return run_cli(*args, cwd=cwd, env={"PYTHONPATH": str(ROOT)})
-
+Run = Callable[..., CliResult]
 
 COMPLETION = "completion_workflow:\n  template: 'Write {report_file}, then rename it.'\n"
 CUSTOM_SPEC_PLAN = (
@@ -24,6 +21,12 @@ CUSTOM_SPEC_PLAN = (
     "  top_level_end_marker: '<!-- steps -->'\n"
     "  step_header_pattern: '^## \\[(.?)\\] (\\d+)\\. (.+)$'\n"
 )
+
+
+@pytest.fixture
+def cli(cli_run: Cli) -> Run:
+    """``gitflow-agents`` in-process, from inside a project folder."""
+    return cli_run.main
 
 
 @pytest.fixture
@@ -35,7 +38,7 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def test_show_table(project: Path) -> None:
+def test_show_table(project: Path, cli: Run) -> None:
     result = cli("plan", "show", "specs/feature.md", cwd=project)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
@@ -49,7 +52,7 @@ def test_show_table(project: Path) -> None:
     assert result.stderr == ""
 
 
-def test_show_json(project: Path) -> None:
+def test_show_json(project: Path, cli: Run) -> None:
     result = cli("plan", "show", "specs/feature.md", "--json", cwd=project)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
@@ -73,7 +76,7 @@ def test_show_json(project: Path) -> None:
     ],
 )
 def test_show_bad_plan_is_one_line_exit_2(
-    project: Path, content: bytes | None, expected: str
+    project: Path, content: bytes | None, expected: str, cli: Run
 ) -> None:
     if content is not None:
         (project / "specs" / "missing.md").write_bytes(content)
@@ -84,13 +87,13 @@ def test_show_bad_plan_is_one_line_exit_2(
     assert result.stdout == ""
 
 
-def test_lint_clean_exit_0(project: Path) -> None:
+def test_lint_clean_exit_0(project: Path, cli: Run) -> None:
     result = cli("plan", "lint", "specs/feature.md", "specs/fences.md", cwd=project)
     assert (result.returncode, result.stdout) == (0, "")
     assert result.stderr == "no problems (2 plans checked)\n"
 
 
-def test_lint_problems_exit_2(project: Path) -> None:
+def test_lint_problems_exit_2(project: Path, cli: Run) -> None:
     result = cli(
         "plan", "lint", "specs/feature.md", "specs/broken.md", "specs/gone.md", cwd=project
     )
@@ -104,7 +107,7 @@ def test_lint_problems_exit_2(project: Path) -> None:
     assert result.stderr == "8 problems (3 plans checked)\n"
 
 
-def test_lint_binary_file_no_traceback(project: Path) -> None:
+def test_lint_binary_file_no_traceback(project: Path, cli: Run) -> None:
     (project / "specs" / "logo.md").write_bytes(bytes(range(256)))
     result = cli("plan", "lint", "specs/logo.md", cwd=project)
     assert result.returncode == 2
@@ -112,7 +115,7 @@ def test_lint_binary_file_no_traceback(project: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_custom_spec_plan_from_flow_base_yaml(project: Path) -> None:
+def test_custom_spec_plan_from_flow_base_yaml(project: Path, cli: Run) -> None:
     (project / ".flow").mkdir()
     (project / ".flow" / "base.yaml").write_text(COMPLETION + CUSTOM_SPEC_PLAN)
     clean = cli("plan", "lint", "specs/custom.md", cwd=project)
@@ -126,7 +129,7 @@ def test_custom_spec_plan_from_flow_base_yaml(project: Path) -> None:
     assert "no step headers found (step_header_pattern: '^## \\[(.?)\\]" in other.stdout
 
 
-def test_flow_type_layer(project: Path) -> None:
+def test_flow_type_layer(project: Path, cli: Run) -> None:
     (project / ".flow" / "implement").mkdir(parents=True)
     (project / ".flow" / "base.yaml").write_text(COMPLETION)
     (project / ".flow" / "implement" / "base.yaml").write_text(CUSTOM_SPEC_PLAN)
@@ -135,7 +138,7 @@ def test_flow_type_layer(project: Path) -> None:
     assert layered.returncode == 0, layered.stdout + layered.stderr
 
 
-def test_bad_pattern_in_config(project: Path) -> None:
+def test_bad_pattern_in_config(project: Path, cli: Run) -> None:
     (project / ".flow").mkdir()
     (project / ".flow" / "base.yaml").write_text(
         COMPLETION + "spec_plan:\n  step_header_pattern: '^### Step (\\d+): (.+)$'\n"
@@ -153,7 +156,7 @@ def test_bad_pattern_in_config(project: Path) -> None:
     assert lint.stderr == "1 problem (1 plan checked)\n"
 
 
-def test_lint_reports_agents_flow_manifest_errors(project: Path) -> None:
+def test_lint_reports_agents_flow_manifest_errors(project: Path, cli: Run) -> None:
     agents = project / ".agents-flow" / "agents"
     agents.mkdir(parents=True)
     (agents / "bad.agent.md").write_text("---\nagentId: [unclosed\n---\nbody\n")
@@ -164,7 +167,14 @@ def test_lint_reports_agents_flow_manifest_errors(project: Path) -> None:
     assert line.endswith("[invalid_frontmatter]")
 
 
-def test_lint_needs_a_plan_argument(project: Path) -> None:
+def test_lint_needs_a_plan_argument(project: Path, cli: Run) -> None:
     result = cli("plan", "lint", cwd=project)
     assert result.returncode == 2
     assert "the following arguments are required: plans" in result.stderr
+
+
+def test_lint_problems_exit_2_from_a_real_process(project: Path) -> None:
+    """The exit status a pre-commit hook (``plan-lint``) sees, from the console entry point."""
+    result = run_cli("plan", "lint", "specs/broken.md", cwd=project, env={"PYTHONPATH": str(ROOT)})
+    assert result.returncode == 2
+    assert "specs/broken.md:7: duplicate step 3: lines 5 and 7" in result.stdout.splitlines()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from gitflow_agents.config import load_flow_config, schema_path
+from gitflow_agents.config import flow_config_schema, load_flow_config
 from gitflow_agents.errors import ConfigError
 from gitflow_agents.prompt import PromptRequest, assemble_prompt
 from gitflow_agents.protocol import (
@@ -146,8 +145,7 @@ def test_structured_reply_must_be_a_boolean(tmp_path: Path) -> None:
 
 def test_structured_reply_in_the_schema() -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads(schema_path().read_text(encoding="utf-8"))
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(flow_config_schema())
     base = {"completion_workflow": {"template": "x"}}
     assert not list(validator.iter_errors({**base, "agents": {"a": {"structured_reply": False}}}))
     assert list(validator.iter_errors({**base, "agents": {"a": {"structured_reply": "no"}}}))

@@ -258,10 +258,13 @@ def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path:
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_for(lambda: record.exists() and "descendants" in json.loads(record.read_text()))
+        # Conditions, each bounded by a minute only so a broken run cannot hang the suite.
+        _wait_for(lambda: record.exists() and "descendants" in json.loads(record.read_text()), 60)
         run_dir = only_run(repo, "f")
-        # the agent's pid is on record (the case without it: the marker-only test below)
-        _wait_for(lambda: "pid" in json.loads((run_dir / "status.json").read_text()))
+        # the agent's pid is on record (the case without it: the marker-only test below); the
+        # key is there from the start, as null, until the supervisor has started the agent
+        status_file = run_dir / "status.json"
+        _wait_for(lambda: isinstance(json.loads(status_file.read_text()).get("pid"), int), 60)
         spawn.kill()
         spawn.wait()
         # nothing supervises the run any more: lost, and its agent still runs
@@ -272,7 +275,7 @@ def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path:
         assert result.returncode == 0, result.stderr
         facts = json.loads(record.read_text())
         for pid in [facts["pid"], *facts["descendants"]]:
-            _wait_for(lambda pid=pid: not _alive(pid))
+            _wait_for(lambda pid=pid: not _alive(pid), 60)
     finally:
         spawn.kill()
         spawn.wait()

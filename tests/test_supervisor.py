@@ -167,6 +167,53 @@ def test_sigterm_ignored_still_dies(tmp_path: Path) -> None:
     assert_gone([run.record["pid"]])
 
 
+SURVIVOR = 4_194_304  # above any pid_max: the pid of a process SIGKILL could not end
+
+
+def _cancel_at_once(agent_dir: Path, run_dir: Path, hub: EventHub, cancel: threading.Event) -> None:
+    cancel.set()
+
+
+@pytest.mark.parametrize(
+    ("mode", "options", "status"),
+    [
+        ("succeed", {}, "succeeded"),
+        ("fail", {}, "failed"),
+        ("exit", {}, "failed"),
+        ("exit", {"completes_by_exit": True}, "succeeded"),
+        ("exit-2", {"completes_by_exit": True}, "failed"),
+        ("crash", {}, "crashed"),
+        ("hang", {"stuck": 0.3}, "stuck"),
+        ("hang", {"stuck": 5, "timeout": 0.3}, "timeout"),
+        ("hang", {"stuck": 5, "before": _cancel_at_once}, "canceled"),
+    ],
+)
+def test_every_ending_reports_the_processes_left_behind(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    options: dict[str, Any],
+    status: str,
+) -> None:
+    """However a run ends, a process that outlived the tree kill is named in the outcome. (A
+    process SIGKILL cannot end is not something a test can make, so the real kill's answer is
+    extended with one.)"""
+    from gitflow_agents.supervisor import tree
+
+    real_kill = tree.kill_tree
+
+    def kill_leaving_one(*args: Any, **kwargs: Any) -> tuple[int, ...]:
+        return (*real_kill(*args, **kwargs), SURVIVOR)
+
+    monkeypatch.setattr(tree, "kill_tree", kill_leaving_one)
+    args = ("exit", "--code", "2") if mode == "exit-2" else (mode,)
+    run = run_fake(tmp_path, *args, **options)
+    assert run.outcome.status == status
+    assert run.outcome.leftover_pids == (SURVIVOR,)
+    assert run.outcome.reason.endswith(f"; processes left behind: [{SURVIVOR}]")
+    assert json.loads((run.run_dir / "status.json").read_text())["reason"] == run.outcome.reason
+
+
 @pytest.mark.parametrize(
     ("mode", "cpu"),
     [
@@ -373,9 +420,9 @@ def test_the_tree_marker_is_on_record_before_the_agent_starts(
     status.json holds it (and the supervisor's pid) before the agent's first instruction, even
     when the orchestrator is descheduled right after starting it (a loaded machine; simulated by
     a slow first process lookup, the supervisor's first step after Popen)."""
-    from gitflow_agents import supervisor
+    from gitflow_agents.supervisor import tree
 
-    lookup = supervisor._proc
+    lookup = tree.find_process
     calls: list[int] = []
 
     def slow_first_lookup(pid: int) -> Any:
@@ -384,7 +431,7 @@ def test_the_tree_marker_is_on_record_before_the_agent_starts(
         calls.append(pid)
         return lookup(pid)
 
-    monkeypatch.setattr(supervisor, "_proc", slow_first_lookup)
+    monkeypatch.setattr(tree, "find_process", slow_first_lookup)
     seen = tmp_path / "seen.json"
     script = tmp_path / "agent.sh"
     script.write_text(f'#!/bin/sh\ncat "$GITFLOW_AGENTS_RUN_DIR/status.json" > "{seen}"\n')

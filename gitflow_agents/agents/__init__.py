@@ -1,7 +1,9 @@
 """Agent CLI adapters and their registry.
 
-Adding an agent CLI: write ``agents/<name>.py`` with a class satisfying ``base.Adapter`` and add one
-line to ``ADAPTERS`` below (CONTRIBUTING.md).
+``ADAPTERS`` is the one list of agent CLIs: config validation and the JSON Schema ``init`` writes
+read their names from it (``adapter_names``). Adding an agent CLI: write ``agents/<name>.py``
+with a class satisfying ``base.Adapter``, import it here and add its line to ``ADAPTERS``
+(CONTRIBUTING.md).
 """
 
 from __future__ import annotations
@@ -25,6 +27,14 @@ ADAPTERS: dict[str, Adapter] = {
     "opencode": OpencodeAdapter(),
     "command": CommandAdapter(),
 }
+
+BUILTIN = "builtin"
+"""``adapter: builtin``: the offline reviewer, which runs in process (no CLI, no ``Adapter``)."""
+
+
+def adapter_names() -> tuple[str, ...]:
+    """Every value ``agents.<name>.adapter`` accepts: the registered CLIs, then ``builtin``."""
+    return (*ADAPTERS, BUILTIN)
 
 
 def get_adapter(name: str) -> Adapter:

@@ -66,7 +66,7 @@ def _mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: 
     Returns the commit to merge: the reviewed one when the plan is not on the branch or already
     says ✅."""
     from gitflow_agents.errors import PlanError
-    from gitflow_agents.plan_status import set_step_status
+    from gitflow_agents.plan import set_step_status
 
     assert ctx.plan is not None
     plan = _plan_in_tree(ctx, ws)
@@ -132,7 +132,7 @@ def _refused(
 
 
 def _set_users_copy(ctx: Context, step: int) -> None:
-    from gitflow_agents.plan_status import set_step_status
+    from gitflow_agents.plan import set_step_status
 
     assert ctx.plan is not None
     with contextlib.suppress(OSError):

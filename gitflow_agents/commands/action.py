@@ -10,7 +10,8 @@ from gitflow_agents.findings import Severity
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitflow_agents.github.action import Options, run_action
+    from gitflow_agents.github.action import run_action
+    from gitflow_agents.github.runner import Options
 
     options = Options(
         agent=args.agent,

@@ -49,7 +49,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _supervisor_alive(status: dict[str, Any]) -> bool:
-    import psutil
+    from gitflow_agents.liveness import process_alive
 
-    pid = status.get("supervisor_pid")
-    return isinstance(pid, int) and psutil.pid_exists(pid)
+    return process_alive(status.get("supervisor_pid"), status.get("supervisor_create_time"))

@@ -87,7 +87,8 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
 
 
 def reply_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """Seed-004 replies over ``rows``: structured vs unstructured, and needs_input ones."""
+    """Agent replies over ``rows`` (docs/protocol.md, "Agent replies"): structured vs
+    unstructured, and needs_input ones."""
     counts = {"structured": 0, "unstructured": 0, "needs_input": 0}
     for row in rows:
         replies = row.get("replies") or {}

@@ -1,8 +1,6 @@
-"""Writing a step's status into a plan file in place: one header line changes, atomically.
-
-The status text inside the pattern's group 1 is replaced and the line keeps its own spacing;
-every other byte of the file (BOM, line endings, the missing final newline) stays as it was.
-"""
+"""A plan's steps read (``parse_plan``, ``parse_plan_text``) and one step's status written back
+in place (``set_step_status``): the line keeps its own spacing, every other byte of the file is
+kept."""
 
 from __future__ import annotations
 
@@ -11,23 +9,71 @@ from pathlib import Path
 
 from gitflow_agents.errors import PlanError
 from gitflow_agents.fsutil import write_bytes_atomic
-from gitflow_agents.plan import (
+from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, yaml_pattern
+from gitflow_agents.plan.scan import (
     DIGITS,
-    Header,
-    SpecPlanConfig,
-    read_source,
-    scan_source,
+    no_steps_message,
+    number_is,
+    read,
+    scan_text,
     step_values,
     strip_eol,
-    yaml_pattern,
 )
+
+_DEFAULTS = SpecPlanConfig()
+
+
+def parse_plan(path: Path, config: SpecPlanConfig = _DEFAULTS) -> Plan:
+    """Parse a spec plan. PlanError if it cannot be read, has no steps or a non-integer number."""
+    return parse_plan_text(read(path).text, path, config)
+
+
+def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -> Plan:
+    """Parse the text of a plan (``path`` names it in the Plan and in errors: a plan read from
+    a commit is parsed as the file it is there). PlanError as :func:`parse_plan`."""
+    scan = scan_text(text, config)
+    if not scan.headers:
+        raise PlanError(no_steps_message(config, scan), path=path)
+    normalized = [strip_eol(line) + "\n" for line in scan.lines]
+    if scan.lines and not scan.lines[-1].endswith(("\n", "\r")):
+        normalized[-1] = normalized[-1][:-1]
+    first = scan.headers[0].index
+    overview_end = first if scan.marker is None else min(scan.marker, first)
+    steps = []
+    for position, header in enumerate(scan.headers):
+        status, number, title = step_values(header)
+        if not DIGITS.fullmatch(number):
+            raise PlanError(
+                f"step number {number!r} is not an integer", path=path, line=header.index + 1
+            )
+        end = (
+            scan.headers[position + 1].index
+            if position + 1 < len(scan.headers)
+            else len(normalized)
+        )
+        steps.append(
+            Step(
+                number=int(number),
+                title=title,
+                status=status,
+                line=header.index + 1,
+                header=strip_eol(scan.lines[header.index]),
+                content="".join(normalized[header.index : end]),
+            )
+        )
+    return Plan(
+        path=path,
+        name=path.stem,
+        overview="".join(normalized[:overview_end]),
+        steps=tuple(steps),
+    )
 
 
 def set_step_status(
     path: Path,
     number: int,
     status: str,
-    config: SpecPlanConfig | None = None,
+    config: SpecPlanConfig = _DEFAULTS,
 ) -> None:
     """Rewrite the status of one step header; every other byte of the file stays the same.
 
@@ -40,10 +86,9 @@ def set_step_status(
     """
     if "\n" in status or "\r" in status:
         raise PlanError(f"a status cannot contain a line break: {status!r}", path=path)
-    config = config or SpecPlanConfig()
-    source = read_source(path)
-    scan = scan_source(source.text, config)
-    found = [h for h in scan.headers if _number_is(h, number)]
+    source = read(path)
+    scan = scan_text(source.text, config)
+    found = [h for h in scan.headers if number_is(h, number)]
     if not found:
         numbers = ", ".join(step_values(h)[1] for h in scan.headers) or "none"
         raise PlanError(f"no step {number} (steps: {numbers})", path=path)
@@ -101,8 +146,3 @@ def _rewrite_header(
         ):
             return candidate
     return None
-
-
-def _number_is(header: Header, number: int) -> bool:
-    text = step_values(header)[1]
-    return DIGITS.fullmatch(text) is not None and int(text) == number

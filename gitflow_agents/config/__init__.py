@@ -1,0 +1,98 @@
+"""Flow configuration: `.flow/` YAML layers, merged, validated and resolved into frozen values.
+
+Layers, later wins: ``.flow/base.yaml`` -> ``.flow/<flow_type>/base.yaml`` ->
+``.flow/<flow_type>/<variant>.yaml``. Scalars are replaced, mappings merge key by key, lists are
+concatenated (duplicates dropped); ``agents.<name>.command`` is one argv and is replaced whole.
+Each file is validated on its own, so every error names the file, the line and the key path:
+``.flow/base.yaml:12: agents.builder.model: expected a string, got a list``.
+
+``@path`` values (completion templates, system prompts, write templates) are read from files
+relative to the project root; ``@@text`` is the literal ``@text``. When no config file is read at
+all, the shipped ``templates/flow/`` files stand in for the project's `.flow/` (the same files
+``gitflow-agents init`` copies), so every command works before ``init``.
+
+The modules, in the order a file goes through them: ``files`` (where files come from),
+``yaml_nodes`` (YAML with line numbers), ``shape`` (the keys a file may hold, declared once),
+``check`` (a layer against the shape; merging layers), ``build`` (the values), ``load`` (all of
+it for one project); ``values`` holds the frozen results and ``json_schema`` turns the shape
+into the editor schema ``init`` writes.
+"""
+
+from __future__ import annotations
+
+from gitflow_agents.config.files import (
+    SCHEMA_FILE,
+    ScaffoldFile,
+    builtin_flow_dir,
+    find_project_root,
+    scaffold_files,
+)
+from gitflow_agents.config.json_schema import flow_config_schema, schema_text
+from gitflow_agents.config.load import load_flow_config
+from gitflow_agents.config.values import (
+    BASE_FILE,
+    BRANCH_PLACEHOLDERS,
+    BUILT_IN,
+    DEFAULT_ADAPTER,
+    DEFAULT_BRANCH,
+    DEFAULT_BRANCH_PATTERN,
+    DEFAULT_FAILURE_SUFFIX,
+    DEFAULT_FLOW_DIR,
+    DEFAULT_MAX_WAIT_SECS,
+    DEFAULT_REPORT_FILENAME,
+    DEFAULT_SPECS_FOLDER,
+    DEFAULT_STUCK_RETRY_GRACE_SECS,
+    DEFAULT_STUCK_TIMEOUT_SECS,
+    DEFAULT_SUCCESS_SUFFIX,
+    FLOW_DIR_NAME,
+    GIT_STATS_MARKER,
+    INLINE,
+    MERGE_MODES,
+    SEVERITIES,
+    TEMPLATE_VARIABLES,
+    AgentConfig,
+    ChainConfig,
+    CompletionWorkflow,
+    FlowConfig,
+    SharedFile,
+    branch_pattern_problem,
+    format_branch,
+)
+
+__all__ = [
+    "BASE_FILE",
+    "BRANCH_PLACEHOLDERS",
+    "BUILT_IN",
+    "DEFAULT_ADAPTER",
+    "DEFAULT_BRANCH",
+    "DEFAULT_BRANCH_PATTERN",
+    "DEFAULT_FAILURE_SUFFIX",
+    "DEFAULT_FLOW_DIR",
+    "DEFAULT_MAX_WAIT_SECS",
+    "DEFAULT_REPORT_FILENAME",
+    "DEFAULT_SPECS_FOLDER",
+    "DEFAULT_STUCK_RETRY_GRACE_SECS",
+    "DEFAULT_STUCK_TIMEOUT_SECS",
+    "DEFAULT_SUCCESS_SUFFIX",
+    "FLOW_DIR_NAME",
+    "GIT_STATS_MARKER",
+    "INLINE",
+    "MERGE_MODES",
+    "SCHEMA_FILE",
+    "SEVERITIES",
+    "TEMPLATE_VARIABLES",
+    "AgentConfig",
+    "ChainConfig",
+    "CompletionWorkflow",
+    "FlowConfig",
+    "ScaffoldFile",
+    "SharedFile",
+    "branch_pattern_problem",
+    "builtin_flow_dir",
+    "find_project_root",
+    "flow_config_schema",
+    "format_branch",
+    "load_flow_config",
+    "scaffold_files",
+    "schema_text",
+]

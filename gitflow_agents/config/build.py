@@ -1,0 +1,344 @@
+"""Building the frozen ``FlowConfig`` values from the merged, checked Node tree: defaults filled
+in, ``@path`` values read, and the rules that need more than one key (a chain's agents must be
+configured, report file names must differ, ``command`` only with the command adapter).
+
+``@path`` values (completion templates, system prompts, write templates) are read from files
+relative to the project root; ``@@text`` is the literal ``@text``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from gitflow_agents.config.files import Layout, normalise
+from gitflow_agents.config.values import (
+    BUILT_IN,
+    DEFAULT_ADAPTER,
+    DEFAULT_BRANCH,
+    DEFAULT_FAILURE_SUFFIX,
+    DEFAULT_FLOW_DIR,
+    DEFAULT_MAX_WAIT_SECS,
+    DEFAULT_REPORT_FILENAME,
+    DEFAULT_SPECS_FOLDER,
+    DEFAULT_STUCK_RETRY_GRACE_SECS,
+    DEFAULT_STUCK_TIMEOUT_SECS,
+    DEFAULT_SUCCESS_SUFFIX,
+    INLINE,
+    TEMPLATE_VARIABLES,
+    AgentConfig,
+    ChainConfig,
+    CompletionWorkflow,
+    FlowConfig,
+    SharedFile,
+    branch_pattern_problem,
+    display,
+)
+from gitflow_agents.config.yaml_nodes import Node, unwrap
+from gitflow_agents.errors import ConfigError
+from gitflow_agents.plan import SpecPlanConfig, compile_step_pattern
+from gitflow_agents.resources import templates_dir
+
+_VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def build(
+    top: Node,
+    layout: Layout,
+    sources: tuple[Path, ...],
+    flow_type: str | None,
+    variant: str | None,
+) -> FlowConfig:
+    values: dict[str, Node] = top.value
+
+    def text(key: str, default: str) -> str:
+        node = values.get(key)
+        return str(node.value) if node is not None else default
+
+    defaults = _section(values, "defaults")
+    spec_plan = _section(values, "spec_plan")
+    pattern = spec_plan.get("step_header_pattern")
+    if pattern is not None:
+        compile_step_pattern(str(pattern.value), path=pattern.file, line=pattern.line)
+    end_marker = spec_plan.get("top_level_end_marker")
+    plan_defaults = SpecPlanConfig()
+
+    agents = {
+        name: _build_agent(name, node, layout) for name, node in _section(values, "agents").items()
+    }
+    shared = {
+        key: _build_shared_file(key, node, layout)
+        for key, node in _section(values, "shared_files").items()
+    }
+    return FlowConfig(
+        root=layout.root,
+        sources=sources,
+        completion_workflow=_build_workflow(values, layout, sources),
+        flow_type=flow_type,
+        variant=variant,
+        built_in=layout.built_in,
+        flow_dir=text("flow_dir", DEFAULT_FLOW_DIR),
+        default_branch=text("default_branch", DEFAULT_BRANCH),
+        specs_folder=text("specs_folder", DEFAULT_SPECS_FOLDER),
+        spec_plan=SpecPlanConfig(
+            top_level_end_marker=(
+                str(end_marker.value) if end_marker else plan_defaults.top_level_end_marker
+            ),
+            step_header_pattern=(
+                str(pattern.value) if pattern else plan_defaults.step_header_pattern
+            ),
+        ),
+        agents=MappingProxyType(agents),
+        shared_files=MappingProxyType(shared),
+        stuck_timeout_secs=_int(defaults, "stuck_timeout_secs", DEFAULT_STUCK_TIMEOUT_SECS),
+        max_wait_secs=_int(defaults, "max_wait_secs", DEFAULT_MAX_WAIT_SECS),
+        stuck_retry_grace_secs=_int(
+            defaults, "stuck_retry_grace_secs", DEFAULT_STUCK_RETRY_GRACE_SECS
+        ),
+        chain=_build_chain(_section(values, "chain"), agents),
+    )
+
+
+def _section(values: Mapping[str, Node], key: str) -> dict[str, Node]:
+    node = values.get(key)
+    return dict(node.value) if node is not None else {}
+
+
+def _int(values: Mapping[str, Node], key: str, default: int) -> int:
+    node = values.get(key)
+    return int(node.value) if node is not None else default
+
+
+def _build_chain(values: Mapping[str, Node], agents: Mapping[str, AgentConfig]) -> ChainConfig:
+    """The ``chain:`` section; the agents it names must be configured under ``agents:``."""
+    chain = ChainConfig()
+
+    def agent(node: Node, keypath: str) -> str:
+        name = str(node.value)
+        if name not in agents:
+            known = ", ".join(sorted(agents)) or "none"
+            raise node.error(keypath, f"no agent {name!r} under agents:; known agents: {known}")
+        return name
+
+    implementer = values.get("implementer")
+    fixer = values.get("fixer")
+    reviewers_node = values.get("reviewers")
+    reviewers = chain.reviewers
+    if reviewers_node is not None:
+        items: list[Node] = reviewers_node.value
+        if not items:
+            raise reviewers_node.error("chain.reviewers", "name at least one reviewer")
+        seen: set[str] = set()
+        for index, item in enumerate(items):
+            if item.value in seen:
+                raise item.error(f"chain.reviewers[{index}]", f"{item.value!r} is listed twice")
+            seen.add(agent(item, f"chain.reviewers[{index}]"))
+        reviewers = tuple(str(item.value) for item in items)
+    pattern = values.get("branch_pattern")
+    if pattern is not None:
+        problem = branch_pattern_problem(str(pattern.value))
+        if problem is not None:
+            raise pattern.error("chain.branch_pattern", problem)
+    target = values.get("target")
+    merge = values.get("merge")
+    threshold = values.get("severity_threshold")
+    return ChainConfig(
+        implementer=(
+            agent(implementer, "chain.implementer")
+            if implementer is not None
+            else chain.implementer
+        ),
+        reviewers=reviewers,
+        fixer=agent(fixer, "chain.fixer") if fixer is not None else chain.fixer,
+        max_iterations=_int(values, "max_iterations", chain.max_iterations),
+        target=str(target.value) if target is not None else None,
+        branch_pattern=str(pattern.value) if pattern is not None else chain.branch_pattern,
+        merge=str(merge.value) if merge is not None else chain.merge,
+        severity_threshold=(
+            str(threshold.value) if threshold is not None else chain.severity_threshold
+        ),
+    )
+
+
+def _build_workflow(
+    values: Mapping[str, Node], layout: Layout, sources: tuple[Path, ...]
+) -> CompletionWorkflow:
+    section = _section(values, "completion_workflow")
+    template = section.get("template")
+    if template is None:
+        first = display(layout.root, sources[0])
+        raise ConfigError(
+            "required: the text agents get to report and signal completion, e.g. "
+            '"@.flow/templates/completion-workflow-template.md" (gitflow-agents init writes it)',
+            path=first,
+            key="completion_workflow.template",
+        )
+    text, source = _resolve_text(template, layout, "completion_workflow.template")
+    report = _section(section, "report")
+    filename = report.get("filename")
+    success = report.get("success_suffix")
+    failure = report.get("failure_suffix")
+    workflow = CompletionWorkflow(
+        template=text,
+        template_source=source,
+        report_filename=str(filename.value) if filename else DEFAULT_REPORT_FILENAME,
+        success_suffix=str(success.value) if success else DEFAULT_SUCCESS_SUFFIX,
+        failure_suffix=str(failure.value) if failure else DEFAULT_FAILURE_SUFFIX,
+    )
+    if filename is not None and (
+        "/" in workflow.report_filename or "\\" in workflow.report_filename
+    ):
+        raise filename.error(
+            "completion_workflow.report.filename", "must be a file name, not a path"
+        )
+    for node, key in ((success, "success_suffix"), (failure, "failure_suffix")):
+        value = str(node.value) if node is not None else ""
+        if node is not None and ("/" in value or "\\" in value):
+            raise node.error(
+                f"completion_workflow.report.{key}", "must not contain a path separator"
+            )
+    names = {workflow.report_filename, workflow.success_filename, workflow.failed_filename}
+    if len(names) != 3:
+        blame = failure or success or filename
+        assert blame is not None  # the defaults are distinct
+        raise blame.error(
+            "completion_workflow.report",
+            f"report, success and failure files must differ, got {workflow.report_filename!r}, "
+            f"{workflow.success_filename!r}, {workflow.failed_filename!r}",
+        )
+    return workflow
+
+
+def _build_agent(name: str, node: Node, layout: Layout) -> AgentConfig:
+    keypath = f"agents.{name}"
+    values: dict[str, Node] = node.value
+
+    def get(key: str) -> Any:
+        child = values.get(key)
+        return child.value if child is not None else None
+
+    adapter = str(get("adapter") or DEFAULT_ADAPTER)
+    command_node = values.get("command")
+    command: tuple[str, ...] | None = None
+    if command_node is not None and command_node.value is not None:
+        raw = command_node.value
+        command = (
+            tuple(shlex.split(raw))
+            if isinstance(raw, str)
+            else tuple(str(item.value) for item in raw)
+        )
+        if adapter != "command":
+            raise command_node.error(
+                f"{keypath}.command",
+                f"only the 'command' adapter runs a command (this agent uses {adapter!r}); "
+                "to change that CLI's executable use options.executable",
+            )
+    elif adapter == "command":
+        raise node.error(f"{keypath}.command", "required when adapter is 'command'")
+
+    prompt_node = values.get("system_prompt")
+    prompt, prompt_source = (
+        _resolve_text(prompt_node, layout, f"{keypath}.system_prompt") if prompt_node else ("", "")
+    )
+    completion_node = values.get("completion_template")
+    completion: str | None = None
+    completion_source: str | None = None
+    if completion_node is not None and completion_node.value is not None:
+        completion, completion_source = _resolve_text(
+            completion_node, layout, f"{keypath}.completion_template"
+        )
+
+    options = unwrap(values["options"]) if "options" in values else {}
+    allow_env = (
+        [str(item.value) for item in values["allow_env"].value] if "allow_env" in values else []
+    )
+    from_options = options.get("allow_env")
+    if isinstance(from_options, list):
+        allow_env += [str(item) for item in from_options if str(item) not in allow_env]
+    if allow_env:
+        options["allow_env"] = list(dict.fromkeys(allow_env))
+
+    return AgentConfig(
+        name=name,
+        type=str(get("type") or name),
+        adapter=adapter,
+        command=command,
+        model=get("model"),
+        system_prompt=prompt,
+        system_prompt_source=prompt_source,
+        description=get("description"),
+        options=MappingProxyType(options),
+        allow_env=tuple(dict.fromkeys(allow_env)),
+        completion_template=completion,
+        completion_template_source=completion_source,
+        structured_reply=get("structured_reply") is not False,
+    )
+
+
+def _build_shared_file(key: str, node: Node, layout: Layout) -> SharedFile:
+    keypath = f"shared_files.{key}"
+    values: dict[str, Node] = node.value
+    path_node = values.get("path")
+    if path_node is None:
+        raise node.error(f"{keypath}.path", "required")
+    path = str(path_node.value)
+    for name in _VARIABLE.findall(path):
+        if name not in TEMPLATE_VARIABLES:
+            raise path_node.error(
+                f"{keypath}.path",
+                f"unknown variable {{{name}}}; known: "
+                + ", ".join(f"{{{v}}}" for v in TEMPLATE_VARIABLES),
+            )
+    info = values.get("info")
+    writable = values.get("writable")
+    template_node = values.get("write_template")
+    template: str | None = None
+    if template_node is not None and template_node.value is not None:
+        template, _ = _resolve_text(template_node, layout, f"{keypath}.write_template")
+    agents = values.get("agents")
+    return SharedFile(
+        key=key,
+        path=path,
+        info=str(info.value) if info is not None else "",
+        writable=bool(writable.value) if writable is not None else False,
+        write_template=template,
+        agents=tuple(str(item.value) for item in agents.value) if agents is not None else (),
+        source=f"{node.file}:{node.line}",
+    )
+
+
+def _resolve_text(node: Node, layout: Layout, keypath: str) -> tuple[str, str]:
+    """(text, source) of an ``@path`` or inline value; ``@@`` escapes a literal ``@``."""
+    value = str(node.value)
+    if value.startswith("@@"):
+        return value[1:], INLINE
+    if not value.startswith("@"):
+        return value, INLINE
+    rel = value[1:].strip()
+    if not rel:
+        raise node.error(keypath, "'@' must be followed by a file path")
+    target = layout.at_file(rel)
+    if target is None:
+        where = "a shipped file" if layout.built_in else "inside the project root"
+        raise node.error(keypath, f"@{rel}: the file must be {where}")
+    try:
+        text = target.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise node.error(
+            keypath, f"file not found: {rel} (paths after '@' are relative to the project root)"
+        ) from None
+    except IsADirectoryError:
+        raise node.error(keypath, f"{rel} is a directory, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise node.error(keypath, f"{rel}: not valid UTF-8 (byte {exc.start})") from None
+    except OSError as exc:
+        raise node.error(keypath, f"cannot read {rel}: {exc.strerror or exc}") from None
+    if layout.built_in:
+        source = f"{BUILT_IN}:{target.relative_to(templates_dir()).as_posix()}"
+    else:
+        source = normalise(rel)
+    return text, source

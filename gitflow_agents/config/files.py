@@ -1,0 +1,92 @@
+"""Where configuration files come from: the project root, the shipped ``templates/flow/`` files
+(the defaults before ``init``, and what ``init`` writes), and which file an ``@path`` value may
+name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import NamedTuple
+
+from gitflow_agents.config.values import FLOW_DIR_NAME
+from gitflow_agents.resources import templates_dir
+
+SCHEMA_FILE = "flow-config.schema.json"
+
+
+def find_project_root(start: Path | None = None) -> Path:
+    """The nearest ancestor (or ``start`` itself) holding ``.flow/`` or ``.git``, else ``start``."""
+    here = (start if start is not None else Path.cwd()).absolute()
+    for candidate in (here, *here.parents):
+        if (candidate / FLOW_DIR_NAME).is_dir() or (candidate / ".git").exists():
+            return candidate
+    return here
+
+
+def builtin_flow_dir() -> Path:
+    """The shipped ``templates/flow/`` folder that ``init`` copies and the defaults read."""
+    return templates_dir() / "flow"
+
+
+class ScaffoldFile(NamedTuple):
+    """One file ``init`` writes: a shipped file copied as it is, or the generated JSON Schema
+    (``source`` None)."""
+
+    dest: str  # project-relative, posix slashes
+    source: Path | None
+
+    def content(self) -> bytes:
+        if self.source is not None:
+            return self.source.read_bytes()
+        from gitflow_agents.config.json_schema import schema_text
+
+        return schema_text().encode("utf-8")
+
+
+def scaffold_files() -> tuple[ScaffoldFile, ...]:
+    """Everything ``init`` writes, in order.
+
+    ``templates/flow/*.md`` -> ``.flow/templates/``, ``agents/`` -> ``.flow/agents/``,
+    ``*.yaml`` -> ``.flow/`` (same sub-folder), ``specs/`` -> ``specs/``, plus the JSON Schema
+    (generated from the shape the loader checks) next to ``.flow/base.yaml`` for editors.
+    """
+    shipped = builtin_flow_dir()
+    files: list[ScaffoldFile] = []
+    for path in sorted(p for p in shipped.rglob("*") if p.is_file()):
+        rel = path.relative_to(shipped).as_posix()
+        if rel.startswith(("specs/",)):
+            dest = rel
+        elif rel.startswith("agents/") or rel.endswith(".yaml"):
+            dest = f"{FLOW_DIR_NAME}/{rel}"
+        elif "/" not in rel:
+            dest = f"{FLOW_DIR_NAME}/templates/{rel}"
+        else:
+            continue
+        files.append(ScaffoldFile(dest, path))
+    files.append(ScaffoldFile(f"{FLOW_DIR_NAME}/{SCHEMA_FILE}", None))
+    return tuple(files)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where layer files are read from, and how ``@path`` values map to files."""
+
+    root: Path
+    flow_dir: Path
+    built_in: bool
+
+    def at_file(self, rel: str) -> Path | None:
+        """The file an ``@rel`` value names, or None when it is outside what may be read."""
+        if self.built_in:
+            shipped = {f.dest: f.source for f in scaffold_files() if f.source is not None}
+            return shipped.get(normalise(rel))
+        target = (self.root / rel).resolve()
+        root = self.root.resolve()
+        if target != root and root not in target.parents:
+            return None
+        return target
+
+
+def normalise(rel: str) -> str:
+    """``rel`` with posix slashes and no leading ``./``."""
+    return PurePosixPath(rel.replace("\\", "/")).as_posix().removeprefix("./")

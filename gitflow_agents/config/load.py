@@ -1,0 +1,96 @@
+"""Loading a project's flow configuration: find its layer files, read each with line numbers,
+check it against the shape, merge the layers, and build the frozen values.
+
+Layers, later wins: ``.flow/base.yaml`` -> ``.flow/<flow_type>/base.yaml`` ->
+``.flow/<flow_type>/<variant>.yaml``. When no project layer exists at all, the shipped
+``templates/flow/`` layers stand in (docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitflow_agents.config.build import build
+from gitflow_agents.config.check import check, merge
+from gitflow_agents.config.files import Layout, builtin_flow_dir
+from gitflow_agents.config.shape import TOP
+from gitflow_agents.config.values import (
+    BASE_FILE,
+    BUILT_IN,
+    FLOW_DIR_NAME,
+    NAME,
+    FlowConfig,
+    display,
+)
+from gitflow_agents.config.yaml_nodes import Node, read_layer
+from gitflow_agents.errors import ConfigError
+from gitflow_agents.resources import templates_dir
+
+
+def _layer_paths(flow_dir: Path, flow_type: str | None, variant: str | None) -> list[Path]:
+    paths = [flow_dir / BASE_FILE]
+    if flow_type is not None:
+        paths.append(flow_dir / flow_type / BASE_FILE)
+        if variant is not None:
+            paths.append(flow_dir / flow_type / f"{variant}.yaml")
+    return paths
+
+
+def load_flow_config(
+    root: Path, flow_type: str | None = None, variant: str | None = None
+) -> FlowConfig:
+    """Read, merge and validate the `.flow/` layers of ``root`` (layers: see the module docstring).
+
+    Every layer is optional except an explicitly named variant. With no config file at all the
+    shipped ``templates/flow/`` layers are used instead (``FlowConfig.built_in`` is then True).
+    """
+    root = root.absolute()
+    for label, value in (("flow type", flow_type), ("variant", variant)):
+        if value is not None and not NAME.match(value):
+            raise ConfigError(
+                f"invalid {label} {value!r}: use letters, digits, '.', '_' and '-' only"
+            )
+    if variant is not None and flow_type is None:
+        raise ConfigError(
+            f"variant {variant!r} needs a flow type (.flow/<flow-type>/{variant}.yaml)"
+        )
+
+    layout = Layout(root, root / FLOW_DIR_NAME, built_in=False)
+    # exists(), not is_file(): a folder named like a layer is reported, not silently skipped
+    paths = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if p.exists()]
+    if not paths:
+        layout = Layout(root, builtin_flow_dir(), built_in=True)
+        paths = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if p.is_file()]
+    if variant is not None:
+        wanted = layout.flow_dir / str(flow_type) / f"{variant}.yaml"
+        if wanted not in paths:
+            raise ConfigError(_missing_variant(layout, wanted, str(flow_type)))
+
+    merged: Node | None = None
+    for path in paths:
+        node = read_layer(path, _layer_display(layout, path))
+        check(node, TOP, "")
+        merged = node if merged is None else merge(merged, node, TOP)
+    assert merged is not None  # the shipped base.yaml always exists
+    return build(merged, layout, tuple(paths), flow_type, variant)
+
+
+def _missing_variant(layout: Layout, wanted: Path, flow_type: str) -> str:
+    folder = wanted.parent
+    known = (
+        sorted(p.stem for p in folder.glob("*.yaml") if p.is_file() and p.name != BASE_FILE)
+        if folder.is_dir()
+        else []
+    )
+    where = (
+        display(layout.root, wanted) if not layout.built_in else f".flow/{flow_type}/{wanted.name}"
+    )
+    return (
+        f"variant file {where} not found; variants of {flow_type!r}: {', '.join(known) or 'none'}"
+    )
+
+
+def _layer_display(layout: Layout, path: Path) -> str:
+    if layout.built_in:
+        return f"{BUILT_IN}:{path.relative_to(templates_dir()).as_posix()}"
+    return display(layout.root, path)

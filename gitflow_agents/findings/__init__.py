@@ -1,0 +1,66 @@
+"""Findings, verdicts and the review gate.
+
+``model`` holds the values (``Finding``, ``Review``, ``Severity``) and their JSON shape,
+``verdict`` the ``REVIEW_RESULT:`` grammar and which report lines do not count, ``report``
+reads a reviewer's report into a ``Review``, and ``gate`` decides whether a review approves a
+commit (and merges several reviewers' reviews). Contracts: docs/protocol.md, Review verdict and
+Findings; details: docs/findings.md.
+"""
+
+from __future__ import annotations
+
+from gitflow_agents.findings.gate import (
+    GateResult,
+    count_by_severity,
+    describe_counts,
+    gate,
+    merge_reviews,
+)
+from gitflow_agents.findings.model import (
+    Finding,
+    Overall,
+    Review,
+    Severity,
+    finding_from_dict,
+    fingerprint,
+    review_from_dict,
+    suggestion_replacement,
+)
+from gitflow_agents.findings.report import (
+    FindingsError,
+    LineLookup,
+    fill_fingerprints,
+    parse_review,
+)
+from gitflow_agents.findings.verdict import (
+    VERDICT_RE,
+    VerdictResult,
+    fenced_lines,
+    hidden_lines,
+    parse_verdict,
+)
+
+__all__ = [
+    "VERDICT_RE",
+    "Finding",
+    "FindingsError",
+    "GateResult",
+    "LineLookup",
+    "Overall",
+    "Review",
+    "Severity",
+    "VerdictResult",
+    "count_by_severity",
+    "describe_counts",
+    "fenced_lines",
+    "fill_fingerprints",
+    "finding_from_dict",
+    "fingerprint",
+    "gate",
+    "hidden_lines",
+    "merge_reviews",
+    "parse_review",
+    "parse_verdict",
+    "review_from_dict",
+    "suggestion_replacement",
+]

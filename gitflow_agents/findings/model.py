@@ -1,0 +1,229 @@
+"""Findings and reviews: the values every reviewer produces and every renderer and gate reads,
+and their JSON shape (docs/protocol.md, Findings):
+``{overall: approve|revise, summary, findings: [{severity, file?, line?, end_line?, message,
+suggestion?, rule?, fingerprint}], reviewed_sha, base_sha, unreviewed_files: [], run: {...}}``
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARN = "warn"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """Higher is more severe: error 3, warn 2, info 1."""
+        return {"error": 3, "warn": 2, "info": 1}[self.value]
+
+    @property
+    def sarif_level(self) -> str:
+        return {"error": "error", "warn": "warning", "info": "note"}[self.value]
+
+    @property
+    def rdjson(self) -> str:
+        return {"error": "ERROR", "warn": "WARNING", "info": "INFO"}[self.value]
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        """Accept the usual spellings: error/err/critical/high, warn/warning/medium, info/note/low."""
+        key = text.strip().lower()
+        for severity, names in _SEVERITY_NAMES.items():
+            if key in names:
+                return severity
+        raise ValueError(f"unknown severity {text!r} (expected error, warn or info)")
+
+
+_SEVERITY_NAMES = {
+    Severity.ERROR: {"error", "err", "critical", "high", "blocker", "major"},
+    Severity.WARN: {"warn", "warning", "medium", "moderate"},
+    Severity.INFO: {"info", "note", "low", "minor", "nit", "suggestion"},
+}
+
+
+class Overall(str, enum.Enum):
+    APPROVE = "approve"
+    REVISE = "revise"
+
+
+_WS = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
+
+
+def fingerprint(file: str | None, rule: str | None, message: str, line_content: str = "") -> str:
+    """Stable identity of a finding across pushes.
+
+    Hash of (file, rule or normalised message, normalised line content). Line numbers are left
+    out on purpose: a finding keeps its identity when lines above it move.
+    """
+    what = rule or _DIGITS.sub("N", _WS.sub(" ", message.strip().lower()))
+    content = _WS.sub(" ", line_content.strip())
+    digest = hashlib.sha256("\0".join((file or "", what, content)).encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Severity
+    message: str
+    file: str | None = None
+    line: int | None = None
+    end_line: int | None = None
+    suggestion: str | None = None
+    rule: str | None = None
+    fingerprint: str = ""
+
+    def with_fingerprint(self, line_content: str = "") -> Finding:
+        """This finding with its fingerprint computed (kept when already set)."""
+        if self.fingerprint:
+            return self
+        return replace(
+            self, fingerprint=fingerprint(self.file, self.rule, self.message, line_content)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"severity": self.severity.value, "message": self.message}
+        for key in ("file", "line", "end_line", "suggestion", "rule"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = value
+        data["fingerprint"] = self.fingerprint
+        return data
+
+
+@dataclass(frozen=True)
+class Review:
+    """One reviewer's result. ``overall`` is None when no verdict could be established;
+    ``reason`` then says why (missing marker, contradiction with the findings, parse error)."""
+
+    overall: Overall | None
+    summary: str = ""
+    findings: tuple[Finding, ...] = ()
+    reviewed_sha: str | None = None
+    base_sha: str | None = None
+    unreviewed_files: tuple[str, ...] = ()
+    run: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "overall": self.overall.value if self.overall else None,
+            "summary": self.summary,
+            "findings": [f.to_dict() for f in self.findings],
+            "reviewed_sha": self.reviewed_sha,
+            "base_sha": self.base_sha,
+            "unreviewed_files": list(self.unreviewed_files),
+            "run": dict(self.run),
+            "reason": self.reason,
+        }
+
+
+_OVERALL_WORDS = {
+    "approve": Overall.APPROVE,
+    "approved": Overall.APPROVE,
+    "revise": Overall.REVISE,
+    "changes_requested": Overall.REVISE,
+}
+
+
+def suggestion_replacement(finding: Finding) -> str | None:
+    """The replacement text when the suggestion is a GitHub-style fenced ```suggestion block
+    (replacing lines ``line``..``end_line``); None when it is prose advice."""
+    text = (finding.suggestion or "").strip("\n")
+    match = re.fullmatch(r"\s*(`{3,}|~{3,})suggestion[ \t]*\n(.*?)\n?[ \t]*\1\s*", text, re.DOTALL)
+    if match is None or finding.line is None:
+        return None
+    return match.group(2) + "\n" if match.group(2) else ""
+
+
+def finding_from_dict(data: Any, where: str = "finding") -> Finding:
+    """One finding from its JSON shape (docs/protocol.md, Findings); ValueError naming the bad key."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
+    try:
+        severity = Severity.parse(str(data.get("severity", "")))
+    except ValueError as error:
+        raise ValueError(f"{where}.severity: {error}") from None
+    message = data.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise ValueError(f"{where}.message: expected a non-empty string")
+    values: dict[str, Any] = {}
+    for key in ("file", "suggestion", "rule", "fingerprint"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{where}.{key}: expected a string")
+        values[key] = value or None
+    for key in ("line", "end_line"):
+        value = data.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ValueError(f"{where}.{key}: expected a line number >= 1, got {value!r}")
+        values[key] = value
+    if values["line"] is None and values["end_line"] is not None:
+        raise ValueError(f"{where}.end_line: given without line")
+    if values["end_line"] is not None and values["end_line"] < values["line"]:
+        raise ValueError(f"{where}.end_line: {values['end_line']} is before line {values['line']}")
+    return Finding(
+        severity=severity,
+        message=message.strip(),
+        file=values["file"],
+        line=values["line"],
+        end_line=values["end_line"],
+        suggestion=values["suggestion"],
+        rule=values["rule"],
+        fingerprint=values["fingerprint"] or "",
+    )
+
+
+def review_from_dict(data: Any) -> Review:
+    """A Review from its JSON shape (docs/protocol.md, Findings), as ``Review.to_dict`` writes
+    it; fingerprints present in the data are kept. ValueError naming the bad key."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    overall_raw = data.get("overall")
+    overall = None
+    if overall_raw is not None:
+        overall = _OVERALL_WORDS.get(str(overall_raw).strip().lower())
+        if overall is None:
+            raise ValueError(f"overall: expected approve or revise, got {overall_raw!r}")
+    findings_raw = data.get("findings", [])
+    if not isinstance(findings_raw, list):
+        raise ValueError("findings: expected a list")
+    findings = tuple(
+        finding_from_dict(item, f"findings[{index}]") for index, item in enumerate(findings_raw)
+    )
+    unreviewed = data.get("unreviewed_files", [])
+    if not isinstance(unreviewed, list) or not all(isinstance(f, str) for f in unreviewed):
+        raise ValueError("unreviewed_files: expected a list of paths")
+    summary = data.get("summary", "")
+    if summary is not None and not isinstance(summary, str):
+        raise ValueError("summary: expected a string")
+    for key in ("reviewed_sha", "base_sha"):
+        if data.get(key) is not None and not isinstance(data.get(key), str):
+            raise ValueError(f"{key}: expected a commit id string")
+    run = data.get("run", {})
+    return Review(
+        overall=overall,
+        summary=summary or "",
+        findings=findings,
+        reviewed_sha=data.get("reviewed_sha") or None,
+        base_sha=data.get("base_sha") or None,
+        unreviewed_files=tuple(unreviewed),
+        run=dict(run) if isinstance(run, dict) else {},
+        reason=str(data.get("reason") or ""),
+    )
+
+
+def same_commit(a: str, b: str) -> bool:
+    """Full or abbreviated (>= 7 hex digits) ids naming the same commit."""
+    a, b = a.strip().lower(), b.strip().lower()
+    shorter = min(len(a), len(b))
+    return shorter >= 7 and a[:shorter] == b[:shorter]

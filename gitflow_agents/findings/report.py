@@ -1,0 +1,182 @@
+"""Reading a reviewer's report into a ``Review``: the verdict, the findings (a fenced JSON block
+or ``- [severity] path:line: message`` lines), the summary, and every reason the verdict may not
+stand (docs/findings.md, Findings in a report)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+
+from gitflow_agents.findings.model import (
+    Finding,
+    Overall,
+    Review,
+    Severity,
+    review_from_dict,
+    same_commit,
+)
+from gitflow_agents.findings.verdict import fenced_lines, parse_verdict, split_lines
+
+LineLookup = Callable[[str, int], "str | None"]
+"""``(file, line) -> content of that line`` (None when unknown); feeds fingerprints."""
+
+_BULLET_FINDING = re.compile(
+    r"^\s*[-*+]\s+\[(?P<severity>[A-Za-z]+)\]\s+"
+    r"(?:`?(?P<file>[^\s`:]+):(?P<line>\d+)(?::\d+)?(?:-(?P<end>\d+))?`?:\s*)?"
+    r"(?P<message>\S.*?)\s*$"
+)
+
+
+class FindingsError(ValueError):
+    """A findings block that cannot be read; ``line`` is 1-based in the report."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def _json_blocks(text: str) -> list[tuple[int, str]]:
+    """(1-based line of the opening fence, content) of every fenced ```json block."""
+    from gitflow_agents.markdown import block_tokens
+
+    blocks = []
+    for token in block_tokens(text):
+        info = token.info.strip().split()
+        if token.type == "fence" and token.map and info and info[0].lower() == "json":
+            blocks.append((token.map[0] + 1, token.content))
+    return blocks
+
+
+def _findings_block(text: str, source: str) -> Review | None:
+    """The last ```json block holding a findings object; FindingsError on a broken one.
+
+    JSON blocks that parse but are not a findings object (an example config, say) are ignored;
+    a block that does not parse at all is an error, because it may be the findings.
+    """
+    found: Review | None = None
+    for fence_line, content in _json_blocks(text):
+        try:
+            data = json.loads(content)
+        except json.JSONDecodeError as error:
+            line = fence_line + error.lineno
+            raise FindingsError(
+                f"{source}:{line}: findings block is not valid JSON: {error.msg}", line
+            ) from None
+        except (ValueError, RecursionError) as error:  # huge numbers, absurd nesting
+            raise FindingsError(
+                f"{source}:{fence_line}: findings block cannot be read: {error}", fence_line
+            ) from None
+        if not isinstance(data, dict) or not ({"findings", "overall"} & data.keys()):
+            continue
+        try:
+            found = review_from_dict(data)
+        except ValueError as error:
+            raise FindingsError(
+                f"{source}:{fence_line}: findings block: {error}", fence_line
+            ) from None
+    return found
+
+
+def _bullet_findings(text: str) -> list[Finding]:
+    fenced = fenced_lines(text)
+    findings = []
+    for number, line in enumerate(split_lines(text), start=1):
+        match = _BULLET_FINDING.match(line)
+        if match is None or number in fenced:
+            continue
+        try:
+            severity = Severity.parse(match.group("severity"))
+        except ValueError:
+            continue  # "- [x] done" is a checklist, not a finding
+        start = int(match.group("line")) if match.group("line") else None
+        end = int(match.group("end")) if match.group("end") else None
+        findings.append(
+            Finding(
+                severity=severity,
+                message=match.group("message"),
+                file=match.group("file"),
+                line=start,
+                end_line=end if end is not None and start is not None and end > start else None,
+            )
+        )
+    return findings
+
+
+def fill_fingerprints(
+    findings: Iterable[Finding], line_content: LineLookup | None = None
+) -> tuple[Finding, ...]:
+    """Every finding with its fingerprint set; line content comes from ``line_content``."""
+    filled = []
+    for finding in findings:
+        content = ""
+        if line_content is not None and finding.file and finding.line:
+            content = line_content(finding.file, finding.line) or ""
+        filled.append(finding.with_fingerprint(content))
+    return tuple(filled)
+
+
+def parse_review(
+    report_text: str,
+    *,
+    reviewed_sha: str | None = None,
+    base_sha: str | None = None,
+    source: str = "report.md",
+    line_content: LineLookup | None = None,
+) -> Review:
+    """Read a reviewer's report into a Review (never raises for bad report content).
+
+    Verdict: the ``REVIEW_RESULT:`` marker (``parse_verdict``). Findings, first source found:
+    the last fenced ```json findings block (docs/protocol.md, Findings), else ``- [severity]
+    path:line: message`` lines outside code fences (also inside an XML reply: docs/protocol.md,
+    Agent replies). Summary: the JSON ``summary``, else the XML ``<SUMMARY>``. ``overall`` is
+    None, with ``reason`` saying why, when there is no valid marker, the findings block is
+    broken, the JSON ``overall`` contradicts the marker, the XML ``<STATUS>`` is failed /
+    needs_input, or the block names a different commit than ``reviewed_sha``.
+    """
+    from gitflow_agents.protocol import ReplyStatus, parse_reply
+
+    verdict = parse_verdict(report_text)
+    overall, reason = verdict.verdict, verdict.reason
+    reply = parse_reply(report_text)
+    summary = reply.summary if reply.structured else ""
+    block: Review | None = None
+    try:
+        block = _findings_block(report_text, source)
+    except FindingsError as error:
+        overall, reason = None, str(error)
+    if block is not None:
+        findings: Iterable[Finding] = (replace(f, fingerprint="") for f in block.findings)
+    else:
+        findings = _bullet_findings(report_text)
+
+    if overall is not None and block is not None and block.overall not in (None, overall):
+        said = "APPROVED" if overall is Overall.APPROVE else "REVISE"
+        overall = None
+        reason = f"report says {said} but its findings block says {block.overall.value}"
+    if (
+        overall is not None
+        and reply.structured
+        and reply.status
+        in (
+            ReplyStatus.FAILED,
+            ReplyStatus.NEEDS_INPUT,
+        )
+    ):
+        overall = None
+        reason = f"the reply's <STATUS> is {reply.status.value}, so its verdict does not stand"
+    claimed = block.reviewed_sha if block is not None else None
+    if overall is not None and reviewed_sha and claimed and not same_commit(reviewed_sha, claimed):
+        overall = None
+        reason = f"findings block is about commit {claimed} but {reviewed_sha} was reviewed"
+    return Review(
+        overall=overall,
+        summary=(block.summary if block is not None and block.summary else summary),
+        findings=fill_fingerprints(findings, line_content),
+        reviewed_sha=reviewed_sha or claimed,
+        base_sha=base_sha or (block.base_sha if block is not None else None),
+        unreviewed_files=block.unreviewed_files if block is not None else (),
+        run=dict(block.run) if block is not None else {},
+        reason=reason,
+    )

@@ -1,0 +1,167 @@
+"""The reviewer's verdict: the ``REVIEW_RESULT:`` marker grammar, and which lines of a markdown
+report do not count because markdown shows them as code or not at all (docs/protocol.md,
+Review verdict; docs/findings.md, The verdict marker)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gitflow_agents.findings.model import Overall
+
+VERDICT_RE = re.compile(r"^\s*REVIEW_RESULT:\s*(APPROVED|REVISE|CHANGES_REQUESTED)\s*$")
+"""The one accepted marker: alone on its line, outside fenced code, upper case."""
+
+_VERDICTS = {
+    "APPROVED": Overall.APPROVE,
+    "REVISE": Overall.REVISE,
+    "CHANGES_REQUESTED": Overall.REVISE,
+}
+# Markdown decoration a reviewer may wrap around the marker: emphasis, quotes, list bullets,
+# headings, inline code. A decorated marker is reported (helpfully) but never counted.
+_DECORATION = re.compile(r"^[\s>*_`#+\-~]*(?:\d+[.)]\s*)?[\s*_`]*")
+_NEAR_MISS = re.compile(r"^review[_ ]result\b", re.IGNORECASE)
+_STRICT_CORE = re.compile(r"^REVIEW_RESULT:\s*(APPROVED|REVISE|CHANGES_REQUESTED)[\s*_`.!]*$")
+
+
+@dataclass(frozen=True)
+class VerdictResult:
+    """The verdict a report states, the 1-based line it stands on, and why (always filled)."""
+
+    verdict: Overall | None
+    line: int | None
+    reason: str
+
+
+def fenced_lines(text: str) -> frozenset[int]:
+    """1-based numbers of every line that belongs to a fenced code block (fences included).
+
+    Uses markdown-it's CommonMark block parser, so ``` and ~~~ fences of any length, fences
+    inside lists and block quotes, and unclosed fences (which run to the end) are all handled
+    the way GitHub renders them.
+    """
+    from gitflow_agents.markdown import block_tokens
+
+    lines: set[int] = set()
+    for token in block_tokens(text):
+        if token.type == "fence" and token.map:
+            start, end = token.map
+            lines.update(range(start + 1, end + 1))
+    return frozenset(lines)
+
+
+# HTML blocks whose content markdown does not show as text: script/style (hidden), pre and
+# textarea (shown as code), processing instructions, declarations, CDATA. Comments inside any
+# HTML block or paragraph are found separately (``_COMMENT``).
+_RAW_HTML_BLOCK = re.compile(r"\s{0,3}<(script|pre|style|textarea)(?=[\s>]|$)", re.IGNORECASE)
+_HIDDEN_HTML_BLOCK = re.compile(r"\s{0,3}<(?:\?|![A-Za-z]|!\[CDATA\[)")
+# An HTML comment (CommonMark 0.31: ``<!-->`` and ``<!--->`` are complete comments too);
+# in an HTML block an unclosed one runs to the block's end.
+_COMMENT = re.compile(r"<!--(?:-?>|.*?-->)", re.DOTALL)
+_OPEN_COMMENT = re.compile(r"<!--(?:-?>|.*?(?:-->|\Z))", re.DOTALL)
+
+
+def _comment_lines(content: str, first: int, pattern: re.Pattern[str]) -> dict[int, str]:
+    """1-based report lines whose whole visible text lies inside an HTML comment of ``content``
+    (a block's content, its line k being report line ``first + k``)."""
+    spans = [m.span() for m in pattern.finditer(content)]
+    if not spans:
+        return {}
+    hidden: dict[int, str] = {}
+    offset = 0
+    for k, line in enumerate(content.split("\n")):
+        start = offset + len(line) - len(line.lstrip())
+        end = offset + len(line.rstrip())
+        offset += len(line) + 1
+        if end > start and any(a <= start and end <= b for a, b in spans):
+            hidden[first + k] = "an HTML comment"
+    return hidden
+
+
+def hidden_lines(text: str) -> dict[int, str]:
+    """1-based numbers of the lines markdown shows as code or does not show at all, each with
+    what holds it: ``a fenced code block`` (fences included), ``an indented code block``,
+    ``an HTML comment`` (in a paragraph or an HTML block, also multi-line), ``an HTML <pre>
+    block`` (script, style, textarea likewise) or ``an HTML block`` (``<?…?>``, ``<!X…>``,
+    CDATA).
+
+    markdown-it's CommonMark block parser decides, as GitHub renders: fences of any length,
+    inside lists and block quotes, unclosed ones running to the end; four-space indentation
+    after a paragraph line continues the paragraph (not code). The visible text of a ``<div>``
+    or ``<details>`` block is not hidden. A report that is nothing but one indented code block
+    is not hidden either: there is no prose for it to be an example in.
+    """
+    from gitflow_agents.markdown import block_tokens
+
+    hidden: dict[int, str] = {}
+    tokens = block_tokens(text)
+    lines = split_lines(text)
+    for token in tokens:
+        if not token.map:
+            continue
+        start, end = token.map
+        what = ""
+        if token.type == "fence":
+            what = "a fenced code block"
+        elif token.type == "code_block":
+            outside = any(line.strip() for line in lines[:start] + lines[end:])
+            what = "an indented code block" if outside else ""
+        elif token.type == "html_block":
+            raw = _RAW_HTML_BLOCK.match(token.content)
+            if raw:
+                what = f"an HTML <{raw.group(1).lower()}> block"
+            elif _HIDDEN_HTML_BLOCK.match(token.content):
+                what = "an HTML block"
+            else:
+                hidden.update(_comment_lines(token.content, start + 1, _OPEN_COMMENT))
+        elif token.type == "inline" and "<!--" in token.content:
+            hidden.update(_comment_lines(token.content, start + 1, _COMMENT))
+        if what:
+            hidden.update(dict.fromkeys(range(start + 1, end + 1), what))
+    return hidden
+
+
+def split_lines(text: str) -> list[str]:
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def parse_verdict(text: str) -> VerdictResult:
+    """Find the reviewer's verdict: the last ``REVIEW_RESULT:`` marker outside code and hidden
+    HTML (``hidden_lines``).
+
+    Fail-closed: no marker, or a last marker that is decorated (``**REVIEW_RESULT: APPROVED**``),
+    lower case or followed by other text, is no verdict; the reason says what was found where.
+    """
+    hidden = hidden_lines(text)
+    last: tuple[int, Overall | None, str] | None = None  # (line, verdict, near-miss text)
+    first_hidden: int | None = None
+    for number, line in enumerate(split_lines(text), start=1):
+        strict = VERDICT_RE.match(line)
+        near = strict is None and _NEAR_MISS.match(_DECORATION.sub("", line, count=1))
+        if not (strict or near):
+            continue
+        if number in hidden:
+            first_hidden = first_hidden or number
+            continue
+        last = (number, _VERDICTS[strict.group(1)], "") if strict else (number, None, line.strip())
+    if last is None:
+        reason = "no REVIEW_RESULT line"
+        if first_hidden is not None:
+            reason += (
+                f" (the marker on line {first_hidden} is inside {hidden[first_hidden]}, "
+                "which does not count)"
+            )
+        return VerdictResult(None, None, reason)
+    number, verdict, found = last
+    if verdict is not None:
+        marker = "APPROVED" if verdict is Overall.APPROVE else "REVISE"
+        return VerdictResult(verdict, number, f"REVIEW_RESULT: {marker} on line {number}")
+    core = _DECORATION.sub("", found, count=1)
+    if _STRICT_CORE.match(core):
+        why = "the marker must stand alone on its line"
+    else:
+        why = (
+            "expected exactly `REVIEW_RESULT: APPROVED` or `REVIEW_RESULT: REVISE` "
+            "alone on its line"
+        )
+    return VerdictResult(None, number, f"found `{found}` on line {number}: {why}")

@@ -1,0 +1,128 @@
+"""What a webhook event asks the action to do: review a pull request, fix it, or nothing.
+
+Pure: the payload at ``GITHUB_EVENT_PATH`` is read and judged without the network. Pull request
+events start a review (``opened``, ``synchronize``, ``reopened``, ``ready_for_review``); a new
+comment on a pull request whose first line is ``/agent review`` or ``/agent fix`` asks for one
+(whether its author may is checked later, against the API); docs/github.md, "Events".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from gitflow_agents.errors import InputError
+from gitflow_agents.github.client import PullRequest
+from gitflow_agents.github.runner import Options, read_json
+
+REVIEW_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Trigger:
+    kind: str
+    """``review``, ``fix`` or ``skip``."""
+    reason: str = ""
+    number: int | None = None
+    pull: PullRequest | None = None
+    commenter: str | None = None
+
+
+def load_event(path: Path) -> dict[str, Any]:
+    """The webhook payload; InputError naming the file when it is missing or not a JSON object."""
+    data = read_json(path, "event payload")
+    if not isinstance(data, dict):
+        raise InputError(
+            f"event payload: expected a JSON object, got {type(data).__name__}", path=path
+        )
+    return data
+
+
+def _get(data: Any, dotted: str, path: Path, kind: type[T], prefix: str = "") -> T:
+    """``data[a][b]`` for ``dotted`` = ``a.b``; InputError naming file and key when it is missing
+    or of the wrong type (``prefix`` says where ``data`` sits in the payload)."""
+    node = data
+    for key in dotted.split("."):
+        if not isinstance(node, dict) or key not in node:
+            raise InputError("missing in the event payload", path=path, key=prefix + dotted)
+        node = node[key]
+    if not isinstance(node, kind) or (kind is int and isinstance(node, bool)):
+        raise InputError(
+            f"expected {kind.__name__} in the event payload, got {type(node).__name__}",
+            path=path,
+            key=prefix + dotted,
+        )
+    return node
+
+
+def pull_from_event(event: Mapping[str, Any], path: Path) -> PullRequest:
+    pr = _get(event, "pull_request", path, dict)
+    head_repo = pr.get("head", {}).get("repo") if isinstance(pr.get("head"), dict) else None
+    return PullRequest(
+        number=_get(pr, "number", path, int, "pull_request."),
+        title=str(pr.get("title") or ""),
+        author=str((pr.get("user") or {}).get("login") or ""),
+        head_sha=_get(pr, "head.sha", path, str, "pull_request."),
+        base_sha=_get(pr, "base.sha", path, str, "pull_request."),
+        head_ref=str(pr.get("head", {}).get("ref") or ""),
+        base_ref=str(pr.get("base", {}).get("ref") or ""),
+        head_repo=head_repo.get("full_name") if isinstance(head_repo, dict) else None,
+        base_repo=_get(pr, "base.repo.full_name", path, str, "pull_request."),
+        draft=bool(pr.get("draft")),
+        html_url=str(pr.get("html_url") or ""),
+    )
+
+
+def _is_bot(user: Any) -> bool:
+    if not isinstance(user, dict):
+        return False
+    return user.get("type") == "Bot" or str(user.get("login", "")).endswith("[bot]")
+
+
+def parse_command(body: str) -> str | None:
+    """``review`` / ``fix`` / any word from a comment whose first non-empty line is
+    ``/agent <word>``; None for every other comment."""
+    for line in body.splitlines():
+        words = line.strip().split()
+        if not words:
+            continue
+        if words[0] == "/agent" and len(words) > 1:
+            return words[1].lower()
+        return None
+    return None
+
+
+def decide(event_name: str, event: Mapping[str, Any], path: Path, options: Options) -> Trigger:
+    """What to do for this event (pure: no network)."""
+    if event_name in ("pull_request", "pull_request_target"):
+        action = str(event.get("action") or "")
+        if action not in REVIEW_ACTIONS:
+            return Trigger("skip", f"pull_request action {action!r} does not start a review")
+        pull = pull_from_event(event, path)
+        if pull.draft and not options.review_drafts:
+            return Trigger("skip", f"PR #{pull.number} is a draft (set review-drafts to review)")
+        if _is_bot(event.get("sender")) and not options.allow_bots:
+            return Trigger("skip", "the event was sent by a bot (set allow-bots to review)")
+        return Trigger("review", number=pull.number, pull=pull)
+    if event_name == "issue_comment":
+        if event.get("action") != "created":
+            return Trigger("skip", "only new comments are commands")
+        issue = _get(event, "issue", path, dict)
+        if not issue.get("pull_request"):
+            return Trigger("skip", "the comment is on an issue, not a pull request")
+        body = str((event.get("comment") or {}).get("body") or "")
+        command = parse_command(body)
+        if command is None:
+            return Trigger("skip", "the comment is not an /agent command")
+        user = _get(event, "comment.user", path, dict)
+        if _is_bot(user) and not options.allow_bots:
+            return Trigger("skip", "the comment was written by a bot (set allow-bots to obey bots)")
+        number = _get(issue, "number", path, int, "issue.")
+        login = _get(event, "comment.user.login", path, str)
+        if command not in ("review", "fix"):
+            return Trigger("skip", f"unknown command /agent {command} (known: review, fix)")
+        return Trigger(command, number=number, commenter=login)
+    return Trigger("skip", f"event {event_name!r} is not handled (pull_request, issue_comment)")

@@ -1,0 +1,337 @@
+"""``/agent fix``: the fixer on the PR's own branch, pushed, and the new head reviewed.
+
+From a writer, on a PR whose branch is in this repository: review the head, run the base
+branch's fixer on it (``fixer.py``), push its commit to the PR's branch (never forced), review
+the new head in the same job (a push made with ``GITHUB_TOKEN`` starts no workflow run), publish
+that review and reply to the comment (``fix_reply.py``); docs/github.md, "Fix on request
+(`/agent fix`)".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitflow_agents import git
+from gitflow_agents.errors import ExitCode, GitflowError, UsageError
+from gitflow_agents.findings import GateResult, Review
+from gitflow_agents.github import comment, status
+from gitflow_agents.github.checkout import review_pull
+from gitflow_agents.github.client import Client, PullRequest
+from gitflow_agents.github.fix_reply import FIX_MARKER, fix_reply, post_reply, reply_head
+from gitflow_agents.github.fixer import FixRun, review_report, run_fixer
+from gitflow_agents.github.publish import Publisher, finish, outcome_label, write_result_files
+from gitflow_agents.github.runner import (
+    PREFIX,
+    Options,
+    RunnerEnv,
+    append_summary,
+    notice,
+    write_outputs,
+)
+
+_PUSH_FORBIDDEN = re.compile(r"\b403\b|permission to .* denied|not allowed to push", re.I)
+
+
+@dataclass(frozen=True)
+class FixOutcome:
+    """What ``/agent fix`` did, and the review to publish for it."""
+
+    result: str
+    """``pushed``, ``nothing-to-fix``, ``no-changes``, ``fixer-failed``, ``branch-moved`` or
+    ``push-refused`` (the ``fix-result`` output)."""
+    message: str
+    review: Review
+    """The review to publish: of the new head after a push, else of the head the fixer saw."""
+    gate: GateResult
+    rows: tuple[comment.RunRow, ...]
+    before: Review | None = None
+    """The review the fixer worked from, when its fix was pushed."""
+    fix_sha: str | None = None
+    exit_code: int | None = None
+    """None: the published review's exit code (``fail-on``)."""
+    publish: bool = True
+    """False when the branch moved on: the review is no longer about the PR's head."""
+
+
+def _refusal(branch: str, pushed: git.PushResult) -> str:
+    """Why the remote refused a push: the branch moved on, or a hint and git's own words."""
+    if pushed.moved:
+        return f"{branch} moved on (someone pushed to it)"
+    hint = (
+        "the job's token may not push to the repository: give the job that runs /agent fix "
+        "`permissions: contents: write` (and keep actions/checkout's persisted credentials)"
+        if _PUSH_FORBIDDEN.search(pushed.detail)
+        else "the remote refused the push (a protected branch or a server-side hook?)"
+    )
+    return f"{hint} ({pushed.detail})"
+
+
+def _fetch_branch(root: Path, sha: str, branch: str) -> None:
+    """Make sure commit ``sha`` (the tip of ``branch`` on origin) is in the checkout."""
+    with contextlib.suppress(UsageError):
+        git.rev_parse(root, sha)
+        return
+    git.fetch_ref(root, f"refs/heads/{branch}")
+    git.rev_parse(root, sha)  # UsageError naming the commit when it is still not there
+
+
+def _fix_row(
+    root: Path,
+    options: Options,
+    pull: PullRequest,
+    outcome: str,
+    run: FixRun | None,
+    started: float,
+) -> comment.RunRow:
+    stats = git.numstat(root, git.DiffSpec(pull.head_sha, run.sha)) if run and run.sha else {}
+    return comment.RunRow(
+        flow="fix",
+        agent=options.fixer,
+        outcome=outcome,
+        step=f"PR #{pull.number}",
+        iterations=1,
+        files_changed=len(stats),
+        insertions=sum(a or 0 for a, _ in stats.values()),
+        deletions=sum(d or 0 for _, d in stats.values()),
+        duration_s=run.duration_s if run else time.monotonic() - started,
+    )
+
+
+def fix_and_publish(
+    env: RunnerEnv,
+    client: Client,
+    pull: PullRequest,
+    options: Options,
+    run_id: str,
+    commenter: str,
+) -> int:
+    """``/agent fix`` from a writer: review the PR's head, run the fixer on it, push the fix to
+    the PR's branch (never forced), review the new head in this same job (a push made with
+    ``GITHUB_TOKEN`` starts no workflow run) and publish that; reply to the comment."""
+    publisher = Publisher(client, env.repository, pull, env.run_url)
+    if pull.is_fork:
+        where = pull.head_repo or "a fork that was deleted"
+        why = (
+            f"/agent fix pushes its commit to the pull request's branch, and PR #{pull.number} "
+            f"comes from {where}: this workflow's token cannot push there. Ask the author to "
+            "apply the review's findings, or run `gitflow-agents flow fix` on a copy of the "
+            "branch yourself."
+        )
+        return _not_run(env, publisher, run_id, commenter, "refused", why, ExitCode.OK)
+    root = git.repo_root(env.workspace)
+    branch = git.check_branch_name(root, pull.head_ref)
+    tip = git.remote_branch_sha(root, branch)
+    if tip != pull.head_sha:
+        why = (
+            f"the branch {branch} is at {(tip or 'nothing')[:12]} on origin, not at the PR's "
+            f"head {pull.head_sha[:12]}: it moved on since (a new push gets its own review). "
+            "Nothing was changed; comment /agent fix again to fix the new head."
+        )
+        return _not_run(env, publisher, run_id, commenter, "branch-moved", why, ExitCode.USAGE)
+
+    probe = git.push_branch(root, pull.head_sha, branch, dry_run=True)
+    if not probe.ok and not probe.moved:  # a token that may not push: do not run the fixer
+        why = f"cannot push to {branch}, so the fixer was not run: {_refusal(branch, probe)}"
+        return _not_run(env, publisher, run_id, commenter, "push-refused", why, ExitCode.GITHUB)
+
+    publisher.pending()
+    try:
+        outcome = _fix(env, publisher, options, root, branch)
+    except Exception as exc:
+        why = exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
+        publisher.error(why)
+        write_outputs(
+            env.output, {"review-result": "error", "fix-result": "error", "run-id": run_id}
+        )
+        raise
+    return _publish_fix(env, publisher, outcome, options, run_id, commenter)
+
+
+def _not_run(
+    env: RunnerEnv,
+    publisher: Publisher,
+    run_id: str,
+    commenter: str,
+    result: str,
+    why: str,
+    code: ExitCode,
+) -> int:
+    """``/agent fix`` stopped before anything ran: reply, notice, job summary, outputs. No
+    status is touched (nothing about the head changed)."""
+    from gitflow_agents.render.markdown import escape
+
+    post_reply(publisher, reply_head(commenter, "not run") + escape(why))
+    append_summary(env.step_summary, f"### {PREFIX}: /agent fix not run\n\n{escape(why)}")
+    if code == ExitCode.OK:
+        notice("notice", f"nothing to do: {why}")
+    else:
+        notice("error", f"/agent fix: {why}")
+    outputs = {"review-result": "skipped", "fix-result": result, "run-id": run_id, "reason": why}
+    write_outputs(env.output, outputs)
+    return code
+
+
+def _fix(
+    env: RunnerEnv, publisher: Publisher, options: Options, root: Path, branch: str
+) -> FixOutcome:
+    """Review → fixer → push → review of the new head. After the push ``publisher`` writes to
+    the new head (its ``pull`` is switched), so a failure from then on marks the new head."""
+    from gitflow_agents.chain import AgentFailed
+
+    pull, scratch = publisher.pull, env.temp / PREFIX
+    _fetch_branch(root, pull.head_sha, branch)
+    first = review_pull(env.workspace, pull, options, scratch)
+    before, gate_before, row_before = first
+    if gate_before.approved:
+        return FixOutcome(
+            "nothing-to-fix",
+            f"the review of {pull.head_sha[:12]} approves it: nothing to fix, nothing pushed.",
+            before,
+            gate_before,
+            (row_before,),
+        )
+    started = time.monotonic()
+    try:
+        run = run_fixer(root, pull, review_report(before, gate_before), options, scratch)
+    except AgentFailed as exc:
+        return FixOutcome(
+            "fixer-failed",
+            f"the fixer {options.fixer} did not complete ({exc.run.status}: {exc.run.reason}); "
+            "nothing was pushed.",
+            before,
+            gate_before,
+            (row_before, _fix_row(root, options, pull, "failed", None, started)),
+            exit_code=ExitCode.AGENT_FAILED,
+        )
+    if run.sha is None:
+        return FixOutcome(
+            "no-changes",
+            f"the fixer {options.fixer} completed without changing anything; nothing was pushed.",
+            before,
+            gate_before,
+            (row_before, _fix_row(root, options, pull, "no changes", run, started)),
+        )
+    return _push_and_review(env, publisher, options, root, branch, first, run, started)
+
+
+def _push_and_review(
+    env: RunnerEnv,
+    publisher: Publisher,
+    options: Options,
+    root: Path,
+    branch: str,
+    first: tuple[Review, GateResult, comment.RunRow],
+    run: FixRun,
+    started: float,
+) -> FixOutcome:
+    """Push the fix commit (never forced); once it is on the branch, the previous head gets its
+    own review's final status and the new head is reviewed in this job."""
+    assert run.sha is not None
+    pull, scratch = publisher.pull, env.temp / PREFIX
+    before, gate_before, row_before = first
+    pushed = git.push_branch(root, run.sha, branch)
+    if not pushed.ok:
+        result = "branch-moved" if pushed.moved else "push-refused"
+        reason = _refusal(branch, pushed)
+        message = (
+            f"{reason} while the fixer worked, so the fix {run.sha[:12]} was not "
+            "pushed: nothing is ever force-pushed. Comment /agent fix again to fix the new head."
+            if pushed.moved
+            else f"the fix {run.sha[:12]} was not pushed to {branch}: {reason}"
+        )
+        return FixOutcome(
+            result,
+            message,
+            before,
+            gate_before,
+            (row_before, _fix_row(root, options, pull, result, run, started)),
+            fix_sha=run.sha,
+            exit_code=ExitCode.USAGE if pushed.moved else ExitCode.GITHUB,
+            publish=not pushed.moved,
+        )
+    fix_row = _fix_row(root, options, pull, "pushed", run, started)
+    old_head = pull.head_sha
+    publisher.attempt(
+        "set the final status of the previous head",
+        lambda: status.set_final(
+            publisher.client,
+            publisher.repo,
+            old_head,
+            before,
+            gate_before,
+            target_url=publisher.target_url,
+        ),
+    )
+    # Pushes made with GITHUB_TOKEN start no workflow run: the new head is reviewed right here.
+    publisher.pull = dataclasses.replace(pull, head_sha=run.sha)
+    publisher.pending()
+    after, gate_after, row_after = review_pull(env.workspace, publisher.pull, options, scratch)
+    return FixOutcome(
+        "pushed",
+        f"pushed {run.sha[:12]} to {branch}: the changes of the fixer agent "
+        f"{options.fixer} (run {run.run_id}).",
+        after,
+        gate_after,
+        (row_before, fix_row, row_after),
+        before=before,
+        fix_sha=run.sha,
+    )
+
+
+def _publish_fix(
+    env: RunnerEnv,
+    publisher: Publisher,
+    outcome: FixOutcome,
+    options: Options,
+    run_id: str,
+    commenter: str,
+) -> int:
+    """Publish the outcome's review (sticky comment, inline findings, status), then reply."""
+    from gitflow_agents import render
+
+    extra = {"fix-result": outcome.result, "fix-sha": outcome.fix_sha or ""}
+    reply = fix_reply(outcome, commenter, publisher.target_url)
+    append_summary(env.step_summary, reply.removeprefix(FIX_MARKER))
+    ok = outcome.result in ("pushed", "nothing-to-fix")
+    notice("notice" if ok else "error", f"/agent fix: {outcome.message}")
+    review_, gate_, rows = outcome.review, outcome.gate, outcome.rows
+    findings_file, sarif_file = write_result_files(env.temp / PREFIX / run_id, review_, gate_, rows)
+    files = {"findings-file": str(findings_file), "sarif-file": str(sarif_file)}
+    if outcome.publish:
+        sys.stdout.write(render.render(review_, gate_, "annotations"))
+        sys.stdout.flush()
+        code = finish(env, publisher, review_, gate_, rows, options, run_id, files, extra)
+    else:
+        # The branch moved on: this review is about a commit that is no longer the PR's head,
+        # so only its own status is set (no longer pending); the summary stays the new head's.
+        publisher.attempt(
+            "set the final status",
+            lambda: status.set_final(
+                publisher.client,
+                publisher.repo,
+                publisher.pull.head_sha,
+                review_,
+                gate_,
+                target_url=publisher.target_url,
+            ),
+        )
+        write_outputs(
+            env.output,
+            {
+                "review-result": outcome_label(review_, gate_),
+                **files,
+                **extra,
+                "run-id": run_id,
+                "head-sha": publisher.pull.head_sha,
+                "findings-count": str(len(review_.findings)),
+            },
+        )
+        code = ExitCode.USAGE
+    post_reply(publisher, reply)
+    return outcome.exit_code if outcome.exit_code is not None else code

@@ -1,0 +1,95 @@
+"""The reply to an ``/agent fix`` comment: what happened, what the fix removed, what is open.
+
+A new comment (marked ``FIX_MARKER``) on the pull request, also written to the job summary;
+docs/github.md, "Fix on request (`/agent fix`)".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gitflow_agents.errors import GitHubError
+from gitflow_agents.findings import Finding
+from gitflow_agents.github import comment
+from gitflow_agents.github.publish import Publisher
+from gitflow_agents.github.runner import notice
+
+if TYPE_CHECKING:  # fix.py builds the outcome and imports this module
+    from gitflow_agents.github.fix import FixOutcome
+
+FIX_MARKER = "<!-- gitflow-agents:fix-reply -->"
+REPLY_LIST_LIMIT = 20
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+
+
+def reply_head(commenter: str, what: str) -> str:
+    who = f"@{commenter}" if _LOGIN.fullmatch(commenter) else "a maintainer"
+    return f"{FIX_MARKER}\n**gitflow-agents** · `/agent fix` asked by {who}: {what}\n\n"
+
+
+def _finding_lines(findings: Sequence[Finding]) -> list[str]:
+    from gitflow_agents.render import location
+    from gitflow_agents.render.markdown import code, escape
+
+    lines = []
+    for finding in findings[:REPLY_LIST_LIMIT]:
+        where = location(finding)
+        message = escape(finding.message.splitlines()[0] if finding.message else "")
+        lines.append(f"- {finding.severity.value} {code(where) + ' ' if where else ''}{message}")
+    if len(findings) > REPLY_LIST_LIMIT:
+        lines.append(f"- … and {len(findings) - REPLY_LIST_LIMIT} more")
+    return lines
+
+
+def fix_reply(outcome: FixOutcome, commenter: str, run_url: str | None) -> str:
+    """The answer to the ``/agent fix`` comment: what happened, which findings the fix removed
+    (by fingerprint: in the review before, gone from the review after) and what is still open."""
+    from gitflow_agents import render
+    from gitflow_agents.render.markdown import escape
+
+    heads = {
+        "pushed": "✅ fix pushed",
+        "nothing-to-fix": "✅ nothing to fix",
+        "no-changes": "⚠️ no changes",
+        "fixer-failed": "❌ the fixer failed",
+        "branch-moved": "⚠️ not pushed: the branch moved",
+        "push-refused": "❌ not pushed",
+    }
+    parts = [
+        reply_head(commenter, heads.get(outcome.result, outcome.result)) + escape(outcome.message)
+    ]
+    if outcome.before is not None:
+        remaining = {f.fingerprint for f in outcome.review.findings}
+        fixed = [f for f in outcome.before.findings if f.fingerprint not in remaining]
+        if fixed:
+            parts.append(
+                f"**Fixed** ({len(fixed)} of {len(outcome.before.findings)} findings of the "
+                f"review before):\n\n" + "\n".join(_finding_lines(fixed))
+            )
+        verdict = render.verdict_label(outcome.review, outcome.gate)
+        reviewed = (outcome.review.reviewed_sha or "")[:12]
+        parts.append(f"The new head `{reviewed}` was reviewed in the same run: **{verdict}**.")
+    if outcome.review.findings and outcome.result != "nothing-to-fix":
+        label = "Still open" if outcome.before is not None else "Findings of the review"
+        parts.append(
+            f"**{label}** ({len(outcome.review.findings)}):\n\n"
+            + "\n".join(_finding_lines(outcome.review.findings))
+        )
+    if run_url:
+        parts.append(f"[workflow run]({run_url})")
+    return "\n\n".join(parts) + "\n"
+
+
+def post_reply(publisher: Publisher, body: str) -> None:
+    """The reply comment: never fails the run (the result is already published)."""
+    try:
+        publisher.attempt(
+            "reply to /agent fix",
+            lambda: publisher.client.create_issue_comment(
+                publisher.repo, publisher.pull.number, comment.cap(body)
+            ),
+        )
+    except GitHubError as exc:
+        notice("warning", f"could not reply to /agent fix: {exc}")

@@ -1,0 +1,145 @@
+"""The fixer agent of ``/agent fix``: run on the PR's head, its changes committed, not pushed.
+
+The fixer is the base commit's ``.flow/`` agent ``options.fixer`` (a pull request cannot choose
+it), run in a throw-away work tree of the PR's head with the review as its ``--after`` report;
+docs/github.md, "Fix on request (`/agent fix`)".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitflow_agents import git
+from gitflow_agents.findings import GateResult, Review
+from gitflow_agents.github.checkout import base_checkout
+from gitflow_agents.github.client import ACTIONS_BOT_LOGIN, PullRequest
+from gitflow_agents.github.runner import Options
+
+FIX_FLOW = "github-fix"
+FIX_PREAMBLE = """\
+A maintainer asked for a fix of pull request #{number} (branch {branch}, head commit {head}).
+Read the review report listed under "Previous Agent Reports" and fix what its findings ask for,
+nothing more. Leave your changes uncommitted in the work tree: gitflow-agents commits them,
+pushes the commit to the pull request's branch and reviews it again."""
+FIX_TASK = "Fix the findings of the review of pull request #{number} (head commit {head})."
+# Who commits the fix on a runner that has no git identity (a fresh runner has none).
+BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
+
+
+def review_report(result: Review, gate: GateResult) -> str:
+    """The review as the fixer reads it: the markdown summary and the findings as JSON."""
+    from gitflow_agents import render
+
+    return (
+        render.render(result, gate, "markdown").rstrip("\n")
+        + "\n\n## Findings (JSON)\n\n```json\n"
+        + render.render(result, gate, "json").rstrip("\n")
+        + "\n```\n"
+    )
+
+
+def _share_flow_dir(link: Path, real: Path) -> None:
+    """``link`` → ``real`` (the workspace's run-artifact folder), unless ``link`` exists."""
+    real.mkdir(parents=True, exist_ok=True)
+    if not link.is_symlink() and not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(real.resolve(), target_is_directory=True)
+
+
+@dataclass(frozen=True)
+class FixRun:
+    sha: str | None
+    """The fix commit; None when the fixer changed nothing."""
+    run_id: str
+    agent_id: str
+    duration_s: float
+
+
+def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp: Path) -> FixRun:
+    """The configured fixer (``options.fixer``, defined by the base commit's ``.flow/``) in a
+    work tree of the PR's head on a throw-away branch, with ``report`` (the review) as its
+    ``--after`` context; its changes committed with the run's trailers, as
+    ``github-actions[bot]`` when git knows no identity. Nothing is pushed.
+    AgentFailed when the fixer does not complete; ConfigError for an unknown fixer."""
+    from gitflow_agents import chain
+    from gitflow_agents.config import load_flow_config
+    from gitflow_agents.events import ConsoleChannel, EventHub
+    from gitflow_agents.prompt import agent_dir
+    from gitflow_agents.runs import write_text_atomic
+
+    identity = git.commit_identity(root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_process_env(identity))
+        config_root = stack.enter_context(base_checkout(root, pull.base_sha, temp))
+        config = load_flow_config(config_root)
+        workflow = config.completion_workflow_for(options.fixer)  # ConfigError if unknown
+        flow_dir = config.flow_dir.strip("/")
+        # Run artifacts land in the workspace's flow dir, whichever work tree writes them.
+        git.ensure_info_exclude(root, (f"/{flow_dir}/", f"/{flow_dir}"))
+        _share_flow_dir(config_root / flow_dir, root / flow_dir)
+        review_id = f"pr-{pull.number}-review"
+        review_file = agent_dir(config_root, flow_dir, FIX_FLOW, review_id)
+        review_file.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(review_file / workflow.success_filename, report)
+
+        branch = f"gitflow-agents/fix-pr-{pull.number}-{secrets.token_hex(4)}"
+        tree = Path(tempfile.mkdtemp(prefix="fix-", dir=temp))
+        tree.rmdir()  # `git worktree add` creates it
+        git.create_branch(root, branch, pull.head_sha)
+        stack.callback(git.delete_branch, root, branch)
+        git.add_worktree(root, tree, branch)
+        stack.callback(git.remove_worktree, root, tree)
+        _share_flow_dir(tree / flow_dir, root / flow_dir)
+
+        hub = EventHub([ConsoleChannel(sys.stderr, is_tty=False)])
+        stack.callback(hub.close)
+        settings = chain.ChainSettings(fixer=options.fixer, threshold=options.threshold)
+        ctx = chain.Context(
+            root=config_root, config=config, plan=None, flow=FIX_FLOW, settings=settings, hub=hub
+        )
+        ws = chain.Workspace(
+            worktree=tree,
+            branch=branch,
+            base_sha=git.merge_base(root, pull.base_sha, pull.head_sha),
+        )
+        agent_id = f"pr-{pull.number}-{options.fixer}"
+        facts = {"number": pull.number, "branch": pull.head_ref, "head": pull.head_sha}
+        run = chain.run_agent(
+            ctx,
+            ws,
+            agent=options.fixer,
+            agent_id=agent_id,
+            kind="fix",
+            start_sha=pull.head_sha,
+            after=(review_id,),
+            preamble=FIX_PREAMBLE.format(**facts),
+            task=FIX_TASK.format(**facts),
+            commit_message=f"Fix review findings of PR #{pull.number}",
+        )
+    sha = run.end_sha if run.end_sha != pull.head_sha else None
+    return FixRun(sha, run.run_id, agent_id, run.duration)
+
+
+@contextlib.contextmanager
+def _process_env(values: Mapping[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment for the fixer's run, as they were afterwards.
+
+    The fix commit is made inside ``chain.run_agent`` by ``git.commit_all``, which takes no
+    environment of its own: the identity ``git.commit_identity`` returns reaches it only here."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

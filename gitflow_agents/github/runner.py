@@ -1,0 +1,146 @@
+"""What the GitHub Actions runner gives the action and reads back from it.
+
+In: the ``GITHUB_*`` environment (``RunnerEnv``) and the action's inputs (``Options``, mapped
+from action.yml's inputs to ``gitflow-agents action`` flags). Out: the step's outputs
+(``GITHUB_OUTPUT``), the job summary (``GITHUB_STEP_SUMMARY``) and workflow commands on stdout
+(notices and warnings); docs/github.md, "Inputs" and "Outputs".
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitflow_agents.errors import InputError, UsageError
+from gitflow_agents.findings import Severity
+from gitflow_agents.github import review
+
+PREFIX = "gitflow-agents"
+
+
+@dataclass(frozen=True)
+class Options:
+    agent: str = "builtin"
+    threshold: Severity = Severity.ERROR
+    fail_on: str = "revise"
+    max_inline: int = review.MAX_INLINE
+    max_file_size: int = 1024 * 1024
+    review_drafts: bool = False
+    allow_bots: bool = False
+    comment_author: str | None = None
+    """Login our comments are written as, when the token cannot say (``GET /user``)."""
+    check_run: bool = False
+    """Also create a check run with the findings as annotations (skipped when the token may not)."""
+    post_findings: Path | None = None
+    """Post this findings JSON (from an earlier review job) instead of reviewing."""
+    fixer: str = "fixer"
+    """The ``.flow/`` agent ``/agent fix`` runs (defined by the base commit's configuration)."""
+
+
+@dataclass(frozen=True)
+class RunnerEnv:
+    event_name: str
+    event_path: Path
+    repository: str
+    workspace: Path
+    output: Path | None = None
+    step_summary: Path | None = None
+    server_url: str = "https://github.com"
+    run_id: str | None = None
+    run_attempt: str | None = None
+    temp: Path = field(default_factory=lambda: Path(tempfile.gettempdir()))
+
+    @property
+    def run_url(self) -> str | None:
+        if not self.run_id:
+            return None
+        return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+
+
+def read_runner_env(environ: Mapping[str, str]) -> RunnerEnv:
+    """The ``GITHUB_*`` variables the runner sets; UsageError naming any that is missing."""
+    missing = [
+        name
+        for name in ("GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "GITHUB_REPOSITORY")
+        if not environ.get(name)
+    ]
+    if missing:
+        raise UsageError(
+            f"not running in GitHub Actions: {', '.join(missing)} not set "
+            "(run `git agent-review` locally instead)"
+        )
+    repository = environ["GITHUB_REPOSITORY"]
+    if repository.count("/") != 1 or not all(repository.split("/")):
+        raise UsageError(f"GITHUB_REPOSITORY: expected owner/name, got {repository!r}")
+
+    def path(name: str) -> Path | None:
+        value = environ.get(name)
+        return Path(value) if value else None
+
+    return RunnerEnv(
+        event_name=environ["GITHUB_EVENT_NAME"],
+        event_path=Path(environ["GITHUB_EVENT_PATH"]),
+        repository=repository,
+        workspace=Path(environ.get("GITHUB_WORKSPACE") or Path.cwd()),
+        output=path("GITHUB_OUTPUT"),
+        step_summary=path("GITHUB_STEP_SUMMARY"),
+        server_url=(environ.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/"),
+        run_id=environ.get("GITHUB_RUN_ID") or None,
+        run_attempt=environ.get("GITHUB_RUN_ATTEMPT") or None,
+        temp=Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir()),
+    )
+
+
+def run_id_for(env: RunnerEnv) -> str:
+    """``RUN_ID-ATTEMPT`` of the workflow run; a unique local id outside one."""
+    if env.run_id:
+        return f"{env.run_id}-{env.run_attempt or '1'}"
+    return f"local-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def read_json(path: Path, what: str) -> Any:
+    """The JSON in ``path``; InputError naming the file (and line) when unreadable or invalid."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read the {what}: {exc.strerror}", path=path) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{what} is not valid JSON: {exc.msg} (column {exc.colno})",
+            path=path,
+            line=exc.lineno,
+        ) from None
+
+
+def write_outputs(path: Path | None, values: Mapping[str, str]) -> None:
+    """Append ``name<<DELIM`` … ``DELIM`` blocks (a random delimiter: no value can end one)."""
+    if path is None:
+        return
+    chunks = []
+    for name, value in values.items():
+        delimiter = f"ghadelimiter_{secrets.token_hex(12)}"
+        chunks.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("".join(chunks))
+
+
+def append_summary(path: Path | None, markdown: str) -> None:
+    if path is None:
+        return
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(markdown.rstrip("\n") + "\n\n")
+
+
+def notice(kind: str, message: str) -> None:
+    """A workflow command on stdout (``notice``, ``warning``, ``error``)."""
+    from gitflow_agents.render.annotations import command
+
+    print(command(kind, message, title=PREFIX), flush=True)

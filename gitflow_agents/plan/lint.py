@@ -1,0 +1,116 @@
+"""``lint_plan``: every problem in a plan at once, each with its line where there is one
+(docs/spec-plans.md, plan lint)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+from gitflow_agents.errors import PlanError
+from gitflow_agents.plan.model import Problem, SpecPlanConfig
+from gitflow_agents.plan.scan import (
+    DIGITS,
+    Scan,
+    near_miss_hint,
+    no_steps_message,
+    read,
+    scan_text,
+    step_values,
+    strip_eol,
+)
+
+_DEFAULTS = SpecPlanConfig()
+
+
+def lint_plan(path: Path, config: SpecPlanConfig = _DEFAULTS) -> list[Problem]:
+    """Every problem in a plan, in line order (problems without a line first)."""
+    shown = str(path)
+    try:
+        source = read(path)
+    except PlanError as exc:
+        return [Problem(shown, exc.line, exc.detail)]
+    scan = scan_text(source.text, config)
+    problems = list(_lint_scan(shown, scan, config))
+    return sorted(problems, key=lambda p: p.line or 0)
+
+
+def _lint_scan(path: str, scan: Scan, config: SpecPlanConfig) -> Iterator[Problem]:
+    for index, markup in scan.unclosed_fences:
+        yield Problem(
+            path,
+            index + 1,
+            f"code fence {markup} is never closed; everything after it is code, "
+            "so no step header after this line is seen",
+        )
+    for index in scan.stray:
+        yield Problem(
+            path, index + 1, "matches step_header_pattern but is not a markdown heading; not a step"
+        )
+    for index in scan.near_misses:
+        hint = near_miss_hint(strip_eol(scan.lines[index]), config)
+        yield Problem(
+            path,
+            index + 1,
+            f"heading looks like a step but does not match step_header_pattern{hint}",
+        )
+    if not scan.headers:
+        yield Problem(path, None, no_steps_message(config))
+        return
+    marker = config.top_level_end_marker
+    first = scan.headers[0].index
+    if scan.marker is None:
+        yield Problem(
+            path,
+            None,
+            f"end marker {marker!r} not found; the overview is everything before the first step",
+        )
+    elif scan.marker > first:
+        yield Problem(
+            path,
+            scan.marker + 1,
+            f"end marker {marker!r} comes after the first step (line {first + 1})",
+        )
+    seen: dict[int, int] = {}  # step number -> line of its first header
+    previous: tuple[int, int] | None = None  # (number, line) of the previous numbered step
+    for header in scan.headers:
+        line = header.index + 1
+        _, number_text, title = step_values(header)
+        if not title:
+            yield Problem(path, line, "step has an empty title")
+        if not DIGITS.fullmatch(number_text):
+            yield Problem(path, line, f"step number {number_text!r} is not an integer")
+            continue
+        number = int(number_text)
+        if number in seen:
+            yield Problem(
+                path,
+                line,
+                f"duplicate step {number}: lines {seen[number]} and {line}",
+            )
+        else:
+            seen[number] = line
+        if previous is not None and number < previous[0]:
+            yield Problem(
+                path,
+                line,
+                f"step {number} comes after step {previous[0]} (line {previous[1]}); "
+                "steps must be in ascending order",
+            )
+        previous = (number, line)
+    numbers = sorted(seen)
+    if numbers and numbers[0] > 1:
+        yield Problem(
+            path,
+            seen[numbers[0]],
+            f"missing {_range(1, numbers[0] - 1)}: plan starts at step {numbers[0]}",
+        )
+    for low, high in itertools.pairwise(numbers):
+        if high > low + 1:
+            yield Problem(
+                path, seen[high], f"missing {_range(low + 1, high - 1)} (gap after step {low})"
+            )
+
+
+def _range(low: int, high: int) -> str:
+    return f"step {low}" if low == high else f"steps {low}-{high}"

@@ -1,0 +1,131 @@
+"""A spec plan's values (``Plan``, ``Step``, ``Problem``), the ``spec_plan`` settings and the
+step header pattern they use (docs/spec-plans.md)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitflow_agents.errors import ConfigError, PlanError
+
+DEFAULT_END_MARKER = "## Implementation Steps"
+DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*?) ?\| Step (\d+): (.+)$"
+# The default of gitflow-agents 0.1: an empty status needed two spaces (``### Status:  | ...``).
+# Projects whose ``.flow/base.yaml`` still names it get a hint for the one-space form.
+LEGACY_STEP_PATTERN = r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
+
+
+def yaml_pattern(pattern: str) -> str:
+    """``pattern`` as it is written in a YAML file: single-quoted, backslashes as they are (a
+    Python repr doubles them, which breaks when pasted into ``.flow/base.yaml``)."""
+    return "'" + pattern.replace("'", "''") + "'"
+
+
+@functools.lru_cache(maxsize=64)
+def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.MULTILINE)
+
+
+def compile_step_pattern(
+    pattern: str,
+    *,
+    path: str | None = None,
+    line: int | None = None,
+    key: str = "spec_plan.step_header_pattern",
+) -> re.Pattern[str]:
+    """Compile a step header pattern; ConfigError unless it compiles and has exactly 3 groups."""
+    try:
+        regex = _compile(pattern)
+    except re.error as exc:
+        raise ConfigError(
+            f"invalid regular expression {yaml_pattern(pattern)}: {exc}",
+            path=path,
+            line=line,
+            key=key,
+        ) from None
+    if regex.groups != 3:
+        raise ConfigError(
+            f"pattern {yaml_pattern(pattern)} has {regex.groups} capture group"
+            f"{'' if regex.groups == 1 else 's'}; it must have exactly 3 (status, number, title)",
+            path=path,
+            line=line,
+            key=key,
+        )
+    return regex
+
+
+@dataclass(frozen=True)
+class SpecPlanConfig:
+    """The ``spec_plan`` section of the flow config."""
+
+    top_level_end_marker: str = DEFAULT_END_MARKER
+    step_header_pattern: str = DEFAULT_STEP_PATTERN
+
+    @property
+    def step_regex(self) -> re.Pattern[str]:
+        return compile_step_pattern(self.step_header_pattern)
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    title: str
+    status: str
+    line: int  # 1-based line of the header
+    header: str  # the header line, without its line ending
+    content: str  # header line + body up to the next step header or EOF (\n line endings)
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: Path
+    name: str  # file stem
+    overview: str  # text before the end marker (or before the first step), \n line endings
+    steps: tuple[Step, ...]
+
+    @property
+    def title(self) -> str:
+        """The first ATX heading of the overview without its ``#``s, else the plan's name."""
+        for line in self.overview.split("\n"):
+            match = re.match(r" {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$", line)
+            if match and match.group(1):
+                return match.group(1)
+        return self.name
+
+    def step(self, number: int) -> Step:
+        found = [s for s in self.steps if s.number == number]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            lines = ", ".join(str(s.line) for s in found)
+            raise PlanError(
+                f"step {number} is defined {len(found)} times (lines {lines})", path=self.path
+            )
+        available = ", ".join(str(s.number) for s in self.steps) or "none"
+        raise PlanError(f"no step {number} (steps: {available})", path=self.path)
+
+    def assignment_context(self, number: int) -> str:
+        """The plan text an agent gets for one step (docs/protocol.md, System prompt), not fenced;
+        ends with a newline."""
+        current = self.step(number)
+        headers = "\n".join(f"- Step {s.number}: {s.title}" for s in self.steps)
+        parts = [
+            self.overview.strip("\n").rstrip(),
+            f"## Implementation Steps (headers only)\n\n{headers}",
+            f"## Current Step: Step {number}",
+            current.content.strip("\n").rstrip(),
+        ]
+        return "\n\n".join(part for part in parts if part) + "\n"
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.message}"

@@ -1,0 +1,62 @@
+"""Run one agent CLI as a supervised process tree and turn whatever it does into an Outcome.
+
+The agent starts in its own session (so its process group is ours to kill) with stdin closed
+(Codex and opencode wait on an open stdin), in the directory its LaunchSpec names. stdout and
+stderr stream to ``worker.log`` as they arrive.
+
+Completion is the rename of ``report.md`` to ``report.complete.md`` / ``report.failed.md``
+(docs/protocol.md, "Completion signal"), seen through Linux inotify (woken by the rename itself,
+no fixed poll) or, where inotify is not available, a 20 ms stat poll; process exit triggers one
+more check. Exit codes are not trusted as success: an agent that exits without renaming its
+report has failed, whatever its code.
+
+Activity (any one resets the stuck timer): output on stdout/stderr, any write in the agent dir,
+any file event under the watched work tree, the run's heartbeat file, or CPU burnt by the tools
+the agent CLI runs (compilers and test runners can be silent for minutes, and must not be killed
+as "stuck"), not by the CLI itself unless LaunchSpec.cpu_activity is "tree" (a CLI can spin
+while it waits on a stalled model: opencode 1.18 does). Stuck = alive and no activity for
+``stuck_timeout``. On stuck, hard timeout, cancel or Ctrl-C the whole tree dies: SIGTERM to
+the group and to every descendant (including grandchildren that left the group with setsid, found
+by walking the tree, by the run id in their environment, and by the pids seen while they ran), a
+grace period, then SIGKILL, then a check that none is left. The tree is also swept after a
+normal finish, so no stale child outlives its run.
+
+The modules, one job each (docs/supervisor.md, "Module layout"):
+
+- ``run.py``: ``supervise``: start the agent, wait for its rename, its exit or a reason to stop
+  it, and end every run through one ``finish`` (sweep the tree, judge, record);
+- ``outcome.py``: ``Outcome``, ``Status``, the completion signal files, the verdict rules and
+  ``status.json`` updates;
+- ``watch.py``: inotify and stat-poll watchers of the agent dir, run dir and work tree;
+- ``output.py``: stdout/stderr capture into ``worker.log`` and the exit notifier;
+- ``tree.py``: finding, killing and CPU-sampling the agent's process tree.
+"""
+
+from gitflow_agents.supervisor.outcome import (
+    Outcome,
+    ParsedOutput,
+    SignalFiles,
+    Status,
+    SupervisorInterrupted,
+    signal_paths,
+)
+from gitflow_agents.supervisor.run import TICK, supervise
+from gitflow_agents.supervisor.tree import TREE_ENV, kill_tree
+from gitflow_agents.supervisor.watch import POLL_INTERVAL, WATCH_ENV, _libc, open_watcher
+
+__all__ = [
+    "POLL_INTERVAL",
+    "TICK",
+    "TREE_ENV",
+    "WATCH_ENV",
+    "Outcome",
+    "ParsedOutput",
+    "SignalFiles",
+    "Status",
+    "SupervisorInterrupted",
+    "_libc",  # chain.py looks libc up once before parallel agents start
+    "kill_tree",
+    "open_watcher",
+    "signal_paths",
+    "supervise",
+]

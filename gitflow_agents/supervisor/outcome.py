@@ -1,0 +1,278 @@
+"""What a supervised run ended as: the completion signal files, the verdict, the ``Outcome``.
+
+Exit codes are not trusted as success: the rename of ``report.md`` to ``report.complete.md`` /
+``report.failed.md`` decides (docs/protocol.md, "Completion signal"); an agent that exits without
+renaming has failed, whatever its code. CLIs that cannot rename a file (``completes_by_exit``)
+are judged by their exit code, their own error flag and the ``<STATUS>`` of their reply
+(docs/supervisor.md, "What decides the outcome"). ``status.json`` (docs/protocol.md, "Run
+records") is the run's live state, merged into by ``update_status``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, Protocol
+
+from gitflow_agents.runs import read_json, write_json_atomic
+
+Status = Literal["succeeded", "failed", "stuck", "timeout", "canceled", "crashed"]
+
+
+class ParsedOutput(Protocol):
+    """What the supervisor reads from an adapter's parse_output (agents.base.AgentOutput)."""
+
+    @property
+    def is_error(self) -> bool: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def reply(self) -> str | None: ...
+
+    @property
+    def session_id(self) -> str | None: ...
+
+    @property
+    def input_tokens(self) -> int | None: ...
+
+    @property
+    def output_tokens(self) -> int | None: ...
+
+    @property
+    def cost_usd(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: Status
+    reason: str
+    report_path: Path | None
+    exit_code: int | None
+    started: float  # epoch seconds
+    ended: float
+    duration: float  # seconds
+    last_activity: float  # epoch seconds of the last activity seen
+    pid: int | None
+    last_activity_kind: str = "start"
+    signal_at: float | None = None  # epoch seconds when the rename was seen
+    stdout: str = ""
+    stderr: str = ""
+    output: ParsedOutput | None = None
+    leftover_pids: tuple[int, ...] = ()
+    watcher: str = "inotify"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "succeeded"
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "outcome": self.status,
+            "reason": self.reason,
+            "report": str(self.report_path) if self.report_path else None,
+            "exitCode": self.exit_code,
+            "pid": self.pid,
+            "startedAt": self.started,
+            "endedAt": self.ended,
+            "durationMs": round(self.duration * 1000),
+            "lastActivityAt": self.last_activity,
+            "lastActivityKind": self.last_activity_kind,
+            "watcher": self.watcher,
+        }
+        if self.leftover_pids:
+            data["leftoverPids"] = list(self.leftover_pids)
+        return data
+
+
+class SupervisorInterrupted(KeyboardInterrupt):
+    """Ctrl-C while supervising: the tree is already dead; ``outcome`` says so."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__("interrupted")
+        self.outcome = outcome
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A status, why, and when the rename was seen (None when none was)."""
+
+    status: Status
+    reason: str
+    signal_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why the wait ended. ``verdict`` when that alone decides (cancel, timeout, stuck, Ctrl-C,
+    no start); otherwise the agent is judged by its rename and exit, and ``signal_at`` is when
+    the rename was seen while it ran."""
+
+    sweep: str  # why the tree is swept (status.json's reason while it dies)
+    verdict: Verdict | None = None
+    signal_at: float | None = None
+    drain: float = 2.0  # seconds the output readers get to reach EOF
+
+
+INTERRUPTED = Stop("interrupted (Ctrl-C)", Verdict("canceled", "interrupted (Ctrl-C)"), drain=1.0)
+
+
+def stopped(status: Status, reason: str) -> Stop:
+    """A stop whose verdict is already decided; the tree is swept for the same reason."""
+    return Stop(reason, Verdict(status, reason))
+
+
+class SignalFiles(NamedTuple):
+    """The agent's report and the two names it may rename it to."""
+
+    report: Path
+    success: Path
+    failure: Path
+
+    def renamed(self) -> Path | None:
+        """The rename the agent made (success or failure), None while there is none."""
+        ok, failed = self.success.exists(), self.failure.exists()
+        if ok and failed:  # both: the later one is the agent's last word
+            newer = self.success.stat().st_ctime_ns >= self.failure.stat().st_ctime_ns
+            return self.success if newer else self.failure
+        return self.success if ok else self.failure if failed else None
+
+    def report_path(self, status: Status) -> Path | None:
+        """The file that holds the agent's report after a run that ended ``status``."""
+        if status == "succeeded" and self.success.exists():
+            return self.success
+        for path in (self.failure, self.report):
+            if path.exists():
+                return path
+        return None
+
+
+def signal_paths(
+    agent_dir: Path, report_name: str, success_suffix: str, failure_suffix: str
+) -> SignalFiles:
+    """(report.md, report.complete.md, report.failed.md) inside ``agent_dir``."""
+    stem = report_name[: -len(".md")] if report_name.endswith(".md") else Path(report_name).stem
+    return SignalFiles(
+        agent_dir / report_name,
+        agent_dir / f"{stem}{success_suffix}",
+        agent_dir / f"{stem}{failure_suffix}",
+    )
+
+
+def judge_ending(
+    files: SignalFiles,
+    code: int | None,
+    *,
+    signal_at: float | None,
+    completes_by_exit: bool,
+) -> Verdict:
+    """The verdict on an agent whose tree is gone: its rename decides, else how it exited.
+
+    ``signal_at``: when the supervisor saw the rename while the agent ran (None: it did not).
+    """
+    report, success, failure = files
+    renamed = files.renamed()
+    if renamed is not None or signal_at is not None:
+        at = signal_at if signal_at is not None else time.time()
+        if renamed == success:
+            return Verdict("succeeded", f"{report.name} renamed to {success.name}", at)
+        return Verdict(
+            "failed", f"agent signalled failure: {report.name} renamed to {failure.name}", at
+        )
+    if completes_by_exit:
+        if code == 0:
+            return Verdict("succeeded", "agent exited 0 (completes by exit)")
+        return Verdict("failed", f"agent exited (code {code})")
+    if code is not None and code < 0:
+        return Verdict(
+            "crashed", f"agent killed by {_signal_name(code)} without renaming {report.name}"
+        )
+    return Verdict("failed", f"agent exited (code {code}) without renaming {report.name}")
+
+
+def read_reply(
+    parse_output: Callable[[str, str], ParsedOutput] | None,
+    verdict: Verdict,
+    stdout: str,
+    stderr: str,
+    *,
+    completes_by_exit: bool,
+) -> tuple[ParsedOutput | None, Verdict]:
+    """The adapter's reading of the agent's output (None without a parser) and the verdict that
+    stands after it (``judge_reply``). A parser bug is noted in the reason, never fatal."""
+    parsed = None
+    if parse_output is not None:
+        try:
+            parsed = parse_output(stdout, stderr)
+        except Exception as exc:  # a parser bug must not lose the outcome
+            reason = f"{verdict.reason} (output not parsed: {exc!r})"
+            verdict = dataclasses.replace(verdict, reason=reason)
+    return parsed, judge_reply(verdict, parsed, stdout, completes_by_exit=completes_by_exit)
+
+
+def judge_reply(
+    verdict: Verdict, parsed: ParsedOutput | None, stdout: str, *, completes_by_exit: bool
+) -> Verdict:
+    """A success by exit code alone is overruled by the CLI's own error flag, or by a
+    structured reply (docs/protocol.md, "Agent replies") saying it did not finish."""
+    if verdict.status != "succeeded" or not completes_by_exit or verdict.signal_at is not None:
+        return verdict
+    if parsed is not None and parsed.is_error:
+        return Verdict("failed", f"agent reported an error: {parsed.error or 'unknown'}")
+    said = _reply_status((parsed.reply if parsed is not None else None) or stdout)
+    if said in ("failed", "needs_input"):
+        return Verdict("failed", f"agent exited 0 but its reply's <STATUS> is {said}")
+    return verdict
+
+
+def _reply_status(text: str) -> str | None:
+    """The <STATUS> of a structured reply; None without protocol tags."""
+    from gitflow_agents.protocol import parse_reply
+
+    reply = parse_reply(text)
+    return reply.status.value if reply.structured and reply.status is not None else None
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def update_status(run_dir: Path, **fields: Any) -> None:
+    """Merge ``fields`` into the run's ``status.json``."""
+    path = run_dir / "status.json"
+    data = read_json(path) or {}
+    data.update(fields)
+    with contextlib.suppress(OSError):
+        # Live state, rewritten often: atomic but not fsync'd (result.json is the durable record).
+        write_json_atomic(path, data, durable=False)
+
+
+def completion_event(outcome: Outcome) -> dict[str, Any]:
+    """The data of the agent:complete / agent:failed event that ends a run."""
+    path = outcome.report_path
+    data: dict[str, Any] = {
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "exit_code": outcome.exit_code,
+        "duration_ms": round(outcome.duration * 1000),
+        "report": str(path) if path else None,
+    }
+    parsed = outcome.output
+    if parsed is not None:
+        usage = {
+            "session_id": parsed.session_id,
+            "input_tokens": parsed.input_tokens,
+            "output_tokens": parsed.output_tokens,
+            "cost_usd": parsed.cost_usd,
+        }
+        data.update((key, value) for key, value in usage.items() if value is not None)
+    return data

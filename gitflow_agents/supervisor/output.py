@@ -1,0 +1,156 @@
+"""The agent's output and exit, as the supervisor sees them while it waits.
+
+``Output`` reads stdout and stderr into ``worker.log`` and memory as they arrive (each chunk is
+activity) and emits rate-limited ``agent:output`` events; ``exit_notifier`` gives an fd the
+supervisor's select wakes on when the agent exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+OUTPUT_EVENT_EVERY = 0.5
+CAPTURE_LIMIT = 8 * 1024 * 1024  # bytes of stdout / stderr kept in memory for parse_output
+
+
+@dataclass
+class Activity:
+    """Last activity (monotonic and wall clock), shared with the output reader threads."""
+
+    at: float = field(default_factory=time.monotonic)
+    wall: float = field(default_factory=time.time)
+    kind: str = "start"
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def touch(self, kind: str) -> None:
+        with self.lock:
+            self.at, self.wall, self.kind = time.monotonic(), time.time(), kind
+
+
+class Output:
+    """Reads stdout and stderr into worker.log and memory; emits rate-limited agent:output."""
+
+    def __init__(
+        self,
+        log_path: Path,
+        activity: Activity,
+        emit: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self._log = log_path.open("ab")
+        self._lock = threading.Lock()
+        self._activity = activity
+        self._emit = emit
+        self.captured: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
+        self._pending = 0
+        self._tail = ""
+        self._stream = "stdout"
+        self._emitted_at = 0.0
+        self.stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self, fds: Mapping[str, int]) -> None:
+        """Read every stream (name -> fd) in one thread until each reaches EOF."""
+        thread = threading.Thread(target=self._read, args=(dict(fds),), daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _read(self, fds: dict[str, int]) -> None:
+        names = {fd: name for name, fd in fds.items()}
+        while names:
+            try:
+                ready, _, _ = select.select(list(names), [], [], 0.2)
+            except (OSError, ValueError):
+                return
+            if not ready:
+                if self.stop.is_set():
+                    return
+                continue
+            for fd in ready:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    chunk = b""
+                if chunk:
+                    self._on_chunk(names[fd], chunk)
+                else:
+                    del names[fd]
+
+    def _on_chunk(self, name: str, chunk: bytes) -> None:
+        self._activity.touch("output")
+        with self._lock:
+            self._log.write(chunk)
+            self._log.flush()
+            buffer = self.captured[name]
+            buffer += chunk
+            if len(buffer) > CAPTURE_LIMIT:
+                del buffer[: len(buffer) - CAPTURE_LIMIT]
+            self._pending += len(chunk)
+            self._stream = name
+            lines = [ln for ln in _printable(chunk).splitlines() if ln.strip()]
+            if lines:
+                self._tail = lines[-1][-200:]
+            now = time.monotonic()
+            if now - self._emitted_at < OUTPUT_EVENT_EVERY:
+                return
+            data = self._take(now)
+        self._emit(data)
+
+    def _take(self, now: float) -> dict[str, Any]:
+        data = {"stream": self._stream, "bytes": self._pending, "tail": self._tail}
+        self._pending, self._emitted_at = 0, now
+        return data
+
+    def finish(self, wait: float) -> None:
+        """Wait for EOF up to ``wait`` seconds, stop the readers, flush the last output event."""
+        deadline = time.monotonic() + wait
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self.stop.set()
+        for thread in self._threads:
+            thread.join(1.0)
+        with self._lock:
+            data = self._take(time.monotonic()) if self._pending else None
+            self._log.close()
+        if data is not None:
+            self._emit(data)
+
+    def done(self) -> bool:
+        return not any(thread.is_alive() for thread in self._threads)
+
+    def text(self, name: str) -> str:
+        with self._lock:
+            return bytes(self.captured[name]).decode("utf-8", "replace")
+
+
+def _printable(chunk: bytes) -> str:
+    text = chunk.decode("utf-8", "replace")
+    return "".join(ch for ch in text if ch in "\n\t" or ch.isprintable())
+
+
+def exit_notifier(proc: subprocess.Popen[bytes]) -> tuple[int, int | None]:
+    """An fd that becomes readable when ``proc`` exits, for the supervisor's select: a pidfd
+    (Linux >= 5.3; no thread), else the read end of a pipe that a waiter thread writes to.
+    Returns (fd, write end of the pipe or None)."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is not None:
+        # The child is not reaped before we poll it, so this works even if it already exited.
+        with contextlib.suppress(OSError):
+            return int(pidfd_open(proc.pid)), None
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def wait_exit() -> None:
+        proc.wait()
+        with contextlib.suppress(OSError):
+            os.write(wake_w, b"x")
+
+    threading.Thread(target=wait_exit, daemon=True).start()
+    return wake_r, wake_w

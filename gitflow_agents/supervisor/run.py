@@ -1,0 +1,397 @@
+"""``supervise``: one agent run, started, waited on, and ended through one ``finish``.
+
+The behaviour (what counts as activity, completion and a stuck agent) is described in the
+package's docstring, ``gitflow_agents/supervisor/__init__.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitflow_agents.liveness import start_time
+from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV
+from gitflow_agents.supervisor import tree
+from gitflow_agents.supervisor.outcome import (
+    INTERRUPTED,
+    Outcome,
+    ParsedOutput,
+    SignalFiles,
+    Stop,
+    SupervisorInterrupted,
+    Verdict,
+    completion_event,
+    judge_ending,
+    read_reply,
+    signal_paths,
+    stopped,
+    update_status,
+)
+from gitflow_agents.supervisor.output import Activity, Output, exit_notifier
+from gitflow_agents.supervisor.watch import Flag, Watcher, open_watcher
+
+if TYPE_CHECKING:
+    from gitflow_agents.agents.base import LaunchSpec
+    from gitflow_agents.events import EventHub
+
+TICK = 0.1  # longest sleep of the main loop: bounds cancel latency when nothing else wakes it
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How long the agent may take, idle or in all, and how it is let go."""
+
+    stuck_timeout: float
+    timeout: float | None
+    kill_grace: float  # SIGTERM to SIGKILL
+    exit_grace: float  # after the rename, for the CLI to exit on its own
+    cpu_busy_fraction: float  # CPU share of the tree that counts as activity
+
+
+def supervise(
+    spec: LaunchSpec,
+    *,
+    agent_dir: Path,
+    run_dir: Path,
+    report_name: str = "report.md",
+    success_suffix: str = ".complete.md",
+    failure_suffix: str = ".failed.md",
+    stuck_timeout: float,
+    timeout: float | None,
+    watch_paths: Sequence[Path] = (),
+    hub: EventHub,
+    run_id: str,
+    cancel: threading.Event | None = None,
+    ignore_paths: Sequence[Path] = (),
+    parse_output: Callable[[str, str], ParsedOutput] | None = None,
+    kill_grace: float = 3.0,
+    exit_grace: float = 10.0,
+    cpu_busy_fraction: float = 0.1,
+) -> Outcome:
+    """Run ``spec`` to an Outcome; never hangs past ``timeout`` (+ kill grace), never leaks a process.
+
+    ``completes_by_exit`` specs (CLIs that cannot rename a file): a rename still decides when it
+    happens; otherwise exit 0 is success unless ``parse_output`` reports ``is_error``.
+    ``parse_output`` (the adapter's) also runs for rename-completed agents, for tokens and cost.
+    After the rename the agent gets ``exit_grace`` seconds to exit on its own before it is killed.
+    Work on ``status.json`` in ``run_dir``: pid, pgid, state and last activity are merged in.
+    """
+    if stuck_timeout <= 0:
+        raise ValueError("stuck_timeout must be positive")
+    files = signal_paths(agent_dir, report_name, success_suffix, failure_suffix)
+    stale = [p for p in (files.success, files.failure) if p.exists()]
+    if stale:
+        raise ValueError(f"{stale[0]} exists before the run started; move it away first")
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    watcher = open_watcher(
+        agent_dir,
+        run_dir,
+        watch_paths,
+        ignore_paths,
+        tree_every=min(max(stuck_timeout / 4, 0.05), 1.0),
+    )
+    limits = Limits(stuck_timeout, timeout, kill_grace, exit_grace, cpu_busy_fraction)
+    run = _Supervision(spec, files, run_dir, hub, run_id, watcher, limits, parse_output)
+    if cancel is not None:
+        run.cancel = cancel
+    try:
+        try:
+            return run.finish(run.start() or run.wait())
+        except KeyboardInterrupt:
+            raise SupervisorInterrupted(run.finish(INTERRUPTED)) from None
+    finally:
+        run.close()
+
+
+class _Supervision:
+    """One agent run: ``start``, ``wait``, then ``finish``, the one way every run ends."""
+
+    def __init__(
+        self,
+        spec: LaunchSpec,
+        files: SignalFiles,
+        run_dir: Path,
+        hub: EventHub,
+        run_id: str,
+        watcher: Watcher,
+        limits: Limits,
+        parse_output: Callable[[str, str], ParsedOutput] | None,
+    ) -> None:
+        self.spec, self.files, self.run_dir, self.hub = spec, files, run_dir, hub
+        self.run_id, self.watcher, self.limits = run_id, watcher, limits
+        self.parse_output = parse_output
+        self.agent = files.report.parent.name
+        self.cancel = threading.Event()
+        self.activity = Activity()
+        self.started_wall, self.started = time.time(), time.monotonic()
+        self.output = Output(run_dir / "worker.log", self.activity, self._emit_output)
+        self.token = f"{run_id}:{secrets.token_hex(8)}"  # marks every process of this tree
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.spawned_wall = self.started_wall
+        self.known: dict[int, float] = {}  # pid -> create_time of descendants seen
+        self.wake_r, self.wake_w = -1, -1  # the exit notifier's fds, once the agent runs
+        self.cpu: tree.CpuSampler | None = None
+        self.sample_every = min(max(limits.stuck_timeout / 4, 0.05), 30.0)
+        self.cpu_at = self.status_at = 0.0
+
+    def emit(self, kind: str, data: Mapping[str, Any]) -> None:
+        self.hub.emit(kind, {"agent": self.agent, **data}, run_id=self.run_id)
+
+    def _emit_output(self, data: Mapping[str, Any]) -> None:
+        self.emit("agent:output", data)
+
+    # --- start ----------------------------------------------------------------------------
+
+    def start(self) -> Stop | None:
+        """Start the agent; a Stop (crashed) when it cannot be started."""
+        spec = self.spec
+        # The marker is on record before the first process exists: if this supervisor dies at
+        # any moment after Popen (even before the pid is written), `cancel` still finds the
+        # whole tree by it, including grandchildren that left the process group.
+        update_status(
+            self.run_dir,
+            run_id=self.run_id,
+            tree_token=self.token,
+            agent=self.agent,
+            agent_dir=str(self.files.report.parent),
+            state="running",
+            started=self.started_wall,
+            supervisor_pid=os.getpid(),
+            supervisor_create_time=start_time(os.getpid()),
+        )
+        env = {
+            **spec.env,
+            RUN_ID_ENV: self.run_id,
+            tree.TREE_ENV: self.token,
+            RUN_DIR_ENV: str(self.run_dir),
+            AGENT_DIR_ENV: str(self.files.report.parent),
+        }
+        self.spawned_wall = time.time()
+        command = spec.argv[0] if spec.argv else ""
+        try:
+            proc = subprocess.Popen(  # noqa: S603 - argv list from the adapter, never a shell
+                list(spec.argv),
+                cwd=spec.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self.emit("agent:start", {"pid": None, "command": command})
+            failed = Verdict("crashed", f"could not start {command or '?'}: {exc}")
+            return Stop("", failed, drain=0.0)
+        self.proc = proc
+        self._record_pid(proc)
+        assert proc.stdout is not None and proc.stderr is not None
+        # agent:start before the output reader exists, so no agent:output can precede it
+        self.emit("agent:start", {"pid": proc.pid, "command": command, "cwd": str(spec.cwd)})
+        self.output.start({"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()})
+        wake_r, wake_w = exit_notifier(proc)
+        self.wake_r, self.wake_w = wake_r, -1 if wake_w is None else wake_w
+        cli_stdout = None
+        if spec.cpu_activity == "tools":
+            stdout_pipe = os.fstat(proc.stdout.fileno())
+            cli_stdout = (stdout_pipe.st_dev, stdout_pipe.st_ino)
+        self.cpu = tree.CpuSampler(proc.pid, self.known, cli_stdout)
+        self.cpu_at = time.monotonic()
+        return None
+
+    def _record_pid(self, proc: subprocess.Popen[bytes]) -> None:
+        """The agent's pid, group and start time go on record first thing after it starts:
+        until then ``status`` and ``cancel`` know its tree only by the marker."""
+        create_time = None
+        root = tree.find_process(proc.pid)
+        if root is not None:
+            with contextlib.suppress(Exception):
+                create_time = root.create_time()
+        update_status(
+            self.run_dir,
+            pid=proc.pid,
+            pgid=proc.pid,
+            create_time=create_time,
+            last_activity=self.activity.wall,
+            last_activity_kind=self.activity.kind,
+        )
+
+    # --- wait -----------------------------------------------------------------------------
+
+    def wait(self) -> Stop:
+        """Wait until the agent renames its report, exits, or must be stopped."""
+        while True:
+            flags = self._sleep()
+            if self.files.renamed() is not None:
+                signal_at = time.time()
+                self._exit_grace()
+                return Stop("report renamed; sweeping the process tree", signal_at=signal_at)
+            stop = self._check(flags)
+            if stop is not None:
+                return stop
+
+    def _sleep(self) -> set[Flag]:
+        """Sleep until a watched file changes, the agent exits or the next deadline; the
+        activity the watcher saw is counted."""
+        limits, now = self.limits, time.monotonic()
+        deadlines = [
+            TICK,
+            self.activity.at + limits.stuck_timeout - now,
+            self.cpu_at + self.sample_every - now,
+        ]
+        if limits.timeout is not None:
+            deadlines.append(self.started + limits.timeout - now)
+        wake_r = self.wake_r
+        flags = self.watcher.wait(max(0.0, min(deadlines)), wake_r)
+        if self.wake_w >= 0:  # the waiter thread's pipe (a pidfd stays readable)
+            with contextlib.suppress(OSError):
+                os.read(wake_r, 64)
+        for flag in flags & {"agent", "tree", "heartbeat"}:
+            self.activity.touch({"agent": "report", "tree": "worktree"}.get(flag, flag))
+        return flags
+
+    def _check(self, flags: set[Flag]) -> Stop | None:
+        """A Stop when the run must end now: canceled, exited, timed out or stuck."""
+        proc, limits, now = self._running(), self.limits, time.monotonic()
+        if "cancel" in flags or (self.run_dir / "cancel").exists():
+            return stopped("canceled", "canceled by gitflow-agents cancel")
+        if self._cancel_requested():
+            aborted = self.hub.aborted.is_set()
+            return stopped("canceled", "session aborted" if aborted else "canceled by request")
+        if proc.poll() is not None:
+            return Stop("agent exited; sweeping the process tree")
+        if limits.timeout is not None and now - self.started >= limits.timeout:
+            return stopped("timeout", f"hard timeout after {limits.timeout:g}s")
+        if now - self.cpu_at >= self.sample_every:
+            assert self.cpu is not None
+            if self.cpu.sample() >= limits.cpu_busy_fraction * (now - self.cpu_at):
+                self.activity.touch("cpu")
+            self.cpu_at = now
+        idle = now - self.activity.at
+        if idle >= limits.stuck_timeout:
+            why = (
+                f"no activity for {idle:.1f}s (stuck_timeout {limits.stuck_timeout:g}s);"
+                f" last activity: {self.activity.kind}"
+            )
+            return stopped("stuck", why)
+        if now - self.status_at >= 1.0:
+            self.status_at = now
+            update_status(
+                self.run_dir,
+                last_activity=self.activity.wall,
+                last_activity_kind=self.activity.kind,
+            )
+        return None
+
+    def _exit_grace(self) -> None:
+        """The report is renamed: give the CLI a moment to exit (its final JSON has the cost)."""
+        proc, timeout = self._running(), self.limits.timeout
+        grace_end = time.monotonic() + self.limits.exit_grace
+        while proc.poll() is None and time.monotonic() < grace_end:
+            if self._cancel_requested():
+                break
+            if timeout is not None and time.monotonic() - self.started >= timeout:
+                break
+            self.watcher.wait(TICK, self.wake_r)
+
+    def _cancel_requested(self) -> bool:
+        return self.cancel.is_set() or self.hub.aborted.is_set()
+
+    def _running(self) -> subprocess.Popen[bytes]:
+        if self.proc is None:
+            raise RuntimeError("the agent was not started")
+        return self.proc
+
+    # --- finish ---------------------------------------------------------------------------
+
+    def finish(self, stop: Stop) -> Outcome:
+        """Every ending comes here: the tree is swept (so no ending can miss its leftovers),
+        the output drained, the agent judged, the outcome emitted and put on record."""
+        leftover = self._sweep(stop.sweep)
+        self.output.finish(stop.drain)
+        code = self.proc.returncode if self.proc is not None else None
+        verdict = stop.verdict or judge_ending(
+            self.files,
+            code,
+            signal_at=stop.signal_at,
+            completes_by_exit=self.spec.completes_by_exit,
+        )
+        stdout, stderr = self.output.text("stdout"), self.output.text("stderr")
+        parse = self.parse_output if self.proc is not None else None
+        by_exit = self.spec.completes_by_exit
+        parsed, verdict = read_reply(parse, verdict, stdout, stderr, completes_by_exit=by_exit)
+        note = f"; processes left behind: {list(leftover)}" if leftover else ""
+        outcome = Outcome(
+            status=verdict.status,
+            reason=verdict.reason + note,
+            report_path=self.files.report_path(verdict.status),
+            exit_code=code,
+            started=self.started_wall,
+            ended=time.time(),
+            duration=time.monotonic() - self.started,
+            last_activity=self.activity.wall,
+            last_activity_kind=self.activity.kind,
+            pid=self.proc.pid if self.proc is not None else None,
+            signal_at=verdict.signal_at,
+            stdout=stdout,
+            stderr=stderr,
+            output=parsed,
+            leftover_pids=leftover,
+            watcher=self.watcher.kind,
+        )
+        self._record(outcome)
+        return outcome
+
+    def _sweep(self, why: str) -> tuple[int, ...]:
+        """Kill the agent's tree; the pids still alive after SIGKILL (none when not started)."""
+        proc = self.proc
+        if proc is None:
+            return ()
+        if proc.poll() is None:  # a sweep after a normal exit is not worth a status write
+            update_status(self.run_dir, state="killing", reason=why)
+        return tree.kill_tree(
+            proc.pid,
+            pgid=proc.pid,
+            token=self.token,
+            known=self.known,
+            grace=self.limits.kill_grace,
+            child=proc,
+            since=self.spawned_wall,
+        )
+
+    def _record(self, outcome: Outcome) -> None:
+        """agent:complete or agent:failed, and the final state in status.json."""
+        self.emit("agent:complete" if outcome.ok else "agent:failed", completion_event(outcome))
+        update_status(
+            self.run_dir,
+            state=outcome.status,
+            reason=outcome.reason,
+            ended=outcome.ended,
+            last_activity=outcome.last_activity,
+            last_activity_kind=outcome.last_activity_kind,
+        )
+
+    def close(self) -> None:
+        """Release everything; a tree still running here (an unexpected error) is killed."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            self._sweep("supervisor error")
+        self.output.stop.set()
+        self.watcher.close()
+        if proc is not None and self.output.done():
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+        for fd in (self.wake_r, self.wake_w):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
