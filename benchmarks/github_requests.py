@@ -1,12 +1,16 @@
 """GitHub requests per review run, by number of findings, first run and re-run.
 
-Usage: python benchmarks/github_requests.py [--findings 1,10,100]
+Usage: python benchmarks/github_requests.py [--findings 1,10,100] [--per-page 100]
 
 Drives ``review_and_publish`` (what ``gitflow-agents action`` does for a pull_request event)
 against the stand-in from tests/ with a real git repository whose PR adds one file with N
 findings on changed lines (one TODO-style finding per added line, from the builtin reviewer),
 then ``post_findings`` (the posting job of the two-job split) with the findings file the review
-wrote, against a fresh stand-in. Counts reads and writes per run.
+wrote, against a fresh stand-in. Counts reads and writes per run. Lists are read
+``--per-page`` at a time (the client's ``PER_PAGE``, 100: GitHub's maximum; 30 is GitHub's and
+PyGithub's default, for comparison). The token is an installation token like ``GITHUB_TOKEN``
+(``ghs_``, writes as ``github-actions[bot]``, no ``comment-author`` set): the run learns who it is
+from GitHub's answers, as in a real workflow.
 
 Targets (issue 6): posting writes (inline review, summary comment, final status) <= 3 whatever
 the number of findings; 0 new comments and 0 new reviews on a re-run with nothing changed.
@@ -36,10 +40,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gitflow_agents.findings import Severity  # noqa: E402
+from gitflow_agents.github import client as github_client  # noqa: E402
 from gitflow_agents.github.action import post_findings, review_and_publish  # noqa: E402
 from gitflow_agents.github.client import Client, Settings  # noqa: E402
 from gitflow_agents.github.runner import PREFIX, Options, read_runner_env  # noqa: E402
-from tests.github_standin import GitHubStandIn, Pull  # noqa: E402
+from tests.github_standin import GitHubStandIn, Pull, Token  # noqa: E402
+
+ACTIONS_TOKEN = "ghs_benchmark_actions_token"
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "b",
@@ -103,6 +110,11 @@ def measure(server: GitHubStandIn, label: str, run: Callable[[], object]) -> dic
     }
 
 
+def fresh(settings: Settings, run: Callable[..., object], env: object, *args: object) -> object:
+    """``run(env, client, *args)`` with a new client: each run is a new job, knowing nothing."""
+    return run(env, Client(settings), *args)
+
+
 def one(findings: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -118,21 +130,20 @@ def one(findings: int) -> dict[str, object]:
                 "RUNNER_TEMP": str(root),
             }
         )
-        # The Actions token writes as github-actions[bot] (and cannot ask GET /user).
-        options = Options(
-            threshold=Severity.ERROR, max_inline=10_000, comment_author="github-actions[bot]"
-        )
+        options = Options(threshold=Severity.ERROR, max_inline=10_000)
         row: dict[str, object] = {"findings": findings}
         for mode in ("review", "post"):
             server = GitHubStandIn().start()
             try:
                 server.add_pull(Pull(1, head, base, [{"filename": "work.py", "patch": patch}]))
-                client = Client(
-                    Settings(
-                        token="tok-actions", api_url=server.base_url, seconds_between_writes=None
-                    )
+                server.add_token(
+                    ACTIONS_TOKEN,
+                    Token("github-actions[bot]", user_endpoint=False, app="github-actions"),
                 )
-                pr = client.pull(server.full_name, 1)
+                settings = Settings(
+                    token=ACTIONS_TOKEN, api_url=server.base_url, seconds_between_writes=None
+                )
+                pr = Client(settings).pull(server.full_name, 1)  # the event's pull request
                 if mode == "review":
                     for label in ("first", "rerun"):
                         row.update(
@@ -140,7 +151,7 @@ def one(findings: int) -> dict[str, object]:
                                 server,
                                 label,
                                 functools.partial(
-                                    review_and_publish, env, client, pr, options, label
+                                    fresh, settings, review_and_publish, env, pr, options, label
                                 ),
                             )
                         )
@@ -152,7 +163,9 @@ def one(findings: int) -> dict[str, object]:
                             measure(
                                 server,
                                 label,
-                                functools.partial(post_findings, env, client, pr, post, "post"),
+                                functools.partial(
+                                    fresh, settings, post_findings, env, pr, post, "post"
+                                ),
                             )
                         )
             finally:
@@ -171,7 +184,10 @@ def one(findings: int) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--findings", default="1,10,100")
+    parser.add_argument("--per-page", type=int, default=github_client.PER_PAGE)
     args = parser.parse_args()
+    github_client.PER_PAGE = args.per_page
+    print(f"lists read {args.per_page} per page")
     rows = [one(int(n)) for n in args.findings.split(",")]
     keys = list(rows[0])
     print(" | ".join(keys))

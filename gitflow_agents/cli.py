@@ -137,7 +137,7 @@ def _add_action(sub: Registry) -> None:
     p.add_argument(
         "--comment-author",
         metavar="LOGIN",
-        help="login our comments appear under (default: from the token, else github-actions[bot])",
+        help="login our comments appear under (default: learned from GitHub's answers)",
     )
     p.add_argument(
         "--check-run",

@@ -277,6 +277,19 @@ def _tokens(data: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
+def _agent_text(text: str, limit: int | None = None) -> str:
+    """Text an agent wrote, for the console (a CI job's log is public): secrets masked as in
+    every output (``gitflow_agents.redact``); cut to its last ``limit`` characters, without the
+    word the cut splits (it may be the rest of a secret)."""
+    from gitflow_agents.redact import redact_text
+
+    text = redact_text(text)
+    if limit is None or len(text) <= limit:
+        return text
+    tail = text[-limit:]
+    return "…" + (tail.split(" ", 1)[1] if " " in tail else "")
+
+
 class ConsoleChannel:
     """A live line per agent: state, elapsed time, last activity, tokens/cost when known.
 
@@ -338,13 +351,13 @@ class ConsoleChannel:
             line.last_activity = now
             text = str(event.data.get("tail") or event.data.get("tool") or "").strip()
             if text:
-                line.detail = text[-80:]
+                line.detail = _agent_text(text, limit=80)
             if not self.is_tty and now - self._printed.get(key, 0.0) >= self.progress_every:
                 self._print(self._plain(line, now))
                 self._printed[key] = now
         elif kind in ("agent:complete", "agent:failed"):
             line.state = str(event.data.get("status") or kind.split(":")[1])
-            line.detail = str(event.data.get("reason") or "")
+            line.detail = _agent_text(str(event.data.get("reason") or ""))
             line.tokens = _tokens(event.data)
             if not self.is_tty:
                 self._print(self._plain(line, now))
@@ -353,9 +366,9 @@ class ConsoleChannel:
             questions = list(event.data.get("questions") or ())
             if event.data.get("status") == "needs_input" and questions:
                 more = f" (+{len(questions) - 1})" if len(questions) > 1 else ""
-                line.detail = f"needs input: {questions[0]}{more}"
+                line.detail = _agent_text(f"needs input: {questions[0]}{more}")
             elif event.data.get("summary"):
-                line.detail = str(event.data["summary"])
+                line.detail = _agent_text(str(event.data["summary"]))
         if self._live is not None:
             self._live.update(self._table(now))
 

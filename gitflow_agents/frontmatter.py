@@ -1,7 +1,8 @@
 """YAML frontmatter: a file that starts with a ``---`` line carries YAML up to the next ``---`` line.
 
-Used for agent ``system_prompt`` files (seed 000 hoists the frontmatter to the top of the
-prompt) and for every ``.agents-flow/`` asset (seed 003). The split is exact: for a file with
+Used for agent ``system_prompt`` files (the frontmatter is hoisted to the top of the prompt;
+docs/prompt.md, "Layout") and for every ``.agents-flow/`` asset (docs/agents-flow-assets.md).
+The split is exact: for a file with
 frontmatter, ``text == opening + raw + closing + body`` where ``opening``/``closing`` are the
 delimiter lines with their line endings (a leading UTF-8 BOM is dropped). CRLF files work.
 """

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from gitflow_agents import __version__
+
 FORMATS = ("terminal", "json", "sarif", "rdjsonl", "annotations", "markdown")
 SEVERITIES = ("error", "warn", "info")
 
@@ -85,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_review_arguments(parser)
     parser.set_defaults(chdir=None)
     return parser

@@ -1,6 +1,7 @@
-"""The structured XML reply protocol (seed 004): parse an agent's reply, and show it.
+"""The structured XML reply protocol: parse an agent's reply, and show it.
 
-An agent is asked to end its reply with these sections (exact tag names from the seed)::
+An agent is asked to end its reply with these sections (docs/protocol.md, "Agent replies";
+the tag names are kept exactly)::
 
     <SUMMARY>1-2 sentences</SUMMARY>
     <ACTIONS>- one action per line</ACTIONS>
@@ -11,8 +12,9 @@ An agent is asked to end its reply with these sections (exact tag names from the
 
 Agents are sloppy: they wrap the tags in prose or in a ```xml fence, forget a closing tag, quote
 the template back, or skip the tags entirely. The parser is a tolerant scanner (never an XML
-parser that raises on the first stray ``<``); when no tag is found it falls back to the seed's
-heuristics and says so (``structured=False``).
+parser that raises on the first stray ``<``); when no tag is found it falls back to heuristics
+and says so (``structured=False``). The wording per CLI and role is in docs/prompt.md, "Reply
+Format".
 """
 
 from __future__ import annotations
@@ -73,8 +75,8 @@ List any questions or clarifications needed (one per line):
 One of: completed | needs_input | failed
 </STATUS>
 """
-"""The instruction block of seed 004, verbatim (its ``USER REQUEST`` envelope aside: the
-assignment is its own section of the system prompt). Its example lines, echoed back by an agent,
+"""The instruction block, kept word for word as designed (without its ``USER REQUEST``
+envelope: the assignment is its own section of the system prompt). Its example lines, echoed back by an agent,
 are dropped by the parser (``TEMPLATE_LINES``)."""
 
 #: The instruction and example lines of RESPONSE_PROTOCOL: an agent that copies the template
@@ -88,7 +90,7 @@ TEMPLATE_LINES = frozenset(
 
 @dataclass(frozen=True)
 class ReplyCustomization:
-    """Seed 004's per-agent wording: who the agent is (``prefix``), how it works
+    """The per-agent wording: who the agent is (``prefix``), how it works
     (``tools_hint``) and what its reply should stress (``style``)."""
 
     prefix: str
@@ -96,8 +98,8 @@ class ReplyCustomization:
     style: str = ""
 
 
-#: Per agent CLI (the adapter name). Claude, Auggie and Gemini are seed 004's text verbatim; the
-#: others are written the same way for their own headless mode.
+#: Per agent CLI (the adapter name). Claude, Auggie and Gemini keep the designed text word for
+#: word; the others are written the same way for their own headless mode.
 CLI_CUSTOMIZATIONS: dict[str, ReplyCustomization] = {
     "claude": ReplyCustomization(
         "You are Claude Code working in an orchestrated environment.",
@@ -166,7 +168,7 @@ REPLY_PLACEMENT = (
 
 
 def customization(adapter: str | None, agent_type: str, agent_name: str = "") -> ReplyCustomization:
-    """The seed-004 customisation for an agent: its CLI's prefix and tools hint, its role's style."""
+    """The reply customisation for an agent: its CLI's prefix and tools hint, its role's style."""
     base = CLI_CUSTOMIZATIONS.get(adapter or "", GENERIC_CUSTOMIZATION)
     return ReplyCustomization(base.prefix, base.tools_hint, role_style(agent_type, agent_name))
 
@@ -182,10 +184,10 @@ def role_style(agent_type: str, agent_name: str = "") -> str:
 
 
 def reply_instructions(adapter: str | None, agent_type: str, agent_name: str = "") -> str:
-    """Seed 004's injected text for one agent: prefix, tools hint, style, the protocol, placement.
+    """The Reply Format text for one agent: prefix, tools hint, style, the protocol, placement.
 
-    Joined by blank lines in the seed's order (``inject_protocol``); the user request itself is
-    not part of it (it is the prompt's Assignment section)."""
+    Joined by blank lines in that order (docs/prompt.md, "Reply Format"); the user request itself
+    is not part of it (it is the prompt's Assignment section)."""
     custom = customization(adapter, agent_type, agent_name)
     parts = [custom.prefix, custom.tools_hint, custom.style, RESPONSE_PROTOCOL, REPLY_PLACEMENT]
     return "\n\n".join(part.strip() for part in parts if part.strip())
@@ -263,7 +265,7 @@ def parse_status(text: str) -> ReplyStatus | None:
 
 
 def parse_reply(text: str) -> AgentReply:
-    """Parse an agent's reply; never raises. Tags win; without any, the seed's fallback runs."""
+    """Parse an agent's reply; never raises. Tags win; without any, the heuristic fallback runs."""
     sections, warnings = _sections(text)
     if not sections:
         return _fallback(text)
@@ -290,7 +292,7 @@ def parse_reply(text: str) -> AgentReply:
     )
 
 
-# --- heuristic fallback (seed: "Fallback parsing for unstructured output") -------------------
+# --- heuristic fallback for a reply without tags --------------------------------------------
 
 _CREATED = re.compile(
     r"(?:created(?:\s+(?:a|the))?(?:\s+new)?(?:\s+file:?)?|saved (?:this|it) as|wrote(?: to)?|"
@@ -365,7 +367,7 @@ _ICONS = {
 
 
 def format_reply(reply: AgentReply, *, icons: bool = True) -> str:
-    """The seed's display: status line, summary, then each non-empty list, indented."""
+    """The reply as shown to a user: status line, summary, then each non-empty list, indented."""
     status = reply.status.value if reply.status else "unknown"
     head = f"{_ICONS[reply.status]} Status: {status}" if icons else f"Status: {status}"
     lines = [head]

@@ -55,7 +55,7 @@ def isolate_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-TEST_TMP_ENV = "PYTEST_GITFLOW_AGENTS_TMP"  # not GITFLOW_AGENTS_*: adapters pass those on
+TEST_TMP_ENV = "PYTEST_GITFLOW_AGENTS_TMP"  # not GITFLOW_AGENTS_*: that prefix is the product's
 
 
 @pytest.fixture(autouse=True)

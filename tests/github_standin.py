@@ -8,9 +8,16 @@ the stand-in's state, so they are GitHub-shaped by construction.
 
 Rules the description does not encode are implemented here, independently of the product code:
 comment bodies over 65,536 characters and review comments outside the diff hunks are refused
-with 422, a review is all-or-nothing, list endpoints paginate with ``Link`` headers, a read-only
-token gets 403 on writes, the Actions token gets 403 on ``GET /user``. Faults (5xx, secondary
-rate limits, any status) are injected with ``fail()``; ``log`` records every request.
+with 422, a review is all-or-nothing, list endpoints paginate with ``Link`` headers (``per_page``
+up to 100), a read-only token gets 403 on writes, installation tokens (the Actions token, a
+GitHub App's ``ghs_`` token) get 403 on ``GET /user`` and write as ``<app-slug>[bot]`` with
+``performed_via_github_app``, and a token that may write may also edit or delete another
+user's comment (as on GitHub: only the product's own author check protects a comment).
+
+Faults are injected like GitHub fails: ``fail()`` answers any status, ``fail(store=True)`` stores
+the write first and then answers the error (a 502/504 after GitHub kept the write),
+``secondary_rate_limit()`` a 403/429 with or without ``Retry-After``, ``primary_rate_limit()``
+``x-ratelimit-remaining: 0`` with ``x-ratelimit-reset``. ``log`` records every request.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+APP_SLUG = "gitflow-reviewer"
+APP_TOKEN = "ghs_app_installation_token"
 SPEC_PATH = Path(__file__).parent / "data" / "github-openapi" / "api.github.com.subset.json"
 MAX_BODY = 65536
 NOW = "2026-01-01T00:00:00Z"
@@ -153,9 +162,12 @@ class Token:
     login: str
     can_write: bool = True
     user_endpoint: bool = True
-    """False for the Actions GITHUB_TOKEN: ``GET /user`` is 403 for an installation token."""
+    """False for installation tokens (Actions, GitHub Apps): ``GET /user`` is 403 for them."""
     checks: bool = True
     """May create check runs: only GitHub App tokens (the Actions token) with checks write."""
+    app: str | None = None
+    """The GitHub App the token belongs to (its slug): what it writes carries
+    ``performed_via_github_app``, and its login is ``<slug>[bot]``."""
 
 
 @dataclass
@@ -180,6 +192,8 @@ class Fault:
     times: int
     body: dict[str, Any]
     headers: dict[str, str]
+    store: bool = False
+    """Handle the request first (a write is stored), then answer with the fault."""
 
 
 @dataclass
@@ -205,6 +219,8 @@ class State:
     statuses: list[dict[str, Any]] = field(default_factory=list)
     check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     """id -> the request body as received (name, head_sha, conclusion, output...)."""
+    check_run_json: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """id -> the check run as GitHub answers it (what the list endpoint shows)."""
     next_id: int = 1000
 
 
@@ -269,11 +285,19 @@ class GitHubStandIn:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.add_token("tok-write", Token("gitflow-bot", checks=False))  # a personal token
-        self.add_token("tok-actions", Token("github-actions[bot]", user_endpoint=False))
         self.add_token(
-            "tok-read", Token("github-actions[bot]", can_write=False, user_endpoint=False)
+            "tok-actions", Token("github-actions[bot]", user_endpoint=False, app="github-actions")
+        )
+        self.add_token(
+            "tok-read",
+            Token(
+                "github-actions[bot]", can_write=False, user_endpoint=False, app="github-actions"
+            ),
         )
         self.add_token("tok-other", Token("someone-else"))
+        # A GitHub App's installation token (actions/create-github-app-token): ``ghs_`` like the
+        # Actions token, but it writes as the App's own bot.
+        self.add_token(APP_TOKEN, Token(f"{APP_SLUG}[bot]", user_endpoint=False, app=APP_SLUG))
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -322,8 +346,10 @@ class GitHubStandIn:
         self.state.pulls[pull.number] = pull
         return pull
 
-    def add_issue_comment(self, number: int, author: str, body: str) -> dict[str, Any]:
-        return self._new_issue_comment(number, author, body)
+    def add_issue_comment(
+        self, number: int, author: str, body: str, *, app: str | None = None
+    ) -> dict[str, Any]:
+        return self._new_issue_comment(number, author, body, app)
 
     def fail(
         self,
@@ -334,22 +360,53 @@ class GitHubStandIn:
         times: int = 1,
         message: str = "Server Error",
         headers: dict[str, str] | None = None,
+        store: bool = False,
     ) -> None:
         """Answer the next ``times`` requests matching ``method`` and the ``path`` regex
-        (searched in the path below the prefix) with ``status``."""
+        (searched in the path below the prefix) with ``status``; with ``store`` the request is
+        handled first (a write is stored), as when GitHub answers 502/504 after keeping it."""
         body = {"message": message, "documentation_url": "https://docs.github.com/rest"}
-        self.faults.append(Fault(method, re.compile(path), status, times, body, headers or {}))
+        self.faults.append(
+            Fault(method, re.compile(path), status, times, body, headers or {}, store)
+        )
 
     def secondary_rate_limit(
-        self, method: str, path: str, *, times: int = 1, retry_after: int = 1
+        self,
+        method: str,
+        path: str,
+        *,
+        times: int = 1,
+        retry_after: int | None = 1,
+        status: int = 403,
     ) -> None:
+        """GitHub's secondary limit: 403 or 429, ``Retry-After`` present or not."""
         self.fail(
             method,
             path,
-            403,
+            status,
             times=times,
             message="You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-            headers={"Retry-After": str(retry_after)},
+            headers={"Retry-After": str(retry_after)} if retry_after is not None else {},
+        )
+
+    def primary_rate_limit(
+        self, method: str, path: str, *, reset: int, times: int = 1, status: int = 403
+    ) -> None:
+        """The primary limit is used up: ``x-ratelimit-remaining: 0`` until ``reset`` (UTC
+        epoch seconds)."""
+        self.fail(
+            method,
+            path,
+            status,
+            times=times,
+            message="API rate limit exceeded for installation ID 1.",
+            headers={
+                "x-ratelimit-limit": "5000",
+                "x-ratelimit-remaining": "0",
+                "x-ratelimit-used": "5000",
+                "x-ratelimit-reset": str(reset),
+                "x-ratelimit-resource": "core",
+            },
         )
 
     # -- queries for assertions ------------------------------------------------------------------
@@ -387,6 +444,24 @@ class GitHubStandIn:
             type="Bot" if is_bot else "User",
         )
 
+    def app(self, slug: str | None) -> dict[str, Any] | None:
+        """The ``performed_via_github_app`` of what a token of App ``slug`` writes."""
+        if slug is None:
+            return None
+        return make(
+            "integration",
+            id=abs(hash(slug)) % 10**5 + 1,
+            slug=slug,
+            node_id=f"A_{slug}",
+            name=slug,
+            owner=self.user(self.state.owner),
+            html_url=f"https://github.example/apps/{slug}",
+            created_at=NOW,
+            updated_at=NOW,
+            permissions={"issues": "write", "pull_requests": "write"},
+            events=[],
+        )
+
     def repository(self, full_name: str | None = None) -> dict[str, Any]:
         full_name = full_name or self.full_name
         owner, name = full_name.split("/")
@@ -403,7 +478,9 @@ class GitHubStandIn:
             fork=full_name != self.full_name,
         )
 
-    def _new_issue_comment(self, number: int, author: str, body: str) -> dict[str, Any]:
+    def _new_issue_comment(
+        self, number: int, author: str, body: str, app: str | None = None
+    ) -> dict[str, Any]:
         self.state.next_id += 1
         cid = self.state.next_id
         comment = make(
@@ -418,6 +495,7 @@ class GitHubStandIn:
             created_at=NOW,
             updated_at=NOW,
             author_association="NONE",
+            performed_via_github_app=self.app(app),
         )
         self.state.issue_comments[cid] = comment
         return comment
@@ -592,10 +670,10 @@ def list_issue_comments(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
 def create_issue_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     pull = _pull(s, req)
     _write(req)
-    return 201, s._new_issue_comment(pull.number, req.token.login, _body_text(req))
+    return 201, s._new_issue_comment(pull.number, req.token.login, _body_text(req), req.token.app)
 
 
-def _own_comment(s: GitHubStandIn, req: Request) -> dict[str, Any]:
+def _issue_comment(s: GitHubStandIn, req: Request) -> dict[str, Any]:
     comment = s.state.issue_comments.get(int(req.params["comment_id"]))
     if comment is None:
         raise not_found()
@@ -604,15 +682,14 @@ def _own_comment(s: GitHubStandIn, req: Request) -> dict[str, Any]:
 
 @route("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}")
 def get_issue_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
-    return 200, _own_comment(s, req)
+    return 200, _issue_comment(s, req)
 
 
 @route("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}")
 def update_issue_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
-    comment = _own_comment(s, req)
+    # Like GitHub: a token that may write to the repository may edit anyone's comment.
+    comment = _issue_comment(s, req)
     _write(req)
-    if comment["user"]["login"] != req.token.login:
-        raise forbidden("Must have admin rights to Repository.")
     comment["body"] = _body_text(req)
     comment["updated_at"] = "2026-01-02T00:00:00Z"
     return 200, comment
@@ -620,10 +697,8 @@ def update_issue_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
 
 @route("DELETE", "/repos/{owner}/{repo}/issues/comments/{comment_id}")
 def delete_issue_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
-    comment = _own_comment(s, req)
-    _write(req)
-    if comment["user"]["login"] != req.token.login:
-        raise forbidden("Must have admin rights to Repository.")
+    comment = _issue_comment(s, req)
+    _write(req)  # like GitHub: a writer may delete anyone's comment
     del s.state.issue_comments[int(comment["id"])]
     return 204, None
 
@@ -634,6 +709,18 @@ def list_review_comments(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     url = f"{s.repo_url}/pulls/{pull.number}"
     found = [c for c in s.state.review_comments.values() if c["pull_request_url"] == url]
     return 200, sorted(found, key=lambda c: int(c["id"]))
+
+
+@route("DELETE", "/repos/{owner}/{repo}/pulls/comments/{comment_id}")
+def delete_review_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    if f"{req.params['owner']}/{req.params['repo']}" != s.full_name:
+        raise not_found()
+    comment = s.state.review_comments.get(int(req.params["comment_id"]))
+    if comment is None:
+        raise not_found()
+    _write(req)  # like GitHub: a writer may delete anyone's review comment
+    del s.state.review_comments[int(comment["id"])]
+    return 204, None
 
 
 def _check_inline(pull: Pull, spec: dict[str, Any]) -> None:
@@ -712,6 +799,19 @@ def create_review(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     return 200, review
 
 
+@route("PUT", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}")
+def update_review(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    pull = _pull(s, req)
+    review = s.state.reviews.get(int(req.params["review_id"]))
+    if review is None or review["pull_request_url"] != f"{s.repo_url}/pulls/{pull.number}":
+        raise not_found()
+    _write(req)
+    if review["user"]["login"] != req.token.login:  # GitHub: only the review's author
+        raise forbidden("Can not update another user's review.")
+    review["body"] = _body_text(req)
+    return 200, review
+
+
 @route("POST", "/repos/{owner}/{repo}/statuses/{sha}")
 def create_status(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     _write(req)
@@ -757,7 +857,7 @@ def create_check_run(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     rid = s.state.next_id
     s.state.check_runs[rid] = dict(req.body)
     url = f"{s.repo_url}/check-runs/{rid}"
-    return 201, make(
+    s.state.check_run_json[rid] = made = make(
         "check-run",
         id=rid,
         node_id=f"CR_{rid}",
@@ -779,9 +879,23 @@ def create_check_run(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
             "annotations_count": len(annotations),
             "annotations_url": f"{url}/annotations",
         },
-        app=None,
+        app=s.app(req.token.app),
         pull_requests=[],
     )
+    return 201, made
+
+
+@route("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs")
+def list_check_runs(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
+    if f"{req.params['owner']}/{req.params['repo']}" != s.full_name:
+        raise not_found()
+    name = (req.query.get("check_name") or [None])[0]
+    runs = [
+        r
+        for r in s.state.check_run_json.values()
+        if r["head_sha"] == req.params["ref"] and name in (None, r["name"])
+    ]
+    return 200, {"total_count": len(runs), "check_runs": runs}
 
 
 @route("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission")
@@ -879,7 +993,20 @@ class _Handler(BaseHTTPRequestHandler):
             if fault.times > 0 and fault.method == method and fault.path.search(path):
                 fault.times -= 1
                 template = next((t for m, p, t, _ in ROUTES if m == method and p.match(path)), None)
+                if fault.store:  # GitHub kept the write, then the answer was lost
+                    self._route(s, method, path, query, raw, token_text)
                 return fault.status, fault.body, dict(fault.headers), template
+        return self._route(s, method, path, query, raw, token_text)
+
+    def _route(
+        self,
+        s: GitHubStandIn,
+        method: str,
+        path: str,
+        query: dict[str, list[str]],
+        raw: bytes,
+        token_text: str,
+    ) -> tuple[int, Any, dict[str, str], str | None]:
         for route_method, pattern, template, handler in ROUTES:
             match = pattern.match(path)
             if route_method != method or match is None:
@@ -1014,21 +1141,37 @@ def gh() -> Iterator[GitHubStandIn]:
     assert not server.violations, "OpenAPI violations:\n" + "\n".join(server.violations)
 
 
-def client_for(server: GitHubStandIn, token: str = "tok-write", *, retries: int = 2) -> Any:
-    """A real ``gitflow_agents.github.client.Client`` aimed at the stand-in, with no waits."""
-    from gitflow_agents.github.client import Client, Settings
+def client_for(
+    server: GitHubStandIn,
+    token: str = "tok-write",
+    *,
+    retries: int = 2,
+    sleeps: list[float] | None = None,
+    max_wait: float = 2,
+    budget: float = 300,
+) -> Any:
+    """A real ``gitflow_agents.github.client.Client`` aimed at the stand-in, with no waits.
 
-    return Client(
-        Settings(
-            token=token,
-            api_url=server.base_url,
-            timeout=5,
-            retries=retries,
-            backoff=0,
-            max_wait=2,
-            seconds_between_writes=None,
-        )
+    With ``sleeps`` nothing sleeps at all: each wait the client would make is appended to it
+    (the clock still runs, so a rate limit's reset time is judged for real)."""
+    from gitflow_agents.github.client import Client, Settings
+    from gitflow_agents.github.retry import Policy
+
+    settings = Settings(
+        token=token,
+        api_url=server.base_url,
+        timeout=5,
+        retries=retries,
+        backoff=0,
+        max_wait=max_wait,
+        wait_budget=budget,
+        seconds_between_writes=None,
     )
+    if sleeps is None:
+        return Client(settings)
+    policy = Policy(retries=retries, backoff=0, max_wait=max_wait, budget=budget)
+    policy.sleep = sleeps.append
+    return Client(settings, policy=policy)
 
 
 PATCH_A = "@@ -1,3 +1,5 @@\n import os\n+import sys\n+x = 1\n print(os)\n print(sys)\n@@ -20,2 +22,3 @@\n a = 1\n+b = 2\n c = 3"

@@ -19,6 +19,9 @@ from tests.conftest import DATA
 
 SAMPLES = DATA / "agent-output"
 SECRET = "GITFLOW_TEST_UNLISTED_SECRET"
+# A variable with the product's prefix that gitflow-agents does not set for agents: no prefix
+# passes wholesale (issue 12), so it must not reach any agent.
+PRODUCT_SECRET = "GITFLOW_AGENTS_SECRET"
 TASK = 'Follow your system prompt; your report is "report.md".'
 CLI_KEYS = {
     "ANTHROPIC_API_KEY": "sk-ant-test",
@@ -41,6 +44,8 @@ def parent_env(tmp_path: Path) -> dict[str, str]:
         "AWS_SECRET_ACCESS_KEY": "must-not-leak",
         "GIT_DIR": "/somewhere/else/.git",  # inherited from a hook: must never reach an agent
         "GITFLOW_AGENTS_RUN_ID": "run-1",
+        PRODUCT_SECRET: "must-not-leak",
+        "GITFLOW_AGENTS_GITHUB_RETRIES": "9",
         **CLI_KEYS,
     }
 
@@ -70,6 +75,7 @@ def make_invocation(
 
 def assert_scrubbed(env: dict[str, str] | Any, *allowed_keys: str) -> None:
     assert SECRET not in env
+    assert PRODUCT_SECRET not in env and "GITFLOW_AGENTS_GITHUB_RETRIES" not in env
     assert "AWS_SECRET_ACCESS_KEY" not in env
     assert "GIT_DIR" not in env
     assert env["PATH"] == os.environ["PATH"]
@@ -277,6 +283,7 @@ def test_codex_provider_resume_and_worktree(tmp_path: Path) -> None:
     ]
     assert argv[-3:] == ["resume", "0199a213-81c0", TASK]
     assert spec.env["MOCK_API_KEY"] == "mock"  # the provider's env_key is allow-listed
+    assert_scrubbed(spec.env)  # and OpenAI's key is not: the custom provider does not need it
     tomllib = pytest.importorskip("tomllib")
     config = tomllib.loads((inv.config_dir / "config.toml").read_text())
     assert config["developer_instructions"] == inv.system_prompt
@@ -366,9 +373,9 @@ def test_aider_launch(tmp_path: Path) -> None:
     assert spec.completes_by_exit  # aider cannot rename its report
     assert spec.env["HOME"] == str(inv.config_dir)
     assert spec.env["GIT_CONFIG_GLOBAL"] == str(tmp_path / "home" / ".gitconfig")
-    assert_scrubbed(
-        spec.env, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "AIDER_DARK_MODE"
-    )
+    # "model-x" names no provider aider knows: no provider's key (issue 12: only the configured
+    # provider's variables; AIDER_* no longer passes as a prefix).
+    assert_scrubbed(spec.env)
 
 
 def test_aider_repo_map_is_opt_in(tmp_path: Path) -> None:
@@ -423,9 +430,140 @@ def test_opencode_launch(tmp_path: Path) -> None:
     assert config["provider"] == {"mock": {}}
     for xdg in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         assert spec.env[xdg].startswith(str(inv.config_dir))
-    assert_scrubbed(
-        spec.env, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENCODE_FAKE"
+    # "mock" is a custom provider: no listed provider's key, no OPENCODE_* prefix (issue 12).
+    assert_scrubbed(spec.env)
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment: exactly the configured provider's variables, named ones only (issue 12)
+
+PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY")
+
+
+def provider_keys(env: dict[str, str] | Any) -> set[str]:
+    return {key for key in PROVIDER_KEYS if key in env}
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("anthropic/claude-sonnet-4-5", {"ANTHROPIC_API_KEY"}),
+        ("sonnet", {"ANTHROPIC_API_KEY"}),
+        ("claude-3-5-haiku-20241022", {"ANTHROPIC_API_KEY"}),
+        ("gpt-4o", {"OPENAI_API_KEY"}),
+        ("openai/my-local-model", {"OPENAI_API_KEY"}),
+        ("gemini/gemini-2.5-pro", {"GEMINI_API_KEY"}),
+        ("flash", {"GEMINI_API_KEY"}),
+        ("openrouter/anthropic/claude-sonnet-4", set()),  # its key is not in the parent env
+        ("model-x", set()),  # no provider aider knows: allow_env names its variables
+        (None, {"ANTHROPIC_API_KEY"}),  # aider's own default: the first key set, in its order
+    ],
+)
+def test_aider_gets_only_its_models_provider(
+    tmp_path: Path, model: str | None, expected: set[str]
+) -> None:
+    spec = get_adapter("aider").launch(make_invocation(tmp_path, model=model))
+    assert provider_keys(spec.env) == expected
+    assert "AIDER_DARK_MODE" not in spec.env  # no AIDER_* prefix
+    assert_scrubbed(spec.env, *expected)
+
+
+def test_aider_without_a_model_follows_aiders_own_key_order(tmp_path: Path) -> None:
+    env = {k: v for k, v in parent_env(tmp_path).items() if k != "ANTHROPIC_API_KEY"}
+    env["OPENROUTER_API_KEY"] = "sk-or"
+    spec = get_adapter("aider").launch(make_invocation(tmp_path, model=None, env=env))
+    assert spec.env["OPENROUTER_API_KEY"] == "sk-or"  # before OpenAI and Gemini in aider's order
+    assert provider_keys(spec.env) == set()
+    openai = {**env, "OPENAI_API_BASE": "http://127.0.0.1:9/v1"}
+    del openai["OPENROUTER_API_KEY"]
+    spec = get_adapter("aider").launch(make_invocation(tmp_path, model="4o", env=openai))
+    assert spec.env["OPENAI_API_BASE"] == "http://127.0.0.1:9/v1"  # the provider's endpoint too
+    assert provider_keys(spec.env) == {"OPENAI_API_KEY"}
+
+
+@pytest.mark.parametrize(
+    ("model", "config", "expected"),
+    [
+        ("anthropic/claude-sonnet-4-5", {}, {"ANTHROPIC_API_KEY"}),
+        ("openai/gpt-5", {}, {"OPENAI_API_KEY"}),
+        ("google/gemini-2.5-pro", {}, {"GEMINI_API_KEY"}),
+        (None, {"model": "openai/gpt-5"}, {"OPENAI_API_KEY"}),  # the model set in its config
+        (None, {}, {"ANTHROPIC_API_KEY"}),  # no model: the first provider whose key is set
+    ],
+)
+def test_opencode_gets_only_its_models_provider(
+    tmp_path: Path, model: str | None, config: dict[str, Any], expected: set[str]
+) -> None:
+    inv = make_invocation(tmp_path, model=model, options={"config": config})
+    spec = get_adapter("opencode").launch(inv)
+    assert provider_keys(spec.env) == expected
+    assert "OPENCODE_FAKE" not in spec.env  # no OPENCODE_* prefix
+    assert_scrubbed(spec.env, *expected)
+
+
+def test_opencode_passes_the_variables_its_custom_provider_names(tmp_path: Path) -> None:
+    provider = {"mock": {"options": {"baseURL": "http://127.0.0.1:9", "apiKey": "{env:MOCK_KEY}"}}}
+    inv = make_invocation(
+        tmp_path,
+        model="mock/mock-model",
+        options={"config": {"provider": provider}},
+        env={**parent_env(tmp_path), "MOCK_KEY": "mock", "OTHER_KEY": "no"},
     )
+    spec = get_adapter("opencode").launch(inv)
+    assert spec.env["MOCK_KEY"] == "mock"
+    assert "OTHER_KEY" not in spec.env
+    assert_scrubbed(spec.env)
+
+
+def test_codex_with_another_built_in_provider_gets_no_openai_key(tmp_path: Path) -> None:
+    inv = make_invocation(tmp_path, options={"config": {"model_provider": "oss"}})
+    assert_scrubbed(get_adapter("codex").launch(inv).env)
+
+
+def test_allow_env_still_adds_any_name(tmp_path: Path) -> None:
+    inv = make_invocation(
+        tmp_path, model="anthropic/claude-sonnet-4-5", options={"allow_env": ["OPENAI_API_KEY"]}
+    )
+    spec = get_adapter("aider").launch(inv)
+    assert provider_keys(spec.env) == {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+
+
+def test_only_the_products_own_variables_pass(tmp_path: Path) -> None:
+    from gitflow_agents import runs, supervisor
+    from gitflow_agents.agents.base import PRODUCT_ENV_NAMES
+
+    assert set(PRODUCT_ENV_NAMES) == {
+        runs.RUN_ID_ENV,
+        runs.RUN_DIR_ENV,
+        runs.AGENT_DIR_ENV,
+        supervisor.TREE_ENV,
+    }
+    env = {
+        **parent_env(tmp_path),
+        **{name: f"value of {name}" for name in PRODUCT_ENV_NAMES},
+        "LC_MESSAGES": "C",
+        "LC_SOMETHING_ELSE": "x",
+    }
+    for name in sorted(ADAPTERS):
+        inv = make_invocation(tmp_path, env=env, command=("my-agent", "{task}"))
+        spec = get_adapter(name).launch(inv)
+        passed = {key for key in spec.env if key.startswith("GITFLOW_AGENTS_")}
+        assert passed == set(PRODUCT_ENV_NAMES), name
+        assert spec.env["LC_MESSAGES"] == "C" and "LC_SOMETHING_ELSE" not in spec.env, name
+
+
+def test_security_page_lists_every_variable_an_agent_can_get() -> None:
+    from gitflow_agents.agents import auggie, claude, codex, gemini, opencode, providers
+    from gitflow_agents.agents.base import BASE_ENV_NAMES
+    from tests.conftest import ROOT
+
+    page = (ROOT / "docs" / "security.md").read_text()
+    names = set(BASE_ENV_NAMES) | set(claude.ENV_NAMES) | set(codex.OPENAI_ENV_NAMES)
+    names |= set(gemini.ENV_NAMES) | set(auggie.ENV_NAMES) | set(opencode.ENV_NAMES)
+    for table in (providers.AIDER_PROVIDERS, providers.OPENCODE_PROVIDERS):
+        names |= {name for provider in table.values() for name in provider.names}
+    missing = sorted(name for name in names if f"`{name}`" not in page)
+    assert not missing, missing
 
 
 def test_command_substitutes_per_argument_without_a_shell(tmp_path: Path) -> None:
@@ -755,6 +893,19 @@ FAKE_SAMPLES = {
 }
 
 
+# What each fake is configured with, and which of CLI_KEYS must reach it (and nothing more).
+FAKE_MODELS = {"aider": "anthropic/claude-sonnet-4-5", "opencode": "anthropic/claude-sonnet-4-5"}
+FAKE_KEYS = {
+    "claude": {"ANTHROPIC_API_KEY"},
+    "codex": {"OPENAI_API_KEY"},
+    "gemini": {"GEMINI_API_KEY"},
+    "aider": {"ANTHROPIC_API_KEY"},
+    "auggie": {"AUGMENT_SESSION_AUTH"},
+    "opencode": {"ANTHROPIC_API_KEY"},
+    "command": set(),
+}
+
+
 @pytest.mark.parametrize("name", sorted(FAKE_SAMPLES))
 def test_real_process_gets_argv_env_and_closed_stdin(tmp_path: Path, name: str) -> None:
     bin_dir = tmp_path / "bin"
@@ -769,7 +920,10 @@ def test_real_process_gets_argv_env_and_closed_stdin(tmp_path: Path, name: str) 
     fake.chmod(0o755)
     env = {**parent_env(tmp_path), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     inv = make_invocation(
-        tmp_path, env=env, command=("my-agent", "--system", "{system_prompt_file}", "{task}")
+        tmp_path,
+        env=env,
+        command=("my-agent", "--system", "{system_prompt_file}", "{task}"),
+        model=FAKE_MODELS.get(name, "model-x"),
     )
     inv.workdir.mkdir(parents=True, exist_ok=True)
     adapter = get_adapter(name)
@@ -783,6 +937,9 @@ def test_real_process_gets_argv_env_and_closed_stdin(tmp_path: Path, name: str) 
     assert seen["cwd"] == str(inv.workdir)
     assert seen["stdin"] == "devnull" and seen["stdin_data"] == ""
     assert SECRET not in seen["env"] and "GIT_DIR" not in seen["env"]
+    # Neither a foreign provider's key nor an arbitrary GITFLOW_AGENTS_* variable arrives.
+    assert {key for key in CLI_KEYS if key in seen["env"]} == FAKE_KEYS[name]
+    assert PRODUCT_SECRET not in seen["env"]
     # Exactly the adapter's env arrived (Python itself may only add LC_CTYPE).
     assert {k: seen["env"][k] for k in spec.env} == dict(spec.env)
     assert set(seen["env"]) - set(spec.env) <= {"LC_CTYPE"}

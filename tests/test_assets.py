@@ -1,4 +1,4 @@
-"""`.agents-flow/` prompt assets (seed 003), one test per rule, on real files in tmp_path."""
+"""`.agents-flow/` prompt assets, one test per rule, on real files in tmp_path."""
 
 from __future__ import annotations
 
@@ -9,30 +9,16 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents.assets import (
-    PROVIDER_ADAPTERS,
-    AgentDropdownItem,
     AgentIncludes,
-    BuiltInProviderAdapter,
-    ExpectedOutput,
     ManifestError,
-    NodeConfigOverrides,
-    NodeRef,
     PromptAssetManifest,
     PromptSegment,
-    ProviderAdapterRegistry,
-    ProviderPromptPackage,
-    RunInputData,
     errors_for_agent,
-    expected_output,
     load_manifest,
-    output_ports,
     package_agent_prompt,
     require_runnable,
-    resolve_node_agent,
 )
-from gitflow_agents.errors import ConfigError, UsageError
-
-BUILT_IN = BuiltInProviderAdapter()
+from gitflow_agents.errors import ConfigError
 
 
 def write(root: Path, rel: str, text: str | bytes) -> Path:
@@ -318,7 +304,8 @@ def test_duplicate_agent_id(tmp_path: Path) -> None:
     assert (error.source_path, error.agent_id, error.line) == ("agents/b.agent.md", "same", 4)
     assert ".agents-flow/agents/a.agent.md" in error.message
     assert manifest.agents["same"].body == "first"
-    assert BUILT_IN.package_prompt("same", manifest) is None
+    with pytest.raises(ConfigError, match="agent 'same' has 1 manifest error"):
+        package_agent_prompt("same", manifest)
 
 
 def test_duplicate_instruction_name(tmp_path: Path) -> None:
@@ -421,57 +408,11 @@ def test_errors_are_collected_not_raised(tmp_path: Path) -> None:
     assert str(manifest.errors[0]).endswith("[invalid_frontmatter]")
 
 
-# --- output kinds -------------------------------------------------------------------------------
-
-
-def test_output_ports_per_kind() -> None:
-    assert output_ports("text") == ("out", "result")
-    assert output_ports("plan") == ("out", "result", "plan")
-    assert output_ports("score") == ("out", "result", "score")
-
-
-def test_expected_output_per_kind() -> None:
-    assert expected_output("text") is None
-    assert expected_output("plan") == ExpectedOutput(schema_ref="plan")
-    score = expected_output("score")
-    assert score is not None
-    assert score.to_dict() == {
-        "schemaRef": "score",
-        "schema": {
-            "type": "object",
-            "properties": {
-                "score": {"type": "number"},
-                "canComplete": {"type": "boolean"},
-                "reason": {"type": "string"},
-            },
-        },
-    }
-
-
-@pytest.mark.parametrize("kind", ["text", "plan", "score"])
-def test_package_carries_output_kind_expected_output_and_turn_mode(
-    tmp_path: Path, kind: str
-) -> None:
-    write(tmp_path, "agents/a.agent.md", agent_file("a", kind=kind, extra="turnMode: plan\n"))
-    package = BUILT_IN.package_prompt("a", load_manifest(tmp_path))
-    assert package is not None
-    assert package.output_kind == kind
-    assert package.expected_output == expected_output(kind)  # type: ignore[arg-type]
-    assert package.turn_mode == "plan"
-
-
 # --- assembly -----------------------------------------------------------------------------------
 
 
-def test_six_layers_in_order_with_attribution(project: Path) -> None:
-    manifest = load_manifest(project)
-    package = BUILT_IN.package_prompt(
-        "planner",
-        manifest,
-        NodeConfigOverrides(system_prompt="Node system.", user_prompt="Node user."),
-        RunInputData(user_prompt="Do step 2.", data={"step": 2}, previous_result="It built."),
-    )
-    assert package is not None
+def test_layers_in_order_with_attribution(project: Path) -> None:
+    package = package_agent_prompt("planner", load_manifest(project))
     assert [(s.scope, s.label, s.source_path) for s in package.segments] == [
         ("global-system-prompt", "Global system prompt", "global-system-prompt.md"),
         ("instruction", "plan-format", "instructions/plan.instructions.md"),
@@ -479,19 +420,13 @@ def test_six_layers_in_order_with_attribution(project: Path) -> None:
         ("skill", "Search", "skills/codebase-search/SKILL.md"),
         ("skill", "Testing", "skills/testing/SKILL.md"),
         ("agent-body", "Planner", "agents/planner.agent.md"),
-        ("node-config", "systemPrompt", "node.config"),
-        ("node-config", "userPrompt", "node.config"),
-        ("run-input", "userPrompt", "run.input"),
-        ("run-input", "data", "run.input"),
-        ("run-input", "previousResult", "run.input"),
     ]
     assert package.segments[1] == PromptSegment(
         "instruction", "plan-format", "instructions/plan.instructions.md", "Plans are lists."
     )
     assert package.prompt == (
         "You work in the acme repository.\n\nPlans are lists.\n\nUse ruff.\n\nSearch with rg.\n\n"
-        "Run pytest.\n\nYou plan the work.\n\nNode system.\n\nNode user.\n\nDo step 2.\n\n"
-        '## Input Data\n\n```json\n{\n  "step": 2\n}\n```\n\n## Previous Result\n\nIt built.'
+        "Run pytest.\n\nYou plan the work."
     )
     assert package.prompt == "\n\n".join(s.content for s in package.segments)
 
@@ -502,8 +437,7 @@ def test_include_order_follows_the_frontmatter(project: Path) -> None:
         "agents/planner.agent.md",
         agent_file("planner", extra="includes:\n  instructions: [code-style, plan-format]\n"),
     )
-    package = BUILT_IN.package_prompt("planner", load_manifest(project))
-    assert package is not None
+    package = package_agent_prompt("planner", load_manifest(project))
     assert [s.label for s in package.segments if s.scope == "instruction"] == [
         "code-style",
         "plan-format",
@@ -519,8 +453,7 @@ def test_instructions_and_skills_appear_once_per_assembly(project: Path) -> None
     write(project, "agents/other.agent.md", agent_file("other", extra=extra))
     manifest = load_manifest(project)
     for agent_id in ("planner", "other"):  # de-duplicated per assembly, not across agents
-        package = BUILT_IN.package_prompt(agent_id, manifest)
-        assert package is not None
+        package = package_agent_prompt(agent_id, manifest)
         assert [s.label for s in package.segments if s.scope in ("instruction", "skill")] == [
             "plan-format",
             "code-style",
@@ -535,50 +468,49 @@ def test_global_system_prompt_false_drops_the_layer(project: Path) -> None:
         "agents/solo.agent.md",
         agent_file("solo", extra="includes:\n  globalSystemPrompt: false\n"),
     )
-    package = BUILT_IN.package_prompt("solo", load_manifest(project))
-    assert package is not None
+    package = package_agent_prompt("solo", load_manifest(project))
     assert [s.scope for s in package.segments] == ["agent-body"]
     assert "acme" not in package.prompt
 
 
 def test_absent_global_file_and_empty_layers_add_no_segment(tmp_path: Path) -> None:
     write(tmp_path, "agents/a.agent.md", agent_file("a"))
-    package = BUILT_IN.package_prompt(
-        "a", load_manifest(tmp_path), NodeConfigOverrides(user_prompt="  "), RunInputData()
-    )
-    assert package is not None
+    package = package_agent_prompt("a", load_manifest(tmp_path))
+    assert [s.scope for s in package.segments] == ["agent-body"]
+    assert package.prompt == "You plan the work."
+    write(tmp_path, "global-system-prompt.md", "  \n")
+    write(tmp_path, "skills/blank/SKILL.md", skill_file("Blank", ""))
+    write(tmp_path, "agents/a.agent.md", agent_file("a", extra="includes:\n  skills: [blank]\n"))
+    manifest = load_manifest(tmp_path)
+    assert manifest.errors == ()
+    package = package_agent_prompt("a", manifest)
     assert [s.scope for s in package.segments] == ["agent-body"]
     assert package.prompt == "You plan the work."
 
 
-def test_package_prompt_returns_none_for_missing_or_erroneous_agent(project: Path) -> None:
+def test_package_agent_prompt_refuses_missing_or_erroneous_agent(project: Path) -> None:
     write(project, "agents/bad.agent.md", agent_file("bad", extra="includes:\n  skills: [nope]\n"))
     manifest = load_manifest(project)
-    assert BUILT_IN.package_prompt("nobody", manifest) is None
-    assert BUILT_IN.package_prompt("bad", manifest) is None
-    assert BUILT_IN.is_resolvable("planner", manifest) is True
-    assert BUILT_IN.is_resolvable("bad", manifest) is False
+    with pytest.raises(ConfigError, match="no agent with agentId 'nobody'"):
+        package_agent_prompt("nobody", manifest)
+    with pytest.raises(
+        ConfigError, match=r"agent 'bad' has 1 manifest error (?s:.)*no skill folder"
+    ):
+        package_agent_prompt("bad", manifest)
+    assert errors_for_agent(manifest, "planner") == ()
 
 
 def test_errors_of_an_included_asset_block_the_agent(project: Path) -> None:
     write(project, "instructions/style.instructions.md", "---\nname: code-style\n---\nUse ruff.\n")
     manifest = load_manifest(project)
     assert codes(manifest) == ["invalid_frontmatter"]
-    assert BUILT_IN.package_prompt("planner", manifest) is None
+    with pytest.raises(ConfigError, match=r"instructions/style\.instructions\.md:1: required key"):
+        package_agent_prompt("planner", manifest)
     with pytest.raises(ConfigError, match=r"instructions/style\.instructions\.md:1: required key"):
         require_runnable("planner", manifest)
 
 
-def test_dropdown_items_flag_agents_with_errors(project: Path) -> None:
-    write(project, "agents/bad.agent.md", agent_file("bad", kind="text", extra="tools: 3\n"))
-    items = BUILT_IN.get_dropdown_items(load_manifest(project))
-    assert items == (
-        AgentDropdownItem("bad", "Bad", "The bad", "pi-mono", "text", has_errors=True),
-        AgentDropdownItem("planner", "Planner", "The planner", "pi-mono", "plan", has_errors=False),
-    )
-
-
-# --- running: the gate and node binding ---------------------------------------------------------
+# --- running: the gate -------------------------------------------------------------------------
 
 
 def test_agent_with_manifest_errors_refuses_to_run_listing_every_error(tmp_path: Path) -> None:
@@ -608,127 +540,6 @@ def test_package_agent_prompt_raises_instead_of_none(project: Path) -> None:
     assert package_agent_prompt("planner", manifest).segments[-1].scope == "agent-body"
     with pytest.raises(ConfigError):
         package_agent_prompt("ghost", manifest)
-
-
-def test_agent_ref_takes_precedence_over_agent_id(project: Path) -> None:
-    manifest = load_manifest(project)
-    binding = resolve_node_agent(
-        NodeRef(agent_ref="planner", agent_id="builder"),
-        manifest,
-        {"builder": {"adapterKind": "claude"}},
-    )
-    assert (binding.via, binding.agent_id, binding.output_kind) == ("agentRef", "planner", "plan")
-    assert binding.asset is manifest.agents["planner"]
-    assert binding.adapter_kind == "pi-mono"
-
-
-def test_absent_agent_ref_falls_through_to_agent_defs(project: Path) -> None:
-    binding = resolve_node_agent(
-        NodeRef(agent_id="builder"),
-        load_manifest(project),
-        {"builder": {"adapterKind": "claude", "outputKind": "score"}},
-    )
-    assert (binding.via, binding.agent_id, binding.adapter_kind) == ("agentId", "builder", "claude")
-    assert binding.output_kind == "score"
-    assert binding.asset is None
-    # Without outputKind the runtime keeps its turnMode-based ports.
-    plain = resolve_node_agent(NodeRef(agent_id="b"), PromptAssetManifest(), {"b": {}})
-    assert (plain.output_kind, plain.adapter_kind) == (None, "pi-mono")
-
-
-def test_agent_ref_must_exist_in_the_manifest(project: Path) -> None:
-    with pytest.raises(ConfigError, match="agentRef: no agent with agentId 'builder'"):
-        resolve_node_agent(
-            NodeRef(agent_ref="builder"), load_manifest(project), {"builder": {"adapterKind": "x"}}
-        )
-
-
-def test_agent_ref_to_an_agent_with_errors_refuses(project: Path) -> None:
-    write(project, "agents/bad.agent.md", agent_file("bad", extra="includes:\n  skills: [nope]\n"))
-    with pytest.raises(ConfigError, match=r"refuses to run:\n  - .*no skill folder 'nope'"):
-        resolve_node_agent(NodeRef(agent_ref="bad"), load_manifest(project), {})
-
-
-def test_agent_id_binding_errors(project: Path) -> None:
-    manifest = load_manifest(project)
-    with pytest.raises(ConfigError, match=r"no agent definition 'x' \(known: a\)"):
-        resolve_node_agent(NodeRef(agent_id="x"), manifest, {"a": {}})
-    with pytest.raises(ConfigError, match="set agentRef or agentId"):
-        resolve_node_agent(NodeRef(), manifest, {"a": {}})
-    with pytest.raises(ConfigError, match="outputKind must be one of"):
-        resolve_node_agent(NodeRef(agent_id="a"), manifest, {"a": {"outputKind": "json"}})
-
-
-# --- provider adapter registry ------------------------------------------------------------------
-
-
-class EchoAdapter:
-    adapter_id = "echo"
-
-    def package_prompt(
-        self,
-        agent_id: str,
-        manifest: PromptAssetManifest,
-        node_config: NodeConfigOverrides | None = None,
-        run_input: RunInputData | None = None,
-    ) -> ProviderPromptPackage | None:
-        return ProviderPromptPackage(f"echo {agent_id}", None, "normal", "text", ())
-
-    def is_resolvable(self, agent_id: str, manifest: PromptAssetManifest) -> bool:
-        return True
-
-    def get_dropdown_items(self, manifest: PromptAssetManifest) -> tuple[AgentDropdownItem, ...]:
-        return ()
-
-
-def test_registry_has_built_in_preregistered() -> None:
-    registry = ProviderAdapterRegistry()
-    assert registry.list_adapter_ids() == ["built-in"]
-    assert registry.has("built-in")
-    assert isinstance(registry.get("built-in"), BuiltInProviderAdapter)
-    assert PROVIDER_ADAPTERS.has("built-in")
-
-
-def test_registry_register_rejects_duplicates() -> None:
-    registry = ProviderAdapterRegistry()
-    registry.register(EchoAdapter())
-    assert registry.list_adapter_ids() == ["built-in", "echo"]
-    with pytest.raises(UsageError, match="'echo' is already registered"):
-        registry.register(EchoAdapter())
-    with pytest.raises(UsageError):
-        registry.register(BuiltInProviderAdapter())
-
-
-def test_built_in_cannot_be_unregistered() -> None:
-    registry = ProviderAdapterRegistry()
-    with pytest.raises(UsageError, match="cannot be unregistered"):
-        registry.unregister("built-in")
-    assert registry.has("built-in")
-    registry.register(EchoAdapter())
-    registry.unregister("echo")
-    assert (registry.has("echo"), registry.get("echo")) == (False, None)
-    with pytest.raises(UsageError, match="no provider adapter 'echo'"):
-        registry.unregister("echo")
-
-
-def test_resolve_falls_back_to_built_in(project: Path) -> None:
-    registry = ProviderAdapterRegistry()
-    registry.register(EchoAdapter())
-    assert registry.resolve("echo").adapter_id == "echo"
-    assert registry.resolve("pi-mono").adapter_id == "built-in"
-    manifest = load_manifest(project)
-    echoed = registry.package_prompt("echo", "planner", manifest)
-    assert echoed is not None and echoed.prompt == "echo planner"
-    built = registry.package_prompt("copilot", "planner", manifest)
-    assert built == BUILT_IN.package_prompt("planner", manifest)
-
-
-def test_package_agent_prompt_uses_the_agents_adapter_kind(project: Path) -> None:
-    write(project, "agents/e.agent.md", agent_file("e", extra="adapterKind: echo\n"))
-    registry = ProviderAdapterRegistry()
-    registry.register(EchoAdapter())
-    package = package_agent_prompt("e", load_manifest(project), registry=registry)
-    assert package.prompt == "echo e"
 
 
 def test_manifest_error_str_names_the_code() -> None:

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import types
 
 import pytest
 
-from gitflow_agents import __version__, cli
+from gitflow_agents import __version__, cli, git_agent_review
 from gitflow_agents.errors import ConfigError, ExitCode, format_location
 from tests.conftest import run_cli
 
@@ -22,6 +23,16 @@ def test_version() -> None:
     result = run_cli("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"gitflow-agents {__version__}"
+
+
+def test_version_is_semantic(capsys: pytest.CaptureFixture[str]) -> None:
+    """One version, MAJOR.MINOR.PATCH (the release tag is v + it); git agent-review shows it too.
+    That the built wheel's metadata carries the same one: tests/test_packaging.py."""
+    assert re.fullmatch(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)", __version__)
+    with pytest.raises(SystemExit) as exit_info:
+        git_agent_review.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"git agent-review {__version__}"
 
 
 def test_no_command_is_usage_error() -> None:

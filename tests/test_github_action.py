@@ -143,6 +143,7 @@ class Runner:
             "GITFLOW_AGENTS_GITHUB_WRITE_DELAY": "0",
             "GITFLOW_AGENTS_GITHUB_BACKOFF": "0",
             "GITFLOW_AGENTS_GITHUB_RETRIES": "2",
+            "GITFLOW_AGENTS_GITHUB_MAX_WAIT": "0.05",  # rate-limit waits: tiny in tests
         }
 
     def run(self, event_name: str, event: Any, token: str = "tok-actions", *args: str) -> CliResult:
@@ -258,7 +259,10 @@ def test_the_review_step_of_action_yml_end_to_end(
     inputs = {name: str(spec.get("default", "")) for name, spec in data["inputs"].items()}
     inputs["github-token"] = "tok-actions"
     step = next(s for s in action_steps() if s.get("id") == "review")
-    step_env = {k: _evaluate(str(v), inputs) for k, v in step["env"].items()}
+    # GITFLOW_AGENTS_BIN is the install step's output (tests/test_github_workflows.py): set below
+    step_env = {
+        k: _evaluate(str(v), inputs) for k, v in step["env"].items() if k != "GITFLOW_AGENTS_BIN"
+    }
     wrapper = tmp_path / "gitflow-agents"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents "$@"\n')
     wrapper.chmod(0o755)

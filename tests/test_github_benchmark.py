@@ -1,5 +1,6 @@
 """benchmarks/github_requests.py meets its own targets: <= 3 posting writes per run whatever the
-number of findings, 0 new comments and reviews on a re-run (single job and two-job split)."""
+number of findings, 0 new comments and reviews on a re-run (single job and two-job split), and
+lists read 100 per page."""
 
 from __future__ import annotations
 
@@ -28,3 +29,6 @@ def test_writes_per_run_do_not_grow_with_findings() -> None:
         assert row["rerun_new_comments"] == row["rerun_new_reviews"] == 0
         assert row["repost_new_comments"] == row["repost_new_reviews"] == 0
     assert rows[1]["inline_comments"] == 60  # 60 findings, still one review
+    # 60 earlier review comments are one page at per_page=100 (three at GitHub's default 30):
+    # the PR's head, its files, its review comments, its issue comments.
+    assert rows[1]["first_reads"] == rows[1]["rerun_reads"] == 4

@@ -1,15 +1,30 @@
-"""The wheel carries templates/ and the config schema, and finds them when installed."""
+"""What a release ships: the wheel carries templates/ and the config schema and finds them when
+installed; the wheel and the sdist, each installed into a fresh virtualenv from the built file
+(offline, dependencies from the local wheel folder the pre-commit tests build), run both console
+scripts and the README's command 1; the sdist holds what a packager needs; ``--version`` is the
+version in the wheel's metadata."""
 
 from __future__ import annotations
 
+import email.parser
+import os
+import re
 import subprocess
 import sys
+import tarfile
+import venv
 import zipfile
 from pathlib import Path
 
 import pytest
 
+import tests.test_precommit as precommit_tests
+from gitflow_agents import __version__
 from tests.conftest import ROOT
+
+# The session fixture of tests/test_precommit.py: wheels of the build backend and of every
+# runtime dependency, built once per requirements and Python version and kept in the temp dir.
+wheelhouse = precommit_tests.wheelhouse
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +47,18 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         capture_output=True,
     )
     (built,) = out.glob("gitflow_agents-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist, built by the build backend's own PEP 517 hook (what `python -m build` calls)."""
+    out = tmp_path_factory.mktemp("sdist")
+    code = "import sys; from hatchling.build import build_sdist; print(build_sdist(sys.argv[1]))"
+    subprocess.run(
+        [sys.executable, "-c", code, str(out)], cwd=ROOT, check=True, capture_output=True
+    )
+    (built,) = out.glob("gitflow_agents-*.tar.gz")
     return built
 
 
@@ -69,3 +96,123 @@ def test_installed_layout_is_preferred(tmp_path: Path) -> None:
         check=True,
     )
     assert Path(out.stdout.strip()) == package / "templates"
+
+
+def test_wheel_ships_the_licence(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    (licence,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    text = zipfile.ZipFile(wheel).read(licence).decode()
+    assert text.startswith("MIT License") and "gitflow-agents developers" in text
+
+
+def _shipped(folder: str) -> list[str]:
+    """The files under ``folder`` of the checkout that a build picks up (no bytecode)."""
+    return [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / folder).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    ]
+
+
+def test_sdist_holds_what_a_packager_needs(sdist: Path) -> None:
+    """A packager builds, tests and documents from the sdist alone: the package and its
+    templates, the tests and every file they read, the docs, the licence and the changelog."""
+    prefix = f"gitflow_agents-{__version__}/"
+    with tarfile.open(sdist) as tar:
+        names = {n.removeprefix(prefix) for n in tar.getnames()}
+    wanted = [
+        "pyproject.toml",
+        "PKG-INFO",
+        "README.md",
+        "CHANGELOG.md",
+        "LICENSE",
+        "action.yml",
+        ".pre-commit-hooks.yaml",
+        ".ci/actionlint.mjs",
+        *(p.relative_to(ROOT).as_posix() for p in (ROOT / ".github" / "workflows").glob("*.yml")),
+    ]
+    for folder in ("gitflow_agents", "templates", "tests", "docs", "benchmarks"):
+        files = _shipped(folder)
+        assert files, folder
+        wanted += files
+    assert sorted(set(wanted) - names) == []
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def _metadata_version(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = email.parser.Parser().parsestr(archive.read(name).decode())
+    return str(metadata["Version"])
+
+
+def readme_command_1_after_install() -> str:
+    """The part of the README's command 1 that runs after ``pip install .``: a subshell in a
+    scratch git repository. The release workflow runs the same text against the built files."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (command,) = re.findall(r"^python3 -m venv \.venv && .*$", readme, re.M)
+    _, sep, subshell = command.partition(" && python -m pip install . && ")
+    assert sep and subshell.startswith("( cd ") and subshell.endswith(" )"), command
+    return subshell
+
+
+@pytest.fixture(scope="module", params=["wheel", "sdist"])
+def installed(
+    request: pytest.FixtureRequest,
+    wheelhouse: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[str, Path]:
+    """A fresh virtualenv with the built wheel or sdist installed from its file, offline (the
+    sdist is built into a wheel by pip, with the build backend from the wheel folder)."""
+    built: Path = request.getfixturevalue(request.param)
+    target = tmp_path_factory.mktemp(f"venv-{request.param}")
+    venv.create(target, with_pip=False)  # this pip installs into it (--python): no ensurepip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
+    env.update(
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_NO_INDEX="1",
+        PIP_FIND_LINKS=str(wheelhouse),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_NO_CACHE_DIR="1",
+    )
+    pip = [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python")]
+    result = subprocess.run(
+        [*pip, "install", "-q", "--no-compile", str(built)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return request.param, target / "bin"
+
+
+@pytest.mark.slow
+def test_built_file_runs_both_console_scripts_and_readme_command_1(
+    installed: tuple[str, Path], wheel: Path, tmp_path: Path
+) -> None:
+    kind, bin_dir = installed
+    version = _metadata_version(wheel)
+    assert version == __version__  # one version: gitflow_agents/__init__.py feeds the metadata
+    # The installed scripts, not this checkout: a clean PATH and no PYTHONPATH.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", TMPDIR=str(tmp_path))
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    assert run("gitflow-agents", "--version").stdout.strip() == f"gitflow-agents {version}"
+    assert run("git", "agent-review", "--version").stdout.strip() == f"git agent-review {version}"
+    package = run(
+        str(bin_dir / "python"), "-c", "import gitflow_agents; print(gitflow_agents.__file__)"
+    )
+    assert Path(package.stdout.strip()).is_relative_to(bin_dir.parent), (kind, package.stdout)
+
+    command_1 = run("bash", "-c", readme_command_1_after_install())
+    assert command_1.returncode == 0, command_1.stdout + command_1.stderr
+    assert "specs/example-plan.md" in command_1.stdout  # the builder's prompt names the plan
+    helped = run("git", "agent-review", "-h")
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith("usage: git agent-review")

@@ -1,4 +1,4 @@
-"""Prompt assembly (seed 000): golden files, every section and rule, errors."""
+"""Prompt assembly: golden files, every section and rule, errors."""
 
 from __future__ import annotations
 
@@ -13,11 +13,10 @@ import pytest
 from markdown_it import MarkdownIt
 
 from gitflow_agents.assets import load_manifest
-from gitflow_agents.config import load_flow_config
+from gitflow_agents.config import TEMPLATE_VARIABLES, load_flow_config
 from gitflow_agents.errors import ConfigError, PlanError, TemplateError, UsageError
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.prompt import (
-    SEED_VARIABLES,
     SYSTEM_PROMPT_TEMPLATE,
     AssembledPrompt,
     PromptRequest,
@@ -365,7 +364,7 @@ def test_previous_report_paths_follow_config(tmp_path: Path) -> None:
 
 
 def test_every_seed_variable_is_resolved(tmp_path: Path) -> None:
-    template = " ".join(f"{name}={{{name}}}" for name in SEED_VARIABLES) + " [keep] {other}\n"
+    template = " ".join(f"{name}={{{name}}}" for name in TEMPLATE_VARIABLES) + " [keep] {other}\n"
     root = make_project(tmp_path, files={".flow/templates/completion.md": template})
     text = assemble(root, with_plan=True, step=2).text
     out = section(text, "## Output Requirements")
@@ -629,12 +628,12 @@ def test_missing_template(tmp_path: Path) -> None:
 def test_template_environment_is_reused_and_sees_edits(tmp_path: Path) -> None:
     """One Jinja environment per template dir (compiled once); an edited file is recompiled,
     and a broken one raises every time, not only the first."""
-    from gitflow_agents import prompt as module
+    from gitflow_agents.prompt import render as module
 
     directory = _template_dir(tmp_path, "- Flow: {{ flow_name }}", "- Flow: {{ flow_name }}!")
     root = make_project(tmp_path)
     assert "- Flow: " in assemble(root, template_dir=directory).text
-    assert module._environment(directory) is module._environment(directory)
+    assert module.environment(directory) is module.environment(directory)
     template = directory / SYSTEM_PROMPT_TEMPLATE
     edited = template.read_text().replace("- Flow: {{ flow_name }}!", "- Flow: {{ flow_nmae }}")
     template.write_text(edited)
@@ -645,6 +644,33 @@ def test_template_environment_is_reused_and_sees_edits(tmp_path: Path) -> None:
     template.write_text(edited.replace("{{ flow_nmae }}", "{{ flow_name }} (edited)"))
     os.utime(template, ns=(2, 2))
     assert " (edited)" in assemble(root, template_dir=directory).text
+
+
+def test_render_gives_the_plain_text_and_each_block_in_order(tmp_path: Path) -> None:
+    """One render: the text is what Jinja renders for the template, and each block's text is
+    cut out of it (nested blocks too; a block the layout never reaches, or a block tag inside a
+    comment, has no text)."""
+    import jinja2
+
+    from gitflow_agents.prompt.render import render
+
+    source = (
+        "{% block outer %}Outer {{ value }}\n{% block inner %}Inner{% endblock %}\n"
+        "{% endblock %}between\n{% if false %}{% block hidden %}H{% endblock %}{% endif %}"
+        "{# not a block: {% block ghost %} #}"
+        "{% block last %}Last {{ value | fenced }}{% endblock %}\n"
+    )
+    (tmp_path / SYSTEM_PROMPT_TEMPLATE).write_text(source)
+    value = "{{ not jinja }} \x00 {% block x %}"
+    text, blocks = render(tmp_path, {"value": value})
+    plain = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    plain.filters["fenced"] = fence
+    assert text == plain.from_string(source).render(value=value)
+    assert blocks == [
+        ("outer", f"Outer {value}\nInner"),  # trim_blocks ate the newline after the inner block
+        ("inner", "Inner"),
+        ("last", f"Last {fence(value)}"),
+    ]
 
 
 def test_custom_template_dir_attributes_text_to_it(tmp_path: Path) -> None:

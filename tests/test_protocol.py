@@ -1,4 +1,4 @@
-"""The seed-004 structured XML reply: parsing, tolerance, the heuristic fallback, display."""
+"""The structured XML reply: parsing, tolerance, the heuristic fallback, display."""
 
 from __future__ import annotations
 

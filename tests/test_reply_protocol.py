@@ -1,4 +1,4 @@
-"""Seed 004 in the system prompt: the Reply Format section per CLI and role, turned off by config."""
+"""The Reply Format section of the system prompt, per CLI and role, turned off by config."""
 
 from __future__ import annotations
 

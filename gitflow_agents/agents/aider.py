@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from gitflow_agents.agents import providers
 from gitflow_agents.agents.base import (
     AgentOutput,
     Invocation,
@@ -27,23 +28,6 @@ from gitflow_agents.agents.base import (
 )
 
 OPTIONS = ("auto_commits", "edit_format", "files", "repo_map")
-ENV_PREFIXES = ("AIDER_",)
-ENV_NAMES = (
-    "OPENAI_API_KEY",
-    "OPENAI_API_BASE",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "OPENROUTER_API_KEY",
-    "GROQ_API_KEY",
-    "MISTRAL_API_KEY",
-    "XAI_API_KEY",
-    "OLLAMA_API_BASE",
-    "AZURE_API_KEY",
-    "AZURE_API_BASE",
-    "AZURE_API_VERSION",
-)
 # Flags that keep Aider non-interactive, quiet, and out of the user's files.
 FIXED_FLAGS = (
     "--yes-always",
@@ -119,8 +103,7 @@ class AiderAdapter:
             defaults["GIT_CONFIG_GLOBAL"] = str(Path(parent_home) / ".gitconfig")
         env = allowed_env(
             invocation,
-            ENV_NAMES,
-            cli_prefixes=ENV_PREFIXES,
+            provider_env(invocation),
             defaults=defaults,
             fixed={"HOME": str(config)},
         )
@@ -163,6 +146,19 @@ class AiderAdapter:
             error=error,
             reply=reply,
         )
+
+
+def provider_env(invocation: Invocation) -> tuple[str, ...]:
+    """The variables of the one provider aider will use: the configured model's, else the one
+    aider picks by itself (docs/security.md, "Agent environments")."""
+    model = invocation.model
+    return providers.provider_env(
+        providers.AIDER_PROVIDERS,
+        providers.AIDER_DEFAULT_ORDER,
+        model,
+        providers.aider_provider(model) if model else None,
+        invocation.env,
+    )
 
 
 def _token_count(text: str) -> int | None:

@@ -20,7 +20,12 @@ from gitflow_agents.agents.base import (
 
 OPTIONS = ("max_turns", "permissions", "retry_timeout")
 # AUGMENT_SESSION_AUTH (the `auggie token print` JSON), or AUGMENT_API_TOKEN + AUGMENT_API_URL.
-ENV_PREFIXES = ("AUGMENT_",)
+ENV_NAMES = (
+    "AUGMENT_SESSION_AUTH",
+    "AUGMENT_API_TOKEN",
+    "AUGMENT_API_URL",
+    "AUGMENT_DISABLE_AUTO_UPDATE",
+)
 QUIET_DEFAULTS = {"AUGMENT_DISABLE_AUTO_UPDATE": "1"}
 
 
@@ -59,7 +64,7 @@ class AuggieAdapter:
         if invocation.resume_session_id:
             argv += ["--resume", invocation.resume_session_id]
         argv += opt_str_list(invocation, "extra_args")
-        env = allowed_env(invocation, cli_prefixes=ENV_PREFIXES, defaults=QUIET_DEFAULTS)
+        env = allowed_env(invocation, ENV_NAMES, defaults=QUIET_DEFAULTS)
         return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, cpu_activity="tools")
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:

@@ -38,9 +38,9 @@ class Invocation:
     model: str | None
     options: Mapping[str, Any]  # AgentConfig.options, validated by the adapter
     config_dir: Path  # per-agent isolated config dir (CLAUDE_CONFIG_DIR, CODEX_HOME, ...)
-    # The environment the agent may draw from: normally the parent's os.environ plus the
-    # supervisor's own GITFLOW_AGENTS_* variables. Every adapter passes on ONLY its allow-list of
-    # it (see ``allowed_env``), so a secret that is not on the list never reaches the agent.
+    # The environment the agent may draw from: normally the parent's os.environ. Every adapter
+    # passes on ONLY its allow-list of it (see ``allowed_env``), so a secret that is not on the
+    # list never reaches the agent; the supervisor then adds PRODUCT_ENV_NAMES itself.
     env: Mapping[str, str]
     # AgentConfig.command, for the generic ``command`` adapter (ignored by the others).
     command: tuple[str, ...] | None = None
@@ -105,7 +105,32 @@ class Adapter(Protocol):
 # Environment allow-list
 
 # Passed to every agent when present in Invocation.env. Anything else must be named by the
-# adapter (its auth and endpoint variables) or by the user (options.allow_env).
+# adapter (its auth and endpoint variables) or by the user (options.allow_env). No prefix passes
+# wholesale: every name is listed (docs/security.md, "Agent environments").
+LOCALE_ENV_NAMES: tuple[str, ...] = (
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_COLLATE",
+    "LC_MESSAGES",
+    "LC_MONETARY",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_ADDRESS",
+    "LC_IDENTIFICATION",
+    "LC_MEASUREMENT",
+    "LC_NAME",
+    "LC_PAPER",
+    "LC_TELEPHONE",
+)
+# What gitflow-agents itself sets for an agent (runs.py, supervisor.py): its run id, run and agent
+# folders, and the marker that finds the agent's processes. No other GITFLOW_AGENTS_* variable of
+# the parent (GitHub retry knobs, anything a user names so) reaches an agent.
+PRODUCT_ENV_NAMES: tuple[str, ...] = (
+    "GITFLOW_AGENTS_RUN_ID",
+    "GITFLOW_AGENTS_RUN_DIR",
+    "GITFLOW_AGENTS_AGENT_DIR",
+    "GITFLOW_AGENTS_TREE",
+)
 BASE_ENV_NAMES: frozenset[str] = frozenset(
     {
         "PATH",
@@ -146,10 +171,10 @@ BASE_ENV_NAMES: frozenset[str] = frozenset(
         "GIT_CONFIG_GLOBAL",
         "GIT_SSH_COMMAND",
         "SSH_AUTH_SOCK",
+        *LOCALE_ENV_NAMES,
+        *PRODUCT_ENV_NAMES,
     }
 )
-# Prefixes always passed: locale categories, and the supervisor's own run variables.
-BASE_ENV_PREFIXES: tuple[str, ...] = ("LC_", "GITFLOW_AGENTS_")
 
 # Options every adapter accepts (see docs/agents.md).
 COMMON_OPTIONS: tuple[str, ...] = ("executable", "extra_args", "allow_env", "env")
@@ -159,26 +184,20 @@ def allowed_env(
     invocation: Invocation,
     cli_names: Iterable[str] = (),
     *,
-    cli_prefixes: Sequence[str] = (),
     defaults: Mapping[str, str] | None = None,
     fixed: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment for the agent process, built in four layers (later wins):
 
-    1. the allow-listed part of ``invocation.env``: BASE_ENV_NAMES, BASE_ENV_PREFIXES, the
-       adapter's ``cli_names`` / ``cli_prefixes`` (its auth and endpoint variables) and the
-       user's ``options.allow_env`` names; nothing else passes;
+    1. the allow-listed part of ``invocation.env``: BASE_ENV_NAMES, the adapter's
+       ``cli_names`` (its auth and endpoint variables for the configured provider) and the
+       user's ``options.allow_env`` names, each an exact name; nothing else passes;
     2. ``defaults`` the adapter sets unless the parent already has them (quiet/offline knobs);
     3. ``fixed`` values the adapter needs (its config dir);
     4. ``options.env`` from the user's config, so every one of them can be overridden there.
     """
     names = set(BASE_ENV_NAMES) | set(cli_names) | set(opt_str_list(invocation, "allow_env"))
-    prefixes = (*BASE_ENV_PREFIXES, *cli_prefixes)
-    env = {
-        key: value
-        for key, value in invocation.env.items()
-        if key in names or key.startswith(prefixes)
-    }
+    env = {key: value for key, value in invocation.env.items() if key in names}
     for key, value in (defaults or {}).items():
         env.setdefault(key, value)
     env.update(fixed or {})
@@ -432,8 +451,9 @@ def unparsed(stdout: str, stderr: str, what: str) -> AgentOutput:
 
 __all__ = [
     "BASE_ENV_NAMES",
-    "BASE_ENV_PREFIXES",
     "COMMON_OPTIONS",
+    "LOCALE_ENV_NAMES",
+    "PRODUCT_ENV_NAMES",
     "Adapter",
     "AgentOutput",
     "Invocation",

@@ -35,10 +35,38 @@ OPTIONS = (
     "max_budget_usd",
     "system_prompt_mode",
 )
-# Auth (API key, bearer token, subscription token), endpoint, model and Bedrock/Vertex switches,
-# retry/timeout knobs: ANTHROPIC_* and CLAUDE_CODE_* cover them all.
-ENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_CODE_")
-ENV_NAMES = ("API_TIMEOUT_MS", "IS_SANDBOX", "DISABLE_TELEMETRY", "MAX_THINKING_TOKENS")
+# Claude Code talks to Anthropic (directly, or through Bedrock/Vertex when switched on; their
+# cloud credentials are the user's to name with allow_env). Auth (API key, bearer token,
+# subscription token), endpoint, models, the Bedrock/Vertex switches and retry/timeout knobs.
+ENV_NAMES = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_SKIP_BEDROCK_AUTH",
+    "CLAUDE_CODE_SKIP_VERTEX_AUTH",
+    "ANTHROPIC_BEDROCK_BASE_URL",
+    "ANTHROPIC_VERTEX_BASE_URL",
+    "ANTHROPIC_VERTEX_PROJECT_ID",
+    "CLOUD_ML_REGION",
+    "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
+    "CLAUDE_CODE_MAX_RETRIES",
+    "CLAUDE_CODE_API_KEY_HELPER_TTL_MS",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+    "API_TIMEOUT_MS",
+    "IS_SANDBOX",
+    "DISABLE_TELEMETRY",
+    "DISABLE_AUTOUPDATER",
+    "MAX_THINKING_TOKENS",
+)
 QUIET_DEFAULTS = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_AUTOUPDATER": "1",
@@ -92,7 +120,6 @@ class ClaudeAdapter:
         env = allowed_env(
             invocation,
             ENV_NAMES,
-            cli_prefixes=ENV_PREFIXES,
             defaults=QUIET_DEFAULTS,
             # Moves both ~/.claude/ and ~/.claude.json: concurrent runs sharing them corrupt them.
             fixed={"CLAUDE_CONFIG_DIR": str(invocation.config_dir)},

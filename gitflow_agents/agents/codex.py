@@ -28,8 +28,10 @@ from gitflow_agents.errors import ConfigError
 
 SANDBOXES = ("read-only", "workspace-write", "danger-full-access", "bypass")
 OPTIONS = ("sandbox", "provider", "config", "system_prompt_mode")
-ENV_NAMES = ("OPENAI_API_KEY", "OPENAI_ORGANIZATION", "OPENAI_PROJECT")
-ENV_PREFIXES = ("CODEX_",)
+# The built-in OpenAI provider's variables. A custom provider (options.provider) gets its
+# env_key instead; another built-in provider chosen with options.config.model_provider (e.g.
+# "oss") gets none of them.
+OPENAI_ENV_NAMES = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_ORGANIZATION", "OPENAI_PROJECT")
 PROVIDER_ID = "gitflow"
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -54,13 +56,15 @@ class CodexAdapter:
         if invocation.model:
             argv += ["-m", invocation.model]
         provider = opt_mapping(invocation, "provider")
-        provider_env: list[str] = []
+        config = opt_mapping(invocation, "config")
+        provider_env: tuple[str, ...] = ()
         if provider:
             argv += _provider_overrides(invocation, provider)
             env_key = provider.get("env_key")
-            if isinstance(env_key, str):
-                provider_env.append(env_key)
-        for key, value in opt_mapping(invocation, "config").items():
+            provider_env = (env_key,) if isinstance(env_key, str) else ()
+        elif config.get("model_provider", "openai") == "openai":
+            provider_env = OPENAI_ENV_NAMES
+        for key, value in config.items():
             argv += ["-c", f"{key}={_toml_value(invocation, 'config', value)}"]
         argv += opt_str_list(invocation, "extra_args")
         if invocation.resume_session_id:
@@ -81,8 +85,7 @@ class CodexAdapter:
         )
         env = allowed_env(
             invocation,
-            (*ENV_NAMES, *provider_env),
-            cli_prefixes=ENV_PREFIXES,
+            provider_env,
             fixed={"CODEX_HOME": str(invocation.config_dir)},
         )
         return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, cpu_activity="tools")

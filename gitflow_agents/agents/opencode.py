@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from gitflow_agents.agents import providers
 from gitflow_agents.agents.base import (
     AgentOutput,
     Invocation,
@@ -26,18 +28,10 @@ from gitflow_agents.agents.base import (
 )
 
 OPTIONS = ("agent", "config")
-ENV_PREFIXES = ("OPENCODE_",)
-ENV_NAMES = (
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_GENERATIVE_AI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "GROQ_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "MISTRAL_API_KEY",
-    "XAI_API_KEY",
-)
+# opencode's own switches the parent may set (the quiet ones get defaults below).
+ENV_NAMES = ("OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_MODELS_FETCH")
+# A custom provider in ``config`` names its key as "{env:NAME}": those names are passed too.
+_ENV_REFERENCE = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 QUIET_DEFAULTS = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"}
 
 
@@ -68,8 +62,7 @@ class OpencodeAdapter:
         state = invocation.config_dir
         env = allowed_env(
             invocation,
-            ENV_NAMES,
-            cli_prefixes=ENV_PREFIXES,
+            (*ENV_NAMES, *provider_env(invocation, config)),
             defaults=QUIET_DEFAULTS,
             fixed={
                 "OPENCODE_CONFIG_CONTENT": json.dumps(config),
@@ -129,6 +122,22 @@ class OpencodeAdapter:
             error=error,
             reply=reply,
         )
+
+
+def provider_env(invocation: Invocation, config: dict[str, Any]) -> tuple[str, ...]:
+    """The variables of the one provider opencode will use: that of the configured model (the
+    agent's ``model``, else ``model`` in ``config``), else the first provider whose key is set;
+    plus every ``{env:NAME}`` the config refers to (docs/security.md, "Agent environments")."""
+    configured = config.get("model")
+    model = invocation.model or (configured if isinstance(configured, str) else None)
+    names = providers.provider_env(
+        providers.OPENCODE_PROVIDERS,
+        providers.OPENCODE_DEFAULT_ORDER,
+        model,
+        providers.opencode_provider(model) if model else None,
+        invocation.env,
+    )
+    return (*names, *dict.fromkeys(_ENV_REFERENCE.findall(json.dumps(config))))
 
 
 def _error_message(error: object) -> str | None:

@@ -104,16 +104,20 @@ def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Targe
     return resolve_target(root, None, staged=True)
 
 
-def builtin_report(root: Path, target: Target, threshold: Severity, max_file_size: int) -> str:
+def builtin_report(
+    root: Path, target: Target, threshold: Severity, max_file_size: int
+) -> tuple[str, frozenset[str]]:
+    """The builtin reviewer's report on ``target``, and the exact secret values it found."""
     from gitflow_agents.reviewer import builtin
     from gitflow_agents.reviewer.checks import Options
 
     result = builtin.review_diff(
         root, target.spec, threshold=threshold, options=Options(max_file_bytes=max_file_size)
     )
-    return builtin.report(
+    report = builtin.report(
         result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
     )
+    return report, result.secrets
 
 
 def agent_report(root: Path, name: str, target: Target, *, config_root: Path | None = None) -> str:
@@ -176,23 +180,32 @@ def review_target(
     max_file_size: int,
     config_root: Path | None = None,
 ) -> tuple[Review, GateResult]:
-    """Run the reviewer on ``target``, parse its report, and gate it: the one review path
-    (``git agent-review``, ``gitflow-agents action``). ``config_root``: see ``agent_report``
-    (the builtin reviewer reads no configuration)."""
+    """Run the reviewer on ``target``, parse its report, mask the secrets in it, and gate it:
+    the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``:
+    see ``agent_report`` (the builtin reviewer reads no configuration)."""
     from gitflow_agents import findings
+    from gitflow_agents.redact import redact_review
 
     if agent == "builtin":
-        report = builtin_report(root, target, threshold, max_file_size)
+        report, secrets = builtin_report(root, target, threshold, max_file_size)
     else:
-        report = agent_report(root, agent, target, config_root=config_root)
+        from gitflow_agents.reviewer.builtin import diff_secrets
+        from gitflow_agents.reviewer.checks import Options
 
-    review = findings.parse_review(
+        report = agent_report(root, agent, target, config_root=config_root)
+        secrets = diff_secrets(root, target.spec, Options(max_file_bytes=max_file_size))
+
+    parsed = findings.parse_review(
         report,
         reviewed_sha=target.head,
         base_sha=target.base,
         source=f"{agent} report",
         line_content=line_lookup(root, target.head),
     )
+    # Every text of the report is masked before any output sees it: the secret rules, and the
+    # exact secret values of the reviewed diff wherever the reviewer quotes them
+    # (docs/security.md, "Secrets in review output").
+    review = redact_review(parsed, secrets)
     # --staged has no commit to pin the verdict to; every other review must be about head.
     return review, findings.gate(review, threshold=threshold, head_sha=target.head)
 

@@ -48,7 +48,9 @@ def output(review: Review, gate: GateResult) -> dict[str, Any]:
     verdict = "Approved" if gate.approved else "Not approved"
     summary = f"**{verdict}**: {describe_counts(review.findings)}."
     if gate.reasons and not gate.approved:
-        summary += "\n\n" + "\n".join(f"- {reason}" for reason in gate.reasons)
+        from gitflow_agents.render.markdown import list_item
+
+        summary += "\n\n" + "\n".join(list_item(reason) for reason in gate.reasons)
     if left_out:
         summary += (
             f"\n\n{left_out} more findings are not annotated here (the Checks API takes "

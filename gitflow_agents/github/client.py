@@ -3,30 +3,54 @@
 Everything else in ``gitflow_agents.github`` talks to GitHub through ``Client``, whose methods
 take and return small frozen values, so the rest of the package never sees a PyGithub object.
 
-Reliability is PyGithub's own: its ``GithubRetry`` (a ``urllib3.Retry``) retries 5xx and
-secondary rate limits, honouring ``Retry-After`` (capped by ``retry_after_max``) and waiting
-``secondary_rate_wait`` when GitHub says "secondary rate limit" without the header. What still
-fails after the bounded retries becomes a ``GitHubError`` (exit 4) naming the request; a 403/404
-on a write (read-only token, fork PR) is ``GitHubForbidden`` so the action can degrade instead
-of crashing, and a 422 is ``GitHubRejected`` so the caller can fall back.
+Reliability is ours, not urllib3's: PyGithub is built with no transport retries, every failed
+attempt is translated here (``_translated``) and ``retry.attempt`` decides whether and when to
+try again, by GitHub's documented rules (docs/github.md, "Reliability"). A write that creates
+something is never repeated blindly: after a 5xx or a broken connection the ``create_*`` method
+first looks whether GitHub stored it anyway (``find``) and returns what it found. What still
+fails becomes a ``GitHubError`` (exit 4) naming the request and the true number of tries; a
+403/404 on a write (read-only token, fork PR) is ``GitHubForbidden`` so the action can degrade
+instead of crashing, and a 422 is ``GitHubRejected`` so the caller can fall back.
+
+Who the token writes as (``writer``) is learned from what GitHub answers to our own creations;
+docs/github.md, "Who we are".
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
-import github
 import requests
-from github import Auth, Github, GithubException, GithubRetry
+from github import Auth, Github, GithubException
 
 from gitflow_agents import __version__
-from gitflow_agents.errors import GitHubError, UsageError
+from gitflow_agents.errors import GitHubError
+from gitflow_agents.github import retry
+from gitflow_agents.github.settings import DEFAULT_API_URL, Settings, settings_from_env
+from gitflow_agents.github.values import Comment, InlineComment, PullFile, PullRequest
 
-DEFAULT_API_URL = "https://api.github.com"
+__all__ = [
+    "ACTIONS_BOT_LOGIN",
+    "DEFAULT_API_URL",
+    "Client",
+    "Comment",
+    "GitHubForbidden",
+    "GitHubRejected",
+    "InlineComment",
+    "PullFile",
+    "PullRequest",
+    "Settings",
+    "connect",
+    "from_env",
+    "settings_from_env",
+]
+
+T = TypeVar("T")
+PER_PAGE = 100
+"""GitHub's largest page for every list we read (its default is 30)."""
 ACTIONS_BOT_LOGIN = "github-actions[bot]"
 """Author of everything the Actions ``GITHUB_TOKEN`` writes (it cannot read ``GET /user``)."""
 
@@ -34,126 +58,17 @@ ACTIONS_BOT_LOGIN = "github-actions[bot]"
 class GitHubForbidden(GitHubError):
     """403/404 on a request the token is not allowed to make (read-only token, fork PR)."""
 
+    def __init__(self, message: str, status: int = 403) -> None:
+        super().__init__(message)
+        self.status = status
+
 
 class GitHubRejected(GitHubError):
     """422: GitHub refused the content (a line outside the diff, a body too long)."""
 
 
-@dataclass(frozen=True)
-class Settings:
-    """How to reach GitHub. ``retries`` bounds every request; waits are in seconds."""
-
-    token: str
-    api_url: str = DEFAULT_API_URL
-    timeout: float = 15.0
-    retries: int = 4
-    backoff: float = 1.0
-    """urllib3 ``backoff_factor``: waits backoff * 2**(n-1) between 5xx retries."""
-    max_wait: float = 60.0
-    """Cap for a single wait (``Retry-After``, secondary rate limit, backoff)."""
-    seconds_between_writes: float | None = 1.0
-    """GitHub asks integrations to space content-creating requests (PyGithub's throttle)."""
-
-
-def settings_from_env(environ: Mapping[str, str], token: str | None = None) -> Settings:
-    """Token from ``token`` (an input), else ``GITHUB_TOKEN`` / ``GH_TOKEN``; API URL from
-    ``GITHUB_API_URL`` (GitHub Enterprise: ``https://host/api/v3``). Retry and timeout knobs
-    from ``GITFLOW_AGENTS_GITHUB_{TIMEOUT,RETRIES,BACKOFF,MAX_WAIT,WRITE_DELAY}``."""
-    token = token or environ.get("GITHUB_TOKEN") or environ.get("GH_TOKEN") or ""
-    if not token:
-        raise UsageError(
-            "no GitHub token: pass the action's github-token input or set GITHUB_TOKEN"
-        )
-
-    def number(name: str, default: float) -> float:
-        raw = environ.get(f"GITFLOW_AGENTS_GITHUB_{name}", "").strip()
-        if not raw:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise UsageError(
-                f"GITFLOW_AGENTS_GITHUB_{name}: expected a number, got {raw!r}"
-            ) from None
-        if value < 0:
-            raise UsageError(f"GITFLOW_AGENTS_GITHUB_{name}: must not be negative")
-        return value
-
-    delay = number("WRITE_DELAY", 1.0)
-    return Settings(
-        token=token,
-        api_url=(environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
-        timeout=number("TIMEOUT", 15.0),
-        retries=int(number("RETRIES", 4)),
-        backoff=number("BACKOFF", 1.0),
-        max_wait=number("MAX_WAIT", 60.0),
-        seconds_between_writes=delay or None,
-    )
-
-
 # ---------------------------------------------------------------------------------------------
-# Values
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PullRequest:
-    number: int
-    title: str
-    author: str
-    head_sha: str
-    base_sha: str
-    head_ref: str
-    base_ref: str
-    head_repo: str | None
-    """``owner/name`` of the head repository (None when the fork was deleted)."""
-    base_repo: str
-    draft: bool
-    html_url: str
-
-    @property
-    def is_fork(self) -> bool:
-        return self.head_repo != self.base_repo
-
-
-@dataclass(frozen=True)
-class PullFile:
-    filename: str
-    status: str
-    patch: str | None
-    """The unified diff hunks; None for binary files and diffs GitHub found too large."""
-
-
-@dataclass(frozen=True)
-class Comment:
-    """An issue (conversation) comment or a pull request review comment."""
-
-    id: int
-    author: str
-    body: str
-    path: str | None = None
-    line: int | None = None
-
-
-@dataclass(frozen=True)
-class InlineComment:
-    """One comment of a review: on ``line`` (or ``start_line``..``line``) of the new file."""
-
-    path: str
-    line: int
-    body: str
-    start_line: int | None = None
-
-    def to_api(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"path": self.path, "line": self.line, "side": "RIGHT"}
-        if self.start_line is not None and self.start_line < self.line:
-            data.update(start_line=self.start_line, start_side="RIGHT")
-        data["body"] = self.body
-        return data
-
-
-# ---------------------------------------------------------------------------------------------
-# Errors
+# One attempt's failure, in our terms
 # ---------------------------------------------------------------------------------------------
 
 
@@ -170,36 +85,52 @@ def _message(exc: GithubException) -> str:
 
 
 @contextlib.contextmanager
-def _translated(what: str, retries: int) -> Iterator[None]:
-    """Turn PyGithub/requests failures into our errors, naming the request."""
+def _translated(what: str) -> Iterator[None]:
+    """One attempt's PyGithub/requests failure as our error (``retry`` reads its kind)."""
     try:
         yield
     except GithubException as exc:
-        message = f"GitHub API: {what}: HTTP {exc.status}: {_message(exc)}"
-        if exc.status in (403, 404) and not _is_rate_limit(exc):
-            raise GitHubForbidden(message) from None
+        limited = retry.classify(exc.status, exc.headers or {}, _message(exc))
+        if limited is not None:
+            raise limited from None
+        message = f"HTTP {exc.status}: {_message(exc)}"
+        if exc.status in (403, 404):
+            raise GitHubForbidden(f"GitHub API: {what}: {message}", exc.status) from None
         if exc.status == 422:
-            raise GitHubRejected(message) from None
-        if exc.status >= 500 or _is_rate_limit(exc):
-            message += f" (after {retries} retries)"
-        raise GitHubError(message) from None
-    except requests.exceptions.RetryError as exc:
-        raise GitHubError(
-            f"GitHub API: {what}: still failing after {retries} retries: {exc}"
-        ) from None
+            raise GitHubRejected(f"GitHub API: {what}: {message}") from None
+        if exc.status >= 500:
+            raise retry.Transient(message, maybe_stored=True) from None
+        raise GitHubError(f"GitHub API: {what}: {message}") from None
     except requests.exceptions.RequestException as exc:
-        raise GitHubError(
-            f"GitHub API: {what}: {type(exc).__name__}: {exc} (after {retries} retries)"
-        ) from None
+        # A connection that was never made stored nothing; anything later may have.
+        stored = not isinstance(exc, requests.exceptions.ConnectTimeout)
+        raise retry.Transient(f"{type(exc).__name__}: {exc}", maybe_stored=stored) from None
 
 
-def _is_rate_limit(exc: GithubException) -> bool:
-    if isinstance(exc, github.RateLimitExceededException):
-        return True
-    headers = exc.headers or {}
-    if any(key.lower() == "retry-after" for key in headers):
-        return True
-    return "rate limit" in _message(exc).lower()
+def _comment(data: Mapping[str, Any]) -> Comment:
+    """An issue or review comment from GitHub's JSON (read as JSON: PyGithub would fetch each
+    comment again for a field GitHub leaves out, such as ``in_reply_to_id``)."""
+    user = data.get("user") or {}
+    app = data.get("performed_via_github_app") or {}
+    return Comment(
+        int(data["id"]),
+        str(user.get("login") or ""),
+        str(data.get("body") or ""),
+        data.get("path"),
+        data.get("line"),
+        bot=user.get("type") == "Bot",
+        app=app.get("slug"),
+        review_id=data.get("pull_request_review_id"),
+        reply_to=data.get("in_reply_to_id"),
+    )
+
+
+def _next_page(headers: Mapping[str, Any]) -> str | None:
+    links = str(headers.get("link") or headers.get("Link") or "")
+    for part in links.split(","):
+        if 'rel="next"' in part:
+            return part.split(";")[0].strip().strip("<>")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,69 +138,99 @@ def _is_rate_limit(exc: GithubException) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def make_retry(settings: Settings) -> GithubRetry:
-    """PyGithub's retry policy, bounded: ``settings.retries`` attempts, every wait capped.
-
-    PATCH is added to the retried methods (editing the sticky comment is idempotent);
-    ``raise_on_status=False`` hands the last response to PyGithub when retries run out, so the
-    error names GitHub's status and message rather than urllib3's.
-    """
-    return GithubRetry(
-        total=settings.retries,
-        backoff_factor=settings.backoff,
-        backoff_max=settings.max_wait,
-        retry_after_max=int(settings.max_wait),
-        secondary_rate_wait=settings.max_wait,
-        max_rate_limit_wait=settings.max_wait,
-        allowed_methods=frozenset({"GET", "POST", "PATCH", "PUT", "DELETE", "HEAD"}),
-        raise_on_status=False,
-    )
-
-
 class Client:
     """One authenticated connection to one GitHub (github.com or Enterprise)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, policy: retry.Policy | None = None) -> None:
         self.settings = settings
+        self.policy = policy or retry.Policy(
+            retries=settings.retries,
+            backoff=settings.backoff,
+            max_wait=settings.max_wait,
+            budget=settings.wait_budget,
+        )
+        self.writer: str | None = None
+        """The login our writes appear under, once GitHub showed it (see ``_learn``)."""
+        self._user: str | None = None
+        self._user_asked = False
         self._github = Github(
             auth=Auth.Token(settings.token),
             base_url=settings.api_url,
             timeout=int(max(1, settings.timeout)),
-            retry=make_retry(settings),
+            retry=0,  # no transport retries: ``retry.attempt`` decides, and reconciles writes
+            per_page=PER_PAGE,
             seconds_between_requests=None,
             seconds_between_writes=settings.seconds_between_writes,
             user_agent=f"gitflow-agents/{__version__}",
             lazy=True,
         )
 
-    def _call(self, what: str) -> contextlib.AbstractContextManager[None]:
-        return _translated(what, self.settings.retries)
+    def _call(
+        self,
+        what: str,
+        call: Callable[[], T],
+        *,
+        find: Callable[[], T | None] | None = None,
+        creates: bool = False,
+    ) -> T:
+        def once() -> T:
+            with _translated(what):
+                return call()
+
+        return retry.attempt(what, once, self.policy, find=find, creates=creates)
 
     def _repo(self, repo: str) -> Any:
         return self._github.get_repo(repo)
 
+    def _json(self, verb: str, path: str, data: Mapping[str, Any] | None = None) -> Any:
+        """One request by path (below the API URL); GitHub's JSON answer."""
+        _, answer = self._github.requester.requestJsonAndCheck(
+            verb, path, input=dict(data) if data is not None else None
+        )
+        return answer
+
+    def _list(self, path: str) -> list[Comment]:
+        """Every comment of a list endpoint, ``PER_PAGE`` at a time, following ``Link``."""
+        found: list[Comment] = []
+        url: str | None = path
+        params: dict[str, Any] | None = {"per_page": PER_PAGE}
+        while url is not None:
+            headers, data = self._github.requester.requestJsonAndCheck("GET", url, params)
+            found += [_comment(item) for item in data or []]
+            url, params = _next_page(headers), None
+        return found
+
+    def _learn(self, login: str | None) -> None:
+        """Something we created came back with its author: that is who this token writes as."""
+        if login and self.writer is None:
+            self.writer = login
+
     # -- identity and permissions --------------------------------------------------------------
 
     def login(self) -> str | None:
-        """The login our token writes as; None when the token may not ask (``GITHUB_TOKEN``
-        gets 403 on ``GET /user``: the caller then uses ``ACTIONS_BOT_LOGIN``)."""
-        if self.settings.token.startswith("ghs_"):
-            return None  # an installation token (GITHUB_TOKEN, GitHub App): no user to ask for
+        """The token's user from ``GET /user``, asked once; None for an installation token
+        (``GITHUB_TOKEN`` or a GitHub App's, which gets 403 there and is not even asked when it
+        looks like one, ``ghs_``)."""
+        if self.settings.token.startswith("ghs_") or self._user_asked:
+            return self._user
         try:
-            with self._call("GET /user"):
-                return str(self._github.get_user().login)
+            self._user = self._call("GET /user", lambda: str(self._github.get_user().login))
         except GitHubForbidden:
-            return None
+            self._user = None
+        self._user_asked = True
+        return self._user
 
     def permission(self, repo: str, login: str) -> str:
         """``admin``, ``write``, ``read`` or ``none`` (``maintain`` reads as write)."""
-        with self._call(f"GET /repos/{repo}/collaborators/{login}/permission"):
-            return str(self._repo(repo).get_collaborator_permission(login))
+        return self._call(
+            f"GET /repos/{repo}/collaborators/{login}/permission",
+            lambda: str(self._repo(repo).get_collaborator_permission(login)),
+        )
 
     # -- pull requests ---------------------------------------------------------------------------
 
     def pull(self, repo: str, number: int) -> PullRequest:
-        with self._call(f"GET /repos/{repo}/pulls/{number}"):
+        def get() -> PullRequest:
             pr = self._repo(repo).get_pull(number)
             head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
             return PullRequest(
@@ -286,78 +247,152 @@ class Client:
                 html_url=pr.html_url or "",
             )
 
+        return self._call(f"GET /repos/{repo}/pulls/{number}", get)
+
     def pull_files(self, repo: str, number: int) -> list[PullFile]:
-        with self._call(f"GET /repos/{repo}/pulls/{number}/files"):
+        def get() -> list[PullFile]:
             pr = self._repo(repo).get_pull(number)
             return [PullFile(f.filename, f.status, f.patch) for f in pr.get_files()]
+
+        return self._call(f"GET /repos/{repo}/pulls/{number}/files", get)
 
     # -- conversation comments ------------------------------------------------------------------
 
     def issue_comments(self, repo: str, number: int) -> list[Comment]:
-        with self._call(f"GET /repos/{repo}/issues/{number}/comments"):
-            issue = self._repo(repo).get_issue(number)
-            return [
-                Comment(c.id, c.user.login if c.user else "", c.body or "")
-                for c in issue.get_comments()
-            ]
+        return self._call(
+            f"GET /repos/{repo}/issues/{number}/comments",
+            lambda: self._list(f"/repos/{repo}/issues/{number}/comments"),
+        )
 
     def create_issue_comment(self, repo: str, number: int, body: str) -> Comment:
-        with self._call(f"POST /repos/{repo}/issues/{number}/comments"):
-            made = self._repo(repo).get_issue(number).create_comment(body)
-            return Comment(made.id, made.user.login if made.user else "", made.body or "")
+        """A new comment. After an answer that may hide a stored write, a comment of ours with
+        exactly this body is looked for before the comment is posted again."""
+
+        def create() -> Comment:
+            return _comment(
+                self._json("POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
+            )
+
+        def find() -> Comment | None:
+            return next(
+                (
+                    c
+                    for c in self.issue_comments(repo, number)
+                    if c.body == body and self.writer in (None, c.author)
+                ),
+                None,
+            )
+
+        made = self._call(
+            f"POST /repos/{repo}/issues/{number}/comments", create, find=find, creates=True
+        )
+        self._learn(made.author)
+        return made
 
     def edit_issue_comment(self, repo: str, number: int, comment_id: int, body: str) -> None:
-        with self._call(f"PATCH /repos/{repo}/issues/comments/{comment_id}"):
-            self._repo(repo).get_issue(number).get_comment(comment_id).edit(body)
+        self._call(
+            f"PATCH /repos/{repo}/issues/comments/{comment_id}",
+            lambda: self._repo(repo).get_issue(number).get_comment(comment_id).edit(body),
+        )
 
     def delete_issue_comment(self, repo: str, number: int, comment_id: int) -> None:
-        with self._call(f"DELETE /repos/{repo}/issues/comments/{comment_id}"):
-            self._repo(repo).get_issue(number).get_comment(comment_id).delete()
+        """Delete; a comment already gone (404, e.g. a retried delete that had worked) is fine."""
+        with contextlib.suppress(_Gone):
+            self._call(
+                f"DELETE /repos/{repo}/issues/comments/{comment_id}",
+                _gone_ok(
+                    lambda: self._repo(repo).get_issue(number).get_comment(comment_id).delete()
+                ),
+            )
 
     # -- reviews ----------------------------------------------------------------------------------
 
     def review_comments(self, repo: str, number: int) -> list[Comment]:
-        with self._call(f"GET /repos/{repo}/pulls/{number}/comments"):
-            pr = self._repo(repo).get_pull(number)
-            return [
-                Comment(c.id, c.user.login if c.user else "", c.body or "", c.path, c.line)
-                for c in pr.get_review_comments()
-            ]
+        return self._call(
+            f"GET /repos/{repo}/pulls/{number}/comments",
+            lambda: self._list(f"/repos/{repo}/pulls/{number}/comments"),
+        )
+
+    def _find_inline(
+        self, repo: str, number: int, comments: Sequence[InlineComment]
+    ) -> Comment | None:
+        """One of ``comments`` as GitHub stored it (same place, same body), if it is there."""
+        wanted = {(c.path, c.line, c.body) for c in comments}
+        return next(
+            (
+                c
+                for c in self.review_comments(repo, number)
+                if (c.path, c.line, c.body) in wanted and self.writer in (None, c.author)
+            ),
+            None,
+        )
 
     def create_review(
         self, repo: str, number: int, commit_sha: str, body: str, comments: Sequence[InlineComment]
     ) -> int:
-        """One review with every comment in it (event COMMENT); its id."""
-        with self._call(f"POST /repos/{repo}/pulls/{number}/reviews"):
-            pr = self._repo(repo).get_pull(number)
-            commit = self._repo(repo).get_commit(commit_sha)
-            made = pr.create_review(
-                commit=commit,
-                body=body,
-                event="COMMENT",
-                comments=[c.to_api() for c in comments],
+        """One review with every comment in it (event COMMENT); its id. A review is stored
+        whole or not at all, so after an answer that may hide a stored write, finding one of
+        its comments means it is there."""
+
+        def create() -> tuple[int, str | None]:
+            made = self._json(
+                "POST",
+                f"/repos/{repo}/pulls/{number}/reviews",
+                {
+                    "commit_id": commit_sha,
+                    "body": body,
+                    "event": "COMMENT",
+                    "comments": [c.to_api() for c in comments],
+                },
             )
-            return int(made.id)
+            return int(made["id"]), (made.get("user") or {}).get("login")
+
+        def find() -> tuple[int, str | None] | None:
+            found = self._find_inline(repo, number, comments)
+            return (found.review_id or 0, found.author) if found is not None else None
+
+        review_id, author = self._call(
+            f"POST /repos/{repo}/pulls/{number}/reviews", create, find=find, creates=True
+        )
+        self._learn(author)
+        return review_id
 
     def create_review_comment(
         self, repo: str, number: int, commit_sha: str, comment: InlineComment
     ) -> int:
         """One inline comment on its own (the fallback when a batched review is refused)."""
-        with self._call(f"POST /repos/{repo}/pulls/{number}/comments"):
-            pr = self._repo(repo).get_pull(number)
-            made = pr.create_review_comment(
-                body=comment.body,
-                commit=commit_sha,
-                path=comment.path,
-                line=comment.line,
-                side="RIGHT",
-                **(
-                    {"start_line": comment.start_line, "start_side": "RIGHT"}
-                    if comment.start_line is not None and comment.start_line < comment.line
-                    else {}
+
+        def create() -> Comment:
+            data = {"commit_id": commit_sha, **comment.to_api()}
+            return _comment(self._json("POST", f"/repos/{repo}/pulls/{number}/comments", data))
+
+        made = self._call(
+            f"POST /repos/{repo}/pulls/{number}/comments",
+            create,
+            find=lambda: self._find_inline(repo, number, [comment]),
+            creates=True,
+        )
+        self._learn(made.author)
+        return made.id
+
+    def delete_review_comment(self, repo: str, comment_id: int) -> None:
+        """Delete one review comment (a duplicate); one already gone is fine."""
+        with contextlib.suppress(_Gone):
+            self._call(
+                f"DELETE /repos/{repo}/pulls/comments/{comment_id}",
+                _gone_ok(
+                    lambda: self._json("DELETE", f"/repos/{repo}/pulls/comments/{comment_id}")
                 ),
             )
-            return int(made.id)
+
+    def edit_review(self, repo: str, number: int, review_id: int, body: str) -> None:
+        """Replace a submitted review's body (``PUT``; a review itself cannot be deleted)."""
+        self._call(
+            f"PUT /repos/{repo}/pulls/{number}/reviews/{review_id}",
+            lambda: self._json(
+                "PUT", f"/repos/{repo}/pulls/{number}/reviews/{review_id}", {"body": body}
+            ),
+        )
 
     # -- statuses ---------------------------------------------------------------------------------
 
@@ -371,11 +406,19 @@ class Client:
         description: str,
         target_url: str | None = None,
     ) -> None:
-        with self._call(f"POST /repos/{repo}/statuses/{sha[:12]}"):
+        """Set a commit status. Repeating it is harmless (the newest status of a context is
+        the one that counts), so it is retried like a read."""
+
+        def create() -> str | None:
             extra = {"target_url": target_url} if target_url else {}
-            self._repo(repo).get_commit(sha).create_status(
-                state=state, description=description, context=context, **extra
+            made = (
+                self._repo(repo)
+                .get_commit(sha)
+                .create_status(state=state, description=description, context=context, **extra)
             )
+            return made.creator.login if made.creator is not None else None
+
+        self._learn(self._call(f"POST /repos/{repo}/statuses/{sha[:12]}", create))
 
     # -- check runs -----------------------------------------------------------------------------
 
@@ -390,8 +433,10 @@ class Client:
         details_url: str | None = None,
     ) -> int:
         """A completed check run on ``head_sha``; its id (needs a GitHub App token with
-        ``checks: write``, such as the workflow's ``GITHUB_TOKEN``)."""
-        with self._call(f"POST /repos/{repo}/check-runs"):
+        ``checks: write``, such as the workflow's ``GITHUB_TOKEN``). After an answer that may
+        hide a stored write, a check run of that name and summary on the commit counts."""
+
+        def create() -> int:
             extra = {"details_url": details_url} if details_url else {}
             made = self._repo(repo).create_check_run(
                 name=name,
@@ -402,6 +447,32 @@ class Client:
                 **extra,
             )
             return int(made.id)
+
+        def find() -> int | None:
+            runs = self._call(
+                f"GET /repos/{repo}/commits/{head_sha[:12]}/check-runs",
+                lambda: list(self._repo(repo).get_commit(head_sha).get_check_runs(check_name=name)),
+            )
+            summary = output.get("summary")
+            return next((int(r.id) for r in runs if r.output.summary == summary), None)
+
+        return self._call(f"POST /repos/{repo}/check-runs", create, find=find, creates=True)
+
+
+class _Gone(Exception):
+    """A 404 on a delete: the object is not there (any more)."""
+
+
+def _gone_ok(call: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            call()
+        except GithubException as exc:
+            if exc.status == 404:
+                raise _Gone from None
+            raise
+
+    return run
 
 
 def connect(settings: Settings) -> Client:

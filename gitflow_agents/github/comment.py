@@ -13,11 +13,21 @@ from dataclasses import dataclass
 
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.github.client import Client, Comment
+from gitflow_agents.github.identity import Identity, resolve
 
 MARKER = "<!-- gitflow-agents:summary -->"
 GITHUB_LIMIT = 65536
 BUDGET = GITHUB_LIMIT - 1000
 """What we aim for: GitHub's limit with room for the cut notice (and for how GitHub counts)."""
+COMMENT_LIMIT = f"GitHub's {GITHUB_LIMIT:,}-character comment limit"
+IN_JOB_SUMMARY = (
+    "Every finding is in the job summary of the workflow run and in the `findings-file` "
+    "output of the action."
+)
+IN_FINDINGS_FILE = (
+    "Every finding is in the findings file the run wrote (the `findings-file` output of the "
+    "action; upload it as an artifact to keep it)."
+)
 
 
 @dataclass(frozen=True)
@@ -38,9 +48,10 @@ class RunRow:
 
 
 def _cell(text: str) -> str:
-    from gitflow_agents.render.markdown import escape
+    """Untrusted text in a table cell: inert, on one line, its pipes escaped."""
+    from gitflow_agents.render.markdown import one_line
 
-    return escape(text).replace("|", "\\|").replace("\n", " ")
+    return one_line(text).replace("|", "\\|")
 
 
 def _duration(seconds: float | None) -> str:
@@ -93,31 +104,41 @@ def summary_body(
     inline_note: str = "",
     notices: Sequence[str] = (),
     footer: str = "",
+    limit: int | None = BUDGET,
+    where: str = IN_JOB_SUMMARY,
 ) -> str:
-    """The full comment body, marker first, capped (``cap``)."""
-    from gitflow_agents.render.markdown import escape
+    """The full comment body, marker first, capped to ``limit`` (None: not at all) by ``cap``,
+    whose notice says ``where`` every finding is. Everything in it that an agent wrote is masked
+    (``redact``) and inert (``render.markdown.escape``)."""
+    from gitflow_agents.redact import redact_text
+    from gitflow_agents.render import redacted
+    from gitflow_agents.render.markdown import escape, list_item
     from gitflow_agents.render.markdown import render as render_markdown
 
+    review, gate = redacted(review, gate)
     parts = [MARKER, render_markdown(review, gate).rstrip()]
     if inline_note:
         parts.append(inline_note)
     if notices:
-        parts.append("\n".join(f"> [!NOTE]\n> {escape(n)}" for n in notices))
+        parts.append("\n".join("> [!NOTE]\n> " + escape(n).replace("\n", "\n> ") for n in notices))
     if questions:
-        parts.append(
-            "#### Questions from agents\n\n" + "\n".join(f"- {escape(q)}" for q in questions)
-        )
+        items = (list_item(redact_text(q)) for q in questions)
+        parts.append("#### Questions from agents\n\n" + "\n".join(items))
     table = run_history(rows)
     if table:
         parts.append("#### Run history\n\n" + table)
     if footer:
         parts.append(f"<sub>{footer}</sub>")
-    return cap("\n\n".join(parts) + "\n")
+    body = "\n\n".join(parts) + "\n"
+    return body if limit is None else cap(body, limit, where=where)
 
 
-def cap(body: str, limit: int = BUDGET) -> str:
+def cap(
+    body: str, limit: int = BUDGET, *, where: str = IN_JOB_SUMMARY, why: str = COMMENT_LIMIT
+) -> str:
     """``body`` cut at a line boundary to fit ``limit``, open ``<details>`` closed, and a
-    notice saying how much was cut (and how many findings) appended."""
+    notice saying how much was cut (and how many findings), because of ``why``, and ``where``
+    every finding is, appended."""
     if len(body) <= limit:
         return body
     lines = body.split("\n")
@@ -139,16 +160,18 @@ def cap(body: str, limit: int = BUDGET) -> str:
     what += f", {cut_findings} findings)" if cut_findings else ")"
     kept += [
         "",
-        f"> ✂️ **Cut to stay under GitHub's {GITHUB_LIMIT:,}-character comment limit:** "
-        f"{what} not shown here. The complete results are in the job summary and in the "
-        "`findings-file` / `sarif-file` outputs of the action.",
+        f"> ✂️ **Cut to stay under {why}:** {what} not shown here. {where}",
         "",
     ]
     return "\n".join(kept)
 
 
-def is_ours(comment: Comment, login: str) -> bool:
-    return comment.author == login and comment.body.lstrip().startswith(MARKER)
+def is_marked(comment: Comment) -> bool:
+    return comment.body.lstrip().startswith(MARKER)
+
+
+def is_ours(comment: Comment, login: str | None) -> bool:
+    return login is not None and comment.author == login and is_marked(comment)
 
 
 @dataclass(frozen=True)
@@ -159,19 +182,15 @@ class StickyResult:
     removed_duplicates: int = 0
 
 
-def upsert_summary(
-    client: Client, repo: str, number: int, body: str, *, login: str
-) -> StickyResult:
-    """Create our summary comment, or edit the one we wrote before.
+def _ours(client: Client, repo: str, number: int, login: str | Identity) -> list[Comment]:
+    """Our summary comments, oldest first (more than one: an earlier run left a duplicate)."""
+    marked = [c for c in client.issue_comments(repo, number) if is_marked(c)]
+    me = resolve(login, marked)
+    return sorted((c for c in marked if is_ours(c, me)), key=lambda c: c.id)
 
-    Should an earlier run have left two (a create retried after GitHub had in fact stored it),
-    the oldest is kept and edited and the extra ones of ours are deleted.
-    """
-    if not body.startswith(MARKER):
-        body = f"{MARKER}\n{body}"
-    ours = sorted(
-        (c for c in client.issue_comments(repo, number) if is_ours(c, login)), key=lambda c: c.id
-    )
+
+def _write(client: Client, repo: str, number: int, ours: list[Comment], body: str) -> StickyResult:
+    """Edit the oldest of ``ours`` to ``body`` and delete the others; create when none."""
     if not ours:
         made = client.create_issue_comment(repo, number, body)
         return StickyResult(made.id, "created")
@@ -182,3 +201,53 @@ def upsert_summary(
         return StickyResult(keep.id, "unchanged", len(extra))
     client.edit_issue_comment(repo, number, keep.id, body)
     return StickyResult(keep.id, "updated", len(extra))
+
+
+def upsert_summary(
+    client: Client, repo: str, number: int, body: str, *, login: str | Identity
+) -> StickyResult:
+    """Create our summary comment, or edit the one we wrote before.
+
+    Should an earlier run have left two (a create retried after GitHub had in fact stored it),
+    the oldest is kept and edited and the extra ones of ours are deleted.
+    """
+    if not body.startswith(MARKER):
+        body = f"{MARKER}\n{body}"
+    return _write(client, repo, number, _ours(client, repo, number, login), body)
+
+
+def with_rows(body: str, rows: Sequence[RunRow]) -> str:
+    """``body`` with ``rows`` added at the end of its run-history table (a table of their own
+    when it has none, before the footer), cut again to the limit if need be."""
+    table = run_history(rows).split("\n")
+    lines = body.rstrip("\n").split("\n")
+    header = next((i for i, line in enumerate(lines) if line == table[0]), None)
+    if header is not None:
+        end = header + 1
+        while end < len(lines) and lines[end].startswith("|"):
+            end += 1
+        lines[end:end] = table[2:]
+    else:
+        tail = next(
+            (i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith(("<sub>", "> ✂️"))),
+            len(lines),
+        )
+        lines[tail:tail] = ["#### Run history", "", *table, ""]
+    return cap("\n".join(lines) + "\n")
+
+
+def add_history(
+    client: Client,
+    repo: str,
+    number: int,
+    rows: Sequence[RunRow],
+    *,
+    login: str | Identity,
+    body_if_none: str,
+) -> StickyResult:
+    """A run about a head that is no longer the PR's: its ``rows`` join the run history of our
+    summary comment, whose verdict (about the newer head) stays. With no summary comment yet,
+    ``body_if_none`` is posted."""
+    ours = _ours(client, repo, number, login)
+    body = with_rows(ours[0].body, rows) if ours else body_if_none
+    return _write(client, repo, number, ours, body)

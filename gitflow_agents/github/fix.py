@@ -269,6 +269,7 @@ def _push_and_review(
         ),
     )
     # Pushes made with GITHUB_TOKEN start no workflow run: the new head is reviewed right here.
+    publisher.replaced.add(old_head)
     publisher.pull = dataclasses.replace(pull, head_sha=run.sha)
     publisher.pending()
     after, gate_after, row_after = review_pull(env.workspace, publisher.pull, options, scratch)

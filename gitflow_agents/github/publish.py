@@ -6,6 +6,12 @@ do: fork PRs get a read-only ``GITHUB_TOKEN``, and the results still reach the a
 the job summary. ``finish`` publishes and writes the step summary and outputs; the result files
 (``findings.json``, ``findings.sarif``) carry a review from a read-only job to a posting job.
 docs/github.md, "Fork pull requests" and "The two-job split".
+
+The newest head wins: just before publishing, the PR's head is read again. A run about an
+older head (a re-run of an old workflow run) posts no inline review, only adds its row to the
+run history of the summary comment (whose verdict stays the newer head's), and sets the
+status of its own commit, which no merge gate of the PR looks at; docs/github.md, "The newest
+head wins".
 """
 
 from __future__ import annotations
@@ -20,13 +26,8 @@ from typing import Any, TypeVar
 from gitflow_agents.errors import GitHubError, InputError
 from gitflow_agents.findings import GateResult, Overall, Review, Severity, count_by_severity
 from gitflow_agents.github import checks, comment, review, status
-from gitflow_agents.github.client import (
-    ACTIONS_BOT_LOGIN,
-    Client,
-    GitHubForbidden,
-    PullFile,
-    PullRequest,
-)
+from gitflow_agents.github.client import Client, GitHubForbidden, PullFile, PullRequest
+from gitflow_agents.github.identity import Identity
 from gitflow_agents.github.runner import (
     PREFIX,
     Options,
@@ -38,6 +39,8 @@ from gitflow_agents.github.runner import (
 )
 
 T = TypeVar("T")
+STEP_SUMMARY_LIMIT = 1024 * 1024
+"""GitHub drops a step's whole job summary when it is larger than this (bytes)."""
 
 
 class Publisher:
@@ -51,6 +54,9 @@ class Publisher:
         self.target_url = target_url
         self.degraded: str | None = None
         self.writes = 0
+        self.replaced: set[str] = set()
+        """Heads this run replaced by pushing (``/agent fix``): GitHub may still show them as
+        the PR's head for a moment, and they are older than ours."""
 
     def attempt(self, what: str, call: Callable[[], T]) -> T | None:
         if self.degraded is not None:
@@ -119,6 +125,8 @@ class Published:
     sticky: comment.StickyResult | None
     degraded: str | None
     check_run_id: int | None = None
+    newer_head: str | None = None
+    """The PR's head when it is no longer the reviewed commit (this run was about an older one)."""
 
 
 def _files(client: Client, repo: str, number: int) -> list[PullFile]:
@@ -128,18 +136,37 @@ def _files(client: Client, repo: str, number: int) -> list[PullFile]:
         return []
 
 
+def newer_head(publisher: Publisher) -> str | None:
+    """The PR's head now, when it is another commit than the one this run is about (and not
+    one this run replaced); None otherwise, and when the token may not read the PR."""
+    if publisher.degraded is not None:
+        return None
+    try:
+        current = publisher.client.pull(publisher.repo, publisher.pull.number).head_sha
+    except GitHubForbidden:
+        return None
+    ours = publisher.pull.head_sha
+    return None if current in (ours, *publisher.replaced) else current
+
+
 def publish(
     publisher: Publisher,
     result: Review,
     gate: GateResult,
     *,
-    login: str,
+    login: str | Identity,
     rows: Sequence[comment.RunRow],
     options: Options,
+    where: str = comment.IN_JOB_SUMMARY,
 ) -> Published:
     pull, client, repo = publisher.pull, publisher.client, publisher.repo
+    newer = newer_head(publisher)
+    if isinstance(login, Identity) and publisher.degraded is None:
+        login.settle(
+            lambda: [c for c in client.issue_comments(repo, pull.number) if comment.is_marked(c)]
+        )
     inline = review.InlineOutcome(summary_only=result.findings)
-    if publisher.degraded is None:
+    if publisher.degraded is None and newer is None:
         files = _files(client, repo, pull.number)
         posted = publisher.attempt(
             "post inline comments",
@@ -161,12 +188,19 @@ def publish(
         rows=rows,
         questions=_questions(result),
         inline_note=inline_note(inline),
+        notices=[superseded(pull, newer)] if newer else [],
         footer=footer(pull, publisher.target_url),
+        where=where,
     )
-    sticky = publisher.attempt(
-        "update the summary comment",
-        lambda: comment.upsert_summary(client, repo, pull.number, body, login=login),
-    )
+
+    def write_summary() -> comment.StickyResult:
+        if newer is None:
+            return comment.upsert_summary(client, repo, pull.number, body, login=login)
+        head = pull.head_sha[:12]
+        old = [dataclasses.replace(r, step=f"{r.step or '—'} · {head}") for r in rows]
+        return comment.add_history(client, repo, pull.number, old, login=login, body_if_none=body)
+
+    sticky = publisher.attempt("update the summary comment", write_summary)
     publisher.attempt(
         "set the final status",
         lambda: status.set_final(
@@ -174,7 +208,16 @@ def publish(
         ),
     )
     check_run_id = publisher.check_run(result, gate) if options.check_run else None
-    return Published(inline, sticky, publisher.degraded, check_run_id)
+    return Published(inline, sticky, publisher.degraded, check_run_id, newer)
+
+
+def superseded(pull: PullRequest, newer: str) -> str:
+    return (
+        f"This run reviewed {pull.head_sha[:12]}, which is no longer the head of PR "
+        f"#{pull.number} (now {newer[:12]}): the summary comment keeps the newer head's "
+        "verdict and only gained this run's row in its run history; no inline comments were "
+        "posted."
+    )
 
 
 def inline_note(inline: review.InlineOutcome) -> str:
@@ -246,12 +289,14 @@ def write_result_files(
 def load_findings(path: Path) -> tuple[Review, list[comment.RunRow]]:
     """A findings file written by ``write_result_files`` (by an earlier job): the review and
     its run-history rows. InputError naming the file and key when it is unusable. Its ``gate``
-    section is ignored: the posting job gates again with its own threshold."""
+    section is ignored: the posting job gates again with its own threshold. Its texts are
+    masked again (``redact``): the file comes from another job."""
     from gitflow_agents.findings import review_from_dict
+    from gitflow_agents.redact import redact_review
 
     data = read_json(path, "findings file")
     try:
-        result = review_from_dict(data)
+        result = redact_review(review_from_dict(data))
     except ValueError as exc:
         raise InputError(f"not a findings file: {exc}", path=path) from None
     raw_rows = data.get("run_history")
@@ -286,6 +331,28 @@ def _row(data: Mapping[str, Any]) -> comment.RunRow:
     )
 
 
+def summary_room(path: Path | None) -> int:
+    """Bytes the job summary of this step can still take (0: there is no job summary)."""
+    if path is None:
+        return 0
+    used = path.stat().st_size if path.exists() else 0
+    return max(STEP_SUMMARY_LIMIT - used - 4096, 0)
+
+
+def fit_summary(full: str, room: int) -> str:
+    """``full`` when it fits ``room`` bytes, else cut to fit, saying where every finding is."""
+    text, limit = full, len(full)
+    while room > 0 and len(text.encode()) > room and limit > 0:
+        limit = max(limit * room // max(len(text.encode()), 1) - 1000, 0)
+        text = comment.cap(
+            full,
+            limit,
+            where=comment.IN_FINDINGS_FILE,
+            why=f"GitHub's {STEP_SUMMARY_LIMIT // 1024:,} KiB job summary limit",
+        )
+    return text
+
+
 def finish(
     env: RunnerEnv,
     publisher: Publisher,
@@ -298,12 +365,12 @@ def finish(
     extra: Mapping[str, str] | None = None,
 ) -> int:
     """Publish (inline review, summary comment, final status, optional check run), write the
-    step summary and the outputs (``extra`` added to them); the exit code for
-    ``options.fail_on``."""
+    step summary (every finding, when it fits GitHub's limit for it) and the outputs (``extra``
+    added to them); the exit code for ``options.fail_on``."""
     from gitflow_agents.commands.review import exit_code
 
     pull = publisher.pull
-    login = options.comment_author or publisher.client.login() or ACTIONS_BOT_LOGIN
+    login = Identity(publisher.client, options.comment_author)
     counts = count_by_severity(result.findings)
     outputs = {
         "review-result": outcome_label(result, gate),
@@ -316,31 +383,36 @@ def finish(
         "warnings": str(counts[Severity.WARN]),
         "infos": str(counts[Severity.INFO]),
     }
+    room = summary_room(env.step_summary)
+    full = comment.summary_body(result, gate, rows=rows, questions=_questions(result), limit=None)
+    fits = len(full.encode()) + 8192 <= room  # room for the notes added once published
+    where = comment.IN_JOB_SUMMARY if fits else comment.IN_FINDINGS_FILE
     try:
-        published = publish(publisher, result, gate, login=login, rows=rows, options=options)
+        published = publish(
+            publisher, result, gate, login=login, rows=rows, options=options, where=where
+        )
     except GitHubError as exc:
         # Failing after retries: the status must not stay green-able; say so and exit 4.
         publisher.error("GitHub API failure while publishing")
-        append_summary(
-            env.step_summary,
-            comment.summary_body(result, gate, rows=rows).removeprefix(comment.MARKER),
-        )
+        append_summary(env.step_summary, fit_summary(full.removeprefix(comment.MARKER), room))
         write_outputs(env.output, {**outputs, "github-error": str(exc)})
         raise
-    notices = (
-        [f"Not posted to the pull request: {published.degraded}"] if published.degraded else []
+    notices = []
+    if published.degraded:
+        notices.append(f"Not posted to the pull request: {published.degraded}")
+    if published.newer_head:
+        notices.append(superseded(pull, published.newer_head))
+        notice("notice", superseded(pull, published.newer_head))
+    summary = comment.summary_body(
+        result,
+        gate,
+        rows=rows,
+        questions=_questions(result),
+        inline_note=inline_note(published.inline),
+        notices=notices,
+        limit=None,
     )
-    append_summary(
-        env.step_summary,
-        comment.summary_body(
-            result,
-            gate,
-            rows=rows,
-            questions=_questions(result),
-            inline_note=inline_note(published.inline),
-            notices=notices,
-        ).removeprefix(comment.MARKER),
-    )
+    append_summary(env.step_summary, fit_summary(summary.removeprefix(comment.MARKER), room))
     outputs.update(
         {
             "inline-posted": str(len(published.inline.posted)),

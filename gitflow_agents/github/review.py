@@ -9,6 +9,10 @@ our earlier review comments already carries, so pushing again never repeats a co
 Everything new goes into ONE ``POST /pulls/{n}/reviews`` (event COMMENT). GitHub refuses a
 review as a whole when one comment is bad (422); then each comment is tried on its own, and
 the ones still refused are handed back for the summary, so no finding is lost.
+
+A review an earlier run posted twice (GitHub stored it, answered 502, and an older version
+posted it again) is found by its fingerprints: the later copy's comments are deleted (unless
+someone replied to one) and its body says why, since a submitted review cannot be deleted.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gitflow_agents.findings import Finding, Severity
-from gitflow_agents.github.client import Client, GitHubRejected, InlineComment, PullFile
+from gitflow_agents.github.client import Client, Comment, GitHubRejected, InlineComment, PullFile
+from gitflow_agents.github.identity import Identity, resolve
 
 FP_MARKER = "<!-- gitflow-agents:fp={} -->"
 _FP_RE = re.compile(r"<!-- gitflow-agents:fp=([0-9A-Za-z_.:-]+) -->")
@@ -30,6 +35,10 @@ GitHub's secondary rate limits both argue for a cap)."""
 MAX_INLINE_BODY = 8000
 MAX_SINGLE_FALLBACK = 10
 """When a batch is refused, at most this many comments are retried one by one."""
+EMPTIED_REVIEW = (
+    "gitflow-agents: this review repeated an earlier one (a request GitHub had stored was sent "
+    "again); its comments were removed."
+)
 
 LABELS = {
     Severity.ERROR: "🔴 **error**",
@@ -82,22 +91,28 @@ def fingerprints_in(bodies: Iterable[str]) -> set[str]:
 def comment_body(finding: Finding) -> str:
     """The inline comment: severity, rule, message, the suggestion, and the fingerprint marker.
 
-    A GitHub ```suggestion block is passed through unchanged (it becomes a one-click fix)."""
-    from gitflow_agents.render.markdown import code, escape
+    Agent text is masked (``redact``) and inert (``render.markdown``); a suggestion written as a
+    code block is fenced again so its content cannot close the fence, and a GitHub
+    ```suggestion block stays one (a one-click fix)."""
+    from gitflow_agents.redact import redact_finding
+    from gitflow_agents.render.markdown import code, escape, fence, suggestion_block
 
+    finding = redact_finding(finding)
     rule = f" {code(finding.rule)}" if finding.rule else ""
-    parts = [f"{LABELS[finding.severity]}{rule}: {escape(finding.message)}"]
+    head = f"{LABELS[finding.severity]}{rule}: {escape(finding.message)}"
+    parts = [head]
     if finding.suggestion:
-        suggestion = finding.suggestion.strip("\n")
-        if suggestion.lstrip().startswith(("```", "~~~")):
-            parts.append(suggestion)
+        block = suggestion_block(finding.suggestion)
+        if block is not None:
+            parts.append("\n".join(fence(block[1], block[0])))
         else:
-            parts.append(f"Suggestion: {escape(suggestion)}")
+            parts.append(escape(f"Suggestion: {finding.suggestion}"))
     marker = FP_MARKER.format(finding.fingerprint)
     body = "\n\n".join(parts)
-    room = MAX_INLINE_BODY - len(marker) - 40
+    room = MAX_INLINE_BODY - len(marker) - 60
     if len(body) > room:
-        body = body[:room].rstrip() + "\n\n…(cut; the full text is in the summary comment)"
+        # Cut the escaped message alone (a cut code block would swallow the marker).
+        body = head[:room].rstrip() + "\n\n…(cut; the full text is in the summary comment)"
     return f"{body}\n\n{marker}"
 
 
@@ -112,6 +127,8 @@ class InlineOutcome:
     refused: tuple[str, ...] = ()
     """GitHub's reasons for comments it would not take."""
     review_id: int | None = None
+    removed_duplicates: int = 0
+    """Our inline comments deleted because an earlier one of ours has the same fingerprint."""
 
 
 def plan_inline(
@@ -155,17 +172,22 @@ def post_inline(
     findings: Sequence[Finding],
     files: Sequence[PullFile],
     *,
-    login: str,
+    login: str | Identity,
     max_inline: int = MAX_INLINE,
 ) -> InlineOutcome:
     """Post the new inline findings as one review; see the module docstring."""
     filled = [f.with_fingerprint() for f in findings]
-    ours = [c.body for c in client.review_comments(repo, number) if c.author == login]
+    every = client.review_comments(repo, number)
+    me = resolve(login, [c for c in every if _FP_RE.search(c.body)])
+    ours = [c for c in every if me is not None and c.author == me]
+    removed = remove_duplicates(client, repo, number, ours, every)
     new, already, rest = plan_inline(
-        filled, diff_map(files), fingerprints_in(ours), max_inline=max_inline
+        filled, diff_map(files), fingerprints_in(c.body for c in ours), max_inline=max_inline
     )
     if not new:
-        return InlineOutcome(already=tuple(already), summary_only=tuple(rest))
+        return InlineOutcome(
+            already=tuple(already), summary_only=tuple(rest), removed_duplicates=removed
+        )
     noun = "finding" if len(new) == 1 else "findings"
     body = f"gitflow-agents: {len(new)} new {noun} on the changed lines (details in the summary comment)."
     try:
@@ -175,6 +197,7 @@ def post_inline(
             already=tuple(already),
             summary_only=tuple(rest),
             review_id=review_id,
+            removed_duplicates=removed,
         )
     except GitHubRejected as batch_error:
         posted, refused_findings, reasons = _one_by_one(client, repo, number, head_sha, new)
@@ -183,7 +206,31 @@ def post_inline(
             already=tuple(already),
             summary_only=tuple(rest + refused_findings),
             refused=(str(batch_error), *reasons),
+            removed_duplicates=removed,
         )
+
+
+def remove_duplicates(
+    client: Client, repo: str, number: int, ours: Sequence[Comment], every: Sequence[Comment]
+) -> int:
+    """Delete our inline comments whose fingerprint an older one of ours already carries (one
+    that someone replied to stays); a review left without comments gets ``EMPTIED_REVIEW`` as
+    its body. How many were deleted."""
+    replied = {c.reply_to for c in every if c.reply_to is not None}
+    first: set[str] = set()
+    duplicates: list[Comment] = []
+    for comment in sorted(ours, key=lambda c: c.id):
+        fingerprints = fingerprints_in([comment.body])
+        if fingerprints and fingerprints <= first and comment.id not in replied:
+            duplicates.append(comment)
+        first |= fingerprints
+    for duplicate in duplicates:
+        client.delete_review_comment(repo, duplicate.id)
+    gone = {c.id for c in duplicates}
+    still = {c.review_id for c in ours if c.id not in gone}
+    for review_id in sorted({c.review_id for c in duplicates if c.review_id} - still):
+        client.edit_review(repo, number, review_id, EMPTIED_REVIEW)
+    return len(duplicates)
 
 
 def _one_by_one(

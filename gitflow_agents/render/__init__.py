@@ -1,7 +1,9 @@
 """Renderers: each a pure function of a Review (and the gate's decision) to text.
 
 ``render(review, gate, fmt)`` dispatches on ``fmt``, one of ``FORMATS``. A renderer module is
-imported only when its format is asked for (start-up stays fast).
+imported only when its format is asked for (start-up stays fast). Every format gets the review
+through ``redact.redact_review`` once more (the review path already masked it; this pass keeps a
+Review from anywhere else from printing a secret).
 """
 
 from __future__ import annotations
@@ -22,10 +24,22 @@ def render(review: Review, gate: GateResult | None, fmt: str, *, color: bool = F
     ``color`` only matters for ``terminal`` (ANSI colours via rich when True)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
+    review, gate = redacted(review, gate)
     module = importlib.import_module(f"{__name__}.{fmt}")
     if fmt == "terminal":
         return str(module.render(review, gate, color=color))
     return str(module.render(review, gate))
+
+
+def redacted(review: Review, gate: GateResult | None) -> tuple[Review, GateResult | None]:
+    """``review`` and the gate's reasons (which quote the review's) with secrets masked."""
+    from dataclasses import replace
+
+    from gitflow_agents.redact import redact_review, redact_text
+
+    if gate is not None:
+        gate = replace(gate, reasons=tuple(redact_text(reason) for reason in gate.reasons))
+    return redact_review(review), gate
 
 
 def is_approved(review: Review, gate: GateResult | None) -> bool:

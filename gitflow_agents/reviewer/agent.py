@@ -110,9 +110,13 @@ def run_agent_review(
     run = result["run"]
     logs = os.path.relpath(run["logDirectory"], Path.cwd())
     if result["status"] != "succeeded" or not success.exists():
+        from gitflow_agents.redact import redact_text
+
+        # The reason may quote the agent's own output; it goes to the terminal, the job's
+        # outputs and the commit status.
         raise AgentError(
-            f"agent {name} did not complete the review: {run['outcome']}: {run['reason']} "
-            f"(logs: {logs})"
+            f"agent {name} did not complete the review: {run['outcome']}: "
+            f"{redact_text(str(run['reason']))} (logs: {logs})"
         )
     return success.read_text(encoding="utf-8", errors="replace")
 

@@ -5,6 +5,7 @@ a report in the same shape an LLM reviewer writes (summary, fenced JSON findings
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,6 +22,8 @@ class BuiltinResult:
     unreviewed_files: tuple[str, ...]
     notes: tuple[str, ...]  # why files were not reviewed, and similar remarks for the summary
     files_reviewed: int
+    secrets: frozenset[str] = frozenset()
+    """The exact secret values the range adds (for masking wherever a reviewer quotes them)."""
 
 
 def review_diff(
@@ -33,6 +36,7 @@ def review_diff(
     """Check every file changed between ``spec.base`` and ``spec.head`` (None: the index)."""
     options = options or Options()
     changes = [c for c in git.diff(root, spec) if c.status != "D"]
+    secrets = _change_secrets(changes, options)
     sizes = git.blob_sizes(root, spec.head, [c.path for c in changes])
     findings: list[Finding] = []
     unreviewed: list[str] = []
@@ -75,7 +79,9 @@ def review_diff(
 
         findings.extend(checks.check_syntax(change, new_text, old_text))
     if spec.head is not None:
-        findings.extend(_history_secrets(root, spec.base, spec.head, changes, options))
+        patches = git.commit_patches(root, spec.base, spec.head)
+        findings.extend(_history_secrets(root, spec.head, patches, changes, options))
+        secrets |= _patch_secrets(patches, options)
     findings.sort(key=lambda f: (f.file or "", f.line or 0, -f.severity.rank))
     blocking = any(f.severity.rank >= threshold.rank for f in findings)
     return BuiltinResult(
@@ -84,14 +90,46 @@ def review_diff(
         tuple(unreviewed),
         tuple(notes),
         len(changes),
+        frozenset(secrets),
     )
 
 
+def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None) -> frozenset[str]:
+    """The exact values of the secrets ``spec`` adds, in its net diff or in any of its commits
+    (what the secret rules report), without running the other checks: an agent reviewer's
+    report is masked with them."""
+    options = options or Options()
+    values = _change_secrets([c for c in git.diff(root, spec) if c.status != "D"], options)
+    if spec.head is not None:
+        values |= _patch_secrets(git.commit_patches(root, spec.base, spec.head), options)
+    return frozenset(values)
+
+
+def _change_secrets(changes: Sequence[git.FileChange], options: Options) -> set[str]:
+    values: set[str] = set()
+    for change in changes:
+        if not change.binary:
+            values |= checks.secret_values(change, options)
+    return values
+
+
+def _patch_secrets(patches: Sequence[git.CommitPatch], options: Options) -> set[str]:
+    values: set[str] = set()
+    for patch in patches:
+        for path, (lines, _) in patch.added.items():
+            values |= checks.secret_values(git.FileChange(path, "M", added_lines=lines), options)
+    return values
+
+
 def _history_secrets(
-    root: Path, base: str, head: str, changes: list[git.FileChange], options: Options
+    root: Path,
+    head: str,
+    patches: Sequence[git.CommitPatch],
+    changes: list[git.FileChange],
+    options: Options,
 ) -> list[Finding]:
-    """Secrets that commits of ``base..head`` add and later ones remove (one ``git log -p``)."""
-    patches = git.commit_patches(root, base, head)
+    """Secrets that commits of the range (``patches``, one ``git log -p``) add and later ones
+    remove."""
     if len(patches) < 2:
         return []  # one commit: its diff is the net diff
     found = list(checks.check_history_secrets(patches, changes, options))

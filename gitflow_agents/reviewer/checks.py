@@ -2,7 +2,7 @@
 
 Line checks look only at ADDED lines; syntax checks parse the new full file and report the
 error line. Every finding carries a rule id (listed in ``RULES`` and docs/review.md).
-Secrets are never quoted in full: ``mask`` keeps a short prefix.
+Secrets are never quoted in full: ``mask`` (gitflow_agents/redact.py) keeps a short prefix.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-import math
 import re
 import sys
 import warnings
@@ -20,6 +19,9 @@ from typing import Any
 
 from gitflow_agents.findings import Finding, Severity
 from gitflow_agents.git import AddedLine, CommitPatch, FileChange
+from gitflow_agents.redact import PRIVATE_KEY, assignment_hits, is_config_file, mask, token_hits
+from gitflow_agents.redact import entropy as entropy  # re-exported: checks.entropy
+from gitflow_agents.redact import secret_values as redact_secret_values
 
 # rule id -> (severity, one-line description); the table docs/review.md shows.
 RULES: dict[str, tuple[Severity, str]] = {
@@ -54,12 +56,6 @@ def finding(
     return Finding(severity, message, file=change.path, line=line, rule=rule).with_fingerprint(
         content
     )
-
-
-def mask(secret: str) -> str:
-    """A recognisable but useless prefix: ``AKIA****************`` style, never the whole value."""
-    keep = min(4, len(secret) // 4)
-    return secret[:keep] + "*" * min(len(secret) - keep, 12) + f" ({len(secret)} chars)"
 
 
 # --- syntax ---------------------------------------------------------------------------------
@@ -227,78 +223,16 @@ def check_conflict_markers(change: FileChange) -> Iterator[Finding]:
         )
 
 
-_PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-_TOKENS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
-    (
-        "aws-access-key",
-        "AWS access key id",
-        re.compile(r"\b((?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16})\b"),
-    ),
-    ("github-token", "GitHub token", re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,255})\b")),
-    (
-        "github-token",
-        "GitHub fine-grained token",
-        re.compile(r"\b(github_pat_[A-Za-z0-9_]{22,255})\b"),
-    ),
-    ("slack-token", "Slack token", re.compile(r"\b(xox[abprs]-[A-Za-z0-9-]{10,})")),
-)
-_ASSIGNMENT = re.compile(
-    r"""(?ix)
-    (?P<name>[a-z0-9_.-]*(?:secret|passw(?:or)?d|pwd|token|api[_-]?key|apikey|access[_-]?key|
-        auth[_-]?key|client[_-]?secret|private[_-]?key|credential)[a-z0-9_.-]*)
-    ["']?\s*(?::=|=>|[:=])\s*
-    (?P<quote>["'`]?)(?P<value>[^\s"'`,;)]+)(?P=quote)
-    """
-)
-_PLACEHOLDER = re.compile(
-    r"^(?:\$\{?|<|%\(|\{\{|os\.|env\.|process\.env|getenv|xxx|\*\*\*|changeme)", re.I
-)
-
-
-def entropy(text: str) -> float:
-    """Shannon entropy in bits per character."""
-    counts: dict[str, int] = {}
-    for ch in text:
-        counts[ch] = counts.get(ch, 0) + 1
-    n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in counts.values()) if n else 0.0
-
-
-# Files where an unquoted value is a literal string, not a name: .env files, shell scripts,
-# Dockerfiles, YAML, INI-style and TOML configuration, .npmrc / .pypirc.
-_CONFIG_FILE = re.compile(
-    r"""(?ix)(?:^|/)(?:
-        \.env(?:\.[^/]*)?|[^/]*\.env|\.envrc|\.npmrc|\.pypirc|\.netrc|
-        (?:[^/]*\.)?dockerfile|dockerfile\.[^/]*|containerfile|
-        [^/]*\.(?:sh|bash|zsh|ksh|ya?ml|ini|cfg|conf|toml|properties)
-    )$"""
-)
-# Unquoted values that are not secrets however random they look: URLs, absolute or home or
-# relative paths, and words (letters, then digits) joined by - _ . (names like deploy-bot2).
-_URL_OR_PATH = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|/|~|\.\.?/)|^[a-z0-9._-]+(?:/[a-z0-9._-]+)+$")
-_WORDS = re.compile(r"^[A-Za-z]+\d*(?:[-_.][A-Za-z]+\d*)*$")
-
-
-def _plain_literal(value: str) -> bool:
-    """An unquoted config value that is a URL, a path or words, not a credential."""
-    return bool(_URL_OR_PATH.match(value) or _WORDS.match(value))
-
-
-def _looks_like_code(value: str) -> bool:
-    # Identifiers, attribute chains and calls (settings.API_TOKEN, get_token()) are not secrets.
-    return bool(
-        re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?", value)
-    )
-
-
 def check_secrets(change: FileChange, options: Options) -> Iterator[Finding]:
     """Private keys, known token formats, and secret-named assignments of a high-entropy
     literal: quoted anywhere; unquoted in configuration files (KEY=VALUE, ``key: value``,
-    ``key = value``), where a bare value is a string, unless it is a URL, a path or words."""
-    config = bool(_CONFIG_FILE.search(change.path))
+    ``key = value``), where a bare value is a string, unless it is a URL, a path or words.
+    The patterns live in ``gitflow_agents/redact.py``, which masks the same secrets in every
+    output."""
+    config = is_config_file(change.path)
     for added in change.added_lines:
         text = added.text
-        if _PRIVATE_KEY.search(text):
+        if PRIVATE_KEY.search(text):
             yield finding(
                 "private-key",
                 "private key block added to the repository",
@@ -308,41 +242,44 @@ def check_secrets(change: FileChange, options: Options) -> Iterator[Finding]:
             )
             continue
         hit = False
-        for rule, label, pattern in _TOKENS:
-            for match in pattern.finditer(text):
-                token = match.group(1)
-                if "EXAMPLE" in token:  # AWS documentation's AKIAIOSFODNN7EXAMPLE
-                    continue
-                hit = True
-                yield finding(
-                    rule,
-                    f"{label} {mask(token)} added; revoke it and load it from the environment",
-                    change,
-                    added.number,
-                    text,
-                )
+        for rule, label, token in token_hits(text):
+            hit = True
+            yield finding(
+                rule,
+                f"{label} {mask(token)} added; revoke it and load it from the environment",
+                change,
+                added.number,
+                text,
+            )
         if hit:
             continue
-        for match in _ASSIGNMENT.finditer(text):
-            value = match.group("value")
-            unquoted = not match.group("quote")
-            if (
-                len(value) < options.min_secret_length
-                or _PLACEHOLDER.match(value)
-                or (unquoted and config and _plain_literal(value))
-                or (unquoted and not config and _looks_like_code(value))
-                or entropy(value) < options.entropy_threshold
-            ):
-                continue
+        for match in assignment_hits(
+            text,
+            config=config,
+            min_length=options.min_secret_length,
+            entropy_threshold=options.entropy_threshold,
+        ):
             yield finding(
                 "high-entropy-secret",
-                f"{match.group('name')} is assigned a high-entropy value {mask(value)}; "
-                "load secrets from the environment or a secret store",
+                f"{match.group('name')} is assigned a high-entropy value "
+                f"{mask(match.group('value'))}; load secrets from the environment or a secret "
+                "store",
                 change,
                 added.number,
                 text,
             )
             break
+
+
+def secret_values(change: FileChange, options: Options) -> set[str]:
+    """The exact values of the secrets ``change`` adds (what ``check_secrets`` reports), for
+    masking wherever a reviewer quotes them."""
+    return redact_secret_values(
+        (a.text for a in change.added_lines),
+        config=is_config_file(change.path),
+        min_length=options.min_secret_length,
+        entropy_threshold=options.entropy_threshold,
+    )
 
 
 def check_history_secrets(

@@ -62,7 +62,7 @@ CASES: tuple[Case, ...] = (
     Case("frontmatter", "builder", task="Add a --shout flag to the greet command."),
     Case("agents_flow", "planner", task="Plan a farewell command."),
     Case("plan_and_task", "builder", plan=True, step=3, task="Also mention the --shout flag."),
-    # seed 004 reply format worded for another CLI (gemini) and role (research); and left out
+    # The Reply Format worded for another CLI (gemini) and role (research); and left out
     # for an agent whose config says structured_reply: false.
     Case("researcher_gemini", "researcher", task="Which CLI flag parsers support subcommands?"),
     Case("no_reply_format", "scripted", task="Add a --shout flag to the greet command."),

@@ -1,0 +1,69 @@
+"""How to reach GitHub: the token, the API URL and how patient to be (``Settings``).
+
+Read from the action's input and the runner's environment by ``settings_from_env``; the knobs
+are listed in docs/github.md, "Reliability".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gitflow_agents.errors import UsageError
+
+DEFAULT_API_URL = "https://api.github.com"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to reach GitHub. ``retries`` bounds the tries of every request; waits in seconds."""
+
+    token: str
+    api_url: str = DEFAULT_API_URL
+    timeout: float = 15.0
+    retries: int = 4
+    backoff: float = 1.0
+    """The first wait after a 5xx; it doubles with every further try."""
+    max_wait: float = 60.0
+    """Cap for a single wait (``Retry-After``, a rate limit's reset, backoff)."""
+    wait_budget: float = 300.0
+    """Cap for all waits of a run together."""
+    seconds_between_writes: float | None = 1.0
+    """GitHub asks integrations to space content-creating requests (PyGithub's throttle)."""
+
+
+def settings_from_env(environ: Mapping[str, str], token: str | None = None) -> Settings:
+    """Token from ``token`` (an input), else ``GITHUB_TOKEN`` / ``GH_TOKEN``; API URL from
+    ``GITHUB_API_URL`` (GitHub Enterprise: ``https://host/api/v3``). Retry and timeout knobs from
+    ``GITFLOW_AGENTS_GITHUB_{TIMEOUT,RETRIES,BACKOFF,MAX_WAIT,WAIT_BUDGET,WRITE_DELAY}``."""
+    token = token or environ.get("GITHUB_TOKEN") or environ.get("GH_TOKEN") or ""
+    if not token:
+        raise UsageError(
+            "no GitHub token: pass the action's github-token input or set GITHUB_TOKEN"
+        )
+
+    def number(name: str, default: float) -> float:
+        raw = environ.get(f"GITFLOW_AGENTS_GITHUB_{name}", "").strip()
+        if not raw:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise UsageError(
+                f"GITFLOW_AGENTS_GITHUB_{name}: expected a number, got {raw!r}"
+            ) from None
+        if value < 0:
+            raise UsageError(f"GITFLOW_AGENTS_GITHUB_{name}: must not be negative")
+        return value
+
+    delay = number("WRITE_DELAY", 1.0)
+    return Settings(
+        token=token,
+        api_url=(environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
+        timeout=number("TIMEOUT", 15.0),
+        retries=int(number("RETRIES", 4)),
+        backoff=number("BACKOFF", 1.0),
+        max_wait=number("MAX_WAIT", 60.0),
+        wait_budget=number("WAIT_BUDGET", 300.0),
+        seconds_between_writes=delay or None,
+    )

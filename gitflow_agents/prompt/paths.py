@@ -1,0 +1,87 @@
+"""Where an agent's files live: its id, its flow, its run folder, and its ``system_prompt.md``.
+
+The layout (``<flow_dir>/<flow>/agents/<agent-id>/``) is described in docs/protocol.md,
+"System prompt" and "Run records".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitflow_agents.errors import UsageError
+
+if TYPE_CHECKING:
+    from gitflow_agents.config import FlowConfig
+    from gitflow_agents.prompt.request import PromptRequest
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def default_agent_id(agent: str, step: int | None) -> str:
+    """``step-NN-<agent>`` (NN zero-padded to two digits) with a step, else the agent name."""
+    return agent if step is None else f"step-{step:02d}-{agent}"
+
+
+def default_flow_name(request: PromptRequest) -> str:
+    """The given flow name, else the plan's name, else the agent's."""
+    if request.flow_name is not None:
+        return request.flow_name
+    return request.plan.name if request.plan is not None else request.agent
+
+
+def check_name(value: str, what: str) -> str:
+    """``value`` if it is safe as a directory name; else UsageError naming ``what`` it is."""
+    if not _SAFE_NAME.match(value) or value in {".", ".."}:
+        raise UsageError(
+            f"invalid {what} {value!r}: use letters, digits, '.', '_' or '-' "
+            "(it becomes a directory name)"
+        )
+    return value
+
+
+def display_path(root: Path, path: Path) -> str:
+    """``path`` relative to the project root (posix) when inside it, else as given."""
+    if not path.is_absolute():
+        return path.as_posix()
+    for candidate in (path, path.resolve()):
+        for base in (root, root.resolve()):
+            if candidate.is_relative_to(base):
+                return candidate.relative_to(base).as_posix()
+    return path.as_posix()
+
+
+def agent_dir(root: Path, flow_dir: str, flow_name: str, agent_id: str) -> Path:
+    """``<root>/<flow_dir>/<flow>/agents/<agent-id>``: the agent's run folder."""
+    return root / flow_dir / flow_name / "agents" / agent_id
+
+
+def agent_rel_dir(flow_dir: str, flow_name: str, agent_id: str) -> str:
+    """The agent's run folder relative to the project root, as the prompt shows it."""
+    return (Path(flow_dir) / flow_name / "agents" / agent_id).as_posix()
+
+
+def write_system_prompt(
+    root: Path, config: FlowConfig, agent_id: str, flow_name: str, text: str
+) -> Path:
+    """Write ``<flow_dir>/<flow>/agents/<id>/system_prompt.md`` atomically; return its path."""
+    folder = agent_dir(
+        root,
+        config.flow_dir,
+        check_name(flow_name, "flow name"),
+        check_name(agent_id, "agent id"),
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "system_prompt.md"
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".system_prompt.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        Path(tmp).replace(target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

@@ -1,0 +1,252 @@
+"""Secrets never leave in the open: an agent reviewer that quotes them gets them masked.
+
+The reviewed change adds an AWS key, a GitHub token and a ``.env`` password. A configured agent
+reviewer (a fake executable, ``command`` adapter) hands in a report that quotes all three in
+every field a report has. None of the three values may appear in any ``--format`` output, in
+any file written (``--output``, ``findings.json``, SARIF), in the job summary and outputs of the
+action, or in any request body GitHub (the stand-in) receives.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitflow_agents import git as g
+from gitflow_agents.findings import Finding, Review, Severity
+from gitflow_agents.redact import mask, redact_review, redact_text
+from gitflow_agents.render import FORMATS
+from gitflow_agents.reviewer import builtin
+from tests.conftest import FAKES, git
+from tests.github_standin import GitHubStandIn, gh
+from tests.test_github_action import Runner, add_pull, pr_event, runner
+from tests.test_review_cli import Cli, commit, run
+
+__all__ = ["gh", "run", "runner"]
+
+AWS_KEY = "AKIA" + "Q7HZ4M2XK9PLR3VB"
+GH_TOKEN = "ghp_" + "Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6"
+ENV_PASSWORD = "pR7xQ9mZ2kL5wN8vT4sY"
+SECRETS = (AWS_KEY, GH_TOKEN, ENV_PASSWORD)
+CHANGE = {
+    "config.py": f'AWS_ACCESS_KEY_ID = "{AWS_KEY}"\n',
+    "deploy.sh": f"export GH_TOKEN={GH_TOKEN}\n",
+    ".env": f"DB_PASSWORD={ENV_PASSWORD}\n",
+}
+
+
+def leaky_report(reviewed: str | None = None) -> str:
+    """A report that quotes every secret in every field (the password bare, as prose)."""
+    quoted = f"{AWS_KEY} / {GH_TOKEN} / the password {ENV_PASSWORD}"
+    block: dict[str, Any] = {
+        "overall": "revise",
+        "summary": f"Leaks: {quoted}.",
+        "findings": [
+            {
+                "severity": "error",
+                "file": "config.py",
+                "line": 1,
+                "message": f"hard-coded credentials: {quoted}",
+                "suggestion": f"```suggestion\nAWS_ACCESS_KEY_ID = os.environ['K']  # not {AWS_KEY}\n```",
+                "rule": f"leak-{ENV_PASSWORD}",
+            },
+            {
+                "severity": "warn",
+                "file": f"notes/{GH_TOKEN}.txt",
+                "message": f"the .env password {ENV_PASSWORD} again",
+                "suggestion": f"rotate {GH_TOKEN} and {ENV_PASSWORD}",
+            },
+        ],
+        "unreviewed_files": [f"vault/{ENV_PASSWORD}.bin"],
+        "run": {"questions": [f"May I rotate {GH_TOKEN}?"], "nested": {"deep": [quoted]}},
+    }
+    if reviewed:
+        block["reviewed_sha"] = reviewed
+    return (
+        f"# Review\n\nI found {quoted}.\n\n```json\n{json.dumps(block, indent=2)}\n```\n\n"
+        "REVIEW_RESULT: REVISE\n"
+    )
+
+
+def assert_no_secret(text: str, where: str) -> None:
+    for secret in SECRETS:
+        assert secret not in text, f"{secret} in {where}"
+
+
+def reviewer_config(report: Path) -> str:
+    command = [sys.executable, str(FAKES / "fake_report_reviewer"), str(report)]
+    return "\n".join(
+        [
+            "completion_workflow:",
+            '  template: "Rename {report_file} to {success_file}."',
+            "defaults:",
+            "  stuck_timeout_secs: 30",
+            "  max_wait_secs: 60",
+            "agents:",
+            "  leaky:",
+            "    adapter: command",
+            f"    command: {json.dumps(command)}",
+            "",
+        ]
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The masking itself
+
+
+def test_redact_text_masks_each_kind_and_is_idempotent() -> None:
+    text = (
+        f"key {AWS_KEY}, token {GH_TOKEN}, api_key = 'Zx9Qw8Er7Ty6Ui5Op4As' and "
+        "AKIAIOSFODNN7EXAMPLE (the AWS docs' example) and token=get_token_from_env"
+    )
+    masked = redact_text(text)
+    for secret in (AWS_KEY, GH_TOKEN, "Zx9Qw8Er7Ty6Ui5Op4As"):
+        assert secret not in masked
+        assert mask(secret) in masked
+    assert "AKIAIOSFODNN7EXAMPLE" in masked and "token=get_token_from_env" in masked
+    code = "password = vault.read_secret_value(name)"  # code in a suggestion stays as it is
+    assert redact_text(code) == code
+    assert redact_text(masked) == masked
+    # An exact value from the diff is masked wherever it stands, even inside a word.
+    bare = redact_text(f"see x{ENV_PASSWORD}y", [ENV_PASSWORD])
+    assert ENV_PASSWORD not in bare and mask(ENV_PASSWORD) in bare
+    assert redact_text("short value abc", ["abc"]) == "short value abc"  # too short to mask
+
+
+def test_a_quoted_private_key_body_is_masked() -> None:
+    body = "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt" * 2
+    text = f"found:\n-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----\nok"
+    masked = redact_text(text)
+    assert body not in masked and "BEGIN RSA PRIVATE KEY" in masked and masked.endswith("ok")
+    escaped = redact_text(json.dumps(text))  # quoted as a JSON string: "\n" escapes
+    assert body[1:] not in escaped
+
+
+def test_redact_is_linear_on_long_runs() -> None:
+    started = time.monotonic()
+    redact_text("a" * 500_000 + " password=" + "b" * 500_000)
+    redact_text("token" * 100_000)
+    assert time.monotonic() - started < 5
+
+
+def test_redact_review_covers_every_field() -> None:
+    review = Review(
+        None,
+        summary=AWS_KEY,
+        findings=(
+            Finding(Severity.ERROR, AWS_KEY, file=AWS_KEY, suggestion=AWS_KEY, rule=AWS_KEY),
+        ),
+        reviewed_sha=AWS_KEY,
+        base_sha=AWS_KEY,
+        unreviewed_files=(AWS_KEY,),
+        run={AWS_KEY: [{"q": AWS_KEY}], "n": 1},
+        reason=f"found `{AWS_KEY}`",
+    )
+    cleaned = redact_review(review)
+    assert_no_secret(json.dumps(cleaned.to_dict()), "the review")
+    assert cleaned.run[mask(AWS_KEY)] == [{"q": mask(AWS_KEY)}] and cleaned.run["n"] == 1
+
+
+def test_diff_secrets_are_the_values_the_builtin_rules_find(repo: Path) -> None:
+    base = g.head_sha(repo)
+    commit(repo, CHANGE, "leak")
+    commit(repo, {"old.py": 'secret_token = "Hq8Wm3Zt6Lp1Xv9Rk4Nc"\n'}, "another")
+    git(repo, "rm", "-q", "old.py")
+    git(repo, "commit", "-q", "-m", "gone again")  # still in the history of the range
+    found = builtin.diff_secrets(repo, g.DiffSpec(base, g.head_sha(repo)))
+    assert found == {AWS_KEY, GH_TOKEN, ENV_PASSWORD, "Hq8Wm3Zt6Lp1Xv9Rk4Nc"}
+
+
+def test_the_console_masks_what_an_agent_prints() -> None:
+    """Progress and end lines quote the agent's output and reasons (a CI job's log is public)."""
+    from gitflow_agents.events import ConsoleChannel, EventHub
+
+    out = io.StringIO()
+    hub = EventHub([ConsoleChannel(out, is_tty=False, progress_every=0)], run_id="r")
+    hub.emit("agent:start", {"agent": "reviewer", "pid": 42})
+    hub.emit("agent:output", {"agent": "reviewer", "tail": f"found {AWS_KEY} in config.py"})
+    hub.emit("agent:output", {"agent": "reviewer", "tail": "x" * 120 + f" and {GH_TOKEN}"})
+    hub.emit("agent:failed", {"agent": "reviewer", "status": "failed", "reason": GH_TOKEN})
+    hub.close()
+    text = out.getvalue()
+    assert_no_secret(text, "the console")
+    assert mask(AWS_KEY) in text and mask(GH_TOKEN) in text
+
+
+# ---------------------------------------------------------------------------------------------
+# git agent-review: every format, every file
+
+
+@pytest.fixture
+def leaky_repo(repo: Path, tmp_path: Path) -> Path:
+    report = tmp_path / "leaky-report.md"
+    report.write_text(leaky_report())
+    commit(repo, {".flow/base.yaml": reviewer_config(report)}, "reviewer")
+    commit(repo, CHANGE, "leak")
+    return repo
+
+
+def test_no_output_format_and_no_file_shows_a_quoted_secret(leaky_repo: Path, run: Cli) -> None:
+    for fmt in FORMATS:
+        out = leaky_repo.parent / f"out.{fmt}"
+        result = run.review(
+            "HEAD",
+            "--agent",
+            "leaky",
+            "--format",
+            fmt,
+            "--output",
+            str(out),
+            "--output-format",
+            "sarif" if fmt == "json" else "json",
+            cwd=leaky_repo,
+        )
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert_no_secret(result.stdout + result.stderr, f"--format {fmt}")
+        assert_no_secret(out.read_text(), f"--output with --format {fmt}")
+        assert mask(AWS_KEY) in result.stdout, fmt  # masked, still recognisable
+    data = json.loads(
+        run.review("HEAD", "--agent", "leaky", "--format", "json", cwd=leaky_repo).stdout
+    )
+    assert data["findings"][0]["message"].startswith("hard-coded credentials: AKIA")
+    assert data["findings"][0]["fingerprint"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The GitHub action: job summary, outputs, files, and every request body
+
+
+def test_the_action_publishes_no_quoted_secret(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    report = tmp_path / "leaky-report.md"
+    report.write_text(leaky_report())
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(reviewer_config(report))
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    pull = add_pull(gh, repo, CHANGE)
+
+    result = runner.run(
+        "pull_request", pr_event(gh, pull), "tok-actions", "--agent", "leaky", "--check-run"
+    )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert_no_secret(result.stdout + result.stderr, "the action's stdout and stderr")
+    assert_no_secret(runner.summary.read_text(), "the job summary")
+    assert_no_secret(runner.output.read_text(), "the step outputs")
+    outputs = runner.outputs()
+    for name in ("findings-file", "sarif-file"):
+        assert_no_secret(Path(outputs[name]).read_text(), name)
+    bodies = [(f"{r.method} {r.path}", json.dumps(r.body)) for r in gh.requests() if r.body]
+    assert any(mask(AWS_KEY) in body for _, body in bodies)  # posted, masked
+    for request, body in bodies:
+        assert_no_secret(body, request)
+    assert len(gh.state.reviews) == 1 and gh.comments_on(7)
