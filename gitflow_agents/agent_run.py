@@ -69,6 +69,7 @@ class AgentJob:
     exit_grace: float = 10.0
     workdir: Path | None = None
     env: Mapping[str, str] | None = None
+    stuck_grace: float | None = None  # None: the config's defaults.stuck_retry_grace_secs
 
 
 def execute(job: AgentJob) -> dict[str, Any]:
@@ -215,6 +216,9 @@ class AgentRunner:
             cancel=cancel,
             kill_grace=job.kill_grace,
             exit_grace=job.exit_grace,
+            stuck_grace=float(
+                job.config.stuck_retry_grace_secs if job.stuck_grace is None else job.stuck_grace
+            ),
         )
         self._end_task(self.outcome.status, self.outcome.reason)
         return self.outcome

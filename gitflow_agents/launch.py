@@ -132,6 +132,7 @@ def supervise_agent(
     cancel: threading.Event | None = None,
     kill_grace: float = 3.0,
     exit_grace: float = 10.0,
+    stuck_grace: float = 0.0,
 ) -> Outcome:
     """Run ``prepared`` under the supervisor to its Outcome (see ``supervisor.supervise``)."""
     from gitflow_agents.supervisor import supervise
@@ -154,6 +155,7 @@ def supervise_agent(
         parse_output=prepared.adapter.parse_output,
         kill_grace=kill_grace,
         exit_grace=exit_grace,
+        stuck_grace=stuck_grace,
     )
 
 

@@ -361,3 +361,58 @@ def test_singular_counts_in_flow_and_history(repo: Path) -> None:
     assert "[2 files changed," in out.stdout
     rows = json.loads(call(repo, "history", "--json").stdout)
     assert any(row["git"].endswith(", 1 commit") for row in rows), rows
+
+
+# --- stuck: the grace re-checked, then one retry -------------------------------------------
+
+
+def _stuck_config(repo: Path, stuck: int, grace: int) -> None:
+    config = repo / ".flow" / "base.yaml"
+    text = config.read_text().replace(
+        "defaults:\n  stuck_timeout_secs: 20\n",
+        f"defaults:\n  stuck_timeout_secs: {stuck}\n  stuck_retry_grace_secs: {grace}\n",
+    )
+    config.write_text(text)
+
+
+def test_a_stuck_agent_is_killed_after_the_grace_and_retried_once(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The implementer hangs silently the first time: idle for stuck_timeout, then the grace,
+    re-checked; its tree is killed and it runs once more. Both attempts are on record."""
+    configure(repo)
+    _stuck_config(repo, stuck=1, grace=1)
+    hang_once = 'if [ ! -f "$0" ]; then : > "$0"; exec sleep 60; fi; exec "$@"'
+    marker = str(tmp_path / "hung-once")
+    set_agent(repo, "builder", ["sh", "-c", hang_once, marker, *fake("implementer", "edit")])
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    agents = results(repo)[-1]["chain"]["agents"]
+    first, second = agents[0], agents[1]
+    assert (first["agentId"], first["status"], first["attempt"]) == ("step-01-builder", "stuck", 1)
+    assert "then 1s grace" in first["reason"]
+    assert (second["agentId"], second["status"], second["attempt"]) == (
+        "step-01-builder", "succeeded", 2,
+    )  # fmt: skip
+    assert [a["kind"] for a in agents] == ["implement", "implement", "review"]
+    records = [
+        json.loads((repo / "flows/feature/runs" / a["runID"] / "result.json").read_text())
+        for a in (first, second)
+    ]
+    assert [r["run"]["outcome"] for r in records] == ["stuck", "succeeded"]
+    assert git(repo, "show", "main:README.md") == "# demo\nmore\n"
+
+
+def test_activity_within_the_grace_is_not_stuck(repo: Path) -> None:
+    """Silent for longer than stuck_timeout but active again within the grace: no retry."""
+    configure(repo)
+    _stuck_config(repo, stuck=1, grace=3)
+    slow_start = 'sleep 1.6; exec "$@"'
+    set_agent(repo, "builder", ["sh", "-c", slow_start, "sh", *fake("implementer", "edit")])
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    agents = results(repo)[-1]["chain"]["agents"]
+    assert [(a["kind"], a["status"], a["attempt"]) for a in agents] == [
+        ("implement", "succeeded", 1),
+        ("review", "succeeded", 1),
+    ]

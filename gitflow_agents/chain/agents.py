@@ -14,7 +14,7 @@ import contextlib
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -47,10 +47,16 @@ class AgentRun:
     end_sha: str
     report: Path | None
     duration: float
+    attempt: int = 1  # 2: run again after the first attempt got stuck
+    earlier: tuple[AgentRun, ...] = ()  # the attempts before this one (a stuck one)
 
     @property
     def ok(self) -> bool:
         return self.status == "succeeded"
+
+    def attempts(self) -> tuple[AgentRun, ...]:
+        """Every attempt of this agent in this run, oldest first (usually just this one)."""
+        return (*self.earlier, self)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,6 +71,7 @@ class AgentRun:
             "endSha": self.end_sha,
             "report": str(self.report) if self.report else None,
             "durationMs": round(self.duration * 1000),
+            "attempt": self.attempt,
         }
 
 
@@ -129,8 +136,24 @@ class Job:
 def run_together(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
     """Run ``jobs`` at the same time (separate processes sharing ``ws``): every run folder,
     prompt and launch spec is prepared first, then all agents start together. Completed agents
-    that started from the same commit are reused. AgentFailed (the first, in job order) once all
-    have finished; on any other error or Ctrl-C the others are canceled (trees killed)."""
+    that started from the same commit are reused. An agent that got stuck (idle for the stuck
+    timeout and then the grace, ``defaults.stuck_retry_grace_secs``; its tree is killed) is run
+    once more from the same commit; both attempts are recorded. AgentFailed (the first, in job
+    order) once all have finished; on any other error or Ctrl-C the others are canceled."""
+    runs = _wave(ctx, ws, jobs)
+    stuck = [index for index, run in enumerate(runs) if run.status == "stuck"]
+    if stuck:
+        again = _wave(ctx, ws, [replace(jobs[index], reuse=False) for index in stuck])
+        for index, retry in zip(stuck, again, strict=True):
+            runs[index] = replace(retry, attempt=2, earlier=(runs[index],))
+    failed = next((run for run in runs if not run.ok), None)
+    if failed is not None:
+        raise AgentFailed(failed)
+    return runs
+
+
+def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
+    """The runs of ``jobs``, started together (see ``run_together``), whatever their outcome."""
     done: dict[int, AgentRun] = {}
     attempts: list[tuple[int, _Attempt]] = []
     try:
@@ -157,11 +180,7 @@ def run_together(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[Agent
     finally:
         for index, attempt in attempts:
             done[index] = attempt.close()
-    runs = [done[index] for index in range(len(jobs))]
-    failed = next((run for run in runs if not run.ok), None)
-    if failed is not None:
-        raise AgentFailed(failed)
-    return runs
+    return [done[index] for index in range(len(jobs))]
 
 
 def _start_and_close(attempt: _Attempt) -> AgentRun:

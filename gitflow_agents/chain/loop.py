@@ -65,7 +65,7 @@ def run_step(ctx: Context, step: int) -> ChainResult:
             ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
             rec.finish(*_loop(ctx, rec, step))
         except AgentFailed as exc:
-            rec.agents.append(exc.run)
+            rec.agents.extend(exc.run.attempts())
             rec.failed_what = exc.run.kind
             rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
         except GitError as exc:  # the merge (conflict, target moved, dirty checkout)

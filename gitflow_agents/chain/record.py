@@ -66,12 +66,13 @@ class StepRecord:
         self.failed_what: str | None = None  # history line: "failed (<this>)", default implement
 
     def add(self, run: AgentRun) -> AgentRun:
-        self.agents.append(run)
+        self.agents.extend(run.attempts())
         return run
 
     def add_round(self, review: ReviewRound) -> ReviewRound:
         self.rounds.append(review)
-        self.agents.extend(review.agents)
+        for run in review.agents:
+            self.agents.extend(run.attempts())
         return review
 
     def finish(self, outcome: Outcome, code: int, reason: str) -> None:
@@ -92,7 +93,7 @@ class StepRecord:
             step=self.step,
             branch=self.ws.branch if self.ws else None,
             iterations=len(self.rounds),
-            fixes=sum(1 for a in self.agents if a.kind == "fix"),
+            fixes=sum(1 for a in self.agents if a.kind == "fix" and a.attempt == 1),
             stats=git_stats,
             merged=self.merged,
             result_path=path,
@@ -137,7 +138,7 @@ def _write_record(rec: StepRecord) -> ChainResult:
         "baseSha": rec.ws.base_sha if rec.ws else None,
         "headSha": head,
         "iterations": len(rec.rounds),
-        "fixes": sum(1 for a in rec.agents if a.kind == "fix"),
+        "fixes": sum(1 for a in rec.agents if a.kind == "fix" and a.attempt == 1),
         "maxIterations": ctx.settings.max_iterations,
         "reviewers": list(ctx.settings.reviewers),
         "merged": (
