@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from gitflow_agents import git as g
 
@@ -416,3 +417,31 @@ def test_activity_within_the_grace_is_not_stuck(repo: Path) -> None:
         ("implement", "succeeded", 1),
         ("review", "succeeded", 1),
     ]
+
+
+def test_a_lost_run_whose_processes_survive_the_kill_stops_the_new_run(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never two agents in one work tree: when a lost run's tree cannot be killed, the new run
+    stops (exit 2) before it touches the work tree and says how to end the lost run."""
+    from gitflow_agents import lost_runs
+    from gitflow_agents.chain import worktree_path
+
+    configure(repo)
+    tree = worktree_path(repo, "feature", "step-01")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    run_dir = repo / "flows" / "feature" / "runs" / "0190aaaa-0000-7000-8000-000000000002"
+    run_dir.mkdir(parents=True)
+    status = {
+        "run_id": run_dir.name, "flow": "feature", "agent": "step-01-builder",
+        "state": "running", "started": time.time(), "supervisor_pid": gone.pid,
+        "extra": {"workdir": str(tree)},
+    }  # fmt: skip
+    (run_dir / "status.json").write_text(json.dumps(status))
+    monkeypatch.setattr(lost_runs, "kill_recorded_tree", lambda status, grace=3.0: (4242,))
+    out = run(repo, "--step", "1")
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert f"the lost run {run_dir.name} (step-01-builder)" in out.stderr
+    assert f"`gitflow-agents cancel {run_dir.name}`" in out.stderr and "4242" in out.stderr
+    assert not tree.exists() and not git(repo, "branch", "--list", "agents/*").strip()
