@@ -69,6 +69,7 @@ class AgentJob:
     exit_grace: float = 10.0
     workdir: Path | None = None
     env: Mapping[str, str] | None = None
+    stuck_grace: float | None = None  # None: the config's defaults.stuck_retry_grace_secs
 
 
 def execute(job: AgentJob) -> dict[str, Any]:
@@ -215,8 +216,11 @@ class AgentRunner:
             cancel=cancel,
             kill_grace=job.kill_grace,
             exit_grace=job.exit_grace,
+            stuck_grace=float(
+                job.config.stuck_retry_grace_secs if job.stuck_grace is None else job.stuck_grace
+            ),
         )
-        self._end_task(self.outcome.status)
+        self._end_task(self.outcome.status, self.outcome.reason)
         return self.outcome
 
     def run_in_process(self, work: Callable[[], tuple[Status, str]]) -> Outcome:
@@ -242,7 +246,7 @@ class AgentRunner:
             pid=None,
             watcher="in-process",
         )
-        self._end_task(status)
+        self._end_task(status, reason)
         return self.outcome
 
     def start_task(self) -> None:
@@ -262,7 +266,11 @@ class AgentRunner:
         elif isinstance(exc, Exception):
             self.failure_reason = f"{type(exc).__name__}: {exc}"
         if self._task_open:
-            self._end_task(self.outcome.status if self.outcome else "failed")
+            outcome = self.outcome
+            self._end_task(
+                outcome.status if outcome else "failed",
+                outcome.reason if outcome else self.failure_reason,
+            )
 
     def record(
         self,
@@ -302,14 +310,14 @@ class AgentRunner:
         """Stop writing this run's events (a hub of its own is closed)."""
         self._close_events()
 
-    def _end_task(self, outcome_status: str) -> None:
+    def _end_task(self, outcome_status: str, reason: str) -> None:
         from gitflow_agents.runs import result_status
 
         self._task_open = False
         ok = result_status(outcome_status) == "succeeded"
         self.emit(
             "task:complete" if ok else "task:failed",
-            {"node": self.job.agent_id, "status": outcome_status},
+            {"node": self.job.agent_id, "status": outcome_status, "reason": reason},
         )
 
 
@@ -376,6 +384,7 @@ def _write_queued(job: AgentJob, facts: RunFacts, agent_dir: Path) -> None:
             "agent_config": job.agent,
             "stuck_timeout": job.stuck_timeout,
             "timeout": job.timeout,
+            "workdir": str(job.workdir or job.root),  # whose work tree (lost_runs.lost_in)
             **({"session": dict(job.session)} if job.session else {}),
         },
     )

@@ -235,7 +235,12 @@ def _add_run(sub: Registry) -> None:
     )
     p.add_argument("plan", help="path to the spec plan (markdown)")
     p.add_argument("--step", type=int, help="the step to run")
-    p.add_argument("--all", action="store_true", help="every step not yet done, in order")
+    p.add_argument(
+        "--all", action="store_true", help="every step not yet done on the target, in order"
+    )
+    p.add_argument(
+        "--force", action="store_true", help="run a step even when the target has it done"
+    )
     from gitflow_agents.commands.run import add_chain_arguments
 
     add_chain_arguments(p)

@@ -1,7 +1,7 @@
 """Starting one agent: its prompt file, where it reports, the adapter's launch spec, the run.
 
-Every place that runs an agent goes through here: ``agent_run`` (``spawn``, ``send``, the
-configured reviewer of ``git agent-review``) and the chain (``chain.run_agent``). :func:`prepare`
+Every place that runs an agent goes through here, by way of ``agent_run`` (``spawn``, ``send``,
+the configured reviewer of ``git agent-review``, the chain's agents). :func:`prepare`
 turns a configured agent and its written system prompt into a :class:`Prepared` launch (the
 adapter and its LaunchSpec); :func:`supervise_agent` runs it to the supervisor's Outcome. How a run
 is recorded (``result.json``, cards) is ``agent_run``'s and ``run_record``'s job.
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from gitflow_agents.agents.base import Adapter, LaunchSpec
     from gitflow_agents.config import CompletionWorkflow, FlowConfig
     from gitflow_agents.events import EventHub
-    from gitflow_agents.prompt import AssembledPrompt, PromptRequest
     from gitflow_agents.supervisor import Outcome
 
 #: The user message an agent gets unless the caller has its own.
@@ -66,25 +65,6 @@ def signal_files(config: FlowConfig, agent: str, agent_dir: Path) -> SignalFiles
             agent_dir, workflow.report_filename, workflow.success_suffix, workflow.failure_suffix
         )
     )
-
-
-def write_prompt(request: PromptRequest, root: Path | None = None) -> tuple[AssembledPrompt, Path]:
-    """Assemble ``request``'s system prompt and write it to the agent's ``system_prompt.md``
-    under ``root`` (default ``request.root``; the GitHub action reads the config from a base
-    checkout but records the run in the project)."""
-    from gitflow_agents.prompt import (
-        assemble_prompt,
-        default_agent_id,
-        default_flow_name,
-        write_system_prompt,
-    )
-
-    prompt = assemble_prompt(request)
-    agent_id = request.agent_id or default_agent_id(request.agent, request.step)
-    path = write_system_prompt(
-        root or request.root, request.config, agent_id, default_flow_name(request), prompt.text
-    )
-    return prompt, path
 
 
 def prepare(
@@ -152,6 +132,7 @@ def supervise_agent(
     cancel: threading.Event | None = None,
     kill_grace: float = 3.0,
     exit_grace: float = 10.0,
+    stuck_grace: float = 0.0,
 ) -> Outcome:
     """Run ``prepared`` under the supervisor to its Outcome (see ``supervisor.supervise``)."""
     from gitflow_agents.supervisor import supervise
@@ -174,6 +155,7 @@ def supervise_agent(
         parse_output=prepared.adapter.parse_output,
         kill_grace=kill_grace,
         exit_grace=exit_grace,
+        stuck_grace=stuck_grace,
     )
 
 

@@ -58,7 +58,7 @@ def test_minimal_config_gets_the_documented_defaults(tmp_path: Path) -> None:
     assert config.chain.branch_pattern == "agents/{plan_name}/step-{step}"
     assert (config.chain.max_iterations, config.chain.merge) == (3, "ff")
     assert config.spec_plan.top_level_end_marker == "## Implementation Steps"
-    assert config.spec_plan.step_header_pattern == r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
+    assert config.spec_plan.step_header_pattern == r"^### Status: ([^|]*?) ?\| Step (\d+): (.+)$"
     workflow = config.completion_workflow
     assert workflow.template == "Rename {report_file} to {success_file}."
     assert workflow.template_source == "inline"
@@ -456,7 +456,7 @@ def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:
         ),
         (
             MINIMAL + "spec_plan:\n  step_header_pattern: '^### Step (\\d+): (.+)$'\n",
-            ".flow/base.yaml:4: spec_plan.step_header_pattern: pattern '^### Step (\\\\d+): (.+)$'"
+            ".flow/base.yaml:4: spec_plan.step_header_pattern: pattern '^### Step (\\d+): (.+)$'"
             " has 2 capture groups; it must have exactly 3 (status, number, title)",
         ),
         (

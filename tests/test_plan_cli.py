@@ -126,7 +126,7 @@ def test_custom_spec_plan_from_flow_base_yaml(project: Path, cli: Run) -> None:
     # The default-format plan has no steps under the custom pattern.
     other = cli("plan", "lint", "specs/feature.md", cwd=project)
     assert other.returncode == 2
-    assert "no step headers found (step_header_pattern: '^## \\\\[(.?)\\\\]" in other.stdout
+    assert "no step headers found (step_header_pattern: '^## \\[(.?)\\]" in other.stdout
 
 
 def test_flow_type_layer(project: Path, cli: Run) -> None:

@@ -154,6 +154,25 @@ def test_gate_refuses_a_note_copied_to_another_commit(repo: Path, run: Cli) -> N
     assert run.main("hook", "gate", cwd=repo).returncode == 1
 
 
+def test_gate_refuses_a_note_whose_base_is_the_reviewed_commit(repo: Path, run: Cli) -> None:
+    """One rule for the chain and `git agent-review`: an approval of a commit against itself
+    reviewed no change. Such a note is never written, and the gate refuses one that exists."""
+    from gitflow_agents.reviewer import ApprovalNote, record_review
+
+    head = g.head_sha(repo)
+    with pytest.raises(UsageError, match="nothing was reviewed"):
+        record_review(
+            repo, reviewed_sha=head, base_sha=head, approved=True, agent="x", threshold="error"
+        )
+    assert read_review_note(repo, head) is None
+    forged = ApprovalNote("approved", head, g.tree_sha(repo, head), head, "someone", "error")
+    g.write_note(repo, head, forged.to_json())
+    ok, reason = approval_status(repo, head)
+    assert not ok and "compared" in reason and "reviewed no change" in reason
+    gate = run.main("hook", "gate", cwd=repo)
+    assert gate.returncode == 1 and "reviewed no change" in gate.stdout + gate.stderr
+
+
 def test_ranges_two_dot_three_dot_and_single_commit(repo: Path, run: Cli) -> None:
     base = g.head_sha(repo)
     git(repo, "checkout", "-q", "-b", "feature")

@@ -267,7 +267,10 @@ def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path:
         _wait_for(lambda: isinstance(json.loads(status_file.read_text()).get("pid"), int), 60)
         spawn.kill()
         spawn.wait()
-        assert json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"] == "running"
+        # nothing supervises the run any more: lost, and its agent still runs
+        [row] = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+        assert row["state"] == "lost" and facts_pid(record) in row["processesAlive"]
+        assert f"processes alive — `gitflow-agents cancel {run_dir.name}`" in row["reason"]
         result = run_cli("cancel", run_dir.name, "--wait", "0.2", cwd=repo)
         assert result.returncode == 0, result.stderr
         facts = json.loads(record.read_text())
@@ -328,6 +331,11 @@ def test_cancel_kills_a_tree_known_only_by_its_marker(repo: Path, tmp_path: Path
     assert agent.returncode == -15  # SIGTERM
     data = json.loads((run_dir / "result.json").read_text())
     assert data["status"] == "canceled"
+
+
+def facts_pid(record: Path) -> int:
+    pid: int = json.loads(record.read_text())["pid"]
+    return pid
 
 
 def _kill_recorded(record: Path) -> None:

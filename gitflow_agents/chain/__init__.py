@@ -7,6 +7,9 @@ The package, one job per module:
 * ``resume``    what an earlier attempt of an agent left: reuse it or set it aside
 * ``agents``    running the chain's agents, alone or several at once (``run_agent``)
 * ``review``    one review round: reviewers in parallel, then the gate (``review_round``)
+* ``state``     where a step's state lives: done on the target (``done_where``)
+* ``integrate`` merging a target that moved on into the step branch before a review
+* ``land``      an approved step: mark it ✅, merge it, carry the approval note
 * ``loop``      the loop of one plan step (``run_step``)
 * ``record``    the step run's ``result.json``, history line and ``ChainResult``
 
@@ -26,10 +29,11 @@ from gitflow_agents.chain.agents import (
     run_agent,
 )
 from gitflow_agents.chain.context import ChainSettings, Context
-from gitflow_agents.chain.loop import DONE, FAILED, FIX_PREAMBLE, run_step
+from gitflow_agents.chain.loop import FIX_PREAMBLE, run_step
 from gitflow_agents.chain.record import ChainResult, Outcome, dumps
 from gitflow_agents.chain.resume import META_FILE
 from gitflow_agents.chain.review import REVIEW_PREAMBLE, ReviewRound, record_note, review_round
+from gitflow_agents.chain.state import DONE, done_where
 from gitflow_agents.chain.workspace import (
     Workspace,
     branch_name,
@@ -42,7 +46,6 @@ from gitflow_agents.chain.workspace import (
 
 __all__ = [
     "DONE",
-    "FAILED",
     "FIX_PREAMBLE",
     "META_FILE",
     "REVIEW_PREAMBLE",
@@ -60,6 +63,7 @@ __all__ = [
     "agent_id_for",
     "branch_name",
     "branch_workspace",
+    "done_where",
     "dumps",
     "record_note",
     "refuse_foreign_checkout",

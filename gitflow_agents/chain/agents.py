@@ -2,10 +2,10 @@
 
 ``run_agent`` runs (or reuses, see ``chain/resume.py``) one agent; ``run_together`` runs several
 (the reviewers of a round) as separate processes that all start once every one of them is
-prepared. Each invocation is an ``_Attempt`` in three steps, kept apart so each can be pointed at
-another engine: ``prepare`` (run folder, events, prompt, launch spec), ``start`` (the supervised
-process, then the commit and statistics of an implement / fix) and ``close`` (the run record:
-``result.json`` and the task event; docs/protocol.md, Run records).
+prepared. Each invocation is an ``_Attempt`` run by the one agent-run engine (``agent_run``, as
+``spawn`` and ``send`` are) in three steps: ``prepare`` (run folder, events, prompt, launch spec),
+``start`` (the supervised process, then the commit and statistics of an implement / fix) and
+``close`` (the run record: ``result.json`` and the task event; docs/protocol.md, Run records).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import contextlib
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -23,11 +23,10 @@ from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.resume import agent_files, completed_meta, set_aside, write_meta
 from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.errors import AgentError
-from gitflow_agents.events import EventHub
-from gitflow_agents.runs import RunPaths
 
 if TYPE_CHECKING:
-    from gitflow_agents.launch import Prepared
+    from gitflow_agents.agent_run import AgentRunner
+    from gitflow_agents.supervisor import Status
 
 AgentKind = Literal["implement", "review", "fix", "research"]
 
@@ -48,10 +47,16 @@ class AgentRun:
     end_sha: str
     report: Path | None
     duration: float
+    attempt: int = 1  # 2: run again after the first attempt got stuck
+    earlier: tuple[AgentRun, ...] = ()  # the attempts before this one (a stuck one)
 
     @property
     def ok(self) -> bool:
         return self.status == "succeeded"
+
+    def attempts(self) -> tuple[AgentRun, ...]:
+        """Every attempt of this agent in this run, oldest first (usually just this one)."""
+        return (*self.earlier, self)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +71,7 @@ class AgentRun:
             "endSha": self.end_sha,
             "report": str(self.report) if self.report else None,
             "durationMs": round(self.duration * 1000),
+            "attempt": self.attempt,
         }
 
 
@@ -97,10 +103,16 @@ def run_agent(
     preamble: str | None = None,
     task: str | None = None,
     commit_message: str | None = None,
+    resolve_merge: bool = False,
 ) -> AgentRun:
     """Run (or reuse) one agent in ``ws``; commit its changes (implement/fix) with the run's
-    trailer and fill its report's git statistics. AgentFailed unless it completed."""
-    job = Job(agent, agent_id, kind, start_sha, step, tuple(after), preamble, task, commit_message)
+    trailer and fill its report's git statistics. AgentFailed unless it completed.
+    ``resolve_merge``: the work tree holds a conflicted merge the agent resolves (it is kept
+    as it is, and the commit completes the merge); such a run is never reused."""
+    job = Job(
+        agent, agent_id, kind, start_sha, step, tuple(after), preamble, task, commit_message,
+        resolve_merge,
+    )  # fmt: skip
     return run_together(ctx, ws, [job])[0]
 
 
@@ -117,18 +129,36 @@ class Job:
     preamble: str | None = None
     task: str | None = None
     commit_message: str | None = None
+    resolve_merge: bool = False  # the work tree holds a merge in progress for it: keep it
+    reuse: bool = True  # False: run it even when an earlier run completed from the same commit
 
 
 def run_together(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
     """Run ``jobs`` at the same time (separate processes sharing ``ws``): every run folder,
     prompt and launch spec is prepared first, then all agents start together. Completed agents
-    that started from the same commit are reused. AgentFailed (the first, in job order) once all
-    have finished; on any other error or Ctrl-C the others are canceled (trees killed)."""
+    that started from the same commit are reused. An agent that got stuck (idle for the stuck
+    timeout and then the grace, ``defaults.stuck_retry_grace_secs``; its tree is killed) is run
+    once more from the same commit; both attempts are recorded. AgentFailed (the first, in job
+    order) once all have finished; on any other error or Ctrl-C the others are canceled."""
+    runs = _wave(ctx, ws, jobs)
+    stuck = [index for index, run in enumerate(runs) if run.status == "stuck"]
+    if stuck:
+        again = _wave(ctx, ws, [replace(jobs[index], reuse=False) for index in stuck])
+        for index, retry in zip(stuck, again, strict=True):
+            runs[index] = replace(retry, attempt=2, earlier=(runs[index],))
+    failed = next((run for run in runs if not run.ok), None)
+    if failed is not None:
+        raise AgentFailed(failed)
+    return runs
+
+
+def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
+    """The runs of ``jobs``, started together (see ``run_together``), whatever their outcome."""
     done: dict[int, AgentRun] = {}
     attempts: list[tuple[int, _Attempt]] = []
     try:
         for index, job in enumerate(jobs):
-            reused = _reuse(ctx, job)
+            reused = _reuse(ctx, job) if job.reuse and not job.resolve_merge else None
             if reused is not None:
                 done[index] = reused
                 continue
@@ -150,11 +180,7 @@ def run_together(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[Agent
     finally:
         for index, attempt in attempts:
             done[index] = attempt.close()
-    runs = [done[index] for index in range(len(jobs))]
-    failed = next((run for run in runs if not run.ok), None)
-    if failed is not None:
-        raise AgentFailed(failed)
-    return runs
+    return [done[index] for index in range(len(jobs))]
 
 
 def _start_and_close(attempt: _Attempt) -> AgentRun:
@@ -180,98 +206,94 @@ def _reuse(ctx: Context, job: Job) -> AgentRun | None:
 
 
 # --------------------------------------------------------------------------------------------
-# One attempt: prepare, start (supervise), close (record)
+# One attempt: prepare, start, close; the run itself is the agent-run engine's (agent_run.py)
 
 
 class _Attempt:
-    """One agent invocation in three steps: ``prepare`` (its run folder, events, prompt and
-    launch spec), ``start`` (the supervised process; then the commit and statistics of an
-    implement / fix), ``close`` (result.json and the task event; always, once)."""
+    """One agent invocation through the agent-run engine (``agent_run.AgentRunner``):
+    ``prepare`` (clean slate, run folder, task announced, prompt and launch spec), ``start``
+    (the supervised process or the in-process reviewer; then the commit and statistics of an
+    implement / fix), ``close`` (result.json and the task's end event; always, once)."""
 
     def __init__(self, ctx: Context, ws: Workspace, job: Job) -> None:
         self.ctx, self.ws, self.job = ctx, ws, job
         self.folder, self.report, self.success, self.failure = agent_files(
             ctx, job.agent, job.agent_id
         )
-        self.paths: RunPaths | None = None
-        self.unsubscribe: Any = None
-        self.launch: Prepared | None = None  # None: the builtin reviewer (in process)
+        self.runner: AgentRunner | None = None
+        self.builtin = ctx.config.agent(job.agent).adapter == "builtin"
         self.started = time.monotonic()
         self.status, self.reason = "failed", "the agent did not finish"
         self.end_sha = job.start_sha
+        self.own: stats.GitStats | None = None  # an implement / fix: its commit's statistics
+        self.error: BaseException | None = None  # what prepare / start raised
         self.run: AgentRun | None = None
 
     @property
     def run_id(self) -> str:
-        return self.paths.run_dir.name if self.paths is not None else ""
+        return self.runner.run_id if self.runner is not None else ""
 
     def prepare(self) -> None:
-        from gitflow_agents.launch import prepare, write_prompt
-        from gitflow_agents.prompt import PromptRequest
+        try:
+            self._prepare()
+        except BaseException as exc:
+            self.error = exc
+            raise
 
-        ctx, ws, job = self.ctx, self.ws, self.job
+    def _prepare(self) -> None:
+        from gitflow_agents.agent_run import AgentJob, AgentRunner
+        from gitflow_agents.prompt import PromptRequest, assemble_prompt
+
+        ctx, ws, job, settings = self.ctx, self.ws, self.job, self.ctx.settings
         set_aside(self.folder, (self.success, self.failure, self.report))
         if (
             job.kind in ("implement", "fix")
             and ws.branch is not None
+            and not job.resolve_merge
             and (git.head_sha(ws.worktree) != job.start_sha or git.dirty_paths(ws.worktree))
         ):
             git.discard_changes(ws.worktree, job.start_sha)  # a crashed attempt's leftovers
-        self.paths = ctx.new_run()
-        self.unsubscribe = _agent_events(ctx.hub, self.paths, self.run_id)
-        ctx.hub.emit(
-            "task:start",
-            {"node": job.agent_id, "kind": job.kind, "step": job.step},
-            run_id=self.run_id,
-        )
+        prompt = assemble_prompt(
+            PromptRequest(
+                root=ctx.root, config=ctx.config, agent=job.agent, agent_id=job.agent_id,
+                flow_name=ctx.flow, step=job.step,
+                plan=ctx.plan if job.step is not None else None, task=job.task,
+                after=job.after, preamble=job.preamble, manifest=ctx.manifest(),
+            )
+        )  # fmt: skip
+        self.runner = AgentRunner(
+            AgentJob(
+                root=ctx.root, config=ctx.config, agent=job.agent, agent_id=job.agent_id,
+                flow_name=ctx.flow, kind="implement" if job.kind == "fix" else job.kind,
+                prompt_text=prompt.text, prompt_segments=len(prompt.segments),
+                stuck_timeout=float(settings.stuck_timeout or ctx.config.stuck_timeout_secs),
+                timeout=float(settings.timeout or ctx.config.max_wait_secs),
+                kill_grace=settings.kill_grace, step=job.step, workdir=ws.worktree, env=ctx.env,
+            ),
+            hub=ctx.hub,
+            paths=ctx.new_run(),
+        )  # fmt: skip
         self.started = time.monotonic()
-        request = PromptRequest(
-            root=ctx.root,
-            config=ctx.config,
-            agent=job.agent,
-            agent_id=job.agent_id,
-            flow_name=ctx.flow,
-            step=job.step,
-            plan=ctx.plan if job.step is not None else None,
-            task=job.task,
-            after=job.after,
-            preamble=job.preamble,
-            manifest=ctx.manifest(),
-        )
-        prompt, prompt_path = write_prompt(request)
-        if ctx.config.agent(job.agent).adapter == "builtin":
-            return
-        self.launch = prepare(
-            ctx.config,
-            job.agent,
-            agent_id=job.agent_id,
-            agent_dir=self.folder,
-            workdir=ws.worktree,
-            prompt_path=prompt_path,
-            prompt_text=prompt.text,
-            env=ctx.env,
-        )
+        self.runner.start_task()  # every parallel agent is announced before any starts
+        self.runner.prepare(launch=not self.builtin)
 
     def start(self) -> None:
-        from gitflow_agents.launch import supervise_agent
+        try:
+            self._start()
+        except BaseException as exc:
+            self.error = exc
+            raise
 
-        ctx, ws, job = self.ctx, self.ws, self.job
-        assert self.paths is not None, "prepare() first"
-        if self.launch is None:
-            self.status, self.reason = _builtin_review(ctx, ws, self.folder, self.success)
-        else:
-            settings, config = ctx.settings, ctx.config
-            outcome = supervise_agent(
-                self.launch,
-                run_dir=self.paths.run_dir,
-                hub=ctx.hub,
-                run_id=self.run_id,
-                stuck_timeout=float(settings.stuck_timeout or config.stuck_timeout_secs),
-                timeout=float(settings.timeout or config.max_wait_secs),
-                cancel=ctx.cancel,
-                kill_grace=settings.kill_grace,
+    def _start(self) -> None:
+        ctx, ws, job, runner = self.ctx, self.ws, self.job, self.runner
+        assert runner is not None, "prepare() first"
+        if self.builtin:
+            outcome = runner.run_in_process(
+                lambda: _builtin_review(ctx, ws, self.folder, self.success)
             )
-            self.status, self.reason = outcome.status, outcome.reason
+        else:
+            outcome = runner.supervise(ctx.cancel)
+        self.status, self.reason = outcome.status, outcome.reason
         if self.status != "succeeded":
             return
         if job.kind in ("implement", "fix") and ws.branch is not None:
@@ -283,8 +305,10 @@ class _Attempt:
             )
             self.end_sha = committed or job.start_sha
             if self.success.exists():
-                own = stats.compute(ws.worktree, job.start_sha, self.end_sha, exclude=ctx.exclude)
-                stats.fill_report_file(self.success, own)
+                self.own = stats.compute(
+                    ws.worktree, job.start_sha, self.end_sha, exclude=ctx.exclude
+                )
+                stats.fill_report_file(self.success, self.own)
         write_meta(
             self.folder,
             run_id=self.run_id,
@@ -297,26 +321,41 @@ class _Attempt:
         """The AgentRun as it stands; the first call records it (result.json, task event)."""
         if self.run is not None:
             return self.run
-        job = self.job
+        job, runner = self.job, self.runner
         self.run = AgentRun(
             job.agent, job.agent_id, job.kind, self.run_id, self.status, self.reason, False,
             job.start_sha, self.end_sha,
             next((p for p in (self.success, self.failure, self.report) if p.exists()), None),
             time.monotonic() - self.started,
         )  # fmt: skip
-        if self.paths is not None:
-            _write_agent_result(self.paths, self.run, self.ctx)
-            self.ctx.hub.emit(
-                "task:complete" if self.run.ok else "task:failed",
-                {"node": job.agent_id, "status": self.status, "reason": self.reason},
-                run_id=self.run_id,
-            )
-        if self.unsubscribe is not None:
-            self.unsubscribe()
+        if runner is None:
+            return self.run
+        if self.error is not None or runner.outcome is None:
+            runner.fail(self.error or _NotStarted(self.reason))
+        own = self.own
+        if own is None and job.kind in ("implement", "fix"):
+            with contextlib.suppress(Exception):
+                own = stats.compute(
+                    self.ctx.root, job.start_sha, self.end_sha, exclude=self.ctx.exclude
+                )
+        runner.record(
+            run_extra={
+                **self.run.to_json(),
+                "flow": self.ctx.flow,
+                "chainRunID": self.ctx.chain_run,
+                "finishedAt": time.time(),
+            },
+            extra={"gitStats": own.to_json()} if own is not None else None,
+        )
+        runner.close()
         return self.run
 
 
-def _builtin_review(ctx: Context, ws: Workspace, folder: Path, success: Path) -> tuple[str, str]:
+class _NotStarted(Exception):
+    """Why an agent that was prepared never ran (another agent of its round could not be)."""
+
+
+def _builtin_review(ctx: Context, ws: Workspace, folder: Path, success: Path) -> tuple[Status, str]:
     """The offline reviewer, in process: its report goes straight to ``report.complete.md``."""
     from gitflow_agents.reviewer import builtin
     from gitflow_agents.runs import write_text_atomic
@@ -330,51 +369,6 @@ def _builtin_review(ctx: Context, ws: Workspace, folder: Path, success: Path) ->
     folder.mkdir(parents=True, exist_ok=True)
     write_text_atomic(success, text)
     return "succeeded", "builtin reviewer finished"
-
-
-def _agent_events(hub: EventHub, paths: RunPaths, run_id: str) -> Any:
-    """Mirror the events of one agent invocation into its own ``events.jsonl``."""
-    from gitflow_agents.events import Event, JsonlChannel
-
-    channel = JsonlChannel(paths.events)
-
-    def forward(event: Event) -> None:
-        channel.handle(event)
-
-    unsubscribe = hub.subscribe("*", forward, run_id=run_id)
-
-    def close() -> None:
-        unsubscribe()
-        channel.close()
-
-    return close
-
-
-def _write_agent_result(paths: RunPaths, run: AgentRun, ctx: Context) -> None:
-    """The ``result.json`` of one agent invocation (docs/protocol.md, Run records; never
-    raises)."""
-    from gitflow_agents.runs import flow_result, result_status, write_result
-
-    with contextlib.suppress(Exception):
-        text = run.report.read_text(encoding="utf-8", errors="replace") if run.report else ""
-        kind = "implement" if run.kind == "fix" else run.kind
-        own = None
-        if run.kind in ("implement", "fix"):
-            own = stats.compute(ctx.root, run.start_sha, run.end_sha, exclude=ctx.exclude)
-        changed = own.changed_files if own is not None else ()
-        result = flow_result(
-            kind, result_status(run.status), report_text=text, changed_files=changed
-        )
-        if own is not None:
-            result["gitStats"] = own.to_json()
-        result["run"] = {
-            **run.to_json(),
-            "flow": ctx.flow,
-            "logDirectory": str(paths.run_dir),
-            "chainRunID": ctx.chain_run,
-            "finishedAt": time.time(),
-        }
-        write_result(paths, result)
 
 
 def _warm_up() -> None:

@@ -36,6 +36,7 @@ class ChainSettings:
     stuck_timeout: float | None = None  # default: config defaults.stuck_timeout_secs
     timeout: float | None = None  # default: config defaults.max_wait_secs
     kill_grace: float = 3.0
+    force: bool = False  # run a step that is already done (docs/chains.md, The state model)
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Context:
     cancel: threading.Event = field(default_factory=threading.Event)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     chain_run: str | None = None  # the step run agents belong to (None: a single flow)
+    notices: list[str] = field(default_factory=list)  # what the run did on its own, to tell
     _manifest: Any = field(default=None, init=False, repr=False)
 
     @property

@@ -1,33 +1,31 @@
 """Implement → review → (fix → review)* → merge: one plan step on its own branch and work tree.
 
-``run_step`` reads top to bottom: the implementer works, then up to ``max_iterations`` review
-rounds; between rounds the fixer gets every review report (``--after``). The last action is
-always a review. Approved: the step is marked ✅ on the step branch, the branch is merged into
-the target (fast-forward or a merge commit, never forced) and a git note records the verdict.
-Anything else: ❌ and nothing merged. The loop ends by returning an ``Ending`` or raising; the
-run record is written in a ``finally`` so a crash still leaves evidence (docs/chains.md).
+``run_step`` reads top to bottom: a step already done on the target is skipped; the implementer
+works, then up to ``max_iterations`` review rounds, each on the step branch with the target
+merged in when it moved on; between rounds the fixer gets every review report (``--after``).
+The last action is always a review, and an agent that changed nothing ends the step (nothing to
+review). Approved: the step is marked ✅ on the step branch, the branch is merged into the target
+(fast-forward or a merge commit, never forced) and a git note records the verdict. Anything
+else: nothing is merged and no plan is edited; the run record and the history say what
+happened. The loop ends by returning an ``Ending`` or raising; the run record is written in a
+``finally`` so a crash still leaves evidence (docs/chains.md, The state model).
 """
 
 from __future__ import annotations
 
-import contextlib
-from pathlib import Path
 from typing import NamedTuple
 
-from gitflow_agents import git, lock
-from gitflow_agents.chain.agents import TRAILER_RUN, AgentFailed, agent_id_for, run_agent
+from gitflow_agents import lock
+from gitflow_agents.chain.agents import AgentFailed, AgentRun, agent_id_for, run_agent
 from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.integrate import integrate, moved_on
+from gitflow_agents.chain.land import land
 from gitflow_agents.chain.record import ChainResult, Outcome, StepRecord
-from gitflow_agents.chain.review import ReviewRound, record_note, review_round
-from gitflow_agents.chain.workspace import (
-    Workspace,
-    branch_name,
-    refuse_foreign_checkout,
-    step_workspace,
-)
+from gitflow_agents.chain.resume import implement_start
+from gitflow_agents.chain.review import record_note, review_round
+from gitflow_agents.chain.state import DONE, done_where
+from gitflow_agents.chain.workspace import branch_name, refuse_foreign_checkout, step_workspace
 from gitflow_agents.errors import ExitCode, GitError
-
-DONE, FAILED = "✅", "❌"
 
 FIX_PREAMBLE = """\
 The review of this plan-step asked for changes. Read every report listed under "Previous Agent
@@ -46,14 +44,19 @@ class Ending(NamedTuple):
 def run_step(ctx: Context, step: int) -> ChainResult:
     """Implement → review → (fix → review)* for one plan step; merge when approved.
 
-    Returns the typed outcome (approved 0, rejected 1, agent failed 3, merge failed 2); other
-    errors propagate after the run record is written. StepLockedError when the step is busy.
+    Returns the typed outcome (approved 0, rejected or nothing to review 1, agent failed 3,
+    merge failed 2, skipped 0 when the step is done on the target and ``settings.force`` is
+    off); other errors propagate after the run record is written. StepLockedError when the
+    step is busy.
     """
     assert ctx.plan is not None
+    ctx.notices.clear()
     rec = StepRecord(ctx, step)
     ctx.chain_run = rec.run_id
-    if ctx.plan.step(step).status.strip().startswith(DONE):
-        rec.finish("skipped", int(ExitCode.OK), f"step {step} is already {DONE}")
+    done = done_where(ctx, step)
+    if done is not None and not ctx.settings.force:
+        reason = f"step {step} is already {DONE} {done}; --force runs it again"
+        rec.finish("skipped", int(ExitCode.OK), reason)
         return rec.result()
     refuse_foreign_checkout(ctx, branch_name(ctx.settings, ctx.plan.name, step))  # touch nothing
     lock_file = lock.step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
@@ -62,13 +65,11 @@ def run_step(ctx: Context, step: int) -> ChainResult:
             ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
             rec.finish(*_loop(ctx, rec, step))
         except AgentFailed as exc:
-            rec.agents.append(exc.run)
+            rec.agents.extend(exc.run.attempts())
             rec.failed_what = exc.run.kind
             rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
-            _set_status(ctx, step, FAILED)
         except GitError as exc:  # the merge (conflict, target moved, dirty checkout)
             rec.finish("failed", int(exc.exit_code), str(exc))
-            _set_status(ctx, step, FAILED)
         except KeyboardInterrupt:
             rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
             raise
@@ -84,26 +85,39 @@ def run_step(ctx: Context, step: int) -> ChainResult:
 def _loop(ctx: Context, rec: StepRecord, step: int) -> Ending:
     """The loop itself: the last action is always a review."""
     assert ctx.plan is not None
+    after_ids: tuple[str, ...]
     settings = ctx.settings
-    ws = rec.ws = step_workspace(ctx, step)
+    ws = rec.ws = step_workspace(ctx, step)  # lost runs in its work tree are killed first
     title = f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}"
+    builder_id = agent_id_for(settings.implementer, step)
     builder = rec.add(
         run_agent(
             ctx, ws, agent=settings.implementer, kind="implement", step=step,
-            agent_id=agent_id_for(settings.implementer, step),
-            start_sha=ws.base_sha, commit_message=title,
+            agent_id=builder_id, commit_message=title,
+            start_sha=implement_start(ctx, ws, settings.implementer, builder_id),
         )
     )  # fmt: skip
-    head, after = builder.end_sha, (builder.agent_id,)
+    if builder.end_sha == builder.start_sha:
+        return _nothing(rec, builder)
+    head, after_ids = builder.end_sha, (builder.agent_id,)
     for iteration in range(1, settings.max_iterations + 1):
         ctx.hub.emit("phase:start", {"phase": f"review-{iteration}", "step": step})
+        ws, head, after_ids = integrate(
+            ctx, rec, ws, head, step=step, iteration=iteration, after=after_ids
+        )
+        rec.ws = ws
+        final = iteration == settings.max_iterations
         review = rec.add_round(
-            review_round(ctx, ws, iteration=iteration, step=step, after=after, head=head)
+            review_round(
+                ctx, ws, iteration=iteration, step=step, after=after_ids, head=head, final=final
+            )
         )
         record_note(ctx, ws, review)
-        if review.gate.approved:
-            _merge(ctx, rec, ws, step, review, iteration, title)
+        if review.gate.approved and moved_on(ctx, head) is None:
+            land(ctx, rec, ws, step, review, title)
             return Ending("approved", int(ExitCode.OK), f"approved in review {iteration}")
+        if review.gate.approved:  # the target moved on during the review: merge it in, again
+            continue
         if iteration == settings.max_iterations:
             break
         fix = rec.add(
@@ -115,101 +129,39 @@ def _loop(ctx: Context, rec: StepRecord, step: int) -> Ending:
                 commit_message=f"{title} (fix {iteration})",
             )
         )  # fmt: skip
-        head, after = fix.end_sha, (fix.agent_id,)
-    _set_status(ctx, step, FAILED)
-    reasons = "; ".join(rec.rounds[-1].gate.reasons)
+        if fix.end_sha == head:
+            return _nothing(rec, fix)
+        head, after_ids = fix.end_sha, (fix.agent_id,)
+    return _not_approved(ctx, rec)
+
+
+def _nothing(rec: StepRecord, run: AgentRun) -> Ending:
+    """An implementer or fixer that completed without changing anything: nothing (new) to
+    review, so no reviewer runs and no note is written."""
+    rec.failed_what = "nothing to review"
+    what = "the step" if run.kind == "implement" else "what the review asked for"
+    return Ending(
+        "empty",
+        int(ExitCode.REVISE),
+        f"{run.agent_id} completed without changing anything for {what}: nothing to review, "
+        "no approval recorded",
+    )
+
+
+def _not_approved(ctx: Context, rec: StepRecord) -> Ending:
+    last = rec.rounds[-1]
+    if last.gate.approved:  # approved, but the target moved on again during the last review
+        rec.failed_what = "target moved"
+        return Ending(
+            "failed",
+            int(ExitCode.USAGE),
+            f"approved in review {len(rec.rounds)}, but {ctx.target} moved on again during "
+            "it; run the step again to merge it in and review that (the work is kept on "
+            f"{last.reviewed_sha[:12]})",
+        )
+    reasons = "; ".join(last.gate.reasons)
     return Ending(
         "rejected",
         int(ExitCode.REVISE),
         f"not approved after {len(rec.rounds)} review(s): {reasons}",
     )
-
-
-def _merge(
-    ctx: Context,
-    rec: StepRecord,
-    ws: Workspace,
-    step: int,
-    review: ReviewRound,
-    iteration: int,
-    title: str,
-) -> None:
-    """Mark the step ✅ and merge the step branch into the target; GitError when git refuses
-    (then ✅ stays committed on the step branch). The step work tree goes; the branch stays."""
-    tip = _mark_done(ctx, rec, ws, step, review)
-    try:
-        rec.merged = git.merge_into(
-            ctx.root, ctx.target, tip, mode=ctx.settings.merge,
-            message=f"Merge {ws.branch}: {title}",
-        )  # fmt: skip
-    except GitError as exc:
-        rec.failed_what = "merge refused"
-        kept = f"; {DONE} stays committed on {ws.branch} ({tip[:12]})"
-        raise GitError(
-            f"approved in review {iteration}, but the merge was refused: {exc}"
-            + (kept if tip != review.reviewed_sha else "")
-        ) from None
-    if tip == review.reviewed_sha:  # the plan is not on the branch (not committed)
-        _set_status(ctx, step, DONE)
-    git.remove_tool_worktree(ctx.root, ws.worktree)
-
-
-def _plan_in_tree(ctx: Context, ws: Workspace) -> Path | None:
-    """The plan's path inside the step work tree (it is the committed plan there), or None when
-    the plan lies outside the repository or is not on the branch."""
-    assert ctx.plan is not None
-    try:
-        rel = ctx.plan.path.resolve().relative_to(ctx.root.resolve())
-    except ValueError:
-        return None
-    path = ws.worktree / rel
-    return path if path.is_file() and not path.is_symlink() else None
-
-
-def _mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound) -> str:
-    """On approval: set the step's status to ✅ in the plan *inside the step work tree* and
-    commit it on the step branch (the run's trailer), so the merge takes it to the target and,
-    by the fast-forward, to the user's checkout of the target. The approval note is carried to
-    that commit, whose only change is the status line, so the pushed tip passes the gate hook.
-
-    Returns the commit to merge: the reviewed one when the plan is not on the branch (then the
-    user's copy gets the status, as before) or already says ✅."""
-    from gitflow_agents.errors import PlanError
-    from gitflow_agents.plan import set_step_status
-    from gitflow_agents.reviewer import record_review
-
-    assert ctx.plan is not None
-    plan = _plan_in_tree(ctx, ws)
-    if plan is None:
-        return review.reviewed_sha
-    try:
-        set_step_status(plan, step, DONE, ctx.config.spec_plan)
-    except (PlanError, OSError):  # the committed plan has no such step: leave it alone
-        git.discard_changes(ws.worktree, review.reviewed_sha)
-        return review.reviewed_sha
-    rel = plan.relative_to(ws.worktree).as_posix()
-    sha = git.commit_paths(
-        ws.worktree, (rel,), f"[{ctx.plan.name}] Mark step {step} done",
-        trailers={TRAILER_RUN: rec.run_id},
-    )  # fmt: skip
-    if sha is None:
-        return review.reviewed_sha
-    reviewers = ",".join(run.agent for run in review.agents)
-    record_review(
-        ctx.root,
-        reviewed_sha=sha,
-        base_sha=ws.base_sha,
-        approved=True,
-        agent=f"{reviewers} (approved {review.reviewed_sha[:12]}; this commit only marks "
-        f"step {step} {DONE} in {rel})",
-        threshold=ctx.settings.threshold.value,
-    )
-    return sha
-
-
-def _set_status(ctx: Context, step: int, status: str) -> None:
-    from gitflow_agents.plan import set_step_status
-
-    assert ctx.plan is not None
-    with contextlib.suppress(OSError):
-        set_step_status(ctx.plan.path, step, status, ctx.config.spec_plan)

@@ -26,7 +26,8 @@ from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.errors import ExitCode
 from gitflow_agents.runs import RunPaths, read_json
 
-Outcome = Literal["approved", "rejected", "failed", "canceled", "skipped"]
+# "empty": the implementer or a fixer changed nothing, so there was nothing (new) to review
+Outcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class ChainResult:
     merged: git.MergeResult | None
     result_path: Path | None
     history_line: str
+    notices: tuple[str, ...] = ()  # what the run did on its own (a lost run killed, ...)
 
 
 class StepRecord:
@@ -64,12 +66,13 @@ class StepRecord:
         self.failed_what: str | None = None  # history line: "failed (<this>)", default implement
 
     def add(self, run: AgentRun) -> AgentRun:
-        self.agents.append(run)
+        self.agents.extend(run.attempts())
         return run
 
     def add_round(self, review: ReviewRound) -> ReviewRound:
         self.rounds.append(review)
-        self.agents.extend(review.agents)
+        for run in review.agents:
+            self.agents.extend(run.attempts())
         return review
 
     def finish(self, outcome: Outcome, code: int, reason: str) -> None:
@@ -90,11 +93,12 @@ class StepRecord:
             step=self.step,
             branch=self.ws.branch if self.ws else None,
             iterations=len(self.rounds),
-            fixes=sum(1 for a in self.agents if a.kind == "fix"),
+            fixes=sum(1 for a in self.agents if a.kind == "fix" and a.attempt == 1),
             stats=git_stats,
             merged=self.merged,
             result_path=path,
             history_line=line,
+            notices=tuple(self.ctx.notices),
         )
 
 
@@ -134,7 +138,7 @@ def _write_record(rec: StepRecord) -> ChainResult:
         "baseSha": rec.ws.base_sha if rec.ws else None,
         "headSha": head,
         "iterations": len(rec.rounds),
-        "fixes": sum(1 for a in rec.agents if a.kind == "fix"),
+        "fixes": sum(1 for a in rec.agents if a.kind == "fix" and a.attempt == 1),
         "maxIterations": ctx.settings.max_iterations,
         "reviewers": list(ctx.settings.reviewers),
         "merged": (
@@ -144,6 +148,7 @@ def _write_record(rec: StepRecord) -> ChainResult:
         ),
         "agents": [a.to_json() for a in rec.agents],
         "rounds": [r.to_json() for r in rec.rounds],
+        "notices": list(ctx.notices),
     }
     result["gitStats"] = git_stats.to_json() if git_stats else None
     result["run"] = {

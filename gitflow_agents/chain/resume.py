@@ -16,6 +16,7 @@ from typing import Any
 
 from gitflow_agents import git
 from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.runs import read_json, write_json_atomic
 
 META_FILE = "chain.json"
@@ -62,3 +63,25 @@ def set_aside(folder: Path, paths: Sequence[Path]) -> None:
     for path in stale:
         path.rename(previous / f"{stamp}-{os.getpid()}-{path.name}")
     (folder / META_FILE).unlink(missing_ok=True)
+
+
+def implement_start(ctx: Context, ws: Workspace, agent: str, agent_id: str) -> str:
+    """The commit the implementer starts from: the step's base, or, when the step branch still
+    holds the commit of an implementer that completed earlier (and has not landed on the
+    target), the commit that one started from, so it is reused even after the target was
+    merged into the branch (which moves the branch's merge-base with the target)."""
+    assert ws.branch is not None
+    folder, _report, success, _failure = agent_files(ctx, agent, agent_id)
+    meta = read_json(folder / META_FILE)
+    if meta is None or not success.exists():
+        return ws.base_sha
+    start, end = meta.get("startSha"), meta.get("endSha")
+    tip = git.branch_sha(ctx.root, ws.branch)
+    target = git.branch_sha(ctx.root, ctx.target)
+    if not (isinstance(start, str) and isinstance(end, str) and tip and target):
+        return ws.base_sha
+    if start == end or not git.is_ancestor(ctx.root, end, tip):
+        return ws.base_sha
+    if git.is_ancestor(ctx.root, end, target):  # landed already: a forced run starts afresh
+        return ws.base_sha
+    return start

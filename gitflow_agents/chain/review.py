@@ -72,10 +72,19 @@ def review_round(
     head: str | None = None,
     task: str | None = None,
     focus_paths: Sequence[str] = (),
+    final: bool = False,
 ) -> ReviewRound:
     """Every reviewer on ``head`` (default: the work tree's HEAD), concurrently (separate
-    processes sharing the one work tree), then the gate."""
+    processes sharing the one work tree), then the gate. ``final`` (the run's last round): a
+    reviewer whose earlier review of ``head`` is reused and does not approve is asked again,
+    since reusing it could only end the run as the earlier one ended (docs/chains.md,
+    Resuming)."""
+    from gitflow_agents.reviewer import reviewed_nothing
+
     head = head or git.head_sha(ws.worktree)
+    if reviewed_nothing(ws.base_sha, head):  # never run reviewers on no change, never approve
+        why = f"nothing to review: {head[:12]} is the base {ws.base_sha[:12]} itself"
+        return ReviewRound(iteration, head, (), (), GateResult(False, 1, (why,)))
     if ws.branch is not None and (
         git.head_sha(ws.worktree) != head or git.dirty_paths(ws.worktree)
     ):
@@ -100,12 +109,49 @@ def review_round(
     ]  # fmt: skip
     runs = run_together(ctx, ws, jobs)
     reviews = tuple(_focus(_read_review(run, head, ws.base_sha), focus_paths) for run in runs)
-    combined = reviews[0] if len(reviews) == 1 else merge_reviews(reviews)
-    verdict = gate(combined, threshold=ctx.settings.threshold, head_sha=head)
-    extra = _untouched(ws, head)
+    verdict = _verdict(ctx, runs, reviews, head)
+    threshold = ctx.settings.threshold
+    again = [
+        index
+        for index, (run, review) in enumerate(zip(runs, reviews, strict=True))
+        if final and run.reused and not gate(review, threshold=threshold, head_sha=head).approved
+    ]
+    if again and not verdict.approved:
+        fresh = run_together(ctx, ws, [replace(jobs[i], reuse=False) for i in again])
+        runs = [fresh[again.index(i)] if i in again else run for i, run in enumerate(runs)]
+        reviews = tuple(_focus(_read_review(r, head, ws.base_sha), focus_paths) for r in runs)
+        verdict = _verdict(ctx, runs, reviews, head)
+    extra = tuple(r for r in (_untouched(ws, head), _markers(ctx, ws, head)) if r)
     if extra:
-        verdict = GateResult(False, 1, (*verdict.reasons, extra), verdict.threshold)
+        verdict = GateResult(False, 1, (*verdict.reasons, *extra), verdict.threshold)
     return ReviewRound(iteration, head, tuple(runs), reviews, verdict)
+
+
+def _verdict(
+    ctx: Context, runs: Sequence[AgentRun], reviews: Sequence[Review], head: str
+) -> GateResult:
+    """The gate over all reviews; with several reviewers the reasons name the reviewer that
+    asked for changes ("security: the reviewer asks for changes ...")."""
+    threshold = ctx.settings.threshold
+    if len(reviews) == 1:
+        return gate(reviews[0], threshold=threshold, head_sha=head)
+    verdict = gate(merge_reviews(reviews), threshold=threshold, head_sha=head)
+    if verdict.approved:
+        return verdict
+    named = tuple(
+        f"{run.agent}: {reason}"
+        for run, review in zip(runs, reviews, strict=True)
+        for reason in gate(review, threshold=threshold, head_sha=head).reasons
+    )
+    return replace(verdict, reasons=named or verdict.reasons)
+
+
+def _markers(ctx: Context, ws: Workspace, head: str) -> str:
+    """Conflict markers the change adds (a conflicted merge resolved badly): never approved."""
+    found = git.conflict_markers(ctx.root, ws.base_sha, head)
+    if not found:
+        return ""
+    return f"conflict markers left in {', '.join(found[:5])}"
 
 
 def _read_review(run: AgentRun, head: str, base: str) -> Review:
@@ -139,8 +185,13 @@ def _untouched(ws: Workspace, head: str) -> str:
 
 
 def record_note(ctx: Context, ws: Workspace, review: ReviewRound) -> None:
-    """The git note on the reviewed commit: verdict, reviewed commit and tree (the hook reads it)."""
-    from gitflow_agents.reviewer import record_review
+    """The git note on the reviewed commit: verdict, reviewed commit and tree (the hook reads it).
+    None when nothing was reviewed (the reviewed commit is the base): no note on a commit the
+    chain did not produce."""
+    from gitflow_agents.reviewer import record_review, reviewed_nothing
+
+    if reviewed_nothing(ws.base_sha, review.reviewed_sha) or not review.agents:
+        return
 
     record_review(
         ctx.root,

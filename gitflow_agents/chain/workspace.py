@@ -79,16 +79,41 @@ def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspa
     if target_sha is None:
         raise UsageError(f"target branch {ctx.target!r} does not exist (use --target)")
     refuse_foreign_checkout(ctx, name)  # before anything is created or reset
+    known = git.worktree_of_branch(ctx.root, name)
+    tree = known or worktree_path(ctx.root, ctx.flow, key or name.replace("/", "-"))
+    take_over(ctx, tree)  # before anything is created or reset: never two agents in one tree
     if git.branch_sha(ctx.root, name) is None:
         git.create_branch(ctx.root, name, target_sha)
-    tree = git.worktree_of_branch(ctx.root, name)
-    if tree is None:
-        tree = worktree_path(ctx.root, ctx.flow, key or name.replace("/", "-"))
+    if known is None:
         if tree.exists():  # left over from a crash: git no longer knows it
             git.remove_tool_worktree(ctx.root, tree)
         git.add_worktree(ctx.root, tree, name)
     _link_flow_dir(ctx, tree)
     return Workspace(tree, name, git.merge_base(ctx.root, ctx.target, name))
+
+
+def take_over(ctx: Context, tree: Path) -> None:
+    """Kill the whole process tree of every lost run (its supervisor died: an orchestrator
+    killed with ``kill -9``) whose agent works in ``tree``, and say so in ``ctx.notices``.
+    StepLockedError (exit 2), touching nothing, when a lost run's processes survive the kill."""
+    from gitflow_agents.lock import StepLockedError
+    from gitflow_agents.lost_runs import kill_recorded_tree, lost_in, mark_ended
+    from gitflow_agents.runs import runs_root
+
+    for paths, status in lost_in(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow), tree):
+        run_id, agent = paths.run_dir.name, status.get("agent") or "an agent"
+        left = kill_recorded_tree(status, grace=ctx.settings.kill_grace)
+        if left:
+            raise StepLockedError(
+                f"the lost run {run_id} ({agent}) still has processes in {tree} that could not "
+                f"be killed ({', '.join(map(str, left))}); stop them with "
+                f"`gitflow-agents cancel {run_id}`, then run again"
+            )
+        mark_ended(paths, status, "lost (its supervisor died); killed by a new run of its step")
+        ctx.notices.append(
+            f"run {run_id} ({agent}) was lost (its supervisor died) and still worked in "
+            f"{tree}: its process tree was killed before this run took the work tree over"
+        )
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ from gitflow_agents.errors import UsageError
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.lost_runs import kill_recorded_tree, mark_ended
     from gitflow_agents.runs import find_run, read_json, write_text_atomic
 
     root = find_project_root(Path.cwd())
@@ -40,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     # Read again: what the supervisor recorded after we first looked (the agent's pid, or its
     # tree marker when it died right after starting the agent) must not be missed.
     status = read_json(paths.status) or status
-    left = _kill_recorded_tree(status)
-    _mark_canceled(paths, status)
+    left = kill_recorded_tree(status)
+    mark_ended(paths, status, "canceled by user")
     note = f"; processes left: {list(left)}" if left else ""
     print(f"canceled run {paths.run_dir.name} (killed its process tree{note})")
     return 0
@@ -51,46 +52,3 @@ def _supervisor_alive(status: dict[str, Any]) -> bool:
     from gitflow_agents.liveness import process_alive
 
     return process_alive(status.get("supervisor_pid"), status.get("supervisor_create_time"))
-
-
-def _kill_recorded_tree(status: dict[str, Any]) -> tuple[int, ...]:
-    from gitflow_agents.liveness import process_alive
-    from gitflow_agents.supervisor import kill_tree
-
-    pid, pgid, created = status.get("pid"), status.get("pgid"), status.get("create_time")
-    # the recorded start time is required: a bare pid may by now name another process
-    leader_ok = isinstance(created, (int, float)) and process_alive(pid, created)
-    token = status.get("tree_token")
-    started = status.get("started")
-    return kill_tree(
-        pid if leader_ok else None,
-        # the group id is only trusted while its leader is the process we started
-        pgid=pgid if leader_ok and isinstance(pgid, int) else None,
-        # every process of the run carries the marker, also those that left the group (setsid)
-        # or were started before the pid was recorded
-        token=token if isinstance(token, str) else None,
-        grace=3.0,
-        # processes older than the run cannot be part of it: their environment is not read
-        since=float(started) if isinstance(started, (int, float)) else None,
-    )
-
-
-def _mark_canceled(paths: Any, status: dict[str, Any]) -> None:
-    from gitflow_agents.runs import flow_result, read_json, write_json_atomic, write_result
-
-    now = time.time()
-    current = read_json(paths.status) or dict(status)
-    current.update(state="canceled", reason="canceled by user", ended=now)
-    write_json_atomic(paths.status, current)
-    if read_json(paths.result) is None:
-        kind = str(current.get("kind") or "implement")
-        result = flow_result(kind, "canceled")
-        result["run"] = {
-            "runID": paths.run_dir.name,
-            "flow": current.get("flow"),
-            "agent": current.get("agent"),
-            "outcome": "canceled",
-            "reason": "canceled by user (supervisor gone)",
-            "endedAt": now,
-        }
-        write_result(paths, result)

@@ -94,14 +94,15 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     line = f"{agent_id}: {'reused' if run.reused else run.status}"
     if result and result.get("gitStats"):
         data = result["gitStats"]
-        line += (
-            f" [{data['filesChanged']} files changed, +{data['insertions']} -{data['deletions']}]"
-        )
+        files = _count(data["filesChanged"], "file")
+        line += f" [{files} changed, +{data['insertions']} -{data['deletions']}]"
     if kind == "research" and result:
-        line += f"; {len(result.get('sources', []))} sources captured"
+        line += f"; {_count(len(result.get('sources', [])), 'source')} captured"
     print(line + f" (run {run.run_id})")
     if run.report is not None:
         print(f"  report: {run.report}")
+    for notice in ctx.notices:
+        print(f"  note: {notice}")
     return int(ExitCode.OK)
 
 
@@ -145,6 +146,11 @@ def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
         for run in review.agents:
             print(f"  {run.agent_id}: {run.report} (run {run.run_id})")
     return int(review.gate.exit_code)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 file``, ``2 files``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _print(args: argparse.Namespace, data: Any) -> None:

@@ -56,8 +56,8 @@ def _row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow
     git = ""
     if stats:
         git = (
-            f"{stats.get('filesChanged', 0)} files, +{stats.get('insertions', 0)} "
-            f"-{stats.get('deletions', 0)}, {len(stats.get('commits', []))} commits"
+            f"{_count(stats.get('filesChanged', 0), 'file')}, +{stats.get('insertions', 0)} "
+            f"-{stats.get('deletions', 0)}, {_count(len(stats.get('commits', [])), 'commit')}"
         )
     ms = run.get("durationMs")
     finished = run.get("finishedAt") or run.get("endedAt")
@@ -128,3 +128,8 @@ def run(args: argparse.Namespace) -> int:
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return int(ExitCode.OK)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 commit``, ``2 commits``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

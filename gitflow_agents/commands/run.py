@@ -1,9 +1,10 @@
 """``gitflow-agents run PLAN --step N | --all``: implement → review → (fix → review)* → merge.
 
-Exit codes (docs/chains.md): 0 every step approved and merged, 1 a step was not approved
-(revise at the limit, missing or decorated verdict, findings at the threshold), 2 usage /
-config / git error (merge conflict, target moved on), 3 an agent failed / got stuck / timed
-out, 130 interrupted.
+Exit codes (docs/chains.md): 0 every step approved and merged (or already done on the target),
+1 a step was not approved (revise at the limit, missing or decorated verdict, findings at the
+threshold, an agent that changed nothing), 2 usage / config / git error (merge refused, an
+unresolved conflict with the target), 3 an agent failed / got stuck / timed out, 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ def settings_from(args: argparse.Namespace, config: FlowConfig | None = None) ->
         stuck_timeout=getattr(args, "stuck_timeout", None),
         timeout=getattr(args, "timeout", None),
         kill_grace=option("kill_grace", 3.0),
+        force=bool(getattr(args, "force", False)),
     )
 
 
@@ -171,6 +173,8 @@ def report(result: ChainResult, *, as_json: bool) -> None:
     if result.stats is not None:
         line += f" [{stats.summary(result.stats)}]"
     print(line)
+    for notice in result.notices:
+        print(f"  note: {notice}")
     if result.merged is not None:
         print(f"  merged ({result.merged.kind}) -> {result.merged.sha[:12]}")
     if result.result_path is not None:

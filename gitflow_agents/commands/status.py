@@ -28,8 +28,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str, Any]]:
-    """One row per run (oldest first): status.json merged with result.json, liveness checked."""
-    from gitflow_agents.liveness import run_alive
+    """One row per run (oldest first): status.json merged with result.json, liveness checked: a
+    run nothing supervises any more is ``lost``, and its reason says whether processes of its
+    tree still run and how to stop them."""
+    from gitflow_agents.lost_runs import is_lost, tree_pids
     from gitflow_agents.runs import iter_runs, read_json
 
     rows = []
@@ -37,15 +39,23 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
         status = read_json(paths.status) or {}
         result = read_json(paths.result)
         state = str(status.get("state") or ("finished" if result else "unknown"))
-        if state in ("queued", "running", "killing") and not run_alive(status):
-            state = "lost"  # neither the supervisor nor the agent is alive: nobody will finish it
+        reason = status.get("reason")
+        alive: tuple[int, ...] = ()
+        if is_lost(status):  # nothing supervises it any more: nobody will finish it
+            state, alive = "lost", tree_pids(status)
+            reason = (
+                f"processes alive — `gitflow-agents cancel {paths.run_dir.name}` "
+                f"(pids {', '.join(map(str, alive))})"
+                if alive
+                else "neither supervisor nor agent alive"
+            )
         row: dict[str, Any] = {
             "runId": paths.run_dir.name,
             "flow": status.get("flow") or paths.run_dir.parent.parent.name,
             "agent": status.get("agent"),
             "kind": status.get("kind"),
             "state": state,
-            "reason": status.get("reason"),
+            "reason": reason,
             "pid": status.get("pid"),
             "startedAt": status.get("started"),
             "endedAt": status.get("ended"),
@@ -54,6 +64,8 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
             "result": result.get("status") if result else None,
             "runDir": str(paths.run_dir),
         }
+        if alive:
+            row["processesAlive"] = list(alive)
         run = result.get("run", {}) if result else {}
         for key in ("input_tokens", "output_tokens", "cost_usd"):
             if run.get(key) is not None:

@@ -15,17 +15,20 @@ from gitflow_agents.plan.lint import lint_plan
 from gitflow_agents.plan.model import (
     DEFAULT_END_MARKER,
     DEFAULT_STEP_PATTERN,
+    LEGACY_STEP_PATTERN,
     Plan,
     Problem,
     SpecPlanConfig,
     Step,
     compile_step_pattern,
+    yaml_pattern,
 )
-from gitflow_agents.plan.steps import parse_plan, set_step_status
+from gitflow_agents.plan.steps import parse_plan, parse_plan_text, set_step_status
 
 __all__ = [
     "DEFAULT_END_MARKER",
     "DEFAULT_STEP_PATTERN",
+    "LEGACY_STEP_PATTERN",
     "Plan",
     "Problem",
     "SpecPlanConfig",
@@ -33,5 +36,7 @@ __all__ = [
     "compile_step_pattern",
     "lint_plan",
     "parse_plan",
+    "parse_plan_text",
     "set_step_status",
+    "yaml_pattern",
 ]

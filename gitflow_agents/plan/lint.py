@@ -12,6 +12,7 @@ from gitflow_agents.plan.model import Problem, SpecPlanConfig
 from gitflow_agents.plan.scan import (
     DIGITS,
     Scan,
+    near_miss_hint,
     no_steps_message,
     read,
     scan_text,
@@ -47,10 +48,7 @@ def _lint_scan(path: str, scan: Scan, config: SpecPlanConfig) -> Iterator[Proble
             path, index + 1, "matches step_header_pattern but is not a markdown heading; not a step"
         )
     for index in scan.near_misses:
-        hint = ""
-        text = strip_eol(scan.lines[index])
-        if config.step_regex.search(text.replace("Status: |", "Status:  |", 1)):
-            hint = " (an empty status is written with two spaces: '### Status:  | Step N: ...')"
+        hint = near_miss_hint(strip_eol(scan.lines[index]), config)
         yield Problem(
             path,
             index + 1,

@@ -11,7 +11,16 @@ from pathlib import Path
 from gitflow_agents.errors import ConfigError, PlanError
 
 DEFAULT_END_MARKER = "## Implementation Steps"
-DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
+DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*?) ?\| Step (\d+): (.+)$"
+# The default of gitflow-agents 0.1: an empty status needed two spaces (``### Status:  | ...``).
+# Projects whose ``.flow/base.yaml`` still names it get a hint for the one-space form.
+LEGACY_STEP_PATTERN = r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
+
+
+def yaml_pattern(pattern: str) -> str:
+    """``pattern`` as it is written in a YAML file: single-quoted, backslashes as they are (a
+    Python repr doubles them, which breaks when pasted into ``.flow/base.yaml``)."""
+    return "'" + pattern.replace("'", "''") + "'"
 
 
 @functools.lru_cache(maxsize=64)
@@ -31,11 +40,14 @@ def compile_step_pattern(
         regex = _compile(pattern)
     except re.error as exc:
         raise ConfigError(
-            f"invalid regular expression {pattern!r}: {exc}", path=path, line=line, key=key
+            f"invalid regular expression {yaml_pattern(pattern)}: {exc}",
+            path=path,
+            line=line,
+            key=key,
         ) from None
     if regex.groups != 3:
         raise ConfigError(
-            f"pattern {pattern!r} has {regex.groups} capture group"
+            f"pattern {yaml_pattern(pattern)} has {regex.groups} capture group"
             f"{'' if regex.groups == 1 else 's'}; it must have exactly 3 (status, number, title)",
             path=path,
             line=line,

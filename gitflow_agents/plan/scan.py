@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitflow_agents.errors import PlanError
-from gitflow_agents.plan.model import DEFAULT_STEP_PATTERN, SpecPlanConfig
+from gitflow_agents.plan.model import (
+    DEFAULT_STEP_PATTERN,
+    LEGACY_STEP_PATTERN,
+    SpecPlanConfig,
+    yaml_pattern,
+)
 
 # markdown-it splits lines on \n after turning \r\n and \r into \n; split the same way so its
 # token line numbers index this list (str.splitlines would also split on \f, \x1c, \u2028 ...).
@@ -125,7 +130,7 @@ def scan_text(text: str, config: SpecPlanConfig) -> Scan:
     stray: list[int] = []
     near: list[int] = []
     marker = None
-    default_pattern = config.step_header_pattern == DEFAULT_STEP_PATTERN
+    default_pattern = config.step_header_pattern in (DEFAULT_STEP_PATTERN, LEGACY_STEP_PATTERN)
     for index, raw in enumerate(lines):
         if index in code:
             continue
@@ -153,9 +158,28 @@ def number_is(header: Header, number: int) -> bool:
     return DIGITS.fullmatch(text) is not None and int(text) == number
 
 
-def no_steps_message(config: SpecPlanConfig) -> str:
-    """Why a plan has no steps, naming the pattern used."""
-    return (
-        "no step headers found (step_header_pattern: "
-        f"{config.step_header_pattern!r}; steps must be markdown headings outside code blocks)"
+def no_steps_message(config: SpecPlanConfig, scan: Scan | None = None) -> str:
+    """Why a plan has no steps, naming the pattern used (as written in YAML) and, from ``scan``,
+    the first heading that looks like a step."""
+    text = (
+        f"no step headers found (step_header_pattern: {yaml_pattern(config.step_header_pattern)}"
+        "; steps must be markdown headings outside code blocks)"
     )
+    if scan is not None and scan.near_misses:
+        index = scan.near_misses[0]
+        text += f"; line {index + 1} looks like a step header but does not match" + near_miss_hint(
+            strip_eol(scan.lines[index]), config
+        )
+    return text
+
+
+def near_miss_hint(line: str, config: SpecPlanConfig) -> str:
+    """Why a ``### Status`` heading is no step: the one-space empty status under a pattern that
+    needs two (the default of gitflow-agents 0.1), else nothing to add."""
+    if config.step_regex.search(line.replace("Status: |", "Status:  |", 1)):
+        return (
+            " (this step_header_pattern needs two spaces for an empty status, "
+            "'### Status:  | Step N: ...'; the default pattern also accepts one: "
+            f"step_header_pattern: {yaml_pattern(DEFAULT_STEP_PATTERN)})"
+        )
+    return ""

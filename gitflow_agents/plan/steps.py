@@ -1,13 +1,15 @@
-"""A plan's steps read (``parse_plan``) and one step's status written back in place
-(``set_step_status``), every other byte of the file kept."""
+"""A plan's steps read (``parse_plan``, ``parse_plan_text``) and one step's status written back
+in place (``set_step_status``): the line keeps its own spacing, every other byte of the file is
+kept."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from gitflow_agents.errors import PlanError
 from gitflow_agents.fsutil import write_bytes_atomic
-from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step
+from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, yaml_pattern
 from gitflow_agents.plan.scan import (
     DIGITS,
     no_steps_message,
@@ -23,9 +25,15 @@ _DEFAULTS = SpecPlanConfig()
 
 def parse_plan(path: Path, config: SpecPlanConfig = _DEFAULTS) -> Plan:
     """Parse a spec plan. PlanError if it cannot be read, has no steps or a non-integer number."""
-    scan = scan_text(read(path).text, config)
+    return parse_plan_text(read(path).text, path, config)
+
+
+def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -> Plan:
+    """Parse the text of a plan (``path`` names it in the Plan and in errors: a plan read from
+    a commit is parsed as the file it is there). PlanError as :func:`parse_plan`."""
+    scan = scan_text(text, config)
     if not scan.headers:
-        raise PlanError(no_steps_message(config), path=path)
+        raise PlanError(no_steps_message(config, scan), path=path)
     normalized = [strip_eol(line) + "\n" for line in scan.lines]
     if scan.lines and not scan.lines[-1].endswith(("\n", "\r")):
         normalized[-1] = normalized[-1][:-1]
@@ -67,18 +75,19 @@ def set_step_status(
     status: str,
     config: SpecPlanConfig = _DEFAULTS,
 ) -> None:
-    """Rewrite the status group of one step header; every other byte of the file stays the same.
+    """Rewrite the status of one step header; every other byte of the file stays the same.
 
-    The new status replaces exactly the text captured by group 1 (nothing around it), so with the
-    default pattern ``✅ -> ''`` gives ``### Status:  | Step N: ...`` (two spaces, which the
-    pattern still matches) and ``'' -> ✅`` gives ``### Status: ✅ | Step N: ...`` again.
-    The file is replaced atomically (temp file in the same directory + os.replace).
+    The status text inside group 1 is replaced and the line keeps its own spacing: with the
+    default pattern ``✅ -> ''`` gives ``### Status:  | Step N: ...`` (the space before ``|``
+    stays), ``'' -> ✅`` gives ``### Status: ✅ | Step N: ...`` from the two-space and from the
+    one-space form (``### Status: | Step N``: a space is added after the status, as the line
+    has one before it). When that would not match the pattern, exactly the captured text is
+    replaced (``[ ] -> [x]``). The file is replaced atomically (temp file + os.replace).
     """
     if "\n" in status or "\r" in status:
         raise PlanError(f"a status cannot contain a line break: {status!r}", path=path)
     source = read(path)
     scan = scan_text(source.text, config)
-    regex = config.step_regex
     found = [h for h in scan.headers if number_is(h, number)]
     if not found:
         numbers = ", ".join(step_values(h)[1] for h in scan.headers) or "none"
@@ -89,19 +98,17 @@ def set_step_status(
     header = found[0]
     old_line = scan.lines[header.index]
     body = strip_eol(old_line)
-    start, end = header.match.span(1)
-    if start < 0:
+    if header.match.span(1)[0] < 0:
         raise PlanError(
             "the status group of step_header_pattern did not match anything on this header",
             path=path,
             line=header.index + 1,
         )
-    new_body = body[:start] + status + body[end:]
-    check = regex.search(new_body)
-    if check is None or check.group(1) != status or check.group(2) != header.match.group(2):
+    new_body = _rewrite_header(body, header.match, status, config.step_regex)
+    if new_body is None:
         raise PlanError(
             f"cannot write status {status!r}: the header would no longer match "
-            f"step_header_pattern {config.step_header_pattern!r}",
+            f"step_header_pattern {yaml_pattern(config.step_header_pattern)}",
             path=path,
             line=header.index + 1,
         )
@@ -110,3 +117,32 @@ def set_step_status(
     lines = list(scan.lines)
     lines[header.index] = new_body + old_line[len(body) :]
     write_bytes_atomic(path, source.bom + "".join(lines).encode("utf-8"))
+
+
+def _rewrite_header(
+    body: str, match: re.Match[str], status: str, regex: re.Pattern[str]
+) -> str | None:
+    """``body`` with ``status`` as its status, spacing kept (see ``set_step_status``); None
+    when no candidate still matches ``regex`` with the same step number."""
+    start, end = match.span(1)
+    group = body[start:end]
+    if group.strip():  # replace the status itself, not the spaces around it in the group
+        start, end = (
+            start + len(group) - len(group.lstrip()),
+            end - len(group) + len(group.rstrip()),
+        )
+    else:
+        end = start
+    candidates = [body[:start] + status + body[end:]]
+    if status and not group.strip() and body[end : end + 1] not in ("", " ", "\t"):
+        candidates.insert(0, body[:start] + status + " " + body[end:])  # "Status: | Step"
+    candidates.append(body[: match.start(1)] + status + body[match.end(1) :])
+    for candidate in candidates:
+        check = regex.search(candidate)
+        if (
+            check is not None
+            and (check.group(1) or "").strip() == status.strip()
+            and check.group(2) == match.group(2)
+        ):
+            return candidate
+    return None

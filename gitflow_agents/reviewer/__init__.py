@@ -3,7 +3,9 @@
 An approved review of a commit is recorded as a git note on that commit under
 ``refs/notes/gitflow-agents`` (JSON, below). The ``agent-review-gate`` hook reads it: a push
 passes only when the note says approved *for exactly the pushed commit* (a note copied onto a
-rewritten commit by ``notes.rewriteRef`` names the old sha and does not count).
+rewritten commit by ``notes.rewriteRef`` names the old sha and does not count) *and of a change*:
+a note whose base is the reviewed commit itself reviewed nothing and never counts
+(:func:`reviewed_nothing`, the one rule for the chain and ``git agent-review``).
 
 Kept import-light on purpose (no dataclasses, datetime or ``gitflow_agents.git`` at import
 time): the gate hook imports this package and must start fast.
@@ -35,14 +37,29 @@ class ApprovalNote(NamedTuple):
         return json.dumps(self._asdict(), indent=2, sort_keys=True) + "\n"
 
 
+def reviewed_nothing(base_sha: str, reviewed_sha: str) -> bool:
+    """A review whose base is the reviewed commit compared a commit with itself: no change was
+    reviewed, so it approves nothing (``git agent-review HEAD..HEAD``, a chain step whose agents
+    changed nothing)."""
+    return base_sha == reviewed_sha
+
+
 def record_review(
     root: Path, *, reviewed_sha: str, base_sha: str, approved: bool, agent: str, threshold: str
 ) -> ApprovalNote:
     """Write the note for ``reviewed_sha`` (replacing an earlier one, so a later REVISE on the
-    same commit withdraws an earlier approval)."""
+    same commit withdraws an earlier approval). UsageError for an approval of nothing
+    (:func:`reviewed_nothing`): callers check first, this keeps such a note from ever existing."""
     from datetime import datetime, timezone
 
     from gitflow_agents import git
+    from gitflow_agents.errors import UsageError
+
+    if approved and reviewed_nothing(base_sha, reviewed_sha):
+        raise UsageError(
+            f"refusing to record an approval of {reviewed_sha[:12]} against itself: "
+            "nothing was reviewed"
+        )
 
     note = ApprovalNote(
         verdict="approved" if approved else "revise",
@@ -103,4 +120,9 @@ def note_approval(sha: str, text: str | None) -> tuple[bool, str]:
         )
     if note.verdict != "approved":
         return False, f"{short}: the recorded review says {note.verdict} ({note.agent})"
+    if reviewed_nothing(note.base_sha, note.reviewed_sha):
+        return False, (
+            f"{short}: the recorded review compared {short} with itself, so it reviewed no "
+            f"change; review the commits that lead to it (`git agent-review BASE..{short}`)"
+        )
     return True, f"{short} approved by {note.agent} at {note.time} (threshold {note.threshold})"

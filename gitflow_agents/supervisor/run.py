@@ -54,6 +54,7 @@ class Limits:
     kill_grace: float  # SIGTERM to SIGKILL
     exit_grace: float  # after the rename, for the CLI to exit on its own
     cpu_busy_fraction: float  # CPU share of the tree that counts as activity
+    stuck_grace: float = 0.0  # after stuck_timeout idle: wait this long, re-check, then stuck
 
 
 def supervise(
@@ -75,6 +76,7 @@ def supervise(
     kill_grace: float = 3.0,
     exit_grace: float = 10.0,
     cpu_busy_fraction: float = 0.1,
+    stuck_grace: float = 0.0,
 ) -> Outcome:
     """Run ``spec`` to an Outcome; never hangs past ``timeout`` (+ kill grace), never leaks a process.
 
@@ -82,6 +84,9 @@ def supervise(
     happens; otherwise exit 0 is success unless ``parse_output`` reports ``is_error``.
     ``parse_output`` (the adapter's) also runs for rename-completed agents, for tokens and cost.
     After the rename the agent gets ``exit_grace`` seconds to exit on its own before it is killed.
+    ``stuck_grace`` (``defaults.stuck_retry_grace_secs``): an agent idle for ``stuck_timeout``
+    is only suspected stuck (``status.json``: ``stuck_suspected_at``); activity within the grace
+    clears the suspicion, none makes it stuck (the caller may retry it: docs/chains.md).
     Work on ``status.json`` in ``run_dir``: pid, pgid, state and last activity are merged in.
     """
     if stuck_timeout <= 0:
@@ -99,7 +104,9 @@ def supervise(
         ignore_paths,
         tree_every=min(max(stuck_timeout / 4, 0.05), 1.0),
     )
-    limits = Limits(stuck_timeout, timeout, kill_grace, exit_grace, cpu_busy_fraction)
+    limits = Limits(
+        stuck_timeout, timeout, kill_grace, exit_grace, cpu_busy_fraction, max(stuck_grace, 0.0)
+    )
     run = _Supervision(spec, files, run_dir, hub, run_id, watcher, limits, parse_output)
     if cancel is not None:
         run.cancel = cancel
@@ -142,6 +149,7 @@ class _Supervision:
         self.cpu: tree.CpuSampler | None = None
         self.sample_every = min(max(limits.stuck_timeout / 4, 0.05), 30.0)
         self.cpu_at = self.status_at = 0.0
+        self.suspected = False  # idle for stuck_timeout; stuck once the grace passes idle too
 
     def emit(self, kind: str, data: Mapping[str, Any]) -> None:
         self.hub.emit(kind, {"agent": self.agent, **data}, run_id=self.run_id)
@@ -244,7 +252,7 @@ class _Supervision:
         limits, now = self.limits, time.monotonic()
         deadlines = [
             TICK,
-            self.activity.at + limits.stuck_timeout - now,
+            self.activity.at + limits.stuck_timeout + self._grace() - now,
             self.cpu_at + self.sample_every - now,
         ]
         if limits.timeout is not None:
@@ -275,13 +283,9 @@ class _Supervision:
             if self.cpu.sample() >= limits.cpu_busy_fraction * (now - self.cpu_at):
                 self.activity.touch("cpu")
             self.cpu_at = now
-        idle = now - self.activity.at
-        if idle >= limits.stuck_timeout:
-            why = (
-                f"no activity for {idle:.1f}s (stuck_timeout {limits.stuck_timeout:g}s);"
-                f" last activity: {self.activity.kind}"
-            )
-            return stopped("stuck", why)
+        stop = self._stuck(now - self.activity.at)
+        if stop is not None:
+            return stop
         if now - self.status_at >= 1.0:
             self.status_at = now
             update_status(
@@ -290,6 +294,34 @@ class _Supervision:
                 last_activity_kind=self.activity.kind,
             )
         return None
+
+    # --- stuck: idle for stuck_timeout, then the grace re-checked (stuck_retry_grace_secs) ---
+
+    def _grace(self) -> float:
+        """The grace the wait is in: the stuck deadline moves by it once the agent is suspected."""
+        return self.limits.stuck_grace if self.suspected else 0.0
+
+    def _stuck(self, idle: float) -> Stop | None:
+        """Stuck once idle for ``stuck_timeout`` and then, re-checked, for the grace as well;
+        activity within the grace clears the suspicion."""
+        limits = self.limits
+        if idle < limits.stuck_timeout:
+            if self.suspected:
+                self.suspected = False
+                update_status(self.run_dir, stuck_suspected_at=None)
+            return None
+        if limits.stuck_grace > 0 and not self.suspected:
+            self.suspected = True
+            update_status(self.run_dir, stuck_suspected_at=time.time())
+            return None
+        if idle < limits.stuck_timeout + self._grace():
+            return None
+        grace = f", then {limits.stuck_grace:g}s grace" if limits.stuck_grace > 0 else ""
+        why = (
+            f"no activity for {idle:.1f}s (stuck_timeout {limits.stuck_timeout:g}s{grace});"
+            f" last activity: {self.activity.kind}"
+        )
+        return stopped("stuck", why)
 
     def _exit_grace(self) -> None:
         """The report is renamed: give the CLI a moment to exit (its final JSON has the cost)."""

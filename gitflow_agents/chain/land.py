@@ -1,0 +1,139 @@
+"""Landing an approved step: mark it ✅ on the step branch, merge into the target, carry the note.
+
+The step's status is set in the plan *inside the step work tree* and committed on the step
+branch, so the merge brings the target's committed plan to ✅ (the one place a step's state is
+read from: ``chain/state.py``). The approval note is carried to every commit that lands whose
+tree is the approved one (the mark commit, a merge commit), so the target's new tip passes the
+gate hook. A refused merge names what blocked it and what to do next; nothing is forced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from gitflow_agents import git
+from gitflow_agents.chain.agents import TRAILER_RUN
+from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.record import StepRecord
+from gitflow_agents.chain.review import ReviewRound
+from gitflow_agents.chain.state import DONE, plan_in_repo
+from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.errors import GitError
+
+
+def land(
+    ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound, title: str
+) -> None:
+    """Mark the step ✅ and merge the step branch into the target; GitError when git refuses
+    (then ✅ stays committed on the step branch). The step work tree goes; the branch stays."""
+    tip = _mark_done(ctx, rec, ws, step, review)
+    try:
+        rec.merged = git.merge_into(
+            ctx.root, ctx.target, tip, mode=ctx.settings.merge,
+            message=f"Merge {ws.branch}: {title}",
+        )  # fmt: skip
+    except GitError as exc:
+        rec.failed_what = "merge refused"
+        raise GitError(_refused(ctx, ws, step, review, tip, exc)) from None
+    if rec.merged.sha != tip and git.tree_sha(ctx.root, rec.merged.sha) == git.tree_sha(
+        ctx.root, tip
+    ):
+        _carry_note(ctx, ws, review, rec.merged.sha, "this merge commit has its tree")
+    if _plan_in_tree(ctx, ws) is None:  # not committed: the user's copy is its only place
+        _set_users_copy(ctx, step)
+    git.remove_tool_worktree(ctx.root, ws.worktree)
+    with contextlib.suppress(OSError):  # the per-plan folder of the work-tree cache, if empty
+        ws.worktree.parent.rmdir()
+
+
+def _plan_in_tree(ctx: Context, ws: Workspace) -> Path | None:
+    """The plan's path inside the step work tree (it is the committed plan there), or None when
+    the plan lies outside the repository or is not on the branch."""
+    rel = plan_in_repo(ctx)
+    if rel is None:
+        return None
+    path = ws.worktree / rel
+    return path if path.is_file() and not path.is_symlink() else None
+
+
+def _mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound) -> str:
+    """On approval: set the step's status to ✅ in the plan *inside the step work tree* and
+    commit it on the step branch (the run's trailer), so the merge takes it to the target and,
+    by the fast-forward, to the user's checkout of the target. The approval note is carried to
+    that commit, whose only change is the status line, so the pushed tip passes the gate hook.
+
+    Returns the commit to merge: the reviewed one when the plan is not on the branch or already
+    says ✅."""
+    from gitflow_agents.errors import PlanError
+    from gitflow_agents.plan import set_step_status
+
+    assert ctx.plan is not None
+    plan = _plan_in_tree(ctx, ws)
+    if plan is None:
+        return review.reviewed_sha
+    try:
+        set_step_status(plan, step, DONE, ctx.config.spec_plan)
+    except (PlanError, OSError):  # the committed plan has no such step: leave it alone
+        git.discard_changes(ws.worktree, review.reviewed_sha)
+        return review.reviewed_sha
+    rel = plan.relative_to(ws.worktree).as_posix()
+    sha = git.commit_paths(
+        ws.worktree, (rel,), f"[{ctx.plan.name}] Mark step {step} done",
+        trailers={TRAILER_RUN: rec.run_id},
+    )  # fmt: skip
+    if sha is None:
+        return review.reviewed_sha
+    _carry_note(ctx, ws, review, sha, f"this commit only marks step {step} {DONE} in {rel}")
+    return sha
+
+
+def _carry_note(ctx: Context, ws: Workspace, review: ReviewRound, sha: str, why: str) -> None:
+    """The round's approval, recorded on ``sha`` (a commit that adds nothing to review)."""
+    from gitflow_agents.reviewer import record_review
+
+    reviewers = ",".join(run.agent for run in review.agents)
+    record_review(
+        ctx.root,
+        reviewed_sha=sha,
+        base_sha=ws.base_sha,
+        approved=True,
+        agent=f"{reviewers} (approved {review.reviewed_sha[:12]}; {why})",
+        threshold=ctx.settings.threshold.value,
+    )
+
+
+def _refused(
+    ctx: Context, ws: Workspace, step: int, review: ReviewRound, tip: str, exc: GitError
+) -> str:
+    """Why the merge was refused, the files in the way, and the command to run next."""
+    assert ctx.plan is not None
+    text = f"approved in review {review.iteration}, but the merge was refused: {exc}"
+    if tip != review.reviewed_sha:
+        text += f"; {DONE} stays committed on {ws.branch} ({tip[:12]})"
+    checkout = git.worktree_of_branch(ctx.root, ctx.target)
+    target = git.branch_sha(ctx.root, ctx.target)
+    blocking: list[str] = []
+    if checkout is not None and target is not None:
+        rows = git.name_status(ctx.root, git.DiffSpec(target, tip))
+        changed = {path for _letter, new, old in rows for path in (new, old) if path}
+        blocking = [p for p in git.dirty_paths(checkout) if p in changed]
+    plan = plan_in_repo(ctx) or str(ctx.plan.path)
+    again = f"`gitflow-agents run {plan} --step {step}`"
+    if blocking:
+        text += (
+            f". Your uncommitted changes to {', '.join(blocking)} in {checkout} (where "
+            f"{ctx.target} is checked out) would be overwritten: commit or stash them, then run "
+            f"{again} again; the approved work is merged without running the agents again"
+        )
+    else:
+        text += f". Run {again} again once that is out of the way; the approved work is reused"
+    return text
+
+
+def _set_users_copy(ctx: Context, step: int) -> None:
+    from gitflow_agents.plan import set_step_status
+
+    assert ctx.plan is not None
+    with contextlib.suppress(OSError):
+        set_step_status(ctx.plan.path, step, DONE, ctx.config.spec_plan)

@@ -1,0 +1,65 @@
+"""Where a step's state lives: the target branch, the run records, the step branch.
+
+One source of truth for "is this step done": the plan **as committed on the target branch**,
+whatever branch the user has checked out and whatever their copy of the plan says. Only a plan
+that is not committed on the target (a new, untracked plan) is read from the user's copy, the one
+place it exists. Failures are never written into a plan: they live in the run records and the
+history, and the work of a failed attempt stays on the step branch for the next run to resume
+(docs/chains.md, The state model).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from gitflow_agents import git
+from gitflow_agents.chain.context import Context
+from gitflow_agents.errors import PlanError
+
+DONE = "✅"
+
+
+def plan_in_repo(ctx: Context) -> str | None:
+    """The plan's path relative to the repository (None when it lies outside)."""
+    assert ctx.plan is not None
+    try:
+        return ctx.plan.path.resolve().relative_to(ctx.root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def committed_status(ctx: Context, ref: str, step: int) -> str | None:
+    """The step's status in the plan as ``ref`` has it committed; None when the plan is not
+    committed there. A committed plan that lacks the step (or no longer parses) says ''."""
+    from gitflow_agents.plan import parse_plan_text
+
+    assert ctx.plan is not None
+    rel = plan_in_repo(ctx)
+    text = git.show_file(ctx.root, ref, rel) if rel is not None else None
+    if text is None:
+        return None
+    try:
+        return parse_plan_text(text, ctx.plan.path, ctx.config.spec_plan).step(step).status
+    except PlanError:
+        return ""
+
+
+def done_where(ctx: Context, step: int) -> str | None:
+    """Where the step is recorded done ("on main (specs/x.md)"), None when it is not: the
+    target's committed plan decides; the user's copy only for a plan the target does not have."""
+    assert ctx.plan is not None
+    status = committed_status(ctx, ctx.target, step)
+    if status is not None:
+        if not status.startswith(DONE):
+            return None
+        return f"on {ctx.target} ({plan_in_repo(ctx)} as committed there)"
+    if ctx.plan.step(step).status.startswith(DONE):
+        return f"in {_shown(ctx, ctx.plan.path)} (not committed on {ctx.target})"
+    return None
+
+
+def _shown(ctx: Context, path: Path) -> str:
+    with contextlib.suppress(ValueError):
+        return path.resolve().relative_to(ctx.root.resolve()).as_posix()
+    return str(path)

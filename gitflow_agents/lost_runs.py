@@ -1,0 +1,155 @@
+"""Lost runs: runs nobody will finish, because the process supervising them died.
+
+An orchestrator killed with ``kill -9`` (or a machine that went down) leaves its runs'
+``status.json`` saying ``running`` while nothing supervises them; their agents may still run.
+Such a run is *lost*. This module tells lost runs from live ones, finds the processes a lost run
+left (the pid recorded in ``status.json`` while it is still that process, and every process of
+ours carrying the run's ``GITFLOW_AGENTS_TREE`` marker, with their descendants), and kills that
+tree. ``status`` shows lost runs, ``cancel`` kills one, and a new chain run of a step kills the
+lost runs in the step's work tree before it touches it (docs/chains.md, The state model).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from gitflow_agents.runs import RunPaths
+
+ACTIVE = ("queued", "running", "killing")
+
+
+def supervisor_alive(status: Mapping[str, Any]) -> bool:
+    """Whether the process that supervises the run still lives (``liveness.process_alive``)."""
+    from gitflow_agents.liveness import process_alive
+
+    return process_alive(status.get("supervisor_pid"), status.get("supervisor_create_time"))
+
+
+def is_lost(status: Mapping[str, Any]) -> bool:
+    """The run has not ended and nothing supervises it any more, whether or not its agent still
+    runs. A record without a supervisor pid (written by hand or by an old version) is lost when
+    nobody can finish it (``liveness.run_alive``)."""
+    from gitflow_agents.liveness import run_alive
+
+    if status.get("state") not in ACTIVE:
+        return False
+    if isinstance(status.get("supervisor_pid"), int):
+        return not supervisor_alive(status)
+    return not run_alive(status)
+
+
+def tree_pids(status: Mapping[str, Any]) -> tuple[int, ...]:
+    """The live processes of the run's tree as its ``status.json`` records it: the agent's pid
+    (while it is the process that was started), every process of ours carrying the run's tree
+    marker, and their descendants."""
+    import psutil
+
+    from gitflow_agents.liveness import process_alive
+    from gitflow_agents.supervisor import TREE_ENV
+
+    found: dict[int, psutil.Process] = {}
+
+    def add(proc: psutil.Process) -> None:
+        with contextlib.suppress(psutil.Error):
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                found[proc.pid] = proc
+
+    pid, created = status.get("pid"), status.get("create_time")
+    if isinstance(pid, int) and isinstance(created, (int, float)) and process_alive(pid, created):
+        with contextlib.suppress(psutil.Error):
+            add(psutil.Process(pid))
+    token, started = status.get("tree_token"), status.get("started")
+    if isinstance(token, str):
+        oldest = float(started) - 1.0 if isinstance(started, (int, float)) else 0.0
+        for proc in _own_processes_since(oldest):
+            with contextlib.suppress(psutil.Error):
+                if proc.environ().get(TREE_ENV) == token:
+                    add(proc)
+    for proc in list(found.values()):
+        with contextlib.suppress(psutil.Error):
+            for child in proc.children(recursive=True):
+                add(child)
+    return tuple(sorted(found))
+
+
+def _own_processes_since(oldest: float) -> Iterator[Any]:
+    """Our user's processes started at ``oldest`` or later (older ones are never read)."""
+    import os
+
+    import psutil
+
+    me = os.getuid()
+    for proc in psutil.process_iter(["pid", "create_time"]):
+        with contextlib.suppress(psutil.Error):
+            if (proc.info["create_time"] or 0.0) >= oldest and proc.uids().real == me:
+                yield proc
+
+
+def kill_recorded_tree(status: Mapping[str, Any], grace: float = 3.0) -> tuple[int, ...]:
+    """Kill the run's tree as ``status.json`` records it (pid and group only while the pid is
+    still the process that was started; the marker always); the pids still alive after."""
+    from gitflow_agents.liveness import process_alive
+    from gitflow_agents.supervisor import kill_tree
+
+    pid, pgid, created = status.get("pid"), status.get("pgid"), status.get("create_time")
+    # the recorded start time is required: a bare pid may by now name another process
+    leader_ok = isinstance(created, (int, float)) and process_alive(pid, created)
+    token = status.get("tree_token")
+    started = status.get("started")
+    return kill_tree(
+        pid if leader_ok and isinstance(pid, int) else None,
+        # the group id is only trusted while its leader is the process we started
+        pgid=pgid if leader_ok and isinstance(pgid, int) else None,
+        # every process of the run carries the marker, also those that left the group (setsid)
+        # or were started before the pid was recorded
+        token=token if isinstance(token, str) else None,
+        grace=grace,
+        # processes older than the run cannot be part of it: their environment is not read
+        since=float(started) if isinstance(started, (int, float)) else None,
+    )
+
+
+def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
+    """Record a lost run as canceled: ``status.json``, and a ``result.json`` when it has none."""
+    from gitflow_agents.runs import flow_result, read_json, write_json_atomic, write_result
+
+    now = time.time()
+    current = read_json(paths.status) or dict(status)
+    current.update(state="canceled", reason=reason, ended=now)
+    write_json_atomic(paths.status, current)
+    if read_json(paths.result) is None:
+        kind = str(current.get("kind") or "implement")
+        result = flow_result(kind, "canceled")
+        result["run"] = {
+            "runID": paths.run_dir.name,
+            "flow": current.get("flow"),
+            "agent": current.get("agent"),
+            "outcome": "canceled",
+            "reason": f"{reason} (supervisor gone)",
+            "endedAt": now,
+        }
+        write_result(paths, result)
+
+
+def lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, Any]]]:
+    """The lost runs under ``runs`` (a flow's runs folder) whose agent works in ``workdir``."""
+    from gitflow_agents.runs import read_json
+
+    if not runs.is_dir():
+        return []
+    place = workdir.resolve()
+    found = []
+    for run_dir in sorted(runs.iterdir()):
+        paths = RunPaths(run_dir)
+        status = read_json(paths.status)
+        if status is None or status.get("state") not in ACTIVE:
+            continue
+        extra = status.get("extra")
+        recorded = extra.get("workdir") if isinstance(extra, dict) else None
+        if isinstance(recorded, str) and Path(recorded).resolve() == place and is_lost(status):
+            found.append((paths, status))
+    return found
