@@ -32,6 +32,7 @@ from gitflow_agents.gitcmd import git_env as git_env
 from gitflow_agents.gitcmd import object_name as object_name
 from gitflow_agents.gitcmd import run_git as run_git
 from gitflow_agents.gitcmd import temporary_index
+from gitflow_agents.worktree import WorktreeMerge as WorktreeMerge
 
 # The work trees, branches and commits of chain steps live in worktree; re-exported.
 from gitflow_agents.worktree import add_worktree as add_worktree
@@ -40,14 +41,17 @@ from gitflow_agents.worktree import check_branch_name as check_branch_name
 from gitflow_agents.worktree import commit_all as commit_all
 from gitflow_agents.worktree import commit_paths as commit_paths
 from gitflow_agents.worktree import commit_trailers as commit_trailers
+from gitflow_agents.worktree import conflict_markers as conflict_markers
 from gitflow_agents.worktree import create_branch as create_branch
 from gitflow_agents.worktree import delete_branch as delete_branch
 from gitflow_agents.worktree import dirty_paths as dirty_paths
 from gitflow_agents.worktree import discard_changes as discard_changes
 from gitflow_agents.worktree import ensure_info_exclude as ensure_info_exclude
 from gitflow_agents.worktree import exclude_flow_dir as exclude_flow_dir
+from gitflow_agents.worktree import find_merge as find_merge
 from gitflow_agents.worktree import git_common_dir as git_common_dir
 from gitflow_agents.worktree import is_tool_worktree as is_tool_worktree
+from gitflow_agents.worktree import merge_in_worktree as merge_in_worktree
 from gitflow_agents.worktree import paths_differing_from as paths_differing_from
 from gitflow_agents.worktree import remove_tool_worktree as remove_tool_worktree
 from gitflow_agents.worktree import remove_worktree as remove_worktree
@@ -235,6 +239,12 @@ def commit_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
 # --- file contents -------------------------------------------------------------------------
 
 
+def show_file(root: Path, rev: str, path: str) -> str | None:
+    """Text of ``path`` as ``rev`` has it committed; None when it does not exist there."""
+    result = run_git(root, "cat-file", "blob", object_name(rev, path), check=False)
+    return result.stdout if result.returncode == 0 else None
+
+
 def object_sizes(root: Path, names: Sequence[str]) -> list[int | None]:
     """Size in bytes of each blob in ``names`` (None: missing, or not a blob), in one call."""
     if not names:
@@ -379,55 +389,6 @@ def merge_into(root: Path, target: str, source_sha: str, *, mode: str, message: 
         if result.returncode != 0:
             raise _fail(result, f"cannot update {target}")
     return MergeResult(new, previous, kind)
-
-
-# --- bringing a moved target into a step branch (chain/integrate.py) -----------------------
-
-
-class WorktreeMerge(NamedTuple):
-    sha: str | None  # the merge commit; None when it conflicted (the merge is left in progress)
-    conflicts: tuple[str, ...]  # the conflicted paths
-
-
-def merge_in_worktree(
-    worktree: Path, sha: str, message: str, *, trailers: Mapping[str, str] | None = None
-) -> WorktreeMerge:
-    """Merge ``sha`` into the branch of a *tool-owned* work tree with a merge commit (hooks
-    skipped). On conflicts the merge stays in progress, markers in the files, for an agent to
-    resolve; GitError when git refuses for another reason."""
-    require_tool_worktree(worktree, "merge into")
-    body = message.rstrip("\n") + "\n"
-    if trailers:
-        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
-    result = run_git(
-        worktree, "merge", "--no-ff", "--no-verify", "--quiet", "-m", body, sha, check=False
-    )
-    if result.returncode == 0:
-        return WorktreeMerge(head_sha(worktree), ())
-    out = run_git(worktree, "diff", "--name-only", "-z", "--diff-filter=U", check=False).stdout
-    conflicts = tuple(name for name in out.split("\0") if name)
-    if not conflicts:
-        raise _fail(result, f"cannot merge {sha[:12]} into {worktree}")
-    return WorktreeMerge(None, conflicts)
-
-
-def find_merge(root: Path, tip: str, first: str, second: str) -> str | None:
-    """A merge commit between ``first`` and ``tip`` whose parents are exactly ``first`` and
-    ``second`` (an earlier run's integration of the target, found again when resuming)."""
-    out = run_git(root, "rev-list", "--merges", "--parents", f"{first}..{tip}", check=False)
-    for line in out.stdout.splitlines():
-        parts = line.split()
-        if parts[1:] == [first, second]:
-            return parts[0]
-    return None
-
-
-def conflict_markers(root: Path, base: str, head: str) -> tuple[str, ...]:
-    """``path:line`` of every conflict marker the change ``base..head`` adds."""
-    out = run_git(root, "diff", "--check", "--no-color", base, head, check=False).stdout
-    return tuple(
-        line.split(": ", 1)[0] for line in out.splitlines() if "leftover conflict marker" in line
-    )
 
 
 # --- run records: HEAD and exclude (used by runs/agent_run) ---

@@ -14,6 +14,7 @@ import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from gitflow_agents import proc
 from gitflow_agents.errors import UsageError
@@ -298,3 +299,52 @@ def exclude_flow_dir(root: Path, flow_dir: str) -> bool:
         return False
     ensure_info_exclude(root, (f"/{rel.strip('/')}/",))
     return True
+
+
+# --- bringing a moved target into a step branch (chain/integrate.py) -----------------------
+
+
+class WorktreeMerge(NamedTuple):
+    sha: str | None  # the merge commit; None when it conflicted (the merge is left in progress)
+    conflicts: tuple[str, ...]  # the conflicted paths
+
+
+def merge_in_worktree(
+    worktree: Path, sha: str, message: str, *, trailers: Mapping[str, str] | None = None
+) -> WorktreeMerge:
+    """Merge ``sha`` into the branch of a *tool-owned* work tree with a merge commit (hooks
+    skipped). On conflicts the merge stays in progress, markers in the files, for an agent to
+    resolve; GitError when git refuses for another reason."""
+    require_tool_worktree(worktree, "merge into")
+    body = message.rstrip("\n") + "\n"
+    if trailers:
+        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+    result = run_git(
+        worktree, "merge", "--no-ff", "--no-verify", "--quiet", "-m", body, sha, check=False
+    )
+    if result.returncode == 0:
+        return WorktreeMerge(run_git(worktree, "rev-parse", "HEAD").stdout.strip(), ())
+    out = run_git(worktree, "diff", "--name-only", "-z", "--diff-filter=U", check=False).stdout
+    conflicts = tuple(name for name in out.split("\0") if name)
+    if not conflicts:
+        raise _fail(result, f"cannot merge {sha[:12]} into {worktree}")
+    return WorktreeMerge(None, conflicts)
+
+
+def find_merge(root: Path, tip: str, first: str, second: str) -> str | None:
+    """A merge commit between ``first`` and ``tip`` whose parents are exactly ``first`` and
+    ``second`` (an earlier run's integration of the target, found again when resuming)."""
+    out = run_git(root, "rev-list", "--merges", "--parents", f"{first}..{tip}", check=False)
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if parts[1:] == [first, second]:
+            return parts[0]
+    return None
+
+
+def conflict_markers(root: Path, base: str, head: str) -> tuple[str, ...]:
+    """``path:line`` of every conflict marker the change ``base..head`` adds."""
+    out = run_git(root, "diff", "--check", "--no-color", base, head, check=False).stdout
+    return tuple(
+        line.split(": ", 1)[0] for line in out.splitlines() if "leftover conflict marker" in line
+    )

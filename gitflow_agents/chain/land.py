@@ -115,8 +115,8 @@ def _refused(
     target = git.branch_sha(ctx.root, ctx.target)
     blocking: list[str] = []
     if checkout is not None and target is not None:
-        rows = git.name_status(ctx.root, git.DiffSpec(target, tip))
-        changed = {path for _letter, new, old in rows for path in (new, old) if path}
+        changes = git.diff(ctx.root, git.DiffSpec(target, tip))
+        changed = {path for change in changes for path in (change.path, change.old_path) if path}
         blocking = [p for p in git.dirty_paths(checkout) if p in changed]
     plan = plan_in_repo(ctx) or str(ctx.plan.path)
     again = f"`gitflow-agents run {plan} --step {step}`"
