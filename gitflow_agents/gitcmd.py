@@ -85,11 +85,17 @@ def temporary_index(index: Path) -> Iterator[dict[str, str]]:
 
 
 def run_git(
-    root: Path | str, *args: str, input: str | None = None, check: bool = True
+    root: Path | str,
+    *args: str,
+    input: str | None = None,
+    check: bool = True,
+    extra_env: Mapping[str, str] | None = None,
 ) -> proc.Result:
-    """``git -C root <args>`` with a scrubbed environment and no pager or colour."""
+    """``git -C root <args>`` with a scrubbed environment and no pager or colour;
+    ``extra_env`` (e.g. a commit identity) is added to that environment for this call only."""
     argv = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root), *args)
-    return proc.run(argv, env=git_env(), input=input, check=check)
+    env = git_env() if not extra_env else {**git_env(), **extra_env}
+    return proc.run(argv, env=env, input=input, check=check)
 
 
 def repository_from_env(environ: Mapping[str, str]) -> dict[str, str]:

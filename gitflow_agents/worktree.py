@@ -16,10 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from gitflow_agents import proc
 from gitflow_agents.errors import UsageError
 from gitflow_agents.gitcmd import failure as _fail
-from gitflow_agents.gitcmd import git_env, run_git
+from gitflow_agents.gitcmd import run_git
 
 # --- repository layout: common dir, info/exclude ------------------------------------------
 
@@ -50,13 +49,12 @@ def ensure_info_exclude(root: Path, patterns: Sequence[str]) -> None:
 # --- branches and work trees ---------------------------------------------------------------
 
 
-def _stage_all(root: Path, exclude: Sequence[str], env: Mapping[str, str]) -> None:
+def _stage_all(root: Path, exclude: Sequence[str]) -> None:
     """``git add -A``, then unstage anything under ``exclude`` again (an exclude pathspec on
     ``add`` itself fails when the path is also ignored, as the flow dir is)."""
-    base = ("git", "-C", str(root))
-    proc.run((*base, "add", "-A", "--", "."), env=env)
+    run_git(root, "add", "-A", "--", ".")
     if exclude:
-        proc.run((*base, "reset", "--quiet", "--", *(e.strip("/") for e in exclude)), env=env)
+        run_git(root, "reset", "--quiet", "--", *(e.strip("/") for e in exclude))
 
 
 def check_branch_name(root: Path, name: str) -> str:
@@ -126,6 +124,7 @@ def _commit(
     trailers: Mapping[str, str] | None,
     extra: Sequence[str],
     failure: str,
+    identity: Mapping[str, str] | None = None,
 ) -> str:
     """``git commit`` of what ``extra`` selects (the index when empty), message verbatim with
     ``Key: value`` trailers after a blank line, hooks skipped; the new HEAD sha."""
@@ -143,6 +142,7 @@ def _commit(
         *extra,
         input=body,
         check=False,
+        extra_env=identity,
     )
     if result.returncode != 0:
         raise _fail(result, failure)
@@ -225,13 +225,15 @@ def commit_all(
     *,
     trailers: Mapping[str, str] | None = None,
     exclude: Sequence[str] = (),
+    identity: Mapping[str, str] | None = None,
 ) -> str | None:
     """Stage every change in ``worktree`` except ``exclude`` (and ignored files) and commit it
-    with ``trailers``; the new sha, or None when there was nothing to commit."""
-    _stage_all(worktree, exclude, git_env())
+    with ``trailers`` (as ``identity``, ``GIT_AUTHOR_*``/``GIT_COMMITTER_*``, when given); the
+    new sha, or None when there was nothing to commit."""
+    _stage_all(worktree, exclude)
     if run_git(worktree, "diff", "--cached", "--quiet", check=False).returncode == 0:
         return None
-    return _commit(worktree, message, trailers, (), "cannot commit the agent's changes")
+    return _commit(worktree, message, trailers, (), "cannot commit the agent's changes", identity)
 
 
 def commit_paths(

@@ -302,6 +302,7 @@ class _Attempt:
                 job.commit_message or f"{ctx.flow}: {job.agent_id}",
                 trailers={TRAILER_RUN: self.run_id, TRAILER_AGENT: job.agent_id},
                 exclude=ctx.exclude,
+                identity=ctx.commit_identity,
             )
             self.end_sha = committed or job.start_sha
             if self.success.exists():

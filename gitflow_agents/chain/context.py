@@ -51,6 +51,7 @@ class Context:
     hub: EventHub
     cancel: threading.Event = field(default_factory=threading.Event)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    commit_identity: dict[str, str] = field(default_factory=dict)  # GIT_AUTHOR_*/COMMITTER_*
     chain_run: str | None = None  # the step run agents belong to (None: a single flow)
     notices: list[str] = field(default_factory=list)  # what the run did on its own, to tell
     _manifest: Any = field(default=None, init=False, repr=False)

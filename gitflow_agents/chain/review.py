@@ -155,8 +155,13 @@ def _markers(ctx: Context, ws: Workspace, head: str) -> str:
 
 
 def _read_review(run: AgentRun, head: str, base: str) -> Review:
+    """The reviewer's report as a Review, its texts masked (``redact``) like every review's:
+    it reaches the run record, the fixer's prompt and, through ``/agent fix``, GitHub."""
+    from gitflow_agents.redact import redact_review
+
     text = run.report.read_text(encoding="utf-8", errors="replace") if run.report else ""
-    return parse_review(text, reviewed_sha=head, base_sha=base, source=run.agent_id)
+    review = parse_review(text, reviewed_sha=head, base_sha=base, source=run.agent_id)
+    return redact_review(review)
 
 
 def _focus(review: Review, paths: Sequence[str]) -> Review:

@@ -12,7 +12,6 @@ import os
 import secrets
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,7 +75,6 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
 
     identity = git.commit_identity(root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_process_env(identity))
         config_root = stack.enter_context(base_checkout(root, pull.base_sha, temp))
         config = load_flow_config(config_root)
         workflow = config.completion_workflow_for(options.fixer)  # ConfigError if unknown
@@ -102,8 +100,9 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
         stack.callback(hub.close)
         settings = chain.ChainSettings(fixer=options.fixer, threshold=options.threshold)
         ctx = chain.Context(
-            root=config_root, config=config, plan=None, flow=FIX_FLOW, settings=settings, hub=hub
-        )
+            root=config_root, config=config, plan=None, flow=FIX_FLOW, settings=settings, hub=hub,
+            env={**os.environ, **identity}, commit_identity=identity,
+        )  # fmt: skip
         ws = chain.Workspace(
             worktree=tree,
             branch=branch,
@@ -125,21 +124,3 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
         )
     sha = run.end_sha if run.end_sha != pull.head_sha else None
     return FixRun(sha, run.run_id, agent_id, run.duration)
-
-
-@contextlib.contextmanager
-def _process_env(values: Mapping[str, str]) -> Iterator[None]:
-    """``values`` in this process's environment for the fixer's run, as they were afterwards.
-
-    The fix commit is made inside ``chain.run_agent`` by ``git.commit_all``, which takes no
-    environment of its own: the identity ``git.commit_identity`` returns reaches it only here."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
