@@ -207,7 +207,7 @@ def _add_abort(sub: Registry) -> None:
 
 
 def _session_command(name: str, event: str) -> Callable[[Registry], None]:
-    """`send` emits session:message, its alias `reply` session:reply (seed 002)."""
+    """`send` emits session:message, its alias `reply` session:reply (docs/protocol.md, Sessions)."""
 
     def add(sub: Registry) -> None:
         p = _command(

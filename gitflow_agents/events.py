@@ -1,4 +1,4 @@
-"""The event hub of seed 002: lifecycle events fanned out to channels attached at creation.
+"""The event hub (docs/protocol.md, "Events"): lifecycle events fanned out to channels attached at creation.
 
 Event names are the seed's: ``harness:start|complete``, ``phase:start|complete``,
 ``task:start|complete|failed``, ``agent:start|output|tool|complete|failed`` and
@@ -65,7 +65,7 @@ class Event:
 
 
 def check_event_type(event_type: str) -> None:
-    """Raise ValueError for a name outside seed 002 (``agent:tool:<name>`` is allowed)."""
+    """Raise ValueError for a name outside the protocol's list (``agent:tool:<name>`` is allowed)."""
     if event_type in EVENT_TYPES or event_type.startswith("agent:tool:"):
         return
     raise ValueError(f"unknown event type {event_type!r}")
@@ -146,7 +146,7 @@ class EventHub:
                 self._deliver_callback(callback, event)
         return event
 
-    # Session mode (seed 002): flow-scoped commands that become events.
+    # Session mode (docs/protocol.md, "Sessions"): flow-scoped commands that become events.
     def send(self, message: str, **data: Any) -> Event:
         return self.emit("session:message", {"content": message, **data})
 

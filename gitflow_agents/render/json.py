@@ -1,4 +1,4 @@
-"""JSON output: the DESIGN §4 findings shape, plus the gate's decision under ``gate``."""
+"""JSON output: the findings shape of docs/protocol.md ("Findings"), plus the gate's decision under ``gate``."""
 
 from __future__ import annotations
 
