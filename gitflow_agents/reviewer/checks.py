@@ -7,7 +7,6 @@ Secrets are never quoted in full: ``mask`` keeps a short prefix.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import json
 import math
@@ -16,7 +15,6 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from gitflow_agents.findings import Finding, Severity
 from gitflow_agents.git import AddedLine, CommitPatch, FileChange
@@ -90,37 +88,20 @@ def _json(text: str, path: str) -> None:
         json.loads(text)
     except json.JSONDecodeError as exc:
         raise SyntaxProblem(exc.lineno, f"invalid JSON: {exc.msg}") from None
-
-
-@functools.cache
-def _yaml_loader() -> type[Any]:
-    import yaml
-
-    base: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[misc]
-        """Safe loading that accepts application tags (!Ref, !!python/name:...) as opaque."""
-
-    def _opaque(loader: Any, suffix: str, node: Any) -> None:
-        return None
-
-    Loader.add_multi_constructor("!", _opaque)
-    Loader.add_multi_constructor("tag:yaml.org,2002:python/", _opaque)
-    return Loader
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit number, absurd nesting
+        raise SyntaxProblem(None, f"JSON cannot be read: {str(exc).splitlines()[0]}") from None
 
 
 def _yaml(text: str, path: str) -> None:
-    import yaml
+    """Syntax only (gitflow_agents/safe_yaml.py): application tags (``!Ref``) are fine, nothing
+    is built, so an alias bomb or a deep nesting in the reviewed file costs no more than reading it."""
+    from gitflow_agents.safe_yaml import YamlProblem, check_syntax
 
     try:
-        for _ in yaml.load_all(text, Loader=_yaml_loader()):  # a SafeLoader subclass
-            pass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise SyntaxProblem(mark.line + 1 if mark else None, f"invalid YAML: {problem}") from None
-    except yaml.YAMLError as exc:
-        raise SyntaxProblem(None, f"invalid YAML: {exc}") from None
+        check_syntax(text)
+    except YamlProblem as exc:
+        line = exc.line + 1 if exc.line is not None else None
+        raise SyntaxProblem(line, f"invalid YAML: {exc.message}") from None
 
 
 def toml_parser() -> Callable[[str], object] | None:
