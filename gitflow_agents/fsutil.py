@@ -224,3 +224,33 @@ def read_text_limited(path: Path, limit: int) -> str:
         raise ReadRefused(
             f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})", line
         ) from None
+
+
+def irregular(path: Path) -> str | None:
+    """Why ``path`` is not a plain file the tool may read as an agent's output (``is a
+    symlink``, ``is a FIFO (named pipe), not a regular file``…), None when it is one or is
+    missing. Symlinks are not followed: an agent's link could point at any file."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "is a symlink"
+    return None if stat.S_ISREG(mode) else not_regular(mode)
+
+
+def read_agent_text(path: Path, max_chars: int) -> str:
+    """An agent-written text file (a report), decoded with invalid UTF-8 replaced; memory stays
+    bounded: at most ``4 * (max_chars + 1)`` bytes are read, so a file over the cap gives a text
+    over ``max_chars`` characters, which its parser refuses whole (never a silently cut text).
+    "" when it is missing, unreadable, a symlink or not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:  # missing, or a symlink (ELOOP)
+        return ""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(4 * (max_chars + 1))
+    return data.decode("utf-8", "replace")
