@@ -8,8 +8,9 @@
 - Checklist: only the acceptance-criteria boxes whose 0-based index is in ``checkedCriteria``
   are ticked; nothing is ever unticked.
 
-Edits are textual (the rest of the file, comments and key order included, stays byte for byte)
-and atomic (temp file + ``os.replace``).
+Edits are textual (the rest of the file, comments, key order and line endings included, stays
+byte for byte: LF, CRLF and lone-CR cards alike) and atomic (temp file + ``os.replace``, never
+through a symlink that leads out of the repository: gitflow_agents/fsutil.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import date as Date
 from pathlib import Path
 from typing import Literal
@@ -91,11 +92,47 @@ def set_frontmatter(text: str, updates: Mapping[str, str], *, path: str = "card"
     return bom + opening + "".join(out) + rest
 
 
+MAX_CARD_BYTES = 4 * 1024 * 1024
+"""A card larger than this is refused (docs/security.md, "Bounds")."""
+
+
 def read_card(path: Path) -> str:
+    """The card's text exactly as stored: line endings (LF, CRLF, CR) and a byte order mark
+    kept. InputError naming the card (and line) when it is missing, not a regular file (a FIFO
+    would block), over :data:`MAX_CARD_BYTES` or not UTF-8."""
+    from gitflow_agents.fsutil import ReadRefused, read_limited
+
     try:
-        return path.read_text(encoding="utf-8")
+        data = read_limited(path, MAX_CARD_BYTES)
     except FileNotFoundError:
         raise InputError("card not found", path=path) from None
+    except ReadRefused as exc:
+        raise InputError(exc.reason, path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the card: {exc.strerror or exc}", path=path) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = len(re.findall(rb"\r\n|\r|\n", data[: exc.start])) + 1
+        raise InputError(
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); cards "
+            "must be UTF-8",
+            path=path,
+            line=line,
+        ) from None
+
+
+def _edit_card(path: Path, change: Callable[[str], str]) -> None:
+    """Apply ``change`` to the card's text and write it back if it changed, every line ending
+    kept byte for byte. ``change`` works on ``\n`` and ``\r\n`` lines; a card that ends its
+    lines with a lone ``\r`` (and has no ``\n``) is edited as ``\n`` and turned back."""
+    text = read_card(path)
+    lone_cr = "\r" in text and "\n" not in text
+    new = change(text.replace("\r", "\n") if lone_cr else text)
+    if lone_cr:
+        new = new.replace("\n", "\r")
+    if new != text:
+        write_text_atomic(path, new)
 
 
 def set_card_status(
@@ -107,15 +144,15 @@ def set_card_status(
     updates = {"agent_flow": flow, "agent_status": status}
     if branch is not None:
         updates["branch"] = branch
-    text = read_card(path)
-    new = set_frontmatter(text, updates, path=str(path))
-    if new != text:
-        write_text_atomic(path, new)
+    _edit_card(path, lambda text: set_frontmatter(text, updates, path=str(path)))
 
 
 def card_status(path: Path) -> tuple[str | None, str | None]:
     """(agent_flow, agent_status) of the card, None where absent."""
-    data = split_frontmatter(read_card(path), path=str(path)).data
+    text = read_card(path)
+    if "\n" not in text:  # lone-CR line endings
+        text = text.replace("\r", "\n")
+    data = split_frontmatter(text, path=str(path)).data
     flow, status = data.get("agent_flow"), data.get("agent_status")
     return (str(flow) if flow is not None else None, str(status) if status is not None else None)
 
@@ -240,7 +277,7 @@ def add_history_line(text: str, line: str) -> str:
 
 
 def append_history(path: Path, line: str) -> None:
-    write_text_atomic(path, add_history_line(read_card(path), line))
+    _edit_card(path, lambda text: add_history_line(text, line))
 
 
 # --- checklist ----------------------------------------------------------------------------
@@ -309,8 +346,12 @@ def flip_checklist(text: str, checked_criteria: Sequence[int]) -> tuple[str, lis
 
 
 def apply_checked_criteria(path: Path, checked_criteria: Sequence[int]) -> list[int]:
-    text = read_card(path)
-    new, ticked = flip_checklist(text, checked_criteria)
-    if new != text:
-        write_text_atomic(path, new)
+    ticked: list[int] = []
+
+    def tick(text: str) -> str:
+        new, done = flip_checklist(text, checked_criteria)
+        ticked.extend(done)
+        return new
+
+    _edit_card(path, tick)
     return ticked

@@ -336,7 +336,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def dispatch(args: argparse.Namespace, prog: str = "gitflow-agents") -> int:
-    """Run the command module named by ``args.module``; map errors to exit codes."""
+    """Run the command module named by ``args.module``; map errors to exit codes (README, "Exit
+    codes"): an unexpected exception is an internal error (70), its traceback in the crash log."""
     try:
         if args.chdir:
             os.chdir(args.chdir)
@@ -357,6 +358,11 @@ def dispatch(args: argparse.Namespace, prog: str = "gitflow-agents") -> int:
         # reverse), or is not writable: one line naming it, not a traceback.
         print(f"{prog}: error: {describe_os_error(exc)}", file=sys.stderr)
         return ExitCode.USAGE
+    except Exception as exc:
+        # A bug: exit 70 (never 1, which reads as "revise"), the traceback in the crash log.
+        from gitflow_agents import crash
+
+        return crash.report(exc, prog)
 
 
 def describe_os_error(exc: OSError) -> str:

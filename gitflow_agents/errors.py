@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     AGENT_FAILED = 3
     GITHUB = 4
+    INTERNAL = 70  # EX_SOFTWARE: a bug in gitflow-agents (a traceback is in the crash log)
     INTERRUPTED = 130
 
 
@@ -72,6 +73,13 @@ class PlanError(InputError):
 
 class TemplateError(InputError):
     """A Jinja or `{variable}` template cannot be rendered."""
+
+
+class UnsafeWriteError(GitflowError):
+    """A write would leave the repository through a symlink, or follow a symlink planted where
+    the tool creates a file for an agent (docs/security.md, "Writes")."""
+
+    exit_code = ExitCode.USAGE
 
 
 class GitError(GitflowError):

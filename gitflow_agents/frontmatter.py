@@ -36,11 +36,11 @@ class Frontmatter:
         """
         if not self.raw:
             return {}
-        import yaml
+        from gitflow_agents.safe_yaml import YamlProblem, compose
 
         try:
-            node = yaml.compose(self.raw, Loader=yaml.SafeLoader)
-        except yaml.YAMLError:
+            node = compose(self.raw)
+        except YamlProblem:
             return {}
         lines: dict[str, int] = {}
         _collect_lines(node, "", lines)
@@ -105,21 +105,27 @@ def _unclosed(path: str) -> InputError:
     )
 
 
-def _parse(raw: str, path: str) -> dict[str, Any]:
-    import yaml
+MAX_FRONTMATTER_BYTES = 1024 * 1024
+"""Frontmatter YAML longer than this is refused (docs/security.md, "Bounds")."""
 
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + _FIRST_YAML_LINE if mark is not None else 1
-        column = f" (column {mark.column + 1})" if mark is not None else ""
-        problem = exc.problem or exc.context or "malformed YAML"
+
+def _parse(raw: str, path: str) -> dict[str, Any]:
+    from gitflow_agents.safe_yaml import YamlProblem, load
+
+    if len(raw) > MAX_FRONTMATTER_BYTES:
         raise InputError(
-            f"invalid YAML in frontmatter: {problem}{column}", path=path, line=line
+            f"frontmatter is {len(raw):,} characters, over the {MAX_FRONTMATTER_BYTES:,} limit",
+            path=path,
+            line=1,
+        )
+    try:
+        data = load(raw)
+    except YamlProblem as exc:
+        line = exc.line + _FIRST_YAML_LINE if exc.line is not None else 1
+        column = f" (column {exc.column + 1})" if exc.column is not None else ""
+        raise InputError(
+            f"invalid YAML in frontmatter: {exc.message}{column}", path=path, line=line
         ) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"invalid YAML in frontmatter: {exc}", path=path, line=1) from None
     if data is None:
         return {}
     if not isinstance(data, dict):

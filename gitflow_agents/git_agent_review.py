@@ -25,7 +25,7 @@ Default: merge-base with the default branch (origin/HEAD, else main/master) ..HE
 
 EPILOG = """\
 exit codes: 0 approved, 1 revise / findings at the threshold, 2 usage or configuration error,
-3 agent failed, 130 interrupted.
+3 agent failed, 70 internal error (a bug: see the crash log named), 130 interrupted.
 """
 
 

@@ -85,10 +85,15 @@ def prepare(
     ``env`` (default ``os.environ``) for the adapter to draw its allow-list from."""
     from gitflow_agents.agents import get_adapter
     from gitflow_agents.agents.base import Invocation
+    from gitflow_agents.fsutil import refuse_symlinks, safe_target
 
     agent_cfg = config.agent(agent)
     adapter = get_adapter(agent_cfg.adapter)
     files = signal_files(config, agent, agent_dir)
+    # Paths the tool makes for the agent (its report, the adapter's config folder) must not
+    # be symlinks planted before the run, nor lead out of the repository.
+    safe_target(agent_dir)
+    refuse_symlinks(*files, agent_dir / "config")
     invocation = Invocation(
         agent_id=agent_id,
         agent_dir=agent_dir,

@@ -45,9 +45,23 @@ class LockInfo:
         }
 
 
+_MAX_LOCK_BYTES = 64 * 1024
+
+
+def _read(path: Path) -> bytes:
+    """The lock file's bytes; b"" (an unreadable, hence stale, lock) when it is not a regular
+    file or absurdly large: a FIFO planted as a lock must not block the taker."""
+    from gitflow_agents.fsutil import ReadRefused, read_limited
+
+    try:
+        return read_limited(path, _MAX_LOCK_BYTES)
+    except ReadRefused:
+        return b""
+
+
 def read_lock(path: Path) -> LockInfo | None:
     try:
-        return _parse(path.read_bytes())
+        return _parse(_read(path))
     except OSError:
         return None
 
@@ -55,6 +69,8 @@ def read_lock(path: Path) -> LockInfo | None:
 def _parse(raw: bytes) -> LockInfo | None:
     try:
         data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            return None
         return LockInfo(
             run_id=str(data.get("runId", "?")),
             pid=int(data["pid"]),
@@ -62,7 +78,7 @@ def _parse(raw: bytes) -> LockInfo | None:
             started=float(data["pidStarted"]) if data.get("pidStarted") is not None else None,
             at=float(data.get("at", 0.0)),
         )
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, OverflowError):
         return None
 
 
@@ -93,13 +109,15 @@ def hold(
     unreadable file) is taken over. When a live run holds it, raises ``refuse(path, holder)``
     (StepLockedError by default); ``refuse(path, None)`` when racing takers kept it out of reach.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from gitflow_agents.fsutil import make_dirs
+
+    make_dirs(path.parent)
     me = LockInfo(run_id, os.getpid(), socket.gethostname(), start_time(os.getpid()), time.time())
     for _attempt in range(3):
         if _create(path, me):
             break
         try:
-            raw = path.read_bytes()
+            raw = _read(path)
         except FileNotFoundError:  # released meanwhile: try again
             continue
         holder = _parse(raw)
@@ -153,7 +171,7 @@ def _take_over(stale: Path, seen: bytes) -> None:
     except FileNotFoundError:
         return
     try:
-        if grave.read_bytes() != seen:
+        if _read(grave) != seen:
             with contextlib.suppress(OSError):
                 os.link(grave, stale)
     finally:

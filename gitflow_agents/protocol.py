@@ -227,7 +227,8 @@ def _sections(text: str) -> tuple[dict[str, str], list[str]]:
         start = match.end()
         end = len(text)
         closed = False
-        for later in matches[index + 1 :]:
+        for position in range(index + 1, len(matches)):  # no slice copy: linear, not quadratic
+            later = matches[position]
             if later.group(2).upper() == name and later.group(1):
                 end, closed = later.start(), True
                 break
@@ -264,8 +265,21 @@ def parse_status(text: str) -> ReplyStatus | None:
     return None
 
 
+MAX_REPLY_CHARS = 1024 * 1024
+"""A reply longer than this is not read (docs/protocol.md, "Agent replies")."""
+
+
 def parse_reply(text: str) -> AgentReply:
-    """Parse an agent's reply; never raises. Tags win; without any, the heuristic fallback runs."""
+    """Parse an agent's reply; never raises, linear in its length. Tags win; without any, the
+    heuristic fallback runs. A reply over :data:`MAX_REPLY_CHARS` is not read: unstructured,
+    no status, a warning saying why."""
+    if len(text) > MAX_REPLY_CHARS:
+        return AgentReply(
+            warnings=(
+                f"the reply is {len(text):,} characters, over the {MAX_REPLY_CHARS:,} limit: "
+                "not read",
+            ),
+        )
     sections, warnings = _sections(text)
     if not sections:
         return _fallback(text)

@@ -112,13 +112,20 @@ def record_result(
     if failure_reason == "interrupted" and outcome is None:
         status = "canceled"
     files = facts.files
+    from gitflow_agents.findings.report import MAX_REPORT_CHARS
+    from gitflow_agents.fsutil import irregular, read_agent_text
+
     report_path = next(
-        (p for p in (files.success, files.failure, files.report) if p.exists()), None
+        (
+            p
+            for p in (files.success, files.failure, files.report)
+            if p.exists() and irregular(p) is None  # never a FIFO or a symlink the agent left
+        ),
+        None,
     )
     report_text = ""
     if report_path is not None:
-        with contextlib.suppress(OSError):
-            report_text = report_path.read_text(encoding="utf-8", errors="replace")
+        report_text = read_agent_text(report_path, MAX_REPORT_CHARS)
     # the adapter's parsed reply (not on the supervisor's ParsedOutput protocol), else stdout
     parsed_text = getattr(outcome.output, "reply", None) if outcome is not None else None
     reply_text = ""

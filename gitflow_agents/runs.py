@@ -93,8 +93,11 @@ def create_run(root: Path, flow_dir: str, flow: str, run_id: str | None = None) 
     """Create ``<flow_dir>/<flow>/runs/<runID>/`` (fresh id unless given) and exclude it from git."""
     run_id = run_id or new_run_id()
     paths = RunPaths(runs_root(root, flow_dir, flow) / run_id)
+    from gitflow_agents.fsutil import safe_target
     from gitflow_agents.git import exclude_flow_dir
 
+    # a committed `flows` symlink must not put run records outside the repository
+    safe_target(paths.run_dir)
     paths.run_dir.mkdir(parents=True, exist_ok=False)
     exclude_flow_dir(root, flow_dir)
     return paths
@@ -314,9 +317,12 @@ def write_result(paths: RunPaths, result: Mapping[str, Any]) -> None:
 
 # --- reading a report into the flow's result shape ---------------------------------------
 
-_MARKER = re.compile(r"^\s*(CHECKED_CRITERIA|TESTS_RAN|TESTS_PASSED)\s*:\s*(.*?)\s*$", re.M)
-_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
-_BULLET = re.compile(r"^[-*+]\s+(.+?)\s*$")
+# Linear patterns (an agent's report may be a megabyte of anything): values are stripped in
+# code, not by a lazy `(.*?)\s*$` (quadratic on long runs of blanks), and a link title holds no
+# `[` (else every `[` of a line of them rescans the line).
+_MARKER = re.compile(r"^[ \t]*(CHECKED_CRITERIA|TESTS_RAN|TESTS_PASSED)[ \t]*:(.*)$", re.M)
+_LINK = re.compile(r"\[([^\[\]\n]+)\]\((https?://[^)\s]+)\)")
+_BULLET = re.compile(r"^[-*+]\s+(\S.*)$")
 
 
 def _summary(report_text: str, reply_summary: str) -> str:
@@ -326,7 +332,8 @@ def _summary(report_text: str, reply_summary: str) -> str:
     for index, line in enumerate(lines):
         if line.strip().lower().lstrip("#").strip() == "summary" and line.lstrip().startswith("#"):
             body = []
-            for item in lines[index + 1 :]:
+            for position in range(index + 1, len(lines)):  # no copy of the rest
+                item = lines[position]
                 if item.lstrip().startswith("#"):
                     break
                 body.append(item)
@@ -354,10 +361,16 @@ def flow_result(
     review: findings, overall and summary from ``findings.parse_review`` (no verdict = revise).
     research: summary, the report's top-level bullets, and its markdown links as sources.
     """
+    from gitflow_agents.findings.report import MAX_REPORT_CHARS
     from gitflow_agents.protocol import parse_reply
 
     reply = parse_reply(reply_text or report_text)
-    summary = _summary(report_text, reply.summary if reply.structured else "")
+    if kind != "review" and len(report_text) > MAX_REPORT_CHARS:  # parse_review says so itself
+        note = f"(report not read: {len(report_text):,} characters, over the limit)"
+        report_text = ""
+        summary = reply.summary if reply.structured else note
+    else:
+        summary = _summary(report_text, reply.summary if reply.structured else "")
     if kind == "review":
         from gitflow_agents.findings import parse_review
 
@@ -377,7 +390,9 @@ def flow_result(
         sources: dict[str, str] = {}
         for title, url in _LINK.findall(report_text):
             sources.setdefault(url, title)
-        bullets = [m.group(1) for ln in report_text.splitlines() if (m := _BULLET.match(ln))]
+        bullets = [
+            m.group(1).rstrip() for ln in report_text.splitlines() if (m := _BULLET.match(ln))
+        ]
         return research_result(
             status,
             summary=summary,
@@ -387,7 +402,8 @@ def flow_result(
     checked: list[int] = []
     ran: list[str] = []
     passed = False
-    for name, value in _MARKER.findall(report_text):
+    for name, raw in _MARKER.findall(report_text):
+        value = raw.strip()
         if name == "CHECKED_CRITERIA":
             checked = [int(n) for n in re.findall(r"\d+", value)]
         elif name == "TESTS_RAN" and value:

@@ -154,7 +154,13 @@ def fill_report(text: str, stats: GitStats) -> str:
 
 def fill_report_file(path: Path, stats: GitStats) -> None:
     """``fill_report`` on a file, written atomically."""
+    from gitflow_agents.findings.report import MAX_REPORT_CHARS
+    from gitflow_agents.fsutil import irregular, read_agent_text
     from gitflow_agents.runs import write_text_atomic
 
-    text = path.read_text(encoding="utf-8", errors="replace")
+    if irregular(path) is not None:  # an agent's symlink or FIFO: neither read nor written
+        return
+    text = read_agent_text(path, MAX_REPORT_CHARS)
+    if len(text) > MAX_REPORT_CHARS:  # not read whole: rewriting it would cut it
+        return
     write_text_atomic(path, fill_report(text, stats))

@@ -76,6 +76,8 @@ def _entries(scan: _Scan, folder: Path, rel: str) -> list[Path]:
         return []
 
 
+MAX_ASSET_BYTES = 4 * 1024 * 1024
+"""An ``.agents-flow/`` file larger than this is refused (docs/security.md, "Bounds")."""
 _AGENT_ID_LINE = re.compile(r"^agentId:[ \t]*[\"']?([\w.:-]+)[\"']?[ \t]*$", re.MULTILINE)
 
 
@@ -110,9 +112,14 @@ class _Scan:
         )
 
     def read(self, path: Path) -> str | None:
+        from gitflow_agents.fsutil import ReadRefused, read_limited
+
         rel = self.rel(path)
         try:
-            data = path.read_bytes()
+            data = read_limited(path, MAX_ASSET_BYTES)
+        except ReadRefused as exc:
+            self.error("file_read_error", rel, None, f"cannot read file: {exc.reason}")
+            return None
         except OSError as exc:
             self.error("file_read_error", rel, None, f"cannot read file: {exc.strerror or exc}")
             return None

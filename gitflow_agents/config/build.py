@@ -43,6 +43,8 @@ from gitflow_agents.errors import ConfigError
 from gitflow_agents.plan import SpecPlanConfig, compile_step_pattern
 from gitflow_agents.resources import templates_dir
 
+MAX_AT_FILE_BYTES = 4 * 1024 * 1024
+"""A file named by an ``@path`` value larger than this is refused (docs/security.md, "Bounds")."""
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -325,16 +327,18 @@ def _resolve_text(node: Node, layout: Layout, keypath: str) -> tuple[str, str]:
     if target is None:
         where = "a shipped file" if layout.built_in else "inside the project root"
         raise node.error(keypath, f"@{rel}: the file must be {where}")
+    from gitflow_agents.fsutil import ReadRefused, read_text_limited
+
     try:
-        text = target.read_text(encoding="utf-8-sig")
+        text = read_text_limited(target, MAX_AT_FILE_BYTES)
+    except ReadRefused as exc:
+        raise node.error(keypath, f"{rel}: {exc.reason}") from None
     except FileNotFoundError:
         raise node.error(
             keypath, f"file not found: {rel} (paths after '@' are relative to the project root)"
         ) from None
     except IsADirectoryError:
         raise node.error(keypath, f"{rel} is a directory, not a file") from None
-    except UnicodeDecodeError as exc:
-        raise node.error(keypath, f"{rel}: not valid UTF-8 (byte {exc.start})") from None
     except OSError as exc:
         raise node.error(keypath, f"cannot read {rel}: {exc.strerror or exc}") from None
     if layout.built_in:

@@ -1,8 +1,9 @@
 """YAML with line numbers: a layer file read into ``Node`` trees, so every later error can name
 the file, the line and the key path (``.flow/base.yaml:12: agents.builder.model: ...``).
 
-Only PyYAML's safe loader is used (imported when a file is read, not at start-up). Duplicate
-keys, non-string keys and recursive aliases are errors; merge keys (``<<: *anchor``) work.
+YAML is read by gitflow_agents/safe_yaml.py (bounded: nesting depth, alias expansion, plain
+values only; imported when a file is read, not at start-up). Duplicate keys, non-string keys
+and recursive aliases are errors; merge keys (``<<: *anchor``) work.
 """
 
 from __future__ import annotations
@@ -27,80 +28,90 @@ class Node:
         return ConfigError(message, path=self.file, line=self.line, key=key or None)
 
 
+MAX_LAYER_BYTES = 4 * 1024 * 1024
+"""A layer file larger than this is refused (docs/security.md, "Bounds")."""
+
+
 def read_layer(path: Path, display: str) -> Node:
     """The layer file ``path`` as a Node tree (empty or only comments: an empty mapping);
-    ConfigError naming ``display`` and the line otherwise."""
-    import yaml
+    ConfigError naming ``display`` and the line otherwise (also for a FIFO, a file over
+    :data:`MAX_LAYER_BYTES`, an alias bomb or nesting too deep: gitflow_agents/safe_yaml.py)."""
+    from gitflow_agents.fsutil import ReadRefused, read_text_limited
 
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"not valid UTF-8 (byte {exc.start})", path=display) from None
+        text = read_text_limited(path, MAX_LAYER_BYTES)
+    except ReadRefused as exc:
+        raise ConfigError(exc.reason, path=display, line=exc.line) from None
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", path=display) from None
-    loader = yaml.SafeLoader(text)
+    return parse_layer(text, display)
+
+
+def parse_layer(text: str, display: str) -> Node:
+    """The YAML ``text`` of a layer file (named ``display`` in errors) as a Node tree."""
+    import yaml
+
+    from gitflow_agents.safe_yaml import YamlProblem, compose
+
     try:
-        document = loader.get_single_node()
+        document = compose(text)
         if document is None:  # empty, or only comments: an empty layer
             return Node({}, display, 1)
         if not isinstance(document, yaml.MappingNode):
             raise ConfigError(
-                f"expected a mapping of settings at the top level, got {kind(_plain(loader, document))}",
+                f"expected a mapping of settings at the top level, got {kind(_plain(document))}",
                 path=display,
                 line=document.start_mark.line + 1,
             )
-        return _convert(loader, document, display, 1, "")
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = " ".join(str(part) for part in (exc.context, exc.problem) if part)
+        return _convert(document, display, 1, "")
+    except YamlProblem as exc:
         raise ConfigError(
-            f"invalid YAML: {problem or exc}",
+            f"invalid YAML: {exc.message}",
             path=display,
-            line=mark.line + 1 if mark is not None else None,
+            line=exc.line + 1 if exc.line is not None else None,
         ) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"invalid YAML: {exc}", path=display) from None
-    finally:
-        loader.dispose()
 
 
-def _plain(loader: Any, node: Any) -> Any:
+def _plain(node: Any) -> Any:
+    """A scalar node's value; ``{}`` / ``[]`` for a mapping / list (to name its kind)."""
     import yaml
+
+    from gitflow_agents.safe_yaml import scalar
 
     if isinstance(node, yaml.MappingNode):
         return {}
     if isinstance(node, yaml.SequenceNode):
         return []
-    return loader.construct_object(node, deep=True)
+    return scalar(node)
 
 
-def _convert(
-    loader: Any, node: Any, file: str, line: int, keypath: str, inside: frozenset[int] = frozenset()
-) -> Node:
-    import yaml
-
-    if id(node) in inside:  # an alias to an anchor that contains it: `a: &x [*x]`
+def _key(key_node: Any, file: str, keypath: str) -> str:
+    key = _plain(key_node)
+    if not isinstance(key, str):
         raise ConfigError(
-            "recursive YAML alias (an anchor that contains itself)",
+            f"keys must be strings, got {kind(key)} {key!r}",
             path=file,
-            line=node.start_mark.line + 1,
+            line=key_node.start_mark.line + 1,
             key=keypath or None,
         )
-    inside = inside | {id(node)}
+    return key
+
+
+def _convert(node: Any, file: str, line: int, keypath: str) -> Node:
+    """The composed node as a Node tree. Aliases are expanded (their total is bounded by the
+    composer), recursion is bounded by its depth limit."""
+    import yaml
+
+    from gitflow_agents.safe_yaml import flatten, is_merge_key, scalar
+
     if isinstance(node, yaml.MappingNode):
-        seen: dict[Any, int] = {}
+        seen: dict[str, int] = {}
+        keys: dict[int, str] = {}
         for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
+            if is_merge_key(key_node):
                 continue
-            key = _plain(loader, key_node)
+            key = keys[id(key_node)] = _key(key_node, file, keypath)
             key_line = key_node.start_mark.line + 1
-            if not isinstance(key, str):
-                raise ConfigError(
-                    f"keys must be strings, got {kind(key)} {key!r}",
-                    path=file,
-                    line=key_line,
-                    key=keypath or None,
-                )
             if key in seen:
                 raise ConfigError(
                     f"duplicate key (first defined on line {seen[key]})",
@@ -109,33 +120,24 @@ def _convert(
                     key=join(keypath, key),
                 )
             seen[key] = key_line
-        loader.flatten_mapping(node)  # YAML merge keys (<<: *anchor)
+        flatten(node)  # YAML merge keys (<<: *anchor)
         items: dict[str, Node] = {}
         for key_node, value_node in node.value:
-            key = _plain(loader, key_node)
-            if not isinstance(key, str):
-                raise ConfigError(
-                    f"keys must be strings, got {kind(key)} {key!r}",
-                    path=file,
-                    line=key_node.start_mark.line + 1,
-                    key=keypath or None,
-                )
+            key = keys.get(id(key_node)) or _key(key_node, file, keypath)
             items[key] = _convert(
-                loader, value_node, file, key_node.start_mark.line + 1, join(keypath, key), inside
+                value_node, file, key_node.start_mark.line + 1, join(keypath, key)
             )
         return Node(items, file, line)
     if isinstance(node, yaml.SequenceNode):
         return Node(
             [
-                _convert(
-                    loader, item, file, item.start_mark.line + 1, f"{keypath}[{index}]", inside
-                )
+                _convert(item, file, item.start_mark.line + 1, f"{keypath}[{index}]")
                 for index, item in enumerate(node.value)
             ],
             file,
             line,
         )
-    return Node(loader.construct_object(node, deep=True), file, line)
+    return Node(scalar(node), file, line)
 
 
 def join(keypath: str, key: str) -> str:

@@ -25,8 +25,13 @@ LineLookup = Callable[[str, int], "str | None"]
 _BULLET_FINDING = re.compile(
     r"^\s*[-*+]\s+\[(?P<severity>[A-Za-z]+)\]\s+"
     r"(?:`?(?P<file>[^\s`:]+):(?P<line>\d+)(?::\d+)?(?:-(?P<end>\d+))?`?:\s*)?"
-    r"(?P<message>\S.*?)\s*$"
+    r"(?P<message>\S.*)$"  # trailing blanks are stripped in code: `.*?\s*$` is quadratic
 )
+
+
+MAX_REPORT_CHARS = 1024 * 1024
+"""A report longer than this is not read: no verdict, the reason says why (docs/findings.md,
+"Findings in a report"). Reading one that long would cost seconds for nothing a reviewer needs."""
 
 
 class FindingsError(ValueError):
@@ -56,6 +61,8 @@ def _findings_block(text: str, source: str) -> Review | None:
     a block that does not parse at all is an error, because it may be the findings.
     """
     found: Review | None = None
+    if "```" not in text and "~~~" not in text:  # no fence, no block: no parse needed
+        return None
     for fence_line, content in _json_blocks(text):
         try:
             data = json.loads(content)
@@ -80,11 +87,16 @@ def _findings_block(text: str, source: str) -> Review | None:
 
 
 def _bullet_findings(text: str) -> list[Finding]:
-    fenced = fenced_lines(text)
+    candidates = [
+        (number, match)
+        for number, line in enumerate(split_lines(text), start=1)
+        if (match := _BULLET_FINDING.match(line)) is not None
+    ]
+    # which lines are code only matters when there is a candidate (markdown costs time)
+    fenced = fenced_lines(text) if candidates else frozenset()
     findings = []
-    for number, line in enumerate(split_lines(text), start=1):
-        match = _BULLET_FINDING.match(line)
-        if match is None or number in fenced:
+    for number, match in candidates:
+        if number in fenced:
             continue
         try:
             severity = Severity.parse(match.group("severity"))
@@ -95,7 +107,7 @@ def _bullet_findings(text: str) -> list[Finding]:
         findings.append(
             Finding(
                 severity=severity,
-                message=match.group("message"),
+                message=match.group("message").rstrip(),
                 file=match.group("file"),
                 line=start,
                 end_line=end if end is not None and start is not None and end > start else None,
@@ -125,7 +137,8 @@ def parse_review(
     source: str = "report.md",
     line_content: LineLookup | None = None,
 ) -> Review:
-    """Read a reviewer's report into a Review (never raises for bad report content).
+    """Read a reviewer's report into a Review (never raises for bad report content; linear in
+    its length, and a report over :data:`MAX_REPORT_CHARS` is not read: no verdict).
 
     Verdict: the ``REVIEW_RESULT:`` marker (``parse_verdict``). Findings, first source found:
     the last fenced ```json findings block (docs/protocol.md, Findings), else ``- [severity]
@@ -137,6 +150,18 @@ def parse_review(
     """
     from gitflow_agents.protocol import ReplyStatus, parse_reply
 
+    if len(report_text) > MAX_REPORT_CHARS:
+        return Review(
+            overall=None,
+            summary="",
+            findings=(),
+            reviewed_sha=reviewed_sha,
+            base_sha=base_sha,
+            reason=(
+                f"{source} is {len(report_text):,} characters, over the "
+                f"{MAX_REPORT_CHARS:,} limit: it is not read, so there is no verdict"
+            ),
+        )
     verdict = parse_verdict(report_text)
     overall, reason = verdict.verdict, verdict.reason
     reply = parse_reply(report_text)

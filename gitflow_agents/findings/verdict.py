@@ -52,29 +52,58 @@ def fenced_lines(text: str) -> frozenset[int]:
 
 # HTML blocks whose content markdown does not show as text: script/style (hidden), pre and
 # textarea (shown as code), processing instructions, declarations, CDATA. Comments inside any
-# HTML block or paragraph are found separately (``_COMMENT``).
+# HTML block or paragraph are found separately (``_comment_spans``).
 _RAW_HTML_BLOCK = re.compile(r"\s{0,3}<(script|pre|style|textarea)(?=[\s>]|$)", re.IGNORECASE)
 _HIDDEN_HTML_BLOCK = re.compile(r"\s{0,3}<(?:\?|![A-Za-z]|!\[CDATA\[)")
-# An HTML comment (CommonMark 0.31: ``<!-->`` and ``<!--->`` are complete comments too);
-# in an HTML block an unclosed one runs to the block's end.
-_COMMENT = re.compile(r"<!--(?:-?>|.*?-->)", re.DOTALL)
-_OPEN_COMMENT = re.compile(r"<!--(?:-?>|.*?(?:-->|\Z))", re.DOTALL)
 
 
-def _comment_lines(content: str, first: int, pattern: re.Pattern[str]) -> dict[int, str]:
+def _comment_spans(content: str, open_ended: bool) -> list[tuple[int, int]]:
+    """(start, end) offsets of the HTML comments in ``content``, in order (CommonMark 0.31:
+    ``<!-->`` and ``<!--->`` are complete comments too). ``open_ended``: an unclosed comment
+    runs to the end (as in an HTML block). One pass: once no ``-->`` follows, none is searched
+    for again (a regex would rescan the rest for every ``<!--``)."""
+    spans: list[tuple[int, int]] = []
+    pos, closes = 0, True
+    while (start := content.find("<!--", pos)) != -1:
+        after = start + 4
+        if content.startswith(">", after):
+            end = after + 1
+        elif content.startswith("->", after):
+            end = after + 2
+        else:
+            close = content.find("-->", after) if closes else -1
+            if close == -1:
+                closes = False
+                if open_ended:
+                    spans.append((start, len(content)))
+                    break
+                pos = after
+                continue
+            end = close + 3
+        spans.append((start, end))
+        pos = end
+    return spans
+
+
+def _comment_lines(content: str, first: int, open_ended: bool) -> dict[int, str]:
     """1-based report lines whose whole visible text lies inside an HTML comment of ``content``
     (a block's content, its line k being report line ``first + k``)."""
-    spans = [m.span() for m in pattern.finditer(content)]
+    spans = _comment_spans(content, open_ended)
     if not spans:
         return {}
     hidden: dict[int, str] = {}
     offset = 0
+    current = 0  # spans and lines both go forward: one sweep
     for k, line in enumerate(content.split("\n")):
         start = offset + len(line) - len(line.lstrip())
         end = offset + len(line.rstrip())
         offset += len(line) + 1
-        if end > start and any(a <= start and end <= b for a, b in spans):
-            hidden[first + k] = "an HTML comment"
+        while current < len(spans) and spans[current][1] < end:
+            current += 1
+        if end > start and current < len(spans):
+            span_start, span_end = spans[current]
+            if span_start <= start and end <= span_end:
+                hidden[first + k] = "an HTML comment"
     return hidden
 
 
@@ -95,7 +124,11 @@ def hidden_lines(text: str) -> dict[int, str]:
 
     hidden: dict[int, str] = {}
     tokens = block_tokens(text)
-    lines = split_lines(text)
+    # prose[i]: non-blank lines before line i (0-based), so "is there text outside this block"
+    # is one subtraction, not a scan of the whole report per block
+    prose = [0]
+    for line in split_lines(text):
+        prose.append(prose[-1] + bool(line.strip()))
     for token in tokens:
         if not token.map:
             continue
@@ -104,7 +137,7 @@ def hidden_lines(text: str) -> dict[int, str]:
         if token.type == "fence":
             what = "a fenced code block"
         elif token.type == "code_block":
-            outside = any(line.strip() for line in lines[:start] + lines[end:])
+            outside = prose[-1] - (prose[min(end, len(prose) - 1)] - prose[start]) > 0
             what = "an indented code block" if outside else ""
         elif token.type == "html_block":
             raw = _RAW_HTML_BLOCK.match(token.content)
@@ -113,9 +146,9 @@ def hidden_lines(text: str) -> dict[int, str]:
             elif _HIDDEN_HTML_BLOCK.match(token.content):
                 what = "an HTML block"
             else:
-                hidden.update(_comment_lines(token.content, start + 1, _OPEN_COMMENT))
+                hidden.update(_comment_lines(token.content, start + 1, open_ended=True))
         elif token.type == "inline" and "<!--" in token.content:
-            hidden.update(_comment_lines(token.content, start + 1, _COMMENT))
+            hidden.update(_comment_lines(token.content, start + 1, open_ended=False))
         if what:
             hidden.update(dict.fromkeys(range(start + 1, end + 1), what))
     return hidden
@@ -132,14 +165,19 @@ def parse_verdict(text: str) -> VerdictResult:
     Fail-closed: no marker, or a last marker that is decorated (``**REVIEW_RESULT: APPROVED**``),
     lower case or followed by other text, is no verdict; the reason says what was found where.
     """
-    hidden = hidden_lines(text)
-    last: tuple[int, Overall | None, str] | None = None  # (line, verdict, near-miss text)
-    first_hidden: int | None = None
+    candidates = []
     for number, line in enumerate(split_lines(text), start=1):
+        if "review" not in line.lower():  # cheap test first: most lines are not markers
+            continue
         strict = VERDICT_RE.match(line)
         near = strict is None and _NEAR_MISS.match(_DECORATION.sub("", line, count=1))
-        if not (strict or near):
-            continue
+        if strict or near:
+            candidates.append((number, line, strict))
+    # which lines are hidden only matters when there is a marker (markdown costs time)
+    hidden = hidden_lines(text) if candidates else {}
+    last: tuple[int, Overall | None, str] | None = None  # (line, verdict, near-miss text)
+    first_hidden: int | None = None
+    for number, line, strict in candidates:
         if number in hidden:
             first_hidden = first_hidden or number
             continue

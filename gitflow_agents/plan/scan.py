@@ -1,4 +1,4 @@
-"""Reading a plan file (UTF-8, byte order mark kept, binary refused) and scanning its lines for
+"""Reading a plan file (UTF-8, byte order mark kept, binary, FIFOs and huge files refused) and scanning its lines for
 step headers, the end marker, and what lint reports (stray step lines, unclosed fences).
 
 markdown-it tokens decide what is a heading and what is code, so a step-looking line inside a
@@ -24,6 +24,8 @@ from gitflow_agents.plan.model import (
 # token line numbers index this list (str.splitlines would also split on \f, \x1c, \u2028 ...).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 DIGITS = re.compile(r"[0-9]+")
+MAX_PLAN_BYTES = 16 * 1024 * 1024
+"""A plan larger than this is refused (docs/security.md, "Bounds")."""
 _CLOSING_HASHES = re.compile(r"(?:^|\s+)#+\s*$")
 
 
@@ -51,12 +53,17 @@ class Scan:
 
 def read(path: Path) -> Source:
     """Read a plan as UTF-8 text; PlanError (with the line where known) if that is not possible."""
+    from gitflow_agents.fsutil import ReadRefused, read_limited
+
     try:
-        data = path.read_bytes()
+        data = read_limited(path, MAX_PLAN_BYTES)
     except FileNotFoundError:
         raise PlanError("no such file", path=path) from None
     except IsADirectoryError:
         raise PlanError("is a directory, not a plan file", path=path) from None
+    except ReadRefused as exc:
+        reason = exc.reason.replace("not a file", "not a plan file")
+        raise PlanError(reason, path=path) from None
     except OSError as exc:
         raise PlanError(f"cannot read: {exc.strerror or exc}", path=path) from None
     bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""

@@ -74,7 +74,9 @@ def write_system_prompt(
         check_name(flow_name, "flow name"),
         check_name(agent_id, "agent id"),
     )
-    folder.mkdir(parents=True, exist_ok=True)
+    from gitflow_agents.fsutil import make_dirs
+
+    folder = make_dirs(folder)  # refused when a symlink leads it out of the repository
     target = folder / "system_prompt.md"
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".system_prompt.", suffix=".tmp")
     try:

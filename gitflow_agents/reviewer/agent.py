@@ -118,7 +118,10 @@ def run_agent_review(
             f"agent {name} did not complete the review: {run['outcome']}: "
             f"{redact_text(str(run['reason']))} (logs: {logs})"
         )
-    return success.read_text(encoding="utf-8", errors="replace")
+    from gitflow_agents.findings.report import MAX_REPORT_CHARS
+    from gitflow_agents.fsutil import read_agent_text
+
+    return read_agent_text(success, MAX_REPORT_CHARS)  # bounded; "" for a symlink or FIFO
 
 
 def _review_task(base: str, head: str | None, files: SignalFiles) -> str:

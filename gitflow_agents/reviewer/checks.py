@@ -88,6 +88,27 @@ def _json(text: str, path: str) -> None:
         raise SyntaxProblem(exc.lineno, f"invalid JSON: {exc.msg}") from None
 
 
+def _yaml(text: str, path: str) -> None:
+    """The syntax first (gitflow_agents/safe_yaml.py: bounded, nothing built), then the values
+    the safe loader builds (``2024-13-45``, ``!!int abc`` are refused by every PyYAML consumer);
+    application tags (``!Ref``) are opaque. An alias only references its anchor's value, so
+    building costs no more than reading."""
+    import yaml
+
+    from gitflow_agents.safe_yaml import YamlProblem, check_syntax
+
+    try:
+        check_syntax(text)
+    except YamlProblem as exc:
+        line = exc.line + 1 if exc.line is not None else None
+        raise SyntaxProblem(line, f"invalid YAML: {exc.message}") from None
+    try:
+        for _ in yaml.load_all(text, Loader=_yaml_loader()):  # a SafeLoader subclass
+            pass
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+        raise SyntaxProblem(None, f"invalid YAML: {exc}") from None
+
+
 @functools.cache
 def _yaml_loader() -> type[Any]:
     import yaml
@@ -103,24 +124,6 @@ def _yaml_loader() -> type[Any]:
     Loader.add_multi_constructor("!", _opaque)
     Loader.add_multi_constructor("tag:yaml.org,2002:python/", _opaque)
     return Loader
-
-
-def _yaml(text: str, path: str) -> None:
-    import yaml
-
-    try:
-        for _ in yaml.load_all(text, Loader=_yaml_loader()):  # a SafeLoader subclass
-            pass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise SyntaxProblem(mark.line + 1 if mark else None, f"invalid YAML: {problem}") from None
-    except yaml.YAMLError as exc:
-        raise SyntaxProblem(None, f"invalid YAML: {exc}") from None
-    except (ValueError, TypeError, OverflowError) as exc:
-        # a value the safe loader cannot build (``2024-13-45``, ``!!int abc``): it refuses
-        # the whole file, as every PyYAML consumer would
-        raise SyntaxProblem(None, f"invalid YAML: {exc}") from None
 
 
 def toml_parser() -> Callable[[str], object] | None:

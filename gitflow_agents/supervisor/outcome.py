@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
 
+from gitflow_agents.fsutil import irregular
 from gitflow_agents.runs import read_json, write_json_atomic
 
 Status = Literal["succeeded", "failed", "stuck", "timeout", "canceled", "crashed"]
@@ -144,13 +145,27 @@ class SignalFiles(NamedTuple):
         return self.success if ok else self.failure if failed else None
 
     def report_path(self, status: Status) -> Path | None:
-        """The file that holds the agent's report after a run that ended ``status``."""
-        if status == "succeeded" and self.success.exists():
-            return self.success
-        for path in (self.failure, self.report):
-            if path.exists():
+        """The file that holds the agent's report after a run that ended ``status``: only a
+        regular file, never a symlink or FIFO the agent left there (it is not read)."""
+        candidates: tuple[Path, ...] = (self.success, self.failure, self.report)
+        if status != "succeeded":
+            candidates = candidates[1:]
+        for path in candidates:
+            if path.exists() and irregular(path) is None:
                 return path
         return None
+
+
+def refuse_irregular_report(files: SignalFiles, verdict: Verdict) -> Verdict:
+    """A success whose report is a symlink, a FIFO or a folder is a failure: the tool would
+    read (and may write, filling in statistics) whatever it points at (docs/security.md,
+    "Writes")."""
+    if verdict.status != "succeeded":
+        return verdict
+    problem = irregular(files.success)
+    if problem is None:
+        return verdict
+    return Verdict("failed", f"{files.success.name} {problem}: the report is not read")
 
 
 def signal_paths(

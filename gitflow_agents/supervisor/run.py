@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitflow_agents.fsutil import make_dirs, refuse_symlinks
 from gitflow_agents.liveness import start_time
 from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV
 from gitflow_agents.supervisor import tree
@@ -31,6 +32,7 @@ from gitflow_agents.supervisor.outcome import (
     completion_event,
     judge_ending,
     read_reply,
+    refuse_irregular_report,
     signal_paths,
     stopped,
     update_status,
@@ -95,8 +97,11 @@ def supervise(
     stale = [p for p in (files.success, files.failure) if p.exists()]
     if stale:
         raise ValueError(f"{stale[0]} exists before the run started; move it away first")
-    agent_dir.mkdir(parents=True, exist_ok=True)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    # the agent writes its report where we tell it: a symlink planted there (or a folder link
+    # out of the repository) would make it write elsewhere (docs/security.md, "Writes")
+    refuse_symlinks(*files)
+    make_dirs(agent_dir)
+    make_dirs(run_dir)
     watcher = open_watcher(
         agent_dir,
         run_dir,
@@ -350,11 +355,15 @@ class _Supervision:
         leftover = self._sweep(stop.sweep)
         self.output.finish(stop.drain)
         code = self.proc.returncode if self.proc is not None else None
-        verdict = stop.verdict or judge_ending(
+        verdict = refuse_irregular_report(
             self.files,
-            code,
-            signal_at=stop.signal_at,
-            completes_by_exit=self.spec.completes_by_exit,
+            stop.verdict
+            or judge_ending(
+                self.files,
+                code,
+                signal_at=stop.signal_at,
+                completes_by_exit=self.spec.completes_by_exit,
+            ),
         )
         stdout, stderr = self.output.text("stdout"), self.output.text("stderr")
         parse = self.parse_output if self.proc is not None else None

@@ -1,0 +1,61 @@
+"""What an unexpected exception (a bug) leaves behind: one line on stderr, the traceback in a
+crash log, and exit code 70 (``ExitCode.INTERNAL``), never 0 or 1 (which callers read as
+"approved" and "revise").
+
+The log is ``$XDG_CACHE_HOME/gitflow-agents/crash.log`` (``~/.cache/...`` by default), rewritten
+by every crash, like pre-commit's ``pre-commit.log``: the version, Python, the command line and
+the traceback, ready to paste into a bug report.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from gitflow_agents import __version__
+from gitflow_agents.errors import ExitCode
+
+
+def crash_log_path() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "gitflow-agents" / "crash.log"
+
+
+def report(exc: BaseException, prog: str) -> int:
+    """Write the crash log, print one line naming it; the internal-error exit code."""
+    text = (
+        f"{prog} {__version__} crashed at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
+        f"python: {sys.version.split()[0]} ({platform.platform()})\n"
+        f"command: {' '.join(sys.argv)}\n"
+        f"cwd: {_cwd()}\n\n"
+        + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    )
+    where = _write(text)
+    what = f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc).__name__
+    # the log cannot be written: the traceback goes to stderr instead
+    hint = f"the traceback is in {where}" if where is not None else "the traceback follows"
+    print(f"{prog}: internal error (a bug in gitflow-agents): {what}; {hint}", file=sys.stderr)
+    if where is None:
+        sys.stderr.write(text)
+    return int(ExitCode.INTERNAL)
+
+
+def _cwd() -> str:
+    try:
+        return str(Path.cwd())
+    except OSError:
+        return "(removed)"
+
+
+def _write(text: str) -> Path | None:
+    path = crash_log_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", errors="backslashreplace")
+    except OSError:
+        return None
+    return path

@@ -1,0 +1,344 @@
+"""The one way gitflow-agents reads YAML: bounded, typed, and never a traceback.
+
+Every YAML reader (``.flow/`` layers, frontmatter of cards and ``.agents-flow/`` files, the
+builtin reviewer's syntax check) goes through here. PyYAML's event parser (libyaml when
+installed) reads the text; the nodes are composed here, without recursion, so that:
+
+- nesting deeper than :data:`MAX_DEPTH` levels is an error, not a ``RecursionError``;
+- aliases may add at most :data:`ALIAS_BUDGET` values to what is written (a 600-byte "billion
+  laughs" alias bomb stops after a few hundred events, in milliseconds);
+- only plain values exist: strings, integers, floats, booleans, null, lists and mappings. A date
+  written without quotes stays the string it looks like; other tags (``!!timestamp``,
+  ``!!binary``, ``!!set``, ``!!python/...``, ``!Custom``) are errors, and so is a value the tag
+  cannot hold (``!!int abc``);
+- no value holds a NUL character or a lone surrogate (both break paths, argv and UTF-8 output).
+
+Errors are :class:`YamlProblem` with a 0-based line of the text; callers add the file and its
+offset (docs/security.md, "Bounds").
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+MAX_DEPTH = 64
+"""Lists and mappings nested deeper than this are refused."""
+ALIAS_BUDGET = 50_000
+"""Values aliases may add, in total, to the values written in one document."""
+
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_MERGE = "tag:yaml.org,2002:merge"
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null")
+)
+_BAD_CHARACTER = re.compile(r"[\x00\ud800-\udfff]")
+
+
+class YamlProblem(Exception):
+    """Why a YAML text cannot be read; ``line`` is 0-based in the text (None when unknown)."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column  # 0-based, where the parser knows it
+
+
+@cache
+def _loader_class() -> type[Any]:
+    import yaml
+
+    base: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    # YAML 1.1 resolves 2026-01-02 to a date (and 2026-13-45 to a crash): here it stays a string.
+    resolvers = {
+        first: [(tag, regex) for tag, regex in entries if not tag.endswith(":timestamp")]
+        for first, entries in base.yaml_implicit_resolvers.items()
+    }
+    return type("PlainLoader", (base,), {"yaml_implicit_resolvers": resolvers})
+
+
+def _short(tag: str) -> str:
+    return tag.replace("tag:yaml.org,2002:", "!!")
+
+
+def _check_text(text: str) -> None:
+    bad = _BAD_CHARACTER.search(text)
+    if bad is not None:
+        raise YamlProblem(_character_message(bad.group()), text.count("\n", 0, bad.start()))
+
+
+def _character_message(char: str) -> str:
+    if char == "\x00":
+        return "contains a NUL character (\\0), which no setting can hold"
+    return f"contains a lone surrogate (\\u{ord(char):04x}), which is not text"
+
+
+class _Composer:
+    """Nodes from the parser's events, with depth, alias and tag checks (one document)."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+        self.anchors: dict[str, Any] = {}
+        self.weight: dict[int, int] = {}  # id(node) -> values it stands for, aliases expanded
+        self.open: set[int] = set()  # collections not yet closed: an alias to one is recursive
+        self.added = 0  # values added by aliases so far
+
+    def document(self) -> Any:
+        """The next document's root node (None for an empty document)."""
+        import yaml
+
+        loader = self.loader
+        loader.get_event()  # DocumentStartEvent
+        stack: list[tuple[Any, list[Any]]] = []  # (collection node, its children so far)
+        root: Any = None
+        while True:
+            event = loader.get_event()
+            if isinstance(event, yaml.DocumentEndEvent):
+                return root
+            line = event.start_mark.line if event.start_mark is not None else None
+            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                node, children = stack.pop()
+                node.end_mark = event.end_mark
+                self.open.discard(id(node))
+                node.value = (
+                    list(zip(children[::2], children[1::2], strict=True))
+                    if isinstance(node, yaml.MappingNode)
+                    else children
+                )
+                self.weight[id(node)] = 1 + sum(self.weight[id(child)] for child in children)
+            elif isinstance(event, yaml.AliasEvent):
+                node = self._alias(event, line)
+            else:
+                node = self._start(event, line)
+                if isinstance(node, yaml.CollectionNode):
+                    if len(stack) >= MAX_DEPTH:
+                        raise YamlProblem(f"nested more than {MAX_DEPTH} levels deep", line)
+                    stack.append((node, []))
+                    self.open.add(id(node))
+                    continue
+            if stack:
+                stack[-1][1].append(node)
+            else:
+                root = node
+
+    def _alias(self, event: Any, line: int | None) -> Any:
+        node = self.anchors.get(event.anchor)
+        if node is None:
+            raise YamlProblem(f"alias *{event.anchor} names no anchor defined before it", line)
+        if id(node) in self.open:
+            raise YamlProblem(
+                f"recursive YAML alias *{event.anchor} (an anchor that contains itself)", line
+            )
+        self.added += self.weight[id(node)]
+        if self.added > ALIAS_BUDGET:
+            raise YamlProblem(
+                f"aliases expand to more than {ALIAS_BUDGET:,} values (an alias bomb?)", line
+            )
+        return node
+
+    def _start(self, event: Any, line: int | None) -> Any:
+        import yaml
+
+        loader = self.loader
+        if isinstance(event, yaml.ScalarEvent):
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+            elif tag not in _SCALAR_TAGS:
+                raise YamlProblem(f"unsupported tag {_short(tag)} (only plain values)", line)
+            bad = _BAD_CHARACTER.search(event.value)
+            if bad is not None:
+                raise YamlProblem(_character_message(bad.group()), line)
+            start: Any = event.start_mark  # libyaml's marks are not yaml.Mark to mypy
+            end: Any = event.end_mark
+            node: Any = yaml.ScalarNode(tag, event.value, start, end, style=event.style)
+            self.weight[id(node)] = 1
+        else:
+            mapping = isinstance(event, yaml.MappingStartEvent)
+            kind = yaml.MappingNode if mapping else yaml.SequenceNode
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = loader.resolve(kind, None, event.implicit)
+            elif tag != (_MAP if mapping else _SEQ):
+                raise YamlProblem(f"unsupported tag {_short(tag)} (only plain values)", line)
+            node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = node
+        return node
+
+
+_REWORD_LIMIT = 1024 * 1024
+
+
+def _reworded(text: str, exc: Exception) -> YamlProblem:
+    """A parser error as a YamlProblem. libyaml words errors differently from PyYAML's own
+    parser (and is not installed everywhere): a text of reasonable size is parsed again by
+    PyYAML's parser (only on this error path) so that the message is the same on every machine."""
+    import yaml
+
+    if (
+        isinstance(exc, yaml.MarkedYAMLError)
+        and not issubclass(_loader_class(), yaml.SafeLoader)
+        and len(text) <= _REWORD_LIMIT
+    ):
+        try:
+            for _ in yaml.parse(text, Loader=yaml.SafeLoader):
+                pass
+        except yaml.MarkedYAMLError as pure:
+            return _problem_of(pure)
+        except yaml.YAMLError:
+            pass
+    return _problem_of(exc)
+
+
+def _problem_of(exc: Exception) -> YamlProblem:
+    import yaml
+
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = " ".join(str(part) for part in (exc.context, exc.problem) if part)
+        if mark is None:
+            return YamlProblem(problem or str(exc))
+        return YamlProblem(problem or str(exc), mark.line, mark.column)
+    return YamlProblem(str(exc).splitlines()[0] if str(exc) else "invalid YAML")
+
+
+def _run(text: str, documents: bool) -> list[Any]:
+    """Composed root nodes; YamlProblem for anything malformed."""
+    import yaml
+
+    _check_text(text)
+    loader = _loader_class()(text)
+    roots: list[Any] = []
+    try:
+        loader.get_event()  # StreamStartEvent
+        while not loader.check_event(yaml.StreamEndEvent):
+            if roots and not documents:
+                event = loader.peek_event()
+                raise YamlProblem(
+                    "expected a single document in the stream but found another document",
+                    event.start_mark.line if event.start_mark is not None else None,
+                )
+            roots.append(_Composer(loader).document())
+    except yaml.YAMLError as exc:
+        raise _reworded(text, exc) from None
+    finally:
+        loader.dispose()
+    return roots
+
+
+def compose(text: str) -> Any:
+    """The single document of ``text`` as a PyYAML node tree (None when empty or comments)."""
+    roots = _run(text, documents=False)
+    return roots[0] if roots else None
+
+
+def check_syntax(text: str) -> None:
+    """YamlProblem unless every document of ``text`` is well-formed YAML (application tags such
+    as ``!Ref`` allowed: only the syntax is checked, nothing is built, so no alias expands)."""
+    import yaml
+
+    _check_text(text)
+    loader = _loader_class()(text)
+    anchors: set[str] = set()
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.DocumentStartEvent):
+                anchors.clear()
+            elif isinstance(event, yaml.AliasEvent) and event.anchor not in anchors:
+                line = event.start_mark.line if event.start_mark is not None else None
+                raise YamlProblem(f"alias *{event.anchor} names no anchor defined before it", line)
+            elif isinstance(event, yaml.NodeEvent) and event.anchor is not None:
+                anchors.add(event.anchor)
+    except yaml.YAMLError as exc:
+        raise _reworded(text, exc) from None
+    finally:
+        loader.dispose()
+
+
+def scalar(node: Any) -> Any:
+    """The Python value of a scalar node (its tag is one of the plain ones); YamlProblem when
+    the text is not a value of that tag (``!!int abc``, ``!!bool maybe``)."""
+    if node.tag == _STR:  # most values: no constructor needed
+        return node.value
+    import yaml
+
+    constructor = _constructor()
+    build = constructor.yaml_constructors.get(node.tag)
+    if build is None:  # a tag nobody resolves to: compose() refuses those
+        raise YamlProblem(f"unsupported tag {_short(node.tag)}", node.start_mark.line)
+    try:
+        return build(constructor, node)
+    except (ValueError, KeyError, TypeError, OverflowError, yaml.YAMLError):
+        kind = {"int": "an integer", "float": "a number", "bool": "a boolean"}.get(
+            node.tag.rsplit(":", 1)[-1], _short(node.tag)
+        )
+        raise YamlProblem(f"{node.value!r} is not {kind}", node.start_mark.line) from None
+
+
+@cache
+def _constructor() -> Any:
+    from yaml.constructor import SafeConstructor
+
+    return SafeConstructor()
+
+
+def flatten(node: Any) -> None:
+    """Apply YAML merge keys (``<<: *defaults``) of a mapping node in place."""
+    import yaml
+
+    try:
+        _constructor().flatten_mapping(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise YamlProblem(
+            exc.problem or "invalid merge key", mark.line if mark is not None else None
+        ) from None
+
+
+def is_merge_key(node: Any) -> bool:
+    return bool(node.tag == _MERGE)
+
+
+def to_python(node: Any) -> Any:
+    """Plain Python values (dict, list, str, int, float, bool, None) of a composed node tree.
+
+    A node reached through several aliases becomes one shared object (as PyYAML builds it), so
+    the work is linear in the composed tree. Keys must be scalars.
+    """
+    import yaml
+
+    built: dict[int, Any] = {}
+
+    def build(current: Any) -> Any:  # recursion: depth is bounded by MAX_DEPTH
+        if id(current) in built:
+            return built[id(current)]
+        if isinstance(current, yaml.ScalarNode):
+            value = scalar(current)
+        elif isinstance(current, yaml.SequenceNode):
+            value = built[id(current)] = []
+            value.extend(build(item) for item in current.value)
+        else:
+            flatten(current)
+            value = built[id(current)] = {}
+            for key_node, value_node in current.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise YamlProblem(
+                        "a key must be a plain value, not a list or mapping",
+                        key_node.start_mark.line,
+                    )
+                value[scalar(key_node)] = build(value_node)
+        built[id(current)] = value
+        return value
+
+    return None if node is None else build(node)
+
+
+def load(text: str) -> Any:
+    """The single document of ``text`` as plain Python values (None when empty)."""
+    return to_python(compose(text))

@@ -1,0 +1,240 @@
+"""Hostile files: FIFOs where a file is expected, symlinks leading out of the repository, cards
+with CRLF / lone-CR line endings or bytes that are not UTF-8 (docs/security.md, "Writes" and
+"Bounds"). Each is one clear line and exit 2, and no file outside the repository changes."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents import cards
+from gitflow_agents.errors import ExitCode, InputError, UnsafeWriteError
+from gitflow_agents.fsutil import (
+    ReadRefused,
+    read_agent_text,
+    read_limited,
+    safe_target,
+    write_text_atomic,
+)
+from gitflow_agents.lock import hold
+from gitflow_agents.plan import set_step_status
+from gitflow_agents.runs import create_run
+
+from .conftest import FAKES, git, init_repo
+from .test_spawn import Cli, setup_project
+
+PLAN = "# P\n\n## Implementation Steps\n\n### Status:  | Step 1: A\n\nx\n"
+CARD = "---\ntitle: T\n---\n# T\n\n## Acceptance Criteria\n\n- [ ] one\n- [ ] two\n"
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(monkeypatch, capsys)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A file outside every repository, with content that must never change."""
+    target = tmp_path / "outside" / "precious.md"
+    target.parent.mkdir()
+    target.write_text(CARD)
+    return target
+
+
+# --- FIFOs and other non-regular files ---------------------------------------------------
+
+
+def test_read_limited_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    with pytest.raises(ReadRefused, match=r"is a FIFO \(named pipe\), not a regular file"):
+        read_limited(fifo, 100)
+    assert time.monotonic() - started < 1
+    with pytest.raises(ReadRefused, match="is a directory, not a file"):
+        read_limited(tmp_path, 100)
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 101)
+    with pytest.raises(ReadRefused, match="is 101 bytes, over the 100 bytes limit"):
+        read_limited(big, 100)
+    assert read_agent_text(fifo, 10) == ""
+
+
+def test_fifo_plan_exits_2_through_the_cli(repo: Path, cli: Cli) -> None:
+    os.mkfifo(repo / "plan.md")
+    for args in (("plan", "show", "plan.md"), ("plan", "lint", "plan.md")):
+        result = cli.main(*args, cwd=repo)
+        assert result.returncode == ExitCode.USAGE
+        assert (
+            "plan.md: is a FIFO (named pipe), not a regular file" in result.stdout + result.stderr
+        )
+
+
+def test_fifo_config_layer_card_and_agent_file_are_refused(repo: Path, cli: Cli) -> None:
+    (repo / ".flow").mkdir()
+    os.mkfifo(repo / ".flow" / "base.yaml")
+    result = cli.main("status", cwd=repo)
+    assert result.returncode == ExitCode.USAGE
+    assert result.stderr.strip().endswith(
+        ".flow/base.yaml: is a FIFO (named pipe), not a regular file"
+    )
+    os.mkfifo(repo / "card.md")
+    with pytest.raises(InputError, match="is a FIFO"):
+        cards.read_card(repo / "card.md")
+    from gitflow_agents.assets import load_manifest
+
+    (repo / ".agents-flow" / "agents").mkdir(parents=True)
+    os.mkfifo(repo / ".agents-flow" / "agents" / "x.agent.md")
+    manifest = load_manifest(repo)
+    assert [e.code for e in manifest.errors] == ["file_read_error"]
+    assert "is a FIFO" in manifest.errors[0].message
+
+
+def test_a_fifo_planted_as_a_lock_is_taken_over(tmp_path: Path) -> None:
+    lock = tmp_path / ".card.md.lock"
+    os.mkfifo(lock)
+    with hold(lock, "run-1") as info:
+        assert info.run_id == "run-1"
+        assert lock.is_file()
+    assert not lock.exists()
+
+
+# --- cards keep their bytes ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_card_edits_keep_line_endings_byte_for_byte(tmp_path: Path, newline: str) -> None:
+    card = tmp_path / "card.md"
+    card.write_bytes(CARD.replace("\n", newline).encode())
+    cards.set_card_status(card, "implement", "running")
+    cards.append_history(card, "2026-01-02: Run x started (implement).")
+    assert cards.apply_checked_criteria(card, [1]) == [1]
+    text = card.read_bytes().decode()
+    assert text == (
+        "---\ntitle: T\nagent_flow: implement\nagent_status: running\n---\n# T\n\n"
+        "## Acceptance Criteria\n\n- [ ] one\n- [x] two\n\n## History\n\n"
+        "- 2026-01-02: Run x started (implement).\n"
+    ).replace("\n", newline)
+    assert cards.card_status(card) == ("implement", "running")
+
+
+def test_card_not_utf8_is_one_line_with_its_line(tmp_path: Path) -> None:
+    card = tmp_path / "card.md"
+    card.write_bytes(b"---\r\ntitle: caf\xe9\r\n---\r\n")
+    with pytest.raises(InputError) as info:
+        cards.set_card_status(card, "implement", "running")
+    assert str(info.value) == (
+        f"{card}:2: not valid UTF-8 (byte 0xe9 at offset 15); cards must be UTF-8"
+    )
+
+
+# --- writes stay inside the repository -----------------------------------------------------
+
+
+def test_card_symlinked_outside_the_repository_is_refused(
+    repo: Path, outside: Path, cli: Cli
+) -> None:
+    (repo / "card.md").symlink_to(outside)
+    with pytest.raises(UnsafeWriteError, match="refusing to write: a symlink leads it out"):
+        cards.set_card_status(repo / "card.md", "implement", "running")
+    with pytest.raises(UnsafeWriteError):
+        cards.append_history(repo / "card.md", "line")
+    setup_project(repo, {"builder": [str(FAKES / "fake_agent"), "succeed"]})
+    result = cli.main("spawn", "builder", "--task", "t", "--card", "card.md", "--quiet", cwd=repo)
+    assert result.returncode == ExitCode.USAGE
+    assert "card.md: refusing to write" in result.stderr
+    assert outside.read_text() == CARD
+
+
+def test_plan_symlinked_outside_the_repository_keeps_its_target(repo: Path, tmp_path: Path) -> None:
+    target = tmp_path / "outside-plan.md"
+    target.write_text(PLAN)
+    (repo / "plan.md").symlink_to(target)
+    with pytest.raises(UnsafeWriteError, match=r"plan\.md: refusing to write"):
+        set_step_status(repo / "plan.md", 1, "✅")
+    assert target.read_text() == PLAN
+
+
+def test_symlinks_inside_the_repository_still_work(repo: Path) -> None:
+    (repo / "docs").mkdir()
+    (repo / "docs" / "plan.md").write_text(PLAN)
+    (repo / "plan.md").symlink_to(Path("docs") / "plan.md")
+    set_step_status(repo / "plan.md", 1, "✅")
+    assert (repo / "plan.md").is_symlink()
+    assert "Status: ✅ | Step 1" in (repo / "docs" / "plan.md").read_text()
+
+
+def test_committed_flows_symlink_puts_no_run_record_outside(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo / "flows").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(UnsafeWriteError, match="out of the repository"):
+        create_run(repo, "flows", "f")
+    setup_project(repo, {"builder": [str(FAKES / "fake_agent"), "succeed"]})
+    result = cli.main("spawn", "builder", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
+    assert result.returncode == ExitCode.USAGE
+    assert "refusing to write" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_flows_symlink_into_another_repository_is_refused_too(repo: Path, tmp_path: Path) -> None:
+    other = init_repo(tmp_path / "other")
+    (other / "f").mkdir()
+    git(other, "init", "-q", str(other / "f"))  # a repository where the run folder would be
+    (repo / "flows").symlink_to(other, target_is_directory=True)
+    with pytest.raises(UnsafeWriteError):
+        create_run(repo, "flows", "f")
+
+
+def test_preplaced_report_symlink_is_refused_and_its_target_unchanged(
+    repo: Path, outside: Path, cli: Cli
+) -> None:
+    setup_project(repo, {"builder": [str(FAKES / "fake_agent"), "succeed"]})
+    agent_dir = repo / "flows" / "f" / "agents" / "builder"
+    agent_dir.mkdir(parents=True)
+    (agent_dir / "report.md").symlink_to(outside)
+    result = cli.main("spawn", "builder", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
+    assert result.returncode == ExitCode.USAGE
+    assert "report.md: is a symlink" in result.stderr
+    assert outside.read_text() == CARD
+
+
+def test_agent_report_left_as_a_symlink_is_not_read_and_fails_the_run(
+    repo: Path, outside: Path, cli: Cli
+) -> None:
+    script = repo.parent / "linker"
+    script.write_text(
+        "#!/usr/bin/env python3\nimport os, pathlib, sys\n"
+        "d = pathlib.Path(os.environ['GITFLOW_AGENTS_AGENT_DIR'])\n"
+        f"(d / 'report.complete.md').symlink_to({str(outside)!r})\n"
+    )
+    script.chmod(0o755)
+    setup_project(repo, {"builder": [str(script)]})
+    result = cli.main("spawn", "builder", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
+    assert result.returncode == ExitCode.AGENT_FAILED
+    assert "report.complete.md is a symlink: the report is not read" in result.stdout
+    assert outside.read_text() == CARD
+
+
+def test_write_through_a_linked_work_tree_into_its_main_repository_is_allowed(
+    repo: Path, tmp_path: Path
+) -> None:
+    tree = tmp_path / "tree"
+    git(repo, "worktree", "add", "-q", "--detach", str(tree))
+    (repo / "flows").mkdir()
+    (tree / "flows").symlink_to(repo / "flows", target_is_directory=True)
+    write_text_atomic(tree / "flows" / "x.txt", "ok")
+    assert (repo / "flows" / "x.txt").read_text() == "ok"
+    assert safe_target(tree / "flows" / "x.txt") == (repo / "flows" / "x.txt").resolve()
+
+
+def test_outside_any_repository_writes_follow_links_as_before(tmp_path: Path) -> None:
+    real = tmp_path / "real.txt"
+    (tmp_path / "link.txt").symlink_to(real)
+    write_text_atomic(tmp_path / "link.txt", "x")
+    assert real.read_text() == "x"

@@ -1,0 +1,155 @@
+"""The one YAML reader (gitflow_agents/safe_yaml.py): bounded work, plain values, one-line errors
+for every malformed input, through every YAML surface (config layers, frontmatter, the builtin
+reviewer's syntax check)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.errors import ConfigError, ExitCode, InputError
+from gitflow_agents.frontmatter import split_frontmatter
+from gitflow_agents.safe_yaml import ALIAS_BUDGET, MAX_DEPTH, YamlProblem, check_syntax, load
+from tests.conftest import Cli
+
+# The "billion laughs": 9 levels of 9 aliases, 10^8 strings once expanded, from 342 bytes.
+ALIAS_BOMB = "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9) if prev else ', '.join(['lol'] * 9)}]\n"
+    for prev, name in zip(["", *"abcdefgh"], "abcdefghi", strict=True)
+)
+
+
+def problem(text: str) -> YamlProblem:
+    with pytest.raises(YamlProblem) as info:
+        load(text)
+    return info.value
+
+
+def test_plain_values_and_merge_keys() -> None:
+    text = "base: &b {x: 1, y: [a, b]}\nuse:\n  <<: *b\n  y: 2\nwhen: 2026-01-02\nt: yes\n"
+    assert load(text) == {
+        "base": {"x": 1, "y": ["a", "b"]},
+        "use": {"x": 1, "y": 2},
+        "when": "2026-01-02",  # a date stays the string it looks like
+        "t": True,
+    }
+    assert load("") is None
+    assert load("# only a comment\n") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("a: 1\nb: !!int abc\n", 1, "'abc' is not an integer"),
+        ("a: !!float x\n", 0, "'x' is not a number"),
+        ("a: !!bool maybe\n", 0, "'maybe' is not a boolean"),
+        ("a: !!timestamp 2026-13-45\n", 0, "unsupported tag !!timestamp"),
+        ("a: !!binary AAAA\n", 0, "unsupported tag !!binary"),
+        ("a: !!set {x}\n", 0, "unsupported tag !!set"),
+        ("a: !!python/name:os.system\n", 0, "unsupported tag !!python/name:os.system"),
+        ("a: !Ref b\n", 0, "unsupported tag !Ref"),
+        ('a: "x\\0y"\n', 0, "contains a NUL character"),
+        ("a: 1\n# \x00\n", 1, "contains a NUL character"),
+        ("a: *nothing\n", 0, "alias *nothing names no anchor defined before it"),
+        ("a: &x [*x]\n", 0, "recursive YAML alias *x"),
+        ("[" * (MAX_DEPTH + 1), 0, f"nested more than {MAX_DEPTH} levels deep"),
+        ("a: 1\n---\nb: 2\n", 1, "expected a single document in the stream"),
+        ("a: [1\n", 1, "expected ',' or ']'"),
+        ("a: " + "1" * 5000 + "\n", 0, "is not an integer"),
+        ("? [a]\n: 1\n", 0, "a key must be a plain value"),
+    ],
+)
+def test_malformed_yaml_is_one_problem_with_its_line(text: str, line: int, message: str) -> None:
+    error = problem(text)
+    assert message in error.message
+    assert error.line == line
+
+
+def test_lone_surrogate_is_refused() -> None:
+    assert "lone surrogate" in problem("a: '\ud800'\n").message
+
+
+def test_alias_bomb_stops_within_the_budget_in_milliseconds() -> None:
+    started = time.perf_counter()
+    error = problem(ALIAS_BOMB)
+    assert time.perf_counter() - started < 0.5
+    assert f"aliases expand to more than {ALIAS_BUDGET:,} values" in error.message
+    assert len(ALIAS_BOMB) < 600
+
+
+def test_moderate_aliases_are_fine() -> None:
+    text = "d: &d {" + ", ".join(f"k{i}: {i}" for i in range(50)) + "}\n"
+    text += "".join(f"a{i}: *d\n" for i in range(100))
+    assert load(text)["a99"]["k49"] == 49
+
+
+def test_syntax_check_builds_nothing() -> None:
+    check_syntax(ALIAS_BOMB)  # well-formed: no expansion, no error
+    check_syntax("a: !Ref b\n---\nc: !!python/name:os.system\n")
+    check_syntax("a: 2026-13-45\nb: !!int abc\n")
+    check_syntax("[" * 5000 + "]" * 5000)
+    with pytest.raises(YamlProblem, match="names no anchor"):
+        check_syntax("a: *x\n")
+    with pytest.raises(YamlProblem):
+        check_syntax("a: [\n")
+
+
+def test_frontmatter_errors_name_the_file_line() -> None:
+    with pytest.raises(InputError) as info:
+        split_frontmatter("---\ntitle: x\ndate: !!int abc\n---\nbody\n", path="card.md")
+    assert str(info.value) == "card.md:3: invalid YAML in frontmatter: 'abc' is not an integer"
+    with pytest.raises(InputError, match="alias bomb"):
+        split_frontmatter("---\n" + ALIAS_BOMB + "---\n", path="a.md")
+    front = split_frontmatter("---\nwhen: 2026-13-45\n---\n", path="card.md")
+    assert front.data == {"when": "2026-13-45"}
+
+
+def test_config_alias_bomb_exits_2_in_under_a_second_through_the_cli(
+    repo: Path, cli_run: Cli
+) -> None:
+    assert cli_run.main("init", cwd=repo).returncode == 0
+    base = repo / ".flow" / "base.yaml"
+    base.write_text(base.read_text() + ALIAS_BOMB)
+    started = time.perf_counter()
+    result = cli_run.main("status", cwd=repo)
+    assert time.perf_counter() - started < 1.0
+    assert result.returncode == ExitCode.USAGE
+    assert "aliases expand to more than" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_agents_flow_frontmatter_alias_bomb_exits_2(repo: Path, cli_run: Cli) -> None:
+    assert cli_run.main("init", cwd=repo).returncode == 0
+    agent = repo / ".agents-flow" / "agents" / "bomb.agent.md"
+    agent.parent.mkdir(parents=True)
+    agent.write_text("---\nagentId: bomb\n" + ALIAS_BOMB + "---\nYou review.\n")
+    started = time.perf_counter()
+    result = cli_run.main("prompt", "--agent", "bomb", "--task", "t", cwd=repo)
+    assert time.perf_counter() - started < 1.0
+    assert result.returncode == ExitCode.USAGE
+    assert "aliases expand to more than" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        ("defaults:\n  stuck_timeout_secs: 2026-13-45\n", "stuck_timeout_secs: expected"),
+        ("flow_dir: !!int x\n", "invalid YAML: 'x' is not an integer"),
+        ('flow_dir: "a\\0b"\n', "contains a NUL character"),
+        ("x: " + "[" * 100 + "]" * 100 + "\n", "nested more than"),
+    ],
+)
+def test_config_values_yaml_cannot_hold_are_config_errors(
+    tmp_path: Path, yaml_text: str, message: str
+) -> None:
+    (tmp_path / ".flow").mkdir()
+    (tmp_path / ".flow" / "base.yaml").write_text(yaml_text)
+    from gitflow_agents.config import load_flow_config
+
+    with pytest.raises(ConfigError) as info:
+        load_flow_config(tmp_path)
+    assert str(info.value).startswith((".flow/base.yaml:1: ", ".flow/base.yaml:2: "))
+    assert message in str(info.value)
