@@ -28,47 +28,51 @@ def run(args: argparse.Namespace) -> int:
 
 
 def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str, Any]]:
-    """One row per run (oldest first): status.json merged with result.json, liveness checked."""
+    """One row per run (oldest first): status.json merged with result.json, liveness checked.
+    Fields of the wrong type (an agent can write anything into its run folder) read as absent."""
     from gitflow_agents.liveness import run_alive
+    from gitflow_agents.record_fields import mapping, scalar, text
     from gitflow_agents.runs import iter_runs, read_json
 
     rows = []
     for paths in iter_runs(root, flow_dir, flow):
         status = read_json(paths.status) or {}
         result = read_json(paths.result)
-        state = str(status.get("state") or ("finished" if result else "unknown"))
+        state = text(status, "state") or ("finished" if result else "unknown")
         if state in ("queued", "running", "killing") and not run_alive(status):
             state = "lost"  # neither the supervisor nor the agent is alive: nobody will finish it
         row: dict[str, Any] = {
             "runId": paths.run_dir.name,
-            "flow": status.get("flow") or paths.run_dir.parent.parent.name,
-            "agent": status.get("agent"),
-            "kind": status.get("kind"),
+            "flow": text(status, "flow") or paths.run_dir.parent.parent.name,
+            "agent": scalar(status, "agent"),
+            "kind": scalar(status, "kind"),
             "state": state,
-            "reason": status.get("reason"),
-            "pid": status.get("pid"),
-            "startedAt": status.get("started"),
-            "endedAt": status.get("ended"),
-            "lastActivityAt": status.get("last_activity"),
-            "lastActivityKind": status.get("last_activity_kind"),
-            "result": result.get("status") if result else None,
+            "reason": scalar(status, "reason"),
+            "pid": scalar(status, "pid"),
+            "startedAt": scalar(status, "started"),
+            "endedAt": scalar(status, "ended"),
+            "lastActivityAt": scalar(status, "last_activity"),
+            "lastActivityKind": scalar(status, "last_activity_kind"),
+            "result": scalar(result, "status") if result else None,
             "runDir": str(paths.run_dir),
         }
-        run = result.get("run", {}) if result else {}
+        run = mapping(result, "run") if result else {}
         for key in ("input_tokens", "output_tokens", "cost_usd"):
-            if run.get(key) is not None:
+            if scalar(run, key) is not None:
                 row[key] = run[key]
-        session_id = run.get("session_id") or status.get("session_id")
+        session_id = scalar(run, "session_id") or scalar(status, "session_id")
         if session_id:
             row["sessionId"] = session_id
-        if isinstance(run.get("session"), dict):
-            row["session"] = {k: run["session"].get(k) for k in ("root", "turn", "previousRunId")}
-        if isinstance(run.get("replies"), dict):
-            row["replies"] = run["replies"]
-        reply = run.get("reply")
-        if isinstance(reply, dict):
-            row["replyStatus"] = reply.get("status")
-            if reply.get("questions"):
+        session = mapping(run, "session")
+        if session:
+            row["session"] = {k: scalar(session, k) for k in ("root", "turn", "previousRunId")}
+        replies = mapping(run, "replies")
+        if replies:
+            row["replies"] = replies
+        reply = mapping(run, "reply")
+        if reply:
+            row["replyStatus"] = scalar(reply, "status")
+            if isinstance(reply.get("questions"), list) and reply["questions"]:
                 row["questions"] = reply["questions"]
         rows.append(row)
     return rows
@@ -77,11 +81,13 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
 def reply_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     """Agent replies over ``rows`` (docs/protocol.md, "Agent replies"): structured vs
     unstructured, and needs_input ones."""
+    from gitflow_agents.record_fields import integer
+
     counts = {"structured": 0, "unstructured": 0, "needs_input": 0}
     for row in rows:
         replies = row.get("replies") or {}
-        counts["structured"] += int(replies.get("structured") or 0)
-        counts["unstructured"] += int(replies.get("unstructured") or 0)
+        counts["structured"] += max(0, integer(replies, "structured") or 0)
+        counts["unstructured"] += max(0, integer(replies, "unstructured") or 0)
         counts["needs_input"] += row.get("replyStatus") == "needs_input"
     return counts
 
@@ -100,7 +106,7 @@ def format_replies(rows: list[dict[str, Any]]) -> str:
 
 
 def _ago(epoch: Any, now: float) -> str:
-    if not isinstance(epoch, (int, float)):
+    if not isinstance(epoch, (int, float)) or not -1e12 < epoch < 1e12:
         return "-"
     seconds = max(0, int(now - epoch))
     if seconds < 120:
@@ -112,9 +118,11 @@ def _ago(epoch: Any, now: float) -> str:
 
 def _duration(row: dict[str, Any], now: float) -> str:
     start, end = row.get("startedAt"), row.get("endedAt")
-    if not isinstance(start, (int, float)):
+    if not isinstance(start, (int, float)) or not -1e12 < start < 1e12:
         return "-"
-    seconds = int((end if isinstance(end, (int, float)) else now) - start)
+    if not isinstance(end, (int, float)) or not -1e12 < end < 1e12:
+        end = now
+    seconds = int(end - start)
     minutes, sec = divmod(max(0, seconds), 60)
     return f"{minutes}:{sec:02d}"
 
