@@ -238,3 +238,46 @@ def test_outside_any_repository_writes_follow_links_as_before(tmp_path: Path) ->
     (tmp_path / "link.txt").symlink_to(real)
     write_text_atomic(tmp_path / "link.txt", "x")
     assert real.read_text() == "x"
+
+
+# --- worker.log keeps its head and tail ----------------------------------------------------
+
+
+def test_worker_log_keeps_head_and_tail_and_says_what_it_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitflow_agents.supervisor import output
+
+    monkeypatch.setattr(output, "LOG_HEAD", 10)
+    monkeypatch.setattr(output, "LOG_TAIL", 8)
+    log = output.Log(tmp_path / "worker.log")
+    for chunk in (b"0123456", b"789abcdef", b"ghijklmnop", b"qrstuvwxyz"):
+        log.write(chunk)
+    assert (tmp_path / "worker.log").read_bytes().startswith(b"0123456789\n[gitflow-agents:")
+    log.close()
+    text = (tmp_path / "worker.log").read_bytes()
+    head, marker, dropped, tail = text.split(b"\n", 3)
+    assert head == b"0123456789"
+    assert marker.startswith(b"[gitflow-agents: worker.log holds the first 10 bytes")
+    assert dropped == b"[gitflow-agents: 18 bytes of output dropped here]"
+    assert tail == b"stuvwxyz"
+
+
+def test_worker_log_under_the_cap_is_the_output_as_it_came(tmp_path: Path) -> None:
+    from gitflow_agents.supervisor import output
+
+    log = output.Log(tmp_path / "worker.log")
+    log.write(b"a" * 1000)
+    log.write(b"\xff\x00 raw bytes")
+    log.close()
+    assert (tmp_path / "worker.log").read_bytes() == b"a" * 1000 + b"\xff\x00 raw bytes"
+
+
+def test_tail_keeps_the_last_bytes_without_moving_them() -> None:
+    from gitflow_agents.supervisor.output import Tail
+
+    tail = Tail(5)
+    for chunk in (b"abc", b"defg", b"h", b"ijklmnop"):
+        tail.append(chunk)
+    assert tail.value() == b"lmnop"
+    assert tail.cut() == 11
