@@ -220,8 +220,14 @@ def prepare_turn(
         )
     a_dir = agent_dir(root, config.flow_dir, prior.flow, agent_id)
     prompt_path = a_dir / "system_prompt.md"
-    try:
-        prompt_text = prompt_path.read_text(encoding="utf-8")
+    from gitflow_agents.fsutil import ReadRefused, read_text_limited
+
+    try:  # in the agent's folder: it may have replaced it with anything (a FIFO would block)
+        prompt_text = read_text_limited(prompt_path, 16 * 1024 * 1024)
+    except ReadRefused as exc:
+        raise UsageError(
+            f"send: {prompt_path}: {exc.reason}; cannot continue run {prior.run_id}"
+        ) from None
     except OSError:
         raise UsageError(
             f"send: {prompt_path} is missing; cannot continue run {prior.run_id}"
