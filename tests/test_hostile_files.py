@@ -182,6 +182,24 @@ def test_committed_flows_symlink_puts_no_run_record_outside(
     assert list(elsewhere.iterdir()) == []
 
 
+def test_committed_flows_symlink_stops_a_chain_run_before_it_writes(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    fake = str(FAKES / "fake_agent")
+    setup_project(
+        repo, {"builder": [fake, "succeed"], "reviewer": [fake, "succeed"], "fixer": [fake]}
+    )
+    (repo / "flows").symlink_to(elsewhere, target_is_directory=True)
+    result = cli.main(
+        "run", "specs/feature.md", "--step", "1", "--reviewers", "reviewer", "--quiet", cwd=repo
+    )
+    assert result.returncode == ExitCode.USAGE
+    assert "refusing to write: a symlink leads it out of the repository" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_flows_symlink_into_another_repository_is_refused_too(repo: Path, tmp_path: Path) -> None:
     other = init_repo(tmp_path / "other")
     (other / "f").mkdir()
