@@ -299,3 +299,23 @@ def test_tail_keeps_the_last_bytes_without_moving_them() -> None:
         tail.append(chunk)
     assert tail.value() == b"lmnop"
     assert tail.cut() == 11
+
+
+def test_a_10_mb_agent_report_is_refused_quickly_and_fails_closed(repo: Path, cli: Cli) -> None:
+    script = repo.parent / "verbose-reviewer"
+    script.write_text(
+        "#!/usr/bin/env python3\nimport os, pathlib\n"
+        "d = pathlib.Path(os.environ['GITFLOW_AGENTS_AGENT_DIR'])\n"
+        "(d / 'report.md').write_text('REVIEW_RESULT: APPROVED\\n' + 'para\\n\\n    code\\n\\n' * 700000)\n"
+        "os.rename(d / 'report.md', d / 'report.complete.md')\n"
+    )
+    script.chmod(0o755)
+    setup_project(repo, {"reviewer": [str(script)]})
+    (repo / "x.py").write_text("x = 1\n")
+    git(repo, "add", "x.py")
+    git(repo, "commit", "-q", "-m", "x")
+    started = time.monotonic()
+    result = cli.main("review", "HEAD", "--agent", "reviewer", "--format", "json", cwd=repo)
+    assert time.monotonic() - started < 15  # the agent's own run included; parsing is instant
+    assert result.returncode == ExitCode.REVISE
+    assert "over the 1,048,576 limit: it is not read, so there is no verdict" in result.stdout
