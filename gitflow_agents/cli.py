@@ -327,6 +327,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    if any("\0" in word for word in argv):  # only possible in-process: no OS passes one
+        print("gitflow-agents: error: an argument contains a NUL character", file=sys.stderr)
+        return ExitCode.USAGE
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:

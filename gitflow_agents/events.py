@@ -240,11 +240,13 @@ class JsonlChannel:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The events of an ``events.jsonl`` file (a torn last line, from a killed writer, is skipped)."""
+    from gitflow_agents.jsondata import JsonProblem, loads
+
     events = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
+            events.append(loads(line))
+        except JsonProblem:  # torn, or not ours: skipped
             continue
     return events
 

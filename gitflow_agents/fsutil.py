@@ -166,13 +166,14 @@ _KINDS = (
 )
 
 
-class ReadRefused(Exception):
+class ReadRefused(OSError):
     """A file that is not read: not a regular file, over its size cap, or not UTF-8 text.
     ``reason`` is the part after ``path: `` of a one-line message; ``line`` (1-based) where
-    known."""
+    known. An OSError, so that one no caller catches still ends as ``path: reason``, exit 2
+    (``cli.dispatch``)."""
 
-    def __init__(self, reason: str, line: int | None = None) -> None:
-        super().__init__(reason)
+    def __init__(self, reason: str, path: Path | None = None, line: int | None = None) -> None:
+        super().__init__(None, reason, None if path is None else str(path))
         self.reason = reason
         self.line = line
 
@@ -204,12 +205,12 @@ def read_limited(path: Path, limit: int) -> bytes:
         raise
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise ReadRefused(not_regular(mode))
+        raise ReadRefused(not_regular(mode), path)
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         size = max(len(data), path.stat().st_size if path.exists() else 0)
-        raise ReadRefused(f"is {size_text(size)}, over the {size_text(limit)} limit")
+        raise ReadRefused(f"is {size_text(size)}, over the {size_text(limit)} limit", path)
     return data
 
 
@@ -222,7 +223,7 @@ def read_text_limited(path: Path, limit: int) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ReadRefused(
-            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})", line
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})", path, line
         ) from None
 
 

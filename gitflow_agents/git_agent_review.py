@@ -94,8 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import sys
+
     from gitflow_agents.cli import dispatch
 
+    if argv is not None and any("\0" in word for word in argv):  # in-process only
+        print("git agent-review: error: an argument contains a NUL character", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     return dispatch(args, prog="git agent-review")
 

@@ -67,10 +67,10 @@ def read_lock(path: Path) -> LockInfo | None:
 
 
 def _parse(raw: bytes) -> LockInfo | None:
+    from gitflow_agents.jsondata import load_object
+
     try:
-        data = json.loads(raw.decode("utf-8"))
-        if not isinstance(data, dict):
-            return None
+        data = load_object(raw)
         return LockInfo(
             run_id=str(data.get("runId", "?")),
             pid=int(data["pid"]),

@@ -16,7 +16,6 @@ lands in a commit.
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import time
@@ -103,13 +102,22 @@ def create_run(root: Path, flow_dir: str, flow: str, run_id: str | None = None) 
     return paths
 
 
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+"""A run record (status.json, result.json, a session) larger than this is not read."""
+
+
 def read_json(path: Path) -> dict[str, Any] | None:
-    """The object in ``path``, or None when it is missing or unreadable."""
+    """The object in ``path``, or None when it is missing or unreadable: not a regular file,
+    over :data:`MAX_RECORD_BYTES`, not JSON, not an object, nested too deeply or holding numbers
+    out of range (gitflow_agents/jsondata.py). Callers still check each field's type: an agent
+    can write anything into its run folder."""
+    from gitflow_agents.fsutil import ReadRefused, read_limited
+    from gitflow_agents.jsondata import JsonProblem, load_object
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return load_object(read_limited(path, MAX_RECORD_BYTES))
+    except (OSError, ReadRefused, JsonProblem):
         return None
-    return data if isinstance(data, dict) else None
 
 
 # --- status.json -------------------------------------------------------------------------

@@ -180,6 +180,15 @@ def _reworded(text: str, exc: Exception) -> YamlProblem:
     PyYAML's parser (only on this error path) so that the message is the same on every machine."""
     import yaml
 
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
+        position = exc.position if isinstance(exc.position, int) else 0
+        return YamlProblem(
+            f"contains the control character U+{exc.character:04X} (YAML allows none but tab "
+            "and line breaks)"
+            if isinstance(exc.character, int)
+            else "contains bytes YAML does not allow",
+            text.count("\n", 0, position),
+        )
     if (
         isinstance(exc, yaml.MarkedYAMLError)
         and not issubclass(_loader_class(), yaml.SafeLoader)
@@ -212,9 +221,10 @@ def _run(text: str, documents: bool) -> list[Any]:
     import yaml
 
     _check_text(text)
-    loader = _loader_class()(text)
     roots: list[Any] = []
+    loader = None
     try:
+        loader = _loader_class()(text)  # PyYAML's own reader checks the characters right here
         loader.get_event()  # StreamStartEvent
         while not loader.check_event(yaml.StreamEndEvent):
             if roots and not documents:
@@ -227,7 +237,8 @@ def _run(text: str, documents: bool) -> list[Any]:
     except yaml.YAMLError as exc:
         raise _reworded(text, exc) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return roots
 
 
@@ -243,9 +254,10 @@ def check_syntax(text: str) -> None:
     import yaml
 
     _check_text(text)
-    loader = _loader_class()(text)
     anchors: set[str] = set()
+    loader = None
     try:
+        loader = _loader_class()(text)
         while loader.check_event():
             event = loader.get_event()
             if isinstance(event, yaml.DocumentStartEvent):
@@ -258,7 +270,8 @@ def check_syntax(text: str) -> None:
     except yaml.YAMLError as exc:
         raise _reworded(text, exc) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def scalar(node: Any) -> Any:

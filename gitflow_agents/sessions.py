@@ -52,8 +52,9 @@ class FinishedRun(NamedTuple):
     @property
     def session_id(self) -> str | None:
         """The CLI's session id the run reported; None when it reported none."""
-        found = self.record.get("session_id") or self.status.get("session_id")
-        return str(found) if found else None
+        from gitflow_agents.record_fields import text
+
+        return text(self.record, "session_id") or text(self.status, "session_id") or None
 
 
 class Turn(NamedTuple):
@@ -81,6 +82,7 @@ def sessions_dir(root: Path, flow_dir: str, flow: str) -> Path:
 def finished_run(root: Path, flow_dir: str, run_id: str) -> FinishedRun:
     """The run ``run_id`` names (or a unique prefix of 8+ characters); UsageError when there is
     none or it has not finished."""
+    from gitflow_agents.record_fields import mapping
     from gitflow_agents.runs import find_run, read_json
 
     paths = find_run(root, flow_dir, run_id)
@@ -94,15 +96,19 @@ def finished_run(root: Path, flow_dir: str, run_id: str) -> FinishedRun:
             f"send: run {run_id} has not finished (state {status.get('state', 'unknown')}); "
             f"wait for it, or stop it with: gitflow-agents abort {run_id}"
         )
-    record: dict[str, Any] = result.get("run") or {}
-    flow = str(record.get("flow") or status.get("flow") or paths.run_dir.parent.parent.name)
-    return FinishedRun(paths, status, record, flow)
+    record = mapping(result, "run")
+    # the folder the run is in names its flow: a record's own "flow" could name any path
+    return FinishedRun(paths, status, record, paths.run_dir.parent.parent.name)
 
 
 def session_path(root: Path, flow_dir: str, prior: FinishedRun) -> Path:
     """The state file of the session ``prior`` belongs to (named by its first run)."""
-    link = prior.record.get("session")
-    first = str(link.get("root") or prior.run_id) if isinstance(link, dict) else prior.run_id
+    from gitflow_agents.record_fields import mapping, text
+    from gitflow_agents.runs import is_run_id
+
+    first = text(mapping(prior.record, "session"), "root") or prior.run_id
+    if not is_run_id(first):  # a record is not trusted to name a path
+        first = prior.run_id
     return sessions_dir(root, flow_dir, prior.flow) / f"{first}.json"
 
 
@@ -111,8 +117,8 @@ def load_session(path: Path, prior: FinishedRun) -> dict[str, Any]:
     from gitflow_agents.runs import read_json
 
     found = read_json(path)
-    if found is not None:
-        return found
+    if found is not None or path.exists():
+        return checked_session(found, path)
     record, status = prior.record, prior.status
     return {
         "root": prior.run_id,
@@ -125,6 +131,34 @@ def load_session(path: Path, prior: FinishedRun) -> dict[str, Any]:
         "closed": False,
         "sessionId": prior.session_id,
     }
+
+
+def checked_session(data: dict[str, Any] | None, path: Path) -> dict[str, Any]:
+    """A session file's state, its fields checked (an agent could have written it); UsageError
+    naming the file and the field otherwise."""
+    from gitflow_agents.runs import is_run_id
+
+    def damaged(what: str) -> UsageError:
+        return UsageError(f"send: {path}: damaged session record: {what}")
+
+    if data is None:
+        raise damaged("not a JSON object")
+    root, runs, turns = data.get("root"), data.get("runs"), data.get("turns", 1)
+    max_turns = data.get("maxTurns")
+    if not isinstance(root, str) or not is_run_id(root):
+        raise damaged("'root' must be a run id")
+    if (
+        not isinstance(runs, list)
+        or not runs
+        or not all(isinstance(r, str) and is_run_id(r) for r in runs)
+    ):
+        raise damaged("'runs' must be a list of run ids")
+    for key, value in (("turns", turns), ("maxTurns", max_turns)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise damaged(f"'{key}' must be an integer")
+    if not isinstance(data.get("closed", False), bool):
+        raise damaged("'closed' must be true or false")
+    return data
 
 
 def write_session(path: Path, session: dict[str, Any], *, close: str | None = None) -> None:
@@ -169,12 +203,16 @@ def prepare_turn(
     refusal, asked with the recorded session id or a stand-in when none was recorded)."""
     from gitflow_agents.launch import prepare, signal_files
     from gitflow_agents.prompt import agent_dir
+    from gitflow_agents.prompt.paths import check_name
+    from gitflow_agents.record_fields import mapping, text
 
     record, status = prior.record, prior.status
-    agent_id = str(record.get("agent") or status.get("agent"))
+    agent_id = check_name(
+        text(record, "agent") or text(status, "agent") or "", "agent id in the run's record"
+    )
     agent = _agent_config_name(record, status, agent_id, config)
     agent_cfg = config.agent(agent)
-    recorded_adapter = record.get("adapter") or (status.get("extra") or {}).get("adapter")
+    recorded_adapter = text(record, "adapter") or text(mapping(status, "extra"), "adapter")
     if recorded_adapter and recorded_adapter != agent_cfg.adapter:
         raise UsageError(
             f"send: agent {agent!r} now uses the {agent_cfg.adapter} adapter, but the session of "
@@ -182,8 +220,14 @@ def prepare_turn(
         )
     a_dir = agent_dir(root, config.flow_dir, prior.flow, agent_id)
     prompt_path = a_dir / "system_prompt.md"
-    try:
-        prompt_text = prompt_path.read_text(encoding="utf-8")
+    from gitflow_agents.fsutil import ReadRefused, read_text_limited
+
+    try:  # in the agent's folder: it may have replaced it with anything (a FIFO would block)
+        prompt_text = read_text_limited(prompt_path, 16 * 1024 * 1024)
+    except ReadRefused as exc:
+        raise UsageError(
+            f"send: {prompt_path}: {exc.reason}; cannot continue run {prior.run_id}"
+        ) from None
     except OSError:
         raise UsageError(
             f"send: {prompt_path} is missing; cannot continue run {prior.run_id}"
@@ -306,13 +350,14 @@ def close_session(path: Path, session: dict[str, Any], reason: str) -> bool:
 
 def _after_turn(path: Path, session: dict[str, Any], run_id: str, max_turns: int | None) -> None:
     """Record the session id the CLI reported for this turn; close the session on its last turn."""
+    from gitflow_agents.record_fields import mapping
     from gitflow_agents.runs import RunPaths, read_json
 
     latest = {**read_session(path), **{k: session[k] for k in ("runs", "turns", "maxTurns")}}
     latest.pop("active", None)
     run_dir = path.parent.parent / "runs" / run_id
-    record = (read_json(RunPaths(run_dir).result) or {}).get("run") or {}
-    if record.get("session_id"):
+    record = mapping(read_json(RunPaths(run_dir).result) or {}, "run")
+    if isinstance(record.get("session_id"), str) and record["session_id"]:
         latest["sessionId"] = record["session_id"]
     close = None
     if max_turns is not None and int(latest["turns"]) >= max_turns:
@@ -325,7 +370,9 @@ def _agent_config_name(
 ) -> str:
     """The run's agent key in the config: recorded since session mode; else derived from the id
     (``step-NN-<agent>`` or ``<agent>``)."""
-    name = record.get("agentConfig") or (status.get("extra") or {}).get("agent_config")
+    from gitflow_agents.record_fields import mapping
+
+    name = record.get("agentConfig") or mapping(status, "extra").get("agent_config")
     if isinstance(name, str) and name:
         return name
     derived = re.sub(r"^step-\d+-", "", agent_id)

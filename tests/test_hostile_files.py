@@ -182,6 +182,24 @@ def test_committed_flows_symlink_puts_no_run_record_outside(
     assert list(elsewhere.iterdir()) == []
 
 
+def test_committed_flows_symlink_stops_a_chain_run_before_it_writes(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    fake = str(FAKES / "fake_agent")
+    setup_project(
+        repo, {"builder": [fake, "succeed"], "reviewer": [fake, "succeed"], "fixer": [fake]}
+    )
+    (repo / "flows").symlink_to(elsewhere, target_is_directory=True)
+    result = cli.main(
+        "run", "specs/feature.md", "--step", "1", "--reviewers", "reviewer", "--quiet", cwd=repo
+    )
+    assert result.returncode == ExitCode.USAGE
+    assert "refusing to write: a symlink leads it out of the repository" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_flows_symlink_into_another_repository_is_refused_too(repo: Path, tmp_path: Path) -> None:
     other = init_repo(tmp_path / "other")
     (other / "f").mkdir()
@@ -238,3 +256,66 @@ def test_outside_any_repository_writes_follow_links_as_before(tmp_path: Path) ->
     (tmp_path / "link.txt").symlink_to(real)
     write_text_atomic(tmp_path / "link.txt", "x")
     assert real.read_text() == "x"
+
+
+# --- worker.log keeps its head and tail ----------------------------------------------------
+
+
+def test_worker_log_keeps_head_and_tail_and_says_what_it_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitflow_agents.supervisor import output
+
+    monkeypatch.setattr(output, "LOG_HEAD", 10)
+    monkeypatch.setattr(output, "LOG_TAIL", 8)
+    log = output.Log(tmp_path / "worker.log")
+    for chunk in (b"0123456", b"789abcdef", b"ghijklmnop", b"qrstuvwxyz"):
+        log.write(chunk)
+    assert (tmp_path / "worker.log").read_bytes().startswith(b"0123456789\n[gitflow-agents:")
+    log.close()
+    text = (tmp_path / "worker.log").read_bytes()
+    head, marker, dropped, tail = text.split(b"\n", 3)
+    assert head == b"0123456789"
+    assert marker.startswith(b"[gitflow-agents: worker.log holds the first 10 bytes")
+    assert dropped == b"[gitflow-agents: 18 bytes of output dropped here]"
+    assert tail == b"stuvwxyz"
+
+
+def test_worker_log_under_the_cap_is_the_output_as_it_came(tmp_path: Path) -> None:
+    from gitflow_agents.supervisor import output
+
+    log = output.Log(tmp_path / "worker.log")
+    log.write(b"a" * 1000)
+    log.write(b"\xff\x00 raw bytes")
+    log.close()
+    assert (tmp_path / "worker.log").read_bytes() == b"a" * 1000 + b"\xff\x00 raw bytes"
+
+
+def test_tail_keeps_the_last_bytes_without_moving_them() -> None:
+    from gitflow_agents.supervisor.output import Tail
+
+    tail = Tail(5)
+    for chunk in (b"abc", b"defg", b"h", b"ijklmnop"):
+        tail.append(chunk)
+    assert tail.value() == b"lmnop"
+    assert tail.cut() == 11
+
+
+def test_a_10_mb_agent_report_is_refused_quickly_and_fails_closed(repo: Path, cli: Cli) -> None:
+    script = repo.parent / "verbose-reviewer"
+    script.write_text(
+        "#!/usr/bin/env python3\nimport os, pathlib\n"
+        "d = pathlib.Path(os.environ['GITFLOW_AGENTS_AGENT_DIR'])\n"
+        "(d / 'report.md').write_text('REVIEW_RESULT: APPROVED\\n' + 'para\\n\\n    code\\n\\n' * 700000)\n"
+        "os.rename(d / 'report.md', d / 'report.complete.md')\n"
+    )
+    script.chmod(0o755)
+    setup_project(repo, {"reviewer": [str(script)]})
+    (repo / "x.py").write_text("x = 1\n")
+    git(repo, "add", "x.py")
+    git(repo, "commit", "-q", "-m", "x")
+    started = time.monotonic()
+    result = cli.main("review", "HEAD", "--agent", "reviewer", "--format", "json", cwd=repo)
+    assert time.monotonic() - started < 15  # the agent's own run included; parsing is instant
+    assert result.returncode == ExitCode.REVISE
+    assert "over the 1,048,576 limit: it is not read, so there is no verdict" in result.stdout

@@ -21,6 +21,24 @@ ALIAS_BOMB = "".join(
 )
 
 
+@pytest.fixture(params=["libyaml", "pure"], autouse=True)
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: with libyaml (when installed) and with PyYAML's own parser (what a
+    machine without libyaml uses): the same answers either way."""
+    if request.param == "pure":
+        import yaml
+
+        from gitflow_agents import safe_yaml
+
+        resolvers = {
+            first: [(tag, regex) for tag, regex in entries if not tag.endswith(":timestamp")]
+            for first, entries in yaml.SafeLoader.yaml_implicit_resolvers.items()
+        }
+        pure = type("PureLoader", (yaml.SafeLoader,), {"yaml_implicit_resolvers": resolvers})
+        monkeypatch.setattr(safe_yaml, "_loader_class", lambda: pure)
+    return str(request.param)
+
+
 def problem(text: str) -> YamlProblem:
     with pytest.raises(YamlProblem) as info:
         load(text)
@@ -59,6 +77,8 @@ def test_plain_values_and_merge_keys() -> None:
         ("a: [1\n", 1, "expected ',' or ']'"),
         ("a: " + "1" * 5000 + "\n", 0, "is not an integer"),
         ("? [a]\n: 1\n", 0, "a key must be a plain value"),
+        ("a: 1\nb: \x9e\n", 1, "contains the control character U+009E"),
+        ("a: \x01\n", 0, "contains the control character U+0001"),
     ],
 )
 def test_malformed_yaml_is_one_problem_with_its_line(text: str, line: int, message: str) -> None:

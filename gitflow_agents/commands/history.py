@@ -35,6 +35,7 @@ class HistoryRow:
 def rows(
     root: Path, flow_dir: str, flow: str | None = None, *, agents: bool = False
 ) -> list[HistoryRow]:
+    from gitflow_agents.record_fields import mapping
     from gitflow_agents.runs import iter_runs, read_json
 
     found = []
@@ -42,8 +43,7 @@ def rows(
         data = read_json(paths.result)
         if data is None:
             continue
-        run = data.get("run") if isinstance(data.get("run"), dict) else {}
-        assert isinstance(run, dict)
+        run = mapping(data, "run")
         if run.get("chainRunID") and not agents:
             continue
         found.append(_row(paths.run_dir, data, run))
@@ -51,46 +51,51 @@ def rows(
 
 
 def _row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:
-    chain = data.get("chain") if isinstance(data.get("chain"), dict) else None
-    stats = data.get("gitStats") if isinstance(data.get("gitStats"), dict) else None
+    """One row; fields of the wrong type (an agent can write into its run folder) read as
+    absent (gitflow_agents/record_fields.py)."""
+    from gitflow_agents.record_fields import integer, mapping, number, scalar
+
+    chain = mapping(data, "chain") if isinstance(data.get("chain"), dict) else None
+    stats = mapping(data, "gitStats")
     git = ""
     if stats:
+        commits = stats.get("commits")
         git = (
-            f"{_count(stats.get('filesChanged', 0), 'file')}, +{stats.get('insertions', 0)} "
-            f"-{stats.get('deletions', 0)}, {_count(len(stats.get('commits', [])), 'commit')}"
+            f"{_count(scalar(stats, 'filesChanged') or 0, 'file')}, "
+            f"+{scalar(stats, 'insertions') or 0} -{scalar(stats, 'deletions') or 0}, "
+            f"{_count(len(commits) if isinstance(commits, list) else 0, 'commit')}"
         )
-    ms = run.get("durationMs")
-    finished = run.get("finishedAt") or run.get("endedAt")
-    when = (
-        datetime.fromtimestamp(float(finished), timezone.utc).isoformat(timespec="seconds")
-        if isinstance(finished, (int, float))
-        else ""
-    )
+    ms = number(run, "durationMs")
+    finished = number(run, "finishedAt") or number(run, "endedAt")
+    when = ""
+    if finished is not None and 0 <= finished < 253402300800:  # before year 10000
+        when = datetime.fromtimestamp(finished, timezone.utc).isoformat(timespec="seconds")
+    flow = str(scalar(run, "flow") or run_dir.parent.parent.name)
     if chain is not None:
         return HistoryRow(
             run_id=run_dir.name,
-            flow=str(run.get("flow", run_dir.parent.parent.name)),
-            what=f"step {chain.get('step')}",
+            flow=flow,
+            what=f"step {scalar(chain, 'step')}",
             kind="chain",
-            outcome=str(chain.get("outcome", data.get("status", "?"))),
-            iterations=int(chain.get("iterations", 0)),
+            outcome=str(scalar(chain, "outcome") or scalar(data, "status") or "?"),
+            iterations=integer(chain, "iterations") or 0,
             git=git,
-            duration_s=ms / 1000 if isinstance(ms, (int, float)) else None,
+            duration_s=ms / 1000 if ms is not None else None,
             finished=when,
-            history_line=str(run.get("historyLine", "")),
+            history_line=str(scalar(run, "historyLine") or ""),
         )
-    outcome = str(run.get("status") or run.get("outcome") or data.get("status", "?"))
+    outcome = str(scalar(run, "status") or scalar(run, "outcome") or scalar(data, "status") or "?")
     if "overall" in data and outcome == "succeeded":
-        outcome = f"{outcome} ({data['overall']})"
+        outcome = f"{outcome} ({scalar(data, 'overall')})"
     return HistoryRow(
         run_id=run_dir.name,
-        flow=str(run.get("flow", run_dir.parent.parent.name)),
-        what=str(run.get("agentId") or run.get("agent") or "?"),
-        kind=str(run.get("kind", "?")),
+        flow=flow,
+        what=str(scalar(run, "agentId") or scalar(run, "agent") or "?"),
+        kind=str(scalar(run, "kind") or "?"),
         outcome=outcome,
         iterations=None,
         git=git,
-        duration_s=ms / 1000 if isinstance(ms, (int, float)) else None,
+        duration_s=ms / 1000 if ms is not None else None,
         finished=when,
         history_line="",
     )

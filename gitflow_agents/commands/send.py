@@ -63,5 +63,5 @@ def run(args: argparse.Namespace) -> int:
     print_result(result, as_json=args.json, root=root)
     final = sessions.read_session(path)
     if final.get("closed") and not args.json:
-        print(f"session {final['root']} is now closed: {final.get('closedReason')}")
+        print(f"session {session['root']} is now closed: {final.get('closedReason')}")
     return int(ExitCode.OK if result.get("status") == "succeeded" else ExitCode.AGENT_FAILED)

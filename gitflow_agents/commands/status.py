@@ -30,16 +30,18 @@ def run(args: argparse.Namespace) -> int:
 def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str, Any]]:
     """One row per run (oldest first): status.json merged with result.json, liveness checked: a
     run nothing supervises any more is ``lost``, and its reason says whether processes of its
-    tree still run and how to stop them."""
+    tree still run and how to stop them. Fields of the wrong type (an agent can write anything
+    into its run folder) read as absent."""
     from gitflow_agents.lost_runs import is_lost, tree_pids
+    from gitflow_agents.record_fields import mapping, scalar, text
     from gitflow_agents.runs import iter_runs, read_json
 
     rows = []
     for paths in iter_runs(root, flow_dir, flow):
         status = read_json(paths.status) or {}
         result = read_json(paths.result)
-        state = str(status.get("state") or ("finished" if result else "unknown"))
-        reason = status.get("reason")
+        state = text(status, "state") or ("finished" if result else "unknown")
+        reason = scalar(status, "reason")
         alive: tuple[int, ...] = ()
         if is_lost(status):  # nothing supervises it any more: nobody will finish it
             state, alive = "lost", tree_pids(status)
@@ -51,36 +53,38 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
             )
         row: dict[str, Any] = {
             "runId": paths.run_dir.name,
-            "flow": status.get("flow") or paths.run_dir.parent.parent.name,
-            "agent": status.get("agent"),
-            "kind": status.get("kind"),
+            "flow": text(status, "flow") or paths.run_dir.parent.parent.name,
+            "agent": scalar(status, "agent"),
+            "kind": scalar(status, "kind"),
             "state": state,
             "reason": reason,
-            "pid": status.get("pid"),
-            "startedAt": status.get("started"),
-            "endedAt": status.get("ended"),
-            "lastActivityAt": status.get("last_activity"),
-            "lastActivityKind": status.get("last_activity_kind"),
-            "result": result.get("status") if result else None,
+            "pid": scalar(status, "pid"),
+            "startedAt": scalar(status, "started"),
+            "endedAt": scalar(status, "ended"),
+            "lastActivityAt": scalar(status, "last_activity"),
+            "lastActivityKind": scalar(status, "last_activity_kind"),
+            "result": scalar(result, "status") if result else None,
             "runDir": str(paths.run_dir),
         }
         if alive:
             row["processesAlive"] = list(alive)
-        run = result.get("run", {}) if result else {}
+        run = mapping(result, "run") if result else {}
         for key in ("input_tokens", "output_tokens", "cost_usd"):
-            if run.get(key) is not None:
+            if scalar(run, key) is not None:
                 row[key] = run[key]
-        session_id = run.get("session_id") or status.get("session_id")
+        session_id = scalar(run, "session_id") or scalar(status, "session_id")
         if session_id:
             row["sessionId"] = session_id
-        if isinstance(run.get("session"), dict):
-            row["session"] = {k: run["session"].get(k) for k in ("root", "turn", "previousRunId")}
-        if isinstance(run.get("replies"), dict):
-            row["replies"] = run["replies"]
-        reply = run.get("reply")
-        if isinstance(reply, dict):
-            row["replyStatus"] = reply.get("status")
-            if reply.get("questions"):
+        session = mapping(run, "session")
+        if session:
+            row["session"] = {k: scalar(session, k) for k in ("root", "turn", "previousRunId")}
+        replies = mapping(run, "replies")
+        if replies:
+            row["replies"] = replies
+        reply = mapping(run, "reply")
+        if reply:
+            row["replyStatus"] = scalar(reply, "status")
+            if isinstance(reply.get("questions"), list) and reply["questions"]:
                 row["questions"] = reply["questions"]
         rows.append(row)
     return rows
@@ -89,11 +93,13 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
 def reply_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     """Agent replies over ``rows`` (docs/protocol.md, "Agent replies"): structured vs
     unstructured, and needs_input ones."""
+    from gitflow_agents.record_fields import integer
+
     counts = {"structured": 0, "unstructured": 0, "needs_input": 0}
     for row in rows:
         replies = row.get("replies") or {}
-        counts["structured"] += int(replies.get("structured") or 0)
-        counts["unstructured"] += int(replies.get("unstructured") or 0)
+        counts["structured"] += max(0, integer(replies, "structured") or 0)
+        counts["unstructured"] += max(0, integer(replies, "unstructured") or 0)
         counts["needs_input"] += row.get("replyStatus") == "needs_input"
     return counts
 
@@ -112,7 +118,7 @@ def format_replies(rows: list[dict[str, Any]]) -> str:
 
 
 def _ago(epoch: Any, now: float) -> str:
-    if not isinstance(epoch, (int, float)):
+    if not isinstance(epoch, (int, float)) or not -1e12 < epoch < 1e12:
         return "-"
     seconds = max(0, int(now - epoch))
     if seconds < 120:
@@ -124,9 +130,11 @@ def _ago(epoch: Any, now: float) -> str:
 
 def _duration(row: dict[str, Any], now: float) -> str:
     start, end = row.get("startedAt"), row.get("endedAt")
-    if not isinstance(start, (int, float)):
+    if not isinstance(start, (int, float)) or not -1e12 < start < 1e12:
         return "-"
-    seconds = int((end if isinstance(end, (int, float)) else now) - start)
+    if not isinstance(end, (int, float)) or not -1e12 < end < 1e12:
+        end = now
+    seconds = int(end - start)
     minutes, sec = divmod(max(0, seconds), 60)
     return f"{minutes}:{sec:02d}"
 

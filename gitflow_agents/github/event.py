@@ -58,28 +58,36 @@ def _get(data: Any, dotted: str, path: Path, kind: type[T], prefix: str = "") ->
     return node
 
 
+def _text(data: Any, dotted: str) -> str:
+    """``data[a][b]`` for ``dotted`` = ``a.b`` when every step is an object and the value a
+    string; "" otherwise (optional fields: an object given as a string is simply absent)."""
+    node = data
+    for key in dotted.split("."):
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, str) else ""
+
+
 def pull_from_event(event: Mapping[str, Any], path: Path) -> PullRequest:
     pr = _get(event, "pull_request", path, dict)
-    head_repo = pr.get("head", {}).get("repo") if isinstance(pr.get("head"), dict) else None
     return PullRequest(
         number=_get(pr, "number", path, int, "pull_request."),
-        title=str(pr.get("title") or ""),
-        author=str((pr.get("user") or {}).get("login") or ""),
+        title=_text(pr, "title"),
+        author=_text(pr, "user.login"),
         head_sha=_get(pr, "head.sha", path, str, "pull_request."),
         base_sha=_get(pr, "base.sha", path, str, "pull_request."),
-        head_ref=str(pr.get("head", {}).get("ref") or ""),
-        base_ref=str(pr.get("base", {}).get("ref") or ""),
-        head_repo=head_repo.get("full_name") if isinstance(head_repo, dict) else None,
+        head_ref=_text(pr, "head.ref"),
+        base_ref=_text(pr, "base.ref"),
+        head_repo=_text(pr, "head.repo.full_name") or None,
         base_repo=_get(pr, "base.repo.full_name", path, str, "pull_request."),
         draft=bool(pr.get("draft")),
-        html_url=str(pr.get("html_url") or ""),
+        html_url=_text(pr, "html_url"),
     )
 
 
 def _is_bot(user: Any) -> bool:
     if not isinstance(user, dict):
         return False
-    return user.get("type") == "Bot" or str(user.get("login", "")).endswith("[bot]")
+    return user.get("type") == "Bot" or _text(user, "login").endswith("[bot]")
 
 
 def parse_command(body: str) -> str | None:
@@ -98,7 +106,7 @@ def parse_command(body: str) -> str | None:
 def decide(event_name: str, event: Mapping[str, Any], path: Path, options: Options) -> Trigger:
     """What to do for this event (pure: no network)."""
     if event_name in ("pull_request", "pull_request_target"):
-        action = str(event.get("action") or "")
+        action = _text(event, "action")
         if action not in REVIEW_ACTIONS:
             return Trigger("skip", f"pull_request action {action!r} does not start a review")
         pull = pull_from_event(event, path)
@@ -113,7 +121,7 @@ def decide(event_name: str, event: Mapping[str, Any], path: Path, options: Optio
         issue = _get(event, "issue", path, dict)
         if not issue.get("pull_request"):
             return Trigger("skip", "the comment is on an issue, not a pull request")
-        body = str((event.get("comment") or {}).get("body") or "")
+        body = _text(event, "comment.body")
         command = parse_command(body)
         if command is None:
             return Trigger("skip", "the comment is not an /agent command")

@@ -8,7 +8,6 @@ from action.yml's inputs to ``gitflow-agents action`` flags). Out: the step's ou
 
 from __future__ import annotations
 
-import json
 import secrets
 import tempfile
 import time
@@ -104,20 +103,30 @@ def run_id_for(env: RunnerEnv) -> str:
     return f"local-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
 
 
+MAX_JSON_BYTES = 64 * 1024 * 1024
+"""An event payload or findings file larger than this is refused (GitHub caps webhook
+payloads at 25 MB)."""
+
+
 def read_json(path: Path, what: str) -> Any:
-    """The JSON in ``path``; InputError naming the file (and line) when unreadable or invalid."""
+    """The JSON in ``path``; InputError naming the file (and line) when unreadable or invalid:
+    not a regular file, over :data:`MAX_JSON_BYTES`, not UTF-8, nested too deeply, numbers
+    out of range (gitflow_agents/jsondata.py). Lone surrogates become U+FFFD."""
+    from gitflow_agents.fsutil import ReadRefused, read_limited
+    from gitflow_agents.jsondata import JsonProblem, loads
+
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_limited(path, MAX_JSON_BYTES)
+    except ReadRefused as exc:
+        raise InputError(f"cannot read the {what}: {exc.reason}", path=path) from None
     except OSError as exc:
-        raise InputError(f"cannot read the {what}: {exc.strerror}", path=path) from None
+        raise InputError(f"cannot read the {what}: {exc.strerror or exc}", path=path) from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{what} is not valid JSON: {exc.msg} (column {exc.colno})",
-            path=path,
-            line=exc.lineno,
-        ) from None
+        return loads(data)
+    except JsonProblem as exc:
+        column = f" (column {exc.column})" if exc.column is not None else ""
+        joint = " is " if exc.message.startswith("not ") else ": "
+        raise InputError(f"{what}{joint}{exc.message}{column}", path=path, line=exc.line) from None
 
 
 def write_outputs(path: Path | None, values: Mapping[str, str]) -> None:

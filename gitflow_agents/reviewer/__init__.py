@@ -78,8 +78,10 @@ def parse_review_note(text: str | None) -> ApprovalNote | None:
     """A note's text as an ApprovalNote; None when absent, not ours or malformed."""
     if text is None:
         return None
+    from gitflow_agents.jsondata import loads
+
     try:
-        data = json.loads(text)
+        data = loads(text)  # bounded: a note is anyone's text (git notes are just objects)
         if not isinstance(data, dict) or data.get("kind") != APPROVAL_KIND:
             return None
         fields = {k: str(data[k]) for k in ApprovalNote._fields if k in data}

@@ -1,12 +1,14 @@
 """The agent's output and exit, as the supervisor sees them while it waits.
 
-``Output`` reads stdout and stderr into ``worker.log`` and memory as they arrive (each chunk is
-activity) and emits rate-limited ``agent:output`` events; ``exit_notifier`` gives an fd the
+``Output`` reads stdout and stderr into ``worker.log`` (bounded: its head and tail, ``Log``) and
+memory (the last 8 MiB of each) as they arrive (each chunk is activity) and emits rate-limited
+``agent:output`` events; ``exit_notifier`` gives an fd the
 supervisor's select wakes on when the agent exits.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import select
@@ -20,6 +22,75 @@ from typing import Any
 
 OUTPUT_EVENT_EVERY = 0.5
 CAPTURE_LIMIT = 8 * 1024 * 1024  # bytes of stdout / stderr kept in memory for parse_output
+LOG_HEAD = 8 * 1024 * 1024
+"""worker.log gets the first LOG_HEAD bytes of output as they come ..."""
+LOG_TAIL = 8 * 1024 * 1024
+"""... and the last LOG_TAIL bytes when the run ends; what lies between is dropped, and a line
+in the log says how much (docs/supervisor.md, "Run folder")."""
+
+
+class Tail:
+    """The last ``limit`` bytes appended, kept as chunks: trimming never moves the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.chunks: collections.deque[bytes] = collections.deque()
+        self.size = 0
+        self.dropped = 0  # bytes that fell off the front
+
+    def append(self, chunk: bytes) -> None:
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        while self.size - len(self.chunks[0]) >= self.limit:
+            first = self.chunks.popleft()
+            self.size -= len(first)
+            self.dropped += len(first)
+
+    def value(self) -> bytes:
+        data = b"".join(self.chunks)
+        return data[-self.limit :] if len(data) > self.limit else data
+
+    def cut(self) -> int:
+        """Bytes dropped in all, counting the part of the first chunk :meth:`value` leaves out."""
+        return self.dropped + max(0, self.size - self.limit)
+
+
+class Log:
+    """``worker.log``: the output as it comes up to :data:`LOG_HEAD` bytes, then (at
+    :meth:`close`) a line saying how much was dropped and the last :data:`LOG_TAIL` bytes."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = path.open("ab")
+        self._written = 0
+        self._tail: Tail | None = None
+
+    def write(self, chunk: bytes) -> None:
+        if self._tail is None:
+            head = chunk[: LOG_HEAD - self._written]
+            if head:
+                self._file.write(head)
+                self._file.flush()
+                self._written += len(head)
+            chunk = chunk[len(head) :]
+            if not chunk:
+                return
+            self._file.write(
+                f"\n[gitflow-agents: worker.log holds the first {LOG_HEAD:,} bytes of output; "
+                f"the last {LOG_TAIL:,} follow when the run ends]\n".encode()
+            )
+            self._file.flush()
+            self._tail = Tail(LOG_TAIL)
+        self._tail.append(chunk)
+
+    def close(self) -> None:
+        if self._tail is not None:
+            dropped = self._tail.cut()
+            if dropped:
+                self._file.write(
+                    f"[gitflow-agents: {dropped:,} bytes of output dropped here]\n".encode()
+                )
+            self._file.write(self._tail.value())
+        self._file.close()
 
 
 @dataclass
@@ -45,11 +116,11 @@ class Output:
         activity: Activity,
         emit: Callable[[dict[str, Any]], None],
     ) -> None:
-        self._log = log_path.open("ab")
+        self._log = Log(log_path)
         self._lock = threading.Lock()
         self._activity = activity
         self._emit = emit
-        self.captured: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
+        self.captured = {"stdout": Tail(CAPTURE_LIMIT), "stderr": Tail(CAPTURE_LIMIT)}
         self._pending = 0
         self._tail = ""
         self._stream = "stdout"
@@ -88,11 +159,7 @@ class Output:
         self._activity.touch("output")
         with self._lock:
             self._log.write(chunk)
-            self._log.flush()
-            buffer = self.captured[name]
-            buffer += chunk
-            if len(buffer) > CAPTURE_LIMIT:
-                del buffer[: len(buffer) - CAPTURE_LIMIT]
+            self.captured[name].append(chunk)
             self._pending += len(chunk)
             self._stream = name
             lines = [ln for ln in _printable(chunk).splitlines() if ln.strip()]
@@ -128,7 +195,7 @@ class Output:
 
     def text(self, name: str) -> str:
         with self._lock:
-            return bytes(self.captured[name]).decode("utf-8", "replace")
+            return self.captured[name].value().decode("utf-8", "replace")
 
 
 def _printable(chunk: bytes) -> str:

@@ -1,0 +1,164 @@
+"""Run records, events, notes and webhook payloads written by someone else: bounded JSON
+(gitflow_agents/jsondata.py) and fields of the wrong type read as absent, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.errors import ExitCode, InputError
+from gitflow_agents.github.event import decide, load_event, pull_from_event
+from gitflow_agents.github.runner import Options
+from gitflow_agents.jsondata import MAX_DEPTH, JsonProblem, loads
+from gitflow_agents.reviewer import parse_review_note
+
+from .test_spawn import Cli, setup_project
+
+RUN_ID = "01900000-0000-7000-8000-000000000001"
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(monkeypatch, capsys)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 100_000, f"nested more than {MAX_DEPTH} levels deep"),
+        ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "nested more than"),
+        ("NaN", "NaN is not a number JSON allows"),
+        ('{"a": -Infinity}', "-Infinity is not a number JSON allows"),
+        ('{"a": 1e999}', "number 1e999 is out of range"),
+        ("9" * 5000, "is out of range"),
+        (str(2**64), "is out of range"),
+        ('{"a": 1', "not valid JSON"),
+        (b'{"a": "caf\xe9"}', "not valid UTF-8"),
+    ],
+)
+def test_hostile_json_is_one_problem(text: str | bytes, message: str) -> None:
+    with pytest.raises(JsonProblem, match=message):
+        loads(text)
+
+
+def test_lone_surrogates_become_replacement_characters() -> None:
+    data = loads('{"login": "x\\ud800y", "\\udfff": ["\\ud83d\\ude00"]}')
+    assert data == {"login": "x\ufffdy", "\ufffd": ["😀"]}
+    json.dumps(data, ensure_ascii=False).encode("utf-8")  # printable and writable
+
+
+def test_a_note_nested_too_deeply_is_no_note() -> None:
+    assert parse_review_note("[" * 100_000) is None
+
+
+def write_records(repo: Path, status: object, result: object) -> Path:
+    run_dir = repo / "flows" / "f" / "runs" / RUN_ID
+    run_dir.mkdir(parents=True)
+    for name, value in (("status.json", status), ("result.json", result)):
+        text = value if isinstance(value, str) else json.dumps(value)
+        (run_dir / name).write_text(text)
+    return run_dir
+
+
+@pytest.mark.parametrize(
+    ("status", "result"),
+    [
+        ({"state": ["running"], "started": "yesterday", "flow": {"a": 1}}, {"run": [1, 2]}),
+        ({"state": "running", "started": 1e300, "ended": -1e300}, {"run": {"reply": "x"}}),
+        ({"pid": 2**62, "create_time": True, "tree_token": 5}, {"chain": {"iterations": "3"}}),
+        ("[" * 10_000, '{"run": {"durationMs": 1e999, "finishedAt": 1e308}}'),
+        ({"agent": "x\ud800"}, {"run": {"finishedAt": 1e18, "replies": {"structured": "9"}}}),
+        ({"state": None}, {"gitStats": {"commits": "abc", "filesChanged": [1]}, "chain": {}}),
+    ],
+)
+def test_status_history_send_cancel_read_hostile_records(
+    repo: Path, cli: Cli, status: object, result: object
+) -> None:
+    setup_project(repo, {"builder": ["true"]})
+    write_records(repo, status, result)
+    for args in (
+        ("status",),
+        ("status", "--json"),
+        ("history",),
+        ("history", "--json", "--agents"),
+        ("send", RUN_ID, "hi", "--quiet"),
+        ("cancel", RUN_ID, "--wait", "0"),
+    ):
+        outcome = cli.main(*args, cwd=repo)
+        assert outcome.returncode in (ExitCode.OK, ExitCode.USAGE), (args, outcome.stderr)
+        assert "Traceback" not in outcome.stderr
+        assert outcome.stderr.count("\n") <= 1
+
+
+def test_send_refuses_a_damaged_session_file_in_one_line(repo: Path, cli: Cli) -> None:
+    setup_project(repo, {"builder": ["true"]})
+    write_records(repo, {"state": "succeeded", "agent": "builder"}, {"run": {"session_id": "s"}})
+    session = repo / "flows" / "f" / "sessions" / f"{RUN_ID}.json"
+    session.parent.mkdir(parents=True)
+    session.write_text(json.dumps({"root": "../../../etc", "runs": "x"}))
+    outcome = cli.main("send", RUN_ID, "hi", cwd=repo)
+    assert outcome.returncode == ExitCode.USAGE
+    assert outcome.stderr.startswith("gitflow-agents: error: send: ")
+    assert outcome.stderr.endswith(
+        f"{session.name}: damaged session record: 'root' must be a run id\n"
+    )
+
+
+def test_send_refuses_an_agent_id_that_is_a_path(repo: Path, cli: Cli) -> None:
+    setup_project(repo, {"builder": ["true"]})
+    write_records(repo, {"state": "succeeded"}, {"run": {"agent": "../../x", "session_id": "s"}})
+    outcome = cli.main("send", RUN_ID, "hi", cwd=repo)
+    assert outcome.returncode == ExitCode.USAGE
+    assert "invalid agent id in the run's record '../../x'" in outcome.stderr
+
+
+def test_event_fields_of_the_wrong_type(tmp_path: Path) -> None:
+    path = tmp_path / "event.json"
+    event = {
+        "action": ["opened"],
+        "pull_request": {
+            "number": 5,
+            "title": {"x": 1},
+            "user": "someone",
+            "head": {"sha": "a" * 40, "ref": 7, "repo": "not an object"},
+            "base": {"sha": "b" * 40, "ref": None, "repo": {"full_name": "o/r"}},
+        },
+    }
+    pull = pull_from_event(event, path)
+    assert (pull.number, pull.title, pull.author, pull.head_ref, pull.head_repo) == (
+        5,
+        "",
+        "",
+        "",
+        None,
+    )
+    assert decide("pull_request", event, path, Options()).kind == "skip"
+    comment = {"action": "created", "issue": {"number": 1, "pull_request": {}}, "comment": "x"}
+    assert decide("issue_comment", comment, path, Options()).kind == "skip"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"[" * 100_000, "event payload: nested more than"),
+        (b'{"action": "caf\xe9"}', "event payload is not valid UTF-8"),
+        (b'"just a string"', "expected a JSON object, got str"),
+    ],
+)
+def test_event_payload_problems_are_one_line(tmp_path: Path, data: bytes, message: str) -> None:
+    path = tmp_path / "event.json"
+    path.write_bytes(data)
+    with pytest.raises(InputError, match=message):
+        load_event(path)
+
+
+def test_lone_surrogate_login_is_usable(tmp_path: Path) -> None:
+    path = tmp_path / "event.json"
+    path.write_text(
+        '{"action": "created", "issue": {"number": 3, "pull_request": {"url": "u"}}, '
+        '"comment": {"body": "/agent review", "user": {"login": "ev\\ud800il"}}}'
+    )
+    trigger = decide("issue_comment", load_event(path), path, Options())
+    assert trigger.commenter == "ev\ufffdil"
