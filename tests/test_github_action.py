@@ -31,6 +31,13 @@ from gitflow_agents.github.comment import MARKER
 from gitflow_agents.github.event import Trigger, decide, load_event, parse_command
 from gitflow_agents.github.runner import Options
 from tests.conftest import ROOT, CliResult, git, run_cli
+from tests.github_events import (
+    issue_comment_event,
+    pull_request_event,
+    push_event,
+    user,
+    write_event,
+)
 from tests.github_standin import GitHubStandIn, Pull, gh
 
 __all__ = ["gh"]
@@ -80,33 +87,24 @@ def add_pull(gh: GitHubStandIn, repo: Path, files: dict[str, str], **kwargs: Any
 
 
 def pr_event(gh: GitHubStandIn, pull: Pull, action: str = "opened", **extra: Any) -> dict[str, Any]:
-    head_repo = pull.head_repo or gh.full_name
-    return {
-        "action": action,
-        "number": pull.number,
-        "pull_request": {
-            "number": pull.number,
-            "title": pull.title,
-            "draft": pull.draft,
-            "user": {"login": pull.author, "type": "User"},
-            "html_url": f"https://github.example/{gh.full_name}/pull/{pull.number}",
-            "head": {"sha": pull.head_sha, "ref": "feature", "repo": {"full_name": head_repo}},
-            "base": {"sha": pull.base_sha, "ref": "main", "repo": {"full_name": gh.full_name}},
-        },
-        "repository": {"full_name": gh.full_name},
-        "sender": {"login": pull.author, "type": "User"},
-        **extra,
-    }
+    """The ``pull_request`` payload GitHub sends for ``pull`` (tests/github_events.py)."""
+    event = pull_request_event(
+        gh.full_name,
+        pull.number,
+        pull.head_sha,
+        pull.base_sha,
+        action=action,
+        title=pull.title,
+        draft=pull.draft,
+        author=pull.author,
+        head_repo=pull.head_repo,
+    )
+    return {**event, **extra}
 
 
 def comment_event(gh: GitHubStandIn, number: int, login: str, body: str) -> dict[str, Any]:
-    return {
-        "action": "created",
-        "issue": {"number": number, "pull_request": {"url": f"{gh.repo_url}/pulls/{number}"}},
-        "comment": {"id": 1, "body": body, "user": {"login": login, "type": "User"}},
-        "repository": {"full_name": gh.full_name},
-        "sender": {"login": login, "type": "User"},
-    }
+    """The ``issue_comment`` payload of a new comment on pull request ``number``."""
+    return issue_comment_event(gh.full_name, number, login, body)
 
 
 class Runner:
@@ -122,7 +120,10 @@ class Runner:
 
     def env(self, event_name: str, event: Any, token: str) -> dict[str, str]:
         event_path = self.tmp / "event.json"
-        event_path.write_text(event if isinstance(event, str) else json.dumps(event))
+        if isinstance(event, str):  # a test about a malformed payload: its bytes as given
+            event_path.write_text(event)
+        else:  # held to GitHub's webhook schema first
+            write_event(event_path, event_name, event)
         self.output.write_text("")
         self.summary.write_text("")
         return {
@@ -440,7 +441,7 @@ def test_decide(gh: GitHubStandIn, tmp_path: Path) -> None:
         decide("pull_request", pr_event(gh, draft), path, Options(review_drafts=True)).kind
         == "review"
     )
-    bot = pr_event(gh, pull, sender={"login": "dependabot[bot]", "type": "Bot"})
+    bot = pr_event(gh, pull, sender=user("dependabot[bot]", "Bot"))
     assert decide("pull_request", bot, path, options).kind == "skip"
     assert decide("pull_request", bot, path, Options(allow_bots=True)).kind == "review"
     on_issue = comment_event(gh, 3, "x", "/agent review")
@@ -448,7 +449,8 @@ def test_decide(gh: GitHubStandIn, tmp_path: Path) -> None:
     assert "not a pull request" in decide("issue_comment", on_issue, path, options).reason
     fix = decide("issue_comment", comment_event(gh, 3, "x", "/agent fix"), path, options)
     assert (fix.kind, fix.number, fix.commenter) == ("fix", 3, "x")
-    assert decide("push", {}, path, options).kind == "skip"
+    push = push_event(gh.full_name, "refs/heads/main", "b" * 40, "a" * 40)
+    assert decide("push", push, path, options).kind == "skip"
 
 
 def test_parse_command() -> None:
