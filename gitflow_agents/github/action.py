@@ -4,7 +4,8 @@ Reads the runner environment (``runner.py``), decides what the event asks for (`
 runs the same review as ``git agent-review`` on the pull request's head commit
 (``checkout.py``), and publishes it (``publish.py``): commit status ``pending`` first, then one
 batched inline review, the sticky summary comment, and the final status; annotations and the
-step summary always. A token that may not write (fork PRs get a read-only ``GITHUB_TOKEN``)
+step summary always. A merge queue's group has no pull request: ``merge_group.py`` reviews it
+and sets the status of its head commit. A token that may not write (fork PRs get a read-only ``GITHUB_TOKEN``)
 degrades to annotations + step summary with a notice, never a crash. ``/agent fix`` runs in
 ``fix.py``. docs/github.md describes the action from the user's side.
 """
@@ -19,6 +20,7 @@ from gitflow_agents.github.checkout import review_pull
 from gitflow_agents.github.client import Client, PullRequest, connect, settings_from_env
 from gitflow_agents.github.event import decide, load_event
 from gitflow_agents.github.fix import fix_and_publish
+from gitflow_agents.github.merge_group import review_group_and_publish
 from gitflow_agents.github.publish import Publisher, finish, load_findings, write_result_files
 from gitflow_agents.github.runner import (
     PREFIX,
@@ -50,6 +52,8 @@ def run_action(environ: Mapping[str, str], options: Options) -> int:
         return skipped(env, run_id, trigger.reason)
 
     client = connect(settings_from_env(environ))
+    if trigger.group is not None:
+        return review_group_and_publish(env, client, trigger.group, options, run_id)
     assert trigger.number is not None
     if trigger.commenter is not None:
         permission = client.permission(env.repository, trigger.commenter)

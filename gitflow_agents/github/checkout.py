@@ -1,9 +1,11 @@
-"""The pull request in the runner's checkout, reviewed the way ``git agent-review`` reviews.
+"""A pull request or a merge queue's group in the runner's checkout, reviewed the way
+``git agent-review`` reviews.
 
-The PR's head and base commits must be in the checkout (``refs/pull/N/head`` is fetched once
-when they are not: objects only, nothing from the PR is checked out or run). Configuration comes
-from a work tree of the base commit, never from the PR's own files; docs/github.md,
-"Configuration comes from the base branch".
+The head and base commits must be in the checkout; a missing one is fetched from ``origin``
+(objects only: nothing is checked out or run): ``refs/pull/N/head`` for a PR, the group's refs
+(and then the commit itself) for a merge group. Configuration comes from a work tree of the base
+commit, never from the reviewed commits' own files; docs/github.md, "Configuration comes from
+the base branch" and "Merge queue".
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitflow_agents import git
 from gitflow_agents.errors import UsageError
@@ -21,24 +24,44 @@ from gitflow_agents.github import comment
 from gitflow_agents.github.client import PullRequest
 from gitflow_agents.github.publish import float_or_none, int_or_none, outcome_label
 from gitflow_agents.github.runner import Options
+from gitflow_agents.github.values import MergeGroup
+
+if TYPE_CHECKING:
+    from gitflow_agents.commands.review import Target
 
 
 def ensure_commit(root: Path, sha: str, number: int) -> None:
     """The PR head must be in the checkout; fetch ``refs/pull/N/head`` once if it is not
     (objects only: nothing from the PR is checked out or run)."""
-    try:
-        git.rev_parse(root, sha)
-        return
-    except UsageError:
-        pass
-    git.fetch_ref(root, f"+refs/pull/{number}/head")
-    try:
-        git.rev_parse(root, sha)
-    except UsageError:
-        raise UsageError(
-            f"commit {sha[:12]} of PR #{number} is not in the checkout at {root}: "
-            "use actions/checkout with fetch-depth: 0"
-        ) from None
+    fetch_missing(root, sha, [f"+refs/pull/{number}/head"], f"commit {sha[:12]} of PR #{number}")
+
+
+def fetch_missing(root: Path, sha: str, refspecs: Sequence[str], what: str) -> None:
+    """``sha`` must be in the checkout: when it is not, fetch ``refspecs`` from ``origin`` one
+    by one until it is (objects only); UsageError naming ``what`` when none brings it."""
+    for refspec in ("", *refspecs):
+        if refspec:
+            git.fetch_ref(root, refspec)
+        try:
+            git.rev_parse(root, sha)
+            return
+        except UsageError:
+            continue
+    raise UsageError(
+        f"{what} is not in the checkout at {root} and could not be fetched from origin: "
+        "use actions/checkout with fetch-depth: 0"
+    )
+
+
+def ensure_group(root: Path, group: MergeGroup) -> None:
+    """Both commits of a merge group in the checkout. actions/checkout fetches only the group's
+    head (``fetch-depth: 1``); the base is fetched by its ref, then by its sha."""
+    for sha, ref, which in (
+        (group.head_sha, group.head_ref, "head"),
+        (group.base_sha, group.base_ref, "base"),
+    ):
+        refspecs = [ref, sha] if ref.startswith("refs/") else [sha]
+        fetch_missing(root, sha, refspecs, f"the merge group's {which} commit {sha[:12]}")
 
 
 @contextlib.contextmanager
@@ -62,19 +85,42 @@ def review_pull(
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """Review the PR's head against its merge-base with the base commit. A configured agent
     (``options.agent`` other than ``builtin``) is defined by the base commit's ``.flow/``."""
-    from gitflow_agents.commands.review import Target, review_target
+    from gitflow_agents.commands.review import Target
 
     root = git.repo_root(workspace)
     ensure_commit(root, pull.head_sha, pull.number)
     ensure_commit(root, pull.base_sha, pull.number)
     base = git.merge_base(root, pull.base_sha, pull.head_sha)
     target = Target(base, pull.head_sha, f"PR #{pull.number}")
+    return _review(root, target, pull.base_sha, options, temp)
+
+
+def review_group(
+    workspace: Path, group: MergeGroup, options: Options, temp: Path | None = None
+) -> tuple[Review, GateResult, comment.RunRow]:
+    """Review a merge queue's group: ``base_sha..head_sha`` (every queued change the group
+    holds), configured by the base commit like a PR."""
+    from gitflow_agents.commands.review import Target
+
+    root = git.repo_root(workspace)
+    ensure_group(root, group)
+    target = Target(group.base_sha, group.head_sha, group.label)
+    return _review(root, target, group.base_sha, options, temp)
+
+
+def _review(
+    root: Path, target: Target, config_sha: str, options: Options, temp: Path | None
+) -> tuple[Review, GateResult, comment.RunRow]:
+    """``target`` reviewed by ``options.agent`` (defined by ``config_sha``'s configuration),
+    with its run-history row."""
+    from gitflow_agents.commands.review import review_target
+
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         config_root = None
         if options.agent != "builtin":  # the builtin reviewer reads no configuration at all
             scratch = temp if temp is not None else Path(tempfile.gettempdir())
-            config_root = stack.enter_context(base_checkout(root, pull.base_sha, scratch))
+            config_root = stack.enter_context(base_checkout(root, config_sha, scratch))
         result, gate = review_target(
             root,
             target,
@@ -89,7 +135,7 @@ def review_pull(
         flow="review",
         agent=options.agent,
         outcome=outcome_label(result, gate),
-        step=f"PR #{pull.number}",
+        step=target.label,
         iterations=1,
         files_changed=len(stats),
         insertions=sum(a or 0 for a, _ in stats.values()),

@@ -1,9 +1,12 @@
-"""What a webhook event asks the action to do: review a pull request, fix it, or nothing.
+"""What a webhook event asks the action to do: review a pull request, fix it, review a merge
+queue's group, or nothing.
 
 Pure: the payload at ``GITHUB_EVENT_PATH`` is read and judged without the network. Pull request
 events start a review (``opened``, ``synchronize``, ``reopened``, ``ready_for_review``); a new
 comment on a pull request whose first line is ``/agent review`` or ``/agent fix`` asks for one
-(whether its author may is checked later, against the API); docs/github.md, "Events".
+(whether its author may is checked later, against the API); a ``merge_group`` whose checks are
+requested starts a review of the group (every other ``merge_group`` action is skipped with its
+reason, never waited on); docs/github.md, "Events" and "Merge queue".
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any, TypeVar
 from gitflow_agents.errors import InputError
 from gitflow_agents.github.client import PullRequest
 from gitflow_agents.github.runner import Options, read_json
+from gitflow_agents.github.values import MergeGroup
 
 REVIEW_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
 T = TypeVar("T")
@@ -24,11 +28,12 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Trigger:
     kind: str
-    """``review``, ``fix`` or ``skip``."""
+    """``review``, ``fix``, ``group`` (a merge queue's group) or ``skip``."""
     reason: str = ""
     number: int | None = None
     pull: PullRequest | None = None
     commenter: str | None = None
+    group: MergeGroup | None = None
 
 
 def load_event(path: Path) -> dict[str, Any]:
@@ -84,6 +89,29 @@ def pull_from_event(event: Mapping[str, Any], path: Path) -> PullRequest:
     )
 
 
+def group_from_event(event: Mapping[str, Any], path: Path) -> MergeGroup:
+    group = _get(event, "merge_group", path, dict)
+    return MergeGroup(
+        head_sha=_get(group, "head_sha", path, str, "merge_group."),
+        base_sha=_get(group, "base_sha", path, str, "merge_group."),
+        head_ref=_text(group, "head_ref"),
+        base_ref=_text(group, "base_ref"),
+    )
+
+
+def _merge_group(event: Mapping[str, Any], path: Path) -> Trigger:
+    """``checks_requested``: review the group. Its sender is not asked about (bots queue PRs
+    too, and a required check that is skipped would keep the queue waiting)."""
+    action = _text(event, "action")
+    if action != "checks_requested":
+        why = _text(event, "reason")
+        return Trigger(
+            "skip",
+            f"merge_group action {action!r}{f' ({why})' if why else ''} requests no checks",
+        )
+    return Trigger("group", group=group_from_event(event, path))
+
+
 def _is_bot(user: Any) -> bool:
     if not isinstance(user, dict):
         return False
@@ -133,4 +161,9 @@ def decide(event_name: str, event: Mapping[str, Any], path: Path, options: Optio
         if command not in ("review", "fix"):
             return Trigger("skip", f"unknown command /agent {command} (known: review, fix)")
         return Trigger(command, number=number, commenter=login)
-    return Trigger("skip", f"event {event_name!r} is not handled (pull_request, issue_comment)")
+    if event_name == "merge_group":
+        return _merge_group(event, path)
+    return Trigger(
+        "skip",
+        f"event {event_name!r} is not handled (pull_request, issue_comment, merge_group)",
+    )

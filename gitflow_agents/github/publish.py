@@ -43,20 +43,24 @@ STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub drops a step's whole job summary when it is larger than this (bytes)."""
 
 
-class Publisher:
-    """Writes to the pull request until GitHub says the token may not; from then on it only
-    notes what it could not do (the degrade path for fork PRs and read-only tokens)."""
+class StatusWriter:
+    """Writes the gate of one commit (``sha``: its status, the optional check run) until GitHub
+    says the token may not; from then on it only notes what it could not do (the degrade path
+    for fork PRs and read-only tokens)."""
 
-    def __init__(self, client: Client, repo: str, pull: PullRequest, target_url: str | None):
+    where = "pull request"
+    """What the warning of the degrade path says the token may not write to."""
+
+    def __init__(self, client: Client, repo: str, target_url: str | None):
         self.client = client
         self.repo = repo
-        self.pull = pull
         self.target_url = target_url
         self.degraded: str | None = None
         self.writes = 0
-        self.replaced: set[str] = set()
-        """Heads this run replaced by pushing (``/agent fix``): GitHub may still show them as
-        the PR's head for a moment, and they are older than ours."""
+
+    @property
+    def sha(self) -> str:
+        raise NotImplementedError
 
     def attempt(self, what: str, call: Callable[[], T]) -> T | None:
         if self.degraded is not None:
@@ -67,7 +71,7 @@ class Publisher:
             self.degraded = str(exc)
             notice(
                 "warning",
-                f"cannot {what}: the token may not write to this pull request (a fork PR or a "
+                f"cannot {what}: the token may not write to this {self.where} (a fork PR or a "
                 "read-only GITHUB_TOKEN); results are in the annotations and the job summary. "
                 f"({exc})",
             )
@@ -79,7 +83,7 @@ class Publisher:
         self.attempt(
             "set the pending status",
             lambda: status.set_pending(
-                self.client, self.repo, self.pull.head_sha, target_url=self.target_url
+                self.client, self.repo, self.sha, target_url=self.target_url
             ),
         )
 
@@ -89,7 +93,7 @@ class Publisher:
             self.attempt(
                 "set the error status",
                 lambda: status.set_error(
-                    self.client, self.repo, self.pull.head_sha, why, target_url=self.target_url
+                    self.client, self.repo, self.sha, why, target_url=self.target_url
                 ),
             )
         except GitHubError as exc:
@@ -104,7 +108,7 @@ class Publisher:
             made = checks.create(
                 self.client,
                 self.repo,
-                self.pull.head_sha,
+                self.sha,
                 result,
                 gate,
                 details_url=self.target_url,
@@ -117,6 +121,22 @@ class Publisher:
             return None
         self.writes += 1
         return made
+
+
+class Publisher(StatusWriter):
+    """A pull request's writer: its head's gate, and (``publish``) its inline review and
+    sticky summary comment."""
+
+    def __init__(self, client: Client, repo: str, pull: PullRequest, target_url: str | None):
+        super().__init__(client, repo, target_url)
+        self.pull = pull
+        self.replaced: set[str] = set()
+        """Heads this run replaced by pushing (``/agent fix``): GitHub may still show them as
+        the PR's head for a moment, and they are older than ours."""
+
+    @property
+    def sha(self) -> str:
+        return self.pull.head_sha
 
 
 @dataclass(frozen=True)
@@ -186,7 +206,7 @@ def publish(
         result,
         gate,
         rows=rows,
-        questions=_questions(result),
+        questions=agent_questions(result),
         inline_note=inline_note(inline),
         notices=[superseded(pull, newer)] if newer else [],
         footer=footer(pull, publisher.target_url),
@@ -247,7 +267,7 @@ def footer(pull: PullRequest, run_url: str | None) -> str:
     return text + (f" · [workflow run]({run_url})" if run_url else "")
 
 
-def _questions(result: Review) -> list[str]:
+def agent_questions(result: Review) -> list[str]:
     raw = result.run.get("questions") if isinstance(result.run, dict) else None
     return [str(q) for q in raw] if isinstance(raw, list) else []
 
@@ -331,6 +351,24 @@ def _row(data: Mapping[str, Any]) -> comment.RunRow:
     )
 
 
+def result_outputs(
+    result: Review, gate: GateResult, sha: str, run_id: str, files: Mapping[str, str]
+) -> dict[str, str]:
+    """The step outputs every review run sets (docs/github.md, "Outputs"); ``files`` and other
+    extras come after ``review-result``."""
+    counts = count_by_severity(result.findings)
+    return {
+        "review-result": outcome_label(result, gate),
+        **files,
+        "run-id": run_id,
+        "head-sha": sha,
+        "findings-count": str(len(result.findings)),
+        "errors": str(counts[Severity.ERROR]),
+        "warnings": str(counts[Severity.WARN]),
+        "infos": str(counts[Severity.INFO]),
+    }
+
+
 def summary_room(path: Path | None) -> int:
     """Bytes the job summary of this step can still take (0: there is no job summary)."""
     if path is None:
@@ -371,20 +409,11 @@ def finish(
 
     pull = publisher.pull
     login = Identity(publisher.client, options.comment_author)
-    counts = count_by_severity(result.findings)
-    outputs = {
-        "review-result": outcome_label(result, gate),
-        **files,
-        **(extra or {}),
-        "run-id": run_id,
-        "head-sha": pull.head_sha,
-        "findings-count": str(len(result.findings)),
-        "errors": str(counts[Severity.ERROR]),
-        "warnings": str(counts[Severity.WARN]),
-        "infos": str(counts[Severity.INFO]),
-    }
+    outputs = result_outputs(result, gate, pull.head_sha, run_id, {**files, **(extra or {})})
     room = summary_room(env.step_summary)
-    full = comment.summary_body(result, gate, rows=rows, questions=_questions(result), limit=None)
+    full = comment.summary_body(
+        result, gate, rows=rows, questions=agent_questions(result), limit=None
+    )
     fits = len(full.encode()) + 8192 <= room  # room for the notes added once published
     where = comment.IN_JOB_SUMMARY if fits else comment.IN_FINDINGS_FILE
     try:
@@ -407,7 +436,7 @@ def finish(
         result,
         gate,
         rows=rows,
-        questions=_questions(result),
+        questions=agent_questions(result),
         inline_note=inline_note(published.inline),
         notices=notices,
         limit=None,

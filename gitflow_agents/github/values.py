@@ -30,6 +30,21 @@ class PullRequest:
 
 
 @dataclass(frozen=True)
+class MergeGroup:
+    """A merge queue's group (the ``merge_group`` of the webhook): ``head_sha`` is the commit
+    the queue built on ``base_sha`` with every queued change; refs are full (``refs/heads/…``)."""
+
+    head_sha: str
+    base_sha: str
+    head_ref: str
+    base_ref: str
+
+    @property
+    def label(self) -> str:
+        return f"merge group {self.base_ref.removeprefix('refs/heads/')} {self.head_sha[:12]}"
+
+
+@dataclass(frozen=True)
 class PullFile:
     filename: str
     status: str

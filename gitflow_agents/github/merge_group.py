@@ -1,0 +1,167 @@
+"""A merge queue's group, reviewed, its verdict the ``gitflow-agents/review`` status of the
+group's head commit, so that status can be a required check of a merge queue.
+
+A ``merge_group`` event has no pull request, so nothing is posted as a comment or an inline
+review: the verdict is the commit status on ``merge_group.head_sha`` (``pending`` first, then
+``success`` / ``failure`` / ``error``, by the rules of ``status.py``) and the optional check
+run; the findings go to the annotations, the job summary, the result files and the outputs, as
+for a pull request. The posting job of the two-job split (``post-findings``) sets the status
+from an earlier job's findings file, gated again against the group's head. docs/github.md,
+"Merge queue".
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+
+from gitflow_agents.errors import GitflowError, GitHubError, InputError
+from gitflow_agents.findings import GateResult, Review
+from gitflow_agents.github import comment, status
+from gitflow_agents.github.checkout import review_group
+from gitflow_agents.github.client import Client
+from gitflow_agents.github.publish import (
+    StatusWriter,
+    agent_questions,
+    fit_summary,
+    load_findings,
+    result_outputs,
+    summary_room,
+    write_result_files,
+)
+from gitflow_agents.github.runner import (
+    PREFIX,
+    Options,
+    RunnerEnv,
+    append_summary,
+    notice,
+    write_outputs,
+)
+from gitflow_agents.github.values import MergeGroup
+
+
+class GroupWriter(StatusWriter):
+    """The gate of a merge group's head commit."""
+
+    where = "repository's commit statuses"
+
+    def __init__(self, client: Client, repo: str, group: MergeGroup, target_url: str | None):
+        super().__init__(client, repo, target_url)
+        self.group = group
+
+    @property
+    def sha(self) -> str:
+        return self.group.head_sha
+
+
+def no_pull_request(group: MergeGroup) -> str:
+    return (
+        f"This is the {group.label}: it has no pull request, so the verdict is the "
+        f"`{status.CONTEXT}` status of {group.head_sha[:12]} (no summary comment, no inline "
+        "review); every finding is here and in the annotations."
+    )
+
+
+def review_group_and_publish(
+    env: RunnerEnv, client: Client, group: MergeGroup, options: Options, run_id: str
+) -> int:
+    """Review ``base_sha..head_sha`` of the group and set the head's status: pending first,
+    then the verdict; ``error`` when the review itself breaks."""
+    from gitflow_agents import render
+
+    writer = GroupWriter(client, env.repository, group, env.run_url)
+    if options.post_findings is not None:
+        return post_group_findings(env, writer, options, run_id)
+    writer.pending()
+    try:
+        result, gate, row = review_group(env.workspace, group, options, env.temp / PREFIX)
+    except Exception as exc:
+        why = exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
+        writer.error(why)
+        outputs = {"review-result": "error", "run-id": run_id, "head-sha": group.head_sha}
+        write_outputs(env.output, outputs)
+        raise
+    findings_file, sarif_file = write_result_files(env.temp / PREFIX / run_id, result, gate, [row])
+    sys.stdout.write(render.render(result, gate, "annotations"))
+    sys.stdout.flush()
+    files = {"findings-file": str(findings_file), "sarif-file": str(sarif_file)}
+    return finish_group(env, writer, result, gate, [row], options, run_id, files)
+
+
+def post_group_findings(env: RunnerEnv, writer: GroupWriter, options: Options, run_id: str) -> int:
+    """The posting job of the two-job split for a merge group: the findings file of the review
+    job, gated again against the group's head and this job's threshold."""
+    from gitflow_agents.findings import gate as gate_review
+
+    assert options.post_findings is not None
+    head = writer.group.head_sha
+    try:
+        result, rows = load_findings(options.post_findings)
+    except InputError:
+        writer.error("no usable findings file from the review job")
+        write_outputs(env.output, {"review-result": "error", "run-id": run_id, "head-sha": head})
+        raise
+    if result.reviewed_sha != head:
+        reviewed = (result.reviewed_sha or "no commit")[:12]
+        notice(
+            "warning",
+            f"{options.post_findings} is a review of {reviewed}, not of the merge group's head "
+            f"{head[:12]}: it is posted, but it cannot approve this commit",
+        )
+    gate = gate_review(result, threshold=options.threshold, head_sha=head)
+    files = {"findings-file": str(options.post_findings)}
+    return finish_group(env, writer, result, gate, rows, options, run_id, files)
+
+
+def finish_group(
+    env: RunnerEnv,
+    writer: GroupWriter,
+    result: Review,
+    gate: GateResult,
+    rows: Sequence[comment.RunRow],
+    options: Options,
+    run_id: str,
+    files: Mapping[str, str],
+) -> int:
+    """The final status (and the optional check run), the step summary and the outputs; the
+    exit code for ``options.fail_on``."""
+    from gitflow_agents.commands.review import exit_code
+
+    group = writer.group
+    outputs = result_outputs(result, gate, group.head_sha, run_id, files)
+    room = summary_room(env.step_summary)
+    notices = [no_pull_request(group)]
+
+    def summary() -> str:
+        body = comment.summary_body(
+            result, gate, rows=rows, questions=agent_questions(result), notices=notices, limit=None
+        )
+        return fit_summary(body.removeprefix(comment.MARKER), room)
+
+    try:
+        writer.attempt(
+            "set the final status",
+            lambda: status.set_final(
+                writer.client, writer.repo, group.head_sha, result, gate, target_url=env.run_url
+            ),
+        )
+    except GitHubError as exc:
+        writer.error("GitHub API failure while publishing")
+        append_summary(env.step_summary, summary())
+        write_outputs(env.output, {**outputs, "github-error": str(exc)})
+        raise
+    check_run_id = writer.check_run(result, gate) if options.check_run else None
+    if writer.degraded:
+        notices.append(f"The status was not set: {writer.degraded}")
+    append_summary(env.step_summary, summary())
+    outputs.update(
+        {
+            "inline-posted": "0",
+            "comment-id": "",
+            "check-run-id": str(check_run_id or ""),
+            "degraded": "true" if writer.degraded else "false",
+            "github-writes": str(writer.writes),
+        }
+    )
+    write_outputs(env.output, outputs)
+    return exit_code(result, gate.approved, gate.exit_code, options.fail_on)

@@ -1,0 +1,291 @@
+"""``merge_group`` events: the queue's group reviewed, the verdict on the group's head commit.
+
+Runner-shaped like tests/test_github_action.py. ``origin`` is a local bare repository holding
+``main`` and the queue's branch ``gh-readonly-queue/main/pr-7-<base>``; the workspace is what
+actions/checkout makes of a ``merge_group`` run: a depth-1 clone of the group's head, without the
+base commit (so the action must fetch it). Every payload is GitHub's example with the group's
+commits (tests/github_events.py), validated against GitHub's webhook schema.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from gitflow_agents.errors import InputError
+from gitflow_agents.github.event import decide
+from gitflow_agents.github.runner import Options
+from gitflow_agents.github.values import MergeGroup
+from tests.conftest import git
+from tests.github_events import merge_group_event
+from tests.github_standin import GitHubStandIn, gh
+from tests.test_github_action import BROKEN, FINE, Runner, states
+from tests.test_github_base_config import flow_config
+
+__all__ = ["gh"]
+
+
+class Group(NamedTuple):
+    base: str
+    head: str
+    ref: str
+    workspace: Path
+    origin: Path
+
+
+def queue(repo: Path, tmp_path: Path, files: dict[str, str], *, clone: bool = True) -> Group:
+    """The merge queue's group: one commit with ``files`` on top of ``main``, on the queue's
+    branch in ``origin``; the workspace a depth-1 clone of the group's head."""
+    base = git(repo, "rev-parse", "HEAD").strip()
+    branch = f"gh-readonly-queue/main/pr-7-{base}"
+    git(repo, "checkout", "-q", "-b", branch)
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+        git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", "Merge pull request #7 from octo/feature")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "main")
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(origin))
+    workspace = tmp_path / "workspace"
+    if clone:
+        url = origin.as_uri()
+        git(tmp_path, "clone", "-q", "--depth", "1", "--branch", branch, url, str(workspace))
+    return Group(base, head, f"refs/heads/{branch}", workspace, origin)
+
+
+def event(gh: GitHubStandIn, group: Group, **kwargs: str) -> dict[str, object]:
+    return merge_group_event(gh.full_name, group.head, group.base, head_ref=group.ref, **kwargs)
+
+
+def has(root: Path, sha: str) -> bool:
+    found = subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{sha}^{{commit}}"])
+    return found.returncode == 0
+
+
+def group_runner(tmp_path: Path, gh: GitHubStandIn, group: Group) -> Runner:
+    return Runner(tmp_path, gh, group.workspace)
+
+
+def test_a_clean_group_gets_success_on_its_head_and_nothing_else(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    assert not has(group.workspace, group.base)  # actions/checkout: the head only
+    runner = group_runner(tmp_path, gh, group)
+    result = runner.run("merge_group", event(gh, group))
+    assert result.returncode == 0, result.stderr
+    assert states(gh, group.head) == ["pending", "success"]
+    assert states(gh, group.base) == []
+    assert has(group.workspace, group.base)  # fetched, objects only
+    assert git(group.workspace, "status", "--porcelain") == ""
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "approved"
+    assert outputs["head-sha"] == group.head
+    assert (outputs["comment-id"], outputs["inline-posted"], outputs["degraded"]) == (
+        "",
+        "0",
+        "false",
+    )
+    assert outputs["github-writes"] == "2"
+    # No pull request: no comment, no review, no read of a PR.
+    assert [r.method for r in gh.writes()] == ["POST", "POST"]
+    assert not gh.requests("GET", r"/pulls/")
+    summary = runner.summary.read_text()
+    assert "APPROVED" in summary and "it has no pull request" in summary
+    assert group.head[:12] in summary
+
+
+def test_a_group_holding_a_defect_gets_failure(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    group = queue(repo, tmp_path, {"fine.py": FINE, "pkg/broken.py": BROKEN})
+    runner = group_runner(tmp_path, gh, group)
+    result = runner.run("merge_group", event(gh, group))
+    assert result.returncode == 1, result.stderr
+    assert states(gh, group.head) == ["pending", "failure"]
+    assert re.search(r"^::error file=pkg/broken\.py,line=\d+", result.stdout, re.MULTILINE)
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "revise" and outputs["errors"] != "0"
+    findings = json.loads(Path(outputs["findings-file"]).read_text())
+    assert findings["reviewed_sha"] == group.head
+    assert {f["file"] for f in findings["findings"]} == {"pkg/broken.py"}
+    (status,) = [s for s in gh.statuses_for(group.head) if s["state"] == "failure"]
+    assert status["description"].startswith("Not approved")
+    assert status["target_url"] == "https://github.example/octo/demo/actions/runs/4242"
+    assert gh.comments_on(7) == [] and gh.state.reviews == {}
+
+
+def test_a_rerun_of_the_same_group_sets_the_status_again_and_nothing_more(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """As the PR flow: a re-run sets ``pending`` and the verdict again (a status of the same
+    context replaces the last one), and finds the base it fetched the first time."""
+    group = queue(repo, tmp_path, {"broken.py": BROKEN})
+    runner = group_runner(tmp_path, gh, group)
+    assert runner.run("merge_group", event(gh, group)).returncode == 1
+    first = len(gh.writes())
+    second = runner.run("merge_group", event(gh, group))
+    assert second.returncode == 1, second.stderr
+    assert len(gh.writes()) == 2 * first == 4
+    assert states(gh, group.head) == ["pending", "failure", "pending", "failure"]
+
+
+def test_a_status_write_stored_behind_a_502_is_sent_again_as_the_pr_flow_does(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    gh.fail("POST", r"/statuses/", 502, times=1, store=True)
+    runner = group_runner(tmp_path, gh, group)
+    result = runner.run("merge_group", event(gh, group))
+    assert result.returncode == 0, result.stderr
+    # The stored pending and its repeat: a commit status is repeated as it is (docs/github.md,
+    # "Reliability"); the last status of the context is what the queue reads.
+    assert states(gh, group.head) == ["pending", "pending", "success"]
+
+
+def test_a_run_killed_before_its_verdict_leaves_no_green_and_the_rerun_finishes(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worst moment: ``pending`` is set and the job is cancelled before the verdict. The
+    queue sees ``pending`` (never green); the re-run sets the verdict."""
+    from gitflow_agents.github import status
+
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    runner = group_runner(tmp_path, gh, group)
+
+    def cancelled(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(status, "set_final", cancelled)
+        killed = runner.run("merge_group", event(gh, group))
+    assert killed.returncode == 130
+    assert states(gh, group.head) == ["pending"]
+    again = runner.run("merge_group", event(gh, group))
+    assert again.returncode == 0, again.stderr
+    assert states(gh, group.head) == ["pending", "pending", "success"]
+
+
+def test_github_down_exits_4_and_never_green(gh: GitHubStandIn, repo: Path, tmp_path: Path) -> None:
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    runner = group_runner(tmp_path, gh, group)
+    gh.fail("POST", r"/statuses/", 502, times=100)
+    result = runner.run("merge_group", event(gh, group))
+    assert result.returncode == 4, result.stderr
+    assert "HTTP 502" in result.stderr and "Traceback" not in result.stderr
+    assert states(gh, group.head) == []
+
+
+@pytest.mark.parametrize("reason", ["merged", "invalidated", "dequeued"])
+def test_a_destroyed_group_is_skipped_with_its_reason(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path, reason: str
+) -> None:
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    runner = group_runner(tmp_path, gh, group)
+    result = runner.run("merge_group", event(gh, group, action="destroyed", reason=reason))
+    assert result.returncode == 0, result.stderr
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "skipped"
+    assert outputs["reason"] == f"merge_group action 'destroyed' ({reason}) requests no checks"
+    assert gh.requests() == []
+
+
+def test_a_base_missing_from_origin_is_one_clear_error_and_an_error_status(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    runner = group_runner(tmp_path, gh, group)
+    gone = "f" * 40  # a base origin does not have (a force-pushed target, another repository)
+    payload = merge_group_event(gh.full_name, group.head, gone, head_ref=group.ref)
+    result = runner.run("merge_group", payload)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+    assert f"the merge group's base commit {gone[:12]} is not in the checkout" in line
+    assert "fetch-depth: 0" in line
+    assert states(gh, group.head) == ["pending", "error"]
+    assert runner.outputs()["review-result"] == "error"
+
+
+def test_a_full_checkout_fetches_nothing(gh: GitHubStandIn, repo: Path, tmp_path: Path) -> None:
+    """``fetch-depth: 0`` (or a runner that kept an earlier clone): both commits are there."""
+    group = queue(repo, tmp_path, {"fine.py": FINE}, clone=False)
+    git(tmp_path, "clone", "-q", str(group.origin), str(group.workspace))
+    git(group.workspace, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
+    runner = group_runner(tmp_path, gh, group)
+    result = runner.run("merge_group", event(gh, group))
+    assert result.returncode == 0, result.stderr  # no fetch: origin is gone
+    assert states(gh, group.head) == ["pending", "success"]
+
+
+def test_a_group_that_swaps_its_reviewer_is_reviewed_by_the_base_one(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(flow_config("revise"))
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    group = queue(repo, tmp_path, {"calc.py": "x = 1\n", ".flow/base.yaml": flow_config("approve")})
+    runner = group_runner(tmp_path, gh, group)
+    result = runner.run("merge_group", event(gh, group), "tok-actions", "--agent", "gate")
+    assert result.returncode == 1, result.stderr
+    assert states(gh, group.head) == ["pending", "failure"]
+
+
+def test_a_read_only_token_degrades_without_crashing(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    group = queue(repo, tmp_path, {"broken.py": BROKEN})
+    runner = group_runner(tmp_path, gh, group)
+    result = runner.run("merge_group", event(gh, group), "tok-read", "--fail-on", "never")
+    assert result.returncode == 0, result.stderr
+    assert re.search(
+        r"^::warning title=gitflow-agents::cannot set the pending", result.stdout, re.M
+    )
+    outputs = runner.outputs()
+    assert outputs["degraded"] == "true" and outputs["review-result"] == "revise"
+    assert "The status was not set" in runner.summary.read_text()
+    assert gh.statuses_for(group.head) == [] and len(gh.writes()) == 1
+
+
+def test_the_posting_job_sets_the_status_from_the_review_jobs_file(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    group = queue(repo, tmp_path, {"broken.py": BROKEN})
+    runner = group_runner(tmp_path, gh, group)
+    review_job = runner.run("merge_group", event(gh, group), "tok-read", "--fail-on", "never")
+    assert review_job.returncode == 0, review_job.stderr
+    findings = Path(runner.outputs()["findings-file"])
+    posted = runner.run(
+        "merge_group", event(gh, group), "tok-actions", "--post-findings", str(findings)
+    )
+    assert posted.returncode == 1, posted.stderr
+    assert states(gh, group.head) == ["failure"]  # no pending: the verdict is known
+    other = merge_group_event(gh.full_name, "e" * 40, group.base, head_ref=group.ref)
+    stale = runner.run("merge_group", other, "tok-actions", "--post-findings", str(findings))
+    assert stale.returncode == 1
+    assert "cannot approve this commit" in stale.stdout
+
+
+def test_decide_for_merge_group_events(gh: GitHubStandIn, tmp_path: Path) -> None:
+    path = tmp_path / "event.json"
+    payload = merge_group_event(gh.full_name, "a" * 40, "b" * 40)
+    trigger = decide("merge_group", payload, path, Options())
+    assert trigger.kind == "group"
+    assert trigger.group == MergeGroup(
+        "a" * 40, "b" * 40, payload["merge_group"]["head_ref"], "refs/heads/main"
+    )
+    bot = decide(
+        "merge_group", {**payload, "sender": {"login": "x[bot]", "type": "Bot"}}, path, Options()
+    )
+    assert bot.kind == "group"  # a skipped required check would keep the queue waiting
+    del payload["merge_group"]["base_sha"]
+    with pytest.raises(InputError, match=r"merge_group\.base_sha: missing"):
+        decide("merge_group", payload, path, Options())
