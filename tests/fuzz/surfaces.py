@@ -294,7 +294,9 @@ _PULL = st.fixed_dictionaries(
     },
 )
 EVENT_SHAPE = {
-    "action": st.sampled_from(["opened", "synchronize", "created", "closed"]),
+    "action": st.sampled_from(
+        ["opened", "synchronize", "created", "closed", "checks_requested", "destroyed"]
+    ),
     "pull_request": st.one_of(_PULL, st.just("{}")),
     "issue": st.fixed_dictionaries(
         {}, optional={"number": _ANY, "pull_request": st.one_of(st.just({"url": "u"}), _ANY)}
@@ -307,12 +309,23 @@ EVENT_SHAPE = {
         },
     ),
     "sender": st.one_of(_USER, _ANY),
+    "merge_group": st.one_of(
+        st.fixed_dictionaries(
+            {}, optional={"head_sha": _ANY, "base_sha": _ANY, "head_ref": _ANY, "base_ref": _ANY}
+        ),
+        _ANY,
+    ),
+    "reason": _ANY,
 }
 
 
 @st.composite
 def _event(draw: st.DrawFn) -> tuple[str, bytes]:
-    name = draw(st.sampled_from(["pull_request", "pull_request_target", "issue_comment", "push"]))
+    name = draw(
+        st.sampled_from(
+            ["pull_request", "pull_request_target", "issue_comment", "merge_group", "push"]
+        )
+    )
     return name, draw(s.json_document(EVENT_SHAPE))
 
 
