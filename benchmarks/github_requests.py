@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import functools
 import io
-import json
 import os
 import subprocess
 import sys
@@ -44,6 +43,7 @@ from gitflow_agents.github import client as github_client  # noqa: E402
 from gitflow_agents.github.action import post_findings, review_and_publish  # noqa: E402
 from gitflow_agents.github.client import Client, Settings  # noqa: E402
 from gitflow_agents.github.runner import PREFIX, Options, read_runner_env  # noqa: E402
+from tests.github_events import pull_request_event, write_event  # noqa: E402
 from tests.github_standin import GitHubStandIn, Pull, Token  # noqa: E402
 
 ACTIONS_TOKEN = "ghs_benchmark_actions_token"
@@ -120,7 +120,7 @@ def one(findings: int) -> dict[str, object]:
         root = Path(tmp)
         repo, base, head, patch = make_repo(root, findings)
         event = root / "event.json"
-        event.write_text(json.dumps({"action": "opened"}))
+        write_event(event, "pull_request", pull_request_event("octo/demo", 1, head, base))
         env = read_runner_env(
             {
                 "GITHUB_EVENT_NAME": "pull_request",
