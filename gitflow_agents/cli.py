@@ -264,7 +264,12 @@ def _add_flow(sub: Registry) -> None:
 
 def _add_history(sub: Registry) -> None:
     p = _command(sub, "history", "history", help="past runs: outcome, iterations, git stats")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true", help="print JSON (as --format json)")
+    p.add_argument(
+        "--format",
+        choices=("table", "json", "mermaid"),
+        help="table (default), json, or mermaid: a flowchart per run in markdown",
+    )
     p.add_argument("--flow", dest="flow_name", help="only this flow")
     p.add_argument("--agents", action="store_true", help="also the agent runs inside step runs")
 

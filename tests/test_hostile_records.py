@@ -83,6 +83,7 @@ def test_status_history_send_cancel_read_hostile_records(
         ("status", "--json"),
         ("history",),
         ("history", "--json", "--agents"),
+        ("history", "--format", "mermaid", "--agents"),
         ("send", RUN_ID, "hi", "--quiet"),
         ("cancel", RUN_ID, "--wait", "0"),
     ):

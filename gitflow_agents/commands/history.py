@@ -1,15 +1,20 @@
-"""``gitflow-agents history [--json]``: past runs with outcome, iterations, git stats, duration.
+"""``gitflow-agents history [--json | --format table|json|mermaid]``: past runs with outcome,
+iterations, git stats, duration.
 
 Read from every ``<flow_dir>/<flow>/runs/<runID>/result.json``, oldest first. Step runs of
 ``run`` show one row each; the agent runs inside them only with ``--agents``. Single flows
-(``flow ...``, ``spawn``) show one row per agent run.
+(``flow ...``, ``spawn``) show one row per agent run. ``--format mermaid`` draws every row shown
+as a Mermaid flowchart in markdown (docs/chains.md, "History"): a step run's chain, a single
+run's one node.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +41,18 @@ def rows(
     root: Path, flow_dir: str, flow: str | None = None, *, agents: bool = False
 ) -> list[HistoryRow]:
     from gitflow_agents.record_fields import mapping
+
+    return [
+        _row(run_dir, data, mapping(data, "run"))
+        for run_dir, data in records(root, flow_dir, flow, agents=agents)
+    ]
+
+
+def records(
+    root: Path, flow_dir: str, flow: str | None = None, *, agents: bool = False
+) -> list[tuple[Path, dict[str, Any]]]:
+    """(run folder, result.json data) of every run ``history`` shows, oldest first."""
+    from gitflow_agents.record_fields import mapping
     from gitflow_agents.runs import iter_runs, read_json
 
     found = []
@@ -43,11 +60,55 @@ def rows(
         data = read_json(paths.result)
         if data is None:
             continue
-        run = mapping(data, "run")
-        if run.get("chainRunID") and not agents:
+        if mapping(data, "run").get("chainRunID") and not agents:
             continue
-        found.append(_row(paths.run_dir, data, run))
+        found.append((paths.run_dir, data))
     return found
+
+
+_RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
+
+
+def agent_results(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The result.json of each agent run a step run lists (``chain.agents[].runID``), read
+    from the step run's sibling run folders, by run id: where ``step_flowchart`` finds tokens
+    and cost. A run id that is not a plain name (an agent can write into run folders) is
+    skipped, so nothing outside the runs folder is read."""
+    from gitflow_agents.record_fields import mapping, text
+    from gitflow_agents.render.mermaid import MAX_AGENTS
+    from gitflow_agents.runs import RunPaths, read_json
+
+    listed = mapping(data, "chain").get("agents")
+    found: dict[str, dict[str, Any]] = {}
+    for entry in (listed if isinstance(listed, list) else [])[:MAX_AGENTS]:
+        run_id = text(entry, "runID") if isinstance(entry, dict) else None
+        if run_id is None or not _RUN_ID.fullmatch(run_id) or run_id in found:
+            continue
+        result = read_json(RunPaths(run_dir.parent / run_id).result)
+        if result is not None:
+            found[run_id] = result
+    return found
+
+
+def mermaid(found: list[tuple[Path, dict[str, Any]]]) -> str:
+    """Markdown: per run a heading line and its flowchart in a ```` ```mermaid ```` block."""
+    from gitflow_agents.record_fields import mapping
+    from gitflow_agents.render.mermaid import (
+        fence_chart,
+        single_run_flowchart,
+        step_flowchart,
+    )
+
+    out: list[str] = []
+    for run_dir, data in found:
+        row = _row(run_dir, data, mapping(data, "run"))
+        if row.kind == "chain":
+            chart = step_flowchart(data, agent_results=agent_results(run_dir, data))
+        else:
+            chart = single_run_flowchart(data)
+        title = f"{row.what} · {row.flow} · {row.outcome} · run {row.run_id}"
+        out += [f"### {_heading(title)}", "", fence_chart(chart)]
+    return "\n".join(out)
 
 
 def _row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:
@@ -105,10 +166,15 @@ def run(args: argparse.Namespace) -> int:
     from gitflow_agents import git
     from gitflow_agents.config import load_flow_config
 
+    fmt = _format(args)
     root = git.repo_root(Path.cwd())
     config = load_flow_config(root)
+    if fmt == "mermaid":
+        shown = records(root, config.flow_dir, args.flow_name, agents=args.agents)
+        sys.stdout.write(mermaid(shown) if shown else f"no runs under {config.flow_dir}/\n")
+        return int(ExitCode.OK)
     found = rows(root, config.flow_dir, args.flow_name, agents=args.agents)
-    if args.json:
+    if fmt == "json":
         json.dump([asdict(r) for r in found], sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return int(ExitCode.OK)
@@ -138,3 +204,20 @@ def run(args: argparse.Namespace) -> int:
 def _count(n: int, noun: str) -> str:
     """``1 commit``, ``2 commits``."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _format(args: argparse.Namespace) -> str:
+    """table, json or mermaid: ``--json`` is ``--format json``."""
+    from gitflow_agents.errors import UsageError
+
+    fmt: str | None = getattr(args, "format", None)
+    if args.json and fmt not in (None, "json"):
+        raise UsageError(f"history: --json and --format {fmt} ask for two formats; give one")
+    return "json" if args.json else fmt or "table"
+
+
+def _heading(title: str) -> str:
+    """``title`` (it holds agent and flow names) inert on a markdown heading line."""
+    from gitflow_agents.render.markdown import one_line
+
+    return one_line(title)

@@ -209,7 +209,11 @@ RESULT_SHAPE = {
     "summary": st.text(max_size=10),
     "overall": st.sampled_from(["approve", "revise"]),
     "chain": st.fixed_dictionaries(
-        {}, optional={"step": _ANY, "iterations": _ANY, "outcome": _ANY}
+        {},
+        optional={
+            key: _ANY
+            for key in ("step", "iterations", "outcome", "reason", "merged", "agents", "rounds")
+        },
     ),
     "gitStats": st.fixed_dictionaries({}, optional={"filesChanged": _ANY, "commits": _ANY}),
     "run": st.fixed_dictionaries(
@@ -260,6 +264,7 @@ def run_records(box: Sandbox, tally: Tally, files: dict[str, bytes]) -> None:
         ("status", "--json"),
         ("history",),
         ("history", "--json", "--agents"),
+        ("history", "--format", "mermaid", "--agents"),
         ("cancel", RUN_ID, "--wait", "0"),
         ("send", RUN_ID, "hello", "--quiet"),
     ):
@@ -417,6 +422,7 @@ VALID_ARGV = [
     ["spawn", "reviewer", "--task", "t", "--quiet", "--card", "card.md"],
     ["status"],
     ["history", "--json"],
+    ["history", "--format", "mermaid"],
     ["review", "--staged"],
     ["review", "HEAD", "--format", "json"],
     ["hook", "gate"],
