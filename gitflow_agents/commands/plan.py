@@ -10,7 +10,7 @@ import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
-from gitflow_agents.errors import ConfigError, ExitCode
+from gitflow_agents.errors import ConfigError, ExitCode, UsageError
 from gitflow_agents.plan import Plan, Problem, SpecPlanConfig, Step, lint_plan, parse_plan
 from gitflow_agents.plan.model import DONE as DONE
 
@@ -19,6 +19,12 @@ def run(args: argparse.Namespace) -> int:
     if args.plan_command == "show":
         return show(Path(args.plan), _spec_plan_config(args.flow_type), as_json=args.json)
     if args.plan_command == "matrix":
+        if args.ready:
+            return ready_matrix(args)
+        for option in ("target", "branch_pattern"):
+            if getattr(args, option) is not None:
+                flag = "--" + option.replace("_", "-")
+                raise UsageError(f"plan matrix: {flag} goes with --ready")
         return matrix(
             Path(args.plan), _spec_plan_config(args.flow_type), pending_only=args.pending_only
         )
@@ -77,6 +83,30 @@ def plan_matrix(plan: Plan, *, pending_only: bool = False) -> dict[str, list[dic
 
 def steps_matrix(steps: Sequence[Step]) -> dict[str, list[dict[str, object]]]:
     return {"include": [{"step": s.number, "title": s.title, "status": s.status} for s in steps]}
+
+
+def ready_matrix(args: argparse.Namespace) -> int:
+    """``plan matrix --ready``: only the steps that can start now, as origin has it
+    (docs/spec-plans.md, Waves); a one-line summary on stderr."""
+    from gitflow_agents import git
+    from gitflow_agents.commands.run import settings_from
+    from gitflow_agents.config import load_flow_config
+    from gitflow_agents.plan.waves import ready_steps
+
+    root = git.repo_root(Path.cwd())
+    config = load_flow_config(root, args.flow_type)
+    settings = settings_from(args, config)  # --target / --branch-pattern as `run` reads them
+    wave = ready_steps(
+        root,
+        Path(args.plan).absolute(),
+        config.spec_plan,
+        target=settings.target or config.default_branch,
+        branch_pattern=settings.branch_pattern,
+    )
+    sys.stdout.write(json.dumps(steps_matrix(wave.ready), ensure_ascii=False))
+    sys.stdout.write("\n")
+    print(f"plan matrix --ready: {wave.summary()}", file=sys.stderr)
+    return ExitCode.OK
 
 
 def plan_table(plan: Plan) -> str:
