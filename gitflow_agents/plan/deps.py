@@ -4,6 +4,7 @@ has none, and what is wrong with the graph: unknown steps, a step waiting for it
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -68,7 +69,9 @@ def read_dependencies(scan: Scan) -> tuple[list[Node | None], list[tuple[int, st
             if position + 1 < len(scan.headers)
             else len(scan.lines)
         )
-        found = [i for i in scan.depends if header.index < i < end]
+        found = list(
+            scan.depends[bisect_right(scan.depends, header.index) : bisect_left(scan.depends, end)]
+        )
         if not DIGITS.fullmatch(number_text):
             nodes.append(None)
             continue
