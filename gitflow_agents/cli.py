@@ -64,6 +64,22 @@ def _add_plan(sub: Registry) -> None:
     matrix.add_argument("plan", help="path to the spec plan (markdown)")
     matrix.add_argument("--pending-only", action="store_true", help="leave out steps marked done")
     matrix.add_argument(
+        "--ready",
+        action="store_true",
+        help="only the steps that can start now, as origin has it: not done on the target, "
+        "no step branch on origin, every dependency done on the target",
+    )
+    matrix.add_argument(
+        "--target",
+        help="with --ready: the branch steps merge into (default: chain.target, else "
+        "default_branch)",
+    )
+    matrix.add_argument(
+        "--branch-pattern",
+        help="with --ready: the step branch name (default: chain.branch_pattern, "
+        "agents/{plan_name}/step-{step})",
+    )
+    matrix.add_argument(
         "--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from"
     )
 

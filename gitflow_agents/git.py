@@ -425,6 +425,18 @@ def remote_branch_sha(root: Path, branch: str, remote: str = "origin") -> str | 
     return None
 
 
+def remote_heads(root: Path, remote: str = "origin") -> dict[str, str]:
+    """Every branch of ``remote`` and its tip, from one ``git ls-remote --heads`` (a snapshot
+    of one moment); GitError when the remote cannot be read."""
+    result = run_git(root, "ls-remote", "--heads", remote, check=False)
+    if result.returncode != 0:  # git's first line says why; its last is a generic hint
+        said = [line for line in result.stderr.splitlines() if line.strip()]
+        why = said[0].removeprefix("fatal: ") if said else f"git exited {result.returncode}"
+        raise GitError(f"cannot list the branches of {remote}: {why}")
+    heads = (line.partition("\t")[::2] for line in result.stdout.splitlines())
+    return {ref.removeprefix("refs/heads/"): sha for sha, ref in heads if ref.startswith("refs/")}
+
+
 @dataclass(frozen=True)
 class PushResult:
     ok: bool

@@ -48,6 +48,7 @@ def test_docs_show_the_workflows_the_issue_asks_for() -> None:
     assert "post-findings:" in joined and "upload-artifact" in joined  # the two-job split
     assert "plan matrix" in joined and "fromJSON(needs.steps.outputs.matrix)" in joined
     assert "merge_group: { types: [checks_requested] }" in joined  # the merge queue
+    assert "plan matrix --ready" in joined and "include[0] != null" in joined  # waves
 
 
 @pytest.mark.skipif(shutil.which("check-jsonschema") is None, reason="check-jsonschema missing")

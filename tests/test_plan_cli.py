@@ -44,10 +44,10 @@ def test_show_table(project: Path, cli: Run) -> None:
     assert result.stdout == (
         "Plan: Feature Implementation  (specs/feature.md, 3 steps)\n"
         "\n"
-        "STEP  STATUS  LINE  TITLE\n"
-        "   1  ✅        12  Create database schema\n"
-        "   2  ❌        16  Implement API endpoints\n"
-        "   3  ❌        25  Add frontend components\n"
+        "STEP  STATUS  LINE  DEPENDS ON  TITLE\n"
+        "   1  ✅        12  -           Create database schema\n"
+        "   2  ❌        16  1           Implement API endpoints\n"
+        "   3  ❌        25  2           Add frontend components\n"
     )
     assert result.stderr == ""
 
@@ -60,9 +60,27 @@ def test_show_json(project: Path, cli: Run) -> None:
     assert data["name"] == "feature"
     assert data["overview"].startswith("# Plan: Feature Implementation\n")
     assert data["steps"] == [
-        {"number": 1, "title": "Create database schema", "status": "✅", "line": 12},
-        {"number": 2, "title": "Implement API endpoints", "status": "❌", "line": 16},
-        {"number": 3, "title": "Add frontend components", "status": "❌", "line": 25},
+        {
+            "number": 1,
+            "title": "Create database schema",
+            "status": "✅",
+            "line": 12,
+            "depends_on": [],
+        },
+        {
+            "number": 2,
+            "title": "Implement API endpoints",
+            "status": "❌",
+            "line": 16,
+            "depends_on": [1],
+        },
+        {
+            "number": 3,
+            "title": "Add frontend components",
+            "status": "❌",
+            "line": 25,
+            "depends_on": [2],
+        },
     ]
 
 

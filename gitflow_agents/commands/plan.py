@@ -7,16 +7,24 @@ import argparse
 import json
 import sys
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
 
-from gitflow_agents.errors import ConfigError, ExitCode
-from gitflow_agents.plan import Plan, Problem, SpecPlanConfig, lint_plan, parse_plan
+from gitflow_agents.errors import ConfigError, ExitCode, UsageError
+from gitflow_agents.plan import Plan, Problem, SpecPlanConfig, Step, lint_plan, parse_plan
+from gitflow_agents.plan.model import DONE as DONE
 
 
 def run(args: argparse.Namespace) -> int:
     if args.plan_command == "show":
         return show(Path(args.plan), _spec_plan_config(args.flow_type), as_json=args.json)
     if args.plan_command == "matrix":
+        if args.ready:
+            return ready_matrix(args)
+        for option in ("target", "branch_pattern"):
+            if getattr(args, option) is not None:
+                flag = "--" + option.replace("_", "-")
+                raise UsageError(f"plan matrix: {flag} goes with --ready")
         return matrix(
             Path(args.plan), _spec_plan_config(args.flow_type), pending_only=args.pending_only
         )
@@ -46,14 +54,16 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
         "title": plan.title,
         "overview": plan.overview,
         "steps": [
-            {"number": s.number, "title": s.title, "status": s.status, "line": s.line}
+            {
+                "number": s.number,
+                "title": s.title,
+                "status": s.status,
+                "line": s.line,
+                "depends_on": list(s.depends_on),
+            }
             for s in plan.steps
         ],
     }
-
-
-DONE = "\u2705"
-"""The status the chain writes for a merged step (``gitflow-agents run`` skips these)."""
 
 
 def matrix(path: Path, config: SpecPlanConfig, *, pending_only: bool) -> int:
@@ -67,33 +77,64 @@ def matrix(path: Path, config: SpecPlanConfig, *, pending_only: bool) -> int:
 def plan_matrix(plan: Plan, *, pending_only: bool = False) -> dict[str, list[dict[str, object]]]:
     """The plan's steps as a GitHub Actions matrix for ``fromJSON()`` (``--pending-only``: the
     steps not yet done, i.e. whose status does not start with the done mark)."""
-    return {
-        "include": [
-            {"step": s.number, "title": s.title, "status": s.status}
-            for s in plan.steps
-            if not (pending_only and s.status.strip().startswith(DONE))
-        ]
-    }
+    steps = [s for s in plan.steps if not (pending_only and s.status.strip().startswith(DONE))]
+    return steps_matrix(steps)
+
+
+def steps_matrix(steps: Sequence[Step]) -> dict[str, list[dict[str, object]]]:
+    return {"include": [{"step": s.number, "title": s.title, "status": s.status} for s in steps]}
+
+
+def ready_matrix(args: argparse.Namespace) -> int:
+    """``plan matrix --ready``: only the steps that can start now, as origin has it
+    (docs/spec-plans.md, Waves); a one-line summary on stderr."""
+    from gitflow_agents import git
+    from gitflow_agents.commands.run import settings_from
+    from gitflow_agents.config import load_flow_config
+    from gitflow_agents.plan.waves import ready_steps
+
+    root = git.repo_root(Path.cwd())
+    config = load_flow_config(root, args.flow_type)
+    settings = settings_from(args, config)  # --target / --branch-pattern as `run` reads them
+    wave = ready_steps(
+        root,
+        Path(args.plan).absolute(),
+        config.spec_plan,
+        target=settings.target or config.default_branch,
+        branch_pattern=settings.branch_pattern,
+    )
+    sys.stdout.write(json.dumps(steps_matrix(wave.ready), ensure_ascii=False))
+    sys.stdout.write("\n")
+    print(f"plan matrix --ready: {wave.summary()}", file=sys.stderr)
+    return ExitCode.OK
 
 
 def plan_table(plan: Plan) -> str:
-    """The plan's title, then one aligned row per step: number, status, line, title."""
-    header = ("STEP", "STATUS", "LINE", "TITLE")
-    rows = [header] + [(str(s.number), s.status, str(s.line), s.title) for s in plan.steps]
-    widths = [max(display_width(row[i]) for row in rows) for i in range(3)]
+    """The plan's title, then one aligned row per step: number, status, line, the steps it
+    depends on ("-": none), title."""
+    header = ("STEP", "STATUS", "LINE", "DEPENDS ON", "TITLE")
+    rows = [header] + [
+        (str(s.number), s.status, str(s.line), _after(s), s.title) for s in plan.steps
+    ]
+    widths = [max(display_width(row[i]) for row in rows) for i in range(4)]
     out = [f"{plan.title}  ({plan.path}, {len(plan.steps)} steps)", ""]
-    for number, status, line, title in rows:
+    for number, status, line, after, title in rows:
         out.append(
             "  ".join(
                 (
                     _pad(number, widths[0], right=number != "STEP"),
                     _pad(status, widths[1]),
                     _pad(line, widths[2], right=line != "LINE"),
+                    _pad(after, widths[3]),
                     title,
                 )
             ).rstrip()
         )
     return "\n".join(out) + "\n"
+
+
+def _after(step: Step) -> str:
+    return ",".join(str(n) for n in step.depends_on) or "-"
 
 
 def _pad(text: str, width: int, *, right: bool = False) -> str:

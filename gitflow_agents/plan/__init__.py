@@ -6,7 +6,9 @@ matches ``spec_plan.step_header_pattern``; its overview is the text before the
 so a step-looking line inside a fenced or indented code block is never a step.
 
 ``model`` holds the values and the pattern, ``scan`` reads a file and finds its headers,
-``steps`` parses a plan and writes a step's status, ``lint`` reports every problem.
+``deps`` reads a step's ``Depends on:`` line and checks the graph, ``steps`` parses a plan and
+writes a step's status, ``lint`` reports every problem. ``waves`` (which steps can start now, as
+origin has it) runs git, so it is imported only by ``plan matrix --ready``.
 """
 
 from __future__ import annotations

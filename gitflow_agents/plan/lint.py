@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gitflow_agents.errors import PlanError
+from gitflow_agents.plan.deps import graph_problems, read_dependencies
 from gitflow_agents.plan.model import Problem, SpecPlanConfig
 from gitflow_agents.plan.scan import (
     DIGITS,
@@ -110,6 +111,22 @@ def _lint_scan(path: str, scan: Scan, config: SpecPlanConfig) -> Iterator[Proble
             yield Problem(
                 path, seen[high], f"missing {_range(low + 1, high - 1)} (gap after step {low})"
             )
+    yield from _lint_dependencies(path, scan)
+
+
+def _lint_dependencies(path: str, scan: Scan) -> Iterator[Problem]:
+    """``Depends on:`` lines that do not parse or belong to no step; unknown steps, steps
+    waiting for themselves, cycles (docs/spec-plans.md, Dependencies)."""
+    first = scan.headers[0].index
+    for index in scan.depends:
+        if index < first:
+            yield Problem(
+                path, index + 1, "'Depends on:' line before the first step belongs to no step"
+            )
+    nodes, problems = read_dependencies(scan)
+    problems += graph_problems(node for node in nodes if node is not None)
+    for line, message in problems:
+        yield Problem(path, line, message)
 
 
 def _range(low: int, high: int) -> str:

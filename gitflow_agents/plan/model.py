@@ -15,6 +15,8 @@ DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*?) ?\| Step (\d+): (.+)$"
 # The default of gitflow-agents 0.1: an empty status needed two spaces (``### Status:  | ...``).
 # Projects whose ``.flow/base.yaml`` still names it get a hint for the one-space form.
 LEGACY_STEP_PATTERN = r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
+DONE = "\u2705"
+"""The status the chain writes for a merged step: a status starting with it is done."""
 
 
 def yaml_pattern(pattern: str) -> str:
@@ -76,6 +78,10 @@ class Step:
     line: int  # 1-based line of the header
     header: str  # the header line, without its line ending
     content: str  # header line + body up to the next step header or EOF (\n line endings)
+    # What the step waits for, resolved: its ``Depends on:`` line, else the previous step in
+    # the file (the first step: nothing); docs/spec-plans.md, Dependencies.
+    depends_on: tuple[int, ...]
+    depends_line: int | None  # 1-based line of its ``Depends on:`` line; None: it has none
 
 
 @dataclass(frozen=True)

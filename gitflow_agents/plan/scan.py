@@ -27,6 +27,12 @@ DIGITS = re.compile(r"[0-9]+")
 MAX_PLAN_BYTES = 16 * 1024 * 1024
 """A plan larger than this is refused (docs/security.md, "Bounds")."""
 _CLOSING_HASHES = re.compile(r"(?:^|\s+)#+\s*$")
+DEPENDS_LINE = re.compile(
+    r"^[ \t]{0,3}(?:[-*+][ \t]+)?[*_]{0,2}depends[ \t]+on[*_]{0,2}[ \t]*:[*_]{0,2}(?P<value>.*)$",
+    re.IGNORECASE,
+)
+"""A step's ``Depends on: 1, 3`` line (a list bullet and ``**emphasis**`` allowed); what follows
+the colon is read by ``deps.parse_depends`` (docs/spec-plans.md, Dependencies)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,7 @@ class Scan:
     unclosed_fences: tuple[tuple[int, str], ...]  # (index, fence markup) of fences open at EOF
     stray: tuple[int, ...]  # non-heading lines outside code that match the step pattern
     near_misses: tuple[int, ...]  # headings that look like default-pattern steps but do not match
+    depends: tuple[int, ...]  # lines outside code that look like "Depends on: ..."
 
 
 def read(path: Path) -> Source:
@@ -136,6 +143,7 @@ def scan_text(text: str, config: SpecPlanConfig) -> Scan:
     headers: list[Header] = []
     stray: list[int] = []
     near: list[int] = []
+    depends: list[int] = []
     marker = None
     default_pattern = config.step_header_pattern in (DEFAULT_STEP_PATTERN, LEGACY_STEP_PATTERN)
     for index, raw in enumerate(lines):
@@ -151,7 +159,17 @@ def scan_text(text: str, config: SpecPlanConfig) -> Scan:
             marker = index
         elif default_pattern and index in headings and line.startswith("### Status"):
             near.append(index)
-    return Scan(lines, tuple(headers), marker, tuple(unclosed), tuple(stray), tuple(near))
+        elif DEPENDS_LINE.match(line):
+            depends.append(index)
+    return Scan(
+        lines,
+        tuple(headers),
+        marker,
+        tuple(unclosed),
+        tuple(stray),
+        tuple(near),
+        tuple(depends),
+    )
 
 
 def step_values(header: Header) -> tuple[str, str, str]:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from gitflow_agents.errors import PlanError
 from gitflow_agents.fsutil import write_bytes_atomic
+from gitflow_agents.plan.deps import read_dependencies
 from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, yaml_pattern
 from gitflow_agents.plan.scan import (
-    DIGITS,
     no_steps_message,
     number_is,
     read,
@@ -37,12 +37,16 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
     normalized = [strip_eol(line) + "\n" for line in scan.lines]
     if scan.lines and not scan.lines[-1].endswith(("\n", "\r")):
         normalized[-1] = normalized[-1][:-1]
+    nodes, problems = read_dependencies(scan)
+    if problems:
+        line, message = problems[0]
+        raise PlanError(message, path=path, line=line)
     first = scan.headers[0].index
     overview_end = first if scan.marker is None else min(scan.marker, first)
     steps = []
-    for position, header in enumerate(scan.headers):
+    for position, (header, node) in enumerate(zip(scan.headers, nodes, strict=True)):
         status, number, title = step_values(header)
-        if not DIGITS.fullmatch(number):
+        if node is None:
             raise PlanError(
                 f"step number {number!r} is not an integer", path=path, line=header.index + 1
             )
@@ -59,6 +63,8 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
                 line=header.index + 1,
                 header=strip_eol(scan.lines[header.index]),
                 content="".join(normalized[header.index : end]),
+                depends_on=node.depends_on,
+                depends_line=node.depends_line,
             )
         )
     return Plan(

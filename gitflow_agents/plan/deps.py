@@ -1,0 +1,204 @@
+"""Step dependencies: a step's ``Depends on: 1, 3`` (or ``none``) line, the previous step when it
+has none, and what is wrong with the graph: unknown steps, a step waiting for itself, cycles
+(docs/spec-plans.md, Dependencies)."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gitflow_agents.plan.model import Plan, Problem
+from gitflow_agents.plan.scan import DEPENDS_LINE, DIGITS, Scan, step_values, strip_eol
+
+_FORM = "write `Depends on: 1, 3` or `Depends on: none`"
+
+
+class BadDepends(ValueError):
+    """A ``Depends on:`` line that does not say which steps (the message says why)."""
+
+
+def parse_depends(line: str) -> tuple[int, ...]:
+    """The step numbers a ``Depends on:`` line names (``none``: no step), in its order;
+    BadDepends for anything else (``two``, ``1,,3``, ``1, 1``, ``none, 2``, nothing)."""
+    match = DEPENDS_LINE.match(line)
+    if match is None:
+        raise BadDepends(f"not a 'Depends on:' line; {_FORM}")
+    value = match.group("value").strip().strip("*_").strip()
+    value = value.removesuffix(".").rstrip()
+    if value.lower() == "none":
+        return ()
+    if not value:
+        raise BadDepends(f"'Depends on:' names no step; {_FORM}")
+    numbers: list[int] = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            raise BadDepends(f"'Depends on: {value}' has an empty entry; {_FORM}")
+        if not DIGITS.fullmatch(item):
+            raise BadDepends(f"'Depends on:' {item!r} is not a step number; {_FORM}")
+        number = int(item)
+        if number in numbers:
+            raise BadDepends(f"'Depends on:' names step {number} twice")
+        numbers.append(number)
+    return tuple(numbers)
+
+
+@dataclass(frozen=True)
+class Node:
+    """One step in the dependency graph."""
+
+    number: int
+    line: int  # 1-based line of the step's header
+    depends_on: tuple[int, ...]  # resolved: the declared steps, else the previous step
+    depends_line: int | None  # 1-based line of its ``Depends on:`` line; None: none
+
+
+def read_dependencies(scan: Scan) -> tuple[list[Node | None], list[tuple[int, str]]]:
+    """For each step header of ``scan`` (None where its number is not an integer), its
+    resolved dependencies; and every problem of the ``Depends on:`` lines as (line, message),
+    in line order. A step with a malformed line waits for nothing in the graph (the line is
+    reported); a second line in one step is reported and ignored."""
+    nodes: list[Node | None] = []
+    problems: list[tuple[int, str]] = []
+    previous: int | None = None
+    for position, header in enumerate(scan.headers):
+        number_text = step_values(header)[1]
+        end = (
+            scan.headers[position + 1].index
+            if position + 1 < len(scan.headers)
+            else len(scan.lines)
+        )
+        found = list(
+            scan.depends[bisect_right(scan.depends, header.index) : bisect_left(scan.depends, end)]
+        )
+        if not DIGITS.fullmatch(number_text):
+            nodes.append(None)
+            continue
+        number = int(number_text)
+        declared: tuple[int, ...] | None = None
+        for index in found[1:]:
+            problems.append(
+                (
+                    index + 1,
+                    f"step {number} has a second 'Depends on:' line (the first is line "
+                    f"{found[0] + 1}); list every step on one line",
+                )
+            )
+        if found:
+            try:
+                declared = parse_depends(strip_eol(scan.lines[found[0]]))
+            except BadDepends as exc:
+                problems.append((found[0] + 1, str(exc)))
+                declared = ()
+        if declared is None:
+            declared = () if previous is None or previous == number else (previous,)
+        line = found[0] + 1 if found else None
+        nodes.append(Node(number, header.index + 1, declared, line))
+        previous = number
+    return nodes, sorted(problems)
+
+
+def graph_problems(nodes: Iterable[Node]) -> list[tuple[int, str]]:
+    """Unknown steps, steps that depend on themselves and cycles, each as (line, message) at
+    the ``Depends on:`` line (else the step's header), in line order. Each cycle is named once
+    ("dependency cycle: 2 → 3 → 2"), from its lowest step. A step number defined twice counts
+    once (its first definition; ``plan lint`` reports the duplicate)."""
+    graph: dict[int, Node] = {}
+    for node in nodes:
+        graph.setdefault(node.number, node)
+    problems: list[tuple[int, str]] = []
+    for node in graph.values():
+        where = node.depends_line or node.line
+        for dep in node.depends_on:
+            if dep == node.number:
+                problems.append((where, f"step {node.number} depends on itself"))
+            elif dep not in graph:
+                problems.append(
+                    (
+                        where,
+                        f"step {node.number} depends on step {dep}, which the plan does not have",
+                    )
+                )
+    edges = {
+        n: tuple(d for d in node.depends_on if d in graph and d != n) for n, node in graph.items()
+    }
+    for component in _cycles(edges):
+        start = min(component)
+        cycle = _shortest_cycle(start, edges, component)
+        text = " → ".join(str(n) for n in cycle)
+        message = f"dependency cycle: {text}"
+        if len(component) > len(cycle) - 1:
+            listed = ", ".join(str(n) for n in sorted(component))
+            message += f" (steps {listed} all wait for each other)"
+        message += "; no step of it can ever start"
+        node = graph[start]
+        problems.append((node.depends_line or node.line, message))
+    return sorted(problems)
+
+
+def _cycles(edges: dict[int, tuple[int, ...]]) -> list[set[int]]:
+    """The strongly connected components of more than one step (Tarjan, without recursion:
+    a plan may have thousands of steps)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    found: list[set[int]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work: list[tuple[int, int]] = [(root, 0)]
+        while work:
+            node, child = work.pop()
+            if child == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            targets = edges[node]
+            if child < len(targets):
+                work.append((node, child + 1))
+                target = targets[child]
+                if target not in index:
+                    work.append((target, 0))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            if low[node] == index[node]:
+                component: set[int] = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return found
+
+
+def _shortest_cycle(start: int, edges: dict[int, tuple[int, ...]], within: set[int]) -> list[int]:
+    """The shortest path ``start → … → start`` inside one strongly connected component."""
+    came_from: dict[int, int] = {}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for target in sorted(edges[node]):
+            if target == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(came_from[path[-1]])
+                return [*reversed(path), start]
+            if target in within and target not in came_from:
+                came_from[target] = node
+                queue.append(target)
+    raise AssertionError(f"step {start} is in a cycle but no path leads back to it")
+
+
+def plan_problems(plan: Plan) -> list[Problem]:
+    """The graph problems of a parsed plan (its ``Depends on:`` lines already parse)."""
+    nodes = (Node(s.number, s.line, s.depends_on, s.depends_line) for s in plan.steps)
+    return [Problem(str(plan.path), line, message) for line, message in graph_problems(nodes)]

@@ -1,0 +1,141 @@
+"""Which steps of a plan can start now, as ``origin`` has it (``plan matrix --ready``).
+
+A step is ready when it is not ✅ in the plan committed on the target branch *as origin has
+it*, no step branch for it exists on origin (the branch is the lock a running step holds), and
+every step it depends on is ✅ there. The local clone's copy of the target, of the plan and of
+the step branches never counts: two runners that look at the same origin get the same answer
+(docs/spec-plans.md, Waves).
+
+Origin is read in one order on purpose: first the list of its branches, then the target's
+commit. A step whose branch was not there when the list was read and that is not ✅ on the
+(later) target was neither running nor merged at that moment, so it is safe to start: a step
+merged in between is ✅ on the target read afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitflow_agents import git
+from gitflow_agents.errors import GitError, PlanError, UsageError
+from gitflow_agents.plan.deps import plan_problems
+from gitflow_agents.plan.model import DONE, Plan, SpecPlanConfig, Step
+from gitflow_agents.plan.steps import parse_plan, parse_plan_text
+
+
+@dataclass(frozen=True)
+class Wave:
+    """The steps of a plan sorted by what origin says about them."""
+
+    plan: Plan  # as committed on origin's target (else the user's copy: ``committed`` False)
+    committed: bool
+    remote: str
+    target: str
+    sha: str  # origin's target commit that was read
+    ready: tuple[Step, ...]
+    done: tuple[int, ...]
+    started: tuple[int, ...]  # not done, and its step branch exists on origin
+    waiting: tuple[int, ...]  # not done, not started, some dependency not done
+
+    def summary(self) -> str:
+        """One line for the log: where it looked and what it found."""
+        parts = [f"{self.remote}/{self.target} at {self.sha[:12]}"]
+        for label, numbers in (
+            ("ready", tuple(s.number for s in self.ready)),
+            ("done", self.done),
+            (f"started (branch on {self.remote})", self.started),
+            ("waiting", self.waiting),
+        ):
+            parts.append(f"{label}: {', '.join(map(str, numbers)) or '-'}")
+        line = "; ".join(parts)
+        if not self.committed:
+            line += f" (the plan is not committed on {self.remote}/{self.target}: nothing is done)"
+        return line
+
+
+def ready_steps(
+    root: Path,
+    plan_path: Path,
+    config: SpecPlanConfig,
+    *,
+    target: str,
+    branch_pattern: str,
+    remote: str = "origin",
+) -> Wave:
+    """Read origin and sort the plan's steps (see the module docstring). GitError when origin
+    cannot be read, UsageError when it has no ``target`` branch or the plan lies outside the
+    repository, PlanError when the plan does not parse or its dependencies are wrong. The step
+    branch is ``branch_pattern`` (``chain.branch_pattern``) filled in."""
+    from gitflow_agents.config import format_branch
+
+    rel = _relative(root, plan_path)
+    heads = git.remote_heads(root, remote)  # the branch list first: see the module docstring
+    if target not in heads:
+        raise UsageError(
+            f"{remote} has no branch {target} (the target: --target, chain.target, "
+            "else default_branch)"
+        )
+    tracking = f"refs/remotes/{remote}/{target}"
+    if not git.fetch_ref(root, f"+refs/heads/{target}:{tracking}", remote):
+        raise GitError(f"cannot fetch {target} from {remote}")
+    sha = git.rev_parse(root, tracking)
+    plan, committed = _plan_on_target(root, plan_path, rel, sha, config, f"{remote}/{target}")
+    problems = plan_problems(plan)
+    if problems:
+        first = problems[0]
+        raise PlanError(
+            f"{first.message} ({len(problems)} dependency problem"
+            f"{'' if len(problems) == 1 else 's'}; `gitflow-agents plan lint` lists them)",
+            path=plan_path,
+            line=first.line,
+        )
+    done = {s.number for s in plan.steps if committed and s.status.strip().startswith(DONE)}
+    ready: list[Step] = []
+    started: list[int] = []
+    waiting: list[int] = []
+    for step in plan.steps:
+        if step.number in done:
+            continue
+        if format_branch(branch_pattern, plan.name, step.number) in heads:
+            started.append(step.number)
+        elif all(dep in done for dep in step.depends_on):
+            ready.append(step)
+        else:
+            waiting.append(step.number)
+    return Wave(
+        plan,
+        committed,
+        remote,
+        target,
+        sha,
+        tuple(ready),
+        tuple(sorted(done)),
+        tuple(started),
+        tuple(waiting),
+    )
+
+
+def _relative(root: Path, plan_path: Path) -> str:
+    with contextlib.suppress(ValueError):
+        return plan_path.resolve().relative_to(root.resolve()).as_posix()
+    raise UsageError(f"{plan_path}: the plan is outside the repository {root}")
+
+
+def _plan_on_target(
+    root: Path, path: Path, rel: str, sha: str, config: SpecPlanConfig, shown: str
+) -> tuple[Plan, bool]:
+    """The plan as commit ``sha`` has it, and True; the user's copy and False when the plan is
+    not committed there."""
+    text = git.show_file(root, sha, rel)
+    if text is None:
+        return parse_plan(path, config), False
+    try:
+        return parse_plan_text(text, path, config), True
+    except PlanError as exc:
+        raise PlanError(
+            f"{exc.detail} (in the plan as {shown} has it, {sha[:12]})",
+            path=exc.path,
+            line=exc.line,
+        ) from None
