@@ -76,6 +76,19 @@ def create_branch(root: Path, name: str, start: str) -> None:
         raise _fail(result, f"cannot create branch {name}")
 
 
+def set_branch(root: Path, name: str, sha: str) -> None:
+    """Point local branch ``name`` at ``sha`` (created when missing). A branch checked out in a
+    work tree of the tool's own moves with that work tree (reset); UsageError, before anything
+    changes, when it is checked out in any other work tree."""
+    tree = worktree_of_branch(root, name)
+    if tree is not None:
+        discard_changes(tree, sha)
+        return
+    result = run_git(root, "branch", "--force", "--no-track", "--", name, sha, check=False)
+    if result.returncode != 0:
+        raise _fail(result, f"cannot set branch {name} to {sha[:12]}")
+
+
 def delete_branch(root: Path, name: str) -> None:
     """Delete local branch ``name`` (tool-owned step branches only), merged or not."""
     run_git(root, "branch", "-D", "--", name, check=False)

@@ -182,6 +182,16 @@ class Pull:
     draft: bool = False
     head_ref: str = "feature"
     base_ref: str = "main"
+    state: str = "open"
+    merged: bool = False
+    body: str = ""
+    labels: list[str] = field(default_factory=list)
+    auto_merge: dict[str, Any] | None = None
+    """Set by the GraphQL ``enablePullRequestAutoMerge``: ``merge_method``, the enabler."""
+    live: bool = False
+    """Opened through the API on the stand-in's ``origin``: head, base and files are read from
+    that bare repository on every request, as GitHub follows the branches (tests/standin_pulls.py)."""
+    merge_commit_sha: str | None = None
 
 
 @dataclass
@@ -222,6 +232,13 @@ class State:
     check_run_json: dict[int, dict[str, Any]] = field(default_factory=dict)
     """id -> the check run as GitHub answers it (what the list endpoint shows)."""
     next_id: int = 1000
+    origin: Path | None = None
+    """The repository's git remote (a local bare repository): pull requests opened through the
+    API live on its branches, and the stand-in's auto-merge merges there with real git."""
+    allow_auto_merge: bool = True
+    """The repository setting "Allow auto-merge" (GraphQL refuses to enable it when off)."""
+    push_events: list[dict[str, Any]] = field(default_factory=list)
+    """``push`` event payloads for what the stand-in merged (tests/standin_pulls.py)."""
 
 
 class ApiError(Exception):
@@ -478,6 +495,18 @@ class GitHubStandIn:
             fork=full_name != self.full_name,
         )
 
+    def label(self, name: str) -> dict[str, Any]:
+        return make(
+            "label",
+            id=abs(hash(name)) % 10**6 + 1,
+            node_id=f"LA_{abs(hash(name)) % 10**6}",
+            url=f"{self.repo_url}/labels/{name}",
+            name=name,
+            color="ededed",
+            default=False,
+            description=None,
+        )
+
     def _new_issue_comment(
         self, number: int, author: str, body: str, app: str | None = None
     ) -> dict[str, Any]:
@@ -514,7 +543,22 @@ class GitHubStandIn:
             review_comments_url=f"{url}/comments",
             commits_url=f"{url}/commits",
             statuses_url=f"{self.repo_url}/statuses/{pull.head_sha}",
-            state="open",
+            node_id=f"PR_{pull.number}",
+            state=pull.state,
+            merged=pull.merged,
+            merge_commit_sha=pull.merge_commit_sha,
+            body=pull.body or None,
+            labels=[self.label(name) for name in pull.labels],
+            auto_merge=(
+                {
+                    "enabled_by": self.user(pull.auto_merge["enabled_by"]),
+                    "merge_method": pull.auto_merge["merge_method"],
+                    "commit_title": "",
+                    "commit_message": "",
+                }
+                if pull.auto_merge
+                else None
+            ),
             title=pull.title,
             user=self.user(pull.author),
             draft=pull.draft,
@@ -596,6 +640,10 @@ def _pull(s: GitHubStandIn, req: Request) -> Pull:
     pull = s.state.pulls.get(number)
     if pull is None:
         raise not_found()
+    if pull.live:
+        from tests.standin_pulls import refresh
+
+        refresh(s, pull)
     return pull
 
 
@@ -954,6 +1002,14 @@ class _Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         path = split.path
         query = parse_qs(split.query)
+        if path == graphql_path(s.prefix) and self.command == "POST":
+            from tests.standin_graphql import handle
+
+            with s._lock:
+                status, body = handle(s, raw, self.headers.get("Authorization", ""))
+                s.log.append(Recorded("POST", "/graphql", query, _json_or_none(raw), status, ""))
+            self._send(status, body, {})
+            return
         if not path.startswith(s.prefix + "/"):
             self._send(404, {"message": "Not Found"}, {})
             return
@@ -1051,6 +1107,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(payload)
+
+
+def graphql_path(prefix: str) -> str:
+    """Where GitHub serves GraphQL: ``/graphql`` beside the REST root (``/api/v3`` →
+    ``/api/graphql`` on Enterprise, as PyGithub's ``Requester.graphql_url`` has it)."""
+    return prefix.removesuffix("/v3") + "/graphql"
 
 
 def _json_or_none(raw: bytes) -> Any:
@@ -1187,3 +1249,7 @@ def simple_pull(server: GitHubStandIn, number: int = 7, **kwargs: Any) -> Pull:
         ],
     )
     return server.add_pull(Pull(number, "a" * 40, "b" * 40, files, **kwargs))
+
+
+# Routes and behaviour that live in their own modules, registered here (they import this one).
+import tests.standin_pulls  # noqa: E402,F401  (pull requests: open, list, update, labels)
