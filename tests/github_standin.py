@@ -207,6 +207,21 @@ class Fault:
 
 
 @dataclass
+class Held:
+    """Requests matching ``method`` and ``path`` wait until ``release()``, then are dropped
+    unanswered and unhandled (a client killed while its request was on the wire); once released,
+    such requests are answered as usual."""
+
+    method: str
+    path: re.Pattern[str]
+    arrived: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        self.released.set()
+
+
+@dataclass
 class Recorded:
     method: str
     path: str
@@ -298,6 +313,10 @@ class GitHubStandIn:
         self.log: list[Recorded] = []
         self.violations: list[str] = []
         self.faults: list[Fault] = []
+        self.held: list[Held] = []
+        self.before: list[tuple[str, re.Pattern[str], Callable[[], None]]] = []
+        """(method, path regex, callback): called once, under the lock, before such a request
+        is handled (another client acting at that moment)."""
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -386,6 +405,12 @@ class GitHubStandIn:
         self.faults.append(
             Fault(method, re.compile(path), status, times, body, headers or {}, store)
         )
+
+    def hold(self, method: str, path: str) -> Held:
+        """Hold the next requests matching ``method`` and the ``path`` regex (see ``Held``)."""
+        held = Held(method, re.compile(path))
+        self.held.append(held)
+        return held
 
     def secondary_rate_limit(
         self,
@@ -1014,6 +1039,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"message": "Not Found"}, {})
             return
         path = path[len(s.prefix) :]
+        for held in s.held:
+            if (
+                held.method == self.command
+                and held.path.search(path)
+                and not held.released.is_set()
+            ):
+                held.arrived.set()
+                held.released.wait(300)
+                self.close_connection = True
+                return
         auth = self.headers.get("Authorization", "")
         token_text = auth.split(" ", 1)[1] if " " in auth else ""
         with s._lock:
@@ -1045,6 +1080,11 @@ class _Handler(BaseHTTPRequestHandler):
         raw: bytes,
         token_text: str,
     ) -> tuple[int, Any, dict[str, str], str | None]:
+        for index, (hook_method, hook_path, callback) in enumerate(s.before):
+            if hook_method == method and hook_path.search(path):
+                del s.before[index]
+                callback()
+                break
         for fault in s.faults:
             if fault.times > 0 and fault.method == method and fault.path.search(path):
                 fault.times -= 1
