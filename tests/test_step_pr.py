@@ -344,3 +344,59 @@ def test_kill_9_between_the_push_and_the_pull_request_then_force_finishes_it(
     assert implementer_runs(repo) == runs  # the approved work is reused, not run again
     [pull] = gh.state.pulls.values()
     assert pull.head_sha == pushed and statuses(gh, pushed)[-1] == "success"
+
+
+def test_a_rejected_step_leaves_a_labelled_pull_request_with_failure_and_inline_findings(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    from gitflow_agents.github.step_publish import CHANGES_LABEL
+
+    repo = setup_repo(tmp_path, gh, reviewer="revise")
+    out = run_pr(repo, "--step", "1", "--max-iterations", "1", "--auto-merge", "merge")
+    assert out.returncode == 1, out.stdout + out.stderr
+    head = origin_sha(gh, f"refs/heads/{BRANCH}")
+    assert head is not None
+    # Marked ✅ on the branch all the same: merging the PR once it is fixed marks the step done.
+    assert plan_status(git(repo, "show", f"{head}:specs/feature.md"), 1) == "✅"
+    [pull] = gh.state.pulls.values()
+    assert pull.state == "open" and pull.labels == [CHANGES_LABEL] and not pull.draft
+    assert statuses(gh, head) == ["pending", "failure"]
+    assert pull.auto_merge is None and gh.requests("POST", "^/graphql$") == []
+    [comment] = gh.state.review_comments.values()
+    assert comment["path"] == "README.md" and "needs a fix" in comment["body"]
+    assert comment["commit_id"] == head
+    [summary] = summaries(gh, pull.number)
+    assert "REVISE" in summary.upper() and "revise (1 finding)" in summary
+
+
+def test_auto_merge_refused_by_the_repository_is_a_notice_and_the_pr_stays_open(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo = setup_repo(tmp_path, gh)
+    gh.state.allow_auto_merge = False
+    out = run_pr(repo, "--step", "1", "--auto-merge", "rebase")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "auto-merge (rebase): not enabled" in out.stdout
+    assert "Auto merge is not allowed for this repository" in out.stdout
+    [pull] = gh.state.pulls.values()
+    assert pull.state == "open" and pull.auto_merge is None
+    assert play_auto_merge(gh) == []
+
+
+def test_draft_opens_the_pull_request_as_a_draft(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo = setup_repo(tmp_path, gh)
+    out = run_pr(repo, "--step", "1", "--draft")
+    assert out.returncode == 0, out.stdout + out.stderr
+    [pull] = gh.state.pulls.values()
+    assert pull.draft
+    assert gh.requests("POST", "/pulls$")[0].body["draft"] is True
+
+
+def test_auto_merge_and_draft_without_pr_are_usage_errors(
+    tmp_path: Path, gh: GitHubStandIn
+) -> None:
+    repo = setup_repo(tmp_path, gh)
+    out = call(repo, "run", "specs/feature.md", "--step", "1", "--auto-merge", "squash")
+    assert out.returncode == 2 and "--auto-merge and --draft go with --pr" in out.stderr
