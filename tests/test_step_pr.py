@@ -51,7 +51,12 @@ def agent(role: str, mode: str, argv: list[str] | None = None) -> str:
     return f"    adapter: command\n    command: {json.dumps(command)}\n"
 
 
-def flow_config(reviewer: str = "approve", implementer: list[str] | None = None) -> str:
+def flow_config(
+    reviewer: str = "approve",
+    implementer: list[str] | None = None,
+    fixer: list[str] | None = None,
+) -> str:
+    review = "    adapter: builtin\n" if reviewer == "builtin" else agent("reviewer", reviewer)
     return (
         "flow_dir: flows\ndefault_branch: main\n"
         "defaults:\n  stuck_timeout_secs: 20\n  max_wait_secs: 30\n"
@@ -59,8 +64,8 @@ def flow_config(reviewer: str = "approve", implementer: list[str] | None = None)
         '  template: "Write {report_file}; rename it to {success_file} or {failed_file}."\n'
         "agents:\n"
         f"  builder:\n{agent('implementer', 'edit', implementer)}"
-        f"  fixer:\n{agent('fixer', 'fix')}"
-        f"  reviewer:\n{agent('reviewer', reviewer)}"
+        f"  fixer:\n{agent('fixer', 'fix', fixer)}"
+        f"  reviewer:\n{review}"
     )
 
 
@@ -400,3 +405,45 @@ def test_auto_merge_and_draft_without_pr_are_usage_errors(
     repo = setup_repo(tmp_path, gh)
     out = call(repo, "run", "specs/feature.md", "--step", "1", "--auto-merge", "squash")
     assert out.returncode == 2 and "--auto-merge and --draft go with --pr" in out.stderr
+
+
+def test_agent_fix_turns_a_rejected_step_pull_request_green(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """The existing ``/agent fix`` on a step PR: the implementer leaves a syntax error the builtin
+    reviewer rejects; the fixer's commit lands on the step branch (on top of the ✅ mark), the
+    review of the new head approves it, its status is green, and merging it marks step 1 ✅."""
+    from tests.test_github_action import BROKEN, Runner, comment_event
+
+    script = tmp_path / "broken_then_edit.py"
+    script.write_text(
+        "import os, sys\n"
+        f"open('broken.py', 'w').write({BROKEN!r})\n"
+        f"os.execv(sys.executable, [sys.executable, {str(FAKE)!r}, 'implementer', 'edit'])\n"
+    )
+    fixer = [sys.executable, str(FAKES / "fake_fixer"), "fix", "{system_prompt_file}"]
+    repo = setup_repo(
+        tmp_path, gh, reviewer="builtin", implementer=[sys.executable, str(script)], fixer=fixer
+    )
+    assert run_pr(repo, "--step", "1", "--max-iterations", "1").returncode == 1
+    rejected = origin_sha(gh, f"refs/heads/{BRANCH}")
+    assert rejected is not None and statuses(gh, rejected) == ["pending", "failure"]
+    [finding] = gh.state.review_comments.values()
+    assert finding["path"] == "broken.py"
+    workspace = setup_repo(tmp_path, gh, name="workspace")  # the fix job's checkout
+    gh.state.permissions["maintainer"] = "write"
+    runner = Runner(tmp_path, gh, workspace)
+    event = comment_event(gh, 1, "maintainer", "/agent fix")
+    out = runner.run_with({}, "issue_comment", event, "--fixer", "fixer")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert runner.outputs()["fix-result"] == "pushed"
+    fixed = origin_sha(gh, f"refs/heads/{BRANCH}")
+    assert fixed is not None and git(workspace, "rev-parse", f"{fixed}^").strip() == rejected
+    assert statuses(gh, fixed)[-1] == "success"
+    assert plan_status(git(workspace, "show", f"{fixed}:specs/feature.md"), 1) == "✅"
+    [pull] = gh.state.pulls.values()
+    pull.auto_merge = {"merge_method": "merge", "enabled_by": "maintainer"}  # a human's click
+    [event] = play_auto_merge(gh)
+    assert gh.state.origin is not None
+    merged = git(gh.state.origin, "show", f"{event['after']}:specs/feature.md")
+    assert plan_status(merged, 1) == "✅"
