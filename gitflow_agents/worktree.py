@@ -255,6 +255,7 @@ def commit_paths(
     message: str,
     *,
     trailers: Mapping[str, str] | None = None,
+    identity: Mapping[str, str] | None = None,
 ) -> str | None:
     """Commit the work-tree content of the tracked ``paths`` in ``worktree`` and nothing else
     (``git commit --only``: whatever else is staged stays staged), with ``trailers``; the new
@@ -262,7 +263,12 @@ def commit_paths(
     if run_git(worktree, "diff", "--quiet", "HEAD", "--", *paths, check=False).returncode == 0:
         return None
     return _commit(
-        worktree, message, trailers, ("--only", "--", *paths), f"cannot commit {', '.join(paths)}"
+        worktree,
+        message,
+        trailers,
+        ("--only", "--", *paths),
+        f"cannot commit {', '.join(paths)}",
+        identity,
     )
 
 
@@ -325,7 +331,12 @@ class WorktreeMerge(NamedTuple):
 
 
 def merge_in_worktree(
-    worktree: Path, sha: str, message: str, *, trailers: Mapping[str, str] | None = None
+    worktree: Path,
+    sha: str,
+    message: str,
+    *,
+    trailers: Mapping[str, str] | None = None,
+    identity: Mapping[str, str] | None = None,
 ) -> WorktreeMerge:
     """Merge ``sha`` into the branch of a *tool-owned* work tree with a merge commit (hooks
     skipped). On conflicts the merge stays in progress, markers in the files, for an agent to
@@ -335,7 +346,16 @@ def merge_in_worktree(
     if trailers:
         body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
     result = run_git(
-        worktree, "merge", "--no-ff", "--no-verify", "--quiet", "-m", body, sha, check=False
+        worktree,
+        "merge",
+        "--no-ff",
+        "--no-verify",
+        "--quiet",
+        "-m",
+        body,
+        sha,
+        check=False,
+        extra_env=identity,
     )
     if result.returncode == 0:
         return WorktreeMerge(run_git(worktree, "rev-parse", "HEAD").stdout.strip(), ())

@@ -447,3 +447,62 @@ def test_agent_fix_turns_a_rejected_step_pull_request_green(
     assert gh.state.origin is not None
     merged = git(gh.state.origin, "show", f"{event['after']}:specs/feature.md")
     assert plan_status(merged, 1) == "✅"
+
+
+def _action_step(tmp_path: Path, inputs: dict[str, str]) -> tuple[Path, dict[str, str]]:
+    """action.yml's review step: its script and its env (inputs mapped as written there)."""
+    import yaml
+
+    from tests.conftest import ROOT
+    from tests.test_github_action import _evaluate, action_steps
+
+    data = yaml.safe_load((ROOT / "action.yml").read_text())
+    values = {name: str(spec.get("default", "")) for name, spec in data["inputs"].items()}
+    values.update(inputs)
+    step = next(s for s in action_steps() if s.get("id") == "review")
+    step_env = {
+        k: _evaluate(str(v), values) for k, v in step["env"].items() if k != "GITFLOW_AGENTS_BIN"
+    }
+    wrapper = tmp_path / "gitflow-agents"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents "$@"\n')
+    wrapper.chmod(0o755)
+    script = tmp_path / "step.sh"
+    script.write_text(step["run"])
+    return script, {**step_env, "GITFLOW_AGENTS_BIN": str(wrapper), "PYTHONPATH": str(ROOT)}
+
+
+@pytest.mark.parametrize(
+    ("inputs", "code", "says"),
+    [
+        ({"mode": "run", "plan": "specs/feature.md", "step": "1", "auto-merge": "squash"}, 0, ""),
+        ({"mode": "run", "plan": "specs/feature.md"}, 2, "mode run needs the plan and step"),
+        ({"mode": "merge"}, 2, "unknown mode 'merge'"),
+    ],
+)
+def test_the_actions_mode_run_runs_the_step_as_a_pull_request(
+    tmp_path: Path,
+    gh: GitHubStandIn,
+    env: dict[str, str],
+    inputs: dict[str, str],
+    code: int,
+    says: str,
+) -> None:
+    """The real ``run:`` text of action.yml under ``bash -eo pipefail``, as a runner runs it."""
+    repo = setup_repo(tmp_path, gh)
+    script, step_env = _action_step(tmp_path, {"github-token": "tok-actions", **inputs})
+    proc = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=repo,
+        env={**os.environ, **env, **step_env, "GITHUB_ACTIONS": "true"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert says in proc.stdout
+    if code == 0:
+        [pull] = gh.state.pulls.values()
+        assert pull.author == "github-actions[bot]" and pull.auto_merge is not None
+        assert statuses(gh, pull.head_sha) == ["pending", "success"]
+    else:
+        assert gh.state.pulls == {} and origin_sha(gh, f"refs/heads/{BRANCH}") is None

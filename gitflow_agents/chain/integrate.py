@@ -70,7 +70,11 @@ def integrate(
         if git.head_sha(ws.worktree) != head or git.dirty_paths(ws.worktree):
             git.discard_changes(ws.worktree, head)
         result = git.merge_in_worktree(
-            ws.worktree, target_sha, message, trailers={TRAILER_RUN: rec.run_id}
+            ws.worktree,
+            target_sha,
+            message,
+            trailers={TRAILER_RUN: rec.run_id},
+            identity=ctx.commit_identity,
         )
         merged = result.sha
         if merged is None:

@@ -82,7 +82,7 @@ def mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: R
     rel = plan.relative_to(ws.worktree).as_posix()
     sha = git.commit_paths(
         ws.worktree, (rel,), f"[{ctx.plan.name}] Mark step {step} done",
-        trailers={TRAILER_RUN: rec.run_id},
+        trailers={TRAILER_RUN: rec.run_id}, identity=ctx.commit_identity,
     )  # fmt: skip
     if sha is None:
         return review.reviewed_sha

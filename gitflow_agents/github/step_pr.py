@@ -75,10 +75,14 @@ def run_steps(
 ) -> int:
     """Every step of ``steps`` as a pull request, in order, until one does not exit 0."""
     from gitflow_agents.chain.state import target_tip
+    from gitflow_agents.github.client import ACTIONS_BOT_LOGIN
+    from gitflow_agents.github.fixer import BOT_EMAIL
     from gitflow_agents.plan import parse_plan
 
     github = connect(os.environ if environ is None else environ, ctx.root)
     ctx.target_remote = REMOTE
+    # A fresh runner knows no git identity: the commits are then github-actions[bot]'s.
+    ctx.commit_identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
     if target_tip(ctx) is None:
         raise UsageError(f"the target branch {ctx.target} does not exist on {REMOTE}")
     code = int(ExitCode.OK)
