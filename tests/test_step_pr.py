@@ -506,3 +506,16 @@ def test_the_actions_mode_run_runs_the_step_as_a_pull_request(
         assert statuses(gh, pull.head_sha) == ["pending", "success"]
     else:
         assert gh.state.pulls == {} and origin_sha(gh, f"refs/heads/{BRANCH}") is None
+
+
+@pytest.mark.parametrize(("mode", "code"), [("crash", 3), ("noop", 1)])
+def test_a_run_that_ends_without_a_verdict_gives_its_claim_back(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], mode: str, code: int
+) -> None:
+    """An implementer that fails (3) or changes nothing (1): no pull request, and the branch on
+    origin is deleted (it was still the claimed commit), so a later wave can start the step."""
+    repo = setup_repo(tmp_path, gh, implementer=[sys.executable, str(FAKE), "implementer", mode])
+    out = run_pr(repo, "--step", "1")
+    assert out.returncode == code, out.stdout + out.stderr
+    assert f"the claim of {BRANCH} on origin was released" in out.stdout
+    assert origin_sha(gh, f"refs/heads/{BRANCH}") is None and gh.state.pulls == {}
