@@ -255,8 +255,23 @@ def _add_run(sub: Registry) -> None:
         "--all", action="store_true", help="every step not yet done on the target, in order"
     )
     p.add_argument(
-        "--force", action="store_true", help="run a step even when the target has it done"
+        "--force",
+        action="store_true",
+        help="run a step even when the target has it done; with --pr, also continue a step "
+        "whose branch exists on origin",
     )
+    p.add_argument(
+        "--pr",
+        action="store_true",
+        help="push the step branch to origin and open or update its pull request instead of "
+        "merging (GitHub from GITHUB_TOKEN/GH_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL)",
+    )
+    p.add_argument(
+        "--auto-merge",
+        choices=("squash", "merge", "rebase"),
+        help="with --pr: enable GitHub auto-merge of an approved step's pull request",
+    )
+    p.add_argument("--draft", action="store_true", help="with --pr: open pull requests as drafts")
     from gitflow_agents.commands.run import add_chain_arguments
 
     add_chain_arguments(p)

@@ -1,8 +1,9 @@
 """The git boundary: small named queries over plain ``git`` argv run through ``proc.run``.
 
-The boundary is three modules: this one (repository, revisions, diffs, contents, notes,
-statistics, merges), ``worktree`` (the work trees, branches and commits of chain steps; its
-names are re-exported here) and ``gitcmd`` (the environment, the runner, the persistent
+The boundary is four modules: this one (repository, revisions, diffs, contents, notes,
+statistics, merges), ``worktree`` (the work trees, branches and commits of chain steps) and
+``remote`` (fetch, push, the atomic claim of a branch on a remote), whose names are
+re-exported here, and ``gitcmd`` (the environment, the runner, the persistent
 ``cat-file`` reader, and the gate hook's one import-light query). What git prints is parsed
 in ``diffparse``.
 
@@ -32,6 +33,16 @@ from gitflow_agents.gitcmd import git_env as git_env
 from gitflow_agents.gitcmd import object_name as object_name
 from gitflow_agents.gitcmd import run_git as run_git
 from gitflow_agents.gitcmd import temporary_index
+
+# Fetching from and pushing to remotes live in remote; re-exported.
+from gitflow_agents.remote import PushResult as PushResult
+from gitflow_agents.remote import claim_branch as claim_branch
+from gitflow_agents.remote import delete_remote_branch as delete_remote_branch
+from gitflow_agents.remote import fetch_ref as fetch_ref
+from gitflow_agents.remote import push_branch as push_branch
+from gitflow_agents.remote import remote_branch_sha as remote_branch_sha
+from gitflow_agents.remote import remote_heads as remote_heads
+from gitflow_agents.remote import remote_url as remote_url
 from gitflow_agents.worktree import WorktreeMerge as WorktreeMerge
 
 # The work trees, branches and commits of chain steps live in worktree; re-exported.
@@ -56,6 +67,7 @@ from gitflow_agents.worktree import paths_differing_from as paths_differing_from
 from gitflow_agents.worktree import remove_tool_worktree as remove_tool_worktree
 from gitflow_agents.worktree import remove_worktree as remove_worktree
 from gitflow_agents.worktree import require_tool_worktree as require_tool_worktree
+from gitflow_agents.worktree import set_branch as set_branch
 from gitflow_agents.worktree import tool_worktree_root as tool_worktree_root
 from gitflow_agents.worktree import untracked_paths as untracked_paths
 from gitflow_agents.worktree import work_tree_top as work_tree_top
@@ -400,67 +412,7 @@ def head_commit(root: Path) -> str | None:
     return (result.stdout.strip() or None) if result.returncode == 0 else None
 
 
-# --- remotes: fetch and push (used by github/) ---
-
-
-def fetch_ref(root: Path, refspec: str, remote: str = "origin") -> bool:
-    """``git fetch --no-tags --quiet REMOTE REFSPEC``, best effort: whether git succeeded.
-
-    Callers look for the commit they need afterwards (``rev_parse``), so a failed fetch shows
-    up as that commit missing, named in their own words."""
-    result = run_git(root, "fetch", "--no-tags", "--quiet", remote, refspec, check=False)
-    return result.returncode == 0
-
-
-def remote_branch_sha(root: Path, branch: str, remote: str = "origin") -> str | None:
-    """The tip of ``branch`` on ``remote`` (``git ls-remote``), None when it has no such branch;
-    GitError when the remote cannot be read."""
-    result = run_git(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}", check=False)
-    if result.returncode != 0:
-        raise _fail(result, f"cannot read branch {branch} from {remote}")
-    for line in result.stdout.splitlines():
-        sha, _, ref = line.partition("\t")
-        if ref == f"refs/heads/{branch}":
-            return sha
-    return None
-
-
-def remote_heads(root: Path, remote: str = "origin") -> dict[str, str]:
-    """Every branch of ``remote`` and its tip, from one ``git ls-remote --heads`` (a snapshot
-    of one moment); GitError when the remote cannot be read."""
-    result = run_git(root, "ls-remote", "--heads", remote, check=False)
-    if result.returncode != 0:  # git's first line says why; its last is a generic hint
-        said = [line for line in result.stderr.splitlines() if line.strip()]
-        why = said[0].removeprefix("fatal: ") if said else f"git exited {result.returncode}"
-        raise GitError(f"cannot list the branches of {remote}: {why}")
-    heads = (line.partition("\t")[::2] for line in result.stdout.splitlines())
-    return {ref.removeprefix("refs/heads/"): sha for sha, ref in heads if ref.startswith("refs/")}
-
-
-@dataclass(frozen=True)
-class PushResult:
-    ok: bool
-    moved: bool  # refused as not a fast-forward: the branch moved on since
-    detail: str  # the last lines git printed when refused ("" when ok)
-
-
-def push_branch(
-    root: Path, sha: str, branch: str, remote: str = "origin", *, dry_run: bool = False
-) -> PushResult:
-    """``git push --porcelain REMOTE SHA:refs/heads/BRANCH``: a normal push, never forced, so
-    git refuses it when ``branch`` moved on (``moved``). ``dry_run``: only ask whether the
-    remote would take it."""
-    flags = ("--porcelain", "--dry-run") if dry_run else ("--porcelain",)
-    result = run_git(root, "push", *flags, remote, f"{sha}:refs/heads/{branch}", check=False)
-    if result.returncode == 0:
-        return PushResult(True, False, "")
-    lines = [
-        line.strip()
-        for line in (result.stderr + "\n" + result.stdout).splitlines()
-        if line.strip() and line.strip() not in ("Done",) and not line.startswith("To ")
-    ]
-    detail = "; ".join(lines[-3:]) or f"git exited {result.returncode}"
-    return PushResult(False, "[rejected]" in result.stdout, detail)
+# --- commit identity (used by github/) ---
 
 
 def commit_identity(root: Path, name: str, email: str) -> dict[str, str]:

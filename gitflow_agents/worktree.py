@@ -76,6 +76,19 @@ def create_branch(root: Path, name: str, start: str) -> None:
         raise _fail(result, f"cannot create branch {name}")
 
 
+def set_branch(root: Path, name: str, sha: str) -> None:
+    """Point local branch ``name`` at ``sha`` (created when missing). A branch checked out in a
+    work tree of the tool's own moves with that work tree (reset); UsageError, before anything
+    changes, when it is checked out in any other work tree."""
+    tree = worktree_of_branch(root, name)
+    if tree is not None:
+        discard_changes(tree, sha)
+        return
+    result = run_git(root, "branch", "--force", "--no-track", "--", name, sha, check=False)
+    if result.returncode != 0:
+        raise _fail(result, f"cannot set branch {name} to {sha[:12]}")
+
+
 def delete_branch(root: Path, name: str) -> None:
     """Delete local branch ``name`` (tool-owned step branches only), merged or not."""
     run_git(root, "branch", "-D", "--", name, check=False)
@@ -242,6 +255,7 @@ def commit_paths(
     message: str,
     *,
     trailers: Mapping[str, str] | None = None,
+    identity: Mapping[str, str] | None = None,
 ) -> str | None:
     """Commit the work-tree content of the tracked ``paths`` in ``worktree`` and nothing else
     (``git commit --only``: whatever else is staged stays staged), with ``trailers``; the new
@@ -249,7 +263,12 @@ def commit_paths(
     if run_git(worktree, "diff", "--quiet", "HEAD", "--", *paths, check=False).returncode == 0:
         return None
     return _commit(
-        worktree, message, trailers, ("--only", "--", *paths), f"cannot commit {', '.join(paths)}"
+        worktree,
+        message,
+        trailers,
+        ("--only", "--", *paths),
+        f"cannot commit {', '.join(paths)}",
+        identity,
     )
 
 
@@ -312,7 +331,12 @@ class WorktreeMerge(NamedTuple):
 
 
 def merge_in_worktree(
-    worktree: Path, sha: str, message: str, *, trailers: Mapping[str, str] | None = None
+    worktree: Path,
+    sha: str,
+    message: str,
+    *,
+    trailers: Mapping[str, str] | None = None,
+    identity: Mapping[str, str] | None = None,
 ) -> WorktreeMerge:
     """Merge ``sha`` into the branch of a *tool-owned* work tree with a merge commit (hooks
     skipped). On conflicts the merge stays in progress, markers in the files, for an agent to
@@ -322,7 +346,16 @@ def merge_in_worktree(
     if trailers:
         body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
     result = run_git(
-        worktree, "merge", "--no-ff", "--no-verify", "--quiet", "-m", body, sha, check=False
+        worktree,
+        "merge",
+        "--no-ff",
+        "--no-verify",
+        "--quiet",
+        "-m",
+        body,
+        sha,
+        check=False,
+        extra_env=identity,
     )
     if result.returncode == 0:
         return WorktreeMerge(run_git(worktree, "rev-parse", "HEAD").stdout.strip(), ())

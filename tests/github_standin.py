@@ -182,6 +182,16 @@ class Pull:
     draft: bool = False
     head_ref: str = "feature"
     base_ref: str = "main"
+    state: str = "open"
+    merged: bool = False
+    body: str = ""
+    labels: list[str] = field(default_factory=list)
+    auto_merge: dict[str, Any] | None = None
+    """Set by the GraphQL ``enablePullRequestAutoMerge``: ``merge_method``, the enabler."""
+    live: bool = False
+    """Opened through the API on the stand-in's ``origin``: head, base and files are read from
+    that bare repository on every request, as GitHub follows the branches (tests/standin_pulls.py)."""
+    merge_commit_sha: str | None = None
 
 
 @dataclass
@@ -194,6 +204,21 @@ class Fault:
     headers: dict[str, str]
     store: bool = False
     """Handle the request first (a write is stored), then answer with the fault."""
+
+
+@dataclass
+class Held:
+    """Requests matching ``method`` and ``path`` wait until ``release()``, then are dropped
+    unanswered and unhandled (a client killed while its request was on the wire); once released,
+    such requests are answered as usual."""
+
+    method: str
+    path: re.Pattern[str]
+    arrived: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        self.released.set()
 
 
 @dataclass
@@ -222,6 +247,13 @@ class State:
     check_run_json: dict[int, dict[str, Any]] = field(default_factory=dict)
     """id -> the check run as GitHub answers it (what the list endpoint shows)."""
     next_id: int = 1000
+    origin: Path | None = None
+    """The repository's git remote (a local bare repository): pull requests opened through the
+    API live on its branches, and the stand-in's auto-merge merges there with real git."""
+    allow_auto_merge: bool = True
+    """The repository setting "Allow auto-merge" (GraphQL refuses to enable it when off)."""
+    push_events: list[dict[str, Any]] = field(default_factory=list)
+    """``push`` event payloads for what the stand-in merged (tests/standin_pulls.py)."""
 
 
 class ApiError(Exception):
@@ -281,6 +313,10 @@ class GitHubStandIn:
         self.log: list[Recorded] = []
         self.violations: list[str] = []
         self.faults: list[Fault] = []
+        self.held: list[Held] = []
+        self.before: list[tuple[str, re.Pattern[str], Callable[[], None]]] = []
+        """(method, path regex, callback): called once, under the lock, before such a request
+        is handled (another client acting at that moment)."""
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -369,6 +405,12 @@ class GitHubStandIn:
         self.faults.append(
             Fault(method, re.compile(path), status, times, body, headers or {}, store)
         )
+
+    def hold(self, method: str, path: str) -> Held:
+        """Hold the next requests matching ``method`` and the ``path`` regex (see ``Held``)."""
+        held = Held(method, re.compile(path))
+        self.held.append(held)
+        return held
 
     def secondary_rate_limit(
         self,
@@ -478,6 +520,18 @@ class GitHubStandIn:
             fork=full_name != self.full_name,
         )
 
+    def label(self, name: str) -> dict[str, Any]:
+        return make(
+            "label",
+            id=abs(hash(name)) % 10**6 + 1,
+            node_id=f"LA_{abs(hash(name)) % 10**6}",
+            url=f"{self.repo_url}/labels/{name}",
+            name=name,
+            color="ededed",
+            default=False,
+            description=None,
+        )
+
     def _new_issue_comment(
         self, number: int, author: str, body: str, app: str | None = None
     ) -> dict[str, Any]:
@@ -514,7 +568,22 @@ class GitHubStandIn:
             review_comments_url=f"{url}/comments",
             commits_url=f"{url}/commits",
             statuses_url=f"{self.repo_url}/statuses/{pull.head_sha}",
-            state="open",
+            node_id=f"PR_{pull.number}",
+            state=pull.state,
+            merged=pull.merged,
+            merge_commit_sha=pull.merge_commit_sha,
+            body=pull.body or None,
+            labels=[self.label(name) for name in pull.labels],
+            auto_merge=(
+                {
+                    "enabled_by": self.user(pull.auto_merge["enabled_by"]),
+                    "merge_method": pull.auto_merge["merge_method"],
+                    "commit_title": "",
+                    "commit_message": "",
+                }
+                if pull.auto_merge
+                else None
+            ),
             title=pull.title,
             user=self.user(pull.author),
             draft=pull.draft,
@@ -596,6 +665,10 @@ def _pull(s: GitHubStandIn, req: Request) -> Pull:
     pull = s.state.pulls.get(number)
     if pull is None:
         raise not_found()
+    if pull.live:
+        from tests.standin_pulls import refresh
+
+        refresh(s, pull)
     return pull
 
 
@@ -954,10 +1027,28 @@ class _Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         path = split.path
         query = parse_qs(split.query)
+        if path == graphql_path(s.prefix) and self.command == "POST":
+            from tests.standin_graphql import handle
+
+            with s._lock:
+                status, body = handle(s, raw, self.headers.get("Authorization", ""))
+                s.log.append(Recorded("POST", "/graphql", query, _json_or_none(raw), status, ""))
+            self._send(status, body, {})
+            return
         if not path.startswith(s.prefix + "/"):
             self._send(404, {"message": "Not Found"}, {})
             return
         path = path[len(s.prefix) :]
+        for held in s.held:
+            if (
+                held.method == self.command
+                and held.path.search(path)
+                and not held.released.is_set()
+            ):
+                held.arrived.set()
+                held.released.wait(300)
+                self.close_connection = True
+                return
         auth = self.headers.get("Authorization", "")
         token_text = auth.split(" ", 1)[1] if " " in auth else ""
         with s._lock:
@@ -989,6 +1080,11 @@ class _Handler(BaseHTTPRequestHandler):
         raw: bytes,
         token_text: str,
     ) -> tuple[int, Any, dict[str, str], str | None]:
+        for index, (hook_method, hook_path, callback) in enumerate(s.before):
+            if hook_method == method and hook_path.search(path):
+                del s.before[index]
+                callback()
+                break
         for fault in s.faults:
             if fault.times > 0 and fault.method == method and fault.path.search(path):
                 fault.times -= 1
@@ -1051,6 +1147,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(payload)
+
+
+def graphql_path(prefix: str) -> str:
+    """Where GitHub serves GraphQL: ``/graphql`` beside the REST root (``/api/v3`` →
+    ``/api/graphql`` on Enterprise, as PyGithub's ``Requester.graphql_url`` has it)."""
+    return prefix.removesuffix("/v3") + "/graphql"
 
 
 def _json_or_none(raw: bytes) -> Any:
@@ -1187,3 +1289,7 @@ def simple_pull(server: GitHubStandIn, number: int = 7, **kwargs: Any) -> Pull:
         ],
     )
     return server.add_pull(Pull(number, "a" * 40, "b" * 40, files, **kwargs))
+
+
+# Routes and behaviour that live in their own modules, registered here (they import this one).
+import tests.standin_pulls  # noqa: E402,F401  (pull requests: open, list, update, labels)

@@ -10,6 +10,7 @@ The package, one job per module:
 * ``state``     where a step's state lives: done on the target (``done_where``)
 * ``integrate`` merging a target that moved on into the step branch before a review
 * ``land``      an approved step: mark it ✅, merge it, carry the approval note
+* ``lander``    what the end of a run does with the branch: merge it, or mark it for a PR
 * ``loop``      the loop of one plan step (``run_step``)
 * ``record``    the step run's ``result.json``, history line and ``ChainResult``
 

@@ -21,6 +21,7 @@ from gitflow_agents.runs import RunPaths
 
 if TYPE_CHECKING:
     from gitflow_agents.assets import PromptAssetManifest
+    from gitflow_agents.chain.lander import Lander
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,22 @@ class Context:
     commit_identity: dict[str, str] = field(default_factory=dict)  # GIT_AUTHOR_*/COMMITTER_*
     chain_run: str | None = None  # the step run agents belong to (None: a single flow)
     notices: list[str] = field(default_factory=list)  # what the run did on its own, to tell
+    target_remote: str | None = None  # "origin": the target is read from the remote (--pr)
+    lander: Lander | None = None  # what an ending does with the step branch (None: merge it)
+    build_on_branch: bool = False  # the implementer starts from the step branch's tip (--pr)
     _manifest: Any = field(default=None, init=False, repr=False)
 
     @property
     def target(self) -> str:
         return self.settings.target or self.config.default_branch
+
+    @property
+    def target_rev(self) -> str:
+        """The ref the target's commit is read from: the local branch, or with
+        ``target_remote`` its remote-tracking ref (refreshed by ``chain.state.target_tip``)."""
+        if self.target_remote is not None:
+            return f"refs/remotes/{self.target_remote}/{self.target}"
+        return f"refs/heads/{self.target}"
 
     @property
     def exclude(self) -> tuple[str, ...]:

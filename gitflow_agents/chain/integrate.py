@@ -19,6 +19,7 @@ from gitflow_agents import git
 from gitflow_agents.chain.agents import TRAILER_RUN, agent_id_for, run_agent
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.record import StepRecord
+from gitflow_agents.chain.state import target_tip
 from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.errors import GitError
 
@@ -41,7 +42,7 @@ class Integrated(NamedTuple):
 
 def moved_on(ctx: Context, head: str) -> str | None:
     """The target's tip when ``head`` does not contain it (the target moved on), else None."""
-    tip = git.branch_sha(ctx.root, ctx.target)
+    tip = target_tip(ctx)
     if tip is None:
         raise GitError(f"target branch {ctx.target} does not exist any more")
     return None if git.is_ancestor(ctx.root, tip, head) else tip
@@ -69,7 +70,11 @@ def integrate(
         if git.head_sha(ws.worktree) != head or git.dirty_paths(ws.worktree):
             git.discard_changes(ws.worktree, head)
         result = git.merge_in_worktree(
-            ws.worktree, target_sha, message, trailers={TRAILER_RUN: rec.run_id}
+            ws.worktree,
+            target_sha,
+            message,
+            trailers={TRAILER_RUN: rec.run_id},
+            identity=ctx.commit_identity,
         )
         merged = result.sha
         if merged is None:
@@ -80,7 +85,7 @@ def integrate(
         f"{ctx.target} moved on to {target_sha[:12]} while the step ran: merged into "
         f"{ws.branch} as {merged[:12]}, which review {iteration} reviews"
     )
-    base = git.merge_base(ctx.root, ctx.target, merged)
+    base = git.merge_base(ctx.root, ctx.target_rev, merged)
     return Integrated(replace(ws, base_sha=base), merged, after)
 
 

@@ -27,7 +27,7 @@ def land(
 ) -> None:
     """Mark the step ✅ and merge the step branch into the target; GitError when git refuses
     (then ✅ stays committed on the step branch). The step work tree goes; the branch stays."""
-    tip = _mark_done(ctx, rec, ws, step, review)
+    tip = mark_done(ctx, rec, ws, step, review)
     try:
         rec.merged = git.merge_into(
             ctx.root, ctx.target, tip, mode=ctx.settings.merge,
@@ -39,15 +39,15 @@ def land(
     if rec.merged.sha != tip and git.tree_sha(ctx.root, rec.merged.sha) == git.tree_sha(
         ctx.root, tip
     ):
-        _carry_note(ctx, ws, review, rec.merged.sha, "this merge commit has its tree")
-    if _plan_in_tree(ctx, ws) is None:  # not committed: the user's copy is its only place
+        carry_note(ctx, ws, review, rec.merged.sha, "this merge commit has its tree")
+    if plan_in_tree(ctx, ws) is None:  # not committed: the user's copy is its only place
         _set_users_copy(ctx, step)
     git.remove_tool_worktree(ctx.root, ws.worktree)
     with contextlib.suppress(OSError):  # the per-plan folder of the work-tree cache, if empty
         ws.worktree.parent.rmdir()
 
 
-def _plan_in_tree(ctx: Context, ws: Workspace) -> Path | None:
+def plan_in_tree(ctx: Context, ws: Workspace) -> Path | None:
     """The plan's path inside the step work tree (it is the committed plan there), or None when
     the plan lies outside the repository or is not on the branch."""
     rel = plan_in_repo(ctx)
@@ -57,19 +57,21 @@ def _plan_in_tree(ctx: Context, ws: Workspace) -> Path | None:
     return path if path.is_file() and not path.is_symlink() else None
 
 
-def _mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound) -> str:
-    """On approval: set the step's status to ✅ in the plan *inside the step work tree* and
-    commit it on the step branch (the run's trailer), so the merge takes it to the target and,
-    by the fast-forward, to the user's checkout of the target. The approval note is carried to
-    that commit, whose only change is the status line, so the pushed tip passes the gate hook.
+def mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound) -> str:
+    """Set the step's status to ✅ in the plan *inside the step work tree* and commit it on the
+    step branch (the run's trailer), so the merge takes it to the target and, by the
+    fast-forward, to the user's checkout of the target. When ``review`` approved, its approval
+    note is carried to that commit, whose only change is the status line, so the pushed tip
+    passes the gate hook; a rejected step's mark (``--pr``: merging its pull request once it
+    is fixed marks the step done) carries none.
 
-    Returns the commit to merge: the reviewed one when the plan is not on the branch or already
-    says ✅."""
+    Returns the step branch's new tip: the reviewed commit when the plan is not on the branch
+    or already says ✅."""
     from gitflow_agents.errors import PlanError
     from gitflow_agents.plan import set_step_status
 
     assert ctx.plan is not None
-    plan = _plan_in_tree(ctx, ws)
+    plan = plan_in_tree(ctx, ws)
     if plan is None:
         return review.reviewed_sha
     try:
@@ -80,15 +82,16 @@ def _mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: 
     rel = plan.relative_to(ws.worktree).as_posix()
     sha = git.commit_paths(
         ws.worktree, (rel,), f"[{ctx.plan.name}] Mark step {step} done",
-        trailers={TRAILER_RUN: rec.run_id},
+        trailers={TRAILER_RUN: rec.run_id}, identity=ctx.commit_identity,
     )  # fmt: skip
     if sha is None:
         return review.reviewed_sha
-    _carry_note(ctx, ws, review, sha, f"this commit only marks step {step} {DONE} in {rel}")
+    if review.gate.approved:
+        carry_note(ctx, ws, review, sha, f"this commit only marks step {step} {DONE} in {rel}")
     return sha
 
 
-def _carry_note(ctx: Context, ws: Workspace, review: ReviewRound, sha: str, why: str) -> None:
+def carry_note(ctx: Context, ws: Workspace, review: ReviewRound, sha: str, why: str) -> None:
     """The round's approval, recorded on ``sha`` (a commit that adds nothing to review)."""
     from gitflow_agents.reviewer import record_review
 

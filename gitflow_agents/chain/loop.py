@@ -5,8 +5,9 @@ works, then up to ``max_iterations`` review rounds, each on the step branch with
 merged in when it moved on; between rounds the fixer gets every review report (``--after``).
 The last action is always a review, and an agent that changed nothing ends the step (nothing to
 review). Approved: the step is marked ✅ on the step branch, the branch is merged into the target
-(fast-forward or a merge commit, never forced) and a git note records the verdict. Anything
-else: nothing is merged and no plan is edited; the run record and the history say what
+(fast-forward or a merge commit, never forced) and a git note records the verdict; with
+``run --pr`` the ending is ``ctx.lander``'s instead (``chain/lander.py``: the branch is marked
+and left for a pull request). Anything else: nothing is merged and no plan is edited; the run record and the history say what
 happened. The loop ends by returning an ``Ending`` or raising; the run record is written in a
 ``finally`` so a crash still leaves evidence (docs/chains.md, The state model).
 """
@@ -19,7 +20,7 @@ from gitflow_agents import lock
 from gitflow_agents.chain.agents import AgentFailed, AgentRun, agent_id_for, run_agent
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate, moved_on
-from gitflow_agents.chain.land import land
+from gitflow_agents.chain.lander import MergeLander
 from gitflow_agents.chain.record import ChainResult, Outcome, StepRecord
 from gitflow_agents.chain.resume import implement_start
 from gitflow_agents.chain.review import record_note, review_round
@@ -114,7 +115,7 @@ def _loop(ctx: Context, rec: StepRecord, step: int) -> Ending:
         )
         record_note(ctx, ws, review)
         if review.gate.approved and moved_on(ctx, head) is None:
-            land(ctx, rec, ws, step, review, title)
+            (ctx.lander or MergeLander()).approved(ctx, rec, ws, step, review)
             return Ending("approved", int(ExitCode.OK), f"approved in review {iteration}")
         if review.gate.approved:  # the target moved on during the review: merge it in, again
             continue
@@ -132,7 +133,10 @@ def _loop(ctx: Context, rec: StepRecord, step: int) -> Ending:
         if fix.end_sha == head:
             return _nothing(rec, fix)
         head, after_ids = fix.end_sha, (fix.agent_id,)
-    return _not_approved(ctx, rec)
+    ending = _not_approved(ctx, rec)
+    if ending.outcome == "rejected":
+        (ctx.lander or MergeLander()).rejected(ctx, rec, ws, step, rec.rounds[-1])
+    return ending
 
 
 def _nothing(rec: StepRecord, run: AgentRun) -> Ending:

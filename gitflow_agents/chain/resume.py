@@ -66,22 +66,26 @@ def set_aside(folder: Path, paths: Sequence[Path]) -> None:
 
 
 def implement_start(ctx: Context, ws: Workspace, agent: str, agent_id: str) -> str:
-    """The commit the implementer starts from: the step's base, or, when the step branch still
+    """The commit the implementer starts from: the step's base (with ``ctx.build_on_branch``:
+    the step branch's tip, a branch continued from the remote), or, when the step branch still
     holds the commit of an implementer that completed earlier (and has not landed on the
     target), the commit that one started from, so it is reused even after the target was
     merged into the branch (which moves the branch's merge-base with the target)."""
+    from gitflow_agents.chain.state import target_tip
+
     assert ws.branch is not None
     folder, _report, success, _failure = agent_files(ctx, agent, agent_id)
     meta = read_json(folder / META_FILE)
-    if meta is None or not success.exists():
-        return ws.base_sha
-    start, end = meta.get("startSha"), meta.get("endSha")
     tip = git.branch_sha(ctx.root, ws.branch)
-    target = git.branch_sha(ctx.root, ctx.target)
+    fresh = tip if ctx.build_on_branch and tip is not None else ws.base_sha
+    if meta is None or not success.exists():
+        return fresh
+    start, end = meta.get("startSha"), meta.get("endSha")
+    target = target_tip(ctx, fetch=False)
     if not (isinstance(start, str) and isinstance(end, str) and tip and target):
-        return ws.base_sha
+        return fresh
     if start == end or not git.is_ancestor(ctx.root, end, tip):
-        return ws.base_sha
+        return fresh
     if git.is_ancestor(ctx.root, end, target):  # landed already: a forced run starts afresh
-        return ws.base_sha
+        return fresh
     return start

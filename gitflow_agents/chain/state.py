@@ -45,15 +45,28 @@ def committed_status(ctx: Context, ref: str, step: int) -> str | None:
         return ""
 
 
+def target_tip(ctx: Context, *, fetch: bool = True) -> str | None:
+    """The target's commit, None when there is no such branch. With ``ctx.target_remote`` it is
+    fetched from that remote first (unless ``fetch`` is off), so "done" and "moved on" are read
+    as the remote has them."""
+    if ctx.target_remote is not None and fetch:
+        refspec = f"+refs/heads/{ctx.target}:{ctx.target_rev}"
+        git.fetch_ref(ctx.root, refspec, ctx.target_remote)
+    if not git.ref_exists(ctx.root, ctx.target_rev):
+        return None
+    return git.rev_parse(ctx.root, ctx.target_rev)
+
+
 def done_where(ctx: Context, step: int) -> str | None:
     """Where the step is recorded done ("on main (specs/x.md)"), None when it is not: the
     target's committed plan decides; the user's copy only for a plan the target does not have."""
     assert ctx.plan is not None
-    status = committed_status(ctx, ctx.target, step)
+    status = committed_status(ctx, ctx.target_rev, step)
     if status is not None:
         if not status.startswith(DONE):
             return None
-        return f"on {ctx.target} ({plan_in_repo(ctx)} as committed there)"
+        where = ctx.target if ctx.target_remote is None else f"{ctx.target_remote}/{ctx.target}"
+        return f"on {where} ({plan_in_repo(ctx)} as committed there)"
     if ctx.plan.step(step).status.startswith(DONE):
         return f"in {_shown(ctx, ctx.plan.path)} (not committed on {ctx.target})"
     return None

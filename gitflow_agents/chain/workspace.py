@@ -16,6 +16,7 @@ from pathlib import Path
 
 from gitflow_agents import git
 from gitflow_agents.chain.context import ChainSettings, Context
+from gitflow_agents.chain.state import target_tip
 from gitflow_agents.errors import UsageError
 
 
@@ -75,7 +76,7 @@ def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspa
     """Branch ``name`` (created at the target's tip when new) checked out in a work tree of its
     own (an existing one is reused); ``key`` names the work tree folder."""
     git.check_branch_name(ctx.root, name)
-    target_sha = git.branch_sha(ctx.root, ctx.target)
+    target_sha = target_tip(ctx)
     if target_sha is None:
         raise UsageError(f"target branch {ctx.target!r} does not exist (use --target)")
     refuse_foreign_checkout(ctx, name)  # before anything is created or reset
@@ -89,7 +90,7 @@ def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspa
             git.remove_tool_worktree(ctx.root, tree)
         git.add_worktree(ctx.root, tree, name)
     _link_flow_dir(ctx, tree)
-    return Workspace(tree, name, git.merge_base(ctx.root, ctx.target, name))
+    return Workspace(tree, name, git.merge_base(ctx.root, ctx.target_rev, name))
 
 
 def take_over(ctx: Context, tree: Path) -> None:

@@ -1,10 +1,13 @@
 """``gitflow-agents run PLAN --step N | --all``: implement → review → (fix → review)* → merge.
 
-Exit codes (docs/chains.md): 0 every step approved and merged (or already done on the target),
-1 a step was not approved (revise at the limit, missing or decorated verdict, findings at the
+With ``--pr`` each step becomes a pull request instead of a merge (``github/step_pr.py``).
+
+Exit codes (docs/chains.md): 0 every step approved and merged (with ``--pr``: pushed, its pull
+request ready; or already done on the target, or started by another run), 1 a step was not
+approved (revise at the limit, missing or decorated verdict, findings at the
 threshold, an agent that changed nothing), 2 usage / config / git error (merge refused, an
-unresolved conflict with the target), 3 an agent failed / got stuck / timed out, 130
-interrupted.
+unresolved conflict with the target), 3 an agent failed / got stuck / timed out, 4 GitHub
+failed (``--pr``: a push refused, the API failing after its retries), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -74,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
 
     if (args.step is None) == (not args.all):
         raise UsageError("run: give --step N or --all")
+    pr = bool(getattr(args, "pr", False))
+    if not pr and (getattr(args, "auto_merge", None) or getattr(args, "draft", False)):
+        raise UsageError("--auto-merge and --draft go with --pr")
     ctx = open_context(args, plan_path=Path(args.plan))
     assert ctx.plan is not None
     if args.all:
@@ -82,6 +88,12 @@ def run(args: argparse.Namespace) -> int:
         ctx.plan.step(args.step)  # PlanError for an unknown step, before anything runs
         steps = [args.step]
     code = int(ExitCode.OK)
+    if pr:
+        from gitflow_agents.github.step_pr import PrOptions, run_steps
+
+        options = PrOptions(args.auto_merge, bool(args.draft), bool(args.force))
+        with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+            return run_steps(ctx, steps, options, lambda r: report(r, as_json=args.json))
     with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
         for number in steps:
             ctx.plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)  # statuses change

@@ -12,6 +12,8 @@ fails becomes a ``GitHubError`` (exit 4) naming the request and the true number 
 403/404 on a write (read-only token, fork PR) is ``GitHubForbidden`` so the action can degrade
 instead of crashing, and a 422 is ``GitHubRejected`` so the caller can fall back.
 
+Pull requests (find, open, update, label, auto-merge) are ``pulls.PullRequests``, mixed in.
+
 Who the token writes as (``writer``) is learned from what GitHub answers to our own creations;
 docs/github.md, "Who we are".
 """
@@ -29,6 +31,7 @@ from github import Auth, Github, GithubException
 from gitflow_agents import __version__
 from gitflow_agents.errors import GitHubError
 from gitflow_agents.github import retry
+from gitflow_agents.github.pulls import PullRequests
 from gitflow_agents.github.settings import DEFAULT_API_URL, Settings, settings_from_env
 from gitflow_agents.github.values import Comment, InlineComment, PullFile, PullRequest
 
@@ -138,7 +141,7 @@ def _next_page(headers: Mapping[str, Any]) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 
-class Client:
+class Client(PullRequests):
     """One authenticated connection to one GitHub (github.com or Enterprise)."""
 
     def __init__(self, settings: Settings, *, policy: retry.Policy | None = None) -> None:
@@ -182,7 +185,7 @@ class Client:
     def _repo(self, repo: str) -> Any:
         return self._github.get_repo(repo)
 
-    def _json(self, verb: str, path: str, data: Mapping[str, Any] | None = None) -> Any:
+    def _json(self, verb: str, path: str, data: dict[str, Any] | None = None) -> Any:
         """One request by path (below the API URL); GitHub's JSON answer."""
         _, answer = self._github.requester.requestJsonAndCheck(
             verb, path, input=dict(data) if data is not None else None
@@ -228,26 +231,6 @@ class Client:
         )
 
     # -- pull requests ---------------------------------------------------------------------------
-
-    def pull(self, repo: str, number: int) -> PullRequest:
-        def get() -> PullRequest:
-            pr = self._repo(repo).get_pull(number)
-            head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
-            return PullRequest(
-                number=pr.number,
-                title=pr.title or "",
-                author=pr.user.login if pr.user is not None else "",
-                head_sha=pr.head.sha,
-                base_sha=pr.base.sha,
-                head_ref=pr.head.ref,
-                base_ref=pr.base.ref,
-                head_repo=head_repo,
-                base_repo=pr.base.repo.full_name,
-                draft=bool(pr.draft),
-                html_url=pr.html_url or "",
-            )
-
-        return self._call(f"GET /repos/{repo}/pulls/{number}", get)
 
     def pull_files(self, repo: str, number: int) -> list[PullFile]:
         def get() -> list[PullFile]:

@@ -67,3 +67,27 @@ def settings_from_env(environ: Mapping[str, str], token: str | None = None) -> S
         wait_budget=number("WAIT_BUDGET", 300.0),
         seconds_between_writes=delay or None,
     )
+
+
+def repository_from(environ: Mapping[str, str], origin_url: str | None) -> str | None:
+    """``owner/name``: ``GITHUB_REPOSITORY``, else parsed from ``origin``'s URL
+    (``https://host/owner/name(.git)``, ``git@host:owner/name(.git)``, ``ssh://…/owner/name``);
+    None when neither says. UsageError for a ``GITHUB_REPOSITORY`` that is not owner/name."""
+    given = environ.get("GITHUB_REPOSITORY", "").strip()
+    if given:
+        if given.count("/") != 1 or not all(given.split("/")):
+            raise UsageError(f"GITHUB_REPOSITORY: expected owner/name, got {given!r}")
+        return given
+    if not origin_url:
+        return None
+    url = origin_url.strip().removesuffix("/").removesuffix(".git")
+    if url.startswith("file:"):
+        return None  # a local repository: no GitHub repository to name
+    if "://" in url:
+        _, _, path = url.split("://", 1)[1].partition("/")
+    elif ":" in url and not url.startswith("/"):
+        path = url.split(":", 1)[1]
+    else:
+        return None  # a local path: no GitHub repository to name
+    parts = [part for part in path.split("/") if part]
+    return "/".join(parts[-2:]) if len(parts) >= 2 else None

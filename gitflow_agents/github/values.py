@@ -23,6 +23,11 @@ class PullRequest:
     base_repo: str
     draft: bool
     html_url: str
+    state: str = "open"
+    """``open`` or ``closed`` (a merged pull request is closed and ``merged``)."""
+    merged: bool = False
+    body: str = ""
+    labels: tuple[str, ...] = ()
 
     @property
     def is_fork(self) -> bool:

@@ -1,0 +1,114 @@
+"""What the end of a step run does with the step branch: merge it, or leave it for a PR.
+
+``run_step`` hands an approved (and a rejected) step to ``ctx.lander``. ``MergeLander`` (the
+default) is today's ending: an approved step is marked ✅ on its branch and merged into the
+target (``land.py``); a rejected one is left as it is. ``BranchLander`` (``run --pr``) never
+touches the target: an approved *and* a rejected step get the commit that marks them ✅ on the
+step branch, so that merging the pull request is what makes the step ✅ on the target (a rejected
+one after ``/agent fix`` or a human turned it green); the caller pushes the branch and opens the
+pull request (``github/step_pr.py``; docs/github.md, "Plan steps as pull requests").
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Protocol
+
+from gitflow_agents import git
+from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.land import carry_note, land, mark_done, plan_in_tree
+from gitflow_agents.chain.record import StepRecord
+from gitflow_agents.chain.review import ReviewRound
+from gitflow_agents.chain.state import DONE, committed_status
+from gitflow_agents.chain.workspace import Workspace
+
+
+class Lander(Protocol):
+    def approved(
+        self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
+    ) -> None:
+        """The last review approved exactly the step branch's head."""
+
+    def rejected(
+        self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
+    ) -> None:
+        """The last review (the run's last action) did not approve."""
+
+
+class MergeLander:
+    """Mark ✅ and merge into the target (``land.land``); a rejected step stays as it is."""
+
+    def approved(
+        self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
+    ) -> None:
+        assert ctx.plan is not None
+        land(
+            ctx,
+            rec,
+            ws,
+            step,
+            review,
+            f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}",
+        )
+
+    def rejected(
+        self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
+    ) -> None:
+        return None
+
+
+class BranchLander:
+    """Mark ✅ on the step branch, approved or not; nothing is merged. ``remote_tip``: the
+    branch's tip on the remote when the run started (a run continuing a branch that an earlier
+    run pushed): when that tip is already the mark of exactly the reviewed commit, it is kept
+    instead of making a second one, so the next push is a fast-forward (or nothing)."""
+
+    def __init__(self, remote_tip: str | None = None) -> None:
+        self.remote_tip = remote_tip
+        self.tip: str | None = None
+        """The step branch's tip once marked (what the caller pushes)."""
+
+    def approved(
+        self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
+    ) -> None:
+        self._mark(ctx, rec, ws, step, review)
+        git.remove_tool_worktree(ctx.root, ws.worktree)
+        with contextlib.suppress(OSError):  # the per-plan folder of the work-tree cache, if empty
+            ws.worktree.parent.rmdir()
+
+    def rejected(
+        self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
+    ) -> None:
+        self._mark(ctx, rec, ws, step, review)
+
+    def _mark(
+        self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
+    ) -> None:
+        pushed = self._pushed_mark(ctx, ws, step, review)
+        if pushed is None:
+            self.tip = mark_done(ctx, rec, ws, step, review)
+            return
+        git.discard_changes(ws.worktree, pushed)  # the branch takes the pushed mark back
+        if review.gate.approved:
+            carry_note(ctx, ws, review, pushed, f"this commit only marks step {step} {DONE}")
+        ctx.notices.append(
+            f"{ws.branch} on the remote already holds the mark of {review.reviewed_sha[:12]} "
+            f"({pushed[:12]}, pushed by an earlier run): kept"
+        )
+        self.tip = pushed
+
+    def _pushed_mark(
+        self, ctx: Context, ws: Workspace, step: int, review: ReviewRound
+    ) -> str | None:
+        """``remote_tip`` when it is the reviewed commit plus only this step's ✅, else None."""
+        tip, reviewed = self.remote_tip, review.reviewed_sha
+        plan = plan_in_tree(ctx, ws)
+        if tip is None or tip == reviewed or plan is None:
+            return None
+        if git.parents(ctx.root, tip) != (reviewed,):
+            return None
+        rel = plan.relative_to(ws.worktree).as_posix()
+        if tuple(git.numstat(ctx.root, git.DiffSpec(reviewed, tip))) != (rel,):
+            return None
+        status = committed_status(ctx, tip, step) or ""
+        return tip if status.startswith(DONE) else None

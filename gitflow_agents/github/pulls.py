@@ -1,0 +1,149 @@
+"""Pull requests as ``Client`` opens, finds, updates, labels and auto-merges them.
+
+Mixed into ``client.Client`` (the GitHub boundary; PyGithub is imported there only): these
+methods reach GitHub through the client's ``_call`` (one attempt translated, retried by
+``retry.py``) and hand out the frozen ``PullRequest`` value. Opening a pull request is a write
+that creates something, so it is reconciled like a comment: after an answer that may hide a
+stored write, or GitHub's 422 "A pull request already exists for owner:branch", the open pull
+request for that head is looked up and returned, so a retried request never opens a second one.
+Auto-merge is PyGithub's ``PullRequest.enable_automerge`` (the GraphQL mutation
+``enablePullRequestAutoMerge``); docs/github.md, "Plan steps as pull requests".
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from gitflow_agents.github.values import PullRequest
+
+T = TypeVar("T")
+ALREADY_EXISTS = "a pull request already exists for"
+"""GitHub's 422 when the head has an open pull request against that base (lower-cased)."""
+
+
+def pull_value(pr: Any) -> PullRequest:
+    """A PyGithub ``PullRequest`` as our frozen value."""
+    head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
+    return PullRequest(
+        number=pr.number,
+        title=pr.title or "",
+        author=pr.user.login if pr.user is not None else "",
+        head_sha=pr.head.sha,
+        base_sha=pr.base.sha,
+        head_ref=pr.head.ref,
+        base_ref=pr.base.ref,
+        head_repo=head_repo,
+        base_repo=pr.base.repo.full_name,
+        draft=bool(pr.draft),
+        html_url=pr.html_url or "",
+        state=pr.state or "open",
+        merged=bool(pr.merged),
+        body=pr.body or "",
+        labels=tuple(label.name for label in pr.labels or ()),
+    )
+
+
+class PullRequests:
+    """The pull request methods of ``Client`` (see the module doc)."""
+
+    def _call(
+        self,
+        what: str,
+        call: Callable[[], T],
+        *,
+        find: Callable[[], T | None] | None = None,
+        creates: bool = False,
+    ) -> T:
+        raise NotImplementedError  # Client's
+
+    def _repo(self, repo: str) -> Any:
+        raise NotImplementedError  # Client's
+
+    def _json(self, verb: str, path: str, data: dict[str, Any] | None = None) -> Any:
+        raise NotImplementedError  # Client's
+
+    def pull(self, repo: str, number: int) -> PullRequest:
+        return self._call(
+            f"GET /repos/{repo}/pulls/{number}",
+            lambda: pull_value(self._repo(repo).get_pull(number)),
+        )
+
+    def pulls_for_head(
+        self, repo: str, branch: str, *, base: str | None = None, state: str = "open"
+    ) -> list[PullRequest]:
+        """The pull requests whose head is ``branch`` of ``repo`` itself (not a fork's branch
+        of that name), newest first; ``state``: open, closed or all."""
+        owner = repo.split("/", 1)[0]
+        extra = {"base": base} if base else {}
+
+        def get() -> list[PullRequest]:
+            found = self._repo(repo).get_pulls(state=state, head=f"{owner}:{branch}", **extra)
+            return [pull_value(pr) for pr in found]
+
+        return self._call(f"GET /repos/{repo}/pulls?head={owner}:{branch}", get)
+
+    def create_pull(
+        self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False
+    ) -> PullRequest:
+        """Open a pull request from ``head`` (a branch of ``repo``) into ``base``; the open one
+        for that head when GitHub already has it (a retried request, a 422 "already exists")."""
+        from gitflow_agents.github.client import GitHubRejected
+
+        def create() -> PullRequest:
+            made = self._repo(repo).create_pull(
+                base=base, head=head, title=title, body=body, draft=draft
+            )
+            return pull_value(made)
+
+        def find() -> PullRequest | None:
+            return next(iter(self.pulls_for_head(repo, head, base=base)), None)
+
+        try:
+            return self._call(f"POST /repos/{repo}/pulls", create, find=find, creates=True)
+        except GitHubRejected as exc:
+            found = find() if ALREADY_EXISTS in str(exc).lower() else None
+            if found is None:
+                raise
+            return found
+
+    def update_pull(self, repo: str, number: int, *, title: str, body: str) -> None:
+        """Set the title and body (repeating it is harmless)."""
+        self._call(
+            f"PATCH /repos/{repo}/pulls/{number}",
+            lambda: self._json(
+                "PATCH", f"/repos/{repo}/pulls/{number}", {"title": title, "body": body}
+            ),
+        )
+
+    def add_label(self, repo: str, number: int, name: str) -> None:
+        """Add label ``name`` (GitHub creates a missing one; adding it twice is harmless)."""
+        self._call(
+            f"POST /repos/{repo}/issues/{number}/labels",
+            lambda: self._json("POST", f"/repos/{repo}/issues/{number}/labels", {"labels": [name]}),
+        )
+
+    def remove_label(self, repo: str, number: int, name: str) -> None:
+        """Remove label ``name``; one that is not there (404) is fine."""
+        from urllib.parse import quote
+
+        from gitflow_agents.github.client import GitHubForbidden
+
+        path = f"/repos/{repo}/issues/{number}/labels/{quote(name, safe='')}"
+        with contextlib.suppress(GitHubForbidden):  # 404: not labelled (any more)
+            self._call(f"DELETE {path}", lambda: self._json("DELETE", path))
+
+    def enable_automerge(self, repo: str, number: int, *, method: str, expected_head: str) -> None:
+        """GitHub merges the pull request with ``method`` (merge, squash, rebase) once its
+        required checks pass, and only while its head is ``expected_head``. GitHubError (exit 4)
+        naming GitHub's reason when it refuses (auto-merge not allowed in the repository, a head
+        that moved on, a draft)."""
+        self._call(
+            f"POST graphql enablePullRequestAutoMerge #{number}",
+            lambda: (
+                self._repo(repo)
+                .get_pull(number)
+                .enable_automerge(merge_method=method.upper(), expected_head_oid=expected_head)
+            ),
+        )

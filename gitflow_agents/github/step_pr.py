@@ -1,0 +1,226 @@
+"""``run PLAN --step N --pr``: a plan step as a pull request instead of a local merge.
+
+Per step: GitHub is found from the environment before anything runs (``connect``); the step is
+claimed by creating its branch on ``origin`` at the target's commit there, atomically
+(``git.claim_branch``): a branch that exists means the step is started, and the run stops
+without running an agent (``--force`` continues on that branch, building on its tip). The chain
+runs as ``run`` runs it, ending with ``chain.lander.BranchLander`` (✅ marked on the branch,
+nothing merged, the local target untouched); an approved or rejected step's branch is pushed
+(a fast-forward, never forced), and its pull request opened or updated with the run published
+on it (``step_publish.py``). A run that ends otherwise gives its claim back (the branch is
+deleted while it still is the claim). docs/github.md, "Plan steps as pull requests".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitflow_agents import git
+from gitflow_agents.chain import ChainResult, Context
+from gitflow_agents.errors import ExitCode, GitHubError, UsageError
+from gitflow_agents.github.client import Client
+
+REMOTE = "origin"
+
+
+@dataclass(frozen=True)
+class PrOptions:
+    auto_merge: str | None = None  # merge, squash, rebase
+    draft: bool = False
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class GitHub:
+    client: Client
+    repo: str
+    server_url: str
+    run_url: str | None
+
+
+def connect(environ: Mapping[str, str], root: Path) -> GitHub:
+    """GitHub as the action finds it (docs/github.md): token ``GITHUB_TOKEN`` else
+    ``GH_TOKEN``, repository ``GITHUB_REPOSITORY`` else ``origin``'s URL, API
+    ``GITHUB_API_URL``. UsageError (exit 2) naming what is missing."""
+    from gitflow_agents.github.client import Client
+    from gitflow_agents.github.settings import repository_from, settings_from_env
+
+    url = git.remote_url(root, REMOTE)
+    if url is None:
+        raise UsageError(f"--pr pushes the step branch to {REMOTE}, and this repository has none")
+    missing = []
+    if not (environ.get("GITHUB_TOKEN") or environ.get("GH_TOKEN")):
+        missing.append("a token (GITHUB_TOKEN or GH_TOKEN)")
+    repo = repository_from(environ, url)
+    if repo is None:
+        missing.append(f"the repository (GITHUB_REPOSITORY; {REMOTE}'s URL {url} names none)")
+    if missing:
+        raise UsageError(f"--pr needs GitHub: set {' and '.join(missing)}")
+    assert repo is not None
+    server = (environ.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
+    run_id = environ.get("GITHUB_RUN_ID")
+    run_url = f"{server}/{repo}/actions/runs/{run_id}" if run_id else None
+    return GitHub(Client(settings_from_env(environ)), repo, server, run_url)
+
+
+def run_steps(
+    ctx: Context,
+    steps: list[int],
+    options: PrOptions,
+    report: Callable[[ChainResult], None],
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """Every step of ``steps`` as a pull request, in order, until one does not exit 0."""
+    from gitflow_agents.chain.state import target_tip
+    from gitflow_agents.github.client import ACTIONS_BOT_LOGIN
+    from gitflow_agents.github.fixer import BOT_EMAIL
+    from gitflow_agents.plan import parse_plan
+
+    github = connect(os.environ if environ is None else environ, ctx.root)
+    ctx.target_remote = REMOTE
+    # A fresh runner knows no git identity: the commits are then github-actions[bot]'s.
+    ctx.commit_identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
+    if target_tip(ctx) is None:
+        raise UsageError(f"the target branch {ctx.target} does not exist on {REMOTE}")
+    code = int(ExitCode.OK)
+    for number in steps:
+        assert ctx.plan is not None
+        ctx.plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)
+        code = run_step_pr(ctx, github, number, options, report)
+        if code != ExitCode.OK:
+            break
+    return code
+
+
+def run_step_pr(
+    ctx: Context,
+    github: GitHub,
+    step: int,
+    options: PrOptions,
+    report: Callable[[ChainResult], None],
+) -> int:
+    """One step: claim, chain, push, pull request (see the module doc)."""
+    from gitflow_agents.chain import run_step
+    from gitflow_agents.chain.lander import BranchLander
+    from gitflow_agents.chain.state import done_where, target_tip
+    from gitflow_agents.chain.workspace import branch_name
+
+    assert ctx.plan is not None
+    branch = git.check_branch_name(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
+    base = target_tip(ctx)
+    assert base is not None
+    claimed = False
+    remote_tip: str | None = None
+    if done_where(ctx, step) is None or ctx.settings.force:
+        claim = git.claim_branch(ctx.root, base, branch, REMOTE)
+        claimed = claim.ok
+        if not claimed:
+            remote_tip = git.remote_branch_sha(ctx.root, branch, REMOTE)
+            if remote_tip is None:
+                raise GitHubError(f"cannot create {branch} on {REMOTE}: {claim.detail}")
+            if not options.force:
+                print(f"step {step} already started: {_started(github, branch, ctx.target)}")
+                return int(ExitCode.OK)
+            _continue_branch(ctx, branch, remote_tip)
+    ctx.build_on_branch = remote_tip is not None
+    lander = ctx.lander = BranchLander(remote_tip)
+    try:
+        result = run_step(ctx, step)
+    except BaseException:
+        if claimed:
+            _release(ctx, branch, base)
+        raise
+    report(result)
+    if result.outcome not in ("approved", "rejected"):
+        if claimed:
+            _release(ctx, branch, base)
+        return result.exit_code
+    head = lander.tip or git.branch_sha(ctx.root, branch)
+    assert head is not None
+    _push(ctx, branch, head)
+    return _publish(ctx, github, options, result, branch, head)
+
+
+def _started(github: GitHub, branch: str, target: str) -> str:
+    pulls = github.client.pulls_for_head(github.repo, branch, base=target)
+    where = f"PR #{pulls[0].number}" if pulls else "no pull request yet"
+    return f"branch {branch} on {REMOTE} ({where}); --force continues on it"
+
+
+def _continue_branch(ctx: Context, branch: str, remote_tip: str) -> None:
+    """``--force`` on a started step: the local step branch at the remote's tip (fetched), or
+    kept when it already builds on it; GitHubError when the two went separate ways."""
+    git.fetch_ref(ctx.root, f"+refs/heads/{branch}:refs/remotes/{REMOTE}/{branch}", REMOTE)
+    local = git.branch_sha(ctx.root, branch)
+    if local is not None and git.is_ancestor(ctx.root, remote_tip, local):
+        return
+    if local is not None and not git.is_ancestor(ctx.root, local, remote_tip):
+        raise GitHubError(
+            f"the local branch {branch} ({local[:12]}) and {branch} on {REMOTE} "
+            f"({remote_tip[:12]}) went separate ways: nothing is forced; delete the local branch "
+            "to continue on the remote's, or push it yourself"
+        )
+    git.set_branch(ctx.root, branch, remote_tip)
+
+
+def _release(ctx: Context, branch: str, claim: str) -> None:
+    """Give a claim back: delete the branch on the remote while it still is the claim."""
+    released = git.delete_remote_branch(ctx.root, branch, claim, REMOTE)
+    what = "released" if released.ok else f"kept ({released.detail})"
+    print(f"  note: the claim of {branch} on {REMOTE} was {what}")
+
+
+def _push(ctx: Context, branch: str, head: str) -> None:
+    pushed = git.push_branch(ctx.root, head, branch, REMOTE)
+    if pushed.ok:
+        return
+    if pushed.moved:
+        raise GitHubError(
+            f"{branch} on {REMOTE} moved on (someone else pushed to it) while the step ran: "
+            f"{head[:12]} was not pushed and nothing was forced; the work stays on the local "
+            f"branch {branch}"
+        )
+    raise GitHubError(f"cannot push {branch} to {REMOTE}: {pushed.detail}")
+
+
+def _publish(
+    ctx: Context, github: GitHub, options: PrOptions, result: ChainResult, branch: str, head: str
+) -> int:
+    from gitflow_agents.chain.state import plan_in_repo
+    from gitflow_agents.github.step_publish import StepPull, publish_step, pull_body
+    from gitflow_agents.reviewer import approval_status
+    from gitflow_agents.runs import read_json
+
+    assert ctx.plan is not None and result.result_path is not None
+    record = read_json(result.result_path) or {}
+    plan_rel = plan_in_repo(ctx) or ctx.plan.path.name
+    link = f"{github.server_url}/{github.repo}/blob/{ctx.target}/{plan_rel}"
+    step = ctx.plan.step(result.step or 0)
+    spec = StepPull(
+        repo=github.repo,
+        branch=branch,
+        target=ctx.target,
+        title=f"[{ctx.plan.name}] Step {step.number}: {step.title}",
+        body=pull_body(plan_rel, step.number, step.content, link),
+        draft=options.draft,
+        auto_merge=options.auto_merge,
+    )
+    approved = result.outcome == "approved" and approval_status(ctx.root, head)[0]
+    published = publish_step(
+        github.client,
+        spec,
+        record,
+        result.result_path.parent.parent,
+        head=head,
+        approved=approved,
+        threshold=ctx.settings.threshold,
+        run_url=github.run_url,
+    )
+    pull = published.pull
+    print(f"  PR #{pull.number} {pull.html_url}: {branch} at {head[:12]}, status {published.state}")
+    if options.auto_merge is not None:
+        print(f"  auto-merge ({options.auto_merge}): {published.auto_merge}")
+    return result.exit_code

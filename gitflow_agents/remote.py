@@ -1,0 +1,117 @@
+"""The git boundary's remotes: fetch, push, and the atomic claim of a branch on a remote.
+
+Part of the git boundary (``gitflow_agents.git`` re-exports these names). Every push here is a
+normal push or a push with a lease: nothing is ever forced over a commit the caller did not
+expect. ``claim_branch`` creates a branch on the remote only when it does not exist there: a
+lease with an empty expected value makes the client refuse when the remote advertised the
+branch, and the remote's own ref update refuses when another push created it in the meantime,
+so of two claims racing for one branch exactly one wins (docs/github.md, "Plan steps as pull
+requests").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitflow_agents.errors import GitError
+from gitflow_agents.gitcmd import failure as _fail
+from gitflow_agents.gitcmd import run_git
+
+
+def fetch_ref(root: Path, refspec: str, remote: str = "origin") -> bool:
+    """``git fetch --no-tags --quiet REMOTE REFSPEC``, best effort: whether git succeeded.
+
+    Callers look for the commit they need afterwards (``rev_parse``), so a failed fetch shows
+    up as that commit missing, named in their own words."""
+    result = run_git(root, "fetch", "--no-tags", "--quiet", remote, refspec, check=False)
+    return result.returncode == 0
+
+
+def remote_branch_sha(root: Path, branch: str, remote: str = "origin") -> str | None:
+    """The tip of ``branch`` on ``remote`` (``git ls-remote``), None when it has no such branch;
+    GitError when the remote cannot be read."""
+    result = run_git(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}", check=False)
+    if result.returncode != 0:
+        raise _fail(result, f"cannot read branch {branch} from {remote}")
+    for line in result.stdout.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref == f"refs/heads/{branch}":
+            return sha
+    return None
+
+
+def remote_heads(root: Path, remote: str = "origin") -> dict[str, str]:
+    """Every branch of ``remote`` and its tip, from one ``git ls-remote --heads`` (a snapshot
+    of one moment); GitError when the remote cannot be read."""
+    result = run_git(root, "ls-remote", "--heads", remote, check=False)
+    if result.returncode != 0:  # git's first line says why; its last is a generic hint
+        said = [line for line in result.stderr.splitlines() if line.strip()]
+        why = said[0].removeprefix("fatal: ") if said else f"git exited {result.returncode}"
+        raise GitError(f"cannot list the branches of {remote}: {why}")
+    heads = (line.partition("\t")[::2] for line in result.stdout.splitlines())
+    return {ref.removeprefix("refs/heads/"): sha for sha, ref in heads if ref.startswith("refs/")}
+
+
+def remote_url(root: Path, remote: str = "origin") -> str | None:
+    """The URL ``remote`` fetches from; None when there is no such remote."""
+    result = run_git(root, "remote", "get-url", remote, check=False)
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+@dataclass(frozen=True)
+class PushResult:
+    ok: bool
+    moved: bool  # refused as not a fast-forward (or a lease that failed): the branch moved on
+    detail: str  # the last lines git printed when refused ("" when ok)
+    flag: str = ""  # git's porcelain flag for the ref: "*" new, " " fast-forward, "=" up to date
+
+
+def _push(root: Path, remote: str, *args: str) -> PushResult:
+    result = run_git(root, "push", "--porcelain", *args[:-1], remote, args[-1], check=False)
+    flag = next(
+        (line[0] for line in result.stdout.splitlines() if "\t" in line and line[:1] in "*+-= !"),
+        "",
+    )
+    if result.returncode == 0:
+        return PushResult(True, False, "", flag)
+    lines = [
+        line.strip()
+        for line in (result.stderr + "\n" + result.stdout).splitlines()
+        if line.strip() and line.strip() not in ("Done",) and not line.startswith("To ")
+    ]
+    detail = "; ".join(lines[-3:]) or f"git exited {result.returncode}"
+    refused = "[rejected]" in result.stdout or "failed to update ref" in result.stdout
+    return PushResult(False, refused, detail, flag)
+
+
+def push_branch(
+    root: Path, sha: str, branch: str, remote: str = "origin", *, dry_run: bool = False
+) -> PushResult:
+    """``git push --porcelain REMOTE SHA:refs/heads/BRANCH``: a normal push, never forced, so
+    git refuses it when ``branch`` moved on (``moved``). ``dry_run``: only ask whether the
+    remote would take it."""
+    flags = ("--dry-run",) if dry_run else ()
+    return _push(root, remote, *flags, f"{sha}:refs/heads/{branch}")
+
+
+def claim_branch(root: Path, sha: str, branch: str, remote: str = "origin") -> PushResult:
+    """Create ``branch`` at ``sha`` on ``remote`` only if it does not exist there (see the
+    module doc). ``ok`` only when this push created it: a branch that already pointed at
+    ``sha`` is "up to date" to git, and counts as taken."""
+    pushed = _push(
+        root, remote, f"--force-with-lease=refs/heads/{branch}:", f"{sha}:refs/heads/{branch}"
+    )
+    if pushed.ok and pushed.flag != "*":
+        return PushResult(False, True, f"{branch} already exists on {remote}", pushed.flag)
+    return pushed
+
+
+def delete_remote_branch(
+    root: Path, branch: str, expected: str, remote: str = "origin"
+) -> PushResult:
+    """Delete ``branch`` on ``remote`` only while it still points at ``expected`` (a lease):
+    a branch someone else pushed to since is left alone (``moved``)."""
+    return _push(
+        root, remote, f"--force-with-lease=refs/heads/{branch}:{expected}", f":refs/heads/{branch}"
+    )
