@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,24 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
 DATA = Path(__file__).resolve().parent / "data"
+
+
+def _cache_bytecode() -> None:
+    """Under PYTHONDONTWRITEBYTECODE every test process, and every ``python -m gitflow_agents``
+    or hook a test starts, compiled the package from source again (a large share of the suite's
+    CPU time on such a machine). Keep the byte code instead, outside the checkout, in a
+    ``PYTHONPYCACHEPREFIX`` under the temp dir, as benchmarks/ do (checked against the source
+    the way ``__pycache__`` is)."""
+    if not sys.dont_write_bytecode:
+        return
+    prefix = str(Path(tempfile.gettempdir()) / f"gitflow-agents-test-pycache-{os.getuid()}")
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+_cache_bytecode()
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",
