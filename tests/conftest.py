@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 if TYPE_CHECKING:
     import psutil
@@ -37,6 +38,19 @@ def _cache_bytecode() -> None:
 
 
 _cache_bytecode()
+
+# ``pytest --hypothesis-profile=long``: the long-haul sizes of the property tests (the chain state
+# machine's 2 x 100 sequences, a larger fuzz sample, more examples for any other hypothesis test);
+# CONTRIBUTING.md, "Long runs". A normal run uses the smaller sizes the tests name.
+LONG_PROFILE = "long"
+hypothesis_settings.register_profile(LONG_PROFILE, max_examples=1000)
+
+
+@pytest.fixture(scope="session")
+def long_run(request: pytest.FixtureRequest) -> bool:
+    """True under ``pytest --hypothesis-profile=long``."""
+    return bool(request.config.getoption("hypothesis_profile", None) == LONG_PROFILE)
+
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",
