@@ -25,8 +25,8 @@ from typing import Literal
 
 from gitflow_agents.errors import GitflowError, InputError
 from gitflow_agents.frontmatter import split_frontmatter
+from gitflow_agents.fsutil import write_text_atomic
 from gitflow_agents.lock import LockInfo, hold
-from gitflow_agents.runs import write_text_atomic
 
 CardStatus = Literal["queued", "running", "succeeded", "failed", "canceled"]
 CARD_STATUSES: tuple[CardStatus, ...] = ("queued", "running", "succeeded", "failed", "canceled")

@@ -115,7 +115,8 @@ def kill_recorded_tree(status: Mapping[str, Any], grace: float = 3.0) -> tuple[i
 
 def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
     """Record a lost run as canceled: ``status.json``, and a ``result.json`` when it has none."""
-    from gitflow_agents.runs import flow_result, read_json, write_json_atomic, write_result
+    from gitflow_agents.fsutil import write_json_atomic
+    from gitflow_agents.runs import flow_result, read_json, write_result
 
     now = time.time()
     current = read_json(paths.status) or dict(status)

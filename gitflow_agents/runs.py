@@ -25,8 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gitflow_agents.fsutil import write_json_atomic as write_json_atomic
-from gitflow_agents.fsutil import write_text_atomic as write_text_atomic
+from gitflow_agents.fsutil import write_json_atomic
 
 FlowKind = Literal["implement", "review", "research"]
 FLOW_KINDS: tuple[FlowKind, ...] = ("implement", "review", "research")

@@ -155,8 +155,7 @@ def fill_report(text: str, stats: GitStats) -> str:
 def fill_report_file(path: Path, stats: GitStats) -> None:
     """``fill_report`` on a file, written atomically."""
     from gitflow_agents.findings.report import MAX_REPORT_CHARS
-    from gitflow_agents.fsutil import irregular, read_agent_text
-    from gitflow_agents.runs import write_text_atomic
+    from gitflow_agents.fsutil import irregular, read_agent_text, write_text_atomic
 
     if irregular(path) is not None:  # an agent's symlink or FIFO: neither read nor written
         return

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 if TYPE_CHECKING:
     import psutil
@@ -18,6 +20,37 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
 DATA = Path(__file__).resolve().parent / "data"
+
+
+def _cache_bytecode() -> None:
+    """Under PYTHONDONTWRITEBYTECODE every test process, and every ``python -m gitflow_agents``
+    or hook a test starts, compiled the package from source again (a large share of the suite's
+    CPU time on such a machine). Keep the byte code instead, outside the checkout, in a
+    ``PYTHONPYCACHEPREFIX`` under the temp dir, as benchmarks/ do (checked against the source
+    the way ``__pycache__`` is)."""
+    if not sys.dont_write_bytecode:
+        return
+    prefix = str(Path(tempfile.gettempdir()) / f"gitflow-agents-test-pycache-{os.getuid()}")
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+_cache_bytecode()
+
+# ``pytest --hypothesis-profile=long``: the long-haul sizes of the property tests (the chain state
+# machine's 2 x 100 sequences, a larger fuzz sample, more examples for any other hypothesis test);
+# CONTRIBUTING.md, "Long runs". A normal run uses the smaller sizes the tests name.
+LONG_PROFILE = "long"
+hypothesis_settings.register_profile(LONG_PROFILE, max_examples=1000)
+
+
+@pytest.fixture(scope="session")
+def long_run(request: pytest.FixtureRequest) -> bool:
+    """True under ``pytest --hypothesis-profile=long``."""
+    return bool(request.config.getoption("hypothesis_profile", None) == LONG_PROFILE)
+
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",

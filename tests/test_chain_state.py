@@ -15,6 +15,7 @@ again), and the plan (the user's copy and the target's) never half-written.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -91,6 +92,10 @@ def _config(box: Path) -> str:
     return text
 
 
+# the object id of a file holding "implemented\n" (one builder line): compared with what
+# ``git ls-tree`` lists, it checks every file's content without a ``git show`` per file
+IMPLEMENTED_ONCE = hashlib.sha1(b"blob 12\0implemented\n").hexdigest()
+
 STEPS = st.sampled_from([1, 2])
 VERDICTS = st.sampled_from(["APPROVED", "APPROVED", "REVISE"])
 
@@ -113,7 +118,30 @@ class ChainRuns(RuleBasedStateMachine):
             (path / "specs" / "plan.md").write_text(PLAN)
             git(path, "add", "specs")
             git(path, "commit", "-q", "-m", "plan")
+            cls._warm_up(path)
         return path
+
+    @classmethod
+    def _warm_up(cls, template: Path) -> None:
+        """Run one step (reviewed, fixed, reviewed again) in a throw-away copy, so this process
+        has imported what a step imports: a forked orchestrator (``run_and_kill_9``) then starts
+        its agent at once instead of importing (without byte-code caches: compiling) the
+        chain's modules again on every kill."""
+        from gitflow_agents import chain
+        from gitflow_agents.config import load_flow_config
+        from gitflow_agents.events import EventHub
+        from gitflow_agents.plan import parse_plan
+
+        box = cls.base / "warm-up"
+        repo = box / "repo"
+        shutil.copytree(template, repo, symlinks=True)
+        (repo / ".flow").mkdir()
+        (repo / ".flow" / "base.yaml").write_text(_config(box))
+        (box / "verdict").write_text("REVISE\n")
+        config = load_flow_config(repo)
+        plan = parse_plan(repo / "specs" / "plan.md", config.spec_plan)
+        settings_ = chain.ChainSettings(max_iterations=2, stuck_timeout=20, timeout=30)
+        chain.run_step(chain.Context(repo, config, plan, plan.name, settings_, EventHub()), 1)
 
     @initialize(branch=st.sampled_from(["main", "elsewhere"]))
     def make_repo(self, branch: str) -> None:
@@ -297,10 +325,14 @@ class ChainRuns(RuleBasedStateMachine):
         merged = self._merged()
         steps = [c["step"] for c in merged]
         assert len(steps) == len(set(steps)), steps
-        names = git(self.repo, "ls-tree", "--name-only", "main", "impl/").split()
+        blobs = {}  # path -> object id, from one git call ("<mode> <type> <id>\t<path>" lines)
+        for line in git(self.repo, "ls-tree", "main", "impl/").splitlines():
+            meta, name = line.split("\t", 1)
+            blobs[name] = meta.split()[2]
+        names = sorted(blobs)
         assert names == sorted(f"impl/step-{s:02d}-builder.log" for s in steps), (names, steps)
         for name in names:  # every implementation reached main once: one line, not two
-            assert git(self.repo, "show", f"main:{name}") == "implemented\n", name
+            assert blobs[name] == IMPLEMENTED_ONCE, (name, git(self.repo, "show", f"main:{name}"))
 
     @invariant()
     def every_landed_commit_carries_its_approval(self) -> None:
@@ -312,8 +344,7 @@ class ChainRuns(RuleBasedStateMachine):
             sha = chain["merged"]["sha"]
             ok, reason = approval_status(self.repo, sha)
             assert ok, reason  # approved, about exactly this commit, and of a change
-            main = git(self.repo, "rev-parse", "main").strip()
-            assert git(self.repo, "merge-base", "--is-ancestor", sha, main) == ""
+            assert git(self.repo, "merge-base", "--is-ancestor", sha, "main") == ""
 
     @invariant()
     def no_user_edit_lost(self) -> None:
@@ -321,11 +352,14 @@ class ChainRuns(RuleBasedStateMachine):
             return
         assert (self.repo / "mine.txt").read_text() == "the user's own file\n"
         text = (self.repo / "specs" / "plan.md").read_text()
+        committed: dict[str, str] = {}  # branch -> its plan (one git call per branch)
         for line, branch in self.notes.items():
             if branch is None:
                 assert line in text, line
-            else:
-                assert line in git(self.repo, "show", f"{branch}:specs/plan.md"), line
+                continue
+            if branch not in committed:
+                committed[branch] = git(self.repo, "show", f"{branch}:specs/plan.md")
+            assert line in committed[branch], line
 
     @invariant()
     def no_agent_process_left(self) -> None:
@@ -366,15 +400,20 @@ class ChainRuns(RuleBasedStateMachine):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("part", [0, 1])
-def test_chain_reruns_keep_their_promises(tmp_path: Path, part: int) -> None:
-    """200 random sequences in two parts of 100 (each its own fixed seed, so CI runs the same
-    sequences every time and pytest-xdist runs the parts side by side)."""
+def test_chain_reruns_keep_their_promises(tmp_path: Path, part: int, long_run: bool) -> None:
+    """Random sequences in two parts, each its own fixed seed (so every run checks the same
+    sequences and pytest-xdist runs the parts side by side): 2 x 30 in a normal run, the
+    long-haul 2 x 100 under ``pytest --hypothesis-profile=long`` (CONTRIBUTING.md, "Long runs");
+    GITFLOW_AGENTS_STATE_EXAMPLES sets the number per part."""
+    examples = int(os.environ.get("GITFLOW_AGENTS_STATE_EXAMPLES", 0)) or (
+        LONG_EXAMPLES if long_run else EXAMPLES
+    )
     ChainRuns.base = tmp_path
     ChainRuns.examples = 0
     test = get_state_machine_test(
         ChainRuns,
         settings=settings(
-            max_examples=EXAMPLES,
+            max_examples=examples,
             stateful_step_count=5,
             deadline=None,
             database=None,
@@ -382,7 +421,8 @@ def test_chain_reruns_keep_their_promises(tmp_path: Path, part: int) -> None:
         ),
     )
     seed(20261123 + part)(test)()
-    assert ChainRuns.examples >= EXAMPLES
+    assert ChainRuns.examples >= examples
 
 
-EXAMPLES = int(os.environ.get("GITFLOW_AGENTS_STATE_EXAMPLES", "100"))  # per part
+EXAMPLES = 30  # per part, in a normal run
+LONG_EXAMPLES = 100  # per part, under --hypothesis-profile=long

@@ -358,8 +358,8 @@ class _NotStarted(Exception):
 
 def _builtin_review(ctx: Context, ws: Workspace, folder: Path, success: Path) -> tuple[Status, str]:
     """The offline reviewer, in process: its report goes straight to ``report.complete.md``."""
+    from gitflow_agents.fsutil import write_text_atomic
     from gitflow_agents.reviewer import builtin
-    from gitflow_agents.runs import write_text_atomic
 
     head = git.head_sha(ws.worktree)
     spec = git.DiffSpec(ws.base_sha, head)

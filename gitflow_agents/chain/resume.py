@@ -17,7 +17,8 @@ from typing import Any
 from gitflow_agents import git
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.workspace import Workspace
-from gitflow_agents.runs import read_json, write_json_atomic
+from gitflow_agents.fsutil import write_json_atomic
+from gitflow_agents.runs import read_json
 
 META_FILE = "chain.json"
 

@@ -18,8 +18,9 @@ from gitflow_agents.errors import UsageError
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.fsutil import write_text_atomic
     from gitflow_agents.lost_runs import kill_recorded_tree, mark_ended
-    from gitflow_agents.runs import find_run, read_json, write_text_atomic
+    from gitflow_agents.runs import find_run, read_json
 
     root = find_project_root(Path.cwd())
     config = load_flow_config(root)

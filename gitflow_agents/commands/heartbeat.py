@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from gitflow_agents.errors import UsageError
-from gitflow_agents.runs import RUN_DIR_ENV, RunPaths, iter_runs, read_status, write_text_atomic
+from gitflow_agents.fsutil import write_text_atomic
+from gitflow_agents.runs import RUN_DIR_ENV, RunPaths, iter_runs, read_status
 
 
 def run(args: argparse.Namespace) -> int:

@@ -70,8 +70,8 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
     from gitflow_agents import chain
     from gitflow_agents.config import load_flow_config
     from gitflow_agents.events import ConsoleChannel, EventHub
+    from gitflow_agents.fsutil import write_text_atomic
     from gitflow_agents.prompt import agent_dir
-    from gitflow_agents.runs import write_text_atomic
 
     identity = git.commit_identity(root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
     with contextlib.ExitStack() as stack:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
 
-from gitflow_agents.fsutil import irregular
-from gitflow_agents.runs import read_json, write_json_atomic
+from gitflow_agents.fsutil import irregular, write_json_atomic
+from gitflow_agents.runs import read_json
 
 Status = Literal["succeeded", "failed", "stuck", "timeout", "canceled", "crashed"]
 
