@@ -197,3 +197,95 @@ def test_a_plan_runs_in_waves_of_pull_requests_each_step_once(
     assert sorted(m.group(1) for m in merged if m) == ["1", "2", "3", "4"], subjects
     assert len(subjects) == 4  # nothing reached main but the four squash merges
     assert git(origin, "for-each-ref", "refs/heads/agents/") == ""
+
+
+BRANCH_1 = "agents/feature/step-1"
+HOOK = """\
+#!/bin/sh
+# The pull request of step 1 merges (and its branch goes) just before this claim re-creates it.
+while read -r old new ref; do
+  if [ "$ref" = "refs/heads/{branch}" ] && [ "$old" = "{zero}" ]; then
+    git update-ref refs/heads/main {merged} {before} || true
+  fi
+done
+"""
+
+
+def test_a_late_run_whose_claim_follows_the_merge_gives_it_back_and_runs_no_agent(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """A runner read main before step 1's pull request merged and claims the step after its
+    branch was deleted: the claim succeeds (the branch is re-created), the target read again
+    says ✅, the claim is released, no agent runs and GitHub sees no write."""
+    origin = seed_origin(tmp_path, gh)
+    before = origin_sha(gh, "refs/heads/main")
+    assert run_step(tmp_path, "step-1", 1, "--auto-merge", "squash").returncode == 0
+    merged = merge_wave(tmp_path, gh, 1)
+    assert origin_sha(gh, f"refs/heads/{BRANCH_1}") is None
+    git(origin, "update-ref", "refs/heads/main", str(before), merged)  # as the late run saw it
+    hook = origin / "hooks" / "post-receive"
+    hook.write_text(HOOK.format(branch=BRANCH_1, zero=ZERO_SHA, merged=merged, before=before))
+    hook.chmod(0o755)
+    writes = len(gh.writes())
+    late = checkout(tmp_path, "late")
+    out = call(late, "run", PLAN, "--quiet", "--pr", "--step", "1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "step 1 already done on main: ✅ on origin/main" in out.stdout
+    assert f"the claim of {BRANCH_1} on origin was released" in out.stdout
+    assert origin_sha(gh, "refs/heads/main") == merged
+    assert origin_sha(gh, f"refs/heads/{BRANCH_1}") is None
+    assert implemented(tmp_path) == ["1"] and len(gh.writes()) == writes
+    assert not (late / "flows").exists()  # no run record: nothing ran
+    # The second time: done before the claim, so nothing is claimed at all.
+    again = call(late, "run", PLAN, "--quiet", "--pr", "--step", "1")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "step 1: skipped - step 1 is already ✅ on origin/main" in again.stdout
+    assert "claim" not in again.stdout
+    assert origin_sha(gh, f"refs/heads/{BRANCH_1}") is None
+    assert implemented(tmp_path) == ["1"] and len(gh.writes()) == writes
+
+
+def test_a_step_waiting_for_unmerged_steps_is_refused_unless_forced(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    seed_origin(tmp_path, gh, done=frozenset({1}))
+    runner = checkout(tmp_path, "runner")
+    out = call(runner, "run", PLAN, "--quiet", "--pr", "--step", "4")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1
+    assert "step 4 waits for steps 2, 3, not ✅ on origin/main" in out.stderr
+    assert "--force runs it anyway" in out.stderr
+    assert git(tmp_path / "origin.git", "for-each-ref", "refs/heads/agents/") == ""
+    assert implemented(tmp_path) == [] and gh.writes() == []
+    # Step 2 approved and its pull request open is not "done": 4 still waits for it.
+    assert call(runner, "run", PLAN, "--quiet", "--pr", "--step", "2").returncode == 0
+    out = call(runner, "run", PLAN, "--quiet", "--pr", "--step", "4")
+    assert out.returncode == 2 and "step 4 waits for steps 2, 3" in out.stderr
+    forced = call(runner, "run", PLAN, "--quiet", "--pr", "--step", "4", "--force")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert implemented(tmp_path) == ["2", "4"]
+    assert sorted(p.head_ref for p in gh.state.pulls.values()) == [
+        "agents/feature/step-2",
+        "agents/feature/step-4",
+    ]
+
+
+def test_all_with_pr_runs_the_wave_ready_now_and_nothing_after_it(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """Step 1 is done: ``--all --pr`` opens the pull requests of 2 and 3, in order, and leaves
+    4 (it waits for them to merge); run again, it finds nothing ready and does nothing."""
+    seed_origin(tmp_path, gh, done=frozenset({1}))
+    runner = checkout(tmp_path, "runner")
+    out = call(runner, "run", PLAN, "--quiet", "--pr", "--all")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "ready: 2, 3; done: 1; started (branch on origin): -; waiting: 4" in out.stdout
+    assert implemented(tmp_path) == ["2", "3"]
+    pulls = sorted(gh.state.pulls.values(), key=lambda p: p.number)
+    assert [p.head_ref for p in pulls] == ["agents/feature/step-2", "agents/feature/step-3"]
+    assert [statuses(gh, p.head_sha)[-1] for p in pulls] == ["success", "success"]
+    writes = len(gh.writes())
+    again = call(runner, "run", PLAN, "--quiet", "--pr", "--all")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "ready: -; done: 1; started (branch on origin): 2, 3; waiting: 4" in again.stdout
+    assert implemented(tmp_path) == ["2", "3"] and len(gh.writes()) == writes
