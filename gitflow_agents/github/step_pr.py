@@ -105,30 +105,34 @@ def run_steps(
 
 def _startable(ctx: Context, steps: list[int] | None, force: bool) -> list[int]:
     """``steps`` checked against origin's target (docs/github.md, "Plan steps as pull
-    requests"): None is the wave ready now (printed as one summary line); a step whose
-    dependencies are not all ✅ there is a UsageError unless ``force``."""
+    requests"): None is the wave ready now, as ``plan matrix --ready`` has it (printed as one
+    summary line); a step waiting for a step that is not ✅ there is a UsageError unless
+    ``force``. Only ``--all`` needs the whole plan's dependencies right (no cycle, no unknown
+    step), as ``--ready`` does; ``--step N`` looks at its own."""
+    from gitflow_agents.chain.state import done_where
     from gitflow_agents.plan.waves import ready_steps
 
     assert ctx.plan is not None
-    wave = ready_steps(
-        ctx.root,
-        ctx.plan.path,
-        ctx.config.spec_plan,
-        target=ctx.target,
-        branch_pattern=ctx.settings.branch_pattern,
-        remote=REMOTE,
-    )
     if steps is None:
+        wave = ready_steps(
+            ctx.root,
+            ctx.plan.path,
+            ctx.config.spec_plan,
+            target=ctx.target,
+            branch_pattern=ctx.settings.branch_pattern,
+            remote=REMOTE,
+        )
         print(f"ready on {wave.summary()}")
         return [step.number for step in wave.ready]
     for number in steps:
-        waiting = [d for d in wave.plan.step(number).depends_on if d not in wave.done]
-        if waiting and number not in wave.done and not force:
+        if force or done_where(ctx, number) is not None:
+            continue
+        waiting = [d for d in ctx.plan.step(number).depends_on if done_where(ctx, d) is None]
+        if waiting:
             raise UsageError(
                 f"step {number} waits for step{'s' if len(waiting) > 1 else ''} "
-                f"{', '.join(map(str, waiting))}, not {DONE} on "
-                f"{REMOTE}/{ctx.target}: its pull request would build on work that is not "
-                "merged; --force runs it anyway"
+                f"{', '.join(map(str, waiting))}, not {DONE} on {REMOTE}/{ctx.target}: its "
+                "pull request would build on work that is not merged; --force runs it anyway"
             )
     return steps
 
