@@ -289,3 +289,19 @@ def test_all_with_pr_runs_the_wave_ready_now_and_nothing_after_it(
     assert again.returncode == 0, again.stdout + again.stderr
     assert "ready: -; done: 1; started (branch on origin): 2, 3; waiting: 4" in again.stdout
     assert implemented(tmp_path) == ["2", "3"] and len(gh.writes()) == writes
+
+
+def test_a_claim_left_behind_by_a_kill_after_the_merge_blocks_nothing(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """A late run killed between its claim and the release leaves step 1's branch at an old
+    main while step 1 is ✅ there: the next wave still starts, and step 1 is not run again."""
+    origin = seed_origin(tmp_path, gh, done=frozenset({1}))
+    git(origin, "update-ref", f"refs/heads/{BRANCH_1}", "main")  # the claim, left behind
+    assert ready(tmp_path, "ready") == [2, 3]
+    runner = checkout(tmp_path, "runner")
+    out = call(runner, "run", PLAN, "--quiet", "--pr", "--step", "1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "step 1: skipped - step 1 is already ✅ on origin/main" in out.stdout
+    assert implemented(tmp_path) == [] and gh.writes() == []
+    assert origin_sha(gh, f"refs/heads/{BRANCH_1}") is not None  # not ours to delete
