@@ -252,13 +252,16 @@ def _add_run(sub: Registry) -> None:
     p.add_argument("plan", help="path to the spec plan (markdown)")
     p.add_argument("--step", type=int, help="the step to run")
     p.add_argument(
-        "--all", action="store_true", help="every step not yet done on the target, in order"
+        "--all",
+        action="store_true",
+        help="every step not yet done on the target, in order (with --pr: the steps ready now, "
+        "as plan matrix --ready lists them)",
     )
     p.add_argument(
         "--force",
         action="store_true",
         help="run a step even when the target has it done; with --pr, also continue a step "
-        "whose branch exists on origin",
+        "whose branch exists on origin, or start one whose dependencies are not done there",
     )
     p.add_argument(
         "--pr",

@@ -260,23 +260,14 @@ def _merge(origin: Path, pull: Pull, method: str) -> str:
 
 
 def push_event(s: GitHubStandIn, branch: str, before: str, after: str) -> dict[str, Any]:
-    """The ``push`` webhook payload GitHub sends for a merge into ``branch``."""
-    repository = s.repository()
-    return {
-        "ref": f"refs/heads/{branch}",
-        "before": before,
-        "after": after,
-        "base_ref": None,
-        "created": False,
-        "deleted": False,
-        "forced": False,
-        "compare": f"https://github.example/{s.full_name}/compare/{before[:12]}...{after[:12]}",
-        "commits": [],
-        "head_commit": None,
-        "pusher": {"name": "GitHub", "email": "noreply@github.com"},
-        "repository": {**repository, "pushed_at": 1767225600, "created_at": 1767225600},
-        "sender": s.user("web-flow"),
-    }
+    """The ``push`` webhook payload GitHub sends for a merge into ``branch``: GitHub's own
+    example (tests/github_events.py) for this repository, held to GitHub's webhook schema."""
+    from tests.github_events import push_event as webhook_push
+    from tests.github_events import validate
+
+    payload = webhook_push(s.full_name, f"refs/heads/{branch}", before, after)
+    validate("push", payload)
+    return payload
 
 
 def play_auto_merge(s: GitHubStandIn) -> list[dict[str, Any]]:

@@ -23,6 +23,8 @@ from tests.conftest import ROOT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 DOC = ROOT / "docs" / "github.md"
+EXAMPLES = sorted((ROOT / "docs" / "examples").glob("*.yml"))
+"""Workflows a repository copies as they are (docs/github.md embeds them)."""
 
 
 def doc_workflows() -> list[str]:
@@ -32,12 +34,20 @@ def doc_workflows() -> list[str]:
 
 
 def write_examples(tmp_path: Path) -> list[Path]:
+    """The doc's workflows as files, and the files of docs/examples/."""
     paths = []
     for index, text in enumerate(doc_workflows()):
         path = tmp_path / f"doc-example-{index}.yml"
         path.write_text(text, encoding="utf-8")
         paths.append(path)
-    return paths
+    return [*paths, *EXAMPLES]
+
+
+def test_the_doc_shows_each_example_file_as_it_is() -> None:
+    assert [p.name for p in EXAMPLES] == ["plan-waves.yml"]
+    texts = doc_workflows()
+    for path in EXAMPLES:
+        assert path.read_text(encoding="utf-8") in texts, f"docs/github.md lost {path.name}"
 
 
 def test_docs_show_the_workflows_the_issue_asks_for() -> None:
@@ -46,9 +56,15 @@ def test_docs_show_the_workflows_the_issue_asks_for() -> None:
     joined = "\n".join(texts)
     assert "issue_comment" in joined  # fix / review on comment
     assert "post-findings:" in joined and "upload-artifact" in joined  # the two-job split
-    assert "plan matrix" in joined and "fromJSON(needs.steps.outputs.matrix)" in joined
     assert "merge_group: { types: [checks_requested] }" in joined  # the merge queue
-    assert "plan matrix --ready" in joined and "include[0] != null" in joined  # waves
+    # The self-driving plan: the ready wave as a matrix, each step a pull request that GitHub
+    # merges with a token whose push starts the next wave.
+    assert 'plan matrix --ready "$PLAN"' in joined and "include[0] != null" in joined
+    assert "fromJSON(needs.ready.outputs.matrix)" in joined
+    assert '--step "$STEP" --pr --auto-merge squash' in joined
+    assert "GITHUB_TOKEN: ${{ secrets.AGENTS_TOKEN }}" in joined
+    assert "push: { branches: [main] }" in joined and "workflow_dispatch: {}" in joined
+    assert "permissions: { contents: write, pull-requests: write, statuses: write }" in joined
 
 
 @pytest.mark.skipif(shutil.which("check-jsonschema") is None, reason="check-jsonschema missing")

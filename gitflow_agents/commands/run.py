@@ -88,12 +88,13 @@ def run(args: argparse.Namespace) -> int:
         ctx.plan.step(args.step)  # PlanError for an unknown step, before anything runs
         steps = [args.step]
     code = int(ExitCode.OK)
-    if pr:
+    if pr:  # --all --pr: the steps ready now, as origin has them (docs/github.md)
         from gitflow_agents.github.step_pr import PrOptions, run_steps
 
         options = PrOptions(args.auto_merge, bool(args.draft), bool(args.force))
         with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
-            return run_steps(ctx, steps, options, lambda r: report(r, as_json=args.json))
+            wave = None if args.all else steps
+            return run_steps(ctx, wave, options, lambda r: report(r, as_json=args.json))
     with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
         for number in steps:
             ctx.plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)  # statuses change

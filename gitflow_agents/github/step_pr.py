@@ -1,9 +1,14 @@
 """``run PLAN --step N --pr``: a plan step as a pull request instead of a local merge.
 
-Per step: GitHub is found from the environment before anything runs (``connect``); the step is
-claimed by creating its branch on ``origin`` at the target's commit there, atomically
-(``git.claim_branch``): a branch that exists means the step is started, and the run stops
-without running an agent (``--force`` continues on that branch, building on its tip). The chain
+Which steps: ``--all`` is the wave that can start now (``plan.waves.ready_steps``, what ``plan
+matrix --ready`` prints); ``--step N`` is refused (exit 2) while a step it depends on is not ✅
+on origin's target, unless ``--force``. Per step: GitHub is found from the environment before
+anything runs (``connect``); the step is claimed by creating its branch on ``origin`` at the
+target's commit there, atomically (``git.claim_branch``): a branch that exists means the step is
+started, and the run stops without running an agent (``--force`` continues on that branch,
+building on its tip). After the claim the target is read again: a step whose pull request
+merged (and whose branch was deleted) just before the claim re-created it is ✅ there now, and
+the claim is given back without running an agent. The chain
 runs as ``run`` runs it, ending with ``chain.lander.BranchLander`` (✅ marked on the branch,
 nothing merged, the local target untouched); an approved or rejected step's branch is pushed
 (a fast-forward, never forced), and its pull request opened or updated with the run published
@@ -22,6 +27,7 @@ from gitflow_agents import git
 from gitflow_agents.chain import ChainResult, Context
 from gitflow_agents.errors import ExitCode, GitHubError, UsageError
 from gitflow_agents.github.client import Client
+from gitflow_agents.plan.model import DONE
 
 REMOTE = "origin"
 
@@ -68,12 +74,13 @@ def connect(environ: Mapping[str, str], root: Path) -> GitHub:
 
 def run_steps(
     ctx: Context,
-    steps: list[int],
+    steps: list[int] | None,
     options: PrOptions,
     report: Callable[[ChainResult], None],
     environ: Mapping[str, str] | None = None,
 ) -> int:
-    """Every step of ``steps`` as a pull request, in order, until one does not exit 0."""
+    """Every step of ``steps`` (None: the steps ready now, ``--all``) as a pull request, in
+    order, until one does not exit 0."""
     from gitflow_agents.chain.state import target_tip
     from gitflow_agents.github.client import ACTIONS_BOT_LOGIN
     from gitflow_agents.github.fixer import BOT_EMAIL
@@ -85,6 +92,7 @@ def run_steps(
     ctx.commit_identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
     if target_tip(ctx) is None:
         raise UsageError(f"the target branch {ctx.target} does not exist on {REMOTE}")
+    steps = _startable(ctx, steps, options.force)
     code = int(ExitCode.OK)
     for number in steps:
         assert ctx.plan is not None
@@ -93,6 +101,40 @@ def run_steps(
         if code != ExitCode.OK:
             break
     return code
+
+
+def _startable(ctx: Context, steps: list[int] | None, force: bool) -> list[int]:
+    """``steps`` checked against origin's target (docs/github.md, "Plan steps as pull
+    requests"): None is the wave ready now, as ``plan matrix --ready`` has it (printed as one
+    summary line); a step waiting for a step that is not ✅ there is a UsageError unless
+    ``force``. Only ``--all`` needs the whole plan's dependencies right (no cycle, no unknown
+    step), as ``--ready`` does; ``--step N`` looks at its own."""
+    from gitflow_agents.chain.state import done_where
+    from gitflow_agents.plan.waves import ready_steps
+
+    assert ctx.plan is not None
+    if steps is None:
+        wave = ready_steps(
+            ctx.root,
+            ctx.plan.path,
+            ctx.config.spec_plan,
+            target=ctx.target,
+            branch_pattern=ctx.settings.branch_pattern,
+            remote=REMOTE,
+        )
+        print(f"ready on {wave.summary()}")
+        return [step.number for step in wave.ready]
+    for number in steps:
+        if force or done_where(ctx, number) is not None:
+            continue
+        waiting = [d for d in ctx.plan.step(number).depends_on if done_where(ctx, d) is None]
+        if waiting:
+            raise UsageError(
+                f"step {number} waits for step{'s' if len(waiting) > 1 else ''} "
+                f"{', '.join(map(str, waiting))}, not {DONE} on {REMOTE}/{ctx.target}: its "
+                "pull request would build on work that is not merged; --force runs it anyway"
+            )
+    return steps
 
 
 def run_step_pr(
@@ -125,6 +167,9 @@ def run_step_pr(
                 print(f"step {step} already started: {_started(github, branch, ctx.target)}")
                 return int(ExitCode.OK)
             _continue_branch(ctx, branch, remote_tip)
+        elif not ctx.settings.force and _done_after_claim(ctx, step):
+            _release(ctx, branch, base)
+            return int(ExitCode.OK)
     ctx.build_on_branch = remote_tip is not None
     lander = ctx.lander = BranchLander(remote_tip)
     try:
@@ -142,6 +187,19 @@ def run_step_pr(
     assert head is not None
     _push(ctx, branch, head)
     return _publish(ctx, github, options, result, branch, head)
+
+
+def _done_after_claim(ctx: Context, step: int) -> bool:
+    """Read the target again once the claim is made: a pull request that merged (its branch
+    deleted) between the first read and the claim shows here, never in a later run."""
+    from gitflow_agents.chain.state import done_where, target_tip
+
+    target_tip(ctx)
+    done = done_where(ctx, step)
+    if done is None:
+        return False
+    print(f"step {step} already done on {ctx.target}: {DONE} {done}; no agent runs")
+    return True
 
 
 def _started(github: GitHub, branch: str, target: str) -> str:
