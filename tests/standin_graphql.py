@@ -13,7 +13,7 @@ answered as GitHub answers one. The one mutation implemented is ``enablePullRequ
 with GitHub's refusals (HTTP 200 with ``errors``, as GitHub answers GraphQL): auto-merge not
 allowed in the repository, a head that is not ``expectedHeadOid``, a draft, a pull request
 already mergeable ("clean status": GitHub merges nothing automatically then), a closed one, and a
-read-only token. tests/data/github-graphql/README.md says which wordings are GitHub's, confirmed.
+read-only token; tests/data/github-graphql/README.md says which wordings are confirmed as GitHub's.
 """
 
 from __future__ import annotations
