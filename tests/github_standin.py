@@ -521,6 +521,9 @@ class GitHubStandIn:
         )
 
     def label(self, name: str) -> dict[str, Any]:
+        # A description, not null: GitHub's OpenAPI gives a label in a pull request list
+        # (``pull-request-simple``) a non-nullable string description, and the stand-in's
+        # answers are validated against it.
         return make(
             "label",
             id=abs(hash(name)) % 10**6 + 1,
@@ -529,7 +532,7 @@ class GitHubStandIn:
             name=name,
             color="ededed",
             default=False,
-            description=None,
+            description=f"the label {name}",
         )
 
     def _new_issue_comment(

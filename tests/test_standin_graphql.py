@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -93,3 +94,80 @@ def test_githubs_refusals_reach_the_caller_as_exit_4_errors(
         client_for(gh).enable_automerge(gh.full_name, 7, method="merge", expected_head=expected)
     assert caught.value.exit_code == 4
     assert pull.auto_merge is None
+
+
+# --- every answer is the query executed against the schema --------------------------------------
+
+OPERATIONS = Path(__file__).parent / "data" / "github-graphql" / "operations.graphql"
+
+
+def test_what_the_product_sends_is_an_operation_the_subset_was_trimmed_for(
+    gh: GitHubStandIn,
+) -> None:
+    """The subset keeps only what ``operations.graphql`` uses: the query PyGithub sends must be
+    one of them (else run trim_schema.py again with it), and the subset must accept all."""
+    from graphql import parse, print_ast
+    from graphql import validate as validate_query
+
+    from tests.standin_graphql import schema
+
+    pull = simple_pull(gh)
+    client_for(gh).enable_automerge(gh.full_name, 7, method="merge", expected_head=pull.head_sha)
+    [sent] = gh.requests("POST", "graphql$")
+    operations = parse(OPERATIONS.read_text(encoding="utf-8"))
+    assert validate_query(schema(), operations) == []
+    assert print_ast(parse(sent.body["query"])) in [print_ast(d) for d in operations.definitions]
+
+
+def test_the_answer_has_exactly_the_selected_fields_and_the_actors_type(gh: GitHubStandIn) -> None:
+    pull = simple_pull(gh)
+    variables = {"input": {"pullRequestId": "PR_7", "expectedHeadOid": pull.head_sha}}
+    answer = post(gh, ENABLE, variables)
+    assert answer == {
+        "data": {"enablePullRequestAutoMerge": {"actor": {"login": "gitflow-bot"},
+                                                "clientMutationId": None}}
+    }  # fmt: skip
+    assert pull.auto_merge == {"merge_method": "merge", "enabled_by": "gitflow-bot"}  # default
+    typed = ENABLE.replace("actor { login }", "actor { __typename login ... on Bot { id } }")
+    pull.auto_merge = None
+    answer = post(gh, typed, variables)
+    assert answer["data"]["enablePullRequestAutoMerge"]["actor"] == {
+        "__typename": "User",
+        "login": "gitflow-bot",
+    }
+    assert not gh.violations  # Bot.id is asked of a Bot only: a User's answer has no id
+
+
+def test_a_refusal_is_githubs_error_entry_beside_a_null(gh: GitHubStandIn) -> None:
+    pull = simple_pull(gh, state="closed")
+    answer = post(
+        gh, ENABLE, {"input": {"pullRequestId": "PR_7", "expectedHeadOid": pull.head_sha}}
+    )
+    assert answer["data"] == {"enablePullRequestAutoMerge": None}
+    [error] = answer["errors"]
+    assert error["type"] == "UNPROCESSABLE" and error["path"] == ["enablePullRequestAutoMerge"]
+    assert error["message"] == "Pull request Pull request is closed"
+    assert error["locations"] and set(error["locations"][0]) == {"line", "column"}
+    assert not gh.violations
+
+
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        ({"actor": {"__typename": "User", "login": "x", "url": "u", "resourcePath": "/x"}},
+         "non-nullable field User.avatarUrl"),
+        ({"actor": {"__typename": "Team", "login": "x"}}, "Team"),
+        ({"actor": {"login": "x", "avatarUrl": "a", "url": "u", "resourcePath": "/x"}},
+         "Actor"),
+        ({"clientMutationId": ["not", "a", "string"]}, "String cannot represent"),
+    ],
+)  # fmt: skip
+def test_an_answer_the_schema_cannot_give_is_a_problem(payload: dict[str, Any], says: str) -> None:
+    """The stand-in's own data is held to the schema: a missing non-null field, a type the
+    interface does not have (or none), a value of the wrong type."""
+    from tests.standin_graphql import execute
+
+    query = ENABLE.replace("actor { login }", "actor { avatarUrl login resourcePath url }")
+    variables = {"input": {"pullRequestId": "PR_1"}}
+    _, problems = execute(query, variables, {"enablePullRequestAutoMerge": lambda input: payload})
+    assert any(says in p for p in problems), problems

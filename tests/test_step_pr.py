@@ -442,6 +442,13 @@ def test_agent_fix_turns_a_rejected_step_pull_request_green(
     assert statuses(gh, fixed)[-1] == "success"
     assert plan_status(git(workspace, "show", f"{fixed}:specs/feature.md"), 1) == "✅"
     [pull] = gh.state.pulls.values()
+    # Green now: the changes-requested label goes, with one request; a re-run of the same
+    # comment's job finds nothing to fix and the label gone, and removes nothing again.
+    assert pull.labels == [] and len(gh.requests("DELETE", "/labels/")) == 1
+    again = runner.run_with({}, "issue_comment", event, "--fixer", "fixer")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert runner.outputs()["fix-result"] == "nothing-to-fix"
+    assert len(gh.requests("DELETE", "/labels/")) == 1
     pull.auto_merge = {"merge_method": "merge", "enabled_by": "maintainer"}  # a human's click
     [event] = play_auto_merge(gh)
     assert gh.state.origin is not None

@@ -3,7 +3,10 @@
 Ours is the comment that carries ``MARKER`` **and** was written by our login: a comment by
 someone else quoting the marker is never touched. The body holds the verdict, findings grouped
 by severity, files not reviewed, questions from agents, which findings are inline, and the
-run-history table; it stays under GitHub's 65,536-character limit and says what was cut.
+run history (a step pull request's also draws the chain as a Mermaid flowchart); it stays under
+GitHub's 65,536-character limit and says what was cut. A fenced block (a suggestion, the
+flowchart) is never cut in its middle: it goes whole, and a flowchart that does not fit is left
+out with a line saying so.
 """
 
 from __future__ import annotations
@@ -106,10 +109,14 @@ def summary_body(
     footer: str = "",
     limit: int | None = BUDGET,
     where: str = IN_JOB_SUMMARY,
+    chart: str = "",
 ) -> str:
     """The full comment body, marker first, capped to ``limit`` (None: not at all) by ``cap``,
     whose notice says ``where`` every finding is. Everything in it that an agent wrote is masked
-    (``redact``) and inert (``render.markdown.escape``)."""
+    (``redact``) and inert (``render.markdown.escape``). ``chart``: a fenced Mermaid flowchart
+    (``render.mermaid.step_flowchart_markdown``) shown above the run-history table when the
+    whole body fits ``limit`` with it; otherwise a line says it was left out (``CHART_LEFT_OUT``):
+    the findings come first."""
     from gitflow_agents.redact import redact_text
     from gitflow_agents.render import redacted
     from gitflow_agents.render.markdown import escape, list_item
@@ -125,12 +132,39 @@ def summary_body(
         items = (list_item(redact_text(q)) for q in questions)
         parts.append("#### Questions from agents\n\n" + "\n".join(items))
     table = run_history(rows)
-    if table:
-        parts.append("#### Run history\n\n" + table)
-    if footer:
-        parts.append(f"<sub>{footer}</sub>")
-    body = "\n\n".join(parts) + "\n"
+    tail = [f"<sub>{footer}</sub>"] if footer else []
+
+    def joined(*history: str) -> str:
+        section = ["#### Run history\n\n" + "\n\n".join(history)] if history else []
+        return "\n\n".join([*parts, *section, *tail]) + "\n"
+
+    tables = (table,) if table else ()
+    body = joined(chart.rstrip("\n"), *tables) if chart else joined(*tables)
+    if chart and limit is not None and len(body) > limit:
+        body = joined(CHART_LEFT_OUT, *tables)  # the chart goes whole, never cut in its fence
     return body if limit is None else cap(body, limit, where=where)
+
+
+CHART_LEFT_OUT = (
+    f"_The flowchart of this run is left out: with it, this comment would pass {COMMENT_LIMIT}._"
+)
+
+
+def _open_fence(lines: Sequence[str]) -> int | None:
+    """The index of the line opening a fenced block that ``lines`` leave unclosed (None: every
+    block is closed). A fence is three or more backticks or tildes, indented up to three blanks
+    (or under a list item, as a suggestion is); a longer or equal run of the same character
+    closes it."""
+    opened: tuple[int, str] | None = None
+    for index, line in enumerate(lines):
+        text = line.lstrip(" ")
+        run = len(text) - len(text.lstrip(text[:1])) if text[:1] in ("`", "~") else 0
+        if opened is None:
+            if run >= 3:
+                opened = (index, text[:run])
+        elif run >= len(opened[1]) and text[:1] == opened[1][0] and not text[run:].strip():
+            opened = None
+    return None if opened is None else opened[0]
 
 
 def cap(
@@ -149,6 +183,10 @@ def cap(
             break
         kept.append(line)
         size += len(line) + 1
+    inside = _open_fence(kept)
+    if inside is not None:  # never end inside a fenced block: it goes whole
+        size -= sum(len(line) + 1 for line in kept[inside:])
+        kept = kept[:inside]
     cut = lines[len(kept) :]
     cut_findings = sum(1 for line in cut if line.startswith("- "))
     opened = sum(line.startswith("<details") for line in kept) - sum(

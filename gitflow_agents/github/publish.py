@@ -156,17 +156,23 @@ def _files(client: Client, repo: str, number: int) -> list[PullFile]:
         return []
 
 
-def newer_head(publisher: Publisher) -> str | None:
-    """The PR's head now, when it is another commit than the one this run is about (and not
-    one this run replaced); None otherwise, and when the token may not read the PR."""
+def current_pull(publisher: Publisher) -> PullRequest | None:
+    """The PR as GitHub has it now; None when the token may not read it (or write at all)."""
     if publisher.degraded is not None:
         return None
     try:
-        current = publisher.client.pull(publisher.repo, publisher.pull.number).head_sha
+        return publisher.client.pull(publisher.repo, publisher.pull.number)
     except GitHubForbidden:
         return None
+
+
+def newer_head(publisher: Publisher, current: PullRequest | None) -> str | None:
+    """The PR's head now (``current``), when it is another commit than the one this run is
+    about (and not one this run replaced); None otherwise, and when it is not known."""
+    if current is None:
+        return None
     ours = publisher.pull.head_sha
-    return None if current in (ours, *publisher.replaced) else current
+    return None if current.head_sha in (ours, *publisher.replaced) else current.head_sha
 
 
 def publish(
@@ -180,7 +186,8 @@ def publish(
     where: str = comment.IN_JOB_SUMMARY,
 ) -> Published:
     pull, client, repo = publisher.pull, publisher.client, publisher.repo
-    newer = newer_head(publisher)
+    current = current_pull(publisher)
+    newer = newer_head(publisher, current)
     if isinstance(login, Identity) and publisher.degraded is None:
         login.settle(
             lambda: [c for c in client.issue_comments(repo, pull.number) if comment.is_marked(c)]
@@ -227,6 +234,12 @@ def publish(
             client, repo, pull.head_sha, result, gate, target_url=publisher.target_url
         ),
     )
+    if gate.approved and newer is None and current is not None:
+        from gitflow_agents.github.step_publish import clear_changes_label
+
+        publisher.attempt(
+            "remove the changes-requested label", lambda: clear_changes_label(client, repo, current)
+        )
     check_run_id = publisher.check_run(result, gate) if options.check_run else None
     return Published(inline, sticky, publisher.degraded, check_run_id, newer)
 

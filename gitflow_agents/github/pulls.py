@@ -108,14 +108,16 @@ class PullRequests:
                 raise
             return found
 
-    def update_pull(self, repo: str, number: int, *, title: str, body: str) -> None:
-        """Set the title and body (repeating it is harmless)."""
-        self._call(
-            f"PATCH /repos/{repo}/pulls/{number}",
-            lambda: self._json(
-                "PATCH", f"/repos/{repo}/pulls/{number}", {"title": title, "body": body}
-            ),
-        )
+    def update_pull(
+        self, repo: str, number: int, *, title: str | None = None, body: str | None = None
+    ) -> None:
+        """Set the title and/or the body (only those given: a field a human is editing is not
+        written back as we read it); repeating it is harmless."""
+        fields = {k: v for k, v in (("title", title), ("body", body)) if v is not None}
+        if not fields:
+            return
+        path = f"/repos/{repo}/pulls/{number}"
+        self._call(f"PATCH {path}", lambda: self._json("PATCH", path, fields))
 
     def add_label(self, repo: str, number: int, name: str) -> None:
         """Add label ``name`` (GitHub creates a missing one; adding it twice is harmless)."""

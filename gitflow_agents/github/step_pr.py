@@ -271,7 +271,7 @@ def _publish(
         github.client,
         spec,
         record,
-        result.result_path.parent.parent,
+        result.result_path.parent,
         head=head,
         approved=approved,
         threshold=ctx.settings.threshold,

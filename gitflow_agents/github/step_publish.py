@@ -1,19 +1,22 @@
 """A pushed step branch on GitHub: its pull request, summary, inline findings, status, auto-merge.
 
 Every write is idempotent, so running a step again (or finishing one a killed run left) never
-doubles anything: the pull request for the head is found before one is opened (``pulls.py``),
-the sticky summary comment is edited in place (``comment.py``), inline findings already posted
-are skipped by their fingerprints (``review.py``), and a status only adds the newest state.
+doubles anything: the pull request for the head is found before one is opened (``pulls.py``)
+and an open one gets only the tool's section of its body and, while it is still the tool's,
+its title (``step_body.py``: what a human wrote stays), the sticky summary comment is edited in
+place (``comment.py``; it draws the chain as a Mermaid flowchart ending in the pull request),
+inline findings already posted are skipped by their fingerprints (``review.py``), and a status
+only adds the newest state.
 ``gitflow-agents/review`` is ``success`` only when the approval note of the pushed head is for
 exactly that commit (``reviewer.approval_status``: the ✅ commit carries it, see
 ``chain/land.py``); it is ``pending`` while the rest is published, and auto-merge is enabled
-in between (GitHub refuses it for a pull request whose checks already pass). A rejected step's pull request carries ``CHANGES_LABEL``; an approved one
-loses it. docs/github.md, "Plan steps as pull requests".
+in between (GitHub refuses it for a pull request whose checks already pass). A rejected
+step's pull request carries ``CHANGES_LABEL``; an approved one loses it. docs/github.md, "Plan
+steps as pull requests".
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +26,8 @@ from gitflow_agents.findings import Severity
 from gitflow_agents.github import comment, review, status
 from gitflow_agents.github.client import Client, GitHubForbidden, PullFile, PullRequest
 from gitflow_agents.github.identity import Identity
+from gitflow_agents.github.step_body import CHANGES_LABEL, section, stamped, title_digest, update
 from gitflow_agents.github.step_history import history_rows, last_review
-
-CHANGES_LABEL = "gitflow-agents: changes requested"
-STEP_MARKER = "<!-- gitflow-agents:step {plan} {step} -->"
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class StepPull:
     branch: str
     target: str
     title: str
-    body: str
+    body: str  # the tool's section of the body (``pull_body``)
     draft: bool
     auto_merge: str | None  # merge, squash, rebase
 
@@ -51,18 +52,15 @@ class Published:
 
 
 def pull_body(plan_rel: str, step: int, content: str, link: str | None) -> str:
-    """The step's text under a line linking the plan, and a marker naming plan and step."""
-    from gitflow_agents.render.markdown import escape
-
-    where = f"[`{plan_rel}`]({link})" if link else f"`{plan_rel}`"
-    marker = STEP_MARKER.format(plan=json.dumps(plan_rel), step=step)
-    text = escape(content.strip())
-    return f"Step {step} of the plan {where}, run by gitflow-agents.\n\n{text}\n\n{marker}\n"
+    """The tool's section of a step pull request's body: the step's text under a line linking
+    the plan, between markers naming plan and step (``step_body.section``)."""
+    return section(plan_rel, step, content, link)
 
 
 def upsert_pull(client: Client, spec: StepPull) -> tuple[PullRequest, str]:
-    """The open pull request for the step branch, its title and body brought up to date, or a
-    new one; (pull request, "created" / "updated" / "unchanged")."""
+    """The open pull request for the step branch, or a new one; (pull request, "created" /
+    "updated" / "unchanged"). An open one gets the tool's section of its body brought up to
+    date, and its title only while that is still the tool's own (``step_body.update``)."""
     found = client.pulls_for_head(spec.repo, spec.branch, base=spec.target)
     if not found:
         made = client.create_pull(
@@ -70,14 +68,15 @@ def upsert_pull(client: Client, spec: StepPull) -> tuple[PullRequest, str]:
             head=spec.branch,
             base=spec.target,
             title=spec.title,
-            body=spec.body,
+            body=stamped(spec.body, title_digest(spec.title)) + "\n",
             draft=spec.draft,
         )
         return made, "created"
     pull = found[0]
-    if (pull.title, pull.body) == (spec.title, spec.body):
+    title, body = update(pull.title, pull.body, spec.title, spec.body)
+    if title is None and body is None:
         return pull, "unchanged"
-    client.update_pull(spec.repo, pull.number, title=spec.title, body=spec.body)
+    client.update_pull(spec.repo, pull.number, title=title, body=body)
     return pull, "updated"
 
 
@@ -92,7 +91,7 @@ def publish_step(
     client: Client,
     spec: StepPull,
     result: dict[str, Any],
-    runs: Path,
+    run_dir: Path,
     *,
     head: str,
     approved: bool,
@@ -100,9 +99,14 @@ def publish_step(
     run_url: str | None = None,
 ) -> Published:
     """Open or update the pull request of a pushed step branch (``head`` is its tip) and
-    publish the step's run on it; see the module doc. GitHubError (exit 4) when GitHub fails
-    after its retries; a refused auto-merge is only reported (``Published.auto_merge``)."""
+    publish the step's run (``result``: its result.json, in the run folder ``run_dir``) on it;
+    see the module doc. GitHubError (exit 4) when GitHub fails after its retries; a refused
+    auto-merge is only reported (``Published.auto_merge``)."""
     import dataclasses
+
+    from gitflow_agents.commands.history import agent_results
+    from gitflow_agents.github.publish import footer, inline_note
+    from gitflow_agents.render.mermaid import step_flowchart_markdown
 
     pull, _ = upsert_pull(client, spec)
     pull = dataclasses.replace(pull, head_sha=head)  # GitHub may answer the claimed commit
@@ -128,15 +132,17 @@ def publish_step(
         _files(client, spec.repo, pull.number),
         login=login,
     )
-    from gitflow_agents.github.publish import footer, inline_note
-
+    chart = step_flowchart_markdown(
+        result, agent_results=agent_results(run_dir, result), end=f"PR #{pull.number}"
+    )
     body = comment.summary_body(
         found,
         gate,
-        rows=history_rows(result, runs),
+        rows=history_rows(result, run_dir.parent),
         inline_note=inline_note(inline),
         footer=footer(pull, run_url),
         where=comment.IN_FINDINGS_FILE,
+        chart=chart,
     )
     sticky = comment.upsert_summary(client, spec.repo, pull.number, body, login=login)
     state = "success" if approved else "failure"
@@ -149,6 +155,19 @@ def publish_step(
         target_url=run_url,
     )
     return Published(pull, state, merging, sticky.action)
+
+
+def clear_changes_label(client: Client, repo: str, pull: PullRequest) -> bool:
+    """Take ``CHANGES_LABEL`` off a step pull request (``step_body.is_step_pull``) that carries
+    it, when its gate turned green in the action (the review of a new head, ``/agent fix``);
+    whether it was there. Only a pull request that lists it gets the one request, and a label
+    gone meanwhile (404) is fine, so a re-run writes nothing or harmlessly repeats it."""
+    from gitflow_agents.github.step_body import is_step_pull
+
+    if CHANGES_LABEL not in pull.labels or not is_step_pull(pull.body):
+        return False
+    client.remove_label(repo, pull.number, CHANGES_LABEL)
+    return True
 
 
 def _auto_merge(
