@@ -319,3 +319,24 @@ def test_a_10_mb_agent_report_is_refused_quickly_and_fails_closed(repo: Path, cl
     assert time.monotonic() - started < 15  # the agent's own run included; parsing is instant
     assert result.returncode == ExitCode.REVISE
     assert "over the 1,048,576 limit: it is not read, so there is no verdict" in result.stdout
+
+
+def test_a_10_mb_report_in_a_chain_step_fails_closed_with_one_line(repo: Path) -> None:
+    """The chain reads its reviewers' and implementer's reports through the same bounded reader
+    as ``git agent-review``: a 10 MB report is not read whole (the timing is measured in
+    benchmarks/hostile_sizes.py), gives no verdict, and the step is not approved."""
+    from .test_chain import configure, main_sha, results, run
+
+    configure(repo, reviewer="huge")
+    before = main_sha(repo)
+    out = run(repo, "--step", "1", "--max-iterations", "1")
+    assert out.returncode == ExitCode.REVISE, out.stderr + out.stdout
+    assert main_sha(repo) == before
+    [result] = results(repo)
+    [reason] = result["chain"]["rounds"][0]["reasons"]
+    assert reason == (
+        "step-01-reviewer-1 is 4,194,308 characters or more, over the 1,048,576 "
+        "limit: it is not read, so there is no verdict"
+    )
+    [line] = [line for line in out.stdout.splitlines() if reason in line]
+    assert line.startswith("❌ step 1: rejected - not approved after 1 review(s): ")
