@@ -164,6 +164,9 @@ def _write_record(rec: StepRecord) -> ChainResult:
         "historyLine": line,
     }
     written: Path | None = None
+    from gitflow_agents.redact import redact_data
+
+    result = redact_data(result, ())  # the implementer's summary: masked like every agent text
     with contextlib.suppress(OSError):
         write_result(paths, result)
         written = paths.result

@@ -10,6 +10,7 @@ An agent that fails, gets stuck or times out is an AgentError (exit 3), never a 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,7 @@ def run_agent_review(
     head: str | None,
     quiet: bool = False,
     config_root: Path | None = None,
+    secrets: Iterable[str] = (),
 ) -> str:
     """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes) and
     return its completed report's text. ConfigError for an unknown agent; AgentError when the
@@ -56,7 +58,8 @@ def run_agent_review(
     ``config_root``: read ``.flow/`` and ``.agents-flow/`` (config, agent definitions, prompt
     files) from there instead of from ``root``; the GitHub action passes a checkout of the pull
     request's base commit, so a pull request cannot change how it is itself reviewed. The agent
-    still works in ``root`` and its run records are written there."""
+    still works in ``root`` and its run records are written there, with ``secrets`` (the exact
+    secret values of the reviewed diff) masked like every other text of the agent's."""
     from gitflow_agents.agent_run import AgentJob, execute
     from gitflow_agents.assets import load_manifest
     from gitflow_agents.config import find_project_root, load_flow_config
@@ -94,6 +97,7 @@ def run_agent_review(
             agent_id=agent_id,
             flow_name=flow_name,
             kind="review",
+            secrets=frozenset(secrets),
             prompt_text=prompt.text,
             prompt_segments=len(prompt.segments),
             task=(
