@@ -146,6 +146,32 @@ def test_yaml_bombs_in_a_reviewed_file_are_findings(repo: Path) -> None:
     ]
 
 
+def test_what_the_stdlib_parsers_choke_on_is_a_finding_not_a_crash(repo: Path) -> None:
+    """Found by the fuzz suite (benchmarks/fuzz.py, "reviewed files"): deep nesting makes the
+    recursive parsers (json, tomllib, Python's) raise RecursionError / MemoryError, a long
+    number Python's digit limit, and PyYAML's bool constructor a KeyError: each is a finding."""
+    files: dict[str, str | bytes] = {
+        "deep.json": "[" * 100_000 + "]" * 100_000 + "\n",
+        "long.json": '{"n": ' + "9" * 5000 + "}\n",
+        "deep.py": "x = " + "-" * 100_000 + "1\n",
+        "maybe.yaml": "a: !!bool maybe\n",
+    }
+    expected = [
+        ("json-syntax", "deep.json", "nested too deeply to parse"),
+        ("json-syntax", "long.json", "invalid JSON: Exceeds the limit (4300 digits)"),
+        ("python-syntax", "deep.py", "nested too deeply to parse"),
+        ("yaml-syntax", "maybe.yaml", "invalid YAML: cannot build 'maybe'"),
+    ]
+    if checks.toml_parser() is not None:
+        files["deep.toml"] = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
+        expected.insert(3, ("toml-syntax", "deep.toml", "nested too deeply to parse"))
+    result = review(repo, files)
+    found = sorted((f.rule, f.file, f.message) for f in result.findings if "syntax" in f.rule)
+    assert [(rule, file) for rule, file, _ in found] == [(r, f) for r, f, _ in expected]
+    for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
+        assert message.startswith(start), message
+
+
 def test_syntax_error_that_was_already_there_is_not_blamed_on_the_change(repo: Path) -> None:
     broken = "def f(:\n    pass\n"
     result = review(repo, {"old.py": broken + "x = 1\n"}, base_files={"old.py": broken})
