@@ -374,3 +374,18 @@ def test_preplaced_report_symlink_in_a_chain_step_is_set_aside_unfollowed(
     report = agent_dir / "report.complete.md"
     assert report.is_file() and not report.is_symlink()
     assert main_sha(repo) != before
+
+
+def test_dash_c_into_a_linked_folder_works_there_like_cd(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """``-C DIR`` is the user's choice of where to work (docs/security.md, "Writes"): a link
+    leading out of the repository is followed like ``cd`` would, and the repository is then
+    DIR's own or none (what the fuzz suite's argv surface leaves out)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo / "out").symlink_to(elsewhere, target_is_directory=True)
+    result = cli.main("-C", "out", "init", cwd=repo)
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert (elsewhere / ".flow" / "base.yaml").is_file()
+    assert not (repo / ".flow").exists()

@@ -472,7 +472,10 @@ def _argv(draw: st.DrawFn) -> tuple[bool, list[str]]:
             words.append(draw(st.sampled_from(options)))
         words.append(draw(st.one_of(st.sampled_from(VALUES), st.text(max_size=6))))
     if draw(st.integers(0, 9)) == 0:
-        words = ["-C", draw(st.sampled_from(["sub", ".", "missing", "out-dir"])), *words]
+        # -C into a linked folder outside the repository is where the user asked to work (like
+        # `cd`): a folder in no repository is written there by design (docs/security.md,
+        # "Writes"; tests/test_hostile_files.py), so not counted here; -C into a file link is.
+        words = ["-C", draw(st.sampled_from(["sub", ".", "missing", "out-card.md"])), *words]
     return agent_review, words
 
 
