@@ -3,7 +3,7 @@
 Usage: python benchmarks/fuzz.py [--examples N] [--surface NAME]... [--seed S] [--timeout SEC]
 
 For each surface (config layers, plans, frontmatter of cards, asset manifests, agent reports
-and replies, run records, GitHub events, argv) hypothesis generates N inputs (default 1,000);
+and replies, run records, GitHub events, the files a change hands the builtin reviewer, argv) hypothesis generates N inputs (default 1,000);
 each input drives several commands or functions in-process, in a throw-away repository with
 fake agents (tests/fuzz/). Prints a table: inputs, the runs they drove, tracebacks (exit 70 or an
 exception escaping), hangs (a run over --timeout seconds, default 20) and writes outside the

@@ -1,11 +1,15 @@
 """Large and hostile inputs that must cost bounded time (issue 12): a 50,000-key config, a
-50,000-step plan, an alias bomb, reviewer reports of 1 MiB in several shapes and one of 10 MB.
+50,000-step plan, alias bombs (a config layer, through the CLI to its exit 2, card frontmatter,
+and a reviewed YAML file with plain and merge-key bombs and deep nesting), reviewer reports of
+1 MiB in several shapes and one of 10 MB (in memory, and read from a file as a chain step does).
 
 Usage: python benchmarks/hostile_sizes.py
 
 Prints one row per input: its size and the seconds the parse took (in-process, one run each).
-Targets: the alias bomb and the 10 MB report in well under a second; 1 MiB reports a few seconds
-at most, whatever their markup; 50,000 keys or steps well under the 7-18 s they took.
+Targets: the alias bombs (exit 2 through the CLI included) and the 10 MB report in well under a
+second; 1 MiB reports a few seconds at most, whatever their markup; 50,000 keys or steps well
+under the 7-18 s they took. The tests assert the outcomes (exit 2, the budget's message), never
+the time.
 """
 
 from __future__ import annotations
@@ -36,6 +40,58 @@ REPORT_SHAPES = {
 }
 
 
+MERGE_BOMB = "m0: &m0 {x: 1, y: 2}\n" + "".join(
+    f"m{i}: &m{i} {{<<: [{', '.join([f'*m{i - 1}'] * 9)}]}}\n" for i in range(1, 10)
+)
+YAML_BOMBS = {
+    "alias bomb": BOMB,
+    "merge-key bomb": MERGE_BOMB,
+    "100,000 levels deep": "x: " + "[" * 100_000 + "]" * 100_000 + "\n",
+}
+
+
+def _cli(root: Path, *argv: str) -> None:
+    import contextlib
+    import io
+    import os
+
+    from gitflow_agents import cli
+
+    cwd = Path.cwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            code = cli.main(list(argv))
+    finally:
+        os.chdir(cwd)
+    assert code == 2, code
+
+
+def _card_status(card: Path) -> None:
+    from gitflow_agents import cards
+
+    cards.card_status(card)
+
+
+def _yaml_check(text: str) -> None:
+    from gitflow_agents.reviewer.checks import SyntaxProblem, _yaml
+
+    try:
+        _yaml(text, "x.yaml")
+    except SyntaxProblem:
+        return
+    raise AssertionError("not refused")
+
+
+def _chain(report: Path) -> None:
+    from gitflow_agents.findings import parse_review
+    from gitflow_agents.findings.report import MAX_REPORT_CHARS
+    from gitflow_agents.fsutil import read_agent_text
+
+    review = parse_review(read_agent_text(report, MAX_REPORT_CHARS))
+    assert review.overall is None, review
+
+
 def timed(label: str, size: int, work: Callable[[], object]) -> None:
     started = time.perf_counter()
     try:
@@ -63,6 +119,12 @@ def main() -> int:
         timed("config: 50,000 option keys", size, lambda: load_flow_config(root))
         (root / ".flow" / "base.yaml").write_text(MINIMAL + BOMB)
         timed("config: alias bomb (billion laughs)", len(BOMB), lambda: load_flow_config(root))
+        timed("config: alias bomb, `status` to exit 2", len(BOMB), lambda: _cli(root, "status"))
+        card = root / "card.md"
+        card.write_text("---\n" + BOMB + "---\n# Card\n")
+        timed("card frontmatter: alias bomb", len(BOMB), lambda: _card_status(card))
+        for name, text in YAML_BOMBS.items():
+            timed(f"reviewed YAML file: {name}", len(text), lambda t=text: _yaml_check(t))
         steps = "".join(f"### Status:  | Step {i}: do {i}\n\ntext\n\n" for i in range(1, 50_001))
         plan = root / "plan.md"
         plan.write_text("# Plan\n\n## Implementation Steps\n\n" + steps)
@@ -74,6 +136,10 @@ def main() -> int:
         timed(f"report: 1 MiB of {name}", len(text), lambda t=text: parse_review(t))
     big = "REVIEW_RESULT: APPROVED\n" + "x" * (10 * MiB)
     timed("report: 10 MB", len(big), lambda: parse_review(big))
+    with tempfile.TemporaryDirectory() as temp:
+        report = Path(temp) / "report.complete.md"
+        report.write_text(big)
+        timed("report: 10 MB file, read as a chain step does", len(big), lambda: _chain(report))
     return 0
 
 

@@ -70,6 +70,7 @@ class AgentJob:
     workdir: Path | None = None
     env: Mapping[str, str] | None = None
     stuck_grace: float | None = None  # None: the config's defaults.stuck_retry_grace_secs
+    secrets: frozenset[str] = frozenset()  # exact values masked in the run's records
 
 
 def execute(job: AgentJob) -> dict[str, Any]:
@@ -148,6 +149,7 @@ class AgentRunner:
             base_sha=_head(self.workdir),
             agent_config=job.agent,
             session=job.session,
+            secrets=job.secrets,
         )
         _write_queued(job, self.facts, self.agent_dir)
         self._before = worktree_state(self.workdir, self.facts.base_sha)

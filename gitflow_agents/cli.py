@@ -369,8 +369,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any("\0" in word for word in argv):  # only possible in-process: no OS passes one
         print("gitflow-agents: error: an argument contains a NUL character", file=sys.stderr)
         return ExitCode.USAGE
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
+    except Exception as exc:  # a bug in building the parser: exit 70, like one in a command
+        from gitflow_agents import crash
+
+        return crash.report(exc, "gitflow-agents")
     if args.command is None:
         parser.print_help(sys.stderr)
         return ExitCode.USAGE

@@ -236,6 +236,11 @@ def _redact_data(value: Any, secrets: frozenset[str], depth: int = 0) -> Any:
     return value
 
 
+def redact_data(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """A JSON-shaped ``value`` (a run record) with every string in it redacted, keys too."""
+    return _redact_data(value, frozenset(secrets))
+
+
 def redact_finding(finding: Finding, secrets: Iterable[str] = ()) -> Finding:
     """``finding`` with its texts (message, suggestion, rule, file) redacted."""
     known = frozenset(secrets)

@@ -42,6 +42,7 @@ class RunFacts:
     base_sha: str | None  # HEAD when the run started (None outside git / before a commit)
     agent_config: str | None = None  # the agent's key in the .flow config (what `send` resumes)
     session: Mapping[str, Any] | None = None  # the session link of a `send` turn
+    secrets: frozenset[str] = frozenset()  # exact values to mask (a reviewed diff's)
 
 
 # --- the files a run changed -------------------------------------------------------------
@@ -152,8 +153,13 @@ def record_result(
     run = _run_json(facts, outcome, status, failure_reason, report_path, parsed_reply)
     result.update(extra or {})
     result["run"] = {**run, **(run_extra or {})}
-    _write(facts.paths, result)
-    return result
+    # Agent text (report, reply, reasons) is masked like every review output before it is
+    # written or emitted (docs/security.md, "Secrets in review output").
+    from gitflow_agents.redact import redact_data
+
+    masked: dict[str, Any] = redact_data(result, facts.secrets)
+    _write(facts.paths, masked)
+    return masked
 
 
 def _run_json(

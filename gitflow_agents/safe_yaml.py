@@ -250,28 +250,74 @@ def compose(text: str) -> Any:
 
 def check_syntax(text: str) -> None:
     """YamlProblem unless every document of ``text`` is well-formed YAML (application tags such
-    as ``!Ref`` allowed: only the syntax is checked, nothing is built, so no alias expands)."""
+    as ``!Ref`` allowed: only the syntax is checked, nothing is built), within the same bounds
+    as every YAML read here: nesting at most :data:`MAX_DEPTH` levels, aliases adding at most
+    :data:`ALIAS_BUDGET` values, no recursive alias. So a loader that builds the values
+    afterwards (the builtin reviewer's) has bounded work, merge keys (``<<: [*a, *a]``,
+    which PyYAML copies rather than shares) included."""
     import yaml
 
     _check_text(text)
-    anchors: set[str] = set()
+    walk = _Walk()
     loader = None
     try:
         loader = _loader_class()(text)
         while loader.check_event():
-            event = loader.get_event()
-            if isinstance(event, yaml.DocumentStartEvent):
-                anchors.clear()
-            elif isinstance(event, yaml.AliasEvent) and event.anchor not in anchors:
-                line = event.start_mark.line if event.start_mark is not None else None
-                raise YamlProblem(f"alias *{event.anchor} names no anchor defined before it", line)
-            elif isinstance(event, yaml.NodeEvent) and event.anchor is not None:
-                anchors.add(event.anchor)
+            walk.event(loader.get_event())
     except yaml.YAMLError as exc:
         raise _reworded(text, exc) from None
     finally:
         if loader is not None:
             loader.dispose()
+
+
+class _Walk:
+    """The bounds of :class:`_Composer` kept over the parser's events alone (no nodes)."""
+
+    def __init__(self) -> None:
+        self.weight: dict[str, int] = {}  # anchor -> values it stands for, aliases expanded
+        self.stack: list[list[Any]] = []  # open collections: [anchor, weight so far]
+        self.added = 0
+
+    def event(self, event: Any) -> None:
+        import yaml
+
+        line = event.start_mark.line if event.start_mark is not None else None
+        if isinstance(event, yaml.DocumentStartEvent):
+            self.weight.clear()
+            self.added = 0
+        elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            if len(self.stack) >= MAX_DEPTH:
+                raise YamlProblem(f"nested more than {MAX_DEPTH} levels deep", line)
+            self.stack.append([event.anchor, 1])
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            anchor, weight = self.stack.pop()
+            self._value(anchor, weight)
+        elif isinstance(event, yaml.ScalarEvent):
+            self._value(event.anchor, 1)
+        elif isinstance(event, yaml.AliasEvent):
+            self._alias(str(event.anchor), line)
+
+    def _alias(self, anchor: str, line: int | None) -> None:
+        if any(open_anchor == anchor for open_anchor, _ in self.stack):
+            raise YamlProblem(
+                f"recursive YAML alias *{anchor} (an anchor that contains itself)", line
+            )
+        weight = self.weight.get(anchor)
+        if weight is None:
+            raise YamlProblem(f"alias *{anchor} names no anchor defined before it", line)
+        self.added += weight
+        if self.added > ALIAS_BUDGET:
+            raise YamlProblem(
+                f"aliases expand to more than {ALIAS_BUDGET:,} values (an alias bomb?)", line
+            )
+        self._value(None, weight)
+
+    def _value(self, anchor: str | None, weight: int) -> None:
+        if anchor is not None:
+            self.weight[anchor] = weight
+        if self.stack:
+            self.stack[-1][1] += weight
 
 
 def scalar(node: Any) -> Any:

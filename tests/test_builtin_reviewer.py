@@ -116,6 +116,62 @@ def test_yaml_values_the_safe_loader_refuses_are_findings_not_crashes(repo: Path
     assert "month must be in 1..12" in result.findings[0].message
 
 
+def test_yaml_bombs_in_a_reviewed_file_are_findings(repo: Path) -> None:
+    """The values are built only after the bounded syntax check (gitflow_agents/safe_yaml.py):
+    an alias bomb, a merge-key bomb (PyYAML copies merged pairs, so it would build billions)
+    and deep nesting are findings naming the line where the bound was crossed."""
+    laughs = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    merges = ["m0: &m0 {x: 1, y: 2}"]
+    for level in range(1, 10):
+        laughs.append(
+            f"{'abcdefghij'[level]}: &{'abcdefghij'[level]} ["
+            + ", ".join([f"*{'abcdefghij'[level - 1]}"] * 9)
+            + "]"
+        )
+        merges.append(f"m{level}: &m{level} {{<<: [" + ", ".join([f"*m{level - 1}"] * 9) + "]}")
+    result = review(
+        repo,
+        {
+            "laughs.yaml": "\n".join(laughs) + "\n",
+            "merges.yaml": "\n".join(merges) + "\n",
+            "deep.yaml": "x: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        },
+    )
+    found = sorted((f.rule, f.file, f.line, f.message) for f in result.findings)
+    budget = "invalid YAML: aliases expand to more than 50,000 values (an alias bomb?)"
+    assert found == [
+        ("yaml-syntax", "deep.yaml", 1, "invalid YAML: nested more than 64 levels deep"),
+        ("yaml-syntax", "laughs.yaml", 5, budget),
+        ("yaml-syntax", "merges.yaml", 6, budget),
+    ]
+
+
+def test_what_the_stdlib_parsers_choke_on_is_a_finding_not_a_crash(repo: Path) -> None:
+    """Found by the fuzz suite (benchmarks/fuzz.py, "reviewed files"): deep nesting makes the
+    recursive parsers (json, tomllib, Python's) raise RecursionError / MemoryError, a long
+    number Python's digit limit, and PyYAML's bool constructor a KeyError: each is a finding."""
+    files: dict[str, str | bytes] = {
+        "deep.json": "[" * 100_000 + "]" * 100_000 + "\n",
+        "long.json": '{"n": ' + "9" * 5000 + "}\n",
+        "deep.py": "x = " + "-" * 100_000 + "1\n",
+        "maybe.yaml": "a: !!bool maybe\n",
+    }
+    expected = [
+        ("json-syntax", "deep.json", "nested too deeply to parse"),
+        ("json-syntax", "long.json", "invalid JSON: Exceeds the limit (4300 digits)"),
+        ("python-syntax", "deep.py", "nested too deeply to parse"),
+        ("yaml-syntax", "maybe.yaml", "invalid YAML: cannot build 'maybe'"),
+    ]
+    if checks.toml_parser() is not None:
+        files["deep.toml"] = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
+        expected.insert(3, ("toml-syntax", "deep.toml", "nested too deeply to parse"))
+    result = review(repo, files)
+    found = sorted((f.rule, f.file, f.message) for f in result.findings if "syntax" in f.rule)
+    assert [(rule, file) for rule, file, _ in found] == [(r, f) for r, f, _ in expected]
+    for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
+        assert message.startswith(start), message
+
+
 def test_syntax_error_that_was_already_there_is_not_blamed_on_the_change(repo: Path) -> None:
     broken = "def f(:\n    pass\n"
     result = review(repo, {"old.py": broken + "x = 1\n"}, base_files={"old.py": broken})

@@ -74,3 +74,72 @@ def test_readme_documents_every_exit_code() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for code in ExitCode:
         assert f"| {int(code)} |" in readme, code
+
+
+COMMAND_MODULES = sorted(
+    p.stem
+    for p in (Path(cli.__file__).parent / "commands").glob("*.py")
+    if p.stem != "__init__" and "\ndef run(" in p.read_text()
+)
+
+
+@pytest.mark.parametrize("module", COMMAND_MODULES)
+def test_a_bug_in_any_command_is_exit_70(
+    module: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    isolated_home: Path,
+) -> None:
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module(f"gitflow_agents.commands.{module}"), "run", _boom)
+    assert cli.dispatch(argparse.Namespace(chdir=None, module=module)) == ExitCode.INTERNAL
+    assert (
+        "internal error (a bug in gitflow-agents): RuntimeError: a bug;" in capsys.readouterr().err
+    )
+
+
+def test_every_command_is_a_command_module() -> None:
+    """The list above holds every module ``dispatch`` can run (so none escapes the test)."""
+    subparsers = next(
+        a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    named = {parser.get_default("module") for parser in subparsers.choices.values()}
+    assert named == set(COMMAND_MODULES)
+
+
+@pytest.mark.parametrize(
+    ("entry", "prog"), [(cli, "gitflow-agents"), (git_agent_review, "git agent-review")]
+)
+def test_a_bug_while_building_the_parser_is_exit_70(
+    entry: object,
+    prog: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    isolated_home: Path,
+) -> None:
+    def broken(*args: object) -> argparse.ArgumentParser:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(entry, "build_parser", broken)
+    assert entry.main(["status"]) == ExitCode.INTERNAL  # type: ignore[attr-defined]
+    assert capsys.readouterr().err.startswith(f"{prog}: internal error (a bug in gitflow-agents)")
+
+
+def test_the_process_exit_status_of_a_bug_is_70(isolated_home: Path, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gitflow_agents.commands.status as s\n"
+        "def boom(args): raise RuntimeError('a bug')\n"
+        "s.run = boom\n"
+        "from gitflow_agents.cli import main\n"
+        "raise SystemExit(main(['status']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=dict(os.environ), capture_output=True
+    )
+    assert done.returncode == 70, done.stderr
+    assert b"Traceback" not in done.stderr

@@ -35,6 +35,15 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> 
     return Cli(monkeypatch, capsys)
 
 
+PRECIOUS = b'{"kept": true}\r\n\x00 byte for byte'
+
+
+def assert_only_precious(folder: Path) -> None:
+    """Nothing was written into ``folder`` (outside the repository) and its file is unchanged."""
+    assert [p.name for p in folder.rglob("*")] == ["precious.json"]
+    assert (folder / "precious.json").read_bytes() == PRECIOUS
+
+
 @pytest.fixture
 def outside(tmp_path: Path) -> Path:
     """A file outside every repository, with content that must never change."""
@@ -146,7 +155,7 @@ def test_card_symlinked_outside_the_repository_is_refused(
     result = cli.main("spawn", "builder", "--task", "t", "--card", "card.md", "--quiet", cwd=repo)
     assert result.returncode == ExitCode.USAGE
     assert "card.md: refusing to write" in result.stderr
-    assert outside.read_text() == CARD
+    assert outside.read_bytes() == CARD.encode()
 
 
 def test_plan_symlinked_outside_the_repository_keeps_its_target(repo: Path, tmp_path: Path) -> None:
@@ -155,7 +164,7 @@ def test_plan_symlinked_outside_the_repository_keeps_its_target(repo: Path, tmp_
     (repo / "plan.md").symlink_to(target)
     with pytest.raises(UnsafeWriteError, match=r"plan\.md: refusing to write"):
         set_step_status(repo / "plan.md", 1, "✅")
-    assert target.read_text() == PLAN
+    assert target.read_bytes() == PLAN.encode()
 
 
 def test_symlinks_inside_the_repository_still_work(repo: Path) -> None:
@@ -172,6 +181,7 @@ def test_committed_flows_symlink_puts_no_run_record_outside(
 ) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    (elsewhere / "precious.json").write_bytes(PRECIOUS)
     (repo / "flows").symlink_to(elsewhere, target_is_directory=True)
     with pytest.raises(UnsafeWriteError, match="out of the repository"):
         create_run(repo, "flows", "f")
@@ -179,7 +189,7 @@ def test_committed_flows_symlink_puts_no_run_record_outside(
     result = cli.main("spawn", "builder", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
     assert result.returncode == ExitCode.USAGE
     assert "refusing to write" in result.stderr
-    assert list(elsewhere.iterdir()) == []
+    assert_only_precious(elsewhere)
 
 
 def test_committed_flows_symlink_stops_a_chain_run_before_it_writes(
@@ -187,6 +197,7 @@ def test_committed_flows_symlink_stops_a_chain_run_before_it_writes(
 ) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    (elsewhere / "precious.json").write_bytes(PRECIOUS)
     fake = str(FAKES / "fake_agent")
     setup_project(
         repo, {"builder": [fake, "succeed"], "reviewer": [fake, "succeed"], "fixer": [fake]}
@@ -197,7 +208,7 @@ def test_committed_flows_symlink_stops_a_chain_run_before_it_writes(
     )
     assert result.returncode == ExitCode.USAGE
     assert "refusing to write: a symlink leads it out of the repository" in result.stderr
-    assert list(elsewhere.iterdir()) == []
+    assert_only_precious(elsewhere)
 
 
 def test_flows_symlink_into_another_repository_is_refused_too(repo: Path, tmp_path: Path) -> None:
@@ -219,7 +230,7 @@ def test_preplaced_report_symlink_is_refused_and_its_target_unchanged(
     result = cli.main("spawn", "builder", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
     assert result.returncode == ExitCode.USAGE
     assert "report.md: is a symlink" in result.stderr
-    assert outside.read_text() == CARD
+    assert outside.read_bytes() == CARD.encode()
 
 
 def test_agent_report_left_as_a_symlink_is_not_read_and_fails_the_run(
@@ -236,7 +247,7 @@ def test_agent_report_left_as_a_symlink_is_not_read_and_fails_the_run(
     result = cli.main("spawn", "builder", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
     assert result.returncode == ExitCode.AGENT_FAILED
     assert "report.complete.md is a symlink: the report is not read" in result.stdout
-    assert outside.read_text() == CARD
+    assert outside.read_bytes() == CARD.encode()
 
 
 def test_write_through_a_linked_work_tree_into_its_main_repository_is_allowed(
@@ -319,3 +330,62 @@ def test_a_10_mb_agent_report_is_refused_quickly_and_fails_closed(repo: Path, cl
     assert time.monotonic() - started < 15  # the agent's own run included; parsing is instant
     assert result.returncode == ExitCode.REVISE
     assert "over the 1,048,576 limit: it is not read, so there is no verdict" in result.stdout
+
+
+def test_a_10_mb_report_in_a_chain_step_fails_closed_with_one_line(repo: Path) -> None:
+    """The chain reads its reviewers' and implementer's reports through the same bounded reader
+    as ``git agent-review``: a 10 MB report is not read whole (the timing is measured in
+    benchmarks/hostile_sizes.py), gives no verdict, and the step is not approved."""
+    from .test_chain import configure, main_sha, results, run
+
+    configure(repo, reviewer="huge")
+    before = main_sha(repo)
+    out = run(repo, "--step", "1", "--max-iterations", "1")
+    assert out.returncode == ExitCode.REVISE, out.stderr + out.stdout
+    assert main_sha(repo) == before
+    [result] = results(repo)
+    [reason] = result["chain"]["rounds"][0]["reasons"]
+    assert reason == (
+        "step-01-reviewer-1 is 4,194,308 characters or more, over the 1,048,576 "
+        "limit: it is not read, so there is no verdict"
+    )
+    [line] = [line for line in out.stdout.splitlines() if reason in line]
+    assert line.startswith("❌ step 1: rejected - not approved after 1 review(s): ")
+
+
+def test_preplaced_report_symlink_in_a_chain_step_is_set_aside_unfollowed(
+    repo: Path, outside: Path
+) -> None:
+    """A chain step treats whatever sits at its agent's report paths as an earlier attempt's
+    files: moved to previous/ (renamed: a symlink stays a symlink, never followed), so the
+    agent writes a fresh regular file and the link's target never changes."""
+    from .test_chain import configure, main_sha, run
+
+    configure(repo)
+    before = main_sha(repo)
+    agent_dir = repo / "flows" / "feature" / "agents" / "step-01-builder"
+    agent_dir.mkdir(parents=True)
+    (agent_dir / "report.md").symlink_to(outside)
+    out = run(repo, "--step", "1")
+    assert out.returncode == ExitCode.OK, out.stdout + out.stderr
+    assert outside.read_bytes() == CARD.encode()
+    [aside] = (agent_dir / "previous").iterdir()
+    assert aside.name.endswith("-report.md") and aside.readlink() == outside
+    report = agent_dir / "report.complete.md"
+    assert report.is_file() and not report.is_symlink()
+    assert main_sha(repo) != before
+
+
+def test_dash_c_into_a_linked_folder_works_there_like_cd(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """``-C DIR`` is the user's choice of where to work (docs/security.md, "Writes"): a link
+    leading out of the repository is followed like ``cd`` would, and the repository is then
+    DIR's own or none (what the fuzz suite's argv surface leaves out)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo / "out").symlink_to(elsewhere, target_is_directory=True)
+    result = cli.main("-C", "out", "init", cwd=repo)
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert (elsewhere / ".flow" / "base.yaml").is_file()
+    assert not (repo / ".flow").exists()

@@ -196,3 +196,66 @@ def test_lint_problems_exit_2_from_a_real_process(project: Path) -> None:
     result = run_cli("plan", "lint", "specs/broken.md", cwd=project, env={"PYTHONPATH": str(ROOT)})
     assert result.returncode == 2
     assert "specs/broken.md:7: duplicate step 3: lines 5 and 7" in result.stdout.splitlines()
+
+
+def test_lint_reports_every_config_problem_of_every_layer(project: Path, cli: Run) -> None:
+    """Issue 11: ``plan lint`` names every ``.flow/`` problem with its file:line, not just the
+    first; other commands still stop at the first (docs/configuration.md)."""
+    (project / ".flow" / "implement").mkdir(parents=True)
+    (project / ".flow" / "base.yaml").write_text(
+        COMPLETION
+        + "flow_dir: [a, list]\n"  # line 3
+        + "defaults:\n  stuck_timeout_secs: soon\n  max_wait_secs: -1\n"  # lines 5, 6
+        + "agents:\n  builder:\n    adapter: command\n    modle: x\n"  # line 10
+        + "    allow_env: [PATH, 7]\n"  # line 11
+    )
+    (project / ".flow" / "implement" / "base.yaml").write_text("chain:\n  reviewers: [a\n")
+    args = ("plan", "lint", "specs/feature.md", "specs/broken.md", "--flow-type", "implement")
+    result = cli(*args, cwd=project)
+    assert result.returncode == 2
+    lines = result.stdout.splitlines()
+    assert lines[:6] == [
+        ".flow/base.yaml:3: flow_dir: expected a string, got a list",
+        ".flow/base.yaml:5: defaults.stuck_timeout_secs: expected a whole number of seconds, "
+        "got a string",
+        ".flow/base.yaml:6: defaults.max_wait_secs: must be at least 1, got -1",
+        ".flow/base.yaml:10: agents.builder.modle: unknown key (did you mean 'model'?)",
+        ".flow/base.yaml:11: agents.builder.allow_env[1]: expected a string, got an integer",
+        ".flow/implement/base.yaml:3: invalid YAML: while parsing a flow sequence expected ',' or ']', "
+        "but got '<stream end>'",
+    ]
+    # the plans are still checked (with the default spec_plan settings)
+    assert any(line.startswith("specs/broken.md:7: duplicate step 3") for line in lines[6:])
+    assert cli(*args, cwd=project).stdout == result.stdout  # the second run: the same
+    show = cli("plan", "show", "specs/feature.md", "--flow-type", "implement", cwd=project)
+    assert show.returncode == 2
+    assert show.stderr.count("\n") == 1 and ".flow/base.yaml:3: flow_dir:" in show.stderr
+
+
+def test_lint_reports_every_rule_across_keys(project: Path, cli: Run) -> None:
+    """When every key fits, the rules across keys are each reported too (an agent without a
+    command, a chain naming an unknown agent, a bad step pattern, a missing @file)."""
+    (project / ".flow").mkdir()
+    (project / ".flow" / "base.yaml").write_text(
+        "completion_workflow:\n  template: '@missing.md'\n"  # line 2
+        "spec_plan:\n  step_header_pattern: '^### (.+)$'\n"  # line 4
+        "agents:\n  builder:\n    adapter: command\n"  # line 6
+        "  other:\n    adapter: claude\n    command: [x]\n"  # line 10
+        "chain:\n  fixer: nobody\n"  # line 12
+    )
+    result = cli("plan", "lint", "specs/feature.md", cwd=project)
+    assert result.returncode == 2
+    lines = result.stdout.splitlines()
+    assert [line.split(": ")[0] for line in lines] == [
+        ".flow/base.yaml:4",
+        ".flow/base.yaml:6",
+        ".flow/base.yaml:10",
+        ".flow/base.yaml:2",
+        ".flow/base.yaml:12",
+    ], lines
+    assert "has 1 capture group" in lines[0]
+    assert "agents.builder.command: required when adapter is 'command'" in lines[1]
+    assert "agents.other.command: only the 'command' adapter runs a command" in lines[2]
+    assert "completion_workflow.template: file not found: missing.md" in lines[3]
+    assert "chain.fixer: no agent 'nobody' under agents:" in lines[4]
+    assert result.stderr == "5 problems (1 plan checked)\n"

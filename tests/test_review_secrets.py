@@ -79,6 +79,22 @@ def assert_no_secret(text: str, where: str) -> None:
         assert secret not in text, f"{secret} in {where}"
 
 
+def assert_no_secret_in_records(repo: Path) -> None:
+    """Every file the tool wrote for the review (its run folders: result.json, status.json,
+    events.jsonl, and the worker.log of this agent, which prints nothing) and every file under
+    .git (refs, logs, index, config, notes as git shows them). The agent's own folder is left
+    out: report.complete.md is the agent's own writing (docs/security.md)."""
+    runs = sorted((repo / "flows").glob("*/runs/*/*"))
+    assert any(p.name == "result.json" for p in runs), runs
+    for path in runs:
+        assert_no_secret(path.read_bytes().decode("utf-8", "replace"), str(path))
+    for path in (repo / ".git").rglob("*"):
+        if path.is_file():
+            assert_no_secret(path.read_bytes().decode("utf-8", "replace"), str(path))
+    notes = git(repo, "log", "--all", "--notes=*", "--format=%H%n%N")
+    assert_no_secret(notes, "git notes")
+
+
 def reviewer_config(report: Path) -> str:
     command = [sys.executable, str(FAKES / "fake_report_reviewer"), str(report)]
     return "\n".join(
@@ -212,6 +228,7 @@ def test_no_output_format_and_no_file_shows_a_quoted_secret(leaky_repo: Path, ru
         assert_no_secret(result.stdout + result.stderr, f"--format {fmt}")
         assert_no_secret(out.read_text(), f"--output with --format {fmt}")
         assert mask(AWS_KEY) in result.stdout, fmt  # masked, still recognisable
+    assert_no_secret_in_records(leaky_repo)
     data = json.loads(
         run.review("HEAD", "--agent", "leaky", "--format", "json", cwd=leaky_repo).stdout
     )
@@ -250,3 +267,4 @@ def test_the_action_publishes_no_quoted_secret(
     for request, body in bodies:
         assert_no_secret(body, request)
     assert len(gh.state.reviews) == 1 and gh.comments_on(7)
+    assert_no_secret_in_records(repo)

@@ -4,7 +4,6 @@ reviewer's syntax check)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -91,11 +90,17 @@ def test_lone_surrogate_is_refused() -> None:
     assert "lone surrogate" in problem("a: '\ud800'\n").message
 
 
-def test_alias_bomb_stops_within_the_budget_in_milliseconds() -> None:
-    started = time.perf_counter()
+BUDGET_MESSAGE = f"aliases expand to more than {ALIAS_BUDGET:,} values (an alias bomb?)"
+# Values the aliases of ALIAS_BOMB's rows b, c, d add: 90, 819, 7,380; each alias of row e adds
+# 7,381, so the 6th of them crosses the budget: the reader stops on row e (0-based line 4),
+# never expanding rows f to i. Its speed is measured in benchmarks/hostile_sizes.py.
+BOMB_STOPS_AT = 4
+
+
+def test_alias_bomb_is_stopped_by_the_expansion_budget() -> None:
     error = problem(ALIAS_BOMB)
-    assert time.perf_counter() - started < 0.5
-    assert f"aliases expand to more than {ALIAS_BUDGET:,} values" in error.message
+    assert error.message == BUDGET_MESSAGE
+    assert error.line == BOMB_STOPS_AT
     assert len(ALIAS_BOMB) < 600
 
 
@@ -105,13 +110,25 @@ def test_moderate_aliases_are_fine() -> None:
     assert load(text)["a99"]["k49"] == 49
 
 
-def test_syntax_check_builds_nothing() -> None:
-    check_syntax(ALIAS_BOMB)  # well-formed: no expansion, no error
+def test_syntax_check_builds_nothing_and_keeps_the_same_bounds() -> None:
+    """The builtin reviewer's check: application tags and values no tag can hold pass (its
+    own loader judges those), but nesting and alias expansion have the bounds of ``load``, so
+    the loader that builds the values afterwards has bounded work (a merge-key bomb too)."""
     check_syntax("a: !Ref b\n---\nc: !!python/name:os.system\n")
     check_syntax("a: 2026-13-45\nb: !!int abc\n")
-    check_syntax("[" * 5000 + "]" * 5000)
+    check_syntax("[" * MAX_DEPTH + "]" * MAX_DEPTH)
+    check_syntax("a: &x {k: 1}\nb: *x\n---\nc: &x [1]\nd: *x\n")  # anchors per document
+    with pytest.raises(YamlProblem) as info:
+        check_syntax(ALIAS_BOMB)
+    assert (info.value.message, info.value.line) == (BUDGET_MESSAGE, BOMB_STOPS_AT)
+    with pytest.raises(YamlProblem, match=f"nested more than {MAX_DEPTH} levels deep"):
+        check_syntax("[" * 5000 + "]" * 5000)
+    with pytest.raises(YamlProblem, match="recursive YAML alias"):
+        check_syntax("a: &x [*x]\n")
     with pytest.raises(YamlProblem, match="names no anchor"):
         check_syntax("a: *x\n")
+    with pytest.raises(YamlProblem, match="names no anchor"):
+        check_syntax("a: &x 1\n---\nb: *x\n")
     with pytest.raises(YamlProblem):
         check_syntax("a: [\n")
 
@@ -126,18 +143,16 @@ def test_frontmatter_errors_name_the_file_line() -> None:
     assert front.data == {"when": "2026-13-45"}
 
 
-def test_config_alias_bomb_exits_2_in_under_a_second_through_the_cli(
-    repo: Path, cli_run: Cli
-) -> None:
+def test_config_alias_bomb_exits_2_through_the_cli(repo: Path, cli_run: Cli) -> None:
+    """Exit 2, stopped by the expansion budget (the time: benchmarks/hostile_sizes.py)."""
     assert cli_run.main("init", cwd=repo).returncode == 0
     base = repo / ".flow" / "base.yaml"
+    lines = base.read_text().count("\n")
     base.write_text(base.read_text() + ALIAS_BOMB)
-    started = time.perf_counter()
     result = cli_run.main("status", cwd=repo)
-    assert time.perf_counter() - started < 1.0
     assert result.returncode == ExitCode.USAGE
-    assert "aliases expand to more than" in result.stderr
-    assert result.stderr.count("\n") == 1
+    where = f".flow/base.yaml:{lines + BOMB_STOPS_AT + 1}"
+    assert result.stderr == f"gitflow-agents: error: {where}: invalid YAML: {BUDGET_MESSAGE}\n"
 
 
 def test_agents_flow_frontmatter_alias_bomb_exits_2(repo: Path, cli_run: Cli) -> None:
@@ -145,11 +160,9 @@ def test_agents_flow_frontmatter_alias_bomb_exits_2(repo: Path, cli_run: Cli) ->
     agent = repo / ".agents-flow" / "agents" / "bomb.agent.md"
     agent.parent.mkdir(parents=True)
     agent.write_text("---\nagentId: bomb\n" + ALIAS_BOMB + "---\nYou review.\n")
-    started = time.perf_counter()
     result = cli_run.main("prompt", "--agent", "bomb", "--task", "t", cwd=repo)
-    assert time.perf_counter() - started < 1.0
     assert result.returncode == ExitCode.USAGE
-    assert "aliases expand to more than" in result.stderr
+    assert BUDGET_MESSAGE in result.stderr
     assert "Traceback" not in result.stderr
 
 

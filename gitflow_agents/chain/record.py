@@ -119,8 +119,11 @@ def _write_record(rec: StepRecord) -> ChainResult:
     builder = next((a for a in rec.agents if a.kind == "implement" and a.report), None)
     text = ""
     if builder is not None and builder.report is not None:
-        with contextlib.suppress(OSError):
-            text = builder.report.read_text(encoding="utf-8", errors="replace")
+        from gitflow_agents.findings.report import MAX_REPORT_CHARS
+        from gitflow_agents.fsutil import read_agent_text
+
+        # bounded; flow_result notes a report over the cap instead of reading it
+        text = read_agent_text(builder.report, MAX_REPORT_CHARS)
     status = {"approved": "succeeded", "canceled": "canceled", "skipped": "succeeded"}.get(
         rec.outcome, "failed"
     )
@@ -161,6 +164,9 @@ def _write_record(rec: StepRecord) -> ChainResult:
         "historyLine": line,
     }
     written: Path | None = None
+    from gitflow_agents.redact import redact_data
+
+    result = redact_data(result, ())  # the implementer's summary: masked like every agent text
     with contextlib.suppress(OSError):
         write_result(paths, result)
         written = paths.result

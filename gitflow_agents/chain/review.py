@@ -157,9 +157,13 @@ def _markers(ctx: Context, ws: Workspace, head: str) -> str:
 def _read_review(run: AgentRun, head: str, base: str) -> Review:
     """The reviewer's report as a Review, its texts masked (``redact``) like every review's:
     it reaches the run record, the fixer's prompt and, through ``/agent fix``, GitHub."""
+    from gitflow_agents.findings.report import MAX_REPORT_CHARS
+    from gitflow_agents.fsutil import read_agent_text
     from gitflow_agents.redact import redact_review
 
-    text = run.report.read_text(encoding="utf-8", errors="replace") if run.report else ""
+    # Bounded like every report read (docs/security.md, "Bounds"): a report over the cap is
+    # not read whole, and parse_review refuses it (no verdict); a symlink or FIFO reads as "".
+    text = read_agent_text(run.report, MAX_REPORT_CHARS) if run.report else ""
     review = parse_review(text, reviewed_sha=head, base_sha=base, source=run.agent_id)
     return redact_review(review)
 

@@ -154,16 +154,14 @@ def display_width(text: str) -> int:
 
 def lint(paths: list[Path], flow_type: str | None) -> int:
     """Print every problem as ``path:line: message``; a count on stderr; exit 2 if any."""
-    from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.config import config_problems, find_project_root, load_flow_config
 
     root = find_project_root()
-    lines: list[str] = []
-    try:
-        config = load_flow_config(root, flow_type).spec_plan
-    except ConfigError as exc:
-        # Report it like any other problem and go on with the default spec_plan settings.
-        lines.append(str(Problem(exc.path or ".flow", exc.line, _config_message(exc))))
-        config = SpecPlanConfig()
+    # Every problem of every .flow/ layer, reported like plan problems; with any, the plans
+    # are checked with the default spec_plan settings.
+    problems = config_problems(root, flow_type)
+    lines = [str(Problem(e.path or ".flow", e.line, _config_message(e))) for e in problems]
+    config = SpecPlanConfig() if problems else load_flow_config(root, flow_type).spec_plan
     lines.extend(_manifest_problems(root))
     for path in paths:
         lines.extend(str(problem) for problem in lint_plan(path, config))

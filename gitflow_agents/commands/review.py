@@ -11,7 +11,7 @@ import argparse
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,12 +126,22 @@ def builtin_report(
     return report, result.secrets
 
 
-def agent_report(root: Path, name: str, target: Target, *, config_root: Path | None = None) -> str:
+def agent_report(
+    root: Path,
+    name: str,
+    target: Target,
+    *,
+    config_root: Path | None = None,
+    secrets: Iterable[str] = (),
+) -> str:
     """Run the configured agent ``name`` as the reviewer (supervised); its completed report.
-    ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (default: ``root``)."""
+    ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (default: ``root``);
+    ``secrets``: exact values masked in the run's records."""
     from gitflow_agents.reviewer.agent import run_agent_review
 
-    return run_agent_review(root, name, base=target.base, head=target.head, config_root=config_root)
+    return run_agent_review(
+        root, name, base=target.base, head=target.head, config_root=config_root, secrets=secrets
+    )
 
 
 def line_lookup(blobs: git.BlobReader, rev: str | None) -> Callable[[str, int], str | None]:
@@ -201,8 +211,8 @@ def review_target(
         else:
             from gitflow_agents.reviewer.builtin import diff_secrets
 
-            report = agent_report(root, agent, target, config_root=config_root)
             secrets = diff_secrets(root, target.spec, options)
+            report = agent_report(root, agent, target, config_root=config_root, secrets=secrets)
         parsed = findings.parse_review(
             report,
             reviewed_sha=target.head,

@@ -28,7 +28,7 @@ from gitflow_agents.config.files import (
     scaffold_files,
 )
 from gitflow_agents.config.json_schema import flow_config_schema, schema_text
-from gitflow_agents.config.load import load_flow_config
+from gitflow_agents.config.load import config_problems, load_flow_config
 from gitflow_agents.config.values import (
     BASE_FILE,
     BRANCH_PLACEHOLDERS,
@@ -89,6 +89,7 @@ __all__ = [
     "SharedFile",
     "branch_pattern_problem",
     "builtin_flow_dir",
+    "config_problems",
     "find_project_root",
     "flow_config_schema",
     "format_branch",

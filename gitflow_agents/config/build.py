@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -65,7 +65,7 @@ def build(
     spec_plan = _section(values, "spec_plan")
     pattern = spec_plan.get("step_header_pattern")
     if pattern is not None:
-        compile_step_pattern(str(pattern.value), path=pattern.file, line=pattern.line)
+        _check_pattern(pattern)
     end_marker = spec_plan.get("top_level_end_marker")
     plan_defaults = SpecPlanConfig()
 
@@ -105,6 +105,36 @@ def build(
     )
 
 
+def build_problems(top: Node, layout: Layout, sources: tuple[Path, ...]) -> list[ConfigError]:
+    """Every rule across keys that ``build`` would raise for (``top`` fits the shape): the
+    step pattern, each agent, each shared file, the completion workflow and the chain, each
+    checked on its own."""
+    values: dict[str, Node] = top.value
+    found: list[ConfigError] = []
+
+    def attempt(work: Callable[..., object], *args: Any) -> None:
+        try:
+            work(*args)
+        except ConfigError as exc:
+            found.append(exc)
+
+    pattern = _section(values, "spec_plan").get("step_header_pattern")
+    if pattern is not None:
+        attempt(_check_pattern, pattern)
+    agents = _section(values, "agents")
+    for name, node in agents.items():
+        attempt(_build_agent, name, node, layout)
+    for key, node in _section(values, "shared_files").items():
+        attempt(_build_shared_file, key, node, layout)
+    attempt(_build_workflow, values, layout, sources)
+    attempt(_build_chain, _section(values, "chain"), agents)
+    return found
+
+
+def _check_pattern(node: Node) -> None:
+    compile_step_pattern(str(node.value), path=node.file, line=node.line)
+
+
 def _section(values: Mapping[str, Node], key: str) -> dict[str, Node]:
     node = values.get(key)
     return dict(node.value) if node is not None else {}
@@ -115,7 +145,7 @@ def _int(values: Mapping[str, Node], key: str, default: int) -> int:
     return int(node.value) if node is not None else default
 
 
-def _build_chain(values: Mapping[str, Node], agents: Mapping[str, AgentConfig]) -> ChainConfig:
+def _build_chain(values: Mapping[str, Node], agents: Collection[str]) -> ChainConfig:
     """The ``chain:`` section; the agents it names must be configured under ``agents:``."""
     chain = ChainConfig()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from gitflow_agents.config.shape import (
     HINTS,
@@ -26,83 +26,110 @@ from gitflow_agents.config.shape import (
 )
 from gitflow_agents.config.values import NAME
 from gitflow_agents.config.yaml_nodes import Node, join, kind
+from gitflow_agents.errors import ConfigError
 
 
 def check(node: Node, spec: Spec, keypath: str) -> None:
-    """Raise ConfigError (file:line: key: message) unless ``node`` fits ``spec``."""
+    """Raise ConfigError (file:line: key: message) unless ``node`` fits ``spec`` (the first
+    problem; ``problems`` finds them all)."""
+    for problem in problems(node, spec, keypath):
+        raise problem
+
+
+def problems(node: Node, spec: Spec, keypath: str) -> Iterator[ConfigError]:
+    """Every place where ``node`` does not fit ``spec``, in file order (a value of the wrong
+    kind is one problem: what is inside it is not looked at)."""
     value = node.value
     if isinstance(spec, Obj):
         if not isinstance(value, dict):
-            raise node.error(keypath, f"expected a mapping, got {kind(value)}")
+            yield node.error(keypath, f"expected a mapping, got {kind(value)}")
+            return
         for key, child in value.items():
             sub = spec.fields.get(key)
             if sub is None:
-                raise child.error(join(keypath, key), _unknown_key(key, spec.fields))
-            check(child, sub, join(keypath, key))
+                yield child.error(join(keypath, key), _unknown_key(key, spec.fields))
+            else:
+                yield from problems(child, sub, join(keypath, key))
     elif isinstance(spec, MapOf):
         if not isinstance(value, dict):
-            raise node.error(keypath, f"expected a mapping of names, got {kind(value)}")
+            yield node.error(keypath, f"expected a mapping of names, got {kind(value)}")
+            return
         for key, child in value.items():
             if not NAME.match(key):
-                raise child.error(
+                yield child.error(
                     join(keypath, key),
                     "invalid name: use letters, digits, '.', '_' and '-' (starting with a "
                     "letter or digit)",
                 )
-            check(child, spec.item, join(keypath, key))
-    elif isinstance(spec, Str):
+            yield from problems(child, spec.item, join(keypath, key))
+    elif isinstance(spec, StrList):
+        yield from _str_list(node, spec, keypath)
+    elif isinstance(spec, Command):
+        yield from _command(node, keypath)
+    else:
+        problem = _scalar(node, spec, keypath)
+        if problem is not None:
+            yield problem
+
+
+def _scalar(node: Node, spec: Spec, keypath: str) -> ConfigError | None:
+    value = node.value
+    if isinstance(spec, Str):
         if value is None and spec.nullable:
-            return
+            return None
         if not isinstance(value, str):
-            raise node.error(keypath, f"expected a string, got {kind(value)}")
+            return node.error(keypath, f"expected a string, got {kind(value)}")
         if not value.strip():
-            raise node.error(keypath, "must not be empty")
+            return node.error(keypath, "must not be empty")
         choices = spec.allowed()
         if choices and value not in choices:
-            raise node.error(keypath, f"expected one of {', '.join(choices)}, got {value!r}")
+            return node.error(keypath, f"expected one of {', '.join(choices)}, got {value!r}")
     elif isinstance(spec, Int):
         if not isinstance(value, int) or isinstance(value, bool):
-            raise node.error(keypath, f"expected {spec.what}, got {kind(value)}")
+            return node.error(keypath, f"expected {spec.what}, got {kind(value)}")
         if value < spec.minimum:
-            raise node.error(keypath, f"must be at least {spec.minimum}, got {value}")
+            return node.error(keypath, f"must be at least {spec.minimum}, got {value}")
     elif isinstance(spec, Bool):
         if not isinstance(value, bool):
-            raise node.error(keypath, f"expected true or false, got {kind(value)}")
-    elif isinstance(spec, StrList):
-        if not isinstance(value, list):
-            raise node.error(keypath, f"expected a list of strings, got {kind(value)}")
-        for index, item in enumerate(value):
-            where = f"{keypath}[{index}]"
-            if not isinstance(item.value, str):
-                raise item.error(where, f"expected a string, got {kind(item.value)}")
-            if spec.pattern is not None and not re.fullmatch(spec.pattern, item.value):
-                raise item.error(where, f"{item.value!r} is not {spec.what}")
-    elif isinstance(spec, Command):
-        _check_command(node, keypath)
+            return node.error(keypath, f"expected true or false, got {kind(value)}")
     elif isinstance(spec, AnyMap) and not isinstance(value, dict):
-        raise node.error(keypath, f"expected a mapping, got {kind(value)}")
+        return node.error(keypath, f"expected a mapping, got {kind(value)}")
+    return None
 
 
-def _check_command(node: Node, keypath: str) -> None:
+def _str_list(node: Node, spec: StrList, keypath: str) -> Iterator[ConfigError]:
+    if not isinstance(node.value, list):
+        yield node.error(keypath, f"expected a list of strings, got {kind(node.value)}")
+        return
+    for index, item in enumerate(node.value):
+        where = f"{keypath}[{index}]"
+        if not isinstance(item.value, str):
+            yield item.error(where, f"expected a string, got {kind(item.value)}")
+        elif spec.pattern is not None and not re.fullmatch(spec.pattern, item.value):
+            yield item.error(where, f"{item.value!r} is not {spec.what}")
+
+
+def _command(node: Node, keypath: str) -> Iterator[ConfigError]:
     value = node.value
     if value is None:
         return
     if isinstance(value, str):
         try:
             if not shlex.split(value):
-                raise node.error(keypath, "must not be empty")
+                yield node.error(keypath, "must not be empty")
         except ValueError as exc:
-            raise node.error(keypath, f"cannot split {value!r}: {exc}") from None
+            yield node.error(keypath, f"cannot split {value!r}: {exc}")
         return
     if not isinstance(value, list) or not value:
-        raise node.error(
+        yield node.error(
             keypath, f"expected a non-empty list of strings (or one string), got {kind(value)}"
         )
-    for index, item in enumerate(value):
-        if not isinstance(item.value, str):
-            raise item.error(f"{keypath}[{index}]", f"expected a string, got {kind(item.value)}")
-    if not value[0].value.strip():
-        raise value[0].error(f"{keypath}[0]", "the program name must not be empty")
+        return
+    wrong = [(i, item) for i, item in enumerate(value) if not isinstance(item.value, str)]
+    for index, item in wrong:
+        yield item.error(f"{keypath}[{index}]", f"expected a string, got {kind(item.value)}")
+    if not wrong and not value[0].value.strip():
+        yield value[0].error(f"{keypath}[0]", "the program name must not be empty")
 
 
 def _unknown_key(key: str, known: Mapping[str, object]) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitflow_agents.config.build import build
-from gitflow_agents.config.check import check, merge
+from gitflow_agents.config.build import build, build_problems
+from gitflow_agents.config.check import check, merge, problems
 from gitflow_agents.config.files import Layout, builtin_flow_dir
 from gitflow_agents.config.shape import TOP
 from gitflow_agents.config.values import (
@@ -43,7 +43,49 @@ def load_flow_config(
 
     Every layer is optional except an explicitly named variant. With no config file at all the
     shipped ``templates/flow/`` layers are used instead (``FlowConfig.built_in`` is then True).
+    The first problem found is raised (ConfigError); ``config_problems`` finds them all.
     """
+    layout, paths = _layers(root, flow_type, variant)
+    merged: Node | None = None
+    for path in paths:
+        node = read_layer(path, _layer_display(layout, path))
+        check(node, TOP, "")
+        merged = node if merged is None else merge(merged, node, TOP)
+    assert merged is not None  # the shipped base.yaml always exists
+    return build(merged, layout, tuple(paths), flow_type, variant)
+
+
+def config_problems(
+    root: Path, flow_type: str | None = None, variant: str | None = None
+) -> list[ConfigError]:
+    """Every problem of the `.flow/` layers ``load_flow_config`` would read (for ``plan lint``),
+    in layer and file order: a file that cannot be read or parsed is one problem; every key
+    of every layer that does not fit the shape is one; when all fit, every rule across keys
+    that fails (``build_problems``). [] when ``load_flow_config`` would succeed."""
+    try:
+        layout, paths = _layers(root, flow_type, variant)
+    except ConfigError as exc:
+        return [exc]
+    found: list[ConfigError] = []
+    merged: Node | None = None
+    for path in paths:
+        try:
+            node = read_layer(path, _layer_display(layout, path))
+        except ConfigError as exc:
+            found.append(exc)
+            continue
+        shape = list(problems(node, TOP, ""))
+        found += shape
+        if not shape:
+            merged = node if merged is None else merge(merged, node, TOP)
+    if found or merged is None:  # the values are built only from layers that all fit
+        return found
+    return build_problems(merged, layout, tuple(paths))
+
+
+def _layers(root: Path, flow_type: str | None, variant: str | None) -> tuple[Layout, list[Path]]:
+    """The layout and the layer files to read, in order (ConfigError for a bad name or a
+    missing variant)."""
     root = root.absolute()
     for label, value in (("flow type", flow_type), ("variant", variant)):
         if value is not None and not NAME.match(value):
@@ -65,14 +107,7 @@ def load_flow_config(
         wanted = layout.flow_dir / str(flow_type) / f"{variant}.yaml"
         if wanted not in paths:
             raise ConfigError(_missing_variant(layout, wanted, str(flow_type)))
-
-    merged: Node | None = None
-    for path in paths:
-        node = read_layer(path, _layer_display(layout, path))
-        check(node, TOP, "")
-        merged = node if merged is None else merge(merged, node, TOP)
-    assert merged is not None  # the shipped base.yaml always exists
-    return build(merged, layout, tuple(paths), flow_type, variant)
+    return layout, paths
 
 
 def _missing_variant(layout: Layout, wanted: Path, flow_type: str) -> str:

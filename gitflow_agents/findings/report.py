@@ -158,7 +158,8 @@ def parse_review(
             reviewed_sha=reviewed_sha,
             base_sha=base_sha,
             reason=(
-                f"{source} is {len(report_text):,} characters, over the "
+                # "or more": a file is read only up to a bound (fsutil.read_agent_text)
+                f"{source} is {len(report_text):,} characters or more, over the "
                 f"{MAX_REPORT_CHARS:,} limit: it is not read, so there is no verdict"
             ),
         )

@@ -10,6 +10,7 @@ An agent that fails, gets stuck or times out is an AgentError (exit 3), never a 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,15 +49,13 @@ def run_agent_review(
     head: str | None,
     quiet: bool = False,
     config_root: Path | None = None,
+    secrets: Iterable[str] = (),
 ) -> str:
-    """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes) and
-    return its completed report's text. ConfigError for an unknown agent; AgentError when the
-    agent does not complete.
-
-    ``config_root``: read ``.flow/`` and ``.agents-flow/`` (config, agent definitions, prompt
-    files) from there instead of from ``root``; the GitHub action passes a checkout of the pull
-    request's base commit, so a pull request cannot change how it is itself reviewed. The agent
-    still works in ``root`` and its run records are written there."""
+    """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes); its
+    completed report's text. ConfigError for an unknown agent; AgentError when it does not
+    complete. ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (the action
+    passes the pull request's base commit: a pull request cannot change its own review). The
+    agent works in ``root``, where its run records go, ``secrets`` (the diff's) masked."""
     from gitflow_agents.agent_run import AgentJob, execute
     from gitflow_agents.assets import load_manifest
     from gitflow_agents.config import find_project_root, load_flow_config
@@ -94,6 +93,7 @@ def run_agent_review(
             agent_id=agent_id,
             flow_name=flow_name,
             kind="review",
+            secrets=frozenset(secrets),
             prompt_text=prompt.text,
             prompt_segments=len(prompt.segments),
             task=(
@@ -112,8 +112,7 @@ def run_agent_review(
     if result["status"] != "succeeded" or not success.exists():
         from gitflow_agents.redact import redact_text
 
-        # The reason may quote the agent's own output; it goes to the terminal, the job's
-        # outputs and the commit status.
+        # the reason may quote the agent's output: it reaches the terminal, outputs, status
         raise AgentError(
             f"agent {name} did not complete the review: {run['outcome']}: "
             f"{redact_text(str(run['reason']))} (logs: {logs})"

@@ -86,6 +86,8 @@ def _json(text: str, path: str) -> None:
         json.loads(text)
     except json.JSONDecodeError as exc:
         raise SyntaxProblem(exc.lineno, f"invalid JSON: {exc.msg}") from None
+    except ValueError as exc:  # a number too long to convert (Python's 4,300-digit limit)
+        raise SyntaxProblem(None, f"invalid JSON: {exc}") from None
 
 
 def _yaml(text: str, path: str) -> None:
@@ -105,8 +107,13 @@ def _yaml(text: str, path: str) -> None:
     try:
         for _ in yaml.load_all(text, Loader=_yaml_loader()):  # a SafeLoader subclass
             pass
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+    except yaml.YAMLError as exc:
         raise SyntaxProblem(None, f"invalid YAML: {exc}") from None
+    except Exception as exc:
+        # PyYAML's constructors raise what their conversion raises on a value they cannot
+        # build (ValueError for 2024-13-45, KeyError for !!bool maybe): the file does not load.
+        what = str(exc) if not isinstance(exc, KeyError) else f"cannot build {exc}"
+        raise SyntaxProblem(None, f"invalid YAML: {what}") from None
 
 
 @functools.cache
@@ -169,8 +176,17 @@ SYNTAX: tuple[tuple[str, Callable[[str], bool], Callable[[str, str], None]], ...
 def syntax_rule(path: str) -> tuple[str, Callable[[str, str], None]] | None:
     for rule, matches, parse in SYNTAX:
         if matches(path):
-            return rule, parse
+            return rule, functools.partial(_within_limits, parse)
     return None
+
+
+def _within_limits(parse: Callable[[str, str], None], text: str, path: str) -> None:
+    """``parse``, where nesting too deep for a recursive parser (json, tomllib, Python's own:
+    ``[[[[…`` in a reviewed file) is a finding, not a crash."""
+    try:
+        parse(text, path)
+    except (RecursionError, MemoryError):
+        raise SyntaxProblem(None, "nested too deeply to parse") from None
 
 
 def syntax_finding(change: FileChange, new_text: str) -> tuple[Finding, bool] | None:

@@ -139,10 +139,20 @@ def alias_bomb(levels: int) -> str:
     return "\n".join(rows)
 
 
+def merge_bomb(levels: int) -> str:
+    """Merge keys PyYAML copies instead of sharing: 9 ** levels pairs once built."""
+    rows = ["m0: &m0 {x: 1, y: 2}"]
+    rows += [f"m{i}: &m{i} {{<<: [{', '.join([f'*m{i - 1}'] * 9)}]}}" for i in range(1, levels + 1)]
+    return "\n".join(rows)
+
+
 EXTRAS = st.sampled_from(
     [
         alias_bomb(9),
         alias_bomb(5),
+        merge_bomb(9),
+        "x: &x {a: 1}\ny: &y {<<: *x}\nz: {<<: [*x, *y, *y]}",
+        "x: " + "[" * 100_000 + "]" * 100_000,
         "deep: " + "[" * 5000 + "]" * 5000,
         "deep: " + "{a: " * 300 + "1" + "}" * 300,
         "x: &x\n  y: *x",

@@ -3,7 +3,8 @@ input (in-process, in a :class:`~tests.fuzz.sandbox.Sandbox`).
 
 A surface's ``run`` returns nothing: the sandbox counts exit codes, exceptions, hangs and writes
 outside the repository. Surfaces: config layers, plans, frontmatter (cards), asset manifests
-(``.agents-flow/``), agent reports and replies, run records, GitHub events, argv.
+(``.agents-flow/``), agent reports and replies, run records, GitHub events, the files a change
+hands the builtin reviewer, argv.
 """
 
 from __future__ import annotations
@@ -352,6 +353,39 @@ def run_event(box: Sandbox, tally: Tally, value: tuple[str, bytes]) -> None:
             box.env.pop(key)
 
 
+# --- reviewed files (what a pull request hands the builtin reviewer) --------------------------
+
+REVIEWED = {
+    "x.yaml": s.yaml_text(),
+    "ci/.github.yml": s.yaml_text("on: push\njobs:\n  t:\n    runs-on: x\n"),
+    "x.json": st.one_of(s.hostile_json().map(json.dumps), st.sampled_from(s.JSON_EXTRAS)),
+    "x.toml": st.sampled_from(["a = 1", 'a = "\\ud800"', "[" * 5000, "x = 1979-05-27T07:32:00Z"]),
+    "x.py": st.sampled_from(["def f(:\n", "x = 1\n", "(" * 5000, "\x00", "if x:\n\tpass\n  y"]),
+    ".env": st.sampled_from(["TOKEN=" + "A" * 40, "password = " + "x" * 5000, "a=b"]),
+    "notes.md": st.text(max_size=40),
+}
+
+
+@st.composite
+def _reviewed(draw: st.DrawFn) -> dict[str, bytes]:
+    names = draw(st.lists(st.sampled_from(sorted(REVIEWED)), min_size=1, max_size=3, unique=True))
+    return {name: draw(s.encoded(draw(REVIEWED[name]))) for name in names}
+
+
+def run_reviewed(box: Sandbox, tally: Tally, files: dict[str, bytes]) -> None:
+    import shutil
+    import subprocess
+
+    for name, data in files.items():
+        _write(box.repo / "pr" / name, data)
+    subprocess.run(["git", "add", "pr"], cwd=box.repo, check=True, capture_output=True)
+    try:
+        box.run(tally, _main("review", "--staged", "--format", "json"), "review --staged")
+    finally:
+        subprocess.run(["git", "reset", "-q"], cwd=box.repo, check=True, capture_output=True)
+        shutil.rmtree(box.repo / "pr", ignore_errors=True)
+
+
 # --- argv -----------------------------------------------------------------------------------
 
 VALUES = [
@@ -457,7 +491,10 @@ def _argv(draw: st.DrawFn) -> tuple[bool, list[str]]:
             words.append(draw(st.sampled_from(options)))
         words.append(draw(st.one_of(st.sampled_from(VALUES), st.text(max_size=6))))
     if draw(st.integers(0, 9)) == 0:
-        words = ["-C", draw(st.sampled_from(["sub", ".", "missing", "out-dir"])), *words]
+        # -C into a linked folder outside the repository is where the user asked to work (like
+        # `cd`): a folder in no repository is written there by design (docs/security.md,
+        # "Writes"; tests/test_hostile_files.py), so not counted here; -C into a file link is.
+        words = ["-C", draw(st.sampled_from(["sub", ".", "missing", "out-card.md"])), *words]
     return agent_review, words
 
 
@@ -480,6 +517,7 @@ SURFACES = {
         Surface("reports and replies", _report(), run_report),
         Surface("run records", _records(), run_records),
         Surface("GitHub events", _event(), run_event),
+        Surface("reviewed files", _reviewed(), run_reviewed),
         Surface("argv", _argv(), run_argv),
     )
 }
