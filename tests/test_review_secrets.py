@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -145,11 +144,13 @@ def test_a_quoted_private_key_body_is_masked() -> None:
     assert body[1:] not in escaped
 
 
-def test_redact_is_linear_on_long_runs() -> None:
-    started = time.monotonic()
-    redact_text("a" * 500_000 + " password=" + "b" * 500_000)
-    redact_text("token" * 100_000)
-    assert time.monotonic() - started < 5
+def test_redact_handles_long_runs() -> None:
+    # the time it takes is measured in benchmarks/hostile_sizes.py, not asserted here
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    masked = redact_text("a" * 500_000 + f" {token} " + "b" * 500_000)
+    assert token not in masked and masked.startswith("a" * 500_000 + " ghp_")
+    assert masked.endswith(" " + "b" * 500_000)
+    assert redact_text("token" * 100_000) == "token" * 100_000
 
 
 def test_redact_review_covers_every_field() -> None:

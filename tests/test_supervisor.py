@@ -156,7 +156,6 @@ def test_silent_hang_is_stuck_and_killed(tmp_path: Path) -> None:
     run = run_fake(tmp_path, "hang", stuck=0.5)
     assert run.outcome.status == "stuck"
     assert "no activity" in run.outcome.reason
-    assert run.elapsed < 5
     assert_gone([run.record["pid"]])
 
 
@@ -237,7 +236,6 @@ def test_cli_burning_cpu_while_waiting_is_stuck(tmp_path: Path, mode: str) -> No
     run = run_fake(tmp_path, mode, stuck=0.5, timeout=8.0, cpu_activity="tools")
     assert run.outcome.status == "stuck", run.outcome.reason
     assert "last activity: start" in run.outcome.reason
-    assert run.elapsed < 4
     assert_gone([run.record["pid"], *run.record.get("descendants", [])])
 
 
@@ -276,7 +274,6 @@ def test_cancel_event_kills_the_tree(tmp_path: Path) -> None:
 
     run = run_fake(tmp_path, "spawn-hang", stuck=10, before=arm)
     assert run.outcome.status == "canceled"
-    assert run.elapsed < 5
     assert_gone([run.record["pid"], *run.record["descendants"]])
 
 
@@ -310,7 +307,6 @@ def test_ctrl_c_kills_the_tree_and_reraises(tmp_path: Path) -> None:
 def test_hard_timeout_even_when_busy(tmp_path: Path) -> None:
     run = run_fake(tmp_path, "busy-stdout", "--seconds", "30", stuck=5, timeout=0.8)
     assert run.outcome.status == "timeout"
-    assert run.elapsed < 5
     assert_gone([run.record["pid"]])
 
 
