@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,7 @@ STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub drops a step's whole job summary when it is larger than this (bytes)."""
 
 
-class StatusWriter:
+class StatusWriter(ABC):
     """Writes the gate of one commit (``sha``: its status, the optional check run) until GitHub
     says the token may not; from then on it only notes what it could not do (the degrade path
     for fork PRs and read-only tokens)."""
@@ -59,8 +60,9 @@ class StatusWriter:
         self.writes = 0
 
     @property
+    @abstractmethod
     def sha(self) -> str:
-        raise NotImplementedError
+        """The commit whose gate this writes."""
 
     def attempt(self, what: str, call: Callable[[], T]) -> T | None:
         if self.degraded is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gitflow_agents.github.values import PullRequest
 
@@ -48,21 +48,20 @@ def pull_value(pr: Any) -> PullRequest:
 class PullRequests:
     """The pull request methods of ``Client`` (see the module doc)."""
 
-    def _call(
-        self,
-        what: str,
-        call: Callable[[], T],
-        *,
-        find: Callable[[], T | None] | None = None,
-        creates: bool = False,
-    ) -> T:
-        raise NotImplementedError  # Client's
+    if TYPE_CHECKING:  # Client's transport, declared for the type checker only
 
-    def _repo(self, repo: str) -> Any:
-        raise NotImplementedError  # Client's
+        def _call(
+            self,
+            what: str,
+            call: Callable[[], T],
+            *,
+            find: Callable[[], T | None] | None = None,
+            creates: bool = False,
+        ) -> T: ...
 
-    def _json(self, verb: str, path: str, data: dict[str, Any] | None = None) -> Any:
-        raise NotImplementedError  # Client's
+        def _repo(self, repo: str) -> Any: ...
+
+        def _json(self, verb: str, path: str, data: dict[str, Any] | None = None) -> Any: ...
 
     def pull(self, repo: str, number: int) -> PullRequest:
         return self._call(
