@@ -69,7 +69,7 @@ _CONFIG_FILE = re.compile(
 # relative paths, and words (letters, then digits) joined by - _ . (names like deploy-bot2).
 _URL_OR_PATH = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|/|~|\.\.?/)|^[a-z0-9._-]+(?:/[a-z0-9._-]+)+$")
 _WORDS = re.compile(r"^[A-Za-z]+\d*(?:[-_.][A-Za-z]+\d*)*$")
-_KEY_BODY = re.compile(r"[A-Za-z0-9+/=]{16,}")
+KEY_BODY = re.compile(r"[A-Za-z0-9+/=]{16,}")
 
 MIN_SECRET_LENGTH = 16
 ENTROPY_THRESHOLD = 3.5  # bits per character
@@ -169,7 +169,7 @@ def secret_values(
             if PRIVATE_KEY_END.search(line):
                 in_key = False
             else:
-                values.update(_KEY_BODY.findall(line))
+                values.update(KEY_BODY.findall(line))
             continue
         values.update(token for _, _, token in token_hits(line))
         for match in assignment_hits(
@@ -189,7 +189,7 @@ def _mask_key_bodies(text: str) -> str:
             continue
         end = PRIVATE_KEY_END.search(text, begin.end())
         stop = end.start() if end else len(text)
-        out += [text[position : begin.end()], _KEY_BODY.sub("[masked]", text[begin.end() : stop])]
+        out += [text[position : begin.end()], KEY_BODY.sub("[masked]", text[begin.end() : stop])]
         position = stop
     return "".join(out) + text[position:] if out else text
 
