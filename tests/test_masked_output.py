@@ -13,12 +13,16 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from gitflow_agents import redact
 from gitflow_agents.agents.base import LaunchSpec
 from gitflow_agents.events import ConsoleChannel, EventHub, JsonlChannel, MemoryChannel
 from gitflow_agents.redact import mask, redact_text
@@ -112,6 +116,27 @@ def test_bytes_that_are_not_utf8_pass_through_and_masking_twice_changes_nothing(
     )
     assert AWS_KEY.encode() not in masked
     assert feed_in_pieces(LineMasker(SECRETS), masked, 3) == masked  # the second time
+
+
+FRAGMENTS = [
+    AWS_KEY, GH_TOKEN, ENV_PASSWORD, "AKIA", "ghp_", "xoxb-", "github_pat_", " ", "\n", "=",
+    ": ", '"', "'", "PASSWORD", "Api_Key", "paſſword", "toKen", "secret", "Zx9Qw8Er7Ty6Ui5Op4As",
+    "vault.get(x)", "é", "-----BEGIN RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=30))
+@example(["paſſword", "=", "Zx9Qw8Er7Ty6Ui5Op4As"])  # re.I folds ſ to s; lower() does not
+def test_the_quick_checks_skip_only_texts_the_rules_cannot_match(parts: list[str]) -> None:
+    """redact_text's cheap pre-checks (a token's literal start, a secret word in the name)
+    give exactly what the full scans give."""
+    text = "".join(parts)
+    fast = redact_text(text, SECRETS[:1])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(redact, "_TOKEN_START", re.compile(""))
+        patch.setattr(redact, "_may_assign", lambda text: True)
+        assert fast == redact_text(text, SECRETS[:1])
 
 
 # ---------------------------------------------------------------------------------------------
