@@ -214,6 +214,35 @@ def test_a_supervised_run_masks_what_the_agent_prints_everywhere(tmp_path: Path)
     assert mask(ENV_PASSWORD) in console  # the live lines quote the masked output
 
 
+def test_an_agent_killed_mid_line_leaves_that_line_masked(tmp_path: Path) -> None:
+    """Killed at the worst moment (a secret written, its line not ended): the held-back line is
+    still written, masked, when the run ends."""
+    agent_dir, run_dir = tmp_path / "agents" / "a", tmp_path / "runs" / "r2"
+    agent_dir.mkdir(parents=True)
+    script = f"import os, time; os.write(1, b'the password {ENV_PASSWORD}'); time.sleep(60)"
+    spec = LaunchSpec(argv=(sys.executable, "-c", script), env=dict(os.environ), cwd=tmp_path)
+    hub = EventHub([JsonlChannel(run_dir / "events.jsonl")], run_id="r2")
+    cancel = threading.Event()
+    hub.subscribe("agent:output", lambda event: cancel.set())  # killed once it has written
+    outcome = supervise(
+        spec,
+        agent_dir=agent_dir,
+        run_dir=run_dir,
+        stuck_timeout=60,
+        timeout=120,
+        hub=hub,
+        run_id="r2",
+        cancel=cancel,
+        kill_grace=0.2,
+        secrets=SECRETS,
+    )
+    hub.close()
+    assert outcome.status == "canceled"
+    assert (run_dir / "worker.log").read_text() == f"the password {mask(ENV_PASSWORD)}"
+    for path in run_dir.iterdir():
+        assert_no_secret(path.read_text(errors="replace"), str(path))
+
+
 # ---------------------------------------------------------------------------------------------
 # git agent-review: the diff's values reach the masker
 
