@@ -70,7 +70,7 @@ class AgentJob:
     workdir: Path | None = None
     env: Mapping[str, str] | None = None
     stuck_grace: float | None = None  # None: the config's defaults.stuck_retry_grace_secs
-    secrets: frozenset[str] = frozenset()  # exact values masked in the run's records
+    secrets: frozenset[str] = frozenset()  # exact values masked in its records, log and events
 
 
 def execute(job: AgentJob) -> dict[str, Any]:
@@ -221,6 +221,7 @@ class AgentRunner:
             stuck_grace=float(
                 job.config.stuck_retry_grace_secs if job.stuck_grace is None else job.stuck_grace
             ),
+            secrets=job.secrets,
         )
         self._end_task(self.outcome.status, self.outcome.reason)
         return self.outcome

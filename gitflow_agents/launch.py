@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -138,8 +138,10 @@ def supervise_agent(
     kill_grace: float = 3.0,
     exit_grace: float = 10.0,
     stuck_grace: float = 0.0,
+    secrets: Iterable[str] = (),
 ) -> Outcome:
-    """Run ``prepared`` under the supervisor to its Outcome (see ``supervisor.supervise``)."""
+    """Run ``prepared`` under the supervisor to its Outcome (see ``supervisor.supervise``);
+    ``secrets``: exact values masked in its ``worker.log``, events and reason."""
     from gitflow_agents.supervisor import supervise
 
     workflow = prepared.workflow
@@ -161,6 +163,7 @@ def supervise_agent(
         kill_grace=kill_grace,
         exit_grace=exit_grace,
         stuck_grace=stuck_grace,
+        secrets=secrets,
     )
 
 

@@ -269,6 +269,7 @@ class _Attempt:
                 stuck_timeout=float(settings.stuck_timeout or ctx.config.stuck_timeout_secs),
                 timeout=float(settings.timeout or ctx.config.max_wait_secs),
                 kill_grace=settings.kill_grace, step=job.step, workdir=ws.worktree, env=ctx.env,
+                secrets=frozenset(ctx.secrets),
             ),
             hub=ctx.hub,
             paths=ctx.new_run(),

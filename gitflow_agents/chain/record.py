@@ -85,10 +85,12 @@ class StepRecord:
         self, git_stats: stats.GitStats | None = None, line: str = "", path: Path | None = None
     ) -> ChainResult:
         """The typed result as the record stands (``write`` gives it with the file written)."""
+        from gitflow_agents.redact import redact_text
+
         return ChainResult(
             outcome=self.outcome,
             exit_code=self.exit_code,
-            reason=self.reason,
+            reason=redact_text(self.reason, self.ctx.secrets),  # it may quote an agent
             run_id=self.run_id,
             step=self.step,
             branch=self.ws.branch if self.ws else None,
@@ -129,7 +131,9 @@ def _write_record(rec: StepRecord) -> ChainResult:
     )
     changed = git_stats.changed_files if git_stats else ()
     result = flow_result("implement", status, report_text=text, changed_files=changed)  # type: ignore[arg-type]
-    line = _history_line(rec, result, git_stats, paths)
+    from gitflow_agents.redact import redact_data, redact_text
+
+    line = redact_text(_history_line(rec, result, git_stats, paths), ctx.secrets)
     result["chain"] = {
         "outcome": rec.outcome,
         "exitCode": rec.exit_code,
@@ -164,9 +168,9 @@ def _write_record(rec: StepRecord) -> ChainResult:
         "historyLine": line,
     }
     written: Path | None = None
-    from gitflow_agents.redact import redact_data
-
-    result = redact_data(result, ())  # the implementer's summary: masked like every agent text
+    # agent text (the implementer's summary, reviews, reasons): masked like every agent text,
+    # with the exact values of the secrets the step's diff adds
+    result = redact_data(result, ctx.secrets)
     with contextlib.suppress(OSError):
         write_result(paths, result)
         written = paths.result

@@ -102,13 +102,14 @@ def review_round(
     if focus_paths:
         preamble += "\n\nFocus on these paths: " + ", ".join(f"`{p}`" for p in focus_paths) + "."
 
+    _gather_secrets(ctx, ws, head)
     jobs = [
         Job(name, agent_id_for(name, step, iteration), "review", head, step, tuple(after),
             preamble, task)
         for name in names
     ]  # fmt: skip
     runs = run_together(ctx, ws, jobs)
-    reviews = tuple(_focus(_read_review(run, head, ws.base_sha), focus_paths) for run in runs)
+    reviews = tuple(_focus(_read_review(ctx, run, head, ws.base_sha), focus_paths) for run in runs)
     verdict = _verdict(ctx, runs, reviews, head)
     threshold = ctx.settings.threshold
     again = [
@@ -119,7 +120,7 @@ def review_round(
     if again and not verdict.approved:
         fresh = run_together(ctx, ws, [replace(jobs[i], reuse=False) for i in again])
         runs = [fresh[again.index(i)] if i in again else run for i, run in enumerate(runs)]
-        reviews = tuple(_focus(_read_review(r, head, ws.base_sha), focus_paths) for r in runs)
+        reviews = tuple(_focus(_read_review(ctx, r, head, ws.base_sha), focus_paths) for r in runs)
         verdict = _verdict(ctx, runs, reviews, head)
     extra = tuple(r for r in (_untouched(ws, head), _markers(ctx, ws, head)) if r)
     if extra:
@@ -154,9 +155,20 @@ def _markers(ctx: Context, ws: Workspace, head: str) -> str:
     return f"conflict markers left in {', '.join(found[:5])}"
 
 
-def _read_review(run: AgentRun, head: str, base: str) -> Review:
-    """The reviewer's report as a Review, its texts masked (``redact``) like every review's:
-    it reaches the run record, the fixer's prompt and, through ``/agent fix``, GitHub."""
+def _gather_secrets(ctx: Context, ws: Workspace, head: str) -> None:
+    """Add the exact values of the secrets ``base..head`` adds to ``ctx.secrets``, found as
+    ``git agent-review`` finds them (``reviewer.builtin.diff_secrets``): the reviewers about to
+    run, the fixer after them and the step's record mask them (docs/security.md, "Secrets in
+    review output"). Kept for the whole run: a value a fix removes may still be quoted."""
+    from gitflow_agents.reviewer.builtin import diff_secrets
+
+    ctx.secrets |= diff_secrets(ws.worktree, git.DiffSpec(ws.base_sha, head))
+
+
+def _read_review(ctx: Context, run: AgentRun, head: str, base: str) -> Review:
+    """The reviewer's report as a Review, its texts masked (``redact``) like every review's,
+    with the step's secret values: it reaches the run record, the fixer's prompt and, through
+    ``/agent fix`` and ``run --pr``, GitHub."""
     from gitflow_agents.findings.report import MAX_REPORT_CHARS
     from gitflow_agents.fsutil import read_agent_text
     from gitflow_agents.redact import redact_review
@@ -165,7 +177,7 @@ def _read_review(run: AgentRun, head: str, base: str) -> Review:
     # not read whole, and parse_review refuses it (no verdict); a symlink or FIFO reads as "".
     text = read_agent_text(run.report, MAX_REPORT_CHARS) if run.report else ""
     review = parse_review(text, reviewed_sha=head, base_sha=base, source=run.agent_id)
-    return redact_review(review)
+    return redact_review(review, ctx.secrets)
 
 
 def _focus(review: Review, paths: Sequence[str]) -> Review:

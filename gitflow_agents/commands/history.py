@@ -40,10 +40,13 @@ class HistoryRow:
 def rows(
     root: Path, flow_dir: str, flow: str | None = None, *, agents: bool = False
 ) -> list[HistoryRow]:
+    """One row per run ``history`` shows, oldest first, its texts masked again by the secret
+    rules (the records were masked when written, but an agent can write into its run folder)."""
     from gitflow_agents.record_fields import mapping
+    from gitflow_agents.redact import redact_data
 
     return [
-        _row(run_dir, data, mapping(data, "run"))
+        HistoryRow(**redact_data(asdict(_row(run_dir, data, mapping(data, "run")))))
         for run_dir, data in records(root, flow_dir, flow, agents=agents)
     ]
 

@@ -31,9 +31,11 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
     """One row per run (oldest first): status.json merged with result.json, liveness checked: a
     run nothing supervises any more is ``lost``, and its reason says whether processes of its
     tree still run and how to stop them. Fields of the wrong type (an agent can write anything
-    into its run folder) read as absent."""
+    into its run folder) read as absent. Every text is masked again (the secret rules): the
+    records were masked when written, but an agent can write into its run folder too."""
     from gitflow_agents.lost_runs import is_lost, tree_pids
     from gitflow_agents.record_fields import mapping, scalar, text
+    from gitflow_agents.redact import redact_data
     from gitflow_agents.runs import iter_runs, read_json
 
     rows = []
@@ -86,7 +88,7 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
             row["replyStatus"] = scalar(reply, "status")
             if isinstance(reply.get("questions"), list) and reply["questions"]:
                 row["questions"] = reply["questions"]
-        rows.append(row)
+        rows.append(redact_data(row))
     return rows
 
 

@@ -108,6 +108,11 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
             branch=branch,
             base_sha=git.merge_base(root, pull.base_sha, pull.head_sha),
         )
+        # the secrets the PR adds, masked in the fixer's log, events and records as the
+        # review masked them (docs/security.md, "Secrets in review output")
+        from gitflow_agents.reviewer.builtin import diff_secrets
+
+        ctx.secrets |= diff_secrets(tree, git.DiffSpec(ws.base_sha, pull.head_sha))
         agent_id = f"pr-{pull.number}-{options.fixer}"
         facts = {"number": pull.number, "branch": pull.head_ref, "head": pull.head_sha}
         run = chain.run_agent(

@@ -28,7 +28,8 @@ The modules, one job each (docs/supervisor.md, "Module layout"):
 - ``outcome.py``: ``Outcome``, ``Status``, the completion signal files, the verdict rules and
   ``status.json`` updates;
 - ``watch.py``: inotify and stat-poll watchers of the agent dir, run dir and work tree;
-- ``output.py``: stdout/stderr capture into ``worker.log`` and the exit notifier;
+- ``output.py``: stdout/stderr capture into ``worker.log`` (masked line by line,
+  ``redact_stream.py``) and the exit notifier;
 - ``tree.py``: finding, killing and CPU-sampling the agent's process tree.
 """
 

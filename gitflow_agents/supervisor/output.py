@@ -1,9 +1,11 @@
 """The agent's output and exit, as the supervisor sees them while it waits.
 
 ``Output`` reads stdout and stderr into ``worker.log`` (bounded: its head and tail, ``Log``) and
-memory (the last 8 MiB of each) as they arrive (each chunk is activity) and emits rate-limited
-``agent:output`` events; ``exit_notifier`` gives an fd the
-supervisor's select wakes on when the agent exits.
+memory (the last 8 MiB of each, raw, for the adapter's ``parse_output``) as they arrive (each
+chunk is activity) and emits rate-limited ``agent:output`` events. What reaches ``worker.log``
+and the events is masked line by line as it streams (``redact_stream.LineMasker``: the secret
+rules and the exact values the run knows; docs/security.md, "Secrets in review output").
+``exit_notifier`` gives an fd the supervisor's select wakes on when the agent exits.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import select
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from gitflow_agents.redact_stream import LineMasker
 
 OUTPUT_EVENT_EVERY = 0.5
 CAPTURE_LIMIT = 8 * 1024 * 1024  # bytes of stdout / stderr kept in memory for parse_output
@@ -108,15 +112,20 @@ class Activity:
 
 
 class Output:
-    """Reads stdout and stderr into worker.log and memory; emits rate-limited agent:output."""
+    """Reads stdout and stderr into worker.log (masked) and memory (raw); emits rate-limited
+    agent:output events whose ``tail`` is the last masked line. ``secrets``: exact values to
+    mask besides the pattern rules (a reviewed diff's)."""
 
     def __init__(
         self,
         log_path: Path,
         activity: Activity,
         emit: Callable[[dict[str, Any]], None],
+        secrets: Iterable[str] = (),
     ) -> None:
         self._log = Log(log_path)
+        known = frozenset(secrets)
+        self._maskers = {"stdout": LineMasker(known), "stderr": LineMasker(known)}
         self._lock = threading.Lock()
         self._activity = activity
         self._emit = emit
@@ -158,18 +167,24 @@ class Output:
     def _on_chunk(self, name: str, chunk: bytes) -> None:
         self._activity.touch("output")
         with self._lock:
-            self._log.write(chunk)
             self.captured[name].append(chunk)
+            self._write_masked(self._maskers[name].feed(chunk))
             self._pending += len(chunk)
             self._stream = name
-            lines = [ln for ln in _printable(chunk).splitlines() if ln.strip()]
-            if lines:
-                self._tail = lines[-1][-200:]
             now = time.monotonic()
             if now - self._emitted_at < OUTPUT_EVENT_EVERY:
                 return
             data = self._take(now)
         self._emit(data)
+
+    def _write_masked(self, masked: bytes) -> None:
+        """Masked output into worker.log; its last line is the next event's ``tail``."""
+        if not masked:
+            return
+        self._log.write(masked)
+        lines = [ln for ln in _printable(masked).splitlines() if ln.strip()]
+        if lines:
+            self._tail = lines[-1][-200:]
 
     def _take(self, now: float) -> dict[str, Any]:
         data = {"stream": self._stream, "bytes": self._pending, "tail": self._tail}
@@ -185,6 +200,8 @@ class Output:
         for thread in self._threads:
             thread.join(1.0)
         with self._lock:
+            for masker in self._maskers.values():  # the last lines, without their newline
+                self._write_masked(masker.flush())
             data = self._take(time.monotonic()) if self._pending else None
             self._log.close()
         if data is not None:

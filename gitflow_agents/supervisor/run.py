@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.fsutil import make_dirs, refuse_symlinks
 from gitflow_agents.liveness import start_time
+from gitflow_agents.redact import redact_text
 from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV
 from gitflow_agents.supervisor import tree
 from gitflow_agents.supervisor.outcome import (
@@ -79,6 +80,7 @@ def supervise(
     exit_grace: float = 10.0,
     cpu_busy_fraction: float = 0.1,
     stuck_grace: float = 0.0,
+    secrets: Iterable[str] = (),
 ) -> Outcome:
     """Run ``spec`` to an Outcome; never hangs past ``timeout`` (+ kill grace), never leaks a process.
 
@@ -90,6 +92,8 @@ def supervise(
     is only suspected stuck (``status.json``: ``stuck_suspected_at``); activity within the grace
     clears the suspicion, none makes it stuck (the caller may retry it: docs/chains.md).
     Work on ``status.json`` in ``run_dir``: pid, pgid, state and last activity are merged in.
+    ``secrets``: exact values masked (besides the pattern rules) in everything the run writes
+    or emits from the agent's output: ``worker.log``, ``agent:output`` and the reason.
     """
     if stuck_timeout <= 0:
         raise ValueError("stuck_timeout must be positive")
@@ -112,7 +116,9 @@ def supervise(
     limits = Limits(
         stuck_timeout, timeout, kill_grace, exit_grace, cpu_busy_fraction, max(stuck_grace, 0.0)
     )
-    run = _Supervision(spec, files, run_dir, hub, run_id, watcher, limits, parse_output)
+    run = _Supervision(
+        spec, files, run_dir, hub, run_id, watcher, limits, parse_output, frozenset(secrets)
+    )
     if cancel is not None:
         run.cancel = cancel
     try:
@@ -137,16 +143,17 @@ class _Supervision:
         watcher: Watcher,
         limits: Limits,
         parse_output: Callable[[str, str], ParsedOutput] | None,
+        secrets: frozenset[str] = frozenset(),
     ) -> None:
         self.spec, self.files, self.run_dir, self.hub = spec, files, run_dir, hub
         self.run_id, self.watcher, self.limits = run_id, watcher, limits
-        self.parse_output = parse_output
+        self.parse_output, self.secrets = parse_output, secrets
         self.agent = files.report.parent.name
         self.cancel = threading.Event()
         self.activity = Activity()
         self.started_wall, self.started = time.time(), time.monotonic()
-        self.output = Output(run_dir / "worker.log", self.activity, self._emit_output)
-        self.token = f"{run_id}:{secrets.token_hex(8)}"  # marks every process of this tree
+        self.output = Output(run_dir / "worker.log", self.activity, self._emit_output, secrets)
+        self.token = f"{run_id}:{token_hex(8)}"  # marks every process of this tree
         self.proc: subprocess.Popen[bytes] | None = None
         self.spawned_wall = self.started_wall
         self.known: dict[int, float] = {}  # pid -> create_time of descendants seen
@@ -372,7 +379,8 @@ class _Supervision:
         note = f"; processes left behind: {list(leftover)}" if leftover else ""
         outcome = Outcome(
             status=verdict.status,
-            reason=verdict.reason + note,
+            # it may quote the agent (its CLI's error): events, status.json and the console
+            reason=redact_text(verdict.reason + note, self.secrets),
             report_path=self.files.report_path(verdict.status),
             exit_code=code,
             started=self.started_wall,
