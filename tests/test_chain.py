@@ -809,3 +809,31 @@ def test_a_reviewer_that_cannot_be_prepared_starts_none(repo: Path) -> None:
     records = [json.loads(p.read_text()) for p in (repo / "flows/round/runs").glob("*/result.json")]
     assert sorted(r["run"]["agentId"] for r in records) == ["broken", "good"]
     assert {r["run"]["status"] for r in records} == {"failed"}
+
+
+def test_all_runs_a_step_after_the_step_it_depends_on_even_when_it_comes_later(
+    repo: Path,
+) -> None:
+    configure(repo)
+    plan = repo / "specs" / "feature.md"
+    plan.write_text(
+        PLAN.replace("Add src/new_module.py.", "Depends on: 2\n\nAdd src/new_module.py.").replace(
+            "Polish it.", "Depends on: none\n\nPolish it."
+        )
+    )
+    git(repo, "commit", "-qam", "step 1 waits for step 2")
+    out = run(repo, "--all")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert [r["chain"]["step"] for r in results(repo)] == [2, 1]
+    assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "✅"
+
+
+def test_all_refuses_a_plan_whose_dependencies_cannot_be_met(repo: Path) -> None:
+    configure(repo)
+    plan = repo / "specs" / "feature.md"
+    plan.write_text(PLAN.replace("Polish it.", "Depends on: 7\n\nPolish it."))
+    git(repo, "commit", "-qam", "step 2 waits for a step the plan lacks")
+    out = run(repo, "--all")
+    assert out.returncode == 2
+    assert "step 2 depends on step 7, which the plan does not have" in out.stderr
+    assert results(repo) == []

@@ -261,3 +261,27 @@ def test_cli_show_lists_the_dependencies(cli_run: Cli, project: Path) -> None:
     ]
     shown = cli(cli_run, project, "plan", "show", "specs/p.md", "--json")
     assert [s["depends_on"] for s in json.loads(shown.stdout)["steps"]] == [[], [], [1, 2]]
+
+
+# --- the order local `run --all` takes ---------------------------------------------------------
+
+
+def order(*bodies: str) -> list[int]:
+    from gitflow_agents.plan.deps import run_order
+
+    return run_order(parse_plan_text(plan_text(*bodies), Path("p.md")))
+
+
+def test_run_order_is_the_files_order_without_depends_on_lines() -> None:
+    assert order("a", "b", "c", "d") == [1, 2, 3, 4]
+
+
+def test_run_order_puts_each_step_after_what_it_waits_for() -> None:
+    # 1 waits for 3, 2 for nothing: 2 runs first (earliest free step in the file), then 3, then 1
+    assert order("Depends on: 3", "Depends on: none", "Depends on: none") == [2, 3, 1]
+    assert order("a", "Depends on: 1", "Depends on: 1", "Depends on: 2, 3") == [1, 2, 3, 4]
+    assert order("Depends on: 2", "Depends on: none", "c") == [2, 1, 3]
+
+
+def test_run_order_leaves_out_steps_in_a_cycle() -> None:
+    assert order("Depends on: none", "Depends on: 3", "Depends on: 2") == [1]

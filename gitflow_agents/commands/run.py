@@ -23,6 +23,7 @@ from gitflow_agents.errors import ExitCode, UsageError
 if TYPE_CHECKING:
     from gitflow_agents.chain import ChainResult, ChainSettings, Context
     from gitflow_agents.config import FlowConfig
+    from gitflow_agents.plan import Plan
 
 
 def add_chain_arguments(p: argparse.ArgumentParser) -> None:
@@ -82,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--auto-merge and --draft go with --pr")
     ctx = open_context(args, plan_path=Path(args.plan))
     assert ctx.plan is not None
-    if args.all:
-        steps = [s.number for s in ctx.plan.steps]
+    if args.all:  # --pr: the wave ready on origin, decided in run_steps
+        steps = [] if pr else _in_dependency_order(ctx.plan)
     else:
         ctx.plan.step(args.step)  # PlanError for an unknown step, before anything runs
         steps = [args.step]
@@ -104,6 +105,19 @@ def run(args: argparse.Namespace) -> int:
             if code != ExitCode.OK:
                 break
     return code
+
+
+def _in_dependency_order(plan: Plan) -> list[int]:
+    """``--all``'s order: every step after the steps its ``Depends on:`` line names (the file's
+    order for a plan without such lines); a plan whose dependencies cannot be met (an unknown
+    step, a cycle) is a PlanError naming each problem, before anything runs."""
+    from gitflow_agents.errors import PlanError
+    from gitflow_agents.plan.deps import plan_problems, run_order
+
+    problems = plan_problems(plan)
+    if problems:
+        raise PlanError("; ".join(str(problem) for problem in problems))
+    return run_order(plan)
 
 
 def settings_from(args: argparse.Namespace, config: FlowConfig | None = None) -> ChainSettings:
