@@ -12,7 +12,9 @@ with 422, a review is all-or-nothing, list endpoints paginate with ``Link`` head
 up to 100), a read-only token gets 403 on writes, installation tokens (the Actions token, a
 GitHub App's ``ghs_`` token) get 403 on ``GET /user`` and write as ``<app-slug>[bot]`` with
 ``performed_via_github_app``, and a token that may write may also edit or delete another
-user's comment (as on GitHub: only the product's own author check protects a comment).
+user's comment (as on GitHub: only the product's own author check protects a comment). With
+an origin (``state.origin``), a status or check run on a commit that origin does not have is
+422 ``No commit found for SHA`` (``require_commit``).
 
 Faults are injected like GitHub fails: ``fail()`` answers any status, ``fail(store=True)`` stores
 the write first and then answers the error (a 502/504 after GitHub kept the write),
@@ -888,9 +890,48 @@ def update_review(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     return 200, review
 
 
+STATUS_DOCS = "https://docs.github.com/rest/commits/statuses#create-a-commit-status"
+CHECK_RUN_DOCS = "https://docs.github.com/rest/checks/runs#create-a-check-run"
+LIST_CHECK_RUNS_DOCS = (
+    "https://docs.github.com/rest/checks/runs#list-check-runs-for-a-git-reference"
+)
+
+
+def require_commit(s: GitHubStandIn, sha: str, documentation_url: str) -> None:
+    """GitHub's answer for a commit the repository does not have: 422 ``No commit found for
+    SHA: <sha>`` (not the ``Validation Failed`` shape; the OpenAPI description documents no 422
+    for these operations, so the body is GitHub's observed one).
+
+    Evidence. Statuses, confirmed: kubernetes/test-infra#21987 quotes the whole body of a
+    ``POST /statuses/{sha}`` answer, ``{"message":"No commit found for SHA: 9d04…",
+    "documentation_url":"…#create-a-commit-status"}`` (the URL has since moved to the one in
+    ``STATUS_DOCS``); rust-lang/homu#141 and readthedocs/readthedocs.org#9347 show the same
+    422 and message. Check runs, not confirmed for ``POST /check-runs`` itself: no public
+    report of that answer was found; the Checks API's ``GET /commits/{sha}/check-runs`` is
+    observed answering 422 ``No commit found for SHA: <sha>`` with its own documentation URL,
+    and the create is given the same message here (``CHECK_RUN_DOCS``).
+
+    Only with an origin (``state.origin``): the stand-in then knows which commits the
+    repository has, and real git says whether ``sha`` is one of them, so a status or check
+    run on a commit that was never pushed (one that exists only in a local clone) fails as on
+    GitHub. Without an origin every sha is accepted, as before: those tests add pull requests
+    whose heads exist only in the test's own local clone (or are made-up shas), and the
+    stand-in has no repository to look them up in."""
+    if s.state.origin is None:
+        return
+    from tests.standin_pulls import has_commit
+
+    if not has_commit(s.state.origin, sha):
+        raise ApiError(
+            422,
+            {"message": f"No commit found for SHA: {sha}", "documentation_url": documentation_url},
+        )
+
+
 @route("POST", "/repos/{owner}/{repo}/statuses/{sha}")
 def create_status(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     _write(req)
+    require_commit(s, req.params["sha"], STATUS_DOCS)
     description = req.body.get("description") or ""
     if len(description) > 140:
         raise validation_failed("description is too long (maximum is 140 characters)")
@@ -923,6 +964,7 @@ def create_check_run(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     _write(req)
     if not req.token.checks:
         raise forbidden("You must authenticate via a GitHub App.")
+    require_commit(s, str(req.body.get("head_sha") or ""), CHECK_RUN_DOCS)
     output = req.body.get("output") or {}
     annotations = output.get("annotations") or []
     if len(annotations) > MAX_ANNOTATIONS:
@@ -965,6 +1007,7 @@ def create_check_run(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
 def list_check_runs(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     if f"{req.params['owner']}/{req.params['repo']}" != s.full_name:
         raise not_found()
+    require_commit(s, req.params["ref"], LIST_CHECK_RUNS_DOCS)
     name = (req.query.get("check_name") or [None])[0]
     runs = [
         r

@@ -59,6 +59,18 @@ def branch_sha(origin: Path, branch: str) -> str | None:
     return proc.stdout.strip() or None
 
 
+def has_commit(origin: Path, sha: str) -> bool:
+    """Whether ``sha`` names a commit object in the bare ``origin`` (real git decides)."""
+    if sha.startswith("-"):  # never an option to git
+        return False
+    proc = subprocess.run(
+        ["git", "-C", str(origin), "cat-file", "-e", f"{sha}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    return proc.returncode == 0
+
+
 def _files(origin: Path, base: str, head: str) -> list[dict[str, Any]]:
     """The pull request's files as GitHub lists them: the diff from the merge-base to head."""
     merge_base = _git(origin, "merge-base", base, head).strip()
@@ -298,6 +310,7 @@ __all__ = [
     "REQUIRED",
     "branch_sha",
     "checks_pass",
+    "has_commit",
     "play_auto_merge",
     "push_event",
     "refresh",

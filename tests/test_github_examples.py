@@ -92,6 +92,7 @@ def test_the_action_on_githubs_example(
         git(tmp_path, "init", "-q", "--bare", str(origin))
         git(repo, "push", "-q", str(origin), f"{head}:{payload['merge_group']['head_ref']}")
         git(repo, "push", "-q", str(origin), f"{base}:{payload['merge_group']['base_ref']}")
+        gh.state.origin = origin  # GitHub knows only what reached origin
         workspace = tmp_path / "workspace"  # as actions/checkout makes it: init, fetch, checkout
         git(tmp_path, "init", "-q", str(workspace))
         git(workspace, "remote", "add", "origin", origin.as_uri())

@@ -59,6 +59,7 @@ def set_up(gh: GitHubStandIn, repo: Path, tmp_path: Path, mode: str, **pull: str
     made = add_pull(gh, repo, {"broken.py": BROKEN, "fine.py": FINE}, **pull)
     git(tmp_path, "clone", "-q", "--bare", str(repo), str(tmp_path / "origin.git"))
     git(repo, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    gh.state.origin = tmp_path / "origin.git"  # GitHub knows only what reached origin
     gh.state.permissions["maintainer"] = "write"
     return made
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import pytest
 
-from gitflow_agents.errors import InputError
+from gitflow_agents.errors import ExitCode, InputError
 from gitflow_agents.github.event import decide
 from gitflow_agents.github.runner import Options
 from gitflow_agents.github.values import MergeGroup
@@ -70,6 +70,7 @@ def has(root: Path, sha: str) -> bool:
 
 
 def group_runner(tmp_path: Path, gh: GitHubStandIn, group: Group) -> Runner:
+    gh.state.origin = group.origin  # GitHub knows only what reached origin
     return Runner(tmp_path, gh, group.workspace)
 
 
@@ -268,10 +269,49 @@ def test_the_posting_job_sets_the_status_from_the_review_jobs_file(
     )
     assert posted.returncode == 1, posted.stderr
     assert states(gh, group.head) == ["failure"]  # no pending: the verdict is known
-    other = merge_group_event(gh.full_name, "e" * 40, group.base, head_ref=group.ref)
+    # Another group's head, on origin (GitHub refuses a status on a commit it does not have).
+    later = another_group(repo, group)
+    other = merge_group_event(gh.full_name, later, group.base, head_ref=group.ref)
     stale = runner.run("merge_group", other, "tok-actions", "--post-findings", str(findings))
     assert stale.returncode == 1
     assert "cannot approve this commit" in stale.stdout
+    assert states(gh, later) == ["failure"]
+
+
+def another_group(repo: Path, group: Group) -> str:
+    """A second group's head on top of ``group``'s base, pushed to origin; its sha."""
+    git(repo, "checkout", "-q", "--detach", group.base)
+    (repo / "other.py").write_text("y = 2\n")
+    git(repo, "add", "other.py")
+    git(repo, "commit", "-q", "-m", "Merge pull request #8 from octo/other")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "main")
+    git(repo, "push", "-q", str(group.origin), f"{head}:refs/heads/gh-readonly-queue/main/pr-8")
+    return head
+
+
+def test_a_group_head_github_does_not_have_is_one_error_line_exit_4(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """An event naming a head origin never received (a hand-made payload, another repository):
+    GitHub answers the pending status 422 "No commit found for SHA"; the action says so in one
+    line, exits 4, and nothing is written. The re-run with the real head then succeeds."""
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    runner = group_runner(tmp_path, gh, group)
+    unknown = "e" * 40
+    payload = merge_group_event(gh.full_name, unknown, group.base, head_ref=group.ref)
+    result = runner.run("merge_group", payload)
+    assert result.returncode == ExitCode.GITHUB == 4
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+    assert line == (
+        f"gitflow-agents: error: GitHub API: POST /repos/{gh.full_name}/statuses/"
+        f"{unknown[:12]}: HTTP 422: No commit found for SHA: {unknown}"
+    )
+    assert gh.state.statuses == [] and len(gh.requests("POST", "/statuses/")) == 1
+    again = runner.run("merge_group", event(gh, group))
+    assert again.returncode == 0, again.stderr
+    assert states(gh, group.head) == ["pending", "success"]
 
 
 def test_decide_for_merge_group_events(gh: GitHubStandIn, tmp_path: Path) -> None:
