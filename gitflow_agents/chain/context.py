@@ -58,6 +58,7 @@ class Context:
     target_remote: str | None = None  # "origin": the target is read from the remote (--pr)
     lander: Lander | None = None  # what an ending does with the step branch (None: merge it)
     build_on_branch: bool = False  # the implementer starts from the step branch's tip (--pr)
+    step_run_id: str | None = None  # the id of the next step run (--pr records its claim first)
     # exact secret values the step's diff adds, gathered by every review round: masked in the
     # runs that follow (their worker.log, events, records) and in the step's own record
     secrets: set[str] = field(default_factory=set)

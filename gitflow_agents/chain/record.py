@@ -54,7 +54,7 @@ class StepRecord:
         from gitflow_agents.runs import new_run_id
 
         self.ctx, self.step = ctx, step
-        self.run_id = new_run_id()
+        self.run_id = ctx.step_run_id or new_run_id()
         self.started = time.monotonic()
         self.ws: Workspace | None = None
         self.agents: list[AgentRun] = []

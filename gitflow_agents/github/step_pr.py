@@ -6,7 +6,11 @@ on origin's target, unless ``--force``. Per step: GitHub is found from the envir
 anything runs (``connect``); the step is claimed by creating its branch on ``origin`` at the
 target's commit there, atomically (``git.claim_branch``): a branch that exists means the step is
 started, and the run stops without running an agent (``--force`` continues on that branch,
-building on its tip). After the claim the target is read again: a step whose pull request
+building on its tip), unless this checkout's own lost run claimed it: the claim is recorded in
+the run's folder before it is pushed (``step_claim.py``), and a re-run takes over a claim whose
+run's process is gone while origin's branch is still at the claimed commit or one that run
+pushed, continuing as ``--force`` would (a live run of this checkout holds the step's claim
+lock: the step is started). After the claim the target is read again: a step whose pull request
 merged (and whose branch was deleted) just before the claim re-created it is ✅ there now, and
 the claim is given back without running an agent. The chain
 runs as ``run`` runs it, ending with ``chain.lander.BranchLander`` (✅ marked on the branch,
@@ -25,8 +29,10 @@ from pathlib import Path
 
 from gitflow_agents import git
 from gitflow_agents.chain import ChainResult, Context
-from gitflow_agents.errors import ExitCode, GitHubError, UsageError
+from gitflow_agents.errors import ExitCode, GitflowError, GitHubError, UsageError
 from gitflow_agents.github.client import Client
+from gitflow_agents.github.step_claim import Claim
+from gitflow_agents.lock import LockInfo, StepLockedError
 from gitflow_agents.plan.model import DONE
 
 REMOTE = "origin"
@@ -144,7 +150,53 @@ def run_step_pr(
     options: PrOptions,
     report: Callable[[ChainResult], None],
 ) -> int:
-    """One step: claim, chain, push, pull request (see the module doc)."""
+    """One step: claim, chain, push, pull request (see the module doc), under the step's claim
+    lock: a live run of this checkout holding it means the step is started (exit 0; with
+    ``--force`` StepLockedError, exit 2), a dead one's lock is taken over."""
+    from gitflow_agents.lock import hold, step_lock_path
+    from gitflow_agents.runs import new_run_id
+
+    run_id = new_run_id()
+    lock = step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
+    try:
+        with hold(lock.with_name(f"step-{step:02d}.claim.lock"), run_id, refuse=_busy):
+            return _run_held(ctx, github, step, options, report, run_id)
+    except _Busy as busy:
+        if options.force:
+            raise
+        print(f"step {step} already started: {busy}")
+        return int(ExitCode.OK)
+
+
+class _Busy(StepLockedError):
+    """A live run of this checkout holds the step's claim lock."""
+
+
+def _busy(path: Path, holder: LockInfo | None) -> GitflowError:
+    if holder is None:
+        return _Busy(f"racing runs of this checkout hold {path}")
+    return _Busy(f"run {holder.run_id} (pid {holder.pid}) of this checkout is running it")
+
+
+@dataclass(frozen=True)
+class _Held:
+    """This run's hold on the step branch: its claim record, the branch tip it builds on
+    (None: the claim it just made at the target's commit), and the commit it may give the
+    branch back at (None: the branch is kept whatever happens)."""
+
+    record: Claim
+    remote_tip: str | None
+    release_at: str | None
+
+
+def _run_held(
+    ctx: Context,
+    github: GitHub,
+    step: int,
+    options: PrOptions,
+    report: Callable[[ChainResult], None],
+    run_id: str,
+) -> int:
     from gitflow_agents.chain import run_step
     from gitflow_agents.chain.lander import BranchLander
     from gitflow_agents.chain.state import done_where, target_tip
@@ -154,39 +206,99 @@ def run_step_pr(
     branch = git.check_branch_name(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
     base = target_tip(ctx)
     assert base is not None
-    claimed = False
-    remote_tip: str | None = None
+    held: _Held | None = None
     if done_where(ctx, step) is None or ctx.settings.force:
-        claim = git.claim_branch(ctx.root, base, branch, REMOTE)
-        claimed = claim.ok
-        if not claimed:
-            remote_tip = git.remote_branch_sha(ctx.root, branch, REMOTE)
-            if remote_tip is None:
-                raise GitHubError(f"cannot create {branch} on {REMOTE}: {claim.detail}")
-            if not options.force:
-                print(f"step {step} already started: {_started(github, branch, ctx.target)}")
-                return int(ExitCode.OK)
-            _continue_branch(ctx, branch, remote_tip)
-        elif not ctx.settings.force and _done_after_claim(ctx, step):
-            _release(ctx, branch, base)
+        claimed = _claim(ctx, github, step, branch, base, options, run_id)
+        if not isinstance(claimed, _Held):
+            return claimed
+        held = claimed
+        if held.remote_tip is None and not ctx.settings.force and _done_after_claim(ctx, step):
+            _give_back(ctx, branch, held)
             return int(ExitCode.OK)
+    remote_tip = held.remote_tip if held else None
     ctx.build_on_branch = remote_tip is not None
     lander = ctx.lander = BranchLander(remote_tip)
+    ctx.step_run_id = run_id  # the chain's record goes beside the claim's
     try:
         result = run_step(ctx, step)
     except BaseException:
-        if claimed:
-            _release(ctx, branch, base)
+        _give_back(ctx, branch, held)
         raise
+    finally:
+        ctx.step_run_id = None
     report(result)
     if result.outcome not in ("approved", "rejected"):
-        if claimed:
-            _release(ctx, branch, base)
+        _give_back(ctx, branch, held)
         return result.exit_code
     head = lander.tip or git.branch_sha(ctx.root, branch)
     assert head is not None
+    record = held.record.add_pushed(head) if held else None  # before the push
     _push(ctx, branch, head)
-    return _publish(ctx, github, options, result, branch, head)
+    code = _publish(ctx, github, options, result, branch, head)
+    if record is not None:
+        record.update(state="done")
+    return code
+
+
+def _claim(
+    ctx: Context,
+    github: GitHub,
+    step: int,
+    branch: str,
+    base: str,
+    options: PrOptions,
+    run_id: str,
+) -> _Held | int:
+    """Claim the step branch, recorded in ``claim.json`` before the push
+    (``github/step_claim.py``). A branch that exists is taken over when a lost run of this
+    checkout claimed it and it is still that run's; else the step is started (exit 0), or with
+    ``--force`` continued."""
+    from gitflow_agents.github.step_claim import not_taken_over, previous_claim, write_claim
+    from gitflow_agents.runs import runs_root
+
+    assert ctx.plan is not None
+    runs = runs_root(ctx.root, ctx.config.flow_dir, ctx.flow)
+    plan = str(ctx.plan.path.resolve())
+    previous = previous_claim(runs, plan=plan, step=step, branch=branch, remote=REMOTE, me=run_id)
+    # written before the push: killed before it, the branch is absent and a re-run claims it
+    record = write_claim(
+        runs / run_id, plan=plan, step=step, branch=branch, remote=REMOTE, sha=base
+    )
+    claim = git.claim_branch(ctx.root, base, branch, REMOTE)
+    if claim.ok:
+        record = record.update(state="claimed")
+        if previous is not None:
+            previous.update(state="superseded", by=run_id)
+        return _Held(record, None, base)
+    remote_tip = git.remote_branch_sha(ctx.root, branch, REMOTE)
+    if remote_tip is None:
+        record.update(state="refused")
+        raise GitHubError(f"cannot create {branch} on {REMOTE}: {claim.detail}")
+    if previous is not None and previous.owns(remote_tip):
+        record = record.update(
+            state="claimed",
+            claimedSha=previous.claimed,
+            created=previous.created,
+            pushed=list(previous.pushed),
+            takenOverFrom=previous.run_id,
+        )
+        previous.update(state="taken-over", by=run_id)
+        print(
+            f"step {step}: taking over {branch} on {REMOTE} (at {remote_tip[:12]}) from the "
+            f"lost run {previous.run_id} of this checkout: its process is gone"
+        )
+        _continue_branch(ctx, branch, remote_tip)
+        mine = previous.created and remote_tip == previous.claimed
+        return _Held(record, remote_tip, remote_tip if mine else None)
+    if not options.force:
+        record.update(state="refused")
+        print(f"step {step} already started: {_started(github, branch, ctx.target)}")
+        if previous is not None:
+            print(f"  note: {not_taken_over(previous, remote_tip)}")
+        return int(ExitCode.OK)
+    record = record.update(state="claimed", claimedSha=remote_tip, created=False)
+    _continue_branch(ctx, branch, remote_tip)
+    return _Held(record, remote_tip, None)
 
 
 def _done_after_claim(ctx: Context, step: int) -> bool:
@@ -224,11 +336,17 @@ def _continue_branch(ctx: Context, branch: str, remote_tip: str) -> None:
     git.set_branch(ctx.root, branch, remote_tip)
 
 
-def _release(ctx: Context, branch: str, claim: str) -> None:
-    """Give a claim back: delete the branch on the remote while it still is the claim."""
-    released = git.delete_remote_branch(ctx.root, branch, claim, REMOTE)
+def _give_back(ctx: Context, branch: str, held: _Held | None) -> None:
+    """Give a claim back: delete the branch on the remote while it still is the claim, and
+    record it released. A claim kept stays active in its record: once this process is gone,
+    a re-run takes it over."""
+    if held is None or held.release_at is None:
+        return
+    released = git.delete_remote_branch(ctx.root, branch, held.release_at, REMOTE)
     what = "released" if released.ok else f"kept ({released.detail})"
     print(f"  note: the claim of {branch} on {REMOTE} was {what}")
+    if released.ok:
+        held.record.update(state="released")
 
 
 def _push(ctx: Context, branch: str, head: str) -> None:

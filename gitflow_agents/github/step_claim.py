@@ -1,0 +1,144 @@
+"""The claim record of a ``run --pr`` step: what a re-run needs to take over its own lost claim.
+
+Every ``run PLAN --step N --pr`` writes ``claim.json`` into its step run's folder,
+``<flow_dir>/<flow>/runs/<runID>/`` (beside the ``result.json`` the chain writes there; docs/
+protocol.md, Run records), atomically and BEFORE it pushes the claim: the plan, step and branch,
+the commit it claims the branch at, the commits it pushes (each written before its push), the
+process (pid and start time, ``liveness.process_alive``) and a state. ``claiming`` → the push
+is not confirmed yet; ``claimed`` / ``pushing`` → the branch on origin is this run's; ``done``,
+``released``, ``refused``, ``superseded``, ``taken-over`` → the record claims nothing any more.
+
+A run whose claim push finds the branch on origin asks ``previous_claim`` for the newest record
+of the same plan, step and branch left by a run whose process is gone. The claim is that run's
+own, and is taken over, only when its push was confirmed and origin's tip is the claimed commit
+or one it pushed (``Claim.owns``). docs/github.md, "Plan steps as pull requests".
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CLAIM_FILE = "claim.json"
+# the branch on origin is the run's own (its claim push was confirmed)
+CONFIRMED = ("claimed", "pushing")
+ACTIVE = ("claiming", *CONFIRMED)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One run's ``claim.json`` as read."""
+
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def run_id(self) -> str:
+        return self.path.parent.name
+
+    @property
+    def state(self) -> str:
+        return str(self.data.get("state"))
+
+    @property
+    def claimed(self) -> str | None:
+        sha = self.data.get("claimedSha")
+        return sha if isinstance(sha, str) else None
+
+    @property
+    def pushed(self) -> tuple[str, ...]:
+        shas = self.data.get("pushed")
+        return tuple(s for s in shas if isinstance(s, str)) if isinstance(shas, list) else ()
+
+    @property
+    def created(self) -> bool:
+        """The claimed commit is where the claim push created the branch (it may be given
+        back); False when the run continued a branch it found (``--force``)."""
+        return self.data.get("created") is True
+
+    def alive(self) -> bool:
+        from gitflow_agents.liveness import process_alive
+
+        return process_alive(self.data.get("pid"), self.data.get("pidStarted"))
+
+    def owns(self, tip: str) -> bool:
+        """Origin's branch at ``tip`` is still this run's: its claim was confirmed and the
+        tip is the claimed commit or a commit it pushed."""
+        return self.state in CONFIRMED and (tip == self.claimed or tip in self.pushed)
+
+    def update(self, **changes: Any) -> Claim:
+        """Write the record with ``changes`` (atomically); the record as written."""
+        from gitflow_agents.fsutil import write_json_atomic
+
+        data = {**self.data, **changes, "at": time.time()}
+        write_json_atomic(self.path, data)
+        return Claim(self.path, data)
+
+    def add_pushed(self, sha: str) -> Claim:
+        """Record ``sha`` as pushed by this run, before the push (state ``pushing``)."""
+        pushed = [*self.pushed, sha] if sha not in self.pushed else list(self.pushed)
+        return self.update(state="pushing", pushed=pushed)
+
+
+def write_claim(
+    run_dir: Path, *, plan: str, step: int, branch: str, remote: str, sha: str
+) -> Claim:
+    """The record of a claim about to be pushed (state ``claiming``), written atomically."""
+    from gitflow_agents.fsutil import make_dirs
+    from gitflow_agents.liveness import start_time
+
+    make_dirs(run_dir)
+    record = Claim(
+        run_dir / CLAIM_FILE,
+        {
+            "plan": plan,
+            "step": step,
+            "branch": branch,
+            "remote": remote,
+            "claimedSha": sha,
+            "created": True,
+            "pushed": [],
+            "pid": os.getpid(),
+            "pidStarted": start_time(os.getpid()),
+        },
+    )
+    return record.update(state="claiming")
+
+
+def previous_claim(
+    runs: Path, *, plan: str, step: int, branch: str, remote: str, me: str
+) -> Claim | None:
+    """The newest record under ``runs`` (a flow's runs folder), other than run ``me``'s, of a
+    claim of ``branch`` for that plan step that is still active and whose process is gone."""
+    from gitflow_agents.runs import read_json
+
+    if not runs.is_dir():
+        return None
+    for run_dir in sorted(runs.iterdir(), reverse=True):  # run ids sort by time
+        if run_dir.name == me:
+            continue
+        data = read_json(run_dir / CLAIM_FILE)
+        if data is None or data.get("state") not in ACTIVE:
+            continue
+        key = (data.get("plan"), data.get("step"), data.get("branch"), data.get("remote"))
+        if key != (plan, step, branch, remote):
+            continue
+        found = Claim(run_dir / CLAIM_FILE, data)
+        return None if found.alive() else found
+    return None
+
+
+def not_taken_over(claim: Claim, tip: str) -> str:
+    """Why the lost run's claim is not taken over (origin's branch at ``tip``), one line."""
+    if claim.state not in CONFIRMED:
+        return (
+            f"the lost run {claim.run_id} of this checkout was stopped while claiming it, so "
+            "whether its claim created the branch is unknown: not taken over"
+        )
+    return (
+        f"the lost run {claim.run_id} of this checkout claimed it, but the branch is now at "
+        f"{tip[:12]}, a commit that run did not push (someone else pushed): not taken over"
+    )
