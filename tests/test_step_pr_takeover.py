@@ -192,7 +192,8 @@ def test_a_lost_claim_someone_else_pushed_to_is_not_taken_over(
             "a commit that run did not push (someone else pushed): not taken over" in again.stdout
         )
         assert origin_sha(gh, f"refs/heads/{BRANCH}") == theirs and gh.state.pulls == {}
-        assert claims(repo)[0]["state"] == "claimed"  # still the lost run's, untouched
+        [kept] = claims(repo)  # the refused run leaves no record (nothing ran)
+        assert kept["state"] == "claimed"  # the lost run's, untouched
     finally:
         agent.kill()
 
@@ -256,6 +257,7 @@ def test_killed_while_claiming_an_existing_branch_is_not_taken_over(
     assert "step 1 already started" in out.stdout
     assert "stopped while claiming it" in out.stdout and "not taken over" in out.stdout
     assert implementer_runs(repo) == 0 and gh.state.pulls == {}
+    assert [c["state"] for c in claims(repo)] == ["claiming"]
 
 
 def test_kill_9_between_the_push_and_the_pull_request_then_the_re_run_publishes_it(

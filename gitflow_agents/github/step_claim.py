@@ -6,7 +6,8 @@ protocol.md, Run records), atomically and BEFORE it pushes the claim: the plan, 
 the commit it claims the branch at, the commits it pushes (each written before its push), the
 process (pid and start time, ``liveness.process_alive``) and a state. ``claiming`` → the push
 is not confirmed yet; ``claimed`` / ``pushing`` → the branch on origin is this run's; ``done``,
-``released``, ``refused``, ``superseded``, ``taken-over`` → the record claims nothing any more.
+``released``, ``superseded``, ``taken-over`` → the record claims nothing any more (a refused
+claim's record, or one given back before any agent ran, is removed: nothing ran).
 
 A run whose claim push finds the branch on origin asks ``previous_claim`` for the newest record
 of the same plan, step and branch left by a run whose process is gone. The claim is that run's
@@ -76,6 +77,15 @@ class Claim:
         data = {**self.data, **changes, "at": time.time()}
         write_json_atomic(self.path, data)
         return Claim(self.path, data)
+
+    def discard(self) -> None:
+        """Remove the record of a claim that made nothing (refused, or given back before any
+        agent ran), and its run folder when nothing else is in it: no run to list."""
+        import contextlib
+
+        self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.path.parent.rmdir()
 
     def add_pushed(self, sha: str) -> Claim:
         """Record ``sha`` as pushed by this run, before the push (state ``pushing``)."""

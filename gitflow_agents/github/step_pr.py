@@ -213,7 +213,8 @@ def _run_held(
             return claimed
         held = claimed
         if held.remote_tip is None and not ctx.settings.force and _done_after_claim(ctx, step):
-            _give_back(ctx, branch, held)
+            if _give_back(ctx, branch, held):
+                held.record.discard()  # nothing ran: no run to list
             return int(ExitCode.OK)
     remote_tip = held.remote_tip if held else None
     ctx.build_on_branch = remote_tip is not None
@@ -272,7 +273,7 @@ def _claim(
         return _Held(record, None, base)
     remote_tip = git.remote_branch_sha(ctx.root, branch, REMOTE)
     if remote_tip is None:
-        record.update(state="refused")
+        record.discard()
         raise GitHubError(f"cannot create {branch} on {REMOTE}: {claim.detail}")
     if previous is not None and previous.owns(remote_tip):
         record = record.update(
@@ -291,7 +292,7 @@ def _claim(
         mine = previous.created and remote_tip == previous.claimed
         return _Held(record, remote_tip, remote_tip if mine else None)
     if not options.force:
-        record.update(state="refused")
+        record.discard()  # nothing ran: no run to list
         print(f"step {step} already started: {_started(github, branch, ctx.target)}")
         if previous is not None:
             print(f"  note: {not_taken_over(previous, remote_tip)}")
@@ -336,17 +337,18 @@ def _continue_branch(ctx: Context, branch: str, remote_tip: str) -> None:
     git.set_branch(ctx.root, branch, remote_tip)
 
 
-def _give_back(ctx: Context, branch: str, held: _Held | None) -> None:
+def _give_back(ctx: Context, branch: str, held: _Held | None) -> bool:
     """Give a claim back: delete the branch on the remote while it still is the claim, and
-    record it released. A claim kept stays active in its record: once this process is gone,
-    a re-run takes it over."""
+    record it released (True). A claim kept stays active in its record: once this process is
+    gone, a re-run takes it over."""
     if held is None or held.release_at is None:
-        return
+        return False
     released = git.delete_remote_branch(ctx.root, branch, held.release_at, REMOTE)
     what = "released" if released.ok else f"kept ({released.detail})"
     print(f"  note: the claim of {branch} on {REMOTE} was {what}")
     if released.ok:
         held.record.update(state="released")
+    return released.ok
 
 
 def _push(ctx: Context, branch: str, head: str) -> None:
