@@ -241,6 +241,47 @@ def test_action_yml_never_interpolates_into_shell() -> None:
         assert output["value"] == f"${{{{ steps.review.outputs.{name} }}}}"
 
 
+def undeclared_outputs(outputs: dict[str, str]) -> set[str]:
+    """Step outputs the run wrote that action.yml does not declare: a composite action passes
+    only declared outputs on to the workflow (``github-writes`` is a count for the tests and
+    benchmarks/github_requests.py, not an output of the action)."""
+    declared = yaml.safe_load((ROOT / "action.yml").read_text())["outputs"]
+    return set(outputs) - set(declared) - {"github-writes"}
+
+
+def test_docs_inputs_and_outputs_match_action_yml() -> None:
+    """docs/github.md's Inputs table and Outputs paragraph name exactly what action.yml
+    declares, with the same defaults."""
+    data = yaml.safe_load((ROOT / "action.yml").read_text())
+    page = (ROOT / "docs" / "github.md").read_text()
+    inputs_section = page.split("### Inputs", 1)[1].split("###", 1)[0]
+    documented: dict[str, str] = {}
+    for row in re.findall(r"^\| (`[^|]+`) \| ([^|]+) \|", inputs_section, re.MULTILINE):
+        for name in re.findall(r"`([a-z-]+)`", row[0]):
+            documented[name] = row[1].strip()
+    assert set(documented) == set(data["inputs"])
+    for name, spec in data["inputs"].items():
+        default = str(spec.get("default", ""))
+        shown = documented[name]
+        expected = f"`{default}`" if default else "—"
+        if name == "comment-author":  # empty: learned from GitHub's answers
+            expected = "*(learned)*"
+        assert shown == expected, (name, shown, default)
+    outputs_section = page.split("### Outputs", 1)[1].split("###", 1)[0]
+    named = set(
+        re.findall(r"`([a-z]+(?:-[a-z]+)+|errors|warnings|infos|degraded|reason)`", outputs_section)
+    )
+    values = {
+        "not-approved",
+        "nothing-to-fix",
+        "no-changes",
+        "fixer-failed",
+        "branch-moved",
+        "push-refused",
+    }
+    assert named - values == set(data["outputs"])
+
+
 def _evaluate(expression: str, inputs: dict[str, str]) -> str:
     def value(match: re.Match[str]) -> str:
         key = match.group(1).strip()
@@ -290,6 +331,8 @@ def test_the_review_step_of_action_yml_end_to_end(
     assert outputs["errors"] != "0"
     assert outputs["degraded"] == "false"
     assert outputs["run-id"] == "4242-1"
+    assert outputs["head-sha"] == pull.head_sha
+    assert undeclared_outputs(outputs) == set()
     findings = json.loads(Path(outputs["findings-file"]).read_text())
     assert any(f["file"] == "broken.py" for f in findings["findings"])
     assert json.loads(Path(outputs["sarif-file"]).read_text())["version"] == "2.1.0"
@@ -392,6 +435,7 @@ def test_agent_review_comment_without_write_access_is_refused_politely(
     assert outputs["review-result"] == "skipped"
     assert "@drive-by asked for /agent review" in outputs["reason"]
     assert "write access" in outputs["reason"]
+    assert undeclared_outputs(outputs) == set()
     assert "only people with write access" in runner.summary.read_text()
     assert gh.writes() == []
 
