@@ -371,6 +371,28 @@ def test_preplaced_report_symlink_in_a_chain_step_is_set_aside_unfollowed(
     assert main_sha(repo) != before
 
 
+def test_preplaced_report_symlink_of_a_review_is_removed_unfollowed(
+    repo: Path, outside: Path, cli: Cli
+) -> None:
+    """``git agent-review --agent NAME`` deletes its previous review's report files before the
+    agent runs (docs/security.md, "Writes"): a symlink there is removed, never followed, and the
+    agent's fresh report is read; on the re-run too."""
+    from .test_chain import configure
+
+    configure(repo)
+    agent_dir = repo / "flows" / "review" / "agents" / "review-reviewer"
+    agent_dir.mkdir(parents=True)
+    for attempt in range(2):
+        for name in ("report.md", "report.complete.md"):
+            (agent_dir / name).unlink(missing_ok=True)
+            (agent_dir / name).symlink_to(outside)
+        result = cli.main("review", "HEAD", "--agent", "reviewer", "--no-note", cwd=repo)
+        assert result.returncode == ExitCode.OK, (attempt, result.stdout + result.stderr)
+        assert outside.read_bytes() == CARD.encode()
+        report = agent_dir / "report.complete.md"
+        assert report.is_file() and not report.is_symlink()
+
+
 def test_dash_c_into_a_linked_folder_works_there_like_cd(
     repo: Path, tmp_path: Path, cli: Cli
 ) -> None:
