@@ -210,8 +210,17 @@ def read_limited(path: Path, limit: int) -> bytes:
         data = handle.read(limit + 1)
     if len(data) > limit:
         size = max(len(data), path.stat().st_size if path.exists() else 0)
-        raise ReadRefused(f"is {size_text(size)}, over the {size_text(limit)} limit", path)
+        raise ReadRefused(over_limit(size, limit), path)
     return data
+
+
+def over_limit(size: int, limit: int) -> str:
+    """``is 4.2 MiB, over the 4.0 MiB limit``; in bytes when both round to the same text
+    (a file just over the limit must not read "4.0 MiB, over the 4.0 MiB limit")."""
+    shown, cap = size_text(size), size_text(limit)
+    if shown == cap:
+        shown, cap = f"{size:,} bytes", f"{limit:,} bytes ({cap})"
+    return f"is {shown}, over the {cap} limit"
 
 
 def read_text_limited(path: Path, limit: int) -> str:

@@ -66,6 +66,14 @@ def test_read_limited_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
     big.write_bytes(b"x" * 101)
     with pytest.raises(ReadRefused, match="is 101 bytes, over the 100 bytes limit"):
         read_limited(big, 100)
+    big.write_bytes(b"x" * (1024 * 1024 + 10))  # both round to 1.0 MiB: the message says bytes
+    with pytest.raises(
+        ReadRefused, match=r"is 1,048,586 bytes, over the 1,048,576 bytes \(1.0 MiB\)"
+    ):
+        read_limited(big, 1024 * 1024)
+    big.write_bytes(b"x" * (3 * 1024 * 1024))
+    with pytest.raises(ReadRefused, match=r"is 3.0 MiB, over the 1.0 MiB limit"):
+        read_limited(big, 1024 * 1024)
     assert read_agent_text(fifo, 10) == ""
 
 
