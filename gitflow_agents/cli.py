@@ -254,8 +254,8 @@ def _add_run(sub: Registry) -> None:
     p.add_argument(
         "--all",
         action="store_true",
-        help="every step not yet done on the target, in order (with --pr: the steps ready now, "
-        "as plan matrix --ready lists them)",
+        help="every step not yet done on the target, each after the steps its Depends on: line "
+        "names (with --pr: the steps ready now, as plan matrix --ready lists them)",
     )
     p.add_argument(
         "--force",
