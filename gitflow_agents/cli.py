@@ -53,7 +53,9 @@ def _add_init(sub: Registry) -> None:
 def _add_plan(sub: Registry) -> None:
     p = _command(sub, "plan", "plan", help="inspect and validate spec plans")
     plan_sub = p.add_subparsers(dest="plan_command", metavar="{show,lint,matrix}", required=True)
-    show = plan_sub.add_parser("show", help="overview and steps with their status")
+    show = plan_sub.add_parser(
+        "show", help="title and steps with their status (--json: also the overview)"
+    )
     show.add_argument("plan", help="path to the spec plan (markdown)")
     show.add_argument("--json", action="store_true", help="print JSON instead of a table")
     show.add_argument("--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from")
@@ -254,8 +256,8 @@ def _add_run(sub: Registry) -> None:
     p.add_argument(
         "--all",
         action="store_true",
-        help="every step not yet done on the target, in order (with --pr: the steps ready now, "
-        "as plan matrix --ready lists them)",
+        help="every step not yet done on the target, each after the steps its Depends on: line "
+        "names (with --pr: the steps ready now, as plan matrix --ready lists them)",
     )
     p.add_argument(
         "--force",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -203,13 +204,23 @@ def require_tool_worktree(worktree: Path, action: str) -> None:
 
 def remove_tool_worktree(root: Path, path: Path) -> None:
     """``remove_worktree`` for a work tree under ``tool_worktree_root`` only (UsageError for any
-    other path, before anything is removed)."""
+    other path, before anything is removed).
+
+    A folder there that git does not know as a work tree (its repository was deleted and made
+    again at the same path, or its bookkeeping under ``.git/worktrees`` is gone) is removed too,
+    so the next ``add_worktree`` at that path does not fail with "already exists"; symlinks in
+    it (the ``flows`` link) are removed, never followed."""
     if not is_tool_worktree(root, path):
         raise UsageError(
             f"refusing to remove the work tree {path}: gitflow-agents only removes work trees "
             f"it created under {tool_worktree_root(root)}"
         )
     remove_worktree(root, path)
+    if os.path.lexists(path) and path.resolve() not in {p.resolve() for p in worktrees(root)}:
+        if path.is_symlink() or not path.is_dir():
+            path.unlink()
+        else:
+            shutil.rmtree(path)
 
 
 def dirty_paths(worktree: Path) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 
 from gitflow_agents import git as g
 
-from .conftest import ROOT, git
+from .conftest import ROOT, git, init_repo
 from .test_chain import (
     FAKE,
     call,
@@ -88,6 +89,31 @@ def test_a_rerun_after_a_crash_merges_and_no_edit_is_left_behind(repo: Path) -> 
     assert committed_status(repo, "main", 1) == "✅" and step_status(repo, 1) == "✅"
     assert clean(repo)
     assert "### Status: ✅ | Step 1: Add the module\n" in (repo / "specs/feature.md").read_text()
+
+
+def test_a_repository_made_again_at_the_same_path_gets_a_fresh_step_work_tree(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A failed step leaves its work tree in the cache; the repository is then deleted and
+    cloned or made again at the same path (the same cache folder), so git does not know that
+    work tree any more. The step still runs, and running it again does too."""
+    configure(repo, implementer="crash")
+    assert run(repo, "--step", "1").returncode == 3
+    tree = g.tool_worktree_root(repo) / "feature" / "step-01"
+    assert (tree / "flows").is_symlink()  # the failed attempt's work tree stays
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the tool's\n")
+    (tree / "link-out").symlink_to(outside)
+    shutil.rmtree(repo)
+    init_repo(repo)
+    configure(repo)
+    assert g.tool_worktree_root(repo) / "feature" / "step-01" == tree and tree.is_dir()
+    first = run(repo, "--step", "1")
+    assert first.returncode == 0, first.stderr + first.stdout
+    assert committed_status(repo, "main", 1) == "✅" and clean(repo)
+    assert outside.read_text() == "not the tool's\n"  # symlinks in the old tree not followed
+    again = run(repo, "--step", "1")
+    assert again.returncode == 0 and "already ✅" in again.stdout, again.stderr + again.stdout
 
 
 def test_a_rerun_after_a_rejection_asks_the_last_reviewer_again_and_merges(repo: Path) -> None:
