@@ -650,6 +650,11 @@ def test_flow_review_fix_review_by_hand(repo: Path) -> None:
     first = flow(repo, "review", "--branch", branch, "--flow", "feature")
     assert first.returncode == 1, first.stderr + first.stdout
     assert "NOT APPROVED" in first.stdout
+    missing = flow(repo, "fix", "--plan", "specs/feature.md", "--step", "1", "--after", "nobody")
+    assert missing.returncode == 2
+    assert "flow fix --after nobody: no completed report at flows/feature/agents/nobody/" in (
+        missing.stderr
+    )
     fix = flow(repo, "fix", "--plan", "specs/feature.md", "--step", "1", "--after", "reviewer")
     assert fix.returncode == 0, fix.stderr + fix.stdout
     second = flow(repo, "review", "--branch", branch, "--flow", "feature", "--json")

@@ -61,6 +61,8 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     agent_id = args.agent_name or chain.agent_id_for(agent, args.step)
     if kind == "fix" and not after:
         raise UsageError("flow fix: give the review report(s) to act on with --after")
+    if kind == "fix":
+        _check_reports(ctx, after)
     if kind == "research" and not args.task:
         raise UsageError("flow research: give the prompt or topics with --task")
     if kind == "research":
@@ -104,6 +106,22 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     for notice in ctx.notices:
         print(f"  note: {notice}")
     return int(ExitCode.OK)
+
+
+def _check_reports(ctx: Any, after: tuple[str, ...]) -> None:
+    """UsageError before anything runs when an agent named by ``flow fix --after`` left no
+    completed report: the fixer would be pointed at a file that does not exist."""
+    from gitflow_agents.prompt.paths import agent_dir, check_name
+
+    report = ctx.config.completion_workflow.success_filename
+    for name in after:
+        folder = agent_dir(ctx.root, ctx.config.flow_dir, ctx.flow, check_name(name, "agent id"))
+        if not (folder / report).is_file():
+            shown = (folder / report).relative_to(ctx.root).as_posix()
+            raise UsageError(
+                f"flow fix --after {name}: no completed report at {shown} "
+                "(did that agent finish? `gitflow-agents status` lists the agents and how they ended)"
+            )
 
 
 def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
