@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -225,20 +225,29 @@ class Cli:
         self.monkeypatch = monkeypatch
         self.capsys = capsys
 
-    def main(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
-        from gitflow_agents import cli
-
+    def _call(
+        self,
+        main: Callable[[list[str]], int],
+        args: tuple[str, ...],
+        cwd: Path,
+        env: dict[str, str] | None,
+    ) -> CliResult:
         with self.monkeypatch.context() as patch:
             patch.chdir(cwd)
             for key, value in (env or {}).items():
                 patch.setenv(key, value)
             self.capsys.readouterr()
             try:
-                code = cli.main(list(args))
+                code = main(list(args))
             except SystemExit as exc:  # argparse
                 code = int(exc.code or 0)
             out = self.capsys.readouterr()
         return CliResult(code, out.out, out.err)
+
+    def main(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
+        from gitflow_agents import cli
+
+        return self._call(cli.main, args, cwd, env)
 
 
 @pytest.fixture

@@ -7,18 +7,18 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from gitflow_agents import cli, git_agent_review
 from gitflow_agents import git as g
+from gitflow_agents import git_agent_review
 from gitflow_agents.commands.review import Target, exit_code, hook_target, resolve_target
 from gitflow_agents.errors import UsageError
 from gitflow_agents.findings import Finding, Review, Severity
 from gitflow_agents.reviewer import approval_status, read_review_note
 from tests.conftest import ROOT, CliResult, git
+from tests.conftest import Cli as ConftestCli
 
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
 
@@ -36,37 +36,11 @@ def review_proc(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Cli
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
-class Cli:
-    """The same entry points called in-process (fast): real git, real files, captured output."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
-        self.monkeypatch = monkeypatch
-        self.capsys = capsys
-
-    def _call(
-        self,
-        main: Callable[[list[str]], int],
-        args: tuple[str, ...],
-        cwd: Path,
-        env: dict[str, str] | None,
-    ) -> CliResult:
-        with self.monkeypatch.context() as patch:
-            patch.chdir(cwd)
-            for key, value in (env or {}).items():
-                patch.setenv(key, value)
-            self.capsys.readouterr()
-            try:
-                code = main(list(args))
-            except SystemExit as exc:  # argparse
-                code = int(exc.code or 0)
-            out = self.capsys.readouterr()
-        return CliResult(code, out.out, out.err)
+class Cli(ConftestCli):
+    """The same in-process runner, with ``git agent-review`` (its console script's ``main``) too."""
 
     def review(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
         return self._call(git_agent_review.main, args, cwd, env)
-
-    def main(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
-        return self._call(cli.main, args, cwd, env)
 
 
 @pytest.fixture
