@@ -253,3 +253,22 @@ class Cli:
 @pytest.fixture
 def cli_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     return Cli(monkeypatch, capsys)
+
+
+def wait_until(condition: Callable[[], object], timeout: float) -> None:
+    """Poll ``condition`` every 50 ms until it holds; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def running_agent(repo: Path, flow: str = "feature") -> dict[str, object] | None:
+    """The status.json of a run of ``flow`` whose agent is running (with its ``runId``), if any."""
+    import json
+
+    for status in (repo / "flows" / flow / "runs").glob("*/status.json"):
+        data = json.loads(status.read_text())
+        if data.get("state") == "running" and data.get("pid"):
+            return {**data, "runId": status.parent.name}
+    return None

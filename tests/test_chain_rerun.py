@@ -21,7 +21,7 @@ import pytest
 
 from gitflow_agents import git as g
 
-from .conftest import ROOT, git, init_repo
+from .conftest import ROOT, git, init_repo, running_agent, wait_until
 from .test_chain import (
     FAKE,
     call,
@@ -155,21 +155,6 @@ def test_raising_max_iterations_after_a_rejection_merges(repo: Path) -> None:
 # --- a lost run: the orchestrator killed with -9 while its agent works ----------------------
 
 
-def _wait(condition: object, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
-def _running_agent(repo: Path) -> dict[str, object] | None:
-    for status in (repo / "flows" / "feature" / "runs").glob("*/status.json"):
-        data = json.loads(status.read_text())
-        if data.get("state") == "running" and data.get("pid"):
-            return {**data, "runId": status.parent.name}
-    return None
-
-
 def test_kill_9_mid_agent_then_rerun_kills_the_lost_tree_and_implements_once(
     repo: Path,
 ) -> None:
@@ -184,8 +169,8 @@ def test_kill_9_mid_agent_then_rerun_kills_the_lost_tree_and_implements_once(
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        _wait(lambda: _running_agent(repo) is not None)
-        lost = _running_agent(repo)
+        wait_until(lambda: running_agent(repo) is not None, 30)
+        lost = running_agent(repo)
         assert lost is not None
         orchestrator.send_signal(signal.SIGKILL)
         orchestrator.wait()
@@ -200,7 +185,7 @@ def test_kill_9_mid_agent_then_rerun_kills_the_lost_tree_and_implements_once(
         again = run(repo, "--step", "1")
         assert again.returncode == 0, again.stderr + again.stdout
         assert f"run {lost['runId']}" in again.stdout and "process tree was killed" in again.stdout
-        _wait(lambda: not agent.is_running() or agent.status() == psutil.STATUS_ZOMBIE, 5)
+        wait_until(lambda: not agent.is_running() or agent.status() == psutil.STATUS_ZOMBIE, 5)
     finally:
         orchestrator.kill()
         orchestrator.wait()

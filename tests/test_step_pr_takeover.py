@@ -11,14 +11,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.conftest import git
+from tests.conftest import git, running_agent, wait_until
 from tests.github_standin import GitHubStandIn, gh
 from tests.test_step_pr import (
     BRANCH,
@@ -49,21 +48,6 @@ def gated_implementer(tmp_path: Path) -> tuple[list[str], Path]:
         f"os.execv(sys.executable, [sys.executable, {str(FAKE)!r}, 'implementer', 'edit'])\n"
     )
     return [sys.executable, str(script)], go
-
-
-def _wait(condition: Callable[[], object], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
-def _running_agent(repo: Path) -> dict[str, object] | None:
-    for status in (repo / "flows" / "feature" / "runs").glob("*/status.json"):
-        data = json.loads(status.read_text())
-        if data.get("state") == "running" and data.get("pid"):
-            return data
-    return None
 
 
 def claims(repo: Path) -> list[dict[str, object]]:
@@ -98,8 +82,8 @@ def _kill_mid_implementer(
     """Start the run, wait for its implementer, ``kill -9`` the orchestrator alone (its
     implementer keeps running); the implementer's process."""
     proc = start(repo)
-    _wait(lambda: _running_agent(repo) is not None)
-    lost = _running_agent(repo)
+    wait_until(lambda: running_agent(repo) is not None, 60)
+    lost = running_agent(repo)
     assert lost is not None
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -130,7 +114,7 @@ def test_kill_9_mid_implementer_then_the_same_command_takes_its_claim_over(
     assert f"taking over {BRANCH} on origin" in again.stdout
     assert f"lost run {lost['runId']}" in again.stdout
     assert "process tree was killed" in again.stdout  # the lost implementer (issue 11's rule)
-    _wait(lambda: _gone(agent), 10)
+    wait_until(lambda: _gone(agent), 10)
     # the step completed: one pull request, built on the claim (a fast-forward, never forced)
     head = origin_sha(gh, f"refs/heads/{BRANCH}")
     assert head is not None and main is not None
@@ -156,7 +140,7 @@ def test_a_live_run_of_this_checkout_is_never_taken_over(
     implementer, go = gated_implementer(tmp_path)
     repo = setup_repo(tmp_path, gh, implementer=implementer)
     first = orchestrator(repo)
-    _wait(lambda: _running_agent(repo) is not None)
+    wait_until(lambda: running_agent(repo) is not None, 60)
     second = run_pr(repo, "--step", "1")
     assert second.returncode == 0, second.stdout + second.stderr
     assert f"step 1 already started: run {claims(repo)[0]['runId']}" in second.stdout
