@@ -323,10 +323,11 @@ def test_two_runs_racing_for_one_step_run_its_agents_once(
     assert len(gh.state.pulls) == 1
 
 
-def test_kill_9_between_the_push_and_the_pull_request_then_force_finishes_it(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
-) -> None:
-    repo = setup_repo(tmp_path, gh)
+def kill_9_between_the_push_and_the_pull_request(
+    repo: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> str:
+    """Run ``run --pr --step 1`` until it asks GitHub for the pull request, ``kill -9`` its
+    process group there; the step branch's pushed commit (no pull request was opened)."""
     held = gh.hold("POST", r"/pulls$")
     proc = subprocess.Popen(
         [sys.executable, "-m", "gitflow_agents", "run", "specs/feature.md", "--quiet", "--pr",
@@ -342,6 +343,14 @@ def test_kill_9_between_the_push_and_the_pull_request_then_force_finishes_it(
         held.release()
     pushed = origin_sha(gh, f"refs/heads/{BRANCH}")
     assert pushed is not None and gh.state.pulls == {}
+    return pushed
+
+
+def test_kill_9_between_the_push_and_the_pull_request_then_force_finishes_it(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo = setup_repo(tmp_path, gh)
+    pushed = kill_9_between_the_push_and_the_pull_request(repo, gh, env)
     runs = implementer_runs(repo)
     out = run_pr(repo, "--step", "1", "--force")
     assert out.returncode == 0, out.stdout + out.stderr

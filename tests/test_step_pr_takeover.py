@@ -24,6 +24,7 @@ from tests.test_step_pr import (
     FAKE,
     env,
     implementer_runs,
+    kill_9_between_the_push_and_the_pull_request,
     origin_sha,
     run_pr,
     setup_repo,
@@ -248,21 +249,7 @@ def test_kill_9_between_the_push_and_the_pull_request_then_the_re_run_publishes_
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
 ) -> None:
     repo = setup_repo(tmp_path, gh)
-    held = gh.hold("POST", r"/pulls$")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gitflow_agents", "run", "specs/feature.md", "--quiet", "--pr",
-         "--step", "1"],
-        cwd=repo, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        assert held.arrived.wait(120), proc.communicate(timeout=5)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        held.release()
-    pushed = origin_sha(gh, f"refs/heads/{BRANCH}")
-    assert pushed is not None and gh.state.pulls == {}
+    pushed = kill_9_between_the_push_and_the_pull_request(repo, gh, env)
     [lost] = claims(repo)
     assert lost["state"] == "pushing" and lost["pushed"] == [pushed]
     runs = implementer_runs(repo)
