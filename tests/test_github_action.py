@@ -291,32 +291,33 @@ def _evaluate(expression: str, inputs: dict[str, str]) -> str:
     return re.sub(r"\$\{\{(.*?)\}\}", value, expression)
 
 
-def test_the_review_step_of_action_yml_end_to_end(
-    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
-) -> None:
-    """The real ``run:`` text of action.yml, under ``bash --noprofile --norc -eo pipefail``,
-    with the inputs mapped through ``env:`` exactly as written there."""
-    pull = add_pull(gh, repo, {"broken.py": BROKEN, "fine.py": FINE})
+def review_step(tmp_path: Path, inputs: dict[str, str]) -> tuple[Path, dict[str, str]]:
+    """action.yml's review step: its ``run:`` script written out, and its env with the inputs
+    (defaults, then ``inputs``) mapped through ``env:`` exactly as written there."""
     data = yaml.safe_load((ROOT / "action.yml").read_text())
-    inputs = {name: str(spec.get("default", "")) for name, spec in data["inputs"].items()}
-    inputs["github-token"] = "tok-actions"
+    values = {name: str(spec.get("default", "")) for name, spec in data["inputs"].items()}
+    values.update(inputs)
     step = next(s for s in action_steps() if s.get("id") == "review")
     # GITFLOW_AGENTS_BIN is the install step's output (tests/test_github_workflows.py): set below
     step_env = {
-        k: _evaluate(str(v), inputs) for k, v in step["env"].items() if k != "GITFLOW_AGENTS_BIN"
+        k: _evaluate(str(v), values) for k, v in step["env"].items() if k != "GITFLOW_AGENTS_BIN"
     }
     wrapper = tmp_path / "gitflow-agents"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents "$@"\n')
     wrapper.chmod(0o755)
     script = tmp_path / "step.sh"
     script.write_text(step["run"])
-    env = {
-        **os.environ,
-        **runner.env("pull_request", pr_event(gh, pull), "unused"),
-        **step_env,
-        "GITFLOW_AGENTS_BIN": str(wrapper),
-        "PYTHONPATH": str(ROOT),
-    }
+    return script, {**step_env, "GITFLOW_AGENTS_BIN": str(wrapper), "PYTHONPATH": str(ROOT)}
+
+
+def test_the_review_step_of_action_yml_end_to_end(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """The real ``run:`` text of action.yml, under ``bash --noprofile --norc -eo pipefail``,
+    with the inputs mapped through ``env:`` exactly as written there."""
+    pull = add_pull(gh, repo, {"broken.py": BROKEN, "fine.py": FINE})
+    script, step_env = review_step(tmp_path, {"github-token": "tok-actions"})
+    env = {**os.environ, **runner.env("pull_request", pr_event(gh, pull), "unused"), **step_env}
     proc = subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
         cwd=repo,

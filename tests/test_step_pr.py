@@ -465,28 +465,6 @@ def test_agent_fix_turns_a_rejected_step_pull_request_green(
     assert plan_status(merged, 1) == "✅"
 
 
-def _action_step(tmp_path: Path, inputs: dict[str, str]) -> tuple[Path, dict[str, str]]:
-    """action.yml's review step: its script and its env (inputs mapped as written there)."""
-    import yaml
-
-    from tests.conftest import ROOT
-    from tests.test_github_action import _evaluate, action_steps
-
-    data = yaml.safe_load((ROOT / "action.yml").read_text())
-    values = {name: str(spec.get("default", "")) for name, spec in data["inputs"].items()}
-    values.update(inputs)
-    step = next(s for s in action_steps() if s.get("id") == "review")
-    step_env = {
-        k: _evaluate(str(v), values) for k, v in step["env"].items() if k != "GITFLOW_AGENTS_BIN"
-    }
-    wrapper = tmp_path / "gitflow-agents"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents "$@"\n')
-    wrapper.chmod(0o755)
-    script = tmp_path / "step.sh"
-    script.write_text(step["run"])
-    return script, {**step_env, "GITFLOW_AGENTS_BIN": str(wrapper), "PYTHONPATH": str(ROOT)}
-
-
 @pytest.mark.parametrize(
     ("inputs", "code", "says"),
     [
@@ -504,8 +482,10 @@ def test_the_actions_mode_run_runs_the_step_as_a_pull_request(
     says: str,
 ) -> None:
     """The real ``run:`` text of action.yml under ``bash -eo pipefail``, as a runner runs it."""
+    from tests.test_github_action import review_step
+
     repo = setup_repo(tmp_path, gh)
-    script, step_env = _action_step(tmp_path, {"github-token": "tok-actions", **inputs})
+    script, step_env = review_step(tmp_path, {"github-token": "tok-actions", **inputs})
     proc = subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
         cwd=repo,
