@@ -23,27 +23,11 @@ import pytest
 from tests.conftest import FAKES, CliResult, git, init_repo
 from tests.github_standin import GitHubStandIn, gh
 from tests.standin_pulls import play_auto_merge
-from tests.test_chain import call
+from tests.test_chain import FAKE, PLAN, call
 
 __all__ = ["gh"]
 
-FAKE = FAKES / "fake_flow_agent"
 BRANCH = "agents/feature/step-1"
-PLAN = """\
-# Plan: Feature
-
-Overview of the feature.
-
-## Implementation Steps
-
-### Status: ❌ | Step 1: Add the module
-
-Add src/new_module.py.
-
-### Status: ❌ | Step 2: Polish
-
-Polish it.
-"""
 
 
 def agent(role: str, mode: str, argv: list[str] | None = None) -> str:
