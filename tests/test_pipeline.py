@@ -22,17 +22,11 @@ from tests.github_events import ZERO_SHA, workflow_dispatch_event, write_event
 from tests.github_standin import GitHubStandIn, gh
 from tests.standin_pulls import play_auto_merge
 from tests.test_chain import call
+from tests.test_plan_waves import BODIES, PLAN, plan_text
 from tests.test_step_pr import env, flow_config, origin_sha, plan_status, statuses
 
 __all__ = ["env", "gh"]
 
-PLAN = "specs/feature.md"
-BODIES = {
-    1: "Create the schema.",
-    2: "**Depends on:** 1\n\nThe API.",
-    3: "Depends on: 1\n\nThe frontend.",
-    4: "Depends on: 2, 3\n\nThe docs.",
-}
 IMPLEMENTER = """\
 import os, subprocess, sys
 from pathlib import Path
@@ -50,15 +44,6 @@ report = agent_dir / "report.md"
 report.write_text(f"# Step status: Completed\\n\\n## Summary\\n\\n- src/step_{step}.py\\n")
 report.rename(agent_dir / "report.complete.md")
 """
-
-
-def plan_text(done: frozenset[int] = frozenset()) -> str:
-    """Steps 2 and 3 wait only for 1, step 4 for both; the steps in ``done`` are ✅."""
-    steps = "".join(
-        f"### Status: {'✅' if n in done else ''} | Step {n}: step {n}\n\n{body}\n\n"
-        for n, body in BODIES.items()
-    )
-    return f"# Plan: feature\n\n## Implementation Steps\n\n{steps}"
 
 
 def seed_origin(tmp_path: Path, gh: GitHubStandIn, done: frozenset[int] = frozenset()) -> Path:
