@@ -1108,7 +1108,7 @@ class _Handler(BaseHTTPRequestHandler):
                 status, body, headers = 422, {"message": "Invalid request", "errors": [problem]}, {}
             else:
                 status, body, headers, template = self._dispatch(
-                    s, self.command, path, query, raw, token_text
+                    s, self.command, path, query, raw, token_text, template
                 )
             s.log.append(
                 Recorded(self.command, path, query, _json_or_none(raw), status, token_text)
@@ -1125,7 +1125,9 @@ class _Handler(BaseHTTPRequestHandler):
         query: dict[str, list[str]],
         raw: bytes,
         token_text: str,
+        template: str | None,
     ) -> tuple[int, Any, dict[str, str], str | None]:
+        """An injected fault's answer (with the route's ``template``), or the route's."""
         for index, (hook_method, hook_path, callback) in enumerate(s.before):
             if hook_method == method and hook_path.search(path):
                 del s.before[index]
@@ -1134,7 +1136,6 @@ class _Handler(BaseHTTPRequestHandler):
         for fault in s.faults:
             if fault.times > 0 and fault.method == method and fault.path.search(path):
                 fault.times -= 1
-                template = next((t for m, p, t, _ in ROUTES if m == method and p.match(path)), None)
                 if fault.store:  # GitHub kept the write, then the answer was lost
                     self._route(s, method, path, query, raw, token_text)
                 return fault.status, fault.body, dict(fault.headers), template
