@@ -109,11 +109,12 @@ _CALL_OR_ATTRIBUTE = re.compile(
 )
 
 
+# Identifiers, attribute chains and calls (settings.API_TOKEN, get_token()) are not secrets.
+_CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?")
+
+
 def _looks_like_code(value: str) -> bool:
-    # Identifiers, attribute chains and calls (settings.API_TOKEN, get_token()) are not secrets.
-    return bool(
-        re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?", value)
-    )
+    return bool(_CODE.fullmatch(value))
 
 
 def token_hits(text: str) -> Iterator[tuple[str, str, str]]:
