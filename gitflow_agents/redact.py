@@ -117,8 +117,29 @@ def _looks_like_code(value: str) -> bool:
     return bool(_CODE.fullmatch(value))
 
 
+# Cheap tests that rule a rule out before its regex scans the text (the scans cost ~10 MB/s;
+# agent output streams through here, and every line the builtin reviewer checks): every token
+# starts with one of these literals, and every secret name holds one of these words
+# (``_SECRET_NAME``, letter case aside).
+_TOKEN_START = re.compile(r"A(?:KIA|SIA|GPA|IDA|ROA)|g(?:h[pousr]_|ithub_pat_)|xox[abprs]-")
+_NAME_WORDS = ("secret", "passw", "pwd", "token", "api", "access", "auth", "private", "credential")
+
+
+def _may_assign(text: str) -> bool:
+    """False only when no secret-named assignment can be in ``text``. Exact for ASCII text;
+    other text is always scanned (case-insensitive matching knows more letters than lower())."""
+    if "=" not in text and ":" not in text:
+        return False
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in _NAME_WORDS)
+
+
 def token_hits(text: str) -> Iterator[tuple[str, str, str]]:
     """(rule, label, token) for every known token format in ``text``."""
+    if not _TOKEN_START.search(text):
+        return
     for rule, label, pattern in TOKENS:
         for match in pattern.finditer(text):
             token = match.group(1)
@@ -136,6 +157,8 @@ def assignment_hits(
     """Secret-named assignments of a high-entropy literal (groups ``name`` and ``value``):
     quoted anywhere; unquoted in configuration files (``config``), where a bare value is a
     string, unless it is a URL, a path or words; unquoted elsewhere unless it looks like code."""
+    if not _may_assign(text):
+        return
     for match in ASSIGNMENT.finditer(text):
         value = match.group("value")
         unquoted = not match.group("quote")
@@ -195,24 +218,6 @@ def _mask_key_bodies(text: str) -> str:
     return "".join(out) + text[position:] if out else text
 
 
-# Cheap tests that rule a rule out before its regex scans the text (the scans cost ~10 MB/s;
-# agent output streams through here): every token starts with one of these literals, and every
-# secret name holds one of these words (``_SECRET_NAME``, letter case aside).
-_TOKEN_START = re.compile(r"A(?:KIA|SIA|GPA|IDA|ROA)|g(?:h[pousr]_|ithub_pat_)|xox[abprs]-")
-_NAME_WORDS = ("secret", "passw", "pwd", "token", "api", "access", "auth", "private", "credential")
-
-
-def _may_assign(text: str) -> bool:
-    """False only when no secret-named assignment can be in ``text``. Exact for ASCII text;
-    other text is always scanned (case-insensitive matching knows more letters than lower())."""
-    if "=" not in text and ":" not in text:
-        return False
-    if not text.isascii():
-        return True
-    lowered = text.lower()
-    return any(word in lowered for word in _NAME_WORDS)
-
-
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every secret masked: the exact ``secrets`` (values the reviewed diff adds),
     private key bodies, known token formats, and secret-named assignments of a high-entropy
@@ -223,11 +228,8 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
             text = text.replace(value, mask(value))
     if "PRIVATE KEY" in text:
         text = _mask_key_bodies(text)
-    if _TOKEN_START.search(text):
-        for _, _, token in token_hits(text):
-            text = text.replace(token, mask(token))
-    if not _may_assign(text):
-        return text
+    for _, _, token in token_hits(text):
+        text = text.replace(token, mask(token))
     spans = [
         m.span("value")
         for m in assignment_hits(text, config=True)
