@@ -265,19 +265,19 @@ def redact_data(value: Any, secrets: Iterable[str] = ()) -> Any:
     return _redact_data(value, frozenset(secrets))
 
 
+def _redact_optional(text: str | None, secrets: frozenset[str]) -> str | None:
+    return None if text is None else redact_text(text, secrets)
+
+
 def redact_finding(finding: Finding, secrets: Iterable[str] = ()) -> Finding:
     """``finding`` with its texts (message, suggestion, rule, file) redacted."""
     known = frozenset(secrets)
-
-    def clean(text: str | None) -> str | None:
-        return None if text is None else redact_text(text, known)
-
     return dataclasses.replace(
         finding,
         message=redact_text(finding.message, known),
-        suggestion=clean(finding.suggestion),
-        rule=clean(finding.rule),
-        file=clean(finding.file),
+        suggestion=_redact_optional(finding.suggestion, known),
+        rule=_redact_optional(finding.rule, known),
+        file=_redact_optional(finding.file, known),
     )
 
 
@@ -285,17 +285,13 @@ def redact_review(review: Review, secrets: Iterable[str] = ()) -> Review:
     """``review`` with every text in it redacted (``redact_text``): the single step between a
     reviewer's report and any output. ``secrets``: the exact values the reviewed diff adds."""
     known = frozenset(secrets)
-
-    def clean(text: str | None) -> str | None:
-        return None if text is None else redact_text(text, known)
-
     run = _redact_data(dict(review.run), known)
     return dataclasses.replace(
         review,
         summary=redact_text(review.summary, known),
         findings=tuple(redact_finding(f, known) for f in review.findings),
-        reviewed_sha=clean(review.reviewed_sha),
-        base_sha=clean(review.base_sha),
+        reviewed_sha=_redact_optional(review.reviewed_sha, known),
+        base_sha=_redact_optional(review.base_sha, known),
         unreviewed_files=tuple(redact_text(path, known) for path in review.unreviewed_files),
         run=run if isinstance(run, dict) else {},
         reason=redact_text(review.reason, known),
