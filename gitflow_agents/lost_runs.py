@@ -11,9 +11,8 @@ lost runs in the step's work tree before it touches it (docs/chains.md, The stat
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,70 +45,41 @@ def tree_pids(status: Mapping[str, Any]) -> tuple[int, ...]:
     """The live processes of the run's tree as its ``status.json`` records it: the agent's pid
     (while it is the process that was started), every process of ours carrying the run's tree
     marker, and their descendants."""
-    import psutil
+    from gitflow_agents.supervisor import tree
 
-    from gitflow_agents.liveness import process_alive
-    from gitflow_agents.supervisor import TREE_ENV
-
-    found: dict[int, psutil.Process] = {}
-
-    def add(proc: psutil.Process) -> None:
-        with contextlib.suppress(psutil.Error):
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                found[proc.pid] = proc
-
-    pid, created = status.get("pid"), status.get("create_time")
-    if isinstance(pid, int) and isinstance(created, (int, float)) and process_alive(pid, created):
-        with contextlib.suppress(psutil.Error):
-            add(psutil.Process(pid))
-    token, started = status.get("tree_token"), status.get("started")
-    if isinstance(token, str):
-        oldest = float(started) - 1.0 if isinstance(started, (int, float)) else 0.0
-        for proc in _own_processes_since(oldest):
-            with contextlib.suppress(psutil.Error):
-                if proc.environ().get(TREE_ENV) == token:
-                    add(proc)
-    for proc in list(found.values()):
-        with contextlib.suppress(psutil.Error):
-            for child in proc.children(recursive=True):
-                add(child)
-    return tuple(sorted(found))
-
-
-def _own_processes_since(oldest: float) -> Iterator[Any]:
-    """Our user's processes started at ``oldest`` or later (older ones are never read)."""
-    import os
-
-    import psutil
-
-    me = os.getuid()
-    for proc in psutil.process_iter(["pid", "create_time"]):
-        with contextlib.suppress(psutil.Error):
-            if (proc.info["create_time"] or 0.0) >= oldest and proc.uids().real == me:
-                yield proc
+    pid, _, token, since = _recorded_tree(status)
+    return tree.tree_pids(pid, token=token, since=since)
 
 
 def kill_recorded_tree(status: Mapping[str, Any], grace: float = 3.0) -> tuple[int, ...]:
     """Kill the run's tree as ``status.json`` records it (pid and group only while the pid is
     still the process that was started; the marker always); the pids still alive after."""
-    from gitflow_agents.liveness import process_alive
     from gitflow_agents.supervisor import kill_tree
+
+    pid, pgid, token, since = _recorded_tree(status)
+    # every process of the run carries the marker, also those that left the group (setsid)
+    # or were started before the pid was recorded; processes older than the run cannot be
+    # part of it: their environment is not read
+    return kill_tree(pid, pgid=pgid, token=token, grace=grace, since=since)
+
+
+def _recorded_tree(
+    status: Mapping[str, Any],
+) -> tuple[int | None, int | None, str | None, float | None]:
+    """(agent pid, its process group, tree marker, start time) as ``status.json`` records them;
+    the pid and group only while the pid is still the process that was started."""
+    from gitflow_agents.liveness import process_alive
 
     pid, pgid, created = status.get("pid"), status.get("pgid"), status.get("create_time")
     # the recorded start time is required: a bare pid may by now name another process
     leader_ok = isinstance(created, (int, float)) and process_alive(pid, created)
-    token = status.get("tree_token")
-    started = status.get("started")
-    return kill_tree(
+    token, started = status.get("tree_token"), status.get("started")
+    return (
         pid if leader_ok and isinstance(pid, int) else None,
         # the group id is only trusted while its leader is the process we started
-        pgid=pgid if leader_ok and isinstance(pgid, int) else None,
-        # every process of the run carries the marker, also those that left the group (setsid)
-        # or were started before the pid was recorded
-        token=token if isinstance(token, str) else None,
-        grace=grace,
-        # processes older than the run cannot be part of it: their environment is not read
-        since=float(started) if isinstance(started, (int, float)) else None,
+        pgid if leader_ok and isinstance(pgid, int) else None,
+        token if isinstance(token, str) else None,
+        float(started) if isinstance(started, (int, float)) else None,
     )
 
 

@@ -109,15 +109,37 @@ _CALL_OR_ATTRIBUTE = re.compile(
 )
 
 
+# Identifiers, attribute chains and calls (settings.API_TOKEN, get_token()) are not secrets.
+_CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?")
+
+
 def _looks_like_code(value: str) -> bool:
-    # Identifiers, attribute chains and calls (settings.API_TOKEN, get_token()) are not secrets.
-    return bool(
-        re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*)?", value)
-    )
+    return bool(_CODE.fullmatch(value))
+
+
+# Cheap tests that rule a rule out before its regex scans the text (the scans cost ~10 MB/s;
+# agent output streams through here, and every line the builtin reviewer checks): every token
+# starts with one of these literals, and every secret name holds one of these words
+# (``_SECRET_NAME``, letter case aside).
+_TOKEN_START = re.compile(r"A(?:KIA|SIA|GPA|IDA|ROA)|g(?:h[pousr]_|ithub_pat_)|xox[abprs]-")
+_NAME_WORDS = ("secret", "passw", "pwd", "token", "api", "access", "auth", "private", "credential")
+
+
+def _may_assign(text: str) -> bool:
+    """False only when no secret-named assignment can be in ``text``. Exact for ASCII text;
+    other text is always scanned (case-insensitive matching knows more letters than lower())."""
+    if "=" not in text and ":" not in text:
+        return False
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in _NAME_WORDS)
 
 
 def token_hits(text: str) -> Iterator[tuple[str, str, str]]:
     """(rule, label, token) for every known token format in ``text``."""
+    if not _TOKEN_START.search(text):
+        return
     for rule, label, pattern in TOKENS:
         for match in pattern.finditer(text):
             token = match.group(1)
@@ -135,6 +157,8 @@ def assignment_hits(
     """Secret-named assignments of a high-entropy literal (groups ``name`` and ``value``):
     quoted anywhere; unquoted in configuration files (``config``), where a bare value is a
     string, unless it is a URL, a path or words; unquoted elsewhere unless it looks like code."""
+    if not _may_assign(text):
+        return
     for match in ASSIGNMENT.finditer(text):
         value = match.group("value")
         unquoted = not match.group("quote")
@@ -194,24 +218,6 @@ def _mask_key_bodies(text: str) -> str:
     return "".join(out) + text[position:] if out else text
 
 
-# Cheap tests that rule a rule out before its regex scans the text (the scans cost ~10 MB/s;
-# agent output streams through here): every token starts with one of these literals, and every
-# secret name holds one of these words (``_SECRET_NAME``, letter case aside).
-_TOKEN_START = re.compile(r"A(?:KIA|SIA|GPA|IDA|ROA)|g(?:h[pousr]_|ithub_pat_)|xox[abprs]-")
-_NAME_WORDS = ("secret", "passw", "pwd", "token", "api", "access", "auth", "private", "credential")
-
-
-def _may_assign(text: str) -> bool:
-    """False only when no secret-named assignment can be in ``text``. Exact for ASCII text;
-    other text is always scanned (case-insensitive matching knows more letters than lower())."""
-    if "=" not in text and ":" not in text:
-        return False
-    if not text.isascii():
-        return True
-    lowered = text.lower()
-    return any(word in lowered for word in _NAME_WORDS)
-
-
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every secret masked: the exact ``secrets`` (values the reviewed diff adds),
     private key bodies, known token formats, and secret-named assignments of a high-entropy
@@ -222,11 +228,8 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
             text = text.replace(value, mask(value))
     if "PRIVATE KEY" in text:
         text = _mask_key_bodies(text)
-    if _TOKEN_START.search(text):
-        for _, _, token in token_hits(text):
-            text = text.replace(token, mask(token))
-    if not _may_assign(text):
-        return text
+    for _, _, token in token_hits(text):
+        text = text.replace(token, mask(token))
     spans = [
         m.span("value")
         for m in assignment_hits(text, config=True)
@@ -262,19 +265,19 @@ def redact_data(value: Any, secrets: Iterable[str] = ()) -> Any:
     return _redact_data(value, frozenset(secrets))
 
 
+def _redact_optional(text: str | None, secrets: frozenset[str]) -> str | None:
+    return None if text is None else redact_text(text, secrets)
+
+
 def redact_finding(finding: Finding, secrets: Iterable[str] = ()) -> Finding:
     """``finding`` with its texts (message, suggestion, rule, file) redacted."""
     known = frozenset(secrets)
-
-    def clean(text: str | None) -> str | None:
-        return None if text is None else redact_text(text, known)
-
     return dataclasses.replace(
         finding,
         message=redact_text(finding.message, known),
-        suggestion=clean(finding.suggestion),
-        rule=clean(finding.rule),
-        file=clean(finding.file),
+        suggestion=_redact_optional(finding.suggestion, known),
+        rule=_redact_optional(finding.rule, known),
+        file=_redact_optional(finding.file, known),
     )
 
 
@@ -282,17 +285,13 @@ def redact_review(review: Review, secrets: Iterable[str] = ()) -> Review:
     """``review`` with every text in it redacted (``redact_text``): the single step between a
     reviewer's report and any output. ``secrets``: the exact values the reviewed diff adds."""
     known = frozenset(secrets)
-
-    def clean(text: str | None) -> str | None:
-        return None if text is None else redact_text(text, known)
-
     run = _redact_data(dict(review.run), known)
     return dataclasses.replace(
         review,
         summary=redact_text(review.summary, known),
         findings=tuple(redact_finding(f, known) for f in review.findings),
-        reviewed_sha=clean(review.reviewed_sha),
-        base_sha=clean(review.base_sha),
+        reviewed_sha=_redact_optional(review.reviewed_sha, known),
+        base_sha=_redact_optional(review.base_sha, known),
         unreviewed_files=tuple(redact_text(path, known) for path in review.unreviewed_files),
         run=run if isinstance(run, dict) else {},
         reason=redact_text(review.reason, known),

@@ -42,23 +42,28 @@ class LineMasker:
             raise ValueError("max_line must be positive")
         self.secrets = frozenset(s for s in secrets if len(s) >= MIN_EXACT_LENGTH)
         self.max_line = max_line
-        self._pending = b""  # the start of a line whose newline has not come yet
+        # the start of a line whose newline has not come yet (so it holds no newline: a chunk's
+        # is looked for in the chunk alone, and a chunk without one is only appended)
+        self._pending = bytearray()
         self._in_key = False  # inside a private key block that began in an earlier line
 
     def feed(self, chunk: bytes) -> bytes:
         """The masked complete lines ``chunk`` ends (with what came before it); the start of
         an unfinished line stays back, up to ``max_line`` bytes."""
-        data = self._pending + chunk if self._pending else chunk
-        end = data.rfind(b"\n") + 1
-        out = self._mask(data[:end]) if end else b""
-        self._pending = data[end:]
+        end = chunk.rfind(b"\n") + 1
+        if end:
+            out = self._mask(bytes(self._pending) + chunk[:end])
+            self._pending = bytearray(chunk[end:])
+        else:
+            out = b""
+            self._pending += chunk
         if len(self._pending) > self.max_line:
             out += self._cut_long_line()
         return out
 
     def flush(self) -> bytes:
         """The rest of the stream (a last line without its newline), masked."""
-        rest, self._pending = self._pending, b""
+        rest, self._pending = bytes(self._pending), bytearray()
         return self._mask(rest) if rest else b""
 
     def _cut_long_line(self) -> bytes:
@@ -66,7 +71,7 @@ class LineMasker:
         while len(self._pending) > self.max_line:
             head = self._pending[: self.max_line]
             cut = max(head.rfind(space) for space in _WHITESPACE) + 1 or self.max_line
-            parts.append(self._mask(self._pending[:cut]))
+            parts.append(self._mask(bytes(self._pending[:cut])))
             self._pending = self._pending[cut:]
         return b"".join(parts)
 

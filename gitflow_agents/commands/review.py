@@ -202,16 +202,15 @@ def review_target(
     see ``agent_report`` (the builtin reviewer reads no configuration)."""
     from gitflow_agents import findings
     from gitflow_agents.redact import redact_review
-    from gitflow_agents.reviewer.checks import Options
 
-    options = Options(max_file_bytes=max_file_size)
     with git.BlobReader(root) as blobs:
         if agent == "builtin":
             report, secrets = builtin_report(root, target, threshold, max_file_size, blobs)
         else:
             from gitflow_agents.reviewer.builtin import diff_secrets
+            from gitflow_agents.reviewer.checks import Options
 
-            secrets = diff_secrets(root, target.spec, options)
+            secrets = diff_secrets(root, target.spec, Options(max_file_bytes=max_file_size))
             report = agent_report(root, agent, target, config_root=config_root, secrets=secrets)
         parsed = findings.parse_review(
             report,

@@ -28,6 +28,7 @@ _BLOCK_START = re.compile(r"[#+*=_|\[~`-]")
 _ORDERED_ITEM = re.compile(r"(\d{1,9})([.)])")
 _FENCE = re.compile(r"\s*(`{3,}|~{3,})([^\n]*)\n(.*?)\n?[ \t]*\1[`~]*\s*", re.DOTALL)
 _INFO_WORD = re.compile(r"[A-Za-z0-9_+.#-]{1,40}")
+_BACKTICKS = re.compile(r"`+")
 
 
 def lines_of(text: str) -> list[str]:
@@ -69,12 +70,16 @@ def list_item(text: str, bullet: str = "- ") -> str:
     return bullet + escape(text).replace("\n", "\n" + " " * len(bullet))
 
 
+def _longest_backticks(text: str) -> int:
+    """The longest run of backticks in ``text``: a fence one longer cannot be closed by it."""
+    return max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+
+
 def code(text: str) -> str:
     """``text`` as an inline code span, whatever backticks it holds; line breaks become spaces
     (a code span cannot span a blank line, and would not close)."""
     text = " ".join(lines_of(text))
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
+    fence = "`" * (_longest_backticks(text) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
 
@@ -82,8 +87,7 @@ def code(text: str) -> str:
 def fence(content: str, info: str = "") -> list[str]:
     """``content`` as a fenced code block (its lines): backticks one longer than any run in it,
     so no line of the content can close it; ``info`` reduced to one safe word."""
-    longest = max((len(run) for run in re.findall(r"`+", content)), default=0)
-    marker = "`" * max(3, longest + 1)
+    marker = "`" * max(3, _longest_backticks(content) + 1)
     word = _INFO_WORD.match(info.strip())
     body = lines_of(content) if content else []  # an empty suggestion deletes the lines
     return [marker + (word.group(0) if word else ""), *body, marker]

@@ -182,9 +182,9 @@ class Output:
         if not masked:
             return
         self._log.write(masked)
-        lines = [ln for ln in _printable(masked).splitlines() if ln.strip()]
-        if lines:
-            self._tail = lines[-1][-200:]
+        tail = _last_line(masked)
+        if tail:
+            self._tail = tail[-200:]
 
     def _take(self, now: float) -> dict[str, Any]:
         data = {"stream": self._stream, "bytes": self._pending, "tail": self._tail}
@@ -215,9 +215,15 @@ class Output:
             return self.captured[name].value().decode("utf-8", "replace")
 
 
-def _printable(chunk: bytes) -> str:
-    text = chunk.decode("utf-8", "replace")
-    return "".join(ch for ch in text if ch in "\n\t" or ch.isprintable())
+def _last_line(data: bytes) -> str:
+    """The last line of ``data`` with something to show, its unprintable characters (``\r``
+    and other line separators among them) dropped; "" when there is none. Only the lines from
+    the end back to that one are filtered, not the whole of ``data``."""
+    for line in reversed(data.decode("utf-8", "replace").split("\n")):
+        shown = "".join(ch for ch in line if ch == "\t" or ch.isprintable())
+        if shown.strip():
+            return shown
+    return ""
 
 
 def exit_notifier(proc: subprocess.Popen[bytes]) -> tuple[int, int | None]:

@@ -230,6 +230,15 @@ class CpuSampler:
         return used
 
 
+def tree_pids(
+    pid: int | None, *, token: str | None = None, since: float | None = None
+) -> tuple[int, ...]:
+    """The live processes of a tree (``pid`` and its descendants, every process of ours
+    carrying the marker ``token``, and theirs), without killing any (``since``: as for
+    ``_collect``)."""
+    return tuple(sorted(_collect(pid, None, token, {}, since)))
+
+
 def marker_alive(token: str, since: float | None = None) -> bool:
     """Whether any process of ours carrying the tree marker ``token`` still runs (``since``: when
     the tree's first process started, as for ``_collect``)."""
