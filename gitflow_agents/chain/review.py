@@ -108,24 +108,30 @@ def review_round(
             preamble, task)
         for name in names
     ]  # fmt: skip
+
+    def read(run: AgentRun) -> Review:
+        return _focus(_read_review(ctx, run, head, ws.base_sha), focus_paths)
+
     runs = run_together(ctx, ws, jobs)
-    reviews = tuple(_focus(_read_review(ctx, run, head, ws.base_sha), focus_paths) for run in runs)
+    reviews = [read(run) for run in runs]
     verdict = _verdict(ctx, runs, reviews, head)
     threshold = ctx.settings.threshold
-    again = [
-        index
-        for index, (run, review) in enumerate(zip(runs, reviews, strict=True))
-        if final and run.reused and not gate(review, threshold=threshold, head_sha=head).approved
-    ]
-    if again and not verdict.approved:
+    again: list[int] = []
+    if final and not verdict.approved:
+        again = [
+            index
+            for index, (run, review) in enumerate(zip(runs, reviews, strict=True))
+            if run.reused and not gate(review, threshold=threshold, head_sha=head).approved
+        ]
+    if again:
         fresh = run_together(ctx, ws, [replace(jobs[i], reuse=False) for i in again])
-        runs = [fresh[again.index(i)] if i in again else run for i, run in enumerate(runs)]
-        reviews = tuple(_focus(_read_review(ctx, r, head, ws.base_sha), focus_paths) for r in runs)
+        for index, run in zip(again, fresh, strict=True):
+            runs[index], reviews[index] = run, read(run)
         verdict = _verdict(ctx, runs, reviews, head)
     extra = tuple(r for r in (_untouched(ws, head), _markers(ctx, ws, head)) if r)
     if extra:
         verdict = GateResult(False, 1, (*verdict.reasons, *extra), verdict.threshold)
-    return ReviewRound(iteration, head, tuple(runs), reviews, verdict)
+    return ReviewRound(iteration, head, tuple(runs), tuple(reviews), verdict)
 
 
 def _verdict(
