@@ -15,7 +15,7 @@ from typing import Any
 from gitflow_agents import git
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
-from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
 from gitflow_agents.findings import GateResult, Review, gate, merge_reviews, parse_review
 
 REVIEW_PREAMBLE = """\
@@ -85,10 +85,8 @@ def review_round(
     if reviewed_nothing(ws.base_sha, head):  # never run reviewers on no change, never approve
         why = f"nothing to review: {head[:12]} is the base {ws.base_sha[:12]} itself"
         return ReviewRound(iteration, head, (), (), GateResult(False, 1, (why,)))
-    if ws.branch is not None and (
-        git.head_sha(ws.worktree) != head or git.dirty_paths(ws.worktree)
-    ):
-        git.discard_changes(ws.worktree, head)  # a crashed attempt's leftovers
+    if ws.branch is not None:
+        reset_unless_clean(ws, head)  # a crashed attempt's leftovers
     names = tuple(reviewers or ctx.settings.reviewers)
     preamble = REVIEW_PREAMBLE.format(
         head=head,
