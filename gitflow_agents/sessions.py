@@ -350,15 +350,15 @@ def close_session(path: Path, session: dict[str, Any], reason: str) -> bool:
 
 def _after_turn(path: Path, session: dict[str, Any], run_id: str, max_turns: int | None) -> None:
     """Record the session id the CLI reported for this turn; close the session on its last turn."""
-    from gitflow_agents.record_fields import mapping
+    from gitflow_agents.record_fields import mapping, text
     from gitflow_agents.runs import RunPaths, read_json
 
     latest = {**read_session(path), **{k: session[k] for k in ("runs", "turns", "maxTurns")}}
     latest.pop("active", None)
     run_dir = path.parent.parent / "runs" / run_id
-    record = mapping(read_json(RunPaths(run_dir).result) or {}, "run")
-    if isinstance(record.get("session_id"), str) and record["session_id"]:
-        latest["sessionId"] = record["session_id"]
+    session_id = text(mapping(read_json(RunPaths(run_dir).result) or {}, "run"), "session_id")
+    if session_id:
+        latest["sessionId"] = session_id
     close = None
     if max_turns is not None and int(latest["turns"]) >= max_turns:
         close = f"max turns ({max_turns}) reached"

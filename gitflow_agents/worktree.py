@@ -132,6 +132,15 @@ def remove_worktree(root: Path, path: Path) -> None:
     run_git(root, "worktree", "prune", check=False)
 
 
+def _message(message: str, trailers: Mapping[str, str] | None) -> str:
+    """A commit message as git is given it: ``message`` verbatim, then ``Key: value`` trailers
+    after a blank line."""
+    body = message.rstrip("\n") + "\n"
+    if trailers:
+        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
+    return body
+
+
 def _commit(
     worktree: Path,
     message: str,
@@ -142,9 +151,6 @@ def _commit(
 ) -> str:
     """``git commit`` of what ``extra`` selects (the index when empty), message verbatim with
     ``Key: value`` trailers after a blank line, hooks skipped; the new HEAD sha."""
-    body = message.rstrip("\n") + "\n"
-    if trailers:
-        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
     result = run_git(
         worktree,
         "commit",
@@ -154,7 +160,7 @@ def _commit(
         "-F",
         "-",
         *extra,
-        input=body,
+        input=_message(message, trailers),
         check=False,
         extra_env=identity,
     )
@@ -353,9 +359,6 @@ def merge_in_worktree(
     skipped). On conflicts the merge stays in progress, markers in the files, for an agent to
     resolve; GitError when git refuses for another reason."""
     require_tool_worktree(worktree, "merge into")
-    body = message.rstrip("\n") + "\n"
-    if trailers:
-        body += "\n" + "".join(f"{key}: {value}\n" for key, value in trailers.items())
     result = run_git(
         worktree,
         "merge",
@@ -363,7 +366,7 @@ def merge_in_worktree(
         "--no-verify",
         "--quiet",
         "-m",
-        body,
+        _message(message, trailers),
         sha,
         check=False,
         extra_env=identity,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from gitflow_agents import git, stats
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.resume import agent_files, completed_meta, set_aside, write_meta
-from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
 from gitflow_agents.errors import AgentError
 
 if TYPE_CHECKING:
@@ -246,13 +246,8 @@ class _Attempt:
 
         ctx, ws, job, settings = self.ctx, self.ws, self.job, self.ctx.settings
         set_aside(self.folder, (self.success, self.failure, self.report))
-        if (
-            job.kind in ("implement", "fix")
-            and ws.branch is not None
-            and not job.resolve_merge
-            and (git.head_sha(ws.worktree) != job.start_sha or git.dirty_paths(ws.worktree))
-        ):
-            git.discard_changes(ws.worktree, job.start_sha)  # a crashed attempt's leftovers
+        if job.kind in ("implement", "fix") and ws.branch is not None and not job.resolve_merge:
+            reset_unless_clean(ws, job.start_sha)  # a crashed attempt's leftovers
         prompt = assemble_prompt(
             PromptRequest(
                 root=ctx.root, config=ctx.config, agent=job.agent, agent_id=job.agent_id,

@@ -20,7 +20,7 @@ from gitflow_agents.chain.agents import TRAILER_RUN, agent_id_for, run_agent
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.record import StepRecord
 from gitflow_agents.chain.state import target_tip
-from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
 from gitflow_agents.errors import GitError
 
 CONFLICT_PREAMBLE = """\
@@ -67,8 +67,7 @@ def integrate(
     tip = git.branch_sha(ctx.root, ws.branch) or head
     merged = git.find_merge(ctx.root, tip, head, target_sha)  # an earlier run's, when resuming
     if merged is None:
-        if git.head_sha(ws.worktree) != head or git.dirty_paths(ws.worktree):
-            git.discard_changes(ws.worktree, head)
+        reset_unless_clean(ws, head)
         result = git.merge_in_worktree(
             ws.worktree,
             target_sha,

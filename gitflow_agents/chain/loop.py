@@ -87,7 +87,7 @@ def _loop(ctx: Context, rec: StepRecord, step: int) -> Ending:
     """The loop itself: the last action is always a review."""
     assert ctx.plan is not None
     after_ids: tuple[str, ...]
-    settings = ctx.settings
+    settings, lander = ctx.settings, ctx.lander or MergeLander()
     ws = rec.ws = step_workspace(ctx, step)  # lost runs in its work tree are killed first
     title = f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}"
     builder_id = agent_id_for(settings.implementer, step)
@@ -115,7 +115,7 @@ def _loop(ctx: Context, rec: StepRecord, step: int) -> Ending:
         )
         record_note(ctx, ws, review)
         if review.gate.approved and moved_on(ctx, head) is None:
-            (ctx.lander or MergeLander()).approved(ctx, rec, ws, step, review)
+            lander.approved(ctx, rec, ws, step, review)
             return Ending("approved", int(ExitCode.OK), f"approved in review {iteration}")
         if review.gate.approved:  # the target moved on during the review: merge it in, again
             continue
@@ -135,7 +135,7 @@ def _loop(ctx: Context, rec: StepRecord, step: int) -> Ending:
         head, after_ids = fix.end_sha, (fix.agent_id,)
     ending = _not_approved(ctx, rec)
     if ending.outcome == "rejected":
-        (ctx.lander or MergeLander()).rejected(ctx, rec, ws, step, rec.rounds[-1])
+        lander.rejected(ctx, rec, ws, step, rec.rounds[-1])
     return ending
 
 

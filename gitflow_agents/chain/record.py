@@ -65,6 +65,11 @@ class StepRecord:
         self.reason = "the run stopped unexpectedly"
         self.failed_what: str | None = None  # history line: "failed (<this>)", default implement
 
+    @property
+    def fixes(self) -> int:
+        """How many fixer runs the step had (a stuck fixer run again counts once)."""
+        return sum(1 for a in self.agents if a.kind == "fix" and a.attempt == 1)
+
     def add(self, run: AgentRun) -> AgentRun:
         self.agents.extend(run.attempts())
         return run
@@ -95,7 +100,7 @@ class StepRecord:
             step=self.step,
             branch=self.ws.branch if self.ws else None,
             iterations=len(self.rounds),
-            fixes=sum(1 for a in self.agents if a.kind == "fix" and a.attempt == 1),
+            fixes=self.fixes,
             stats=git_stats,
             merged=self.merged,
             result_path=path,
@@ -145,7 +150,7 @@ def _write_record(rec: StepRecord) -> ChainResult:
         "baseSha": rec.ws.base_sha if rec.ws else None,
         "headSha": head,
         "iterations": len(rec.rounds),
-        "fixes": sum(1 for a in rec.agents if a.kind == "fix" and a.attempt == 1),
+        "fixes": rec.fixes,
         "maxIterations": ctx.settings.max_iterations,
         "reviewers": list(ctx.settings.reviewers),
         "merged": (

@@ -15,7 +15,7 @@ from typing import Any
 from gitflow_agents import git
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
-from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
 from gitflow_agents.findings import GateResult, Review, gate, merge_reviews, parse_review
 
 REVIEW_PREAMBLE = """\
@@ -85,10 +85,8 @@ def review_round(
     if reviewed_nothing(ws.base_sha, head):  # never run reviewers on no change, never approve
         why = f"nothing to review: {head[:12]} is the base {ws.base_sha[:12]} itself"
         return ReviewRound(iteration, head, (), (), GateResult(False, 1, (why,)))
-    if ws.branch is not None and (
-        git.head_sha(ws.worktree) != head or git.dirty_paths(ws.worktree)
-    ):
-        git.discard_changes(ws.worktree, head)  # a crashed attempt's leftovers
+    if ws.branch is not None:
+        reset_unless_clean(ws, head)  # a crashed attempt's leftovers
     names = tuple(reviewers or ctx.settings.reviewers)
     preamble = REVIEW_PREAMBLE.format(
         head=head,
@@ -108,24 +106,30 @@ def review_round(
             preamble, task)
         for name in names
     ]  # fmt: skip
+
+    def read(run: AgentRun) -> Review:
+        return _focus(_read_review(ctx, run, head, ws.base_sha), focus_paths)
+
     runs = run_together(ctx, ws, jobs)
-    reviews = tuple(_focus(_read_review(ctx, run, head, ws.base_sha), focus_paths) for run in runs)
+    reviews = [read(run) for run in runs]
     verdict = _verdict(ctx, runs, reviews, head)
     threshold = ctx.settings.threshold
-    again = [
-        index
-        for index, (run, review) in enumerate(zip(runs, reviews, strict=True))
-        if final and run.reused and not gate(review, threshold=threshold, head_sha=head).approved
-    ]
-    if again and not verdict.approved:
+    again: list[int] = []
+    if final and not verdict.approved:
+        again = [
+            index
+            for index, (run, review) in enumerate(zip(runs, reviews, strict=True))
+            if run.reused and not gate(review, threshold=threshold, head_sha=head).approved
+        ]
+    if again:
         fresh = run_together(ctx, ws, [replace(jobs[i], reuse=False) for i in again])
-        runs = [fresh[again.index(i)] if i in again else run for i, run in enumerate(runs)]
-        reviews = tuple(_focus(_read_review(ctx, r, head, ws.base_sha), focus_paths) for r in runs)
+        for index, run in zip(again, fresh, strict=True):
+            runs[index], reviews[index] = run, read(run)
         verdict = _verdict(ctx, runs, reviews, head)
     extra = tuple(r for r in (_untouched(ws, head), _markers(ctx, ws, head)) if r)
     if extra:
         verdict = GateResult(False, 1, (*verdict.reasons, *extra), verdict.threshold)
-    return ReviewRound(iteration, head, tuple(runs), reviews, verdict)
+    return ReviewRound(iteration, head, tuple(runs), tuple(reviews), verdict)
 
 
 def _verdict(

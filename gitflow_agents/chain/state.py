@@ -10,14 +10,10 @@ history, and the work of a failed attempt stays on the step branch for the next 
 
 from __future__ import annotations
 
-import contextlib
-from pathlib import Path
-
 from gitflow_agents import git
 from gitflow_agents.chain.context import Context
 from gitflow_agents.errors import PlanError
-
-DONE = "✅"
+from gitflow_agents.plan.model import DONE as DONE
 
 
 def plan_in_repo(ctx: Context) -> str | None:
@@ -68,11 +64,6 @@ def done_where(ctx: Context, step: int) -> str | None:
         where = ctx.target if ctx.target_remote is None else f"{ctx.target_remote}/{ctx.target}"
         return f"on {where} ({plan_in_repo(ctx)} as committed there)"
     if ctx.plan.step(step).status.startswith(DONE):
-        return f"in {_shown(ctx, ctx.plan.path)} (not committed on {ctx.target})"
+        shown = plan_in_repo(ctx) or str(ctx.plan.path)
+        return f"in {shown} (not committed on {ctx.target})"
     return None
-
-
-def _shown(ctx: Context, path: Path) -> str:
-    with contextlib.suppress(ValueError):
-        return path.resolve().relative_to(ctx.root.resolve()).as_posix()
-    return str(path)

@@ -27,6 +27,13 @@ class Workspace:
     base_sha: str  # merge-base with the target: what statistics and reviews compare against
 
 
+def reset_unless_clean(ws: Workspace, sha: str) -> None:
+    """Reset the work tree to ``sha`` and drop untracked files (``git.discard_changes``) unless
+    it is already clean at ``sha``: what a crashed attempt left never reaches the next agent."""
+    if git.head_sha(ws.worktree) != sha or git.dirty_paths(ws.worktree):
+        git.discard_changes(ws.worktree, sha)
+
+
 def branch_name(settings: ChainSettings, plan: str, step: int) -> str:
     from gitflow_agents.config import format_branch
 
