@@ -111,13 +111,12 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
 def _check_reports(ctx: Any, after: tuple[str, ...]) -> None:
     """UsageError before anything runs when an agent named by ``flow fix --after`` left no
     completed report: the fixer would be pointed at a file that does not exist."""
-    from gitflow_agents.prompt.paths import agent_dir, check_name
+    from gitflow_agents.prompt.paths import previous_report_rel
 
     report = ctx.config.completion_workflow.success_filename
     for name in after:
-        folder = agent_dir(ctx.root, ctx.config.flow_dir, ctx.flow, check_name(name, "agent id"))
-        if not (folder / report).is_file():
-            shown = (folder / report).relative_to(ctx.root).as_posix()
+        shown = previous_report_rel(ctx.config.flow_dir, ctx.flow, name, report)
+        if not (ctx.root / shown).is_file():
             raise UsageError(
                 f"flow fix --after {name}: no completed report at {shown} "
                 "(did that agent finish? `gitflow-agents status` lists the agents and how they ended)"

@@ -19,6 +19,7 @@ from gitflow_agents.prompt.paths import (
     default_agent_id,
     default_flow_name,
     display_path,
+    previous_report_rel,
 )
 from gitflow_agents.prompt.render import SYSTEM_PROMPT_TEMPLATE, render
 from gitflow_agents.prompt.request import AssembledPrompt, Part, PromptRequest, Segment
@@ -127,8 +128,9 @@ def _reports(request: PromptRequest, flow_name: str, agent: AgentDefinition) -> 
     return [
         _Report(
             name,
-            agent_rel_dir(request.config.flow_dir, flow_name, check_name(name, "agent id"))
-            + f"/{agent.workflow.success_filename}",
+            previous_report_rel(
+                request.config.flow_dir, flow_name, name, agent.workflow.success_filename
+            ),
         )
         for name in request.after
     ]

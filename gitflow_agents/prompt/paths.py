@@ -64,6 +64,14 @@ def agent_rel_dir(flow_dir: str, flow_name: str, agent_id: str) -> str:
     return (Path(flow_dir) / flow_name / "agents" / agent_id).as_posix()
 
 
+def previous_report_rel(flow_dir: str, flow_name: str, agent_id: str, success_filename: str) -> str:
+    """The completed report of the earlier agent ``agent_id`` (``--after``), relative to the
+    project root, as the prompt points the agent to it; UsageError for a bad agent id."""
+    return (
+        f"{agent_rel_dir(flow_dir, flow_name, check_name(agent_id, 'agent id'))}/{success_filename}"
+    )
+
+
 def write_system_prompt(
     root: Path, config: FlowConfig, agent_id: str, flow_name: str, text: str
 ) -> Path:
