@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitflow_agents import git
-from gitflow_agents.errors import ExitCode, GitflowError, UsageError
+from gitflow_agents.errors import ExitCode, UsageError
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.github import comment, status
 from gitflow_agents.github.checkout import review_pull
@@ -144,8 +144,7 @@ def fix_and_publish(
     try:
         outcome = _fix(env, publisher, options, root, branch)
     except Exception as exc:
-        why = exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
-        publisher.error(why)
+        publisher.failed(exc)
         write_outputs(
             env.output, {"review-result": "error", "fix-result": "error", "run-id": run_id}
         )

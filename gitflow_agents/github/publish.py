@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gitflow_agents.errors import GitHubError, InputError
+from gitflow_agents.errors import GitflowError, GitHubError, InputError
 from gitflow_agents.findings import GateResult, Overall, Review, Severity, count_by_severity
 from gitflow_agents.github import checks, comment, review, status
 from gitflow_agents.github.client import Client, GitHubForbidden, PullFile, PullRequest
@@ -100,6 +100,13 @@ class StatusWriter(ABC):
             )
         except GitHubError as exc:
             notice("warning", f"could not set the error status: {exc}")
+
+    def failed(self, exc: Exception) -> None:
+        """The error status for a run that raised ``exc``: our own error's message, only the
+        type of any other (its text was never meant for a status)."""
+        self.error(
+            exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
+        )
 
     def check_run(self, result: Review, gate: GateResult) -> int | None:
         """The optional check run. Never fails the run and never switches to degraded mode:
