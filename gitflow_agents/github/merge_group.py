@@ -138,12 +138,7 @@ def finish_group(
         return fit_summary(body.removeprefix(comment.MARKER), room)
 
     try:
-        writer.attempt(
-            "set the final status",
-            lambda: status.set_final(
-                writer.client, writer.repo, group.head_sha, result, gate, target_url=env.run_url
-            ),
-        )
+        writer.final(result, gate)
     except GitHubError as exc:
         writer.error("GitHub API failure while publishing")
         append_summary(env.step_summary, summary())

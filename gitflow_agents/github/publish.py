@@ -89,6 +89,15 @@ class StatusWriter(ABC):
             ),
         )
 
+    def final(self, result: Review, gate: GateResult, what: str = "set the final status") -> None:
+        """The verdict's status of ``sha`` (``status.set_final``)."""
+        self.attempt(
+            what,
+            lambda: status.set_final(
+                self.client, self.repo, self.sha, result, gate, target_url=self.target_url
+            ),
+        )
+
     def error(self, why: str) -> None:
         """Best effort: the run is already failing, a second failure must not hide the first."""
         try:
@@ -237,12 +246,7 @@ def publish(
         return comment.add_history(client, repo, pull.number, old, login=login, body_if_none=body)
 
     sticky = publisher.attempt("update the summary comment", write_summary)
-    publisher.attempt(
-        "set the final status",
-        lambda: status.set_final(
-            client, repo, pull.head_sha, result, gate, target_url=publisher.target_url
-        ),
-    )
+    publisher.final(result, gate)
     if gate.approved and newer is None and current is not None:
         from gitflow_agents.github.step_publish import clear_changes_label
 
