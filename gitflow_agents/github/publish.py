@@ -167,7 +167,8 @@ class Published:
     """The PR's head when it is no longer the reviewed commit (this run was about an older one)."""
 
 
-def _files(client: Client, repo: str, number: int) -> list[PullFile]:
+def readable_files(client: Client, repo: str, number: int) -> list[PullFile]:
+    """The pull request's files; none when the token may not read them."""
     try:
         return client.pull_files(repo, number)
     except GitHubForbidden:
@@ -212,7 +213,7 @@ def publish(
         )
     inline = review.InlineOutcome(summary_only=result.findings)
     if publisher.degraded is None and newer is None:
-        files = _files(client, repo, pull.number)
+        files = readable_files(client, repo, pull.number)
         posted = publisher.attempt(
             "post inline comments",
             lambda: review.post_inline(
