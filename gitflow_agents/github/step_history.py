@@ -137,9 +137,8 @@ def last_review(result: Mapping[str, Any], threshold: Severity) -> tuple[Review,
                 findings.append(finding_from_dict(item, f"finding {index}"))
             except ValueError:
                 continue
-        overall = Overall.APPROVE if reviewer.get("overall") == "approve" else Overall.REVISE
-        if reviewer.get("overall") is None:
-            overall = None  # type: ignore[assignment]
+        said = reviewer.get("overall")
+        overall = None if said is None else Overall.APPROVE if said == "approve" else Overall.REVISE
         reviews.append(
             Review(
                 overall,
