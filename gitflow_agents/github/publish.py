@@ -208,9 +208,7 @@ def publish(
     current = current_pull(publisher)
     newer = newer_head(publisher, current)
     if isinstance(login, Identity) and publisher.degraded is None:
-        login.settle(
-            lambda: [c for c in client.issue_comments(repo, pull.number) if comment.is_marked(c)]
-        )
+        login.settle(lambda: comment.marked_comments(client, repo, pull.number))
     inline = review.InlineOutcome(summary_only=result.findings)
     if publisher.degraded is None and newer is None:
         files = readable_files(client, repo, pull.number)

@@ -113,9 +113,7 @@ def publish_step(
     merging = _auto_merge(client, spec, pull, head, approved)
     found, gate = last_review(result, threshold)
     login = Identity(client, None)
-    login.settle(
-        lambda: [c for c in client.issue_comments(spec.repo, pull.number) if comment.is_marked(c)]
-    )
+    login.settle(lambda: comment.marked_comments(client, spec.repo, pull.number))
     inline = review.post_inline(
         client,
         spec.repo,
