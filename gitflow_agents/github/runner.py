@@ -19,6 +19,7 @@ from typing import Any
 from gitflow_agents.errors import InputError, UsageError
 from gitflow_agents.findings import Severity
 from gitflow_agents.github import review
+from gitflow_agents.github.settings import owner_name
 
 PREFIX = "gitflow-agents"
 DEFAULT_SERVER_URL = "https://github.com"
@@ -83,9 +84,6 @@ def read_runner_env(environ: Mapping[str, str]) -> RunnerEnv:
             f"not running in GitHub Actions: {', '.join(missing)} not set "
             "(run `git agent-review` locally instead)"
         )
-    repository = environ["GITHUB_REPOSITORY"]
-    if repository.count("/") != 1 or not all(repository.split("/")):
-        raise UsageError(f"GITHUB_REPOSITORY: expected owner/name, got {repository!r}")
 
     def path(name: str) -> Path | None:
         value = environ.get(name)
@@ -94,7 +92,7 @@ def read_runner_env(environ: Mapping[str, str]) -> RunnerEnv:
     return RunnerEnv(
         event_name=environ["GITHUB_EVENT_NAME"],
         event_path=Path(environ["GITHUB_EVENT_PATH"]),
-        repository=repository,
+        repository=owner_name(environ["GITHUB_REPOSITORY"]),
         workspace=Path(environ.get("GITHUB_WORKSPACE") or Path.cwd()),
         output=path("GITHUB_OUTPUT"),
         step_summary=path("GITHUB_STEP_SUMMARY"),
