@@ -42,8 +42,13 @@ def land(
         carry_note(ctx, ws, review, rec.merged.sha, "this merge commit has its tree")
     if plan_in_tree(ctx, ws) is None:  # not committed: the user's copy is its only place
         _set_users_copy(ctx, step)
+    remove_step_worktree(ctx, ws)
+
+
+def remove_step_worktree(ctx: Context, ws: Workspace) -> None:
+    """The landed step's work tree, and the per-plan folder of the work-tree cache if empty."""
     git.remove_tool_worktree(ctx.root, ws.worktree)
-    with contextlib.suppress(OSError):  # the per-plan folder of the work-tree cache, if empty
+    with contextlib.suppress(OSError):
         ws.worktree.parent.rmdir()
 
 

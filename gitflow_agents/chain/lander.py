@@ -11,12 +11,17 @@ pull request (``github/step_pr.py``; docs/github.md, "Plan steps as pull request
 
 from __future__ import annotations
 
-import contextlib
 from typing import Protocol
 
 from gitflow_agents import git
 from gitflow_agents.chain.context import Context
-from gitflow_agents.chain.land import carry_note, land, mark_done, plan_in_tree
+from gitflow_agents.chain.land import (
+    carry_note,
+    land,
+    mark_done,
+    plan_in_tree,
+    remove_step_worktree,
+)
 from gitflow_agents.chain.record import StepRecord
 from gitflow_agents.chain.review import ReviewRound
 from gitflow_agents.chain.state import DONE, committed_status
@@ -72,9 +77,7 @@ class BranchLander:
         self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
     ) -> None:
         self._mark(ctx, rec, ws, step, review)
-        git.remove_tool_worktree(ctx.root, ws.worktree)
-        with contextlib.suppress(OSError):  # the per-plan folder of the work-tree cache, if empty
-            ws.worktree.parent.rmdir()
+        remove_step_worktree(ctx, ws)
 
     def rejected(
         self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound

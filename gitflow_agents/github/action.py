@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 
-from gitflow_agents.errors import ExitCode, GitflowError, InputError
+from gitflow_agents.errors import ExitCode, InputError
 from gitflow_agents.github.checkout import review_pull
 from gitflow_agents.github.client import Client, PullRequest, connect, settings_from_env
 from gitflow_agents.github.event import decide, load_event
@@ -88,8 +88,7 @@ def review_and_publish(
     try:
         result, gate, row = review_pull(env.workspace, pull, options, env.temp / PREFIX)
     except Exception as exc:
-        why = exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
-        publisher.error(why)
+        publisher.failed(exc)
         write_outputs(env.output, {"review-result": "error", "run-id": run_id})
         raise
 

@@ -220,9 +220,14 @@ class StickyResult:
     removed_duplicates: int = 0
 
 
+def marked_comments(client: Client, repo: str, number: int) -> list[Comment]:
+    """The conversation comments carrying ``MARKER``, whoever wrote them."""
+    return [c for c in client.issue_comments(repo, number) if is_marked(c)]
+
+
 def _ours(client: Client, repo: str, number: int, login: str | Identity) -> list[Comment]:
     """Our summary comments, oldest first (more than one: an earlier run left a duplicate)."""
-    marked = [c for c in client.issue_comments(repo, number) if is_marked(c)]
+    marked = marked_comments(client, repo, number)
     me = resolve(login, marked)
     return sorted((c for c in marked if is_ours(c, me)), key=lambda c: c.id)
 

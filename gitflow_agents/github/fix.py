@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitflow_agents import git
-from gitflow_agents.errors import ExitCode, GitflowError, UsageError
+from gitflow_agents.errors import ExitCode, UsageError
 from gitflow_agents.findings import GateResult, Review
-from gitflow_agents.github import comment, status
+from gitflow_agents.github import comment
 from gitflow_agents.github.checkout import review_pull
 from gitflow_agents.github.client import Client, PullRequest
 from gitflow_agents.github.fix_reply import FIX_MARKER, fix_reply, post_reply, reply_head
@@ -144,8 +144,7 @@ def fix_and_publish(
     try:
         outcome = _fix(env, publisher, options, root, branch)
     except Exception as exc:
-        why = exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
-        publisher.error(why)
+        publisher.failed(exc)
         write_outputs(
             env.output, {"review-result": "error", "fix-result": "error", "run-id": run_id}
         )
@@ -257,17 +256,7 @@ def _push_and_review(
         )
     fix_row = _fix_row(root, options, pull, "pushed", run, started)
     old_head = pull.head_sha
-    publisher.attempt(
-        "set the final status of the previous head",
-        lambda: status.set_final(
-            publisher.client,
-            publisher.repo,
-            old_head,
-            before,
-            gate_before,
-            target_url=publisher.target_url,
-        ),
-    )
+    publisher.final(before, gate_before, "set the final status of the previous head")
     # Pushes made with GITHUB_TOKEN start no workflow run: the new head is reviewed right here.
     publisher.replaced.add(old_head)
     publisher.pull = dataclasses.replace(pull, head_sha=run.sha)
@@ -311,17 +300,7 @@ def _publish_fix(
     else:
         # The branch moved on: this review is about a commit that is no longer the PR's head,
         # so only its own status is set (no longer pending); the summary stays the new head's.
-        publisher.attempt(
-            "set the final status",
-            lambda: status.set_final(
-                publisher.client,
-                publisher.repo,
-                publisher.pull.head_sha,
-                review_,
-                gate_,
-                target_url=publisher.target_url,
-            ),
-        )
+        publisher.final(review_, gate_)
         write_outputs(
             env.output,
             {

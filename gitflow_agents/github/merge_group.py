@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 
-from gitflow_agents.errors import GitflowError, GitHubError, InputError
+from gitflow_agents.errors import GitHubError, InputError
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.github import comment, status
 from gitflow_agents.github.checkout import review_group
@@ -76,8 +76,7 @@ def review_group_and_publish(
     try:
         result, gate, row = review_group(env.workspace, group, options, env.temp / PREFIX)
     except Exception as exc:
-        why = exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
-        writer.error(why)
+        writer.failed(exc)
         outputs = {"review-result": "error", "run-id": run_id, "head-sha": group.head_sha}
         write_outputs(env.output, outputs)
         raise
@@ -139,12 +138,7 @@ def finish_group(
         return fit_summary(body.removeprefix(comment.MARKER), room)
 
     try:
-        writer.attempt(
-            "set the final status",
-            lambda: status.set_final(
-                writer.client, writer.repo, group.head_sha, result, gate, target_url=env.run_url
-            ),
-        )
+        writer.final(result, gate)
     except GitHubError as exc:
         writer.error("GitHub API failure while publishing")
         append_summary(env.step_summary, summary())

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gitflow_agents.errors import GitHubError, InputError
+from gitflow_agents.errors import GitflowError, GitHubError, InputError
 from gitflow_agents.findings import GateResult, Overall, Review, Severity, count_by_severity
 from gitflow_agents.github import checks, comment, review, status
 from gitflow_agents.github.client import Client, GitHubForbidden, PullFile, PullRequest
@@ -89,6 +89,15 @@ class StatusWriter(ABC):
             ),
         )
 
+    def final(self, result: Review, gate: GateResult, what: str = "set the final status") -> None:
+        """The verdict's status of ``sha`` (``status.set_final``)."""
+        self.attempt(
+            what,
+            lambda: status.set_final(
+                self.client, self.repo, self.sha, result, gate, target_url=self.target_url
+            ),
+        )
+
     def error(self, why: str) -> None:
         """Best effort: the run is already failing, a second failure must not hide the first."""
         try:
@@ -100,6 +109,13 @@ class StatusWriter(ABC):
             )
         except GitHubError as exc:
             notice("warning", f"could not set the error status: {exc}")
+
+    def failed(self, exc: Exception) -> None:
+        """The error status for a run that raised ``exc``: our own error's message, only the
+        type of any other (its text was never meant for a status)."""
+        self.error(
+            exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
+        )
 
     def check_run(self, result: Review, gate: GateResult) -> int | None:
         """The optional check run. Never fails the run and never switches to degraded mode:
@@ -151,7 +167,8 @@ class Published:
     """The PR's head when it is no longer the reviewed commit (this run was about an older one)."""
 
 
-def _files(client: Client, repo: str, number: int) -> list[PullFile]:
+def readable_files(client: Client, repo: str, number: int) -> list[PullFile]:
+    """The pull request's files; none when the token may not read them."""
     try:
         return client.pull_files(repo, number)
     except GitHubForbidden:
@@ -191,12 +208,10 @@ def publish(
     current = current_pull(publisher)
     newer = newer_head(publisher, current)
     if isinstance(login, Identity) and publisher.degraded is None:
-        login.settle(
-            lambda: [c for c in client.issue_comments(repo, pull.number) if comment.is_marked(c)]
-        )
+        login.settle(lambda: comment.marked_comments(client, repo, pull.number))
     inline = review.InlineOutcome(summary_only=result.findings)
     if publisher.degraded is None and newer is None:
-        files = _files(client, repo, pull.number)
+        files = readable_files(client, repo, pull.number)
         posted = publisher.attempt(
             "post inline comments",
             lambda: review.post_inline(
@@ -230,12 +245,7 @@ def publish(
         return comment.add_history(client, repo, pull.number, old, login=login, body_if_none=body)
 
     sticky = publisher.attempt("update the summary comment", write_summary)
-    publisher.attempt(
-        "set the final status",
-        lambda: status.set_final(
-            client, repo, pull.head_sha, result, gate, target_url=publisher.target_url
-        ),
-    )
+    publisher.final(result, gate)
     if gate.approved and newer is None and current is not None:
         from gitflow_agents.github.step_publish import clear_changes_label
 

@@ -19,8 +19,20 @@ from typing import Any
 from gitflow_agents.errors import InputError, UsageError
 from gitflow_agents.findings import Severity
 from gitflow_agents.github import review
+from gitflow_agents.github.settings import owner_name
 
 PREFIX = "gitflow-agents"
+DEFAULT_SERVER_URL = "https://github.com"
+
+
+def server_url_from(environ: Mapping[str, str]) -> str:
+    """``GITHUB_SERVER_URL`` (GitHub Enterprise: its host), else github.com; no trailing slash."""
+    return (environ.get("GITHUB_SERVER_URL") or DEFAULT_SERVER_URL).rstrip("/")
+
+
+def workflow_run_url(server_url: str, repository: str, run_id: str | None) -> str | None:
+    """The page of workflow run ``run_id``; None outside one."""
+    return f"{server_url}/{repository}/actions/runs/{run_id}" if run_id else None
 
 
 @dataclass(frozen=True)
@@ -50,16 +62,14 @@ class RunnerEnv:
     workspace: Path
     output: Path | None = None
     step_summary: Path | None = None
-    server_url: str = "https://github.com"
+    server_url: str = DEFAULT_SERVER_URL
     run_id: str | None = None
     run_attempt: str | None = None
     temp: Path = field(default_factory=lambda: Path(tempfile.gettempdir()))
 
     @property
     def run_url(self) -> str | None:
-        if not self.run_id:
-            return None
-        return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+        return workflow_run_url(self.server_url, self.repository, self.run_id)
 
 
 def read_runner_env(environ: Mapping[str, str]) -> RunnerEnv:
@@ -74,9 +84,6 @@ def read_runner_env(environ: Mapping[str, str]) -> RunnerEnv:
             f"not running in GitHub Actions: {', '.join(missing)} not set "
             "(run `git agent-review` locally instead)"
         )
-    repository = environ["GITHUB_REPOSITORY"]
-    if repository.count("/") != 1 or not all(repository.split("/")):
-        raise UsageError(f"GITHUB_REPOSITORY: expected owner/name, got {repository!r}")
 
     def path(name: str) -> Path | None:
         value = environ.get(name)
@@ -85,11 +92,11 @@ def read_runner_env(environ: Mapping[str, str]) -> RunnerEnv:
     return RunnerEnv(
         event_name=environ["GITHUB_EVENT_NAME"],
         event_path=Path(environ["GITHUB_EVENT_PATH"]),
-        repository=repository,
+        repository=owner_name(environ["GITHUB_REPOSITORY"]),
         workspace=Path(environ.get("GITHUB_WORKSPACE") or Path.cwd()),
         output=path("GITHUB_OUTPUT"),
         step_summary=path("GITHUB_STEP_SUMMARY"),
-        server_url=(environ.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/"),
+        server_url=server_url_from(environ),
         run_id=environ.get("GITHUB_RUN_ID") or None,
         run_attempt=environ.get("GITHUB_RUN_ATTEMPT") or None,
         temp=Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir()),

@@ -69,15 +69,20 @@ def settings_from_env(environ: Mapping[str, str], token: str | None = None) -> S
     )
 
 
+def owner_name(repository: str) -> str:
+    """``GITHUB_REPOSITORY``'s value when it is ``owner/name``; UsageError otherwise."""
+    if repository.count("/") != 1 or not all(repository.split("/")):
+        raise UsageError(f"GITHUB_REPOSITORY: expected owner/name, got {repository!r}")
+    return repository
+
+
 def repository_from(environ: Mapping[str, str], origin_url: str | None) -> str | None:
     """``owner/name``: ``GITHUB_REPOSITORY``, else parsed from ``origin``'s URL
     (``https://host/owner/name(.git)``, ``git@host:owner/name(.git)``, ``ssh://…/owner/name``);
     None when neither says. UsageError for a ``GITHUB_REPOSITORY`` that is not owner/name."""
     given = environ.get("GITHUB_REPOSITORY", "").strip()
     if given:
-        if given.count("/") != 1 or not all(given.split("/")):
-            raise UsageError(f"GITHUB_REPOSITORY: expected owner/name, got {given!r}")
-        return given
+        return owner_name(given)
     if not origin_url:
         return None
     url = origin_url.strip().removesuffix("/").removesuffix(".git")

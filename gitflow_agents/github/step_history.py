@@ -55,6 +55,12 @@ def _stats(data: Any) -> tuple[int | None, int | None, int | None]:
     return count, int_or_none(data.get("insertions")), int_or_none(data.get("deletions"))
 
 
+def _seconds(milliseconds: Any) -> float | None:
+    """A record's ``durationMs`` in seconds; None when it is not a whole number."""
+    value = int_or_none(milliseconds)
+    return value / 1000 if value is not None else None
+
+
 def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
     """One row per agent attempt (its verdict for a reviewer), then one for the whole step."""
     chain = result.get("chain") or {}
@@ -79,7 +85,6 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
         outcome = "reused" if agent.get("reused") else str(agent.get("status") or "—")
         if agent.get("kind") == "review" and agent.get("agentId") in verdicts:
             outcome = f"{outcome}: {verdicts[str(agent['agentId'])]}"
-        duration = int_or_none(agent.get("durationMs"))
         rows.append(
             RunRow(
                 flow=str(agent.get("kind") or "—"),
@@ -89,13 +94,12 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
                 files_changed=files,
                 insertions=plus,
                 deletions=minus,
-                duration_s=duration / 1000 if duration is not None else None,
+                duration_s=_seconds(agent.get("durationMs")),
                 tokens=used,
                 cost_usd=cost,
             )
         )
     files, plus, minus = _stats(result.get("gitStats"))
-    duration = int_or_none((result.get("run") or {}).get("durationMs"))
     rows.append(
         RunRow(
             flow="chain",
@@ -107,7 +111,7 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
             files_changed=files,
             insertions=plus,
             deletions=minus,
-            duration_s=duration / 1000 if duration is not None else None,
+            duration_s=_seconds((result.get("run") or {}).get("durationMs")),
             tokens=total_tokens,
             cost_usd=total_cost,
         )
@@ -133,9 +137,8 @@ def last_review(result: Mapping[str, Any], threshold: Severity) -> tuple[Review,
                 findings.append(finding_from_dict(item, f"finding {index}"))
             except ValueError:
                 continue
-        overall = Overall.APPROVE if reviewer.get("overall") == "approve" else Overall.REVISE
-        if reviewer.get("overall") is None:
-            overall = None  # type: ignore[assignment]
+        said = reviewer.get("overall")
+        overall = None if said is None else Overall.APPROVE if said == "approve" else Overall.REVISE
         reviews.append(
             Review(
                 overall,

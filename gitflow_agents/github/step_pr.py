@@ -58,6 +58,7 @@ def connect(environ: Mapping[str, str], root: Path) -> GitHub:
     ``GH_TOKEN``, repository ``GITHUB_REPOSITORY`` else ``origin``'s URL, API
     ``GITHUB_API_URL``. UsageError (exit 2) naming what is missing."""
     from gitflow_agents.github.client import Client
+    from gitflow_agents.github.runner import server_url_from, workflow_run_url
     from gitflow_agents.github.settings import repository_from, settings_from_env
 
     url = git.remote_url(root, REMOTE)
@@ -72,9 +73,8 @@ def connect(environ: Mapping[str, str], root: Path) -> GitHub:
     if missing:
         raise UsageError(f"--pr needs GitHub: set {' and '.join(missing)}")
     assert repo is not None
-    server = (environ.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
-    run_id = environ.get("GITHUB_RUN_ID")
-    run_url = f"{server}/{repo}/actions/runs/{run_id}" if run_id else None
+    server = server_url_from(environ)
+    run_url = workflow_run_url(server, repo, environ.get("GITHUB_RUN_ID"))
     return GitHub(Client(settings_from_env(environ)), repo, server, run_url)
 
 

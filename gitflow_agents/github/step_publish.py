@@ -24,7 +24,7 @@ from typing import Any
 from gitflow_agents.errors import GitHubError
 from gitflow_agents.findings import Severity
 from gitflow_agents.github import comment, review, status
-from gitflow_agents.github.client import Client, GitHubForbidden, PullFile, PullRequest
+from gitflow_agents.github.client import Client, PullRequest
 from gitflow_agents.github.identity import Identity
 from gitflow_agents.github.step_body import CHANGES_LABEL, section, stamped, title_digest, update
 from gitflow_agents.github.step_history import history_rows, last_review
@@ -80,13 +80,6 @@ def upsert_pull(client: Client, spec: StepPull) -> tuple[PullRequest, str]:
     return pull, "updated"
 
 
-def _files(client: Client, repo: str, number: int) -> list[PullFile]:
-    try:
-        return client.pull_files(repo, number)
-    except GitHubForbidden:
-        return []
-
-
 def publish_step(
     client: Client,
     spec: StepPull,
@@ -105,7 +98,7 @@ def publish_step(
     import dataclasses
 
     from gitflow_agents.commands.history import agent_results
-    from gitflow_agents.github.publish import footer, inline_note
+    from gitflow_agents.github.publish import footer, inline_note, readable_files
     from gitflow_agents.render.mermaid import step_flowchart_markdown
 
     pull, _ = upsert_pull(client, spec)
@@ -120,16 +113,14 @@ def publish_step(
     merging = _auto_merge(client, spec, pull, head, approved)
     found, gate = last_review(result, threshold)
     login = Identity(client, None)
-    login.settle(
-        lambda: [c for c in client.issue_comments(spec.repo, pull.number) if comment.is_marked(c)]
-    )
+    login.settle(lambda: comment.marked_comments(client, spec.repo, pull.number))
     inline = review.post_inline(
         client,
         spec.repo,
         pull.number,
         head,
         found.findings,
-        _files(client, spec.repo, pull.number),
+        readable_files(client, spec.repo, pull.number),
         login=login,
     )
     chart = step_flowchart_markdown(
