@@ -134,7 +134,7 @@ def parents(root: Path, sha: str) -> tuple[str, ...]:
 
 
 def merge_base(root: Path, a: str, b: str) -> str:
-    result = run_git(root, "merge-base", a, b, check=False)
+    result = run_git(root, "merge-base", "--end-of-options", a, b, check=False)
     if result.returncode != 0 or not result.stdout.strip():
         raise UsageError(f"no common ancestor between {a} and {b}")
     return result.stdout.split()[0]

@@ -24,7 +24,9 @@ def fetch_ref(root: Path, refspec: str, remote: str = "origin") -> bool:
 
     Callers look for the commit they need afterwards (``rev_parse``), so a failed fetch shows
     up as that commit missing, named in their own words."""
-    result = run_git(root, "fetch", "--no-tags", "--quiet", remote, refspec, check=False)
+    # --end-of-options: a refspec from an event payload can never be read as an option
+    args = ("fetch", "--no-tags", "--quiet", "--end-of-options", remote, refspec)
+    result = run_git(root, *args, check=False)
     return result.returncode == 0
 
 

@@ -329,3 +329,103 @@ def test_decide_for_merge_group_events(gh: GitHubStandIn, tmp_path: Path) -> Non
     del payload["merge_group"]["base_sha"]
     with pytest.raises(InputError, match=r"merge_group\.base_sha: missing"):
         decide("merge_group", payload, path, Options())
+
+
+# --- hostile or broken shas (issue 19) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["head_sha", "base_sha"])
+@pytest.mark.parametrize("token", ["tok-read", "tok-actions"])
+def test_a_sha_that_is_a_git_option_runs_nothing_and_is_one_error_line(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path, which: str, token: str
+) -> None:
+    """``--upload-pack=…`` as a sha would be an option of ``git fetch`` (a command runs),
+    whether or not the status write is refused: refused before any git call or GitHub write."""
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    runner = group_runner(tmp_path, gh, group)
+    marker = tmp_path / "ran"
+    payload = event(gh, group)
+    payload["merge_group"][which] = f"--upload-pack=touch {marker};"  # type: ignore[index]
+    result = runner.run("merge_group", json.dumps(payload), token)
+    assert not marker.exists()
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+    assert f"event.json: merge_group.{which}: expected a commit id" in line
+    assert "upload-pack" not in line  # the value is not echoed
+    assert gh.state.statuses == [] and gh.writes() == []
+
+
+@pytest.mark.parametrize(
+    "sha", ["a" * 39 + "\x00", "\x00", "A" * 40 + " ", "g" * 40, "a" * 41, "HEAD", "main", ""]
+)
+def test_a_sha_that_is_not_an_object_id_is_a_usage_error(
+    gh: GitHubStandIn, tmp_path: Path, sha: str
+) -> None:
+    path = tmp_path / "event.json"
+    for which in ("head_sha", "base_sha"):
+        payload = merge_group_event(gh.full_name, "a" * 40, "b" * 40)
+        payload["merge_group"][which] = sha
+        with pytest.raises(InputError, match=rf"merge_group\.{which}: expected a commit id"):
+            decide("merge_group", payload, path, Options())
+    sha256 = decide(
+        "merge_group", merge_group_event(gh.full_name, "c" * 64, "D" * 64), path, Options()
+    )
+    assert sha256.group is not None and sha256.group.base_sha == "d" * 64  # SHA-256 repositories
+
+
+def test_a_nul_in_a_sha_is_exit_2_not_a_crash(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    runner = group_runner(tmp_path, gh, group)
+    payload = event(gh, group)
+    payload["merge_group"]["head_sha"] = group.head[:20] + "\x00" + group.head[21:]  # type: ignore[index]
+    result = runner.run("merge_group", json.dumps(payload), "tok-read")
+    assert result.returncode == 2, result.stderr
+    assert "merge_group.head_sha: expected a commit id" in result.stderr
+    assert "crash" not in result.stderr and gh.writes() == []
+
+
+def test_a_group_whose_base_is_its_head_is_never_green(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """Nothing between base and head: no review ran, so no success; an ``error`` status with
+    the reason (docs/github.md, "Merge queue"), exit 2 naming the key. A re-run does the same."""
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    runner = group_runner(tmp_path, gh, group)
+    payload = merge_group_event(gh.full_name, group.head, group.head, head_ref=group.ref)
+    for _ in range(2):
+        result = runner.run("merge_group", payload)
+        assert result.returncode == 2, result.stderr
+        (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+        assert "event.json: merge_group.base_sha: " in line and "nothing to review" in line
+        assert runner.outputs()["review-result"] == "error"
+    assert states(gh, group.head) == ["error", "error"]
+    [status] = gh.statuses_for(group.head)[:1]
+    assert "nothing to review" in status["description"]
+
+
+def test_a_ref_that_is_a_refspec_with_a_destination_writes_no_local_ref(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """``base_ref`` is fetched as a refspec: ``refs/heads/main:refs/heads/evil`` would write a
+    branch into the runner's checkout. Such a ref is not used; the commit is fetched by id."""
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    runner = group_runner(tmp_path, gh, group)
+    payload = event(gh, group)
+    payload["merge_group"]["base_ref"] = "refs/heads/main:refs/heads/evil"  # type: ignore[index]
+    result = runner.run("merge_group", json.dumps(payload))
+    assert result.returncode == 0, result.stderr
+    assert git(group.workspace, "for-each-ref", "--format=%(refname)", "refs/heads/evil") == ""
+    assert states(gh, group.head) == ["pending", "success"]
+
+
+@pytest.mark.parametrize("key", ["head", "base"])
+def test_a_pull_requests_sha_is_held_to_the_same_rule(tmp_path: Path, key: str) -> None:
+    from tests.github_events import pull_request_event
+
+    payload = pull_request_event("octo/demo", 7, "a" * 40, "b" * 40)
+    payload["pull_request"][key]["sha"] = "--output=/tmp/x"
+    with pytest.raises(InputError, match=rf"pull_request\.{key}\.sha: expected a commit id"):
+        decide("pull_request", payload, tmp_path / "event.json", Options())

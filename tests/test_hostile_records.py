@@ -163,3 +163,49 @@ def test_lone_surrogate_login_is_usable(tmp_path: Path) -> None:
     )
     trigger = decide("issue_comment", load_event(path), path, Options())
     assert trigger.commenter == "ev\ufffdil"
+
+
+# --- a reviewer's findings block with lone surrogates (issue 19) ------------------------------
+
+SURROGATE_REPORT = (
+    "Summary.\n\n```json\n"
+    '{"overall": "revise", "summary": "odd \\ud800 text", "findings": [{"severity": "error", '
+    '"file": "app\\udfff.py", "line": 1, "message": "bad \\ud800\\udc00x \\udc00", '
+    '"rule": "r\\ud800"}]}\n'
+    "```\n\nREVIEW_RESULT: REVISE\n"
+)
+
+
+def test_a_lone_surrogate_in_a_findings_block_is_replaced_not_a_crash() -> None:
+    from gitflow_agents.findings import Overall, parse_review
+
+    review = parse_review(SURROGATE_REPORT)
+    assert review.overall is Overall.REVISE
+    [finding] = review.findings
+    assert finding.message == "bad \U00010000x \ufffd"  # a pair is one character
+    assert finding.file == "app\ufffd.py" and finding.rule == "r\ufffd"
+    assert review.summary == "odd \ufffd text" and finding.fingerprint
+    nan = parse_review(SURROGATE_REPORT.replace('"line": 1', '"line": NaN'))
+    assert nan.overall is None and "report.md:3: findings block cannot be read" in nan.reason
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "json", "sarif", "rdjsonl", "annotations", "markdown"])
+def test_git_agent_review_of_a_report_with_lone_surrogates_renders_every_format(
+    repo: Path, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    from .test_review_cli import Cli as ReviewCli
+    from .test_review_cli import commit
+    from .test_review_secrets import reviewer_config
+
+    report = tmp_path / "report.md"
+    report.write_text(SURROGATE_REPORT)
+    commit(repo, {".flow/base.yaml": reviewer_config(report)}, "reviewer")
+    commit(repo, {"app.py": "x = 1\n"}, "change")
+    out = tmp_path / "out.txt"
+    result = ReviewCli(monkeypatch, capsys).review(
+        "HEAD", "--agent", "leaky", "--format", fmt, "--output", str(out), cwd=repo
+    )
+    assert result.returncode == 1, result.stdout + result.stderr  # REVISE, one error finding
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert "\ufffd" in result.stdout + out.read_text(encoding="utf-8")

@@ -97,7 +97,58 @@ def test_parallel_reviewers_fan_out_and_in_inside_one_box() -> None:
     assert ("n1", "n2") in edges and ("n1", "n3") in edges  # implement → both reviewers
     assert ("n2", "n4") in edges and ("n3", "n4") in edges  # both reviewers → fix
     assert '"security#58; REVISE, 1 finding' in text and '"reviewer#58; APPROVE' in text
-    assert '(["PR #35;12<br/>' in text  # the caller's end node, e.g. the step's PR
+    assert '(["APPROVED<br/>PR #35;12<br/>total ' in text  # the outcome, then the step's PR
+
+
+def _classes(text: str) -> dict[str, str]:
+    """First line of each node's label → its class."""
+    return {
+        label.split("<br/>")[0]: cls
+        for label, cls in re.findall(r'n\d+\(?\["([^"]*)"\]\)?:::(\w+)', text)
+    }
+
+
+def test_only_an_approval_is_green_never_a_review_without_a_valid_verdict() -> None:
+    text = chart(CASES["no_valid_verdict"])
+    classes = _classes(text)
+    assert classes["review 1#58; NOT APPROVED"] == "warn"  # alone in its round
+    assert classes["reviewer#58; NO VERDICT"] == "warn"  # beside another reviewer
+    assert classes["security#58; APPROVE"] == "ok"
+    assert classes["implement"] == classes["fix 1"] == "ok"
+    assert (
+        '(["REJECTED<br/>PR #35;3<br/>not approved after 2 review#40;s#41;#58; no verdict' in text
+    )
+    # an approving reviewer alone in a round the gate did not pass (findings at the threshold)
+    blocked = CASES["revise_then_approve"].result
+    blocked = {**blocked, "chain": {**blocked["chain"], "outcome": "rejected"}}
+    blocked["chain"]["rounds"] = [
+        *blocked["chain"]["rounds"][:1],
+        {**blocked["chain"]["rounds"][1], "approved": False},
+    ]
+    assert _classes(step_flowchart(blocked))["review 2#58; NOT APPROVED"] == "warn"
+
+
+@pytest.mark.parametrize(
+    ("outcome", "merged", "first"),
+    [
+        ("approved", None, "APPROVED"),
+        ("approved", {"kind": "fast-forward"}, "merged #40;fast-forward#41;"),
+        ("rejected", None, "REJECTED"),
+        ("failed", None, "FAILED"),
+    ],
+)
+def test_the_end_node_is_the_outcome_then_the_pull_request_when_there_is_one(
+    outcome: str, merged: dict[str, str] | None, first: str
+) -> None:
+    chain: dict[str, object] = {"outcome": outcome, "merged": merged, "reason": "why"}
+    [without] = re.findall(r'\(\["([^"]*)"\]\)', step_flowchart({"chain": chain}))
+    assert without.split("<br/>")[0] == first and "PR #35;" not in without
+    chain["pullRequest"] = {"number": 41, "url": "https://github.com/o/r/pull/41"}
+    [label] = re.findall(r'\(\["([^"]*)"\]\)', step_flowchart({"chain": chain}))
+    assert label.split("<br/>")[:2] == [first, "PR #35;41"]
+    for wrong in ("41", True, -1, 0, 10**40, None, [41]):
+        chain["pullRequest"] = {"number": wrong}
+        assert "PR #35;" not in step_flowchart({"chain": chain})  # an agent wrote it: ignored
 
 
 def test_a_stuck_attempt_and_its_retry_and_a_crash_are_shown() -> None:
@@ -137,13 +188,20 @@ def test_single_run_is_one_node() -> None:
                 "input_tokens": 10, "output_tokens": 5, "cost_usd": 0.01},
     }  # fmt: skip
     text = single_run_flowchart(data)
-    assert skeleton(text)[:2] == ["flowchart LR", '    n1[""]'] and ":::ok" in text
+    assert skeleton(text)[:2] == ["flowchart LR", '    n1[""]'] and "]:::warn" in text
     assert '"review<br/>reviewer<br/>SUCCEEDED #40;REVISE#41;<br/>1.5 s #183; 15 tokens' in text
+    assert "]:::ok" in single_run_flowchart({**data, "overall": "approve"})  # only APPROVE
+
+
+def test_an_implement_run_that_succeeded_is_green_and_a_failed_one_red() -> None:
+    run = {"kind": "implement", "agentId": "builder", "status": "succeeded"}
+    assert "]:::ok" in single_run_flowchart({"status": "succeeded", "run": run})
+    assert "]:::bad" in single_run_flowchart({"run": {**run, "status": "failed"}})
 
 
 def test_the_markdown_block_is_one_mermaid_fence_holding_the_chart() -> None:
     case = CASES["parallel_reviewers"]
-    block = step_flowchart_markdown(case.result, agent_results=case.agent_results, end=case.end)
+    block = step_flowchart_markdown(case.result, agent_results=case.agent_results)
     [token] = MarkdownIt("commonmark").parse(block)
     assert token.type == "fence" and token.info == "mermaid" and token.content == chart(case)
 

@@ -259,3 +259,62 @@ def test_lint_reports_every_rule_across_keys(project: Path, cli: Run) -> None:
     assert "completion_workflow.template: file not found: missing.md" in lines[3]
     assert "chain.fixer: no agent 'nobody' under agents:" in lines[4]
     assert result.stderr == "5 problems (1 plan checked)\n"
+
+
+_HUGE = "9" * 5000  # over Python's 4,300-digit limit on int("…")
+
+
+@pytest.mark.parametrize(
+    ("plan", "line", "said"),
+    [
+        (f"# P\n\n### Status: | Step {_HUGE}: huge\n\nDo it.\n", 3, "step number '9999"),
+        (
+            f"# P\n\n### Status: | Step 1: one\n\nDepends on: 2, {_HUGE}\n\n"
+            "### Status: | Step 2: two\n\nDepends on: none\n",
+            5,
+            "'Depends on:' '9999",
+        ),
+        (
+            "# P\n\n### Status: | Step 1234567890123456: long\n\nDo it.\n",
+            3,
+            "step number '1234567890123456' has 16 digits; a step number has at most 15",
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("plan", "show", "specs/huge.md"),
+        ("plan", "show", "--json", "specs/huge.md"),
+        ("plan", "lint", "specs/huge.md"),
+        ("plan", "matrix", "specs/huge.md"),
+        ("plan", "matrix", "--pending-only", "specs/huge.md"),
+        ("prompt", "--agent", "builder", "--plan", "specs/huge.md", "--step", "1"),
+        ("run", "specs/huge.md", "--step", "1"),
+        ("run", "specs/huge.md", "--all"),
+    ],
+)
+def test_a_step_number_too_long_is_a_plan_error_with_file_and_line_in_every_command(
+    tmp_path: Path, cli: Run, plan: str, line: int, said: str, command: tuple[str, ...]
+) -> None:
+    from tests.conftest import init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    (repo / "specs").mkdir()
+    (repo / "specs" / "huge.md").write_text(plan)
+    result = cli(*command, cwd=repo)
+    assert result.returncode == 2, result.stderr + result.stdout
+    out = result.stdout + result.stderr
+    assert f"huge.md:{line}: {said}" in out
+    assert "Traceback" not in out and "internal error" not in out
+    assert _HUGE not in out  # the number is shortened in the message
+
+
+def test_a_step_number_of_15_digits_is_a_step(project: Path, cli: Run) -> None:
+    """The most digits a step number may have; exact in plan matrix's JSON for any reader."""
+    (project / "specs" / "wide.md").write_text(
+        "# P\n\n### Status: | Step 999999999999999: wide\n\nDepends on: none\n"
+    )
+    result = cli("plan", "matrix", "specs/wide.md", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["include"][0]["step"] == 999999999999999

@@ -21,6 +21,7 @@ from gitflow_agents.github.step_body import CHANGES_LABEL, END, is_step_pull, ti
 from gitflow_agents.github.step_publish import StepPull, publish_step, pull_body
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, client_for, gh, simple_pull
+from tests.test_chain import call
 from tests.test_step_pr import BRANCH, FAKE, env, origin_sha, run_pr, setup_repo, summaries
 
 __all__ = ["env", "gh"]
@@ -62,10 +63,14 @@ def test_the_sticky_comment_draws_the_chain_ending_in_its_pull_request(
         "review 1#58; REVISE, 1 finding",
         "fix 1",
         "review 2#58; APPROVED",
-        "PR #35;1",
+        "APPROVED",
     ]
+    assert labels[-1].split("<br/>")[1] == "PR #35;1"  # the outcome, then the pull request
     assert all(re.search(r"\d\.\d s", label) for label in labels[:4])  # durations
     assert "total" in labels[-1]
+    # history draws the very same chart: one chart, one function
+    [shown] = re.findall(r"^```mermaid\n(.*?)^```$", history_mermaid(repo), re.S | re.M)
+    assert shown == chart
     # The chart sits in the run history, above its table.
     history = summary.split("#### Run history", 1)[1]
     assert history.index("```mermaid") < history.index("| step | flow |")
@@ -74,7 +79,14 @@ def test_the_sticky_comment_draws_the_chain_ending_in_its_pull_request(
     assert again.returncode == 0, again.stdout + again.stderr
     assert gh.requests("POST", r"/issues/1/comments$") == [made]  # no second comment
     [summary] = summaries(gh, 1)
-    assert labels_of(chart_of(summary))[-1].startswith("PR #35;1")
+    assert labels_of(chart_of(summary))[-1].startswith("APPROVED<br/>PR #35;1<br/>")
+    assert history_mermaid(repo).count('(["APPROVED<br/>PR #35;1<br/>') == 2  # both runs
+
+
+def history_mermaid(repo: Path) -> str:
+    out = call(repo, "history", "--format", "mermaid")
+    assert out.returncode == 0, out.stderr
+    return out.stdout
 
 
 def _step_result(tmp_path: Path, outcome: str, agent: str) -> tuple[dict[str, Any], Path]:
@@ -152,7 +164,9 @@ def test_hostile_agent_names_stay_inert_and_a_rerun_edits_the_comment_in_place(
     for label in labels_of(chart):
         assert re.fullmatch(r"[\w .,\-/+=!?*#;$·]*", label.replace("<br/>", "")), label
     assert "1,234 tokens" in chart and "#36;0.12" in chart  # from the implementer's own record
-    assert "PR #35;3" in chart
+    assert '(["REJECTED<br/>PR #35;3<br/>' in chart
+    recorded = json.loads((run_dir / "result.json").read_text())["chain"]["pullRequest"]
+    assert recorded["number"] == 3 and recorded["url"].endswith("/pull/3")
     assert summary.count("\n```") == 2  # the chart's fence lines, and no other
     approved, _ = _step_result(tmp_path, "approved", "builder")
     second = publish_step(
@@ -170,7 +184,7 @@ def test_a_chart_that_does_not_fit_is_left_out_whole_with_a_line_saying_so() -> 
     from gitflow_agents.render.mermaid import step_flowchart_markdown
 
     result = {"chain": {"outcome": "approved", "agents": [{"kind": "implement", "agent": "a"}]}}
-    chart = step_flowchart_markdown(result, end="PR #1")
+    chart = step_flowchart_markdown(result)
     review, gate = Review(None), GateResult(True, 0, (), Severity.ERROR)
     rows = [comment.RunRow(flow="chain", agent="a", outcome="approved")]
     without = comment.summary_body(review, gate, rows=rows, footer="f", limit=None)

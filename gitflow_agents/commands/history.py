@@ -93,22 +93,24 @@ def agent_results(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str,
     return found
 
 
+def step_chart(run_dir: Path, data: Mapping[str, Any]) -> str:
+    """The one Mermaid chart of a step run (its result.json ``data``, in ``run_dir``): what
+    ``history --format mermaid`` shows and what its pull request's sticky comment holds, the
+    same end node (the outcome, and ``PR #n`` once ``run --pr`` recorded its pull request)."""
+    from gitflow_agents.render.mermaid import step_flowchart
+
+    return step_flowchart(data, agent_results=agent_results(run_dir, data))
+
+
 def mermaid(found: list[tuple[Path, dict[str, Any]]]) -> str:
     """Markdown: per run a heading line and its flowchart in a ```` ```mermaid ```` block."""
     from gitflow_agents.record_fields import mapping
-    from gitflow_agents.render.mermaid import (
-        fence_chart,
-        single_run_flowchart,
-        step_flowchart,
-    )
+    from gitflow_agents.render.mermaid import fence_chart, single_run_flowchart
 
     out: list[str] = []
     for run_dir, data in found:
         row = _row(run_dir, data, mapping(data, "run"))
-        if row.kind == "chain":
-            chart = step_flowchart(data, agent_results=agent_results(run_dir, data))
-        else:
-            chart = single_run_flowchart(data)
+        chart = step_chart(run_dir, data) if row.kind == "chain" else single_run_flowchart(data)
         title = f"{row.what} · {row.flow} · {row.outcome} · run {row.run_id}"
         out += [f"### {_heading(title)}", "", fence_chart(chart)]
     return "\n".join(out)

@@ -4,7 +4,6 @@ stand (docs/findings.md, Findings in a report)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -63,18 +62,18 @@ def _findings_block(text: str, source: str) -> Review | None:
     found: Review | None = None
     if "```" not in text and "~~~" not in text:  # no fence, no block: no parse needed
         return None
+    from gitflow_agents.jsondata import JsonProblem, loads
+
     for fence_line, content in _json_blocks(text):
         try:
-            data = json.loads(content)
-        except json.JSONDecodeError as error:
-            line = fence_line + error.lineno
-            raise FindingsError(
-                f"{source}:{line}: findings block is not valid JSON: {error.msg}", line
-            ) from None
-        except (ValueError, RecursionError) as error:  # huge numbers, absurd nesting
-            raise FindingsError(
-                f"{source}:{fence_line}: findings block cannot be read: {error}", fence_line
-            ) from None
+            # bounded like every JSON the tool did not write: a lone surrogate ("\ud800", which
+            # no UTF-8 output can hold) becomes U+FFFD; NaN, huge numbers, deep nesting refused
+            data = loads(content)
+        except JsonProblem as error:
+            line = fence_line + error.line if error.line is not None else fence_line
+            what = "is not valid JSON" if error.line is not None else "cannot be read"
+            detail = error.message.removeprefix("not valid JSON: ")
+            raise FindingsError(f"{source}:{line}: findings block {what}: {detail}", line) from None
         if not isinstance(data, dict) or not ({"findings", "overall"} & data.keys()):
             continue
         try:

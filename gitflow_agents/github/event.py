@@ -11,6 +11,7 @@ reason, never waited on); docs/github.md, "Events" and "Merge queue".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,10 @@ from gitflow_agents.github.values import MergeGroup
 
 REVIEW_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
 T = TypeVar("T")
+_OBJECT_ID = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+"""A full SHA-1 or SHA-256 object id: never an option, a revision expression or a ref."""
+_PLAIN_REF = re.compile(r"refs/(?:[\w-][\w.-]*/)*[\w-][\w.-]*", re.ASCII)
+"""A ref fetched as it is: no ``:`` (a refspec's destination), ``+``, glob or revision syntax."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,28 @@ def _get(data: Any, dotted: str, path: Path, kind: type[T], prefix: str = "") ->
     return node
 
 
+def _object_id(data: Any, dotted: str, path: Path, prefix: str) -> str:
+    """``_get`` of a commit id, lower-cased: 40 or 64 hex digits, checked before any git call
+    sees it (``--upload-pack=…`` would be an option of ``git fetch``; a NUL cannot be in argv).
+    The value is not repeated in the error: it may be anything."""
+    value = _get(data, dotted, path, str, prefix)
+    if not _OBJECT_ID.fullmatch(value):
+        raise InputError(
+            "expected a commit id (40 or 64 hex digits) in the event payload",
+            path=path,
+            key=prefix + dotted,
+        )
+    return value.lower()
+
+
+def _ref(data: Any, key: str) -> str:
+    """An optional full ref (``refs/heads/…``) that is fetched as a refspec; "" when it is
+    absent or not a plain ref, and the commit is then fetched by its id instead."""
+    ref = _text(data, key)
+    plain = _PLAIN_REF.fullmatch(ref) and ".." not in ref and not ref.endswith(".lock")
+    return ref if plain else ""
+
+
 def _text(data: Any, dotted: str) -> str:
     """``data[a][b]`` for ``dotted`` = ``a.b`` when every step is an object and the value a
     string; "" otherwise (optional fields: an object given as a string is simply absent)."""
@@ -78,8 +105,8 @@ def pull_from_event(event: Mapping[str, Any], path: Path) -> PullRequest:
         number=_get(pr, "number", path, int, "pull_request."),
         title=_text(pr, "title"),
         author=_text(pr, "user.login"),
-        head_sha=_get(pr, "head.sha", path, str, "pull_request."),
-        base_sha=_get(pr, "base.sha", path, str, "pull_request."),
+        head_sha=_object_id(pr, "head.sha", path, "pull_request."),
+        base_sha=_object_id(pr, "base.sha", path, "pull_request."),
         head_ref=_text(pr, "head.ref"),
         base_ref=_text(pr, "base.ref"),
         head_repo=_text(pr, "head.repo.full_name") or None,
@@ -92,10 +119,10 @@ def pull_from_event(event: Mapping[str, Any], path: Path) -> PullRequest:
 def group_from_event(event: Mapping[str, Any], path: Path) -> MergeGroup:
     group = _get(event, "merge_group", path, dict)
     return MergeGroup(
-        head_sha=_get(group, "head_sha", path, str, "merge_group."),
-        base_sha=_get(group, "base_sha", path, str, "merge_group."),
-        head_ref=_text(group, "head_ref"),
-        base_ref=_text(group, "base_ref"),
+        head_sha=_object_id(group, "head_sha", path, "merge_group."),
+        base_sha=_object_id(group, "base_sha", path, "merge_group."),
+        head_ref=_ref(group, "head_ref"),
+        base_ref=_ref(group, "base_ref"),
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from typing import NoReturn
 
 from gitflow_agents.errors import GitHubError, InputError
 from gitflow_agents.findings import GateResult, Review
@@ -70,6 +71,8 @@ def review_group_and_publish(
     from gitflow_agents import render
 
     writer = GroupWriter(client, env.repository, group, env.run_url)
+    if group.base_sha == group.head_sha:
+        nothing_to_review(env, writer, run_id)
     if options.post_findings is not None:
         return post_group_findings(env, writer, options, run_id)
     writer.pending()
@@ -85,6 +88,18 @@ def review_group_and_publish(
     sys.stdout.flush()
     files = {"findings-file": str(findings_file), "sarif-file": str(sarif_file)}
     return finish_group(env, writer, result, gate, [row], options, run_id, files)
+
+
+def nothing_to_review(env: RunnerEnv, writer: GroupWriter, run_id: str) -> NoReturn:
+    """A group whose base is its head holds no change: a review of it would pass with nothing
+    read, so it is never green. The head gets an ``error`` status saying why (a merge queue
+    takes the group out; GitHub itself never builds such a group), and InputError names the
+    payload's key (exit 2)."""
+    why = "the merge group's base and head are the same commit: nothing to review"
+    writer.error(why)
+    head = writer.group.head_sha
+    write_outputs(env.output, {"review-result": "error", "run-id": run_id, "head-sha": head})
+    raise InputError(why, path=env.event_path, key="merge_group.base_sha")
 
 
 def post_group_findings(env: RunnerEnv, writer: GroupWriter, options: Options, run_id: str) -> int:

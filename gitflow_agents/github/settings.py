@@ -6,12 +6,14 @@ are listed in docs/github.md, "Reliability".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gitflow_agents.errors import UsageError
 
 DEFAULT_API_URL = "https://api.github.com"
+_AUTHORITY = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#]*)")
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def settings_from_env(environ: Mapping[str, str], token: str | None = None) -> S
     delay = number("WRITE_DELAY", 1.0)
     return Settings(
         token=token,
-        api_url=(environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
+        api_url=api_url_from(environ),
         timeout=number("TIMEOUT", 15.0),
         retries=int(number("RETRIES", 4)),
         backoff=number("BACKOFF", 1.0),
@@ -67,6 +69,39 @@ def settings_from_env(environ: Mapping[str, str], token: str | None = None) -> S
         wait_budget=number("WAIT_BUDGET", 300.0),
         seconds_between_writes=delay or None,
     )
+
+
+def api_url_from(environ: Mapping[str, str]) -> str:
+    """``GITHUB_API_URL`` without its trailing slash, github.com's API when unset; UsageError
+    (exit 2) naming the variable unless it is an http(s) URL with a host (and a numeric port)."""
+    from urllib.parse import urlsplit
+
+    raw = environ.get("GITHUB_API_URL") or DEFAULT_API_URL
+    try:
+        parts = urlsplit(raw)
+        _ = parts.port  # ValueError when it is not a number
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # an unclosed [IPv6 literal, a port that is not a number
+        usable = False
+    if not usable or any(c.isspace() or not c.isprintable() for c in raw):
+        shown = without_credentials(raw)
+        raise UsageError(
+            f"GITHUB_API_URL: expected an http(s) URL such as {DEFAULT_API_URL} (GitHub "
+            f"Enterprise: https://HOST/api/v3), got {shown[:100]!r}"
+        )
+    return raw.rstrip("/")
+
+
+def without_credentials(url: str) -> str:
+    """``url`` with the user info of its authority masked (``https://***@github.com/o/r``),
+    for every message that shows a remote's or an API's URL: a token embedded in it
+    (``https://x-access-token:TOKEN@…``) is never printed. scp-like ``git@host:path`` and paths
+    are returned as they are (a user name there is no secret)."""
+    match = _AUTHORITY.match(url)
+    if match is None or "@" not in match["authority"]:
+        return url
+    host = match["authority"].rpartition("@")[2]
+    return f"{match['scheme']}***@{host}{url[match.end() :]}"
 
 
 def owner_name(repository: str) -> str:

@@ -59,7 +59,11 @@ def connect(environ: Mapping[str, str], root: Path) -> GitHub:
     ``GITHUB_API_URL``. UsageError (exit 2) naming what is missing."""
     from gitflow_agents.github.client import Client
     from gitflow_agents.github.runner import server_url_from, workflow_run_url
-    from gitflow_agents.github.settings import repository_from, settings_from_env
+    from gitflow_agents.github.settings import (
+        repository_from,
+        settings_from_env,
+        without_credentials,
+    )
 
     url = git.remote_url(root, REMOTE)
     if url is None:
@@ -69,7 +73,8 @@ def connect(environ: Mapping[str, str], root: Path) -> GitHub:
         missing.append("a token (GITHUB_TOKEN or GH_TOKEN)")
     repo = repository_from(environ, url)
     if repo is None:
-        missing.append(f"the repository (GITHUB_REPOSITORY; {REMOTE}'s URL {url} names none)")
+        shown = without_credentials(url)
+        missing.append(f"the repository (GITHUB_REPOSITORY; {REMOTE}'s URL {shown} names none)")
     if missing:
         raise UsageError(f"--pr needs GitHub: set {' and '.join(missing)}")
     assert repo is not None

@@ -4,7 +4,9 @@ Every write is idempotent, so running a step again (or finishing one a killed ru
 doubles anything: the pull request for the head is found before one is opened (``pulls.py``)
 and an open one gets only the tool's section of its body and, while it is still the tool's,
 its title (``step_body.py``: what a human wrote stays), the sticky summary comment is edited in
-place (``comment.py``; it draws the chain as a Mermaid flowchart ending in the pull request),
+place (``comment.py``; it draws the chain as the Mermaid flowchart ``history --format mermaid``
+draws, its end node naming the outcome and the pull request, which ``record_pull`` writes into
+the step run's result.json first),
 inline findings already posted are skipped by their fingerprints (``review.py``), and a status
 only adds the newest state.
 ``gitflow-agents/review`` is ``success`` only when the approval note of the pushed head is for
@@ -80,6 +82,22 @@ def upsert_pull(client: Client, spec: StepPull) -> tuple[PullRequest, str]:
     return pull, "updated"
 
 
+def record_pull(run_dir: Path, result: dict[str, Any], pull: PullRequest) -> dict[str, Any]:
+    """``result`` (the step run's result.json in ``run_dir``) with its pull request as
+    ``chain.pullRequest`` (``number``, ``url``), written back atomically: the chart's end node
+    names it, in the sticky comment and in ``history --format mermaid`` alike."""
+    from gitflow_agents.record_fields import mapping
+    from gitflow_agents.runs import RunPaths, write_result
+
+    chain = {
+        **mapping(result, "chain"),
+        "pullRequest": {"number": pull.number, "url": pull.html_url},
+    }
+    updated = {**result, "chain": chain}
+    write_result(RunPaths(run_dir), updated)
+    return updated
+
+
 def publish_step(
     client: Client,
     spec: StepPull,
@@ -97,11 +115,12 @@ def publish_step(
     auto-merge is only reported (``Published.auto_merge``)."""
     import dataclasses
 
-    from gitflow_agents.commands.history import agent_results
+    from gitflow_agents.commands.history import step_chart
     from gitflow_agents.github.publish import footer, inline_note, readable_files
-    from gitflow_agents.render.mermaid import step_flowchart_markdown
+    from gitflow_agents.render.mermaid import fence_chart
 
     pull, _ = upsert_pull(client, spec)
+    result = record_pull(run_dir, result, pull)
     pull = dataclasses.replace(pull, head_sha=head)  # GitHub may answer the claimed commit
     if approved:
         client.remove_label(spec.repo, pull.number, CHANGES_LABEL)
@@ -123,9 +142,7 @@ def publish_step(
         readable_files(client, spec.repo, pull.number),
         login=login,
     )
-    chart = step_flowchart_markdown(
-        result, agent_results=agent_results(run_dir, result), end=f"PR #{pull.number}"
-    )
+    chart = fence_chart(step_chart(run_dir, result))
     body = comment.summary_body(
         found,
         gate,

@@ -10,7 +10,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gitflow_agents.plan.model import Plan, Problem
-from gitflow_agents.plan.scan import DEPENDS_LINE, DIGITS, Scan, step_values, strip_eol
+from gitflow_agents.plan.scan import (
+    DEPENDS_LINE,
+    DIGITS,
+    Scan,
+    number_problem,
+    step_number,
+    step_values,
+    strip_eol,
+)
 
 _FORM = "write `Depends on: 1, 3` or `Depends on: none`"
 
@@ -37,7 +45,9 @@ def parse_depends(line: str) -> tuple[int, ...]:
             raise BadDepends(f"'Depends on: {value}' has an empty entry; {_FORM}")
         if not DIGITS.fullmatch(item):
             raise BadDepends(f"'Depends on:' {item!r} is not a step number; {_FORM}")
-        number = int(item)
+        number = step_number(item)
+        if number is None:
+            raise BadDepends(number_problem(item, "'Depends on:'"))
         if number in numbers:
             raise BadDepends(f"'Depends on:' names step {number} twice")
         numbers.append(number)
@@ -72,10 +82,10 @@ def read_dependencies(scan: Scan) -> tuple[list[Node | None], list[tuple[int, st
         found = list(
             scan.depends[bisect_right(scan.depends, header.index) : bisect_left(scan.depends, end)]
         )
-        if not DIGITS.fullmatch(number_text):
+        number = step_number(number_text)
+        if number is None:
             nodes.append(None)
             continue
-        number = int(number_text)
         declared: tuple[int, ...] | None = None
         for index in found[1:]:
             problems.append(

@@ -11,12 +11,13 @@ from gitflow_agents.errors import PlanError
 from gitflow_agents.plan.deps import graph_problems, read_dependencies
 from gitflow_agents.plan.model import Problem, SpecPlanConfig
 from gitflow_agents.plan.scan import (
-    DIGITS,
     Scan,
     near_miss_hint,
     no_steps_message,
+    number_problem,
     read,
     scan_text,
+    step_number,
     step_values,
     strip_eol,
 )
@@ -79,10 +80,10 @@ def _lint_scan(path: str, scan: Scan, config: SpecPlanConfig) -> Iterator[Proble
         _, number_text, title = step_values(header)
         if not title:
             yield Problem(path, line, "step has an empty title")
-        if not DIGITS.fullmatch(number_text):
-            yield Problem(path, line, f"step number {number_text!r} is not an integer")
+        number = step_number(number_text)
+        if number is None:
+            yield Problem(path, line, number_problem(number_text))
             continue
-        number = int(number_text)
         if number in seen:
             yield Problem(
                 path,

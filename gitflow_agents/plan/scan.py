@@ -24,6 +24,10 @@ from gitflow_agents.plan.model import (
 # token line numbers index this list (str.splitlines would also split on \f, \x1c, \u2028 ...).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 DIGITS = re.compile(r"[0-9]+")
+MAX_STEP_DIGITS = 15
+"""A step number has at most this many digits: every such number is exact in a JSON reader that
+uses doubles (GitHub's ``fromJSON`` reads ``plan matrix``), and far below Python's 4,300-digit
+limit on turning a string into an int."""
 MAX_PLAN_BYTES = 16 * 1024 * 1024
 """A plan larger than this is refused (docs/security.md, "Bounds")."""
 _CLOSING_HASHES = re.compile(r"(?:^|\s+)#+\s*$")
@@ -178,9 +182,25 @@ def step_values(header: Header) -> tuple[str, str, str]:
     return status.strip(), number.strip(), _CLOSING_HASHES.sub("", title).strip()
 
 
+def step_number(text: str) -> int | None:
+    """``text`` as a step number: digits only, at most ``MAX_STEP_DIGITS``; else None
+    (``number_problem`` says why)."""
+    if DIGITS.fullmatch(text) is None or len(text) > MAX_STEP_DIGITS:
+        return None
+    return int(text)
+
+
+def number_problem(text: str, what: str = "step number") -> str:
+    """Why ``text`` is not a step number (``step_number`` gave None), quoting at most 20 of its
+    characters."""
+    shown = repr(text if len(text) <= 20 else text[:20] + "…")
+    if DIGITS.fullmatch(text) is None:
+        return f"{what} {shown} is not an integer"
+    return f"{what} {shown} has {len(text):,} digits; a step number has at most {MAX_STEP_DIGITS}"
+
+
 def number_is(header: Header, number: int) -> bool:
-    text = step_values(header)[1]
-    return DIGITS.fullmatch(text) is not None and int(text) == number
+    return step_number(step_values(header)[1]) == number
 
 
 def no_steps_message(config: SpecPlanConfig, scan: Scan | None = None) -> str:

@@ -14,6 +14,7 @@ from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, yaml_pattern
 from gitflow_agents.plan.scan import (
     no_steps_message,
     number_is,
+    number_problem,
     read,
     scan_text,
     step_values,
@@ -47,9 +48,7 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
     for position, (header, node) in enumerate(zip(scan.headers, nodes, strict=True)):
         status, number, title = step_values(header)
         if node is None:
-            raise PlanError(
-                f"step number {number!r} is not an integer", path=path, line=header.index + 1
-            )
+            raise PlanError(number_problem(number), path=path, line=header.index + 1)
         end = (
             scan.headers[position + 1].index
             if position + 1 < len(scan.headers)
@@ -57,7 +56,7 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
         )
         steps.append(
             Step(
-                number=int(number),
+                number=node.number,
                 title=title,
                 status=status,
                 line=header.index + 1,

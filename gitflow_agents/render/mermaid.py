@@ -4,7 +4,9 @@
 and draws ``flowchart LR``: one node per agent run with its agent, duration and (given the agents'
 own result.json through ``agent_results``) tokens and cost; a review round's verdict and finding
 count; reviewers of one round side by side (in a box of their own when there are several); a
-stuck attempt and its retry; failures; the outcome (merged, approved, rejected, ...).
+stuck attempt and its retry; failures; the outcome (merged, approved, rejected, ...) and the
+step's pull request when the record names one (``chain.pullRequest``). Green is for an agent
+that succeeded and a review that approves, never for one without a valid verdict.
 ``step_flowchart_markdown`` wraps it in a ```` ```mermaid ```` block, as GitHub renders it.
 
 Every field is read through ``gitflow_agents/record_fields.py`` (an agent can write into run
@@ -202,20 +204,38 @@ def _metrics(duration_ms: float | None, tokens: int | None, cost: float | None) 
     return label_text(" · ".join(p for p in parts if p), 80)
 
 
-def _verdict(review_round: Mapping[str, Any] | None, agent: _Agent) -> str:
-    """A reviewer's own verdict in its round: ``REVISE, 1 finding``."""
+def _reviewer(review_round: Mapping[str, Any] | None, agent: _Agent) -> dict[str, Any] | None:
+    """``agent``'s own entry in its review round, None when the round does not list it."""
     reviewers = review_round.get("reviewers") if review_round else None
     for reviewer in reviewers if isinstance(reviewers, list) else []:
         if isinstance(reviewer, dict) and text(reviewer, "agentId") == agent.agent_id:
-            overall = (text(reviewer, "overall") or "no verdict").upper()
-            found = _findings(reviewer)
-            return overall + (f", {_count(found, 'finding')}" if found else "")
-    return ""
+            return reviewer
+    return None
+
+
+def _verdict(reviewer: Mapping[str, Any] | None) -> str:
+    """A reviewer's own verdict in its round: ``REVISE, 1 finding``."""
+    if reviewer is None:
+        return ""
+    overall = (text(reviewer, "overall") or "no verdict").upper()
+    found = _findings(reviewer)
+    return overall + (f", {_count(found, 'finding')}" if found else "")
+
+
+def _review_class(stage: _Stage, reviewer: Mapping[str, Any] | None, together: bool) -> str:
+    """Green only for an approval: the round's when the reviewer is alone in it, its own when
+    it sits beside others. No valid verdict (``NOT APPROVED``) or a revise is yellow."""
+    if together:
+        approved = reviewer is not None and text(reviewer, "overall") == "approve"
+    else:
+        approved = stage.round is not None and stage.round.get("approved") is True
+    return "ok" if approved else "warn"
 
 
 def _agent_node(agent: _Agent, stage: _Stage, together: bool) -> tuple[str, str]:
     """(label, class) of one agent run."""
-    verdict = _verdict(stage.round, agent) if stage.round is not None else ""
+    reviewer = _reviewer(stage.round, agent)
+    verdict = _verdict(reviewer)
     first = label_text(stage.title, 80) if not together else ""
     name = label_text(agent.agent) + (f"#58; {label_text(verdict)}" if together and verdict else "")
     status = ""
@@ -230,39 +250,42 @@ def _agent_node(agent: _Agent, stage: _Stage, together: bool) -> tuple[str, str]
     label = _label(first, name, status, _metrics(agent.duration_ms, agent.tokens, agent.cost_usd))
     if agent.status != "succeeded":
         return label, "warn" if agent.status in _SLOW else "bad"
-    return label, "warn" if verdict.startswith("REVISE") else "ok"
+    if stage.round is not None or agent.kind == "review":
+        return label, _review_class(stage, reviewer, together)
+    return label, "ok"
 
 
 def _end(
-    data: Mapping[str, Any], chain: Mapping[str, Any], agents: Iterable[_Agent], end: str | None
+    data: Mapping[str, Any], chain: Mapping[str, Any], agents: Iterable[_Agent]
 ) -> tuple[str, str]:
-    """(label, class) of the last node: how the step run ended."""
+    """(label, class) of the last node: how the step run ended (the outcome word, or the merge),
+    the step's pull request when it has one (``chain.pullRequest``), the reason and the total."""
     outcome = text(chain, "outcome") or "?"
     merged = mapping(chain, "merged")
-    if end is not None:
-        first = label_text(end, 80)
-    elif outcome == "approved" and merged:
+    if outcome == "approved" and merged:
         kind = text(merged, "kind")
         first = "merged" + (f" #40;{label_text(kind, 20)}#41;" if kind else "")
     else:
         first = label_text(outcome.upper(), 20)
+    number_ = integer(mapping(chain, "pullRequest"), "number")
+    pull = f"PR #35;{number_}" if number_ is not None and 0 < number_ < 10**12 else ""
     reason = "" if outcome == "approved" else label_text(text(chain, "reason") or "")
     costs = [a.cost_usd for a in agents if a.cost_usd is not None]
     run = mapping(data, "run")
     total = _metrics(number(run, "durationMs"), None, sum(costs) if costs else None)
     cls = {"approved": "ok", "rejected": "bad", "failed": "bad"}.get(outcome, "warn")
-    return _label(first, reason, f"total {total}" if total else ""), cls
+    return _label(first, pull, reason, f"total {total}" if total else ""), cls
 
 
 def step_flowchart(
     result: Mapping[str, Any],
     *,
     agent_results: Mapping[str, Mapping[str, Any]] | None = None,
-    end: str | None = None,
 ) -> str:
-    """The Mermaid ``flowchart LR`` of one chain step run's ``result.json`` data.
+    """The Mermaid ``flowchart LR`` of one chain step run's ``result.json`` data: the one chart
+    of a step run, in ``history --format mermaid`` and in its pull request's sticky comment.
     ``agent_results``: each agent run's own result.json by its run id (tokens and cost are
-    there); ``end``: the last node's first line instead of the outcome (``PR #12``)."""
+    there)."""
     chain = mapping(result, "chain")
     agents = _agents(chain, agent_results or {})
     shown, hidden = agents[:MAX_AGENTS], len(agents) - MAX_AGENTS
@@ -296,7 +319,7 @@ def step_flowchart(
         lines.append(f"    {node}[{_label(label_text('… ' + _count(hidden, 'more agent run')))}]")
         lines += [f"    {tail} --> {node}" for tail in tails]
         tails = [node]
-    label, cls = _end(result, chain, agents, end)
+    label, cls = _end(result, chain, agents)
     node = f"n{next(ids)}"
     lines.append(f"    {node}([{label}]):::{cls}")
     lines += [f"    {tail} --> {node}" for tail in tails]
@@ -307,11 +330,10 @@ def step_flowchart_markdown(
     result: Mapping[str, Any],
     *,
     agent_results: Mapping[str, Mapping[str, Any]] | None = None,
-    end: str | None = None,
 ) -> str:
     """``step_flowchart`` as a fenced ```` ```mermaid ```` block for a markdown page or comment
     (GitHub draws it). The chart never holds a backtick, so nothing in it closes the fence."""
-    return fence_chart(step_flowchart(result, agent_results=agent_results, end=end))
+    return fence_chart(step_flowchart(result, agent_results=agent_results))
 
 
 def single_run_flowchart(result: Mapping[str, Any]) -> str:
@@ -334,6 +356,8 @@ def single_run_flowchart(result: Mapping[str, Any]) -> str:
         _metrics(number(run, "durationMs"), _tokens(run), number(run, "cost_usd")),
     )
     cls = "ok" if outcome == "succeeded" else "warn" if outcome in _SLOW else "bad"
+    if cls == "ok" and "overall" in result and overall != "approve":
+        cls = "warn"  # a review that did not approve (REVISE, or no valid verdict) is not green
     return (
         "\n".join(["flowchart LR", f"    n1[{label}]:::{cls}", *(f"    {c}" for c in _CLASSES)])
         + "\n"

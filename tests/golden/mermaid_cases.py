@@ -17,7 +17,6 @@ GOLDEN = Path(__file__).parent / "mermaid"
 class Case(NamedTuple):
     result: dict[str, Any]
     agent_results: dict[str, dict[str, Any]]
-    end: str | None = None
 
 
 def agent(
@@ -149,7 +148,9 @@ def _parallel_reviewers() -> Case:
             reviewer("step-02-security-2", "approve"),
         ),
     ]
-    return Case(step_result("approved", "approved in review 2", agents, rounds), {}, "PR #12")
+    result = step_result("approved", "approved in review 2", agents, rounds)
+    result["chain"]["pullRequest"] = {"number": 12, "url": "https://github.com/o/r/pull/12"}
+    return Case(result, {})
 
 
 def _stuck_retry_then_reviewer_crash() -> Case:
@@ -189,6 +190,30 @@ def _rejected_at_the_limit() -> Case:
     )
 
 
+def _no_valid_verdict() -> Case:
+    """Reviewers whose reports held no valid marker (``overall`` null): NOT APPROVED, alone in
+    a round and beside an approving reviewer; the step rejected, its pull request named."""
+    agents = [
+        agent("implement", "builder", "step-02-builder", "run-1", 10_000),
+        agent("review", "reviewer", "step-02-reviewer-1", "run-2", 5_000),
+        agent("fix", "fixer", "step-02-fixer-1", "run-3", 8_000),
+        agent("review", "reviewer", "step-02-reviewer-2", "run-4", 5_000),
+        agent("review", "security", "step-02-security-2", "run-5", 4_000),
+    ]
+    rounds = [
+        review_round(1, False, reviewer("step-02-reviewer-1", None)),
+        review_round(
+            2,
+            False,
+            reviewer("step-02-reviewer-2", None),
+            reviewer("step-02-security-2", "approve"),
+        ),
+    ]
+    result = step_result("rejected", "not approved after 2 review(s): no verdict", agents, rounds)
+    result["chain"]["pullRequest"] = {"number": 3, "url": "https://github.com/o/r/pull/3"}
+    return Case(result, {})
+
+
 def _wrong_types() -> Case:
     """What an agent could leave in a record: every field of the wrong type reads as absent."""
     result: dict[str, Any] = {
@@ -213,6 +238,7 @@ CASES: dict[str, Case] = {
     "parallel_reviewers": _parallel_reviewers(),
     "stuck_retry_then_reviewer_crash": _stuck_retry_then_reviewer_crash(),
     "rejected_at_the_limit": _rejected_at_the_limit(),
+    "no_valid_verdict": _no_valid_verdict(),
     "wrong_types": _wrong_types(),
 }
 
@@ -228,7 +254,7 @@ or close the fence, if it were not inert."""
 def hostile_case(value: str) -> Case:
     """``revise_then_approve`` and ``parallel_reviewers`` together, a stuck attempt and an agent
     of an unknown kind, with ``value`` in every agent name, id, status, reason and verdict, as
-    that kind, as the outcome, its reason, the merge and the end node (the same structure for
+    that kind, as the outcome, its reason, the merge and the pull request's url (the same structure for
     any ``value`` but ``review`` and ``fix``, which are kinds the chart groups by)."""
 
     def ids(n: int) -> str:
@@ -249,13 +275,14 @@ def hostile_case(value: str) -> Case:
     ]
     result = step_result(value, value, agents, rounds)
     result["chain"]["merged"] = {"kind": value}
-    return Case(result, {"run-1": usage(1, 2, 0.5)}, value)
+    result["chain"]["pullRequest"] = {"number": 7, "url": value}
+    return Case(result, {"run-1": usage(1, 2, 0.5)})
 
 
 def chart(case: Case) -> str:
     from gitflow_agents.render.mermaid import step_flowchart
 
-    return step_flowchart(case.result, agent_results=case.agent_results, end=case.end)
+    return step_flowchart(case.result, agent_results=case.agent_results)
 
 
 def golden_path(name: str) -> Path:
