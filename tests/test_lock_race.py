@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from .conftest import ROOT
 
 RACERS = 6
 ROUNDS = int(os.environ.get("LOCK_RACE_ROUNDS", "100"))  # of each kind
