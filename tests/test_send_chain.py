@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import git
+from .conftest import FAKES, git
 from .test_review_cli import Cli
 
 FAKE_CLAUDE = """#!{python}
@@ -29,7 +29,7 @@ task = argv[argv.index("-p") + 1]
 with open({log!r}, "a") as f:
     f.write(json.dumps({{"cwd": os.getcwd(), "agentDir": str(agent_dir), "resume": resume,
                          "prompt": prompt_file, "task": task}}) + "\\n")
-asks = resume is None and "ASK" in pathlib.Path(prompt_file).read_text()
+asks = resume is None and {asker!r} in agent_dir.name and "ASK" in pathlib.Path(prompt_file).read_text()
 pathlib.Path("answer.txt").write_text(task.splitlines()[0] + "\\n")
 (agent_dir / "report.md").write_text("## Summary\\n\\nTurn done.\\n")
 os.rename(agent_dir / "report.md", agent_dir / ("report.failed.md" if asks else "report.complete.md"))
@@ -50,19 +50,28 @@ Add src/new_module.py. ASK which colour first.
 """
 
 
+BUILTIN = "    adapter: builtin\n"
+REVISES = (
+    "    adapter: command\n"
+    f"    command: {json.dumps([sys.executable, str(FAKES / 'fake_flow_agent'), 'reviewer', 'revise'])}\n"
+)
+
+
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     return Cli(monkeypatch, capsys)
 
 
 class Setup:
-    def __init__(self, repo: Path, tmp_path: Path) -> None:
+    def __init__(
+        self, repo: Path, tmp_path: Path, *, asker: str = "builder", reviewer: str = BUILTIN
+    ) -> None:
         self.repo = repo
         self.log = tmp_path / "claude.jsonl"
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         fake = bin_dir / "claude"
-        fake.write_text(FAKE_CLAUDE.format(python=sys.executable, log=str(self.log)))
+        fake.write_text(FAKE_CLAUDE.format(python=sys.executable, log=str(self.log), asker=asker))
         fake.chmod(0o755)
         self.env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
         (repo / ".flow").mkdir()
@@ -73,7 +82,7 @@ class Setup:
             "agents:\n"
             "  builder:\n    adapter: claude\n"
             "  fixer:\n    adapter: claude\n"
-            "  reviewer:\n    adapter: builtin\n"
+            f"  reviewer:\n{reviewer}"
         )
         (repo / "specs").mkdir()
         (repo / "specs" / "feature.md").write_text(PLAN)
@@ -219,3 +228,27 @@ def test_a_record_naming_a_foreign_working_directory_is_refused(
         f"{elsewhere}, which is neither this checkout nor one of its work trees; not continued"
     ]
     assert len(s.calls()) == 1 and list(elsewhere.iterdir()) == []
+
+
+def test_send_continues_the_chains_fixer_in_its_own_folder_and_work_tree(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """The builder changes a file, the reviewer revises, the fixer asks: send answers the
+    fixer, in its folder and the step's work tree."""
+    s = Setup(repo, tmp_path, asker="fixer", reviewer=REVISES)
+    first = cli.main(*CHAINS["run"], cwd=repo, env=s.env)
+    assert first.returncode == 3, first.stderr
+    built, asked = s.calls()
+    assert Path(asked["cwd"]) == Path(built["cwd"]) != repo
+    own_folder = Path(asked["agentDir"])
+    assert own_folder.parent == repo / "flows" / "feature" / "agents"
+    assert own_folder.name.startswith("step-01-fixer")
+    [fixer_id] = [k for k, r in s.records().items() if r["run"].get("agentId") == own_folder.name]
+    sent = cli.main("send", fixer_id, "Blue.", "--quiet", cwd=repo, env=s.env)
+    assert sent.returncode == 0, sent.stderr
+    *_, resumed = s.calls()
+    assert resumed["resume"] == f"sess-{own_folder.name}"
+    assert Path(resumed["cwd"]) == Path(asked["cwd"])
+    assert Path(resumed["agentDir"]) == own_folder
+    assert Path(resumed["prompt"]) == own_folder / "system_prompt.md"
+    assert (Path(asked["cwd"]) / "answer.txt").read_text() == "Blue.\n"
