@@ -148,6 +148,7 @@ class AgentRunner:
             files=signal_files(config, job.agent, self.agent_dir),
             base_sha=_head(self.workdir),
             agent_config=job.agent,
+            workdir=self.workdir,
             session=job.session,
             secrets=job.secrets,
         )

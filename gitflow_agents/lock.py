@@ -1,25 +1,37 @@
 """Lock files: one run per plan step (``step_lock_path``), one run per card (cards.card_lock).
 
-The lock records the holder's run id, pid, process start time and host, and is created with its
-content in one step. A lock whose process is gone (or whose pid now belongs to a different
-process, started later: gitflow_agents/liveness.py) is stale and is taken over; a lock held by a
-live process is refused with the run that holds it.
+Exclusion is the operating system's: the holder keeps an exclusive ``flock`` on the lock file
+for as long as it holds it, so the kernel lets exactly one process in, whatever the number of
+racing takers, and gives the lock back when the holder dies (``kill -9`` included). The file's
+content is the holder's record (run id, pid, process start time, host) for messages and
+``status``; it is written before the file is put in place, so a lock is never seen empty.
+
+A taker that gets the ``flock`` and finds the path still naming the file it locked judges the
+record: a live holder's record (a lock of an older version of this tool, which took no
+``flock``, or another host's) is respected; anything else (a dead holder, a pid now naming a
+process started later: gitflow_agents/liveness.py, an unreadable file) is stale, and the taker
+renames its own, already locked, file over it. Only the path's ``flock`` holder replaces or
+removes the file at the path, so a taker that locked a file since replaced sees the difference
+and tries again. Local file systems on Linux and macOS; not NFS (docs/chains.md).
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
+import fcntl
 import json
 import os
 import secrets
 import socket
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.errors import GitflowError
+from gitflow_agents.errors import GitflowError, UsageError
 from gitflow_agents.liveness import process_alive, start_time
 
 
@@ -49,8 +61,8 @@ _MAX_LOCK_BYTES = 64 * 1024
 
 
 def _read(path: Path) -> bytes:
-    """The lock file's bytes; b"" (an unreadable, hence stale, lock) when it is not a regular
-    file or absurdly large: a FIFO planted as a lock must not block the taker."""
+    """The lock file's bytes (for :func:`read_lock`); b"" (an unreadable lock) when it is not a
+    regular file or absurdly large: a FIFO planted as a lock must not block the reader."""
     from gitflow_agents.fsutil import ReadRefused, read_limited
 
     try:
@@ -107,42 +119,78 @@ def hold(
 ) -> Iterator[LockInfo]:
     """Hold the lock file ``path`` for the duration of the block; a stale lock (dead holder,
     unreadable file) is taken over. When a live run holds it, raises ``refuse(path, holder)``
-    (StepLockedError by default); ``refuse(path, None)`` when racing takers kept it out of reach.
+    (StepLockedError by default); ``refuse(path, None)`` when it stayed locked without a live
+    run's record in it. UsageError when what is at ``path`` cannot be a lock (a folder, a
+    dangling symlink). The lock is released when the block ends, or with the process.
     """
     from gitflow_agents.fsutil import make_dirs
 
     make_dirs(path.parent)
     me = LockInfo(run_id, os.getpid(), socket.gethostname(), start_time(os.getpid()), time.time())
-    for _attempt in range(3):
-        if _create(path, me):
-            break
-        try:
-            raw = _read(path)
-        except FileNotFoundError:  # released meanwhile: try again
-            continue
-        holder = _parse(raw)
-        if holder is not None and holder_alive(holder):
-            raise refuse(path, holder) from None
-        _take_over(path, raw)
-    else:
-        raise refuse(path, None)
+    fd = _take(path, me, refuse)
     try:
         yield me
     finally:
-        current = read_lock(path)
-        if current is not None and current.run_id == me.run_id and current.pid == me.pid:
-            path.unlink(missing_ok=True)
+        _release(path, fd)
 
 
-def _create(path: Path, me: LockInfo) -> bool:
-    """Create the lock file, content included, in one step; False when it exists already.
+# A taker that finds the lock busy but no live run's record in it has met another taker in the
+# middle of a takeover (microseconds; longer on a loaded machine): it looks again, a while.
+_BUSY_TRIES = 500
+_BUSY_PAUSE = 0.01
 
-    Written aside and hard-linked into place, so no other taker ever reads it empty (and takes
-    it for a stale, unreadable lock). Where hard links are not supported: O_EXCL, then write.
-    """
-    content = json.dumps(me.to_json())
+
+class _Verdict(enum.Enum):
+    TAKEN = "ours now: renamed over a stale lock while holding its flock"
+    GONE = "released or replaced meanwhile: try again"
+    BUSY = "locked by another taker in the middle of a takeover: look again shortly"
+
+
+def _take(path: Path, me: LockInfo, refuse: Callable[[Path, LockInfo | None], GitflowError]) -> int:
+    """Put a locked file holding ``me`` at ``path`` and return its descriptor (the flock).
+    Raises ``refuse(...)`` when a live run holds the lock or it stays out of reach."""
+    aside, fd = _prepare(path, me)
+    try:
+        for _try in range(_BUSY_TRIES):
+            if _link(aside, path):
+                return fd
+            verdict = _judge(path, aside)
+            if isinstance(verdict, LockInfo):
+                raise refuse(path, verdict)
+            if verdict is _Verdict.TAKEN:
+                return fd
+            if verdict is _Verdict.BUSY:
+                time.sleep(_BUSY_PAUSE)
+        raise refuse(path, None)
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        aside.unlink(missing_ok=True)  # after a link, the second name; after a rename, gone
+
+
+def _prepare(path: Path, me: LockInfo) -> tuple[Path, int]:
+    """Our lock file beside ``path``, its record written and its flock taken (nobody else
+    knows the file, so the flock is ours at once)."""
     aside = path.with_name(f"{path.name}.{secrets.token_hex(6)}.tmp")
-    aside.write_text(content, encoding="utf-8")
+    fd = os.open(aside, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, json.dumps(me.to_json()).encode("utf-8"))
+    except OSError as exc:
+        os.close(fd)
+        aside.unlink(missing_ok=True)
+        raise UsageError(
+            f"{path}: cannot lock a file in {path.parent} ({exc.strerror}); "
+            "locks need a local file system (not NFS)"
+        ) from None
+    return aside, fd
+
+
+def _link(aside: Path, path: Path) -> bool:
+    """Put our file at ``path`` when nothing is there; False when something is. Where hard
+    links are not supported, an empty file is put there instead (False): an unreadable lock
+    that nobody holds, which :func:`_judge` then takes over like any stale lock."""
     try:
         os.link(aside, path)
         return True
@@ -150,32 +198,74 @@ def _create(path: Path, me: LockInfo) -> bool:
         return False
     except OSError:
         pass
-    finally:
-        aside.unlink(missing_ok=True)
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(content)
-    return True
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+    return False
 
 
-def _take_over(stale: Path, seen: bytes) -> None:
-    """Remove the stale lock whose content was ``seen``. Renaming it first means only one of
-    two racing takers removes it; a lock that changed since it was judged stale (another
-    taker's fresh one) is put back."""
-    grave = stale.with_name(f"{stale.name}.stale.{secrets.token_hex(6)}")
+def _judge(path: Path, aside: Path) -> LockInfo | _Verdict:
+    """Look at the lock at ``path``: the live holder's record, or what became of it. A stale
+    lock is replaced by ``aside`` (our locked file) while holding the stale file's flock."""
     try:
-        stale.rename(grave)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return
+        if path.is_symlink():
+            raise _not_a_lock(path, "a symlink to a missing file") from None
+        return _Verdict.GONE
     try:
-        if _read(grave) != seen:
-            with contextlib.suppress(OSError):
-                os.link(grave, stale)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _parse(_read_fd(fd))
+            return holder if holder is not None and holder_alive(holder) else _Verdict.BUSY
+        except OSError as exc:
+            raise _not_a_lock(path, exc.strerror or "it cannot be locked") from None
+        if not _names(path, fd):
+            return _Verdict.GONE
+        holder = _parse(_read_fd(fd))
+        if holder is not None and holder_alive(holder):
+            return holder  # an older version's lock (no flock) or another host's: respected
+        try:
+            aside.rename(path)
+        except OSError as exc:  # a folder, say
+            raise _not_a_lock(path, exc.strerror or "it cannot be replaced") from None
+        return _Verdict.TAKEN
     finally:
-        grave.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def _not_a_lock(path: Path, why: str) -> UsageError:
+    return UsageError(f"{path}: not a lock file ({why}); remove it and try again")
+
+
+def _read_fd(fd: int) -> bytes:
+    """The lock file's bytes; b"" (an unreadable, hence stale, lock) when it is not a regular
+    file or absurdly large: a FIFO planted as a lock must not block the taker."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        return b""
+    data = os.pread(fd, _MAX_LOCK_BYTES + 1, 0)
+    return data if len(data) <= _MAX_LOCK_BYTES else b""
+
+
+def _names(path: Path, fd: int) -> bool:
+    """True while ``path`` names the file open as ``fd``."""
+    try:
+        now = path.stat()
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _release(path: Path, fd: int) -> None:
+    """Remove our lock file, then let its flock go: removed first, so a taker that opened it
+    meanwhile finds the path no longer naming it and tries again."""
+    try:
+        if _names(path, fd):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+    finally:
+        os.close(fd)
 
 
 def step_lock_path(root: Path, flow_dir: str, flow: str, step: int | None) -> Path:

@@ -41,6 +41,7 @@ class RunFacts:
     files: SignalFiles  # the agent's report files
     base_sha: str | None  # HEAD when the run started (None outside git / before a commit)
     agent_config: str | None = None  # the agent's key in the .flow config (what `send` resumes)
+    workdir: Path | None = None  # where the agent worked: the root, or a chain step's work tree
     session: Mapping[str, Any] | None = None  # the session link of a `send` turn
     secrets: frozenset[str] = frozenset()  # exact values to mask (a reviewed diff's)
 
@@ -177,6 +178,7 @@ def _run_json(
         "flow": facts.flow_name,
         "kind": facts.kind,
         "agent": facts.agent_id,
+        "agentId": facts.agent_id,  # "agent" is the config key in a chain's agent runs
         "adapter": facts.adapter,
         "outcome": outcome.status if outcome is not None else status,
         "reason": outcome.reason if outcome is not None else failure_reason,
@@ -187,6 +189,8 @@ def _run_json(
     }
     if facts.agent_config is not None:
         run["agentConfig"] = facts.agent_config
+    if facts.workdir is not None:
+        run["workdir"] = str(facts.workdir)
     if facts.session:
         run["session"] = dict(facts.session)
     if reply is not None:

@@ -58,13 +58,15 @@ class FinishedRun(NamedTuple):
 
 
 class Turn(NamedTuple):
-    """The agent a turn continues, checked: its config key and id, prompt, report files, task."""
+    """The agent a turn continues, checked: its config key and id, prompt, report files, task,
+    and the directory it works in (the earlier run's: a chain step's work tree, or the root)."""
 
     agent: str
     agent_id: str
     prompt_text: str
     files: SignalFiles
     task: str
+    workdir: Path
 
 
 class Limits(NamedTuple):
@@ -198,18 +200,18 @@ def check_turns_left(path: Path, session: dict[str, Any], max_turns: int | None)
 def prepare_turn(
     root: Path, config: FlowConfig, prior: FinishedRun, message: str, session_id: str | None
 ) -> Turn:
-    """Resolve the run's agent and refuse, before any run exists, when it cannot be continued:
-    its adapter changed, its system prompt is gone, or its CLI cannot resume (the adapter's own
+    """Resolve the run's agent (its own folder and working directory, as its record has them:
+    send_target.py) and refuse, before any run exists, when it cannot be continued: its adapter
+    changed, its system prompt or work tree is gone, or its CLI cannot resume (the adapter's own
     refusal, asked with the recorded session id or a stand-in when none was recorded)."""
     from gitflow_agents.launch import prepare, signal_files
     from gitflow_agents.prompt import agent_dir
     from gitflow_agents.prompt.paths import check_name
     from gitflow_agents.record_fields import mapping, text
+    from gitflow_agents.send_target import agent_id_of, workdir_of
 
     record, status = prior.record, prior.status
-    agent_id = check_name(
-        text(record, "agent") or text(status, "agent") or "", "agent id in the run's record"
-    )
+    agent_id = check_name(agent_id_of(prior), "agent id in the run's record")
     agent = _agent_config_name(record, status, agent_id, config)
     agent_cfg = config.agent(agent)
     recorded_adapter = text(record, "adapter") or text(mapping(status, "extra"), "adapter")
@@ -232,6 +234,7 @@ def prepare_turn(
         raise UsageError(
             f"send: {prompt_path} is missing; cannot continue run {prior.run_id}"
         ) from None
+    workdir = workdir_of(root, prior)
     files = signal_files(config, agent, a_dir)
     task = SEND_TASK.format(
         message=message,
@@ -246,7 +249,7 @@ def prepare_turn(
             agent,
             agent_id=agent_id,
             agent_dir=a_dir,
-            workdir=root,
+            workdir=workdir,
             prompt_path=prompt_path,
             prompt_text=prompt_text,
             task=task,
@@ -255,7 +258,7 @@ def prepare_turn(
         )
     except UsageError as exc:
         raise UsageError(f"send: {exc}") from None
-    return Turn(agent, agent_id, prompt_text, files, task)
+    return Turn(agent, agent_id, prompt_text, files, task, workdir)
 
 
 def run_turn(
@@ -323,6 +326,7 @@ def run_turn(
                 message=message,
                 message_event=message_event,
                 run_id=new_id,
+                workdir=turn.workdir,
             )
             try:
                 return execute(job)

@@ -24,10 +24,12 @@ def run(args: argparse.Namespace) -> int:
     from gitflow_agents import sessions
     from gitflow_agents.config import find_project_root, load_flow_config
     from gitflow_agents.run_record import print_result
+    from gitflow_agents.send_target import refuse_step_run
 
     root = find_project_root(Path.cwd())
     config = load_flow_config(root, args.flow_type, args.variant)
     prior = sessions.finished_run(root, config.flow_dir, args.run_id)
+    refuse_step_run(root, config.flow_dir, prior)
     path = sessions.session_path(root, config.flow_dir, prior)
     session = sessions.load_session(path, prior)
     if args.close:
