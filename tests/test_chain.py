@@ -694,6 +694,25 @@ def test_flow_research_lists_sources(repo: Path) -> None:
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_flow_research_runs_the_researcher_init_scaffolds(repo: Path) -> None:
+    """`flow research` runs `researcher` by default, and `init` scaffolds it: only its adapter is
+    swapped for a fake here; its definition and report template are the scaffolded ones."""
+    assert call(repo, "init").returncode == 0
+    config = repo / ".flow/base.yaml"
+    text = config.read_text()
+    scaffolded = "  researcher:\n    type: researcher\n    adapter: claude\n"
+    assert scaffolded in text
+    fake = "  researcher:\n    type: researcher\n" + _agent("researcher", "sources")
+    config.write_text(text.replace(scaffolded, fake))
+    out = flow(repo, "research", "--task", "how do worktrees work", "--json")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert len(json.loads(out.stdout)["sources"]) == 2
+    (prompt,) = repo.glob("flows/*/agents/researcher/system_prompt.md")
+    text = prompt.read_text(encoding="utf-8")
+    assert "You are the researcher" in text  # .flow/agents/researcher.md
+    assert "## Sources" in text  # .flow/templates/research-completion-workflow-template.md
+
+
 def test_history_lists_runs_with_outcome_iterations_stats_duration(repo: Path) -> None:
     configure(repo, reviewer="until-fixed")
     assert run(repo, "--step", "1").returncode == 0

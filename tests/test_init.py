@@ -28,7 +28,7 @@ def test_init_writes_every_file_and_the_config_loads(repo: Path, cli_run: Cli) -
     config = load_flow_config(repo)
     assert not config.built_in
     assert config.sources == (repo / ".flow/base.yaml",)
-    assert sorted(config.agents) == ["builder", "fixer", "planner", "reviewer"]
+    assert sorted(config.agents) == ["builder", "fixer", "planner", "researcher", "reviewer"]
     assert config.completion_workflow.template_source == (
         ".flow/templates/completion-workflow-template.md"
     )
