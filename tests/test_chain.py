@@ -694,6 +694,26 @@ def test_flow_research_lists_sources(repo: Path) -> None:
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_run_with_a_missing_reviewer_cli_stops_before_the_implementer(repo: Path) -> None:
+    configure(repo)
+    config = repo / ".flow/base.yaml"
+    reviewer = f"  reviewer:\n{_agent('reviewer', 'approve')}"
+    missing = (
+        "  reviewer:\n    adapter: codex\n    options:\n      executable: /nonexistent/codex\n"
+    )
+    config.write_text(config.read_text().replace(reviewer, missing))
+    before = main_sha(repo)
+    out = run_proc(repo, "--step", "1")
+    assert out.returncode == 3
+    (line,) = out.stderr.splitlines()
+    assert "agent 'reviewer': the codex CLI is not installed" in line
+    assert "no executable /nonexistent/codex (agents.reviewer.options.executable)" in line
+    assert "`npm install -g @openai/codex`" in line
+    assert main_sha(repo) == before
+    assert git(repo, "branch", "--list", "agents/*") == ""  # nothing started, no step branch
+    assert not (repo / "flows").exists()
+
+
 def test_flow_research_runs_the_researcher_init_scaffolds(repo: Path) -> None:
     """`flow research` runs `researcher` by default, and `init` scaffolds it: only its adapter is
     swapped for a fake here; its definition and report template are the scaffolded ones."""
@@ -825,7 +845,10 @@ def test_a_reviewer_that_cannot_be_prepared_starts_none(repo: Path) -> None:
     from gitflow_agents import chain
     from gitflow_agents.errors import ConfigError
 
-    broken = "    adapter: claude\n    options:\n      bogus: 1\n"
+    # installed (any executable file passes the PATH check), but an option the adapter refuses
+    broken = (
+        f"    adapter: claude\n    options:\n      executable: {sys.executable}\n      bogus: 1\n"
+    )
     ctx = _review_context(repo, {"good": _agent("reviewer", "approve", 5), "broken": broken})
     with chain.scratch_workspace(ctx, "HEAD", "HEAD~1") as ws, pytest.raises(ConfigError):
         chain.review_round(ctx, ws, iteration=None, step=None, after=())

@@ -153,14 +153,21 @@ def run_together(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[Agent
 
 
 def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
-    """The runs of ``jobs``, started together (see ``run_together``), whatever their outcome."""
+    """The runs of ``jobs``, started together (see ``run_together``), whatever their outcome.
+    AgentNotInstalled before anything of the wave runs when one agent's program is missing."""
+    from gitflow_agents.agents.installed import check_agents
+
     done: dict[int, AgentRun] = {}
+    for index, job in enumerate(jobs):
+        reused = _reuse(ctx, job) if job.reuse and not job.resolve_merge else None
+        if reused is not None:
+            done[index] = reused
+    to_run = [job.agent for index, job in enumerate(jobs) if index not in done]
+    check_agents(ctx.config, to_run, cwd=ws.worktree, env=ctx.env)
     attempts: list[tuple[int, _Attempt]] = []
     try:
         for index, job in enumerate(jobs):
-            reused = _reuse(ctx, job) if job.reuse and not job.resolve_merge else None
-            if reused is not None:
-                done[index] = reused
+            if index in done:
                 continue
             attempt = _Attempt(ctx, ws, job)
             attempts.append((index, attempt))

@@ -181,8 +181,12 @@ def open_context(
     plan = parse_plan(plan_path.absolute(), config.spec_plan) if plan_path else None
     settings = settings_from(args, config)
     if check_agents:
-        for name in (settings.implementer, *settings.reviewers, settings.fixer):
+        from gitflow_agents.agents.installed import check_agents as check_installed
+
+        chain_agents = (settings.implementer, *settings.reviewers, settings.fixer)
+        for name in chain_agents:
             config.agent(name)  # ConfigError naming the known agents, before anything runs
+        check_installed(config, chain_agents, cwd=root)  # not after the implementer's work
     name = flow or (plan.name if plan is not None else "flow")
     return Context(root, config, plan, name, settings, event_hub(None, quiet=args.quiet))
 
