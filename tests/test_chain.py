@@ -875,6 +875,27 @@ def test_all_runs_a_step_after_the_step_it_depends_on_even_when_it_comes_later(
     assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "✅"
 
 
+def test_plan_problems_are_named_alike_by_run_and_plan_lint_from_any_folder(repo: Path) -> None:
+    """`run --all` and `plan lint` name a plan's problem the same way, relative to the
+    repository (`specs/feature.md:13`), also when started from a subfolder; so do the parse
+    errors `run --step` stops at."""
+    configure(repo)
+    plan = repo / "specs" / "feature.md"
+    plan.write_text(PLAN.replace("Polish it.", "Depends on: 7\n\nPolish it."))
+    git(repo, "commit", "-qam", "step 2 waits for a step the plan lacks")
+    expected = "specs/feature.md:13: step 2 depends on step 7, which the plan does not have"
+    sub = repo / "docs"
+    lint = call(sub, "plan", "lint", "../specs/feature.md")
+    assert lint.returncode == 2 and lint.stdout.splitlines() == [expected]
+    out = call(sub, *RUN_ARGS[:1], "../specs/feature.md", *RUN_ARGS[2:], "--all")
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [f"gitflow-agents: error: {expected}"]
+    plan.write_text(PLAN.replace("Polish it.", "Depends on: two\n\nPolish it."))
+    out = call(sub, *RUN_ARGS[:1], "../specs/feature.md", *RUN_ARGS[2:], "--step", "1")
+    assert out.returncode == 2
+    assert out.stderr.startswith("gitflow-agents: error: specs/feature.md:13: ")
+
+
 def test_all_refuses_a_plan_whose_dependencies_cannot_be_met(repo: Path) -> None:
     configure(repo)
     plan = repo / "specs" / "feature.md"

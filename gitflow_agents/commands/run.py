@@ -72,6 +72,7 @@ def add_chain_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitflow_agents.agents.installed import check_agents
     from gitflow_agents.chain import run_step
     from gitflow_agents.launch import sigterm_as_interrupt
     from gitflow_agents.plan import parse_plan
@@ -88,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         ctx.plan.step(args.step)  # PlanError for an unknown step, before anything runs
         steps = [args.step]
+    settings = ctx.settings  # every chain agent's program, not only after the implementer's work
+    check_agents(
+        ctx.config, (settings.implementer, *settings.reviewers, settings.fixer), cwd=ctx.root
+    )
     code = int(ExitCode.OK)
     if pr:  # --all --pr: the steps ready now, as origin has them (docs/github.md)
         from gitflow_agents.github.step_pr import PrOptions, run_steps
@@ -181,12 +186,8 @@ def open_context(
     plan = parse_plan(plan_path.absolute(), config.spec_plan) if plan_path else None
     settings = settings_from(args, config)
     if check_agents:
-        from gitflow_agents.agents.installed import check_agents as check_installed
-
-        chain_agents = (settings.implementer, *settings.reviewers, settings.fixer)
-        for name in chain_agents:
+        for name in (settings.implementer, *settings.reviewers, settings.fixer):
             config.agent(name)  # ConfigError naming the known agents, before anything runs
-        check_installed(config, chain_agents, cwd=root)  # not after the implementer's work
     name = flow or (plan.name if plan is not None else "flow")
     return Context(root, config, plan, name, settings, event_hub(None, quiet=args.quiet))
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gitflow_agents.plan.model import Plan, Problem
-from gitflow_agents.plan.scan import DEPENDS_LINE, DIGITS, Scan, step_values, strip_eol
+from gitflow_agents.plan.scan import DEPENDS_LINE, DIGITS, Scan, shown_path, step_values, strip_eol
 
 _FORM = "write `Depends on: 1, 3` or `Depends on: none`"
 
@@ -201,7 +201,8 @@ def _shortest_cycle(start: int, edges: dict[int, tuple[int, ...]], within: set[i
 def plan_problems(plan: Plan) -> list[Problem]:
     """The graph problems of a parsed plan (its ``Depends on:`` lines already parse)."""
     nodes = (Node(s.number, s.line, s.depends_on, s.depends_line) for s in plan.steps)
-    return [Problem(str(plan.path), line, message) for line, message in graph_problems(nodes)]
+    shown = shown_path(plan.path)
+    return [Problem(shown, line, message) for line, message in graph_problems(nodes)]
 
 
 def run_order(plan: Plan) -> list[int]:

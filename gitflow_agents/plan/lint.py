@@ -17,6 +17,7 @@ from gitflow_agents.plan.scan import (
     no_steps_message,
     read,
     scan_text,
+    shown_path,
     step_values,
     strip_eol,
 )
@@ -26,7 +27,7 @@ _DEFAULTS = SpecPlanConfig()
 
 def lint_plan(path: Path, config: SpecPlanConfig = _DEFAULTS) -> list[Problem]:
     """Every problem in a plan, in line order (problems without a line first)."""
-    shown = str(path)
+    shown = shown_path(path)
     try:
         source = read(path)
     except PlanError as exc:
