@@ -714,6 +714,16 @@ def test_run_with_a_missing_reviewer_cli_stops_before_the_implementer(repo: Path
     assert not (repo / "flows").exists()
 
 
+def test_a_missing_target_branch_says_where_to_name_the_right_one(repo: Path) -> None:
+    configure(repo)
+    git(repo, "branch", "-m", "main", "master")  # what `git init` gives without init.defaultBranch
+    out = run(repo, "--step", "1")
+    assert out.returncode == 2
+    (line,) = out.stderr.splitlines()
+    assert "target branch 'main' does not exist (this checkout is on 'master')" in line
+    assert "--target BRANCH" in line and "default_branch in .flow/base.yaml" in line
+
+
 def test_flow_research_runs_the_researcher_init_scaffolds(repo: Path) -> None:
     """`flow research` runs `researcher` by default, and `init` scaffolds it: only its adapter is
     swapped for a fake here; its definition and report template are the scaffolded ones."""
