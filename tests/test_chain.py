@@ -741,6 +741,13 @@ def test_flow_research_runs_the_researcher_init_scaffolds(repo: Path) -> None:
     text = prompt.read_text(encoding="utf-8")
     assert "You are the researcher" in text  # .flow/agents/researcher.md
     assert "## Sources" in text  # .flow/templates/research-completion-workflow-template.md
+    # Asked again, here with another question: a new run and a new answer, not the last one.
+    again = flow(repo, "research", "--task", "what is a git note", "--json")
+    assert again.returncode == 0, again.stderr + again.stdout
+    first, second = json.loads(out.stdout)["run"], json.loads(again.stdout)["run"]
+    assert second["runID"] != first["runID"]
+    assert "what is a git note" in prompt.read_text(encoding="utf-8")
+    assert len(list((prompt.parent / "previous").iterdir())) == 1  # the first answer, kept
 
 
 def test_history_lists_runs_with_outcome_iterations_stats_duration(repo: Path) -> None:

@@ -104,14 +104,16 @@ def run_agent(
     task: str | None = None,
     commit_message: str | None = None,
     resolve_merge: bool = False,
+    reuse: bool = True,
 ) -> AgentRun:
     """Run (or reuse) one agent in ``ws``; commit its changes (implement/fix) with the run's
     trailer and fill its report's git statistics. AgentFailed unless it completed.
     ``resolve_merge``: the work tree holds a conflicted merge the agent resolves (it is kept
-    as it is, and the commit completes the merge); such a run is never reused."""
+    as it is, and the commit completes the merge); such a run is never reused, nor one with
+    ``reuse`` False (a research question asked again)."""
     job = Job(
         agent, agent_id, kind, start_sha, step, tuple(after), preamble, task, commit_message,
-        resolve_merge,
+        resolve_merge, reuse,
     )  # fmt: skip
     return run_together(ctx, ws, [job])[0]
 

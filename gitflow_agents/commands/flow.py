@@ -72,6 +72,7 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
             run = chain.run_agent(
                 ctx, ws, agent=agent, agent_id=agent_id, kind="research",
                 start_sha=ws.base_sha, after=after, task=args.task,
+                reuse=False,  # asked again (maybe another question): a new answer, never the last
             )  # fmt: skip
     else:
         if not args.branch and ctx.plan is None:
