@@ -82,8 +82,10 @@ def execute(job: AgentJob) -> dict[str, Any]:
     ``agent:reply``, card), ``harness:complete``. Raises what the launch raises (after recording)
     and KeyboardInterrupt on Ctrl-C / SIGTERM (the agent's tree already killed).
     """
+    from gitflow_agents.agents.installed import check_agents
     from gitflow_agents.launch import sigterm_as_interrupt
 
+    check_agents(job.config, [job.agent], cwd=job.workdir or job.root, env=job.env)
     run = AgentRunner(job)
     result: dict[str, Any] = {}
     with _card_scope(job.card, run.run_id) as card, sigterm_as_interrupt():
@@ -168,6 +170,7 @@ class AgentRunner:
         """Write the system prompt, move ``card`` (locked by the caller) queued → running, and
         build the adapter's launch (not with ``launch`` False: an agent that is a function of
         this process, see :meth:`run_in_process`). Returns what the ``prepare`` phase reports."""
+        from gitflow_agents.agents.installed import require_program
         from gitflow_agents.launch import prepare
         from gitflow_agents.prompt import write_system_prompt
         from gitflow_agents.run_record import start_card
@@ -196,6 +199,9 @@ class AgentRunner:
             env=job.env,
             resume_session_id=job.resume_session_id,
         )
+        # The exact program the adapter will start, in its environment and work tree: a missing
+        # one is one clear line (AgentNotInstalled), not a crashed run with [Errno 2].
+        require_program(self.launch.spec, agent=job.agent, adapter=self.launch.adapter)
         argv = self.launch.spec.argv
         prepared["command"] = argv[0] if argv else ""
         return prepared

@@ -694,6 +694,62 @@ def test_flow_research_lists_sources(repo: Path) -> None:
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_run_with_a_missing_reviewer_cli_stops_before_the_implementer(repo: Path) -> None:
+    configure(repo)
+    config = repo / ".flow/base.yaml"
+    reviewer = f"  reviewer:\n{_agent('reviewer', 'approve')}"
+    missing = (
+        "  reviewer:\n    adapter: codex\n    options:\n      executable: /nonexistent/codex\n"
+    )
+    config.write_text(config.read_text().replace(reviewer, missing))
+    before = main_sha(repo)
+    out = run_proc(repo, "--step", "1")
+    assert out.returncode == 3
+    (line,) = out.stderr.splitlines()
+    assert "agent 'reviewer': the codex CLI is not installed" in line
+    assert "no executable /nonexistent/codex (agents.reviewer.options.executable)" in line
+    assert "`npm install -g @openai/codex`" in line
+    assert main_sha(repo) == before
+    assert git(repo, "branch", "--list", "agents/*") == ""  # nothing started, no step branch
+    assert not (repo / "flows").exists()
+
+
+def test_a_missing_target_branch_says_where_to_name_the_right_one(repo: Path) -> None:
+    configure(repo)
+    git(repo, "branch", "-m", "main", "master")  # what `git init` gives without init.defaultBranch
+    out = run(repo, "--step", "1")
+    assert out.returncode == 2
+    (line,) = out.stderr.splitlines()
+    assert "target branch 'main' does not exist (this checkout is on 'master')" in line
+    assert "--target BRANCH" in line and "default_branch in .flow/base.yaml" in line
+
+
+def test_flow_research_runs_the_researcher_init_scaffolds(repo: Path) -> None:
+    """`flow research` runs `researcher` by default, and `init` scaffolds it: only its adapter is
+    swapped for a fake here; its definition and report template are the scaffolded ones."""
+    assert call(repo, "init").returncode == 0
+    config = repo / ".flow/base.yaml"
+    text = config.read_text()
+    scaffolded = "  researcher:\n    type: researcher\n    adapter: claude\n"
+    assert scaffolded in text
+    fake = "  researcher:\n    type: researcher\n" + _agent("researcher", "sources")
+    config.write_text(text.replace(scaffolded, fake))
+    out = flow(repo, "research", "--task", "how do worktrees work", "--json")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert len(json.loads(out.stdout)["sources"]) == 2
+    (prompt,) = repo.glob("flows/*/agents/researcher/system_prompt.md")
+    text = prompt.read_text(encoding="utf-8")
+    assert "You are the researcher" in text  # .flow/agents/researcher.md
+    assert "## Sources" in text  # .flow/templates/research-completion-workflow-template.md
+    # Asked again, here with another question: a new run and a new answer, not the last one.
+    again = flow(repo, "research", "--task", "what is a git note", "--json")
+    assert again.returncode == 0, again.stderr + again.stdout
+    first, second = json.loads(out.stdout)["run"], json.loads(again.stdout)["run"]
+    assert second["runID"] != first["runID"]
+    assert "what is a git note" in prompt.read_text(encoding="utf-8")
+    assert len(list((prompt.parent / "previous").iterdir())) == 1  # the first answer, kept
+
+
 def test_history_lists_runs_with_outcome_iterations_stats_duration(repo: Path) -> None:
     configure(repo, reviewer="until-fixed")
     assert run(repo, "--step", "1").returncode == 0
@@ -806,7 +862,10 @@ def test_a_reviewer_that_cannot_be_prepared_starts_none(repo: Path) -> None:
     from gitflow_agents import chain
     from gitflow_agents.errors import ConfigError
 
-    broken = "    adapter: claude\n    options:\n      bogus: 1\n"
+    # installed (any executable file passes the PATH check), but an option the adapter refuses
+    broken = (
+        f"    adapter: claude\n    options:\n      executable: {sys.executable}\n      bogus: 1\n"
+    )
     ctx = _review_context(repo, {"good": _agent("reviewer", "approve", 5), "broken": broken})
     with chain.scratch_workspace(ctx, "HEAD", "HEAD~1") as ws, pytest.raises(ConfigError):
         chain.review_round(ctx, ws, iteration=None, step=None, after=())
@@ -831,6 +890,27 @@ def test_all_runs_a_step_after_the_step_it_depends_on_even_when_it_comes_later(
     assert out.returncode == 0, out.stderr + out.stdout
     assert [r["chain"]["step"] for r in results(repo)] == [2, 1]
     assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "✅"
+
+
+def test_plan_problems_are_named_alike_by_run_and_plan_lint_from_any_folder(repo: Path) -> None:
+    """`run --all` and `plan lint` name a plan's problem the same way, relative to the
+    repository (`specs/feature.md:13`), also when started from a subfolder; so do the parse
+    errors `run --step` stops at."""
+    configure(repo)
+    plan = repo / "specs" / "feature.md"
+    plan.write_text(PLAN.replace("Polish it.", "Depends on: 7\n\nPolish it."))
+    git(repo, "commit", "-qam", "step 2 waits for a step the plan lacks")
+    expected = "specs/feature.md:13: step 2 depends on step 7, which the plan does not have"
+    sub = repo / "docs"
+    lint = call(sub, "plan", "lint", "../specs/feature.md")
+    assert lint.returncode == 2 and lint.stdout.splitlines() == [expected]
+    out = call(sub, *RUN_ARGS[:1], "../specs/feature.md", *RUN_ARGS[2:], "--all")
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [f"gitflow-agents: error: {expected}"]
+    plan.write_text(PLAN.replace("Polish it.", "Depends on: two\n\nPolish it."))
+    out = call(sub, *RUN_ARGS[:1], "../specs/feature.md", *RUN_ARGS[2:], "--step", "1")
+    assert out.returncode == 2
+    assert out.stderr.startswith("gitflow-agents: error: specs/feature.md:13: ")
 
 
 def test_all_refuses_a_plan_whose_dependencies_cannot_be_met(repo: Path) -> None:

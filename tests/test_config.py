@@ -73,7 +73,7 @@ def test_no_flow_dir_uses_the_shipped_defaults(tmp_path: Path) -> None:
     config = load_flow_config(tmp_path)
     assert config.built_in
     assert config.sources == (builtin_flow_dir() / "base.yaml",)
-    assert sorted(config.agents) == ["builder", "fixer", "planner", "reviewer"]
+    assert sorted(config.agents) == ["builder", "fixer", "planner", "researcher", "reviewer"]
     shipped = builtin_flow_dir() / "completion-workflow-template.md"
     assert config.completion_workflow.template == shipped.read_text(encoding="utf-8")
     assert (
@@ -91,7 +91,7 @@ def test_unknown_agent_lists_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_flow_config(tmp_path).agent("nope")
     assert "no agent 'nope'" in str(info.value)
-    assert "builder, fixer, planner, reviewer" in str(info.value)
+    assert "builder, fixer, planner, researcher, reviewer" in str(info.value)
     assert info.value.exit_code == ExitCode.USAGE
 
 
@@ -756,6 +756,7 @@ def test_shipped_templates_are_found_through_resources() -> None:
         ".flow/templates/completion-workflow-template.md",
         ".flow/templates/implementation-completion-workflow-template.md",
         ".flow/templates/planning-completion-workflow-template.md",
+        ".flow/templates/research-completion-workflow-template.md",
         ".flow/templates/review-completion-workflow-template.md",
         ".flow/templates/implementation-log-template.md",
         ".flow/templates/completion-workflow-simple.md",
@@ -763,6 +764,7 @@ def test_shipped_templates_are_found_through_resources() -> None:
         ".flow/agents/reviewer.md",
         ".flow/agents/fixer.md",
         ".flow/agents/planner.md",
+        ".flow/agents/researcher.md",
         "specs/example-plan.md",
     } == names
     generated = [file.dest for file in scaffold_files() if file.source is None]
@@ -788,6 +790,7 @@ def test_every_completion_template_states_the_rename_protocol() -> None:
         "completion-workflow-template.md",
         "implementation-completion-workflow-template.md",
         "planning-completion-workflow-template.md",
+        "research-completion-workflow-template.md",
         "review-completion-workflow-template.md",
         "completion-workflow-simple.md",
     ):
@@ -825,6 +828,20 @@ def test_review_template_states_the_exact_verdict_and_findings_shape() -> None:
     # The skeleton's verdict line is a placeholder, never a verdict a parser would accept.
     verdict = re.compile(r"^\s*REVIEW_RESULT:\s*(APPROVED|REVISE)\s*$", re.MULTILINE)
     assert not verdict.search(text)
+
+
+def test_research_template_asks_for_the_sources_as_links_result_json_reads() -> None:
+    from gitflow_agents.runs import flow_result
+
+    text = _shipped("research-completion-workflow-template.md")
+    for heading in ("## Summary", "## Findings", "## Sources"):
+        assert heading in text
+    report = "## Summary\n\nYes.\n\n## Sources\n\n- [Git worktrees](https://git-scm.com/docs/git-worktree)\n"
+    result = flow_result("research", "succeeded", report_text=report)
+    assert result["sources"] == [
+        {"title": "Git worktrees", "url": "https://git-scm.com/docs/git-worktree"}
+    ]
+    assert "[Title](https://" in text  # the form the template shows is the form that is read
 
 
 def test_example_plan_parses_with_three_steps() -> None:

@@ -28,7 +28,7 @@ def test_init_writes_every_file_and_the_config_loads(repo: Path, cli_run: Cli) -
     config = load_flow_config(repo)
     assert not config.built_in
     assert config.sources == (repo / ".flow/base.yaml",)
-    assert sorted(config.agents) == ["builder", "fixer", "planner", "reviewer"]
+    assert sorted(config.agents) == ["builder", "fixer", "planner", "researcher", "reviewer"]
     assert config.completion_workflow.template_source == (
         ".flow/templates/completion-workflow-template.md"
     )
@@ -111,3 +111,41 @@ def test_scaffolded_files_validate_against_the_schema(repo: Path, cli_run: Cli) 
         text = path.read_text(encoding="utf-8")
         assert text.startswith("# yaml-language-server: $schema=")
         assert not list(validator.iter_errors(yaml.safe_load(text))), path
+
+
+def test_init_example_plan_starts_with_every_step_pending(repo: Path, cli_run: Cli) -> None:
+    """A fresh plan looks not started: no ❌ in `plan show` or the first prompt, and the chain's
+    ✅ goes into the one-space empty status as `### Status: ✅ | Step N`."""
+    from gitflow_agents.plan import parse_plan, set_step_status
+
+    assert cli_run.main("init", cwd=repo).returncode == 0
+    shown = cli_run.main("plan", "show", "specs/example-plan.md", "--json", cwd=repo)
+    assert shown.returncode == 0, shown.stderr
+    assert [step["status"] for step in json.loads(shown.stdout)["steps"]] == ["", "", ""]
+    prompt = cli_run.main(
+        "prompt", "--agent", "builder", "--plan", "specs/example-plan.md", "--step", "1", cwd=repo
+    )
+    assert prompt.returncode == 0, prompt.stderr
+    assert "\u274c" not in prompt.stdout
+    assert cli_run.main("plan", "lint", "specs/example-plan.md", cwd=repo).returncode == 0
+    plan_path = repo / "specs/example-plan.md"
+    set_step_status(plan_path, 2, "\u2705")
+    assert "### Status: \u2705 | Step 2: Add the greet command\n" in plan_path.read_text("utf-8")
+    assert [s.status for s in parse_plan(plan_path).steps] == ["", "\u2705", ""]
+
+
+def test_scaffolded_planner_writes_headers_the_default_pattern_reads(
+    repo: Path, cli_run: Cli
+) -> None:
+    """The header form the planner is told to write is a step with an empty status."""
+    import re
+
+    from gitflow_agents.plan import parse_plan_text
+
+    assert cli_run.main("init", cwd=repo).returncode == 0
+    planner = (repo / ".flow/agents/planner.md").read_text(encoding="utf-8")
+    forms = re.findall(r"`(### Status:[^`]*)`", planner)
+    assert forms, "the planner is shown the step header form"
+    for form in forms:
+        plan = parse_plan_text(f"# P\n\n## Implementation Steps\n\n{form}\n", repo / "p.md")
+        assert [(s.number, s.status) for s in plan.steps] == [(1, "")]

@@ -257,8 +257,9 @@ def test_lint_clean_plans() -> None:
     assert lint_plan(PLANS / "fences.md") == []
 
 
-def test_lint_reports_every_problem_with_its_line() -> None:
-    path = PLANS / "broken.md"
+def test_lint_reports_every_problem_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.md"  # outside any project: named as given
+    path.write_bytes((PLANS / "broken.md").read_bytes())
     shown = str(path)
     assert [str(p) for p in lint_plan(path)] == [
         f"{shown}: end marker '## Implementation Steps' not found; "

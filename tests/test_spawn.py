@@ -425,3 +425,58 @@ def test_spawn_and_prompt_read_task_at_file_alike(repo: Path, cli: Cli) -> None:
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.endswith("## Your Assignment\n\nPaint the fence green.\n")
     assert received.read_text() == shown.stdout
+
+
+def test_spawn_of_a_missing_cli_is_one_line_naming_what_installs_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    """No 'running (pid None)', no '[Errno 2]': one line, exit 3, and nothing started."""
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    (repo / ".flow").mkdir()
+    (repo / ".flow/base.yaml").write_text(
+        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
+        "agents:\n  builder:\n    adapter: claude\n"
+        f"    options:\n      env: {{PATH: {json.dumps(str(empty))}}}\n"
+    )
+    result = run_cli("spawn", "builder", "--flow", "f", "--task", "t", cwd=repo)
+    assert result.returncode == 3
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert "the claude CLI is not installed (no 'claude' on PATH)" in line
+    assert "`npm install -g @anthropic-ai/claude-code`" in line
+    assert "agents.builder `adapter: command`" in line
+    assert not (repo / "flows").exists()  # nothing was started, so no run to list
+
+
+def test_a_missing_program_found_only_at_launch_is_a_recorded_failure(repo: Path, cli: Cli) -> None:
+    """A relative command is resolved in the agent's work tree at launch: still one clear
+    error (exit 3), and the run that could not start is recorded as failed."""
+    setup_project(repo, {"builder": ["./bin/no-such-agent", "{task}"]})
+    result = cli.main("spawn", "builder", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
+    assert result.returncode == 3
+    assert "cannot start './bin/no-such-agent'" in result.stderr
+    assert "agents.builder.command" in result.stderr
+    assert "pid None" not in result.stderr + result.stdout
+    data = json.loads((only_run(repo, "f") / "result.json").read_text())
+    assert data["status"] == "failed"
+    assert data["run"]["reason"].startswith("AgentNotInstalled")
+
+
+def test_each_cli_adapter_names_the_package_that_installs_it() -> None:
+    """The install hint names the package the e2e suite pins (tests/e2e/agents.lock)."""
+    from gitflow_agents.agents import ADAPTERS
+
+    lock = (ROOT / "tests/e2e/agents.lock").read_text(encoding="utf-8")
+    pinned = {
+        fields[0]: fields
+        for fields in (line.split() for line in lock.splitlines())
+        if fields and not fields[0].startswith("#")
+    }
+    assert set(pinned) == set(ADAPTERS) - {"command"}
+    for name, (_, registry, package, _version, program) in pinned.items():
+        adapter = ADAPTERS[name]
+        assert adapter.program == program
+        tool = {"npm": "npm install -g", "pip": "pipx install"}[registry]
+        assert adapter.install == f"{tool} {package}"
+    assert ADAPTERS["command"].install == ""

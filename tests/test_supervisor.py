@@ -149,7 +149,7 @@ def test_missing_executable_is_crashed_not_raised(tmp_path: Path) -> None:
     run = run_fake(tmp_path, "", argv=(str(tmp_path / "no-such-agent"),))
     assert run.outcome.status == "crashed"
     assert "could not start" in run.outcome.reason
-    assert run.memory.types() == ["agent:start", "agent:failed"]
+    assert run.memory.types() == ["agent:failed"]  # it never started: no "running (pid None)"
 
 
 def test_silent_hang_is_stuck_and_killed(tmp_path: Path) -> None:

@@ -62,6 +62,8 @@ _ERROR = re.compile(
 
 class AiderAdapter:
     name = "aider"
+    program = "aider"  # the executable's usual name (options.executable overrides it)
+    install = "pipx install aider-chat"
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)
@@ -69,7 +71,7 @@ class AiderAdapter:
             resume_refused(self.name)
         config = invocation.config_dir
         argv = [
-            executable(invocation, "aider"),
+            executable(invocation, self.program),
             "--message",
             invocation.task,
             # Aider has no system-prompt flag: the prompt goes in as a read-only context file.

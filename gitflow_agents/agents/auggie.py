@@ -31,12 +31,14 @@ QUIET_DEFAULTS = {"AUGMENT_DISABLE_AUTO_UPDATE": "1"}
 
 class AuggieAdapter:
     name = "auggie"
+    program = "auggie"  # the executable's usual name (options.executable overrides it)
+    install = "npm install -g @augmentcode/auggie"
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)
         # The task goes right after --print so no flag can take it as its value.
         argv = [
-            executable(invocation, "auggie"),
+            executable(invocation, self.program),
             "--print",
             invocation.task,
             "--output-format",

@@ -95,6 +95,10 @@ class Adapter(Protocol):
     """One agent CLI. Implementations are stateless; one instance serves every run."""
 
     name: str
+    # The executable's usual name ("" for the command adapter: its command names it), and the
+    # command that installs it, named when it is missing (docs/agents.md, "Installing the CLIs").
+    program: str
+    install: str
 
     def launch(self, invocation: Invocation) -> LaunchSpec: ...
 

@@ -75,6 +75,8 @@ QUIET_DEFAULTS = {
 
 class ClaudeAdapter:
     name = "claude"
+    program = "claude"  # the executable's usual name (options.executable overrides it)
+    install = "npm install -g @anthropic-ai/claude-code"
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)
@@ -84,7 +86,7 @@ class ClaudeAdapter:
         # The task goes right after -p: --allowedTools/--disallowedTools take several values
         # and would swallow a trailing positional prompt.
         argv = [
-            executable(invocation, "claude"),
+            executable(invocation, self.program),
             "-p",
             invocation.task,
             "--output-format",

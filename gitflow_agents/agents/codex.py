@@ -38,6 +38,8 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 class CodexAdapter:
     name = "codex"
+    program = "codex"  # the executable's usual name (options.executable overrides it)
+    install = "npm install -g @openai/codex"
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)
@@ -45,7 +47,7 @@ class CodexAdapter:
         mode = opt_str(
             invocation, "system_prompt_mode", "developer", choices=("developer", "replace")
         )
-        argv = [executable(invocation, "codex"), "exec", "--json", "--skip-git-repo-check"]
+        argv = [executable(invocation, self.program), "exec", "--json", "--skip-git-repo-check"]
         if sandbox == "bypass":
             argv.append("--dangerously-bypass-approvals-and-sandbox")
         else:

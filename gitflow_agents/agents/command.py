@@ -53,6 +53,8 @@ _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 class CommandAdapter:
     name = "command"
+    program = ""  # the first word of the configured command
+    install = ""  # a program of the user's own
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)

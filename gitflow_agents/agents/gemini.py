@@ -55,13 +55,15 @@ ENV_NAMES = (
 
 class GeminiAdapter:
     name = "gemini"
+    program = "gemini"  # the executable's usual name (options.executable overrides it)
+    install = "npm install -g @google/gemini-cli"
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)
         approval = opt_str(invocation, "approval_mode", "yolo", choices=APPROVAL_MODES)
         mode = opt_str(invocation, "system_prompt_mode", "replace", choices=("replace", "context"))
         argv = [
-            executable(invocation, "gemini"),
+            executable(invocation, self.program),
             "-p",
             invocation.task,
             "-o",

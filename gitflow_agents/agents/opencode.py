@@ -37,10 +37,12 @@ QUIET_DEFAULTS = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_F
 
 class OpencodeAdapter:
     name = "opencode"
+    program = "opencode"  # the executable's usual name (options.executable overrides it)
+    install = "npm install -g opencode-ai"
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)
-        argv = [executable(invocation, "opencode"), "run", "--format", "json"]
+        argv = [executable(invocation, self.program), "run", "--format", "json"]
         if invocation.model:
             argv += ["-m", invocation.model]  # provider/model
         agent = opt_str(invocation, "agent")

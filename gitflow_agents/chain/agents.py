@@ -104,14 +104,16 @@ def run_agent(
     task: str | None = None,
     commit_message: str | None = None,
     resolve_merge: bool = False,
+    reuse: bool = True,
 ) -> AgentRun:
     """Run (or reuse) one agent in ``ws``; commit its changes (implement/fix) with the run's
     trailer and fill its report's git statistics. AgentFailed unless it completed.
     ``resolve_merge``: the work tree holds a conflicted merge the agent resolves (it is kept
-    as it is, and the commit completes the merge); such a run is never reused."""
+    as it is, and the commit completes the merge); such a run is never reused, nor one with
+    ``reuse`` False (a research question asked again)."""
     job = Job(
         agent, agent_id, kind, start_sha, step, tuple(after), preamble, task, commit_message,
-        resolve_merge,
+        resolve_merge, reuse,
     )  # fmt: skip
     return run_together(ctx, ws, [job])[0]
 
@@ -153,14 +155,21 @@ def run_together(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[Agent
 
 
 def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
-    """The runs of ``jobs``, started together (see ``run_together``), whatever their outcome."""
+    """The runs of ``jobs``, started together (see ``run_together``), whatever their outcome.
+    AgentNotInstalled before anything of the wave runs when one agent's program is missing."""
+    from gitflow_agents.agents.installed import check_agents
+
     done: dict[int, AgentRun] = {}
+    for index, job in enumerate(jobs):
+        reused = _reuse(ctx, job) if job.reuse and not job.resolve_merge else None
+        if reused is not None:
+            done[index] = reused
+    to_run = [job.agent for index, job in enumerate(jobs) if index not in done]
+    check_agents(ctx.config, to_run, cwd=ws.worktree, env=ctx.env)
     attempts: list[tuple[int, _Attempt]] = []
     try:
         for index, job in enumerate(jobs):
-            reused = _reuse(ctx, job) if job.reuse and not job.resolve_merge else None
-            if reused is not None:
-                done[index] = reused
+            if index in done:
                 continue
             attempt = _Attempt(ctx, ws, job)
             attempts.append((index, attempt))

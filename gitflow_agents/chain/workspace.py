@@ -79,13 +79,24 @@ def step_workspace(ctx: Context, step: int) -> Workspace:
     return branch_workspace(ctx, name, f"step-{step:02d}")
 
 
+def missing_target(ctx: Context) -> str:
+    """Why there is no target branch, and the two ways to name the right one (``init`` writes
+    ``default_branch: main``; a repository made by ``git init`` may be on ``master``)."""
+    current = git.current_branch(ctx.root)
+    here = f" (this checkout is on {current!r})" if current and current != ctx.target else ""
+    return (
+        f"target branch {ctx.target!r} does not exist{here}: give --target BRANCH, or set "
+        "chain.target or default_branch in .flow/base.yaml"
+    )
+
+
 def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspace:
     """Branch ``name`` (created at the target's tip when new) checked out in a work tree of its
     own (an existing one is reused); ``key`` names the work tree folder."""
     git.check_branch_name(ctx.root, name)
     target_sha = target_tip(ctx)
     if target_sha is None:
-        raise UsageError(f"target branch {ctx.target!r} does not exist (use --target)")
+        raise UsageError(missing_target(ctx))
     refuse_foreign_checkout(ctx, name)  # before anything is created or reset
     known = git.worktree_of_branch(ctx.root, name)
     tree = known or worktree_path(ctx.root, ctx.flow, key or name.replace("/", "-"))

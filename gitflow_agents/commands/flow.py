@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     from gitflow_agents import chain, git
+    from gitflow_agents.agents.installed import check_agents
     from gitflow_agents.runs import read_json, runs_root
 
     kind = args.flow_kind
@@ -65,11 +66,13 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
         _check_reports(ctx, after)
     if kind == "research" and not args.task:
         raise UsageError("flow research: give the prompt or topics with --task")
+    check_agents(ctx.config, [agent], cwd=ctx.root, env=ctx.env)  # before any branch or work tree
     if kind == "research":
         with chain.scratch_workspace(ctx, "HEAD", "HEAD") as ws:
             run = chain.run_agent(
                 ctx, ws, agent=agent, agent_id=agent_id, kind="research",
                 start_sha=ws.base_sha, after=after, task=args.task,
+                reuse=False,  # asked again (maybe another question): a new answer, never the last
             )  # fmt: skip
     else:
         if not args.branch and ctx.plan is None:

@@ -72,6 +72,7 @@ def add_chain_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitflow_agents.agents.installed import check_agents
     from gitflow_agents.chain import run_step
     from gitflow_agents.launch import sigterm_as_interrupt
     from gitflow_agents.plan import parse_plan
@@ -88,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         ctx.plan.step(args.step)  # PlanError for an unknown step, before anything runs
         steps = [args.step]
+    settings = ctx.settings  # every chain agent's program, not only after the implementer's work
+    check_agents(
+        ctx.config, (settings.implementer, *settings.reviewers, settings.fixer), cwd=ctx.root
+    )
     code = int(ExitCode.OK)
     if pr:  # --all --pr: the steps ready now, as origin has them (docs/github.md)
         from gitflow_agents.github.step_pr import PrOptions, run_steps

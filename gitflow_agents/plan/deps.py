@@ -15,6 +15,7 @@ from gitflow_agents.plan.scan import (
     DIGITS,
     Scan,
     number_problem,
+    shown_path,
     step_number,
     step_values,
     strip_eol,
@@ -211,7 +212,8 @@ def _shortest_cycle(start: int, edges: dict[int, tuple[int, ...]], within: set[i
 def plan_problems(plan: Plan) -> list[Problem]:
     """The graph problems of a parsed plan (its ``Depends on:`` lines already parse)."""
     nodes = (Node(s.number, s.line, s.depends_on, s.depends_line) for s in plan.steps)
-    return [Problem(str(plan.path), line, message) for line, message in graph_problems(nodes)]
+    shown = shown_path(plan.path)
+    return [Problem(shown, line, message) for line, message in graph_problems(nodes)]
 
 
 def run_order(plan: Plan) -> list[int]:

@@ -17,6 +17,7 @@ from gitflow_agents.plan.scan import (
     number_problem,
     read,
     scan_text,
+    shown_path,
     step_number,
     step_values,
     strip_eol,
@@ -27,7 +28,7 @@ _DEFAULTS = SpecPlanConfig()
 
 def lint_plan(path: Path, config: SpecPlanConfig = _DEFAULTS) -> list[Problem]:
     """Every problem in a plan, in line order (problems without a line first)."""
-    shown = str(path)
+    shown = shown_path(path)
     try:
         source = read(path)
     except PlanError as exc:

@@ -101,16 +101,19 @@ class Plan:
         return self.name
 
     def step(self, number: int) -> Step:
+        from gitflow_agents.plan.scan import shown_path
+
         found = [s for s in self.steps if s.number == number]
         if len(found) == 1:
             return found[0]
         if found:
             lines = ", ".join(str(s.line) for s in found)
             raise PlanError(
-                f"step {number} is defined {len(found)} times (lines {lines})", path=self.path
+                f"step {number} is defined {len(found)} times (lines {lines})",
+                path=shown_path(self.path),
             )
         available = ", ".join(str(s.number) for s in self.steps) or "none"
-        raise PlanError(f"no step {number} (steps: {available})", path=self.path)
+        raise PlanError(f"no step {number} (steps: {available})", path=shown_path(self.path))
 
     def assignment_context(self, number: int) -> str:
         """The plan text an agent gets for one step (docs/protocol.md, System prompt), not fenced;

@@ -8,6 +8,7 @@ fenced or indented code block is never a step.
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,17 @@ class Scan:
     depends: tuple[int, ...]  # lines outside code that look like "Depends on: ..."
 
 
+def shown_path(path: Path) -> str:
+    """How every message names a plan (``plan lint``, ``run``, ``prompt``...): relative to its
+    project, the nearest folder above it with ``.git`` or ``.flow`` (posix), so the same plan is
+    ``specs/c.md:9`` from any directory; as given outside any project."""
+    full = Path(os.path.abspath(path))  # noqa: PTH100 - ``..`` folded, symlinks kept as seen
+    for folder in full.parents:
+        if (folder / ".git").exists() or (folder / ".flow").is_dir():
+            return full.relative_to(folder).as_posix()
+    return str(path)
+
+
 def read(path: Path) -> Source:
     """Read a plan as UTF-8 text; PlanError (with the line where known) if that is not possible."""
     from gitflow_agents.fsutil import ReadRefused, read_limited
@@ -69,20 +81,22 @@ def read(path: Path) -> Source:
     try:
         data = read_limited(path, MAX_PLAN_BYTES)
     except FileNotFoundError:
-        raise PlanError("no such file", path=path) from None
+        raise PlanError("no such file", path=shown_path(path)) from None
     except IsADirectoryError:
-        raise PlanError("is a directory, not a plan file", path=path) from None
+        raise PlanError("is a directory, not a plan file", path=shown_path(path)) from None
     except ReadRefused as exc:
         reason = exc.reason.replace("not a file", "not a plan file")
-        raise PlanError(reason, path=path) from None
+        raise PlanError(reason, path=shown_path(path)) from None
     except OSError as exc:
-        raise PlanError(f"cannot read: {exc.strerror or exc}", path=path) from None
+        raise PlanError(f"cannot read: {exc.strerror or exc}", path=shown_path(path)) from None
     bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""
     body = data[len(bom) :]
     if b"\0" in body:
         line = line_of(body, body.index(b"\0"))
         raise PlanError(
-            "binary file (contains NUL bytes), not a markdown plan", path=path, line=line
+            "binary file (contains NUL bytes), not a markdown plan",
+            path=shown_path(path),
+            line=line,
         )
     try:
         text = body.decode("utf-8")
@@ -90,7 +104,7 @@ def read(path: Path) -> Source:
         line = line_of(body, exc.start)
         raise PlanError(
             f"not valid UTF-8 (byte 0x{body[exc.start]:02x}); plans must be UTF-8",
-            path=path,
+            path=shown_path(path),
             line=line,
         ) from None
     return Source(bom, text)

@@ -17,6 +17,7 @@ from gitflow_agents.plan.scan import (
     number_problem,
     read,
     scan_text,
+    shown_path,
     step_values,
     strip_eol,
 )
@@ -34,21 +35,21 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
     a commit is parsed as the file it is there). PlanError as :func:`parse_plan`."""
     scan = scan_text(text, config)
     if not scan.headers:
-        raise PlanError(no_steps_message(config, scan), path=path)
+        raise PlanError(no_steps_message(config, scan), path=shown_path(path))
     normalized = [strip_eol(line) + "\n" for line in scan.lines]
     if scan.lines and not scan.lines[-1].endswith(("\n", "\r")):
         normalized[-1] = normalized[-1][:-1]
     nodes, problems = read_dependencies(scan)
     if problems:
         line, message = problems[0]
-        raise PlanError(message, path=path, line=line)
+        raise PlanError(message, path=shown_path(path), line=line)
     first = scan.headers[0].index
     overview_end = first if scan.marker is None else min(scan.marker, first)
     steps = []
     for position, (header, node) in enumerate(zip(scan.headers, nodes, strict=True)):
         status, number, title = step_values(header)
         if node is None:
-            raise PlanError(number_problem(number), path=path, line=header.index + 1)
+            raise PlanError(number_problem(number), path=shown_path(path), line=header.index + 1)
         end = (
             scan.headers[position + 1].index
             if position + 1 < len(scan.headers)
@@ -90,23 +91,25 @@ def set_step_status(
     replaced (``[ ] -> [x]``). The file is replaced atomically (temp file + os.replace).
     """
     if "\n" in status or "\r" in status:
-        raise PlanError(f"a status cannot contain a line break: {status!r}", path=path)
+        raise PlanError(f"a status cannot contain a line break: {status!r}", path=shown_path(path))
     source = read(path)
     scan = scan_text(source.text, config)
     found = [h for h in scan.headers if number_is(h, number)]
     if not found:
         numbers = ", ".join(step_values(h)[1] for h in scan.headers) or "none"
-        raise PlanError(f"no step {number} (steps: {numbers})", path=path)
+        raise PlanError(f"no step {number} (steps: {numbers})", path=shown_path(path))
     if len(found) > 1:
         where = ", ".join(str(h.index + 1) for h in found)
-        raise PlanError(f"step {number} is defined {len(found)} times (lines {where})", path=path)
+        raise PlanError(
+            f"step {number} is defined {len(found)} times (lines {where})", path=shown_path(path)
+        )
     header = found[0]
     old_line = scan.lines[header.index]
     body = strip_eol(old_line)
     if header.match.span(1)[0] < 0:
         raise PlanError(
             "the status group of step_header_pattern did not match anything on this header",
-            path=path,
+            path=shown_path(path),
             line=header.index + 1,
         )
     new_body = _rewrite_header(body, header.match, status, config.step_regex)
@@ -114,7 +117,7 @@ def set_step_status(
         raise PlanError(
             f"cannot write status {status!r}: the header would no longer match "
             f"step_header_pattern {yaml_pattern(config.step_header_pattern)}",
-            path=path,
+            path=shown_path(path),
             line=header.index + 1,
         )
     if new_body == body:

@@ -207,8 +207,7 @@ class _Supervision:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
-        except OSError as exc:
-            self.emit("agent:start", {"pid": None, "command": command})
+        except OSError as exc:  # nothing started: no agent:start (launch.prepare checked PATH)
             failed = Verdict("crashed", f"could not start {command or '?'}: {exc}")
             return Stop("", failed, drain=0.0)
         self.proc = proc

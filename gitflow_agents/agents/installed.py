@@ -1,0 +1,105 @@
+"""Is an agent's program there? A missing CLI is one clear line naming the package that installs
+it and the ``command`` adapter as the way to run something else (docs/agents.md, "Installing the
+CLIs"), never a crashed run with ``[Errno 2]``.
+
+``check_agents`` looks before anything starts (``run`` checks the implementer, every reviewer
+and the fixer, so a missing reviewer CLI does not surface after the implementer's work);
+``require_program`` checks the exact launch the adapter built, just before the engine
+(``agent_run``) starts it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitflow_agents.errors import AgentError
+
+if TYPE_CHECKING:
+    from gitflow_agents.agents.base import Adapter, LaunchSpec
+    from gitflow_agents.config import AgentConfig, FlowConfig
+
+
+class AgentNotInstalled(AgentError):
+    """The program an agent runs is not installed (exit 3, as every agent that cannot run)."""
+
+
+def find_program(program: str, *, env: Mapping[str, str], cwd: Path) -> str | None:
+    """The file started for ``argv[0] == program``, found as ``subprocess.Popen`` finds it: a
+    name on ``env``'s PATH, a path with a slash relative to ``cwd``; None when there is no
+    executable file there."""
+    if "/" in program:
+        path = cwd / program  # an absolute program replaces cwd
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    return shutil.which(program, path=os.pathsep.join(os.get_exec_path(dict(env))))
+
+
+def not_installed_message(agent: str, adapter: Adapter, program: str) -> str:
+    """One line: what is missing, what installs it, and how to run another program instead."""
+    if not adapter.install:  # the command adapter: the user's own program
+        return (
+            f"agent {agent!r}: cannot start {program!r}: no such executable "
+            f"({'not on PATH' if '/' not in program else 'no executable file there'}); "
+            f"check agents.{agent}.command"
+        )
+    where = (
+        f"no {program!r} on PATH"
+        if "/" not in program
+        else f"no executable {program} (agents.{agent}.options.executable)"
+    )
+    return (
+        f"agent {agent!r}: the {adapter.name} CLI is not installed ({where}): install it with "
+        f"`{adapter.install}`, or give agents.{agent} `adapter: command` and "
+        "`command: [program, args...]` to run another program (docs/agents.md)"
+    )
+
+
+def require_program(spec: LaunchSpec, *, agent: str, adapter: Adapter) -> None:
+    """AgentNotInstalled when the launch's program cannot be started."""
+    program = spec.argv[0] if spec.argv else ""
+    if program and find_program(program, env=spec.env, cwd=spec.cwd) is None:
+        raise AgentNotInstalled(not_installed_message(agent, adapter, program))
+
+
+def check_agents(
+    config: FlowConfig, agents: Iterable[str], *, cwd: Path, env: Mapping[str, str] | None = None
+) -> None:
+    """AgentNotInstalled for the first of ``agents`` whose program is surely missing. A program
+    known only at launch (a relative path, a ``{placeholder}``) is left to ``require_program``."""
+    from gitflow_agents.agents import BUILTIN, get_adapter
+
+    base_env = dict(os.environ) if env is None else env
+    for name in dict.fromkeys(agents):
+        agent_cfg = config.agent(name)
+        if agent_cfg.adapter == BUILTIN:
+            continue
+        adapter = get_adapter(agent_cfg.adapter)
+        program = _configured_program(agent_cfg, adapter)
+        if not program or "{" in program or ("/" in program and not Path(program).is_absolute()):
+            continue
+        overrides = agent_cfg.options.get("env")  # applied last by every adapter
+        run_env = {**base_env, **overrides} if isinstance(overrides, Mapping) else base_env
+        if find_program(program, env=run_env, cwd=cwd) is None:
+            raise AgentNotInstalled(not_installed_message(name, adapter, program))
+
+
+def _configured_program(agent_cfg: AgentConfig, adapter: Adapter) -> str:
+    """``options.executable``, else the command's first word, else the CLI's usual name."""
+    executable = agent_cfg.options.get("executable")
+    if isinstance(executable, str) and executable:
+        return executable
+    if adapter.program:
+        return adapter.program
+    raw: object = agent_cfg.command or agent_cfg.options.get("command")
+    if isinstance(raw, str):
+        try:
+            raw = shlex.split(raw)
+        except ValueError:
+            return ""  # the launch refuses it with its own message
+    if isinstance(raw, (list, tuple)) and raw and isinstance(raw[0], str):
+        return raw[0]
+    return ""
