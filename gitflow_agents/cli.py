@@ -349,7 +349,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="gitflow-agents",
         description="Run coding agents on git branches: spec plans, review chains, a merge gate.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
         "-C", dest="chdir", metavar="DIR", help="run as if started in DIR (like git -C)"
     )

@@ -19,10 +19,32 @@ def test_help_lists_commands() -> None:
         assert name in result.stdout
 
 
-def test_version() -> None:
-    result = run_cli("--version")
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag: str) -> None:
+    result = run_cli(flag)
     assert result.returncode == 0
     assert result.stdout.strip() == f"gitflow-agents {__version__}"
+
+
+def test_git_agent_review_short_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        git_agent_review.main(["-V"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"git agent-review {__version__}"
+
+
+def test_errors_docstring_names_the_real_handler() -> None:
+    """errors.py's first line names the one handler that maps errors to exit codes: it exists."""
+    import importlib
+
+    from gitflow_agents import errors
+
+    named = re.findall(r"``([\w.]+)``", (errors.__doc__ or "").splitlines()[0])
+    assert named
+    for name in named:
+        module, _, attr = name.rpartition(".")
+        owner = importlib.import_module(f"gitflow_agents.{module}") if module else errors
+        assert callable(getattr(owner, attr, None)), name
 
 
 def test_version_is_semantic(capsys: pytest.CaptureFixture[str]) -> None:
