@@ -78,6 +78,14 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
         help="run as a pre-commit hook: PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF on pre-push, "
         "the staged changes otherwise",
     )
+    # gitflow-agents has --color before the command too: here it only overrides that one
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default=argparse.SUPPRESS,
+        help="colour: auto (default; NO_COLOR turns it off, FORCE_COLOR on, else a terminal "
+        "has it), always or never",
+    )
     parser.set_defaults(module="review")
 
 
@@ -90,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
     add_review_arguments(parser)
-    parser.set_defaults(chdir=None)
+    parser.set_defaults(chdir=None, color="auto")
     return parser
 
 
