@@ -199,7 +199,7 @@ def test_an_empty_range_in_a_machine_format_is_valid_and_not_approved(repo: Path
     assert result.returncode == 0
     data = json.loads(result.stdout)
     assert data["gate"]["approved"] is False
-    assert data["reviewed_sha"] == head and data["findings"] == []
+    assert data["reviewedSha"] == head and data["findings"] == []
     assert "nothing to review" in data["reason"]
     assert "nothing to review" in result.stderr
     # a commit already contained in the base is nothing to review either
@@ -437,7 +437,7 @@ def test_explicit_git_dir_and_work_tree_are_honoured(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stderr
     data = json.loads(result.stdout)
     assert [(f["rule"], f["file"]) for f in data["findings"]] == [("python-syntax", "bad.py")]
-    assert data["reviewed_sha"] == head
+    assert data["reviewedSha"] == head
     assert head[:12] in git(store, "notes", f"--ref={g.NOTES_REF}", "list")  # note in the store
 
 
