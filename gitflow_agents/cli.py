@@ -381,6 +381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any("\0" in word for word in argv):  # only possible in-process: no OS passes one
         print("gitflow-agents: error: an argument contains a NUL character", file=sys.stderr)
         return ExitCode.USAGE
+    from gitflow_agents.manpage import ensure_reachable
+
+    ensure_reachable()  # `git agent-review --help` finds its page (uv tool installs: manpage.py)
     try:
         parser = build_parser(argv)
         args = parser.parse_args(argv)
