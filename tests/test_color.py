@@ -173,3 +173,15 @@ def test_git_agent_review_colour(
     out = review(defect, env, *args, tty=tty)
     assert "a.py" in out
     assert bool(ANSI.search(out)) is coloured
+
+
+def test_options_the_terminal_renderer_names_exist() -> None:
+    """render/terminal.py says who decides colour; every option it names is a real one."""
+    from gitflow_agents import git_agent_review
+    from gitflow_agents.render import terminal
+
+    named = set(re.findall(r"--[a-z][a-z-]*", terminal.__doc__ or ""))
+    assert named
+    parsers = [cli.build_parser(), git_agent_review.build_parser()]
+    known = {flag for p in parsers for action in p._actions for flag in action.option_strings}
+    assert named <= known
