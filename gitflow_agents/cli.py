@@ -332,6 +332,7 @@ COMMANDS: list[Callable[[Registry], None]] = [
 ]
 
 
+COLOR_CHOICES = ("auto", "always", "never")  # gitflow_agents.color.CHOICES, without its import
 COLOR_HELP = (
     "colour: auto (default; NO_COLOR turns it off, FORCE_COLOR on, else a terminal has it), "
     "always or never"
@@ -360,9 +361,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "-C", dest="chdir", metavar="DIR", help="run as if started in DIR (like git -C)"
     )
-    parser.add_argument(
-        "--color", choices=("auto", "always", "never"), default="auto", help=COLOR_HELP
-    )
+    parser.add_argument("--color", choices=COLOR_CHOICES, default="auto", help=COLOR_HELP)
     # argv None: build every command (introspection, tests); argv naming no command ("--help"):
     # build names only ("" matches none)
     registry = Registry(

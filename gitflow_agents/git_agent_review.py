@@ -79,13 +79,11 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
         help="run as a pre-commit hook: PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF on pre-push, "
         "the staged changes otherwise",
     )
+    from gitflow_agents.cli import COLOR_CHOICES, COLOR_HELP
+
     # gitflow-agents has --color before the command too: here it only overrides that one
     parser.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default=argparse.SUPPRESS,
-        help="colour: auto (default; NO_COLOR turns it off, FORCE_COLOR on, else a terminal "
-        "has it), always or never",
+        "--color", choices=COLOR_CHOICES, default=argparse.SUPPRESS, help=COLOR_HELP
     )
     parser.set_defaults(module="review")
 

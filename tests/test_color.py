@@ -185,3 +185,7 @@ def test_options_the_terminal_renderer_names_exist() -> None:
     parsers = [cli.build_parser(), git_agent_review.build_parser()]
     known = {flag for p in parsers for action in p._actions for flag in action.option_strings}
     assert named <= known
+
+
+def test_the_parsers_offer_the_choices_the_rule_knows() -> None:
+    assert cli.COLOR_CHOICES == color.CHOICES
