@@ -4,6 +4,7 @@ import argparse
 import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -178,3 +179,22 @@ def test_top_level_help_builds_no_command_arguments() -> None:
 def test_command_named_skips_the_chdir_value() -> None:
     assert cli._command_named(["-C", "run", "plan", "show", "x.md"]) == "plan"
     assert cli._command_named(["--version"]) is None
+
+
+def test_the_man_page_check_at_start_up_imports_nothing(tmp_path: Path) -> None:
+    """Every start-up checks that `git agent-review --help` can find its page (manpage.py); when
+    the page is there it costs a few access() calls, no pathlib (benchmarks/startup.py)."""
+    import subprocess
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "git-agent-review").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "git-agent-review").chmod(0o755)
+    (tmp_path / "share" / "man" / "man1").mkdir(parents=True)
+    (tmp_path / "share" / "man" / "man1" / "git-agent-review.1").write_text(".TH X 1\n")
+    code = (
+        "import sys; from gitflow_agents import cli, manpage; before = set(sys.modules); "
+        f"print(manpage.ensure_reachable({{'PATH': {str(tmp_path / 'bin')!r}}}), "
+        "sorted(set(sys.modules) - before), 'pathlib' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "None [] False"
