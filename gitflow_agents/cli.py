@@ -332,11 +332,19 @@ COMMANDS: list[Callable[[Registry], None]] = [
 ]
 
 
+COLOR_CHOICES = ("auto", "always", "never")  # gitflow_agents.color.CHOICES, without its import
+COLOR_HELP = (
+    "colour: auto (default; NO_COLOR turns it off, FORCE_COLOR on, else a terminal has it), "
+    "always or never"
+)
+
+
 def _command_named(argv: Sequence[str]) -> str | None:
-    """The subcommand ``argv`` names: its first word that is not an option (or -C's value)."""
+    """The subcommand ``argv`` names: its first word that is not an option (or -C's or
+    --color's value)."""
     words = iter(argv)
     for word in words:
-        if word == "-C":
+        if word in ("-C", "--color"):
             next(words, None)
         elif not word.startswith("-"):
             return word
@@ -349,10 +357,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="gitflow-agents",
         description="Run coding agents on git branches: spec plans, review chains, a merge gate.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
         "-C", dest="chdir", metavar="DIR", help="run as if started in DIR (like git -C)"
     )
+    parser.add_argument("--color", choices=COLOR_CHOICES, default="auto", help=COLOR_HELP)
     # argv None: build every command (introspection, tests); argv naming no command ("--help"):
     # build names only ("" matches none)
     registry = Registry(
@@ -371,6 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any("\0" in word for word in argv):  # only possible in-process: no OS passes one
         print("gitflow-agents: error: an argument contains a NUL character", file=sys.stderr)
         return ExitCode.USAGE
+    from gitflow_agents.manpage import ensure_reachable
+
+    ensure_reachable()  # `git agent-review --help` finds its page (uv tool installs: manpage.py)
     try:
         parser = build_parser(argv)
         args = parser.parse_args(argv)
@@ -388,6 +400,9 @@ def dispatch(args: argparse.Namespace, prog: str = "gitflow-agents") -> int:
     """Run the command module named by ``args.module``; map errors to exit codes (README, "Exit
     codes"): an unexpected exception is an internal error (70), its traceback in the crash log."""
     try:
+        from gitflow_agents import color
+
+        color.choose(getattr(args, "color", "auto"))
         if args.chdir:
             os.chdir(args.chdir)
         module = importlib.import_module(f"gitflow_agents.commands.{args.module}")
@@ -412,6 +427,10 @@ def dispatch(args: argparse.Namespace, prog: str = "gitflow-agents") -> int:
         from gitflow_agents import crash
 
         return crash.report(exc, prog)
+    finally:
+        from gitflow_agents import color
+
+        color.choose("auto")  # the choice was this command's (tests run many in one process)
 
 
 def describe_os_error(exc: OSError) -> str:

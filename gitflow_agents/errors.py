@@ -1,4 +1,4 @@
-"""Error types and exit codes. One handler (``handle``) maps them to a line on stderr."""
+"""Error types and exit codes. One handler (``cli.dispatch``) maps them to a line on stderr."""
 
 from __future__ import annotations
 

@@ -327,7 +327,11 @@ class ConsoleChannel:
         except ImportError:  # rich is optional: fall back to plain lines
             self.is_tty = False
             return None
-        console = Console(file=self.stream, force_terminal=True)
+        from gitflow_agents.color import rich_settings, use_color
+
+        console = Console(
+            file=self.stream, force_terminal=True, **rich_settings(use_color(self.stream))
+        )
         live = Live(console=console, refresh_per_second=4, transient=False)
         live.start()
         return live

@@ -2,7 +2,8 @@
 
 git runs ``git-<name>`` from PATH for ``git <name>``, so installing this script is all it takes.
 (``git agent-review --help`` makes git open the man page git-agent-review(1), shipped from
-docs/man/; ``-h`` always works, see docs/review.md.) Kept light: only argparse here, the work is in commands/review.py.
+docs/man/ and linked where man finds it by ``manpage.ensure_reachable``; ``-h`` always works, see
+docs/review.md.) Kept light: only argparse here, the work is in commands/review.py.
 """
 
 from __future__ import annotations
@@ -78,6 +79,12 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
         help="run as a pre-commit hook: PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF on pre-push, "
         "the staged changes otherwise",
     )
+    from gitflow_agents.cli import COLOR_CHOICES, COLOR_HELP
+
+    # gitflow-agents has --color before the command too: here it only overrides that one
+    parser.add_argument(
+        "--color", choices=COLOR_CHOICES, default=argparse.SUPPRESS, help=COLOR_HELP
+    )
     parser.set_defaults(module="review")
 
 
@@ -88,9 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
     add_review_arguments(parser)
-    parser.set_defaults(chdir=None)
+    parser.set_defaults(chdir=None, color="auto")
     return parser
 
 
@@ -102,6 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is not None and any("\0" in word for word in argv):  # in-process only
         print("git agent-review: error: an argument contains a NUL character", file=sys.stderr)
         return 2
+    from gitflow_agents.manpage import ensure_reachable
+
+    ensure_reachable()  # so that `git agent-review --help` finds the page next time
     try:
         args = build_parser().parse_args(argv)
     except Exception as exc:  # a bug in building the parser: exit 70, like one in the review

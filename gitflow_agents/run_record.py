@@ -163,6 +163,16 @@ def record_result(
     return masked
 
 
+USAGE_KEYS = {
+    "sessionId": "session_id",
+    "inputTokens": "input_tokens",
+    "outputTokens": "output_tokens",
+    "costUsd": "cost_usd",
+}
+"""result.json's ``run`` keys for what the agent CLI reported (camelCase like every key there:
+docs/decisions.md, "CLI conventions"), and the attribute of the parsed output each comes from."""
+
+
 def _run_json(
     facts: RunFacts,
     outcome: Outcome | None,
@@ -198,8 +208,8 @@ def _run_json(
     if outcome is not None:
         run.update(outcome.to_json())
         run["outcome"] = outcome.status
-        for key in ("session_id", "input_tokens", "output_tokens", "cost_usd"):
-            value = getattr(outcome.output, key, None)
+        for key, name in USAGE_KEYS.items():
+            value = getattr(outcome.output, name, None)
             if value is not None:
                 run[key] = value
     return run
@@ -216,8 +226,8 @@ def _write(paths: RunPaths, result: dict[str, Any]) -> None:
         data = read_json(paths.status) or {}
         if data.get("state") in (None, "queued", "running", "killing"):
             data.update(state=run["outcome"], reason=run["reason"], ended=time.time())
-        if run.get("session_id"):
-            data["session_id"] = run["session_id"]  # what `send` continues
+        if run.get("sessionId"):
+            data["session_id"] = run["sessionId"]  # what `send` continues
         if "reply" in run:
             data["reply_status"] = run["reply"]["status"]
         write_json_atomic(paths.status, data, durable=False)  # live state; result.json is durable

@@ -54,7 +54,7 @@ class FinishedRun(NamedTuple):
         """The CLI's session id the run reported; None when it reported none."""
         from gitflow_agents.record_fields import text
 
-        return text(self.record, "session_id") or text(self.status, "session_id") or None
+        return text(self.record, "sessionId") or text(self.status, "session_id") or None
 
 
 class Turn(NamedTuple):
@@ -360,7 +360,7 @@ def _after_turn(path: Path, session: dict[str, Any], run_id: str, max_turns: int
     latest = {**read_session(path), **{k: session[k] for k in ("runs", "turns", "maxTurns")}}
     latest.pop("active", None)
     run_dir = path.parent.parent / "runs" / run_id
-    session_id = text(mapping(read_json(RunPaths(run_dir).result) or {}, "run"), "session_id")
+    session_id = text(mapping(read_json(RunPaths(run_dir).result) or {}, "run"), "sessionId")
     if session_id:
         latest["sessionId"] = session_id
     close = None

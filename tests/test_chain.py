@@ -757,8 +757,8 @@ def test_history_lists_runs_with_outcome_iterations_stats_duration(repo: Path) -
     assert out.returncode == 0, out.stderr
     [row] = json.loads(out.stdout)
     assert row["kind"] == "chain" and row["outcome"] == "approved" and row["iterations"] == 2
-    assert row["git"].startswith("5 files, +") and row["duration_s"] > 0
-    assert "approved after 2 reviews" in row["history_line"]
+    assert row["git"].startswith("5 files, +") and row["durationSeconds"] > 0
+    assert "approved after 2 reviews" in row["historyLine"]
     table = call(repo, "history")
     assert "approved" in table.stdout and "step 1" in table.stdout
     with_agents = json.loads(call(repo, "history", "--json", "--agents").stdout)

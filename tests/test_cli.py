@@ -4,6 +4,7 @@ import argparse
 import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -19,10 +20,32 @@ def test_help_lists_commands() -> None:
         assert name in result.stdout
 
 
-def test_version() -> None:
-    result = run_cli("--version")
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag: str) -> None:
+    result = run_cli(flag)
     assert result.returncode == 0
     assert result.stdout.strip() == f"gitflow-agents {__version__}"
+
+
+def test_git_agent_review_short_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        git_agent_review.main(["-V"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"git agent-review {__version__}"
+
+
+def test_errors_docstring_names_the_real_handler() -> None:
+    """errors.py's first line names the one handler that maps errors to exit codes: it exists."""
+    import importlib
+
+    from gitflow_agents import errors
+
+    named = re.findall(r"``([\w.]+)``", (errors.__doc__ or "").splitlines()[0])
+    assert named
+    for name in named:
+        module, _, attr = name.rpartition(".")
+        owner = importlib.import_module(f"gitflow_agents.{module}") if module else errors
+        assert callable(getattr(owner, attr, None)), name
 
 
 def test_version_is_semantic(capsys: pytest.CaptureFixture[str]) -> None:
@@ -156,3 +179,22 @@ def test_top_level_help_builds_no_command_arguments() -> None:
 def test_command_named_skips_the_chdir_value() -> None:
     assert cli._command_named(["-C", "run", "plan", "show", "x.md"]) == "plan"
     assert cli._command_named(["--version"]) is None
+
+
+def test_the_man_page_check_at_start_up_imports_nothing(tmp_path: Path) -> None:
+    """Every start-up checks that `git agent-review --help` can find its page (manpage.py); when
+    the page is there it costs a few access() calls, no pathlib (benchmarks/startup.py)."""
+    import subprocess
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "git-agent-review").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "git-agent-review").chmod(0o755)
+    (tmp_path / "share" / "man" / "man1").mkdir(parents=True)
+    (tmp_path / "share" / "man" / "man1" / "git-agent-review.1").write_text(".TH X 1\n")
+    code = (
+        "import sys; from gitflow_agents import cli, manpage; before = set(sys.modules); "
+        f"print(manpage.ensure_reachable({{'PATH': {str(tmp_path / 'bin')!r}}}), "
+        "sorted(set(sys.modules) - before), 'pathlib' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "None [] False"

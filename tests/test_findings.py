@@ -466,3 +466,40 @@ def test_suggestion_replacement_only_for_suggestion_blocks() -> None:
     block = Finding(Severity.WARN, "m", "a.py", 3, suggestion="```suggestion\nx = 1\n```")
     assert suggestion_replacement(prose) is None
     assert suggestion_replacement(block) == "x = 1\n"
+
+
+def test_findings_json_is_read_in_either_spelling_and_written_camel_case() -> None:
+    """Output keys are camelCase; a reviewer's block may use DESIGN.md's snake_case."""
+    snake = {
+        "overall": "revise",
+        "findings": [
+            {"severity": "warn", "message": "m", "file": "a.py", "line": 2, "end_line": 4}
+        ],
+        "reviewed_sha": "a" * 40,
+        "base_sha": "b" * 40,
+        "unreviewed_files": ["big.bin"],
+    }
+    review = review_from_dict(snake)
+    assert (review.reviewed_sha, review.base_sha) == ("a" * 40, "b" * 40)
+    assert review.findings[0].end_line == 4 and review.unreviewed_files == ("big.bin",)
+    data = review.to_dict()
+    assert {"reviewedSha", "baseSha", "unreviewedFiles"} <= set(data)
+    assert not {"reviewed_sha", "base_sha", "unreviewed_files"} & set(data)
+    assert data["findings"][0]["endLine"] == 4
+    assert review_from_dict(data) == review
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"overall": "approve", "reviewedSha": "a" * 40, "reviewed_sha": "b" * 40},
+        {
+            "findings": [
+                {"severity": "info", "message": "m", "line": 1, "endLine": 2, "end_line": 3}
+            ]
+        },
+    ],
+)
+def test_two_spellings_that_disagree_are_refused(data: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="disagree"):
+        review_from_dict(data)

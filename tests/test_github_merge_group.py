@@ -115,7 +115,7 @@ def test_a_group_holding_a_defect_gets_failure(
     outputs = runner.outputs()
     assert outputs["review-result"] == "revise" and outputs["errors"] != "0"
     findings = json.loads(Path(outputs["findings-file"]).read_text())
-    assert findings["reviewed_sha"] == group.head
+    assert findings["reviewedSha"] == group.head
     assert {f["file"] for f in findings["findings"]} == {"pkg/broken.py"}
     (status,) = [s for s in gh.statuses_for(group.head) if s["state"] == "failure"]
     assert status["description"].startswith("Not approved")

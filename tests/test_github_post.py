@@ -102,7 +102,7 @@ def test_a_findings_file_for_another_commit_cannot_approve(
     runner: Runner, poster: Runner, gh: GitHubStandIn, repo: Path
 ) -> None:
     pull = add_pull(gh, repo, {"fine.py": FINE})
-    other = rewrite(review_job(runner, gh, pull), reviewed_sha=pull.base_sha)
+    other = rewrite(review_job(runner, gh, pull), reviewedSha=pull.base_sha)
     result = post(poster, gh, pull, other)
     assert result.returncode == 1, result.stderr
     assert "cannot approve this commit" in result.stdout
@@ -156,7 +156,7 @@ def test_hostile_run_history_is_shown_safely(
     pull = add_pull(gh, repo, {"fine.py": FINE})
     findings = review_job(runner, gh, pull)
     hostile = [{"flow": "review", "agent": "@everyone <b>x</b> | y", "tokens": "lots", "step": []}]
-    result = post(poster, gh, pull, rewrite(findings, run_history=hostile))
+    result = post(poster, gh, pull, rewrite(findings, runHistory=hostile))
     assert result.returncode == 0, result.stderr
     (summary,) = gh.comments_on(7)
     assert "@everyone" not in summary["body"] and "<b>" not in summary["body"]
@@ -187,9 +187,9 @@ def test_run_history_values_of_the_wrong_type_become_unknown(tmp_path: Path) -> 
     hostile = [
         {"flow": "review", "agent": ["x"], "tokens": "lots", "iterations": True, "step": []},
         "not a row",
-        {"duration_s": 2, "cost_usd": False, "files_changed": 3},
+        {"durationSeconds": 2, "costUsd": False, "filesChanged": 3},
     ]
-    path.write_text(json.dumps({"overall": "approve", "findings": [], "run_history": hostile}))
+    path.write_text(json.dumps({"overall": "approve", "findings": [], "runHistory": hostile}))
     _, rows = load_findings(path)
     assert rows == [
         RunRow("review", "—", "—"),

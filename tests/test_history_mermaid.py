@@ -102,7 +102,7 @@ def test_tokens_and_cost_come_from_the_agents_own_records(ran: Ran, tmp_path: Pa
     record = json.loads((folder / "result.json").read_text())
     original = (folder / "result.json").read_text()
     try:
-        record["run"].update(input_tokens=1000, output_tokens=234, cost_usd=0.5)
+        record["run"].update(inputTokens=1000, outputTokens=234, costUsd=0.5)
         (folder / "result.json").write_text(json.dumps(record))
         chart = fences(history(ran.repo, "--format", "mermaid"))[0]
         assert "1,234 tokens #183; #36;0.50" in chart and "total " in chart
@@ -115,7 +115,7 @@ def test_tokens_and_cost_come_from_the_agents_own_records(ran: Ran, tmp_path: Pa
 def test_a_run_id_that_is_not_a_plain_name_reads_nothing_outside(ran: Ran, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / "result.json").write_text(json.dumps({"run": {"cost_usd": 99.0}}))
+    (outside / "result.json").write_text(json.dumps({"run": {"costUsd": 99.0}}))
     data = json.loads(json.dumps(ran.result))
     data["chain"]["agents"][0]["runID"] = str(Path("..") / ".." / ".." / str(outside))
     data["chain"]["agents"][1]["runID"] = str(outside)

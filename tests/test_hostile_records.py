@@ -95,7 +95,7 @@ def test_status_history_send_cancel_read_hostile_records(
 
 def test_send_refuses_a_damaged_session_file_in_one_line(repo: Path, cli: Cli) -> None:
     setup_project(repo, {"builder": ["true"]})
-    write_records(repo, {"state": "succeeded", "agent": "builder"}, {"run": {"session_id": "s"}})
+    write_records(repo, {"state": "succeeded", "agent": "builder"}, {"run": {"sessionId": "s"}})
     session = repo / "flows" / "f" / "sessions" / f"{RUN_ID}.json"
     session.parent.mkdir(parents=True)
     session.write_text(json.dumps({"root": "../../../etc", "runs": "x"}))
@@ -109,7 +109,7 @@ def test_send_refuses_a_damaged_session_file_in_one_line(repo: Path, cli: Cli) -
 
 def test_send_refuses_an_agent_id_that_is_a_path(repo: Path, cli: Cli) -> None:
     setup_project(repo, {"builder": ["true"]})
-    write_records(repo, {"state": "succeeded"}, {"run": {"agent": "../../x", "session_id": "s"}})
+    write_records(repo, {"state": "succeeded"}, {"run": {"agent": "../../x", "sessionId": "s"}})
     outcome = cli.main("send", RUN_ID, "hi", cwd=repo)
     assert outcome.returncode == ExitCode.USAGE
     assert "invalid agent id in the run's record '../../x'" in outcome.stderr

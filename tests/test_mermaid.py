@@ -185,7 +185,7 @@ def test_single_run_is_one_node() -> None:
         "status": "succeeded",
         "overall": "revise",
         "run": {"kind": "review", "agentId": "reviewer", "status": "succeeded", "durationMs": 1500,
-                "input_tokens": 10, "output_tokens": 5, "cost_usd": 0.01},
+                "inputTokens": 10, "outputTokens": 5, "costUsd": 0.01},
     }  # fmt: skip
     text = single_run_flowchart(data)
     assert skeleton(text)[:2] == ["flowchart LR", '    n1[""]'] and "]:::warn" in text

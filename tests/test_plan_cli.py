@@ -65,21 +65,21 @@ def test_show_json(project: Path, cli: Run) -> None:
             "title": "Create database schema",
             "status": "✅",
             "line": 12,
-            "depends_on": [],
+            "dependsOn": [],
         },
         {
             "number": 2,
             "title": "Implement API endpoints",
             "status": "❌",
             "line": 16,
-            "depends_on": [1],
+            "dependsOn": [1],
         },
         {
             "number": 3,
             "title": "Add frontend components",
             "status": "❌",
             "line": 25,
-            "depends_on": [2],
+            "dependsOn": [2],
         },
     ]
 

@@ -260,7 +260,7 @@ def test_cli_show_lists_the_dependencies(cli_run: Cli, project: Path) -> None:
         "   3            13  1,2         step 3",
     ]
     shown = cli(cli_run, project, "plan", "show", "specs/p.md", "--json")
-    assert [s["depends_on"] for s in json.loads(shown.stdout)["steps"]] == [[], [], [1, 2]]
+    assert [s["dependsOn"] for s in json.loads(shown.stdout)["steps"]] == [[], [], [1, 2]]
 
 
 # --- the order local `run --all` takes ---------------------------------------------------------

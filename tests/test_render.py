@@ -121,9 +121,9 @@ def test_json_shape() -> None:
         "overall",
         "summary",
         "findings",
-        "reviewed_sha",
-        "base_sha",
-        "unreviewed_files",
+        "reviewedSha",
+        "baseSha",
+        "unreviewedFiles",
         "run",
         "reason",
         "gate",
@@ -134,7 +134,7 @@ def test_json_shape() -> None:
         "message": "breakpoint() left in",
         "file": "app/main.py",
         "line": 10,
-        "end_line": 12,
+        "endLine": 12,
         "suggestion": "remove it",
         "fingerprint": "2222222222222222",
     }
@@ -145,7 +145,7 @@ def test_json_shape() -> None:
     }
     assert data["gate"] == {
         "approved": False,
-        "exit_code": 1,
+        "exitCode": 1,
         "threshold": "error",
         "reasons": [
             "the reviewer asks for changes (REVIEW_RESULT: REVISE)",

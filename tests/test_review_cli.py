@@ -199,7 +199,7 @@ def test_an_empty_range_in_a_machine_format_is_valid_and_not_approved(repo: Path
     assert result.returncode == 0
     data = json.loads(result.stdout)
     assert data["gate"]["approved"] is False
-    assert data["reviewed_sha"] == head and data["findings"] == []
+    assert data["reviewedSha"] == head and data["findings"] == []
     assert "nothing to review" in data["reason"]
     assert "nothing to review" in result.stderr
     # a commit already contained in the base is nothing to review either
@@ -437,7 +437,7 @@ def test_explicit_git_dir_and_work_tree_are_honoured(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stderr
     data = json.loads(result.stdout)
     assert [(f["rule"], f["file"]) for f in data["findings"]] == [("python-syntax", "bad.py")]
-    assert data["reviewed_sha"] == head
+    assert data["reviewedSha"] == head
     assert head[:12] in git(store, "notes", f"--ref={g.NOTES_REF}", "list")  # note in the store
 
 
@@ -581,3 +581,98 @@ def test_git_help_finds_the_installed_man_page(repo: Path, tmp_path: Path) -> No
     )
     assert result.returncode == 0, result.stderr
     assert "GIT-AGENT-REVIEW(1)" in result.stdout
+
+
+def shipped_page() -> Path | None:
+    from gitflow_agents import manpage
+
+    page = manpage.shipped_page()
+    return page.resolve() if page else None
+
+
+def uv_tool_layout(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """``uv tool install``'s layout: the console script linked into ``~/.local/bin``, the wheel's
+    man page left inside the tool's environment (here: this test's Python environment). The
+    environment for git: that bin folder first, then only system folders, no MANPATH."""
+    home = tmp_path / "home"
+    bin_dir = home / ".local" / "bin"
+    bin_dir.mkdir(parents=True)
+    (home / ".local" / "share").mkdir()
+    script = shutil.which("git-agent-review")
+    if script is None:
+        pytest.skip("git-agent-review is not installed (pip install -e .)")
+    (bin_dir / "git-agent-review").symlink_to(script)
+    system = [d for d in ("/usr/local/bin", "/usr/bin", "/bin") if Path(d).is_dir()]
+    env = {k: v for k, v in os.environ.items() if k != "MANPATH"}
+    env.update(HOME=str(home), PATH=os.pathsep.join([str(bin_dir), *system]))
+    env.update(MANPAGER="cat", PAGER="cat", GIT_PAGER="cat")
+    return home, env
+
+
+@pytest.mark.skipif(shutil.which("man") is None, reason="no man command on this machine")
+def test_git_help_finds_the_page_after_any_run_in_a_uv_tool_layout(
+    repo: Path, tmp_path: Path
+) -> None:
+    """With real git and man: no page where man looks, so ``--help`` fails; any run of the
+    command links the shipped page next to it; then ``--help`` shows it, and later runs leave
+    the link as it is."""
+    home, env = uv_tool_layout(tmp_path)
+
+    def git_run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=60
+        )
+
+    before = git_run("agent-review", "--help")
+    assert before.returncode != 0 and "GIT-AGENT-REVIEW(1)" not in before.stdout
+    assert git_run("agent-review", "-h").returncode == 0
+    link = home / ".local" / "share" / "man" / "man1" / "git-agent-review.1"
+    assert link.is_symlink() and link.resolve() == shipped_page()
+    after = git_run("agent-review", "--help")
+    assert after.returncode == 0, after.stderr
+    assert "GIT-AGENT-REVIEW(1)" in after.stdout
+    target = link.readlink()
+    assert git_run("agent-review", "-V").returncode == 0
+    assert link.readlink() == target and len(list(link.parent.iterdir())) == 1
+
+
+def test_the_page_is_linked_only_where_it_is_missing(tmp_path: Path) -> None:
+    from gitflow_agents.manpage import ensure_reachable
+
+    home, env = uv_tool_layout(tmp_path)
+    man1 = home / ".local" / "share" / "man" / "man1"
+    assert ensure_reachable(env) == man1 / "git-agent-review.1"
+    assert ensure_reachable(env) is None  # a second run: already there
+    (man1 / "git-agent-review.1").unlink()
+    (man1 / "git-agent-review.1").write_text("the user's own page\n")
+    assert ensure_reachable(env) is None
+    assert (man1 / "git-agent-review.1").read_text() == "the user's own page\n"
+    (man1 / "git-agent-review.1").unlink()
+    (man1 / "git-agent-review.1").symlink_to(tmp_path / "uninstalled-tool" / "page.1")
+    assert ensure_reachable(env) == man1 / "git-agent-review.1"  # a dangling link is replaced
+    assert (man1 / "git-agent-review.1").resolve() == shipped_page()
+
+
+def test_no_page_is_linked_without_a_share_folder(tmp_path: Path) -> None:
+    from gitflow_agents.manpage import ensure_reachable
+
+    home, env = uv_tool_layout(tmp_path)
+    (home / ".local" / "share").rmdir()
+    assert ensure_reachable(env) is None
+    assert not (home / ".local" / "share").exists()  # never creates ~/.local/share itself
+    assert ensure_reachable({"PATH": str(tmp_path / "nowhere")}) is None
+
+
+def test_a_folder_it_cannot_write_is_left_alone(tmp_path: Path) -> None:
+    from gitflow_agents.manpage import ensure_reachable
+
+    home, env = uv_tool_layout(tmp_path)
+    share = home / ".local" / "share"
+    share.chmod(0o500)
+    try:
+        if os.access(share, os.W_OK):
+            pytest.skip("running as a user who can write anywhere (root)")
+        assert ensure_reachable(env) is None  # no error, nothing written
+        assert list(share.iterdir()) == []
+    finally:
+        share.chmod(0o700)

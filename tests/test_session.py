@@ -110,8 +110,8 @@ def test_needs_input_then_send_continues_the_session(repo: Path, tmp_path: Path,
     rec1 = result(run1)["run"]
     assert rec1["reply"]["status"] == "needs_input"
     assert rec1["reply"]["questions"] == ["Which colour?", "Dark mode too?"]
-    assert rec1["session_id"] == "sess-1"
-    assert rec1["cost_usd"] == 0.25
+    assert rec1["sessionId"] == "sess-1"
+    assert rec1["costUsd"] == 0.25
     assert json.loads((run1 / "status.json").read_text())["session_id"] == "sess-1"
     reply_events = [e for e in events(run1) if e["type"] == "agent:reply"]
     assert reply_events[0]["data"]["questions"] == ["Which colour?", "Dark mode too?"]
@@ -231,7 +231,7 @@ def test_refused_when_the_cli_cannot_resume(repo: Path, tmp_path: Path, cli: Cli
     assert refused.stderr.strip() == cannot
     # the same with a session id on record
     data = result(run1)
-    data["run"]["session_id"] = "abc"
+    data["run"]["sessionId"] = "abc"
     (run1 / "result.json").write_text(json.dumps(data))
     refused = cli.main("send", run1.name, "More.", cwd=repo, env=env)
     assert refused.returncode == 2

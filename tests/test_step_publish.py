@@ -95,7 +95,7 @@ def _step_result(tmp_path: Path, outcome: str, agent: str) -> tuple[dict[str, An
     runs = tmp_path / "runs"
     (runs / "impl-1").mkdir(parents=True, exist_ok=True)
     (runs / "impl-1" / "result.json").write_text(
-        json.dumps({"run": {"input_tokens": 1000, "output_tokens": 234, "cost_usd": 0.12}})
+        json.dumps({"run": {"inputTokens": 1000, "outputTokens": 234, "costUsd": 0.12}})
     )
     run_dir = runs / "step-1"
     run_dir.mkdir(exist_ok=True)

@@ -36,6 +36,21 @@ class HistoryRow:
     finished: str  # ISO date-time (UTC), "" when unknown
     history_line: str
 
+    def to_json(self) -> dict[str, Any]:
+        """The row as ``history --json`` prints it (camelCase keys, as every JSON output)."""
+        return {
+            "runId": self.run_id,
+            "flow": self.flow,
+            "what": self.what,
+            "kind": self.kind,
+            "outcome": self.outcome,
+            "iterations": self.iterations,
+            "git": self.git,
+            "durationSeconds": self.duration_s,
+            "finished": self.finished,
+            "historyLine": self.history_line,
+        }
+
 
 def rows(
     root: Path, flow_dir: str, flow: str | None = None, *, agents: bool = False
@@ -180,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         return int(ExitCode.OK)
     found = rows(root, config.flow_dir, args.flow_name, agents=args.agents)
     if fmt == "json":
-        json.dump([asdict(r) for r in found], sys.stdout, indent=2, ensure_ascii=False)
+        json.dump([r.to_json() for r in found], sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return int(ExitCode.OK)
     if not found:

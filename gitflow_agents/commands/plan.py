@@ -59,7 +59,7 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
                 "title": s.title,
                 "status": s.status,
                 "line": s.line,
-                "depends_on": list(s.depends_on),
+                "dependsOn": list(s.depends_on),
             }
             for s in plan.steps
         ],

@@ -169,14 +169,6 @@ def _output_format(path: str, explicit: str | None) -> str:
     )
 
 
-def _use_color() -> bool:
-    return (
-        sys.stdout.isatty()
-        and "NO_COLOR" not in os.environ
-        and os.environ.get("TERM", "") != "dumb"
-    )
-
-
 def exit_code(review: Review, approved: bool, gate_code: int, fail_on: str) -> int:
     """The process exit code from the gate's and ``--fail-on``'s point of view."""
     if fail_on == "never":
@@ -236,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from gitflow_agents import render
+    from gitflow_agents.color import use_color
     from gitflow_agents.reviewer import record_review
 
     root = git.repo_root()
@@ -262,7 +255,7 @@ def _run(args: argparse.Namespace) -> int:
         fmt = _output_format(args.output, args.output_format)
         write_text_atomic(Path(args.output), render.render(review, result, fmt))
     text = render.render(
-        review, result, args.format, color=args.format == "terminal" and _use_color()
+        review, result, args.format, color=args.format == "terminal" and use_color(sys.stdout)
     )
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     sys.stdout.flush()

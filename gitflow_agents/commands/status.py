@@ -71,10 +71,10 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
         if alive:
             row["processesAlive"] = list(alive)
         run = mapping(result, "run") if result else {}
-        for key in ("input_tokens", "output_tokens", "cost_usd"):
+        for key in ("inputTokens", "outputTokens", "costUsd"):
             if scalar(run, key) is not None:
                 row[key] = run[key]
-        session_id = scalar(run, "session_id") or scalar(status, "session_id")
+        session_id = scalar(run, "sessionId") or scalar(status, "session_id")
         if session_id:
             row["sessionId"] = session_id
         session = mapping(run, "session")

@@ -90,8 +90,14 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"severity": self.severity.value, "message": self.message}
-        for key in ("file", "line", "end_line", "suggestion", "rule"):
-            value = getattr(self, key)
+        for key, attr in (
+            ("file", "file"),
+            ("line", "line"),
+            ("endLine", "end_line"),
+            ("suggestion", "suggestion"),
+            ("rule", "rule"),
+        ):
+            value = getattr(self, attr)
             if value is not None:
                 data[key] = value
         data["fingerprint"] = self.fingerprint
@@ -117,9 +123,9 @@ class Review:
             "overall": self.overall.value if self.overall else None,
             "summary": self.summary,
             "findings": [f.to_dict() for f in self.findings],
-            "reviewed_sha": self.reviewed_sha,
-            "base_sha": self.base_sha,
-            "unreviewed_files": list(self.unreviewed_files),
+            "reviewedSha": self.reviewed_sha,
+            "baseSha": self.base_sha,
+            "unreviewedFiles": list(self.unreviewed_files),
             "run": dict(self.run),
             "reason": self.reason,
         }
@@ -143,8 +149,18 @@ def suggestion_replacement(finding: Finding) -> str | None:
     return match.group(2) + "\n" if match.group(2) else ""
 
 
+def _key(data: dict[str, Any], camel: str, snake: str, where: str = "") -> str:
+    """The key ``data`` spells a field with: camelCase (what we write), else snake_case (what
+    DESIGN.md's findings shape and an agent's report may use); camelCase when neither is there.
+    Both, with different values, is a ValueError: which one counts would be a guess."""
+    if camel in data and snake in data and data[camel] != data[snake]:
+        raise ValueError(f"{where}{camel} and {where}{snake} disagree; give one")
+    return snake if camel not in data and snake in data else camel
+
+
 def finding_from_dict(data: Any, where: str = "finding") -> Finding:
-    """One finding from its JSON shape (docs/protocol.md, Findings); ValueError naming the bad key."""
+    """One finding from its JSON shape (docs/protocol.md, Findings: ``endLine`` or
+    ``end_line``); ValueError naming the bad key."""
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
     try:
@@ -160,17 +176,18 @@ def finding_from_dict(data: Any, where: str = "finding") -> Finding:
         if value is not None and not isinstance(value, str):
             raise ValueError(f"{where}.{key}: expected a string")
         values[key] = value or None
-    for key in ("line", "end_line"):
+    end_key = _key(data, "endLine", "end_line", f"{where}.")
+    for attr, key in (("line", "line"), ("end_line", end_key)):
         value = data.get(key)
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int) or value < 1
         ):
             raise ValueError(f"{where}.{key}: expected a line number >= 1, got {value!r}")
-        values[key] = value
+        values[attr] = value
     if values["line"] is None and values["end_line"] is not None:
-        raise ValueError(f"{where}.end_line: given without line")
+        raise ValueError(f"{where}.{end_key}: given without line")
     if values["end_line"] is not None and values["end_line"] < values["line"]:
-        raise ValueError(f"{where}.end_line: {values['end_line']} is before line {values['line']}")
+        raise ValueError(f"{where}.{end_key}: {values['end_line']} is before line {values['line']}")
     return Finding(
         severity=severity,
         message=message.strip(),
@@ -185,7 +202,8 @@ def finding_from_dict(data: Any, where: str = "finding") -> Finding:
 
 def review_from_dict(data: Any) -> Review:
     """A Review from its JSON shape (docs/protocol.md, Findings), as ``Review.to_dict`` writes
-    it; fingerprints present in the data are kept. ValueError naming the bad key."""
+    it (camelCase; the snake_case spelling of each key is read too); fingerprints present in the
+    data are kept. ValueError naming the bad key."""
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     overall_raw = data.get("overall")
@@ -200,22 +218,26 @@ def review_from_dict(data: Any) -> Review:
     findings = tuple(
         finding_from_dict(item, f"findings[{index}]") for index, item in enumerate(findings_raw)
     )
-    unreviewed = data.get("unreviewed_files", [])
+    unreviewed_key = _key(data, "unreviewedFiles", "unreviewed_files")
+    unreviewed = data.get(unreviewed_key, [])
     if not isinstance(unreviewed, list) or not all(isinstance(f, str) for f in unreviewed):
-        raise ValueError("unreviewed_files: expected a list of paths")
+        raise ValueError(f"{unreviewed_key}: expected a list of paths")
     summary = data.get("summary", "")
     if summary is not None and not isinstance(summary, str):
         raise ValueError("summary: expected a string")
-    for key in ("reviewed_sha", "base_sha"):
+    shas = {}
+    for camel, snake in (("reviewedSha", "reviewed_sha"), ("baseSha", "base_sha")):
+        key = _key(data, camel, snake)
         if data.get(key) is not None and not isinstance(data.get(key), str):
             raise ValueError(f"{key}: expected a commit id string")
+        shas[snake] = data.get(key) or None
     run = data.get("run", {})
     return Review(
         overall=overall,
         summary=summary or "",
         findings=findings,
-        reviewed_sha=data.get("reviewed_sha") or None,
-        base_sha=data.get("base_sha") or None,
+        reviewed_sha=shas["reviewed_sha"],
+        base_sha=shas["base_sha"],
         unreviewed_files=tuple(unreviewed),
         run=dict(run) if isinstance(run, dict) else {},
         reason=str(data.get("reason") or ""),

@@ -142,6 +142,6 @@ def _review(
         deletions=sum(d or 0 for _, d in stats.values()),
         duration_s=time.monotonic() - started,
         tokens=int_or_none(run.get("tokens")),
-        cost_usd=float_or_none(run.get("cost_usd")),
+        cost_usd=float_or_none(run.get("costUsd", run.get("cost_usd"))),
     )
     return result, gate, row

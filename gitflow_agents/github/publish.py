@@ -313,10 +313,19 @@ def outcome_label(result: Review, gate: GateResult) -> str:
     return "revise" if result.overall is Overall.REVISE else "not-approved"
 
 
+_ROW_KEYS = {
+    "files_changed": "filesChanged",
+    "duration_s": "durationSeconds",
+    "cost_usd": "costUsd",
+}
+"""A run-history row's JSON keys where they differ from its fields (camelCase, as every key of
+our JSON: docs/decisions.md, "CLI conventions")."""
+
+
 def write_result_files(
     directory: Path, result: Review, gate: GateResult, rows: Sequence[comment.RunRow] = ()
 ) -> tuple[Path, Path]:
-    """``findings.json`` (the JSON renderer's output, plus ``run_history``: the rows of the
+    """``findings.json`` (the JSON renderer's output, plus ``runHistory``: the rows of the
     run-history table, so a posting job can show them) and ``findings.sarif``."""
     from gitflow_agents import render
     from gitflow_agents.fsutil import write_text_atomic as write_atomic
@@ -325,7 +334,10 @@ def write_result_files(
     findings_file = directory / "findings.json"
     sarif_file = directory / "findings.sarif"
     data = json.loads(render.render(result, gate, "json"))
-    data["run_history"] = [dataclasses.asdict(row) for row in rows]
+    data["runHistory"] = [
+        {_ROW_KEYS.get(key, key): value for key, value in dataclasses.asdict(row).items()}
+        for row in rows
+    ]
     write_atomic(findings_file, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     write_atomic(sarif_file, render.render(result, gate, "sarif"))
     return findings_file, sarif_file
@@ -344,7 +356,7 @@ def load_findings(path: Path) -> tuple[Review, list[comment.RunRow]]:
         result = redact_review(review_from_dict(data))
     except ValueError as exc:
         raise InputError(f"not a findings file: {exc}", path=path) from None
-    raw_rows = data.get("run_history")
+    raw_rows = data.get("runHistory")
     rows = (
         [_row(item) for item in raw_rows if isinstance(item, dict)]
         if isinstance(raw_rows, list)
@@ -367,12 +379,12 @@ def _row(data: Mapping[str, Any]) -> comment.RunRow:
         outcome=text("outcome") or "—",
         step=text("step"),
         iterations=int_or_none(data.get("iterations")),
-        files_changed=int_or_none(data.get("files_changed")),
+        files_changed=int_or_none(data.get("filesChanged")),
         insertions=int_or_none(data.get("insertions")),
         deletions=int_or_none(data.get("deletions")),
-        duration_s=float_or_none(data.get("duration_s")),
+        duration_s=float_or_none(data.get("durationSeconds")),
         tokens=int_or_none(data.get("tokens")),
-        cost_usd=float_or_none(data.get("cost_usd")),
+        cost_usd=float_or_none(data.get("costUsd")),
     )
 
 

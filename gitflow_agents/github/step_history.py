@@ -72,11 +72,11 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
     for agent in chain.get("agents") or []:
         record = _agent_record(runs, str(agent.get("runID") or ""))
         run = record.get("run") or {}
-        tokens = [int_or_none(run.get(k)) for k in ("input_tokens", "output_tokens")]
+        tokens = [int_or_none(run.get(k)) for k in ("inputTokens", "outputTokens")]
         used = (
             sum(t for t in tokens if t is not None) if any(t is not None for t in tokens) else None
         )
-        cost = float_or_none(run.get("cost_usd"))
+        cost = float_or_none(run.get("costUsd"))
         if used is not None:
             total_tokens = (total_tokens or 0) + used
         if cost is not None:

@@ -13,7 +13,7 @@ def to_data(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
     if gate is not None:
         data["gate"] = {
             "approved": gate.approved,
-            "exit_code": gate.exit_code,
+            "exitCode": gate.exit_code,
             "threshold": gate.threshold.value,
             "reasons": list(gate.reasons),
         }

@@ -103,7 +103,7 @@ def _agents(
                 reused=entry.get("reused") is True,
                 attempt=integer(entry, "attempt") or 1,
                 tokens=_tokens(run),
-                cost_usd=number(run, "cost_usd"),
+                cost_usd=number(run, "costUsd"),
             )
         )
     return found
@@ -111,7 +111,7 @@ def _agents(
 
 def _tokens(run: Mapping[str, Any]) -> int | None:
     """Input plus output tokens of an agent run's ``run`` record, None when neither is known."""
-    tokens_in, tokens_out = integer(run, "input_tokens"), integer(run, "output_tokens")
+    tokens_in, tokens_out = integer(run, "inputTokens"), integer(run, "outputTokens")
     if tokens_in is None and tokens_out is None:
         return None
     return (tokens_in or 0) + (tokens_out or 0)
@@ -353,7 +353,7 @@ def single_run_flowchart(result: Mapping[str, Any]) -> str:
         label_text(kind, 20),
         label_text(agent),
         status,
-        _metrics(number(run, "durationMs"), _tokens(run), number(run, "cost_usd")),
+        _metrics(number(run, "durationMs"), _tokens(run), number(run, "costUsd")),
     )
     cls = "ok" if outcome == "succeeded" else "warn" if outcome in _SLOW else "bad"
     if cls == "ok" and "overall" in result and overall != "approve":

@@ -1,7 +1,7 @@
 """The terminal view: findings grouped by file, severity colours, a one-line verdict.
 
-``color=False`` (piped, ``NO_COLOR``, ``--no-color``: the caller decides) gives plain text with
-no escape codes at all. ``color=True`` gives the same text with ANSI colours, drawn with rich
+``color=False`` (``--color never``, ``NO_COLOR``, not a terminal: the caller decides with
+``gitflow_agents.color.use_color``) gives plain text with no escape codes at all. ``color=True`` gives the same text with ANSI colours, drawn with rich
 when it is installed and with plain SGR codes otherwise; stripping the codes gives back the
 plain text exactly.
 """
@@ -77,12 +77,13 @@ def _render_rich(view: list[Line]) -> str:
     from rich.console import Console
     from rich.text import Text
 
+    from gitflow_agents.color import rich_settings
+
     buffer = io.StringIO()
     console = Console(
         file=buffer,
         force_terminal=True,
-        color_system="standard",
-        no_color=False,
+        **rich_settings(True),
         width=10_000,
         soft_wrap=True,
         highlight=False,

@@ -100,7 +100,7 @@ def step_result(
 
 def usage(tokens_in: int, tokens_out: int, cost: float) -> dict[str, Any]:
     """An agent run's own result.json, as far as the chart reads it."""
-    return {"run": {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost_usd": cost}}
+    return {"run": {"inputTokens": tokens_in, "outputTokens": tokens_out, "costUsd": cost}}
 
 
 def _revise_then_approve() -> Case:
