@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gitflow_agents.config.files import Layout, normalise
+from gitflow_agents.config.review import build_review
 from gitflow_agents.config.values import (
     BUILT_IN,
     DEFAULT_ADAPTER,
@@ -102,6 +103,7 @@ def build(
             defaults, "stuck_retry_grace_secs", DEFAULT_STUCK_RETRY_GRACE_SECS
         ),
         chain=_build_chain(_section(values, "chain"), agents),
+        review=build_review(values.get("review")),
     )
 
 
@@ -128,6 +130,7 @@ def build_problems(top: Node, layout: Layout, sources: tuple[Path, ...]) -> list
         attempt(_build_shared_file, key, node, layout)
     attempt(_build_workflow, values, layout, sources)
     attempt(_build_chain, _section(values, "chain"), agents)
+    attempt(build_review, values.get("review"))
     return found
 
 

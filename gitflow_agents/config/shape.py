@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from gitflow_agents.config.review import RULE_SEVERITIES
 from gitflow_agents.config.values import (
     DEFAULT_ADAPTER,
     DEFAULT_BRANCH,
@@ -247,6 +248,42 @@ CHAIN = Obj(
         ),
     },
 )
+_GLOBS = (
+    " Globs read like .gitignore lines: * and ? within one folder, ** across folders; a glob"
+    " without '/' matches at any depth, one with '/' from the repository root; a folder"
+    " matches everything under it."
+)
+REVIEW = Obj(
+    doc="What the builtin reviewer accepts (git agent-review, the pre-commit hook, the Action: "
+    "read from the base commit there). Accepted findings are counted, never gate. "
+    "See docs/review.md, 'Accepting a finding'.",
+    fields={
+        "exclude": StrList(
+            what="a path glob",
+            doc="Paths whose findings are accepted (fixtures, vendored code)." + _GLOBS,
+        ),
+        "rules": MapOf(
+            doc="Settings per builtin rule id (python-syntax, github-token, todo, ...).",
+            item=Obj(
+                doc="One builtin rule.",
+                fields={
+                    "enabled": Bool(
+                        default=True,
+                        doc="false: every finding of the rule is accepted (counted, not gating).",
+                    ),
+                    "severity": Str(
+                        choices=RULE_SEVERITIES,
+                        doc="The severity its findings get instead of the rule's own.",
+                    ),
+                    "exclude": StrList(
+                        what="a path glob",
+                        doc="Paths where this rule's findings are accepted." + _GLOBS,
+                    ),
+                },
+            ),
+        ),
+    },
+)
 TOP = Obj(
     doc="One layer of the flow configuration: .flow/base.yaml, .flow/<flow-type>/base.yaml or "
     ".flow/<flow-type>/<variant>.yaml. Layers merge: scalars are replaced, mappings merge, lists "
@@ -330,6 +367,7 @@ TOP = Obj(
         "agents": MapOf(item=AGENT, doc="Agents by name."),
         "shared_files": MapOf(item=SHARED_FILE, doc="Shared context files by key."),
         "chain": CHAIN,
+        "review": REVIEW,
     },
 )
 
