@@ -126,6 +126,7 @@ def test_json_shape() -> None:
         "unreviewed_files",
         "run",
         "reason",
+        "accepted",
         "gate",
     ]
     assert data["overall"] == "revise"
