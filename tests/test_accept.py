@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.config.review import glob_regex
 from gitflow_agents.findings import (
     Accepted,
     Finding,
@@ -19,6 +18,7 @@ from gitflow_agents.findings import (
     review_from_dict,
 )
 from gitflow_agents.findings.baseline import BASELINE_KIND, DEFAULT_BASELINE
+from gitflow_agents.findings.settings import glob_regex
 from gitflow_agents.reviewer import read_review_note
 from tests.conftest import git
 from tests.test_review_cli import Cli, commit

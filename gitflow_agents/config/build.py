@@ -16,7 +16,6 @@ from types import MappingProxyType
 from typing import Any
 
 from gitflow_agents.config.files import Layout, normalise
-from gitflow_agents.config.review import build_review
 from gitflow_agents.config.values import (
     BUILT_IN,
     DEFAULT_ADAPTER,
@@ -41,6 +40,7 @@ from gitflow_agents.config.values import (
 )
 from gitflow_agents.config.yaml_nodes import Node, unwrap
 from gitflow_agents.errors import ConfigError
+from gitflow_agents.findings.settings import build_review
 from gitflow_agents.plan import SpecPlanConfig, compile_step_pattern
 from gitflow_agents.resources import templates_dir
 

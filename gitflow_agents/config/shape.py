@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from gitflow_agents.config.review import RULE_SEVERITIES
 from gitflow_agents.config.values import (
     DEFAULT_ADAPTER,
     DEFAULT_BRANCH,
@@ -32,6 +31,7 @@ from gitflow_agents.config.values import (
     SEVERITIES,
     ChainConfig,
 )
+from gitflow_agents.findings.settings import RULE_SEVERITIES
 from gitflow_agents.plan import SpecPlanConfig
 
 

@@ -10,8 +10,8 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
-from gitflow_agents.config.review import ReviewSettings
 from gitflow_agents.errors import ConfigError
+from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.plan import SpecPlanConfig
 
 FLOW_DIR_NAME = ".flow"

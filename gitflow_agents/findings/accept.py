@@ -22,8 +22,8 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
 from typing import NamedTuple
 
-from gitflow_agents.config.review import ReviewSettings
 from gitflow_agents.findings.model import Accepted, Finding, Severity
+from gitflow_agents.findings.settings import ReviewSettings
 
 LineText = Callable[[str, int], "str | None"]
 """``(file, line) -> text of that line`` in the reviewed version (None: unknown)."""

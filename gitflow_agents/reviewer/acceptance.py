@@ -10,11 +10,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gitflow_agents import git
-from gitflow_agents.config.review import ReviewSettings
 from gitflow_agents.errors import InputError
 from gitflow_agents.findings import Accepted, Overall, Severity
 from gitflow_agents.findings import baseline as baselines
 from gitflow_agents.findings.accept import LineText, accept
+from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.reviewer.builtin import BuiltinResult
 
 LAYER = ".flow/base.yaml"
@@ -31,8 +31,8 @@ class Acceptance:
 
 
 def _settings(text: str | None, name: str) -> ReviewSettings:
-    from gitflow_agents.config.review import review_settings
     from gitflow_agents.config.yaml_nodes import MAX_LAYER_BYTES, parse_layer
+    from gitflow_agents.findings.settings import review_settings
 
     if text is None:
         return ReviewSettings()
@@ -45,8 +45,8 @@ def local_acceptance(root: Path, baseline_file: str | None) -> Acceptance:
     """From the work tree of ``root``: ``.flow/base.yaml`` and the baseline (``baseline_file``
     relative to the current directory, which must exist; else the default file when it
     exists)."""
-    from gitflow_agents.config.review import review_settings
     from gitflow_agents.config.yaml_nodes import read_layer
+    from gitflow_agents.findings.settings import review_settings
 
     layer = root / LAYER
     settings = review_settings(read_layer(layer, LAYER)) if layer.exists() else ReviewSettings()
