@@ -11,8 +11,9 @@
   ``toolExecutionNotifications`` of the run's invocation, as are the files not reviewed.
 - An accepted finding (docs/review.md, "Accepting a finding") is a result too, with SARIF's
   ``suppressions``: ``inSource`` for a marker on its line, ``external`` for a ``.flow/``
-  setting or the baseline, the justification saying which. Code scanning shows them as
-  dismissed, not as alerts. One without a file is a notification saying it was accepted.
+  setting or the baseline, ``status`` ``accepted``, the justification saying which: SARIF's
+  own property for a result someone accepted. One without a file is a notification saying it
+  was accepted.
 - The verdict, the gate's decision and the commits go in the run's property bag.
 """
 
