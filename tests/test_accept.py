@@ -373,3 +373,15 @@ def test_accepted_findings_round_trip_and_never_gate() -> None:
     assert gate(approve, threshold=Severity.INFO, head_sha="a" * 40).approved
     with pytest.raises(ValueError, match=r"accepted\[0\]\.accepted\.by"):
         review_from_dict({"accepted": [{**secret.to_dict(), "accepted": {"by": "magic"}}]})
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown", "sarif", "terminal"])
+def test_accepted_findings_are_masked_like_findings(fmt: str) -> None:
+    from gitflow_agents.render import render
+
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
+    finding = Finding(Severity.ERROR, f"token {token} here", file="k.py", line=1, rule="x")
+    review = Review(overall=None, accepted=(Accepted(finding, "marker", f"why {token}"),))
+    text = render(review, None, fmt)
+    assert "ghp_****" in text or "ghp_*" in text
+    assert token not in text
