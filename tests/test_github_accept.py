@@ -77,6 +77,8 @@ def test_the_base_commit_settings_accept_it(runner: Runner, gh: GitHubStandIn, r
     assert [(a["file"], a["accepted"]["by"]) for a in data["accepted"]] == [("keys.py", "config")]  # type: ignore[index]
     assert f"{pull.base_sha[:12]}:.flow/base.yaml:2" in str(data["accepted"][0]["accepted"])
     assert states(gh, pull.head_sha) == ["pending", "success"]
+    final = gh.statuses_for(pull.head_sha)[-1]["description"]
+    assert final == "Approved: no findings, 1 accepted (1 config)"
     (comment,) = gh.comments_on(7)
     assert comment["body"].startswith(MARKER) and "Accepted (1)" in comment["body"]
     assert not gh.state.review_comments  # nothing accepted is posted inline

@@ -82,11 +82,15 @@ def accepted_counts(review: Review) -> str:
     return f"{len(review.accepted)} accepted ({how})"
 
 
+def counts(review: Review) -> str:
+    """``1 error, 1 warn``; accepted findings counted after them (``no findings, 2 accepted
+    (2 marker)``): never dropped silently."""
+    return ", ".join(filter(None, [describe_counts(review.findings), accepted_counts(review)]))
+
+
 def verdict_line(review: Review, gate: GateResult | None) -> str:
-    """One line: ``APPROVED: 1 warn`` / ``REVISE: 1 error; <reasons>``; accepted findings are
-    counted after the findings (``APPROVED: no findings, 2 accepted (2 marker)``)."""
-    counts = ", ".join(filter(None, [describe_counts(review.findings), accepted_counts(review)]))
-    parts = [counts, *verdict_reasons(review, gate)]
+    """One line: ``APPROVED: 1 warn`` / ``REVISE: 1 error; <reasons>`` (``counts``)."""
+    parts = [counts(review), *verdict_reasons(review, gate)]
     return f"{verdict_label(review, gate)}: " + "; ".join(parts)
 
 
