@@ -68,25 +68,9 @@ def _suppressed(accepted: Accepted, rule_index: int) -> dict[str, Any]:
     return result
 
 
-def to_sarif(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
-    located = [f for f in review.findings if f.file]
-    accepted = [a for a in review.accepted if a.finding.file]
-    every = [*located, *(a.finding for a in accepted)]
-    rule_ids = list(dict.fromkeys(_rule_id(f) for f in every))
-    rules = []
-    for rule_id in rule_ids:
-        first = next(f for f in every if _rule_id(f) == rule_id)
-        description = "A finding of the reviewer" if rule_id == DEFAULT_RULE else f"Rule {rule_id}"
-        rules.append(
-            {
-                "id": rule_id,
-                "name": rule_id,
-                "shortDescription": {"text": description},
-                "defaultConfiguration": {"level": first.severity.sarif_level},
-            }
-        )
-    results = [_result(f, rule_ids.index(_rule_id(f))) for f in located]
-    results += [_suppressed(a, rule_ids.index(_rule_id(a.finding))) for a in accepted]
+def _notifications(review: Review) -> list[dict[str, Any]]:
+    """Findings (and accepted ones) without a file, and the files not reviewed: no result can
+    hold them, so they are notifications of the run's invocation."""
     notifications: list[dict[str, Any]] = [
         {
             "level": f.severity.sarif_level,
@@ -113,6 +97,29 @@ def to_sarif(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
         }
         for path in review.unreviewed_files
     ]
+    return notifications
+
+
+def to_sarif(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
+    located = [f for f in review.findings if f.file]
+    accepted = [a for a in review.accepted if a.finding.file]
+    every = [*located, *(a.finding for a in accepted)]
+    rule_ids = list(dict.fromkeys(_rule_id(f) for f in every))
+    rules = []
+    for rule_id in rule_ids:
+        first = next(f for f in every if _rule_id(f) == rule_id)
+        description = "A finding of the reviewer" if rule_id == DEFAULT_RULE else f"Rule {rule_id}"
+        rules.append(
+            {
+                "id": rule_id,
+                "name": rule_id,
+                "shortDescription": {"text": description},
+                "defaultConfiguration": {"level": first.severity.sarif_level},
+            }
+        )
+    results = [_result(f, rule_ids.index(_rule_id(f))) for f in located]
+    results += [_suppressed(a, rule_ids.index(_rule_id(a.finding))) for a in accepted]
+    notifications = _notifications(review)
     invocation: dict[str, Any] = {"executionSuccessful": True}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
