@@ -189,7 +189,7 @@ def test_a_rule_switched_off_is_accepted_and_a_severity_override_gates(
     ("text", "where"),
     [
         ("review:\n  rules:\n    github-tokn: {enabled: false}\n", ".flow/base.yaml:3"),
-        ("review:\n  rules:\n    todo: {severity: off}\n", ".flow/base.yaml:3"),
+        ("review:\n  rules:\n    todo: {severity: off}\n", "write enabled: false"),
         ("review:\n  exclude: ['/']\n", ".flow/base.yaml:2"),
         ("review:\n  exlude: [a]\n", ".flow/base.yaml:2"),
     ],

@@ -42,9 +42,11 @@ def _no_extra() -> Mapping[str, Any]:
 @dataclass(frozen=True, kw_only=True)
 class Str:
     """A non-empty string; ``nullable``: or null. ``choices`` is a tuple, or a function
-    returning one (read when a file is checked, so a registry can supply it)."""
+    returning one (read when a file is checked, so a registry can supply it). ``hint`` is added
+    to the message for a value that is not a string."""
 
     doc: str = ""
+    hint: str = ""
     default: str | None = None
     nullable: bool = False
     choices: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()
@@ -273,6 +275,8 @@ REVIEW = Obj(
                     ),
                     "severity": Str(
                         choices=RULE_SEVERITIES,
+                        hint="to switch a rule off, write enabled: false (YAML reads an "
+                        "unquoted off as false)",
                         doc="The severity its findings get instead of the rule's own.",
                     ),
                     "exclude": StrList(
