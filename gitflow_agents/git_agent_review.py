@@ -74,6 +74,20 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
         help="do not record the review as a git note on the reviewed commit",
     )
     parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="builtin: accept the findings recorded in FILE (default: "
+        ".agent-review-baseline.json at the top of the work tree, when it exists)",
+    )
+    parser.add_argument(
+        "--write-baseline",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="builtin: record today's findings in FILE (default: .agent-review-baseline.json); "
+        "later reviews report only new ones. No note is recorded",
+    )
+    parser.add_argument(
         "--hook",
         action="store_true",
         help="run as a pre-commit hook: PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF on pre-push, "

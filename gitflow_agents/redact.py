@@ -290,6 +290,12 @@ def redact_review(review: Review, secrets: Iterable[str] = ()) -> Review:
         review,
         summary=redact_text(review.summary, known),
         findings=tuple(redact_finding(f, known) for f in review.findings),
+        accepted=tuple(
+            dataclasses.replace(
+                a, finding=redact_finding(a.finding, known), why=redact_text(a.why, known)
+            )
+            for a in review.accepted
+        ),
         reviewed_sha=_redact_optional(review.reviewed_sha, known),
         base_sha=_redact_optional(review.base_sha, known),
         unreviewed_files=tuple(redact_text(path, known) for path in review.unreviewed_files),

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import jsonschema
 import pytest
 
 from gitflow_agents import __version__
-from gitflow_agents.findings import Finding, Overall, Review, Severity, gate
+from gitflow_agents.findings import Accepted, Finding, Overall, Review, Severity, gate
 from gitflow_agents.render import FORMATS, render
 from gitflow_agents.render.annotations import escape_data, escape_property
 from gitflow_agents.render.markdown import code, escape
@@ -126,6 +127,7 @@ def test_json_shape() -> None:
         "unreviewedFiles",
         "run",
         "reason",
+        "accepted",
         "gate",
     ]
     assert data["overall"] == "revise"
@@ -162,6 +164,20 @@ def _schema(name: str) -> dict[str, Any]:
     return json.loads((DATA / "sarif" / name).read_text(encoding="utf-8"))
 
 
+ACCEPTED = replace(
+    APPROVED,
+    accepted=(
+        Accepted(
+            Finding(Severity.ERROR, "key", file="k.py", line=2, rule="aws-access-key"),
+            "marker",
+            "gitleaks:allow on the line",
+        ),
+        Accepted(Finding(Severity.WARN, "big", file="b.bin", rule="large-file"), "config", "x"),
+        Accepted(Finding(Severity.INFO, "no file", rule="todo"), "baseline", "in b.json"),
+    ),
+)
+
+
 @pytest.mark.parametrize(
     ("schema", "validator"),
     [
@@ -169,7 +185,9 @@ def _schema(name: str) -> dict[str, Any]:
         ("sarif-2.1.0-rtm.5.json", jsonschema.Draft4Validator),
     ],
 )
-@pytest.mark.parametrize("review", [REVIEW, APPROVED], ids=["revise", "approved"])
+@pytest.mark.parametrize(
+    "review", [REVIEW, APPROVED, ACCEPTED], ids=["revise", "approved", "accepted"]
+)
 def test_sarif_is_valid(schema: str, validator: Any, review: Review) -> None:
     sarif = json.loads(render(review, gate(review, threshold=Severity.WARN, head_sha=SHA), "sarif"))
     checker = validator(_schema(schema), format_checker=jsonschema.FormatChecker())

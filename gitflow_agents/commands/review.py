@@ -12,13 +12,17 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitflow_agents import git
 from gitflow_agents.errors import ExitCode, UsageError
-from gitflow_agents.findings import GateResult, Review, Severity
+from gitflow_agents.findings import Accepted, GateResult, Review, Severity
 from gitflow_agents.fsutil import write_text_atomic
+
+if TYPE_CHECKING:
+    from gitflow_agents.reviewer.acceptance import Acceptance
 
 
 @dataclass(frozen=True)
@@ -109,21 +113,27 @@ def builtin_report(
     target: Target,
     threshold: Severity,
     max_file_size: int,
-    blobs: git.BlobReader | None = None,
-) -> tuple[str, frozenset[str]]:
-    """The builtin reviewer's report on ``target``, and the exact secret values it found;
-    contents are read through ``blobs`` when given."""
+    blobs: git.BlobReader,
+    acceptance: Acceptance | None = None,
+) -> tuple[str, frozenset[str], tuple[Accepted, ...]]:
+    """The builtin reviewer's report on ``target`` (contents read through ``blobs``) after
+    ``acceptance`` took out what it accepts, the exact secret values it found, and the accepted
+    findings."""
     from gitflow_agents.reviewer import builtin
+    from gitflow_agents.reviewer.acceptance import Acceptance, apply
     from gitflow_agents.reviewer.checks import Options
 
     options = Options(max_file_bytes=max_file_size)
     result = builtin.review_diff(
         root, target.spec, threshold=threshold, options=options, blobs=blobs
     )
+    result, accepted = apply(
+        result, acceptance or Acceptance(), line_lookup(blobs, target.head), threshold
+    )
     report = builtin.report(
         result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
     )
-    return report, result.secrets
+    return report, result.secrets, accepted
 
 
 def agent_report(
@@ -188,16 +198,20 @@ def review_target(
     threshold: Severity,
     max_file_size: int,
     config_root: Path | None = None,
+    acceptance: Acceptance | None = None,
 ) -> tuple[Review, GateResult]:
     """Run the reviewer on ``target``, parse its report, mask the secrets in it, and gate it:
     the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``:
-    see ``agent_report`` (the builtin reviewer reads no configuration)."""
+    see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none: nothing)."""
     from gitflow_agents import findings
     from gitflow_agents.redact import redact_review
 
+    accepted: tuple[Accepted, ...] = ()
     with git.BlobReader(root) as blobs:
         if agent == "builtin":
-            report, secrets = builtin_report(root, target, threshold, max_file_size, blobs)
+            report, secrets, accepted = builtin_report(
+                root, target, threshold, max_file_size, blobs, acceptance
+            )
         else:
             from gitflow_agents.reviewer.builtin import diff_secrets
             from gitflow_agents.reviewer.checks import Options
@@ -211,6 +225,7 @@ def review_target(
             source=f"{agent} report",
             line_content=line_lookup(blobs, target.head),
         )
+    parsed = replace(parsed, accepted=accepted)
     # Every text of the report is masked before any output sees it: the secret rules, and the
     # exact secret values of the reviewed diff wherever the reviewer quotes them
     # (docs/security.md, "Secrets in review output").
@@ -232,6 +247,7 @@ def _run(args: argparse.Namespace) -> int:
     from gitflow_agents.reviewer import record_review
 
     root = git.repo_root()
+    acceptance = _acceptance(root, args)
     remarks: list[str] = []
     if args.hook:
         if args.range or args.staged:
@@ -248,8 +264,25 @@ def _run(args: argparse.Namespace) -> int:
         return _report_nothing(args, target, empty, threshold)
 
     review, result = review_target(
-        root, target, agent=args.agent, threshold=threshold, max_file_size=args.max_file_size
+        root,
+        target,
+        agent=args.agent,
+        threshold=threshold,
+        max_file_size=args.max_file_size,
+        acceptance=acceptance,
     )
+    if args.write_baseline is not None:  # review again: the findings now read as accepted
+        from gitflow_agents.reviewer.acceptance import local_acceptance
+
+        _write_baseline(root, args.write_baseline, review)
+        review, result = review_target(
+            root,
+            target,
+            agent=args.agent,
+            threshold=threshold,
+            max_file_size=args.max_file_size,
+            acceptance=local_acceptance(root, args.write_baseline or None),
+        )
 
     if args.output:
         fmt = _output_format(args.output, args.output_format)
@@ -260,7 +293,7 @@ def _run(args: argparse.Namespace) -> int:
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     sys.stdout.flush()
 
-    if target.head is not None and not args.no_note:
+    if target.head is not None and not args.no_note and args.write_baseline is None:
         record_review(
             root,
             reviewed_sha=target.head,
@@ -270,6 +303,37 @@ def _run(args: argparse.Namespace) -> int:
             threshold=threshold.value,
         )
     return exit_code(review, result.approved, result.exit_code, args.fail_on)
+
+
+def _acceptance(root: Path, args: argparse.Namespace) -> Acceptance | None:
+    """What the builtin reviewer accepts, from the work tree (None for an agent reviewer);
+    UsageError for the baseline options with an agent, or a FILE that is not ``.json``."""
+    from gitflow_agents.reviewer.acceptance import local_acceptance
+
+    if args.agent != "builtin":
+        if args.baseline is not None or args.write_baseline is not None:
+            raise UsageError("--baseline and --write-baseline work with the builtin reviewer")
+        return None
+    wanted = args.write_baseline or args.baseline
+    if wanted is not None and not wanted.endswith(".json"):
+        raise UsageError(
+            f"the baseline is a .json file, got {wanted!r} (a RANGE goes before the option: "
+            "git agent-review main..HEAD --write-baseline)"
+        )
+    return local_acceptance(root, args.baseline)
+
+
+def _write_baseline(root: Path, file: str, review: Review) -> None:
+    """Record ``review``'s findings (and those the baseline already accepted) in ``file``
+    (default: the default baseline at the top of the work tree). Re-running adds nothing
+    twice."""
+    from gitflow_agents.findings import baseline
+
+    path = Path(file) if file else root / baseline.DEFAULT_BASELINE
+    name = file or baseline.DEFAULT_BASELINE
+    known = [a.finding for a in review.accepted if a.by == "baseline"]
+    total, added = baseline.write(path, name, [*review.findings, *known])
+    print(f"git agent-review: {name}: {added} finding(s) added, {total} recorded", file=sys.stderr)
 
 
 def _report_nothing(args: argparse.Namespace, target: Target, why: str, threshold: Severity) -> int:

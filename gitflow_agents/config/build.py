@@ -40,6 +40,7 @@ from gitflow_agents.config.values import (
 )
 from gitflow_agents.config.yaml_nodes import Node, unwrap
 from gitflow_agents.errors import ConfigError
+from gitflow_agents.findings.settings import build_review
 from gitflow_agents.plan import SpecPlanConfig, compile_step_pattern
 from gitflow_agents.resources import templates_dir
 
@@ -102,6 +103,7 @@ def build(
             defaults, "stuck_retry_grace_secs", DEFAULT_STUCK_RETRY_GRACE_SECS
         ),
         chain=_build_chain(_section(values, "chain"), agents),
+        review=build_review(values.get("review")),
     )
 
 
@@ -128,6 +130,7 @@ def build_problems(top: Node, layout: Layout, sources: tuple[Path, ...]) -> list
         attempt(_build_shared_file, key, node, layout)
     attempt(_build_workflow, values, layout, sources)
     attempt(_build_chain, _section(values, "chain"), agents)
+    attempt(build_review, values.get("review"))
     return found
 
 

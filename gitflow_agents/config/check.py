@@ -78,7 +78,8 @@ def _scalar(node: Node, spec: Spec, keypath: str) -> ConfigError | None:
         if value is None and spec.nullable:
             return None
         if not isinstance(value, str):
-            return node.error(keypath, f"expected a string, got {kind(value)}")
+            hint = f"; {spec.hint}" if spec.hint else ""
+            return node.error(keypath, f"expected a string, got {kind(value)}{hint}")
         if not value.strip():
             return node.error(keypath, "must not be empty")
         choices = spec.allowed()

@@ -31,6 +31,7 @@ from gitflow_agents.config.values import (
     SEVERITIES,
     ChainConfig,
 )
+from gitflow_agents.findings.settings import RULE_SEVERITIES
 from gitflow_agents.plan import SpecPlanConfig
 
 
@@ -41,9 +42,11 @@ def _no_extra() -> Mapping[str, Any]:
 @dataclass(frozen=True, kw_only=True)
 class Str:
     """A non-empty string; ``nullable``: or null. ``choices`` is a tuple, or a function
-    returning one (read when a file is checked, so a registry can supply it)."""
+    returning one (read when a file is checked, so a registry can supply it). ``hint`` is added
+    to the message for a value that is not a string."""
 
     doc: str = ""
+    hint: str = ""
     default: str | None = None
     nullable: bool = False
     choices: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()
@@ -247,6 +250,44 @@ CHAIN = Obj(
         ),
     },
 )
+_GLOBS = (
+    " Globs read like .gitignore lines: * and ? within one folder, ** across folders; a glob"
+    " without '/' matches at any depth, one with '/' from the repository root; a folder"
+    " matches everything under it."
+)
+REVIEW = Obj(
+    doc="What the builtin reviewer accepts (git agent-review, the pre-commit hook, the Action: "
+    "read from the base commit there). Accepted findings are counted, never gate. "
+    "See docs/review.md, 'Accepting a finding'.",
+    fields={
+        "exclude": StrList(
+            what="a path glob",
+            doc="Paths whose findings are accepted (fixtures, vendored code)." + _GLOBS,
+        ),
+        "rules": MapOf(
+            doc="Settings per builtin rule id (python-syntax, github-token, todo, ...).",
+            item=Obj(
+                doc="One builtin rule.",
+                fields={
+                    "enabled": Bool(
+                        default=True,
+                        doc="false: every finding of the rule is accepted (counted, not gating).",
+                    ),
+                    "severity": Str(
+                        choices=RULE_SEVERITIES,
+                        hint="to switch a rule off, write enabled: false (YAML reads an "
+                        "unquoted off as false)",
+                        doc="The severity its findings get instead of the rule's own.",
+                    ),
+                    "exclude": StrList(
+                        what="a path glob",
+                        doc="Paths where this rule's findings are accepted." + _GLOBS,
+                    ),
+                },
+            ),
+        ),
+    },
+)
 TOP = Obj(
     doc="One layer of the flow configuration: .flow/base.yaml, .flow/<flow-type>/base.yaml or "
     ".flow/<flow-type>/<variant>.yaml. Layers merge: scalars are replaced, mappings merge, lists "
@@ -330,6 +371,7 @@ TOP = Obj(
         "agents": MapOf(item=AGENT, doc="Agents by name."),
         "shared_files": MapOf(item=SHARED_FILE, doc="Shared context files by key."),
         "chain": CHAIN,
+        "review": REVIEW,
     },
 )
 

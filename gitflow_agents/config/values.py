@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gitflow_agents.errors import ConfigError
+from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.plan import SpecPlanConfig
 
 FLOW_DIR_NAME = ".flow"
@@ -180,6 +181,7 @@ class FlowConfig:
     max_wait_secs: int = DEFAULT_MAX_WAIT_SECS
     stuck_retry_grace_secs: int = DEFAULT_STUCK_RETRY_GRACE_SECS
     chain: ChainConfig = field(default_factory=ChainConfig)
+    review: ReviewSettings = field(default_factory=ReviewSettings)
 
     def agent(self, name: str) -> AgentConfig:
         """The agent configured as ``name``; ConfigError listing the known agents otherwise."""

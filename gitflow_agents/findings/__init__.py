@@ -17,6 +17,8 @@ from gitflow_agents.findings.gate import (
     merge_reviews,
 )
 from gitflow_agents.findings.model import (
+    ACCEPTED_BY,
+    Accepted,
     Finding,
     Overall,
     Review,
@@ -41,7 +43,9 @@ from gitflow_agents.findings.verdict import (
 )
 
 __all__ = [
+    "ACCEPTED_BY",
     "VERDICT_RE",
+    "Accepted",
     "Finding",
     "FindingsError",
     "GateResult",

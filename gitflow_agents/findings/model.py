@@ -104,6 +104,24 @@ class Finding:
         return data
 
 
+ACCEPTED_BY = ("marker", "config", "baseline")
+"""How a finding can be accepted (docs/review.md, "Accepting a finding"): an inline marker on
+its line, the ``review:`` settings of ``.flow/``, or a baseline file."""
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A finding someone accepted: counted and shown, never part of the gate. ``by`` is one of
+    ``ACCEPTED_BY``; ``why`` says which marker, setting or file, in words."""
+
+    finding: Finding
+    by: str
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.finding.to_dict(), "accepted": {"by": self.by, "why": self.why}}
+
+
 @dataclass(frozen=True)
 class Review:
     """One reviewer's result. ``overall`` is None when no verdict could be established;
@@ -117,6 +135,8 @@ class Review:
     unreviewed_files: tuple[str, ...] = ()
     run: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
+    accepted: tuple[Accepted, ...] = ()
+    """Findings accepted by a marker, a setting or the baseline: not in ``findings``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -128,6 +148,7 @@ class Review:
             "unreviewedFiles": list(self.unreviewed_files),
             "run": dict(self.run),
             "reason": self.reason,
+            "accepted": [a.to_dict() for a in self.accepted],
         }
 
 
@@ -200,6 +221,19 @@ def finding_from_dict(data: Any, where: str = "finding") -> Finding:
     )
 
 
+def accepted_from_dict(data: Any, where: str) -> Accepted:
+    """One accepted finding from its JSON shape (``Accepted.to_dict``); ValueError naming the
+    bad key."""
+    finding = finding_from_dict(data, where)
+    how = data.get("accepted")
+    if not isinstance(how, dict) or how.get("by") not in ACCEPTED_BY:
+        raise ValueError(f"{where}.accepted.by: expected one of {', '.join(ACCEPTED_BY)}")
+    why = how.get("why")
+    if not isinstance(why, str):
+        raise ValueError(f"{where}.accepted.why: expected a string")
+    return Accepted(finding, str(how["by"]), why)
+
+
 def review_from_dict(data: Any) -> Review:
     """A Review from its JSON shape (docs/protocol.md, Findings), as ``Review.to_dict`` writes
     it (camelCase; the snake_case spelling of each key is read too); fingerprints present in the
@@ -217,6 +251,12 @@ def review_from_dict(data: Any) -> Review:
         raise ValueError("findings: expected a list")
     findings = tuple(
         finding_from_dict(item, f"findings[{index}]") for index, item in enumerate(findings_raw)
+    )
+    accepted_raw = data.get("accepted", [])
+    if not isinstance(accepted_raw, list):
+        raise ValueError("accepted: expected a list")
+    accepted = tuple(
+        accepted_from_dict(item, f"accepted[{index}]") for index, item in enumerate(accepted_raw)
     )
     unreviewed_key = _key(data, "unreviewedFiles", "unreviewed_files")
     unreviewed = data.get(unreviewed_key, [])
@@ -241,6 +281,7 @@ def review_from_dict(data: Any) -> Review:
         unreviewed_files=tuple(unreviewed),
         run=dict(run) if isinstance(run, dict) else {},
         reason=str(data.get("reason") or ""),
+        accepted=accepted,
     )
 
 

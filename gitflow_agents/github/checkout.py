@@ -111,14 +111,18 @@ def review_group(
 def _review(
     root: Path, target: Target, config_sha: str, options: Options, temp: Path | None
 ) -> tuple[Review, GateResult, comment.RunRow]:
-    """``target`` reviewed by ``options.agent`` (defined by ``config_sha``'s configuration),
-    with its run-history row."""
+    """``target`` reviewed by ``options.agent`` (defined by ``config_sha``'s configuration;
+    for the builtin reviewer, what it accepts), with its run-history row."""
     from gitflow_agents.commands.review import review_target
+    from gitflow_agents.reviewer.acceptance import acceptance_at
 
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         config_root = None
-        if options.agent != "builtin":  # the builtin reviewer reads no configuration at all
+        acceptance = None
+        if options.agent == "builtin":  # its review: settings and baseline, read from git
+            acceptance = acceptance_at(root, config_sha)
+        else:
             scratch = temp if temp is not None else Path(tempfile.gettempdir())
             config_root = stack.enter_context(base_checkout(root, config_sha, scratch))
         result, gate = review_target(
@@ -128,6 +132,7 @@ def _review(
             threshold=options.threshold,
             max_file_size=options.max_file_size,
             config_root=config_root,
+            acceptance=acceptance,
         )
     stats = git.numstat(root, target.spec)
     run = result.run if isinstance(result.run, dict) else {}

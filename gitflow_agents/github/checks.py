@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gitflow_agents.findings import Finding, GateResult, Review, Severity, describe_counts
+from gitflow_agents.findings import Finding, GateResult, Review, Severity
 from gitflow_agents.github.client import Client
 
 NAME = "gitflow-agents/findings"
@@ -46,7 +46,9 @@ def output(review: Review, gate: GateResult) -> dict[str, Any]:
     """The check run's ``output``: title, a short summary, the annotations."""
     notes, left_out = annotations_for(review.findings)
     verdict = "Approved" if gate.approved else "Not approved"
-    summary = f"**{verdict}**: {describe_counts(review.findings)}."
+    from gitflow_agents.render import counts
+
+    summary = f"**{verdict}**: {counts(review)}."
     if gate.reasons and not gate.approved:
         from gitflow_agents.render.markdown import list_item
 

@@ -8,7 +8,7 @@ therefore never sees green for anything but an approval.
 
 from __future__ import annotations
 
-from gitflow_agents.findings import GateResult, Review, describe_counts
+from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.github.client import Client
 
 CONTEXT = "gitflow-agents/review"
@@ -26,7 +26,9 @@ def final_state(gate: GateResult) -> str:
 
 
 def final_description(review: Review, gate: GateResult) -> str:
-    counts = describe_counts(review.findings)
+    from gitflow_agents.render import counts as counts_of
+
+    counts = counts_of(review)
     if gate.approved:
         return clip(f"Approved: {counts}")
     reason = gate.reasons[0] if gate.reasons else "not approved"

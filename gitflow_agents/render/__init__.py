@@ -9,9 +9,18 @@ Review from anywhere else from printing a secret).
 from __future__ import annotations
 
 import importlib
+from collections import Counter
 from collections.abc import Iterable
 
-from ..findings import Finding, GateResult, Overall, Review, Severity, describe_counts
+from ..findings import (
+    ACCEPTED_BY,
+    Finding,
+    GateResult,
+    Overall,
+    Review,
+    Severity,
+    describe_counts,
+)
 
 FORMATS = ("terminal", "json", "sarif", "rdjsonl", "annotations", "markdown")
 """Every output format, in the order ``--format`` lists them."""
@@ -63,9 +72,25 @@ def verdict_reasons(review: Review, gate: GateResult | None) -> tuple[str, ...]:
     return (review.reason or "no verdict",)
 
 
+def accepted_counts(review: Review) -> str:
+    """``3 accepted (2 marker, 1 baseline)``; "" when none is (docs/review.md, "Accepting a
+    finding")."""
+    if not review.accepted:
+        return ""
+    counts = Counter(a.by for a in review.accepted)
+    how = ", ".join(f"{counts[by]} {by}" for by in ACCEPTED_BY if counts[by])
+    return f"{len(review.accepted)} accepted ({how})"
+
+
+def counts(review: Review) -> str:
+    """``1 error, 1 warn``; accepted findings counted after them (``no findings, 2 accepted
+    (2 marker)``): never dropped silently."""
+    return ", ".join(filter(None, [describe_counts(review.findings), accepted_counts(review)]))
+
+
 def verdict_line(review: Review, gate: GateResult | None) -> str:
-    """One line: ``APPROVED: 1 warn`` / ``REVISE: 1 error; <reasons>``."""
-    parts = [describe_counts(review.findings), *verdict_reasons(review, gate)]
+    """One line: ``APPROVED: 1 warn`` / ``REVISE: 1 error; <reasons>`` (``counts``)."""
+    parts = [counts(review), *verdict_reasons(review, gate)]
     return f"{verdict_label(review, gate)}: " + "; ".join(parts)
 
 

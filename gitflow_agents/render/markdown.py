@@ -2,7 +2,8 @@
 uses for untrusted text.
 
 A verdict heading, the counts and commits, why it is not approved, the reviewer's summary,
-findings grouped by severity in ``<details>`` (errors open), and the files not reviewed.
+findings grouped by severity in ``<details>`` (errors open), the accepted findings (closed, with
+how each was accepted), and the files not reviewed.
 Reviewer text is untrusted and rendered inert (docs/security.md, "Agent text is inert"):
 ``escape`` for prose (HTML escaped, @mentions and images defused, no line can open a block),
 ``one_line`` where a line break would leave its line or table cell, ``code`` for inline code,
@@ -15,7 +16,15 @@ import html
 import re
 
 from ..findings import Finding, GateResult, Review, Severity, describe_counts
-from . import TOOL_NAME, by_severity, is_approved, location, verdict_label, verdict_reasons
+from . import (
+    TOOL_NAME,
+    accepted_counts,
+    by_severity,
+    is_approved,
+    location,
+    verdict_label,
+    verdict_reasons,
+)
 
 TITLES = {Severity.ERROR: "Errors", Severity.WARN: "Warnings", Severity.INFO: "Info"}
 ICONS = {Severity.ERROR: "🔴", Severity.WARN: "🟡", Severity.INFO: "🔵"}
@@ -125,11 +134,25 @@ def _item(finding: Finding) -> list[str]:
     return out
 
 
+def _accepted(review: Review) -> list[str]:
+    """The accepted findings, closed: they never gate, but nothing is dropped silently."""
+    if not review.accepted:
+        return []
+    out = ["<details>", f"<summary>☑️ Accepted ({len(review.accepted)})</summary>", ""]
+    for accepted in review.accepted:
+        item = _item(accepted.finding)
+        item[0] += f" — accepted: {one_line(accepted.why)}"
+        out += item
+    return [*out, "", "</details>", ""]
+
+
 def render(review: Review, gate: GateResult | None = None) -> str:
     approved = is_approved(review, gate)
     icon = "✅" if approved else "❌"
     out = [f"### {icon} {TOOL_NAME} review: {verdict_label(review, gate)}", ""]
     facts = [describe_counts(review.findings)]
+    if review.accepted:
+        facts.append(accepted_counts(review))
     if review.reviewed_sha:
         commits = f"reviewed {code(review.reviewed_sha[:12])}"
         if review.base_sha:
@@ -156,6 +179,7 @@ def render(review: Review, gate: GateResult | None = None) -> str:
         for finding in findings:
             out += _item(finding)
         out += ["", "</details>", ""]
+    out += _accepted(review)
     if review.unreviewed_files:
         files = ", ".join(code(path) for path in review.unreviewed_files)
         out += [f"**Files not reviewed** ({len(review.unreviewed_files)}): {files}", ""]

@@ -9,6 +9,11 @@
   one result lacks a usable location.
 - Findings without a file are not results (GitHub would reject the file); they are
   ``toolExecutionNotifications`` of the run's invocation, as are the files not reviewed.
+- An accepted finding (docs/review.md, "Accepting a finding") is a result too, with SARIF's
+  ``suppressions``: ``inSource`` for a marker on its line, ``external`` for a ``.flow/``
+  setting or the baseline, ``status`` ``accepted``, the justification saying which: SARIF's
+  own property for a result someone accepted. One without a file is a notification saying it
+  was accepted.
 - The verdict, the gate's decision and the commits go in the run's property bag.
 """
 
@@ -18,7 +23,7 @@ import json
 from typing import Any
 
 from .. import __version__
-from ..findings import Finding, GateResult, Review
+from ..findings import Accepted, Finding, GateResult, Review
 from . import TOOL_NAME, is_approved, message_with_suggestion, verdict_line
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -56,21 +61,16 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
     return result
 
 
-def to_sarif(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
-    rule_ids = list(dict.fromkeys(_rule_id(f) for f in review.findings if f.file))
-    rules = []
-    for rule_id in rule_ids:
-        first = next(f for f in review.findings if f.file and _rule_id(f) == rule_id)
-        description = "A finding of the reviewer" if rule_id == DEFAULT_RULE else f"Rule {rule_id}"
-        rules.append(
-            {
-                "id": rule_id,
-                "name": rule_id,
-                "shortDescription": {"text": description},
-                "defaultConfiguration": {"level": first.severity.sarif_level},
-            }
-        )
-    results = [_result(f, rule_ids.index(_rule_id(f))) for f in review.findings if f.file]
+def _suppressed(accepted: Accepted, rule_index: int) -> dict[str, Any]:
+    result = _result(accepted.finding, rule_index)
+    kind = "inSource" if accepted.by == "marker" else "external"
+    result["suppressions"] = [{"kind": kind, "status": "accepted", "justification": accepted.why}]
+    return result
+
+
+def _notifications(review: Review) -> list[dict[str, Any]]:
+    """Findings (and accepted ones) without a file, and the files not reviewed: no result can
+    hold them, so they are notifications of the run's invocation."""
     notifications: list[dict[str, Any]] = [
         {
             "level": f.severity.sarif_level,
@@ -83,11 +83,43 @@ def to_sarif(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
     notifications += [
         {
             "level": "note",
+            "message": {"text": f"accepted ({a.why}): {message_with_suggestion(a.finding)}"},
+            **({"descriptor": {"id": a.finding.rule}} if a.finding.rule else {}),
+        }
+        for a in review.accepted
+        if not a.finding.file
+    ]
+    notifications += [
+        {
+            "level": "note",
             "message": {"text": f"not reviewed: {path}"},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": path}}}],
         }
         for path in review.unreviewed_files
     ]
+    return notifications
+
+
+def to_sarif(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
+    located = [f for f in review.findings if f.file]
+    accepted = [a for a in review.accepted if a.finding.file]
+    every = [*located, *(a.finding for a in accepted)]
+    rule_ids = list(dict.fromkeys(_rule_id(f) for f in every))
+    rules = []
+    for rule_id in rule_ids:
+        first = next(f for f in every if _rule_id(f) == rule_id)
+        description = "A finding of the reviewer" if rule_id == DEFAULT_RULE else f"Rule {rule_id}"
+        rules.append(
+            {
+                "id": rule_id,
+                "name": rule_id,
+                "shortDescription": {"text": description},
+                "defaultConfiguration": {"level": first.severity.sarif_level},
+            }
+        )
+    results = [_result(f, rule_ids.index(_rule_id(f))) for f in located]
+    results += [_suppressed(a, rule_ids.index(_rule_id(a.finding))) for a in accepted]
+    notifications = _notifications(review)
     invocation: dict[str, Any] = {"executionSuccessful": True}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
@@ -98,6 +130,7 @@ def to_sarif(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
         "summary": review.summary,
         "reviewedSha": review.reviewed_sha,
         "baseSha": review.base_sha,
+        "accepted": len(review.accepted) or None,
     }
     return {
         "$schema": SCHEMA_URI,

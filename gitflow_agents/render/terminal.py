@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 
 from ..findings import GateResult, Review, Severity
-from . import is_approved, sorted_by_file, verdict_line
+from . import is_approved, location, sorted_by_file, verdict_line
 
 Segment = tuple[str, str]  # (text, style); style "" = unstyled
 Line = list[Segment]
@@ -52,6 +52,10 @@ def lines(review: Review, gate: GateResult | None) -> list[Line]:
         out.append([])
     if review.unreviewed_files:
         out.append([("not reviewed: ", "dim"), (", ".join(review.unreviewed_files), "")])
+    for accepted in review.accepted:
+        where = location(accepted.finding) or "(no file)"
+        rule = f" [{accepted.finding.rule}]" if accepted.finding.rule else ""
+        out.append([(f"accepted: {where}{rule}: {accepted.why}", "dim")])
     style = "bold green" if is_approved(review, gate) else "bold red"
     out.append([(verdict_line(review, gate), style)])
     return out

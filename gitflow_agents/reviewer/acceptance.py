@@ -1,0 +1,92 @@
+"""Where the builtin reviewer's acceptance comes from (docs/review.md, "Accepting a finding"):
+the ``review:`` section of ``.flow/base.yaml`` and the baseline file, read from the work tree
+for ``git agent-review`` and the pre-commit hook, and from the *base* commit in the Action, so
+a pull request cannot switch off its own review (docs/github.md, "Configuration comes from the
+base branch"). The markers are on the reviewed lines themselves (``findings/accept.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from gitflow_agents import git
+from gitflow_agents.errors import InputError
+from gitflow_agents.findings import Accepted, Overall, Severity
+from gitflow_agents.findings import baseline as baselines
+from gitflow_agents.findings.accept import LineText, accept
+from gitflow_agents.findings.settings import ReviewSettings
+from gitflow_agents.reviewer.builtin import BuiltinResult
+
+LAYER = ".flow/base.yaml"
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """What the builtin reviewer's findings are checked against; ``baseline_name`` names the
+    baseline file in messages ("" when there is none)."""
+
+    settings: ReviewSettings = field(default_factory=ReviewSettings)
+    baseline: frozenset[str] = frozenset()
+    baseline_name: str = ""
+
+
+def _settings(text: str | None, name: str) -> ReviewSettings:
+    from gitflow_agents.config.yaml_nodes import MAX_LAYER_BYTES, parse_layer
+    from gitflow_agents.findings.settings import review_settings
+
+    if text is None:
+        return ReviewSettings()
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_LAYER_BYTES:
+        raise InputError(f"over the {MAX_LAYER_BYTES:,}-byte limit of a layer file", path=name)
+    return review_settings(parse_layer(text, name))
+
+
+def local_acceptance(root: Path, baseline_file: str | None) -> Acceptance:
+    """From the work tree of ``root``: ``.flow/base.yaml`` and the baseline (``baseline_file``
+    relative to the current directory, which must exist; else the default file when it
+    exists)."""
+    from gitflow_agents.config.yaml_nodes import read_layer
+    from gitflow_agents.findings.settings import review_settings
+
+    layer = root / LAYER
+    settings = review_settings(read_layer(layer, LAYER)) if layer.exists() else ReviewSettings()
+    if baseline_file is not None:
+        path, name = Path(baseline_file), baseline_file
+        if not path.exists():
+            raise InputError("no such baseline file (write one with --write-baseline)", path=name)
+    else:
+        path, name = root / baselines.DEFAULT_BASELINE, baselines.DEFAULT_BASELINE
+    if not path.exists():
+        return Acceptance(settings)
+    entries = baselines.read(path, name)
+    return Acceptance(settings, baselines.fingerprints(entries), name)
+
+
+def acceptance_at(root: Path, sha: str) -> Acceptance:
+    """From the commit ``sha`` (the base of a pull request or merge group): its committed
+    ``.flow/base.yaml`` and default baseline file, never the reviewed commits' own."""
+    settings = _settings(git.show_file(root, sha, LAYER), f"{sha[:12]}:{LAYER}")
+    name = f"{sha[:12]}:{baselines.DEFAULT_BASELINE}"
+    text = git.show_file(root, sha, baselines.DEFAULT_BASELINE)
+    if text is None:
+        return Acceptance(settings)
+    if len(text.encode("utf-8", "surrogatepass")) > baselines.MAX_BASELINE_BYTES:
+        raise InputError(f"over the {baselines.MAX_BASELINE_BYTES:,}-byte limit", path=name)
+    return Acceptance(settings, baselines.fingerprints(baselines.parse(text, name)), name)
+
+
+def apply(
+    result: BuiltinResult, acceptance: Acceptance, line_text: LineText, threshold: Severity
+) -> tuple[BuiltinResult, tuple[Accepted, ...]]:
+    """``result`` without its accepted findings (its verdict decided again from those that
+    stay), and the accepted ones."""
+    outcome = accept(
+        result.findings,
+        settings=acceptance.settings,
+        line_text=line_text,
+        baseline=acceptance.baseline,
+        baseline_name=acceptance.baseline_name,
+    )
+    blocking = any(f.severity.rank >= threshold.rank for f in outcome.findings)
+    overall = Overall.REVISE if blocking else Overall.APPROVE
+    return replace(result, findings=outcome.findings, overall=overall), outcome.accepted
