@@ -19,13 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gitflow_agents.redact import (
-    KEY_BODY,
-    MIN_EXACT_LENGTH,
-    PRIVATE_KEY,
-    PRIVATE_KEY_END,
-    redact_text,
-)
+from gitflow_agents.redact import MIN_EXACT_LENGTH, redact_text
+from gitflow_agents.secret_rules import KEY_BODY, PRIVATE_KEY, PRIVATE_KEY_END, may_begin_key
 
 MAX_LINE = 64 * 1024
 """Bytes of a line held back before part of it is masked and let through without its end."""
@@ -84,7 +79,7 @@ class LineMasker:
             stop = end.start() if end else len(text)
             text = KEY_BODY.sub("[masked]", text[:stop]) + text[stop:]
             self._in_key = end is None
-        if "PRIVATE KEY" in text:
+        if may_begin_key(text):
             begins = [m.end() for m in PRIVATE_KEY.finditer(text)]
             ends = [m.end() for m in PRIVATE_KEY_END.finditer(text)]
             if begins and (not ends or begins[-1] > ends[-1]):

@@ -20,6 +20,7 @@ AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
 GITHUB_TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
 SLACK_TOKEN = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOp"
 PRIVATE_KEY = "-----BEGIN " + "RSA PRIVATE KEY-----"
+KEY_BODY = "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt" + "Hq8vN4cY1uJ6bW0eT5gK2dF9sA7lZ3x"  # a PEM line
 
 
 def review(
@@ -198,7 +199,7 @@ def test_merge_conflict_markers(repo: Path) -> None:
 
 
 def test_private_key(repo: Path) -> None:
-    result = review(repo, {"id_rsa": f"{PRIVATE_KEY}\nMIIEow\n"})
+    result = review(repo, {"id_rsa": f"{PRIVATE_KEY}\n{KEY_BODY}\n"})
     assert locations(result) == [("private-key", "id_rsa", 1)]
 
 
@@ -243,7 +244,7 @@ def commits(repo: Path, *changes: dict[str, str | None]) -> tuple[str, list[str]
 def test_a_secret_added_and_removed_within_the_range_is_found(repo: Path) -> None:
     base, (leaked, removed, _) = commits(
         repo,
-        {"t.py": f'TOKEN = "{GITHUB_TOKEN}"\n', "id_rsa": f"{PRIVATE_KEY}\nMIIE\n"},
+        {"t.py": f'TOKEN = "{GITHUB_TOKEN}"\n', "id_rsa": f"{PRIVATE_KEY}\n{KEY_BODY}\n"},
         {"t.py": None, "id_rsa": None},
         {"app.py": "x = 1\n"},
     )
