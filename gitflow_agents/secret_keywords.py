@@ -18,6 +18,7 @@ placeholder, words, a path, or a URL (a URL's password is the ``url-credentials`
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterator
@@ -135,11 +136,13 @@ _NOT_SECRET_ENDS = frozenset(
     }
 )
 _NAME_WORD = re.compile(r"[A-Z]?[a-zñ]+|[A-Z]+(?![a-z])|\d+")
-_IDENTIFIER = re.compile(r"(?<![A-Za-z0-9_$])[A-Za-z_$][A-Za-z0-9_.$-]*")
-# Words that must be in a line (lowercased) before any name is looked at.
+# Every secret name holds one of these: names are looked for around them only.
 _PREFILTER = ("pass", "pwd", "secret", "token", "key", "credential", "contrase")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyzñ0123456789_.$-")
+_NAME_RUN = re.compile(r"[A-Za-zñ0-9_.$-]*")
 
 
+@functools.lru_cache(maxsize=4096)  # logs and diffs repeat their names
 def is_secret_name(name: str) -> bool:
     words = [w.lower() for w in _NAME_WORD.findall(name)]
     if not words or words[-1] in _NOT_SECRET_ENDS:
@@ -180,6 +183,16 @@ _CODE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:[(\[<].*)?")
 _CODE_MARKS = re.compile(r"[\w$]\s*[(\[<]|\)\s*$")
 
 
+def _looks_like_code(value: str) -> bool:
+    """An attribute chain, call, subscript or generic; or a bare identifier unless it reads as
+    random (digits among letters and 3.5+ bits per character: Zx9Qw8Er7Ty6Ui5Op4As)."""
+    if _CODE_MARKS.search(value):
+        return True
+    if not _CODE.fullmatch(value):
+        return False
+    return "." in value or not any(c.isdigit() for c in value) or entropy(value) < 3.5
+
+
 def looks_like_secret(value: str, *, min_length: int, entropy_threshold: float) -> bool:
     """Whether a literal assigned to a secret name looks like a secret (module docstring)."""
     if len(value) < min_length or not any(c.isalnum() for c in value):
@@ -205,7 +218,10 @@ def looks_like_secret(value: str, *, min_length: int, entropy_threshold: float) 
 
 
 def _may_hold(text: str) -> bool:
-    """False only when no secret name can be in ``text`` (exact for ASCII text)."""
+    """False only when no secret name can be in ``text`` (exact for ASCII text): every form
+    has an operator (``=``, ``:``, ``(``, ``,``) with a quote, or ``=`` / ``:``."""
+    if "=" not in text and ":" not in text and not any(q in text for q in "\"'`"):
+        return False
     if not text.isascii():
         return True
     lowered = text.lower()
@@ -260,10 +276,39 @@ def _candidate(
         return None
     value = match.group("value")
     stripped = value.rstrip(",;'\"`")
-    if kind == "other" and (_CODE.fullmatch(stripped) or _CODE_MARKS.search(stripped)):
+    if kind == "other" and _looks_like_code(stripped):
         return None
     start = match.start("value")
     return stripped, start, start + len(stripped), False
+
+
+def _secret_names(text: str) -> Iterator[tuple[int, str]]:
+    """(start, name) of every secret name in ``text``: the name around each secret word
+    (``_PREFILTER``, found with ``str.find`` on the lowered text), at most 64 characters back
+    (linear however long a run of letters is)."""
+    lowered = text.lower() if text.isascii() else text.casefold()
+    if len(lowered) != len(text):  # a character that folds to several: no positions to share
+        lowered = text
+    positions: list[int] = []
+    for word in _PREFILTER:
+        position = lowered.find(word)
+        while position >= 0:
+            positions.append(position)
+            position = lowered.find(word, position + 1)
+    done = 0
+    for position in sorted(positions):
+        if position < done:
+            continue
+        start, floor = position, max(0, position - 64)
+        while start > floor and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        while start < position and not (text[start].isalpha() or text[start] in "_$"):
+            start += 1
+        run = _NAME_RUN.match(text, position)
+        done = run.end() if run else position + 1
+        name = text[start:done].rstrip(".-")
+        if is_secret_name(name):
+            yield start, name
 
 
 def keyword_hits(
@@ -291,11 +336,8 @@ def keyword_hits(
         seen.add(found[0])
         return KeywordHit(name, *found)
 
-    for ident in _IDENTIFIER.finditer(text):
-        name = ident.group(0).rstrip(".-")
-        if not is_secret_name(name):
-            continue
-        tail = _TAIL.match(text, ident.start() + len(name))
+    for start, name in _secret_names(text):
+        tail = _TAIL.match(text, start + len(name))
         if tail is not None:
             hit = accept(name, _candidate(tail, name, kind, char_quotes))
             if hit is not None:

@@ -28,7 +28,7 @@ class TokenRule:
     entropy: float = 3.0  # floor, bits per character over the token
     allow: re.Pattern[str] | None = None  # published example values, searched in the token
     severity: str = "error"  # a findings.Severity value
-    words: bool = False  # also drop values that say they are placeholders (is_placeholder)
+    words: bool = False  # also drop placeholders (is_placeholder) and plain words (postgres)
 
 
 # The end of a token: not followed by another character it could hold.
@@ -69,7 +69,7 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
             r"(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})|sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})"
             + _END
         ),
-        ("T3BlbkFJ",),
+        ("sk-",),
     ),
     TokenRule(
         "anthropic-api-key",
@@ -148,7 +148,7 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         re.compile(
             r"\b(ey[A-Za-z0-9]{17,}\.ey[A-Za-z0-9/\\_-]{17,}\.(?:[A-Za-z0-9/\\_-]{10,}={0,2})?)"
         ),
-        ("ey",),
+        (".ey",),  # the payload after the header: a literal every JWT holds
         severity="warn",  # often a public test fixture or a short-lived session token
     ),
     TokenRule(
@@ -160,7 +160,6 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
             r"[A-Za-z0-9\[]"
         ),
         ("://",),
-        entropy=2.0,
         severity="warn",  # test databases' user:pass@localhost are common and harmless
         words=True,
     ),
@@ -197,7 +196,17 @@ def is_placeholder(value: str) -> bool:
     return bool(_PLACEHOLDER_RUN.search(value) or _PLACEHOLDER.search(value))
 
 
+def _is_word_or_placeholder(value: str) -> bool:
+    return value.isalpha() or is_placeholder(value) or bool(_NAMED.search(value))
+
+
+_NAMED = re.compile(r"pass|secret|token", re.I)
 _STARTS = tuple(sorted({start for rule in TOKEN_RULES for start in rule.starts}))
+# The first test: every token holds one of these characters (found at memchr speed), or one of
+# these literals, or starts like an AWS or Google key.
+_ANY_CHARS = ("_", "-", "=")
+_ANY_LITERALS = (".ey", "://", "SG.", "SK")
+_AWS_OR_GOOGLE = re.compile(r"A(?:KIA|SIA|BIA|CCA|3T|Iza)")  # one literal first: a fast scan
 TOKEN_PREFIXES = tuple(
     start for start in _STARTS if len(start) >= 3 and start[0].isalpha() and "=" not in start
 )
@@ -213,7 +222,11 @@ def _holds_any(text: str, literals: tuple[str, ...]) -> bool:
 def token_hits(text: str) -> Iterator[tuple[TokenRule, str]]:
     """(rule, token) for every known token format in ``text``, each token once per rule;
     placeholders, published examples and tokens under their rule's entropy floor left out."""
-    if not _holds_any(text, _STARTS):
+    if not (
+        _holds_any(text, _ANY_CHARS)
+        or _holds_any(text, _ANY_LITERALS)
+        or _AWS_OR_GOOGLE.search(text)
+    ):
         return
     for rule in TOKEN_RULES:
         if not _holds_any(text, rule.starts):
@@ -225,7 +238,7 @@ def token_hits(text: str) -> Iterator[tuple[TokenRule, str]]:
                 continue
             seen.add(token)
             if (
-                (is_placeholder(token) if rule.words else is_placeholder_token(token))
+                (_is_word_or_placeholder(token) if rule.words else is_placeholder_token(token))
                 or (rule.allow is not None and rule.allow.search(token))
                 or entropy(token) < rule.entropy
             ):

@@ -203,6 +203,32 @@ def test_private_key(repo: Path) -> None:
     assert locations(result) == [("private-key", "id_rsa", 1)]
 
 
+def test_a_private_key_without_a_body_is_not_a_key(repo: Path) -> None:
+    docs = f"{PRIVATE_KEY}\n...\n-----END RSA PRIVATE KEY-----\n"
+    assert review(repo, {"docs.md": docs}).findings == ()
+
+
+def test_a_rotated_key_is_found_without_its_begin_line(repo: Path) -> None:
+    """A key whose body lines change while its BEGIN line stays (requests 9ebebdef98a6): the
+    file's new content says the lines are in a private key block; a certificate's are not."""
+    end = "-----END RSA PRIVATE KEY-----"
+    cert = "-----BEGIN CERTIFICATE-----"
+    old_key = f"{PRIVATE_KEY}\n{KEY_BODY}\n{KEY_BODY[::-1]}\n{end}\n"
+    old_cert = f"{cert}\n{KEY_BODY}\n-----END CERTIFICATE-----\n"
+    new_body = KEY_BODY[5:] + KEY_BODY[:5]
+    result = review(
+        repo,
+        {
+            "key.pem": old_key.replace(KEY_BODY[::-1], new_body),
+            "ca.pem": old_cert.replace(KEY_BODY, new_body),
+        },
+        base_files={"key.pem": old_key, "ca.pem": old_cert},
+    )
+    assert locations(result) == [("private-key", "key.pem", 3)]
+    assert new_body in result.secrets
+    assert new_body not in "".join(f.message for f in result.findings)
+
+
 @pytest.mark.parametrize(
     ("secret", "rule"),
     [(AWS_KEY, "aws-access-key"), (GITHUB_TOKEN, "github-token"), (SLACK_TOKEN, "slack-token")],
