@@ -14,6 +14,8 @@ there), and in other files (prose, logs) a literal unless it is shaped like code
 The value must look like a secret: 8+ characters, a letter or digit, entropy of at least 3 bits
 per character, two kinds of characters (or 16+ characters over 3.5 bits), and not a
 placeholder, words, a path, or a URL (a URL's password is the ``url-credentials`` token rule).
+A quoted value longer than 4,096 characters or an unquoted one longer than 256 is data, not a
+secret (and the bounds keep every scan linear).
 """
 
 from __future__ import annotations
@@ -162,12 +164,12 @@ _TAIL = re.compile(
     (?:[ \t]+[A-Za-z_*\[\]][\w.*\[\]]*(?=\s*=[^=>]))?
     \s*(?P<op>:::=|::=|:=|\?\?=|\?=|\|\|=|\.=|\+=|===|!==|==|!=|=>|=|:|,|\()?
     \s*@?
-    (?:(?P<quote>["'`])(?P<qvalue>(?:\\.|(?!(?P=quote))[^\\\n])*)(?P=quote)
-      |(?P<value>[^\s"'`]+))
+    (?:(?P<quote>["'`])(?P<qvalue>(?:\\.|(?!(?P=quote))[^\\\n]){0,4096})(?P=quote)
+      |(?P<value>[^\s"'`]{1,256}(?![^\s"'`])))
     """
 )
 _REVERSED = re.compile(
-    r"""(?P<quote>["'`])(?P<qvalue>(?:\\.|(?!(?P=quote))[^\\\n])*)(?P=quote)\s*(?:===?|!==?)\s*"""
+    r"""(?P<quote>["'`])(?P<qvalue>(?:\\.|(?!(?P=quote))[^\\\n]){0,4096})(?P=quote)\s*(?:===?|!==?)\s*"""
     r"""(?P<name>[A-Za-z_$][A-Za-z0-9_.$-]*)"""
 )
 
@@ -175,12 +177,19 @@ _REVERSED = re.compile(
 _NAMED_VALUE = re.compile(r"passw(?:or)?d|secret|token|api[_-]?key", re.I)
 _WORDS = re.compile(r"[A-Za-z]+\d*(?:[-_. ][A-Za-z]+\d*)*")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_PATH = re.compile(
-    r"(?:/|~/|\.\.?/|[A-Za-z]:\\)\S*|[\w.-]*[A-Za-z][\w.-]*(?:/[\w.-]*[A-Za-z][\w.-]*)+/?"
-)
+_ROOTED_PATH = re.compile(r"(?:/|~/|\.\.?/|[A-Za-z]:\\)\S*")
+_RELATIVE_PATH = re.compile(r"[\w.-]+(?:/[\w.-]+)+/?")  # each part with a letter (_is_path)
 # code: a name, an attribute chain, a call, a subscript or a generic (Token[AppContext])
 _CODE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:[(\[<].*)?")
 _CODE_MARKS = re.compile(r"[\w$]\s*[(\[<]|\)\s*$")
+
+
+def _is_path(value: str) -> bool:
+    if _ROOTED_PATH.fullmatch(value):
+        return True
+    return bool(_RELATIVE_PATH.fullmatch(value)) and all(
+        any(c.isalpha() for c in part) for part in value.strip("/").split("/")
+    )
 
 
 def _looks_like_code(value: str) -> bool:
@@ -201,7 +210,7 @@ def looks_like_secret(value: str, *, min_length: int, entropy_threshold: float) 
         return False  # a known token format's shape: its own rule decides (xoxp-1234567890)
     if is_placeholder(value) or _WORDS.fullmatch(value) or _NAMED_VALUE.search(value):
         return False
-    if _URL.match(value) or _PATH.fullmatch(value):
+    if _URL.match(value) or _is_path(value):
         return False
     bits = entropy(value)
     if bits < entropy_threshold:
