@@ -5,10 +5,10 @@ The masking is ``redact.redact_text``'s (the builtin reviewer's rules and the ex
 the reviewed diff's secrets), applied to whole lines: a line is held back until its newline
 arrives, so a secret the agent writes in two pieces is masked as one. A line longer than
 ``max_line`` (64 KiB) is not held forever: it is cut at its last whitespace before the bound
-(a hard cut when it has none) and that part is masked and let through. Secret values never
-contain whitespace (tokens, assigned values and key bodies are single words), so such a cut
-splits none; only a ``name = value`` assignment whose name and value the cut separates loses
-the name, and its value is then masked only when it is a token or one of the exact values.
+(a hard cut when it has none) and that part is masked and let through. Tokens and key bodies
+never contain whitespace, so such a cut splits none; a quoted secret-named value may (a
+password with a space), and a cut inside it, or between a name and its value, leaves the
+parts masked only where they are tokens or hold one of the exact values.
 
 A private key block spans lines: its body lines are masked up to its END line even when they
 arrive in later writes. The stream is bytes in and bytes out: text that is not UTF-8 passes
