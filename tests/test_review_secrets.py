@@ -181,6 +181,18 @@ def test_diff_secrets_are_the_values_the_builtin_rules_find(repo: Path) -> None:
     assert found == {AWS_KEY, GH_TOKEN, ENV_PASSWORD, "Hq8Wm3Zt6Lp1Xv9Rk4Nc"}
 
 
+def test_diff_secrets_hold_a_rotated_key_body(repo: Path) -> None:
+    """An agent reviewer that quotes the body lines of a rotated key (the BEGIN line unchanged,
+    not in the diff) gets them masked: the values come from the key rule's file read."""
+    line = "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt" + "Hq8vN4cY1uJ6bW0eT5gK2dF9sA7lZ3x"
+    begin, end = "-----BEGIN " + "RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
+    commit(repo, {"key.pem": f"{begin}\n{line}\n{end}\n"}, "key")
+    base = g.head_sha(repo)
+    commit(repo, {"key.pem": f"{begin}\n{line[::-1]}\n{end}\n"}, "rotate")
+    found = builtin.diff_secrets(repo, g.DiffSpec(base, g.head_sha(repo)))
+    assert line[::-1] in found
+
+
 def test_the_console_masks_what_an_agent_prints() -> None:
     """Progress and end lines quote the agent's output and reasons (a CI job's log is public)."""
     from gitflow_agents.events import ConsoleChannel, EventHub

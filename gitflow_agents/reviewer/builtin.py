@@ -186,7 +186,12 @@ def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None)
     (what the secret rules report), without running the other checks: an agent reviewer's
     report is masked with them."""
     options = options or Options()
-    values = _change_secrets([c for c in git.diff(root, spec) if c.status != "D"], options)
+    changes = [c for c in git.diff(root, spec) if c.status != "D"]
+    values = _change_secrets(changes, options)
+    bodies = [c for c in changes if not c.binary and checks.may_hold_key_body(c)]
+    if bodies:  # a rotated key's body lines: the files' new content says they are a key's
+        with git.BlobReader(root) as reader:
+            _rotated_keys(reader, spec, bodies, values)
     if spec.head is not None:
         values |= _patch_secrets(_range_patches(root, spec.base, spec.head), options)
     return frozenset(values)
