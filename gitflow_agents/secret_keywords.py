@@ -184,6 +184,20 @@ _CODE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:[(\[<].*)?")
 _CODE_MARKS = re.compile(r"[\w$]\s*[(\[<]|\)\s*$")
 
 
+_LETTER_RUN = re.compile(r"[A-Za-z]+")
+
+
+def _wordy(value: str) -> bool:
+    """Words, not a secret: ``correct horse battery``, ``github-actions[bot]``, ``deploy-bot2``
+    (no digit inside, every run of letters 2+ long, letters the most of it)."""
+    if _WORDS.fullmatch(value):
+        return True
+    if any(c.isdigit() for c in value):
+        return False
+    runs = _LETTER_RUN.findall(value)
+    return all(len(run) >= 2 for run in runs) and 2 * sum(map(len, runs)) >= len(value)
+
+
 def _is_path(value: str) -> bool:
     if _ROOTED_PATH.fullmatch(value):
         return True
@@ -208,7 +222,7 @@ def looks_like_secret(value: str, *, min_length: int, entropy_threshold: float) 
         return False
     if value.startswith(TOKEN_PREFIXES):
         return False  # a known token format's shape: its own rule decides (xoxp-1234567890)
-    if is_placeholder(value) or _WORDS.fullmatch(value) or _NAMED_VALUE.search(value):
+    if is_placeholder(value) or _wordy(value) or _NAMED_VALUE.search(value):
         return False
     if _URL.match(value) or _is_path(value):
         return False
@@ -229,12 +243,15 @@ def looks_like_secret(value: str, *, min_length: int, entropy_threshold: float) 
 def _may_hold(text: str) -> bool:
     """False only when no secret name can be in ``text`` (exact for ASCII text): every form
     has an operator (``=``, ``:``, ``(``, ``,``) with a quote, or ``=`` / ``:``."""
-    if "=" not in text and ":" not in text and not any(q in text for q in "\"'`"):
+    if not ("=" in text or ":" in text or '"' in text or "'" in text or "`" in text):
         return False
     if not text.isascii():
         return True
     lowered = text.lower()
-    return any(word in lowered for word in _PREFILTER)
+    for word in _PREFILTER:  # noqa: SIM110 - no generator: this runs for every line
+        if word in lowered:
+            return True
+    return False
 
 
 # File kinds: where an unquoted value is a literal string, and where single quotes make a

@@ -91,6 +91,12 @@ def test_what_the_token_rules_find_is_masked() -> None:
         ("x.py", 'password = "correct horse battery staple"'),
         ("docs.md", "-----BEGIN RSA PRIVATE KEY-----\n...\n-----END RSA PRIVATE KEY-----"),
         ("x.c", f"char secret[] = '{VALUE}';"),  # a character literal in C
+        ("x.py", 'Token("github-actions[bot]", user_endpoint=False, app="github-actions"),'),
+        ("x.md", "`github-actions[bot]` for `GITHUB_TOKEN`, `<app-slug>[bot]` for an app"),
+        ("x.md", "(`anthropic/…` → `ANTHROPIC_API_KEY`, `openai/…` → `OPENAI_API_KEY`)"),
+        ("x.py", '"apiKey": "{env:MOCK_KEY}",'),
+        ("x.py", 'assert found == [("github-token", "deploy dir/my env.sh", 1)]'),
+        ("x.md", 'a Stripe negative `nonMatchingToken := "task_test_<30 random characters>"`'),
     ],
 )
 def test_not_secrets(path: str, line: str) -> None:
