@@ -5,10 +5,10 @@ The masking is ``redact.redact_text``'s (the builtin reviewer's rules and the ex
 the reviewed diff's secrets), applied to whole lines: a line is held back until its newline
 arrives, so a secret the agent writes in two pieces is masked as one. A line longer than
 ``max_line`` (64 KiB) is not held forever: it is cut at its last whitespace before the bound
-(a hard cut when it has none) and that part is masked and let through. Secret values never
-contain whitespace (tokens, assigned values and key bodies are single words), so such a cut
-splits none; only a ``name = value`` assignment whose name and value the cut separates loses
-the name, and its value is then masked only when it is a token or one of the exact values.
+(a hard cut when it has none) and that part is masked and let through. Tokens and key bodies
+never contain whitespace, so such a cut splits none; a quoted secret-named value may (a
+password with a space), and a cut inside it, or between a name and its value, leaves the
+parts masked only where they are tokens or hold one of the exact values.
 
 A private key block spans lines: its body lines are masked up to its END line even when they
 arrive in later writes. The stream is bytes in and bytes out: text that is not UTF-8 passes
@@ -19,13 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gitflow_agents.redact import (
-    KEY_BODY,
-    MIN_EXACT_LENGTH,
-    PRIVATE_KEY,
-    PRIVATE_KEY_END,
-    redact_text,
-)
+from gitflow_agents.redact import MIN_EXACT_LENGTH, redact_text
+from gitflow_agents.secret_rules import KEY_BODY, PRIVATE_KEY, PRIVATE_KEY_END, may_begin_key
 
 MAX_LINE = 64 * 1024
 """Bytes of a line held back before part of it is masked and let through without its end."""
@@ -84,7 +79,7 @@ class LineMasker:
             stop = end.start() if end else len(text)
             text = KEY_BODY.sub("[masked]", text[:stop]) + text[stop:]
             self._in_key = end is None
-        if "PRIVATE KEY" in text:
+        if may_begin_key(text):
             begins = [m.end() for m in PRIVATE_KEY.finditer(text)]
             ends = [m.end() for m in PRIVATE_KEY_END.finditer(text)]
             if begins and (not ends or begins[-1] > ends[-1]):

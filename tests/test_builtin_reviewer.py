@@ -20,6 +20,7 @@ AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
 GITHUB_TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
 SLACK_TOKEN = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOp"
 PRIVATE_KEY = "-----BEGIN " + "RSA PRIVATE KEY-----"
+KEY_BODY = "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt" + "Hq8vN4cY1uJ6bW0eT5gK2dF9sA7lZ3x"  # a PEM line
 
 
 def review(
@@ -198,8 +199,34 @@ def test_merge_conflict_markers(repo: Path) -> None:
 
 
 def test_private_key(repo: Path) -> None:
-    result = review(repo, {"id_rsa": f"{PRIVATE_KEY}\nMIIEow\n"})
+    result = review(repo, {"id_rsa": f"{PRIVATE_KEY}\n{KEY_BODY}\n"})
     assert locations(result) == [("private-key", "id_rsa", 1)]
+
+
+def test_a_private_key_without_a_body_is_not_a_key(repo: Path) -> None:
+    docs = f"{PRIVATE_KEY}\n...\n-----END RSA PRIVATE KEY-----\n"
+    assert review(repo, {"docs.md": docs}).findings == ()
+
+
+def test_a_rotated_key_is_found_without_its_begin_line(repo: Path) -> None:
+    """A key whose body lines change while its BEGIN line stays (requests 9ebebdef98a6): the
+    file's new content says the lines are in a private key block; a certificate's are not."""
+    end = "-----END RSA PRIVATE KEY-----"
+    cert = "-----BEGIN CERTIFICATE-----"
+    old_key = f"{PRIVATE_KEY}\n{KEY_BODY}\n{KEY_BODY[::-1]}\n{end}\n"
+    old_cert = f"{cert}\n{KEY_BODY}\n-----END CERTIFICATE-----\n"
+    new_body = KEY_BODY[5:] + KEY_BODY[:5]
+    result = review(
+        repo,
+        {
+            "key.pem": old_key.replace(KEY_BODY[::-1], new_body),
+            "ca.pem": old_cert.replace(KEY_BODY, new_body),
+        },
+        base_files={"key.pem": old_key, "ca.pem": old_cert},
+    )
+    assert locations(result) == [("private-key", "key.pem", 3)]
+    assert new_body in result.secrets
+    assert new_body not in "".join(f.message for f in result.findings)
 
 
 @pytest.mark.parametrize(
@@ -243,7 +270,7 @@ def commits(repo: Path, *changes: dict[str, str | None]) -> tuple[str, list[str]
 def test_a_secret_added_and_removed_within_the_range_is_found(repo: Path) -> None:
     base, (leaked, removed, _) = commits(
         repo,
-        {"t.py": f'TOKEN = "{GITHUB_TOKEN}"\n', "id_rsa": f"{PRIVATE_KEY}\nMIIE\n"},
+        {"t.py": f'TOKEN = "{GITHUB_TOKEN}"\n', "id_rsa": f"{PRIVATE_KEY}\n{KEY_BODY}\n"},
         {"t.py": None, "id_rsa": None},
         {"app.py": "x = 1\n"},
     )

@@ -20,7 +20,7 @@ import pytest
 from gitflow_agents import git as g
 from gitflow_agents.findings import Finding, Review, Severity
 from gitflow_agents.redact import mask, redact_review, redact_text
-from gitflow_agents.render import FORMATS
+from gitflow_agents.render import FORMATS, render
 from gitflow_agents.reviewer import builtin
 from tests.conftest import FAKES, git
 from tests.github_standin import GitHubStandIn, gh
@@ -181,6 +181,18 @@ def test_diff_secrets_are_the_values_the_builtin_rules_find(repo: Path) -> None:
     assert found == {AWS_KEY, GH_TOKEN, ENV_PASSWORD, "Hq8Wm3Zt6Lp1Xv9Rk4Nc"}
 
 
+def test_diff_secrets_hold_a_rotated_key_body(repo: Path) -> None:
+    """An agent reviewer that quotes the body lines of a rotated key (the BEGIN line unchanged,
+    not in the diff) gets them masked: the values come from the key rule's file read."""
+    line = "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt" + "Hq8vN4cY1uJ6bW0eT5gK2dF9sA7lZ3x"
+    begin, end = "-----BEGIN " + "RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
+    commit(repo, {"key.pem": f"{begin}\n{line}\n{end}\n"}, "key")
+    base = g.head_sha(repo)
+    commit(repo, {"key.pem": f"{begin}\n{line[::-1]}\n{end}\n"}, "rotate")
+    found = builtin.diff_secrets(repo, g.DiffSpec(base, g.head_sha(repo)))
+    assert line[::-1] in found
+
+
 def test_the_console_masks_what_an_agent_prints() -> None:
     """Progress and end lines quote the agent's output and reasons (a CI job's log is public)."""
     from gitflow_agents.events import ConsoleChannel, EventHub
@@ -269,3 +281,30 @@ def test_the_action_publishes_no_quoted_secret(
         assert_no_secret(body, request)
     assert len(gh.state.reviews) == 1 and gh.comments_on(7)
     assert_no_secret_in_records(repo)
+
+
+def test_masking_masks_values_never_file_locations() -> None:
+    """A flagged value that is a path (or a directory of one) leaves every location as it is;
+    a secret inside a file name is still masked (issue 20, What 4)."""
+    path = "conf/app/settings-production.yaml"
+    leaky = f"notes/{GH_TOKEN}-{ENV_PASSWORD}.txt"
+    review = Review(
+        None,
+        summary="s",
+        findings=(
+            Finding(Severity.WARN, "m", file=path, line=3, rule="todo"),
+            Finding(Severity.WARN, "m", file="conf/app/other.yaml", line=1, rule="todo"),
+            Finding(Severity.WARN, "m", file=leaky, line=1, rule="todo"),
+        ),
+        unreviewed_files=(path,),
+    )
+    cleaned = redact_review(review, [path, "conf/app", ENV_PASSWORD])
+    assert [f.file for f in cleaned.findings[:2]] == [path, "conf/app/other.yaml"]
+    assert cleaned.unreviewed_files == (path,)
+    assert_no_secret(str(cleaned.findings[2].file), "a file name")
+    sarif = json.loads(render(cleaned, None, "sarif"))
+    uris = [
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in sarif["runs"][0]["results"]
+    ]
+    assert uris[:2] == [path, "conf/app/other.yaml"]

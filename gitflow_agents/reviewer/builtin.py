@@ -15,6 +15,7 @@ from gitflow_agents.diffparse import CommitPatch, FileChange
 from gitflow_agents.findings import Finding, Overall, Severity
 from gitflow_agents.reviewer import checks
 from gitflow_agents.reviewer.checks import Options
+from gitflow_agents.secret_rules import KEY_BODY
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ def review_diff(
         notes: list[str] = []
         to_parse = _screen(changes, spec, sizes, options, found, unreviewed, notes)
         found.extend(_syntax_findings(reader, spec, to_parse))
+        skipped = set(unreviewed)
+        bodies = [c for c in changes if c.path not in skipped and checks.may_hold_key_body(c)]
+        found.extend(_rotated_keys(reader, spec, bodies, secrets))
         if spec.head is not None:
             patches = _range_patches(root, spec.base, spec.head)
             found.extend(_history_secrets(root, spec.head, patches, changes, options))
@@ -150,6 +154,25 @@ def _syntax_findings(
     return found
 
 
+def _rotated_keys(
+    reader: git.BlobReader, spec: git.DiffSpec, changes: list[FileChange], secrets: set[str]
+) -> list[Finding]:
+    """Private keys whose body lines the changes add without their BEGIN line (a rotated key):
+    the new content of each file says which block the lines are in. Their values go into
+    ``secrets``."""
+    found: list[Finding] = []
+    names = [_new_object(spec, c) for c in changes]
+    for change, text in zip(changes, reader.texts(names), strict=True):
+        if text is None:
+            continue
+        key = list(checks.check_key_body(change, text))
+        if key:
+            found.extend(key)
+            for added in checks.key_body_lines(change, text):
+                secrets.update(KEY_BODY.findall(added.text))
+    return found
+
+
 def _range_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
     """The commits of ``base..head`` (``git log -p``), or none when the range is one commit
     on ``base``: its patch is the net diff, already checked."""
@@ -163,7 +186,12 @@ def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None)
     (what the secret rules report), without running the other checks: an agent reviewer's
     report is masked with them."""
     options = options or Options()
-    values = _change_secrets([c for c in git.diff(root, spec) if c.status != "D"], options)
+    changes = [c for c in git.diff(root, spec) if c.status != "D"]
+    values = _change_secrets(changes, options)
+    bodies = [c for c in changes if not c.binary and checks.may_hold_key_body(c)]
+    if bodies:  # a rotated key's body lines: the files' new content says they are a key's
+        with git.BlobReader(root) as reader:
+            _rotated_keys(reader, spec, bodies, values)
     if spec.head is not None:
         values |= _patch_secrets(_range_patches(root, spec.base, spec.head), options)
     return frozenset(values)

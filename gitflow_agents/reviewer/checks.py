@@ -19,9 +19,27 @@ from typing import Any
 
 from gitflow_agents.diffparse import AddedLine, CommitPatch, FileChange
 from gitflow_agents.findings import Finding, Severity
-from gitflow_agents.redact import PRIVATE_KEY, assignment_hits, is_config_file, mask, token_hits
-from gitflow_agents.redact import entropy as entropy  # re-exported: checks.entropy
+from gitflow_agents.redact import mask
 from gitflow_agents.redact import secret_values as redact_secret_values
+from gitflow_agents.secret_keywords import (
+    ENTROPY_THRESHOLD,
+    MIN_LENGTH,
+    char_quote_file,
+    file_kind,
+    keyword_hits,
+)
+from gitflow_agents.secret_rules import (
+    ANY_BEGIN,
+    ANY_END,
+    KEY_BODY_LINE,
+    PRIVATE_KEY,
+    PRIVATE_KEY_END,
+    TOKEN_RULES,
+    is_key_body,
+    may_begin_key,
+    token_hits,
+)
+from gitflow_agents.secret_rules import entropy as entropy  # re-exported: checks.entropy
 
 # rule id -> (severity, one-line description); the table docs/review.md shows.
 RULES: dict[str, tuple[Severity, str]] = {
@@ -31,10 +49,9 @@ RULES: dict[str, tuple[Severity, str]] = {
     "toml-syntax": (Severity.ERROR, "TOML file does not parse"),
     "merge-conflict-marker": (Severity.ERROR, "leftover merge-conflict marker"),
     "private-key": (Severity.ERROR, "private key block"),
-    "aws-access-key": (Severity.ERROR, "AWS access key id"),
-    "github-token": (Severity.ERROR, "GitHub token"),
-    "slack-token": (Severity.ERROR, "Slack token"),
-    "high-entropy-secret": (Severity.WARN, "secret-looking assignment with a high-entropy value"),
+    # the token formats (gitflow_agents/secret_rules.py)
+    **{rule.id: (Severity(rule.severity), rule.label) for rule in TOKEN_RULES},
+    "high-entropy-secret": (Severity.WARN, "a secret-named literal that looks like a secret"),
     "large-file": (Severity.WARN, "file larger than the size limit"),
     "debugger": (Severity.WARN, "debugger or debug-print leftover"),
     "todo": (Severity.INFO, "new TODO / FIXME"),
@@ -45,8 +62,8 @@ RULES: dict[str, tuple[Severity, str]] = {
 @dataclass(frozen=True)
 class Options:
     max_file_bytes: int = 1024 * 1024
-    entropy_threshold: float = 3.5  # bits per character
-    min_secret_length: int = 16
+    entropy_threshold: float = ENTROPY_THRESHOLD  # bits per character
+    min_secret_length: int = MIN_LENGTH
 
 
 def finding(
@@ -248,46 +265,46 @@ def check_conflict_markers(change: FileChange) -> Iterator[Finding]:
 
 
 def check_secrets(change: FileChange, options: Options) -> Iterator[Finding]:
-    """Private keys, known token formats, and secret-named assignments of a high-entropy
-    literal: quoted anywhere; unquoted in configuration files (KEY=VALUE, ``key: value``,
-    ``key = value``), where a bare value is a string, unless it is a URL, a path or words.
-    The patterns live in ``gitflow_agents/redact.py``, which masks the same secrets in every
-    output."""
-    config = is_config_file(change.path)
-    for added in change.added_lines:
+    """Private keys, known token formats, and secret-named literals that look like secrets
+    (``gitflow_agents/secret_keywords.py``). The rules live in ``gitflow_agents/secret_rules.py``
+    and are the ones that mask the same secrets in every output."""
+    kind, char_quotes = file_kind(change.path), char_quote_file(change.path)
+    lines = change.added_lines
+    for index, added in enumerate(lines):
         text = added.text
-        if PRIVATE_KEY.search(text):
-            yield finding(
-                "private-key",
-                "private key block added to the repository",
-                change,
-                added.number,
-                text,
-            )
+        if may_begin_key(text):
+            if _key_block(text, lines[index + 1 :]):
+                yield finding(
+                    "private-key",
+                    "private key block added to the repository",
+                    change,
+                    added.number,
+                    text,
+                )
             continue
         hit = False
-        for rule, label, token in token_hits(text):
+        for rule, token in token_hits(text):
             hit = True
             yield finding(
-                rule,
-                f"{label} {mask(token)} added; revoke it and load it from the environment",
+                rule.id,
+                f"{rule.label} {mask(token)} added; revoke it and load it from the environment",
                 change,
                 added.number,
                 text,
             )
         if hit:
             continue
-        for match in assignment_hits(
+        for found in keyword_hits(
             text,
-            config=config,
+            kind=kind,
+            char_quotes=char_quotes,
             min_length=options.min_secret_length,
             entropy_threshold=options.entropy_threshold,
         ):
             yield finding(
                 "high-entropy-secret",
-                f"{match.group('name')} is assigned a high-entropy value "
-                f"{mask(match.group('value'))}; load secrets from the environment or a secret "
-                "store",
+                f"{found.name} is assigned a secret-looking value {mask(found.value)}; load "
+                "secrets from the environment or a secret store",
                 change,
                 added.number,
                 text,
@@ -295,12 +312,72 @@ def check_secrets(change: FileChange, options: Options) -> Iterator[Finding]:
             break
 
 
+def _key_block(begin: str, after: Sequence[AddedLine]) -> bool:
+    """Whether a BEGIN line (``begin``) and the added lines ``after`` it are a real key: a body
+    before its END line, or no line after it in the change (the rest is not shown)."""
+    start = PRIVATE_KEY.search(begin)
+    rest = begin[start.end() :] if start else ""
+    end = PRIVATE_KEY_END.search(rest)
+    if end:  # BEGIN and END on one line
+        return is_key_body(rest[: end.start()].split())
+    body: list[str] = []
+    for added in after[:200]:
+        if PRIVATE_KEY_END.search(added.text) or ANY_BEGIN.search(added.text):
+            break
+        body.append(added.text)
+    else:
+        if not body:
+            return True
+    return is_key_body(body)
+
+
+def may_hold_key_body(change: FileChange) -> bool:
+    """Whether ``change`` adds lines that may be the body of a private key whose BEGIN line it
+    does not add (a rotated key): then ``key_body_lines`` needs the file's new content."""
+    return any(KEY_BODY_LINE.fullmatch(a.text) for a in change.added_lines) and not any(
+        may_begin_key(a.text) for a in change.added_lines
+    )
+
+
+def key_body_lines(change: FileChange, text: str) -> list[AddedLine]:
+    """The added lines of ``change`` that sit inside a private key block of ``text`` (the new
+    content of the file) whose BEGIN line is not part of the change."""
+    lines = text.splitlines()
+    inside: list[AddedLine] = []
+    for added in change.added_lines:
+        if not KEY_BODY_LINE.fullmatch(added.text):
+            continue
+        for number in range(added.number - 2, max(-1, added.number - 2 - 1000), -1):
+            line = lines[number] if number < len(lines) else ""
+            if ANY_END.search(line):
+                break
+            if ANY_BEGIN.search(line):
+                if PRIVATE_KEY.search(line):
+                    inside.append(added)
+                break
+    return inside
+
+
+def check_key_body(change: FileChange, text: str) -> Iterator[Finding]:
+    """One finding for a private key whose body lines ``change`` adds without its BEGIN line."""
+    inside = key_body_lines(change, text)
+    if inside and is_key_body([a.text for a in inside]):
+        yield finding(
+            "private-key",
+            "private key body changed (a new key in an existing block); revoke the key and "
+            "keep it out of the repository",
+            change,
+            inside[0].number,
+            inside[0].text,
+        )
+
+
 def secret_values(change: FileChange, options: Options) -> set[str]:
     """The exact values of the secrets ``change`` adds (what ``check_secrets`` reports), for
     masking wherever a reviewer quotes them."""
     return redact_secret_values(
         (a.text for a in change.added_lines),
-        config=is_config_file(change.path),
+        change.path,
         min_length=options.min_secret_length,
         entropy_threshold=options.entropy_threshold,
     )

@@ -1,0 +1,384 @@
+"""Secrets by name: a ``password`` / ``token`` / ``api_key`` / … given a literal that looks like
+a secret. Used by the builtin reviewer's ``high-entropy-secret`` rule and by masking.
+
+A name counts when one of its words (``DB_PASSWORD``, ``apiKey``, ``my-api-token``) is a secret
+word and its last word does not say it holds something else (``token_url``, ``password_file``,
+``secret_name``). Its value is read in the forms code and configuration write it:
+``name = "…"`` (any of ``= := ::= :::= ?= .= => : ,``, comparisons, a call ``name("…")``), typed
+declarations (``const apiKey: string = "…"``, Go ``var apiKey string = "…"``, C ``char
+secret[25] = "…"``), quoted keys (``"password": "…"``, ``setProperty("API_TOKEN", "…")``) and
+``"…" == password``. A quoted value is read to its closing quote, whatever it holds. An unquoted
+value is a literal in configuration files, a name or an expression in code (never a secret
+there), and in other files (prose, logs) a literal unless it is shaped like code.
+
+The value must look like a secret: 8+ characters, a letter or digit, entropy of at least 3 bits
+per character, two kinds of characters (or 16+ characters over 3.5 bits), and not a
+placeholder, words, a path, or a URL (a URL's password is the ``url-credentials`` token rule).
+A quoted value longer than 4,096 characters or an unquoted one longer than 256 is data, not a
+secret (and the bounds keep every scan linear).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from gitflow_agents.secret_rules import (
+    TOKEN_PREFIXES,
+    entropy,
+    is_placeholder,
+    is_placeholder_token,
+)
+
+MIN_LENGTH = 8
+ENTROPY_THRESHOLD = 3.0  # bits per character
+
+
+class KeywordHit(NamedTuple):
+    name: str
+    value: str
+    start: int  # the value's span in the text
+    end: int
+    quoted: bool
+
+
+_SECRET_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "passphrase",
+        "pass",
+        "pwd",
+        "secret",
+        "secrete",
+        "secrets",
+        "token",
+        "apikey",
+        "credential",
+        "credentials",
+        "contraseña",
+        "contrasena",
+    }
+)
+# <word> key is a secret name for these words (api_key, privateKey, ACCOUNT-KEY)
+_KEY_WORDS = frozenset(
+    {"api", "auth", "access", "private", "priv", "account", "master", "encryption", "signing"}
+)
+# a name ending in one of these holds something about a secret, not the secret
+_NOT_SECRET_ENDS = frozenset(
+    {
+        "url",
+        "uri",
+        "urls",
+        "path",
+        "paths",
+        "file",
+        "files",
+        "filename",
+        "dir",
+        "directory",
+        "name",
+        "names",
+        "id",
+        "ids",
+        "type",
+        "types",
+        "kind",
+        "length",
+        "len",
+        "size",
+        "count",
+        "field",
+        "fields",
+        "header",
+        "headers",
+        "prefix",
+        "suffix",
+        "regex",
+        "pattern",
+        "env",
+        "var",
+        "label",
+        "endpoint",
+        "policy",
+        "provider",
+        "method",
+        "format",
+        "mode",
+        "hash",
+        "enabled",
+        "required",
+        "expiry",
+        "expires",
+        "expiration",
+        "ttl",
+        "timeout",
+        "version",
+        "scope",
+        "scopes",
+        "class",
+        "manager",
+        "schema",
+        "validator",
+        "helper",
+        "ref",
+        "arn",
+        "template",
+        "param",
+        "params",
+        "option",
+        "options",
+        "attr",
+        "attribute",
+        "column",
+        "index",
+    }
+)
+_NAME_WORD = re.compile(r"[A-Z]?[a-zñ]+|[A-Z]+(?![a-z])|\d+")
+# Every secret name holds one of these: names are looked for around them only.
+_PREFILTER = ("pass", "pwd", "secret", "token", "key", "credential", "contrase")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyzñ0123456789_.$-")
+_NAME_RUN = re.compile(r"[A-Za-zñ0-9_.$-]*")
+
+
+@functools.lru_cache(maxsize=4096)  # logs and diffs repeat their names
+def is_secret_name(name: str) -> bool:
+    words = [w.lower() for w in _NAME_WORD.findall(name)]
+    if not words or words[-1] in _NOT_SECRET_ENDS:
+        return False
+    if any(w in _SECRET_WORDS for w in words):
+        return True
+    return any(a in _KEY_WORDS and b == "key" for a, b in itertools.pairwise(words))
+
+
+# What follows a secret name up to its value: an array or subscript suffix, the closing quote
+# of a quoted key, a type annotation (: T =) or a Go type (name T =), then the operator.
+_TAIL = re.compile(
+    r"""(?x)
+    (?:\[[^\]\n]{0,20}\])?
+    (?P<keyquote>["'`]\]?|\])?
+    (?:\s*:\s*[A-Za-z_][\w.]*(?:[<\[][^=\n]{0,60}?[>\]])?(?:\s*\|\s*[A-Za-z_][\w.]*)*(?=\s*=[^=>]))?
+    (?:[ \t]+[A-Za-z_*\[\]][\w.*\[\]]*(?=\s*=[^=>]))?
+    \s*(?P<op>:::=|::=|:=|\?\?=|\?=|\|\|=|\.=|\+=|===|!==|==|!=|=>|=|:|,|\()?
+    \s*@?
+    (?:(?P<quote>["'`])(?P<qvalue>(?:\\.|(?!(?P=quote))[^\\\n]){0,4096})(?P=quote)
+      |(?P<value>[^\s"'`]{1,256}(?![^\s"'`])))
+    """
+)
+_REVERSED = re.compile(
+    r"""(?P<quote>["'`])(?P<qvalue>(?:\\.|(?!(?P=quote))[^\\\n]){0,4096})(?P=quote)\s*(?:===?|!==?)\s*"""
+    r"""(?P<name>[A-Za-z_$][A-Za-z0-9_.$-]*)"""
+)
+
+# a value that names what it stands for ("my-api-token", "db_password_here")
+_NAMED_VALUE = re.compile(r"passw(?:or)?d|secret|token|api[_-]?key", re.I)
+_WORDS = re.compile(r"[A-Za-z]+\d*(?:[-_. ][A-Za-z]+\d*)*")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_ROOTED_PATH = re.compile(r"(?:/|~/|\.\.?/|[A-Za-z]:\\)\S*")
+_RELATIVE_PATH = re.compile(r"[\w.-]+(?:/[\w.-]+)+/?")  # each part with a letter (_is_path)
+# code: a name, an attribute chain, a call, a subscript or a generic (Token[AppContext])
+_CODE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:[(\[<].*)?")
+_CODE_MARKS = re.compile(r"[\w$]\s*[(\[<]|\)\s*$")
+
+
+_LETTER_RUN = re.compile(r"[A-Za-z]+")
+
+
+def _wordy(value: str) -> bool:
+    """Words, not a secret: ``correct horse battery``, ``github-actions[bot]``, ``deploy-bot2``
+    (no digit inside, every run of letters 2+ long, letters the most of it)."""
+    if _WORDS.fullmatch(value):
+        return True
+    if any(c.isdigit() for c in value):
+        return False
+    runs = _LETTER_RUN.findall(value)
+    return all(len(run) >= 2 for run in runs) and 2 * sum(map(len, runs)) >= len(value)
+
+
+def _is_path(value: str) -> bool:
+    if _ROOTED_PATH.fullmatch(value):
+        return True
+    return bool(_RELATIVE_PATH.fullmatch(value)) and all(
+        any(c.isalpha() for c in part) for part in value.strip("/").split("/")
+    )
+
+
+def _looks_like_code(value: str) -> bool:
+    """An attribute chain, call, subscript or generic; or a bare identifier unless it reads as
+    random (digits among letters and 3.5+ bits per character: Zx9Qw8Er7Ty6Ui5Op4As)."""
+    if _CODE_MARKS.search(value):
+        return True
+    if not _CODE.fullmatch(value):
+        return False
+    return "." in value or not any(c.isdigit() for c in value) or entropy(value) < 3.5
+
+
+def looks_like_secret(value: str, *, min_length: int, entropy_threshold: float) -> bool:
+    """Whether a literal assigned to a secret name looks like a secret (module docstring)."""
+    if len(value) < min_length or not any(c.isalnum() for c in value):
+        return False
+    if value.startswith(TOKEN_PREFIXES):
+        return False  # a known token format's shape: its own rule decides (xoxp-1234567890)
+    if is_placeholder(value) or _wordy(value) or _NAMED_VALUE.search(value):
+        return False
+    if _URL.match(value) or _is_path(value):
+        return False
+    bits = entropy(value)
+    if bits < entropy_threshold:
+        return False
+    kinds = sum(
+        (
+            any(c.islower() for c in value),
+            any(c.isupper() for c in value),
+            any(c.isdigit() for c in value),
+            any(not c.isalnum() for c in value),
+        )
+    )
+    return kinds >= 2 or (len(value) >= 16 and bits >= 3.5)
+
+
+def _may_hold(text: str) -> bool:
+    """False only when no secret name can be in ``text`` (exact for ASCII text): every form
+    has an operator (``=``, ``:``, ``(``, ``,``) with a quote, or ``=`` / ``:``."""
+    if not ("=" in text or ":" in text or '"' in text or "'" in text or "`" in text):
+        return False
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    for word in _PREFILTER:  # noqa: SIM110 - no generator: this runs for every line
+        if word in lowered:
+            return True
+    return False
+
+
+# File kinds: where an unquoted value is a literal string, and where single quotes make a
+# character rather than a string.
+_CONFIG_FILE = re.compile(
+    r"""(?ix)(?:^|/)(?:
+        \.env(?:\.[^/]*)?|[^/]*\.env|\.envrc|\.npmrc|\.pypirc|\.netrc|
+        (?:[^/]*\.)?dockerfile|dockerfile\.[^/]*|containerfile|(?:gnu)?makefile|[^/]*\.mk|
+        [^/]*\.(?:sh|bash|zsh|ksh|ya?ml|ini|cfg|conf|toml|properties|env)
+    )$"""
+)
+_CODE_FILE = re.compile(
+    r"""(?ix)\.(?:py|pyi|pyw|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|java|kt|kts|scala|groovy|
+        gradle|go|rb|php|cs|c|h|cc|cpp|cxx|hpp|hh|m|mm|swift|rs|cls|tf|lua|pl|pm|r|dart|ex|exs|
+        erl|clj|fs|vb|ps1|sql)$"""
+)
+_CHAR_QUOTE_FILE = re.compile(r"(?i)\.(?:c|h|cc|cpp|cxx|hpp|hh|m|mm|cs|rs)$")
+
+
+def file_kind(path: str) -> str:
+    """``config`` (an unquoted value is a literal), ``code`` (it is code), or ``other``."""
+    if _CONFIG_FILE.search(path):
+        return "config"
+    if _CODE_FILE.search(path):
+        return "code"
+    return "other"
+
+
+def is_config_file(path: str) -> bool:
+    """A file where an unquoted ``KEY=value`` is a literal string (.env, shell, YAML, …)."""
+    return file_kind(path) == "config"
+
+
+def _candidate(
+    match: re.Match[str], name: str, kind: str, char_quotes: bool
+) -> tuple[str, int, int, bool] | None:
+    """The value a tail match gives (value, start, end, quoted), or None when it gives none."""
+    op, quote = match.group("op"), match.group("quote")
+    if quote:
+        if char_quotes and quote == "'":
+            return None  # a character, not a string
+        if op == "," and not match.group("keyquote"):
+            return None  # name, "…": an argument list, not a key and its value
+        if op is None and match.group("keyquote"):
+            return None
+        return match.group("qvalue"), match.start("qvalue"), match.end("qvalue"), True
+    if op in (None, ",", "(") or kind == "code":
+        return None
+    value = match.group("value")
+    stripped = value.rstrip(",;'\"`")
+    if kind == "other" and _looks_like_code(stripped):
+        return None
+    start = match.start("value")
+    return stripped, start, start + len(stripped), False
+
+
+def _secret_names(text: str) -> Iterator[tuple[int, str]]:
+    """(start, name) of every secret name in ``text``: the name around each secret word
+    (``_PREFILTER``, found with ``str.find`` on the lowered text), at most 64 characters back
+    (linear however long a run of letters is)."""
+    lowered = text.lower() if text.isascii() else text.casefold()
+    if len(lowered) != len(text):  # a character that folds to several: no positions to share
+        lowered = text
+    positions: list[int] = []
+    for word in _PREFILTER:
+        position = lowered.find(word)
+        while position >= 0:
+            positions.append(position)
+            position = lowered.find(word, position + 1)
+    done = 0
+    for position in sorted(positions):
+        if position < done:
+            continue
+        start, floor = position, max(0, position - 64)
+        while start > floor and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        while start < position and not (text[start].isalpha() or text[start] in "_$"):
+            start += 1
+        run = _NAME_RUN.match(text, position)
+        done = run.end() if run else position + 1
+        name = text[start:done].rstrip(".-")
+        if is_secret_name(name):
+            yield start, name
+
+
+def keyword_hits(
+    text: str,
+    *,
+    kind: str,
+    char_quotes: bool = False,
+    min_length: int = MIN_LENGTH,
+    entropy_threshold: float = ENTROPY_THRESHOLD,
+) -> Iterator[KeywordHit]:
+    """Secret-named literals in ``text`` (one line, or any text when masking), each value once.
+    ``kind``: ``file_kind`` of the file the text is from; ``char_quotes``: single quotes make a
+    character (C-family files)."""
+    if not _may_hold(text):
+        return
+    seen: set[str] = set()
+
+    def accept(name: str, found: tuple[str, int, int, bool] | None) -> KeywordHit | None:
+        if found is None or found[0] in seen:
+            return None
+        if is_placeholder_token(found[0]) or not looks_like_secret(
+            found[0], min_length=min_length, entropy_threshold=entropy_threshold
+        ):
+            return None
+        seen.add(found[0])
+        return KeywordHit(name, *found)
+
+    for start, name in _secret_names(text):
+        tail = _TAIL.match(text, start + len(name))
+        if tail is not None:
+            hit = accept(name, _candidate(tail, name, kind, char_quotes))
+            if hit is not None:
+                yield hit
+    if "==" in text or "!=" in text:
+        for match in _REVERSED.finditer(text):
+            if is_secret_name(match.group("name")) and not (
+                char_quotes and match.group("quote") == "'"
+            ):
+                value = (match.group("qvalue"), match.start("qvalue"), match.end("qvalue"), True)
+                hit = accept(match.group("name"), value)
+                if hit is not None:
+                    yield hit
+
+
+def char_quote_file(path: str) -> bool:
+    """C-family files, where ``'…'`` is a character, not a string."""
+    return bool(_CHAR_QUOTE_FILE.search(path))

@@ -1,0 +1,282 @@
+"""The secret rules as data: one table of token formats, read by the builtin reviewer
+(``reviewer/checks.py``) and by masking (``redact.py``), so whatever is found is also masked.
+
+Each rule is an id, the pattern of its token (based on gitleaks' rule of the same format,
+``cmd/generate/config/rules/*.go``), an entropy floor (bits per character over the token: a
+placeholder such as ``ghp_xxxx…`` falls below it), an allow pattern for published example
+values, and a severity. ``tests/data/secrets/gitleaks_rules.json`` holds gitleaks' own positive
+and negative cases for every rule here; docs/review.md lists where we differ by design.
+
+Private keys are not one-line tokens: the BEGIN/END lines of each format are here too, and
+``redact.py`` / ``reviewer/checks.py`` follow a block from its BEGIN line to its END line.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TokenRule:
+    id: str
+    label: str  # what a finding calls the token
+    pattern: re.Pattern[str]  # group 1 is the token
+    starts: tuple[str, ...]  # literals every token holds: a cheap test before the regex
+    entropy: float = 3.0  # floor, bits per character over the token
+    allow: re.Pattern[str] | None = None  # published example values, searched in the token
+    severity: str = "error"  # a findings.Severity value
+    words: bool = False  # also drop placeholders (is_placeholder) and plain words (postgres)
+
+
+# The end of a token: not followed by another character it could hold.
+_END = r"(?![A-Za-z0-9_-])"
+
+TOKEN_RULES: tuple[TokenRule, ...] = (
+    TokenRule(
+        "aws-access-key",
+        "AWS access key id",
+        re.compile(r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b"),
+        ("A3T", "AKIA", "ASIA", "ABIA", "ACCA"),
+        allow=re.compile(r"EXAMPLE$"),  # AWS documentation's AKIAIOSFODNN7EXAMPLE
+    ),
+    TokenRule(
+        "github-token",
+        "GitHub token",
+        re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    TokenRule(
+        "slack-token",
+        "Slack token",
+        re.compile(
+            r"\b(xoxb-[0-9]{10,13}-[0-9]{10,13}[A-Za-z0-9-]*"  # bot
+            r"|xox[pe](?:-[0-9]{10,13}){3}-[A-Za-z0-9-]{28,34}"  # user
+            r"|xoxb-[0-9]{8,14}-[A-Za-z0-9]{18,26}"  # legacy bot
+            r"|xox[ar]-(?:\d-)?[0-9A-Za-z]{8,48}"  # legacy workspace
+            r"|xox[os]-\d+-\d+-\d+-[A-Fa-f0-9]+)"  # legacy
+        ),
+        ("xox",),
+        entropy=2.0,
+    ),
+    TokenRule(
+        "openai-api-key",
+        "OpenAI API key",
+        re.compile(
+            r"\b(sk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ"
+            r"(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})|sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})"
+            + _END
+        ),
+        ("sk-",),
+    ),
+    TokenRule(
+        "anthropic-api-key",
+        "Anthropic API key",
+        re.compile(r"\b(sk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{93}AA)" + _END),
+        ("sk-ant-",),
+    ),
+    TokenRule(
+        "stripe-api-key",
+        "Stripe API key",
+        re.compile(r"\b((?:sk|rk)_(?:test|live|prod)_[A-Za-z0-9]{10,99})\b"),
+        ("k_test_", "k_live_", "k_prod_"),
+        entropy=2.0,
+    ),
+    TokenRule(
+        "google-api-key",
+        "Google API key",
+        re.compile(r"\b(AIza[A-Za-z0-9_-]{35})" + _END),
+        ("AIza",),
+        entropy=4.0,
+        # the Firebase SDK's published example keys (gitleaks' allowlist)
+        allow=re.compile(
+            r"AIzaSy(?:abcdefghijklmnopqrstuvwxyz1234567|AnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs"
+            r"|CkEhVjf3pduRDt6d1yKOMitrUEke8agEM|DMAScliyLx7F0NPDEJi1QmyCgHIAODrlU"
+            r"|D3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0|AdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c"
+            r"|ASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4|ANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY"
+            r"|A5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM|A4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ"
+            r"|DSb51JiIcB6OJpwwMicseKRhhrOq1cS7g|BF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU"
+            r"|BcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw|B8qGxt4ec15vitgn44duC5ucxaOi4FmqE"
+            r"|A8vmApnrHNFE0bApF4hoZ11srVL_n0nvY)|AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A"
+        ),
+    ),
+    TokenRule(
+        "npm-token",
+        "npm access token",
+        re.compile(r"\b(npm_[A-Za-z0-9]{36})" + _END),
+        ("npm_",),
+        entropy=2.0,
+    ),
+    TokenRule(
+        "pypi-token",
+        "PyPI upload token",
+        re.compile(r"\b(pypi-AgE[IN][A-Za-z0-9_-]{60,1000})" + _END),
+        ("pypi-AgE",),
+    ),
+    TokenRule(
+        "gitlab-token",
+        "GitLab personal access token",
+        re.compile(r"\b(glpat-[A-Za-z0-9_-]{20,300}(?:\.[0-9a-z]{9})?)(?![A-Za-z0-9_.-])"),
+        ("glpat-",),
+    ),
+    TokenRule(
+        "sendgrid-api-key",
+        "SendGrid API key",
+        re.compile(r"\b(SG\.[A-Za-z0-9=_.-]{66})(?![A-Za-z0-9=_.-])"),
+        ("SG.",),
+        entropy=2.0,
+    ),
+    TokenRule(
+        "twilio-api-key",
+        "Twilio API key",
+        re.compile(r"\b(SK[0-9a-fA-F]{32})\b"),
+        ("SK",),
+    ),
+    TokenRule(
+        "azure-storage-key",
+        "Azure storage account key",
+        re.compile(r"AccountKey=([A-Za-z0-9+/]{86}==)"),
+        ("AccountKey=",),
+        # the storage emulator's (Azurite's) well-known development key
+        allow=re.compile(r"^Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq"),
+    ),
+    TokenRule(
+        "jwt",
+        "JSON web token",
+        re.compile(
+            r"\b(ey[A-Za-z0-9]{17,}\.ey[A-Za-z0-9/\\_-]{17,}\.(?:[A-Za-z0-9/\\_-]{10,}={0,2})?)"
+        ),
+        (".ey",),  # the payload after the header: a literal every JWT holds
+        severity="warn",  # often a public test fixture or a short-lived session token
+    ),
+    TokenRule(
+        "url-credentials",
+        "password in a URL",
+        # scheme://user:password@host; the password is the token
+        re.compile(
+            r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"`<>]{1,100}:([^\s:/@'\"`<>]{3,200})@"
+            r"[A-Za-z0-9\[]"
+        ),
+        ("://",),
+        severity="warn",  # test databases' user:pass@localhost are common and harmless
+        words=True,
+    ),
+)
+
+# Values that only hold the place of a secret: a run of one character (xxxx…, 0000…), our own
+# and the usual masks, ellipses, <descriptions>, template and environment references ({env:X},
+# ${X}, {{ x }}, %(x)s), and words that say so.
+_PLACEHOLDER_RUN = re.compile(r"([xX*#.0])\1{5,}|([A-Za-z])\2{9,}")
+_PLACEHOLDER = re.compile(
+    r"\*\*\*|\.\.\.|…|<[^<>]{2,}>|^\{[^{}]+\}$|^\$\{|^\{\{|^%\(|%s\b|^\$[A-Za-z_]|\bchars\)"
+    r"|example|placeholder|changeme|change[_-]me|redacted|dummy|sample|your[_-]?|"
+    r"fake|insert[_-]|replace[_-]?me|^(?:none|null|nil|undefined|true|false)$",
+    re.I,
+)
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy in bits per character."""
+    counts: dict[str, int] = {}
+    for ch in text:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in counts.values()) if n else 0.0
+
+
+def is_placeholder_token(token: str) -> bool:
+    """A token-shaped value made of one repeated character (``ghp_xxxx…``, ``AKIAXXXX…``)."""
+    return bool(_PLACEHOLDER_RUN.search(token))
+
+
+def is_placeholder(value: str) -> bool:
+    """A value that holds the place of a secret (``xxxx…``, ``<token>``, ``${X}``, ``changeme``,
+    ``your-api-key``, ``fake…``) rather than being one."""
+    return bool(_PLACEHOLDER_RUN.search(value) or _PLACEHOLDER.search(value))
+
+
+def _is_word_or_placeholder(value: str) -> bool:
+    return value.isalpha() or is_placeholder(value) or bool(_NAMED.search(value))
+
+
+_NAMED = re.compile(r"pass|secret|token", re.I)
+_STARTS = tuple(sorted({start for rule in TOKEN_RULES for start in rule.starts}))
+# The first test: every token holds one of these characters (found at memchr speed), or one of
+# these literals, or starts like an AWS or Google key.
+_ANY_CHARS = ("_", "-", "=")
+_ANY_LITERALS = (".ey", "://", "SG.", "SK")
+_AWS_OR_GOOGLE = re.compile(r"A(?:KIA|SIA|BIA|CCA|3T|Iza)")  # one literal first: a fast scan
+_ANY_START = re.compile("|".join(re.escape(start) for start in _STARTS))  # one scan, short text
+TOKEN_PREFIXES = tuple(
+    start for start in _STARTS if len(start) >= 3 and start[0].isalpha() and "=" not in start
+)
+"""How the token formats begin: a value that does is judged by its format's rule alone."""
+
+
+def _holds_any(text: str, literals: tuple[str, ...]) -> bool:
+    """The cheap test before a regex scans (the scans cost ~10 MB/s; agent output streams
+    through here, and every line the builtin reviewer checks)."""
+    for literal in literals:  # noqa: SIM110 - no generator: this runs for every line
+        if literal in text:
+            return True
+    return False
+
+
+def token_hits(text: str) -> Iterator[tuple[TokenRule, str]]:
+    """(rule, token) for every known token format in ``text``, each token once per rule;
+    placeholders, published examples and tokens under their rule's entropy floor left out."""
+    if not (
+        _holds_any(text, _ANY_CHARS)
+        or _holds_any(text, _ANY_LITERALS)
+        or _AWS_OR_GOOGLE.search(text)
+    ) or not _ANY_START.search(text):
+        return
+    for rule in TOKEN_RULES:
+        if not _holds_any(text, rule.starts):
+            continue
+        seen: set[str] = set()
+        for match in rule.pattern.finditer(text):
+            token = match.group(1)
+            if token in seen:
+                continue
+            seen.add(token)
+            if (
+                (_is_word_or_placeholder(token) if rule.words else is_placeholder_token(token))
+                or (rule.allow is not None and rule.allow.search(token))
+                or entropy(token) < rule.entropy
+            ):
+                continue
+            yield rule, token
+
+
+# --- private keys -----------------------------------------------------------------------------
+
+# PEM (-----BEGIN … PRIVATE KEY-----, PGP's … PRIVATE KEY BLOCK), SSH2 (---- BEGIN SSH2
+# ENCRYPTED PRIVATE KEY ----), OpenVPN static keys, and PuTTY's key files.
+PRIVATE_KEY = re.compile(
+    r"-{4,5} ?BEGIN (?:[A-Z0-9_]+ ){0,8}PRIVATE KEY(?: BLOCK)? ?-{4,5}"
+    r"|-----BEGIN OpenVPN Static key V\d-----|PuTTY-User-Key-File-\d+:"
+)
+PRIVATE_KEY_END = re.compile(
+    r"-{4,5} ?END (?:[A-Z0-9_]+ ){0,8}PRIVATE KEY(?: BLOCK)? ?-{4,5}"
+    r"|-----END OpenVPN Static key V\d-----|Private-MAC:"
+)
+# Any BEGIN line: what encloses a body line (a certificate's body is not a key's).
+ANY_BEGIN = re.compile(r"-{4,5} ?BEGIN [A-Za-z0-9 _-]{1,100}?-{4,5}|PuTTY-User-Key-File-\d+:")
+ANY_END = re.compile(r"-{4,5} ?END [A-Za-z0-9 _-]{1,100}?-{4,5}|Private-MAC:")
+KEY_BODY = re.compile(r"[A-Za-z0-9+/=]{16,}")
+# A line that is wholly a key body line: base64 (PEM, SSH2, PuTTY) or hex (OpenVPN).
+KEY_BODY_LINE = re.compile(r"\s*(?:[A-Za-z0-9+/]{40,}={0,2}|[0-9a-f]{32})\s*")
+
+
+def is_key_body(lines: list[str]) -> bool:
+    """Whether the lines after a BEGIN line hold a key body: a base64 or hex line of real
+    entropy (not ``anything``, ``...`` or ``<your key>``)."""
+    return any(KEY_BODY_LINE.fullmatch(line) and entropy(line.strip()) >= 3.0 for line in lines)
+
+
+def may_begin_key(text: str) -> bool:
+    """False only when ``text`` holds no BEGIN line of a private key (a cheap test first)."""
+    return ("BEGIN" in text or "PuTTY-User-Key-File" in text) and bool(PRIVATE_KEY.search(text))
