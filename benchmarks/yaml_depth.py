@@ -15,13 +15,69 @@ PyYAML 6.0.4's libyaml (0.2.6) stops at 1,000 levels of its own; the reader used
 text again with PyYAML's pure-Python parser after such an error to word the message, which is
 quadratic in this nesting: 280 s for the 200 KB file through ``git agent-review``.
 
-Measured on the 2-core development machine under load (figures move ±50 %), wall (CPU) seconds:
+Measured on the shared 2-core development machine (wall-clock seconds, CPU seconds in brackets,
+best of 2: ``--runs 2``), after the fix. Before it, PyYAML 6.0.4 with libyaml took 0.7 / 2.0 /
+7.4 / 21.7 s for 1k / 2k / 4k / 8k levels and 280 s for the 200 KB file through
+``git agent-review`` (issue 19). Without libyaml a 1 MiB file takes seconds whatever its nesting:
+PyYAML's own parser is linear but about five times slower.
 
-PyYAML 6.0.4 (libyaml 0.2.6), after the fix — see docs/decisions.md for the 6.0.3 table:
-FIGURES-6.0.4
+PyYAML 6.0.4, libyaml 0.2.6
+surface          input                         KB       libyaml    no libyaml  outcome
+config layer     1k                             2   0.00 (0.00)   0.13 (0.13)  [1]
+config layer     2k                             4   0.00 (0.00)   0.14 (0.13)  [1]
+config layer     4k                             8   0.00 (0.00)   0.16 (0.14)  [1]
+config layer     8k                            16   0.00 (0.00)   0.17 (0.14)  [1]
+config layer     200 KB                       200   0.00 (0.00)   0.16 (0.14)  [1]
+card frontmatter 1k                             2   0.00 (0.00)   0.14 (0.13)  [2]
+card frontmatter 2k                             4   0.00 (0.00)   0.14 (0.14)  [2]
+card frontmatter 4k                             8   0.00 (0.00)   0.16 (0.14)  [2]
+card frontmatter 8k                            16   0.00 (0.00)   0.17 (0.14)  [2]
+card frontmatter 200 KB                       200   0.00 (0.00)   0.14 (0.14)  [2]
+reviewed file    1k                             2   0.00 (0.00)   0.15 (0.13)  [3]
+reviewed file    2k                             4   0.00 (0.00)   0.14 (0.14)  [3]
+reviewed file    4k                             8   0.00 (0.00)   0.15 (0.14)  [3]
+reviewed file    8k                            16   0.00 (0.00)   0.16 (0.14)  [3]
+reviewed file    200 KB                       200   0.00 (0.00)   0.18 (0.14)  [3]
+config layer     1 MiB, 36,000 option keys   1238   0.45 (0.40)   1.87 (1.73)  [4]
+reviewed file    1 MiB API spec              1014   1.40 (1.16)   6.34 (5.45)  [4]
+git agent-review 1k                             2   0.20 (0.15)   0.32 (0.28)  [3]
+git agent-review 2k                             4   0.24 (0.15)   0.31 (0.28)  [3]
+git agent-review 4k                             8   0.22 (0.15)   0.31 (0.28)  [3]
+git agent-review 8k                            16   0.24 (0.16)   0.31 (0.29)  [3]
+git agent-review 200 KB                       200   0.27 (0.17)   0.42 (0.30)  [3]
+[1] .flow/base.yaml:3: invalid YAML: nested more than 64 levels deep
+[2] card.md:3: invalid YAML in frontmatter: nested more than 64 levels deep
+[3] deep.yaml:1: invalid YAML: nested more than 64 levels deep
+[4] accepted
 
-PyYAML 6.0.3 (libyaml 0.2.5):
-FIGURES-6.0.3
+PyYAML 6.0.3, libyaml 0.2.5
+surface          input                         KB       libyaml    no libyaml  outcome
+config layer     1k                             2   0.00 (0.00)   0.15 (0.13)  [1]
+config layer     2k                             4   0.00 (0.00)   0.20 (0.14)  [1]
+config layer     4k                             8   0.00 (0.00)   0.24 (0.14)  [1]
+config layer     8k                            16   0.00 (0.00)   0.23 (0.14)  [1]
+config layer     200 KB                       200   0.00 (0.00)   0.20 (0.14)  [1]
+card frontmatter 1k                             2   0.00 (0.00)   0.20 (0.13)  [2]
+card frontmatter 2k                             4   0.00 (0.00)   0.18 (0.14)  [2]
+card frontmatter 4k                             8   0.00 (0.00)   0.23 (0.14)  [2]
+card frontmatter 8k                            16   0.00 (0.00)   0.21 (0.14)  [2]
+card frontmatter 200 KB                       200   0.00 (0.00)   0.20 (0.14)  [2]
+reviewed file    1k                             2   0.00 (0.00)   0.19 (0.13)  [3]
+reviewed file    2k                             4   0.00 (0.00)   0.23 (0.14)  [3]
+reviewed file    4k                             8   0.00 (0.00)   0.17 (0.14)  [3]
+reviewed file    8k                            16   0.00 (0.00)   0.27 (0.14)  [3]
+reviewed file    200 KB                       200   0.00 (0.00)   0.19 (0.14)  [3]
+config layer     1 MiB, 36,000 option keys   1238   0.63 (0.41)   2.08 (1.76)  [4]
+reviewed file    1 MiB API spec              1014   1.78 (1.25)   5.64 (5.28)  [4]
+git agent-review 1k                             2   0.25 (0.15)   0.27 (0.27)  [3]
+git agent-review 2k                             4   0.27 (0.16)   0.28 (0.28)  [3]
+git agent-review 4k                             8   0.25 (0.15)   0.29 (0.29)  [3]
+git agent-review 8k                            16   0.26 (0.15)   0.28 (0.29)  [3]
+git agent-review 200 KB                       200   0.33 (0.17)   0.29 (0.30)  [3]
+[1] .flow/base.yaml:3: invalid YAML: nested more than 64 levels deep
+[2] card.md:3: invalid YAML in frontmatter: nested more than 64 levels deep
+[3] deep.yaml:1: invalid YAML: nested more than 64 levels deep
+[4] accepted
 """
 
 from __future__ import annotations
@@ -70,7 +126,7 @@ def _outcome(work: Callable[[], object]) -> str:
 def _surfaces(root: Path) -> dict[str, Callable[[str], str]]:
     from gitflow_agents.config import load_flow_config
     from gitflow_agents.frontmatter import split_frontmatter
-    from gitflow_agents.reviewer.checks import _yaml
+    from gitflow_agents.reviewer.checks import SyntaxProblem, _yaml
 
     (root / ".flow").mkdir(exist_ok=True)
 
@@ -83,7 +139,11 @@ def _surfaces(root: Path) -> dict[str, Callable[[str], str]]:
         return _outcome(lambda: split_frontmatter(card, path="card.md"))
 
     def reviewed(text: str) -> str:
-        return _outcome(lambda: _yaml(text, "deep.yaml"))
+        try:
+            _yaml(text, "deep.yaml")
+        except SyntaxProblem as exc:  # what becomes the finding
+            return f"deep.yaml:{exc.line}: {exc.message}"
+        return "accepted"
 
     return {"config layer": config, "card frontmatter": frontmatter, "reviewed file": reviewed}
 
@@ -115,9 +175,12 @@ def _agent_review(repo: Path, text: str, libyaml: bool) -> tuple[float, float, s
     return wall, cpu, outcome
 
 
-def measure(runs: int, libyaml: bool) -> list[dict[str, object]]:
-    """Every row in this process (started with or without libyaml)."""
-    rows: list[dict[str, object]] = []
+Row = tuple[str, str, int, float, float, str]  # surface, input, size, wall s, CPU s, outcome
+
+
+def measure(runs: int, libyaml: bool) -> list[Row]:
+    """Every row in this process (started with or without libyaml): the best of ``runs``."""
+    rows: list[Row] = []
     options = "agents:\n  a:\n    adapter: command\n    command: [x]\n    options:\n"
     options += "".join(f"      key{i}: value number {i}\n" for i in range(36_000))
     context = {
@@ -139,19 +202,18 @@ def measure(runs: int, libyaml: bool) -> list[dict[str, object]]:
                 outcome = surfaces[name](text)
                 took = (time.perf_counter() - wall, time.process_time() - cpu, outcome)
                 best = min(best, took)
-            rows.append({"surface": name, "input": label, "size": len(text), "best": best})
+            rows.append((name, label, len(text), *best))
         repo = root / "repo"
         repo.mkdir()
         _git(repo, "init", "-q", "-b", "main")
         _git(repo, "commit", "-q", "--allow-empty", "-m", "initial")
         for label, depth in DEPTHS.items():
             runs_of = [_agent_review(repo, deep(depth), libyaml) for _ in range(runs)]
-            row = {"surface": "git agent-review", "input": label, "best": min(runs_of)}
-            rows.append({**row, "size": len(deep(depth))})
+            rows.append(("git agent-review", label, len(deep(depth)), *min(runs_of)))
     return rows
 
 
-def _child(mode: str, runs: int) -> list[dict[str, object]]:
+def _child(mode: str, runs: int) -> list[Row]:
     code = (NO_LIBYAML if mode == "pure" else "") + (
         f"import sys, json; sys.path.insert(0, {str(ROOT)!r}); "
         "from benchmarks.yaml_depth import measure, versions; "
@@ -160,7 +222,7 @@ def _child(mode: str, runs: int) -> list[dict[str, object]]:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     head, rows = json.loads(done.stdout)
     print(head if mode == "libyaml" else "", end="")
-    return list(rows)
+    return [tuple(row) for row in rows]
 
 
 def versions() -> str:
@@ -170,8 +232,10 @@ def versions() -> str:
     return f"PyYAML {yaml.__version__}, libyaml {libyaml}\n"
 
 
-def _cell(best: list[object]) -> str:
-    return f"{best[0]:6.2f} ({best[1]:5.2f})"
+def _number(said: list[str], outcome: str) -> int:
+    if outcome not in said:
+        said.append(outcome)
+    return said.index(outcome) + 1
 
 
 def main() -> int:
@@ -189,18 +253,17 @@ def main() -> int:
     )
     with_c = _child("libyaml", args.runs)
     without = _child("pure", args.runs)
-    print(
-        f"{'surface':<17} {'input':<24} {'KB':>6} {'libyaml s (CPU)':>16} {'no libyaml':>15}  outcome"
-    )
-    for c, pure in zip(with_c, without, strict=True):
-        outcome = str(c["best"][2])  # type: ignore[index]
-        other = str(pure["best"][2])  # type: ignore[index]
-        said = outcome if outcome == other else f"{outcome} | without libyaml: {other}"
+    print(f"{'surface':<17}{'input':<27}{'KB':>5}  {'libyaml':>12}  {'no libyaml':>12}  outcome")
+    said: list[str] = []
+    for (surface, label, size, *c), (*_, wall, cpu, other) in zip(with_c, without, strict=True):
+        numbers = sorted({_number(said, str(c[2])), _number(said, other)})
         print(
-            f"{c['surface']!s:<17} {c['input']!s:<24} {int(c['size']) / 1000:>6.0f} "  # type: ignore[call-overload]
-            f"{_cell(c['best']):>16} {_cell(pure['best']):>15}  {said[:90]}",  # type: ignore[arg-type]
+            f"{surface:<17}{label:<27}{size / 1000:>5.0f}  {c[0]:5.2f} ({c[1]:4.2f})  "
+            f"{wall:5.2f} ({cpu:4.2f})  " + ", ".join(f"[{n}]" for n in numbers),
             flush=True,
         )
+    for number, outcome in enumerate(said, 1):
+        print(f"[{number}] {outcome}")
     return 0
 
 
