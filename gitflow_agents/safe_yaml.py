@@ -20,6 +20,7 @@ offset (docs/security.md, "Bounds").
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -27,6 +28,9 @@ MAX_DEPTH = 64
 """Lists and mappings nested deeper than this are refused."""
 ALIAS_BUDGET = 50_000
 """Values aliases may add, in total, to the values written in one document."""
+
+TAB_MESSAGE = "a tab character where YAML allows none (indent with spaces)"
+"""A parser error at a tab (the commonest YAML mistake, and an invisible one)."""
 
 _STR = "tag:yaml.org,2002:str"
 _SEQ = "tag:yaml.org,2002:seq"
@@ -171,13 +175,18 @@ class _Composer:
         return node
 
 
-_REWORD_LIMIT = 1024 * 1024
+def _refusal(text: str, exc: Exception, reread: Callable[[str], object]) -> YamlProblem:
+    """A parser error as a YamlProblem, unless one of this module's bounds is crossed first.
 
-
-def _reworded(text: str, exc: Exception) -> YamlProblem:
-    """A parser error as a YamlProblem. libyaml words errors differently from PyYAML's own
-    parser (and is not installed everywhere): a text of reasonable size is parsed again by
-    PyYAML's parser (only on this error path) so that the message is the same on every machine."""
+    libyaml (PyYAML 6.0.4 and later) has a nesting limit of its own, 1,000 levels, and on one
+    line it reaches it before the parser hands out the events of the 65th level (a ``[`` may
+    still start a key, so libyaml holds them back for up to 1,024 characters). So, after a
+    libyaml error, ``reread`` reads the text before the error's mark again, with the same
+    parser and the same bounds: what it refuses comes first in the text and is the answer
+    (``nested more than 64 levels deep``); the text is never parsed again by PyYAML's own
+    parser, which is quadratic in that nesting. PyYAML's own parser has no limits of its own,
+    so its errors stand. Other parser errors keep the parser's wording (libyaml's and PyYAML's
+    differ) and always name the line."""
     import yaml
 
     if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
@@ -189,18 +198,17 @@ def _reworded(text: str, exc: Exception) -> YamlProblem:
             else "contains bytes YAML does not allow",
             text.count("\n", 0, position),
         )
-    if (
-        isinstance(exc, yaml.MarkedYAMLError)
-        and not issubclass(_loader_class(), yaml.SafeLoader)
-        and len(text) <= _REWORD_LIMIT
-    ):
+    mark = exc.problem_mark or exc.context_mark if isinstance(exc, yaml.MarkedYAMLError) else None
+    if mark is not None and not issubclass(_loader_class(), yaml.SafeLoader):
         try:
-            for _ in yaml.parse(text, Loader=yaml.SafeLoader):
-                pass
-        except yaml.MarkedYAMLError as pure:
-            return _problem_of(pure)
-        except yaml.YAMLError:
+            reread(text[: mark.index])
+        except YamlProblem as first:
+            return first
+        except yaml.YAMLError:  # the cut text ends in the middle of something: no bound crossed
             pass
+    at_tab = mark is not None and text[mark.index : mark.index + 1] == "\t"
+    if at_tab and mark is not None and isinstance(exc, yaml.scanner.ScannerError):
+        return YamlProblem(TAB_MESSAGE, mark.line, mark.column)  # libyaml does not name it
     return _problem_of(exc)
 
 
@@ -221,10 +229,18 @@ def _run(text: str, documents: bool) -> list[Any]:
     import yaml
 
     _check_text(text)
-    roots: list[Any] = []
-    loader = None
     try:
-        loader = _loader_class()(text)  # PyYAML's own reader checks the characters right here
+        return _compose_all(text, documents)
+    except yaml.YAMLError as exc:
+        raise _refusal(text, exc, lambda head: _compose_all(head, documents)) from None
+
+
+def _compose_all(text: str, documents: bool) -> list[Any]:
+    import yaml
+
+    roots: list[Any] = []
+    loader = _loader_class()(text)  # PyYAML's own reader checks the characters right here
+    try:
         loader.get_event()  # StreamStartEvent
         while not loader.check_event(yaml.StreamEndEvent):
             if roots and not documents:
@@ -234,11 +250,8 @@ def _run(text: str, documents: bool) -> list[Any]:
                     event.start_mark.line if event.start_mark is not None else None,
                 )
             roots.append(_Composer(loader).document())
-    except yaml.YAMLError as exc:
-        raise _reworded(text, exc) from None
     finally:
-        if loader is not None:
-            loader.dispose()
+        loader.dispose()
     return roots
 
 
@@ -258,17 +271,20 @@ def check_syntax(text: str) -> None:
     import yaml
 
     _check_text(text)
-    walk = _Walk()
-    loader = None
     try:
-        loader = _loader_class()(text)
+        _walk_all(text)
+    except yaml.YAMLError as exc:
+        raise _refusal(text, exc, _walk_all) from None
+
+
+def _walk_all(text: str) -> None:
+    walk = _Walk()
+    loader = _loader_class()(text)
+    try:
         while loader.check_event():
             walk.event(loader.get_event())
-    except yaml.YAMLError as exc:
-        raise _reworded(text, exc) from None
     finally:
-        if loader is not None:
-            loader.dispose()
+        loader.dispose()
 
 
 class _Walk:

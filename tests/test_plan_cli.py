@@ -214,16 +214,16 @@ def test_lint_reports_every_config_problem_of_every_layer(project: Path, cli: Ru
     result = cli(*args, cwd=project)
     assert result.returncode == 2
     lines = result.stdout.splitlines()
-    assert lines[:6] == [
+    assert lines[:5] == [
         ".flow/base.yaml:3: flow_dir: expected a string, got a list",
         ".flow/base.yaml:5: defaults.stuck_timeout_secs: expected a whole number of seconds, "
         "got a string",
         ".flow/base.yaml:6: defaults.max_wait_secs: must be at least 1, got -1",
         ".flow/base.yaml:10: agents.builder.modle: unknown key (did you mean 'model'?)",
         ".flow/base.yaml:11: agents.builder.allow_env[1]: expected a string, got an integer",
-        ".flow/implement/base.yaml:3: invalid YAML: while parsing a flow sequence expected ',' or ']', "
-        "but got '<stream end>'",
     ]
+    # a syntax error in the parser's words (libyaml's or PyYAML's own): file and line are ours
+    assert lines[5].startswith(".flow/implement/base.yaml:3: invalid YAML: ")
     # the plans are still checked (with the default spec_plan settings)
     assert any(line.startswith("specs/broken.md:7: duplicate step 3") for line in lines[6:])
     assert cli(*args, cwd=project).stdout == result.stdout  # the second run: the same

@@ -10,7 +10,14 @@ import pytest
 
 from gitflow_agents.errors import ConfigError, ExitCode, InputError
 from gitflow_agents.frontmatter import split_frontmatter
-from gitflow_agents.safe_yaml import ALIAS_BUDGET, MAX_DEPTH, YamlProblem, check_syntax, load
+from gitflow_agents.safe_yaml import (
+    ALIAS_BUDGET,
+    MAX_DEPTH,
+    TAB_MESSAGE,
+    YamlProblem,
+    check_syntax,
+    load,
+)
 from tests.conftest import Cli
 
 # The "billion laughs": 9 levels of 9 aliases, 10^8 strings once expanded, from 342 bytes.
@@ -73,16 +80,22 @@ def test_plain_values_and_merge_keys() -> None:
         ("a: &x [*x]\n", 0, "recursive YAML alias *x"),
         ("[" * (MAX_DEPTH + 1), 0, f"nested more than {MAX_DEPTH} levels deep"),
         ("a: 1\n---\nb: 2\n", 1, "expected a single document in the stream"),
-        ("a: [1\n", 1, "expected ',' or ']'"),
+        ("a: [1\n", 1, None),  # a syntax error in the parser's words (libyaml's or PyYAML's)
+        ("a: 1\nb: {c: 1\nd: 2\n", 2, None),
+        ("a:\n\tb: 1\n", 1, TAB_MESSAGE),
+        ("a:\n  b: 1\n\tc: 2\n", 2, TAB_MESSAGE),
         ("a: " + "1" * 5000 + "\n", 0, "is not an integer"),
         ("? [a]\n: 1\n", 0, "a key must be a plain value"),
         ("a: 1\nb: \x9e\n", 1, "contains the control character U+009E"),
         ("a: \x01\n", 0, "contains the control character U+0001"),
     ],
 )
-def test_malformed_yaml_is_one_problem_with_its_line(text: str, line: int, message: str) -> None:
+def test_malformed_yaml_is_one_problem_with_its_line(
+    text: str, line: int, message: str | None
+) -> None:
     error = problem(text)
-    assert message in error.message
+    assert message in error.message if message is not None else error.message.strip()
+    assert "\n" not in error.message
     assert error.line == line
 
 
@@ -186,3 +199,114 @@ def test_config_values_yaml_cannot_hold_are_config_errors(
         load_flow_config(tmp_path)
     assert str(info.value).startswith((".flow/base.yaml:1: ", ".flow/base.yaml:2: "))
     assert message in str(info.value)
+
+
+# Issue 19: libyaml 0.2.6 (PyYAML 6.0.4) stops at 1,000 levels of its own, and on one line it
+# gets there before handing out the 65th level; PyYAML's own parser is quadratic in that depth.
+DEEP_DEPTHS = [1000, 8000, 100_000]  # 100,000 levels: a 200 KB file
+
+
+def deep(depth: int, before: str = "") -> str:
+    return before + "x: " + "[" * depth + "]" * depth + "\n"
+
+
+@pytest.mark.parametrize("depth", DEEP_DEPTHS)
+@pytest.mark.parametrize("before", ["", "a: 1\nb: [2]\n", "é: ü\n# 😀\n"])
+def test_deep_nesting_on_one_line_is_our_refusal_at_its_line(depth: int, before: str) -> None:
+    """With either parser: our bound, our words, the line (the libyaml path reads again only the
+    text before libyaml's error, so a 200 KB file is refused in milliseconds:
+    benchmarks/hostile_sizes.py)."""
+    text = deep(depth, before)
+    line = before.count("\n")
+    for read in (load, check_syntax):
+        with pytest.raises(YamlProblem) as info:
+            read(text)
+        assert (info.value.message, info.value.line) == (
+            f"nested more than {MAX_DEPTH} levels deep",
+            line,
+        )
+
+
+def test_a_libyaml_error_is_never_parsed_again_by_pyyamls_own_parser(
+    parser: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old error path parsed the whole text (up to 1 MiB) again with PyYAML's pure-Python
+    parser to word the message, which took minutes for deep nesting."""
+    import yaml
+
+    if parser == "pure" or not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("the libyaml path")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("PyYAML's own parser ran")
+
+    monkeypatch.setattr(yaml.parser.Parser, "__init__", refuse)
+    for text in (deep(2000), "a: [1\n", "a: 1\n" * 1000 + "b: {c\n", "a:\n\tb: 1\n"):
+        for read in (load, check_syntax):
+            with pytest.raises(YamlProblem):
+                read(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("a:\n  b: 1\n  " + "[" * 5000 + "]" * 5000 + "\n", 2),  # and a key without ':'
+        ("x: " + "[" * 100 + "}\n", 0),  # a syntax error after the 65th level
+        ("x: [\n" + " [\n" * 5000 + "]" * 5001 + "\n", MAX_DEPTH - 1),  # x: is level 1
+        ("x: " + "{a: [" * 50_000 + "\n", 0),
+        ("x: " + "{[" * 5000 + "\n", 0),
+    ],
+)
+def test_other_deep_shapes_are_refused_at_their_line(text: str, line: int) -> None:
+    for read in (load, check_syntax):
+        with pytest.raises(YamlProblem) as info:
+            read(text)
+        assert info.value.line == line
+
+
+def test_deep_nesting_in_config_and_frontmatter_names_file_and_line(
+    tmp_path: Path, repo: Path, cli_run: Cli
+) -> None:
+    assert cli_run.main("init", cwd=repo).returncode == 0
+    base = repo / ".flow" / "base.yaml"
+    lines = base.read_text().count("\n")
+    base.write_text(base.read_text() + deep(100_000))
+    result = cli_run.main("status", cwd=repo)
+    assert result.returncode == ExitCode.USAGE
+    assert result.stderr == (
+        f"gitflow-agents: error: .flow/base.yaml:{lines + 1}: invalid YAML: nested more than "
+        f"{MAX_DEPTH} levels deep\n"
+    )
+    with pytest.raises(InputError) as info:
+        split_frontmatter("---\ntitle: x\n" + deep(100_000) + "---\nbody\n", path="card.md")
+    assert str(info.value) == (
+        f"card.md:3: invalid YAML in frontmatter: nested more than {MAX_DEPTH} levels deep"
+    )
+
+
+def test_git_agent_review_refuses_a_deep_yaml_file_as_a_finding(repo: Path, cli_run: Cli) -> None:
+    """The issue's case: a commit adding a 200 KB ``x: [[[…]]]`` file (the time it takes:
+    benchmarks/hostile_sizes.py)."""
+    import json
+
+    from gitflow_agents import git_agent_review
+    from tests.conftest import git
+
+    (repo / "conf").mkdir()
+    (repo / "conf" / "deep.yaml").write_text("# generated\nok: 1\n" + deep(100_000))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "deep")
+    result = cli_run._call(git_agent_review.main, ("HEAD~1..HEAD", "--format", "json"), repo, None)
+    assert result.returncode == 1, result.stderr
+    found = [
+        (f["rule"], f["file"], f["line"], f["message"])
+        for f in json.loads(result.stdout)["findings"]
+    ]
+    assert found == [
+        (
+            "yaml-syntax",
+            "conf/deep.yaml",
+            3,
+            f"invalid YAML: nested more than {MAX_DEPTH} levels deep",
+        )
+    ]

@@ -3,7 +3,11 @@
 
 ``Sandbox.run`` calls one target in-process with a time limit and classifies what happened: an
 exit code or a ``GitflowError`` is fine; the internal-error code 70 or any other exception is a
-traceback; more than ``timeout`` seconds is a hang; a changed ``outside`` is a write outside.
+traceback; more than ``timeout`` seconds of CPU time (this process's, where every target runs) is
+a hang, and so is waiting :data:`WAIT_FACTOR` times as long in wall-clock time (a deadlock burns
+no CPU; the targets' child processes, git and fake agents, end within the tool's own timeouts);
+a changed ``outside`` is a write outside. CPU time, not wall-clock time: on a loaded machine a
+run may take many times its CPU time, and that is not a hang.
 """
 
 from __future__ import annotations
@@ -42,8 +46,13 @@ GIT_ENV = {
 }
 
 
+WAIT_FACTOR = 10
+"""A run that has neither finished nor used ``timeout`` CPU seconds after this many times
+``timeout`` wall-clock seconds is a hang too (it waits for something that does not come)."""
+
+
 class Hang(BaseException):
-    """Raised by the alarm: not an Exception, so no handler of the tool swallows it."""
+    """Raised by the timers: not an Exception, so no handler of the tool swallows it."""
 
 
 @dataclass
@@ -160,10 +169,11 @@ class Sandbox:
         crash_log.unlink(missing_ok=True)
 
         def alarm(signum: int, frame: FrameType | None) -> None:
-            raise Hang
+            raise Hang("CPU" if signum == signal.SIGPROF else "waited")
 
-        previous = signal.signal(signal.SIGALRM, alarm)
-        signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        previous = {sig: signal.signal(sig, alarm) for sig in (signal.SIGPROF, signal.SIGALRM)}
+        signal.setitimer(signal.ITIMER_PROF, self.timeout)  # this process's CPU time
+        signal.setitimer(signal.ITIMER_REAL, self.timeout * WAIT_FACTOR)
         out, err = io.StringIO(), io.StringIO()
         code: int | None = None
         try:
@@ -177,9 +187,9 @@ class Sandbox:
                 code = returned
             else:
                 tally.outcomes["returned"] += 1
-        except Hang:
+        except Hang as hang:
             tally.hangs += 1
-            tally.note("hang", label)
+            tally.note(f"hang ({hang})", label)
         except GitflowError as exc:
             tally.outcomes[type(exc).__name__] += 1
         except SystemExit as exc:  # argparse
@@ -188,8 +198,10 @@ class Sandbox:
             tally.tracebacks += 1
             tally.note("traceback", f"{label}: {_signature(exc)}")
         finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         if code is not None:
             tally.outcomes[f"exit {code}"] += 1
             if code not in ALLOWED_EXITS:
