@@ -566,7 +566,8 @@ def test_man_page_lists_every_option() -> None:
 
 # The man(7) macros the page may use; any other line starting with "." or "'" is a request
 # troff does not know, and its text is dropped from the rendered page.
-MAN_MACROS = {"TH", "SH", "SS", "TP", "PP", "B", "I", "BI", "IB", "BR", "RB", "IR", "RI", "nf", "fi"}
+FONT_MACROS = {"B", "I", "BI", "IB", "BR", "RB", "IR", "RI"}
+MAN_MACROS = {"TH", "SH", "SS", "TP", "PP", "nf", "fi", *FONT_MACROS}
 
 
 def test_man_page_text_lines_are_not_read_as_requests() -> None:

@@ -254,9 +254,7 @@ def test_send_continues_the_chains_fixer_in_its_own_folder_and_work_tree(
     assert (Path(asked["cwd"]) / "answer.txt").read_text() == "Blue.\n"
 
 
-def test_a_send_whose_cli_is_missing_records_no_turn(
-    repo: Path, tmp_path: Path, cli: Cli
-) -> None:
+def test_a_send_whose_cli_is_missing_records_no_turn(repo: Path, tmp_path: Path, cli: Cli) -> None:
     """A send that cannot start the CLI is one line (exit 3) before the session changes: the
     session's latest turn stays the run it was, so the send works once the CLI is back."""
     s = Setup(repo, tmp_path)
