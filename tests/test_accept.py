@@ -220,7 +220,7 @@ def test_plan_lint_checks_the_review_section(run: Cli, repo: Path) -> None:
     [
         ("*.md", ["README.md", "docs/a.md"], ["README.mdx", "md"]),
         ("tests/fixtures", ["tests/fixtures/a.py", "tests/fixtures"], ["x/tests/fixtures/a"]),
-        ("fixtures/", ["fixtures/a", "a/fixtures/b"], ["fixturesx/a"]),
+        ("fixtures/", ["fixtures/a", "a/fixtures/b"], ["fixturesx/a", "fixtures", "a/fixtures"]),
         ("/vendor", ["vendor/x.js"], ["lib/vendor/x.js"]),
         ("docs/*.txt", ["docs/a.txt"], ["docs/sub/a.txt", "x/docs/a.txt"]),
         ("**/keys/*.py", ["keys/a.py", "x/y/keys/a.py"], ["keys/sub/a.py"]),
