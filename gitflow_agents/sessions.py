@@ -204,6 +204,7 @@ def prepare_turn(
     send_target.py) and refuse, before any run exists, when it cannot be continued: its adapter
     changed, its system prompt or work tree is gone, or its CLI cannot resume (the adapter's own
     refusal, asked with the recorded session id or a stand-in when none was recorded)."""
+    from gitflow_agents.agents.installed import check_agents
     from gitflow_agents.launch import prepare, signal_files
     from gitflow_agents.prompt import agent_dir
     from gitflow_agents.prompt.paths import check_name
@@ -258,6 +259,9 @@ def prepare_turn(
         )
     except UsageError as exc:
         raise UsageError(f"send: {exc}") from None
+    # A missing CLI is one line now, before the session records a turn that never ran (it
+    # would then refuse every later send: "not the latest turn of its session").
+    check_agents(config, [agent], cwd=workdir)
     return Turn(agent, agent_id, prompt_text, files, task, workdir)
 
 

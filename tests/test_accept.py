@@ -220,7 +220,7 @@ def test_plan_lint_checks_the_review_section(run: Cli, repo: Path) -> None:
     [
         ("*.md", ["README.md", "docs/a.md"], ["README.mdx", "md"]),
         ("tests/fixtures", ["tests/fixtures/a.py", "tests/fixtures"], ["x/tests/fixtures/a"]),
-        ("fixtures/", ["fixtures/a", "a/fixtures/b"], ["fixturesx/a"]),
+        ("fixtures/", ["fixtures/a", "a/fixtures/b"], ["fixturesx/a", "fixtures", "a/fixtures"]),
         ("/vendor", ["vendor/x.js"], ["lib/vendor/x.js"]),
         ("docs/*.txt", ["docs/a.txt"], ["docs/sub/a.txt", "x/docs/a.txt"]),
         ("**/keys/*.py", ["keys/a.py", "x/y/keys/a.py"], ["keys/sub/a.py"]),
@@ -270,6 +270,32 @@ def test_write_baseline_records_the_findings_and_later_reviews_report_only_new_o
         (a["file"], a["line"], a["accepted"]["by"])  # type: ignore[index]
         for a in out["accepted"]  # type: ignore[attr-defined]
     ]
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["file-kept", "file-deleted"])
+def test_write_baseline_accepts_a_secret_only_an_earlier_commit_adds(
+    run: Cli, repo: Path, kept: bool
+) -> None:
+    """Such a finding has no line (docs/review.md: accept it with the baseline); the fingerprint
+    acceptance compares is the one the outputs show and the baseline records."""
+    feature(repo, {"keys.py": f'KEY = "{AWS}"\n'})
+    if kept:
+        commit(repo, {"keys.py": "KEY = None\n"})
+    else:
+        (repo / "keys.py").unlink()
+        commit(repo, {})
+    code, before = review_json(run, repo)
+    findings = before["findings"]
+    assert code == 1 and isinstance(findings, list)
+    assert [(f.get("line"), f["rule"]) for f in findings] == [(None, "aws-access-key")]
+    written = run.review("--write-baseline", cwd=repo)
+    assert "1 finding(s) added, 1 recorded" in written.stderr
+    assert written.returncode == 0, written.stdout
+    code, after = review_json(run, repo)
+    assert code == 0
+    assert after["findings"] == []
+    assert [a["accepted"]["by"] for a in after["accepted"]] == ["baseline"]  # type: ignore[index,union-attr]
+    assert after["accepted"][0]["fingerprint"] == findings[0]["fingerprint"]  # type: ignore[index]
 
 
 def test_write_baseline_keeps_what_the_file_holds(run: Cli, repo: Path) -> None:

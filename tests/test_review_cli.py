@@ -564,6 +564,28 @@ def test_man_page_lists_every_option() -> None:
                 assert flag in text, flag
 
 
+# The man(7) macros the page may use; any other line starting with "." or "'" is a request
+# troff does not know, and its text is dropped from the rendered page.
+FONT_MACROS = {"B", "I", "BI", "IB", "BR", "RB", "IR", "RI"}
+MAN_MACROS = {"TH", "SH", "SS", "TP", "PP", "nf", "fi", *FONT_MACROS}
+
+
+def test_man_page_text_lines_are_not_read_as_requests() -> None:
+    for number, line in enumerate(MAN_PAGE.read_text().splitlines(), 1):
+        if line.startswith((".", "'")) and not line.startswith('.\\"'):
+            macro = line[1:].split(" ", 1)[0]
+            assert macro in MAN_MACROS, f"{MAN_PAGE.name}:{number}: {line}"
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="no groff on this machine")
+def test_man_page_renders_without_troff_warnings() -> None:
+    result = subprocess.run(
+        ["groff", "-man", "-ww", "-z", str(MAN_PAGE)], capture_output=True, text=True
+    )
+    assert result.returncode == 0
+    assert result.stderr == ""
+
+
 @pytest.mark.skipif(shutil.which("man") is None, reason="no man command on this machine")
 def test_git_help_finds_the_installed_man_page(repo: Path, tmp_path: Path) -> None:
     """Installed as <prefix>/share/man/man1 (the wheel's shared-data), man finds it from PATH."""

@@ -252,3 +252,28 @@ def test_send_continues_the_chains_fixer_in_its_own_folder_and_work_tree(
     assert Path(resumed["agentDir"]) == own_folder
     assert Path(resumed["prompt"]) == own_folder / "system_prompt.md"
     assert (Path(asked["cwd"]) / "answer.txt").read_text() == "Blue.\n"
+
+
+def test_a_send_whose_cli_is_missing_records_no_turn(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    """A send that cannot start the CLI is one line (exit 3) before the session changes: the
+    session's latest turn stays the run it was, so the send works once the CLI is back."""
+    s = Setup(repo, tmp_path)
+    assert cli.main(*CHAINS["run"], cwd=repo, env=s.env).returncode == 3
+    [builder_id] = [k for k, r in s.records().items() if r["run"]["kind"] == "implement"]
+    fake = tmp_path / "bin" / "claude"
+    fake.rename(tmp_path / "claude.off")
+    no_claude = os.pathsep.join(
+        d for d in s.env["PATH"].split(os.pathsep) if not (Path(d) / "claude").exists()
+    )
+    sessions = repo / "flows" / "feature" / "sessions"
+    before = {p.name: p.read_bytes() for p in sessions.glob("*")}
+
+    missing = cli.main("send", builder_id, "Blue.", "--quiet", cwd=repo, env={"PATH": no_claude})
+
+    assert missing.returncode == 3
+    assert len(missing.stderr.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in sessions.glob("*")} == before
+    (tmp_path / "claude.off").rename(fake)
+    sent = cli.main("send", builder_id, "Blue.", "--quiet", cwd=repo, env=s.env)
+    assert sent.returncode == 0, sent.stderr
+    assert [c["resume"] for c in s.calls()] == [None, "sess-step-01-builder"]

@@ -6,7 +6,7 @@ are accepted), changes its ``severity`` or accepts its findings under more paths
 Globs read like ``.gitignore`` lines: ``*`` and ``?`` stay within one path segment, ``**``
 crosses folders, a glob with no ``/`` (other than a trailing one) matches at any depth, one with
 a ``/`` is anchored at the repository root, and a glob matching a folder matches everything
-under it.
+under it (one ending in ``/`` only a folder).
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ def glob_regex(glob: str) -> re.Pattern[str]:
             char = body[index]
             out.append({"*": "[^/]*", "?": "[^/]"}.get(char) or re.escape(char))
             index += 1
-    out.append("(?:/.*)?")  # a folder: everything under it
+    # a folder: everything under it; a glob ending in "/" names only a folder (as in .gitignore),
+    # so a file of that name is not matched
+    out.append("/.+" if glob.endswith("/") else "(?:/.*)?")
     return re.compile("".join(out), re.DOTALL)
 
 

@@ -80,8 +80,15 @@ def apply(
 ) -> tuple[BuiltinResult, tuple[Accepted, ...]]:
     """``result`` without its accepted findings (its verdict decided again from those that
     stay), and the accepted ones."""
+    from gitflow_agents.findings.report import fill_fingerprints
+
+    # The fingerprints the outputs show and --write-baseline records are computed from the
+    # reported finding (file, rule, the line's text); a check may have computed its own from
+    # a line the report does not carry (a secret only an earlier commit adds), so the baseline
+    # compares the reported one.
+    reported = fill_fingerprints((replace(f, fingerprint="") for f in result.findings), line_text)
     outcome = accept(
-        result.findings,
+        reported,
         settings=acceptance.settings,
         line_text=line_text,
         baseline=acceptance.baseline,
