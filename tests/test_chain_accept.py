@@ -221,3 +221,22 @@ def test_run_pr_reads_what_it_accepts_from_the_target_never_the_pull_request(
     assert "exclude: [keys.py]" in git(repo, "show", f"origin/{BRANCH}:.flow/base.yaml")
     [summary] = summaries(gh, 1)
     assert "Accepted (1)" in summary and "1 accepted (1 config)" in summary
+
+
+def test_a_broken_baseline_in_the_work_tree_is_exit_2_naming_it(repo: Path, tmp_path: Path) -> None:
+    """Bad input the builtin review reads: one line naming the file, exit 2, and the step's
+    record says it failed; with the file fixed the same command approves (the implementer is
+    reused)."""
+    line = f'TOKEN = "{TOKEN}"  # gitleaks:allow\n'
+    setup(repo, implementer(tmp_path, {"tests/keys.py": line}))
+    (repo / ".agent-review-baseline.json").write_text(
+        '{"kind": "gitflow-agents/review-baseline/v1",\n  "findings": [}\n'
+    )
+    out = call(repo, *RUN, "--step", "1", "--max-iterations", "1")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert ".agent-review-baseline.json:2" in out.stderr and "Traceback" not in out.stderr
+    [result] = results(repo)
+    assert result["chain"]["outcome"] == "failed" and result["chain"]["exitCode"] == 2
+    (repo / ".agent-review-baseline.json").unlink()
+    again = call(repo, *RUN, "--step", "1", "--max-iterations", "1")
+    assert again.returncode == 0, again.stdout + again.stderr
