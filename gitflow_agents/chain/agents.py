@@ -26,6 +26,8 @@ from gitflow_agents.errors import AgentError
 
 if TYPE_CHECKING:
     from gitflow_agents.agent_run import AgentRunner
+    from gitflow_agents.findings import Accepted
+    from gitflow_agents.reviewer.acceptance import Acceptance
     from gitflow_agents.supervisor import Status
 
 AgentKind = Literal["implement", "review", "fix", "research"]
@@ -49,6 +51,7 @@ class AgentRun:
     duration: float
     attempt: int = 1  # 2: run again after the first attempt got stuck
     earlier: tuple[AgentRun, ...] = ()  # the attempts before this one (a stuck one)
+    accepted: tuple[Accepted, ...] = ()  # the builtin reviewer's accepted findings
 
     @property
     def ok(self) -> bool:
@@ -201,7 +204,11 @@ def _start_and_close(attempt: _Attempt) -> AgentRun:
 
 
 def _reuse(ctx: Context, job: Job) -> AgentRun | None:
-    """The earlier run of ``job`` when it completed from the same commit (resuming), else None."""
+    """The earlier run of ``job`` when it completed from the same commit (resuming), else None.
+    A builtin review is never reused: it takes a fraction of a second, and what it accepts (the
+    ``review:`` settings, the baseline) may have changed since (docs/chains.md, Resuming)."""
+    if is_builtin(ctx, job.agent):
+        return None
     folder, _report, success, _failure = agent_files(ctx, job.agent, job.agent_id)
     meta = completed_meta(folder, success, job.start_sha, ctx.root)
     if meta is None:
@@ -230,7 +237,8 @@ class _Attempt:
             ctx, job.agent, job.agent_id
         )
         self.runner: AgentRunner | None = None
-        self.builtin = ctx.config.agent(job.agent).adapter == "builtin"
+        self.builtin = is_builtin(ctx, job.agent)
+        self.accepted: tuple[Accepted, ...] = ()  # what the builtin reviewer accepted
         self.started = time.monotonic()
         self.status, self.reason = "failed", "the agent did not finish"
         self.end_sha = job.start_sha
@@ -293,9 +301,7 @@ class _Attempt:
         ctx, ws, job, runner = self.ctx, self.ws, self.job, self.runner
         assert runner is not None, "prepare() first"
         if self.builtin:
-            outcome = runner.run_in_process(
-                lambda: _builtin_review(ctx, ws, self.folder, self.success)
-            )
+            outcome = runner.run_in_process(self._builtin_review)
         else:
             outcome = runner.supervise(ctx.cancel)
         self.status, self.reason = outcome.status, outcome.reason
@@ -323,6 +329,27 @@ class _Attempt:
             end_sha=self.end_sha,
         )
 
+    def _builtin_review(self) -> tuple[Status, str]:
+        """The offline reviewer, in process, exactly as ``git agent-review`` runs it (the same
+        report, with the same findings accepted): its report goes straight to
+        ``report.complete.md``, its accepted findings to ``self.accepted``."""
+        from gitflow_agents.commands.review import Target, builtin_report
+        from gitflow_agents.fsutil import write_text_atomic
+        from gitflow_agents.reviewer.checks import Options
+
+        ctx, ws = self.ctx, self.ws
+        head = git.head_sha(ws.worktree)
+        target = Target(ws.base_sha, head, f"{ws.base_sha[:12]}..{head[:12]}")
+        acceptance = step_acceptance(ctx)
+        with git.BlobReader(ws.worktree) as blobs:
+            text, _values, self.accepted = builtin_report(
+                ws.worktree, target, ctx.settings.threshold, Options().max_file_bytes, blobs,
+                acceptance,
+            )  # fmt: skip
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(self.success, text)
+        return "succeeded", "builtin reviewer finished"
+
     def close(self) -> AgentRun:
         """The AgentRun as it stands; the first call records it (result.json, task event)."""
         if self.run is not None:
@@ -332,7 +359,7 @@ class _Attempt:
             job.agent, job.agent_id, job.kind, self.run_id, self.status, self.reason, False,
             job.start_sha, self.end_sha,
             next((p for p in (self.success, self.failure, self.report) if p.exists()), None),
-            time.monotonic() - self.started,
+            time.monotonic() - self.started, accepted=self.accepted,
         )  # fmt: skip
         if runner is None:
             return self.run
@@ -357,24 +384,28 @@ class _Attempt:
         return self.run
 
 
+def is_builtin(ctx: Context, agent: str) -> bool:
+    """Whether ``agent`` is the offline reviewer (``adapter: builtin``), run in process."""
+    from gitflow_agents.agents import BUILTIN
+
+    return ctx.config.agent(agent).adapter == BUILTIN
+
+
+def step_acceptance(ctx: Context) -> Acceptance:
+    """What the chain's builtin reviewer accepts besides the markers on the reviewed lines
+    (docs/chains.md, "Accepting a finding"): the ``review:`` settings and the baseline of the
+    config the run reads, never the step branch's own. A local run reads them from your work
+    tree (``ctx.root``), as it reads ``.flow/``; ``run --pr`` from the target's commit on the
+    remote, as it reads the plan, so a step's pull request cannot switch off its own review."""
+    from gitflow_agents.reviewer.acceptance import acceptance_at, local_acceptance
+
+    if ctx.target_remote is None:
+        return local_acceptance(ctx.root, None)
+    return acceptance_at(ctx.root, git.rev_parse(ctx.root, ctx.target_rev))
+
+
 class _NotStarted(Exception):
     """Why an agent that was prepared never ran (another agent of its round could not be)."""
-
-
-def _builtin_review(ctx: Context, ws: Workspace, folder: Path, success: Path) -> tuple[Status, str]:
-    """The offline reviewer, in process: its report goes straight to ``report.complete.md``."""
-    from gitflow_agents.fsutil import write_text_atomic
-    from gitflow_agents.reviewer import builtin
-
-    head = git.head_sha(ws.worktree)
-    spec = git.DiffSpec(ws.base_sha, head)
-    result = builtin.review_diff(ws.worktree, spec, threshold=ctx.settings.threshold)
-    text = builtin.report(
-        result, reviewed_sha=head, base_sha=ws.base_sha, threshold=ctx.settings.threshold
-    )
-    folder.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(success, text)
-    return "succeeded", "builtin reviewer finished"
 
 
 def _warm_up() -> None:

@@ -212,6 +212,9 @@ def _history_line(
         base = base.replace(" failed (implement)", f" failed ({rec.failed_what})", 1)
     reviews = len(rec.rounds)
     extra = f"step {rec.step} {rec.outcome} after {reviews} review{'s' if reviews != 1 else ''}"
+    accepted = len(rec.rounds[-1].accepted) if rec.rounds else 0
+    if accepted:  # the decisive round's accepted findings: counted, never dropped silently
+        extra += f" ({accepted} finding{'s' if accepted != 1 else ''} accepted)"
     if git_stats is not None:
         extra += f"; git: {stats.summary(git_stats)}"
     return f"{base}; {extra}."

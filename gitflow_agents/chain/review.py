@@ -16,7 +16,14 @@ from gitflow_agents import git
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
-from gitflow_agents.findings import GateResult, Review, gate, merge_reviews, parse_review
+from gitflow_agents.findings import (
+    Accepted,
+    GateResult,
+    Review,
+    gate,
+    merge_reviews,
+    parse_review,
+)
 
 REVIEW_PREAMBLE = """\
 It is now your job to review the changes for this plan-step: commit {head} on branch {branch},
@@ -43,6 +50,12 @@ class ReviewRound:
     reviews: tuple[Review, ...]
     gate: GateResult
 
+    @property
+    def accepted(self) -> tuple[Accepted, ...]:
+        """The findings the round's builtin reviewers accepted (docs/chains.md, "Accepting a
+        finding"): counted, never part of the gate."""
+        return merge_reviews(self.reviews).accepted if self.reviews else ()
+
     def to_json(self) -> dict[str, Any]:
         return {
             "iteration": self.iteration,
@@ -55,6 +68,7 @@ class ReviewRound:
                     "overall": review.overall.value if review.overall else None,
                     "reason": review.reason,
                     "findings": [f.to_dict() for f in review.findings],
+                    "accepted": [a.to_dict() for a in review.accepted],
                 }
                 for run, review in zip(self.agents, self.reviews, strict=True)
             ],
@@ -170,9 +184,9 @@ def _gather_secrets(ctx: Context, ws: Workspace, head: str) -> None:
 
 
 def _read_review(ctx: Context, run: AgentRun, head: str, base: str) -> Review:
-    """The reviewer's report as a Review, its texts masked (``redact``) like every review's,
-    with the step's secret values: it reaches the run record, the fixer's prompt and, through
-    ``/agent fix`` and ``run --pr``, GitHub."""
+    """The reviewer's report as a Review (with the findings the builtin reviewer accepted), its
+    texts masked (``redact``) like every review's, with the step's secret values: it reaches
+    the run record, the fixer's prompt and, through ``/agent fix`` and ``run --pr``, GitHub."""
     from gitflow_agents.findings.report import MAX_REPORT_CHARS
     from gitflow_agents.fsutil import read_agent_text
     from gitflow_agents.redact import redact_review
@@ -181,7 +195,7 @@ def _read_review(ctx: Context, run: AgentRun, head: str, base: str) -> Review:
     # not read whole, and parse_review refuses it (no verdict); a symlink or FIFO reads as "".
     text = read_agent_text(run.report, MAX_REPORT_CHARS) if run.report else ""
     review = parse_review(text, reviewed_sha=head, base_sha=base, source=run.agent_id)
-    return redact_review(review, ctx.secrets)
+    return redact_review(replace(review, accepted=run.accepted), ctx.secrets)
 
 
 def _focus(review: Review, paths: Sequence[str]) -> Review:

@@ -128,7 +128,8 @@ def _check_reports(ctx: Any, after: tuple[str, ...]) -> None:
 
 def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     from gitflow_agents import chain, git
-    from gitflow_agents.findings import describe_counts, merge_reviews
+    from gitflow_agents.findings import merge_reviews
+    from gitflow_agents.render import counts
 
     if args.range and args.branch:
         raise UsageError("flow review: give --branch or --range, not both")
@@ -154,13 +155,14 @@ def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
         "reasons": list(review.gate.reasons),
         "summary": combined.summary,
         "findings": [f.to_dict() for f in combined.findings],
+        "accepted": [a.to_dict() for a in combined.accepted],
         **review.to_json(),
     }
     if args.json:
         _print(args, data)
     else:
         verdict = "APPROVED" if review.gate.approved else "NOT APPROVED"
-        print(f"{verdict}: {review.reviewed_sha[:12]} ({describe_counts(combined.findings)})")
+        print(f"{verdict}: {review.reviewed_sha[:12]} ({counts(combined)})")
         for reason in review.gate.reasons:
             print(f"  - {reason}")
         for run in review.agents:

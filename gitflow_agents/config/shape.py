@@ -257,7 +257,8 @@ _GLOBS = (
 )
 REVIEW = Obj(
     doc="What the builtin reviewer accepts (git agent-review, the pre-commit hook, the Action: "
-    "read from the base commit there). Accepted findings are counted, never gate. "
+    "read from the base commit there; a chain's builtin reviewer: from the work tree, with "
+    "run --pr from the target's commit). Accepted findings are counted, never gate. "
     "See docs/review.md, 'Accepting a finding'.",
     fields={
         "exclude": StrList(

@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gitflow_agents.findings.model import Finding, Overall, Review, Severity, same_commit
+from gitflow_agents.findings.model import (
+    Accepted,
+    Finding,
+    Overall,
+    Review,
+    Severity,
+    same_commit,
+)
 
 
 @dataclass(frozen=True)
@@ -69,9 +76,9 @@ def gate(review: Review, *, threshold: Severity, head_sha: str | None) -> GateRe
 
 
 def merge_reviews(reviews: Sequence[Review]) -> Review:
-    """Several reviewers as one review: approve only when every one approves; findings
-    concatenated in order, duplicates (same fingerprint) dropped; no verdict when any reviewer
-    has none or they reviewed different commits."""
+    """Several reviewers as one review: approve only when every one approves; findings (and
+    accepted findings) concatenated in order, duplicates (same fingerprint) dropped; no verdict
+    when any reviewer has none or they reviewed different commits."""
     if not reviews:
         return Review(overall=None, reason="no reviews")
     findings: list[Finding] = []
@@ -80,6 +87,9 @@ def merge_reviews(reviews: Sequence[Review]) -> Review:
         if finding.fingerprint not in seen:
             seen.add(finding.fingerprint)
             findings.append(finding)
+    accepted: dict[str, Accepted] = {}
+    for item in (a for r in reviews for a in r.accepted):
+        accepted.setdefault(item.finding.with_fingerprint().fingerprint, item)
     reasons = [
         f"reviewer {index}: {r.reason or 'no verdict'}"
         for index, r in enumerate(reviews, start=1)
@@ -105,6 +115,7 @@ def merge_reviews(reviews: Sequence[Review]) -> Review:
         unreviewed_files=tuple(dict.fromkeys(f for r in reviews for f in r.unreviewed_files)),
         run={"reviewers": [dict(r.run) for r in reviews]},
         reason="; ".join(reasons) or _merged_reason(reviews, overall),
+        accepted=tuple(accepted.values()),
     )
 
 

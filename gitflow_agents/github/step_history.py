@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.findings import (
+    Accepted,
     Finding,
     GateResult,
     Overall,
@@ -22,6 +23,7 @@ from gitflow_agents.findings import (
     finding_from_dict,
     merge_reviews,
 )
+from gitflow_agents.findings.model import accepted_from_dict
 from gitflow_agents.github.comment import RunRow
 from gitflow_agents.github.publish import float_or_none, int_or_none
 
@@ -35,14 +37,21 @@ def _agent_record(runs: Path, run_id: str) -> Mapping[str, Any]:
 
 
 def _verdicts(chain: Mapping[str, Any]) -> dict[str, str]:
-    """agentId → "approve" / "revise (2 findings)" for every reviewer of every round."""
+    """agentId → "approve" / "revise (2 findings)" / "approve (1 accepted)" for every reviewer
+    of every round."""
     found: dict[str, str] = {}
     for round_ in chain.get("rounds") or []:
         for reviewer in round_.get("reviewers") or []:
             findings = reviewer.get("findings") or []
+            accepted = reviewer.get("accepted")
             verdict = str(reviewer.get("overall") or "no verdict")
+            counted = []
             if findings:
-                verdict += f" ({len(findings)} finding{'s' if len(findings) != 1 else ''})"
+                counted.append(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
+            if isinstance(accepted, list) and accepted:
+                counted.append(f"{len(accepted)} accepted")
+            if counted:
+                verdict += f" ({', '.join(counted)})"
             found[str(reviewer.get("agentId"))] = verdict
     return found
 
@@ -119,6 +128,18 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
     return rows
 
 
+def _accepted(items: Any) -> tuple[Accepted, ...]:
+    """A reviewer's accepted findings as the record has them; an entry that does not read is
+    left out (the record is an agent-writable file: a broken entry never fails the publish)."""
+    found: list[Accepted] = []
+    for index, item in enumerate(items if isinstance(items, list) else []):
+        try:
+            found.append(accepted_from_dict(item, f"accepted {index}"))
+        except ValueError:
+            continue
+    return tuple(found)
+
+
 def last_review(result: Mapping[str, Any], threshold: Severity) -> tuple[Review, GateResult]:
     """The last review round as one review (every reviewer's findings) and its gate."""
     chain = result.get("chain") or {}
@@ -146,6 +167,7 @@ def last_review(result: Mapping[str, Any], threshold: Severity) -> tuple[Review,
                 reviewed_sha=reviewed,
                 base_sha=base,
                 reason=str(reviewer.get("reason") or ""),
+                accepted=_accepted(reviewer.get("accepted")),
             )
         )
     review = merge_reviews(reviews) if len(reviews) > 1 else (reviews or [Review(None)])[0]
