@@ -16,6 +16,8 @@ from gitflow_agents.findings import Finding, Overall, Severity
 from gitflow_agents.reviewer import checks
 from gitflow_agents.reviewer.checks import Options
 
+SYMLINK, GITLINK = "120000", "160000"  # git's modes of a symbolic link and a submodule
+
 
 @dataclass(frozen=True)
 class BuiltinResult:
@@ -51,7 +53,7 @@ def review_diff(
         unreviewed: list[str] = []
         notes: list[str] = []
         to_parse = _screen(changes, spec, sizes, options, found, unreviewed, notes)
-        found.extend(_syntax_findings(reader, spec, to_parse))
+        found.extend(_content_findings(reader, spec, to_parse))
         if spec.head is not None:
             patches = _range_patches(root, spec.base, spec.head)
             found.extend(_history_secrets(root, spec.head, patches, changes, options))
@@ -92,10 +94,14 @@ def _screen(
     notes: list[str],
 ) -> list[FileChange]:
     """The checks that need no file content (size, added lines), into ``found``; files left out
-    go to ``unreviewed`` with a line in ``notes``. The changes whose full content must parse."""
+    go to ``unreviewed`` with a line in ``notes``. The changes whose full content must be read
+    (to parse it; Python files also for the debugger rule). A symlink's content is its target
+    path and a submodule's is a commit id: no content rules apply to them."""
     to_parse: list[FileChange] = []
     can_toml = checks.toml_parser() is not None
     for change in changes:
+        if change.new_mode in (SYMLINK, GITLINK):
+            continue
         if change.binary:
             unreviewed.append(change.path)
             notes.append(f"{change.path}: binary file, not reviewed")
@@ -126,16 +132,19 @@ def _screen(
     return to_parse
 
 
-def _syntax_findings(
+def _content_findings(
     reader: git.BlobReader, spec: git.DiffSpec, to_parse: list[FileChange]
 ) -> list[Finding]:
     """Parse the new content of every change in ``to_parse`` (read in one batch, parsed as it
-    arrives); an error off the added lines counts only when the old version parsed (read in a
-    second batch, for those files alone)."""
+    arrives; Python files also get the debugger rule from it); a syntax error off the added
+    lines counts only when the old version parsed (read in a second batch, for those files
+    alone)."""
     names = [_new_object(spec, c) for c in to_parse]
     found: list[Finding] = []
     doubtful: list[tuple[FileChange, Finding]] = []
     for change, text in zip(to_parse, reader.texts(names), strict=True):
+        if checks.is_python(change.path):
+            found.extend(checks.check_python_debugger(change, text))
         problem = checks.syntax_finding(change, text) if text is not None else None
         if problem is None:
             continue

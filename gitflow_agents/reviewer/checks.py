@@ -7,6 +7,7 @@ Secrets are never quoted in full: ``mask`` (gitflow_agents/redact.py) keeps a sh
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import json
@@ -69,8 +70,6 @@ class SyntaxProblem(Exception):
 
 
 def _python(text: str, path: str) -> None:
-    import ast
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -162,11 +161,15 @@ def _toml(text: str, path: str) -> None:
         ) from None
 
 
+def is_python(path: str) -> bool:
+    return path.endswith((".py", ".pyi"))
+
+
 # Files with comments or trailing commas (JSONC) that are conventionally named *.json.
 _JSONC = re.compile(r"(^|/)(tsconfig[^/]*|jsconfig[^/]*|\.?devcontainer)\.json$|(^|/)\.vscode/")
 
 SYNTAX: tuple[tuple[str, Callable[[str], bool], Callable[[str, str], None]], ...] = (
-    ("python-syntax", lambda p: p.endswith((".py", ".pyi")), _python),
+    ("python-syntax", is_python, _python),
     ("json-syntax", lambda p: p.endswith(".json") and not _JSONC.search(p), _json),
     ("yaml-syntax", lambda p: p.endswith((".yaml", ".yml")), _yaml),
     ("toml-syntax", lambda p: p.endswith(".toml"), _toml),
@@ -347,7 +350,8 @@ _JS_FILES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".vue
 
 
 def check_debugger(change: FileChange) -> Iterator[Finding]:
-    if change.path.endswith((".py", ".pyi")):
+    """The debugger rule by line regex (JS/TS; Python files that do not parse)."""
+    if is_python(change.path):
         pattern, what = _PY_DEBUG, "Python debugger call"
     elif change.path.endswith(_JS_FILES):
         pattern, what = _JS_DEBUG, "debug statement"
@@ -365,6 +369,77 @@ def check_debugger(change: FileChange) -> Iterator[Finding]:
                 added.number,
                 added.text,
             )
+
+
+# What pre-commit-hooks' debug-statements treats as a debugger: importing one of these modules
+# (or a submodule), and calling breakpoint(); we also report ``<module>.set_trace()`` calls.
+_PY_DEBUG_MODULES = frozenset(
+    ("bpdb", "ipdb", "pdb", "pdbr", "pudb", "pydevd_pycharm", "q", "rdb", "rpdb", "wdb")
+)
+# The pre-filter: a Python file is parsed for debugger statements only when an added line has
+# one of these words (every line the regex or the AST rule can report has one).
+_PY_DEBUG_WORDS = re.compile(r"\b(?:breakpoint|set_trace|" + "|".join(_PY_DEBUG_MODULES) + r")\b")
+
+
+def check_python_debugger(change: FileChange, text: str | None) -> Iterator[Finding]:
+    """The debugger rule for a Python file whose new content is ``text``: Python's AST decides
+    (an import of a debugger module, ``breakpoint()``, ``pdb.set_trace()``; words inside
+    strings and comments are not statements), on the line where the statement starts, when
+    that line is added. A file that does not parse (or whose content is unknown, None) falls
+    back to the line regex of ``check_debugger``."""
+    if not any(_PY_DEBUG_WORDS.search(a.text) for a in change.added_lines):
+        return
+    statements = _python_debug_statements(text) if text is not None else None
+    if statements is None:
+        yield from check_debugger(change)
+        return
+    added = {a.number: a.text for a in change.added_lines}
+    for line, what in sorted(statements.items()):
+        if line in added:
+            message = f"Python debugger call left in: {what}"
+            yield finding("debugger", message, change, line, added[line])
+
+
+def _python_debug_statements(text: str) -> dict[int, str] | None:
+    """Line -> the first debugger statement that starts on it (imports of debugger modules,
+    ``breakpoint()``, ``<debugger module>.set_trace()``); None when ``text`` does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found: dict[tuple[int, int], str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Call)):
+            what = _debug_statement(node)
+            if what is not None:
+                found[(node.lineno, node.col_offset)] = what
+    by_line: dict[int, str] = {}
+    for (line, _), what in sorted(found.items()):
+        by_line.setdefault(line, what)  # one finding per line: `import pdb; pdb.set_trace()`
+    return by_line
+
+
+def _debug_statement(node: ast.Import | ast.ImportFrom | ast.Call) -> str | None:
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names if a.name.split(".")[0] in _PY_DEBUG_MODULES]
+        return f"import {names[0]}" if names else None
+    if isinstance(node, ast.ImportFrom):
+        module = node.module or ""
+        debugger = node.level == 0 and module.split(".")[0] in _PY_DEBUG_MODULES
+        return f"from {module} import ..." if debugger else None
+    func = node.func
+    if isinstance(func, ast.Name) and func.id == "breakpoint":
+        return "breakpoint()"
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr == "set_trace"
+        and isinstance(func.value, ast.Name)
+        and func.value.id in _PY_DEBUG_MODULES
+    ):
+        return f"{func.value.id}.set_trace()"
+    return None
 
 
 def _is_comment(text: str) -> bool:
@@ -395,6 +470,7 @@ def check_line_rules(change: FileChange, options: Options) -> Iterator[Finding]:
     """All checks that need only the added lines."""
     yield from check_conflict_markers(change)
     yield from check_secrets(change, options)
-    yield from check_debugger(change)
+    if not is_python(change.path):  # Python: check_python_debugger, with the file's content
+        yield from check_debugger(change)
     yield from check_todo(change)
     yield from check_final_newline(change)

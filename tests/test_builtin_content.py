@@ -1,0 +1,133 @@
+"""The builtin reviewer's content-aware screening: Python's AST decides the debugger rule, and
+symlinks and submodules get no content rules (issue 20). Real git repositories throughout."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents import git as g
+from gitflow_agents.findings import Overall
+from gitflow_agents.reviewer import builtin
+from tests.conftest import git
+from tests.test_builtin_reviewer import locations, only, review
+
+# --- debugger: Python's AST decides -----------------------------------------------------------
+
+
+def test_debugger_words_inside_strings_are_not_statements(repo: Path) -> None:
+    result = review(
+        repo,
+        {
+            "t.py": (
+                '"""Call breakpoint() or import pdb; pdb.set_trace() to debug."""\n'
+                "import ast\n\n"
+                "ast.parse('import pdb; pdb.set_trace()')\n"
+                'HELP = """\n'
+                "import pdb\n"
+                "breakpoint()\n"
+                '"""\n'
+            )
+        },
+    )
+    assert only(result, "debugger") == []
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "what"),
+    [
+        ("import pdb\n", 1, "import pdb"),
+        ("import os, ipdb\n", 1, "import ipdb"),
+        ("from pudb import set_trace\n", 1, "from pudb import ..."),
+        ("def f():\n    breakpoint()\n", 2, "breakpoint()"),
+        ("def f():\n    import pdb; pdb.set_trace()\n", 2, "import pdb"),  # one per line
+        ("from pdb import (\n    set_trace,\n)\n", 1, "from pdb import ..."),
+        ("import pydevd_pycharm\n", 1, "import pydevd_pycharm"),
+    ],
+)
+def test_debugger_statements_by_ast(repo: Path, source: str, line: int, what: str) -> None:
+    result = review(repo, {"a.py": "x = 1\n" + source})
+    found = only(result, "debugger")
+    assert [(f.line, f.message) for f in found] == [
+        (line + 1, f"Python debugger call left in: {what}")
+    ]
+
+
+def test_set_trace_call_added_under_an_existing_import(repo: Path) -> None:
+    base = {"a.py": "import pdb\n\n\ndef f():\n    return 1\n"}
+    result = review(
+        repo,
+        {"a.py": "import pdb\n\n\ndef f():\n    pdb.set_trace()\n    return 1\n"},
+        base_files=base,
+    )
+    assert [(f.rule, f.line) for f in result.findings] == [("debugger", 5)]
+
+
+def test_only_added_statements_are_reported(repo: Path) -> None:
+    base = {"a.py": "import pdb\n"}
+    result = review(repo, {"a.py": "import pdb\nname = 'pdb'\n"}, base_files=base)
+    assert result.findings == ()
+
+
+def test_a_file_that_does_not_parse_keeps_the_line_rule(repo: Path) -> None:
+    result = review(repo, {"a.py": "def f(:\n    import pdb\n"})
+    assert [(rule, line) for rule, _, line in locations(result)] == [
+        ("python-syntax", 1),
+        ("debugger", 2),
+    ]
+
+
+# --- symlinks and submodules ------------------------------------------------------------------
+
+needs_symlinks = pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+
+
+def _commit_links(repo: Path) -> builtin.BuiltinResult:
+    """A commit adding a symlink to a JSON file (its blob: the target path, no newline), a
+    symlink to a directory, and a submodule (gitlink) pointing at a commit of this repository
+    (so its id names an object git can read)."""
+    (repo / "conf").mkdir()
+    (repo / "conf" / "real.json").write_text('{"a": 1}\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    base = g.head_sha(repo)
+    (repo / "link.json").symlink_to("conf/real.json")
+    (repo / "settings.py").symlink_to("conf")
+    git(repo, "add", "link.json", "settings.py")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{base},vendor/lib.json")
+    git(repo, "commit", "-q", "-m", "links")
+    return builtin.review_diff(repo, g.DiffSpec(base, g.head_sha(repo)))
+
+
+@needs_symlinks
+def test_symlinks_and_submodules_get_no_content_rules(repo: Path) -> None:
+    result = _commit_links(repo)
+    assert result.findings == ()
+    assert result.overall is Overall.APPROVE
+    assert result.unreviewed_files == ()
+    assert result.files_reviewed == 2  # the diff leaves submodules out (--ignore-submodules)
+
+
+@needs_symlinks
+def test_staged_symlink_gets_no_content_rules(repo: Path) -> None:
+    (repo / "target.yaml").write_text("a: [1\n")  # the target's content is not the link's
+    (repo / "link.yaml").symlink_to("target.yaml")
+    git(repo, "add", "link.yaml")
+    result = builtin.review_diff(repo, g.DiffSpec(g.head_sha(repo), None))
+    assert result.findings == ()
+
+
+@needs_symlinks
+def test_a_file_that_replaces_a_symlink_is_reviewed(repo: Path) -> None:
+    (repo / "link.json").symlink_to("elsewhere.json")
+    git(repo, "add", "link.json")
+    git(repo, "commit", "-q", "-m", "link")
+    base = g.head_sha(repo)
+    (repo / "link.json").unlink()
+    (repo / "link.json").write_text('{"a": \n')
+    git(repo, "add", "link.json")
+    git(repo, "commit", "-q", "-m", "file")
+    result = builtin.review_diff(repo, g.DiffSpec(base, g.head_sha(repo)))
+    assert [rule for rule, _, _ in locations(result)] == ["json-syntax"]
