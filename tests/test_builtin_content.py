@@ -3,7 +3,11 @@ symlinks and submodules get no content rules (issue 20). Real git repositories t
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -131,3 +135,59 @@ def test_a_file_that_replaces_a_symlink_is_reviewed(repo: Path) -> None:
     git(repo, "commit", "-q", "-m", "file")
     result = builtin.review_diff(repo, g.DiffSpec(base, g.head_sha(repo)))
     assert [rule for rule, _, _ in locations(result)] == ["json-syntax"]
+
+
+# --- the builtin review without its markdown round trip ----------------------------------------
+
+
+def test_as_review_equals_parsing_the_report(repo: Path) -> None:
+    """``builtin.as_review`` (what ``git agent-review`` uses) gives the Review that parsing the
+    builtin report gives (what a report file read back gives, e.g. in a chain)."""
+    from gitflow_agents.findings import Severity, fill_fingerprints, parse_review
+
+    (repo / "old.json").write_text('{"a": 1,}\n')  # an error the base already had
+    result = review(
+        repo,
+        {
+            "a.py": "import pdb\n# TODO: x\n",
+            "b.json": "{\n",
+            "c.txt": "no newline",
+            "old.json": '{"a": 1,}\n\n',
+        },
+        threshold=Severity.WARN,
+    )
+    assert len(result.findings) >= 4
+    head = g.head_sha(repo)
+    shas = {"reviewed_sha": head, "base_sha": "b" * 40}
+    text = builtin.report(result, **shas, threshold=Severity.WARN)
+    parsed = parse_review(text, **shas)
+    direct = builtin.as_review(result, **shas, threshold=Severity.WARN)
+    assert direct.overall is Overall.REVISE
+    # git agent-review fills the fingerprints of both from the reviewed lines
+    unset_direct = fill_fingerprints(replace(f, fingerprint="") for f in direct.findings)
+    assert replace(direct, findings=unset_direct) == replace(
+        parsed, findings=fill_fingerprints(parsed.findings)
+    )
+
+
+HEAVY = ("markdown_it", "rich", "jinja2", "github", "psutil", "yaml", "concurrent", "tomllib")
+
+
+def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -> None:
+    """The builtin path of ``git agent-review`` (every commit through the hook) does not import
+    the libraries it does not need: their import dominated a small review (issue 20)."""
+    (repo / "a.py").write_text("x = 1\n")
+    (repo / "b.md").write_text("# notes\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "change")
+    code = (
+        "import sys\n"
+        "from gitflow_agents.git_agent_review import main\n"
+        "sys.argv = ['git-agent-review', 'HEAD', '--no-note', '--format', 'json']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
+        f"heavy = {HEAVY!r}\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert json.loads(done.stdout)["overall"] == "approve"
+    assert done.stderr.strip().splitlines()[-1] == "[]"

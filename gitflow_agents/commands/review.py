@@ -1,8 +1,9 @@
 """``git agent-review`` / ``gitflow-agents review``: review a range, gate it, render it, record it.
 
-One path for every reviewer: the reviewer writes a report (the builtin one too), the report is
-parsed into a Review, the gate decides, the renderers print, and the verdict is recorded as a
-git note on the reviewed commit (not for ``--staged``: there is no commit yet).
+One path for every reviewer: the reviewer writes a report, the report is parsed into a Review
+(the builtin reviewer gives that Review directly: ``builtin.as_review``), the gate decides, the
+renderers print, and the verdict is recorded as a git note on the reviewed commit (not for
+``--staged``: there is no commit yet).
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitflow_agents import git
 from gitflow_agents.errors import ExitCode, UsageError
-from gitflow_agents.findings import GateResult, Review, Severity
+from gitflow_agents.findings import GateResult, Review, Severity, fill_fingerprints
 from gitflow_agents.fsutil import write_text_atomic
 
 
@@ -104,15 +105,16 @@ def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Targe
     return resolve_target(root, None, staged=True)
 
 
-def builtin_report(
+def builtin_review(
     root: Path,
     target: Target,
     threshold: Severity,
     max_file_size: int,
-    blobs: git.BlobReader | None = None,
-) -> tuple[str, frozenset[str]]:
-    """The builtin reviewer's report on ``target``, and the exact secret values it found;
-    contents are read through ``blobs`` when given."""
+    blobs: git.BlobReader,
+) -> tuple[Review, frozenset[str]]:
+    """The builtin reviewer's Review of ``target`` (what parsing its report gives, without the
+    round trip through markdown: ``builtin.as_review``), and the exact secret values it found;
+    contents are read through ``blobs``."""
     from gitflow_agents.reviewer import builtin
     from gitflow_agents.reviewer.checks import Options
 
@@ -120,10 +122,13 @@ def builtin_report(
     result = builtin.review_diff(
         root, target.spec, threshold=threshold, options=options, blobs=blobs
     )
-    report = builtin.report(
+    review = builtin.as_review(
         result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
     )
-    return report, result.secrets
+    # fingerprints from the reviewed lines, as parse_review fills those of every report
+    unset = (replace(f, fingerprint="") for f in review.findings)
+    filled = fill_fingerprints(unset, line_lookup(blobs, target.head))
+    return replace(review, findings=filled), result.secrets
 
 
 def agent_report(
@@ -205,20 +210,20 @@ def review_target(
 
     with git.BlobReader(root) as blobs:
         if agent == "builtin":
-            report, secrets = builtin_report(root, target, threshold, max_file_size, blobs)
+            parsed, secrets = builtin_review(root, target, threshold, max_file_size, blobs)
         else:
             from gitflow_agents.reviewer.builtin import diff_secrets
             from gitflow_agents.reviewer.checks import Options
 
             secrets = diff_secrets(root, target.spec, Options(max_file_bytes=max_file_size))
             report = agent_report(root, agent, target, config_root=config_root, secrets=secrets)
-        parsed = findings.parse_review(
-            report,
-            reviewed_sha=target.head,
-            base_sha=target.base,
-            source=f"{agent} report",
-            line_content=line_lookup(blobs, target.head),
-        )
+            parsed = findings.parse_review(
+                report,
+                reviewed_sha=target.head,
+                base_sha=target.base,
+                source=f"{agent} report",
+                line_content=line_lookup(blobs, target.head),
+            )
     # Every text of the report is masked before any output sees it: the secret rules, and the
     # exact secret values of the reviewed diff wherever the reviewer quotes them
     # (docs/security.md, "Secrets in review output").

@@ -9,10 +9,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from gitflow_agents import git
 from gitflow_agents.diffparse import CommitPatch, FileChange
-from gitflow_agents.findings import Finding, Overall, Severity
+from gitflow_agents.findings import Finding, Overall, Review, Severity, review_from_dict
 from gitflow_agents.reviewer import checks
 from gitflow_agents.reviewer.checks import Options
 
@@ -98,7 +99,6 @@ def _screen(
     (to parse it; Python files also for the debugger rule). A symlink's content is its target
     path and a submodule's is a commit id: no content rules apply to them."""
     to_parse: list[FileChange] = []
-    can_toml = checks.toml_parser() is not None
     for change in changes:
         if change.new_mode in (SYMLINK, GITLINK):
             continue
@@ -124,7 +124,7 @@ def _screen(
         rule = checks.syntax_rule(change.path)
         if rule is None or not (change.added_lines or change.deleted):
             continue  # a pure rename or mode change: content as before
-        if rule[0] == "toml-syntax" and not can_toml:
+        if rule[0] == "toml-syntax" and checks.toml_parser() is None:  # imported when needed
             unreviewed.append(change.path)
             notes.append(f"{change.path}: TOML syntax not checked (needs Python 3.11+ or tomli)")
             continue
@@ -215,6 +215,30 @@ def _history_secrets(
     return [f if f.file in present else replace(f, file=None) for f in found]
 
 
+def review_data(
+    result: BuiltinResult,
+    *,
+    reviewed_sha: str | None,
+    base_sha: str | None,
+    threshold: Severity = Severity.ERROR,
+) -> dict[str, Any]:
+    """The findings block of the report (docs/protocol.md, Findings)."""
+    counts = {s: sum(1 for f in result.findings if f.severity is s) for s in Severity}
+    summary = (
+        f"builtin reviewer: {result.files_reviewed} file(s) checked, "
+        f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARN]} warning(s), "
+        f"{counts[Severity.INFO]} note(s); threshold {threshold.value}"
+    )
+    return {
+        "overall": result.overall.value,
+        "summary": summary,
+        "findings": [f.to_dict() for f in result.findings],
+        "reviewed_sha": reviewed_sha,
+        "base_sha": base_sha,
+        "unreviewed_files": list(result.unreviewed_files),
+    }
+
+
 def report(
     result: BuiltinResult,
     *,
@@ -224,25 +248,33 @@ def report(
 ) -> str:
     """The reviewer report: markdown summary, fenced JSON findings and the verdict line (the
     shapes in docs/protocol.md, Review verdict and Findings)."""
-    counts = {s: sum(1 for f in result.findings if f.severity is s) for s in Severity}
-    summary = (
-        f"builtin reviewer: {result.files_reviewed} file(s) checked, "
-        f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARN]} warning(s), "
-        f"{counts[Severity.INFO]} note(s); threshold {threshold.value}"
-    )
-    data = {
-        "overall": result.overall.value,
-        "summary": summary,
-        "findings": [f.to_dict() for f in result.findings],
-        "reviewed_sha": reviewed_sha,
-        "base_sha": base_sha,
-        "unreviewed_files": list(result.unreviewed_files),
-    }
-    lines = ["# Review (builtin)", "", summary, ""]
+    data = review_data(result, reviewed_sha=reviewed_sha, base_sha=base_sha, threshold=threshold)
+    lines = ["# Review (builtin)", "", data["summary"], ""]
     lines += [f"- {note}" for note in result.notes]
     if result.notes:
         lines.append("")
     lines += ["```json", json.dumps(data, indent=2), "```", ""]
-    verdict = "APPROVED" if result.overall is Overall.APPROVE else "REVISE"
-    lines.append(f"REVIEW_RESULT: {verdict}")
+    lines.append(f"REVIEW_RESULT: {_verdict(result)}")
     return "\n".join(lines) + "\n"
+
+
+def as_review(
+    result: BuiltinResult,
+    *,
+    reviewed_sha: str | None,
+    base_sha: str | None,
+    threshold: Severity = Severity.ERROR,
+) -> Review:
+    """The Review that ``findings.parse_review`` reads from ``report(result, ...)``, built from
+    the same data without writing the report and parsing it back: the markdown parser costs
+    more than the whole review of a small commit (tests/test_builtin_content.py holds the two
+    equal)."""
+    shas = {"reviewed_sha": reviewed_sha, "base_sha": base_sha}
+    data = review_data(result, **shas, threshold=threshold)
+    marker_line = len(report(result, **shas, threshold=threshold).splitlines())  # the last one
+    reason = f"REVIEW_RESULT: {_verdict(result)} on line {marker_line}"
+    return replace(review_from_dict(data), reason=reason)
+
+
+def _verdict(result: BuiltinResult) -> str:
+    return "APPROVED" if result.overall is Overall.APPROVE else "REVISE"
