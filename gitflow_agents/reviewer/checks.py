@@ -23,6 +23,7 @@ from gitflow_agents.findings import Finding, Severity
 from gitflow_agents.redact import PRIVATE_KEY, assignment_hits, is_config_file, mask, token_hits
 from gitflow_agents.redact import entropy as entropy  # re-exported: checks.entropy
 from gitflow_agents.redact import secret_values as redact_secret_values
+from gitflow_agents.reviewer import pydebug
 
 # rule id -> (severity, one-line description); the table docs/review.md shows.
 RULES: dict[str, tuple[Severity, str]] = {
@@ -82,11 +83,30 @@ def _python(text: str, path: str) -> None:
 
 def _json(text: str, path: str) -> None:
     try:
-        json.loads(text)
+        json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise SyntaxProblem(None, f"invalid JSON: duplicate key {exc.args[0]!r}") from None
     except json.JSONDecodeError as exc:
         raise SyntaxProblem(exc.lineno, f"invalid JSON: {exc.msg}") from None
     except ValueError as exc:  # a number too long to convert (Python's 4,300-digit limit)
         raise SyntaxProblem(None, f"invalid JSON: {exc}") from None
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different (JSON says names SHOULD be unique; a repeated
+    one silently loses a value, and pre-commit-hooks' check-json refuses it too)."""
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
 
 
 def _yaml(text: str, path: str) -> None:
@@ -371,25 +391,15 @@ def check_debugger(change: FileChange) -> Iterator[Finding]:
             )
 
 
-# What pre-commit-hooks' debug-statements treats as a debugger: importing one of these modules
-# (or a submodule), and calling breakpoint(); we also report ``<module>.set_trace()`` calls.
-_PY_DEBUG_MODULES = frozenset(
-    ("bpdb", "ipdb", "pdb", "pdbr", "pudb", "pydevd_pycharm", "q", "rdb", "rpdb", "wdb")
-)
-# The pre-filter: a Python file is parsed for debugger statements only when an added line has
-# one of these words (every line the regex or the AST rule can report has one).
-_PY_DEBUG_WORDS = re.compile(r"\b(?:breakpoint|set_trace|" + "|".join(_PY_DEBUG_MODULES) + r")\b")
-
-
 def check_python_debugger(change: FileChange, text: str | None) -> Iterator[Finding]:
     """The debugger rule for a Python file whose new content is ``text``: Python's AST decides
     (an import of a debugger module, ``breakpoint()``, ``pdb.set_trace()``; words inside
     strings and comments are not statements), on the line where the statement starts, when
     that line is added. A file that does not parse (or whose content is unknown, None) falls
     back to the line regex of ``check_debugger``."""
-    if not any(_PY_DEBUG_WORDS.search(a.text) for a in change.added_lines):
+    if not any(pydebug.WORDS.search(a.text) for a in change.added_lines):
         return
-    statements = _python_debug_statements(text) if text is not None else None
+    statements = pydebug.debug_statements(text) if text is not None else None
     if statements is None:
         yield from check_debugger(change)
         return
@@ -398,48 +408,6 @@ def check_python_debugger(change: FileChange, text: str | None) -> Iterator[Find
         if line in added:
             message = f"Python debugger call left in: {what}"
             yield finding("debugger", message, change, line, added[line])
-
-
-def _python_debug_statements(text: str) -> dict[int, str] | None:
-    """Line -> the first debugger statement that starts on it (imports of debugger modules,
-    ``breakpoint()``, ``<debugger module>.set_trace()``); None when ``text`` does not parse."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    found: dict[tuple[int, int], str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Call)):
-            what = _debug_statement(node)
-            if what is not None:
-                found[(node.lineno, node.col_offset)] = what
-    by_line: dict[int, str] = {}
-    for (line, _), what in sorted(found.items()):
-        by_line.setdefault(line, what)  # one finding per line: `import pdb; pdb.set_trace()`
-    return by_line
-
-
-def _debug_statement(node: ast.Import | ast.ImportFrom | ast.Call) -> str | None:
-    if isinstance(node, ast.Import):
-        names = [a.name for a in node.names if a.name.split(".")[0] in _PY_DEBUG_MODULES]
-        return f"import {names[0]}" if names else None
-    if isinstance(node, ast.ImportFrom):
-        module = node.module or ""
-        debugger = node.level == 0 and module.split(".")[0] in _PY_DEBUG_MODULES
-        return f"from {module} import ..." if debugger else None
-    func = node.func
-    if isinstance(func, ast.Name) and func.id == "breakpoint":
-        return "breakpoint()"
-    if (
-        isinstance(func, ast.Attribute)
-        and func.attr == "set_trace"
-        and isinstance(func.value, ast.Name)
-        and func.value.id in _PY_DEBUG_MODULES
-    ):
-        return f"{func.value.id}.set_trace()"
-    return None
 
 
 def _is_comment(text: str) -> bool:
