@@ -191,3 +191,19 @@ def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -
     done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
     assert json.loads(done.stdout)["overall"] == "approve"
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+# --- json-syntax: repeated keys ----------------------------------------------------------------
+
+
+def test_a_repeated_json_key_is_a_json_error(repo: Path) -> None:
+    result = review(repo, {"a.json": '{\n  "name": "x",\n  "nested": {"k": 1, "k": 2}\n}\n'})
+    assert [(f.rule, f.file, f.line, f.message) for f in result.findings] == [
+        ("json-syntax", "a.json", None, "invalid JSON: duplicate key 'k'")
+    ]
+
+
+def test_a_repeated_key_the_base_already_had_is_not_reported(repo: Path) -> None:
+    base = {"a.json": '{\n  "k": 1,\n  "k": 2\n}\n'}
+    result = review(repo, {"a.json": '{\n  "k": 1,\n  "k": 2,\n  "other": 3\n}\n'}, base_files=base)
+    assert result.findings == ()

@@ -85,7 +85,7 @@ def _json(text: str, path: str) -> None:
     try:
         json.loads(text, object_pairs_hook=_unique_keys)
     except _DuplicateKey as exc:
-        raise SyntaxProblem(None, f"invalid JSON: duplicate key {exc.args[0]!r}") from None
+        raise SyntaxProblem(None, f"invalid JSON: duplicate key {exc.args[0][:80]!r}") from None
     except json.JSONDecodeError as exc:
         raise SyntaxProblem(exc.lineno, f"invalid JSON: {exc.msg}") from None
     except ValueError as exc:  # a number too long to convert (Python's 4,300-digit limit)
