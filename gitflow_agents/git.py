@@ -190,6 +190,7 @@ class DiffSpec:
 
     base: str
     head: str | None
+    one_commit: bool = False  # the caller knows head is one commit whose only parent is base
 
     def args(self) -> tuple[str, ...]:
         return (self.base, self.head) if self.head is not None else ("--cached", self.base)

@@ -207,3 +207,63 @@ def test_a_repeated_key_the_base_already_had_is_not_reported(repo: Path) -> None
     base = {"a.json": '{\n  "k": 1,\n  "k": 2\n}\n'}
     result = review(repo, {"a.json": '{\n  "k": 1,\n  "k": 2,\n  "other": 3\n}\n'}, base_files=base)
     assert result.findings == ()
+
+
+# --- REV: one commit, known without asking git ---------------------------------------------------
+
+
+def test_a_single_commit_is_reviewed_without_asking_git_whether_it_is_one(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitflow_agents.commands import review as command
+    from gitflow_agents.findings import Severity
+
+    (repo / "a.py").write_text("import pdb\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one")
+    target = command.resolve_target(repo, "HEAD", staged=False)
+    assert target.one_commit and target.base == git(repo, "rev-parse", "HEAD~1").strip()
+    known = command.review_target(
+        repo, target, agent="builtin", threshold=Severity.ERROR, max_file_size=1 << 20
+    )
+    asked = command.review_target(
+        repo,
+        replace(target, one_commit=False),
+        agent="builtin",
+        threshold=Severity.ERROR,
+        max_file_size=1 << 20,
+    )
+    assert known == asked and [f.rule for f in known[0].findings] == ["debugger"]
+
+    def refuse(*args: object) -> bool:
+        raise AssertionError("asked git")
+
+    monkeypatch.setattr(g, "is_one_commit", refuse)
+    monkeypatch.setattr(g, "is_ancestor", refuse)
+    assert command.nothing_to_review(repo, target) is None
+    assert (
+        command.review_target(
+            repo, target, agent="builtin", threshold=Severity.ERROR, max_file_size=1 << 20
+        )
+        == known
+    )
+
+
+def test_a_merge_or_root_commit_as_rev(repo: Path) -> None:
+    from gitflow_agents.commands import review as command
+
+    root = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    first = command.resolve_target(repo, root, staged=False)
+    assert first.one_commit and first.base == g.empty_tree(repo)
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "side.txt").write_text("side\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "main.txt").write_text("main\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "main")
+    git(repo, "merge", "-q", "--no-edit", "side")
+    merge = command.resolve_target(repo, "HEAD", staged=False)
+    assert not merge.one_commit
+    assert merge.base == git(repo, "rev-parse", "HEAD^1").strip()

@@ -29,15 +29,20 @@ class Target:
     base: str
     head: str | None
     label: str  # for messages: "abc123..def456", "staged changes"
+    one_commit: bool = False  # head is one commit whose only parent is base (REV, not a merge)
 
     @property
     def spec(self) -> git.DiffSpec:
-        return git.DiffSpec(self.base, self.head)
+        return git.DiffSpec(self.base, self.head, self.one_commit)
 
 
-def _parent_or_empty(root: Path, sha: str) -> str:
-    found = git.parents(root, sha)
-    return found[0] if found else git.empty_tree(root)
+def _one_commit(root: Path, rev_range: str) -> Target:
+    """``REV``: its first parent (the empty tree for a root commit) .. REV. Known to be one
+    commit unless REV is a merge, so no git process is spent asking."""
+    head = git.rev_parse(root, rev_range)
+    parents = git.parents(root, head)
+    base = parents[0] if parents else git.empty_tree(root)
+    return Target(base, head, rev_range, one_commit=len(parents) <= 1)
 
 
 def resolve_target(
@@ -69,15 +74,14 @@ def resolve_target(
         return Target(
             git.rev_parse(root, left or "HEAD"), git.rev_parse(root, right or "HEAD"), rev_range
         )
-    head = git.rev_parse(root, rev_range)
-    return Target(_parent_or_empty(root, head), head, rev_range)
+    return _one_commit(root, rev_range)
 
 
 def nothing_to_review(root: Path, target: Target) -> str | None:
     """Why ``target`` holds no commit to review (None when it does): base and head are the
     same commit (``git agent-review`` on the default branch, ``HEAD..HEAD``), or head is
     already contained in base. Reviewing nothing must never approve anything."""
-    if target.head is None:
+    if target.head is None or target.one_commit:  # a commit is never in its own parent
         return None
     base, head = target.base[:12], target.head[:12]
     if target.base == target.head:

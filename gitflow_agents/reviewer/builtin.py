@@ -56,7 +56,7 @@ def review_diff(
         to_parse = _screen(changes, spec, sizes, options, found, unreviewed, notes)
         found.extend(_content_findings(reader, spec, to_parse))
         if spec.head is not None:
-            patches = _range_patches(root, spec.base, spec.head)
+            patches = _range_patches(root, spec)
             found.extend(_history_secrets(root, spec.head, patches, changes, options))
             secrets |= _patch_secrets(patches, options)
     found.sort(key=lambda f: (f.file or "", f.line or 0, -f.severity.rank))
@@ -159,12 +159,13 @@ def _content_findings(
     return found
 
 
-def _range_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
+def _range_patches(root: Path, spec: git.DiffSpec) -> tuple[CommitPatch, ...]:
     """The commits of ``base..head`` (``git log -p``), or none when the range is one commit
     on ``base``: its patch is the net diff, already checked."""
-    if git.is_one_commit(root, base, head):
+    assert spec.head is not None
+    if spec.one_commit or git.is_one_commit(root, spec.base, spec.head):
         return ()
-    return git.commit_patches(root, base, head)
+    return git.commit_patches(root, spec.base, spec.head)
 
 
 def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None) -> frozenset[str]:
@@ -174,7 +175,7 @@ def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None)
     options = options or Options()
     values = _change_secrets([c for c in git.diff(root, spec) if c.status != "D"], options)
     if spec.head is not None:
-        values |= _patch_secrets(_range_patches(root, spec.base, spec.head), options)
+        values |= _patch_secrets(_range_patches(root, spec), options)
     return frozenset(values)
 
 
