@@ -74,7 +74,7 @@ def _card_status(card: Path) -> None:
 
 
 def _yaml_check(text: str) -> None:
-    from gitflow_agents.reviewer.checks import SyntaxProblem, _yaml
+    from gitflow_agents.reviewer.syntax import SyntaxProblem, _yaml
 
     try:
         _yaml(text, "x.yaml")

@@ -20,6 +20,13 @@ TOML, Markdown and JavaScript; every file gets two new lines, one file in 100 a 
    timed alternately pair by pair; the ratio is the median of the per-pair ratios. Target:
    <= 1.2.
 
+4. A typical commit (``--commit-files``, default 1, 3 and 5 files of the same kinds, each with two
+   new lines) in a 200-file repository: ``git agent-review HEAD --no-note`` (the installed
+   console script through git, as a user and the hook run it) against one
+   ``git diff --numstat HEAD~1 HEAD``, timed alternately pair by pair; the ratio is the median
+   of the per-pair ratios of wall time, and of CPU time (the review's git processes included).
+   Target (issue 20): <= 20.
+
 Prints a table; not an assertion. The checkout comes first on ``sys.path`` / ``PYTHONPATH``, so
 it measures the code next to it. Bytecode is cached (in a temporary ``PYTHONPYCACHEPREFIX``), as
 it is for an installed package.
@@ -221,6 +228,60 @@ def time_stats(repo: Path, base: str, head: str, runs: int) -> tuple[float, floa
     )
 
 
+def _cpu_of(argv: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall and CPU time (its child processes included) of one run of ``argv``."""
+    start, used = time.perf_counter(), _children_cpu()
+    subprocess.run(argv, cwd=cwd, env=ENV, capture_output=True, check=False)
+    return time.perf_counter() - start, _children_cpu() - used
+
+
+def time_small_commit(base: Path, files: int, runs: int) -> tuple[float, float, float, float]:
+    """A commit changing ``files`` files of a 200-file repository: median wall ms of
+    ``git agent-review HEAD --no-note`` and of ``git diff --numstat``, and the median per-pair
+    ratios of wall and of CPU time."""
+    repo = base / f"commit-{files}"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    paths = []
+    for i in range(200):
+        kind = KINDS[i % len(KINDS)]
+        path = Path(f"pkg{i // 50}") / f"mod{i:03d}.{kind}"
+        (repo / path).parent.mkdir(exist_ok=True)
+        (repo / path).write_text(_content(kind, i))
+        paths.append(path)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    for i, path in enumerate(paths[:files]):
+        kind = KINDS[i % len(KINDS)]
+        (repo / path).write_text(_changed(kind, i, (repo / path).read_text()))
+    git(repo, "commit", "-q", "-am", "change")
+    review = ["git", "agent-review", "HEAD", "--no-note"]
+    numstat = ["git", "diff", "--numstat", "HEAD~1", "HEAD"]
+    pairs = [(_cpu_of(numstat, repo), _cpu_of(review, repo)) for _ in range(runs + 2)][2:]
+    walls = [(n[0], r[0]) for n, r in pairs]
+    cpus = [(n[1], r[1]) for n, r in pairs]
+    return (
+        statistics.median(r for _, r in walls) * 1000,
+        statistics.median(n for n, _ in walls) * 1000,
+        statistics.median(r / n for n, r in walls),
+        statistics.median(r / max(n, 1e-4) for n, r in cpus),
+    )
+
+
+def small_commit_table(tmp: Path, sizes: list[int], runs: int) -> None:
+    script = Path(sys.executable).parent / "git-agent-review"
+    if script.exists():  # git finds git-agent-review on PATH: the one next to this Python
+        ENV["PATH"] = f"{script.parent}{os.pathsep}{ENV.get('PATH', '')}"
+    elif shutil.which("git-agent-review") is None:
+        print("git-agent-review is not installed: `pip install -e .` for the commit table")
+        return
+    print(f"\na typical commit: git agent-review HEAD against git diff --numstat, {runs} pairs")
+    print(f"{'files':>6} {'review ms':>10} {'numstat ms':>11} {'wall ratio':>11} {'cpu ratio':>10}")
+    for files in sizes:
+        review, numstat, wall, cpu = time_small_commit(tmp, files, runs)
+        print(f"{files:6d} {review:10.1f} {numstat:11.1f} {wall:10.1f}x {cpu:9.1f}x")
+
+
 # --- the table ------------------------------------------------------------------------------
 
 
@@ -230,8 +291,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="review runs per size (median)")
     parser.add_argument("--stats-runs", type=int, default=15)
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--commit-files", default="1,3,5", help="typical commits ('' for none)")
+    parser.add_argument("--commit-runs", type=int, default=21)
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [int(s) for s in args.sizes.split(",") if s]
     scripts = None if args.no_baseline else baseline_scripts()
     if scripts is None and not args.no_baseline:
         print(f"pre-commit-hooks / detect-secrets not found: `{INSTALL_HINT}` for that column")
@@ -251,7 +314,12 @@ def main() -> int:
             plain, ours, ratio = time_stats(repo, base, head, args.stats_runs)
             rows.append((n, review, cpu, hooks, plain, ours, ratio))
             shutil.rmtree(repo)
+        commits = [int(s) for s in args.commit_files.split(",") if s]
+        if commits:
+            small_commit_table(Path(tmp), commits, args.commit_runs)
 
+    if not rows:
+        return 0
     print(f"{os.cpu_count()} CPUs; review: median of {args.runs}; stats: {args.stats_runs} pairs")
     header = (
         f"{'files':>6} {'review s':>9} {'ms/file':>8} {'cpu s':>6} {'hooks s':>8} {'vs hooks':>9} "

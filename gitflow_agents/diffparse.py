@@ -30,6 +30,7 @@ class FileChange:
     no_final_newline: bool = False  # the new side ends without a newline
     old_oid: str = ""  # blob ids from ``--raw`` (all zeros: that side has no file); "" unknown
     new_oid: str = ""
+    new_mode: str = ""  # from ``--raw``: 100644, 100755, 120000 (symlink), 160000 (gitlink)
 
     @property
     def binary(self) -> bool:
@@ -153,11 +154,13 @@ def parse_changes(out: str, hunks: AddedLines) -> list[FileChange]:
     nothing: tuple[tuple[AddedLine, ...], bool] = ((), False)
     changes = []
     for path, letter, old, field in raw:
-        _, _, old_oid, new_oid, _ = field.split(" ")
+        _, new_mode, old_oid, new_oid, _ = field.split(" ")
         added, deleted = counts.get(path, _BINARY)
         lines, no_newline = hunks.get(path, nothing)
         changes.append(
-            FileChange(path, letter, old, added, deleted, lines, no_newline, old_oid, new_oid)
+            FileChange(
+                path, letter, old, added, deleted, lines, no_newline, old_oid, new_oid, new_mode
+            )
         )
     return changes
 

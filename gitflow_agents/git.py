@@ -16,7 +16,7 @@ every call) and asks for machine output: ``-z`` where git offers it, ``--no-colo
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -190,6 +190,7 @@ class DiffSpec:
 
     base: str
     head: str | None
+    one_commit: bool = False  # the caller knows head is one commit whose only parent is base
 
     def args(self) -> tuple[str, ...]:
         return (self.base, self.head) if self.head is not None else ("--cached", self.base)
@@ -209,14 +210,37 @@ def diff(root: Path, spec: DiffSpec) -> tuple[FileChange, ...]:
     """Every changed file between ``spec.base`` and ``spec.head`` (or the index): statuses and
     counts from ``git diff --raw --numstat``, added lines (new line number, text) and a missing
     final newline from the ``-U0`` patch, read at the same time by two git processes."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        patch = pool.submit(run_git, root, "diff", *_DIFF_FLAGS, *_PATCH_FLAGS, *spec.args(), "--")
-        args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *spec.args())
-        out = run_git(root, *args, "--").stdout
-        hunks = diffparse.parse_added_lines(patch.result().stdout)
+    patch = _in_background(run_git, root, "diff", *_DIFF_FLAGS, *_PATCH_FLAGS, *spec.args(), "--")
+    args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *spec.args())
+    out = run_git(root, *args, "--").stdout
+    hunks = diffparse.parse_added_lines(patch().stdout)
     return tuple(diffparse.parse_changes(out, hunks))
+
+
+def _in_background(run: Callable[..., proc.Result], *args: object) -> Callable[[], proc.Result]:
+    """Start ``run(*args)`` in a thread; the function returned waits for it and returns its
+    result or raises its error. (What a one-worker ThreadPoolExecutor does, without importing
+    concurrent.futures and logging: a few ms of every small review's start-up.)"""
+    import threading
+
+    outcome: list[proc.Result | BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(run(*args))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+
+    def wait() -> proc.Result:
+        thread.join()
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    return wait
 
 
 # The empty tree in sha1 and sha256 repositories (a root commit's review base).

@@ -11,7 +11,7 @@ import pytest
 
 from gitflow_agents import git as g
 from gitflow_agents.findings import Finding, Overall, Severity
-from gitflow_agents.reviewer import builtin, checks
+from gitflow_agents.reviewer import builtin, checks, syntax
 from gitflow_agents.reviewer.checks import Options
 from tests.conftest import git
 
@@ -89,7 +89,7 @@ def test_clean_change_gets_no_finding(repo: Path) -> None:
 def test_syntax_errors_at_the_error_line(
     repo: Path, name: str, content: str, rule: str, line: int
 ) -> None:
-    if rule == "toml-syntax" and checks.toml_parser() is None:
+    if rule == "toml-syntax" and syntax.toml_parser() is None:
         pytest.skip("no TOML parser on this Python")
     result = review(repo, {name: content})
     found = only(result, rule)
@@ -163,7 +163,7 @@ def test_what_the_stdlib_parsers_choke_on_is_a_finding_not_a_crash(repo: Path) -
         ("python-syntax", "deep.py", "nested too deeply to parse"),
         ("yaml-syntax", "maybe.yaml", "invalid YAML: cannot build 'maybe'"),
     ]
-    if checks.toml_parser() is not None:
+    if syntax.toml_parser() is not None:
         files["deep.toml"] = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
         expected.insert(3, ("toml-syntax", "deep.toml", "nested too deeply to parse"))
     result = review(repo, files)
@@ -484,7 +484,7 @@ def test_toml_without_a_parser_is_noted_as_unreviewed(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "tomli", None)  # import tomli -> ImportError
-    assert checks.toml_parser() is None
+    assert syntax.toml_parser() is None
     result = review(repo, {"x.toml": "a = \n"})
     assert result.unreviewed_files == ("x.toml",)
     assert result.findings == ()

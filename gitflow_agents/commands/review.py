@@ -1,8 +1,9 @@
 """``git agent-review`` / ``gitflow-agents review``: review a range, gate it, render it, record it.
 
-One path for every reviewer: the reviewer writes a report (the builtin one too), the report is
-parsed into a Review, the gate decides, the renderers print, and the verdict is recorded as a
-git note on the reviewed commit (not for ``--staged``: there is no commit yet).
+One path for every reviewer: the reviewer writes a report, the report is parsed into a Review
+(the builtin reviewer gives that Review directly: ``builtin.as_review``), the gate decides, the
+renderers print, and the verdict is recorded as a git note on the reviewed commit (not for
+``--staged``: there is no commit yet).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from typing import TYPE_CHECKING
 
 from gitflow_agents import git
 from gitflow_agents.errors import ExitCode, UsageError
-from gitflow_agents.findings import Accepted, GateResult, Review, Severity
+from gitflow_agents.findings import Accepted, GateResult, Review, Severity, fill_fingerprints
 from gitflow_agents.fsutil import write_text_atomic
 
 if TYPE_CHECKING:
     from gitflow_agents.reviewer.acceptance import Acceptance
+    from gitflow_agents.reviewer.builtin import BuiltinResult
 
 
 @dataclass(frozen=True)
@@ -32,15 +34,20 @@ class Target:
     base: str
     head: str | None
     label: str  # for messages: "abc123..def456", "staged changes"
+    one_commit: bool = False  # head is one commit whose only parent is base (REV, not a merge)
 
     @property
     def spec(self) -> git.DiffSpec:
-        return git.DiffSpec(self.base, self.head)
+        return git.DiffSpec(self.base, self.head, self.one_commit)
 
 
-def _parent_or_empty(root: Path, sha: str) -> str:
-    found = git.parents(root, sha)
-    return found[0] if found else git.empty_tree(root)
+def _one_commit(root: Path, rev_range: str) -> Target:
+    """``REV``: its first parent (the empty tree for a root commit) .. REV. Known to be one
+    commit unless REV is a merge, so no git process is spent asking."""
+    head = git.rev_parse(root, rev_range)
+    parents = git.parents(root, head)
+    base = parents[0] if parents else git.empty_tree(root)
+    return Target(base, head, rev_range, one_commit=len(parents) <= 1)
 
 
 def resolve_target(
@@ -72,15 +79,14 @@ def resolve_target(
         return Target(
             git.rev_parse(root, left or "HEAD"), git.rev_parse(root, right or "HEAD"), rev_range
         )
-    head = git.rev_parse(root, rev_range)
-    return Target(_parent_or_empty(root, head), head, rev_range)
+    return _one_commit(root, rev_range)
 
 
 def nothing_to_review(root: Path, target: Target) -> str | None:
     """Why ``target`` holds no commit to review (None when it does): base and head are the
     same commit (``git agent-review`` on the default branch, ``HEAD..HEAD``), or head is
     already contained in base. Reviewing nothing must never approve anything."""
-    if target.head is None:
+    if target.head is None or target.one_commit:  # a commit is never in its own parent
         return None
     base, head = target.base[:12], target.head[:12]
     if target.base == target.head:
@@ -108,6 +114,30 @@ def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Targe
     return resolve_target(root, None, staged=True)
 
 
+def builtin_review(
+    root: Path,
+    target: Target,
+    threshold: Severity,
+    max_file_size: int,
+    blobs: git.BlobReader,
+    acceptance: Acceptance | None = None,
+) -> tuple[Review, frozenset[str]]:
+    """The builtin reviewer's Review of ``target`` after ``acceptance`` took out what it accepts
+    (what parsing its report gives, without the round trip through markdown:
+    ``builtin.as_review``; the accepted findings in ``Review.accepted``), and the exact secret
+    values it found; contents are read through ``blobs``."""
+    from gitflow_agents.reviewer import builtin
+
+    result, accepted = _builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
+    review = builtin.as_review(
+        result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
+    )
+    # fingerprints from the reviewed lines, as parse_review fills those of every report
+    unset = (replace(f, fingerprint="") for f in review.findings)
+    filled = fill_fingerprints(unset, line_lookup(blobs, target.head))
+    return replace(review, findings=filled, accepted=accepted), result.secrets
+
+
 def builtin_report(
     root: Path,
     target: Target,
@@ -116,9 +146,25 @@ def builtin_report(
     blobs: git.BlobReader,
     acceptance: Acceptance | None = None,
 ) -> tuple[str, frozenset[str], tuple[Accepted, ...]]:
-    """The builtin reviewer's report on ``target`` (contents read through ``blobs``) after
-    ``acceptance`` took out what it accepts, the exact secret values it found, and the accepted
-    findings."""
+    """The same review as ``builtin_review``, as the report text a chain step keeps in
+    ``report.complete.md``, with the exact secret values and the accepted findings."""
+    from gitflow_agents.reviewer import builtin
+
+    result, accepted = _builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
+    report = builtin.report(
+        result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
+    )
+    return report, result.secrets, accepted
+
+
+def _builtin_result(
+    root: Path,
+    target: Target,
+    threshold: Severity,
+    max_file_size: int,
+    blobs: git.BlobReader,
+    acceptance: Acceptance | None,
+) -> tuple[BuiltinResult, tuple[Accepted, ...]]:
     from gitflow_agents.reviewer import builtin
     from gitflow_agents.reviewer.acceptance import Acceptance, apply
     from gitflow_agents.reviewer.checks import Options
@@ -127,13 +173,7 @@ def builtin_report(
     result = builtin.review_diff(
         root, target.spec, threshold=threshold, options=options, blobs=blobs
     )
-    result, accepted = apply(
-        result, acceptance or Acceptance(), line_lookup(blobs, target.head), threshold
-    )
-    report = builtin.report(
-        result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
-    )
-    return report, result.secrets, accepted
+    return apply(result, acceptance or Acceptance(), line_lookup(blobs, target.head), threshold)
 
 
 def agent_report(
@@ -206,10 +246,9 @@ def review_target(
     from gitflow_agents import findings
     from gitflow_agents.redact import redact_review
 
-    accepted: tuple[Accepted, ...] = ()
     with git.BlobReader(root) as blobs:
         if agent == "builtin":
-            report, secrets, accepted = builtin_report(
+            parsed, secrets = builtin_review(
                 root, target, threshold, max_file_size, blobs, acceptance
             )
         else:
@@ -218,14 +257,13 @@ def review_target(
 
             secrets = diff_secrets(root, target.spec, Options(max_file_bytes=max_file_size))
             report = agent_report(root, agent, target, config_root=config_root, secrets=secrets)
-        parsed = findings.parse_review(
-            report,
-            reviewed_sha=target.head,
-            base_sha=target.base,
-            source=f"{agent} report",
-            line_content=line_lookup(blobs, target.head),
-        )
-    parsed = replace(parsed, accepted=accepted)
+            parsed = findings.parse_review(
+                report,
+                reviewed_sha=target.head,
+                base_sha=target.base,
+                source=f"{agent} report",
+                line_content=line_lookup(blobs, target.head),
+            )
     # Every text of the report is masked before any output sees it: the secret rules, and the
     # exact secret values of the reviewed diff wherever the reviewer quotes them
     # (docs/security.md, "Secrets in review output").

@@ -9,13 +9,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from gitflow_agents import git
 from gitflow_agents.diffparse import CommitPatch, FileChange
-from gitflow_agents.findings import Finding, Overall, Severity
-from gitflow_agents.reviewer import checks
+from gitflow_agents.findings import Finding, Overall, Review, Severity, review_from_dict
+from gitflow_agents.reviewer import checks, syntax
 from gitflow_agents.reviewer.checks import Options
 from gitflow_agents.secret_rules import KEY_BODY
+
+SYMLINK, GITLINK = "120000", "160000"  # git's modes of a symbolic link and a submodule
 
 
 @dataclass(frozen=True)
@@ -52,12 +55,12 @@ def review_diff(
         unreviewed: list[str] = []
         notes: list[str] = []
         to_parse = _screen(changes, spec, sizes, options, found, unreviewed, notes)
-        found.extend(_syntax_findings(reader, spec, to_parse))
+        found.extend(_content_findings(reader, spec, to_parse))
         skipped = set(unreviewed)
         bodies = [c for c in changes if c.path not in skipped and checks.may_hold_key_body(c)]
         found.extend(_rotated_keys(reader, spec, bodies, secrets))
         if spec.head is not None:
-            patches = _range_patches(root, spec.base, spec.head)
+            patches = _range_patches(root, spec)
             found.extend(_history_secrets(root, spec.head, patches, changes, options))
             secrets |= _patch_secrets(patches, options)
     found.sort(key=lambda f: (f.file or "", f.line or 0, -f.severity.rank))
@@ -96,10 +99,13 @@ def _screen(
     notes: list[str],
 ) -> list[FileChange]:
     """The checks that need no file content (size, added lines), into ``found``; files left out
-    go to ``unreviewed`` with a line in ``notes``. The changes whose full content must parse."""
+    go to ``unreviewed`` with a line in ``notes``. The changes whose full content must be read
+    (to parse it; Python files also for the debugger rule). A symlink's content is its target
+    path and a submodule's is a commit id: no content rules apply to them."""
     to_parse: list[FileChange] = []
-    can_toml = checks.toml_parser() is not None
     for change in changes:
+        if change.new_mode in (SYMLINK, GITLINK):
+            continue
         if change.binary:
             unreviewed.append(change.path)
             notes.append(f"{change.path}: binary file, not reviewed")
@@ -119,10 +125,10 @@ def _screen(
             notes.append(f"{change.path}: over the size limit, content not reviewed")
             continue
         found.extend(checks.check_line_rules(change, options))
-        rule = checks.syntax_rule(change.path)
+        rule = syntax.syntax_rule(change.path)
         if rule is None or not (change.added_lines or change.deleted):
             continue  # a pure rename or mode change: content as before
-        if rule[0] == "toml-syntax" and not can_toml:
+        if rule[0] == "toml-syntax" and syntax.toml_parser() is None:  # imported when needed
             unreviewed.append(change.path)
             notes.append(f"{change.path}: TOML syntax not checked (needs Python 3.11+ or tomli)")
             continue
@@ -130,17 +136,20 @@ def _screen(
     return to_parse
 
 
-def _syntax_findings(
+def _content_findings(
     reader: git.BlobReader, spec: git.DiffSpec, to_parse: list[FileChange]
 ) -> list[Finding]:
     """Parse the new content of every change in ``to_parse`` (read in one batch, parsed as it
-    arrives); an error off the added lines counts only when the old version parsed (read in a
-    second batch, for those files alone)."""
+    arrives; Python files also get the debugger rule from it); a syntax error off the added
+    lines counts only when the old version parsed (read in a second batch, for those files
+    alone)."""
     names = [_new_object(spec, c) for c in to_parse]
     found: list[Finding] = []
     doubtful: list[tuple[FileChange, Finding]] = []
     for change, text in zip(to_parse, reader.texts(names), strict=True):
-        problem = checks.syntax_finding(change, text) if text is not None else None
+        if checks.is_python(change.path):
+            found.extend(checks.check_python_debugger(change, text))
+        problem = syntax.syntax_finding(change, text) if text is not None else None
         if problem is None:
             continue
         if problem[1]:
@@ -149,7 +158,7 @@ def _syntax_findings(
             found.append(problem[0])
     old_names = [_old_object(spec, c) for c, _ in doubtful]
     for (change, finding), old in zip(doubtful, reader.texts(old_names), strict=True):
-        if old is None or checks.parses(change.path, old):
+        if old is None or syntax.parses(change.path, old):
             found.append(finding)
     return found
 
@@ -173,12 +182,13 @@ def _rotated_keys(
     return found
 
 
-def _range_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
+def _range_patches(root: Path, spec: git.DiffSpec) -> tuple[CommitPatch, ...]:
     """The commits of ``base..head`` (``git log -p``), or none when the range is one commit
     on ``base``: its patch is the net diff, already checked."""
-    if git.is_one_commit(root, base, head):
+    assert spec.head is not None
+    if spec.one_commit or git.is_one_commit(root, spec.base, spec.head):
         return ()
-    return git.commit_patches(root, base, head)
+    return git.commit_patches(root, spec.base, spec.head)
 
 
 def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None) -> frozenset[str]:
@@ -193,7 +203,7 @@ def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None)
         with git.BlobReader(root) as reader:
             _rotated_keys(reader, spec, bodies, values)
     if spec.head is not None:
-        values |= _patch_secrets(_range_patches(root, spec.base, spec.head), options)
+        values |= _patch_secrets(_range_patches(root, spec), options)
     return frozenset(values)
 
 
@@ -234,6 +244,30 @@ def _history_secrets(
     return [f if f.file in present else replace(f, file=None) for f in found]
 
 
+def review_data(
+    result: BuiltinResult,
+    *,
+    reviewed_sha: str | None,
+    base_sha: str | None,
+    threshold: Severity = Severity.ERROR,
+) -> dict[str, Any]:
+    """The findings block of the report (docs/protocol.md, Findings)."""
+    counts = {s: sum(1 for f in result.findings if f.severity is s) for s in Severity}
+    summary = (
+        f"builtin reviewer: {result.files_reviewed} file(s) checked, "
+        f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARN]} warning(s), "
+        f"{counts[Severity.INFO]} note(s); threshold {threshold.value}"
+    )
+    return {
+        "overall": result.overall.value,
+        "summary": summary,
+        "findings": [f.to_dict() for f in result.findings],
+        "reviewed_sha": reviewed_sha,
+        "base_sha": base_sha,
+        "unreviewed_files": list(result.unreviewed_files),
+    }
+
+
 def report(
     result: BuiltinResult,
     *,
@@ -243,25 +277,33 @@ def report(
 ) -> str:
     """The reviewer report: markdown summary, fenced JSON findings and the verdict line (the
     shapes in docs/protocol.md, Review verdict and Findings)."""
-    counts = {s: sum(1 for f in result.findings if f.severity is s) for s in Severity}
-    summary = (
-        f"builtin reviewer: {result.files_reviewed} file(s) checked, "
-        f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARN]} warning(s), "
-        f"{counts[Severity.INFO]} note(s); threshold {threshold.value}"
-    )
-    data = {
-        "overall": result.overall.value,
-        "summary": summary,
-        "findings": [f.to_dict() for f in result.findings],
-        "reviewed_sha": reviewed_sha,
-        "base_sha": base_sha,
-        "unreviewed_files": list(result.unreviewed_files),
-    }
-    lines = ["# Review (builtin)", "", summary, ""]
+    data = review_data(result, reviewed_sha=reviewed_sha, base_sha=base_sha, threshold=threshold)
+    lines = ["# Review (builtin)", "", data["summary"], ""]
     lines += [f"- {note}" for note in result.notes]
     if result.notes:
         lines.append("")
     lines += ["```json", json.dumps(data, indent=2), "```", ""]
-    verdict = "APPROVED" if result.overall is Overall.APPROVE else "REVISE"
-    lines.append(f"REVIEW_RESULT: {verdict}")
+    lines.append(f"REVIEW_RESULT: {_verdict(result)}")
     return "\n".join(lines) + "\n"
+
+
+def as_review(
+    result: BuiltinResult,
+    *,
+    reviewed_sha: str | None,
+    base_sha: str | None,
+    threshold: Severity = Severity.ERROR,
+) -> Review:
+    """The Review that ``findings.parse_review`` reads from ``report(result, ...)``, built from
+    the same data without writing the report and parsing it back: the markdown parser costs
+    more than the whole review of a small commit (tests/test_builtin_content.py holds the two
+    equal)."""
+    shas = {"reviewed_sha": reviewed_sha, "base_sha": base_sha}
+    data = review_data(result, **shas, threshold=threshold)
+    marker_line = len(report(result, **shas, threshold=threshold).splitlines())  # the last one
+    reason = f"REVIEW_RESULT: {_verdict(result)} on line {marker_line}"
+    return replace(review_from_dict(data), reason=reason)
+
+
+def _verdict(result: BuiltinResult) -> str:
+    return "APPROVED" if result.overall is Overall.APPROVE else "REVISE"

@@ -7,20 +7,15 @@ Secrets are never quoted in full: ``mask`` (gitflow_agents/redact.py) keeps a sh
 
 from __future__ import annotations
 
-import functools
-import importlib
-import json
 import re
-import sys
-import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from gitflow_agents.diffparse import AddedLine, CommitPatch, FileChange
 from gitflow_agents.findings import Finding, Severity
 from gitflow_agents.redact import mask
 from gitflow_agents.redact import secret_values as redact_secret_values
+from gitflow_agents.reviewer import pydebug
 from gitflow_agents.secret_keywords import (
     ENTROPY_THRESHOLD,
     MIN_LENGTH,
@@ -75,173 +70,8 @@ def finding(
     )
 
 
-# --- syntax ---------------------------------------------------------------------------------
-
-
-class SyntaxProblem(Exception):
-    def __init__(self, line: int | None, message: str) -> None:
-        super().__init__(message)
-        self.line = line
-        self.message = message
-
-
-def _python(text: str, path: str) -> None:
-    import ast
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-        except SyntaxError as exc:
-            raise SyntaxProblem(exc.lineno, f"{type(exc).__name__}: {exc.msg}") from None
-        except ValueError as exc:  # e.g. source contains null bytes
-            raise SyntaxProblem(None, str(exc)) from None
-
-
-def _json(text: str, path: str) -> None:
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SyntaxProblem(exc.lineno, f"invalid JSON: {exc.msg}") from None
-    except ValueError as exc:  # a number too long to convert (Python's 4,300-digit limit)
-        raise SyntaxProblem(None, f"invalid JSON: {exc}") from None
-
-
-def _yaml(text: str, path: str) -> None:
-    """The syntax first (gitflow_agents/safe_yaml.py: bounded, nothing built), then the values
-    the safe loader builds (``2024-13-45``, ``!!int abc`` are refused by every PyYAML consumer);
-    application tags (``!Ref``) are opaque. An alias only references its anchor's value, so
-    building costs no more than reading."""
-    import yaml
-
-    from gitflow_agents.safe_yaml import YamlProblem, check_syntax
-
-    try:
-        check_syntax(text)
-    except YamlProblem as exc:
-        line = exc.line + 1 if exc.line is not None else None
-        raise SyntaxProblem(line, f"invalid YAML: {exc.message}") from None
-    try:
-        for _ in yaml.load_all(text, Loader=_yaml_loader()):  # a SafeLoader subclass
-            pass
-    except yaml.YAMLError as exc:
-        raise SyntaxProblem(None, f"invalid YAML: {exc}") from None
-    except Exception as exc:
-        # PyYAML's constructors raise what their conversion raises on a value they cannot
-        # build (ValueError for 2024-13-45, KeyError for !!bool maybe): the file does not load.
-        what = str(exc) if not isinstance(exc, KeyError) else f"cannot build {exc}"
-        raise SyntaxProblem(None, f"invalid YAML: {what}") from None
-
-
-@functools.cache
-def _yaml_loader() -> type[Any]:
-    import yaml
-
-    base: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[misc]
-        """Safe loading that accepts application tags (!Ref, !!python/name:...) as opaque."""
-
-    def _opaque(loader: Any, suffix: str, node: Any) -> None:
-        return None
-
-    Loader.add_multi_constructor("!", _opaque)
-    Loader.add_multi_constructor("tag:yaml.org,2002:python/", _opaque)
-    return Loader
-
-
-def toml_parser() -> Callable[[str], object] | None:
-    """``tomllib.loads`` (3.11+), else ``tomli.loads`` when installed, else None."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib.loads
-    try:
-        tomli = importlib.import_module("tomli")
-    except ImportError:
-        return None
-    loads: Callable[[str], object] = tomli.loads
-    return loads
-
-
-_TOML_LINE = re.compile(r"at line (\d+)")
-
-
-def _toml(text: str, path: str) -> None:
-    loads = toml_parser()
-    assert loads is not None  # callers check toml_parser() first
-    try:
-        loads(text)
-    except ValueError as exc:  # tomllib.TOMLDecodeError subclasses ValueError
-        match = _TOML_LINE.search(str(exc))
-        raise SyntaxProblem(
-            int(match.group(1)) if match else None, f"invalid TOML: {exc}"
-        ) from None
-
-
-# Files with comments or trailing commas (JSONC) that are conventionally named *.json.
-_JSONC = re.compile(r"(^|/)(tsconfig[^/]*|jsconfig[^/]*|\.?devcontainer)\.json$|(^|/)\.vscode/")
-
-SYNTAX: tuple[tuple[str, Callable[[str], bool], Callable[[str, str], None]], ...] = (
-    ("python-syntax", lambda p: p.endswith((".py", ".pyi")), _python),
-    ("json-syntax", lambda p: p.endswith(".json") and not _JSONC.search(p), _json),
-    ("yaml-syntax", lambda p: p.endswith((".yaml", ".yml")), _yaml),
-    ("toml-syntax", lambda p: p.endswith(".toml"), _toml),
-)
-
-
-def syntax_rule(path: str) -> tuple[str, Callable[[str, str], None]] | None:
-    for rule, matches, parse in SYNTAX:
-        if matches(path):
-            return rule, functools.partial(_within_limits, parse)
-    return None
-
-
-def _within_limits(parse: Callable[[str, str], None], text: str, path: str) -> None:
-    """``parse``, where nesting too deep for a recursive parser (json, tomllib, Python's own:
-    ``[[[[…`` in a reviewed file) is a finding, not a crash."""
-    try:
-        parse(text, path)
-    except (RecursionError, MemoryError):
-        raise SyntaxProblem(None, "nested too deeply to parse") from None
-
-
-def syntax_finding(change: FileChange, new_text: str) -> tuple[Finding, bool] | None:
-    """The finding for a syntax error in ``new_text``, the new content of ``change`` (None when
-    it parses, has no syntax rule, or is a template), and whether it stands only if the old
-    version parsed: an error that is not on an added line was not introduced by a change whose
-    old version was already broken."""
-    found = syntax_rule(change.path)
-    if found is None:
-        return None
-    rule, parse = found
-    try:
-        parse(new_text, change.path)
-        return None
-    except SyntaxProblem as problem:
-        new_problem = problem
-    if rule == "yaml-syntax" and ("{{" in new_text or "{%" in new_text):
-        return None  # a Helm / Jinja template, not plain YAML
-    last_line = new_text.count("\n") + (0 if new_text.endswith("\n") or not new_text else 1)
-    if new_problem.line is not None and new_problem.line > last_line:
-        # "unexpected end of file" errors point one past the end: anchor on the last line.
-        new_problem.line = max(last_line, 1)
-    added_at = {a.number: a.text for a in change.added_lines}
-    content = added_at.get(new_problem.line or 0, "")
-    result = finding(rule, new_problem.message, change, new_problem.line, content)
-    return result, new_problem.line not in added_at
-
-
-def parses(path: str, text: str) -> bool:
-    """Whether ``text`` parses by the syntax rule of ``path`` (True when it has none)."""
-    found = syntax_rule(path)
-    if found is None:
-        return True
-    try:
-        found[1](text, path)
-    except SyntaxProblem:
-        return False
-    return True
+def is_python(path: str) -> bool:
+    return path.endswith((".py", ".pyi"))
 
 
 # --- added-line checks ----------------------------------------------------------------------
@@ -424,7 +254,8 @@ _JS_FILES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".vue
 
 
 def check_debugger(change: FileChange) -> Iterator[Finding]:
-    if change.path.endswith((".py", ".pyi")):
+    """The debugger rule by line regex (JS/TS; Python files that do not parse)."""
+    if is_python(change.path):
         pattern, what = _PY_DEBUG, "Python debugger call"
     elif change.path.endswith(_JS_FILES):
         pattern, what = _JS_DEBUG, "debug statement"
@@ -442,6 +273,25 @@ def check_debugger(change: FileChange) -> Iterator[Finding]:
                 added.number,
                 added.text,
             )
+
+
+def check_python_debugger(change: FileChange, text: str | None) -> Iterator[Finding]:
+    """The debugger rule for a Python file whose new content is ``text``: Python's AST decides
+    (an import of a debugger module, ``breakpoint()``, ``pdb.set_trace()``; words inside
+    strings and comments are not statements), on the line where the statement starts, when
+    that line is added. A file that does not parse (or whose content is unknown, None) falls
+    back to the line regex of ``check_debugger``."""
+    if not any(pydebug.WORDS.search(a.text) for a in change.added_lines):
+        return
+    statements = pydebug.debug_statements(text) if text is not None else None
+    if statements is None:
+        yield from check_debugger(change)
+        return
+    added = {a.number: a.text for a in change.added_lines}
+    for line, what in sorted(statements.items()):
+        if line in added:
+            message = f"Python debugger call left in: {what}"
+            yield finding("debugger", message, change, line, added[line])
 
 
 def _is_comment(text: str) -> bool:
@@ -472,6 +322,7 @@ def check_line_rules(change: FileChange, options: Options) -> Iterator[Finding]:
     """All checks that need only the added lines."""
     yield from check_conflict_markers(change)
     yield from check_secrets(change, options)
-    yield from check_debugger(change)
+    if not is_python(change.path):  # Python: check_python_debugger, with the file's content
+        yield from check_debugger(change)
     yield from check_todo(change)
     yield from check_final_newline(change)
