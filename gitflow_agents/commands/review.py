@@ -69,26 +69,22 @@ def _run(args: argparse.Namespace) -> int:
     if empty is not None:
         return _report_nothing(args, target, empty, threshold)
 
-    review, result = review_target(
-        root,
-        target,
-        agent=args.agent,
-        threshold=threshold,
-        max_file_size=args.max_file_size,
-        acceptance=acceptance,
-    )
-    if args.write_baseline is not None:  # review again: the findings now read as accepted
-        from gitflow_agents.reviewer.acceptance import local_acceptance
-
-        _write_baseline(root, args.write_baseline, review)
-        review, result = review_target(
+    def review_with(accepting: Acceptance | None) -> tuple[Review, GateResult]:
+        return review_target(
             root,
             target,
             agent=args.agent,
             threshold=threshold,
             max_file_size=args.max_file_size,
-            acceptance=local_acceptance(root, args.write_baseline or None),
+            acceptance=accepting,
         )
+
+    review, result = review_with(acceptance)
+    if args.write_baseline is not None:  # review again: the findings now read as accepted
+        from gitflow_agents.reviewer.acceptance import local_acceptance
+
+        _write_baseline(root, args.write_baseline, review)
+        review, result = review_with(local_acceptance(root, args.write_baseline or None))
 
     if args.output:
         fmt = _output_format(args.output, args.output_format)
