@@ -1,5 +1,5 @@
-"""Reading git's diff output: ``--name-status -z``, ``--numstat -z``, ``--raw --numstat -z``,
-``-U0`` patches and ``log -p -z``, into the values the reviewer and the statistics use.
+"""Reading git's diff output: ``--numstat -z``, ``--raw --numstat -z``, ``-U0`` patches and
+``log -p -z``, into the values the reviewer and the statistics use.
 
 Pure text parsing, no git process: ``gitflow_agents.git`` runs the commands and hands their
 output here.
@@ -69,22 +69,6 @@ class FileStat(NamedTuple):
 class Commit:
     sha: str
     subject: str
-
-
-def parse_name_status(out: str) -> list[tuple[str, str, str | None]]:
-    """(status letter, path, old path) per file of ``git diff --name-status -z`` output."""
-    parts = out.split("\0")
-    rows: list[tuple[str, str, str | None]] = []
-    i = 0
-    while i < len(parts) and parts[i]:
-        letter = parts[i][0]
-        if letter in "RC":
-            rows.append((letter, parts[i + 2], parts[i + 1]))
-            i += 3
-        else:
-            rows.append((letter, parts[i + 1], None))
-            i += 2
-    return rows
 
 
 def _numstat_records(parts: list[str], i: int) -> dict[str, tuple[int | None, int | None]]:

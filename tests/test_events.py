@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -98,20 +99,41 @@ def test_subscribe_by_type_and_run_and_session_mode() -> None:
     assert [e.type for e in hub.events][-2:] == ["session:reply", "session:abort"]
 
 
-def test_emit_is_thread_safe() -> None:
-    memory = MemoryChannel()
-    hub = EventHub([memory])
+class OneAtATime(MemoryChannel):
+    """Counts deliveries that overlap: ``handle`` gives up the interpreter halfway (as a file
+    write does), so a second thread would enter it unless the hub delivers one event at a time."""
 
-    def burst() -> None:
-        for _ in range(200):
-            hub.emit("agent:output", {"bytes": 1})
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside = 0
+        self.overlaps = 0
 
-    threads = [threading.Thread(target=burst) for _ in range(4)]
+    def handle(self, event: Event) -> None:
+        self.inside += 1
+        self.overlaps += self.inside > 1
+        time.sleep(0)  # yield to the other threads
+        super().handle(event)
+        self.inside -= 1
+
+
+def test_emit_from_threads_delivers_one_event_at_a_time_in_the_record_order() -> None:
+    first, second = OneAtATime(), OneAtATime()
+    hub = EventHub([first, second])
+    start = threading.Barrier(4)
+
+    def burst(thread: int) -> None:
+        start.wait()
+        for n in range(200):
+            hub.emit("agent:output", {"thread": thread, "n": n})
+
+    threads = [threading.Thread(target=burst, args=(i,)) for i in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(memory.events) == 800
+    assert (first.overlaps, second.overlaps) == (0, 0)
+    assert len(hub.events) == 800
+    assert first.events == second.events == hub.events
 
 
 def test_console_plain_lines_when_not_a_tty() -> None:

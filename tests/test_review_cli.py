@@ -13,10 +13,10 @@ import pytest
 
 from gitflow_agents import git as g
 from gitflow_agents import git_agent_review
-from gitflow_agents.commands.review import Target, exit_code, hook_target, resolve_target
 from gitflow_agents.errors import UsageError
 from gitflow_agents.findings import Finding, Review, Severity
 from gitflow_agents.reviewer import approval_status, read_review_note
+from gitflow_agents.reviewer.target import Target, exit_code, hook_target, resolve_target
 from tests.conftest import ROOT, CliResult, git
 from tests.conftest import Cli as ConftestCli
 

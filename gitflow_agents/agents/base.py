@@ -126,7 +126,7 @@ LOCALE_ENV_NAMES: tuple[str, ...] = (
     "LC_PAPER",
     "LC_TELEPHONE",
 )
-# What gitflow-agents itself sets for an agent (runs.py, supervisor.py): its run id, run and agent
+# What gitflow-agents itself sets for an agent (runs/, supervisor/): its run id, run and agent
 # folders, and the marker that finds the agent's processes. No other GITFLOW_AGENTS_* variable of
 # the parent (GitHub retry knobs, anything a user names so) reaches an agent.
 PRODUCT_ENV_NAMES: tuple[str, ...] = (

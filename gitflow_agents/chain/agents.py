@@ -333,9 +333,9 @@ class _Attempt:
         """The offline reviewer, in process, exactly as ``git agent-review`` runs it (the same
         report, with the same findings accepted): its report goes straight to
         ``report.complete.md``, its accepted findings to ``self.accepted``."""
-        from gitflow_agents.commands.review import Target, builtin_report
         from gitflow_agents.fsutil import write_text_atomic
         from gitflow_agents.reviewer.checks import Options
+        from gitflow_agents.reviewer.target import Target, builtin_report
 
         ctx, ws = self.ctx, self.ws
         head = git.head_sha(ws.worktree)

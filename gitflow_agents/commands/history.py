@@ -5,181 +5,18 @@ Read from every ``<flow_dir>/<flow>/runs/<runID>/result.json``, oldest first. St
 ``run`` show one row each; the agent runs inside them only with ``--agents``. Single flows
 (``flow ...``, ``spawn``) show one row per agent run. ``--format mermaid`` draws every row shown
 as a Mermaid flowchart in markdown (docs/chains.md, "History"): a step run's chain, a single
-run's one node.
+run's one node. The reading is ``runs/history.py``; this module prints it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from gitflow_agents.errors import ExitCode
-
-
-@dataclass(frozen=True)
-class HistoryRow:
-    run_id: str
-    flow: str
-    what: str  # "step 2" for a step run, else the agent id
-    kind: str  # chain | implement | review | fix | research
-    outcome: str
-    iterations: int | None
-    git: str  # stats summary, "" when there are none
-    duration_s: float | None
-    finished: str  # ISO date-time (UTC), "" when unknown
-    history_line: str
-
-    def to_json(self) -> dict[str, Any]:
-        """The row as ``history --json`` prints it (camelCase keys, as every JSON output)."""
-        return {
-            "runId": self.run_id,
-            "flow": self.flow,
-            "what": self.what,
-            "kind": self.kind,
-            "outcome": self.outcome,
-            "iterations": self.iterations,
-            "git": self.git,
-            "durationSeconds": self.duration_s,
-            "finished": self.finished,
-            "historyLine": self.history_line,
-        }
-
-
-def rows(
-    root: Path, flow_dir: str, flow: str | None = None, *, agents: bool = False
-) -> list[HistoryRow]:
-    """One row per run ``history`` shows, oldest first, its texts masked again by the secret
-    rules (the records were masked when written, but an agent can write into its run folder)."""
-    from gitflow_agents.record_fields import mapping
-    from gitflow_agents.redact import redact_data
-
-    return [
-        HistoryRow(**redact_data(asdict(_row(run_dir, data, mapping(data, "run")))))
-        for run_dir, data in records(root, flow_dir, flow, agents=agents)
-    ]
-
-
-def records(
-    root: Path, flow_dir: str, flow: str | None = None, *, agents: bool = False
-) -> list[tuple[Path, dict[str, Any]]]:
-    """(run folder, result.json data) of every run ``history`` shows, oldest first."""
-    from gitflow_agents.record_fields import mapping
-    from gitflow_agents.runs import iter_runs, read_json
-
-    found = []
-    for paths in iter_runs(root, flow_dir, flow):
-        data = read_json(paths.result)
-        if data is None:
-            continue
-        if mapping(data, "run").get("chainRunID") and not agents:
-            continue
-        found.append((paths.run_dir, data))
-    return found
-
-
-_RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
-
-
-def agent_results(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The result.json of each agent run a step run lists (``chain.agents[].runID``), read
-    from the step run's sibling run folders, by run id: where ``step_flowchart`` finds tokens
-    and cost. A run id that is not a plain name (an agent can write into run folders) is
-    skipped, so nothing outside the runs folder is read."""
-    from gitflow_agents.record_fields import mapping, text
-    from gitflow_agents.render.mermaid import MAX_AGENTS
-    from gitflow_agents.runs import RunPaths, read_json
-
-    listed = mapping(data, "chain").get("agents")
-    found: dict[str, dict[str, Any]] = {}
-    for entry in (listed if isinstance(listed, list) else [])[:MAX_AGENTS]:
-        run_id = text(entry, "runID") if isinstance(entry, dict) else None
-        if run_id is None or not _RUN_ID.fullmatch(run_id) or run_id in found:
-            continue
-        result = read_json(RunPaths(run_dir.parent / run_id).result)
-        if result is not None:
-            found[run_id] = result
-    return found
-
-
-def step_chart(run_dir: Path, data: Mapping[str, Any]) -> str:
-    """The one Mermaid chart of a step run (its result.json ``data``, in ``run_dir``): what
-    ``history --format mermaid`` shows and what its pull request's sticky comment holds, the
-    same end node (the outcome, and ``PR #n`` once ``run --pr`` recorded its pull request)."""
-    from gitflow_agents.render.mermaid import step_flowchart
-
-    return step_flowchart(data, agent_results=agent_results(run_dir, data))
-
-
-def mermaid(found: list[tuple[Path, dict[str, Any]]]) -> str:
-    """Markdown: per run a heading line and its flowchart in a ```` ```mermaid ```` block."""
-    from gitflow_agents.record_fields import mapping
-    from gitflow_agents.render.mermaid import fence_chart, single_run_flowchart
-
-    out: list[str] = []
-    for run_dir, data in found:
-        row = _row(run_dir, data, mapping(data, "run"))
-        chart = step_chart(run_dir, data) if row.kind == "chain" else single_run_flowchart(data)
-        title = f"{row.what} · {row.flow} · {row.outcome} · run {row.run_id}"
-        out += [f"### {_heading(title)}", "", fence_chart(chart)]
-    return "\n".join(out)
-
-
-def _row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:
-    """One row; fields of the wrong type (an agent can write into its run folder) read as
-    absent (gitflow_agents/record_fields.py)."""
-    from gitflow_agents.record_fields import integer, mapping, number, scalar
-
-    chain = mapping(data, "chain") if isinstance(data.get("chain"), dict) else None
-    stats = mapping(data, "gitStats")
-    git = ""
-    if stats:
-        commits = stats.get("commits")
-        git = (
-            f"{_count(scalar(stats, 'filesChanged') or 0, 'file')}, "
-            f"+{scalar(stats, 'insertions') or 0} -{scalar(stats, 'deletions') or 0}, "
-            f"{_count(len(commits) if isinstance(commits, list) else 0, 'commit')}"
-        )
-    ms = number(run, "durationMs")
-    finished = number(run, "finishedAt") or number(run, "endedAt")
-    when = ""
-    if finished is not None and 0 <= finished < 253402300800:  # before year 10000
-        when = datetime.fromtimestamp(finished, timezone.utc).isoformat(timespec="seconds")
-    flow = str(scalar(run, "flow") or run_dir.parent.parent.name)
-    if chain is not None:
-        return HistoryRow(
-            run_id=run_dir.name,
-            flow=flow,
-            what=f"step {scalar(chain, 'step')}",
-            kind="chain",
-            outcome=str(scalar(chain, "outcome") or scalar(data, "status") or "?"),
-            iterations=integer(chain, "iterations") or 0,
-            git=git,
-            duration_s=ms / 1000 if ms is not None else None,
-            finished=when,
-            history_line=str(scalar(run, "historyLine") or ""),
-        )
-    outcome = str(scalar(run, "status") or scalar(run, "outcome") or scalar(data, "status") or "?")
-    if "overall" in data and outcome == "succeeded":
-        outcome = f"{outcome} ({scalar(data, 'overall')})"
-    return HistoryRow(
-        run_id=run_dir.name,
-        flow=flow,
-        what=str(scalar(run, "agentId") or scalar(run, "agent") or "?"),
-        kind=str(scalar(run, "kind") or "?"),
-        outcome=outcome,
-        iterations=None,
-        git=git,
-        duration_s=ms / 1000 if ms is not None else None,
-        finished=when,
-        history_line="",
-    )
+from gitflow_agents.runs.history import mermaid, records, rows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -221,11 +58,6 @@ def run(args: argparse.Namespace) -> int:
     return int(ExitCode.OK)
 
 
-def _count(n: int, noun: str) -> str:
-    """``1 commit``, ``2 commits``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def _format(args: argparse.Namespace) -> str:
     """table, json or mermaid: ``--json`` is ``--format json``."""
     from gitflow_agents.errors import UsageError
@@ -234,10 +66,3 @@ def _format(args: argparse.Namespace) -> str:
     if args.json and fmt not in (None, "json"):
         raise UsageError(f"history: --json and --format {fmt} ask for two formats; give one")
     return "json" if args.json else fmt or "table"
-
-
-def _heading(title: str) -> str:
-    """``title`` (it holds agent and flow names) inert on a markdown heading line."""
-    from gitflow_agents.render.markdown import one_line
-
-    return one_line(title)

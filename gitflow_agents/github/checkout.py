@@ -27,7 +27,7 @@ from gitflow_agents.github.runner import Options
 from gitflow_agents.github.values import MergeGroup
 
 if TYPE_CHECKING:
-    from gitflow_agents.commands.review import Target
+    from gitflow_agents.reviewer.target import Target
 
 
 def ensure_commit(root: Path, sha: str, number: int) -> None:
@@ -85,7 +85,7 @@ def review_pull(
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """Review the PR's head against its merge-base with the base commit. A configured agent
     (``options.agent`` other than ``builtin``) is defined by the base commit's ``.flow/``."""
-    from gitflow_agents.commands.review import Target
+    from gitflow_agents.reviewer.target import Target
 
     root = git.repo_root(workspace)
     ensure_commit(root, pull.head_sha, pull.number)
@@ -100,7 +100,7 @@ def review_group(
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """Review a merge queue's group: ``base_sha..head_sha`` (every queued change the group
     holds), configured by the base commit like a PR."""
-    from gitflow_agents.commands.review import Target
+    from gitflow_agents.reviewer.target import Target
 
     root = git.repo_root(workspace)
     ensure_group(root, group)
@@ -113,8 +113,8 @@ def _review(
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """``target`` reviewed by ``options.agent`` (defined by ``config_sha``'s configuration;
     for the builtin reviewer, what it accepts), with its run-history row."""
-    from gitflow_agents.commands.review import review_target
     from gitflow_agents.reviewer.acceptance import acceptance_at
+    from gitflow_agents.reviewer.target import review_target
 
     started = time.monotonic()
     with contextlib.ExitStack() as stack:

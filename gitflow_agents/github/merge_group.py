@@ -139,7 +139,7 @@ def finish_group(
 ) -> int:
     """The final status (and the optional check run), the step summary and the outputs; the
     exit code for ``options.fail_on``."""
-    from gitflow_agents.commands.review import exit_code
+    from gitflow_agents.reviewer.target import exit_code
 
     group = writer.group
     outputs = result_outputs(result, gate, group.head_sha, run_id, files)

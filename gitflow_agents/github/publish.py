@@ -442,7 +442,7 @@ def finish(
     """Publish (inline review, summary comment, final status, optional check run), write the
     step summary (every finding, when it fits GitHub's limit for it) and the outputs (``extra``
     added to them); the exit code for ``options.fail_on``."""
-    from gitflow_agents.commands.review import exit_code
+    from gitflow_agents.reviewer.target import exit_code
 
     pull = publisher.pull
     login = Identity(publisher.client, options.comment_author)

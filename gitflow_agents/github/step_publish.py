@@ -115,9 +115,9 @@ def publish_step(
     auto-merge is only reported (``Published.auto_merge``)."""
     import dataclasses
 
-    from gitflow_agents.commands.history import step_chart
     from gitflow_agents.github.publish import footer, inline_note, readable_files
     from gitflow_agents.render.mermaid import fence_chart
+    from gitflow_agents.runs.history import step_chart
 
     pull, _ = upsert_pull(client, spec)
     result = record_pull(run_dir, result, pull)

@@ -88,7 +88,6 @@ class _InotifyWatcher:
         self._paths: dict[int, Path] = {}
         self._ignore = tuple(p.resolve() for p in (*ignore, run_dir))
         self._count = 0
-        self.truncated = False
         if not self._add(agent_dir, "agent"):
             self.close()
             raise OSError(errno.ENOENT, f"cannot watch {agent_dir}")
@@ -98,7 +97,6 @@ class _InotifyWatcher:
 
     def _add(self, path: Path, role: str) -> bool:
         if self._count >= MAX_WATCHES:
-            self.truncated = True
             return False
         wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), _MASK)
         if wd < 0:

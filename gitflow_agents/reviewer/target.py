@@ -1,0 +1,260 @@
+"""What a review is about and the one review path: the target (a range, a commit, the index),
+the reviewer's review of it (the builtin one as a Review, an agent's report parsed), masked
+and gated.
+
+``git agent-review`` (``commands/review.py``) and the Action (``github/``) both review through
+:func:`review_target`; :func:`exit_code` is the exit code both derive from the gate.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitflow_agents import git
+from gitflow_agents.errors import ExitCode, UsageError
+from gitflow_agents.findings import Accepted, GateResult, Review, Severity, fill_fingerprints
+
+if TYPE_CHECKING:
+    from gitflow_agents.reviewer.acceptance import Acceptance
+    from gitflow_agents.reviewer.builtin import BuiltinResult
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is reviewed: ``base`` against ``head`` (None: the index)."""
+
+    base: str
+    head: str | None
+    label: str  # for messages: "abc123..def456", "staged changes"
+    one_commit: bool = False  # head is one commit whose only parent is base (REV, not a merge)
+
+    @property
+    def spec(self) -> git.DiffSpec:
+        return git.DiffSpec(self.base, self.head, self.one_commit)
+
+
+def _one_commit(root: Path, rev_range: str) -> Target:
+    """``REV``: its first parent (the empty tree for a root commit) .. REV. Known to be one
+    commit unless REV is a merge, so no git process is spent asking."""
+    head = git.rev_parse(root, rev_range)
+    parents = git.parents(root, head)
+    base = parents[0] if parents else git.empty_tree(root)
+    return Target(base, head, rev_range, one_commit=len(parents) <= 1)
+
+
+def resolve_target(
+    root: Path, rev_range: str | None, *, staged: bool, say: list[str] | None = None
+) -> Target:
+    """Turn the command line's RANGE / --staged into base and head commits.
+
+    ``say`` collects one-line remarks for the user (which default branch was used).
+    """
+    say = say if say is not None else []
+    if staged:
+        if rev_range:
+            raise UsageError("give either a RANGE or --staged, not both")
+        base = git.head_sha(root) if git.has_head(root) else git.empty_tree(root)
+        return Target(base, None, "staged changes")
+    if rev_range is None:
+        branch = git.default_branch(root)
+        head = git.head_sha(root)
+        base = git.merge_base(root, branch.ref, head)
+        say.append(f"reviewing {base[:12]}..{head[:12]}: merge-base with the {branch.note}")
+        return Target(base, head, f"{base[:12]}..{head[:12]}")
+    if "..." in rev_range:
+        left, right = rev_range.split("...", 1)
+        head = git.rev_parse(root, right or "HEAD")
+        base = git.merge_base(root, git.rev_parse(root, left or "HEAD"), head)
+        return Target(base, head, rev_range)
+    if ".." in rev_range:
+        left, right = rev_range.split("..", 1)
+        return Target(
+            git.rev_parse(root, left or "HEAD"), git.rev_parse(root, right or "HEAD"), rev_range
+        )
+    return _one_commit(root, rev_range)
+
+
+def nothing_to_review(root: Path, target: Target) -> str | None:
+    """Why ``target`` holds no commit to review (None when it does): base and head are the
+    same commit (``git agent-review`` on the default branch, ``HEAD..HEAD``), or head is
+    already contained in base. Reviewing nothing must never approve anything."""
+    if target.head is None or target.one_commit:  # a commit is never in its own parent
+        return None
+    base, head = target.base[:12], target.head[:12]
+    if target.base == target.head:
+        why = "the same commit"
+    elif git.is_ancestor(root, target.head, target.base):  # False for the empty tree
+        why = f"{head} is already contained in {base}"
+    else:
+        return None
+    return (
+        f"nothing to review between {base} and {head} ({why}), so no review is recorded; "
+        f"name the commits to review, e.g. `git agent-review {head}` (that commit alone) "
+        f"or `git agent-review BASE..{head}`"
+    )
+
+
+def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Target:
+    """The target for ``--hook``: the pushed range on pre-push, else the staged changes."""
+    from_ref = environ.get("PRE_COMMIT_FROM_REF") or environ.get("PRE_COMMIT_SOURCE")
+    to_ref = environ.get("PRE_COMMIT_TO_REF") or environ.get("PRE_COMMIT_ORIGIN")
+    if from_ref and to_ref:
+        return resolve_target(root, f"{from_ref}..{to_ref}", staged=False)
+    if environ.get("PRE_COMMIT_REMOTE_NAME"):
+        # pre-push of a branch whose whole history is new: review it against the default branch.
+        return resolve_target(root, None, staged=False)
+    return resolve_target(root, None, staged=True)
+
+
+def builtin_review(
+    root: Path,
+    target: Target,
+    threshold: Severity,
+    max_file_size: int,
+    blobs: git.BlobReader,
+    acceptance: Acceptance | None = None,
+) -> tuple[Review, frozenset[str]]:
+    """The builtin reviewer's Review of ``target`` after ``acceptance`` took out what it accepts
+    (what parsing its report gives, without the round trip through markdown:
+    ``builtin.as_review``; the accepted findings in ``Review.accepted``), and the exact secret
+    values it found; contents are read through ``blobs``."""
+    from gitflow_agents.reviewer import builtin
+
+    result, accepted = _builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
+    review = builtin.as_review(
+        result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
+    )
+    # fingerprints from the reviewed lines, as parse_review fills those of every report
+    unset = (replace(f, fingerprint="") for f in review.findings)
+    filled = fill_fingerprints(unset, line_lookup(blobs, target.head))
+    return replace(review, findings=filled, accepted=accepted), result.secrets
+
+
+def builtin_report(
+    root: Path,
+    target: Target,
+    threshold: Severity,
+    max_file_size: int,
+    blobs: git.BlobReader,
+    acceptance: Acceptance | None = None,
+) -> tuple[str, frozenset[str], tuple[Accepted, ...]]:
+    """The same review as ``builtin_review``, as the report text a chain step keeps in
+    ``report.complete.md``, with the exact secret values and the accepted findings."""
+    from gitflow_agents.reviewer import builtin
+
+    result, accepted = _builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
+    report = builtin.report(
+        result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
+    )
+    return report, result.secrets, accepted
+
+
+def _builtin_result(
+    root: Path,
+    target: Target,
+    threshold: Severity,
+    max_file_size: int,
+    blobs: git.BlobReader,
+    acceptance: Acceptance | None,
+) -> tuple[BuiltinResult, tuple[Accepted, ...]]:
+    from gitflow_agents.reviewer import builtin
+    from gitflow_agents.reviewer.acceptance import Acceptance, apply
+    from gitflow_agents.reviewer.checks import Options
+
+    options = Options(max_file_bytes=max_file_size)
+    result = builtin.review_diff(
+        root, target.spec, threshold=threshold, options=options, blobs=blobs
+    )
+    return apply(result, acceptance or Acceptance(), line_lookup(blobs, target.head), threshold)
+
+
+def agent_report(
+    root: Path,
+    name: str,
+    target: Target,
+    *,
+    config_root: Path | None = None,
+    secrets: Iterable[str] = (),
+) -> str:
+    """Run the configured agent ``name`` as the reviewer (supervised); its completed report.
+    ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (default: ``root``);
+    ``secrets``: exact values masked in the run's records."""
+    from gitflow_agents.reviewer.agent import run_agent_review
+
+    return run_agent_review(
+        root, name, base=target.base, head=target.head, config_root=config_root, secrets=secrets
+    )
+
+
+def line_lookup(blobs: git.BlobReader, rev: str | None) -> Callable[[str, int], str | None]:
+    """``(file, line) -> text`` at ``rev`` (None: the index), for stable fingerprints; every
+    file is read through ``blobs`` (one ``git cat-file`` for all of them)."""
+
+    @functools.cache
+    def lines_of(path: str) -> list[str]:
+        text = blobs.text(git.object_name(rev, path))
+        return text.splitlines() if text is not None else []
+
+    def lookup(path: str, line: int) -> str | None:
+        lines = lines_of(path)
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+    return lookup
+
+
+def exit_code(review: Review, approved: bool, gate_code: int, fail_on: str) -> int:
+    """The process exit code from the gate's and ``--fail-on``'s point of view."""
+    if fail_on == "never":
+        return ExitCode.OK
+    if fail_on != "revise":
+        level = Severity.parse(fail_on)
+        if any(f.severity.rank >= level.rank for f in review.findings):
+            return ExitCode.REVISE
+    return ExitCode.OK if approved else gate_code
+
+
+def review_target(
+    root: Path,
+    target: Target,
+    *,
+    agent: str,
+    threshold: Severity,
+    max_file_size: int,
+    config_root: Path | None = None,
+    acceptance: Acceptance | None = None,
+) -> tuple[Review, GateResult]:
+    """Run the reviewer on ``target``, parse its report, mask the secrets in it, and gate it:
+    the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``:
+    see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none: nothing)."""
+    from gitflow_agents import findings
+    from gitflow_agents.redact import redact_review
+
+    with git.BlobReader(root) as blobs:
+        if agent == "builtin":
+            parsed, secrets = builtin_review(
+                root, target, threshold, max_file_size, blobs, acceptance
+            )
+        else:
+            from gitflow_agents.reviewer.builtin import diff_secrets
+            from gitflow_agents.reviewer.checks import Options
+
+            secrets = diff_secrets(root, target.spec, Options(max_file_bytes=max_file_size))
+            report = agent_report(root, agent, target, config_root=config_root, secrets=secrets)
+            parsed = findings.parse_review(
+                report,
+                reviewed_sha=target.head,
+                base_sha=target.base,
+                source=f"{agent} report",
+                line_content=line_lookup(blobs, target.head),
+            )
+    # Every text of the report is masked before any output sees it: the secret rules, and the
+    # exact secret values of the reviewed diff wherever the reviewer quotes them
+    # (docs/security.md, "Secrets in review output").
+    review = redact_review(parsed, secrets)
+    # --staged has no commit to pin the verdict to; every other review must be about head.
+    return review, findings.gate(review, threshold=threshold, head_sha=target.head)
