@@ -129,6 +129,9 @@ def test_sdist_holds_what_a_packager_needs(sdist: Path) -> None:
         "action.yml",
         ".pre-commit-hooks.yaml",
         ".ci/actionlint.mjs",
+        ".ci/constraints.txt",
+        ".ci/constraints.in",
+        ".ci/dependency_drift.py",
         *(p.relative_to(ROOT).as_posix() for p in (ROOT / ".github" / "workflows").glob("*.yml")),
     ]
     for folder in ("gitflow_agents", "templates", "tests", "docs", "benchmarks"):
