@@ -11,7 +11,7 @@ has no pin (the venv's own bootstrap brings it on Python 3.10 and 3.11).
 
 Exit status: 0, also with differences unless --check; 1 with --check when anything differs;
 2 when CONSTRAINTS cannot be read or a line is not ``name==version`` with an optional marker
-(the message names the file and line).
+(the message names the file and line). Needs ``packaging`` (the test extra has it).
 """
 
 from __future__ import annotations
@@ -23,9 +23,13 @@ from importlib.metadata import distributions
 from pathlib import Path
 from typing import NamedTuple
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-from packaging.version import Version
+try:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+except ImportError:  # a runtime-only install: the test extra brings packaging
+    print("dependency_drift: needs the packaging package (the test extra has it)", file=sys.stderr)
+    sys.exit(2)
 
 PROJECT = "gitflow-agents"
 BOOTSTRAP = {"setuptools"}

@@ -215,3 +215,14 @@ def test_drift_refuses_a_line_that_is_not_a_pin_naming_file_and_line(tmp_path: P
     assert (
         missing.returncode == 2 and f"{tmp_path / 'absent.txt'}: cannot read it" in missing.stderr
     )
+
+
+def test_drift_without_packaging_says_what_it_needs() -> None:
+    """-S: no site-packages, as in an environment with the runtime dependencies only."""
+    result = subprocess.run(
+        [sys.executable, "-S", str(DRIFT)], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert (
+        result.stderr == "dependency_drift: needs the packaging package (the test extra has it)\n"
+    )
