@@ -126,7 +126,7 @@ def test_the_project_reviews_its_own_pull_requests_with_this_action() -> None:
 
 def test_ci_runs_the_ci_script() -> None:
     steps = load("ci.yml")["jobs"]["test"]["steps"]
-    assert {"run": "bash .ci/run"} in steps
+    assert [s["run"] for s in steps if "run" in s] == ["bash .ci/run"]
 
 
 # --- zizmor and pinned actions ----------------------------------------------------------------
@@ -357,6 +357,8 @@ def test_action_cache_key_follows_the_actions_code(tmp_path: Path) -> None:
     )
     shutil.copytree(ROOT / "templates", action / "templates")
     shutil.copy2(ROOT / "pyproject.toml", action / "pyproject.toml")
+    (action / ".ci").mkdir()
+    shutil.copy2(ROOT / ".ci" / "constraints.txt", action / ".ci" / "constraints.txt")
     fake_python = tmp_path / "bin"
     fake_python.mkdir()
     (fake_python / "python").symlink_to(sys.executable)  # setup-python's `python` on PATH
@@ -375,6 +377,10 @@ def test_action_cache_key_follows_the_actions_code(tmp_path: Path) -> None:
     assert key() != first
     (action / "gitflow_agents" / "cli.py").unlink()
     assert key() != first  # a removed file changes it too
+    changed = key()
+    with (action / ".ci" / "constraints.txt").open("a", encoding="utf-8") as pins:
+        pins.write("extra-package==1.0\n")
+    assert key() != changed  # new pins: a venv of other versions
 
 
 FAKE_PYTHON = """#!/bin/sh
@@ -403,9 +409,12 @@ def test_action_install_is_skipped_when_the_cache_restored_a_working_venv(tmp_pa
         "RUNNER_TEMP": str(runner_temp),
         "GITHUB_ACTION_PATH": "/the/action",
     }
+    pip = f"{venv}/bin/python -m pip install -q --disable-pip-version-check"
+    pinned = f"{pip} -c /the/action/.ci/constraints.txt"
     install = [
         f"{bin_dir}/python -m venv {venv}",
-        f"{venv}/bin/python -m pip install --quiet --disable-pip-version-check /the/action",
+        f"{pinned} hatchling",  # the build backend first, at its pin
+        f"{pinned} --no-build-isolation /the/action",
     ]
 
     def calls_made() -> list[str]:

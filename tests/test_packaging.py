@@ -129,6 +129,9 @@ def test_sdist_holds_what_a_packager_needs(sdist: Path) -> None:
         "action.yml",
         ".pre-commit-hooks.yaml",
         ".ci/actionlint.mjs",
+        ".ci/constraints.txt",
+        ".ci/constraints.in",
+        ".ci/dependency_drift.py",
         *(p.relative_to(ROOT).as_posix() for p in (ROOT / ".github" / "workflows").glob("*.yml")),
     ]
     for folder in ("gitflow_agents", "templates", "tests", "docs", "benchmarks"):
@@ -147,11 +150,11 @@ def _metadata_version(wheel: Path) -> str:
 
 
 def readme_command_1_after_install() -> str:
-    """The part of the README's command 1 that runs after ``pip install .``: a subshell in a
+    """The part of the README's command 1 that runs after ``pip install -c … .``: a subshell in a
     scratch git repository. The release workflow runs the same text against the built files."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     (command,) = re.findall(r"^python3 -m venv \.venv && .*$", readme, re.M)
-    _, sep, subshell = command.partition(" && python -m pip install . && ")
+    _, sep, subshell = command.partition(" && python -m pip install -c .ci/constraints.txt . && ")
     assert sep and subshell.startswith("( cd ") and subshell.endswith(" )"), command
     return subshell
 

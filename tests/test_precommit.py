@@ -4,6 +4,7 @@ framework installing this project as a hook repository, offline, from a local wh
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import shutil
@@ -147,19 +148,44 @@ def _wheelhouse_requirements() -> list[str]:
     return sorted({*data["build-system"]["requires"], *data["project"]["dependencies"]})
 
 
+def _installed_versions() -> list[str]:
+    """``name==version`` of every distribution installed here but the project: the wheelhouse
+    gets the versions the tests run with (in CI, those of .ci/constraints.txt), not whatever
+    the index offers today."""
+    pins = {
+        f"{d.metadata['Name']}=={d.version}"
+        for d in importlib.metadata.distributions()
+        if d.metadata["Name"] and d.metadata["Name"].lower() != "gitflow-agents"
+    }
+    return sorted(pins)
+
+
 @pytest.fixture(scope="session")
 def wheelhouse() -> Path:
     """Wheels of the build backend and every runtime dependency, so pre-commit's ``pip install .``
     runs with PIP_NO_INDEX. Built once and kept in the temp dir (keyed by the requirements and
     the Python version), so later sessions and xdist workers reuse it; never under $HOME."""
     requirements = _wheelhouse_requirements()
-    key = hashlib.sha256("\n".join([sys.version, *requirements]).encode()).hexdigest()[:16]
+    pins = _installed_versions()
+    key = hashlib.sha256("\n".join([sys.version, *requirements, *pins]).encode()).hexdigest()[:16]
     final = Path(tempfile.gettempdir()) / f"gitflow-agents-test-wheelhouse-{key}"
     if (final / ".complete").exists():
         return final
     building = Path(tempfile.mkdtemp(prefix=final.name + ".", dir=final.parent))
+    (building / "constraints.txt").write_text("\n".join(pins) + "\n", encoding="utf-8")
+    constraints = ["-c", str(building / "constraints.txt")]
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(building), *requirements],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "-w",
+            str(building),
+            *constraints,
+            *requirements,
+        ],
         env={**os.environ, "PIP_CACHE_DIR": str(building / ".pip-cache")},
         capture_output=True,
         text=True,
