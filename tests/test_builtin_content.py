@@ -171,6 +171,8 @@ def test_as_review_equals_parsing_the_report(repo: Path) -> None:
 
 
 HEAVY = ("markdown_it", "rich", "jinja2", "github", "psutil", "yaml", "concurrent", "tomllib")
+# our own packages a review without `.flow/base.yaml` has no use for (config/ imports plan/)
+UNNEEDED = ("gitflow_agents.config", "gitflow_agents.plan")
 
 
 def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -> None:
@@ -187,10 +189,11 @@ def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -
         "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
         f"heavy = {HEAVY!r}\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)), file=sys.stderr)\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({UNNEEDED!r})), file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
     assert json.loads(done.stdout)["overall"] == "approve"
-    assert done.stderr.strip().splitlines()[-1] == "[]"
+    assert done.stderr.strip().splitlines()[-2:] == ["[]", "[]"]
 
 
 # --- json-syntax: repeated keys ----------------------------------------------------------------

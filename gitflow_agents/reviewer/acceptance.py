@@ -31,25 +31,31 @@ class Acceptance:
 
 
 def _settings(text: str | None, name: str) -> ReviewSettings:
+    if text is None:
+        return ReviewSettings()
+    # config/ (and the plan/ it imports) only when there is a layer to read: a review without
+    # one is the hook's common case, and those imports cost more than a small review
     from gitflow_agents.config.yaml_nodes import MAX_LAYER_BYTES, parse_layer
     from gitflow_agents.findings.settings import review_settings
 
-    if text is None:
-        return ReviewSettings()
     if len(text.encode("utf-8", "surrogatepass")) > MAX_LAYER_BYTES:
         raise InputError(f"over the {MAX_LAYER_BYTES:,}-byte limit of a layer file", path=name)
     return review_settings(parse_layer(text, name))
+
+
+def _layer_settings(layer: Path) -> ReviewSettings:
+    from gitflow_agents.config.yaml_nodes import read_layer  # see _settings
+    from gitflow_agents.findings.settings import review_settings
+
+    return review_settings(read_layer(layer, LAYER))
 
 
 def local_acceptance(root: Path, baseline_file: str | None) -> Acceptance:
     """From the work tree of ``root``: ``.flow/base.yaml`` and the baseline (``baseline_file``
     relative to the current directory, which must exist; else the default file when it
     exists)."""
-    from gitflow_agents.config.yaml_nodes import read_layer
-    from gitflow_agents.findings.settings import review_settings
-
     layer = root / LAYER
-    settings = review_settings(read_layer(layer, LAYER)) if layer.exists() else ReviewSettings()
+    settings = _layer_settings(layer) if layer.exists() else ReviewSettings()
     if baseline_file is not None:
         path, name = Path(baseline_file), baseline_file
         if not path.exists():
