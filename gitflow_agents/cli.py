@@ -19,13 +19,14 @@ from gitflow_agents import __version__
 from gitflow_agents.errors import ExitCode, GitflowError
 
 if TYPE_CHECKING:
-    SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+    SubParsers = argparse._SubParsersAction["Parser"]
 
 
 ECHOED = 20
 """How much of one command-line value an argparse error repeats; the rest becomes ``…``."""
+# a quoted value longer than ECHOED (argparse's repr), or an unquoted word much longer
 _ECHO = re.compile(
-    r"""'[^'\n]{%d,}'|"[^"\n]{%d,}"|[^\s'"]{%d,}""" % (ECHOED + 3, ECHOED + 3, 3 * ECHOED)
+    rf"""'[^'\n]{{{ECHOED + 1},}}'|"[^"\n]{{{ECHOED + 1},}}"|[^\s'"]{{{3 * ECHOED},}}"""
 )
 
 

@@ -391,7 +391,9 @@ def test_a_review_only_base_is_still_checked_with_file_and_line(tmp_path: Path) 
 )
 def test_a_base_with_more_than_review_is_a_chain_layer(tmp_path: Path, text: str) -> None:
     write(tmp_path, ".flow/base.yaml", text)
-    assert load_error(tmp_path).startswith(".flow/base.yaml: completion_workflow.template: required")
+    assert load_error(tmp_path).startswith(
+        ".flow/base.yaml: completion_workflow.template: required"
+    )
 
 
 def test_a_review_only_base_beside_a_flow_type_layer_needs_the_template(tmp_path: Path) -> None:
