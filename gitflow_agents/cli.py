@@ -10,15 +10,40 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from gitflow_agents import __version__
 from gitflow_agents.errors import ExitCode, GitflowError
 
 if TYPE_CHECKING:
-    SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+    SubParsers = argparse._SubParsersAction["Parser"]
+
+
+ECHOED = 20
+"""How much of one command-line value an argparse error repeats; the rest becomes ``…``."""
+# a quoted value longer than ECHOED (argparse's repr), or an unquoted word much longer
+_ECHO = re.compile(
+    rf"""'[^'\n]{{{ECHOED + 1},}}'|"[^"\n]{{{ECHOED + 1},}}"|[^\s'"]{{{3 * ECHOED},}}"""
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors repeat at most :data:`ECHOED` characters of a value
+    (``invalid int value: '99999999999999999999…'``): a 5,000-digit ``--step`` filled the
+    terminal. Sub-command parsers are of this class too (``add_subparsers`` uses the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(_ECHO.sub(_shorten, message))
+
+
+def _shorten(match: re.Match[str]) -> str:
+    value = match[0]
+    quote = value[0] if value[0] in "'\"" else ""
+    body = value[1:-1] if quote else value
+    return f"{quote}{body[:ECHOED]}…{quote}"
 
 
 class _NotThisCommand(Exception):
@@ -353,7 +378,7 @@ def _command_named(argv: Sequence[str]) -> str | None:
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given ``argv``, only the subcommand it names gets its arguments built."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gitflow-agents",
         description="Run coding agents on git branches: spec plans, review chains, a merge gate.",
     )

@@ -43,6 +43,7 @@ from gitflow_agents.remote import push_branch as push_branch
 from gitflow_agents.remote import remote_branch_sha as remote_branch_sha
 from gitflow_agents.remote import remote_heads as remote_heads
 from gitflow_agents.remote import remote_url as remote_url
+from gitflow_agents.remote import unreachable as unreachable
 from gitflow_agents.worktree import WorktreeMerge as WorktreeMerge
 
 # The work trees, branches and commits of chain steps live in worktree; re-exported.

@@ -103,7 +103,9 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from gitflow_agents.cli import Parser
+
+    parser = Parser(
         prog="git agent-review",
         description=DESCRIPTION,
         epilog=EPILOG,

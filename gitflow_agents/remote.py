@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitflow_agents.errors import GitError
 from gitflow_agents.gitcmd import failure as _fail
 from gitflow_agents.gitcmd import run_git
+
+if TYPE_CHECKING:
+    from gitflow_agents.proc import Result
 
 
 def fetch_ref(root: Path, refspec: str, remote: str = "origin") -> bool:
@@ -47,12 +51,23 @@ def remote_heads(root: Path, remote: str = "origin") -> dict[str, str]:
     """Every branch of ``remote`` and its tip, from one ``git ls-remote --heads`` (a snapshot
     of one moment); GitError when the remote cannot be read."""
     result = run_git(root, "ls-remote", "--heads", remote, check=False)
-    if result.returncode != 0:  # git's first line says why; its last is a generic hint
-        said = [line for line in result.stderr.splitlines() if line.strip()]
-        why = said[0].removeprefix("fatal: ") if said else f"git exited {result.returncode}"
-        raise GitError(f"cannot list the branches of {remote}: {why}")
+    if result.returncode != 0:
+        raise GitError(f"cannot list the branches of {remote}: {_why(result)}")
     heads = (line.partition("\t")[::2] for line in result.stdout.splitlines())
     return {ref.removeprefix("refs/heads/"): sha for sha, ref in heads if ref.startswith("refs/")}
+
+
+def unreachable(root: Path, branch: str, remote: str = "origin") -> str | None:
+    """Why ``remote`` cannot be read (git's words, as its first line has them), None when
+    it can: asks for ``branch`` only, so the answer stays small."""
+    result = run_git(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}", check=False)
+    return _why(result) if result.returncode != 0 else None
+
+
+def _why(result: Result) -> str:
+    """git's first line says why a remote failed; its last is a generic hint."""
+    said = [line for line in result.stderr.splitlines() if line.strip()]
+    return said[0].removeprefix("fatal: ") if said else f"git exited {result.returncode}"
 
 
 def remote_url(root: Path, remote: str = "origin") -> str | None:

@@ -666,6 +666,21 @@ def test_flow_review_fix_review_by_hand(repo: Path) -> None:
     assert len(git(repo, "worktree", "list").splitlines()) == 2  # the step's; scratch removed
 
 
+def test_flow_review_agent_names_the_one_reviewer(repo: Path) -> None:
+    configure(repo, extra_reviewers={"strict": "revise"})
+    head = ("review", "--range", "HEAD~1..HEAD", "--json")
+    out = flow(repo, *head, "--agent", "strict")
+    assert out.returncode == 1, out.stderr + out.stdout
+    assert [r["agentId"] for r in json.loads(out.stdout)["reviewers"]] == ["strict"]
+    for extra, said in (
+        (("--agent", "strict", "--reviewers", "reviewer"), "give --agent or --reviewers"),
+        (("--agent-name", "mine"), "--agent-name is not used for reviews"),
+    ):
+        refused = flow(repo, *head, *extra)
+        assert refused.returncode == 2 and said in refused.stderr, refused
+        assert refused.stderr.count("\n") == 1
+
+
 def test_flow_review_range_focus_paths_and_threshold(repo: Path) -> None:
     configure(repo, reviewer="revise")
     base = main_sha(repo)

@@ -198,3 +198,30 @@ def test_the_man_page_check_at_start_up_imports_nothing(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "None [] False"
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "shown"),
+    [
+        (cli.main, ["run", "p.md", "--step", "9" * 5000], "'99999999999999999999…'"),
+        (cli.main, ["run", "p.md", "--merge", "x" * 5000], "'xxxxxxxxxxxxxxxxxxxx…' (choose from"),
+        (cli.main, ["plan", "show", "p.md", "y" * 5000], ": yyyyyyyyyyyyyyyyyyyy…"),
+        (git_agent_review.main, ["--fail-on", "z" * 5000], "'zzzzzzzzzzzzzzzzzzzz…'"),
+        (cli.main, ["run", "p.md", "--step", "x'" + "9" * 5000], '"x\'999999999999999999…"'),
+    ],
+)
+def test_a_usage_error_echoes_at_most_20_characters_of_a_value(
+    capsys: pytest.CaptureFixture[str], main: object, argv: list[str], shown: str
+) -> None:
+    assert callable(main)
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == ExitCode.USAGE
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert shown in error and len(error) < 200, error
+
+
+def test_a_short_value_is_echoed_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["run", "p.md", "--step", "1234567890123456789x"])
+    assert "'1234567890123456789x'" in capsys.readouterr().err

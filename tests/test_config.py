@@ -13,6 +13,7 @@ from gitflow_agents.config import (
     ChainConfig,
     FlowConfig,
     builtin_flow_dir,
+    config_problems,
     find_project_root,
     load_flow_config,
     scaffold_files,
@@ -352,6 +353,67 @@ def test_layer_without_base_still_needs_a_template(tmp_path: Path) -> None:
     )
     # Without the flow type no project file is read: the shipped defaults apply.
     assert load_flow_config(tmp_path).built_in
+
+
+REVIEW_ONLY = """\
+# yaml-language-server: $schema=flow-config.schema.json
+review:
+  exclude: [tests/fixtures/]
+  rules:
+    todo: {enabled: false}
+"""
+
+
+def test_a_base_holding_only_review_keeps_the_shipped_chain_defaults(tmp_path: Path) -> None:
+    # The builtin reviewer's settings alone must not break plan, prompt and run (decisions
+    # "Flow configuration" 14): the shipped layers apply, the review section is the user's.
+    base = write(tmp_path, ".flow/base.yaml", REVIEW_ONLY)
+    config = load_flow_config(tmp_path)
+    assert config.built_in
+    assert config.sources == (builtin_flow_dir() / "base.yaml", base)
+    assert sorted(config.agents) == ["builder", "fixer", "planner", "researcher", "reviewer"]
+    shipped = builtin_flow_dir() / "completion-workflow-template.md"
+    assert config.completion_workflow.template == shipped.read_text(encoding="utf-8")
+    assert [g.glob for g in config.review.exclude] == ["tests/fixtures/"]
+    assert config.review.exclude[0].source == ".flow/base.yaml:3"
+    assert not config.review.rules["todo"].enabled
+    assert load_flow_config(tmp_path, "review").sources[-1] == base
+
+
+def test_a_review_only_base_is_still_checked_with_file_and_line(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", "review:\n  exlude: [a]\n")
+    assert load_error(tmp_path).startswith(".flow/base.yaml:2: review.exlude")
+    assert [str(p) for p in config_problems(tmp_path)] == [load_error(tmp_path)]
+
+
+@pytest.mark.parametrize(
+    "text", ["review:\n  exclude: [a]\nflow_dir: plans\n", "", "# only a comment\n"]
+)
+def test_a_base_with_more_than_review_is_a_chain_layer(tmp_path: Path, text: str) -> None:
+    write(tmp_path, ".flow/base.yaml", text)
+    assert load_error(tmp_path).startswith(
+        ".flow/base.yaml: completion_workflow.template: required"
+    )
+
+
+def test_a_review_only_base_beside_a_flow_type_layer_needs_the_template(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", REVIEW_ONLY)
+    write(tmp_path, ".flow/plan/base.yaml", "flow_dir: plans\n")
+    assert "completion_workflow.template: required" in load_error(tmp_path, "plan")
+    assert load_flow_config(tmp_path).built_in  # without the flow type: only the review layer
+
+
+def test_plan_and_prompt_work_with_a_review_only_base(repo: Path, cli_run: Cli) -> None:
+    write(repo, ".flow/base.yaml", REVIEW_ONLY)
+    write(repo, "specs/a.md", "# A\n\n## Implementation Steps\n\n### Status: | Step 1: Do\n")
+    for argv in (("plan", "lint", "specs/a.md"), ("plan", "show", "specs/a.md")):
+        result = cli_run.main(*argv, cwd=repo)
+        assert result.returncode == 0, result.stderr + result.stdout
+    result = cli_run.main(
+        "prompt", "--agent", "builder", "--plan", "specs/a.md", "--step", "1", cwd=repo
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    assert "## Output Requirements" in result.stdout
 
 
 def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:

@@ -93,6 +93,36 @@ def test_status_history_send_cancel_read_hostile_records(
         assert outcome.stderr.count("\n") <= 1
 
 
+def test_history_names_each_run_it_skips_and_lists_the_others(repo: Path, cli: Cli) -> None:
+    import os
+
+    setup_project(repo, {"builder": ["true"]})
+    runs = repo / "flows" / "f" / "runs"
+    good, huge, fifo, running = (f"0190000{n}-0000-7000-8000-000000000001" for n in range(1, 5))
+    for run_id, text in (
+        (good, '{"run": {"agent": "builder"}}'),
+        (huge, '{"run": 1' + "0" * 30 + "}"),
+    ):
+        (runs / run_id).mkdir(parents=True)
+        (runs / run_id / "result.json").write_text(text)
+    (runs / fifo).mkdir()
+    os.mkfifo(runs / fifo / "result.json")
+    (runs / running).mkdir()  # no result.json yet: still running, not a problem
+    for args in (("history",), ("history", "--json"), ("history", "--format", "mermaid")):
+        for _ in range(2):  # a second run says the same
+            outcome = cli.main(*args, cwd=repo)
+            assert outcome.returncode == ExitCode.OK, outcome.stderr
+            assert good[:13] in outcome.stdout and huge[:13] not in outcome.stdout
+            lines = outcome.stderr.splitlines()
+            assert [line.split(": ")[1] for line in lines] == [
+                f"skipped run {huge}",
+                f"skipped run {fifo}",
+            ], lines
+            assert f"flows/f/runs/{huge}/result.json: " in lines[0] and "out of range" in lines[0]
+            assert f"flows/f/runs/{fifo}/result.json: " in lines[1] and "FIFO" in lines[1]
+    assert json.loads(cli.main("history", "--json", cwd=repo).stdout)[0]["runId"] == good
+
+
 def test_send_refuses_a_damaged_session_file_in_one_line(repo: Path, cli: Cli) -> None:
     setup_project(repo, {"builder": ["true"]})
     write_records(repo, {"state": "succeeded", "agent": "builder"}, {"run": {"sessionId": "s"}})

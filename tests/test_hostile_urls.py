@@ -24,6 +24,9 @@ BAD_API_URLS = [
     "https://",
     "api.github.com",
     "https://api.github.com:port/",
+    "https://api.github.com:0/",
+    "http://127.0.0.1:00",
+    "https://api.github.com:65536/",
     "http://[::1",
     "https:// api.github.com",
     "file:///etc/passwd",
@@ -39,7 +42,15 @@ def test_an_api_url_that_is_not_http_is_a_usage_error_naming_the_variable(url: s
 
 
 @pytest.mark.parametrize(
-    "url", ["", DEFAULT_API_URL, "https://ghe.example/api/v3/", "http://127.0.0.1:8080"]
+    "url",
+    [
+        "",
+        DEFAULT_API_URL,
+        "https://ghe.example/api/v3/",
+        "http://127.0.0.1:8080",
+        "http://127.0.0.1:1",
+        "https://ghe.example:65535/api/v3",
+    ],
 )
 def test_http_api_urls_are_taken(url: str) -> None:
     settings = settings_from_env({"GITHUB_TOKEN": "t", "GITHUB_API_URL": url})

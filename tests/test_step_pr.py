@@ -250,6 +250,35 @@ def test_without_a_token_it_is_a_usage_error_before_any_agent_runs(
     assert not (repo / "flows").exists()
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://x-access-token:SECRET@127.0.0.1:1/o/r.git", "(https://***@127.0.0.1:1/o/r.git)"),
+        ("{tmp}/gone.git", "({tmp}/gone.git)"),
+    ],
+)
+def test_an_unreachable_origin_is_named_with_its_url_masked(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], url: str, shown: str
+) -> None:
+    repo = setup_repo(tmp_path, gh)
+    git(repo, "remote", "set-url", "origin", url.format(tmp=tmp_path))
+    out = run_pr(repo, "--step", "1")
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert f"cannot reach origin {shown.format(tmp=tmp_path)}: " in out.stderr
+    assert "SECRET" not in out.stderr and "does not exist" not in out.stderr
+    assert not (repo / "flows").exists()
+
+
+def test_a_target_missing_on_a_reachable_origin_is_named(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo = setup_repo(tmp_path, gh)
+    out = run_pr(repo, "--step", "1", "--target", "release")
+    assert out.returncode == 2
+    assert "the target branch release does not exist on origin" in out.stderr
+
+
 def test_a_branch_moved_on_origin_during_the_run_exits_4_and_nothing_is_forced(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
 ) -> None:

@@ -45,12 +45,20 @@ def target_tip(ctx: Context, *, fetch: bool = True) -> str | None:
     """The target's commit, None when there is no such branch. With ``ctx.target_remote`` it is
     fetched from that remote first (unless ``fetch`` is off), so "done" and "moved on" are read
     as the remote has them."""
-    if ctx.target_remote is not None and fetch:
-        refspec = f"+refs/heads/{ctx.target}:{ctx.target_rev}"
-        git.fetch_ref(ctx.root, refspec, ctx.target_remote)
+    if fetch:
+        fetch_target(ctx)
     if not git.ref_exists(ctx.root, ctx.target_rev):
         return None
     return git.rev_parse(ctx.root, ctx.target_rev)
+
+
+def fetch_target(ctx: Context) -> bool:
+    """Fetch the target from ``ctx.target_remote`` into its remote-tracking ref: whether git
+    succeeded (True when there is no remote to fetch from)."""
+    if ctx.target_remote is None:
+        return True
+    refspec = f"+refs/heads/{ctx.target}:{ctx.target_rev}"
+    return git.fetch_ref(ctx.root, refspec, ctx.target_remote)
 
 
 def done_where(ctx: Context, step: int) -> str | None:

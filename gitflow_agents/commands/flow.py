@@ -3,7 +3,7 @@
 * implement / fix: the agent works in the work tree of a branch (the step branch of ``--plan`` /
   ``--step``, or ``--branch``); its changes are committed with the run's trailer and the git
   statistics are filled into its report and ``result.json``. Nothing is merged.
-* review: every ``--reviewers`` agent reviews ``--branch`` (against its merge-base with the
+* review: every ``--reviewers`` agent (or the one ``--agent``) reviews ``--branch`` (against its merge-base with the
   target) or ``--range A..B`` in a detached, throw-away work tree; ``--focus-paths`` limits the
   findings that count; the gate decides the exit code and a git note records the verdict.
 * research: the agent works read-only in a throw-away work tree; ``result.json`` lists the
@@ -37,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"flow {args.flow_kind}: --plan needs --step")
     if args.step is not None and plan is None:
         raise UsageError(f"flow {args.flow_kind}: --step needs --plan")
+    if args.flow_kind == "review":
+        _review_agents(args)
     ctx = open_context(args, plan_path=plan, flow=args.flow_name, check_agents=False)
     if ctx.plan is not None:
         ctx.plan.step(args.step)
@@ -126,6 +128,22 @@ def _check_reports(ctx: Any, after: tuple[str, ...]) -> None:
             )
 
 
+def _review_agents(args: argparse.Namespace) -> None:
+    """``flow review --agent X`` reviews with X alone, as ``--reviewers X`` does (and as
+    ``git agent-review --agent X`` does); giving both, or ``--agent-name`` (each reviewer's id
+    is its own: docs/chains.md), is a usage error rather than an option silently ignored."""
+    if args.agent_name is not None:
+        raise UsageError(
+            "flow review: --agent-name is not used for reviews (each reviewer's id is its "
+            "agent name); choose the reviewers with --agent or --reviewers"
+        )
+    if args.agent is None:
+        return
+    if args.reviewers is not None:
+        raise UsageError("flow review: give --agent or --reviewers, not both")
+    args.reviewers = args.agent
+
+
 def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     from gitflow_agents import chain, git
     from gitflow_agents.findings import merge_reviews
@@ -185,7 +203,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument(
         "--agent",
-        help="agent to run (default: chain.implementer / chain.fixer of the config, researcher)",
+        help="agent to run (default: chain.implementer / chain.fixer of the config, "
+        "researcher); review: the one reviewer, as --reviewers A",
     )
     p.add_argument("--agent-name", help="agent id (default step-NN-<agent> or <agent>)")
     p.add_argument("--flow", dest="flow_name", help="flow name (default: the plan's name)")

@@ -26,17 +26,27 @@ def run(args: argparse.Namespace) -> int:
     fmt = _format(args)
     root = git.repo_root(Path.cwd())
     config = load_flow_config(root)
+    skipped: list[str] = []
+    try:
+        return _show(fmt, root, config.flow_dir, args, skipped)
+    finally:  # after the output, so a table or JSON on stdout stays whole
+        for line in skipped:
+            print(f"gitflow-agents history: {line}", file=sys.stderr)
+
+
+def _show(fmt: str, root: Path, flow_dir: str, args: argparse.Namespace, skipped: list[str]) -> int:
+    """Print the runs in ``fmt``; unreadable records go to ``skipped``."""
     if fmt == "mermaid":
-        shown = records(root, config.flow_dir, args.flow_name, agents=args.agents)
-        sys.stdout.write(mermaid(shown) if shown else f"no runs under {config.flow_dir}/\n")
+        shown = records(root, flow_dir, args.flow_name, agents=args.agents, skipped=skipped)
+        sys.stdout.write(mermaid(shown) if shown else f"no runs under {flow_dir}/\n")
         return int(ExitCode.OK)
-    found = rows(root, config.flow_dir, args.flow_name, agents=args.agents)
+    found = rows(root, flow_dir, args.flow_name, agents=args.agents, skipped=skipped)
     if fmt == "json":
         json.dump([r.to_json() for r in found], sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return int(ExitCode.OK)
     if not found:
-        print(f"no runs under {config.flow_dir}/")
+        print(f"no runs under {flow_dir}/")
         return int(ExitCode.OK)
     header = ("RUN", "FLOW", "WHAT", "OUTCOME", "ITER", "GIT", "DURATION", "FINISHED")
     table = [header] + [

@@ -3,7 +3,9 @@ check it against the shape, merge the layers, and build the frozen values.
 
 Layers, later wins: ``.flow/base.yaml`` -> ``.flow/<flow_type>/base.yaml`` ->
 ``.flow/<flow_type>/<variant>.yaml``. When no project layer exists at all, the shipped
-``templates/flow/`` layers stand in (docs/configuration.md).
+``templates/flow/`` layers stand in (docs/configuration.md); so they do when the only one is a
+``.flow/base.yaml`` holding nothing but ``review:`` (the builtin reviewer's settings), which is
+then read after them.
 """
 
 from __future__ import annotations
@@ -100,14 +102,28 @@ def _layers(root: Path, flow_type: str | None, variant: str | None) -> tuple[Lay
     layout = Layout(root, root / FLOW_DIR_NAME, built_in=False)
     # exists(), not is_file(): a folder named like a layer is reported, not silently skipped
     paths = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if p.exists()]
-    if not paths:
+    review_only = paths == [layout.flow_dir / BASE_FILE] and _only_review(paths[0], layout)
+    if not paths or review_only:
         layout = Layout(root, builtin_flow_dir(), built_in=True)
-        paths = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if p.is_file()]
+        shipped = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if p.is_file()]
+        paths = shipped + paths  # the review-only layer, if any, last (it sets only review:)
     if variant is not None:
         wanted = layout.flow_dir / str(flow_type) / f"{variant}.yaml"
         if wanted not in paths:
             raise ConfigError(_missing_variant(layout, wanted, str(flow_type)))
     return layout, paths
+
+
+def _only_review(path: Path, layout: Layout) -> bool:
+    """Whether the layer file ``path`` sets ``review:`` and nothing else: the builtin reviewer's
+    settings, read on their own by ``git agent-review``. Such a file is no chain layer, so the
+    shipped defaults still apply (docs/decisions.md, "Flow configuration" 14). A file that
+    cannot be read is not: the normal path reports it."""
+    try:
+        node = read_layer(path, display(layout.root, path))
+    except ConfigError:
+        return False
+    return set(node.value) == {"review"}
 
 
 def _missing_variant(layout: Layout, wanted: Path, flow_type: str) -> str:
@@ -126,6 +142,6 @@ def _missing_variant(layout: Layout, wanted: Path, flow_type: str) -> str:
 
 
 def _layer_display(layout: Layout, path: Path) -> str:
-    if layout.built_in:
+    if layout.built_in and path.is_relative_to(templates_dir()):
         return f"{BUILT_IN}:{path.relative_to(templates_dir()).as_posix()}"
     return display(layout.root, path)

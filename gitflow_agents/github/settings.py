@@ -73,14 +73,15 @@ def settings_from_env(environ: Mapping[str, str], token: str | None = None) -> S
 
 def api_url_from(environ: Mapping[str, str]) -> str:
     """``GITHUB_API_URL`` without its trailing slash, github.com's API when unset; UsageError
-    (exit 2) naming the variable unless it is an http(s) URL with a host (and a numeric port)."""
+    (exit 2) naming the variable unless it is an http(s) URL with a host (and a port from 1 to
+    65535, when one is given)."""
     from urllib.parse import urlsplit
 
     raw = environ.get("GITHUB_API_URL") or DEFAULT_API_URL
     try:
         parts = urlsplit(raw)
-        _ = parts.port  # ValueError when it is not a number
-        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+        # ValueError when not a number or over 65535; port 0 cannot be connected to
+        usable = parts.port != 0 and parts.scheme in ("http", "https") and bool(parts.hostname)
     except ValueError:  # an unclosed [IPv6 literal, a port that is not a number
         usable = False
     if not usable or any(c.isspace() or not c.isprintable() for c in raw):

@@ -23,6 +23,7 @@ deleted while it still is the claim). docs/github.md, "Plan steps as pull reques
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,8 @@ from gitflow_agents.lock import LockInfo, StepLockedError
 from gitflow_agents.plan.model import DONE
 
 REMOTE = "origin"
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
+"""A URL inside git's words, whose user info is masked before it is shown."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ def run_steps(
 ) -> int:
     """Every step of ``steps`` (None: the steps ready now, ``--all``) as a pull request, in
     order, until one does not exit 0."""
-    from gitflow_agents.chain.state import target_tip
+    from gitflow_agents.chain.state import fetch_target, target_tip
     from gitflow_agents.github.client import ACTIONS_BOT_LOGIN
     from gitflow_agents.github.fixer import BOT_EMAIL
     from gitflow_agents.plan import parse_plan
@@ -101,8 +104,9 @@ def run_steps(
     ctx.target_remote = REMOTE
     # A fresh runner knows no git identity: the commits are then github-actions[bot]'s.
     ctx.commit_identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
-    if target_tip(ctx) is None:
-        raise UsageError(f"the target branch {ctx.target} does not exist on {REMOTE}")
+    # a failed fetch must not leave the run on a stale remote-tracking ref
+    if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:
+        raise _no_target(ctx)
     steps = _startable(ctx, steps, options.force)
     code = int(ExitCode.OK)
     for number in steps:
@@ -112,6 +116,23 @@ def run_steps(
         if code != ExitCode.OK:
             break
     return code
+
+
+def _no_target(ctx: Context) -> GitflowError:
+    """Why origin's target could not be fetched: origin cannot be reached (its URL and git's
+    reason shown with credentials masked), it has no such branch, or git failed to fetch it.
+    Exit 2 each time, as every git failure is (docs/decisions.md, "Plan steps in waves" 6)."""
+    from gitflow_agents.errors import GitError
+    from gitflow_agents.github.settings import without_credentials
+
+    why = git.unreachable(ctx.root, ctx.target, REMOTE)
+    if why is not None:
+        why = _URL.sub(lambda match: without_credentials(match[0]), why)
+        url = without_credentials(git.remote_url(ctx.root, REMOTE) or "")
+        return GitError(f"cannot reach {REMOTE} ({url}): {why}")
+    if git.remote_branch_sha(ctx.root, ctx.target, REMOTE) is None:
+        return UsageError(f"the target branch {ctx.target} does not exist on {REMOTE}")
+    return GitError(f"cannot fetch the target branch {ctx.target} from {REMOTE}")
 
 
 def _startable(ctx: Context, steps: list[int] | None, force: bool) -> list[int]:

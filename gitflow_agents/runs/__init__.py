@@ -110,13 +110,36 @@ def read_json(path: Path) -> dict[str, Any] | None:
     over :data:`MAX_RECORD_BYTES`, not JSON, not an object, nested too deeply or holding numbers
     out of range (gitflow_agents/jsondata.py). Callers still check each field's type: an agent
     can write anything into its run folder."""
-    from gitflow_agents.fsutil import ReadRefused, read_limited
-    from gitflow_agents.jsondata import JsonProblem, load_object
+    from gitflow_agents.jsondata import JsonProblem
 
     try:
-        return load_object(read_limited(path, MAX_RECORD_BYTES))
-    except (OSError, ReadRefused, JsonProblem):
+        return load_record(path)
+    except (OSError, JsonProblem):
         return None
+
+
+def load_record(path: Path) -> dict[str, Any]:
+    """The object in ``path``, as :func:`read_json` reads it, for a caller that says why it
+    cannot: OSError (FileNotFoundError when missing; ``fsutil.ReadRefused`` with a ``reason``)
+    or ``jsondata.JsonProblem`` (``message``, ``line``)."""
+    from gitflow_agents.fsutil import read_limited
+    from gitflow_agents.jsondata import load_object
+
+    return load_object(read_limited(path, MAX_RECORD_BYTES))
+
+
+def record_problem(exc: Exception) -> str:
+    """One line saying why :func:`load_record` refused a record: ``line 1: integer … is out
+    of range``, ``is a FIFO (named pipe), not a regular file``."""
+    from gitflow_agents.fsutil import ReadRefused
+    from gitflow_agents.jsondata import JsonProblem
+
+    if isinstance(exc, (ReadRefused, JsonProblem)):
+        why = exc.reason if isinstance(exc, ReadRefused) else exc.message
+        return why if exc.line is None else f"line {exc.line}: {why}"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)
 
 
 # --- status.json -------------------------------------------------------------------------

@@ -46,7 +46,12 @@ class HistoryRow:
 
 
 def rows(
-    root: Path, flow_dir: str, flow: str | None = None, *, agents: bool = False
+    root: Path,
+    flow_dir: str,
+    flow: str | None = None,
+    *,
+    agents: bool = False,
+    skipped: list[str] | None = None,
 ) -> list[HistoryRow]:
     """One row per run ``history`` shows, oldest first, its texts masked again by the secret
     rules (the records were masked when written, but an agent can write into its run folder)."""
@@ -55,21 +60,36 @@ def rows(
 
     return [
         HistoryRow(**redact_data(asdict(_row(run_dir, data, mapping(data, "run")))))
-        for run_dir, data in records(root, flow_dir, flow, agents=agents)
+        for run_dir, data in records(root, flow_dir, flow, agents=agents, skipped=skipped)
     ]
 
 
 def records(
-    root: Path, flow_dir: str, flow: str | None = None, *, agents: bool = False
+    root: Path,
+    flow_dir: str,
+    flow: str | None = None,
+    *,
+    agents: bool = False,
+    skipped: list[str] | None = None,
 ) -> list[tuple[Path, dict[str, Any]]]:
-    """(run folder, result.json data) of every run ``history`` shows, oldest first."""
+    """(run folder, result.json data) of every run ``history`` shows, oldest first. A run with
+    no result.json yet (still running, or killed) is left out; one whose result.json cannot be
+    read is too, and a line saying which and why goes to ``skipped``."""
+    from gitflow_agents.config.values import display as shown_path
+    from gitflow_agents.jsondata import JsonProblem
     from gitflow_agents.record_fields import mapping
-    from gitflow_agents.runs import iter_runs, read_json
+    from gitflow_agents.runs import iter_runs, load_record, record_problem
 
     found = []
     for paths in iter_runs(root, flow_dir, flow):
-        data = read_json(paths.result)
-        if data is None:
+        try:
+            data = load_record(paths.result)
+        except FileNotFoundError:
+            continue
+        except (OSError, JsonProblem) as exc:
+            if skipped is not None:
+                where = shown_path(root, paths.result)
+                skipped.append(f"skipped run {paths.run_dir.name}: {where}: {record_problem(exc)}")
             continue
         if mapping(data, "run").get("chainRunID") and not agents:
             continue
