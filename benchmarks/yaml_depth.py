@@ -115,6 +115,15 @@ def deep(depth: int) -> str:
     return "x: " + "[" * depth + "]" * depth + "\n"
 
 
+def _mib(line: Callable[[int], str]) -> str:
+    """Lines ``line(0)``, ``line(1)``, … up to 1 MiB."""
+    lines, size = [], 0
+    while size < 1 << 20:
+        lines.append(line(len(lines)))
+        size += len(lines[-1])
+    return "".join(lines)
+
+
 def _outcome(work: Callable[[], object]) -> str:
     try:
         work()
@@ -183,18 +192,25 @@ def measure(runs: int, libyaml: bool) -> list[Row]:
     rows: list[Row] = []
     options = "agents:\n  a:\n    adapter: command\n    command: [x]\n    options:\n"
     options += "".join(f"      key{i}: value number {i}\n" for i in range(36_000))
-    context = {
-        "config layer": ("1 MiB, 36,000 option keys", options),
-        "reviewed file": (
+    context = [
+        ("config layer", "1 MiB, 36,000 option keys", options),
+        ("reviewed file", "1 MiB flat", _mib(lambda i: f"key{i}: value number {i}\n")),
+        (
+            "reviewed file",
             "1 MiB API spec",
-            "paths:\n" + "".join(API_PATH.replace("/p:", f"/p{i}:") for i in range(3600)),
+            "paths:\n" + _mib(lambda i: API_PATH.replace("/p:", f"/p{i}:")),
         ),
-    }
+        (
+            "reviewed file",
+            "1 MiB, 60 levels a line",
+            _mib(lambda i: f"k{i}: " + "[" * 59 + "1" + "]" * 59 + "\n"),
+        ),
+    ]
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp)
         surfaces = _surfaces(root)
         cases = [(name, label, deep(d)) for name in surfaces for label, d in DEPTHS.items()]
-        cases += [(name, label, text) for name, (label, text) in context.items()]
+        cases += context
         for name, label, text in cases:
             best = (float("inf"), 0.0, "")
             for _ in range(runs):

@@ -16,9 +16,12 @@ key and value without the mapping rules (``!!omap [{[a]: 1}]`` is refused here).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, NamedTuple
+
+import yaml  # this module is imported only when a YAML file is reviewed
 
 _CORE = "tag:yaml.org,2002:"
 _STR = _CORE + "str"
@@ -86,36 +89,43 @@ class BuildCheck:
         self.stack: list[_Open] = []
 
     def event(self, event: Any) -> None:
-        import yaml
+        follow = _FOLLOW.get(type(event))
+        if follow is not None:
+            follow(self, event)
 
+    def _scalar(self, event: Any) -> None:
         line = event.start_mark.line
-        if isinstance(event, yaml.ScalarEvent):
-            self._anchor(event.anchor, line)
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = _resolver().resolve(yaml.ScalarNode, event.value, event.implicit)
-            value = _Value("scalar", tag, line, _scalar_fault(event, tag, line), None, 0)
-            self._add(event.anchor, value)
-        elif isinstance(event, yaml.AliasEvent):
-            found = self.anchors[str(event.anchor)]  # safe_yaml refuses unknown and open anchors
-            assert found is not None
-            self._add(None, found)
-        elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            self._anchor(event.anchor, line)
-            kind = "mapping" if isinstance(event, yaml.MappingStartEvent) else "sequence"
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = _CORE + ("map" if kind == "mapping" else "seq")
-            self.stack.append(_Open(kind, tag, event.anchor, line))
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            done = self.stack.pop()
-            fault = _tag_fault(done.kind, done.tag, done.line)
-            if fault is None and not _opaque(done.tag):
-                fault = done.fault
-            merged = done.fault if done.kind == "mapping" else done.merged
-            self._add(done.anchor, _Value(done.kind, done.tag, done.line, fault, merged, done.size))
-        elif isinstance(event, yaml.DocumentStartEvent):
-            self.anchors.clear()  # anchors are per document
+        self._anchor(event.anchor, line)
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = _resolver().resolve(yaml.ScalarNode, event.value, event.implicit)
+        self._add(
+            event.anchor, _Value("scalar", tag, line, _scalar_fault(event, tag, line), None, 0)
+        )
+
+    def _alias(self, event: Any) -> None:
+        found = self.anchors[str(event.anchor)]  # safe_yaml refuses unknown and open anchors
+        assert found is not None
+        self._add(None, found)
+
+    def _start(self, event: Any) -> None:
+        self._anchor(event.anchor, event.start_mark.line)
+        kind = "mapping" if isinstance(event, yaml.MappingStartEvent) else "sequence"
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = _CORE + ("map" if kind == "mapping" else "seq")
+        self.stack.append(_Open(kind, tag, event.anchor, event.start_mark.line))
+
+    def _end(self, event: Any) -> None:
+        done = self.stack.pop()
+        fault = _tag_fault(done.kind, done.tag, done.line)
+        if fault is None and not _opaque(done.tag):
+            fault = done.fault
+        merged = done.fault if done.kind == "mapping" else done.merged
+        self._add(done.anchor, _Value(done.kind, done.tag, done.line, fault, merged, done.size))
+
+    def _document(self, event: Any) -> None:
+        self.anchors.clear()  # anchors are per document
 
     def _anchor(self, anchor: str | None, line: int) -> None:
         if anchor is not None:
@@ -146,7 +156,19 @@ class BuildCheck:
         if parent.tag in _PAIRS and (value.kind != "mapping" or value.size != 1):
             fault = Fault(f"an item of {parent.tag!r} must be a mapping of one pair", value.line)
         parent.fault = parent.fault or fault
-        parent.merged = parent.merged or _merge_fault(value, item=True)
+        if parent.merged is None:
+            parent.merged = _merge_fault(value, item=True)
+
+
+_FOLLOW: dict[type[Any], Callable[[BuildCheck, Any], None]] = {
+    yaml.ScalarEvent: BuildCheck._scalar,
+    yaml.AliasEvent: BuildCheck._alias,
+    yaml.SequenceStartEvent: BuildCheck._start,
+    yaml.MappingStartEvent: BuildCheck._start,
+    yaml.SequenceEndEvent: BuildCheck._end,
+    yaml.MappingEndEvent: BuildCheck._end,
+    yaml.DocumentStartEvent: BuildCheck._document,
+}
 
 
 def _pair_fault(key: _Value, value: _Value) -> Fault | None:
@@ -174,8 +196,6 @@ def _scalar_fault(event: Any, tag: str, line: int) -> Fault | None:
     fault = _tag_fault("scalar", tag, line)
     if fault is not None or _opaque(tag):
         return fault
-    import yaml
-
     node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
     constructor = _constructor()
     try:
