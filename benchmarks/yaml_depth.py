@@ -5,50 +5,64 @@ Usage: python benchmarks/yaml_depth.py [--runs N]
 A file ``x: [[[…]]]`` nested 1,000 to 100,000 levels (the last is a 200 KB file) as a `.flow/`
 config layer, as card frontmatter, as a file the builtin reviewer checks, and committed and
 reviewed by the whole ``git agent-review`` command (a process of its own, start-up included).
-Two context rows follow: 1 MiB files that are accepted (a config layer with 36,000 option
-keys; a reviewed API spec). Each row runs twice, in a process that has libyaml and in
-one that cannot import it (``yaml._yaml`` blocked: what a machine without libyaml runs). Prints
-wall-clock and CPU seconds (the best of --runs) and the outcome. Target: every nested row
-refused, naming file and line, in well under a second either way.
+Context rows follow: 1 MiB files that are accepted (a config layer with 36,000 option keys; a
+reviewed flat file, API spec, and file of lines each nested 60 levels, ``k: [[…[1]…]]``, the
+most parser events a MiB can hold within the 64-level bound). Each row runs twice, in a
+process that has libyaml and in one that cannot import it (``yaml._yaml`` blocked: what a
+machine without libyaml runs). Prints wall-clock and CPU seconds (the best of --runs) and the
+outcome. Target: every nested row refused, naming file and line, in well under a second either
+way.
 
 PyYAML 6.0.4's libyaml (0.2.6) stops at 1,000 levels of its own; the reader used to parse the
 text again with PyYAML's pure-Python parser after such an error to word the message, which is
-quadratic in this nesting: 280 s for the 200 KB file through ``git agent-review``.
+quadratic in this nesting: 280 s for the 200 KB file through ``git agent-review``. Before that
+fix, PyYAML 6.0.4 with libyaml took 0.7 / 2.0 / 7.4 / 21.7 s for 1k / 2k / 4k / 8k levels.
 
-Measured on the shared 2-core development machine (wall-clock seconds, CPU seconds in brackets,
-best of 2: ``--runs 2``), after the fix. Before it, PyYAML 6.0.4 with libyaml took 0.7 / 2.0 /
-7.4 / 21.7 s for 1k / 2k / 4k / 8k levels and 280 s for the 200 KB file through
-``git agent-review`` (issue 19). Without libyaml a 1 MiB file takes seconds whatever its nesting:
-PyYAML's own parser is linear but about five times slower.
+The reviewed-file check then built every value a second time with PyYAML's safe loader after
+the bounded walk; it is one walk now (gitflow_agents/reviewer/yaml_build.py). The same rows with
+the code before that change (CPU seconds, libyaml / no libyaml, ``--runs 1``):
+
+reviewed file    1 MiB flat                  1049   0.38 / 2.92
+reviewed file    1 MiB API spec              1049   1.51 / 5.94
+reviewed file    1 MiB, 60 levels a line     1049   7.04 / 32.43
+
+Measured on the shared 2-core development machine (wall-clock seconds, CPU seconds in
+brackets, ``--runs 1``), after it. Without libyaml a 1 MiB file takes seconds whatever its
+nesting: PyYAML's own parser is linear but five to seven times slower, and nothing here can
+change that.
 
 PyYAML 6.0.4, libyaml 0.2.6
 surface          input                         KB       libyaml    no libyaml  outcome
-config layer     1k                             2   0.00 (0.00)   0.13 (0.13)  [1]
-config layer     2k                             4   0.00 (0.00)   0.14 (0.13)  [1]
-config layer     4k                             8   0.00 (0.00)   0.16 (0.14)  [1]
-config layer     8k                            16   0.00 (0.00)   0.17 (0.14)  [1]
-config layer     200 KB                       200   0.00 (0.00)   0.16 (0.14)  [1]
-card frontmatter 1k                             2   0.00 (0.00)   0.14 (0.13)  [2]
-card frontmatter 2k                             4   0.00 (0.00)   0.14 (0.14)  [2]
-card frontmatter 4k                             8   0.00 (0.00)   0.16 (0.14)  [2]
-card frontmatter 8k                            16   0.00 (0.00)   0.17 (0.14)  [2]
-card frontmatter 200 KB                       200   0.00 (0.00)   0.14 (0.14)  [2]
-reviewed file    1k                             2   0.00 (0.00)   0.15 (0.13)  [3]
+config layer     1k                             2   0.01 (0.01)   0.14 (0.14)  [1]
+config layer     2k                             4   0.00 (0.00)   0.15 (0.15)  [1]
+config layer     4k                             8   0.00 (0.00)   0.15 (0.15)  [1]
+config layer     8k                            16   0.00 (0.00)   0.15 (0.15)  [1]
+config layer     200 KB                       200   0.00 (0.00)   0.15 (0.15)  [1]
+card frontmatter 1k                             2   0.00 (0.00)   0.14 (0.14)  [2]
+card frontmatter 2k                             4   0.00 (0.00)   0.15 (0.15)  [2]
+card frontmatter 4k                             8   0.00 (0.00)   0.15 (0.15)  [2]
+card frontmatter 8k                            16   0.00 (0.00)   0.14 (0.14)  [2]
+card frontmatter 200 KB                       200   0.00 (0.00)   0.15 (0.15)  [2]
+reviewed file    1k                             2   0.00 (0.00)   0.15 (0.15)  [3]
 reviewed file    2k                             4   0.00 (0.00)   0.14 (0.14)  [3]
-reviewed file    4k                             8   0.00 (0.00)   0.15 (0.14)  [3]
-reviewed file    8k                            16   0.00 (0.00)   0.16 (0.14)  [3]
-reviewed file    200 KB                       200   0.00 (0.00)   0.18 (0.14)  [3]
-config layer     1 MiB, 36,000 option keys   1238   0.45 (0.40)   1.87 (1.73)  [4]
-reviewed file    1 MiB API spec              1014   1.40 (1.16)   6.34 (5.45)  [4]
-git agent-review 1k                             2   0.20 (0.15)   0.32 (0.28)  [3]
-git agent-review 2k                             4   0.24 (0.15)   0.31 (0.28)  [3]
-git agent-review 4k                             8   0.22 (0.15)   0.31 (0.28)  [3]
-git agent-review 8k                            16   0.24 (0.16)   0.31 (0.29)  [3]
-git agent-review 200 KB                       200   0.27 (0.17)   0.42 (0.30)  [3]
+reviewed file    4k                             8   0.00 (0.00)   0.16 (0.16)  [3]
+reviewed file    8k                            16   0.00 (0.00)   0.14 (0.14)  [3]
+reviewed file    200 KB                       200   0.00 (0.00)   0.14 (0.14)  [3]
+config layer     1 MiB, 36,000 option keys   1238   0.70 (0.70)   2.24 (2.24)  [4]
+reviewed file    1 MiB flat                  1049   0.19 (0.19)   1.66 (1.66)  [4]
+reviewed file    1 MiB API spec              1049   0.47 (0.47)   2.90 (2.90)  [4]
+reviewed file    1 MiB, 60 levels a line     1049   1.92 (1.92)  12.38 (12.37)  [4]
+git agent-review 1k                             2   0.26 (0.26)   0.51 (0.51)  [3]
+git agent-review 2k                             4   0.22 (0.22)   0.36 (0.36)  [3]
+git agent-review 4k                             8   0.19 (0.19)   0.35 (0.35)  [3]
+git agent-review 8k                            16   0.20 (0.20)   0.34 (0.34)  [3]
+git agent-review 200 KB                       200   0.23 (0.23)   0.37 (0.37)  [3]
 [1] .flow/base.yaml:3: invalid YAML: nested more than 64 levels deep
 [2] card.md:3: invalid YAML in frontmatter: nested more than 64 levels deep
 [3] deep.yaml:1: invalid YAML: nested more than 64 levels deep
 [4] accepted
+
+Before the one-pass check (the depth rows are the same since):
 
 PyYAML 6.0.3, libyaml 0.2.5
 surface          input                         KB       libyaml    no libyaml  outcome
@@ -116,11 +130,11 @@ def deep(depth: int) -> str:
 
 
 def _mib(line: Callable[[int], str]) -> str:
-    """Lines ``line(0)``, ``line(1)``, … up to 1 MiB."""
-    lines, size = [], 0
-    while size < 1 << 20:
+    """Lines ``line(0)``, ``line(1)``, … up to 1 MiB (the reviewer reads files up to 1 MiB)."""
+    lines, size = [], len(line(0))
+    while size <= 1 << 20:
         lines.append(line(len(lines)))
-        size += len(lines[-1])
+        size += len(line(len(lines)))
     return "".join(lines)
 
 
