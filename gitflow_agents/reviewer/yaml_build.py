@@ -50,11 +50,12 @@ class _Value(NamedTuple):
     tag: str
     line: int
     fault: Fault | None  # building it fails (None for an opaque tag)
-    merged: Fault | None  # ``<<: it`` fails (collections; a scalar cannot be merged)
+    merged: Fault | None  # a collection: ``<<: it`` fails in a mapping it holds
+    odd: _Value | None  # a sequence: its first item that is not a mapping (so no ``<<: it``)
     size: int  # a mapping's pairs
 
 
-@dataclass
+@dataclass(slots=True)
 class _Open:
     """A collection whose end has not come yet."""
 
@@ -63,7 +64,8 @@ class _Open:
     anchor: str | None
     line: int
     fault: Fault | None = None  # the first fault inside it
-    merged: Fault | None = None  # a sequence: the first fault of merging its items
+    merged: Fault | None = None  # the first fault of merging it (a mapping) or its mappings
+    odd: _Value | None = None  # a sequence: its first item that is not a mapping
     key: _Value | None = None  # a mapping: the key waiting for its value
     size: int = 0
 
@@ -100,7 +102,8 @@ class BuildCheck:
         if tag is None or tag == "!":
             tag = _resolver().resolve(yaml.ScalarNode, event.value, event.implicit)
         self._add(
-            event.anchor, _Value("scalar", tag, line, _scalar_fault(event, tag, line), None, 0)
+            event.anchor,
+            _Value("scalar", tag, line, _scalar_fault(event, tag, line), None, None, 0),
         )
 
     def _alias(self, event: Any) -> None:
@@ -118,20 +121,23 @@ class BuildCheck:
 
     def _end(self, event: Any) -> None:
         done = self.stack.pop()
-        fault = _tag_fault(done.kind, done.tag, done.line)
-        if fault is None and not _opaque(done.tag):
+        if _KIND.get(done.tag) == done.kind:  # a core tag that takes it: build what it holds
             fault = done.fault
+        else:  # opaque (nothing inside is built), or a tag that cannot take it
+            fault = _tag_fault(done.kind, done.tag, done.line)
         merged = done.fault if done.kind == "mapping" else done.merged
-        self._add(done.anchor, _Value(done.kind, done.tag, done.line, fault, merged, done.size))
+        value = _Value(done.kind, done.tag, done.line, fault, merged, done.odd, done.size)
+        self._add(done.anchor, value)
 
     def _document(self, event: Any) -> None:
         self.anchors.clear()  # anchors are per document
 
     def _anchor(self, anchor: str | None, line: int) -> None:
-        if anchor is not None:
-            if anchor in self.anchors:  # PyYAML's composer refuses it, whatever the tags
-                self._found(Fault(f"the anchor &{anchor} is defined twice", line))
-            self.anchors[anchor] = None
+        if anchor is None:
+            return
+        if anchor in self.anchors:  # PyYAML's composer refuses it, whatever the tags
+            self._found(Fault(f"the anchor &{anchor} is defined twice", line))
+        self.anchors[anchor] = None
 
     def _found(self, fault: Fault | None) -> None:
         if self.fault is None:
@@ -156,8 +162,10 @@ class BuildCheck:
         if parent.tag in _PAIRS and (value.kind != "mapping" or value.size != 1):
             fault = Fault(f"an item of {parent.tag!r} must be a mapping of one pair", value.line)
         parent.fault = parent.fault or fault
-        if parent.merged is None:
-            parent.merged = _merge_fault(value, item=True)
+        if value.kind != "mapping":
+            parent.odd = parent.odd or value
+        else:
+            parent.merged = parent.merged or value.merged
 
 
 _FOLLOW: dict[type[Any], Callable[[BuildCheck, Any], None]] = {
@@ -173,7 +181,7 @@ _FOLLOW: dict[type[Any], Callable[[BuildCheck, Any], None]] = {
 
 def _pair_fault(key: _Value, value: _Value) -> Fault | None:
     if key.tag == _MERGE:  # PyYAML's flatten_mapping: the pairs of the merged mappings
-        return _merge_fault(value, item=False)
+        return _merge_fault(value)
     if key.tag == _VALUE:  # flatten_mapping makes ``=`` a string key
         key = key._replace(fault=None)
     if key.fault is None and key.kind != "scalar" and key.tag in _KIND:
@@ -181,13 +189,13 @@ def _pair_fault(key: _Value, value: _Value) -> Fault | None:
     return key.fault or value.fault
 
 
-def _merge_fault(value: _Value, item: bool) -> Fault | None:
-    if value.kind == "mapping":
-        return value.merged
-    if value.kind == "sequence" and not item:
-        return value.merged
-    what = "a mapping" if item else "a mapping or a list of mappings"
-    return Fault(f"<< merges {what}, not a {value.kind}", value.line)
+def _merge_fault(value: _Value) -> Fault | None:
+    if value.kind == "sequence" and value.odd is not None:
+        odd = value.odd
+        return Fault(f"<< merges a list of mappings, not of {odd.kind}s", odd.line)
+    if value.kind == "scalar":
+        return Fault("<< merges a mapping or a list of mappings, not a scalar", value.line)
+    return value.merged
 
 
 def _scalar_fault(event: Any, tag: str, line: int) -> Fault | None:
