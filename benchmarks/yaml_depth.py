@@ -5,50 +5,64 @@ Usage: python benchmarks/yaml_depth.py [--runs N]
 A file ``x: [[[…]]]`` nested 1,000 to 100,000 levels (the last is a 200 KB file) as a `.flow/`
 config layer, as card frontmatter, as a file the builtin reviewer checks, and committed and
 reviewed by the whole ``git agent-review`` command (a process of its own, start-up included).
-Two context rows follow: 1 MiB files that are accepted (a config layer with 36,000 option
-keys; a reviewed API spec). Each row runs twice, in a process that has libyaml and in
-one that cannot import it (``yaml._yaml`` blocked: what a machine without libyaml runs). Prints
-wall-clock and CPU seconds (the best of --runs) and the outcome. Target: every nested row
-refused, naming file and line, in well under a second either way.
+Context rows follow: 1 MiB files that are accepted (a config layer with 36,000 option keys; a
+reviewed flat file, API spec, and file of lines each nested 60 levels, ``k: [[…[1]…]]``, the
+most parser events a MiB can hold within the 64-level bound). Each row runs twice, in a
+process that has libyaml and in one that cannot import it (``yaml._yaml`` blocked: what a
+machine without libyaml runs). Prints wall-clock and CPU seconds (the best of --runs) and the
+outcome. Target: every nested row refused, naming file and line, in well under a second either
+way.
 
 PyYAML 6.0.4's libyaml (0.2.6) stops at 1,000 levels of its own; the reader used to parse the
 text again with PyYAML's pure-Python parser after such an error to word the message, which is
-quadratic in this nesting: 280 s for the 200 KB file through ``git agent-review``.
+quadratic in this nesting: 280 s for the 200 KB file through ``git agent-review``. Before that
+fix, PyYAML 6.0.4 with libyaml took 0.7 / 2.0 / 7.4 / 21.7 s for 1k / 2k / 4k / 8k levels.
 
-Measured on the shared 2-core development machine (wall-clock seconds, CPU seconds in brackets,
-best of 2: ``--runs 2``), after the fix. Before it, PyYAML 6.0.4 with libyaml took 0.7 / 2.0 /
-7.4 / 21.7 s for 1k / 2k / 4k / 8k levels and 280 s for the 200 KB file through
-``git agent-review`` (issue 19). Without libyaml a 1 MiB file takes seconds whatever its nesting:
-PyYAML's own parser is linear but about five times slower.
+The reviewed-file check then built every value a second time with PyYAML's safe loader after
+the bounded walk; it is one walk now (gitflow_agents/reviewer/yaml_build.py). The same rows with
+the code before that change (CPU seconds, libyaml / no libyaml, ``--runs 1``):
+
+reviewed file    1 MiB flat                  1049   0.38 / 2.92
+reviewed file    1 MiB API spec              1049   1.51 / 5.94
+reviewed file    1 MiB, 60 levels a line     1049   7.04 / 32.43
+
+Measured on the shared 2-core development machine (wall-clock seconds, CPU seconds in
+brackets, best of 2: ``--runs 2``), after it. libyaml alone hands out the million events of
+the 60-level file in ~0.5 s. Without libyaml a 1 MiB file takes seconds whatever its nesting:
+PyYAML's own parser is linear but five to eight times slower, and nothing here can change that.
 
 PyYAML 6.0.4, libyaml 0.2.6
 surface          input                         KB       libyaml    no libyaml  outcome
 config layer     1k                             2   0.00 (0.00)   0.13 (0.13)  [1]
-config layer     2k                             4   0.00 (0.00)   0.14 (0.13)  [1]
-config layer     4k                             8   0.00 (0.00)   0.16 (0.14)  [1]
-config layer     8k                            16   0.00 (0.00)   0.17 (0.14)  [1]
-config layer     200 KB                       200   0.00 (0.00)   0.16 (0.14)  [1]
-card frontmatter 1k                             2   0.00 (0.00)   0.14 (0.13)  [2]
+config layer     2k                             4   0.00 (0.00)   0.14 (0.14)  [1]
+config layer     4k                             8   0.00 (0.00)   0.15 (0.15)  [1]
+config layer     8k                            16   0.00 (0.00)   0.14 (0.14)  [1]
+config layer     200 KB                       200   0.00 (0.00)   0.14 (0.14)  [1]
+card frontmatter 1k                             2   0.00 (0.00)   0.14 (0.14)  [2]
 card frontmatter 2k                             4   0.00 (0.00)   0.14 (0.14)  [2]
-card frontmatter 4k                             8   0.00 (0.00)   0.16 (0.14)  [2]
-card frontmatter 8k                            16   0.00 (0.00)   0.17 (0.14)  [2]
+card frontmatter 4k                             8   0.00 (0.00)   0.14 (0.14)  [2]
+card frontmatter 8k                            16   0.00 (0.00)   0.14 (0.14)  [2]
 card frontmatter 200 KB                       200   0.00 (0.00)   0.14 (0.14)  [2]
-reviewed file    1k                             2   0.00 (0.00)   0.15 (0.13)  [3]
+reviewed file    1k                             2   0.00 (0.00)   0.14 (0.14)  [3]
 reviewed file    2k                             4   0.00 (0.00)   0.14 (0.14)  [3]
-reviewed file    4k                             8   0.00 (0.00)   0.15 (0.14)  [3]
-reviewed file    8k                            16   0.00 (0.00)   0.16 (0.14)  [3]
-reviewed file    200 KB                       200   0.00 (0.00)   0.18 (0.14)  [3]
-config layer     1 MiB, 36,000 option keys   1238   0.45 (0.40)   1.87 (1.73)  [4]
-reviewed file    1 MiB API spec              1014   1.40 (1.16)   6.34 (5.45)  [4]
-git agent-review 1k                             2   0.20 (0.15)   0.32 (0.28)  [3]
-git agent-review 2k                             4   0.24 (0.15)   0.31 (0.28)  [3]
-git agent-review 4k                             8   0.22 (0.15)   0.31 (0.28)  [3]
-git agent-review 8k                            16   0.24 (0.16)   0.31 (0.29)  [3]
-git agent-review 200 KB                       200   0.27 (0.17)   0.42 (0.30)  [3]
+reviewed file    4k                             8   0.00 (0.00)   0.15 (0.15)  [3]
+reviewed file    8k                            16   0.00 (0.00)   0.16 (0.16)  [3]
+reviewed file    200 KB                       200   0.00 (0.00)   0.15 (0.15)  [3]
+config layer     1 MiB, 36,000 option keys   1238   0.49 (0.49)   1.99 (1.97)  [4]
+reviewed file    1 MiB flat                  1049   0.19 (0.19)   1.72 (1.69)  [4]
+reviewed file    1 MiB API spec              1049   0.42 (0.42)   2.97 (2.95)  [4]
+reviewed file    1 MiB, 60 levels a line     1049   1.48 (1.48)  12.06 (12.06)  [4]
+git agent-review 1k                             2   0.14 (0.15)   0.30 (0.30)  [3]
+git agent-review 2k                             4   0.12 (0.13)   0.30 (0.30)  [3]
+git agent-review 4k                             8   0.13 (0.13)   0.29 (0.29)  [3]
+git agent-review 8k                            16   0.14 (0.14)   0.29 (0.29)  [3]
+git agent-review 200 KB                       200   0.15 (0.16)   0.34 (0.32)  [3]
 [1] .flow/base.yaml:3: invalid YAML: nested more than 64 levels deep
 [2] card.md:3: invalid YAML in frontmatter: nested more than 64 levels deep
 [3] deep.yaml:1: invalid YAML: nested more than 64 levels deep
 [4] accepted
+
+Before the one-pass check (the depth rows are the same since):
 
 PyYAML 6.0.3, libyaml 0.2.5
 surface          input                         KB       libyaml    no libyaml  outcome
@@ -113,6 +127,15 @@ NO_LIBYAML = "import sys; sys.modules['yaml._yaml'] = None  # cyaml cannot load:
 
 def deep(depth: int) -> str:
     return "x: " + "[" * depth + "]" * depth + "\n"
+
+
+def _mib(line: Callable[[int], str]) -> str:
+    """Lines ``line(0)``, ``line(1)``, … up to 1 MiB (the reviewer reads files up to 1 MiB)."""
+    lines, size = [], len(line(0))
+    while size <= 1 << 20:
+        lines.append(line(len(lines)))
+        size += len(line(len(lines)))
+    return "".join(lines)
 
 
 def _outcome(work: Callable[[], object]) -> str:
@@ -183,18 +206,25 @@ def measure(runs: int, libyaml: bool) -> list[Row]:
     rows: list[Row] = []
     options = "agents:\n  a:\n    adapter: command\n    command: [x]\n    options:\n"
     options += "".join(f"      key{i}: value number {i}\n" for i in range(36_000))
-    context = {
-        "config layer": ("1 MiB, 36,000 option keys", options),
-        "reviewed file": (
+    context = [
+        ("config layer", "1 MiB, 36,000 option keys", options),
+        ("reviewed file", "1 MiB flat", _mib(lambda i: f"key{i}: value number {i}\n")),
+        (
+            "reviewed file",
             "1 MiB API spec",
-            "paths:\n" + "".join(API_PATH.replace("/p:", f"/p{i}:") for i in range(3600)),
+            "paths:\n" + _mib(lambda i: API_PATH.replace("/p:", f"/p{i}:")),
         ),
-    }
+        (
+            "reviewed file",
+            "1 MiB, 60 levels a line",
+            _mib(lambda i: f"k{i}: " + "[" * 59 + "1" + "]" * 59 + "\n"),
+        ),
+    ]
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp)
         surfaces = _surfaces(root)
         cases = [(name, label, deep(d)) for name in surfaces for label, d in DEPTHS.items()]
-        cases += [(name, label, text) for name, (label, text) in context.items()]
+        cases += context
         for name, label, text in cases:
             best = (float("inf"), 0.0, "")
             for _ in range(runs):

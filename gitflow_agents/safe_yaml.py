@@ -20,7 +20,7 @@ offset (docs/security.md, "Bounds").
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
@@ -265,24 +265,37 @@ def check_syntax(text: str) -> None:
     """YamlProblem unless every document of ``text`` is well-formed YAML (application tags such
     as ``!Ref`` allowed: only the syntax is checked, nothing is built), within the same bounds
     as every YAML read here: nesting at most :data:`MAX_DEPTH` levels, aliases adding at most
-    :data:`ALIAS_BUDGET` values, no recursive alias. So a loader that builds the values
-    afterwards (the builtin reviewer's) has bounded work, merge keys (``<<: [*a, *a]``,
-    which PyYAML copies rather than shares) included."""
+    :data:`ALIAS_BUDGET` values, no recursive alias."""
+    for _ in checked_events(text):
+        pass
+
+
+def checked_events(text: str) -> Iterator[Any]:
+    """The parser's events for every document of ``text``, each once :func:`check_syntax`'s
+    bounds accept it; YamlProblem as check_syntax raises it. So a caller that follows the
+    events (the builtin reviewer's value check) has bounded work in the same single pass."""
     import yaml
 
     _check_text(text)
     try:
-        _walk_all(text)
+        yield from _walk_all(text)
     except yaml.YAMLError as exc:
-        raise _refusal(text, exc, _walk_all) from None
+        raise _refusal(text, exc, _walk_to_end) from None
 
 
-def _walk_all(text: str) -> None:
+def _walk_to_end(text: str) -> None:
+    for _ in _walk_all(text):
+        pass
+
+
+def _walk_all(text: str) -> Iterator[Any]:
     walk = _Walk()
     loader = _loader_class()(text)
     try:
         while loader.check_event():
-            walk.event(loader.get_event())
+            event = loader.get_event()
+            walk.event(event)
+            yield event
     finally:
         loader.dispose()
 

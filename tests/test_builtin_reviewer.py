@@ -109,10 +109,10 @@ def test_yaml_application_tags_are_not_errors(repo: Path) -> None:
 
 
 def test_yaml_values_the_safe_loader_refuses_are_findings_not_crashes(repo: Path) -> None:
-    result = review(repo, {"dates.yaml": "start: 2024-13-45\n", "n.yaml": "x: !!int abc\n"})
+    result = review(repo, {"dates.yaml": "start: 2024-13-45\n", "n.yaml": "ok: 1\nx: !!int abc\n"})
     assert sorted((f.rule, f.file, f.line) for f in result.findings) == [
-        ("yaml-syntax", "dates.yaml", None),
-        ("yaml-syntax", "n.yaml", None),
+        ("yaml-syntax", "dates.yaml", 1),
+        ("yaml-syntax", "n.yaml", 2),
     ]
     assert "month must be in 1..12" in result.findings[0].message
 

@@ -66,46 +66,22 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _yaml(text: str, path: str) -> None:
-    """The syntax first (gitflow_agents/safe_yaml.py: bounded, nothing built), then the values
-    the safe loader builds (``2024-13-45``, ``!!int abc`` are refused by every PyYAML consumer);
-    application tags (``!Ref``) are opaque. An alias only references its anchor's value, so
-    building costs no more than reading."""
-    import yaml
+    """One walk over the parser's events: the syntax within safe_yaml's bounds, and the values
+    the safe loader could not build (``2024-13-45``, ``!!int abc``: every PyYAML consumer
+    refuses them; reviewer/yaml_build.py), each at its line. Application tags (``!Ref``) are
+    opaque."""
+    from gitflow_agents.reviewer.yaml_build import BuildCheck
+    from gitflow_agents.safe_yaml import YamlProblem, checked_events
 
-    from gitflow_agents.safe_yaml import YamlProblem, check_syntax
-
+    build = BuildCheck()
     try:
-        check_syntax(text)
+        for event in checked_events(text):
+            build.event(event)
     except YamlProblem as exc:
         line = exc.line + 1 if exc.line is not None else None
         raise SyntaxProblem(line, f"invalid YAML: {exc.message}") from None
-    try:
-        for _ in yaml.load_all(text, Loader=_yaml_loader()):  # a SafeLoader subclass
-            pass
-    except yaml.YAMLError as exc:
-        raise SyntaxProblem(None, f"invalid YAML: {exc}") from None
-    except Exception as exc:
-        # PyYAML's constructors raise what their conversion raises on a value they cannot
-        # build (ValueError for 2024-13-45, KeyError for !!bool maybe): the file does not load.
-        what = str(exc) if not isinstance(exc, KeyError) else f"cannot build {exc}"
-        raise SyntaxProblem(None, f"invalid YAML: {what}") from None
-
-
-@functools.cache
-def _yaml_loader() -> type[Any]:
-    import yaml
-
-    base: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[misc]
-        """Safe loading that accepts application tags (!Ref, !!python/name:...) as opaque."""
-
-    def _opaque(loader: Any, suffix: str, node: Any) -> None:
-        return None
-
-    Loader.add_multi_constructor("!", _opaque)
-    Loader.add_multi_constructor("tag:yaml.org,2002:python/", _opaque)
-    return Loader
+    if build.fault is not None:
+        raise SyntaxProblem(build.fault.line + 1, f"invalid YAML: {build.fault.message}")
 
 
 def toml_parser() -> Callable[[str], object] | None:
