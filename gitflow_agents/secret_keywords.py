@@ -12,7 +12,7 @@ value is a literal in configuration files, a name or an expression in code (neve
 there), and in other files (prose, logs) a literal unless it is shaped like code.
 
 The value must look like a secret: 8+ characters, a letter or digit, entropy of at least 3 bits
-per character, two kinds of characters (or 16+ characters over 3.5 bits), and not a
+per character (eased for 8 to 11 characters: ``secret_rules.below_floor``), two kinds of characters (or 16+ characters over 3.5 bits), and not a
 placeholder, words, a path, or a URL (a URL's password is the ``url-credentials`` token rule).
 A quoted value longer than 4,096 characters or an unquoted one longer than 256 is data, not a
 secret (and the bounds keep every scan linear).
@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 from gitflow_agents.secret_rules import (
     TOKEN_PREFIXES,
+    below_floor,
     entropy,
     is_placeholder,
     is_placeholder_token,
@@ -226,9 +227,9 @@ def looks_like_secret(value: str, *, min_length: int, entropy_threshold: float) 
         return False
     if _URL.match(value) or _is_path(value):
         return False
-    bits = entropy(value)
-    if bits < entropy_threshold:
+    if below_floor(value, entropy_threshold):
         return False
+    bits = entropy(value)
     kinds = sum(
         (
             any(c.islower() for c in value),

@@ -186,6 +186,16 @@ def entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values()) if n else 0.0
 
 
+def below_floor(value: str, floor: float) -> bool:
+    """Whether ``value``'s entropy is under ``floor``, which is eased for 8 to 11 characters:
+    a string of n characters has at most log2(n) bits per character, so a 3-bit floor would
+    ask a 10-character password (``S3cr3tPa55``: 2.9 bits) for nearly all-different characters.
+    Eased to log2(n) - 0.5 there (8: 2.5, 10: 2.8); shorter values keep the floor."""
+    n = len(value)
+    eased = floor if n < 8 else min(floor, math.log2(n) - 0.5)
+    return entropy(value) < eased
+
+
 def is_placeholder_token(token: str) -> bool:
     """A token-shaped value made of one repeated character (``ghp_xxxx…``, ``AKIAXXXX…``)."""
     return bool(_PLACEHOLDER_RUN.search(token))
@@ -245,7 +255,7 @@ def token_hits(text: str) -> Iterator[tuple[TokenRule, str]]:
             if (
                 (_is_word_or_placeholder(token) if rule.words else is_placeholder_token(token))
                 or (rule.allow is not None and rule.allow.search(token))
-                or entropy(token) < rule.entropy
+                or below_floor(token, rule.entropy)
             ):
                 continue
             yield rule, token

@@ -241,6 +241,22 @@ def test_an_empty_change_writes_no_note_and_the_gate_refuses(repo: Path) -> None
     assert gate.returncode == 1 and "no recorded review" in gate.stdout + gate.stderr
 
 
+def test_an_implementer_that_commits_its_own_work_is_reviewed_and_merged(repo: Path) -> None:
+    """The completion template lets an agent commit when its definition says so (and Aider
+    can auto-commit): a clean work tree with new commits is work, not `empty`."""
+    configure(repo, implementer="commit")
+    before = main_sha(repo)
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    [result] = results(repo)
+    chain = result["chain"]
+    assert chain["outcome"] == "approved", chain["reason"]
+    builder = chain["agents"][0]
+    assert builder["endSha"] != builder["startSha"] == before
+    assert "agent's own" in git(repo, "log", "--format=%s", "main")
+    assert "src/new_module.py" in result["gitStats"]["newFiles"]
+
+
 def test_flow_review_of_no_change_runs_no_reviewer_and_records_nothing(repo: Path) -> None:
     configure(repo)
     head = main_sha(repo)

@@ -146,6 +146,31 @@ def test_url_and_connection_string_secrets(line: str, rule: str) -> None:
     assert rules("settings.txt", line) == [rule]
 
 
+# 2.9 bits per character: a 10-character value cannot reach a 3-bit floor with two repeats
+SHORT_PASSWORD = "S3cr3t" + "Pa55"
+
+
+@pytest.mark.parametrize(
+    ("path", "line", "rule"),
+    [
+        ("settings.txt", f"url = postgres://user:{SHORT_PASSWORD}@host/db", "url-credentials"),
+        (".env", f"DB_PASSWORD={SHORT_PASSWORD}", "high-entropy-secret"),
+        ("a.py", f'password = "{SHORT_PASSWORD}"', "high-entropy-secret"),
+    ],
+)
+def test_short_passwords_are_held_to_what_their_length_allows(
+    path: str, line: str, rule: str
+) -> None:
+    assert rules(path, line) == [rule]
+    assert SHORT_PASSWORD not in redact_text(line, secret_values([line], path))
+
+
+@pytest.mark.parametrize("value", ["aaaa1111", "ab12ab12ab", "abc123"])
+def test_short_repetitive_values_stay_below_the_eased_floor(value: str) -> None:
+    assert rules(".env", f"DB_PASSWORD={value}") == []
+    assert rules("settings.txt", f"url = postgres://user:{value}@host/db") == []
+
+
 @pytest.mark.parametrize(
     "block",
     [

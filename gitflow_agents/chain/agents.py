@@ -222,6 +222,14 @@ def _reuse(ctx: Context, job: Job) -> AgentRun | None:
 
 
 # --------------------------------------------------------------------------------------------
+def _own_commits(worktree: Path, start_sha: str) -> str:
+    """The work tree's HEAD when the agent committed on the step branch itself (its definition
+    may tell it to; Aider's ``auto_commits``), else ``start_sha``: only commits on top of where
+    it started count, not a branch it moved HEAD to."""
+    head = git.head_sha(worktree)
+    return head if head != start_sha and git.is_ancestor(worktree, start_sha, head) else start_sha
+
+
 # One attempt: prepare, start, close; the run itself is the agent-run engine's (agent_run.py)
 
 
@@ -315,7 +323,7 @@ class _Attempt:
                 exclude=ctx.exclude,
                 identity=ctx.commit_identity,
             )
-            self.end_sha = committed or job.start_sha
+            self.end_sha = committed or _own_commits(ws.worktree, job.start_sha)
             if self.success.exists():
                 self.own = stats.compute(
                     ws.worktree, job.start_sha, self.end_sha, exclude=ctx.exclude
