@@ -154,9 +154,10 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     TokenRule(
         "url-credentials",
         "password in a URL",
-        # scheme://user:password@host; the password is the token
+        # scheme://user:password@host (or scheme://:password@host, as Redis has it); the password
+        # is the token
         re.compile(
-            r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"`<>]{1,100}:([^\s:/@'\"`<>]{3,200})@"
+            r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"`<>]{0,100}:([^\s:/@'\"`<>]{3,200})@"
             r"[A-Za-z0-9\[]"
         ),
         ("://",),

@@ -135,6 +135,8 @@ def test_secret_named_literals(path: str, line: str, value: str) -> None:
     ("line", "rule"),
     [
         ("url = postgres://app:" + VALUE + "@db.internal/app", "url-credentials"),
+        # Redis and others take a password with no user name
+        ("REDIS_URL=redis://:" + VALUE + "@cache.internal:6379/0", "url-credentials"),
         (
             "conn = DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
             + "lJzRc1YdHaAA2KCNJJ1tkYwF/+mKK6Ygw0NGe170Xu592euJv2wYUtBlV8z+qnlcNQSnIYVTkLWntUO1F8j8rQ==;",
