@@ -78,6 +78,15 @@ def test_a_marker_on_the_line_accepts_the_secret(run: Cli, repo: Path, line: str
     assert note is not None and note.verdict == "approved"
 
 
+def test_the_why_quotes_the_marker_as_written(run: Cli, repo: Path) -> None:
+    """detect-secrets' older `whitelist` spelling is named as the user wrote it."""
+    feature(repo, {"keys.txt": f'KEY = "{AWS}"  // pragma: whitelist secret\n'})
+    _, data = review_json(run, repo)
+    items = data["accepted"]
+    assert isinstance(items, list)
+    assert [a["accepted"]["why"] for a in items] == ["pragma: whitelist secret on the line"]
+
+
 def test_detect_secrets_nextline_pragma_covers_only_the_next_line(run: Cli, repo: Path) -> None:
     feature(
         repo,

@@ -72,11 +72,13 @@ def marker_reason(finding: Finding, line_text: LineText) -> str | None:
         return None
     if _GITLEAKS.search(text):
         return "gitleaks:allow on the line"
-    if _PRAGMA.search(text):
-        return "pragma: allowlist secret on the line"
+    pragma = _PRAGMA.search(text)
+    if pragma:  # the marker as written: `whitelist` is detect-secrets' older spelling
+        return f"{pragma.group(0)} on the line"
     before = line_text(finding.file, finding.line - 1) if finding.line > 1 else None
-    if before is not None and _PRAGMA_NEXT.search(before):
-        return "pragma: allowlist nextline secret on the line before"
+    pragma = _PRAGMA_NEXT.search(before) if before is not None else None
+    if pragma:
+        return f"{pragma.group(0)} on the line before"
     return None
 
 
