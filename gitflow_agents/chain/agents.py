@@ -342,19 +342,21 @@ class _Attempt:
         report, with the same findings accepted): its report goes straight to
         ``report.complete.md``, its accepted findings to ``self.accepted``."""
         from gitflow_agents.fsutil import write_text_atomic
+        from gitflow_agents.reviewer.builtin import report
         from gitflow_agents.reviewer.checks import Options
-        from gitflow_agents.reviewer.target import Target, builtin_report
+        from gitflow_agents.reviewer.target import Target, builtin_result
 
         ctx, ws = self.ctx, self.ws
         head = git.head_sha(ws.worktree)
         target = Target(ws.base_sha, head, f"{ws.base_sha[:12]}..{head[:12]}")
         acceptance = step_acceptance(ctx)
+        threshold = ctx.settings.threshold
         with git.BlobReader(ws.worktree) as blobs:
-            text, _values, self.accepted = builtin_report(
-                ws.worktree, target, ctx.settings.threshold, Options().max_file_bytes, blobs,
-                acceptance,
-            )  # fmt: skip
+            result, self.accepted = builtin_result(
+                ws.worktree, target, threshold, Options().max_file_bytes, blobs, acceptance
+            )
         self.folder.mkdir(parents=True, exist_ok=True)
+        text = report(result, reviewed_sha=head, base_sha=ws.base_sha, threshold=threshold)
         write_text_atomic(self.success, text)
         return "succeeded", "builtin reviewer finished"
 

@@ -125,7 +125,7 @@ def builtin_review(
     values it found; contents are read through ``blobs``."""
     from gitflow_agents.reviewer import builtin
 
-    result, accepted = _builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
+    result, accepted = builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
     review = builtin.as_review(
         result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
     )
@@ -135,26 +135,7 @@ def builtin_review(
     return replace(review, findings=filled, accepted=accepted), result.secrets
 
 
-def builtin_report(
-    root: Path,
-    target: Target,
-    threshold: Severity,
-    max_file_size: int,
-    blobs: git.BlobReader,
-    acceptance: Acceptance | None = None,
-) -> tuple[str, frozenset[str], tuple[Accepted, ...]]:
-    """The same review as ``builtin_review``, as the report text a chain step keeps in
-    ``report.complete.md``, with the exact secret values and the accepted findings."""
-    from gitflow_agents.reviewer import builtin
-
-    result, accepted = _builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
-    report = builtin.report(
-        result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
-    )
-    return report, result.secrets, accepted
-
-
-def _builtin_result(
+def builtin_result(
     root: Path,
     target: Target,
     threshold: Severity,
@@ -162,6 +143,9 @@ def _builtin_result(
     blobs: git.BlobReader,
     acceptance: Acceptance | None,
 ) -> tuple[BuiltinResult, tuple[Accepted, ...]]:
+    """The builtin reviewer's result on ``target`` (contents read through ``blobs``) after
+    ``acceptance`` took out what it accepts, and the accepted findings: what ``git agent-review``
+    and a chain's builtin reviewer both start from."""
     from gitflow_agents.reviewer import builtin
     from gitflow_agents.reviewer.acceptance import Acceptance, apply
     from gitflow_agents.reviewer.checks import Options
