@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from gitflow_agents.reviewer.syntax import SyntaxProblem, _yaml
 from gitflow_agents.safe_yaml import YamlProblem, check_syntax
+from tests.test_safe_yaml import parser  # noqa: F401 - autouse: every test with libyaml and PyYAML's own parser
 
 
 def _old_loader() -> type[Any]:
@@ -29,21 +30,6 @@ def _old_loader() -> type[Any]:
 
 
 OLD = _old_loader()
-
-
-@pytest.fixture(params=["libyaml", "pure"], autouse=True)
-def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test with libyaml's events (when installed) and with PyYAML's own parser's."""
-    if request.param == "pure":
-        from gitflow_agents import safe_yaml
-
-        resolvers = {
-            first: [(tag, regex) for tag, regex in entries if not tag.endswith(":timestamp")]
-            for first, entries in yaml.SafeLoader.yaml_implicit_resolvers.items()
-        }
-        pure = type("PureLoader", (yaml.SafeLoader,), {"yaml_implicit_resolvers": resolvers})
-        monkeypatch.setattr(safe_yaml, "_loader_class", lambda: pure)
-    return str(request.param)
 
 
 def old_builds(text: str) -> bool:
