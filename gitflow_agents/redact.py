@@ -21,14 +21,12 @@ from gitflow_agents.secret_keywords import (
     MIN_LENGTH,
     char_quote_file,
     file_kind,
-    is_config_file,
     keyword_hits,
 )
 from gitflow_agents.secret_rules import (
     KEY_BODY,
     PRIVATE_KEY,
     PRIVATE_KEY_END,
-    entropy,
     may_begin_key,
     token_hits,
 )
@@ -37,11 +35,6 @@ if TYPE_CHECKING:
     from gitflow_agents.findings import Finding, Review
 
 __all__ = [
-    "KEY_BODY",
-    "PRIVATE_KEY",
-    "PRIVATE_KEY_END",
-    "entropy",
-    "is_config_file",
     "mask",
     "redact_data",
     "redact_finding",

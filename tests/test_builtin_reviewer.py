@@ -11,8 +11,10 @@ import pytest
 
 from gitflow_agents import git as g
 from gitflow_agents.findings import Finding, Overall, Severity
+from gitflow_agents.redact import mask
 from gitflow_agents.reviewer import builtin, checks, syntax
 from gitflow_agents.reviewer.checks import Options
+from gitflow_agents.secret_rules import entropy
 from tests.conftest import git
 
 # Built at run time so this file itself never holds a literal secret-shaped string.
@@ -473,9 +475,9 @@ def test_fingerprint_survives_line_shifts(repo: Path) -> None:
 
 
 def test_entropy_and_mask() -> None:
-    assert checks.entropy("aaaa") == 0
-    assert checks.entropy("abcd") == 2
-    masked = checks.mask("AKIA1234567890ABCDEF")
+    assert entropy("aaaa") == 0
+    assert entropy("abcd") == 2
+    masked = mask("AKIA1234567890ABCDEF")
     assert masked.startswith("AKIA") and "1234567890" not in masked
 
 

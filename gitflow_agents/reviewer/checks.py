@@ -34,7 +34,6 @@ from gitflow_agents.secret_rules import (
     may_begin_key,
     token_hits,
 )
-from gitflow_agents.secret_rules import entropy as entropy  # re-exported: checks.entropy
 
 # rule id -> (severity, one-line description); the table docs/review.md shows.
 RULES: dict[str, tuple[Severity, str]] = {
