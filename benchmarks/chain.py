@@ -91,7 +91,7 @@ def paired(a: object, b: object, runs: int) -> tuple[float, float, float]:
 
 
 def bench_stats(base: Path, files: int, runs: int) -> list[tuple[str, float]]:
-    from gitflow_agents import stats
+    from gitflow_agents.git import stats
 
     repo, a, b = make_repo(base, files)
     plain, ours, ratio = paired(
@@ -113,7 +113,7 @@ def bench_stats(base: Path, files: int, runs: int) -> list[tuple[str, float]]:
 def bench_reviewers(base: Path, reviewers: int, seconds: float) -> list[tuple[str, float]]:
     from gitflow_agents import chain
     from gitflow_agents.config import load_flow_config
-    from gitflow_agents.events import EventHub
+    from gitflow_agents.runs.events import EventHub
 
     repo = base / "rev"
     repo.mkdir()

@@ -68,7 +68,7 @@ def _cli(root: Path, *argv: str) -> None:
 
 
 def _card_status(card: Path) -> None:
-    from gitflow_agents import cards
+    from gitflow_agents.runs import cards
 
     cards.card_status(card)
 
@@ -84,9 +84,9 @@ def _yaml_check(text: str) -> None:
 
 
 def _chain(report: Path) -> None:
+    from gitflow_agents.base.fsutil import read_agent_text
     from gitflow_agents.findings import parse_review
     from gitflow_agents.findings.report import MAX_REPORT_CHARS
-    from gitflow_agents.fsutil import read_agent_text
 
     review = parse_review(read_agent_text(report, MAX_REPORT_CHARS))
     assert review.overall is None, review

@@ -1,5 +1,5 @@
 """Throughput of the streaming masker an agent's output goes through on its way to
-``worker.log`` and the events (``gitflow_agents/redact_stream.py``; issue 12, What 4).
+``worker.log`` and the events (``gitflow_agents/base/redact_stream.py``; issue 12, What 4).
 
 Usage: python benchmarks/masking.py [--mib N]
 
@@ -52,7 +52,7 @@ def _data(unit: str, size: int) -> bytes:
 
 
 def _masked(data: bytes, secrets: tuple[str, ...]) -> float:
-    from gitflow_agents.redact_stream import LineMasker
+    from gitflow_agents.base.redact_stream import LineMasker
 
     masker = LineMasker(secrets)
     started = time.perf_counter()

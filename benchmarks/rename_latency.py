@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gitflow_agents.agents.base import LaunchSpec  # noqa: E402
-from gitflow_agents.events import EventHub  # noqa: E402
+from gitflow_agents.runs.events import EventHub  # noqa: E402
 from gitflow_agents.supervisor import Outcome, supervise  # noqa: E402
 
 FAKE = ROOT / "tests" / "fakes" / "fake_agent"

@@ -219,7 +219,7 @@ def paired(
 
 
 def time_stats(repo: Path, base: str, head: str, runs: int) -> tuple[float, float, float]:
-    from gitflow_agents import stats
+    from gitflow_agents.git import stats
 
     return paired(
         lambda: git(repo, "diff", "--numstat", base, head),

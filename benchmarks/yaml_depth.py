@@ -147,8 +147,8 @@ def _outcome(work: Callable[[], object]) -> str:
 
 
 def _surfaces(root: Path) -> dict[str, Callable[[str], str]]:
+    from gitflow_agents.base.frontmatter import split_frontmatter
     from gitflow_agents.config import load_flow_config
-    from gitflow_agents.frontmatter import split_frontmatter
     from gitflow_agents.reviewer.syntax import SyntaxProblem, _yaml
 
     (root / ".flow").mkdir(exist_ok=True)

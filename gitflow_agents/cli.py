@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from gitflow_agents import __version__
-from gitflow_agents.errors import ExitCode, GitflowError
+from gitflow_agents.base.errors import ExitCode, GitflowError
 
 if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction["Parser"]
@@ -357,7 +357,7 @@ COMMANDS: list[Callable[[Registry], None]] = [
 ]
 
 
-COLOR_CHOICES = ("auto", "always", "never")  # gitflow_agents.color.CHOICES, without its import
+COLOR_CHOICES = ("auto", "always", "never")  # gitflow_agents.base.color.CHOICES, without its import
 COLOR_HELP = (
     "colour: auto (default; NO_COLOR turns it off, FORCE_COLOR on, else a terminal has it), "
     "always or never"
@@ -405,14 +405,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any("\0" in word for word in argv):  # only possible in-process: no OS passes one
         print("gitflow-agents: error: an argument contains a NUL character", file=sys.stderr)
         return ExitCode.USAGE
-    from gitflow_agents.manpage import ensure_reachable
+    from gitflow_agents.commands.manpage import ensure_reachable
 
     ensure_reachable()  # `git agent-review --help` finds its page (uv tool installs: manpage.py)
     try:
         parser = build_parser(argv)
         args = parser.parse_args(argv)
     except Exception as exc:  # a bug in building the parser: exit 70, like one in a command
-        from gitflow_agents import crash
+        from gitflow_agents.base import crash
 
         return crash.report(exc, "gitflow-agents")
     if args.command is None:
@@ -425,7 +425,7 @@ def dispatch(args: argparse.Namespace, prog: str = "gitflow-agents") -> int:
     """Run the command module named by ``args.module``; map errors to exit codes (README, "Exit
     codes"): an unexpected exception is an internal error (70), its traceback in the crash log."""
     try:
-        from gitflow_agents import color
+        from gitflow_agents.base import color
 
         color.choose(getattr(args, "color", "auto"))
         if args.chdir:
@@ -449,11 +449,11 @@ def dispatch(args: argparse.Namespace, prog: str = "gitflow-agents") -> int:
         return ExitCode.USAGE
     except Exception as exc:
         # A bug: exit 70 (never 1, which reads as "revise"), the traceback in the crash log.
-        from gitflow_agents import crash
+        from gitflow_agents.base import crash
 
         return crash.report(exc, prog)
     finally:
-        from gitflow_agents import color
+        from gitflow_agents.base import color
 
         color.choose("auto")  # the choice was this command's (tests run many in one process)
 

@@ -125,13 +125,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is not None and any("\0" in word for word in argv):  # in-process only
         print("git agent-review: error: an argument contains a NUL character", file=sys.stderr)
         return 2
-    from gitflow_agents.manpage import ensure_reachable
+    from gitflow_agents.commands.manpage import ensure_reachable
 
     ensure_reachable()  # so that `git agent-review --help` finds the page next time
     try:
         args = build_parser().parse_args(argv)
     except Exception as exc:  # a bug in building the parser: exit 70, like one in the review
-        from gitflow_agents import crash
+        from gitflow_agents.base import crash
 
         return crash.report(exc, "git agent-review")
     return dispatch(args, prog="git agent-review")

@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents import git as g
+from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin
 
 DATA = Path(__file__).resolve().parent / "data" / "pre-commit-hooks"

@@ -17,8 +17,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.diffparse import AddedLine, FileChange
 from gitflow_agents.findings import Finding
+from gitflow_agents.git.diffparse import AddedLine, FileChange
 from gitflow_agents.reviewer.checks import Options, check_secrets
 
 DATA = Path(__file__).resolve().parent / "data" / "secrets"

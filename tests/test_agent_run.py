@@ -14,10 +14,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from gitflow_agents.agent_run import AgentJob, AgentRunner
+from gitflow_agents.agent_run.run import AgentJob, AgentRunner
 from gitflow_agents.config import load_flow_config
-from gitflow_agents.events import EventHub, MemoryChannel
 from gitflow_agents.runs import RESULT_SCHEMAS
+from gitflow_agents.runs.events import EventHub, MemoryChannel
 from gitflow_agents.supervisor import Status
 
 from .conftest import FAKES, git

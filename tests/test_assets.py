@@ -18,7 +18,7 @@ from gitflow_agents.assets import (
     package_agent_prompt,
     require_runnable,
 )
-from gitflow_agents.errors import ConfigError
+from gitflow_agents.base.errors import ConfigError
 
 
 def write(root: Path, rel: str, text: str | bytes) -> Path:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents import git as g
-from gitflow_agents import gitcmd
-from gitflow_agents.errors import GitError
+from gitflow_agents.base.errors import GitError
+from gitflow_agents.git import cmd as gitcmd
+from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin
 from tests.conftest import git
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents import git as g
 from gitflow_agents.findings import Overall
+from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin
 from tests.conftest import git
 from tests.test_builtin_reviewer import locations, only, review

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents import git as g
+from gitflow_agents.base.redact import mask
+from gitflow_agents.base.secret_rules import entropy
 from gitflow_agents.findings import Finding, Overall, Severity
-from gitflow_agents.redact import mask
+from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin, checks, syntax
 from gitflow_agents.reviewer.checks import Options
-from gitflow_agents.secret_rules import entropy
 from tests.conftest import git
 
 # Built at run time so this file itself never holds a literal secret-shaped string.
@@ -120,7 +120,7 @@ def test_yaml_values_the_safe_loader_refuses_are_findings_not_crashes(repo: Path
 
 
 def test_yaml_bombs_in_a_reviewed_file_are_findings(repo: Path) -> None:
-    """The values are built only after the bounded syntax check (gitflow_agents/safe_yaml.py):
+    """The values are built only after the bounded syntax check (gitflow_agents/base/safe_yaml.py):
     an alias bomb, a merge-key bomb (PyYAML copies merged pairs, so it would build billions)
     and deep nesting are findings naming the line where the bound was crossed."""
     laughs = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]

@@ -12,7 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gitflow_agents.cards import (
+from gitflow_agents.base.errors import InputError
+from gitflow_agents.runs.cards import (
     CardLockedError,
     add_history_line,
     append_history,
@@ -25,7 +26,6 @@ from gitflow_agents.cards import (
     set_card_status,
     set_frontmatter,
 )
-from gitflow_agents.errors import InputError
 
 CARD = """---
 title: Add login   # keep this comment

@@ -847,7 +847,7 @@ def _review_context(repo: Path, agents: dict[str, str]) -> Any:
     """A chain Context with the given agents (name -> YAML body) and an event-recording hub."""
     from gitflow_agents import chain
     from gitflow_agents.config import load_flow_config
-    from gitflow_agents.events import EventHub
+    from gitflow_agents.runs.events import EventHub
 
     configure(repo)
     text = (repo / ".flow" / "base.yaml").read_text()
@@ -875,7 +875,7 @@ def test_parallel_reviewers_are_all_prepared_before_any_starts(repo: Path) -> No
 
 def test_a_reviewer_that_cannot_be_prepared_starts_none(repo: Path) -> None:
     from gitflow_agents import chain
-    from gitflow_agents.errors import ConfigError
+    from gitflow_agents.base.errors import ConfigError
 
     # installed (any executable file passes the PATH check), but an option the adapter refuses
     broken = (

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gitflow_agents import git as g
+from gitflow_agents.git import queries as g
 
 from .conftest import ROOT, git, init_repo, running_agent, wait_until
 from .test_chain import (
@@ -451,8 +451,8 @@ def test_a_lost_run_whose_processes_survive_the_kill_stops_the_new_run(
 ) -> None:
     """Never two agents in one work tree: when a lost run's tree cannot be killed, the new run
     stops (exit 2) before it touches the work tree and says how to end the lost run."""
-    from gitflow_agents import lost_runs
     from gitflow_agents.chain import worktree_path
+    from gitflow_agents.runs import lost as lost_runs
 
     configure(repo)
     tree = worktree_path(repo, "feature", "step-01")

@@ -129,8 +129,8 @@ class ChainRuns(RuleBasedStateMachine):
         chain's modules again on every kill."""
         from gitflow_agents import chain
         from gitflow_agents.config import load_flow_config
-        from gitflow_agents.events import EventHub
         from gitflow_agents.plan import parse_plan
+        from gitflow_agents.runs.events import EventHub
 
         box = cls.base / "warm-up"
         repo = box / "repo"
@@ -161,7 +161,7 @@ class ChainRuns(RuleBasedStateMachine):
         self.team = 0
 
     def teardown(self) -> None:
-        from gitflow_agents.lost_runs import ACTIVE, kill_recorded_tree
+        from gitflow_agents.runs.lost import ACTIVE, kill_recorded_tree
 
         for status_file in self.repo.glob("flows/*/runs/*/status.json"):
             with contextlib.suppress(ValueError, OSError):
@@ -174,8 +174,8 @@ class ChainRuns(RuleBasedStateMachine):
     def _context(self) -> Any:
         from gitflow_agents import chain
         from gitflow_agents.config import load_flow_config
-        from gitflow_agents.events import EventHub
         from gitflow_agents.plan import parse_plan
+        from gitflow_agents.runs.events import EventHub
 
         config = load_flow_config(self.repo)
         plan = parse_plan(self.repo / "specs" / "plan.md", config.spec_plan)
@@ -186,7 +186,7 @@ class ChainRuns(RuleBasedStateMachine):
 
     def _run_step(self, step: int) -> Any:
         from gitflow_agents import chain
-        from gitflow_agents.errors import GitflowError
+        from gitflow_agents.base.errors import GitflowError
 
         try:
             return chain.run_step(self._context(), step)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents import __version__, cli, git_agent_review
-from gitflow_agents.errors import ConfigError, ExitCode, format_location
+from gitflow_agents.base.errors import ConfigError, ExitCode, format_location
 from tests.conftest import run_cli
 
 
@@ -38,7 +38,7 @@ def test_errors_docstring_names_the_real_handler() -> None:
     """errors.py's first line names the one handler that maps errors to exit codes: it exists."""
     import importlib
 
-    from gitflow_agents import errors
+    from gitflow_agents.base import errors
 
     named = re.findall(r"``([\w.]+)``", (errors.__doc__ or "").splitlines()[0])
     assert named
@@ -170,7 +170,7 @@ def test_top_level_help_builds_no_command_arguments() -> None:
     code = (
         "import sys; from gitflow_agents import cli; cli.build_parser(['--help']); "
         "print(sorted(m for m in sys.modules if m.startswith('gitflow_agents.') "
-        "and m not in {'gitflow_agents.cli', 'gitflow_agents.errors'}))"
+        "and m not in {'gitflow_agents.cli', 'gitflow_agents.base', 'gitflow_agents.base.errors'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -192,7 +192,7 @@ def test_the_man_page_check_at_start_up_imports_nothing(tmp_path: Path) -> None:
     (tmp_path / "share" / "man" / "man1").mkdir(parents=True)
     (tmp_path / "share" / "man" / "man1" / "git-agent-review.1").write_text(".TH X 1\n")
     code = (
-        "import sys; from gitflow_agents import cli, manpage; before = set(sys.modules); "
+        "import sys; from gitflow_agents import cli; from gitflow_agents.commands import manpage; before = set(sys.modules); "
         f"print(manpage.ensure_reachable({{'PATH': {str(tmp_path / 'bin')!r}}}), "
         "sorted(set(sys.modules) - before), 'pathlib' in sys.modules)"
     )

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents import cli, color
-from gitflow_agents.events import ConsoleChannel
+from gitflow_agents import cli
+from gitflow_agents.base import color
+from gitflow_agents.runs.events import ConsoleChannel
 from tests.conftest import ROOT, git
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -95,7 +96,7 @@ def test_unknown_choice_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_live_table_has_no_colour_with_color_never(monkeypatch: pytest.MonkeyPatch) -> None:
     """The live table redraws on a terminal; --color never leaves rich's colours out of it."""
-    from gitflow_agents.events import Event
+    from gitflow_agents.runs.events import Event
 
     monkeypatch.delenv("NO_COLOR", raising=False)
     drawn = {}

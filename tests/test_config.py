@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from gitflow_agents.base.errors import ConfigError, ExitCode
+from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config import (
     GIT_STATS_MARKER,
     TEMPLATE_VARIABLES,
@@ -18,9 +20,7 @@ from gitflow_agents.config import (
     load_flow_config,
     scaffold_files,
 )
-from gitflow_agents.errors import ConfigError, ExitCode
 from gitflow_agents.plan import SpecPlanConfig
-from gitflow_agents.resources import templates_dir
 from tests.conftest import Cli
 
 MINIMAL = 'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'

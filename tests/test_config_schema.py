@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.config import (
     ChainConfig,
     builtin_flow_dir,
@@ -18,7 +19,6 @@ from gitflow_agents.config import (
     schema_text,
 )
 from gitflow_agents.config import shape as module
-from gitflow_agents.errors import ConfigError
 from tests.conftest import ROOT
 from tests.test_config import MINIMAL, load_error, write
 

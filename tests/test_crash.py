@@ -1,5 +1,5 @@
 """A bug (an unexpected exception) exits with the internal-error code 70, never 0 or 1, with one
-line on stderr and the traceback in the crash log (gitflow_agents/crash.py)."""
+line on stderr and the traceback in the crash log (gitflow_agents/base/crash.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents import cli, git_agent_review
-from gitflow_agents.crash import crash_log_path
-from gitflow_agents.errors import ExitCode
+from gitflow_agents.base.crash import crash_log_path
+from gitflow_agents.base.errors import ExitCode
 
 
 def _boom(args: argparse.Namespace) -> int:

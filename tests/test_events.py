@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.events import (
+from gitflow_agents.runs.events import (
     ConsoleChannel,
     Event,
     EventHub,

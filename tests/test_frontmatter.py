@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.errors import InputError
-from gitflow_agents.frontmatter import Frontmatter, split_frontmatter
+from gitflow_agents.base.errors import InputError
+from gitflow_agents.base.frontmatter import Frontmatter, split_frontmatter
 
 
 def read(tmp_path: Path, name: str, content: bytes) -> str:

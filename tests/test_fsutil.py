@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.fsutil import write_bytes_atomic, write_json_atomic, write_text_atomic
+from gitflow_agents.base.fsutil import write_bytes_atomic, write_json_atomic, write_text_atomic
 
 
 def test_new_file_gets_umask_mode_and_parents(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""gitflow_agents.git against real repositories in temp dirs."""
+"""gitflow_agents.git.queries against real repositories in temp dirs."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents import git as g
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.git import queries as g
 from tests.conftest import git
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents import git as g
-from gitflow_agents.errors import GitError, UsageError
+from gitflow_agents.base.errors import GitError, UsageError
+from gitflow_agents.git import queries as g
 from tests.conftest import git
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents import git
-from gitflow_agents.errors import GitError, UsageError
+from gitflow_agents.base.errors import GitError, UsageError
+from gitflow_agents.git import queries as git
 
 from .conftest import git as run_git
 

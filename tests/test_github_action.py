@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from gitflow_agents import cli
-from gitflow_agents.errors import ExitCode, InputError
+from gitflow_agents.base.errors import ExitCode, InputError
 from gitflow_agents.findings import Severity
 from gitflow_agents.github.comment import MARKER
 from gitflow_agents.github.event import Trigger, decide, load_event, parse_command

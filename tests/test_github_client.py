@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from gitflow_agents.errors import ExitCode, GitHubError, UsageError
+from gitflow_agents.base.errors import ExitCode, GitHubError, UsageError
 from gitflow_agents.github.client import (
     GitHubForbidden,
     GitHubRejected,

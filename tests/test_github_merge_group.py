@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import pytest
 
-from gitflow_agents.errors import ExitCode, InputError
+from gitflow_agents.base.errors import ExitCode, InputError
 from gitflow_agents.github.event import decide
 from gitflow_agents.github.runner import Options
 from gitflow_agents.github.values import MergeGroup

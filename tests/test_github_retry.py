@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from gitflow_agents.errors import ExitCode, GitHubError
+from gitflow_agents.base.errors import ExitCode, GitHubError
 from gitflow_agents.github import retry
 from gitflow_agents.github.client import InlineComment
 from tests.github_standin import GitHubStandIn, client_for, gh, simple_pull

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
 from gitflow_agents.github.runner import (
     RunnerEnv,
     append_summary,

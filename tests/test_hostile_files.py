@@ -9,18 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents import cards
-from gitflow_agents.errors import ExitCode, InputError, UnsafeWriteError
-from gitflow_agents.fsutil import (
+from gitflow_agents.base.errors import ExitCode, InputError, UnsafeWriteError
+from gitflow_agents.base.fsutil import (
     ReadRefused,
     read_agent_text,
     read_limited,
     safe_target,
     write_text_atomic,
 )
-from gitflow_agents.lock import hold
 from gitflow_agents.plan import set_step_status
-from gitflow_agents.runs import create_run
+from gitflow_agents.runs import cards, create_run
+from gitflow_agents.runs.lock import hold
 
 from .conftest import FAKES, git, init_repo
 from .test_spawn import Cli, setup_project

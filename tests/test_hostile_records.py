@@ -1,5 +1,5 @@
 """Run records, events, notes and webhook payloads written by someone else: bounded JSON
-(gitflow_agents/jsondata.py) and fields of the wrong type read as absent, never a traceback."""
+(gitflow_agents/base/jsondata.py) and fields of the wrong type read as absent, never a traceback."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.errors import ExitCode, InputError
+from gitflow_agents.base.errors import ExitCode, InputError
+from gitflow_agents.base.jsondata import MAX_DEPTH, JsonProblem, loads
 from gitflow_agents.github.event import decide, load_event, pull_from_event
 from gitflow_agents.github.runner import Options
-from gitflow_agents.jsondata import MAX_DEPTH, JsonProblem, loads
 from gitflow_agents.reviewer import parse_review_note
 
 from .test_spawn import Cli, setup_project

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gitflow_agents.liveness import process_alive, run_alive, start_time
+from gitflow_agents.runs.liveness import process_alive, run_alive, start_time
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gitflow_agents.errors import UsageError
-from gitflow_agents.lock import LockInfo, StepLockedError, hold, read_lock, step_lock_path
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.runs.lock import LockInfo, StepLockedError, hold, read_lock, step_lock_path
 
 
 def _write(path: Path, pid: int, started: float | None, host: str | None = None) -> None:
@@ -143,7 +143,7 @@ def test_a_taker_held_up_after_judging_a_lock_stale_lets_no_second_holder_in(
     on, it must not make room for D beside A (the earlier lock renamed A's lock aside to check it, and D
     created its own in that gap). Threads of one process: each opens the file itself, so their
     flocks exclude each other as separate processes' do."""
-    import gitflow_agents.lock as lock
+    import gitflow_agents.runs.lock as lock
 
     path = tmp_path / "step.lock"
     _write(path, 999_999_999, 1.0)  # stale: a dead holder's record ("other")
@@ -216,7 +216,7 @@ def test_a_lock_file_is_never_seen_without_its_holder(tmp_path: Path) -> None:
 HOLDER = """
 import subprocess, sys, time
 from pathlib import Path
-from gitflow_agents.lock import hold
+from gitflow_agents.runs.lock import hold
 
 with hold(Path(sys.argv[1]), "killed-run"):
     # an agent it started, given every descriptor it may: it must not inherit the lock

@@ -37,7 +37,7 @@ HANG = 120.0  # seconds: only a deadlock bound, never an expected duration
 
 def racer_main() -> None:
     """One racer: ``go <round>`` on stdin starts an attempt; answers ``held`` or ``refused``."""
-    from gitflow_agents.lock import StepLockedError, hold
+    from gitflow_agents.runs.lock import StepLockedError, hold
 
     path, index, marks = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
     for line in sys.stdin:

@@ -21,11 +21,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from gitflow_agents import secret_keywords, secret_rules
 from gitflow_agents.agents.base import LaunchSpec
-from gitflow_agents.events import ConsoleChannel, EventHub, JsonlChannel, MemoryChannel
-from gitflow_agents.redact import mask, redact_text
-from gitflow_agents.redact_stream import LineMasker
+from gitflow_agents.base import secret_keywords, secret_rules
+from gitflow_agents.base.redact import mask, redact_text
+from gitflow_agents.base.redact_stream import LineMasker
+from gitflow_agents.runs.events import ConsoleChannel, EventHub, JsonlChannel, MemoryChannel
 from gitflow_agents.supervisor import output, supervise
 from tests.conftest import FAKES, git
 from tests.test_chain import configure, results

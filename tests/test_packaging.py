@@ -83,10 +83,12 @@ def test_installed_layout_is_preferred(tmp_path: Path) -> None:
     """In an installed wheel the templates sit inside the package: templates_dir() finds them."""
     package = tmp_path / "site" / "gitflow_agents"
     (package / "templates").mkdir(parents=True)
-    resources = (ROOT / "gitflow_agents" / "resources.py").read_text()
-    (package / "resources.py").write_text(resources)
+    resources = (ROOT / "gitflow_agents" / "base" / "resources.py").read_text()
+    (package / "base").mkdir()
+    (package / "base" / "resources.py").write_text(resources)
+    (package / "base" / "__init__.py").write_text("")
     (package / "__init__.py").write_text("")
-    code = "from gitflow_agents.resources import templates_dir; print(templates_dir())"
+    code = "from gitflow_agents.base.resources import templates_dir; print(templates_dir())"
     out = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.errors import ConfigError, PlanError
+from gitflow_agents.base.errors import ConfigError, PlanError
 from gitflow_agents.plan import (
     Plan,
     Problem,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.errors import PlanError
+from gitflow_agents.base.errors import PlanError
 from gitflow_agents.plan import lint_plan, parse_plan, parse_plan_text
 from gitflow_agents.plan.deps import BadDepends, parse_depends
 from tests.conftest import Cli, CliResult

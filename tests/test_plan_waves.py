@@ -281,7 +281,7 @@ def test_a_step_merged_while_origin_is_read_is_not_started_again(
     """The race the read order closes: step 1's PR merges and its branch is deleted between
     the two reads of origin. Branches are listed first, the target read after, so step 1 is
     either still locked by its branch or already ✅ — never ready a second time."""
-    from gitflow_agents import git as g
+    from gitflow_agents.git import queries as g
 
     claim_on_origin(other, 1, done={1})
     list_heads = g.remote_heads

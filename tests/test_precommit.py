@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from gitflow_agents import cli
-from gitflow_agents import git as g
+from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import read_review_note
 from tests.conftest import GIT_ENV, ROOT, git
 

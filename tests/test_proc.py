@@ -6,7 +6,7 @@ import time
 import psutil
 import pytest
 
-from gitflow_agents import proc
+from gitflow_agents.base import proc
 
 
 def test_run_captures_output() -> None:

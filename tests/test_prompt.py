@@ -13,8 +13,9 @@ import pytest
 from markdown_it import MarkdownIt
 
 from gitflow_agents.assets import load_manifest
+from gitflow_agents.base.errors import ConfigError, PlanError, TemplateError, UsageError
+from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config import TEMPLATE_VARIABLES, load_flow_config
-from gitflow_agents.errors import ConfigError, PlanError, TemplateError, UsageError
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.prompt import (
     SYSTEM_PROMPT_TEMPLATE,
@@ -27,7 +28,6 @@ from gitflow_agents.prompt import (
     resolve_placeholders,
     write_system_prompt,
 )
-from gitflow_agents.resources import templates_dir
 from tests.golden.cases import CASES, FIXED_TIME, PROJECT, Case, golden_files, render
 
 SEED_HEADINGS = (

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gitflow_agents.redact import redact_text, secret_values
-from gitflow_agents.redact_stream import LineMasker
-from gitflow_agents.secret_rules import TOKEN_RULES
+from gitflow_agents.base.redact import redact_text, secret_values
+from gitflow_agents.base.redact_stream import LineMasker
+from gitflow_agents.base.secret_rules import TOKEN_RULES
 from tests.secret_cases import GITLEAKS_BY_DESIGN, gitleaks_outcomes, keyword_outcomes, load, scan
 
 # Built at run time so this file itself never holds a literal secret-shaped string.

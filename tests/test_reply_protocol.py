@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.config import flow_config_schema, load_flow_config
-from gitflow_agents.errors import ConfigError
-from gitflow_agents.prompt import PromptRequest, assemble_prompt
-from gitflow_agents.protocol import (
+from gitflow_agents.agent_run.protocol import (
     BUILDER_STYLE,
     CLI_CUSTOMIZATIONS,
     GENERIC_CUSTOMIZATION,
@@ -20,6 +17,9 @@ from gitflow_agents.protocol import (
     reply_instructions,
     role_style,
 )
+from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.config import flow_config_schema, load_flow_config
+from gitflow_agents.prompt import PromptRequest, assemble_prompt
 
 SEED_PROTOCOL_LINES = (
     "IMPORTANT: Structure your response using these XML tags for clear communication:",
@@ -172,7 +172,7 @@ def test_console_live_line_shows_tokens_cost_and_the_reply(
     import io
 
     monkeypatch.setenv("COLUMNS", "200")  # one table row per agent, unwrapped
-    from gitflow_agents.events import ConsoleChannel, EventHub
+    from gitflow_agents.runs.events import ConsoleChannel, EventHub
 
     out = io.StringIO()
     console = ConsoleChannel(out, is_tty=True)
@@ -214,7 +214,7 @@ def test_completes_by_exit_agent_is_judged_by_its_reply_status(
     import sys
 
     from gitflow_agents.agents.base import LaunchSpec
-    from gitflow_agents.events import EventHub
+    from gitflow_agents.runs.events import EventHub
     from gitflow_agents.supervisor import supervise
 
     agent_dir = tmp_path / "agent"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents import git as g
 from gitflow_agents import git_agent_review
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
 from gitflow_agents.findings import Finding, Review, Severity
+from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import approval_status, read_review_note
 from gitflow_agents.reviewer.target import Target, exit_code, hook_target, resolve_target
 from tests.conftest import ROOT, CliResult, git
@@ -469,7 +469,7 @@ def test_gate_is_one_git_call_and_imports_nothing_heavy(repo: Path, tmp_path: Pa
         "import sys\n"
         "from gitflow_agents import cli\n"
         "code = cli.main(['hook', 'gate'])\n"
-        "heavy = ('dataclasses', 'datetime', 'gitflow_agents.git', 'gitflow_agents.findings',\n"
+        "heavy = ('dataclasses', 'datetime', 'gitflow_agents.git.queries', 'gitflow_agents.findings',\n"
         "         'yaml', 'rich', 'markdown_it', 'jinja2', 'git', 'github', 'psutil')\n"
         "print(code, sorted(m for m in heavy if m in sys.modules))\n"
     )
@@ -606,7 +606,7 @@ def test_git_help_finds_the_installed_man_page(repo: Path, tmp_path: Path) -> No
 
 
 def shipped_page() -> Path | None:
-    from gitflow_agents import manpage
+    from gitflow_agents.commands import manpage
 
     page = manpage.shipped_page()
     return page.resolve() if page else None
@@ -659,7 +659,7 @@ def test_git_help_finds_the_page_after_any_run_in_a_uv_tool_layout(
 
 
 def test_the_page_is_linked_only_where_it_is_missing(tmp_path: Path) -> None:
-    from gitflow_agents.manpage import ensure_reachable
+    from gitflow_agents.commands.manpage import ensure_reachable
 
     home, env = uv_tool_layout(tmp_path)
     man1 = home / ".local" / "share" / "man" / "man1"
@@ -676,7 +676,7 @@ def test_the_page_is_linked_only_where_it_is_missing(tmp_path: Path) -> None:
 
 
 def test_no_page_is_linked_without_a_share_folder(tmp_path: Path) -> None:
-    from gitflow_agents.manpage import ensure_reachable
+    from gitflow_agents.commands.manpage import ensure_reachable
 
     home, env = uv_tool_layout(tmp_path)
     (home / ".local" / "share").rmdir()
@@ -686,7 +686,7 @@ def test_no_page_is_linked_without_a_share_folder(tmp_path: Path) -> None:
 
 
 def test_a_folder_it_cannot_write_is_left_alone(tmp_path: Path) -> None:
-    from gitflow_agents.manpage import ensure_reachable
+    from gitflow_agents.commands.manpage import ensure_reachable
 
     home, env = uv_tool_layout(tmp_path)
     share = home / ".local" / "share"

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from gitflow_agents import git as g
+from gitflow_agents.base.redact import mask, redact_review, redact_text
 from gitflow_agents.findings import Finding, Review, Severity
-from gitflow_agents.redact import mask, redact_review, redact_text
+from gitflow_agents.git import queries as g
 from gitflow_agents.render import FORMATS, render
 from gitflow_agents.reviewer import builtin
 from tests.conftest import FAKES, git
@@ -195,7 +195,7 @@ def test_diff_secrets_hold_a_rotated_key_body(repo: Path) -> None:
 
 def test_the_console_masks_what_an_agent_prints() -> None:
     """Progress and end lines quote the agent's output and reasons (a CI job's log is public)."""
-    from gitflow_agents.events import ConsoleChannel, EventHub
+    from gitflow_agents.runs.events import ConsoleChannel, EventHub
 
     out = io.StringIO()
     hub = EventHub([ConsoleChannel(out, is_tty=False, progress_every=0)], run_id="r")

@@ -9,8 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gitflow_agents.fsutil import write_json_atomic
-from gitflow_agents.git import exclude_flow_dir
+from gitflow_agents.base.fsutil import write_json_atomic
+from gitflow_agents.git.queries import exclude_flow_dir
 from gitflow_agents.runs import (
     RESULT_SCHEMAS,
     RunStatus,

@@ -1,4 +1,4 @@
-"""The one YAML reader (gitflow_agents/safe_yaml.py): bounded work, plain values, one-line errors
+"""The one YAML reader (gitflow_agents/base/safe_yaml.py): bounded work, plain values, one-line errors
 for every malformed input, through every YAML surface (config layers, frontmatter, the builtin
 reviewer's syntax check)."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.errors import ConfigError, ExitCode, InputError
-from gitflow_agents.frontmatter import split_frontmatter
-from gitflow_agents.safe_yaml import (
+from gitflow_agents.base.errors import ConfigError, ExitCode, InputError
+from gitflow_agents.base.frontmatter import split_frontmatter
+from gitflow_agents.base.safe_yaml import (
     ALIAS_BUDGET,
     MAX_DEPTH,
     TAB_MESSAGE,
@@ -34,7 +34,7 @@ def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     if request.param == "pure":
         import yaml
 
-        from gitflow_agents import safe_yaml
+        from gitflow_agents.base import safe_yaml
 
         resolvers = {
             first: [(tag, regex) for tag, regex in entries if not tag.endswith(":timestamp")]

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import pytest
 
-from gitflow_agents.errors import ExitCode
+from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.findings import Overall, Review, Severity, gate
 from gitflow_agents.github import checks, status
 from gitflow_agents.github.client import GitHubRejected

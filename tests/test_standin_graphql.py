@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gitflow_agents.errors import GitHubError
+from gitflow_agents.base.errors import GitHubError
 from tests.github_standin import GitHubStandIn, client_for, gh, graphql_path, simple_pull
 from tests.standin_graphql import validate
 

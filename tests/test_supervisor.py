@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from gitflow_agents.agents.base import AgentOutput, CpuActivity, LaunchSpec
-from gitflow_agents.events import EventHub, JsonlChannel, MemoryChannel, read_jsonl
+from gitflow_agents.runs.events import EventHub, JsonlChannel, MemoryChannel, read_jsonl
 from gitflow_agents.supervisor import Outcome, SupervisorInterrupted, kill_tree, supervise
 
 from .conftest import FAKES

@@ -10,8 +10,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gitflow_agents.base.safe_yaml import YamlProblem, check_syntax
 from gitflow_agents.reviewer.syntax import SyntaxProblem, _yaml
-from gitflow_agents.safe_yaml import YamlProblem, check_syntax
 from tests.test_safe_yaml import parser  # noqa: F401 - autouse: every test with libyaml and PyYAML's own parser
 
 

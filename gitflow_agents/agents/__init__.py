@@ -16,7 +16,7 @@ from gitflow_agents.agents.codex import CodexAdapter
 from gitflow_agents.agents.command import CommandAdapter
 from gitflow_agents.agents.gemini import GeminiAdapter
 from gitflow_agents.agents.opencode import OpencodeAdapter
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
 
 ADAPTERS: dict[str, Adapter] = {
     "claude": ClaudeAdapter(),

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from gitflow_agents.errors import ConfigError, UsageError
+from gitflow_agents.base.errors import ConfigError, UsageError
 
 
 @dataclass(frozen=True)

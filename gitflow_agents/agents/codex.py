@@ -24,7 +24,7 @@ from gitflow_agents.agents.base import (
     unparsed,
     write_config_file,
 )
-from gitflow_agents.errors import ConfigError
+from gitflow_agents.base.errors import ConfigError
 
 SANDBOXES = ("read-only", "workspace-write", "danger-full-access", "bypass")
 OPTIONS = ("sandbox", "provider", "config", "system_prompt_mode")

@@ -36,7 +36,7 @@ from gitflow_agents.agents.base import (
     opt_str_list,
     resume_refused,
 )
-from gitflow_agents.errors import ConfigError
+from gitflow_agents.base.errors import ConfigError
 
 OPTIONS = ("command", "completes_by_exit", "cpu_activity")
 PLACEHOLDERS = (

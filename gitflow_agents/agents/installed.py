@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitflow_agents.errors import AgentError
+from gitflow_agents.base.errors import AgentError
 
 if TYPE_CHECKING:
     from gitflow_agents.agents.base import Adapter, LaunchSpec

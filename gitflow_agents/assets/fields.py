@@ -19,8 +19,8 @@ from gitflow_agents.assets.model import (
     ManifestErrorCode,
     OutputKind,
 )
-from gitflow_agents.errors import format_location
-from gitflow_agents.frontmatter import Frontmatter
+from gitflow_agents.base.errors import format_location
+from gitflow_agents.base.frontmatter import Frontmatter
 
 
 def manifest_error(

@@ -38,8 +38,8 @@ from gitflow_agents.assets.model import (
     ResolvedInstructionAsset,
     ResolvedSkillAsset,
 )
-from gitflow_agents.errors import ConfigError, InputError
-from gitflow_agents.frontmatter import Frontmatter, split_frontmatter
+from gitflow_agents.base.errors import ConfigError, InputError
+from gitflow_agents.base.frontmatter import Frontmatter, split_frontmatter
 
 
 def load_manifest(root: Path) -> PromptAssetManifest:
@@ -112,7 +112,7 @@ class _Scan:
         )
 
     def read(self, path: Path) -> str | None:
-        from gitflow_agents.fsutil import ReadRefused, read_limited
+        from gitflow_agents.base.fsutil import ReadRefused, read_limited
 
         rel = self.rel(path)
         try:

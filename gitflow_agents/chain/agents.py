@@ -18,14 +18,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from gitflow_agents import git, stats
+from gitflow_agents.base.errors import AgentError
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.resume import agent_files, completed_meta, set_aside, write_meta
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
-from gitflow_agents.errors import AgentError
+from gitflow_agents.git import queries as git
+from gitflow_agents.git import stats
 
 if TYPE_CHECKING:
-    from gitflow_agents.agent_run import AgentRunner
+    from gitflow_agents.agent_run.run import AgentRunner
     from gitflow_agents.findings import Accepted
     from gitflow_agents.reviewer.acceptance import Acceptance
     from gitflow_agents.supervisor import Status
@@ -266,7 +267,7 @@ class _Attempt:
             raise
 
     def _prepare(self) -> None:
-        from gitflow_agents.agent_run import AgentJob, AgentRunner
+        from gitflow_agents.agent_run.run import AgentJob, AgentRunner
         from gitflow_agents.prompt import PromptRequest, assemble_prompt
 
         ctx, ws, job, settings = self.ctx, self.ws, self.job, self.ctx.settings
@@ -341,7 +342,7 @@ class _Attempt:
         """The offline reviewer, in process, exactly as ``git agent-review`` runs it (the same
         report, with the same findings accepted): its report goes straight to
         ``report.complete.md``, its accepted findings to ``self.accepted``."""
-        from gitflow_agents.fsutil import write_text_atomic
+        from gitflow_agents.base.fsutil import write_text_atomic
         from gitflow_agents.reviewer.builtin import report
         from gitflow_agents.reviewer.checks import Options
         from gitflow_agents.reviewer.target import Target, builtin_result

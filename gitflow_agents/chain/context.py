@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.config import FlowConfig
-from gitflow_agents.events import EventHub
 from gitflow_agents.findings import Severity
 from gitflow_agents.plan import Plan
 from gitflow_agents.runs import RunPaths
+from gitflow_agents.runs.events import EventHub
 
 if TYPE_CHECKING:
     from gitflow_agents.assets import PromptAssetManifest

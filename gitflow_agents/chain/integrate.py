@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from gitflow_agents import git
+from gitflow_agents.base.errors import GitError
 from gitflow_agents.chain.agents import TRAILER_RUN, agent_id_for, run_agent
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.record import StepRecord
 from gitflow_agents.chain.state import target_tip
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
-from gitflow_agents.errors import GitError
+from gitflow_agents.git import queries as git
 
 CONFLICT_PREAMBLE = """\
 gitflow-agents merged {target} (now at {target_sha}) into this plan-step's branch {branch}, because

@@ -12,14 +12,14 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from gitflow_agents import git
+from gitflow_agents.base.errors import GitError
 from gitflow_agents.chain.agents import TRAILER_RUN
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.record import StepRecord
 from gitflow_agents.chain.review import ReviewRound
 from gitflow_agents.chain.state import DONE, plan_in_repo
 from gitflow_agents.chain.workspace import Workspace
-from gitflow_agents.errors import GitError
+from gitflow_agents.git import queries as git
 
 
 def land(
@@ -72,7 +72,7 @@ def mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: R
 
     Returns the step branch's new tip: the reviewed commit when the plan is not on the branch
     or already says ✅."""
-    from gitflow_agents.errors import PlanError
+    from gitflow_agents.base.errors import PlanError
     from gitflow_agents.plan import set_step_status
 
     assert ctx.plan is not None

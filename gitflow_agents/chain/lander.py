@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from gitflow_agents import git
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.land import (
     carry_note,
@@ -26,6 +25,7 @@ from gitflow_agents.chain.record import StepRecord
 from gitflow_agents.chain.review import ReviewRound
 from gitflow_agents.chain.state import DONE, committed_status
 from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.git import queries as git
 
 
 class Lander(Protocol):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gitflow_agents import lock
+from gitflow_agents.base.errors import ExitCode, GitError
 from gitflow_agents.chain.agents import AgentFailed, AgentRun, agent_id_for, run_agent
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate, moved_on
@@ -26,7 +26,7 @@ from gitflow_agents.chain.resume import implement_start
 from gitflow_agents.chain.review import record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
 from gitflow_agents.chain.workspace import branch_name, refuse_foreign_checkout, step_workspace
-from gitflow_agents.errors import ExitCode, GitError
+from gitflow_agents.runs import lock
 
 FIX_PREAMBLE = """\
 The review of this plan-step asked for changes. Read every report listed under "Previous Agent

@@ -18,12 +18,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
-from gitflow_agents import git, stats
+from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.chain.agents import AgentRun
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.review import ReviewRound
 from gitflow_agents.chain.workspace import Workspace
-from gitflow_agents.errors import ExitCode
+from gitflow_agents.git import queries as git
+from gitflow_agents.git import stats
 from gitflow_agents.runs import RunPaths, read_json
 
 # "empty": the implementer or a fixer changed nothing, so there was nothing (new) to review
@@ -90,7 +91,7 @@ class StepRecord:
         self, git_stats: stats.GitStats | None = None, line: str = "", path: Path | None = None
     ) -> ChainResult:
         """The typed result as the record stands (``write`` gives it with the file written)."""
-        from gitflow_agents.redact import redact_text
+        from gitflow_agents.base.redact import redact_text
 
         return ChainResult(
             outcome=self.outcome,
@@ -126,8 +127,8 @@ def _write_record(rec: StepRecord) -> ChainResult:
     builder = next((a for a in rec.agents if a.kind == "implement" and a.report), None)
     text = ""
     if builder is not None and builder.report is not None:
+        from gitflow_agents.base.fsutil import read_agent_text
         from gitflow_agents.findings.report import MAX_REPORT_CHARS
-        from gitflow_agents.fsutil import read_agent_text
 
         # bounded; flow_result notes a report over the cap instead of reading it
         text = read_agent_text(builder.report, MAX_REPORT_CHARS)
@@ -136,7 +137,7 @@ def _write_record(rec: StepRecord) -> ChainResult:
     )
     changed = git_stats.changed_files if git_stats else ()
     result = flow_result("implement", status, report_text=text, changed_files=changed)  # type: ignore[arg-type]
-    from gitflow_agents.redact import redact_data, redact_text
+    from gitflow_agents.base.redact import redact_data, redact_text
 
     line = redact_text(_history_line(rec, result, git_stats, paths), ctx.secrets)
     result["chain"] = {
@@ -191,7 +192,7 @@ def _history_line(
 ) -> str:
     """The implement history line (``cards.history_line``), plus the chain's outcome, reviews
     and git statistics."""
-    from gitflow_agents.cards import history_line
+    from gitflow_agents.runs.cards import history_line
 
     event = {"approved": "succeeded", "canceled": "canceled", "skipped": "succeeded"}.get(
         rec.outcome, "failed"

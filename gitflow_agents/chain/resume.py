@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents import git
+from gitflow_agents.base.fsutil import write_json_atomic
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.workspace import Workspace
-from gitflow_agents.fsutil import write_json_atomic
+from gitflow_agents.git import queries as git
 from gitflow_agents.runs import read_json
 
 META_FILE = "chain.json"
@@ -25,7 +25,7 @@ META_FILE = "chain.json"
 
 def agent_files(ctx: Context, agent: str, agent_id: str) -> tuple[Path, Path, Path, Path]:
     """The agent folder and its report, success and failure files."""
-    from gitflow_agents.launch import signal_files
+    from gitflow_agents.agent_run.launch import signal_files
     from gitflow_agents.prompt import agent_dir
 
     folder = agent_dir(ctx.root, ctx.config.flow_dir, ctx.flow, agent_id)

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gitflow_agents import git
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
@@ -24,6 +23,7 @@ from gitflow_agents.findings import (
     merge_reviews,
     parse_review,
 )
+from gitflow_agents.git import queries as git
 
 REVIEW_PREAMBLE = """\
 It is now your job to review the changes for this plan-step: commit {head} on branch {branch},
@@ -187,9 +187,9 @@ def _read_review(ctx: Context, run: AgentRun, head: str, base: str) -> Review:
     """The reviewer's report as a Review (with the findings the builtin reviewer accepted), its
     texts masked (``redact``) like every review's, with the step's secret values: it reaches
     the run record, the fixer's prompt and, through ``/agent fix`` and ``run --pr``, GitHub."""
+    from gitflow_agents.base.fsutil import read_agent_text
+    from gitflow_agents.base.redact import redact_review
     from gitflow_agents.findings.report import MAX_REPORT_CHARS
-    from gitflow_agents.fsutil import read_agent_text
-    from gitflow_agents.redact import redact_review
 
     # Bounded like every report read (docs/security.md, "Bounds"): a report over the cap is
     # not read whole, and parse_review refuses it (no verdict); a symlink or FIFO reads as "".

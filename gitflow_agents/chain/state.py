@@ -10,9 +10,9 @@ history, and the work of a failed attempt stays on the step branch for the next 
 
 from __future__ import annotations
 
-from gitflow_agents import git
+from gitflow_agents.base.errors import PlanError
 from gitflow_agents.chain.context import Context
-from gitflow_agents.errors import PlanError
+from gitflow_agents.git import queries as git
 from gitflow_agents.plan.model import DONE as DONE
 
 

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents import git
+from gitflow_agents.base.errors import UsageError
 from gitflow_agents.chain.context import ChainSettings, Context
 from gitflow_agents.chain.state import target_tip
-from gitflow_agents.errors import UsageError
+from gitflow_agents.git import queries as git
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,9 @@ def take_over(ctx: Context, tree: Path) -> None:
     """Kill the whole process tree of every lost run (its supervisor died: an orchestrator
     killed with ``kill -9``) whose agent works in ``tree``, and say so in ``ctx.notices``.
     StepLockedError (exit 2), touching nothing, when a lost run's processes survive the kill."""
-    from gitflow_agents.lock import StepLockedError
-    from gitflow_agents.lost_runs import kill_recorded_tree, lost_in, mark_ended
     from gitflow_agents.runs import runs_root
+    from gitflow_agents.runs.lock import StepLockedError
+    from gitflow_agents.runs.lost import kill_recorded_tree, lost_in, mark_ended
 
     for paths, status in lost_in(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow), tree):
         run_id, agent = paths.run_dir.name, status.get("agent") or "an agent"

@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitflow_agents.base.fsutil import write_text_atomic
     from gitflow_agents.config import find_project_root, load_flow_config
-    from gitflow_agents.fsutil import write_text_atomic
-    from gitflow_agents.lost_runs import kill_recorded_tree, mark_ended
     from gitflow_agents.runs import find_run, read_json
+    from gitflow_agents.runs.lost import kill_recorded_tree, mark_ended
 
     root = find_project_root(Path.cwd())
     config = load_flow_config(root)
@@ -50,6 +50,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _supervisor_alive(status: dict[str, Any]) -> bool:
-    from gitflow_agents.liveness import process_alive
+    from gitflow_agents.runs.liveness import process_alive
 
     return process_alive(status.get("supervisor_pid"), status.get("supervisor_create_time"))

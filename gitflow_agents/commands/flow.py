@@ -22,15 +22,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.errors import ExitCode, UsageError
+from gitflow_agents.base.errors import ExitCode, UsageError
 
 RESEARCHER = "researcher"
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitflow_agents.agent_run.launch import sigterm_as_interrupt
     from gitflow_agents.chain import AgentFailed
     from gitflow_agents.commands.run import open_context
-    from gitflow_agents.launch import sigterm_as_interrupt
 
     plan = Path(args.plan) if args.plan else None
     if plan is not None and args.step is None:
@@ -54,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
-    from gitflow_agents import chain, git
+    from gitflow_agents import chain
     from gitflow_agents.agents.installed import check_agents
+    from gitflow_agents.git import queries as git
     from gitflow_agents.runs import read_json, runs_root
 
     kind = args.flow_kind
@@ -145,8 +146,9 @@ def _review_agents(args: argparse.Namespace) -> None:
 
 
 def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
-    from gitflow_agents import chain, git
+    from gitflow_agents import chain
     from gitflow_agents.findings import merge_reviews
+    from gitflow_agents.git import queries as git
     from gitflow_agents.render import counts
 
     if args.range and args.branch:

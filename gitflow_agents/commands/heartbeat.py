@@ -13,8 +13,8 @@ import os
 import time
 from pathlib import Path
 
-from gitflow_agents.errors import UsageError
-from gitflow_agents.fsutil import write_text_atomic
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.runs import RUN_DIR_ENV, RunPaths, iter_runs, read_status
 
 

@@ -15,13 +15,13 @@ import json
 import sys
 from pathlib import Path
 
-from gitflow_agents.errors import ExitCode
+from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.runs.history import mermaid, records, rows
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitflow_agents import git
     from gitflow_agents.config import load_flow_config
+    from gitflow_agents.git import queries as git
 
     fmt = _format(args)
     root = git.repo_root(Path.cwd())
@@ -70,7 +70,7 @@ def _show(fmt: str, root: Path, flow_dir: str, args: argparse.Namespace, skipped
 
 def _format(args: argparse.Namespace) -> str:
     """table, json or mermaid: ``--json`` is ``--format json``."""
-    from gitflow_agents.errors import UsageError
+    from gitflow_agents.base.errors import UsageError
 
     fmt: str | None = getattr(args, "format", None)
     if args.json and fmt not in (None, "json"):

@@ -12,11 +12,11 @@ import os
 import sys
 from pathlib import Path
 
-from gitflow_agents.errors import ExitCode
+from gitflow_agents.base.errors import ExitCode
 
 
 def gate(rev: str | None) -> int:
-    from gitflow_agents.gitcmd import commit_note
+    from gitflow_agents.git.cmd import commit_note
     from gitflow_agents.reviewer import note_approval
 
     # git finds the repository from any subdirectory: no separate root lookup (speed).

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from gitflow_agents.base.fsutil import write_bytes_atomic
 from gitflow_agents.config import find_project_root, scaffold_files
-from gitflow_agents.fsutil import write_bytes_atomic
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
-from gitflow_agents.errors import ConfigError, ExitCode, UsageError
+from gitflow_agents.base.errors import ConfigError, ExitCode, UsageError
 from gitflow_agents.plan import Plan, Problem, SpecPlanConfig, Step, lint_plan, parse_plan
 from gitflow_agents.plan.model import DONE as DONE
 
@@ -88,9 +88,9 @@ def steps_matrix(steps: Sequence[Step]) -> dict[str, list[dict[str, object]]]:
 def ready_matrix(args: argparse.Namespace) -> int:
     """``plan matrix --ready``: only the steps that can start now, as origin has it
     (docs/spec-plans.md, Waves); a one-line summary on stderr."""
-    from gitflow_agents import git
     from gitflow_agents.commands.run import settings_from
     from gitflow_agents.config import load_flow_config
+    from gitflow_agents.git import queries as git
     from gitflow_agents.plan.waves import ready_steps
 
     root = git.repo_root(Path.cwd())

@@ -10,7 +10,7 @@ from gitflow_agents.prompt import AssembledPrompt, Segment, assemble_prompt
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitflow_agents.prompt_args import prompt_request
+    from gitflow_agents.prompt.args import prompt_request
 
     prompt = assemble_prompt(prompt_request(args, "prompt", flow=args.flow_name))
     if args.json:

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitflow_agents import git
-from gitflow_agents.errors import ExitCode, UsageError
+from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.findings import GateResult, Review, Severity
-from gitflow_agents.fsutil import write_text_atomic
+from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.target import (
     Target,
     exit_code,
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from gitflow_agents import render
-    from gitflow_agents.color import use_color
+    from gitflow_agents.base.color import use_color
     from gitflow_agents.reviewer import record_review
 
     root = git.repo_root()

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitflow_agents.errors import ExitCode, UsageError
+from gitflow_agents.base.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from gitflow_agents.chain import ChainResult, ChainSettings, Context
@@ -72,9 +72,9 @@ def add_chain_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitflow_agents.agent_run.launch import sigterm_as_interrupt
     from gitflow_agents.agents.installed import check_agents
     from gitflow_agents.chain import run_step
-    from gitflow_agents.launch import sigterm_as_interrupt
     from gitflow_agents.plan import parse_plan
 
     if (args.step is None) == (not args.all):
@@ -116,7 +116,7 @@ def _in_dependency_order(plan: Plan) -> list[int]:
     """``--all``'s order: every step after the steps its ``Depends on:`` line names (the file's
     order for a plan without such lines); a plan whose dependencies cannot be met (an unknown
     step, a cycle) is a PlanError naming each problem, before anything runs."""
-    from gitflow_agents.errors import PlanError
+    from gitflow_agents.base.errors import PlanError
     from gitflow_agents.plan.deps import plan_problems, run_order
 
     problems = plan_problems(plan)
@@ -175,10 +175,10 @@ def open_context(
 ) -> Context:
     """Project root, config, plan, settings and the event hub (events.jsonl per agent run;
     live console lines on stderr unless --quiet)."""
-    from gitflow_agents import git
+    from gitflow_agents.agent_run.launch import event_hub
     from gitflow_agents.chain import Context
     from gitflow_agents.config import load_flow_config
-    from gitflow_agents.launch import event_hub
+    from gitflow_agents.git import queries as git
     from gitflow_agents.plan import parse_plan
 
     root = git.repo_root(Path.cwd())
@@ -194,8 +194,8 @@ def open_context(
 
 def report(result: ChainResult, *, as_json: bool) -> None:
     """One line per step on stdout (or the full result.json with --json)."""
-    from gitflow_agents import stats
     from gitflow_agents.chain import dumps
+    from gitflow_agents.git import stats
 
     if as_json:
         print(dumps(result))

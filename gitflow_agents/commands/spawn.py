@@ -10,20 +10,20 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gitflow_agents.errors import ExitCode
+from gitflow_agents.base.errors import ExitCode
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitflow_agents.agent_run import AgentJob, clear_previous, execute
-    from gitflow_agents.launch import signal_files
+    from gitflow_agents.agent_run.launch import signal_files
+    from gitflow_agents.agent_run.run import AgentJob, clear_previous, execute
     from gitflow_agents.prompt import (
         agent_dir,
         assemble_prompt,
         default_agent_id,
         default_flow_name,
     )
-    from gitflow_agents.prompt_args import prompt_request
-    from gitflow_agents.run_record import print_result
+    from gitflow_agents.prompt.args import prompt_request
+    from gitflow_agents.runs.record import print_result
 
     request = prompt_request(args, "spawn", flow=args.flow)
     root, config = request.root, request.config
@@ -71,8 +71,8 @@ def _default_kind(agent_type: str, agent: str) -> str:
 def _queued_line(kind: str, run_id: str, args: argparse.Namespace, root: Path) -> str:
     """The card's history line for a queued run (``--branch``, else the checked-out branch;
     "HEAD" only on a detached HEAD or outside git)."""
-    from gitflow_agents import git
-    from gitflow_agents.cards import history_line
+    from gitflow_agents.git import queries as git
+    from gitflow_agents.runs.cards import history_line
 
     branch = args.branch or git.current_branch(root) or "HEAD"
     if kind == "review":

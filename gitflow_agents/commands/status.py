@@ -33,10 +33,10 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
     tree still run and how to stop them. Fields of the wrong type (an agent can write anything
     into its run folder) read as absent. Every text is masked again (the secret rules): the
     records were masked when written, but an agent can write into its run folder too."""
-    from gitflow_agents.lost_runs import is_lost, tree_pids
-    from gitflow_agents.record_fields import mapping, scalar, text
-    from gitflow_agents.redact import redact_data
+    from gitflow_agents.base.redact import redact_data
     from gitflow_agents.runs import iter_runs, read_json
+    from gitflow_agents.runs.fields import mapping, scalar, text
+    from gitflow_agents.runs.lost import is_lost, tree_pids
 
     rows = []
     for paths in iter_runs(root, flow_dir, flow):
@@ -95,7 +95,7 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
 def reply_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     """Agent replies over ``rows`` (docs/protocol.md, "Agent replies"): structured vs
     unstructured, and needs_input ones."""
-    from gitflow_agents.record_fields import integer
+    from gitflow_agents.runs.fields import integer
 
     counts = {"structured": 0, "unstructured": 0, "needs_input": 0}
     for row in rows:

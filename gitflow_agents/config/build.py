@@ -15,6 +15,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config.files import Layout, normalise
 from gitflow_agents.config.values import (
     BUILT_IN,
@@ -39,10 +41,8 @@ from gitflow_agents.config.values import (
     display,
 )
 from gitflow_agents.config.yaml_nodes import Node, unwrap
-from gitflow_agents.errors import ConfigError
 from gitflow_agents.findings.settings import build_review
 from gitflow_agents.plan import SpecPlanConfig, compile_step_pattern
-from gitflow_agents.resources import templates_dir
 
 MAX_AT_FILE_BYTES = 4 * 1024 * 1024
 """A file named by an ``@path`` value larger than this is refused (docs/security.md, "Bounds")."""
@@ -360,7 +360,7 @@ def _resolve_text(node: Node, layout: Layout, keypath: str) -> tuple[str, str]:
     if target is None:
         where = "a shipped file" if layout.built_in else "inside the project root"
         raise node.error(keypath, f"@{rel}: the file must be {where}")
-    from gitflow_agents.fsutil import ReadRefused, read_text_limited
+    from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 
     try:
         text = read_text_limited(target, MAX_AT_FILE_BYTES)

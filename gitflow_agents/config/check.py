@@ -12,6 +12,7 @@ import re
 import shlex
 from collections.abc import Iterator, Mapping
 
+from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.config.shape import (
     HINTS,
     AnyMap,
@@ -26,7 +27,6 @@ from gitflow_agents.config.shape import (
 )
 from gitflow_agents.config.values import NAME
 from gitflow_agents.config.yaml_nodes import Node, join, kind
-from gitflow_agents.errors import ConfigError
 
 
 def check(node: Node, spec: Spec, keypath: str) -> None:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config.values import FLOW_DIR_NAME
-from gitflow_agents.resources import templates_dir
 
 SCHEMA_FILE = "flow-config.schema.json"
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config.build import build, build_problems
 from gitflow_agents.config.check import check, merge, problems
 from gitflow_agents.config.files import Layout, builtin_flow_dir
@@ -25,8 +27,6 @@ from gitflow_agents.config.values import (
     display,
 )
 from gitflow_agents.config.yaml_nodes import Node, read_layer
-from gitflow_agents.errors import ConfigError
-from gitflow_agents.resources import templates_dir
 
 
 def _layer_paths(flow_dir: Path, flow_type: str | None, variant: str | None) -> list[Path]:

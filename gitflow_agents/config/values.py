@@ -10,7 +10,7 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
-from gitflow_agents.errors import ConfigError
+from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.plan import SpecPlanConfig
 

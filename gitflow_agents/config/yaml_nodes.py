@@ -1,7 +1,7 @@
 """YAML with line numbers: a layer file read into ``Node`` trees, so every later error can name
 the file, the line and the key path (``.flow/base.yaml:12: agents.builder.model: ...``).
 
-YAML is read by gitflow_agents/safe_yaml.py (bounded: nesting depth, alias expansion, plain
+YAML is read by gitflow_agents/base/safe_yaml.py (bounded: nesting depth, alias expansion, plain
 values only; imported when a file is read, not at start-up). Duplicate keys, non-string keys
 and recursive aliases are errors; merge keys (``<<: *anchor``) work.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.errors import ConfigError
+from gitflow_agents.base.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,8 @@ MAX_LAYER_BYTES = 4 * 1024 * 1024
 def read_layer(path: Path, display: str) -> Node:
     """The layer file ``path`` as a Node tree (empty or only comments: an empty mapping);
     ConfigError naming ``display`` and the line otherwise (also for a FIFO, a file over
-    :data:`MAX_LAYER_BYTES`, an alias bomb or nesting too deep: gitflow_agents/safe_yaml.py)."""
-    from gitflow_agents.fsutil import ReadRefused, read_text_limited
+    :data:`MAX_LAYER_BYTES`, an alias bomb or nesting too deep: gitflow_agents/base/safe_yaml.py)."""
+    from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 
     try:
         text = read_text_limited(path, MAX_LAYER_BYTES)
@@ -51,7 +51,7 @@ def parse_layer(text: str, display: str) -> Node:
     """The YAML ``text`` of a layer file (named ``display`` in errors) as a Node tree."""
     import yaml
 
-    from gitflow_agents.safe_yaml import YamlProblem, compose
+    from gitflow_agents.base.safe_yaml import YamlProblem, compose
 
     try:
         document = compose(text)
@@ -76,7 +76,7 @@ def _plain(node: Any) -> Any:
     """A scalar node's value; ``{}`` / ``[]`` for a mapping / list (to name its kind)."""
     import yaml
 
-    from gitflow_agents.safe_yaml import scalar
+    from gitflow_agents.base.safe_yaml import scalar
 
     if isinstance(node, yaml.MappingNode):
         return {}
@@ -102,7 +102,7 @@ def _convert(node: Any, file: str, line: int, keypath: str) -> Node:
     composer), recursion is bounded by its depth limit."""
     import yaml
 
-    from gitflow_agents.safe_yaml import flatten, is_merge_key, scalar
+    from gitflow_agents.base.safe_yaml import flatten, is_merge_key, scalar
 
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}

@@ -43,7 +43,7 @@ class FindingsError(ValueError):
 
 def _json_blocks(text: str) -> list[tuple[int, str]]:
     """(1-based line of the opening fence, content) of every fenced ```json block."""
-    from gitflow_agents.markdown import block_tokens
+    from gitflow_agents.base.markdown import block_tokens
 
     blocks = []
     for token in block_tokens(text):
@@ -62,7 +62,7 @@ def _findings_block(text: str, source: str) -> Review | None:
     found: Review | None = None
     if "```" not in text and "~~~" not in text:  # no fence, no block: no parse needed
         return None
-    from gitflow_agents.jsondata import JsonProblem, loads
+    from gitflow_agents.base.jsondata import JsonProblem, loads
 
     for fence_line, content in _json_blocks(text):
         try:
@@ -147,7 +147,7 @@ def parse_review(
     broken, the JSON ``overall`` contradicts the marker, the XML ``<STATUS>`` is failed /
     needs_input, or the block names a different commit than ``reviewed_sha``.
     """
-    from gitflow_agents.protocol import ReplyStatus, parse_reply
+    from gitflow_agents.agent_run.protocol import ReplyStatus, parse_reply
 
     if len(report_text) > MAX_REPORT_CHARS:
         return Review(

@@ -40,7 +40,7 @@ def fenced_lines(text: str) -> frozenset[int]:
     inside lists and block quotes, and unclosed fences (which run to the end) are all handled
     the way GitHub renders them.
     """
-    from gitflow_agents.markdown import block_tokens
+    from gitflow_agents.base.markdown import block_tokens
 
     lines: set[int] = set()
     for token in block_tokens(text):
@@ -120,7 +120,7 @@ def hidden_lines(text: str) -> dict[int, str]:
     or ``<details>`` block is not hidden. A report that is nothing but one indented code block
     is not hidden either: there is no prose for it to be an example in.
     """
-    from gitflow_agents.markdown import block_tokens
+    from gitflow_agents.base.markdown import block_tokens
 
     hidden: dict[int, str] = {}
     tokens = block_tokens(text)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 
-from gitflow_agents.errors import ExitCode, InputError
+from gitflow_agents.base.errors import ExitCode, InputError
 from gitflow_agents.github.checkout import review_pull
 from gitflow_agents.github.client import Client, PullRequest, connect, settings_from_env
 from gitflow_agents.github.event import decide, load_event

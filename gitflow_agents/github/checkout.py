@@ -17,9 +17,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitflow_agents import git
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
 from gitflow_agents.findings import GateResult, Review
+from gitflow_agents.git import queries as git
 from gitflow_agents.github import comment
 from gitflow_agents.github.client import PullRequest
 from gitflow_agents.github.publish import float_or_none, int_or_none, outcome_label

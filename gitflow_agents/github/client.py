@@ -29,7 +29,7 @@ import requests
 from github import Auth, Github, GithubException
 
 from gitflow_agents import __version__
-from gitflow_agents.errors import GitHubError
+from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.github import retry
 from gitflow_agents.github.pulls import PullRequests
 from gitflow_agents.github.settings import DEFAULT_API_URL, Settings, settings_from_env

@@ -117,7 +117,7 @@ def summary_body(
     (``render.mermaid.step_flowchart_markdown``) shown above the run-history table when the
     whole body fits ``limit`` with it; otherwise a line says it was left out (``CHART_LEFT_OUT``):
     the findings come first."""
-    from gitflow_agents.redact import redact_text
+    from gitflow_agents.base.redact import redact_text
     from gitflow_agents.render import redacted
     from gitflow_agents.render.markdown import escape, list_item
     from gitflow_agents.render.markdown import render as render_markdown

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gitflow_agents.errors import InputError
+from gitflow_agents.base.errors import InputError
 from gitflow_agents.github.client import PullRequest
 from gitflow_agents.github.runner import Options, read_json
 from gitflow_agents.github.values import MergeGroup

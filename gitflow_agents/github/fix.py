@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents import git
-from gitflow_agents.errors import ExitCode, UsageError
+from gitflow_agents.base.errors import ExitCode, UsageError
 from gitflow_agents.findings import GateResult, Review
+from gitflow_agents.git import queries as git
 from gitflow_agents.github import comment
 from gitflow_agents.github.checkout import review_pull
 from gitflow_agents.github.client import Client, PullRequest

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gitflow_agents.errors import GitHubError
+from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.findings import Finding
 from gitflow_agents.github import comment
 from gitflow_agents.github.publish import Publisher

@@ -15,8 +15,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents import git
 from gitflow_agents.findings import GateResult, Review
+from gitflow_agents.git import queries as git
 from gitflow_agents.github.checkout import base_checkout
 from gitflow_agents.github.client import ACTIONS_BOT_LOGIN, PullRequest
 from gitflow_agents.github.runner import Options
@@ -68,10 +68,10 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
     ``github-actions[bot]`` when git knows no identity. Nothing is pushed.
     AgentFailed when the fixer does not complete; ConfigError for an unknown fixer."""
     from gitflow_agents import chain
+    from gitflow_agents.base.fsutil import write_text_atomic
     from gitflow_agents.config import load_flow_config
-    from gitflow_agents.events import ConsoleChannel, EventHub
-    from gitflow_agents.fsutil import write_text_atomic
     from gitflow_agents.prompt import agent_dir
+    from gitflow_agents.runs.events import ConsoleChannel, EventHub
 
     identity = git.commit_identity(root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
     with contextlib.ExitStack() as stack:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
 from gitflow_agents.github.client import Client, Comment
 
 

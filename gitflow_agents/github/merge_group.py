@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
-from gitflow_agents.errors import GitHubError, InputError
+from gitflow_agents.base.errors import GitHubError, InputError
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.github import comment, status
 from gitflow_agents.github.checkout import review_group

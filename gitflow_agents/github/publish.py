@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gitflow_agents.errors import GitflowError, GitHubError, InputError
+from gitflow_agents.base.errors import GitflowError, GitHubError, InputError
 from gitflow_agents.findings import GateResult, Overall, Review, Severity, count_by_severity
 from gitflow_agents.github import checks, comment, review, status
 from gitflow_agents.github.client import Client, GitHubForbidden, PullFile, PullRequest
@@ -328,7 +328,7 @@ def write_result_files(
     """``findings.json`` (the JSON renderer's output, plus ``runHistory``: the rows of the
     run-history table, so a posting job can show them) and ``findings.sarif``."""
     from gitflow_agents import render
-    from gitflow_agents.fsutil import write_text_atomic as write_atomic
+    from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
 
     directory.mkdir(parents=True, exist_ok=True)
     findings_file = directory / "findings.json"
@@ -348,8 +348,8 @@ def load_findings(path: Path) -> tuple[Review, list[comment.RunRow]]:
     its run-history rows. InputError naming the file and key when it is unusable. Its ``gate``
     section is ignored: the posting job gates again with its own threshold. Its texts are
     masked again (``redact``): the file comes from another job."""
+    from gitflow_agents.base.redact import redact_review
     from gitflow_agents.findings import review_from_dict
-    from gitflow_agents.redact import redact_review
 
     data = read_json(path, "findings file")
     try:

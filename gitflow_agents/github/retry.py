@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from gitflow_agents.errors import GitHubError
+from gitflow_agents.base.errors import GitHubError
 
 T = TypeVar("T")
 

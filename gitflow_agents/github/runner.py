@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.errors import InputError, UsageError
+from gitflow_agents.base.errors import InputError, UsageError
 from gitflow_agents.findings import Severity
 from gitflow_agents.github import review
 from gitflow_agents.github.settings import owner_name
@@ -118,9 +118,9 @@ payloads at 25 MB)."""
 def read_json(path: Path, what: str) -> Any:
     """The JSON in ``path``; InputError naming the file (and line) when unreadable or invalid:
     not a regular file, over :data:`MAX_JSON_BYTES`, not UTF-8, nested too deeply, numbers
-    out of range (gitflow_agents/jsondata.py). Lone surrogates become U+FFFD."""
-    from gitflow_agents.fsutil import ReadRefused, read_limited
-    from gitflow_agents.jsondata import JsonProblem, loads
+    out of range (gitflow_agents/base/jsondata.py). Lone surrogates become U+FFFD."""
+    from gitflow_agents.base.fsutil import ReadRefused, read_limited
+    from gitflow_agents.base.jsondata import JsonProblem, loads
 
     try:
         data = read_limited(path, MAX_JSON_BYTES)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
 
 DEFAULT_API_URL = "https://api.github.com"
 _AUTHORITY = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#]*)")

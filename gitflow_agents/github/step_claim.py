@@ -61,7 +61,7 @@ class Claim:
         return self.data.get("created") is True
 
     def alive(self) -> bool:
-        from gitflow_agents.liveness import process_alive
+        from gitflow_agents.runs.liveness import process_alive
 
         return process_alive(self.data.get("pid"), self.data.get("pidStarted"))
 
@@ -72,7 +72,7 @@ class Claim:
 
     def update(self, **changes: Any) -> Claim:
         """Write the record with ``changes`` (atomically); the record as written."""
-        from gitflow_agents.fsutil import write_json_atomic
+        from gitflow_agents.base.fsutil import write_json_atomic
 
         data = {**self.data, **changes, "at": time.time()}
         write_json_atomic(self.path, data)
@@ -97,8 +97,8 @@ def write_claim(
     run_dir: Path, *, plan: str, step: int, branch: str, remote: str, sha: str
 ) -> Claim:
     """The record of a claim about to be pushed (state ``claiming``), written atomically."""
-    from gitflow_agents.fsutil import make_dirs
-    from gitflow_agents.liveness import start_time
+    from gitflow_agents.base.fsutil import make_dirs
+    from gitflow_agents.runs.liveness import start_time
 
     make_dirs(run_dir)
     record = Claim(

@@ -28,13 +28,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents import git
+from gitflow_agents.base.errors import ExitCode, GitflowError, GitHubError, UsageError
 from gitflow_agents.chain import ChainResult, Context
-from gitflow_agents.errors import ExitCode, GitflowError, GitHubError, UsageError
+from gitflow_agents.git import queries as git
 from gitflow_agents.github.client import Client
 from gitflow_agents.github.step_claim import Claim
-from gitflow_agents.lock import LockInfo, StepLockedError
 from gitflow_agents.plan.model import DONE
+from gitflow_agents.runs.lock import LockInfo, StepLockedError
 
 REMOTE = "origin"
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
@@ -122,7 +122,7 @@ def _no_target(ctx: Context) -> GitflowError:
     """Why origin's target could not be fetched: origin cannot be reached (its URL and git's
     reason shown with credentials masked), it has no such branch, or git failed to fetch it.
     Exit 2 each time, as every git failure is (docs/decisions.md, "Plan steps in waves" 6)."""
-    from gitflow_agents.errors import GitError
+    from gitflow_agents.base.errors import GitError
     from gitflow_agents.github.settings import without_credentials
 
     why = git.unreachable(ctx.root, ctx.target, REMOTE)
@@ -179,8 +179,8 @@ def run_step_pr(
     """One step: claim, chain, push, pull request (see the module doc), under the step's claim
     lock: a live run of this checkout holding it means the step is started (exit 0; with
     ``--force`` StepLockedError, exit 2), a dead one's lock is taken over."""
-    from gitflow_agents.lock import hold, step_lock_path
     from gitflow_agents.runs import new_run_id
+    from gitflow_agents.runs.lock import hold, step_lock_path
 
     run_id = new_run_id()
     lock = step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)

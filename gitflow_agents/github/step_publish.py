@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.errors import GitHubError
+from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.findings import Severity
 from gitflow_agents.github import comment, review, status
 from gitflow_agents.github.client import Client, PullRequest
@@ -86,8 +86,8 @@ def record_pull(run_dir: Path, result: dict[str, Any], pull: PullRequest) -> dic
     """``result`` (the step run's result.json in ``run_dir``) with its pull request as
     ``chain.pullRequest`` (``number``, ``url``), written back atomically: the chart's end node
     names it, in the sticky comment and in ``history --format mermaid`` alike."""
-    from gitflow_agents.record_fields import mapping
     from gitflow_agents.runs import RunPaths, write_result
+    from gitflow_agents.runs.fields import mapping
 
     chain = {
         **mapping(result, "chain"),

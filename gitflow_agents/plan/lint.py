@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
-from gitflow_agents.errors import PlanError
+from gitflow_agents.base.errors import PlanError
 from gitflow_agents.plan.deps import graph_problems, read_dependencies
 from gitflow_agents.plan.model import Problem, SpecPlanConfig
 from gitflow_agents.plan.scan import (

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents.errors import ConfigError, PlanError
+from gitflow_agents.base.errors import ConfigError, PlanError
 
 DEFAULT_END_MARKER = "## Implementation Steps"
 DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*?) ?\| Step (\d+): (.+)$"

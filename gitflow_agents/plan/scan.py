@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents.errors import PlanError
+from gitflow_agents.base.errors import PlanError
 from gitflow_agents.plan.model import (
     DEFAULT_STEP_PATTERN,
     LEGACY_STEP_PATTERN,
@@ -76,7 +76,7 @@ def shown_path(path: Path) -> str:
 
 def read(path: Path) -> Source:
     """Read a plan as UTF-8 text; PlanError (with the line where known) if that is not possible."""
-    from gitflow_agents.fsutil import ReadRefused, read_limited
+    from gitflow_agents.base.fsutil import ReadRefused, read_limited
 
     try:
         data = read_limited(path, MAX_PLAN_BYTES)
@@ -135,7 +135,7 @@ def _closes_fence(line: str, markup: str) -> bool:
 
 def scan_text(text: str, config: SpecPlanConfig) -> Scan:
     """The step headers, end marker and lint findings of a plan's ``text``."""
-    from gitflow_agents.markdown import block_tokens
+    from gitflow_agents.base.markdown import block_tokens
 
     regex = config.step_regex
     lines = tuple(_LINE.findall(text))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gitflow_agents.errors import PlanError
-from gitflow_agents.fsutil import write_bytes_atomic
+from gitflow_agents.base.errors import PlanError
+from gitflow_agents.base.fsutil import write_bytes_atomic
 from gitflow_agents.plan.deps import read_dependencies
 from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, yaml_pattern
 from gitflow_agents.plan.scan import (

@@ -18,8 +18,8 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents import git
-from gitflow_agents.errors import GitError, PlanError, UsageError
+from gitflow_agents.base.errors import GitError, PlanError, UsageError
+from gitflow_agents.git import queries as git
 from gitflow_agents.plan.deps import plan_problems
 from gitflow_agents.plan.model import DONE, Plan, SpecPlanConfig, Step
 from gitflow_agents.plan.steps import parse_plan, parse_plan_text

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from gitflow_agents.errors import ConfigError
+from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.prompt.paths import display_path
 from gitflow_agents.prompt.request import Part
 from gitflow_agents.prompt.text import clean
@@ -55,7 +55,7 @@ def _unknown_agent(
 
 
 def _flow_agent(request: PromptRequest) -> AgentDefinition:
-    from gitflow_agents.frontmatter import split_frontmatter
+    from gitflow_agents.base.frontmatter import split_frontmatter
 
     config = request.config.agent(request.agent)
     source = _agent_source(request.root, request.agent, config.system_prompt_source)

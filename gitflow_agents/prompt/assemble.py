@@ -11,7 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.prompt.agent import BUILT_IN, AgentDefinition, resolve_agent
 from gitflow_agents.prompt.paths import (
     agent_rel_dir,
@@ -26,7 +27,6 @@ from gitflow_agents.prompt.request import AssembledPrompt, Part, PromptRequest, 
 from gitflow_agents.prompt.segments import block_parts, split
 from gitflow_agents.prompt.shared_files import shared_files
 from gitflow_agents.prompt.text import clean, fence, resolve_placeholders
-from gitflow_agents.resources import templates_dir
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -140,7 +140,7 @@ def _reply_format(request: PromptRequest, agent_type: str) -> str | None:
     """The reply instructions for this agent (its CLI from ``.flow`` config, its role from the
     type; docs/protocol.md, "Agent replies"); None when the agent's config says
     ``structured_reply: false``."""
-    from gitflow_agents.protocol import reply_instructions
+    from gitflow_agents.agent_run.protocol import reply_instructions
 
     config = request.config.agents.get(request.agent)
     if config is not None and not config.structured_reply:

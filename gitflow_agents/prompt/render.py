@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitflow_agents.errors import TemplateError
+from gitflow_agents.base.errors import TemplateError
 from gitflow_agents.prompt.text import fence
 
 if TYPE_CHECKING:

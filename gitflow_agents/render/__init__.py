@@ -44,7 +44,7 @@ def redacted(review: Review, gate: GateResult | None) -> tuple[Review, GateResul
     """``review`` and the gate's reasons (which quote the review's) with secrets masked."""
     from dataclasses import replace
 
-    from gitflow_agents.redact import redact_review, redact_text
+    from gitflow_agents.base.redact import redact_review, redact_text
 
     if gate is not None:
         gate = replace(gate, reasons=tuple(redact_text(reason) for reason in gate.reasons))

@@ -9,7 +9,7 @@ step's pull request when the record names one (``chain.pullRequest``). Green is 
 that succeeded and a review that approves, never for one without a valid verdict.
 ``step_flowchart_markdown`` wraps it in a ```` ```mermaid ```` block, as GitHub renders it.
 
-Every field is read through ``gitflow_agents/record_fields.py`` (an agent can write into run
+Every field is read through ``gitflow_agents/runs/fields.py`` (an agent can write into run
 folders), and every text in a label is inert (docs/chains.md, "History"): secrets masked, one
 line, bounded, and every character but letters, digits, blanks and ``.,-_/+=!?*`` written as a
 ``#N;`` entity code inside a quoted label. So no text can end the label, add a node, an edge, a
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitflow_agents.record_fields import integer, mapping, number, scalar, text
+from gitflow_agents.runs.fields import integer, mapping, number, scalar, text
 
 MAX_FIELD = 60
 """Characters of one untrusted text (an agent name, a reason) shown in a label."""
@@ -46,7 +46,7 @@ def label_text(value: str, limit: int = MAX_FIELD) -> str:
     """Untrusted ``value`` as inert text for a quoted Mermaid label: secrets masked, control and
     line-break characters made blanks, at most ``limit`` characters (``…`` when cut), and every
     character that is not a letter, digit, blank or one of ``.,-_/+=!?*`` as a ``#N;`` code."""
-    from gitflow_agents.redact import redact_text
+    from gitflow_agents.base.redact import redact_text
 
     flat = "".join(" " if unicodedata.category(c)[0] in "CZ" else c for c in redact_text(value))
     flat = " ".join(flat.split())

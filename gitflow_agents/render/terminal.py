@@ -1,7 +1,7 @@
 """The terminal view: findings grouped by file, severity colours, a one-line verdict.
 
 ``color=False`` (``--color never``, ``NO_COLOR``, not a terminal: the caller decides with
-``gitflow_agents.color.use_color``) gives plain text with no escape codes at all. ``color=True`` gives the same text with ANSI colours, drawn with rich
+``gitflow_agents.base.color.use_color``) gives plain text with no escape codes at all. ``color=True`` gives the same text with ANSI colours, drawn with rich
 when it is installed and with plain SGR codes otherwise; stripping the codes gives back the
 plain text exactly.
 """
@@ -81,7 +81,7 @@ def _render_rich(view: list[Line]) -> str:
     from rich.console import Console
     from rich.text import Text
 
-    from gitflow_agents.color import rich_settings
+    from gitflow_agents.base.color import rich_settings
 
     buffer = io.StringIO()
     console = Console(

@@ -7,7 +7,7 @@ rewritten commit by ``notes.rewriteRef`` names the old sha and does not count) *
 a note whose base is the reviewed commit itself reviewed nothing and never counts
 (:func:`reviewed_nothing`, the one rule for the chain and ``git agent-review``).
 
-Kept import-light on purpose (no dataclasses, datetime or ``gitflow_agents.git`` at import
+Kept import-light on purpose (no dataclasses, datetime or ``gitflow_agents.git.queries`` at import
 time): the gate hook imports this package and must start fast.
 """
 
@@ -52,8 +52,8 @@ def record_review(
     (:func:`reviewed_nothing`): callers check first, this keeps such a note from ever existing."""
     from datetime import datetime, timezone
 
-    from gitflow_agents import git
-    from gitflow_agents.errors import UsageError
+    from gitflow_agents.base.errors import UsageError
+    from gitflow_agents.git import queries as git
 
     if approved and reviewed_nothing(base_sha, reviewed_sha):
         raise UsageError(
@@ -78,7 +78,7 @@ def parse_review_note(text: str | None) -> ApprovalNote | None:
     """A note's text as an ApprovalNote; None when absent, not ours or malformed."""
     if text is None:
         return None
-    from gitflow_agents.jsondata import loads
+    from gitflow_agents.base.jsondata import loads
 
     try:
         data = loads(text)  # bounded: a note is anyone's text (git notes are just objects)
@@ -92,14 +92,14 @@ def parse_review_note(text: str | None) -> ApprovalNote | None:
 
 def read_review_note(root: Path, sha: str) -> ApprovalNote | None:
     """The recorded note on ``sha``; None when there is none or it is not ours / malformed."""
-    from gitflow_agents import git
+    from gitflow_agents.git import queries as git
 
     return parse_review_note(git.read_note(root, sha))
 
 
 def approval_status(root: Path, sha: str) -> tuple[bool, str]:
     """(approved, one-line reason) for commit ``sha`` according to its recorded note."""
-    from gitflow_agents import git
+    from gitflow_agents.git import queries as git
 
     return note_approval(sha, git.read_note(root, sha))
 

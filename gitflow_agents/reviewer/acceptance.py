@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gitflow_agents import git
-from gitflow_agents.errors import InputError
+from gitflow_agents.base.errors import InputError
 from gitflow_agents.findings import Accepted, Overall, Severity
 from gitflow_agents.findings import baseline as baselines
 from gitflow_agents.findings.accept import LineText, accept
 from gitflow_agents.findings.settings import ReviewSettings
+from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.builtin import BuiltinResult
 
 LAYER = ".flow/base.yaml"

@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents import git
-from gitflow_agents.diffparse import CommitPatch, FileChange
+from gitflow_agents.base.secret_rules import KEY_BODY
 from gitflow_agents.findings import Finding, Overall, Review, Severity, review_from_dict
+from gitflow_agents.git import queries as git
+from gitflow_agents.git.diffparse import CommitPatch, FileChange
 from gitflow_agents.reviewer import checks, syntax
 from gitflow_agents.reviewer.checks import Options
-from gitflow_agents.secret_rules import KEY_BODY
 
 SYMLINK, GITLINK = "120000", "160000"  # git's modes of a symbolic link and a submodule
 

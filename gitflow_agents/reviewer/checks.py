@@ -2,7 +2,7 @@
 
 Line checks look only at ADDED lines; syntax checks parse the new full file and report the
 error line. Every finding carries a rule id (listed in ``RULES`` and docs/review.md).
-Secrets are never quoted in full: ``mask`` (gitflow_agents/redact.py) keeps a short prefix.
+Secrets are never quoted in full: ``mask`` (gitflow_agents/base/redact.py) keeps a short prefix.
 """
 
 from __future__ import annotations
@@ -11,19 +11,16 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from gitflow_agents.diffparse import AddedLine, CommitPatch, FileChange
-from gitflow_agents.findings import Finding, Severity
-from gitflow_agents.redact import mask
-from gitflow_agents.redact import secret_values as redact_secret_values
-from gitflow_agents.reviewer import pydebug
-from gitflow_agents.secret_keywords import (
+from gitflow_agents.base.redact import mask
+from gitflow_agents.base.redact import secret_values as redact_secret_values
+from gitflow_agents.base.secret_keywords import (
     ENTROPY_THRESHOLD,
     MIN_LENGTH,
     char_quote_file,
     file_kind,
     keyword_hits,
 )
-from gitflow_agents.secret_rules import (
+from gitflow_agents.base.secret_rules import (
     ANY_BEGIN,
     ANY_END,
     KEY_BODY_LINE,
@@ -34,6 +31,9 @@ from gitflow_agents.secret_rules import (
     may_begin_key,
     token_hits,
 )
+from gitflow_agents.findings import Finding, Severity
+from gitflow_agents.git.diffparse import AddedLine, CommitPatch, FileChange
+from gitflow_agents.reviewer import pydebug
 
 # rule id -> (severity, one-line description); the table docs/review.md shows.
 RULES: dict[str, tuple[Severity, str]] = {
@@ -43,7 +43,7 @@ RULES: dict[str, tuple[Severity, str]] = {
     "toml-syntax": (Severity.ERROR, "TOML file does not parse"),
     "merge-conflict-marker": (Severity.ERROR, "leftover merge-conflict marker"),
     "private-key": (Severity.ERROR, "private key block"),
-    # the token formats (gitflow_agents/secret_rules.py)
+    # the token formats (gitflow_agents/base/secret_rules.py)
     **{rule.id: (Severity(rule.severity), rule.label) for rule in TOKEN_RULES},
     "high-entropy-secret": (Severity.WARN, "a secret-named literal that looks like a secret"),
     "large-file": (Severity.WARN, "file larger than the size limit"),
@@ -95,7 +95,7 @@ def check_conflict_markers(change: FileChange) -> Iterator[Finding]:
 
 def check_secrets(change: FileChange, options: Options) -> Iterator[Finding]:
     """Private keys, known token formats, and secret-named literals that look like secrets
-    (``gitflow_agents/secret_keywords.py``). The rules live in ``gitflow_agents/secret_rules.py``
+    (``gitflow_agents/base/secret_keywords.py``). The rules live in ``gitflow_agents/base/secret_rules.py``
     and are the ones that mask the same secrets in every output."""
     kind, char_quotes = file_kind(change.path), char_quote_file(change.path)
     lines = change.added_lines

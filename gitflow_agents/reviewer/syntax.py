@@ -14,8 +14,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from gitflow_agents.diffparse import FileChange
 from gitflow_agents.findings import Finding
+from gitflow_agents.git.diffparse import FileChange
 from gitflow_agents.reviewer.checks import finding, is_python
 
 
@@ -70,8 +70,8 @@ def _yaml(text: str, path: str) -> None:
     the safe loader could not build (``2024-13-45``, ``!!int abc``: every PyYAML consumer
     refuses them; reviewer/yaml_build.py), each at its line. Application tags (``!Ref``) are
     opaque."""
+    from gitflow_agents.base.safe_yaml import YamlProblem, checked_events
     from gitflow_agents.reviewer.yaml_build import BuildCheck
-    from gitflow_agents.safe_yaml import YamlProblem, checked_events
 
     build = BuildCheck()
     try:

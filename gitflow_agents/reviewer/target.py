@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitflow_agents import git
-from gitflow_agents.errors import ExitCode, UsageError
+from gitflow_agents.base.errors import ExitCode, UsageError
 from gitflow_agents.findings import Accepted, GateResult, Review, Severity, fill_fingerprints
+from gitflow_agents.git import queries as git
 
 if TYPE_CHECKING:
     from gitflow_agents.reviewer.acceptance import Acceptance
@@ -216,7 +216,7 @@ def review_target(
     the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``:
     see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none: nothing)."""
     from gitflow_agents import findings
-    from gitflow_agents.redact import redact_review
+    from gitflow_agents.base.redact import redact_review
 
     with git.BlobReader(root) as blobs:
         if agent == "builtin":

@@ -55,8 +55,8 @@ def rows(
 ) -> list[HistoryRow]:
     """One row per run ``history`` shows, oldest first, its texts masked again by the secret
     rules (the records were masked when written, but an agent can write into its run folder)."""
-    from gitflow_agents.record_fields import mapping
-    from gitflow_agents.redact import redact_data
+    from gitflow_agents.base.redact import redact_data
+    from gitflow_agents.runs.fields import mapping
 
     return [
         HistoryRow(**redact_data(asdict(_row(run_dir, data, mapping(data, "run")))))
@@ -75,10 +75,10 @@ def records(
     """(run folder, result.json data) of every run ``history`` shows, oldest first. A run with
     no result.json yet (still running, or killed) is left out; one whose result.json cannot be
     read is too, and a line saying which and why goes to ``skipped``."""
+    from gitflow_agents.base.jsondata import JsonProblem
     from gitflow_agents.config.values import display as shown_path
-    from gitflow_agents.jsondata import JsonProblem
-    from gitflow_agents.record_fields import mapping
     from gitflow_agents.runs import iter_runs, load_record, record_problem
+    from gitflow_agents.runs.fields import mapping
 
     found = []
     for paths in iter_runs(root, flow_dir, flow):
@@ -105,9 +105,9 @@ def agent_results(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str,
     from the step run's sibling run folders, by run id: where ``step_flowchart`` finds tokens
     and cost. A run id that is not a plain name (an agent can write into run folders) is
     skipped, so nothing outside the runs folder is read."""
-    from gitflow_agents.record_fields import mapping, text
     from gitflow_agents.render.mermaid import MAX_AGENTS
     from gitflow_agents.runs import RunPaths, read_json
+    from gitflow_agents.runs.fields import mapping, text
 
     listed = mapping(data, "chain").get("agents")
     found: dict[str, dict[str, Any]] = {}
@@ -132,8 +132,8 @@ def step_chart(run_dir: Path, data: Mapping[str, Any]) -> str:
 
 def mermaid(found: list[tuple[Path, dict[str, Any]]]) -> str:
     """Markdown: per run a heading line and its flowchart in a ```` ```mermaid ```` block."""
-    from gitflow_agents.record_fields import mapping
     from gitflow_agents.render.mermaid import fence_chart, single_run_flowchart
+    from gitflow_agents.runs.fields import mapping
 
     out: list[str] = []
     for run_dir, data in found:
@@ -146,8 +146,8 @@ def mermaid(found: list[tuple[Path, dict[str, Any]]]) -> str:
 
 def _row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:
     """One row; fields of the wrong type (an agent can write into its run folder) read as
-    absent (gitflow_agents/record_fields.py)."""
-    from gitflow_agents.record_fields import integer, mapping, number, scalar
+    absent (gitflow_agents/runs/fields.py)."""
+    from gitflow_agents.runs.fields import integer, mapping, number, scalar
 
     chain = mapping(data, "chain") if isinstance(data.get("chain"), dict) else None
     stats = mapping(data, "gitStats")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
 
-from gitflow_agents.fsutil import irregular, write_json_atomic
+from gitflow_agents.base.fsutil import irregular, write_json_atomic
 from gitflow_agents.runs import read_json
 
 Status = Literal["succeeded", "failed", "stuck", "timeout", "canceled", "crashed"]
@@ -248,7 +248,7 @@ def judge_reply(
 
 def _reply_status(text: str) -> str | None:
     """The <STATUS> of a structured reply; None without protocol tags."""
-    from gitflow_agents.protocol import parse_reply
+    from gitflow_agents.agent_run.protocol import parse_reply
 
     reply = parse_reply(text)
     return reply.status.value if reply.structured and reply.status is not None else None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.redact_stream import LineMasker
+from gitflow_agents.base.redact_stream import LineMasker
 
 OUTPUT_EVENT_EVERY = 0.5
 CAPTURE_LIMIT = 8 * 1024 * 1024  # bytes of stdout / stderr kept in memory for parse_output

@@ -17,10 +17,10 @@ from pathlib import Path
 from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
-from gitflow_agents.fsutil import make_dirs, refuse_symlinks
-from gitflow_agents.liveness import start_time
-from gitflow_agents.redact import redact_text
+from gitflow_agents.base.fsutil import make_dirs, refuse_symlinks
+from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV
+from gitflow_agents.runs.liveness import start_time
 from gitflow_agents.supervisor import tree
 from gitflow_agents.supervisor.outcome import (
     INTERRUPTED,
@@ -43,7 +43,7 @@ from gitflow_agents.supervisor.watch import Flag, Watcher, open_watcher
 
 if TYPE_CHECKING:
     from gitflow_agents.agents.base import LaunchSpec
-    from gitflow_agents.events import EventHub
+    from gitflow_agents.runs.events import EventHub
 
 TICK = 0.1  # longest sleep of the main loop: bounds cancel latency when nothing else wakes it
 

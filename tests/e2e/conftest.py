@@ -21,11 +21,10 @@ import jsonschema
 import psutil
 import pytest
 
-from gitflow_agents import git as gitmod
 from gitflow_agents.agents import get_adapter
 from gitflow_agents.agents.base import Invocation, LaunchSpec
 from gitflow_agents.config import load_flow_config
-from gitflow_agents.events import EventHub, JsonlChannel, MemoryChannel, read_jsonl
+from gitflow_agents.git import queries as gitmod
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.prompt import PromptRequest, assemble_prompt, write_system_prompt
 from gitflow_agents.runs import (
@@ -38,6 +37,7 @@ from gitflow_agents.runs import (
     review_result,
     write_result,
 )
+from gitflow_agents.runs.events import EventHub, JsonlChannel, MemoryChannel, read_jsonl
 from gitflow_agents.supervisor import TREE_ENV, Outcome, supervise
 
 from ..conftest import git
@@ -272,7 +272,7 @@ class Project:
         return git(self.root, "rev-parse", "HEAD").strip()
 
     def numstat(self, base: str, head: str) -> dict[str, tuple[int | None, int | None]]:
-        """The chain's git statistics for base..head (gitflow_agents.git.numstat)."""
+        """The chain's git statistics for base..head (gitflow_agents.git.queries.numstat)."""
         return gitmod.numstat(self.root, gitmod.DiffSpec(base=base, head=head))
 
 

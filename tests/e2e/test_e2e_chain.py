@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
-from gitflow_agents import git as gitmod
 from gitflow_agents.chain import ChainSettings, Context, run_step, worktree_path
 from gitflow_agents.config import GIT_STATS_MARKER, load_flow_config
-from gitflow_agents.events import Event, EventHub, MemoryChannel
+from gitflow_agents.git import queries as gitmod
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.runs import read_json
+from gitflow_agents.runs.events import Event, EventHub, MemoryChannel
 
 from ..conftest import git
 from .conftest import FLOW, GREETING_V1, PLAN_MARKER, Project, review_script

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from gitflow_agents.errors import GitflowError
+from gitflow_agents.base.errors import GitflowError
 
 FAKES = Path(__file__).resolve().parent.parent / "fakes"
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -108,8 +108,8 @@ def _card(draw: st.DrawFn) -> bytes:
 
 
 def run_card(box: Sandbox, tally: Tally, data: bytes) -> None:
-    from gitflow_agents import cards
-    from gitflow_agents.frontmatter import split_frontmatter
+    from gitflow_agents.base.frontmatter import split_frontmatter
+    from gitflow_agents.runs import cards
 
     card = box.repo / "fz-card.md"
     _write(card, data)
@@ -161,9 +161,9 @@ def _report(draw: st.DrawFn) -> tuple[str, str]:
 
 def run_report(box: Sandbox, tally: Tally, value: tuple[str, str]) -> None:
     from gitflow_agents import render
+    from gitflow_agents.agent_run.protocol import format_reply, parse_reply
     from gitflow_agents.agents import ADAPTERS
     from gitflow_agents.findings import Severity, gate, parse_review
-    from gitflow_agents.protocol import format_reply, parse_reply
     from gitflow_agents.runs import flow_result
 
     report, stdout = value
@@ -271,7 +271,7 @@ def run_records(box: Sandbox, tally: Tally, files: dict[str, bytes]) -> None:
         ("send", RUN_ID, "hello", "--quiet"),
     ):
         box.run(tally, _main(*args), " ".join(args[:2] if args[0] == "status" else args[:1]))
-    from gitflow_agents.events import read_jsonl
+    from gitflow_agents.runs.events import read_jsonl
 
     box.run(tally, lambda: read_jsonl(run_dir / "events.jsonl"), "read_jsonl")
 

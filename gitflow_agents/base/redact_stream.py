@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gitflow_agents.redact import MIN_EXACT_LENGTH, redact_text
-from gitflow_agents.secret_rules import KEY_BODY, PRIVATE_KEY, PRIVATE_KEY_END, may_begin_key
+from gitflow_agents.base.redact import MIN_EXACT_LENGTH, redact_text
+from gitflow_agents.base.secret_rules import KEY_BODY, PRIVATE_KEY, PRIVATE_KEY_END, may_begin_key
 
 MAX_LINE = 64 * 1024
 """Bytes of a line held back before part of it is masked and let through without its end."""

@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.errors import UnsafeWriteError
+from gitflow_agents.base.errors import UnsafeWriteError
 
 
 @cache

@@ -9,7 +9,7 @@ content is the holder's record (run id, pid, process start time, host) for messa
 A taker that gets the ``flock`` and finds the path still naming the file it locked judges the
 record: a live holder's record (a lock of an older version of this tool, which took no
 ``flock``, or another host's) is respected; anything else (a dead holder, a pid now naming a
-process started later: gitflow_agents/liveness.py, an unreadable file) is stale, and the taker
+process started later: gitflow_agents/runs/liveness.py, an unreadable file) is stale, and the taker
 renames its own, already locked, file over it. Only the path's ``flock`` holder replaces or
 removes the file at the path, so a taker that locked a file since replaced sees the difference
 and tries again. Local file systems on Linux and macOS; not NFS (docs/chains.md).
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.errors import GitflowError, UsageError
-from gitflow_agents.liveness import process_alive, start_time
+from gitflow_agents.base.errors import GitflowError, UsageError
+from gitflow_agents.runs.liveness import process_alive, start_time
 
 
 class StepLockedError(GitflowError):
@@ -63,7 +63,7 @@ _MAX_LOCK_BYTES = 64 * 1024
 def _read(path: Path) -> bytes:
     """The lock file's bytes (for :func:`read_lock`); b"" (an unreadable lock) when it is not a
     regular file or absurdly large: a FIFO planted as a lock must not block the reader."""
-    from gitflow_agents.fsutil import ReadRefused, read_limited
+    from gitflow_agents.base.fsutil import ReadRefused, read_limited
 
     try:
         return read_limited(path, _MAX_LOCK_BYTES)
@@ -79,7 +79,7 @@ def read_lock(path: Path) -> LockInfo | None:
 
 
 def _parse(raw: bytes) -> LockInfo | None:
-    from gitflow_agents.jsondata import load_object
+    from gitflow_agents.base.jsondata import load_object
 
     try:
         data = load_object(raw)
@@ -123,7 +123,7 @@ def hold(
     run's record in it. UsageError when what is at ``path`` cannot be a lock (a folder, a
     dangling symlink). The lock is released when the block ends, or with the process.
     """
-    from gitflow_agents.fsutil import make_dirs
+    from gitflow_agents.base.fsutil import make_dirs
 
     make_dirs(path.parent)
     me = LockInfo(run_id, os.getpid(), socket.gethostname(), start_time(os.getpid()), time.time())

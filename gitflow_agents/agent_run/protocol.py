@@ -330,7 +330,7 @@ def _fallback(text: str) -> AgentReply:
     # is nothing to skip, and the markdown parser (import and parse) is not needed.
     fenced: frozenset[int] = frozenset()
     if "```" in text or "~~~" in text:
-        from .findings import fenced_lines
+        from gitflow_agents.findings import fenced_lines
 
         fenced = fenced_lines(text)
     prose = [

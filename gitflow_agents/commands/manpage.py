@@ -33,7 +33,7 @@ def shipped_page() -> Path | None:
         candidate = Path(root) / "share" / "man" / "man1" / PAGE
         if candidate.is_file():
             return candidate
-    checkout = Path(__file__).resolve().parent.parent / "docs" / "man" / PAGE
+    checkout = Path(__file__).resolve().parents[2] / "docs" / "man" / PAGE
     return checkout if checkout.is_file() else None
 
 

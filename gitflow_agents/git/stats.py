@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents import git
 from gitflow_agents.config import GIT_STATS_MARKER
-from gitflow_agents.diffparse import Commit, FileStat
+from gitflow_agents.git import queries as git
+from gitflow_agents.git.diffparse import Commit, FileStat
 
 
 @dataclass(frozen=True)
@@ -154,8 +154,8 @@ def fill_report(text: str, stats: GitStats) -> str:
 
 def fill_report_file(path: Path, stats: GitStats) -> None:
     """``fill_report`` on a file, written atomically."""
+    from gitflow_agents.base.fsutil import irregular, read_agent_text, write_text_atomic
     from gitflow_agents.findings.report import MAX_REPORT_CHARS
-    from gitflow_agents.fsutil import irregular, read_agent_text, write_text_atomic
 
     if irregular(path) is not None:  # an agent's symlink or FIFO: neither read nor written
         return

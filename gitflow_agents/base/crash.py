@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 
 from gitflow_agents import __version__
-from gitflow_agents.errors import ExitCode
+from gitflow_agents.base.errors import ExitCode
 
 
 def crash_log_path() -> Path:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitflow_agents.errors import InputError
+from gitflow_agents.base.errors import InputError
 
 _DELIMITER = re.compile(r"---[ \t]*\r?")
 _BOM = "\ufeff"
@@ -36,7 +36,7 @@ class Frontmatter:
         """
         if not self.raw:
             return {}
-        from gitflow_agents.safe_yaml import YamlProblem, compose
+        from gitflow_agents.base.safe_yaml import YamlProblem, compose
 
         try:
             node = compose(self.raw)
@@ -110,7 +110,7 @@ MAX_FRONTMATTER_BYTES = 1024 * 1024
 
 
 def _parse(raw: str, path: str) -> dict[str, Any]:
-    from gitflow_agents.safe_yaml import YamlProblem, load
+    from gitflow_agents.base.safe_yaml import YamlProblem, load
 
     if len(raw) > MAX_FRONTMATTER_BYTES:
         raise InputError(

@@ -20,60 +20,61 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents import diffparse, proc
-from gitflow_agents.diffparse import Commit, CommitPatch, FileChange, FileStat
-from gitflow_agents.errors import GitError, UsageError
+from gitflow_agents.base import proc
+from gitflow_agents.base.errors import GitError, UsageError
+from gitflow_agents.git import diffparse
 
 # The environment and the runner live in gitcmd (import-light, for the gate hook); re-exported.
-from gitflow_agents.gitcmd import NOTES_REF as NOTES_REF
-from gitflow_agents.gitcmd import BlobReader as BlobReader
-from gitflow_agents.gitcmd import explicit_repository as explicit_repository
-from gitflow_agents.gitcmd import failure as _fail
-from gitflow_agents.gitcmd import git_env as git_env
-from gitflow_agents.gitcmd import object_name as object_name
-from gitflow_agents.gitcmd import run_git as run_git
-from gitflow_agents.gitcmd import temporary_index
+from gitflow_agents.git.cmd import NOTES_REF as NOTES_REF
+from gitflow_agents.git.cmd import BlobReader as BlobReader
+from gitflow_agents.git.cmd import explicit_repository as explicit_repository
+from gitflow_agents.git.cmd import failure as _fail
+from gitflow_agents.git.cmd import git_env as git_env
+from gitflow_agents.git.cmd import object_name as object_name
+from gitflow_agents.git.cmd import run_git as run_git
+from gitflow_agents.git.cmd import temporary_index
+from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange, FileStat
 
 # Fetching from and pushing to remotes live in remote; re-exported.
-from gitflow_agents.remote import PushResult as PushResult
-from gitflow_agents.remote import claim_branch as claim_branch
-from gitflow_agents.remote import delete_remote_branch as delete_remote_branch
-from gitflow_agents.remote import fetch_ref as fetch_ref
-from gitflow_agents.remote import push_branch as push_branch
-from gitflow_agents.remote import remote_branch_sha as remote_branch_sha
-from gitflow_agents.remote import remote_heads as remote_heads
-from gitflow_agents.remote import remote_url as remote_url
-from gitflow_agents.remote import unreachable as unreachable
-from gitflow_agents.worktree import WorktreeMerge as WorktreeMerge
+from gitflow_agents.git.remote import PushResult as PushResult
+from gitflow_agents.git.remote import claim_branch as claim_branch
+from gitflow_agents.git.remote import delete_remote_branch as delete_remote_branch
+from gitflow_agents.git.remote import fetch_ref as fetch_ref
+from gitflow_agents.git.remote import push_branch as push_branch
+from gitflow_agents.git.remote import remote_branch_sha as remote_branch_sha
+from gitflow_agents.git.remote import remote_heads as remote_heads
+from gitflow_agents.git.remote import remote_url as remote_url
+from gitflow_agents.git.remote import unreachable as unreachable
+from gitflow_agents.git.worktree import WorktreeMerge as WorktreeMerge
 
 # The work trees, branches and commits of chain steps live in worktree; re-exported.
-from gitflow_agents.worktree import add_worktree as add_worktree
-from gitflow_agents.worktree import branch_sha as branch_sha
-from gitflow_agents.worktree import check_branch_name as check_branch_name
-from gitflow_agents.worktree import commit_all as commit_all
-from gitflow_agents.worktree import commit_paths as commit_paths
-from gitflow_agents.worktree import commit_trailers as commit_trailers
-from gitflow_agents.worktree import conflict_markers as conflict_markers
-from gitflow_agents.worktree import create_branch as create_branch
-from gitflow_agents.worktree import delete_branch as delete_branch
-from gitflow_agents.worktree import dirty_paths as dirty_paths
-from gitflow_agents.worktree import discard_changes as discard_changes
-from gitflow_agents.worktree import ensure_info_exclude as ensure_info_exclude
-from gitflow_agents.worktree import exclude_flow_dir as exclude_flow_dir
-from gitflow_agents.worktree import find_merge as find_merge
-from gitflow_agents.worktree import git_common_dir as git_common_dir
-from gitflow_agents.worktree import is_tool_worktree as is_tool_worktree
-from gitflow_agents.worktree import merge_in_worktree as merge_in_worktree
-from gitflow_agents.worktree import paths_differing_from as paths_differing_from
-from gitflow_agents.worktree import remove_tool_worktree as remove_tool_worktree
-from gitflow_agents.worktree import remove_worktree as remove_worktree
-from gitflow_agents.worktree import require_tool_worktree as require_tool_worktree
-from gitflow_agents.worktree import set_branch as set_branch
-from gitflow_agents.worktree import tool_worktree_root as tool_worktree_root
-from gitflow_agents.worktree import untracked_paths as untracked_paths
-from gitflow_agents.worktree import work_tree_top as work_tree_top
-from gitflow_agents.worktree import worktree_of_branch as worktree_of_branch
-from gitflow_agents.worktree import worktrees as worktrees
+from gitflow_agents.git.worktree import add_worktree as add_worktree
+from gitflow_agents.git.worktree import branch_sha as branch_sha
+from gitflow_agents.git.worktree import check_branch_name as check_branch_name
+from gitflow_agents.git.worktree import commit_all as commit_all
+from gitflow_agents.git.worktree import commit_paths as commit_paths
+from gitflow_agents.git.worktree import commit_trailers as commit_trailers
+from gitflow_agents.git.worktree import conflict_markers as conflict_markers
+from gitflow_agents.git.worktree import create_branch as create_branch
+from gitflow_agents.git.worktree import delete_branch as delete_branch
+from gitflow_agents.git.worktree import dirty_paths as dirty_paths
+from gitflow_agents.git.worktree import discard_changes as discard_changes
+from gitflow_agents.git.worktree import ensure_info_exclude as ensure_info_exclude
+from gitflow_agents.git.worktree import exclude_flow_dir as exclude_flow_dir
+from gitflow_agents.git.worktree import find_merge as find_merge
+from gitflow_agents.git.worktree import git_common_dir as git_common_dir
+from gitflow_agents.git.worktree import is_tool_worktree as is_tool_worktree
+from gitflow_agents.git.worktree import merge_in_worktree as merge_in_worktree
+from gitflow_agents.git.worktree import paths_differing_from as paths_differing_from
+from gitflow_agents.git.worktree import remove_tool_worktree as remove_tool_worktree
+from gitflow_agents.git.worktree import remove_worktree as remove_worktree
+from gitflow_agents.git.worktree import require_tool_worktree as require_tool_worktree
+from gitflow_agents.git.worktree import set_branch as set_branch
+from gitflow_agents.git.worktree import tool_worktree_root as tool_worktree_root
+from gitflow_agents.git.worktree import untracked_paths as untracked_paths
+from gitflow_agents.git.worktree import work_tree_top as work_tree_top
+from gitflow_agents.git.worktree import worktree_of_branch as worktree_of_branch
+from gitflow_agents.git.worktree import worktrees as worktrees
 
 # --- repository and revisions -------------------------------------------------------------
 

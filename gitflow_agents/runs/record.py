@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from gitflow_agents.runs import FLOW_KINDS
 
 if TYPE_CHECKING:
-    from gitflow_agents.launch import SignalFiles
-    from gitflow_agents.protocol import AgentReply
+    from gitflow_agents.agent_run.launch import SignalFiles
+    from gitflow_agents.agent_run.protocol import AgentReply
     from gitflow_agents.runs import RunPaths
     from gitflow_agents.supervisor import Outcome
 
@@ -51,7 +51,7 @@ class RunFacts:
 
 def worktree_state(root: Path, base_sha: str | None) -> dict[str, FileState]:
     """Changed (vs ``base_sha``) and untracked files with their (mtime_ns, size)."""
-    from gitflow_agents import git
+    from gitflow_agents.git import queries as git
 
     if base_sha is None:
         return {}
@@ -78,7 +78,7 @@ def changed_files(
 
 def own_files(root: Path, card: Path | None) -> set[str]:
     """The card and its lock: written by the run's command, not by the agent."""
-    from gitflow_agents.cards import lock_path
+    from gitflow_agents.runs.cards import lock_path
 
     if card is None:
         return set()
@@ -107,15 +107,15 @@ def record_result(
     ``run.reply`` is the agent's reply parsed with the reply protocol (docs/protocol.md, Agent
     replies; ``structured`` False when it fell back to heuristics); ``run.replies`` counts
     structured vs unstructured replies (one reply per run: ``status`` adds them up over runs)."""
-    from gitflow_agents.protocol import parse_reply
+    from gitflow_agents.agent_run.protocol import parse_reply
     from gitflow_agents.runs import flow_result, result_status
 
     status = result_status(outcome.status) if outcome is not None else "failed"
     if failure_reason == "interrupted" and outcome is None:
         status = "canceled"
     files = facts.files
+    from gitflow_agents.base.fsutil import irregular, read_agent_text
     from gitflow_agents.findings.report import MAX_REPORT_CHARS
-    from gitflow_agents.fsutil import irregular, read_agent_text
 
     report_path = next(
         (
@@ -156,7 +156,7 @@ def record_result(
     result["run"] = {**run, **(run_extra or {})}
     # Agent text (report, reply, reasons) is masked like every review output before it is
     # written or emitted (docs/security.md, "Secrets in review output").
-    from gitflow_agents.redact import redact_data
+    from gitflow_agents.base.redact import redact_data
 
     masked: dict[str, Any] = redact_data(result, facts.secrets)
     _write(facts.paths, masked)
@@ -217,7 +217,7 @@ def _run_json(
 
 def _write(paths: RunPaths, result: dict[str, Any]) -> None:
     """result.json (durable), then the live status.json brought to the run's end state."""
-    from gitflow_agents.fsutil import write_json_atomic
+    from gitflow_agents.base.fsutil import write_json_atomic
     from gitflow_agents.runs import read_json, write_result
 
     run = result["run"]
@@ -252,7 +252,7 @@ def reply_json(reply: AgentReply) -> dict[str, Any]:
 
 def start_card(card: Path, kind: str, queued_line: str | None) -> None:
     """The card's status goes queued (with its history line) → running, right before dispatch."""
-    from gitflow_agents.cards import append_history, set_card_status
+    from gitflow_agents.runs.cards import append_history, set_card_status
 
     set_card_status(card, kind, "queued")
     if queued_line is not None:
@@ -262,7 +262,7 @@ def start_card(card: Path, kind: str, queued_line: str | None) -> None:
 
 def finish_card(card: Path, kind: str, result: Mapping[str, Any], run_id: str, log: str) -> None:
     """The card's end status and history line (implement: the ticked criteria, the tests)."""
-    from gitflow_agents.cards import (
+    from gitflow_agents.runs.cards import (
         append_history,
         apply_checked_criteria,
         history_line,
@@ -309,7 +309,7 @@ def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None 
     """``--json``: the result; else the outcome line, the log folder, the formatted reply
     (docs/protocol.md, Agent replies) and, when the agent needs input, its questions and how to
     answer them."""
-    from gitflow_agents.protocol import AgentReply, ReplyStatus, format_reply
+    from gitflow_agents.agent_run.protocol import AgentReply, ReplyStatus, format_reply
 
     if as_json:
         print(json.dumps(result, indent=2))

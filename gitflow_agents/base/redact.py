@@ -16,14 +16,14 @@ import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from gitflow_agents.secret_keywords import (
+from gitflow_agents.base.secret_keywords import (
     ENTROPY_THRESHOLD,
     MIN_LENGTH,
     char_quote_file,
     file_kind,
     keyword_hits,
 )
-from gitflow_agents.secret_rules import (
+from gitflow_agents.base.secret_rules import (
     KEY_BODY,
     PRIVATE_KEY,
     PRIVATE_KEY_END,

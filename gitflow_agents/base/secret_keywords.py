@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from gitflow_agents.secret_rules import (
+from gitflow_agents.base.secret_rules import (
     TOKEN_PREFIXES,
     below_floor,
     entropy,

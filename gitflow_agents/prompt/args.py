@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
 
 if TYPE_CHECKING:
     from gitflow_agents.prompt import PromptRequest

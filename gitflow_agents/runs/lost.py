@@ -23,7 +23,7 @@ ACTIVE = ("queued", "running", "killing")
 
 def supervisor_alive(status: Mapping[str, Any]) -> bool:
     """Whether the process that supervises the run still lives (``liveness.process_alive``)."""
-    from gitflow_agents.liveness import process_alive
+    from gitflow_agents.runs.liveness import process_alive
 
     return process_alive(status.get("supervisor_pid"), status.get("supervisor_create_time"))
 
@@ -32,7 +32,7 @@ def is_lost(status: Mapping[str, Any]) -> bool:
     """The run has not ended and nothing supervises it any more, whether or not its agent still
     runs. A record without a supervisor pid (written by hand or by an old version) is lost when
     nobody can finish it (``liveness.run_alive``)."""
-    from gitflow_agents.liveness import run_alive
+    from gitflow_agents.runs.liveness import run_alive
 
     if status.get("state") not in ACTIVE:
         return False
@@ -68,7 +68,7 @@ def _recorded_tree(
 ) -> tuple[int | None, int | None, str | None, float | None]:
     """(agent pid, its process group, tree marker, start time) as ``status.json`` records them;
     the pid and group only while the pid is still the process that was started."""
-    from gitflow_agents.liveness import process_alive
+    from gitflow_agents.runs.liveness import process_alive
 
     pid, pgid, created = status.get("pid"), status.get("pgid"), status.get("create_time")
     # the recorded start time is required: a bare pid may by now name another process
@@ -85,7 +85,7 @@ def _recorded_tree(
 
 def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
     """Record a lost run as canceled: ``status.json``, and a ``result.json`` when it has none."""
-    from gitflow_agents.fsutil import write_json_atomic
+    from gitflow_agents.base.fsutil import write_json_atomic
     from gitflow_agents.runs import flow_result, read_json, write_result
 
     now = time.time()

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
 
 if TYPE_CHECKING:
+    from gitflow_agents.agent_run.launch import Prepared
     from gitflow_agents.config import FlowConfig
-    from gitflow_agents.events import EventHub
-    from gitflow_agents.launch import Prepared
-    from gitflow_agents.run_record import RunFacts
     from gitflow_agents.runs import RunPaths
+    from gitflow_agents.runs.events import EventHub
+    from gitflow_agents.runs.record import RunFacts
     from gitflow_agents.supervisor import Outcome, Status
 
 
@@ -82,8 +82,8 @@ def execute(job: AgentJob) -> dict[str, Any]:
     ``agent:reply``, card), ``harness:complete``. Raises what the launch raises (after recording)
     and KeyboardInterrupt on Ctrl-C / SIGTERM (the agent's tree already killed).
     """
+    from gitflow_agents.agent_run.launch import sigterm_as_interrupt
     from gitflow_agents.agents.installed import check_agents
-    from gitflow_agents.launch import sigterm_as_interrupt
 
     check_agents(job.config, [job.agent], cwd=job.workdir or job.root, env=job.env)
     run = AgentRunner(job)
@@ -130,10 +130,10 @@ class AgentRunner:
     def __init__(
         self, job: AgentJob, *, hub: EventHub | None = None, paths: RunPaths | None = None
     ) -> None:
-        from gitflow_agents.launch import signal_files
+        from gitflow_agents.agent_run.launch import signal_files
         from gitflow_agents.prompt import agent_dir
-        from gitflow_agents.run_record import RunFacts, worktree_state
         from gitflow_agents.runs import create_run
+        from gitflow_agents.runs.record import RunFacts, worktree_state
 
         root, config = job.root, job.config
         self.job = job
@@ -170,10 +170,10 @@ class AgentRunner:
         """Write the system prompt, move ``card`` (locked by the caller) queued → running, and
         build the adapter's launch (not with ``launch`` False: an agent that is a function of
         this process, see :meth:`run_in_process`). Returns what the ``prepare`` phase reports."""
+        from gitflow_agents.agent_run.launch import prepare
         from gitflow_agents.agents.installed import require_program
-        from gitflow_agents.launch import prepare
         from gitflow_agents.prompt import write_system_prompt
-        from gitflow_agents.run_record import start_card
+        from gitflow_agents.runs.record import start_card
 
         job = self.job
         prompt_path = write_system_prompt(
@@ -209,7 +209,7 @@ class AgentRunner:
     def supervise(self, cancel: threading.Event | None = None) -> Outcome:
         """Run the prepared agent to its Outcome between ``task:start`` and its end event;
         ``cancel`` set: its tree is killed, the run ends canceled."""
-        from gitflow_agents.launch import supervise_agent
+        from gitflow_agents.agent_run.launch import supervise_agent
 
         job = self.job
         if self.launch is None:
@@ -293,7 +293,7 @@ class AgentRunner:
         bring ``card`` to the run's end state. ``run_extra`` is added to result.json's ``run``,
         ``extra`` to its top level (a caller's own facts: its chain run, git statistics). The
         first call records; later ones return that result."""
-        from gitflow_agents.run_record import changed_files, finish_card, own_files, record_result
+        from gitflow_agents.runs.record import changed_files, finish_card, own_files, record_result
 
         if self._result is not None:
             return self._result
@@ -371,7 +371,7 @@ def _phase(run: AgentRunner, name: str) -> Iterator[dict[str, Any]]:
 def _head(root: Path) -> str | None:
     """The commit the run starts from; None outside a repository of its own (``root`` has no
     ``.git``: a project folder inside someone else's repository) or before its first commit."""
-    from gitflow_agents import git
+    from gitflow_agents.git import queries as git
 
     return git.head_commit(root) if (root / ".git").exists() else None
 
@@ -406,8 +406,8 @@ def _run_events(
 ) -> tuple[EventHub, Callable[[], None]]:
     """The hub the run emits to and how to stop: a hub of its own (events.jsonl and console),
     or ``shared`` with this run's events copied into its events.jsonl."""
-    from gitflow_agents.events import JsonlChannel
-    from gitflow_agents.launch import event_hub
+    from gitflow_agents.agent_run.launch import event_hub
+    from gitflow_agents.runs.events import JsonlChannel
 
     run_id = paths.run_dir.name
     if shared is None:
@@ -426,7 +426,7 @@ def _run_events(
 @contextlib.contextmanager
 def _card_scope(card: Path | None, run_id: str) -> Iterator[Path | None]:
     """The card, locked for the run (None without one)."""
-    from gitflow_agents.cards import card_lock
+    from gitflow_agents.runs.cards import card_lock
 
     if card is None:
         yield None

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from gitflow_agents.errors import UsageError
-from gitflow_agents.gitcmd import failure as _fail
-from gitflow_agents.gitcmd import run_git
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.git.cmd import failure as _fail
+from gitflow_agents.git.cmd import run_git
 
 # --- repository layout: common dir, info/exclude ------------------------------------------
 

@@ -1,6 +1,6 @@
 """The git boundary's remotes: fetch, push, and the atomic claim of a branch on a remote.
 
-Part of the git boundary (``gitflow_agents.git`` re-exports these names). Every push here is a
+Part of the git boundary (``gitflow_agents.git.queries`` re-exports these names). Every push here is a
 normal push or a push with a lease: nothing is ever forced over a commit the caller did not
 expect. ``claim_branch`` creates a branch on the remote only when it does not exist there: a
 lease with an empty expected value makes the client refuse when the remote advertised the
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitflow_agents.errors import GitError
-from gitflow_agents.gitcmd import failure as _fail
-from gitflow_agents.gitcmd import run_git
+from gitflow_agents.base.errors import GitError
+from gitflow_agents.git.cmd import failure as _fail
+from gitflow_agents.git.cmd import run_git
 
 if TYPE_CHECKING:
-    from gitflow_agents.proc import Result
+    from gitflow_agents.base.proc import Result
 
 
 def fetch_ref(root: Path, refspec: str, remote: str = "origin") -> bool:

@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gitflow_agents.errors import UsageError
+from gitflow_agents.base.errors import UsageError
 
 if TYPE_CHECKING:
+    from gitflow_agents.agent_run.launch import SignalFiles
     from gitflow_agents.config import FlowConfig
-    from gitflow_agents.launch import SignalFiles
     from gitflow_agents.runs import RunPaths
 
 SEND_TASK = (
@@ -52,7 +52,7 @@ class FinishedRun(NamedTuple):
     @property
     def session_id(self) -> str | None:
         """The CLI's session id the run reported; None when it reported none."""
-        from gitflow_agents.record_fields import text
+        from gitflow_agents.runs.fields import text
 
         return text(self.record, "sessionId") or text(self.status, "session_id") or None
 
@@ -84,8 +84,8 @@ def sessions_dir(root: Path, flow_dir: str, flow: str) -> Path:
 def finished_run(root: Path, flow_dir: str, run_id: str) -> FinishedRun:
     """The run ``run_id`` names (or a unique prefix of 8+ characters); UsageError when there is
     none or it has not finished."""
-    from gitflow_agents.record_fields import mapping
     from gitflow_agents.runs import find_run, read_json
+    from gitflow_agents.runs.fields import mapping
 
     paths = find_run(root, flow_dir, run_id)
     if paths is None:
@@ -105,8 +105,8 @@ def finished_run(root: Path, flow_dir: str, run_id: str) -> FinishedRun:
 
 def session_path(root: Path, flow_dir: str, prior: FinishedRun) -> Path:
     """The state file of the session ``prior`` belongs to (named by its first run)."""
-    from gitflow_agents.record_fields import mapping, text
     from gitflow_agents.runs import is_run_id
+    from gitflow_agents.runs.fields import mapping, text
 
     first = text(mapping(prior.record, "session"), "root") or prior.run_id
     if not is_run_id(first):  # a record is not trusted to name a path
@@ -165,7 +165,7 @@ def checked_session(data: dict[str, Any] | None, path: Path) -> dict[str, Any]:
 
 def write_session(path: Path, session: dict[str, Any], *, close: str | None = None) -> None:
     """Write the session's state (atomically); ``close``: close it, for that reason."""
-    from gitflow_agents.fsutil import write_json_atomic
+    from gitflow_agents.base.fsutil import write_json_atomic
 
     data = dict(session)
     if close is not None and not data.get("closed"):
@@ -204,12 +204,12 @@ def prepare_turn(
     send_target.py) and refuse, before any run exists, when it cannot be continued: its adapter
     changed, its system prompt or work tree is gone, or its CLI cannot resume (the adapter's own
     refusal, asked with the recorded session id or a stand-in when none was recorded)."""
+    from gitflow_agents.agent_run.launch import prepare, signal_files
+    from gitflow_agents.agent_run.send_target import agent_id_of, workdir_of
     from gitflow_agents.agents.installed import check_agents
-    from gitflow_agents.launch import prepare, signal_files
     from gitflow_agents.prompt import agent_dir
     from gitflow_agents.prompt.paths import check_name
-    from gitflow_agents.record_fields import mapping, text
-    from gitflow_agents.send_target import agent_id_of, workdir_of
+    from gitflow_agents.runs.fields import mapping, text
 
     record, status = prior.record, prior.status
     agent_id = check_name(agent_id_of(prior), "agent id in the run's record")
@@ -223,7 +223,7 @@ def prepare_turn(
         )
     a_dir = agent_dir(root, config.flow_dir, prior.flow, agent_id)
     prompt_path = a_dir / "system_prompt.md"
-    from gitflow_agents.fsutil import ReadRefused, read_text_limited
+    from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 
     try:  # in the agent's folder: it may have replaced it with anything (a FIFO would block)
         prompt_text = read_text_limited(prompt_path, 16 * 1024 * 1024)
@@ -281,9 +281,9 @@ def run_turn(
 ) -> dict[str, Any]:
     """Run the session's next turn (a new run resuming the CLI session ``prior`` reported) under
     the session's lock; returns its result.json. UsageError when another turn is running."""
-    from gitflow_agents.agent_run import AgentJob, clear_previous, execute
-    from gitflow_agents.cards import CardLockedError, card_lock
+    from gitflow_agents.agent_run.run import AgentJob, clear_previous, execute
     from gitflow_agents.runs import new_run_id
+    from gitflow_agents.runs.cards import CardLockedError, card_lock
 
     session_id = prior.session_id
     if session_id is None:
@@ -358,8 +358,8 @@ def close_session(path: Path, session: dict[str, Any], reason: str) -> bool:
 
 def _after_turn(path: Path, session: dict[str, Any], run_id: str, max_turns: int | None) -> None:
     """Record the session id the CLI reported for this turn; close the session on its last turn."""
-    from gitflow_agents.record_fields import mapping, text
     from gitflow_agents.runs import RunPaths, read_json
+    from gitflow_agents.runs.fields import mapping, text
 
     latest = {**read_session(path), **{k: session[k] for k in ("runs", "turns", "maxTurns")}}
     latest.pop("active", None)
@@ -378,7 +378,7 @@ def _agent_config_name(
 ) -> str:
     """The run's agent key in the config: recorded since session mode; else derived from the id
     (``step-NN-<agent>`` or ``<agent>``)."""
-    from gitflow_agents.record_fields import mapping
+    from gitflow_agents.runs.fields import mapping
 
     name = record.get("agentConfig") or mapping(status, "extra").get("agent_config")
     if isinstance(name, str) and name:

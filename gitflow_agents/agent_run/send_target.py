@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitflow_agents.errors import UsageError
-from gitflow_agents.record_fields import mapping, text
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.runs.fields import mapping, text
 
 if TYPE_CHECKING:
-    from gitflow_agents.sessions import FinishedRun
+    from gitflow_agents.agent_run.sessions import FinishedRun
 
 
 def agent_id_of(prior: FinishedRun) -> str:
@@ -31,7 +31,7 @@ def workdir_of(root: Path, prior: FinishedRun) -> Path:
     """Where the run's agent worked (``run.workdir``, else ``status.json``'s ``extra.workdir``;
     ``root`` when neither is recorded). UsageError when that work tree is gone, or is neither
     ``root`` nor a work tree of its repository."""
-    from gitflow_agents import git
+    from gitflow_agents.git import queries as git
 
     recorded = text(prior.record, "workdir") or text(mapping(prior.status, "extra"), "workdir")
     if not recorded or Path(recorded).resolve() == root.resolve():
@@ -86,7 +86,7 @@ def _latest_turn(root: Path, flow_dir: str, run_id: str) -> tuple[str, str] | No
     """(run id, agent id) of the turn ``send`` would continue for the agent run ``run_id``:
     the latest turn of its session; None when it cannot be continued (no session id, closed,
     its work tree gone, its record unreadable or still running)."""
-    from gitflow_agents import sessions
+    from gitflow_agents.agent_run import sessions
 
     try:
         prior = sessions.finished_run(root, flow_dir, run_id)

@@ -240,7 +240,7 @@ class JsonlChannel:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The events of an ``events.jsonl`` file (a torn last line, from a killed writer, is skipped)."""
-    from gitflow_agents.jsondata import JsonProblem, loads
+    from gitflow_agents.base.jsondata import JsonProblem, loads
 
     events = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -281,9 +281,9 @@ def _tokens(data: Mapping[str, Any]) -> str:
 
 def _agent_text(text: str, limit: int | None = None) -> str:
     """Text an agent wrote, for the console (a CI job's log is public): secrets masked as in
-    every output (``gitflow_agents.redact``); cut to its last ``limit`` characters, without the
+    every output (``gitflow_agents.base.redact``); cut to its last ``limit`` characters, without the
     word the cut splits (it may be the rest of a secret)."""
-    from gitflow_agents.redact import redact_text
+    from gitflow_agents.base.redact import redact_text
 
     text = redact_text(text)
     if limit is None or len(text) <= limit:
@@ -327,7 +327,7 @@ class ConsoleChannel:
         except ImportError:  # rich is optional: fall back to plain lines
             self.is_tty = False
             return None
-        from gitflow_agents.color import rich_settings, use_color
+        from gitflow_agents.base.color import rich_settings, use_color
 
         console = Console(
             file=self.stream, force_terminal=True, **rich_settings(use_color(self.stream))

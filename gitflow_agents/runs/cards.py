@@ -10,7 +10,7 @@
 
 Edits are textual (the rest of the file, comments, key order and line endings included, stays
 byte for byte: LF, CRLF and lone-CR cards alike) and atomic (temp file + ``os.replace``, never
-through a symlink that leads out of the repository: gitflow_agents/fsutil.py).
+through a symlink that leads out of the repository: gitflow_agents/base/fsutil.py).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Literal
 
-from gitflow_agents.errors import GitflowError, InputError
-from gitflow_agents.frontmatter import split_frontmatter
-from gitflow_agents.fsutil import write_text_atomic
-from gitflow_agents.lock import LockInfo, hold
+from gitflow_agents.base.errors import GitflowError, InputError
+from gitflow_agents.base.frontmatter import split_frontmatter
+from gitflow_agents.base.fsutil import write_text_atomic
+from gitflow_agents.runs.lock import LockInfo, hold
 
 CardStatus = Literal["queued", "running", "succeeded", "failed", "canceled"]
 CARD_STATUSES: tuple[CardStatus, ...] = ("queued", "running", "succeeded", "failed", "canceled")
@@ -100,7 +100,7 @@ def read_card(path: Path) -> str:
     """The card's text exactly as stored: line endings (LF, CRLF, CR) and a byte order mark
     kept. InputError naming the card (and line) when it is missing, not a regular file (a FIFO
     would block), over :data:`MAX_CARD_BYTES` or not UTF-8."""
-    from gitflow_agents.fsutil import ReadRefused, read_limited
+    from gitflow_agents.base.fsutil import ReadRefused, read_limited
 
     try:
         data = read_limited(path, MAX_CARD_BYTES)
@@ -166,7 +166,7 @@ def lock_path(card: Path) -> Path:
 
 @contextlib.contextmanager
 def card_lock(card: Path, run_id: str) -> Iterator[Path]:
-    """Hold ``.<card>.lock`` for the duration of a run (a lock file of gitflow_agents/lock.py: a
+    """Hold ``.<card>.lock`` for the duration of a run (a lock file of gitflow_agents/runs/lock.py: a
     lock whose process is gone, or unreadable, is taken over).
 
     Raises CardLockedError naming the run that holds it.

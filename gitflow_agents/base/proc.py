@@ -11,7 +11,7 @@ from pathlib import Path
 from subprocess import Popen
 from typing import IO, NamedTuple
 
-from gitflow_agents.errors import GitflowError
+from gitflow_agents.base.errors import GitflowError
 
 
 class Result(NamedTuple):

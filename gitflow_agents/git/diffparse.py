@@ -1,7 +1,7 @@
 """Reading git's diff output: ``--numstat -z``, ``--raw --numstat -z``, ``-U0`` patches and
 ``log -p -z``, into the values the reviewer and the statistics use.
 
-Pure text parsing, no git process: ``gitflow_agents.git`` runs the commands and hands their
+Pure text parsing, no git process: ``gitflow_agents.git.queries`` runs the commands and hands their
 output here.
 """
 

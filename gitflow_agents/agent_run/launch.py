@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from gitflow_agents.agents.base import Adapter, LaunchSpec
     from gitflow_agents.config import CompletionWorkflow, FlowConfig
-    from gitflow_agents.events import EventHub
+    from gitflow_agents.runs.events import EventHub
     from gitflow_agents.supervisor import Outcome
 
 #: The user message an agent gets unless the caller has its own.
@@ -85,7 +85,7 @@ def prepare(
     ``env`` (default ``os.environ``) for the adapter to draw its allow-list from."""
     from gitflow_agents.agents import get_adapter
     from gitflow_agents.agents.base import Invocation
-    from gitflow_agents.fsutil import refuse_symlinks, safe_target
+    from gitflow_agents.base.fsutil import refuse_symlinks, safe_target
 
     agent_cfg = config.agent(agent)
     adapter = get_adapter(agent_cfg.adapter)
@@ -172,7 +172,7 @@ def event_hub(
 ) -> EventHub:
     """A hub writing ``events`` (a run's events.jsonl; None: no file) and, unless ``quiet``, the
     live console lines on stderr (``tty`` None: redrawn in place on a terminal outside CI)."""
-    from gitflow_agents.events import Channel, ConsoleChannel, EventHub, JsonlChannel
+    from gitflow_agents.runs.events import Channel, ConsoleChannel, EventHub, JsonlChannel
 
     channels: list[Channel] = [JsonlChannel(events)] if events is not None else []
     if not quiet:

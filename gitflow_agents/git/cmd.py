@@ -2,7 +2,7 @@
 --batch`` reader (``BlobReader``), and the one query the pre-push gate makes.
 
 Kept import-light on purpose (no dataclasses, no regular expressions): ``gitflow-agents hook
-gate`` imports only this module and ``proc``. ``gitflow_agents.git`` re-exports ``git_env``,
+gate`` imports only this module and ``proc``. ``gitflow_agents.git.queries`` re-exports ``git_env``,
 ``run_git``, ``NOTES_REF`` and ``BlobReader``, and holds (with ``worktree``) every other git
 query.
 
@@ -21,8 +21,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from gitflow_agents import proc
-from gitflow_agents.errors import GitError, UsageError
+from gitflow_agents.base import proc
+from gitflow_agents.base.errors import GitError, UsageError
 
 if TYPE_CHECKING:
     from subprocess import Popen

@@ -1,7 +1,7 @@
 """Typed reads of record fields (``status.json``, ``result.json``, sessions), which an agent can
 overwrite with anything: a field of the wrong type reads as absent, never as a crash.
 
-``gitflow_agents/jsondata.py`` has already bounded nesting and numbers; these say what a field
+``gitflow_agents/base/jsondata.py`` has already bounded nesting and numbers; these say what a field
 must be for the code that uses it.
 """
 
