@@ -39,10 +39,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gitflow_agents.findings import Severity  # noqa: E402
-from gitflow_agents.github import client as github_client  # noqa: E402
-from gitflow_agents.github.action import post_findings, review_and_publish  # noqa: E402
-from gitflow_agents.github.client import Client, Settings  # noqa: E402
-from gitflow_agents.github.runner import PREFIX, Options, read_runner_env  # noqa: E402
+from gitflow_agents.github.action.run import post_findings, review_and_publish  # noqa: E402
+from gitflow_agents.github.action.runner import PREFIX, Options, read_runner_env  # noqa: E402
+from gitflow_agents.github.api import client as github_client  # noqa: E402
+from gitflow_agents.github.api.client import Client, Settings  # noqa: E402
 from tests.github_events import pull_request_event, write_event  # noqa: E402
 from tests.github_standin import GitHubStandIn, Pull, Token  # noqa: E402
 

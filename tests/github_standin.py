@@ -1299,12 +1299,12 @@ def client_for(
     max_wait: float = 2,
     budget: float = 300,
 ) -> Any:
-    """A real ``gitflow_agents.github.client.Client`` aimed at the stand-in, with no waits.
+    """A real ``gitflow_agents.github.api.client.Client`` aimed at the stand-in, with no waits.
 
     With ``sleeps`` nothing sleeps at all: each wait the client would make is appended to it
     (the clock still runs, so a rate limit's reset time is judged for real)."""
-    from gitflow_agents.github.client import Client, Settings
-    from gitflow_agents.github.retry import Policy
+    from gitflow_agents.github.api.client import Client, Settings
+    from gitflow_agents.github.api.retry import Policy
 
     settings = Settings(
         token=token,

@@ -27,9 +27,9 @@ import yaml
 from gitflow_agents import cli
 from gitflow_agents.base.errors import ExitCode, InputError
 from gitflow_agents.findings import Severity
-from gitflow_agents.github.comment import MARKER
-from gitflow_agents.github.event import Trigger, decide, load_event, parse_command
-from gitflow_agents.github.runner import Options
+from gitflow_agents.github.action.comment import MARKER
+from gitflow_agents.github.action.event import Trigger, decide, load_event, parse_command
+from gitflow_agents.github.action.runner import Options
 from tests.conftest import ROOT, CliResult, git, run_cli
 from tests.github_events import (
     issue_comment_event,

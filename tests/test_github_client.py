@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 
 from gitflow_agents.base.errors import ExitCode, GitHubError, UsageError
-from gitflow_agents.github.client import (
+from gitflow_agents.github.api.client import (
     GitHubForbidden,
     GitHubRejected,
     InlineComment,
@@ -118,7 +118,7 @@ def test_a_comment_outside_the_diff_is_rejected_as_422(gh: GitHubStandIn) -> Non
 
 
 def test_connection_refused_is_a_github_error(gh: GitHubStandIn) -> None:
-    from gitflow_agents.github.client import Client, Settings
+    from gitflow_agents.github.api.client import Client, Settings
 
     gh.stop()
     client = Client(Settings(token="t", api_url=gh.base_url, retries=1, backoff=0, timeout=2))

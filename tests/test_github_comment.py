@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gitflow_agents.findings import Finding, Overall, Review, Severity, gate
-from gitflow_agents.github.comment import (
+from gitflow_agents.github.action.comment import (
     GITHUB_LIMIT,
     MARKER,
     RunRow,

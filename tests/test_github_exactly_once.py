@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents.findings import Finding, Overall, Review, Severity, gate
-from gitflow_agents.github import review
-from gitflow_agents.github.client import InlineComment
-from gitflow_agents.github.comment import IN_FINDINGS_FILE, IN_JOB_SUMMARY, MARKER
-from gitflow_agents.github.publish import fit_summary, write_result_files
+from gitflow_agents.github.action import review
+from gitflow_agents.github.action.comment import IN_FINDINGS_FILE, IN_JOB_SUMMARY, MARKER
+from gitflow_agents.github.action.publish import fit_summary, write_result_files
+from gitflow_agents.github.api.client import InlineComment
 from tests.conftest import git
 from tests.github_standin import APP_SLUG, APP_TOKEN, GitHubStandIn, Pull, client_for, gh
 from tests.test_github_action import (

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 from gitflow_agents.findings import Finding, GateResult, Overall, Review, Severity
-from gitflow_agents.github.comment import MARKER
-from gitflow_agents.github.fix import FixOutcome
-from gitflow_agents.github.fix_reply import FIX_MARKER, fix_reply
+from gitflow_agents.github.action.comment import MARKER
+from gitflow_agents.github.action.fix import FixOutcome
+from gitflow_agents.github.action.fix_reply import FIX_MARKER, fix_reply
 from tests.conftest import FAKES, git
 from tests.github_standin import GitHubStandIn, Pull, gh
 from tests.test_github_action import (

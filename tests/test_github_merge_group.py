@@ -18,9 +18,9 @@ from typing import NamedTuple
 import pytest
 
 from gitflow_agents.base.errors import ExitCode, InputError
-from gitflow_agents.github.event import decide
-from gitflow_agents.github.runner import Options
-from gitflow_agents.github.values import MergeGroup
+from gitflow_agents.github.action.event import decide
+from gitflow_agents.github.action.runner import Options
+from gitflow_agents.github.api.values import MergeGroup
 from tests.conftest import git
 from tests.github_events import merge_group_event
 from tests.github_standin import GitHubStandIn, gh
@@ -156,7 +156,7 @@ def test_a_run_killed_before_its_verdict_leaves_no_green_and_the_rerun_finishes(
 ) -> None:
     """The worst moment: ``pending`` is set and the job is cancelled before the verdict. The
     queue sees ``pending`` (never green); the re-run sets the verdict."""
-    from gitflow_agents.github import status
+    from gitflow_agents.github.action import status
 
     group = queue(repo, tmp_path, {"fine.py": FINE})
     runner = group_runner(tmp_path, gh, group)

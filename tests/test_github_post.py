@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from gitflow_agents.findings import Finding, Overall, Review, Severity, gate
-from gitflow_agents.github.comment import RunRow
-from gitflow_agents.github.publish import inline_note, load_findings, write_result_files
-from gitflow_agents.github.review import InlineOutcome
+from gitflow_agents.github.action.comment import RunRow
+from gitflow_agents.github.action.publish import inline_note, load_findings, write_result_files
+from gitflow_agents.github.action.review import InlineOutcome
 from tests.github_standin import GitHubStandIn, Pull, gh
 from tests.test_github_action import BROKEN, FINE, Runner, add_pull, pr_event, runner, states
 

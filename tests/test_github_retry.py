@@ -12,8 +12,8 @@ import time
 import pytest
 
 from gitflow_agents.base.errors import ExitCode, GitHubError
-from gitflow_agents.github import retry
-from gitflow_agents.github.client import InlineComment
+from gitflow_agents.github.api import retry
+from gitflow_agents.github.api.client import InlineComment
 from tests.github_standin import GitHubStandIn, client_for, gh, simple_pull
 
 __all__ = ["gh"]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from gitflow_agents.findings import Finding, Severity
-from gitflow_agents.github.client import PullFile
-from gitflow_agents.github.review import (
+from gitflow_agents.github.action.review import (
     FP_MARKER,
     anchor,
     diff_map,
@@ -12,6 +11,7 @@ from gitflow_agents.github.review import (
     plan_inline,
     post_inline,
 )
+from gitflow_agents.github.api.client import PullFile
 from tests.github_standin import PATCH_A, GitHubStandIn, client_for, gh, simple_pull
 
 __all__ = ["gh"]

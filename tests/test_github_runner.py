@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents.base.errors import UsageError
-from gitflow_agents.github.runner import (
+from gitflow_agents.github.action.runner import (
     RunnerEnv,
     append_summary,
     read_runner_env,

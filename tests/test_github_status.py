@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gitflow_agents.findings import Finding, Overall, Review, Severity, gate
-from gitflow_agents.github import status
+from gitflow_agents.github.action import status
 from tests.github_standin import GitHubStandIn, client_for, gh
 
 __all__ = ["gh"]

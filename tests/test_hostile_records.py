@@ -10,8 +10,8 @@ import pytest
 
 from gitflow_agents.base.errors import ExitCode, InputError
 from gitflow_agents.base.jsondata import MAX_DEPTH, JsonProblem, loads
-from gitflow_agents.github.event import decide, load_event, pull_from_event
-from gitflow_agents.github.runner import Options
+from gitflow_agents.github.action.event import decide, load_event, pull_from_event
+from gitflow_agents.github.action.runner import Options
 from gitflow_agents.reviewer import parse_review_note
 
 from .test_spawn import Cli, setup_project

@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents.base.errors import UsageError
-from gitflow_agents.github.settings import DEFAULT_API_URL, settings_from_env, without_credentials
+from gitflow_agents.github.api.settings import (
+    DEFAULT_API_URL,
+    settings_from_env,
+    without_credentials,
+)
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, gh
 from tests.test_github_action import FINE, Runner, add_pull, pr_event

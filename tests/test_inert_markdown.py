@@ -20,9 +20,9 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from gitflow_agents.findings import Finding, GateResult, Overall, Review, Severity, gate
-from gitflow_agents.github import checks, comment, review
-from gitflow_agents.github.fix import FixOutcome
-from gitflow_agents.github.fix_reply import fix_reply
+from gitflow_agents.github.action import checks, comment, review
+from gitflow_agents.github.action.fix import FixOutcome
+from gitflow_agents.github.action.fix_reply import fix_reply
 from gitflow_agents.render import render
 from gitflow_agents.render.markdown import code, escape, fence, one_line, suggestion_block
 

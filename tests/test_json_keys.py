@@ -113,8 +113,8 @@ def test_agent_session_outputs_are_camel_case(
 def test_action_findings_file_is_camel_case(tmp_path: Path) -> None:
     """The Action's ``findings-file`` output: the review JSON plus the run-history rows."""
     from gitflow_agents.findings import Finding, Overall, Review, Severity, gate
-    from gitflow_agents.github.comment import RunRow
-    from gitflow_agents.github.publish import load_findings, write_result_files
+    from gitflow_agents.github.action.comment import RunRow
+    from gitflow_agents.github.action.publish import load_findings, write_result_files
 
     review = Review(
         Overall.REVISE,

@@ -18,8 +18,8 @@ import pytest
 
 from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.findings import Overall, Review, Severity, gate
-from gitflow_agents.github import checks, status
-from gitflow_agents.github.client import GitHubRejected
+from gitflow_agents.github.action import checks, status
+from gitflow_agents.github.api.client import GitHubRejected
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, client_for, gh
 

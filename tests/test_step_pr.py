@@ -110,7 +110,7 @@ def statuses(gh: GitHubStandIn, sha: str) -> list[str]:
 
 
 def summaries(gh: GitHubStandIn, number: int) -> list[str]:
-    from gitflow_agents.github.comment import MARKER
+    from gitflow_agents.github.action.comment import MARKER
 
     return [c["body"] for c in gh.comments_on(number) if c["body"].startswith(MARKER)]
 
@@ -376,7 +376,7 @@ def test_kill_9_between_the_push_and_the_pull_request_then_force_finishes_it(
 def test_a_rejected_step_leaves_a_labelled_pull_request_with_failure_and_inline_findings(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
 ) -> None:
-    from gitflow_agents.github.step_publish import CHANGES_LABEL
+    from gitflow_agents.github.pr.publish import CHANGES_LABEL
 
     repo = setup_repo(tmp_path, gh, reviewer="revise")
     out = run_pr(repo, "--step", "1", "--max-iterations", "1", "--auto-merge", "merge")

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from gitflow_agents.findings import Severity
-from gitflow_agents.github import comment
-from gitflow_agents.github.step_body import CHANGES_LABEL, END, is_step_pull, title_digest, update
-from gitflow_agents.github.step_publish import StepPull, publish_step, pull_body
+from gitflow_agents.github.action import comment
+from gitflow_agents.github.pr.body import CHANGES_LABEL, END, is_step_pull, title_digest, update
+from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, client_for, gh, simple_pull
 from tests.test_chain import call
@@ -237,7 +237,7 @@ def test_a_human_edit_of_title_and_body_survives_a_rerun(
 def test_the_title_follows_the_plan_while_it_is_still_the_tools() -> None:
     section = pull_body("specs/feature.md", 1, "Text.", None)
     old, new = "[f] Step 1: Old", "[f] Step 1: New"
-    from gitflow_agents.github.step_body import stamped
+    from gitflow_agents.github.pr.body import stamped
 
     body = f"{stamped(section, title_digest(old))}\n"
     title, updated = update(old, body, new, pull_body("specs/feature.md", 1, "New text.", None))
@@ -316,7 +316,7 @@ def test_the_actions_review_of_a_fixed_step_pr_takes_the_label_off_once(
 def test_a_label_gone_before_the_removal_is_no_error_and_other_prs_keep_theirs(
     tmp_path: Path, gh: GitHubStandIn
 ) -> None:
-    from gitflow_agents.github.step_publish import clear_changes_label
+    from gitflow_agents.github.pr.publish import clear_changes_label
 
     client = client_for(gh)
     body = pull_body("specs/feature.md", 1, "Text.", None)

@@ -1,4 +1,4 @@
-"""``gitflow-agents action``: the GitHub Action's entry point (see gitflow_agents/github/action.py)."""
+"""``gitflow-agents action``: the GitHub Action's entry point (see gitflow_agents/github/action/run.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from gitflow_agents.findings import Severity
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitflow_agents.github.action import run_action
-    from gitflow_agents.github.runner import Options
+    from gitflow_agents.github.action.run import run_action
+    from gitflow_agents.github.action.runner import Options
 
     options = Options(
         agent=args.agent,

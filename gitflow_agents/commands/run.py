@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     )
     code = int(ExitCode.OK)
     if pr:  # --all --pr: the steps ready now, as origin has them (docs/github.md)
-        from gitflow_agents.github.step_pr import PrOptions, run_steps
+        from gitflow_agents.github.pr.step import PrOptions, run_steps
 
         options = PrOptions(args.auto_merge, bool(args.draft), bool(args.force))
         with sigterm_as_interrupt(), contextlib.closing(ctx.hub):

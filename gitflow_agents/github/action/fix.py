@@ -20,13 +20,17 @@ from pathlib import Path
 from gitflow_agents.base.errors import ExitCode, UsageError
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
-from gitflow_agents.github import comment
-from gitflow_agents.github.checkout import review_pull
-from gitflow_agents.github.client import Client, PullRequest
-from gitflow_agents.github.fix_reply import FIX_MARKER, fix_reply, post_reply, reply_head
-from gitflow_agents.github.fixer import FixRun, review_report, run_fixer
-from gitflow_agents.github.publish import Publisher, finish, outcome_label, write_result_files
-from gitflow_agents.github.runner import (
+from gitflow_agents.github.action import comment
+from gitflow_agents.github.action.checkout import review_pull
+from gitflow_agents.github.action.fix_reply import FIX_MARKER, fix_reply, post_reply, reply_head
+from gitflow_agents.github.action.fixer import FixRun, review_report, run_fixer
+from gitflow_agents.github.action.publish import (
+    Publisher,
+    finish,
+    outcome_label,
+    write_result_files,
+)
+from gitflow_agents.github.action.runner import (
     PREFIX,
     Options,
     RunnerEnv,
@@ -34,6 +38,7 @@ from gitflow_agents.github.runner import (
     notice,
     write_outputs,
 )
+from gitflow_agents.github.api.client import Client, PullRequest
 
 _PUSH_FORBIDDEN = re.compile(r"\b403\b|permission to .* denied|not allowed to push", re.I)
 

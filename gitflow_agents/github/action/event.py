@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gitflow_agents.base.errors import InputError
-from gitflow_agents.github.client import PullRequest
-from gitflow_agents.github.runner import Options, read_json
-from gitflow_agents.github.values import MergeGroup
+from gitflow_agents.github.action.runner import Options, read_json
+from gitflow_agents.github.api.client import PullRequest
+from gitflow_agents.github.api.values import MergeGroup
 
 REVIEW_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
 T = TypeVar("T")

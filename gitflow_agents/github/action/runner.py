@@ -18,8 +18,8 @@ from typing import Any
 
 from gitflow_agents.base.errors import InputError, UsageError
 from gitflow_agents.findings import Severity
-from gitflow_agents.github import review
-from gitflow_agents.github.settings import owner_name
+from gitflow_agents.github.action import review
+from gitflow_agents.github.api.settings import owner_name
 
 PREFIX = "gitflow-agents"
 DEFAULT_SERVER_URL = "https://github.com"

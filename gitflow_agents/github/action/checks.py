@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gitflow_agents.findings import Finding, GateResult, Review, Severity
-from gitflow_agents.github.client import Client
+from gitflow_agents.github.api.client import Client
 
 NAME = "gitflow-agents/findings"
 MAX_ANNOTATIONS = 50

@@ -25,11 +25,11 @@ from typing import Any
 
 from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.findings import Severity
-from gitflow_agents.github import comment, review, status
-from gitflow_agents.github.client import Client, PullRequest
-from gitflow_agents.github.identity import Identity
-from gitflow_agents.github.step_body import CHANGES_LABEL, section, stamped, title_digest, update
-from gitflow_agents.github.step_history import history_rows, last_review
+from gitflow_agents.github.action import comment, review, status
+from gitflow_agents.github.api.client import Client, PullRequest
+from gitflow_agents.github.api.identity import Identity
+from gitflow_agents.github.pr.body import CHANGES_LABEL, section, stamped, title_digest, update
+from gitflow_agents.github.pr.history import history_rows, last_review
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def publish_step(
     auto-merge is only reported (``Published.auto_merge``)."""
     import dataclasses
 
-    from gitflow_agents.github.publish import footer, inline_note, readable_files
+    from gitflow_agents.github.action.publish import footer, inline_note, readable_files
     from gitflow_agents.render.mermaid import fence_chart
     from gitflow_agents.runs.history import step_chart
 
@@ -170,7 +170,7 @@ def clear_changes_label(client: Client, repo: str, pull: PullRequest) -> bool:
     it, when its gate turned green in the action (the review of a new head, ``/agent fix``);
     whether it was there. Only a pull request that lists it gets the one request, and a label
     gone meanwhile (404) is fine, so a re-run writes nothing or harmlessly repeats it."""
-    from gitflow_agents.github.step_body import is_step_pull
+    from gitflow_agents.github.pr.body import is_step_pull
 
     if CHANGES_LABEL not in pull.labels or not is_step_pull(pull.body):
         return False

@@ -18,10 +18,9 @@ from typing import NoReturn
 
 from gitflow_agents.base.errors import GitHubError, InputError
 from gitflow_agents.findings import GateResult, Review
-from gitflow_agents.github import comment, status
-from gitflow_agents.github.checkout import review_group
-from gitflow_agents.github.client import Client
-from gitflow_agents.github.publish import (
+from gitflow_agents.github.action import comment, status
+from gitflow_agents.github.action.checkout import review_group
+from gitflow_agents.github.action.publish import (
     StatusWriter,
     agent_questions,
     fit_summary,
@@ -30,7 +29,7 @@ from gitflow_agents.github.publish import (
     summary_room,
     write_result_files,
 )
-from gitflow_agents.github.runner import (
+from gitflow_agents.github.action.runner import (
     PREFIX,
     Options,
     RunnerEnv,
@@ -38,7 +37,8 @@ from gitflow_agents.github.runner import (
     notice,
     write_outputs,
 )
-from gitflow_agents.github.values import MergeGroup
+from gitflow_agents.github.api.client import Client
+from gitflow_agents.github.api.values import MergeGroup
 
 
 class GroupWriter(StatusWriter):

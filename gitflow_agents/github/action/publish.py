@@ -26,10 +26,8 @@ from typing import Any, TypeVar
 
 from gitflow_agents.base.errors import GitflowError, GitHubError, InputError
 from gitflow_agents.findings import GateResult, Overall, Review, Severity, count_by_severity
-from gitflow_agents.github import checks, comment, review, status
-from gitflow_agents.github.client import Client, GitHubForbidden, PullFile, PullRequest
-from gitflow_agents.github.identity import Identity
-from gitflow_agents.github.runner import (
+from gitflow_agents.github.action import checks, comment, review, status
+from gitflow_agents.github.action.runner import (
     PREFIX,
     Options,
     RunnerEnv,
@@ -38,6 +36,8 @@ from gitflow_agents.github.runner import (
     read_json,
     write_outputs,
 )
+from gitflow_agents.github.api.client import Client, GitHubForbidden, PullFile, PullRequest
+from gitflow_agents.github.api.identity import Identity
 
 T = TypeVar("T")
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -247,7 +247,7 @@ def publish(
     sticky = publisher.attempt("update the summary comment", write_summary)
     publisher.final(result, gate)
     if gate.approved and newer is None and current is not None:
-        from gitflow_agents.github.step_publish import clear_changes_label
+        from gitflow_agents.github.pr.publish import clear_changes_label
 
         publisher.attempt(
             "remove the changes-requested label", lambda: clear_changes_label(client, repo, current)

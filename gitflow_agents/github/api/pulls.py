@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from gitflow_agents.github.values import PullRequest
+from gitflow_agents.github.api.values import PullRequest
 
 T = TypeVar("T")
 ALREADY_EXISTS = "a pull request already exists for"
@@ -88,7 +88,7 @@ class PullRequests:
     ) -> PullRequest:
         """Open a pull request from ``head`` (a branch of ``repo``) into ``base``; the open one
         for that head when GitHub already has it (a retried request, a 422 "already exists")."""
-        from gitflow_agents.github.client import GitHubRejected
+        from gitflow_agents.github.api.client import GitHubRejected
 
         def create() -> PullRequest:
             made = self._repo(repo).create_pull(
@@ -129,7 +129,7 @@ class PullRequests:
         """Remove label ``name``; one that is not there (404) is fine."""
         from urllib.parse import quote
 
-        from gitflow_agents.github.client import GitHubForbidden
+        from gitflow_agents.github.api.client import GitHubForbidden
 
         path = f"/repos/{repo}/issues/{number}/labels/{quote(name, safe='')}"
         with contextlib.suppress(GitHubForbidden):  # 404: not labelled (any more)

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
-from gitflow_agents.github.checkout import base_checkout
-from gitflow_agents.github.client import ACTIONS_BOT_LOGIN, PullRequest
-from gitflow_agents.github.runner import Options
+from gitflow_agents.github.action.checkout import base_checkout
+from gitflow_agents.github.action.runner import Options
+from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, PullRequest
 
 FIX_FLOW = "github-fix"
 FIX_PREAMBLE = """\

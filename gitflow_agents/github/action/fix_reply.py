@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.findings import Finding
-from gitflow_agents.github import comment
-from gitflow_agents.github.publish import Publisher
-from gitflow_agents.github.runner import notice
+from gitflow_agents.github.action import comment
+from gitflow_agents.github.action.publish import Publisher
+from gitflow_agents.github.action.runner import notice
 
 if TYPE_CHECKING:  # fix.py builds the outcome and imports this module
-    from gitflow_agents.github.fix import FixOutcome
+    from gitflow_agents.github.action.fix import FixOutcome
 
 FIX_MARKER = "<!-- gitflow-agents:fix-reply -->"
 REPLY_LIST_LIMIT = 20

@@ -31,8 +31,8 @@ from pathlib import Path
 from gitflow_agents.base.errors import ExitCode, GitflowError, GitHubError, UsageError
 from gitflow_agents.chain import ChainResult, Context
 from gitflow_agents.git import queries as git
-from gitflow_agents.github.client import Client
-from gitflow_agents.github.step_claim import Claim
+from gitflow_agents.github.api.client import Client
+from gitflow_agents.github.pr.claim import Claim
 from gitflow_agents.plan.model import DONE
 from gitflow_agents.runs.lock import LockInfo, StepLockedError
 
@@ -60,9 +60,9 @@ def connect(environ: Mapping[str, str], root: Path) -> GitHub:
     """GitHub as the action finds it (docs/github.md): token ``GITHUB_TOKEN`` else
     ``GH_TOKEN``, repository ``GITHUB_REPOSITORY`` else ``origin``'s URL, API
     ``GITHUB_API_URL``. UsageError (exit 2) naming what is missing."""
-    from gitflow_agents.github.client import Client
-    from gitflow_agents.github.runner import server_url_from, workflow_run_url
-    from gitflow_agents.github.settings import (
+    from gitflow_agents.github.action.runner import server_url_from, workflow_run_url
+    from gitflow_agents.github.api.client import Client
+    from gitflow_agents.github.api.settings import (
         repository_from,
         settings_from_env,
         without_credentials,
@@ -96,8 +96,8 @@ def run_steps(
     """Every step of ``steps`` (None: the steps ready now, ``--all``) as a pull request, in
     order, until one does not exit 0."""
     from gitflow_agents.chain.state import fetch_target, target_tip
-    from gitflow_agents.github.client import ACTIONS_BOT_LOGIN
-    from gitflow_agents.github.fixer import BOT_EMAIL
+    from gitflow_agents.github.action.fixer import BOT_EMAIL
+    from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN
     from gitflow_agents.plan import parse_plan
 
     github = connect(os.environ if environ is None else environ, ctx.root)
@@ -123,7 +123,7 @@ def _no_target(ctx: Context) -> GitflowError:
     reason shown with credentials masked), it has no such branch, or git failed to fetch it.
     Exit 2 each time, as every git failure is (docs/decisions.md, "Plan steps in waves" 6)."""
     from gitflow_agents.base.errors import GitError
-    from gitflow_agents.github.settings import without_credentials
+    from gitflow_agents.github.api.settings import without_credentials
 
     why = git.unreachable(ctx.root, ctx.target, REMOTE)
     if why is not None:
@@ -280,7 +280,7 @@ def _claim(
     (``github/step_claim.py``). A branch that exists is taken over when a lost run of this
     checkout claimed it and it is still that run's; else the step is started (exit 0), or with
     ``--force`` continued."""
-    from gitflow_agents.github.step_claim import not_taken_over, previous_claim, write_claim
+    from gitflow_agents.github.pr.claim import not_taken_over, previous_claim, write_claim
     from gitflow_agents.runs import runs_root
 
     assert ctx.plan is not None
@@ -394,7 +394,7 @@ def _publish(
     ctx: Context, github: GitHub, options: PrOptions, result: ChainResult, branch: str, head: str
 ) -> int:
     from gitflow_agents.chain.state import plan_in_repo
-    from gitflow_agents.github.step_publish import StepPull, publish_step, pull_body
+    from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
     from gitflow_agents.reviewer import approval_status
     from gitflow_agents.runs import read_json
 

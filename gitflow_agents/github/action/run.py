@@ -16,13 +16,17 @@ import sys
 from collections.abc import Mapping
 
 from gitflow_agents.base.errors import ExitCode, InputError
-from gitflow_agents.github.checkout import review_pull
-from gitflow_agents.github.client import Client, PullRequest, connect, settings_from_env
-from gitflow_agents.github.event import decide, load_event
-from gitflow_agents.github.fix import fix_and_publish
-from gitflow_agents.github.merge_group import review_group_and_publish
-from gitflow_agents.github.publish import Publisher, finish, load_findings, write_result_files
-from gitflow_agents.github.runner import (
+from gitflow_agents.github.action.checkout import review_pull
+from gitflow_agents.github.action.event import decide, load_event
+from gitflow_agents.github.action.fix import fix_and_publish
+from gitflow_agents.github.action.merge_group import review_group_and_publish
+from gitflow_agents.github.action.publish import (
+    Publisher,
+    finish,
+    load_findings,
+    write_result_files,
+)
+from gitflow_agents.github.action.runner import (
     PREFIX,
     Options,
     RunnerEnv,
@@ -32,6 +36,7 @@ from gitflow_agents.github.runner import (
     run_id_for,
     write_outputs,
 )
+from gitflow_agents.github.api.client import Client, PullRequest, connect, settings_from_env
 
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 

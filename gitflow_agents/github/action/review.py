@@ -22,8 +22,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gitflow_agents.findings import Finding, Severity
-from gitflow_agents.github.client import Client, Comment, GitHubRejected, InlineComment, PullFile
-from gitflow_agents.github.identity import Identity, resolve
+from gitflow_agents.github.api.client import (
+    Client,
+    Comment,
+    GitHubRejected,
+    InlineComment,
+    PullFile,
+)
+from gitflow_agents.github.api.identity import Identity, resolve
 
 FP_MARKER = "<!-- gitflow-agents:fp={} -->"
 _FP_RE = re.compile(r"<!-- gitflow-agents:fp=([0-9A-Za-z_.:-]+) -->")

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gitflow_agents.findings import GateResult, Review
-from gitflow_agents.github.client import Client, Comment
-from gitflow_agents.github.identity import Identity, resolve
+from gitflow_agents.github.api.client import Client, Comment
+from gitflow_agents.github.api.identity import Identity, resolve
 
 MARKER = "<!-- gitflow-agents:summary -->"
 GITHUB_LIMIT = 65536

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from gitflow_agents.base.errors import UsageError
-from gitflow_agents.github.client import Client, Comment
+from gitflow_agents.github.api.client import Client, Comment
 
 
 class Identity:

@@ -30,10 +30,10 @@ from github import Auth, Github, GithubException
 
 from gitflow_agents import __version__
 from gitflow_agents.base.errors import GitHubError
-from gitflow_agents.github import retry
-from gitflow_agents.github.pulls import PullRequests
-from gitflow_agents.github.settings import DEFAULT_API_URL, Settings, settings_from_env
-from gitflow_agents.github.values import Comment, InlineComment, PullFile, PullRequest
+from gitflow_agents.github.api import retry
+from gitflow_agents.github.api.pulls import PullRequests
+from gitflow_agents.github.api.settings import DEFAULT_API_URL, Settings, settings_from_env
+from gitflow_agents.github.api.values import Comment, InlineComment, PullFile, PullRequest
 
 __all__ = [
     "ACTIONS_BOT_LOGIN",

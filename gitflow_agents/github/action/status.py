@@ -9,7 +9,7 @@ therefore never sees green for anything but an approval.
 from __future__ import annotations
 
 from gitflow_agents.findings import GateResult, Review
-from gitflow_agents.github.client import Client
+from gitflow_agents.github.api.client import Client
 
 CONTEXT = "gitflow-agents/review"
 MAX_DESCRIPTION = 140

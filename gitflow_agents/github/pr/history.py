@@ -24,8 +24,8 @@ from gitflow_agents.findings import (
     merge_reviews,
 )
 from gitflow_agents.findings.model import accepted_from_dict
-from gitflow_agents.github.comment import RunRow
-from gitflow_agents.github.publish import float_or_none, int_or_none
+from gitflow_agents.github.action.comment import RunRow
+from gitflow_agents.github.action.publish import float_or_none, int_or_none
 
 
 def _agent_record(runs: Path, run_id: str) -> Mapping[str, Any]:

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
-from gitflow_agents.github import comment
-from gitflow_agents.github.client import PullRequest
-from gitflow_agents.github.publish import float_or_none, int_or_none, outcome_label
-from gitflow_agents.github.runner import Options
-from gitflow_agents.github.values import MergeGroup
+from gitflow_agents.github.action import comment
+from gitflow_agents.github.action.publish import float_or_none, int_or_none, outcome_label
+from gitflow_agents.github.action.runner import Options
+from gitflow_agents.github.api.client import PullRequest
+from gitflow_agents.github.api.values import MergeGroup
 
 if TYPE_CHECKING:
     from gitflow_agents.reviewer.target import Target
