@@ -73,8 +73,10 @@ STUCK_TIMEOUT = 25.0
         ("stall", "stuck", 45.0),
         ("401", "failed", 45.0),
         # A cut stream sends it into an endless loop of empty steps that it prints (step_start,
-        # step_finish "unknown"): output is activity, so the hard timeout ends it.
-        ("close", "timeout", 20.0),
+        # step_finish "unknown"): output is activity, so the hard timeout ends it. The timeout
+        # also covers opencode's start-up, which took over 20 s on a loaded 2-core machine (the
+        # CLI never reached the stand-in): 45 s as for the other faults.
+        ("close", "timeout", 45.0),
     ],
 )
 def test_fault(tmp_path: Path, standin: Standin, kind: str, expected: str, timeout: float) -> None:
