@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gitflow_agents.chain import loop
+from gitflow_agents.supervisor import ReportFiles
 
 from .test_chain import FAKE, configure, run
 
@@ -49,8 +50,19 @@ def test_an_agent_process_starts_at_most_seven_frames_below_the_chain_loop(
                 depths.append(frames_below_run_step())
             super().__init__(args, *rest, **kwargs)
 
+    named: list[Path] = []
+    real_named = ReportFiles.named.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[ReportFiles], agent_dir: Path, *rest: str) -> ReportFiles:
+        named.append(agent_dir)
+        return real_named(cls, agent_dir, *rest)  # type: ignore[no-any-return]
+
     monkeypatch.setattr(subprocess, "Popen", Observed)
+    monkeypatch.setattr(ReportFiles, "named", classmethod(counted))
     out = run(repo, "--step", "1")
     assert out.returncode == 0, out.stderr + out.stdout
     assert len(depths) == 2, depths  # the builder and the reviewer, both in the loop's thread
     assert all(depth is not None and depth <= MAX_FRAMES for depth in depths), depths
+    # The report files are named once per agent and handed down (the builder's once more by
+    # the resume check of chain/resume.py, which looks for an earlier implement to reuse).
+    assert len(named) <= 3, named

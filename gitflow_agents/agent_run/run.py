@@ -168,16 +168,22 @@ class AgentRunner:
 
     ``hub``: a hub shared with other runs (their events are told apart by run id); this run's
     events are copied into its ``events.jsonl``. None: a hub of its own, writing events.jsonl
-    and the console. ``paths``: a run folder the caller made (default: a fresh one).
+    and the console. ``paths``: a run folder the caller made (default: a fresh one);
+    ``files``: the agent's report files as the caller named them (default: named here).
     """
 
     def __init__(
-        self, job: AgentJob, *, hub: EventHub | None = None, paths: RunPaths | None = None
+        self,
+        job: AgentJob,
+        *,
+        hub: EventHub | None = None,
+        paths: RunPaths | None = None,
+        files: ReportFiles | None = None,
     ) -> None:
         root, config = job.root, job.config
         self.job = job
         self.agent_dir = agent_dir(root, config.flow_dir, job.flow_name, job.agent_id)
-        self.files = report_files(config, job.agent, self.agent_dir)
+        self.files = files or report_files(config, job.agent, self.agent_dir)
         self.workdir = job.workdir or root
         self.paths = paths or create_run(root, config.flow_dir, job.flow_name, job.run_id)
         self.run_id = self.paths.run_dir.name

@@ -20,17 +20,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gitflow_agents import supervisor
+from gitflow_agents.agent_run.launch import report_files
 from gitflow_agents.agent_run.run import AgentJob, AgentRunner, limits
 from gitflow_agents.agents import BUILTIN
 from gitflow_agents.agents.installed import check_agents
 from gitflow_agents.base.errors import AgentError
 from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.chain.context import Context
-from gitflow_agents.chain.resume import agent_files, completed_meta, set_aside, write_meta
+from gitflow_agents.chain.resume import completed_meta, set_aside, write_meta
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
-from gitflow_agents.prompt import PromptRequest, assemble_prompt, default_agent_id
+from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt, default_agent_id
 from gitflow_agents.reviewer.acceptance import acceptance_at, local_acceptance
 from gitflow_agents.reviewer.builtin import report
 from gitflow_agents.reviewer.checks import Options
@@ -39,7 +40,7 @@ from gitflow_agents.reviewer.target import Target, builtin_result
 if TYPE_CHECKING:
     from gitflow_agents.findings import Accepted
     from gitflow_agents.reviewer.acceptance import Acceptance
-    from gitflow_agents.supervisor import Outcome, Status
+    from gitflow_agents.supervisor import Outcome, ReportFiles, Status
 
 AgentKind = Literal["implement", "review", "fix", "research"]
 
@@ -172,8 +173,9 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
     One agent runs in this thread (the chain's loop is a few frames above its process),
     several each in a thread of their own."""
     done: dict[int, AgentRun] = {}
+    files = [_report_files(ctx, job) for job in jobs]  # named once per agent, handed down
     for index, job in enumerate(jobs):
-        reused = _reuse(ctx, job) if job.reuse and not job.resolve_merge else None
+        reused = _reuse(ctx, job, files[index]) if job.reuse and not job.resolve_merge else None
         if reused is not None:
             done[index] = reused
     to_run = [job.agent for index, job in enumerate(jobs) if index not in done]
@@ -183,7 +185,7 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
         for index, job in enumerate(jobs):
             if index in done:
                 continue
-            attempt = _Attempt(ctx, ws, job)
+            attempt = _Attempt(ctx, ws, job, files[index])
             attempts.append((index, attempt))
             attempt.prepare()
         if len(attempts) == 1:
@@ -213,14 +215,20 @@ def _run_and_close(attempt: _Attempt) -> AgentRun:
     return run
 
 
-def _reuse(ctx: Context, job: Job) -> AgentRun | None:
+def _report_files(ctx: Context, job: Job) -> ReportFiles:
+    return report_files(
+        ctx.config, job.agent, agent_dir(ctx.root, ctx.config.flow_dir, ctx.flow, job.agent_id)
+    )
+
+
+def _reuse(ctx: Context, job: Job, files: ReportFiles) -> AgentRun | None:
     """The earlier run of ``job`` when it completed from the same commit (resuming), else None.
     A builtin review is never reused: it takes a fraction of a second, and what it accepts (the
     ``review:`` settings, the baseline) may have changed since (docs/chains.md, Resuming)."""
     if is_builtin(ctx, job.agent):
         return None
-    folder, _report, success, _failure = agent_files(ctx, job.agent, job.agent_id)
-    meta = completed_meta(folder, success, job.start_sha, ctx.root)
+    success = files.success
+    meta = completed_meta(files.folder, success, job.start_sha, ctx.root)
     if meta is None:
         return None
     ctx.hub.emit("task:complete", {"node": job.agent_id, "status": "reused"})
@@ -250,11 +258,10 @@ class _Attempt:
     Outcome to ``finish`` (the commit and statistics of an implement / fix), ``close``
     (result.json and the task's end event; always, once)."""
 
-    def __init__(self, ctx: Context, ws: Workspace, job: Job) -> None:
-        self.ctx, self.ws, self.job = ctx, ws, job
-        self.folder, self.report, self.success, self.failure = agent_files(
-            ctx, job.agent, job.agent_id
-        )
+    def __init__(self, ctx: Context, ws: Workspace, job: Job, files: ReportFiles) -> None:
+        self.ctx, self.ws, self.job, self.files = ctx, ws, job, files
+        self.folder = files.folder
+        self.report, self.success, self.failure = files
         self._runner: AgentRunner | None = None
         self.builtin = is_builtin(ctx, job.agent)
         self.accepted: tuple[Accepted, ...] = ()  # what the builtin reviewer accepted
@@ -310,6 +317,7 @@ class _Attempt:
             ),
             hub=ctx.hub,
             paths=ctx.new_run(),
+            files=self.files,
         )  # fmt: skip
         self.started = time.monotonic()
         self._runner.start_task()  # every parallel agent is announced before any starts
