@@ -12,8 +12,8 @@ bare, against the same fake run
 
 - through ``supervise()`` alone;
 - through the whole in-process launch path of ``spawn`` / ``send`` (the project's config loaded
-  once, as the chain does): prompt assembly, ``commands.spawn.execute`` (run folder, status.json,
-  events.jsonl, system_prompt.md, ``launch.prepare``, ``launch.supervise_agent``, result.json
+  once, as the chain does): prompt assembly, ``agent_run.run.execute`` (run folder, status.json,
+  events.jsonl, system_prompt.md, ``launch.prepare``, ``AgentRunner.run``, result.json
   with the changed files);
 - as ``gitflow-agents spawn AGENT --task ... --quiet``, end to end: a new interpreter, imports,
   config, prompt, run and record, i.e. what a user waits for.
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from gitflow_agents.agents.base import LaunchSpec  # noqa: E402
 from gitflow_agents.runs.events import EventHub  # noqa: E402
-from gitflow_agents.supervisor import Outcome, supervise  # noqa: E402
+from gitflow_agents.supervisor import Launch, Limits, Outcome, ReportFiles, supervise  # noqa: E402
 
 FAKE = ROOT / "tests" / "fakes" / "fake_agent"
 
@@ -58,16 +58,11 @@ def one_run(
         cwd=work,
     )
     outcome = supervise(
-        spec,
-        agent_dir=agent_dir,
-        run_dir=run_dir,
-        stuck_timeout=30,
-        timeout=30,
-        watch_paths=[work],
+        Launch(spec, watch=(work,)),
+        ReportFiles.named(agent_dir, "report.md", ".complete.md", ".failed.md"),
+        Limits(stuck_timeout=30, timeout=30, kill_grace=1.0, exit_grace=exit_grace),
         hub=EventHub(),
-        run_id=work.name,
-        kill_grace=1.0,
-        exit_grace=exit_grace,
+        run_dir=run_dir,
     )
     return outcome, json.loads(record.read_text())
 
@@ -132,8 +127,8 @@ def make_project(base: Path) -> Path:
 def launch_path(root: Path, runs: int) -> tuple[list[float], list[float]]:
     """Per agent, in-process: prompt assembly + spawn's execute (prepare, supervise, record);
     and the bare fake, alternated (a loaded machine drifts: each run has its own baseline)."""
+    from gitflow_agents.agent_run.run import AgentJob, execute
     from gitflow_agents.assets import load_manifest
-    from gitflow_agents.commands.spawn import AgentJob, execute
     from gitflow_agents.config import load_flow_config
     from gitflow_agents.prompt import PromptRequest, assemble_prompt
 
@@ -165,8 +160,7 @@ def launch_path(root: Path, runs: int) -> tuple[list[float], list[float]]:
                 flow_name="bench",
                 kind="implement",
                 prompt_text=prompt.text,
-                stuck_timeout=30.0,
-                timeout=30.0,
+                limits=Limits(stuck_timeout=30.0, timeout=30.0),
                 quiet=True,
             )
         )

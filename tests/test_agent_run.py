@@ -18,7 +18,7 @@ from gitflow_agents.agent_run.run import AgentJob, AgentRunner
 from gitflow_agents.config import load_flow_config
 from gitflow_agents.runs import RESULT_SCHEMAS
 from gitflow_agents.runs.events import EventHub, MemoryChannel
-from gitflow_agents.supervisor import Status
+from gitflow_agents.supervisor import Limits, Status
 
 from .conftest import FAKES, git
 from .test_review_cli import Cli, configure_reviewers
@@ -87,8 +87,8 @@ def test_runs_on_a_shared_hub_keep_their_own_records(repo: Path) -> None:
         AgentRunner(
             AgentJob(
                 root=repo, config=config, agent=name, agent_id=name, flow_name="shared",
-                kind="implement", prompt_text=f"You are {name}.\n", stuck_timeout=60,
-                timeout=60, kill_grace=0.5,
+                kind="implement", prompt_text=f"You are {name}.\n",
+                limits=Limits(stuck_timeout=60, timeout=60, kill_grace=0.5),
             ),
             hub=hub,
         )
@@ -101,7 +101,7 @@ def test_runs_on_a_shared_hub_keep_their_own_records(repo: Path) -> None:
     outcomes: dict[str, str] = {}
 
     def supervise(runner: AgentRunner) -> None:
-        outcomes[runner.job.agent_id] = runner.supervise(cancel).status
+        outcomes[runner.job.agent_id] = runner.run(cancel).status
 
     threads = [threading.Thread(target=supervise, args=(r,)) for r in runners]
     for thread in threads:
@@ -139,18 +139,19 @@ def test_an_agent_run_in_process_records_like_any_other(repo: Path) -> None:
         "agents:\n  offline:\n    adapter: builtin\n"
     )
     config = load_flow_config(repo)
-    job = AgentJob(
-        root=repo, config=config, agent="offline", agent_id="offline", flow_name="solo",
-        kind="review", prompt_text="Review.\n", stuck_timeout=60, timeout=60, quiet=True,
-    )  # fmt: skip
-    runner = AgentRunner(job)
-    runner.prepare(launch=False)
 
     def review() -> tuple[Status, str]:
-        runner.facts.files.success.write_text("All good.\n\nREVIEW_RESULT: APPROVED\n")
+        runner.files.success.write_text("All good.\n\nREVIEW_RESULT: APPROVED\n")
         return "succeeded", "builtin reviewer finished"
 
-    assert runner.run_in_process(review).ok
+    job = AgentJob(
+        root=repo, config=config, agent="offline", agent_id="offline", flow_name="solo",
+        kind="review", prompt_text="Review.\n", limits=Limits(stuck_timeout=60, timeout=60),
+        quiet=True, in_process=review,
+    )  # fmt: skip
+    runner = AgentRunner(job)
+    runner.prepare()
+    assert runner.run().ok
     result = runner.record(extra={"gitStats": {"files": 0}})
     runner.close()
     on_disk, events, status = read_records(runner.paths.run_dir)

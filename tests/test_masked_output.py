@@ -26,7 +26,7 @@ from gitflow_agents.base import secret_keywords, secret_rules
 from gitflow_agents.base.redact import mask, redact_text
 from gitflow_agents.base.redact_stream import LineMasker
 from gitflow_agents.runs.events import ConsoleChannel, EventHub, JsonlChannel, MemoryChannel
-from gitflow_agents.supervisor import output, supervise
+from gitflow_agents.supervisor import Launch, Limits, ReportFiles, output, supervise
 from tests.conftest import FAKES, git
 from tests.test_chain import configure, results
 from tests.test_chain import run as run_chain
@@ -188,13 +188,11 @@ def supervised(tmp_path: Path, secrets: tuple[str, ...]) -> tuple[Path, str, lis
     argv = (sys.executable, str(FAKES / "fake_report_reviewer"), str(report), "--say", str(said))
     spec = LaunchSpec(argv=argv, env=dict(os.environ), cwd=tmp_path)
     outcome = supervise(
-        spec,
-        agent_dir=agent_dir,
-        run_dir=run_dir,
-        stuck_timeout=20,
-        timeout=60,
+        Launch(spec),
+        ReportFiles.named(agent_dir, "report.md", ".complete.md", ".failed.md"),
+        Limits(stuck_timeout=20, timeout=60),
         hub=hub,
-        run_id="r1",
+        run_dir=run_dir,
         cancel=threading.Event(),
         secrets=secrets,
     )
@@ -225,15 +223,12 @@ def test_an_agent_killed_mid_line_leaves_that_line_masked(tmp_path: Path) -> Non
     cancel = threading.Event()
     hub.subscribe("agent:output", lambda event: cancel.set())  # killed once it has written
     outcome = supervise(
-        spec,
-        agent_dir=agent_dir,
-        run_dir=run_dir,
-        stuck_timeout=60,
-        timeout=120,
+        Launch(spec),
+        ReportFiles.named(agent_dir, "report.md", ".complete.md", ".failed.md"),
+        Limits(stuck_timeout=60, timeout=120, kill_grace=0.2),
         hub=hub,
-        run_id="r2",
+        run_dir=run_dir,
         cancel=cancel,
-        kill_grace=0.2,
         secrets=SECRETS,
     )
     hub.close()

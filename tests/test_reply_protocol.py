@@ -215,7 +215,7 @@ def test_completes_by_exit_agent_is_judged_by_its_reply_status(
 
     from gitflow_agents.agents.base import LaunchSpec
     from gitflow_agents.runs.events import EventHub
-    from gitflow_agents.supervisor import supervise
+    from gitflow_agents.supervisor import Launch, Limits, ReportFiles, supervise
 
     agent_dir = tmp_path / "agent"
     agent_dir.mkdir()
@@ -226,14 +226,11 @@ def test_completes_by_exit_agent_is_judged_by_its_reply_status(
         completes_by_exit=True,
     )
     outcome = supervise(
-        spec,
-        agent_dir=agent_dir,
-        run_dir=tmp_path / "run",
-        stuck_timeout=20,
-        timeout=30,
+        Launch(spec),
+        ReportFiles.named(agent_dir, "report.md", ".complete.md", ".failed.md"),
+        Limits(stuck_timeout=20, timeout=30, kill_grace=1.0),
         hub=EventHub(),
-        run_id="r",
-        kill_grace=1.0,
+        run_dir=tmp_path / "run",
     )
     assert outcome.status == status, outcome.reason
     if status == "failed":

@@ -17,7 +17,15 @@ import pytest
 
 from gitflow_agents.agents.base import AgentOutput, CpuActivity, LaunchSpec
 from gitflow_agents.runs.events import EventHub, JsonlChannel, MemoryChannel, read_jsonl
-from gitflow_agents.supervisor import Outcome, SupervisorInterrupted, kill_tree, supervise
+from gitflow_agents.supervisor import (
+    Launch,
+    Limits,
+    Outcome,
+    ReportFiles,
+    SupervisorInterrupted,
+    kill_tree,
+    supervise,
+)
 
 from .conftest import FAKES
 
@@ -69,19 +77,18 @@ def run_fake(
     started = time.monotonic()
     try:
         outcome = supervise(
-            spec,
-            agent_dir=agent_dir,
-            run_dir=run_dir,
-            stuck_timeout=stuck,
-            timeout=timeout,
-            watch_paths=[work],
-            ignore_paths=[work / "flows"],
+            Launch(spec, kwargs.pop("parse_output", None), (work,), (work / "flows",)),
+            ReportFiles.named(agent_dir, "report.md", ".complete.md", ".failed.md"),
+            Limits(
+                stuck,
+                timeout,
+                kill_grace=kwargs.pop("kill_grace", 0.5),
+                exit_grace=kwargs.pop("exit_grace", 0.5),
+                **kwargs,
+            ),
             hub=hub,
-            run_id=run_id,
+            run_dir=run_dir,
             cancel=cancel,
-            kill_grace=kwargs.pop("kill_grace", 0.5),
-            exit_grace=kwargs.pop("exit_grace", 0.5),
-            **kwargs,
         )
     finally:
         hub.close()

@@ -1,3 +1,3 @@
-"""One agent run from prepare to record: ``run`` (prepare → supervise → record), ``launch``
-(prompt file, report paths, the adapter's launch spec), ``sessions`` (continuing a finished
+"""One agent run from prepare to record: ``run`` (prepare → run → record: the one way to run
+an agent), ``launch`` (report paths, the adapter's launch), ``sessions`` (continuing a finished
 session), ``send_target`` (what ``send`` continues) and ``protocol`` (the structured reply)."""

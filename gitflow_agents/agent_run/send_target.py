@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.git import queries as git
+from gitflow_agents.runs import read_json
 from gitflow_agents.runs.fields import mapping, text
 
 if TYPE_CHECKING:
@@ -31,8 +33,6 @@ def workdir_of(root: Path, prior: FinishedRun) -> Path:
     """Where the run's agent worked (``run.workdir``, else ``status.json``'s ``extra.workdir``;
     ``root`` when neither is recorded). UsageError when that work tree is gone, or is neither
     ``root`` nor a work tree of its repository."""
-    from gitflow_agents.git import queries as git
-
     recorded = text(prior.record, "workdir") or text(mapping(prior.status, "extra"), "workdir")
     if not recorded or Path(recorded).resolve() == root.resolve():
         return root
@@ -56,8 +56,6 @@ def refuse_step_run(root: Path, flow_dir: str, prior: FinishedRun) -> None:
     runs of the step that can be continued (the latest turn of each session), by id."""
     if text(prior.record, "kind") != "chain":
         return
-    from gitflow_agents.runs import read_json
-
     chain = mapping(read_json(prior.paths.result) or {}, "chain")
     step, plan = chain.get("step"), text(chain, "plan")
     what = f"the run of step {step}" if isinstance(step, int) else "a chain's step run"
@@ -86,6 +84,7 @@ def _latest_turn(root: Path, flow_dir: str, run_id: str) -> tuple[str, str] | No
     """(run id, agent id) of the turn ``send`` would continue for the agent run ``run_id``:
     the latest turn of its session; None when it cannot be continued (no session id, closed,
     its work tree gone, its record unreadable or still running)."""
+    # sessions imports this module's agent_id_of / workdir_of: the cycle keeps this one here
     from gitflow_agents.agent_run import sessions
 
     try:

@@ -3,7 +3,7 @@
 The agent's CLI is started again, resuming the session its earlier run recorded (``claude --resume
 <id>``, ``codex exec resume <id>``, ...), with a message as the new user turn. The continuation is
 a NEW run (fresh runId, its own run folder and ``result.json``) linked to the previous one, run by
-``agent_run.execute`` exactly like ``spawn``.
+``agent_run.run.execute`` exactly like ``spawn``.
 
 A session is the chain of runs that started with one ``spawn``; its state lives in
 ``<flow_dir>/<flow>/sessions/<first runID>.json`` (runs, turn count, max turns, closed). It ends by
@@ -21,12 +21,21 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gitflow_agents.agent_run.launch import prepare, report_files
+from gitflow_agents.agent_run.run import AgentJob, Resume, clear_previous, execute
+from gitflow_agents.agent_run.send_target import agent_id_of, workdir_of
+from gitflow_agents.agents.installed import check_agents
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.fsutil import ReadRefused, read_text_limited, write_json_atomic
+from gitflow_agents.prompt import agent_dir
+from gitflow_agents.prompt.paths import check_name
+from gitflow_agents.runs import RunPaths, find_run, is_run_id, new_run_id, read_json
+from gitflow_agents.runs.cards import CardLockedError, card_lock
+from gitflow_agents.runs.fields import mapping, text
+from gitflow_agents.supervisor import Limits, ReportFiles
 
 if TYPE_CHECKING:
-    from gitflow_agents.agent_run.launch import SignalFiles
     from gitflow_agents.config import FlowConfig
-    from gitflow_agents.runs import RunPaths
 
 SEND_TASK = (
     "{message}\n\n"
@@ -52,7 +61,6 @@ class FinishedRun(NamedTuple):
     @property
     def session_id(self) -> str | None:
         """The CLI's session id the run reported; None when it reported none."""
-        from gitflow_agents.runs.fields import text
 
         return text(self.record, "sessionId") or text(self.status, "session_id") or None
 
@@ -64,17 +72,9 @@ class Turn(NamedTuple):
     agent: str
     agent_id: str
     prompt_text: str
-    files: SignalFiles
+    files: ReportFiles
     task: str
     workdir: Path
-
-
-class Limits(NamedTuple):
-    """The supervision of one turn (``spawn``'s options)."""
-
-    stuck_timeout: float
-    timeout: float | None
-    kill_grace: float
 
 
 def sessions_dir(root: Path, flow_dir: str, flow: str) -> Path:
@@ -84,8 +84,6 @@ def sessions_dir(root: Path, flow_dir: str, flow: str) -> Path:
 def finished_run(root: Path, flow_dir: str, run_id: str) -> FinishedRun:
     """The run ``run_id`` names (or a unique prefix of 8+ characters); UsageError when there is
     none or it has not finished."""
-    from gitflow_agents.runs import find_run, read_json
-    from gitflow_agents.runs.fields import mapping
 
     paths = find_run(root, flow_dir, run_id)
     if paths is None:
@@ -105,8 +103,6 @@ def finished_run(root: Path, flow_dir: str, run_id: str) -> FinishedRun:
 
 def session_path(root: Path, flow_dir: str, prior: FinishedRun) -> Path:
     """The state file of the session ``prior`` belongs to (named by its first run)."""
-    from gitflow_agents.runs import is_run_id
-    from gitflow_agents.runs.fields import mapping, text
 
     first = text(mapping(prior.record, "session"), "root") or prior.run_id
     if not is_run_id(first):  # a record is not trusted to name a path
@@ -116,7 +112,6 @@ def session_path(root: Path, flow_dir: str, prior: FinishedRun) -> Path:
 
 def load_session(path: Path, prior: FinishedRun) -> dict[str, Any]:
     """The session's state; for a spawned run never continued, a session of one turn."""
-    from gitflow_agents.runs import read_json
 
     found = read_json(path)
     if found is not None or path.exists():
@@ -138,7 +133,6 @@ def load_session(path: Path, prior: FinishedRun) -> dict[str, Any]:
 def checked_session(data: dict[str, Any] | None, path: Path) -> dict[str, Any]:
     """A session file's state, its fields checked (an agent could have written it); UsageError
     naming the file and the field otherwise."""
-    from gitflow_agents.runs import is_run_id
 
     def damaged(what: str) -> UsageError:
         return UsageError(f"send: {path}: damaged session record: {what}")
@@ -165,7 +159,6 @@ def checked_session(data: dict[str, Any] | None, path: Path) -> dict[str, Any]:
 
 def write_session(path: Path, session: dict[str, Any], *, close: str | None = None) -> None:
     """Write the session's state (atomically); ``close``: close it, for that reason."""
-    from gitflow_agents.base.fsutil import write_json_atomic
 
     data = dict(session)
     if close is not None and not data.get("closed"):
@@ -204,12 +197,6 @@ def prepare_turn(
     send_target.py) and refuse, before any run exists, when it cannot be continued: its adapter
     changed, its system prompt or work tree is gone, or its CLI cannot resume (the adapter's own
     refusal, asked with the recorded session id or a stand-in when none was recorded)."""
-    from gitflow_agents.agent_run.launch import prepare, signal_files
-    from gitflow_agents.agent_run.send_target import agent_id_of, workdir_of
-    from gitflow_agents.agents.installed import check_agents
-    from gitflow_agents.prompt import agent_dir
-    from gitflow_agents.prompt.paths import check_name
-    from gitflow_agents.runs.fields import mapping, text
 
     record, status = prior.record, prior.status
     agent_id = check_name(agent_id_of(prior), "agent id in the run's record")
@@ -223,7 +210,6 @@ def prepare_turn(
         )
     a_dir = agent_dir(root, config.flow_dir, prior.flow, agent_id)
     prompt_path = a_dir / "system_prompt.md"
-    from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 
     try:  # in the agent's folder: it may have replaced it with anything (a FIFO would block)
         prompt_text = read_text_limited(prompt_path, 16 * 1024 * 1024)
@@ -236,7 +222,7 @@ def prepare_turn(
             f"send: {prompt_path} is missing; cannot continue run {prior.run_id}"
         ) from None
     workdir = workdir_of(root, prior)
-    files = signal_files(config, agent, a_dir)
+    files = report_files(config, agent, a_dir)
     task = SEND_TASK.format(
         message=message,
         prompt=prompt_path,
@@ -248,8 +234,8 @@ def prepare_turn(
         prepare(
             config,
             agent,
+            files,
             agent_id=agent_id,
-            agent_dir=a_dir,
             workdir=workdir,
             prompt_path=prompt_path,
             prompt_text=prompt_text,
@@ -281,9 +267,6 @@ def run_turn(
 ) -> dict[str, Any]:
     """Run the session's next turn (a new run resuming the CLI session ``prior`` reported) under
     the session's lock; returns its result.json. UsageError when another turn is running."""
-    from gitflow_agents.agent_run.run import AgentJob, clear_previous, execute
-    from gitflow_agents.runs import new_run_id
-    from gitflow_agents.runs.cards import CardLockedError, card_lock
 
     session_id = prior.session_id
     if session_id is None:
@@ -303,7 +286,7 @@ def run_turn(
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with card_lock(path, new_id):
-            clear_previous(*turn.files, rerun=True)
+            clear_previous(turn.files, rerun=True)
             session = {
                 **session,
                 "runs": [*session.get("runs", [prior.run_id]), new_id],
@@ -321,14 +304,9 @@ def run_turn(
                 kind=str(prior.record.get("kind") or prior.status.get("kind") or "implement"),
                 prompt_text=turn.prompt_text,
                 task=turn.task,
-                resume_session_id=session_id,
-                stuck_timeout=limits.stuck_timeout,
-                timeout=limits.timeout,
-                kill_grace=limits.kill_grace,
+                resume=Resume(session_id, link, message, message_event),
+                limits=limits,
                 quiet=quiet,
-                session=link,
-                message=message,
-                message_event=message_event,
                 run_id=new_id,
                 workdir=turn.workdir,
             )
@@ -343,7 +321,6 @@ def run_turn(
 
 
 def read_session(path: Path) -> dict[str, Any]:
-    from gitflow_agents.runs import read_json
 
     return read_json(path) or {}
 
@@ -358,8 +335,6 @@ def close_session(path: Path, session: dict[str, Any], reason: str) -> bool:
 
 def _after_turn(path: Path, session: dict[str, Any], run_id: str, max_turns: int | None) -> None:
     """Record the session id the CLI reported for this turn; close the session on its last turn."""
-    from gitflow_agents.runs import RunPaths, read_json
-    from gitflow_agents.runs.fields import mapping, text
 
     latest = {**read_session(path), **{k: session[k] for k in ("runs", "turns", "maxTurns")}}
     latest.pop("active", None)
@@ -378,7 +353,6 @@ def _agent_config_name(
 ) -> str:
     """The run's agent key in the config: recorded since session mode; else derived from the id
     (``step-NN-<agent>`` or ``<agent>``)."""
-    from gitflow_agents.runs.fields import mapping
 
     name = record.get("agentConfig") or mapping(status, "extra").get("agent_config")
     if isinstance(name, str) and name:

@@ -2,10 +2,11 @@
 
 ``run_agent`` runs (or reuses, see ``chain/resume.py``) one agent; ``run_together`` runs several
 (the reviewers of a round) as separate processes that all start once every one of them is
-prepared. Each invocation is an ``_Attempt`` run by the one agent-run engine (``agent_run``, as
-``spawn`` and ``send`` are) in three steps: ``prepare`` (run folder, events, prompt, launch spec),
-``start`` (the supervised process, then the commit and statistics of an implement / fix) and
-``close`` (the run record: ``result.json`` and the task event; docs/protocol.md, Run records).
+prepared. Each invocation is an ``_Attempt`` run by the one agent-run engine
+(``agent_run.run.AgentRunner``, as ``spawn`` and ``send`` are): ``prepare`` (run folder, events,
+prompt, launch), ``AgentRunner.run`` (the supervised process, or the builtin reviewer in
+process), ``finish`` (the commit and statistics of an implement / fix) and ``close`` (the run
+record: ``result.json`` and the task event; docs/protocol.md, Run records).
 """
 
 from __future__ import annotations
@@ -18,18 +19,28 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from gitflow_agents import supervisor
+from gitflow_agents.agent_run.launch import report_files
+from gitflow_agents.agent_run.run import AgentJob, AgentRunner, limits
+from gitflow_agents.agents import BUILTIN
+from gitflow_agents.agents.installed import check_agents
 from gitflow_agents.base.errors import AgentError
+from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.chain.context import Context
-from gitflow_agents.chain.resume import agent_files, completed_meta, set_aside, write_meta
+from gitflow_agents.chain.resume import completed_meta, set_aside, write_meta
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
+from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt, default_agent_id
+from gitflow_agents.reviewer.acceptance import acceptance_at, local_acceptance
+from gitflow_agents.reviewer.builtin import report
+from gitflow_agents.reviewer.checks import Options
+from gitflow_agents.reviewer.target import Target, builtin_result
 
 if TYPE_CHECKING:
-    from gitflow_agents.agent_run.run import AgentRunner
     from gitflow_agents.findings import Accepted
     from gitflow_agents.reviewer.acceptance import Acceptance
-    from gitflow_agents.supervisor import Status
+    from gitflow_agents.supervisor import Outcome, ReportFiles, Status
 
 AgentKind = Literal["implement", "review", "fix", "research"]
 
@@ -88,8 +99,6 @@ class AgentFailed(AgentError):
 
 
 def agent_id_for(agent: str, step: int | None, iteration: int | None = None) -> str:
-    from gitflow_agents.prompt import default_agent_id
-
     base = default_agent_id(agent, step)
     return base if iteration is None else f"{base}-{iteration}"
 
@@ -160,12 +169,13 @@ def run_together(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[Agent
 
 def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
     """The runs of ``jobs``, started together (see ``run_together``), whatever their outcome.
-    AgentNotInstalled before anything of the wave runs when one agent's program is missing."""
-    from gitflow_agents.agents.installed import check_agents
-
+    AgentNotInstalled before anything of the wave runs when one agent's program is missing.
+    One agent runs in this thread (the chain's loop is a few frames above its process),
+    several each in a thread of their own."""
     done: dict[int, AgentRun] = {}
+    files = [_report_files(ctx, job) for job in jobs]  # named once per agent, handed down
     for index, job in enumerate(jobs):
-        reused = _reuse(ctx, job) if job.reuse and not job.resolve_merge else None
+        reused = _reuse(ctx, job, files[index]) if job.reuse and not job.resolve_merge else None
         if reused is not None:
             done[index] = reused
     to_run = [job.agent for index, job in enumerate(jobs) if index not in done]
@@ -175,15 +185,16 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
         for index, job in enumerate(jobs):
             if index in done:
                 continue
-            attempt = _Attempt(ctx, ws, job)
+            attempt = _Attempt(ctx, ws, job, files[index])
             attempts.append((index, attempt))
             attempt.prepare()
         if len(attempts) == 1:
-            attempts[0][1].start()
+            attempt = attempts[0][1]
+            attempt.finish(attempt.runner.run(ctx.cancel))
         elif attempts:
             _warm_up()
             with ThreadPoolExecutor(max_workers=len(attempts)) as pool:
-                futures = [pool.submit(_start_and_close, attempt) for _, attempt in attempts]
+                futures = [pool.submit(_run_and_close, attempt) for _, attempt in attempts]
                 try:
                     for future in futures:
                         future.result()
@@ -196,22 +207,28 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
     return [done[index] for index in range(len(jobs))]
 
 
-def _start_and_close(attempt: _Attempt) -> AgentRun:
+def _run_and_close(attempt: _Attempt) -> AgentRun:
     try:
-        attempt.start()
+        attempt.finish(attempt.runner.run(attempt.ctx.cancel))
     finally:
         run = attempt.close()
     return run
 
 
-def _reuse(ctx: Context, job: Job) -> AgentRun | None:
+def _report_files(ctx: Context, job: Job) -> ReportFiles:
+    return report_files(
+        ctx.config, job.agent, agent_dir(ctx.root, ctx.config.flow_dir, ctx.flow, job.agent_id)
+    )
+
+
+def _reuse(ctx: Context, job: Job, files: ReportFiles) -> AgentRun | None:
     """The earlier run of ``job`` when it completed from the same commit (resuming), else None.
     A builtin review is never reused: it takes a fraction of a second, and what it accepts (the
     ``review:`` settings, the baseline) may have changed since (docs/chains.md, Resuming)."""
     if is_builtin(ctx, job.agent):
         return None
-    folder, _report, success, _failure = agent_files(ctx, job.agent, job.agent_id)
-    meta = completed_meta(folder, success, job.start_sha, ctx.root)
+    success = files.success
+    meta = completed_meta(files.folder, success, job.start_sha, ctx.root)
     if meta is None:
         return None
     ctx.hub.emit("task:complete", {"node": job.agent_id, "status": "reused"})
@@ -231,33 +248,40 @@ def _own_commits(worktree: Path, start_sha: str) -> str:
     return head if head != start_sha and git.is_ancestor(worktree, start_sha, head) else start_sha
 
 
-# One attempt: prepare, start, close; the run itself is the agent-run engine's (agent_run.py)
+# One attempt: prepare, run, finish, close; the run itself is the agent-run engine's
 
 
 class _Attempt:
-    """One agent invocation through the agent-run engine (``agent_run.AgentRunner``):
-    ``prepare`` (clean slate, run folder, task announced, prompt and launch spec), ``start``
-    (the supervised process or the in-process reviewer; then the commit and statistics of an
-    implement / fix), ``close`` (result.json and the task's end event; always, once)."""
+    """One agent invocation through the agent-run engine (``agent_run.run.AgentRunner``):
+    ``prepare`` (clean slate, run folder, task announced, prompt and launch), then the caller
+    runs ``runner.run`` (the supervised process or the in-process reviewer) and hands its
+    Outcome to ``finish`` (the commit and statistics of an implement / fix), ``close``
+    (result.json and the task's end event; always, once)."""
 
-    def __init__(self, ctx: Context, ws: Workspace, job: Job) -> None:
-        self.ctx, self.ws, self.job = ctx, ws, job
-        self.folder, self.report, self.success, self.failure = agent_files(
-            ctx, job.agent, job.agent_id
-        )
-        self.runner: AgentRunner | None = None
+    def __init__(self, ctx: Context, ws: Workspace, job: Job, files: ReportFiles) -> None:
+        self.ctx, self.ws, self.job, self.files = ctx, ws, job, files
+        self.folder = files.folder
+        self.report, self.success, self.failure = files
+        self._runner: AgentRunner | None = None
         self.builtin = is_builtin(ctx, job.agent)
         self.accepted: tuple[Accepted, ...] = ()  # what the builtin reviewer accepted
         self.started = time.monotonic()
         self.status, self.reason = "failed", "the agent did not finish"
         self.end_sha = job.start_sha
         self.own: stats.GitStats | None = None  # an implement / fix: its commit's statistics
-        self.error: BaseException | None = None  # what prepare / start raised
+        self.error: BaseException | None = None  # what prepare / finish raised
         self.run: AgentRun | None = None
 
     @property
+    def runner(self) -> AgentRunner:
+        """The prepared run (``prepare`` first)."""
+        if self._runner is None:
+            raise RuntimeError("_Attempt.prepare() first")
+        return self._runner
+
+    @property
     def run_id(self) -> str:
-        return self.runner.run_id if self.runner is not None else ""
+        return self._runner.run_id if self._runner is not None else ""
 
     def prepare(self) -> None:
         try:
@@ -267,9 +291,6 @@ class _Attempt:
             raise
 
     def _prepare(self) -> None:
-        from gitflow_agents.agent_run.run import AgentJob, AgentRunner
-        from gitflow_agents.prompt import PromptRequest, assemble_prompt
-
         ctx, ws, job, settings = self.ctx, self.ws, self.job, self.ctx.settings
         set_aside(self.folder, (self.success, self.failure, self.report))
         if job.kind in ("implement", "fix") and ws.branch is not None and not job.resolve_merge:
@@ -282,37 +303,37 @@ class _Attempt:
                 after=job.after, preamble=job.preamble, manifest=ctx.manifest(),
             )
         )  # fmt: skip
-        self.runner = AgentRunner(
+        self._runner = AgentRunner(
             AgentJob(
                 root=ctx.root, config=ctx.config, agent=job.agent, agent_id=job.agent_id,
                 flow_name=ctx.flow, kind="implement" if job.kind == "fix" else job.kind,
                 prompt_text=prompt.text, prompt_segments=len(prompt.segments),
-                stuck_timeout=float(settings.stuck_timeout or ctx.config.stuck_timeout_secs),
-                timeout=float(settings.timeout or ctx.config.max_wait_secs),
-                kill_grace=settings.kill_grace, step=job.step, workdir=ws.worktree, env=ctx.env,
-                secrets=frozenset(ctx.secrets),
+                limits=limits(
+                    ctx.config, stuck_timeout=settings.stuck_timeout, timeout=settings.timeout,
+                    kill_grace=settings.kill_grace,
+                ),
+                step=job.step, workdir=ws.worktree, env=ctx.env, secrets=frozenset(ctx.secrets),
+                in_process=self._builtin_review if self.builtin else None,
             ),
             hub=ctx.hub,
             paths=ctx.new_run(),
+            files=self.files,
         )  # fmt: skip
         self.started = time.monotonic()
-        self.runner.start_task()  # every parallel agent is announced before any starts
-        self.runner.prepare(launch=not self.builtin)
+        self._runner.start_task()  # every parallel agent is announced before any starts
+        self._runner.prepare()
 
-    def start(self) -> None:
+    def finish(self, outcome: Outcome) -> None:
+        """After the agent ran: an implement / fix that succeeded is committed (with the run's
+        trailer) and its report gets the commit's statistics."""
         try:
-            self._start()
+            self._finish(outcome)
         except BaseException as exc:
             self.error = exc
             raise
 
-    def _start(self) -> None:
-        ctx, ws, job, runner = self.ctx, self.ws, self.job, self.runner
-        assert runner is not None, "prepare() first"
-        if self.builtin:
-            outcome = runner.run_in_process(self._builtin_review)
-        else:
-            outcome = runner.supervise(ctx.cancel)
+    def _finish(self, outcome: Outcome) -> None:
+        ctx, ws, job = self.ctx, self.ws, self.job
         self.status, self.reason = outcome.status, outcome.reason
         if self.status != "succeeded":
             return
@@ -342,11 +363,6 @@ class _Attempt:
         """The offline reviewer, in process, exactly as ``git agent-review`` runs it (the same
         report, with the same findings accepted): its report goes straight to
         ``report.complete.md``, its accepted findings to ``self.accepted``."""
-        from gitflow_agents.base.fsutil import write_text_atomic
-        from gitflow_agents.reviewer.builtin import report
-        from gitflow_agents.reviewer.checks import Options
-        from gitflow_agents.reviewer.target import Target, builtin_result
-
         ctx, ws = self.ctx, self.ws
         head = git.head_sha(ws.worktree)
         target = Target(ws.base_sha, head, f"{ws.base_sha[:12]}..{head[:12]}")
@@ -365,7 +381,7 @@ class _Attempt:
         """The AgentRun as it stands; the first call records it (result.json, task event)."""
         if self.run is not None:
             return self.run
-        job, runner = self.job, self.runner
+        job, runner = self.job, self._runner
         self.run = AgentRun(
             job.agent, job.agent_id, job.kind, self.run_id, self.status, self.reason, False,
             job.start_sha, self.end_sha,
@@ -374,8 +390,10 @@ class _Attempt:
         )  # fmt: skip
         if runner is None:
             return self.run
-        if self.error is not None or runner.outcome is None:
-            runner.fail(self.error or _NotStarted(self.reason))
+        if self.error is not None:
+            runner.fail(self.error)
+        elif runner.outcome is None and runner.error is None:
+            runner.fail(_NotStarted(self.reason))
         own = self.own
         if own is None and job.kind in ("implement", "fix"):
             with contextlib.suppress(Exception):
@@ -397,8 +415,6 @@ class _Attempt:
 
 def is_builtin(ctx: Context, agent: str) -> bool:
     """Whether ``agent`` is the offline reviewer (``adapter: builtin``), run in process."""
-    from gitflow_agents.agents import BUILTIN
-
     return ctx.config.agent(agent).adapter == BUILTIN
 
 
@@ -408,8 +424,6 @@ def step_acceptance(ctx: Context) -> Acceptance:
     config the run reads, never the step branch's own. A local run reads them from your work
     tree (``ctx.root``), as it reads ``.flow/``; ``run --pr`` from the target's commit on the
     remote, as it reads the plan, so a step's pull request cannot switch off its own review."""
-    from gitflow_agents.reviewer.acceptance import acceptance_at, local_acceptance
-
     if ctx.target_remote is None:
         return local_acceptance(ctx.root, None)
     return acceptance_at(ctx.root, git.rev_parse(ctx.root, ctx.target_rev))
@@ -423,7 +437,5 @@ def _warm_up() -> None:
     """Before parallel agents start: look libc up once for the supervisor's inotify watcher
     (``ldconfig -p``, a subprocess), instead of every agent thread racing to do it. The
     imports the threads need were done while preparing the agents."""
-    from gitflow_agents import supervisor
-
     with contextlib.suppress(Exception):
         supervisor._libc()

@@ -25,11 +25,11 @@ META_FILE = "chain.json"
 
 def agent_files(ctx: Context, agent: str, agent_id: str) -> tuple[Path, Path, Path, Path]:
     """The agent folder and its report, success and failure files."""
-    from gitflow_agents.agent_run.launch import signal_files
+    from gitflow_agents.agent_run.launch import report_files
     from gitflow_agents.prompt import agent_dir
 
     folder = agent_dir(ctx.root, ctx.config.flow_dir, ctx.flow, agent_id)
-    return (folder, *signal_files(ctx.config, agent, folder))
+    return (folder, *report_files(ctx.config, agent, folder))
 
 
 def completed_meta(

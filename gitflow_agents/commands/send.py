@@ -22,6 +22,7 @@ from gitflow_agents.base.errors import ExitCode, UsageError
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run import sessions
+    from gitflow_agents.agent_run.run import limits
     from gitflow_agents.agent_run.send_target import refuse_step_run
     from gitflow_agents.config import find_project_root, load_flow_config
     from gitflow_agents.runs.record import print_result
@@ -54,10 +55,11 @@ def run(args: argparse.Namespace) -> int:
         path=path,
         session=session,
         max_turns=max_turns,
-        limits=sessions.Limits(
-            stuck_timeout=float(args.stuck_timeout or config.stuck_timeout_secs),
-            timeout=float(args.timeout or config.max_wait_secs) or None,
-            kill_grace=float(args.kill_grace),
+        limits=limits(
+            config,
+            stuck_timeout=args.stuck_timeout,
+            timeout=args.timeout,
+            kill_grace=args.kill_grace,
         ),
         quiet=args.quiet,
         message_event=args.session_event,

@@ -2,7 +2,7 @@
 
 Exit 0 when the agent succeeded (renamed its report to ``report.complete.md``), 3 when it failed,
 got stuck, timed out, crashed or was canceled, 130 on Ctrl-C / SIGTERM (the agent's whole
-process tree is killed first). ``result.json`` is written in every case (``agent_run.execute``).
+process tree is killed first). ``result.json`` is written in every case (``agent_run.run.execute``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from gitflow_agents.base.errors import ExitCode
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitflow_agents.agent_run.launch import signal_files
-    from gitflow_agents.agent_run.run import AgentJob, clear_previous, execute
+    from gitflow_agents.agent_run.launch import report_files
+    from gitflow_agents.agent_run.run import AgentJob, clear_previous, execute, limits
     from gitflow_agents.prompt import (
         agent_dir,
         assemble_prompt,
@@ -32,10 +32,8 @@ def run(args: argparse.Namespace) -> int:
     agent_id = request.agent_id or default_agent_id(args.agent, args.step)
     prompt = assemble_prompt(request)
     kind = args.kind or _default_kind(agent_cfg.type, args.agent)
-    report, success, failure = signal_files(
-        config, args.agent, agent_dir(root, config.flow_dir, flow_name, agent_id)
-    )
-    clear_previous(report, success, failure, rerun=args.rerun)
+    files = report_files(config, args.agent, agent_dir(root, config.flow_dir, flow_name, agent_id))
+    clear_previous(files, rerun=args.rerun)
     job = AgentJob(
         root=root,
         config=config,
@@ -45,9 +43,12 @@ def run(args: argparse.Namespace) -> int:
         kind=kind,
         prompt_text=prompt.text,
         prompt_segments=len(prompt.segments),
-        stuck_timeout=float(args.stuck_timeout or config.stuck_timeout_secs),
-        timeout=float(args.timeout or config.max_wait_secs) or None,
-        kill_grace=float(args.kill_grace),
+        limits=limits(
+            config,
+            stuck_timeout=args.stuck_timeout,
+            timeout=args.timeout,
+            kill_grace=args.kill_grace,
+        ),
         card=Path(args.card).absolute() if args.card else None,
         queued_line=lambda run_id: _queued_line(kind, run_id, args, root),
         quiet=args.quiet,

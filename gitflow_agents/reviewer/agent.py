@@ -2,7 +2,7 @@
 
 The agent gets the assembled system prompt and a review task naming the exact diff command and
 the report contract (fenced JSON findings, the exact ``REVIEW_RESULT:`` line). It runs like every
-agent run (``agent_run.execute``: supervised, with the same run records, result.json of the review
+agent run (``agent_run.run.execute``: supervised, with the same run records, result.json of the review
 shape included); its completed report goes through the same parse → gate path as ``builtin``.
 An agent that fails, gets stuck or times out is an AgentError (exit 3), never a verdict.
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gitflow_agents.base.errors import AgentError
 
 if TYPE_CHECKING:
-    from gitflow_agents.agent_run.launch import SignalFiles
+    from gitflow_agents.supervisor import ReportFiles
 
 REVIEW_TASK = """\
 Review the code changes {what}. See them with:
@@ -56,8 +56,8 @@ def run_agent_review(
     complete. ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (the action
     passes the pull request's base commit: a pull request cannot change its own review). The
     agent works in ``root``, where its run records go, ``secrets`` (the diff's) masked."""
-    from gitflow_agents.agent_run.launch import signal_files
-    from gitflow_agents.agent_run.run import AgentJob, execute
+    from gitflow_agents.agent_run.launch import report_files
+    from gitflow_agents.agent_run.run import AgentJob, execute, limits
     from gitflow_agents.assets import load_manifest
     from gitflow_agents.config import find_project_root, load_flow_config
     from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt
@@ -68,7 +68,7 @@ def run_agent_review(
     config.agent(name)  # ConfigError naming the known agents
     flow_name, agent_id = "review", f"review-{name}"
     a_dir = agent_dir(project, config.flow_dir, flow_name, agent_id)
-    files = signal_files(config, name, a_dir)
+    files = report_files(config, name, a_dir)
     for stale in files:  # the previous review by this agent
         stale.unlink(missing_ok=True)
 
@@ -101,8 +101,7 @@ def run_agent_review(
                 f"Write your review to {report}; when done rename it to {success.name}, "
                 f"or to {failure.name} if you could not review."
             ),
-            stuck_timeout=float(config.stuck_timeout_secs),
-            timeout=float(config.max_wait_secs) or None,
+            limits=limits(config),
             quiet=quiet,
             tty=False,
         )
@@ -123,7 +122,7 @@ def run_agent_review(
     return read_agent_text(success, MAX_REPORT_CHARS)  # bounded; "" for a symlink or FIFO
 
 
-def _review_task(base: str, head: str | None, files: SignalFiles) -> str:
+def _review_task(base: str, head: str | None, files: ReportFiles) -> str:
     """The assignment: which changes, the diff command that shows them, the report contract."""
     if head is None:
         what, diff_command = "staged in the index", f"git diff --cached {base}"

@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, Any
 from gitflow_agents.runs import FLOW_KINDS
 
 if TYPE_CHECKING:
-    from gitflow_agents.agent_run.launch import SignalFiles
     from gitflow_agents.agent_run.protocol import AgentReply
     from gitflow_agents.runs import RunPaths
-    from gitflow_agents.supervisor import Outcome
+    from gitflow_agents.supervisor import Outcome, ReportFiles
 
 #: A file's (mtime_ns, size); (0, -1) when it is gone.
 FileState = tuple[int, int]
@@ -38,7 +37,7 @@ class RunFacts:
     flow_name: str
     agent_id: str
     adapter: str
-    files: SignalFiles  # the agent's report files
+    files: ReportFiles  # the agent's report files
     base_sha: str | None  # HEAD when the run started (None outside git / before a commit)
     agent_config: str | None = None  # the agent's key in the .flow config (what `send` resumes)
     workdir: Path | None = None  # where the agent worked: the root, or a chain step's work tree

@@ -23,10 +23,11 @@ normal finish, so no stale child outlives its run.
 
 The modules, one job each (docs/supervisor.md, "Module layout"):
 
-- ``run.py``: ``supervise``: start the agent, wait for its rename, its exit or a reason to stop
-  it, and end every run through one ``finish`` (sweep the tree, judge, record);
-- ``outcome.py``: ``Outcome``, ``Status``, the completion signal files, the verdict rules and
-  ``status.json`` updates;
+- ``run.py``: ``supervise(launch, files, limits, hub=, run_dir=, cancel=, secrets=)``: start the
+  agent (``Launch``), wait for its rename, its exit or a reason to stop it (``Limits``), and end
+  every run through one ``finish`` (sweep the tree, judge, record);
+- ``outcome.py``: ``Outcome``, ``Status``, the completion signal files (``ReportFiles``), the
+  verdict rules and ``status.json`` updates;
 - ``watch.py``: inotify and stat-poll watchers of the agent dir, run dir and work tree;
 - ``output.py``: stdout/stderr capture into ``worker.log`` (masked line by line,
   ``redact_stream.py``) and the exit notifier;
@@ -36,12 +37,11 @@ The modules, one job each (docs/supervisor.md, "Module layout"):
 from gitflow_agents.supervisor.outcome import (
     Outcome,
     ParsedOutput,
-    SignalFiles,
+    ReportFiles,
     Status,
     SupervisorInterrupted,
-    signal_paths,
 )
-from gitflow_agents.supervisor.run import TICK, supervise
+from gitflow_agents.supervisor.run import TICK, Launch, Limits, supervise
 from gitflow_agents.supervisor.tree import TREE_ENV, kill_tree
 from gitflow_agents.supervisor.watch import POLL_INTERVAL, WATCH_ENV, _libc, open_watcher
 
@@ -50,14 +50,15 @@ __all__ = [
     "TICK",
     "TREE_ENV",
     "WATCH_ENV",
+    "Launch",
+    "Limits",
     "Outcome",
     "ParsedOutput",
-    "SignalFiles",
+    "ReportFiles",
     "Status",
     "SupervisorInterrupted",
     "_libc",  # chain.py looks libc up once before parallel agents start
     "kill_tree",
     "open_watcher",
-    "signal_paths",
     "supervise",
 ]

@@ -129,12 +129,30 @@ def stopped(status: Status, reason: str) -> Stop:
     return Stop(reason, Verdict(status, reason))
 
 
-class SignalFiles(NamedTuple):
-    """The agent's report and the two names it may rename it to."""
+class ReportFiles(NamedTuple):
+    """The agent's report and the two names it may rename it to (``report.md``,
+    ``report.complete.md``, ``report.failed.md`` by default), in the agent's folder."""
 
     report: Path
     success: Path
     failure: Path
+
+    @classmethod
+    def named(
+        cls, agent_dir: Path, report_name: str, success_suffix: str, failure_suffix: str
+    ) -> ReportFiles:
+        """The report files of a completion workflow (its report name and suffixes)."""
+        stem = report_name[: -len(".md")] if report_name.endswith(".md") else Path(report_name).stem
+        return cls(
+            agent_dir / report_name,
+            agent_dir / f"{stem}{success_suffix}",
+            agent_dir / f"{stem}{failure_suffix}",
+        )
+
+    @property
+    def folder(self) -> Path:
+        """The agent's folder, where its report files are."""
+        return self.report.parent
 
     def renamed(self) -> Path | None:
         """The rename the agent made (success or failure), None while there is none."""
@@ -156,7 +174,7 @@ class SignalFiles(NamedTuple):
         return None
 
 
-def refuse_irregular_report(files: SignalFiles, verdict: Verdict) -> Verdict:
+def refuse_irregular_report(files: ReportFiles, verdict: Verdict) -> Verdict:
     """A success whose report is a symlink, a FIFO or a folder is a failure: the tool would
     read (and may write, filling in statistics) whatever it points at (docs/security.md,
     "Writes")."""
@@ -168,20 +186,8 @@ def refuse_irregular_report(files: SignalFiles, verdict: Verdict) -> Verdict:
     return Verdict("failed", f"{files.success.name} {problem}: the report is not read")
 
 
-def signal_paths(
-    agent_dir: Path, report_name: str, success_suffix: str, failure_suffix: str
-) -> SignalFiles:
-    """(report.md, report.complete.md, report.failed.md) inside ``agent_dir``."""
-    stem = report_name[: -len(".md")] if report_name.endswith(".md") else Path(report_name).stem
-    return SignalFiles(
-        agent_dir / report_name,
-        agent_dir / f"{stem}{success_suffix}",
-        agent_dir / f"{stem}{failure_suffix}",
-    )
-
-
 def judge_ending(
-    files: SignalFiles,
+    files: ReportFiles,
     code: int | None,
     *,
     signal_at: float | None,

@@ -11,11 +11,11 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from secrets import token_hex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitflow_agents.base.fsutil import make_dirs, refuse_symlinks
 from gitflow_agents.base.redact import redact_text
@@ -26,7 +26,7 @@ from gitflow_agents.supervisor.outcome import (
     INTERRUPTED,
     Outcome,
     ParsedOutput,
-    SignalFiles,
+    ReportFiles,
     Stop,
     SupervisorInterrupted,
     Verdict,
@@ -34,7 +34,6 @@ from gitflow_agents.supervisor.outcome import (
     judge_ending,
     read_reply,
     refuse_irregular_report,
-    signal_paths,
     stopped,
     update_status,
 )
@@ -52,73 +51,71 @@ TICK = 0.1  # longest sleep of the main loop: bounds cancel latency when nothing
 class Limits:
     """How long the agent may take, idle or in all, and how it is let go."""
 
-    stuck_timeout: float
-    timeout: float | None
-    kill_grace: float  # SIGTERM to SIGKILL
-    exit_grace: float  # after the rename, for the CLI to exit on its own
-    cpu_busy_fraction: float  # CPU share of the tree that counts as activity
+    stuck_timeout: float  # idle this long: suspected stuck (then ``stuck_grace``)
+    timeout: float | None  # in all; None: no hard timeout
+    kill_grace: float = 3.0  # SIGTERM to SIGKILL
+    exit_grace: float = 10.0  # after the rename, for the CLI to exit on its own
     stuck_grace: float = 0.0  # after stuck_timeout idle: wait this long, re-check, then stuck
+    cpu_busy_fraction: float = 0.1  # CPU share of the tree that counts as activity
+
+
+class Launch(NamedTuple):
+    """What the supervisor starts and how it reads it: the adapter's LaunchSpec, its output
+    parser (None: none), the work trees whose file events count as activity, and the run
+    artefacts inside them that do not."""
+
+    spec: LaunchSpec
+    parse_output: Callable[[str, str], ParsedOutput] | None = None
+    watch: tuple[Path, ...] = ()
+    ignore: tuple[Path, ...] = ()
 
 
 def supervise(
-    spec: LaunchSpec,
+    launch: Launch,
+    files: ReportFiles,
+    limits: Limits,
     *,
-    agent_dir: Path,
-    run_dir: Path,
-    report_name: str = "report.md",
-    success_suffix: str = ".complete.md",
-    failure_suffix: str = ".failed.md",
-    stuck_timeout: float,
-    timeout: float | None,
-    watch_paths: Sequence[Path] = (),
     hub: EventHub,
-    run_id: str,
+    run_dir: Path,
     cancel: threading.Event | None = None,
-    ignore_paths: Sequence[Path] = (),
-    parse_output: Callable[[str, str], ParsedOutput] | None = None,
-    kill_grace: float = 3.0,
-    exit_grace: float = 10.0,
-    cpu_busy_fraction: float = 0.1,
-    stuck_grace: float = 0.0,
     secrets: Iterable[str] = (),
 ) -> Outcome:
-    """Run ``spec`` to an Outcome; never hangs past ``timeout`` (+ kill grace), never leaks a process.
+    """Run ``launch`` to an Outcome; never hangs past the timeout (+ kill grace), never leaks a
+    process. The agent reports in ``files`` (in its folder); the run is ``run_dir``'s (its name
+    is the run id the events carry); ``cancel`` set: its tree is killed, the run ends canceled.
 
     ``completes_by_exit`` specs (CLIs that cannot rename a file): a rename still decides when it
     happens; otherwise exit 0 is success unless ``parse_output`` reports ``is_error``.
     ``parse_output`` (the adapter's) also runs for rename-completed agents, for tokens and cost.
-    After the rename the agent gets ``exit_grace`` seconds to exit on its own before it is killed.
-    ``stuck_grace`` (``defaults.stuck_retry_grace_secs``): an agent idle for ``stuck_timeout``
-    is only suspected stuck (``status.json``: ``stuck_suspected_at``); activity within the grace
-    clears the suspicion, none makes it stuck (the caller may retry it: docs/chains.md).
-    Work on ``status.json`` in ``run_dir``: pid, pgid, state and last activity are merged in.
-    ``secrets``: exact values masked (besides the pattern rules) in everything the run writes
-    or emits from the agent's output: ``worker.log``, ``agent:output`` and the reason.
+    After the rename the agent gets ``limits.exit_grace`` seconds to exit on its own before it
+    is killed. ``limits.stuck_grace`` (``defaults.stuck_retry_grace_secs``): an agent idle for
+    ``stuck_timeout`` is only suspected stuck (``status.json``: ``stuck_suspected_at``); activity
+    within the grace clears the suspicion, none makes it stuck (the caller may retry it:
+    docs/chains.md). Work on ``status.json`` in ``run_dir``: pid, pgid, state and last activity
+    are merged in. ``secrets``: exact values masked (besides the pattern rules) in everything
+    the run writes or emits from the agent's output: ``worker.log``, ``agent:output`` and the
+    reason.
     """
-    if stuck_timeout <= 0:
+    if limits.stuck_timeout <= 0:
         raise ValueError("stuck_timeout must be positive")
-    files = signal_paths(agent_dir, report_name, success_suffix, failure_suffix)
     stale = [p for p in (files.success, files.failure) if p.exists()]
     if stale:
         raise ValueError(f"{stale[0]} exists before the run started; move it away first")
     # the agent writes its report where we tell it: a symlink planted there (or a folder link
     # out of the repository) would make it write elsewhere (docs/security.md, "Writes")
     refuse_symlinks(*files)
-    make_dirs(agent_dir)
+    make_dirs(files.folder)
     make_dirs(run_dir)
     watcher = open_watcher(
-        agent_dir,
+        files.folder,
         run_dir,
-        watch_paths,
-        ignore_paths,
-        tree_every=min(max(stuck_timeout / 4, 0.05), 1.0),
+        launch.watch,
+        launch.ignore,
+        tree_every=min(max(limits.stuck_timeout / 4, 0.05), 1.0),
     )
-    limits = Limits(
-        stuck_timeout, timeout, kill_grace, exit_grace, cpu_busy_fraction, max(stuck_grace, 0.0)
-    )
-    run = _Supervision(
-        spec, files, run_dir, hub, run_id, watcher, limits, parse_output, frozenset(secrets)
-    )
+    if limits.stuck_grace < 0:
+        limits = replace(limits, stuck_grace=0.0)
+    run = _Supervision(launch, files, run_dir, hub, watcher, limits, frozenset(secrets))
     if cancel is not None:
         run.cancel = cancel
     try:
@@ -135,25 +132,23 @@ class _Supervision:
 
     def __init__(
         self,
-        spec: LaunchSpec,
-        files: SignalFiles,
+        launch: Launch,
+        files: ReportFiles,
         run_dir: Path,
         hub: EventHub,
-        run_id: str,
         watcher: Watcher,
         limits: Limits,
-        parse_output: Callable[[str, str], ParsedOutput] | None,
-        secrets: frozenset[str] = frozenset(),
+        secrets: frozenset[str],
     ) -> None:
-        self.spec, self.files, self.run_dir, self.hub = spec, files, run_dir, hub
-        self.run_id, self.watcher, self.limits = run_id, watcher, limits
-        self.parse_output, self.secrets = parse_output, secrets
+        self.spec, self.files, self.run_dir, self.hub = launch.spec, files, run_dir, hub
+        self.run_id, self.watcher, self.limits = run_dir.name, watcher, limits
+        self.parse_output, self.secrets = launch.parse_output, secrets
         self.agent = files.report.parent.name
         self.cancel = threading.Event()
         self.activity = Activity()
         self.started_wall, self.started = time.time(), time.monotonic()
         self.output = Output(run_dir / "worker.log", self.activity, self._emit_output, secrets)
-        self.token = f"{run_id}:{token_hex(8)}"  # marks every process of this tree
+        self.token = f"{self.run_id}:{token_hex(8)}"  # marks every process of this tree
         self.proc: subprocess.Popen[bytes] | None = None
         self.spawned_wall = self.started_wall
         self.known: dict[int, float] = {}  # pid -> create_time of descendants seen

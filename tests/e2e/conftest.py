@@ -38,7 +38,7 @@ from gitflow_agents.runs import (
     write_result,
 )
 from gitflow_agents.runs.events import EventHub, JsonlChannel, MemoryChannel, read_jsonl
-from gitflow_agents.supervisor import TREE_ENV, Outcome, supervise
+from gitflow_agents.supervisor import TREE_ENV, Launch, Limits, Outcome, ReportFiles, supervise
 
 from ..conftest import git
 from .model_standin import Standin, Step
@@ -210,18 +210,11 @@ class Project:
         started = time.monotonic()
         try:
             outcome = supervise(
-                spec,
-                agent_dir=agent_dir,
-                run_dir=run.run_dir,
-                stuck_timeout=stuck_timeout,
-                timeout=timeout,
-                watch_paths=(self.root,),
-                ignore_paths=(self.root / "flows",),
+                Launch(spec, adapter.parse_output, (self.root,), (self.root / "flows",)),
+                ReportFiles.named(agent_dir, "report.md", ".complete.md", ".failed.md"),
+                Limits(stuck_timeout, timeout, kill_grace=2.0, exit_grace=10.0),
                 hub=hub,
-                run_id=run.run_dir.name,
-                parse_output=adapter.parse_output,
-                kill_grace=2.0,
-                exit_grace=10.0,
+                run_dir=run.run_dir,
             )
         finally:
             hub.close()

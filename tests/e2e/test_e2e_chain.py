@@ -2,7 +2,7 @@
 
 The other e2e files build the Invocation and call ``supervise()`` themselves; here
 ``chain.run_step`` does everything from a ``.flow/`` config whose agents name ``adapter: claude``
-or ``adapter: codex``: the step work tree, ``launch.prepare`` / ``supervise_agent``, the commit,
+or ``adapter: codex``: the step work tree, ``launch.prepare`` / ``AgentRunner.run``, the commit,
 the git statistics in the implementer's report and ``result.json``, the gate, the ✅ and the merge.
 The stand-in gets each agent's script when the chain announces the agent (``task:start``).
 """
