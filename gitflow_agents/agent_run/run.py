@@ -26,6 +26,7 @@ from gitflow_agents.base.errors import UsageError
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.launch import Prepared
     from gitflow_agents.config import FlowConfig
+    from gitflow_agents.findings import Review
     from gitflow_agents.runs import RunPaths
     from gitflow_agents.runs.events import EventHub
     from gitflow_agents.runs.record import RunFacts
@@ -288,10 +289,12 @@ class AgentRunner:
         *,
         run_extra: Mapping[str, Any] | None = None,
         extra: Mapping[str, Any] | None = None,
+        review: Review | None = None,
     ) -> dict[str, Any]:
         """Write result.json and the final status.json (never raises), emit ``agent:reply``,
         bring ``card`` to the run's end state. ``run_extra`` is added to result.json's ``run``,
-        ``extra`` to its top level (a caller's own facts: its chain run, git statistics). The
+        ``extra`` to its top level (a caller's own facts: its chain run, git statistics);
+        ``review``: a reviewer's Review the caller already read (it is not parsed again). The
         first call records; later ones return that result."""
         from gitflow_agents.runs.record import changed_files, finish_card, own_files, record_result
 
@@ -306,6 +309,7 @@ class AgentRunner:
             lambda: changed_files(self.workdir, self.facts.base_sha, self._before, skip),
             run_extra=run_extra,
             extra=extra,
+            review=review,
         )
         self._result = result
         reply = result["run"].get("reply")

@@ -27,7 +27,7 @@ from gitflow_agents.git import stats
 
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.run import AgentRunner
-    from gitflow_agents.findings import Accepted
+    from gitflow_agents.findings import Review
     from gitflow_agents.reviewer.acceptance import Acceptance
     from gitflow_agents.supervisor import Status
 
@@ -52,7 +52,7 @@ class AgentRun:
     duration: float
     attempt: int = 1  # 2: run again after the first attempt got stuck
     earlier: tuple[AgentRun, ...] = ()  # the attempts before this one (a stuck one)
-    accepted: tuple[Accepted, ...] = ()  # the builtin reviewer's accepted findings
+    review: Review | None = None  # a reviewer's review, read once (chain/review.py gates it)
 
     @property
     def ok(self) -> bool:
@@ -165,7 +165,7 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
 
     done: dict[int, AgentRun] = {}
     for index, job in enumerate(jobs):
-        reused = _reuse(ctx, job) if job.reuse and not job.resolve_merge else None
+        reused = _reuse(ctx, ws, job) if job.reuse and not job.resolve_merge else None
         if reused is not None:
             done[index] = reused
     to_run = [job.agent for index, job in enumerate(jobs) if index not in done]
@@ -204,7 +204,7 @@ def _start_and_close(attempt: _Attempt) -> AgentRun:
     return run
 
 
-def _reuse(ctx: Context, job: Job) -> AgentRun | None:
+def _reuse(ctx: Context, ws: Workspace, job: Job) -> AgentRun | None:
     """The earlier run of ``job`` when it completed from the same commit (resuming), else None.
     A builtin review is never reused: it takes a fraction of a second, and what it accepts (the
     ``review:`` settings, the baseline) may have changed since (docs/chains.md, Resuming)."""
@@ -218,7 +218,7 @@ def _reuse(ctx: Context, job: Job) -> AgentRun | None:
     return AgentRun(
         job.agent, job.agent_id, job.kind, str(meta.get("runID", "")), "succeeded",
         "reused: completed earlier from the same commit", True, job.start_sha,
-        str(meta["endSha"]), success, 0.0,
+        str(meta["endSha"]), success, 0.0, review=_read_review(ws, job, success),
     )  # fmt: skip
 
 
@@ -247,7 +247,7 @@ class _Attempt:
         )
         self.runner: AgentRunner | None = None
         self.builtin = is_builtin(ctx, job.agent)
-        self.accepted: tuple[Accepted, ...] = ()  # what the builtin reviewer accepted
+        self.review: Review | None = None  # the builtin reviewer's, handed on as it is
         self.started = time.monotonic()
         self.status, self.reason = "failed", "the agent did not finish"
         self.end_sha = job.start_sha
@@ -340,12 +340,13 @@ class _Attempt:
 
     def _builtin_review(self) -> tuple[Status, str]:
         """The offline reviewer, in process, exactly as ``git agent-review`` runs it (the same
-        report, with the same findings accepted): its report goes straight to
-        ``report.complete.md``, its accepted findings to ``self.accepted``."""
+        Review, with the same findings accepted): the Review goes to ``self.review`` as it is
+        (never parsed back from text), its report to ``report.complete.md`` for people and the
+        fixer."""
         from gitflow_agents.base.fsutil import write_text_atomic
         from gitflow_agents.reviewer.builtin import report
         from gitflow_agents.reviewer.checks import Options
-        from gitflow_agents.reviewer.target import Target, builtin_result
+        from gitflow_agents.reviewer.target import Target, builtin_as_review, builtin_result
 
         ctx, ws = self.ctx, self.ws
         head = git.head_sha(ws.worktree)
@@ -353,9 +354,10 @@ class _Attempt:
         acceptance = step_acceptance(ctx)
         threshold = ctx.settings.threshold
         with git.BlobReader(ws.worktree) as blobs:
-            result, self.accepted = builtin_result(
+            result, accepted = builtin_result(
                 ws.worktree, target, threshold, Options().max_file_bytes, blobs, acceptance
             )
+            self.review = builtin_as_review(result, accepted, target, threshold, blobs)
         self.folder.mkdir(parents=True, exist_ok=True)
         text = report(result, reviewed_sha=head, base_sha=ws.base_sha, threshold=threshold)
         write_text_atomic(self.success, text)
@@ -366,11 +368,13 @@ class _Attempt:
         if self.run is not None:
             return self.run
         job, runner = self.job, self.runner
+        report = next((p for p in (self.success, self.failure, self.report) if p.exists()), None)
+        review = self.review
+        if review is None and job.kind == "review":
+            review = _read_review(self.ws, job, report)
         self.run = AgentRun(
             job.agent, job.agent_id, job.kind, self.run_id, self.status, self.reason, False,
-            job.start_sha, self.end_sha,
-            next((p for p in (self.success, self.failure, self.report) if p.exists()), None),
-            time.monotonic() - self.started, accepted=self.accepted,
+            job.start_sha, self.end_sha, report, time.monotonic() - self.started, review=review,
         )  # fmt: skip
         if runner is None:
             return self.run
@@ -390,9 +394,20 @@ class _Attempt:
                 "finishedAt": time.time(),
             },
             extra={"gitStats": own.to_json()} if own is not None else None,
+            review=review,
         )
         runner.close()
         return self.run
+
+
+def _read_review(ws: Workspace, job: Job, report: Path | None) -> Review:
+    """A reviewer's report read into its Review, once: about the commit it reviewed
+    (``job.start_sha``), against the step's base."""
+    from gitflow_agents.findings.report import read_review
+
+    return read_review(
+        report, reviewed_sha=job.start_sha, base_sha=ws.base_sha, source=job.agent_id
+    )
 
 
 def is_builtin(ctx: Context, agent: str) -> bool:

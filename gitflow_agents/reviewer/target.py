@@ -123,16 +123,29 @@ def builtin_review(
     (what parsing its report gives, without the round trip through markdown:
     ``builtin.as_review``; the accepted findings in ``Review.accepted``), and the exact secret
     values it found; contents are read through ``blobs``."""
+    result, accepted = builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
+    return builtin_as_review(result, accepted, target, threshold, blobs), result.secrets
+
+
+def builtin_as_review(
+    result: BuiltinResult,
+    accepted: tuple[Accepted, ...],
+    target: Target,
+    threshold: Severity,
+    blobs: git.BlobReader,
+) -> Review:
+    """``result`` (with ``accepted``) as the Review its report parses to, fingerprints taken
+    from the reviewed lines through ``blobs``: what ``git agent-review`` gates and what the
+    chain's builtin reviewer hands on, with no report written and parsed back."""
     from gitflow_agents.reviewer import builtin
 
-    result, accepted = builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
     review = builtin.as_review(
         result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
     )
     # fingerprints from the reviewed lines, as parse_review fills those of every report
     unset = (replace(f, fingerprint="") for f in review.findings)
     filled = fill_fingerprints(unset, line_lookup(blobs, target.head))
-    return replace(review, findings=filled, accepted=accepted), result.secrets
+    return replace(review, findings=filled, accepted=accepted)
 
 
 def builtin_result(

@@ -22,6 +22,7 @@ from gitflow_agents.runs import FLOW_KINDS
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.launch import SignalFiles
     from gitflow_agents.agent_run.protocol import AgentReply
+    from gitflow_agents.findings import Review
     from gitflow_agents.runs import RunPaths
     from gitflow_agents.supervisor import Outcome
 
@@ -100,9 +101,11 @@ def record_result(
     *,
     run_extra: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
+    review: Review | None = None,
 ) -> dict[str, Any]:
     """Write result.json (and the final status.json) from whatever is known; never raises.
-    ``run_extra`` is added to ``run``, ``extra`` to the top level.
+    ``run_extra`` is added to ``run``, ``extra`` to the top level; ``review``: a reviewer's
+    Review already read from its report (the report is then not parsed again).
 
     ``run.reply`` is the agent's reply parsed with the reply protocol (docs/protocol.md, Agent
     replies; ``structured`` False when it fell back to heuristics); ``run.replies`` counts
@@ -146,6 +149,7 @@ def record_result(
             report_text=report_text,
             reply_text=reply_text,
             changed_files=files_changed,
+            review=review,
         )
     except Exception as exc:
         result = flow_result(facts.kind, status)
