@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from gitflow_agents.base.errors import AgentError
 from gitflow_agents.chain.context import Context
@@ -24,6 +24,7 @@ from gitflow_agents.chain.resume import agent_files, completed_meta, set_aside, 
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
+from gitflow_agents.runs.schema import AgentEntry
 
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.run import AgentRunner
@@ -62,21 +63,22 @@ class AgentRun:
         """Every attempt of this agent in this run, oldest first (usually just this one)."""
         return (*self.earlier, self)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "agentId": self.agent_id,
-            "kind": self.kind,
-            "runID": self.run_id,
-            "status": self.status,
-            "reason": self.reason,
-            "reused": self.reused,
-            "startSha": self.start_sha,
-            "endSha": self.end_sha,
-            "report": str(self.report) if self.report else None,
-            "durationMs": round(self.duration * 1000),
-            "attempt": self.attempt,
-        }
+    def entry(self) -> AgentEntry:
+        """The attempt as the step run's record holds it (``runs/schema.py``)."""
+        return AgentEntry(
+            agent=self.agent,
+            agent_id=self.agent_id,
+            kind=self.kind,
+            run_id=self.run_id,
+            status=self.status,
+            reason=self.reason,
+            reused=self.reused,
+            start_sha=self.start_sha,
+            end_sha=self.end_sha,
+            report=str(self.report) if self.report else None,
+            duration_ms=round(self.duration * 1000),
+            attempt=self.attempt,
+        )
 
 
 class AgentFailed(AgentError):
@@ -388,7 +390,7 @@ class _Attempt:
                 )
         runner.record(
             run_extra={
-                **self.run.to_json(),
+                **self.run.entry().to_json(),
                 "flow": self.ctx.flow,
                 "chainRunID": self.ctx.chain_run,
                 "finishedAt": time.time(),

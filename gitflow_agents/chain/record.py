@@ -26,6 +26,7 @@ from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
 from gitflow_agents.runs import RunPaths, read_json
+from gitflow_agents.runs.schema import StepChain
 
 # "empty": the implementer or a fixer changed nothing, so there was nothing (new) to review
 Outcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty"]
@@ -140,29 +141,25 @@ def _write_record(rec: StepRecord) -> ChainResult:
     from gitflow_agents.base.redact import redact_data, redact_text
 
     line = redact_text(_history_line(rec, result, git_stats, paths), ctx.secrets)
-    result["chain"] = {
-        "outcome": rec.outcome,
-        "exitCode": rec.exit_code,
-        "reason": rec.reason,
-        "step": rec.step,
-        "plan": str(ctx.plan.path) if ctx.plan else None,
-        "branch": rec.ws.branch if rec.ws else None,
-        "target": ctx.target,
-        "baseSha": rec.ws.base_sha if rec.ws else None,
-        "headSha": head,
-        "iterations": len(rec.rounds),
-        "fixes": rec.fixes,
-        "maxIterations": ctx.settings.max_iterations,
-        "reviewers": list(ctx.settings.reviewers),
-        "merged": (
-            {"sha": rec.merged.sha, "previous": rec.merged.previous, "kind": rec.merged.kind}
-            if rec.merged
-            else None
-        ),
-        "agents": [a.to_json() for a in rec.agents],
-        "rounds": [r.to_json() for r in rec.rounds],
-        "notices": list(ctx.notices),
-    }
+    result["chain"] = StepChain(
+        outcome=rec.outcome,
+        exit_code=rec.exit_code,
+        reason=rec.reason,
+        step=rec.step,
+        plan=str(ctx.plan.path) if ctx.plan else None,
+        branch=rec.ws.branch if rec.ws else None,
+        target=ctx.target,
+        base_sha=rec.ws.base_sha if rec.ws else None,
+        head_sha=head,
+        iterations=len(rec.rounds),
+        fixes=rec.fixes,
+        max_iterations=ctx.settings.max_iterations,
+        reviewers=ctx.settings.reviewers,
+        merged=rec.merged,
+        agents=tuple(a.entry() for a in rec.agents),
+        rounds=tuple(r.entry() for r in rec.rounds),
+        notices=tuple(ctx.notices),
+    ).to_json()
     result["gitStats"] = git_stats.to_json() if git_stats else None
     result["run"] = {
         "runID": rec.run_id,

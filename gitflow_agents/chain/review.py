@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
@@ -23,6 +22,7 @@ from gitflow_agents.findings import (
     merge_reviews,
 )
 from gitflow_agents.git import queries as git
+from gitflow_agents.runs.schema import ReviewerEntry, RoundEntry
 
 REVIEW_PREAMBLE = """\
 It is now your job to review the changes for this plan-step: commit {head} on branch {branch},
@@ -55,23 +55,18 @@ class ReviewRound:
         finding"): counted, never part of the gate."""
         return merge_reviews(self.reviews).accepted if self.reviews else ()
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "iteration": self.iteration,
-            "reviewedSha": self.reviewed_sha,
-            "approved": self.gate.approved,
-            "reasons": list(self.gate.reasons),
-            "reviewers": [
-                {
-                    "agentId": run.agent_id,
-                    "overall": review.overall.value if review.overall else None,
-                    "reason": review.reason,
-                    "findings": [f.to_dict() for f in review.findings],
-                    "accepted": [a.to_dict() for a in review.accepted],
-                }
+    def entry(self) -> RoundEntry:
+        """The round as the step run's record holds it (``runs/schema.py``)."""
+        return RoundEntry(
+            iteration=self.iteration,
+            reviewed_sha=self.reviewed_sha,
+            approved=self.gate.approved,
+            reasons=self.gate.reasons,
+            reviewers=tuple(
+                ReviewerEntry(run.agent_id, review)
                 for run, review in zip(self.agents, self.reviews, strict=True)
-            ],
-        }
+            ),
+        )
 
 
 def review_round(

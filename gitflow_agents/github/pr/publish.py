@@ -19,7 +19,7 @@ steps as pull requests".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +87,11 @@ def record_pull(run_dir: Path, result: dict[str, Any], pull: PullRequest) -> dic
     ``chain.pullRequest`` (``number``, ``url``), written back atomically: the chart's end node
     names it, in the sticky comment and in ``history --format mermaid`` alike."""
     from gitflow_agents.runs import RunPaths, write_result
-    from gitflow_agents.runs.fields import mapping
+    from gitflow_agents.runs.schema import PullRef, StepChain, step_chain
 
-    chain = {
-        **mapping(result, "chain"),
-        "pullRequest": {"number": pull.number, "url": pull.html_url},
-    }
-    updated = {**result, "chain": chain}
+    chain = step_chain(result) or StepChain.from_json({})
+    ref = PullRef(pull.number, pull.html_url)
+    updated = {**result, "chain": replace(chain, pull_request=ref).to_json()}
     write_result(RunPaths(run_dir), updated)
     return updated
 
