@@ -218,9 +218,9 @@ def _reuse(ctx: Context, ws: Workspace, job: Job) -> AgentRun | None:
         return None
     ctx.hub.emit("task:complete", {"node": job.agent_id, "status": "reused"})
     return AgentRun(
-        job.agent, job.agent_id, job.kind, str(meta.get("runID", "")), "succeeded",
+        job.agent, job.agent_id, job.kind, meta.run_id, "succeeded",
         "reused: completed earlier from the same commit", True, job.start_sha,
-        str(meta["endSha"]), success, 0.0, review=_read_review(ws, job, success),
+        meta.end_sha, success, 0.0, review=_read_review(ws, job, success),
     )  # fmt: skip
 
 
