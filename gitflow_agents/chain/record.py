@@ -52,11 +52,11 @@ class ChainResult:
 class StepRecord:
     """What a step run did so far; ``write`` turns it into result.json and a history line."""
 
-    def __init__(self, ctx: Context, step: int) -> None:
+    def __init__(self, ctx: Context, step: int, run_id: str | None = None) -> None:
         from gitflow_agents.runs import new_run_id
 
         self.ctx, self.step = ctx, step
-        self.run_id = ctx.step_run_id or new_run_id()
+        self.run_id = run_id or new_run_id()
         self.started = time.monotonic()
         self.ws: Workspace | None = None
         self.agents: list[AgentRun] = []

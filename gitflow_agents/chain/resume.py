@@ -91,8 +91,10 @@ def set_aside(folder: Path, paths: Sequence[Path]) -> None:
     (folder / META_FILE).unlink(missing_ok=True)
 
 
-def implement_start(ctx: Context, ws: Workspace, agent: str, agent_id: str) -> str:
-    """The commit the implementer starts from: the step's base (with ``ctx.build_on_branch``:
+def implement_start(
+    ctx: Context, ws: Workspace, agent: str, agent_id: str, *, on_branch: bool = False
+) -> str:
+    """The commit the implementer starts from: the step's base (with ``on_branch``:
     the step branch's tip, a branch continued from the remote), or, when the step branch still
     holds the commit of an implementer that completed earlier (and has not landed on the
     target), the commit that one started from, so it is reused even after the target was
@@ -103,7 +105,7 @@ def implement_start(ctx: Context, ws: Workspace, agent: str, agent_id: str) -> s
     folder, _report, success, _failure = agent_files(ctx, agent, agent_id)
     meta = read_meta(folder)
     tip = git.branch_sha(ctx.root, ws.branch)
-    fresh = tip if ctx.build_on_branch and tip is not None else ws.base_sha
+    fresh = tip if on_branch and tip is not None else ws.base_sha
     if meta is None or not success.exists():
         return fresh
     start, end = meta.start_sha, meta.end_sha
