@@ -21,7 +21,7 @@ from gitflow_agents.chain.agents import AgentFailed, AgentRun, agent_id_for, run
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate, moved_on
 from gitflow_agents.chain.lander import Lander, MergeLander
-from gitflow_agents.chain.record import ChainResult, Outcome, StepRecord
+from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
 from gitflow_agents.chain.resume import implement_start
 from gitflow_agents.chain.review import record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
@@ -37,7 +37,7 @@ gitflow-agents commits them and the step is reviewed again."""
 class Ending(NamedTuple):
     """How the loop ended, when it did not raise."""
 
-    outcome: Outcome
+    outcome: StepOutcome
     exit_code: int
     reason: str
 

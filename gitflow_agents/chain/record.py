@@ -29,12 +29,12 @@ from gitflow_agents.runs import RunPaths, read_json
 from gitflow_agents.runs.schema import StepChain
 
 # "empty": the implementer or a fixer changed nothing, so there was nothing (new) to review
-Outcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty"]
+StepOutcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty"]
 
 
 @dataclass(frozen=True)
 class ChainResult:
-    outcome: Outcome
+    outcome: StepOutcome
     exit_code: int
     reason: str
     run_id: str
@@ -62,7 +62,7 @@ class StepRecord:
         self.agents: list[AgentRun] = []
         self.rounds: list[ReviewRound] = []
         self.merged: git.MergeResult | None = None
-        self.outcome: Outcome = "failed"
+        self.outcome: StepOutcome = "failed"
         self.exit_code = int(ExitCode.AGENT_FAILED)
         self.reason = "the run stopped unexpectedly"
         self.failed_what: str | None = None  # history line: "failed (<this>)", default implement
@@ -82,7 +82,7 @@ class StepRecord:
             self.agents.extend(run.attempts())
         return review
 
-    def finish(self, outcome: Outcome, code: int, reason: str) -> None:
+    def finish(self, outcome: StepOutcome, code: int, reason: str) -> None:
         self.outcome, self.exit_code, self.reason = outcome, code, reason
 
     def write(self) -> ChainResult:

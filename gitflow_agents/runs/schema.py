@@ -190,7 +190,7 @@ class PullRef:
 class StepChain:
     """The ``chain`` key of a step run's result.json."""
 
-    outcome: str  # chain.record.Outcome; any string when read back
+    outcome: str  # chain.record.StepOutcome; any string when read back
     exit_code: int
     reason: str
     step: int | None
