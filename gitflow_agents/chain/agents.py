@@ -347,7 +347,7 @@ class _Attempt:
         fixer."""
         from gitflow_agents.base.fsutil import write_text_atomic
         from gitflow_agents.reviewer.builtin import report
-        from gitflow_agents.reviewer.checks import Options
+        from gitflow_agents.reviewer.checks import CheckOptions
         from gitflow_agents.reviewer.target import Target, builtin_as_review, builtin_result
 
         ctx, ws = self.ctx, self.ws
@@ -357,7 +357,7 @@ class _Attempt:
         threshold = ctx.settings.threshold
         with git.BlobReader(ws.worktree) as blobs:
             result, accepted = builtin_result(
-                ws.worktree, target, threshold, Options().max_file_bytes, blobs, acceptance
+                ws.worktree, target, threshold, CheckOptions().max_file_bytes, blobs, acceptance
             )
             self.review = builtin_as_review(result, accepted, target, threshold, blobs)
         self.folder.mkdir(parents=True, exist_ok=True)

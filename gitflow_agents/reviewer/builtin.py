@@ -16,7 +16,7 @@ from gitflow_agents.findings import Finding, Overall, Review, Severity
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.diffparse import CommitPatch, FileChange
 from gitflow_agents.reviewer import checks, syntax
-from gitflow_agents.reviewer.checks import Options
+from gitflow_agents.reviewer.checks import CheckOptions
 
 SYMLINK, GITLINK = "120000", "160000"  # git's modes of a symbolic link and a submodule
 
@@ -37,14 +37,14 @@ def review_diff(
     spec: git.DiffSpec,
     *,
     threshold: Severity = Severity.ERROR,
-    options: Options | None = None,
+    options: CheckOptions | None = None,
     blobs: git.BlobReader | None = None,
 ) -> BuiltinResult:
     """Check every file changed between ``spec.base`` and ``spec.head`` (None: the index).
 
     File contents come from ``blobs`` (one ``git cat-file --batch`` for the whole review; a
     reader of its own, closed at the end, when not given)."""
-    options = options or Options()
+    options = options or CheckOptions()
     with contextlib.ExitStack() as stack:
         reader = blobs if blobs is not None else stack.enter_context(git.BlobReader(root))
         changes = [c for c in git.diff(root, spec) if c.status != "D"]
@@ -93,7 +93,7 @@ def _screen(
     changes: list[FileChange],
     spec: git.DiffSpec,
     sizes: dict[str, int | None],
-    options: Options,
+    options: CheckOptions,
     found: list[Finding],
     unreviewed: list[str],
     notes: list[str],
@@ -191,11 +191,13 @@ def _range_patches(root: Path, spec: git.DiffSpec) -> tuple[CommitPatch, ...]:
     return git.commit_patches(root, spec.base, spec.head)
 
 
-def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None) -> frozenset[str]:
+def diff_secrets(
+    root: Path, spec: git.DiffSpec, options: CheckOptions | None = None
+) -> frozenset[str]:
     """The exact values of the secrets ``spec`` adds, in its net diff or in any of its commits
     (what the secret rules report), without running the other checks: an agent reviewer's
     report is masked with them."""
-    options = options or Options()
+    options = options or CheckOptions()
     changes = [c for c in git.diff(root, spec) if c.status != "D"]
     values = _change_secrets(changes, options)
     bodies = [c for c in changes if not c.binary and checks.may_hold_key_body(c)]
@@ -207,7 +209,7 @@ def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None)
     return frozenset(values)
 
 
-def _change_secrets(changes: Sequence[FileChange], options: Options) -> set[str]:
+def _change_secrets(changes: Sequence[FileChange], options: CheckOptions) -> set[str]:
     values: set[str] = set()
     for change in changes:
         if not change.binary:
@@ -215,7 +217,7 @@ def _change_secrets(changes: Sequence[FileChange], options: Options) -> set[str]
     return values
 
 
-def _patch_secrets(patches: Sequence[CommitPatch], options: Options) -> set[str]:
+def _patch_secrets(patches: Sequence[CommitPatch], options: CheckOptions) -> set[str]:
     values: set[str] = set()
     for patch in patches:
         for path, (lines, _) in patch.added.items():
@@ -228,7 +230,7 @@ def _history_secrets(
     head: str,
     patches: Sequence[CommitPatch],
     changes: list[FileChange],
-    options: Options,
+    options: CheckOptions,
 ) -> list[Finding]:
     """Secrets that commits of the range (``patches``, one ``git log -p``) add and later ones
     remove."""

@@ -161,9 +161,9 @@ def builtin_result(
     and a chain's builtin reviewer both start from."""
     from gitflow_agents.reviewer import builtin
     from gitflow_agents.reviewer.acceptance import Acceptance, apply
-    from gitflow_agents.reviewer.checks import Options
+    from gitflow_agents.reviewer.checks import CheckOptions
 
-    options = Options(max_file_bytes=max_file_size)
+    options = CheckOptions(max_file_bytes=max_file_size)
     result = builtin.review_diff(
         root, target.spec, threshold=threshold, options=options, blobs=blobs
     )
@@ -238,9 +238,9 @@ def review_target(
             )
         else:
             from gitflow_agents.reviewer.builtin import diff_secrets
-            from gitflow_agents.reviewer.checks import Options
+            from gitflow_agents.reviewer.checks import CheckOptions
 
-            secrets = diff_secrets(root, target.spec, Options(max_file_bytes=max_file_size))
+            secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
             report = agent_report(root, agent, target, config_root=config_root, secrets=secrets)
             parsed = findings.parse_review(
                 report,
