@@ -46,7 +46,7 @@ class StepPull:
 
 
 @dataclass(frozen=True)
-class Published:
+class StepPublished:
     pull: PullRequest
     state: str  # the status set on the head: success or failure
     auto_merge: str  # "enabled", "off", or GitHub's reason it was not
@@ -106,11 +106,11 @@ def publish_step(
     approved: bool,
     threshold: Severity,
     run_url: str | None = None,
-) -> Published:
+) -> StepPublished:
     """Open or update the pull request of a pushed step branch (``head`` is its tip) and
     publish the step's run (``result``: its result.json, in the run folder ``run_dir``) on it;
     see the module doc. GitHubError (exit 4) when GitHub fails after its retries; a refused
-    auto-merge is only reported (``Published.auto_merge``)."""
+    auto-merge is only reported (``StepPublished.auto_merge``)."""
     import dataclasses
 
     from gitflow_agents.github.action.publish import footer, inline_note, readable_files
@@ -160,7 +160,7 @@ def publish_step(
         status.final_description(found, gate) if not approved else f"Approved: {head[:12]}",
         target_url=run_url,
     )
-    return Published(pull, state, merging, sticky.action)
+    return StepPublished(pull, state, merging, sticky.action)
 
 
 def clear_changes_label(client: Client, repo: str, pull: PullRequest) -> bool:
