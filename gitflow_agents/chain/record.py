@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.chain.agents import AgentRun
@@ -27,9 +27,8 @@ from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
 from gitflow_agents.runs import RunPaths, read_json
 from gitflow_agents.runs.schema import StepChain
-
-# "empty": the implementer or a fixer changed nothing, so there was nothing (new) to review
-StepOutcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty"]
+from gitflow_agents.runs.status import StepOutcome as StepOutcome
+from gitflow_agents.runs.status import step_result_status
 
 
 @dataclass(frozen=True)
@@ -133,11 +132,9 @@ def _write_record(rec: StepRecord) -> ChainResult:
 
         # bounded; flow_result notes a report over the cap instead of reading it
         text = read_agent_text(builder.report, MAX_REPORT_CHARS)
-    status = {"approved": "succeeded", "canceled": "canceled", "skipped": "succeeded"}.get(
-        rec.outcome, "failed"
-    )
+    status = step_result_status(rec.outcome)
     changed = git_stats.changed_files if git_stats else ()
-    result = flow_result("implement", status, report_text=text, changed_files=changed)  # type: ignore[arg-type]
+    result = flow_result("implement", status, report_text=text, changed_files=changed)
     from gitflow_agents.base.redact import redact_data, redact_text
 
     line = redact_text(_history_line(rec, result, git_stats, paths), ctx.secrets)
@@ -191,15 +188,13 @@ def _history_line(
     and git statistics."""
     from gitflow_agents.runs.cards import history_line
 
-    event = {"approved": "succeeded", "canceled": "canceled", "skipped": "succeeded"}.get(
-        rec.outcome, "failed"
-    )
+    event = step_result_status(rec.outcome)
     tests = result["tests"]
     verdict = ("pass" if tests["passed"] else "fail") if tests["ran"] else "none"
     log = os.path.relpath(paths.run_dir, rec.ctx.root)
     base = history_line(
         "implement",
-        event,  # type: ignore[arg-type]
+        event,
         run_id=rec.run_id,
         day=date.today(),
         checked=len(result["checkedCriteria"]),

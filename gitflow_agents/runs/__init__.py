@@ -26,13 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gitflow_agents.base.fsutil import write_json_atomic
+from gitflow_agents.runs.status import ResultStatus
+from gitflow_agents.runs.status import result_status as result_status
 
 if TYPE_CHECKING:
     from gitflow_agents.findings import Review
 
 FlowKind = Literal["implement", "review", "research"]
 FLOW_KINDS: tuple[FlowKind, ...] = ("implement", "review", "research")
-RunStatusValue = Literal["succeeded", "failed", "canceled"]
+RunStatusValue = ResultStatus  # result.json's status (runs/status.py has every vocabulary)
 
 RUN_DIR_ENV = "GITFLOW_AGENTS_RUN_DIR"
 RUN_ID_ENV = "GITFLOW_AGENTS_RUN_ID"
@@ -333,15 +335,6 @@ RESULT_SCHEMAS: dict[str, dict[str, Any]] = {
         },
     },
 }
-
-
-def result_status(outcome_status: str) -> RunStatusValue:
-    """Map a supervisor outcome to the three end states of a result (stuck/timeout/crash are failed)."""
-    if outcome_status == "succeeded":
-        return "succeeded"
-    if outcome_status == "canceled":
-        return "canceled"
-    return "failed"
 
 
 def write_result(paths: RunPaths, result: Mapping[str, Any]) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.runs import FLOW_KINDS
+from gitflow_agents.runs.status import is_live
 
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.launch import SignalFiles
@@ -228,7 +229,7 @@ def _write(paths: RunPaths, result: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         write_result(paths, result)
         data = read_json(paths.status) or {}
-        if data.get("state") in (None, "queued", "running", "killing"):
+        if data.get("state") is None or is_live(data.get("state")):
             data.update(state=run["outcome"], reason=run["reason"], ended=time.time())
         if run.get("sessionId"):
             data["session_id"] = run["sessionId"]  # what `send` continues
