@@ -71,3 +71,20 @@ def test_fields_an_agent_broke_read_as_absent() -> None:
     [reviewer] = read.rounds[0].reviewers
     assert reviewer.review.overall is None and reviewer.review.findings == ()
     assert step_chain({"run": {}}) is None
+
+
+def test_an_agents_reply_reads_back_into_the_reply_it_was_written_from() -> None:
+    from gitflow_agents.agent_run.protocol import ReplyStatus, parse_reply
+    from gitflow_agents.runs.record import reply_from_json, reply_json
+
+    asks = parse_reply(
+        "<SUMMARY>Added the module.</SUMMARY>\n<STATUS>needs_input</STATUS>\n"
+        "<QUESTIONS>\n- Which name?\n</QUESTIONS>\n<FILES_CREATED>\n- src/new.py\n"
+        "</FILES_CREATED>\n"
+    )
+    odd = parse_reply("<SUMMARY>Done.</SUMMARY>\n<STATUS>bogus</STATUS>\n")
+    assert asks.status is ReplyStatus.NEEDS_INPUT and odd.warnings
+    for reply in (asks, odd):
+        written = json.loads(json.dumps(reply_json(reply)))
+        assert reply_from_json(written) == replace(reply, raw="")
+    assert reply_from_json({"status": "maybe", "actions": "x"}).status is None

@@ -239,7 +239,8 @@ def _write(paths: RunPaths, result: dict[str, Any]) -> None:
 
 
 def reply_json(reply: AgentReply) -> dict[str, Any]:
-    """A parsed reply as recorded in ``run.reply`` (and the ``agent:reply`` event)."""
+    """A parsed reply as recorded in ``run.reply`` (and the ``agent:reply`` event); read back
+    by :func:`reply_from_json`."""
     return {
         "status": reply.status.value if reply.status is not None else None,
         "structured": reply.structured,
@@ -250,6 +251,26 @@ def reply_json(reply: AgentReply) -> dict[str, Any]:
         "questions": list(reply.questions),
         "warnings": list(reply.warnings),
     }
+
+
+def reply_from_json(data: Mapping[str, Any]) -> AgentReply:
+    """``run.reply`` read back into the AgentReply :func:`reply_json` wrote (a field of the
+    wrong type reads as absent: ``runs/fields.py``)."""
+    from gitflow_agents.agent_run.protocol import AgentReply, ReplyStatus
+    from gitflow_agents.runs.fields import strings, text
+
+    said = text(data, "status")
+    known = {status.value for status in ReplyStatus}
+    return AgentReply(
+        summary=text(data, "summary") or "",
+        actions=tuple(strings(data, "actions")),
+        files_created=tuple(strings(data, "filesCreated")),
+        files_modified=tuple(strings(data, "filesModified")),
+        questions=tuple(strings(data, "questions")),
+        status=ReplyStatus(said) if said in known else None,
+        structured=data.get("structured") is True,
+        warnings=tuple(strings(data, "warnings")),
+    )
 
 
 # --- the card ----------------------------------------------------------------------------
@@ -314,7 +335,7 @@ def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None 
     """``--json``: the result; else the outcome line, the log folder, the formatted reply
     (docs/protocol.md, Agent replies) and, when the agent needs input, its questions and how to
     answer them."""
-    from gitflow_agents.agent_run.protocol import AgentReply, ReplyStatus, format_reply
+    from gitflow_agents.agent_run.protocol import ReplyStatus, format_reply
 
     if as_json:
         print(json.dumps(result, indent=2))
@@ -327,15 +348,7 @@ def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None 
     reply = run_info.get("reply")
     if not reply:
         return
-    parsed = AgentReply(
-        summary=reply.get("summary", ""),
-        actions=tuple(reply.get("actions", ())),
-        files_created=tuple(reply.get("filesCreated", ())),
-        files_modified=tuple(reply.get("filesModified", ())),
-        questions=tuple(reply.get("questions", ())),
-        status=ReplyStatus(reply["status"]) if reply.get("status") else None,
-        structured=bool(reply.get("structured")),
-    )
+    parsed = reply_from_json(reply)
     print()
     print(format_reply(parsed, icons=sys.stdout.isatty()), end="")
     if parsed.status is ReplyStatus.NEEDS_INPUT:
