@@ -19,7 +19,7 @@ from typing import Any
 
 from gitflow_agents.findings import Finding
 from gitflow_agents.git.diffparse import AddedLine, FileChange
-from gitflow_agents.reviewer.checks import Options, check_secrets
+from gitflow_agents.reviewer.checks import CheckOptions, check_secrets
 
 DATA = Path(__file__).resolve().parent / "data" / "secrets"
 
@@ -33,7 +33,7 @@ def load(name: str) -> dict[str, Any]:
 def scan(path: str, text: str) -> list[Finding]:
     """The secret findings for ``text`` as the added lines of a new file ``path``."""
     lines = tuple(AddedLine(number, line) for number, line in enumerate(text.split("\n"), 1))
-    return list(check_secrets(FileChange(path, "A", added_lines=lines), Options()))
+    return list(check_secrets(FileChange(path, "A", added_lines=lines), CheckOptions()))
 
 
 # --- detect-secrets' keyword plugin ----------------------------------------------------------

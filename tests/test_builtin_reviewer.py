@@ -14,7 +14,7 @@ from gitflow_agents.base.secret_rules import entropy
 from gitflow_agents.findings import Finding, Overall, Severity
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin, checks, syntax
-from gitflow_agents.reviewer.checks import Options
+from gitflow_agents.reviewer.checks import CheckOptions
 from tests.conftest import git
 
 # Built at run time so this file itself never holds a literal secret-shaped string.
@@ -31,7 +31,7 @@ def review(
     *,
     base_files: dict[str, str] | None = None,
     threshold: Severity = Severity.ERROR,
-    options: Options | None = None,
+    options: CheckOptions | None = None,
 ) -> builtin.BuiltinResult:
     for name, content in (base_files or {}).items():
         path = repo / name
@@ -392,7 +392,7 @@ def test_large_and_binary_files(repo: Path) -> None:
     result = review(
         repo,
         {"big.txt": "x" * 300 + "\n", "image.png": b"\x89PNG\x00\x00binary"},
-        options=Options(max_file_bytes=200),
+        options=CheckOptions(max_file_bytes=200),
     )
     assert locations(result) == [("large-file", "big.txt", None)]
     assert set(result.unreviewed_files) == {"big.txt", "image.png"}

@@ -52,6 +52,7 @@ from gitflow_agents.supervisor import Limits, Outcome, ReportFiles, Status, supe
 
 if TYPE_CHECKING:
     from gitflow_agents.config import FlowConfig
+    from gitflow_agents.findings import Review
 
 #: An agent that is a function of this process (the chain's offline reviewer): it leaves its
 #: report in the agent's report files and returns (status, reason).
@@ -326,10 +327,12 @@ class AgentRunner:
         *,
         run_extra: Mapping[str, Any] | None = None,
         extra: Mapping[str, Any] | None = None,
+        review: Review | None = None,
     ) -> dict[str, Any]:
         """Write result.json and the final status.json (never raises), emit ``agent:reply``,
         bring ``card`` to the run's end state. ``run_extra`` is added to result.json's ``run``,
-        ``extra`` to its top level (a caller's own facts: its chain run, git statistics). The
+        ``extra`` to its top level (a caller's own facts: its chain run, git statistics);
+        ``review``: a reviewer's Review the caller already read (it is not parsed again). The
         first call records; later ones return that result."""
         if self._result is not None:
             return self._result
@@ -342,6 +345,7 @@ class AgentRunner:
             lambda: changed_files(self.workdir, self.facts.base_sha, self._before, skip),
             run_extra=run_extra,
             extra=extra,
+            review=review,
         )
         self._result = result
         reply = result["run"].get("reply")

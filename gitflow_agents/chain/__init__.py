@@ -31,7 +31,7 @@ from gitflow_agents.chain.agents import (
 )
 from gitflow_agents.chain.context import ChainSettings, Context
 from gitflow_agents.chain.loop import FIX_PREAMBLE, run_step
-from gitflow_agents.chain.record import ChainResult, Outcome, dumps
+from gitflow_agents.chain.record import ChainResult, StepOutcome, dumps
 from gitflow_agents.chain.resume import META_FILE
 from gitflow_agents.chain.review import REVIEW_PREAMBLE, ReviewRound, record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
@@ -58,8 +58,8 @@ __all__ = [
     "ChainResult",
     "ChainSettings",
     "Context",
-    "Outcome",
     "ReviewRound",
+    "StepOutcome",
     "Workspace",
     "agent_id_for",
     "branch_name",

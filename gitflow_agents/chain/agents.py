@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from gitflow_agents import supervisor
 from gitflow_agents.agent_run.launch import report_files
@@ -29,16 +29,18 @@ from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.resume import completed_meta, set_aside, write_meta
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
+from gitflow_agents.findings.report import read_review
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
 from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt, default_agent_id
 from gitflow_agents.reviewer.acceptance import acceptance_at, local_acceptance
 from gitflow_agents.reviewer.builtin import report
-from gitflow_agents.reviewer.checks import Options
-from gitflow_agents.reviewer.target import Target, builtin_result
+from gitflow_agents.reviewer.checks import CheckOptions
+from gitflow_agents.reviewer.target import Target, builtin_as_review, builtin_result
+from gitflow_agents.runs.schema import AgentEntry
 
 if TYPE_CHECKING:
-    from gitflow_agents.findings import Accepted
+    from gitflow_agents.findings import Review
     from gitflow_agents.reviewer.acceptance import Acceptance
     from gitflow_agents.supervisor import Outcome, ReportFiles, Status
 
@@ -63,7 +65,7 @@ class AgentRun:
     duration: float
     attempt: int = 1  # 2: run again after the first attempt got stuck
     earlier: tuple[AgentRun, ...] = ()  # the attempts before this one (a stuck one)
-    accepted: tuple[Accepted, ...] = ()  # the builtin reviewer's accepted findings
+    review: Review | None = None  # a reviewer's review, read once (chain/review.py gates it)
 
     @property
     def ok(self) -> bool:
@@ -73,21 +75,22 @@ class AgentRun:
         """Every attempt of this agent in this run, oldest first (usually just this one)."""
         return (*self.earlier, self)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "agentId": self.agent_id,
-            "kind": self.kind,
-            "runID": self.run_id,
-            "status": self.status,
-            "reason": self.reason,
-            "reused": self.reused,
-            "startSha": self.start_sha,
-            "endSha": self.end_sha,
-            "report": str(self.report) if self.report else None,
-            "durationMs": round(self.duration * 1000),
-            "attempt": self.attempt,
-        }
+    def entry(self) -> AgentEntry:
+        """The attempt as the step run's record holds it (``runs/schema.py``)."""
+        return AgentEntry(
+            agent=self.agent,
+            agent_id=self.agent_id,
+            kind=self.kind,
+            run_id=self.run_id,
+            status=self.status,
+            reason=self.reason,
+            reused=self.reused,
+            start_sha=self.start_sha,
+            end_sha=self.end_sha,
+            report=str(self.report) if self.report else None,
+            duration_ms=round(self.duration * 1000),
+            attempt=self.attempt,
+        )
 
 
 class AgentFailed(AgentError):
@@ -175,7 +178,7 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
     done: dict[int, AgentRun] = {}
     files = [_report_files(ctx, job) for job in jobs]  # named once per agent, handed down
     for index, job in enumerate(jobs):
-        reused = _reuse(ctx, job, files[index]) if job.reuse and not job.resolve_merge else None
+        reused = _reuse(ctx, ws, job, files[index]) if job.reuse and not job.resolve_merge else None
         if reused is not None:
             done[index] = reused
     to_run = [job.agent for index, job in enumerate(jobs) if index not in done]
@@ -221,7 +224,7 @@ def _report_files(ctx: Context, job: Job) -> ReportFiles:
     )
 
 
-def _reuse(ctx: Context, job: Job, files: ReportFiles) -> AgentRun | None:
+def _reuse(ctx: Context, ws: Workspace, job: Job, files: ReportFiles) -> AgentRun | None:
     """The earlier run of ``job`` when it completed from the same commit (resuming), else None.
     A builtin review is never reused: it takes a fraction of a second, and what it accepts (the
     ``review:`` settings, the baseline) may have changed since (docs/chains.md, Resuming)."""
@@ -233,9 +236,9 @@ def _reuse(ctx: Context, job: Job, files: ReportFiles) -> AgentRun | None:
         return None
     ctx.hub.emit("task:complete", {"node": job.agent_id, "status": "reused"})
     return AgentRun(
-        job.agent, job.agent_id, job.kind, str(meta.get("runID", "")), "succeeded",
+        job.agent, job.agent_id, job.kind, meta.run_id, "succeeded",
         "reused: completed earlier from the same commit", True, job.start_sha,
-        str(meta["endSha"]), success, 0.0,
+        meta.end_sha, success, 0.0, review=_read_review(ws, job, success),
     )  # fmt: skip
 
 
@@ -264,7 +267,7 @@ class _Attempt:
         self.report, self.success, self.failure = files
         self._runner: AgentRunner | None = None
         self.builtin = is_builtin(ctx, job.agent)
-        self.accepted: tuple[Accepted, ...] = ()  # what the builtin reviewer accepted
+        self.review: Review | None = None  # the builtin reviewer's, handed on as it is
         self.started = time.monotonic()
         self.status, self.reason = "failed", "the agent did not finish"
         self.end_sha = job.start_sha
@@ -361,17 +364,19 @@ class _Attempt:
 
     def _builtin_review(self) -> tuple[Status, str]:
         """The offline reviewer, in process, exactly as ``git agent-review`` runs it (the same
-        report, with the same findings accepted): its report goes straight to
-        ``report.complete.md``, its accepted findings to ``self.accepted``."""
+        Review, with the same findings accepted): the Review goes to ``self.review`` as it is
+        (never parsed back from text), its report to ``report.complete.md`` for people and the
+        fixer."""
         ctx, ws = self.ctx, self.ws
         head = git.head_sha(ws.worktree)
         target = Target(ws.base_sha, head, f"{ws.base_sha[:12]}..{head[:12]}")
         acceptance = step_acceptance(ctx)
         threshold = ctx.settings.threshold
         with git.BlobReader(ws.worktree) as blobs:
-            result, self.accepted = builtin_result(
-                ws.worktree, target, threshold, Options().max_file_bytes, blobs, acceptance
+            result, accepted = builtin_result(
+                ws.worktree, target, threshold, CheckOptions().max_file_bytes, blobs, acceptance
             )
+            self.review = builtin_as_review(result, accepted, target, threshold, blobs)
         self.folder.mkdir(parents=True, exist_ok=True)
         text = report(result, reviewed_sha=head, base_sha=ws.base_sha, threshold=threshold)
         write_text_atomic(self.success, text)
@@ -382,11 +387,13 @@ class _Attempt:
         if self.run is not None:
             return self.run
         job, runner = self.job, self._runner
+        report = next((p for p in (self.success, self.failure, self.report) if p.exists()), None)
+        review = self.review
+        if review is None and job.kind == "review":
+            review = _read_review(self.ws, job, report)
         self.run = AgentRun(
             job.agent, job.agent_id, job.kind, self.run_id, self.status, self.reason, False,
-            job.start_sha, self.end_sha,
-            next((p for p in (self.success, self.failure, self.report) if p.exists()), None),
-            time.monotonic() - self.started, accepted=self.accepted,
+            job.start_sha, self.end_sha, report, time.monotonic() - self.started, review=review,
         )  # fmt: skip
         if runner is None:
             return self.run
@@ -402,15 +409,24 @@ class _Attempt:
                 )
         runner.record(
             run_extra={
-                **self.run.to_json(),
+                **self.run.entry().to_json(),
                 "flow": self.ctx.flow,
                 "chainRunID": self.ctx.chain_run,
                 "finishedAt": time.time(),
             },
             extra={"gitStats": own.to_json()} if own is not None else None,
+            review=review,
         )
         runner.close()
         return self.run
+
+
+def _read_review(ws: Workspace, job: Job, report: Path | None) -> Review:
+    """A reviewer's report read into its Review, once: about the commit it reviewed
+    (``job.start_sha``), against the step's base."""
+    return read_review(
+        report, reviewed_sha=job.start_sha, base_sha=ws.base_sha, source=job.agent_id
+    )
 
 
 def is_builtin(ctx: Context, agent: str) -> bool:

@@ -21,7 +21,6 @@ from gitflow_agents.runs.events import EventHub
 
 if TYPE_CHECKING:
     from gitflow_agents.assets import PromptAssetManifest
-    from gitflow_agents.chain.lander import Lander
 
 
 @dataclass(frozen=True)
@@ -56,9 +55,6 @@ class Context:
     chain_run: str | None = None  # the step run agents belong to (None: a single flow)
     notices: list[str] = field(default_factory=list)  # what the run did on its own, to tell
     target_remote: str | None = None  # "origin": the target is read from the remote (--pr)
-    lander: Lander | None = None  # what an ending does with the step branch (None: merge it)
-    build_on_branch: bool = False  # the implementer starts from the step branch's tip (--pr)
-    step_run_id: str | None = None  # the id of the next step run (--pr records its claim first)
     # exact secret values the step's diff adds, gathered by every review round: masked in the
     # runs that follow (their worker.log, events, records) and in the step's own record
     secrets: set[str] = field(default_factory=set)

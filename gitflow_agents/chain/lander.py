@@ -1,7 +1,10 @@
 """What the end of a step run does with the step branch: merge it, or leave it for a PR.
 
-``run_step`` hands an approved (and a rejected) step to ``ctx.lander``. ``MergeLander`` (the
-default) is today's ending: an approved step is marked ✅ on its branch and merged into the
+``run_step`` takes the lander as its strategy (``run_step(ctx, step, lander)``) and hands it an
+approved (and a rejected) step; the lander also says where the step's record goes
+(``run_id``) and whether the implementer builds on the step branch's tip
+(``build_on_branch``), so ``run --pr`` steers a run without writing into the shared
+``Context``. ``MergeLander`` (the default) is today's ending: an approved step is marked ✅ on its branch and merged into the
 target (``land.py``); a rejected one is left as it is. ``BranchLander`` (``run --pr``) never
 touches the target: an approved *and* a rejected step get the commit that marks them ✅ on the
 step branch, so that merging the pull request is what makes the step ✅ on the target (a rejected
@@ -29,6 +32,15 @@ from gitflow_agents.git import queries as git
 
 
 class Lander(Protocol):
+    @property
+    def run_id(self) -> str | None:
+        """The id the step run records under (None: a new one)."""
+
+    @property
+    def build_on_branch(self) -> bool:
+        """Whether the implementer starts from the step branch's tip (a branch continued
+        from the remote) instead of the step's base."""
+
     def approved(
         self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
     ) -> None:
@@ -42,6 +54,9 @@ class Lander(Protocol):
 
 class MergeLander:
     """Mark ✅ and merge into the target (``land.land``); a rejected step stays as it is."""
+
+    run_id: str | None = None
+    build_on_branch = False
 
     def approved(
         self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
@@ -65,13 +80,19 @@ class MergeLander:
 class BranchLander:
     """Mark ✅ on the step branch, approved or not; nothing is merged. ``remote_tip``: the
     branch's tip on the remote when the run started (a run continuing a branch that an earlier
-    run pushed): when that tip is already the mark of exactly the reviewed commit, it is kept
-    instead of making a second one, so the next push is a fast-forward (or nothing)."""
+    run pushed): the implementer builds on it, and when it is already the mark of exactly the
+    reviewed commit, it is kept instead of making a second one, so the next push is a
+    fast-forward (or nothing). ``run_id``: the step run's id (its claim is recorded first)."""
 
-    def __init__(self, remote_tip: str | None = None) -> None:
+    def __init__(self, remote_tip: str | None = None, run_id: str | None = None) -> None:
         self.remote_tip = remote_tip
+        self.run_id = run_id
         self.tip: str | None = None
         """The step branch's tip once marked (what the caller pushes)."""
+
+    @property
+    def build_on_branch(self) -> bool:
+        return self.remote_tip is not None
 
     def approved(
         self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound

@@ -6,7 +6,7 @@ merged in when it moved on; between rounds the fixer gets every review report (`
 The last action is always a review, and an agent that changed nothing ends the step (nothing to
 review). Approved: the step is marked ✅ on the step branch, the branch is merged into the target
 (fast-forward or a merge commit, never forced) and a git note records the verdict; with
-``run --pr`` the ending is ``ctx.lander``'s instead (``chain/lander.py``: the branch is marked
+``run --pr`` the ending is its lander's instead (``chain/lander.py``: the branch is marked
 and left for a pull request). Anything else: nothing is merged and no plan is edited; the run record and the history say what
 happened. The loop ends by returning an ``Ending`` or raising; the run record is written in a
 ``finally`` so a crash still leaves evidence (docs/chains.md, The state model).
@@ -20,8 +20,8 @@ from gitflow_agents.base.errors import ExitCode, GitError
 from gitflow_agents.chain.agents import AgentFailed, AgentRun, agent_id_for, run_agent
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate, moved_on
-from gitflow_agents.chain.lander import MergeLander
-from gitflow_agents.chain.record import ChainResult, Outcome, StepRecord
+from gitflow_agents.chain.lander import Lander, MergeLander
+from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
 from gitflow_agents.chain.resume import implement_start
 from gitflow_agents.chain.review import record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
@@ -37,13 +37,14 @@ gitflow-agents commits them and the step is reviewed again."""
 class Ending(NamedTuple):
     """How the loop ended, when it did not raise."""
 
-    outcome: Outcome
+    outcome: StepOutcome
     exit_code: int
     reason: str
 
 
-def run_step(ctx: Context, step: int) -> ChainResult:
-    """Implement → review → (fix → review)* for one plan step; merge when approved.
+def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResult:
+    """Implement → review → (fix → review)* for one plan step; merge when approved (what
+    the end does with the branch is ``lander``'s: default ``MergeLander``).
 
     Returns the typed outcome (approved 0, rejected or nothing to review 1, agent failed 3,
     merge failed 2, skipped 0 when the step is done on the target and ``settings.force`` is
@@ -52,7 +53,8 @@ def run_step(ctx: Context, step: int) -> ChainResult:
     """
     assert ctx.plan is not None
     ctx.notices.clear()
-    rec = StepRecord(ctx, step)
+    lander = lander or MergeLander()
+    rec = StepRecord(ctx, step, lander.run_id)
     ctx.chain_run = rec.run_id
     done = done_where(ctx, step)
     if done is not None and not ctx.settings.force:
@@ -64,7 +66,7 @@ def run_step(ctx: Context, step: int) -> ChainResult:
     with lock.hold(lock_file, rec.run_id):
         try:
             ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
-            rec.finish(*_loop(ctx, rec, step))
+            rec.finish(*_loop(ctx, rec, step, lander))
         except AgentFailed as exc:
             rec.agents.extend(exc.run.attempts())
             rec.failed_what = exc.run.kind
@@ -83,11 +85,11 @@ def run_step(ctx: Context, step: int) -> ChainResult:
     return result
 
 
-def _loop(ctx: Context, rec: StepRecord, step: int) -> Ending:
+def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
     """The loop itself: the last action is always a review."""
     assert ctx.plan is not None
     after_ids: tuple[str, ...]
-    settings, lander = ctx.settings, ctx.lander or MergeLander()
+    settings = ctx.settings
     ws = rec.ws = step_workspace(ctx, step)  # lost runs in its work tree are killed first
     title = f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}"
     builder_id = agent_id_for(settings.implementer, step)
@@ -95,7 +97,9 @@ def _loop(ctx: Context, rec: StepRecord, step: int) -> Ending:
         run_agent(
             ctx, ws, agent=settings.implementer, kind="implement", step=step,
             agent_id=builder_id, commit_message=title,
-            start_sha=implement_start(ctx, ws, settings.implementer, builder_id),
+            start_sha=implement_start(
+                ctx, ws, settings.implementer, builder_id, on_branch=lander.build_on_branch
+            ),
         )
     )  # fmt: skip
     if builder.end_sha == builder.start_sha:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.chain.agents import AgentRun
@@ -26,14 +26,14 @@ from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
 from gitflow_agents.runs import RunPaths, read_json
-
-# "empty": the implementer or a fixer changed nothing, so there was nothing (new) to review
-Outcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty"]
+from gitflow_agents.runs.schema import StepChain
+from gitflow_agents.runs.status import StepOutcome as StepOutcome
+from gitflow_agents.runs.status import step_result_status
 
 
 @dataclass(frozen=True)
 class ChainResult:
-    outcome: Outcome
+    outcome: StepOutcome
     exit_code: int
     reason: str
     run_id: str
@@ -51,17 +51,17 @@ class ChainResult:
 class StepRecord:
     """What a step run did so far; ``write`` turns it into result.json and a history line."""
 
-    def __init__(self, ctx: Context, step: int) -> None:
+    def __init__(self, ctx: Context, step: int, run_id: str | None = None) -> None:
         from gitflow_agents.runs import new_run_id
 
         self.ctx, self.step = ctx, step
-        self.run_id = ctx.step_run_id or new_run_id()
+        self.run_id = run_id or new_run_id()
         self.started = time.monotonic()
         self.ws: Workspace | None = None
         self.agents: list[AgentRun] = []
         self.rounds: list[ReviewRound] = []
         self.merged: git.MergeResult | None = None
-        self.outcome: Outcome = "failed"
+        self.outcome: StepOutcome = "failed"
         self.exit_code = int(ExitCode.AGENT_FAILED)
         self.reason = "the run stopped unexpectedly"
         self.failed_what: str | None = None  # history line: "failed (<this>)", default implement
@@ -81,7 +81,7 @@ class StepRecord:
             self.agents.extend(run.attempts())
         return review
 
-    def finish(self, outcome: Outcome, code: int, reason: str) -> None:
+    def finish(self, outcome: StepOutcome, code: int, reason: str) -> None:
         self.outcome, self.exit_code, self.reason = outcome, code, reason
 
     def write(self) -> ChainResult:
@@ -132,37 +132,31 @@ def _write_record(rec: StepRecord) -> ChainResult:
 
         # bounded; flow_result notes a report over the cap instead of reading it
         text = read_agent_text(builder.report, MAX_REPORT_CHARS)
-    status = {"approved": "succeeded", "canceled": "canceled", "skipped": "succeeded"}.get(
-        rec.outcome, "failed"
-    )
+    status = step_result_status(rec.outcome)
     changed = git_stats.changed_files if git_stats else ()
-    result = flow_result("implement", status, report_text=text, changed_files=changed)  # type: ignore[arg-type]
+    result = flow_result("implement", status, report_text=text, changed_files=changed)
     from gitflow_agents.base.redact import redact_data, redact_text
 
     line = redact_text(_history_line(rec, result, git_stats, paths), ctx.secrets)
-    result["chain"] = {
-        "outcome": rec.outcome,
-        "exitCode": rec.exit_code,
-        "reason": rec.reason,
-        "step": rec.step,
-        "plan": str(ctx.plan.path) if ctx.plan else None,
-        "branch": rec.ws.branch if rec.ws else None,
-        "target": ctx.target,
-        "baseSha": rec.ws.base_sha if rec.ws else None,
-        "headSha": head,
-        "iterations": len(rec.rounds),
-        "fixes": rec.fixes,
-        "maxIterations": ctx.settings.max_iterations,
-        "reviewers": list(ctx.settings.reviewers),
-        "merged": (
-            {"sha": rec.merged.sha, "previous": rec.merged.previous, "kind": rec.merged.kind}
-            if rec.merged
-            else None
-        ),
-        "agents": [a.to_json() for a in rec.agents],
-        "rounds": [r.to_json() for r in rec.rounds],
-        "notices": list(ctx.notices),
-    }
+    result["chain"] = StepChain(
+        outcome=rec.outcome,
+        exit_code=rec.exit_code,
+        reason=rec.reason,
+        step=rec.step,
+        plan=str(ctx.plan.path) if ctx.plan else None,
+        branch=rec.ws.branch if rec.ws else None,
+        target=ctx.target,
+        base_sha=rec.ws.base_sha if rec.ws else None,
+        head_sha=head,
+        iterations=len(rec.rounds),
+        fixes=rec.fixes,
+        max_iterations=ctx.settings.max_iterations,
+        reviewers=ctx.settings.reviewers,
+        merged=rec.merged,
+        agents=tuple(a.entry() for a in rec.agents),
+        rounds=tuple(r.entry() for r in rec.rounds),
+        notices=tuple(ctx.notices),
+    ).to_json()
     result["gitStats"] = git_stats.to_json() if git_stats else None
     result["run"] = {
         "runID": rec.run_id,
@@ -194,15 +188,13 @@ def _history_line(
     and git statistics."""
     from gitflow_agents.runs.cards import history_line
 
-    event = {"approved": "succeeded", "canceled": "canceled", "skipped": "succeeded"}.get(
-        rec.outcome, "failed"
-    )
+    event = step_result_status(rec.outcome)
     tests = result["tests"]
     verdict = ("pass" if tests["passed"] else "fail") if tests["ran"] else "none"
     log = os.path.relpath(paths.run_dir, rec.ctx.root)
     base = history_line(
         "implement",
-        event,  # type: ignore[arg-type]
+        event,
         run_id=rec.run_id,
         day=date.today(),
         checked=len(result["checkedCriteria"]),

@@ -12,15 +12,46 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitflow_agents.base.fsutil import write_json_atomic
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.git import queries as git
 from gitflow_agents.runs import read_json
+from gitflow_agents.runs.fields import text
 
 META_FILE = "chain.json"
+
+
+class AgentMeta(NamedTuple):
+    """An agent that completed, as ``chain.json`` in its folder records it: its run, and the
+    commits it started from and ended at."""
+
+    run_id: str
+    kind: str
+    start_sha: str
+    end_sha: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runID": self.run_id,
+            "kind": self.kind,
+            "startSha": self.start_sha,
+            "endSha": self.end_sha,
+        }
+
+
+def read_meta(folder: Path) -> AgentMeta | None:
+    """The agent's stored meta; None when there is none or its commits do not read (an agent
+    can write into its own folder)."""
+    data = read_json(folder / META_FILE)
+    if data is None:
+        return None
+    start, end = text(data, "startSha"), text(data, "endSha")
+    if start is None or end is None:
+        return None
+    return AgentMeta(text(data, "runID") or "", text(data, "kind") or "", start, end)
 
 
 def agent_files(ctx: Context, agent: str, agent_id: str) -> tuple[Path, Path, Path, Path]:
@@ -32,25 +63,19 @@ def agent_files(ctx: Context, agent: str, agent_id: str) -> tuple[Path, Path, Pa
     return (folder, *report_files(ctx.config, agent, folder))
 
 
-def completed_meta(
-    folder: Path, success: Path, start_sha: str, root: Path
-) -> dict[str, Any] | None:
+def completed_meta(folder: Path, success: Path, start_sha: str, root: Path) -> AgentMeta | None:
     """The stored meta of a completed agent that started from ``start_sha``, else None."""
-    meta = read_json(folder / META_FILE)
-    if meta is None or not success.exists() or meta.get("startSha") != start_sha:
+    meta = read_meta(folder)
+    if meta is None or not success.exists() or meta.start_sha != start_sha:
         return None
-    end = meta.get("endSha")
-    if not isinstance(end, str) or not git.is_ancestor(root, start_sha, end):
+    if not git.is_ancestor(root, start_sha, meta.end_sha):
         return None
     return meta
 
 
 def write_meta(folder: Path, *, run_id: str, kind: str, start_sha: str, end_sha: str) -> None:
     """Record that the agent completed: from which commit it started, at which it ended."""
-    write_json_atomic(
-        folder / META_FILE,
-        {"runID": run_id, "kind": kind, "startSha": start_sha, "endSha": end_sha},
-    )
+    write_json_atomic(folder / META_FILE, AgentMeta(run_id, kind, start_sha, end_sha).to_json())
 
 
 def set_aside(folder: Path, paths: Sequence[Path]) -> None:
@@ -66,8 +91,10 @@ def set_aside(folder: Path, paths: Sequence[Path]) -> None:
     (folder / META_FILE).unlink(missing_ok=True)
 
 
-def implement_start(ctx: Context, ws: Workspace, agent: str, agent_id: str) -> str:
-    """The commit the implementer starts from: the step's base (with ``ctx.build_on_branch``:
+def implement_start(
+    ctx: Context, ws: Workspace, agent: str, agent_id: str, *, on_branch: bool = False
+) -> str:
+    """The commit the implementer starts from: the step's base (with ``on_branch``:
     the step branch's tip, a branch continued from the remote), or, when the step branch still
     holds the commit of an implementer that completed earlier (and has not landed on the
     target), the commit that one started from, so it is reused even after the target was
@@ -76,14 +103,14 @@ def implement_start(ctx: Context, ws: Workspace, agent: str, agent_id: str) -> s
 
     assert ws.branch is not None
     folder, _report, success, _failure = agent_files(ctx, agent, agent_id)
-    meta = read_json(folder / META_FILE)
+    meta = read_meta(folder)
     tip = git.branch_sha(ctx.root, ws.branch)
-    fresh = tip if ctx.build_on_branch and tip is not None else ws.base_sha
+    fresh = tip if on_branch and tip is not None else ws.base_sha
     if meta is None or not success.exists():
         return fresh
-    start, end = meta.get("startSha"), meta.get("endSha")
+    start, end = meta.start_sha, meta.end_sha
     target = target_tip(ctx, fetch=False)
-    if not (isinstance(start, str) and isinstance(end, str) and tip and target):
+    if not (tip and target):
         return fresh
     if start == end or not git.is_ancestor(ctx.root, end, tip):
         return fresh

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
@@ -21,9 +20,9 @@ from gitflow_agents.findings import (
     Review,
     gate,
     merge_reviews,
-    parse_review,
 )
 from gitflow_agents.git import queries as git
+from gitflow_agents.runs.schema import ReviewerEntry, RoundEntry
 
 REVIEW_PREAMBLE = """\
 It is now your job to review the changes for this plan-step: commit {head} on branch {branch},
@@ -56,23 +55,18 @@ class ReviewRound:
         finding"): counted, never part of the gate."""
         return merge_reviews(self.reviews).accepted if self.reviews else ()
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "iteration": self.iteration,
-            "reviewedSha": self.reviewed_sha,
-            "approved": self.gate.approved,
-            "reasons": list(self.gate.reasons),
-            "reviewers": [
-                {
-                    "agentId": run.agent_id,
-                    "overall": review.overall.value if review.overall else None,
-                    "reason": review.reason,
-                    "findings": [f.to_dict() for f in review.findings],
-                    "accepted": [a.to_dict() for a in review.accepted],
-                }
+    def entry(self) -> RoundEntry:
+        """The round as the step run's record holds it (``runs/schema.py``)."""
+        return RoundEntry(
+            iteration=self.iteration,
+            reviewed_sha=self.reviewed_sha,
+            approved=self.gate.approved,
+            reasons=self.gate.reasons,
+            reviewers=tuple(
+                ReviewerEntry(run.agent_id, review)
                 for run, review in zip(self.agents, self.reviews, strict=True)
-            ],
-        }
+            ),
+        )
 
 
 def review_round(
@@ -122,7 +116,7 @@ def review_round(
     ]  # fmt: skip
 
     def read(run: AgentRun) -> Review:
-        return _focus(_read_review(ctx, run, head, ws.base_sha), focus_paths)
+        return _focus(_read_review(ctx, run), focus_paths)
 
     runs = run_together(ctx, ws, jobs)
     reviews = [read(run) for run in runs]
@@ -183,19 +177,15 @@ def _gather_secrets(ctx: Context, ws: Workspace, head: str) -> None:
     ctx.secrets |= diff_secrets(ws.worktree, git.DiffSpec(ws.base_sha, head))
 
 
-def _read_review(ctx: Context, run: AgentRun, head: str, base: str) -> Review:
-    """The reviewer's report as a Review (with the findings the builtin reviewer accepted), its
-    texts masked (``redact``) like every review's, with the step's secret values: it reaches
-    the run record, the fixer's prompt and, through ``/agent fix`` and ``run --pr``, GitHub."""
-    from gitflow_agents.base.fsutil import read_agent_text
+def _read_review(ctx: Context, run: AgentRun) -> Review:
+    """The reviewer's Review as its run read it (once: ``chain/agents.py``; the builtin
+    reviewer's as it built it, with the findings it accepted), its texts masked (``redact``)
+    like every review's, with the step's secret values: it reaches the run record, the fixer's
+    prompt and, through ``/agent fix`` and ``run --pr``, GitHub."""
     from gitflow_agents.base.redact import redact_review
-    from gitflow_agents.findings.report import MAX_REPORT_CHARS
 
-    # Bounded like every report read (docs/security.md, "Bounds"): a report over the cap is
-    # not read whole, and parse_review refuses it (no verdict); a symlink or FIFO reads as "".
-    text = read_agent_text(run.report, MAX_REPORT_CHARS) if run.report else ""
-    review = parse_review(text, reviewed_sha=head, base_sha=base, source=run.agent_id)
-    return redact_review(replace(review, accepted=run.accepted), ctx.secrets)
+    review = run.review if run.review is not None else Review(None, reason="no review was read")
+    return redact_review(review, ctx.secrets)
 
 
 def _focus(review: Review, paths: Sequence[str]) -> Review:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.runs.status import is_live
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,14 +29,14 @@ def run(args: argparse.Namespace) -> int:
     if paths is None:
         raise UsageError(f"cancel: no run {args.run_id!r} under {config.flow_dir}/*/runs/")
     status = read_json(paths.status) or {}
-    if status.get("state") not in (None, "queued", "running", "killing"):
+    if status.get("state") is not None and not is_live(status.get("state")):
         print(f"run {paths.run_dir.name} already ended: {status.get('state')}")
         return 0
     write_text_atomic(paths.cancel, f"{time.time():.3f} canceled by user\n")
     deadline = time.monotonic() + float(args.wait)
     while time.monotonic() < deadline and _supervisor_alive(status):
         state = (read_json(paths.status) or {}).get("state")
-        if state not in ("queued", "running", "killing"):
+        if not is_live(state):
             print(f"canceled run {paths.run_dir.name} ({state})")
             return 0
         time.sleep(0.05)

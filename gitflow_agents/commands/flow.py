@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
                 return _review(ctx, args, after)
             return _single(ctx, args, after)
         except AgentFailed as exc:
-            _print(args, {"status": "failed", "reason": str(exc), **exc.run.to_json()})
+            _print(args, {"status": "failed", "reason": str(exc), **exc.run.entry().to_json()})
             return int(ExitCode.AGENT_FAILED)
 
 
@@ -97,7 +97,7 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
         runs_root(ctx.root, ctx.config.flow_dir, ctx.flow) / run.run_id / "result.json"
     )
     if args.json:
-        _print(args, result or run.to_json())
+        _print(args, result or run.entry().to_json())
         return int(ExitCode.OK)
     line = f"{agent_id}: {'reused' if run.reused else run.status}"
     if result and result.get("gitStats"):
@@ -176,7 +176,7 @@ def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
         "summary": combined.summary,
         "findings": [f.to_dict() for f in combined.findings],
         "accepted": [a.to_dict() for a in combined.accepted],
-        **review.to_json(),
+        **review.entry().to_json(),
     }
     if args.json:
         _print(args, data)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
             return run_steps(ctx, wave, options, lambda r: report(r, as_json=args.json))
     with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
         for number in steps:
-            ctx.plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)  # statuses change
-            result = run_step(ctx, number)
+            plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)  # statuses change
+            result = run_step(replace(ctx, plan=plan), number)
             report(result, as_json=args.json)
             code = result.exit_code
             if code != ExitCode.OK:

@@ -101,7 +101,9 @@ def config_reason(finding: Finding, settings: ReviewSettings) -> str | None:
     return None
 
 
-class Outcome(NamedTuple):
+class AcceptSplit(NamedTuple):
+    """What acceptance leaves: the findings that stay, and those accepted."""
+
     findings: tuple[Finding, ...]
     accepted: tuple[Accepted, ...]
 
@@ -113,7 +115,7 @@ def accept(
     line_text: LineText,
     baseline: Collection[str] = (),
     baseline_name: str = "",
-) -> Outcome:
+) -> AcceptSplit:
     """``findings`` split into those that stay (with a ``severity`` setting applied) and those
     a marker, a setting or the ``baseline`` (fingerprints, read from ``baseline_name``)
     accepts."""
@@ -130,7 +132,7 @@ def accept(
             accepted.append(Accepted(finding, "baseline", f"recorded in {baseline_name}"))
         else:
             kept.append(_with_severity(finding, settings))
-    return Outcome(tuple(kept), tuple(accepted))
+    return AcceptSplit(tuple(kept), tuple(accepted))
 
 
 def _with_severity(finding: Finding, settings: ReviewSettings) -> Finding:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from pathlib import Path
 
 from gitflow_agents.findings.model import (
     Finding,
@@ -205,3 +206,20 @@ def parse_review(
         run=dict(block.run) if block is not None else {},
         reason=reason,
     )
+
+
+def read_review(
+    report: Path | None,
+    *,
+    reviewed_sha: str | None = None,
+    base_sha: str | None = None,
+    source: str = "report.md",
+) -> Review:
+    """The report file ``report`` read (bounded, like every report: docs/security.md,
+    "Bounds"; a report over the cap is not read whole, and :func:`parse_review` refuses it)
+    and parsed into a Review; None or a symlink or FIFO reads as "" (no verdict). A chain
+    review is read once, here: its record and the gate take this value."""
+    from gitflow_agents.base.fsutil import read_agent_text
+
+    text = read_agent_text(report, MAX_REPORT_CHARS) if report is not None else ""
+    return parse_review(text, reviewed_sha=reviewed_sha, base_sha=base_sha, source=source)

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base.secret_rules import KEY_BODY
-from gitflow_agents.findings import Finding, Overall, Review, Severity, review_from_dict
+from gitflow_agents.findings import Finding, Overall, Review, Severity
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.diffparse import CommitPatch, FileChange
 from gitflow_agents.reviewer import checks, syntax
-from gitflow_agents.reviewer.checks import Options
+from gitflow_agents.reviewer.checks import CheckOptions
 
 SYMLINK, GITLINK = "120000", "160000"  # git's modes of a symbolic link and a submodule
 
@@ -37,14 +37,14 @@ def review_diff(
     spec: git.DiffSpec,
     *,
     threshold: Severity = Severity.ERROR,
-    options: Options | None = None,
+    options: CheckOptions | None = None,
     blobs: git.BlobReader | None = None,
 ) -> BuiltinResult:
     """Check every file changed between ``spec.base`` and ``spec.head`` (None: the index).
 
     File contents come from ``blobs`` (one ``git cat-file --batch`` for the whole review; a
     reader of its own, closed at the end, when not given)."""
-    options = options or Options()
+    options = options or CheckOptions()
     with contextlib.ExitStack() as stack:
         reader = blobs if blobs is not None else stack.enter_context(git.BlobReader(root))
         changes = [c for c in git.diff(root, spec) if c.status != "D"]
@@ -93,7 +93,7 @@ def _screen(
     changes: list[FileChange],
     spec: git.DiffSpec,
     sizes: dict[str, int | None],
-    options: Options,
+    options: CheckOptions,
     found: list[Finding],
     unreviewed: list[str],
     notes: list[str],
@@ -191,11 +191,13 @@ def _range_patches(root: Path, spec: git.DiffSpec) -> tuple[CommitPatch, ...]:
     return git.commit_patches(root, spec.base, spec.head)
 
 
-def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None) -> frozenset[str]:
+def diff_secrets(
+    root: Path, spec: git.DiffSpec, options: CheckOptions | None = None
+) -> frozenset[str]:
     """The exact values of the secrets ``spec`` adds, in its net diff or in any of its commits
     (what the secret rules report), without running the other checks: an agent reviewer's
     report is masked with them."""
-    options = options or Options()
+    options = options or CheckOptions()
     changes = [c for c in git.diff(root, spec) if c.status != "D"]
     values = _change_secrets(changes, options)
     bodies = [c for c in changes if not c.binary and checks.may_hold_key_body(c)]
@@ -207,7 +209,7 @@ def diff_secrets(root: Path, spec: git.DiffSpec, options: Options | None = None)
     return frozenset(values)
 
 
-def _change_secrets(changes: Sequence[FileChange], options: Options) -> set[str]:
+def _change_secrets(changes: Sequence[FileChange], options: CheckOptions) -> set[str]:
     values: set[str] = set()
     for change in changes:
         if not change.binary:
@@ -215,7 +217,7 @@ def _change_secrets(changes: Sequence[FileChange], options: Options) -> set[str]
     return values
 
 
-def _patch_secrets(patches: Sequence[CommitPatch], options: Options) -> set[str]:
+def _patch_secrets(patches: Sequence[CommitPatch], options: CheckOptions) -> set[str]:
     values: set[str] = set()
     for patch in patches:
         for path, (lines, _) in patch.added.items():
@@ -228,7 +230,7 @@ def _history_secrets(
     head: str,
     patches: Sequence[CommitPatch],
     changes: list[FileChange],
-    options: Options,
+    options: CheckOptions,
 ) -> list[Finding]:
     """Secrets that commits of the range (``patches``, one ``git log -p``) add and later ones
     remove."""
@@ -244,6 +246,15 @@ def _history_secrets(
     return [f if f.file in present else replace(f, file=None) for f in found]
 
 
+def _summary(result: BuiltinResult, threshold: Severity) -> str:
+    counts = {s: sum(1 for f in result.findings if f.severity is s) for s in Severity}
+    return (
+        f"builtin reviewer: {result.files_reviewed} file(s) checked, "
+        f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARN]} warning(s), "
+        f"{counts[Severity.INFO]} note(s); threshold {threshold.value}"
+    )
+
+
 def review_data(
     result: BuiltinResult,
     *,
@@ -252,20 +263,24 @@ def review_data(
     threshold: Severity = Severity.ERROR,
 ) -> dict[str, Any]:
     """The findings block of the report (docs/protocol.md, Findings)."""
-    counts = {s: sum(1 for f in result.findings if f.severity is s) for s in Severity}
-    summary = (
-        f"builtin reviewer: {result.files_reviewed} file(s) checked, "
-        f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARN]} warning(s), "
-        f"{counts[Severity.INFO]} note(s); threshold {threshold.value}"
-    )
     return {
         "overall": result.overall.value,
-        "summary": summary,
+        "summary": _summary(result, threshold),
         "findings": [f.to_dict() for f in result.findings],
         "reviewed_sha": reviewed_sha,
         "base_sha": base_sha,
         "unreviewed_files": list(result.unreviewed_files),
     }
+
+
+def _report_lines(result: BuiltinResult, data: dict[str, Any]) -> list[str]:
+    lines = ["# Review (builtin)", "", data["summary"], ""]
+    lines += [f"- {note}" for note in result.notes]
+    if result.notes:
+        lines.append("")
+    lines += ["```json", *json.dumps(data, indent=2).splitlines(), "```", ""]
+    lines.append(f"REVIEW_RESULT: {_verdict(result)}")
+    return lines
 
 
 def report(
@@ -278,13 +293,7 @@ def report(
     """The reviewer report: markdown summary, fenced JSON findings and the verdict line (the
     shapes in docs/protocol.md, Review verdict and Findings)."""
     data = review_data(result, reviewed_sha=reviewed_sha, base_sha=base_sha, threshold=threshold)
-    lines = ["# Review (builtin)", "", data["summary"], ""]
-    lines += [f"- {note}" for note in result.notes]
-    if result.notes:
-        lines.append("")
-    lines += ["```json", json.dumps(data, indent=2), "```", ""]
-    lines.append(f"REVIEW_RESULT: {_verdict(result)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(_report_lines(result, data)) + "\n"
 
 
 def as_review(
@@ -295,14 +304,21 @@ def as_review(
     threshold: Severity = Severity.ERROR,
 ) -> Review:
     """The Review that ``findings.parse_review`` reads from ``report(result, ...)``, built from
-    the same data without writing the report and parsing it back: the markdown parser costs
-    more than the whole review of a small commit (tests/test_builtin_content.py holds the two
-    equal)."""
-    shas = {"reviewed_sha": reviewed_sha, "base_sha": base_sha}
-    data = review_data(result, **shas, threshold=threshold)
-    marker_line = len(report(result, **shas, threshold=threshold).splitlines())  # the last one
-    reason = f"REVIEW_RESULT: {_verdict(result)} on line {marker_line}"
-    return replace(review_from_dict(data), reason=reason)
+    the result's own values: no report text is parsed, no finding goes through a dict (the
+    markdown parser costs more than the whole review of a small commit;
+    tests/test_builtin_content.py holds the two equal). Fingerprints are left unset, as
+    ``parse_review`` leaves those of a findings block before filling them."""
+    data = review_data(result, reviewed_sha=reviewed_sha, base_sha=base_sha, threshold=threshold)
+    marker_line = len(_report_lines(result, data))  # the verdict is the report's last line
+    return Review(
+        overall=result.overall,
+        summary=data["summary"],
+        findings=tuple(replace(f, fingerprint="") for f in result.findings),
+        reviewed_sha=reviewed_sha,
+        base_sha=base_sha,
+        unreviewed_files=tuple(result.unreviewed_files),
+        reason=f"REVIEW_RESULT: {_verdict(result)} on line {marker_line}",
+    )
 
 
 def _verdict(result: BuiltinResult) -> str:

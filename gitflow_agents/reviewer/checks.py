@@ -54,7 +54,7 @@ RULES: dict[str, tuple[Severity, str]] = {
 
 
 @dataclass(frozen=True)
-class Options:
+class CheckOptions:
     max_file_bytes: int = 1024 * 1024
     entropy_threshold: float = ENTROPY_THRESHOLD  # bits per character
     min_secret_length: int = MIN_LENGTH
@@ -93,7 +93,7 @@ def check_conflict_markers(change: FileChange) -> Iterator[Finding]:
         )
 
 
-def check_secrets(change: FileChange, options: Options) -> Iterator[Finding]:
+def check_secrets(change: FileChange, options: CheckOptions) -> Iterator[Finding]:
     """Private keys, known token formats, and secret-named literals that look like secrets
     (``gitflow_agents/base/secret_keywords.py``). The rules live in ``gitflow_agents/base/secret_rules.py``
     and are the ones that mask the same secrets in every output."""
@@ -201,7 +201,7 @@ def check_key_body(change: FileChange, text: str) -> Iterator[Finding]:
         )
 
 
-def secret_values(change: FileChange, options: Options) -> set[str]:
+def secret_values(change: FileChange, options: CheckOptions) -> set[str]:
     """The exact values of the secrets ``change`` adds (what ``check_secrets`` reports), for
     masking wherever a reviewer quotes them."""
     return redact_secret_values(
@@ -215,7 +215,7 @@ def secret_values(change: FileChange, options: Options) -> set[str]:
 def check_history_secrets(
     patches: Sequence[CommitPatch],
     net: Sequence[FileChange],
-    options: Options,
+    options: CheckOptions,
 ) -> Iterator[Finding]:
     """The secret rules over the lines every commit of the range adds, for what the net diff
     does not show: a secret committed and removed again before the push still goes into the
@@ -317,7 +317,7 @@ def check_final_newline(change: FileChange) -> Iterator[Finding]:
         )
 
 
-def check_line_rules(change: FileChange, options: Options) -> Iterator[Finding]:
+def check_line_rules(change: FileChange, options: CheckOptions) -> Iterator[Finding]:
     """All checks that need only the added lines."""
     yield from check_conflict_markers(change)
     yield from check_secrets(change, options)

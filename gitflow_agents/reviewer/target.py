@@ -123,16 +123,29 @@ def builtin_review(
     (what parsing its report gives, without the round trip through markdown:
     ``builtin.as_review``; the accepted findings in ``Review.accepted``), and the exact secret
     values it found; contents are read through ``blobs``."""
+    result, accepted = builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
+    return builtin_as_review(result, accepted, target, threshold, blobs), result.secrets
+
+
+def builtin_as_review(
+    result: BuiltinResult,
+    accepted: tuple[Accepted, ...],
+    target: Target,
+    threshold: Severity,
+    blobs: git.BlobReader,
+) -> Review:
+    """``result`` (with ``accepted``) as the Review its report parses to, fingerprints taken
+    from the reviewed lines through ``blobs``: what ``git agent-review`` gates and what the
+    chain's builtin reviewer hands on, with no report written and parsed back."""
     from gitflow_agents.reviewer import builtin
 
-    result, accepted = builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
     review = builtin.as_review(
         result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
     )
     # fingerprints from the reviewed lines, as parse_review fills those of every report
     unset = (replace(f, fingerprint="") for f in review.findings)
     filled = fill_fingerprints(unset, line_lookup(blobs, target.head))
-    return replace(review, findings=filled, accepted=accepted), result.secrets
+    return replace(review, findings=filled, accepted=accepted)
 
 
 def builtin_result(
@@ -148,9 +161,9 @@ def builtin_result(
     and a chain's builtin reviewer both start from."""
     from gitflow_agents.reviewer import builtin
     from gitflow_agents.reviewer.acceptance import Acceptance, apply
-    from gitflow_agents.reviewer.checks import Options
+    from gitflow_agents.reviewer.checks import CheckOptions
 
-    options = Options(max_file_bytes=max_file_size)
+    options = CheckOptions(max_file_bytes=max_file_size)
     result = builtin.review_diff(
         root, target.spec, threshold=threshold, options=options, blobs=blobs
     )
@@ -225,9 +238,9 @@ def review_target(
             )
         else:
             from gitflow_agents.reviewer.builtin import diff_secrets
-            from gitflow_agents.reviewer.checks import Options
+            from gitflow_agents.reviewer.checks import CheckOptions
 
-            secrets = diff_secrets(root, target.spec, Options(max_file_bytes=max_file_size))
+            secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
             report = agent_report(root, agent, target, config_root=config_root, secrets=secrets)
             parsed = findings.parse_review(
                 report,

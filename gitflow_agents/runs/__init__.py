@@ -23,13 +23,18 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gitflow_agents.base.fsutil import write_json_atomic
+from gitflow_agents.runs.status import ResultStatus
+from gitflow_agents.runs.status import result_status as result_status
+
+if TYPE_CHECKING:
+    from gitflow_agents.findings import Review
 
 FlowKind = Literal["implement", "review", "research"]
 FLOW_KINDS: tuple[FlowKind, ...] = ("implement", "review", "research")
-RunStatusValue = Literal["succeeded", "failed", "canceled"]
+RunStatusValue = ResultStatus  # result.json's status (runs/status.py has every vocabulary)
 
 RUN_DIR_ENV = "GITFLOW_AGENTS_RUN_DIR"
 RUN_ID_ENV = "GITFLOW_AGENTS_RUN_ID"
@@ -332,15 +337,6 @@ RESULT_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def result_status(outcome_status: str) -> RunStatusValue:
-    """Map a supervisor outcome to the three end states of a result (stuck/timeout/crash are failed)."""
-    if outcome_status == "succeeded":
-        return "succeeded"
-    if outcome_status == "canceled":
-        return "canceled"
-    return "failed"
-
-
 def write_result(paths: RunPaths, result: Mapping[str, Any]) -> None:
     write_json_atomic(paths.result, dict(result))
 
@@ -382,13 +378,15 @@ def flow_result(
     report_text: str = "",
     reply_text: str = "",
     changed_files: Sequence[str] = (),
+    review: Review | None = None,
 ) -> dict[str, Any]:
     """The result of ``kind`` (implement/review/research) read from the agent's report.
 
     implement: summary (``<SUMMARY>``, else the report's ``## Summary``), the changed files the
     orchestrator computed, and the report's marker lines ``CHECKED_CRITERIA: 0, 2``,
     ``TESTS_RAN: <command>`` (repeatable) and ``TESTS_PASSED: yes|no``.
-    review: findings, overall and summary from ``findings.parse_review`` (no verdict = revise).
+    review: findings, overall and summary from ``findings.parse_review`` (no verdict = revise),
+    or from ``review`` when the caller read the report already (a chain's reviewer).
     research: summary, the report's top-level bullets, and its markdown links as sources.
     """
     from gitflow_agents.agent_run.protocol import parse_reply
@@ -402,9 +400,10 @@ def flow_result(
     else:
         summary = _summary(report_text, reply.summary if reply.structured else "")
     if kind == "review":
-        from gitflow_agents.findings import parse_review
+        if review is None:
+            from gitflow_agents.findings import parse_review
 
-        review = parse_review(report_text)
+            review = parse_review(report_text)
         return review_result(
             status,
             findings=[

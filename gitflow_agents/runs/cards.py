@@ -27,11 +27,11 @@ from gitflow_agents.base.errors import GitflowError, InputError
 from gitflow_agents.base.frontmatter import split_frontmatter
 from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.runs.lock import LockInfo, hold
+from gitflow_agents.runs.status import CARD_STATUSES as CARD_STATUSES
+from gitflow_agents.runs.status import CardStatus as CardStatus
+from gitflow_agents.runs.status import HistoryEvent as HistoryEvent
 
-CardStatus = Literal["queued", "running", "succeeded", "failed", "canceled"]
-CARD_STATUSES: tuple[CardStatus, ...] = ("queued", "running", "succeeded", "failed", "canceled")
 Flow = Literal["implement", "review", "research"]
-HistoryEvent = Literal["queued", "started", "succeeded", "failed", "canceled"]
 
 _KEY_LINE = re.compile(r"^([A-Za-z_][\w.-]*)\s*:")
 _SAFE_SCALAR = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+ -]*$")

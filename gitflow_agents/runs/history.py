@@ -107,13 +107,13 @@ def agent_results(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str,
     skipped, so nothing outside the runs folder is read."""
     from gitflow_agents.render.mermaid import MAX_AGENTS
     from gitflow_agents.runs import RunPaths, read_json
-    from gitflow_agents.runs.fields import mapping, text
+    from gitflow_agents.runs.schema import step_chain
 
-    listed = mapping(data, "chain").get("agents")
+    chain = step_chain(data)
     found: dict[str, dict[str, Any]] = {}
-    for entry in (listed if isinstance(listed, list) else [])[:MAX_AGENTS]:
-        run_id = text(entry, "runID") if isinstance(entry, dict) else None
-        if run_id is None or not _RUN_ID.fullmatch(run_id) or run_id in found:
+    for entry in (chain.agents if chain is not None else ())[:MAX_AGENTS]:
+        run_id = entry.run_id
+        if not _RUN_ID.fullmatch(run_id) or run_id in found:
             continue
         result = read_json(RunPaths(run_dir.parent / run_id).result)
         if result is not None:
@@ -147,9 +147,10 @@ def mermaid(found: list[tuple[Path, dict[str, Any]]]) -> str:
 def _row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:
     """One row; fields of the wrong type (an agent can write into its run folder) read as
     absent (gitflow_agents/runs/fields.py)."""
-    from gitflow_agents.runs.fields import integer, mapping, number, scalar
+    from gitflow_agents.runs.fields import mapping, number, scalar
+    from gitflow_agents.runs.schema import step_chain
 
-    chain = mapping(data, "chain") if isinstance(data.get("chain"), dict) else None
+    chain = step_chain(data)
     stats = mapping(data, "gitStats")
     git = ""
     if stats:
@@ -169,10 +170,10 @@ def _row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow
         return HistoryRow(
             run_id=run_dir.name,
             flow=flow,
-            what=f"step {scalar(chain, 'step')}",
+            what=f"step {chain.step}",
             kind="chain",
-            outcome=str(scalar(chain, "outcome") or scalar(data, "status") or "?"),
-            iterations=integer(chain, "iterations") or 0,
+            outcome=chain.outcome or str(scalar(data, "status") or "?"),
+            iterations=chain.iterations,
             git=git,
             duration_s=ms / 1000 if ms is not None else None,
             finished=when,

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.runs import RunPaths
+from gitflow_agents.runs.status import LIVE_STATES
 
-ACTIVE = ("queued", "running", "killing")
+ACTIVE = LIVE_STATES
 
 
 def supervisor_alive(status: Mapping[str, Any]) -> bool:

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.runs import FLOW_KINDS
+from gitflow_agents.runs.status import is_live
 
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.protocol import AgentReply
+    from gitflow_agents.findings import Review
     from gitflow_agents.runs import RunPaths
     from gitflow_agents.supervisor import Outcome, ReportFiles
 
@@ -99,9 +101,11 @@ def record_result(
     *,
     run_extra: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
+    review: Review | None = None,
 ) -> dict[str, Any]:
     """Write result.json (and the final status.json) from whatever is known; never raises.
-    ``run_extra`` is added to ``run``, ``extra`` to the top level.
+    ``run_extra`` is added to ``run``, ``extra`` to the top level; ``review``: a reviewer's
+    Review already read from its report (the report is then not parsed again).
 
     ``run.reply`` is the agent's reply parsed with the reply protocol (docs/protocol.md, Agent
     replies; ``structured`` False when it fell back to heuristics); ``run.replies`` counts
@@ -145,6 +149,7 @@ def record_result(
             report_text=report_text,
             reply_text=reply_text,
             changed_files=files_changed,
+            review=review,
         )
     except Exception as exc:
         result = flow_result(facts.kind, status)
@@ -223,7 +228,7 @@ def _write(paths: RunPaths, result: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         write_result(paths, result)
         data = read_json(paths.status) or {}
-        if data.get("state") in (None, "queued", "running", "killing"):
+        if data.get("state") is None or is_live(data.get("state")):
             data.update(state=run["outcome"], reason=run["reason"], ended=time.time())
         if run.get("sessionId"):
             data["session_id"] = run["sessionId"]  # what `send` continues
@@ -233,7 +238,8 @@ def _write(paths: RunPaths, result: dict[str, Any]) -> None:
 
 
 def reply_json(reply: AgentReply) -> dict[str, Any]:
-    """A parsed reply as recorded in ``run.reply`` (and the ``agent:reply`` event)."""
+    """A parsed reply as recorded in ``run.reply`` (and the ``agent:reply`` event); read back
+    by :func:`reply_from_json`."""
     return {
         "status": reply.status.value if reply.status is not None else None,
         "structured": reply.structured,
@@ -244,6 +250,26 @@ def reply_json(reply: AgentReply) -> dict[str, Any]:
         "questions": list(reply.questions),
         "warnings": list(reply.warnings),
     }
+
+
+def reply_from_json(data: Mapping[str, Any]) -> AgentReply:
+    """``run.reply`` read back into the AgentReply :func:`reply_json` wrote (a field of the
+    wrong type reads as absent: ``runs/fields.py``)."""
+    from gitflow_agents.agent_run.protocol import AgentReply, ReplyStatus
+    from gitflow_agents.runs.fields import strings, text
+
+    said = text(data, "status")
+    known = {status.value for status in ReplyStatus}
+    return AgentReply(
+        summary=text(data, "summary") or "",
+        actions=tuple(strings(data, "actions")),
+        files_created=tuple(strings(data, "filesCreated")),
+        files_modified=tuple(strings(data, "filesModified")),
+        questions=tuple(strings(data, "questions")),
+        status=ReplyStatus(said) if said in known else None,
+        structured=data.get("structured") is True,
+        warnings=tuple(strings(data, "warnings")),
+    )
 
 
 # --- the card ----------------------------------------------------------------------------
@@ -308,7 +334,7 @@ def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None 
     """``--json``: the result; else the outcome line, the log folder, the formatted reply
     (docs/protocol.md, Agent replies) and, when the agent needs input, its questions and how to
     answer them."""
-    from gitflow_agents.agent_run.protocol import AgentReply, ReplyStatus, format_reply
+    from gitflow_agents.agent_run.protocol import ReplyStatus, format_reply
 
     if as_json:
         print(json.dumps(result, indent=2))
@@ -321,15 +347,7 @@ def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None 
     reply = run_info.get("reply")
     if not reply:
         return
-    parsed = AgentReply(
-        summary=reply.get("summary", ""),
-        actions=tuple(reply.get("actions", ())),
-        files_created=tuple(reply.get("filesCreated", ())),
-        files_modified=tuple(reply.get("filesModified", ())),
-        questions=tuple(reply.get("questions", ())),
-        status=ReplyStatus(reply["status"]) if reply.get("status") else None,
-        structured=bool(reply.get("structured")),
-    )
+    parsed = reply_from_json(reply)
     print()
     print(format_reply(parsed, icons=sys.stdout.isatty()), end="")
     if parsed.status is ReplyStatus.NEEDS_INPUT:

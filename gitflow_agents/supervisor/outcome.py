@@ -17,12 +17,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from gitflow_agents.base.fsutil import irregular, write_json_atomic
 from gitflow_agents.runs import read_json
+from gitflow_agents.runs.status import ProcessStatus
 
-Status = Literal["succeeded", "failed", "stuck", "timeout", "canceled", "crashed"]
+Status = ProcessStatus  # how an agent process ended (runs/status.py has every vocabulary)
 
 
 class ParsedOutput(Protocol):

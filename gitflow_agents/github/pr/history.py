@@ -13,19 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.findings import (
-    Accepted,
-    Finding,
-    GateResult,
-    Overall,
-    Review,
-    Severity,
-    finding_from_dict,
-    merge_reviews,
-)
-from gitflow_agents.findings.model import accepted_from_dict
+from gitflow_agents.findings import GateResult, Review, Severity, merge_reviews
 from gitflow_agents.github.action.comment import RunRow
 from gitflow_agents.github.action.publish import float_or_none, int_or_none
+from gitflow_agents.runs.schema import StepChain, step_chain
 
 
 def _agent_record(runs: Path, run_id: str) -> Mapping[str, Any]:
@@ -36,23 +27,23 @@ def _agent_record(runs: Path, run_id: str) -> Mapping[str, Any]:
     return read_json(runs / run_id / "result.json") or {}
 
 
-def _verdicts(chain: Mapping[str, Any]) -> dict[str, str]:
+def _verdicts(chain: StepChain) -> dict[str, str]:
     """agentId → "approve" / "revise (2 findings)" / "approve (1 accepted)" for every reviewer
     of every round."""
     found: dict[str, str] = {}
-    for round_ in chain.get("rounds") or []:
-        for reviewer in round_.get("reviewers") or []:
-            findings = reviewer.get("findings") or []
-            accepted = reviewer.get("accepted")
-            verdict = str(reviewer.get("overall") or "no verdict")
+    for round_ in chain.rounds:
+        for reviewer in round_.reviewers:
+            review = reviewer.review
+            verdict = review.overall.value if review.overall is not None else "no verdict"
             counted = []
-            if findings:
-                counted.append(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
-            if isinstance(accepted, list) and accepted:
-                counted.append(f"{len(accepted)} accepted")
+            if review.findings:
+                many = "s" if len(review.findings) != 1 else ""
+                counted.append(f"{len(review.findings)} finding{many}")
+            if review.accepted:
+                counted.append(f"{len(review.accepted)} accepted")
             if counted:
                 verdict += f" ({', '.join(counted)})"
-            found[str(reviewer.get("agentId"))] = verdict
+            found[reviewer.agent_id] = verdict
     return found
 
 
@@ -72,14 +63,14 @@ def _seconds(milliseconds: Any) -> float | None:
 
 def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
     """One row per agent attempt (its verdict for a reviewer), then one for the whole step."""
-    chain = result.get("chain") or {}
-    step = str(chain.get("step") or "—")
+    chain = step_chain(result) or StepChain.from_json({})
+    step = str(chain.step or "—")
     verdicts = _verdicts(chain)
     rows: list[RunRow] = []
     total_tokens: int | None = None
     total_cost: float | None = None
-    for agent in chain.get("agents") or []:
-        record = _agent_record(runs, str(agent.get("runID") or ""))
+    for agent in chain.agents:
+        record = _agent_record(runs, agent.run_id)
         run = record.get("run") or {}
         tokens = [int_or_none(run.get(k)) for k in ("inputTokens", "outputTokens")]
         used = (
@@ -91,19 +82,19 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
         if cost is not None:
             total_cost = (total_cost or 0.0) + cost
         files, plus, minus = _stats(record.get("gitStats"))
-        outcome = "reused" if agent.get("reused") else str(agent.get("status") or "—")
-        if agent.get("kind") == "review" and agent.get("agentId") in verdicts:
-            outcome = f"{outcome}: {verdicts[str(agent['agentId'])]}"
+        outcome = "reused" if agent.reused else agent.status or "—"
+        if agent.kind == "review" and agent.agent_id in verdicts:
+            outcome = f"{outcome}: {verdicts[agent.agent_id]}"
         rows.append(
             RunRow(
-                flow=str(agent.get("kind") or "—"),
-                agent=str(agent.get("agentId") or agent.get("agent") or "—"),
+                flow=agent.kind or "—",
+                agent=agent.agent_id or agent.agent or "—",
                 outcome=outcome,
                 step=step,
                 files_changed=files,
                 insertions=plus,
                 deletions=minus,
-                duration_s=_seconds(agent.get("durationMs")),
+                duration_s=agent.duration_ms / 1000 if agent.duration_ms is not None else None,
                 tokens=used,
                 cost_usd=cost,
             )
@@ -112,11 +103,10 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
     rows.append(
         RunRow(
             flow="chain",
-            agent=" → ".join(dict.fromkeys(str(a.get("agent")) for a in chain.get("agents") or []))
-            or "—",
-            outcome=str(chain.get("outcome") or "—"),
+            agent=" → ".join(dict.fromkeys(a.agent for a in chain.agents)) or "—",
+            outcome=chain.outcome or "—",
             step=step,
-            iterations=int_or_none(chain.get("iterations")),
+            iterations=chain.iterations,
             files_changed=files,
             insertions=plus,
             deletions=minus,
@@ -128,49 +118,14 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
     return rows
 
 
-def _accepted(items: Any) -> tuple[Accepted, ...]:
-    """A reviewer's accepted findings as the record has them; an entry that does not read is
-    left out (the record is an agent-writable file: a broken entry never fails the publish)."""
-    found: list[Accepted] = []
-    for index, item in enumerate(items if isinstance(items, list) else []):
-        try:
-            found.append(accepted_from_dict(item, f"accepted {index}"))
-        except ValueError:
-            continue
-    return tuple(found)
-
-
 def last_review(result: Mapping[str, Any], threshold: Severity) -> tuple[Review, GateResult]:
     """The last review round as one review (every reviewer's findings) and its gate."""
-    chain = result.get("chain") or {}
-    rounds = chain.get("rounds") or []
-    if not rounds:
-        reason = str(chain.get("reason") or "no review ran")
+    chain = step_chain(result) or StepChain.from_json({})
+    if not chain.rounds:
+        reason = chain.reason or "no review ran"
         return Review(None, reason=reason), GateResult(False, 1, (reason,), threshold)
-    last = rounds[-1]
-    reviewed = str(last.get("reviewedSha") or "") or None
-    base = str(chain.get("baseSha") or "") or None
-    reviews = []
-    for reviewer in last.get("reviewers") or []:
-        findings: list[Finding] = []
-        for index, item in enumerate(reviewer.get("findings") or []):
-            try:
-                findings.append(finding_from_dict(item, f"finding {index}"))
-            except ValueError:
-                continue
-        said = reviewer.get("overall")
-        overall = None if said is None else Overall.APPROVE if said == "approve" else Overall.REVISE
-        reviews.append(
-            Review(
-                overall,
-                findings=tuple(findings),
-                reviewed_sha=reviewed,
-                base_sha=base,
-                reason=str(reviewer.get("reason") or ""),
-                accepted=_accepted(reviewer.get("accepted")),
-            )
-        )
+    last = chain.rounds[-1]
+    reviews = [reviewer.review for reviewer in last.reviewers]
     review = merge_reviews(reviews) if len(reviews) > 1 else (reviews or [Review(None)])[0]
-    approved = bool(last.get("approved"))
-    reasons = tuple(str(r) for r in last.get("reasons") or [])
-    return review, GateResult(approved, 0 if approved else 1, reasons, threshold)
+    approved = last.approved
+    return review, GateResult(approved, 0 if approved else 1, last.reasons, threshold)

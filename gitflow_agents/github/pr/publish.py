@@ -19,7 +19,7 @@ steps as pull requests".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ class StepPull:
 
 
 @dataclass(frozen=True)
-class Published:
+class StepPublished:
     pull: PullRequest
     state: str  # the status set on the head: success or failure
     auto_merge: str  # "enabled", "off", or GitHub's reason it was not
@@ -87,13 +87,11 @@ def record_pull(run_dir: Path, result: dict[str, Any], pull: PullRequest) -> dic
     ``chain.pullRequest`` (``number``, ``url``), written back atomically: the chart's end node
     names it, in the sticky comment and in ``history --format mermaid`` alike."""
     from gitflow_agents.runs import RunPaths, write_result
-    from gitflow_agents.runs.fields import mapping
+    from gitflow_agents.runs.schema import PullRef, StepChain, step_chain
 
-    chain = {
-        **mapping(result, "chain"),
-        "pullRequest": {"number": pull.number, "url": pull.html_url},
-    }
-    updated = {**result, "chain": chain}
+    chain = step_chain(result) or StepChain.from_json({})
+    ref = PullRef(pull.number, pull.html_url)
+    updated = {**result, "chain": replace(chain, pull_request=ref).to_json()}
     write_result(RunPaths(run_dir), updated)
     return updated
 
@@ -108,11 +106,11 @@ def publish_step(
     approved: bool,
     threshold: Severity,
     run_url: str | None = None,
-) -> Published:
+) -> StepPublished:
     """Open or update the pull request of a pushed step branch (``head`` is its tip) and
     publish the step's run (``result``: its result.json, in the run folder ``run_dir``) on it;
     see the module doc. GitHubError (exit 4) when GitHub fails after its retries; a refused
-    auto-merge is only reported (``Published.auto_merge``)."""
+    auto-merge is only reported (``StepPublished.auto_merge``)."""
     import dataclasses
 
     from gitflow_agents.github.action.publish import footer, inline_note, readable_files
@@ -162,7 +160,7 @@ def publish_step(
         status.final_description(found, gate) if not approved else f"Approved: {head[:12]}",
         target_url=run_url,
     )
-    return Published(pull, state, merging, sticky.action)
+    return StepPublished(pull, state, merging, sticky.action)
 
 
 def clear_changes_label(client: Client, repo: str, pull: PullRequest) -> bool:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitflow_agents.base.errors import ExitCode, GitflowError, GitHubError, UsageError
@@ -101,9 +101,10 @@ def run_steps(
     from gitflow_agents.plan import parse_plan
 
     github = connect(os.environ if environ is None else environ, ctx.root)
-    ctx.target_remote = REMOTE
-    # A fresh runner knows no git identity: the commits are then github-actions[bot]'s.
-    ctx.commit_identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
+    # The target is origin's; a fresh runner knows no git identity: the commits are then
+    # github-actions[bot]'s.
+    identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
+    ctx = replace(ctx, target_remote=REMOTE, commit_identity=identity)
     # a failed fetch must not leave the run on a stale remote-tracking ref
     if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:
         raise _no_target(ctx)
@@ -111,8 +112,8 @@ def run_steps(
     code = int(ExitCode.OK)
     for number in steps:
         assert ctx.plan is not None
-        ctx.plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)
-        code = run_step_pr(ctx, github, number, options, report)
+        fresh = replace(ctx, plan=parse_plan(ctx.plan.path, ctx.config.spec_plan))
+        code = run_step_pr(fresh, github, number, options, report)
         if code != ExitCode.OK:
             break
     return code
@@ -242,17 +243,13 @@ def _run_held(
             if _give_back(ctx, branch, held):
                 held.record.discard()  # nothing ran: no run to list
             return int(ExitCode.OK)
-    remote_tip = held.remote_tip if held else None
-    ctx.build_on_branch = remote_tip is not None
-    lander = ctx.lander = BranchLander(remote_tip)
-    ctx.step_run_id = run_id  # the chain's record goes beside the claim's
+    # builds on the branch it continues; the chain's record goes beside the claim's
+    lander = BranchLander(held.remote_tip if held else None, run_id)
     try:
-        result = run_step(ctx, step)
+        result = run_step(ctx, step, lander)
     except BaseException:
         _give_back(ctx, branch, held)
         raise
-    finally:
-        ctx.step_run_id = None
     report(result)
     if result.outcome not in ("approved", "rejected"):
         _give_back(ctx, branch, held)

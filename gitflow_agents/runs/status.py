@@ -1,0 +1,83 @@
+"""Every status vocabulary of a run, and the mappings between them, in one place.
+
+The words (docs/architecture.md, Glossary, "status"):
+
+- ``ProcessStatus``: how one agent process ended (the supervisor's ``Outcome.status``);
+- ``RunState``: ``status.json``'s ``state``: ``LIVE_STATES`` while the run lives, then a
+  ``ProcessStatus``;
+- ``ResultStatus``: result.json's ``status``: ``RESULT_OF_PROCESS`` maps a process status to
+  it, ``RESULT_OF_STEP`` a step's ending;
+- ``CardStatus``: a card's ``agent_status``: queued, running, then a ``ResultStatus``;
+- ``HistoryEvent``: what a card's or a flow's history line says happened: queued, started,
+  then a ``ResultStatus``;
+- ``StepOutcome``: how a step run ended (result.json ``chain.outcome``).
+
+Two more live where they are parsed: an agent reply's ``<STATUS>`` (``ReplyStatus``,
+``agent_run/protocol.py``, with the spellings it accepts) and a plan step's status text
+(``plan/``; one starting with ✅ marks a merged step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+ProcessStatus = Literal["succeeded", "failed", "stuck", "timeout", "canceled", "crashed"]
+PROCESS_STATUSES: tuple[ProcessStatus, ...] = (
+    "succeeded",
+    "failed",
+    "stuck",
+    "timeout",
+    "canceled",
+    "crashed",
+)
+
+LiveState = Literal["queued", "running", "killing"]
+LIVE_STATES: tuple[LiveState, ...] = ("queued", "running", "killing")
+"""``status.json`` states of a run that has not ended ("killing": its tree is being killed)."""
+
+ResultStatus = Literal["succeeded", "failed", "canceled"]
+RESULT_STATUSES: tuple[ResultStatus, ...] = ("succeeded", "failed", "canceled")
+
+CardStatus = Literal["queued", "running", "succeeded", "failed", "canceled"]
+CARD_STATUSES: tuple[CardStatus, ...] = ("queued", "running", *RESULT_STATUSES)
+
+HistoryEvent = Literal["queued", "started", "succeeded", "failed", "canceled"]
+
+# "empty": the implementer or a fixer changed nothing, so there was nothing (new) to review
+StepOutcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty"]
+
+RESULT_OF_PROCESS: Mapping[str, ResultStatus] = {  # keys: every ProcessStatus
+    "succeeded": "succeeded",
+    "failed": "failed",
+    "stuck": "failed",
+    "timeout": "failed",
+    "canceled": "canceled",
+    "crashed": "failed",
+}
+"""A process status as result.json says it: stuck, timed out and crashed runs failed."""
+
+RESULT_OF_STEP: Mapping[str, ResultStatus] = {  # keys: every StepOutcome
+    "approved": "succeeded",
+    "skipped": "succeeded",  # already done on the target
+    "rejected": "failed",
+    "failed": "failed",
+    "canceled": "canceled",
+    "empty": "failed",
+}
+"""A step's ending as its result.json ``status`` and history line say it."""
+
+
+def result_status(process_status: str) -> ResultStatus:
+    """A process status (any string read back) as result.json's status; unknown: failed."""
+    return RESULT_OF_PROCESS.get(process_status, "failed")
+
+
+def step_result_status(outcome: str) -> ResultStatus:
+    """A step's ending as result.json's status; unknown: failed."""
+    return RESULT_OF_STEP.get(outcome, "failed")
+
+
+def is_live(state: object) -> bool:
+    """Whether a ``status.json`` state is one of a run that has not ended."""
+    return state in LIVE_STATES
