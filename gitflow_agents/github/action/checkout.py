@@ -21,10 +21,13 @@ from gitflow_agents.base.errors import UsageError
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import comment
-from gitflow_agents.github.action.publish import float_or_none, int_or_none, outcome_label
+from gitflow_agents.github.action.comment import float_or_none, int_or_none
+from gitflow_agents.github.action.publish import outcome_label
 from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.values import MergeGroup
+from gitflow_agents.reviewer.acceptance import acceptance_at
+from gitflow_agents.reviewer.target import Target, review_target
 
 if TYPE_CHECKING:
     from gitflow_agents.reviewer.target import Target
@@ -85,8 +88,6 @@ def review_pull(
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """Review the PR's head against its merge-base with the base commit. A configured agent
     (``options.agent`` other than ``builtin``) is defined by the base commit's ``.flow/``."""
-    from gitflow_agents.reviewer.target import Target
-
     root = git.repo_root(workspace)
     ensure_commit(root, pull.head_sha, pull.number)
     ensure_commit(root, pull.base_sha, pull.number)
@@ -100,8 +101,6 @@ def review_group(
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """Review a merge queue's group: ``base_sha..head_sha`` (every queued change the group
     holds), configured by the base commit like a PR."""
-    from gitflow_agents.reviewer.target import Target
-
     root = git.repo_root(workspace)
     ensure_group(root, group)
     target = Target(group.base_sha, group.head_sha, group.label)
@@ -113,9 +112,6 @@ def _review(
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """``target`` reviewed by ``options.agent`` (defined by ``config_sha``'s configuration;
     for the builtin reviewer, what it accepts), with its run-history row."""
-    from gitflow_agents.reviewer.acceptance import acceptance_at
-    from gitflow_agents.reviewer.target import review_target
-
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         config_root = None

@@ -16,8 +16,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
+from gitflow_agents import render
 from gitflow_agents.base.errors import GitHubError, InputError
 from gitflow_agents.findings import GateResult, Review
+from gitflow_agents.findings import gate as gate_review
 from gitflow_agents.github.action import comment, status
 from gitflow_agents.github.action.checkout import review_group
 from gitflow_agents.github.action.publish import (
@@ -39,6 +41,7 @@ from gitflow_agents.github.action.runner import (
 )
 from gitflow_agents.github.api.client import Client
 from gitflow_agents.github.api.values import MergeGroup
+from gitflow_agents.reviewer.target import exit_code
 
 
 class GroupWriter(StatusWriter):
@@ -68,8 +71,6 @@ def review_group_and_publish(
 ) -> int:
     """Review ``base_sha..head_sha`` of the group and set the head's status: pending first,
     then the verdict; ``error`` when the review itself breaks."""
-    from gitflow_agents import render
-
     writer = GroupWriter(client, env.repository, group, env.run_url)
     if group.base_sha == group.head_sha:
         nothing_to_review(env, writer, run_id)
@@ -105,8 +106,6 @@ def nothing_to_review(env: RunnerEnv, writer: GroupWriter, run_id: str) -> NoRet
 def post_group_findings(env: RunnerEnv, writer: GroupWriter, options: Options, run_id: str) -> int:
     """The posting job of the two-job split for a merge group: the findings file of the review
     job, gated again against the group's head and this job's threshold."""
-    from gitflow_agents.findings import gate as gate_review
-
     assert options.post_findings is not None
     head = writer.group.head_sha
     try:
@@ -139,8 +138,6 @@ def finish_group(
 ) -> int:
     """The final status (and the optional check run), the step summary and the outputs; the
     exit code for ``options.fail_on``."""
-    from gitflow_agents.reviewer.target import exit_code
-
     group = writer.group
     outputs = result_outputs(result, gate, group.head_sha, run_id, files)
     room = summary_room(env.step_summary)

@@ -24,8 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from gitflow_agents import render
 from gitflow_agents.base.errors import GitflowError, GitHubError, InputError
-from gitflow_agents.findings import GateResult, Overall, Review, Severity, count_by_severity
+from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
+from gitflow_agents.base.redact import redact_review
+from gitflow_agents.findings import (
+    GateResult,
+    Overall,
+    Review,
+    Severity,
+    count_by_severity,
+    review_from_dict,
+)
 from gitflow_agents.github.action import checks, comment, review, status
 from gitflow_agents.github.action.runner import (
     PREFIX,
@@ -36,8 +46,10 @@ from gitflow_agents.github.action.runner import (
     read_json,
     write_outputs,
 )
-from gitflow_agents.github.api.client import Client, GitHubForbidden, PullFile, PullRequest
+from gitflow_agents.github.api.client import Client, GitHubForbidden, PullRequest
 from gitflow_agents.github.api.identity import Identity
+from gitflow_agents.github.pr.publish import clear_changes_label
+from gitflow_agents.reviewer.target import exit_code
 
 T = TypeVar("T")
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -167,14 +179,6 @@ class Published:
     """The PR's head when it is no longer the reviewed commit (this run was about an older one)."""
 
 
-def readable_files(client: Client, repo: str, number: int) -> list[PullFile]:
-    """The pull request's files; none when the token may not read them."""
-    try:
-        return client.pull_files(repo, number)
-    except GitHubForbidden:
-        return []
-
-
 def current_pull(publisher: Publisher) -> PullRequest | None:
     """The PR as GitHub has it now; None when the token may not read it (or write at all)."""
     if publisher.degraded is not None:
@@ -211,7 +215,7 @@ def publish(
         login.settle(lambda: comment.marked_comments(client, repo, pull.number))
     inline = review.InlineOutcome(summary_only=result.findings)
     if publisher.degraded is None and newer is None:
-        files = readable_files(client, repo, pull.number)
+        files = review.readable_files(client, repo, pull.number)
         posted = publisher.attempt(
             "post inline comments",
             lambda: review.post_inline(
@@ -231,9 +235,9 @@ def publish(
         gate,
         rows=rows,
         questions=agent_questions(result),
-        inline_note=inline_note(inline),
+        inline_note=review.inline_note(inline),
         notices=[superseded(pull, newer)] if newer else [],
-        footer=footer(pull, publisher.target_url),
+        footer=comment.footer(pull, publisher.target_url),
         where=where,
     )
 
@@ -247,8 +251,6 @@ def publish(
     sticky = publisher.attempt("update the summary comment", write_summary)
     publisher.final(result, gate)
     if gate.approved and newer is None and current is not None:
-        from gitflow_agents.github.pr.publish import clear_changes_label
-
         publisher.attempt(
             "remove the changes-requested label", lambda: clear_changes_label(client, repo, current)
         )
@@ -265,46 +267,9 @@ def superseded(pull: PullRequest, newer: str) -> str:
     )
 
 
-def inline_note(inline: review.InlineOutcome) -> str:
-    parts = []
-    if inline.posted:
-        parts.append(f"{len(inline.posted)} posted inline now")
-    if inline.already:
-        parts.append(f"{len(inline.already)} already inline from an earlier run")
-    if inline.summary_only:
-        parts.append(
-            f"{len(inline.summary_only)} listed here only (outside the diff or over the cap)"
-        )
-    text = f"**Inline:** {'; '.join(parts)}." if parts else ""
-    if inline.refused:
-        from gitflow_agents.render.markdown import escape
-
-        reasons = "\n".join(f"- {escape(r)}" for r in inline.refused)
-        text += (
-            f"\n\n<details><summary>GitHub refused some inline comments; they are listed "
-            f"above</summary>\n\n{reasons}\n\n</details>"
-        )
-    return text
-
-
-def footer(pull: PullRequest, run_url: str | None) -> str:
-    text = f"gitflow-agents · head {pull.head_sha[:12]}"
-    return text + (f" · [workflow run]({run_url})" if run_url else "")
-
-
 def agent_questions(result: Review) -> list[str]:
     raw = result.run.get("questions") if isinstance(result.run, dict) else None
     return [str(q) for q in raw] if isinstance(raw, list) else []
-
-
-def int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def float_or_none(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
 
 
 def outcome_label(result: Review, gate: GateResult) -> str:
@@ -327,9 +292,6 @@ def write_result_files(
 ) -> tuple[Path, Path]:
     """``findings.json`` (the JSON renderer's output, plus ``runHistory``: the rows of the
     run-history table, so a posting job can show them) and ``findings.sarif``."""
-    from gitflow_agents import render
-    from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
-
     directory.mkdir(parents=True, exist_ok=True)
     findings_file = directory / "findings.json"
     sarif_file = directory / "findings.sarif"
@@ -348,9 +310,6 @@ def load_findings(path: Path) -> tuple[Review, list[comment.RunRow]]:
     its run-history rows. InputError naming the file and key when it is unusable. Its ``gate``
     section is ignored: the posting job gates again with its own threshold. Its texts are
     masked again (``redact``): the file comes from another job."""
-    from gitflow_agents.base.redact import redact_review
-    from gitflow_agents.findings import review_from_dict
-
     data = read_json(path, "findings file")
     try:
         result = redact_review(review_from_dict(data))
@@ -378,13 +337,13 @@ def _row(data: Mapping[str, Any]) -> comment.RunRow:
         agent=text("agent") or "—",
         outcome=text("outcome") or "—",
         step=text("step"),
-        iterations=int_or_none(data.get("iterations")),
-        files_changed=int_or_none(data.get("filesChanged")),
-        insertions=int_or_none(data.get("insertions")),
-        deletions=int_or_none(data.get("deletions")),
-        duration_s=float_or_none(data.get("durationSeconds")),
-        tokens=int_or_none(data.get("tokens")),
-        cost_usd=float_or_none(data.get("costUsd")),
+        iterations=comment.int_or_none(data.get("iterations")),
+        files_changed=comment.int_or_none(data.get("filesChanged")),
+        insertions=comment.int_or_none(data.get("insertions")),
+        deletions=comment.int_or_none(data.get("deletions")),
+        duration_s=comment.float_or_none(data.get("durationSeconds")),
+        tokens=comment.int_or_none(data.get("tokens")),
+        cost_usd=comment.float_or_none(data.get("costUsd")),
     )
 
 
@@ -442,8 +401,6 @@ def finish(
     """Publish (inline review, summary comment, final status, optional check run), write the
     step summary (every finding, when it fits GitHub's limit for it) and the outputs (``extra``
     added to them); the exit code for ``options.fail_on``."""
-    from gitflow_agents.reviewer.target import exit_code
-
     pull = publisher.pull
     login = Identity(publisher.client, options.comment_author)
     outputs = result_outputs(result, gate, pull.head_sha, run_id, {**files, **(extra or {})})
@@ -474,7 +431,7 @@ def finish(
         gate,
         rows=rows,
         questions=agent_questions(result),
-        inline_note=inline_note(published.inline),
+        inline_note=review.inline_note(published.inline),
         notices=notices,
         limit=None,
     )

@@ -15,7 +15,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 
+from gitflow_agents import render
 from gitflow_agents.base.errors import ExitCode, InputError
+from gitflow_agents.findings import gate as gate_review
 from gitflow_agents.github.action.checkout import review_pull
 from gitflow_agents.github.action.event import decide, load_event
 from gitflow_agents.github.action.fix import fix_and_publish
@@ -86,8 +88,6 @@ def review_and_publish(
     env: RunnerEnv, client: Client, pull: PullRequest, options: Options, run_id: str
 ) -> int:
     """Review the PR and publish: pending status, inline review, summary, final status."""
-    from gitflow_agents import render
-
     publisher = Publisher(client, env.repository, pull, env.run_url)
     publisher.pending()
     try:
@@ -110,8 +110,6 @@ def post_findings(
     """The posting job of the two-job split: publish a findings file an earlier job (with a
     read-only token) produced. No review runs and no pending status is set; the verdict is
     gated again here, against this PR's head commit and this job's threshold."""
-    from gitflow_agents.findings import gate as gate_review
-
     assert options.post_findings is not None
     publisher = Publisher(client, env.repository, pull, env.run_url)
     try:

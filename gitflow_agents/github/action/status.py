@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.github.api.client import Client
+from gitflow_agents.render import counts as counts_of
 
 CONTEXT = "gitflow-agents/review"
 MAX_DESCRIPTION = 140
@@ -26,8 +27,6 @@ def final_state(gate: GateResult) -> str:
 
 
 def final_description(review: Review, gate: GateResult) -> str:
-    from gitflow_agents.render import counts as counts_of
-
     counts = counts_of(review)
     if gate.approved:
         return clip(f"Approved: {counts}")

@@ -24,13 +24,11 @@ from gitflow_agents.findings import (
     merge_reviews,
 )
 from gitflow_agents.findings.model import accepted_from_dict
-from gitflow_agents.github.action.comment import RunRow
-from gitflow_agents.github.action.publish import float_or_none, int_or_none
+from gitflow_agents.github.action.comment import RunRow, float_or_none, int_or_none
+from gitflow_agents.runs import read_json
 
 
 def _agent_record(runs: Path, run_id: str) -> Mapping[str, Any]:
-    from gitflow_agents.runs import read_json
-
     if not run_id or "/" in run_id or run_id.startswith("."):
         return {}
     return read_json(runs / run_id / "result.json") or {}

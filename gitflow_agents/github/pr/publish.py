@@ -19,6 +19,7 @@ steps as pull requests".
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,23 @@ from typing import Any
 from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.findings import Severity
 from gitflow_agents.github.action import comment, review, status
+from gitflow_agents.github.action.comment import footer
+from gitflow_agents.github.action.review import inline_note, readable_files
 from gitflow_agents.github.api.client import Client, PullRequest
 from gitflow_agents.github.api.identity import Identity
-from gitflow_agents.github.pr.body import CHANGES_LABEL, section, stamped, title_digest, update
+from gitflow_agents.github.pr.body import (
+    CHANGES_LABEL,
+    is_step_pull,
+    section,
+    stamped,
+    title_digest,
+    update,
+)
 from gitflow_agents.github.pr.history import history_rows, last_review
+from gitflow_agents.render.mermaid import fence_chart
+from gitflow_agents.runs import RunPaths, write_result
+from gitflow_agents.runs.fields import mapping
+from gitflow_agents.runs.history import step_chart
 
 
 @dataclass(frozen=True)
@@ -86,9 +100,6 @@ def record_pull(run_dir: Path, result: dict[str, Any], pull: PullRequest) -> dic
     """``result`` (the step run's result.json in ``run_dir``) with its pull request as
     ``chain.pullRequest`` (``number``, ``url``), written back atomically: the chart's end node
     names it, in the sticky comment and in ``history --format mermaid`` alike."""
-    from gitflow_agents.runs import RunPaths, write_result
-    from gitflow_agents.runs.fields import mapping
-
     chain = {
         **mapping(result, "chain"),
         "pullRequest": {"number": pull.number, "url": pull.html_url},
@@ -113,12 +124,6 @@ def publish_step(
     publish the step's run (``result``: its result.json, in the run folder ``run_dir``) on it;
     see the module doc. GitHubError (exit 4) when GitHub fails after its retries; a refused
     auto-merge is only reported (``Published.auto_merge``)."""
-    import dataclasses
-
-    from gitflow_agents.github.action.publish import footer, inline_note, readable_files
-    from gitflow_agents.render.mermaid import fence_chart
-    from gitflow_agents.runs.history import step_chart
-
     pull, _ = upsert_pull(client, spec)
     result = record_pull(run_dir, result, pull)
     pull = dataclasses.replace(pull, head_sha=head)  # GitHub may answer the claimed commit
@@ -170,8 +175,6 @@ def clear_changes_label(client: Client, repo: str, pull: PullRequest) -> bool:
     it, when its gate turned green in the action (the review of a new head, ``/agent fix``);
     whether it was there. Only a pull request that lists it gets the one request, and a label
     gone meanwhile (404) is fine, so a re-run writes nothing or harmlessly repeats it."""
-    from gitflow_agents.github.pr.body import is_step_pull
-
     if CHANGES_LABEL not in pull.labels or not is_step_pull(pull.body):
         return False
     client.remove_label(repo, pull.number, CHANGES_LABEL)
