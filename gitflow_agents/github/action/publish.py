@@ -184,7 +184,7 @@ def current_pull(publisher: Publisher) -> PullRequest | None:
     if publisher.degraded is not None:
         return None
     try:
-        return publisher.client.pull(publisher.repo, publisher.pull.number)
+        return publisher.client.pulls.get(publisher.repo, publisher.pull.number)
     except GitHubForbidden:
         return None
 

@@ -160,7 +160,7 @@ def inline_note(inline: InlineOutcome) -> str:
 def readable_files(client: Client, repo: str, number: int) -> list[PullFile]:
     """The pull request's files; none when the token may not read them."""
     try:
-        return client.pull_files(repo, number)
+        return client.pulls.files(repo, number)
     except GitHubForbidden:
         return []
 

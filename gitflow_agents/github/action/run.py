@@ -72,7 +72,7 @@ def run_action(environ: Mapping[str, str], options: Options) -> int:
                 f"write access to {env.repository} can run it (their access: {permission}). "
                 "A maintainer can comment the same command.",
             )
-    pull = trigger.pull or client.pull(env.repository, trigger.number)
+    pull = trigger.pull or client.pulls.get(env.repository, trigger.number)
     if trigger.kind == "fix":
         if options.post_findings is not None:
             return skipped(env, run_id, "the posting job (post-findings) does not run /agent fix")

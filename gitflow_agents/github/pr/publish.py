@@ -1,7 +1,7 @@
 """A pushed step branch on GitHub: its pull request, summary, inline findings, status, auto-merge.
 
 Every write is idempotent, so running a step again (or finishing one a killed run left) never
-doubles anything: the pull request for the head is found before one is opened (``pulls.py``)
+doubles anything: the pull request for the head is found before one is opened (``api/pulls.py``)
 and an open one gets only the tool's section of its body and, while it is still the tool's,
 its title (``step_body.py``: what a human wrote stays), the sticky summary comment is edited in
 place (``comment.py``; it draws the chain as the Mermaid flowchart ``history --format mermaid``
@@ -77,9 +77,9 @@ def upsert_pull(client: Client, spec: StepPull) -> tuple[PullRequest, str]:
     """The open pull request for the step branch, or a new one; (pull request, "created" /
     "updated" / "unchanged"). An open one gets the tool's section of its body brought up to
     date, and its title only while that is still the tool's own (``step_body.update``)."""
-    found = client.pulls_for_head(spec.repo, spec.branch, base=spec.target)
+    found = client.pulls.for_head(spec.repo, spec.branch, base=spec.target)
     if not found:
-        made = client.create_pull(
+        made = client.pulls.create(
             spec.repo,
             head=spec.branch,
             base=spec.target,
@@ -92,7 +92,7 @@ def upsert_pull(client: Client, spec: StepPull) -> tuple[PullRequest, str]:
     title, body = update(pull.title, pull.body, spec.title, spec.body)
     if title is None and body is None:
         return pull, "unchanged"
-    client.update_pull(spec.repo, pull.number, title=title, body=body)
+    client.pulls.update(spec.repo, pull.number, title=title, body=body)
     return pull, "updated"
 
 
@@ -128,9 +128,9 @@ def publish_step(
     result = record_pull(run_dir, result, pull)
     pull = dataclasses.replace(pull, head_sha=head)  # GitHub may answer the claimed commit
     if approved:
-        client.remove_label(spec.repo, pull.number, CHANGES_LABEL)
+        client.pulls.remove_label(spec.repo, pull.number, CHANGES_LABEL)
     else:
-        client.add_label(spec.repo, pull.number, CHANGES_LABEL)
+        client.pulls.add_label(spec.repo, pull.number, CHANGES_LABEL)
     # Pending first, then auto-merge: GitHub refuses to enable auto-merge on a pull request
     # whose required checks already pass ("clean status"), and merges once the final one does.
     status.set_pending(client, spec.repo, head, target_url=run_url)
@@ -177,7 +177,7 @@ def clear_changes_label(client: Client, repo: str, pull: PullRequest) -> bool:
     gone meanwhile (404) is fine, so a re-run writes nothing or harmlessly repeats it."""
     if CHANGES_LABEL not in pull.labels or not is_step_pull(pull.body):
         return False
-    client.remove_label(repo, pull.number, CHANGES_LABEL)
+    client.pulls.remove_label(repo, pull.number, CHANGES_LABEL)
     return True
 
 
@@ -189,7 +189,9 @@ def _auto_merge(
     if not approved:
         return "off (the step was not approved)"
     try:
-        client.enable_automerge(spec.repo, pull.number, method=spec.auto_merge, expected_head=head)
+        client.pulls.enable_automerge(
+            spec.repo, pull.number, method=spec.auto_merge, expected_head=head
+        )
     except GitHubError as exc:
         return f"not enabled: {exc}"
     return "enabled"

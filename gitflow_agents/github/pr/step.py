@@ -325,7 +325,7 @@ def _done_after_claim(ctx: Context, step: int) -> bool:
 
 
 def _started(github: GitHub, branch: str, target: str) -> str:
-    pulls = github.client.pulls_for_head(github.repo, branch, base=target)
+    pulls = github.client.pulls.for_head(github.repo, branch, base=target)
     where = f"PR #{pulls[0].number}" if pulls else "no pull request yet"
     return f"branch {branch} on {REMOTE} ({where}); --force continues on it"
 
