@@ -98,9 +98,15 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
         stack.callback(hub.close)
         settings = chain.ChainSettings(fixer=options.fixer, threshold=options.threshold)
         ctx = chain.Context(
-            root=config_root, config=config, plan=None, flow=FIX_FLOW, settings=settings, hub=hub,
-            env={**os.environ, **identity}, commit_identity=identity,
-        )  # fmt: skip
+            root=config_root,
+            config=config,
+            plan=None,
+            flow=FIX_FLOW,
+            settings=settings,
+            hub=hub,
+            env={**os.environ, **identity},
+            commit_identity=identity,
+        )
         ws = chain.Workspace(
             worktree=tree,
             branch=branch,
