@@ -30,7 +30,7 @@ from gitflow_agents.github.action.publish import (
     Publisher,
     finish,
     outcome_label,
-    write_result_files,
+    result_files,
 )
 from gitflow_agents.github.action.runner import (
     PREFIX,
@@ -293,8 +293,7 @@ def _publish_fix(
     ok = outcome.result in ("pushed", "nothing-to-fix")
     notice("notice" if ok else "error", f"/agent fix: {outcome.message}")
     review_, gate_, rows = outcome.review, outcome.gate, outcome.rows
-    findings_file, sarif_file = write_result_files(env.temp / PREFIX / run_id, review_, gate_, rows)
-    files = {"findings-file": str(findings_file), "sarif-file": str(sarif_file)}
+    files = result_files(env, run_id, review_, gate_, rows)
     if outcome.publish:
         sys.stdout.write(render.render(review_, gate_, "annotations"))
         sys.stdout.flush()

@@ -26,7 +26,7 @@ from gitflow_agents.github.action.publish import (
     Publisher,
     finish,
     load_findings,
-    write_result_files,
+    result_files,
 )
 from gitflow_agents.github.action.runner import (
     PREFIX,
@@ -97,10 +97,9 @@ def review_and_publish(
         write_outputs(env.output, {"review-result": "error", "run-id": run_id})
         raise
 
-    findings_file, sarif_file = write_result_files(env.temp / PREFIX / run_id, result, gate, [row])
+    files = result_files(env, run_id, result, gate, [row])
     sys.stdout.write(render.render(result, gate, "annotations"))
     sys.stdout.flush()
-    files = {"findings-file": str(findings_file), "sarif-file": str(sarif_file)}
     return finish(env, publisher, result, gate, [row], options, run_id, files)
 
 
