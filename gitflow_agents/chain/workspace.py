@@ -19,9 +19,8 @@ from gitflow_agents.chain.context import ChainSettings, Context
 from gitflow_agents.chain.state import target_tip
 from gitflow_agents.config import format_branch
 from gitflow_agents.git import queries as git
-from gitflow_agents.runs import new_run_id, runs_root
+from gitflow_agents.runs import lost, new_run_id, runs_root
 from gitflow_agents.runs.lock import StepLockedError
-from gitflow_agents.runs.lost import kill_recorded_tree, lost_in, mark_ended
 
 
 @dataclass(frozen=True)
@@ -117,16 +116,18 @@ def take_over(ctx: Context, tree: Path) -> None:
     """Kill the whole process tree of every lost run (its supervisor died: an orchestrator
     killed with ``kill -9``) whose agent works in ``tree``, and say so in ``ctx.notices``.
     StepLockedError (exit 2), touching nothing, when a lost run's processes survive the kill."""
-    for paths, status in lost_in(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow), tree):
+    for paths, status in lost.lost_in(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow), tree):
         run_id, agent = paths.run_dir.name, status.get("agent") or "an agent"
-        left = kill_recorded_tree(status, grace=ctx.settings.kill_grace)
+        left = lost.kill_recorded_tree(status, grace=ctx.settings.kill_grace)
         if left:
             raise StepLockedError(
                 f"the lost run {run_id} ({agent}) still has processes in {tree} that could not "
                 f"be killed ({', '.join(map(str, left))}); stop them with "
                 f"`gitflow-agents cancel {run_id}`, then run again"
             )
-        mark_ended(paths, status, "lost (its supervisor died); killed by a new run of its step")
+        lost.mark_ended(
+            paths, status, "lost (its supervisor died); killed by a new run of its step"
+        )
         ctx.notices.append(
             f"run {run_id} ({agent}) was lost (its supervisor died) and still worked in "
             f"{tree}: its process tree was killed before this run took the work tree over"
