@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitflow_agents.assets import load_manifest
+from gitflow_agents.assets import PromptAssetManifest, load_manifest
 from gitflow_agents.config import FlowConfig
 from gitflow_agents.findings import Severity
 from gitflow_agents.plan import Plan
@@ -21,7 +21,6 @@ from gitflow_agents.runs import RunPaths, new_run_id, runs_root
 from gitflow_agents.runs.events import EventHub
 
 if TYPE_CHECKING:
-    from gitflow_agents.assets import PromptAssetManifest
     from gitflow_agents.chain.lander import Lander
 
 

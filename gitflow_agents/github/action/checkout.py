@@ -15,22 +15,17 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import comment
-from gitflow_agents.github.action.comment import float_or_none, int_or_none
 from gitflow_agents.github.action.publish import outcome_label
 from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.values import MergeGroup
 from gitflow_agents.reviewer.acceptance import acceptance_at
 from gitflow_agents.reviewer.target import Target, review_target
-
-if TYPE_CHECKING:
-    from gitflow_agents.reviewer.target import Target
 
 
 def ensure_commit(root: Path, sha: str, number: int) -> None:
@@ -142,7 +137,7 @@ def _review(
         insertions=sum(a or 0 for a, _ in stats.values()),
         deletions=sum(d or 0 for _, d in stats.values()),
         duration_s=time.monotonic() - started,
-        tokens=int_or_none(run.get("tokens")),
-        cost_usd=float_or_none(run.get("costUsd", run.get("cost_usd"))),
+        tokens=comment.int_or_none(run.get("tokens")),
+        cost_usd=comment.float_or_none(run.get("costUsd", run.get("cost_usd"))),
     )
     return result, gate, row
