@@ -143,7 +143,7 @@ def one(findings: int) -> dict[str, object]:
                 settings = Settings(
                     token=ACTIONS_TOKEN, api_url=server.base_url, seconds_between_writes=None
                 )
-                pr = Client(settings).pull(server.full_name, 1)  # the event's pull request
+                pr = Client(settings).pulls.get(server.full_name, 1)  # the event's pull request
                 if mode == "review":
                     for label in ("first", "rerun"):
                         row.update(

@@ -540,3 +540,19 @@ def test_decide_names_the_missing_or_mistyped_key(gh: GitHubStandIn, tmp_path: P
     assert decide("issue_comment", comment_event(gh, 3, "x", "/agent dance"), path, options) == (
         Trigger("skip", "unknown command /agent dance (known: review, fix)")
     )
+
+
+def test_github_failing_while_publishing_sets_error_and_still_writes_summary_and_outputs(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """The summary comment fails after every retry: exit 4, the status is ``error`` (never left
+    pending or green), and the step summary and outputs (``github-error``) are still written."""
+    pull = add_pull(gh, repo, {"fine.py": FINE})
+    gh.fail("POST", r"/issues/7/comments$", 503, times=20)
+    result = runner.run("pull_request", pr_event(gh, pull))
+    assert result.returncode == ExitCode.GITHUB, result.stderr
+    assert states(gh, pull.head_sha) == ["pending", "error"]
+    outputs = runner.outputs()
+    assert outputs["github-error"] and outputs["review-result"] == "approved"
+    assert "APPROVED" in runner.summary.read_text()
+    assert gh.comments_on(7) == []

@@ -25,10 +25,10 @@ SHA = "a" * 40
 def test_reads_a_pull_request_and_its_files_through_an_enterprise_prefix(gh: GitHubStandIn) -> None:
     simple_pull(gh, head_repo="fork/demo")
     client = client_for(gh)
-    pull = client.pull(gh.full_name, 7)
+    pull = client.pulls.get(gh.full_name, 7)
     assert (pull.number, pull.head_sha, pull.base_sha) == (7, SHA, "b" * 40)
     assert pull.is_fork and pull.head_repo == "fork/demo"
-    files = client.pull_files(gh.full_name, 7)
+    files = client.pulls.files(gh.full_name, 7)
     assert [(f.filename, f.patch is None) for f in files] == [("app.py", False), ("logo.png", True)]
     # Every request went to the GHE-style prefix: the stand-in only answers under /api/v3.
     assert gh.base_url.endswith("/api/v3")

@@ -429,3 +429,26 @@ def test_a_pull_requests_sha_is_held_to_the_same_rule(tmp_path: Path, key: str) 
     payload["pull_request"][key]["sha"] = "--output=/tmp/x"
     with pytest.raises(InputError, match=rf"pull_request\.{key}\.sha: expected a commit id"):
         decide("pull_request", payload, tmp_path / "event.json", Options())
+
+
+def test_github_failing_on_the_groups_final_status_sets_error_and_writes_the_outputs(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """The pending status is set, the verdict's status then fails after every retry: exit 4,
+    the error status is tried (best effort), and the step summary and outputs
+    (``github-error``) are still written."""
+    group = queue(repo, tmp_path, {"fine.py": FINE})
+    runner = group_runner(tmp_path, gh, group)
+
+    def fail_from_the_next_status() -> None:  # the pending status goes through
+        fail = lambda: gh.fail("POST", r"/statuses/", 503, times=20)  # noqa: E731
+        gh.before.append(("POST", re.compile(r"/statuses/"), fail))
+
+    gh.before.append(("POST", re.compile(r"/statuses/"), fail_from_the_next_status))
+    result = runner.run("merge_group", event(gh, group))
+    assert result.returncode == ExitCode.GITHUB, result.stderr
+    assert states(gh, group.head) == ["pending"]
+    assert "could not set the error status" in result.stdout
+    outputs = runner.outputs()
+    assert outputs["github-error"] and outputs["review-result"] == "approved"
+    assert "it has no pull request" in runner.summary.read_text()

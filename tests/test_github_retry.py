@@ -156,7 +156,7 @@ def test_429_with_retry_after_waits_that_long(gh: GitHubStandIn) -> None:
     simple_pull(gh)
     gh.secondary_rate_limit("GET", r"/pulls/7$", status=429, retry_after=1)
     sleeps: list[float] = []
-    client_for(gh, sleeps=sleeps).pull(gh.full_name, 7)
+    client_for(gh, sleeps=sleeps).pulls.get(gh.full_name, 7)
     assert len(sleeps) == 1 and 1 <= sleeps[0] <= 1.1
 
 
@@ -165,7 +165,7 @@ def test_a_retry_after_longer_than_max_wait_stops_at_once(gh: GitHubStandIn) -> 
     gh.secondary_rate_limit("GET", r"/pulls/7$", retry_after=600, times=5)
     sleeps: list[float] = []
     with pytest.raises(GitHubError) as caught:
-        client_for(gh, sleeps=sleeps, max_wait=60).pull(gh.full_name, 7)
+        client_for(gh, sleeps=sleeps, max_wait=60).pulls.get(gh.full_name, 7)
     assert "Retry-After: 600 s, longer than the 60 s a wait may take" in str(caught.value)
     assert "not retried" in str(caught.value)
     assert sleeps == [] and len(gh.requests("GET", r"/pulls/7$")) == 1
@@ -175,7 +175,7 @@ def test_a_primary_limit_that_resets_soon_is_waited_for(gh: GitHubStandIn) -> No
     simple_pull(gh)
     gh.primary_rate_limit("GET", r"/pulls/7$", reset=int(time.time()) + 3)
     sleeps: list[float] = []
-    client_for(gh, sleeps=sleeps, max_wait=10).pull(gh.full_name, 7)
+    client_for(gh, sleeps=sleeps, max_wait=10).pulls.get(gh.full_name, 7)
     assert len(sleeps) == 1 and 2 <= sleeps[0] <= 10
     assert [r.status for r in gh.requests("GET", r"/pulls/7$")] == [403, 200]
 
@@ -200,7 +200,7 @@ def test_waits_stop_when_the_run_has_no_waiting_time_left(gh: GitHubStandIn) -> 
     gh.secondary_rate_limit("GET", r"/pulls/7$", retry_after=2, times=5)
     sleeps: list[float] = []
     with pytest.raises(GitHubError) as caught:
-        client_for(gh, sleeps=sleeps, retries=4, max_wait=10, budget=3).pull(gh.full_name, 7)
+        client_for(gh, sleeps=sleeps, retries=4, max_wait=10, budget=3).pulls.get(gh.full_name, 7)
     assert "Retry-After: 2 s, more than the 1 s of waiting this run has left" in str(caught.value)
     assert str(caught.value).endswith("after 1 retry)")
     assert len(sleeps) == 1  # 2 s (+ jitter) waited; 2 s more would pass the 3 s budget
@@ -210,13 +210,13 @@ def test_the_message_counts_the_tries_that_were_made(gh: GitHubStandIn) -> None:
     simple_pull(gh)
     gh.fail("GET", r"/pulls/7$", 503, times=10, message="Service Unavailable")
     with pytest.raises(GitHubError) as three:
-        client_for(gh, retries=2, sleeps=[]).pull(gh.full_name, 7)
+        client_for(gh, retries=2, sleeps=[]).pulls.get(gh.full_name, 7)
     assert str(three.value).endswith("HTTP 503: Service Unavailable (after 2 retries)")
     with pytest.raises(GitHubError) as one:
-        client_for(gh, retries=1, sleeps=[]).pull(gh.full_name, 7)
+        client_for(gh, retries=1, sleeps=[]).pulls.get(gh.full_name, 7)
     assert str(one.value).endswith("(after 1 retry)")
     with pytest.raises(GitHubError) as none:
-        client_for(gh, retries=0, sleeps=[]).pull(gh.full_name, 7)
+        client_for(gh, retries=0, sleeps=[]).pulls.get(gh.full_name, 7)
     assert str(none.value).endswith("(not retried)")
     assert len(gh.requests("GET", r"/pulls/7$")) == 3 + 2 + 1
 

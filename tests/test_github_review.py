@@ -31,7 +31,7 @@ def _finding(
 
 
 def _files(gh: GitHubStandIn) -> list[PullFile]:
-    return client_for(gh).pull_files(gh.full_name, 7)
+    return client_for(gh).pulls.files(gh.full_name, 7)
 
 
 def test_hunks_are_the_new_side_lines_of_each_hunk() -> None:

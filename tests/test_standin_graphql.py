@@ -62,7 +62,9 @@ def test_an_invalid_query_is_a_violation_and_an_error_answer(gh: GitHubStandIn) 
 
 def test_enable_automerge_through_pygithub(gh: GitHubStandIn) -> None:
     pull = simple_pull(gh)
-    client_for(gh).enable_automerge(gh.full_name, 7, method="squash", expected_head=pull.head_sha)
+    client_for(gh).pulls.enable_automerge(
+        gh.full_name, 7, method="squash", expected_head=pull.head_sha
+    )
     assert pull.auto_merge == {"merge_method": "squash", "enabled_by": "gitflow-bot"}
 
 
@@ -91,7 +93,9 @@ def test_githubs_refusals_reach_the_caller_as_exit_4_errors(
     expected = pull.head_sha
     arrange(gh, pull)
     with pytest.raises(GitHubError, match=message) as caught:
-        client_for(gh).enable_automerge(gh.full_name, 7, method="merge", expected_head=expected)
+        client_for(gh).pulls.enable_automerge(
+            gh.full_name, 7, method="merge", expected_head=expected
+        )
     assert caught.value.exit_code == 4
     assert pull.auto_merge is None
 
@@ -112,7 +116,9 @@ def test_what_the_product_sends_is_an_operation_the_subset_was_trimmed_for(
     from tests.standin_graphql import schema
 
     pull = simple_pull(gh)
-    client_for(gh).enable_automerge(gh.full_name, 7, method="merge", expected_head=pull.head_sha)
+    client_for(gh).pulls.enable_automerge(
+        gh.full_name, 7, method="merge", expected_head=pull.head_sha
+    )
     [sent] = gh.requests("POST", "graphql$")
     operations = parse(OPERATIONS.read_text(encoding="utf-8"))
     assert validate_query(schema(), operations) == []

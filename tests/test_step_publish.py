@@ -323,10 +323,10 @@ def test_a_label_gone_before_the_removal_is_no_error_and_other_prs_keep_theirs(
     step = simple_pull(gh, number=4, body=body, labels=[CHANGES_LABEL])
     other = simple_pull(gh, number=5, body="a human's PR", labels=[CHANGES_LABEL])
     gh.before.append(("DELETE", re.compile("/labels/"), lambda: step.labels.clear()))
-    value = client.pull(gh.full_name, 4)
+    value = client.pulls.get(gh.full_name, 4)
     assert clear_changes_label(client, gh.full_name, value)  # the 404 is fine
     assert [r.status for r in gh.requests("DELETE", "/labels/")] == [404]
-    assert not clear_changes_label(client, gh.full_name, client.pull(gh.full_name, 4))
-    assert not clear_changes_label(client, gh.full_name, client.pull(gh.full_name, 5))
+    assert not clear_changes_label(client, gh.full_name, client.pulls.get(gh.full_name, 4))
+    assert not clear_changes_label(client, gh.full_name, client.pulls.get(gh.full_name, 5))
     assert other.labels == [CHANGES_LABEL]
     assert len(gh.requests("DELETE", "/labels/")) == 1

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitflow_agents.assets import PromptAssetManifest, load_manifest
 from gitflow_agents.config import FlowConfig
 from gitflow_agents.findings import Severity
 from gitflow_agents.plan import Plan
-from gitflow_agents.runs import RunPaths
+from gitflow_agents.runs import RunPaths, new_run_id, runs_root
 from gitflow_agents.runs.events import EventHub
 
 if TYPE_CHECKING:
@@ -80,8 +81,6 @@ class Context:
         """The `.agents-flow/` manifest of ``root``, read once per run (every agent's prompt
         resolves its agent through it)."""
         if self._manifest is None:
-            from gitflow_agents.assets import load_manifest
-
             self._manifest = load_manifest(self.root)
         manifest: PromptAssetManifest = self._manifest
         return manifest
@@ -92,8 +91,6 @@ class Context:
         No git call per agent: the flow dir is already in ``info/exclude``, put there when the
         workspace was made (``step_workspace``, ``branch_workspace``, ``scratch_workspace``; a
         caller that builds a Workspace itself excludes it with ``git.ensure_info_exclude``)."""
-        from gitflow_agents.runs import new_run_id, runs_root
-
         paths = RunPaths(runs_root(self.root, self.config.flow_dir, self.flow) / new_run_id())
         paths.run_dir.mkdir(parents=True)
         return paths

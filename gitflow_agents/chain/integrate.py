@@ -109,12 +109,18 @@ def _resolve(
     )
     fix = rec.add(
         run_agent(
-            ctx, ws, agent=settings.fixer, kind="fix", step=step,
+            ctx,
+            ws,
+            agent=settings.fixer,
+            kind="fix",
+            step=step,
             agent_id=f"{agent_id_for(settings.fixer, step, iteration)}-merge",
-            start_sha=head, preamble=preamble, resolve_merge=True,
+            start_sha=head,
+            preamble=preamble,
+            resolve_merge=True,
             commit_message=f"Merge {ctx.target} into {ws.branch} (conflicts resolved)",
         )
-    )  # fmt: skip
+    )
     if fix.end_sha == head or not git.is_ancestor(ctx.root, target_sha, fix.end_sha):
         rec.failed_what = "merge conflict"
         raise GitError(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from gitflow_agents.base.errors import GitError
+from gitflow_agents.base.errors import GitError, PlanError
 from gitflow_agents.chain.agents import TRAILER_RUN
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.record import StepRecord
@@ -20,6 +20,8 @@ from gitflow_agents.chain.review import ReviewRound
 from gitflow_agents.chain.state import DONE, plan_in_repo
 from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.git import queries as git
+from gitflow_agents.plan import set_step_status
+from gitflow_agents.reviewer import record_review
 
 
 def land(
@@ -72,9 +74,6 @@ def mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: R
 
     Returns the step branch's new tip: the reviewed commit when the plan is not on the branch
     or already says ✅."""
-    from gitflow_agents.base.errors import PlanError
-    from gitflow_agents.plan import set_step_status
-
     assert ctx.plan is not None
     plan = plan_in_tree(ctx, ws)
     if plan is None:
@@ -98,8 +97,6 @@ def mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: R
 
 def carry_note(ctx: Context, ws: Workspace, review: ReviewRound, sha: str, why: str) -> None:
     """The round's approval, recorded on ``sha`` (a commit that adds nothing to review)."""
-    from gitflow_agents.reviewer import record_review
-
     reviewers = ",".join(run.agent for run in review.agents)
     record_review(
         ctx.root,
@@ -140,8 +137,6 @@ def _refused(
 
 
 def _set_users_copy(ctx: Context, step: int) -> None:
-    from gitflow_agents.plan import set_step_status
-
     assert ctx.plan is not None
     with contextlib.suppress(OSError):
         set_step_status(ctx.plan.path, step, DONE, ctx.config.spec_plan)

@@ -95,13 +95,18 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
     builder_id = agent_id_for(settings.implementer, step)
     builder = rec.add(
         run_agent(
-            ctx, ws, agent=settings.implementer, kind="implement", step=step,
-            agent_id=builder_id, commit_message=title,
+            ctx,
+            ws,
+            agent=settings.implementer,
+            kind="implement",
+            step=step,
+            agent_id=builder_id,
+            commit_message=title,
             start_sha=implement_start(
                 ctx, ws, settings.implementer, builder_id, on_branch=lander.build_on_branch
             ),
         )
-    )  # fmt: skip
+    )
     if builder.end_sha == builder.start_sha:
         return _nothing(rec, builder)
     head, after_ids = builder.end_sha, (builder.agent_id,)
@@ -127,13 +132,18 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
             break
         fix = rec.add(
             run_agent(
-                ctx, ws, agent=settings.fixer, kind="fix", step=step,
+                ctx,
+                ws,
+                agent=settings.fixer,
+                kind="fix",
+                step=step,
                 agent_id=agent_id_for(settings.fixer, step, iteration),
-                start_sha=head, preamble=FIX_PREAMBLE,
+                start_sha=head,
+                preamble=FIX_PREAMBLE,
                 after=[run.agent_id for run in review.agents],
                 commit_message=f"{title} (fix {iteration})",
             )
-        )  # fmt: skip
+        )
         if fix.end_sha == head:
             return _nothing(rec, fix)
         head, after_ids = fix.end_sha, (fix.agent_id,)

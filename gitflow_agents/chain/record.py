@@ -19,13 +19,24 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base.errors import ExitCode
+from gitflow_agents.base.fsutil import read_agent_text
+from gitflow_agents.base.redact import redact_data, redact_text
 from gitflow_agents.chain.agents import AgentRun
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.review import ReviewRound
 from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.findings.report import MAX_REPORT_CHARS
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
-from gitflow_agents.runs import RunPaths, read_json
+from gitflow_agents.runs import (
+    RunPaths,
+    flow_result,
+    new_run_id,
+    read_json,
+    runs_root,
+    write_result,
+)
+from gitflow_agents.runs.cards import history_line
 from gitflow_agents.runs.schema import StepChain
 from gitflow_agents.runs.status import StepOutcome as StepOutcome
 from gitflow_agents.runs.status import step_result_status
@@ -52,8 +63,6 @@ class StepRecord:
     """What a step run did so far; ``write`` turns it into result.json and a history line."""
 
     def __init__(self, ctx: Context, step: int, run_id: str | None = None) -> None:
-        from gitflow_agents.runs import new_run_id
-
         self.ctx, self.step = ctx, step
         self.run_id = run_id or new_run_id()
         self.started = time.monotonic()
@@ -91,8 +100,6 @@ class StepRecord:
         self, git_stats: stats.GitStats | None = None, line: str = "", path: Path | None = None
     ) -> ChainResult:
         """The typed result as the record stands (``write`` gives it with the file written)."""
-        from gitflow_agents.base.redact import redact_text
-
         return ChainResult(
             outcome=self.outcome,
             exit_code=self.exit_code,
@@ -113,8 +120,6 @@ class StepRecord:
 def _write_record(rec: StepRecord) -> ChainResult:
     """result.json (the implement shape + ``chain`` + ``gitStats``; docs/protocol.md, Run
     records) and the history line."""
-    from gitflow_agents.runs import flow_result, runs_root, write_result
-
     ctx = rec.ctx
     paths = RunPaths(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow) / rec.run_id)
     git_stats: stats.GitStats | None = None
@@ -127,15 +132,11 @@ def _write_record(rec: StepRecord) -> ChainResult:
     builder = next((a for a in rec.agents if a.kind == "implement" and a.report), None)
     text = ""
     if builder is not None and builder.report is not None:
-        from gitflow_agents.base.fsutil import read_agent_text
-        from gitflow_agents.findings.report import MAX_REPORT_CHARS
-
         # bounded; flow_result notes a report over the cap instead of reading it
         text = read_agent_text(builder.report, MAX_REPORT_CHARS)
     status = step_result_status(rec.outcome)
     changed = git_stats.changed_files if git_stats else ()
     result = flow_result("implement", status, report_text=text, changed_files=changed)
-    from gitflow_agents.base.redact import redact_data, redact_text
 
     line = redact_text(_history_line(rec, result, git_stats, paths), ctx.secrets)
     result["chain"] = StepChain(
@@ -186,8 +187,6 @@ def _history_line(
 ) -> str:
     """The implement history line (``cards.history_line``), plus the chain's outcome, reviews
     and git statistics."""
-    from gitflow_agents.runs.cards import history_line
-
     event = step_result_status(rec.outcome)
     tests = result["tests"]
     verdict = ("pass" if tests["passed"] else "fail") if tests["ran"] else "none"

@@ -14,10 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gitflow_agents.agent_run.launch import report_files
 from gitflow_agents.base.fsutil import write_json_atomic
 from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.state import target_tip
 from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.git import queries as git
+from gitflow_agents.prompt import agent_dir
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.fields import text
 
@@ -56,9 +59,6 @@ def read_meta(folder: Path) -> AgentMeta | None:
 
 def agent_files(ctx: Context, agent: str, agent_id: str) -> tuple[Path, Path, Path, Path]:
     """The agent folder and its report, success and failure files."""
-    from gitflow_agents.agent_run.launch import report_files
-    from gitflow_agents.prompt import agent_dir
-
     folder = agent_dir(ctx.root, ctx.config.flow_dir, ctx.flow, agent_id)
     return (folder, *report_files(ctx.config, agent, folder))
 
@@ -99,8 +99,6 @@ def implement_start(
     holds the commit of an implementer that completed earlier (and has not landed on the
     target), the commit that one started from, so it is reused even after the target was
     merged into the branch (which moves the branch's merge-base with the target)."""
-    from gitflow_agents.chain.state import target_tip
-
     assert ws.branch is not None
     folder, _report, success, _failure = agent_files(ctx, agent, agent_id)
     meta = read_meta(folder)

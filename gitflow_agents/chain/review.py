@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from gitflow_agents.base.redact import redact_review
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
@@ -22,6 +23,8 @@ from gitflow_agents.findings import (
     merge_reviews,
 )
 from gitflow_agents.git import queries as git
+from gitflow_agents.reviewer import record_review, reviewed_nothing
+from gitflow_agents.reviewer.builtin import diff_secrets
 from gitflow_agents.runs.schema import ReviewerEntry, RoundEntry
 
 REVIEW_PREAMBLE = """\
@@ -87,8 +90,6 @@ def review_round(
     reviewer whose earlier review of ``head`` is reused and does not approve is asked again,
     since reusing it could only end the run as the earlier one ended (docs/chains.md,
     Resuming)."""
-    from gitflow_agents.reviewer import reviewed_nothing
-
     head = head or git.head_sha(ws.worktree)
     if reviewed_nothing(ws.base_sha, head):  # never run reviewers on no change, never approve
         why = f"nothing to review: {head[:12]} is the base {ws.base_sha[:12]} itself"
@@ -172,8 +173,6 @@ def _gather_secrets(ctx: Context, ws: Workspace, head: str) -> None:
     ``git agent-review`` finds them (``reviewer.builtin.diff_secrets``): the reviewers about to
     run, the fixer after them and the step's record mask them (docs/security.md, "Secrets in
     review output"). Kept for the whole run: a value a fix removes may still be quoted."""
-    from gitflow_agents.reviewer.builtin import diff_secrets
-
     ctx.secrets |= diff_secrets(ws.worktree, git.DiffSpec(ws.base_sha, head))
 
 
@@ -182,8 +181,6 @@ def _read_review(ctx: Context, run: AgentRun) -> Review:
     reviewer's as it built it, with the findings it accepted), its texts masked (``redact``)
     like every review's, with the step's secret values: it reaches the run record, the fixer's
     prompt and, through ``/agent fix`` and ``run --pr``, GitHub."""
-    from gitflow_agents.base.redact import redact_review
-
     review = run.review if run.review is not None else Review(None, reason="no review was read")
     return redact_review(review, ctx.secrets)
 
@@ -217,8 +214,6 @@ def record_note(ctx: Context, ws: Workspace, review: ReviewRound) -> None:
     """The git note on the reviewed commit: verdict, reviewed commit and tree (the hook reads it).
     None when nothing was reviewed (the reviewed commit is the base): no note on a commit the
     chain did not produce."""
-    from gitflow_agents.reviewer import record_review, reviewed_nothing
-
     if reviewed_nothing(ws.base_sha, review.reviewed_sha) or not review.agents:
         return
 

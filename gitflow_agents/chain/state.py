@@ -13,6 +13,7 @@ from __future__ import annotations
 from gitflow_agents.base.errors import PlanError
 from gitflow_agents.chain.context import Context
 from gitflow_agents.git import queries as git
+from gitflow_agents.plan import parse_plan_text
 from gitflow_agents.plan.model import DONE as DONE
 
 
@@ -28,8 +29,6 @@ def plan_in_repo(ctx: Context) -> str | None:
 def committed_status(ctx: Context, ref: str, step: int) -> str | None:
     """The step's status in the plan as ``ref`` has it committed; None when the plan is not
     committed there. A committed plan that lacks the step (or no longer parses) says ''."""
-    from gitflow_agents.plan import parse_plan_text
-
     assert ctx.plan is not None
     rel = plan_in_repo(ctx)
     text = git.show_file(ctx.root, ref, rel) if rel is not None else None

@@ -17,7 +17,10 @@ from pathlib import Path
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.chain.context import ChainSettings, Context
 from gitflow_agents.chain.state import target_tip
+from gitflow_agents.config import format_branch
 from gitflow_agents.git import queries as git
+from gitflow_agents.runs import lost, new_run_id, runs_root
+from gitflow_agents.runs.lock import StepLockedError
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,6 @@ def reset_unless_clean(ws: Workspace, sha: str) -> None:
 
 
 def branch_name(settings: ChainSettings, plan: str, step: int) -> str:
-    from gitflow_agents.config import format_branch
-
     return format_branch(settings.branch_pattern, plan, step)
 
 
@@ -115,20 +116,18 @@ def take_over(ctx: Context, tree: Path) -> None:
     """Kill the whole process tree of every lost run (its supervisor died: an orchestrator
     killed with ``kill -9``) whose agent works in ``tree``, and say so in ``ctx.notices``.
     StepLockedError (exit 2), touching nothing, when a lost run's processes survive the kill."""
-    from gitflow_agents.runs import runs_root
-    from gitflow_agents.runs.lock import StepLockedError
-    from gitflow_agents.runs.lost import kill_recorded_tree, lost_in, mark_ended
-
-    for paths, status in lost_in(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow), tree):
+    for paths, status in lost.lost_in(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow), tree):
         run_id, agent = paths.run_dir.name, status.get("agent") or "an agent"
-        left = kill_recorded_tree(status, grace=ctx.settings.kill_grace)
+        left = lost.kill_recorded_tree(status, grace=ctx.settings.kill_grace)
         if left:
             raise StepLockedError(
                 f"the lost run {run_id} ({agent}) still has processes in {tree} that could not "
                 f"be killed ({', '.join(map(str, left))}); stop them with "
                 f"`gitflow-agents cancel {run_id}`, then run again"
             )
-        mark_ended(paths, status, "lost (its supervisor died); killed by a new run of its step")
+        lost.mark_ended(
+            paths, status, "lost (its supervisor died); killed by a new run of its step"
+        )
         ctx.notices.append(
             f"run {run_id} ({agent}) was lost (its supervisor died) and still worked in "
             f"{tree}: its process tree was killed before this run took the work tree over"
@@ -138,8 +137,6 @@ def take_over(ctx: Context, tree: Path) -> None:
 @contextlib.contextmanager
 def scratch_workspace(ctx: Context, ref: str, base: str) -> Iterator[Workspace]:
     """A detached work tree at ``ref`` for read-only flows (review, research), removed after."""
-    from gitflow_agents.runs import new_run_id
-
     sha = git.rev_parse(ctx.root, ref)
     tree = worktree_path(ctx.root, ctx.flow, f"scratch-{new_run_id()[:13]}")
     git.add_worktree(ctx.root, tree, sha, detach=True)

@@ -15,19 +15,17 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import comment
-from gitflow_agents.github.action.publish import float_or_none, int_or_none, outcome_label
+from gitflow_agents.github.action.publish import outcome_label
 from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.values import MergeGroup
-
-if TYPE_CHECKING:
-    from gitflow_agents.reviewer.target import Target
+from gitflow_agents.reviewer.acceptance import acceptance_at
+from gitflow_agents.reviewer.target import Target, review_target
 
 
 def ensure_commit(root: Path, sha: str, number: int) -> None:
@@ -85,8 +83,6 @@ def review_pull(
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """Review the PR's head against its merge-base with the base commit. A configured agent
     (``options.agent`` other than ``builtin``) is defined by the base commit's ``.flow/``."""
-    from gitflow_agents.reviewer.target import Target
-
     root = git.repo_root(workspace)
     ensure_commit(root, pull.head_sha, pull.number)
     ensure_commit(root, pull.base_sha, pull.number)
@@ -100,8 +96,6 @@ def review_group(
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """Review a merge queue's group: ``base_sha..head_sha`` (every queued change the group
     holds), configured by the base commit like a PR."""
-    from gitflow_agents.reviewer.target import Target
-
     root = git.repo_root(workspace)
     ensure_group(root, group)
     target = Target(group.base_sha, group.head_sha, group.label)
@@ -113,9 +107,6 @@ def _review(
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """``target`` reviewed by ``options.agent`` (defined by ``config_sha``'s configuration;
     for the builtin reviewer, what it accepts), with its run-history row."""
-    from gitflow_agents.reviewer.acceptance import acceptance_at
-    from gitflow_agents.reviewer.target import review_target
-
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         config_root = None
@@ -146,7 +137,7 @@ def _review(
         insertions=sum(a or 0 for a, _ in stats.values()),
         deletions=sum(d or 0 for _, d in stats.values()),
         duration_s=time.monotonic() - started,
-        tokens=int_or_none(run.get("tokens")),
-        cost_usd=float_or_none(run.get("costUsd", run.get("cost_usd"))),
+        tokens=comment.int_or_none(run.get("tokens")),
+        cost_usd=comment.float_or_none(run.get("costUsd", run.get("cost_usd"))),
     )
     return result, gate, row

@@ -15,6 +15,8 @@ from typing import Any
 
 from gitflow_agents.findings import Finding, GateResult, Review, Severity
 from gitflow_agents.github.api.client import Client
+from gitflow_agents.render import counts
+from gitflow_agents.render.markdown import list_item
 
 NAME = "gitflow-agents/findings"
 MAX_ANNOTATIONS = 50
@@ -46,12 +48,9 @@ def output(review: Review, gate: GateResult) -> dict[str, Any]:
     """The check run's ``output``: title, a short summary, the annotations."""
     notes, left_out = annotations_for(review.findings)
     verdict = "Approved" if gate.approved else "Not approved"
-    from gitflow_agents.render import counts
 
     summary = f"**{verdict}**: {counts(review)}."
     if gate.reasons and not gate.approved:
-        from gitflow_agents.render.markdown import list_item
-
         summary += "\n\n" + "\n".join(list_item(reason) for reason in gate.reasons)
     if left_out:
         summary += (

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from gitflow_agents.base.redact import redact_text
 from gitflow_agents.findings import GateResult, Review
-from gitflow_agents.github.api.client import Client, Comment
+from gitflow_agents.github.api.client import Client, Comment, PullRequest
 from gitflow_agents.github.api.identity import Identity, resolve
+from gitflow_agents.render import redacted
+from gitflow_agents.render.markdown import escape, list_item, one_line
+from gitflow_agents.render.markdown import render as render_markdown
 
 MARKER = "<!-- gitflow-agents:summary -->"
 GITHUB_LIMIT = 65536
@@ -50,10 +55,18 @@ class RunRow:
     cost_usd: float | None = None
 
 
+def int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def float_or_none(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
 def _cell(text: str) -> str:
     """Untrusted text in a table cell: inert, on one line, its pipes escaped."""
-    from gitflow_agents.render.markdown import one_line
-
     return one_line(text).replace("|", "\\|")
 
 
@@ -117,11 +130,6 @@ def summary_body(
     (``render.mermaid.step_flowchart_markdown``) shown above the run-history table when the
     whole body fits ``limit`` with it; otherwise a line says it was left out (``CHART_LEFT_OUT``):
     the findings come first."""
-    from gitflow_agents.base.redact import redact_text
-    from gitflow_agents.render import redacted
-    from gitflow_agents.render.markdown import escape, list_item
-    from gitflow_agents.render.markdown import render as render_markdown
-
     review, gate = redacted(review, gate)
     parts = [MARKER, render_markdown(review, gate).rstrip()]
     if inline_note:
@@ -143,6 +151,11 @@ def summary_body(
     if chart and limit is not None and len(body) > limit:
         body = joined(CHART_LEFT_OUT, *tables)  # the chart goes whole, never cut in its fence
     return body if limit is None else cap(body, limit, where=where)
+
+
+def footer(pull: PullRequest, run_url: str | None) -> str:
+    text = f"gitflow-agents · head {pull.head_sha[:12]}"
+    return text + (f" · [workflow run]({run_url})" if run_url else "")
 
 
 CHART_LEFT_OUT = (

@@ -17,7 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitflow_agents import render
 from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.chain import AgentFailed
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import comment
@@ -28,7 +30,7 @@ from gitflow_agents.github.action.publish import (
     Publisher,
     finish,
     outcome_label,
-    write_result_files,
+    result_files,
 )
 from gitflow_agents.github.action.runner import (
     PREFIX,
@@ -39,6 +41,7 @@ from gitflow_agents.github.action.runner import (
     write_outputs,
 )
 from gitflow_agents.github.api.client import Client, PullRequest
+from gitflow_agents.render.markdown import escape
 
 _PUSH_FORBIDDEN = re.compile(r"\b403\b|permission to .* denied|not allowed to push", re.I)
 
@@ -168,8 +171,6 @@ def _not_run(
 ) -> int:
     """``/agent fix`` stopped before anything ran: reply, notice, job summary, outputs. No
     status is touched (nothing about the head changed)."""
-    from gitflow_agents.render.markdown import escape
-
     post_reply(publisher, reply_head(commenter, "not run") + escape(why))
     append_summary(env.step_summary, f"### {PREFIX}: /agent fix not run\n\n{escape(why)}")
     if code == ExitCode.OK:
@@ -186,8 +187,6 @@ def _fix(
 ) -> FixOutcome:
     """Review → fixer → push → review of the new head. After the push ``publisher`` writes to
     the new head (its ``pull`` is switched), so a failure from then on marks the new head."""
-    from gitflow_agents.chain import AgentFailed
-
     pull, scratch = publisher.pull, env.temp / PREFIX
     _fetch_branch(root, pull.head_sha, branch)
     first = review_pull(env.workspace, pull, options, scratch)
@@ -288,16 +287,13 @@ def _publish_fix(
     commenter: str,
 ) -> int:
     """Publish the outcome's review (sticky comment, inline findings, status), then reply."""
-    from gitflow_agents import render
-
     extra = {"fix-result": outcome.result, "fix-sha": outcome.fix_sha or ""}
     reply = fix_reply(outcome, commenter, publisher.target_url)
     append_summary(env.step_summary, reply.removeprefix(FIX_MARKER))
     ok = outcome.result in ("pushed", "nothing-to-fix")
     notice("notice" if ok else "error", f"/agent fix: {outcome.message}")
     review_, gate_, rows = outcome.review, outcome.gate, outcome.rows
-    findings_file, sarif_file = write_result_files(env.temp / PREFIX / run_id, review_, gate_, rows)
-    files = {"findings-file": str(findings_file), "sarif-file": str(sarif_file)}
+    files = result_files(env, run_id, review_, gate_, rows)
     if outcome.publish:
         sys.stdout.write(render.render(review_, gate_, "annotations"))
         sys.stdout.flush()

@@ -10,11 +10,14 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from gitflow_agents import render
 from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.findings import Finding
 from gitflow_agents.github.action import comment
 from gitflow_agents.github.action.publish import Publisher
 from gitflow_agents.github.action.runner import notice
+from gitflow_agents.render import location
+from gitflow_agents.render.markdown import code, escape
 
 if TYPE_CHECKING:  # fix.py builds the outcome and imports this module
     from gitflow_agents.github.action.fix import FixOutcome
@@ -30,9 +33,6 @@ def reply_head(commenter: str, what: str) -> str:
 
 
 def _finding_lines(findings: Sequence[Finding]) -> list[str]:
-    from gitflow_agents.render import location
-    from gitflow_agents.render.markdown import code, escape
-
     lines = []
     for finding in findings[:REPLY_LIST_LIMIT]:
         where = location(finding)
@@ -46,9 +46,6 @@ def _finding_lines(findings: Sequence[Finding]) -> list[str]:
 def fix_reply(outcome: FixOutcome, commenter: str, run_url: str | None) -> str:
     """The answer to the ``/agent fix`` comment: what happened, which findings the fix removed
     (by fingerprint: in the review before, gone from the review after) and what is still open."""
-    from gitflow_agents import render
-    from gitflow_agents.render.markdown import escape
-
     heads = {
         "pushed": "✅ fix pushed",
         "nothing-to-fix": "✅ nothing to fix",

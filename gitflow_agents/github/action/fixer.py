@@ -15,11 +15,17 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitflow_agents import chain, render
+from gitflow_agents.base.fsutil import write_text_atomic
+from gitflow_agents.config import load_flow_config
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action.checkout import base_checkout
 from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, PullRequest
+from gitflow_agents.prompt import agent_dir
+from gitflow_agents.reviewer.builtin import diff_secrets
+from gitflow_agents.runs.events import ConsoleChannel, EventHub
 
 FIX_FLOW = "github-fix"
 FIX_PREAMBLE = """\
@@ -34,8 +40,6 @@ BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
 
 def review_report(result: Review, gate: GateResult) -> str:
     """The review as the fixer reads it: the markdown summary and the findings as JSON."""
-    from gitflow_agents import render
-
     return (
         render.render(result, gate, "markdown").rstrip("\n")
         + "\n\n## Findings (JSON)\n\n```json\n"
@@ -67,12 +71,6 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
     ``--after`` context; its changes committed with the run's trailers, as
     ``github-actions[bot]`` when git knows no identity. Nothing is pushed.
     AgentFailed when the fixer does not complete; ConfigError for an unknown fixer."""
-    from gitflow_agents import chain
-    from gitflow_agents.base.fsutil import write_text_atomic
-    from gitflow_agents.config import load_flow_config
-    from gitflow_agents.prompt import agent_dir
-    from gitflow_agents.runs.events import ConsoleChannel, EventHub
-
     identity = git.commit_identity(root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
     with contextlib.ExitStack() as stack:
         config_root = stack.enter_context(base_checkout(root, pull.base_sha, temp))
@@ -100,9 +98,15 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
         stack.callback(hub.close)
         settings = chain.ChainSettings(fixer=options.fixer, threshold=options.threshold)
         ctx = chain.Context(
-            root=config_root, config=config, plan=None, flow=FIX_FLOW, settings=settings, hub=hub,
-            env={**os.environ, **identity}, commit_identity=identity,
-        )  # fmt: skip
+            root=config_root,
+            config=config,
+            plan=None,
+            flow=FIX_FLOW,
+            settings=settings,
+            hub=hub,
+            env={**os.environ, **identity},
+            commit_identity=identity,
+        )
         ws = chain.Workspace(
             worktree=tree,
             branch=branch,
@@ -110,8 +114,6 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
         )
         # the secrets the PR adds, masked in the fixer's log, events and records as the
         # review masked them (docs/security.md, "Secrets in review output")
-        from gitflow_agents.reviewer.builtin import diff_secrets
-
         ctx.secrets |= diff_secrets(tree, git.DiffSpec(ws.base_sha, pull.head_sha))
         agent_id = f"pr-{pull.number}-{options.fixer}"
         facts = {"number": pull.number, "branch": pull.head_ref, "head": pull.head_sha}

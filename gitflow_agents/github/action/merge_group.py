@@ -16,29 +16,33 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
-from gitflow_agents.base.errors import GitHubError, InputError
+from gitflow_agents import render
+from gitflow_agents.base.errors import InputError
 from gitflow_agents.findings import GateResult, Review
+from gitflow_agents.findings import gate as gate_review
 from gitflow_agents.github.action import comment, status
 from gitflow_agents.github.action.checkout import review_group
 from gitflow_agents.github.action.publish import (
-    StatusWriter,
     agent_questions,
+    conclude,
+    failing_publish,
     fit_summary,
     load_findings,
+    result_files,
     result_outputs,
     summary_room,
-    write_result_files,
 )
 from gitflow_agents.github.action.runner import (
     PREFIX,
     Options,
     RunnerEnv,
-    append_summary,
     notice,
     write_outputs,
 )
+from gitflow_agents.github.action.status import StatusWriter
 from gitflow_agents.github.api.client import Client
 from gitflow_agents.github.api.values import MergeGroup
+from gitflow_agents.reviewer.target import exit_code
 
 
 class GroupWriter(StatusWriter):
@@ -68,8 +72,6 @@ def review_group_and_publish(
 ) -> int:
     """Review ``base_sha..head_sha`` of the group and set the head's status: pending first,
     then the verdict; ``error`` when the review itself breaks."""
-    from gitflow_agents import render
-
     writer = GroupWriter(client, env.repository, group, env.run_url)
     if group.base_sha == group.head_sha:
         nothing_to_review(env, writer, run_id)
@@ -83,10 +85,9 @@ def review_group_and_publish(
         outputs = {"review-result": "error", "run-id": run_id, "head-sha": group.head_sha}
         write_outputs(env.output, outputs)
         raise
-    findings_file, sarif_file = write_result_files(env.temp / PREFIX / run_id, result, gate, [row])
+    files = result_files(env, run_id, result, gate, [row])
     sys.stdout.write(render.render(result, gate, "annotations"))
     sys.stdout.flush()
-    files = {"findings-file": str(findings_file), "sarif-file": str(sarif_file)}
     return finish_group(env, writer, result, gate, [row], options, run_id, files)
 
 
@@ -105,8 +106,6 @@ def nothing_to_review(env: RunnerEnv, writer: GroupWriter, run_id: str) -> NoRet
 def post_group_findings(env: RunnerEnv, writer: GroupWriter, options: Options, run_id: str) -> int:
     """The posting job of the two-job split for a merge group: the findings file of the review
     job, gated again against the group's head and this job's threshold."""
-    from gitflow_agents.findings import gate as gate_review
-
     assert options.post_findings is not None
     head = writer.group.head_sha
     try:
@@ -139,8 +138,6 @@ def finish_group(
 ) -> int:
     """The final status (and the optional check run), the step summary and the outputs; the
     exit code for ``options.fail_on``."""
-    from gitflow_agents.reviewer.target import exit_code
-
     group = writer.group
     outputs = result_outputs(result, gate, group.head_sha, run_id, files)
     room = summary_room(env.step_summary)
@@ -152,25 +149,10 @@ def finish_group(
         )
         return fit_summary(body.removeprefix(comment.MARKER), room)
 
-    try:
+    with failing_publish(env, writer, outputs, summary):
         writer.final(result, gate)
-    except GitHubError as exc:
-        writer.error("GitHub API failure while publishing")
-        append_summary(env.step_summary, summary())
-        write_outputs(env.output, {**outputs, "github-error": str(exc)})
-        raise
     check_run_id = writer.check_run(result, gate) if options.check_run else None
     if writer.degraded:
         notices.append(f"The status was not set: {writer.degraded}")
-    append_summary(env.step_summary, summary())
-    outputs.update(
-        {
-            "inline-posted": "0",
-            "comment-id": "",
-            "check-run-id": str(check_run_id or ""),
-            "degraded": "true" if writer.degraded else "false",
-            "github-writes": str(writer.writes),
-        }
-    )
-    write_outputs(env.output, outputs)
-    return exit_code(result, gate.approved, gate.exit_code, options.fail_on)
+    code = exit_code(result, gate.approved, gate.exit_code, options.fail_on)
+    return conclude(env, writer, outputs, summary(), code, check_run_id=check_run_id)

@@ -16,17 +16,27 @@ head wins".
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gitflow_agents.base.errors import GitflowError, GitHubError, InputError
-from gitflow_agents.findings import GateResult, Overall, Review, Severity, count_by_severity
-from gitflow_agents.github.action import checks, comment, review, status
+from gitflow_agents import render
+from gitflow_agents.base.errors import GitHubError, InputError
+from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
+from gitflow_agents.base.redact import redact_review
+from gitflow_agents.findings import (
+    GateResult,
+    Overall,
+    Review,
+    Severity,
+    count_by_severity,
+    review_from_dict,
+)
+from gitflow_agents.github.action import comment, review
 from gitflow_agents.github.action.runner import (
     PREFIX,
     Options,
@@ -36,109 +46,15 @@ from gitflow_agents.github.action.runner import (
     read_json,
     write_outputs,
 )
-from gitflow_agents.github.api.client import Client, GitHubForbidden, PullFile, PullRequest
+from gitflow_agents.github.action.status import StatusWriter
+from gitflow_agents.github.api.client import Client, GitHubForbidden, PullRequest
 from gitflow_agents.github.api.identity import Identity
+from gitflow_agents.github.pr.publish import clear_changes_label
+from gitflow_agents.reviewer.target import exit_code
 
 T = TypeVar("T")
 STEP_SUMMARY_LIMIT = 1024 * 1024
 """GitHub drops a step's whole job summary when it is larger than this (bytes)."""
-
-
-class StatusWriter(ABC):
-    """Writes the gate of one commit (``sha``: its status, the optional check run) until GitHub
-    says the token may not; from then on it only notes what it could not do (the degrade path
-    for fork PRs and read-only tokens)."""
-
-    where = "pull request"
-    """What the warning of the degrade path says the token may not write to."""
-
-    def __init__(self, client: Client, repo: str, target_url: str | None):
-        self.client = client
-        self.repo = repo
-        self.target_url = target_url
-        self.degraded: str | None = None
-        self.writes = 0
-
-    @property
-    @abstractmethod
-    def sha(self) -> str:
-        """The commit whose gate this writes."""
-
-    def attempt(self, what: str, call: Callable[[], T]) -> T | None:
-        if self.degraded is not None:
-            return None
-        try:
-            result = call()
-        except GitHubForbidden as exc:
-            self.degraded = str(exc)
-            notice(
-                "warning",
-                f"cannot {what}: the token may not write to this {self.where} (a fork PR or a "
-                "read-only GITHUB_TOKEN); results are in the annotations and the job summary. "
-                f"({exc})",
-            )
-            return None
-        self.writes += 1
-        return result
-
-    def pending(self) -> None:
-        self.attempt(
-            "set the pending status",
-            lambda: status.set_pending(
-                self.client, self.repo, self.sha, target_url=self.target_url
-            ),
-        )
-
-    def final(self, result: Review, gate: GateResult, what: str = "set the final status") -> None:
-        """The verdict's status of ``sha`` (``status.set_final``)."""
-        self.attempt(
-            what,
-            lambda: status.set_final(
-                self.client, self.repo, self.sha, result, gate, target_url=self.target_url
-            ),
-        )
-
-    def error(self, why: str) -> None:
-        """Best effort: the run is already failing, a second failure must not hide the first."""
-        try:
-            self.attempt(
-                "set the error status",
-                lambda: status.set_error(
-                    self.client, self.repo, self.sha, why, target_url=self.target_url
-                ),
-            )
-        except GitHubError as exc:
-            notice("warning", f"could not set the error status: {exc}")
-
-    def failed(self, exc: Exception) -> None:
-        """The error status for a run that raised ``exc``: our own error's message, only the
-        type of any other (its text was never meant for a status)."""
-        self.error(
-            exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
-        )
-
-    def check_run(self, result: Review, gate: GateResult) -> int | None:
-        """The optional check run. Never fails the run and never switches to degraded mode:
-        a token without ``checks: write`` (403) just means no check run."""
-        if self.degraded is not None:
-            return None
-        try:
-            made = checks.create(
-                self.client,
-                self.repo,
-                self.sha,
-                result,
-                gate,
-                details_url=self.target_url,
-            )
-        except GitHubForbidden as exc:
-            print(f"{PREFIX}: no check run: the token may not create one ({exc})", flush=True)
-            return None
-        except GitHubError as exc:
-            notice("warning", f"the optional check run was not created: {exc}")
-            return None
-        self.writes += 1
-        return made
 
 
 class Publisher(StatusWriter):
@@ -167,20 +83,12 @@ class Published:
     """The PR's head when it is no longer the reviewed commit (this run was about an older one)."""
 
 
-def readable_files(client: Client, repo: str, number: int) -> list[PullFile]:
-    """The pull request's files; none when the token may not read them."""
-    try:
-        return client.pull_files(repo, number)
-    except GitHubForbidden:
-        return []
-
-
 def current_pull(publisher: Publisher) -> PullRequest | None:
     """The PR as GitHub has it now; None when the token may not read it (or write at all)."""
     if publisher.degraded is not None:
         return None
     try:
-        return publisher.client.pull(publisher.repo, publisher.pull.number)
+        return publisher.client.pulls.get(publisher.repo, publisher.pull.number)
     except GitHubForbidden:
         return None
 
@@ -211,7 +119,7 @@ def publish(
         login.settle(lambda: comment.marked_comments(client, repo, pull.number))
     inline = review.InlineOutcome(summary_only=result.findings)
     if publisher.degraded is None and newer is None:
-        files = readable_files(client, repo, pull.number)
+        files = review.readable_files(client, repo, pull.number)
         posted = publisher.attempt(
             "post inline comments",
             lambda: review.post_inline(
@@ -231,9 +139,9 @@ def publish(
         gate,
         rows=rows,
         questions=agent_questions(result),
-        inline_note=inline_note(inline),
+        inline_note=review.inline_note(inline),
         notices=[superseded(pull, newer)] if newer else [],
-        footer=footer(pull, publisher.target_url),
+        footer=comment.footer(pull, publisher.target_url),
         where=where,
     )
 
@@ -247,8 +155,6 @@ def publish(
     sticky = publisher.attempt("update the summary comment", write_summary)
     publisher.final(result, gate)
     if gate.approved and newer is None and current is not None:
-        from gitflow_agents.github.pr.publish import clear_changes_label
-
         publisher.attempt(
             "remove the changes-requested label", lambda: clear_changes_label(client, repo, current)
         )
@@ -265,46 +171,9 @@ def superseded(pull: PullRequest, newer: str) -> str:
     )
 
 
-def inline_note(inline: review.InlineOutcome) -> str:
-    parts = []
-    if inline.posted:
-        parts.append(f"{len(inline.posted)} posted inline now")
-    if inline.already:
-        parts.append(f"{len(inline.already)} already inline from an earlier run")
-    if inline.summary_only:
-        parts.append(
-            f"{len(inline.summary_only)} listed here only (outside the diff or over the cap)"
-        )
-    text = f"**Inline:** {'; '.join(parts)}." if parts else ""
-    if inline.refused:
-        from gitflow_agents.render.markdown import escape
-
-        reasons = "\n".join(f"- {escape(r)}" for r in inline.refused)
-        text += (
-            f"\n\n<details><summary>GitHub refused some inline comments; they are listed "
-            f"above</summary>\n\n{reasons}\n\n</details>"
-        )
-    return text
-
-
-def footer(pull: PullRequest, run_url: str | None) -> str:
-    text = f"gitflow-agents · head {pull.head_sha[:12]}"
-    return text + (f" · [workflow run]({run_url})" if run_url else "")
-
-
 def agent_questions(result: Review) -> list[str]:
     raw = result.run.get("questions") if isinstance(result.run, dict) else None
     return [str(q) for q in raw] if isinstance(raw, list) else []
-
-
-def int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def float_or_none(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
 
 
 def outcome_label(result: Review, gate: GateResult) -> str:
@@ -327,9 +196,6 @@ def write_result_files(
 ) -> tuple[Path, Path]:
     """``findings.json`` (the JSON renderer's output, plus ``runHistory``: the rows of the
     run-history table, so a posting job can show them) and ``findings.sarif``."""
-    from gitflow_agents import render
-    from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
-
     directory.mkdir(parents=True, exist_ok=True)
     findings_file = directory / "findings.json"
     sarif_file = directory / "findings.sarif"
@@ -343,14 +209,19 @@ def write_result_files(
     return findings_file, sarif_file
 
 
+def result_files(
+    env: RunnerEnv, run_id: str, result: Review, gate: GateResult, rows: Sequence[comment.RunRow]
+) -> dict[str, str]:
+    """``write_result_files`` in the job's folder for ``run_id``; the outputs naming them."""
+    findings, sarif = write_result_files(env.temp / PREFIX / run_id, result, gate, rows)
+    return {"findings-file": str(findings), "sarif-file": str(sarif)}
+
+
 def load_findings(path: Path) -> tuple[Review, list[comment.RunRow]]:
     """A findings file written by ``write_result_files`` (by an earlier job): the review and
     its run-history rows. InputError naming the file and key when it is unusable. Its ``gate``
     section is ignored: the posting job gates again with its own threshold. Its texts are
     masked again (``redact``): the file comes from another job."""
-    from gitflow_agents.base.redact import redact_review
-    from gitflow_agents.findings import review_from_dict
-
     data = read_json(path, "findings file")
     try:
         result = redact_review(review_from_dict(data))
@@ -378,13 +249,13 @@ def _row(data: Mapping[str, Any]) -> comment.RunRow:
         agent=text("agent") or "—",
         outcome=text("outcome") or "—",
         step=text("step"),
-        iterations=int_or_none(data.get("iterations")),
-        files_changed=int_or_none(data.get("filesChanged")),
-        insertions=int_or_none(data.get("insertions")),
-        deletions=int_or_none(data.get("deletions")),
-        duration_s=float_or_none(data.get("durationSeconds")),
-        tokens=int_or_none(data.get("tokens")),
-        cost_usd=float_or_none(data.get("costUsd")),
+        iterations=comment.int_or_none(data.get("iterations")),
+        files_changed=comment.int_or_none(data.get("filesChanged")),
+        insertions=comment.int_or_none(data.get("insertions")),
+        deletions=comment.int_or_none(data.get("deletions")),
+        duration_s=comment.float_or_none(data.get("durationSeconds")),
+        tokens=comment.int_or_none(data.get("tokens")),
+        cost_usd=comment.float_or_none(data.get("costUsd")),
     )
 
 
@@ -442,8 +313,6 @@ def finish(
     """Publish (inline review, summary comment, final status, optional check run), write the
     step summary (every finding, when it fits GitHub's limit for it) and the outputs (``extra``
     added to them); the exit code for ``options.fail_on``."""
-    from gitflow_agents.reviewer.target import exit_code
-
     pull = publisher.pull
     login = Identity(publisher.client, options.comment_author)
     outputs = result_outputs(result, gate, pull.head_sha, run_id, {**files, **(extra or {})})
@@ -453,16 +322,12 @@ def finish(
     )
     fits = len(full.encode()) + 8192 <= room  # room for the notes added once published
     where = comment.IN_JOB_SUMMARY if fits else comment.IN_FINDINGS_FILE
-    try:
+    with failing_publish(
+        env, publisher, outputs, lambda: fit_summary(full.removeprefix(comment.MARKER), room)
+    ):
         published = publish(
             publisher, result, gate, login=login, rows=rows, options=options, where=where
         )
-    except GitHubError as exc:
-        # Failing after retries: the status must not stay green-able; say so and exit 4.
-        publisher.error("GitHub API failure while publishing")
-        append_summary(env.step_summary, fit_summary(full.removeprefix(comment.MARKER), room))
-        write_outputs(env.output, {**outputs, "github-error": str(exc)})
-        raise
     notices = []
     if published.degraded:
         notices.append(f"Not posted to the pull request: {published.degraded}")
@@ -474,19 +339,60 @@ def finish(
         gate,
         rows=rows,
         questions=agent_questions(result),
-        inline_note=inline_note(published.inline),
+        inline_note=review.inline_note(published.inline),
         notices=notices,
         limit=None,
     )
-    append_summary(env.step_summary, fit_summary(summary.removeprefix(comment.MARKER), room))
+    return conclude(
+        env,
+        publisher,
+        outputs,
+        fit_summary(summary.removeprefix(comment.MARKER), room),
+        exit_code(result, gate.approved, gate.exit_code, options.fail_on),
+        inline_posted=len(published.inline.posted),
+        comment_id=published.sticky.comment_id if published.sticky else None,
+        check_run_id=published.check_run_id,
+    )
+
+
+@contextlib.contextmanager
+def failing_publish(
+    env: RunnerEnv, writer: StatusWriter, outputs: Mapping[str, str], summary: Callable[[], str]
+) -> Iterator[None]:
+    """Publishing that fails after GitHub's retries: the status must not stay green-able, so
+    the commit gets the error status, the step summary (``summary()``) and the outputs (with
+    ``github-error``) are written, and the error goes on (exit 4)."""
+    try:
+        yield
+    except GitHubError as exc:
+        writer.error("GitHub API failure while publishing")
+        append_summary(env.step_summary, summary())
+        write_outputs(env.output, {**outputs, "github-error": str(exc)})
+        raise
+
+
+def conclude(
+    env: RunnerEnv,
+    writer: StatusWriter,
+    outputs: dict[str, str],
+    summary: str,
+    code: int,
+    *,
+    check_run_id: int | None,
+    inline_posted: int = 0,
+    comment_id: int | None = None,
+) -> int:
+    """The end of a published run: the step summary, the outputs (``outputs`` and what was
+    written), and ``code``, the exit code for ``options.fail_on``."""
+    append_summary(env.step_summary, summary)
     outputs.update(
         {
-            "inline-posted": str(len(published.inline.posted)),
-            "comment-id": str(published.sticky.comment_id) if published.sticky else "",
-            "check-run-id": str(published.check_run_id or ""),
-            "degraded": "true" if published.degraded else "false",
-            "github-writes": str(publisher.writes),
+            "inline-posted": str(inline_posted),
+            "comment-id": "" if comment_id is None else str(comment_id),
+            "check-run-id": str(check_run_id or ""),
+            "degraded": "true" if writer.degraded else "false",
+            "github-writes": str(writer.writes),
         }
     )
     write_outputs(env.output, outputs)
-    return exit_code(result, gate.approved, gate.exit_code, options.fail_on)
+    return code

@@ -21,15 +21,18 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from gitflow_agents.base.redact import redact_finding
 from gitflow_agents.findings import Finding, Severity
 from gitflow_agents.github.api.client import (
     Client,
     Comment,
+    GitHubForbidden,
     GitHubRejected,
     InlineComment,
     PullFile,
 )
 from gitflow_agents.github.api.identity import Identity, resolve
+from gitflow_agents.render.markdown import code, escape, fence, suggestion_block
 
 FP_MARKER = "<!-- gitflow-agents:fp={} -->"
 _FP_RE = re.compile(r"<!-- gitflow-agents:fp=([0-9A-Za-z_.:-]+) -->")
@@ -100,9 +103,6 @@ def comment_body(finding: Finding) -> str:
     Agent text is masked (``redact``) and inert (``render.markdown``); a suggestion written as a
     code block is fenced again so its content cannot close the fence, and a GitHub
     ```suggestion block stays one (a one-click fix)."""
-    from gitflow_agents.base.redact import redact_finding
-    from gitflow_agents.render.markdown import code, escape, fence, suggestion_block
-
     finding = redact_finding(finding)
     rule = f" {code(finding.rule)}" if finding.rule else ""
     head = f"{LABELS[finding.severity]}{rule}: {escape(finding.message)}"
@@ -135,6 +135,34 @@ class InlineOutcome:
     review_id: int | None = None
     removed_duplicates: int = 0
     """Our inline comments deleted because an earlier one of ours has the same fingerprint."""
+
+
+def inline_note(inline: InlineOutcome) -> str:
+    parts = []
+    if inline.posted:
+        parts.append(f"{len(inline.posted)} posted inline now")
+    if inline.already:
+        parts.append(f"{len(inline.already)} already inline from an earlier run")
+    if inline.summary_only:
+        parts.append(
+            f"{len(inline.summary_only)} listed here only (outside the diff or over the cap)"
+        )
+    text = f"**Inline:** {'; '.join(parts)}." if parts else ""
+    if inline.refused:
+        reasons = "\n".join(f"- {escape(r)}" for r in inline.refused)
+        text += (
+            f"\n\n<details><summary>GitHub refused some inline comments; they are listed "
+            f"above</summary>\n\n{reasons}\n\n</details>"
+        )
+    return text
+
+
+def readable_files(client: Client, repo: str, number: int) -> list[PullFile]:
+    """The pull request's files; none when the token may not read them."""
+    try:
+        return client.pulls.files(repo, number)
+    except GitHubForbidden:
+        return []
 
 
 def plan_inline(

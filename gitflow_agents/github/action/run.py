@@ -15,7 +15,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 
+from gitflow_agents import render
 from gitflow_agents.base.errors import ExitCode, InputError
+from gitflow_agents.findings import gate as gate_review
 from gitflow_agents.github.action.checkout import review_pull
 from gitflow_agents.github.action.event import decide, load_event
 from gitflow_agents.github.action.fix import fix_and_publish
@@ -24,7 +26,7 @@ from gitflow_agents.github.action.publish import (
     Publisher,
     finish,
     load_findings,
-    write_result_files,
+    result_files,
 )
 from gitflow_agents.github.action.runner import (
     PREFIX,
@@ -70,7 +72,7 @@ def run_action(environ: Mapping[str, str], options: Options) -> int:
                 f"write access to {env.repository} can run it (their access: {permission}). "
                 "A maintainer can comment the same command.",
             )
-    pull = trigger.pull or client.pull(env.repository, trigger.number)
+    pull = trigger.pull or client.pulls.get(env.repository, trigger.number)
     if trigger.kind == "fix":
         if options.post_findings is not None:
             return skipped(env, run_id, "the posting job (post-findings) does not run /agent fix")
@@ -86,8 +88,6 @@ def review_and_publish(
     env: RunnerEnv, client: Client, pull: PullRequest, options: Options, run_id: str
 ) -> int:
     """Review the PR and publish: pending status, inline review, summary, final status."""
-    from gitflow_agents import render
-
     publisher = Publisher(client, env.repository, pull, env.run_url)
     publisher.pending()
     try:
@@ -97,10 +97,9 @@ def review_and_publish(
         write_outputs(env.output, {"review-result": "error", "run-id": run_id})
         raise
 
-    findings_file, sarif_file = write_result_files(env.temp / PREFIX / run_id, result, gate, [row])
+    files = result_files(env, run_id, result, gate, [row])
     sys.stdout.write(render.render(result, gate, "annotations"))
     sys.stdout.flush()
-    files = {"findings-file": str(findings_file), "sarif-file": str(sarif_file)}
     return finish(env, publisher, result, gate, [row], options, run_id, files)
 
 
@@ -110,8 +109,6 @@ def post_findings(
     """The posting job of the two-job split: publish a findings file an earlier job (with a
     read-only token) produced. No review runs and no pending status is set; the verdict is
     gated again here, against this PR's head commit and this job's threshold."""
-    from gitflow_agents.findings import gate as gate_review
-
     assert options.post_findings is not None
     publisher = Publisher(client, env.repository, pull, env.run_url)
     try:

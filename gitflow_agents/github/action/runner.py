@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base.errors import InputError, UsageError
+from gitflow_agents.base.fsutil import ReadRefused, read_limited
+from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.findings import Severity
 from gitflow_agents.github.action import review
 from gitflow_agents.github.api.settings import owner_name
+from gitflow_agents.render.annotations import command
 
 PREFIX = "gitflow-agents"
 DEFAULT_SERVER_URL = "https://github.com"
@@ -119,9 +122,6 @@ def read_json(path: Path, what: str) -> Any:
     """The JSON in ``path``; InputError naming the file (and line) when unreadable or invalid:
     not a regular file, over :data:`MAX_JSON_BYTES`, not UTF-8, nested too deeply, numbers
     out of range (gitflow_agents/base/jsondata.py). Lone surrogates become U+FFFD."""
-    from gitflow_agents.base.fsutil import ReadRefused, read_limited
-    from gitflow_agents.base.jsondata import JsonProblem, loads
-
     try:
         data = read_limited(path, MAX_JSON_BYTES)
     except ReadRefused as exc:
@@ -157,6 +157,4 @@ def append_summary(path: Path | None, markdown: str) -> None:
 
 def notice(kind: str, message: str) -> None:
     """A workflow command on stdout (``notice``, ``warning``, ``error``)."""
-    from gitflow_agents.render.annotations import command
-
     print(command(kind, message, title=PREFIX), flush=True)

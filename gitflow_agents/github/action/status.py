@@ -4,13 +4,26 @@
 that commit, ``failure`` for every other review outcome, ``error`` when the run itself broke
 (agent crash, timeout, configuration error). A branch protection rule requiring this context
 therefore never sees green for anything but an approval.
+
+``StatusWriter`` writes the gate of one commit (this status, the optional check run) until GitHub
+refuses the token, then only notes what it could not do; ``publish.Publisher`` (a pull request's
+head) and ``merge_group.GroupWriter`` (a merge group's head) are the two kinds.
 """
 
 from __future__ import annotations
 
-from gitflow_agents.findings import GateResult, Review
-from gitflow_agents.github.api.client import Client
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TypeVar
 
+from gitflow_agents.base.errors import GitflowError, GitHubError
+from gitflow_agents.findings import GateResult, Review
+from gitflow_agents.github.action import checks
+from gitflow_agents.github.action.runner import PREFIX, notice
+from gitflow_agents.github.api.client import Client, GitHubForbidden
+from gitflow_agents.render import counts as counts_of
+
+T = TypeVar("T")
 CONTEXT = "gitflow-agents/review"
 MAX_DESCRIPTION = 140
 """GitHub refuses longer status descriptions."""
@@ -26,8 +39,6 @@ def final_state(gate: GateResult) -> str:
 
 
 def final_description(review: Review, gate: GateResult) -> str:
-    from gitflow_agents.render import counts as counts_of
-
     counts = counts_of(review)
     if gate.approved:
         return clip(f"Approved: {counts}")
@@ -84,3 +95,98 @@ def set_error(
     client: Client, repo: str, sha: str, why: str, *, target_url: str | None = None
 ) -> None:
     set_status(client, repo, sha, "error", f"Review did not complete: {why}", target_url=target_url)
+
+
+class StatusWriter(ABC):
+    """Writes the gate of one commit (``sha``: its status, the optional check run) until GitHub
+    says the token may not; from then on it only notes what it could not do (the degrade path
+    for fork PRs and read-only tokens)."""
+
+    where = "pull request"
+    """What the warning of the degrade path says the token may not write to."""
+
+    def __init__(self, client: Client, repo: str, target_url: str | None):
+        self.client = client
+        self.repo = repo
+        self.target_url = target_url
+        self.degraded: str | None = None
+        self.writes = 0
+
+    @property
+    @abstractmethod
+    def sha(self) -> str:
+        """The commit whose gate this writes."""
+
+    def attempt(self, what: str, call: Callable[[], T]) -> T | None:
+        if self.degraded is not None:
+            return None
+        try:
+            result = call()
+        except GitHubForbidden as exc:
+            self.degraded = str(exc)
+            notice(
+                "warning",
+                f"cannot {what}: the token may not write to this {self.where} (a fork PR or a "
+                "read-only GITHUB_TOKEN); results are in the annotations and the job summary. "
+                f"({exc})",
+            )
+            return None
+        self.writes += 1
+        return result
+
+    def pending(self) -> None:
+        self.attempt(
+            "set the pending status",
+            lambda: set_pending(self.client, self.repo, self.sha, target_url=self.target_url),
+        )
+
+    def final(self, result: Review, gate: GateResult, what: str = "set the final status") -> None:
+        """The verdict's status of ``sha`` (``set_final``)."""
+        self.attempt(
+            what,
+            lambda: set_final(
+                self.client, self.repo, self.sha, result, gate, target_url=self.target_url
+            ),
+        )
+
+    def error(self, why: str) -> None:
+        """Best effort: the run is already failing, a second failure must not hide the first."""
+        try:
+            self.attempt(
+                "set the error status",
+                lambda: set_error(
+                    self.client, self.repo, self.sha, why, target_url=self.target_url
+                ),
+            )
+        except GitHubError as exc:
+            notice("warning", f"could not set the error status: {exc}")
+
+    def failed(self, exc: Exception) -> None:
+        """The error status for a run that raised ``exc``: our own error's message, only the
+        type of any other (its text was never meant for a status)."""
+        self.error(
+            exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
+        )
+
+    def check_run(self, result: Review, gate: GateResult) -> int | None:
+        """The optional check run. Never fails the run and never switches to degraded mode:
+        a token without ``checks: write`` (403) just means no check run."""
+        if self.degraded is not None:
+            return None
+        try:
+            made = checks.create(
+                self.client,
+                self.repo,
+                self.sha,
+                result,
+                gate,
+                details_url=self.target_url,
+            )
+        except GitHubForbidden as exc:
+            print(f"{PREFIX}: no check run: the token may not create one ({exc})", flush=True)
+            return None
+        except GitHubError as exc:
+            notice("warning", f"the optional check run was not created: {exc}")
+            return None
+        self.writes += 1
+        return made

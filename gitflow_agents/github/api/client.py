@@ -12,7 +12,8 @@ fails becomes a ``GitHubError`` (exit 4) naming the request and the true number 
 403/404 on a write (read-only token, fork PR) is ``GitHubForbidden`` so the action can degrade
 instead of crashing, and a 422 is ``GitHubRejected`` so the caller can fall back.
 
-Pull requests (find, open, update, label, auto-merge) are ``pulls.PullRequests``, mixed in.
+Pull requests (get, find, open, update, files, labels, auto-merge) are the client's
+``pulls`` (``pulls.Pulls``), which calls GitHub through this client.
 
 Who the token writes as (``writer``) is learned from what GitHub answers to our own creations;
 docs/github.md, "Who we are".
@@ -31,7 +32,8 @@ from github import Auth, Github, GithubException
 from gitflow_agents import __version__
 from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.github.api import retry
-from gitflow_agents.github.api.pulls import PullRequests
+from gitflow_agents.github.api.pulls import Pulls
+from gitflow_agents.github.api.retry import GitHubForbidden, GitHubRejected
 from gitflow_agents.github.api.settings import DEFAULT_API_URL, Settings, settings_from_env
 from gitflow_agents.github.api.values import Comment, InlineComment, PullFile, PullRequest
 
@@ -56,18 +58,6 @@ PER_PAGE = 100
 """GitHub's largest page for every list we read (its default is 30)."""
 ACTIONS_BOT_LOGIN = "github-actions[bot]"
 """Author of everything the Actions ``GITHUB_TOKEN`` writes (it cannot read ``GET /user``)."""
-
-
-class GitHubForbidden(GitHubError):
-    """403/404 on a request the token is not allowed to make (read-only token, fork PR)."""
-
-    def __init__(self, message: str, status: int = 403) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class GitHubRejected(GitHubError):
-    """422: GitHub refused the content (a line outside the diff, a body too long)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,7 +131,7 @@ def _next_page(headers: Mapping[str, Any]) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 
-class Client(PullRequests):
+class Client:
     """One authenticated connection to one GitHub (github.com or Enterprise)."""
 
     def __init__(self, settings: Settings, *, policy: retry.Policy | None = None) -> None:
@@ -152,6 +142,8 @@ class Client(PullRequests):
             max_wait=settings.max_wait,
             budget=settings.wait_budget,
         )
+        self.pulls = Pulls(self)
+        """Pull requests: get, find, open, update, files, labels, auto-merge (``pulls.py``)."""
         self.writer: str | None = None
         """The login our writes appear under, once GitHub showed it (see ``_learn``)."""
         self._user: str | None = None
@@ -229,15 +221,6 @@ class Client(PullRequests):
             f"GET /repos/{repo}/collaborators/{login}/permission",
             lambda: str(self._repo(repo).get_collaborator_permission(login)),
         )
-
-    # -- pull requests ---------------------------------------------------------------------------
-
-    def pull_files(self, repo: str, number: int) -> list[PullFile]:
-        def get() -> list[PullFile]:
-            pr = self._repo(repo).get_pull(number)
-            return [PullFile(f.filename, f.status, f.patch) for f in pr.get_files()]
-
-        return self._call(f"GET /repos/{repo}/pulls/{number}/files", get)
 
     # -- conversation comments ------------------------------------------------------------------
 

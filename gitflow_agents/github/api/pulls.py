@@ -1,11 +1,13 @@
-"""Pull requests as ``Client`` opens, finds, updates, labels and auto-merges them.
+"""Pull requests as a ``Client`` gets, finds, opens, updates, lists the files of, labels and
+auto-merges them.
 
-Mixed into ``client.Client`` (the GitHub boundary; PyGithub is imported there only): these
-methods reach GitHub through the client's ``_call`` (one attempt translated, retried by
-``retry.py``) and hand out the frozen ``PullRequest`` value. Opening a pull request is a write
-that creates something, so it is reconciled like a comment: after an answer that may hide a
-stored write, or GitHub's 422 "A pull request already exists for owner:branch", the open pull
-request for that head is looked up and returned, so a retried request never opens a second one.
+``Pulls`` is the client's ``pulls`` (``client.pulls.create(...)``), part of the GitHub boundary
+(PyGithub is imported in ``client.py`` only): it reaches GitHub through the client's transport
+(``_call``: one attempt translated, retried by ``retry.py``) and hands out frozen values
+(``PullRequest``, ``PullFile``). Opening a pull request is a write that creates something, so
+it is reconciled like a comment: after an answer that may hide a stored write, or GitHub's 422
+"A pull request already exists for owner:branch", the open pull request for that head is looked
+up and returned, so a retried request never opens a second one.
 Auto-merge is PyGithub's ``PullRequest.enable_automerge`` (the GraphQL mutation
 ``enablePullRequestAutoMerge``); docs/github.md, "Plan steps as pull requests".
 """
@@ -13,12 +15,15 @@ Auto-merge is PyGithub's ``PullRequest.enable_automerge`` (the GraphQL mutation
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
-from gitflow_agents.github.api.values import PullRequest
+from gitflow_agents.github.api.retry import GitHubForbidden, GitHubRejected
+from gitflow_agents.github.api.values import PullFile, PullRequest
 
-T = TypeVar("T")
+if TYPE_CHECKING:  # the client owns its Pulls (client.py imports this module)
+    from gitflow_agents.github.api.client import Client
+
 ALREADY_EXISTS = "a pull request already exists for"
 """GitHub's 422 when the head has an open pull request against that base (lower-cased)."""
 
@@ -45,69 +50,59 @@ def pull_value(pr: Any) -> PullRequest:
     )
 
 
-class PullRequests:
-    """The pull request methods of ``Client`` (see the module doc)."""
+class Pulls:
+    """The pull request calls of one ``Client`` (see the module doc)."""
 
-    if TYPE_CHECKING:  # Client's transport, declared for the type checker only
+    def __init__(self, client: Client) -> None:
+        self._client = client
 
-        def _call(
-            self,
-            what: str,
-            call: Callable[[], T],
-            *,
-            find: Callable[[], T | None] | None = None,
-            creates: bool = False,
-        ) -> T: ...
-
-        def _repo(self, repo: str) -> Any: ...
-
-        def _json(self, verb: str, path: str, data: dict[str, Any] | None = None) -> Any: ...
-
-    def pull(self, repo: str, number: int) -> PullRequest:
-        return self._call(
+    def get(self, repo: str, number: int) -> PullRequest:
+        client = self._client
+        return client._call(
             f"GET /repos/{repo}/pulls/{number}",
-            lambda: pull_value(self._repo(repo).get_pull(number)),
+            lambda: pull_value(client._repo(repo).get_pull(number)),
         )
 
-    def pulls_for_head(
+    def for_head(
         self, repo: str, branch: str, *, base: str | None = None, state: str = "open"
     ) -> list[PullRequest]:
         """The pull requests whose head is ``branch`` of ``repo`` itself (not a fork's branch
         of that name), newest first; ``state``: open, closed or all."""
+        client = self._client
         owner = repo.split("/", 1)[0]
         extra = {"base": base} if base else {}
 
         def get() -> list[PullRequest]:
-            found = self._repo(repo).get_pulls(state=state, head=f"{owner}:{branch}", **extra)
+            found = client._repo(repo).get_pulls(state=state, head=f"{owner}:{branch}", **extra)
             return [pull_value(pr) for pr in found]
 
-        return self._call(f"GET /repos/{repo}/pulls?head={owner}:{branch}", get)
+        return client._call(f"GET /repos/{repo}/pulls?head={owner}:{branch}", get)
 
-    def create_pull(
+    def create(
         self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False
     ) -> PullRequest:
         """Open a pull request from ``head`` (a branch of ``repo``) into ``base``; the open one
         for that head when GitHub already has it (a retried request, a 422 "already exists")."""
-        from gitflow_agents.github.api.client import GitHubRejected
+        client = self._client
 
         def create() -> PullRequest:
-            made = self._repo(repo).create_pull(
+            made = client._repo(repo).create_pull(
                 base=base, head=head, title=title, body=body, draft=draft
             )
             return pull_value(made)
 
         def find() -> PullRequest | None:
-            return next(iter(self.pulls_for_head(repo, head, base=base)), None)
+            return next(iter(self.for_head(repo, head, base=base)), None)
 
         try:
-            return self._call(f"POST /repos/{repo}/pulls", create, find=find, creates=True)
+            return client._call(f"POST /repos/{repo}/pulls", create, find=find, creates=True)
         except GitHubRejected as exc:
             found = find() if ALREADY_EXISTS in str(exc).lower() else None
             if found is None:
                 raise
             return found
 
-    def update_pull(
+    def update(
         self, repo: str, number: int, *, title: str | None = None, body: str | None = None
     ) -> None:
         """Set the title and/or the body (only those given: a field a human is editing is not
@@ -116,34 +111,41 @@ class PullRequests:
         if not fields:
             return
         path = f"/repos/{repo}/pulls/{number}"
-        self._call(f"PATCH {path}", lambda: self._json("PATCH", path, fields))
+        self._client._call(f"PATCH {path}", lambda: self._client._json("PATCH", path, fields))
+
+    def files(self, repo: str, number: int) -> list[PullFile]:
+        """The files the pull request changes, each with its patch."""
+        client = self._client
+
+        def get() -> list[PullFile]:
+            pr = client._repo(repo).get_pull(number)
+            return [PullFile(f.filename, f.status, f.patch) for f in pr.get_files()]
+
+        return client._call(f"GET /repos/{repo}/pulls/{number}/files", get)
 
     def add_label(self, repo: str, number: int, name: str) -> None:
         """Add label ``name`` (GitHub creates a missing one; adding it twice is harmless)."""
-        self._call(
-            f"POST /repos/{repo}/issues/{number}/labels",
-            lambda: self._json("POST", f"/repos/{repo}/issues/{number}/labels", {"labels": [name]}),
+        path = f"/repos/{repo}/issues/{number}/labels"
+        self._client._call(
+            f"POST {path}", lambda: self._client._json("POST", path, {"labels": [name]})
         )
 
     def remove_label(self, repo: str, number: int, name: str) -> None:
         """Remove label ``name``; one that is not there (404) is fine."""
-        from urllib.parse import quote
-
-        from gitflow_agents.github.api.client import GitHubForbidden
-
         path = f"/repos/{repo}/issues/{number}/labels/{quote(name, safe='')}"
         with contextlib.suppress(GitHubForbidden):  # 404: not labelled (any more)
-            self._call(f"DELETE {path}", lambda: self._json("DELETE", path))
+            self._client._call(f"DELETE {path}", lambda: self._client._json("DELETE", path))
 
     def enable_automerge(self, repo: str, number: int, *, method: str, expected_head: str) -> None:
         """GitHub merges the pull request with ``method`` (merge, squash, rebase) once its
         required checks pass, and only while its head is ``expected_head``. GitHubError (exit 4)
         naming GitHub's reason when it refuses (auto-merge not allowed in the repository, a head
         that moved on, a draft)."""
-        self._call(
+        client = self._client
+        client._call(
             f"POST graphql enablePullRequestAutoMerge #{number}",
             lambda: (
-                self._repo(repo)
+                client._repo(repo)
                 .get_pull(number)
                 .enable_automerge(merge_method=method.upper(), expected_head_oid=expected_head)
             ),

@@ -62,6 +62,20 @@ class RateLimited(GitHubError):
         """``x-ratelimit-reset`` (UTC epoch seconds) when ``x-ratelimit-remaining`` was 0."""
 
 
+class GitHubForbidden(GitHubError):
+    """403/404 on a request the token is not allowed to make (read-only token, fork PR): not
+    retried, so the action can degrade instead of crashing."""
+
+    def __init__(self, message: str, status: int = 403) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class GitHubRejected(GitHubError):
+    """422: GitHub refused the content (a line outside the diff, a body too long): not retried,
+    so the caller can fall back."""
+
+
 @dataclass
 class Policy:
     """How patient one client is. ``retries`` bounds the tries of each request (1 + retries)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from gitflow_agents.base.errors import UsageError
 
@@ -75,8 +76,6 @@ def api_url_from(environ: Mapping[str, str]) -> str:
     """``GITHUB_API_URL`` without its trailing slash, github.com's API when unset; UsageError
     (exit 2) naming the variable unless it is an http(s) URL with a host (and a port from 1 to
     65535, when one is given)."""
-    from urllib.parse import urlsplit
-
     raw = environ.get("GITHUB_API_URL") or DEFAULT_API_URL
     try:
         parts = urlsplit(raw)

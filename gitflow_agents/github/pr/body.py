@@ -16,6 +16,8 @@ import hashlib
 import json
 import re
 
+from gitflow_agents.render.markdown import escape
+
 CHANGES_LABEL = "gitflow-agents: changes requested"
 """The label of a step pull request whose last review asked for changes."""
 START = "<!-- gitflow-agents:step {plan} {step}{title} -->"
@@ -32,8 +34,6 @@ def title_digest(title: str) -> str:
 def section(plan_rel: str, step: int, content: str, link: str | None) -> str:
     """The tool's section: the step's text under a line linking the plan, between the markers
     (the start marker names plan and step; ``stamped`` adds the title's digest)."""
-    from gitflow_agents.render.markdown import escape
-
     where = f"[`{plan_rel}`]({link})" if link else f"`{plan_rel}`"
     plan = json.dumps(plan_rel).replace("<", "\\u003c").replace(">", "\\u003e")  # no "-->"
     start = START.format(plan=plan, step=step, title="")

@@ -17,11 +17,16 @@ or one it pushed (``Claim.owns``). docs/github.md, "Plan steps as pull requests"
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from gitflow_agents.base.fsutil import make_dirs, write_json_atomic
+from gitflow_agents.runs import read_json
+from gitflow_agents.runs.liveness import process_alive, start_time
 
 CLAIM_FILE = "claim.json"
 # the branch on origin is the run's own (its claim push was confirmed)
@@ -61,8 +66,6 @@ class Claim:
         return self.data.get("created") is True
 
     def alive(self) -> bool:
-        from gitflow_agents.runs.liveness import process_alive
-
         return process_alive(self.data.get("pid"), self.data.get("pidStarted"))
 
     def owns(self, tip: str) -> bool:
@@ -72,8 +75,6 @@ class Claim:
 
     def update(self, **changes: Any) -> Claim:
         """Write the record with ``changes`` (atomically); the record as written."""
-        from gitflow_agents.base.fsutil import write_json_atomic
-
         data = {**self.data, **changes, "at": time.time()}
         write_json_atomic(self.path, data)
         return Claim(self.path, data)
@@ -81,8 +82,6 @@ class Claim:
     def discard(self) -> None:
         """Remove the record of a claim that made nothing (refused, or given back before any
         agent ran), and its run folder when nothing else is in it: no run to list."""
-        import contextlib
-
         self.path.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.path.parent.rmdir()
@@ -97,9 +96,6 @@ def write_claim(
     run_dir: Path, *, plan: str, step: int, branch: str, remote: str, sha: str
 ) -> Claim:
     """The record of a claim about to be pushed (state ``claiming``), written atomically."""
-    from gitflow_agents.base.fsutil import make_dirs
-    from gitflow_agents.runs.liveness import start_time
-
     make_dirs(run_dir)
     record = Claim(
         run_dir / CLAIM_FILE,
@@ -123,8 +119,6 @@ def previous_claim(
 ) -> Claim | None:
     """The newest record under ``runs`` (a flow's runs folder), other than run ``me``'s, of a
     claim of ``branch`` for that plan step that is still active and whose process is gone."""
-    from gitflow_agents.runs import read_json
-
     if not runs.is_dir():
         return None
     for run_dir in sorted(runs.iterdir(), reverse=True):  # run ids sort by time

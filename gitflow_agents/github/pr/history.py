@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.findings import GateResult, Review, Severity, merge_reviews
-from gitflow_agents.github.action.comment import RunRow
-from gitflow_agents.github.action.publish import float_or_none, int_or_none
+from gitflow_agents.github.action.comment import RunRow, float_or_none, int_or_none
+from gitflow_agents.runs import read_json
 from gitflow_agents.runs.schema import StepChain, step_chain
 
 
 def _agent_record(runs: Path, run_id: str) -> Mapping[str, Any]:
-    from gitflow_agents.runs import read_json
-
     if not run_id or "/" in run_id or run_id.startswith("."):
         return {}
     return read_json(runs / run_id / "result.json") or {}

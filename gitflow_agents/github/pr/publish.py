@@ -1,7 +1,7 @@
 """A pushed step branch on GitHub: its pull request, summary, inline findings, status, auto-merge.
 
 Every write is idempotent, so running a step again (or finishing one a killed run left) never
-doubles anything: the pull request for the head is found before one is opened (``pulls.py``)
+doubles anything: the pull request for the head is found before one is opened (``api/pulls.py``)
 and an open one gets only the tool's section of its body and, while it is still the tool's,
 its title (``step_body.py``: what a human wrote stays), the sticky summary comment is edited in
 place (``comment.py``; it draws the chain as the Mermaid flowchart ``history --format mermaid``
@@ -19,6 +19,7 @@ steps as pull requests".
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,23 @@ from typing import Any
 from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.findings import Severity
 from gitflow_agents.github.action import comment, review, status
+from gitflow_agents.github.action.comment import footer
+from gitflow_agents.github.action.review import inline_note, readable_files
 from gitflow_agents.github.api.client import Client, PullRequest
 from gitflow_agents.github.api.identity import Identity
-from gitflow_agents.github.pr.body import CHANGES_LABEL, section, stamped, title_digest, update
+from gitflow_agents.github.pr.body import (
+    CHANGES_LABEL,
+    is_step_pull,
+    section,
+    stamped,
+    title_digest,
+    update,
+)
 from gitflow_agents.github.pr.history import history_rows, last_review
+from gitflow_agents.render.mermaid import fence_chart
+from gitflow_agents.runs import RunPaths, write_result
+from gitflow_agents.runs.history import step_chart
+from gitflow_agents.runs.schema import PullRef, StepChain, step_chain
 
 
 @dataclass(frozen=True)
@@ -63,9 +77,9 @@ def upsert_pull(client: Client, spec: StepPull) -> tuple[PullRequest, str]:
     """The open pull request for the step branch, or a new one; (pull request, "created" /
     "updated" / "unchanged"). An open one gets the tool's section of its body brought up to
     date, and its title only while that is still the tool's own (``step_body.update``)."""
-    found = client.pulls_for_head(spec.repo, spec.branch, base=spec.target)
+    found = client.pulls.for_head(spec.repo, spec.branch, base=spec.target)
     if not found:
-        made = client.create_pull(
+        made = client.pulls.create(
             spec.repo,
             head=spec.branch,
             base=spec.target,
@@ -78,7 +92,7 @@ def upsert_pull(client: Client, spec: StepPull) -> tuple[PullRequest, str]:
     title, body = update(pull.title, pull.body, spec.title, spec.body)
     if title is None and body is None:
         return pull, "unchanged"
-    client.update_pull(spec.repo, pull.number, title=title, body=body)
+    client.pulls.update(spec.repo, pull.number, title=title, body=body)
     return pull, "updated"
 
 
@@ -86,9 +100,6 @@ def record_pull(run_dir: Path, result: dict[str, Any], pull: PullRequest) -> dic
     """``result`` (the step run's result.json in ``run_dir``) with its pull request as
     ``chain.pullRequest`` (``number``, ``url``), written back atomically: the chart's end node
     names it, in the sticky comment and in ``history --format mermaid`` alike."""
-    from gitflow_agents.runs import RunPaths, write_result
-    from gitflow_agents.runs.schema import PullRef, StepChain, step_chain
-
     chain = step_chain(result) or StepChain.from_json({})
     ref = PullRef(pull.number, pull.html_url)
     updated = {**result, "chain": replace(chain, pull_request=ref).to_json()}
@@ -111,19 +122,13 @@ def publish_step(
     publish the step's run (``result``: its result.json, in the run folder ``run_dir``) on it;
     see the module doc. GitHubError (exit 4) when GitHub fails after its retries; a refused
     auto-merge is only reported (``StepPublished.auto_merge``)."""
-    import dataclasses
-
-    from gitflow_agents.github.action.publish import footer, inline_note, readable_files
-    from gitflow_agents.render.mermaid import fence_chart
-    from gitflow_agents.runs.history import step_chart
-
     pull, _ = upsert_pull(client, spec)
     result = record_pull(run_dir, result, pull)
     pull = dataclasses.replace(pull, head_sha=head)  # GitHub may answer the claimed commit
     if approved:
-        client.remove_label(spec.repo, pull.number, CHANGES_LABEL)
+        client.pulls.remove_label(spec.repo, pull.number, CHANGES_LABEL)
     else:
-        client.add_label(spec.repo, pull.number, CHANGES_LABEL)
+        client.pulls.add_label(spec.repo, pull.number, CHANGES_LABEL)
     # Pending first, then auto-merge: GitHub refuses to enable auto-merge on a pull request
     # whose required checks already pass ("clean status"), and merges once the final one does.
     status.set_pending(client, spec.repo, head, target_url=run_url)
@@ -168,11 +173,9 @@ def clear_changes_label(client: Client, repo: str, pull: PullRequest) -> bool:
     it, when its gate turned green in the action (the review of a new head, ``/agent fix``);
     whether it was there. Only a pull request that lists it gets the one request, and a label
     gone meanwhile (404) is fine, so a re-run writes nothing or harmlessly repeats it."""
-    from gitflow_agents.github.pr.body import is_step_pull
-
     if CHANGES_LABEL not in pull.labels or not is_step_pull(pull.body):
         return False
-    client.remove_label(repo, pull.number, CHANGES_LABEL)
+    client.pulls.remove_label(repo, pull.number, CHANGES_LABEL)
     return True
 
 
@@ -184,7 +187,9 @@ def _auto_merge(
     if not approved:
         return "off (the step was not approved)"
     try:
-        client.enable_automerge(spec.repo, pull.number, method=spec.auto_merge, expected_head=head)
+        client.pulls.enable_automerge(
+            spec.repo, pull.number, method=spec.auto_merge, expected_head=head
+        )
     except GitHubError as exc:
         return f"not enabled: {exc}"
     return "enabled"

@@ -28,13 +28,28 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gitflow_agents.base.errors import ExitCode, GitflowError, GitHubError, UsageError
-from gitflow_agents.chain import ChainResult, Context
+from gitflow_agents.base.errors import ExitCode, GitError, GitflowError, GitHubError, UsageError
+from gitflow_agents.chain import ChainResult, Context, run_step
+from gitflow_agents.chain.lander import BranchLander
+from gitflow_agents.chain.state import done_where, fetch_target, plan_in_repo, target_tip
+from gitflow_agents.chain.workspace import branch_name
 from gitflow_agents.git import queries as git
-from gitflow_agents.github.api.client import Client
-from gitflow_agents.github.pr.claim import Claim
+from gitflow_agents.github.action.fixer import BOT_EMAIL
+from gitflow_agents.github.action.runner import server_url_from, workflow_run_url
+from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, Client
+from gitflow_agents.github.api.settings import (
+    repository_from,
+    settings_from_env,
+    without_credentials,
+)
+from gitflow_agents.github.pr.claim import Claim, not_taken_over, previous_claim, write_claim
+from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
+from gitflow_agents.plan import parse_plan
 from gitflow_agents.plan.model import DONE
-from gitflow_agents.runs.lock import LockInfo, StepLockedError
+from gitflow_agents.plan.waves import ready_steps
+from gitflow_agents.reviewer import approval_status
+from gitflow_agents.runs import new_run_id, read_json, runs_root
+from gitflow_agents.runs.lock import LockInfo, StepLockedError, hold, step_lock_path
 
 REMOTE = "origin"
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
@@ -60,14 +75,6 @@ def connect(environ: Mapping[str, str], root: Path) -> GitHub:
     """GitHub as the action finds it (docs/github.md): token ``GITHUB_TOKEN`` else
     ``GH_TOKEN``, repository ``GITHUB_REPOSITORY`` else ``origin``'s URL, API
     ``GITHUB_API_URL``. UsageError (exit 2) naming what is missing."""
-    from gitflow_agents.github.action.runner import server_url_from, workflow_run_url
-    from gitflow_agents.github.api.client import Client
-    from gitflow_agents.github.api.settings import (
-        repository_from,
-        settings_from_env,
-        without_credentials,
-    )
-
     url = git.remote_url(root, REMOTE)
     if url is None:
         raise UsageError(f"--pr pushes the step branch to {REMOTE}, and this repository has none")
@@ -95,11 +102,6 @@ def run_steps(
 ) -> int:
     """Every step of ``steps`` (None: the steps ready now, ``--all``) as a pull request, in
     order, until one does not exit 0."""
-    from gitflow_agents.chain.state import fetch_target, target_tip
-    from gitflow_agents.github.action.fixer import BOT_EMAIL
-    from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN
-    from gitflow_agents.plan import parse_plan
-
     github = connect(os.environ if environ is None else environ, ctx.root)
     # The target is origin's; a fresh runner knows no git identity: the commits are then
     # github-actions[bot]'s.
@@ -123,9 +125,6 @@ def _no_target(ctx: Context) -> GitflowError:
     """Why origin's target could not be fetched: origin cannot be reached (its URL and git's
     reason shown with credentials masked), it has no such branch, or git failed to fetch it.
     Exit 2 each time, as every git failure is (docs/decisions.md, "Plan steps in waves" 6)."""
-    from gitflow_agents.base.errors import GitError
-    from gitflow_agents.github.api.settings import without_credentials
-
     why = git.unreachable(ctx.root, ctx.target, REMOTE)
     if why is not None:
         why = _URL.sub(lambda match: without_credentials(match[0]), why)
@@ -142,9 +141,6 @@ def _startable(ctx: Context, steps: list[int] | None, force: bool) -> list[int]:
     summary line); a step waiting for a step that is not ✅ there is a UsageError unless
     ``force``. Only ``--all`` needs the whole plan's dependencies right (no cycle, no unknown
     step), as ``--ready`` does; ``--step N`` looks at its own."""
-    from gitflow_agents.chain.state import done_where
-    from gitflow_agents.plan.waves import ready_steps
-
     assert ctx.plan is not None
     if steps is None:
         wave = ready_steps(
@@ -180,9 +176,6 @@ def run_step_pr(
     """One step: claim, chain, push, pull request (see the module doc), under the step's claim
     lock: a live run of this checkout holding it means the step is started (exit 0; with
     ``--force`` StepLockedError, exit 2), a dead one's lock is taken over."""
-    from gitflow_agents.runs import new_run_id
-    from gitflow_agents.runs.lock import hold, step_lock_path
-
     run_id = new_run_id()
     lock = step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
     try:
@@ -224,11 +217,6 @@ def _run_held(
     report: Callable[[ChainResult], None],
     run_id: str,
 ) -> int:
-    from gitflow_agents.chain import run_step
-    from gitflow_agents.chain.lander import BranchLander
-    from gitflow_agents.chain.state import done_where, target_tip
-    from gitflow_agents.chain.workspace import branch_name
-
     assert ctx.plan is not None
     branch = git.check_branch_name(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
     base = target_tip(ctx)
@@ -277,9 +265,6 @@ def _claim(
     (``github/step_claim.py``). A branch that exists is taken over when a lost run of this
     checkout claimed it and it is still that run's; else the step is started (exit 0), or with
     ``--force`` continued."""
-    from gitflow_agents.github.pr.claim import not_taken_over, previous_claim, write_claim
-    from gitflow_agents.runs import runs_root
-
     assert ctx.plan is not None
     runs = runs_root(ctx.root, ctx.config.flow_dir, ctx.flow)
     plan = str(ctx.plan.path.resolve())
@@ -328,8 +313,6 @@ def _claim(
 def _done_after_claim(ctx: Context, step: int) -> bool:
     """Read the target again once the claim is made: a pull request that merged (its branch
     deleted) between the first read and the claim shows here, never in a later run."""
-    from gitflow_agents.chain.state import done_where, target_tip
-
     target_tip(ctx)
     done = done_where(ctx, step)
     if done is None:
@@ -339,7 +322,7 @@ def _done_after_claim(ctx: Context, step: int) -> bool:
 
 
 def _started(github: GitHub, branch: str, target: str) -> str:
-    pulls = github.client.pulls_for_head(github.repo, branch, base=target)
+    pulls = github.client.pulls.for_head(github.repo, branch, base=target)
     where = f"PR #{pulls[0].number}" if pulls else "no pull request yet"
     return f"branch {branch} on {REMOTE} ({where}); --force continues on it"
 
@@ -390,11 +373,6 @@ def _push(ctx: Context, branch: str, head: str) -> None:
 def _publish(
     ctx: Context, github: GitHub, options: PrOptions, result: ChainResult, branch: str, head: str
 ) -> int:
-    from gitflow_agents.chain.state import plan_in_repo
-    from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
-    from gitflow_agents.reviewer import approval_status
-    from gitflow_agents.runs import read_json
-
     assert ctx.plan is not None and result.result_path is not None
     record = read_json(result.result_path) or {}
     plan_rel = plan_in_repo(ctx) or ctx.plan.path.name
