@@ -25,10 +25,10 @@ from gitflow_agents.base.errors import UsageError
 
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.launch import Prepared
+    from gitflow_agents.agent_run.record import RunFacts
     from gitflow_agents.config import FlowConfig
     from gitflow_agents.runs import RunPaths
     from gitflow_agents.runs.events import EventHub
-    from gitflow_agents.runs.record import RunFacts
     from gitflow_agents.supervisor import Outcome, Status
 
 
@@ -131,9 +131,9 @@ class AgentRunner:
         self, job: AgentJob, *, hub: EventHub | None = None, paths: RunPaths | None = None
     ) -> None:
         from gitflow_agents.agent_run.launch import signal_files
+        from gitflow_agents.agent_run.record import RunFacts, worktree_state
         from gitflow_agents.prompt import agent_dir
         from gitflow_agents.runs import create_run
-        from gitflow_agents.runs.record import RunFacts, worktree_state
 
         root, config = job.root, job.config
         self.job = job
@@ -171,9 +171,9 @@ class AgentRunner:
         build the adapter's launch (not with ``launch`` False: an agent that is a function of
         this process, see :meth:`run_in_process`). Returns what the ``prepare`` phase reports."""
         from gitflow_agents.agent_run.launch import prepare
+        from gitflow_agents.agent_run.record import start_card
         from gitflow_agents.agents.installed import require_program
         from gitflow_agents.prompt import write_system_prompt
-        from gitflow_agents.runs.record import start_card
 
         job = self.job
         prompt_path = write_system_prompt(
@@ -293,7 +293,12 @@ class AgentRunner:
         bring ``card`` to the run's end state. ``run_extra`` is added to result.json's ``run``,
         ``extra`` to its top level (a caller's own facts: its chain run, git statistics). The
         first call records; later ones return that result."""
-        from gitflow_agents.runs.record import changed_files, finish_card, own_files, record_result
+        from gitflow_agents.agent_run.record import (
+            changed_files,
+            finish_card,
+            own_files,
+            record_result,
+        )
 
         if self._result is not None:
             return self._result
