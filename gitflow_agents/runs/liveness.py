@@ -59,6 +59,6 @@ def run_alive(status: Mapping[str, Any]) -> bool:
     token, since = status.get("tree_token"), status.get("started")
     if not isinstance(token, str):
         return False
-    from gitflow_agents.supervisor.tree import marker_alive
+    from gitflow_agents.runs.tree import marker_alive
 
     return marker_alive(token, float(since) if isinstance(since, (int, float)) else None)

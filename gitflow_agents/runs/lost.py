@@ -45,7 +45,7 @@ def tree_pids(status: Mapping[str, Any]) -> tuple[int, ...]:
     """The live processes of the run's tree as its ``status.json`` records it: the agent's pid
     (while it is the process that was started), every process of ours carrying the run's tree
     marker, and their descendants."""
-    from gitflow_agents.supervisor import tree
+    from gitflow_agents.runs import tree
 
     pid, _, token, since = _recorded_tree(status)
     return tree.tree_pids(pid, token=token, since=since)
@@ -54,7 +54,7 @@ def tree_pids(status: Mapping[str, Any]) -> tuple[int, ...]:
 def kill_recorded_tree(status: Mapping[str, Any], grace: float = 3.0) -> tuple[int, ...]:
     """Kill the run's tree as ``status.json`` records it (pid and group only while the pid is
     still the process that was started; the marker always); the pids still alive after."""
-    from gitflow_agents.supervisor import kill_tree
+    from gitflow_agents.runs.tree import kill_tree
 
     pid, pgid, token, since = _recorded_tree(status)
     # every process of the run carries the marker, also those that left the group (setsid)
