@@ -21,7 +21,7 @@ from gitflow_agents.runs import FLOW_KINDS
 
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.launch import SignalFiles
-    from gitflow_agents.agent_run.protocol import AgentReply
+    from gitflow_agents.findings.reply import AgentReply
     from gitflow_agents.runs import RunPaths
     from gitflow_agents.supervisor import Outcome
 
@@ -107,7 +107,7 @@ def record_result(
     ``run.reply`` is the agent's reply parsed with the reply protocol (docs/protocol.md, Agent
     replies; ``structured`` False when it fell back to heuristics); ``run.replies`` counts
     structured vs unstructured replies (one reply per run: ``status`` adds them up over runs)."""
-    from gitflow_agents.agent_run.protocol import parse_reply
+    from gitflow_agents.findings.reply import parse_reply
     from gitflow_agents.runs import flow_result, result_status
 
     status = result_status(outcome.status) if outcome is not None else "failed"
@@ -309,7 +309,7 @@ def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None 
     """``--json``: the result; else the outcome line, the log folder, the formatted reply
     (docs/protocol.md, Agent replies) and, when the agent needs input, its questions and how to
     answer them."""
-    from gitflow_agents.agent_run.protocol import AgentReply, ReplyStatus, format_reply
+    from gitflow_agents.findings.reply import AgentReply, ReplyStatus, format_reply
 
     if as_json:
         print(json.dumps(result, indent=2))

@@ -147,7 +147,7 @@ def parse_review(
     broken, the JSON ``overall`` contradicts the marker, the XML ``<STATUS>`` is failed /
     needs_input, or the block names a different commit than ``reviewed_sha``.
     """
-    from gitflow_agents.agent_run.protocol import ReplyStatus, parse_reply
+    from gitflow_agents.findings.reply import ReplyStatus, parse_reply
 
     if len(report_text) > MAX_REPORT_CHARS:
         return Review(
