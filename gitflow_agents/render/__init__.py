@@ -44,7 +44,8 @@ def redacted(review: Review, gate: GateResult | None) -> tuple[Review, GateResul
     """``review`` and the gate's reasons (which quote the review's) with secrets masked."""
     from dataclasses import replace
 
-    from gitflow_agents.base.redact import redact_review, redact_text
+    from gitflow_agents.base.redact import redact_text
+    from gitflow_agents.findings.redact import redact_review
 
     if gate is not None:
         gate = replace(gate, reasons=tuple(redact_text(reason) for reason in gate.reasons))

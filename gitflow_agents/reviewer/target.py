@@ -216,7 +216,7 @@ def review_target(
     the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``:
     see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none: nothing)."""
     from gitflow_agents import findings
-    from gitflow_agents.base.redact import redact_review
+    from gitflow_agents.findings.redact import redact_review
 
     with git.BlobReader(root) as blobs:
         if agent == "builtin":

@@ -348,8 +348,8 @@ def load_findings(path: Path) -> tuple[Review, list[comment.RunRow]]:
     its run-history rows. InputError naming the file and key when it is unusable. Its ``gate``
     section is ignored: the posting job gates again with its own threshold. Its texts are
     masked again (``redact``): the file comes from another job."""
-    from gitflow_agents.base.redact import redact_review
     from gitflow_agents.findings import review_from_dict
+    from gitflow_agents.findings.redact import redact_review
 
     data = read_json(path, "findings file")
     try:

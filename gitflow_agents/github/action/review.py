@@ -100,7 +100,7 @@ def comment_body(finding: Finding) -> str:
     Agent text is masked (``redact``) and inert (``render.markdown``); a suggestion written as a
     code block is fenced again so its content cannot close the fence, and a GitHub
     ```suggestion block stays one (a one-click fix)."""
-    from gitflow_agents.base.redact import redact_finding
+    from gitflow_agents.findings.redact import redact_finding
     from gitflow_agents.render.markdown import code, escape, fence, suggestion_block
 
     finding = redact_finding(finding)
