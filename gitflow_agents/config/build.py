@@ -18,6 +18,7 @@ from typing import Any
 from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config.files import Layout, normalise
+from gitflow_agents.config.review import build_review
 from gitflow_agents.config.values import (
     BUILT_IN,
     DEFAULT_ADAPTER,
@@ -41,7 +42,6 @@ from gitflow_agents.config.values import (
     display,
 )
 from gitflow_agents.config.yaml_nodes import Node, unwrap
-from gitflow_agents.findings.settings import build_review
 from gitflow_agents.plan import SpecPlanConfig, compile_step_pattern
 
 MAX_AT_FILE_BYTES = 4 * 1024 * 1024

@@ -35,8 +35,8 @@ def _settings(text: str | None, name: str) -> ReviewSettings:
         return ReviewSettings()
     # config/ (and the plan/ it imports) only when there is a layer to read: a review without
     # one is the hook's common case, and those imports cost more than a small review
+    from gitflow_agents.config.review import review_settings
     from gitflow_agents.config.yaml_nodes import MAX_LAYER_BYTES, parse_layer
-    from gitflow_agents.findings.settings import review_settings
 
     if len(text.encode("utf-8", "surrogatepass")) > MAX_LAYER_BYTES:
         raise InputError(f"over the {MAX_LAYER_BYTES:,}-byte limit of a layer file", path=name)
@@ -44,8 +44,8 @@ def _settings(text: str | None, name: str) -> ReviewSettings:
 
 
 def _layer_settings(layer: Path) -> ReviewSettings:
+    from gitflow_agents.config.review import review_settings
     from gitflow_agents.config.yaml_nodes import read_layer  # see _settings
-    from gitflow_agents.findings.settings import review_settings
 
     return review_settings(read_layer(layer, LAYER))
 
