@@ -114,8 +114,7 @@ def record_result(
     if failure_reason == "interrupted" and outcome is None:
         status = "canceled"
     files = facts.files
-    from gitflow_agents.base.fsutil import irregular, read_agent_text
-    from gitflow_agents.findings.report import MAX_REPORT_CHARS
+    from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, irregular, read_agent_text
 
     report_path = next(
         (

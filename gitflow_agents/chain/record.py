@@ -127,8 +127,7 @@ def _write_record(rec: StepRecord) -> ChainResult:
     builder = next((a for a in rec.agents if a.kind == "implement" and a.report), None)
     text = ""
     if builder is not None and builder.report is not None:
-        from gitflow_agents.base.fsutil import read_agent_text
-        from gitflow_agents.findings.report import MAX_REPORT_CHARS
+        from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
 
         # bounded; flow_result notes a report over the cap instead of reading it
         text = read_agent_text(builder.report, MAX_REPORT_CHARS)

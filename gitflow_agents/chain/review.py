@@ -187,9 +187,8 @@ def _read_review(ctx: Context, run: AgentRun, head: str, base: str) -> Review:
     """The reviewer's report as a Review (with the findings the builtin reviewer accepted), its
     texts masked (``redact``) like every review's, with the step's secret values: it reaches
     the run record, the fixer's prompt and, through ``/agent fix`` and ``run --pr``, GitHub."""
-    from gitflow_agents.base.fsutil import read_agent_text
+    from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
     from gitflow_agents.findings.redact import redact_review
-    from gitflow_agents.findings.report import MAX_REPORT_CHARS
 
     # Bounded like every report read (docs/security.md, "Bounds"): a report over the cap is
     # not read whole, and parse_review refuses it (no verdict); a symlink or FIFO reads as "".

@@ -36,9 +36,6 @@ TEMPLATE_VARIABLES: tuple[str, ...] = (
     "failed_file",
 )
 
-# The line the implementation report carries under "## Modified files"; after the agent
-# finishes, the tool replaces it with the git statistics it computed (never the agent).
-GIT_STATS_MARKER = "<!-- gitflow-agents:git-stats -->"
 
 DEFAULT_ADAPTER = "claude"
 

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from gitflow_agents.base.fsutil import MAX_REPORT_CHARS
 from gitflow_agents.findings.model import (
     Finding,
     Overall,
@@ -26,11 +27,6 @@ _BULLET_FINDING = re.compile(
     r"(?:`?(?P<file>[^\s`:]+):(?P<line>\d+)(?::\d+)?(?:-(?P<end>\d+))?`?:\s*)?"
     r"(?P<message>\S.*)$"  # trailing blanks are stripped in code: `.*?\s*$` is quadratic
 )
-
-
-MAX_REPORT_CHARS = 1024 * 1024
-"""A report longer than this is not read: no verdict, the reason says why (docs/findings.md,
-"Findings in a report"). Reading one that long would cost seconds for nothing a reviewer needs."""
 
 
 class FindingsError(ValueError):

@@ -117,8 +117,7 @@ def run_agent_review(
             f"agent {name} did not complete the review: {run['outcome']}: "
             f"{redact_text(str(run['reason']))} (logs: {logs})"
         )
-    from gitflow_agents.base.fsutil import read_agent_text
-    from gitflow_agents.findings.report import MAX_REPORT_CHARS
+    from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
 
     return read_agent_text(success, MAX_REPORT_CHARS)  # bounded; "" for a symlink or FIFO
 

@@ -391,8 +391,8 @@ def flow_result(
     review: findings, overall and summary from ``findings.parse_review`` (no verdict = revise).
     research: summary, the report's top-level bullets, and its markdown links as sources.
     """
+    from gitflow_agents.base.fsutil import MAX_REPORT_CHARS
     from gitflow_agents.findings.reply import parse_reply
-    from gitflow_agents.findings.report import MAX_REPORT_CHARS
 
     reply = parse_reply(reply_text or report_text)
     if kind != "review" and len(report_text) > MAX_REPORT_CHARS:  # parse_review says so itself
