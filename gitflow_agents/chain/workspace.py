@@ -35,7 +35,7 @@ def reset_unless_clean(ws: Workspace, sha: str) -> None:
 
 
 def branch_name(settings: ChainSettings, plan: str, step: int) -> str:
-    from gitflow_agents.config import format_branch
+    from gitflow_agents.plan.model import format_branch
 
     return format_branch(settings.branch_pattern, plan, step)
 

@@ -31,7 +31,6 @@ from gitflow_agents.config.json_schema import flow_config_schema, schema_text
 from gitflow_agents.config.load import config_problems, load_flow_config
 from gitflow_agents.config.values import (
     BASE_FILE,
-    BRANCH_PLACEHOLDERS,
     BUILT_IN,
     DEFAULT_ADAPTER,
     DEFAULT_BRANCH,
@@ -55,12 +54,10 @@ from gitflow_agents.config.values import (
     FlowConfig,
     SharedFile,
     branch_pattern_problem,
-    format_branch,
 )
 
 __all__ = [
     "BASE_FILE",
-    "BRANCH_PLACEHOLDERS",
     "BUILT_IN",
     "DEFAULT_ADAPTER",
     "DEFAULT_BRANCH",
@@ -90,7 +87,6 @@ __all__ = [
     "config_problems",
     "find_project_root",
     "flow_config_schema",
-    "format_branch",
     "load_flow_config",
     "scaffold_files",
     "schema_text",

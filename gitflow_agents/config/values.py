@@ -13,6 +13,7 @@ from typing import Any
 from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.plan import SpecPlanConfig
+from gitflow_agents.plan.model import BRANCH_PLACEHOLDERS, format_branch
 
 FLOW_DIR_NAME = ".flow"
 BASE_FILE = "base.yaml"
@@ -49,9 +50,6 @@ DEFAULT_REPORT_FILENAME = "report.md"
 DEFAULT_SUCCESS_SUFFIX = ".complete.md"
 DEFAULT_FAILURE_SUFFIX = ".failed.md"
 DEFAULT_BRANCH_PATTERN = "agents/{plan_name}/step-{step}"
-# The placeholders a chain's step branch name may use ({plan} is short for {plan_name}; {step2}
-# is the step number zero-padded to two digits).
-BRANCH_PLACEHOLDERS: tuple[str, ...] = ("plan_name", "plan", "step", "step2")
 MERGE_MODES: tuple[str, ...] = ("ff", "merge")
 SEVERITIES: tuple[str, ...] = ("error", "warn", "info")
 
@@ -151,11 +149,6 @@ def branch_pattern_problem(pattern: str) -> str | None:
     except (ValueError, IndexError, KeyError) as exc:
         return f"not a valid pattern: {exc}"
     return None
-
-
-def format_branch(pattern: str, plan_name: str, step: int) -> str:
-    """The step branch ``pattern`` names for step ``step`` of plan ``plan_name``."""
-    return pattern.format(plan_name=plan_name, plan=plan_name, step=step, step2=f"{step:02d}")
 
 
 @dataclass(frozen=True)

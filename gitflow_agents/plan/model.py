@@ -138,3 +138,13 @@ class Problem:
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.message}"
+
+
+# The placeholders a chain's step branch name may use ({plan} is short for {plan_name}; {step2}
+# is the step number zero-padded to two digits).
+BRANCH_PLACEHOLDERS: tuple[str, ...] = ("plan_name", "plan", "step", "step2")
+
+
+def format_branch(pattern: str, plan_name: str, step: int) -> str:
+    """The step branch ``pattern`` names for step ``step`` of plan ``plan_name``."""
+    return pattern.format(plan_name=plan_name, plan=plan_name, step=step, step2=f"{step:02d}")

@@ -68,7 +68,7 @@ def ready_steps(
     cannot be read, UsageError when it has no ``target`` branch or the plan lies outside the
     repository, PlanError when the plan does not parse or its dependencies are wrong. The step
     branch is ``branch_pattern`` (``chain.branch_pattern``) filled in."""
-    from gitflow_agents.config import format_branch
+    from gitflow_agents.plan.model import format_branch
 
     rel = _relative(root, plan_path)
     heads = git.remote_heads(root, remote)  # the branch list first: see the module docstring
