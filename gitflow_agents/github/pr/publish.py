@@ -116,8 +116,8 @@ def publish_step(
     import dataclasses
 
     from gitflow_agents.github.action.publish import footer, inline_note, readable_files
+    from gitflow_agents.render.history import step_chart
     from gitflow_agents.render.mermaid import fence_chart
-    from gitflow_agents.runs.history import step_chart
 
     pull, _ = upsert_pull(client, spec)
     result = record_pull(run_dir, result, pull)
