@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -68,9 +71,6 @@ def failure(result: proc.Result, what: str) -> GitError:
 @contextlib.contextmanager
 def temporary_index(index: Path) -> Iterator[dict[str, str]]:
     """A copy of ``index`` in a temporary file; yields the git environment pointing at it."""
-    import shutil
-    import tempfile
-
     fd, name = tempfile.mkstemp(prefix="gitflow-agents-index.")
     os.close(fd)
     path = Path(name)
@@ -225,7 +225,6 @@ class BlobReader:
         if len(requests) <= 4096:  # fits in any pipe: the write cannot block
             write()
             return None
-        import threading
 
         thread = threading.Thread(target=write, name="cat-file requests", daemon=True)
         thread.start()
@@ -239,8 +238,6 @@ class BlobReader:
 
     def _process(self) -> Popen[bytes]:
         if self._child is None:
-            import tempfile
-
             self._errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
             argv = ("git", "--no-pager", "-C", str(self.root), "cat-file", "--batch")
             self._child = proc.start(argv, env=git_env(), stderr=self._errors)

@@ -12,6 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.base.fsutil import (
+    MAX_REPORT_CHARS,
+    irregular,
+    read_agent_text,
+    write_text_atomic,
+)
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.diffparse import Commit, FileStat
 
@@ -157,13 +163,6 @@ def fill_report(text: str, stats: GitStats) -> str:
 
 def fill_report_file(path: Path, stats: GitStats) -> None:
     """``fill_report`` on a file, written atomically."""
-    from gitflow_agents.base.fsutil import (
-        MAX_REPORT_CHARS,
-        irregular,
-        read_agent_text,
-        write_text_atomic,
-    )
-
     if irregular(path) is not None:  # an agent's symlink or FIFO: neither read nor written
         return
     text = read_agent_text(path, MAX_REPORT_CHARS)
