@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from gitflow_agents.base.fsutil import MAX_REPORT_CHARS
+from gitflow_agents.base.jsondata import JsonProblem, loads
+from gitflow_agents.base.markdown import block_tokens
 from gitflow_agents.findings.model import (
     Finding,
     Overall,
@@ -17,6 +19,7 @@ from gitflow_agents.findings.model import (
     review_from_dict,
     same_commit,
 )
+from gitflow_agents.findings.reply import ReplyStatus, parse_reply
 from gitflow_agents.findings.verdict import fenced_lines, parse_verdict, split_lines
 
 LineLookup = Callable[[str, int], "str | None"]
@@ -39,8 +42,6 @@ class FindingsError(ValueError):
 
 def _json_blocks(text: str) -> list[tuple[int, str]]:
     """(1-based line of the opening fence, content) of every fenced ```json block."""
-    from gitflow_agents.base.markdown import block_tokens
-
     blocks = []
     for token in block_tokens(text):
         info = token.info.strip().split()
@@ -58,7 +59,6 @@ def _findings_block(text: str, source: str) -> Review | None:
     found: Review | None = None
     if "```" not in text and "~~~" not in text:  # no fence, no block: no parse needed
         return None
-    from gitflow_agents.base.jsondata import JsonProblem, loads
 
     for fence_line, content in _json_blocks(text):
         try:
@@ -143,8 +143,6 @@ def parse_review(
     broken, the JSON ``overall`` contradicts the marker, the XML ``<STATUS>`` is failed /
     needs_input, or the block names a different commit than ``reviewed_sha``.
     """
-    from gitflow_agents.findings.reply import ReplyStatus, parse_reply
-
     if len(report_text) > MAX_REPORT_CHARS:
         return Review(
             overall=None,
