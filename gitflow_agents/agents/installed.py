@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gitflow_agents.agents import BUILTIN, get_adapter
 from gitflow_agents.base.errors import AgentError
 
 if TYPE_CHECKING:
@@ -89,8 +90,6 @@ def check_agents(
 ) -> None:
     """AgentNotInstalled for the first of ``agents`` whose program is surely missing. A program
     known only at launch (a relative path, a ``{placeholder}``) is left to ``require_program``."""
-    from gitflow_agents.agents import BUILTIN, get_adapter
-
     base_env = dict(os.environ) if env is None else env
     for name in dict.fromkeys(agents):
         agent_cfg = config.agent(name)

@@ -21,13 +21,12 @@ into the editor schema ``init`` writes.
 from __future__ import annotations
 
 from gitflow_agents.config.files import (
-    SCHEMA_FILE,
     ScaffoldFile,
     builtin_flow_dir,
     find_project_root,
     scaffold_files,
 )
-from gitflow_agents.config.json_schema import flow_config_schema, schema_text
+from gitflow_agents.config.json_schema import SCHEMA_FILE, flow_config_schema, schema_text
 from gitflow_agents.config.load import config_problems, load_flow_config
 from gitflow_agents.config.values import (
     BASE_FILE,

@@ -4,6 +4,7 @@ the prompt (template variables) and the chain (branch patterns)."""
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -132,8 +133,6 @@ def branch_pattern_problem(pattern: str) -> str | None:
 
     It may use only :data:`BRANCH_PLACEHOLDERS` (``{{``/``}}`` for literal braces) and must use
     ``{step}`` or ``{step2}``, so every step gets a branch of its own."""
-    import string
-
     try:
         fields = [
             name for _, name, spec, conv in string.Formatter().parse(pattern) if name is not None
