@@ -11,7 +11,11 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitflow_agents.assets import load_manifest
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.config import find_project_root, load_flow_config
+from gitflow_agents.plan import parse_plan
+from gitflow_agents.prompt import PromptRequest
 
 if TYPE_CHECKING:
     from gitflow_agents.prompt import PromptRequest
@@ -24,11 +28,6 @@ def prompt_request(args: argparse.Namespace, command: str, *, flow: str | None) 
     (its option's ``dest`` differs between the commands). Needs ``--task`` or ``--plan`` with
     ``--step``; ``--task @path`` reads the task from that file.
     """
-    from gitflow_agents.assets import load_manifest
-    from gitflow_agents.config import find_project_root, load_flow_config
-    from gitflow_agents.plan import parse_plan
-    from gitflow_agents.prompt import PromptRequest
-
     if args.plan is None and args.task is None:
         raise UsageError(f"{command}: give --plan with --step, or --task")
     if args.plan is not None and args.step is None and args.task is None:
