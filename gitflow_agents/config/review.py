@@ -6,11 +6,13 @@ unknown rule id or an empty glob is a ConfigError naming the file and line.
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from types import MappingProxyType
 
+from gitflow_agents.base.errors import InputError
 from gitflow_agents.config.check import check
 from gitflow_agents.config.shape import TOP
-from gitflow_agents.config.yaml_nodes import Node
+from gitflow_agents.config.yaml_nodes import MAX_LAYER_BYTES, Node, parse_layer, read_layer
 from gitflow_agents.findings.rules import RULES
 from gitflow_agents.findings.settings import PathGlob, ReviewSettings, RuleSetting, glob_regex
 
@@ -61,8 +63,21 @@ def build_review(node: Node | None) -> ReviewSettings:
     )
 
 
-def review_settings(layer: Node) -> ReviewSettings:
+def _layer_settings(layer: Node) -> ReviewSettings:
     """The review settings of one parsed layer file: the whole file is checked against the
     shape first (so a typo anywhere is named, as every command names it)."""
     check(layer, TOP, "")
     return build_review(layer.value.get("review"))
+
+
+def text_review_settings(text: str, name: str) -> ReviewSettings:
+    """The review settings of a layer file's ``text`` (read from a commit; ``name`` in
+    errors); InputError for a text over the size limit of a layer file."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_LAYER_BYTES:
+        raise InputError(f"over the {MAX_LAYER_BYTES:,}-byte limit of a layer file", path=name)
+    return _layer_settings(parse_layer(text, name))
+
+
+def file_review_settings(path: Path, name: str) -> ReviewSettings:
+    """The review settings of the layer file at ``path`` (``name`` in errors)."""
+    return _layer_settings(read_layer(path, name))

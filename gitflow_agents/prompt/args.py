@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitflow_agents.assets import load_manifest
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.config import find_project_root, load_flow_config
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.prompt import PromptRequest
-
-if TYPE_CHECKING:
-    from gitflow_agents.prompt import PromptRequest
 
 
 def prompt_request(args: argparse.Namespace, command: str, *, flow: str | None) -> PromptRequest:
