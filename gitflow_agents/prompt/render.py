@@ -18,15 +18,12 @@ import secrets
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jinja2
 
 from gitflow_agents.base.errors import TemplateError
 from gitflow_agents.prompt.text import fence
-
-if TYPE_CHECKING:
-    import jinja2
 
 SYSTEM_PROMPT_TEMPLATE = "system_prompt.md.j2"
 # The name the marking template is served under: "<template>" + this suffix.
