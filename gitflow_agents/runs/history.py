@@ -12,6 +12,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.base.jsondata import JsonProblem
+from gitflow_agents.base.redact import redact_data
+from gitflow_agents.config.values import display as shown_path
+from gitflow_agents.runs import iter_runs, load_record, record_problem
+from gitflow_agents.runs.fields import integer, mapping, number, scalar
+
 
 @dataclass(frozen=True)
 class HistoryRow:
@@ -52,9 +58,6 @@ def rows(
 ) -> list[HistoryRow]:
     """One row per run ``history`` shows, oldest first, its texts masked again by the secret
     rules (the records were masked when written, but an agent can write into its run folder)."""
-    from gitflow_agents.base.redact import redact_data
-    from gitflow_agents.runs.fields import mapping
-
     return [
         HistoryRow(**redact_data(asdict(row(run_dir, data, mapping(data, "run")))))
         for run_dir, data in records(root, flow_dir, flow, agents=agents, skipped=skipped)
@@ -72,11 +75,6 @@ def records(
     """(run folder, result.json data) of every run ``history`` shows, oldest first. A run with
     no result.json yet (still running, or killed) is left out; one whose result.json cannot be
     read is too, and a line saying which and why goes to ``skipped``."""
-    from gitflow_agents.base.jsondata import JsonProblem
-    from gitflow_agents.config.values import display as shown_path
-    from gitflow_agents.runs import iter_runs, load_record, record_problem
-    from gitflow_agents.runs.fields import mapping
-
     found = []
     for paths in iter_runs(root, flow_dir, flow):
         try:
@@ -97,8 +95,6 @@ def records(
 def row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:
     """One row; fields of the wrong type (an agent can write into its run folder) read as
     absent (gitflow_agents/runs/fields.py)."""
-    from gitflow_agents.runs.fields import integer, mapping, number, scalar
-
     chain = mapping(data, "chain") if isinstance(data.get("chain"), dict) else None
     stats = mapping(data, "gitStats")
     git = ""

@@ -15,10 +15,8 @@ import subprocess
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import psutil
+import psutil
 
 # Inherited by every process the agent starts, even ones that leave its process group: the
 # supervisor (or `cancel`) finds stragglers by it.
@@ -26,8 +24,6 @@ TREE_ENV = "GITFLOW_AGENTS_TREE"
 
 
 def find_process(pid: int) -> psutil.Process | None:
-    import psutil
-
     try:
         return psutil.Process(pid)
     except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -46,8 +42,6 @@ def _collect(
     ``since`` (epoch seconds the tree's first process started): older processes cannot belong
     to the tree, so the group / environment scan skips them without reading their environment.
     """
-    import psutil
-
     found: dict[int, psutil.Process] = {}
 
     def add(proc: psutil.Process) -> None:
@@ -90,8 +84,6 @@ def _collect(
 
 
 def _signal_all(procs: Iterable[psutil.Process], pgid: int | None, sig: int) -> None:
-    import psutil
-
     if pgid is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
@@ -101,8 +93,6 @@ def _signal_all(procs: Iterable[psutil.Process], pgid: int | None, sig: int) -> 
 
 
 def _alive(procs: Iterable[psutil.Process], exclude: int | None) -> list[psutil.Process]:
-    import psutil
-
     alive = []
     for proc in procs:
         if proc.pid == exclude:
@@ -202,8 +192,6 @@ class CpuSampler:
         return (st.st_dev, st.st_ino) == self._cli_stdout
 
     def sample(self) -> float:
-        import psutil
-
         root = find_process(self._root)
         if root is None:
             return 0.0
