@@ -153,8 +153,8 @@ def _literal_name_lists(source: str, names: set[str]) -> list[int]:
 def test_the_registry_is_the_only_list_of_adapter_names() -> None:
     """Nothing else lists the adapters. The one table keyed by them is optional per-CLI data:
     the reply wording, where a CLI without an entry gets the generic text."""
-    from gitflow_agents.agent_run.protocol import CLI_CUSTOMIZATIONS
     from gitflow_agents.agents import adapter_names
+    from gitflow_agents.findings.reply import CLI_CUSTOMIZATIONS
     from tests.conftest import ROOT
 
     names = set(adapter_names())
@@ -166,7 +166,7 @@ def test_the_registry_is_the_only_list_of_adapter_names() -> None:
         for path in package.rglob("*.py")
         if path != registry and (lines := _literal_name_lists(path.read_text(), names))
     }
-    assert set(lists) <= {"gitflow_agents/agent_run/protocol.py"}, lists
+    assert set(lists) <= {"gitflow_agents/findings/reply.py"}, lists
     assert set(CLI_CUSTOMIZATIONS) <= set(ADAPTERS)
     for path in package.rglob("*.json"):  # no hand-written schema with its own enum
         text = path.read_text()

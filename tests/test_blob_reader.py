@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents.base.errors import GitError
-from gitflow_agents.git import cmd as gitcmd
+from gitflow_agents.git import blobs
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin
 from tests.conftest import git
@@ -84,7 +84,7 @@ def test_binary_blobs_keep_later_answers_aligned(repo: Path) -> None:
     assert crlf == "one\ntwo\n"  # as run_git's text mode gives it: same line numbers
     assert empty == ""
     # the one-off read of a name the batch cannot carry gives the same text
-    assert crlf == gitcmd._one_off(repo, g.object_name(head, "crlf.txt"))
+    assert crlf == blobs._one_off(repo, g.object_name(head, "crlf.txt"))
 
 
 def test_unusual_paths_spaces_newlines_and_carriage_returns(repo: Path) -> None:

@@ -12,8 +12,9 @@ import pytest
 from gitflow_agents.base.redact import mask
 from gitflow_agents.base.secret_rules import entropy
 from gitflow_agents.findings import Finding, Overall, Severity
+from gitflow_agents.findings.rules import RULES
 from gitflow_agents.git import queries as g
-from gitflow_agents.reviewer import builtin, checks, syntax
+from gitflow_agents.reviewer import builtin, syntax
 from gitflow_agents.reviewer.checks import CheckOptions
 from tests.conftest import git
 
@@ -450,7 +451,7 @@ def test_only_added_lines_are_checked(repo: Path) -> None:
 
 def test_every_rule_is_documented() -> None:
     doc = (Path(__file__).resolve().parent.parent / "docs" / "review.md").read_text()
-    for rule in checks.RULES:
+    for rule in RULES:
         assert f"`{rule}`" in doc
 
 

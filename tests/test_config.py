@@ -10,7 +10,6 @@ import pytest
 from gitflow_agents.base.errors import ConfigError, ExitCode
 from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config import (
-    GIT_STATS_MARKER,
     TEMPLATE_VARIABLES,
     ChainConfig,
     FlowConfig,
@@ -20,6 +19,7 @@ from gitflow_agents.config import (
     load_flow_config,
     scaffold_files,
 )
+from gitflow_agents.git.stats import GIT_STATS_MARKER
 from gitflow_agents.plan import SpecPlanConfig
 from tests.conftest import Cli
 

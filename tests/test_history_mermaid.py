@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 import pytest
 from markdown_it import MarkdownIt
 
+from gitflow_agents.render.history import agent_results
 from gitflow_agents.render.mermaid import step_flowchart
-from gitflow_agents.runs.history import agent_results
 
 from .conftest import init_repo, isolate_home
 from .test_chain import call, configure, results, run

@@ -2,8 +2,9 @@
 ``TYPE_CHECKING``): a module may import its own layer and the layers below it, never one above.
 
 ``LAYERS`` is the one table, highest layer first; a module belongs to the first layer one of whose
-prefixes names it or a package holding it. Issue 21 will add rows between ``commands`` and
-``library`` (runs/, git/, base/, ...) as the modules move into packages that name their layer.
+prefixes names it or a package holding it. Each top-level package is a layer of its own (github/
+holds two), so the order is total; the package itself (``__version__``) is the lowest, and every
+top-level name must have a row of its own (docs/architecture.md, "Layers").
 """
 
 from __future__ import annotations
@@ -22,7 +23,24 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (f"{PACKAGE}.cli", f"{PACKAGE}.git_agent_review", f"{PACKAGE}.__main__"),
     ),
     ("commands", (f"{PACKAGE}.commands",)),
-    ("library", (PACKAGE,)),
+    # the Action and ``run --pr`` use each other (the Action takes a step pull request's label off)
+    ("github", (f"{PACKAGE}.github.action", f"{PACKAGE}.github.pr")),
+    ("github api", (f"{PACKAGE}.github.api", f"{PACKAGE}.github")),
+    ("chain", (f"{PACKAGE}.chain",)),
+    ("reviewer", (f"{PACKAGE}.reviewer",)),
+    ("agent_run", (f"{PACKAGE}.agent_run",)),
+    ("supervisor", (f"{PACKAGE}.supervisor",)),
+    ("prompt", (f"{PACKAGE}.prompt",)),
+    ("assets", (f"{PACKAGE}.assets",)),
+    ("render", (f"{PACKAGE}.render",)),
+    ("runs", (f"{PACKAGE}.runs",)),
+    ("config", (f"{PACKAGE}.config",)),
+    ("plan", (f"{PACKAGE}.plan",)),
+    ("agents", (f"{PACKAGE}.agents",)),
+    ("findings", (f"{PACKAGE}.findings",)),
+    ("git", (f"{PACKAGE}.git",)),
+    ("base", (f"{PACKAGE}.base",)),
+    ("package", (PACKAGE,)),
 )
 
 
@@ -81,12 +99,30 @@ def test_no_module_imports_a_higher_layer() -> None:
     assert upward_imports(ROOT / PACKAGE) == []
 
 
+def test_every_top_level_name_has_a_row_of_its_own() -> None:
+    """A new package or module gets its place in the order; it does not fall into the last row,
+    the package's ``__init__`` (which may import nothing of the package)."""
+    package = ROOT / PACKAGE
+    names = [
+        path.stem
+        for path in package.iterdir()
+        if (path.suffix == ".py" and path.name != "__init__.py") or (path / "__init__.py").is_file()
+    ]
+    assert len(names) > 10
+    assert [name for name in names if layer_of(f"{PACKAGE}.{name}") == len(LAYERS) - 1] == []
+
+
 def test_every_kind_of_upward_import_is_found(tmp_path: Path) -> None:
     package = tmp_path / PACKAGE
     (package / "commands").mkdir(parents=True)
     (package / "github").mkdir()
     for name in ("__init__.py", "cli.py", "commands/__init__.py", "commands/review.py"):
         (package / name).write_text("from gitflow_agents import git\n")
+    (package / "git").mkdir()
+    (package / "git" / "__init__.py").write_text("from gitflow_agents import __version__\n")
+    (package / "git" / "stats.py").write_text(
+        "from gitflow_agents.base import fsutil\nfrom gitflow_agents.runs import fields\n"
+    )
     (package / "github" / "__init__.py").write_text("")
     (package / "github" / "publish.py").write_text(
         "import gitflow_agents.commands.review\n"
@@ -99,10 +135,14 @@ def test_every_kind_of_upward_import_is_found(tmp_path: Path) -> None:
     (package / "commands" / "history.py").write_text("from .. import cli\nfrom . import review\n")
     found = upward_imports(package)
     assert [entry.split(": ", 1)[0] for entry in found] == [
+        "gitflow_agents/__init__.py:1",
         "gitflow_agents/commands/history.py:1",
+        "gitflow_agents/git/stats.py:2",
         "gitflow_agents/github/publish.py:1",
         "gitflow_agents/github/publish.py:3",
         "gitflow_agents/github/publish.py:4",
         "gitflow_agents/github/publish.py:5",
     ]
-    assert "(library) imports gitflow_agents.cli.main (entry points)" in found[3]
+    assert "(package) imports gitflow_agents.git (git)" in found[0]
+    assert "(github api) imports gitflow_agents.cli.main (entry points)" in found[5]
+    assert "(git) imports gitflow_agents.runs.fields (runs)" in found[2]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitflow_agents.agent_run.protocol import (
+from gitflow_agents.findings.reply import (
     RESPONSE_PROTOCOL,
     TAGS,
     AgentReply,

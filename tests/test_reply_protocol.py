@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.agent_run.protocol import (
+from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.config import flow_config_schema, load_flow_config
+from gitflow_agents.findings.reply import (
     BUILDER_STYLE,
     CLI_CUSTOMIZATIONS,
     GENERIC_CUSTOMIZATION,
@@ -17,8 +19,6 @@ from gitflow_agents.agent_run.protocol import (
     reply_instructions,
     role_style,
 )
-from gitflow_agents.base.errors import ConfigError
-from gitflow_agents.config import flow_config_schema, load_flow_config
 from gitflow_agents.prompt import PromptRequest, assemble_prompt
 
 SEED_PROTOCOL_LINES = (

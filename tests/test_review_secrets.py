@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from gitflow_agents.base.redact import mask, redact_review, redact_text
+from gitflow_agents.base.redact import mask, redact_text
 from gitflow_agents.findings import Finding, Review, Severity
+from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as g
 from gitflow_agents.render import FORMATS, render
 from gitflow_agents.reviewer import builtin

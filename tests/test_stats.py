@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitflow_agents.config import GIT_STATS_MARKER
 from gitflow_agents.git import stats
 from gitflow_agents.git.diffparse import Commit, FileStat
+from gitflow_agents.git.stats import GIT_STATS_MARKER
 
 from .conftest import git
 

@@ -204,7 +204,7 @@ def test_every_ending_reports_the_processes_left_behind(
     """However a run ends, a process that outlived the tree kill is named in the outcome. (A
     process SIGKILL cannot end is not something a test can make, so the real kill's answer is
     extended with one.)"""
-    from gitflow_agents.supervisor import tree
+    from gitflow_agents.runs import tree
 
     real_kill = tree.kill_tree
 
@@ -423,7 +423,7 @@ def test_the_tree_marker_is_on_record_before_the_agent_starts(
     status.json holds it (and the supervisor's pid) before the agent's first instruction, even
     when the orchestrator is descheduled right after starting it (a loaded machine; simulated by
     a slow first process lookup, the supervisor's first step after Popen)."""
-    from gitflow_agents.supervisor import tree
+    from gitflow_agents.runs import tree
 
     lookup = tree.find_process
     calls: list[int] = []

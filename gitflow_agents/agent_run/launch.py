@@ -5,7 +5,7 @@ Every place that runs an agent goes through here, by way of ``agent_run.run.Agen
 :func:`report_files` names its report files (once per run), :func:`prepare` turns a configured
 agent and its written system prompt into a :class:`Prepared` launch (the adapter and what the
 supervisor starts). How a run is supervised is ``supervisor``'s job; how it is recorded
-(``result.json``, cards) is ``agent_run.run``'s and ``runs.record``'s.
+(``result.json``, cards) is ``agent_run.run``'s and ``agent_run.record``'s.
 """
 
 from __future__ import annotations

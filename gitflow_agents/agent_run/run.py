@@ -32,14 +32,7 @@ from gitflow_agents.agent_run.launch import (
     report_files,
     sigterm_as_interrupt,
 )
-from gitflow_agents.agents.installed import check_agents, require_program
-from gitflow_agents.base.errors import UsageError
-from gitflow_agents.git import queries as git
-from gitflow_agents.prompt import agent_dir, write_system_prompt
-from gitflow_agents.runs import RunPaths, RunStatus, create_run, result_status, write_status
-from gitflow_agents.runs.cards import card_lock
-from gitflow_agents.runs.events import EventHub, JsonlChannel
-from gitflow_agents.runs.record import (
+from gitflow_agents.agent_run.record import (
     RunFacts,
     changed_files,
     finish_card,
@@ -48,6 +41,13 @@ from gitflow_agents.runs.record import (
     start_card,
     worktree_state,
 )
+from gitflow_agents.agents.installed import check_agents, require_program
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.git import queries as git
+from gitflow_agents.prompt import agent_dir, write_system_prompt
+from gitflow_agents.runs import RunPaths, RunStatus, create_run, result_status, write_status
+from gitflow_agents.runs.cards import card_lock
+from gitflow_agents.runs.events import EventHub, JsonlChannel
 from gitflow_agents.supervisor import Limits, Outcome, ReportFiles, Status, supervise
 
 if TYPE_CHECKING:

@@ -15,13 +15,33 @@ import shlex
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
+from gitflow_agents.agents import BUILTIN, get_adapter
 from gitflow_agents.base.errors import AgentError
 
 if TYPE_CHECKING:
     from gitflow_agents.agents.base import Adapter, LaunchSpec
-    from gitflow_agents.config import AgentConfig, FlowConfig
+
+
+class ConfiguredAgent(Protocol):
+    """What ``check_agents`` reads of an agent configured under ``agents:``
+    (``config.AgentConfig``; config/ is the layer above, so it is named by its shape)."""
+
+    @property
+    def adapter(self) -> str: ...
+
+    @property
+    def command(self) -> tuple[str, ...] | None: ...
+
+    @property
+    def options(self) -> Mapping[str, Any]: ...
+
+
+class AgentLookup(Protocol):
+    """``config.FlowConfig``: the configured agent of a name (ConfigError for an unknown one)."""
+
+    def agent(self, name: str) -> ConfiguredAgent: ...
 
 
 class AgentNotInstalled(AgentError):
@@ -66,12 +86,10 @@ def require_program(spec: LaunchSpec, *, agent: str, adapter: Adapter) -> None:
 
 
 def check_agents(
-    config: FlowConfig, agents: Iterable[str], *, cwd: Path, env: Mapping[str, str] | None = None
+    config: AgentLookup, agents: Iterable[str], *, cwd: Path, env: Mapping[str, str] | None = None
 ) -> None:
     """AgentNotInstalled for the first of ``agents`` whose program is surely missing. A program
     known only at launch (a relative path, a ``{placeholder}``) is left to ``require_program``."""
-    from gitflow_agents.agents import BUILTIN, get_adapter
-
     base_env = dict(os.environ) if env is None else env
     for name in dict.fromkeys(agents):
         agent_cfg = config.agent(name)
@@ -87,7 +105,7 @@ def check_agents(
             raise AgentNotInstalled(not_installed_message(name, adapter, program))
 
 
-def _configured_program(agent_cfg: AgentConfig, adapter: Adapter) -> str:
+def _configured_program(agent_cfg: ConfiguredAgent, adapter: Adapter) -> str:
     """``options.executable``, else the command's first word, else the CLI's usual name."""
     executable = agent_cfg.options.get("executable")
     if isinstance(executable, str) and executable:

@@ -40,6 +40,7 @@ from gitflow_agents.assets.model import (
 )
 from gitflow_agents.base.errors import ConfigError, InputError
 from gitflow_agents.base.frontmatter import Frontmatter, split_frontmatter
+from gitflow_agents.base.fsutil import ReadRefused, read_limited
 
 
 def load_manifest(root: Path) -> PromptAssetManifest:
@@ -112,8 +113,6 @@ class _Scan:
         )
 
     def read(self, path: Path) -> str | None:
-        from gitflow_agents.base.fsutil import ReadRefused, read_limited
-
         rel = self.rel(path)
         try:
             data = read_limited(path, MAX_ASSET_BYTES)

@@ -13,7 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from gitflow_agents.base.errors import InputError
+from gitflow_agents.base.safe_yaml import YamlProblem, compose, load
 
 _DELIMITER = re.compile(r"---[ \t]*\r?")
 _BOM = "\ufeff"
@@ -36,7 +39,6 @@ class Frontmatter:
         """
         if not self.raw:
             return {}
-        from gitflow_agents.base.safe_yaml import YamlProblem, compose
 
         try:
             node = compose(self.raw)
@@ -48,8 +50,6 @@ class Frontmatter:
 
 
 def _collect_lines(node: Any, prefix: str, lines: dict[str, int]) -> None:
-    import yaml
-
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
@@ -110,8 +110,6 @@ MAX_FRONTMATTER_BYTES = 1024 * 1024
 
 
 def _parse(raw: str, path: str) -> dict[str, Any]:
-    from gitflow_agents.base.safe_yaml import YamlProblem, load
-
     if len(raw) > MAX_FRONTMATTER_BYTES:
         raise InputError(
             f"frontmatter is {len(raw):,} characters, over the {MAX_FRONTMATTER_BYTES:,} limit",

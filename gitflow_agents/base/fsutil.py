@@ -249,6 +249,11 @@ def irregular(path: Path) -> str | None:
     return None if stat.S_ISREG(mode) else not_regular(mode)
 
 
+MAX_REPORT_CHARS = 1024 * 1024
+"""An agent's report longer than this is not read: no verdict, the reason says why (docs/findings.md,
+"Findings in a report"). Reading one that long would cost seconds for nothing a reviewer needs."""
+
+
 def read_agent_text(path: Path, max_chars: int) -> str:
     """An agent-written text file (a report), decoded with invalid UTF-8 replaced; memory stays
     bounded: at most ``4 * (max_chars + 1)`` bytes are read, so a file over the cap gives a text

@@ -22,7 +22,7 @@ _lock = threading.Lock()
 
 @cache
 def _parser() -> MarkdownIt:
-    from markdown_it import MarkdownIt
+    from markdown_it import MarkdownIt  # noqa: PLC0415 — built on first parse: most reports have no fence
 
     return MarkdownIt("commonmark").disable(["inline", "text_join"])
 

@@ -3,18 +3,16 @@
 The rules are data: the token formats and private key formats in ``secret_rules.py``, the
 secret-named literals in ``secret_keywords.py``; the builtin reviewer (``reviewer/checks.py``)
 reports what they find, and the same rules mask it here. ``mask``
-keeps a recognisable prefix of what they find. ``redact_review`` puts every text of a Review
-(an agent reviewer's above all: messages, suggestions, rules, summary, reasons, run data) through
-the same rules, and masks the exact values of the secrets the reviewed diff adds wherever they
-are quoted, before anything is printed, written or posted (docs/security.md, "Secrets in review
-output"). Masking is idempotent: a masked value matches no rule again.
+keeps a recognisable prefix of what they find; ``redact_text`` and ``redact_data`` mask a text
+and a JSON-shaped value, and the exact values of the secrets a reviewed diff adds wherever they
+are quoted (``findings/redact.py`` applies them to every text of a Review). Masking is
+idempotent: a masked value matches no rule again.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitflow_agents.base.secret_keywords import (
     ENTROPY_THRESHOLD,
@@ -31,14 +29,9 @@ from gitflow_agents.base.secret_rules import (
     token_hits,
 )
 
-if TYPE_CHECKING:
-    from gitflow_agents.findings import Finding, Review
-
 __all__ = [
     "mask",
     "redact_data",
-    "redact_finding",
-    "redact_review",
     "redact_text",
     "secret_values",
 ]
@@ -122,27 +115,6 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
-def _redact_location(path: str, secrets: frozenset[str]) -> str:
-    """A file path with the secrets in it masked, but never the location itself: a value that
-    is the path, or whole ``/``-separated parts of it, stays (a flagged value that names a file
-    is no reason to hide where a finding is)."""
-    for value in sorted({s for s in secrets if len(s) >= MIN_EXACT_LENGTH}, key=len, reverse=True):
-        position = path.find(value)
-        while position >= 0:
-            end = position + len(value)
-            aligned = (position == 0 or path[position - 1] == "/") and (
-                end == len(path) or path[end] == "/"
-            )
-            if aligned:
-                position = path.find(value, end)
-                continue
-            path = path[:position] + mask(value) + path[end:]
-            position = path.find(value, position + len(mask(value)))
-    for _, token in token_hits(path):
-        path = path.replace(token, mask(token))
-    return path
-
-
 _MAX_DEPTH = 64
 
 
@@ -166,42 +138,3 @@ def _redact_data(value: Any, secrets: frozenset[str], depth: int = 0) -> Any:
 def redact_data(value: Any, secrets: Iterable[str] = ()) -> Any:
     """A JSON-shaped ``value`` (a run record) with every string in it redacted, keys too."""
     return _redact_data(value, frozenset(secrets))
-
-
-def _redact_optional(text: str | None, secrets: frozenset[str]) -> str | None:
-    return None if text is None else redact_text(text, secrets)
-
-
-def redact_finding(finding: Finding, secrets: Iterable[str] = ()) -> Finding:
-    """``finding`` with its texts (message, suggestion, rule, file) redacted."""
-    known = frozenset(secrets)
-    return dataclasses.replace(
-        finding,
-        message=redact_text(finding.message, known),
-        suggestion=_redact_optional(finding.suggestion, known),
-        rule=_redact_optional(finding.rule, known),
-        file=None if finding.file is None else _redact_location(finding.file, known),
-    )
-
-
-def redact_review(review: Review, secrets: Iterable[str] = ()) -> Review:
-    """``review`` with every text in it redacted (``redact_text``): the single step between a
-    reviewer's report and any output. ``secrets``: the exact values the reviewed diff adds."""
-    known = frozenset(secrets)
-    run = _redact_data(dict(review.run), known)
-    return dataclasses.replace(
-        review,
-        summary=redact_text(review.summary, known),
-        findings=tuple(redact_finding(f, known) for f in review.findings),
-        accepted=tuple(
-            dataclasses.replace(
-                a, finding=redact_finding(a.finding, known), why=redact_text(a.why, known)
-            )
-            for a in review.accepted
-        ),
-        reviewed_sha=_redact_optional(review.reviewed_sha, known),
-        base_sha=_redact_optional(review.base_sha, known),
-        unreviewed_files=tuple(_redact_location(path, known) for path in review.unreviewed_files),
-        run=run if isinstance(run, dict) else {},
-        reason=redact_text(review.reason, known),
-    )

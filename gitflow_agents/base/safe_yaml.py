@@ -24,6 +24,9 @@ from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
+import yaml
+from yaml.constructor import SafeConstructor
+
 MAX_DEPTH = 64
 """Lists and mappings nested deeper than this are refused."""
 ALIAS_BUDGET = 50_000
@@ -54,8 +57,6 @@ class YamlProblem(Exception):
 
 @cache
 def _loader_class() -> type[Any]:
-    import yaml
-
     base: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     # YAML 1.1 resolves 2026-01-02 to a date (and 2026-13-45 to a crash): here it stays a string.
     resolvers = {
@@ -93,8 +94,6 @@ class _Composer:
 
     def document(self) -> Any:
         """The next document's root node (None for an empty document)."""
-        import yaml
-
         loader = self.loader
         loader.get_event()  # DocumentStartEvent
         stack: list[tuple[Any, list[Any]]] = []  # (collection node, its children so far)
@@ -145,8 +144,6 @@ class _Composer:
         return node
 
     def _start(self, event: Any, line: int | None) -> Any:
-        import yaml
-
         loader = self.loader
         if isinstance(event, yaml.ScalarEvent):
             tag = event.tag
@@ -187,8 +184,6 @@ def _refusal(text: str, exc: Exception, reread: Callable[[str], object]) -> Yaml
     parser, which is quadratic in that nesting. PyYAML's own parser has no limits of its own,
     so its errors stand. Other parser errors keep the parser's wording (libyaml's and PyYAML's
     differ) and always name the line."""
-    import yaml
-
     if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
         position = exc.position if isinstance(exc.position, int) else 0
         return YamlProblem(
@@ -213,8 +208,6 @@ def _refusal(text: str, exc: Exception, reread: Callable[[str], object]) -> Yaml
 
 
 def _problem_of(exc: Exception) -> YamlProblem:
-    import yaml
-
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         problem = " ".join(str(part) for part in (exc.context, exc.problem) if part)
@@ -226,8 +219,6 @@ def _problem_of(exc: Exception) -> YamlProblem:
 
 def _run(text: str, documents: bool) -> list[Any]:
     """Composed root nodes; YamlProblem for anything malformed."""
-    import yaml
-
     _check_text(text)
     try:
         return _compose_all(text, documents)
@@ -236,8 +227,6 @@ def _run(text: str, documents: bool) -> list[Any]:
 
 
 def _compose_all(text: str, documents: bool) -> list[Any]:
-    import yaml
-
     roots: list[Any] = []
     loader = _loader_class()(text)  # PyYAML's own reader checks the characters right here
     try:
@@ -274,8 +263,6 @@ def checked_events(text: str) -> Iterator[Any]:
     """The parser's events for every document of ``text``, each once :func:`check_syntax`'s
     bounds accept it; YamlProblem as check_syntax raises it. So a caller that follows the
     events (the builtin reviewer's value check) has bounded work in the same single pass."""
-    import yaml
-
     _check_text(text)
     try:
         yield from _walk_all(text)
@@ -309,8 +296,6 @@ class _Walk:
         self.added = 0
 
     def event(self, event: Any) -> None:
-        import yaml
-
         line = event.start_mark.line if event.start_mark is not None else None
         if isinstance(event, yaml.DocumentStartEvent):
             self.weight.clear()
@@ -354,7 +339,6 @@ def scalar(node: Any) -> Any:
     the text is not a value of that tag (``!!int abc``, ``!!bool maybe``)."""
     if node.tag == _STR:  # most values: no constructor needed
         return node.value
-    import yaml
 
     constructor = _constructor()
     build = constructor.yaml_constructors.get(node.tag)
@@ -371,15 +355,11 @@ def scalar(node: Any) -> Any:
 
 @cache
 def _constructor() -> Any:
-    from yaml.constructor import SafeConstructor
-
     return SafeConstructor()
 
 
 def flatten(node: Any) -> None:
     """Apply YAML merge keys (``<<: *defaults``) of a mapping node in place."""
-    import yaml
-
     try:
         _constructor().flatten_mapping(node)
     except yaml.MarkedYAMLError as exc:
@@ -399,8 +379,6 @@ def to_python(node: Any) -> Any:
     A node reached through several aliases becomes one shared object (as PyYAML builds it), so
     the work is linear in the composed tree. Keys must be scalars.
     """
-    import yaml
-
     built: dict[int, Any] = {}
 
     def build(current: Any) -> Any:  # recursion: depth is bounded by MAX_DEPTH

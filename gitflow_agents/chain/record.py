@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base.errors import ExitCode
-from gitflow_agents.base.fsutil import read_agent_text
+from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
 from gitflow_agents.base.redact import redact_data, redact_text
 from gitflow_agents.chain.agents import AgentRun
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.review import ReviewRound
 from gitflow_agents.chain.workspace import Workspace
-from gitflow_agents.findings.report import MAX_REPORT_CHARS
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
 from gitflow_agents.runs import (

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from gitflow_agents.base.redact import redact_review
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
@@ -22,6 +21,7 @@ from gitflow_agents.findings import (
     gate,
     merge_reviews,
 )
+from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer import record_review, reviewed_nothing
 from gitflow_agents.reviewer.builtin import diff_secrets

@@ -17,8 +17,8 @@ from pathlib import Path
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.chain.context import ChainSettings, Context
 from gitflow_agents.chain.state import target_tip
-from gitflow_agents.config import format_branch
 from gitflow_agents.git import queries as git
+from gitflow_agents.plan.model import format_branch
 from gitflow_agents.runs import lost, new_run_id, runs_root
 from gitflow_agents.runs.lock import StepLockedError
 

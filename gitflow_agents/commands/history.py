@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from gitflow_agents.base.errors import ExitCode
-from gitflow_agents.runs.history import mermaid, records, rows
+from gitflow_agents.render.history import mermaid
+from gitflow_agents.runs.history import records, rows
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,10 +22,10 @@ from gitflow_agents.base.errors import ExitCode, UsageError
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run import sessions
+    from gitflow_agents.agent_run.record import print_result
     from gitflow_agents.agent_run.run import limits
     from gitflow_agents.agent_run.send_target import refuse_step_run
     from gitflow_agents.config import find_project_root, load_flow_config
-    from gitflow_agents.runs.record import print_result
 
     root = find_project_root(Path.cwd())
     config = load_flow_config(root, args.flow_type, args.variant)

@@ -15,6 +15,7 @@ from gitflow_agents.base.errors import ExitCode
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.launch import report_files
+    from gitflow_agents.agent_run.record import print_result
     from gitflow_agents.agent_run.run import AgentJob, clear_previous, execute, limits
     from gitflow_agents.prompt import (
         agent_dir,
@@ -23,7 +24,6 @@ def run(args: argparse.Namespace) -> int:
         default_flow_name,
     )
     from gitflow_agents.prompt.args import prompt_request
-    from gitflow_agents.runs.record import print_result
 
     request = prompt_request(args, "spawn", flow=args.flow)
     root, config = request.root, request.config

@@ -21,17 +21,15 @@ into the editor schema ``init`` writes.
 from __future__ import annotations
 
 from gitflow_agents.config.files import (
-    SCHEMA_FILE,
     ScaffoldFile,
     builtin_flow_dir,
     find_project_root,
     scaffold_files,
 )
-from gitflow_agents.config.json_schema import flow_config_schema, schema_text
+from gitflow_agents.config.json_schema import SCHEMA_FILE, flow_config_schema, schema_text
 from gitflow_agents.config.load import config_problems, load_flow_config
 from gitflow_agents.config.values import (
     BASE_FILE,
-    BRANCH_PLACEHOLDERS,
     BUILT_IN,
     DEFAULT_ADAPTER,
     DEFAULT_BRANCH,
@@ -45,7 +43,6 @@ from gitflow_agents.config.values import (
     DEFAULT_STUCK_TIMEOUT_SECS,
     DEFAULT_SUCCESS_SUFFIX,
     FLOW_DIR_NAME,
-    GIT_STATS_MARKER,
     INLINE,
     MERGE_MODES,
     SEVERITIES,
@@ -56,12 +53,10 @@ from gitflow_agents.config.values import (
     FlowConfig,
     SharedFile,
     branch_pattern_problem,
-    format_branch,
 )
 
 __all__ = [
     "BASE_FILE",
-    "BRANCH_PLACEHOLDERS",
     "BUILT_IN",
     "DEFAULT_ADAPTER",
     "DEFAULT_BRANCH",
@@ -75,7 +70,6 @@ __all__ = [
     "DEFAULT_STUCK_TIMEOUT_SECS",
     "DEFAULT_SUCCESS_SUFFIX",
     "FLOW_DIR_NAME",
-    "GIT_STATS_MARKER",
     "INLINE",
     "MERGE_MODES",
     "SCHEMA_FILE",
@@ -92,7 +86,6 @@ __all__ = [
     "config_problems",
     "find_project_root",
     "flow_config_schema",
-    "format_branch",
     "load_flow_config",
     "scaffold_files",
     "schema_text",

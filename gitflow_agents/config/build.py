@@ -16,8 +16,10 @@ from types import MappingProxyType
 from typing import Any
 
 from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config.files import Layout, normalise
+from gitflow_agents.config.review import build_review
 from gitflow_agents.config.values import (
     BUILT_IN,
     DEFAULT_ADAPTER,
@@ -41,7 +43,6 @@ from gitflow_agents.config.values import (
     display,
 )
 from gitflow_agents.config.yaml_nodes import Node, unwrap
-from gitflow_agents.findings.settings import build_review
 from gitflow_agents.plan import SpecPlanConfig, compile_step_pattern
 
 MAX_AT_FILE_BYTES = 4 * 1024 * 1024
@@ -360,7 +361,6 @@ def _resolve_text(node: Node, layout: Layout, keypath: str) -> tuple[str, str]:
     if target is None:
         where = "a shipped file" if layout.built_in else "inside the project root"
         raise node.error(keypath, f"@{rel}: the file must be {where}")
-    from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 
     try:
         text = read_text_limited(target, MAX_AT_FILE_BYTES)

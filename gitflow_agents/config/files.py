@@ -9,9 +9,8 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from gitflow_agents.base.resources import templates_dir
+from gitflow_agents.config.json_schema import SCHEMA_FILE, schema_text
 from gitflow_agents.config.values import FLOW_DIR_NAME
-
-SCHEMA_FILE = "flow-config.schema.json"
 
 
 def find_project_root(start: Path | None = None) -> Path:
@@ -38,7 +37,6 @@ class ScaffoldFile(NamedTuple):
     def content(self) -> bytes:
         if self.source is not None:
             return self.source.read_bytes()
-        from gitflow_agents.config.json_schema import schema_text
 
         return schema_text().encode("utf-8")
 

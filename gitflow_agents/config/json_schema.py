@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gitflow_agents.config.files import SCHEMA_FILE
 from gitflow_agents.config.shape import (
     TOP,
     AnyMap,
@@ -25,6 +24,9 @@ from gitflow_agents.config.shape import (
     StrList,
 )
 from gitflow_agents.config.values import NAME_PATTERN
+
+SCHEMA_FILE = "flow-config.schema.json"
+"""The schema's file name in ``.flow/`` (``init`` writes it) and its ``$id``."""
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

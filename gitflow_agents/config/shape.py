@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from gitflow_agents.agents import adapter_names as registered
 from gitflow_agents.config.values import (
     DEFAULT_ADAPTER,
     DEFAULT_BRANCH,
@@ -112,8 +113,6 @@ Spec = Str | Int | Bool | StrList | Command | AnyMap | Obj | MapOf
 
 def adapter_names() -> tuple[str, ...]:
     """The values ``agents.<name>.adapter`` accepts: the adapter registry's names."""
-    from gitflow_agents.agents import adapter_names as registered
-
     return registered()
 
 

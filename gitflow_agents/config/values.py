@@ -4,6 +4,7 @@ the prompt (template variables) and the chain (branch patterns)."""
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -13,6 +14,7 @@ from typing import Any
 from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.plan import SpecPlanConfig
+from gitflow_agents.plan.model import BRANCH_PLACEHOLDERS, format_branch
 
 FLOW_DIR_NAME = ".flow"
 BASE_FILE = "base.yaml"
@@ -36,9 +38,6 @@ TEMPLATE_VARIABLES: tuple[str, ...] = (
     "failed_file",
 )
 
-# The line the implementation report carries under "## Modified files"; after the agent
-# finishes, the tool replaces it with the git statistics it computed (never the agent).
-GIT_STATS_MARKER = "<!-- gitflow-agents:git-stats -->"
 
 DEFAULT_ADAPTER = "claude"
 
@@ -52,9 +51,6 @@ DEFAULT_REPORT_FILENAME = "report.md"
 DEFAULT_SUCCESS_SUFFIX = ".complete.md"
 DEFAULT_FAILURE_SUFFIX = ".failed.md"
 DEFAULT_BRANCH_PATTERN = "agents/{plan_name}/step-{step}"
-# The placeholders a chain's step branch name may use ({plan} is short for {plan_name}; {step2}
-# is the step number zero-padded to two digits).
-BRANCH_PLACEHOLDERS: tuple[str, ...] = ("plan_name", "plan", "step", "step2")
 MERGE_MODES: tuple[str, ...] = ("ff", "merge")
 SEVERITIES: tuple[str, ...] = ("error", "warn", "info")
 
@@ -137,8 +133,6 @@ def branch_pattern_problem(pattern: str) -> str | None:
 
     It may use only :data:`BRANCH_PLACEHOLDERS` (``{{``/``}}`` for literal braces) and must use
     ``{step}`` or ``{step2}``, so every step gets a branch of its own."""
-    import string
-
     try:
         fields = [
             name for _, name, spec, conv in string.Formatter().parse(pattern) if name is not None
@@ -154,11 +148,6 @@ def branch_pattern_problem(pattern: str) -> str | None:
     except (ValueError, IndexError, KeyError) as exc:
         return f"not a valid pattern: {exc}"
     return None
-
-
-def format_branch(pattern: str, plan_name: str, step: int) -> str:
-    """The step branch ``pattern`` names for step ``step`` of plan ``plan_name``."""
-    return pattern.format(plan_name=plan_name, plan=plan_name, step=step, step2=f"{step:02d}")
 
 
 @dataclass(frozen=True)

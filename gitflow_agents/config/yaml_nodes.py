@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
+from gitflow_agents.base.safe_yaml import YamlProblem, compose, flatten, is_merge_key, scalar
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,6 @@ def read_layer(path: Path, display: str) -> Node:
     """The layer file ``path`` as a Node tree (empty or only comments: an empty mapping);
     ConfigError naming ``display`` and the line otherwise (also for a FIFO, a file over
     :data:`MAX_LAYER_BYTES`, an alias bomb or nesting too deep: gitflow_agents/base/safe_yaml.py)."""
-    from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
-
     try:
         text = read_text_limited(path, MAX_LAYER_BYTES)
     except ReadRefused as exc:
@@ -49,10 +51,6 @@ def read_layer(path: Path, display: str) -> Node:
 
 def parse_layer(text: str, display: str) -> Node:
     """The YAML ``text`` of a layer file (named ``display`` in errors) as a Node tree."""
-    import yaml
-
-    from gitflow_agents.base.safe_yaml import YamlProblem, compose
-
     try:
         document = compose(text)
         if document is None:  # empty, or only comments: an empty layer
@@ -74,10 +72,6 @@ def parse_layer(text: str, display: str) -> Node:
 
 def _plain(node: Any) -> Any:
     """A scalar node's value; ``{}`` / ``[]`` for a mapping / list (to name its kind)."""
-    import yaml
-
-    from gitflow_agents.base.safe_yaml import scalar
-
     if isinstance(node, yaml.MappingNode):
         return {}
     if isinstance(node, yaml.SequenceNode):
@@ -100,10 +94,6 @@ def _key(key_node: Any, file: str, keypath: str) -> str:
 def _convert(node: Any, file: str, line: int, keypath: str) -> Node:
     """The composed node as a Node tree. Aliases are expanded (their total is bounded by the
     composer), recursion is bounded by its depth limit."""
-    import yaml
-
-    from gitflow_agents.base.safe_yaml import flatten, is_merge_key, scalar
-
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         keys: dict[int, str] = {}

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base.errors import InputError
+from gitflow_agents.base.fsutil import ReadRefused, read_text_limited, write_text_atomic
+from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.findings.model import Finding
 
 BASELINE_KIND = "gitflow-agents/review-baseline/v1"
@@ -33,8 +35,6 @@ Entry = tuple[str, str, str]  # (file, rule, fingerprint); "" for a missing file
 def parse(text: str, name: str) -> tuple[Entry, ...]:
     """The entries of a baseline's ``text``; InputError naming ``name`` (and the line, for
     JSON that does not parse) when it is not a baseline."""
-    from gitflow_agents.base.jsondata import JsonProblem, loads
-
     try:
         data = loads(text)
     except JsonProblem as exc:
@@ -67,8 +67,6 @@ def _entry(item: Any, name: str, index: int) -> Entry:
 
 
 def _read_text(path: Path, name: str) -> str:
-    from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
-
     try:
         return read_text_limited(path, MAX_BASELINE_BYTES)
     except ReadRefused as exc:
@@ -103,8 +101,6 @@ def write(path: Path, name: str, findings: Iterable[Finding]) -> tuple[int, int]
     """Record ``findings`` in the baseline at ``path``, keeping what it holds (an unreadable
     file is an InputError: it is never silently replaced); written atomically, and only when
     the text changes. (entries in the file, entries added)."""
-    from gitflow_agents.base.fsutil import write_text_atomic
-
     before = _read_text(path, name) if path.exists() else None
     old = set(parse(before, name)) if before is not None else set()
     new = old | set(entries_of(findings))

@@ -9,6 +9,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
+from gitflow_agents.base.jsondata import JsonProblem, loads
+from gitflow_agents.base.markdown import block_tokens
 from gitflow_agents.findings.model import (
     Finding,
     Overall,
@@ -17,6 +20,7 @@ from gitflow_agents.findings.model import (
     review_from_dict,
     same_commit,
 )
+from gitflow_agents.findings.reply import ReplyStatus, parse_reply
 from gitflow_agents.findings.verdict import fenced_lines, parse_verdict, split_lines
 
 LineLookup = Callable[[str, int], "str | None"]
@@ -29,11 +33,6 @@ _BULLET_FINDING = re.compile(
 )
 
 
-MAX_REPORT_CHARS = 1024 * 1024
-"""A report longer than this is not read: no verdict, the reason says why (docs/findings.md,
-"Findings in a report"). Reading one that long would cost seconds for nothing a reviewer needs."""
-
-
 class FindingsError(ValueError):
     """A findings block that cannot be read; ``line`` is 1-based in the report."""
 
@@ -44,8 +43,6 @@ class FindingsError(ValueError):
 
 def _json_blocks(text: str) -> list[tuple[int, str]]:
     """(1-based line of the opening fence, content) of every fenced ```json block."""
-    from gitflow_agents.base.markdown import block_tokens
-
     blocks = []
     for token in block_tokens(text):
         info = token.info.strip().split()
@@ -63,7 +60,6 @@ def _findings_block(text: str, source: str) -> Review | None:
     found: Review | None = None
     if "```" not in text and "~~~" not in text:  # no fence, no block: no parse needed
         return None
-    from gitflow_agents.base.jsondata import JsonProblem, loads
 
     for fence_line, content in _json_blocks(text):
         try:
@@ -148,8 +144,6 @@ def parse_review(
     broken, the JSON ``overall`` contradicts the marker, the XML ``<STATUS>`` is failed /
     needs_input, or the block names a different commit than ``reviewed_sha``.
     """
-    from gitflow_agents.agent_run.protocol import ReplyStatus, parse_reply
-
     if len(report_text) > MAX_REPORT_CHARS:
         return Review(
             overall=None,
@@ -219,7 +213,5 @@ def read_review(
     "Bounds"; a report over the cap is not read whole, and :func:`parse_review` refuses it)
     and parsed into a Review; None or a symlink or FIFO reads as "" (no verdict). A chain
     review is read once, here: its record and the gate take this value."""
-    from gitflow_agents.base.fsutil import read_agent_text
-
     text = read_agent_text(report, MAX_REPORT_CHARS) if report is not None else ""
     return parse_review(text, reviewed_sha=reviewed_sha, base_sha=base_sha, source=source)

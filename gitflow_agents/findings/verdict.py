@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gitflow_agents.base.markdown import block_tokens
 from gitflow_agents.findings.model import Overall
 
 VERDICT_RE = re.compile(r"^\s*REVIEW_RESULT:\s*(APPROVED|REVISE|CHANGES_REQUESTED)\s*$")
@@ -40,8 +41,6 @@ def fenced_lines(text: str) -> frozenset[int]:
     inside lists and block quotes, and unclosed fences (which run to the end) are all handled
     the way GitHub renders them.
     """
-    from gitflow_agents.base.markdown import block_tokens
-
     lines: set[int] = set()
     for token in block_tokens(text):
         if token.type == "fence" and token.map:
@@ -120,8 +119,6 @@ def hidden_lines(text: str) -> dict[int, str]:
     or ``<details>`` block is not hidden. A report that is nothing but one indented code block
     is not hidden either: there is no prose for it to be an example in.
     """
-    from gitflow_agents.base.markdown import block_tokens
-
     hidden: dict[int, str] = {}
     tokens = block_tokens(text)
     # prose[i]: non-blank lines before line i (0-based), so "is there text outside this block"

@@ -25,14 +25,14 @@ from gitflow_agents.base.errors import GitError, UsageError
 from gitflow_agents.git import diffparse
 
 # The environment and the runner live in gitcmd (import-light, for the gate hook); re-exported.
+from gitflow_agents.git.blobs import BlobReader as BlobReader
+from gitflow_agents.git.blobs import object_name as object_name
+from gitflow_agents.git.blobs import temporary_index
 from gitflow_agents.git.cmd import NOTES_REF as NOTES_REF
-from gitflow_agents.git.cmd import BlobReader as BlobReader
 from gitflow_agents.git.cmd import explicit_repository as explicit_repository
 from gitflow_agents.git.cmd import failure as _fail
 from gitflow_agents.git.cmd import git_env as git_env
-from gitflow_agents.git.cmd import object_name as object_name
 from gitflow_agents.git.cmd import run_git as run_git
-from gitflow_agents.git.cmd import temporary_index
 from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange, FileStat
 
 # Fetching from and pushing to remotes live in remote; re-exported.

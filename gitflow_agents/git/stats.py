@@ -12,9 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.config import GIT_STATS_MARKER
+from gitflow_agents.base.fsutil import (
+    MAX_REPORT_CHARS,
+    irregular,
+    read_agent_text,
+    write_text_atomic,
+)
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.diffparse import Commit, FileStat
+
+# The line the implementation report carries under "## Modified files"; after the agent
+# finishes, the tool replaces it with the git statistics it computed (never the agent).
+GIT_STATS_MARKER = "<!-- gitflow-agents:git-stats -->"
 
 
 @dataclass(frozen=True)
@@ -154,9 +163,6 @@ def fill_report(text: str, stats: GitStats) -> str:
 
 def fill_report_file(path: Path, stats: GitStats) -> None:
     """``fill_report`` on a file, written atomically."""
-    from gitflow_agents.base.fsutil import irregular, read_agent_text, write_text_atomic
-    from gitflow_agents.findings.report import MAX_REPORT_CHARS
-
     if irregular(path) is not None:  # an agent's symlink or FIFO: neither read nor written
         return
     text = read_agent_text(path, MAX_REPORT_CHARS)

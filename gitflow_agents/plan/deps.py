@@ -4,18 +4,18 @@ has none, and what is wrong with the graph: unknown steps, a step waiting for it
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gitflow_agents.plan.model import Plan, Problem
+from gitflow_agents.plan.model import Plan, Problem, shown_path
 from gitflow_agents.plan.scan import (
     DEPENDS_LINE,
     DIGITS,
     Scan,
     number_problem,
-    shown_path,
     step_number,
     step_values,
     strip_eol,
@@ -221,8 +221,6 @@ def run_order(plan: Plan) -> list[int]:
     the file's order where that already holds (a plan without ``Depends on:`` lines keeps it),
     else each step as early in the file as its dependencies allow. Call it on a plan without
     graph problems (``plan_problems`` empty): steps in a cycle are left out."""
-    import heapq
-
     position = {step.number: index for index, step in enumerate(plan.steps)}
     waiting = {step.number: set(step.depends_on) & position.keys() for step in plan.steps}
     needed_by: dict[int, list[int]] = {number: [] for number in position}

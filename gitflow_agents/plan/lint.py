@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gitflow_agents.base.errors import PlanError
 from gitflow_agents.plan.deps import graph_problems, read_dependencies
-from gitflow_agents.plan.model import Problem, SpecPlanConfig
+from gitflow_agents.plan.model import Problem, SpecPlanConfig, shown_path
 from gitflow_agents.plan.scan import (
     Scan,
     near_miss_hint,
@@ -17,7 +17,6 @@ from gitflow_agents.plan.scan import (
     number_problem,
     read,
     scan_text,
-    shown_path,
     step_number,
     step_values,
     strip_eol,

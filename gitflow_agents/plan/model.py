@@ -4,6 +4,7 @@ step header pattern they use (docs/spec-plans.md)."""
 from __future__ import annotations
 
 import functools
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,17 @@ DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*?) ?\| Step (\d+): (.+)$"
 LEGACY_STEP_PATTERN = r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
 DONE = "\u2705"
 """The status the chain writes for a merged step: a status starting with it is done."""
+
+
+def shown_path(path: Path) -> str:
+    """How every message names a plan (``plan lint``, ``run``, ``prompt``...): relative to its
+    project, the nearest folder above it with ``.git`` or ``.flow`` (posix), so the same plan is
+    ``specs/c.md:9`` from any directory; as given outside any project."""
+    full = Path(os.path.abspath(path))  # noqa: PTH100 - ``..`` folded, symlinks kept as seen
+    for folder in full.parents:
+        if (folder / ".git").exists() or (folder / ".flow").is_dir():
+            return full.relative_to(folder).as_posix()
+    return str(path)
 
 
 def yaml_pattern(pattern: str) -> str:
@@ -101,8 +113,6 @@ class Plan:
         return self.name
 
     def step(self, number: int) -> Step:
-        from gitflow_agents.plan.scan import shown_path
-
         found = [s for s in self.steps if s.number == number]
         if len(found) == 1:
             return found[0]
@@ -138,3 +148,13 @@ class Problem:
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.message}"
+
+
+# The placeholders a chain's step branch name may use ({plan} is short for {plan_name}; {step2}
+# is the step number zero-padded to two digits).
+BRANCH_PLACEHOLDERS: tuple[str, ...] = ("plan_name", "plan", "step", "step2")
+
+
+def format_branch(pattern: str, plan_name: str, step: int) -> str:
+    """The step branch ``pattern`` names for step ``step`` of plan ``plan_name``."""
+    return pattern.format(plan_name=plan_name, plan=plan_name, step=step, step2=f"{step:02d}")

@@ -8,16 +8,18 @@ fenced or indented code block is never a step.
 from __future__ import annotations
 
 import codecs
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from gitflow_agents.base.errors import PlanError
+from gitflow_agents.base.fsutil import ReadRefused, read_limited
+from gitflow_agents.base.markdown import block_tokens
 from gitflow_agents.plan.model import (
     DEFAULT_STEP_PATTERN,
     LEGACY_STEP_PATTERN,
     SpecPlanConfig,
+    shown_path,
     yaml_pattern,
 )
 
@@ -63,21 +65,8 @@ class Scan:
     depends: tuple[int, ...]  # lines outside code that look like "Depends on: ..."
 
 
-def shown_path(path: Path) -> str:
-    """How every message names a plan (``plan lint``, ``run``, ``prompt``...): relative to its
-    project, the nearest folder above it with ``.git`` or ``.flow`` (posix), so the same plan is
-    ``specs/c.md:9`` from any directory; as given outside any project."""
-    full = Path(os.path.abspath(path))  # noqa: PTH100 - ``..`` folded, symlinks kept as seen
-    for folder in full.parents:
-        if (folder / ".git").exists() or (folder / ".flow").is_dir():
-            return full.relative_to(folder).as_posix()
-    return str(path)
-
-
 def read(path: Path) -> Source:
     """Read a plan as UTF-8 text; PlanError (with the line where known) if that is not possible."""
-    from gitflow_agents.base.fsutil import ReadRefused, read_limited
-
     try:
         data = read_limited(path, MAX_PLAN_BYTES)
     except FileNotFoundError:
@@ -135,8 +124,6 @@ def _closes_fence(line: str, markup: str) -> bool:
 
 def scan_text(text: str, config: SpecPlanConfig) -> Scan:
     """The step headers, end marker and lint findings of a plan's ``text``."""
-    from gitflow_agents.base.markdown import block_tokens
-
     regex = config.step_regex
     lines = tuple(_LINE.findall(text))
     tokens = block_tokens(text)

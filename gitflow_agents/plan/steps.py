@@ -10,14 +10,13 @@ from pathlib import Path
 from gitflow_agents.base.errors import PlanError
 from gitflow_agents.base.fsutil import write_bytes_atomic
 from gitflow_agents.plan.deps import read_dependencies
-from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, yaml_pattern
+from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, shown_path, yaml_pattern
 from gitflow_agents.plan.scan import (
     no_steps_message,
     number_is,
     number_problem,
     read,
     scan_text,
-    shown_path,
     step_values,
     strip_eol,
 )

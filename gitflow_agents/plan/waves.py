@@ -21,7 +21,7 @@ from pathlib import Path
 from gitflow_agents.base.errors import GitError, PlanError, UsageError
 from gitflow_agents.git import queries as git
 from gitflow_agents.plan.deps import plan_problems
-from gitflow_agents.plan.model import DONE, Plan, SpecPlanConfig, Step
+from gitflow_agents.plan.model import DONE, Plan, SpecPlanConfig, Step, format_branch
 from gitflow_agents.plan.steps import parse_plan, parse_plan_text
 
 
@@ -68,8 +68,6 @@ def ready_steps(
     cannot be read, UsageError when it has no ``target`` branch or the plan lies outside the
     repository, PlanError when the plan does not parse or its dependencies are wrong. The step
     branch is ``branch_pattern`` (``chain.branch_pattern``) filled in."""
-    from gitflow_agents.config import format_branch
-
     rel = _relative(root, plan_path)
     heads = git.remote_heads(root, remote)  # the branch list first: see the module docstring
     if target not in heads:

@@ -8,7 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from gitflow_agents.assets import AGENTS_FLOW_DIR, package_agent_prompt, require_runnable
 from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.base.frontmatter import split_frontmatter
 from gitflow_agents.prompt.paths import display_path
 from gitflow_agents.prompt.request import Part
 from gitflow_agents.prompt.text import clean
@@ -55,8 +57,6 @@ def _unknown_agent(
 
 
 def _flow_agent(request: PromptRequest) -> AgentDefinition:
-    from gitflow_agents.base.frontmatter import split_frontmatter
-
     config = request.config.agent(request.agent)
     source = _agent_source(request.root, request.agent, config.system_prompt_source)
     parsed = split_frontmatter(config.system_prompt, path=source)
@@ -79,8 +79,6 @@ def _manifest_agent(
 ) -> AgentDefinition:
     """Agent Definition from `.agents-flow/`: the assembled package (global system prompt,
     instructions, skills, agent body); refuses an agent with manifest errors."""
-    from gitflow_agents.assets import AGENTS_FLOW_DIR, package_agent_prompt, require_runnable
-
     asset = require_runnable(agent_id, manifest)
     package = package_agent_prompt(agent_id, manifest)
     layers = tuple(

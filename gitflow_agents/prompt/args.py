@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from gitflow_agents.assets import load_manifest
 from gitflow_agents.base.errors import UsageError
-
-if TYPE_CHECKING:
-    from gitflow_agents.prompt import PromptRequest
+from gitflow_agents.config import find_project_root, load_flow_config
+from gitflow_agents.plan import parse_plan
+from gitflow_agents.prompt import PromptRequest
 
 
 def prompt_request(args: argparse.Namespace, command: str, *, flow: str | None) -> PromptRequest:
@@ -24,11 +24,6 @@ def prompt_request(args: argparse.Namespace, command: str, *, flow: str | None) 
     (its option's ``dest`` differs between the commands). Needs ``--task`` or ``--plan`` with
     ``--step``; ``--task @path`` reads the task from that file.
     """
-    from gitflow_agents.assets import load_manifest
-    from gitflow_agents.config import find_project_root, load_flow_config
-    from gitflow_agents.plan import parse_plan
-    from gitflow_agents.prompt import PromptRequest
-
     if args.plan is None and args.task is None:
         raise UsageError(f"{command}: give --plan with --step, or --task")
     if args.plan is not None and args.step is None and args.task is None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.resources import templates_dir
+from gitflow_agents.findings.reply import reply_instructions
 from gitflow_agents.prompt.agent import BUILT_IN, AgentDefinition, resolve_agent
 from gitflow_agents.prompt.paths import (
     agent_rel_dir,
@@ -140,8 +141,6 @@ def _reply_format(request: PromptRequest, agent_type: str) -> str | None:
     """The reply instructions for this agent (its CLI from ``.flow`` config, its role from the
     type; docs/protocol.md, "Agent replies"); None when the agent's config says
     ``structured_reply: false``."""
-    from gitflow_agents.agent_run.protocol import reply_instructions
-
     config = request.config.agents.get(request.agent)
     if config is not None and not config.structured_reply:
         return None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.fsutil import make_dirs
 
 if TYPE_CHECKING:
     from gitflow_agents.config import FlowConfig
@@ -82,7 +83,6 @@ def write_system_prompt(
         check_name(flow_name, "flow name"),
         check_name(agent_id, "agent id"),
     )
-    from gitflow_agents.base.fsutil import make_dirs
 
     folder = make_dirs(folder)  # refused when a symlink leads it out of the repository
     target = folder / "system_prompt.md"

@@ -18,13 +18,12 @@ import secrets
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import jinja2
 
 from gitflow_agents.base.errors import TemplateError
 from gitflow_agents.prompt.text import fence
-
-if TYPE_CHECKING:
-    import jinja2
 
 SYSTEM_PROMPT_TEMPLATE = "system_prompt.md.j2"
 # The name the marking template is served under: "<template>" + this suffix.
@@ -41,8 +40,6 @@ _BLOCK_TAG = re.compile(r"\{%[-+]?\s*block\s+(\w+)")
 def render(directory: Path, variables: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]]]:
     """The whole prompt and each block's text (block name, text), in the order the blocks
     open; TemplateError naming the template file and line when Jinja fails."""
-    import jinja2
-
     env = environment(directory)
     mark = f"\x00{secrets.token_hex(8)}\x00"
     try:
@@ -57,8 +54,6 @@ def render(directory: Path, variables: Mapping[str, Any]) -> tuple[str, list[tup
 @functools.cache
 def environment(directory: Path) -> jinja2.Environment:
     """The Jinja environment of ``directory``, built once per process and directory."""
-    import jinja2
-
     files = jinja2.FileSystemLoader(str(directory))
 
     def marking_source(name: str) -> tuple[str, str | None, Callable[[], bool]] | None:
@@ -116,8 +111,6 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept between processes (Jinja's per-user folder in the temp dir,
     written atomically, checked against the template's source): compiling the system prompt
     template took ~20 ms of every ``spawn``. None when that folder cannot be used."""
-    import jinja2
-
     try:
         return jinja2.FileSystemBytecodeCache()
     except (OSError, RuntimeError):
@@ -126,8 +119,6 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
 def _template_error(exc: Exception, directory: Path, name: str) -> TemplateError:
     """A Jinja failure as one line naming the template file and line."""
-    import jinja2
-
     path = directory / name
     line: int | None = None
     if isinstance(exc, jinja2.TemplateSyntaxError):

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs.fields import integer, mapping, number, scalar, text
 
 MAX_FIELD = 60
@@ -46,8 +47,6 @@ def label_text(value: str, limit: int = MAX_FIELD) -> str:
     """Untrusted ``value`` as inert text for a quoted Mermaid label: secrets masked, control and
     line-break characters made blanks, at most ``limit`` characters (``…`` when cut), and every
     character that is not a letter, digit, blank or one of ``.,-_/+=!?*`` as a ``#N;`` code."""
-    from gitflow_agents.base.redact import redact_text
-
     flat = "".join(" " if unicodedata.category(c)[0] in "CZ" else c for c in redact_text(value))
     flat = " ".join(flat.split())
     if len(flat) > limit:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 
+from gitflow_agents.base.color import rich_settings
+
 from ..findings import GateResult, Review, Severity
 from . import is_approved, location, sorted_by_file, verdict_line
 
@@ -78,10 +80,8 @@ def render(review: Review, gate: GateResult | None = None, *, color: bool = Fals
 
 
 def _render_rich(view: list[Line]) -> str:
-    from rich.console import Console
-    from rich.text import Text
-
-    from gitflow_agents.base.color import rich_settings
+    from rich.console import Console  # noqa: PLC0415 — rich only for colour on a terminal
+    from rich.text import Text  # noqa: PLC0415 — rich only for colour on a terminal
 
     buffer = io.StringIO()
     console = Console(

@@ -8,16 +8,20 @@ a note whose base is the reviewed commit itself reviewed nothing and never count
 (:func:`reviewed_nothing`, the one rule for the chain and ``git agent-review``).
 
 Kept import-light on purpose (no dataclasses, datetime or ``gitflow_agents.git.queries`` at import
-time): the gate hook imports this package and must start fast.
+time): the gate hook imports this package and must start fast, so the git queries are imported
+when a note is written or read here (the hook reads its notes itself).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import NamedTuple
 
 from gitflow_agents import __version__
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.jsondata import loads
 
 APPROVAL_KIND = "gitflow-agents/review-note/v1"
 
@@ -50,10 +54,7 @@ def record_review(
     """Write the note for ``reviewed_sha`` (replacing an earlier one, so a later REVISE on the
     same commit withdraws an earlier approval). UsageError for an approval of nothing
     (:func:`reviewed_nothing`): callers check first, this keeps such a note from ever existing."""
-    from datetime import datetime, timezone
-
-    from gitflow_agents.base.errors import UsageError
-    from gitflow_agents.git import queries as git
+    from gitflow_agents.git import queries as git  # noqa: PLC0415 — see the module docstring
 
     if approved and reviewed_nothing(base_sha, reviewed_sha):
         raise UsageError(
@@ -68,7 +69,7 @@ def record_review(
         base_sha=base_sha,
         agent=agent,
         threshold=threshold,
-        time=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
     git.write_note(root, reviewed_sha, note.to_json())
     return note
@@ -78,8 +79,6 @@ def parse_review_note(text: str | None) -> ApprovalNote | None:
     """A note's text as an ApprovalNote; None when absent, not ours or malformed."""
     if text is None:
         return None
-    from gitflow_agents.base.jsondata import loads
-
     try:
         data = loads(text)  # bounded: a note is anyone's text (git notes are just objects)
         if not isinstance(data, dict) or data.get("kind") != APPROVAL_KIND:
@@ -92,16 +91,18 @@ def parse_review_note(text: str | None) -> ApprovalNote | None:
 
 def read_review_note(root: Path, sha: str) -> ApprovalNote | None:
     """The recorded note on ``sha``; None when there is none or it is not ours / malformed."""
-    from gitflow_agents.git import queries as git
-
-    return parse_review_note(git.read_note(root, sha))
+    return parse_review_note(_note_text(root, sha))
 
 
 def approval_status(root: Path, sha: str) -> tuple[bool, str]:
     """(approved, one-line reason) for commit ``sha`` according to its recorded note."""
-    from gitflow_agents.git import queries as git
+    return note_approval(sha, _note_text(root, sha))
 
-    return note_approval(sha, git.read_note(root, sha))
+
+def _note_text(root: Path, sha: str) -> str | None:
+    from gitflow_agents.git import queries as git  # noqa: PLC0415 — see the module docstring
+
+    return git.read_note(root, sha)
 
 
 def note_approval(sha: str, text: str | None) -> tuple[bool, str]:

@@ -13,6 +13,7 @@ from gitflow_agents.base.errors import InputError
 from gitflow_agents.findings import Accepted, Overall, Severity
 from gitflow_agents.findings import baseline as baselines
 from gitflow_agents.findings.accept import LineText, accept
+from gitflow_agents.findings.report import fill_fingerprints
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.builtin import BuiltinResult
@@ -35,19 +36,15 @@ def _settings(text: str | None, name: str) -> ReviewSettings:
         return ReviewSettings()
     # config/ (and the plan/ it imports) only when there is a layer to read: a review without
     # one is the hook's common case, and those imports cost more than a small review
-    from gitflow_agents.config.yaml_nodes import MAX_LAYER_BYTES, parse_layer
-    from gitflow_agents.findings.settings import review_settings
+    from gitflow_agents.config.review import text_review_settings  # noqa: PLC0415 — see above
 
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_LAYER_BYTES:
-        raise InputError(f"over the {MAX_LAYER_BYTES:,}-byte limit of a layer file", path=name)
-    return review_settings(parse_layer(text, name))
+    return text_review_settings(text, name)
 
 
 def _layer_settings(layer: Path) -> ReviewSettings:
-    from gitflow_agents.config.yaml_nodes import read_layer  # see _settings
-    from gitflow_agents.findings.settings import review_settings
+    from gitflow_agents.config.review import file_review_settings  # noqa: PLC0415 — see _settings
 
-    return review_settings(read_layer(layer, LAYER))
+    return file_review_settings(layer, LAYER)
 
 
 def local_acceptance(root: Path, baseline_file: str | None) -> Acceptance:
@@ -86,8 +83,6 @@ def apply(
 ) -> tuple[BuiltinResult, tuple[Accepted, ...]]:
     """``result`` without its accepted findings (its verdict decided again from those that
     stay), and the accepted ones."""
-    from gitflow_agents.findings.report import fill_fingerprints
-
     # The fingerprints the outputs show and --write-baseline records are computed from the
     # reported finding (file, rule, the line's text); a check may have computed its own from
     # a line the report does not carry (a secret only an earlier commit adds), so the baseline

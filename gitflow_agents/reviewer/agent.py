@@ -14,7 +14,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitflow_agents.agent_run.launch import report_files
+from gitflow_agents.agent_run.run import AgentJob, execute, limits
+from gitflow_agents.assets import load_manifest
 from gitflow_agents.base.errors import AgentError
+from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
+from gitflow_agents.base.redact import redact_text
+from gitflow_agents.config import find_project_root, load_flow_config
+from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt
 
 if TYPE_CHECKING:
     from gitflow_agents.supervisor import ReportFiles
@@ -56,12 +63,6 @@ def run_agent_review(
     complete. ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (the action
     passes the pull request's base commit: a pull request cannot change its own review). The
     agent works in ``root``, where its run records go, ``secrets`` (the diff's) masked."""
-    from gitflow_agents.agent_run.launch import report_files
-    from gitflow_agents.agent_run.run import AgentJob, execute, limits
-    from gitflow_agents.assets import load_manifest
-    from gitflow_agents.config import find_project_root, load_flow_config
-    from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt
-
     project = find_project_root(root)
     settings = config_root if config_root is not None else project
     config = load_flow_config(settings)
@@ -109,15 +110,11 @@ def run_agent_review(
     run = result["run"]
     logs = os.path.relpath(run["logDirectory"], Path.cwd())
     if result["status"] != "succeeded" or not success.exists():
-        from gitflow_agents.base.redact import redact_text
-
         # the reason may quote the agent's output: it reaches the terminal, outputs, status
         raise AgentError(
             f"agent {name} did not complete the review: {run['outcome']}: "
             f"{redact_text(str(run['reason']))} (logs: {logs})"
         )
-    from gitflow_agents.base.fsutil import read_agent_text
-    from gitflow_agents.findings.report import MAX_REPORT_CHARS
 
     return read_agent_text(success, MAX_REPORT_CHARS)  # bounded; "" for a symlink or FIFO
 

@@ -1,7 +1,7 @@
 """The built-in reviewer's checks. Each looks at one changed file and yields findings.
 
 Line checks look only at ADDED lines; syntax checks parse the new full file and report the
-error line. Every finding carries a rule id (listed in ``RULES`` and docs/review.md).
+error line. Every finding carries a rule id (listed in ``findings/rules.py`` and docs/review.md).
 Secrets are never quoted in full: ``mask`` (gitflow_agents/base/redact.py) keeps a short prefix.
 """
 
@@ -26,31 +26,14 @@ from gitflow_agents.base.secret_rules import (
     KEY_BODY_LINE,
     PRIVATE_KEY,
     PRIVATE_KEY_END,
-    TOKEN_RULES,
     is_key_body,
     may_begin_key,
     token_hits,
 )
-from gitflow_agents.findings import Finding, Severity
+from gitflow_agents.findings import Finding
+from gitflow_agents.findings.rules import RULES
 from gitflow_agents.git.diffparse import AddedLine, CommitPatch, FileChange
 from gitflow_agents.reviewer import pydebug
-
-# rule id -> (severity, one-line description); the table docs/review.md shows.
-RULES: dict[str, tuple[Severity, str]] = {
-    "python-syntax": (Severity.ERROR, "Python file does not compile"),
-    "json-syntax": (Severity.ERROR, "JSON file does not parse"),
-    "yaml-syntax": (Severity.ERROR, "YAML file does not parse (every document)"),
-    "toml-syntax": (Severity.ERROR, "TOML file does not parse"),
-    "merge-conflict-marker": (Severity.ERROR, "leftover merge-conflict marker"),
-    "private-key": (Severity.ERROR, "private key block"),
-    # the token formats (gitflow_agents/base/secret_rules.py)
-    **{rule.id: (Severity(rule.severity), rule.label) for rule in TOKEN_RULES},
-    "high-entropy-secret": (Severity.WARN, "a secret-named literal that looks like a secret"),
-    "large-file": (Severity.WARN, "file larger than the size limit"),
-    "debugger": (Severity.WARN, "debugger or debug-print leftover"),
-    "todo": (Severity.INFO, "new TODO / FIXME"),
-    "no-final-newline": (Severity.INFO, "file does not end with a newline"),
-}
 
 
 @dataclass(frozen=True)

@@ -66,28 +66,17 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _yaml(text: str, path: str) -> None:
-    """One walk over the parser's events: the syntax within safe_yaml's bounds, and the values
-    the safe loader could not build (``2024-13-45``, ``!!int abc``: every PyYAML consumer
-    refuses them; reviewer/yaml_build.py), each at its line. Application tags (``!Ref``) are
-    opaque."""
-    from gitflow_agents.base.safe_yaml import YamlProblem, checked_events
-    from gitflow_agents.reviewer.yaml_build import BuildCheck
+    from gitflow_agents.reviewer.yaml_build import yaml_problem  # noqa: PLC0415 — PyYAML only when a YAML file is reviewed
 
-    build = BuildCheck()
-    try:
-        for event in checked_events(text):
-            build.event(event)
-    except YamlProblem as exc:
-        line = exc.line + 1 if exc.line is not None else None
-        raise SyntaxProblem(line, f"invalid YAML: {exc.message}") from None
-    if build.fault is not None:
-        raise SyntaxProblem(build.fault.line + 1, f"invalid YAML: {build.fault.message}")
+    problem = yaml_problem(text)
+    if problem is not None:
+        raise SyntaxProblem(*problem)
 
 
 def toml_parser() -> Callable[[str], object] | None:
     """``tomllib.loads`` (3.11+), else ``tomli.loads`` when installed, else None."""
     if sys.version_info >= (3, 11):
-        import tomllib
+        import tomllib  # noqa: PLC0415 — tomllib only when a TOML file is reviewed
 
         return tomllib.loads
     try:

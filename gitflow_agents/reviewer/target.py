@@ -15,12 +15,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitflow_agents import findings
 from gitflow_agents.base.errors import ExitCode, UsageError
 from gitflow_agents.findings import Accepted, GateResult, Review, Severity, fill_fingerprints
+from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
+from gitflow_agents.reviewer import builtin
+from gitflow_agents.reviewer.acceptance import Acceptance, apply
+from gitflow_agents.reviewer.builtin import diff_secrets
+from gitflow_agents.reviewer.checks import CheckOptions
 
 if TYPE_CHECKING:
-    from gitflow_agents.reviewer.acceptance import Acceptance
     from gitflow_agents.reviewer.builtin import BuiltinResult
 
 
@@ -137,8 +142,6 @@ def builtin_as_review(
     """``result`` (with ``accepted``) as the Review its report parses to, fingerprints taken
     from the reviewed lines through ``blobs``: what ``git agent-review`` gates and what the
     chain's builtin reviewer hands on, with no report written and parsed back."""
-    from gitflow_agents.reviewer import builtin
-
     review = builtin.as_review(
         result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
     )
@@ -159,10 +162,6 @@ def builtin_result(
     """The builtin reviewer's result on ``target`` (contents read through ``blobs``) after
     ``acceptance`` took out what it accepts, and the accepted findings: what ``git agent-review``
     and a chain's builtin reviewer both start from."""
-    from gitflow_agents.reviewer import builtin
-    from gitflow_agents.reviewer.acceptance import Acceptance, apply
-    from gitflow_agents.reviewer.checks import CheckOptions
-
     options = CheckOptions(max_file_bytes=max_file_size)
     result = builtin.review_diff(
         root, target.spec, threshold=threshold, options=options, blobs=blobs
@@ -181,7 +180,7 @@ def agent_report(
     """Run the configured agent ``name`` as the reviewer (supervised); its completed report.
     ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (default: ``root``);
     ``secrets``: exact values masked in the run's records."""
-    from gitflow_agents.reviewer.agent import run_agent_review
+    from gitflow_agents.reviewer.agent import run_agent_review  # noqa: PLC0415 — agent_run/, prompt/, config/ only for --agent
 
     return run_agent_review(
         root, name, base=target.base, head=target.head, config_root=config_root, secrets=secrets
@@ -228,18 +227,12 @@ def review_target(
     """Run the reviewer on ``target``, parse its report, mask the secrets in it, and gate it:
     the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``:
     see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none: nothing)."""
-    from gitflow_agents import findings
-    from gitflow_agents.base.redact import redact_review
-
     with git.BlobReader(root) as blobs:
         if agent == "builtin":
             parsed, secrets = builtin_review(
                 root, target, threshold, max_file_size, blobs, acceptance
             )
         else:
-            from gitflow_agents.reviewer.builtin import diff_secrets
-            from gitflow_agents.reviewer.checks import CheckOptions
-
             secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
             report = agent_report(root, agent, target, config_root=config_root, secrets=secrets)
             parsed = findings.parse_review(

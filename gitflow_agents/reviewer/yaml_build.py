@@ -22,6 +22,10 @@ from functools import cache
 from typing import Any, NamedTuple
 
 import yaml  # this module is imported only when a YAML file is reviewed
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
+
+from gitflow_agents.base.safe_yaml import YamlProblem, checked_events
 
 _CORE = "tag:yaml.org,2002:"
 _STR = _CORE + "str"
@@ -221,13 +225,25 @@ def _scalar_fault(event: Any, tag: str, line: int) -> Fault | None:
 @cache
 def _resolver() -> Any:
     """YAML 1.1's implicit types, dates included: what PyYAML's safe loader resolves."""
-    from yaml.resolver import Resolver
-
     return Resolver()
 
 
 @cache
 def _constructor() -> Any:
-    from yaml.constructor import SafeConstructor
-
     return SafeConstructor()
+
+
+def yaml_problem(text: str) -> tuple[int | None, str] | None:
+    """One walk over the parser's events: the syntax within safe_yaml's bounds, and the values
+    the safe loader could not build (``2024-13-45``, ``!!int abc``: every PyYAML consumer
+    refuses them), each at its line. Application tags (``!Ref``) are opaque. The first problem
+    as (1-based line, message), None for a file PyYAML reads."""
+    build = BuildCheck()
+    try:
+        for event in checked_events(text):
+            build.event(event)
+    except YamlProblem as exc:
+        return (exc.line + 1 if exc.line is not None else None), f"invalid YAML: {exc.message}"
+    if build.fault is not None:
+        return build.fault.line + 1, f"invalid YAML: {build.fault.message}"
+    return None

@@ -25,7 +25,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from gitflow_agents.base.fsutil import write_json_atomic
+from gitflow_agents.base.fsutil import (
+    MAX_REPORT_CHARS,
+    ReadRefused,
+    read_limited,
+    safe_target,
+    write_json_atomic,
+)
+from gitflow_agents.base.jsondata import JsonProblem, load_object
+from gitflow_agents.findings import parse_review
+from gitflow_agents.findings.reply import parse_reply
+from gitflow_agents.git.queries import exclude_flow_dir
 from gitflow_agents.runs.status import ResultStatus
 from gitflow_agents.runs.status import result_status as result_status
 
@@ -96,8 +106,6 @@ def create_run(root: Path, flow_dir: str, flow: str, run_id: str | None = None) 
     """Create ``<flow_dir>/<flow>/runs/<runID>/`` (fresh id unless given) and exclude it from git."""
     run_id = run_id or new_run_id()
     paths = RunPaths(runs_root(root, flow_dir, flow) / run_id)
-    from gitflow_agents.base.fsutil import safe_target
-    from gitflow_agents.git.queries import exclude_flow_dir
 
     # a committed `flows` symlink must not put run records outside the repository
     safe_target(paths.run_dir)
@@ -115,8 +123,6 @@ def read_json(path: Path) -> dict[str, Any] | None:
     over :data:`MAX_RECORD_BYTES`, not JSON, not an object, nested too deeply or holding numbers
     out of range (gitflow_agents/base/jsondata.py). Callers still check each field's type: an agent
     can write anything into its run folder."""
-    from gitflow_agents.base.jsondata import JsonProblem
-
     try:
         return load_record(path)
     except (OSError, JsonProblem):
@@ -127,18 +133,12 @@ def load_record(path: Path) -> dict[str, Any]:
     """The object in ``path``, as :func:`read_json` reads it, for a caller that says why it
     cannot: OSError (FileNotFoundError when missing; ``fsutil.ReadRefused`` with a ``reason``)
     or ``jsondata.JsonProblem`` (``message``, ``line``)."""
-    from gitflow_agents.base.fsutil import read_limited
-    from gitflow_agents.base.jsondata import load_object
-
     return load_object(read_limited(path, MAX_RECORD_BYTES))
 
 
 def record_problem(exc: Exception) -> str:
     """One line saying why :func:`load_record` refused a record: ``line 1: integer … is out
     of range``, ``is a FIFO (named pipe), not a regular file``."""
-    from gitflow_agents.base.fsutil import ReadRefused
-    from gitflow_agents.base.jsondata import JsonProblem
-
     if isinstance(exc, (ReadRefused, JsonProblem)):
         why = exc.reason if isinstance(exc, ReadRefused) else exc.message
         return why if exc.line is None else f"line {exc.line}: {why}"
@@ -389,9 +389,6 @@ def flow_result(
     or from ``review`` when the caller read the report already (a chain's reviewer).
     research: summary, the report's top-level bullets, and its markdown links as sources.
     """
-    from gitflow_agents.agent_run.protocol import parse_reply
-    from gitflow_agents.findings.report import MAX_REPORT_CHARS
-
     reply = parse_reply(reply_text or report_text)
     if kind != "review" and len(report_text) > MAX_REPORT_CHARS:  # parse_review says so itself
         note = f"(report not read: {len(report_text):,} characters, over the limit)"
@@ -401,8 +398,6 @@ def flow_result(
         summary = _summary(report_text, reply.summary if reply.structured else "")
     if kind == "review":
         if review is None:
-            from gitflow_agents.findings import parse_review
-
             review = parse_review(report_text)
         return review_result(
             status,

@@ -25,7 +25,7 @@ from typing import Literal
 
 from gitflow_agents.base.errors import GitflowError, InputError
 from gitflow_agents.base.frontmatter import split_frontmatter
-from gitflow_agents.base.fsutil import write_text_atomic
+from gitflow_agents.base.fsutil import ReadRefused, read_limited, write_text_atomic
 from gitflow_agents.runs.lock import LockInfo, hold
 from gitflow_agents.runs.status import CARD_STATUSES as CARD_STATUSES
 from gitflow_agents.runs.status import CardStatus as CardStatus
@@ -100,8 +100,6 @@ def read_card(path: Path) -> str:
     """The card's text exactly as stored: line endings (LF, CRLF, CR) and a byte order mark
     kept. InputError naming the card (and line) when it is missing, not a regular file (a FIFO
     would block), over :data:`MAX_CARD_BYTES` or not UTF-8."""
-    from gitflow_agents.base.fsutil import ReadRefused, read_limited
-
     try:
         data = read_limited(path, MAX_CARD_BYTES)
     except FileNotFoundError:

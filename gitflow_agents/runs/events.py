@@ -20,7 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
+
+from gitflow_agents.base.jsondata import JsonProblem, loads
+from gitflow_agents.base.redact import redact_text
+
+if TYPE_CHECKING:
+    from gitflow_agents.runs.live import LiveTable
 
 EVENT_TYPES = frozenset(
     {
@@ -240,8 +246,6 @@ class JsonlChannel:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The events of an ``events.jsonl`` file (a torn last line, from a killed writer, is skipped)."""
-    from gitflow_agents.base.jsondata import JsonProblem, loads
-
     events = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
@@ -283,8 +287,6 @@ def _agent_text(text: str, limit: int | None = None) -> str:
     """Text an agent wrote, for the console (a CI job's log is public): secrets masked as in
     every output (``gitflow_agents.base.redact``); cut to its last ``limit`` characters, without the
     word the cut splits (it may be the rest of a secret)."""
-    from gitflow_agents.base.redact import redact_text
-
     text = redact_text(text)
     if limit is None or len(text) <= limit:
         return text
@@ -295,7 +297,7 @@ def _agent_text(text: str, limit: int | None = None) -> str:
 class ConsoleChannel:
     """A live line per agent: state, elapsed time, last activity, tokens/cost when known.
 
-    With ``is_tty`` and rich importable, a ``rich.live.Live`` table redraws in place. Otherwise
+    With ``is_tty`` and rich importable, a table redraws in place (``runs/live.py``). Otherwise
     (CI, pipes) it prints plain lines: one on start, one on the end, and a progress line at most
     every ``progress_every`` seconds per agent while output arrives.
     """
@@ -316,25 +318,17 @@ class ConsoleChannel:
         self._clock = clock
         self._lines: dict[str, _AgentLine] = {}
         self._printed: dict[str, float] = {}
-        self._live: Any = None
+        self._live: LiveTable | None = None
         if self.is_tty:
             self._live = self._start_live()
 
-    def _start_live(self) -> Any:
+    def _start_live(self) -> LiveTable | None:
         try:
-            from rich.console import Console
-            from rich.live import Live
+            from gitflow_agents.runs.live import LiveTable  # noqa: PLC0415 — rich only on a terminal
         except ImportError:  # rich is optional: fall back to plain lines
             self.is_tty = False
             return None
-        from gitflow_agents.base.color import rich_settings, use_color
-
-        console = Console(
-            file=self.stream, force_terminal=True, **rich_settings(use_color(self.stream))
-        )
-        live = Live(console=console, refresh_per_second=4, transient=False)
-        live.start()
-        return live
+        return LiveTable(self.stream)
 
     def handle(self, event: Event) -> None:
         kind = event.type
@@ -376,7 +370,7 @@ class ConsoleChannel:
             elif event.data.get("summary"):
                 line.detail = _agent_text(str(event.data["summary"]))
         if self._live is not None:
-            self._live.update(self._table(now))
+            self._live.show(self._rows(now))
 
     def _plain(self, line: _AgentLine, now: float) -> str:
         text = (
@@ -389,14 +383,9 @@ class ConsoleChannel:
             text += f" - {line.detail}"
         return text
 
-    def _table(self, now: float) -> Any:
-        from rich.table import Table
-
-        table = Table(box=None, show_header=True, pad_edge=False)
-        for column in ("agent", "state", "elapsed", "last activity", "tokens/cost", "detail"):
-            table.add_column(column)
-        for line in self._lines.values():
-            table.add_row(
+    def _rows(self, now: float) -> list[tuple[str, ...]]:
+        return [
+            (
                 line.agent,
                 line.state,
                 _fmt_elapsed(now - line.started),
@@ -404,7 +393,8 @@ class ConsoleChannel:
                 line.tokens,
                 line.detail[-60:],
             )
-        return table
+            for line in self._lines.values()
+        ]
 
     def _print(self, text: str) -> None:
         self.stream.write(text + "\n")
@@ -412,7 +402,7 @@ class ConsoleChannel:
 
     def close(self) -> None:
         if self._live is not None:
-            self._live.update(self._table(self._clock()))
+            self._live.show(self._rows(self._clock()))
             self._live.stop()
             self._live = None
 

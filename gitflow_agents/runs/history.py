@@ -1,6 +1,5 @@
 """The runs ``history`` shows, read back from every ``<flow_dir>/<flow>/runs/<runID>/result.json``,
-oldest first: a row each, and a step run's Mermaid chart (``history --format mermaid`` and the
-sticky comment ``run --pr`` keeps on the step's pull request draw the same one).
+oldest first: a row each (their Mermaid charts: ``render/history.py``).
 
 Step runs show one row each; the agent runs inside them only with ``agents=True``. Single flows
 (``flow ...``, ``spawn``) show one row per agent run.
@@ -8,12 +7,17 @@ Step runs show one row each; the agent runs inside them only with ``agents=True`
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from gitflow_agents.base.jsondata import JsonProblem
+from gitflow_agents.base.redact import redact_data
+from gitflow_agents.config.values import display as shown_path
+from gitflow_agents.runs import iter_runs, load_record, record_problem
+from gitflow_agents.runs.fields import mapping, number, scalar
+from gitflow_agents.runs.schema import step_chain
 
 
 @dataclass(frozen=True)
@@ -55,11 +59,8 @@ def rows(
 ) -> list[HistoryRow]:
     """One row per run ``history`` shows, oldest first, its texts masked again by the secret
     rules (the records were masked when written, but an agent can write into its run folder)."""
-    from gitflow_agents.base.redact import redact_data
-    from gitflow_agents.runs.fields import mapping
-
     return [
-        HistoryRow(**redact_data(asdict(_row(run_dir, data, mapping(data, "run")))))
+        HistoryRow(**redact_data(asdict(row(run_dir, data, mapping(data, "run")))))
         for run_dir, data in records(root, flow_dir, flow, agents=agents, skipped=skipped)
     ]
 
@@ -75,11 +76,6 @@ def records(
     """(run folder, result.json data) of every run ``history`` shows, oldest first. A run with
     no result.json yet (still running, or killed) is left out; one whose result.json cannot be
     read is too, and a line saying which and why goes to ``skipped``."""
-    from gitflow_agents.base.jsondata import JsonProblem
-    from gitflow_agents.config.values import display as shown_path
-    from gitflow_agents.runs import iter_runs, load_record, record_problem
-    from gitflow_agents.runs.fields import mapping
-
     found = []
     for paths in iter_runs(root, flow_dir, flow):
         try:
@@ -97,59 +93,9 @@ def records(
     return found
 
 
-_RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
-
-
-def agent_results(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The result.json of each agent run a step run lists (``chain.agents[].runID``), read
-    from the step run's sibling run folders, by run id: where ``step_flowchart`` finds tokens
-    and cost. A run id that is not a plain name (an agent can write into run folders) is
-    skipped, so nothing outside the runs folder is read."""
-    from gitflow_agents.render.mermaid import MAX_AGENTS
-    from gitflow_agents.runs import RunPaths, read_json
-    from gitflow_agents.runs.schema import step_chain
-
-    chain = step_chain(data)
-    found: dict[str, dict[str, Any]] = {}
-    for entry in (chain.agents if chain is not None else ())[:MAX_AGENTS]:
-        run_id = entry.run_id
-        if not _RUN_ID.fullmatch(run_id) or run_id in found:
-            continue
-        result = read_json(RunPaths(run_dir.parent / run_id).result)
-        if result is not None:
-            found[run_id] = result
-    return found
-
-
-def step_chart(run_dir: Path, data: Mapping[str, Any]) -> str:
-    """The one Mermaid chart of a step run (its result.json ``data``, in ``run_dir``): what
-    ``history --format mermaid`` shows and what its pull request's sticky comment holds, the
-    same end node (the outcome, and ``PR #n`` once ``run --pr`` recorded its pull request)."""
-    from gitflow_agents.render.mermaid import step_flowchart
-
-    return step_flowchart(data, agent_results=agent_results(run_dir, data))
-
-
-def mermaid(found: list[tuple[Path, dict[str, Any]]]) -> str:
-    """Markdown: per run a heading line and its flowchart in a ```` ```mermaid ```` block."""
-    from gitflow_agents.render.mermaid import fence_chart, single_run_flowchart
-    from gitflow_agents.runs.fields import mapping
-
-    out: list[str] = []
-    for run_dir, data in found:
-        row = _row(run_dir, data, mapping(data, "run"))
-        chart = step_chart(run_dir, data) if row.kind == "chain" else single_run_flowchart(data)
-        title = f"{row.what} · {row.flow} · {row.outcome} · run {row.run_id}"
-        out += [f"### {_heading(title)}", "", fence_chart(chart)]
-    return "\n".join(out)
-
-
-def _row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:
+def row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:
     """One row; fields of the wrong type (an agent can write into its run folder) read as
     absent (gitflow_agents/runs/fields.py)."""
-    from gitflow_agents.runs.fields import mapping, number, scalar
-    from gitflow_agents.runs.schema import step_chain
-
     chain = step_chain(data)
     stats = mapping(data, "gitStats")
     git = ""
@@ -199,10 +145,3 @@ def _row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow
 def _count(n: int, noun: str) -> str:
     """``1 commit``, ``2 commits``."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _heading(title: str) -> str:
-    """``title`` (it holds agent and flow names) inert on a markdown heading line."""
-    from gitflow_agents.render.markdown import one_line
-
-    return one_line(title)

@@ -11,6 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import psutil
+
+from gitflow_agents.runs.tree import marker_alive
+
 # Two readings of one process's start time can differ: psutil adds the boot time, which moves
 # when the wall clock is stepped. A pid reused within a second of its last owner's start is
 # beyond what pid allocation produces (it cycles through the whole pid space first).
@@ -19,8 +23,6 @@ SAME_START = 1.0
 
 def start_time(pid: int) -> float | None:
     """When process ``pid`` started (epoch seconds), None when it is gone or unreadable."""
-    import psutil
-
     try:
         return float(psutil.Process(pid).create_time())
     except psutil.Error:
@@ -30,8 +32,6 @@ def start_time(pid: int) -> float | None:
 def process_alive(pid: object, started: object = None) -> bool:
     """True while process ``pid`` runs and, when ``started`` (its recorded start time) is a
     number, is that same process and not a later one that was given the pid."""
-    import psutil
-
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     try:
@@ -59,6 +59,5 @@ def run_alive(status: Mapping[str, Any]) -> bool:
     token, since = status.get("tree_token"), status.get("started")
     if not isinstance(token, str):
         return False
-    from gitflow_agents.supervisor.tree import marker_alive
 
     return marker_alive(token, float(since) if isinstance(since, (int, float)) else None)

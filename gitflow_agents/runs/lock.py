@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base.errors import GitflowError, UsageError
+from gitflow_agents.base.fsutil import ReadRefused, make_dirs, read_limited
+from gitflow_agents.base.jsondata import load_object
 from gitflow_agents.runs.liveness import process_alive, start_time
 
 
@@ -63,8 +65,6 @@ _MAX_LOCK_BYTES = 64 * 1024
 def _read(path: Path) -> bytes:
     """The lock file's bytes (for :func:`read_lock`); b"" (an unreadable lock) when it is not a
     regular file or absurdly large: a FIFO planted as a lock must not block the reader."""
-    from gitflow_agents.base.fsutil import ReadRefused, read_limited
-
     try:
         return read_limited(path, _MAX_LOCK_BYTES)
     except ReadRefused:
@@ -79,8 +79,6 @@ def read_lock(path: Path) -> LockInfo | None:
 
 
 def _parse(raw: bytes) -> LockInfo | None:
-    from gitflow_agents.base.jsondata import load_object
-
     try:
         data = load_object(raw)
         return LockInfo(
@@ -123,8 +121,6 @@ def hold(
     run's record in it. UsageError when what is at ``path`` cannot be a lock (a folder, a
     dangling symlink). The lock is released when the block ends, or with the process.
     """
-    from gitflow_agents.base.fsutil import make_dirs
-
     make_dirs(path.parent)
     me = LockInfo(run_id, os.getpid(), socket.gethostname(), start_time(os.getpid()), time.time())
     fd = _take(path, me, refuse)

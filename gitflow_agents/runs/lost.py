@@ -16,16 +16,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.runs import RunPaths
+from gitflow_agents.base.fsutil import write_json_atomic
+from gitflow_agents.runs import RunPaths, flow_result, read_json, tree, write_result
+from gitflow_agents.runs.liveness import process_alive, run_alive
 from gitflow_agents.runs.status import LIVE_STATES
+from gitflow_agents.runs.tree import kill_tree
 
 ACTIVE = LIVE_STATES
 
 
 def supervisor_alive(status: Mapping[str, Any]) -> bool:
     """Whether the process that supervises the run still lives (``liveness.process_alive``)."""
-    from gitflow_agents.runs.liveness import process_alive
-
     return process_alive(status.get("supervisor_pid"), status.get("supervisor_create_time"))
 
 
@@ -33,8 +34,6 @@ def is_lost(status: Mapping[str, Any]) -> bool:
     """The run has not ended and nothing supervises it any more, whether or not its agent still
     runs. A record without a supervisor pid (written by hand or by an old version) is lost when
     nobody can finish it (``liveness.run_alive``)."""
-    from gitflow_agents.runs.liveness import run_alive
-
     if status.get("state") not in ACTIVE:
         return False
     if isinstance(status.get("supervisor_pid"), int):
@@ -46,8 +45,6 @@ def tree_pids(status: Mapping[str, Any]) -> tuple[int, ...]:
     """The live processes of the run's tree as its ``status.json`` records it: the agent's pid
     (while it is the process that was started), every process of ours carrying the run's tree
     marker, and their descendants."""
-    from gitflow_agents.supervisor import tree
-
     pid, _, token, since = _recorded_tree(status)
     return tree.tree_pids(pid, token=token, since=since)
 
@@ -55,8 +52,6 @@ def tree_pids(status: Mapping[str, Any]) -> tuple[int, ...]:
 def kill_recorded_tree(status: Mapping[str, Any], grace: float = 3.0) -> tuple[int, ...]:
     """Kill the run's tree as ``status.json`` records it (pid and group only while the pid is
     still the process that was started; the marker always); the pids still alive after."""
-    from gitflow_agents.supervisor import kill_tree
-
     pid, pgid, token, since = _recorded_tree(status)
     # every process of the run carries the marker, also those that left the group (setsid)
     # or were started before the pid was recorded; processes older than the run cannot be
@@ -69,8 +64,6 @@ def _recorded_tree(
 ) -> tuple[int | None, int | None, str | None, float | None]:
     """(agent pid, its process group, tree marker, start time) as ``status.json`` records them;
     the pid and group only while the pid is still the process that was started."""
-    from gitflow_agents.runs.liveness import process_alive
-
     pid, pgid, created = status.get("pid"), status.get("pgid"), status.get("create_time")
     # the recorded start time is required: a bare pid may by now name another process
     leader_ok = isinstance(created, (int, float)) and process_alive(pid, created)
@@ -86,9 +79,6 @@ def _recorded_tree(
 
 def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
     """Record a lost run as canceled: ``status.json``, and a ``result.json`` when it has none."""
-    from gitflow_agents.base.fsutil import write_json_atomic
-    from gitflow_agents.runs import flow_result, read_json, write_result
-
     now = time.time()
     current = read_json(paths.status) or dict(status)
     current.update(state="canceled", reason=reason, ended=now)
@@ -109,8 +99,6 @@ def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
 
 def lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, Any]]]:
     """The lost runs under ``runs`` (a flow's runs folder) whose agent works in ``workdir``."""
-    from gitflow_agents.runs import read_json
-
     if not runs.is_dir():
         return []
     place = workdir.resolve()

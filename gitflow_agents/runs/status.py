@@ -13,7 +13,7 @@ The words (docs/architecture.md, Glossary, "status"):
 - ``StepOutcome``: how a step run ended (result.json ``chain.outcome``).
 
 Two more live where they are parsed: an agent reply's ``<STATUS>`` (``ReplyStatus``,
-``agent_run/protocol.py``, with the spellings it accepts) and a plan step's status text
+``findings/reply.py``, with the spellings it accepts) and a plan step's status text
 (``plan/``; one starting with ✅ marks a merged step).
 """
 

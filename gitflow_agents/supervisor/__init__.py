@@ -34,6 +34,7 @@ The modules, one job each (docs/supervisor.md, "Module layout"):
 - ``tree.py``: finding, killing and CPU-sampling the agent's process tree.
 """
 
+from gitflow_agents.runs.tree import TREE_ENV, kill_tree
 from gitflow_agents.supervisor.outcome import (
     Outcome,
     ParsedOutput,
@@ -42,7 +43,6 @@ from gitflow_agents.supervisor.outcome import (
     SupervisorInterrupted,
 )
 from gitflow_agents.supervisor.run import TICK, Launch, Limits, supervise
-from gitflow_agents.supervisor.tree import TREE_ENV, kill_tree
 from gitflow_agents.supervisor.watch import POLL_INTERVAL, WATCH_ENV, _libc, open_watcher
 
 __all__ = [

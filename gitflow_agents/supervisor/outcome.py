@@ -255,7 +255,7 @@ def judge_reply(
 
 def _reply_status(text: str) -> str | None:
     """The <STATUS> of a structured reply; None without protocol tags."""
-    from gitflow_agents.agent_run.protocol import parse_reply
+    from gitflow_agents.findings.reply import parse_reply
 
     reply = parse_reply(text)
     return reply.status.value if reply.structured and reply.status is not None else None

@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitflow_agents.base.fsutil import make_dirs, refuse_symlinks
 from gitflow_agents.base.redact import redact_text
-from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV
+from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV, tree
 from gitflow_agents.runs.liveness import start_time
-from gitflow_agents.supervisor import tree
 from gitflow_agents.supervisor.outcome import (
     INTERRUPTED,
     Outcome,

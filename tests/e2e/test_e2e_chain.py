@@ -17,8 +17,9 @@ import pytest
 import yaml
 
 from gitflow_agents.chain import ChainSettings, Context, run_step, worktree_path
-from gitflow_agents.config import GIT_STATS_MARKER, load_flow_config
+from gitflow_agents.config import load_flow_config
 from gitflow_agents.git import queries as gitmod
+from gitflow_agents.git.stats import GIT_STATS_MARKER
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.events import Event, EventHub, MemoryChannel

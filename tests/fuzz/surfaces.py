@@ -161,9 +161,9 @@ def _report(draw: st.DrawFn) -> tuple[str, str]:
 
 def run_report(box: Sandbox, tally: Tally, value: tuple[str, str]) -> None:
     from gitflow_agents import render
-    from gitflow_agents.agent_run.protocol import format_reply, parse_reply
     from gitflow_agents.agents import ADAPTERS
     from gitflow_agents.findings import Severity, gate, parse_review
+    from gitflow_agents.findings.reply import format_reply, parse_reply
     from gitflow_agents.runs import flow_result
 
     report, stdout = value

@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 from gitflow_agents import render
 from gitflow_agents.base.errors import GitHubError, InputError
 from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
-from gitflow_agents.base.redact import redact_review
 from gitflow_agents.findings import (
     GateResult,
     Overall,
@@ -36,6 +35,7 @@ from gitflow_agents.findings import (
     count_by_severity,
     review_from_dict,
 )
+from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.github.action import comment, review
 from gitflow_agents.github.action.runner import (
     PREFIX,

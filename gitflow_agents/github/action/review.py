@@ -21,8 +21,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gitflow_agents.base.redact import redact_finding
 from gitflow_agents.findings import Finding, Severity
+from gitflow_agents.findings.redact import redact_finding
 from gitflow_agents.github.api.client import (
     Client,
     Comment,

@@ -40,9 +40,9 @@ from gitflow_agents.github.pr.body import (
     update,
 )
 from gitflow_agents.github.pr.history import history_rows, last_review
+from gitflow_agents.render.history import step_chart
 from gitflow_agents.render.mermaid import fence_chart
 from gitflow_agents.runs import RunPaths, write_result
-from gitflow_agents.runs.history import step_chart
 from gitflow_agents.runs.schema import PullRef, StepChain, step_chain
 
 

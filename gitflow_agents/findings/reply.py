@@ -23,6 +23,8 @@ import enum
 import re
 from dataclasses import dataclass
 
+from gitflow_agents.findings.verdict import fenced_lines
+
 TAGS = ("SUMMARY", "ACTIONS", "FILES_CREATED", "FILES_MODIFIED", "QUESTIONS", "STATUS")
 
 
@@ -330,8 +332,6 @@ def _fallback(text: str) -> AgentReply:
     # is nothing to skip, and the markdown parser (import and parse) is not needed.
     fenced: frozenset[int] = frozenset()
     if "```" in text or "~~~" in text:
-        from gitflow_agents.findings import fenced_lines
-
         fenced = fenced_lines(text)
     prose = [
         line

@@ -21,8 +21,8 @@ from gitflow_agents.runs import FLOW_KINDS
 from gitflow_agents.runs.status import is_live
 
 if TYPE_CHECKING:
-    from gitflow_agents.agent_run.protocol import AgentReply
     from gitflow_agents.findings import Review
+    from gitflow_agents.findings.reply import AgentReply
     from gitflow_agents.runs import RunPaths
     from gitflow_agents.supervisor import Outcome, ReportFiles
 
@@ -110,15 +110,14 @@ def record_result(
     ``run.reply`` is the agent's reply parsed with the reply protocol (docs/protocol.md, Agent
     replies; ``structured`` False when it fell back to heuristics); ``run.replies`` counts
     structured vs unstructured replies (one reply per run: ``status`` adds them up over runs)."""
-    from gitflow_agents.agent_run.protocol import parse_reply
+    from gitflow_agents.findings.reply import parse_reply
     from gitflow_agents.runs import flow_result, result_status
 
     status = result_status(outcome.status) if outcome is not None else "failed"
     if failure_reason == "interrupted" and outcome is None:
         status = "canceled"
     files = facts.files
-    from gitflow_agents.base.fsutil import irregular, read_agent_text
-    from gitflow_agents.findings.report import MAX_REPORT_CHARS
+    from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, irregular, read_agent_text
 
     report_path = next(
         (
@@ -255,7 +254,7 @@ def reply_json(reply: AgentReply) -> dict[str, Any]:
 def reply_from_json(data: Mapping[str, Any]) -> AgentReply:
     """``run.reply`` read back into the AgentReply :func:`reply_json` wrote (a field of the
     wrong type reads as absent: ``runs/fields.py``)."""
-    from gitflow_agents.agent_run.protocol import AgentReply, ReplyStatus
+    from gitflow_agents.findings.reply import AgentReply, ReplyStatus
     from gitflow_agents.runs.fields import strings, text
 
     said = text(data, "status")
@@ -334,7 +333,7 @@ def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None 
     """``--json``: the result; else the outcome line, the log folder, the formatted reply
     (docs/protocol.md, Agent replies) and, when the agent needs input, its questions and how to
     answer them."""
-    from gitflow_agents.agent_run.protocol import ReplyStatus, format_reply
+    from gitflow_agents.findings.reply import ReplyStatus, format_reply
 
     if as_json:
         print(json.dumps(result, indent=2))
