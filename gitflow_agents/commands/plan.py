@@ -60,6 +60,7 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
                 "status": s.status,
                 "line": s.line,
                 "dependsOn": list(s.depends_on),
+                "touches": list(s.touches),
             }
             for s in plan.steps
         ],
@@ -111,14 +112,15 @@ def ready_matrix(args: argparse.Namespace) -> int:
 
 def plan_table(plan: Plan) -> str:
     """The plan's title, then one aligned row per step: number, status, line, the steps it
-    depends on ("-": none), title."""
-    header = ("STEP", "STATUS", "LINE", "DEPENDS ON", "TITLE")
+    depends on ("-": none), the globs it touches ("-": none declared), title."""
+    header = ("STEP", "STATUS", "LINE", "DEPENDS ON", "TOUCHES", "TITLE")
     rows = [header] + [
-        (str(s.number), s.status, str(s.line), _after(s), s.title) for s in plan.steps
+        (str(s.number), s.status, str(s.line), _after(s), ", ".join(s.touches) or "-", s.title)
+        for s in plan.steps
     ]
-    widths = [max(display_width(row[i]) for row in rows) for i in range(4)]
+    widths = [max(display_width(row[i]) for row in rows) for i in range(5)]
     out = [f"{plan.title}  ({plan.path}, {len(plan.steps)} steps)", ""]
-    for number, status, line, after, title in rows:
+    for number, status, line, after, touches, title in rows:
         out.append(
             "  ".join(
                 (
@@ -126,6 +128,7 @@ def plan_table(plan: Plan) -> str:
                     _pad(status, widths[1]),
                     _pad(line, widths[2], right=line != "LINE"),
                     _pad(after, widths[3]),
+                    _pad(touches, widths[4]),
                     title,
                 )
             ).rstrip()

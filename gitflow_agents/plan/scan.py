@@ -38,6 +38,12 @@ DEPENDS_LINE = re.compile(
 )
 """A step's ``Depends on: 1, 3`` line (a list bullet and ``**emphasis**`` allowed); what follows
 the colon is read by ``deps.parse_depends`` (docs/spec-plans.md, Dependencies)."""
+TOUCHES_LINE = re.compile(
+    r"^[ \t]{0,3}(?:[-*+][ \t]+)?[*_]{0,2}touches[*_]{0,2}[ \t]*:[*_]{0,2}(?P<value>.*)$",
+    re.IGNORECASE,
+)
+"""A step's ``Touches: src/api/**, docs/api.md`` line, written like ``Depends on:``; what
+follows the colon is read by ``touches.parse_touches`` (docs/spec-plans.md, Touches)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,7 @@ class Scan:
     stray: tuple[int, ...]  # non-heading lines outside code that match the step pattern
     near_misses: tuple[int, ...]  # headings that look like default-pattern steps but do not match
     depends: tuple[int, ...]  # lines outside code that look like "Depends on: ..."
+    touches: tuple[int, ...] = ()  # lines outside code that look like "Touches: ..."
 
 
 def shown_path(path: Path) -> str:
@@ -162,6 +169,7 @@ def scan_text(text: str, config: SpecPlanConfig) -> Scan:
     stray: list[int] = []
     near: list[int] = []
     depends: list[int] = []
+    touches: list[int] = []
     marker = None
     default_pattern = config.step_header_pattern in (DEFAULT_STEP_PATTERN, LEGACY_STEP_PATTERN)
     for index, raw in enumerate(lines):
@@ -179,6 +187,8 @@ def scan_text(text: str, config: SpecPlanConfig) -> Scan:
             near.append(index)
         elif DEPENDS_LINE.match(line):
             depends.append(index)
+        elif TOUCHES_LINE.match(line):
+            touches.append(index)
     return Scan(
         lines,
         tuple(headers),
@@ -187,6 +197,7 @@ def scan_text(text: str, config: SpecPlanConfig) -> Scan:
         tuple(stray),
         tuple(near),
         tuple(depends),
+        tuple(touches),
     )
 
 

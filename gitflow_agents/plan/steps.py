@@ -21,6 +21,7 @@ from gitflow_agents.plan.scan import (
     step_values,
     strip_eol,
 )
+from gitflow_agents.plan.touches import read_touches
 
 _DEFAULTS = SpecPlanConfig()
 
@@ -40,13 +41,17 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
     if scan.lines and not scan.lines[-1].endswith(("\n", "\r")):
         normalized[-1] = normalized[-1][:-1]
     nodes, problems = read_dependencies(scan)
+    footprints, touch_problems = read_touches(scan)
+    problems = sorted(problems + touch_problems)
     if problems:
         line, message = problems[0]
         raise PlanError(message, path=shown_path(path), line=line)
     first = scan.headers[0].index
     overview_end = first if scan.marker is None else min(scan.marker, first)
     steps = []
-    for position, (header, node) in enumerate(zip(scan.headers, nodes, strict=True)):
+    for position, (header, node, (touches, touches_line)) in enumerate(
+        zip(scan.headers, nodes, footprints, strict=True)
+    ):
         status, number, title = step_values(header)
         if node is None:
             raise PlanError(number_problem(number), path=shown_path(path), line=header.index + 1)
@@ -65,6 +70,8 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
                 content="".join(normalized[header.index : end]),
                 depends_on=node.depends_on,
                 depends_line=node.depends_line,
+                touches=touches,
+                touches_line=touches_line,
             )
         )
     return Plan(
