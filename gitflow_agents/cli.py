@@ -107,8 +107,25 @@ def _add_plan(sub: Registry) -> None:
         "agents/{plan_name}/step-{step})",
     )
     matrix.add_argument(
+        "--max-parallel",
+        type=positive_int,
+        metavar="N",
+        help="with --ready: at most N steps in flight (started ones count)",
+    )
+    matrix.add_argument(
         "--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from"
     )
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _prompt_input_arguments(p: argparse.ArgumentParser, *, flow_dest: str) -> None:
@@ -302,6 +319,13 @@ def _add_run(sub: Registry) -> None:
         help="with --pr: enable GitHub auto-merge of an approved step's pull request",
     )
     p.add_argument("--draft", action="store_true", help="with --pr: open pull requests as drafts")
+    p.add_argument(
+        "--max-parallel",
+        type=positive_int,
+        metavar="N",
+        help="with --all --pr: start at most N steps of the wave (started ones count), "
+        "one after another",
+    )
     from gitflow_agents.commands.run import add_chain_arguments
 
     add_chain_arguments(p)

@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plan_command == "matrix":
         if args.ready:
             return ready_matrix(args)
-        for option in ("target", "branch_pattern"):
+        for option in ("target", "branch_pattern", "max_parallel"):
             if getattr(args, option) is not None:
                 flag = "--" + option.replace("_", "-")
                 raise UsageError(f"plan matrix: {flag} goes with --ready")
@@ -103,10 +103,13 @@ def ready_matrix(args: argparse.Namespace) -> int:
         config.spec_plan,
         target=settings.target or config.default_branch,
         branch_pattern=settings.branch_pattern,
+        max_parallel=args.max_parallel,
     )
     sys.stdout.write(json.dumps(steps_matrix(wave.ready), ensure_ascii=False))
     sys.stdout.write("\n")
     print(f"plan matrix --ready: {wave.summary()}", file=sys.stderr)
+    for line in wave.held_lines():
+        print(f"plan matrix --ready: {line}", file=sys.stderr)
     return ExitCode.OK
 
 
