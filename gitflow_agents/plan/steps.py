@@ -10,6 +10,7 @@ from pathlib import Path
 from gitflow_agents.base.errors import PlanError
 from gitflow_agents.base.fsutil import write_bytes_atomic
 from gitflow_agents.plan.deps import read_dependencies
+from gitflow_agents.plan.marks import mark_index, mark_value, uses_mark_line, write_mark
 from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, yaml_pattern
 from gitflow_agents.plan.scan import (
     no_steps_message,
@@ -53,6 +54,9 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
         zip(scan.headers, nodes, footprints, strict=True)
     ):
         status, number, title = step_values(header)
+        mark = mark_index(scan, header)
+        if mark is not None:  # docs/spec-plans.md, "Status marks that merge"
+            status = mark_value(scan, mark)
         if node is None:
             raise PlanError(number_problem(number), path=shown_path(path), line=header.index + 1)
         end = (
@@ -95,7 +99,9 @@ def set_step_status(
     stays), ``'' -> ✅`` gives ``### Status: ✅ | Step N: ...`` from the two-space and from the
     one-space form (``### Status: | Step N``: a space is added after the status, as the line
     has one before it). When that would not match the pattern, exactly the captured text is
-    replaced (``[ ] -> [x]``). The file is replaced atomically (temp file + os.replace).
+    replaced (``[ ] -> [x]``). A step whose header directly follows another step's header
+    gets its status on a mark line under its header instead (``plan/marks.py``), so sibling
+    branches' marks merge. The file is replaced atomically (temp file + os.replace).
     """
     if "\n" in status or "\r" in status:
         raise PlanError(f"a status cannot contain a line break: {status!r}", path=shown_path(path))
@@ -111,6 +117,11 @@ def set_step_status(
             f"step {number} is defined {len(found)} times (lines {where})", path=shown_path(path)
         )
     header = found[0]
+    if uses_mark_line(scan, header):
+        changed = write_mark(scan, header, status, step_values(header)[0])
+        if changed is not None:
+            write_bytes_atomic(path, source.bom + "".join(changed).encode("utf-8"))
+        return
     old_line = scan.lines[header.index]
     body = strip_eol(old_line)
     if header.match.span(1)[0] < 0:
