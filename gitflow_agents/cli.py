@@ -83,6 +83,12 @@ def _add_plan(sub: Registry) -> None:
     )
     show.add_argument("plan", help="path to the spec plan (markdown)")
     show.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    show.add_argument(
+        "--format",
+        choices=("table", "json", "mermaid"),
+        help="table (default), json (as --json), or mermaid: the dependency graph as a "
+        "flowchart, each step coloured done, running, red, ready or waiting",
+    )
     show.add_argument("--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from")
     lint = plan_sub.add_parser("lint", help="report every problem with file:line (exit 2 if any)")
     lint.add_argument("plans", nargs="+", help="spec plan files")
