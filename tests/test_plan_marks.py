@@ -12,6 +12,12 @@ import pytest
 from gitflow_agents.plan import parse_plan, parse_plan_text, set_step_status
 from gitflow_agents.plan.model import DONE
 from tests.conftest import git, init_repo
+from tests.github_standin import GitHubStandIn, gh
+from tests.standin_pulls import play_auto_merge
+from tests.test_pipeline import checkout, ready, run_step, seed_origin
+from tests.test_step_pr import env
+
+__all__ = ["env", "gh"]
 
 ADJACENT = (
     "# Plan\n\n## Implementation Steps\n\n"
@@ -151,3 +157,39 @@ def test_header_marks_of_adjacent_steps_conflict_in_git(tmp_path: Path) -> None:
         git(repo, "commit", "-q", "-am", f"step {step} on its header")
         git(repo, "switch", "-q", "main")
     assert merge_all(repo, (2, 3)).returncode != 0
+
+
+PIPELINE_PLAN = (
+    "# Plan: feature\n\n## Implementation Steps\n\n"
+    "### Status: ✅ | Step 1: step 1\n\nCreate the schema.\n\n"
+    "### Status: | Step 2: step 2\n"
+    "### Status: | Step 3: step 3\n\nDepends on: 1\n\n"
+    "### Status: | Step 4: step 4\n\nDepends on: 2, 3\n"
+)
+
+
+def test_sibling_pull_requests_with_adjacent_headers_both_merge(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """The pipeline of docs/github.md with steps 2 and 3 on adjacent headers: both run from
+    the same target, GitHub merges both pull requests (a real 3-way merge for the second), and
+    the target's plan has both ✅, so step 4 is ready."""
+    seed_origin(tmp_path, gh, done=frozenset({1}))
+    editor = checkout(tmp_path, "editor")
+    (editor / "specs" / "feature.md").write_text(PIPELINE_PLAN, encoding="utf-8")
+    git(editor, "commit", "-q", "-am", "steps 2 and 3 on adjacent headers")
+    git(editor, "push", "-q", "origin", "HEAD:main")
+    assert ready(tmp_path, "ready-2") == [2, 3]
+    for step in (2, 3):
+        out = run_step(tmp_path, f"step-{step}", step, "--auto-merge", "squash")
+        assert out.returncode == 0, out.stdout + out.stderr
+    events = play_auto_merge(gh)
+    assert len(events) == 2  # the second merged on top of the first without a conflict
+    plan = git(tmp_path / "origin.git", "show", "main:specs/feature.md")
+    assert {s.number: s.status for s in parse_plan_text(plan, Path("feature.md")).steps} == {
+        1: DONE,
+        2: DONE,
+        3: DONE,
+        4: "",
+    }
+    assert ready(tmp_path, "ready-3") == [4]
