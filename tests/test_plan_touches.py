@@ -26,6 +26,11 @@ from tests.test_plan_deps import plan_text
         ("_Touches: docs/_", ("docs/",)),
         ("Touches: a, a", ("a",)),
         ("Touches: src/[ab]?.py, **/x.md", ("src/[ab]?.py", "**/x.md")),
+        ("Touches: web/**", ("web/**",)),
+        ("Touches: *.md, src/**", ("*.md", "src/**")),
+        ("**Touches:** *.md, web/**", ("*.md", "web/**")),
+        ("**Touches: web/****", ("web/**",)),
+        ("**Touches**: **/x.md", ("**/x.md",)),
     ],
 )
 def test_touches_line_forms(line: str, globs: tuple[str, ...]) -> None:

@@ -39,11 +39,13 @@ DEPENDS_LINE = re.compile(
 """A step's ``Depends on: 1, 3`` line (a list bullet and ``**emphasis**`` allowed); what follows
 the colon is read by ``deps.parse_depends`` (docs/spec-plans.md, Dependencies)."""
 TOUCHES_LINE = re.compile(
-    r"^[ \t]{0,3}(?:[-*+][ \t]+)?[*_]{0,2}touches[*_]{0,2}[ \t]*:[*_]{0,2}(?P<value>.*)$",
+    r"^[ \t]{0,3}(?:[-*+][ \t]+)?(?P<open>\*\*|__|\*|_)?touches(?P<shut>\*\*|__|\*|_)?[ \t]*:"
+    r"(?P<value>.*)$",
     re.IGNORECASE,
 )
 """A step's ``Touches: src/api/**, docs/api.md`` line, written like ``Depends on:``; what
-follows the colon is read by ``touches.parse_touches`` (docs/spec-plans.md, Touches)."""
+follows the colon is read by ``touches.parse_touches`` (docs/spec-plans.md, Touches). The
+emphasis is captured, not skipped: a glob may itself start or end with ``*``."""
 
 
 @dataclass(frozen=True)

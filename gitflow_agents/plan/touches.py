@@ -34,8 +34,7 @@ def parse_touches(line: str) -> tuple[str, ...]:
     match = TOUCHES_LINE.match(line)
     if match is None:
         raise BadTouches(f"not a 'Touches:' line; {_FORM}")
-    value = match.group("value").strip().strip("*_").strip()
-    value = value.removesuffix(".").rstrip()
+    value = _unemphasized(match).removesuffix(".").rstrip()
     if not value:
         raise BadTouches(f"'Touches:' lists no glob; {_FORM}")
     globs: list[str] = []
@@ -49,6 +48,19 @@ def parse_touches(line: str) -> tuple[str, ...]:
         if glob not in globs:
             globs.append(glob)
     return tuple(globs)
+
+
+def _unemphasized(match: re.Match[str]) -> str:
+    """What follows the colon without the line's emphasis: ``**Touches**: x``, ``**Touches:**
+    x`` and ``**Touches: x**`` all give ``x``; without emphasis before ``Touches`` nothing is
+    stripped, so ``Touches: *.md`` keeps its ``*``."""
+    value = match.group("value").strip()
+    opening = match.group("open")
+    if not opening or match.group("shut"):
+        return value
+    if value.startswith(opening):  # closed right after the colon
+        return value[len(opening) :].strip()
+    return value.removesuffix(opening).strip()
 
 
 def glob_problem(glob: str) -> str | None:
