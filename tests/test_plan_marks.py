@@ -193,3 +193,27 @@ def test_sibling_pull_requests_with_adjacent_headers_both_merge(
         4: "",
     }
     assert ready(tmp_path, "ready-3") == [4]
+
+
+def test_a_status_line_in_the_body_of_a_header_with_a_status_stays_body(tmp_path: Path) -> None:
+    """A step that is not stacked keeps reading and writing its header; a ``Status: …`` line a
+    person wrote under it is body text and stays as it is."""
+    path = tmp_path / "plan.md"
+    text = ADJACENT.replace(
+        "Status: | Step 1: schema\n", "Status: ✅ | Step 1: schema\nStatus: x\n"
+    )
+    path.write_text(text, encoding="utf-8")
+    assert statuses(path)[1] == DONE
+    set_step_status(path, 1, "❌")
+    assert "### Status: ❌ | Step 1: schema\nStatus: x\n" in path.read_text(encoding="utf-8")
+
+
+def test_a_stacked_header_under_a_siblings_mark_line_reads_its_own_mark() -> None:
+    """Step 3's mark merged under its header; step 4's header (a status a person wrote) now
+    sits under that mark line, still stacked: its own mark line is its status."""
+    text = ADJACENT.replace(
+        "### Status: | Step 3: web\n### Status: | Step 4: cli\n",
+        "### Status: | Step 3: web\nStatus: ✅\n### Status: ❌ | Step 4: cli\nStatus: ✅\n",
+    )
+    steps = parse_plan_text(text, Path("p.md")).steps
+    assert [s.status for s in steps] == ["", "", DONE, DONE, ""]

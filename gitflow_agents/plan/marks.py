@@ -3,12 +3,12 @@ spec-plans.md, "Status marks that merge").
 
 Git merges line by line and takes two changed lines that touch as one conflict: steps 2 and 3
 whose headers are adjacent (step 2's body is empty) conflict when each one's branch writes ✅
-into its own header. So the status of a step whose header line directly follows another step's
-header is written on a line of its own right under its header, ``Status: ✅`` (the *mark
-line*), and that header is left alone: the changes of two such branches are then a line apart,
-and git merges them in either order, for any number of adjacent headers. Any step whose header
-is followed by a mark line reads its status from it; every other step from its header, as
-before.
+into its own header. So a *stacked* step, whose header line directly follows another step's
+header (or that header's mark line), gets its status on a line of its own right under its
+header, ``Status: ✅`` (the *mark line*), and its header is left alone: the changes of two
+branches are then a line apart, and git merges them in either order, for any number of
+adjacent headers. A step reads its status from its mark line when it is stacked or its header
+has none; every other step from its header, as before.
 """
 
 from __future__ import annotations
@@ -34,12 +34,27 @@ def mark_value(scan: Scan, index: int) -> str:
     return (match.group("value") or "").strip()
 
 
-def uses_mark_line(scan: Scan, header: Header) -> bool:
-    """Whether ``header``'s status is written on its mark line: it has one, or the line above
-    it is another step's header."""
-    if mark_index(scan, header) is not None:
+def stacked(scan: Scan, header: Header, heads: frozenset[int] | None = None) -> bool:
+    """Whether ``header`` sits directly under another step's header, or under the mark line of
+    one (where a sibling's merged mark put it). ``heads``: the header indexes, when known."""
+    if heads is None:
+        heads = frozenset(h.index for h in scan.headers)
+    above = header.index - 1
+    if above in heads:
         return True
-    return any(other.index == header.index - 1 for other in scan.headers)
+    return above - 1 in heads and MARK_LINE.match(strip_eol(scan.lines[above])) is not None
+
+
+def read_status(
+    scan: Scan, header: Header, header_status: str, heads: frozenset[int] | None = None
+) -> str:
+    """The step's status: its mark line's when it has one and its header says nothing or is
+    stacked; else its header's (a body line ``Status: …`` under a header that has a status of
+    its own is the body's)."""
+    index = mark_index(scan, header)
+    if index is None or (header_status and not stacked(scan, header, heads)):
+        return header_status
+    return mark_value(scan, index)
 
 
 def write_mark(scan: Scan, header: Header, status: str, header_status: str) -> list[str] | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from gitflow_agents.base.errors import PlanError
 from gitflow_agents.base.fsutil import write_bytes_atomic
 from gitflow_agents.plan.deps import read_dependencies
-from gitflow_agents.plan.marks import mark_index, mark_value, uses_mark_line, write_mark
+from gitflow_agents.plan.marks import read_status, stacked, write_mark
 from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, yaml_pattern
 from gitflow_agents.plan.scan import (
     no_steps_message,
@@ -48,15 +48,14 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
         line, message = problems[0]
         raise PlanError(message, path=shown_path(path), line=line)
     first = scan.headers[0].index
+    heads = frozenset(h.index for h in scan.headers)
     overview_end = first if scan.marker is None else min(scan.marker, first)
     steps = []
     for position, (header, node, (touches, touches_line)) in enumerate(
         zip(scan.headers, nodes, footprints, strict=True)
     ):
         status, number, title = step_values(header)
-        mark = mark_index(scan, header)
-        if mark is not None:  # docs/spec-plans.md, "Status marks that merge"
-            status = mark_value(scan, mark)
+        status = read_status(scan, header, status, heads)  # "Status marks that merge"
         if node is None:
             raise PlanError(number_problem(number), path=shown_path(path), line=header.index + 1)
         end = (
@@ -117,7 +116,7 @@ def set_step_status(
             f"step {number} is defined {len(found)} times (lines {where})", path=shown_path(path)
         )
     header = found[0]
-    if uses_mark_line(scan, header):
+    if stacked(scan, header):
         changed = write_mark(scan, header, status, step_values(header)[0])
         if changed is not None:
             write_bytes_atomic(path, source.bom + "".join(changed).encode("utf-8"))
