@@ -83,6 +83,8 @@ def _add_plan(sub: Registry) -> None:
     )
     show.add_argument("plan", help="path to the spec plan (markdown)")
     show.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    formats = ("table", "json", "mermaid")
+    show.add_argument("--format", choices=formats, help="mermaid: the steps' graph, by state")
     show.add_argument("--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from")
     lint = plan_sub.add_parser("lint", help="report every problem with file:line (exit 2 if any)")
     lint.add_argument("plans", nargs="+", help="spec plan files")
@@ -106,9 +108,18 @@ def _add_plan(sub: Registry) -> None:
         help="with --ready: the step branch name (default: chain.branch_pattern, "
         "agents/{plan_name}/step-{step})",
     )
+    cap = "at most N steps in flight (started ones count)"
+    matrix.add_argument("--max-parallel", type=positive_int, metavar="N", help=f"--ready: {cap}")
     matrix.add_argument(
         "--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from"
     )
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a whole number of at least 1: {text!r}")
+    return int(text)
 
 
 def _prompt_input_arguments(p: argparse.ArgumentParser, *, flow_dest: str) -> None:
@@ -302,6 +313,8 @@ def _add_run(sub: Registry) -> None:
         help="with --pr: enable GitHub auto-merge of an approved step's pull request",
     )
     p.add_argument("--draft", action="store_true", help="with --pr: open pull requests as drafts")
+    cap = "at most N steps in flight (started ones count), run one after another"
+    p.add_argument("--max-parallel", type=positive_int, metavar="N", help=f"--all --pr: {cap}")
     from gitflow_agents.commands.run import add_chain_arguments
 
     add_chain_arguments(p)

@@ -25,7 +25,10 @@ import pytest
 
 from gitflow_agents.render.mermaid import (
     MAX_AGENTS,
+    MAX_PLAN_STEPS,
+    PlanNode,
     label_text,
+    plan_flowchart,
     single_run_flowchart,
     step_flowchart,
 )
@@ -71,7 +74,9 @@ def shown(text: str) -> str:
     return re.sub("\ufb02\u00b0\u00b0(\\d+)\u00b6\u00df", lambda m: chr(int(m.group(1))), text)
 
 
-def check(text: str, parsed: dict[str, Any]) -> None:
+def check(
+    text: str, parsed: dict[str, Any], classes: frozenset[str] = frozenset({"ok", "warn", "bad"})
+) -> None:
     assert "error" not in parsed, f"{parsed.get('error')}\n{text}"
     assert parsed["type"] == "flowchart-v2" and parsed["direction"] == "LR"
     nodes = dict(_NODE.findall(text))
@@ -79,7 +84,7 @@ def check(text: str, parsed: dict[str, Any]) -> None:
     assert set(vertices) == set(nodes)
     for node_id, vertex in vertices.items():
         assert vertex["link"] is None and not vertex["styles"]
-        assert set(vertex["classes"]) <= {"ok", "warn", "bad"}  # never "clickable"
+        assert set(vertex["classes"]) <= classes  # never "clickable"
         assert shown(vertex["text"]) == ours(nodes[node_id])
     edges = [(start, end, label) for start, label, end in _EDGE.findall(text)]
     assert [(e["start"], e["end"], e["text"]) for e in parsed["edges"]] == edges
@@ -87,7 +92,7 @@ def check(text: str, parsed: dict[str, Any]) -> None:
     assert {s["id"]: shown(s["title"]) for s in parsed["subgraphs"]} == {
         k: ours(v) for k, v in boxes.items()
     }
-    assert set(parsed["classes"]) == {"ok", "warn", "bad"} and not parsed["tooltips"]
+    assert set(parsed["classes"]) == classes and not parsed["tooltips"]
 
 
 def test_every_golden_and_generated_chart_parses_as_drawn(tmp_path: Path) -> None:
@@ -112,7 +117,8 @@ def test_the_charts_in_the_docs_parse() -> None:
     ]
     assert charts, "docs/chains.md shows a step run's chart"
     for text, parsed in zip(charts, parse(charts), strict=True):
-        check(text, parsed)
+        plan_chart = "classDef ready" in text  # docs/spec-plans.md, "The plan at a glance"
+        check(text, parsed, PLAN_CLASSES if plan_chart else frozenset({"ok", "warn", "bad"}))
 
 
 def _values() -> list[str]:
@@ -151,3 +157,29 @@ def test_hostile_text_parses_to_the_same_graph_and_shows_literally() -> None:
         name = ours(f'"{label_text(value)}"')  # the agent name, as the chart means to show it
         lines = [line for v in result["vertices"] for line in shown(v["text"]).split("\n")]
         assert not name or name in lines, value
+
+
+PLAN_CLASSES = frozenset({"ok", "warn", "bad", "ready", "wait"})
+
+
+def test_the_plan_chart_parses_with_hostile_titles() -> None:
+    """``plan show --format mermaid``: every state, a cycle, a title of hostile text each, and
+    a plan cut at ``MAX_PLAN_STEPS``."""
+    values = _values()[:40]
+    states = ["done", "running", "red", "ready", "waiting"]
+    charts = [
+        plan_flowchart(
+            PlanNode(
+                n, title, states[n % 5], f"{states[n % 5]}: {title}", (n - 1,) if n > 1 else (3,)
+            )
+            for n, title in enumerate([value, "b", "c", "d", "e"], 1)
+        )
+        for value in values
+    ]
+    many = [PlanNode(n, "s", "waiting", "waiting", (n - 1,)) for n in range(1, MAX_PLAN_STEPS + 9)]
+    charts.append(plan_flowchart(many))
+    for text, parsed in zip(charts, parse(charts), strict=True):
+        check(text, parsed, PLAN_CLASSES)
+    for value, parsed in zip(values, parse(charts[:-1]), strict=True):
+        first = shown(parsed["vertices"][0]["text"]).split("\n")[0]
+        assert first == ours(f'"{label_text(f"Step 1: {value}", 80)}"'), value

@@ -44,10 +44,10 @@ def test_show_table(project: Path, cli: Run) -> None:
     assert result.stdout == (
         "Plan: Feature Implementation  (specs/feature.md, 3 steps)\n"
         "\n"
-        "STEP  STATUS  LINE  DEPENDS ON  TITLE\n"
-        "   1  ✅        12  -           Create database schema\n"
-        "   2  ❌        16  1           Implement API endpoints\n"
-        "   3  ❌        25  2           Add frontend components\n"
+        "STEP  STATUS  LINE  DEPENDS ON  TOUCHES  TITLE\n"
+        "   1  ✅        12  -           -        Create database schema\n"
+        "   2  ❌        16  1           -        Implement API endpoints\n"
+        "   3  ❌        25  2           -        Add frontend components\n"
     )
     assert result.stderr == ""
 
@@ -66,6 +66,7 @@ def test_show_json(project: Path, cli: Run) -> None:
             "status": "✅",
             "line": 12,
             "dependsOn": [],
+            "touches": [],
         },
         {
             "number": 2,
@@ -73,6 +74,7 @@ def test_show_json(project: Path, cli: Run) -> None:
             "status": "❌",
             "line": 16,
             "dependsOn": [1],
+            "touches": [],
         },
         {
             "number": 3,
@@ -80,6 +82,7 @@ def test_show_json(project: Path, cli: Run) -> None:
             "status": "❌",
             "line": 25,
             "dependsOn": [2],
+            "touches": [],
         },
     ]
 

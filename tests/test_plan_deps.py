@@ -254,10 +254,10 @@ def test_cli_show_lists_the_dependencies(cli_run: Cli, project: Path) -> None:
     table = cli(cli_run, project, "plan", "show", "specs/p.md")
     assert table.returncode == 0, table.stderr
     assert table.stdout.splitlines()[2:] == [
-        "STEP  STATUS  LINE  DEPENDS ON  TITLE",
-        "   1             5  -           step 1",
-        "   2             9  -           step 2",
-        "   3            13  1,2         step 3",
+        "STEP  STATUS  LINE  DEPENDS ON  TOUCHES  TITLE",
+        "   1             5  -           -        step 1",
+        "   2             9  -           -        step 2",
+        "   3            13  1,2         -        step 3",
     ]
     shown = cli(cli_run, project, "plan", "show", "specs/p.md", "--json")
     assert [s["dependsOn"] for s in json.loads(shown.stdout)["steps"]] == [[], [], [1, 2]]

@@ -74,8 +74,8 @@ def test_fields_an_agent_broke_read_as_absent() -> None:
 
 
 def test_an_agents_reply_reads_back_into_the_reply_it_was_written_from() -> None:
-    from gitflow_agents.findings.reply import ReplyStatus, parse_reply
     from gitflow_agents.agent_run.record import reply_from_json, reply_json
+    from gitflow_agents.findings.reply import ReplyStatus, parse_reply
 
     asks = parse_reply(
         "<SUMMARY>Added the module.</SUMMARY>\n<STATUS>needs_input</STATUS>\n"

@@ -17,11 +17,14 @@ from gitflow_agents.plan.model import DONE as DONE
 
 def run(args: argparse.Namespace) -> int:
     if args.plan_command == "show":
-        return show(Path(args.plan), _spec_plan_config(args.flow_type), as_json=args.json)
+        fmt = _show_format(args)
+        if fmt == "mermaid":
+            return show_mermaid(Path(args.plan), args.flow_type)
+        return show(Path(args.plan), _spec_plan_config(args.flow_type), as_json=fmt == "json")
     if args.plan_command == "matrix":
         if args.ready:
             return ready_matrix(args)
-        for option in ("target", "branch_pattern"):
+        for option in ("target", "branch_pattern", "max_parallel"):
             if getattr(args, option) is not None:
                 flag = "--" + option.replace("_", "-")
                 raise UsageError(f"plan matrix: {flag} goes with --ready")
@@ -47,6 +50,48 @@ def show(path: Path, config: SpecPlanConfig, *, as_json: bool) -> int:
     return ExitCode.OK
 
 
+def _show_format(args: argparse.Namespace) -> str:
+    """table, json or mermaid: ``--json`` is ``--format json``."""
+    fmt: str | None = getattr(args, "format", None)
+    if args.json and fmt not in (None, "json"):
+        raise UsageError(f"plan show: --json and --format {fmt} ask for two formats; give one")
+    return "json" if args.json else fmt or "table"
+
+
+def show_mermaid(path: Path, flow_type: str | None) -> int:
+    """The plan's dependency graph as a Mermaid flowchart in a ```` ```mermaid ```` block, each
+    step coloured by its state (``plan.glance.step_states``); running: a live run of this
+    checkout holds the step's lock."""
+    from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.plan.glance import step_states
+    from gitflow_agents.render.mermaid import PlanNode, fence_chart, plan_flowchart
+
+    root = find_project_root()
+    config = load_flow_config(root, flow_type)
+    plan = parse_plan(path, config.spec_plan)
+    states = step_states(plan, _running_here(root, config.flow_dir, plan))
+    nodes = [
+        PlanNode(s.number, s.title, *states[s.number], depends_on=s.depends_on) for s in plan.steps
+    ]
+    sys.stdout.write(fence_chart(plan_flowchart(nodes)))
+    return ExitCode.OK
+
+
+def _running_here(root: Path, flow_dir: str, plan: Plan) -> set[int]:
+    """The steps a live run of this checkout works on: it holds the step's lock (``run``) or
+    claim lock (``run --pr``) under the plan's flow folder."""
+    from gitflow_agents.runs.lock import holder_alive, read_lock, step_lock_path
+
+    running: set[int] = set()
+    for step in plan.steps:
+        lock = step_lock_path(root, flow_dir, plan.name, step.number)
+        for path in (lock, lock.with_name(f"step-{step.number:02d}.claim.lock")):
+            holder = read_lock(path) if path.is_file() else None
+            if holder is not None and holder_alive(holder):
+                running.add(step.number)
+    return running
+
+
 def plan_to_json(plan: Plan) -> dict[str, object]:
     return {
         "path": str(plan.path),
@@ -60,6 +105,7 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
                 "status": s.status,
                 "line": s.line,
                 "dependsOn": list(s.depends_on),
+                "touches": list(s.touches),
             }
             for s in plan.steps
         ],
@@ -102,23 +148,27 @@ def ready_matrix(args: argparse.Namespace) -> int:
         config.spec_plan,
         target=settings.target or config.default_branch,
         branch_pattern=settings.branch_pattern,
+        max_parallel=args.max_parallel,
     )
     sys.stdout.write(json.dumps(steps_matrix(wave.ready), ensure_ascii=False))
     sys.stdout.write("\n")
     print(f"plan matrix --ready: {wave.summary()}", file=sys.stderr)
+    for line in wave.held_lines():
+        print(f"plan matrix --ready: {line}", file=sys.stderr)
     return ExitCode.OK
 
 
 def plan_table(plan: Plan) -> str:
     """The plan's title, then one aligned row per step: number, status, line, the steps it
-    depends on ("-": none), title."""
-    header = ("STEP", "STATUS", "LINE", "DEPENDS ON", "TITLE")
+    depends on ("-": none), the globs it touches ("-": none declared), title."""
+    header = ("STEP", "STATUS", "LINE", "DEPENDS ON", "TOUCHES", "TITLE")
     rows = [header] + [
-        (str(s.number), s.status, str(s.line), _after(s), s.title) for s in plan.steps
+        (str(s.number), s.status, str(s.line), _after(s), ", ".join(s.touches) or "-", s.title)
+        for s in plan.steps
     ]
-    widths = [max(display_width(row[i]) for row in rows) for i in range(4)]
+    widths = [max(display_width(row[i]) for row in rows) for i in range(5)]
     out = [f"{plan.title}  ({plan.path}, {len(plan.steps)} steps)", ""]
-    for number, status, line, after, title in rows:
+    for number, status, line, after, touches, title in rows:
         out.append(
             "  ".join(
                 (
@@ -126,6 +176,7 @@ def plan_table(plan: Plan) -> str:
                     _pad(status, widths[1]),
                     _pad(line, widths[2], right=line != "LINE"),
                     _pad(after, widths[3]),
+                    _pad(touches, widths[4]),
                     title,
                 )
             ).rstrip()

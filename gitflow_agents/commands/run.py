@@ -83,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
     pr = bool(getattr(args, "pr", False))
     if not pr and (getattr(args, "auto_merge", None) or getattr(args, "draft", False)):
         raise UsageError("--auto-merge and --draft go with --pr")
+    max_parallel = getattr(args, "max_parallel", None)
+    if max_parallel is not None and not (pr and args.all):
+        raise UsageError("--max-parallel goes with --all --pr")
     ctx = open_context(args, plan_path=Path(args.plan))
     assert ctx.plan is not None
     if args.all:  # --pr: the wave ready on origin, decided in run_steps
@@ -98,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if pr:  # --all --pr: the steps ready now, as origin has them (docs/github.md)
         from gitflow_agents.github.pr.step import PrOptions, run_steps
 
-        options = PrOptions(args.auto_merge, bool(args.draft), bool(args.force))
+        options = PrOptions(args.auto_merge, bool(args.draft), bool(args.force), max_parallel)
         with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
             wave = None if args.all else steps
             return run_steps(ctx, wave, options, lambda r: report(r, as_json=args.json))

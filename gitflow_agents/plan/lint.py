@@ -21,6 +21,7 @@ from gitflow_agents.plan.scan import (
     step_values,
     strip_eol,
 )
+from gitflow_agents.plan.touches import read_touches
 
 _DEFAULTS = SpecPlanConfig()
 
@@ -113,6 +114,7 @@ def _lint_scan(path: str, scan: Scan, config: SpecPlanConfig) -> Iterator[Proble
                 path, seen[high], f"missing {_range(low + 1, high - 1)} (gap after step {low})"
             )
     yield from _lint_dependencies(path, scan)
+    yield from _lint_touches(path, scan)
 
 
 def _lint_dependencies(path: str, scan: Scan) -> Iterator[Problem]:
@@ -127,6 +129,19 @@ def _lint_dependencies(path: str, scan: Scan) -> Iterator[Problem]:
     nodes, problems = read_dependencies(scan)
     problems += graph_problems(node for node in nodes if node is not None)
     for line, message in problems:
+        yield Problem(path, line, message)
+
+
+def _lint_touches(path: str, scan: Scan) -> Iterator[Problem]:
+    """``Touches:`` lines that do not parse (an empty list, an invalid glob), a second one in
+    a step, one before the first step (docs/spec-plans.md, Touches)."""
+    first = scan.headers[0].index
+    for index in scan.touches:
+        if index < first:
+            yield Problem(
+                path, index + 1, "'Touches:' line before the first step belongs to no step"
+            )
+    for line, message in read_touches(scan)[1]:
         yield Problem(path, line, message)
 
 

@@ -94,6 +94,9 @@ class Step:
     # the file (the first step: nothing); docs/spec-plans.md, Dependencies.
     depends_on: tuple[int, ...]
     depends_line: int | None  # 1-based line of its ``Depends on:`` line; None: it has none
+    # The globs of its ``Touches:`` line (docs/spec-plans.md, Touches); (): it declares none.
+    touches: tuple[str, ...] = ()
+    touches_line: int | None = None  # 1-based line of its ``Touches:`` line; None: it has none
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,14 @@ DEPENDS_LINE = re.compile(
 )
 """A step's ``Depends on: 1, 3`` line (a list bullet and ``**emphasis**`` allowed); what follows
 the colon is read by ``deps.parse_depends`` (docs/spec-plans.md, Dependencies)."""
+TOUCHES_LINE = re.compile(
+    r"^[ \t]{0,3}(?:[-*+][ \t]+)?(?P<open>\*\*|__|\*|_)?touches(?P<shut>\*\*|__|\*|_)?[ \t]*:"
+    r"(?P<value>.*)$",
+    re.IGNORECASE,
+)
+"""A step's ``Touches: src/api/**, docs/api.md`` line, written like ``Depends on:``; what
+follows the colon is read by ``touches.parse_touches`` (docs/spec-plans.md, Touches). The
+emphasis is captured, not skipped: a glob may itself start or end with ``*``."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,7 @@ class Scan:
     stray: tuple[int, ...]  # non-heading lines outside code that match the step pattern
     near_misses: tuple[int, ...]  # headings that look like default-pattern steps but do not match
     depends: tuple[int, ...]  # lines outside code that look like "Depends on: ..."
+    touches: tuple[int, ...] = ()  # lines outside code that look like "Touches: ..."
 
 
 def read(path: Path) -> Source:
@@ -149,6 +158,7 @@ def scan_text(text: str, config: SpecPlanConfig) -> Scan:
     stray: list[int] = []
     near: list[int] = []
     depends: list[int] = []
+    touches: list[int] = []
     marker = None
     default_pattern = config.step_header_pattern in (DEFAULT_STEP_PATTERN, LEGACY_STEP_PATTERN)
     for index, raw in enumerate(lines):
@@ -166,6 +176,8 @@ def scan_text(text: str, config: SpecPlanConfig) -> Scan:
             near.append(index)
         elif DEPENDS_LINE.match(line):
             depends.append(index)
+        elif TOUCHES_LINE.match(line):
+            touches.append(index)
     return Scan(
         lines,
         tuple(headers),
@@ -174,6 +186,7 @@ def scan_text(text: str, config: SpecPlanConfig) -> Scan:
         tuple(stray),
         tuple(near),
         tuple(depends),
+        tuple(touches),
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from gitflow_agents.base.errors import PlanError
 from gitflow_agents.base.fsutil import write_bytes_atomic
 from gitflow_agents.plan.deps import read_dependencies
+from gitflow_agents.plan.marks import read_status, stacked, write_mark
 from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, shown_path, yaml_pattern
 from gitflow_agents.plan.scan import (
     no_steps_message,
@@ -20,6 +21,7 @@ from gitflow_agents.plan.scan import (
     step_values,
     strip_eol,
 )
+from gitflow_agents.plan.touches import read_touches
 
 _DEFAULTS = SpecPlanConfig()
 
@@ -39,14 +41,20 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
     if scan.lines and not scan.lines[-1].endswith(("\n", "\r")):
         normalized[-1] = normalized[-1][:-1]
     nodes, problems = read_dependencies(scan)
+    footprints, touch_problems = read_touches(scan)
+    problems = sorted(problems + touch_problems)
     if problems:
         line, message = problems[0]
         raise PlanError(message, path=shown_path(path), line=line)
     first = scan.headers[0].index
+    heads = frozenset(h.index for h in scan.headers)
     overview_end = first if scan.marker is None else min(scan.marker, first)
     steps = []
-    for position, (header, node) in enumerate(zip(scan.headers, nodes, strict=True)):
+    for position, (header, node, (touches, touches_line)) in enumerate(
+        zip(scan.headers, nodes, footprints, strict=True)
+    ):
         status, number, title = step_values(header)
+        status = read_status(scan, header, status, heads)  # "Status marks that merge"
         if node is None:
             raise PlanError(number_problem(number), path=shown_path(path), line=header.index + 1)
         end = (
@@ -64,6 +72,8 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
                 content="".join(normalized[header.index : end]),
                 depends_on=node.depends_on,
                 depends_line=node.depends_line,
+                touches=touches,
+                touches_line=touches_line,
             )
         )
     return Plan(
@@ -87,7 +97,9 @@ def set_step_status(
     stays), ``'' -> ✅`` gives ``### Status: ✅ | Step N: ...`` from the two-space and from the
     one-space form (``### Status: | Step N``: a space is added after the status, as the line
     has one before it). When that would not match the pattern, exactly the captured text is
-    replaced (``[ ] -> [x]``). The file is replaced atomically (temp file + os.replace).
+    replaced (``[ ] -> [x]``). A step whose header directly follows another step's header
+    gets its status on a mark line under its header instead (``plan/marks.py``), so sibling
+    branches' marks merge. The file is replaced atomically (temp file + os.replace).
     """
     if "\n" in status or "\r" in status:
         raise PlanError(f"a status cannot contain a line break: {status!r}", path=shown_path(path))
@@ -103,6 +115,11 @@ def set_step_status(
             f"step {number} is defined {len(found)} times (lines {where})", path=shown_path(path)
         )
     header = found[0]
+    if stacked(scan, header):
+        changed = write_mark(scan, header, status, step_values(header)[0])
+        if changed is not None:
+            write_bytes_atomic(path, source.bom + "".join(changed).encode("utf-8"))
+        return
     old_line = scan.lines[header.index]
     body = strip_eol(old_line)
     if header.match.span(1)[0] < 0:

@@ -10,6 +10,10 @@ Origin is read in one order on purpose: first the list of its branches, then the
 commit. A step whose branch was not there when the list was read and that is not ✅ on the
 (later) target was neither running nor merged at that moment, so it is safe to start: a step
 merged in between is ✅ on the target read afterwards.
+
+Of the steps that could start, one whose footprint (``Touches:``) overlaps that of a started
+step, or of a step earlier in the plan that starts in this wave, waits ("held"); so does every
+step past ``max_parallel`` steps in flight (started ones count). docs/spec-plans.md, Waves.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from gitflow_agents.git import queries as git
 from gitflow_agents.plan.deps import plan_problems
 from gitflow_agents.plan.model import DONE, Plan, SpecPlanConfig, Step, format_branch
 from gitflow_agents.plan.steps import parse_plan, parse_plan_text
+from gitflow_agents.plan.touches import overlap
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,8 @@ class Wave:
     done: tuple[int, ...]
     started: tuple[int, ...]  # not done, and its step branch exists on origin
     waiting: tuple[int, ...]  # not done, not started, some dependency not done
+    # could start but waits: (step, why), a footprint overlap or the --max-parallel cap
+    held: tuple[tuple[int, str], ...] = ()
 
     def summary(self) -> str:
         """One line for the log: where it looked and what it found."""
@@ -47,12 +54,17 @@ class Wave:
             ("done", self.done),
             (f"started (branch on {self.remote})", self.started),
             ("waiting", self.waiting),
+            ("held back", tuple(number for number, _ in self.held)),
         ):
             parts.append(f"{label}: {', '.join(map(str, numbers)) or '-'}")
         line = "; ".join(parts)
         if not self.committed:
             line += f" (the plan is not committed on {self.remote}/{self.target}: nothing is done)"
         return line
+
+    def held_lines(self) -> list[str]:
+        """Why each held step waits: ``waiting: 3 (touches src/api/** like 2)``."""
+        return [f"waiting: {number} ({why})" for number, why in self.held]
 
 
 def ready_steps(
@@ -63,11 +75,13 @@ def ready_steps(
     target: str,
     branch_pattern: str,
     remote: str = "origin",
+    max_parallel: int | None = None,
 ) -> Wave:
     """Read origin and sort the plan's steps (see the module docstring). GitError when origin
     cannot be read, UsageError when it has no ``target`` branch or the plan lies outside the
     repository, PlanError when the plan does not parse or its dependencies are wrong. The step
-    branch is ``branch_pattern`` (``chain.branch_pattern``) filled in."""
+    branch is ``branch_pattern`` (``chain.branch_pattern``) filled in; ``max_parallel`` caps
+    the steps in flight (started ones count)."""
     rel = _relative(root, plan_path)
     heads = git.remote_heads(root, remote)  # the branch list first: see the module docstring
     if target not in heads:
@@ -102,17 +116,50 @@ def ready_steps(
             ready.append(step)
         else:
             waiting.append(step.number)
+    chosen, held = spread(plan, ready, started, max_parallel)
     return Wave(
         plan,
         committed,
         remote,
         target,
         sha,
-        tuple(ready),
+        tuple(chosen),
         tuple(sorted(done)),
         tuple(started),
         tuple(waiting),
+        tuple(held),
     )
+
+
+def spread(
+    plan: Plan, ready: list[Step], started: list[int], max_parallel: int | None
+) -> tuple[list[Step], list[tuple[int, str]]]:
+    """``ready`` (in plan order) split into the steps to start and those held back, with why:
+    a footprint that overlaps one of a started step or of a step chosen before it, or the
+    ``max_parallel`` cap on steps in flight (the started ones included)."""
+    occupied = [(step, " (started)") for step in plan.steps if step.number in started]
+    chosen: list[Step] = []
+    held: list[tuple[int, str]] = []
+    for step in ready:
+        clash = next(
+            (
+                (other, how, pair)
+                for other, how in occupied
+                if (pair := overlap(step.touches, other.touches)) is not None
+            ),
+            None,
+        )
+        if clash is not None:
+            other, how, (mine, theirs) = clash
+            like = "" if mine == theirs else f": {theirs}"
+            held.append((step.number, f"touches {mine} like {other.number}{how}{like}"))
+        elif max_parallel is not None and len(occupied) >= max_parallel:
+            busy = ", ".join(str(other.number) for other, _ in occupied)
+            held.append((step.number, f"--max-parallel {max_parallel}: {busy} in flight"))
+        else:
+            chosen.append(step)
+            occupied.append((step, ""))
+    return chosen, held
 
 
 def _relative(root: Path, plan_path: Path) -> str:

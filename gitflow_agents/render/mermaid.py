@@ -368,3 +368,55 @@ def fence_chart(chart: str) -> str:
     if "`" in chart:  # never: every text in a label is inert
         raise ValueError("a Mermaid chart with a backtick cannot be fenced safely")
     return f"```mermaid\n{chart}```\n"
+
+
+@dataclass(frozen=True)
+class PlanNode:
+    """One step of a plan as ``plan_flowchart`` draws it."""
+
+    number: int
+    title: str
+    state: str  # done, running, ready, waiting, red (docs/spec-plans.md, "The plan at a glance")
+    detail: str  # the line under the title: "waiting for 2, 3", "red: ❌ blocked", ...
+    depends_on: tuple[int, ...]
+
+
+MAX_PLAN_STEPS = 150
+"""Steps a plan chart draws; the rest are counted in one node (Mermaid's own limits on edges
+and text would otherwise refuse the chart)."""
+MAX_PLAN_EDGES = 400
+"""Edges a plan chart draws (Mermaid refuses a chart of more than 500)."""
+_PLAN_CLASS = {"done": "ok", "running": "warn", "red": "bad", "ready": "ready", "waiting": "wait"}
+_PLAN_CLASSES = (
+    *_CLASSES,
+    "classDef ready fill:#ddf4ff,stroke:#0969da,color:#1f2328",
+    "classDef wait fill:#f6f8fa,stroke:#8c959f,color:#1f2328",
+)
+
+
+def plan_flowchart(steps: Iterable[PlanNode]) -> str:
+    """A plan's dependency graph as ``flowchart LR``: a node per step (``Step 2: title`` and
+    its state), an edge from each step to every step that waits for it, coloured by state
+    (done green, running yellow, red red, ready blue, waiting grey). Titles are inert
+    (``label_text``), ids generated (``n1``...), edges only between steps drawn."""
+    nodes = list(steps)
+    shown, hidden = nodes[:MAX_PLAN_STEPS], len(nodes) - MAX_PLAN_STEPS
+    ids: dict[int, str] = {}
+    lines = ["flowchart LR"]
+    for position, node in enumerate(shown, 1):
+        ids.setdefault(node.number, f"n{position}")
+        label = _label(
+            label_text(f"Step {node.number}: {node.title}", 80), label_text(node.detail, 80)
+        )
+        lines.append(f"    n{position}[{label}]:::{_PLAN_CLASS.get(node.state, 'wait')}")
+    if hidden > 0:
+        more = label_text(f"… {_count(hidden, 'more step')}")
+        lines.append(f"    n{len(shown) + 1}[{_label(more)}]:::wait")
+    edges = [
+        f"    {ids[dep]} --> n{position}"
+        for position, node in enumerate(shown, 1)
+        for dep in node.depends_on
+        if dep in ids and dep != node.number
+    ]
+    lines += edges[:MAX_PLAN_EDGES]
+    return "\n".join([*lines, *(f"    {c}" for c in _PLAN_CLASSES)]) + "\n"

@@ -61,6 +61,7 @@ class PrOptions:
     auto_merge: str | None = None  # merge, squash, rebase
     draft: bool = False
     force: bool = False
+    max_parallel: int | None = None  # --all: steps in flight at most (plan matrix --ready's)
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def run_steps(
     # a failed fetch must not leave the run on a stale remote-tracking ref
     if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:
         raise _no_target(ctx)
-    steps = _startable(ctx, steps, options.force)
+    steps = _startable(ctx, steps, options.force, options.max_parallel)
     code = int(ExitCode.OK)
     for number in steps:
         assert ctx.plan is not None
@@ -135,7 +136,9 @@ def _no_target(ctx: Context) -> GitflowError:
     return GitError(f"cannot fetch the target branch {ctx.target} from {REMOTE}")
 
 
-def _startable(ctx: Context, steps: list[int] | None, force: bool) -> list[int]:
+def _startable(
+    ctx: Context, steps: list[int] | None, force: bool, max_parallel: int | None = None
+) -> list[int]:
     """``steps`` checked against origin's target (docs/github.md, "Plan steps as pull
     requests"): None is the wave ready now, as ``plan matrix --ready`` has it (printed as one
     summary line); a step waiting for a step that is not ✅ there is a UsageError unless
@@ -150,8 +153,11 @@ def _startable(ctx: Context, steps: list[int] | None, force: bool) -> list[int]:
             target=ctx.target,
             branch_pattern=ctx.settings.branch_pattern,
             remote=REMOTE,
+            max_parallel=max_parallel,
         )
         print(f"ready on {wave.summary()}")
+        for line in wave.held_lines():
+            print(line)
         return [step.number for step in wave.ready]
     for number in steps:
         if force or done_where(ctx, number) is not None:
