@@ -13,6 +13,7 @@ output"). Masking is idempotent: a masked value matches no rule again.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -104,12 +105,35 @@ def _mask_key_bodies(text: str) -> str:
     return "".join(out) + text[position:] if out else text
 
 
-def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with every secret masked: the exact ``secrets`` (values the reviewed diff adds),
-    private key bodies, known token formats, and secret-named literals (judged as in prose,
-    where a bare value is a literal unless it is shaped like code: agents quote code in
-    suggestions)."""
-    for value in sorted({s for s in secrets if len(s) >= MIN_EXACT_LENGTH}, key=len, reverse=True):
+# A file location in free text: a path with a folder or an extension, followed by its line
+# (``src/app.py:12``, ``fixtures/ghp_…/settings.json:3:5``), where a path starts (after a space,
+# a quote, a bracket, ``,`` or ``;``; never after ``=``, ``:`` or ``@``, so a value assigned or
+# a URL's password is not one). Kept as written: masking masks values, never where they are.
+_LOCATION = re.compile(
+    r"(?:(?<=[\s\"'`(\[<,;])|^)(?:/?(?:[\w.+-]+/)+[\w.+-]+|[\w.+-]*\.[A-Za-z]\w{0,9})(?=:\d)"
+)
+
+
+def _kept_spans(text: str, keep: Iterable[str]) -> list[tuple[int, int]]:
+    """The spans of ``text`` that are file locations: every ``path:line`` (``_LOCATION``) and
+    every occurrence of a path in ``keep`` that stands alone (not inside a longer word or
+    path), merged and in order."""
+    spans = [m.span() for m in _LOCATION.finditer(text)] if ":" in text else []
+    for path in keep:
+        if path and path in text:
+            alone = re.compile(rf"(?<![\w./+-]){re.escape(path)}(?![\w/+-]|\.\w)")
+            spans += [m.span() for m in alone.finditer(text)]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _redact(text: str, exact: list[str]) -> str:
+    for value in exact:
         if value in text:
             text = text.replace(value, mask(value))
     if may_begin_key(text):
@@ -122,76 +146,82 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
-def _redact_location(path: str, secrets: frozenset[str]) -> str:
-    """A file path with the secrets in it masked, but never the location itself: a value that
-    is the path, or whole ``/``-separated parts of it, stays (a flagged value that names a file
-    is no reason to hide where a finding is)."""
-    for value in sorted({s for s in secrets if len(s) >= MIN_EXACT_LENGTH}, key=len, reverse=True):
-        position = path.find(value)
-        while position >= 0:
-            end = position + len(value)
-            aligned = (position == 0 or path[position - 1] == "/") and (
-                end == len(path) or path[end] == "/"
-            )
-            if aligned:
-                position = path.find(value, end)
-                continue
-            path = path[:position] + mask(value) + path[end:]
-            position = path.find(value, position + len(mask(value)))
-    for _, token in token_hits(path):
-        path = path.replace(token, mask(token))
-    return path
+def redact_text(text: str, secrets: Iterable[str] = (), *, keep: Iterable[str] = ()) -> str:
+    """``text`` with every secret masked: the exact ``secrets`` (values the reviewed diff adds),
+    private key bodies, known token formats, and secret-named literals (judged as in prose,
+    where a bare value is a literal unless it is shaped like code: agents quote code in
+    suggestions). File locations are left as written: every ``path:line``, and the paths in
+    ``keep`` (the files a review names) wherever they stand alone."""
+    exact = sorted({s for s in secrets if len(s) >= MIN_EXACT_LENGTH}, key=len, reverse=True)
+    spans = _kept_spans(text, keep)
+    if not spans:
+        return _redact(text, exact)
+    out: list[str] = []
+    position = 0
+    for start, end in spans:
+        out += [_redact(text[position:start], exact), text[start:end]]
+        position = end
+    out.append(_redact(text[position:], exact))
+    return "".join(out)
 
 
 _MAX_DEPTH = 64
 
 
-def _redact_data(value: Any, secrets: frozenset[str], depth: int = 0) -> Any:
+def _redact_data(value: Any, secrets: frozenset[str], keep: tuple[str, ...], depth: int = 0) -> Any:
     """Every string inside JSON-shaped ``value`` redacted (keys too); deeper than _MAX_DEPTH
     levels is dropped (None): nothing reads that deep, and nothing unmasked may pass."""
     if isinstance(value, str):
-        return redact_text(value, secrets)
+        return redact_text(value, secrets, keep=keep)
     if depth >= _MAX_DEPTH and isinstance(value, (dict, list, tuple)):
         return None
     if isinstance(value, dict):
         return {
-            redact_text(str(k), secrets): _redact_data(v, secrets, depth + 1)
+            redact_text(str(k), secrets, keep=keep): _redact_data(v, secrets, keep, depth + 1)
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [_redact_data(item, secrets, depth + 1) for item in value]
+        return [_redact_data(item, secrets, keep, depth + 1) for item in value]
     return value
 
 
 def redact_data(value: Any, secrets: Iterable[str] = ()) -> Any:
     """A JSON-shaped ``value`` (a run record) with every string in it redacted, keys too."""
-    return _redact_data(value, frozenset(secrets))
+    return _redact_data(value, frozenset(secrets), ())
 
 
-def _redact_optional(text: str | None, secrets: frozenset[str]) -> str | None:
-    return None if text is None else redact_text(text, secrets)
+def _redact_optional(
+    text: str | None, secrets: frozenset[str], keep: tuple[str, ...] = ()
+) -> str | None:
+    return None if text is None else redact_text(text, secrets, keep=keep)
 
 
 def redact_finding(finding: Finding, secrets: Iterable[str] = ()) -> Finding:
-    """``finding`` with its texts (message, suggestion, rule, file) redacted."""
+    """``finding`` with its texts (message, suggestion, rule) redacted; its file is a location,
+    kept as it is, also where its message or suggestion names it."""
     known = frozenset(secrets)
+    keep = () if finding.file is None else (finding.file,)
     return dataclasses.replace(
         finding,
-        message=redact_text(finding.message, known),
-        suggestion=_redact_optional(finding.suggestion, known),
+        message=redact_text(finding.message, known, keep=keep),
+        suggestion=_redact_optional(finding.suggestion, known, keep),
         rule=_redact_optional(finding.rule, known),
-        file=None if finding.file is None else _redact_location(finding.file, known),
     )
 
 
 def redact_review(review: Review, secrets: Iterable[str] = ()) -> Review:
     """``review`` with every text in it redacted (``redact_text``): the single step between a
-    reviewer's report and any output. ``secrets``: the exact values the reviewed diff adds."""
+    reviewer's report and any output. ``secrets``: the exact values the reviewed diff adds.
+    Locations are kept: the findings' files and the files not reviewed, as fields and where a
+    text names them."""
     known = frozenset(secrets)
-    run = _redact_data(dict(review.run), known)
+    files = {f.file for f in review.findings if f.file is not None}
+    files.update(a.finding.file for a in review.accepted if a.finding.file is not None)
+    keep = tuple(sorted(files.union(review.unreviewed_files), key=len, reverse=True))
+    run = _redact_data(dict(review.run), known, keep)
     return dataclasses.replace(
         review,
-        summary=redact_text(review.summary, known),
+        summary=redact_text(review.summary, known, keep=keep),
         findings=tuple(redact_finding(f, known) for f in review.findings),
         accepted=tuple(
             dataclasses.replace(
@@ -201,7 +231,6 @@ def redact_review(review: Review, secrets: Iterable[str] = ()) -> Review:
         ),
         reviewed_sha=_redact_optional(review.reviewed_sha, known),
         base_sha=_redact_optional(review.base_sha, known),
-        unreviewed_files=tuple(_redact_location(path, known) for path in review.unreviewed_files),
         run=run if isinstance(run, dict) else {},
-        reason=redact_text(review.reason, known),
+        reason=redact_text(review.reason, known, keep=keep),
     )
