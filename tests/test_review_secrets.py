@@ -157,9 +157,7 @@ def test_redact_review_covers_every_field() -> None:
     review = Review(
         None,
         summary=AWS_KEY,
-        findings=(
-            Finding(Severity.ERROR, AWS_KEY, file="a.py", suggestion=AWS_KEY, rule=AWS_KEY),
-        ),
+        findings=(Finding(Severity.ERROR, AWS_KEY, file="a.py", suggestion=AWS_KEY, rule=AWS_KEY),),
         reviewed_sha=AWS_KEY,
         base_sha=AWS_KEY,
         unreviewed_files=("b.bin",),
@@ -327,7 +325,9 @@ def test_a_token_in_a_path_is_shown_in_every_format_and_the_secret_in_it_is_not(
         assert path in result.stdout, fmt
         assert AWS_KEY not in result.stdout + result.stderr, fmt
         assert mask(AWS_KEY) in result.stdout, fmt
-    for line in run.review("HEAD", "--no-note", "--format", "rdjsonl", cwd=repo).stdout.splitlines():
+    for line in run.review(
+        "HEAD", "--no-note", "--format", "rdjsonl", cwd=repo
+    ).stdout.splitlines():
         if line.startswith("{"):
             assert json.loads(line)["location"]["path"] == path
 
