@@ -27,6 +27,7 @@ from gitflow_agents.base.secret_rules import (
     PRIVATE_KEY,
     PRIVATE_KEY_END,
     TOKEN_RULES,
+    Lazy,
     is_key_body,
     may_begin_key,
     token_hits,
@@ -245,10 +246,11 @@ def check_history_secrets(
                 ).with_fingerprint(text)
 
 
-_PY_DEBUG = re.compile(
+# Compiled when first used: Python files are read by their AST (check_python_debugger).
+_PY_DEBUG = Lazy(
     r"^\s*(?:breakpoint\(\)|import (?:i?pdb|pudb)\b|from (?:i?pdb|pudb) import\b)|\b(?:i?pdb|pudb)\.set_trace\("
 )
-_JS_DEBUG = re.compile(r"(?:^|[^\w.])console\.log\(|^\s*debugger\s*;?\s*$|[;{]\s*debugger\s*;")
+_JS_DEBUG = Lazy(r"(?:^|[^\w.])console\.log\(|^\s*debugger\s*;?\s*$|[;{]\s*debugger\s*;")
 _JS_FILES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".vue", ".svelte")
 
 
