@@ -11,7 +11,6 @@ under it (one ending in ``/`` only a folder).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -113,6 +112,8 @@ def build_review(node: Node | None) -> ReviewSettings:
     for rule, setting in (rules_node.value if rules_node is not None else {}).items():
         keypath = f"review.rules.{rule}"
         if rule not in known:
+            import difflib
+
             close = difflib.get_close_matches(rule, known, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise setting.error(
