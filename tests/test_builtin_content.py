@@ -173,6 +173,8 @@ def test_as_review_equals_parsing_the_report(repo: Path) -> None:
 HEAVY = ("markdown_it", "rich", "jinja2", "github", "psutil", "yaml", "concurrent", "tomllib")
 # ... and what only a finding (its fingerprint), a config error or a worktree needs (issue 20)
 HEAVY += ("hashlib", "difflib")
+if hasattr(os, "memfd_create"):  # elsewhere git.cmd's scratch file for stderr is tempfile's
+    HEAVY += ("tempfile",)
 # our own packages a review without `.flow/base.yaml` has no use for (config/ imports plan/)
 UNNEEDED = ("gitflow_agents.config", "gitflow_agents.plan")
 

@@ -156,6 +156,16 @@ def commit_note(root: Path, rev: str, ref: str = NOTES_REF) -> tuple[str, str | 
     return sha.strip(), note or None
 
 
+def _scratch_file() -> IO[bytes]:
+    """An unnamed file for a child's stderr: a memfd where there is one (importing tempfile
+    costs a small review's start-up milliseconds: shutil, random, the compressors)."""
+    with contextlib.suppress(AttributeError, OSError):  # no memfd: not Linux, or a sandbox
+        return os.fdopen(os.memfd_create("git-stderr"), "w+b")
+    import tempfile
+
+    return tempfile.TemporaryFile()
+
+
 class BlobReader:
     """File contents from ONE persistent ``git cat-file --batch`` process, however many are read.
 
@@ -239,9 +249,7 @@ class BlobReader:
 
     def _process(self) -> Popen[bytes]:
         if self._child is None:
-            import tempfile
-
-            self._errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+            self._errors = _scratch_file()
             argv = ("git", "--no-pager", "-C", str(self.root), "cat-file", "--batch")
             self._child = proc.start(argv, env=git_env(), stderr=self._errors)
         return self._child
