@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gitflow_agents.base.redact import mask
 from gitflow_agents.base.redact import secret_values as redact_secret_values
@@ -54,8 +54,7 @@ RULES: dict[str, tuple[Severity, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(NamedTuple):
     max_file_bytes: int = 1024 * 1024
     entropy_threshold: float = ENTROPY_THRESHOLD  # bits per character
     min_secret_length: int = MIN_LENGTH
