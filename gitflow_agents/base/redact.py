@@ -105,24 +105,45 @@ def _mask_key_bodies(text: str) -> str:
     return "".join(out) + text[position:] if out else text
 
 
-# A file location in free text: a path with a folder or an extension, followed by its line
-# (``src/app.py:12``, ``fixtures/ghp_…/settings.json:3:5``), where a path starts (after a space,
-# a quote, a bracket, ``,`` or ``;``; never after ``=``, ``:`` or ``@``, so a value assigned or
-# a URL's password is not one). Kept as written: masking masks values, never where they are.
-_LOCATION = re.compile(
-    r"(?:(?<=[\s\"'`(\[<,;])|^)(?:/?(?:[\w.+-]+/)+[\w.+-]+|[\w.+-]*\.[A-Za-z]\w{0,9})(?=:\d)"
-)
+# A file location in free text: a path with a folder or an extension, followed by ``:`` and
+# its line (``src/app.py:12``, ``fixtures/ghp_…/settings.json:3:5``), where a path starts (after
+# a space, a quote, a bracket, ``,`` or ``;``; never after ``=``, ``:`` or ``@``, so a value
+# assigned or a URL's password is not one). Kept as written: masking masks values, never where
+# they are. Found from each ``:<digit>`` backwards (most text has none: agent output streams
+# through here).
+_LOCATION_PATH = re.compile(r"/?(?:[\w.+-]+/)+[\w.+-]+|[\w.+-]*\.[A-Za-z]\w{0,9}")
+_BEFORE_PATH = frozenset(" \t\n\r\f\v\"'`([<,;")
+
+
+_COLON_DIGIT = re.compile(r":\d")
+
+
+def _locations(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for found in _COLON_DIGIT.finditer(text):
+        colon = start = found.start()
+        while start and (text[start - 1].isalnum() or text[start - 1] in "_.+-/"):
+            start -= 1
+        if (
+            start < colon
+            and (start == 0 or text[start - 1] in _BEFORE_PATH)
+            and _LOCATION_PATH.fullmatch(text, start, colon)
+        ):
+            spans.append((start, colon))
+    return spans
 
 
 def _kept_spans(text: str, keep: Iterable[str]) -> list[tuple[int, int]]:
-    """The spans of ``text`` that are file locations: every ``path:line`` (``_LOCATION``) and
+    """The spans of ``text`` that are file locations: every ``path:line`` (``_locations``) and
     every occurrence of a path in ``keep`` that stands alone (not inside a longer word or
     path), merged and in order."""
-    spans = [m.span() for m in _LOCATION.finditer(text)] if ":" in text else []
+    spans = _locations(text) if ":" in text else []
     for path in keep:
         if path and path in text:
             alone = re.compile(rf"(?<![\w./+-]){re.escape(path)}(?![\w/+-]|\.\w)")
             spans += [m.span() for m in alone.finditer(text)]
+    if len(spans) < 2:
+        return spans
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
