@@ -102,6 +102,60 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(module="review")
 
 
+# The options of the everyday forms (the hook, a commit, a range, CI's --format): argv made of
+# only these is read without building the parser (``plain_args``), which was a tenth of a small
+# review's start-up (issue 20). Anything else, a typo, an abbreviation, ``-h``, goes to argparse.
+_FLAGS = {"--staged": "staged", "--no-note": "no_note", "--hook": "hook"}
+_CHOICES = {
+    "--format": ("format", FORMATS),
+    "--severity-threshold": ("severity_threshold", SEVERITIES),
+    "--fail-on": ("fail_on", ("revise", "never", *SEVERITIES)),
+}
+
+
+def plain_args(argv: Sequence[str], **more: object) -> argparse.Namespace | None:
+    """What ``build_parser().parse_args(argv)`` gives, when ``argv`` holds only an optional
+    RANGE, ``--staged``, ``--no-note``, ``--hook`` and ``--format`` / ``--severity-threshold``
+    / ``--fail-on`` with a valid choice; else None (then the parser reads it, and says what is
+    wrong). ``more``: what the caller's parser adds (``gitflow-agents review``: the command).
+    A test holds the two equal."""
+    values: dict[str, object] = {}
+    words = iter(argv)
+    for word in words:
+        name, eq, value = word.partition("=")
+        if word in _FLAGS:
+            values[_FLAGS[word]] = True
+        elif name in _CHOICES:
+            dest, choices = _CHOICES[name]
+            value = value if eq else next(words, "")
+            if value not in choices:
+                return None
+            values[dest] = value
+        elif word.startswith("-") or "range" in values:
+            return None
+        else:
+            values["range"] = word
+    return argparse.Namespace(
+        range=values.get("range"),
+        staged=values.get("staged", False),
+        agent="builtin",
+        severity_threshold=values.get("severity_threshold", "error"),
+        fail_on=values.get("fail_on", "revise"),
+        format=values.get("format", "terminal"),
+        output=None,
+        output_format=None,
+        max_file_size=1024 * 1024,
+        no_note=values.get("no_note", False),
+        baseline=None,
+        write_baseline=None,
+        hook=values.get("hook", False),
+        color="auto",
+        module="review",
+        chdir=None,
+        **more,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from gitflow_agents.cli import Parser
 
@@ -129,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ensure_reachable()  # so that `git agent-review --help` finds the page next time
     try:
-        args = build_parser().parse_args(argv)
+        args = plain_args(sys.argv[1:] if argv is None else argv) or build_parser().parse_args(argv)
     except Exception as exc:  # a bug in building the parser: exit 70, like one in the review
         from gitflow_agents.base import crash
 

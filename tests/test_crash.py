@@ -122,7 +122,8 @@ def test_a_bug_while_building_the_parser_is_exit_70(
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(entry, "build_parser", broken)
-    assert entry.main(["status"]) == ExitCode.INTERNAL  # type: ignore[attr-defined]
+    # --agent: a form git agent-review reads with its parser, not by plain_args
+    assert entry.main(["status", "--agent", "x"]) == ExitCode.INTERNAL  # type: ignore[attr-defined]
     assert capsys.readouterr().err.startswith(f"{prog}: internal error (a bug in gitflow-agents)")
 
 

@@ -58,12 +58,12 @@ def leaky_report(reviewed: str | None = None) -> str:
             },
             {
                 "severity": "warn",
-                "file": f"notes/{GH_TOKEN}.txt",
+                "file": "notes/rotation.txt",
                 "message": f"the .env password {ENV_PASSWORD} again",
                 "suggestion": f"rotate {GH_TOKEN} and {ENV_PASSWORD}",
             },
         ],
-        "unreviewed_files": [f"vault/{ENV_PASSWORD}.bin"],
+        "unreviewed_files": ["vault/keys.bin"],
         "run": {"questions": [f"May I rotate {GH_TOKEN}?"], "nested": {"deep": [quoted]}},
     }
     if reviewed:
@@ -158,12 +158,10 @@ def test_redact_review_covers_every_field() -> None:
     review = Review(
         None,
         summary=AWS_KEY,
-        findings=(
-            Finding(Severity.ERROR, AWS_KEY, file=AWS_KEY, suggestion=AWS_KEY, rule=AWS_KEY),
-        ),
+        findings=(Finding(Severity.ERROR, AWS_KEY, file="a.py", suggestion=AWS_KEY, rule=AWS_KEY),),
         reviewed_sha=AWS_KEY,
         base_sha=AWS_KEY,
-        unreviewed_files=(AWS_KEY,),
+        unreviewed_files=("b.bin",),
         run={AWS_KEY: [{"q": AWS_KEY}], "n": 1},
         reason=f"found `{AWS_KEY}`",
     )
@@ -285,27 +283,62 @@ def test_the_action_publishes_no_quoted_secret(
 
 
 def test_masking_masks_values_never_file_locations() -> None:
-    """A flagged value that is a path (or a directory of one) leaves every location as it is;
-    a secret inside a file name is still masked (issue 20, What 4)."""
+    """A location is kept exactly, in the fields and where a text names it, even when a flagged
+    value is the path, a directory of it, or a token inside a file name; the values in the
+    texts are masked (issue 20, What 4)."""
     path = "conf/app/settings-production.yaml"
     leaky = f"notes/{GH_TOKEN}-{ENV_PASSWORD}.txt"
     review = Review(
         None,
-        summary="s",
+        summary=f"see {leaky}; the password {ENV_PASSWORD}",
         findings=(
             Finding(Severity.WARN, "m", file=path, line=3, rule="todo"),
             Finding(Severity.WARN, "m", file="conf/app/other.yaml", line=1, rule="todo"),
-            Finding(Severity.WARN, "m", file=leaky, line=1, rule="todo"),
+            Finding(Severity.WARN, f"{leaky} quotes {AWS_KEY}", file=leaky, line=1, rule="todo"),
         ),
-        unreviewed_files=(path,),
+        unreviewed_files=(path, leaky),
+        run={"log": f"{leaky}:1: {GH_TOKEN}"},
     )
     cleaned = redact_review(review, [path, "conf/app", ENV_PASSWORD])
-    assert [f.file for f in cleaned.findings[:2]] == [path, "conf/app/other.yaml"]
-    assert cleaned.unreviewed_files == (path,)
-    assert_no_secret(str(cleaned.findings[2].file), "a file name")
+    assert [f.file for f in cleaned.findings] == [path, "conf/app/other.yaml", leaky]
+    assert cleaned.unreviewed_files == (path, leaky)
+    assert cleaned.findings[2].message == f"{leaky} quotes {mask(AWS_KEY)}"
+    assert cleaned.summary == f"see {leaky}; the password {mask(ENV_PASSWORD)}"
+    assert cleaned.run == {"log": f"{leaky}:1: {mask(GH_TOKEN)}"}
     sarif = json.loads(render(cleaned, None, "sarif"))
     uris = [
         r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
         for r in sarif["runs"][0]["results"]
     ]
-    assert uris[:2] == [path, "conf/app/other.yaml"]
+    assert uris == [path, "conf/app/other.yaml", leaky]
+
+
+def test_a_token_in_a_path_is_shown_in_every_format_and_the_secret_in_it_is_not(
+    repo: Path, run: Cli
+) -> None:
+    """The builtin reviewer on a file whose path holds a token-shaped component: each output
+    names the file exactly, and none shows the secret the file adds."""
+    path = f"fixtures/{GH_TOKEN}/config.py"
+    commit(repo, {path: f'AWS_ACCESS_KEY_ID = "{AWS_KEY}"\n'}, "leak")
+    for fmt in FORMATS:
+        result = run.review("HEAD", "--no-note", "--format", fmt, cwd=repo)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert path in result.stdout, fmt
+        assert AWS_KEY not in result.stdout + result.stderr, fmt
+        assert mask(AWS_KEY) in result.stdout, fmt
+    for line in run.review(
+        "HEAD", "--no-note", "--format", "rdjsonl", cwd=repo
+    ).stdout.splitlines():
+        if line.startswith("{"):
+            assert json.loads(line)["location"]["path"] == path
+
+
+def test_a_location_an_agent_prints_is_kept_in_its_log() -> None:
+    """worker.log and the output events: ``path:line`` stays as printed, the values are masked."""
+    from gitflow_agents.base.redact_stream import LineMasker
+
+    path = f"fixtures/{GH_TOKEN}/config.py"
+    masker = LineMasker([ENV_PASSWORD])
+    out = masker.feed(f"{path}:1: found {AWS_KEY} and {ENV_PASSWORD}\n".encode())
+    assert out.decode() == f"{path}:1: found {mask(AWS_KEY)} and {mask(ENV_PASSWORD)}\n"
+    assert redact_text(f"x={path}:1") == f"x=fixtures/{mask(GH_TOKEN)}/config.py:1"

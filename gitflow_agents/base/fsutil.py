@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -129,6 +128,8 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
         mode = target.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = _default_mode()
+    import tempfile  # noqa: PLC0415 - it imports shutil, random and the compressors (start-up, issue 20)
+
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, mode)

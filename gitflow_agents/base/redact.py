@@ -3,14 +3,14 @@
 The rules are data: the token formats and private key formats in ``secret_rules.py``, the
 secret-named literals in ``secret_keywords.py``; the builtin reviewer (``reviewer/checks.py``)
 reports what they find, and the same rules mask it here. ``mask``
-keeps a recognisable prefix of what they find; ``redact_text`` and ``redact_data`` mask a text
-and a JSON-shaped value, and the exact values of the secrets a reviewed diff adds wherever they
-are quoted (``findings/redact.py`` applies them to every text of a Review). Masking is
-idempotent: a masked value matches no rule again.
+keeps a recognisable prefix of what they find; ``findings/redact.py`` puts every text of a
+Review through the same rules (docs/security.md, "Secrets in review output"). Values are
+masked, never file locations. Masking is idempotent: a masked value matches no rule again.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -97,12 +97,56 @@ def _mask_key_bodies(text: str) -> str:
     return "".join(out) + text[position:] if out else text
 
 
-def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with every secret masked: the exact ``secrets`` (values the reviewed diff adds),
-    private key bodies, known token formats, and secret-named literals (judged as in prose,
-    where a bare value is a literal unless it is shaped like code: agents quote code in
-    suggestions)."""
-    for value in sorted({s for s in secrets if len(s) >= MIN_EXACT_LENGTH}, key=len, reverse=True):
+# A file location in free text: a path with a folder or an extension, followed by ``:`` and
+# its line (``src/app.py:12``, ``fixtures/ghp_…/settings.json:3:5``), where a path starts (after
+# a space, a quote, a bracket, ``,`` or ``;``; never after ``=``, ``:`` or ``@``, so a value
+# assigned or a URL's password is not one). Kept as written: masking masks values, never where
+# they are. Found from each ``:<digit>`` backwards (most text has none: agent output streams
+# through here).
+_LOCATION_PATH = re.compile(r"/?(?:[\w.+-]+/)+[\w.+-]+|[\w.+-]*\.[A-Za-z]\w{0,9}")
+_BEFORE_PATH = frozenset(" \t\n\r\f\v\"'`([<,;")
+
+
+_COLON_DIGIT = re.compile(r":\d")
+
+
+def _locations(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for found in _COLON_DIGIT.finditer(text):
+        colon = start = found.start()
+        while start and (text[start - 1].isalnum() or text[start - 1] in "_.+-/"):
+            start -= 1
+        if (
+            start < colon
+            and (start == 0 or text[start - 1] in _BEFORE_PATH)
+            and _LOCATION_PATH.fullmatch(text, start, colon)
+        ):
+            spans.append((start, colon))
+    return spans
+
+
+def _kept_spans(text: str, keep: Iterable[str]) -> list[tuple[int, int]]:
+    """The spans of ``text`` that are file locations: every ``path:line`` (``_locations``) and
+    every occurrence of a path in ``keep`` that stands alone (not inside a longer word or
+    path), merged and in order."""
+    spans = _locations(text) if ":" in text else []
+    for path in keep:
+        if path and path in text:
+            alone = re.compile(rf"(?<![\w./+-]){re.escape(path)}(?![\w/+-]|\.\w)")
+            spans += [m.span() for m in alone.finditer(text)]
+    if len(spans) < 2:
+        return spans
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _redact(text: str, exact: list[str]) -> str:
+    for value in exact:
         if value in text:
             text = text.replace(value, mask(value))
     if may_begin_key(text):
@@ -115,26 +159,46 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
+def redact_text(text: str, secrets: Iterable[str] = (), *, keep: Iterable[str] = ()) -> str:
+    """``text`` with every secret masked: the exact ``secrets`` (values the reviewed diff adds),
+    private key bodies, known token formats, and secret-named literals (judged as in prose,
+    where a bare value is a literal unless it is shaped like code: agents quote code in
+    suggestions). File locations are left as written: every ``path:line``, and the paths in
+    ``keep`` (the files a review names) wherever they stand alone."""
+    exact = sorted({s for s in secrets if len(s) >= MIN_EXACT_LENGTH}, key=len, reverse=True)
+    spans = _kept_spans(text, keep)
+    if not spans:
+        return _redact(text, exact)
+    out: list[str] = []
+    position = 0
+    for start, end in spans:
+        out += [_redact(text[position:start], exact), text[start:end]]
+        position = end
+    out.append(_redact(text[position:], exact))
+    return "".join(out)
+
+
 _MAX_DEPTH = 64
 
 
-def _redact_data(value: Any, secrets: frozenset[str], depth: int = 0) -> Any:
+def _redact_data(value: Any, secrets: frozenset[str], keep: tuple[str, ...], depth: int = 0) -> Any:
     """Every string inside JSON-shaped ``value`` redacted (keys too); deeper than _MAX_DEPTH
     levels is dropped (None): nothing reads that deep, and nothing unmasked may pass."""
     if isinstance(value, str):
-        return redact_text(value, secrets)
+        return redact_text(value, secrets, keep=keep)
     if depth >= _MAX_DEPTH and isinstance(value, (dict, list, tuple)):
         return None
     if isinstance(value, dict):
         return {
-            redact_text(str(k), secrets): _redact_data(v, secrets, depth + 1)
+            redact_text(str(k), secrets, keep=keep): _redact_data(v, secrets, keep, depth + 1)
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [_redact_data(item, secrets, depth + 1) for item in value]
+        return [_redact_data(item, secrets, keep, depth + 1) for item in value]
     return value
 
 
-def redact_data(value: Any, secrets: Iterable[str] = ()) -> Any:
-    """A JSON-shaped ``value`` (a run record) with every string in it redacted, keys too."""
-    return _redact_data(value, frozenset(secrets))
+def redact_data(value: Any, secrets: Iterable[str] = (), *, keep: Iterable[str] = ()) -> Any:
+    """A JSON-shaped ``value`` (a run record) with every string in it redacted, keys too;
+    ``keep``: file locations left as written (``redact_text``)."""
+    return _redact_data(value, frozenset(secrets), tuple(keep))

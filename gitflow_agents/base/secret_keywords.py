@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 from gitflow_agents.base.secret_rules import (
     TOKEN_PREFIXES,
+    Lazy,
     below_floor,
     entropy,
     is_placeholder,
@@ -138,11 +139,11 @@ _NOT_SECRET_ENDS = frozenset(
         "index",
     }
 )
-_NAME_WORD = re.compile(r"[A-Z]?[a-zñ]+|[A-Z]+(?![a-z])|\d+")
+_NAME_WORD = Lazy(r"[A-Z]?[a-zñ]+|[A-Z]+(?![a-z])|\d+")
 # Every secret name holds one of these: names are looked for around them only.
 _PREFILTER = ("pass", "pwd", "secret", "token", "key", "credential", "contrase")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyzñ0123456789_.$-")
-_NAME_RUN = re.compile(r"[A-Za-zñ0-9_.$-]*")
+_NAME_RUN = Lazy(r"[A-Za-zñ0-9_.$-]*")
 
 
 @functools.lru_cache(maxsize=4096)  # logs and diffs repeat their names
@@ -157,7 +158,7 @@ def is_secret_name(name: str) -> bool:
 
 # What follows a secret name up to its value: an array or subscript suffix, the closing quote
 # of a quoted key, a type annotation (: T =) or a Go type (name T =), then the operator.
-_TAIL = re.compile(
+_TAIL = Lazy(
     r"""(?x)
     (?:\[[^\]\n]{0,20}\])?
     (?P<keyquote>["'`]\]?|\])?
@@ -169,23 +170,23 @@ _TAIL = re.compile(
       |(?P<value>[^\s"'`]{1,256}(?![^\s"'`])))
     """
 )
-_REVERSED = re.compile(
+_REVERSED = Lazy(
     r"""(?P<quote>["'`])(?P<qvalue>(?:\\.|(?!(?P=quote))[^\\\n]){0,4096})(?P=quote)\s*(?:===?|!==?)\s*"""
     r"""(?P<name>[A-Za-z_$][A-Za-z0-9_.$-]*)"""
 )
 
 # a value that names what it stands for ("my-api-token", "db_password_here")
-_NAMED_VALUE = re.compile(r"passw(?:or)?d|secret|token|api[_-]?key", re.I)
-_WORDS = re.compile(r"[A-Za-z]+\d*(?:[-_. ][A-Za-z]+\d*)*")
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_ROOTED_PATH = re.compile(r"(?:/|~/|\.\.?/|[A-Za-z]:\\)\S*")
-_RELATIVE_PATH = re.compile(r"[\w.-]+(?:/[\w.-]+)+/?")  # each part with a letter (_is_path)
+_NAMED_VALUE = Lazy(r"passw(?:or)?d|secret|token|api[_-]?key", re.I)
+_WORDS = Lazy(r"[A-Za-z]+\d*(?:[-_. ][A-Za-z]+\d*)*")
+_URL = Lazy(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_ROOTED_PATH = Lazy(r"(?:/|~/|\.\.?/|[A-Za-z]:\\)\S*")
+_RELATIVE_PATH = Lazy(r"[\w.-]+(?:/[\w.-]+)+/?")  # each part with a letter (_is_path)
 # code: a name, an attribute chain, a call, a subscript or a generic (Token[AppContext])
-_CODE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:[(\[<].*)?")
-_CODE_MARKS = re.compile(r"[\w$]\s*[(\[<]|\)\s*$")
+_CODE = Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:[(\[<].*)?")
+_CODE_MARKS = Lazy(r"[\w$]\s*[(\[<]|\)\s*$")
 
 
-_LETTER_RUN = re.compile(r"[A-Za-z]+")
+_LETTER_RUN = Lazy(r"[A-Za-z]+")
 
 
 def _wordy(value: str) -> bool:
@@ -257,19 +258,19 @@ def _may_hold(text: str) -> bool:
 
 # File kinds: where an unquoted value is a literal string, and where single quotes make a
 # character rather than a string.
-_CONFIG_FILE = re.compile(
+_CONFIG_FILE = Lazy(
     r"""(?ix)(?:^|/)(?:
         \.env(?:\.[^/]*)?|[^/]*\.env|\.envrc|\.npmrc|\.pypirc|\.netrc|
         (?:[^/]*\.)?dockerfile|dockerfile\.[^/]*|containerfile|(?:gnu)?makefile|[^/]*\.mk|
         [^/]*\.(?:sh|bash|zsh|ksh|ya?ml|ini|cfg|conf|toml|properties|env)
     )$"""
 )
-_CODE_FILE = re.compile(
+_CODE_FILE = Lazy(
     r"""(?ix)\.(?:py|pyi|pyw|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|java|kt|kts|scala|groovy|
         gradle|go|rb|php|cs|c|h|cc|cpp|cxx|hpp|hh|m|mm|swift|rs|cls|tf|lua|pl|pm|r|dart|ex|exs|
         erl|clj|fs|vb|ps1|sql)$"""
 )
-_CHAR_QUOTE_FILE = re.compile(r"(?i)\.(?:c|h|cc|cpp|cxx|hpp|hh|m|mm|cs|rs)$")
+_CHAR_QUOTE_FILE = Lazy(r"(?i)\.(?:c|h|cc|cpp|cxx|hpp|hh|m|mm|cs|rs)$")
 
 
 def file_kind(path: str) -> str:

@@ -15,18 +15,59 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class TokenRule:
+class Lazy:
+    """A regular expression compiled when it is first used. Most of the ~50 secret patterns
+    never run in a small review (a token rule's regex only runs on a line holding its
+    ``starts`` literal), and compiling them all at import took a large share of the start-up
+    of every ``git agent-review`` (issue 20)."""
+
+    __slots__ = ("_compiled", "_flags", "_source")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source, self._flags = source, flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether it has been compiled (the start-up test holds what a small review compiles)."""
+        return self._compiled is not None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self._source, self._flags)
+        return self._compiled
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self.compiled.search(text, pos)
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self.compiled.match(text, pos)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self.compiled.fullmatch(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.compiled.finditer(text)
+
+    def findall(self, text: str) -> list[str]:
+        return self.compiled.findall(text)
+
+    def sub(self, repl: str | Callable[[re.Match[str]], str], text: str) -> str:
+        return self.compiled.sub(repl, text)
+
+
+class TokenRule(NamedTuple):
     id: str
     label: str  # what a finding calls the token
-    pattern: re.Pattern[str]  # group 1 is the token
+    pattern: Lazy  # group 1 is the token
     starts: tuple[str, ...]  # literals every token holds: a cheap test before the regex
     entropy: float = 3.0  # floor, bits per character over the token
-    allow: re.Pattern[str] | None = None  # published example values, searched in the token
+    allow: Lazy | None = None  # published example values, searched in the token
     severity: str = "error"  # a findings.Severity value
     words: bool = False  # also drop placeholders (is_placeholder) and plain words (postgres)
 
@@ -38,20 +79,20 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     TokenRule(
         "aws-access-key",
         "AWS access key id",
-        re.compile(r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b"),
+        Lazy(r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b"),
         ("A3T", "AKIA", "ASIA", "ABIA", "ACCA"),
-        allow=re.compile(r"EXAMPLE$"),  # AWS documentation's AKIAIOSFODNN7EXAMPLE
+        allow=Lazy(r"EXAMPLE$"),  # AWS documentation's AKIAIOSFODNN7EXAMPLE
     ),
     TokenRule(
         "github-token",
         "GitHub token",
-        re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+        Lazy(r"\b(gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     TokenRule(
         "slack-token",
         "Slack token",
-        re.compile(
+        Lazy(
             r"\b(xoxb-[0-9]{10,13}-[0-9]{10,13}[A-Za-z0-9-]*"  # bot
             r"|xox[pe](?:-[0-9]{10,13}){3}-[A-Za-z0-9-]{28,34}"  # user
             r"|xoxb-[0-9]{8,14}-[A-Za-z0-9]{18,26}"  # legacy bot
@@ -64,7 +105,7 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     TokenRule(
         "openai-api-key",
         "OpenAI API key",
-        re.compile(
+        Lazy(
             r"\b(sk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ"
             r"(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})|sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20})"
             + _END
@@ -74,24 +115,24 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     TokenRule(
         "anthropic-api-key",
         "Anthropic API key",
-        re.compile(r"\b(sk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{93}AA)" + _END),
+        Lazy(r"\b(sk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{93}AA)" + _END),
         ("sk-ant-",),
     ),
     TokenRule(
         "stripe-api-key",
         "Stripe API key",
-        re.compile(r"\b((?:sk|rk)_(?:test|live|prod)_[A-Za-z0-9]{10,99})\b"),
+        Lazy(r"\b((?:sk|rk)_(?:test|live|prod)_[A-Za-z0-9]{10,99})\b"),
         ("k_test_", "k_live_", "k_prod_"),
         entropy=2.0,
     ),
     TokenRule(
         "google-api-key",
         "Google API key",
-        re.compile(r"\b(AIza[A-Za-z0-9_-]{35})" + _END),
+        Lazy(r"\b(AIza[A-Za-z0-9_-]{35})" + _END),
         ("AIza",),
         entropy=4.0,
         # the Firebase SDK's published example keys (gitleaks' allowlist)
-        allow=re.compile(
+        allow=Lazy(
             r"AIzaSy(?:abcdefghijklmnopqrstuvwxyz1234567|AnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs"
             r"|CkEhVjf3pduRDt6d1yKOMitrUEke8agEM|DMAScliyLx7F0NPDEJi1QmyCgHIAODrlU"
             r"|D3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0|AdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c"
@@ -105,49 +146,47 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     TokenRule(
         "npm-token",
         "npm access token",
-        re.compile(r"\b(npm_[A-Za-z0-9]{36})" + _END),
+        Lazy(r"\b(npm_[A-Za-z0-9]{36})" + _END),
         ("npm_",),
         entropy=2.0,
     ),
     TokenRule(
         "pypi-token",
         "PyPI upload token",
-        re.compile(r"\b(pypi-AgE[IN][A-Za-z0-9_-]{60,1000})" + _END),
+        Lazy(r"\b(pypi-AgE[IN][A-Za-z0-9_-]{60,1000})" + _END),
         ("pypi-AgE",),
     ),
     TokenRule(
         "gitlab-token",
         "GitLab personal access token",
-        re.compile(r"\b(glpat-[A-Za-z0-9_-]{20,300}(?:\.[0-9a-z]{9})?)(?![A-Za-z0-9_.-])"),
+        Lazy(r"\b(glpat-[A-Za-z0-9_-]{20,300}(?:\.[0-9a-z]{9})?)(?![A-Za-z0-9_.-])"),
         ("glpat-",),
     ),
     TokenRule(
         "sendgrid-api-key",
         "SendGrid API key",
-        re.compile(r"\b(SG\.[A-Za-z0-9=_.-]{66})(?![A-Za-z0-9=_.-])"),
+        Lazy(r"\b(SG\.[A-Za-z0-9=_.-]{66})(?![A-Za-z0-9=_.-])"),
         ("SG.",),
         entropy=2.0,
     ),
     TokenRule(
         "twilio-api-key",
         "Twilio API key",
-        re.compile(r"\b(SK[0-9a-fA-F]{32})\b"),
+        Lazy(r"\b(SK[0-9a-fA-F]{32})\b"),
         ("SK",),
     ),
     TokenRule(
         "azure-storage-key",
         "Azure storage account key",
-        re.compile(r"AccountKey=([A-Za-z0-9+/]{86}==)"),
+        Lazy(r"AccountKey=([A-Za-z0-9+/]{86}==)"),
         ("AccountKey=",),
         # the storage emulator's (Azurite's) well-known development key
-        allow=re.compile(r"^Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq"),
+        allow=Lazy(r"^Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq"),
     ),
     TokenRule(
         "jwt",
         "JSON web token",
-        re.compile(
-            r"\b(ey[A-Za-z0-9]{17,}\.ey[A-Za-z0-9/\\_-]{17,}\.(?:[A-Za-z0-9/\\_-]{10,}={0,2})?)"
-        ),
+        Lazy(r"\b(ey[A-Za-z0-9]{17,}\.ey[A-Za-z0-9/\\_-]{17,}\.(?:[A-Za-z0-9/\\_-]{10,}={0,2})?)"),
         (".ey",),  # the payload after the header: a literal every JWT holds
         severity="warn",  # often a public test fixture or a short-lived session token
     ),
@@ -156,7 +195,7 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         "password in a URL",
         # scheme://user:password@host (or scheme://:password@host, as Redis has it); the password
         # is the token
-        re.compile(
+        Lazy(
             r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"`<>]{0,100}:([^\s:/@'\"`<>]{3,200})@"
             r"[A-Za-z0-9\[]"
         ),
@@ -169,8 +208,8 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
 # Values that only hold the place of a secret: a run of one character (xxxx…, 0000…), our own
 # and the usual masks, ellipses, <descriptions>, template and environment references ({env:X},
 # ${X}, {{ x }}, %(x)s), and words that say so.
-_PLACEHOLDER_RUN = re.compile(r"([xX*#.0])\1{5,}|([A-Za-z])\2{9,}")
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER_RUN = Lazy(r"([xX*#.0])\1{5,}|([A-Za-z])\2{9,}")
+_PLACEHOLDER = Lazy(
     r"\*\*\*|\.\.\.|…|<[^<>]{2,}>|^\{[^{}]+\}$|^\$\{|^\{\{|^%\(|%s\b|^\$[A-Za-z_]|\bchars\)"
     r"|example|placeholder|changeme|change[_-]me|redacted|dummy|sample|your[_-]?|"
     r"fake|insert[_-]|replace[_-]?me|^(?:none|null|nil|undefined|true|false)$",
@@ -212,14 +251,14 @@ def _is_word_or_placeholder(value: str) -> bool:
     return value.isalpha() or is_placeholder(value) or bool(_NAMED.search(value))
 
 
-_NAMED = re.compile(r"pass|secret|token", re.I)
+_NAMED = Lazy(r"pass|secret|token", re.I)
 _STARTS = tuple(sorted({start for rule in TOKEN_RULES for start in rule.starts}))
 # The first test: every token holds one of these characters (found at memchr speed), or one of
 # these literals, or starts like an AWS or Google key.
 _ANY_CHARS = ("_", "-", "=")
 _ANY_LITERALS = (".ey", "://", "SG.", "SK")
-_AWS_OR_GOOGLE = re.compile(r"A(?:KIA|SIA|BIA|CCA|3T|Iza)")  # one literal first: a fast scan
-_ANY_START = re.compile("|".join(re.escape(start) for start in _STARTS))  # one scan, short text
+_AWS_OR_GOOGLE = Lazy(r"A(?:KIA|SIA|BIA|CCA|3T|Iza)")  # one literal first: a fast scan
+_ANY_START = Lazy("|".join(re.escape(start) for start in _STARTS))  # one scan, short text
 TOKEN_PREFIXES = tuple(
     start for start in _STARTS if len(start) >= 3 and start[0].isalpha() and "=" not in start
 )
@@ -266,20 +305,20 @@ def token_hits(text: str) -> Iterator[tuple[TokenRule, str]]:
 
 # PEM (-----BEGIN … PRIVATE KEY-----, PGP's … PRIVATE KEY BLOCK), SSH2 (---- BEGIN SSH2
 # ENCRYPTED PRIVATE KEY ----), OpenVPN static keys, and PuTTY's key files.
-PRIVATE_KEY = re.compile(
+PRIVATE_KEY = Lazy(
     r"-{4,5} ?BEGIN (?:[A-Z0-9_]+ ){0,8}PRIVATE KEY(?: BLOCK)? ?-{4,5}"
     r"|-----BEGIN OpenVPN Static key V\d-----|PuTTY-User-Key-File-\d+:"
 )
-PRIVATE_KEY_END = re.compile(
+PRIVATE_KEY_END = Lazy(
     r"-{4,5} ?END (?:[A-Z0-9_]+ ){0,8}PRIVATE KEY(?: BLOCK)? ?-{4,5}"
     r"|-----END OpenVPN Static key V\d-----|Private-MAC:"
 )
 # Any BEGIN line: what encloses a body line (a certificate's body is not a key's).
-ANY_BEGIN = re.compile(r"-{4,5} ?BEGIN [A-Za-z0-9 _-]{1,100}?-{4,5}|PuTTY-User-Key-File-\d+:")
-ANY_END = re.compile(r"-{4,5} ?END [A-Za-z0-9 _-]{1,100}?-{4,5}|Private-MAC:")
-KEY_BODY = re.compile(r"[A-Za-z0-9+/=]{16,}")
+ANY_BEGIN = Lazy(r"-{4,5} ?BEGIN [A-Za-z0-9 _-]{1,100}?-{4,5}|PuTTY-User-Key-File-\d+:")
+ANY_END = Lazy(r"-{4,5} ?END [A-Za-z0-9 _-]{1,100}?-{4,5}|Private-MAC:")
+KEY_BODY = Lazy(r"[A-Za-z0-9+/=]{16,}")
 # A line that is wholly a key body line: base64 (PEM, SSH2, PuTTY) or hex (OpenVPN).
-KEY_BODY_LINE = re.compile(r"\s*(?:[A-Za-z0-9+/]{40,}={0,2}|[0-9a-f]{32})\s*")
+KEY_BODY_LINE = Lazy(r"\s*(?:[A-Za-z0-9+/]{40,}={0,2}|[0-9a-f]{32})\s*")
 
 
 def is_key_body(lines: list[str]) -> bool:

@@ -7,7 +7,6 @@ suggestion?, rule?, fingerprint}], reviewed_sha, base_sha, unreviewed_files: [],
 from __future__ import annotations
 
 import enum
-import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -65,6 +64,8 @@ def fingerprint(file: str | None, rule: str | None, message: str, line_content: 
     """
     what = rule or _DIGITS.sub("N", _WS.sub(" ", message.strip().lower()))
     content = _WS.sub(" ", line_content.strip())
+    import hashlib  # noqa: PLC0415 - loading OpenSSL costs a small review's start-up (issue 20)
+
     digest = hashlib.sha256("\0".join((file or "", what, content)).encode("utf-8"))
     return digest.hexdigest()[:16]
 

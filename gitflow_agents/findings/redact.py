@@ -5,7 +5,8 @@ output.
 suggestions, rules, summary, reasons, run data) through the secret rules of
 ``base/redact.py``, and masks the exact values of the secrets the reviewed diff adds wherever
 they are quoted, before anything is printed, written or posted (docs/security.md, "Secrets in
-review output"). A finding's location stays readable: only the secret in a path is masked.
+review output"). Values are masked, never locations: a finding's file and the files not
+reviewed stay as written, as fields and where a text names them.
 """
 
 from __future__ import annotations
@@ -13,56 +14,42 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from gitflow_agents.base.redact import MIN_EXACT_LENGTH, mask, redact_data, redact_text
-from gitflow_agents.base.secret_rules import token_hits
+from gitflow_agents.base.redact import redact_data, redact_text
 from gitflow_agents.findings.model import Finding, Review
 
 
-def _redact_location(path: str, secrets: frozenset[str]) -> str:
-    """A file path with the secrets in it masked, but never the location itself: a value that
-    is the path, or whole ``/``-separated parts of it, stays (a flagged value that names a file
-    is no reason to hide where a finding is)."""
-    for value in sorted({s for s in secrets if len(s) >= MIN_EXACT_LENGTH}, key=len, reverse=True):
-        position = path.find(value)
-        while position >= 0:
-            end = position + len(value)
-            aligned = (position == 0 or path[position - 1] == "/") and (
-                end == len(path) or path[end] == "/"
-            )
-            if aligned:
-                position = path.find(value, end)
-                continue
-            path = path[:position] + mask(value) + path[end:]
-            position = path.find(value, position + len(mask(value)))
-    for _, token in token_hits(path):
-        path = path.replace(token, mask(token))
-    return path
-
-
-def _redact_optional(text: str | None, secrets: frozenset[str]) -> str | None:
-    return None if text is None else redact_text(text, secrets)
+def _redact_optional(
+    text: str | None, secrets: frozenset[str], keep: tuple[str, ...] = ()
+) -> str | None:
+    return None if text is None else redact_text(text, secrets, keep=keep)
 
 
 def redact_finding(finding: Finding, secrets: Iterable[str] = ()) -> Finding:
-    """``finding`` with its texts (message, suggestion, rule, file) redacted."""
+    """``finding`` with its texts (message, suggestion, rule) redacted; its file is a location,
+    kept as it is, also where its message or suggestion names it."""
     known = frozenset(secrets)
+    keep = () if finding.file is None else (finding.file,)
     return dataclasses.replace(
         finding,
-        message=redact_text(finding.message, known),
-        suggestion=_redact_optional(finding.suggestion, known),
+        message=redact_text(finding.message, known, keep=keep),
+        suggestion=_redact_optional(finding.suggestion, known, keep),
         rule=_redact_optional(finding.rule, known),
-        file=None if finding.file is None else _redact_location(finding.file, known),
     )
 
 
 def redact_review(review: Review, secrets: Iterable[str] = ()) -> Review:
     """``review`` with every text in it redacted (``redact_text``): the single step between a
-    reviewer's report and any output. ``secrets``: the exact values the reviewed diff adds."""
+    reviewer's report and any output. ``secrets``: the exact values the reviewed diff adds.
+    Locations are kept: the findings' files and the files not reviewed, as fields and where a
+    text names them."""
     known = frozenset(secrets)
-    run = redact_data(dict(review.run), known)
+    files = {f.file for f in review.findings if f.file is not None}
+    files.update(a.finding.file for a in review.accepted if a.finding.file is not None)
+    keep = tuple(sorted(files.union(review.unreviewed_files), key=len, reverse=True))
+    run = redact_data(dict(review.run), known, keep=keep)
     return dataclasses.replace(
         review,
-        summary=redact_text(review.summary, known),
+        summary=redact_text(review.summary, known, keep=keep),
         findings=tuple(redact_finding(f, known) for f in review.findings),
         accepted=tuple(
             dataclasses.replace(
@@ -72,7 +59,6 @@ def redact_review(review: Review, secrets: Iterable[str] = ()) -> Review:
         ),
         reviewed_sha=_redact_optional(review.reviewed_sha, known),
         base_sha=_redact_optional(review.base_sha, known),
-        unreviewed_files=tuple(_redact_location(path, known) for path in review.unreviewed_files),
         run=run if isinstance(run, dict) else {},
-        reason=redact_text(review.reason, known),
+        reason=redact_text(review.reason, known, keep=keep),
     )

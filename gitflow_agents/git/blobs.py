@@ -1,15 +1,14 @@
 """File contents from git: the persistent ``git cat-file --batch`` reader (``BlobReader``) every
 review reads blobs through, and a temporary copy of an index. Apart from ``cmd.py`` because the
-gate hook imports that alone, and these need threads and temporary files.
+gate hook imports that alone. ``tempfile``, ``shutil`` and ``threading`` are imported where they
+are needed: a small review needs none of them, and they cost its start-up milliseconds
+(benchmarks/small_commit.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -26,6 +25,9 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def temporary_index(index: Path) -> Iterator[dict[str, str]]:
     """A copy of ``index`` in a temporary file; yields the git environment pointing at it."""
+    import shutil  # noqa: PLC0415 - only a staged review with a hook's index needs it
+    import tempfile  # noqa: PLC0415 - idem
+
     fd, name = tempfile.mkstemp(prefix="gitflow-agents-index.")
     os.close(fd)
     path = Path(name)
@@ -37,6 +39,16 @@ def temporary_index(index: Path) -> Iterator[dict[str, str]]:
         yield {**git_env(), "GIT_INDEX_FILE": str(path)}
     finally:
         path.unlink(missing_ok=True)
+
+
+def _scratch_file() -> IO[bytes]:
+    """An unnamed file for a child's stderr: a memfd where there is one (importing tempfile
+    costs a small review's start-up milliseconds: shutil, random, the compressors)."""
+    with contextlib.suppress(AttributeError, OSError):  # no memfd: not Linux, or a sandbox
+        return os.fdopen(os.memfd_create("git-stderr"), "w+b")
+    import tempfile  # noqa: PLC0415 - only where there is no memfd
+
+    return tempfile.TemporaryFile()
 
 
 class BlobReader:
@@ -108,6 +120,7 @@ class BlobReader:
         if len(requests) <= 4096:  # fits in any pipe: the write cannot block
             write()
             return None
+        import threading  # noqa: PLC0415 - only a request list that could fill the pipe needs it
 
         thread = threading.Thread(target=write, name="cat-file requests", daemon=True)
         thread.start()
@@ -121,7 +134,7 @@ class BlobReader:
 
     def _process(self) -> Popen[bytes]:
         if self._child is None:
-            self._errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+            self._errors = _scratch_file()
             argv = ("git", "--no-pager", "-C", str(self.root), "cat-file", "--batch")
             self._child = proc.start(argv, env=git_env(), stderr=self._errors)
         return self._child

@@ -130,6 +130,19 @@ def empty_tree(root: Path) -> str:
     return run_git(root, "hash-object", "-t", "tree", "--stdin", input="").stdout.strip()
 
 
+def commit_and_parents(root: Path, rev: str) -> tuple[str, tuple[str, ...]]:
+    """Full sha of the commit ``rev`` names and its parents' (``rev_parse`` then ``parents``
+    in one git process); UsageError naming ``rev`` when unknown."""
+    if not rev or rev.startswith("-"):
+        raise UsageError(f"unknown revision: {rev!r}")
+    argv = ("rev-list", "--parents", "-n", "1", "--end-of-options", rev + "^{commit}", "--")
+    out = run_git(root, *argv, check=False)
+    shas = out.stdout.split() if out.returncode == 0 else []
+    if not shas:
+        raise UsageError(f"unknown revision: {rev}")
+    return shas[0], tuple(shas[1:])
+
+
 def parents(root: Path, sha: str) -> tuple[str, ...]:
     out = run_git(root, "rev-list", "--parents", "-n", "1", sha).stdout.split()
     return tuple(out[1:])

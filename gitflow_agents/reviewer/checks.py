@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gitflow_agents.base.redact import mask
 from gitflow_agents.base.redact import secret_values as redact_secret_values
@@ -26,6 +26,7 @@ from gitflow_agents.base.secret_rules import (
     KEY_BODY_LINE,
     PRIVATE_KEY,
     PRIVATE_KEY_END,
+    Lazy,
     is_key_body,
     may_begin_key,
     token_hits,
@@ -36,8 +37,7 @@ from gitflow_agents.git.diffparse import AddedLine, CommitPatch, FileChange
 from gitflow_agents.reviewer import pydebug
 
 
-@dataclass(frozen=True)
-class CheckOptions:
+class CheckOptions(NamedTuple):
     max_file_bytes: int = 1024 * 1024
     entropy_threshold: float = ENTROPY_THRESHOLD  # bits per character
     min_secret_length: int = MIN_LENGTH
@@ -228,10 +228,11 @@ def check_history_secrets(
                 ).with_fingerprint(text)
 
 
-_PY_DEBUG = re.compile(
+# Compiled when first used: Python files are read by their AST (check_python_debugger).
+_PY_DEBUG = Lazy(
     r"^\s*(?:breakpoint\(\)|import (?:i?pdb|pudb)\b|from (?:i?pdb|pudb) import\b)|\b(?:i?pdb|pudb)\.set_trace\("
 )
-_JS_DEBUG = re.compile(r"(?:^|[^\w.])console\.log\(|^\s*debugger\s*;?\s*$|[;{]\s*debugger\s*;")
+_JS_DEBUG = Lazy(r"(?:^|[^\w.])console\.log\(|^\s*debugger\s*;?\s*$|[;{]\s*debugger\s*;")
 _JS_FILES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".vue", ".svelte")
 
 

@@ -46,8 +46,7 @@ class Target:
 def _one_commit(root: Path, rev_range: str) -> Target:
     """``REV``: its first parent (the empty tree for a root commit) .. REV. Known to be one
     commit unless REV is a merge, so no git process is spent asking."""
-    head = git.rev_parse(root, rev_range)
-    parents = git.parents(root, head)
+    head, parents = git.commit_and_parents(root, rev_range)
     base = parents[0] if parents else git.empty_tree(root)
     return Target(base, head, rev_range, one_commit=len(parents) <= 1)
 

@@ -1,0 +1,178 @@
+"""A typical small commit through the builtin reviewer, against one ``git diff --numstat`` of it.
+
+Usage: python benchmarks/small_commit.py [--files 1,2,3,4,5] [--runs N]
+
+For each commit size (files changed, of the kinds ``review_speed.py`` uses: Python, JSON, YAML,
+TOML, Markdown, JavaScript, each with two new lines) in a 200-file repository, timed alternately
+pair by pair (the ratio is the median of the per-pair ratios), wall and CPU time (child git
+processes included):
+
+- ``git agent-review HEAD --no-note`` (the installed console script through git, as a user runs
+  it) against ``git diff --numstat HEAD~1 HEAD``;
+- the pre-commit hook's form: the same change staged, ``gitflow-agents review --hook`` (what
+  ``.pre-commit-hooks.yaml`` runs) against ``git diff --cached --numstat``.
+
+Then where the CPU time of ``git agent-review HEAD --no-note`` goes, for the middle size: Python's
+own start-up (``python -c pass``), importing the modules the review imports, the review's work,
+and its git processes (how many, and their CPU time).
+
+Target (issue 20): a typical commit reviewed in <= 20x one ``git diff --numstat`` of it. Prints
+tables; not an assertion. Bytecode is cached, as for an installed package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from review_speed import ENV, KINDS, ROOT, _changed, _content, _cpu_of, git
+
+
+def make_repo(base: Path, files: int, *, staged: bool) -> Path:
+    """A 200-file repository whose last commit (or, ``staged``, whose index) changes ``files``."""
+    repo = base / f"{'staged' if staged else 'commit'}-{files}"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "gc.auto", "0")
+    paths = []
+    for i in range(200):
+        kind = KINDS[i % len(KINDS)]
+        path = Path(f"pkg{i // 50}") / f"mod{i:03d}.{kind}"
+        (repo / path).parent.mkdir(exist_ok=True)
+        (repo / path).write_text(_content(kind, i))
+        paths.append(path)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    for i, path in enumerate(paths[:files]):
+        kind = KINDS[i % len(KINDS)]
+        (repo / path).write_text(_changed(kind, i, (repo / path).read_text()))
+    git(repo, "add", "-A")
+    if not staged:
+        git(repo, "commit", "-q", "-m", "change")
+    return repo
+
+
+def pairs(repo: Path, review: list[str], numstat: list[str], runs: int) -> tuple[float, ...]:
+    """Median wall ms of the review and of numstat, median per-pair wall and CPU ratios."""
+    timed = [(_cpu_of(numstat, repo), _cpu_of(review, repo)) for _ in range(runs + 2)][2:]
+    return (
+        statistics.median(r[0] for _, r in timed) * 1000,
+        statistics.median(n[0] for n, _ in timed) * 1000,
+        statistics.median(r[0] / n[0] for n, r in timed),
+        statistics.median(r[1] / max(n[1], 1e-4) for n, r in timed),
+    )
+
+
+PROBE = """\
+import contextlib, io, resource, sys
+sys.argv = ["git-agent-review", "HEAD", "--no-note"]
+from gitflow_agents.git_agent_review import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main()
+own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime)
+print(" ".join(m for m in sys.modules if m.startswith("gitflow_agents")))
+"""
+
+IMPORTS = """\
+import resource
+import {modules}
+own = resource.getrusage(resource.RUSAGE_SELF)
+print(own.ru_utime + own.ru_stime)
+"""
+
+
+def where_the_time_goes(repo: Path, runs: int) -> None:
+    """CPU ms: start-up, imports, the review's own work, its git processes."""
+    python = [sys.executable, "-c"]
+    numstat = [
+        _cpu_of(["git", "diff", "--numstat", "HEAD~1", "HEAD"], repo)[1] for _ in range(runs)
+    ]
+    start = [_cpu_of([*python, "pass"], repo)[1] for _ in range(runs)]
+    probes = []
+    for _ in range(runs):
+        done = subprocess.run([*python, PROBE], cwd=repo, env=ENV, capture_output=True, text=True)
+        times, modules = done.stdout.splitlines()[:2]
+        probes.append(tuple(float(t) for t in times.split()))
+    imports_code = IMPORTS.format(modules=", ".join(modules.split()))
+    imported = []
+    for _ in range(runs):
+        done = subprocess.run([*python, imports_code], cwd=repo, env=ENV, capture_output=True)
+        imported.append(float(done.stdout))
+    trace = repo.parent / "trace"
+    subprocess.run(
+        [*python, PROBE], cwd=repo, env={**ENV, "GIT_TRACE": str(trace)}, capture_output=True
+    )
+    calls = sum("trace: built-in: git" in line for line in trace.read_text().splitlines())
+    base = statistics.median(numstat) * 1000
+    startup = statistics.median(start) * 1000
+    imports = statistics.median(imported) * 1000 - startup
+    own = statistics.median(p[0] for p in probes) * 1000
+    gits = statistics.median(p[1] for p in probes) * 1000
+    rows = [
+        ("python start-up (python -c pass)", startup),
+        (f"imports ({len(modules.split())} gitflow_agents modules and their stdlib)", imports),
+        ("the review's own work", own - startup - imports),
+        (f"{calls} git processes", gits),
+        ("total", own + gits),
+    ]
+    print(f"\nwhere the CPU time goes: git agent-review HEAD --no-note, median of {runs}")
+    print(f"{'':58} {'cpu ms':>7} {'x numstat':>10}")
+    for name, ms in rows:
+        print(f"{name:58} {ms:7.1f} {ms / base:9.1f}x")
+    print(f"{'git diff --numstat HEAD~1 HEAD':58} {base:7.1f} {1:9.1f}x")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", default="1,2,3,4,5", help="files per commit")
+    parser.add_argument("--runs", type=int, default=21, help="pairs per size")
+    args = parser.parse_args()
+    scripts = Path(sys.executable).parent
+    if not (scripts / "git-agent-review").exists():
+        print("git-agent-review is not installed next to this Python: `pip install -e .` first")
+        return 1
+    ENV["PATH"] = f"{scripts}{os.pathsep}{ENV.get('PATH', '')}"  # git finds git-agent-review
+    sizes = [int(s) for s in args.files.split(",") if s]
+    with tempfile.TemporaryDirectory(prefix="gitflow-agents-small-") as tmp:
+        ENV["HOME"] = tmp
+        ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+        ENV["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
+        compile_all = [sys.executable, "-m", "compileall", "-q", str(ROOT / "gitflow_agents")]
+        subprocess.run(compile_all, env=ENV, check=True, capture_output=True)
+        print(f"{os.cpu_count()} CPUs; {args.runs} pairs per row; ratio: median of the pairs'")
+        print(
+            f"{'form':>6} {'files':>6} {'review ms':>10} {'numstat ms':>11} {'wall':>7} {'cpu':>7}"
+        )
+        for files in sizes:
+            repo = make_repo(Path(tmp), files, staged=False)
+            review = ["git", "agent-review", "HEAD", "--no-note"]
+            numstat = ["git", "diff", "--numstat", "HEAD~1", "HEAD"]
+            row = pairs(repo, review, numstat, args.runs)
+            print(
+                f"{'commit':>6} {files:6d} {row[0]:10.1f} {row[1]:11.1f} {row[2]:6.1f}x {row[3]:6.1f}x"
+            )
+            staged = make_repo(Path(tmp), files, staged=True)
+            hook = [str(scripts / "gitflow-agents"), "review", "--hook"]
+            row = pairs(staged, hook, ["git", "diff", "--cached", "--numstat"], args.runs)
+            print(
+                f"{'hook':>6} {files:6d} {row[0]:10.1f} {row[1]:11.1f} {row[2]:6.1f}x {row[3]:6.1f}x"
+            )
+            shutil.rmtree(staged)
+            if files == sizes[len(sizes) // 2]:
+                middle = repo
+            else:
+                shutil.rmtree(repo)
+        where_the_time_goes(middle, args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,55 @@
+"""A small commit through ``git agent-review``: how many git processes it takes (issue 20:
+start-up and git processes are most of a small review), and the queries that keep it few."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.git import queries as g
+from tests.conftest import ROOT, git
+
+
+def test_a_commit_and_its_parents_in_one_query(repo: Path) -> None:
+    root = g.head_sha(repo)
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a")
+    head = g.head_sha(repo)
+    assert g.commit_and_parents(repo, "HEAD") == (head, (root,))
+    assert g.commit_and_parents(repo, "HEAD~1") == (root, ())
+    git(repo, "checkout", "-q", "-b", "side", root)
+    (repo / "b.txt").write_text("b\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "b")
+    side = g.head_sha(repo)
+    git(repo, "merge", "-q", "--no-edit", head)
+    assert g.commit_and_parents(repo, "HEAD") == (g.head_sha(repo), (side, head))
+    for bad in ("nope", "HEAD~9", "HEAD^{tree}", "HEAD:a.txt", "a.txt", "^HEAD", "", "-p"):
+        with pytest.raises(UsageError, match="unknown revision"):
+            g.commit_and_parents(repo, bad)
+
+
+def test_a_small_commit_takes_six_git_processes(repo: Path, tmp_path: Path) -> None:
+    """toplevel, the commit and its parent, the diff (two), the sizes, the contents: the
+    commit's parent is asked with the commit, not by a process of its own."""
+    (repo / "a.py").write_text("x = 1\n")
+    (repo / "b.json").write_text("{}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "change")
+    trace = tmp_path / "trace"
+    result = subprocess.run(
+        [sys.executable, "-m", "gitflow_agents.git_agent_review", "HEAD", "--no-note"],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "GIT_TRACE": str(trace)},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    calls = [line for line in trace.read_text().splitlines() if "trace: built-in: git" in line]
+    assert len(calls) == 6, calls
