@@ -1,8 +1,8 @@
 """Full chains on real temporary repositories with fake agents (tests/fakes/fake_flow_agent).
 
 The commands run in this process (``cli.main``, what the console script calls): real git and
-real fake-agent processes, without a Python start-up per command. The tests of exit codes 1, 2
-and 3 run the console script as a subprocess (``run_proc``).
+real fake-agent processes, without a Python start-up per command. One test of each exit code 1,
+2 and 3 runs the console script as a subprocess (``run_proc``).
 """
 
 from __future__ import annotations
@@ -345,7 +345,7 @@ def test_crashing_implementer_exits_3_and_still_writes_the_record(repo: Path) ->
 def test_crashing_reviewer_exits_3(repo: Path) -> None:
     configure(repo, reviewer="crash")
     before = main_sha(repo)
-    out = run_proc(repo, "--step", "1")
+    out = run(repo, "--step", "1")
     assert out.returncode == 3, out.stderr + out.stdout
     assert main_sha(repo) == before
     assert results(repo)[0]["chain"]["agents"][-1]["agentId"] == "step-01-reviewer-1"
@@ -718,7 +718,7 @@ def test_run_with_a_missing_reviewer_cli_stops_before_the_implementer(repo: Path
     )
     config.write_text(config.read_text().replace(reviewer, missing))
     before = main_sha(repo)
-    out = run_proc(repo, "--step", "1")
+    out = run(repo, "--step", "1")
     assert out.returncode == 3
     (line,) = out.stderr.splitlines()
     assert "agent 'reviewer': the codex CLI is not installed" in line
