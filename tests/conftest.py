@@ -275,10 +275,22 @@ class Cli:
 
         return self._call(cli.main, args, cwd, env)
 
+    def review(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
+        """``git agent-review`` (its console script's ``main``)."""
+        from gitflow_agents import git_agent_review
+
+        return self._call(git_agent_review.main, args, cwd, env)
+
 
 @pytest.fixture
 def cli_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     return Cli(monkeypatch, capsys)
+
+
+@pytest.fixture
+def cli(cli_run: Cli) -> Cli:
+    """``cli_run`` by its short name: the commands in-process (agents stay real processes)."""
+    return cli_run
 
 
 def wait_until(condition: Callable[[], object], timeout: float) -> None:

@@ -14,19 +14,7 @@ from gitflow_agents.git import cmd as gitcmd
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin
 from tests.conftest import git
-
-
-def commit_files(repo: Path, files: dict[str, str | bytes]) -> str:
-    for name, content in files.items():
-        path = repo / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "files")
-    return g.head_sha(repo)
+from tests.helpers.files import commit_files
 
 
 def cat_file_calls(trace: Path) -> list[str]:

@@ -21,16 +21,11 @@ from gitflow_agents.plan import set_step_status
 from gitflow_agents.runs import cards, create_run
 from gitflow_agents.runs.lock import hold
 
-from .conftest import FAKES, git, init_repo
-from .test_spawn import Cli, setup_project
+from .conftest import FAKES, Cli, git, init_repo
+from .test_spawn import setup_project
 
 PLAN = "# P\n\n## Implementation Steps\n\n### Status:  | Step 1: A\n\nx\n"
 CARD = "---\ntitle: T\n---\n# T\n\n## Acceptance Criteria\n\n- [ ] one\n- [ ] two\n"
-
-
-@pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(monkeypatch, capsys)
 
 
 PRECIOUS = b'{"kept": true}\r\n\x00 byte for byte'

@@ -22,10 +22,11 @@ from gitflow_agents.findings import Finding, Review, Severity
 from gitflow_agents.git import queries as g
 from gitflow_agents.render import FORMATS, render
 from gitflow_agents.reviewer import builtin
-from tests.conftest import FAKES, git
+from tests.conftest import FAKES, Cli, git
 from tests.github_standin import GitHubStandIn, gh
+from tests.helpers.files import commit_files
 from tests.test_github_action import Runner, add_pull, pr_event, runner
-from tests.test_review_cli import Cli, commit, run
+from tests.test_review_cli import run
 
 __all__ = ["gh", "run", "runner"]
 
@@ -173,8 +174,8 @@ def test_redact_review_covers_every_field() -> None:
 
 def test_diff_secrets_are_the_values_the_builtin_rules_find(repo: Path) -> None:
     base = g.head_sha(repo)
-    commit(repo, CHANGE, "leak")
-    commit(repo, {"old.py": 'secret_token = "Hq8Wm3Zt6Lp1Xv9Rk4Nc"\n'}, "another")
+    commit_files(repo, CHANGE, "leak")
+    commit_files(repo, {"old.py": 'secret_token = "Hq8Wm3Zt6Lp1Xv9Rk4Nc"\n'}, "another")
     git(repo, "rm", "-q", "old.py")
     git(repo, "commit", "-q", "-m", "gone again")  # still in the history of the range
     found = builtin.diff_secrets(repo, g.DiffSpec(base, g.head_sha(repo)))
@@ -186,9 +187,9 @@ def test_diff_secrets_hold_a_rotated_key_body(repo: Path) -> None:
     not in the diff) gets them masked: the values come from the key rule's file read."""
     line = "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt" + "Hq8vN4cY1uJ6bW0eT5gK2dF9sA7lZ3x"
     begin, end = "-----BEGIN " + "RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
-    commit(repo, {"key.pem": f"{begin}\n{line}\n{end}\n"}, "key")
+    commit_files(repo, {"key.pem": f"{begin}\n{line}\n{end}\n"}, "key")
     base = g.head_sha(repo)
-    commit(repo, {"key.pem": f"{begin}\n{line[::-1]}\n{end}\n"}, "rotate")
+    commit_files(repo, {"key.pem": f"{begin}\n{line[::-1]}\n{end}\n"}, "rotate")
     found = builtin.diff_secrets(repo, g.DiffSpec(base, g.head_sha(repo)))
     assert line[::-1] in found
 
@@ -217,8 +218,8 @@ def test_the_console_masks_what_an_agent_prints() -> None:
 def leaky_repo(repo: Path, tmp_path: Path) -> Path:
     report = tmp_path / "leaky-report.md"
     report.write_text(leaky_report())
-    commit(repo, {".flow/base.yaml": reviewer_config(report)}, "reviewer")
-    commit(repo, CHANGE, "leak")
+    commit_files(repo, {".flow/base.yaml": reviewer_config(report)}, "reviewer")
+    commit_files(repo, CHANGE, "leak")
     return repo
 
 

@@ -12,12 +12,10 @@ from typing import Any
 
 import jsonschema
 import psutil
-import pytest
 
 from gitflow_agents.runs import RESULT_SCHEMAS
 
-from .conftest import FAKES, ROOT, git, run_cli
-from .test_review_cli import Cli
+from .conftest import FAKES, ROOT, Cli, git, run_cli
 
 FAKE = FAKES / "fake_agent"
 
@@ -42,12 +40,6 @@ title: Feature
 - [ ] first
 - [ ] second
 """
-
-
-@pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    """The commands in-process (the agents stay real processes)."""
-    return Cli(monkeypatch, capsys)
 
 
 def setup_project(repo: Path, agents: dict[str, list[str]], stuck: int = 30) -> None:
