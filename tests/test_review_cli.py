@@ -18,7 +18,8 @@ from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import approval_status, read_review_note
 from gitflow_agents.reviewer.target import Target, exit_code, hook_target, resolve_target
 from tests.conftest import ROOT, Cli, CliResult, git
-from tests.helpers.files import commit_files
+from tests.helpers.files import commit_files, write_executable
+from tests.helpers.flow_config import command_agents
 
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
 
@@ -493,25 +494,10 @@ os.rename(d / "report.md", d / target)
 
 
 def configure_reviewers(repo: Path) -> None:
-    script = repo.parent / "fake_reviewer"
-    script.write_text(FAKE_REVIEWER)
-    script.chmod(0o755)
-    lines = [
-        "completion_workflow:",
-        '  template: "Rename {report_file} to {success_file}."',
-        "defaults:",
-        "  stuck_timeout_secs: 30",
-        "  max_wait_secs: 60",
-        "agents:",
-    ]
-    for mode in ("approve", "revise", "fail"):
-        lines += [
-            f"  {mode}r:",
-            "    adapter: command",
-            f"    command: {json.dumps([str(script), mode])}",
-        ]
+    script = write_executable(repo.parent / "fake_reviewer", FAKE_REVIEWER)
+    agents = {f"{mode}r": [str(script), mode] for mode in ("approve", "revise", "fail")}
     (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text("\n".join(lines) + "\n")
+    (repo / ".flow" / "base.yaml").write_text(command_agents(agents))
     commit_files(repo, {"calc.py": "def f(x):\n    return 1 / 0\n"}, "calc")
 
 

@@ -25,6 +25,7 @@ from gitflow_agents.reviewer import builtin
 from tests.conftest import FAKES, Cli, git
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.files import commit_files
+from tests.helpers.flow_config import command_agents
 from tests.test_github_action import Runner, add_pull, pr_event, runner
 from tests.test_review_cli import run
 
@@ -97,20 +98,7 @@ def assert_no_secret_in_records(repo: Path) -> None:
 
 def reviewer_config(report: Path) -> str:
     command = [sys.executable, str(FAKES / "fake_report_reviewer"), str(report)]
-    return "\n".join(
-        [
-            "completion_workflow:",
-            '  template: "Rename {report_file} to {success_file}."',
-            "defaults:",
-            "  stuck_timeout_secs: 30",
-            "  max_wait_secs: 60",
-            "agents:",
-            "  leaky:",
-            "    adapter: command",
-            f"    command: {json.dumps(command)}",
-            "",
-        ]
-    )
+    return command_agents({"leaky": command})
 
 
 # ---------------------------------------------------------------------------------------------

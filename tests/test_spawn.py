@@ -16,6 +16,7 @@ import psutil
 from gitflow_agents.runs import RESULT_SCHEMAS
 
 from .conftest import FAKES, ROOT, Cli, git, run_cli
+from .helpers.flow_config import command_agents
 
 FAKE = FAKES / "fake_agent"
 
@@ -43,23 +44,11 @@ title: Feature
 
 
 def setup_project(repo: Path, agents: dict[str, list[str]], stuck: int = 30) -> None:
-    lines = [
-        "completion_workflow:",
-        '  template: "Rename {report_file} to {success_file}."',
-        "defaults:",
-        f"  stuck_timeout_secs: {stuck}",
-        "  max_wait_secs: 60",
-        "agents:",
-    ]
-    for name, argv in agents.items():
-        lines += [
-            f"  {name}:",
-            "    adapter: command",
-            f"    command: {json.dumps(argv)}",
-            "    allow_env: [PYTHONPATH]",
-        ]
+    allow_env = {name: ["PYTHONPATH"] for name in agents}
     (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text("\n".join(lines) + "\n")
+    (repo / ".flow" / "base.yaml").write_text(
+        command_agents(agents, stuck=stuck, allow_env=allow_env)
+    )
     (repo / "specs").mkdir()
     (repo / "specs" / "feature.md").write_text(PLAN)
     git(repo, "add", ".")
