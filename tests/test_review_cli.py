@@ -18,7 +18,7 @@ from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import approval_status, read_review_note
 from gitflow_agents.reviewer.target import Target, exit_code, hook_target, resolve_target
 from tests.conftest import ROOT, Cli, CliResult, git
-from tests.helpers.files import commit_files, write_executable
+from tests.helpers.files import commit_files, detached_repository, write_executable
 from tests.helpers.flow_config import command_agents
 
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
@@ -35,6 +35,14 @@ def review_proc(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Cli
         timeout=60,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def agent_review_on_path(bin_dir: Path) -> Path:
+    """``bin_dir`` holding a ``git-agent-review`` shim, so ``git agent-review`` finds it on PATH."""
+    bin_dir.mkdir()
+    shim = f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents.git_agent_review "$@"\n'
+    write_executable(bin_dir / "git-agent-review", shim)
+    return bin_dir
 
 
 @pytest.fixture
@@ -351,11 +359,7 @@ def test_default_branch_message_names_the_ref_used_and_why(
 
 
 def test_git_runs_git_agent_review_from_path(feature: Path, tmp_path: Path, run: Cli) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "git-agent-review"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents.git_agent_review "$@"\n')
-    shim.chmod(0o755)
+    bin_dir = agent_review_on_path(tmp_path / "bin")
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
@@ -384,23 +388,13 @@ def test_git_runs_git_agent_review_from_path(feature: Path, tmp_path: Path, run:
 def test_explicit_git_dir_and_work_tree_are_honoured(tmp_path: Path) -> None:
     """``git --git-dir=X --work-tree=Y agent-review``: a repository git cannot discover from
     the work tree (the bare-repository-plus-work-tree layout of dotfiles managers)."""
-    store, tree = tmp_path / "store.git", tmp_path / "tree"
-    tree.mkdir()
-    git(tmp_path, "init", "-q", "--bare", str(store))
-    layout = {**os.environ, "GIT_DIR": str(store), "GIT_WORK_TREE": str(tree)}
-    (tree / "ok.py").write_text("x = 1\n")
-    for args in (("add", "ok.py"), ("commit", "-q", "-m", "first")):
-        subprocess.run(["git", *args], cwd=tree, env=layout, check=True)
-    (tree / "bad.py").write_text("def f(:\n")
-    for args in (("add", "bad.py"), ("commit", "-q", "-m", "second")):
-        subprocess.run(["git", *args], cwd=tree, env=layout, check=True)
+    detached = detached_repository(tmp_path)
+    store = detached.store
+    detached.commit({"ok.py": "x = 1\n"}, "first")
+    detached.commit({"bad.py": "def f(:\n"}, "second")
     head = git(store, "rev-parse", "HEAD").strip()
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "git-agent-review"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents.git_agent_review "$@"\n')
-    shim.chmod(0o755)
+    bin_dir = agent_review_on_path(tmp_path / "bin")
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     env["PYTHONPATH"] = str(ROOT)
     result = subprocess.run(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 from tests.conftest import git
 
@@ -37,3 +40,30 @@ def write_executable(path: Path, text: str) -> Path:
     path.write_text(text)
     path.chmod(0o755)
     return path
+
+
+class Detached(NamedTuple):
+    """A bare repository ``store`` with its work tree ``tree`` elsewhere (the layout of dotfiles
+    managers: ``git --git-dir=store --work-tree=tree``), git cannot find it from the tree."""
+
+    store: Path
+    tree: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"GIT_DIR": str(self.store), "GIT_WORK_TREE": str(self.tree)}
+
+    def commit(self, files: dict[str, str], message: str) -> None:
+        """Write ``files`` into the tree and commit them through GIT_DIR / GIT_WORK_TREE."""
+        write_files(self.tree, files)
+        layout = {**os.environ, **self.env}
+        for args in (("add", *files), ("commit", "-q", "-m", message)):
+            subprocess.run(["git", *args], cwd=self.tree, env=layout, check=True)
+
+
+def detached_repository(root: Path) -> Detached:
+    """An empty ``Detached`` repository below ``root`` (``store.git`` and ``tree``)."""
+    store, tree = root / "store.git", root / "tree"
+    tree.mkdir()
+    git(root, "init", "-q", "--bare", str(store))
+    return Detached(store, tree)
