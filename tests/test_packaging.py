@@ -21,6 +21,7 @@ import pytest
 import tests.test_precommit as precommit_tests
 from gitflow_agents import __version__
 from tests.conftest import ROOT
+from tests.helpers.offline_pip import offline_pip_env
 from tests.helpers.once import once_per_session
 
 # The session fixture of tests/test_precommit.py: wheels of the build backend and of every
@@ -181,14 +182,7 @@ def installed(
     built: Path = request.getfixturevalue(request.param)
     target = tmp_path_factory.mktemp(f"venv-{request.param}")
     venv.create(target, with_pip=False)  # this pip installs into it (--python): no ensurepip
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
-    env.update(
-        PIP_CONFIG_FILE=os.devnull,
-        PIP_NO_INDEX="1",
-        PIP_FIND_LINKS=str(wheelhouse),
-        PIP_DISABLE_PIP_VERSION_CHECK="1",
-        PIP_NO_CACHE_DIR="1",
-    )
+    env = {**offline_pip_env(wheelhouse, drop=("PIP_", "PYTHON")), "PIP_NO_CACHE_DIR": "1"}
     pip = [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python")]
     result = subprocess.run(
         [*pip, "install", "-q", "--no-compile", str(built)],
