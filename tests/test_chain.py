@@ -378,9 +378,14 @@ STAMP = """\
 import subprocess, sys, time
 from pathlib import Path
 
-out = Path(sys.argv[1])
+out, count = Path(sys.argv[1]), int(sys.argv[2])
 out.write_text(f"{time.time()!r}\\n")
-code = subprocess.call(sys.argv[2:])
+# Wait until every reviewer has started (10 s at most, a bound, not a duration): run one after
+# the other, the first waits in vain and ends before the next one starts.
+deadline = time.monotonic() + 10
+while len(list(out.parent.glob("*.times"))) < count and time.monotonic() < deadline:
+    time.sleep(0.01)
+code = subprocess.call(sys.argv[3:])
 out.write_text(out.read_text() + f"{time.time()!r}\\n")
 sys.exit(code)
 """
@@ -396,8 +401,8 @@ def test_parallel_reviewers_run_concurrently(repo: Path, tmp_path: Path) -> None
     names = ["r1", "r2", "r3", "r4"]
     text = (repo / ".flow" / "base.yaml").read_text()
     for name in names:
-        argv = [sys.executable, str(stamp), str(tmp_path / f"{name}.times")]
-        argv += [sys.executable, str(FAKE), "reviewer", "approve", "--sleep", "1"]
+        argv = [sys.executable, str(stamp), str(tmp_path / f"{name}.times"), str(len(names))]
+        argv += [sys.executable, str(FAKE), "reviewer", "approve"]
         text += f"  {name}:\n    adapter: command\n    command: {json.dumps(argv)}\n"
     (repo / ".flow" / "base.yaml").write_text(text)
     out = run(repo, "--step", "1", "--reviewers", ",".join(names))
