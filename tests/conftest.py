@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import io
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -240,6 +242,25 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
         timeout=120,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def cli_main(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> CliResult:
+    """``gitflow-agents ARGS`` called in this process without fixtures (also from a module- or
+    session-scoped one): the console script's ``cli.main`` with its exit code (argparse's too)
+    and what it printed, ``cwd`` and ``env`` set for the call only."""
+    from gitflow_agents import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        for key, value in (env or {}).items():
+            patch.setenv(key, value)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(list(args))
+            except SystemExit as exc:  # argparse
+                code = int(exc.code or 0)
+    return CliResult(code, out.getvalue(), err.getvalue())
 
 
 class Cli:

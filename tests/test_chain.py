@@ -7,8 +7,6 @@ real fake-agent processes, without a Python start-up per command. One test of ea
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -18,7 +16,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from .conftest import FAKES, CliResult, git, init_repo, isolate_home, run_cli
+from .conftest import FAKES, CliResult, cli_main, git, init_repo, isolate_home, run_cli
 
 FAKE = FAKES / "fake_flow_agent"
 MARKER = "<!-- gitflow-agents:git-stats -->"
@@ -85,20 +83,7 @@ def configure(
 def call(repo: Path, *args: str) -> CliResult:
     """``gitflow-agents ARGS`` started in ``repo``, in this process: ``cli.main`` with its exit
     code and what it printed."""
-    from gitflow_agents import cli
-
-    out, err = io.StringIO(), io.StringIO()
-    cwd = Path.cwd()
-    os.chdir(repo)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = cli.main(list(args))
-            except SystemExit as exc:  # argparse
-                code = int(exc.code or 0)
-    finally:
-        os.chdir(cwd)
-    return CliResult(code, out.getvalue(), err.getvalue())
+    return cli_main(*args, cwd=repo)
 
 
 RUN_ARGS = ("run", "specs/feature.md", "--quiet", "--kill-grace", "0.2")

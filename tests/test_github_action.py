@@ -10,8 +10,6 @@ run); the ``run:`` step of action.yml and the check outside Actions run real pro
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -24,13 +22,12 @@ from typing import Any
 import pytest
 import yaml
 
-from gitflow_agents import cli
 from gitflow_agents.base.errors import ExitCode, InputError
 from gitflow_agents.findings import Severity
 from gitflow_agents.github.action.comment import MARKER
 from gitflow_agents.github.action.event import Trigger, decide, load_event, parse_command
 from gitflow_agents.github.action.runner import Options
-from tests.conftest import ROOT, CliResult, git, run_cli
+from tests.conftest import ROOT, CliResult, cli_main, git, run_cli
 from tests.github_events import (
     issue_comment_event,
     pull_request_event,
@@ -172,14 +169,7 @@ def cli_in_process(*args: str, cwd: Path, env: Mapping[str, str]) -> CliResult:
     parsing, dispatch, error lines and exit code), with ``env`` on top of the environment and
     ``cwd`` as the working directory for the call, stdout and stderr captured. No Python
     start-up per call; tests that need a real process use ``run_cli``."""
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(cwd)
-        for key, value in env.items():
-            patch.setenv(key, value)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(list(args))
-    return CliResult(code, out.getvalue(), err.getvalue())
+    return cli_main(*args, cwd=cwd, env=env)
 
 
 def read_outputs(text: str) -> dict[str, str]:
