@@ -227,7 +227,9 @@ def test_cancel_kills_a_running_spawn(repo: Path, tmp_path: Path) -> None:
     assert run_cli("cancel", run_dir.name, cwd=repo).stdout.startswith("run ")  # already ended
 
 
-def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path: Path) -> None:
+def test_cancel_without_supervisor_kills_the_recorded_tree(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
     """The orchestrator died (SIGKILL): cancel finds the agent by pid, group and env marker."""
     record = tmp_path / "rec.json"
     setup_project(repo, {"hanger": [str(FAKE), "spawn-hang", "--record", str(record)]})
@@ -249,10 +251,10 @@ def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path:
         spawn.kill()
         spawn.wait()
         # nothing supervises the run any more: lost, and its agent still runs
-        [row] = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+        [row] = json.loads(cli.main("status", "--json", cwd=repo).stdout)
         assert row["state"] == "lost" and facts_pid(record) in row["processesAlive"]
         assert f"processes alive — `gitflow-agents cancel {run_dir.name}`" in row["reason"]
-        result = run_cli("cancel", run_dir.name, "--wait", "0.2", cwd=repo)
+        result = cli.main("cancel", run_dir.name, "--wait", "0.2", cwd=repo)
         assert result.returncode == 0, result.stderr
         facts = json.loads(record.read_text())
         for pid in [facts["pid"], *facts["descendants"]]:
@@ -263,7 +265,7 @@ def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path:
         _kill_recorded(record)
     data = json.loads((run_dir / "result.json").read_text())
     assert data["status"] == "canceled"
-    assert json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"] == "canceled"
+    assert json.loads(cli.main("status", "--json", cwd=repo).stdout)[0]["state"] == "canceled"
 
 
 def test_cancel_kills_a_tree_known_only_by_its_marker(repo: Path, tmp_path: Path) -> None:
