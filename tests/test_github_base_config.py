@@ -15,8 +15,8 @@ from pathlib import Path
 
 from tests.conftest import FAKES, git
 from tests.github_standin import GitHubStandIn, gh
+from tests.helpers.action_runner import Runner, add_pull, pr_event, runner, states
 from tests.helpers.flow_config import command_agents
-from tests.test_github_action import Runner, add_pull, pr_event, runner, states
 
 __all__ = ["gh", "runner"]
 

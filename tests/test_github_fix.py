@@ -18,8 +18,7 @@ from gitflow_agents.github.action.fix import FixOutcome
 from gitflow_agents.github.action.fix_reply import FIX_MARKER, fix_reply
 from tests.conftest import FAKES, git
 from tests.github_standin import GitHubStandIn, Pull, gh
-from tests.helpers.flow_config import command_agents
-from tests.test_github_action import (
+from tests.helpers.action_runner import (
     BROKEN,
     FINE,
     Runner,
@@ -28,6 +27,7 @@ from tests.test_github_action import (
     runner,
     states,
 )
+from tests.helpers.flow_config import command_agents
 
 __all__ = ["gh", "runner"]
 

@@ -435,7 +435,7 @@ def test_agent_fix_turns_a_rejected_step_pull_request_green(
     """The existing ``/agent fix`` on a step PR: the implementer leaves a syntax error the builtin
     reviewer rejects; the fixer's commit lands on the step branch (on top of the ✅ mark), the
     review of the new head approves it, its status is green, and merging it marks step 1 ✅."""
-    from tests.test_github_action import BROKEN, Runner, comment_event
+    from tests.helpers.action_runner import BROKEN, Runner, comment_event
 
     script = tmp_path / "broken_then_edit.py"
     script.write_text(
