@@ -28,9 +28,9 @@ from gitflow_agents.base.redact_stream import LineMasker
 from gitflow_agents.runs.events import ConsoleChannel, EventHub, JsonlChannel, MemoryChannel
 from gitflow_agents.supervisor import output, supervise
 from tests.conftest import FAKES, Cli, git
+from tests.helpers.chain import configure, results
+from tests.helpers.chain import run as run_chain
 from tests.helpers.files import commit_files
-from tests.test_chain import configure, results
-from tests.test_chain import run as run_chain
 from tests.test_review_cli import run
 from tests.test_review_secrets import (
     AWS_KEY,

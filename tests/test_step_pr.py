@@ -22,8 +22,8 @@ import pytest
 
 from tests.conftest import FAKES, CliResult, git, init_repo
 from tests.github_standin import GitHubStandIn, gh
+from tests.helpers.chain import FAKE, PLAN, call
 from tests.standin_pulls import play_auto_merge
-from tests.test_chain import FAKE, PLAN, call
 
 __all__ = ["gh"]
 

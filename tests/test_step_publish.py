@@ -21,7 +21,7 @@ from gitflow_agents.github.pr.body import CHANGES_LABEL, END, is_step_pull, titl
 from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, client_for, gh, simple_pull
-from tests.test_chain import call
+from tests.helpers.chain import call
 from tests.test_step_pr import BRANCH, FAKE, env, origin_sha, run_pr, setup_repo, summaries
 
 __all__ = ["env", "gh"]
