@@ -17,7 +17,7 @@ from typing import Any
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.chain import FAKE, PLAN, call, results
-from tests.test_step_pr import BRANCH, env, run_pr, setup_repo, summaries
+from tests.helpers.step_pr import BRANCH, env, run_pr, setup_repo, summaries
 
 __all__ = ["env", "gh"]
 

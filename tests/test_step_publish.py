@@ -22,7 +22,7 @@ from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, client_for, gh, simple_pull
 from tests.helpers.chain import call
-from tests.test_step_pr import BRANCH, FAKE, env, origin_sha, run_pr, setup_repo, summaries
+from tests.helpers.step_pr import BRANCH, FAKE, env, origin_sha, run_pr, setup_repo, summaries
 
 __all__ = ["env", "gh"]
 
