@@ -306,7 +306,8 @@ def test_every_format_prints(feature: Path, run: Cli) -> None:
         assert "src/app.py" in result.stdout, fmt
 
 
-def test_usage_errors_exit_2(repo: Path, tmp_path: Path) -> None:
+def test_usage_errors_exit_2(repo: Path, tmp_path: Path, run: Cli) -> None:
+    """The first as the console script (its exit status and line), the others in-process."""
     result = review_proc("no-such-rev", cwd=repo)
     assert (result.returncode, result.stderr.strip()) == (
         2,
@@ -314,12 +315,12 @@ def test_usage_errors_exit_2(repo: Path, tmp_path: Path) -> None:
     )
     outside = tmp_path / "plain"
     outside.mkdir()
-    result = review_proc(cwd=outside)
+    result = run.review(cwd=outside)
     assert result.returncode == 2
     assert "not a git repository" in result.stderr
     assert "Traceback" not in result.stderr
-    assert review_proc("--format", "xml", cwd=repo).returncode == 2
-    result = review_proc("HEAD", "--agent", "nobody", cwd=repo)
+    assert run.review("--format", "xml", cwd=repo).returncode == 2
+    result = run.review("HEAD", "--agent", "nobody", cwd=repo)
     assert result.returncode == 2
     assert "nobody" in result.stderr and "Traceback" not in result.stderr
 
