@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import io
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -182,13 +186,37 @@ def repo(tmp_path: Path, isolated_home: Path) -> Iterator[Path]:
 
 
 def init_repo(path: Path) -> Path:
-    """A git repository at ``path`` with one commit on ``main`` (what ``repo`` gives)."""
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    (path / "README.md").write_text("# demo\n")
-    git(path, "add", "README.md")
-    git(path, "commit", "-q", "-m", "initial")
+    """A git repository at ``path`` with one commit on ``main`` (what ``repo`` gives): a copy of
+    a template this process built once (the author, committer and dates of ``GIT_ENV`` make
+    every copy the same commit a fresh ``git init`` + commit would give, without its three git
+    processes per test)."""
+    shutil.copytree(_repo_template(), path, symlinks=True)
     return path
+
+
+_TEMPLATE: list[Path] = []  # the template of ``init_repo``, built on first use in this process
+
+
+def _repo_template() -> Path:
+    if not _TEMPLATE:
+        box = Path(tempfile.mkdtemp(prefix="gitflow-agents-test-repo-"))
+        atexit.register(shutil.rmtree, box, ignore_errors=True)
+        template = box / "repo"
+        template.mkdir()
+        env = {**os.environ, **GIT_ENV, "HOME": str(box), "XDG_CONFIG_HOME": str(box)}
+        for key in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE"):
+            env.pop(key, None)
+        (template / "README.md").write_text("# demo\n")
+        for args in (("init", "-q", "-b", "main"), ("add", "README.md")):
+            subprocess.run(["git", *args], cwd=template, env=env, check=True)
+        subprocess.run(
+            ["git", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "initial"],
+            cwd=template,
+            env=env,
+            check=True,
+        )
+        _TEMPLATE.append(template)
+    return _TEMPLATE[0]
 
 
 class CliResult(NamedTuple):
@@ -214,6 +242,25 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
         timeout=120,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def cli_main(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> CliResult:
+    """``gitflow-agents ARGS`` called in this process without fixtures (also from a module- or
+    session-scoped one): the console script's ``cli.main`` with its exit code (argparse's too)
+    and what it printed, ``cwd`` and ``env`` set for the call only."""
+    from gitflow_agents import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        for key, value in (env or {}).items():
+            patch.setenv(key, value)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(list(args))
+            except SystemExit as exc:  # argparse
+                code = int(exc.code or 0)
+    return CliResult(code, out.getvalue(), err.getvalue())
 
 
 class Cli:
@@ -249,10 +296,22 @@ class Cli:
 
         return self._call(cli.main, args, cwd, env)
 
+    def review(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
+        """``git agent-review`` (its console script's ``main``)."""
+        from gitflow_agents import git_agent_review
+
+        return self._call(git_agent_review.main, args, cwd, env)
+
 
 @pytest.fixture
 def cli_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     return Cli(monkeypatch, capsys)
+
+
+@pytest.fixture
+def cli(cli_run: Cli) -> Cli:
+    """``cli_run`` by its short name: the commands in-process (agents stay real processes)."""
+    return cli_run
 
 
 def wait_until(condition: Callable[[], object], timeout: float) -> None:

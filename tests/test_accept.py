@@ -20,8 +20,8 @@ from gitflow_agents.findings import (
 from gitflow_agents.findings.baseline import BASELINE_KIND, DEFAULT_BASELINE
 from gitflow_agents.findings.settings import glob_regex
 from gitflow_agents.reviewer import read_review_note
-from tests.conftest import git
-from tests.test_review_cli import Cli, commit
+from tests.conftest import Cli, git
+from tests.helpers.files import commit_files
 
 __all__ = ["run"]
 
@@ -33,7 +33,7 @@ AWS_2 = "AKIA" + "Z3X7Q2LMN4PQRS8T"
 
 def feature(repo: Path, files: dict[str, str]) -> str:
     git(repo, "checkout", "-q", "-b", "feature")
-    return commit(repo, files)
+    return commit_files(repo, files)
 
 
 def review_json(run: Cli, repo: Path, *args: str) -> tuple[int, dict[str, object]]:
@@ -271,7 +271,7 @@ def test_write_baseline_records_the_findings_and_later_reviews_report_only_new_o
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
 
     # A new secret is reported; the recorded one is accepted, and lines moving keeps it so.
-    commit(repo, {"keys.py": f'# moved down\nKEY = "{AWS}"\nOTHER = "{AWS_2}"\n'})
+    commit_files(repo, {"keys.py": f'# moved down\nKEY = "{AWS}"\nOTHER = "{AWS_2}"\n'})
     code, out = review_json(run, repo)
     assert code == 1
     assert rules(out["findings"]) == [(3, "aws-access-key")]
@@ -289,10 +289,10 @@ def test_write_baseline_accepts_a_secret_only_an_earlier_commit_adds(
     acceptance compares is the one the outputs show and the baseline records."""
     feature(repo, {"keys.py": f'KEY = "{AWS}"\n'})
     if kept:
-        commit(repo, {"keys.py": "KEY = None\n"})
+        commit_files(repo, {"keys.py": "KEY = None\n"})
     else:
         (repo / "keys.py").unlink()
-        commit(repo, {})
+        commit_files(repo, {})
     code, before = review_json(run, repo)
     findings = before["findings"]
     assert code == 1 and isinstance(findings, list)
@@ -310,7 +310,7 @@ def test_write_baseline_accepts_a_secret_only_an_earlier_commit_adds(
 def test_write_baseline_keeps_what_the_file_holds(run: Cli, repo: Path) -> None:
     feature(repo, {"keys.py": f'KEY = "{AWS}"\n'})
     assert run.review("--write-baseline", cwd=repo).returncode == 0
-    commit(repo, {"other.py": f'KEY = "{AWS_2}"\n'})
+    commit_files(repo, {"other.py": f'KEY = "{AWS_2}"\n'})
     result = run.review("HEAD", "--write-baseline", cwd=repo)  # only the last commit
     assert result.returncode == 0
     assert "1 finding(s) added, 2 recorded" in result.stderr

@@ -20,8 +20,8 @@ from gitflow_agents.runs import RESULT_SCHEMAS
 from gitflow_agents.runs.events import EventHub, MemoryChannel
 from gitflow_agents.supervisor import Limits, Status
 
-from .conftest import FAKES, git
-from .test_review_cli import Cli, configure_reviewers
+from .conftest import FAKES, Cli, git
+from .test_review_cli import configure_reviewers
 
 FAKE = FAKES / "fake_agent"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,19 +13,7 @@ from gitflow_agents.git import blobs
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin
 from tests.conftest import git
-
-
-def commit_files(repo: Path, files: dict[str, str | bytes]) -> str:
-    for name, content in files.items():
-        path = repo / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "files")
-    return g.head_sha(repo)
+from tests.helpers.files import commit_files, detached_repository
 
 
 def cat_file_calls(trace: Path) -> list[str]:
@@ -133,17 +120,9 @@ def test_the_hook_environment_is_scrubbed(
 
 def test_an_explicit_repository_is_honoured(tmp_path: Path) -> None:
     """``git --git-dir=X --work-tree=Y agent-review``: the user's GIT_DIR reaches cat-file."""
-    store, tree = tmp_path / "store.git", tmp_path / "tree"
-    tree.mkdir()
-    git(tmp_path, "init", "-q", "--bare", str(store))
-    layout = {**os.environ, "GIT_DIR": str(store), "GIT_WORK_TREE": str(tree)}
-    (tree / "a.txt").write_text("in the store\n")
-    for args in (("add", "a.txt"), ("commit", "-q", "-m", "first")):
-        subprocess.run(["git", *args], cwd=tree, env=layout, check=True)
-    with (
-        g.explicit_repository({"GIT_DIR": str(store), "GIT_WORK_TREE": str(tree)}),
-        g.BlobReader(tree) as reader,
-    ):
+    detached = detached_repository(tmp_path)
+    detached.commit({"a.txt": "in the store\n"}, "first")
+    with g.explicit_repository(detached.env), g.BlobReader(detached.tree) as reader:
         assert reader.text("HEAD:a.txt") == "in the store\n"
 
 

@@ -17,6 +17,7 @@ from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin, syntax
 from gitflow_agents.reviewer.checks import CheckOptions
 from tests.conftest import git
+from tests.helpers.files import commit_files
 
 # Built at run time so this file itself never holds a literal secret-shaped string.
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
@@ -34,23 +35,8 @@ def review(
     threshold: Severity = Severity.ERROR,
     options: CheckOptions | None = None,
 ) -> builtin.BuiltinResult:
-    for name, content in (base_files or {}).items():
-        path = repo / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "base")
-    base = g.head_sha(repo)
-    for name, content in files.items():
-        path = repo / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "change")
-    spec = g.DiffSpec(base, g.head_sha(repo))
+    base = commit_files(repo, base_files or {}, "base", allow_empty=True)
+    spec = g.DiffSpec(base, commit_files(repo, files))
     return builtin.review_diff(repo, spec, threshold=threshold, options=options)
 
 

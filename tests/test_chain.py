@@ -1,14 +1,12 @@
 """Full chains on real temporary repositories with fake agents (tests/fakes/fake_flow_agent).
 
 The commands run in this process (``cli.main``, what the console script calls): real git and
-real fake-agent processes, without a Python start-up per command. The tests of exit codes 1, 2
-and 3 run the console script as a subprocess (``run_proc``).
+real fake-agent processes, without a Python start-up per command. One test of each exit code 1,
+2 and 3 runs the console script as a subprocess (``run_proc``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -18,135 +16,23 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from .conftest import FAKES, CliResult, git, init_repo, isolate_home, run_cli
-
-FAKE = FAKES / "fake_flow_agent"
-MARKER = "<!-- gitflow-agents:git-stats -->"
-
-PLAN = """\
-# Plan: Feature
-
-Overview of the feature.
-
-## Implementation Steps
-
-### Status: ❌ | Step 1: Add the module
-
-Add src/new_module.py.
-
-### Status: ❌ | Step 2: Polish
-
-Polish it.
-"""
-
-
-def _agent(role: str, mode: str, sleep: float = 0.0) -> str:
-    argv = [sys.executable, str(FAKE), role, mode] + (["--sleep", str(sleep)] if sleep else [])
-    return f"    adapter: command\n    command: {json.dumps(argv)}\n"
-
-
-def configure(
-    repo: Path,
-    *,
-    implementer: str = "edit",
-    reviewer: str = "approve",
-    fixer: str = "fix",
-    extra_reviewers: dict[str, str] | None = None,
-    sleep: float = 0.0,
-) -> None:
-    """Write .flow/base.yaml with fake agents (not committed: config is read from the user's
-    tree) and commit a plan and a file the implementer renames."""
-    reviewers = {"reviewer": reviewer, **(extra_reviewers or {})}
-    text = (
-        "flow_dir: flows\ndefault_branch: main\n"
-        "defaults:\n  stuck_timeout_secs: 20\n  max_wait_secs: 30\n"
-        "completion_workflow:\n"
-        f'  template: "Write {{report_file}}; rename it to {{success_file}} or {{failed_file}}. '
-        f'Modified files: {MARKER}"\n'
-        "agents:\n"
-        f"  builder:\n{_agent('implementer', implementer, sleep)}"
-        f"  fixer:\n{_agent('fixer', fixer)}"
-    )
-    for name, mode in reviewers.items():
-        text += f"  {name}:\n{_agent('reviewer', mode, sleep)}"
-    (repo / ".flow").mkdir(exist_ok=True)
-    (repo / ".flow" / "base.yaml").write_text(text)
-    (repo / "specs").mkdir(exist_ok=True)
-    (repo / "specs" / "feature.md").write_text(PLAN)
-    (repo / "docs").mkdir(exist_ok=True)
-    (repo / "docs" / "old.md").write_text("a document\nwith lines\n")
-    git(repo, "add", "specs", "docs")
-    git(repo, "commit", "-q", "-m", "plan")
-    (repo / ".git" / "info").mkdir(exist_ok=True)
-    with (repo / ".git" / "info" / "exclude").open("a") as handle:
-        handle.write("/.flow/\n")
-
-
-def call(repo: Path, *args: str) -> CliResult:
-    """``gitflow-agents ARGS`` started in ``repo``, in this process: ``cli.main`` with its exit
-    code and what it printed."""
-    from gitflow_agents import cli
-
-    out, err = io.StringIO(), io.StringIO()
-    cwd = Path.cwd()
-    os.chdir(repo)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = cli.main(list(args))
-            except SystemExit as exc:  # argparse
-                code = int(exc.code or 0)
-    finally:
-        os.chdir(cwd)
-    return CliResult(code, out.getvalue(), err.getvalue())
-
-
-RUN_ARGS = ("run", "specs/feature.md", "--quiet", "--kill-grace", "0.2")
-
-
-def run(repo: Path, *args: str) -> CliResult:
-    return call(repo, *RUN_ARGS, *args)
-
-
-def run_proc(repo: Path, *args: str) -> CliResult:
-    """``run`` through the console script, as a real process (its exit status)."""
-    return run_cli(*RUN_ARGS, *args, cwd=repo)
-
-
-def results(repo: Path) -> list[dict[str, Any]]:
-    runs = sorted((repo / "flows" / "feature" / "runs").glob("*/result.json"))
-    found = [json.loads(p.read_text()) for p in runs]
-    return [r for r in found if r.get("run", {}).get("kind") == "chain"]
-
-
-def step_status(repo: Path, step: int) -> str:
-    line = next(
-        ln
-        for ln in (repo / "specs" / "feature.md").read_text().splitlines()
-        if f"Step {step}:" in ln
-    )
-    return line.split("|")[0].removeprefix("### Status:").strip()
-
-
-def committed_status(repo: Path, ref: str, step: int) -> str:
-    """The step's status in the plan as ``ref`` has it committed (a clean checkout of ``ref``)."""
-    text = git(repo, "show", f"{ref}:specs/feature.md")
-    line = next(ln for ln in text.splitlines() if f"Step {step}:" in ln)
-    return line.split("|")[0].removeprefix("### Status:").strip()
-
-
-def note(repo: Path, sha: str) -> dict[str, Any] | None:
-    proc = subprocess.run(
-        ["git", "-C", str(repo), "notes", "--ref=refs/notes/gitflow-agents", "show", sha],
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(proc.stdout) if proc.returncode == 0 else None
-
-
-def main_sha(repo: Path) -> str:
-    return git(repo, "rev-parse", "main").strip()
-
+from .conftest import CliResult, git, init_repo, isolate_home
+from .helpers.chain import (
+    FAKE,
+    MARKER,
+    PLAN,
+    RUN_ARGS,
+    _agent,
+    call,
+    committed_status,
+    configure,
+    main_sha,
+    note,
+    results,
+    run,
+    run_proc,
+    step_status,
+)
 
 # --- a step approved the first time: one chain, one test per thing it did -------------------
 
@@ -345,7 +231,7 @@ def test_crashing_implementer_exits_3_and_still_writes_the_record(repo: Path) ->
 def test_crashing_reviewer_exits_3(repo: Path) -> None:
     configure(repo, reviewer="crash")
     before = main_sha(repo)
-    out = run_proc(repo, "--step", "1")
+    out = run(repo, "--step", "1")
     assert out.returncode == 3, out.stderr + out.stdout
     assert main_sha(repo) == before
     assert results(repo)[0]["chain"]["agents"][-1]["agentId"] == "step-01-reviewer-1"
@@ -378,9 +264,14 @@ STAMP = """\
 import subprocess, sys, time
 from pathlib import Path
 
-out = Path(sys.argv[1])
+out, count = Path(sys.argv[1]), int(sys.argv[2])
 out.write_text(f"{time.time()!r}\\n")
-code = subprocess.call(sys.argv[2:])
+# Wait until every reviewer has started (10 s at most, a bound, not a duration): run one after
+# the other, the first waits in vain and ends before the next one starts.
+deadline = time.monotonic() + 10
+while len(list(out.parent.glob("*.times"))) < count and time.monotonic() < deadline:
+    time.sleep(0.01)
+code = subprocess.call(sys.argv[3:])
 out.write_text(out.read_text() + f"{time.time()!r}\\n")
 sys.exit(code)
 """
@@ -396,8 +287,8 @@ def test_parallel_reviewers_run_concurrently(repo: Path, tmp_path: Path) -> None
     names = ["r1", "r2", "r3", "r4"]
     text = (repo / ".flow" / "base.yaml").read_text()
     for name in names:
-        argv = [sys.executable, str(stamp), str(tmp_path / f"{name}.times")]
-        argv += [sys.executable, str(FAKE), "reviewer", "approve", "--sleep", "1"]
+        argv = [sys.executable, str(stamp), str(tmp_path / f"{name}.times"), str(len(names))]
+        argv += [sys.executable, str(FAKE), "reviewer", "approve"]
         text += f"  {name}:\n    adapter: command\n    command: {json.dumps(argv)}\n"
     (repo / ".flow" / "base.yaml").write_text(text)
     out = run(repo, "--step", "1", "--reviewers", ",".join(names))
@@ -718,7 +609,7 @@ def test_run_with_a_missing_reviewer_cli_stops_before_the_implementer(repo: Path
     )
     config.write_text(config.read_text().replace(reviewer, missing))
     before = main_sha(repo)
-    out = run_proc(repo, "--step", "1")
+    out = run(repo, "--step", "1")
     assert out.returncode == 3
     (line,) = out.stderr.splitlines()
     assert "agent 'reviewer': the codex CLI is not installed" in line
@@ -869,8 +760,8 @@ def test_parallel_reviewers_are_all_prepared_before_any_starts(repo: Path) -> No
     launched = [i for i, (kind, _) in enumerate(kinds) if kind == "agent:start"]
     assert len(starts) == len(launched) == 3
     assert max(starts) < min(launched)  # every prompt and launch spec first, then the processes
-    for run in review.agents:
-        assert (repo / "flows/round/agents" / run.agent_id / "system_prompt.md").exists()
+    for agent in review.agents:
+        assert (repo / "flows/round/agents" / agent.agent_id / "system_prompt.md").exists()
 
 
 def test_a_reviewer_that_cannot_be_prepared_starts_none(repo: Path) -> None:

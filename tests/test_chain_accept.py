@@ -16,8 +16,8 @@ from typing import Any
 
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, gh
-from tests.test_chain import FAKE, PLAN, call, results
-from tests.test_step_pr import BRANCH, env, run_pr, setup_repo, summaries
+from tests.helpers.chain import FAKE, PLAN, call, results
+from tests.helpers.step_pr import BRANCH, env, run_pr, setup_repo, summaries
 
 __all__ = ["env", "gh"]
 

@@ -22,7 +22,7 @@ import pytest
 from gitflow_agents.git import queries as g
 
 from .conftest import ROOT, git, init_repo, running_agent, wait_until
-from .test_chain import (
+from .helpers.chain import (
     FAKE,
     call,
     committed_status,

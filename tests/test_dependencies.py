@@ -5,6 +5,7 @@ that covers each supported Python where the import can happen (``tomli`` before 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from importlib.metadata import distributions, packages_distributions, version
@@ -40,6 +41,7 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
+@functools.cache  # two tests read it: the package's files are parsed once
 def third_party_imports() -> dict[str, list[str]]:
     """Module name -> the package files importing it, for modules outside the standard library."""
     found: dict[str, list[str]] = {}
@@ -56,10 +58,13 @@ def declared() -> dict[str, Requirement]:
     return {canonicalize_name(r.name): r for r in map(Requirement, deps)}
 
 
+_packages_distributions = functools.cache(packages_distributions)  # reads every installed one
+
+
 def distribution_of(module: str) -> str:
     """The distribution that provides ``module`` here; a module not installed in this Python
     (tomli on 3.11+) is taken to be its own distribution's name."""
-    dists = packages_distributions().get(module) or [module]
+    dists = _packages_distributions().get(module) or [module]
     return canonicalize_name(dists[0])
 
 

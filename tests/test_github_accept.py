@@ -10,9 +10,10 @@ from pathlib import Path
 
 from gitflow_agents.findings import fingerprint
 from gitflow_agents.findings.baseline import BASELINE_KIND, DEFAULT_BASELINE
+from gitflow_agents.github.action.comment import MARKER
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, gh
-from tests.test_github_action import MARKER, Runner, add_pull, pr_event, runner, states
+from tests.helpers.action_runner import Runner, add_pull, pr_event, runner, states
 
 __all__ = ["gh", "runner"]
 

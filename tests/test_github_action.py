@@ -3,217 +3,47 @@
 Each test builds what a runner provides: a real git checkout with the PR's base and head
 commits, the webhook payload at GITHUB_EVENT_PATH, the GITHUB_OUTPUT and GITHUB_STEP_SUMMARY
 files, and GITHUB_API_URL pointing at the stand-in (as GitHub Enterprise would). Outputs are
-read back the way the runner reads them. ``Runner`` calls the CLI in this process
-(``cli_in_process``: the same parsing, dispatch and exit codes, without a Python start-up per
-run); the ``run:`` step of action.yml and the check outside Actions run real processes.
+read back the way the runner reads them (``tests/helpers/action_runner.py``). ``Runner`` calls the
+CLI in this process; the ``run:`` step of action.yml and the check outside Actions run real
+processes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from gitflow_agents import cli
 from gitflow_agents.base.errors import ExitCode, InputError
 from gitflow_agents.findings import Severity
 from gitflow_agents.github.action.comment import MARKER
 from gitflow_agents.github.action.event import Trigger, decide, load_event, parse_command
 from gitflow_agents.github.action.runner import Options
-from tests.conftest import ROOT, CliResult, git, run_cli
+from tests.conftest import ROOT, cli_main, run_cli
 from tests.github_events import (
-    issue_comment_event,
-    pull_request_event,
     push_event,
     user,
-    write_event,
 )
 from tests.github_standin import GitHubStandIn, Pull, gh
+from tests.helpers.action_runner import (
+    BROKEN,
+    FINE,
+    Runner,
+    add_pull,
+    comment_event,
+    pr_event,
+    runner,
+    states,
+)
 
-__all__ = ["gh"]
-
-BROKEN = "def ok():\n    return 1\n\n\ndef broken(:\n    pass\n"
-FINE = "def ok():\n    return 1\n"
-
-
-# ---------------------------------------------------------------------------------------------
-# Runner-shaped set-up
-# ---------------------------------------------------------------------------------------------
-
-
-def make_pr(repo: Path, files: dict[str, str]) -> tuple[str, str]:
-    """Commit ``files`` on a feature branch off main; (base sha, head sha)."""
-    base = git(repo, "rev-parse", "HEAD").strip()
-    git(repo, "checkout", "-q", "-b", "feature")
-    for name, text in files.items():
-        (repo / name).write_text(text)
-        git(repo, "add", name)
-    git(repo, "commit", "-q", "-m", "feature work")
-    head = git(repo, "rev-parse", "HEAD").strip()
-    git(repo, "checkout", "-q", "main")
-    return base, head
-
-
-def pr_files(repo: Path, base: str, head: str) -> list[dict[str, Any]]:
-    """The PR's files as GitHub lists them: the unified diff from the first hunk on."""
-    out = []
-    for line in git(repo, "diff", "--name-status", base, head).splitlines():
-        status, name = line.split("\t", 1)
-        diff = git(repo, "diff", "--no-color", base, head, "--", name)
-        patch = diff[diff.index("@@") :].rstrip("\n") if "@@" in diff else None
-        out.append(
-            {
-                "filename": name,
-                "status": {"A": "added", "M": "modified", "D": "removed"}[status[0]],
-                "patch": patch,
-            }
-        )
-    return out
-
-
-def add_pull(gh: GitHubStandIn, repo: Path, files: dict[str, str], **kwargs: Any) -> Pull:
-    base, head = make_pr(repo, files)
-    return gh.add_pull(Pull(7, head, base, pr_files(repo, base, head), **kwargs))
-
-
-def pr_event(gh: GitHubStandIn, pull: Pull, action: str = "opened", **extra: Any) -> dict[str, Any]:
-    """The ``pull_request`` payload GitHub sends for ``pull`` (tests/github_events.py)."""
-    event = pull_request_event(
-        gh.full_name,
-        pull.number,
-        pull.head_sha,
-        pull.base_sha,
-        action=action,
-        title=pull.title,
-        draft=pull.draft,
-        author=pull.author,
-        head_repo=pull.head_repo,
-    )
-    return {**event, **extra}
-
-
-def comment_event(gh: GitHubStandIn, number: int, login: str, body: str) -> dict[str, Any]:
-    """The ``issue_comment`` payload of a new comment on pull request ``number``."""
-    return issue_comment_event(gh.full_name, number, login, body)
-
-
-class Runner:
-    """The files and variables a runner gives one step."""
-
-    def __init__(self, tmp_path: Path, gh: GitHubStandIn, repo: Path) -> None:
-        self.tmp = tmp_path / "runner"
-        self.tmp.mkdir(exist_ok=True)
-        self.gh = gh
-        self.repo = repo
-        self.output = self.tmp / "output"
-        self.summary = self.tmp / "step_summary.md"
-
-    def env(self, event_name: str, event: Any, token: str) -> dict[str, str]:
-        event_path = self.tmp / "event.json"
-        if isinstance(event, str):  # a test about a malformed payload: its bytes as given
-            event_path.write_text(event)
-        else:  # held to GitHub's webhook schema first
-            write_event(event_path, event_name, event)
-        self.output.write_text("")
-        self.summary.write_text("")
-        return {
-            "CI": "true",
-            "GITHUB_ACTIONS": "true",
-            "GITHUB_EVENT_NAME": event_name,
-            "GITHUB_EVENT_PATH": str(event_path),
-            "GITHUB_REPOSITORY": self.gh.full_name,
-            "GITHUB_OUTPUT": str(self.output),
-            "GITHUB_STEP_SUMMARY": str(self.summary),
-            "GITHUB_WORKSPACE": str(self.repo),
-            "GITHUB_API_URL": self.gh.base_url,
-            "GITHUB_SERVER_URL": "https://github.example",
-            "GITHUB_RUN_ID": "4242",
-            "GITHUB_RUN_ATTEMPT": "1",
-            "GITHUB_TOKEN": token,
-            "RUNNER_TEMP": str(self.tmp),
-            "GITFLOW_AGENTS_GITHUB_WRITE_DELAY": "0",
-            "GITFLOW_AGENTS_GITHUB_BACKOFF": "0",
-            "GITFLOW_AGENTS_GITHUB_RETRIES": "2",
-            "GITFLOW_AGENTS_GITHUB_MAX_WAIT": "0.05",  # rate-limit waits: tiny in tests
-        }
-
-    def run(self, event_name: str, event: Any, token: str = "tok-actions", *args: str) -> CliResult:
-        return self.run_with({}, event_name, event, *args, token=token)
-
-    def run_with(
-        self,
-        extra_env: dict[str, str],
-        event_name: str,
-        event: Any,
-        *args: str,
-        token: str = "tok-actions",
-        command: tuple[str, ...] = ("action",),
-    ) -> CliResult:
-        """``gitflow-agents action ARGS`` in this process (see ``cli_in_process``)."""
-        env = {**self.env(event_name, event, token), **extra_env}
-        return cli_in_process(*command, *args, cwd=self.repo, env=env)
-
-    def outputs(self) -> dict[str, str]:
-        return read_outputs(self.output.read_text())
-
-
-def cli_in_process(*args: str, cwd: Path, env: Mapping[str, str]) -> CliResult:
-    """``gitflow-agents ARGS`` called in this process: the console script's ``cli.main`` (same
-    parsing, dispatch, error lines and exit code), with ``env`` on top of the environment and
-    ``cwd`` as the working directory for the call, stdout and stderr captured. No Python
-    start-up per call; tests that need a real process use ``run_cli``."""
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(cwd)
-        for key, value in env.items():
-            patch.setenv(key, value)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(list(args))
-    return CliResult(code, out.getvalue(), err.getvalue())
-
-
-def read_outputs(text: str) -> dict[str, str]:
-    """Parse a GITHUB_OUTPUT file the way the runner does (``k=v`` and ``k<<DELIM`` blocks)."""
-    values: dict[str, str] = {}
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line:
-            continue
-        eq, heredoc = line.find("="), line.find("<<")
-        if heredoc != -1 and (eq == -1 or heredoc < eq):
-            name, delimiter = line[:heredoc], line[heredoc + 2 :]
-            body = []
-            while lines[i] != delimiter:
-                body.append(lines[i])
-                i += 1
-            i += 1
-            values[name] = "\n".join(body)
-        else:
-            values[line[:eq]] = line[eq + 1 :]
-    return values
-
-
-@pytest.fixture
-def runner(tmp_path: Path, gh: GitHubStandIn, repo: Path) -> Runner:
-    return Runner(tmp_path, gh, repo)
-
-
-def states(gh: GitHubStandIn, sha: str) -> list[str]:
-    return [s["state"] for s in gh.statuses_for(sha) if s["context"] == "gitflow-agents/review"]
-
+__all__ = ["gh", "runner"]
 
 # ---------------------------------------------------------------------------------------------
 # The action step from action.yml, run the way the runner runs a composite step
@@ -453,12 +283,12 @@ def test_malformed_event_payload_exits_2_naming_the_file(tmp_path: Path, repo: P
         "GITHUB_TOKEN": "unused",
     }
     event.write_text('{"action": "opened", ')
-    result = cli_in_process("action", cwd=repo, env=env)
+    result = cli_main("action", cwd=repo, env=env)
     assert result.returncode == 2
     assert str(event) in result.stderr
     assert "not valid JSON" in result.stderr and "Traceback" not in result.stderr
     event.write_text(json.dumps({"action": "opened", "pull_request": {"number": 7}}))
-    missing = cli_in_process("action", cwd=repo, env=env)
+    missing = cli_main("action", cwd=repo, env=env)
     assert missing.returncode == 2
     assert "event.json: pull_request.head.sha: missing" in missing.stderr
 

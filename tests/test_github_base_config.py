@@ -15,7 +15,8 @@ from pathlib import Path
 
 from tests.conftest import FAKES, git
 from tests.github_standin import GitHubStandIn, gh
-from tests.test_github_action import Runner, add_pull, pr_event, runner, states
+from tests.helpers.action_runner import Runner, add_pull, pr_event, runner, states
+from tests.helpers.flow_config import command_agents
 
 __all__ = ["gh", "runner"]
 
@@ -23,25 +24,10 @@ CALC = "def f(x):\n    return 1 / 0\n"
 
 
 def flow_config(reviewer_mode: str, extra_agent: str | None = None) -> str:
-    lines = [
-        "completion_workflow:",
-        '  template: "Rename {report_file} to {success_file}."',
-        "defaults:",
-        "  stuck_timeout_secs: 30",
-        "  max_wait_secs: 60",
-        "agents:",
-        "  gate:",
-        "    adapter: command",
-        f"    command: {json.dumps([sys.executable, str(FAKES / 'fake_reviewer'), reviewer_mode])}",
-        "    allow_env: [FAKE_REVIEWER_LOG]",
-    ]
+    agents = {"gate": [sys.executable, str(FAKES / "fake_reviewer"), reviewer_mode]}
     if extra_agent:
-        lines += [
-            f"  {extra_agent}:",
-            "    adapter: command",
-            f"    command: {json.dumps([sys.executable, str(FAKES / 'fake_reviewer'), 'approve'])}",
-        ]
-    return "\n".join(lines) + "\n"
+        agents[extra_agent] = [sys.executable, str(FAKES / "fake_reviewer"), "approve"]
+    return command_agents(agents, allow_env={"gate": ["FAKE_REVIEWER_LOG"]})
 
 
 def base_with_reviewer(repo: Path, mode: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from gitflow_agents.findings import Finding, GateResult, Overall, Review, Severity
 from gitflow_agents.github.action import checks
 from tests.github_standin import GitHubStandIn, gh
-from tests.test_github_action import BROKEN, FINE, Runner, add_pull, pr_event, runner, states
+from tests.helpers.action_runner import BROKEN, FINE, Runner, add_pull, pr_event, runner, states
 
 __all__ = ["gh", "runner"]
 

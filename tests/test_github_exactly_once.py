@@ -20,7 +20,7 @@ from gitflow_agents.github.action.publish import fit_summary, write_result_files
 from gitflow_agents.github.api.client import InlineComment
 from tests.conftest import git
 from tests.github_standin import APP_SLUG, APP_TOKEN, GitHubStandIn, Pull, client_for, gh
-from tests.test_github_action import (
+from tests.helpers.action_runner import (
     BROKEN,
     FINE,
     Runner,

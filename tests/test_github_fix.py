@@ -9,7 +9,6 @@ reviewer finds, so the pushed commit is approved by the review that runs after t
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from gitflow_agents.github.action.fix import FixOutcome
 from gitflow_agents.github.action.fix_reply import FIX_MARKER, fix_reply
 from tests.conftest import FAKES, git
 from tests.github_standin import GitHubStandIn, Pull, gh
-from tests.test_github_action import (
+from tests.helpers.action_runner import (
     BROKEN,
     FINE,
     Runner,
@@ -28,6 +27,7 @@ from tests.test_github_action import (
     runner,
     states,
 )
+from tests.helpers.flow_config import command_agents
 
 __all__ = ["gh", "runner"]
 
@@ -36,18 +36,7 @@ REPAIRED = BROKEN.replace("def broken(:", "def broken():")
 
 def flow_config(mode: str) -> str:
     command = [sys.executable, str(FAKES / "fake_fixer"), mode, "{system_prompt_file}"]
-    return (
-        "completion_workflow:\n"
-        '  template: "Rename {report_file} to {success_file}."\n'
-        "defaults:\n"
-        "  stuck_timeout_secs: 30\n"
-        "  max_wait_secs: 60\n"
-        "agents:\n"
-        "  fixer:\n"
-        "    adapter: command\n"
-        f"    command: {json.dumps(command)}\n"
-        "    allow_env: [FAKE_FIXER_RACE]\n"
-    )
+    return command_agents({"fixer": command}, allow_env={"fixer": ["FAKE_FIXER_RACE"]})
 
 
 def set_up(gh: GitHubStandIn, repo: Path, tmp_path: Path, mode: str, **pull: str) -> Pull:

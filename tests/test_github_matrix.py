@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, CliResult
-from tests.test_github_action import cli_in_process
+from tests.conftest import DATA, CliResult, cli_main
 
 
 def cli(*args: str, cwd: Path) -> CliResult:
-    return cli_in_process(*args, cwd=cwd, env={})
+    return cli_main(*args, cwd=cwd, env={})
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from gitflow_agents.github.api.values import MergeGroup
 from tests.conftest import git
 from tests.github_events import merge_group_event
 from tests.github_standin import GitHubStandIn, gh
-from tests.test_github_action import BROKEN, FINE, Runner, states
+from tests.helpers.action_runner import BROKEN, FINE, Runner, states
 from tests.test_github_base_config import flow_config
 
 __all__ = ["gh"]

@@ -21,7 +21,7 @@ from gitflow_agents.github.action.comment import RunRow
 from gitflow_agents.github.action.publish import load_findings, write_result_files
 from gitflow_agents.github.action.review import InlineOutcome, inline_note
 from tests.github_standin import GitHubStandIn, Pull, gh
-from tests.test_github_action import BROKEN, FINE, Runner, add_pull, pr_event, runner, states
+from tests.helpers.action_runner import BROKEN, FINE, Runner, add_pull, pr_event, runner, states
 
 __all__ = ["gh", "runner"]
 

@@ -15,7 +15,7 @@ from gitflow_agents.github.action.runner import (
     run_id_for,
     write_outputs,
 )
-from tests.test_github_action import read_outputs
+from tests.helpers.action_runner import read_outputs
 
 BASE = {
     "GITHUB_EVENT_NAME": "pull_request",

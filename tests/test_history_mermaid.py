@@ -18,7 +18,7 @@ from gitflow_agents.render.history import agent_results
 from gitflow_agents.render.mermaid import step_flowchart
 
 from .conftest import init_repo, isolate_home
-from .test_chain import call, configure, results, run
+from .helpers.chain import call, configure, results, run
 from .test_mermaid import skeleton
 
 

@@ -14,14 +14,11 @@ from gitflow_agents.github.action.event import decide, load_event, pull_from_eve
 from gitflow_agents.github.action.runner import Options
 from gitflow_agents.reviewer import parse_review_note
 
-from .test_spawn import Cli, setup_project
+from .conftest import Cli
+from .helpers.files import commit_files
+from .test_spawn import setup_project
 
 RUN_ID = "01900000-0000-7000-8000-000000000001"
-
-
-@pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(monkeypatch, capsys)
 
 
 @pytest.mark.parametrize(
@@ -224,16 +221,14 @@ def test_git_agent_review_of_a_report_with_lone_surrogates_renders_every_format(
     repo: Path, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    from .test_review_cli import Cli as ReviewCli
-    from .test_review_cli import commit
     from .test_review_secrets import reviewer_config
 
     report = tmp_path / "report.md"
     report.write_text(SURROGATE_REPORT)
-    commit(repo, {".flow/base.yaml": reviewer_config(report)}, "reviewer")
-    commit(repo, {"app.py": "x = 1\n"}, "change")
+    commit_files(repo, {".flow/base.yaml": reviewer_config(report)}, "reviewer")
+    commit_files(repo, {"app.py": "x = 1\n"}, "change")
     out = tmp_path / "out.txt"
-    result = ReviewCli(monkeypatch, capsys).review(
+    result = Cli(monkeypatch, capsys).review(
         "HEAD", "--agent", "leaky", "--format", fmt, "--output", str(out), cwd=repo
     )
     assert result.returncode == 1, result.stdout + result.stderr  # REVISE, one error finding

@@ -16,8 +16,8 @@ from gitflow_agents.github.api.settings import (
 )
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, gh
-from tests.test_github_action import FINE, Runner, add_pull, pr_event
-from tests.test_step_pr import BRANCH, env, origin_sha, run_pr, setup_repo
+from tests.helpers.action_runner import FINE, Runner, add_pull, pr_event
+from tests.helpers.step_pr import BRANCH, env, origin_sha, run_pr, setup_repo
 
 __all__ = ["env", "gh"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Cli, git
-from tests.test_chain import _agent, call, configure
+from tests.helpers.chain import _agent, call, configure
 from tests.test_session import setup as session_setup
 
 CAMEL = re.compile(r"[a-z][a-zA-Z0-9]*")

@@ -27,10 +27,11 @@ from gitflow_agents.base.redact import mask, redact_text
 from gitflow_agents.base.redact_stream import LineMasker
 from gitflow_agents.runs.events import ConsoleChannel, EventHub, JsonlChannel, MemoryChannel
 from gitflow_agents.supervisor import Launch, Limits, ReportFiles, output, supervise
-from tests.conftest import FAKES, git
-from tests.test_chain import configure, results
-from tests.test_chain import run as run_chain
-from tests.test_review_cli import Cli, commit, run
+from tests.conftest import FAKES, Cli, git
+from tests.helpers.chain import configure, results
+from tests.helpers.chain import run as run_chain
+from tests.helpers.files import commit_files
+from tests.test_review_cli import run
 from tests.test_review_secrets import (
     AWS_KEY,
     CHANGE,
@@ -252,8 +253,8 @@ def test_git_agent_review_masks_the_agents_output_on_every_run(
         json.dumps(str(report)) + "]", json.dumps(str(report)) + f', "--say", "{said}"]'
     )
     assert "--say" in config
-    commit(repo, {".flow/base.yaml": config}, "reviewer")
-    commit(repo, CHANGE, "leak")
+    commit_files(repo, {".flow/base.yaml": config}, "reviewer")
+    commit_files(repo, CHANGE, "leak")
     for attempt in (1, 2):  # the second review of the same change: the same masking
         result = run.review("HEAD", "--agent", "leaky", "--format", "json", cwd=repo)
         assert result.returncode == 1, result.stdout + result.stderr
@@ -312,7 +313,7 @@ def assert_no_secret_in_flows(repo: Path, terminal: str) -> None:
 
 def test_status_and_history_mask_what_a_run_record_holds(repo: Path, run: Cli) -> None:
     config = 'flow_dir: flows\ncompletion_workflow:\n  template: "Rename {report_file}."\n'
-    commit(repo, {".flow/base.yaml": config}, "config")
+    commit_files(repo, {".flow/base.yaml": config}, "config")
     run_dir = repo / "flows" / "f" / "runs" / "0190c1e2-0000-7000-8000-000000000001"
     run_dir.mkdir(parents=True)
     leak = f"{AWS_KEY} {GH_TOKEN}"

@@ -21,15 +21,15 @@ import pytest
 import tests.test_precommit as precommit_tests
 from gitflow_agents import __version__
 from tests.conftest import ROOT
+from tests.helpers.offline_pip import offline_pip_env
+from tests.helpers.once import once_per_session
 
 # The session fixture of tests/test_precommit.py: wheels of the build backend and of every
 # runtime dependency, built once per requirements and Python version and kept in the temp dir.
 wheelhouse = precommit_tests.wheelhouse
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+def _build_wheel(out: Path) -> None:
     subprocess.run(
         [
             sys.executable,
@@ -46,18 +46,28 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
         capture_output=True,
     )
-    (built,) = out.glob("gitflow_agents-*.whl")
-    return built
 
 
-@pytest.fixture(scope="module")
-def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sdist, built by the build backend's own PEP 517 hook (what `python -m build` calls)."""
-    out = tmp_path_factory.mktemp("sdist")
+def _build_sdist(out: Path) -> None:
     code = "import sys; from hatchling.build import build_sdist; print(build_sdist(sys.argv[1]))"
     subprocess.run(
         [sys.executable, "-c", code, str(out)], cwd=ROOT, check=True, capture_output=True
     )
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built once per session (for every xdist worker)."""
+    out = once_per_session(tmp_path_factory, "wheel", _build_wheel)
+    (built,) = out.glob("gitflow_agents-*.whl")
+    return built
+
+
+@pytest.fixture(scope="session")
+def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist, built by the build backend's own PEP 517 hook (what `python -m build` calls),
+    once per session."""
+    out = once_per_session(tmp_path_factory, "sdist", _build_sdist)
     (built,) = out.glob("gitflow_agents-*.tar.gz")
     return built
 
@@ -172,14 +182,7 @@ def installed(
     built: Path = request.getfixturevalue(request.param)
     target = tmp_path_factory.mktemp(f"venv-{request.param}")
     venv.create(target, with_pip=False)  # this pip installs into it (--python): no ensurepip
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
-    env.update(
-        PIP_CONFIG_FILE=os.devnull,
-        PIP_NO_INDEX="1",
-        PIP_FIND_LINKS=str(wheelhouse),
-        PIP_DISABLE_PIP_VERSION_CHECK="1",
-        PIP_NO_CACHE_DIR="1",
-    )
+    env = {**offline_pip_env(wheelhouse, drop=("PIP_", "PYTHON")), "PIP_NO_CACHE_DIR": "1"}
     pip = [sys.executable, "-m", "pip", "--python", str(target / "bin" / "python")]
     result = subprocess.run(
         [*pip, "install", "-q", "--no-compile", str(built)],

@@ -22,6 +22,7 @@ from gitflow_agents import cli
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import read_review_note
 from tests.conftest import GIT_ENV, ROOT, git
+from tests.helpers.offline_pip import offline_pip_env
 
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
 DEFECT = f'KEY = "{AWS_KEY}"\n\ndef handler(:\n    return KEY\n'
@@ -204,12 +205,8 @@ def wheelhouse() -> Path:
 
 @pytest.fixture
 def offline_env(wheelhouse: Path, tmp_path: Path, isolated_home: Path) -> Iterator[dict[str, str]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHONPATH"))}
+    env = offline_pip_env(wheelhouse)
     env.update(
-        PIP_CONFIG_FILE=os.devnull,
-        PIP_NO_INDEX="1",
-        PIP_FIND_LINKS=str(wheelhouse),
-        PIP_DISABLE_PIP_VERSION_CHECK="1",
         PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"),
         VIRTUALENV_OVERRIDE_APP_DATA=str(tmp_path / "virtualenv-app-data"),
         PRE_COMMIT_COLOR="never",

@@ -1,4 +1,5 @@
-"""``gitflow-agents prompt`` end to end: a real subprocess in a tmp project."""
+"""``gitflow-agents prompt`` end to end in a tmp project: in this process (``cli.main``, what the
+console script calls), and as a real subprocess for one prompt and one error."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import Cli, run_cli
 
 PLAN = "specs/example-plan.md"
 
@@ -36,8 +37,8 @@ def test_prints_the_prompt_for_a_plan_step(project: Path) -> None:
     assert result.stderr == ""
 
 
-def test_after_and_names_from_options(project: Path) -> None:
-    result = run_cli(
+def test_after_and_names_from_options(project: Path, cli_run: Cli) -> None:
+    result = cli_run.main(
         "prompt",
         "--agent=reviewer",
         f"--plan={PLAN}",
@@ -56,19 +57,19 @@ def test_after_and_names_from_options(project: Path) -> None:
     assert re.search(r"\n## Your Assignment\n\nReview this step:\n\n`{3,}md\n# Plan: ", out)
 
 
-def test_raw_task_from_text_and_file(project: Path, tmp_path: Path) -> None:
-    result = run_cli("prompt", "--agent", "planner", "--task", "Plan {x}.", cwd=project)
+def test_raw_task_from_text_and_file(project: Path, tmp_path: Path, cli_run: Cli) -> None:
+    result = cli_run.main("prompt", "--agent", "planner", "--task", "Plan {x}.", cwd=project)
     assert result.returncode == 0, result.stderr
     assert "- Flow: planner\n- Agent: planner\n" in result.stdout
     assert result.stdout.endswith("## Your Assignment\n\nPlan {x}.\n")
     task = tmp_path / "task.md"
     task.write_text("From a file.\n")
-    result = run_cli("prompt", "--agent", "planner", "--task", f"@{task}", cwd=project)
+    result = cli_run.main("prompt", "--agent", "planner", "--task", f"@{task}", cwd=project)
     assert result.stdout.endswith("## Your Assignment\n\nFrom a file.\n")
 
 
-def test_segments_table(project: Path) -> None:
-    result = run_cli(
+def test_segments_table(project: Path, cli_run: Cli) -> None:
+    result = cli_run.main(
         "prompt", "--agent", "builder", "--plan", PLAN, "--step", "1", "--segments", cwd=project
     )
     assert result.returncode == 0, result.stderr
@@ -83,10 +84,10 @@ def test_segments_table(project: Path) -> None:
     assert lines[-1].endswith(" lines")
 
 
-def test_segments_json_add_up_to_the_prompt(project: Path) -> None:
+def test_segments_json_add_up_to_the_prompt(project: Path, cli_run: Cli) -> None:
     args = ("prompt", "--agent", "builder", "--plan", PLAN, "--step", "1")
-    both = json.loads(run_cli(*args, "--json", cwd=project).stdout)
-    segments = json.loads(run_cli(*args, "--segments", "--json", cwd=project).stdout)
+    both = json.loads(cli_run.main(*args, "--json", cwd=project).stdout)
+    segments = json.loads(cli_run.main(*args, "--segments", "--json", cwd=project).stdout)
     assert "text" not in segments
     assert [s["scope"] for s in segments["segments"]] == [s["scope"] for s in both["segments"]]
     assert "".join(s["content"] for s in both["segments"]) == both["text"]
@@ -99,7 +100,7 @@ def test_segments_json_add_up_to_the_prompt(project: Path) -> None:
     }
 
 
-def test_agents_flow_agent(project: Path, tmp_path: Path) -> None:
+def test_agents_flow_agent(project: Path, tmp_path: Path, cli_run: Cli) -> None:
     root = tmp_path / "p"
     (root / ".agents-flow" / "agents").mkdir(parents=True)
     (root / ".git").mkdir()
@@ -108,7 +109,7 @@ def test_agents_flow_agent(project: Path, tmp_path: Path) -> None:
         "---\nname: Scout\ndescription: Looks around\nagentId: scout\noutput:\n  kind: text\n---\n"
         "You scout.\n"
     )
-    result = run_cli("prompt", "--agent", "scout", "--task", "Look.", "--segments", cwd=root)
+    result = cli_run.main("prompt", "--agent", "scout", "--task", "Look.", "--segments", cwd=root)
     assert result.returncode == 0, result.stderr
     assert "global-system-prompt" in result.stdout
     assert ".agents-flow/agents/scout.agent.md" in result.stdout
@@ -127,8 +128,10 @@ def test_agents_flow_agent(project: Path, tmp_path: Path) -> None:
         (("--agent", "builder", "--task", "x", "--after", ","), "--after: give one or more"),
     ],
 )
-def test_errors_are_one_line_exit_2(project: Path, args: tuple[str, ...], message: str) -> None:
-    result = run_cli("prompt", *args, cwd=project)
+def test_errors_are_one_line_exit_2(
+    project: Path, args: tuple[str, ...], message: str, cli_run: Cli
+) -> None:
+    result = cli_run.main("prompt", *args, cwd=project)
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1, result.stderr

@@ -17,8 +17,9 @@ from gitflow_agents.findings import Finding, Review, Severity
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import approval_status, read_review_note
 from gitflow_agents.reviewer.target import Target, exit_code, hook_target, resolve_target
-from tests.conftest import ROOT, CliResult, git
-from tests.conftest import Cli as ConftestCli
+from tests.conftest import ROOT, Cli, CliResult, git
+from tests.helpers.files import commit_files, detached_repository, write_executable
+from tests.helpers.flow_config import command_agents
 
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
 
@@ -36,11 +37,12 @@ def review_proc(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Cli
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
-class Cli(ConftestCli):
-    """The same in-process runner, with ``git agent-review`` (its console script's ``main``) too."""
-
-    def review(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
-        return self._call(git_agent_review.main, args, cwd, env)
+def agent_review_on_path(bin_dir: Path) -> Path:
+    """``bin_dir`` holding a ``git-agent-review`` shim, so ``git agent-review`` finds it on PATH."""
+    bin_dir.mkdir()
+    shim = f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents.git_agent_review "$@"\n'
+    write_executable(bin_dir / "git-agent-review", shim)
+    return bin_dir
 
 
 @pytest.fixture
@@ -48,21 +50,11 @@ def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> 
     return Cli(monkeypatch, capsys)
 
 
-def commit(repo: Path, files: dict[str, str], message: str = "change") -> str:
-    for name, text in files.items():
-        path = repo / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD").strip()
-
-
 @pytest.fixture
 def feature(repo: Path) -> Path:
     """``repo`` on branch ``feature`` with a leaked key and a syntax error (one commit)."""
     git(repo, "checkout", "-q", "-b", "feature")
-    commit(
+    commit_files(
         repo,
         {
             "src/app.py": "def run(:\n    return 1\n",
@@ -150,10 +142,10 @@ def test_gate_refuses_a_note_whose_base_is_the_reviewed_commit(repo: Path, run: 
 def test_ranges_two_dot_three_dot_and_single_commit(repo: Path, run: Cli) -> None:
     base = g.head_sha(repo)
     git(repo, "checkout", "-q", "-b", "feature")
-    first = commit(repo, {"a.py": "breakpoint()\n"}, "a")
-    second = commit(repo, {"b.py": "def f(:\n"}, "b")
+    first = commit_files(repo, {"a.py": "breakpoint()\n"}, "a")
+    second = commit_files(repo, {"b.py": "def f(:\n"}, "b")
     git(repo, "checkout", "-q", "main")
-    commit(repo, {"main.txt": "x\n"}, "main moves")
+    commit_files(repo, {"main.txt": "x\n"}, "main moves")
 
     def rules(*args: str) -> list[str]:
         out = run.review(*args, "--format", "json", "--no-note", cwd=repo).stdout
@@ -173,7 +165,7 @@ PRIVATE_KEY = "-----BEGIN " + "RSA PRIVATE KEY-----"
 
 def test_an_empty_range_records_no_approval_and_the_gate_refuses(repo: Path, run: Cli) -> None:
     """On the default branch the merge-base is HEAD: nothing is reviewed, so nothing is approved."""
-    head = commit(
+    head = commit_files(
         repo,
         {"leak.txt": f"{GITHUB_TOKEN}\n{PRIVATE_KEY}\n<<<<<<< HEAD\nours\n>>>>>>> theirs\n"},
         "defects straight on main",
@@ -203,7 +195,7 @@ def test_an_empty_range_in_a_machine_format_is_valid_and_not_approved(repo: Path
     assert "nothing to review" in data["reason"]
     assert "nothing to review" in result.stderr
     # a commit already contained in the base is nothing to review either
-    commit(repo, {"x.txt": "x\n"})
+    commit_files(repo, {"x.txt": "x\n"})
     result = run.review("HEAD..HEAD~1", cwd=repo)
     assert result.returncode == 0
     assert "is already contained in" in result.stdout
@@ -216,7 +208,7 @@ def pair(target: Target) -> tuple[str, str | None]:
 
 def test_target_resolution(repo: Path) -> None:
     base = g.head_sha(repo)
-    head = commit(repo, {"x.txt": "x\n"})
+    head = commit_files(repo, {"x.txt": "x\n"})
     assert pair(resolve_target(repo, "HEAD~1..", staged=False)) == (base, head)
     assert pair(resolve_target(repo, "..HEAD", staged=False)) == (head, head)
     assert pair(resolve_target(repo, "HEAD", staged=False)) == (base, head)
@@ -242,7 +234,7 @@ def test_staged_review_records_no_note(repo: Path, run: Cli) -> None:
 
 def test_hook_mode_reviews_the_pushed_range(repo: Path, run: Cli) -> None:
     base = g.head_sha(repo)
-    head = commit(repo, {"x.py": "import pdb\n"})
+    head = commit_files(repo, {"x.py": "import pdb\n"})
     env = {"PRE_COMMIT_FROM_REF": base, "PRE_COMMIT_TO_REF": head}
     result = run.review("--hook", "--fail-on", "warn", cwd=repo, env=env)
     assert result.returncode == 1
@@ -258,7 +250,7 @@ def test_pre_push_finds_a_secret_committed_and_removed_within_the_push(
     repo: Path, run: Cli
 ) -> None:
     base = g.head_sha(repo)
-    commit(repo, {"t.py": f'TOKEN = "{GITHUB_TOKEN}"\n'}, "add token")
+    commit_files(repo, {"t.py": f'TOKEN = "{GITHUB_TOKEN}"\n'}, "add token")
     git(repo, "rm", "-q", "t.py")
     git(repo, "commit", "-q", "-m", "remove token")
     head = g.head_sha(repo)
@@ -271,7 +263,7 @@ def test_pre_push_finds_a_secret_committed_and_removed_within_the_push(
 
 
 def test_severity_threshold_and_fail_on(repo: Path, run: Cli) -> None:
-    commit(repo, {"x.py": "breakpoint()\n"})
+    commit_files(repo, {"x.py": "breakpoint()\n"})
     assert run.review("HEAD", cwd=repo).returncode == 0
     assert run.review("HEAD", "--severity-threshold", "warn", cwd=repo).returncode == 1
     assert (
@@ -314,7 +306,8 @@ def test_every_format_prints(feature: Path, run: Cli) -> None:
         assert "src/app.py" in result.stdout, fmt
 
 
-def test_usage_errors_exit_2(repo: Path, tmp_path: Path) -> None:
+def test_usage_errors_exit_2(repo: Path, tmp_path: Path, run: Cli) -> None:
+    """The first as the console script (its exit status and line), the others in-process."""
     result = review_proc("no-such-rev", cwd=repo)
     assert (result.returncode, result.stderr.strip()) == (
         2,
@@ -322,12 +315,12 @@ def test_usage_errors_exit_2(repo: Path, tmp_path: Path) -> None:
     )
     outside = tmp_path / "plain"
     outside.mkdir()
-    result = review_proc(cwd=outside)
+    result = run.review(cwd=outside)
     assert result.returncode == 2
     assert "not a git repository" in result.stderr
     assert "Traceback" not in result.stderr
-    assert review_proc("--format", "xml", cwd=repo).returncode == 2
-    result = review_proc("HEAD", "--agent", "nobody", cwd=repo)
+    assert run.review("--format", "xml", cwd=repo).returncode == 2
+    result = run.review("HEAD", "--agent", "nobody", cwd=repo)
     assert result.returncode == 2
     assert "nobody" in result.stderr and "Traceback" not in result.stderr
 
@@ -343,7 +336,7 @@ def test_default_branch_from_origin_head(repo: Path, tmp_path: Path, run: Cli) -
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(repo), str(clone))
     git(clone, "checkout", "-q", "-b", "topic")
-    commit(clone, {"t.py": "x = 1\n"})
+    commit_files(clone, {"t.py": "x = 1\n"})
     result = run.review(cwd=clone)
     assert result.returncode == 0, result.stderr
     assert "origin/main (from refs/remotes/origin/HEAD)" in result.stderr
@@ -356,7 +349,7 @@ def test_default_branch_message_names_the_ref_used_and_why(
     git(tmp_path, "clone", "-q", str(repo), str(clone))
     git(clone, "remote", "set-head", "origin", "--delete")
     git(clone, "checkout", "-q", "-b", "topic")
-    commit(clone, {"t.py": "x = 1\n"})
+    commit_files(clone, {"t.py": "x = 1\n"})
     result = run.review(cwd=clone)
     assert result.returncode == 0, result.stderr
     assert (
@@ -367,11 +360,7 @@ def test_default_branch_message_names_the_ref_used_and_why(
 
 
 def test_git_runs_git_agent_review_from_path(feature: Path, tmp_path: Path, run: Cli) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "git-agent-review"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents.git_agent_review "$@"\n')
-    shim.chmod(0o755)
+    bin_dir = agent_review_on_path(tmp_path / "bin")
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
@@ -400,23 +389,13 @@ def test_git_runs_git_agent_review_from_path(feature: Path, tmp_path: Path, run:
 def test_explicit_git_dir_and_work_tree_are_honoured(tmp_path: Path) -> None:
     """``git --git-dir=X --work-tree=Y agent-review``: a repository git cannot discover from
     the work tree (the bare-repository-plus-work-tree layout of dotfiles managers)."""
-    store, tree = tmp_path / "store.git", tmp_path / "tree"
-    tree.mkdir()
-    git(tmp_path, "init", "-q", "--bare", str(store))
-    layout = {**os.environ, "GIT_DIR": str(store), "GIT_WORK_TREE": str(tree)}
-    (tree / "ok.py").write_text("x = 1\n")
-    for args in (("add", "ok.py"), ("commit", "-q", "-m", "first")):
-        subprocess.run(["git", *args], cwd=tree, env=layout, check=True)
-    (tree / "bad.py").write_text("def f(:\n")
-    for args in (("add", "bad.py"), ("commit", "-q", "-m", "second")):
-        subprocess.run(["git", *args], cwd=tree, env=layout, check=True)
+    detached = detached_repository(tmp_path)
+    store = detached.store
+    detached.commit({"ok.py": "x = 1\n"}, "first")
+    detached.commit({"bad.py": "def f(:\n"}, "second")
     head = git(store, "rev-parse", "HEAD").strip()
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "git-agent-review"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents.git_agent_review "$@"\n')
-    shim.chmod(0o755)
+    bin_dir = agent_review_on_path(tmp_path / "bin")
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     env["PYTHONPATH"] = str(ROOT)
     result = subprocess.run(
@@ -446,7 +425,7 @@ def test_hook_mode_ignores_an_inherited_git_dir(repo: Path, tmp_path: Path, run:
     other.mkdir()
     git(other, "init", "-q")
     base = g.head_sha(repo)
-    head = commit(repo, {"x.py": "def f(:\n"})
+    head = commit_files(repo, {"x.py": "def f(:\n"})
     env = {
         "PRE_COMMIT_FROM_REF": base,
         "PRE_COMMIT_TO_REF": head,
@@ -510,26 +489,11 @@ os.rename(d / "report.md", d / target)
 
 
 def configure_reviewers(repo: Path) -> None:
-    script = repo.parent / "fake_reviewer"
-    script.write_text(FAKE_REVIEWER)
-    script.chmod(0o755)
-    lines = [
-        "completion_workflow:",
-        '  template: "Rename {report_file} to {success_file}."',
-        "defaults:",
-        "  stuck_timeout_secs: 30",
-        "  max_wait_secs: 60",
-        "agents:",
-    ]
-    for mode in ("approve", "revise", "fail"):
-        lines += [
-            f"  {mode}r:",
-            "    adapter: command",
-            f"    command: {json.dumps([str(script), mode])}",
-        ]
+    script = write_executable(repo.parent / "fake_reviewer", FAKE_REVIEWER)
+    agents = {f"{mode}r": [str(script), mode] for mode in ("approve", "revise", "fail")}
     (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text("\n".join(lines) + "\n")
-    commit(repo, {"calc.py": "def f(x):\n    return 1 / 0\n"}, "calc")
+    (repo / ".flow" / "base.yaml").write_text(command_agents(agents))
+    commit_files(repo, {"calc.py": "def f(x):\n    return 1 / 0\n"}, "calc")
 
 
 def test_configured_agent_reviews_through_the_same_gate(repo: Path, run: Cli) -> None:

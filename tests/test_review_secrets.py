@@ -23,10 +23,12 @@ from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as g
 from gitflow_agents.render import FORMATS, render
 from gitflow_agents.reviewer import builtin
-from tests.conftest import FAKES, git
+from tests.conftest import FAKES, Cli, git
 from tests.github_standin import GitHubStandIn, gh
-from tests.test_github_action import Runner, add_pull, pr_event, runner
-from tests.test_review_cli import Cli, commit, run
+from tests.helpers.action_runner import Runner, add_pull, pr_event, runner
+from tests.helpers.files import commit_files
+from tests.helpers.flow_config import command_agents
+from tests.test_review_cli import run
 
 __all__ = ["gh", "run", "runner"]
 
@@ -97,20 +99,7 @@ def assert_no_secret_in_records(repo: Path) -> None:
 
 def reviewer_config(report: Path) -> str:
     command = [sys.executable, str(FAKES / "fake_report_reviewer"), str(report)]
-    return "\n".join(
-        [
-            "completion_workflow:",
-            '  template: "Rename {report_file} to {success_file}."',
-            "defaults:",
-            "  stuck_timeout_secs: 30",
-            "  max_wait_secs: 60",
-            "agents:",
-            "  leaky:",
-            "    adapter: command",
-            f"    command: {json.dumps(command)}",
-            "",
-        ]
-    )
+    return command_agents({"leaky": command})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,8 +161,8 @@ def test_redact_review_covers_every_field() -> None:
 
 def test_diff_secrets_are_the_values_the_builtin_rules_find(repo: Path) -> None:
     base = g.head_sha(repo)
-    commit(repo, CHANGE, "leak")
-    commit(repo, {"old.py": 'secret_token = "Hq8Wm3Zt6Lp1Xv9Rk4Nc"\n'}, "another")
+    commit_files(repo, CHANGE, "leak")
+    commit_files(repo, {"old.py": 'secret_token = "Hq8Wm3Zt6Lp1Xv9Rk4Nc"\n'}, "another")
     git(repo, "rm", "-q", "old.py")
     git(repo, "commit", "-q", "-m", "gone again")  # still in the history of the range
     found = builtin.diff_secrets(repo, g.DiffSpec(base, g.head_sha(repo)))
@@ -185,9 +174,9 @@ def test_diff_secrets_hold_a_rotated_key_body(repo: Path) -> None:
     not in the diff) gets them masked: the values come from the key rule's file read."""
     line = "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt" + "Hq8vN4cY1uJ6bW0eT5gK2dF9sA7lZ3x"
     begin, end = "-----BEGIN " + "RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
-    commit(repo, {"key.pem": f"{begin}\n{line}\n{end}\n"}, "key")
+    commit_files(repo, {"key.pem": f"{begin}\n{line}\n{end}\n"}, "key")
     base = g.head_sha(repo)
-    commit(repo, {"key.pem": f"{begin}\n{line[::-1]}\n{end}\n"}, "rotate")
+    commit_files(repo, {"key.pem": f"{begin}\n{line[::-1]}\n{end}\n"}, "rotate")
     found = builtin.diff_secrets(repo, g.DiffSpec(base, g.head_sha(repo)))
     assert line[::-1] in found
 
@@ -216,8 +205,8 @@ def test_the_console_masks_what_an_agent_prints() -> None:
 def leaky_repo(repo: Path, tmp_path: Path) -> Path:
     report = tmp_path / "leaky-report.md"
     report.write_text(leaky_report())
-    commit(repo, {".flow/base.yaml": reviewer_config(report)}, "reviewer")
-    commit(repo, CHANGE, "leak")
+    commit_files(repo, {".flow/base.yaml": reviewer_config(report)}, "reviewer")
+    commit_files(repo, CHANGE, "leak")
     return repo
 
 
@@ -319,7 +308,7 @@ def test_a_token_in_a_path_is_shown_in_every_format_and_the_secret_in_it_is_not(
     """The builtin reviewer on a file whose path holds a token-shaped component: each output
     names the file exactly, and none shows the secret the file adds."""
     path = f"fixtures/{GH_TOKEN}/config.py"
-    commit(repo, {path: f'AWS_ACCESS_KEY_ID = "{AWS_KEY}"\n'}, "leak")
+    commit_files(repo, {path: f'AWS_ACCESS_KEY_ID = "{AWS_KEY}"\n'}, "leak")
     for fmt in FORMATS:
         result = run.review("HEAD", "--no-note", "--format", fmt, cwd=repo)
         assert result.returncode == 1, result.stdout + result.stderr

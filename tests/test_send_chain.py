@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import FAKES, git
-from .test_review_cli import Cli
+from .conftest import FAKES, Cli, git
 
 FAKE_CLAUDE = """#!{python}
 import json, os, pathlib, sys
@@ -55,11 +54,6 @@ REVISES = (
     "    adapter: command\n"
     f"    command: {json.dumps([sys.executable, str(FAKES / 'fake_flow_agent'), 'reviewer', 'revise'])}\n"
 )
-
-
-@pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(monkeypatch, capsys)
 
 
 class Setup:

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import FAKES, git
-from .test_review_cli import Cli
+from .conftest import FAKES, Cli, git
 
 FAKE_CLAUDE = """#!{python}
 import json, os, pathlib, sys
@@ -85,11 +84,6 @@ def spawn(cli: Cli, repo: Path, env: dict[str, str], task: str, *extra: str) -> 
     return cli.main(
         "spawn", "painter", "--flow", "f", "--task", task, "--quiet", *extra, cwd=repo, env=env
     )
-
-
-@pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(monkeypatch, capsys)
 
 
 @pytest.fixture(autouse=True)

@@ -12,12 +12,11 @@ from typing import Any
 
 import jsonschema
 import psutil
-import pytest
 
 from gitflow_agents.runs import RESULT_SCHEMAS
 
-from .conftest import FAKES, ROOT, git, run_cli
-from .test_review_cli import Cli
+from .conftest import FAKES, ROOT, Cli, git, run_cli
+from .helpers.flow_config import command_agents
 
 FAKE = FAKES / "fake_agent"
 
@@ -44,30 +43,12 @@ title: Feature
 """
 
 
-@pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    """The commands in-process (the agents stay real processes)."""
-    return Cli(monkeypatch, capsys)
-
-
 def setup_project(repo: Path, agents: dict[str, list[str]], stuck: int = 30) -> None:
-    lines = [
-        "completion_workflow:",
-        '  template: "Rename {report_file} to {success_file}."',
-        "defaults:",
-        f"  stuck_timeout_secs: {stuck}",
-        "  max_wait_secs: 60",
-        "agents:",
-    ]
-    for name, argv in agents.items():
-        lines += [
-            f"  {name}:",
-            "    adapter: command",
-            f"    command: {json.dumps(argv)}",
-            "    allow_env: [PYTHONPATH]",
-        ]
+    allow_env = {name: ["PYTHONPATH"] for name in agents}
     (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text("\n".join(lines) + "\n")
+    (repo / ".flow" / "base.yaml").write_text(
+        command_agents(agents, stuck=stuck, allow_env=allow_env)
+    )
     (repo / "specs").mkdir()
     (repo / "specs" / "feature.md").write_text(PLAN)
     git(repo, "add", ".")
@@ -246,7 +227,9 @@ def test_cancel_kills_a_running_spawn(repo: Path, tmp_path: Path) -> None:
     assert run_cli("cancel", run_dir.name, cwd=repo).stdout.startswith("run ")  # already ended
 
 
-def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path: Path) -> None:
+def test_cancel_without_supervisor_kills_the_recorded_tree(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
     """The orchestrator died (SIGKILL): cancel finds the agent by pid, group and env marker."""
     record = tmp_path / "rec.json"
     setup_project(repo, {"hanger": [str(FAKE), "spawn-hang", "--record", str(record)]})
@@ -268,10 +251,10 @@ def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path:
         spawn.kill()
         spawn.wait()
         # nothing supervises the run any more: lost, and its agent still runs
-        [row] = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+        [row] = json.loads(cli.main("status", "--json", cwd=repo).stdout)
         assert row["state"] == "lost" and facts_pid(record) in row["processesAlive"]
         assert f"processes alive — `gitflow-agents cancel {run_dir.name}`" in row["reason"]
-        result = run_cli("cancel", run_dir.name, "--wait", "0.2", cwd=repo)
+        result = cli.main("cancel", run_dir.name, "--wait", "0.2", cwd=repo)
         assert result.returncode == 0, result.stderr
         facts = json.loads(record.read_text())
         for pid in [facts["pid"], *facts["descendants"]]:
@@ -282,7 +265,7 @@ def test_cancel_without_supervisor_kills_the_recorded_tree(repo: Path, tmp_path:
         _kill_recorded(record)
     data = json.loads((run_dir / "result.json").read_text())
     assert data["status"] == "canceled"
-    assert json.loads(run_cli("status", "--json", cwd=repo).stdout)[0]["state"] == "canceled"
+    assert json.loads(cli.main("status", "--json", cwd=repo).stdout)[0]["state"] == "canceled"
 
 
 def test_cancel_kills_a_tree_known_only_by_its_marker(repo: Path, tmp_path: Path) -> None:

@@ -8,125 +8,33 @@ every GraphQL query against GitHub's schema, and plays auto-merge with real git.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import FAKES, CliResult, git, init_repo
+from tests.conftest import FAKES, CliResult, git
 from tests.github_standin import GitHubStandIn, gh
+from tests.helpers.chain import FAKE, call
+from tests.helpers.step_pr import (
+    BRANCH,
+    env,
+    implementer_runs,
+    kill_9_between_the_push_and_the_pull_request,
+    origin_sha,
+    plan_status,
+    run_pr,
+    setup_repo,
+    statuses,
+    summaries,
+)
 from tests.standin_pulls import play_auto_merge
-from tests.test_chain import FAKE, PLAN, call
 
-__all__ = ["gh"]
-
-BRANCH = "agents/feature/step-1"
-
-
-def agent(role: str, mode: str, argv: list[str] | None = None) -> str:
-    command = argv or [sys.executable, str(FAKE), role, mode]
-    return f"    adapter: command\n    command: {json.dumps(command)}\n"
-
-
-def flow_config(
-    reviewer: str = "approve",
-    implementer: list[str] | None = None,
-    fixer: list[str] | None = None,
-) -> str:
-    review = "    adapter: builtin\n" if reviewer == "builtin" else agent("reviewer", reviewer)
-    return (
-        "flow_dir: flows\ndefault_branch: main\n"
-        "defaults:\n  stuck_timeout_secs: 20\n  max_wait_secs: 30\n"
-        "completion_workflow:\n"
-        '  template: "Write {report_file}; rename it to {success_file} or {failed_file}."\n'
-        "agents:\n"
-        f"  builder:\n{agent('implementer', 'edit', implementer)}"
-        f"  fixer:\n{agent('fixer', 'fix', fixer)}"
-        f"  reviewer:\n{review}"
-    )
-
-
-def setup_repo(tmp_path: Path, gh: GitHubStandIn, name: str = "repo", **config: Any) -> Path:
-    """A checkout whose ``origin`` is the bare repository the stand-in serves; the plan and the
-    agents' configuration committed on main (the action reads .flow/ from the base commit)."""
-    origin = tmp_path / "origin.git"
-    if not origin.exists():
-        seed = init_repo(tmp_path / "seed")
-        (seed / ".flow").mkdir()
-        (seed / ".flow" / "base.yaml").write_text(flow_config(**config))
-        (seed / "specs").mkdir()
-        (seed / "specs" / "feature.md").write_text(PLAN)
-        (seed / "docs").mkdir()
-        (seed / "docs" / "old.md").write_text("a document\nwith lines\n")
-        (seed / ".gitignore").write_text("/flows/\n")
-        git(seed, "add", ".")
-        git(seed, "commit", "-q", "-m", "plan and agents")
-        git(tmp_path, "clone", "-q", "--bare", str(seed), str(origin))
-        gh.state.origin = origin
-    repo = tmp_path / name
-    git(tmp_path, "clone", "-q", str(origin), str(repo))
-    return repo
-
-
-@pytest.fixture
-def env(gh: GitHubStandIn, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    values = {
-        "GITHUB_TOKEN": "tok-write",
-        "GITHUB_REPOSITORY": gh.full_name,
-        "GITHUB_API_URL": gh.base_url,
-        "GITFLOW_AGENTS_GITHUB_BACKOFF": "0",
-        "GITFLOW_AGENTS_GITHUB_WRITE_DELAY": "0",
-        "GITFLOW_AGENTS_GITHUB_RETRIES": "2",
-    }
-    for key, value in values.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("GH_TOKEN", raising=False)
-    return values
-
-
-def run_pr(repo: Path, *args: str) -> CliResult:
-    return call(repo, "run", "specs/feature.md", "--quiet", "--kill-grace", "0.2", "--pr", *args)
-
-
-def origin_sha(gh: GitHubStandIn, ref: str) -> str | None:
-    assert gh.state.origin is not None
-    proc = subprocess.run(
-        ["git", "-C", str(gh.state.origin), "rev-parse", "--verify", "--quiet", ref],
-        capture_output=True,
-        text=True,
-    )
-    return proc.stdout.strip() or None
-
-
-def statuses(gh: GitHubStandIn, sha: str) -> list[str]:
-    return [s["state"] for s in gh.statuses_for(sha) if s["context"] == "gitflow-agents/review"]
-
-
-def summaries(gh: GitHubStandIn, number: int) -> list[str]:
-    from gitflow_agents.github.action.comment import MARKER
-
-    return [c["body"] for c in gh.comments_on(number) if c["body"].startswith(MARKER)]
-
-
-def plan_status(text: str, step: int) -> str:
-    line = next(ln for ln in text.splitlines() if f"Step {step}:" in ln)
-    return line.split("|")[0].removeprefix("### Status:").strip()
-
-
-def implementer_runs(repo: Path) -> int:
-    found = 0
-    for path in (repo / "flows" / "feature" / "runs").glob("*/result.json"):
-        run = json.loads(path.read_text()).get("run", {})
-        found += run.get("kind") == "implement" and run.get("agent", "").startswith("builder")
-    return found
-
+__all__ = ["env", "gh"]
 
 # --- approved: branch, one pull request, history, status on exactly the head, auto-merge ----
 
@@ -336,29 +244,6 @@ def test_two_runs_racing_for_one_step_run_its_agents_once(
     assert len(gh.state.pulls) == 1
 
 
-def kill_9_between_the_push_and_the_pull_request(
-    repo: Path, gh: GitHubStandIn, env: dict[str, str]
-) -> str:
-    """Run ``run --pr --step 1`` until it asks GitHub for the pull request, ``kill -9`` its
-    process group there; the step branch's pushed commit (no pull request was opened)."""
-    held = gh.hold("POST", r"/pulls$")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gitflow_agents", "run", "specs/feature.md", "--quiet", "--pr",
-         "--step", "1"],
-        cwd=repo, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        assert held.arrived.wait(120), proc.communicate(timeout=5)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        held.release()
-    pushed = origin_sha(gh, f"refs/heads/{BRANCH}")
-    assert pushed is not None and gh.state.pulls == {}
-    return pushed
-
-
 def test_kill_9_between_the_push_and_the_pull_request_then_force_finishes_it(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
 ) -> None:
@@ -435,7 +320,7 @@ def test_agent_fix_turns_a_rejected_step_pull_request_green(
     """The existing ``/agent fix`` on a step PR: the implementer leaves a syntax error the builtin
     reviewer rejects; the fixer's commit lands on the step branch (on top of the ✅ mark), the
     review of the new head approves it, its status is green, and merging it marks step 1 ✅."""
-    from tests.test_github_action import BROKEN, Runner, comment_event
+    from tests.helpers.action_runner import BROKEN, Runner, comment_event
 
     script = tmp_path / "broken_then_edit.py"
     script.write_text(

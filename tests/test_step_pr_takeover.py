@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import git, running_agent, wait_until
 from tests.github_standin import GitHubStandIn, gh
-from tests.test_step_pr import (
+from tests.helpers.step_pr import (
     BRANCH,
     FAKE,
     env,

@@ -21,8 +21,8 @@ from gitflow_agents.github.pr.body import CHANGES_LABEL, END, is_step_pull, titl
 from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, client_for, gh, simple_pull
-from tests.test_chain import call
-from tests.test_step_pr import BRANCH, FAKE, env, origin_sha, run_pr, setup_repo, summaries
+from tests.helpers.chain import call
+from tests.helpers.step_pr import BRANCH, FAKE, env, origin_sha, run_pr, setup_repo, summaries
 
 __all__ = ["env", "gh"]
 
@@ -280,8 +280,8 @@ def test_the_actions_review_of_a_fixed_step_pr_takes_the_label_off_once(
     """A rejected step PR; a human pushes the fix; the action's review of that push (a
     ``pull_request`` event) approves it: the label goes, with one request. A re-run of the
     same event finds it gone and writes no second removal."""
+    from tests.helpers.action_runner import BROKEN, Runner, pr_event
     from tests.standin_pulls import refresh
-    from tests.test_github_action import BROKEN, Runner, pr_event
 
     script = tmp_path / "broken_then_edit.py"
     script.write_text(

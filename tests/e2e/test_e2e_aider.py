@@ -14,21 +14,11 @@ from pathlib import Path
 import pytest
 
 from . import scenarios
-from .conftest import GREETING_V1, GREETING_V2, Project, make_project, review_report
+from .conftest import GREETING_V1, GREETING_V2, review_report
 from .model_standin import FENCE, Recorded, Say, Standin, Step
+from .projects import aider_project
 
 pytestmark = pytest.mark.e2e
-
-
-def aider_project(tmp_path: Path, standin: Standin) -> Project:
-    standin.tools_required = False  # every request is part of the conversation
-    return make_project(
-        tmp_path,
-        "aider",
-        {"OPENAI_API_BASE": f"{standin.base_url}/v1", "OPENAI_API_KEY": "sk-standin"},
-        model="openai/standin-model",
-        options={"edit_format": "whole"},
-    )
 
 
 def whole_file(path: str, content: str) -> str:

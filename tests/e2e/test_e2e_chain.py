@@ -27,8 +27,7 @@ from gitflow_agents.runs.events import Event, EventHub, MemoryChannel
 from ..conftest import git
 from .conftest import FLOW, GREETING_V1, PLAN_MARKER, Project, review_script
 from .model_standin import Say, Shell, Standin, Step, Write
-from .test_e2e_claude import claude_project
-from .test_e2e_codex import codex_project
+from .projects import claude_project, codex_project
 
 pytestmark = pytest.mark.e2e
 

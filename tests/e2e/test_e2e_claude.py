@@ -7,25 +7,10 @@ from pathlib import Path
 import pytest
 
 from . import scenarios
-from .conftest import Project, make_project
 from .model_standin import Recorded, Standin
+from .projects import claude_project
 
 pytestmark = pytest.mark.e2e
-
-
-def claude_project(tmp_path: Path, standin: Standin) -> Project:
-    return make_project(
-        tmp_path,
-        "claude",
-        {
-            "ANTHROPIC_BASE_URL": standin.base_url,
-            "ANTHROPIC_API_KEY": "sk-ant-standin",
-            # Without this a refused connection is retried for about 3 minutes.
-            "CLAUDE_CODE_MAX_RETRIES": "1",
-        },
-        model="claude-sonnet-4-5",
-        options={"max_turns": 10},
-    )
 
 
 def system(request: Recorded) -> str:
@@ -44,16 +29,3 @@ def test_implement_and_prompt(tmp_path: Path, standin: Standin) -> None:
     output = run.outcome.output
     assert output is not None and not output.is_error
     assert output.session_id
-
-
-def test_review_revise_then_approved(tmp_path: Path, standin: Standin) -> None:
-    scenarios.review_gate(claude_project(tmp_path, standin), standin)
-
-
-@pytest.mark.parametrize("kind", ["stall", "401", "close"])
-def test_fault(tmp_path: Path, standin: Standin, kind: str) -> None:
-    run = scenarios.fault(claude_project(tmp_path, standin), standin, kind)  # type: ignore[arg-type]
-    if kind == "401":
-        # Claude exits 1 and says so in its JSON (subtype stays "success"; is_error is true).
-        assert run.outcome.status == "failed"
-        assert run.outcome.output is not None and run.outcome.output.is_error

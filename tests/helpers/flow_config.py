@@ -1,0 +1,31 @@
+"""The ``.flow/base.yaml`` most tests need: ``command`` agents (fake agents given by argv) under the
+rename-the-report completion workflow, with the stuck and wait limits a test can name."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+
+def command_agents(
+    agents: Mapping[str, Sequence[str]],
+    *,
+    stuck: int = 30,
+    max_wait: int = 60,
+    allow_env: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    """The YAML text: one ``command`` agent per name running its argv; ``allow_env`` names the
+    environment variables an agent may see beyond the default allow-list."""
+    lines = [
+        "completion_workflow:",
+        '  template: "Rename {report_file} to {success_file}."',
+        "defaults:",
+        f"  stuck_timeout_secs: {stuck}",
+        f"  max_wait_secs: {max_wait}",
+        "agents:",
+    ]
+    for name, argv in agents.items():
+        lines += [f"  {name}:", "    adapter: command", f"    command: {json.dumps(list(argv))}"]
+        if allow_env and allow_env.get(name):
+            lines.append(f"    allow_env: [{', '.join(allow_env[name])}]")
+    return "\n".join(lines) + "\n"
