@@ -27,6 +27,7 @@ from gitflow_agents.chain.agents import (
     AgentFailed,
     AgentKind,
     AgentRun,
+    Job,
     agent_id_for,
     run_agent,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "ChainResult",
     "ChainSettings",
     "Context",
+    "Job",
     "ReviewRound",
     "StepOutcome",
     "Workspace",

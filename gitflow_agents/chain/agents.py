@@ -101,46 +101,18 @@ def agent_id_for(agent: str, step: int | None, iteration: int | None = None) -> 
     return base if iteration is None else f"{base}-{iteration}"
 
 
-def run_agent(
-    ctx: Context,
-    ws: Workspace,
-    *,
-    agent: str,
-    agent_id: str,
-    kind: AgentKind,
-    start_sha: str,
-    step: int | None = None,
-    after: Sequence[str] = (),
-    preamble: str | None = None,
-    task: str | None = None,
-    commit_message: str | None = None,
-    resolve_merge: bool = False,
-    reuse: bool = True,
-) -> AgentRun:
+def run_agent(ctx: Context, ws: Workspace, job: Job) -> AgentRun:
     """Run (or reuse) one agent in ``ws``; commit its changes (implement/fix) with the run's
-    trailer and fill its report's git statistics. AgentFailed unless it completed.
-    ``resolve_merge``: the work tree holds a conflicted merge the agent resolves (it is kept
-    as it is, and the commit completes the merge); such a run is never reused, nor one with
-    ``reuse`` False (a research question asked again)."""
-    job = Job(
-        agent=agent,
-        agent_id=agent_id,
-        kind=kind,
-        start_sha=start_sha,
-        step=step,
-        after=tuple(after),
-        preamble=preamble,
-        task=task,
-        commit_message=commit_message,
-        resolve_merge=resolve_merge,
-        reuse=reuse,
-    )
+    trailer and fill its report's git statistics. AgentFailed unless it completed."""
     return run_together(ctx, ws, [job])[0]
 
 
 @dataclass(frozen=True)
 class Job:
-    """What one agent invocation is asked to do (see ``run_agent``)."""
+    """What one agent invocation is asked to do (see ``run_agent``). ``resolve_merge``: the
+    work tree holds a conflicted merge the agent resolves (it is kept as it is, and the commit
+    completes the merge); such a run is never reused, nor one with ``reuse`` False (a research
+    question asked again)."""
 
     agent: str
     agent_id: str

@@ -72,9 +72,7 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     check_agents(ctx.config, [agent], cwd=ctx.root, env=ctx.env)  # before any branch or work tree
     if kind == "research":
         with chain.scratch_workspace(ctx, "HEAD", "HEAD") as ws:
-            run = chain.run_agent(
-                ctx,
-                ws,
+            job = chain.Job(
                 agent=agent,
                 agent_id=agent_id,
                 kind="research",
@@ -83,6 +81,7 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
                 task=args.task,
                 reuse=False,  # asked again (maybe another question): a new answer, never the last
             )
+            run = chain.run_agent(ctx, ws, job)
     else:
         if not args.branch and ctx.plan is None:
             raise UsageError(f"flow {kind}: give --plan with --step, or --branch")
@@ -93,9 +92,7 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
             if args.branch
             else chain.step_workspace(ctx, args.step)
         )
-        run = chain.run_agent(
-            ctx,
-            ws,
+        job = chain.Job(
             agent=agent,
             agent_id=agent_id,
             kind=kind,
@@ -106,6 +103,7 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
             preamble=chain.FIX_PREAMBLE if kind == "fix" else None,
             commit_message=f"{ctx.flow}: {agent_id}",
         )
+        run = chain.run_agent(ctx, ws, job)
     result = read_json(
         runs_root(ctx.root, ctx.config.flow_dir, ctx.flow) / run.run_id / "result.json"
     )

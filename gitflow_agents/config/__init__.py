@@ -21,20 +21,13 @@ into the editor schema ``init`` writes.
 from __future__ import annotations
 
 from gitflow_agents.config.files import (
-    ScaffoldFile,
     builtin_flow_dir,
     find_project_root,
     scaffold_files,
 )
-from gitflow_agents.config.json_schema import SCHEMA_FILE, flow_config_schema, schema_text
+from gitflow_agents.config.json_schema import flow_config_schema, schema_text
 from gitflow_agents.config.load import config_problems, load_flow_config
 from gitflow_agents.config.values import (
-    BASE_FILE,
-    BUILT_IN,
-    FLOW_DIR_NAME,
-    INLINE,
-    MERGE_MODES,
-    SEVERITIES,
     TEMPLATE_VARIABLES,
     AgentConfig,
     ChainConfig,
@@ -45,19 +38,11 @@ from gitflow_agents.config.values import (
 )
 
 __all__ = [
-    "BASE_FILE",
-    "BUILT_IN",
-    "FLOW_DIR_NAME",
-    "INLINE",
-    "MERGE_MODES",
-    "SCHEMA_FILE",
-    "SEVERITIES",
     "TEMPLATE_VARIABLES",
     "AgentConfig",
     "ChainConfig",
     "CompletionWorkflow",
     "FlowConfig",
-    "ScaffoldFile",
     "SharedFile",
     "branch_pattern_problem",
     "builtin_flow_dir",
