@@ -177,15 +177,23 @@ class _Scan:
             if text is not None:
                 self.global_system_prompt = _trim(text)
 
+    def named(self, path: Path) -> tuple[Frontmatter, Fields, str | None, str] | None:
+        """An instruction's or a skill's frontmatter with the two keys both require, ``name``
+        and ``description`` (an error each when missing); None when it cannot be read."""
+        front = self.frontmatter(path)
+        if front is None:
+            return None
+        fields = Fields(self.errors, front, self.rel(path), None)
+        name = fields.text("name", required=True)
+        return front, fields, name, fields.text("description", required=True) or ""
+
     def instruction(self, path: Path) -> None:
         rel = self.rel(path)
         self.instruction_stems[path.name.removesuffix(INSTRUCTION_SUFFIX)] = rel
-        front = self.frontmatter(path)
-        if front is None:
+        named = self.named(path)
+        if named is None:
             return
-        fields = Fields(self.errors, front, rel, None)
-        name = fields.text("name", required=True)
-        description = fields.text("description", required=True)
+        front, fields, name, description = named
         apply_to = fields.text("applyTo")
         if name is None:
             return
@@ -204,7 +212,7 @@ class _Scan:
         self.instructions[name] = ResolvedInstructionAsset(
             filename=path.name,
             name=name,
-            description=description or "",
+            description=description,
             apply_to=apply_to,
             content=_trim(front.body),
             source_path=rel,
@@ -216,17 +224,15 @@ class _Scan:
         if not path.exists():
             self.error("file_read_error", rel, None, f"skill folder has no {SKILL_FILE}")
             return
-        front = self.frontmatter(path)
-        if front is None:
+        named = self.named(path)
+        if named is None:
             return
-        fields = Fields(self.errors, front, rel, None)
-        name = fields.text("name", required=True)
-        description = fields.text("description", required=True)
+        front, fields, name, description = named
         argument_hint = fields.text("argumentHint")
         self.skills[folder.name] = ResolvedSkillAsset(
             folder_name=folder.name,
             name=name or folder.name,
-            description=description or "",
+            description=description,
             argument_hint=argument_hint,
             content=_trim(front.body),
             source_path=rel,

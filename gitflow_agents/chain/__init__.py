@@ -7,6 +7,7 @@ The package, one job per module:
 * ``resume``    what an earlier attempt of an agent left: reuse it or set it aside
 * ``agents``    running the chain's agents, alone or several at once (``run_agent``)
 * ``review``    one review round: reviewers in parallel, then the gate (``review_round``)
+* ``builtin``   the offline reviewer of a round, run in process (``builtin_review``)
 * ``state``     where a step's state lives: done on the target (``done_where``)
 * ``integrate`` merging a target that moved on into the step branch before a review
 * ``land``      an approved step: mark it ✅, merge it, carry the approval note
@@ -26,6 +27,7 @@ from gitflow_agents.chain.agents import (
     AgentFailed,
     AgentKind,
     AgentRun,
+    Job,
     agent_id_for,
     run_agent,
 )
@@ -58,6 +60,7 @@ __all__ = [
     "ChainResult",
     "ChainSettings",
     "Context",
+    "Job",
     "ReviewRound",
     "StepOutcome",
     "Workspace",

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Literal
 from gitflow_agents import supervisor
 from gitflow_agents.agent_run.launch import report_files
 from gitflow_agents.agent_run.run import AgentJob, AgentRunner, limits
-from gitflow_agents.agents import BUILTIN
 from gitflow_agents.agents.installed import check_agents
 from gitflow_agents.base.errors import AgentError
 from gitflow_agents.base.fsutil import write_text_atomic
+from gitflow_agents.chain.builtin import builtin_review, is_builtin
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.resume import completed_meta, set_aside, write_meta
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
@@ -33,15 +33,10 @@ from gitflow_agents.findings.report import read_review
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
 from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt, default_agent_id
-from gitflow_agents.reviewer.acceptance import acceptance_at, local_acceptance
-from gitflow_agents.reviewer.builtin import report
-from gitflow_agents.reviewer.checks import CheckOptions
-from gitflow_agents.reviewer.target import Target, builtin_as_review, builtin_result
 from gitflow_agents.runs.schema import AgentEntry
 
 if TYPE_CHECKING:
     from gitflow_agents.findings import Review
-    from gitflow_agents.reviewer.acceptance import Acceptance
     from gitflow_agents.supervisor import Outcome, ReportFiles, Status
 
 AgentKind = Literal["implement", "review", "fix", "research"]
@@ -106,37 +101,18 @@ def agent_id_for(agent: str, step: int | None, iteration: int | None = None) -> 
     return base if iteration is None else f"{base}-{iteration}"
 
 
-def run_agent(
-    ctx: Context,
-    ws: Workspace,
-    *,
-    agent: str,
-    agent_id: str,
-    kind: AgentKind,
-    start_sha: str,
-    step: int | None = None,
-    after: Sequence[str] = (),
-    preamble: str | None = None,
-    task: str | None = None,
-    commit_message: str | None = None,
-    resolve_merge: bool = False,
-    reuse: bool = True,
-) -> AgentRun:
+def run_agent(ctx: Context, ws: Workspace, job: Job) -> AgentRun:
     """Run (or reuse) one agent in ``ws``; commit its changes (implement/fix) with the run's
-    trailer and fill its report's git statistics. AgentFailed unless it completed.
-    ``resolve_merge``: the work tree holds a conflicted merge the agent resolves (it is kept
-    as it is, and the commit completes the merge); such a run is never reused, nor one with
-    ``reuse`` False (a research question asked again)."""
-    job = Job(
-        agent, agent_id, kind, start_sha, step, tuple(after), preamble, task, commit_message,
-        resolve_merge, reuse,
-    )  # fmt: skip
+    trailer and fill its report's git statistics. AgentFailed unless it completed."""
     return run_together(ctx, ws, [job])[0]
 
 
 @dataclass(frozen=True)
 class Job:
-    """What one agent invocation is asked to do (see ``run_agent``)."""
+    """What one agent invocation is asked to do (see ``run_agent``). ``resolve_merge``: the
+    work tree holds a conflicted merge the agent resolves (it is kept as it is, and the commit
+    completes the merge); such a run is never reused, nor one with ``reuse`` False (a research
+    question asked again)."""
 
     agent: str
     agent_id: str
@@ -236,10 +212,19 @@ def _reuse(ctx: Context, ws: Workspace, job: Job, files: ReportFiles) -> AgentRu
         return None
     ctx.hub.emit("task:complete", {"node": job.agent_id, "status": "reused"})
     return AgentRun(
-        job.agent, job.agent_id, job.kind, meta.run_id, "succeeded",
-        "reused: completed earlier from the same commit", True, job.start_sha,
-        meta.end_sha, success, 0.0, review=_read_review(ws, job, success),
-    )  # fmt: skip
+        agent=job.agent,
+        agent_id=job.agent_id,
+        kind=job.kind,
+        run_id=meta.run_id,
+        status="succeeded",
+        reason="reused: completed earlier from the same commit",
+        reused=True,
+        start_sha=job.start_sha,
+        end_sha=meta.end_sha,
+        report=success,
+        duration=0.0,
+        review=_read_review(ws, job, success),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -300,28 +285,45 @@ class _Attempt:
             reset_unless_clean(ws, job.start_sha)  # a crashed attempt's leftovers
         prompt = assemble_prompt(
             PromptRequest(
-                root=ctx.root, config=ctx.config, agent=job.agent, agent_id=job.agent_id,
-                flow_name=ctx.flow, step=job.step,
-                plan=ctx.plan if job.step is not None else None, task=job.task,
-                after=job.after, preamble=job.preamble, manifest=ctx.manifest(),
+                root=ctx.root,
+                config=ctx.config,
+                agent=job.agent,
+                agent_id=job.agent_id,
+                flow_name=ctx.flow,
+                step=job.step,
+                plan=ctx.plan if job.step is not None else None,
+                task=job.task,
+                after=job.after,
+                preamble=job.preamble,
+                manifest=ctx.manifest(),
             )
-        )  # fmt: skip
+        )
         self._runner = AgentRunner(
             AgentJob(
-                root=ctx.root, config=ctx.config, agent=job.agent, agent_id=job.agent_id,
-                flow_name=ctx.flow, kind="implement" if job.kind == "fix" else job.kind,
-                prompt_text=prompt.text, prompt_segments=len(prompt.segments),
+                root=ctx.root,
+                config=ctx.config,
+                agent=job.agent,
+                agent_id=job.agent_id,
+                flow_name=ctx.flow,
+                kind="implement" if job.kind == "fix" else job.kind,
+                prompt_text=prompt.text,
+                prompt_segments=len(prompt.segments),
                 limits=limits(
-                    ctx.config, stuck_timeout=settings.stuck_timeout, timeout=settings.timeout,
+                    ctx.config,
+                    stuck_timeout=settings.stuck_timeout,
+                    timeout=settings.timeout,
                     kill_grace=settings.kill_grace,
                 ),
-                step=job.step, workdir=ws.worktree, env=ctx.env, secrets=frozenset(ctx.secrets),
+                step=job.step,
+                workdir=ws.worktree,
+                env=ctx.env,
+                secrets=frozenset(ctx.secrets),
                 in_process=self._builtin_review if self.builtin else None,
             ),
             hub=ctx.hub,
             paths=ctx.new_run(),
             files=self.files,
-        )  # fmt: skip
+        )
         self.started = time.monotonic()
         self._runner.start_task()  # every parallel agent is announced before any starts
         self._runner.prepare()
@@ -363,22 +365,10 @@ class _Attempt:
         )
 
     def _builtin_review(self) -> tuple[Status, str]:
-        """The offline reviewer, in process, exactly as ``git agent-review`` runs it (the same
-        Review, with the same findings accepted): the Review goes to ``self.review`` as it is
-        (never parsed back from text), its report to ``report.complete.md`` for people and the
-        fixer."""
-        ctx, ws = self.ctx, self.ws
-        head = git.head_sha(ws.worktree)
-        target = Target(ws.base_sha, head, f"{ws.base_sha[:12]}..{head[:12]}")
-        acceptance = step_acceptance(ctx)
-        threshold = ctx.settings.threshold
-        with git.BlobReader(ws.worktree) as blobs:
-            result, accepted = builtin_result(
-                ws.worktree, target, threshold, CheckOptions().max_file_bytes, blobs, acceptance
-            )
-            self.review = builtin_as_review(result, accepted, target, threshold, blobs)
+        """The offline reviewer in process (``chain/builtin.py``): its Review goes to
+        ``self.review`` as it is, its report to ``report.complete.md``."""
+        self.review, text = builtin_review(self.ctx, self.ws)
         self.folder.mkdir(parents=True, exist_ok=True)
-        text = report(result, reviewed_sha=head, base_sha=ws.base_sha, threshold=threshold)
         write_text_atomic(self.success, text)
         return "succeeded", "builtin reviewer finished"
 
@@ -392,9 +382,19 @@ class _Attempt:
         if review is None and job.kind == "review":
             review = _read_review(self.ws, job, report)
         self.run = AgentRun(
-            job.agent, job.agent_id, job.kind, self.run_id, self.status, self.reason, False,
-            job.start_sha, self.end_sha, report, time.monotonic() - self.started, review=review,
-        )  # fmt: skip
+            agent=job.agent,
+            agent_id=job.agent_id,
+            kind=job.kind,
+            run_id=self.run_id,
+            status=self.status,
+            reason=self.reason,
+            reused=False,
+            start_sha=job.start_sha,
+            end_sha=self.end_sha,
+            report=report,
+            duration=time.monotonic() - self.started,
+            review=review,
+        )
         if runner is None:
             return self.run
         if self.error is not None:
@@ -427,22 +427,6 @@ def _read_review(ws: Workspace, job: Job, report: Path | None) -> Review:
     return read_review(
         report, reviewed_sha=job.start_sha, base_sha=ws.base_sha, source=job.agent_id
     )
-
-
-def is_builtin(ctx: Context, agent: str) -> bool:
-    """Whether ``agent`` is the offline reviewer (``adapter: builtin``), run in process."""
-    return ctx.config.agent(agent).adapter == BUILTIN
-
-
-def step_acceptance(ctx: Context) -> Acceptance:
-    """What the chain's builtin reviewer accepts besides the markers on the reviewed lines
-    (docs/chains.md, "Accepting a finding"): the ``review:`` settings and the baseline of the
-    config the run reads, never the step branch's own. A local run reads them from your work
-    tree (``ctx.root``), as it reads ``.flow/``; ``run --pr`` from the target's commit on the
-    remote, as it reads the plan, so a step's pull request cannot switch off its own review."""
-    if ctx.target_remote is None:
-        return local_acceptance(ctx.root, None)
-    return acceptance_at(ctx.root, git.rev_parse(ctx.root, ctx.target_rev))
 
 
 class _NotStarted(Exception):

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from gitflow_agents.base.errors import GitError
-from gitflow_agents.chain.agents import TRAILER_RUN, agent_id_for, run_agent
+from gitflow_agents.chain.agents import TRAILER_RUN, Job, agent_id_for, run_agent
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.record import StepRecord
 from gitflow_agents.chain.state import target_tip
@@ -111,14 +111,16 @@ def _resolve(
         run_agent(
             ctx,
             ws,
-            agent=settings.fixer,
-            kind="fix",
-            step=step,
-            agent_id=f"{agent_id_for(settings.fixer, step, iteration)}-merge",
-            start_sha=head,
-            preamble=preamble,
-            resolve_merge=True,
-            commit_message=f"Merge {ctx.target} into {ws.branch} (conflicts resolved)",
+            Job(
+                agent=settings.fixer,
+                kind="fix",
+                step=step,
+                agent_id=f"{agent_id_for(settings.fixer, step, iteration)}-merge",
+                start_sha=head,
+                preamble=preamble,
+                resolve_merge=True,
+                commit_message=f"Merge {ctx.target} into {ws.branch} (conflicts resolved)",
+            ),
         )
     )
     if fix.end_sha == head or not git.is_ancestor(ctx.root, target_sha, fix.end_sha):

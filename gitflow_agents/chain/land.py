@@ -32,9 +32,12 @@ def land(
     tip = mark_done(ctx, rec, ws, step, review)
     try:
         rec.merged = git.merge_into(
-            ctx.root, ctx.target, tip, mode=ctx.settings.merge,
+            ctx.root,
+            ctx.target,
+            tip,
+            mode=ctx.settings.merge,
             message=f"Merge {ws.branch}: {title}",
-        )  # fmt: skip
+        )
     except GitError as exc:
         rec.failed_what = "merge refused"
         raise GitError(_refused(ctx, ws, step, review, tip, exc)) from None
@@ -85,9 +88,12 @@ def mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: R
         return review.reviewed_sha
     rel = plan.relative_to(ws.worktree).as_posix()
     sha = git.commit_paths(
-        ws.worktree, (rel,), f"[{ctx.plan.name}] Mark step {step} done",
-        trailers={TRAILER_RUN: rec.run_id}, identity=ctx.commit_identity,
-    )  # fmt: skip
+        ws.worktree,
+        (rel,),
+        f"[{ctx.plan.name}] Mark step {step} done",
+        trailers={TRAILER_RUN: rec.run_id},
+        identity=ctx.commit_identity,
+    )
     if sha is None:
         return review.reviewed_sha
     if review.gate.approved:

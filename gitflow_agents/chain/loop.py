@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gitflow_agents.base.errors import ExitCode, GitError
-from gitflow_agents.chain.agents import AgentFailed, AgentRun, agent_id_for, run_agent
+from gitflow_agents.chain.agents import AgentFailed, AgentRun, Job, agent_id_for, run_agent
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate, moved_on
 from gitflow_agents.chain.lander import Lander, MergeLander
@@ -97,13 +97,15 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
         run_agent(
             ctx,
             ws,
-            agent=settings.implementer,
-            kind="implement",
-            step=step,
-            agent_id=builder_id,
-            commit_message=title,
-            start_sha=implement_start(
-                ctx, ws, settings.implementer, builder_id, on_branch=lander.build_on_branch
+            Job(
+                agent=settings.implementer,
+                kind="implement",
+                step=step,
+                agent_id=builder_id,
+                commit_message=title,
+                start_sha=implement_start(
+                    ctx, ws, settings.implementer, builder_id, on_branch=lander.build_on_branch
+                ),
             ),
         )
     )
@@ -134,14 +136,16 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
             run_agent(
                 ctx,
                 ws,
-                agent=settings.fixer,
-                kind="fix",
-                step=step,
-                agent_id=agent_id_for(settings.fixer, step, iteration),
-                start_sha=head,
-                preamble=FIX_PREAMBLE,
-                after=[run.agent_id for run in review.agents],
-                commit_message=f"{title} (fix {iteration})",
+                Job(
+                    agent=settings.fixer,
+                    kind="fix",
+                    step=step,
+                    agent_id=agent_id_for(settings.fixer, step, iteration),
+                    start_sha=head,
+                    preamble=FIX_PREAMBLE,
+                    after=tuple(run.agent_id for run in review.agents),
+                    commit_message=f"{title} (fix {iteration})",
+                ),
             )
         )
         if fix.end_sha == head:

@@ -111,10 +111,18 @@ def review_round(
 
     _gather_secrets(ctx, ws, head)
     jobs = [
-        Job(name, agent_id_for(name, step, iteration), "review", head, step, tuple(after),
-            preamble, task)
+        Job(
+            agent=name,
+            agent_id=agent_id_for(name, step, iteration),
+            kind="review",
+            start_sha=head,
+            step=step,
+            after=tuple(after),
+            preamble=preamble,
+            task=task,
+        )
         for name in names
-    ]  # fmt: skip
+    ]
 
     def read(run: AgentRun) -> Review:
         return _focus(_read_review(ctx, run), focus_paths)

@@ -72,11 +72,16 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     check_agents(ctx.config, [agent], cwd=ctx.root, env=ctx.env)  # before any branch or work tree
     if kind == "research":
         with chain.scratch_workspace(ctx, "HEAD", "HEAD") as ws:
-            run = chain.run_agent(
-                ctx, ws, agent=agent, agent_id=agent_id, kind="research",
-                start_sha=ws.base_sha, after=after, task=args.task,
+            job = chain.Job(
+                agent=agent,
+                agent_id=agent_id,
+                kind="research",
+                start_sha=ws.base_sha,
+                after=after,
+                task=args.task,
                 reuse=False,  # asked again (maybe another question): a new answer, never the last
-            )  # fmt: skip
+            )
+            run = chain.run_agent(ctx, ws, job)
     else:
         if not args.branch and ctx.plan is None:
             raise UsageError(f"flow {kind}: give --plan with --step, or --branch")
@@ -87,12 +92,18 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
             if args.branch
             else chain.step_workspace(ctx, args.step)
         )
-        run = chain.run_agent(
-            ctx, ws, agent=agent, agent_id=agent_id, kind=kind, step=args.step,
-            start_sha=git.head_sha(ws.worktree), after=after, task=args.task,
+        job = chain.Job(
+            agent=agent,
+            agent_id=agent_id,
+            kind=kind,
+            step=args.step,
+            start_sha=git.head_sha(ws.worktree),
+            after=after,
+            task=args.task,
             preamble=chain.FIX_PREAMBLE if kind == "fix" else None,
             commit_message=f"{ctx.flow}: {agent_id}",
-        )  # fmt: skip
+        )
+        run = chain.run_agent(ctx, ws, job)
     result = read_json(
         runs_root(ctx.root, ctx.config.flow_dir, ctx.flow) / run.run_id / "result.json"
     )
@@ -163,9 +174,14 @@ def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     focus = tuple(p.strip() for p in (args.focus_paths or "").split(",") if p.strip())
     with chain.scratch_workspace(ctx, head, base) as ws:
         review = chain.review_round(
-            ctx, ws, iteration=None, step=args.step, after=after, task=args.task,
+            ctx,
+            ws,
+            iteration=None,
+            step=args.step,
+            after=after,
+            task=args.task,
             focus_paths=focus,
-        )  # fmt: skip
+        )
         chain.record_note(ctx, ws, review)
     combined = review.reviews[0] if len(review.reviews) == 1 else merge_reviews(review.reviews)
     data = {

@@ -21,31 +21,13 @@ into the editor schema ``init`` writes.
 from __future__ import annotations
 
 from gitflow_agents.config.files import (
-    ScaffoldFile,
     builtin_flow_dir,
     find_project_root,
     scaffold_files,
 )
-from gitflow_agents.config.json_schema import SCHEMA_FILE, flow_config_schema, schema_text
+from gitflow_agents.config.json_schema import flow_config_schema, schema_text
 from gitflow_agents.config.load import config_problems, load_flow_config
 from gitflow_agents.config.values import (
-    BASE_FILE,
-    BUILT_IN,
-    DEFAULT_ADAPTER,
-    DEFAULT_BRANCH,
-    DEFAULT_BRANCH_PATTERN,
-    DEFAULT_FAILURE_SUFFIX,
-    DEFAULT_FLOW_DIR,
-    DEFAULT_MAX_WAIT_SECS,
-    DEFAULT_REPORT_FILENAME,
-    DEFAULT_SPECS_FOLDER,
-    DEFAULT_STUCK_RETRY_GRACE_SECS,
-    DEFAULT_STUCK_TIMEOUT_SECS,
-    DEFAULT_SUCCESS_SUFFIX,
-    FLOW_DIR_NAME,
-    INLINE,
-    MERGE_MODES,
-    SEVERITIES,
     TEMPLATE_VARIABLES,
     AgentConfig,
     ChainConfig,
@@ -56,30 +38,11 @@ from gitflow_agents.config.values import (
 )
 
 __all__ = [
-    "BASE_FILE",
-    "BUILT_IN",
-    "DEFAULT_ADAPTER",
-    "DEFAULT_BRANCH",
-    "DEFAULT_BRANCH_PATTERN",
-    "DEFAULT_FAILURE_SUFFIX",
-    "DEFAULT_FLOW_DIR",
-    "DEFAULT_MAX_WAIT_SECS",
-    "DEFAULT_REPORT_FILENAME",
-    "DEFAULT_SPECS_FOLDER",
-    "DEFAULT_STUCK_RETRY_GRACE_SECS",
-    "DEFAULT_STUCK_TIMEOUT_SECS",
-    "DEFAULT_SUCCESS_SUFFIX",
-    "FLOW_DIR_NAME",
-    "INLINE",
-    "MERGE_MODES",
-    "SCHEMA_FILE",
-    "SEVERITIES",
     "TEMPLATE_VARIABLES",
     "AgentConfig",
     "ChainConfig",
     "CompletionWorkflow",
     "FlowConfig",
-    "ScaffoldFile",
     "SharedFile",
     "branch_pattern_problem",
     "builtin_flow_dir",

@@ -2,8 +2,9 @@
 
 Event names are the seed's: ``harness:start|complete``, ``phase:start|complete``,
 ``task:start|complete|failed``, ``agent:start|output|tool|complete|failed`` and
-``session:message|reply|abort``. Every event carries its type, an ISO-8601 UTC timestamp, the
-``run_id`` of the agent invocation it belongs to (a fresh one per invocation) and a data mapping.
+``session:message|reply`` (the turn ``send`` starts). Every event carries its type, an ISO-8601
+UTC timestamp, the ``run_id`` of the agent invocation it belongs to (a fresh one per invocation)
+and a data mapping.
 
 Channels are interfaces to a run (the ``events.jsonl`` writer, the console, later the GitHub
 comment). A channel that raises never breaks the run: the error is logged once per channel and the
@@ -45,7 +46,6 @@ EVENT_TYPES = frozenset(
         "agent:reply",
         "session:message",
         "session:reply",
-        "session:abort",
     }
 )
 
@@ -91,7 +91,7 @@ Subscriber = Callable[[Event], None]
 
 
 class EventHub:
-    """Emits events to channels (given at creation, or attached later) and subscribers.
+    """Emits events to the channels given at creation and to subscribers.
 
     Thread-safe: the supervisor's output readers emit from their own threads. Delivery happens
     under one lock, so every channel sees the same total order.
@@ -100,17 +100,11 @@ class EventHub:
     def __init__(self, channels: Sequence[Channel] = (), *, run_id: str | None = None) -> None:
         self.run_id = run_id
         self.events: list[Event] = []
-        self._channels: list[Channel] = list(channels)
+        self._channels = tuple(channels)
         self._subscribers: list[tuple[str, str | None, Subscriber]] = []
         self._broken: set[int] = set()
         self._lock = threading.RLock()
         self._closed = False
-        self.aborted = threading.Event()
-
-    def attach(self, channel: Channel) -> None:
-        """Add a channel mid-run (prefer passing channels at creation for a fixed order)."""
-        with self._lock:
-            self._channels.append(channel)
 
     def subscribe(
         self, event_type: str, callback: Subscriber, *, run_id: str | None = None
@@ -142,7 +136,7 @@ class EventHub:
         )
         with self._lock:
             self.events.append(event)
-            for channel in list(self._channels):
+            for channel in self._channels:
                 self._deliver(channel, event)
             for wanted, wanted_run, callback in list(self._subscribers):
                 if wanted not in ("*", event.type):
@@ -150,22 +144,6 @@ class EventHub:
                 if wanted_run is not None and wanted_run != event.run_id:
                     continue
                 self._deliver_callback(callback, event)
-        return event
-
-    # Session mode (docs/protocol.md, "Sessions"): flow-scoped commands that become events.
-    def send(self, message: str, **data: Any) -> Event:
-        return self.emit("session:message", {"content": message, **data})
-
-    def send_to_run(self, run_id: str, message: str) -> Event:
-        return self.emit("session:message", {"content": message}, run_id=run_id)
-
-    def reply(self, message: str, **data: Any) -> Event:
-        return self.emit("session:reply", {"content": message, **data})
-
-    def abort(self, reason: str = "aborted") -> Event:
-        """Emit ``session:abort`` and set ``aborted`` (supervisors watching it cancel their agent)."""
-        event = self.emit("session:abort", {"reason": reason})
-        self.aborted.set()
         return event
 
     def close(self) -> None:

@@ -11,13 +11,11 @@ that does not read (a broken finding) is left out, never a crash (``runs/fields.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from gitflow_agents.findings.model import (
-    Accepted,
-    Finding,
     Overall,
     Review,
     accepted_from_dict,
@@ -25,6 +23,8 @@ from gitflow_agents.findings.model import (
 )
 from gitflow_agents.git.queries import MergeResult
 from gitflow_agents.runs.fields import integer, mapping, strings, text
+
+T = TypeVar("T")
 
 
 def _objects(data: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
@@ -111,30 +111,22 @@ class ReviewerEntry:
         overall = Overall(said) if said in ("approve", "revise") else None
         review = Review(
             overall,
-            findings=_findings(data.get("findings")),
+            findings=_readable(data.get("findings"), finding_from_dict, "finding"),
             reviewed_sha=reviewed_sha,
             base_sha=base_sha,
             reason=text(data, "reason") or "",
-            accepted=_accepted(data.get("accepted")),
+            accepted=_readable(data.get("accepted"), accepted_from_dict, "accepted"),
         )
         return cls(text(data, "agentId") or "", review)
 
 
-def _findings(items: Any) -> tuple[Finding, ...]:
-    found: list[Finding] = []
+def _readable(items: Any, read: Callable[[Any, str], T], what: str) -> tuple[T, ...]:
+    """The items of a list that ``read`` accepts (a broken one is left out, as reading is
+    lenient); anything but a list reads as none."""
+    found: list[T] = []
     for index, item in enumerate(items if isinstance(items, list) else []):
         try:
-            found.append(finding_from_dict(item, f"finding {index}"))
-        except ValueError:
-            continue
-    return tuple(found)
-
-
-def _accepted(items: Any) -> tuple[Accepted, ...]:
-    found: list[Accepted] = []
-    for index, item in enumerate(items if isinstance(items, list) else []):
-        try:
-            found.append(accepted_from_dict(item, f"accepted {index}"))
+            found.append(read(item, f"{what} {index}"))
         except ValueError:
             continue
     return tuple(found)

@@ -276,9 +276,8 @@ class _Supervision:
         proc, limits, now = self._running(), self.limits, time.monotonic()
         if "cancel" in flags or (self.run_dir / "cancel").exists():
             return stopped("canceled", "canceled by gitflow-agents cancel")
-        if self._cancel_requested():
-            aborted = self.hub.aborted.is_set()
-            return stopped("canceled", "session aborted" if aborted else "canceled by request")
+        if self.cancel.is_set():
+            return stopped("canceled", "canceled by request")
         if proc.poll() is not None:
             return Stop("agent exited; sweeping the process tree")
         if limits.timeout is not None and now - self.started >= limits.timeout:
@@ -333,14 +332,11 @@ class _Supervision:
         proc, timeout = self._running(), self.limits.timeout
         grace_end = time.monotonic() + self.limits.exit_grace
         while proc.poll() is None and time.monotonic() < grace_end:
-            if self._cancel_requested():
+            if self.cancel.is_set():
                 break
             if timeout is not None and time.monotonic() - self.started >= timeout:
                 break
             self.watcher.wait(TICK, self.wake_r)
-
-    def _cancel_requested(self) -> bool:
-        return self.cancel.is_set() or self.hub.aborted.is_set()
 
     def _running(self) -> subprocess.Popen[bytes]:
         if self.proc is None:

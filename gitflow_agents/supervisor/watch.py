@@ -106,23 +106,16 @@ class _InotifyWatcher:
         self._paths.setdefault(wd, path)
         return True
 
-    def _ignored(self, path: Path) -> bool:
-        resolved = path.resolve()
-        return any(resolved == i or i in resolved.parents for i in self._ignore)
-
     def _add_tree(self, root: Path) -> None:
         stack = [root]
         while stack:
             directory = stack.pop()
-            if self._ignored(directory) or not self._add(directory, "tree"):
+            if _within(directory, self._ignore) or not self._add(directory, "tree"):
                 continue
-            with contextlib.suppress(OSError), os.scandir(directory) as entries:
-                for entry in entries:
-                    if entry.name in SKIP_DIRS:
-                        continue
-                    with contextlib.suppress(OSError):
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(Path(entry.path))
+            for entry in _children(directory):
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
 
     def wait(self, timeout: float, wake_fd: int) -> set[Flag]:
         flags: set[Flag] = set()
@@ -157,7 +150,7 @@ class _InotifyWatcher:
                 flags.add("agent")
             elif role == "tree":
                 path = self._paths[wd] / name
-                if name in SKIP_DIRS or self._ignored(path):
+                if name in SKIP_DIRS or _within(path, self._ignore):
                     continue
                 flags.add("tree")
                 if mask & IN_ISDIR and mask & (IN_CREATE | IN_MOVED_TO):
@@ -177,6 +170,20 @@ def _close_quietly(fd: int) -> None:
         os.close(fd)
 
 
+def _within(path: Path, folders: Sequence[Path]) -> bool:
+    """Whether ``path`` is one of ``folders`` (resolved paths) or below one."""
+    resolved = path.resolve()
+    return any(resolved == folder or folder in resolved.parents for folder in folders)
+
+
+def _children(directory: Path) -> list[os.DirEntry[str]]:
+    """The entries of ``directory`` a watcher looks at: all but ``SKIP_DIRS`` (none when the
+    folder cannot be read)."""
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        return [entry for entry in entries if entry.name not in SKIP_DIRS]
+    return []
+
+
 def _tree_signature(roots: Sequence[Path], ignore: Sequence[Path], limit: int = 20000) -> int:
     """Sum of mtimes and sizes under ``roots`` (bounded): changes when any file changes."""
     total, seen = 0, 0
@@ -184,19 +191,15 @@ def _tree_signature(roots: Sequence[Path], ignore: Sequence[Path], limit: int = 
     stack = list(roots)
     while stack and seen < limit:
         directory = stack.pop()
-        resolved = directory.resolve()
-        if any(resolved == i or i in resolved.parents for i in ignored):
+        if _within(directory, ignored):
             continue
-        with contextlib.suppress(OSError), os.scandir(directory) as entries:
-            for entry in entries:
-                if entry.name in SKIP_DIRS:
-                    continue
-                with contextlib.suppress(OSError):
-                    st = entry.stat(follow_symlinks=False)
-                    total += st.st_mtime_ns + st.st_size
-                    seen += 1
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(Path(entry.path))
+        for entry in _children(directory):
+            with contextlib.suppress(OSError):
+                st = entry.stat(follow_symlinks=False)
+                total += st.st_mtime_ns + st.st_size
+                seen += 1
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
     return total + seen
 
 

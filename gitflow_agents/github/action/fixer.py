@@ -117,9 +117,7 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
         ctx.secrets |= diff_secrets(tree, git.DiffSpec(ws.base_sha, pull.head_sha))
         agent_id = f"pr-{pull.number}-{options.fixer}"
         facts = {"number": pull.number, "branch": pull.head_ref, "head": pull.head_sha}
-        run = chain.run_agent(
-            ctx,
-            ws,
+        job = chain.Job(
             agent=options.fixer,
             agent_id=agent_id,
             kind="fix",
@@ -129,5 +127,6 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
             task=FIX_TASK.format(**facts),
             commit_message=f"Fix review findings of PR #{pull.number}",
         )
+        run = chain.run_agent(ctx, ws, job)
     sha = run.end_sha if run.end_sha != pull.head_sha else None
     return FixRun(sha, run.run_id, agent_id, run.duration)
