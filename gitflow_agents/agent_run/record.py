@@ -17,7 +17,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitflow_agents.runs import FLOW_KINDS
+from gitflow_agents.base.fsutil import (
+    MAX_REPORT_CHARS,
+    irregular,
+    read_agent_text,
+    write_json_atomic,
+)
+from gitflow_agents.base.redact import redact_data
+from gitflow_agents.findings.reply import AgentReply, ReplyStatus, format_reply, parse_reply
+from gitflow_agents.git import queries as git
+from gitflow_agents.runs import FLOW_KINDS, flow_result, read_json, result_status, write_result
+from gitflow_agents.runs.cards import (
+    append_history,
+    apply_checked_criteria,
+    history_line,
+    lock_path,
+    set_card_status,
+)
+from gitflow_agents.runs.fields import strings, text
 from gitflow_agents.runs.status import is_live
 
 if TYPE_CHECKING:
@@ -52,8 +69,6 @@ class RunFacts:
 
 def worktree_state(root: Path, base_sha: str | None) -> dict[str, FileState]:
     """Changed (vs ``base_sha``) and untracked files with their (mtime_ns, size)."""
-    from gitflow_agents.git import queries as git
-
     if base_sha is None:
         return {}
     state = {}
@@ -79,8 +94,6 @@ def changed_files(
 
 def own_files(root: Path, card: Path | None) -> set[str]:
     """The card and its lock: written by the run's command, not by the agent."""
-    from gitflow_agents.runs.cards import lock_path
-
     if card is None:
         return set()
     own = set()
@@ -110,14 +123,10 @@ def record_result(
     ``run.reply`` is the agent's reply parsed with the reply protocol (docs/protocol.md, Agent
     replies; ``structured`` False when it fell back to heuristics); ``run.replies`` counts
     structured vs unstructured replies (one reply per run: ``status`` adds them up over runs)."""
-    from gitflow_agents.findings.reply import parse_reply
-    from gitflow_agents.runs import flow_result, result_status
-
     status = result_status(outcome.status) if outcome is not None else "failed"
     if failure_reason == "interrupted" and outcome is None:
         status = "canceled"
     files = facts.files
-    from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, irregular, read_agent_text
 
     report_path = next(
         (
@@ -159,8 +168,6 @@ def record_result(
     result["run"] = {**run, **(run_extra or {})}
     # Agent text (report, reply, reasons) is masked like every review output before it is
     # written or emitted (docs/security.md, "Secrets in review output").
-    from gitflow_agents.base.redact import redact_data
-
     masked: dict[str, Any] = redact_data(result, facts.secrets)
     _write(facts.paths, masked)
     return masked
@@ -220,9 +227,6 @@ def _run_json(
 
 def _write(paths: RunPaths, result: dict[str, Any]) -> None:
     """result.json (durable), then the live status.json brought to the run's end state."""
-    from gitflow_agents.base.fsutil import write_json_atomic
-    from gitflow_agents.runs import read_json, write_result
-
     run = result["run"]
     with contextlib.suppress(OSError):
         write_result(paths, result)
@@ -254,9 +258,6 @@ def reply_json(reply: AgentReply) -> dict[str, Any]:
 def reply_from_json(data: Mapping[str, Any]) -> AgentReply:
     """``run.reply`` read back into the AgentReply :func:`reply_json` wrote (a field of the
     wrong type reads as absent: ``runs/fields.py``)."""
-    from gitflow_agents.findings.reply import AgentReply, ReplyStatus
-    from gitflow_agents.runs.fields import strings, text
-
     said = text(data, "status")
     known = {status.value for status in ReplyStatus}
     return AgentReply(
@@ -276,8 +277,6 @@ def reply_from_json(data: Mapping[str, Any]) -> AgentReply:
 
 def start_card(card: Path, kind: str, queued_line: str | None) -> None:
     """The card's status goes queued (with its history line) → running, right before dispatch."""
-    from gitflow_agents.runs.cards import append_history, set_card_status
-
     set_card_status(card, kind, "queued")
     if queued_line is not None:
         append_history(card, queued_line)
@@ -286,13 +285,6 @@ def start_card(card: Path, kind: str, queued_line: str | None) -> None:
 
 def finish_card(card: Path, kind: str, result: Mapping[str, Any], run_id: str, log: str) -> None:
     """The card's end status and history line (implement: the ticked criteria, the tests)."""
-    from gitflow_agents.runs.cards import (
-        append_history,
-        apply_checked_criteria,
-        history_line,
-        set_card_status,
-    )
-
     status = result["status"]
     flow = kind if kind in FLOW_KINDS else "implement"
     set_card_status(card, flow, status)
@@ -333,8 +325,6 @@ def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None 
     """``--json``: the result; else the outcome line, the log folder, the formatted reply
     (docs/protocol.md, Agent replies) and, when the agent needs input, its questions and how to
     answer them."""
-    from gitflow_agents.findings.reply import ReplyStatus, format_reply
-
     if as_json:
         print(json.dumps(result, indent=2))
         return

@@ -85,7 +85,7 @@ def _latest_turn(root: Path, flow_dir: str, run_id: str) -> tuple[str, str] | No
     the latest turn of its session; None when it cannot be continued (no session id, closed,
     its work tree gone, its record unreadable or still running)."""
     # sessions imports this module's agent_id_of / workdir_of: the cycle keeps this one here
-    from gitflow_agents.agent_run import sessions
+    from gitflow_agents.agent_run import sessions  # noqa: PLC0415 - the cycle above
 
     try:
         prior = sessions.finished_run(root, flow_dir, run_id)

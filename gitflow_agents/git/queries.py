@@ -236,7 +236,7 @@ def _in_background(run: Callable[..., proc.Result], *args: object) -> Callable[[
     """Start ``run(*args)`` in a thread; the function returned waits for it and returns its
     result or raises its error. (What a one-worker ThreadPoolExecutor does, without importing
     concurrent.futures and logging: a few ms of every small review's start-up.)"""
-    import threading
+    import threading  # noqa: PLC0415 - a small review's start-up (issue 20)
 
     outcome: list[proc.Result | BaseException] = []
 

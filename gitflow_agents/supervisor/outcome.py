@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from gitflow_agents.base.fsutil import irregular, write_json_atomic
+from gitflow_agents.findings.reply import parse_reply
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.status import ProcessStatus
 
@@ -255,8 +256,6 @@ def judge_reply(
 
 def _reply_status(text: str) -> str | None:
     """The <STATUS> of a structured reply; None without protocol tags."""
-    from gitflow_agents.findings.reply import parse_reply
-
     reply = parse_reply(text)
     return reply.status.value if reply.structured and reply.status is not None else None
 
