@@ -71,7 +71,7 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
         if alive:
             row["processesAlive"] = list(alive)
         run = mapping(result, "run") if result else {}
-        for key in ("inputTokens", "outputTokens", "costUsd"):
+        for key in ("inputTokens", "outputTokens", "cachedTokens", "costUsd", "costEstimated"):
             if scalar(run, key) is not None:
                 row[key] = run[key]
         session_id = scalar(run, "sessionId") or scalar(status, "session_id")
