@@ -18,6 +18,8 @@ from gitflow_agents.agents.prices import Price, price_for, shipped_prices, usage
 from gitflow_agents.base.errors import ConfigError, ExitCode
 from gitflow_agents.config import load_flow_config
 from gitflow_agents.config.json_schema import flow_config_schema
+from gitflow_agents.github.action.comment import run_history
+from gitflow_agents.github.pr.history import history_rows
 from gitflow_agents.runs.events import ConsoleChannel, EventHub
 from gitflow_agents.runs.spend import Spend, cost_text, tokens_text, total
 
@@ -300,3 +302,15 @@ def test_the_live_line_shows_an_unknown_count_as_unknown_not_zero() -> None:
     hub.emit("agent:complete", {"agent": "reviewer", "status": "succeeded", "input_tokens": 900})
     hub.close()
     assert out.getvalue().rstrip().endswith("tokens 900/?")
+
+
+def test_the_step_pull_requests_table_marks_a_partial_total(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    agent_record(runs / "a1", inputTokens=1000, outputTokens=100, costUsd=0.25)
+    agent_record(runs / "a2", inputTokens=500, outputTokens=50)  # tokens, but no price known
+    step_record(runs / "s1", "plan-a", 1, ["a1", "a2"])
+    data = json.loads((runs / "s1" / "result.json").read_text())
+    table = run_history(history_rows(data, runs)).splitlines()
+    assert table[2].endswith("| 1,100 | $0.25 |")
+    assert table[3].endswith("| 550 | unknown |")
+    assert table[4].endswith("| 1,650 | ≥ $0.25 |")  # the step's total: tokens whole, cost not

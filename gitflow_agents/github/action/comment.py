@@ -56,13 +56,21 @@ class RunRow:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_estimated: bool = False  # cost_usd comes from the price table, not the agent CLI
+    # a sum some of whose parts are unknown: the tokens / the cost shown are lower bounds
+    tokens_partial: bool = False
+    cost_partial: bool = False
 
 
 def _cost(row: RunRow) -> str:
     """``$0.12``, ``~$0.12`` when estimated from the price table, ``unknown``."""
     if row.cost_usd is None:
         return "unknown"
-    return ("~" if row.cost_estimated else "") + f"${row.cost_usd:.2f}"
+    estimated = "~" if row.cost_estimated else ""
+    return _at_least(row.cost_partial) + estimated + f"${row.cost_usd:.2f}"
+
+
+def _at_least(partial: bool) -> str:
+    return "≥ " if partial else ""
 
 
 def int_or_none(value: Any) -> int | None:
@@ -112,7 +120,9 @@ def run_history(rows: Sequence[RunRow]) -> str:
                     str(row.iterations) if row.iterations is not None else "—",
                     git,
                     _duration(row.duration_s),
-                    f"{row.tokens:,}" if row.tokens is not None else "unknown",
+                    _at_least(row.tokens_partial) + f"{row.tokens:,}"
+                    if row.tokens is not None
+                    else "unknown",
                     _cost(row),
                 ]
             )

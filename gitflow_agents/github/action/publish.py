@@ -189,6 +189,8 @@ _ROW_KEYS = {
     "input_tokens": "inputTokens",
     "output_tokens": "outputTokens",
     "cost_estimated": "costEstimated",
+    "tokens_partial": "tokensPartial",
+    "cost_partial": "costPartial",
 }
 """A run-history row's JSON keys where they differ from its fields (camelCase, as every key of
 our JSON: docs/decisions.md, "CLI conventions")."""
@@ -262,6 +264,8 @@ def _row(data: Mapping[str, Any]) -> comment.RunRow:
         input_tokens=comment.int_or_none(data.get("inputTokens")),
         output_tokens=comment.int_or_none(data.get("outputTokens")),
         cost_estimated=data.get("costEstimated") is True,
+        tokens_partial=data.get("tokensPartial") is True,
+        cost_partial=data.get("costPartial") is True,
     )
 
 
