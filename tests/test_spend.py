@@ -220,6 +220,8 @@ def test_records_and_history_show_spend_and_unknown(
     table = cli.main("history", cwd=repo).stdout.splitlines()
     assert "$0.4500 est." in table[1] and "1,000,000/10,000" in table[1]
     assert table[2].count("unknown") == 2
+    status = cli.main("status", cwd=repo).stdout.splitlines()
+    assert "TOKENS" in status[0] and "$0.4500 est." in status[1] and status[2].count("unknown") == 2
     # a second run is recorded on its own; the first keeps its numbers
     again = cli.main("spawn", "metered", "--flow", "f", "--task", "go", "--rerun", cwd=repo)
     assert again.returncode == 0, again.stderr
