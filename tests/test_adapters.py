@@ -696,6 +696,8 @@ def sample(name: str) -> str:
                 input_tokens=18012,
                 output_tokens=245,
                 cost_usd=0.0123,
+                cached_tokens=15000,
+                model="claude-sonnet-4-5",
                 is_error=False,
                 error=None,
                 reply="Done. <SUMMARY>Added hello.txt</SUMMARY>\n<STATUS>COMPLETE</STATUS>",
@@ -721,6 +723,7 @@ def sample(name: str) -> str:
                 session_id="0199a213-81c0-7800-8aa1-bbab2a035a53",
                 input_tokens=24763,
                 output_tokens=122,
+                cached_tokens=24448,
                 reply="Created f.txt.\n<STATUS>COMPLETE</STATUS>",
             ),
         ),
@@ -731,7 +734,9 @@ def sample(name: str) -> str:
             AgentOutput(
                 session_id="3f2a1b0c-9d8e-4f7a-b6c5-d4e3f2a1b0c9",
                 input_tokens=8623,
-                output_tokens=166,
+                output_tokens=166 + 121,  # candidates and thoughts: both billed as output
+                cached_tokens=0,
+                model="gemini-2.5-flash",  # the model that did most of the run
                 reply="I created hello.txt.\n<STATUS>COMPLETE</STATUS>",
             ),
         ),
@@ -764,6 +769,7 @@ def sample(name: str) -> str:
                 input_tokens=2000,
                 output_tokens=65,
                 cost_usd=0.0015,
+                cached_tokens=100,
                 reply="Created hello.txt.\n<STATUS>COMPLETE</STATUS>",
             ),
         ),

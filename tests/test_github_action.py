@@ -206,7 +206,13 @@ def test_an_approved_pr_gets_a_green_status(runner: Runner, gh: GitHubStandIn, r
     pull = add_pull(gh, repo, {"fine.py": FINE})
     result = runner.run("pull_request", pr_event(gh, pull))
     assert result.returncode == 0, result.stderr
-    assert runner.outputs()["review-result"] == "approved"
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "approved"
+    # the builtin reviewer calls no model: its spend is known to be nothing
+    spend = {k: outputs[k] for k in ("cost-usd", "input-tokens", "output-tokens", "cost-estimated")}
+    assert spend == {
+        "cost-usd": "0", "input-tokens": "0", "output-tokens": "0", "cost-estimated": "false"
+    }  # fmt: skip
     assert states(gh, pull.head_sha) == ["pending", "success"]
     assert gh.state.reviews == {}  # nothing to say inline: no review at all
 

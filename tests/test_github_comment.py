@@ -132,13 +132,17 @@ def test_run_history_table() -> None:
             cost_usd=0.4321,
         ),
         RunRow(flow="review", agent="codex|x", outcome="revise"),
-    ]
+        RunRow(flow="review", agent="codex", outcome="approved", tokens=900, cost_usd=0.011,
+               cost_estimated=True),
+    ]  # fmt: skip
     table = run_history(rows).splitlines()
     assert table[0].startswith("| step | flow | agent | outcome | iterations | git |")
     assert table[2] == (
         "| step 1 | implement | claude | complete | 1 | 3 files +40 −2 | 2 min 05 s | 12,345 | $0.43 |"
     )
-    assert table[3] == "| — | review | codex\\|x | revise | — | — | — | — | — |"
+    # usage a CLI did not state is "unknown", never 0; a price-table cost is marked "~"
+    assert table[3] == "| — | review | codex\\|x | revise | — | — | — | unknown | unknown |"
+    assert table[4].endswith("| 900 | ~$0.01 |")
     assert run_history([]) == ""
     body = summary_body(_review(), None, rows=rows, questions=["Which API version?"])
     assert "#### Run history" in body and "#### Questions from agents" in body

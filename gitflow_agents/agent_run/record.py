@@ -13,10 +13,11 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitflow_agents.agents.prices import Price, Usage, shipped_prices, usage_of
 from gitflow_agents.base.fsutil import (
     MAX_REPORT_CHARS,
     irregular,
@@ -62,6 +63,8 @@ class RunFacts:
     workdir: Path | None = None  # where the agent worked: the root, or a chain step's work tree
     session: Mapping[str, Any] | None = None  # the session link of a `send` turn
     secrets: frozenset[str] = frozenset()  # exact values to mask (a reviewed diff's)
+    model: str | None = None  # the agent's configured model (when its CLI does not name one)
+    prices: Mapping[str, Price] = field(default_factory=shipped_prices)  # estimates a cost
 
 
 # --- the files a run changed -------------------------------------------------------------
@@ -174,13 +177,27 @@ def record_result(
 
 
 USAGE_KEYS = {
-    "sessionId": "session_id",
     "inputTokens": "input_tokens",
     "outputTokens": "output_tokens",
+    "cachedTokens": "cached_tokens",
     "costUsd": "cost_usd",
+    "model": "model",
 }
-"""result.json's ``run`` keys for what the agent CLI reported (camelCase like every key there:
-docs/decisions.md, "CLI conventions"), and the attribute of the parsed output each comes from."""
+"""result.json's ``run`` keys for a run's usage (camelCase like every key there: docs/decisions.md,
+"CLI conventions"), and the :class:`Usage` attribute each comes from. A key is absent when its
+value is unknown; ``costEstimated`` goes with ``costUsd`` (docs/protocol.md, Run records)."""
+
+
+def usage_json(usage: Usage) -> dict[str, Any]:
+    """A run's usage as result.json's ``run`` records it: unknown values are left out."""
+    data: dict[str, Any] = {}
+    for key, name in USAGE_KEYS.items():
+        value = getattr(usage, name)
+        if value is not None:
+            data[key] = value
+    if usage.cost_usd is not None:
+        data["costEstimated"] = usage.cost_estimated
+    return data
 
 
 def _run_json(
@@ -218,10 +235,10 @@ def _run_json(
     if outcome is not None:
         run.update(outcome.to_json())
         run["outcome"] = outcome.status
-        for key, name in USAGE_KEYS.items():
-            value = getattr(outcome.output, name, None)
-            if value is not None:
-                run[key] = value
+        session_id = getattr(outcome.output, "session_id", None)
+        if session_id is not None:
+            run["sessionId"] = session_id
+        run.update(usage_json(usage_of(outcome.output, facts.model, facts.prices)))
     return run
 
 

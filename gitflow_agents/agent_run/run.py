@@ -200,6 +200,8 @@ class AgentRunner:
             workdir=self.workdir,
             session=job.resume.link if job.resume is not None else None,
             secrets=job.secrets,
+            model=config.agent(job.agent).model,
+            prices=config.prices,
         )
         _write_queued(job, self.facts, self.agent_dir)
         self._before = worktree_state(self.workdir, self.facts.base_sha)

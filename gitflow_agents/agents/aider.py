@@ -45,6 +45,7 @@ _TOKENS = re.compile(
     r"Tokens: (?P<sent>[\d.]+[kM]?) sent(?:, [\d.]+[kM]? cache (?:write|hit))*, "
     r"(?P<received>[\d.]+[kM]?) received\."
 )
+_CACHE_HIT = re.compile(r"(?P<hit>[\d.]+[kM]?) cache hit")
 _COST = re.compile(r"Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) session\.")
 # What Aider prints when a model call finally fails (litellm exception names and Aider's own
 # descriptions of them, aider/exceptions.py).
@@ -119,11 +120,15 @@ class AiderAdapter:
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
         text = stdout + ("\n" + stderr if stderr else "")
-        sent: int | None = None
+        sent: int | None = None  # litellm's prompt tokens: cache reads and writes included
         received: int | None = None
+        cached: int | None = None
         last_report = -1
         for match in _TOKENS.finditer(text):
             sent = add_optional(sent, _token_count(match["sent"]))
+            hit = _CACHE_HIT.search(match[0])
+            if hit is not None:
+                cached = add_optional(cached, _token_count(hit["hit"]))
             count = _token_count(match["received"])
             received = add_optional(received, count)
             if count:  # "0 received" follows a failed call (e.g. an empty response)
@@ -143,7 +148,9 @@ class AiderAdapter:
             session_id=None,  # Aider has no session ids
             input_tokens=sent,
             output_tokens=received,
-            cost_usd=cost,
+            cost_usd=cost,  # printed only when aider knows the model's price
+            cached_tokens=cached,
+            model=None,  # aider prints it only in its banner; the configured model is used
             is_error=error is not None,
             error=error,
             reply=reply,

@@ -80,12 +80,19 @@ class AgentOutput:
     the exit code alone). ``error`` is a short human note: the CLI's error message, or why the
     output could not be parsed (then ``is_error`` is False: unparseable is not proof of failure;
     the report and the repository are the truth).
+
+    Usage is comparable across CLIs (docs/decisions.md, "Spend"): ``input_tokens`` counts every
+    input token (cache reads and writes included), ``cached_tokens`` the part of them read from
+    the provider's cache, ``output_tokens`` every output token (reasoning included);
+    ``cost_usd`` only as the CLI states it; ``model`` the model the CLI says it used.
     """
 
     session_id: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
+    cached_tokens: int | None = None
+    model: str | None = None
     is_error: bool = False
     error: str | None = None
     reply: str | None = None
@@ -437,6 +444,18 @@ def add_optional(total: int | None, value: int | None) -> int | None:
     return value if total is None else total + value
 
 
+def main_model(models: Mapping[str, Any], weight: str = "total") -> str | None:
+    """The model that did most of a run: ``models`` maps each model name a CLI reports to its
+    numbers; the one whose ``weight`` is largest (a CLI may use a small model for side tasks)."""
+    best: str | None = None
+    best_weight = -1.0
+    for name, numbers in models.items():
+        value = as_float(as_dict(numbers).get(weight))
+        if isinstance(name, str) and name and (value or 0.0) > best_weight:
+            best, best_weight = name, value or 0.0
+    return best
+
+
 def last_line(text: str, limit: int = 300) -> str | None:
     """The last non-empty line of ``text``, shortened: a one-line note for ``AgentOutput.error``."""
     for line in reversed(text.splitlines()):
@@ -475,6 +494,7 @@ __all__ = [
     "json_lines",
     "json_object",
     "last_line",
+    "main_model",
     "opt_bool",
     "opt_int",
     "opt_mapping",

@@ -96,6 +96,7 @@ class CodexAdapter:
         session_id = None
         input_tokens: int | None = None
         output_tokens: int | None = None
+        cached_tokens: int | None = None
         reply = None
         failed: str | None = None
         last_error: str | None = None
@@ -111,6 +112,9 @@ class CodexAdapter:
                 usage = as_dict(event.get("usage"))
                 input_tokens = add_optional(input_tokens, as_int(usage.get("input_tokens")))
                 output_tokens = add_optional(output_tokens, as_int(usage.get("output_tokens")))
+                # a part of input_tokens (OpenAI counts cached input inside the input)
+                cached = as_int(usage.get("cached_input_tokens"))
+                cached_tokens = add_optional(cached_tokens, cached)
                 failed = None
             elif kind == "turn.failed":
                 failed = as_str(as_dict(event.get("error")).get("message")) or "turn failed"
@@ -127,7 +131,8 @@ class CodexAdapter:
             session_id=session_id,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            cost_usd=None,  # Codex reports no cost
+            cost_usd=None,  # Codex reports no cost (nor the model): a price table estimates it
+            cached_tokens=cached_tokens,
             is_error=failed is not None,
             error=failed or (last_error if reply is None else None),
             reply=reply,

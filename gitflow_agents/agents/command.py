@@ -24,6 +24,7 @@ from gitflow_agents.agents.base import (
     CpuActivity,
     Invocation,
     LaunchSpec,
+    add_optional,
     allowed_env,
     as_dict,
     as_float,
@@ -101,11 +102,16 @@ class CommandAdapter:
         usage = as_dict(data.get("usage"))
         is_error = data.get("is_error") is True
         reply = as_str(data.get("result")) or as_str(data.get("response"))
+        input_tokens: int | None = None
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            input_tokens = add_optional(input_tokens, as_int(usage.get(key)))
         return AgentOutput(
             session_id=as_str(data.get("session_id")),
-            input_tokens=as_int(usage.get("input_tokens")),
+            input_tokens=input_tokens,
             output_tokens=as_int(usage.get("output_tokens")),
             cost_usd=as_float(data.get("total_cost_usd", data.get("cost_usd"))),
+            cached_tokens=as_int(usage.get("cache_read_input_tokens")),
+            model=as_str(data.get("model")),
             is_error=is_error,
             error=(reply or "is_error: true") if is_error else None,
             reply=reply if reply is not None else stdout.strip() or None,

@@ -18,6 +18,7 @@ from gitflow_agents.agents.base import (
     deep_merge,
     executable,
     json_object,
+    main_model,
     opt_bool,
     opt_int,
     opt_mapping,
@@ -103,17 +104,24 @@ class GeminiAdapter:
             return unparsed(stdout, stderr, "Gemini JSON")
         input_tokens: int | None = None
         output_tokens: int | None = None
-        for model in as_dict(as_dict(data.get("stats")).get("models")).values():
+        cached_tokens: int | None = None
+        models = as_dict(as_dict(data.get("stats")).get("models"))
+        for model in models.values():
             tokens = as_dict(as_dict(model).get("tokens"))
             prompt = tokens.get("input", tokens.get("prompt"))
             input_tokens = add_optional(input_tokens, as_int(prompt))
-            output_tokens = add_optional(output_tokens, as_int(tokens.get("candidates")))
+            # thoughts are billed as output; cached is a part of the prompt
+            for key in ("candidates", "thoughts"):
+                output_tokens = add_optional(output_tokens, as_int(tokens.get(key)))
+            cached_tokens = add_optional(cached_tokens, as_int(tokens.get("cached")))
         error = _error_message(data.get("error"))
         return AgentOutput(
             session_id=as_str(data.get("session_id")),
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            cost_usd=None,  # Gemini CLI reports no cost
+            cost_usd=None,  # Gemini CLI reports no cost: a price table estimates it
+            cached_tokens=cached_tokens,
+            model=main_model({name: as_dict(m).get("tokens") for name, m in models.items()}),
             is_error=error is not None,
             error=error,
             reply=as_str(data.get("response")),

@@ -83,6 +83,7 @@ class OpencodeAdapter:
         input_tokens: int | None = None
         output_tokens: int | None = None
         cost: float | None = None
+        cached_tokens: int | None = None
         step_texts: list[str] = []
         reply = None
         error = None
@@ -108,6 +109,7 @@ class OpencodeAdapter:
                     input_tokens = add_optional(input_tokens, as_int(value))
                 for value in (tokens.get("output"), tokens.get("reasoning")):
                     output_tokens = add_optional(output_tokens, as_int(value))
+                cached_tokens = add_optional(cached_tokens, as_int(cache.get("read")))
                 step_cost = as_float(part.get("cost"))
                 if step_cost is not None:
                     cost = (cost or 0.0) + step_cost
@@ -120,6 +122,7 @@ class OpencodeAdapter:
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cost_usd=cost,
+            cached_tokens=cached_tokens,
             is_error=error is not None,
             error=error,
             reply=reply,

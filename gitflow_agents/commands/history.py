@@ -17,7 +17,8 @@ from pathlib import Path
 
 from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.render.history import mermaid
-from gitflow_agents.runs.history import records, rows
+from gitflow_agents.runs.history import plan_totals, records, rows
+from gitflow_agents.runs.spend import cost_text, tokens_text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +50,10 @@ def _show(fmt: str, root: Path, flow_dir: str, args: argparse.Namespace, skipped
     if not found:
         print(f"no runs under {flow_dir}/")
         return int(ExitCode.OK)
-    header = ("RUN", "FLOW", "WHAT", "OUTCOME", "ITER", "GIT", "DURATION", "FINISHED")
+    header = (
+        "RUN", "FLOW", "WHAT", "OUTCOME", "ITER", "GIT", "DURATION", "TOKENS IN/OUT", "COST",
+        "FINISHED",
+    )  # fmt: skip
     table = [header] + [
         (
             r.run_id[:13],
@@ -59,6 +63,8 @@ def _show(fmt: str, root: Path, flow_dir: str, args: argparse.Namespace, skipped
             "" if r.iterations is None else str(r.iterations),
             r.git,
             "" if r.duration_s is None else f"{r.duration_s:.1f}s",
+            tokens_text(r.spend),
+            cost_text(r.spend),
             r.finished,
         )
         for r in found
@@ -66,6 +72,9 @@ def _show(fmt: str, root: Path, flow_dir: str, args: argparse.Namespace, skipped
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    for plan, (count, spend) in sorted(plan_totals(found).items()):
+        runs = f"{count} step run{'' if count == 1 else 's'}"
+        print(f"plan {plan}: {runs}, tokens {tokens_text(spend)}, cost {cost_text(spend)}")
     return int(ExitCode.OK)
 
 

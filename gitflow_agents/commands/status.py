@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.runs.spend import cost_text, run_spend, tokens_text
+
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.config import find_project_root, load_flow_config
@@ -71,7 +73,7 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
         if alive:
             row["processesAlive"] = list(alive)
         run = mapping(result, "run") if result else {}
-        for key in ("inputTokens", "outputTokens", "costUsd"):
+        for key in ("inputTokens", "outputTokens", "cachedTokens", "costUsd", "costEstimated"):
             if scalar(run, key) is not None:
                 row[key] = run[key]
         session_id = scalar(run, "sessionId") or scalar(status, "session_id")
@@ -141,9 +143,18 @@ def _duration(row: dict[str, Any], now: float) -> str:
     return f"{minutes}:{sec:02d}"
 
 
+def _spend(row: dict[str, Any]) -> tuple[str, str]:
+    """Tokens and cost of a finished run (``unknown`` where its CLI did not say); ``-`` while
+    it has no result."""
+    if not row.get("result"):
+        return "-", "-"
+    spend = run_spend(row)
+    return tokens_text(spend), cost_text(spend)
+
+
 def format_table(rows: list[dict[str, Any]]) -> str:
     now = time.time()
-    header = ("RUN", "FLOW", "AGENT", "STATE", "TIME", "LAST ACTIVITY", "REASON")
+    header = ("RUN", "FLOW", "AGENT", "STATE", "TIME", "LAST ACTIVITY", "TOKENS", "COST", "REASON")
     table = [
         (
             row["runId"][:13],
@@ -152,6 +163,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             row["state"],
             _duration(row, now),
             f"{_ago(row['lastActivityAt'], now)} ({row['lastActivityKind'] or '-'})",
+            *_spend(row),
             str(row["reason"] or ""),
         )
         for row in rows

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from gitflow_agents.agents.prices import Price, price_from, shipped_prices
 from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 from gitflow_agents.base.resources import templates_dir
@@ -105,6 +106,7 @@ def build(
         ),
         chain=_build_chain(_section(values, "chain"), agents),
         review=build_review(values.get("review")),
+        prices=build_prices(_section(values, "prices")),
     )
 
 
@@ -132,7 +134,26 @@ def build_problems(top: Node, layout: Layout, sources: tuple[Path, ...]) -> list
     attempt(_build_workflow, values, layout, sources)
     attempt(_build_chain, _section(values, "chain"), agents)
     attempt(build_review, values.get("review"))
+    attempt(build_prices, _section(values, "prices"))
     return found
+
+
+def build_prices(values: Mapping[str, Node]) -> Mapping[str, Price]:
+    """The shipped price table with ``prices:`` laid over it, key by key: a model the shipped
+    table does not have needs both ``input`` and ``output``."""
+    table = dict(shipped_prices())
+    for model, node in values.items():
+        given = {key: child.value for key, child in dict(node.value).items()}
+        shipped = table.get(model)
+        if shipped is not None:
+            given = {**vars(shipped), **given}
+        missing = [key for key in ("input", "output") if given.get(key) is None]
+        if missing:
+            raise node.error(
+                f"prices.{model}", f"needs {' and '.join(missing)} (USD per million tokens)"
+            )
+        table[model] = price_from(given)
+    return MappingProxyType(table)
 
 
 def _check_pattern(node: Node) -> None:

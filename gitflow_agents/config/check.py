@@ -8,6 +8,7 @@ else is replaced by the later layer; a ``command`` argv is replaced whole.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import shlex
 from collections.abc import Iterator, Mapping
@@ -20,12 +21,12 @@ from gitflow_agents.config.shape import (
     Command,
     Int,
     MapOf,
+    Num,
     Obj,
     Spec,
     Str,
     StrList,
 )
-from gitflow_agents.config.values import NAME
 from gitflow_agents.config.yaml_nodes import Node, join, kind
 
 
@@ -55,12 +56,8 @@ def problems(node: Node, spec: Spec, keypath: str) -> Iterator[ConfigError]:
             yield node.error(keypath, f"expected a mapping of names, got {kind(value)}")
             return
         for key, child in value.items():
-            if not NAME.match(key):
-                yield child.error(
-                    join(keypath, key),
-                    "invalid name: use letters, digits, '.', '_' and '-' (starting with a "
-                    "letter or digit)",
-                )
+            if not re.fullmatch(spec.key_pattern, key):
+                yield child.error(join(keypath, key), f"invalid name: {spec.key_what}")
             yield from problems(child, spec.item, join(keypath, key))
     elif isinstance(spec, StrList):
         yield from _str_list(node, spec, keypath)
@@ -90,6 +87,12 @@ def _scalar(node: Node, spec: Spec, keypath: str) -> ConfigError | None:
             return node.error(keypath, f"expected {spec.what}, got {kind(value)}")
         if value < spec.minimum:
             return node.error(keypath, f"must be at least {spec.minimum}, got {value}")
+    elif isinstance(spec, Num):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not math.isfinite(value):
+            return node.error(keypath, f"expected a number, got {kind(value)}")
+        if value < 0:
+            return node.error(keypath, f"must be at least 0, got {value}")
     elif isinstance(spec, Bool):
         if not isinstance(value, bool):
             return node.error(keypath, f"expected true or false, got {kind(value)}")

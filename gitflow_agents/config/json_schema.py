@@ -18,12 +18,12 @@ from gitflow_agents.config.shape import (
     Command,
     Int,
     MapOf,
+    Num,
     Obj,
     Spec,
     Str,
     StrList,
 )
-from gitflow_agents.config.values import NAME_PATTERN
 
 SCHEMA_FILE = "flow-config.schema.json"
 """The schema's file name in ``.flow/`` (``init`` writes it) and its ``$id``."""
@@ -51,12 +51,14 @@ def _schema(spec: Spec) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "object", "additionalProperties": False}
         out["properties"] = {key: _schema(sub) for key, sub in spec.fields.items()}
     elif isinstance(spec, MapOf):
-        out = {"type": "object", "propertyNames": {"pattern": f"^{NAME_PATTERN}$"}}
+        out = {"type": "object", "propertyNames": {"pattern": f"^{spec.key_pattern}$"}}
         out["additionalProperties"] = _schema(spec.item)
     elif isinstance(spec, Str):
         out = _string(spec)
     elif isinstance(spec, Int):
         out = {"type": "integer", "minimum": spec.minimum}
+    elif isinstance(spec, Num):
+        out = {"type": "number", "minimum": 0}
     elif isinstance(spec, Bool):
         out = {"type": "boolean"}
     elif isinstance(spec, StrList):

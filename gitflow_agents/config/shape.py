@@ -28,6 +28,7 @@ from gitflow_agents.config.values import (
     DEFAULT_SUCCESS_SUFFIX,
     ENV_NAME_PATTERN,
     MERGE_MODES,
+    MODEL_PATTERN,
     NAME_PATTERN,
     SEVERITIES,
     ChainConfig,
@@ -63,6 +64,13 @@ class Int:
     what: str = "a whole number of seconds"
     doc: str = ""
     default: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Num:
+    """A number (integer or decimal) at least 0."""
+
+    doc: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,13 +110,16 @@ class Obj:
 
 @dataclass(frozen=True, kw_only=True)
 class MapOf:
-    """A mapping from names (``NAME_PATTERN``) to ``item``."""
+    """A mapping from names to ``item``: names match ``key_pattern`` (default ``NAME_PATTERN``),
+    ``key_what`` says what a name is in the message for one that does not."""
 
     item: Obj
     doc: str = ""
+    key_pattern: str = NAME_PATTERN
+    key_what: str = "use letters, digits, '.', '_' and '-' (starting with a letter or digit)"
 
 
-Spec = Str | Int | Bool | StrList | Command | AnyMap | Obj | MapOf
+Spec = Str | Int | Num | Bool | StrList | Command | AnyMap | Obj | MapOf
 
 
 def adapter_names() -> tuple[str, ...]:
@@ -288,6 +299,24 @@ REVIEW = Obj(
         ),
     },
 )
+PRICES = MapOf(
+    doc="Model prices in USD per million tokens, laid over the shipped table "
+    "(gitflow_agents/agents/prices.yaml). They estimate the cost of a run whose agent CLI reports "
+    "tokens but no cost (recorded as costEstimated: true); a model in neither table has no cost.",
+    key_pattern=MODEL_PATTERN,
+    key_what="a model name: letters, digits and '.', '_', '-', ':', '/', '@'",
+    item=Obj(
+        doc="One model's prices. input and output are required unless the shipped table has "
+        "the model.",
+        fields={
+            "input": Num(doc="USD per million input tokens (not read from the cache)."),
+            "output": Num(doc="USD per million output tokens."),
+            "cached": Num(
+                doc="USD per million input tokens read from the cache. Default: the input price."
+            ),
+        },
+    ),
+)
 TOP = Obj(
     doc="One layer of the flow configuration: .flow/base.yaml, .flow/<flow-type>/base.yaml or "
     ".flow/<flow-type>/<variant>.yaml. Layers merge: scalars are replaced, mappings merge, lists "
@@ -372,6 +401,7 @@ TOP = Obj(
         "shared_files": MapOf(item=SHARED_FILE, doc="Shared context files by key."),
         "chain": CHAIN,
         "review": REVIEW,
+        "prices": PRICES,
     },
 )
 

@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
+from gitflow_agents.agents.prices import Price, shipped_prices
 from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.plan import SpecPlanConfig
@@ -57,6 +58,7 @@ SEVERITIES: tuple[str, ...] = ("error", "warn", "info")
 # Names of agents, shared files, flow types and variants; and of environment variables.
 NAME_PATTERN = "[A-Za-z0-9][A-Za-z0-9_.-]*"
 ENV_NAME_PATTERN = "[A-Za-z_][A-Za-z0-9_]*"
+MODEL_PATTERN = "[A-Za-z0-9][A-Za-z0-9_.:/@-]*"  # gpt-5, anthropic/claude-sonnet-4, o3@high
 NAME = re.compile(NAME_PATTERN + r"\Z")
 ENV_NAME = re.compile(ENV_NAME_PATTERN + r"\Z")
 
@@ -171,6 +173,8 @@ class FlowConfig:
     stuck_retry_grace_secs: int = DEFAULT_STUCK_RETRY_GRACE_SECS
     chain: ChainConfig = field(default_factory=ChainConfig)
     review: ReviewSettings = field(default_factory=ReviewSettings)
+    # model -> Price: the shipped table with the project's `prices:` over it
+    prices: Mapping[str, Price] = field(default_factory=shipped_prices)
 
     def agent(self, name: str) -> AgentConfig:
         """The agent configured as ``name``; ConfigError listing the known agents otherwise."""

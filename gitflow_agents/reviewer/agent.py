@@ -10,11 +10,12 @@ An agent that fails, gets stuck or times out is an AgentError (exit 3), never a 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.agent_run.launch import report_files
+from gitflow_agents.agent_run.record import USAGE_KEYS
 from gitflow_agents.agent_run.run import AgentJob, execute, limits
 from gitflow_agents.assets import load_manifest
 from gitflow_agents.base.errors import AgentError
@@ -57,7 +58,7 @@ def run_agent_review(
     quiet: bool = False,
     config_root: Path | None = None,
     secrets: Iterable[str] = (),
-) -> str:
+) -> tuple[str, dict[str, Any]]:
     """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes); its
     completed report's text. ConfigError for an unknown agent; AgentError when it does not
     complete. ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (the action
@@ -116,7 +117,18 @@ def run_agent_review(
             f"{redact_text(str(run['reason']))} (logs: {logs})"
         )
 
-    return read_agent_text(success, MAX_REPORT_CHARS)  # bounded; "" for a symlink or FIFO
+    text = read_agent_text(success, MAX_REPORT_CHARS)  # bounded; "" for a symlink or FIFO
+    return text, {key: run[key] for key in RECORD_USAGE if key in run}
+
+
+RECORD_USAGE = (*USAGE_KEYS, "costEstimated")
+"""The usage keys of a run record (``agent_run.record``), as a review's ``run`` carries them."""
+
+
+def with_usage(run: Mapping[str, Any], usage: Mapping[str, Any]) -> dict[str, Any]:
+    """A review's ``run`` (read from the agent's own findings block) with the usage of its run
+    record instead of any the agent wrote: what the Action outputs and shows is measured."""
+    return {**{k: v for k, v in run.items() if k not in RECORD_USAGE}, **usage}
 
 
 def _review_task(base: str, head: str | None, files: ReportFiles) -> str:

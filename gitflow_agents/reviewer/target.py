@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitflow_agents import findings
 from gitflow_agents.base.errors import ExitCode, UsageError
@@ -175,8 +175,9 @@ def agent_report(
     *,
     config_root: Path | None = None,
     secrets: Iterable[str] = (),
-) -> str:
-    """Run the configured agent ``name`` as the reviewer (supervised); its completed report.
+) -> tuple[str, dict[str, Any]]:
+    """Run the configured agent ``name`` as the reviewer (supervised); its completed report and
+    the usage its run record holds.
     ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (default: ``root``);
     ``secrets``: exact values masked in the run's records."""
     from gitflow_agents.reviewer.agent import run_agent_review  # noqa: PLC0415 — agent_run/, prompt/, config/ only for --agent
@@ -233,7 +234,9 @@ def review_target(
             )
         else:
             secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
-            report = agent_report(root, agent, target, config_root=config_root, secrets=secrets)
+            report, usage = agent_report(
+                root, agent, target, config_root=config_root, secrets=secrets
+            )
             parsed = findings.parse_review(
                 report,
                 reviewed_sha=target.head,
@@ -241,6 +244,9 @@ def review_target(
                 source=f"{agent} report",
                 line_content=line_lookup(blobs, target.head),
             )
+            from gitflow_agents.reviewer.agent import with_usage  # noqa: PLC0415 — as agent_report
+
+            parsed = replace(parsed, run=with_usage(parsed.run, usage))
     # Every text of the report is masked before any output sees it: the secret rules, and the
     # exact secret values of the reviewed diff wherever the reviewer quotes them
     # (docs/security.md, "Secrets in review output").

@@ -254,7 +254,8 @@ def _tokens(data: Mapping[str, Any]) -> str:
     parts = []
     tokens_in, tokens_out = data.get("input_tokens"), data.get("output_tokens")
     if tokens_in is not None or tokens_out is not None:
-        parts.append(f"tokens {tokens_in or 0}/{tokens_out or 0}")
+        shown = ["?" if n is None else str(n) for n in (tokens_in, tokens_out)]  # unknown, not 0
+        parts.append(f"tokens {shown[0]}/{shown[1]}")
     cost = data.get("cost_usd")
     if cost is not None:
         parts.append(f"${float(cost):.4f}")

@@ -7,7 +7,8 @@ Step runs show one row each; the agent runs inside them only with ``agents=True`
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from gitflow_agents.config.values import display as shown_path
 from gitflow_agents.runs import iter_runs, load_record, record_problem
 from gitflow_agents.runs.fields import mapping, number, scalar
 from gitflow_agents.runs.schema import step_chain
+from gitflow_agents.runs.spend import Spend, run_spend, step_spend, total
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,10 @@ class HistoryRow:
     duration_s: float | None
     finished: str  # ISO date-time (UTC), "" when unknown
     history_line: str
+    spend: Spend = field(
+        default_factory=Spend
+    )  # an agent run's own; a step run's: the sum of its agent runs
+    plan: str | None = None  # a step run's plan
 
     def to_json(self) -> dict[str, Any]:
         """The row as ``history --json`` prints it (camelCase keys, as every JSON output)."""
@@ -46,6 +52,8 @@ class HistoryRow:
             "durationSeconds": self.duration_s,
             "finished": self.finished,
             "historyLine": self.history_line,
+            "plan": self.plan,
+            **self.spend.to_json(),
         }
 
 
@@ -59,10 +67,21 @@ def rows(
 ) -> list[HistoryRow]:
     """One row per run ``history`` shows, oldest first, its texts masked again by the secret
     rules (the records were masked when written, but an agent can write into its run folder)."""
-    return [
-        HistoryRow(**redact_data(asdict(row(run_dir, data, mapping(data, "run")))))
-        for run_dir, data in records(root, flow_dir, flow, agents=agents, skipped=skipped)
-    ]
+    found = []
+    for run_dir, data in records(root, flow_dir, flow, agents=agents, skipped=skipped):
+        shown = row(run_dir, data, mapping(data, "run"))
+        masked = redact_data({**asdict(shown), "spend": None})
+        found.append(HistoryRow(**{**masked, "spend": shown.spend}))
+    return found
+
+
+def plan_totals(found: Iterable[HistoryRow]) -> dict[str, tuple[int, Spend]]:
+    """Per plan: how many of ``found`` are its step runs, and their summed spend."""
+    by_plan: dict[str, list[Spend]] = {}
+    for shown in found:
+        if shown.kind == "chain" and shown.plan:
+            by_plan.setdefault(shown.plan, []).append(shown.spend)
+    return {plan: (len(parts), total(parts)) for plan, parts in by_plan.items()}
 
 
 def records(
@@ -124,6 +143,8 @@ def row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:
             duration_s=ms / 1000 if ms is not None else None,
             finished=when,
             history_line=str(scalar(run, "historyLine") or ""),
+            spend=step_spend(run_dir, data),
+            plan=chain.plan,
         )
     outcome = str(scalar(run, "status") or scalar(run, "outcome") or scalar(data, "status") or "?")
     if "overall" in data and outcome == "succeeded":
@@ -139,6 +160,7 @@ def row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:
         duration_s=ms / 1000 if ms is not None else None,
         finished=when,
         history_line="",
+        spend=run_spend(run),
     )
 
 

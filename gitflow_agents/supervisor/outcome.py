@@ -51,6 +51,12 @@ class ParsedOutput(Protocol):
     @property
     def cost_usd(self) -> float | None: ...
 
+    @property
+    def cached_tokens(self) -> int | None: ...
+
+    @property
+    def model(self) -> str | None: ...
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -294,6 +300,7 @@ def completion_event(outcome: Outcome) -> dict[str, Any]:
             "input_tokens": parsed.input_tokens,
             "output_tokens": parsed.output_tokens,
             "cost_usd": parsed.cost_usd,
+            "cached_tokens": parsed.cached_tokens,
         }
         data.update((key, value) for key, value in usage.items() if value is not None)
     return data

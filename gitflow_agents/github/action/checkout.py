@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.findings import GateResult, Review
@@ -26,6 +27,7 @@ from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.values import MergeGroup
 from gitflow_agents.reviewer.acceptance import acceptance_at
 from gitflow_agents.reviewer.target import Target, review_target
+from gitflow_agents.runs.spend import run_spend
 
 
 def ensure_commit(root: Path, sha: str, number: int) -> None:
@@ -127,6 +129,7 @@ def _review(
         )
     stats = git.numstat(root, target.spec)
     run = result.run if isinstance(result.run, dict) else {}
+    usage = _usage(options.agent, run)
     row = comment.RunRow(
         flow="review",
         agent=options.agent,
@@ -137,7 +140,22 @@ def _review(
         insertions=sum(a or 0 for a, _ in stats.values()),
         deletions=sum(d or 0 for _, d in stats.values()),
         duration_s=time.monotonic() - started,
-        tokens=comment.int_or_none(run.get("tokens")),
-        cost_usd=comment.float_or_none(run.get("costUsd", run.get("cost_usd"))),
+        **usage,
     )
     return result, gate, row
+
+
+def _usage(agent: str, run: Mapping[str, Any]) -> dict[str, Any]:
+    """The review's usage for its RunRow: the builtin reviewer calls no model (0 tokens, $0:
+    that is known); an agent reviewer's is its run record's, unknown where that does not say."""
+    if agent == "builtin":
+        return {"tokens": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+    spend = run_spend(run)
+    known = [n for n in (spend.input_tokens, spend.output_tokens) if n is not None]
+    return {
+        "tokens": sum(known) if known else None,
+        "input_tokens": spend.input_tokens,
+        "output_tokens": spend.output_tokens,
+        "cost_usd": spend.cost_usd,
+        "cost_estimated": spend.cost_estimated,
+    }

@@ -51,8 +51,26 @@ class RunRow:
     insertions: int | None = None
     deletions: int | None = None
     duration_s: float | None = None
-    tokens: int | None = None
+    tokens: int | None = None  # input + output
     cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_estimated: bool = False  # cost_usd comes from the price table, not the agent CLI
+    # a sum some of whose parts are unknown: the tokens / the cost shown are lower bounds
+    tokens_partial: bool = False
+    cost_partial: bool = False
+
+
+def _cost(row: RunRow) -> str:
+    """``$0.12``, ``~$0.12`` when estimated from the price table, ``unknown``."""
+    if row.cost_usd is None:
+        return "unknown"
+    estimated = "~" if row.cost_estimated else ""
+    return _at_least(row.cost_partial) + estimated + f"${row.cost_usd:.2f}"
+
+
+def _at_least(partial: bool) -> str:
+    return "≥ " if partial else ""
 
 
 def int_or_none(value: Any) -> int | None:
@@ -102,8 +120,10 @@ def run_history(rows: Sequence[RunRow]) -> str:
                     str(row.iterations) if row.iterations is not None else "—",
                     git,
                     _duration(row.duration_s),
-                    f"{row.tokens:,}" if row.tokens is not None else "—",
-                    f"${row.cost_usd:.2f}" if row.cost_usd is not None else "—",
+                    _at_least(row.tokens_partial) + f"{row.tokens:,}"
+                    if row.tokens is not None
+                    else "unknown",
+                    _cost(row),
                 ]
             )
             + " |"

@@ -31,6 +31,7 @@ from gitflow_agents.github.action.publish import (
     result_files,
     result_outputs,
     summary_room,
+    usage_outputs,
 )
 from gitflow_agents.github.action.runner import (
     PREFIX,
@@ -139,7 +140,7 @@ def finish_group(
     """The final status (and the optional check run), the step summary and the outputs; the
     exit code for ``options.fail_on``."""
     group = writer.group
-    outputs = result_outputs(result, gate, group.head_sha, run_id, files)
+    outputs = {**result_outputs(result, gate, group.head_sha, run_id, files), **usage_outputs(rows)}
     room = summary_room(env.step_summary)
     notices = [no_pull_request(group)]
 

@@ -186,6 +186,11 @@ _ROW_KEYS = {
     "files_changed": "filesChanged",
     "duration_s": "durationSeconds",
     "cost_usd": "costUsd",
+    "input_tokens": "inputTokens",
+    "output_tokens": "outputTokens",
+    "cost_estimated": "costEstimated",
+    "tokens_partial": "tokensPartial",
+    "cost_partial": "costPartial",
 }
 """A run-history row's JSON keys where they differ from its fields (camelCase, as every key of
 our JSON: docs/decisions.md, "CLI conventions")."""
@@ -256,6 +261,11 @@ def _row(data: Mapping[str, Any]) -> comment.RunRow:
         duration_s=comment.float_or_none(data.get("durationSeconds")),
         tokens=comment.int_or_none(data.get("tokens")),
         cost_usd=comment.float_or_none(data.get("costUsd")),
+        input_tokens=comment.int_or_none(data.get("inputTokens")),
+        output_tokens=comment.int_or_none(data.get("outputTokens")),
+        cost_estimated=data.get("costEstimated") is True,
+        tokens_partial=data.get("tokensPartial") is True,
+        cost_partial=data.get("costPartial") is True,
     )
 
 
@@ -274,6 +284,25 @@ def result_outputs(
         "errors": str(counts[Severity.ERROR]),
         "warnings": str(counts[Severity.WARN]),
         "infos": str(counts[Severity.INFO]),
+    }
+
+
+def usage_outputs(rows: Sequence[comment.RunRow]) -> dict[str, str]:
+    """``cost-usd``, ``input-tokens``, ``output-tokens`` and ``cost-estimated`` of the review
+    this run did (its rows): each value summed over the rows, empty when a row does not know
+    it (an empty output is unknown, never 0; docs/github.md, "Outputs")."""
+
+    def summed(values: list[Any]) -> Any:
+        return sum(values) if values and all(v is not None for v in values) else None
+
+    cost = summed([row.cost_usd for row in rows])
+    tokens_in = summed([row.input_tokens for row in rows])
+    tokens_out = summed([row.output_tokens for row in rows])
+    return {
+        "cost-usd": "" if cost is None else f"{cost:.6f}".rstrip("0").rstrip("."),
+        "input-tokens": "" if tokens_in is None else str(tokens_in),
+        "output-tokens": "" if tokens_out is None else str(tokens_out),
+        "cost-estimated": str(cost is not None and any(r.cost_estimated for r in rows)).lower(),
     }
 
 
@@ -316,6 +345,7 @@ def finish(
     pull = publisher.pull
     login = Identity(publisher.client, options.comment_author)
     outputs = result_outputs(result, gate, pull.head_sha, run_id, {**files, **(extra or {})})
+    outputs.update(usage_outputs(rows))
     room = summary_room(env.step_summary)
     full = comment.summary_body(
         result, gate, rows=rows, questions=agent_questions(result), limit=None

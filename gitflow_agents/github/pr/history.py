@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.findings import GateResult, Review, Severity, merge_reviews
-from gitflow_agents.github.action.comment import RunRow, float_or_none, int_or_none
+from gitflow_agents.github.action.comment import RunRow, int_or_none
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.schema import StepChain, step_chain
+from gitflow_agents.runs.spend import Spend, run_spend, total
 
 
 def _agent_record(runs: Path, run_id: str) -> Mapping[str, Any]:
@@ -65,20 +66,11 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
     step = str(chain.step or "—")
     verdicts = _verdicts(chain)
     rows: list[RunRow] = []
-    total_tokens: int | None = None
-    total_cost: float | None = None
+    spent: list[Spend] = []
     for agent in chain.agents:
         record = _agent_record(runs, agent.run_id)
         run = record.get("run") or {}
-        tokens = [int_or_none(run.get(k)) for k in ("inputTokens", "outputTokens")]
-        used = (
-            sum(t for t in tokens if t is not None) if any(t is not None for t in tokens) else None
-        )
-        cost = float_or_none(run.get("costUsd"))
-        if used is not None:
-            total_tokens = (total_tokens or 0) + used
-        if cost is not None:
-            total_cost = (total_cost or 0.0) + cost
+        spent.append(run_spend(run if isinstance(run, dict) else {}))
         files, plus, minus = _stats(record.get("gitStats"))
         outcome = "reused" if agent.reused else agent.status or "—"
         if agent.kind == "review" and agent.agent_id in verdicts:
@@ -93,8 +85,7 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
                 insertions=plus,
                 deletions=minus,
                 duration_s=agent.duration_ms / 1000 if agent.duration_ms is not None else None,
-                tokens=used,
-                cost_usd=cost,
+                **_usage(spent[-1]),
             )
         )
     files, plus, minus = _stats(result.get("gitStats"))
@@ -109,11 +100,24 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
             insertions=plus,
             deletions=minus,
             duration_s=_seconds((result.get("run") or {}).get("durationMs")),
-            tokens=total_tokens,
-            cost_usd=total_cost,
+            **_usage(total(spent)),
         )
     )
     return rows
+
+
+def _usage(spend: Spend) -> dict[str, Any]:
+    """A RunRow's usage fields; a step's sum over runs some of which did not say is partial."""
+    known = [n for n in (spend.input_tokens, spend.output_tokens) if n is not None]
+    return {
+        "tokens": sum(known) if known else None,
+        "cost_usd": spend.cost_usd,
+        "input_tokens": spend.input_tokens,
+        "output_tokens": spend.output_tokens,
+        "cost_estimated": spend.cost_estimated,
+        "tokens_partial": spend.tokens_partial,
+        "cost_partial": spend.cost_partial,
+    }
 
 
 def last_review(result: Mapping[str, Any], threshold: Severity) -> tuple[Review, GateResult]:

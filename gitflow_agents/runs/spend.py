@@ -1,0 +1,117 @@
+"""What runs spent, read back from their records and added up: per agent run, per step run (the
+sum of its agent runs) and per plan (the sum of its step runs).
+
+A value no record states is unknown (None), never 0. A sum over parts of which some are unknown
+is a lower bound: it is flagged ``partial`` and shown as ``≥ X`` (docs/decisions.md, "Spend").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitflow_agents.runs import RunPaths, read_json
+from gitflow_agents.runs.fields import mapping, number
+from gitflow_agents.runs.schema import step_chain
+
+UNKNOWN = "unknown"
+MAX_STEP_RUNS = 200  # agent runs of one step run read for its sum (a record is agent-writable)
+_RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
+
+
+@dataclass(frozen=True)
+class Spend:
+    """Tokens and USD of one run or a sum of runs. ``*_partial``: some part was unknown, so
+    the value (if any) is a lower bound. ``cost_estimated``: some of the cost comes from the
+    price table rather than the agent CLI."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    cost_estimated: bool = False
+    tokens_partial: bool = False
+    cost_partial: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """camelCase keys as every JSON output; unknown values are null."""
+        return {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "costUsd": self.cost_usd,
+            "costEstimated": self.cost_estimated,
+            "tokensPartial": self.tokens_partial,
+            "costPartial": self.cost_partial,
+        }
+
+
+def run_spend(run: Mapping[str, Any]) -> Spend:
+    """An agent run's spend from its result.json ``run`` key (wrong types read as unknown)."""
+    tokens_in, tokens_out = number(run, "inputTokens"), number(run, "outputTokens")
+    cost = number(run, "costUsd")
+    return Spend(
+        input_tokens=int(tokens_in) if tokens_in is not None else None,
+        output_tokens=int(tokens_out) if tokens_out is not None else None,
+        cost_usd=float(cost) if cost is not None else None,
+        cost_estimated=cost is not None and run.get("costEstimated") is True,
+    )
+
+
+def step_spend(run_dir: Path, data: Mapping[str, Any]) -> Spend:
+    """A step run's spend: the sum of the agent runs it lists (``chain.agents[].runID``), read
+    from its sibling run folders. A listed run without a readable record counts as unknown. A
+    run id that is not a plain name is skipped, so nothing outside the runs folder is read."""
+    chain = step_chain(data)
+    parts: dict[str, Spend] = {}
+    for entry in (chain.agents if chain is not None else ())[:MAX_STEP_RUNS]:
+        if not _RUN_ID.fullmatch(entry.run_id) or entry.run_id in parts:
+            continue
+        result = read_json(RunPaths(run_dir.parent / entry.run_id).result)
+        parts[entry.run_id] = run_spend(mapping(result, "run")) if result else Spend()
+    return total(parts.values())
+
+
+def total(parts: Iterable[Spend]) -> Spend:
+    """The sum of ``parts``; each value unknown only when no part knows it, and partial when
+    some part does not."""
+    items = list(parts)
+    if not items:
+        return Spend()
+    tokens_in = _sum([p.input_tokens for p in items])
+    tokens_out = _sum([p.output_tokens for p in items])
+    cost = _sum([p.cost_usd for p in items])
+    return Spend(
+        input_tokens=tokens_in[0],
+        output_tokens=tokens_out[0],
+        cost_usd=cost[0],
+        cost_estimated=any(p.cost_estimated for p in items),
+        tokens_partial=tokens_in[1] or tokens_out[1] or any(p.tokens_partial for p in items),
+        cost_partial=cost[1] or any(p.cost_partial for p in items),
+    )
+
+
+def _sum(values: list[Any]) -> tuple[Any, bool]:
+    """(sum of the known values or None, whether some value is unknown but others known)."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None, False
+    return sum(known), len(known) < len(values)
+
+
+def tokens_text(spend: Spend) -> str:
+    """``1,200/340``, ``≥ 1,200/340`` for a lower bound, ``unknown``."""
+    if spend.input_tokens is None and spend.output_tokens is None:
+        return UNKNOWN
+    tokens_in = f"{spend.input_tokens:,}" if spend.input_tokens is not None else "?"
+    tokens_out = f"{spend.output_tokens:,}" if spend.output_tokens is not None else "?"
+    return ("≥ " if spend.tokens_partial else "") + f"{tokens_in}/{tokens_out}"
+
+
+def cost_text(spend: Spend) -> str:
+    """``$0.0123``, ``≥ $0.0123``, with ``est.`` when estimated from prices; ``unknown``."""
+    if spend.cost_usd is None:
+        return UNKNOWN
+    text = ("≥ " if spend.cost_partial else "") + f"${spend.cost_usd:.4f}"
+    return text + (" est." if spend.cost_estimated else "")
