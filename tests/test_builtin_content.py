@@ -177,6 +177,9 @@ if hasattr(os, "memfd_create"):  # elsewhere git.cmd's scratch file for stderr i
     HEAVY += ("tempfile",)
 # our own packages a review without `.flow/base.yaml` has no use for (config/ imports plan/)
 UNNEEDED = ("gitflow_agents.config", "gitflow_agents.plan")
+# ... nor the parser of every command: an everyday argv is read without argparse (issue 20)
+HEAVY += ("argparse",)
+UNNEEDED += ("gitflow_agents.cli",)
 
 
 def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -> None:
