@@ -180,6 +180,15 @@ UNNEEDED = ("gitflow_agents.config", "gitflow_agents.plan")
 # ... nor the parser of every command: an everyday argv is read without argparse (issue 20)
 HEAVY += ("argparse",)
 UNNEEDED += ("gitflow_agents.cli",)
+# ... nor the reading of an agent's report, nor chain steps' work trees and remotes (issue 20)
+UNNEEDED += (
+    "gitflow_agents.findings.report",
+    "gitflow_agents.findings.reply",
+    "gitflow_agents.findings.verdict",
+    "gitflow_agents.base.markdown",
+    "gitflow_agents.git.worktree",
+    "gitflow_agents.git.remote",
+)
 
 
 def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -103,6 +104,23 @@ class Finding:
                 data[key] = value
         data["fingerprint"] = self.fingerprint
         return data
+
+
+LineLookup = Callable[[str, int], "str | None"]
+"""``(file, line) -> content of that line`` (None when unknown); feeds fingerprints."""
+
+
+def fill_fingerprints(
+    findings: Iterable[Finding], line_content: LineLookup | None = None
+) -> tuple[Finding, ...]:
+    """Every finding with its fingerprint set; line content comes from ``line_content``."""
+    filled = []
+    for finding in findings:
+        content = ""
+        if line_content is not None and finding.file and finding.line:
+            content = line_content(finding.file, finding.line) or ""
+        filled.append(finding.with_fingerprint(content))
+    return tuple(filled)
 
 
 ACCEPTED_BY = ("marker", "config", "baseline")

@@ -13,7 +13,7 @@ from gitflow_agents.base.errors import InputError
 from gitflow_agents.findings import Accepted, Overall, Severity
 from gitflow_agents.findings import baseline as baselines
 from gitflow_agents.findings.accept import LineText, accept
-from gitflow_agents.findings.report import fill_fingerprints
+from gitflow_agents.findings.model import fill_fingerprints
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.builtin import BuiltinResult
