@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -164,9 +163,9 @@ def test_as_review_equals_parsing_the_report(repo: Path) -> None:
     direct = builtin.as_review(result, **shas, threshold=Severity.WARN)
     assert direct.overall is Overall.REVISE
     # git agent-review fills the fingerprints of both from the reviewed lines
-    unset_direct = fill_fingerprints(replace(f, fingerprint="") for f in direct.findings)
-    assert replace(direct, findings=unset_direct) == replace(
-        parsed, findings=fill_fingerprints(parsed.findings)
+    unset_direct = fill_fingerprints(f._replace(fingerprint="") for f in direct.findings)
+    assert direct._replace(findings=unset_direct) == parsed._replace(
+        findings=fill_fingerprints(parsed.findings)
     )
 
 
@@ -179,6 +178,8 @@ if hasattr(os, "memfd_create"):  # elsewhere git.cmd's scratch file for stderr i
 UNNEEDED = ("gitflow_agents.config", "gitflow_agents.plan")
 # ... nor the parser of every command: an everyday argv is read without argparse (issue 20)
 HEAVY += ("argparse",)
+# ... nor dataclasses (and the inspect it pulls in): the values on the path are NamedTuples
+HEAVY += ("dataclasses", "inspect")
 UNNEEDED += ("gitflow_agents.cli",)
 # ... nor the reading of an agent's report, nor chain steps' work trees and remotes (issue 20)
 UNNEEDED += (
@@ -250,7 +251,7 @@ def test_a_single_commit_is_reviewed_without_asking_git_whether_it_is_one(
     )
     asked = command.review_target(
         repo,
-        replace(target, one_commit=False),
+        target._replace(one_commit=False),
         agent="builtin",
         threshold=Severity.ERROR,
         max_file_size=1 << 20,

@@ -9,8 +9,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Severity(str, enum.Enum):
@@ -71,8 +70,7 @@ def fingerprint(file: str | None, rule: str | None, message: str, line_content: 
     return digest.hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     severity: Severity
     message: str
     file: str | None = None
@@ -86,8 +84,8 @@ class Finding:
         """This finding with its fingerprint computed (kept when already set)."""
         if self.fingerprint:
             return self
-        return replace(
-            self, fingerprint=fingerprint(self.file, self.rule, self.message, line_content)
+        return self._replace(
+            fingerprint=fingerprint(self.file, self.rule, self.message, line_content)
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,8 +126,7 @@ ACCEPTED_BY = ("marker", "config", "baseline")
 its line, the ``review:`` settings of ``.flow/``, or a baseline file."""
 
 
-@dataclass(frozen=True)
-class Accepted:
+class Accepted(NamedTuple):
     """A finding someone accepted: counted and shown, never part of the gate. ``by`` is one of
     ``ACCEPTED_BY``; ``why`` says which marker, setting or file, in words."""
 
@@ -141,8 +138,7 @@ class Accepted:
         return {**self.finding.to_dict(), "accepted": {"by": self.by, "why": self.why}}
 
 
-@dataclass(frozen=True)
-class Review:
+class Review(NamedTuple):
     """One reviewer's result. ``overall`` is None when no verdict could be established;
     ``reason`` then says why (missing marker, contradiction with the findings, parse error)."""
 
@@ -152,7 +148,7 @@ class Review:
     reviewed_sha: str | None = None
     base_sha: str | None = None
     unreviewed_files: tuple[str, ...] = ()
-    run: dict[str, Any] = field(default_factory=dict)
+    run: dict[str, Any] = {}  # noqa: RUF012 - never changed in place (redact_review copies)
     reason: str = ""
     accepted: tuple[Accepted, ...] = ()
     """Findings accepted by a marker, a setting or the baseline: not in ``findings``."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 
 from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
@@ -153,7 +152,7 @@ def parse_review(
     except FindingsError as error:
         overall, reason = None, str(error)
     if block is not None:
-        findings: Iterable[Finding] = (replace(f, fingerprint="") for f in block.findings)
+        findings: Iterable[Finding] = (f._replace(fingerprint="") for f in block.findings)
     else:
         findings = _bullet_findings(report_text)
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitflow_agents.base import proc
 from gitflow_agents.base.errors import GitError, UsageError
@@ -175,8 +174,7 @@ def ref_exists(root: Path, ref: str) -> bool:
     return run_git(root, "show-ref", "--verify", "--quiet", ref, check=False).returncode == 0
 
 
-@dataclass(frozen=True)
-class DefaultBranch:
+class DefaultBranch(NamedTuple):
     ref: str  # what to pass to git, e.g. "origin/main" or "main"
     note: str  # how it was found, for a message to the user
 
@@ -215,8 +213,7 @@ def default_branch(root: Path, remote: str = "origin") -> DefaultBranch:
 # --- diffs ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DiffSpec:
+class DiffSpec(NamedTuple):
     """What to compare: ``base`` against ``head`` (a commit) or the index (``head`` None)."""
 
     base: str
@@ -390,8 +387,7 @@ def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
 # --- merging into the target branch (never forced) ----------------------------------------
 
 
-@dataclass(frozen=True)
-class MergeResult:
+class MergeResult(NamedTuple):
     sha: str  # the target's new tip
     previous: str  # the target's tip before
     kind: str  # "fast-forward" or "merge-commit"

@@ -11,9 +11,8 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitflow_agents import findings
 from gitflow_agents.base.errors import ExitCode, UsageError
@@ -29,8 +28,7 @@ if TYPE_CHECKING:
     from gitflow_agents.reviewer.builtin import BuiltinResult
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """What is reviewed: ``base`` against ``head`` (None: the index)."""
 
     base: str
@@ -145,9 +143,9 @@ def builtin_as_review(
         result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
     )
     # fingerprints from the reviewed lines, as parse_review fills those of every report
-    unset = (replace(f, fingerprint="") for f in review.findings)
+    unset = (f._replace(fingerprint="") for f in review.findings)
     filled = fill_fingerprints(unset, line_lookup(blobs, target.head))
-    return replace(review, findings=filled, accepted=accepted)
+    return review._replace(findings=filled, accepted=accepted)
 
 
 def builtin_result(
