@@ -422,12 +422,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ensure_reachable()  # `git agent-review --help` finds its page (uv tool installs: manpage.py)
     try:
-        if argv[:1] == ["review"]:  # the pre-commit hook's form: no parser when plain (issue 20)
-            from gitflow_agents.git_agent_review import plain_args
-
-            quick = plain_args(argv[1:], command="review")
-            if quick is not None:
-                return dispatch(quick)
         parser = build_parser(argv)
         args = parser.parse_args(argv)
     except Exception as exc:  # a bug in building the parser: exit 70, like one in a command

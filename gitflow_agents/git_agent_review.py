@@ -198,5 +198,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return dispatch(args, prog="git agent-review")
 
 
+def gitflow_agents_main(argv: Sequence[str] | None = None) -> int:
+    """The ``gitflow-agents`` console script. The pre-commit hook's form (``gitflow-agents
+    review`` with an everyday argv, on every commit) is read by ``plain_args`` and runs without
+    importing ``cli`` or argparse (issue 20); anything else is ``cli.main``."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    quick = None
+    if words[:1] == ["review"] and not any("\0" in word for word in words):
+        quick = plain_args(words[1:], command="review")
+    if quick is None:
+        from gitflow_agents.cli import main as cli_main
+
+        return cli_main(words)
+    from gitflow_agents.commands.manpage import ensure_reachable
+
+    ensure_reachable()  # `git agent-review --help` finds its page (uv tool installs: manpage.py)
+    return dispatch(quick)
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

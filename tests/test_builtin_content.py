@@ -216,6 +216,27 @@ def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -
     assert done.stderr.strip().splitlines()[-3:] == ["[]", "[]", "[]"]
 
 
+def test_the_hook_form_of_gitflow_agents_reads_no_parser(repo: Path) -> None:
+    """``gitflow-agents review`` as ``.pre-commit-hooks.yaml`` runs it (every commit) does not
+    import ``cli`` or argparse; another argv still reaches the parser (issue 20)."""
+    (repo / "a.py").write_text("x = 1\n")
+    git(repo, "add", "-A")
+    code = (
+        "import sys\n"
+        "from gitflow_agents.git_agent_review import gitflow_agents_main\n"
+        "code = gitflow_agents_main(['review', '--hook', '--format', 'json'])\n"
+        "print(code, 'argparse' in sys.modules, 'gitflow_agents.cli' in sys.modules, "
+        "file=sys.stderr)\n"
+        "gitflow_agents_main(['review', '--staged', '--output', 'out.json', '--no-note'])\n"
+        "print('argparse' in sys.modules, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert done.stderr.strip().splitlines()[-2:] == ["0 False False", "True"]
+    first, _ = json.JSONDecoder().raw_decode(done.stdout)  # the terminal format follows it
+    assert first["overall"] == "approve"
+    assert json.loads((repo / "out.json").read_text())["overall"] == "approve"
+
+
 # --- json-syntax: repeated keys ----------------------------------------------------------------
 
 
