@@ -28,6 +28,7 @@ from gitflow_agents.git import diffparse
 # The environment and the runner live in gitcmd (import-light, for the gate hook); re-exported.
 from gitflow_agents.git.blobs import BlobReader as BlobReader
 from gitflow_agents.git.blobs import object_name as object_name
+from gitflow_agents.git.blobs import object_sizes as object_sizes
 from gitflow_agents.git.blobs import temporary_index
 from gitflow_agents.git.cmd import NOTES_REF as NOTES_REF
 from gitflow_agents.git.cmd import explicit_repository as explicit_repository
@@ -307,20 +308,6 @@ def show_file(root: Path, rev: str, path: str) -> str | None:
     """Text of ``path`` as ``rev`` has it committed; None when it does not exist there."""
     result = run_git(root, "cat-file", "blob", object_name(rev, path), check=False)
     return result.stdout if result.returncode == 0 else None
-
-
-def object_sizes(root: Path, names: Sequence[str]) -> list[int | None]:
-    """Size in bytes of each blob in ``names`` (None: missing, or not a blob), in one call."""
-    if not names:
-        return []
-    request = "".join(name + "\n" for name in names)
-    format = "--batch-check=%(objecttype) %(objectsize)"
-    lines = run_git(root, "cat-file", format, input=request).stdout.splitlines()
-    sizes: list[int | None] = [None] * len(names)
-    for i, line in enumerate(lines[: len(names)]):
-        kind, _, size = line.partition(" ")
-        sizes[i] = int(size) if kind == "blob" else None
-    return sizes
 
 
 # --- notes ---------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def review_diff(
         changes = [c for c in git.diff(root, spec) if c.status != "D"]
         secrets = _change_secrets(changes, options)
         names = [_new_object(spec, c) for c in changes]
-        sizes = dict(zip(names, git.object_sizes(root, names), strict=True))
+        sizes = dict(zip(names, reader.sizes(names), strict=True))
         found: list[Finding] = []
         unreviewed: list[str] = []
         notes: list[str] = []
