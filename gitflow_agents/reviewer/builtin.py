@@ -40,7 +40,7 @@ def review_diff(
 ) -> BuiltinResult:
     """Check every file changed between ``spec.base`` and ``spec.head`` (None: the index).
 
-    File contents come from ``blobs`` (one ``git cat-file --batch`` for the whole review; a
+    Sizes and contents come from ``blobs`` (one ``git cat-file`` for the whole review; a
     reader of its own, closed at the end, when not given)."""
     options = options or CheckOptions()
     with contextlib.ExitStack() as stack:
