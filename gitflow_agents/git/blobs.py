@@ -1,8 +1,8 @@
-"""File contents from git: the persistent ``git cat-file`` reader (``BlobReader``) every
-review reads blobs and their sizes through, and a temporary copy of an index. Apart from
-``cmd.py`` because the gate hook imports that alone. ``tempfile``, ``shutil`` and ``threading`` are imported where they
-are needed: a small review needs none of them, and they cost its start-up milliseconds
-(benchmarks/small_commit.py).
+"""File contents from git: the persistent ``git cat-file`` reader (``BlobReader``) every review
+reads blobs and their sizes through, and a temporary copy of an index. Apart from ``cmd.py``
+because the gate hook imports that alone. ``tempfile``, ``shutil`` and ``threading`` are
+imported where they are needed: a small review needs none of them, and they cost its start-up
+milliseconds (benchmarks/small_commit.py).
 """
 
 from __future__ import annotations
