@@ -1,3 +1,3 @@
-from gitflow_agents.cli import main
+from gitflow_agents.git_agent_review import gitflow_agents_main
 
-raise SystemExit(main())
+raise SystemExit(gitflow_agents_main())

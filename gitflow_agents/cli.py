@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
-import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from gitflow_agents import __version__
-from gitflow_agents.base.errors import ExitCode, GitflowError
+from gitflow_agents.base.errors import ExitCode
+from gitflow_agents.commands.dispatch import describe_os_error as describe_os_error
+from gitflow_agents.commands.dispatch import dispatch
 
 if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction["Parser"]
@@ -422,12 +422,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ensure_reachable()  # `git agent-review --help` finds its page (uv tool installs: manpage.py)
     try:
-        if argv[:1] == ["review"]:  # the pre-commit hook's form: no parser when plain (issue 20)
-            from gitflow_agents.git_agent_review import plain_args
-
-            quick = plain_args(argv[1:], command="review")
-            if quick is not None:
-                return dispatch(quick)
         parser = build_parser(argv)
         args = parser.parse_args(argv)
     except Exception as exc:  # a bug in building the parser: exit 70, like one in a command
@@ -438,51 +432,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return ExitCode.USAGE
     return dispatch(args)
-
-
-def dispatch(args: argparse.Namespace, prog: str = "gitflow-agents") -> int:
-    """Run the command module named by ``args.module``; map errors to exit codes (README, "Exit
-    codes"): an unexpected exception is an internal error (70), its traceback in the crash log."""
-    try:
-        from gitflow_agents.base import color
-
-        color.choose(getattr(args, "color", "auto"))
-        if args.chdir:
-            os.chdir(args.chdir)
-        module = importlib.import_module(f"gitflow_agents.commands.{args.module}")
-        return int(module.run(args))
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    except GitflowError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return int(exc.exit_code)
-    except BrokenPipeError:
-        # Output piped into `head` and closed early: not an error worth a traceback.
-        sys.stderr.close()
-        return ExitCode.OK
-    except OSError as exc:
-        # A path the user controls is missing, is a file where a folder should be (or the
-        # reverse), or is not writable: one line naming it, not a traceback.
-        print(f"{prog}: error: {describe_os_error(exc)}", file=sys.stderr)
-        return ExitCode.USAGE
-    except Exception as exc:
-        # A bug: exit 70 (never 1, which reads as "revise"), the traceback in the crash log.
-        from gitflow_agents.base import crash
-
-        return crash.report(exc, prog)
-    finally:
-        from gitflow_agents.base import color
-
-        color.choose("auto")  # the choice was this command's (tests run many in one process)
-
-
-def describe_os_error(exc: OSError) -> str:
-    """``path: reason`` for a filesystem error (``No such file or directory``, ``Not a directory``…)."""
-    reason = exc.strerror or str(exc)
-    if exc.filename is None:
-        return reason
-    return f"{exc.filename}: {reason}"
 
 
 if __name__ == "__main__":

@@ -3,15 +3,22 @@
 git runs ``git-<name>`` from PATH for ``git <name>``, so installing this script is all it takes.
 (``git agent-review --help`` makes git open the man page git-agent-review(1), shipped from
 docs/man/ and linked where man finds it by ``manpage.ensure_reachable``; ``-h`` always works, see
-docs/review.md.) Kept light: only argparse here, the work is in commands/review.py.
+docs/review.md.) Kept light: the everyday forms import neither argparse nor ``cli`` (issue 20),
+the work is in commands/review.py.
 """
 
 from __future__ import annotations
 
-import argparse
+import sys
 from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from gitflow_agents import __version__
+from gitflow_agents.commands.dispatch import dispatch
+
+if TYPE_CHECKING:
+    import argparse
 
 FORMATS = ("terminal", "json", "sarif", "rdjsonl", "annotations", "markdown")
 SEVERITIES = ("error", "warn", "info")
@@ -33,6 +40,8 @@ configuration error, 3 agent failed, 70 internal error (a bug: see the crash log
 
 def add_review_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``git agent-review`` (shared with ``gitflow-agents review``)."""
+    import argparse
+
     parser.add_argument("range", nargs="?", metavar="RANGE", help="A..B, A...B or a commit")
     parser.add_argument("--staged", action="store_true", help="review the index against HEAD")
     parser.add_argument(
@@ -113,8 +122,8 @@ _CHOICES = {
 }
 
 
-def plain_args(argv: Sequence[str], **more: object) -> argparse.Namespace | None:
-    """What ``build_parser().parse_args(argv)`` gives, when ``argv`` holds only an optional
+def plain_args(argv: Sequence[str], **more: object) -> SimpleNamespace | None:
+    """The values ``build_parser().parse_args(argv)`` gives, when ``argv`` holds only an optional
     RANGE, ``--staged``, ``--no-note``, ``--hook`` and ``--format`` / ``--severity-threshold``
     / ``--fail-on`` with a valid choice; else None (then the parser reads it, and says what is
     wrong). ``more``: what the caller's parser adds (``gitflow-agents review``: the command).
@@ -135,7 +144,7 @@ def plain_args(argv: Sequence[str], **more: object) -> argparse.Namespace | None
             return None
         else:
             values["range"] = word
-    return argparse.Namespace(
+    return SimpleNamespace(
         range=values.get("range"),
         staged=values.get("staged", False),
         agent="builtin",
@@ -157,6 +166,8 @@ def plain_args(argv: Sequence[str], **more: object) -> argparse.Namespace | None
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     from gitflow_agents.cli import Parser
 
     parser = Parser(
@@ -172,10 +183,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import sys
-
-    from gitflow_agents.cli import dispatch
-
     if argv is not None and any("\0" in word for word in argv):  # in-process only
         print("git agent-review: error: an argument contains a NUL character", file=sys.stderr)
         return 2
@@ -189,6 +196,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return crash.report(exc, "git agent-review")
     return dispatch(args, prog="git agent-review")
+
+
+def gitflow_agents_main(argv: Sequence[str] | None = None) -> int:
+    """The ``gitflow-agents`` console script. The pre-commit hook's form (``gitflow-agents
+    review`` with an everyday argv, on every commit) is read by ``plain_args`` and runs without
+    importing ``cli`` or argparse (issue 20); anything else is ``cli.main``."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    quick = None
+    if words[:1] == ["review"] and not any("\0" in word for word in words):
+        quick = plain_args(words[1:], command="review")
+    if quick is None:
+        from gitflow_agents.cli import main as cli_main
+
+        return cli_main(words)
+    from gitflow_agents.commands.manpage import ensure_reachable
+
+    ensure_reachable()  # `git agent-review --help` finds its page (uv tool installs: manpage.py)
+    return dispatch(quick)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from gitflow_agents.base.errors import GitError
 from gitflow_agents.git import blobs
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin
+from gitflow_agents.reviewer.checks import CheckOptions
 from tests.conftest import git
 from tests.helpers.files import commit_files, detached_repository
 
@@ -216,5 +218,42 @@ def test_a_builtin_review_reads_every_file_through_one_process(
     result = builtin.review_diff(repo, g.DiffSpec(base, head))
     assert [(f.rule, f.file) for f in result.findings] == [("python-syntax", "pkg/broken.py")]
     calls = cat_file_calls(trace)
-    assert len([c for c in calls if c.rstrip().endswith("cat-file --batch")]) == 1, calls
-    assert len(calls) == 2, calls  # the sizes (--batch-check) and the contents
+    # the sizes and the contents from one --batch-command (git 2.36+; the fallback: below)
+    assert len(calls) == 1, calls
+    assert calls[0].rstrip().endswith("cat-file --batch-command"), calls
+
+
+def test_a_git_without_batch_command_gets_the_same_review(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git before 2.36 refuses ``cat-file --batch-command``: the sizes then come from a
+    ``--batch-check`` and the contents from a ``--batch``, and the review is the same."""
+    base = g.head_sha(repo)
+    files: dict[str, str | bytes] = {f"pkg/m{i}.py": f"x = {i}\n" for i in range(5)}
+    files.update({"pkg/broken.py": "def f(:\n", "big.txt": "y\n" * 50, "bin.dat": b"\0\1"})
+    head = commit_files(repo, files)
+    options = CheckOptions(max_file_bytes=60)
+    expected = builtin.review_diff(repo, g.DiffSpec(base, head), options=options)
+    real = shutil.which("git")
+    assert real is not None
+    old = tmp_path / "old-git"
+    old.mkdir()
+    (old / "git").write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do [ "$a" = --batch-command ] && { echo refused >> "$0.log"; exit 129; }; done\n'
+        f'exec {real} "$@"\n'
+    )
+    (old / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{old}{os.pathsep}{os.environ['PATH']}")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    assert builtin.review_diff(repo, g.DiffSpec(base, head), options=options) == expected
+    assert {f.rule for f in expected.findings} >= {"python-syntax", "large-file"}
+    calls = [c.split("git cat-file ")[-1].strip().strip("'") for c in cat_file_calls(trace)]
+    assert calls == ["--batch-check=%(objecttype) %(objectsize)", "--batch"], calls
+    assert (old / "git.log").read_text() == "refused\n"
+    with g.BlobReader(repo) as reader:  # the reader remembers: no second --batch-command
+        assert reader.sizes([g.object_name(head, "pkg/m1.py"), "nope"]) == [6, None]
+        assert reader.sizes([g.object_name(head, "pkg/m2.py")]) == [6]
+        assert reader.text(g.object_name(head, "pkg/m1.py")) == "x = 1\n"
+    assert (old / "git.log").read_text() == "refused\n" * 2

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -164,9 +163,9 @@ def test_as_review_equals_parsing_the_report(repo: Path) -> None:
     direct = builtin.as_review(result, **shas, threshold=Severity.WARN)
     assert direct.overall is Overall.REVISE
     # git agent-review fills the fingerprints of both from the reviewed lines
-    unset_direct = fill_fingerprints(replace(f, fingerprint="") for f in direct.findings)
-    assert replace(direct, findings=unset_direct) == replace(
-        parsed, findings=fill_fingerprints(parsed.findings)
+    unset_direct = fill_fingerprints(f._replace(fingerprint="") for f in direct.findings)
+    assert direct._replace(findings=unset_direct) == parsed._replace(
+        findings=fill_fingerprints(parsed.findings)
     )
 
 
@@ -177,6 +176,20 @@ if hasattr(os, "memfd_create"):  # elsewhere git.cmd's scratch file for stderr i
     HEAVY += ("tempfile",)
 # our own packages a review without `.flow/base.yaml` has no use for (config/ imports plan/)
 UNNEEDED = ("gitflow_agents.config", "gitflow_agents.plan")
+# ... nor the parser of every command: an everyday argv is read without argparse (issue 20)
+HEAVY += ("argparse",)
+# ... nor dataclasses (and the inspect it pulls in): the values on the path are NamedTuples
+HEAVY += ("dataclasses", "inspect")
+UNNEEDED += ("gitflow_agents.cli",)
+# ... nor the reading of an agent's report, nor chain steps' work trees and remotes (issue 20)
+UNNEEDED += (
+    "gitflow_agents.findings.report",
+    "gitflow_agents.findings.reply",
+    "gitflow_agents.findings.verdict",
+    "gitflow_agents.base.markdown",
+    "gitflow_agents.git.worktree",
+    "gitflow_agents.git.remote",
+)
 
 
 def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -> None:
@@ -201,6 +214,27 @@ def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -
     assert json.loads(done.stdout)["overall"] == "approve"
     # ... nor compiles the regex of a token format its lines give no reason to run
     assert done.stderr.strip().splitlines()[-3:] == ["[]", "[]", "[]"]
+
+
+def test_the_hook_form_of_gitflow_agents_reads_no_parser(repo: Path) -> None:
+    """``gitflow-agents review`` as ``.pre-commit-hooks.yaml`` runs it (every commit) does not
+    import ``cli`` or argparse; another argv still reaches the parser (issue 20)."""
+    (repo / "a.py").write_text("x = 1\n")
+    git(repo, "add", "-A")
+    code = (
+        "import sys\n"
+        "from gitflow_agents.git_agent_review import gitflow_agents_main\n"
+        "code = gitflow_agents_main(['review', '--hook', '--format', 'json'])\n"
+        "print(code, 'argparse' in sys.modules, 'gitflow_agents.cli' in sys.modules, "
+        "file=sys.stderr)\n"
+        "gitflow_agents_main(['review', '--staged', '--output', 'out.json', '--no-note'])\n"
+        "print('argparse' in sys.modules, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert done.stderr.strip().splitlines()[-2:] == ["0 False False", "True"]
+    first, _ = json.JSONDecoder().raw_decode(done.stdout)  # the terminal format follows it
+    assert first["overall"] == "approve"
+    assert json.loads((repo / "out.json").read_text())["overall"] == "approve"
 
 
 # --- json-syntax: repeated keys ----------------------------------------------------------------
@@ -238,7 +272,7 @@ def test_a_single_commit_is_reviewed_without_asking_git_whether_it_is_one(
     )
     asked = command.review_target(
         repo,
-        replace(target, one_commit=False),
+        target._replace(one_commit=False),
         agent="builtin",
         threshold=Severity.ERROR,
         max_file_size=1 << 20,

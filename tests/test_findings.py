@@ -503,3 +503,19 @@ def test_findings_json_is_read_in_either_spelling_and_written_camel_case() -> No
 def test_two_spellings_that_disagree_are_refused(data: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="disagree"):
         review_from_dict(data)
+
+
+def test_findings_reads_reports_only_when_asked() -> None:
+    """``findings`` imports the report reader (``report``, ``verdict``, ``reply``) when one of
+    its names is first used (a builtin review needs none, issue 20): every name it lists is there,
+    the very object its module defines, and an unknown name is an AttributeError."""
+    import gitflow_agents.findings as findings
+    from gitflow_agents.findings import report, verdict
+
+    for name in findings.__all__:
+        assert getattr(findings, name) is not None
+    assert findings.parse_review is report.parse_review
+    assert findings.FindingsError is report.FindingsError
+    assert findings.parse_verdict is verdict.parse_verdict
+    with pytest.raises(AttributeError):
+        findings.no_such_name  # type: ignore[attr-defined]  # noqa: B018

@@ -191,3 +191,29 @@ def test_is_one_commit_only_when_the_patch_is_the_net_diff(repo: Path) -> None:
     side = commit_all(repo, "side")
     # one commit in first..side, but its parent is not first: its patch is not the net diff
     assert not g.is_one_commit(repo, first, side)
+
+
+def test_every_name_queries_re_exports_is_there_when_asked_for() -> None:
+    """``queries`` imports ``worktree`` and ``remote`` only when one of their names is first
+    used (a review needs neither, issue 20); every name it declares for type checkers resolves,
+    to the object its module defines, and nothing else does."""
+    import ast
+    import importlib
+
+    from gitflow_agents.git import queries
+
+    tree = ast.parse(Path(queries.__file__).read_text(encoding="utf-8"))
+    declared = [
+        (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module in {"gitflow_agents.git.remote", "gitflow_agents.git.worktree"}
+        for alias in node.names
+    ]
+    assert len(declared) > 30
+    for module, name in declared:
+        assert getattr(queries, name) is getattr(importlib.import_module(module), name)
+    with pytest.raises(AttributeError):
+        queries.no_such_query  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(AttributeError):
+        queries._fail_of_worktree  # type: ignore[attr-defined]  # noqa: B018

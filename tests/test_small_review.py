@@ -35,9 +35,10 @@ def test_a_commit_and_its_parents_in_one_query(repo: Path) -> None:
             g.commit_and_parents(repo, bad)
 
 
-def test_a_small_commit_takes_six_git_processes(repo: Path, tmp_path: Path) -> None:
-    """toplevel, the commit and its parent, the diff (two), the sizes, the contents: the
-    commit's parent is asked with the commit, not by a process of its own."""
+def test_a_small_commit_takes_five_git_processes(repo: Path, tmp_path: Path) -> None:
+    """toplevel, the commit and its parent, the diff (two), the sizes and the contents (one
+    ``cat-file --batch-command``): the commit's parent is asked with the commit, not by a
+    process of its own."""
     (repo / "a.py").write_text("x = 1\n")
     (repo / "b.json").write_text("{}\n")
     git(repo, "add", "-A")
@@ -52,4 +53,4 @@ def test_a_small_commit_takes_six_git_processes(repo: Path, tmp_path: Path) -> N
     )
     assert result.returncode == 0, result.stdout + result.stderr
     calls = [line for line in trace.read_text().splitlines() if "trace: built-in: git" in line]
-    assert len(calls) == 6, calls
+    assert len(calls) == 5, calls

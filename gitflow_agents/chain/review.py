@@ -165,7 +165,7 @@ def _verdict(
         for run, review in zip(runs, reviews, strict=True)
         for reason in gate(review, threshold=threshold, head_sha=head).reasons
     )
-    return replace(verdict, reasons=named or verdict.reasons)
+    return verdict._replace(reasons=named or verdict.reasons)
 
 
 def _markers(ctx: Context, ws: Workspace, head: str) -> str:
@@ -202,7 +202,7 @@ def _focus(review: Review, paths: Sequence[str]) -> Review:
     def inside(file: str | None) -> bool:
         return file is None or any(file == p or file.startswith(p + "/") for p in prefixes)
 
-    return replace(review, findings=tuple(f for f in review.findings if inside(f.file)))
+    return review._replace(findings=tuple(f for f in review.findings if inside(f.file)))
 
 
 def _untouched(ws: Workspace, head: str) -> str:

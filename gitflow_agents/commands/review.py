@@ -9,7 +9,6 @@ the renderers print, and the verdict is recorded as a git note on the reviewed c
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from gitflow_agents.reviewer.target import (
 )
 
 if TYPE_CHECKING:
+    from gitflow_agents.commands.dispatch import Args
     from gitflow_agents.reviewer.acceptance import Acceptance
 
 
@@ -41,14 +41,14 @@ def _output_format(path: str, explicit: str | None) -> str:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     # A GIT_DIR / GIT_WORK_TREE the user gave (``git --git-dir=X --work-tree=Y agent-review``)
     # is honoured; as a hook (--hook, pre-commit, a commit hook) inherited ones never are.
     with git.explicit_repository({} if args.hook else os.environ):
         return _run(args)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: Args) -> int:
     from gitflow_agents import render
     from gitflow_agents.base.color import use_color
     from gitflow_agents.reviewer import record_review
@@ -108,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
     return exit_code(review, result.approved, result.exit_code, args.fail_on)
 
 
-def _acceptance(root: Path, args: argparse.Namespace) -> Acceptance | None:
+def _acceptance(root: Path, args: Args) -> Acceptance | None:
     """What the builtin reviewer accepts, from the work tree (None for an agent reviewer);
     UsageError for the baseline options with an agent, or a FILE that is not ``.json``."""
     from gitflow_agents.reviewer.acceptance import local_acceptance
@@ -139,7 +139,7 @@ def _write_baseline(root: Path, file: str, review: Review) -> None:
     print(f"git agent-review: {name}: {added} finding(s) added, {total} recorded", file=sys.stderr)
 
 
-def _report_nothing(args: argparse.Namespace, target: Target, why: str, threshold: Severity) -> int:
+def _report_nothing(args: Args, target: Target, why: str, threshold: Severity) -> int:
     """An empty range: exit 0, no reviewer run, no note. The terminal gets the one line; machine
     formats get a valid document that is *not approved* (nothing was), with the line as reason."""
     from gitflow_agents import render

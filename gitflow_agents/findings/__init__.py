@@ -9,6 +9,9 @@ Findings; details: docs/findings.md.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from gitflow_agents.findings.gate import (
     GateResult,
     count_by_severity,
@@ -20,27 +23,48 @@ from gitflow_agents.findings.model import (
     ACCEPTED_BY,
     Accepted,
     Finding,
+    LineLookup,
     Overall,
     Review,
     Severity,
+    fill_fingerprints,
     finding_from_dict,
     fingerprint,
     review_from_dict,
     suggestion_replacement,
 )
-from gitflow_agents.findings.report import (
-    FindingsError,
-    LineLookup,
-    fill_fingerprints,
-    parse_review,
-)
-from gitflow_agents.findings.verdict import (
-    VERDICT_RE,
-    VerdictResult,
-    fenced_lines,
-    hidden_lines,
-    parse_verdict,
-)
+
+if TYPE_CHECKING:
+    from gitflow_agents.findings.report import FindingsError, parse_review
+    from gitflow_agents.findings.verdict import (
+        VERDICT_RE,
+        VerdictResult,
+        fenced_lines,
+        hidden_lines,
+        parse_verdict,
+    )
+
+# Reading an agent's report (``report``, ``verdict`` and the reply grammar they use) is imported
+# when one of its names is first asked for: the builtin reviewer never needs it, and it was a
+# tenth of a small review's imports (issue 20).
+_LAZY = {
+    "FindingsError": "report",
+    "parse_review": "report",
+    "VERDICT_RE": "verdict",
+    "VerdictResult": "verdict",
+    "fenced_lines": "verdict",
+    "hidden_lines": "verdict",
+    "parse_verdict": "verdict",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ACCEPTED_BY",

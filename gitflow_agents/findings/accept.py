@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import replace
 from typing import NamedTuple
 
 from gitflow_agents.findings.model import Accepted, Finding, Severity
@@ -139,4 +138,4 @@ def _with_severity(finding: Finding, settings: ReviewSettings) -> Finding:
     rule = settings.rules.get(finding.rule or "")
     if rule is None or rule.severity is None:
         return finding
-    return replace(finding, severity=Severity(rule.severity))
+    return finding._replace(severity=Severity(rule.severity))

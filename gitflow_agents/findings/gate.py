@@ -5,7 +5,7 @@ gate)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gitflow_agents.findings.model import (
     Accepted,
@@ -17,8 +17,7 @@ from gitflow_agents.findings.model import (
 )
 
 
-@dataclass(frozen=True)
-class GateResult:
+class GateResult(NamedTuple):
     """The merge gate's decision. ``exit_code``: 0 approved, 1 otherwise (the caller maps an
     agent that failed, hung or timed out to 3 before any review exists; docs/findings.md, The
     gate)."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 
 class Severity(str, enum.Enum):
@@ -70,8 +70,7 @@ def fingerprint(file: str | None, rule: str | None, message: str, line_content: 
     return digest.hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     severity: Severity
     message: str
     file: str | None = None
@@ -85,8 +84,8 @@ class Finding:
         """This finding with its fingerprint computed (kept when already set)."""
         if self.fingerprint:
             return self
-        return replace(
-            self, fingerprint=fingerprint(self.file, self.rule, self.message, line_content)
+        return self._replace(
+            fingerprint=fingerprint(self.file, self.rule, self.message, line_content)
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,13 +104,29 @@ class Finding:
         return data
 
 
+LineLookup = Callable[[str, int], "str | None"]
+"""``(file, line) -> content of that line`` (None when unknown); feeds fingerprints."""
+
+
+def fill_fingerprints(
+    findings: Iterable[Finding], line_content: LineLookup | None = None
+) -> tuple[Finding, ...]:
+    """Every finding with its fingerprint set; line content comes from ``line_content``."""
+    filled = []
+    for finding in findings:
+        content = ""
+        if line_content is not None and finding.file and finding.line:
+            content = line_content(finding.file, finding.line) or ""
+        filled.append(finding.with_fingerprint(content))
+    return tuple(filled)
+
+
 ACCEPTED_BY = ("marker", "config", "baseline")
 """How a finding can be accepted (docs/review.md, "Accepting a finding"): an inline marker on
 its line, the ``review:`` settings of ``.flow/``, or a baseline file."""
 
 
-@dataclass(frozen=True)
-class Accepted:
+class Accepted(NamedTuple):
     """A finding someone accepted: counted and shown, never part of the gate. ``by`` is one of
     ``ACCEPTED_BY``; ``why`` says which marker, setting or file, in words."""
 
@@ -123,8 +138,7 @@ class Accepted:
         return {**self.finding.to_dict(), "accepted": {"by": self.by, "why": self.why}}
 
 
-@dataclass(frozen=True)
-class Review:
+class Review(NamedTuple):
     """One reviewer's result. ``overall`` is None when no verdict could be established;
     ``reason`` then says why (missing marker, contradiction with the findings, parse error)."""
 
@@ -134,7 +148,7 @@ class Review:
     reviewed_sha: str | None = None
     base_sha: str | None = None
     unreviewed_files: tuple[str, ...] = ()
-    run: dict[str, Any] = field(default_factory=dict)
+    run: dict[str, Any] = {}  # noqa: RUF012 - never changed in place (redact_review copies)
     reason: str = ""
     accepted: tuple[Accepted, ...] = ()
     """Findings accepted by a marker, a setting or the baseline: not in ``findings``."""

@@ -11,7 +11,6 @@ reviewed stay as written, as fields and where a text names them.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 
 from gitflow_agents.base.redact import redact_data, redact_text
@@ -29,8 +28,7 @@ def redact_finding(finding: Finding, secrets: Iterable[str] = ()) -> Finding:
     kept as it is, also where its message or suggestion names it."""
     known = frozenset(secrets)
     keep = () if finding.file is None else (finding.file,)
-    return dataclasses.replace(
-        finding,
+    return finding._replace(
         message=redact_text(finding.message, known, keep=keep),
         suggestion=_redact_optional(finding.suggestion, known, keep),
         rule=_redact_optional(finding.rule, known),
@@ -47,14 +45,11 @@ def redact_review(review: Review, secrets: Iterable[str] = ()) -> Review:
     files.update(a.finding.file for a in review.accepted if a.finding.file is not None)
     keep = tuple(sorted(files.union(review.unreviewed_files), key=len, reverse=True))
     run = redact_data(dict(review.run), known, keep=keep)
-    return dataclasses.replace(
-        review,
+    return review._replace(
         summary=redact_text(review.summary, known, keep=keep),
         findings=tuple(redact_finding(f, known) for f in review.findings),
         accepted=tuple(
-            dataclasses.replace(
-                a, finding=redact_finding(a.finding, known), why=redact_text(a.why, known)
-            )
+            a._replace(finding=redact_finding(a.finding, known), why=redact_text(a.why, known))
             for a in review.accepted
         ),
         reviewed_sha=_redact_optional(review.reviewed_sha, known),

@@ -5,8 +5,7 @@ stand (docs/findings.md, Findings in a report)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import replace
+from collections.abc import Iterable
 from pathlib import Path
 
 from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
@@ -14,17 +13,16 @@ from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.markdown import block_tokens
 from gitflow_agents.findings.model import (
     Finding,
+    LineLookup,
     Overall,
     Review,
     Severity,
+    fill_fingerprints,
     review_from_dict,
     same_commit,
 )
 from gitflow_agents.findings.reply import ReplyStatus, parse_reply
 from gitflow_agents.findings.verdict import fenced_lines, parse_verdict, split_lines
-
-LineLookup = Callable[[str, int], "str | None"]
-"""``(file, line) -> content of that line`` (None when unknown); feeds fingerprints."""
 
 _BULLET_FINDING = re.compile(
     r"^\s*[-*+]\s+\[(?P<severity>[A-Za-z]+)\]\s+"
@@ -112,19 +110,6 @@ def _bullet_findings(text: str) -> list[Finding]:
     return findings
 
 
-def fill_fingerprints(
-    findings: Iterable[Finding], line_content: LineLookup | None = None
-) -> tuple[Finding, ...]:
-    """Every finding with its fingerprint set; line content comes from ``line_content``."""
-    filled = []
-    for finding in findings:
-        content = ""
-        if line_content is not None and finding.file and finding.line:
-            content = line_content(finding.file, finding.line) or ""
-        filled.append(finding.with_fingerprint(content))
-    return tuple(filled)
-
-
 def parse_review(
     report_text: str,
     *,
@@ -167,7 +152,7 @@ def parse_review(
     except FindingsError as error:
         overall, reason = None, str(error)
     if block is not None:
-        findings: Iterable[Finding] = (replace(f, fingerprint="") for f in block.findings)
+        findings: Iterable[Finding] = (f._replace(fingerprint="") for f in block.findings)
     else:
         findings = _bullet_findings(report_text)
 

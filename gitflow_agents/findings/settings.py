@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 RULE_SEVERITIES = ("error", "warn", "info")
 """What ``review.rules.<rule-id>.severity`` takes. A rule is switched off with ``enabled:
@@ -49,20 +49,18 @@ def glob_regex(glob: str) -> re.Pattern[str]:
     return re.compile("".join(out), re.DOTALL)
 
 
-@dataclass(frozen=True)
-class PathGlob:
+class PathGlob(NamedTuple):
     """One glob of ``exclude``, with where it was written (``file:line``)."""
 
     glob: str
     source: str
-    regex: re.Pattern[str] = field(compare=False, repr=False)
+    regex: re.Pattern[str]  # compiled from ``glob``
 
     def matches(self, path: str) -> bool:
         return self.regex.fullmatch(path) is not None
 
 
-@dataclass(frozen=True)
-class RuleSetting:
+class RuleSetting(NamedTuple):
     """``review.rules.<rule-id>``: ``severity`` None keeps the rule's own; ``source`` is where
     ``enabled`` (when false) or else ``severity`` was set."""
 
@@ -72,7 +70,6 @@ class RuleSetting:
     source: str = ""
 
 
-@dataclass(frozen=True)
-class ReviewSettings:
+class ReviewSettings(NamedTuple):
     exclude: tuple[PathGlob, ...] = ()
-    rules: Mapping[str, RuleSetting] = field(default_factory=lambda: MappingProxyType({}))
+    rules: Mapping[str, RuleSetting] = MappingProxyType({})

@@ -1,8 +1,8 @@
-"""File contents from git: the persistent ``git cat-file --batch`` reader (``BlobReader``) every
-review reads blobs through, and a temporary copy of an index. Apart from ``cmd.py`` because the
-gate hook imports that alone. ``tempfile``, ``shutil`` and ``threading`` are imported where they
-are needed: a small review needs none of them, and they cost its start-up milliseconds
-(benchmarks/small_commit.py).
+"""File contents from git: the persistent ``git cat-file`` reader (``BlobReader``) every review
+reads blobs and their sizes through, and a temporary copy of an index. Apart from ``cmd.py``
+because the gate hook imports that alone. ``tempfile``, ``shutil`` and ``threading`` are
+imported where they are needed: a small review needs none of them, and they cost its start-up
+milliseconds (benchmarks/small_commit.py).
 """
 
 from __future__ import annotations
@@ -52,7 +52,10 @@ def _scratch_file() -> IO[bytes]:
 
 
 class BlobReader:
-    """File contents from ONE persistent ``git cat-file --batch`` process, however many are read.
+    """File contents (and sizes) from ONE persistent ``git cat-file`` process, however many are
+    read: ``--batch-command`` (git 2.36+) when the first question is the sizes (``sizes``), so
+    one process answers both; plain ``--batch`` otherwise, or when git does not know
+    ``--batch-command`` (then the sizes come from a ``--batch-check`` of their own).
 
     Object names are ``REV:PATH`` (``:PATH``: the index), as ``object_name`` builds them; a
     content is text (UTF-8, undecodable bytes replaced, line ends as ``run_git`` gives them), or
@@ -66,6 +69,8 @@ class BlobReader:
         self.root = Path(root)
         self._child: Popen[bytes] | None = None
         self._errors: IO[bytes] | None = None
+        self._commands = False  # the running process is ``--batch-command``
+        self._old_git = False  # git refused ``--batch-command``
 
     def __enter__(self) -> BlobReader:
         return self
@@ -85,11 +90,35 @@ class BlobReader:
     def text(self, name: str) -> str | None:
         return next(self.texts((name,)))
 
+    def sizes(self, names: Sequence[str]) -> list[int | None]:
+        """Size in bytes of each blob in ``names`` (None: missing, or not a blob)."""
+        fresh = self._child is None
+        if not names:
+            return []
+        if self._old_git or not (fresh or self._commands) or not all(map(_batchable, names)):
+            return object_sizes(self.root, names)  # a ``--batch`` process cannot say sizes
+        self._process(commands=True)
+        writer = self._send(b"".join(b"info " + n.encode() + b"\n" for n in names))
+        try:
+            return [_size(self._header(refused_ok=fresh and i == 0)) for i in range(len(names))]
+        except _OldGit:
+            return object_sizes(self.root, names)
+        except GitError:
+            self._abandon()  # unread answers may be in the pipe
+            raise
+        finally:
+            if writer is not None:
+                writer.join()
+
     def texts(self, names: Sequence[str]) -> Iterator[str | None]:
         """The content of every object in ``names``, in order, as the answers arrive: all
         requests are written at once (by a thread when they could fill the pipe, so neither
         side waits for the other)."""
-        batched = [n.encode() + b"\n" for n in names if _batchable(n)]
+        verb = b""
+        if any(map(_batchable, names)):
+            self._process()
+            verb = b"contents " if self._commands else b""
+        batched = [verb + n.encode() + b"\n" for n in names if _batchable(n)]
         writer = self._send(b"".join(batched)) if batched else None
         answered = 0
         try:
@@ -132,21 +161,34 @@ class BlobReader:
             proc.kill_group(self._child.pid)
         self.close()
 
-    def _process(self) -> Popen[bytes]:
+    def _process(self, *, commands: bool = False) -> Popen[bytes]:
+        """The running process, else a new one: ``--batch-command`` when ``commands``."""
         if self._child is None:
             self._errors = _scratch_file()
-            argv = ("git", "--no-pager", "-C", str(self.root), "cat-file", "--batch")
+            self._commands = commands and not self._old_git
+            mode = "--batch-command" if self._commands else "--batch"
+            argv = ("git", "--no-pager", "-C", str(self.root), "cat-file", mode)
             self._child = proc.start(argv, env=git_env(), stderr=self._errors)
         return self._child
+
+    def _header(self, *, refused_ok: bool = False) -> bytes:
+        """One answer's first line, without its line feed. ``refused_ok``: the first answer of a
+        new ``--batch-command`` process, which an older git refuses (``_OldGit``)."""
+        assert self._child is not None and self._child.stdout is not None
+        header = self._child.stdout.readline()
+        if not header.endswith(b"\n"):
+            if refused_ok and self._child.wait() != 0:
+                self._old_git = True
+                self.close()
+                raise _OldGit
+            raise GitError(f"git cat-file --batch stopped: {self._stderr() or 'no answer'}")
+        return header[:-1]
 
     def _answer(self) -> str | None:
         """Read one answer: ``<oid> <type> <size>`` then the content, or ``<name> missing``."""
         assert self._child is not None and self._child.stdout is not None
         out = self._child.stdout
-        header = out.readline()
-        if not header.endswith(b"\n"):
-            raise GitError(f"git cat-file --batch stopped: {self._stderr() or 'no answer'}")
-        kind_and_size = header[:-1].split(b" ")[-2:]
+        kind_and_size = self._header().split(b" ")[-2:]
         if len(kind_and_size) != 2 or not kind_and_size[1].isdigit():
             return None  # "<name> missing" / "<name> ambiguous"
         size = int(kind_and_size[1])
@@ -164,6 +206,32 @@ class BlobReader:
             return ""
         self._errors.seek(0)
         return self._errors.read().decode("utf-8", errors="replace").strip()
+
+
+class _OldGit(Exception):
+    """git before 2.36 refused ``cat-file --batch-command``."""
+
+
+def object_sizes(root: Path, names: Sequence[str]) -> list[int | None]:
+    """Size in bytes of each blob in ``names`` (None: missing, or not a blob), in one call."""
+    if not names:
+        return []
+    request = "".join(name + "\n" for name in names)
+    format = "--batch-check=%(objecttype) %(objectsize)"
+    lines = run_git(root, "cat-file", format, input=request).stdout.splitlines()
+    sizes: list[int | None] = [None] * len(names)
+    for i, line in enumerate(lines[: len(names)]):
+        kind, _, size = line.partition(" ")
+        sizes[i] = int(size) if kind == "blob" else None
+    return sizes
+
+
+def _size(header: bytes) -> int | None:
+    """The size in an ``info`` answer (``<oid> <type> <size>``); None unless a blob."""
+    kind_and_size = header.split(b" ")[-2:]
+    if len(kind_and_size) != 2 or kind_and_size[0] != b"blob" or not kind_and_size[1].isdigit():
+        return None
+    return int(kind_and_size[1])
 
 
 def object_name(rev: str | None, path: str) -> str:

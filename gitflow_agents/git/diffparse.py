@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class AddedLine:
+class AddedLine(NamedTuple):
     number: int  # 1-based line number in the new file
     text: str  # without the trailing newline
 
 
-@dataclass(frozen=True)
-class FileChange:
+class FileChange(NamedTuple):
     path: str  # new path ("" never; for deletions the old path)
     status: str  # A, M, D, R, C, T
     old_path: str | None = None  # for renames and copies
@@ -41,8 +38,7 @@ AddedLines = dict[str, tuple[tuple[AddedLine, ...], bool]]
 """Per new path: its added lines and whether the new side lacks a final newline."""
 
 
-@dataclass(frozen=True)
-class CommitPatch:
+class CommitPatch(NamedTuple):
     """The lines one commit adds, per path (``AddedLines``, merge commits excluded)."""
 
     sha: str
@@ -65,8 +61,7 @@ class FileStat(NamedTuple):
         return self.added is None
 
 
-@dataclass(frozen=True)
-class Commit:
+class Commit(NamedTuple):
     sha: str
     subject: str
 

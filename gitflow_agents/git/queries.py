@@ -15,10 +15,11 @@ every call) and asks for machine output: ``-z`` where git offers it, ``--no-colo
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitflow_agents.base import proc
 from gitflow_agents.base.errors import GitError, UsageError
@@ -27,6 +28,7 @@ from gitflow_agents.git import diffparse
 # The environment and the runner live in gitcmd (import-light, for the gate hook); re-exported.
 from gitflow_agents.git.blobs import BlobReader as BlobReader
 from gitflow_agents.git.blobs import object_name as object_name
+from gitflow_agents.git.blobs import object_sizes as object_sizes
 from gitflow_agents.git.blobs import temporary_index
 from gitflow_agents.git.cmd import NOTES_REF as NOTES_REF
 from gitflow_agents.git.cmd import explicit_repository as explicit_repository
@@ -35,46 +37,60 @@ from gitflow_agents.git.cmd import git_env as git_env
 from gitflow_agents.git.cmd import run_git as run_git
 from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange, FileStat
 
-# Fetching from and pushing to remotes live in remote; re-exported.
-from gitflow_agents.git.remote import PushResult as PushResult
-from gitflow_agents.git.remote import claim_branch as claim_branch
-from gitflow_agents.git.remote import delete_remote_branch as delete_remote_branch
-from gitflow_agents.git.remote import fetch_ref as fetch_ref
-from gitflow_agents.git.remote import push_branch as push_branch
-from gitflow_agents.git.remote import remote_branch_sha as remote_branch_sha
-from gitflow_agents.git.remote import remote_heads as remote_heads
-from gitflow_agents.git.remote import remote_url as remote_url
-from gitflow_agents.git.remote import unreachable as unreachable
-from gitflow_agents.git.worktree import WorktreeMerge as WorktreeMerge
+# Fetching from and pushing to remotes live in remote, the work trees, branches and commits of
+# chain steps in worktree; their names are re-exported here, each module imported when one of its
+# names is first asked for (a review needs neither: issue 20).
+if TYPE_CHECKING:
+    from gitflow_agents.git.remote import PushResult as PushResult
+    from gitflow_agents.git.remote import claim_branch as claim_branch
+    from gitflow_agents.git.remote import delete_remote_branch as delete_remote_branch
+    from gitflow_agents.git.remote import fetch_ref as fetch_ref
+    from gitflow_agents.git.remote import push_branch as push_branch
+    from gitflow_agents.git.remote import remote_branch_sha as remote_branch_sha
+    from gitflow_agents.git.remote import remote_heads as remote_heads
+    from gitflow_agents.git.remote import remote_url as remote_url
+    from gitflow_agents.git.remote import unreachable as unreachable
+    from gitflow_agents.git.worktree import WorktreeMerge as WorktreeMerge
+    from gitflow_agents.git.worktree import add_worktree as add_worktree
+    from gitflow_agents.git.worktree import branch_sha as branch_sha
+    from gitflow_agents.git.worktree import check_branch_name as check_branch_name
+    from gitflow_agents.git.worktree import commit_all as commit_all
+    from gitflow_agents.git.worktree import commit_paths as commit_paths
+    from gitflow_agents.git.worktree import commit_trailers as commit_trailers
+    from gitflow_agents.git.worktree import conflict_markers as conflict_markers
+    from gitflow_agents.git.worktree import create_branch as create_branch
+    from gitflow_agents.git.worktree import delete_branch as delete_branch
+    from gitflow_agents.git.worktree import dirty_paths as dirty_paths
+    from gitflow_agents.git.worktree import discard_changes as discard_changes
+    from gitflow_agents.git.worktree import ensure_info_exclude as ensure_info_exclude
+    from gitflow_agents.git.worktree import exclude_flow_dir as exclude_flow_dir
+    from gitflow_agents.git.worktree import find_merge as find_merge
+    from gitflow_agents.git.worktree import git_common_dir as git_common_dir
+    from gitflow_agents.git.worktree import is_tool_worktree as is_tool_worktree
+    from gitflow_agents.git.worktree import merge_in_worktree as merge_in_worktree
+    from gitflow_agents.git.worktree import paths_differing_from as paths_differing_from
+    from gitflow_agents.git.worktree import remove_tool_worktree as remove_tool_worktree
+    from gitflow_agents.git.worktree import remove_worktree as remove_worktree
+    from gitflow_agents.git.worktree import require_tool_worktree as require_tool_worktree
+    from gitflow_agents.git.worktree import set_branch as set_branch
+    from gitflow_agents.git.worktree import tool_worktree_root as tool_worktree_root
+    from gitflow_agents.git.worktree import untracked_paths as untracked_paths
+    from gitflow_agents.git.worktree import work_tree_top as work_tree_top
+    from gitflow_agents.git.worktree import worktree_of_branch as worktree_of_branch
+    from gitflow_agents.git.worktree import worktrees as worktrees
 
-# The work trees, branches and commits of chain steps live in worktree; re-exported.
-from gitflow_agents.git.worktree import add_worktree as add_worktree
-from gitflow_agents.git.worktree import branch_sha as branch_sha
-from gitflow_agents.git.worktree import check_branch_name as check_branch_name
-from gitflow_agents.git.worktree import commit_all as commit_all
-from gitflow_agents.git.worktree import commit_paths as commit_paths
-from gitflow_agents.git.worktree import commit_trailers as commit_trailers
-from gitflow_agents.git.worktree import conflict_markers as conflict_markers
-from gitflow_agents.git.worktree import create_branch as create_branch
-from gitflow_agents.git.worktree import delete_branch as delete_branch
-from gitflow_agents.git.worktree import dirty_paths as dirty_paths
-from gitflow_agents.git.worktree import discard_changes as discard_changes
-from gitflow_agents.git.worktree import ensure_info_exclude as ensure_info_exclude
-from gitflow_agents.git.worktree import exclude_flow_dir as exclude_flow_dir
-from gitflow_agents.git.worktree import find_merge as find_merge
-from gitflow_agents.git.worktree import git_common_dir as git_common_dir
-from gitflow_agents.git.worktree import is_tool_worktree as is_tool_worktree
-from gitflow_agents.git.worktree import merge_in_worktree as merge_in_worktree
-from gitflow_agents.git.worktree import paths_differing_from as paths_differing_from
-from gitflow_agents.git.worktree import remove_tool_worktree as remove_tool_worktree
-from gitflow_agents.git.worktree import remove_worktree as remove_worktree
-from gitflow_agents.git.worktree import require_tool_worktree as require_tool_worktree
-from gitflow_agents.git.worktree import set_branch as set_branch
-from gitflow_agents.git.worktree import tool_worktree_root as tool_worktree_root
-from gitflow_agents.git.worktree import untracked_paths as untracked_paths
-from gitflow_agents.git.worktree import work_tree_top as work_tree_top
-from gitflow_agents.git.worktree import worktree_of_branch as worktree_of_branch
-from gitflow_agents.git.worktree import worktrees as worktrees
+
+def __getattr__(name: str) -> object:
+    """A name of ``worktree`` or ``remote`` (those imported above for type checkers), importing
+    its module when first asked for."""
+    for module in ("worktree", "remote") if not name.startswith("_") else ():
+        found = importlib.import_module(f"gitflow_agents.git.{module}")
+        value = getattr(found, name, None)
+        if getattr(value, "__module__", None) == found.__name__:
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # --- repository and revisions -------------------------------------------------------------
 
@@ -159,8 +175,7 @@ def ref_exists(root: Path, ref: str) -> bool:
     return run_git(root, "show-ref", "--verify", "--quiet", ref, check=False).returncode == 0
 
 
-@dataclass(frozen=True)
-class DefaultBranch:
+class DefaultBranch(NamedTuple):
     ref: str  # what to pass to git, e.g. "origin/main" or "main"
     note: str  # how it was found, for a message to the user
 
@@ -199,8 +214,7 @@ def default_branch(root: Path, remote: str = "origin") -> DefaultBranch:
 # --- diffs ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DiffSpec:
+class DiffSpec(NamedTuple):
     """What to compare: ``base`` against ``head`` (a commit) or the index (``head`` None)."""
 
     base: str
@@ -296,20 +310,6 @@ def show_file(root: Path, rev: str, path: str) -> str | None:
     return result.stdout if result.returncode == 0 else None
 
 
-def object_sizes(root: Path, names: Sequence[str]) -> list[int | None]:
-    """Size in bytes of each blob in ``names`` (None: missing, or not a blob), in one call."""
-    if not names:
-        return []
-    request = "".join(name + "\n" for name in names)
-    format = "--batch-check=%(objecttype) %(objectsize)"
-    lines = run_git(root, "cat-file", format, input=request).stdout.splitlines()
-    sizes: list[int | None] = [None] * len(names)
-    for i, line in enumerate(lines[: len(names)]):
-        kind, _, size = line.partition(" ")
-        sizes[i] = int(size) if kind == "blob" else None
-    return sizes
-
-
 # --- notes ---------------------------------------------------------------------------------
 
 
@@ -374,8 +374,7 @@ def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
 # --- merging into the target branch (never forced) ----------------------------------------
 
 
-@dataclass(frozen=True)
-class MergeResult:
+class MergeResult(NamedTuple):
     sha: str  # the target's new tip
     previous: str  # the target's tip before
     kind: str  # "fast-forward" or "merge-commit"
@@ -390,6 +389,8 @@ def merge_into(root: Path, target: str, source_sha: str, *, mode: str, message: 
     with ``git merge --ff-only``, which refuses rather than overwrite uncommitted changes. Never
     a forced update: the ref moves only from the tip it was read at.
     """
+    from gitflow_agents.git.worktree import branch_sha, worktree_of_branch  # noqa: PLC0415 - merges only (a small review loads no worktree module)
+
     previous = branch_sha(root, target)
     if previous is None:
         raise GitError(f"target branch {target} does not exist")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import replace
 
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.findings.redact import redact_review
@@ -47,7 +46,7 @@ def render(review: Review, gate: GateResult | None, fmt: str, *, color: bool = F
 def redacted(review: Review, gate: GateResult | None) -> tuple[Review, GateResult | None]:
     """``review`` and the gate's reasons (which quote the review's) with secrets masked."""
     if gate is not None:
-        gate = replace(gate, reasons=tuple(redact_text(reason) for reason in gate.reasons))
+        gate = gate._replace(reasons=tuple(redact_text(reason) for reason in gate.reasons))
     return redact_review(review), gate
 
 

@@ -6,14 +6,14 @@ base branch"). The markers are on the reviewed lines themselves (``findings/acce
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from gitflow_agents.base.errors import InputError
 from gitflow_agents.findings import Accepted, Overall, Severity
 from gitflow_agents.findings import baseline as baselines
 from gitflow_agents.findings.accept import LineText, accept
-from gitflow_agents.findings.report import fill_fingerprints
+from gitflow_agents.findings.model import fill_fingerprints
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.builtin import BuiltinResult
@@ -21,12 +21,11 @@ from gitflow_agents.reviewer.builtin import BuiltinResult
 LAYER = ".flow/base.yaml"
 
 
-@dataclass(frozen=True)
-class Acceptance:
+class Acceptance(NamedTuple):
     """What the builtin reviewer's findings are checked against; ``baseline_name`` names the
     baseline file in messages ("" when there is none)."""
 
-    settings: ReviewSettings = field(default_factory=ReviewSettings)
+    settings: ReviewSettings = ReviewSettings()
     baseline: frozenset[str] = frozenset()
     baseline_name: str = ""
 
@@ -87,7 +86,7 @@ def apply(
     # reported finding (file, rule, the line's text); a check may have computed its own from
     # a line the report does not carry (a secret only an earlier commit adds), so the baseline
     # compares the reported one.
-    reported = fill_fingerprints((replace(f, fingerprint="") for f in result.findings), line_text)
+    reported = fill_fingerprints((f._replace(fingerprint="") for f in result.findings), line_text)
     outcome = accept(
         reported,
         settings=acceptance.settings,
@@ -97,4 +96,4 @@ def apply(
     )
     blocking = any(f.severity.rank >= threshold.rank for f in outcome.findings)
     overall = Overall.REVISE if blocking else Overall.APPROVE
-    return replace(result, findings=outcome.findings, overall=overall), outcome.accepted
+    return result._replace(findings=outcome.findings, overall=overall), outcome.accepted

@@ -7,9 +7,8 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitflow_agents.base.secret_rules import KEY_BODY
 from gitflow_agents.findings import Finding, Overall, Review, Severity
@@ -21,8 +20,7 @@ from gitflow_agents.reviewer.checks import CheckOptions
 SYMLINK, GITLINK = "120000", "160000"  # git's modes of a symbolic link and a submodule
 
 
-@dataclass(frozen=True)
-class BuiltinResult:
+class BuiltinResult(NamedTuple):
     overall: Overall
     findings: tuple[Finding, ...]
     unreviewed_files: tuple[str, ...]
@@ -42,7 +40,7 @@ def review_diff(
 ) -> BuiltinResult:
     """Check every file changed between ``spec.base`` and ``spec.head`` (None: the index).
 
-    File contents come from ``blobs`` (one ``git cat-file --batch`` for the whole review; a
+    Sizes and contents come from ``blobs`` (one ``git cat-file`` for the whole review; a
     reader of its own, closed at the end, when not given)."""
     options = options or CheckOptions()
     with contextlib.ExitStack() as stack:
@@ -50,7 +48,7 @@ def review_diff(
         changes = [c for c in git.diff(root, spec) if c.status != "D"]
         secrets = _change_secrets(changes, options)
         names = [_new_object(spec, c) for c in changes]
-        sizes = dict(zip(names, git.object_sizes(root, names), strict=True))
+        sizes = dict(zip(names, reader.sizes(names), strict=True))
         found: list[Finding] = []
         unreviewed: list[str] = []
         notes: list[str] = []
@@ -243,7 +241,7 @@ def _history_secrets(
     files = sorted({f.file for f in found if f.file})
     sizes = git.object_sizes(root, [git.object_name(head, path) for path in files])
     present = {path for path, size in zip(files, sizes, strict=True) if size is not None}
-    return [f if f.file in present else replace(f, file=None) for f in found]
+    return [f if f.file in present else f._replace(file=None) for f in found]
 
 
 def _summary(result: BuiltinResult, threshold: Severity) -> str:
@@ -313,7 +311,7 @@ def as_review(
     return Review(
         overall=result.overall,
         summary=data["summary"],
-        findings=tuple(replace(f, fingerprint="") for f in result.findings),
+        findings=tuple(f._replace(fingerprint="") for f in result.findings),
         reviewed_sha=reviewed_sha,
         base_sha=base_sha,
         unreviewed_files=tuple(result.unreviewed_files),

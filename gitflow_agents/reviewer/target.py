@@ -11,9 +11,8 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitflow_agents import findings
 from gitflow_agents.base.errors import ExitCode, UsageError
@@ -29,8 +28,7 @@ if TYPE_CHECKING:
     from gitflow_agents.reviewer.builtin import BuiltinResult
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """What is reviewed: ``base`` against ``head`` (None: the index)."""
 
     base: str
@@ -145,9 +143,9 @@ def builtin_as_review(
         result, reviewed_sha=target.head, base_sha=target.base, threshold=threshold
     )
     # fingerprints from the reviewed lines, as parse_review fills those of every report
-    unset = (replace(f, fingerprint="") for f in review.findings)
+    unset = (f._replace(fingerprint="") for f in review.findings)
     filled = fill_fingerprints(unset, line_lookup(blobs, target.head))
-    return replace(review, findings=filled, accepted=accepted)
+    return review._replace(findings=filled, accepted=accepted)
 
 
 def builtin_result(
@@ -246,7 +244,7 @@ def review_target(
             )
             from gitflow_agents.reviewer.agent import with_usage  # noqa: PLC0415 — as agent_report
 
-            parsed = replace(parsed, run=with_usage(parsed.run, usage))
+            parsed = parsed._replace(run=with_usage(parsed.run, usage))
     # Every text of the report is masked before any output sees it: the secret rules, and the
     # exact secret values of the reviewed diff wherever the reviewer quotes them
     # (docs/security.md, "Secrets in review output").
