@@ -37,6 +37,7 @@ from gitflow_agents.git import queries as git
 from gitflow_agents.github.action.fixer import BOT_EMAIL
 from gitflow_agents.github.action.runner import server_url_from, workflow_run_url
 from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, Client
+from gitflow_agents.github.api.rules import TargetGuard, branch_guard
 from gitflow_agents.github.api.settings import (
     repository_from,
     settings_from_env,
@@ -70,6 +71,7 @@ class GitHub:
     repo: str
     server_url: str
     run_url: str | None
+    guard: TargetGuard | None = None  # what guards the target (read when auto-merge is asked)
 
 
 def connect(environ: Mapping[str, str], root: Path) -> GitHub:
@@ -112,6 +114,8 @@ def run_steps(
     if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:
         raise _no_target(ctx)
     steps = _startable(ctx, steps, options.force, options.max_parallel)
+    if options.auto_merge is not None and steps:
+        github = replace(github, guard=_guard(github, ctx.target))
     code = int(ExitCode.OK)
     for number in steps:
         assert ctx.plan is not None
@@ -120,6 +124,15 @@ def run_steps(
         if code != ExitCode.OK:
             break
     return code
+
+
+def _guard(github: GitHub, target: str) -> TargetGuard:
+    """What keeps a tree no review saw off ``target`` once auto-merge merges, said before any
+    step runs: a plain warning when nothing does (docs/github.md, "Only reviewed trees land")."""
+    guard = branch_guard(github.client, github.repo, target)
+    warning = guard.warning()
+    print(f"auto-merge: {guard.describe()}" if warning is None else f"warning: {warning}")
+    return guard
 
 
 def _no_target(ctx: Context) -> GitflowError:
@@ -392,6 +405,7 @@ def _publish(
         body=pull_body(plan_rel, step.number, step.content, link),
         draft=options.draft,
         auto_merge=options.auto_merge,
+        notices=_guard_notices(github, options),
     )
     approved = result.outcome == "approved" and approval_status(ctx.root, head)[0]
     published = publish_step(
@@ -409,3 +423,11 @@ def _publish(
     if options.auto_merge is not None:
         print(f"  auto-merge ({options.auto_merge}): {published.auto_merge}")
     return result.exit_code
+
+
+def _guard_notices(github: GitHub, options: PrOptions) -> tuple[str, ...]:
+    """The sticky comment's note when auto-merge is asked and nothing guards the target."""
+    warning = github.guard.warning() if github.guard is not None else None
+    if options.auto_merge is None or warning is None:
+        return ()
+    return (f"Auto-merge is on, but {warning}.",)
