@@ -74,9 +74,11 @@ def strict(s: GitHubStandIn, branch: str) -> bool:
     for rule in s.state.branch_rules.get(branch, []):
         if rule["type"] == "merge_queue":
             return True
-        if rule["type"] == "required_status_checks":
-            if rule["parameters"].get("strict_required_status_checks_policy"):
-                return True
+        parameters = rule.get("parameters") or {}
+        if rule["type"] == "required_status_checks" and parameters.get(
+            "strict_required_status_checks_policy"
+        ):
+            return True
     return bool(s.state.protection.get(branch, {}).get("strict"))
 
 
