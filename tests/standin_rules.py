@@ -146,8 +146,8 @@ def _commit_json(s: GitHubStandIn, sha: str, tree: str, message: str) -> dict[st
             "comment_count": 0,
             "tree": {"sha": tree, "url": f"{s.repo_url}/git/trees/{tree}"},
         },
-        author=None,
-        committer=None,
+        author=s.user("someone"),
+        committer=s.user("someone"),
         parents=[],
     )
 
