@@ -25,14 +25,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from gitflow_agents.base.errors import ExitCode, GitError, GitflowError, GitHubError, UsageError
 from gitflow_agents.chain import ChainResult, Context, run_step
 from gitflow_agents.chain.lander import BranchLander
 from gitflow_agents.chain.state import done_where, fetch_target, plan_in_repo, target_tip
 from gitflow_agents.chain.workspace import branch_name
+from gitflow_agents.git import lease as git_lease
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action.fixer import BOT_EMAIL
 from gitflow_agents.github.action.runner import server_url_from, workflow_run_url
@@ -43,6 +45,7 @@ from gitflow_agents.github.api.settings import (
     settings_from_env,
     without_credentials,
 )
+from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr.claim import Claim, not_taken_over, previous_claim, write_claim
 from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
 from gitflow_agents.plan import parse_plan
@@ -72,6 +75,8 @@ class GitHub:
     server_url: str
     run_url: str | None
     guard: TargetGuard | None = None  # what guards the target (read when auto-merge is asked)
+    claimant: dict[str, Any] = field(default_factory=dict)  # who claims (github/pr/lease.py)
+    ttl: float = leases.DEFAULT_TTL  # a lease older than this that stopped renewing is free
 
 
 def connect(environ: Mapping[str, str], root: Path) -> GitHub:
@@ -93,7 +98,9 @@ def connect(environ: Mapping[str, str], root: Path) -> GitHub:
     assert repo is not None
     server = server_url_from(environ)
     run_url = workflow_run_url(server, repo, environ.get("GITHUB_RUN_ID"))
-    return GitHub(Client(settings_from_env(environ)), repo, server, run_url)
+    client = Client(settings_from_env(environ))
+    claimant = leases.holder(environ, repo, "")
+    return GitHub(client, repo, server, run_url, claimant=claimant, ttl=leases.claim_ttl(environ))
 
 
 def run_steps(
@@ -226,6 +233,7 @@ class _Held:
     record: Claim
     remote_tip: str | None
     release_at: str | None
+    lease: leases.Held | None = None  # the lease on origin, renewed while the chain runs
 
 
 def _run_held(
@@ -253,7 +261,8 @@ def _run_held(
     # builds on the branch it continues; the chain's record goes beside the claim's
     lander = BranchLander(held.remote_tip if held else None, run_id)
     try:
-        result = run_step(ctx, step, lander)
+        with leases.renewing(held.lease if held else None, github.ttl):
+            result = run_step(ctx, step, lander)
     except BaseException:
         _give_back(ctx, branch, held)
         raise
@@ -297,7 +306,7 @@ def _claim(
         record = record.update(state="claimed")
         if previous is not None:
             previous.update(state="superseded", by=run_id)
-        return _Held(record, None, base)
+        return _Held(record, None, base, _lease(ctx, github, branch, base))
     remote_tip = git.remote_branch_sha(ctx.root, branch, REMOTE)
     if remote_tip is None:
         record.discard()
@@ -318,6 +327,9 @@ def _claim(
         _continue_branch(ctx, branch, remote_tip)
         mine = previous.created and remote_tip == previous.claimed
         return _Held(record, remote_tip, remote_tip if mine else None)
+    taken = _take_free(ctx, github, step, branch, remote_tip, record)
+    if taken is not None:
+        return taken
     if not options.force:
         record.discard()  # nothing ran: no run to list
         print(f"step {step} already started: {_started(github, branch, ctx.target)}")
@@ -327,6 +339,41 @@ def _claim(
     record = record.update(state="claimed", claimedSha=remote_tip, created=False)
     _continue_branch(ctx, branch, remote_tip)
     return _Held(record, remote_tip, None)
+
+
+def _lease(ctx: Context, github: GitHub, branch: str, claimed: str) -> leases.Held | None:
+    """This run's lease, written after its claim push (over a lease an earlier claim of the
+    branch left); None when it could not be written (the claim holds, but cannot expire)."""
+    stale = git_lease.read_lease(ctx.root, branch, REMOTE)
+    record = {**github.claimant, "claimedSha": claimed}
+    identity = dict(ctx.commit_identity or {})
+    return leases.take(ctx.root, branch, record, stale.sha if stale else "", identity, REMOTE)
+
+
+def _take_free(
+    ctx: Context, github: GitHub, step: int, branch: str, remote_tip: str, record: Claim
+) -> _Held | None:
+    """Take the claim of a started step when it is free (``github/pr/lease.py``): its run
+    ended without a pull request, or its lease stopped renewing; exactly one taker wins the
+    lease push. None: the step stays started."""
+    found = git_lease.read_lease(ctx.root, branch, REMOTE)
+    if found is None:
+        return None
+    has_pull = bool(github.client.pulls.for_head(github.repo, branch, base=ctx.target))
+    why = leases.why_free(found, github.client, github.repo, has_pull, github.ttl)
+    if why is None:
+        return None
+    mine = {**github.claimant, "claimedSha": remote_tip}
+    identity = dict(ctx.commit_identity or {})
+    lease = leases.take(ctx.root, branch, mine, found.sha, identity, REMOTE)
+    if lease is None:
+        return None  # another taker won it
+    print(f"step {step}: taking over {branch} on {REMOTE} (at {remote_tip[:12]}): {why}")
+    record = record.update(
+        state="claimed", claimedSha=remote_tip, created=False, takenOverLease=found.holder
+    )
+    _continue_branch(ctx, branch, remote_tip)
+    return _Held(record, remote_tip, None, lease)
 
 
 def _done_after_claim(ctx: Context, step: int) -> bool:
@@ -373,6 +420,8 @@ def _give_back(ctx: Context, branch: str, held: _Held | None) -> bool:
     print(f"  note: the claim of {branch} on {REMOTE} was {what}")
     if released.ok:
         held.record.update(state="released")
+        if held.lease is not None:
+            held.lease.release()
     return released.ok
 
 
