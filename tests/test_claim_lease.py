@@ -16,6 +16,7 @@ from gitflow_agents.git import lease as git_lease
 from gitflow_agents.github.pr import lease as leases
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, client_for, gh
+from tests.test_chain import call
 from tests.test_step_pr import BRANCH, env, implementer_runs, origin_sha, run_pr, setup_repo
 
 __all__ = ["env", "gh"]
@@ -203,3 +204,46 @@ def test_a_bad_ttl_is_a_usage_error() -> None:
     for bad in ("0", "-1", "soon", "nan", "inf"):
         with pytest.raises(UsageError):
             leases.claim_ttl({leases.TTL_ENV: bad})
+
+
+def ready(repo: Path) -> tuple[list[int], str]:
+    out = call(repo, "plan", "matrix", "--ready", "specs/feature.md")
+    assert out.returncode == 0, out.stdout + out.stderr
+    return [row["step"] for row in json.loads(out.stdout)["include"]], out.stderr
+
+
+def test_ready_lists_a_step_whose_workflow_run_ended_as_free(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo = setup_repo(tmp_path, gh)
+    lost_claim(repo, {"runId": 77, "runAttempt": 1, "repository": gh.full_name})
+    gh.state.workflow_runs[77] = {"status": "in_progress"}
+    assert ready(repo)[0] == []  # a live run's claim: started
+    gh.state.workflow_runs[77] = {"status": "completed", "conclusion": "failure"}
+    steps, said = ready(repo)
+    assert steps == [1] and "free: 1 (its workflow run 77" in said
+
+
+def test_ready_without_a_token_judges_the_lease_by_its_age_only(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN")
+    repo = setup_repo(tmp_path, gh)
+    lost_claim(repo, {"runId": 77, "runAttempt": 1, "repository": gh.full_name}, age=120)
+    monkeypatch.setenv(leases.TTL_ENV, "600")
+    assert ready(repo)[0] == []
+    monkeypatch.setenv(leases.TTL_ENV, "60")
+    assert ready(repo)[0] == [1]
+    assert not gh.requests("GET", "/actions/runs/")
+
+
+def test_a_published_step_is_never_free_by_age(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = setup_repo(tmp_path, gh)
+    assert run_pr(repo, "--step", "1").returncode == 0
+    [pull] = gh.state.pulls.values()
+    assert lease_on_origin(gh)["pull"] == pull.number
+    monkeypatch.setenv(leases.TTL_ENV, "0.001")
+    monkeypatch.delenv("GITHUB_TOKEN")
+    assert ready(setup_repo(tmp_path, gh, name="fresh"))[0] == []

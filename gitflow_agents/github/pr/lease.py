@@ -24,16 +24,18 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.errors import GitHubError, UsageError
 from gitflow_agents.git import lease as leases
+from gitflow_agents.git.queries import remote_url as git_remote_url
 from gitflow_agents.github.api.actions import workflow_run
 from gitflow_agents.github.api.client import Client
+from gitflow_agents.github.api.settings import repository_from, settings_from_env
 
 TTL_ENV = "GITFLOW_AGENTS_CLAIM_TTL"
 DEFAULT_TTL = 1800.0
@@ -71,18 +73,21 @@ def holder(environ: Mapping[str, str], repo: str, claimed: str) -> dict[str, Any
 
 def why_free(
     lease: leases.Lease | None,
-    client: Client,
-    repo: str,
+    client: Client | None,
+    repo: str | None,
     has_pull: bool,
     ttl: float,
     now: float | None = None,
 ) -> str | None:
     """Why the claim holding ``lease`` is free (one clause), None while it may be alive (see
-    the module doc). ``has_pull``: the branch has an open pull request."""
-    if lease is None or has_pull:
+    the module doc). ``has_pull``: the branch has an open pull request; a lease that recorded
+    one (``pull``, written once the pull request is published) counts as one. Without a
+    ``client`` only the lease's age is judged."""
+    if lease is None or has_pull or lease.holder.get("pull") is not None:
         return None
     run_id = lease.holder.get("runId")
-    if isinstance(run_id, int) and lease.holder.get("repository") == repo:
+    same_repo = repo is not None and lease.holder.get("repository") == repo
+    if client is not None and repo is not None and isinstance(run_id, int) and same_repo:
         run = workflow_run(client, repo, run_id)
         if run is not None:
             attempt = lease.holder.get("runAttempt")
@@ -116,6 +121,12 @@ class Held:
         if made is not None:
             self.sha = made
         return made is not None
+
+    def published(self, number: int) -> None:
+        """Record the pull request in the lease (its last write): the claim is then never
+        free by age, even to a reader without the API (``plan matrix --ready``)."""
+        self.record = {**self.record, "pull": number}
+        self.renew()
 
     def release(self) -> None:
         leases.delete_lease(self.root, self.branch, self.sha, self.remote)
@@ -155,3 +166,27 @@ def renewing(held: Held | None, ttl: float) -> Iterator[None]:
     finally:
         stop.set()
         thread.join(timeout=30)
+
+
+def claim_checker(
+    root: Path, environ: Mapping[str, str], remote: str = "origin"
+) -> Callable[[str], str | None]:
+    """For ``plan matrix --ready``: why the claim of a step branch is free, or None. The
+    Actions API is asked only when GitHub is configured as ``run --pr`` finds it (a token and
+    the repository); without it, or when it fails, only the lease's age counts."""
+    ttl = claim_ttl(environ)
+    client: Client | None = None
+    repo = None
+    url = git_remote_url(root, remote)
+    if (environ.get("GITHUB_TOKEN") or environ.get("GH_TOKEN")) and url is not None:
+        repo = repository_from(environ, url)
+        client = Client(settings_from_env(environ)) if repo is not None else None
+
+    def check(branch: str) -> str | None:
+        found = leases.read_lease(root, branch, remote)
+        try:
+            return why_free(found, client, repo, False, ttl)
+        except GitHubError:
+            return why_free(found, None, repo, False, ttl)
+
+    return check

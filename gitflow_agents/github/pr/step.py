@@ -120,7 +120,8 @@ def run_steps(
     # a failed fetch must not leave the run on a stale remote-tracking ref
     if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:
         raise _no_target(ctx)
-    steps = _startable(ctx, steps, options.force, options.max_parallel)
+    free = leases.claim_checker(ctx.root, os.environ if environ is None else environ, REMOTE)
+    steps = _startable(ctx, steps, options.force, options.max_parallel, free)
     if options.auto_merge is not None and steps:
         github = replace(github, guard=_guard(github, ctx.target))
     code = int(ExitCode.OK)
@@ -157,7 +158,11 @@ def _no_target(ctx: Context) -> GitflowError:
 
 
 def _startable(
-    ctx: Context, steps: list[int] | None, force: bool, max_parallel: int | None = None
+    ctx: Context,
+    steps: list[int] | None,
+    force: bool,
+    max_parallel: int | None = None,
+    free: Callable[[str], str | None] | None = None,
 ) -> list[int]:
     """``steps`` checked against origin's target (docs/github.md, "Plan steps as pull
     requests"): None is the wave ready now, as ``plan matrix --ready`` has it (printed as one
@@ -174,6 +179,7 @@ def _startable(
             branch_pattern=ctx.settings.branch_pattern,
             remote=REMOTE,
             max_parallel=max_parallel,
+            free=free,
         )
         print(f"ready on {wave.summary()}")
         for line in wave.held_lines():
@@ -274,7 +280,7 @@ def _run_held(
     assert head is not None
     record = held.record.add_pushed(head) if held else None  # before the push
     _push(ctx, branch, head)
-    code = _publish(ctx, github, options, result, branch, head)
+    code = _publish(ctx, github, options, result, branch, head, held.lease if held else None)
     if record is not None:
         record.update(state="done")
     return code
@@ -439,7 +445,13 @@ def _push(ctx: Context, branch: str, head: str) -> None:
 
 
 def _publish(
-    ctx: Context, github: GitHub, options: PrOptions, result: ChainResult, branch: str, head: str
+    ctx: Context,
+    github: GitHub,
+    options: PrOptions,
+    result: ChainResult,
+    branch: str,
+    head: str,
+    lease: leases.Held | None = None,
 ) -> int:
     assert ctx.plan is not None and result.result_path is not None
     record = read_json(result.result_path) or {}
@@ -468,6 +480,8 @@ def _publish(
         run_url=github.run_url,
     )
     pull = published.pull
+    if lease is not None:
+        lease.published(pull.number)
     print(f"  PR #{pull.number} {pull.html_url}: {branch} at {head[:12]}, status {published.state}")
     if options.auto_merge is not None:
         print(f"  auto-merge ({options.auto_merge}): {published.auto_merge}")
