@@ -247,3 +247,20 @@ def test_a_published_step_is_never_free_by_age(
     monkeypatch.setenv(leases.TTL_ENV, "0.001")
     monkeypatch.delenv("GITHUB_TOKEN")
     assert ready(setup_repo(tmp_path, gh, name="fresh"))[0] == []
+
+
+def test_an_ended_run_whose_branch_has_an_open_pull_request_is_not_taken_over(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo = setup_repo(tmp_path, gh)
+    lost_claim(repo, {"runId": 77, "runAttempt": 1, "repository": gh.full_name})
+    gh.state.workflow_runs[77] = {"status": "completed", "conclusion": "success"}
+    git(repo, "checkout", "-q", "-b", "work", "origin/main")
+    (repo / "work.txt").write_text("the lost runner's pushed work\n")
+    git(repo, "add", "work.txt")
+    git(repo, "commit", "-q", "-m", "work")
+    git(repo, "push", "-q", "origin", f"HEAD:refs/heads/{BRANCH}")
+    client_for(gh).pulls.create(gh.full_name, head=BRANCH, base="main", title="t", body="b")
+    out = run_pr(setup_repo(tmp_path, gh, name="fresh"), "--step", "1")
+    assert out.returncode == 0 and "already started" in out.stdout, out.stdout + out.stderr
+    assert "taking over" not in out.stdout and len(gh.state.pulls) == 1

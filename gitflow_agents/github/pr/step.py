@@ -365,10 +365,9 @@ def _take_free(
     found = git_lease.read_lease(ctx.root, branch, REMOTE)
     if found is None:
         return None
-    has_pull = bool(github.client.pulls.for_head(github.repo, branch, base=ctx.target))
-    why = leases.why_free(found, github.client, github.repo, has_pull, github.ttl)
-    if why is None:
-        return None
+    why = leases.why_free(found, github.client, github.repo, False, github.ttl)
+    if why is None or github.client.pulls.for_head(github.repo, branch, base=ctx.target):
+        return None  # alive, or its pull request is open (asked only of a free claim)
     mine = {**github.claimant, "claimedSha": remote_tip}
     identity = dict(ctx.commit_identity or {})
     lease = leases.take(ctx.root, branch, mine, found.sha, identity, REMOTE)
