@@ -256,6 +256,15 @@ class State:
     """The repository setting "Allow auto-merge" (GraphQL refuses to enable it when off)."""
     push_events: list[dict[str, Any]] = field(default_factory=list)
     """``push`` event payloads for what the stand-in merged (tests/standin_pulls.py)."""
+    branch_rules: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """branch -> the ruleset rules that apply to it, as ``rules/branches`` lists them
+    (tests/standin_rules.py)."""
+    protection: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """branch -> classic protection's required status checks (``strict``, ``contexts``)."""
+    protection_readable: bool = True
+    """False: classic protection answers 404 to every token (it needs admin read)."""
+    workflow_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """run id -> ``status`` (queued, in_progress, completed), ``conclusion``, ``run_attempt``."""
 
 
 class ApiError(Exception):
@@ -1339,4 +1348,5 @@ def simple_pull(server: GitHubStandIn, number: int = 7, **kwargs: Any) -> Pull:
 
 
 # Routes and behaviour that live in their own modules, registered here (they import this one).
-import tests.standin_pulls  # noqa: E402,F401  (pull requests: open, list, update, labels)
+import tests.standin_pulls  # noqa: E402  (pull requests: open, list, update, labels)
+import tests.standin_rules  # noqa: E402,F401  (branch rules, protection, commits, workflow runs)

@@ -282,6 +282,17 @@ def push_event(s: GitHubStandIn, branch: str, before: str, after: str) -> dict[s
     return payload
 
 
+def _held_behind(s: GitHubStandIn, origin: Path, pull: Pull) -> bool:
+    """The base requires up-to-date branches (tests/standin_rules.py) and the head does not
+    contain the base's tip: GitHub's auto-merge waits (it never updates the branch)."""
+    from tests.standin_rules import strict
+
+    if not strict(s, pull.base_ref):
+        return False
+    check = ["git", "-C", str(origin), "merge-base", "--is-ancestor", pull.base_sha, pull.head_sha]
+    return subprocess.run(check, capture_output=True).returncode != 0
+
+
 def play_auto_merge(s: GitHubStandIn) -> list[dict[str, Any]]:
     """GitHub's auto-merge, once: merge every eligible pull request (see the module doc); the
     ``push`` event payloads of the merges, in order (also kept in ``state.push_events``)."""
@@ -293,7 +304,7 @@ def play_auto_merge(s: GitHubStandIn) -> list[dict[str, Any]]:
         method = (pull.auto_merge or {}).get("merge_method")
         if pull.state != "open" or method is None or pull.draft:
             continue
-        if not checks_pass(s, pull.head_sha):
+        if not checks_pass(s, pull.head_sha) or _held_behind(s, origin, pull):
             continue
         before = pull.base_sha
         sha = _merge(origin, pull, method)

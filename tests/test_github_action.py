@@ -331,7 +331,13 @@ def test_decide(gh: GitHubStandIn, tmp_path: Path) -> None:
     fix = decide("issue_comment", comment_event(gh, 3, "x", "/agent fix"), path, options)
     assert (fix.kind, fix.number, fix.commenter) == ("fix", 3, "x")
     push = push_event(gh.full_name, "refs/heads/main", "b" * 40, "a" * 40)
-    assert decide("push", push, path, options).kind == "skip"
+    landed = decide("push", push, path, options)
+    assert landed.kind == "landed" and landed.landed is not None
+    assert (landed.landed.branch, landed.landed.after) == ("main", "a" * 40)
+    tag = push_event(gh.full_name, "refs/tags/v1", "0" * 40, "a" * 40)
+    assert decide("push", tag, path, options).kind == "skip"
+    deleted = push_event(gh.full_name, "refs/heads/old", "a" * 40, "0" * 40)
+    assert decide("push", deleted, path, options).kind == "skip"
 
 
 def test_parse_command() -> None:

@@ -35,9 +35,9 @@ SKIPPED = {
     ("pull_request", "closed"): "pull_request action 'closed' does not start a review",
     ("issue_comment", "created"): "the comment is on an issue, not a pull request",
     ("issue_comment", "edited"): "only new comments are commands",
-    ("push", None): "event 'push' is not handled (pull_request, issue_comment, merge_group)",
+    ("push", None): "push of 'refs/tags/simple-tag' is not a branch",
     ("workflow_dispatch", None): (
-        "event 'workflow_dispatch' is not handled (pull_request, issue_comment, merge_group)"
+        "event 'workflow_dispatch' is not handled (pull_request, issue_comment, merge_group, push)"
     ),
 }
 
@@ -111,6 +111,12 @@ def test_the_action_on_githubs_example(
         assert outputs["head-sha"] == head
         assert states(gh, head) == ["pending", "success"]
         assert has(workspace, base)
+    elif event == "push" and payload["ref"].startswith("refs/heads/"):
+        # a branch pushed: its tree is checked; this one came through no reviewed pull request
+        assert result.returncode == 1, result.stderr
+        assert outputs["review-result"] == "landed-unreviewed" and outputs["head-sha"] == head
+        landed = [st for st in gh.statuses_for(head) if st["context"] == "gitflow-agents/landed"]
+        assert [st["state"] for st in landed] == ["failure"]
     else:
         assert result.returncode == 0, result.stderr
         assert outputs["review-result"] == "skipped"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import unicodedata
 from collections.abc import Sequence
@@ -137,6 +138,7 @@ def ready_matrix(args: argparse.Namespace) -> int:
     from gitflow_agents.commands.run import settings_from
     from gitflow_agents.config import load_flow_config
     from gitflow_agents.git import queries as git
+    from gitflow_agents.github.pr.lease import claim_checker
     from gitflow_agents.plan.waves import ready_steps
 
     root = git.repo_root(Path.cwd())
@@ -149,6 +151,7 @@ def ready_matrix(args: argparse.Namespace) -> int:
         target=settings.target or config.default_branch,
         branch_pattern=settings.branch_pattern,
         max_parallel=args.max_parallel,
+        free=claim_checker(root, os.environ),  # a claim whose runner is gone is free
     )
     sys.stdout.write(json.dumps(steps_matrix(wave.ready), ensure_ascii=False))
     sys.stdout.write("\n")

@@ -19,6 +19,7 @@ step past ``max_parallel`` steps in flight (started ones count). docs/spec-plans
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,8 @@ class Wave:
     waiting: tuple[int, ...]  # not done, not started, some dependency not done
     # could start but waits: (step, why), a footprint overlap or the --max-parallel cap
     held: tuple[tuple[int, str], ...] = ()
+    # its branch is on origin, but its claim is free (its runner is gone): (step, why)
+    freed: tuple[tuple[int, str], ...] = ()
 
     def summary(self) -> str:
         """One line for the log: where it looked and what it found."""
@@ -63,8 +66,10 @@ class Wave:
         return line
 
     def held_lines(self) -> list[str]:
-        """Why each held step waits: ``waiting: 3 (touches src/api/** like 2)``."""
-        return [f"waiting: {number} ({why})" for number, why in self.held]
+        """Why each held step waits: ``waiting: 3 (touches src/api/** like 2)``; and why a
+        started step's claim is free: ``free: 4 (its workflow run 77 (attempt 1) has ended)``."""
+        free = [f"free: {number} ({why})" for number, why in self.freed]
+        return free + [f"waiting: {number} ({why})" for number, why in self.held]
 
 
 def ready_steps(
@@ -76,12 +81,15 @@ def ready_steps(
     branch_pattern: str,
     remote: str = "origin",
     max_parallel: int | None = None,
+    free: Callable[[str], str | None] | None = None,
 ) -> Wave:
     """Read origin and sort the plan's steps (see the module docstring). GitError when origin
     cannot be read, UsageError when it has no ``target`` branch or the plan lies outside the
     repository, PlanError when the plan does not parse or its dependencies are wrong. The step
     branch is ``branch_pattern`` (``chain.branch_pattern``) filled in; ``max_parallel`` caps
-    the steps in flight (started ones count)."""
+    the steps in flight (started ones count). ``free`` says why the claim of a step branch
+    on origin is free (its runner gone: ``github/pr/lease.py``), None while it holds: such a
+    step is ready again."""
     rel = _relative(root, plan_path)
     heads = git.remote_heads(root, remote)  # the branch list first: see the module docstring
     if target not in heads:
@@ -107,10 +115,15 @@ def ready_steps(
     ready: list[Step] = []
     started: list[int] = []
     waiting: list[int] = []
+    freed: list[tuple[int, str]] = []
     for step in plan.steps:
         if step.number in done:
             continue
-        if format_branch(branch_pattern, plan.name, step.number) in heads:
+        branch = format_branch(branch_pattern, plan.name, step.number)
+        why = free(branch) if free is not None and branch in heads else None
+        if why is not None:
+            freed.append((step.number, why))
+        if branch in heads and why is None:
             started.append(step.number)
         elif all(dep in done for dep in step.depends_on):
             ready.append(step)
@@ -128,6 +141,7 @@ def ready_steps(
         tuple(started),
         tuple(waiting),
         tuple(held),
+        tuple(freed),
     )
 
 

@@ -6,7 +6,8 @@ events start a review (``opened``, ``synchronize``, ``reopened``, ``ready_for_re
 comment on a pull request whose first line is ``/agent review`` or ``/agent fix`` asks for one
 (whether its author may is checked later, against the API); a ``merge_group`` whose checks are
 requested starts a review of the group (every other ``merge_group`` action is skipped with its
-reason, never waited on); docs/github.md, "Events" and "Merge queue".
+reason, never waited on); a ``push`` of a branch checks the tree it landed (``landed.py``);
+docs/github.md, "Events", "Merge queue" and "Only reviewed trees land".
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gitflow_agents.base.errors import InputError
+from gitflow_agents.github.action.landed import Landed
 from gitflow_agents.github.action.runner import Options, read_json
 from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.values import MergeGroup
@@ -33,12 +35,14 @@ _PLAIN_REF = re.compile(r"refs/(?:[\w-][\w.-]*/)*[\w-][\w.-]*", re.ASCII)
 @dataclass(frozen=True)
 class Trigger:
     kind: str
-    """``review``, ``fix``, ``group`` (a merge queue's group) or ``skip``."""
+    """``review``, ``fix``, ``group`` (a merge queue's group), ``landed`` (a push to check) or
+    ``skip``."""
     reason: str = ""
     number: int | None = None
     pull: PullRequest | None = None
     commenter: str | None = None
     group: MergeGroup | None = None
+    landed: Landed | None = None
 
 
 def load_event(path: Path) -> dict[str, Any]:
@@ -139,6 +143,21 @@ def _merge_group(event: Mapping[str, Any], path: Path) -> Trigger:
     return Trigger("group", group=group_from_event(event, path))
 
 
+def _push(event: Mapping[str, Any], path: Path) -> Trigger:
+    """A push of a branch: check that the tree it landed is one the tool approved
+    (``landed.py``). A deleted branch or a tag has nothing to check."""
+    ref = _get(event, "ref", path, str)
+    if not ref.startswith("refs/heads/"):
+        return Trigger("skip", f"push of {ref!r} is not a branch")
+    if event.get("deleted") is True:
+        return Trigger("skip", f"push deleted {ref}")
+    after = _object_id(event, "after", path, "")
+    return Trigger(
+        "landed",
+        landed=Landed(ref.removeprefix("refs/heads/"), _text(event, "before"), after),
+    )
+
+
 def _is_bot(user: Any) -> bool:
     if not isinstance(user, dict):
         return False
@@ -190,7 +209,9 @@ def decide(event_name: str, event: Mapping[str, Any], path: Path, options: Optio
         return Trigger(command, number=number, commenter=login)
     if event_name == "merge_group":
         return _merge_group(event, path)
+    if event_name == "push":
+        return _push(event, path)
     return Trigger(
         "skip",
-        f"event {event_name!r} is not handled (pull_request, issue_comment, merge_group)",
+        f"event {event_name!r} is not handled (pull_request, issue_comment, merge_group, push)",
     )

@@ -5,7 +5,8 @@ runs the same review as ``git agent-review`` on the pull request's head commit
 (``checkout.py``), and publishes it (``publish.py``): commit status ``pending`` first, then one
 batched inline review, the sticky summary comment, and the final status; annotations and the
 step summary always. A merge queue's group has no pull request: ``merge_group.py`` reviews it
-and sets the status of its head commit. A token that may not write (fork PRs get a read-only ``GITHUB_TOKEN``)
+and sets the status of its head commit. A push to a branch is checked by ``landed.py`` (the
+tree it landed is one the tool approved). A token that may not write (fork PRs get a read-only ``GITHUB_TOKEN``)
 degrades to annotations + step summary with a notice, never a crash. ``/agent fix`` runs in
 ``fix.py``. docs/github.md describes the action from the user's side.
 """
@@ -21,6 +22,7 @@ from gitflow_agents.findings import gate as gate_review
 from gitflow_agents.github.action.checkout import review_pull
 from gitflow_agents.github.action.event import decide, load_event
 from gitflow_agents.github.action.fix import fix_and_publish
+from gitflow_agents.github.action.landed import check_landed
 from gitflow_agents.github.action.merge_group import review_group_and_publish
 from gitflow_agents.github.action.publish import (
     Publisher,
@@ -61,6 +63,8 @@ def run_action(environ: Mapping[str, str], options: Options) -> int:
     client = connect(settings_from_env(environ))
     if trigger.group is not None:
         return review_group_and_publish(env, client, trigger.group, options, run_id)
+    if trigger.landed is not None:
+        return check_landed(env, client, trigger.landed, run_id)
     assert trigger.number is not None
     if trigger.commenter is not None:
         permission = client.permission(env.repository, trigger.commenter)

@@ -57,6 +57,7 @@ class StepPull:
     body: str  # the tool's section of the body (``pull_body``)
     draft: bool
     auto_merge: str | None  # merge, squash, rebase
+    notices: tuple[str, ...] = ()  # notes for the sticky comment (an unguarded target)
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,7 @@ def publish_step(
         gate,
         rows=history_rows(result, run_dir.parent),
         inline_note=inline_note(inline),
+        notices=spec.notices,
         footer=footer(pull, run_url),
         where=comment.IN_FINDINGS_FILE,
         chart=chart,

@@ -25,23 +25,27 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from gitflow_agents.base.errors import ExitCode, GitError, GitflowError, GitHubError, UsageError
 from gitflow_agents.chain import ChainResult, Context, run_step
 from gitflow_agents.chain.lander import BranchLander
 from gitflow_agents.chain.state import done_where, fetch_target, plan_in_repo, target_tip
 from gitflow_agents.chain.workspace import branch_name
+from gitflow_agents.git import lease as git_lease
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action.fixer import BOT_EMAIL
 from gitflow_agents.github.action.runner import server_url_from, workflow_run_url
 from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, Client
+from gitflow_agents.github.api.rules import TargetGuard, branch_guard
 from gitflow_agents.github.api.settings import (
     repository_from,
     settings_from_env,
     without_credentials,
 )
+from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr.claim import Claim, not_taken_over, previous_claim, write_claim
 from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
 from gitflow_agents.plan import parse_plan
@@ -70,6 +74,9 @@ class GitHub:
     repo: str
     server_url: str
     run_url: str | None
+    guard: TargetGuard | None = None  # what guards the target (read when auto-merge is asked)
+    claimant: dict[str, Any] = field(default_factory=dict)  # who claims (github/pr/lease.py)
+    ttl: float = leases.DEFAULT_TTL  # a lease older than this that stopped renewing is free
 
 
 def connect(environ: Mapping[str, str], root: Path) -> GitHub:
@@ -91,7 +98,9 @@ def connect(environ: Mapping[str, str], root: Path) -> GitHub:
     assert repo is not None
     server = server_url_from(environ)
     run_url = workflow_run_url(server, repo, environ.get("GITHUB_RUN_ID"))
-    return GitHub(Client(settings_from_env(environ)), repo, server, run_url)
+    client = Client(settings_from_env(environ))
+    claimant = leases.holder(environ, repo, "")
+    return GitHub(client, repo, server, run_url, claimant=claimant, ttl=leases.claim_ttl(environ))
 
 
 def run_steps(
@@ -111,7 +120,10 @@ def run_steps(
     # a failed fetch must not leave the run on a stale remote-tracking ref
     if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:
         raise _no_target(ctx)
-    steps = _startable(ctx, steps, options.force, options.max_parallel)
+    free = leases.claim_checker(ctx.root, os.environ if environ is None else environ, REMOTE)
+    steps = _startable(ctx, steps, options.force, options.max_parallel, free)
+    if options.auto_merge is not None and steps:
+        github = replace(github, guard=_guard(github, ctx.target))
     code = int(ExitCode.OK)
     for number in steps:
         assert ctx.plan is not None
@@ -120,6 +132,15 @@ def run_steps(
         if code != ExitCode.OK:
             break
     return code
+
+
+def _guard(github: GitHub, target: str) -> TargetGuard:
+    """What keeps a tree no review saw off ``target`` once auto-merge merges, said before any
+    step runs: a plain warning when nothing does (docs/github.md, "Only reviewed trees land")."""
+    guard = branch_guard(github.client, github.repo, target)
+    warning = guard.warning()
+    print(f"auto-merge: {guard.describe()}" if warning is None else f"warning: {warning}")
+    return guard
 
 
 def _no_target(ctx: Context) -> GitflowError:
@@ -137,7 +158,11 @@ def _no_target(ctx: Context) -> GitflowError:
 
 
 def _startable(
-    ctx: Context, steps: list[int] | None, force: bool, max_parallel: int | None = None
+    ctx: Context,
+    steps: list[int] | None,
+    force: bool,
+    max_parallel: int | None = None,
+    free: Callable[[str], str | None] | None = None,
 ) -> list[int]:
     """``steps`` checked against origin's target (docs/github.md, "Plan steps as pull
     requests"): None is the wave ready now, as ``plan matrix --ready`` has it (printed as one
@@ -154,6 +179,7 @@ def _startable(
             branch_pattern=ctx.settings.branch_pattern,
             remote=REMOTE,
             max_parallel=max_parallel,
+            free=free,
         )
         print(f"ready on {wave.summary()}")
         for line in wave.held_lines():
@@ -213,6 +239,7 @@ class _Held:
     record: Claim
     remote_tip: str | None
     release_at: str | None
+    lease: leases.Held | None = None  # the lease on origin, renewed while the chain runs
 
 
 def _run_held(
@@ -240,7 +267,8 @@ def _run_held(
     # builds on the branch it continues; the chain's record goes beside the claim's
     lander = BranchLander(held.remote_tip if held else None, run_id)
     try:
-        result = run_step(ctx, step, lander)
+        with leases.renewing(held.lease if held else None, github.ttl):
+            result = run_step(ctx, step, lander)
     except BaseException:
         _give_back(ctx, branch, held)
         raise
@@ -252,7 +280,7 @@ def _run_held(
     assert head is not None
     record = held.record.add_pushed(head) if held else None  # before the push
     _push(ctx, branch, head)
-    code = _publish(ctx, github, options, result, branch, head)
+    code = _publish(ctx, github, options, result, branch, head, held.lease if held else None)
     if record is not None:
         record.update(state="done")
     return code
@@ -284,7 +312,7 @@ def _claim(
         record = record.update(state="claimed")
         if previous is not None:
             previous.update(state="superseded", by=run_id)
-        return _Held(record, None, base)
+        return _Held(record, None, base, _lease(ctx, github, branch, base))
     remote_tip = git.remote_branch_sha(ctx.root, branch, REMOTE)
     if remote_tip is None:
         record.discard()
@@ -305,6 +333,9 @@ def _claim(
         _continue_branch(ctx, branch, remote_tip)
         mine = previous.created and remote_tip == previous.claimed
         return _Held(record, remote_tip, remote_tip if mine else None)
+    taken = _take_free(ctx, github, step, branch, remote_tip, record)
+    if taken is not None:
+        return taken
     if not options.force:
         record.discard()  # nothing ran: no run to list
         print(f"step {step} already started: {_started(github, branch, ctx.target)}")
@@ -314,6 +345,40 @@ def _claim(
     record = record.update(state="claimed", claimedSha=remote_tip, created=False)
     _continue_branch(ctx, branch, remote_tip)
     return _Held(record, remote_tip, None)
+
+
+def _lease(ctx: Context, github: GitHub, branch: str, claimed: str) -> leases.Held | None:
+    """This run's lease, written after its claim push (over a lease an earlier claim of the
+    branch left); None when it could not be written (the claim holds, but cannot expire)."""
+    stale = git_lease.read_lease(ctx.root, branch, REMOTE)
+    record = {**github.claimant, "claimedSha": claimed}
+    identity = dict(ctx.commit_identity or {})
+    return leases.take(ctx.root, branch, record, stale.sha if stale else "", identity, REMOTE)
+
+
+def _take_free(
+    ctx: Context, github: GitHub, step: int, branch: str, remote_tip: str, record: Claim
+) -> _Held | None:
+    """Take the claim of a started step when it is free (``github/pr/lease.py``): its run
+    ended without a pull request, or its lease stopped renewing; exactly one taker wins the
+    lease push. None: the step stays started."""
+    found = git_lease.read_lease(ctx.root, branch, REMOTE)
+    if found is None:
+        return None
+    why = leases.why_free(found, github.client, github.repo, False, github.ttl)
+    if why is None or github.client.pulls.for_head(github.repo, branch, base=ctx.target):
+        return None  # alive, or its pull request is open (asked only of a free claim)
+    mine = {**github.claimant, "claimedSha": remote_tip}
+    identity = dict(ctx.commit_identity or {})
+    lease = leases.take(ctx.root, branch, mine, found.sha, identity, REMOTE)
+    if lease is None:
+        return None  # another taker won it
+    print(f"step {step}: taking over {branch} on {REMOTE} (at {remote_tip[:12]}): {why}")
+    record = record.update(
+        state="claimed", claimedSha=remote_tip, created=False, takenOverLease=found.holder
+    )
+    _continue_branch(ctx, branch, remote_tip)
+    return _Held(record, remote_tip, None, lease)
 
 
 def _done_after_claim(ctx: Context, step: int) -> bool:
@@ -360,6 +425,8 @@ def _give_back(ctx: Context, branch: str, held: _Held | None) -> bool:
     print(f"  note: the claim of {branch} on {REMOTE} was {what}")
     if released.ok:
         held.record.update(state="released")
+        if held.lease is not None:
+            held.lease.release()
     return released.ok
 
 
@@ -377,7 +444,13 @@ def _push(ctx: Context, branch: str, head: str) -> None:
 
 
 def _publish(
-    ctx: Context, github: GitHub, options: PrOptions, result: ChainResult, branch: str, head: str
+    ctx: Context,
+    github: GitHub,
+    options: PrOptions,
+    result: ChainResult,
+    branch: str,
+    head: str,
+    lease: leases.Held | None = None,
 ) -> int:
     assert ctx.plan is not None and result.result_path is not None
     record = read_json(result.result_path) or {}
@@ -392,6 +465,7 @@ def _publish(
         body=pull_body(plan_rel, step.number, step.content, link),
         draft=options.draft,
         auto_merge=options.auto_merge,
+        notices=_guard_notices(github, options),
     )
     approved = result.outcome == "approved" and approval_status(ctx.root, head)[0]
     published = publish_step(
@@ -405,7 +479,17 @@ def _publish(
         run_url=github.run_url,
     )
     pull = published.pull
+    if lease is not None:
+        lease.published(pull.number)
     print(f"  PR #{pull.number} {pull.html_url}: {branch} at {head[:12]}, status {published.state}")
     if options.auto_merge is not None:
         print(f"  auto-merge ({options.auto_merge}): {published.auto_merge}")
     return result.exit_code
+
+
+def _guard_notices(github: GitHub, options: PrOptions) -> tuple[str, ...]:
+    """The sticky comment's note when auto-merge is asked and nothing guards the target."""
+    warning = github.guard.warning() if github.guard is not None else None
+    if options.auto_merge is None or warning is None:
+        return ()
+    return (f"Auto-merge is on, but {warning}.",)

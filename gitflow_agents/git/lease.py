@@ -1,0 +1,87 @@
+"""A step claim's lease on a remote: who holds the claim of a step branch, in a small ref.
+
+Part of the git boundary. The lease of branch ``B`` is ``refs/gitflow-agents/claims/B`` on the
+remote, pointing at a parentless commit of the empty tree whose message is the holder's record
+(JSON: workflow run id and attempt, or host and pid) with ``at``, when it was written (Unix
+seconds; not the committer date, which ``GIT_COMMITTER_DATE`` may pin). Writing is one push with a lease on the value read before (``write_lease``): of two
+writers that read the same lease, exactly one wins, as with ``remote.claim_branch``. Reading is
+one ``ls-remote`` and, when there is a lease, one fetch of that tiny commit. No GitHub API
+request either way (docs/github.md, "Claims that expire with their runner").
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitflow_agents.git.cmd import run_git
+from gitflow_agents.git.remote import PushResult, _push
+
+LEASE_PREFIX = "refs/gitflow-agents/claims/"
+
+
+def lease_ref(branch: str) -> str:
+    return LEASE_PREFIX + branch
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A lease as read: its commit (the value a takeover leases against), the holder's record
+    and when it was written (Unix seconds)."""
+
+    sha: str
+    holder: dict[str, Any]
+    written: float
+
+
+def write_lease(
+    root: Path,
+    branch: str,
+    holder: dict[str, Any],
+    expected: str,
+    remote: str = "origin",
+    identity: dict[str, str] | None = None,
+) -> str | None:
+    """Point the lease of ``branch`` at a new record of ``holder``, only while it is at
+    ``expected`` ("" : only while there is none); the new lease's commit, None when the push
+    was refused (another writer got there first) or failed."""
+    tree = run_git(root, "hash-object", "-t", "tree", "--stdin", input="").stdout.strip()
+    message = json.dumps({**holder, "at": time.time()}, sort_keys=True)
+    made = run_git(root, "commit-tree", tree, "-m", message, extra_env=identity).stdout.strip()
+    ref = lease_ref(branch)
+    pushed = _push(root, remote, f"--force-with-lease={ref}:{expected}", f"{made}:{ref}")
+    return made if pushed.ok else None
+
+
+def read_lease(root: Path, branch: str, remote: str = "origin") -> Lease | None:
+    """The lease of ``branch`` on ``remote``; None when there is none or it cannot be read
+    (a lease that cannot be read never frees a claim)."""
+    ref = lease_ref(branch)
+    listed = run_git(root, "ls-remote", remote, ref, check=False)
+    sha = next(
+        (line.partition("\t")[0] for line in listed.stdout.splitlines() if line.endswith(ref)),
+        None,
+    )
+    if listed.returncode != 0 or sha is None:
+        return None
+    fetched = run_git(root, "fetch", "--no-tags", "--quiet", remote, f"+{ref}:{ref}", check=False)
+    shown = run_git(root, "log", "-1", "--format=%B", sha, "--", check=False)
+    if fetched.returncode != 0 or shown.returncode != 0:
+        return None
+    try:
+        holder = json.loads(shown.stdout)
+    except json.JSONDecodeError:
+        return None
+    when = holder.get("at") if isinstance(holder, dict) else None
+    if not isinstance(when, (int, float)) or isinstance(when, bool):
+        return None
+    return Lease(sha, holder, float(when))
+
+
+def delete_lease(root: Path, branch: str, expected: str, remote: str = "origin") -> PushResult:
+    """Remove the lease of ``branch`` while it is still at ``expected``."""
+    ref = lease_ref(branch)
+    return _push(root, remote, f"--force-with-lease={ref}:{expected}", f":{ref}")

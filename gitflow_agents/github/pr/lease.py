@@ -1,0 +1,192 @@
+"""Claims that expire with their runner: who holds a step's claim, renewed while its run lives.
+
+``run --pr`` writes the lease of the step branch (``git/lease.py``: a small ref on origin) right
+after its claim push, naming its holder: the workflow run id and attempt
+(``GITHUB_RUN_ID`` / ``GITHUB_RUN_ATTEMPT``) and repository on a runner, host and pid always;
+and renews it every third of ``claim_ttl`` while the run works (one push each, no API request).
+
+A step branch on origin is a started step, except when its claim is free (``why_free``):
+
+- its holder's workflow run has ended (the Actions API says ``completed``, or a later attempt
+  replaced it) and the branch has no open pull request; a run the API says is alive is never
+  free, however old its lease;
+- or it has no workflow run the API knows, and its lease stopped renewing ``claim_ttl``
+  seconds ago (``GITFLOW_AGENTS_CLAIM_TTL``, default 1800), with no open pull request.
+
+A free claim is taken by pushing a new lease with a lease on the old one: exactly one taker
+wins. A branch without a lease (made by an older version, or by hand) is never free.
+docs/github.md, "Claims that expire with their runner".
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitflow_agents.base.errors import GitHubError, UsageError
+from gitflow_agents.git import lease as leases
+from gitflow_agents.git.queries import remote_url as git_remote_url
+from gitflow_agents.github.api.actions import workflow_run
+from gitflow_agents.github.api.client import Client
+from gitflow_agents.github.api.settings import repository_from, settings_from_env
+
+TTL_ENV = "GITFLOW_AGENTS_CLAIM_TTL"
+DEFAULT_TTL = 1800.0
+
+
+def claim_ttl(environ: Mapping[str, str]) -> float:
+    """Seconds after which a lease that stopped renewing frees its claim (UsageError, exit 2,
+    for a value that is not a positive number)."""
+    text = environ.get(TTL_ENV, "").strip()
+    if not text:
+        return DEFAULT_TTL
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value != value or value == float("inf"):
+        raise UsageError(f"{TTL_ENV}={text!r}: expected a positive number of seconds")
+    return value
+
+
+def holder(environ: Mapping[str, str], repo: str, claimed: str) -> dict[str, Any]:
+    """Who makes this claim: the workflow run (id, attempt) on a runner, host and pid always."""
+    record: dict[str, Any] = {
+        "claimedSha": claimed,
+        "repository": repo,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+    }
+    run_id = environ.get("GITHUB_RUN_ID", "")
+    if run_id.isdigit():
+        attempt = environ.get("GITHUB_RUN_ATTEMPT", "1")
+        record.update(runId=int(run_id), runAttempt=int(attempt) if attempt.isdigit() else 1)
+    return record
+
+
+def why_free(
+    lease: leases.Lease | None,
+    client: Client | None,
+    repo: str | None,
+    has_pull: bool,
+    ttl: float,
+    now: float | None = None,
+) -> str | None:
+    """Why the claim holding ``lease`` is free (one clause), None while it may be alive (see
+    the module doc). ``has_pull``: the branch has an open pull request; a lease that recorded
+    one (``pull``, written once the pull request is published) counts as one. Without a
+    ``client`` only the lease's age is judged."""
+    if lease is None or has_pull or lease.holder.get("pull") is not None:
+        return None
+    run_id = lease.holder.get("runId")
+    same_repo = repo is not None and lease.holder.get("repository") == repo
+    if client is not None and repo is not None and isinstance(run_id, int) and same_repo:
+        run = workflow_run(client, repo, run_id)
+        if run is not None:
+            attempt = lease.holder.get("runAttempt")
+            attempt = attempt if isinstance(attempt, int) else 1
+            if not run.ended(attempt):
+                return None  # a live run is never taken over
+            return f"its workflow run {run_id} (attempt {attempt}) has ended"
+    age = (time.time() if now is None else now) - lease.written
+    if age <= ttl:
+        return None
+    who = f"{lease.holder.get('host')} pid {lease.holder.get('pid')}"
+    return f"its lease ({who}) stopped renewing {int(age)}s ago (more than {int(ttl)}s)"
+
+
+@dataclass
+class Held:
+    """This run's lease: its current commit, renewed by ``renewing``."""
+
+    root: Path
+    branch: str
+    record: dict[str, Any]
+    sha: str
+    identity: dict[str, str]
+    remote: str = "origin"
+
+    def renew(self) -> bool:
+        """Write the lease again (a new committer date); False when it was taken meanwhile."""
+        made = leases.write_lease(
+            self.root, self.branch, self.record, self.sha, self.remote, self.identity
+        )
+        if made is not None:
+            self.sha = made
+        return made is not None
+
+    def published(self, number: int) -> None:
+        """Record the pull request in the lease (its last write): the claim is then never
+        free by age, even to a reader without the API (``plan matrix --ready``)."""
+        self.record = {**self.record, "pull": number}
+        self.renew()
+
+    def release(self) -> None:
+        leases.delete_lease(self.root, self.branch, self.sha, self.remote)
+
+
+def take(
+    root: Path,
+    branch: str,
+    record: dict[str, Any],
+    expected: str,
+    identity: dict[str, str],
+    remote: str = "origin",
+) -> Held | None:
+    """Write this run's lease where the lease is ``expected`` ("" : none); None when another
+    writer got there first."""
+    made = leases.write_lease(root, branch, record, expected, remote, identity)
+    return None if made is None else Held(root, branch, record, made, identity, remote)
+
+
+@contextmanager
+def renewing(held: Held | None, ttl: float) -> Iterator[None]:
+    """Renew ``held`` every third of ``ttl`` until the block ends; a renewal refused (the lease
+    was taken) stops renewing."""
+    if held is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(ttl / 3) and held.renew():
+            pass
+
+    thread = threading.Thread(target=loop, name=f"lease {held.branch}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+def claim_checker(
+    root: Path, environ: Mapping[str, str], remote: str = "origin"
+) -> Callable[[str], str | None]:
+    """For ``plan matrix --ready``: why the claim of a step branch is free, or None. The
+    Actions API is asked only when GitHub is configured as ``run --pr`` finds it (a token and
+    the repository); without it, or when it fails, only the lease's age counts."""
+    ttl = claim_ttl(environ)
+    client: Client | None = None
+    repo = None
+    url = git_remote_url(root, remote)
+    if (environ.get("GITHUB_TOKEN") or environ.get("GH_TOKEN")) and url is not None:
+        repo = repository_from(environ, url)
+        client = Client(settings_from_env(environ)) if repo is not None else None
+
+    def check(branch: str) -> str | None:
+        found = leases.read_lease(root, branch, remote)
+        try:
+            return why_free(found, client, repo, False, ttl)
+        except GitHubError:
+            return why_free(found, None, repo, False, ttl)
+
+    return check

@@ -1,0 +1,101 @@
+"""A push to the target, checked by the action: the landed tree is one the tool approved, or the
+pushed commit gets a failing ``gitflow-agents/landed`` status (issue 22, item 2).
+
+Real ``run --step N --pr`` on a bare origin with the stand-in, GitHub's auto-merge played with
+real git (tests/standin_pulls.py), then ``gitflow-agents action`` on the ``push`` event GitHub
+sends for the merge, in a checkout of the pushed commit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import git
+from tests.github_events import push_event
+from tests.github_standin import GitHubStandIn, gh
+from tests.standin_pulls import play_auto_merge
+from tests.test_github_action import Runner
+from tests.test_step_pr import BRANCH, env, origin_sha, run_pr, setup_repo
+
+__all__ = ["env", "gh"]
+
+LANDED = "gitflow-agents/landed"
+
+
+def landed_states(gh: GitHubStandIn, sha: str) -> list[str]:
+    return [s["state"] for s in gh.statuses_for(sha) if s["context"] == LANDED]
+
+
+def check_push(tmp_path: Path, gh: GitHubStandIn, event: dict[str, Any]) -> Any:
+    """``gitflow-agents action`` on ``event`` in a fresh checkout of origin's main."""
+    assert gh.state.origin is not None
+    workspace = tmp_path / f"push-{len(list(tmp_path.glob('push-*')))}"
+    git(tmp_path, "clone", "-q", "--depth", "1", gh.state.origin.as_uri(), str(workspace))
+    return Runner(tmp_path, gh, workspace).run("push", event, "tok-actions")
+
+
+def human_commit(tmp_path: Path, gh: GitHubStandIn, name: str = "human") -> str:
+    human = setup_repo(tmp_path, gh, name=name)
+    (human / f"{name}.txt").write_text("a human's change\n")
+    git(human, "add", f"{name}.txt")
+    git(human, "commit", "-q", "-m", f"{name}'s change")
+    git(human, "push", "-q", "origin", "main")
+    return git(human, "rev-parse", "HEAD").strip()
+
+
+def test_a_squash_of_an_up_to_date_approved_head_landed_as_approved(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo = setup_repo(tmp_path, gh)
+    assert run_pr(repo, "--step", "1", "--auto-merge", "squash").returncode == 0
+    [event] = play_auto_merge(gh)
+    out = check_push(tmp_path, gh, event)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert landed_states(gh, event["after"]) == ["success"]
+    # a second run of the same check is as safe: one more identical status
+    assert check_push(tmp_path, gh, event).returncode == 0
+    assert landed_states(gh, event["after"]) == ["success", "success"]
+
+
+def test_a_behind_pull_request_squashed_onto_a_moved_target_is_flagged(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo = setup_repo(tmp_path, gh)
+    assert run_pr(repo, "--step", "1", "--auto-merge", "squash").returncode == 0
+    human_commit(tmp_path, gh)  # the pull request is now behind; nothing requires up to date
+    [event] = play_auto_merge(gh)
+    out = check_push(tmp_path, gh, event)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert landed_states(gh, event["after"]) == ["failure"]
+    [status] = [s for s in gh.statuses_for(event["after"]) if s["context"] == LANDED]
+    assert "#1" in status["description"]
+    assert "unreviewed tree landed" in (tmp_path / "runner" / "step_summary.md").read_text()
+
+
+def test_a_direct_push_without_a_pull_request_is_flagged(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    setup_repo(tmp_path, gh)
+    before = origin_sha(gh, "refs/heads/main")
+    assert before is not None
+    after = human_commit(tmp_path, gh)
+    event = push_event(gh.full_name, "refs/heads/main", before, after)
+    assert check_push(tmp_path, gh, event).returncode == 1
+    assert landed_states(gh, after) == ["failure"]
+
+
+def test_an_approved_head_pushed_as_it_is_landed_as_approved(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    # a merge queue pushes its approved group as it is; so does a fast-forward of a head
+    repo = setup_repo(tmp_path, gh)
+    assert run_pr(repo, "--step", "1").returncode == 0
+    head = origin_sha(gh, f"refs/heads/{BRANCH}")
+    before = origin_sha(gh, "refs/heads/main")
+    assert head is not None and before is not None
+    git(repo, "push", "-q", "origin", f"{head}:refs/heads/main")
+    event = push_event(gh.full_name, "refs/heads/main", before, head)
+    assert check_push(tmp_path, gh, event).returncode == 0
+    assert landed_states(gh, head) == ["success"]
+    assert not gh.requests("GET", r"/commits/[0-9a-f]+/pulls$")  # the first read settled it
