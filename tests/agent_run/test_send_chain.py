@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import FAKES, Cli, git
+from tests.conftest import FAKES, Cli, git
 
 FAKE_CLAUDE = """#!{python}
 import json, os, pathlib, sys

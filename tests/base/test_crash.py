@@ -11,6 +11,7 @@ import pytest
 from gitflow_agents import cli, git_agent_review
 from gitflow_agents.base.crash import crash_log_path
 from gitflow_agents.base.errors import ExitCode
+from tests.conftest import ROOT
 
 
 def _boom(args: argparse.Namespace) -> int:
@@ -71,7 +72,7 @@ def test_crash_log_that_cannot_be_written_prints_the_traceback(
 
 
 def test_readme_documents_every_exit_code() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     for code in ExitCode:
         assert f"| {int(code)} |" in readme, code
 

@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from .conftest import CliResult, git, init_repo, isolate_home
-from .helpers.chain import (
+from tests.conftest import CliResult, git, init_repo, isolate_home
+from tests.helpers.chain import (
     FAKE,
     MARKER,
     PLAN,

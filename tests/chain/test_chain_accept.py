@@ -4,7 +4,7 @@ in the same order, and count it; the settings and the baseline come from the con
 reads (your work tree; the target's commit with ``--pr``), never from the step's own commits.
 
 Real git, the fake agents of tests/fakes, the builtin reviewer in process; ``--pr`` against the
-GitHub stand-in as in tests/test_step_pr.py.
+GitHub stand-in as in tests/github/pr/test_step_pr.py.
 """
 
 from __future__ import annotations

@@ -20,9 +20,8 @@ import psutil
 import pytest
 
 from gitflow_agents.git import queries as g
-
-from .conftest import ROOT, git, init_repo, running_agent, wait_until
-from .helpers.chain import (
+from tests.conftest import ROOT, git, init_repo, running_agent, wait_until
+from tests.helpers.chain import (
     FAKE,
     call,
     committed_status,

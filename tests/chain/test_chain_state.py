@@ -37,7 +37,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from .conftest import git, init_repo
+from tests.conftest import git, init_repo
 
 PLAN = """\
 # Plan: Feature

@@ -9,8 +9,7 @@ import pytest
 
 from gitflow_agents.base.errors import GitError, UsageError
 from gitflow_agents.git import queries as git
-
-from .conftest import git as run_git
+from tests.conftest import git as run_git
 
 
 def _base(repo: Path) -> str:

@@ -7,8 +7,7 @@ from pathlib import Path
 from gitflow_agents.git import stats
 from gitflow_agents.git.diffparse import Commit, FileStat
 from gitflow_agents.git.stats import GIT_STATS_MARKER
-
-from .conftest import git
+from tests.conftest import git
 
 STATS = stats.GitStats(
     base_sha="a" * 40,

@@ -1,7 +1,7 @@
 """The Mermaid flowchart of a step run (gitflow_agents/render/mermaid.py): golden charts, their
 structure, and hostile text that stays inert in every label.
 
-Mermaid's own parser reads every chart here in tests/test_mermaid_parse.py; these tests pin the
+Mermaid's own parser reads every chart here in tests/render/test_mermaid_parse.py; these tests pin the
 text with a strict grammar of the lines the renderer writes, so that any text an agent or a user
 controls (names, ids, kinds, statuses, reasons, verdicts, the outcome) can be shown to add no
 node, edge, click, style or directive, and to never close the ```mermaid fence.

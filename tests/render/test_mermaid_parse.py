@@ -7,7 +7,7 @@ chart cut at ``MAX_AGENTS``, the charts in docs/, and hostile text
 (tests/golden/mermaid_cases.py's ``HOSTILE`` and a hundred-odd random strings). Each must parse
 as a left-to-right flowchart holding exactly the nodes, edges and boxes of our own lines, no
 link, click, tooltip or style, and show every label as the text we meant, literally.
-(tests/test_history_mermaid.py parses ``history --format mermaid`` of a real chain run.)
+(tests/render/test_history_mermaid.py parses ``history --format mermaid`` of a real chain run.)
 """
 
 from __future__ import annotations

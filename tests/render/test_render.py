@@ -14,8 +14,7 @@ from gitflow_agents.findings import Accepted, Finding, Overall, Review, Severity
 from gitflow_agents.render import FORMATS, render
 from gitflow_agents.render.annotations import escape_data, escape_property
 from gitflow_agents.render.markdown import code, escape
-
-from .conftest import DATA
+from tests.conftest import DATA
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 BASE = "fedcba9876543210fedcba9876543210fedcba98"

@@ -16,7 +16,7 @@ from gitflow_agents.findings.rules import RULES
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin, syntax
 from gitflow_agents.reviewer.checks import CheckOptions
-from tests.conftest import git
+from tests.conftest import ROOT, git
 from tests.helpers.files import commit_files
 
 # Built at run time so this file itself never holds a literal secret-shaped string.
@@ -436,7 +436,7 @@ def test_only_added_lines_are_checked(repo: Path) -> None:
 
 
 def test_every_rule_is_documented() -> None:
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "review.md").read_text()
+    doc = (ROOT / "docs" / "review.md").read_text()
     for rule in RULES:
         assert f"`{rule}`" in doc
 

@@ -3,11 +3,10 @@ each fixture's outcome is what cases.json says, and every difference from the ho
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests import precommit_fixtures
+from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +55,7 @@ def test_every_difference_from_the_hook_is_explained(
 def test_by_design_differences_are_listed_in_the_docs(
     outcomes: list[precommit_fixtures.Case],
 ) -> None:
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "review.md").read_text()
+    doc = (ROOT / "docs" / "review.md").read_text()
     section = doc.split("### Compared with pre-commit-hooks", 1)[1]
     for case in outcomes:
         if case.note.startswith("by design"):

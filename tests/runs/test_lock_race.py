@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 RACERS = 6
 ROUNDS = int(os.environ.get("LOCK_RACE_ROUNDS", "100"))  # of each kind
@@ -97,7 +97,7 @@ def test_racers_for_a_stale_lock_have_exactly_one_holder(tmp_path: Path) -> None
     path.parent.mkdir(parents=True)
     marks = tmp_path / "marks"
     marks.mkdir()
-    code = "from tests.test_lock_race import racer_main; racer_main()"
+    code = "from tests.runs.test_lock_race import racer_main; racer_main()"
     racers = [
         subprocess.Popen(
             [sys.executable, "-c", code, str(path), str(i), str(marks)],

@@ -10,8 +10,7 @@ from dataclasses import replace
 
 from gitflow_agents.findings import Overall, Severity
 from gitflow_agents.runs.schema import PullRef, StepChain, step_chain
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 STORED = ROOT / "tests" / "data" / "records" / "step-run.json"
 

@@ -27,8 +27,7 @@ from gitflow_agents.runs import (
     write_result,
     write_status,
 )
-
-from .conftest import git
+from tests.conftest import git
 
 
 def test_run_ids_are_uuids_sorted_by_time() -> None:

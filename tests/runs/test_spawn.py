@@ -14,9 +14,8 @@ import jsonschema
 import psutil
 
 from gitflow_agents.runs import RESULT_SCHEMAS
-
-from .conftest import FAKES, ROOT, Cli, git, run_cli
-from .helpers.flow_config import command_agents
+from tests.conftest import FAKES, ROOT, Cli, git, run_cli
+from tests.helpers.flow_config import command_agents
 
 FAKE = FAKES / "fake_agent"
 

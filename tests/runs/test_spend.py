@@ -22,12 +22,11 @@ from gitflow_agents.github.action.comment import run_history
 from gitflow_agents.github.pr.history import history_rows
 from gitflow_agents.runs.events import ConsoleChannel, EventHub
 from gitflow_agents.runs.spend import Spend, cost_text, tokens_text, total
-
-from .conftest import FAKES, git
-from .github_standin import GitHubStandIn, gh
-from .test_adapters import sample
-from .test_github_action import Runner, add_pull, pr_event, runner
-from .test_review_cli import Cli
+from tests.agents.test_adapters import sample
+from tests.commands.test_review_cli import Cli
+from tests.conftest import DATA, FAKES, git
+from tests.github.action.test_github_action import Runner, add_pull, pr_event, runner
+from tests.github_standin import GitHubStandIn, gh
 
 __all__ = ["gh", "runner"]
 
@@ -230,7 +229,7 @@ def test_records_and_history_show_spend_and_unknown(
 
 
 def step_record(run_dir: Path, plan: str, step: int, agent_runs: list[str]) -> None:
-    data = json.loads((Path(__file__).parent / "data" / "records" / "step-run.json").read_text())
+    data = json.loads((DATA / "records" / "step-run.json").read_text())
     data["chain"]["plan"], data["chain"]["step"] = plan, step
     template = data["chain"]["agents"][0]
     data["chain"]["agents"] = [{**template, "runID": run_id} for run_id in agent_runs]

@@ -26,8 +26,7 @@ from gitflow_agents.supervisor import (
     kill_tree,
     supervise,
 )
-
-from .conftest import FAKES
+from tests.conftest import FAKES
 
 FAKE = FAKES / "fake_agent"
 

@@ -1,6 +1,6 @@
 """Exactly one summary comment and one live review per head, whatever GitHub's transport did.
 
-``gitflow-agents action`` end to end (runner-shaped, like tests/test_github_action.py) against a
+``gitflow-agents action`` end to end (runner-shaped, like tests/github/action/test_github_action.py) against a
 stand-in that fails the way GitHub does: a write stored behind a 502, 429 without
 ``Retry-After``, a GitHub App's installation token, a re-run of an old workflow run, duplicates
 left by an earlier version, and more findings than a comment can hold.

@@ -1,6 +1,6 @@
 """``/agent fix`` from a PR comment: fixer on the PR's branch, push, review of the new head.
 
-Runner-shaped like tests/test_github_action.py: a real checkout (the workspace, on the default
+Runner-shaped like tests/github/action/test_github_action.py: a real checkout (the workspace, on the default
 branch), the PR's branch ``feature`` in a local bare repository that is the checkout's ``origin``
 (the push target), the stand-in as the GitHub API, and a fake fixer (tests/fakes/fake_fixer)
 defined by the base branch's ``.flow/base.yaml``. The fixer repairs the syntax error the builtin

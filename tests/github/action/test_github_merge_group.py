@@ -1,6 +1,6 @@
 """``merge_group`` events: the queue's group reviewed, the verdict on the group's head commit.
 
-Runner-shaped like tests/test_github_action.py. ``origin`` is a local bare repository holding
+Runner-shaped like tests/github/action/test_github_action.py. ``origin`` is a local bare repository holding
 ``main`` and the queue's branch ``gh-readonly-queue/main/pr-7-<base>``; the workspace is what
 actions/checkout makes of a ``merge_group`` run: a depth-1 clone of the group's head, without the
 base commit (so the action must fetch it). Every payload is GitHub's example with the group's
@@ -22,10 +22,10 @@ from gitflow_agents.github.action.event import decide
 from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.values import MergeGroup
 from tests.conftest import git
+from tests.github.action.test_github_base_config import flow_config
 from tests.github_events import merge_group_event
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.action_runner import BROKEN, FINE, Runner, states
-from tests.test_github_base_config import flow_config
 
 __all__ = ["gh"]
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gitflow_agents.base.errors import GitHubError
+from tests.conftest import DATA
 from tests.github_standin import GitHubStandIn, client_for, gh, graphql_path, simple_pull
 from tests.standin_graphql import validate
 
@@ -102,7 +102,7 @@ def test_githubs_refusals_reach_the_caller_as_exit_4_errors(
 
 # --- every answer is the query executed against the schema --------------------------------------
 
-OPERATIONS = Path(__file__).parent / "data" / "github-graphql" / "operations.graphql"
+OPERATIONS = DATA / "github-graphql" / "operations.graphql"
 
 
 def test_what_the_product_sends_is_an_operation_the_subset_was_trimmed_for(

@@ -22,8 +22,8 @@ from tests.github_events import ZERO_SHA, workflow_dispatch_event, write_event
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.chain import call
 from tests.helpers.step_pr import env, flow_config, origin_sha, plan_status, statuses
+from tests.plan.test_plan_waves import BODIES, PLAN, plan_text
 from tests.standin_pulls import play_auto_merge
-from tests.test_plan_waves import BODIES, PLAN, plan_text
 
 __all__ = ["env", "gh"]
 

@@ -1,7 +1,7 @@
 """``run --pr`` re-run after its own run was lost: the claim is taken over, never someone else's.
 
 Real processes (the orchestrator killed with ``kill -9`` while its implementer works), fake
-agents, a local bare origin with real pushes, and the GitHub stand-in, as in tests/test_step_pr.py.
+agents, a local bare origin with real pushes, and the GitHub stand-in, as in tests/github/pr/test_step_pr.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 its body (a human's edits survive), and the changes-requested label leaving when it turns green.
 
 Real PyGithub against the stand-in (every call validated against GitHub's OpenAPI description);
-the end-to-end ones run ``run --pr`` on a real bare origin, as tests/test_step_pr.py does.
+the end-to-end ones run ``run --pr`` on a real bare origin, as tests/github/pr/test_step_pr.py does.
 """
 
 from __future__ import annotations
