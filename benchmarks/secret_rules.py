@@ -2,13 +2,13 @@
 (issue 20, "Measured, not asserted"): gitleaks' ``tps``/``fps`` for every token rule we claim,
 and detect-secrets' keyword-plugin cases. The data is in ``tests/data/secrets/`` (trimmed
 copies, with the peers' licences); ``tests/secret_cases.py`` runs each case through the
-reviewer's secret check, and ``tests/test_redact_rules.py`` asserts every case's outcome.
+reviewer's secret check, and ``tests/base/test_redact_rules.py`` asserts every case's outcome.
 
 Usage: python benchmarks/secret_rules.py
 
 Prints one row per rule: positives found, negatives flagged (by any rule), and how many of the
 differences are by design (docs/review.md, "Where the secret rules differ from the peers, by
-design") and how many are not (each one a defect: tests/test_redact_rules.py fails on it).
+design") and how many are not (each one a defect: tests/base/test_redact_rules.py fails on it).
 Targets: gitleaks recall >= 95 % and negatives flagged <= 5 %; detect-secrets keyword recall
 >= 80 % with false alarms no more than detect-secrets' own on its negatives (0).
 """

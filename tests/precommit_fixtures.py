@@ -1,6 +1,6 @@
 """pre-commit-hooks' test fixtures (tests/data/pre-commit-hooks/) through the builtin reviewer:
 each committed in a temporary repository, one review of them all, and per fixture whether our
-rule equivalent to its hook reports it. Shared by tests/test_precommit_fixtures.py and
+rule equivalent to its hook reports it. Shared by tests/reviewer/test_precommit_fixtures.py and
 benchmarks/precommit_agreement.py."""
 
 from __future__ import annotations

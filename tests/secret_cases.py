@@ -1,6 +1,6 @@
 """The peers' public test cases for secret rules, kept as data in tests/data/secrets/ (with their
 licences), and how the builtin reviewer's secret rules do on each: read by
-tests/test_redact_rules.py (every case's outcome) and benchmarks/secret_rules.py (the table).
+tests/base/test_redact_rules.py (every case's outcome) and benchmarks/secret_rules.py (the table).
 
 - ``gitleaks_rules.json``: for every token rule we claim, gitleaks' ``tps`` (must be found by
   that rule) and ``fps`` (must not be flagged by any rule);

@@ -20,9 +20,8 @@ from gitflow_agents.base.fsutil import (
 from gitflow_agents.plan import set_step_status
 from gitflow_agents.runs import cards, create_run
 from gitflow_agents.runs.lock import hold
-
-from .conftest import FAKES, Cli, git, init_repo
-from .test_spawn import setup_project
+from tests.conftest import FAKES, Cli, git, init_repo
+from tests.runs.test_spawn import setup_project
 
 PLAN = "# P\n\n## Implementation Steps\n\n### Status:  | Step 1: A\n\nx\n"
 CARD = "---\ntitle: T\n---\n# T\n\n## Acceptance Criteria\n\n- [ ] one\n- [ ] two\n"
@@ -333,7 +332,7 @@ def test_a_10_mb_report_in_a_chain_step_fails_closed_with_one_line(repo: Path) -
     """The chain reads its reviewers' and implementer's reports through the same bounded reader
     as ``git agent-review``: a 10 MB report is not read whole (the timing is measured in
     benchmarks/hostile_sizes.py), gives no verdict, and the step is not approved."""
-    from .helpers.chain import configure, main_sha, results, run
+    from tests.helpers.chain import configure, main_sha, results, run
 
     configure(repo, reviewer="huge")
     before = main_sha(repo)
@@ -356,7 +355,7 @@ def test_preplaced_report_symlink_in_a_chain_step_is_set_aside_unfollowed(
     """A chain step treats whatever sits at its agent's report paths as an earlier attempt's
     files: moved to previous/ (renamed: a symlink stays a symlink, never followed), so the
     agent writes a fresh regular file and the link's target never changes."""
-    from .helpers.chain import configure, main_sha, run
+    from tests.helpers.chain import configure, main_sha, run
 
     configure(repo)
     before = main_sha(repo)
@@ -379,7 +378,7 @@ def test_preplaced_report_symlink_of_a_review_is_removed_unfollowed(
     """``git agent-review --agent NAME`` deletes its previous review's report files before the
     agent runs (docs/security.md, "Writes"): a symlink there is removed, never followed, and the
     agent's fresh report is read; on the re-run too."""
-    from .helpers.chain import configure
+    from tests.helpers.chain import configure
 
     configure(repo)
     agent_dir = repo / "flows" / "review" / "agents" / "review-reviewer"

@@ -304,7 +304,7 @@ def as_review(
     """The Review that ``findings.parse_review`` reads from ``report(result, ...)``, built from
     the result's own values: no report text is parsed, no finding goes through a dict (the
     markdown parser costs more than the whole review of a small commit;
-    tests/test_builtin_content.py holds the two equal). Fingerprints are left unset, as
+    tests/reviewer/test_builtin_content.py holds the two equal). Fingerprints are left unset, as
     ``parse_review`` leaves those of a findings block before filling them."""
     data = review_data(result, reviewed_sha=reviewed_sha, base_sha=base_sha, threshold=threshold)
     marker_line = len(_report_lines(result, data))  # the verdict is the report's last line

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the Mermaid parser (npm `mermaid`, plus `jsdom`: mermaid's sanitizer needs a DOM) into
-# a cache OUTSIDE the repository, for tests/test_mermaid_parse.py, which parses every chart the
+# a cache OUTSIDE the repository, for tests/render/test_mermaid_parse.py, which parses every chart the
 # tests draw with tests/e2e/mermaid_parse.mjs. .ci/run calls this and exports MERMAID_PREFIX.
 #
 #   bash tests/e2e/install_mermaid.sh [DIR]

@@ -1,5 +1,5 @@
 // Parses Mermaid charts with the real `mermaid` package (its flowchart parser and database),
-// for tests/test_mermaid_parse.py. Usage: MERMAID_PREFIX=DIR node tests/e2e/mermaid_parse.mjs
+// for tests/render/test_mermaid_parse.py. Usage: MERMAID_PREFIX=DIR node tests/e2e/mermaid_parse.mjs
 //   DIR is where tests/e2e/install_mermaid.sh put mermaid and jsdom (mermaid's sanitizer needs
 //   a DOM). Reads a JSON list of chart texts on stdin; prints a JSON list, one object per
 //   chart: {"error": message} or what the parser made of it (type, direction, vertices, edges,

@@ -1,7 +1,7 @@
 """The golden prompt cases: one fixture project, fixed inputs, a fixed timestamp.
 
 ``python -m tests.golden.regen`` rewrites the golden files from these cases;
-``tests/test_prompt.py`` fails with a unified diff when a rendered prompt differs from its file.
+``tests/prompt/test_prompt.py`` fails with a unified diff when a rendered prompt differs from its file.
 """
 
 from __future__ import annotations

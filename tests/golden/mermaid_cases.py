@@ -2,8 +2,8 @@
 flowcharts are pinned in tests/golden/mermaid/<name>.mmd (regenerate: ``python -m
 tests.golden.regen``), and the hostile texts every label must keep inert.
 
-tests/test_mermaid.py checks the charts against the golden files and their structure;
-tests/test_mermaid_parse.py parses every one of them with Mermaid's own parser.
+tests/render/test_mermaid.py checks the charts against the golden files and their structure;
+tests/render/test_mermaid_parse.py parses every one of them with Mermaid's own parser.
 """
 
 from __future__ import annotations

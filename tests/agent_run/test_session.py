@@ -1,0 +1,297 @@
+"""Session mode: `send`/`reply` continue a finished agent's CLI session as a new run; `--close`,
+`--max-turns`, refusals; `abort` = cancel. A fake `claude` on PATH records its argv (incl.
+--resume) and prints Claude's result JSON with a session id, through the real supervisor. The
+commands run in-process (``Cli``); the agents are real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FAKES, Cli, git
+
+FAKE_CLAUDE = """#!{python}
+import json, os, pathlib, sys
+argv = sys.argv[1:]
+log = pathlib.Path({log!r})
+with log.open("a") as f:
+    f.write(json.dumps(argv) + "\\n")
+task = argv[argv.index("-p") + 1]
+resume = argv[argv.index("--resume") + 1] if "--resume" in argv else None
+d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+if resume is None:  # first turn: the assignment is in the system prompt
+    prompt = pathlib.Path(argv[argv.index("--append-system-prompt-file") + 1]).read_text()
+    task = prompt.split("## Your Assignment")[1].strip()
+asks = "ASK" in task
+(d / "report.md").write_text("## Summary\\n\\nTurn done.\\n")
+os.rename(d / "report.md", d / ("report.failed.md" if asks else "report.complete.md"))
+if asks:
+    reply = ("<SUMMARY>Need a colour.</SUMMARY><QUESTIONS>\\n- Which colour?\\n- Dark mode too?\\n"
+             "</QUESTIONS><STATUS>needs_input</STATUS>")
+else:
+    reply = "<SUMMARY>Painted it: " + task.splitlines()[0] + "</SUMMARY><STATUS>completed</STATUS>"
+out = {{"type": "result", "subtype": "success", "is_error": False, "result": reply,
+       "usage": {{"input_tokens": 10, "output_tokens": 5}}, "total_cost_usd": 0.25}}
+if "NOSESSION" not in task:
+    out["session_id"] = resume or "sess-1"
+print(json.dumps(out))
+"""
+
+
+def setup(repo: Path, tmp_path: Path) -> tuple[dict[str, str], Path]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "claude-argv.jsonl"
+    fake = bin_dir / "claude"
+    fake.write_text(
+        FAKE_CLAUDE.format(python=os.environ.get("PYTHON", "/usr/bin/env python3"), log=str(log))
+    )
+    fake.chmod(0o755)
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        "completion_workflow:\n"
+        '  template: "Rename {report_file} to {success_file}."\n'
+        "defaults:\n  stuck_timeout_secs: 30\n  max_wait_secs: 60\n"
+        "agents:\n"
+        "  painter:\n    adapter: claude\n"
+        "  scripted:\n"
+        f"    adapter: command\n    command: [{json.dumps(str(FAKES / 'fake_agent'))}, succeed]\n"
+    )
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "flow")
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    return env, log
+
+
+def runs(repo: Path, flow: str = "f") -> list[Path]:
+    return sorted((repo / "flows" / flow / "runs").iterdir())
+
+
+def result(run_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run_dir / "result.json").read_text())
+    return data
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def spawn(cli: Cli, repo: Path, env: dict[str, str], task: str, *extra: str) -> Any:
+    return cli.main(
+        "spawn", "painter", "--flow", "f", "--task", task, "--quiet", *extra, cwd=repo, env=env
+    )
+
+
+@pytest.fixture(autouse=True)
+def _python(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setenv("PYTHON", sys.executable)
+
+
+def test_needs_input_then_send_continues_the_session(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    env, log = setup(repo, tmp_path)
+    first = spawn(cli, repo, env, "Paint the fence. ASK")
+    assert first.returncode == 3, first.stderr
+    [run1] = runs(repo)
+    # needs_input: the questions are printed, recorded and emitted
+    assert "Which colour?" in first.stdout and "Dark mode too?" in first.stdout
+    assert f"gitflow-agents send {run1.name}" in first.stdout
+    rec1 = result(run1)["run"]
+    assert rec1["reply"]["status"] == "needs_input"
+    assert rec1["reply"]["questions"] == ["Which colour?", "Dark mode too?"]
+    assert rec1["sessionId"] == "sess-1"
+    assert rec1["costUsd"] == 0.25
+    assert json.loads((run1 / "status.json").read_text())["session_id"] == "sess-1"
+    reply_events = [e for e in events(run1) if e["type"] == "agent:reply"]
+    assert reply_events[0]["data"]["questions"] == ["Which colour?", "Dark mode too?"]
+
+    second = cli.main("send", run1.name, "Blue, no dark mode.", "--quiet", cwd=repo, env=env)
+    assert second.returncode == 0, second.stderr
+    assert "succeeded" in second.stdout and "Painted it: Blue, no dark mode." in second.stdout
+    run1_again, run2 = runs(repo)
+    assert run1_again == run1 and run2.name != run1.name  # a new run with a fresh id
+    argv = [json.loads(line) for line in log.read_text().splitlines()]
+    assert "--resume" not in argv[0]
+    assert argv[1][argv[1].index("--resume") + 1] == "sess-1"
+    assert argv[1][argv[1].index("-p") + 1].startswith("Blue, no dark mode.\n")
+    assert "--append-system-prompt-file" in argv[1]
+    rec2 = result(run2)["run"]
+    assert rec2["session"] == {
+        "root": run1.name,
+        "turn": 2,
+        "previousRunId": run1.name,
+        "resumedSessionId": "sess-1",
+        "maxTurns": None,
+    }
+    assert result(run2)["status"] == "succeeded"
+    kinds = [e["type"] for e in events(run2)]
+    assert kinds[:3] == ["harness:start", "session:message", "phase:start"]
+    message = events(run2)[1]
+    assert message["data"]["content"] == "Blue, no dark mode."
+    assert message["data"]["previousRunId"] == run1.name
+    assert message["runId"] == run2.name
+    # the earlier turn's renamed report was moved aside, the new one is in place
+    agent_dir = repo / "flows" / "f" / "agents" / "painter"
+    assert (agent_dir / "report.complete.md").exists()
+    assert [p.name[-16:] for p in (agent_dir / "previous").iterdir()] == ["report.failed.md"]
+    session = json.loads((repo / "flows" / "f" / "sessions" / f"{run1.name}.json").read_text())
+    assert session["runs"] == [run1.name, run2.name] and session["turns"] == 2
+    assert session["sessionId"] == "sess-1" and not session["closed"]
+
+    # only the latest turn can be continued
+    stale = cli.main("send", run1.name, "again", cwd=repo, env=env)
+    assert stale.returncode == 2
+    assert stale.stderr.strip().splitlines() == [
+        f"gitflow-agents: error: send: run {run1.name} is not the latest turn of its session; "
+        f"send to run {run2.name}"
+    ]
+    # reply = send, emitting session:reply
+    third = cli.main("reply", run2.name, "Thanks", "--quiet", cwd=repo, env=env)
+    assert third.returncode == 0, third.stderr
+    run3 = runs(repo)[-1]
+    assert [e["type"] for e in events(run3)][1] == "session:reply"
+    assert result(run3)["run"]["session"]["turn"] == 3
+    # status: per-run reply status and session, structured vs unstructured replies summed up
+    table = cli.main("status", cwd=repo, env=env)
+    assert "replies: 3 structured, 0 unstructured (100% structured)" in table.stdout
+    assert f"needs input: {run1.name[:13]}" in table.stdout
+    rows = json.loads(cli.main("status", "--json", cwd=repo, env=env).stdout)
+    assert [r["replyStatus"] for r in rows] == ["needs_input", "completed", "completed"]
+    assert [r["replies"]["structured"] for r in rows] == [1, 1, 1]
+    assert rows[0]["questions"] == ["Which colour?", "Dark mode too?"]
+    assert rows[2]["session"] == {"root": run1.name, "turn": 3, "previousRunId": run2.name}
+    assert {r["sessionId"] for r in rows} == {"sess-1"}
+
+
+def test_max_turns_closes_the_session(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    env, log = setup(repo, tmp_path)
+    assert spawn(cli, repo, env, "Paint.").returncode == 0
+    [run1] = runs(repo)
+    ok = cli.main("send", run1.name, "More.", "--max-turns", "2", "--quiet", cwd=repo, env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert "is now closed: max turns (2) reached" in ok.stdout
+    run2 = runs(repo)[-1]
+    assert result(run2)["run"]["session"]["maxTurns"] == 2
+    refused = cli.main("send", run2.name, "Even more.", cwd=repo, env=env)
+    assert refused.returncode == 2
+    assert "is closed (max turns (2) reached)" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert len(runs(repo)) == 2 and len(log.read_text().splitlines()) == 2
+
+
+def test_max_turns_already_used_up(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    env, _log = setup(repo, tmp_path)
+    assert spawn(cli, repo, env, "Paint.").returncode == 0
+    [run1] = runs(repo)
+    refused = cli.main("send", run1.name, "More.", "--max-turns", "1", cwd=repo, env=env)
+    assert refused.returncode == 2 and "has had 1 of its 1 turns" in refused.stderr
+    assert len(runs(repo)) == 1
+
+
+def test_close_refuses_later_sends(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    env, _log = setup(repo, tmp_path)
+    assert spawn(cli, repo, env, "Paint.").returncode == 0
+    [run1] = runs(repo)
+    closed = cli.main("send", "--close", run1.name, cwd=repo, env=env)
+    assert closed.returncode == 0 and f"closed session {run1.name} after 1 turn(s)" in closed.stdout
+    refused = cli.main("send", run1.name, "More.", cwd=repo, env=env)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        f"gitflow-agents: error: send: the session of run {run1.name} is closed "
+        "(closed by gitflow-agents send --close)"
+    )
+    assert len(runs(repo)) == 1
+
+
+def test_refused_when_the_cli_cannot_resume(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    env, _log = setup(repo, tmp_path)
+    spawned = cli.main(
+        "spawn", "scripted", "--flow", "f", "--task", "t", "--quiet", cwd=repo, env=env
+    )
+    assert spawned.returncode == 0, spawned.stderr
+    [run1] = runs(repo)
+    cannot = (
+        "gitflow-agents: error: send: the command adapter cannot resume a session "
+        "(its CLI has no resume mode)"
+    )
+    # the command adapter reports no session id, but the real reason is that it cannot resume
+    refused = cli.main("send", run1.name, "More.", cwd=repo, env=env)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == cannot
+    # the same with a session id on record
+    data = result(run1)
+    data["run"]["sessionId"] = "abc"
+    (run1 / "result.json").write_text(json.dumps(data))
+    refused = cli.main("send", run1.name, "More.", cwd=repo, env=env)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == cannot
+    assert len(runs(repo)) == 1
+
+
+def test_refused_without_a_session_id(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    env, log = setup(repo, tmp_path)
+    assert spawn(cli, repo, env, "Paint. NOSESSION").returncode == 0
+    [run1] = runs(repo)
+    refused = cli.main("send", run1.name, "More.", cwd=repo, env=env)
+    assert refused.returncode == 2
+    assert f"run {run1.name} recorded no session id" in refused.stderr
+    assert len(log.read_text().splitlines()) == 1
+
+
+def test_refused_while_running_and_for_unknown_runs(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    env, _log = setup(repo, tmp_path)
+    assert spawn(cli, repo, env, "Paint.").returncode == 0
+    [run1] = runs(repo)
+    (run1 / "result.json").unlink()
+    status = json.loads((run1 / "status.json").read_text())
+    (run1 / "status.json").write_text(json.dumps({**status, "state": "running"}))
+    busy = cli.main("send", run1.name, "More.", cwd=repo, env=env)
+    assert busy.returncode == 2
+    assert "has not finished (state running)" in busy.stderr
+    assert f"gitflow-agents abort {run1.name}" in busy.stderr
+    unknown = cli.main("send", "0000000000", "x", cwd=repo, env=env)
+    assert unknown.returncode == 2 and "no run '0000000000'" in unknown.stderr
+    missing = cli.main("send", run1.name, cwd=repo, env=env)
+    assert missing.returncode == 2
+
+
+def test_abort_is_cancel(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    env, _log = setup(repo, tmp_path)
+    assert spawn(cli, repo, env, "Paint.").returncode == 0
+    [run1] = runs(repo)
+    done = cli.main("abort", run1.name, cwd=repo, env=env)
+    assert done.returncode == 0 and "already ended: succeeded" in done.stdout
+    unknown = cli.main("abort", "0000000000", cwd=repo, env=env)
+    assert unknown.returncode == 2 and "cancel: no run" in unknown.stderr
+
+
+def test_unstructured_reply_is_counted_and_guessed(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    env, _log = setup(repo, tmp_path)
+    script = tmp_path / "prose-agent"
+    script.write_text(
+        "#!/usr/bin/env python3\nimport os, pathlib\n"
+        "d = pathlib.Path(os.environ['GITFLOW_AGENTS_AGENT_DIR'])\n"
+        "(d / 'report.md').write_text('done\\n')\n"
+        "os.rename(d / 'report.md', d / 'report.complete.md')\n"
+        "print('I created greet.py for you.\\n\\nShould I add tests?')\n"
+    )
+    script.chmod(0o755)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(
+        config.read_text() + f"  prose:\n    adapter: command\n    command: [{str(script)!r}]\n"
+    )
+    done = cli.main("spawn", "prose", "--flow", "f", "--task", "t", "--quiet", cwd=repo, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "(unstructured reply: fields guessed from the text)" in done.stdout
+    record = result(runs(repo)[0])["run"]
+    assert record["replies"] == {"structured": 0, "unstructured": 1}
+    assert record["reply"]["structured"] is False
+    assert record["reply"]["filesCreated"] == ["greet.py"]
+    assert record["reply"]["questions"] == ["Should I add tests?"]
+    table = cli.main("status", cwd=repo, env=env)
+    assert "replies: 0 structured, 1 unstructured (0% structured)" in table.stdout

@@ -1,0 +1,473 @@
+"""Chains run a second time: real temporary repositories, real fake-agent processes (issue 11).
+
+One source of truth for a step's state (the plan as committed on the target), no edit left in
+the user's work tree, a lost run's processes killed before its work tree is reused, no approval
+without a change, a target that moved on merged in and reviewed, and seed 000's one-space plan.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gitflow_agents.git import queries as g
+from tests.conftest import ROOT, git, init_repo, running_agent, wait_until
+from tests.helpers.chain import (
+    FAKE,
+    call,
+    committed_status,
+    configure,
+    main_sha,
+    note,
+    results,
+    run,
+    step_status,
+)
+
+SEED_PLAN = """\
+# Plan: Feature
+
+Overview of the feature.
+
+## Implementation Steps
+
+### Status: | Step 1: Add the module
+
+Add src/new_module.py.
+
+### Status: | Step 2: Polish
+
+Polish it.
+"""
+
+
+def seed_plan(repo: Path) -> None:
+    """Seed 000's plan form: empty statuses written with one space, committed on main."""
+    (repo / "specs" / "feature.md").write_text(SEED_PLAN)
+    git(repo, "commit", "-q", "-am", "seed plan")
+
+
+def set_agent(repo: Path, name: str, argv: list[str]) -> None:
+    """Point agent ``name`` of .flow/base.yaml at ``argv`` (the config is read per run)."""
+    config = repo / ".flow" / "base.yaml"
+    lines = config.read_text().splitlines()
+    index = lines.index(f"  {name}:")
+    lines[index + 2] = f"    command: {json.dumps(argv)}"
+    config.write_text("\n".join(lines) + "\n")
+
+
+def fake(role: str, mode: str, *extra: str) -> list[str]:
+    return [sys.executable, str(FAKE), role, mode, *extra]
+
+
+def clean(repo: Path) -> bool:
+    return git(repo, "status", "--porcelain") == ""
+
+
+# --- re-running after a failure or a rejection -------------------------------------------
+
+
+def test_a_rerun_after_a_crash_merges_and_no_edit_is_left_behind(repo: Path) -> None:
+    configure(repo, implementer="crash")
+    seed_plan(repo)
+    first = run(repo, "--step", "1")
+    assert first.returncode == 3, first.stderr + first.stdout
+    assert clean(repo)  # no ❌ written into the user's copy: it would block the merge below
+    set_agent(repo, "builder", fake("implementer", "edit"))
+    again = run(repo, "--step", "1")
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert committed_status(repo, "main", 1) == "✅" and step_status(repo, 1) == "✅"
+    assert clean(repo)
+    assert "### Status: ✅ | Step 1: Add the module\n" in (repo / "specs/feature.md").read_text()
+
+
+def test_a_repository_made_again_at_the_same_path_gets_a_fresh_step_work_tree(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A failed step leaves its work tree in the cache; the repository is then deleted and
+    cloned or made again at the same path (the same cache folder), so git does not know that
+    work tree any more. The step still runs, and running it again does too."""
+    configure(repo, implementer="crash")
+    assert run(repo, "--step", "1").returncode == 3
+    tree = g.tool_worktree_root(repo) / "feature" / "step-01"
+    assert (tree / "flows").is_symlink()  # the failed attempt's work tree stays
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the tool's\n")
+    (tree / "link-out").symlink_to(outside)
+    shutil.rmtree(repo)
+    init_repo(repo)
+    configure(repo)
+    assert g.tool_worktree_root(repo) / "feature" / "step-01" == tree and tree.is_dir()
+    first = run(repo, "--step", "1")
+    assert first.returncode == 0, first.stderr + first.stdout
+    assert committed_status(repo, "main", 1) == "✅" and clean(repo)
+    assert outside.read_text() == "not the tool's\n"  # symlinks in the old tree not followed
+    again = run(repo, "--step", "1")
+    assert again.returncode == 0 and "already ✅" in again.stdout, again.stderr + again.stdout
+
+
+def test_a_rerun_after_a_rejection_asks_the_last_reviewer_again_and_merges(repo: Path) -> None:
+    configure(repo, reviewer="revise")
+    seed_plan(repo)
+    first = run(repo, "--step", "1", "--max-iterations", "1")
+    assert first.returncode == 1, first.stderr + first.stdout
+    assert clean(repo) and committed_status(repo, "main", 1) == ""
+    set_agent(repo, "reviewer", fake("reviewer", "approve"))
+    again = run(repo, "--step", "1", "--max-iterations", "1")
+    assert again.returncode == 0, again.stderr + again.stdout
+    chain = results(repo)[-1]["chain"]
+    # the implementer is reused; the review that ended the first run is asked again
+    assert [(a["kind"], a["reused"]) for a in chain["agents"]] == [
+        ("implement", True),
+        ("review", False),
+    ]
+    assert committed_status(repo, "main", 1) == "✅" and clean(repo)
+
+
+def test_raising_max_iterations_after_a_rejection_merges(repo: Path) -> None:
+    configure(repo, reviewer="until-fixed")
+    seed_plan(repo)
+    first = run(repo, "--step", "1", "--max-iterations", "1")
+    assert first.returncode == 1, first.stderr + first.stdout
+    assert clean(repo)
+    again = run(repo, "--step", "1", "--max-iterations", "2")
+    assert again.returncode == 0, again.stderr + again.stdout
+    chain = results(repo)[-1]["chain"]
+    assert [(a["agentId"], a["reused"]) for a in chain["agents"]] == [
+        ("step-01-builder", True),
+        ("step-01-reviewer-1", True),
+        ("step-01-fixer-1", False),
+        ("step-01-reviewer-2", False),
+    ]
+    assert committed_status(repo, "main", 1) == "✅" and (repo / "FIXED.txt").exists()
+
+
+# --- a lost run: the orchestrator killed with -9 while its agent works ----------------------
+
+
+def test_kill_9_mid_agent_then_rerun_kills_the_lost_tree_and_implements_once(
+    repo: Path,
+) -> None:
+    configure(repo)
+    seed_plan(repo)
+    # a slow implementer: it edits README.md only after 20 s, long after the kill below
+    set_agent(repo, "builder", fake("implementer", "edit", "--sleep", "20"))
+    orchestrator = subprocess.Popen(
+        [sys.executable, "-m", "gitflow_agents", "run", "specs/feature.md", "--step", "1",
+         "--quiet", "--kill-grace", "0.2"],
+        cwd=repo, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: running_agent(repo) is not None, 30)
+        lost = running_agent(repo)
+        assert lost is not None
+        orchestrator.send_signal(signal.SIGKILL)
+        orchestrator.wait()
+        agent = psutil.Process(int(lost["pid"]))  # type: ignore[call-overload]
+        assert agent.is_running()
+        [row] = [r for r in json.loads(call(repo, "status", "--json").stdout)
+                 if r["runId"] == lost["runId"]]  # fmt: skip
+        assert row["state"] == "lost" and lost["pid"] in row["processesAlive"]
+        assert f"gitflow-agents cancel {lost['runId']}" in row["reason"]
+
+        set_agent(repo, "builder", fake("implementer", "edit"))
+        again = run(repo, "--step", "1")
+        assert again.returncode == 0, again.stderr + again.stdout
+        assert f"run {lost['runId']}" in again.stdout and "process tree was killed" in again.stdout
+        wait_until(lambda: not agent.is_running() or agent.status() == psutil.STATUS_ZOMBIE, 5)
+    finally:
+        orchestrator.kill()
+        orchestrator.wait()
+    # exactly one implementation reached main: README.md got one "more" line, not two
+    assert git(repo, "show", "main:README.md") == "# demo\nmore\n"
+    status = json.loads(
+        (repo / "flows/feature/runs" / str(lost["runId"]) / "status.json").read_text()
+    )
+    assert status["state"] == "canceled" and "lost" in status["reason"]
+    assert [r["state"] for r in json.loads(call(repo, "status", "--json").stdout)].count(
+        "lost"
+    ) == 0
+
+
+# --- done is read from the target ------------------------------------------------------------
+
+
+def test_a_step_done_on_the_target_is_skipped_from_any_branch(repo: Path) -> None:
+    configure(repo)
+    seed_plan(repo)
+    git(repo, "checkout", "-q", "-b", "elsewhere")
+    assert run(repo, "--step", "1").returncode == 0
+    merged = main_sha(repo)
+    assert step_status(repo, 1) == "" and committed_status(repo, "main", 1) == "✅"
+    again = run(repo, "--step", "1")
+    assert again.returncode == 0 and "skipped" in again.stdout
+    assert "already ✅ on main" in again.stdout and "--force" in again.stdout
+    assert main_sha(repo) == merged and len(results(repo)) == 1
+    every = run(repo, "--all")
+    assert every.returncode == 0, every.stderr + every.stdout
+    assert every.stdout.count("skipped") == 1 and committed_status(repo, "main", 2) == "✅"
+    assert clean(repo)
+    forced = run(repo, "--step", "1", "--force")
+    assert forced.returncode == 0 and "approved" in forced.stdout, forced.stdout
+
+
+# --- no approval without a change ------------------------------------------------------------
+
+
+def test_an_empty_change_writes_no_note_and_the_gate_refuses(repo: Path) -> None:
+    configure(repo, implementer="noop")
+    before = main_sha(repo)
+    out = run(repo, "--step", "1")
+    assert out.returncode == 1, out.stderr + out.stdout
+    [result] = results(repo)
+    chain = result["chain"]
+    assert chain["outcome"] == "empty" and "nothing to review" in chain["reason"]
+    assert [a["kind"] for a in chain["agents"]] == ["implement"] and chain["rounds"] == []
+    assert " failed (nothing to review);" in result["run"]["historyLine"]
+    assert main_sha(repo) == before and note(repo, before) is None
+    assert git(repo, "notes", f"--ref={g.NOTES_REF}", "list") == ""
+    gate = call(repo, "hook", "gate")
+    assert gate.returncode == 1 and "no recorded review" in gate.stdout + gate.stderr
+
+
+def test_an_implementer_that_commits_its_own_work_is_reviewed_and_merged(repo: Path) -> None:
+    """The completion template lets an agent commit when its definition says so (and Aider
+    can auto-commit): a clean work tree with new commits is work, not `empty`."""
+    configure(repo, implementer="commit")
+    before = main_sha(repo)
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    [result] = results(repo)
+    chain = result["chain"]
+    assert chain["outcome"] == "approved", chain["reason"]
+    builder = chain["agents"][0]
+    assert builder["endSha"] != builder["startSha"] == before
+    assert "agent's own" in git(repo, "log", "--format=%s", "main")
+    assert "src/new_module.py" in result["gitStats"]["newFiles"]
+
+
+def test_flow_review_of_no_change_runs_no_reviewer_and_records_nothing(repo: Path) -> None:
+    configure(repo)
+    head = main_sha(repo)
+    out = call(repo, "flow", "review", "--range", f"{head}..{head}", "--quiet", "--json")
+    assert out.returncode == 1, out.stderr
+    data = json.loads(out.stdout)
+    assert not data["approved"] and "nothing to review" in data["reasons"][0]
+    assert data["reviewers"] == [] and note(repo, head) is None
+
+
+# --- a target that moved on while the step ran -------------------------------------------------
+
+LAND = """\
+import subprocess, sys
+from pathlib import Path
+
+# Land a commit on main from a second work tree, once, then run the real agent.
+tree, name, text, marker = Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
+if not marker.exists():
+    marker.write_text("landed")
+    (tree / name).write_text(text)
+    subprocess.run(["git", "-C", str(tree), "add", name], check=True)
+    subprocess.run(["git", "-C", str(tree), "commit", "-q", "-m", "landed meanwhile"], check=True)
+sys.exit(subprocess.call(sys.argv[5:]))
+"""
+
+
+def _land_during(repo: Path, tmp_path: Path, agent: str, name: str, text: str, *argv: str) -> Path:
+    """Make ``agent`` land a commit on main (checked out in a second work tree) as it starts."""
+    other = tmp_path / "second"
+    git(repo, "worktree", "add", "-q", "--detach", str(other))
+    git(repo, "checkout", "-q", "-b", "elsewhere")  # main is now checked out in the second tree
+    git(other, "checkout", "-q", "main")
+    script = tmp_path / "land.py"
+    script.write_text(LAND)
+    set_agent(
+        repo,
+        agent,
+        [sys.executable, str(script), str(other), name, text, str(tmp_path / "landed"), *argv],
+    )
+    return other
+
+
+def test_a_target_that_moved_lands_with_the_other_commit_and_the_note_on_both(
+    repo: Path, tmp_path: Path
+) -> None:
+    configure(repo)
+    seed_plan(repo)
+    _land_during(repo, tmp_path, "reviewer", "OTHER.md", "landed by a teammate\n",
+                 *fake("reviewer", "approve"))  # fmt: skip
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    other = git(repo, "log", "-1", "--format=%H", "--grep", "landed meanwhile", "main").strip()
+    chain = results(repo)[-1]["chain"]
+    tip = main_sha(repo)
+    assert chain["merged"]["sha"] == tip and chain["iterations"] == 2
+    reviewed = chain["rounds"][-1]["reviewedSha"]
+    for sha in (other, chain["agents"][0]["endSha"]):
+        assert g.is_ancestor(repo, sha, reviewed)  # the approval is of a commit with both
+    landed = note(repo, tip)
+    assert landed is not None and landed["verdict"] == "approved"
+    assert landed["reviewed_sha"] == tip and landed["base_sha"] != tip
+    assert note(repo, reviewed)["verdict"] == "approved"  # type: ignore[index]
+    assert "moved on" in out.stdout
+
+
+def test_a_conflicting_target_goes_to_the_fixer_and_lands(repo: Path, tmp_path: Path) -> None:
+    configure(repo, fixer="resolve")
+    seed_plan(repo)
+    # the teammate's commit changes README.md, which the implementer appends to as well
+    _land_during(repo, tmp_path, "builder", "README.md", "# demo\nby a teammate\n",
+                 *fake("implementer", "edit"))  # fmt: skip
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    chain = results(repo)[-1]["chain"]
+    assert "step-01-fixer-1-merge" in [a["agentId"] for a in chain["agents"]]
+    readme = git(repo, "show", "main:README.md")
+    assert "by a teammate" in readme and "more" in readme and "<<<<<<<" not in readme
+    assert note(repo, main_sha(repo))["verdict"] == "approved"  # type: ignore[index]
+
+
+# --- seed 000's plan form, end to end --------------------------------------------------------
+
+
+def test_the_seeds_one_space_plan_runs_end_to_end(repo: Path) -> None:
+    configure(repo)
+    seed_plan(repo)
+    out = run(repo, "--all")
+    assert out.returncode == 0, out.stderr + out.stdout
+    text = git(repo, "show", "main:specs/feature.md")
+    assert "### Status: ✅ | Step 1: Add the module\n" in text
+    assert "### Status: ✅ | Step 2: Polish\n" in text
+    assert clean(repo) and (repo / "specs/feature.md").read_text() == text
+
+
+# --- the small things ----------------------------------------------------------------------------
+
+
+def test_several_reviewers_the_reason_names_the_one_that_asked_for_changes(repo: Path) -> None:
+    configure(repo, reviewer="approve", extra_reviewers={"security": "revise"})
+    out = run(repo, "--step", "1", "--reviewers", "reviewer,security", "--max-iterations", "1")
+    assert out.returncode == 1, out.stderr + out.stdout
+    reason = results(repo)[-1]["chain"]["reason"]
+    assert "security: the reviewer asks for changes" in reason
+    assert "reviewer: " not in reason
+
+
+def test_a_refused_merge_names_the_file_and_the_next_step(repo: Path) -> None:
+    configure(repo)
+    (repo / "README.md").write_text("my uncommitted edit\n")
+    out = run(repo, "--step", "1")
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert "Your uncommitted changes to README.md in" in out.stdout
+    assert "`gitflow-agents run specs/feature.md --step 1` again" in out.stdout
+
+
+def test_the_empty_per_plan_folder_of_the_work_tree_cache_goes_after_a_merge(repo: Path) -> None:
+    configure(repo)
+    assert run(repo, "--step", "1").returncode == 0
+    assert not (g.tool_worktree_root(repo) / "feature").exists()
+    assert "1 file changed" not in call(repo, "history").stdout  # several files: plural
+
+
+def test_singular_counts_in_flow_and_history(repo: Path) -> None:
+    configure(repo, reviewer="until-fixed")
+    assert run(repo, "--step", "1", "--max-iterations", "1").returncode == 1
+    out = call(repo, "flow", "fix", "--plan", "specs/feature.md", "--step", "1",
+                "--after", "step-01-reviewer-1", "--quiet")  # fmt: skip
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "[2 files changed," in out.stdout
+    rows = json.loads(call(repo, "history", "--json").stdout)
+    assert any(row["git"].endswith(", 1 commit") for row in rows), rows
+
+
+# --- stuck: the grace re-checked, then one retry -------------------------------------------
+
+
+def _stuck_config(repo: Path, stuck: int, grace: int) -> None:
+    config = repo / ".flow" / "base.yaml"
+    text = config.read_text().replace(
+        "defaults:\n  stuck_timeout_secs: 20\n",
+        f"defaults:\n  stuck_timeout_secs: {stuck}\n  stuck_retry_grace_secs: {grace}\n",
+    )
+    config.write_text(text)
+
+
+def test_a_stuck_agent_is_killed_after_the_grace_and_retried_once(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The implementer hangs silently the first time: idle for stuck_timeout, then the grace,
+    re-checked; its tree is killed and it runs once more. Both attempts are on record."""
+    configure(repo)
+    _stuck_config(repo, stuck=1, grace=1)
+    hang_once = 'if [ ! -f "$0" ]; then : > "$0"; exec sleep 60; fi; exec "$@"'
+    marker = str(tmp_path / "hung-once")
+    set_agent(repo, "builder", ["sh", "-c", hang_once, marker, *fake("implementer", "edit")])
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    agents = results(repo)[-1]["chain"]["agents"]
+    first, second = agents[0], agents[1]
+    assert (first["agentId"], first["status"], first["attempt"]) == ("step-01-builder", "stuck", 1)
+    assert "then 1s grace" in first["reason"]
+    assert (second["agentId"], second["status"], second["attempt"]) == (
+        "step-01-builder", "succeeded", 2,
+    )  # fmt: skip
+    assert [a["kind"] for a in agents] == ["implement", "implement", "review"]
+    records = [
+        json.loads((repo / "flows/feature/runs" / a["runID"] / "result.json").read_text())
+        for a in (first, second)
+    ]
+    assert [r["run"]["outcome"] for r in records] == ["stuck", "succeeded"]
+    assert git(repo, "show", "main:README.md") == "# demo\nmore\n"
+
+
+def test_activity_within_the_grace_is_not_stuck(repo: Path) -> None:
+    """Silent for longer than stuck_timeout but active again within the grace: no retry."""
+    configure(repo)
+    _stuck_config(repo, stuck=1, grace=3)
+    slow_start = 'sleep 1.6; exec "$@"'
+    set_agent(repo, "builder", ["sh", "-c", slow_start, "sh", *fake("implementer", "edit")])
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    agents = results(repo)[-1]["chain"]["agents"]
+    assert [(a["kind"], a["status"], a["attempt"]) for a in agents] == [
+        ("implement", "succeeded", 1),
+        ("review", "succeeded", 1),
+    ]
+
+
+def test_a_lost_run_whose_processes_survive_the_kill_stops_the_new_run(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never two agents in one work tree: when a lost run's tree cannot be killed, the new run
+    stops (exit 2) before it touches the work tree and says how to end the lost run."""
+    from gitflow_agents.chain import worktree_path
+    from gitflow_agents.runs import lost as lost_runs
+
+    configure(repo)
+    tree = worktree_path(repo, "feature", "step-01")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    run_dir = repo / "flows" / "feature" / "runs" / "0190aaaa-0000-7000-8000-000000000002"
+    run_dir.mkdir(parents=True)
+    status = {
+        "run_id": run_dir.name, "flow": "feature", "agent": "step-01-builder",
+        "state": "running", "started": time.time(), "supervisor_pid": gone.pid,
+        "extra": {"workdir": str(tree)},
+    }  # fmt: skip
+    (run_dir / "status.json").write_text(json.dumps(status))
+    monkeypatch.setattr(lost_runs, "kill_recorded_tree", lambda status, grace=3.0: (4242,))
+    out = run(repo, "--step", "1")
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert f"the lost run {run_dir.name} (step-01-builder)" in out.stderr
+    assert f"`gitflow-agents cancel {run_dir.name}`" in out.stderr and "4242" in out.stderr
+    assert not tree.exists() and not git(repo, "branch", "--list", "agents/*").strip()

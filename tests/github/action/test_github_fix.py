@@ -1,0 +1,297 @@
+"""``/agent fix`` from a PR comment: fixer on the PR's branch, push, review of the new head.
+
+Runner-shaped like tests/github/action/test_github_action.py: a real checkout (the workspace, on the default
+branch), the PR's branch ``feature`` in a local bare repository that is the checkout's ``origin``
+(the push target), the stand-in as the GitHub API, and a fake fixer (tests/fakes/fake_fixer)
+defined by the base branch's ``.flow/base.yaml``. The fixer repairs the syntax error the builtin
+reviewer finds, so the pushed commit is approved by the review that runs after the push.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from gitflow_agents.findings import Finding, GateResult, Overall, Review, Severity
+from gitflow_agents.github.action.comment import MARKER
+from gitflow_agents.github.action.fix import FixOutcome
+from gitflow_agents.github.action.fix_reply import FIX_MARKER, fix_reply
+from tests.conftest import FAKES, git
+from tests.github_standin import GitHubStandIn, Pull, gh
+from tests.helpers.action_runner import (
+    BROKEN,
+    FINE,
+    Runner,
+    add_pull,
+    comment_event,
+    runner,
+    states,
+)
+from tests.helpers.flow_config import command_agents
+
+__all__ = ["gh", "runner"]
+
+REPAIRED = BROKEN.replace("def broken(:", "def broken():")
+
+
+def flow_config(mode: str) -> str:
+    command = [sys.executable, str(FAKES / "fake_fixer"), mode, "{system_prompt_file}"]
+    return command_agents({"fixer": command}, allow_env={"fixer": ["FAKE_FIXER_RACE"]})
+
+
+def set_up(gh: GitHubStandIn, repo: Path, tmp_path: Path, mode: str, **pull: str) -> Pull:
+    """Base branch with the fixer configured, the PR's branch, and ``origin`` (a bare repo)."""
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(flow_config(mode))
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the fixer")
+    made = add_pull(gh, repo, {"broken.py": BROKEN, "fine.py": FINE}, **pull)
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(tmp_path / "origin.git"))
+    git(repo, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    gh.state.origin = tmp_path / "origin.git"  # GitHub knows only what reached origin
+    gh.state.permissions["maintainer"] = "write"
+    return made
+
+
+def origin_tip(tmp_path: Path) -> str:
+    return git(tmp_path / "origin.git", "rev-parse", "refs/heads/feature").strip()
+
+
+def fix(
+    runner: Runner, gh: GitHubStandIn, login: str = "maintainer", **env: str
+) -> tuple[int, str, str]:
+    event = comment_event(gh, 7, login, "/agent fix")
+    result = runner.run_with(env, "issue_comment", event)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, result.stdout, result.stderr
+
+
+def replies(gh: GitHubStandIn) -> list[str]:
+    return [c["body"] for c in gh.comments_on(7) if c["body"].startswith(FIX_MARKER)]
+
+
+def test_a_writers_fix_is_pushed_to_the_pr_branch_and_the_new_head_reviewed(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    pull = set_up(gh, repo, tmp_path, "fix")
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 0, stderr
+    assert "::notice title=gitflow-agents::/agent fix: pushed" in stdout
+    outputs = runner.outputs()
+    assert outputs["fix-result"] == "pushed"
+    assert outputs["review-result"] == "approved"
+    new_head = origin_tip(tmp_path)
+    assert outputs["fix-sha"] == new_head == outputs["head-sha"]
+    # A normal fast-forward push of one commit on top of the PR's head, with the run trailer.
+    assert git(repo, "rev-parse", f"{new_head}^").strip() == pull.head_sha
+    assert git(repo, "show", f"{new_head}:broken.py") == REPAIRED
+    message = git(repo, "log", "-1", "--format=%B", new_head)
+    assert message.startswith("Fix review findings of PR #7")
+    assert "Gitflow-Agents-Run: " in message and "Gitflow-Agents-Agent: pr-7-fixer" in message
+    assert git(repo, "show", "--name-only", "--format=", new_head).split() == ["broken.py"]
+    # The gate: the old head keeps its failure, the new head is green (reviewed in this job).
+    assert states(gh, pull.head_sha) == ["pending", "failure"]
+    assert states(gh, new_head) == ["pending", "success"]
+    (summary,) = [c["body"] for c in gh.comments_on(7) if c["body"].startswith(MARKER)]
+    assert "APPROVED" in summary and new_head[:12] in summary
+    assert "| fix |" in summary.replace("`", "")  # the fixer's row in the run history
+    (reply,) = replies(gh)
+    assert "@maintainer" in reply and "fix pushed" in reply
+    assert "**Fixed** (1 of 1 findings" in reply and "broken.py:5" in reply
+    assert "**APPROVED**" in reply
+    assert "fix pushed" in runner.summary.read_text()
+    # Nothing left behind in the checkout: no work trees, no fix branches; artifacts in flows/.
+    assert git(repo, "worktree", "list").count("\n") == 1
+    assert "fix-pr-7" not in git(repo, "branch", "--list")
+    assert (
+        repo / "flows" / "github-fix" / "agents" / "pr-7-fixer" / "report.complete.md"
+    ).is_file()
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_commenter_without_write_access_is_refused(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    pull = set_up(gh, repo, tmp_path, "fix")
+    code, _, stderr = fix(runner, gh, login="drive-by")
+    assert code == 0, stderr
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "skipped"
+    assert "@drive-by asked for /agent fix" in outputs["reason"]
+    assert origin_tip(tmp_path) == pull.head_sha
+    assert gh.writes() == []
+
+
+def test_a_fork_pr_is_refused_politely(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    pull = set_up(gh, repo, tmp_path, "fix", head_repo="stranger/demo")
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 0, stderr
+    assert "::notice title=gitflow-agents::nothing to do: /agent fix pushes" in stdout
+    outputs = runner.outputs()
+    assert (outputs["review-result"], outputs["fix-result"]) == ("skipped", "refused")
+    assert "stranger/demo" in outputs["reason"] and "cannot push" in outputs["reason"]
+    assert origin_tip(tmp_path) == pull.head_sha
+    assert gh.statuses_for(pull.head_sha) == []
+    (reply,) = replies(gh)
+    assert "not run" in reply and "cannot push there" in reply
+    assert not (repo / "flows").exists()  # no fixer ran
+
+
+def test_the_branch_moving_while_the_fixer_works_stops_without_force(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    pull = set_up(gh, repo, tmp_path, "race")
+    tree = git(repo, "rev-parse", f"{pull.head_sha}^{{tree}}").strip()
+    concurrent = git(repo, "commit-tree", tree, "-p", pull.head_sha, "-m", "a concurrent push")
+    concurrent = concurrent.strip()
+    git(repo, "push", "-q", str(tmp_path / "origin.git"), f"{concurrent}:refs/heads/elsewhere")
+    bare = tmp_path / "origin.git"
+    race = f"{bare}\trefs/heads/feature\t{concurrent}"
+    code, stdout, stderr = fix(runner, gh, FAKE_FIXER_RACE=race)
+    assert code == 2, stderr
+    assert origin_tip(tmp_path) == concurrent  # the concurrent push stands: nothing forced
+    outputs = runner.outputs()
+    assert outputs["fix-result"] == "branch-moved"
+    assert outputs["fix-sha"] and outputs["fix-sha"] != concurrent
+    assert "feature moved on (someone pushed to it) while the fixer worked" in stdout
+    assert "success" not in states(gh, pull.head_sha)
+    assert states(gh, pull.head_sha) == ["pending", "failure"]
+    assert gh.statuses_for(outputs["fix-sha"]) == [] and gh.statuses_for(concurrent) == []
+    assert not [c for c in gh.comments_on(7) if c["body"].startswith(MARKER)]
+    (reply,) = replies(gh)
+    assert "not pushed: the branch moved" in reply
+
+
+def test_a_branch_that_moved_before_the_run_is_not_touched(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    pull = set_up(gh, repo, tmp_path, "fix")
+    git(tmp_path / "origin.git", "update-ref", "refs/heads/feature", pull.base_sha)
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 2, stderr
+    assert runner.outputs()["fix-result"] == "branch-moved"
+    assert "it moved on since" in stdout
+    assert origin_tip(tmp_path) == pull.base_sha
+    assert gh.statuses_for(pull.head_sha) == []
+    assert not (repo / "flows").exists()
+
+
+def test_a_failing_fixer_exits_3_and_pushes_nothing(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    pull = set_up(gh, repo, tmp_path, "fail")
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 3, stderr
+    assert "::error title=gitflow-agents::/agent fix: the fixer fixer did not complete" in stdout
+    outputs = runner.outputs()
+    assert (outputs["fix-result"], outputs["review-result"]) == ("fixer-failed", "revise")
+    assert outputs["fix-sha"] == ""
+    assert origin_tip(tmp_path) == pull.head_sha
+    assert states(gh, pull.head_sha) == ["pending", "failure"]
+    (reply,) = replies(gh)
+    assert "the fixer failed" in reply and "nothing was pushed" in reply
+    assert "broken.py:5" in reply  # what is still open
+    assert git(repo, "worktree", "list").count("\n") == 1
+    assert "fix-pr-7" not in git(repo, "branch", "--list")
+
+
+def test_a_refused_push_is_a_clear_error_never_green(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """What GitHub answers a GITHUB_TOKEN without ``contents: write``, played by a hook."""
+    pull = set_up(gh, repo, tmp_path, "fix")
+    hook = tmp_path / "origin.git" / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\necho 'Permission to owner/demo.git denied to github-actions[bot].' >&2\n"
+        "echo 'The requested URL returned error: 403' >&2\nexit 1\n"
+    )
+    hook.chmod(0o755)
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 4, stderr
+    outputs = runner.outputs()
+    assert outputs["fix-result"] == "push-refused"
+    assert origin_tip(tmp_path) == pull.head_sha
+    assert "contents: write" in stdout
+    assert states(gh, pull.head_sha) == ["pending", "failure"]
+    assert gh.statuses_for(outputs["fix-sha"]) == []
+    (reply,) = replies(gh)
+    assert "not pushed" in reply and "contents: write" in reply
+
+
+def test_a_remote_that_refuses_pushes_stops_before_the_fixer_runs(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """``git push --dry-run`` first: an agent run is not wasted on a fix that cannot land."""
+    pull = set_up(gh, repo, tmp_path, "fix")
+    git(repo, "remote", "set-url", "--push", "origin", str(tmp_path / "no-such-repo.git"))
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 4, stderr
+    assert runner.outputs()["fix-result"] == "push-refused"
+    assert "cannot push to feature, so the fixer was not run" in stdout
+    assert gh.statuses_for(pull.head_sha) == []
+    assert not (repo / "flows").exists()
+    (reply,) = replies(gh)
+    assert "not run" in reply
+
+
+def test_a_fixer_that_changes_nothing_pushes_nothing(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    pull = set_up(gh, repo, tmp_path, "noop")
+    code, _, stderr = fix(runner, gh)
+    assert code == 1, stderr  # the head is still not approved
+    assert runner.outputs()["fix-result"] == "no-changes"
+    assert origin_tip(tmp_path) == pull.head_sha
+    assert states(gh, pull.head_sha) == ["pending", "failure"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The reply to the comment (no network, no git)
+# ---------------------------------------------------------------------------------------------
+
+
+def finding(n: int, message: str = "broken") -> Finding:
+    """Line ``n`` of broken.py; its own fingerprint (line content ``code n``)."""
+    return Finding(Severity.ERROR, f"{message} {n}", "broken.py", n).with_fingerprint(f"code {n}")
+
+
+def outcome(result: str, review: Review, *, before: Review | None = None) -> FixOutcome:
+    approved = not review.findings
+    gate = GateResult(approved=approved, exit_code=0 if approved else 1)
+    return FixOutcome(result, f"{result}: what happened", review, gate, (), before=before)
+
+
+def test_the_reply_lists_what_the_fix_removed_and_what_is_still_open() -> None:
+    before = Review(Overall.REVISE, findings=(finding(1), finding(2)), reviewed_sha="a" * 40)
+    after = Review(Overall.REVISE, findings=(finding(2),), reviewed_sha="b" * 40)
+    reply = fix_reply(outcome("pushed", after, before=before), "maintainer", "https://run/1")
+    assert reply.startswith(FIX_MARKER + "\n")
+    assert "`/agent fix` asked by @maintainer: ✅ fix pushed\n\npushed: what happened" in reply
+    fixed, still = reply.split("**Fixed** ")[1], reply.split("**Still open** ")[1]
+    assert fixed.startswith("(1 of 2 findings of the review before):\n\n- error `broken.py:1`")
+    assert "broken.py:2" not in fixed.split("The new head")[0]
+    assert f"The new head `{'b' * 12}` was reviewed in the same run: **REVISE**." in reply
+    assert still.startswith("(1):\n\n- error `broken.py:2` broken 2")
+    assert reply.endswith("[workflow run](https://run/1)\n")
+
+
+def test_the_reply_trusts_no_login_and_no_message() -> None:
+    review = Review(Overall.REVISE, findings=(finding(1, "<b>@everyone</b>"),))
+    reply = fix_reply(outcome("fixer-failed", review), "x <img src=y>", None)
+    assert "asked by a maintainer: ❌ the fixer failed" in reply
+    assert "<b>" not in reply and "@everyone" not in reply
+    assert "**Findings of the review** (1)" in reply and "[workflow run]" not in reply
+    assert "@github-actions[bot]" in fix_reply(
+        outcome("no-changes", review), "github-actions[bot]", None
+    )
+
+
+def test_the_reply_lists_at_most_twenty_findings() -> None:
+    review = Review(Overall.REVISE, findings=tuple(finding(n) for n in range(1, 26)))
+    reply = fix_reply(outcome("no-changes", review), "maintainer", None)
+    assert reply.count("\n- error ") == 20
+    assert reply.endswith("- … and 5 more\n")
+    nothing = fix_reply(outcome("nothing-to-fix", review), "maintainer", None)
+    assert "✅ nothing to fix" in nothing and "- error" not in nothing

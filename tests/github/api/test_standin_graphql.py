@@ -1,0 +1,179 @@
+"""The stand-in's GraphQL endpoint: queries validated against GitHub's schema, GitHub's errors.
+
+PyGithub's ``PullRequest.enable_automerge`` is what the product sends (through
+``Client.enable_automerge``); these tests pin that the stand-in would catch a query GitHub
+would refuse, and answers the refusals GitHub gives, as GitHub gives them (HTTP 200, ``errors``).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+import pytest
+
+from gitflow_agents.base.errors import GitHubError
+from tests.conftest import DATA
+from tests.github_standin import GitHubStandIn, client_for, gh, graphql_path, simple_pull
+from tests.standin_graphql import validate
+
+__all__ = ["gh"]
+
+ENABLE = (
+    "mutation Mutation($input: EnablePullRequestAutoMergeInput!) { "
+    "enablePullRequestAutoMerge(input: $input) { actor { login } clientMutationId } }"
+)
+
+
+def post(gh: GitHubStandIn, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+    url = f"http://127.0.0.1:{gh.port}{graphql_path(gh.prefix)}"
+    request = urllib.request.Request(
+        url,
+        data=json.dumps({"query": query, "variables": variables}).encode(),
+        headers={"Authorization": "token tok-write", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request) as answer:
+        data: dict[str, Any] = json.loads(answer.read())
+    return data
+
+
+def test_the_graphql_url_of_an_enterprise_base_is_beside_it() -> None:
+    assert graphql_path("/api/v3") == "/api/graphql"
+    assert graphql_path("") == "/graphql"
+
+
+def test_pygithubs_mutation_is_valid_and_a_wrong_one_is_not() -> None:
+    variables = {"input": {"pullRequestId": "PR_1", "mergeMethod": "SQUASH"}}
+    assert validate(ENABLE, variables) == []
+    bad_enum = {"input": {"pullRequestId": "PR_1", "mergeMethod": "FAST_FORWARD"}}
+    assert any("FAST_FORWARD" in p for p in validate(ENABLE, bad_enum))
+    assert any("pullRequestId" in p for p in validate(ENABLE, {"input": {}}))
+    wrong_field = ENABLE.replace("clientMutationId", "mergedAt")
+    assert any("mergedAt" in p for p in validate(wrong_field, variables))
+
+
+def test_an_invalid_query_is_a_violation_and_an_error_answer(gh: GitHubStandIn) -> None:
+    answer = post(gh, ENABLE, {"input": {"mergeMethod": "SQUASH"}})
+    assert answer["errors"] and "data" not in answer
+    assert gh.violations
+    gh.violations.clear()  # expected here: the fixture would fail the test on them
+
+
+def test_enable_automerge_through_pygithub(gh: GitHubStandIn) -> None:
+    pull = simple_pull(gh)
+    client_for(gh).pulls.enable_automerge(
+        gh.full_name, 7, method="squash", expected_head=pull.head_sha
+    )
+    assert pull.auto_merge == {"merge_method": "squash", "enabled_by": "gitflow-bot"}
+
+
+@pytest.mark.parametrize(
+    ("arrange", "message"),
+    [
+        (
+            lambda gh, pull: setattr(gh.state, "allow_auto_merge", False),
+            "Auto merge is not allowed",
+        ),
+        (lambda gh, pull: setattr(pull, "head_sha", "c" * 40), "Head branch was modified"),
+        (lambda gh, pull: setattr(pull, "draft", True), "Can't enable auto-merge"),
+        (lambda gh, pull: setattr(pull, "state", "closed"), "Pull request is closed"),
+        (
+            lambda gh, pull: gh.state.statuses.append(
+                {"sha": pull.head_sha, "context": "gitflow-agents/review", "state": "success"}
+            ),
+            "Pull request is in clean status",
+        ),
+    ],
+)
+def test_githubs_refusals_reach_the_caller_as_exit_4_errors(
+    gh: GitHubStandIn, arrange: Any, message: str
+) -> None:
+    pull = simple_pull(gh)
+    expected = pull.head_sha
+    arrange(gh, pull)
+    with pytest.raises(GitHubError, match=message) as caught:
+        client_for(gh).pulls.enable_automerge(
+            gh.full_name, 7, method="merge", expected_head=expected
+        )
+    assert caught.value.exit_code == 4
+    assert pull.auto_merge is None
+
+
+# --- every answer is the query executed against the schema --------------------------------------
+
+OPERATIONS = DATA / "github-graphql" / "operations.graphql"
+
+
+def test_what_the_product_sends_is_an_operation_the_subset_was_trimmed_for(
+    gh: GitHubStandIn,
+) -> None:
+    """The subset keeps only what ``operations.graphql`` uses: the query PyGithub sends must be
+    one of them (else run trim_schema.py again with it), and the subset must accept all."""
+    from graphql import parse, print_ast
+    from graphql import validate as validate_query
+
+    from tests.standin_graphql import schema
+
+    pull = simple_pull(gh)
+    client_for(gh).pulls.enable_automerge(
+        gh.full_name, 7, method="merge", expected_head=pull.head_sha
+    )
+    [sent] = gh.requests("POST", "graphql$")
+    operations = parse(OPERATIONS.read_text(encoding="utf-8"))
+    assert validate_query(schema(), operations) == []
+    assert print_ast(parse(sent.body["query"])) in [print_ast(d) for d in operations.definitions]
+
+
+def test_the_answer_has_exactly_the_selected_fields_and_the_actors_type(gh: GitHubStandIn) -> None:
+    pull = simple_pull(gh)
+    variables = {"input": {"pullRequestId": "PR_7", "expectedHeadOid": pull.head_sha}}
+    answer = post(gh, ENABLE, variables)
+    assert answer == {
+        "data": {"enablePullRequestAutoMerge": {"actor": {"login": "gitflow-bot"},
+                                                "clientMutationId": None}}
+    }  # fmt: skip
+    assert pull.auto_merge == {"merge_method": "merge", "enabled_by": "gitflow-bot"}  # default
+    typed = ENABLE.replace("actor { login }", "actor { __typename login ... on Bot { id } }")
+    pull.auto_merge = None
+    answer = post(gh, typed, variables)
+    assert answer["data"]["enablePullRequestAutoMerge"]["actor"] == {
+        "__typename": "User",
+        "login": "gitflow-bot",
+    }
+    assert not gh.violations  # Bot.id is asked of a Bot only: a User's answer has no id
+
+
+def test_a_refusal_is_githubs_error_entry_beside_a_null(gh: GitHubStandIn) -> None:
+    pull = simple_pull(gh, state="closed")
+    answer = post(
+        gh, ENABLE, {"input": {"pullRequestId": "PR_7", "expectedHeadOid": pull.head_sha}}
+    )
+    assert answer["data"] == {"enablePullRequestAutoMerge": None}
+    [error] = answer["errors"]
+    assert error["type"] == "UNPROCESSABLE" and error["path"] == ["enablePullRequestAutoMerge"]
+    assert error["message"] == "Pull request Pull request is closed"
+    assert error["locations"] and set(error["locations"][0]) == {"line", "column"}
+    assert not gh.violations
+
+
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        ({"actor": {"__typename": "User", "login": "x", "url": "u", "resourcePath": "/x"}},
+         "non-nullable field User.avatarUrl"),
+        ({"actor": {"__typename": "Team", "login": "x"}}, "Team"),
+        ({"actor": {"login": "x", "avatarUrl": "a", "url": "u", "resourcePath": "/x"}},
+         "Actor"),
+        ({"clientMutationId": ["not", "a", "string"]}, "String cannot represent"),
+    ],
+)  # fmt: skip
+def test_an_answer_the_schema_cannot_give_is_a_problem(payload: dict[str, Any], says: str) -> None:
+    """The stand-in's own data is held to the schema: a missing non-null field, a type the
+    interface does not have (or none), a value of the wrong type."""
+    from tests.standin_graphql import execute
+
+    query = ENABLE.replace("actor { login }", "actor { avatarUrl login resourcePath url }")
+    variables = {"input": {"pullRequestId": "PR_1"}}
+    _, problems = execute(query, variables, {"enablePullRequestAutoMerge": lambda input: payload})
+    assert any(says in p for p in problems), problems

@@ -1,0 +1,400 @@
+"""Every renderer's exact output for a small review, escaping, and schema validity."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import jsonschema
+import pytest
+
+from gitflow_agents import __version__
+from gitflow_agents.findings import Accepted, Finding, Overall, Review, Severity, gate
+from gitflow_agents.render import FORMATS, render
+from gitflow_agents.render.annotations import escape_data, escape_property
+from gitflow_agents.render.markdown import code, escape
+from tests.conftest import DATA
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+BASE = "fedcba9876543210fedcba9876543210fedcba98"
+
+REVIEW = Review(
+    overall=Overall.REVISE,
+    summary="A leaked key and a leftover debugger.",
+    findings=(
+        Finding(
+            Severity.WARN,
+            "breakpoint() left in",
+            "app/main.py",
+            10,
+            12,
+            suggestion="remove it",
+            fingerprint="2222222222222222",
+        ),
+        Finding(
+            Severity.ERROR,
+            "AWS access key",
+            "app/keys.py",
+            3,
+            rule="secret-aws",
+            fingerprint="1111111111111111",
+        ),
+        Finding(Severity.INFO, "consider more tests", fingerprint="3333333333333333"),
+    ),
+    reviewed_sha=SHA,
+    base_sha=BASE,
+    unreviewed_files=("assets/big.bin",),
+    reason="REVIEW_RESULT: REVISE on line 9",
+)
+GATE = gate(REVIEW, threshold=Severity.ERROR, head_sha=SHA)
+APPROVED = Review(
+    overall=Overall.APPROVE, reviewed_sha=SHA, reason="REVIEW_RESULT: APPROVED on line 1"
+)
+APPROVED_GATE = gate(APPROVED, threshold=Severity.ERROR, head_sha=SHA)
+VERDICT = (
+    "REVISE: 1 error, 1 warn, 1 info; the reviewer asks for changes (REVIEW_RESULT: REVISE); "
+    "1 finding at or above error: 1 error"
+)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+# --- terminal -----------------------------------------------------------------------------------
+
+
+def test_terminal_plain_exact() -> None:
+    assert render(REVIEW, GATE, "terminal") == (
+        "A leaked key and a leftover debugger.\n"
+        "\n"
+        "app/keys.py\n"
+        "  3  error  AWS access key  [secret-aws]\n"
+        "\n"
+        "app/main.py\n"
+        "  10-12  warn   breakpoint() left in\n"
+        "                suggestion: remove it\n"
+        "\n"
+        "(no file)\n"
+        "  -  info   consider more tests\n"
+        "\n"
+        "not reviewed: assets/big.bin\n"
+        f"{VERDICT}\n"
+    )
+    assert "\x1b" not in render(REVIEW, GATE, "terminal", color=False)
+
+
+def test_terminal_color_is_the_plain_text_plus_ansi() -> None:
+    colored = render(REVIEW, GATE, "terminal", color=True)
+    assert "\x1b[1;31merror" in colored  # errors bold red
+    assert "\x1b[33mwarn" in colored  # warnings yellow
+    assert ANSI.sub("", colored) == render(REVIEW, GATE, "terminal")
+
+
+def test_terminal_color_ignores_no_color_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the caller decides (it reads NO_COLOR / isatty); the renderer does what it is told
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("TERM", "dumb")
+    assert "\x1b[" in render(REVIEW, GATE, "terminal", color=True)
+
+
+def test_terminal_approved() -> None:
+    assert render(APPROVED, APPROVED_GATE, "terminal") == "APPROVED: no findings\n"
+    colored = render(APPROVED, APPROVED_GATE, "terminal", color=True)
+    assert colored.startswith("\x1b[1;32m")  # green
+
+
+def test_terminal_multiline_message_is_indented() -> None:
+    review = Review(Overall.REVISE, findings=(Finding(Severity.WARN, "one\ntwo", "a.py", 7),))
+    assert render(review, None, "terminal").splitlines()[:3] == [
+        "a.py",
+        "  7  warn   one",
+        "            two",
+    ]
+
+
+# --- json ---------------------------------------------------------------------------------------
+
+
+def test_json_shape() -> None:
+    data = json.loads(render(REVIEW, GATE, "json"))
+    assert list(data) == [
+        "overall",
+        "summary",
+        "findings",
+        "reviewedSha",
+        "baseSha",
+        "unreviewedFiles",
+        "run",
+        "reason",
+        "accepted",
+        "gate",
+    ]
+    assert data["overall"] == "revise"
+    assert data["findings"][0] == {
+        "severity": "warn",
+        "message": "breakpoint() left in",
+        "file": "app/main.py",
+        "line": 10,
+        "endLine": 12,
+        "suggestion": "remove it",
+        "fingerprint": "2222222222222222",
+    }
+    assert data["findings"][2] == {
+        "severity": "info",
+        "message": "consider more tests",
+        "fingerprint": "3333333333333333",
+    }
+    assert data["gate"] == {
+        "approved": False,
+        "exitCode": 1,
+        "threshold": "error",
+        "reasons": [
+            "the reviewer asks for changes (REVIEW_RESULT: REVISE)",
+            "1 finding at or above error: 1 error",
+        ],
+    }
+    assert "gate" not in json.loads(render(REVIEW, None, "json"))
+
+
+# --- sarif --------------------------------------------------------------------------------------
+
+
+def _schema(name: str) -> dict[str, Any]:
+    return json.loads((DATA / "sarif" / name).read_text(encoding="utf-8"))
+
+
+ACCEPTED = APPROVED._replace(
+    accepted=(
+        Accepted(
+            Finding(Severity.ERROR, "key", file="k.py", line=2, rule="aws-access-key"),
+            "marker",
+            "gitleaks:allow on the line",
+        ),
+        Accepted(Finding(Severity.WARN, "big", file="b.bin", rule="large-file"), "config", "x"),
+        Accepted(Finding(Severity.INFO, "no file", rule="todo"), "baseline", "in b.json"),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("schema", "validator"),
+    [
+        ("sarif-schema-2.1.0.json", jsonschema.Draft7Validator),
+        ("sarif-2.1.0-rtm.5.json", jsonschema.Draft4Validator),
+    ],
+)
+@pytest.mark.parametrize(
+    "review", [REVIEW, APPROVED, ACCEPTED], ids=["revise", "approved", "accepted"]
+)
+def test_sarif_is_valid(schema: str, validator: Any, review: Review) -> None:
+    sarif = json.loads(render(review, gate(review, threshold=Severity.WARN, head_sha=SHA), "sarif"))
+    checker = validator(_schema(schema), format_checker=jsonschema.FormatChecker())
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in checker.iter_errors(sarif)]
+    assert errors == []
+
+
+def test_sarif_schema_catches_a_broken_log() -> None:
+    # the validation above can fail: a wrong level is rejected by the schema
+    sarif = json.loads(render(REVIEW, GATE, "sarif"))
+    sarif["runs"][0]["results"][0]["level"] = "warn"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(sarif, _schema("sarif-schema-2.1.0.json"))
+
+
+def test_sarif_content() -> None:
+    run = json.loads(render(REVIEW, GATE, "sarif"))["runs"][0]
+    driver = run["tool"]["driver"]
+    assert (driver["name"], driver["version"]) == ("gitflow-agents", __version__)
+    assert [r["id"] for r in driver["rules"]] == ["review", "secret-aws"]
+    assert run["results"] == [
+        {
+            "ruleId": "review",
+            "ruleIndex": 0,
+            "level": "warning",
+            "message": {"text": "breakpoint() left in\n\nSuggestion: remove it"},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": "app/main.py"},
+                        "region": {"startLine": 10, "endLine": 12},
+                    }
+                }
+            ],
+            "partialFingerprints": {"gitflowAgentsFingerprint/v1": "2222222222222222"},
+        },
+        {
+            "ruleId": "secret-aws",
+            "ruleIndex": 1,
+            "level": "error",
+            "message": {"text": "AWS access key"},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": "app/keys.py"},
+                        "region": {"startLine": 3},
+                    }
+                }
+            ],
+            "partialFingerprints": {"gitflowAgentsFingerprint/v1": "1111111111111111"},
+        },
+    ]
+    # every result has a location (GitHub rejects the whole upload otherwise)
+    assert all(r["locations"] for r in run["results"])
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert [n["message"]["text"] for n in notes] == [
+        "consider more tests",
+        "not reviewed: assets/big.bin",
+    ]
+    assert run["properties"]["approved"] is False
+    assert run["properties"]["reviewedSha"] == SHA
+
+
+def test_sarif_file_level_finding_sits_on_line_one() -> None:
+    review = Review(Overall.REVISE, findings=(Finding(Severity.WARN, "too big", "big.bin"),))
+    result = json.loads(render(review, None, "sarif"))["runs"][0]["results"][0]
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}
+    assert result["properties"] == {"fileLevel": True}
+
+
+# --- rdjsonl ------------------------------------------------------------------------------------
+
+
+def test_rdjsonl_exact() -> None:
+    assert render(REVIEW, GATE, "rdjsonl") == (
+        '{"message": "breakpoint() left in\\n\\nSuggestion: remove it", "location": {"path":'
+        ' "app/main.py", "range": {"start": {"line": 10}, "end": {"line": 12}}}, "severity":'
+        ' "WARNING", "source": {"name": "gitflow-agents"}}\n'
+        '{"message": "AWS access key", "location": {"path": "app/keys.py", "range": {"start":'
+        ' {"line": 3}, "end": {"line": 3}}}, "severity": "ERROR", "source": {"name":'
+        ' "gitflow-agents"}, "code": {"value": "secret-aws"}}\n'
+        '{"message": "consider more tests", "severity": "INFO", "source": {"name":'
+        ' "gitflow-agents"}}\n'
+    )
+
+
+def test_rdjsonl_lines_validate_against_the_diagnostic_schema() -> None:
+    suggesting = Finding(
+        Severity.WARN, "use a constant", "a.py", 4, 5, suggestion="```suggestion\nX = 1\n```"
+    )
+    review = Review(Overall.REVISE, findings=(*REVIEW.findings, suggesting))
+    schema = json.loads((DATA / "rdjson" / "diagnostic.schema.json").read_text())
+    lines = render(review, None, "rdjsonl").splitlines()
+    assert len(lines) == 4
+    for line in lines:
+        jsonschema.validate(json.loads(line), schema)
+    last = json.loads(lines[-1])
+    assert last["suggestions"] == [
+        {"range": {"start": {"line": 4}, "end": {"line": 5}}, "text": "X = 1\n"}
+    ]
+    assert last["message"] == "use a constant"  # replacement text is not repeated as prose
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"message": "x", "severity": "WARN"}, schema)
+
+
+def test_rdjsonl_empty_review_is_empty() -> None:
+    assert render(APPROVED, APPROVED_GATE, "rdjsonl") == ""
+
+
+# --- annotations --------------------------------------------------------------------------------
+
+
+def test_annotations_exact() -> None:
+    assert render(REVIEW, GATE, "annotations") == (
+        "::error file=app/keys.py,line=3,title=gitflow-agents%3A secret-aws::AWS access key\n"
+        "::warning file=app/main.py,line=10,endLine=12,title=gitflow-agents::"
+        "breakpoint() left in%0A%0ASuggestion: remove it\n"
+        "::notice title=gitflow-agents::consider more tests\n"
+        f"::error title=gitflow-agents review::{VERDICT}\n"
+    )
+    assert render(APPROVED, APPROVED_GATE, "annotations") == (
+        "::notice title=gitflow-agents review::APPROVED: no findings\n"
+    )
+
+
+def test_annotation_escaping() -> None:
+    assert escape_data("100% done\r\nnext: a,b") == "100%25 done%0D%0Anext: a,b"
+    assert escape_property("dir:a,b%\n") == "dir%3Aa%2Cb%25%0A"
+    review = Review(
+        Overall.REVISE,
+        findings=(Finding(Severity.ERROR, "50%\nbad", "we:ird,name.py", 2, rule="r:1,2"),),
+    )
+    first = render(review, None, "annotations").splitlines()[0]
+    assert first == (
+        "::error file=we%3Aird%2Cname.py,line=2,title=gitflow-agents%3A r%3A1%2C2::50%25%0Abad"
+    )
+
+
+# --- markdown -----------------------------------------------------------------------------------
+
+
+def test_markdown_exact() -> None:
+    assert render(REVIEW, GATE, "markdown") == (
+        "### ❌ gitflow-agents review: REVISE\n"
+        "\n"
+        "1 error, 1 warn, 1 info · reviewed `0123456789ab` against `fedcba987654`"
+        " · threshold `error`\n"
+        "\n"
+        "- the reviewer asks for changes (REVIEW_RESULT: REVISE)\n"
+        "- 1 finding at or above error: 1 error\n"
+        "\n"
+        "> A leaked key and a leftover debugger.\n"
+        "\n"
+        "<details open>\n"
+        "<summary>🔴 Errors (1)</summary>\n"
+        "\n"
+        "- `app/keys.py:3` AWS access key (`secret-aws`)\n"
+        "\n"
+        "</details>\n"
+        "\n"
+        "<details>\n"
+        "<summary>🟡 Warnings (1)</summary>\n"
+        "\n"
+        "- `app/main.py:10-12` breakpoint() left in\n"
+        "  Suggestion: remove it\n"
+        "\n"
+        "</details>\n"
+        "\n"
+        "<details>\n"
+        "<summary>🔵 Info (1)</summary>\n"
+        "\n"
+        "- consider more tests\n"
+        "\n"
+        "</details>\n"
+        "\n"
+        "**Files not reviewed** (1): `assets/big.bin`\n"
+    )
+
+
+def test_markdown_approved() -> None:
+    assert render(APPROVED, APPROVED_GATE, "markdown") == (
+        "### ✅ gitflow-agents review: APPROVED\n"
+        "\n"
+        "no findings · reviewed `0123456789ab` · threshold `error`\n"
+    )
+
+
+def test_markdown_defuses_untrusted_text() -> None:
+    assert escape("</details><img src=x> @octocat") == (
+        "&lt;/details&gt;&lt;img src=x&gt; @\u200boctocat"
+    )
+    assert code("a`b") == "``a`b``"
+    review = Review(
+        None,
+        reason="no REVIEW_RESULT line",
+        findings=(Finding(Severity.ERROR, "</details> ping @team", "x.py", 1),),
+    )
+    text = render(review, None, "markdown")
+    assert text.count("</details>") == 1  # only our own closing tag
+    assert "@\u200bteam" in text
+    assert text.startswith("### ❌ gitflow-agents review: NOT APPROVED\n")
+    assert "- no REVIEW_RESULT line\n" in text
+
+
+# --- dispatcher ---------------------------------------------------------------------------------
+
+
+def test_every_format_renders_and_unknown_is_refused() -> None:
+    assert FORMATS == ("terminal", "json", "sarif", "rdjsonl", "annotations", "markdown")
+    for fmt in FORMATS:
+        assert isinstance(render(REVIEW, GATE, fmt), str)
+    with pytest.raises(ValueError, match=r"unknown output format 'xml'.*terminal, json"):
+        render(REVIEW, GATE, "xml")

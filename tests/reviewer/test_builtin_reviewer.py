@@ -1,0 +1,480 @@
+"""The builtin offline reviewer: one test per rule on a real git diff, and a clean change."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.base.redact import mask
+from gitflow_agents.base.secret_rules import entropy
+from gitflow_agents.findings import Finding, Overall, Severity
+from gitflow_agents.findings.rules import RULES
+from gitflow_agents.git import queries as g
+from gitflow_agents.reviewer import builtin, syntax
+from gitflow_agents.reviewer.checks import CheckOptions
+from tests.conftest import ROOT, git
+from tests.helpers.files import commit_files
+
+# Built at run time so this file itself never holds a literal secret-shaped string.
+AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
+GITHUB_TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
+SLACK_TOKEN = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOp"
+PRIVATE_KEY = "-----BEGIN " + "RSA PRIVATE KEY-----"
+KEY_BODY = "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt" + "Hq8vN4cY1uJ6bW0eT5gK2dF9sA7lZ3x"  # a PEM line
+
+
+def review(
+    repo: Path,
+    files: dict[str, str | bytes],
+    *,
+    base_files: dict[str, str] | None = None,
+    threshold: Severity = Severity.ERROR,
+    options: CheckOptions | None = None,
+) -> builtin.BuiltinResult:
+    base = commit_files(repo, base_files or {}, "base", allow_empty=True)
+    spec = g.DiffSpec(base, commit_files(repo, files))
+    return builtin.review_diff(repo, spec, threshold=threshold, options=options)
+
+
+def only(result: builtin.BuiltinResult, rule: str) -> list[Finding]:
+    return [f for f in result.findings if f.rule == rule]
+
+
+def locations(result: builtin.BuiltinResult) -> list[tuple[str | None, str | None, int | None]]:
+    return [(f.rule, f.file, f.line) for f in result.findings]
+
+
+def test_clean_change_gets_no_finding(repo: Path) -> None:
+    result = review(
+        repo,
+        {
+            "app/main.py": 'import os\n\n\ndef main() -> str:\n    return os.environ["TOKEN"]\n',
+            "config.json": '{"name": "demo", "tags": ["a", "b"]}\n',
+            "ci.yaml": "on: push\njobs:\n  x:\n    run: echo ${{ github.sha }}\n---\nsecond: doc\n",
+            "pyproject.toml": '[project]\nname = "demo"\n',
+            "web/app.js": "export function add(a, b) {\n  return a + b;\n}\n",
+            "docs/guide.rst": "Title\n=====\n\nThe password field is hidden.\n",
+            "settings.py": 'password = os.environ.get("DB_PASSWORD")\ntoken = settings.API_TOKEN\n',
+        },
+    )
+    assert result.findings == ()
+    assert result.overall is Overall.APPROVE
+    assert result.unreviewed_files == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "rule", "line"),
+    [
+        ("bad.py", "import os\n\ndef f(:\n    pass\n", "python-syntax", 3),
+        ("bad.json", '{\n  "a": 1,\n}\n', "json-syntax", 3),
+        ("bad.yaml", "ok: 1\n---\nlist: [1, 2\n", "yaml-syntax", 3),
+        ("bad.toml", '[tool]\nname = "x"\nbroken = \n', "toml-syntax", 3),
+    ],
+)
+def test_syntax_errors_at_the_error_line(
+    repo: Path, name: str, content: str, rule: str, line: int
+) -> None:
+    if rule == "toml-syntax" and syntax.toml_parser() is None:
+        pytest.skip("no TOML parser on this Python")
+    result = review(repo, {name: content})
+    found = only(result, rule)
+    assert [(f.file, f.line, f.severity) for f in found] == [(name, line, Severity.ERROR)]
+    assert result.overall is Overall.REVISE
+
+
+def test_yaml_application_tags_are_not_errors(repo: Path) -> None:
+    result = review(
+        repo,
+        {
+            "cfn.yaml": "Value: !Ref Bucket\nList: !GetAZs ''\n",
+            "mkdocs.yml": "x: !!python/name:material.extensions.emoji.twemoji\n",
+        },
+    )
+    assert result.findings == ()
+
+
+def test_yaml_values_the_safe_loader_refuses_are_findings_not_crashes(repo: Path) -> None:
+    result = review(repo, {"dates.yaml": "start: 2024-13-45\n", "n.yaml": "ok: 1\nx: !!int abc\n"})
+    assert sorted((f.rule, f.file, f.line) for f in result.findings) == [
+        ("yaml-syntax", "dates.yaml", 1),
+        ("yaml-syntax", "n.yaml", 2),
+    ]
+    assert "month must be in 1..12" in result.findings[0].message
+
+
+def test_yaml_bombs_in_a_reviewed_file_are_findings(repo: Path) -> None:
+    """The values are built only after the bounded syntax check (gitflow_agents/base/safe_yaml.py):
+    an alias bomb, a merge-key bomb (PyYAML copies merged pairs, so it would build billions)
+    and deep nesting are findings naming the line where the bound was crossed."""
+    laughs = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    merges = ["m0: &m0 {x: 1, y: 2}"]
+    for level in range(1, 10):
+        laughs.append(
+            f"{'abcdefghij'[level]}: &{'abcdefghij'[level]} ["
+            + ", ".join([f"*{'abcdefghij'[level - 1]}"] * 9)
+            + "]"
+        )
+        merges.append(f"m{level}: &m{level} {{<<: [" + ", ".join([f"*m{level - 1}"] * 9) + "]}")
+    result = review(
+        repo,
+        {
+            "laughs.yaml": "\n".join(laughs) + "\n",
+            "merges.yaml": "\n".join(merges) + "\n",
+            "deep.yaml": "x: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        },
+    )
+    found = sorted((f.rule, f.file, f.line, f.message) for f in result.findings)
+    budget = "invalid YAML: aliases expand to more than 50,000 values (an alias bomb?)"
+    assert found == [
+        ("yaml-syntax", "deep.yaml", 1, "invalid YAML: nested more than 64 levels deep"),
+        ("yaml-syntax", "laughs.yaml", 5, budget),
+        ("yaml-syntax", "merges.yaml", 6, budget),
+    ]
+
+
+def test_what_the_stdlib_parsers_choke_on_is_a_finding_not_a_crash(repo: Path) -> None:
+    """Found by the fuzz suite (benchmarks/fuzz.py, "reviewed files"): deep nesting makes the
+    recursive parsers (json, tomllib, Python's) raise RecursionError / MemoryError, a long
+    number Python's digit limit, and PyYAML's bool constructor a KeyError: each is a finding."""
+    files: dict[str, str | bytes] = {
+        "deep.json": "[" * 100_000 + "]" * 100_000 + "\n",
+        "long.json": '{"n": ' + "9" * 5000 + "}\n",
+        "deep.py": "x = " + "-" * 100_000 + "1\n",
+        "maybe.yaml": "a: !!bool maybe\n",
+    }
+    expected = [
+        ("json-syntax", "deep.json", "nested too deeply to parse"),
+        ("json-syntax", "long.json", "invalid JSON: Exceeds the limit (4300 digits)"),
+        ("python-syntax", "deep.py", "nested too deeply to parse"),
+        ("yaml-syntax", "maybe.yaml", "invalid YAML: cannot build 'maybe'"),
+    ]
+    if syntax.toml_parser() is not None:
+        files["deep.toml"] = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
+        expected.insert(3, ("toml-syntax", "deep.toml", "nested too deeply to parse"))
+    result = review(repo, files)
+    found = sorted((f.rule, f.file, f.message) for f in result.findings if "syntax" in f.rule)
+    assert [(rule, file) for rule, file, _ in found] == [(r, f) for r, f, _ in expected]
+    for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
+        assert message.startswith(start), message
+
+
+def test_syntax_error_that_was_already_there_is_not_blamed_on_the_change(repo: Path) -> None:
+    broken = "def f(:\n    pass\n"
+    result = review(repo, {"old.py": broken + "x = 1\n"}, base_files={"old.py": broken})
+    assert only(result, "python-syntax") == []
+
+
+def test_syntax_error_from_removed_lines_is_reported(repo: Path) -> None:
+    result = review(
+        repo,
+        {"data.json": '{\n  "a": [1,\n  "b": 2\n}\n'},
+        base_files={"data.json": '{\n  "a": [1],\n  "b": 2\n}\n'},
+    )
+    assert [f.rule for f in result.findings] == ["json-syntax"]
+
+
+def test_merge_conflict_markers(repo: Path) -> None:
+    text = "a\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> feature\n"
+    result = review(repo, {"notes.txt": text})
+    assert [(f.rule, f.line) for f in result.findings] == [
+        ("merge-conflict-marker", 2),
+        ("merge-conflict-marker", 4),
+        ("merge-conflict-marker", 6),
+    ]
+
+
+def test_private_key(repo: Path) -> None:
+    result = review(repo, {"id_rsa": f"{PRIVATE_KEY}\n{KEY_BODY}\n"})
+    assert locations(result) == [("private-key", "id_rsa", 1)]
+
+
+def test_a_private_key_without_a_body_is_not_a_key(repo: Path) -> None:
+    docs = f"{PRIVATE_KEY}\n...\n-----END RSA PRIVATE KEY-----\n"
+    assert review(repo, {"docs.md": docs}).findings == ()
+
+
+def test_a_rotated_key_is_found_without_its_begin_line(repo: Path) -> None:
+    """A key whose body lines change while its BEGIN line stays (requests 9ebebdef98a6): the
+    file's new content says the lines are in a private key block; a certificate's are not."""
+    end = "-----END RSA PRIVATE KEY-----"
+    cert = "-----BEGIN CERTIFICATE-----"
+    old_key = f"{PRIVATE_KEY}\n{KEY_BODY}\n{KEY_BODY[::-1]}\n{end}\n"
+    old_cert = f"{cert}\n{KEY_BODY}\n-----END CERTIFICATE-----\n"
+    new_body = KEY_BODY[5:] + KEY_BODY[:5]
+    result = review(
+        repo,
+        {
+            "key.pem": old_key.replace(KEY_BODY[::-1], new_body),
+            "ca.pem": old_cert.replace(KEY_BODY, new_body),
+        },
+        base_files={"key.pem": old_key, "ca.pem": old_cert},
+    )
+    assert locations(result) == [("private-key", "key.pem", 3)]
+    assert new_body in result.secrets
+    assert new_body not in "".join(f.message for f in result.findings)
+
+
+@pytest.mark.parametrize(
+    ("secret", "rule"),
+    [(AWS_KEY, "aws-access-key"), (GITHUB_TOKEN, "github-token"), (SLACK_TOKEN, "slack-token")],
+)
+def test_tokens_are_found_and_masked(repo: Path, secret: str, rule: str) -> None:
+    result = review(repo, {"deploy.sh": f"#!/bin/sh\nexport CRED={secret}\n"})
+    (found,) = result.findings
+    assert (found.rule, found.line, found.severity) == (rule, 2, Severity.ERROR)
+    assert secret not in found.message
+    assert secret[:4] in found.message
+    report = builtin.report(result, reviewed_sha="h", base_sha="b")
+    assert secret not in report
+
+
+def test_paths_with_spaces_are_checked(repo: Path) -> None:
+    # git ends a ---/+++ header with a tab when the path has a space
+    result = review(repo, {"deploy dir/my env.sh": f"export CRED={GITHUB_TOKEN}\n"})
+    assert locations(result) == [("github-token", "deploy dir/my env.sh", 1)]
+
+
+def commits(repo: Path, *changes: dict[str, str | None]) -> tuple[str, list[str]]:
+    """Commit each change in turn (None deletes the file); (base sha, [commit shas])."""
+    base = g.head_sha(repo)
+    made = []
+    for number, change in enumerate(changes, start=1):
+        for name, content in change.items():
+            path = repo / name
+            if content is None:
+                path.unlink()
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {number}")
+        made.append(g.head_sha(repo))
+    return base, made
+
+
+def test_a_secret_added_and_removed_within_the_range_is_found(repo: Path) -> None:
+    base, (leaked, removed, _) = commits(
+        repo,
+        {"t.py": f'TOKEN = "{GITHUB_TOKEN}"\n', "id_rsa": f"{PRIVATE_KEY}\n{KEY_BODY}\n"},
+        {"t.py": None, "id_rsa": None},
+        {"app.py": "x = 1\n"},
+    )
+    result = builtin.review_diff(repo, g.DiffSpec(base, removed))
+    assert sorted((f.rule, f.file, f.line, f.severity) for f in result.findings) == [
+        ("github-token", None, None, Severity.ERROR),  # t.py is gone: not a head location
+        ("private-key", None, None, Severity.ERROR),
+    ]
+    token, key = sorted(result.findings, key=lambda f: f.rule or "")
+    assert token.message.startswith(f"t.py:1 in commit {leaked[:12]} (commit 1): GitHub token")
+    assert key.message.startswith(f"id_rsa:1 in commit {leaked[:12]} (commit 1): private key")
+    assert GITHUB_TOKEN not in token.message
+    assert "history" in token.message
+    assert result.overall is Overall.REVISE
+    # the net diff alone saw nothing: the file no longer exists
+    assert builtin.review_diff(repo, g.DiffSpec(removed, g.head_sha(repo))).findings == ()
+
+
+def test_history_scan_reports_a_secret_still_present_once(repo: Path) -> None:
+    base, (_, head) = commits(
+        repo,
+        {"deploy.env": f"API={AWS_KEY}\n"},
+        {"deploy.env": f"API={AWS_KEY}\nMORE=1\n"},
+    )
+    result = builtin.review_diff(repo, g.DiffSpec(base, head))
+    assert locations(result) == [("aws-access-key", "deploy.env", 1)]
+    assert "in commit" not in result.findings[0].message  # the net diff's own finding
+
+
+def test_history_scan_keeps_the_file_when_it_still_exists(repo: Path) -> None:
+    value = "q8Zr3kP9xW2mN7vB4tY6"
+    base, (leaked, head) = commits(
+        repo,
+        {"settings.py": f'x = 1\nAPI_KEY = "{value}"\n'},
+        {"settings.py": 'x = 1\nAPI_KEY = os.environ["API_KEY"]\n'},
+    )
+    result = builtin.review_diff(repo, g.DiffSpec(base, head))
+    (found,) = result.findings
+    assert (found.rule, found.file, found.line) == ("high-entropy-secret", "settings.py", None)
+    assert f"settings.py:2 in commit {leaked[:12]}" in found.message
+
+
+def test_aws_documentation_example_key_is_ignored(repo: Path) -> None:
+    result = review(repo, {"README.md": "AKIA" + "IOSFODNN7EXAMPLE\n"})
+    assert result.findings == ()
+
+
+def test_high_entropy_assignment(repo: Path) -> None:
+    value = "q8Zr3kP9xW2mN7vB4tY6"
+    result = review(
+        repo,
+        {
+            "settings.py": (
+                f'API_KEY = "{value}"\n'
+                'password = "aaaaaaaaaaaaaaaaaaaa"\n'  # long but no entropy
+                'secret = "short"\n'
+            )
+        },
+    )
+    (found,) = result.findings
+    assert (found.rule, found.line, found.severity) == ("high-entropy-secret", 1, Severity.WARN)
+    assert value not in found.message
+    assert result.overall is Overall.APPROVE  # a warning, below the default threshold
+
+
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        (".env", "API_KEY=q8Zr1xP2mL9vK4tWqZ"),
+        ("config/.env.production", "export STRIPE_SECRET=sk9Qw2Er7Ty4Ui1Op3As"),
+        ("deploy.sh", "export DB_PASSWORD=Zx9Qw2Er7Ty4Ui1Op3As"),
+        ("compose.yaml", "    api_key: q8Zr1xP2mL9vK4tWqZ"),
+        ("settings.ini", "client_secret = 7fG2kQ9xW4mZ8vB1nR5t"),
+        ("app.cfg", "auth_token=aGVsbG8gd29ybGQh+c2VjcmV0=="),
+        ("Dockerfile", "ENV SERVICE_TOKEN=Zx9Qw2Er7Ty4Ui1Op3As"),
+        (".npmrc", "//registry.npmjs.org/:_authToken=q8Zr1xP2mL9vK4tWqZ"),
+    ],
+)
+def test_high_entropy_unquoted_values_in_config_files(repo: Path, name: str, line: str) -> None:
+    result = review(repo, {name: f"# settings\n{line}\n"})
+    assert [(f.rule, f.file, f.line) for f in result.findings] == [("high-entropy-secret", name, 2)]
+    value = re.split(r"[=:]\s*", line, maxsplit=1)[1] if name != ".npmrc" else line[-18:]
+    assert value not in result.findings[0].message
+
+
+def test_unquoted_words_urls_paths_and_names_are_not_secrets(repo: Path) -> None:
+    result = review(
+        repo,
+        {
+            ".env": (
+                "SECRET_KEY_FILE=/run/secrets/django_secret_key_2\n"
+                "TOKEN_URL=https://auth.example.com/oauth2/token?aud=x9\n"
+                "PASSWORD_HINT=correct-horse-battery-staple\n"
+                "API_TOKEN=${API_TOKEN}\n"
+                "TOKEN_CACHE=~/cache/tokens/v2/store\n"
+            ),
+            "ci.yaml": (
+                "password_policy: strong_passwords_only\n"
+                "token_name: github-actions-deploy-bot2\n"
+                "secret_dir: config/secrets/production2\n"
+                "api_key: ${{ secrets.API_KEY }}\n"
+            ),
+            "tool.ini": "credential_helper = osxkeychain.credentialStore\n",
+            # in code an unquoted value is a name, not a literal
+            "app.py": "API_KEY=q8Zr1xP2mL9vK4tWqZ\ntoken = get_token_from_vault_v2()\n",
+        },
+    )
+    assert result.findings == ()
+
+
+def test_warning_blocks_at_warn_threshold(repo: Path) -> None:
+    result = review(repo, {"x.py": "breakpoint()\n"}, threshold=Severity.WARN)
+    assert result.overall is Overall.REVISE
+
+
+def test_large_and_binary_files(repo: Path) -> None:
+    result = review(
+        repo,
+        {"big.txt": "x" * 300 + "\n", "image.png": b"\x89PNG\x00\x00binary"},
+        options=CheckOptions(max_file_bytes=200),
+    )
+    assert locations(result) == [("large-file", "big.txt", None)]
+    assert set(result.unreviewed_files) == {"big.txt", "image.png"}
+    assert any("image.png: binary" in note for note in result.notes)
+
+
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        ("a.py", "    breakpoint()"),
+        ("a.py", "import pdb"),
+        ("a.py", "    import pdb; pdb.set_trace()"),
+        ("a.js", "  console.log(value);"),
+        ("a.ts", "  debugger;"),
+    ],
+)
+def test_debugger_leftovers(repo: Path, name: str, line: str) -> None:
+    result = review(repo, {name: f"x = 1\n{line}\n"})
+    found = only(result, "debugger")
+    assert [(f.line, f.severity) for f in found] == [(2, Severity.WARN)]
+
+
+def test_debugger_words_in_comments_and_other_files_are_fine(repo: Path) -> None:
+    result = review(
+        repo,
+        {
+            "a.py": "# call breakpoint() to debug\nlogger.console.log('x')\n",
+            "notes.md": "use console.log( and breakpoint()\n",
+        },
+    )
+    assert result.findings == ()
+
+
+def test_new_todo_is_info(repo: Path) -> None:
+    result = review(repo, {"a.py": "x = 1\n# TODO: handle empty input\n# FIXME\n"})
+    assert [(f.rule, f.line, f.severity, f.message) for f in result.findings] == [
+        ("todo", 2, Severity.INFO, "new TODO: handle empty input"),
+        ("todo", 3, Severity.INFO, "new FIXME"),
+    ]
+    assert result.overall is Overall.APPROVE
+
+
+def test_missing_final_newline_is_info(repo: Path) -> None:
+    result = review(repo, {"a.txt": "one\ntwo"})
+    assert [(f.rule, f.line, f.severity) for f in result.findings] == [
+        ("no-final-newline", 2, Severity.INFO)
+    ]
+
+
+def test_only_added_lines_are_checked(repo: Path) -> None:
+    base = {"a.py": "breakpoint()\n# TODO old\n"}
+    result = review(repo, {"a.py": "breakpoint()\n# TODO old\nx = 1\n"}, base_files=base)
+    assert result.findings == ()
+
+
+def test_every_rule_is_documented() -> None:
+    doc = (ROOT / "docs" / "review.md").read_text()
+    for rule in RULES:
+        assert f"`{rule}`" in doc
+
+
+def test_report_carries_verdict_and_findings_json(repo: Path) -> None:
+    result = review(repo, {"a.py": "def f(:\n"})
+    text = builtin.report(result, reviewed_sha="abc", base_sha="def")
+    assert text.rstrip().splitlines()[-1] == "REVIEW_RESULT: REVISE"
+    block = text.split("```json\n", 1)[1].split("```", 1)[0]
+    data = json.loads(block)
+    assert data["overall"] == "revise"
+    assert data["reviewed_sha"] == "abc"
+    assert data["findings"][0]["rule"] == "python-syntax"
+    assert data["findings"][0]["fingerprint"]
+
+
+def test_fingerprint_survives_line_shifts(repo: Path) -> None:
+    first = review(repo, {"a.py": "breakpoint()\n"})
+    second = review(repo, {"a.py": "x = 0\ny = 1\nbreakpoint()\n"}, base_files={"a.py": "x = 0\n"})
+    (before,), (after,) = only(first, "debugger"), only(second, "debugger")
+    assert (before.line, after.line) == (1, 3)
+    assert before.fingerprint == after.fingerprint
+
+
+def test_entropy_and_mask() -> None:
+    assert entropy("aaaa") == 0
+    assert entropy("abcd") == 2
+    masked = mask("AKIA1234567890ABCDEF")
+    assert masked.startswith("AKIA") and "1234567890" not in masked
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 11), reason="Python 3.11+ always has tomllib")
+def test_toml_without_a_parser_is_noted_as_unreviewed(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "tomli", None)  # import tomli -> ImportError
+    assert syntax.toml_parser() is None
+    result = review(repo, {"x.toml": "a = \n"})
+    assert result.unreviewed_files == ("x.toml",)
+    assert result.findings == ()
+    assert "needs Python 3.11+ or tomli" in result.notes[0]
