@@ -14,10 +14,17 @@ import pytest
 
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.github.pr import lease as leases
+from tests.chain.test_chain import call
 from tests.conftest import git
+from tests.github.pr.test_step_pr import (
+    BRANCH,
+    env,
+    implementer_runs,
+    origin_sha,
+    run_pr,
+    setup_repo,
+)
 from tests.github_standin import GitHubStandIn, client_for, gh
-from tests.test_chain import call
-from tests.test_step_pr import BRANCH, env, implementer_runs, origin_sha, run_pr, setup_repo
 
 __all__ = ["env", "gh"]
 

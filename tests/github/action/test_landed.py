@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import git
+from tests.github.action.test_github_action import Runner
+from tests.github.pr.test_step_pr import BRANCH, env, origin_sha, run_pr, setup_repo
 from tests.github_events import push_event
 from tests.github_standin import GitHubStandIn, gh
 from tests.standin_pulls import play_auto_merge
-from tests.test_github_action import Runner
-from tests.test_step_pr import BRANCH, env, origin_sha, run_pr, setup_repo
 
 __all__ = ["env", "gh"]
 
