@@ -36,6 +36,7 @@ from gitflow_agents.git.queries import remote_url as git_remote_url
 from gitflow_agents.github.api.actions import workflow_run
 from gitflow_agents.github.api.client import Client
 from gitflow_agents.github.api.settings import repository_from, settings_from_env
+from gitflow_agents.github.pr.claim import Claim
 
 TTL_ENV = "GITFLOW_AGENTS_CLAIM_TTL"
 DEFAULT_TTL = 1800.0
@@ -169,6 +170,25 @@ def who(record: Mapping[str, Any]) -> str:
     if isinstance(record.get("runId"), int):
         return f"workflow run {record['runId']} (attempt {record.get('runAttempt', 1)})"
     return f"{record.get('host')} pid {record.get('pid')}"
+
+
+def retake(
+    root: Path,
+    branch: str,
+    lost: Claim,
+    record: dict[str, Any],
+    identity: Mapping[str, str] | None,
+    remote: str = "origin",
+) -> Held | bool | None:
+    """The lease of a lost run of this checkout whose claim is taken over (``lost``, its
+    ``claim.json``), rewritten as this run's ``record``: None when the lost run left none (or
+    the write failed); False when the lease names another holder (it took the claim over as
+    free: the claim is theirs) or another writer won it."""
+    found = leases.read_lease(root, branch, remote)
+    if found is not None and not lost.holds(found.holder):
+        return False
+    held = take(root, branch, record, found.sha if found else "", dict(identity or {}), remote)
+    return False if held is None and found is not None else held
 
 
 @contextmanager

@@ -265,7 +265,13 @@ def _claim(
     previous = previous_claim(runs, plan=plan, step=step, branch=branch, remote=REMOTE, me=run_id)
     # written before the push: killed before it, the branch is absent and a re-run claims it
     record = write_claim(
-        runs / run_id, plan=plan, step=step, branch=branch, remote=REMOTE, sha=base
+        runs / run_id,
+        plan=plan,
+        step=step,
+        branch=branch,
+        remote=REMOTE,
+        sha=base,
+        holder=github.claimant,
     )
     claim = git.claim_branch(ctx.root, base, branch, REMOTE)
     if claim.ok:
@@ -277,7 +283,11 @@ def _claim(
     if remote_tip is None:
         record.discard()
         raise GitHubError(f"cannot create {branch} on {REMOTE}: {claim.detail}")
-    if previous is not None and previous.owns(remote_tip):
+    lease: leases.Held | bool | None = False  # False: not the lost run's claim any more
+    if previous is not None and previous.owns(remote_tip):  # its branch, and its lease?
+        who = {**github.claimant, "claimedSha": previous.claimed or remote_tip}
+        lease = leases.retake(ctx.root, branch, previous, who, ctx.commit_identity, REMOTE)
+    if previous is not None and lease is not False:
         record = record.update(
             state="claimed",
             claimedSha=previous.claimed,
@@ -292,7 +302,8 @@ def _claim(
         )
         _continue_branch(ctx, branch, remote_tip)
         mine = previous.created and remote_tip == previous.claimed
-        return _Held(record, remote_tip, remote_tip if mine else None)
+        held = lease if isinstance(lease, leases.Held) else None
+        return _Held(record, remote_tip, remote_tip if mine else None, held)
     taken = _take_free(ctx, github, step, branch, remote_tip, record)
     if taken is not None:
         return taken
