@@ -4,6 +4,8 @@
 after its claim push, naming its holder: the workflow run id and attempt
 (``GITHUB_RUN_ID`` / ``GITHUB_RUN_ATTEMPT``) and repository on a runner, host and pid always;
 and renews it every third of ``claim_ttl`` while the run works (one push each, no API request).
+A renewal that fails is said once and tried again; one that finds another holder's lease there
+stops the run (``renewing``: the claim was taken over as free).
 
 A step branch on origin is a started step, except when its claim is free (``why_free``):
 
