@@ -48,12 +48,24 @@ def write_lease(
     """Point the lease of ``branch`` at a new record of ``holder``, only while it is at
     ``expected`` ("" : only while there is none); the new lease's commit, None when the push
     was refused (another writer got there first) or failed."""
+    return push_lease(root, branch, holder, expected, remote, identity)[0]
+
+
+def push_lease(
+    root: Path,
+    branch: str,
+    holder: dict[str, Any],
+    expected: str,
+    remote: str = "origin",
+    identity: dict[str, str] | None = None,
+) -> tuple[str | None, str]:
+    """``write_lease``, with git's reason when the push failed ("" when it succeeded)."""
     tree = run_git(root, "hash-object", "-t", "tree", "--stdin", input="").stdout.strip()
     message = json.dumps({**holder, "at": time.time()}, sort_keys=True)
     made = run_git(root, "commit-tree", tree, "-m", message, extra_env=identity).stdout.strip()
     ref = lease_ref(branch)
     pushed = _push(root, remote, f"--force-with-lease={ref}:{expected}", f"{made}:{ref}")
-    return made if pushed.ok else None
+    return (made, "") if pushed.ok else (None, pushed.detail)
 
 
 def read_lease(root: Path, branch: str, remote: str = "origin") -> Lease | None:

@@ -4,15 +4,18 @@ Every ``run PLAN --step N --pr`` writes ``claim.json`` into its step run's folde
 ``<flow_dir>/<flow>/runs/<runID>/`` (beside the ``result.json`` the chain writes there; docs/
 protocol.md, Run records), atomically and BEFORE it pushes the claim: the plan, step and branch,
 the commit it claims the branch at, the commits it pushes (each written before its push), the
-process (pid and start time, ``liveness.process_alive``) and a state. ``claiming`` → the push
+holder as its lease names it (host, workflow run id and attempt) and its process (pid and start
+time, ``liveness.process_alive``) and a state. ``claiming`` → the push
 is not confirmed yet; ``claimed`` / ``pushing`` → the branch on origin is this run's; ``done``,
 ``released``, ``superseded``, ``taken-over`` → the record claims nothing any more (a refused
 claim's record, or one given back before any agent ran, is removed: nothing ran).
 
 A run whose claim push finds the branch on origin asks ``previous_claim`` for the newest record
 of the same plan, step and branch left by a run whose process is gone. The claim is that run's
-own, and is taken over, only when its push was confirmed and origin's tip is the claimed commit
-or one it pushed (``Claim.owns``). docs/github.md, "Plan steps as pull requests".
+own, and is taken over, only when its push was confirmed, origin's tip is the claimed commit
+or one it pushed (``Claim.owns``) and the lease on origin, if any, still names that run
+(``Claim.holds``): a claim another runner took over as free is theirs. docs/github.md,
+"Plan steps as pull requests".
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,8 @@ CLAIM_FILE = "claim.json"
 # the branch on origin is the run's own (its claim push was confirmed)
 CONFIRMED = ("claimed", "pushing")
 ACTIVE = ("claiming", *CONFIRMED)
+# who holds the claim besides the pid, as its lease on origin names it (github/pr/lease.py)
+HOLDER_KEYS = ("host", "repository", "runId", "runAttempt")
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,13 @@ class Claim:
     def alive(self) -> bool:
         return process_alive(self.data.get("pid"), self.data.get("pidStarted"))
 
+    def holds(self, lease: Mapping[str, Any]) -> bool:
+        """The lease's holder (``github/pr/lease.py``) is this run: same pid, and same host
+        and workflow run attempt where the record has them (an older record names only its
+        pid)."""
+        keys = ("pid", *(key for key in HOLDER_KEYS if key in self.data))
+        return all(lease.get(key) == self.data.get(key) for key in keys)
+
     def owns(self, tip: str) -> bool:
         """Origin's branch at ``tip`` is still this run's: its claim was confirmed and the
         tip is the claimed commit or a commit it pushed."""
@@ -93,10 +106,19 @@ class Claim:
 
 
 def write_claim(
-    run_dir: Path, *, plan: str, step: int, branch: str, remote: str, sha: str
+    run_dir: Path,
+    *,
+    plan: str,
+    step: int,
+    branch: str,
+    remote: str,
+    sha: str,
+    holder: Mapping[str, Any] | None = None,
 ) -> Claim:
-    """The record of a claim about to be pushed (state ``claiming``), written atomically."""
+    """The record of a claim about to be pushed (state ``claiming``), written atomically;
+    ``holder``: who claims, as the lease names it (its host, workflow run id and attempt)."""
     make_dirs(run_dir)
+    who = {key: value for key, value in (holder or {}).items() if key in HOLDER_KEYS}
     record = Claim(
         run_dir / CLAIM_FILE,
         {
@@ -107,6 +129,7 @@ def write_claim(
             "claimedSha": sha,
             "created": True,
             "pushed": [],
+            **who,
             "pid": os.getpid(),
             "pidStarted": start_time(os.getpid()),
         },

@@ -4,6 +4,8 @@
 after its claim push, naming its holder: the workflow run id and attempt
 (``GITHUB_RUN_ID`` / ``GITHUB_RUN_ATTEMPT``) and repository on a runner, host and pid always;
 and renews it every third of ``claim_ttl`` while the run works (one push each, no API request).
+A renewal that fails is said once and tried again; one that finds another holder's lease there
+stops the run (``renewing``: the claim was taken over as free).
 
 A step branch on origin is a started step, except when its claim is free (``why_free``):
 
@@ -36,6 +38,7 @@ from gitflow_agents.git.queries import remote_url as git_remote_url
 from gitflow_agents.github.api.actions import workflow_run
 from gitflow_agents.github.api.client import Client
 from gitflow_agents.github.api.settings import repository_from, settings_from_env
+from gitflow_agents.github.pr.claim import Claim
 
 TTL_ENV = "GITFLOW_AGENTS_CLAIM_TTL"
 DEFAULT_TTL = 1800.0
@@ -112,15 +115,33 @@ class Held:
     sha: str
     identity: dict[str, str]
     remote: str = "origin"
+    failed: str = ""  # why the last renewal failed ("" : it did not)
+    failures: int = 0  # renewals that failed
+    lost_to: dict[str, Any] | None = None  # the holder whose lease replaced this one
 
     def renew(self) -> bool:
-        """Write the lease again (a new committer date); False when it was taken meanwhile."""
-        made = leases.write_lease(
+        """Write the lease again (a new committer date); False when the push failed, with
+        ``lost_to`` set when another holder's lease is there now (the claim was taken)."""
+        made, why = leases.push_lease(
             self.root, self.branch, self.record, self.sha, self.remote, self.identity
         )
         if made is not None:
-            self.sha = made
-        return made is not None
+            self.sha, self.failed = made, ""
+            return True
+        self.failed, self.failures = why or "git push failed", self.failures + 1
+        found = leases.read_lease(self.root, self.branch, self.remote)
+        if found is not None and found.sha != self.sha:
+            self.lost_to = found.holder
+        return False
+
+    def lost(self) -> str | None:
+        """One line when the claim was taken over while this run held it, else None."""
+        if self.lost_to is None:
+            return None
+        return (
+            f"the claim of {self.branch} on {self.remote} was taken over by {who(self.lost_to)} "
+            "while this run held it"
+        )
 
     def published(self, number: int) -> None:
         """Record the pull request in the lease (its last write): the claim is then never
@@ -146,18 +167,63 @@ def take(
     return None if made is None else Held(root, branch, record, made, identity, remote)
 
 
+def who(record: Mapping[str, Any]) -> str:
+    """A lease's holder in words: its workflow run, else its host and pid."""
+    if isinstance(record.get("runId"), int):
+        return f"workflow run {record['runId']} (attempt {record.get('runAttempt', 1)})"
+    return f"{record.get('host')} pid {record.get('pid')}"
+
+
+def retake(
+    root: Path,
+    branch: str,
+    lost: Claim,
+    record: dict[str, Any],
+    identity: Mapping[str, str] | None,
+    remote: str = "origin",
+) -> Held | bool | None:
+    """The lease of a lost run of this checkout whose claim is taken over (``lost``, its
+    ``claim.json``), rewritten as this run's ``record``: None when the lost run left none (or
+    the write failed); False when the lease names another holder (it took the claim over as
+    free: the claim is theirs) or another writer won it."""
+    found = leases.read_lease(root, branch, remote)
+    if found is not None and not lost.holds(found.holder):
+        return False
+    held = take(root, branch, record, found.sha if found else "", dict(identity or {}), remote)
+    return False if held is None and found is not None else held
+
+
 @contextmanager
-def renewing(held: Held | None, ttl: float) -> Iterator[None]:
-    """Renew ``held`` every third of ``ttl`` until the block ends; a renewal refused (the lease
-    was taken) stops renewing."""
+def renewing(
+    held: Held | None,
+    ttl: float,
+    say: Callable[[str], None] = lambda line: None,
+    on_lost: Callable[[], None] = lambda: None,
+) -> Iterator[None]:
+    """Renew ``held`` every third of ``ttl`` until the block ends. A renewal that fails is
+    ``say``-d once (the run goes on; the next renewals try again); one that finds the lease
+    taken by another holder is ``say``-d, calls ``on_lost`` and stops renewing."""
     if held is None:
         yield
         return
     stop = threading.Event()
 
     def loop() -> None:
-        while not stop.wait(ttl / 3) and held.renew():
-            pass
+        said = False
+        while not stop.wait(ttl / 3):
+            if held.renew():
+                continue
+            lost = held.lost()
+            if lost is not None:
+                say(f"{lost}: the run stops, nothing of it is pushed")
+                on_lost()
+                return
+            if not said:
+                say(
+                    f"the lease of {held.branch} on {held.remote} could not be renewed "
+                    f"({held.failed.splitlines()[-1]}); the run goes on and tries again"
+                )
+                said = True
 
     thread = threading.Thread(target=loop, name=f"lease {held.branch}", daemon=True)
     thread.start()

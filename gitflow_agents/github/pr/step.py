@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -48,14 +49,13 @@ from gitflow_agents.github.api.settings import (
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr.claim import Claim, not_taken_over, previous_claim, write_claim
 from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
+from gitflow_agents.github.pr.startable import REMOTE, startable
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.plan.model import DONE
-from gitflow_agents.plan.waves import ready_steps
 from gitflow_agents.reviewer import approval_status
 from gitflow_agents.runs import new_run_id, read_json, runs_root
 from gitflow_agents.runs.lock import LockInfo, StepLockedError, hold, step_lock_path
 
-REMOTE = "origin"
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
 """A URL inside git's words, whose user info is masked before it is shown."""
 
@@ -121,7 +121,7 @@ def run_steps(
     if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:
         raise _no_target(ctx)
     free = leases.claim_checker(ctx.root, os.environ if environ is None else environ, REMOTE)
-    steps = _startable(ctx, steps, options.force, options.max_parallel, free)
+    steps = startable(ctx, steps, options.force, options.max_parallel, free)
     if options.auto_merge is not None and steps:
         github = replace(github, guard=_guard(github, ctx.target))
     code = int(ExitCode.OK)
@@ -155,47 +155,6 @@ def _no_target(ctx: Context) -> GitflowError:
     if git.remote_branch_sha(ctx.root, ctx.target, REMOTE) is None:
         return UsageError(f"the target branch {ctx.target} does not exist on {REMOTE}")
     return GitError(f"cannot fetch the target branch {ctx.target} from {REMOTE}")
-
-
-def _startable(
-    ctx: Context,
-    steps: list[int] | None,
-    force: bool,
-    max_parallel: int | None = None,
-    free: Callable[[str], str | None] | None = None,
-) -> list[int]:
-    """``steps`` checked against origin's target (docs/github.md, "Plan steps as pull
-    requests"): None is the wave ready now, as ``plan matrix --ready`` has it (printed as one
-    summary line); a step waiting for a step that is not ✅ there is a UsageError unless
-    ``force``. Only ``--all`` needs the whole plan's dependencies right (no cycle, no unknown
-    step), as ``--ready`` does; ``--step N`` looks at its own."""
-    assert ctx.plan is not None
-    if steps is None:
-        wave = ready_steps(
-            ctx.root,
-            ctx.plan.path,
-            ctx.config.spec_plan,
-            target=ctx.target,
-            branch_pattern=ctx.settings.branch_pattern,
-            remote=REMOTE,
-            max_parallel=max_parallel,
-            free=free,
-        )
-        print(f"ready on {wave.summary()}")
-        for line in wave.held_lines():
-            print(line)
-        return [step.number for step in wave.ready]
-    for number in steps:
-        if force or done_where(ctx, number) is not None:
-            continue
-        waiting = [d for d in ctx.plan.step(number).depends_on if done_where(ctx, d) is None]
-        if waiting:
-            raise UsageError(
-                f"step {number} waits for step{'s' if len(waiting) > 1 else ''} "
-                f"{', '.join(map(str, waiting))}, not {DONE} on {REMOTE}/{ctx.target}: its "
-                "pull request would build on work that is not merged; --force runs it anyway"
-            )
-    return steps
 
 
 def run_step_pr(
@@ -267,12 +226,13 @@ def _run_held(
     # builds on the branch it continues; the chain's record goes beside the claim's
     lander = BranchLander(held.remote_tip if held else None, run_id)
     try:
-        with leases.renewing(held.lease if held else None, github.ttl):
+        with leases.renewing(held.lease if held else None, github.ttl, _say(ctx), ctx.cancel.set):
             result = run_step(ctx, step, lander)
     except BaseException:
         _give_back(ctx, branch, held)
         raise
     report(result)
+    held = _stop_if_lost(held)
     if result.outcome not in ("approved", "rejected"):
         _give_back(ctx, branch, held)
         return result.exit_code
@@ -305,7 +265,13 @@ def _claim(
     previous = previous_claim(runs, plan=plan, step=step, branch=branch, remote=REMOTE, me=run_id)
     # written before the push: killed before it, the branch is absent and a re-run claims it
     record = write_claim(
-        runs / run_id, plan=plan, step=step, branch=branch, remote=REMOTE, sha=base
+        runs / run_id,
+        plan=plan,
+        step=step,
+        branch=branch,
+        remote=REMOTE,
+        sha=base,
+        holder=github.claimant,
     )
     claim = git.claim_branch(ctx.root, base, branch, REMOTE)
     if claim.ok:
@@ -317,7 +283,11 @@ def _claim(
     if remote_tip is None:
         record.discard()
         raise GitHubError(f"cannot create {branch} on {REMOTE}: {claim.detail}")
-    if previous is not None and previous.owns(remote_tip):
+    lease: leases.Held | bool | None = False  # False: not the lost run's claim any more
+    if previous is not None and previous.owns(remote_tip):  # its branch, and its lease?
+        who = {**github.claimant, "claimedSha": previous.claimed or remote_tip}
+        lease = leases.retake(ctx.root, branch, previous, who, ctx.commit_identity, REMOTE)
+    if previous is not None and lease is not False:
         record = record.update(
             state="claimed",
             claimedSha=previous.claimed,
@@ -332,7 +302,8 @@ def _claim(
         )
         _continue_branch(ctx, branch, remote_tip)
         mine = previous.created and remote_tip == previous.claimed
-        return _Held(record, remote_tip, remote_tip if mine else None)
+        held = lease if isinstance(lease, leases.Held) else None
+        return _Held(record, remote_tip, remote_tip if mine else None, held)
     taken = _take_free(ctx, github, step, branch, remote_tip, record)
     if taken is not None:
         return taken
@@ -418,8 +389,8 @@ def _give_back(ctx: Context, branch: str, held: _Held | None) -> bool:
     """Give a claim back: delete the branch on the remote while it still is the claim, and
     record it released (True). A claim kept stays active in its record: once this process is
     gone, a re-run takes it over."""
-    if held is None or held.release_at is None:
-        return False
+    if held is None or held.release_at is None or (held.lease and held.lease.lost_to):
+        return False  # kept, or another holder's claim now
     released = git.delete_remote_branch(ctx.root, branch, held.release_at, REMOTE)
     what = "released" if released.ok else f"kept ({released.detail})"
     print(f"  note: the claim of {branch} on {REMOTE} was {what}")
@@ -428,6 +399,34 @@ def _give_back(ctx: Context, branch: str, held: _Held | None) -> bool:
         if held.lease is not None:
             held.lease.release()
     return released.ok
+
+
+def _say(ctx: Context) -> Callable[[str], None]:
+    """How the lease's renewals speak: once on stderr, and in the run's record (notices)."""
+
+    def say(line: str) -> None:
+        print(f"warning: {line}", file=sys.stderr, flush=True)
+        ctx.notices.append(line)
+
+    return say
+
+
+def _stop_if_lost(held: _Held | None) -> _Held | None:
+    """After the chain: a claim another holder took over while it ran stops the run (exit 4,
+    as a branch that moved on): nothing pushed, its branch and lease left to that holder."""
+    lease = held.lease if held else None
+    if held is None or lease is None:
+        return held
+    if lease.failures:
+        held = replace(held, record=held.record.update(leaseRenewalsFailed=lease.failures))
+    lost = lease.lost()
+    if lost is not None:
+        held.record.update(state="taken-over", takenBy=lease.lost_to)
+        raise GitHubError(
+            f"{lost}: nothing was pushed or forced; the work stays on the local branch "
+            f"{lease.branch}"
+        )
+    return held
 
 
 def _push(ctx: Context, branch: str, head: str) -> None:
