@@ -7,7 +7,7 @@ A fake agent streams N MB (default 200) of stream-JSON lines as Claude Code's
 carrying their ``usage`` block, tool results, and a final ``result`` line with the run's usage
 and ``total_cost_usd``. It runs under ``supervise()`` (the supervisor's whole path: reading the
 pipes, masking into ``worker.log``, the 8 MiB tail kept for the parser, the events) in one of
-three ways, one after the other, ``--runs`` times each, alternating:
+three ways, ``--runs`` times each, each round starting with another of them:
 
 - ``usage on``: the Claude adapter's own ``parse_output``, i.e. what a real run does;
 - ``usage off``: a parser that ignores the output (no usage read), the baseline;
@@ -181,8 +181,11 @@ def main() -> int:
         turns = write_stream(stream, args.mb * MB)
         size = stream.stat().st_size
         print(f"{size / MB:,.0f} MB of stream-json, {turns:,} assistant turns with usage\n")
-        for _ in range(args.runs):
-            for name, parse in variants.items():
+        names = list(variants)
+        for round_ in range(args.runs):
+            # each round starts with another variant, so no variant always runs after the same one
+            for name in names[round_ % 3 :] + names[: round_ % 3]:
+                parse = variants[name]
                 seconds, elapsed, read = one_run(base, stream, parse)
                 cpu[name].append(seconds)
                 wall[name].append(elapsed)
