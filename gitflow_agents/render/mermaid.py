@@ -2,7 +2,8 @@
 
 ``step_flowchart(result)`` reads one step run's ``result.json`` (docs/protocol.md, Run records)
 and draws ``flowchart LR``: one node per agent run with its agent, duration and (given the agents'
-own result.json through ``agent_results``) tokens and cost; a review round's verdict and finding
+own result.json through ``agent_results``) tokens and cost, marked as the tables mark them (``~``
+estimated, ``≥`` a lower bound, ``unknown``); a review round's verdict and finding
 count; reviewers of one round side by side (in a box of their own when there are several); a
 stuck attempt and its retry; failures; the outcome (merged, approved, rejected, ...) and the
 step's pull request when the record names one (``chain.pullRequest``). Green is for an agent
@@ -26,6 +27,7 @@ from typing import Any
 
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs.fields import integer, mapping, number, scalar, text
+from gitflow_agents.runs.spend import Spend, run_spend, total
 
 MAX_FIELD = 60
 """Characters of one untrusted text (an agent name, a reason) shown in a label."""
@@ -69,8 +71,7 @@ class _Agent:
     duration_ms: float | None
     reused: bool
     attempt: int
-    tokens: int | None
-    cost_usd: float | None
+    spend: Spend  # unknown (Spend()) when the agent run's own record is missing
 
 
 @dataclass
@@ -90,7 +91,7 @@ def _agents(
     for entry in raw if isinstance(raw, list) else []:
         if not isinstance(entry, dict):
             continue
-        run = mapping(agent_results.get(text(entry, "runID") or "", {}), "run")
+        result = agent_results.get(text(entry, "runID") or "")
         found.append(
             _Agent(
                 kind=text(entry, "kind") or "agent",
@@ -101,19 +102,10 @@ def _agents(
                 duration_ms=number(entry, "durationMs"),
                 reused=entry.get("reused") is True,
                 attempt=integer(entry, "attempt") or 1,
-                tokens=_tokens(run),
-                cost_usd=number(run, "costUsd"),
+                spend=run_spend(mapping(result, "run")) if result is not None else Spend(),
             )
         )
     return found
-
-
-def _tokens(run: Mapping[str, Any]) -> int | None:
-    """Input plus output tokens of an agent run's ``run`` record, None when neither is known."""
-    tokens_in, tokens_out = integer(run, "inputTokens"), integer(run, "outputTokens")
-    if tokens_in is None and tokens_out is None:
-        return None
-    return (tokens_in or 0) + (tokens_out or 0)
 
 
 def _rounds(chain: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -194,13 +186,39 @@ def _duration(ms: float | None) -> str:
     return f"{minutes} min {rest:02d} s"
 
 
-def _metrics(duration_ms: float | None, tokens: int | None, cost: float | None) -> str:
+def _metrics(duration_ms: float | None, spend: Spend | None, *, tokens: bool = True) -> str:
+    """``41.2 s · 15,400 tokens · $0.21`` as the tables show spend (docs/decisions.md, "Spend
+    (issue 23)"): ``~`` before a cost estimated from the price table, ``≥`` before a sum some
+    of whose parts are unknown, ``unknown`` for what no record states (``spend unknown`` when
+    neither is known). ``spend`` None: no spend shown; ``tokens`` False: the cost alone."""
     parts = [_duration(duration_ms)]
-    if tokens is not None and tokens >= 0:
-        parts.append(f"{tokens:,} tokens")
-    if cost is not None and cost >= 0:
-        parts.append(f"${cost:.2f}")
+    if spend is not None:
+        shown_tokens = _tokens_text(spend) if tokens else ""
+        cost = _cost_text(spend)
+        if (not tokens or shown_tokens is None) and cost is None:
+            parts.append("spend unknown" if tokens else "cost unknown")
+        else:
+            if tokens:
+                parts.append(shown_tokens or "tokens unknown")
+            parts.append(cost or "cost unknown")
     return label_text(" · ".join(p for p in parts if p), 80)
+
+
+def _tokens_text(spend: Spend) -> str | None:
+    """Input plus output tokens, ``≥`` when one of them (or a part) is unknown; None: unknown."""
+    tokens_in, tokens_out = spend.input_tokens, spend.output_tokens
+    if (tokens_in is None and tokens_out is None) or min(tokens_in or 0, tokens_out or 0) < 0:
+        return None
+    partial = spend.tokens_partial or tokens_in is None or tokens_out is None
+    return ("≥ " if partial else "") + f"{(tokens_in or 0) + (tokens_out or 0):,} tokens"
+
+
+def _cost_text(spend: Spend) -> str | None:
+    """``$0.21``, ``~$0.21`` estimated, ``≥ $0.21`` a lower bound; None: unknown."""
+    if spend.cost_usd is None or spend.cost_usd < 0:
+        return None
+    estimated = "~" if spend.cost_estimated else ""
+    return ("≥ " if spend.cost_partial else "") + estimated + f"${spend.cost_usd:.2f}"
 
 
 def _reviewer(review_round: Mapping[str, Any] | None, agent: _Agent) -> dict[str, Any] | None:
@@ -246,7 +264,7 @@ def _agent_node(agent: _Agent, stage: _Stage, together: bool) -> tuple[str, str]
         status = "reused"
     if agent.attempt > 1:
         status = " ".join(part for part in (f"attempt {min(agent.attempt, 99)}", status) if part)
-    label = _label(first, name, status, _metrics(agent.duration_ms, agent.tokens, agent.cost_usd))
+    label = _label(first, name, status, _metrics(agent.duration_ms, agent.spend))
     if agent.status != "succeeded":
         return label, "warn" if agent.status in _SLOW else "bad"
     if stage.round is not None or agent.kind == "review":
@@ -269,11 +287,12 @@ def _end(
     number_ = integer(mapping(chain, "pullRequest"), "number")
     pull = f"PR #35;{number_}" if number_ is not None and 0 < number_ < 10**12 else ""
     reason = "" if outcome == "approved" else label_text(text(chain, "reason") or "")
-    costs = [a.cost_usd for a in agents if a.cost_usd is not None]
+    drawn = list(agents)
+    spend = total(a.spend for a in drawn) if drawn else None
     run = mapping(data, "run")
-    total = _metrics(number(run, "durationMs"), None, sum(costs) if costs else None)
+    whole = _metrics(number(run, "durationMs"), spend, tokens=False)
     cls = {"approved": "ok", "rejected": "bad", "failed": "bad"}.get(outcome, "warn")
-    return _label(first, pull, reason, f"total {total}" if total else ""), cls
+    return _label(first, pull, reason, f"total {whole}" if whole else ""), cls
 
 
 def step_flowchart(
@@ -352,7 +371,7 @@ def single_run_flowchart(result: Mapping[str, Any]) -> str:
         label_text(kind, 20),
         label_text(agent),
         status,
-        _metrics(number(run, "durationMs"), _tokens(run), number(run, "costUsd")),
+        _metrics(number(run, "durationMs"), run_spend(run)),
     )
     cls = "ok" if outcome == "succeeded" else "warn" if outcome in _SLOW else "bad"
     if cls == "ok" and "overall" in result and overall != "approve":

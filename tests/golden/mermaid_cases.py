@@ -103,6 +103,15 @@ def usage(tokens_in: int, tokens_out: int, cost: float) -> dict[str, Any]:
     return {"run": {"inputTokens": tokens_in, "outputTokens": tokens_out, "costUsd": cost}}
 
 
+def estimated_usage(tokens_in: int, tokens_out: int, cost: float | None) -> dict[str, Any]:
+    """An agent run whose CLI stated tokens but no cost: priced from the price table
+    (``costEstimated``), or left without a cost (None: the model has no price)."""
+    run: dict[str, Any] = {"inputTokens": tokens_in, "outputTokens": tokens_out}
+    if cost is not None:
+        run.update(costUsd=cost, costEstimated=True)
+    return {"run": run}
+
+
 def _revise_then_approve() -> Case:
     agents = [
         agent("implement", "builder", "step-02-builder", "run-1", 41_200),
@@ -214,6 +223,28 @@ def _no_valid_verdict() -> Case:
     return Case(result, {})
 
 
+def _estimated_and_unknown_spend() -> Case:
+    """Spend as the tables show it: a CLI's own cost, a cost estimated from the price table
+    (``~``), tokens without a price (cost unknown), no usage at all (spend unknown); the total a
+    lower bound (``≥``) that is partly estimated."""
+    agents = [
+        agent("implement", "builder", "step-02-builder", "run-1", 30_000),
+        agent("review", "reviewer", "step-02-reviewer-1", "run-2", 10_000),
+        agent("fix", "fixer", "step-02-fixer-1", "run-3", 20_000),
+        agent("review", "reviewer", "step-02-reviewer-2", "run-4", 10_000),
+    ]
+    rounds = [
+        review_round(1, False, reviewer("step-02-reviewer-1", "revise", 1)),
+        review_round(2, True, reviewer("step-02-reviewer-2", "approve")),
+    ]
+    results = {
+        "run-1": usage(10_000, 2_000, 0.30),
+        "run-2": estimated_usage(6_000, 500, 0.04),
+        "run-3": estimated_usage(4_000, 1_000, None),
+    }
+    return Case(step_result("approved", "approved in review 2", agents, rounds), results)
+
+
 def _wrong_types() -> Case:
     """What an agent could leave in a record: every field of the wrong type reads as absent."""
     result: dict[str, Any] = {
@@ -239,6 +270,7 @@ CASES: dict[str, Case] = {
     "stuck_retry_then_reviewer_crash": _stuck_retry_then_reviewer_crash(),
     "rejected_at_the_limit": _rejected_at_the_limit(),
     "no_valid_verdict": _no_valid_verdict(),
+    "estimated_and_unknown_spend": _estimated_and_unknown_spend(),
     "wrong_types": _wrong_types(),
 }
 

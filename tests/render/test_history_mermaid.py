@@ -105,8 +105,15 @@ def test_tokens_and_cost_come_from_the_agents_own_records(ran: Ran, tmp_path: Pa
         (folder / "result.json").write_text(json.dumps(record))
         chart = fences(history(ran.repo, "--format", "mermaid"))[0]
         assert "1,234 tokens #183; #36;0.50" in chart and "total " in chart
+        record["run"].update(costUsd=0.25, costEstimated=True)  # priced from the price table
+        (folder / "result.json").write_text(json.dumps(record))
+        assert (
+            "1,234 tokens #183; #126;#36;0.25"
+            in fences(history(ran.repo, "--format", "mermaid"))[0]
+        )
         (folder / "result.json").write_text("{not json")  # a broken record: no usage, no crash
-        assert "tokens" not in fences(history(ran.repo, "--format", "mermaid"))[0]
+        chart = fences(history(ran.repo, "--format", "mermaid"))[0]
+        assert "tokens" not in chart and "spend unknown" in chart
     finally:
         (folder / "result.json").write_text(original)
 

@@ -87,7 +87,56 @@ def test_revise_then_approve_reads_as_the_chain_ran() -> None:
     ]
     assert "15,400 tokens #183; #36;0.21" in nodes[0]  # input + output tokens, cost
     assert "tokens" not in nodes[3]  # the adapter reported no usage: nothing is made up
-    assert "total 1 min 35 s #183; #36;0.38" in nodes[4]  # the known costs added up
+    assert nodes[3].endswith("9.8 s #183; spend unknown")  # ... and it says so
+    # the known costs added up: a lower bound, since one agent's cost is unknown
+    assert "total 1 min 35 s #183; #8805; #36;0.38" in nodes[4]
+
+
+def _last_lines(text: str) -> list[str]:
+    """The last line of each node's label (duration and spend)."""
+    return [label.split("<br/>")[-1] for label in re.findall(r'n\d+\(?\["([^"]*)"', text)]
+
+
+def test_spend_is_marked_as_the_tables_mark_it() -> None:
+    """``~`` for a cost estimated from the price table, ``≥`` for a sum with unknown parts,
+    ``unknown`` for what no record states (docs/decisions.md, "Spend (issue 23)")."""
+    text = chart(CASES["estimated_and_unknown_spend"])
+    assert _last_lines(text) == [
+        "30.0 s #183; 12,000 tokens #183; #36;0.30",  # the CLI's own cost
+        "10.0 s #183; 6,500 tokens #183; #126;#36;0.04",  # ~$0.04: from the price table
+        "20.0 s #183; 5,000 tokens #183; cost unknown",  # tokens, but no price for the model
+        "10.0 s #183; spend unknown",  # the CLI said nothing
+        "total 1 min 35 s #183; #8805; #126;#36;0.34",  # ≥ ~$0.34
+    ]
+
+
+@pytest.mark.parametrize(
+    ("run", "last"),
+    [
+        ({"inputTokens": 7, "outputTokens": 3, "costUsd": 0.5}, "10 tokens #183; #36;0.50"),
+        (
+            {"inputTokens": 7, "outputTokens": 3, "costUsd": 0.5, "costEstimated": True},
+            "10 tokens #183; #126;#36;0.50",
+        ),
+        ({"inputTokens": 7, "costUsd": 0.5}, "#8805; 7 tokens #183; #36;0.50"),
+        ({"costUsd": 0.5}, "tokens unknown #183; #36;0.50"),
+        ({"inputTokens": 7, "outputTokens": 3}, "10 tokens #183; cost unknown"),
+        ({}, "spend unknown"),
+        ({"inputTokens": 0, "outputTokens": 0, "costUsd": 0}, "0 tokens #183; #36;0.00"),
+    ],
+)
+def test_a_single_runs_chart_marks_its_spend(run: dict[str, object], last: str) -> None:
+    text = single_run_flowchart({"run": {"kind": "review", "agentId": "x", **run}})
+    assert _last_lines(text) == [last]
+
+
+def test_the_total_is_unknown_only_when_no_agent_run_states_a_cost() -> None:
+    agents = [agent("implement", "builder", "b", "run-1", 1_000)]
+    result = {"chain": {"outcome": "failed", "agents": agents}}
+    assert _last_lines(step_flowchart(result))[-1] == "total cost unknown"
+    found = {"run-1": {"run": {"costUsd": 0.25, "costEstimated": True}}}
+    assert _last_lines(step_flowchart(result, agent_results=found))[-1] == "total #126;#36;0.25"
+    assert "total" not in step_flowchart({"chain": {"outcome": "failed", "agents": []}})
 
 
 def test_parallel_reviewers_fan_out_and_in_inside_one_box() -> None:
@@ -155,7 +204,7 @@ def test_a_stuck_attempt_and_its_retry_and_a_crash_are_shown() -> None:
     text = chart(CASES["stuck_retry_then_reviewer_crash"])
     assert "n1 -->|retry| n2" in text
     assert "STUCK#58; no activity for 600 s" in text and "attempt 2" in text
-    assert 'CRASHED#58; exit code 1<br/>1.0 s"]:::bad' in text
+    assert 'CRASHED#58; exit code 1<br/>1.0 s #183; spend unknown"]:::bad' in text
     assert '(["FAILED<br/>' in text
 
 

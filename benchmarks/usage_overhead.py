@@ -1,0 +1,224 @@
+"""What usage tracking costs the supervisor on a long streamed agent output (issue 23).
+
+Usage: python benchmarks/usage_overhead.py [--mb N] [--runs N]
+
+A fake agent streams N MB (default 200) of stream-JSON lines as Claude Code's
+``--output-format stream-json`` prints them: a ``system`` init line, ``assistant`` messages
+carrying their ``usage`` block, tool results, and a final ``result`` line with the run's usage
+and ``total_cost_usd``. It runs under ``supervise()`` (the supervisor's whole path: reading the
+pipes, masking into ``worker.log``, the 8 MiB tail kept for the parser, the events) in one of
+three ways, ``--runs`` times each, each round starting with another of them:
+
+- ``usage on``: the Claude adapter's own ``parse_output``, i.e. what a real run does;
+- ``usage off``: a parser that ignores the output (no usage read), the baseline;
+- ``no parser``: no parser at all, for reference.
+
+Printed: the supervisor process's CPU seconds (user + system of this process, i.e. the
+supervisor's threads, not the agent's) and wall seconds, medians, and the overhead of ``usage on``
+over ``usage off``; then the parser alone on the tail the supervisor hands it. Target: overhead
+<= 5 % of the supervisor's time without usage tracking. A measurement, not an assertion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gitflow_agents.agents.base import AgentOutput, LaunchSpec  # noqa: E402
+from gitflow_agents.agents.claude import ClaudeAdapter  # noqa: E402
+from gitflow_agents.runs.events import EventHub  # noqa: E402
+from gitflow_agents.supervisor import Launch, Limits, ReportFiles, supervise  # noqa: E402
+from gitflow_agents.supervisor.output import CAPTURE_LIMIT  # noqa: E402
+
+MB = 1_000_000
+Parser = Callable[[str, str], AgentOutput]
+# The fake agent: copies the prepared stream to stdout in 64 KiB writes, as a CLI's buffered
+# stdout does, then exits 0 (the spec completes by exit, so no report rename is needed).
+STREAMER = (
+    "import shutil, sys\n"
+    "with open(sys.argv[1], 'rb') as f:\n"
+    "    shutil.copyfileobj(f, sys.stdout.buffer, 65536)\n"
+)
+
+
+def _usage(turn: int) -> dict[str, int]:
+    return {
+        "input_tokens": 3 + turn % 7,
+        "cache_creation_input_tokens": 1200 + turn % 300,
+        "cache_read_input_tokens": 18000 + turn,
+        "output_tokens": 150 + turn % 400,
+    }
+
+
+def _assistant(turn: int) -> str:
+    message = {
+        "id": f"msg_{turn:08d}",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [
+            {
+                "type": "text",
+                "text": "Looking at src/module.py to see how the parser is called. " * 8,
+            },
+            {"type": "tool_use", "id": f"toolu_{turn:08d}", "name": "Read", "input": {"file": "a"}},
+        ],
+        "stop_reason": None,
+        "usage": _usage(turn),
+    }
+    return json.dumps({"type": "assistant", "message": message, "session_id": "s-1"})
+
+
+def _tool_result(turn: int) -> str:
+    content = [
+        {"type": "tool_result", "tool_use_id": f"toolu_{turn:08d}", "content": "x = 1\n" * 60}
+    ]
+    return json.dumps({"type": "user", "message": {"role": "user", "content": content}})
+
+
+def write_stream(path: Path, size: int) -> int:
+    """Write about ``size`` bytes of stream-JSON to ``path``; the number of assistant turns."""
+    init = {"type": "system", "subtype": "init", "session_id": "s-1", "model": "claude-sonnet-4-5"}
+    written, turn = 0, 0
+    with path.open("w", encoding="utf-8") as out:
+        written += out.write(json.dumps(init) + "\n")
+        while written < size:
+            written += out.write(_assistant(turn) + "\n" + _tool_result(turn) + "\n")
+            turn += 1
+        result = {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "result": "Done.",
+            "session_id": "s-1",
+            "total_cost_usd": 12.34,
+            "usage": _usage(turn),
+            "modelUsage": {"claude-sonnet-4-5": {"costUSD": 12.34}},
+        }
+        out.write(json.dumps(result) + "\n")
+    return turn
+
+
+def ignore_usage(stdout: str, stderr: str) -> AgentOutput:
+    """The baseline parser: reads nothing."""
+    return AgentOutput()
+
+
+def one_run(base: Path, stream: Path, parser: Parser | None) -> tuple[float, float, AgentOutput]:
+    work = Path(tempfile.mkdtemp(dir=base))
+    agent_dir = work / "agent"
+    agent_dir.mkdir()
+    spec = LaunchSpec(
+        argv=(sys.executable, "-c", STREAMER, str(stream)),
+        env=dict(os.environ),
+        cwd=work,
+        completes_by_exit=True,
+    )
+    seen: list[AgentOutput] = []
+
+    def parse(stdout: str, stderr: str) -> AgentOutput:
+        assert parser is not None
+        seen.append(parser(stdout, stderr))
+        return seen[-1]
+
+    before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    outcome = supervise(
+        Launch(spec, parse_output=parse if parser is not None else None, watch=(work,)),
+        ReportFiles.named(agent_dir, "report.md", ".complete.md", ".failed.md"),
+        Limits(stuck_timeout=120, timeout=600, kill_grace=1.0),
+        hub=EventHub(),
+        run_dir=work / "run",
+    )
+    wall = time.perf_counter() - wall
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if outcome.status != "succeeded":
+        raise SystemExit(f"the fake agent's run ended {outcome.status}: {outcome.reason}")
+    shutil.rmtree(work)
+    return cpu, wall, seen[-1] if seen else AgentOutput()
+
+
+def parser_alone(stream: Path, runs: int) -> tuple[float, int]:
+    """Median CPU seconds of the Claude parser on the tail the supervisor keeps, and its size."""
+    with stream.open("rb") as f:
+        f.seek(max(0, stream.stat().st_size - CAPTURE_LIMIT))
+        tail = f.read().decode("utf-8", "replace")
+    times = []
+    for _ in range(runs):
+        start = time.process_time()
+        ClaudeAdapter().parse_output(tail, "")
+        times.append(time.process_time() - start)
+    return statistics.median(times), len(tail)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=200, help="MB of agent output (default 200)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per variant (default 3)")
+    args = parser.parse_args()
+    variants: dict[str, Parser | None] = {
+        "usage on": ClaudeAdapter().parse_output,
+        "usage off": ignore_usage,
+        "no parser": None,
+    }
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    wall: dict[str, list[float]] = {name: [] for name in variants}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        stream = base / "stream.jsonl"
+        turns = write_stream(stream, args.mb * MB)
+        size = stream.stat().st_size
+        print(f"{size / MB:,.0f} MB of stream-json, {turns:,} assistant turns with usage\n")
+        names = list(variants)
+        for round_ in range(args.runs):
+            # each round starts with another variant, so no variant always runs after the same one
+            for name in names[round_ % 3 :] + names[: round_ % 3]:
+                parse = variants[name]
+                seconds, elapsed, read = one_run(base, stream, parse)
+                cpu[name].append(seconds)
+                wall[name].append(elapsed)
+                if name == "usage on" and read.output_tokens is None:
+                    raise SystemExit("the Claude parser read no usage from the stream")
+        alone, tail = parser_alone(stream, args.runs)
+    _table(cpu, wall, size)
+    share = alone / statistics.median(cpu["usage off"])
+    print(
+        f"\nthe Claude parser alone on the {tail / MB:,.1f} MB tail the supervisor keeps: "
+        f"{alone * 1000:,.0f} ms CPU, {share:.1%} of the supervisor's CPU without it"
+    )
+    return 0
+
+
+def _table(cpu: dict[str, list[float]], wall: dict[str, list[float]], size: int) -> None:
+    base_cpu = statistics.median(cpu["usage off"])
+    base_wall = statistics.median(wall["usage off"])
+    header = ("variant", "supervisor CPU s", "wall s", "MB/s (wall)", "CPU vs off", "wall vs off")
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for name in cpu:
+        c, w = statistics.median(cpu[name]), statistics.median(wall[name])
+        row = (
+            name,
+            f"{c:.2f}",
+            f"{w:.2f}",
+            f"{size / MB / w:,.0f}",
+            f"{(c - base_cpu) / base_cpu:+.1%}",
+            f"{(w - base_wall) / base_wall:+.1%}",
+        )
+        print(" | ".join(row))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
