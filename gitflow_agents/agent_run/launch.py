@@ -50,6 +50,13 @@ def report_files(config: FlowConfig, agent: str, agent_dir: Path) -> ReportFiles
     )
 
 
+def refuse_planted(files: ReportFiles) -> None:
+    """Paths the tool makes for an agent (its report, the adapter's config folder) must not be
+    symlinks planted before the run, nor lead out of the repository: UnsafeWriteError otherwise."""
+    safe_target(files.folder)
+    refuse_symlinks(*files, files.folder / "config")
+
+
 def prepare(
     config: FlowConfig,
     agent: str,
@@ -70,10 +77,7 @@ def prepare(
     agent_cfg = config.agent(agent)
     adapter = get_adapter(agent_cfg.adapter)
     agent_dir = files.folder
-    # Paths the tool makes for the agent (its report, the adapter's config folder) must not
-    # be symlinks planted before the run, nor lead out of the repository.
-    safe_target(agent_dir)
-    refuse_symlinks(*files, agent_dir / "config")
+    refuse_planted(files)
     invocation = Invocation(
         agent_id=agent_id,
         agent_dir=agent_dir,

@@ -21,9 +21,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gitflow_agents.agent_run.launch import prepare, report_files
+from gitflow_agents.agent_run.launch import refuse_planted, report_files
 from gitflow_agents.agent_run.run import AgentJob, Resume, clear_previous, execute
 from gitflow_agents.agent_run.send_target import agent_id_of, workdir_of
+from gitflow_agents.agents import get_adapter
+from gitflow_agents.agents.base import cannot_resume
 from gitflow_agents.agents.installed import check_agents
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.fsutil import ReadRefused, read_text_limited, write_json_atomic
@@ -32,6 +34,7 @@ from gitflow_agents.prompt.paths import check_name
 from gitflow_agents.runs import RunPaths, find_run, is_run_id, new_run_id, read_json
 from gitflow_agents.runs.cards import CardLockedError, card_lock
 from gitflow_agents.runs.fields import mapping, text
+from gitflow_agents.runs.status import is_live
 from gitflow_agents.supervisor import Limits, ReportFiles
 
 if TYPE_CHECKING:
@@ -43,7 +46,6 @@ SEND_TASK = (
     "your progress to {report}; when you are done rename it to {success}, or to {failed} if you "
     "could not complete the task.)"
 )
-LIVE_STATES = ("queued", "running", "killing")
 
 
 class FinishedRun(NamedTuple):
@@ -91,7 +93,7 @@ def finished_run(root: Path, flow_dir: str, run_id: str) -> FinishedRun:
     run_id = paths.run_dir.name
     status = read_json(paths.status) or {}
     result = read_json(paths.result)
-    if result is None or status.get("state") in LIVE_STATES:
+    if result is None or is_live(status.get("state")):
         raise UsageError(
             f"send: run {run_id} has not finished (state {status.get('state', 'unknown')}); "
             f"wait for it, or stop it with: gitflow-agents abort {run_id}"
@@ -190,13 +192,12 @@ def check_turns_left(path: Path, session: dict[str, Any], max_turns: int | None)
         )
 
 
-def prepare_turn(
-    root: Path, config: FlowConfig, prior: FinishedRun, message: str, session_id: str | None
-) -> Turn:
+def prepare_turn(root: Path, config: FlowConfig, prior: FinishedRun, message: str) -> Turn:
     """Resolve the run's agent (its own folder and working directory, as its record has them:
     send_target.py) and refuse, before any run exists, when it cannot be continued: its adapter
-    changed, its system prompt or work tree is gone, or its CLI cannot resume (the adapter's own
-    refusal, asked with the recorded session id or a stand-in when none was recorded)."""
+    changed, its system prompt or work tree is gone, its CLI cannot resume (the adapter says so:
+    ``Adapter.resumes``; no launch is built here, ``execute`` builds the turn's), or a path the
+    tool makes for it is a planted symlink."""
 
     record, status = prior.record, prior.status
     agent_id = check_name(agent_id_of(prior), "agent id in the run's record")
@@ -230,21 +231,9 @@ def prepare_turn(
         success=files.success.name,
         failed=files.failure.name,
     )
-    try:  # the adapter refuses when its CLI cannot resume
-        prepare(
-            config,
-            agent,
-            files,
-            agent_id=agent_id,
-            workdir=workdir,
-            prompt_path=prompt_path,
-            prompt_text=prompt_text,
-            task=task,
-            env={},
-            resume_session_id=session_id or "(no session id recorded)",
-        )
-    except UsageError as exc:
-        raise UsageError(f"send: {exc}") from None
+    if not get_adapter(agent_cfg.adapter).resumes:
+        raise UsageError(f"send: {cannot_resume(agent_cfg.adapter)}")
+    refuse_planted(files)
     # A missing CLI is one line now, before the session records a turn that never ran (it
     # would then refuse every later send: "not the latest turn of its session").
     check_agents(config, [agent], cwd=workdir)

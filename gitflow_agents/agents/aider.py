@@ -65,6 +65,7 @@ class AiderAdapter:
     name = "aider"
     program = "aider"  # the executable's usual name (options.executable overrides it)
     install = "pipx install aider-chat"
+    resumes = False
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)

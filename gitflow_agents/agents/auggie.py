@@ -33,6 +33,7 @@ class AuggieAdapter:
     name = "auggie"
     program = "auggie"  # the executable's usual name (options.executable overrides it)
     install = "npm install -g @augmentcode/auggie"
+    resumes = True
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)

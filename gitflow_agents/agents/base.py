@@ -106,6 +106,9 @@ class Adapter(Protocol):
     # command that installs it, named when it is missing (docs/agents.md, "Installing the CLIs").
     program: str
     install: str
+    # Whether its CLI can continue a session (``Invocation.resume_session_id``); ``send`` asks
+    # this before a turn exists, and ``launch`` raises the same refusal (``resume_refused``).
+    resumes: bool
 
     def launch(self, invocation: Invocation) -> LaunchSpec: ...
 
@@ -340,9 +343,14 @@ def executable(invocation: Invocation, default: str) -> str:
     return opt_str(invocation, "executable", default) or default
 
 
+def cannot_resume(adapter: str) -> str:
+    """The refusal for a CLI that cannot continue a session (``Adapter.resumes`` False)."""
+    return f"the {adapter} adapter cannot resume a session (its CLI has no resume mode)"
+
+
 def resume_refused(adapter: str) -> None:
     """Raise the clear refusal for a CLI that cannot continue a session."""
-    raise UsageError(f"the {adapter} adapter cannot resume a session (its CLI has no resume mode)")
+    raise UsageError(cannot_resume(adapter))
 
 
 def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -487,6 +495,7 @@ __all__ = [
     "as_float",
     "as_int",
     "as_str",
+    "cannot_resume",
     "check_options",
     "deep_merge",
     "executable",

@@ -78,6 +78,7 @@ class ClaudeAdapter:
     name = "claude"
     program = "claude"  # the executable's usual name (options.executable overrides it)
     install = "npm install -g @anthropic-ai/claude-code"
+    resumes = True
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)

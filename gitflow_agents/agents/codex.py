@@ -40,6 +40,7 @@ class CodexAdapter:
     name = "codex"
     program = "codex"  # the executable's usual name (options.executable overrides it)
     install = "npm install -g @openai/codex"
+    resumes = True
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)

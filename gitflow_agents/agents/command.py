@@ -56,6 +56,7 @@ class CommandAdapter:
     name = "command"
     program = ""  # the first word of the configured command
     install = ""  # a program of the user's own
+    resumes = False
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)

@@ -58,6 +58,7 @@ class GeminiAdapter:
     name = "gemini"
     program = "gemini"  # the executable's usual name (options.executable overrides it)
     install = "npm install -g @google/gemini-cli"
+    resumes = True
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)

@@ -39,6 +39,7 @@ class OpencodeAdapter:
     name = "opencode"
     program = "opencode"  # the executable's usual name (options.executable overrides it)
     install = "npm install -g opencode-ai"
+    resumes = True
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         check_options(invocation, self.name, OPTIONS)

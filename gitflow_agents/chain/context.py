@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.assets import PromptAssetManifest, load_manifest
-from gitflow_agents.config import FlowConfig
+from gitflow_agents.config import ChainConfig, FlowConfig
 from gitflow_agents.findings import Severity
 from gitflow_agents.plan import Plan
 from gitflow_agents.runs import RunPaths, new_run_id, runs_root
@@ -24,16 +24,23 @@ if TYPE_CHECKING:
     from gitflow_agents.assets import PromptAssetManifest
 
 
+_DEFAULTS = ChainConfig()  # the ``chain:`` section's defaults: one source for both
+_THRESHOLD = Severity(_DEFAULTS.severity_threshold)
+
+
 @dataclass(frozen=True)
 class ChainSettings:
-    implementer: str = "builder"
-    reviewers: tuple[str, ...] = ("reviewer",)
-    fixer: str = "fixer"
-    max_iterations: int = 3
-    target: str | None = None  # default: config.default_branch
-    branch_pattern: str = "agents/{plan_name}/step-{step}"  # also {plan}, {step2}
-    merge: str = "ff"  # "ff" (fast-forward only) or "merge" (always a merge commit)
-    threshold: Severity = Severity.ERROR
+    """One run's chain options: the command line over the config's ``chain:`` section
+    (``commands/run.py``); unset, the section's own defaults (``ChainConfig``)."""
+
+    implementer: str = _DEFAULTS.implementer
+    reviewers: tuple[str, ...] = _DEFAULTS.reviewers
+    fixer: str = _DEFAULTS.fixer
+    max_iterations: int = _DEFAULTS.max_iterations
+    target: str | None = _DEFAULTS.target  # None: config.default_branch
+    branch_pattern: str = _DEFAULTS.branch_pattern  # {plan_name}, {plan}, {step}, {step2}
+    merge: str = _DEFAULTS.merge  # "ff" (fast-forward only) or "merge" (always a merge commit)
+    threshold: Severity = _THRESHOLD
     stuck_timeout: float | None = None  # default: config defaults.stuck_timeout_secs
     timeout: float | None = None  # default: config defaults.max_wait_secs
     kill_grace: float = 3.0

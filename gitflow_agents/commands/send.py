@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     max_turns = args.max_turns if args.max_turns is not None else session.get("maxTurns")
     sessions.check_turns_left(path, session, max_turns)
     # The adapter first: a CLI that cannot resume is the real reason, with or without an id.
-    turn = sessions.prepare_turn(root, config, prior, args.message, prior.session_id)
+    turn = sessions.prepare_turn(root, config, prior, args.message)
     result = sessions.run_turn(
         root,
         config,

@@ -5,7 +5,6 @@ comment ``run --pr`` keeps on the step's pull request draw the same one) and a c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,29 +16,16 @@ from gitflow_agents.render.mermaid import (
     single_run_flowchart,
     step_flowchart,
 )
-from gitflow_agents.runs import RunPaths, read_json
+from gitflow_agents.runs import spend
 from gitflow_agents.runs.fields import mapping
 from gitflow_agents.runs.history import row
-from gitflow_agents.runs.schema import step_chain
-
-_RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
 
 
 def agent_results(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The result.json of each agent run a step run lists (``chain.agents[].runID``), read
-    from the step run's sibling run folders, by run id: where ``step_flowchart`` finds tokens
-    and cost. A run id that is not a plain name (an agent can write into run folders) is
-    skipped, so nothing outside the runs folder is read."""
-    chain = step_chain(data)
-    found: dict[str, dict[str, Any]] = {}
-    for entry in (chain.agents if chain is not None else ())[:MAX_AGENTS]:
-        run_id = entry.run_id
-        if not _RUN_ID.fullmatch(run_id) or run_id in found:
-            continue
-        result = read_json(RunPaths(run_dir.parent / run_id).result)
-        if result is not None:
-            found[run_id] = result
-    return found
+    """The result.json of each agent run a step run lists that has one, by run id (read by
+    ``runs.spend.agent_results``): where ``step_flowchart`` finds tokens and cost."""
+    found = spend.agent_results(run_dir, data, most=MAX_AGENTS)
+    return {run_id: result for run_id, result in found.items() if result is not None}
 
 
 def step_chart(run_dir: Path, data: Mapping[str, Any]) -> str:

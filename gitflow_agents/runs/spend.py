@@ -59,18 +59,26 @@ def run_spend(run: Mapping[str, Any]) -> Spend:
     )
 
 
-def step_spend(run_dir: Path, data: Mapping[str, Any]) -> Spend:
-    """A step run's spend: the sum of the agent runs it lists (``chain.agents[].runID``), read
-    from its sibling run folders. A listed run without a readable record counts as unknown. A
-    run id that is not a plain name is skipped, so nothing outside the runs folder is read."""
+def agent_results(
+    run_dir: Path, data: Mapping[str, Any], *, most: int = MAX_STEP_RUNS
+) -> dict[str, dict[str, Any] | None]:
+    """The result.json of each agent run a step run lists (``chain.agents[].runID``, the first
+    ``most``), read from the step run's sibling run folders, by run id; None for a listed run
+    without a readable record. A run id that is not a plain name (an agent can write into run
+    folders) is skipped, so nothing outside the runs folder is read."""
     chain = step_chain(data)
-    parts: dict[str, Spend] = {}
-    for entry in (chain.agents if chain is not None else ())[:MAX_STEP_RUNS]:
-        if not _RUN_ID.fullmatch(entry.run_id) or entry.run_id in parts:
-            continue
-        result = read_json(RunPaths(run_dir.parent / entry.run_id).result)
-        parts[entry.run_id] = run_spend(mapping(result, "run")) if result else Spend()
-    return total(parts.values())
+    found: dict[str, dict[str, Any] | None] = {}
+    for entry in (chain.agents if chain is not None else ())[:most]:
+        if _RUN_ID.fullmatch(entry.run_id) and entry.run_id not in found:
+            found[entry.run_id] = read_json(RunPaths(run_dir.parent / entry.run_id).result)
+    return found
+
+
+def step_spend(run_dir: Path, data: Mapping[str, Any]) -> Spend:
+    """A step run's spend: the sum of the agent runs it lists (:func:`agent_results`). A listed
+    run without a readable record counts as unknown."""
+    parts = agent_results(run_dir, data).values()
+    return total(run_spend(mapping(result, "run")) if result else Spend() for result in parts)
 
 
 def total(parts: Iterable[Spend]) -> Spend:

@@ -12,6 +12,12 @@ from typing import Any
 
 import pytest
 
+from gitflow_agents.agent_run import sessions
+from gitflow_agents.agents import ADAPTERS
+from gitflow_agents.agents.base import Invocation, LaunchSpec
+from gitflow_agents.agents.claude import ClaudeAdapter
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.config import load_flow_config
 from tests.conftest import FAKES, Cli, git
 
 FAKE_CLAUDE = """#!{python}
@@ -295,3 +301,47 @@ def test_unstructured_reply_is_counted_and_guessed(repo: Path, tmp_path: Path, c
     assert record["reply"]["questions"] == ["Should I add tests?"]
     table = cli.main("status", cwd=repo, env=env)
     assert "replies: 0 structured, 1 unstructured (0% structured)" in table.stdout
+
+
+def test_preparing_a_turn_builds_no_launch(
+    repo: Path, tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """prepare_turn only checks: the turn's launch is built once, by execute (issue 21)."""
+    env, _log = setup(repo, tmp_path)
+    assert spawn(cli, repo, env, "Paint the fence.").returncode == 0
+    [run1] = runs(repo)
+    config = load_flow_config(repo, None, None)
+    prior = sessions.finished_run(repo, config.flow_dir, run1.name)
+
+    def no_launch(self: object, invocation: Invocation) -> LaunchSpec:
+        raise AssertionError("prepare_turn built a launch")
+
+    monkeypatch.setattr(ClaudeAdapter, "launch", no_launch)
+    monkeypatch.setenv("PATH", env["PATH"])  # the fake claude is "installed"
+    turn = sessions.prepare_turn(repo, config, prior, "More.")
+    assert turn.agent == "painter" and "More." in turn.task
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_an_adapter_says_whether_it_resumes_as_its_launch_does(name: str, tmp_path: Path) -> None:
+    """``Adapter.resumes`` (what send asks) agrees with the adapter's launch refusing a resume."""
+    adapter = ADAPTERS[name]
+    invocation = Invocation(
+        agent_id="a",
+        agent_dir=tmp_path,
+        workdir=tmp_path,
+        system_prompt_path=tmp_path / "system_prompt.md",
+        system_prompt="p",
+        task="t",
+        model=None,
+        options={},
+        config_dir=tmp_path / "config",
+        env={},
+        command=("prog", "{task}"),
+        resume_session_id="sess-1",
+    )
+    if adapter.resumes:
+        adapter.launch(invocation)
+    else:
+        with pytest.raises(UsageError):
+            adapter.launch(invocation)

@@ -150,12 +150,4 @@ def _usage(agent: str, run: Mapping[str, Any]) -> dict[str, Any]:
     that is known); an agent reviewer's is its run record's, unknown where that does not say."""
     if agent == "builtin":
         return {"tokens": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
-    spend = run_spend(run)
-    known = [n for n in (spend.input_tokens, spend.output_tokens) if n is not None]
-    return {
-        "tokens": sum(known) if known else None,
-        "input_tokens": spend.input_tokens,
-        "output_tokens": spend.output_tokens,
-        "cost_usd": spend.cost_usd,
-        "cost_estimated": spend.cost_estimated,
-    }
+    return comment.usage_fields(run_spend(run))

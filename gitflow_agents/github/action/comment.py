@@ -22,6 +22,7 @@ from gitflow_agents.github.api.identity import Identity, resolve
 from gitflow_agents.render import redacted
 from gitflow_agents.render.markdown import escape, list_item, one_line
 from gitflow_agents.render.markdown import render as render_markdown
+from gitflow_agents.runs.spend import Spend
 
 MARKER = "<!-- gitflow-agents:summary -->"
 GITHUB_LIMIT = 65536
@@ -59,6 +60,20 @@ class RunRow:
     # a sum some of whose parts are unknown: the tokens / the cost shown are lower bounds
     tokens_partial: bool = False
     cost_partial: bool = False
+
+
+def usage_fields(spend: Spend) -> dict[str, Any]:
+    """A RunRow's usage fields from a run's (or a sum of runs') spend."""
+    known = [n for n in (spend.input_tokens, spend.output_tokens) if n is not None]
+    return {
+        "tokens": sum(known) if known else None,
+        "cost_usd": spend.cost_usd,
+        "input_tokens": spend.input_tokens,
+        "output_tokens": spend.output_tokens,
+        "cost_estimated": spend.cost_estimated,
+        "tokens_partial": spend.tokens_partial,
+        "cost_partial": spend.cost_partial,
+    }
 
 
 def _cost(row: RunRow) -> str:

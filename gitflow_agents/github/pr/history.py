@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.findings import GateResult, Review, Severity, merge_reviews
-from gitflow_agents.github.action.comment import RunRow, int_or_none
+from gitflow_agents.github.action.comment import RunRow, int_or_none, usage_fields
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.schema import StepChain, step_chain
 from gitflow_agents.runs.spend import Spend, run_spend, total
@@ -85,7 +85,7 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
                 insertions=plus,
                 deletions=minus,
                 duration_s=agent.duration_ms / 1000 if agent.duration_ms is not None else None,
-                **_usage(spent[-1]),
+                **usage_fields(spent[-1]),
             )
         )
     files, plus, minus = _stats(result.get("gitStats"))
@@ -100,24 +100,10 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
             insertions=plus,
             deletions=minus,
             duration_s=_seconds((result.get("run") or {}).get("durationMs")),
-            **_usage(total(spent)),
+            **usage_fields(total(spent)),
         )
     )
     return rows
-
-
-def _usage(spend: Spend) -> dict[str, Any]:
-    """A RunRow's usage fields; a step's sum over runs some of which did not say is partial."""
-    known = [n for n in (spend.input_tokens, spend.output_tokens) if n is not None]
-    return {
-        "tokens": sum(known) if known else None,
-        "cost_usd": spend.cost_usd,
-        "input_tokens": spend.input_tokens,
-        "output_tokens": spend.output_tokens,
-        "cost_estimated": spend.cost_estimated,
-        "tokens_partial": spend.tokens_partial,
-        "cost_partial": spend.cost_partial,
-    }
 
 
 def last_review(result: Mapping[str, Any], threshold: Severity) -> tuple[Review, GateResult]:
