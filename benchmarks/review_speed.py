@@ -235,13 +235,12 @@ def _cpu_of(argv: list[str], cwd: Path) -> tuple[float, float]:
     return time.perf_counter() - start, _children_cpu() - used
 
 
-def time_small_commit(base: Path, files: int, runs: int) -> tuple[float, float, float, float]:
-    """A commit changing ``files`` files of a 200-file repository: median wall ms of
-    ``git agent-review HEAD --no-note`` and of ``git diff --numstat``, and the median per-pair
-    ratios of wall and of CPU time."""
-    repo = base / f"commit-{files}"
+def small_commit_repo(base: Path, files: int, *, staged: bool) -> Path:
+    """A 200-file repository whose last commit (or, ``staged``, whose index) changes ``files``."""
+    repo = base / f"{'staged' if staged else 'commit'}-{files}"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "gc.auto", "0")
     paths = []
     for i in range(200):
         kind = KINDS[i % len(KINDS)]
@@ -254,18 +253,30 @@ def time_small_commit(base: Path, files: int, runs: int) -> tuple[float, float, 
     for i, path in enumerate(paths[:files]):
         kind = KINDS[i % len(KINDS)]
         (repo / path).write_text(_changed(kind, i, (repo / path).read_text()))
-    git(repo, "commit", "-q", "-am", "change")
+    git(repo, "add", "-A")
+    if not staged:
+        git(repo, "commit", "-q", "-m", "change")
+    return repo
+
+
+def pair_ratios(repo: Path, review: list[str], numstat: list[str], runs: int) -> tuple[float, ...]:
+    """Median wall ms of the review and of numstat, median per-pair wall and CPU ratios."""
+    timed = [(_cpu_of(numstat, repo), _cpu_of(review, repo)) for _ in range(runs + 2)][2:]
+    return (
+        statistics.median(r[0] for _, r in timed) * 1000,
+        statistics.median(n[0] for n, _ in timed) * 1000,
+        statistics.median(r[0] / n[0] for n, r in timed),
+        statistics.median(r[1] / max(n[1], 1e-4) for n, r in timed),
+    )
+
+
+def time_small_commit(base: Path, files: int, runs: int) -> tuple[float, ...]:
+    """A commit changing ``files`` files of a 200-file repository: median wall ms of
+    ``git agent-review HEAD --no-note`` and of ``git diff --numstat``, and the median per-pair
+    ratios of wall and of CPU time."""
     review = ["git", "agent-review", "HEAD", "--no-note"]
     numstat = ["git", "diff", "--numstat", "HEAD~1", "HEAD"]
-    pairs = [(_cpu_of(numstat, repo), _cpu_of(review, repo)) for _ in range(runs + 2)][2:]
-    walls = [(n[0], r[0]) for n, r in pairs]
-    cpus = [(n[1], r[1]) for n, r in pairs]
-    return (
-        statistics.median(r for _, r in walls) * 1000,
-        statistics.median(n for n, _ in walls) * 1000,
-        statistics.median(r / n for n, r in walls),
-        statistics.median(r / max(n, 1e-4) for n, r in cpus),
-    )
+    return pair_ratios(small_commit_repo(base, files, staged=False), review, numstat, runs)
 
 
 def small_commit_table(tmp: Path, sizes: list[int], runs: int) -> None:

@@ -32,43 +32,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from review_speed import ENV, KINDS, ROOT, _changed, _content, _cpu_of, git
-
-
-def make_repo(base: Path, files: int, *, staged: bool) -> Path:
-    """A 200-file repository whose last commit (or, ``staged``, whose index) changes ``files``."""
-    repo = base / f"{'staged' if staged else 'commit'}-{files}"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "gc.auto", "0")
-    paths = []
-    for i in range(200):
-        kind = KINDS[i % len(KINDS)]
-        path = Path(f"pkg{i // 50}") / f"mod{i:03d}.{kind}"
-        (repo / path).parent.mkdir(exist_ok=True)
-        (repo / path).write_text(_content(kind, i))
-        paths.append(path)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
-    for i, path in enumerate(paths[:files]):
-        kind = KINDS[i % len(KINDS)]
-        (repo / path).write_text(_changed(kind, i, (repo / path).read_text()))
-    git(repo, "add", "-A")
-    if not staged:
-        git(repo, "commit", "-q", "-m", "change")
-    return repo
-
-
-def pairs(repo: Path, review: list[str], numstat: list[str], runs: int) -> tuple[float, ...]:
-    """Median wall ms of the review and of numstat, median per-pair wall and CPU ratios."""
-    timed = [(_cpu_of(numstat, repo), _cpu_of(review, repo)) for _ in range(runs + 2)][2:]
-    return (
-        statistics.median(r[0] for _, r in timed) * 1000,
-        statistics.median(n[0] for n, _ in timed) * 1000,
-        statistics.median(r[0] / n[0] for n, r in timed),
-        statistics.median(r[1] / max(n[1], 1e-4) for n, r in timed),
-    )
-
+from review_speed import ENV, ROOT, _cpu_of, pair_ratios, small_commit_repo
 
 PROBE = """\
 import contextlib, io, resource, sys
@@ -152,16 +116,16 @@ def main() -> int:
             f"{'form':>6} {'files':>6} {'review ms':>10} {'numstat ms':>11} {'wall':>7} {'cpu':>7}"
         )
         for files in sizes:
-            repo = make_repo(Path(tmp), files, staged=False)
+            repo = small_commit_repo(Path(tmp), files, staged=False)
             review = ["git", "agent-review", "HEAD", "--no-note"]
             numstat = ["git", "diff", "--numstat", "HEAD~1", "HEAD"]
-            row = pairs(repo, review, numstat, args.runs)
+            row = pair_ratios(repo, review, numstat, args.runs)
             print(
                 f"{'commit':>6} {files:6d} {row[0]:10.1f} {row[1]:11.1f} {row[2]:6.1f}x {row[3]:6.1f}x"
             )
-            staged = make_repo(Path(tmp), files, staged=True)
+            staged = small_commit_repo(Path(tmp), files, staged=True)
             hook = [str(scripts / "gitflow-agents"), "review", "--hook"]
-            row = pairs(staged, hook, ["git", "diff", "--cached", "--numstat"], args.runs)
+            row = pair_ratios(staged, hook, ["git", "diff", "--cached", "--numstat"], args.runs)
             print(
                 f"{'hook':>6} {files:6d} {row[0]:10.1f} {row[1]:11.1f} {row[2]:6.1f}x {row[3]:6.1f}x"
             )
