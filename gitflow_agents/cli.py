@@ -73,6 +73,12 @@ def _command(sub: Registry, name: str, module: str, *, help: str) -> argparse.Ar
 def _add_init(sub: Registry) -> None:
     p = _command(sub, "init", "init", help="scaffold .flow/ (never overwrites existing files)")
     p.add_argument("--force", action="store_true", help="overwrite files that already exist")
+    p.add_argument(
+        "--example",
+        action="store_true",
+        help="the offline example: a plan whose steps carry diffs and agents that need no CLI "
+        "(patch, builtin), so `run specs/example-plan.md --all` lands it in seconds",
+    )
 
 
 def _add_plan(sub: Registry) -> None:

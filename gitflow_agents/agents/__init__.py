@@ -16,6 +16,7 @@ from gitflow_agents.agents.codex import CodexAdapter
 from gitflow_agents.agents.command import CommandAdapter
 from gitflow_agents.agents.gemini import GeminiAdapter
 from gitflow_agents.agents.opencode import OpencodeAdapter
+from gitflow_agents.agents.patch import PatchAdapter
 from gitflow_agents.base.errors import UsageError
 
 ADAPTERS: dict[str, Adapter] = {
@@ -26,6 +27,7 @@ ADAPTERS: dict[str, Adapter] = {
     "auggie": AuggieAdapter(),
     "opencode": OpencodeAdapter(),
     "command": CommandAdapter(),
+    "patch": PatchAdapter(),
 }
 
 BUILTIN = "builtin"

@@ -25,7 +25,7 @@ from gitflow_agents.agent_run.run import AgentJob, AgentRunner, limits
 from gitflow_agents.agents.installed import check_agents
 from gitflow_agents.base.errors import AgentError
 from gitflow_agents.base.fsutil import write_text_atomic
-from gitflow_agents.chain.builtin import builtin_review, is_builtin
+from gitflow_agents.chain.builtin import BUILTIN_USAGE_JSON, builtin_review, is_builtin
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.resume import completed_meta, set_aside, write_meta
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
@@ -413,6 +413,7 @@ class _Attempt:
                 "flow": self.ctx.flow,
                 "chainRunID": self.ctx.chain_run,
                 "finishedAt": time.time(),
+                **(BUILTIN_USAGE_JSON if self.builtin else {}),
             },
             extra={"gitStats": own.to_json()} if own is not None else None,
             review=review,

@@ -19,6 +19,17 @@ if TYPE_CHECKING:
     from gitflow_agents.reviewer.acceptance import Acceptance
 
 
+# Its run record's usage: it calls no model, so zero tokens and $0 are known, not unknown
+# (result.json ``run`` keys, agent_run/record.py USAGE_KEYS).
+BUILTIN_USAGE_JSON = {
+    "inputTokens": 0,
+    "outputTokens": 0,
+    "cachedTokens": 0,
+    "costUsd": 0.0,
+    "costEstimated": False,
+}
+
+
 def is_builtin(ctx: Context, agent: str) -> bool:
     """Whether ``agent`` is the offline reviewer (``adapter: builtin``), run in process."""
     return ctx.config.agent(agent).adapter == BUILTIN

@@ -1,26 +1,69 @@
 """``gitflow-agents init``: scaffold `.flow/` (config, templates, agents) and an example plan.
 
 Copies the shipped ``templates/flow/`` files into the project root (the nearest folder with
-``.flow/`` or ``.git``), plus the JSON Schema generated from the config shape. An existing file is never overwritten unless ``--force`` is given, so
-running ``init`` twice is safe. Every write is atomic (temp file + ``os.replace``).
+``.flow/`` or ``.git``), plus the JSON Schema generated from the config shape. An existing file is
+never overwritten unless ``--force`` is given, so running ``init`` twice is safe. Every write is
+atomic (temp file + ``os.replace``).
+
+``--example`` writes the offline example instead of the sample plan and agents
+(``templates/example/``): its steps carry diffs, its builder is the ``patch`` agent and its
+reviewer the builtin one, with ``default_branch`` set to the branch checked out. In a repository
+with no commit yet it also commits what it wrote, so ``run`` has a target to land on
+(docs/agents.md, "The patch agent").
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
 
 from gitflow_agents.base.fsutil import write_bytes_atomic
 from gitflow_agents.config import find_project_root, scaffold_files
+from gitflow_agents.git.cmd import run_git
+from gitflow_agents.git.queries import LOCAL_EMAIL, LOCAL_NAME, commit_identity, head_commit
+
+EXAMPLE_PLAN = "specs/example-plan.md"
 
 
 def run(args: argparse.Namespace) -> int:
     root = find_project_root()
     force = bool(getattr(args, "force", False))
-    for file in scaffold_files():
+    example = bool(getattr(args, "example", False))
+    written: list[str] = []
+    for file in scaffold_files(example=example):
         target = root / file.dest
         if target.exists() and not force:
             print(f"skip {file.dest} (exists)")
             continue
-        write_bytes_atomic(target, file.content())
+        content = file.content()
+        if example and file.dest.endswith("/base.yaml"):
+            content = _on_current_branch(root, content)
+        write_bytes_atomic(target, content)
+        written.append(file.dest)
         print(f"write {file.dest}")
+    if example:
+        _first_commit(root, written)
+        print(f"next: gitflow-agents run {EXAMPLE_PLAN} --all")
     return 0
+
+
+def _on_current_branch(root: Path, content: bytes) -> bytes:
+    """The example's ``default_branch`` is the branch checked out (``git init`` may name it
+    ``master``), so its steps land where the user is."""
+    result = run_git(root, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+    branch = result.stdout.strip()
+    if result.returncode != 0 or not branch:
+        return content
+    line = f"default_branch: {branch}".encode()
+    return re.sub(rb"^default_branch: .*$", line, content, count=1, flags=re.M)
+
+
+def _first_commit(root: Path, written: list[str]) -> None:
+    """In a repository without commits, commit the scaffold: the target ``run`` lands on."""
+    if not written or not (root / ".git").exists() or head_commit(root) is not None:
+        return
+    identity = commit_identity(root, LOCAL_NAME, LOCAL_EMAIL)
+    run_git(root, "add", "--", *written)
+    run_git(root, "commit", "-q", "-m", "gitflow-agents init --example", extra_env=identity)
+    print("commit the scaffold (the first commit: the branch the example's steps land on)")

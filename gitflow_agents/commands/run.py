@@ -193,7 +193,10 @@ def open_context(
         for name in (settings.implementer, *settings.reviewers, settings.fixer):
             config.agent(name)  # ConfigError naming the known agents, before anything runs
     name = flow or (plan.name if plan is not None else "flow")
-    return Context(root, config, plan, name, settings, event_hub(None, quiet=args.quiet))
+    hub = event_hub(None, quiet=args.quiet)
+    ctx = Context(root, config, plan, name, settings, hub)
+    ctx.commit_identity = git.commit_identity(root, git.LOCAL_NAME, git.LOCAL_EMAIL)
+    return ctx
 
 
 def report(result: ChainResult, *, as_json: bool) -> None:

@@ -41,17 +41,25 @@ class ScaffoldFile(NamedTuple):
         return schema_text().encode("utf-8")
 
 
-def scaffold_files() -> tuple[ScaffoldFile, ...]:
+def scaffold_files(*, example: bool = False) -> tuple[ScaffoldFile, ...]:
     """Everything ``init`` writes, in order.
 
     ``templates/flow/*.md`` -> ``.flow/templates/``, ``agents/`` -> ``.flow/agents/``,
     ``*.yaml`` -> ``.flow/`` (same sub-folder), ``specs/`` -> ``specs/``, plus the JSON Schema
     (generated from the shape the loader checks) next to ``.flow/base.yaml`` for editors.
+    ``example``: ``templates/example/`` (mapped the same way) replaces or adds files: the
+    offline example of ``init --example`` (a plan whose steps carry diffs, agents that run offline).
     """
-    shipped = builtin_flow_dir()
+    files = {file.dest: file for file in _shipped(builtin_flow_dir())}
+    if example:
+        files.update((file.dest, file) for file in _shipped(templates_dir() / "example"))
+    return (*files.values(), ScaffoldFile(f"{FLOW_DIR_NAME}/{SCHEMA_FILE}", None))
+
+
+def _shipped(folder: Path) -> list[ScaffoldFile]:
     files: list[ScaffoldFile] = []
-    for path in sorted(p for p in shipped.rglob("*") if p.is_file()):
-        rel = path.relative_to(shipped).as_posix()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder).as_posix()
         if rel.startswith(("specs/",)):
             dest = rel
         elif rel.startswith("agents/") or rel.endswith(".yaml"):
@@ -61,8 +69,7 @@ def scaffold_files() -> tuple[ScaffoldFile, ...]:
         else:
             continue
         files.append(ScaffoldFile(dest, path))
-    files.append(ScaffoldFile(f"{FLOW_DIR_NAME}/{SCHEMA_FILE}", None))
-    return tuple(files)
+    return files
 
 
 @dataclass(frozen=True)

@@ -320,10 +320,14 @@ def read_note(root: Path, sha: str, ref: str = NOTES_REF) -> str | None:
 
 
 def write_note(root: Path, sha: str, text: str, ref: str = NOTES_REF) -> None:
-    """Attach ``text`` to ``sha`` under ``ref``, replacing any earlier note."""
-    result = run_git(
-        root, "notes", f"--ref={ref}", "add", "-f", "-F", "-", sha, input=text, check=False
-    )
+    """Attach ``text`` to ``sha`` under ``ref``, replacing any earlier note. A note is a commit:
+    when git knows no identity (a fresh machine) it names the tool's (``LOCAL_NAME``)."""
+    argv = ("notes", f"--ref={ref}", "add", "-f", "-F", "-", sha)
+    result = run_git(root, *argv, input=text, check=False)
+    if result.returncode != 0:
+        identity = commit_identity(root, LOCAL_NAME, LOCAL_EMAIL)
+        if identity:
+            result = run_git(root, *argv, input=text, check=False, extra_env=identity)
     if result.returncode != 0:
         raise _fail(result, f"cannot write note on {sha[:12]}")
 
@@ -452,7 +456,12 @@ def head_commit(root: Path) -> str | None:
     return (result.stdout.strip() or None) if result.returncode == 0 else None
 
 
-# --- commit identity (used by github/) ---
+# --- commit identity (used by github/ and local runs) ---
+
+# Who the tool's own commits name when git knows nobody (a fresh machine): local runs and
+# ``init --example``; the user's own identity always wins (``commit_identity``).
+LOCAL_NAME = "gitflow-agents"
+LOCAL_EMAIL = "gitflow-agents@localhost"
 
 
 def commit_identity(root: Path, name: str, email: str) -> dict[str, str]:

@@ -466,7 +466,7 @@ def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:
         (
             MINIMAL + "agents:\n  builder:\n    adapter: copilot\n",
             ".flow/base.yaml:5: agents.builder.adapter: expected one of claude, codex, gemini, "
-            "aider, auggie, opencode, command, builtin, got 'copilot'",
+            "aider, auggie, opencode, command, patch, builtin, got 'copilot'",
         ),
         (
             MINIMAL + "agents:\n  builder:\n    adapter: command\n",

@@ -1,0 +1,152 @@
+"""``init --example`` then ``run --all``: the main job end to end with no agent CLI installed
+(issue 24, item 5), as a user runs it: real processes of the CLI, in a fresh ``git init`` (no
+commit yet, git's own branch name, no git identity), then again, and after ``kill -9``."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.base.resources import templates_dir
+from gitflow_agents.config import builtin_flow_dir, scaffold_files
+from tests.conftest import ROOT, wait_until
+
+PLAN = "specs/example-plan.md"
+STEPS = ("Add the greeting function", "Add the greet command", "Document the command")
+
+
+def _env(home: Path) -> dict[str, str]:
+    """A fresh machine: no git identity anywhere (no config, no GIT_AUTHOR_*), master or main."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PYTHON"))}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1")
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def _cli(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "gitflow_agents", *args]
+    return subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _git(repo: Path, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    env = _env(tmp_path / "home")
+    repo = tmp_path / "project"
+    repo.mkdir()
+    _git(repo, env, "init", "-q", "-b", "trunk")  # not main: the example lands where the user is
+    return repo, env
+
+
+def _landed_once(repo: Path, env: dict[str, str]) -> None:
+    """Every step implemented exactly once on the target, marked ✅, its files there."""
+    subjects = _git(repo, env, "log", "--format=%s", "trunk").splitlines()
+    for number, title in enumerate(STEPS, 1):
+        assert subjects.count(f"[example-plan] Step {number}: {title}") == 1, subjects
+    plan = _git(repo, env, "show", f"trunk:{PLAN}")
+    assert plan.count("### Status: ✅ | Step") == 3
+    for path in ("greet/greeting.py", "greet/__main__.py", "tests/test_greeting.py", "README.md"):
+        _git(repo, env, "cat-file", "-e", f"trunk:{path}")
+
+
+def test_init_example_then_run_lands_every_step_offline(fresh: tuple[Path, dict[str, str]]) -> None:
+    repo, env = fresh
+    init = _cli(repo, env, "init", "--example")
+    assert init.returncode == 0, init.stderr
+    assert _git(repo, env, "status", "--porcelain") == ""  # the scaffold is the first commit
+    run = _cli(repo, env, "run", PLAN, "--all")
+    assert run.returncode == 0, run.stdout + run.stderr
+    _landed_once(repo, env)
+    # the landed code works: the step's tests pass, the command prints the greeting
+    greet = subprocess.run(
+        [sys.executable, "-m", "greet", "Ada", "--shout"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert greet.stdout == "HELLO, ADA!\n"
+    history = _cli(repo, env, "history", "--json")
+    assert history.returncode == 0, history.stderr
+    rows = json.loads(history.stdout)
+    steps = sorted(row["what"] for row in rows if row["outcome"] == "approved")
+    assert steps == ["step 1", "step 2", "step 3"], rows
+    # the builtin reviewer and the patch agent call no model: spend is known to be 0, not unknown
+    assert {(row["costUsd"], row["inputTokens"], row["costPartial"]) for row in rows} == {
+        (0.0, 0, False)
+    }
+    again = _cli(repo, env, "run", PLAN, "--all")  # a second run: nothing left to do
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("skipped") == 3
+    _landed_once(repo, env)
+
+
+def test_kill_9_mid_plan_then_the_same_command_lands_each_step_once(
+    fresh: tuple[Path, dict[str, str]],
+) -> None:
+    repo, env = fresh
+    assert _cli(repo, env, "init", "--example").returncode == 0
+    argv = [sys.executable, "-m", "gitflow_agents", "run", PLAN, "--all", "--quiet"]
+    orchestrator = subprocess.Popen(
+        argv, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_until(lambda: (repo / "flows/example-plan/agents/step-02-builder").exists(), 60)
+        orchestrator.send_signal(signal.SIGKILL)
+    finally:
+        orchestrator.wait()
+    again = _cli(repo, env, "run", PLAN, "--all")
+    assert again.returncode == 0, again.stdout + again.stderr
+    _landed_once(repo, env)
+
+
+def test_init_example_twice_keeps_the_users_files_and_plain_init_is_unchanged(
+    fresh: tuple[Path, dict[str, str]],
+) -> None:
+    repo, env = fresh
+    assert _cli(repo, env, "init", "--example").returncode == 0
+    base = (repo / ".flow/base.yaml").read_text(encoding="utf-8")
+    assert "default_branch: trunk\n" in base and "adapter: patch" in base
+    (repo / PLAN).write_text("my plan\n", encoding="utf-8")
+    second = _cli(repo, env, "init", "--example")
+    assert second.returncode == 0, second.stderr
+    assert f"skip {PLAN} (exists)" in second.stdout.splitlines()
+    assert (repo / PLAN).read_text(encoding="utf-8") == "my plan\n"
+    assert len(_git(repo, env, "log", "--format=%s").splitlines()) == 1  # no second commit
+    # plain init writes the sample plan of prose steps and agent CLIs, as before
+    plain = {file.dest: file.source for file in scaffold_files()}
+    assert plain[PLAN] == builtin_flow_dir() / PLAN
+    example = {file.dest: file.source for file in scaffold_files(example=True)}
+    assert example[PLAN] == templates_dir() / "example" / PLAN
+    assert set(example) == set(plain)
+
+
+def test_the_example_config_differs_from_the_shipped_one_only_in_its_agents() -> None:
+    """Two copies of base.yaml must not drift: the example changes the adapters and says why."""
+    shipped = (builtin_flow_dir() / "base.yaml").read_text(encoding="utf-8").splitlines()
+    example = (templates_dir() / "example/base.yaml").read_text(encoding="utf-8").splitlines()
+    changes = [
+        line
+        for line in difflib.unified_diff(shipped, example, lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---", "+#"))
+    ]
+    assert changes == [
+        "-    adapter: claude",
+        "+    adapter: patch",
+        "-    adapter: claude",
+        "+    adapter: builtin",
+        "-    adapter: claude",
+        "+    adapter: patch",
+    ]
