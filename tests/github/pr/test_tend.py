@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 from tests.conftest import CliResult, git
@@ -286,3 +287,33 @@ def test_a_running_step_run_is_left_alone(
     out = tend(repo)
     assert out.returncode == 0 and "waits: its step run" in out.stdout
     assert origin_sha(gh, f"refs/heads/{BRANCH}") == head
+
+
+# --- the stand-in's mergeable_state, as GitHub computes it from the branches --------------------
+
+
+def mergeable_state(gh: GitHubStandIn, number: int) -> str:
+    request = urllib.request.Request(
+        f"{gh.repo_url}/pulls/{number}", headers={"Authorization": "token tok-write"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as answer:  # validated against the OpenAPI
+        state: str = json.loads(answer.read())["mergeable_state"]
+    return state
+
+
+def test_the_stand_in_plays_clean_behind_blocked_and_dirty(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo, head = opened(tmp_path, gh)
+    assert mergeable_state(gh, 1) == "clean"
+    land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
+    assert mergeable_state(gh, 1) == "clean"  # not strict: GitHub would merge it as it is
+    gh.state.branch_rules["main"] = [strict_rule(strict=True)]
+    assert mergeable_state(gh, 1) == "behind"
+    assert tend(repo).returncode == 0
+    assert mergeable_state(gh, 1) == "clean"
+    pushed = push_to_branch(tmp_path, "human", "NOTES.md", "a human's note\n")
+    assert statuses(gh, pushed) == [] and mergeable_state(gh, 1) == "blocked"
+    assert tend(repo).returncode == 0
+    land_on_main(tmp_path, "teammate-2", "README.md", "# demo\nby a teammate\n")
+    assert mergeable_state(gh, 1) == "dirty" and head != pushed
