@@ -195,6 +195,18 @@ def test_an_unresolved_conflict_stays_red_labelled_with_the_files_named(
     assert statuses(gh, git(human, "rev-parse", "HEAD").strip())[-1] == "success"
 
 
+def test_a_fixer_that_fails_on_the_conflict_is_exit_3_and_the_pull_request_red(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo, head = opened(tmp_path, gh, fixer=[sys.executable, "-c", "raise SystemExit(3)"])
+    land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
+    out = tend(repo)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert origin_sha(gh, f"refs/heads/{BRANCH}") == head and statuses(gh, head)[-1] == "failure"
+    (pull,) = gh.state.pulls.values()
+    assert CONFLICT in pull.labels and "1 red" in out.stdout
+
+
 # --- a human's push ----------------------------------------------------------------------------
 
 
