@@ -179,7 +179,7 @@ def tend_pull(
     end = head
     try:
         with leases.renewing(held, github.ttl, _warn, ctx.cancel.set):
-            tended, end = _tend_held(ctx, github, found, options, report, run_id)
+            tended, end = _tend_held(ctx, github, found, options, report, held)
     finally:
         tend_lease.done(held, end)
     return tended
@@ -204,7 +204,7 @@ def _tend_held(
     found: _Open,
     options: TendOptions,
     report: Callable[[ChainResult], None],
-    run_id: str,
+    held: leases.Held,
 ) -> tuple[Tended, str]:
     """Under the lease: the head and target read again (another tend may have finished just
     before), then merge, review, push, publish. The tend's state and the head left."""
@@ -222,7 +222,7 @@ def _tend_held(
         what += f", conflicting in {', '.join(conflicts)}"
     _say(step, pull, f"{what} ({head[:12]}): tending it")
     _at_head(ctx, branch, head)
-    lander = BranchLander(head, run_id)
+    lander = BranchLander(head, str(held.record[tend_lease.TEND]))
     fresh = replace(ctx, plan=parse_plan(ctx.plan.path, ctx.config.spec_plan))
     try:
         result = tend_step(fresh, step, lander, head)
@@ -230,6 +230,11 @@ def _tend_held(
         _say(step, pull, f"waits: {exc}")
         return Tended("waiting"), head
     report(result)
+    lost = held.lost()
+    if lost is not None:  # another tend took the pull request over as free: it is theirs now
+        git.set_branch(ctx.root, branch, head)
+        _say(step, pull, f"waits: {lost}; nothing was pushed or published")
+        return Tended("waiting"), head
     tip = lander.tip or head
     if result.outcome not in ("approved", "rejected") or (
         conflicts and git.conflict_markers(ctx.root, target_sha, tip)

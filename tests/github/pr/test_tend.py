@@ -16,6 +16,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CliResult, git
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.chain import FAKE, call
@@ -280,6 +282,43 @@ def test_a_tend_killed_mid_way_is_finished_by_the_next(
     assert origin_sha(gh, f"refs/heads/{BRANCH}") == pushed  # continued, not merged twice
     assert statuses(gh, pushed)[-1] == "success"
     assert tend(repo).returncode == 0 and "1 green" in tend(repo).stdout
+
+
+RACING_REVIEWER = """\
+import json, os, subprocess, sys, time
+from pathlib import Path
+
+flag, origin, fake = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+if flag.exists():  # another tend takes the lease over while this review runs
+    flag.unlink()
+    git = ["git", "-C", origin]
+    tree = subprocess.run([*git, "mktree"], input="", capture_output=True, text=True).stdout
+    holder = {"host": "elsewhere", "pid": 1, "pull": 1, "tend": "theirs", "at": time.time()}
+    made = subprocess.run([*git, "-c", "user.name=T", "-c", "user.email=t@x", "commit-tree",
+                           tree.strip(), "-m", json.dumps(holder)],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    ref = "refs/gitflow-agents/claims/agents/feature/step-1"
+    subprocess.run([*git, "update-ref", ref, made], check=True)
+    time.sleep(20)
+os.execv(sys.executable, [sys.executable, fake, "reviewer", "approve"])
+"""
+
+
+def test_a_tend_whose_lease_another_takes_pushes_and_publishes_nothing(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script, flag = tmp_path / "racing_reviewer.py", tmp_path / "race"
+    script.write_text(RACING_REVIEWER)
+    reviewer = [sys.executable, str(script), str(flag), str(tmp_path / "origin.git"), str(FAKE)]
+    repo, head = opened(tmp_path, gh, reviewer_argv=reviewer)
+    land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
+    flag.write_text("")
+    monkeypatch.setenv("GITFLOW_AGENTS_CLAIM_TTL", "0.6")  # renewals every 0.2 s
+    writes = len(gh.writes())
+    out = tend(repo)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "was taken over by" in out.stdout and "nothing was pushed or published" in out.stdout
+    assert origin_sha(gh, f"refs/heads/{BRANCH}") == head and len(gh.writes()) == writes
 
 
 def test_a_running_step_run_is_left_alone(
