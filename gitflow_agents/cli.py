@@ -83,7 +83,9 @@ def _add_init(sub: Registry) -> None:
 
 def _add_plan(sub: Registry) -> None:
     p = _command(sub, "plan", "plan", help="inspect and validate spec plans")
-    plan_sub = p.add_subparsers(dest="plan_command", metavar="{show,lint,matrix}", required=True)
+    plan_sub = p.add_subparsers(
+        dest="plan_command", metavar="{show,lint,matrix,tend}", required=True
+    )
     show = plan_sub.add_parser(
         "show", help="title and steps with their status (--json: also the overview)"
     )
@@ -119,6 +121,24 @@ def _add_plan(sub: Registry) -> None:
     matrix.add_argument(
         "--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from"
     )
+    _add_plan_tend(plan_sub)
+
+
+def _add_plan_tend(plan_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tend = plan_sub.add_parser(
+        "tend",
+        help="keep the plan's open step pull requests mergeable and reviewed: merge the target "
+        "into a behind one (the fixer resolves conflicts), review the new head, set its status",
+    )
+    tend.add_argument("plan", help="path to the spec plan (markdown)")
+    tend.add_argument(
+        "--auto-merge",
+        choices=("squash", "merge", "rebase"),
+        help="enable GitHub auto-merge again on each head the tend approved",
+    )
+    from gitflow_agents.commands.run import add_chain_arguments
+
+    add_chain_arguments(tend)
 
 
 def positive_int(text: str) -> int:

@@ -569,6 +569,14 @@ class GitHubStandIn:
         return comment
 
     def _pull_json(self, pull: Pull) -> dict[str, Any]:
+        from tests.standin_pulls import mergeable
+
+        made = self._pull_fields(pull)
+        if pull.live and self.state.origin is not None and pull.state == "open":
+            made.update(mergeable(self, pull))
+        return made
+
+    def _pull_fields(self, pull: Pull) -> dict[str, Any]:
         url = f"{self.repo_url}/pulls/{pull.number}"
         head_repo = self.repository(pull.head_repo or self.full_name)
         return make(

@@ -8,7 +8,8 @@ OpenAPI description does not encode are kept: a head branch that does not exist,
 between base and head, is 422; a second open pull request for the same head and base is 422 "A
 pull request already exists for owner:branch."; a read-only token gets 403.
 
-``play_auto_merge`` plays GitHub's auto-merge: every open pull request with auto-merge enabled
+``mergeable`` gives an open one GitHub's ``mergeable_state`` from the branches (``dirty``,
+``behind``, ``blocked``, ``clean``). ``play_auto_merge`` plays GitHub's auto-merge: every open pull request with auto-merge enabled
 whose head has a ``success`` status for every required context is merged into its base on the
 origin with real git (merge, squash or rebase, like the merge button), marked merged, its head
 branch deleted (the repository setting "Automatically delete head branches"), and a ``push``
@@ -293,6 +294,23 @@ def _held_behind(s: GitHubStandIn, origin: Path, pull: Pull) -> bool:
     return subprocess.run(check, capture_output=True).returncode != 0
 
 
+def mergeable(s: GitHubStandIn, pull: Pull) -> dict[str, Any]:
+    """``mergeable`` and ``mergeable_state`` as GitHub computes them from the branches: ``dirty``
+    (merging the head into the base conflicts), ``behind`` (the base requires up-to-date
+    branches, tests/standin_rules.py, and the head lacks its tip), ``blocked`` (a required
+    status is not ``success`` on the head), else ``clean``."""
+    origin = s.state.origin
+    assert origin is not None
+    merge = ["git", "-C", str(origin), "merge-tree", "--write-tree", pull.base_sha, pull.head_sha]
+    if subprocess.run(merge, capture_output=True).returncode != 0:
+        return {"mergeable": False, "mergeable_state": "dirty"}
+    if _held_behind(s, origin, pull):
+        return {"mergeable": True, "mergeable_state": "behind"}
+    if not checks_pass(s, pull.head_sha):
+        return {"mergeable": True, "mergeable_state": "blocked"}
+    return {"mergeable": True, "mergeable_state": "clean"}
+
+
 def play_auto_merge(s: GitHubStandIn) -> list[dict[str, Any]]:
     """GitHub's auto-merge, once: merge every eligible pull request (see the module doc); the
     ``push`` event payloads of the merges, in order (also kept in ``state.push_events``)."""
@@ -322,6 +340,7 @@ __all__ = [
     "branch_sha",
     "checks_pass",
     "has_commit",
+    "mergeable",
     "play_auto_merge",
     "push_event",
     "refresh",

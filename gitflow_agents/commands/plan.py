@@ -1,5 +1,5 @@
-"""``gitflow-agents plan show|lint|matrix``: inspect and validate spec plans, and print a plan's
-steps as a GitHub Actions job matrix."""
+"""``gitflow-agents plan show|lint|matrix|tend``: inspect and validate spec plans, print a
+plan's steps as a GitHub Actions job matrix, and tend its open step pull requests."""
 
 from __future__ import annotations
 
@@ -32,7 +32,26 @@ def run(args: argparse.Namespace) -> int:
         return matrix(
             Path(args.plan), _spec_plan_config(args.flow_type), pending_only=args.pending_only
         )
+    if args.plan_command == "tend":
+        return tend(args)
     return lint([Path(p) for p in args.plans], args.flow_type)
+
+
+def tend(args: argparse.Namespace) -> int:
+    """``plan tend PLAN``: every open step pull request of the plan kept mergeable and
+    reviewed (``github/pr/tend.py``; docs/github.md, "Tending open step pull requests")."""
+    import contextlib
+
+    from gitflow_agents.agent_run.launch import sigterm_as_interrupt
+    from gitflow_agents.agents.installed import check_agents
+    from gitflow_agents.commands.run import open_context, report
+    from gitflow_agents.github.pr.tend import TendOptions, tend_plan
+
+    ctx = open_context(args, plan_path=Path(args.plan))
+    settings = ctx.settings  # the agents a tend may run: the reviewers, and the fixer
+    check_agents(ctx.config, (*settings.reviewers, settings.fixer), cwd=ctx.root)
+    with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+        return tend_plan(ctx, TendOptions(args.auto_merge), lambda r: report(r, as_json=args.json))
 
 
 def _spec_plan_config(flow_type: str | None) -> SpecPlanConfig:

@@ -399,3 +399,25 @@ def conflict_markers(root: Path, base: str, head: str) -> tuple[str, ...]:
     return tuple(
         line.split(": ", 1)[0] for line in out.splitlines() if "leftover conflict marker" in line
     )
+
+
+def merge_conflicts(root: Path, ours: str, theirs: str) -> tuple[str, ...]:
+    """The paths merging ``theirs`` into ``ours`` would conflict in, computed without a work
+    tree (``git merge-tree --write-tree``); () when it merges cleanly."""
+    result = run_git(
+        root,
+        "merge-tree",
+        "--write-tree",
+        "--name-only",
+        "--no-messages",
+        "-z",
+        ours,
+        theirs,
+        check=False,
+    )
+    if result.returncode == 0:
+        return ()
+    if result.returncode != 1:
+        raise _fail(result, f"cannot merge {theirs[:12]} into {ours[:12]}")
+    names = [name for name in result.stdout.split("\0") if name]
+    return tuple(dict.fromkeys(names[1:]))  # the first is the tree written

@@ -31,8 +31,11 @@ def flow_config(
     reviewer: str = "approve",
     implementer: list[str] | None = None,
     fixer: list[str] | None = None,
+    reviewer_argv: list[str] | None = None,
 ) -> str:
-    review = "    adapter: builtin\n" if reviewer == "builtin" else agent("reviewer", reviewer)
+    review = agent("reviewer", reviewer, reviewer_argv)
+    if reviewer == "builtin":
+        review = "    adapter: builtin\n"
     return (
         "flow_dir: flows\ndefault_branch: main\n"
         "defaults:\n  stuck_timeout_secs: 20\n  max_wait_secs: 30\n"

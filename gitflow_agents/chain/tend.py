@@ -1,0 +1,81 @@
+"""Tending a step branch that is already pushed: the target merged in, the head reviewed.
+
+``plan tend`` (``github/pr/tend.py``) runs this for an open step pull request whose branch is
+behind its target or whose head no review approved (a human pushed): no implementer; the step
+branch is at ``head`` (the pull request's head, set by the caller), the target is merged into it
+when it moved on (``integrate``: the chain's "target moved" round, a conflict goes to the fixer),
+and one review round reviews the result, its approval note recorded on exactly that commit. The
+lander marks the step ✅ (normally already there: nothing to commit). No fix round follows a
+rejection: the pull request stays red for ``/agent fix`` or a human, as a rejected step's does.
+The record is a step run's (result.json, history line), written in a ``finally``, so the pull
+request's sticky comment draws it. docs/github.md, "Tending open step pull requests".
+"""
+
+from __future__ import annotations
+
+from gitflow_agents.base.errors import ExitCode, GitError
+from gitflow_agents.chain.agents import AgentFailed
+from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.integrate import integrate
+from gitflow_agents.chain.lander import BranchLander
+from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
+from gitflow_agents.chain.review import record_note, review_round
+from gitflow_agents.chain.workspace import (
+    branch_name,
+    refuse_foreign_checkout,
+    reset_unless_clean,
+    step_workspace,
+)
+from gitflow_agents.runs import lock
+
+
+def tend_step(ctx: Context, step: int, lander: BranchLander, head: str) -> ChainResult:
+    """Merge the target into the step branch at ``head`` when it moved on, then review (see the
+    module doc): approved 0, rejected 1, an agent failed 3, an unresolved conflict 2 (the record's
+    ``failedWhat`` is ``merge conflict``). StepLockedError when a run of this checkout holds the
+    step."""
+    assert ctx.plan is not None
+    ctx.notices.clear()
+    rec = StepRecord(ctx, step, lander.run_id)
+    ctx.chain_run = rec.run_id
+    refuse_foreign_checkout(ctx, branch_name(ctx.settings, ctx.plan.name, step))
+    lock_file = lock.step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
+    with lock.hold(lock_file, rec.run_id):
+        try:
+            ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
+            rec.finish(*_tend(ctx, rec, step, lander, head))
+        except AgentFailed as exc:
+            rec.agents.extend(exc.run.attempts())
+            rec.failed_what = exc.run.kind
+            rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
+        except GitError as exc:  # the merge conflicts and the fixer did not resolve it
+            rec.finish("failed", int(exc.exit_code), str(exc))
+        except KeyboardInterrupt:
+            rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
+            raise
+        except Exception as exc:
+            code = getattr(exc, "exit_code", ExitCode.USAGE)
+            rec.finish("failed", int(code), f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            result = rec.write()
+    return result
+
+
+def _tend(
+    ctx: Context, rec: StepRecord, step: int, lander: BranchLander, head: str
+) -> tuple[StepOutcome, int, str]:
+    ws = rec.ws = step_workspace(ctx, step)  # lost runs in its work tree are killed first
+    reset_unless_clean(ws, head)
+    ws, reviewed, after = integrate(ctx, rec, ws, head, step=step, iteration=1, after=())
+    rec.ws = ws
+    review = rec.add_round(
+        review_round(ctx, ws, iteration=1, step=step, after=after, head=reviewed, final=True)
+    )
+    record_note(ctx, ws, review)
+    if review.gate.approved:
+        lander.approved(ctx, rec, ws, step, review)
+        return "approved", int(ExitCode.OK), f"approved {reviewed[:12]}"
+    lander.rejected(ctx, rec, ws, step, review)
+    reasons = "; ".join(review.gate.reasons)
+    return "rejected", int(ExitCode.REVISE), f"not approved: {reasons}"

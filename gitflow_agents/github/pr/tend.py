@@ -1,0 +1,336 @@
+"""``plan tend PLAN``: keep every open step pull request of a plan mergeable and reviewed.
+
+For each step not ✅ on origin's target whose branch (``chain.branch_pattern``) has an open pull
+request, with origin's branch tip as the head (git is the truth; GitHub's ``mergeable_state`` is
+not read):
+
+- **up to date and green** (the target is an ancestor of the head, and the newest
+  ``gitflow-agents/review`` status on the head is ``success``): nothing; two reads;
+- **up to date and red**: nothing (it waits for ``/agent fix`` or a human); it counts as red;
+- **behind the target, or a head no review judged** (no status, or ``pending``: a human pushed):
+  under the step branch's lease (``tend_lease.py``: exactly one tend, never while its step run
+  works), the step branch is set to origin's head, the target merged in when it moved on (a
+  normal merge commit; a conflict goes to the fixer, the chain's "target moved" round), the
+  result reviewed (``chain.tend.tend_step``), pushed as a fast-forward (never forced: a push that
+  finds the branch moved is left to the next tend), and published on the pull request as a step
+  run's is (``publish.publish_step``: the sticky comment, inline findings, the status on exactly
+  the pushed head, auto-merge re-armed with ``--auto-merge``). A merge the fixer did not resolve
+  leaves the head as it is with a ``failure`` status, the conflicting files named in the sticky
+  comment, and ``CONFLICT_LABEL``; the label goes when a later tend lands the merge.
+
+Exit code: 0 every open step pull request is green or waits on someone else (its step run or
+another tend works on it), 1 one stays red, 3 an agent failed, 4 GitHub failed (as ``run``).
+docs/github.md, "Tending open step pull requests".
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+from gitflow_agents.base.errors import ExitCode, GitHubError
+from gitflow_agents.chain import ChainResult, Context
+from gitflow_agents.chain.lander import BranchLander
+from gitflow_agents.chain.state import done_where, fetch_target, plan_in_repo, target_tip
+from gitflow_agents.chain.tend import tend_step
+from gitflow_agents.chain.workspace import branch_name
+from gitflow_agents.git import lease as git_lease
+from gitflow_agents.git import queries as git
+from gitflow_agents.git.worktree import merge_conflicts
+from gitflow_agents.github.action.fixer import BOT_EMAIL
+from gitflow_agents.github.action.status import CONTEXT
+from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, PullRequest
+from gitflow_agents.github.api.commits import newest_state
+from gitflow_agents.github.pr import lease as leases
+from gitflow_agents.github.pr import tend_lease
+from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
+from gitflow_agents.github.pr.startable import REMOTE
+from gitflow_agents.github.pr.step import GitHub, _guard, _no_target, connect
+from gitflow_agents.plan import parse_plan
+from gitflow_agents.reviewer import approval_status
+from gitflow_agents.runs import new_run_id, read_json
+from gitflow_agents.runs.lock import StepLockedError
+
+CONFLICT_LABEL = "gitflow-agents: conflict"
+"""On a step pull request whose merge of the target the fixer did not resolve."""
+
+
+@dataclass(frozen=True)
+class TendOptions:
+    auto_merge: str | None = None  # merge, squash, rebase: re-armed on a head tend approved
+
+
+class Tended(NamedTuple):
+    """How one pull request was left: green, waiting (someone else works on it) or red; the
+    exit code of its tend (3 an agent failed, else 0)."""
+
+    state: str
+    code: int = int(ExitCode.OK)
+
+
+class _Open(NamedTuple):
+    step: int
+    branch: str
+    pull: PullRequest
+
+
+def tend_plan(
+    ctx: Context,
+    options: TendOptions,
+    report: Callable[[ChainResult], None],
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """Tend every open step pull request of ``ctx.plan`` (see the module doc)."""
+    github = connect(os.environ if environ is None else environ, ctx.root)
+    identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
+    ctx = replace(ctx, target_remote=REMOTE, commit_identity=identity)
+    if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:
+        raise _no_target(ctx)
+    pulls = _open_step_pulls(ctx, github)
+    if not pulls:
+        print(f"plan tend: no open step pull request of {_plan_name(ctx)} on {github.repo}")
+        return int(ExitCode.OK)
+    if options.auto_merge is not None:
+        github = replace(github, guard=_guard(github, ctx.target))
+    left = [tend_pull(ctx, github, found, options, report) for found in pulls]
+    counts = {state: sum(t.state == state for t in left) for state in ("green", "waiting", "red")}
+    print("plan tend: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
+    if any(t.code == ExitCode.AGENT_FAILED for t in left):
+        return int(ExitCode.AGENT_FAILED)
+    return int(ExitCode.REVISE) if counts["red"] else int(ExitCode.OK)
+
+
+def _plan_name(ctx: Context) -> str:
+    assert ctx.plan is not None
+    return ctx.plan.name
+
+
+def _open_step_pulls(ctx: Context, github: GitHub) -> list[_Open]:
+    """The plan's steps not ✅ on the target whose branch on origin has an open pull request
+    (one ``ls-remote``, then one request per such branch)."""
+    assert ctx.plan is not None
+    heads = git.remote_heads(ctx.root, REMOTE)
+    found = []
+    for step in ctx.plan.steps:
+        branch = branch_name(ctx.settings, ctx.plan.name, step.number)
+        if branch not in heads or done_where(ctx, step.number) is not None:
+            continue
+        pulls = github.client.pulls.for_head(github.repo, branch, base=ctx.target)
+        open_pulls = [pull for pull in pulls if pull.state == "open"]
+        if open_pulls:
+            found.append(_Open(step.number, branch, open_pulls[0]))
+    return found
+
+
+def _say(step: int, pull: PullRequest, text: str) -> None:
+    print(f"step {step}: PR #{pull.number} {text}", flush=True)
+
+
+def _verdict(
+    ctx: Context, github: GitHub, found: _Open, head: str, target_sha: str
+) -> Tended | None:
+    """What needs no tend: an up-to-date head with a final status (green, or red waiting for a
+    fix), or a red head whose merge of the target the fixer could not resolve (``CONFLICT_LABEL``:
+    it waits for a human's push); None when the head is behind or no review judged it."""
+    behind = not git.is_ancestor(ctx.root, target_sha, head)
+    conflicted = CONFLICT_LABEL in found.pull.labels
+    if behind and not conflicted:
+        return None
+    state = newest_state(github.client, github.repo, head, CONTEXT)
+    if state == "success" and not behind:
+        _say(found.step, found.pull, f"green on {head[:12]}, up to date with {ctx.target}")
+        return Tended("green")
+    if state in ("failure", "error"):
+        why = "a human resolves the conflict" if conflicted else "a fix"
+        _say(found.step, found.pull, f"red on {head[:12]} ({state}): waits for {why}")
+        return Tended("red")
+    return None
+
+
+def tend_pull(
+    ctx: Context,
+    github: GitHub,
+    found: _Open,
+    options: TendOptions,
+    report: Callable[[ChainResult], None],
+) -> Tended:
+    """One open step pull request (see the module doc)."""
+    head = _fetch_head(ctx, found.branch)
+    target_sha = target_tip(ctx, fetch=False)
+    assert target_sha is not None
+    settled = _verdict(ctx, github, found, head, target_sha)
+    if settled is not None:
+        return settled
+    lease = git_lease.read_lease(ctx.root, found.branch, REMOTE)
+    why = tend_lease.busy(lease, github.client, github.repo, github.ttl)
+    if why is not None:
+        _say(found.step, found.pull, f"waits: {why}")
+        return Tended("waiting")
+    run_id = new_run_id()
+    record = tend_lease.tend_holder(github.claimant, head, found.pull.number, run_id)
+    identity = dict(ctx.commit_identity or {})
+    held = tend_lease.take(ctx.root, found.branch, record, lease, identity, REMOTE)
+    if held is None:
+        _say(found.step, found.pull, "waits: another tend or run took its lease first")
+        return Tended("waiting")
+    end = head
+    try:
+        with leases.renewing(held, github.ttl, _warn, ctx.cancel.set):
+            tended, end = _tend_held(ctx, github, found, options, report, held)
+    finally:
+        tend_lease.done(held, end)
+    return tended
+
+
+def _warn(line: str) -> None:
+    print(f"warning: {line}", file=sys.stderr, flush=True)
+
+
+def _fetch_head(ctx: Context, branch: str) -> str:
+    """Origin's tip of ``branch``, fetched into its remote-tracking ref."""
+    git.fetch_ref(ctx.root, f"+refs/heads/{branch}:refs/remotes/{REMOTE}/{branch}", REMOTE)
+    head = git.remote_branch_sha(ctx.root, branch, REMOTE)
+    if head is None:
+        raise GitHubError(f"{branch} is gone from {REMOTE} while its pull request is open")
+    return head
+
+
+def _tend_held(
+    ctx: Context,
+    github: GitHub,
+    found: _Open,
+    options: TendOptions,
+    report: Callable[[ChainResult], None],
+    held: leases.Held,
+) -> tuple[Tended, str]:
+    """Under the lease: the head and target read again (another tend may have finished just
+    before), then merge, review, push, publish. The tend's state and the head left."""
+    step, pull, branch = found.step, found.pull, found.branch
+    head = _fetch_head(ctx, branch)
+    target_sha = target_tip(ctx)
+    assert target_sha is not None and ctx.plan is not None
+    settled = _verdict(ctx, github, found, head, target_sha)
+    if settled is not None:
+        return settled, head
+    behind = not git.is_ancestor(ctx.root, target_sha, head)
+    conflicts = merge_conflicts(ctx.root, head, target_sha) if behind else ()
+    what = f"behind {ctx.target}" if behind else "a head no review judged"
+    if conflicts:
+        what += f", conflicting in {', '.join(conflicts)}"
+    _say(step, pull, f"{what} ({head[:12]}): tending it")
+    _at_head(ctx, branch, head)
+    lander = BranchLander(head, str(held.record[tend_lease.TEND]))
+    fresh = replace(ctx, plan=parse_plan(ctx.plan.path, ctx.config.spec_plan))
+    try:
+        result = tend_step(fresh, step, lander, head)
+    except StepLockedError as exc:
+        _say(step, pull, f"waits: {exc}")
+        return Tended("waiting"), head
+    report(result)
+    lost = held.lost()
+    if lost is not None:  # another tend took the pull request over as free: it is theirs now
+        git.set_branch(ctx.root, branch, head)
+        _say(step, pull, f"waits: {lost}; nothing was pushed or published")
+        return Tended("waiting"), head
+    tip = lander.tip or head
+    if result.outcome not in ("approved", "rejected") or (
+        conflicts and git.conflict_markers(ctx.root, target_sha, tip)
+    ):
+        git.set_branch(ctx.root, branch, head)  # the tend's own commits: nothing is pushed
+        return _unresolved(fresh, github, found, result, head, conflicts), head
+    if tip != head:
+        pushed = git.push_branch(ctx.root, tip, branch, REMOTE)
+        if not pushed.ok and pushed.moved:
+            _say(step, pull, f"{branch} moved on {REMOTE} meanwhile: nothing forced, next tend")
+            return Tended("waiting"), head
+        if not pushed.ok:
+            raise GitHubError(f"cannot push {branch} to {REMOTE}: {pushed.detail}")
+    state = _publish(fresh, github, options, result, found, tip, ())
+    if CONFLICT_LABEL in pull.labels:
+        github.client.pulls.remove_label(github.repo, pull.number, CONFLICT_LABEL)
+    return Tended("green" if state == "success" else "red"), tip
+
+
+def _at_head(ctx: Context, branch: str, head: str) -> None:
+    """The local step branch at origin's ``head``. Commits of the local branch that origin
+    lacks (an earlier tend killed before its push, or work of this checkout) are kept on a
+    branch of their own, never dropped."""
+    local = git.branch_sha(ctx.root, branch)
+    if local is not None and local != head and not git.is_ancestor(ctx.root, local, head):
+        kept = f"{branch}-kept-{local[:12]}"
+        if git.branch_sha(ctx.root, kept) is None:
+            git.create_branch(ctx.root, kept, local)
+        print(f"  note: the local branch {branch} had commits {REMOTE} lacks: kept as {kept}")
+    git.set_branch(ctx.root, branch, head)
+
+
+def _unresolved(
+    ctx: Context,
+    github: GitHub,
+    found: _Open,
+    result: ChainResult,
+    head: str,
+    conflicts: tuple[str, ...],
+) -> Tended:
+    """A merge the fixer did not resolve (or an agent that failed): the head stays, red, the
+    conflicting files named in the sticky comment, ``CONFLICT_LABEL`` on the pull request."""
+    notices: tuple[str, ...] = ()
+    if conflicts:
+        notices = (
+            f"Merging {ctx.target} into {found.branch} conflicts in {', '.join(conflicts)}, "
+            f"and the fixer did not resolve it: merge {ctx.target} into the branch, resolve "
+            "the conflicts and push; the next tend reviews that head.",
+        )
+    _publish(ctx, github, TendOptions(), result, found, head, notices)
+    if conflicts and CONFLICT_LABEL not in found.pull.labels:
+        github.client.pulls.add_label(github.repo, found.pull.number, CONFLICT_LABEL)
+    return Tended("red", result.exit_code if result.exit_code == ExitCode.AGENT_FAILED else 0)
+
+
+def _publish(
+    ctx: Context,
+    github: GitHub,
+    options: TendOptions,
+    result: ChainResult,
+    found: _Open,
+    head: str,
+    notices: tuple[str, ...],
+) -> str:
+    """The tend's run published on the pull request as a step run's is; the status set."""
+    assert ctx.plan is not None and result.result_path is not None
+    record = read_json(result.result_path) or {}
+    plan_rel = plan_in_repo(ctx) or ctx.plan.path.name
+    link = f"{github.server_url}/{github.repo}/blob/{ctx.target}/{plan_rel}"
+    step = ctx.plan.step(found.step)
+    warning = github.guard.warning() if github.guard is not None else None
+    if options.auto_merge is not None and warning is not None:
+        notices = (*notices, f"Auto-merge is on, but {warning}.")
+    spec = StepPull(
+        repo=github.repo,
+        branch=found.branch,
+        target=ctx.target,
+        title=f"[{ctx.plan.name}] Step {step.number}: {step.title}",
+        body=pull_body(plan_rel, step.number, step.content, link),
+        draft=False,
+        auto_merge=options.auto_merge,
+        notices=notices,
+    )
+    approved = result.outcome == "approved" and approval_status(ctx.root, head)[0]
+    published = publish_step(
+        github.client,
+        spec,
+        record,
+        result.result_path.parent,
+        head=head,
+        approved=approved,
+        threshold=ctx.settings.threshold,
+        run_url=github.run_url,
+    )
+    text = f"{found.branch} at {head[:12]}, status {published.state}"
+    if options.auto_merge is not None:
+        text += f", auto-merge ({options.auto_merge}): {published.auto_merge}"
+    _say(found.step, found.pull, text)
+    return published.state

@@ -1,0 +1,31 @@
+"""``git/worktree.py``: what merging one commit into another would conflict in, without a
+work tree (``merge_conflicts``, which ``plan tend`` names on a conflicting pull request)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitflow_agents.git.worktree import merge_conflicts
+from tests.conftest import git
+
+
+def _commit(repo: Path, start: str, files: dict[str, str]) -> str:
+    git(repo, "checkout", "-q", "--detach", start)
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "change")
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_a_clean_merge_has_no_conflicts_and_a_conflicting_one_names_each_path_once(
+    repo: Path,
+) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    ours = _commit(repo, base, {"README.md": "# ours\n", "src/a b.py": "A = 1\n"})
+    theirs = _commit(repo, base, {"README.md": "# theirs\n", "src/a b.py": "A = 2\n"})
+    elsewhere = _commit(repo, base, {"OTHER.md": "other\n"})
+    assert merge_conflicts(repo, ours, elsewhere) == ()
+    assert merge_conflicts(repo, ours, theirs) == ("README.md", "src/a b.py")
+    assert git(repo, "status", "--porcelain") == ""  # no work tree or index touched
