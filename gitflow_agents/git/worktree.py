@@ -399,3 +399,27 @@ def conflict_markers(root: Path, base: str, head: str) -> tuple[str, ...]:
     return tuple(
         line.split(": ", 1)[0] for line in out.splitlines() if "leftover conflict marker" in line
     )
+
+
+# --- the tool's work trees as a cache (gitflow-agents worktrees, gc) -----------------------
+
+
+def admin_dir(worktree: Path) -> Path | None:
+    """The git directory of the linked work tree ``worktree`` (``.git/worktrees/<name>``): what
+    gitflow-agents keeps about that tree lives there and goes with it. None when git does not
+    know it."""
+    result = run_git(worktree, "rev-parse", "--absolute-git-dir", check=False)
+    out = result.stdout.strip()
+    return Path(out) if result.returncode == 0 and out else None
+
+
+def unpublished_commits(root: Path, branch: str, target: str) -> int:
+    """How many commits of local ``branch`` are neither on the local ``target`` branch nor on
+    any remote-tracking branch: work that exists nowhere else."""
+    others = ["--remotes"]
+    if branch_sha(root, target) is not None:
+        others.insert(0, f"refs/heads/{target}")
+    result = run_git(
+        root, "rev-list", "--count", f"refs/heads/{branch}", "--not", *others, check=False
+    )
+    return int(result.stdout.strip() or 0) if result.returncode == 0 else 0
