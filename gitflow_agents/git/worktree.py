@@ -11,7 +11,7 @@ removed (``require_tool_worktree``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -309,6 +309,20 @@ def paths_differing_from(root: Path, base: str) -> tuple[str, ...]:
     """Paths whose work-tree content differs from commit ``base`` (committed since, staged or
     not); empty when git cannot tell."""
     out = run_git(root, "diff", "--no-ext-diff", "--name-only", "-z", base, check=False).stdout
+    return tuple(name for name in out.split("\0") if name)
+
+
+def paths_differing_between(
+    root: Path, base: str, head: str, paths: Iterable[str]
+) -> tuple[str, ...]:
+    """Which of ``paths`` differ between commits ``base`` and ``head`` (added, changed or
+    removed); empty when ``paths`` is, or the commits are the same."""
+    wanted = sorted(paths)
+    if not wanted or base == head:
+        return ()
+    out = run_git(
+        root, "diff", "--no-ext-diff", "--name-only", "-z", base, head, "--", *wanted, check=False
+    ).stdout
     return tuple(name for name in out.split("\0") if name)
 
 

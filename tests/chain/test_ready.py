@@ -142,3 +142,17 @@ def test_file_secrets_reads_dotenv_values_but_not_plain_words(tmp_path: Path) ->
         "URL=postgres://u:pw9Xq2@db/x\n"
     )
     assert file_secrets(env, ".env") == {SECRET, "postgres://u:pw9Xq2@db/x"}
+
+
+def test_an_agent_that_commits_a_copied_file_itself_fails_and_nothing_lands(repo: Path) -> None:
+    configure(repo, implementer="unignore-commit")
+    (repo / ".gitignore").write_text(".env\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore")
+    (repo / ".env").write_text(f"API_TOKEN={SECRET}\n")
+    before = git(repo, "rev-parse", "main")
+    add_chain_keys(repo, "  copy_ignored: [.env]\n")
+    result = run(repo, "--step", "1")
+    assert result.returncode == 3
+    assert "it committed .env, copied in by chain.copy_ignored" in result.stdout
+    assert git(repo, "rev-parse", "main") == before  # nothing landed
