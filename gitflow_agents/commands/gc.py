@@ -43,10 +43,15 @@ def run(args: argparse.Namespace) -> int:
         return 0
     going = "would remove" if args.dry_run else "removed"
     for v in verdicts:
-        what = f"{v.tree.flow} step {v.tree.step}" if v.tree.step is not None else v.tree.path.name
-        action = going if v.removed else "kept"
-        detail = v.why if not v.removed else v.why.replace("removed", going, 1)
-        print(f"{action}: {what} ({bytes_text(v.tree.size)}) {v.tree.path}: {detail}")
+        tree = v.tree
+        what = f"{tree.flow} step {tree.step}" if tree.step is not None else tree.path.name
+        size = bytes_text(tree.size)
+        if v.removed:
+            branch = f", with its branch {tree.branch}" if v.branch_deleted else ""
+            limit = " (size limit)" if v.why.endswith("(size limit)") else ""
+            print(f"{going}: {what} ({size}{branch}){limit} {tree.path}")
+        else:
+            print(f"kept: {what} ({size}) {tree.path}: {v.why}")
     removed = sum(1 for v in verdicts if v.removed)
     kept = len(verdicts) - removed
     many = "work tree" if removed == 1 else "work trees"
