@@ -229,13 +229,12 @@ def disk_usage(path: Path) -> int:
 
 
 def _last_used(path: Path, registered: bool) -> float:
-    """When the work tree was last changed by git (its index or HEAD: every commit, reset and
-    checkout writes one), else the folder's own time."""
+    """When the work tree was last moved by git (its HEAD and HEAD's log: every commit, reset
+    and checkout writes them; not the index, which a mere ``git status`` may rewrite), else the
+    folder's own time."""
     times = []
     folder = admin_dir(path) if registered else None
-    for candidate in (
-        (folder / "index", folder / "HEAD", folder / "logs" / "HEAD") if folder else ()
-    ):
+    for candidate in (folder / "HEAD", folder / "logs" / "HEAD") if folder else ():
         with contextlib.suppress(OSError):
             times.append(candidate.stat().st_mtime)
     with contextlib.suppress(OSError):

@@ -76,14 +76,14 @@ def test_gc_never_removes_a_live_or_unmerged_tree_and_a_second_gc_is_a_no_op(
     rejected_and_failed(repo)
     before = by_step(repo)
     dry = gc(repo, "--dry-run")
-    assert [t["removed"] for t in dry["trees"]] == [False, True]  # oldest first: 1, then 2
+    assert sorted((t["step"], t["removed"]) for t in dry["trees"]) == [(1, False), (2, True)]
     assert {t["path"] for t in listed(repo)} == {t["path"] for t in before.values()}
     with lock.hold(lock.step_lock_path(repo, "flows", "feature", 2), "a-live-run"):
-        held = gc(repo)
-    assert not any(t["removed"] for t in held["trees"])  # 1: unmerged; 2: live
-    assert "live run" in held["trees"][1]["why"] and "--force" in held["trees"][0]["why"]
+        held = {t["step"]: t for t in gc(repo)["trees"]}
+    assert not any(t["removed"] for t in held.values())  # 1: unmerged; 2: live
+    assert "live run" in held[2]["why"] and "--force" in held[1]["why"]
     done = gc(repo)
-    assert [(t["step"], t["removed"], t["branchDeleted"]) for t in done["trees"]] == [
+    assert sorted((t["step"], t["removed"], t["branchDeleted"]) for t in done["trees"]) == [
         (1, False, False),
         (2, True, True),
     ]
