@@ -47,11 +47,20 @@ class Verdict:
 
 
 def collect(
-    root: Path, flow_dir: str, target: str, options: GcOptions, branch_pattern: str | None = None
+    root: Path,
+    flow_dir: str,
+    target: str,
+    options: GcOptions,
+    branch_pattern: str | None = None,
+    *,
+    measure: bool = True,
 ) -> list[Verdict]:
     """Decide for every work tree of the tool's own, then (unless ``dry_run``) remove those that
-    go; the verdicts, oldest tree first."""
-    verdicts = decide(tool_trees(root, flow_dir, target, branch_pattern), options, target)
+    go; the verdicts, oldest tree first (``measure``: as for ``tool_trees``; a size limit
+    always measures)."""
+    measure = measure or options.max_size is not None
+    trees = tool_trees(root, flow_dir, target, branch_pattern, measure=measure)
+    verdicts = decide(trees, options, target)
     if options.dry_run:
         return verdicts
     return [
@@ -165,5 +174,5 @@ def apply_policy(
         return []
     older = policy.older_than if policy.older_than is not None else float("inf")
     options = GcOptions(older_than=older, max_size=policy.max_size, kill_grace=kill_grace)
-    verdicts = collect(root, flow_dir, target, options, branch_pattern)
+    verdicts = collect(root, flow_dir, target, options, branch_pattern, measure=False)
     return [verdict for verdict in verdicts if verdict.removed]

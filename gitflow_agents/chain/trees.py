@@ -93,19 +93,28 @@ class _Records:
 
 
 def tool_trees(
-    root: Path, flow_dir: str, target: str, branch_pattern: str | None = None
+    root: Path,
+    flow_dir: str,
+    target: str,
+    branch_pattern: str | None = None,
+    *,
+    measure: bool = True,
 ) -> list[ToolTree]:
     """Every work tree under the repository's tool work-tree root, oldest use first. A step
     work tree's branch is the tool's when a step run record names it or it is the step's
-    branch under ``branch_pattern`` (a run killed before it wrote its record)."""
+    branch under ``branch_pattern`` (a run killed before it wrote its record). ``measure``
+    False: sizes are not read (0), for a caller that needs none (``run``'s end without a size
+    limit: a big ``node_modules`` takes a while to walk)."""
     base = git.tool_worktree_root(root)
     known = {
         p.resolve(): b for p, b in git.worktrees(root).items() if git.is_tool_worktree(root, p)
     }
     folders = set(known) | set(_cache_folders(base))
+    if not folders:
+        return []
     records = _read_records(root, flow_dir)
     trees = [
-        _tree(root, flow_dir, target, base, p, known, records, branch_pattern)
+        _tree(root, flow_dir, target, (base, p), known, records, branch_pattern, measure)
         for p in sorted(folders)
     ]
     return sorted(trees, key=lambda tree: tree.last_used)
@@ -126,12 +135,13 @@ def _tree(
     root: Path,
     flow_dir: str,
     target: str,
-    base: Path,
-    path: Path,
+    where: tuple[Path, Path],
     known: dict[Path, str | None],
     records: _Records,
     branch_pattern: str | None,
+    measure: bool,
 ) -> ToolTree:
+    base, path = where
     parts = path.relative_to(base.resolve()).parts
     flow = parts[0] if len(parts) > 1 else ""
     match = _STEP.fullmatch(path.name)
@@ -151,7 +161,7 @@ def _tree(
         registered=registered,
         state="running" if live else state,
         live=live,
-        size=disk_usage(path),
+        size=disk_usage(path) if measure else 0,
         last_used=_last_used(path, registered),
         run_id=run_id,
         unpublished=unpublished_commits(root, branch, target) if branch else 0,

@@ -136,8 +136,9 @@ def _collect_garbage(ctx: Context) -> None:
         print(f"  note: chain.gc: {exc}")
         return
     if gone:
-        freed = bytes_text(sum(verdict.tree.size for verdict in gone))
-        print(f"  note: chain.gc removed {len(gone)} old work tree(s), {freed} (gitflow-agents gc)")
+        size = sum(verdict.tree.size for verdict in gone)  # 0: not measured (no size limit)
+        freed = f", {bytes_text(size)}" if size else ""
+        print(f"  note: chain.gc removed {len(gone)} old work tree(s){freed} (gitflow-agents gc)")
 
 
 def _in_dependency_order(plan: Plan) -> list[int]:
