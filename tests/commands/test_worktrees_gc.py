@@ -68,6 +68,8 @@ def test_worktrees_lists_states_sizes_and_live_runs(repo: Path) -> None:
     assert trees[None]["registered"] is False and trees[None]["state"] == "unknown"
     table = call(repo, "worktrees").stdout
     assert "agents/feature/step-1" in table and "rejected" in table and "3 work trees" in table
+    gone = {t["path"] for t in gc(repo)["trees"] if t["removed"]}
+    assert str(leftover) in gone and not leftover.exists()  # unregistered: it goes too
 
 
 def test_gc_never_removes_a_live_or_unmerged_tree_and_a_second_gc_is_a_no_op(
