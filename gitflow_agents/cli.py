@@ -374,6 +374,38 @@ def _add_history(sub: Registry) -> None:
     p.add_argument("--agents", action="store_true", help="also the agent runs inside step runs")
 
 
+def _add_worktrees(sub: Registry) -> None:
+    p = _command(
+        sub,
+        "worktrees",
+        "worktrees",
+        help="the work trees gitflow-agents made: step, branch, state, size, age, live run",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_gc(sub: Registry) -> None:
+    p = _command(
+        sub,
+        "gc",
+        "gc",
+        help="remove work trees (and step branches) gitflow-agents made that nobody needs",
+    )
+    p.add_argument(
+        "--older-than",
+        metavar="DURATION",
+        help="only those unused for longer: 7d, 36h, 90m (default: any age)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="list what would go; remove nothing")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="also those whose branch has commits on neither the target nor a remote, or "
+        "that hold uncommitted changes (never one a live run owns)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
 # Each entry adds one subcommand. Adding a command: write commands/<name>.py with
 # ``run(args) -> int`` and one ``_add_<name>`` function here.
 COMMANDS: list[Callable[[Registry], None]] = [
@@ -393,6 +425,8 @@ COMMANDS: list[Callable[[Registry], None]] = [
     _add_run,
     _add_flow,
     _add_history,
+    _add_worktrees,
+    _add_gc,
 ]
 
 

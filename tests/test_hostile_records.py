@@ -82,6 +82,8 @@ def test_status_history_send_cancel_read_hostile_records(
         ("history", "--format", "mermaid", "--agents"),
         ("send", RUN_ID, "hi", "--quiet"),
         ("cancel", RUN_ID, "--wait", "0"),
+        ("worktrees", "--json"),
+        ("gc", "--dry-run"),
     ):
         outcome = cli.main(*args, cwd=repo)
         assert outcome.returncode in (ExitCode.OK, ExitCode.USAGE), (args, outcome.stderr)

@@ -70,6 +70,8 @@ def test_chain_plan_prompt_review_outputs_are_camel_case(repo: Path) -> None:
         "status --json": call(repo, "status", "--json"),
         "history --json": call(repo, "history", "--json"),
         "history --format json --agents": call(repo, "history", "--format", "json", "--agents"),
+        "worktrees --json": call(repo, "worktrees", "--json"),
+        "gc --dry-run --json": call(repo, "gc", "--dry-run", "--json"),
         "plan show --json": call(repo, "plan", "show", "specs/feature.md", "--json"),
         "plan matrix": call(repo, "plan", "matrix", "specs/feature.md"),
         "plan matrix --pending-only": call(repo, "plan", "matrix", "specs/feature.md",

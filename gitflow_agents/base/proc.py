@@ -57,11 +57,13 @@ def run(
     input: str | None = None,
     timeout: float | None = None,
     check: bool = True,
+    merge_stderr: bool = False,
 ) -> Result:
     """Run ``argv`` to completion and capture text output.
 
     The child gets its own session (so a timeout kills the whole tree) and stdin closed
-    unless ``input`` is given.
+    unless ``input`` is given. ``merge_stderr``: stderr goes to ``stdout`` as it comes, in
+    order (``stderr`` is then empty).
     """
     argv = tuple(str(a) for a in argv)
     try:
@@ -71,7 +73,7 @@ def run(
             env=dict(env) if env is not None else None,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
             text=True,
             encoding="utf-8",
             errors="replace",
@@ -89,7 +91,7 @@ def run(
         kill_group(child.pid)
         child.wait()
         raise
-    result = Result(argv, child.returncode, stdout, stderr)
+    result = Result(argv, child.returncode, stdout, stderr or "")
     if check and result.returncode != 0:
         raise CalledProcessError(result)
     return result

@@ -4,6 +4,9 @@ The package, one job per module:
 
 * ``context``   what every agent of a run shares (``ChainSettings``, ``Context``)
 * ``workspace`` the step branch in a work tree of the tool's own; scratch work trees
+* ``ready``     a new step work tree made ready: ignored files copied in, the setup command
+* ``trees``     the tool's work trees as a cache (state, size, age, live run: ``worktrees``)
+* ``gc``        which of them go (``gc``, and ``run`` at its end with ``chain.gc``)
 * ``resume``    what an earlier attempt of an agent left: reuse it or set it aside
 * ``agents``    running the chain's agents, alone or several at once (``run_agent``)
 * ``review``    one review round: reviewers in parallel, then the gate (``review_round``)

@@ -351,6 +351,13 @@ class _Attempt:
                 identity=ctx.commit_identity,
             )
             self.end_sha = committed or _own_commits(ws.worktree, job.start_sha)
+            leaked = git.paths_differing_between(
+                ws.worktree, job.start_sha, self.end_sha, ctx.protected
+            )
+            if leaked:  # the agent committed a file chain.copy_ignored copied in itself
+                self.status = "failed"
+                self.reason = f"it committed {', '.join(leaked)}, copied in by chain.copy_ignored: such files are never committed"
+                return
             if self.success.exists():
                 self.own = stats.compute(
                     ws.worktree, job.start_sha, self.end_sha, exclude=ctx.exclude

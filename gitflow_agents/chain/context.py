@@ -66,6 +66,8 @@ class Context:
     # exact secret values the step's diff adds, gathered by every review round: masked in the
     # runs that follow (their worker.log, events, records) and in the step's own record
     secrets: set[str] = field(default_factory=set)
+    # files chain.copy_ignored copied into the work trees: never committed (``exclude``)
+    protected: set[str] = field(default_factory=set)
     _manifest: Any = field(default=None, init=False, repr=False)
 
     @property
@@ -82,7 +84,8 @@ class Context:
 
     @property
     def exclude(self) -> tuple[str, ...]:
-        return (self.config.flow_dir.strip("/"),)
+        """What no agent commit takes: the flow dir, then the copied ignored files."""
+        return (self.config.flow_dir.strip("/"), *sorted(self.protected))
 
     def manifest(self) -> PromptAssetManifest:
         """The `.agents-flow/` manifest of ``root``, read once per run (every agent's prompt

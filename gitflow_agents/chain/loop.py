@@ -21,6 +21,7 @@ from gitflow_agents.chain.agents import AgentFailed, AgentRun, Job, agent_id_for
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate, moved_on
 from gitflow_agents.chain.lander import Lander, MergeLander
+from gitflow_agents.chain.ready import SetupFailed, make_ready
 from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
 from gitflow_agents.chain.resume import implement_start
 from gitflow_agents.chain.review import record_note, review_round
@@ -71,6 +72,9 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
             rec.agents.extend(exc.run.attempts())
             rec.failed_what = exc.run.kind
             rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
+        except SetupFailed as exc:  # chain.setup failed in the step's work tree
+            rec.setup, rec.failed_what = exc.entry, "setup"
+            rec.finish("failed", int(exc.exit_code), str(exc))
         except GitError as exc:  # the merge (conflict, target moved, dirty checkout)
             rec.finish("failed", int(exc.exit_code), str(exc))
         except KeyboardInterrupt:
@@ -91,6 +95,7 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
     after_ids: tuple[str, ...]
     settings = ctx.settings
     ws = rec.ws = step_workspace(ctx, step)  # lost runs in its work tree are killed first
+    rec.setup = make_ready(ctx, ws, rec.run_dir)  # chain.copy_ignored, chain.setup
     title = f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}"
     builder_id = agent_id_for(settings.implementer, step)
     builder = rec.add(

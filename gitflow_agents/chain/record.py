@@ -36,7 +36,7 @@ from gitflow_agents.runs import (
     write_result,
 )
 from gitflow_agents.runs.cards import history_line
-from gitflow_agents.runs.schema import StepChain
+from gitflow_agents.runs.schema import SetupEntry, StepChain
 from gitflow_agents.runs.status import StepOutcome as StepOutcome
 from gitflow_agents.runs.status import step_result_status
 
@@ -73,6 +73,12 @@ class StepRecord:
         self.exit_code = int(ExitCode.AGENT_FAILED)
         self.reason = "the run stopped unexpectedly"
         self.failed_what: str | None = None  # history line: "failed (<this>)", default implement
+        self.setup: SetupEntry | None = None  # chain.setup in the step's work tree
+
+    @property
+    def run_dir(self) -> Path:
+        """The step run's folder (its result.json, the setup's log)."""
+        return runs_root(self.ctx.root, self.ctx.config.flow_dir, self.ctx.flow) / self.run_id
 
     @property
     def fixes(self) -> int:
@@ -120,7 +126,7 @@ def _write_record(rec: StepRecord) -> ChainResult:
     """result.json (the implement shape + ``chain`` + ``gitStats``; docs/protocol.md, Run
     records) and the history line."""
     ctx = rec.ctx
-    paths = RunPaths(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow) / rec.run_id)
+    paths = RunPaths(rec.run_dir)
     git_stats: stats.GitStats | None = None
     head = rec.rounds[-1].reviewed_sha if rec.rounds else None
     if head is None:
@@ -156,6 +162,7 @@ def _write_record(rec: StepRecord) -> ChainResult:
         agents=tuple(a.entry() for a in rec.agents),
         rounds=tuple(r.entry() for r in rec.rounds),
         notices=tuple(ctx.notices),
+        setup=rec.setup,
     ).to_json()
     result["gitStats"] = git_stats.to_json() if git_stats else None
     result["run"] = {

@@ -113,7 +113,32 @@ def run(args: argparse.Namespace) -> int:
             code = result.exit_code
             if code != ExitCode.OK:
                 break
+    _collect_garbage(ctx)
     return code
+
+
+def _collect_garbage(ctx: Context) -> None:
+    """``chain.gc`` at the end of a run: old work trees of the tool's own go (chain/gc.py)."""
+    from gitflow_agents.base.errors import GitflowError
+    from gitflow_agents.base.units import bytes_text
+    from gitflow_agents.chain.gc import apply_policy
+
+    try:
+        gone = apply_policy(
+            ctx.root,
+            ctx.config.flow_dir,
+            ctx.target,
+            ctx.config.chain.gc,
+            ctx.settings.kill_grace,
+            ctx.settings.branch_pattern,
+        )
+    except GitflowError as exc:
+        print(f"  note: chain.gc: {exc}")
+        return
+    if gone:
+        size = sum(verdict.tree.size for verdict in gone)  # 0: not measured (no size limit)
+        freed = f", {bytes_text(size)}" if size else ""
+        print(f"  note: chain.gc removed {len(gone)} old work tree(s){freed} (gitflow-agents gc)")
 
 
 def _in_dependency_order(plan: Plan) -> list[int]:

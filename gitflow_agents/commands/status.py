@@ -23,10 +23,27 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         where = f"{config.flow_dir}/{args.flow}" if args.flow else f"{config.flow_dir}/"
         print(f"no runs under {where}")
+        print_cache_usage(root)
         return 0
     print(format_table(rows))
     print(format_replies(rows))
+    print_cache_usage(root)
     return 0
+
+
+def print_cache_usage(root: Path) -> None:
+    """The disk the repository's work-tree cache takes (``gitflow-agents worktrees`` lists it,
+    ``gc`` empties it); nothing outside a git repository."""
+    from gitflow_agents.base.errors import GitflowError
+    from gitflow_agents.base.units import bytes_text
+    from gitflow_agents.chain.trees import cache_usage
+
+    try:
+        count, size = cache_usage(root)
+    except GitflowError:
+        return
+    many = "work tree" if count == 1 else "work trees"
+    print(f"work-tree cache: {count} {many}, {bytes_text(size)} (gitflow-agents worktrees; gc)")
 
 
 def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str, Any]]:

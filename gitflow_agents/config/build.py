@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -19,6 +20,7 @@ from gitflow_agents.agents.prices import Price, price_from, shipped_prices
 from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 from gitflow_agents.base.resources import templates_dir
+from gitflow_agents.base.units import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from gitflow_agents.config.files import Layout, normalise
 from gitflow_agents.config.review import build_review
 from gitflow_agents.config.values import (
@@ -39,6 +41,7 @@ from gitflow_agents.config.values import (
     ChainConfig,
     CompletionWorkflow,
     FlowConfig,
+    GcPolicy,
     SharedFile,
     branch_pattern_problem,
     display,
@@ -218,7 +221,51 @@ def _build_chain(values: Mapping[str, Node], agents: Collection[str]) -> ChainCo
         severity_threshold=(
             str(threshold.value) if threshold is not None else chain.severity_threshold
         ),
+        **_work_tree_keys(values),
     )
+
+
+def _work_tree_keys(values: Mapping[str, Node]) -> dict[str, Any]:
+    """``chain.setup``, ``chain.copy_ignored`` and ``chain.gc``: the step work trees' keys."""
+    found: dict[str, Any] = {}
+    setup = values.get("setup")
+    if setup is not None and setup.value is not None:
+        raw = setup.value
+        found["setup"] = raw if isinstance(raw, str) else tuple(str(i.value) for i in raw)
+    copy = values.get("copy_ignored")
+    if copy is not None:
+        for index, item in enumerate(copy.value):
+            problem = copy_pattern_problem(str(item.value))
+            if problem is not None:
+                raise item.error(f"chain.copy_ignored[{index}]", problem)
+        listed = (str(item.value).strip("/") for item in copy.value)
+        found["copy_ignored"] = tuple(dict.fromkeys(listed))
+    gc = _section(values, "gc")
+    older, size = gc.get("older_than"), gc.get("max_size")
+    policy = GcPolicy()
+    if older is not None:
+        seconds = None if older.value is None else parse_duration(str(older.value))
+        if older.value is not None and seconds is None:
+            raise older.error("chain.gc.older_than", f"expected {DURATION_FORMS}")
+        policy = replace(policy, older_than=seconds)
+    if size is not None and size.value is not None:
+        limit = parse_size(str(size.value))
+        if limit is None:
+            raise size.error("chain.gc.max_size", f"expected {SIZE_FORMS}")
+        policy = replace(policy, max_size=limit)
+    found["gc"] = policy
+    return found
+
+
+def copy_pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot name files inside the repository (absolute, ``..``, ``.git``), or
+    None when it can."""
+    parts = pattern.strip("/").split("/")
+    if pattern.startswith("/") or pattern.startswith("~") or ":" in parts[0]:
+        return f"{pattern!r}: give a path relative to the repository root"
+    if ".." in parts or ".git" in parts or not pattern.strip("/"):
+        return f"{pattern!r}: must name files inside the repository, outside .git"
+    return None
 
 
 def _build_workflow(

@@ -258,6 +258,38 @@ CHAIN = Obj(
             default=_CHAIN.severity_threshold,
             doc="Findings at or above this severity block the merge.",
         ),
+        "setup": Command(
+            doc="Run in each new step work tree before its first agent (e.g. 'uv sync', 'npm "
+            "ci'): a string runs through the shell (sh -c), a list as it is. Its output goes "
+            "to setup.log in the step's run folder; a non-zero exit fails the step. Run again "
+            "only for a new work tree or a changed command.",
+        ),
+        "copy_ignored": StrList(
+            what="a path",
+            default=_CHAIN.copy_ignored,
+            doc="Ignored files copied from your checkout into each step work tree (e.g. .env): "
+            "paths relative to the repository root, or globs (* and ? within a folder, ** "
+            "across folders). Only files git ignores are copied, never committed, and their "
+            "values are masked in every output; a listed path git tracks is an error.",
+        ),
+        "gc": Obj(
+            doc="When `run` removes old work trees of its own at its end (as `gitflow-agents "
+            "gc` does: never a live one, never one whose branch has commits found nowhere "
+            "else).",
+            fields={
+                "older_than": Str(
+                    nullable=True,
+                    default="14d",
+                    doc="Work trees unused for longer are removed: a whole number with s, m, "
+                    "h, d or w (7d, 36h). null: no age limit.",
+                ),
+                "max_size": Str(
+                    nullable=True,
+                    doc="Keep the work-tree cache of this repository under this size, oldest "
+                    "first: 5GB, 500MB (KB, MB, GB, TB; KiB … TiB). Default: no limit.",
+                ),
+            },
+        ),
     },
 )
 _GLOBS = (

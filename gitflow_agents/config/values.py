@@ -53,6 +53,7 @@ DEFAULT_SUCCESS_SUFFIX = ".complete.md"
 DEFAULT_FAILURE_SUFFIX = ".failed.md"
 DEFAULT_BRANCH_PATTERN = "agents/{plan_name}/step-{step}"
 MERGE_MODES: tuple[str, ...] = ("ff", "merge")
+DEFAULT_GC_OLDER_THAN = 14 * 86400.0  # chain.gc.older_than: 14d
 SEVERITIES: tuple[str, ...] = ("error", "warn", "info")
 
 # Names of agents, shared files, flow types and variants; and of environment variables.
@@ -117,6 +118,14 @@ class SharedFile:
 
 
 @dataclass(frozen=True)
+class GcPolicy:
+    """``chain.gc``: which of its work trees ``run`` removes at its end (``gc`` by default)."""
+
+    older_than: float | None = DEFAULT_GC_OLDER_THAN  # seconds unused; None: no age limit
+    max_size: int | None = None  # bytes the repository's work-tree cache may hold; None: any
+
+
+@dataclass(frozen=True)
 class ChainConfig:
     """The ``chain:`` section: defaults of ``run`` and ``flow`` (command-line options win)."""
 
@@ -128,6 +137,11 @@ class ChainConfig:
     branch_pattern: str = DEFAULT_BRANCH_PATTERN
     merge: str = "ff"  # one of MERGE_MODES
     severity_threshold: str = "error"  # one of SEVERITIES
+    # run in each new step work tree before its first agent: a shell command (str) or an argv
+    setup: str | tuple[str, ...] | None = None
+    # ignored files (paths or globs) copied from the user's checkout into each step work tree
+    copy_ignored: tuple[str, ...] = ()
+    gc: GcPolicy = field(default_factory=lambda: GcPolicy())
 
 
 def branch_pattern_problem(pattern: str) -> str | None:

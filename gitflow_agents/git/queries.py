@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from gitflow_agents.git.worktree import git_common_dir as git_common_dir
     from gitflow_agents.git.worktree import is_tool_worktree as is_tool_worktree
     from gitflow_agents.git.worktree import merge_in_worktree as merge_in_worktree
+    from gitflow_agents.git.worktree import paths_differing_between as paths_differing_between
     from gitflow_agents.git.worktree import paths_differing_from as paths_differing_from
     from gitflow_agents.git.worktree import remove_tool_worktree as remove_tool_worktree
     from gitflow_agents.git.worktree import remove_worktree as remove_worktree

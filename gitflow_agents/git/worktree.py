@@ -11,7 +11,7 @@ removed (``require_tool_worktree``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -312,6 +312,20 @@ def paths_differing_from(root: Path, base: str) -> tuple[str, ...]:
     return tuple(name for name in out.split("\0") if name)
 
 
+def paths_differing_between(
+    root: Path, base: str, head: str, paths: Iterable[str]
+) -> tuple[str, ...]:
+    """Which of ``paths`` differ between commits ``base`` and ``head`` (added, changed or
+    removed); empty when ``paths`` is, or the commits are the same."""
+    wanted = sorted(paths)
+    if not wanted or base == head:
+        return ()
+    out = run_git(
+        root, "diff", "--no-ext-diff", "--name-only", "-z", base, head, "--", *wanted, check=False
+    ).stdout
+    return tuple(name for name in out.split("\0") if name)
+
+
 def untracked_paths(root: Path) -> tuple[str, ...]:
     """Untracked files that are not ignored, relative to ``root``; empty when git cannot tell."""
     out = run_git(root, "ls-files", "--others", "--exclude-standard", "-z", check=False).stdout
@@ -421,3 +435,27 @@ def merge_conflicts(root: Path, ours: str, theirs: str) -> tuple[str, ...]:
         raise _fail(result, f"cannot merge {theirs[:12]} into {ours[:12]}")
     names = [name for name in result.stdout.split("\0") if name]
     return tuple(dict.fromkeys(names[1:]))  # the first is the tree written
+
+
+# --- the tool's work trees as a cache (gitflow-agents worktrees, gc) -----------------------
+
+
+def admin_dir(worktree: Path) -> Path | None:
+    """The git directory of the linked work tree ``worktree`` (``.git/worktrees/<name>``): what
+    gitflow-agents keeps about that tree lives there and goes with it. None when git does not
+    know it."""
+    result = run_git(worktree, "rev-parse", "--absolute-git-dir", check=False)
+    out = result.stdout.strip()
+    return Path(out) if result.returncode == 0 and out else None
+
+
+def unpublished_commits(root: Path, branch: str, target: str) -> int:
+    """How many commits of local ``branch`` are neither on the local ``target`` branch nor on
+    any remote-tracking branch: work that exists nowhere else."""
+    others = ["--remotes"]
+    if branch_sha(root, target) is not None:
+        others.insert(0, f"refs/heads/{target}")
+    result = run_git(
+        root, "rev-list", "--count", f"refs/heads/{branch}", "--not", *others, check=False
+    )
+    return int(result.stdout.strip() or 0) if result.returncode == 0 else 0

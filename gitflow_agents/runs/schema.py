@@ -179,6 +179,35 @@ class PullRef:
 
 
 @dataclass(frozen=True)
+class SetupEntry:
+    """``chain.setup`` in a step run (result.json ``chain.setup``): the command, whether it ran
+    in this run (false: the work tree was already set up with it), its exit code (None: it
+    did not end, a timeout) and its output's file in the run folder (None when it did not run)."""
+
+    command: str
+    ran: bool
+    exit_code: int | None
+    log: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "ran": self.ran,
+            "exitCode": self.exit_code,
+            "log": self.log,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SetupEntry:
+        return cls(
+            command=text(data, "command") or "",
+            ran=data.get("ran") is True,
+            exit_code=integer(data, "exitCode"),
+            log=text(data, "log"),
+        )
+
+
+@dataclass(frozen=True)
 class StepChain:
     """The ``chain`` key of a step run's result.json."""
 
@@ -200,6 +229,7 @@ class StepChain:
     rounds: tuple[RoundEntry, ...]
     notices: tuple[str, ...]
     pull_request: PullRef | None = None  # added once ``run --pr`` opened it
+    setup: SetupEntry | None = None  # chain.setup, when configured
 
     def to_json(self) -> dict[str, Any]:
         merged = self.merged
@@ -228,6 +258,8 @@ class StepChain:
         }
         if self.pull_request is not None:
             data["pullRequest"] = self.pull_request.to_json()
+        if self.setup is not None:
+            data["setup"] = self.setup.to_json()
         return data
 
     @classmethod
@@ -263,6 +295,7 @@ class StepChain:
             rounds=tuple(RoundEntry.from_json(item, base) for item in _objects(data, "rounds")),
             notices=tuple(strings(data, "notices")),
             pull_request=PullRef(number, url) if number is not None and url else None,
+            setup=SetupEntry.from_json(mapping(data, "setup")) if mapping(data, "setup") else None,
         )
 
 

@@ -940,3 +940,38 @@ def test_built_in_sources_are_labelled(tmp_path: Path) -> None:
 def test_a_folder_named_like_a_layer_is_an_error(tmp_path: Path) -> None:
     (tmp_path / ".flow" / "base.yaml").mkdir(parents=True)
     assert load_error(tmp_path) == ".flow/base.yaml: is a directory, not a file"
+
+
+def test_chain_work_tree_keys(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        MINIMAL
+        + "chain:\n  setup: uv sync && echo done\n  copy_ignored: [.env, 'config/*.local', .env]\n"
+        + "  gc: {older_than: 36h, max_size: 1.5GB}\n",
+    )
+    write(tmp_path, ".flow/x/base.yaml", "chain:\n  setup: [npm, ci]\n  gc: {older_than: null}\n")
+    chain = load_flow_config(tmp_path).chain
+    assert chain.setup == "uv sync && echo done"  # a string: run through the shell
+    assert chain.copy_ignored == (".env", "config/*.local")
+    assert (chain.gc.older_than, chain.gc.max_size) == (36 * 3600, 1_500_000_000)
+    layered = load_flow_config(tmp_path, "x").chain
+    assert layered.setup == ("npm", "ci")  # replaced whole, never concatenated
+    assert (layered.gc.older_than, layered.gc.max_size) == (None, 1_500_000_000)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("  gc: {older_than: soon}\n", ".flow/base.yaml:4: chain.gc.older_than: expected a whole"),
+        ("  gc: {max_size: lots}\n", ".flow/base.yaml:4: chain.gc.max_size: expected a number"),
+        ("  copy_ignored: [../x]\n", ".flow/base.yaml:4: chain.copy_ignored[0]: '../x': must"),
+        ("  copy_ignored: [/etc/x]\n", ".flow/base.yaml:4: chain.copy_ignored[0]: '/etc/x': give"),
+        ("  setup: []\n", ".flow/base.yaml:4: chain.setup: expected a non-empty list"),
+    ],
+)
+def test_chain_work_tree_keys_errors_name_file_and_line(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL + "chain:\n" + text)
+    assert load_error(tmp_path).startswith(message)

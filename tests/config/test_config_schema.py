@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.base.units import parse_duration
 from gitflow_agents.config import (
     ChainConfig,
     builtin_flow_dir,
@@ -102,9 +103,12 @@ def test_schema_defaults_are_the_loaders_defaults(tmp_path: Path) -> None:
         "chain": {
             key: list(value) if isinstance(value, tuple) else value
             for key, value in vars(config.chain).items()
-            if value is not None
+            if value is not None and key != "gc"
         },
     }
+    gc = props["chain"]["properties"]["gc"]["properties"]  # durations and sizes as written
+    assert parse_duration(gc["older_than"]["default"]) == config.chain.gc.older_than
+    assert "default" not in gc["max_size"] and config.chain.gc.max_size is None
     for key, value in loaded.items():
         if isinstance(value, dict):
             for sub, expected in value.items():

@@ -1,0 +1,150 @@
+"""Work trees that go away (issue 24, item 4): ``worktrees`` lists the tool's work trees with the
+states their run records give, ``gc`` removes only those nobody needs (never a live one, never
+one whose branch has commits found nowhere else unless --force), a lost run's tree included,
+and ``run`` applies ``chain.gc`` at its end. Real git, real fake agents, real locks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from gitflow_agents.git import queries as g
+from gitflow_agents.runs import lock
+from tests.conftest import ROOT, git, running_agent, wait_until
+from tests.helpers.chain import RUN_ARGS, call, configure, run
+
+REJECTED = ("--step", "1", "--max-iterations", "1")
+
+
+def listed(repo: Path) -> list[dict[str, Any]]:
+    result = call(repo, "worktrees", "--json")
+    assert result.returncode == 0, result.stderr
+    trees: list[dict[str, Any]] = json.loads(result.stdout)
+    return trees
+
+
+def by_step(repo: Path) -> dict[int | None, dict[str, Any]]:
+    return {tree["step"]: tree for tree in listed(repo)}
+
+
+def gc(repo: Path, *args: str) -> dict[str, Any]:
+    result = call(repo, "gc", "--json", *args)
+    assert result.returncode == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def rejected_and_failed(repo: Path) -> None:
+    """Step 1 rejected (its branch holds the implementer's commit), step 2 failed (the
+    implementer crashed: its branch has nothing of its own)."""
+    configure(repo, reviewer="revise")
+    assert run(repo, *REJECTED).returncode == 1
+    config = repo / ".flow" / "base.yaml"
+    text = config.read_text()
+    config.write_text(text.replace('"implementer", "edit"', '"implementer", "crash"'))
+    assert run(repo, "--step", "2").returncode == 3
+    config.write_text(text)
+
+
+def test_worktrees_lists_states_sizes_and_live_runs(repo: Path) -> None:
+    rejected_and_failed(repo)
+    trees = by_step(repo)
+    assert trees[1]["state"] == "rejected" and trees[1]["unpublishedCommits"] == 1
+    assert trees[2]["state"] == "failed" and trees[2]["unpublishedCommits"] == 0
+    assert trees[1]["branch"] == "agents/feature/step-1" and trees[1]["live"] is False
+    assert all(tree["sizeBytes"] > 0 and tree["ageSeconds"] >= 0 for tree in trees.values())
+    leftover = Path(trees[1]["path"]).parent / "scratch-leftover"
+    leftover.mkdir()
+    with lock.hold(lock.step_lock_path(repo, "flows", "feature", 2), "a-live-run"):
+        trees = by_step(repo)
+    assert trees[2]["state"] == "running" and trees[2]["live"] is True
+    assert trees[None]["registered"] is False and trees[None]["state"] == "unknown"
+    table = call(repo, "worktrees").stdout
+    assert "agents/feature/step-1" in table and "rejected" in table and "3 work trees" in table
+    gone = {t["path"] for t in gc(repo)["trees"] if t["removed"]}
+    assert str(leftover) in gone and not leftover.exists()  # unregistered: it goes too
+
+
+def test_gc_never_removes_a_live_or_unmerged_tree_and_a_second_gc_is_a_no_op(
+    repo: Path,
+) -> None:
+    rejected_and_failed(repo)
+    before = by_step(repo)
+    dry = gc(repo, "--dry-run")
+    assert sorted((t["step"], t["removed"]) for t in dry["trees"]) == [(1, False), (2, True)]
+    assert {t["path"] for t in listed(repo)} == {t["path"] for t in before.values()}
+    with lock.hold(lock.step_lock_path(repo, "flows", "feature", 2), "a-live-run"):
+        held = {t["step"]: t for t in gc(repo)["trees"]}
+    assert not any(t["removed"] for t in held.values())  # 1: unmerged; 2: live
+    assert "live run" in held[2]["why"] and "--force" in held[1]["why"]
+    done = gc(repo)
+    assert sorted((t["step"], t["removed"], t["branchDeleted"]) for t in done["trees"]) == [
+        (1, False, False),
+        (2, True, True),
+    ]
+    assert not Path(before[2]["path"]).exists()
+    assert g.branch_sha(repo, "agents/feature/step-2") is None
+    assert g.branch_sha(repo, "agents/feature/step-1") is not None
+    again = gc(repo)
+    assert not any(t["removed"] for t in again["trees"]) and again["freedBytes"] == 0
+    forced = gc(repo, "--force")
+    assert [(t["step"], t["removed"]) for t in forced["trees"]] == [(1, True)]
+    assert g.branch_sha(repo, "agents/feature/step-1") is None and listed(repo) == []
+
+
+def test_gc_older_than_keeps_recent_trees(repo: Path) -> None:
+    rejected_and_failed(repo)
+    assert not any(t["removed"] for t in gc(repo, "--older-than", "1d")["trees"])
+    bad = call(repo, "gc", "--older-than", "a while")
+    assert bad.returncode == 2 and "--older-than 'a while'" in bad.stderr
+
+
+def test_gc_removes_the_tree_of_a_run_killed_with_kill_9(repo: Path) -> None:
+    configure(repo, sleep=60)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    orchestrator = subprocess.Popen(
+        [sys.executable, "-m", "gitflow_agents", *RUN_ARGS, "--step", "1"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_until(lambda: running_agent(repo), 30)
+    agent = running_agent(repo)
+    assert agent is not None and isinstance(agent["pid"], int)
+    os.kill(orchestrator.pid, signal.SIGKILL)
+    orchestrator.wait()
+    tree = listed(repo)[0]
+    assert tree["live"] is False and tree["state"] == "unknown"  # lost: nobody supervises it
+    done = gc(repo)
+    assert done["trees"][0]["removed"] is True and done["trees"][0]["branchDeleted"] is True
+    assert not Path(tree["path"]).exists() and listed(repo) == []
+    wait_until(
+        lambda: (
+            not psutil.pid_exists(agent["pid"])
+            or psutil.Process(agent["pid"]).status() == psutil.STATUS_ZOMBIE
+        ),
+        10,
+    )
+    assert gc(repo)["trees"] == []
+
+
+def test_run_applies_chain_gc_at_its_end_and_status_shows_the_cache(repo: Path) -> None:
+    rejected_and_failed(repo)
+    failed = by_step(repo)[2]["path"]
+    status = call(repo, "status").stdout
+    assert "work-tree cache: 2 work trees" in status
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(config.read_text() + "chain:\n  gc: {older_than: 0s}\n")
+    result = run(repo, *REJECTED)
+    assert result.returncode == 1
+    assert "chain.gc removed 1 old work tree(s)" in result.stdout
+    assert not Path(failed).exists() and list(by_step(repo)) == [1]  # the rejected one stays
+    git(repo, "status")  # the repository is fine
