@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.git import diffparse
 from gitflow_agents.git import queries as g
 from tests.conftest import ROOT, git
 
@@ -35,10 +36,10 @@ def test_a_commit_and_its_parents_in_one_query(repo: Path) -> None:
             g.commit_and_parents(repo, bad)
 
 
-def test_a_small_commit_takes_five_git_processes(repo: Path, tmp_path: Path) -> None:
-    """toplevel, the commit and its parent, the diff (two), the sizes and the contents (one
-    ``cat-file --batch-command``): the commit's parent is asked with the commit, not by a
-    process of its own."""
+def test_a_small_commit_takes_four_git_processes(repo: Path, tmp_path: Path) -> None:
+    """toplevel, the commit and its parent, the diff (its records and its patch from one
+    ``git diff``), the sizes and the contents (one ``cat-file --batch-command``): the commit's
+    parent is asked with the commit, not by a process of its own."""
     (repo / "a.py").write_text("x = 1\n")
     (repo / "b.json").write_text("{}\n")
     git(repo, "add", "-A")
@@ -53,4 +54,21 @@ def test_a_small_commit_takes_five_git_processes(repo: Path, tmp_path: Path) -> 
     )
     assert result.returncode == 0, result.stdout + result.stderr
     calls = [line for line in trace.read_text().splitlines() if "trace: built-in: git" in line]
-    assert len(calls) == 5, calls
+    assert len(calls) == 4, calls
+
+
+def test_one_diff_process_gives_records_and_patch(repo: Path) -> None:
+    """``split_patch``: the records end where the patch starts, also when the patch holds
+    only headers (a binary file), and a change-free diff is empty."""
+    base = g.head_sha(repo)
+    assert g.diff(repo, g.DiffSpec(base, base)) == ()
+    (repo / "blob.bin").write_bytes(b"\x00\x00\x01")
+    (repo / "text.txt").write_text("one\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "two")
+    changes = {c.path: c for c in g.diff(repo, g.DiffSpec(base, g.head_sha(repo)))}
+    assert changes["blob.bin"].binary and changes["blob.bin"].added_lines == ()
+    assert [a.text for a in changes["text.txt"].added_lines] == ["one"]
+    records, patch = diffparse.split_patch(":100644 100644 a b M\0x\0" + "1\t0\tx\0\0diff --git")
+    assert (records, patch) == (":100644 100644 a b M\0x\0" + "1\t0\tx\0", "diff --git")
+    assert diffparse.split_patch("") == ("", "")
