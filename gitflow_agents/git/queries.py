@@ -107,6 +107,36 @@ def repo_root(start: Path | str | None = None) -> Path:
     return Path(top)
 
 
+def _is_sha(word: str) -> bool:
+    return len(word) in (40, 64) and word.strip("0123456789abcdef") == ""
+
+
+def root_and_commit(rev: str) -> tuple[Path, str, tuple[str, ...]] | None:
+    """``repo_root()`` and ``commit_and_parents(root, rev)`` from one git process; None when git
+    cannot tell both (those two queries then say why: not a repository, unknown revision)."""
+    if not rev or rev.startswith("-"):
+        return None
+    args = ("rev-parse", "--show-toplevel", rev + "^{commit}", rev + "^@")
+    result = run_git(Path.cwd(), *args, check=False)
+    top, *shas = result.stdout.splitlines() or [""]
+    if result.returncode != 0 or not top or not shas or not all(map(_is_sha, shas)):
+        return None
+    return Path(top), shas[0], tuple(shas[1:])
+
+
+def root_and_head() -> tuple[Path, str | None] | None:
+    """``repo_root()`` and HEAD's sha (None: no commit yet) from one git process; None when git
+    cannot tell (``repo_root`` then says why)."""
+    args = ("rev-parse", "--show-toplevel", "--verify", "--quiet", "HEAD^{commit}")
+    result = run_git(Path.cwd(), *args, check=False)
+    lines = result.stdout.splitlines()
+    if result.returncode == 0 and len(lines) == 2 and lines[0] and _is_sha(lines[1]):
+        return Path(lines[0]), lines[1]
+    if result.returncode == 1 and len(lines) == 1 and lines[0]:
+        return Path(lines[0]), None
+    return None
+
+
 def rev_parse(root: Path, rev: str) -> str:
     """Full sha of the commit ``rev`` names; UsageError naming ``rev`` when unknown."""
     if not rev or rev.startswith("-"):
