@@ -216,6 +216,22 @@ def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -
     assert done.stderr.strip().splitlines()[-3:] == ["[]", "[]", "[]"]
 
 
+@pytest.mark.parametrize(
+    "call", ["main(['HEAD', '--no-note'])", "gitflow_agents_main(['review', 'HEAD', '--no-note'])"]
+)
+def test_a_review_runs_the_cyclic_collector_seldom(repo: Path, call: str) -> None:
+    """Both review entry points raise the collector's threshold before they import the review
+    (start-up ran it ~20 times: issue 20); the review's result is the same."""
+    code = (
+        "import gc, sys\n"
+        "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
+        f"code = {call}\n"
+        "print(code, gc.get_threshold()[0], file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert done.stderr.strip().splitlines()[-1] == "0 50000"
+
+
 def test_the_hook_form_of_gitflow_agents_reads_no_parser(repo: Path) -> None:
     """``gitflow-agents review`` as ``.pre-commit-hooks.yaml`` runs it (every commit) does not
     import ``cli`` or argparse; another argv still reaches the parser (issue 20)."""
