@@ -49,6 +49,8 @@ print(" ".join(m for m in sys.modules if m.startswith("gitflow_agents")))
 
 IMPORTS = """\
 import resource
+from gitflow_agents.git_agent_review import fewer_collections
+fewer_collections()  # as the entry point does before it imports the review
 import {modules}
 own = resource.getrusage(resource.RUSAGE_SELF)
 print(own.ru_utime + own.ru_stime)
