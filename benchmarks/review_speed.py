@@ -235,12 +235,27 @@ def _cpu_of(argv: list[str], cwd: Path) -> tuple[float, float]:
     return time.perf_counter() - start, _children_cpu() - used
 
 
-def small_commit_repo(base: Path, files: int, *, staged: bool) -> Path:
-    """A 200-file repository whose last commit (or, ``staged``, whose index) changes ``files``."""
-    repo = base / f"{'staged' if staged else 'commit'}-{files}"
+# A `.flow/base.yaml` with review settings, as a team that tuned the gate has (the `.flow/` row)
+FLOW_REVIEW = """\
+# review settings of the builtin reviewer (docs/review.md, "Accepting a finding")
+review:
+  exclude: [vendor/, "tests/fixtures/**"]
+  rules:
+    todo: {enabled: false}
+    high-entropy-secret: {exclude: ["**/*.lock"]}
+"""
+
+
+def small_commit_repo(base: Path, files: int, *, staged: bool, flow: bool = False) -> Path:
+    """A 200-file repository whose last commit (or, ``staged``, whose index) changes ``files``;
+    ``flow``: with a committed ``.flow/base.yaml`` holding a ``review:`` section."""
+    repo = base / f"{'staged' if staged else 'commit'}{'-flow' if flow else ''}-{files}"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "gc.auto", "0")
+    if flow:
+        (repo / ".flow").mkdir()
+        (repo / ".flow" / "base.yaml").write_text(FLOW_REVIEW)
     paths = []
     for i in range(200):
         kind = KINDS[i % len(KINDS)]

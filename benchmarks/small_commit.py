@@ -9,6 +9,8 @@ processes included):
 
 - ``git agent-review HEAD --no-note`` (the installed console script through git, as a user runs
   it) against ``git diff --numstat HEAD~1 HEAD``;
+- the same with a ``.flow/base.yaml`` holding a ``review:`` section (row ``.flow/``: the
+  settings are read and the whole layer checked, as for a team that tuned the gate);
 - the pre-commit hook's form: the same change staged, ``gitflow-agents review --hook`` (what
   ``.pre-commit-hooks.yaml`` runs) against ``git diff --cached --numstat``.
 
@@ -47,6 +49,8 @@ print(" ".join(m for m in sys.modules if m.startswith("gitflow_agents")))
 
 IMPORTS = """\
 import resource
+from gitflow_agents.git_agent_review import fewer_collections
+fewer_collections()  # as the entry point does before it imports the review
 import {modules}
 own = resource.getrusage(resource.RUSAGE_SELF)
 print(own.ru_utime + own.ru_stime)
@@ -123,6 +127,12 @@ def main() -> int:
             print(
                 f"{'commit':>6} {files:6d} {row[0]:10.1f} {row[1]:11.1f} {row[2]:6.1f}x {row[3]:6.1f}x"
             )
+            flow = small_commit_repo(Path(tmp), files, staged=False, flow=True)
+            row = pair_ratios(flow, review, numstat, args.runs)
+            print(
+                f"{'.flow/':>6} {files:6d} {row[0]:10.1f} {row[1]:11.1f} {row[2]:6.1f}x {row[3]:6.1f}x"
+            )
+            shutil.rmtree(flow)
             staged = small_commit_repo(Path(tmp), files, staged=True)
             hook = [str(scripts / "gitflow-agents"), "review", "--hook"]
             row = pair_ratios(staged, hook, ["git", "diff", "--cached", "--numstat"], args.runs)

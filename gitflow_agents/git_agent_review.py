@@ -9,6 +9,7 @@ the work is in commands/review.py.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -182,7 +183,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def fewer_collections() -> None:
+    """A review's process is short and what it allocates at start-up (its modules' classes,
+    functions and tables) lives to the end: Python's cyclic collector, run every 700
+    allocations by default, ran about twenty times while a small review started, ~3 ms of its
+    CPU (issue 20). Every 50,000 allocations instead, as mypy raises it for the same reason;
+    reference counting still frees everything that is not a cycle at once."""
+    gc.set_threshold(50_000, 20, 20)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    fewer_collections()
     if argv is not None and any("\0" in word for word in argv):  # in-process only
         print("git agent-review: error: an argument contains a NUL character", file=sys.stderr)
         return 2
@@ -210,6 +221,7 @@ def gitflow_agents_main(argv: Sequence[str] | None = None) -> int:
         from gitflow_agents.cli import main as cli_main
 
         return cli_main(words)
+    fewer_collections()
     from gitflow_agents.commands.manpage import ensure_reachable
 
     ensure_reachable()  # `git agent-review --help` finds its page (uv tool installs: manpage.py)

@@ -21,7 +21,8 @@ from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.target import (
     Target,
     exit_code,
-    hook_target,
+    hook_range,
+    locate,
     nothing_to_review,
     resolve_target,
     review_target,
@@ -53,15 +54,13 @@ def _run(args: Args) -> int:
     from gitflow_agents.base.color import use_color
     from gitflow_agents.reviewer import record_review
 
-    root = git.repo_root()
+    rev_range, staged = hook_range(os.environ) if args.hook else (args.range, args.staged)
+    root, known = locate(rev_range, staged=staged)  # a commit or the index: one git process
     acceptance = _acceptance(root, args)
     remarks: list[str] = []
-    if args.hook:
-        if args.range or args.staged:
-            raise UsageError("--hook takes its range from pre-commit; give no RANGE or --staged")
-        target = hook_target(root, os.environ)
-    else:
-        target = resolve_target(root, args.range, staged=args.staged, say=remarks)
+    if args.hook and (args.range or args.staged):
+        raise UsageError("--hook takes its range from pre-commit; give no RANGE or --staged")
+    target = known or resolve_target(root, rev_range, staged=staged, say=remarks)
     for remark in remarks:
         print(f"git agent-review: {remark}", file=sys.stderr)
     threshold = Severity.parse(args.severity_threshold)

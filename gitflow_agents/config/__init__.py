@@ -20,22 +20,55 @@ into the editor schema ``init`` writes.
 
 from __future__ import annotations
 
-from gitflow_agents.config.files import (
-    builtin_flow_dir,
-    find_project_root,
-    scaffold_files,
-)
-from gitflow_agents.config.json_schema import flow_config_schema, schema_text
-from gitflow_agents.config.load import config_problems, load_flow_config
-from gitflow_agents.config.values import (
-    TEMPLATE_VARIABLES,
-    AgentConfig,
-    ChainConfig,
-    CompletionWorkflow,
-    FlowConfig,
-    SharedFile,
-    branch_pattern_problem,
-)
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitflow_agents.config.files import (
+        builtin_flow_dir,
+        find_project_root,
+        scaffold_files,
+    )
+    from gitflow_agents.config.json_schema import flow_config_schema, schema_text
+    from gitflow_agents.config.load import config_problems, load_flow_config
+    from gitflow_agents.config.values import (
+        TEMPLATE_VARIABLES,
+        AgentConfig,
+        ChainConfig,
+        CompletionWorkflow,
+        FlowConfig,
+        SharedFile,
+        branch_pattern_problem,
+    )
+
+# Each name's module is imported when the name is first asked for: the builtin reviewer reads
+# a layer of review settings through ``review.py`` alone, and importing this package must not
+# load the whole shape, the plan parser and the adapters for it (issue 20).
+_LAZY = {
+    "builtin_flow_dir": "files",
+    "find_project_root": "files",
+    "scaffold_files": "files",
+    "flow_config_schema": "json_schema",
+    "schema_text": "json_schema",
+    "config_problems": "load",
+    "load_flow_config": "load",
+    "TEMPLATE_VARIABLES": "values",
+    "AgentConfig": "values",
+    "ChainConfig": "values",
+    "CompletionWorkflow": "values",
+    "FlowConfig": "values",
+    "SharedFile": "values",
+    "branch_pattern_problem": "values",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "TEMPLATE_VARIABLES",

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Iterator, Mapping
 
 from gitflow_agents.base.errors import ConfigError
-from gitflow_agents.config.shape import (
+from gitflow_agents.config.spec import (
     HINTS,
     AnyMap,
     Bool,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gitflow_agents.config.shape import (
-    TOP,
+from gitflow_agents.config.shape import TOP
+from gitflow_agents.config.spec import (
     AnyMap,
     Bool,
     Command,

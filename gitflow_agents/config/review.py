@@ -1,6 +1,12 @@
 """The ``review:`` section of a ``.flow/`` layer built into ``findings.settings.ReviewSettings``
 (what the section means: ``findings/settings.py`` and docs/configuration.md, "review"); an
 unknown rule id or an empty glob is a ConfigError naming the file and line.
+
+A layer that holds nothing but ``review:`` is checked against that section's shape
+(``review_shape.REVIEW``), which for such a layer is the whole shape's check, without loading
+the shape of the chain, the agents and the plans (``plan/``, the adapters: issue 20, the
+builtin reviewer reads the layer on every commit). A layer with more in it is checked whole
+(``review_whole.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from types import MappingProxyType
 
 from gitflow_agents.base.errors import InputError
 from gitflow_agents.config.check import check
-from gitflow_agents.config.shape import TOP
+from gitflow_agents.config.review_shape import REVIEW
 from gitflow_agents.config.yaml_nodes import MAX_LAYER_BYTES, Node, parse_layer, read_layer
 from gitflow_agents.findings.rules import RULES
 from gitflow_agents.findings.settings import PathGlob, ReviewSettings, RuleSetting, glob_regex
@@ -63,21 +69,28 @@ def build_review(node: Node | None) -> ReviewSettings:
     )
 
 
-def _layer_settings(layer: Node) -> ReviewSettings:
-    """The review settings of one parsed layer file: the whole file is checked against the
-    shape first (so a typo anywhere is named, as every command names it)."""
-    check(layer, TOP, "")
-    return build_review(layer.value.get("review"))
+def review_only(layer: Node) -> bool:
+    """Whether the parsed layer file ``layer`` holds no key but ``review:``."""
+    return set(layer.value) <= {"review"}
 
 
-def text_review_settings(text: str, name: str) -> ReviewSettings:
-    """The review settings of a layer file's ``text`` (read from a commit; ``name`` in
-    errors); InputError for a text over the size limit of a layer file."""
+def review_layer_settings(layer: Node) -> ReviewSettings:
+    """The review settings of a layer that holds only ``review:`` (``review_only``), checked
+    against the section's shape: file:line messages as the whole shape gives them."""
+    node = layer.value.get("review")
+    if node is not None:
+        check(node, REVIEW, "review")
+    return build_review(node)
+
+
+def parse_text_layer(text: str, name: str) -> Node:
+    """A layer file's ``text`` (read from a commit; ``name`` in errors) parsed; InputError for
+    a text over the size limit of a layer file."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_LAYER_BYTES:
         raise InputError(f"over the {MAX_LAYER_BYTES:,}-byte limit of a layer file", path=name)
-    return _layer_settings(parse_layer(text, name))
+    return parse_layer(text, name)
 
 
-def file_review_settings(path: Path, name: str) -> ReviewSettings:
-    """The review settings of the layer file at ``path`` (``name`` in errors)."""
-    return _layer_settings(read_layer(path, name))
+def read_file_layer(path: Path, name: str) -> Node:
+    """The layer file at ``path`` (``name`` in errors) parsed."""
+    return read_layer(path, name)

@@ -9,12 +9,11 @@ is given here as ``schema_extra`` so the editor schema still shows it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 from gitflow_agents.agents import adapter_names as registered
+from gitflow_agents.config.review_shape import REVIEW
+from gitflow_agents.config.spec import AnyMap, Bool, Command, Int, MapOf, Num, Obj, Str, StrList
 from gitflow_agents.config.values import (
     DEFAULT_ADAPTER,
     DEFAULT_BRANCH,
@@ -33,93 +32,7 @@ from gitflow_agents.config.values import (
     SEVERITIES,
     ChainConfig,
 )
-from gitflow_agents.findings.settings import RULE_SEVERITIES
 from gitflow_agents.plan import SpecPlanConfig
-
-
-def _no_extra() -> Mapping[str, Any]:
-    return MappingProxyType({})
-
-
-@dataclass(frozen=True, kw_only=True)
-class Str:
-    """A non-empty string; ``nullable``: or null. ``choices`` is a tuple, or a function
-    returning one (read when a file is checked, so a registry can supply it). ``hint`` is added
-    to the message for a value that is not a string."""
-
-    doc: str = ""
-    hint: str = ""
-    default: str | None = None
-    nullable: bool = False
-    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()
-    schema_extra: Mapping[str, Any] = field(default_factory=_no_extra)
-
-    def allowed(self) -> tuple[str, ...]:
-        return self.choices() if callable(self.choices) else self.choices
-
-
-@dataclass(frozen=True, kw_only=True)
-class Int:
-    minimum: int
-    what: str = "a whole number of seconds"
-    doc: str = ""
-    default: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Num:
-    """A number (integer or decimal) at least 0."""
-
-    doc: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Bool:
-    doc: str = ""
-    default: bool | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class StrList:
-    """A list of strings, each matching ``pattern`` (a regular expression, whole string)."""
-
-    pattern: str | None = None
-    what: str = ""
-    doc: str = ""
-    default: tuple[str, ...] | None = None
-    schema_extra: Mapping[str, Any] = field(default_factory=_no_extra)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Command:
-    """An argv: a list of strings, or one string split like a shell would (no shell runs)."""
-
-    doc: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class AnyMap:
-    doc: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Obj:
-    fields: Mapping[str, Spec]
-    doc: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class MapOf:
-    """A mapping from names to ``item``: names match ``key_pattern`` (default ``NAME_PATTERN``),
-    ``key_what`` says what a name is in the message for one that does not."""
-
-    item: Obj
-    doc: str = ""
-    key_pattern: str = NAME_PATTERN
-    key_what: str = "use letters, digits, '.', '_' and '-' (starting with a letter or digit)"
-
-
-Spec = Str | Int | Num | Bool | StrList | Command | AnyMap | Obj | MapOf
 
 
 def adapter_names() -> tuple[str, ...]:
@@ -292,45 +205,6 @@ CHAIN = Obj(
         ),
     },
 )
-_GLOBS = (
-    " Globs read like .gitignore lines: * and ? within one folder, ** across folders; a glob"
-    " without '/' matches at any depth, one with '/' from the repository root; a folder"
-    " matches everything under it."
-)
-REVIEW = Obj(
-    doc="What the builtin reviewer accepts (git agent-review, the pre-commit hook, the Action: "
-    "read from the base commit there; a chain's builtin reviewer: from the work tree, with "
-    "run --pr from the target's commit). Accepted findings are counted, never gate. "
-    "See docs/review.md, 'Accepting a finding'.",
-    fields={
-        "exclude": StrList(
-            what="a path glob",
-            doc="Paths whose findings are accepted (fixtures, vendored code)." + _GLOBS,
-        ),
-        "rules": MapOf(
-            doc="Settings per builtin rule id (python-syntax, github-token, todo, ...).",
-            item=Obj(
-                doc="One builtin rule.",
-                fields={
-                    "enabled": Bool(
-                        default=True,
-                        doc="false: every finding of the rule is accepted (counted, not gating).",
-                    ),
-                    "severity": Str(
-                        choices=RULE_SEVERITIES,
-                        hint="to switch a rule off, write enabled: false (YAML reads an "
-                        "unquoted off as false)",
-                        doc="The severity its findings get instead of the rule's own.",
-                    ),
-                    "exclude": StrList(
-                        what="a path glob",
-                        doc="Paths where this rule's findings are accepted." + _GLOBS,
-                    ),
-                },
-            ),
-        ),
-    },
-)
 PRICES = MapOf(
     doc="Model prices in USD per million tokens, laid over the shipped table "
     "(gitflow_agents/agents/prices.yaml). They estimate the cost of a run whose agent CLI reports "
@@ -436,15 +310,3 @@ TOP = Obj(
         "prices": PRICES,
     },
 )
-
-# Keys of the original Flow CLI that mean something else here: say so instead of "unknown".
-HINTS = {
-    "agent_interface": "choose the agent CLI per agent with agents.<name>.adapter",
-    "base_config": "layers are fixed: .flow/base.yaml, .flow/<flow-type>/base.yaml, "
-    ".flow/<flow-type>/<variant>.yaml",
-    "flow_type": "the flow type is the folder name: .flow/<flow-type>/base.yaml",
-    "stuck_timeout_secs": "put it under defaults:",
-    "max_wait_secs": "put it under defaults:",
-    "stuck_retry_grace_secs": "put it under defaults:",
-    "mcp_config": "pass adapter settings under agents.<name>.options",
-}

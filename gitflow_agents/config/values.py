@@ -13,6 +13,7 @@ from typing import Any
 
 from gitflow_agents.agents.prices import Price, shipped_prices
 from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.config.spec import NAME_PATTERN as NAME_PATTERN
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.plan import SpecPlanConfig
 from gitflow_agents.plan.model import BRANCH_PLACEHOLDERS, format_branch
@@ -56,8 +57,8 @@ MERGE_MODES: tuple[str, ...] = ("ff", "merge")
 DEFAULT_GC_OLDER_THAN = 14 * 86400.0  # chain.gc.older_than: 14d
 SEVERITIES: tuple[str, ...] = ("error", "warn", "info")
 
-# Names of agents, shared files, flow types and variants; and of environment variables.
-NAME_PATTERN = "[A-Za-z0-9][A-Za-z0-9_.-]*"
+# Names of agents, shared files, flow types and variants (``spec.NAME_PATTERN``); and of
+# environment variables.
 ENV_NAME_PATTERN = "[A-Za-z_][A-Za-z0-9_]*"
 MODEL_PATTERN = "[A-Za-z0-9][A-Za-z0-9_.:/@-]*"  # gpt-5, anthropic/claude-sonnet-4, o3@high
 NAME = re.compile(NAME_PATTERN + r"\Z")

@@ -8,9 +8,8 @@ and recursive aliases are errors; merge keys (``<<: *anchor``) work.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -19,10 +18,10 @@ from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 from gitflow_agents.base.safe_yaml import YamlProblem, compose, flatten, is_merge_key, scalar
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(NamedTuple):
     """A YAML value with where it was written: mappings hold ``dict[str, Node]``, sequences
-    ``list[Node]``, scalars their Python value. ``line`` is the line of the key (1-based)."""
+    ``list[Node]``, scalars their Python value. ``line`` is the line of the key (1-based).
+    A NamedTuple: the builtin reviewer reads a layer on every commit, without dataclasses."""
 
     value: Any
     file: str

@@ -1,5 +1,6 @@
-"""Reading git's diff output: ``--numstat -z``, ``--raw --numstat -z``, ``-U0`` patches and
-``log -p -z``, into the values the reviewer and the statistics use.
+"""Reading git's diff output: ``--numstat -z``, ``--raw --numstat -z`` (and the ``-U0`` patch
+after it), ``-U0`` patches and ``log -p -z``, into the values the reviewer and the statistics
+use.
 
 Pure text parsing, no git process: ``gitflow_agents.git.queries`` runs the commands and hands their
 output here.
@@ -124,6 +125,14 @@ def parse_raw_numstat(out: str) -> list[FileStat]:
     return [
         make(FileStat, (path, letter, old, *get(path, _BINARY))) for path, letter, old, _ in raw
     ]
+
+
+def split_patch(out: str) -> tuple[str, str]:
+    """``git diff --raw --numstat -z --patch`` output as its records and its patch text: git
+    ends the last NUL-terminated record with one more NUL before the patch (whose text -z leaves
+    as it is). No changes: both empty."""
+    end = out.find("\0\0")
+    return (out, "") if end < 0 else (out[: end + 1], out[end + 2 :])
 
 
 def parse_changes(out: str, hunks: AddedLines) -> list[FileChange]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -106,6 +106,36 @@ def repo_root(start: Path | str | None = None) -> Path:
     if not top:
         raise UsageError(f"not inside a git work tree (bare repository?): {where}")
     return Path(top)
+
+
+def _is_sha(word: str) -> bool:
+    return len(word) in (40, 64) and word.strip("0123456789abcdef") == ""
+
+
+def root_and_commit(rev: str) -> tuple[Path, str, tuple[str, ...]] | None:
+    """``repo_root()`` and ``commit_and_parents(root, rev)`` from one git process; None when git
+    cannot tell both (those two queries then say why: not a repository, unknown revision)."""
+    if not rev or rev.startswith("-"):
+        return None
+    args = ("rev-parse", "--show-toplevel", rev + "^{commit}", rev + "^@")
+    result = run_git(Path.cwd(), *args, check=False)
+    top, *shas = result.stdout.splitlines() or [""]
+    if result.returncode != 0 or not top or not shas or not all(map(_is_sha, shas)):
+        return None
+    return Path(top), shas[0], tuple(shas[1:])
+
+
+def root_and_head() -> tuple[Path, str | None] | None:
+    """``repo_root()`` and HEAD's sha (None: no commit yet) from one git process; None when git
+    cannot tell (``repo_root`` then says why)."""
+    args = ("rev-parse", "--show-toplevel", "--verify", "--quiet", "HEAD^{commit}")
+    result = run_git(Path.cwd(), *args, check=False)
+    lines = result.stdout.splitlines()
+    if result.returncode == 0 and len(lines) == 2 and lines[0] and _is_sha(lines[1]):
+        return Path(lines[0]), lines[1]
+    if result.returncode == 1 and len(lines) == 1 and lines[0]:
+        return Path(lines[0]), None
+    return None
 
 
 def rev_parse(root: Path, rev: str) -> str:
@@ -238,39 +268,11 @@ def numstat(root: Path, spec: DiffSpec) -> dict[str, tuple[int | None, int | Non
 
 def diff(root: Path, spec: DiffSpec) -> tuple[FileChange, ...]:
     """Every changed file between ``spec.base`` and ``spec.head`` (or the index): statuses and
-    counts from ``git diff --raw --numstat``, added lines (new line number, text) and a missing
-    final newline from the ``-U0`` patch, read at the same time by two git processes."""
-    patch = _in_background(run_git, root, "diff", *_DIFF_FLAGS, *_PATCH_FLAGS, *spec.args(), "--")
-    args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *spec.args())
-    out = run_git(root, *args, "--").stdout
-    hunks = diffparse.parse_added_lines(patch().stdout)
-    return tuple(diffparse.parse_changes(out, hunks))
-
-
-def _in_background(run: Callable[..., proc.Result], *args: object) -> Callable[[], proc.Result]:
-    """Start ``run(*args)`` in a thread; the function returned waits for it and returns its
-    result or raises its error. (What a one-worker ThreadPoolExecutor does, without importing
-    concurrent.futures and logging: a few ms of every small review's start-up.)"""
-    import threading  # noqa: PLC0415 - a small review's start-up (issue 20)
-
-    outcome: list[proc.Result | BaseException] = []
-
-    def target() -> None:
-        try:
-            outcome.append(run(*args))
-        except BaseException as exc:  # handed to the caller's thread
-            outcome.append(exc)
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-
-    def wait() -> proc.Result:
-        thread.join()
-        if isinstance(outcome[0], BaseException):
-            raise outcome[0]
-        return outcome[0]
-
-    return wait
+    counts from ``--raw --numstat``, added lines (new line number, text) and a missing final
+    newline from the ``-U0`` patch, all from one git process (``diffparse.split_patch``)."""
+    args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *_PATCH_FLAGS)
+    records, patch = diffparse.split_patch(run_git(root, *args, *spec.args(), "--").stdout)
+    return tuple(diffparse.parse_changes(records, diffparse.parse_added_lines(patch)))
 
 
 # The empty tree in sha1 and sha256 repositories (a root commit's review base).

@@ -7,7 +7,7 @@ base branch"). The markers are on the reviewed lines themselves (``findings/acce
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitflow_agents.base.errors import InputError
 from gitflow_agents.findings import Accepted, Overall, Severity
@@ -17,6 +17,9 @@ from gitflow_agents.findings.model import fill_fingerprints
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.builtin import BuiltinResult
+
+if TYPE_CHECKING:
+    from gitflow_agents.config.yaml_nodes import Node
 
 LAYER = ".flow/base.yaml"
 
@@ -33,17 +36,29 @@ class Acceptance(NamedTuple):
 def _settings(text: str | None, name: str) -> ReviewSettings:
     if text is None:
         return ReviewSettings()
-    # config/ (and the plan/ it imports) only when there is a layer to read: a review without
-    # one is the hook's common case, and those imports cost more than a small review
-    from gitflow_agents.config.review import text_review_settings  # noqa: PLC0415 — see above
+    # config/ only when there is a layer to read: a review without one is the hook's common
+    # case, and those imports cost more than a small review
+    from gitflow_agents.config.review import parse_text_layer  # noqa: PLC0415 — see above
 
-    return text_review_settings(text, name)
+    return _checked(parse_text_layer(text, name))
 
 
 def _layer_settings(layer: Path) -> ReviewSettings:
-    from gitflow_agents.config.review import file_review_settings  # noqa: PLC0415 — see _settings
+    from gitflow_agents.config.review import read_file_layer  # noqa: PLC0415 — see _settings
 
-    return file_review_settings(layer, LAYER)
+    return _checked(read_file_layer(layer, LAYER))
+
+
+def _checked(layer: Node) -> ReviewSettings:
+    """The review settings of a parsed layer, checked as every command checks it."""
+    from gitflow_agents.config.review import review_layer_settings, review_only  # noqa: PLC0415 — see _settings
+
+    if review_only(layer):
+        return review_layer_settings(layer)
+    # more than review: in it: the whole shape, which loads plan/ and the adapters
+    from gitflow_agents.config.review_whole import whole_layer_settings  # noqa: PLC0415 — see above
+
+    return whole_layer_settings(layer)
 
 
 def local_acceptance(root: Path, baseline_file: str | None) -> Acceptance:

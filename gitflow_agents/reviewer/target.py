@@ -44,9 +44,30 @@ class Target(NamedTuple):
 def _one_commit(root: Path, rev_range: str) -> Target:
     """``REV``: its first parent (the empty tree for a root commit) .. REV. Known to be one
     commit unless REV is a merge, so no git process is spent asking."""
-    head, parents = git.commit_and_parents(root, rev_range)
+    return _commit_target(root, rev_range, *git.commit_and_parents(root, rev_range))
+
+
+def _commit_target(root: Path, rev: str, head: str, parents: tuple[str, ...]) -> Target:
     base = parents[0] if parents else git.empty_tree(root)
-    return Target(base, head, rev_range, one_commit=len(parents) <= 1)
+    return Target(base, head, rev, one_commit=len(parents) <= 1)
+
+
+def locate(rev_range: str | None, *, staged: bool) -> tuple[Path, Target | None]:
+    """The top of the work tree (``git.repo_root``) and, for a single commit ``REV`` or
+    ``--staged``, the target too, both from one git process (issue 20: a small review's git
+    processes). None for the target: ``resolve_target`` finds it (a range, the default branch,
+    or what git could not name, which it then reports)."""
+    if staged and not rev_range:
+        found = git.root_and_head()
+        if found is not None:
+            root, head = found
+            return root, Target(head or git.empty_tree(root), None, "staged changes")
+    elif rev_range and not staged and ".." not in rev_range:
+        commit = git.root_and_commit(rev_range)
+        if commit is not None:
+            root, head, parents = commit
+            return root, _commit_target(root, rev_range, head, parents)
+    return git.repo_root(), None
 
 
 def resolve_target(
@@ -101,16 +122,23 @@ def nothing_to_review(root: Path, target: Target) -> str | None:
     )
 
 
-def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Target:
-    """The target for ``--hook``: the pushed range on pre-push, else the staged changes."""
+def hook_range(environ: dict[str, str] | os._Environ[str]) -> tuple[str | None, bool]:
+    """What ``--hook`` reviews, as (RANGE, staged): the pushed range on pre-push, else the
+    staged changes."""
     from_ref = environ.get("PRE_COMMIT_FROM_REF") or environ.get("PRE_COMMIT_SOURCE")
     to_ref = environ.get("PRE_COMMIT_TO_REF") or environ.get("PRE_COMMIT_ORIGIN")
     if from_ref and to_ref:
-        return resolve_target(root, f"{from_ref}..{to_ref}", staged=False)
+        return f"{from_ref}..{to_ref}", False
     if environ.get("PRE_COMMIT_REMOTE_NAME"):
         # pre-push of a branch whose whole history is new: review it against the default branch.
-        return resolve_target(root, None, staged=False)
-    return resolve_target(root, None, staged=True)
+        return None, False
+    return None, True
+
+
+def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Target:
+    """The target for ``--hook``: the pushed range on pre-push, else the staged changes."""
+    rev_range, staged = hook_range(environ)
+    return resolve_target(root, rev_range, staged=staged)
 
 
 def builtin_review(

@@ -17,7 +17,6 @@ key and value without the mapping rules (``!!omap [{[a]: 1}]`` is refused here).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -59,19 +58,22 @@ class _Value(NamedTuple):
     size: int  # a mapping's pairs
 
 
-@dataclass(slots=True)
 class _Open:
-    """A collection whose end has not come yet."""
+    """A collection whose end has not come yet. (A plain class: a dataclass would import
+    dataclasses, ~5 ms, for every YAML file reviewed: issue 20.)"""
 
-    kind: str
-    tag: str
-    anchor: str | None
-    line: int
-    fault: Fault | None = None  # the first fault inside it
-    merged: Fault | None = None  # the first fault of merging it (a mapping) or its mappings
-    odd: _Value | None = None  # a sequence: its first item that is not a mapping
-    key: _Value | None = None  # a mapping: the key waiting for its value
-    size: int = 0
+    __slots__ = ("anchor", "fault", "key", "kind", "line", "merged", "odd", "size", "tag")
+
+    def __init__(self, kind: str, tag: str, anchor: str | None, line: int) -> None:
+        self.kind = kind
+        self.tag = tag
+        self.anchor = anchor
+        self.line = line
+        self.fault: Fault | None = None  # the first fault inside it
+        self.merged: Fault | None = None  # first fault of merging it (a mapping) or its mappings
+        self.odd: _Value | None = None  # a sequence: its first item that is not a mapping
+        self.key: _Value | None = None  # a mapping: the key waiting for its value
+        self.size = 0
 
 
 def _opaque(tag: str) -> bool:

@@ -214,6 +214,17 @@ def test_a_bad_review_setting_is_one_line_with_file_and_line(
     assert where in result.stderr and "review." in result.stderr
 
 
+def test_a_layer_with_more_than_review_is_still_checked_whole(run: Cli, repo: Path) -> None:
+    """Review settings alone are checked against their section's shape; a layer with chain
+    settings too is checked against the whole shape, so a typo there is named as before."""
+    flow(repo, "review:\n  exclude: [a]\nchain:\n  implementr: builder\n")
+    feature(repo, {"keys.py": "x = 1\n"})
+    result = run.review(cwd=repo)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert ".flow/base.yaml:4: chain.implementr" in result.stderr
+
+
 def test_plan_lint_checks_the_review_section(run: Cli, repo: Path) -> None:
     assert run.main("init", cwd=repo).returncode == 0
     base = repo / ".flow" / "base.yaml"

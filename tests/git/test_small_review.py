@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.git import diffparse
 from gitflow_agents.git import queries as g
 from tests.conftest import ROOT, git
 
@@ -35,22 +36,75 @@ def test_a_commit_and_its_parents_in_one_query(repo: Path) -> None:
             g.commit_and_parents(repo, bad)
 
 
-def test_a_small_commit_takes_five_git_processes(repo: Path, tmp_path: Path) -> None:
-    """toplevel, the commit and its parent, the diff (two), the sizes and the contents (one
-    ``cat-file --batch-command``): the commit's parent is asked with the commit, not by a
-    process of its own."""
-    (repo / "a.py").write_text("x = 1\n")
-    (repo / "b.json").write_text("{}\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "change")
-    trace = tmp_path / "trace"
+def _git_calls(argv: list[str], cwd: Path, trace: Path) -> list[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "gitflow_agents.git_agent_review", "HEAD", "--no-note"],
-        cwd=repo,
+        [sys.executable, "-m", *argv],
+        cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(ROOT), "GIT_TRACE": str(trace)},
         capture_output=True,
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    calls = [line for line in trace.read_text().splitlines() if "trace: built-in: git" in line]
-    assert len(calls) == 5, calls
+    return [line for line in trace.read_text().splitlines() if "trace: built-in: git" in line]
+
+
+def test_a_small_commit_takes_three_git_processes(repo: Path, tmp_path: Path) -> None:
+    """the top of the work tree with the commit and its parent, the diff (its records and its
+    patch from one ``git diff``), the sizes and the contents (one ``cat-file
+    --batch-command``)."""
+    (repo / "a.py").write_text("x = 1\n")
+    (repo / "b.json").write_text("{}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "change")
+    (repo / "sub").mkdir()
+    argv = ["gitflow_agents.git_agent_review", "HEAD", "--no-note"]
+    calls = _git_calls(argv, repo / "sub", tmp_path / "t")
+    assert len(calls) == 3, calls
+
+
+def test_the_hook_on_staged_changes_takes_three_git_processes(repo: Path, tmp_path: Path) -> None:
+    """the top of the work tree with HEAD, the diff, the contents."""
+    (repo / "a.py").write_text("x = 1\n")
+    git(repo, "add", "-A")
+    calls = _git_calls(["gitflow_agents", "review", "--hook"], repo, tmp_path / "t")
+    assert len(calls) == 3, calls
+
+
+def test_the_top_with_a_commit_or_head_in_one_query(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``root_and_commit`` / ``root_and_head`` agree with the separate queries, from any
+    folder of the work tree; None where those must say what is wrong."""
+    (repo / "sub").mkdir()
+    monkeypatch.chdir(repo / "sub")
+    head = g.head_sha(repo)
+    assert g.root_and_commit("HEAD") == (g.repo_root(), head, ())
+    assert g.root_and_head() == (g.repo_root(), head)
+    for bad in ("nope", "HEAD~9", "HEAD^{tree}", "HEAD:README.md", "^HEAD", "", "-p"):
+        assert g.root_and_commit(bad) is None, bad
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "init", "-q", str(fresh))
+    monkeypatch.chdir(fresh)
+    assert g.root_and_head() == (fresh.resolve(), None)
+    assert g.root_and_commit("HEAD") is None
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    assert g.root_and_head() is None and g.root_and_commit("HEAD") is None
+
+
+def test_one_diff_process_gives_records_and_patch(repo: Path) -> None:
+    """``split_patch``: the records end where the patch starts, also when the patch holds
+    only headers (a binary file), and a change-free diff is empty."""
+    base = g.head_sha(repo)
+    assert g.diff(repo, g.DiffSpec(base, base)) == ()
+    (repo / "blob.bin").write_bytes(b"\x00\x00\x01")
+    (repo / "text.txt").write_text("one\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "two")
+    changes = {c.path: c for c in g.diff(repo, g.DiffSpec(base, g.head_sha(repo)))}
+    assert changes["blob.bin"].binary and changes["blob.bin"].added_lines == ()
+    assert [a.text for a in changes["text.txt"].added_lines] == ["one"]
+    records, patch = diffparse.split_patch(":100644 100644 a b M\0x\0" + "1\t0\tx\0\0diff --git")
+    assert (records, patch) == (":100644 100644 a b M\0x\0" + "1\t0\tx\0", "diff --git")
+    assert diffparse.split_patch("") == ("", "")

@@ -216,6 +216,45 @@ def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -
     assert done.stderr.strip().splitlines()[-3:] == ["[]", "[]", "[]"]
 
 
+@pytest.mark.parametrize(
+    "call", ["main(['HEAD', '--no-note'])", "gitflow_agents_main(['review', 'HEAD', '--no-note'])"]
+)
+def test_a_review_runs_the_cyclic_collector_seldom(repo: Path, call: str) -> None:
+    """Both review entry points raise the collector's threshold before they import the review
+    (start-up ran it ~20 times: issue 20); the review's result is the same."""
+    code = (
+        "import gc, sys\n"
+        "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
+        f"code = {call}\n"
+        "print(code, gc.get_threshold()[0], file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert done.stderr.strip().splitlines()[-1] == "0 50000"
+
+
+def test_review_settings_alone_load_no_shape_of_the_chain(repo: Path) -> None:
+    """With a ``.flow/base.yaml`` holding review settings only, the review reads them (a
+    disabled rule is accepted) without the shape of the chain, agents and plans: no plan/, no
+    adapters, no values, no dataclasses (issue 20: ~20 ms of every commit)."""
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text("review:\n  rules:\n    todo: {enabled: false}\n")
+    (repo / "a.py").write_text("x = 1  # TODO later\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "change")
+    code = (
+        "import sys\n"
+        "from gitflow_agents.git_agent_review import main\n"
+        "main(['HEAD', '--no-note', '--format', 'json'])\n"
+        "heavy = ('gitflow_agents.plan', 'gitflow_agents.agents', 'gitflow_agents.config.shape',"
+        " 'gitflow_agents.config.values', 'gitflow_agents.config.load', 'dataclasses')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    data = json.loads(done.stdout)
+    assert [(a["rule"], a["accepted"]["by"]) for a in data["accepted"]] == [("todo", "config")]
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
 def test_the_hook_form_of_gitflow_agents_reads_no_parser(repo: Path) -> None:
     """``gitflow-agents review`` as ``.pre-commit-hooks.yaml`` runs it (every commit) does not
     import ``cli`` or argparse; another argv still reaches the parser (issue 20)."""

@@ -1,0 +1,49 @@
+"""The shape of the ``review:`` section of a `.flow/` layer (the builtin reviewer's settings;
+docs/configuration.md, "review"): part of ``shape.TOP``, and all that ``review.py`` checks of
+a layer that holds nothing else (issue 20).
+"""
+
+from __future__ import annotations
+
+from gitflow_agents.config.spec import Bool, MapOf, Obj, Str, StrList
+from gitflow_agents.findings.settings import RULE_SEVERITIES
+
+_GLOBS = (
+    " Globs read like .gitignore lines: * and ? within one folder, ** across folders; a glob"
+    " without '/' matches at any depth, one with '/' from the repository root; a folder"
+    " matches everything under it."
+)
+REVIEW = Obj(
+    doc="What the builtin reviewer accepts (git agent-review, the pre-commit hook, the Action: "
+    "read from the base commit there; a chain's builtin reviewer: from the work tree, with "
+    "run --pr from the target's commit). Accepted findings are counted, never gate. "
+    "See docs/review.md, 'Accepting a finding'.",
+    fields={
+        "exclude": StrList(
+            what="a path glob",
+            doc="Paths whose findings are accepted (fixtures, vendored code)." + _GLOBS,
+        ),
+        "rules": MapOf(
+            doc="Settings per builtin rule id (python-syntax, github-token, todo, ...).",
+            item=Obj(
+                doc="One builtin rule.",
+                fields={
+                    "enabled": Bool(
+                        default=True,
+                        doc="false: every finding of the rule is accepted (counted, not gating).",
+                    ),
+                    "severity": Str(
+                        choices=RULE_SEVERITIES,
+                        hint="to switch a rule off, write enabled: false (YAML reads an "
+                        "unquoted off as false)",
+                        doc="The severity its findings get instead of the rule's own.",
+                    ),
+                    "exclude": StrList(
+                        what="a path glob",
+                        doc="Paths where this rule's findings are accepted." + _GLOBS,
+                    ),
+                },
+            ),
+        ),
+    },
+)
