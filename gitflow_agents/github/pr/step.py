@@ -239,12 +239,12 @@ def _claim(
         sha=base,
         holder=github.claimant,
     )
-    claim = git.claim_branch(ctx.root, base, branch, REMOTE)
+    claim, lease_made = _claim_push(ctx, github, branch, base)
     if claim.ok:
         record = record.update(state="claimed")
         if previous is not None:
             previous.update(state="superseded", by=run_id)
-        return _Held(record, None, base, _lease(ctx, github, branch, base))
+        return _Held(record, None, base, lease_made)
     remote_tip = git.remote_branch_sha(ctx.root, branch, REMOTE)
     if remote_tip is None:
         record.discard()
@@ -284,13 +284,23 @@ def _claim(
     return _Held(record, remote_tip, None)
 
 
-def _lease(ctx: Context, github: GitHub, branch: str, claimed: str) -> leases.Held | None:
-    """This run's lease, written after its claim push (over a lease an earlier claim of the
-    branch left); None when it could not be written (the claim holds, but cannot expire)."""
+def _claim_push(
+    ctx: Context, github: GitHub, branch: str, claimed: str
+) -> tuple[git.PushResult, leases.Held | None]:
+    """The claim and this run's lease (over a lease an earlier claim of the branch left) in
+    one atomic push (``git/lease.py``): killed while claiming, a run leaves both or neither."""
+    if git.remote_branch_sha(ctx.root, branch, REMOTE) is not None:  # started: no push
+        return git.PushResult(False, True, f"{branch} already exists on {REMOTE}"), None
     stale = git_lease.read_lease(ctx.root, branch, REMOTE)
     record = {**github.claimant, "claimedSha": claimed}
     identity = dict(ctx.commit_identity or {})
-    return leases.take(ctx.root, branch, record, stale.sha if stale else "", identity, REMOTE)
+    expected = stale.sha if stale else ""
+    claim, made = git_lease.claim_with_lease(
+        ctx.root, claimed, branch, record, expected, REMOTE, identity
+    )
+    if made is None:
+        return claim, None
+    return claim, leases.Held(ctx.root, branch, record, made, identity, REMOTE)
 
 
 def _take_free(
