@@ -71,7 +71,8 @@ def check_access(github: GitHub) -> None:
     try:
         github.client.check_repository(github.repo)
     except GitHubError as exc:
+        why = " ".join(str(exc).split())  # one line, whatever the transport said
         raise GitHubError(
-            f"--pr cannot use GitHub: the repository {github.repo} at {api} "
-            f"({exc}); nothing was claimed and no agent ran"
+            f"--pr cannot use GitHub: the repository {github.repo} at {api} ({why}); "
+            "nothing was claimed and no agent ran"
         ) from None
