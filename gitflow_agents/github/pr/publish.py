@@ -14,7 +14,8 @@ exactly that commit (``reviewer.approval_status``: the ✅ commit carries it, se
 ``chain/land.py``); it is ``pending`` while the rest is published, and auto-merge is enabled
 in between (GitHub refuses it for a pull request whose checks already pass); ``pending`` is
 never written over a final state of the same head (a late or repeated run must not take a
-verdict back), and an approved head whose auto-merge GitHub refused stays ``pending``. A
+verdict back) unless auto-merge is to be armed on an approved head (the same run then writes
+the verdict again), and an approved head whose auto-merge GitHub refused stays ``pending``. A
 pull request closed without merging is reopened rather than replaced. A rejected
 step's pull request carries ``CHANGES_LABEL``; an approved one loses it. docs/github.md, "Plan
 steps as pull requests".
@@ -154,9 +155,11 @@ def publish_step(
         client.pulls.add_label(spec.repo, pull.number, CHANGES_LABEL)
     # Pending first, then auto-merge: GitHub refuses to enable auto-merge on a pull request
     # whose required checks already pass ("clean status"), and merges once the final one does.
-    # Never pending over a final state of this head: a late run must not take a verdict back.
+    # Never pending over a final state of this head: a late run must not take a verdict back;
+    # except to arm auto-merge on an approved head (GitHub refuses it on a green pull request),
+    # where this run writes the verdict again right after.
     final = newest_state(client, spec.repo, head, status.CONTEXT) in FINAL_STATES
-    if not final:
+    if not final or (spec.auto_merge is not None and approved):
         status.set_pending(client, spec.repo, head, target_url=run_url)
     merging = _auto_merge(client, spec, pull, head, approved)
     found, gate = last_review(result, threshold)

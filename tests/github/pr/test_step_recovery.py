@@ -9,6 +9,7 @@ answering for the re-run attempt), fake agents (tests/fakes/fake_flow_agent).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -18,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from gitflow_agents.findings import Severity
+from gitflow_agents.github.pr.publish import StepPull, publish_step
 from tests.conftest import git, running_agent, wait_until
 from tests.github.pr.test_step_pr_takeover import gated_implementer
-from tests.github_standin import GitHubStandIn, gh
+from tests.github_standin import GitHubStandIn, client_for, gh
 from tests.helpers.step_pr import (
     BRANCH,
     env,
@@ -269,3 +272,72 @@ def test_force_after_the_runner_died_post_push_reviews_the_pushed_work(
     assert out.returncode == 0, text
     assert implementer_runs(fresh) == 0 and "holds finished work" in out.stdout
     finished(gh, text)
+
+
+def test_a_pull_request_a_human_closed_is_reopened_by_the_re_run(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """Decision (docs/github.md, "Recovery"): the branch still exists, so the closed pull
+    request is reopened (its conversation kept), not replaced; nothing is implemented again.
+    Before, the step stayed "already started" (exit 0) for good."""
+    repo = setup_repo(tmp_path, gh, name="runner-1")
+    assert run_pr(repo, "--step", "1", "--auto-merge", "squash").returncode == 0
+    [pull] = gh.state.pulls.values()
+    pull.state = "closed"  # a human closed it (auto-merge goes with it, as on GitHub)
+    pull.auto_merge = None
+    fresh = setup_repo(tmp_path, gh, name="runner-2")
+    out = run_pr(fresh, "--step", "1", "--auto-merge", "squash")
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    assert f"its pull request #{pull.number} was closed without merging" in out.stdout
+    assert implementer_runs(fresh) == 0
+    finished(gh, text)  # the same pull request, open again
+
+
+def test_pending_is_never_written_over_a_final_status_of_the_same_head(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """A repeated or late publish of a head that has its verdict writes the verdict again,
+    never ``pending`` over it (before: pending, then the verdict again)."""
+    repo = setup_repo(tmp_path, gh)
+    assert run_pr(repo, "--step", "1").returncode == 0
+    head = origin_sha(gh, f"refs/heads/{BRANCH}")
+    assert head is not None and statuses(gh, head) == ["pending", "success"]
+    [result_path] = [
+        path
+        for path in (repo / "flows" / "feature" / "runs").glob("*/result.json")
+        if json.loads(path.read_text()).get("run", {}).get("kind") == "chain"
+    ]
+    spec = StepPull(gh.full_name, BRANCH, "main", TITLE, "the step", False, None)
+    record = json.loads(result_path.read_text())
+    publish_step(
+        client_for(gh), spec, record, result_path.parent,
+        head=head, approved=True, threshold=Severity.ERROR,
+    )  # fmt: skip
+    assert statuses(gh, head) == ["pending", "success", "success"]
+
+
+def test_dependencies_are_read_from_origins_target_not_the_runners_copy(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """Origin's plan says step 2 depends on nothing; the runner's copy, older, makes it wait
+    for step 1 (the previous step). Origin decides: step 2 runs."""
+    runner = setup_repo(tmp_path, gh, name="runner")
+    human = setup_repo(tmp_path, gh, name="human")
+    plan = human / "specs" / "feature.md"
+    plan.write_text(plan.read_text().replace("Polish it.", "Depends on: none\n\nPolish it."))
+    git(human, "commit", "-qam", "step 2 depends on nothing")
+    git(human, "push", "-q", "origin", "main")
+    out = run_pr(runner, "--step", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert origin_sha(gh, "refs/heads/agents/feature/step-2") is not None
+    # and the other way round: origin's plan makes a step wait that the runner's copy does not
+    plan.write_text(plan.read_text().replace("Depends on: none", "Depends on: 1"))
+    git(human, "commit", "-qam", "step 2 depends on 1")
+    git(human, "push", "-q", "origin", "main")
+    stale = setup_repo(tmp_path, gh, name="stale")
+    copy = stale / "specs" / "feature.md"
+    copy.write_text(copy.read_text().replace("Depends on: 1", "Depends on: none"))
+    waits = run_pr(stale, "--step", "2")
+    assert waits.returncode == 2, waits.stdout + waits.stderr
+    assert "step 2 waits for step 1" in waits.stderr
