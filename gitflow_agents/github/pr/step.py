@@ -2,9 +2,10 @@
 
 Which steps: ``--all`` is the wave that can start now (``plan.waves.ready_steps``, what ``plan
 matrix --ready`` prints); ``--step N`` is refused (exit 2) while a step it depends on is not ✅
-on origin's target, unless ``--force``. Per step: GitHub is found from the environment before
-anything runs (``connect``); the step is claimed by creating its branch on ``origin`` at the
-target's commit there, atomically (``git.claim_branch``): a branch that exists means the step is
+on origin's target (as origin's plan says), unless ``--force``. Per step: GitHub is found from
+the environment and checked with one request before anything runs (``connect.py``); the step
+is claimed by creating its branch on ``origin`` at the target's commit there, together with its
+lease in one atomic push (``git/lease.claim_with_lease``): a branch that exists means the step is
 started, and the run stops without running an agent (``--force`` continues on that branch,
 building on its tip), unless this checkout's own lost run claimed it: the claim is recorded in
 the run's folder before it is pushed (``step_claim.py``), and a re-run takes over a claim whose
@@ -17,7 +18,9 @@ runs as ``run`` runs it, ending with ``chain.lander.BranchLander`` (✅ marked o
 nothing merged, the local target untouched); an approved or rejected step's branch is pushed
 (a fast-forward, never forced), and its pull request opened or updated with the run published
 on it (``step_publish.py``). A run that ends otherwise gives its claim back (the branch is
-deleted while it still is the claim). docs/github.md, "Plan steps as pull requests".
+deleted while it still is the claim). A claim taken over (lost, free, or ``--force``) continues
+what its branch holds: finished work is reviewed, not implemented again (``recover.py``).
+docs/github.md, "Plan steps as pull requests" and "Recovery: what a re-run finishes".
 """
 
 from __future__ import annotations
