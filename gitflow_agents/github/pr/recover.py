@@ -23,6 +23,7 @@ from gitflow_agents.chain.state import target_tip
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.api.client import Client
+from gitflow_agents.github.api.retry import GitHubForbidden
 from gitflow_agents.github.pr import lease as leases
 
 
@@ -38,7 +39,10 @@ def finishable(found: git_lease.Lease | None, client: Client, repo: str, ttl: fl
         return leases.why_free(found, client, repo, False, ttl)
     if not isinstance(number, int) or isinstance(number, bool):
         return None
-    pull = client.pulls.get(repo, number)
+    try:
+        pull = client.pulls.get(repo, number)
+    except GitHubForbidden:  # gone, or not ours to see: the claim stays started
+        return None
     if pull.state == "closed" and not pull.merged:
         return f"its pull request #{number} was closed without merging: it is reopened"
     return None
