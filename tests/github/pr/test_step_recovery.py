@@ -211,6 +211,13 @@ def test_kill_9_at_each_phase_then_the_same_command_on_a_fresh_clone_finishes_it
     if phase in ("push", "pull-request", "pending", "auto-merge", "final-status"):
         assert implementer_runs(fresh) == 0, text  # its pushed work is reviewed, not redone
         assert "holds finished work" in out.stdout
+    # the same command once more: the step is started (its run finished), nothing is written
+    writes = len(gh.writes())
+    third = run_pr(
+        setup_repo(tmp_path, gh, name="runner-3"), "--step", "1", "--auto-merge", "squash"
+    )
+    assert third.returncode == 0 and "already started" in third.stdout, third.stdout
+    assert len(gh.writes()) == writes
     finished(gh, text)
 
 
