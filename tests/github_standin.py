@@ -724,7 +724,9 @@ def get_user_by_name(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
 def get_repo(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     if f"{req.params['owner']}/{req.params['repo']}" != s.full_name:
         raise not_found()
-    return 200, make("full-repository", **s.repository())
+    # full-repository's dates are not nullable (a repository's are, where it is embedded)
+    dates = dict.fromkeys(("created_at", "updated_at", "pushed_at"), NOW)
+    return 200, make("full-repository", **{**s.repository(), **dates})
 
 
 @route("GET", "/repos/{owner}/{repo}/pulls/{pull_number}")

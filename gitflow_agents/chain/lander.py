@@ -41,6 +41,11 @@ class Lander(Protocol):
         """Whether the implementer starts from the step branch's tip (a branch continued
         from the remote) instead of the step's base."""
 
+    @property
+    def implemented(self) -> str | None:
+        """The step branch's commit that already holds the step's finished work (a branch
+        continued from the remote): the run reviews it, no implementer runs. None: implement."""
+
     def approved(
         self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
     ) -> None:
@@ -57,6 +62,7 @@ class MergeLander:
 
     run_id: str | None = None
     build_on_branch = False
+    implemented: str | None = None
 
     def approved(
         self, ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound
@@ -82,11 +88,21 @@ class BranchLander:
     branch's tip on the remote when the run started (a run continuing a branch that an earlier
     run pushed): the implementer builds on it, and when it is already the mark of exactly the
     reviewed commit, it is kept instead of making a second one, so the next push is a
-    fast-forward (or nothing). ``run_id``: the step run's id (its claim is recorded first)."""
+    fast-forward (or nothing). ``run_id``: the step run's id (its claim is recorded first).
+    ``implemented``: the branch's commit holding finished work, which the run reviews instead
+    of running the implementer again."""
 
-    def __init__(self, remote_tip: str | None = None, run_id: str | None = None) -> None:
+    def __init__(
+        self,
+        remote_tip: str | None = None,
+        run_id: str | None = None,
+        implemented: str | None = None,
+    ) -> None:
         self.remote_tip = remote_tip
         self.run_id = run_id
+        self.implemented = implemented
+        """The continued branch's tip when it holds work not on the target (reviewed, not
+        implemented again: ``github/pr/recover.py``)."""
         self.tip: str | None = None
         """The step branch's tip once marked (what the caller pushes)."""
 

@@ -26,7 +26,13 @@ from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
 from gitflow_agents.chain.resume import implement_start
 from gitflow_agents.chain.review import record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
-from gitflow_agents.chain.workspace import branch_name, refuse_foreign_checkout, step_workspace
+from gitflow_agents.chain.workspace import (
+    Workspace,
+    branch_name,
+    refuse_foreign_checkout,
+    reset_unless_clean,
+    step_workspace,
+)
 from gitflow_agents.runs import lock
 
 FIX_PREAMBLE = """\
@@ -92,11 +98,13 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
 def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
     """The loop itself: the last action is always a review."""
     assert ctx.plan is not None
-    after_ids: tuple[str, ...]
     settings = ctx.settings
     ws = rec.ws = step_workspace(ctx, step)  # lost runs in its work tree are killed first
     rec.setup = make_ready(ctx, ws, rec.run_dir)  # chain.copy_ignored, chain.setup
     title = f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}"
+    if lander.implemented is not None:  # the branch holds finished work: review it
+        reset_unless_clean(ws, lander.implemented)
+        return _rounds(ctx, rec, ws, step, lander, lander.implemented, ())
     builder_id = agent_id_for(settings.implementer, step)
     builder = rec.add(
         run_agent(
@@ -116,7 +124,23 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
     )
     if builder.end_sha == builder.start_sha:
         return _nothing(rec, builder)
-    head, after_ids = builder.end_sha, (builder.agent_id,)
+    return _rounds(ctx, rec, ws, step, lander, builder.end_sha, (builder.agent_id,))
+
+
+def _rounds(
+    ctx: Context,
+    rec: StepRecord,
+    ws: Workspace,
+    step: int,
+    lander: Lander,
+    head: str,
+    after_ids: tuple[str, ...],
+) -> Ending:
+    """Review rounds from ``head`` (the implementer's, or a continued branch's), each
+    followed by the fixer while the review asks for changes."""
+    assert ctx.plan is not None
+    settings = ctx.settings
+    title = f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}"
     for iteration in range(1, settings.max_iterations + 1):
         ctx.hub.emit("phase:start", {"phase": f"review-{iteration}", "step": step})
         ws, head, after_ids = integrate(

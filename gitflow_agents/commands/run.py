@@ -7,7 +7,8 @@ request ready; or already done on the target, or started by another run), 1 a st
 approved (revise at the limit, missing or decorated verdict, findings at the
 threshold, an agent that changed nothing), 2 usage / config / git error (merge refused, an
 unresolved conflict with the target), 3 an agent failed / got stuck / timed out, 4 GitHub
-failed (``--pr``: a push refused, the API failing after its retries), 130 interrupted.
+failed (``--pr``: a push refused, the API failing after its retries, GitHub unusable before the
+claim, auto-merge refused), 130 interrupted.
 """
 
 from __future__ import annotations

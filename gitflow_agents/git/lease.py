@@ -60,12 +60,55 @@ def push_lease(
     identity: dict[str, str] | None = None,
 ) -> tuple[str | None, str]:
     """``write_lease``, with git's reason when the push failed ("" when it succeeded)."""
-    tree = run_git(root, "hash-object", "-t", "tree", "--stdin", input="").stdout.strip()
-    message = json.dumps({**holder, "at": time.time()}, sort_keys=True)
-    made = run_git(root, "commit-tree", tree, "-m", message, extra_env=identity).stdout.strip()
+    made = _lease_commit(root, holder, identity)
     ref = lease_ref(branch)
     pushed = _push(root, remote, f"--force-with-lease={ref}:{expected}", f"{made}:{ref}")
     return (made, "") if pushed.ok else (None, pushed.detail)
+
+
+def claim_with_lease(
+    root: Path,
+    sha: str,
+    branch: str,
+    holder: dict[str, Any],
+    expected: str,
+    remote: str = "origin",
+    identity: dict[str, str] | None = None,
+) -> tuple[PushResult, str | None]:
+    """Create ``branch`` at ``sha`` on ``remote`` (only if it does not exist there) and its
+    lease naming ``holder`` (only while the lease is at ``expected``, "" : none) in ONE atomic
+    push: a run killed during its claim leaves both or neither, never a claim without a lease
+    (which would never be free). The push's result for the branch, and the lease's commit when
+    the claim was made. A branch that already pointed at ``sha`` counts as taken (git calls it
+    up to date, and the push wrote the lease anyway): the lease is put back as it was."""
+    made = _lease_commit(root, holder, identity)
+    ref = lease_ref(branch)
+    pushed = _push(
+        root,
+        remote,
+        "--atomic",
+        f"--force-with-lease=refs/heads/{branch}:",
+        f"--force-with-lease={ref}:{expected}",
+        f"{sha}:refs/heads/{branch}",
+        f"{made}:{ref}",
+        ref=f"refs/heads/{branch}",
+    )
+    if not pushed.ok:
+        return pushed, None
+    if pushed.flag != "*":  # the branch was there: the lease it had is put back
+        if expected:
+            _push(root, remote, f"--force-with-lease={ref}:{made}", f"{expected}:{ref}")
+        else:
+            delete_lease(root, branch, made, remote)
+        return PushResult(False, True, f"{branch} already exists on {remote}", pushed.flag), None
+    return pushed, made
+
+
+def _lease_commit(root: Path, holder: dict[str, Any], identity: dict[str, str] | None) -> str:
+    """A parentless commit of the empty tree whose message is ``holder`` (with ``at``)."""
+    tree = run_git(root, "hash-object", "-t", "tree", "--stdin", input="").stdout.strip()
+    message = json.dumps({**holder, "at": time.time()}, sort_keys=True)
+    return run_git(root, "commit-tree", tree, "-m", message, extra_env=identity).stdout.strip()
 
 
 def read_lease(root: Path, branch: str, remote: str = "origin") -> Lease | None:

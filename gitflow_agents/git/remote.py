@@ -84,10 +84,18 @@ class PushResult:
     flag: str = ""  # git's porcelain flag for the ref: "*" new, " " fast-forward, "=" up to date
 
 
-def _push(root: Path, remote: str, *args: str) -> PushResult:
-    result = run_git(root, "push", "--porcelain", *args[:-1], remote, args[-1], check=False)
+def _push(root: Path, remote: str, *args: str, ref: str = "") -> PushResult:
+    """``git push --porcelain`` with ``args`` (options first, then the refspecs); the flag is
+    the first ref's, or that of the ref named ``ref`` (of a push of several)."""
+    options = [arg for arg in args if arg.startswith("-")]
+    specs = [arg for arg in args if not arg.startswith("-")]
+    result = run_git(root, "push", "--porcelain", *options, remote, *specs, check=False)
     flag = next(
-        (line[0] for line in result.stdout.splitlines() if "\t" in line and line[:1] in "*+-= !"),
+        (
+            line[0]
+            for line in result.stdout.splitlines()
+            if "\t" in line and line[:1] in "*+-= !" and (not ref or f":{ref}\t" in line)
+        ),
         "",
     )
     if result.returncode == 0:

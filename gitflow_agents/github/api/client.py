@@ -215,6 +215,13 @@ class Client:
         self._user_asked = True
         return self._user
 
+    def check_repository(self, repo: str) -> None:
+        """``GET /repos/{repo}``: the token is good and may read ``repo`` on this API. Raises
+        GitHubError (exit 4) naming GitHub's answer: a bad token (401), a repository it does
+        not know or the token may not see (404), an API that cannot be reached."""
+        path = f"/repos/{repo}"
+        self._call(f"GET {path}", lambda: self._json("GET", path))
+
     def permission(self, repo: str, login: str) -> str:
         """``admin``, ``write``, ``read`` or ``none`` (``maintain`` reads as write)."""
         return self._call(

@@ -113,6 +113,13 @@ class Pulls:
         path = f"/repos/{repo}/pulls/{number}"
         self._client._call(f"PATCH {path}", lambda: self._client._json("PATCH", path, fields))
 
+    def reopen(self, repo: str, number: int) -> None:
+        """Reopen a closed (not merged) pull request; repeating it is harmless. GitHubError
+        when GitHub refuses (its head branch is gone, or an open one has that head)."""
+        path = f"/repos/{repo}/pulls/{number}"
+        state = {"state": "open"}
+        self._client._call(f"PATCH {path}", lambda: self._client._json("PATCH", path, state))
+
     def files(self, repo: str, number: int) -> list[PullFile]:
         """The files the pull request changes, each with its patch."""
         client = self._client

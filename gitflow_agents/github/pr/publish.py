@@ -12,7 +12,11 @@ only adds the newest state.
 ``gitflow-agents/review`` is ``success`` only when the approval note of the pushed head is for
 exactly that commit (``reviewer.approval_status``: the ✅ commit carries it, see
 ``chain/land.py``); it is ``pending`` while the rest is published, and auto-merge is enabled
-in between (GitHub refuses it for a pull request whose checks already pass). A rejected
+in between (GitHub refuses it for a pull request whose checks already pass); ``pending`` is
+never written over a final state of the same head (a late or repeated run must not take a
+verdict back) unless auto-merge is to be armed on an approved head (the same run then writes
+the verdict again), and an approved head whose auto-merge GitHub refused stays ``pending``. A
+pull request closed without merging is reopened rather than replaced. A rejected
 step's pull request carries ``CHANGES_LABEL``; an approved one loses it. docs/github.md, "Plan
 steps as pull requests".
 """
@@ -30,7 +34,9 @@ from gitflow_agents.github.action import comment, review, status
 from gitflow_agents.github.action.comment import footer
 from gitflow_agents.github.action.review import inline_note, readable_files
 from gitflow_agents.github.api.client import Client, PullRequest
+from gitflow_agents.github.api.commits import newest_state
 from gitflow_agents.github.api.identity import Identity
+from gitflow_agents.github.api.retry import GitHubRejected
 from gitflow_agents.github.pr.body import (
     CHANGES_LABEL,
     is_step_pull,
@@ -44,6 +50,9 @@ from gitflow_agents.render.history import step_chart
 from gitflow_agents.render.mermaid import fence_chart
 from gitflow_agents.runs import RunPaths, write_result
 from gitflow_agents.runs.schema import PullRef, StepChain, step_chain
+
+FINAL_STATES = ("success", "failure", "error")
+"""A head's gate status that ``pending`` never replaces (docs/github.md, "Recovery")."""
 
 
 @dataclass(frozen=True)
@@ -76,9 +85,22 @@ def pull_body(plan_rel: str, step: int, content: str, link: str | None) -> str:
 
 def upsert_pull(client: Client, spec: StepPull) -> tuple[PullRequest, str]:
     """The open pull request for the step branch, or a new one; (pull request, "created" /
-    "updated" / "unchanged"). An open one gets the tool's section of its body brought up to
-    date, and its title only while that is still the tool's own (``step_body.update``)."""
+    "reopened" / "updated" / "unchanged"). An open one gets the tool's section of its body
+    brought up to date, and its title only while that is still the tool's own
+    (``step_body.update``). With none open, the newest pull request of the branch that was
+    closed without merging (a human closed it; the branch still exists, as the push just
+    made sure) is reopened instead of opening a second one."""
     found = client.pulls.for_head(spec.repo, spec.branch, base=spec.target)
+    action = "updated"
+    if not found:
+        closed = client.pulls.for_head(spec.repo, spec.branch, base=spec.target, state="closed")
+        unmerged = [pull for pull in closed if not pull.merged]
+        try:
+            if unmerged:
+                client.pulls.reopen(spec.repo, unmerged[0].number)
+                found, action = [dataclasses.replace(unmerged[0], state="open")], "reopened"
+        except GitHubRejected:
+            pass  # GitHub will not reopen it: a new one replaces it
     if not found:
         made = client.pulls.create(
             spec.repo,
@@ -92,9 +114,9 @@ def upsert_pull(client: Client, spec: StepPull) -> tuple[PullRequest, str]:
     pull = found[0]
     title, body = update(pull.title, pull.body, spec.title, spec.body)
     if title is None and body is None:
-        return pull, "unchanged"
+        return pull, "unchanged" if action == "updated" else action
     client.pulls.update(spec.repo, pull.number, title=title, body=body)
-    return pull, "updated"
+    return pull, action
 
 
 def record_pull(run_dir: Path, result: dict[str, Any], pull: PullRequest) -> dict[str, Any]:
@@ -121,8 +143,9 @@ def publish_step(
 ) -> StepPublished:
     """Open or update the pull request of a pushed step branch (``head`` is its tip) and
     publish the step's run (``result``: its result.json, in the run folder ``run_dir``) on it;
-    see the module doc. GitHubError (exit 4) when GitHub fails after its retries; a refused
-    auto-merge is only reported (``StepPublished.auto_merge``)."""
+    see the module doc. GitHubError (exit 4) when GitHub fails after its retries. Auto-merge
+    that GitHub refused (after its retries) for an approved step leaves the head ``pending``
+    (``StepPublished.state``; the reason in ``auto_merge``): the caller exits 4."""
     pull, _ = upsert_pull(client, spec)
     result = record_pull(run_dir, result, pull)
     pull = dataclasses.replace(pull, head_sha=head)  # GitHub may answer the claimed commit
@@ -132,7 +155,12 @@ def publish_step(
         client.pulls.add_label(spec.repo, pull.number, CHANGES_LABEL)
     # Pending first, then auto-merge: GitHub refuses to enable auto-merge on a pull request
     # whose required checks already pass ("clean status"), and merges once the final one does.
-    status.set_pending(client, spec.repo, head, target_url=run_url)
+    # Never pending over a final state of this head: a late run must not take a verdict back;
+    # except to arm auto-merge on an approved head (GitHub refuses it on a green pull request),
+    # where this run writes the verdict again right after.
+    final = newest_state(client, spec.repo, head, status.CONTEXT) in FINAL_STATES
+    if not final or (spec.auto_merge is not None and approved):
+        status.set_pending(client, spec.repo, head, target_url=run_url)
     merging = _auto_merge(client, spec, pull, head, approved)
     found, gate = last_review(result, threshold)
     login = Identity(client, None)
@@ -158,6 +186,10 @@ def publish_step(
         chart=chart,
     )
     sticky = comment.upsert_summary(client, spec.repo, pull.number, body, login=login)
+    if not merge_armed(spec, approved, merging):
+        # green without auto-merge would stall the wave; pending says "not finished", and
+        # a re-run enables it and then sets the verdict (docs/github.md, "Recovery")
+        return StepPublished(pull, "pending", merging, sticky.action)
     state = "success" if approved else "failure"
     status.set_status(
         client,
@@ -179,6 +211,11 @@ def clear_changes_label(client: Client, repo: str, pull: PullRequest) -> bool:
         return False
     client.pulls.remove_label(repo, pull.number, CHANGES_LABEL)
     return True
+
+
+def merge_armed(spec: StepPull, approved: bool, merging: str) -> bool:
+    """False when auto-merge was asked for an approved step and GitHub did not enable it."""
+    return spec.auto_merge is None or not approved or merging == "enabled"
 
 
 def _auto_merge(

@@ -2,17 +2,20 @@
 pull requests", "Which steps"): ``--all`` is the wave ``plan matrix --ready`` prints; ``--step
 N`` is refused while a step it depends on is not ✅ on origin's target, and waits (exit 0)
 while its footprint (``Touches:``) overlaps that of a started step, in ``--ready``'s words;
-``--force`` runs it either way.
+``--force`` runs it either way. Dependencies and footprints are read from the plan as origin's
+target has it committed (``plan_on_target``), as ``--ready`` reads them, never from this
+runner's copy (which may be stale or edited).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.errors import PlanError, UsageError
 from gitflow_agents.chain import Context
-from gitflow_agents.chain.state import done_where
+from gitflow_agents.chain.state import done_where, plan_in_repo
 from gitflow_agents.git import queries as git
+from gitflow_agents.plan import Plan, parse_plan_text
 from gitflow_agents.plan.model import DONE, format_branch
 from gitflow_agents.plan.touches import overlap
 from gitflow_agents.plan.waves import ready_steps, spread
@@ -49,18 +52,19 @@ def startable(
             print(line)
         return [step.number for step in wave.ready]
     chosen = []
+    plan = plan_on_target(ctx)
     for number in steps:
         if force or done_where(ctx, number) is not None:
             chosen.append(number)
             continue
-        waiting = [d for d in ctx.plan.step(number).depends_on if done_where(ctx, d) is None]
+        waiting = [d for d in plan.step(number).depends_on if done_where(ctx, d) is None]
         if waiting:
             raise UsageError(
                 f"step {number} waits for step{'s' if len(waiting) > 1 else ''} "
                 f"{', '.join(map(str, waiting))}, not {DONE} on {REMOTE}/{ctx.target}: its "
                 "pull request would build on work that is not merged; --force runs it anyway"
             )
-        why = footprint_wait(ctx, number, free)
+        why = footprint_wait(ctx, number, free, plan)
         if why is None:
             chosen.append(number)
         else:
@@ -68,8 +72,27 @@ def startable(
     return chosen
 
 
+def plan_on_target(ctx: Context) -> Plan:
+    """The plan as origin's target has it committed (``ctx.target_rev``, fetched by the
+    caller); this runner's copy only when the target does not have the plan. PlanError, naming
+    the plan file, when the committed plan does not parse."""
+    assert ctx.plan is not None
+    rel = plan_in_repo(ctx)
+    text = git.show_file(ctx.root, ctx.target_rev, rel) if rel is not None else None
+    if text is None:
+        return ctx.plan
+    try:
+        return parse_plan_text(text, ctx.plan.path, ctx.config.spec_plan)
+    except PlanError as exc:
+        where = f"{exc.message} (the plan as committed on {ctx.target_rev})"
+        raise PlanError(where, path=exc.path or ctx.plan.path, line=exc.line) from None
+
+
 def footprint_wait(
-    ctx: Context, number: int, free: Callable[[str], str | None] | None = None
+    ctx: Context,
+    number: int,
+    free: Callable[[str], str | None] | None = None,
+    plan: Plan | None = None,
 ) -> str | None:
     """Why step ``number`` waits for a started step (its branch on origin, not ✅ on the
     target, its claim not ``free``) whose footprint overlaps its own, in ``--ready``'s words

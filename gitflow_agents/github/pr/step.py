@@ -2,9 +2,10 @@
 
 Which steps: ``--all`` is the wave that can start now (``plan.waves.ready_steps``, what ``plan
 matrix --ready`` prints); ``--step N`` is refused (exit 2) while a step it depends on is not ✅
-on origin's target, unless ``--force``. Per step: GitHub is found from the environment before
-anything runs (``connect``); the step is claimed by creating its branch on ``origin`` at the
-target's commit there, atomically (``git.claim_branch``): a branch that exists means the step is
+on origin's target (as origin's plan says), unless ``--force``. Per step: GitHub is found from
+the environment and checked with one request before anything runs (``connect.py``); the step
+is claimed by creating its branch on ``origin`` at the target's commit there, together with its
+lease in one atomic push (``git/lease.claim_with_lease``): a branch that exists means the step is
 started, and the run stops without running an agent (``--force`` continues on that branch,
 building on its tip), unless this checkout's own lost run claimed it: the claim is recorded in
 the run's folder before it is pushed (``step_claim.py``), and a re-run takes over a claim whose
@@ -17,7 +18,9 @@ runs as ``run`` runs it, ending with ``chain.lander.BranchLander`` (✅ marked o
 nothing merged, the local target untouched); an approved or rejected step's branch is pushed
 (a fast-forward, never forced), and its pull request opened or updated with the run published
 on it (``step_publish.py``). A run that ends otherwise gives its claim back (the branch is
-deleted while it still is the claim). docs/github.md, "Plan steps as pull requests".
+deleted while it still is the claim). A claim taken over (lost, free, or ``--force``) continues
+what its branch holds: finished work is reviewed, not implemented again (``recover.py``).
+docs/github.md, "Plan steps as pull requests" and "Recovery: what a re-run finishes".
 """
 
 from __future__ import annotations
@@ -26,9 +29,8 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from gitflow_agents.base.errors import ExitCode, GitError, GitflowError, GitHubError, UsageError
 from gitflow_agents.chain import ChainResult, Context, run_step
@@ -38,17 +40,16 @@ from gitflow_agents.chain.workspace import branch_name
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action.fixer import BOT_EMAIL
-from gitflow_agents.github.action.runner import server_url_from, workflow_run_url
-from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, Client
+from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN
 from gitflow_agents.github.api.rules import TargetGuard, branch_guard
 from gitflow_agents.github.api.settings import (
-    repository_from,
-    settings_from_env,
     without_credentials,
 )
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr.claim import Claim, not_taken_over, previous_claim, write_claim
+from gitflow_agents.github.pr.connect import GitHub, check_access, connect
 from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
+from gitflow_agents.github.pr.recover import finishable, resume_at
 from gitflow_agents.github.pr.startable import REMOTE, startable
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.plan.model import DONE
@@ -68,41 +69,6 @@ class PrOptions:
     max_parallel: int | None = None  # --all: steps in flight at most (plan matrix --ready's)
 
 
-@dataclass(frozen=True)
-class GitHub:
-    client: Client
-    repo: str
-    server_url: str
-    run_url: str | None
-    guard: TargetGuard | None = None  # what guards the target (read when auto-merge is asked)
-    claimant: dict[str, Any] = field(default_factory=dict)  # who claims (github/pr/lease.py)
-    ttl: float = leases.DEFAULT_TTL  # a lease older than this that stopped renewing is free
-
-
-def connect(environ: Mapping[str, str], root: Path) -> GitHub:
-    """GitHub as the action finds it (docs/github.md): token ``GITHUB_TOKEN`` else
-    ``GH_TOKEN``, repository ``GITHUB_REPOSITORY`` else ``origin``'s URL, API
-    ``GITHUB_API_URL``. UsageError (exit 2) naming what is missing."""
-    url = git.remote_url(root, REMOTE)
-    if url is None:
-        raise UsageError(f"--pr pushes the step branch to {REMOTE}, and this repository has none")
-    missing = []
-    if not (environ.get("GITHUB_TOKEN") or environ.get("GH_TOKEN")):
-        missing.append("a token (GITHUB_TOKEN or GH_TOKEN)")
-    repo = repository_from(environ, url)
-    if repo is None:
-        shown = without_credentials(url)
-        missing.append(f"the repository (GITHUB_REPOSITORY; {REMOTE}'s URL {shown} names none)")
-    if missing:
-        raise UsageError(f"--pr needs GitHub: set {' and '.join(missing)}")
-    assert repo is not None
-    server = server_url_from(environ)
-    run_url = workflow_run_url(server, repo, environ.get("GITHUB_RUN_ID"))
-    client = Client(settings_from_env(environ))
-    claimant = leases.holder(environ, repo, "")
-    return GitHub(client, repo, server, run_url, claimant=claimant, ttl=leases.claim_ttl(environ))
-
-
 def run_steps(
     ctx: Context,
     steps: list[int] | None,
@@ -113,6 +79,7 @@ def run_steps(
     """Every step of ``steps`` (None: the steps ready now, ``--all``) as a pull request, in
     order, until one does not exit 0."""
     github = connect(os.environ if environ is None else environ, ctx.root)
+    check_access(github)  # before the claim and before any agent: nothing to give back
     # The target is origin's; a fresh runner knows no git identity: the commits are then
     # github-actions[bot]'s.
     identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
@@ -223,8 +190,10 @@ def _run_held(
             if _give_back(ctx, branch, held):
                 held.record.discard()  # nothing ran: no run to list
             return int(ExitCode.OK)
-    # builds on the branch it continues; the chain's record goes beside the claim's
-    lander = BranchLander(held.remote_tip if held else None, run_id)
+    # builds on the branch it continues (finished work on it is reviewed, not redone); the
+    # chain's record goes beside the claim's
+    tip = held.remote_tip if held else None
+    lander = BranchLander(tip, run_id, _resume(ctx, step, branch, tip))
     try:
         with leases.renewing(held.lease if held else None, github.ttl, _say(ctx), ctx.cancel.set):
             result = run_step(ctx, step, lander)
@@ -273,12 +242,12 @@ def _claim(
         sha=base,
         holder=github.claimant,
     )
-    claim = git.claim_branch(ctx.root, base, branch, REMOTE)
+    claim, lease_made = _claim_push(ctx, github, branch, base)
     if claim.ok:
         record = record.update(state="claimed")
         if previous is not None:
             previous.update(state="superseded", by=run_id)
-        return _Held(record, None, base, _lease(ctx, github, branch, base))
+        return _Held(record, None, base, lease_made)
     remote_tip = git.remote_branch_sha(ctx.root, branch, REMOTE)
     if remote_tip is None:
         record.discard()
@@ -318,13 +287,23 @@ def _claim(
     return _Held(record, remote_tip, None)
 
 
-def _lease(ctx: Context, github: GitHub, branch: str, claimed: str) -> leases.Held | None:
-    """This run's lease, written after its claim push (over a lease an earlier claim of the
-    branch left); None when it could not be written (the claim holds, but cannot expire)."""
+def _claim_push(
+    ctx: Context, github: GitHub, branch: str, claimed: str
+) -> tuple[git.PushResult, leases.Held | None]:
+    """The claim and this run's lease (over a lease an earlier claim of the branch left) in
+    one atomic push (``git/lease.py``): killed while claiming, a run leaves both or neither."""
+    if git.remote_branch_sha(ctx.root, branch, REMOTE) is not None:  # started: no push
+        return git.PushResult(False, True, f"{branch} already exists on {REMOTE}"), None
     stale = git_lease.read_lease(ctx.root, branch, REMOTE)
     record = {**github.claimant, "claimedSha": claimed}
     identity = dict(ctx.commit_identity or {})
-    return leases.take(ctx.root, branch, record, stale.sha if stale else "", identity, REMOTE)
+    expected = stale.sha if stale else ""
+    claim, made = git_lease.claim_with_lease(
+        ctx.root, claimed, branch, record, expected, REMOTE, identity
+    )
+    if made is None:
+        return claim, None
+    return claim, leases.Held(ctx.root, branch, record, made, identity, REMOTE)
 
 
 def _take_free(
@@ -334,11 +313,9 @@ def _take_free(
     ended without a pull request, or its lease stopped renewing; exactly one taker wins the
     lease push. None: the step stays started."""
     found = git_lease.read_lease(ctx.root, branch, REMOTE)
-    if found is None:
-        return None
-    why = leases.why_free(found, github.client, github.repo, False, github.ttl)
-    if why is None or github.client.pulls.for_head(github.repo, branch, base=ctx.target):
-        return None  # alive, or its pull request is open (asked only of a free claim)
+    why = finishable(found, github.client, github.repo, github.ttl)
+    if found is None or why is None:
+        return None  # alive, or its run finished publishing
     mine = {**github.claimant, "claimedSha": remote_tip}
     identity = dict(ctx.commit_identity or {})
     lease = leases.take(ctx.root, branch, mine, found.sha, identity, REMOTE)
@@ -350,6 +327,17 @@ def _take_free(
     )
     _continue_branch(ctx, branch, remote_tip)
     return _Held(record, remote_tip, None, lease)
+
+
+def _resume(ctx: Context, step: int, branch: str, tip: str | None) -> str | None:
+    """The continued branch's commit holding finished work (``recover.resume_at``), said."""
+    resumed = resume_at(ctx, tip)
+    if resumed is not None:
+        print(
+            f"step {step}: {branch} on {REMOTE} (at {resumed[:12]}) holds finished work: "
+            "it is reviewed, not implemented again"
+        )
+    return resumed
 
 
 def _done_after_claim(ctx: Context, step: int) -> bool:
@@ -478,11 +466,17 @@ def _publish(
         run_url=github.run_url,
     )
     pull = published.pull
-    if lease is not None:
-        lease.published(pull.number)
     print(f"  PR #{pull.number} {pull.html_url}: {branch} at {head[:12]}, status {published.state}")
     if options.auto_merge is not None:
         print(f"  auto-merge ({options.auto_merge}): {published.auto_merge}")
+    if published.state == "pending":  # approved, auto-merge refused after every retry
+        raise GitHubError(
+            f"auto-merge ({options.auto_merge}) could not be enabled on PR #{pull.number} "
+            f"({published.auto_merge}); its status stays pending so nothing merges unseen: "
+            "run the step again to finish it (nothing is implemented again)"
+        )
+    if lease is not None:  # publishing finished: the claim is never free by age now
+        lease.published(pull.number)
     return result.exit_code
 
 

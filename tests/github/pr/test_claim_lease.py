@@ -256,9 +256,12 @@ def test_a_published_step_is_never_free_by_age(
     assert ready(setup_repo(tmp_path, gh, name="fresh"))[0] == []
 
 
-def test_an_ended_run_whose_branch_has_an_open_pull_request_is_not_taken_over(
+def test_an_ended_run_whose_branch_has_an_open_pull_request_is_finished_not_left_pending(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
 ) -> None:
+    """Its lease has no ``pull`` (written only once publishing finished): the run died after
+    opening the pull request, so a re-run finishes it on that pull request (issue 22, item
+    5; before, "already started", exit 0, and the pull request stayed pending for good)."""
     repo = setup_repo(tmp_path, gh)
     lost_claim(repo, {"runId": 77, "runAttempt": 1, "repository": gh.full_name})
     gh.state.workflow_runs[77] = {"status": "completed", "conclusion": "success"}
@@ -268,6 +271,10 @@ def test_an_ended_run_whose_branch_has_an_open_pull_request_is_not_taken_over(
     git(repo, "commit", "-q", "-m", "work")
     git(repo, "push", "-q", "origin", f"HEAD:refs/heads/{BRANCH}")
     client_for(gh).pulls.create(gh.full_name, head=BRANCH, base="main", title="t", body="b")
-    out = run_pr(setup_repo(tmp_path, gh, name="fresh"), "--step", "1")
-    assert out.returncode == 0 and "already started" in out.stdout, out.stdout + out.stderr
-    assert "taking over" not in out.stdout and len(gh.state.pulls) == 1
+    fresh = setup_repo(tmp_path, gh, name="fresh")
+    out = run_pr(fresh, "--step", "1")
+    assert out.returncode == 0 and "taking over" in out.stdout, out.stdout + out.stderr
+    assert "holds finished work" in out.stdout and implementer_runs(fresh) == 0
+    [pull] = gh.state.pulls.values()
+    assert pull.head_sha == origin_sha(gh, f"refs/heads/{BRANCH}")
+    assert lease_on_origin(gh)["pull"] == pull.number

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import FAKES, CliResult, git
 from tests.github_standin import GitHubStandIn, gh
-from tests.helpers.chain import FAKE, call
+from tests.helpers.chain import FAKE, call, run_proc
 from tests.helpers.step_pr import (
     BRANCH,
     env,
@@ -281,18 +281,29 @@ def test_a_rejected_step_leaves_a_labelled_pull_request_with_failure_and_inline_
     assert "REVISE" in summary.upper() and "revise (1 finding)" in summary
 
 
-def test_auto_merge_refused_by_the_repository_is_a_notice_and_the_pr_stays_open(
+def test_auto_merge_refused_after_its_retries_exits_4_and_a_re_run_finishes_it(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
 ) -> None:
+    """Exit 4 (GitHub failed), not 0: an approved pull request without auto-merge would stall
+    the wave with every job green. Its head stays ``pending`` (nothing merges unseen), and a
+    re-run, once GitHub allows it, enables auto-merge and sets the verdict, nothing redone."""
     repo = setup_repo(tmp_path, gh)
     gh.state.allow_auto_merge = False
-    out = run_pr(repo, "--step", "1", "--auto-merge", "rebase")
-    assert out.returncode == 0, out.stdout + out.stderr
+    out = run_proc(repo, "--pr", "--step", "1", "--auto-merge", "rebase")  # its own process
+    assert out.returncode == 4, out.stdout + out.stderr
     assert "auto-merge (rebase): not enabled" in out.stdout
-    assert "Auto merge is not allowed for this repository" in out.stdout
+    assert "could not be enabled on PR #1" in out.stderr
     [pull] = gh.state.pulls.values()
     assert pull.state == "open" and pull.auto_merge is None
+    assert statuses(gh, pull.head_sha) == ["pending"]
     assert play_auto_merge(gh) == []
+    runs = implementer_runs(repo)
+    gh.state.allow_auto_merge = True
+    again = run_pr(repo, "--step", "1", "--auto-merge", "rebase")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert implementer_runs(repo) == runs and len(gh.state.pulls) == 1
+    assert pull.auto_merge is not None and "taking over" in again.stdout
+    assert statuses(gh, pull.head_sha)[-1] == "success"
 
 
 def test_draft_opens_the_pull_request_as_a_draft(

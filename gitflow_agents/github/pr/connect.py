@@ -1,0 +1,78 @@
+"""GitHub for ``run PLAN --pr``, found and checked before anything is claimed.
+
+``connect`` finds it as the action does (docs/github.md, "Plan steps as pull requests"): token
+``GITHUB_TOKEN`` else ``GH_TOKEN``, repository ``GITHUB_REPOSITORY`` else ``origin``'s URL, API
+``GITHUB_API_URL``; what is missing is a usage error (exit 2). ``check_access`` then asks
+GitHub once (``GET /repos/{repo}``): a bad token, a repository the token cannot see, or an API
+that cannot be reached is exit 4 before the claim and before any agent, so nothing is claimed
+that a run could not publish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitflow_agents.base.errors import GitHubError, UsageError
+from gitflow_agents.git import queries as git
+from gitflow_agents.github.action.runner import server_url_from, workflow_run_url
+from gitflow_agents.github.api.client import Client
+from gitflow_agents.github.api.rules import TargetGuard
+from gitflow_agents.github.api.settings import (
+    repository_from,
+    settings_from_env,
+    without_credentials,
+)
+from gitflow_agents.github.pr import lease as leases
+from gitflow_agents.github.pr.startable import REMOTE
+
+
+@dataclass(frozen=True)
+class GitHub:
+    client: Client
+    repo: str
+    server_url: str
+    run_url: str | None
+    guard: TargetGuard | None = None  # what guards the target (read when auto-merge is asked)
+    claimant: dict[str, Any] = field(default_factory=dict)  # who claims (github/pr/lease.py)
+    ttl: float = leases.DEFAULT_TTL  # a lease older than this that stopped renewing is free
+
+
+def connect(environ: Mapping[str, str], root: Path) -> GitHub:
+    """GitHub as the action finds it (docs/github.md): token ``GITHUB_TOKEN`` else
+    ``GH_TOKEN``, repository ``GITHUB_REPOSITORY`` else ``origin``'s URL, API
+    ``GITHUB_API_URL``. UsageError (exit 2) naming what is missing."""
+    url = git.remote_url(root, REMOTE)
+    if url is None:
+        raise UsageError(f"--pr pushes the step branch to {REMOTE}, and this repository has none")
+    missing = []
+    if not (environ.get("GITHUB_TOKEN") or environ.get("GH_TOKEN")):
+        missing.append("a token (GITHUB_TOKEN or GH_TOKEN)")
+    repo = repository_from(environ, url)
+    if repo is None:
+        shown = without_credentials(url)
+        missing.append(f"the repository (GITHUB_REPOSITORY; {REMOTE}'s URL {shown} names none)")
+    if missing:
+        raise UsageError(f"--pr needs GitHub: set {' and '.join(missing)}")
+    assert repo is not None
+    server = server_url_from(environ)
+    run_url = workflow_run_url(server, repo, environ.get("GITHUB_RUN_ID"))
+    client = Client(settings_from_env(environ))
+    claimant = leases.holder(environ, repo, "")
+    return GitHub(client, repo, server, run_url, claimant=claimant, ttl=leases.claim_ttl(environ))
+
+
+def check_access(github: GitHub) -> None:
+    """One ``GET /repos/{repo}``: a bad token, a repository the token cannot see or an API that
+    cannot be reached is found before anything is claimed (exit 4, GitHub failed)."""
+    api = github.client.settings.api_url
+    try:
+        github.client.check_repository(github.repo)
+    except GitHubError as exc:
+        why = " ".join(str(exc).split())  # one line, whatever the transport said
+        raise GitHubError(
+            f"--pr cannot use GitHub: the repository {github.repo} at {api} ({why}); "
+            "nothing was claimed and no agent ran"
+        ) from None
