@@ -26,6 +26,7 @@ from gitflow_agents.agents.base import (
     opt_str_list,
     unparsed,
 )
+from gitflow_agents.agents.limits import rate_limit
 
 PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan")
 OPTIONS = (
@@ -157,6 +158,7 @@ class ClaudeAdapter:
             is_error=is_error,
             error=error,
             reply=reply,
+            rate_limit=rate_limit(error, stderr),
         )
 
 
