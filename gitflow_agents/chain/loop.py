@@ -70,7 +70,7 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
         except AgentFailed as exc:
             rec.agents.extend(exc.run.attempts())
             rec.failed_what = exc.run.kind
-            rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
+            rec.finish("failed", int(exc.exit_code), str(exc))  # 3, or 6: rate limited
         except GitError as exc:  # the merge (conflict, target moved, dirty checkout)
             rec.finish("failed", int(exc.exit_code), str(exc))
         except KeyboardInterrupt:

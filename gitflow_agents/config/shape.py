@@ -21,6 +21,7 @@ from gitflow_agents.config.values import (
     DEFAULT_FAILURE_SUFFIX,
     DEFAULT_FLOW_DIR,
     DEFAULT_MAX_WAIT_SECS,
+    DEFAULT_RATE_LIMIT_WAIT_SECS,
     DEFAULT_REPORT_FILENAME,
     DEFAULT_SPECS_FOLDER,
     DEFAULT_STUCK_RETRY_GRACE_SECS,
@@ -182,6 +183,14 @@ AGENT = Obj(
             doc="Put the 'Reply Format' section (<SUMMARY> ... <STATUS> XML reply instructions, "
             "worded for the agent's CLI and role) into this agent's system prompt. false leaves "
             "it out.",
+        ),
+        "max_parallel": Int(
+            minimum=1,
+            what="a whole number",
+            doc="At most this many runs of this agent's adapter (its CLI, e.g. every claude "
+            "agent) at once, across the project's processes; a run waits for a free slot "
+            "('waiting for a claude slot'). Agents of one adapter share the slots. Default: no "
+            "limit. See docs/supervisor.md, 'Rate limits'.",
         ),
     },
 )
@@ -354,6 +363,14 @@ TOP = Obj(
                     doc="After a stuck verdict: wait this long and re-check before killing and "
                     "retrying.",
                 ),
+                "rate_limit_wait_secs": Int(
+                    minimum=0,
+                    default=DEFAULT_RATE_LIMIT_WAIT_SECS,
+                    doc="A rate-limited agent (HTTP 429, 529 overloaded, a usage limit) waits "
+                    "for the reset time its CLI names, else backs off, and continues its session; "
+                    "at most this long in all, then it ends rate_limited (exit code 6). 0: never "
+                    "wait.",
+                ),
             },
         ),
         "spec_plan": Obj(
@@ -414,5 +431,6 @@ HINTS = {
     "stuck_timeout_secs": "put it under defaults:",
     "max_wait_secs": "put it under defaults:",
     "stuck_retry_grace_secs": "put it under defaults:",
+    "rate_limit_wait_secs": "put it under defaults:",
     "mcp_config": "pass adapter settings under agents.<name>.options",
 }
