@@ -246,3 +246,59 @@ def test_waits_follow_the_reset_else_back_off_within_the_total() -> None:
     assert Waits(1000).next(resets_at=5000.0, now=0.0) is None  # beyond the total: no wait
     past = Waits(1000, jitter=lambda: 1.0)
     assert past.next(resets_at=1.0, now=2.0) == 30.0  # a reset already passed: back off
+
+
+SPAWN = (sys.executable, "-m", "gitflow_agents", "spawn")
+SLOW = """#!{python}
+import os, pathlib, time
+log = os.open({log!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+os.write(log, b"+\\n")
+time.sleep(1.0)
+os.write(log, b"-\\n")
+d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+(d / "report.md").write_text("done")
+os.rename(d / "report.md", d / "report.complete.md")
+"""
+
+
+def test_parallel_runs_of_one_adapter_share_max_parallel_across_processes(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Four `spawn` processes of agents with `max_parallel: 2`: never three agents at once;
+    a run that waited for a slot said so."""
+    log = tmp_path / "log"
+    agent = write_executable(tmp_path / "agent", SLOW.format(python=sys.executable, log=str(log)))
+    command = json.dumps(str(agent))
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
+        "agents:\n"
+        + "".join(
+            f"  a{i}:\n    adapter: command\n    command: [{command}]\n    max_parallel: 2\n"
+            for i in range(4)
+        )
+    )
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "flow")
+    procs = [
+        subprocess.Popen(
+            [*SPAWN, f"a{i}", "--flow", "f", "--task", "Go.", "--quiet"],
+            cwd=repo,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for i in range(4)
+    ]
+    assert [proc.wait(timeout=120) for proc in procs] == [0, 0, 0, 0]
+    running = most = 0
+    for line in log.read_text().splitlines():
+        running += 1 if line == "+" else -1
+        most = max(most, running)
+    assert log.read_text().count("+") == 4 and most <= 2
+    waits = [
+        e["data"]["reason"]
+        for run in (repo / "flows" / "f" / "runs").iterdir()
+        for e in events(run)
+        if e["type"] == "agent:waiting"
+    ]
+    assert waits and all(w == "waiting for a command slot (max_parallel 2)" for w in waits)
