@@ -47,7 +47,8 @@ _LIMITED = re.compile(
     r"|limit reached"
     r"|quota (?:exceeded|exhausted)|exceeded your (?:current )?quota"
     r"|resource[_ ]exhausted"
-    r"|(?:api error|status|http|code|error)[\s:=\"']{0,4}(?:429|529)\b",
+    r"|(?:api error|status|http|code|error)[\s:=\"']{0,4}(?:429|529)\b"
+    r"|rejected \((?:429|529)\)",  # Claude Code 2.1: "API Error: Request rejected (429) · …"
     re.IGNORECASE,
 )
 _EPOCH = re.compile(r"limit reached\|(\d{10})\b", re.IGNORECASE)

@@ -170,3 +170,48 @@ def test_the_last_rate_limit_line_counts_and_none_without_one() -> None:
     found = rate_limit("Attempt 1 failed with status 429\nQuota exceeded, retry in 5s", now=NOW)
     assert found is not None and found.line == "Quota exceeded, retry in 5s"
     assert found.resets_at == NOW + 5
+
+
+# What Claude Code 2.1.330 printed (trimmed) when the stand-in answered 429, then 529, past its
+# CLAUDE_CODE_MAX_RETRIES: the API's message need not say "rate limit"; the status fields do.
+CLAUDE_2_1_REFUSED = {
+    "type": "result",
+    "subtype": "success",
+    "is_error": True,
+    "session_id": "65da9da6-8d4a-48a3-9097-b3b739e58c68",
+    "terminal_reason": "api_error",
+    "api_error_status": 429,
+    "api_error_type": "rate_limit_error",
+    "result": "API Error: Request rejected (429) · the server says no",
+    "usage": {"input_tokens": 0, "output_tokens": 0},
+    "total_cost_usd": 0,
+}
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"result": "API Error: Request rejected (429)"},
+        {"result": "The server said no", "api_error_status": 529, "api_error_type": None},
+        {
+            "result": "The server said no",
+            "api_error_status": None,
+            "api_error_type": "overloaded_error",
+        },
+    ],
+)
+def test_claude_2_1_states_the_api_status_beside_its_message(fields: dict[str, object]) -> None:
+    result = {**CLAUDE_2_1_REFUSED, **fields}
+    output = get_adapter("claude").parse_output(json.dumps(result), "")
+    assert output.rate_limit is not None and output.session_id == CLAUDE_2_1_REFUSED["session_id"]
+
+
+def test_claude_other_api_errors_are_not_rate_limits() -> None:
+    result = {
+        **CLAUDE_2_1_REFUSED,
+        "api_error_status": 401,
+        "api_error_type": "authentication_error",
+    }
+    result["result"] = "API Error: 401 invalid x-api-key"
+    assert get_adapter("claude").parse_output(json.dumps(result), "").rate_limit is None
