@@ -94,6 +94,10 @@ Step = Write | Shell | Read | Say
 # In a Say text, stands for the code fence the CLI asked for (aider picks ``` or, when a file in
 # the chat holds ``` itself, ```` and so on; its prompt shows the one it wants).
 FENCE = "<<FENCE>>"
+# In a Write path or a Shell command, stands for the folder of the report the request names (the
+# agent's folder), so one script serves agents that run at the same time (parallel reviewers).
+AGENT_DIR = "<<AGENT_DIR>>"
+_REPORT_PATH = re.compile(r"(/[^\s'\"`()]+)/report\.md")
 _AIDER_FENCE = re.compile(r"path/to/filename\.js\n(\S+)\n")
 
 
@@ -773,6 +777,8 @@ class Standin:
         if index >= len(script):
             return "Done."
         step = script[index]
+        if isinstance(step, (Write, Shell)) and AGENT_DIR in str(step):
+            step = _in_agent_dir(step, body)
         if isinstance(step, Say):
             return step.text.replace(FENCE, fence_asked_for(body))
         try:
@@ -783,6 +789,15 @@ class Standin:
 
     def wait_released(self, timeout: float) -> bool:
         return self._release.wait(timeout)
+
+
+def _in_agent_dir(step: Write | Shell, body: Any) -> Write | Shell:
+    """``step`` with :data:`AGENT_DIR` replaced by the folder of the report the request names."""
+    match = _REPORT_PATH.search("\n".join(_texts(body)))
+    folder = match[1] if match else "/nonexistent-agent-dir"
+    if isinstance(step, Write):
+        return Write(step.path.replace(AGENT_DIR, folder), step.content)
+    return Shell(step.command.replace(AGENT_DIR, folder))
 
 
 def _make_handler(standin: Standin) -> type[BaseHTTPRequestHandler]:
