@@ -1,7 +1,7 @@
 """Rate limits with the real CLIs against the stand-in (issue 23, "Done when"): a 429 in the
 middle of a run is waited out and the same session continued, nothing lost (Claude Code, Codex);
-eight parallel Claude Code
-reviewers under ``max_parallel: 2`` never send the stand-in more than two requests at once.
+eight parallel Claude Code reviewers under ``max_parallel: 2`` never send the stand-in more than
+two requests at once.
 Through the installed command (``gitflow-agents spawn``, a process of its own) and the real
 supervisor, slots and waits. Claude retries a refused request itself (``CLAUDE_CODE_MAX_RETRIES``
 1 here: two requests), then prints ``API Error: Request rejected (429)`` with
@@ -28,7 +28,8 @@ pytestmark = pytest.mark.e2e
 SPAWN = (sys.executable, "-m", "gitflow_agents", "spawn")
 # CLIs that continue a session, and how many refusals make each give up (its own retries, as
 # projects.py sets them: Claude CLAUDE_CODE_MAX_RETRIES 1; Codex request_max_retries 1 gives up at
-# the first 429). Gemini CLI and opencode retry a 429 with backoffs of their own (see the report).
+# the first 429). Gemini CLI and opencode retry a 429 for minutes themselves (docs/decisions.md,
+# "Spend" 12): too long for a test.
 RESUMING = ("claude", "codex")
 REFUSALS = {"claude": 2, "codex": 1}
 
