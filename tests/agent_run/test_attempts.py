@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gitflow_agents.agent_run.attempts import Waits
+from gitflow_agents.runs.slots import holders
 from tests.conftest import Cli, git, run_cli
 from tests.helpers.files import write_executable
 
@@ -302,3 +303,53 @@ def test_parallel_runs_of_one_adapter_share_max_parallel_across_processes(
         if e["type"] == "agent:waiting"
     ]
     assert waits and all(w == "waiting for a command slot (max_parallel 2)" for w in waits)
+
+
+HANG = """#!{python}
+import time
+time.sleep(600)
+"""
+
+
+def test_a_slot_held_by_a_supervisor_killed_with_sigkill_is_free_again(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`max_parallel: 1`: a `spawn` killed with SIGKILL while its agent runs leaves no slot
+    taken; the next run starts without waiting for one."""
+    hang = write_executable(tmp_path / "hang", HANG.format(python=sys.executable))
+    done = write_executable(
+        tmp_path / "done", COMMAND.format(python=sys.executable, count=str(tmp_path / "n"))
+    )
+    (tmp_path / "n").write_text("1")  # the COMMAND agent completes at once
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\nagents:\n'
+        f"  first:\n    adapter: command\n    command: [{json.dumps(str(hang))}]\n    max_parallel: 1\n"
+        f"  second:\n    adapter: command\n    command: [{json.dumps(str(done))}]\n    max_parallel: 1\n"
+    )
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "flow")
+    proc = subprocess.Popen(
+        [*SPAWN, "first", "--flow", "f", "--task", "Hang.", "--quiet"],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    status: dict[str, Any] = {}
+    try:
+        deadline = time.monotonic() + 60
+        while not status.get("pid") and time.monotonic() < deadline:
+            time.sleep(0.1)
+            found = list((repo / "flows" / "f" / "runs").glob("*/status.json"))
+            status = json.loads(found[0].read_text()) if found else {}
+        assert status.get("state") == "running", status
+    finally:
+        proc.kill()  # SIGKILL: the supervisor cannot let its slot go itself
+        proc.wait()
+        if status.get("pid"):
+            os.killpg(status["pid"], 9)  # the orphaned agent
+    assert holders(repo / "flows" / "slots", "command", 1) == 0
+    second = run_cli("spawn", "second", "--flow", "f", "--task", "Go.", "--quiet", cwd=repo)
+    assert second.returncode == 0, second.stdout + second.stderr
+    [run] = [r for r in (repo / "flows" / "f" / "runs").iterdir() if r.name != status["run_id"]]
+    assert not [e for e in events(run) if e["type"] == "agent:waiting"]
