@@ -12,16 +12,17 @@ events (``agent:waiting``). docs/supervisor.md, "Rate limits".
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.agent_run.launch import prepare
 from gitflow_agents.runs.slots import SlotWaitCanceled, hold_slot, slots_folder
-from gitflow_agents.supervisor import Launch, Outcome, supervise
+from gitflow_agents.supervisor import Launch, Outcome
 from gitflow_agents.supervisor.outcome import ParsedOutput, update_status
 
 if TYPE_CHECKING:
@@ -65,68 +66,93 @@ class Waits:
         return delay
 
 
-def supervise_attempts(run: AgentRunner, cancel: threading.Event | None) -> Outcome:
-    """Run the prepared agent to its Outcome, waiting out rate limits as the config allows."""
-    assert run.launch is not None
-    config = run.job.config
-    waits = Waits(config.rate_limit_wait_secs)
-    launch = run.launch.launch
-    earlier: list[ParsedOutput] = []
-    while True:
-        outcome = _attempt(run, launch, cancel)
-        limit = outcome.output.rate_limit if outcome.output is not None else None
-        if outcome.status != "rate_limited":
-            break
-        delay = waits.next(limit.resets_at if limit else None, time.time())
-        if delay is None:
-            outcome = dataclasses.replace(outcome, reason=_gave_up(outcome.reason, waits))
-            update_status(run.paths.run_dir, reason=outcome.reason)
-            break
-        if outcome.output is not None:
-            earlier.append(outcome.output)
-        launch, resumes = _next_launch(run, outcome)
-        if not _wait(run, delay, outcome.reason, waits.count, resumes, cancel):
-            outcome = _canceled(run, "canceled while waiting out a rate limit")
-            break
-    return _with_earlier_usage(outcome, earlier)
+class Attempts:
+    """The attempts of one supervised run, for :meth:`AgentRunner.run` to drive (``supervise``
+    stays its own call, so an agent process starts no deeper below the chain's loop)::
 
+        attempts = Attempts(run, cancel)
+        for launch in attempts:  # the next one after a rate limit is waited out
+            with attempts.slot() as free:  # a slot of the adapter (max_parallel), if any
+                attempts.ended(supervise(launch, ...) if free else attempts.slot_canceled())
+        outcome = attempts.outcome
 
-def _attempt(run: AgentRunner, launch: Launch, cancel: threading.Event | None) -> Outcome:
-    """One supervised process of the run, in a slot of its adapter when it has a limit."""
-    job = run.job
-    agent = job.config.agent(job.agent)
+    """
 
-    def supervised() -> Outcome:
-        return supervise(
-            launch,
-            run.files,
-            job.limits,
-            hub=run.hub,
-            run_dir=run.paths.run_dir,
-            cancel=cancel,
-            secrets=job.secrets,
-        )
+    def __init__(self, run: AgentRunner, cancel: threading.Event | None) -> None:
+        self.run, self.cancel = run, cancel
+        self.waits = Waits(run.job.config.rate_limit_wait_secs)
+        self._outcomes: list[Outcome] = []
+        agent = run.job.config.agent(run.job.agent)
+        self.adapter, self.max_parallel = agent.adapter, agent.max_parallel
+        self._slot_wait = f"waiting for a {self.adapter} slot (max_parallel {self.max_parallel})"
 
-    if agent.max_parallel is None:
-        return supervised()
-    why = f"waiting for a {agent.adapter} slot (max_parallel {agent.max_parallel})"
+    def __iter__(self) -> Iterator[Launch]:
+        run = self.run
+        assert run.launch is not None
+        launch = run.launch.launch
+        while True:
+            yield launch
+            outcome = self._outcomes[-1]
+            if outcome.status != "rate_limited":
+                return
+            limit = outcome.output.rate_limit if outcome.output is not None else None
+            delay = self.waits.next(limit.resets_at if limit else None, time.time())
+            if delay is None:
+                reason = _gave_up(outcome.reason, self.waits)
+                self._outcomes[-1] = dataclasses.replace(outcome, reason=reason)
+                update_status(run.paths.run_dir, reason=reason)
+                return
+            launch, resumes = _next_launch(run, outcome)
+            if not _wait(run, delay, outcome.reason, self.waits.count, resumes, self.cancel):
+                self._outcomes.append(_canceled(run, "canceled while waiting out a rate limit"))
+                return
 
-    def waiting() -> None:
-        update_status(run.paths.run_dir, state="queued", reason=why)
-        run.emit("agent:waiting", {"agent": job.agent_id, "reason": why, "slot": agent.adapter})
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[bool]:
+        """Hold a slot of the adapter while the block runs the agent (none without
+        ``max_parallel``); False: the run was canceled while it waited for one."""
+        if self.max_parallel is None:
+            yield True
+            return
+        run, why = self.run, self._slot_wait
 
-    try:
-        with hold_slot(
-            slots_folder(job.root, job.config.flow_dir),
-            agent.adapter,
-            agent.max_parallel,
+        def waiting() -> None:
+            update_status(run.paths.run_dir, state="queued", reason=why)
+            run.emit(
+                "agent:waiting", {"agent": run.job.agent_id, "reason": why, "slot": self.adapter}
+            )
+
+        taking = hold_slot(
+            slots_folder(run.job.root, run.job.config.flow_dir),
+            self.adapter,
+            self.max_parallel,
             run_id=run.run_id,
             waiting=waiting,
-            canceled=lambda: _canceled_now(run, cancel),
-        ):
-            return supervised()
-    except SlotWaitCanceled:
-        return _canceled(run, f"canceled while {why}")
+            canceled=lambda: _canceled_now(run, self.cancel),
+        )
+        try:
+            taking.__enter__()
+        except SlotWaitCanceled:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            taking.__exit__(None, None, None)
+
+    def slot_canceled(self) -> Outcome:
+        """The Outcome of a run canceled while it waited for a slot."""
+        return _canceled(self.run, f"canceled while {self._slot_wait}")
+
+    def ended(self, outcome: Outcome) -> None:
+        """An attempt's Outcome."""
+        self._outcomes.append(outcome)
+
+    @property
+    def outcome(self) -> Outcome:
+        """The run's Outcome: the last attempt's, with the usage of the earlier ones added."""
+        *earlier, last = self._outcomes
+        return _with_earlier_usage(last, [o.output for o in earlier if o.output is not None])
 
 
 def _next_launch(run: AgentRunner, outcome: Outcome) -> tuple[Launch, bool]:

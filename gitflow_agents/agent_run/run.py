@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gitflow_agents.agent_run.attempts import supervise_attempts
+from gitflow_agents.agent_run.attempts import Attempts
 from gitflow_agents.agent_run.launch import (
     Prepared,
     event_hub,
@@ -49,7 +49,7 @@ from gitflow_agents.prompt import agent_dir, write_system_prompt
 from gitflow_agents.runs import RunPaths, RunStatus, create_run, result_status, write_status
 from gitflow_agents.runs.cards import card_lock
 from gitflow_agents.runs.events import EventHub, JsonlChannel
-from gitflow_agents.supervisor import Limits, Outcome, ReportFiles, Status
+from gitflow_agents.supervisor import Limits, Outcome, ReportFiles, Status, supervise
 
 if TYPE_CHECKING:
     from gitflow_agents.config import FlowConfig
@@ -266,7 +266,23 @@ class AgentRunner:
             elif self.launch is None:
                 raise RuntimeError("AgentRunner.prepare() first")
             else:  # supervised, in a slot of its adapter, rate limits waited out
-                self.outcome = supervise_attempts(self, cancel)
+                attempts = Attempts(self, cancel)
+                for launch in attempts:
+                    with attempts.slot() as free:
+                        attempts.ended(
+                            supervise(
+                                launch,
+                                self.files,
+                                self.job.limits,
+                                hub=self.hub,
+                                run_dir=self.paths.run_dir,
+                                cancel=cancel,
+                                secrets=self.job.secrets,
+                            )
+                            if free
+                            else attempts.slot_canceled()
+                        )
+                self.outcome = attempts.outcome
         except BaseException as exc:
             self.fail(exc)
             raise
