@@ -115,8 +115,10 @@ class Attempts:
             yield True
             return
         run, why = self.run, self._slot_wait
+        told: list[bool] = []
 
         def waiting() -> None:
+            told.append(True)
             update_status(run.paths.run_dir, state="queued", reason=why)
             run.emit(
                 "agent:waiting", {"agent": run.job.agent_id, "reason": why, "slot": self.adapter}
@@ -135,6 +137,8 @@ class Attempts:
         except SlotWaitCanceled:
             yield False
             return
+        if told:  # the slot is ours: the reason no longer holds
+            update_status(run.paths.run_dir, reason=None)
         try:
             yield True
         finally:
@@ -205,7 +209,7 @@ def _wait(
         if _canceled_now(run, cancel):
             return False
         time.sleep(min(TICK, left))
-    update_status(run.paths.run_dir, waitingUntil=None)
+    update_status(run.paths.run_dir, waitingUntil=None, reason=None)
     return not _canceled_now(run, cancel)
 
 

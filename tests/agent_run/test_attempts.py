@@ -45,6 +45,8 @@ if answer.startswith("limit"):
     print(json.dumps({{"type": "result", "subtype": "success", "is_error": True, "result": text,
                       "session_id": session, "usage": usage, "total_cost_usd": 0.01}}))
     sys.exit(1)
+seen = pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"], "status.json").read_text()
+pathlib.Path({state!r} + ".status").write_text(seen)  # the run's status while this call runs
 d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
 (d / "report.md").write_text("## Summary\\n\\nDone.\\n")
 os.rename(d / "report.md", d / "report.complete.md")
@@ -129,6 +131,8 @@ def test_a_usage_limit_is_waited_out_and_the_session_continued(
     ]
     status = json.loads((run / "status.json").read_text())
     assert status["state"] == "succeeded" and status.get("waitingUntil") is None
+    during = json.loads((tmp_path / "calls.jsonl.status").read_text())
+    assert during["state"] == "running" and during["reason"] is None  # no stale "waiting until"
 
 
 def test_after_the_total_wait_the_run_ends_rate_limited_exit_6(
@@ -251,7 +255,10 @@ def test_waits_follow_the_reset_else_back_off_within_the_total() -> None:
 
 SPAWN = (sys.executable, "-m", "gitflow_agents", "spawn")
 SLOW = """#!{python}
-import os, pathlib, time
+import json, os, pathlib, time
+status = json.loads(pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"], "status.json").read_text())
+with open({log!r} + ".reasons", "a") as reasons:  # what `status` shows while the agent runs
+    reasons.write(json.dumps([status["state"], status.get("reason")]) + "\\n")
 log = os.open({log!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 os.write(log, b"+\\n")
 time.sleep(1.0)
@@ -303,6 +310,8 @@ def test_parallel_runs_of_one_adapter_share_max_parallel_across_processes(
         if e["type"] == "agent:waiting"
     ]
     assert waits and all(w == "waiting for a command slot (max_parallel 2)" for w in waits)
+    seen = [json.loads(line) for line in (tmp_path / "log.reasons").read_text().splitlines()]
+    assert seen == [["running", None]] * 4  # a run that got its slot no longer says it waits
 
 
 HANG = """#!{python}
