@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.agents.prices import Price, Usage, shipped_prices, usage_of
+from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.base.fsutil import (
     MAX_REPORT_CHARS,
     irregular,
@@ -336,6 +337,17 @@ def finish_card(card: Path, kind: str, result: Mapping[str, Any], run_id: str, l
 
 
 # --- showing a result --------------------------------------------------------------------
+
+
+def exit_code(result: Mapping[str, Any]) -> ExitCode:
+    """The exit code of a command that ran one agent: 0 when it succeeded, 6 when it ended
+    rate limited (the wait ran out), else 3 (README, "Exit codes")."""
+    if result.get("status") == "succeeded":
+        return ExitCode.OK
+    run = result.get("run")
+    if isinstance(run, Mapping) and run.get("outcome") == "rate_limited":
+        return ExitCode.RATE_LIMITED
+    return ExitCode.AGENT_FAILED
 
 
 def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None = None) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gitflow_agents.agent_run.attempts import Attempts
 from gitflow_agents.agent_run.launch import (
     Prepared,
     event_hub,
@@ -207,6 +208,7 @@ class AgentRunner:
         self._before = worktree_state(self.workdir, self.facts.base_sha)
         self.hub, self._close_events = _run_events(job, self.paths, hub)
         self.launch: Prepared | None = None
+        self.prompt_path: Path | None = None  # the system prompt written by prepare()
         self.outcome: Outcome | None = None
         self.error: BaseException | None = None  # what a step raised (see fail)
         self.failure_reason = "the supervisor did not finish"
@@ -224,6 +226,7 @@ class AgentRunner:
         prompt_path = write_system_prompt(
             job.root, job.config, job.agent_id, job.flow_name, job.prompt_text
         )
+        self.prompt_path = prompt_path
         prepared: dict[str, Any] = {"systemPrompt": str(prompt_path)}
         if job.prompt_segments is not None:
             prepared["segments"] = job.prompt_segments
@@ -253,7 +256,8 @@ class AgentRunner:
 
     def run(self, cancel: threading.Event | None = None) -> Outcome:
         """Run the prepared agent to its Outcome between ``task:start`` and its end event:
-        supervised (``cancel`` set: its tree is killed, the run ends canceled), or in process.
+        supervised (``cancel`` set: its tree is killed, the run ends canceled; rate limits
+        waited out: agent_run/attempts.py), or in process.
         What it raises is noted first (:meth:`fail`)."""
         try:
             self.start_task()
@@ -261,16 +265,24 @@ class AgentRunner:
                 self.outcome = self._in_process(self.job.in_process)
             elif self.launch is None:
                 raise RuntimeError("AgentRunner.prepare() first")
-            else:
-                self.outcome = supervise(
-                    self.launch.launch,
-                    self.files,
-                    self.job.limits,
-                    hub=self.hub,
-                    run_dir=self.paths.run_dir,
-                    cancel=cancel,
-                    secrets=self.job.secrets,
-                )
+            else:  # supervised, in a slot of its adapter, rate limits waited out
+                attempts = Attempts(self, cancel)
+                for launch in attempts:
+                    with attempts.slot() as free:
+                        attempts.ended(
+                            supervise(
+                                launch,
+                                self.files,
+                                self.job.limits,
+                                hub=self.hub,
+                                run_dir=self.paths.run_dir,
+                                cancel=cancel,
+                                secrets=self.job.secrets,
+                            )
+                            if free
+                            else attempts.slot_canceled()
+                        )
+                self.outcome = attempts.outcome
         except BaseException as exc:
             self.fail(exc)
             raise

@@ -26,6 +26,7 @@ from gitflow_agents.agents.base import (
     opt_str_list,
     resume_refused,
 )
+from gitflow_agents.agents.limits import rate_limit
 
 OPTIONS = ("auto_commits", "edit_format", "files", "repo_map")
 # Flags that keep Aider non-interactive, quiet, and out of the user's files.
@@ -155,6 +156,8 @@ class AiderAdapter:
             is_error=error is not None,
             error=error,
             reply=reply,
+            # its last failure line: "litellm.RateLimitError: …", "… has rate limited you"
+            rate_limit=rate_limit(error),
         )
 
 

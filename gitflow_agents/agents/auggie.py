@@ -17,6 +17,7 @@ from gitflow_agents.agents.base import (
     opt_str_list,
     unparsed,
 )
+from gitflow_agents.agents.limits import rate_limit
 
 OPTIONS = ("max_turns", "permissions", "retry_timeout")
 # AUGMENT_SESSION_AUTH (the `auggie token print` JSON), or AUGMENT_API_TOKEN + AUGMENT_API_URL.
@@ -90,4 +91,5 @@ class AuggieAdapter:
             is_error=is_error,
             error=error,
             reply=reply,
+            rate_limit=rate_limit(error, stderr),
         )

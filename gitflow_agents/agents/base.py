@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from gitflow_agents.agents.limits import RateLimit, rate_limit
 from gitflow_agents.base.errors import ConfigError, UsageError
 
 
@@ -85,6 +86,7 @@ class AgentOutput:
     input token (cache reads and writes included), ``cached_tokens`` the part of them read from
     the provider's cache, ``output_tokens`` every output token (reasoning included);
     ``cost_usd`` only as the CLI states it; ``model`` the model the CLI says it used.
+    ``rate_limit``: the CLI's error said the model API refused for a while (agents/limits.py).
     """
 
     session_id: str | None = None
@@ -96,6 +98,7 @@ class AgentOutput:
     is_error: bool = False
     error: str | None = None
     reply: str | None = None
+    rate_limit: RateLimit | None = None
 
 
 class Adapter(Protocol):
@@ -477,7 +480,8 @@ def unparsed(stdout: str, stderr: str, what: str) -> AgentOutput:
     """The output of a run whose CLI printed nothing we understand."""
     detail = last_line(stderr) or last_line(stdout)
     note = f"no {what} in the output" + (f"; last line: {detail}" if detail else "")
-    return AgentOutput(error=note)
+    # a CLI that gave up on a rate limit may say so only on stderr, in its own words
+    return AgentOutput(error=note, rate_limit=rate_limit(stderr))
 
 
 __all__ = [

@@ -26,6 +26,7 @@ from gitflow_agents.agents.base import (
     opt_str_list,
     unparsed,
 )
+from gitflow_agents.agents.limits import RateLimit, rate_limit
 
 PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan")
 OPTIONS = (
@@ -157,6 +158,7 @@ class ClaudeAdapter:
             is_error=is_error,
             error=error,
             reply=reply,
+            rate_limit=rate_limit(error, stderr) or _api_limit(result, error),
         )
 
 
@@ -175,3 +177,14 @@ def _result_object(stdout: str) -> dict[str, Any] | None:
         return whole
     results = [obj for obj in json_lines(stdout) if obj.get("type") == "result"]
     return results[-1] if results else None
+
+
+def _api_limit(result: dict[str, Any], error: str | None) -> RateLimit | None:
+    """Claude Code 2.1 states the API's answer beside its message: ``api_error_status`` 429 or
+    529, ``api_error_type`` rate_limit_error or overloaded_error (the message is the API's own
+    text, which need not say "rate limit")."""
+    status = as_int(result.get("api_error_status"))
+    kind = as_str(result.get("api_error_type"))
+    if status in (429, 529) or kind in ("rate_limit_error", "overloaded_error"):
+        return RateLimit(error or f"API error {status or kind}", None)
+    return None

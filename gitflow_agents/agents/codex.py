@@ -24,6 +24,7 @@ from gitflow_agents.agents.base import (
     unparsed,
     write_config_file,
 )
+from gitflow_agents.agents.limits import rate_limit
 from gitflow_agents.base.errors import ConfigError
 
 SANDBOXES = ("read-only", "workspace-write", "danger-full-access", "bypass")
@@ -137,6 +138,9 @@ class CodexAdapter:
             is_error=failed is not None,
             error=failed or (last_error if reply is None else None),
             reply=reply,
+            # "exceeded retry limit, last status: 429 Too Many Requests" (an error event, then
+            # turn.failed), "You've hit your usage limit … try again in …"
+            rate_limit=rate_limit(failed, last_error, stderr),
         )
 
 

@@ -37,6 +37,7 @@ from gitflow_agents.agents.base import (
     opt_str_list,
     resume_refused,
 )
+from gitflow_agents.agents.limits import rate_limit
 from gitflow_agents.base.errors import ConfigError
 
 OPTIONS = ("command", "completes_by_exit", "cpu_activity")
@@ -99,7 +100,8 @@ class CommandAdapter:
         """A JSON result in a Claude-like shape is read when present; otherwise stdout is the reply."""
         data = json_object(stdout)
         if data is None:
-            return AgentOutput(reply=stdout.strip() or None)
+            # a program of unknown shape: only its stderr can say it was rate limited
+            return AgentOutput(reply=stdout.strip() or None, rate_limit=rate_limit(stderr))
         usage = as_dict(data.get("usage"))
         is_error = data.get("is_error") is True
         reply = as_str(data.get("result")) or as_str(data.get("response"))
@@ -116,6 +118,7 @@ class CommandAdapter:
             is_error=is_error,
             error=(reply or "is_error: true") if is_error else None,
             reply=reply if reply is not None else stdout.strip() or None,
+            rate_limit=rate_limit(reply if is_error else None, stderr),
         )
 
 

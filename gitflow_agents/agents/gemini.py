@@ -27,6 +27,7 @@ from gitflow_agents.agents.base import (
     unparsed,
     write_config_file,
 )
+from gitflow_agents.agents.limits import rate_limit
 
 APPROVAL_MODES = ("default", "auto_edit", "yolo", "plan")
 AUTH_TYPES = ("gemini-api-key", "vertex-ai", "oauth-personal", "compute-default-credentials")
@@ -126,6 +127,7 @@ class GeminiAdapter:
             is_error=error is not None,
             error=error,
             reply=as_str(data.get("response")),
+            rate_limit=rate_limit(error, stderr),  # "Quota exceeded … retry in 27s" (code 429)
         )
 
 

@@ -26,6 +26,7 @@ from gitflow_agents.agents.base import (
     opt_str_list,
     unparsed,
 )
+from gitflow_agents.agents.limits import rate_limit
 
 OPTIONS = ("agent", "config")
 # opencode's own switches the parent may set (the quiet ones get defaults below).
@@ -127,6 +128,7 @@ class OpencodeAdapter:
             is_error=error is not None,
             error=error,
             reply=reply,
+            rate_limit=rate_limit(error, stderr),
         )
 
 

@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     AGENT_FAILED = 3
     GITHUB = 4
+    RATE_LIMITED = 6  # the model API refused for longer than the configured wait
     INTERNAL = 70  # EX_SOFTWARE: a bug in gitflow-agents (a traceback is in the crash log)
     INTERRUPTED = 130
 
@@ -92,6 +93,13 @@ class AgentError(GitflowError):
     """An agent failed, got stuck, or timed out."""
 
     exit_code = ExitCode.AGENT_FAILED
+
+
+class RateLimitedError(AgentError):
+    """An agent was refused by its model API (429, 529, a usage limit) for longer than the
+    configured wait (``defaults.rate_limit_wait_secs``)."""
+
+    exit_code = ExitCode.RATE_LIMITED
 
 
 class GitHubError(GitflowError):

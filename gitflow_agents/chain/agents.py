@@ -23,7 +23,7 @@ from gitflow_agents import supervisor
 from gitflow_agents.agent_run.launch import report_files
 from gitflow_agents.agent_run.run import AgentJob, AgentRunner, limits
 from gitflow_agents.agents.installed import check_agents
-from gitflow_agents.base.errors import AgentError
+from gitflow_agents.base.errors import AgentError, ExitCode
 from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.chain.builtin import BUILTIN_USAGE_JSON, builtin_review, is_builtin
 from gitflow_agents.chain.context import Context
@@ -89,11 +89,14 @@ class AgentRun:
 
 
 class AgentFailed(AgentError):
-    """An agent did not complete (failed, stuck, timed out, crashed): exit code 3."""
+    """An agent did not complete (failed, stuck, timed out, crashed): exit code 3; 6 when it
+    was rate limited for longer than the configured wait."""
 
     def __init__(self, run: AgentRun) -> None:
         super().__init__(f"{run.agent_id}: {run.status}: {run.reason}")
         self.run = run
+        if run.status == "rate_limited":
+            self.exit_code = ExitCode.RATE_LIMITED
 
 
 def agent_id_for(agent: str, step: int | None, iteration: int | None = None) -> str:

@@ -77,7 +77,7 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
         except AgentFailed as exc:
             rec.agents.extend(exc.run.attempts())
             rec.failed_what = exc.run.kind
-            rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
+            rec.finish("failed", int(exc.exit_code), str(exc))  # 3, or 6: rate limited
         except SetupFailed as exc:  # chain.setup failed in the step's work tree
             rec.setup, rec.failed_what = exc.entry, "setup"
             rec.finish("failed", int(exc.exit_code), str(exc))

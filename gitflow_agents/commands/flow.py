@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             return _single(ctx, args, after)
         except AgentFailed as exc:
             _print(args, {"status": "failed", "reason": str(exc), **exc.run.entry().to_json()})
-            return int(ExitCode.AGENT_FAILED)
+            return int(exc.exit_code)
 
 
 def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.base.errors import UsageError
 
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run import sessions
-    from gitflow_agents.agent_run.record import print_result
+    from gitflow_agents.agent_run.record import exit_code, print_result
     from gitflow_agents.agent_run.run import limits
     from gitflow_agents.agent_run.send_target import refuse_step_run
     from gitflow_agents.config import find_project_root, load_flow_config
@@ -68,4 +68,4 @@ def run(args: argparse.Namespace) -> int:
     final = sessions.read_session(path)
     if final.get("closed") and not args.json:
         print(f"session {session['root']} is now closed: {final.get('closedReason')}")
-    return int(ExitCode.OK if result.get("status") == "succeeded" else ExitCode.AGENT_FAILED)
+    return int(exit_code(result))

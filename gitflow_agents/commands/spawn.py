@@ -1,7 +1,8 @@
 """``gitflow-agents spawn``: run one agent on a plan step, supervised, and record the run.
 
 Exit 0 when the agent succeeded (renamed its report to ``report.complete.md``), 3 when it failed,
-got stuck, timed out, crashed or was canceled, 130 on Ctrl-C / SIGTERM (the agent's whole
+got stuck, timed out, crashed or was canceled, 6 when its model API refused it for longer
+than ``defaults.rate_limit_wait_secs``, 130 on Ctrl-C / SIGTERM (the agent's whole
 process tree is killed first). ``result.json`` is written in every case (``agent_run.run.execute``).
 """
 
@@ -10,12 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gitflow_agents.base.errors import ExitCode
-
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.launch import report_files
-    from gitflow_agents.agent_run.record import print_result
+    from gitflow_agents.agent_run.record import exit_code, print_result
     from gitflow_agents.agent_run.run import AgentJob, clear_previous, execute, limits
     from gitflow_agents.prompt import (
         agent_dir,
@@ -56,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     )
     result = execute(job)
     print_result(result, as_json=args.json, root=root)
-    return int(ExitCode.OK if result["status"] == "succeeded" else ExitCode.AGENT_FAILED)
+    return int(exit_code(result))
 
 
 def _default_kind(agent_type: str, agent: str) -> str:

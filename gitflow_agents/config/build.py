@@ -30,6 +30,7 @@ from gitflow_agents.config.values import (
     DEFAULT_FAILURE_SUFFIX,
     DEFAULT_FLOW_DIR,
     DEFAULT_MAX_WAIT_SECS,
+    DEFAULT_RATE_LIMIT_WAIT_SECS,
     DEFAULT_REPORT_FILENAME,
     DEFAULT_SPECS_FOLDER,
     DEFAULT_STUCK_RETRY_GRACE_SECS,
@@ -107,6 +108,7 @@ def build(
         stuck_retry_grace_secs=_int(
             defaults, "stuck_retry_grace_secs", DEFAULT_STUCK_RETRY_GRACE_SECS
         ),
+        rate_limit_wait_secs=_int(defaults, "rate_limit_wait_secs", DEFAULT_RATE_LIMIT_WAIT_SECS),
         chain=_build_chain(_section(values, "chain"), agents),
         review=build_review(values.get("review")),
         prices=build_prices(_section(values, "prices")),
@@ -380,6 +382,7 @@ def _build_agent(name: str, node: Node, layout: Layout) -> AgentConfig:
         completion_template=completion,
         completion_template_source=completion_source,
         structured_reply=get("structured_reply") is not False,
+        max_parallel=get("max_parallel"),
     )
 
 

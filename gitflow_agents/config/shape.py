@@ -20,6 +20,7 @@ from gitflow_agents.config.values import (
     DEFAULT_FAILURE_SUFFIX,
     DEFAULT_FLOW_DIR,
     DEFAULT_MAX_WAIT_SECS,
+    DEFAULT_RATE_LIMIT_WAIT_SECS,
     DEFAULT_REPORT_FILENAME,
     DEFAULT_SPECS_FOLDER,
     DEFAULT_STUCK_RETRY_GRACE_SECS,
@@ -95,6 +96,14 @@ AGENT = Obj(
             doc="Put the 'Reply Format' section (<SUMMARY> ... <STATUS> XML reply instructions, "
             "worded for the agent's CLI and role) into this agent's system prompt. false leaves "
             "it out.",
+        ),
+        "max_parallel": Int(
+            minimum=1,
+            what="a whole number",
+            doc="At most this many runs of this agent's adapter (its CLI, e.g. every claude "
+            "agent) at once, across the project's processes; a run waits for a free slot "
+            "('waiting for a claude slot'). Agents of one adapter share the slots. Default: no "
+            "limit. See docs/supervisor.md, 'Rate limits'.",
         ),
     },
 )
@@ -259,6 +268,14 @@ TOP = Obj(
                     default=DEFAULT_STUCK_RETRY_GRACE_SECS,
                     doc="After a stuck verdict: wait this long and re-check before killing and "
                     "retrying.",
+                ),
+                "rate_limit_wait_secs": Int(
+                    minimum=0,
+                    default=DEFAULT_RATE_LIMIT_WAIT_SECS,
+                    doc="A rate-limited agent (HTTP 429, 529 overloaded, a usage limit) waits "
+                    "for the reset time its CLI names, else backs off, and continues its session; "
+                    "at most this long in all, then it ends rate_limited (exit code 6). 0: never "
+                    "wait.",
                 ),
             },
         ),

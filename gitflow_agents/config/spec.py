@@ -102,5 +102,6 @@ HINTS = {
     "stuck_timeout_secs": "put it under defaults:",
     "max_wait_secs": "put it under defaults:",
     "stuck_retry_grace_secs": "put it under defaults:",
+    "rate_limit_wait_secs": "put it under defaults:",
     "mcp_config": "pass adapter settings under agents.<name>.options",
 }

@@ -49,6 +49,7 @@ DEFAULT_SPECS_FOLDER = "specs"
 DEFAULT_STUCK_TIMEOUT_SECS = 1200
 DEFAULT_MAX_WAIT_SECS = 3600
 DEFAULT_STUCK_RETRY_GRACE_SECS = 30
+DEFAULT_RATE_LIMIT_WAIT_SECS = 900
 DEFAULT_REPORT_FILENAME = "report.md"
 DEFAULT_SUCCESS_SUFFIX = ".complete.md"
 DEFAULT_FAILURE_SUFFIX = ".failed.md"
@@ -103,6 +104,7 @@ class AgentConfig:
     completion_template: str | None = None  # per-agent override of completion_workflow.template
     completion_template_source: str | None = None
     structured_reply: bool = True  # Reply Format instructions in the prompt (docs/prompt.md)
+    max_parallel: int | None = None  # runs of its adapter at once (runs/slots.py); None: any
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,7 @@ class FlowConfig:
     stuck_timeout_secs: int = DEFAULT_STUCK_TIMEOUT_SECS
     max_wait_secs: int = DEFAULT_MAX_WAIT_SECS
     stuck_retry_grace_secs: int = DEFAULT_STUCK_RETRY_GRACE_SECS
+    rate_limit_wait_secs: int = DEFAULT_RATE_LIMIT_WAIT_SECS
     chain: ChainConfig = field(default_factory=ChainConfig)
     review: ReviewSettings = field(default_factory=ReviewSettings)
     # model -> Price: the shipped table with the project's `prices:` over it

@@ -18,7 +18,7 @@ from gitflow_agents.agent_run.launch import report_files
 from gitflow_agents.agent_run.record import USAGE_KEYS
 from gitflow_agents.agent_run.run import AgentJob, execute, limits
 from gitflow_agents.assets import load_manifest
-from gitflow_agents.base.errors import AgentError
+from gitflow_agents.base.errors import AgentError, RateLimitedError
 from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.config import find_project_root, load_flow_config
@@ -112,7 +112,8 @@ def run_agent_review(
     logs = os.path.relpath(run["logDirectory"], Path.cwd())
     if result["status"] != "succeeded" or not success.exists():
         # the reason may quote the agent's output: it reaches the terminal, outputs, status
-        raise AgentError(
+        failed = RateLimitedError if run["outcome"] == "rate_limited" else AgentError
+        raise failed(
             f"agent {name} did not complete the review: {run['outcome']}: "
             f"{redact_text(str(run['reason']))} (logs: {logs})"
         )

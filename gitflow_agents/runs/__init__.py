@@ -157,7 +157,7 @@ class RunStatus:
     run_id: str
     flow: str
     agent: str
-    state: str  # queued | running | succeeded | failed | stuck | timeout | canceled | crashed
+    state: str  # runs.status: LIVE_STATES (queued, running, waiting, killing), then a ProcessStatus
     started: float
     pid: int | None = None
     pgid: int | None = None

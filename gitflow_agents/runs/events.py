@@ -44,6 +44,7 @@ EVENT_TYPES = frozenset(
         "agent:complete",
         "agent:failed",
         "agent:reply",
+        "agent:waiting",  # for a slot of its adapter, or out a rate limit (agent_run/attempts.py)
         "session:message",
         "session:reply",
     }
@@ -338,6 +339,10 @@ class ConsoleChannel:
             line.state = str(event.data.get("status") or kind.split(":")[1])
             line.detail = _agent_text(str(event.data.get("reason") or ""))
             line.tokens = _tokens(event.data)
+            if not self.is_tty:
+                self._print(self._plain(line, now))
+        elif kind == "agent:waiting":
+            line.state, line.detail = "waiting", _agent_text(str(event.data.get("reason") or ""))
             if not self.is_tty:
                 self._print(self._plain(line, now))
         elif kind == "agent:reply":

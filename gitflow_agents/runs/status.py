@@ -22,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-ProcessStatus = Literal["succeeded", "failed", "stuck", "timeout", "canceled", "crashed"]
+ProcessStatus = Literal[
+    "succeeded", "failed", "stuck", "timeout", "canceled", "crashed", "rate_limited"
+]
 PROCESS_STATUSES: tuple[ProcessStatus, ...] = (
     "succeeded",
     "failed",
@@ -30,11 +32,13 @@ PROCESS_STATUSES: tuple[ProcessStatus, ...] = (
     "timeout",
     "canceled",
     "crashed",
+    "rate_limited",  # the model API refused for longer than the run may wait (docs/supervisor.md)
 )
 
-LiveState = Literal["queued", "running", "killing"]
-LIVE_STATES: tuple[LiveState, ...] = ("queued", "running", "killing")
-"""``status.json`` states of a run that has not ended ("killing": its tree is being killed)."""
+LiveState = Literal["queued", "running", "killing", "waiting"]
+LIVE_STATES: tuple[LiveState, ...] = ("queued", "running", "killing", "waiting")
+"""``status.json`` states of a run that has not ended ("killing": its tree is being killed;
+"waiting": rate limited, it starts again at ``waitingUntil``)."""
 
 ResultStatus = Literal["succeeded", "failed", "canceled"]
 RESULT_STATUSES: tuple[ResultStatus, ...] = ("succeeded", "failed", "canceled")
@@ -54,8 +58,10 @@ RESULT_OF_PROCESS: Mapping[str, ResultStatus] = {  # keys: every ProcessStatus
     "timeout": "failed",
     "canceled": "canceled",
     "crashed": "failed",
+    "rate_limited": "failed",
 }
-"""A process status as result.json says it: stuck, timed out and crashed runs failed."""
+"""A process status as result.json says it: stuck, timed out, crashed and rate-limited runs
+failed."""
 
 RESULT_OF_STEP: Mapping[str, ResultStatus] = {  # keys: every StepOutcome
     "approved": "succeeded",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from gitflow_agents.agents.limits import RateLimit
 from gitflow_agents.base.fsutil import irregular, write_json_atomic
 from gitflow_agents.findings.reply import parse_reply
 from gitflow_agents.runs import read_json
@@ -56,6 +57,9 @@ class ParsedOutput(Protocol):
 
     @property
     def model(self) -> str | None: ...
+
+    @property
+    def rate_limit(self) -> RateLimit | None: ...
 
 
 @dataclass(frozen=True)
@@ -242,7 +246,8 @@ def read_reply(
         except Exception as exc:  # a parser bug must not lose the outcome
             reason = f"{verdict.reason} (output not parsed: {exc!r})"
             verdict = dataclasses.replace(verdict, reason=reason)
-    return parsed, judge_reply(verdict, parsed, stdout, completes_by_exit=completes_by_exit)
+    verdict = judge_reply(verdict, parsed, stdout, completes_by_exit=completes_by_exit)
+    return parsed, judge_rate_limit(verdict, parsed)
 
 
 def judge_reply(
@@ -258,6 +263,17 @@ def judge_reply(
     if said in ("failed", "needs_input"):
         return Verdict("failed", f"agent exited 0 but its reply's <STATUS> is {said}")
     return verdict
+
+
+def judge_rate_limit(verdict: Verdict, parsed: ParsedOutput | None) -> Verdict:
+    """An agent that ended failed or crashed by itself (no rename) whose CLI said the model API
+    refused it (429, 529 overloaded, a usage limit) is ``rate_limited``: its run can go on
+    once the limit passes (docs/supervisor.md, "Rate limits"). A rename, a stop the supervisor
+    decided (stuck, timeout, canceled) and a success stand."""
+    limit = parsed.rate_limit if parsed is not None else None
+    if limit is None or verdict.status not in ("failed", "crashed") or verdict.signal_at:
+        return verdict
+    return Verdict("rate_limited", f"rate limited: {limit.line}")
 
 
 def _reply_status(text: str) -> str | None:

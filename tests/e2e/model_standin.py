@@ -27,6 +27,13 @@ offers no tools while the script needs them (a title or summary side request) ge
 reply and does not advance the script. Every request is recorded (path, headers, JSON body) for
 assertions. Faults, for all conversation requests: ``stall`` (accept, read, send no byte),
 ``401`` and ``close`` (headers and one event, then the connection is cut).
+
+Limits (issue 23): :meth:`Standin.refuse` answers conversation requests with HTTP 429 (each API's
+rate-limit error body, with or without a ``retry-after`` header) or 529 (Anthropic's
+``overloaded_error``), a given number of times, from a given turn on (a limit hit mid-run); every
+reply streams its usage (input and output tokens) as its API does. ``in_flight`` /
+``most_in_flight`` count the conversation requests being answered at once, and ``hold`` keeps
+each answer open that long (seconds), so concurrent requests overlap where they would.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 Fault = Literal["stall", "401", "close"]
+LimitStatus = Literal[429, 529]
 Dialect = Literal["anthropic", "responses", "chat", "gemini", "augment"]
 
 
@@ -86,6 +94,10 @@ Step = Write | Shell | Read | Say
 # In a Say text, stands for the code fence the CLI asked for (aider picks ``` or, when a file in
 # the chat holds ``` itself, ```` and so on; its prompt shows the one it wants).
 FENCE = "<<FENCE>>"
+# In a Write path or a Shell command, stands for the folder of the report the request names (the
+# agent's folder), so one script serves agents that run at the same time (parallel reviewers).
+AGENT_DIR = "<<AGENT_DIR>>"
+_REPORT_PATH = re.compile(r"(/[^\s'\"`()]+)/report\.md")
 _AIDER_FENCE = re.compile(r"path/to/filename\.js\n(\S+)\n")
 
 
@@ -546,6 +558,35 @@ _WRITERS = {
 }
 
 
+@dataclass
+class Refusal:
+    """Answer ``times`` conversation requests with ``status``, once the request's history
+    holds ``from_turn`` model turns (0: from the first request); ``retry_after``: seconds in a
+    ``retry-after`` header (None: no header)."""
+
+    status: LimitStatus
+    times: int
+    from_turn: int = 0
+    retry_after: float | None = None
+
+
+def _limit_body(dialect: Dialect, status: LimitStatus) -> dict[str, Any]:
+    """Each API's answer to a request over its rate limit (429) or while overloaded (529)."""
+    if status == 529:
+        message = "Overloaded"
+        if dialect == "anthropic":
+            return {"type": "error", "error": {"type": "overloaded_error", "message": message}}
+        if dialect == "gemini":
+            return {"error": {"code": 503, "message": message, "status": "UNAVAILABLE"}}
+        return {"error": {"message": message, "type": "server_error", "code": "overloaded"}}
+    message = "stand-in: rate limit exceeded, please retry later"
+    if dialect == "anthropic":
+        return {"type": "error", "error": {"type": "rate_limit_error", "message": message}}
+    if dialect == "gemini":
+        return {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED"}}
+    return {"error": {"message": message, "type": "requests", "code": "rate_limit_exceeded"}}
+
+
 def _error_body(dialect: Dialect, status: int, message: str) -> dict[str, Any]:
     if dialect == "anthropic":
         return {"type": "error", "error": {"type": "authentication_error", "message": message}}
@@ -604,6 +645,10 @@ class Standin:
     model: str = "standin-model"
     requests: list[Recorded] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    hold: float = 0.0  # seconds each conversation answer is held open (concurrency shows)
+    refused: list[Recorded] = field(default_factory=list)  # answered 429 / 529
+    in_flight: int = 0
+    most_in_flight: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -612,6 +657,44 @@ class Standin:
         self._text_turns = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._refusal: Refusal | None = None
+
+    def refuse(
+        self,
+        status: LimitStatus = 429,
+        *,
+        times: int,
+        from_turn: int = 0,
+        retry_after: float | None = None,
+    ) -> None:
+        """Answer the next ``times`` conversation requests (from turn ``from_turn`` on) with
+        ``status``: 429 rate limited, 529 overloaded (see :class:`Refusal`)."""
+        with self._lock:
+            self._refusal = Refusal(status, times, from_turn, retry_after)
+
+    def _refusal_for(self, dialect: Dialect, body: Any) -> Refusal | None:
+        """The refusal this conversation request gets (one of its ``times`` used), or None."""
+        with self._lock:
+            refusal = self._refusal
+            if refusal is None or refusal.times <= 0:
+                return None
+            turn = assistant_turns(dialect, body) if self.tools_required else self._text_turns
+            if turn < refusal.from_turn:
+                return None
+            refusal.times -= 1
+            return refusal
+
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        """One conversation request being answered (``in_flight``, ``most_in_flight``)."""
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
     def load(self, script: Sequence[Step]) -> None:
         """Start a new conversation with ``script`` (the next agent run)."""
@@ -694,6 +777,8 @@ class Standin:
         if index >= len(script):
             return "Done."
         step = script[index]
+        if isinstance(step, (Write, Shell)) and AGENT_DIR in str(step):
+            step = _in_agent_dir(step, body)
         if isinstance(step, Say):
             return step.text.replace(FENCE, fence_asked_for(body))
         try:
@@ -704,6 +789,15 @@ class Standin:
 
     def wait_released(self, timeout: float) -> bool:
         return self._release.wait(timeout)
+
+
+def _in_agent_dir(step: Write | Shell, body: Any) -> Write | Shell:
+    """``step`` with :data:`AGENT_DIR` replaced by the folder of the report the request names."""
+    match = _REPORT_PATH.search("\n".join(_texts(body)))
+    folder = match[1] if match else "/nonexistent-agent-dir"
+    if isinstance(step, Write):
+        return Write(step.path.replace(AGENT_DIR, folder), step.content)
+    return Shell(step.command.replace(AGENT_DIR, folder))
 
 
 def _make_handler(standin: Standin) -> type[BaseHTTPRequestHandler]:
@@ -752,16 +846,15 @@ def _make_handler(standin: Standin) -> type[BaseHTTPRequestHandler]:
 
         def _record(self, body: Any) -> Dialect | None:
             dialect = dialect_of(self.path) if self.command == "POST" else None
-            standin._record(
-                Recorded(
-                    method=self.command,
-                    path=self.path,
-                    headers={key.lower(): value for key, value in self.headers.items()},
-                    body=body,
-                    dialect=dialect,
-                    at=time.time(),
-                )
+            self.recorded = Recorded(
+                method=self.command,
+                path=self.path,
+                headers={key.lower(): value for key, value in self.headers.items()},
+                body=body,
+                dialect=dialect,
+                at=time.time(),
             )
+            standin._record(self.recorded)
             return dialect
 
         def do_POST(self) -> None:
@@ -791,6 +884,33 @@ def _make_handler(standin: Standin) -> type[BaseHTTPRequestHandler]:
                     self._json(404, {"error": {"message": f"stand-in: no route {path}"}})
                 return
             main = standin._is_main(dialect, body)
+            if main:
+                with standin._counted():
+                    self._answer(dialect, body, path, main)
+                return
+            self._answer(dialect, body, path, main)
+
+        def _refuse(self, dialect: Dialect, refusal: Refusal) -> None:
+            payload = json.dumps(_limit_body(dialect, refusal.status)).encode()
+            self.send_response(refusal.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            if refusal.retry_after is not None:
+                self.send_header("retry-after", f"{refusal.retry_after:g}")
+            if dialect == "anthropic" and refusal.status == 429:
+                self.send_header("anthropic-ratelimit-requests-remaining", "0")
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _answer(self, dialect: Dialect, body: Any, path: str, main: bool) -> None:
+            if main and standin.hold:
+                time.sleep(standin.hold)
+            refusal = standin._refusal_for(dialect, body) if main else None
+            if refusal is not None:
+                with standin._lock:
+                    standin.refused.append(self.recorded)
+                self._refuse(dialect, refusal)
+                return
             if main and standin.fault == "stall":
                 # Accept and read, then never send a byte until the stand-in stops.
                 standin.wait_released(3600)

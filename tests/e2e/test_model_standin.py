@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import urllib.error
 import urllib.request
 from typing import Any
@@ -149,3 +150,82 @@ def test_turn_counting_per_dialect() -> None:
     ]
     assert assistant_turns("responses", {"input": items}) == 2
     assert assistant_turns("augment", {"chat_history": [{}, {}, {}]}) == 3
+
+
+def post_headers(url: str, body: Any) -> tuple[int, dict[str, str], str]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read().decode()
+
+
+def test_429_with_and_without_retry_after_then_the_script_goes_on() -> None:
+    with Standin([Say("after the limit")]) as standin:
+        url = f"{standin.base_url}/v1/messages"
+        body = {"messages": [], "tools": CLAUDE_TOOLS}
+        standin.refuse(429, times=1, retry_after=2)
+        status, headers, text = post_headers(url, body)
+        assert status == 429 and headers.get("retry-after") == "2"
+        assert json.loads(text)["error"]["type"] == "rate_limit_error"
+        standin.refuse(429, times=1)
+        status, headers, _ = post_headers(url, body)
+        assert status == 429 and "retry-after" not in {k.lower() for k in headers}
+        status, _, text = post_headers(url, body)  # the refusals are used up
+        assert status == 200 and "after the limit" in text
+        assert len(standin.refused) == 2 and len(standin.main_requests()) == 3
+
+
+def test_529_overloaded_and_a_limit_from_a_later_turn() -> None:
+    with Standin([Shell("true"), Say("end")]) as standin:
+        url = f"{standin.base_url}/v1/messages"
+        standin.refuse(529, times=1, from_turn=1)
+        first = {"messages": [], "tools": CLAUDE_TOOLS}
+        assert post(url, first)[0] == 200  # turn 0: before the limit
+        later = {"messages": [{"role": "user"}, {"role": "assistant"}], "tools": CLAUDE_TOOLS}
+        status, text = post(url, later)
+        assert status == 529 and json.loads(text)["error"]["type"] == "overloaded_error"
+        assert post(url, later)[0] == 200
+    with Standin([Say("x")]) as standin:
+        standin.refuse(429, times=1)
+        gemini = {"contents": [], "tools": [{"functionDeclarations": [{"name": "x"}]}]}
+        status, text = post(f"{standin.base_url}/v1beta/models/m:streamGenerateContent", gemini)
+        assert status == 429 and json.loads(text)["error"]["status"] == "RESOURCE_EXHAUSTED"
+        standin.refuse(429, times=1)
+        chat = {"messages": [], "tools": [{"type": "function", "function": {"name": "bash"}}]}
+        status, text = post(f"{standin.base_url}/v1/chat/completions", chat)
+        assert status == 429 and json.loads(text)["error"]["code"] == "rate_limit_exceeded"
+
+
+def test_every_dialect_streams_its_usage() -> None:
+    with Standin([Say("x")], tools_required=False) as standin:
+        base = standin.base_url
+        anthropic = sse_data(post(f"{base}/v1/messages", {"messages": []})[1])
+        assert anthropic[0]["message"]["usage"]["input_tokens"] > 0
+        assert anthropic[-2]["usage"]["output_tokens"] > 0
+        chat = sse_data(post(f"{base}/v1/chat/completions", {"messages": []})[1])
+        assert chat[-1]["usage"]["completion_tokens"] > 0
+        responses = sse_data(post(f"{base}/v1/responses", {"input": []})[1])
+        assert responses[-1]["response"]["usage"]["output_tokens"] > 0
+        gemini = sse_data(
+            post(f"{base}/v1beta/models/m:streamGenerateContent", {"contents": []})[1]
+        )
+        assert gemini[-1]["usageMetadata"]["candidatesTokenCount"] > 0
+
+
+def test_concurrent_requests_are_counted() -> None:
+    with Standin([Say("x")], tools_required=False, hold=0.3) as standin:
+        url = f"{standin.base_url}/v1/chat/completions"
+        threads = [threading.Thread(target=post, args=(url, {"messages": []})) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert standin.most_in_flight == 3 and standin.in_flight == 0
+    with Standin([Say("x")], tools_required=False) as standin:
+        post(f"{standin.base_url}/v1/chat/completions", {"messages": []})
+        post(f"{standin.base_url}/v1/chat/completions", {"messages": []})
+        assert standin.most_in_flight == 1

@@ -30,13 +30,14 @@ def test_the_mappings_say_what_runs_and_steps_always_recorded() -> None:
         "timeout": "failed",
         "canceled": "canceled",
         "crashed": "failed",
+        "rate_limited": "failed",
     }
     assert result_status("anything an agent wrote") == "failed"
     steps = {o: vocab.step_result_status(o) for o in get_args(vocab.StepOutcome)}
     assert [o for o, s in steps.items() if s == "succeeded"] == ["approved", "skipped"]
     assert [o for o, s in steps.items() if s == "canceled"] == ["canceled"]
     assert not vocab.is_live(None) and not vocab.is_live("crashed")
-    assert all(vocab.is_live(state) for state in ("queued", "running", "killing"))
+    assert all(vocab.is_live(state) for state in ("queued", "running", "killing", "waiting"))
 
 
 def test_one_definition_of_each_vocabulary() -> None:

@@ -1,0 +1,255 @@
+"""The supervised attempts of one agent run: slots, and waiting out rate limits.
+
+An agent whose adapter has a ``max_parallel`` takes a slot (``runs/slots.py``) for as long as
+its process runs, waiting for one as ``waiting for a <adapter> slot``. An agent that ends
+``rate_limited`` (its CLI said 429, 529 overloaded or a usage limit: ``agents/limits.py``)
+waits: until the reset time its CLI named, else an exponential backoff with jitter, at most
+``defaults.rate_limit_wait_secs`` in all; then it **continues its session** when its CLI can
+resume (Claude, Codex, Gemini, opencode, Auggie: the same ``--resume`` as ``send``), else it is
+started again. The wait is in ``status.json`` (state ``waiting``, ``waitingUntil``) and the
+events (``agent:waiting``). docs/supervisor.md, "Rate limits".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from gitflow_agents.agent_run.launch import prepare
+from gitflow_agents.runs.slots import SlotWaitCanceled, hold_slot, slots_folder
+from gitflow_agents.supervisor import Launch, Outcome
+from gitflow_agents.supervisor.outcome import ParsedOutput, update_status
+
+if TYPE_CHECKING:
+    from gitflow_agents.agent_run.run import AgentRunner
+
+#: The message of a continued session after a rate limit (the system prompt is the same).
+CONTINUE_TASK = (
+    "The model API stopped you for a while (a rate limit); it has passed. Continue your task "
+    "where you left off, without redoing what is done. Your task: {task}"
+)
+BACKOFF_FIRST = 30.0  # seconds: the CLI has already retried a few times on its own
+BACKOFF_MAX = 600.0
+TICK = 0.1  # the longest sleep while waiting: bounds how late a cancel is seen
+
+
+class Waits:
+    """How long a run still may wait for rate limits, and how long the next wait is."""
+
+    def __init__(self, total: float, jitter: Callable[[], float] = random.random) -> None:
+        self.total = float(total)
+        self.spent = 0.0
+        self.count = 0
+        self._jitter = jitter
+
+    def next(self, resets_at: float | None, now: float) -> float | None:
+        """Seconds to wait before the next attempt; None when the run may not wait that long:
+        the total is spent, or the reset the CLI named is beyond it (waiting part of the way
+        would only be refused again)."""
+        left = self.total - self.spent
+        if left <= 0:
+            return None
+        if resets_at is not None and resets_at > now:
+            delay = resets_at - now
+            if delay > left:
+                return None
+        else:  # full backoff, halved at most by the jitter, so parallel agents spread out
+            backoff = min(BACKOFF_FIRST * 2**self.count, BACKOFF_MAX)
+            delay = min(backoff * (0.5 + self._jitter() / 2), left)
+        self.count += 1
+        self.spent += delay
+        return delay
+
+
+class Attempts:
+    """The attempts of one supervised run, for :meth:`AgentRunner.run` to drive (``supervise``
+    stays its own call, so an agent process starts no deeper below the chain's loop)::
+
+        attempts = Attempts(run, cancel)
+        for launch in attempts:  # the next one after a rate limit is waited out
+            with attempts.slot() as free:  # a slot of the adapter (max_parallel), if any
+                attempts.ended(supervise(launch, ...) if free else attempts.slot_canceled())
+        outcome = attempts.outcome
+
+    """
+
+    def __init__(self, run: AgentRunner, cancel: threading.Event | None) -> None:
+        self.run, self.cancel = run, cancel
+        self.waits = Waits(run.job.config.rate_limit_wait_secs)
+        self._outcomes: list[Outcome] = []
+        agent = run.job.config.agent(run.job.agent)
+        self.adapter, self.max_parallel = agent.adapter, agent.max_parallel
+        self._slot_wait = f"waiting for a {self.adapter} slot (max_parallel {self.max_parallel})"
+
+    def __iter__(self) -> Iterator[Launch]:
+        run = self.run
+        assert run.launch is not None
+        launch = run.launch.launch
+        while True:
+            yield launch
+            outcome = self._outcomes[-1]
+            if outcome.status != "rate_limited":
+                return
+            limit = outcome.output.rate_limit if outcome.output is not None else None
+            delay = self.waits.next(limit.resets_at if limit else None, time.time())
+            if delay is None:
+                reason = _gave_up(outcome.reason, self.waits)
+                self._outcomes[-1] = dataclasses.replace(outcome, reason=reason)
+                update_status(run.paths.run_dir, reason=reason)
+                return
+            launch, resumes = _next_launch(run, outcome)
+            if not _wait(run, delay, outcome.reason, self.waits.count, resumes, self.cancel):
+                self._outcomes.append(_canceled(run, "canceled while waiting out a rate limit"))
+                return
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[bool]:
+        """Hold a slot of the adapter while the block runs the agent (none without
+        ``max_parallel``); False: the run was canceled while it waited for one."""
+        if self.max_parallel is None:
+            yield True
+            return
+        run, why = self.run, self._slot_wait
+        told: list[bool] = []
+
+        def waiting() -> None:
+            told.append(True)
+            update_status(run.paths.run_dir, state="queued", reason=why)
+            run.emit(
+                "agent:waiting", {"agent": run.job.agent_id, "reason": why, "slot": self.adapter}
+            )
+
+        taking = hold_slot(
+            slots_folder(run.job.root, run.job.config.flow_dir),
+            self.adapter,
+            self.max_parallel,
+            run_id=run.run_id,
+            waiting=waiting,
+            canceled=lambda: _canceled_now(run, self.cancel),
+        )
+        try:
+            taking.__enter__()
+        except SlotWaitCanceled:
+            yield False
+            return
+        if told:  # the slot is ours: the reason no longer holds
+            update_status(run.paths.run_dir, reason=None)
+        try:
+            yield True
+        finally:
+            taking.__exit__(None, None, None)
+
+    def slot_canceled(self) -> Outcome:
+        """The Outcome of a run canceled while it waited for a slot."""
+        return _canceled(self.run, f"canceled while {self._slot_wait}")
+
+    def ended(self, outcome: Outcome) -> None:
+        """An attempt's Outcome."""
+        self._outcomes.append(outcome)
+
+    @property
+    def outcome(self) -> Outcome:
+        """The run's Outcome: the last attempt's, with the usage of the earlier ones added."""
+        *earlier, last = self._outcomes
+        return _with_earlier_usage(last, [o.output for o in earlier if o.output is not None])
+
+
+def _next_launch(run: AgentRunner, outcome: Outcome) -> tuple[Launch, bool]:
+    """The launch of the next attempt: the same session continued where the CLI can resume
+    and said which, else the same launch again; and whether it continues the session."""
+    prepared, job = run.launch, run.job
+    assert prepared is not None
+    session = outcome.output.session_id if outcome.output is not None else None
+    if not (prepared.adapter.resumes and session and run.prompt_path is not None):
+        return prepared.launch, False
+    first_task = job.resume.message if job.resume is not None else "the one in your system prompt"
+    again = prepare(
+        job.config,
+        job.agent,
+        run.files,
+        agent_id=job.agent_id,
+        workdir=run.workdir,
+        prompt_path=run.prompt_path,
+        prompt_text=job.prompt_text,
+        task=CONTINUE_TASK.format(task=job.task or first_task),
+        env=job.env,
+        resume_session_id=session,
+    )
+    return again.launch, True
+
+
+def _wait(
+    run: AgentRunner,
+    delay: float,
+    reason: str,
+    count: int,
+    resumes: bool,
+    cancel: threading.Event | None,
+) -> bool:
+    """Wait ``delay`` seconds, on record; False when the run is canceled meanwhile."""
+    until = time.time() + delay
+    then = "continue its session" if resumes else "start again"
+    why = f"{reason}; waiting until {time.strftime('%H:%M:%S', time.localtime(until))} to {then}"
+    update_status(run.paths.run_dir, state="waiting", waitingUntil=until, reason=why)
+    data: dict[str, Any] = {
+        "agent": run.job.agent_id,
+        "reason": why,
+        "until": until,
+        "seconds": round(delay, 3),
+        "attempt": count,
+        "resumes": resumes,
+    }
+    run.emit("agent:waiting", data)
+    while (left := until - time.time()) > 0:
+        if _canceled_now(run, cancel):
+            return False
+        time.sleep(min(TICK, left))
+    update_status(run.paths.run_dir, waitingUntil=None, reason=None)
+    return not _canceled_now(run, cancel)
+
+
+def _canceled_now(run: AgentRunner, cancel: threading.Event | None) -> bool:
+    return (cancel is not None and cancel.is_set()) or run.paths.cancel.exists()
+
+
+def _canceled(run: AgentRunner, reason: str) -> Outcome:
+    """The Outcome of a run canceled while no process of it ran, on record."""
+    now = time.time()
+    update_status(run.paths.run_dir, state="canceled", reason=reason, ended=now)
+    return Outcome(
+        status="canceled",
+        reason=reason,
+        report_path=None,
+        exit_code=None,
+        started=now,
+        ended=now,
+        duration=0.0,
+        last_activity=now,
+        pid=None,
+        watcher="none",
+    )
+
+
+def _gave_up(reason: str, waits: Waits) -> str:
+    waited = f"after waiting {waits.spent:.0f}s" if waits.count else "without waiting"
+    return f"{reason} (gave up {waited}; defaults.rate_limit_wait_secs is {waits.total:g})"
+
+
+def _with_earlier_usage(outcome: Outcome, earlier: list[ParsedOutput]) -> Outcome:
+    """The Outcome with the tokens and cost of the earlier attempts added to its own: the run
+    spent them all (known parts are added; a part its CLI did not state adds nothing)."""
+    last = outcome.output
+    if not earlier or last is None or not dataclasses.is_dataclass(last):
+        return outcome
+    parts = [*earlier, last]
+    totals: dict[str, Any] = {}
+    for name in ("input_tokens", "output_tokens", "cached_tokens", "cost_usd"):
+        known = [value for part in parts if (value := getattr(part, name)) is not None]
+        totals[name] = sum(known) if known else None
+    merged = dataclasses.replace(last, **totals)
+    return dataclasses.replace(outcome, output=merged)

@@ -1,0 +1,364 @@
+"""Rate limits pause, then resume (issue 23, item 3): a rate-limited agent waits (the reset time
+its CLI names, else a backoff), bounded by ``defaults.rate_limit_wait_secs``, and continues its
+session where its CLI can resume, else starts again; the wait is on record and in ``status``;
+after the total wait the run ends rate_limited, exit code 6. A fake ``claude`` on PATH (its
+result JSON, through the real supervisor) and a fake command; waits are a fraction of a second."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitflow_agents.agent_run.attempts import Waits
+from gitflow_agents.runs.slots import holders
+from tests.conftest import Cli, git, run_cli
+from tests.helpers.files import write_executable
+
+# A fake Claude Code: a script of answers, one a call (the last repeats). "limit:<secs>" ends the
+# call rate limited with a usage-limit reset <secs> from now (a whole second, rounded up) ("limit" alone: a 429, no reset);
+# "done" completes. Each call writes the file part-<n>.txt (work that must not be lost) and logs
+# its argv.
+FAKE_CLAUDE = """#!{python}
+import json, math, os, pathlib, sys, time
+argv = sys.argv[1:]
+state = pathlib.Path({state!r})
+calls = [json.loads(line) for line in state.read_text().splitlines()] if state.exists() else []
+with state.open("a") as f:
+    f.write(json.dumps(argv) + "\\n")
+script = {script!r}
+answer = script[min(len(calls), len(script) - 1)]
+n = len(calls) + 1
+pathlib.Path(f"part-{{n}}.txt").write_text(f"work of call {{n}}\\n")
+session = argv[argv.index("--resume") + 1] if "--resume" in argv else "sess-1"
+usage = {{"input_tokens": 100, "output_tokens": 10}}
+if answer.startswith("limit"):
+    secs = answer.partition(":")[2]
+    text = (f"Claude AI usage limit reached|{{math.ceil(time.time() + float(secs))}}" if secs
+            else 'API Error: 429 {{"type":"error","error":{{"type":"rate_limit_error"}}}}')
+    print(json.dumps({{"type": "result", "subtype": "success", "is_error": True, "result": text,
+                      "session_id": session, "usage": usage, "total_cost_usd": 0.01}}))
+    sys.exit(1)
+seen = pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"], "status.json").read_text()
+pathlib.Path({state!r} + ".status").write_text(seen)  # the run's status while this call runs
+d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+(d / "report.md").write_text("## Summary\\n\\nDone.\\n")
+os.rename(d / "report.md", d / "report.complete.md")
+print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": "done",
+                  "session_id": session, "usage": usage, "total_cost_usd": 0.02}}))
+"""
+
+
+def setup(repo: Path, tmp_path: Path, script: list[str], wait: int, **agent: Any) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    write_executable(
+        bin_dir / "claude",
+        FAKE_CLAUDE.format(
+            python=sys.executable, state=str(tmp_path / "calls.jsonl"), script=script
+        ),
+    )
+    extra = "".join(f"    {key}: {value}\n" for key, value in agent.items())
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        "completion_workflow:\n"
+        '  template: "Rename {report_file} to {success_file}."\n'
+        f"defaults:\n  stuck_timeout_secs: 30\n  max_wait_secs: 60\n  rate_limit_wait_secs: {wait}\n"
+        f"agents:\n  painter:\n    adapter: claude\n{extra}"
+    )
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "flow")
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def calls(tmp_path: Path) -> list[list[str]]:
+    return [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+
+
+def only_run(repo: Path) -> Path:
+    [run] = (repo / "flows" / "f" / "runs").iterdir()
+    return run
+
+
+def events(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+
+
+def spawn(cli: Cli, repo: Path, env: dict[str, str]) -> Any:
+    return cli.main(
+        "spawn", "painter", "--flow", "f", "--task", "Paint.", "--quiet", cwd=repo, env=env
+    )
+
+
+def test_a_usage_limit_is_waited_out_and_the_session_continued(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    env = setup(repo, tmp_path, ["limit:0.05", "done"], wait=60)
+    done = spawn(cli, repo, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = only_run(repo)
+    first, second = calls(tmp_path)
+    assert "--resume" not in first
+    assert second[second.index("--resume") + 1] == "sess-1"  # the same session, continued
+    told = second[second.index("-p") + 1]
+    assert "rate limit" in told and "Continue your task" in told
+    # nothing lost: the work of both calls is there, and the run counts the spend of both
+    assert (repo / "part-1.txt").exists() and (repo / "part-2.txt").exists()
+    record = json.loads((run / "result.json").read_text())
+    assert record["status"] == "succeeded" and record["run"]["outcome"] == "succeeded"
+    assert record["run"]["inputTokens"] == 200 and record["run"]["costUsd"] == pytest.approx(0.03)
+    [waiting] = [e["data"] for e in events(run) if e["type"] == "agent:waiting"]
+    assert waiting["resumes"] is True and waiting["attempt"] == 1
+    assert 0 < waiting["seconds"] <= 1.1 and "usage limit reached" in waiting["reason"]
+    kinds = [
+        e["type"]
+        for e in events(run)
+        if e["type"].startswith("agent:") and e["type"] != "agent:output"
+    ]
+    assert kinds == [
+        "agent:start",
+        "agent:failed",
+        "agent:waiting",
+        "agent:start",
+        "agent:complete",
+        "agent:reply",
+    ]
+    status = json.loads((run / "status.json").read_text())
+    assert status["state"] == "succeeded" and status.get("waitingUntil") is None
+    during = json.loads((tmp_path / "calls.jsonl.status").read_text())
+    assert during["state"] == "running" and during["reason"] is None  # no stale "waiting until"
+
+
+def test_after_the_total_wait_the_run_ends_rate_limited_exit_6(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    env = setup(repo, tmp_path, ["limit"], wait=1)  # no reset named: backoff, cut to 1 s
+    ended = spawn(cli, repo, env)
+    assert ended.returncode == 6, ended.stdout + ended.stderr
+    assert len(calls(tmp_path)) == 2  # the first call, one wait, one more, then it gives up
+    record = json.loads((only_run(repo) / "result.json").read_text())
+    assert record["status"] == "failed" and record["run"]["outcome"] == "rate_limited"
+    assert "rate_limit_error" in record["run"]["reason"]
+    assert "gave up after waiting 1s" in record["run"]["reason"]
+    status = json.loads((only_run(repo) / "status.json").read_text())
+    assert status["state"] == "rate_limited"
+
+
+def test_a_reset_beyond_the_wait_ends_at_once(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    env = setup(repo, tmp_path, ["limit:3600"], wait=900)
+    ended = spawn(cli, repo, env)
+    assert ended.returncode == 6
+    assert len(calls(tmp_path)) == 1
+    assert (
+        "gave up without waiting"
+        in json.loads((only_run(repo) / "result.json").read_text())["run"]["reason"]
+    )
+
+
+def test_wait_zero_never_waits(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    env = setup(repo, tmp_path, ["limit:0.05", "done"], wait=0)
+    assert spawn(cli, repo, env).returncode == 6
+    assert len(calls(tmp_path)) == 1
+
+
+COMMAND = """#!{python}
+import os, pathlib, sys
+count = pathlib.Path({count!r})
+n = int(count.read_text()) + 1 if count.exists() else 1
+count.write_text(str(n))
+if n == 1:
+    sys.stderr.write("HTTP 429 Too Many Requests (retry-after: 0.2)\\n")
+    sys.exit(2)
+d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+(d / "report.md").write_text("done")
+os.rename(d / "report.md", d / "report.complete.md")
+"""
+
+
+def test_a_cli_that_cannot_resume_is_started_again(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    agent = write_executable(
+        tmp_path / "agent", COMMAND.format(python=sys.executable, count=str(tmp_path / "n"))
+    )
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
+        f"agents:\n  painter:\n    adapter: command\n    command: [{json.dumps(str(agent))}]\n"
+    )
+    done = spawn(cli, repo, {})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "n").read_text() == "2"
+    [waiting] = [e["data"] for e in events(only_run(repo)) if e["type"] == "agent:waiting"]
+    assert waiting["resumes"] is False and "start again" in waiting["reason"]
+
+
+def test_the_wait_shows_in_status_and_cancel_ends_it(repo: Path, tmp_path: Path) -> None:
+    env = setup(repo, tmp_path, ["limit:120"], wait=600)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gitflow_agents",
+            "spawn",
+            "painter",
+            "--flow",
+            "f",
+            "--task",
+            "Paint.",
+            "--quiet",
+        ],
+        cwd=repo,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        status: dict[str, Any] = {}
+        deadline = time.monotonic() + 60
+        while status.get("state") != "waiting" and time.monotonic() < deadline:
+            time.sleep(0.1)
+            found = list((repo / "flows" / "f" / "runs").glob("*/status.json"))
+            status = json.loads(found[0].read_text()) if found else {}
+        assert status["state"] == "waiting", status
+        assert status["waitingUntil"] > time.time() + 60
+        shown = run_cli("status", cwd=repo, env=env)
+        assert "waiting" in shown.stdout and "usage limit reached" in shown.stdout
+        canceled = run_cli("cancel", status["run_id"], cwd=repo, env=env)
+        assert canceled.returncode == 0, canceled.stderr
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 3, out + err
+    record = json.loads((only_run(repo) / "result.json").read_text())
+    assert record["status"] == "canceled" and "rate limit" in record["run"]["reason"]
+    assert len(calls(tmp_path)) == 1
+
+
+def test_waits_follow_the_reset_else_back_off_within_the_total() -> None:
+    waits = Waits(100, jitter=lambda: 1.0)
+    assert waits.next(resets_at=1010.0, now=1000.0) == 10.0
+    assert waits.next(resets_at=None, now=1000.0) == 60.0  # second wait: 30 s doubled
+    assert waits.next(resets_at=None, now=1000.0) == 30.0  # what is left of the 100 s
+    assert waits.next(resets_at=None, now=1000.0) is None
+    halved = Waits(1000, jitter=lambda: 0.0)
+    assert halved.next(None, 0.0) == 15.0 and halved.next(None, 0.0) == 30.0
+    assert Waits(1000).next(resets_at=5000.0, now=0.0) is None  # beyond the total: no wait
+    past = Waits(1000, jitter=lambda: 1.0)
+    assert past.next(resets_at=1.0, now=2.0) == 30.0  # a reset already passed: back off
+
+
+SPAWN = (sys.executable, "-m", "gitflow_agents", "spawn")
+SLOW = """#!{python}
+import json, os, pathlib, time
+status = json.loads(pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"], "status.json").read_text())
+with open({log!r} + ".reasons", "a") as reasons:  # what `status` shows while the agent runs
+    reasons.write(json.dumps([status["state"], status.get("reason")]) + "\\n")
+log = os.open({log!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+os.write(log, b"+\\n")
+time.sleep(1.0)
+os.write(log, b"-\\n")
+d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+(d / "report.md").write_text("done")
+os.rename(d / "report.md", d / "report.complete.md")
+"""
+
+
+def test_parallel_runs_of_one_adapter_share_max_parallel_across_processes(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Four `spawn` processes of agents with `max_parallel: 2`: never three agents at once;
+    a run that waited for a slot said so."""
+    log = tmp_path / "log"
+    agent = write_executable(tmp_path / "agent", SLOW.format(python=sys.executable, log=str(log)))
+    command = json.dumps(str(agent))
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
+        "agents:\n"
+        + "".join(
+            f"  a{i}:\n    adapter: command\n    command: [{command}]\n    max_parallel: 2\n"
+            for i in range(4)
+        )
+    )
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "flow")
+    procs = [
+        subprocess.Popen(
+            [*SPAWN, f"a{i}", "--flow", "f", "--task", "Go.", "--quiet"],
+            cwd=repo,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for i in range(4)
+    ]
+    assert [proc.wait(timeout=120) for proc in procs] == [0, 0, 0, 0]
+    running = most = 0
+    for line in log.read_text().splitlines():
+        running += 1 if line == "+" else -1
+        most = max(most, running)
+    assert log.read_text().count("+") == 4 and most <= 2
+    waits = [
+        e["data"]["reason"]
+        for run in (repo / "flows" / "f" / "runs").iterdir()
+        for e in events(run)
+        if e["type"] == "agent:waiting"
+    ]
+    assert waits and all(w == "waiting for a command slot (max_parallel 2)" for w in waits)
+    seen = [json.loads(line) for line in (tmp_path / "log.reasons").read_text().splitlines()]
+    assert seen == [["running", None]] * 4  # a run that got its slot no longer says it waits
+
+
+HANG = """#!{python}
+import time
+time.sleep(600)
+"""
+
+
+def test_a_slot_held_by_a_supervisor_killed_with_sigkill_is_free_again(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`max_parallel: 1`: a `spawn` killed with SIGKILL while its agent runs leaves no slot
+    taken; the next run starts without waiting for one."""
+    hang = write_executable(tmp_path / "hang", HANG.format(python=sys.executable))
+    done = write_executable(
+        tmp_path / "done", COMMAND.format(python=sys.executable, count=str(tmp_path / "n"))
+    )
+    (tmp_path / "n").write_text("1")  # the COMMAND agent completes at once
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\nagents:\n'
+        f"  first:\n    adapter: command\n    command: [{json.dumps(str(hang))}]\n    max_parallel: 1\n"
+        f"  second:\n    adapter: command\n    command: [{json.dumps(str(done))}]\n    max_parallel: 1\n"
+    )
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "flow")
+    proc = subprocess.Popen(
+        [*SPAWN, "first", "--flow", "f", "--task", "Hang.", "--quiet"],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    status: dict[str, Any] = {}
+    try:
+        deadline = time.monotonic() + 60
+        while not status.get("pid") and time.monotonic() < deadline:
+            time.sleep(0.1)
+            found = list((repo / "flows" / "f" / "runs").glob("*/status.json"))
+            status = json.loads(found[0].read_text()) if found else {}
+        assert status.get("state") == "running", status
+    finally:
+        proc.kill()  # SIGKILL: the supervisor cannot let its slot go itself
+        proc.wait()
+        if status.get("pid"):
+            os.killpg(status["pid"], 9)  # the orphaned agent
+    assert holders(repo / "flows" / "slots", "command", 1) == 0
+    second = run_cli("spawn", "second", "--flow", "f", "--task", "Go.", "--quiet", cwd=repo)
+    assert second.returncode == 0, second.stdout + second.stderr
+    [run] = [r for r in (repo / "flows" / "f" / "runs").iterdir() if r.name != status["run_id"]]
+    assert not [e for e in events(run) if e["type"] == "agent:waiting"]
