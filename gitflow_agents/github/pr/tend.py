@@ -46,9 +46,9 @@ from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, PullRequest
 from gitflow_agents.github.api.commits import newest_state
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr import tend_lease
+from gitflow_agents.github.pr.connect import GitHub, connect
 from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
 from gitflow_agents.github.pr.startable import REMOTE
-from gitflow_agents.github.pr.connect import GitHub, connect
 from gitflow_agents.github.pr.step import _guard, _no_target
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.reviewer import approval_status
