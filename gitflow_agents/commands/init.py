@@ -6,8 +6,8 @@ never overwritten unless ``--force`` is given, so running ``init`` twice is safe
 atomic (temp file + ``os.replace``).
 
 ``--example`` writes the offline example instead of the sample plan and agents
-(``templates/example/``): its steps carry diffs, its builder is the ``patch`` agent and its
-reviewer the builtin one, with ``default_branch`` set to the branch checked out. In a repository
+(``templates/example/`` and ``example_config``): its steps carry diffs, its builder is the
+``patch`` agent and its reviewer the builtin one, with ``default_branch`` set to the branch checked out. In a repository
 with no commit yet it also commits what it wrote, so ``run`` has a target to land on
 (docs/agents.md, "The patch agent").
 """
@@ -24,6 +24,14 @@ from gitflow_agents.git.cmd import run_git
 from gitflow_agents.git.queries import LOCAL_EMAIL, LOCAL_NAME, commit_identity, head_commit
 
 EXAMPLE_PLAN = "specs/example-plan.md"
+BASE_CONFIG = ".flow/base.yaml"
+# The offline example's agents: the patch agent implements (and fixes), the builtin one reviews.
+EXAMPLE_ADAPTERS = {"builder": "patch", "reviewer": "builtin", "fixer": "patch"}
+EXAMPLE_NOTE = b"""#
+# Written by `gitflow-agents init --example`: the agents run offline. The builder (and the
+# fixer) is the `patch` agent, which applies the diff fenced in a step's text; the reviewer is
+# the builtin offline reviewer. Set `adapter: claude` (or codex, gemini, ...) to use an agent CLI.
+"""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"skip {file.dest} (exists)")
             continue
         content = file.content()
-        if example and file.dest.endswith("/base.yaml"):
-            content = _on_current_branch(root, content)
+        if example and file.dest == BASE_CONFIG:
+            content = _on_current_branch(root, example_config(content))
         write_bytes_atomic(target, content)
         written.append(file.dest)
         print(f"write {file.dest}")
@@ -46,6 +54,17 @@ def run(args: argparse.Namespace) -> int:
         _first_commit(root, written)
         print(f"next: gitflow-agents run {EXAMPLE_PLAN} --all")
     return 0
+
+
+def example_config(shipped: bytes) -> bytes:
+    """The shipped ``base.yaml`` with the example's adapters and a note saying so: one file to
+    keep, so the example never drifts from what ``init`` writes."""
+    text = shipped
+    for agent, adapter in EXAMPLE_ADAPTERS.items():
+        pattern = rb"(^  " + agent.encode() + rb":\n(?:    .*\n)*?    adapter: )\S+"
+        text = re.sub(pattern, rb"\g<1>" + adapter.encode(), text, count=1, flags=re.M)
+    header, sep, rest = text.partition(b"Reference: docs/configuration.md\n")
+    return header + sep + EXAMPLE_NOTE + rest if sep else text
 
 
 def _on_current_branch(root: Path, content: bytes) -> bytes:
