@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -319,11 +320,16 @@ def read_note(root: Path, sha: str, ref: str = NOTES_REF) -> str | None:
     return result.stdout if result.returncode == 0 else None
 
 
+_NOTES = threading.Lock()  # git refuses a notes commit whose ref moved under it
+
+
 def write_note(root: Path, sha: str, text: str, ref: str = NOTES_REF) -> None:
-    """Attach ``text`` to ``sha`` under ``ref``, replacing any earlier note."""
-    result = run_git(
-        root, "notes", f"--ref={ref}", "add", "-f", "-F", "-", sha, input=text, check=False
-    )
+    """Attach ``text`` to ``sha`` under ``ref``, replacing any earlier note (one writer at a
+    time in this process: steps that run at once review at once)."""
+    with _NOTES:
+        result = run_git(
+            root, "notes", f"--ref={ref}", "add", "-f", "-F", "-", sha, input=text, check=False
+        )
     if result.returncode != 0:
         raise _fail(result, f"cannot write note on {sha[:12]}")
 
