@@ -66,6 +66,9 @@ class Context:
     # exact secret values the step's diff adds, gathered by every review round: masked in the
     # runs that follow (their worker.log, events, records) and in the step's own record
     secrets: set[str] = field(default_factory=set)
+    # held from "nothing moved since the review" to the merge: the steps of one run --all
+    # --jobs N (copies of one Context share it) land one at a time, each on a reviewed tree
+    landing: threading.Lock = field(default_factory=threading.Lock)
     _manifest: Any = field(default=None, init=False, repr=False)
 
     @property

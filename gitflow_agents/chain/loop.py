@@ -2,7 +2,9 @@
 
 ``run_step`` reads top to bottom: a step already done on the target is skipped; the implementer
 works, then up to ``max_iterations`` review rounds, each on the step branch with the target
-merged in when it moved on; between rounds the fixer gets every review report (``--after``).
+merged in when it moved on (a round that approved while the target moved on is reviewed again
+without counting, once per plan step at most: steps that run at once land one by one); between
+rounds the fixer gets every review report (``--after``).
 The last action is always a review, and an agent that changed nothing ends the step (nothing to
 review). Approved: the step is marked ✅ on the step branch, the branch is merged into the target
 (fast-forward or a merge commit, never forced) and a git note records the verdict; with
@@ -69,8 +71,11 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
             rec.finish(*_loop(ctx, rec, step, lander))
         except AgentFailed as exc:
             rec.agents.extend(exc.run.attempts())
-            rec.failed_what = exc.run.kind
-            rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
+            if exc.run.status == "canceled" and ctx.cancel.is_set():  # Ctrl-C in another thread
+                rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
+            else:
+                rec.failed_what = exc.run.kind
+                rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
         except GitError as exc:  # the merge (conflict, target moved, dirty checkout)
             rec.finish("failed", int(exc.exit_code), str(exc))
         except KeyboardInterrupt:
@@ -93,6 +98,7 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
     ws = rec.ws = step_workspace(ctx, step)  # lost runs in its work tree are killed first
     title = f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}"
     builder_id = agent_id_for(settings.implementer, step)
+    ctx.hub.emit("phase:start", {"phase": "implement", "step": step})
     builder = rec.add(
         run_agent(
             ctx,
@@ -112,26 +118,38 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
     if builder.end_sha == builder.start_sha:
         return _nothing(rec, builder)
     head, after_ids = builder.end_sha, (builder.agent_id,)
-    for iteration in range(1, settings.max_iterations + 1):
+    # a round that approved while the target moved on is reviewed again after the merge without
+    # counting towards max_iterations, up to once per plan step (each landing moves it once)
+    iteration, counted, moved_rounds = 0, 0, len(ctx.plan.steps)
+    while counted < settings.max_iterations:
+        iteration += 1
         ctx.hub.emit("phase:start", {"phase": f"review-{iteration}", "step": step})
         ws, head, after_ids = integrate(
             ctx, rec, ws, head, step=step, iteration=iteration, after=after_ids
         )
         rec.ws = ws
-        final = iteration == settings.max_iterations
+        final = counted + 1 == settings.max_iterations
         review = rec.add_round(
             review_round(
                 ctx, ws, iteration=iteration, step=step, after=after_ids, head=head, final=final
             )
         )
         record_note(ctx, ws, review)
-        if review.gate.approved and moved_on(ctx, head) is None:
-            lander.approved(ctx, rec, ws, step, review)
-            return Ending("approved", int(ExitCode.OK), f"approved in review {iteration}")
-        if review.gate.approved:  # the target moved on during the review: merge it in, again
-            continue
-        if iteration == settings.max_iterations:
+        if review.gate.approved:
+            with ctx.landing:  # nothing lands between "not moved" and this step's merge
+                if moved_on(ctx, head) is None:
+                    ctx.hub.emit("phase:start", {"phase": "land", "step": step})
+                    lander.approved(ctx, rec, ws, step, review)
+                    return Ending("approved", int(ExitCode.OK), f"approved in review {iteration}")
+            if moved_rounds > 0:
+                moved_rounds -= 1
+            else:
+                counted += 1
+            continue  # the target moved on during the review: merge it in, review again
+        counted += 1
+        if counted == settings.max_iterations:
             break
+        ctx.hub.emit("phase:start", {"phase": f"fix-{iteration}", "step": step})
         fix = rec.add(
             run_agent(
                 ctx,
