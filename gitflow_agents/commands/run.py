@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     max_parallel = getattr(args, "max_parallel", None)
     if max_parallel is not None and not (pr and args.all):
         raise UsageError("--max-parallel goes with --all --pr")
+    if getattr(args, "jobs", None) is not None and (pr or not args.all):
+        raise UsageError("--jobs goes with --all (with --pr: --max-parallel)")
     ctx = open_context(args, plan_path=Path(args.plan))
     assert ctx.plan is not None
     if args.all:  # --pr: the wave ready on origin, decided in run_steps
@@ -105,6 +107,12 @@ def run(args: argparse.Namespace) -> int:
         with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
             wave = None if args.all else steps
             return run_steps(ctx, wave, options, lambda r: report(r, as_json=args.json))
+    jobs = jobs_of(args, ctx.config)
+    if jobs > 1:  # several steps at once, each in its own work tree (chain/parallel.py)
+        from gitflow_agents.chain.parallel import run_parallel
+
+        with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+            return run_parallel(ctx, steps, jobs, lambda r: report(r, as_json=args.json))
     with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
         for number in steps:
             plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)  # statuses change
@@ -114,6 +122,15 @@ def run(args: argparse.Namespace) -> int:
             if code != ExitCode.OK:
                 break
     return code
+
+
+def jobs_of(args: argparse.Namespace, config: FlowConfig) -> int:
+    """How many steps ``run --all`` runs at once: ``--jobs``, else ``chain.jobs``; always 1
+    for ``--step`` and ``--pr`` (``--pr`` caps with ``--max-parallel``)."""
+    if not getattr(args, "all", False) or getattr(args, "pr", False):
+        return 1
+    jobs = getattr(args, "jobs", None)
+    return int(jobs if jobs is not None else config.chain.jobs)
 
 
 def _in_dependency_order(plan: Plan) -> list[int]:
@@ -193,6 +210,10 @@ def open_context(
         for name in (settings.implementer, *settings.reviewers, settings.fixer):
             config.agent(name)  # ConfigError naming the known agents, before anything runs
     name = flow or (plan.name if plan is not None else "flow")
+    if jobs_of(args, config) > 1:  # the live view of the steps instead of one of agents
+        from gitflow_agents.chain.parallel import steps_hub
+
+        return Context(root, config, plan, name, settings, steps_hub(quiet=args.quiet))
     return Context(root, config, plan, name, settings, event_hub(None, quiet=args.quiet))
 
 
