@@ -159,6 +159,7 @@ class StepsChannel:
         return ""
 
     def _agent_end(self, row: StepRow, data: Mapping[str, Any]) -> str:
+        row.agent = str(data.get("agent") or row.agent)
         row.agent_state = str(data.get("status") or "ended")
         for name in ("input_tokens", "output_tokens"):
             value = data.get(name)
