@@ -7,7 +7,9 @@ request ready; or already done on the target, or started by another run), 1 a st
 approved (revise at the limit, missing or decorated verdict, findings at the
 threshold, an agent that changed nothing), 2 usage / config / git error (merge refused, an
 unresolved conflict with the target), 3 an agent failed / got stuck / timed out, 4 GitHub
-failed (``--pr``: a push refused, the API failing after its retries), 130 interrupted.
+failed (``--pr``: a push refused, the API failing after its retries), 130 interrupted. With
+``--all --jobs N`` several steps run at once (``chain/parallel.py``) and the exit code is the
+worst of theirs: 130 > 70 > 2 > 4 > 3 > 1 > 0.
 """
 
 from __future__ import annotations

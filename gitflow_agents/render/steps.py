@@ -105,17 +105,24 @@ class StepsChannel:
         self.rows: dict[int, StepRow] = {}
         self._run_steps: dict[str, int] = {}  # a step run's id -> its step
         self._lock = threading.Lock()
+        self._redirect = redirect_stdout
         self._live: Live | None = None
-        if is_tty:
-            console = Console(file=stream, force_terminal=True, **rich_settings(use_color(stream)))
-            self._live = Live(
-                console=console,
-                get_renderable=self.table,
-                refresh_per_second=4,
-                redirect_stdout=redirect_stdout,
-                redirect_stderr=False,
-            )
-            self._live.start()
+        self._closed = False
+
+    def _start(self) -> None:
+        """The table appears with the first step (a run that stops before any step starts,
+        an agent CLI missing, leaves the terminal as it was)."""
+        console = Console(
+            file=self.stream, force_terminal=True, **rich_settings(use_color(self.stream))
+        )
+        self._live = Live(
+            console=console,
+            get_renderable=self.table,
+            refresh_per_second=4,
+            redirect_stdout=self._redirect,
+            redirect_stderr=False,
+        )
+        self._live.start()
 
     def handle(self, event: Event) -> None:
         with self._lock:
@@ -123,6 +130,8 @@ class StepsChannel:
             if step is None:
                 return
             line = self._update(step, event)
+        if self.is_tty and self._live is None and not self._closed:
+            self._start()
         if line and not self.is_tty:
             self.stream.write(line + "\n")
             self.stream.flush()
@@ -187,6 +196,7 @@ class StepsChannel:
         return table
 
     def close(self) -> None:
+        self._closed = True
         if self._live is not None:
             self._live.refresh()
             self._live.stop()

@@ -90,3 +90,11 @@ def test_the_last_line_is_cut_without_the_word_the_cut_splits() -> None:
     cut = last_line("x" * 10 + " tail end", limit=12)
     assert cut == "…tail end"
     assert last_line("") == ""
+
+
+def test_a_run_that_stops_before_any_step_leaves_the_terminal_as_it_was() -> None:
+    out = io.StringIO()
+    hub = EventHub([StepsChannel(out, is_tty=True)])
+    hub.emit("phase:start", {"phase": "prepare"})  # not a step's
+    hub.close()
+    assert out.getvalue() == ""
