@@ -178,6 +178,24 @@ def test_overlapping_footprints_keep_the_later_step_waiting(repo: Path, tmp_path
     landed_once(repo, range(1, 4))
 
 
+def test_off_a_terminal_the_steps_are_plain_lines_one_per_change(
+    repo: Path, tmp_path: Path
+) -> None:
+    setup(repo, plan_text({}, 2))
+    write_config(repo, tmp_path / "agents.log", "--barrier", "2")
+    args = [arg for arg in ARGS if arg != "--quiet"]
+    out = call(repo, *args, "--jobs", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stderr.splitlines()
+    for step in (1, 2):
+        assert f"step {step}: started" in lines
+        assert f"step {step}: implement: step-0{step}-builder running" in lines
+        assert f"step {step}: review-1: step-0{step}-reviewer-1 succeeded" in lines
+        assert any(line.startswith(f"step {step}: approved after ") for line in lines)
+    assert "\x1b[" not in out.stderr  # no redraws
+    assert "✅ step 1: approved" in out.stdout and "✅ step 2: approved" in out.stdout
+
+
 @pytest.mark.parametrize(
     ("codes", "worst"),
     [
