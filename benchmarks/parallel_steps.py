@@ -81,9 +81,19 @@ def make_repo(base: Path, seconds: float) -> Path:
     return repo
 
 
-def timed_run(seconds: float, *args: str) -> tuple[float, float]:
+def review_rounds(repo: Path) -> int:
+    """The review rounds the step runs recorded (a step the target moved under is reviewed
+    again: each such round costs a reviewer process and a merge)."""
+    rounds = 0
+    for path in (repo / "flows" / "bench" / "runs").glob("*/result.json"):
+        chain = json.loads(path.read_text()).get("chain")
+        rounds += len(chain["rounds"]) if isinstance(chain, dict) else 0
+    return rounds
+
+
+def timed_run(seconds: float, *args: str) -> tuple[float, float, int]:
     """Wall and CPU seconds (this process's children: the command, git, the agents) of
-    ``gitflow-agents run specs/bench.md ARGS`` in a fresh repository."""
+    ``gitflow-agents run specs/bench.md ARGS`` in a fresh repository, and its review rounds."""
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         repo = make_repo(base, seconds)
@@ -99,8 +109,9 @@ def timed_run(seconds: float, *args: str) -> tuple[float, float]:
                 f"{' '.join(args)}: exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
             )
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        rounds = review_rounds(repo)
         shutil.rmtree(base / "cache", ignore_errors=True)
-        return wall, cpu
+        return wall, cpu, rounds
 
 
 def main() -> int:
@@ -109,7 +120,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=4)
     options = parser.parse_args()
-    rows: list[tuple[str, int, float, float]] = []
+    rows: list[tuple[str, int, float, float, int]] = []
     for _ in range(options.runs):
         rows.append(("one step (--step 1)", 1, *timed_run(options.seconds, "--step", "1")))
         rows.append(("--all --jobs 1", STEPS, *timed_run(options.seconds, "--all", "--jobs", "1")))
@@ -117,17 +128,20 @@ def main() -> int:
         rows.append(
             (jobs, STEPS, *timed_run(options.seconds, "--all", "--jobs", str(options.jobs)))
         )
-    one = min(wall for name, _, wall, _ in rows if name.startswith("one step"))
+    one = min(wall for name, _, wall, _, _ in rows if name.startswith("one step"))
     print(
         f"1 + 4 steps, implementer {options.seconds:g} s, reviewer at once; one step's chain: {one:.2f} s"
     )
-    print(f"{'run':<22} {'steps':>5} {'wall s':>8} {'x one step':>10} {'CPU s':>7} {'CPU/step':>9}")
-    for name, steps, wall, cpu in rows:
+    header = f"{'run':<22} {'steps':>5} {'wall s':>8} {'x one step':>10} {'CPU s':>7}"
+    print(f"{header} {'CPU/step':>9} {'reviews':>7} {'CPU/(step+review)':>17}")
+    for name, steps, wall, cpu, rounds in rows:
         print(
-            f"{name:<22} {steps:>5} {wall:>8.2f} {wall / one:>10.2f} {cpu:>7.2f} {cpu / steps:>9.2f}"
+            f"{name:<22} {steps:>5} {wall:>8.2f} {wall / one:>10.2f} {cpu:>7.2f} "
+            f"{cpu / steps:>9.2f} {rounds:>7} {cpu / (steps + rounds):>17.3f}"
         )
     print(
-        f"target: --jobs {options.jobs} <= {2.8:.1f} x one step (1.4 x (one step + the first)); --jobs 1 about 5 x"
+        f"target: --jobs {options.jobs} <= 2.8 x one step (1.4 x (one step + the first)); "
+        "--jobs 1 about 5 x; a re-review after another step landed costs a reviewer and a merge"
     )
     return 0
 

@@ -126,9 +126,11 @@ def run_parallel(
     said: set[Waiting] = set()
     bug: BaseException | None = None
     interrupted = stopped = False
+    decide = True  # at the start and after a step ended: only a landing readies a step
     while True:
         try:
-            if not stopped and not interrupted:
+            if decide and not stopped and not interrupted:
+                decide = False
                 fresh = replace(ctx, plan=parse_plan(plan_path, ctx.config.spec_plan))
                 start, waits = next_steps(fresh, pending, list(running), jobs)
                 for wait in (w for w in waits if w not in said):
@@ -144,6 +146,7 @@ def run_parallel(
             except queue.Empty:
                 _drop_silent(running, ended, codes)
                 continue
+            decide = True
             thread = running.pop(end.step, None)
             if thread is not None:
                 thread.join()
