@@ -62,15 +62,15 @@ def worst_exit(codes: Iterable[int]) -> int:
 
 
 def steps_hub(*, quiet: bool, tty: bool | None = None) -> EventHub:
-    """The event hub of a ``--jobs N`` run: the live view of the steps on stderr (redrawn in
-    place on a terminal outside CI, else plain lines), nothing with ``quiet``."""
+    """The event hub of a ``--jobs N`` run: the live view of the steps on stderr, redrawn in
+    place when stdout and stderr are a terminal outside CI, else plain lines (output piped to a
+    file or a CI log gets a line per change); nothing with ``quiet``."""
     if quiet:
         return EventHub([])
     if tty is None:
-        tty = sys.stderr.isatty() and not os.environ.get("CI")
-    # on one terminal the step lines printed on stdout go above the table, not through it
-    redirect = tty and sys.stdout.isatty()
-    return EventHub([StepsChannel(sys.stderr, is_tty=tty, redirect_stdout=redirect)])
+        tty = sys.stderr.isatty() and sys.stdout.isatty() and not os.environ.get("CI")
+    # the step lines printed on stdout go above the table, not through it
+    return EventHub([StepsChannel(sys.stderr, is_tty=tty, redirect_stdout=tty)])
 
 
 class Waiting(NamedTuple):

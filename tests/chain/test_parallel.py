@@ -5,6 +5,7 @@ is proven by the agents' own start/end records (a barrier no serial run passes),
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -16,7 +17,7 @@ import psutil
 import pytest
 
 from gitflow_agents.base.errors import ExitCode
-from gitflow_agents.chain.parallel import worst_exit
+from gitflow_agents.chain.parallel import steps_hub, worst_exit
 from gitflow_agents.git import queries as g
 from tests.conftest import FAKES, ROOT, git, wait_until
 from tests.helpers.chain import FAKE, MARKER, call, main_sha, note, results
@@ -197,6 +198,42 @@ def test_off_a_terminal_the_steps_are_plain_lines_one_per_change(
         assert any(line.startswith(f"step {step}: approved after ") for line in lines)
     assert "\x1b[" not in out.stderr  # no redraws
     assert "✅ step 1: approved" in out.stdout and "✅ step 2: approved" in out.stdout
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize(
+    ("stdout", "stderr", "ci", "redrawn"),
+    [
+        (True, True, "", True),
+        (False, True, "", False),  # piped to a file or tee: a line per change
+        (True, False, "", False),
+        (True, True, "true", False),
+    ],
+)
+def test_the_table_is_redrawn_only_on_a_terminal_outside_ci(
+    monkeypatch: pytest.MonkeyPatch, stdout: bool, stderr: bool, ci: str, redrawn: bool
+) -> None:
+    monkeypatch.setattr(sys, "stdout", _Stream(stdout))
+    monkeypatch.setattr(sys, "stderr", _Stream(stderr))
+    monkeypatch.setenv("CI", ci)
+    hub = steps_hub(quiet=False)
+    hub.emit("harness:start", {"step": 1, "runID": "r"})
+    written = sys.stderr.getvalue()  # type: ignore[attr-defined]
+    hub.close()
+    assert (written == "step 1: started\n") is not redrawn
+    monkeypatch.setattr(sys, "stderr", _Stream(stderr))
+    quiet = steps_hub(quiet=True)
+    quiet.emit("harness:start", {"step": 1, "runID": "r"})
+    quiet.close()
+    assert sys.stderr.getvalue() == ""  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
