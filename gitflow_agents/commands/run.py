@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gitflow_agents.chain import ChainResult, ChainSettings, Context
     from gitflow_agents.config import FlowConfig
     from gitflow_agents.plan import Plan
+    from gitflow_agents.runs.events import EventHub
 
 
 def add_chain_arguments(p: argparse.ArgumentParser) -> None:
@@ -198,7 +199,6 @@ def open_context(
 ) -> Context:
     """Project root, config, plan, settings and the event hub (events.jsonl per agent run;
     live console lines on stderr unless --quiet)."""
-    from gitflow_agents.agent_run.launch import event_hub
     from gitflow_agents.chain import Context
     from gitflow_agents.config import load_flow_config
     from gitflow_agents.git import queries as git
@@ -212,11 +212,19 @@ def open_context(
         for name in (settings.implementer, *settings.reviewers, settings.fixer):
             config.agent(name)  # ConfigError naming the known agents, before anything runs
     name = flow or (plan.name if plan is not None else "flow")
-    if jobs_of(args, config) > 1:  # the live view of the steps instead of one of agents
+    return Context(root, config, plan, name, settings, _hub(args, config))
+
+
+def _hub(args: argparse.Namespace, config: FlowConfig) -> EventHub:
+    """The run's event hub: live console lines per agent, or with ``--jobs N`` the live view
+    of the steps (``render/steps.py``); nothing on the console with ``--quiet``."""
+    from gitflow_agents.agent_run.launch import event_hub
+
+    if jobs_of(args, config) > 1:
         from gitflow_agents.chain.parallel import steps_hub
 
-        return Context(root, config, plan, name, settings, steps_hub(quiet=args.quiet))
-    return Context(root, config, plan, name, settings, event_hub(None, quiet=args.quiet))
+        return steps_hub(quiet=args.quiet)
+    return event_hub(None, quiet=args.quiet)
 
 
 def report(result: ChainResult, *, as_json: bool) -> None:
