@@ -131,8 +131,14 @@ def run_parallel(
         try:
             if decide and not stopped and not interrupted:
                 decide = False
-                fresh = replace(ctx, plan=parse_plan(plan_path, ctx.config.spec_plan))
-                start, waits = next_steps(fresh, pending, list(running), jobs)
+                try:
+                    fresh = replace(ctx, plan=parse_plan(plan_path, ctx.config.spec_plan))
+                    start, waits = next_steps(fresh, pending, list(running), jobs)
+                except GitflowError as exc:  # the plan, edited meanwhile, no longer parses
+                    print(f"error: {exc}; no further step starts", file=sys.stderr)
+                    codes.append(int(exc.exit_code))
+                    stopped = True
+                    continue
                 for wait in (w for w in waits if w not in said):
                     said.add(wait)
                     say(f"step {wait.step} waits: {wait.why}")

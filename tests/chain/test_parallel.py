@@ -5,6 +5,8 @@ is proven by the agents' own start/end records (a barrier no serial run passes),
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import io
 import json
 import os
@@ -17,7 +19,9 @@ import psutil
 import pytest
 
 from gitflow_agents.base.errors import ExitCode
-from gitflow_agents.chain.parallel import steps_hub, worst_exit
+from gitflow_agents.chain import ChainResult
+from gitflow_agents.chain.parallel import run_parallel, steps_hub, worst_exit
+from gitflow_agents.commands.run import open_context
 from gitflow_agents.git import queries as g
 from tests.conftest import FAKES, ROOT, git, wait_until
 from tests.helpers.chain import FAKE, MARKER, call, main_sha, note, results
@@ -166,6 +170,28 @@ def test_the_exit_code_is_the_worst_and_no_step_starts_after_a_failure(
     assert outcomes == {1: "approved", 2: "failed"}
     assert "not started (a step ended without landing): 3" in out.stdout
     assert not any(line[:2] == ["start", "step-3"] for line in log_lines(log))
+
+
+def test_a_plan_that_no_longer_parses_starts_nothing_more_and_every_running_step_is_reported(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({3: 2}, 3))
+    write_config(repo, log, "--barrier", "2")
+    monkeypatch.chdir(repo)
+    args = argparse.Namespace(flow_type=None, variant=None, quiet=True, all=True, jobs=2)
+    ctx = open_context(args, plan_path=Path("specs/feature.md"))
+    reported: list[int] = []
+
+    def report(result: ChainResult) -> None:  # the plan is deleted as the first step ends
+        reported.append(result.step)
+        (repo / "specs" / "feature.md").unlink(missing_ok=True)
+
+    with contextlib.closing(ctx.hub):
+        code = run_parallel(ctx, [1, 2, 3], 2, report, say=lambda line: None)
+    assert sorted(reported) == [1, 2]  # the one still running when the plan went, too
+    assert not any(line[:2] == ["start", "step-3"] for line in log_lines(log))
+    assert code == ExitCode.USAGE
 
 
 def test_overlapping_footprints_keep_the_later_step_waiting(repo: Path, tmp_path: Path) -> None:
