@@ -25,9 +25,14 @@ from gitflow_agents.chain.integrate import integrate, moved_on
 from gitflow_agents.chain.lander import Lander, MergeLander
 from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
 from gitflow_agents.chain.resume import implement_start
-from gitflow_agents.chain.review import record_note, review_round
+from gitflow_agents.chain.review import ReviewRound, record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
-from gitflow_agents.chain.workspace import branch_name, refuse_foreign_checkout, step_workspace
+from gitflow_agents.chain.workspace import (
+    Workspace,
+    branch_name,
+    refuse_foreign_checkout,
+    step_workspace,
+)
 from gitflow_agents.runs import lock
 
 FIX_PREAMBLE = """\
@@ -136,11 +141,8 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
         )
         record_note(ctx, ws, review)
         if review.gate.approved:
-            with ctx.landing:  # nothing lands between "not moved" and this step's merge
-                if moved_on(ctx, head) is None:
-                    ctx.hub.emit("phase:start", {"phase": "land", "step": step})
-                    lander.approved(ctx, rec, ws, step, review)
-                    return Ending("approved", int(ExitCode.OK), f"approved in review {iteration}")
+            if _land_unless_moved(ctx, rec, ws, step, review, lander):
+                return Ending("approved", int(ExitCode.OK), f"approved in review {iteration}")
             if moved_rounds > 0:
                 moved_rounds -= 1
             else:
@@ -150,22 +152,7 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
         if counted == settings.max_iterations:
             break
         ctx.hub.emit("phase:start", {"phase": f"fix-{iteration}", "step": step})
-        fix = rec.add(
-            run_agent(
-                ctx,
-                ws,
-                Job(
-                    agent=settings.fixer,
-                    kind="fix",
-                    step=step,
-                    agent_id=agent_id_for(settings.fixer, step, iteration),
-                    start_sha=head,
-                    preamble=FIX_PREAMBLE,
-                    after=tuple(run.agent_id for run in review.agents),
-                    commit_message=f"{title} (fix {iteration})",
-                ),
-            )
-        )
+        fix = rec.add(run_agent(ctx, ws, _fix_job(ctx, step, iteration, head, review, title)))
         if fix.end_sha == head:
             return _nothing(rec, fix)
         head, after_ids = fix.end_sha, (fix.agent_id,)
@@ -173,6 +160,37 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
     if ending.outcome == "rejected":
         lander.rejected(ctx, rec, ws, step, rec.rounds[-1])
     return ending
+
+
+def _land_unless_moved(
+    ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound, lander: Lander
+) -> bool:
+    """Land the approved ``review`` unless the target moved on during it (False: it is merged
+    in and reviewed again). ``ctx.landing`` is held from the check to the merge, so steps that
+    run at once (``chain/parallel.py``) land one at a time, each on a tree its review saw."""
+    with ctx.landing:
+        if moved_on(ctx, review.reviewed_sha) is not None:
+            return False
+        ctx.hub.emit("phase:start", {"phase": "land", "step": step})
+        lander.approved(ctx, rec, ws, step, review)
+        return True
+
+
+def _fix_job(
+    ctx: Context, step: int, iteration: int, head: str, review: ReviewRound, title: str
+) -> Job:
+    """The fixer's job after a round that did not approve: every reviewer's report."""
+    fixer = ctx.settings.fixer
+    return Job(
+        agent=fixer,
+        kind="fix",
+        step=step,
+        agent_id=agent_id_for(fixer, step, iteration),
+        start_sha=head,
+        preamble=FIX_PREAMBLE,
+        after=tuple(run.agent_id for run in review.agents),
+        commit_message=f"{title} (fix {iteration})",
+    )
 
 
 def _nothing(rec: StepRecord, run: AgentRun) -> Ending:
