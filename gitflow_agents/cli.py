@@ -341,6 +341,13 @@ def _add_run(sub: Registry) -> None:
     p.add_argument("--draft", action="store_true", help="with --pr: open pull requests as drafts")
     cap = "at most N steps in flight (started ones count), run one after another"
     p.add_argument("--max-parallel", type=positive_int, metavar="N", help=f"--all --pr: {cap}")
+    p.add_argument(
+        "--jobs",
+        type=positive_int,
+        metavar="N",
+        help="--all: up to N steps at once, each in its own work tree, as soon as their "
+        "dependencies land; landing stays one at a time (default: chain.jobs, 1)",
+    )
     from gitflow_agents.commands.run import add_chain_arguments
 
     add_chain_arguments(p)

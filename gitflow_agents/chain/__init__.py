@@ -16,6 +16,7 @@ The package, one job per module:
 * ``land``      an approved step: mark it ✅, merge it, carry the approval note
 * ``lander``    what the end of a run does with the branch: merge it, or mark it for a PR
 * ``loop``      the loop of one plan step (``run_step``)
+* ``parallel``  several steps at once, ``run --all --jobs N`` (``run_parallel``)
 * ``record``    the step run's ``result.json``, history line and ``ChainResult``
 
 The names below are the public API (``commands/run.py``, ``commands/flow.py``,

@@ -68,6 +68,9 @@ class Context:
     secrets: set[str] = field(default_factory=set)
     # files chain.copy_ignored copied into the work trees: never committed (``exclude``)
     protected: set[str] = field(default_factory=set)
+    # held from "nothing moved since the review" to the merge: the steps of one run --all
+    # --jobs N (copies of one Context share it) land one at a time, each on a reviewed tree
+    landing: threading.Lock = field(default_factory=threading.Lock)
     _manifest: Any = field(default=None, init=False, repr=False)
 
     @property

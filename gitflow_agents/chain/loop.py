@@ -2,7 +2,9 @@
 
 ``run_step`` reads top to bottom: a step already done on the target is skipped; the implementer
 works, then up to ``max_iterations`` review rounds, each on the step branch with the target
-merged in when it moved on; between rounds the fixer gets every review report (``--after``).
+merged in when it moved on (a round that approved while the target moved on is reviewed again
+without counting, once per plan step at most: steps that run at once land one by one); between
+rounds the fixer gets every review report (``--after``).
 The last action is always a review, and an agent that changed nothing ends the step (nothing to
 review). Approved: the step is marked ✅ on the step branch, the branch is merged into the target
 (fast-forward or a merge commit, never forced) and a git note records the verdict; with
@@ -24,7 +26,7 @@ from gitflow_agents.chain.lander import Lander, MergeLander
 from gitflow_agents.chain.ready import SetupFailed, make_ready
 from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
 from gitflow_agents.chain.resume import implement_start
-from gitflow_agents.chain.review import record_note, review_round
+from gitflow_agents.chain.review import ReviewRound, record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
 from gitflow_agents.chain.workspace import (
     Workspace,
@@ -73,11 +75,15 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
     with lock.hold(lock_file, rec.run_id):
         try:
             ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
-            rec.finish(*_loop(ctx, rec, step, lander))
+            start = _implement(ctx, rec, step, lander)  # then the rounds, at the same depth
+            rec.finish(*(start if isinstance(start, Ending) else _rounds(ctx, rec, lander, start)))
         except AgentFailed as exc:
             rec.agents.extend(exc.run.attempts())
-            rec.failed_what = exc.run.kind
-            rec.finish("failed", int(exc.exit_code), str(exc))  # 3, or 6: rate limited
+            if exc.run.status == "canceled" and ctx.cancel.is_set():  # Ctrl-C in another thread
+                rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
+            else:
+                rec.failed_what = exc.run.kind
+                rec.finish("failed", int(exc.exit_code), str(exc))  # 3, or 6: rate limited
         except SetupFailed as exc:  # chain.setup failed in the step's work tree
             rec.setup, rec.failed_what = exc.entry, "setup"
             rec.finish("failed", int(exc.exit_code), str(exc))
@@ -95,17 +101,28 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
     return result
 
 
-def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
-    """The loop itself: the last action is always a review."""
+class Start(NamedTuple):
+    """Where the review rounds of a step begin: its work tree, the head to review, and the
+    agents whose reports the reviewers read."""
+
+    ws: Workspace
+    step: int
+    head: str
+    after: tuple[str, ...]
+
+
+def _implement(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Start | Ending:
+    """The step's work tree made ready and its implementer run; or, when the branch already
+    holds finished work (a continued ``--pr`` branch), that work as the head to review."""
     assert ctx.plan is not None
     settings = ctx.settings
     ws = rec.ws = step_workspace(ctx, step)  # lost runs in its work tree are killed first
     rec.setup = make_ready(ctx, ws, rec.run_dir)  # chain.copy_ignored, chain.setup
-    title = f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}"
     if lander.implemented is not None:  # the branch holds finished work: review it
         reset_unless_clean(ws, lander.implemented)
-        return _rounds(ctx, rec, ws, step, lander, lander.implemented, ())
+        return Start(ws, step, lander.implemented, ())
     builder_id = agent_id_for(settings.implementer, step)
+    ctx.hub.emit("phase:start", {"phase": "implement", "step": step})
     builder = rec.add(
         run_agent(
             ctx,
@@ -115,7 +132,7 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
                 kind="implement",
                 step=step,
                 agent_id=builder_id,
-                commit_message=title,
+                commit_message=_title(ctx, step),
                 start_sha=implement_start(
                     ctx, ws, settings.implementer, builder_id, on_branch=lander.build_on_branch
                 ),
@@ -124,59 +141,51 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
     )
     if builder.end_sha == builder.start_sha:
         return _nothing(rec, builder)
-    return _rounds(ctx, rec, ws, step, lander, builder.end_sha, (builder.agent_id,))
+    return Start(ws, step, builder.end_sha, (builder.agent_id,))
 
 
-def _rounds(
-    ctx: Context,
-    rec: StepRecord,
-    ws: Workspace,
-    step: int,
-    lander: Lander,
-    head: str,
-    after_ids: tuple[str, ...],
-) -> Ending:
-    """Review rounds from ``head`` (the implementer's, or a continued branch's), each
-    followed by the fixer while the review asks for changes."""
+def _title(ctx: Context, step: int) -> str:
+    assert ctx.plan is not None
+    return f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}"
+
+
+def _rounds(ctx: Context, rec: StepRecord, lander: Lander, start: Start) -> Ending:
+    """Review rounds from ``start``, each followed by the fixer while the review asks for
+    changes: the last action is always a review."""
     assert ctx.plan is not None
     settings = ctx.settings
-    title = f"[{ctx.plan.name}] Step {step}: {ctx.plan.step(step).title}"
-    for iteration in range(1, settings.max_iterations + 1):
+    ws, step, head, after_ids = start
+    title = _title(ctx, step)
+    # a round that approved while the target moved on is reviewed again after the merge without
+    # counting towards max_iterations, up to once per plan step (each landing moves it once)
+    iteration, counted, moved_rounds = 0, 0, len(ctx.plan.steps)
+    while counted < settings.max_iterations:
+        iteration += 1
         ctx.hub.emit("phase:start", {"phase": f"review-{iteration}", "step": step})
         ws, head, after_ids = integrate(
             ctx, rec, ws, head, step=step, iteration=iteration, after=after_ids
         )
         rec.ws = ws
-        final = iteration == settings.max_iterations
+        final = counted + 1 == settings.max_iterations
         review = rec.add_round(
             review_round(
                 ctx, ws, iteration=iteration, step=step, after=after_ids, head=head, final=final
             )
         )
         record_note(ctx, ws, review)
-        if review.gate.approved and moved_on(ctx, head) is None:
-            lander.approved(ctx, rec, ws, step, review)
-            return Ending("approved", int(ExitCode.OK), f"approved in review {iteration}")
-        if review.gate.approved:  # the target moved on during the review: merge it in, again
-            continue
-        if iteration == settings.max_iterations:
+        if review.gate.approved:
+            if _land_unless_moved(ctx, rec, ws, step, review, lander):
+                return Ending("approved", int(ExitCode.OK), f"approved in review {iteration}")
+            if moved_rounds > 0:
+                moved_rounds -= 1
+            else:
+                counted += 1
+            continue  # the target moved on during the review: merge it in, review again
+        counted += 1
+        if counted == settings.max_iterations:
             break
-        fix = rec.add(
-            run_agent(
-                ctx,
-                ws,
-                Job(
-                    agent=settings.fixer,
-                    kind="fix",
-                    step=step,
-                    agent_id=agent_id_for(settings.fixer, step, iteration),
-                    start_sha=head,
-                    preamble=FIX_PREAMBLE,
-                    after=tuple(run.agent_id for run in review.agents),
-                    commit_message=f"{title} (fix {iteration})",
-                ),
-            )
-        )
+        ctx.hub.emit("phase:start", {"phase": f"fix-{iteration}", "step": step})
+        fix = rec.add(run_agent(ctx, ws, _fix_job(ctx, step, iteration, head, review, title)))
         if fix.end_sha == head:
             return _nothing(rec, fix)
         head, after_ids = fix.end_sha, (fix.agent_id,)
@@ -184,6 +193,37 @@ def _rounds(
     if ending.outcome == "rejected":
         lander.rejected(ctx, rec, ws, step, rec.rounds[-1])
     return ending
+
+
+def _land_unless_moved(
+    ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: ReviewRound, lander: Lander
+) -> bool:
+    """Land the approved ``review`` unless the target moved on during it (False: it is merged
+    in and reviewed again). ``ctx.landing`` is held from the check to the merge, so steps that
+    run at once (``chain/parallel.py``) land one at a time, each on a tree its review saw."""
+    with ctx.landing:
+        if moved_on(ctx, review.reviewed_sha) is not None:
+            return False
+        ctx.hub.emit("phase:start", {"phase": "land", "step": step})
+        lander.approved(ctx, rec, ws, step, review)
+        return True
+
+
+def _fix_job(
+    ctx: Context, step: int, iteration: int, head: str, review: ReviewRound, title: str
+) -> Job:
+    """The fixer's job after a round that did not approve: every reviewer's report."""
+    fixer = ctx.settings.fixer
+    return Job(
+        agent=fixer,
+        kind="fix",
+        step=step,
+        agent_id=agent_id_for(fixer, step, iteration),
+        start_sha=head,
+        preamble=FIX_PREAMBLE,
+        after=tuple(run.agent_id for run in review.agents),
+        commit_message=f"{title} (fix {iteration})",
+    )
 
 
 def _nothing(rec: StepRecord, run: AgentRun) -> Ending:

@@ -8,7 +8,8 @@ approved (revise at the limit, missing or decorated verdict, findings at the
 threshold, an agent that changed nothing), 2 usage / config / git error (merge refused, an
 unresolved conflict with the target), 3 an agent failed / got stuck / timed out, 4 GitHub
 failed (``--pr``: a push refused, the API failing after its retries, GitHub unusable before the
-claim, auto-merge refused), 130 interrupted.
+claim, auto-merge refused), 130 interrupted. With ``--all --jobs N`` several steps run at once
+(``chain/parallel.py``) and the exit code is the worst of theirs: 130 > 70 > 2 > 4 > 3 > 1 > 0.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from gitflow_agents.chain import ChainResult, ChainSettings, Context
     from gitflow_agents.config import FlowConfig
     from gitflow_agents.plan import Plan
+    from gitflow_agents.runs.events import EventHub
 
 
 def add_chain_arguments(p: argparse.ArgumentParser) -> None:
@@ -87,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     max_parallel = getattr(args, "max_parallel", None)
     if max_parallel is not None and not (pr and args.all):
         raise UsageError("--max-parallel goes with --all --pr")
+    if getattr(args, "jobs", None) is not None and (pr or not args.all):
+        raise UsageError("--jobs goes with --all (with --pr: --max-parallel)")
     ctx = open_context(args, plan_path=Path(args.plan))
     assert ctx.plan is not None
     if args.all:  # --pr: the wave ready on origin, decided in run_steps
@@ -106,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
         with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
             wave = None if args.all else steps
             return run_steps(ctx, wave, options, lambda r: report(r, as_json=args.json))
+    jobs = jobs_of(args, ctx.config)
+    if jobs > 1:  # several steps at once, each in its own work tree (chain/parallel.py)
+        from gitflow_agents.chain.parallel import run_parallel
+
+        with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+            return run_parallel(ctx, steps, jobs, lambda r: report(r, as_json=args.json))
     with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
         for number in steps:
             plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)  # statuses change
@@ -140,6 +150,15 @@ def _collect_garbage(ctx: Context) -> None:
         size = sum(verdict.tree.size for verdict in gone)  # 0: not measured (no size limit)
         freed = f", {bytes_text(size)}" if size else ""
         print(f"  note: chain.gc removed {len(gone)} old work tree(s){freed} (gitflow-agents gc)")
+
+
+def jobs_of(args: argparse.Namespace, config: FlowConfig) -> int:
+    """How many steps ``run --all`` runs at once: ``--jobs``, else ``chain.jobs``; always 1
+    for ``--step`` and ``--pr`` (``--pr`` caps with ``--max-parallel``)."""
+    if not getattr(args, "all", False) or getattr(args, "pr", False):
+        return 1
+    jobs = getattr(args, "jobs", None)
+    return int(jobs if jobs is not None else config.chain.jobs)
 
 
 def _in_dependency_order(plan: Plan) -> list[int]:
@@ -205,7 +224,6 @@ def open_context(
 ) -> Context:
     """Project root, config, plan, settings and the event hub (events.jsonl per agent run;
     live console lines on stderr unless --quiet)."""
-    from gitflow_agents.agent_run.launch import event_hub
     from gitflow_agents.chain import Context
     from gitflow_agents.config import load_flow_config
     from gitflow_agents.git import queries as git
@@ -219,10 +237,21 @@ def open_context(
         for name in (settings.implementer, *settings.reviewers, settings.fixer):
             config.agent(name)  # ConfigError naming the known agents, before anything runs
     name = flow or (plan.name if plan is not None else "flow")
-    hub = event_hub(None, quiet=args.quiet)
-    ctx = Context(root, config, plan, name, settings, hub)
+    ctx = Context(root, config, plan, name, settings, _hub(args, config))
     ctx.commit_identity = git.commit_identity(root, git.LOCAL_NAME, git.LOCAL_EMAIL)
     return ctx
+
+
+def _hub(args: argparse.Namespace, config: FlowConfig) -> EventHub:
+    """The run's event hub: live console lines per agent, or with ``--jobs N`` the live view
+    of the steps (``render/steps.py``); nothing on the console with ``--quiet``."""
+    from gitflow_agents.agent_run.launch import event_hub
+
+    if jobs_of(args, config) > 1:
+        from gitflow_agents.chain.parallel import steps_hub
+
+        return steps_hub(quiet=args.quiet)
+    return event_hub(None, quiet=args.quiet)
 
 
 def report(result: ChainResult, *, as_json: bool) -> None:

@@ -217,6 +217,7 @@ def _build_chain(values: Mapping[str, Node], agents: Collection[str]) -> ChainCo
         reviewers=reviewers,
         fixer=agent(fixer, "chain.fixer") if fixer is not None else chain.fixer,
         max_iterations=_int(values, "max_iterations", chain.max_iterations),
+        jobs=_int(values, "jobs", chain.jobs),
         target=str(target.value) if target is not None else None,
         branch_pattern=str(pattern.value) if pattern is not None else chain.branch_pattern,
         merge=str(merge.value) if merge is not None else chain.merge,

@@ -161,6 +161,13 @@ CHAIN = Obj(
             default=_CHAIN.max_iterations,
             doc="Review rounds before the step fails; the last action is always a review.",
         ),
+        "jobs": Int(
+            minimum=1,
+            what="a whole number",
+            default=_CHAIN.jobs,
+            doc="run --all: plan steps run at the same time, each in its own work tree "
+            "(1: one after another).",
+        ),
         "target": Str(
             doc="The branch approved steps are merged into (default: default_branch).",
         ),

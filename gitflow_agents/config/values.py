@@ -136,6 +136,7 @@ class ChainConfig:
     reviewers: tuple[str, ...] = ("reviewer",)
     fixer: str = "fixer"
     max_iterations: int = 3
+    jobs: int = 1  # run --all: steps at once on this machine (1: one after another)
     target: str | None = None  # None: default_branch
     branch_pattern: str = DEFAULT_BRANCH_PATTERN
     merge: str = "ff"  # one of MERGE_MODES

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -322,15 +323,20 @@ def read_note(root: Path, sha: str, ref: str = NOTES_REF) -> str | None:
     return result.stdout if result.returncode == 0 else None
 
 
+_NOTES = threading.Lock()  # git refuses a notes commit whose ref moved under it
+
+
 def write_note(root: Path, sha: str, text: str, ref: str = NOTES_REF) -> None:
     """Attach ``text`` to ``sha`` under ``ref``, replacing any earlier note. A note is a commit:
-    when git knows no identity (a fresh machine) it names the tool's (``LOCAL_NAME``)."""
+    when git knows no identity (a fresh machine) it names the tool's (``LOCAL_NAME``). One
+    writer at a time in this process: steps that run at once review at once."""
     argv = ("notes", f"--ref={ref}", "add", "-f", "-F", "-", sha)
-    result = run_git(root, *argv, input=text, check=False)
-    if result.returncode != 0:
-        identity = commit_identity(root, LOCAL_NAME, LOCAL_EMAIL)
-        if identity:
-            result = run_git(root, *argv, input=text, check=False, extra_env=identity)
+    with _NOTES:
+        result = run_git(root, *argv, input=text, check=False)
+        if result.returncode != 0:
+            identity = commit_identity(root, LOCAL_NAME, LOCAL_EMAIL)
+            if identity:
+                result = run_git(root, *argv, input=text, check=False, extra_env=identity)
     if result.returncode != 0:
         raise _fail(result, f"cannot write note on {sha[:12]}")
 

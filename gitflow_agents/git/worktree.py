@@ -11,6 +11,7 @@ removed (``require_tool_worktree``).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -40,7 +41,7 @@ def ensure_info_exclude(root: Path, patterns: Sequence[str]) -> None:
     text = existing + ("" if not existing or existing.endswith("\n") else "\n")
     text += "# gitflow-agents run artifacts\n" + "".join(p + "\n" for p in missing)
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    tmp = exclude.with_name(f".exclude.{os.getpid()}.tmp")
+    tmp = exclude.with_name(f".exclude.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(exclude)
 

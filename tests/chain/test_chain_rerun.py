@@ -322,6 +322,20 @@ def test_a_target_that_moved_lands_with_the_other_commit_and_the_note_on_both(
     assert "moved on" in out.stdout
 
 
+def test_a_review_the_target_moved_during_does_not_count_towards_max_iterations(
+    repo: Path, tmp_path: Path
+) -> None:
+    configure(repo)
+    seed_plan(repo)
+    _land_during(repo, tmp_path, "reviewer", "OTHER.md", "landed by a teammate\n",
+                 *fake("reviewer", "approve"))  # fmt: skip
+    out = run(repo, "--step", "1", "--max-iterations", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    chain = results(repo)[-1]["chain"]
+    assert chain["outcome"] == "approved" and len(chain["rounds"]) == 2
+    assert g.is_ancestor(repo, chain["rounds"][-1]["reviewedSha"], main_sha(repo))
+
+
 def test_a_conflicting_target_goes_to_the_fixer_and_lands(repo: Path, tmp_path: Path) -> None:
     configure(repo, fixer="resolve")
     seed_plan(repo)

@@ -288,13 +288,14 @@ def test_chain_section_values(tmp_path: Path) -> None:
         + CHAIN_AGENTS
         + "chain:\n  implementer: make\n  reviewers: [check, sec]\n  fixer: mend\n"
         + "  max_iterations: 5\n  target: develop\n  branch_pattern: 'ai/{plan}/{step2}'\n"
-        + "  merge: merge\n  severity_threshold: warn\n",
+        + "  merge: merge\n  severity_threshold: warn\n  jobs: 4\n",
     )
     assert load_flow_config(tmp_path).chain == ChainConfig(
         implementer="make",
         reviewers=("check", "sec"),
         fixer="mend",
         max_iterations=5,
+        jobs=4,
         target="develop",
         branch_pattern="ai/{plan}/{step2}",
         merge="merge",
@@ -530,6 +531,10 @@ def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:
         (
             MINIMAL + "chain:\n  max_iterations: 0\n",
             ".flow/base.yaml:4: chain.max_iterations: must be at least 1, got 0",
+        ),
+        (
+            MINIMAL + "chain:\n  jobs: 0\n",
+            ".flow/base.yaml:4: chain.jobs: must be at least 1, got 0",
         ),
         (
             MINIMAL + "chain:\n  max_iterations: two\n",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,15 @@ def test_every_name_queries_re_exports_is_there_when_asked_for() -> None:
         queries.no_such_query  # type: ignore[attr-defined]  # noqa: B018
     with pytest.raises(AttributeError):
         queries._fail_of_worktree  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_notes_written_from_several_threads_at_once_all_stay(repo: Path) -> None:
+    """Steps that run at once (run --all --jobs N) record their reviews at once: git refuses a
+    notes commit whose ref moved under it, so the writes of one process take turns."""
+    shas = []
+    for index in range(12):
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"c{index}")
+        shas.append(g.head_sha(repo))
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        list(pool.map(lambda sha: g.write_note(repo, sha, f"note {sha}\n"), shas))
+    assert [g.read_note(repo, sha) for sha in shas] == [f"note {sha}\n" for sha in shas]

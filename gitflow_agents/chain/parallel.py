@@ -1,0 +1,217 @@
+"""``run PLAN --all --jobs N``: the plan's steps on this machine, up to N at once.
+
+Each step runs the whole chain (``run_step``) in a thread of its own, in its own work tree and
+branch; a step starts as soon as every step its ``Depends on:`` line names is ✅ on the target
+(not when a wave ends), and a step whose ``Touches:`` footprint overlaps that of a running step
+waits, the later one in plan order (``plan/waves.py``'s ``spread``, as ``plan matrix --ready``).
+Landing is serial: ``Context.landing`` is held from "the target did not move since the review"
+to the merge, so a step whose target moved is merged with the new target and reviewed again
+(``chain/integrate.py``) before it lands. Threads, not processes: a chain mostly waits on its
+agents' processes, and it keeps no process-wide state (no ``os.chdir``, signal handlers only in
+the main thread); each step gets its own ``Context`` copy (notices, secrets, its step run id),
+sharing the event hub, the cancel flag and the landing lock (docs/decisions.md, issue 24).
+
+One Ctrl-C (or SIGTERM) sets the shared cancel flag: every supervisor kills its agent's process
+tree, each step records ``canceled``, and the same command run again continues (done steps are
+skipped, a step's branch and its completed agents are reused). After a step fails no new step
+starts; the running ones finish. The exit code is the worst of the steps' (``worst_exit``).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import NamedTuple
+
+from gitflow_agents.base.errors import ExitCode, GitflowError
+from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.loop import run_step
+from gitflow_agents.chain.record import ChainResult
+from gitflow_agents.chain.state import done_where
+from gitflow_agents.plan import parse_plan
+from gitflow_agents.plan.waves import spread
+from gitflow_agents.render.steps import StepsChannel
+from gitflow_agents.runs.events import EventHub
+
+WORST_FIRST: tuple[int, ...] = (
+    ExitCode.INTERRUPTED,
+    ExitCode.INTERNAL,
+    ExitCode.USAGE,
+    ExitCode.GITHUB,
+    ExitCode.AGENT_FAILED,
+    ExitCode.REVISE,
+    ExitCode.OK,
+)
+"""The exit codes from worst to best: an interrupted run, a bug, what needs a person (a refused
+merge, an unresolved conflict, a usage or config error), then GitHub, an agent that failed, a
+step that was not approved, and success (docs/chains.md, "Several steps at once")."""
+
+_POLL = 0.2  # seconds: the main thread wakes this often, so Ctrl-C is seen at once
+
+
+def worst_exit(codes: Iterable[int]) -> int:
+    """The worst of ``codes`` in ``WORST_FIRST``'s order (an unknown code counts as a bug);
+    0 for none."""
+    rank = {int(code): index for index, code in enumerate(WORST_FIRST)}
+    known = [code if code in rank else int(ExitCode.INTERNAL) for code in codes]
+    return min(known, key=rank.__getitem__, default=int(ExitCode.OK))
+
+
+def steps_hub(*, quiet: bool, tty: bool | None = None) -> EventHub:
+    """The event hub of a ``--jobs N`` run: the live view of the steps on stderr, redrawn in
+    place when stdout and stderr are a terminal outside CI, else plain lines (output piped to a
+    file or a CI log gets a line per change); nothing with ``quiet``."""
+    if quiet:
+        return EventHub([])
+    if tty is None:
+        tty = sys.stderr.isatty() and sys.stdout.isatty() and not os.environ.get("CI")
+    # the step lines printed on stdout go above the table, not through it
+    return EventHub([StepsChannel(sys.stderr, is_tty=tty, redirect_stdout=tty)])
+
+
+class Waiting(NamedTuple):
+    step: int
+    why: str
+
+
+def next_steps(
+    ctx: Context, pending: Sequence[int], running: Sequence[int], jobs: int
+) -> tuple[list[int], list[Waiting]]:
+    """The one place that decides which steps start now: of ``pending`` (in plan order), those
+    whose dependencies are all ✅ on the target, whose footprint overlaps no running step's (nor
+    one chosen before it), while fewer than ``jobs`` run; and the ready steps that wait, with
+    why. A step whose dependencies are not done is neither (it waits for them silently)."""
+    assert ctx.plan is not None
+    plan = ctx.plan
+    done: dict[int, bool] = {}
+
+    def landed(number: int) -> bool:
+        if number not in done:
+            done[number] = done_where(ctx, number) is not None
+        return done[number]
+
+    ready = [plan.step(n) for n in pending if all(landed(d) for d in plan.step(n).depends_on)]
+    chosen, held = spread(plan, ready, list(running), jobs)
+    waits = [Waiting(number, why.replace("--max-parallel", "--jobs")) for number, why in held]
+    return [step.number for step in chosen], waits
+
+
+class _Ended(NamedTuple):
+    step: int
+    result: ChainResult | None
+    error: BaseException | None
+
+
+def run_parallel(
+    ctx: Context,
+    steps: Sequence[int],
+    jobs: int,
+    report: Callable[[ChainResult], None],
+    say: Callable[[str], None] = print,
+) -> int:
+    """Run ``steps`` (dependency order) up to ``jobs`` at once (see the module doc); each
+    ended step is handed to ``report`` in this thread. Returns the worst exit code; raises
+    KeyboardInterrupt once every step has stopped after a Ctrl-C, and the first unexpected
+    error (a bug) once every other step has ended."""
+    assert ctx.plan is not None
+    plan_path = ctx.plan.path
+    ended: queue.Queue[_Ended] = queue.Queue()
+    pending = list(steps)
+    running: dict[int, threading.Thread] = {}
+    codes: list[int] = []
+    said: set[Waiting] = set()
+    bug: BaseException | None = None
+    interrupted = stopped = False
+    decide = True  # at the start and after a step ended: only a landing readies a step
+    while True:
+        try:
+            if decide and not stopped and not interrupted:
+                decide = False
+                try:
+                    fresh = replace(ctx, plan=parse_plan(plan_path, ctx.config.spec_plan))
+                    start, waits = next_steps(fresh, pending, list(running), jobs)
+                except GitflowError as exc:  # the plan, edited meanwhile, no longer parses
+                    print(f"error: {exc}; no further step starts", file=sys.stderr)
+                    codes.append(int(exc.exit_code))
+                    stopped = True
+                    continue
+                for wait in (w for w in waits if w not in said):
+                    said.add(wait)
+                    say(f"step {wait.step} waits: {wait.why}")
+                for number in start:
+                    pending.remove(number)
+                    running[number] = _start(fresh, number, ended)
+            if not running:
+                break
+            try:
+                end = ended.get(timeout=_POLL)
+            except queue.Empty:
+                _drop_silent(running, ended, codes)
+                continue
+            decide = True
+            thread = running.pop(end.step, None)
+            if thread is not None:
+                thread.join()
+            code = _code_of(end, report, say)
+            codes.append(code)
+            if end.error is not None and not isinstance(end.error, GitflowError):
+                bug = bug or end.error
+            stopped = stopped or code != ExitCode.OK
+        except KeyboardInterrupt:
+            interrupted = True
+            ctx.cancel.set()  # every supervisor kills its agent's process tree
+    if stopped and pending:
+        say(f"not started (a step ended without landing): {', '.join(map(str, pending))}")
+    if interrupted:
+        raise KeyboardInterrupt
+    if bug is not None:
+        raise bug
+    return worst_exit(codes)
+
+
+def _drop_silent(
+    running: dict[int, threading.Thread], ended: queue.Queue[_Ended], codes: list[int]
+) -> None:
+    """Forget a step whose thread ended but whose end was never taken (a Ctrl-C between
+    taking it and noting it): its record is written; it counts as interrupted. A thread puts
+    its end before it ends, so with the queue empty a dead thread's end is gone."""
+    dead = [step for step, thread in running.items() if not thread.is_alive()]
+    if dead and ended.empty():
+        for step in dead:
+            del running[step]
+            codes.append(int(ExitCode.INTERRUPTED))
+
+
+def _start(ctx: Context, step: int, ended: queue.Queue[_Ended]) -> threading.Thread:
+    """``run_step`` of ``step`` in a thread, on a Context of its own (fresh notices and
+    secrets; the hub, cancel flag and landing lock shared)."""
+    own = replace(ctx, notices=[], secrets=set(), protected=set(), chain_run=None)
+
+    def work() -> None:
+        try:
+            ended.put(_Ended(step, run_step(own, step), None))
+        except BaseException as exc:  # handed to the main thread, which decides
+            ended.put(_Ended(step, None, exc))
+
+    thread = threading.Thread(target=work, name=f"step-{step}")
+    thread.start()
+    return thread
+
+
+def _code_of(end: _Ended, report: Callable[[ChainResult], None], say: Callable[[str], None]) -> int:
+    """Report an ended step; its exit code."""
+    if end.result is not None:
+        report(end.result)
+        return end.result.exit_code
+    error = end.error
+    if isinstance(error, KeyboardInterrupt):
+        return int(ExitCode.INTERRUPTED)
+    if isinstance(error, GitflowError):
+        print(f"step {end.step}: error: {error}", file=sys.stderr)
+        return int(error.exit_code)
+    say(f"step {end.step}: internal error: {type(error).__name__}: {error}")
+    return int(ExitCode.INTERNAL)

@@ -1,0 +1,369 @@
+"""``run PLAN --all --jobs N`` (chain/parallel.py, issue 24): several steps at once on real
+temporary repositories with fake agents of fixed length (tests/fakes/fake_step_agent). Overlap
+is proven by the agents' own start/end records (a barrier no serial run passes), never by time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gitflow_agents.base.errors import ExitCode
+from gitflow_agents.chain import ChainResult
+from gitflow_agents.chain.parallel import run_parallel, steps_hub, worst_exit
+from gitflow_agents.commands.run import open_context
+from gitflow_agents.git import queries as g
+from tests.conftest import FAKES, ROOT, git, wait_until
+from tests.helpers.chain import FAKE, MARKER, call, main_sha, note, results
+
+STEP_AGENT = FAKES / "fake_step_agent"
+ARGS = ("run", "specs/feature.md", "--all", "--quiet", "--kill-grace", "0.2")
+
+
+def plan_text(depends: dict[int, int], steps: int, touches: dict[int, str] | None = None) -> str:
+    """A plan of ``steps`` steps; ``depends``: step -> the step it depends on (the others
+    depend on none: without the line a step waits for the one before it)."""
+    text = "# Plan: Feature\n\n## Implementation Steps\n"
+    for number in range(1, steps + 1):
+        text += f"\n### Status: ❌ | Step {number}: Part {number}\n\nDo part {number}.\n"
+        text += f"\nDepends on: {depends.get(number, 'none')}\n"
+        if touches and number in touches:
+            text += f"\nTouches: {touches[number]}\n"
+    return text
+
+
+def write_config(repo: Path, log: Path, *builder: str, jobs: int | None = None) -> None:
+    """Fake agents: the step builder (``builder`` its options), the approving reviewer and the
+    conflict-resolving fixer of fake_flow_agent. Not committed: read per run."""
+
+    def agent(argv: list[str]) -> str:
+        return f"    adapter: command\n    command: {json.dumps(argv)}\n"
+
+    text = (
+        "flow_dir: flows\ndefault_branch: main\n"
+        "defaults:\n  stuck_timeout_secs: 90\n  max_wait_secs: 120\n"
+        "completion_workflow:\n"
+        f'  template: "Write {{report_file}}; rename it to {{success_file}} or {{failed_file}}. '
+        f'Modified files: {MARKER}"\n'
+        "agents:\n"
+        f"  builder:\n{agent([sys.executable, str(STEP_AGENT), '--log', str(log), *builder])}"
+        f"  reviewer:\n{agent([sys.executable, str(FAKE), 'reviewer', 'approve'])}"
+        f"  fixer:\n{agent([sys.executable, str(FAKE), 'fixer', 'resolve'])}"
+    )
+    if jobs is not None:
+        text += f"chain:\n  jobs: {jobs}\n"
+    (repo / ".flow").mkdir(exist_ok=True)
+    (repo / ".flow" / "base.yaml").write_text(text)
+
+
+def setup(repo: Path, plan: str) -> None:
+    (repo / "specs").mkdir(exist_ok=True)
+    (repo / "specs" / "feature.md").write_text(plan)
+    git(repo, "add", "specs")
+    git(repo, "commit", "-q", "-m", "plan")
+    with (repo / ".git" / "info" / "exclude").open("a") as handle:
+        handle.write("/.flow/\n")
+
+
+def log_lines(log: Path) -> list[list[str]]:
+    return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def landed_once(repo: Path, steps: range) -> None:
+    """Every step's implementation and its ✅ reached main exactly once."""
+    subjects = git(repo, "log", "--format=%s", "main").splitlines()
+    for number in steps:
+        assert subjects.count(f"[feature] Step {number}: Part {number}") == 1, subjects
+        assert subjects.count(f"[feature] Mark step {number} done") == 1, subjects
+        assert git(repo, "show", f"main:step-{number}.txt") == f"written by step {number}\n"
+
+
+def tool_worktrees(repo: Path) -> list[str]:
+    listed = git(repo, "worktree", "list", "--porcelain").splitlines()
+    trees = [line.removeprefix("worktree ") for line in listed if line.startswith("worktree ")]
+    return [tree for tree in trees if g.is_tool_worktree(repo, Path(tree))]
+
+
+def test_independent_steps_run_at_once_and_each_lands_reviewed(repo: Path, tmp_path: Path) -> None:
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({}, 4))
+    # each builder waits until four have started: only four at once get past it
+    write_config(repo, log, "--barrier", "4")
+    out = call(repo, *ARGS, "--jobs", "4")
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = log_lines(log)
+    assert not [line for line in lines if line[0] == "barrier-timeout"], lines
+    first_end = next(i for i, line in enumerate(lines) if line[0] == "end")
+    assert sum(1 for line in lines[:first_end] if line[0] == "start") == 4
+    landed_once(repo, range(1, 5))
+    assert note(repo, main_sha(repo))["verdict"] == "approved"  # type: ignore[index]
+    for result in results(repo):  # every landed tree is the one its last round reviewed
+        chain = result["chain"]
+        assert chain["outcome"] == "approved"
+        merged, reviewed = chain["merged"]["sha"], chain["rounds"][-1]["reviewedSha"]
+        # what landed is the reviewed commit plus only the ✅ mark
+        assert git(repo, "diff", "--name-only", reviewed, merged) == "specs/feature.md\n"
+    assert tool_worktrees(repo) == []
+
+
+def test_a_step_starts_when_its_own_dependency_lands(repo: Path, tmp_path: Path) -> None:
+    log = tmp_path / "agents.log"
+    # 1 runs long; 2 is short and 3 depends on 2 only: 3 starts while 1 still works
+    setup(repo, plan_text({3: 2}, 3))
+    write_config(repo, log, "--wait", "1:step-3", jobs=3)
+    out = call(repo, *ARGS)  # chain.jobs: 3
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = log_lines(log)
+    assert not [line for line in lines if line[0] == "barrier-timeout"], lines
+    order = [" ".join(line[:2]) for line in lines]
+    assert order.index("end step-2") < order.index("start step-3") < order.index("end step-1")
+    landed_once(repo, range(1, 4))
+
+
+def test_two_steps_editing_the_same_lines_both_land_the_second_reviewed_after_the_merge(
+    repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({}, 2))
+    write_config(repo, log, "--barrier", "2", "--same-lines")
+    out = call(repo, *ARGS, "--jobs", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    shared = git(repo, "show", "main:shared.txt")
+    assert sorted(shared.splitlines()) == ["step 1", "step 2"]
+    one, two = (r["chain"] for r in results(repo))
+    assert one["outcome"] == two["outcome"] == "approved"
+    first, second = (
+        (one, two)
+        if g.is_ancestor(repo, one["merged"]["sha"], two["merged"]["sha"])
+        else (two, one)
+    )
+    # the second was merged with the target the first moved (the fixer resolved the conflict)
+    # and its last review, the one that let it land, reviewed that merge
+    assert any(a["agentId"].endswith("-merge") for a in second["agents"])
+    last = second["rounds"][-1]["reviewedSha"]
+    assert g.is_ancestor(repo, first["merged"]["sha"], last)
+    tip = main_sha(repo)
+    assert git(repo, "diff", "--name-only", last, tip) == "specs/feature.md\n"
+    assert note(repo, tip)["verdict"] == "approved"  # type: ignore[index]
+
+
+def test_the_exit_code_is_the_worst_and_no_step_starts_after_a_failure(
+    repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({3: 2}, 3))
+    # 2 fails while 1 runs (1 waits until 2 started); 3 waits for 2 and never starts
+    write_config(repo, log, "--wait", "1:step-2", "--crash", "2")
+    out = call(repo, *ARGS, "--jobs", "2")
+    assert out.returncode == ExitCode.AGENT_FAILED, out.stdout + out.stderr
+    outcomes = {r["chain"]["step"]: r["chain"]["outcome"] for r in results(repo)}
+    assert outcomes == {1: "approved", 2: "failed"}
+    assert "not started (a step ended without landing): 3" in out.stdout
+    assert not any(line[:2] == ["start", "step-3"] for line in log_lines(log))
+
+
+def test_a_plan_that_no_longer_parses_starts_nothing_more_and_every_running_step_is_reported(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({3: 2}, 3))
+    write_config(repo, log, "--barrier", "2")
+    monkeypatch.chdir(repo)
+    args = argparse.Namespace(flow_type=None, variant=None, quiet=True, all=True, jobs=2)
+    ctx = open_context(args, plan_path=Path("specs/feature.md"))
+    reported: list[int] = []
+
+    def report(result: ChainResult) -> None:  # the plan is deleted as the first step ends
+        reported.append(result.step)
+        (repo / "specs" / "feature.md").unlink(missing_ok=True)
+
+    with contextlib.closing(ctx.hub):
+        code = run_parallel(ctx, [1, 2, 3], 2, report, say=lambda line: None)
+    assert sorted(reported) == [1, 2]  # the one still running when the plan went, too
+    assert not any(line[:2] == ["start", "step-3"] for line in log_lines(log))
+    assert code == ExitCode.USAGE
+
+
+def test_overlapping_footprints_keep_the_later_step_waiting(repo: Path, tmp_path: Path) -> None:
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({}, 3, {1: "src/**", 2: "src/api.py", 3: "docs/**"}))
+    # 1 waits for 3 to start: 3 runs beside 1, 2 only after 1 ended
+    write_config(repo, log, "--wait", "1:step-3")
+    out = call(repo, *ARGS, "--jobs", "3")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "step 2 waits: touches src/api.py like 1: src/**" in out.stdout
+    order = [" ".join(line[:2]) for line in log_lines(log)]
+    assert order.index("end step-1") < order.index("start step-2")
+    assert order.index("start step-3") < order.index("end step-1")
+    landed_once(repo, range(1, 4))
+
+
+def test_off_a_terminal_the_steps_are_plain_lines_one_per_change(
+    repo: Path, tmp_path: Path
+) -> None:
+    setup(repo, plan_text({}, 2))
+    write_config(repo, tmp_path / "agents.log", "--barrier", "2")
+    args = [arg for arg in ARGS if arg != "--quiet"]
+    out = call(repo, *args, "--jobs", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stderr.splitlines()
+    for step in (1, 2):
+        assert f"step {step}: started" in lines
+        assert f"step {step}: implement: step-0{step}-builder running" in lines
+        assert f"step {step}: review-1: step-0{step}-reviewer-1 succeeded" in lines
+        assert any(line.startswith(f"step {step}: approved after ") for line in lines)
+    assert "\x1b[" not in out.stderr  # no redraws
+    assert "✅ step 1: approved" in out.stdout and "✅ step 2: approved" in out.stdout
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize(
+    ("stdout", "stderr", "ci", "redrawn"),
+    [
+        (True, True, "", True),
+        (False, True, "", False),  # piped to a file or tee: a line per change
+        (True, False, "", False),
+        (True, True, "true", False),
+    ],
+)
+def test_the_table_is_redrawn_only_on_a_terminal_outside_ci(
+    monkeypatch: pytest.MonkeyPatch, stdout: bool, stderr: bool, ci: str, redrawn: bool
+) -> None:
+    monkeypatch.setattr(sys, "stdout", _Stream(stdout))
+    monkeypatch.setattr(sys, "stderr", _Stream(stderr))
+    monkeypatch.setenv("CI", ci)
+    hub = steps_hub(quiet=False)
+    hub.emit("harness:start", {"step": 1, "runID": "r"})
+    written = sys.stderr.getvalue()  # type: ignore[attr-defined]
+    hub.close()
+    assert (written == "step 1: started\n") is not redrawn
+    monkeypatch.setattr(sys, "stderr", _Stream(stderr))
+    quiet = steps_hub(quiet=True)
+    quiet.emit("harness:start", {"step": 1, "runID": "r"})
+    quiet.close()
+    assert sys.stderr.getvalue() == ""  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("codes", "worst"),
+    [
+        ((), 0),
+        ((0, 1, 0), 1),
+        ((1, 3), 3),
+        ((3, 4), 4),
+        ((4, 2, 3), 2),
+        ((2, 70), 70),
+        ((70, 130, 0), 130),
+        ((0, 99), 70),  # unknown: a bug
+    ],
+)
+def test_worst_exit_orders_the_documented_codes(codes: tuple[int, ...], worst: int) -> None:
+    assert worst_exit(codes) == worst
+
+
+def test_jobs_goes_with_all_and_not_with_pr(repo: Path, tmp_path: Path) -> None:
+    setup(repo, plan_text({}, 1))
+    write_config(repo, tmp_path / "log")
+    for extra in (("--step", "1", "--jobs", "2"), ("--all", "--pr", "--jobs", "2")):
+        args = ("run", "specs/feature.md", "--quiet", *extra)
+        out = call(repo, *args)
+        assert out.returncode == ExitCode.USAGE
+        assert "--jobs goes with --all" in out.stderr
+
+
+# --- a run stopped in the middle of a wave, then the same command again ----------------------
+
+
+def _start_wave(repo: Path, log: Path) -> subprocess.Popen[bytes]:
+    """``run --all --jobs 4`` of four independent steps whose builders stay long, as a
+    process; returns once all four builders run."""
+    setup(repo, plan_text({}, 4))
+    write_config(repo, log, "--barrier", "4", "--sleep", "60")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gitflow_agents", *ARGS, "--jobs", "4"],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_until(lambda: sum(1 for line in log_lines(log) if line[0] == "start") == 4, 60)
+    return proc
+
+
+def _agent_pids(log: Path) -> list[int]:
+    return [int(line[2]) for line in log_lines(log) if line[0] == "start"]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _again(repo: Path, log: Path) -> None:
+    """The same command with fast builders: every step lands exactly once, no agent of the
+    stopped run is left, no work tree is left behind."""
+    write_config(repo, log)
+    out = call(repo, *ARGS, "--jobs", "4")
+    assert out.returncode == 0, out.stdout + out.stderr
+    landed_once(repo, range(1, 5))
+    assert tool_worktrees(repo) == []
+    assert [
+        r for r in json.loads(call(repo, "status", "--json").stdout) if r["state"] == "lost"
+    ] == []
+
+
+def test_kill_9_mid_wave_then_the_same_command_lands_every_step_once(
+    repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "agents.log"
+    proc = _start_wave(repo, log)
+    try:
+        pids = _agent_pids(log)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert all(not _gone(pid) for pid in pids)  # lost: their supervisor died
+        _again(repo, log)
+        wait_until(lambda: all(_gone(pid) for pid in pids), 10)  # killed by the second run
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_ctrl_c_mid_wave_stops_every_agent_records_each_step_and_the_rerun_continues(
+    repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "agents.log"
+    proc = _start_wave(repo, log)
+    try:
+        pids = _agent_pids(log)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == ExitCode.INTERRUPTED
+        assert all(_gone(pid) for pid in pids)
+        chains = [r["chain"] for r in results(repo)]
+        assert sorted(c["step"] for c in chains) == [1, 2, 3, 4]
+        assert {c["outcome"] for c in chains} == {"canceled"}
+        assert tool_worktrees(repo) != []  # kept for the next run, which takes them over
+        _again(repo, log)
+    finally:
+        proc.kill()
+        proc.wait()

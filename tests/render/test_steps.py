@@ -1,0 +1,100 @@
+"""The live view of ``run --all --jobs N`` (render/steps.py): plain lines off a terminal, one
+table redrawn in place on one, every agent text masked."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+from gitflow_agents.render.steps import StepsChannel, last_line
+from gitflow_agents.runs.events import EventHub
+
+TOKEN = "ghp_" + "Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6"
+
+
+def ticking() -> Iterator[float]:
+    now = 100.0
+    while True:
+        yield now
+        now += 1.0
+
+
+def drive(hub: EventHub) -> None:
+    """Two steps: 2 implements, talks (a token in its output) and lands; 3 fails."""
+    hub.emit("harness:start", {"flow": "feature", "step": 2, "runID": "run-2"})
+    hub.emit("harness:start", {"flow": "feature", "step": 3, "runID": "run-3"})
+    hub.emit("phase:start", {"phase": "implement", "step": 2})
+    hub.emit("task:start", {"node": "step-02-builder", "kind": "implement", "step": 2})
+    hub.emit("agent:start", {"agent": "step-02-builder", "pid": 11})
+    hub.emit("agent:output", {"agent": "step-02-builder", "tail": f"first\nusing {TOKEN} now\n"})
+    hub.emit("phase:start", {"phase": "prepare"})  # an agent run's own phase: no step
+    hub.emit(
+        "agent:complete",
+        {"agent": "step-02-builder", "status": "succeeded", "input_tokens": 10,
+         "output_tokens": 4, "cost_usd": 0.5},
+    )  # fmt: skip
+    hub.emit(
+        "agent:complete",
+        {"agent": "step-02-reviewer-1", "status": "succeeded", "input_tokens": 5, "cost_usd": 0.25},
+    )
+    hub.emit("agent:failed", {"agent": "step-03-builder", "status": "failed"})
+    hub.emit("harness:complete", {"outcome": "approved", "runID": "run-2"})
+    hub.emit("harness:complete", {"outcome": "failed", "runID": "run-3"})
+
+
+def test_plain_lines_name_each_state_change_once_with_the_usage_so_far() -> None:
+    out = io.StringIO()
+    clock = ticking()
+    hub = EventHub([StepsChannel(out, is_tty=False, clock=lambda: next(clock))])
+    drive(hub)
+    hub.close()
+    lines = out.getvalue().splitlines()
+    assert lines[:5] == [
+        "step 2: started",
+        "step 3: started",
+        "step 2: implement",
+        "step 2: implement: step-02-builder running",
+        "step 2: implement: step-02-builder succeeded (tokens 10/4 $0.5000)",
+    ]
+    assert "step 2: implement: step-02-reviewer-1 succeeded (tokens 15/4 $0.7500)" in lines
+    assert lines[-2].startswith("step 2: approved after 00:") and "tokens 15/4 $0.7500" in lines[-2]
+    assert lines[-1].startswith("step 3: failed after")
+    assert not any("prepare" in line for line in lines)
+    assert TOKEN not in out.getvalue()
+
+
+def test_the_table_on_a_terminal_shows_every_step_with_its_last_output_masked() -> None:
+    out = io.StringIO()
+    channel = StepsChannel(out, is_tty=True)
+    hub = EventHub([channel])
+    drive(hub)
+    table = channel.table()
+    assert [column.header for column in table.columns] == [
+        "step", "agent", "phase", "elapsed", "last output", "tokens/cost",
+    ]  # fmt: skip
+    assert list(table.columns[0].cells) == ["2", "3"]
+    assert list(table.columns[2].cells) == ["approved", "failed"]
+    assert list(table.columns[1].cells) == [
+        "step-02-reviewer-1", "step-03-builder",
+    ]  # fmt: skip
+    last = next(iter(table.columns[4].cells))
+    assert last.startswith("using ") and TOKEN not in last
+    hub.close()
+    drawn = out.getvalue()
+    assert "step-03-builder" in drawn and TOKEN not in drawn
+    assert "step 2: started" not in drawn  # no plain lines on a terminal
+
+
+def test_the_last_line_is_cut_without_the_word_the_cut_splits() -> None:
+    assert last_line("a\n\nlast words here\n\n") == "last words here"
+    cut = last_line("x" * 10 + " tail end", limit=12)
+    assert cut == "…tail end"
+    assert last_line("") == ""
+
+
+def test_a_run_that_stops_before_any_step_leaves_the_terminal_as_it_was() -> None:
+    out = io.StringIO()
+    hub = EventHub([StepsChannel(out, is_tty=True)])
+    hub.emit("phase:start", {"phase": "prepare"})  # not a step's
+    hub.close()
+    assert out.getvalue() == ""
