@@ -94,9 +94,16 @@ def delete_branch(root: Path, name: str) -> None:
     run_git(root, "branch", "-D", "--", name, check=False)
 
 
+# git's work-tree bookkeeping (.git/worktrees/) is read and written without a lock of git's own:
+# a `worktree add` reads every other tree's admin folder, and fails on one another thread is
+# creating. Steps that run at once (run --all --jobs N) take turns here.
+_BOOKKEEPING = threading.RLock()
+
+
 def worktrees(root: Path) -> dict[Path, str | None]:
     """Every work tree of the repository and the branch checked out in it (None: detached)."""
-    out = run_git(root, "worktree", "list", "--porcelain", "-z").stdout
+    with _BOOKKEEPING:
+        out = run_git(root, "worktree", "list", "--porcelain", "-z").stdout
     found: dict[Path, str | None] = {}
     current: Path | None = None
     for field in out.split("\0"):
@@ -120,15 +127,17 @@ def add_worktree(root: Path, path: Path, ref: str, *, detach: bool = False) -> N
     """Check out ``ref`` (a branch, or any commit with ``detach``) in a new work tree ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     args = ("--detach", str(path), ref) if detach else (str(path), ref)
-    result = run_git(root, "worktree", "add", "--quiet", *args, check=False)
+    with _BOOKKEEPING:
+        result = run_git(root, "worktree", "add", "--quiet", *args, check=False)
     if result.returncode != 0:
         raise _fail(result, f"cannot create work tree {path}")
 
 
 def remove_worktree(root: Path, path: Path) -> None:
     """Remove a tool-owned work tree (and its files), then prune its bookkeeping."""
-    run_git(root, "worktree", "remove", "--force", str(path), check=False)
-    run_git(root, "worktree", "prune", check=False)
+    with _BOOKKEEPING:
+        run_git(root, "worktree", "remove", "--force", str(path), check=False)
+        run_git(root, "worktree", "prune", check=False)
 
 
 def _message(message: str, trailers: Mapping[str, str] | None) -> str:

@@ -29,3 +29,23 @@ def test_a_clean_merge_has_no_conflicts_and_a_conflicting_one_names_each_path_on
     assert merge_conflicts(repo, ours, elsewhere) == ()
     assert merge_conflicts(repo, ours, theirs) == ("README.md", "src/a b.py")
     assert git(repo, "status", "--porcelain") == ""  # no work tree or index touched
+
+
+def test_work_trees_added_and_removed_from_many_threads_at_once_all_succeed(
+    repo: Path, tmp_path: Path
+) -> None:
+    """``git worktree add`` reads every other tree's admin folder; one being created by another
+    thread made it fail ("failed to read .git/worktrees/…/commondir") under run --jobs N."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gitflow_agents.git.worktree import add_worktree, remove_worktree, worktrees
+
+    paths = [tmp_path / "trees" / f"step-{n:02}" for n in range(12)]
+    for _ in range(2):
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            list(pool.map(lambda p: add_worktree(repo, p, "HEAD", detach=True), paths))
+        assert {path.resolve() for path in paths} <= {path.resolve() for path in worktrees(repo)}
+        assert all((path / "README.md").is_file() for path in paths)
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            list(pool.map(lambda p: remove_worktree(repo, p), paths))
+        assert not any(path.exists() for path in paths)
