@@ -92,7 +92,8 @@ class ClaudeAdapter:
             "-p",
             invocation.task,
             "--output-format",
-            "json",
+            # stream-json (usage per API call, read by agents/meter.py) when a budget applies
+            *(("stream-json", "--verbose") if invocation.stream_usage else ("json",)),
             prompt_flag,
             str(invocation.system_prompt_path),
             "--permission-mode",
@@ -106,7 +107,7 @@ class ClaudeAdapter:
         max_turns = opt_int(invocation, "max_turns")
         if max_turns is not None:
             argv += ["--max-turns", str(max_turns)]
-        budget = opt_number(invocation, "max_budget_usd")
+        budget = _least(opt_number(invocation, "max_budget_usd"), invocation.budget_usd)
         if budget is not None:
             argv += ["--max-budget-usd", f"{budget:g}"]
         if invocation.model:
@@ -158,6 +159,12 @@ class ClaudeAdapter:
             error=error,
             reply=reply,
         )
+
+
+def _least(*values: float | None) -> float | None:
+    """The smallest of the known values (Claude's own cap: the option or the budget left)."""
+    known = [value for value in values if value is not None]
+    return min(known) if known else None
 
 
 def _tool_list(invocation: Invocation, option: str) -> tuple[str, ...]:

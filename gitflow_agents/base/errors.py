@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     AGENT_FAILED = 3
     GITHUB = 4
+    BUDGET = 5  # a budget (.flow/ budget:, --budget-usd / --budget-tokens) ran out
     INTERNAL = 70  # EX_SOFTWARE: a bug in gitflow-agents (a traceback is in the crash log)
     INTERRUPTED = 130
 
@@ -92,6 +93,12 @@ class AgentError(GitflowError):
     """An agent failed, got stuck, or timed out."""
 
     exit_code = ExitCode.AGENT_FAILED
+
+
+class BudgetError(GitflowError):
+    """A budget is spent: an agent was not started, or was stopped at the limit."""
+
+    exit_code = ExitCode.BUDGET
 
 
 class GitHubError(GitflowError):

@@ -18,6 +18,7 @@ from gitflow_agents.config import ChainConfig, FlowConfig
 from gitflow_agents.findings import Severity
 from gitflow_agents.plan import Plan
 from gitflow_agents.runs import RunPaths, new_run_id, runs_root
+from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.events import EventHub
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class Context:
     # exact secret values the step's diff adds, gathered by every review round: masked in the
     # runs that follow (their worker.log, events, records) and in the step's own record
     secrets: set[str] = field(default_factory=set)
+    budget: Ledger | None = None  # the run's budgets and what its scopes spent (runs/budget.py)
     _manifest: Any = field(default=None, init=False, repr=False)
 
     @property

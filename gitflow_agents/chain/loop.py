@@ -14,9 +14,10 @@ happened. The loop ends by returning an ``Ending`` or raising; the run record is
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
-from gitflow_agents.base.errors import ExitCode, GitError
+from gitflow_agents.base.errors import BudgetError, ExitCode, GitError
 from gitflow_agents.chain.agents import AgentFailed, AgentRun, Job, agent_id_for, run_agent
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate, moved_on
@@ -63,14 +64,20 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
         return rec.result()
     refuse_foreign_checkout(ctx, branch_name(ctx.settings, ctx.plan.name, step))  # touch nothing
     lock_file = lock.step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
-    with lock.hold(lock_file, rec.run_id):
+    with lock.hold(lock_file, rec.run_id), _step_budget(ctx):
         try:
             ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
             rec.finish(*_loop(ctx, rec, step, lander))
         except AgentFailed as exc:
             rec.agents.extend(exc.run.attempts())
             rec.failed_what = exc.run.kind
-            rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
+            if exc.run.status == "budget":  # stopped at a limit; its work is on the branch
+                rec.finish("budget", int(ExitCode.BUDGET), exc.run.reason)
+            else:
+                rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
+        except BudgetError as exc:  # a spent budget: the next agent was not started
+            rec.failed_what = "budget"
+            rec.finish("budget", int(ExitCode.BUDGET), str(exc))
         except GitError as exc:  # the merge (conflict, target moved, dirty checkout)
             rec.finish("failed", int(exc.exit_code), str(exc))
         except KeyboardInterrupt:
@@ -119,11 +126,12 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
         )
         rec.ws = ws
         final = iteration == settings.max_iterations
-        review = rec.add_round(
-            review_round(
-                ctx, ws, iteration=iteration, step=step, after=after_ids, head=head, final=final
+        with _review_budget(ctx):
+            review = rec.add_round(
+                review_round(
+                    ctx, ws, iteration=iteration, step=step, after=after_ids, head=head, final=final
+                )
             )
-        )
         record_note(ctx, ws, review)
         if review.gate.approved and moved_on(ctx, head) is None:
             lander.approved(ctx, rec, ws, step, review)
@@ -155,6 +163,16 @@ def _loop(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Ending:
     if ending.outcome == "rejected":
         lander.rejected(ctx, rec, ws, step, rec.rounds[-1])
     return ending
+
+
+def _step_budget(ctx: Context) -> contextlib.AbstractContextManager[None]:
+    """The step run's budget scope, open while the step runs (none without a ledger)."""
+    return ctx.budget.scope("step") if ctx.budget is not None else contextlib.nullcontext()
+
+
+def _review_budget(ctx: Context) -> contextlib.AbstractContextManager[None]:
+    """A review round's budget scope (the ``review`` entry of ``budget:``)."""
+    return ctx.budget.scope("review") if ctx.budget is not None else contextlib.nullcontext()
 
 
 def _nothing(rec: StepRecord, run: AgentRun) -> Ending:

@@ -24,6 +24,7 @@ from gitflow_agents.base.errors import ExitCode, UsageError
 if TYPE_CHECKING:
     from gitflow_agents.chain import ChainResult, ChainSettings, Context
     from gitflow_agents.config import FlowConfig
+    from gitflow_agents.config.budget import Scope
     from gitflow_agents.plan import Plan
 
 
@@ -105,8 +106,13 @@ def run(args: argparse.Namespace) -> int:
         with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
             wave = None if args.all else steps
             return run_steps(ctx, wave, options, lambda r: report(r, as_json=args.json))
-    with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+    assert ctx.budget is not None
+    with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
         for number in steps:
+            spent = ctx.budget.over()  # the plan's budget, spent by the steps before
+            if spent is not None:
+                print(f"step {number} not started: {spent}")
+                return int(ExitCode.BUDGET)
             plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)  # statuses change
             result = run_step(replace(ctx, plan=plan), number)
             report(result, as_json=args.json)
@@ -176,11 +182,14 @@ def open_context(
     plan_path: Path | None,
     flow: str | None = None,
     check_agents: bool = True,
+    budget_scope: Scope = "step",
 ) -> Context:
-    """Project root, config, plan, settings and the event hub (events.jsonl per agent run;
-    live console lines on stderr unless --quiet)."""
+    """Project root, config, plan, settings, the event hub (events.jsonl per agent run;
+    live console lines on stderr unless --quiet) and the budgets (the options set
+    ``budget_scope``: ``run``'s a step run, ``flow``'s each agent run)."""
     from gitflow_agents.agent_run.launch import event_hub
     from gitflow_agents.chain import Context
+    from gitflow_agents.commands.budget import ledger_from
     from gitflow_agents.config import load_flow_config
     from gitflow_agents.git import queries as git
     from gitflow_agents.plan import parse_plan
@@ -193,7 +202,9 @@ def open_context(
         for name in (settings.implementer, *settings.reviewers, settings.fixer):
             config.agent(name)  # ConfigError naming the known agents, before anything runs
     name = flow or (plan.name if plan is not None else "flow")
-    return Context(root, config, plan, name, settings, event_hub(None, quiet=args.quiet))
+    ledger = ledger_from(args, config, budget_scope)
+    hub = event_hub(None, quiet=args.quiet)
+    return Context(root, config, plan, name, settings, hub, budget=ledger)
 
 
 def report(result: ChainResult, *, as_json: bool) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-ProcessStatus = Literal["succeeded", "failed", "stuck", "timeout", "canceled", "crashed"]
+ProcessStatus = Literal["succeeded", "failed", "stuck", "timeout", "canceled", "crashed", "budget"]
 PROCESS_STATUSES: tuple[ProcessStatus, ...] = (
     "succeeded",
     "failed",
@@ -30,6 +30,7 @@ PROCESS_STATUSES: tuple[ProcessStatus, ...] = (
     "timeout",
     "canceled",
     "crashed",
+    "budget",  # stopped at the limit of a budget (runs/budget.py)
 )
 
 LiveState = Literal["queued", "running", "killing"]
@@ -45,7 +46,8 @@ CARD_STATUSES: tuple[CardStatus, ...] = ("queued", "running", *RESULT_STATUSES)
 HistoryEvent = Literal["queued", "started", "succeeded", "failed", "canceled"]
 
 # "empty": the implementer or a fixer changed nothing, so there was nothing (new) to review
-StepOutcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty"]
+# "budget": a budget ran out (an agent stopped at its limit, or not started)
+StepOutcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty", "budget"]
 
 RESULT_OF_PROCESS: Mapping[str, ResultStatus] = {  # keys: every ProcessStatus
     "succeeded": "succeeded",
@@ -54,8 +56,10 @@ RESULT_OF_PROCESS: Mapping[str, ResultStatus] = {  # keys: every ProcessStatus
     "timeout": "failed",
     "canceled": "canceled",
     "crashed": "failed",
+    "budget": "failed",
 }
-"""A process status as result.json says it: stuck, timed out and crashed runs failed."""
+"""A process status as result.json says it: stuck, timed out, crashed and budget-stopped runs
+failed."""
 
 RESULT_OF_STEP: Mapping[str, ResultStatus] = {  # keys: every StepOutcome
     "approved": "succeeded",
@@ -64,6 +68,7 @@ RESULT_OF_STEP: Mapping[str, ResultStatus] = {  # keys: every StepOutcome
     "failed": "failed",
     "canceled": "canceled",
     "empty": "failed",
+    "budget": "failed",
 }
 """A step's ending as its result.json ``status`` and history line say it."""
 
