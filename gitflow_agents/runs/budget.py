@@ -66,7 +66,11 @@ def message(scope: Scope, spend: Spend, cap: Cap) -> str:
     cost = spend.cost_usd
     cost_text = "unknown" if cost is None else f"${cost:.3f}" + (" est." * spend.cost_estimated)
     if _usd_hit(cap, spend) or cap.tokens is None:
+        if cap.usd == 0:
+            return f"budget: {scope} is $0 (nothing may be spent)"
         return f"budget: {scope} spent {cost_text} of ${cap.usd:g} (tokens {tokens_text})"
+    if cap.tokens == 0:
+        return f"budget: {scope} is 0 tokens (nothing may be used)"
     return f"budget: {scope} spent {tokens_text} tokens of {cap.tokens:,} (cost {cost_text})"
 
 
