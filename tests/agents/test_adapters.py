@@ -151,9 +151,11 @@ def _literal_name_lists(source: str, names: set[str]) -> list[int]:
 
 
 def test_the_registry_is_the_only_list_of_adapter_names() -> None:
-    """Nothing else lists the adapters. The one table keyed by them is optional per-CLI data:
-    the reply wording, where a CLI without an entry gets the generic text."""
+    """Nothing else lists the adapters. The tables keyed by them are optional per-CLI data:
+    the reply wording, where a CLI without an entry gets the generic text, and the usage
+    meters of the CLIs that stream their usage (a CLI without one is not metered mid-run)."""
     from gitflow_agents.agents import adapter_names
+    from gitflow_agents.agents.meter import METERS
     from gitflow_agents.findings.reply import CLI_CUSTOMIZATIONS
     from tests.conftest import ROOT
 
@@ -166,8 +168,9 @@ def test_the_registry_is_the_only_list_of_adapter_names() -> None:
         for path in package.rglob("*.py")
         if path != registry and (lines := _literal_name_lists(path.read_text(), names))
     }
-    assert set(lists) <= {"gitflow_agents/findings/reply.py"}, lists
+    assert set(lists) <= {"gitflow_agents/findings/reply.py", "gitflow_agents/agents/meter.py"}
     assert set(CLI_CUSTOMIZATIONS) <= set(ADAPTERS)
+    assert set(METERS) <= set(ADAPTERS)
     for path in package.rglob("*.json"):  # no hand-written schema with its own enum
         text = path.read_text()
         assert sum(f'"{name}"' in text for name in names) < 3, path
