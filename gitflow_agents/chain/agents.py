@@ -158,8 +158,8 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
         if reused is not None:
             done[index] = reused
     to_run = [job.agent for index, job in enumerate(jobs) if index not in done]
-    if to_run and ctx.budget is not None:
-        ctx.budget.refuse()  # a spent scope starts no agent (BudgetError)
+    if ctx.budget is not None and any(not is_builtin(ctx, agent) for agent in to_run):
+        ctx.budget.refuse()  # a spent scope starts no agent (BudgetError); builtin costs nothing
     check_agents(ctx.config, to_run, cwd=ws.worktree, env=ctx.env)
     attempts: list[tuple[int, _Attempt]] = []
     try:

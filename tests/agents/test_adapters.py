@@ -210,6 +210,42 @@ def test_claude_launch(tmp_path: Path) -> None:
     assert_scrubbed(spec.env, "ANTHROPIC_API_KEY")
 
 
+@pytest.mark.parametrize(
+    ("option", "left", "expected"),
+    [
+        (None, None, None),
+        (0.5, None, "0.5"),
+        (None, 0.2, "0.2"),
+        (0.5, 0.2, "0.2"),
+        (0.1, 0.2, "0.1"),
+    ],
+)
+def test_claude_gets_the_budget_left_as_its_own_flag(
+    tmp_path: Path, option: float | None, left: float | None, expected: str | None
+) -> None:
+    """``max_budget_usd`` keeps working; a budget's USD left caps it further, never raises it."""
+    options = {"max_budget_usd": option} if option is not None else {}
+    inv = make_invocation(tmp_path, options=options, budget_usd=left)
+    argv = get_adapter("claude").launch(inv).argv
+    given = argv[argv.index("--max-budget-usd") + 1] if "--max-budget-usd" in argv else None
+    assert given == expected
+
+
+def test_claude_streams_its_usage_when_a_budget_watches_it(tmp_path: Path) -> None:
+    argv = get_adapter("claude").launch(make_invocation(tmp_path, stream_usage=True)).argv
+    assert argv[3:6] == ("--output-format", "stream-json", "--verbose")
+    stream = "\n".join(
+        [
+            '{"type":"system","subtype":"init","session_id":"s1"}',
+            '{"type":"assistant","message":{"id":"m","usage":{"input_tokens":3}}}',
+            '{"type":"result","is_error":false,"result":"done","session_id":"s1",'
+            '"usage":{"input_tokens":7,"output_tokens":2},"total_cost_usd":0.01}',
+        ]
+    )
+    out = get_adapter("claude").parse_output(stream, "")
+    assert (out.session_id, out.input_tokens, out.cost_usd, out.reply) == ("s1", 7, 0.01, "done")
+
+
 def test_claude_replace_mode_resume_and_env_override(tmp_path: Path) -> None:
     inv = make_invocation(
         tmp_path,

@@ -1,0 +1,41 @@
+"""Usage read from a CLI's output as it streams (``agents/meter.py``)."""
+
+from __future__ import annotations
+
+from gitflow_agents.agents.meter import METERS, ClaudeStreamMeter, meter_for
+
+
+def test_claude_stream_meter_counts_each_message_once_and_takes_the_result_totals() -> None:
+    meter = ClaudeStreamMeter()
+    usage = {"input_tokens": 5, "cache_read_input_tokens": 100, "output_tokens": 1}
+    meter.feed({"type": "assistant", "message": {"id": "a", "usage": usage}})
+    usage = {**usage, "output_tokens": 7}  # the same message again, a later content block
+    meter.feed({"type": "assistant", "message": {"id": "a", "usage": usage}})
+    assert (meter.reading().input_tokens, meter.reading().output_tokens) == (105, 7)
+    meter.feed({"type": "result", "usage": {"input_tokens": 200}, "total_cost_usd": 0.5})
+    assert (meter.reading().input_tokens, meter.reading().cost_usd) == (200, 0.5)
+
+
+def test_codex_turns_are_summed_as_its_parser_sums_them() -> None:
+    meter = meter_for("codex")
+    assert meter is not None
+    usage = {"input_tokens": 100, "cached_input_tokens": 40, "output_tokens": 10}
+    meter.feed({"type": "item.completed", "item": {"type": "agent_message", "text": "hi"}})
+    meter.feed({"type": "turn.completed", "usage": usage})
+    meter.feed({"type": "turn.completed", "usage": usage})
+    reading = meter.reading()
+    assert (reading.input_tokens, reading.cached_tokens, reading.output_tokens) == (200, 80, 20)
+
+
+def test_opencode_steps_carry_tokens_and_cost() -> None:
+    meter = meter_for("opencode")
+    assert meter is not None
+    part = {"tokens": {"input": 10, "output": 5, "cache": {"read": 2}}, "cost": 0.25}
+    meter.feed({"type": "step_finish", "sessionID": "s", "part": part})
+    reading = meter.reading()
+    assert (reading.input_tokens, reading.output_tokens, reading.cost_usd) == (12, 5, 0.25)
+
+
+def test_only_clis_that_stream_usage_have_a_meter() -> None:
+    assert set(METERS) == {"claude", "command", "codex", "opencode"}
+    assert meter_for("gemini") is None and meter_for("aider") is None
