@@ -13,6 +13,7 @@ reports its usage only when it ends: a budget can refuse to start it, not stop i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -33,8 +34,22 @@ USAGE_MARK = b'"usage"'
 TOKENS_MARK = b'"tokens"'
 
 
+# Claude Code's assistant line as it prints it: type, then the message, its id first; the usage
+# object (flat, or with one level of nesting) is the message's last key before the line's end.
+_CLAUDE_ASSISTANT = re.compile(rb'\{"type":\s*"assistant",\s*"message":\s*\{"id":\s*"([^"\\]*)"')
+_MODEL = re.compile(rb'"model":\s*"([^"\\]*)"')
+_USAGE = re.compile(rb'"usage":\s*(\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})')
+_COUNT = re.compile(
+    rb'"(input_tokens|cache_creation_input_tokens|cache_read_input_tokens|output_tokens)":\s*(\d+)'
+)
+
+
 class Meter(Protocol):
-    """The usage of one run so far, from its streamed output."""
+    """The usage of one run so far, from its streamed output: ``feed_line`` takes a raw line
+    when it can read it faster than a JSON parse of the whole line (True: done), else the
+    line's JSON object goes to ``feed``."""
+
+    def feed_line(self, line: bytes) -> bool: ...
 
     def feed(self, event: Mapping[str, Any]) -> None: ...
 
@@ -48,8 +63,42 @@ class ClaudeStreamMeter:
 
     def __init__(self) -> None:
         self.messages: dict[str, tuple[int | None, int | None]] = {}
+        self.total: tuple[int | None, int | None] = (None, None)  # the messages' sum, kept up
         self.model: str | None = None
         self.result: AgentOutput | None = None
+
+    def _count(self, key: str, tokens_in: int | None, tokens_out: int | None) -> None:
+        """Message ``key``'s usage (a repeated message replaces its earlier figures)."""
+        old_in, old_out = self.messages.get(key, (None, None))
+        self.messages[key] = (tokens_in, tokens_out)
+        total_in, total_out = self.total
+        if old_in is not None and total_in is not None:
+            total_in -= old_in
+        if old_out is not None and total_out is not None:
+            total_out -= old_out
+        self.total = (add_optional(total_in, tokens_in), add_optional(total_out, tokens_out))
+
+    def feed_line(self, line: bytes) -> bool:
+        """An ``assistant`` line read without parsing its content (the bulk of the stream):
+        its id, model and usage object only. False for any other line, or one not shaped as
+        Claude Code prints it (then it is parsed whole)."""
+        head = _CLAUDE_ASSISTANT.match(line)
+        if head is None:
+            return False
+        usage_at = line.rfind(b'"usage"')
+        usage = _USAGE.match(line, usage_at) if usage_at > head.end() else None
+        if usage is None:
+            return False
+        numbers = {key: int(value) for key, value in _COUNT.findall(usage.group(1))}
+        model = _MODEL.search(line, head.end())
+        if model is not None and model.start() < usage_at:
+            self.model = model.group(1).decode("utf-8", "replace") or self.model
+        key = head.group(1).decode("utf-8", "replace") or f"#{len(self.messages)}"
+        tokens_in = None
+        for name in (b"input_tokens", b"cache_creation_input_tokens", b"cache_read_input_tokens"):
+            tokens_in = add_optional(tokens_in, numbers.get(name))
+        self._count(key, tokens_in, numbers.get(b"output_tokens"))
+        return True
 
     def feed(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
@@ -59,7 +108,7 @@ class ClaudeStreamMeter:
             if not usage:
                 return
             key = as_str(message.get("id")) or f"#{len(self.messages)}"
-            self.messages[key] = (_claude_input(usage), as_int(usage.get("output_tokens")))
+            self._count(key, _claude_input(usage), as_int(usage.get("output_tokens")))
             self.model = as_str(message.get("model")) or self.model
         elif kind == "result":
             usage = as_dict(event.get("usage"))
@@ -74,11 +123,7 @@ class ClaudeStreamMeter:
     def reading(self) -> AgentOutput:
         if self.result is not None:
             return self.result
-        tokens_in: int | None = None
-        tokens_out: int | None = None
-        for used_in, used_out in self.messages.values():
-            tokens_in = add_optional(tokens_in, used_in)
-            tokens_out = add_optional(tokens_out, used_out)
+        tokens_in, tokens_out = self.total
         return AgentOutput(input_tokens=tokens_in, output_tokens=tokens_out, model=self.model)
 
 
@@ -98,6 +143,9 @@ class EventsMeter:
         self.adapter, self.kinds = adapter, kinds
         self.lines: list[str] = []
         self.last = AgentOutput()
+
+    def feed_line(self, line: bytes) -> bool:
+        return False
 
     def feed(self, event: Mapping[str, Any]) -> None:
         if event.get("type") in self.kinds:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -27,6 +28,8 @@ from gitflow_agents.base.errors import BudgetError
 from gitflow_agents.config.budget import Budgets, Cap, Scope
 from gitflow_agents.runs.spend import Spend, total
 
+_MARKS = re.compile(re.escape(USAGE_MARK) + b"|" + re.escape(TOKENS_MARK))
+MAX_LINE = 16 * 1024 * 1024  # a longer unfinished line is dropped: no usage event is that long
 _ORDER: tuple[Scope, ...] = ("agent", "review", "step", "plan")  # the narrowest scope first
 _warned: set[str] = set()
 _P = TypeVar("_P")
@@ -180,22 +183,32 @@ class Watch:
         self._lock = threading.Lock()
 
     def feed(self, chunk: bytes) -> None:
-        """A chunk of stdout: each complete line that mentions usage goes to the meter."""
+        """A chunk of stdout: each complete line that mentions usage goes to the meter. Lines
+        are found from the marks (a C search), so the rest of the stream costs no Python work
+        per line (benchmarks/usage_overhead.py)."""
         data = self._partial + chunk
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
-        if len(self._partial) > 16 * 1024 * 1024:  # no newline in sight: not a JSON line
-            self._partial = b""
-        for line in lines:
-            if USAGE_MARK not in line and TOKENS_MARK not in line:
-                continue
-            try:
-                event = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(event, dict):
-                with self._lock:
-                    self.meter.feed(event)
+        end = data.rfind(b"\n")
+        if end < 0:
+            self._partial = data if len(data) <= MAX_LINE else b""  # no line a JSON event is
+            return
+        self._partial = data[end + 1 :]
+        at = 0
+        with self._lock:
+            while (hit := _MARKS.search(data, at, end)) is not None:
+                start = data.rfind(b"\n", 0, hit.start()) + 1
+                stop = data.find(b"\n", hit.end())
+                self._line(data[start:stop])
+                at = stop + 1
+
+    def _line(self, line: bytes) -> None:
+        if self.meter.feed_line(line):
+            return
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            return
+        if isinstance(event, dict):
+            self.meter.feed(event)
 
     def spend(self) -> Spend:
         """What the agent has spent so far, a cost estimated from the price table if need be."""

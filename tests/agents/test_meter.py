@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from gitflow_agents.agents.meter import METERS, ClaudeStreamMeter, meter_for
 
 
@@ -39,3 +41,44 @@ def test_opencode_steps_carry_tokens_and_cost() -> None:
 def test_only_clis_that_stream_usage_have_a_meter() -> None:
     assert set(METERS) == {"claude", "command", "codex", "opencode"}
     assert meter_for("gemini") is None and meter_for("aider") is None
+
+
+def test_claude_lines_read_fast_count_as_the_parsed_events_do() -> None:
+    """The raw-line path (id, model and usage only) agrees with parsing the whole event, for
+    compact and spaced JSON, a repeated message, and content that quotes a usage object."""
+    events = [
+        {"type": "system", "subtype": "init", "model": "claude-sonnet-4-5"},
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_1",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": 'see "usage": {"input_tokens": 999}'}],
+                "usage": {
+                    "input_tokens": 3,
+                    "cache_creation_input_tokens": 10,
+                    "cache_read_input_tokens": 100,
+                    "cache_creation": {"ephemeral_5m_input_tokens": 10},
+                    "output_tokens": 1,
+                },
+            },
+        },
+        {
+            "type": "assistant",
+            "message": {"id": "msg_1", "usage": {"input_tokens": 3, "output_tokens": 9}},
+        },
+        {
+            "type": "assistant",
+            "message": {"id": "msg_2", "usage": {"input_tokens": 5, "output_tokens": 2}},
+        },
+    ]
+    for separators in ((",", ":"), (", ", ": ")):
+        fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+        for event in events:
+            line = json.dumps(event, separators=separators).encode()
+            if not fast.feed_line(line):
+                fast.feed(json.loads(line))
+            parsed.feed(event)
+        assert fast.reading() == parsed.reading()
+        assert (fast.reading().input_tokens, fast.reading().output_tokens) == (8, 11)
+        assert fast.model == "claude-sonnet-4-5"
