@@ -7,7 +7,9 @@ request ready; or already done on the target, or started by another run), 1 a st
 approved (revise at the limit, missing or decorated verdict, findings at the
 threshold, an agent that changed nothing), 2 usage / config / git error (merge refused, an
 unresolved conflict with the target), 3 an agent failed / got stuck / timed out, 4 GitHub
-failed (``--pr``: a push refused, the API failing after its retries), 130 interrupted.
+failed (``--pr``: a push refused, the API failing after its retries), 5 a budget ran out (an
+agent stopped at the limit, or a step not started: docs/configuration.md, "budget"), 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -103,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
         from gitflow_agents.github.pr.step import PrOptions, run_steps
 
         options = PrOptions(args.auto_merge, bool(args.draft), bool(args.force), max_parallel)
-        with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+        assert ctx.budget is not None
+        with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
             wave = None if args.all else steps
             return run_steps(ctx, wave, options, lambda r: report(r, as_json=args.json))
     assert ctx.budget is not None
