@@ -68,6 +68,7 @@ ENV_NAMES = (
     "DISABLE_AUTOUPDATER",
     "MAX_THINKING_TOKENS",
 )
+STREAM_USAGE = ("stream-json", "--verbose", "--include-partial-messages")
 QUIET_DEFAULTS = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_AUTOUPDATER": "1",
@@ -92,8 +93,9 @@ class ClaudeAdapter:
             "-p",
             invocation.task,
             "--output-format",
-            # stream-json (usage per API call, read by agents/meter.py) when a budget applies
-            *(("stream-json", "--verbose") if invocation.stream_usage else ("json",)),
+            # stream-json with the API's own events (usage as each call streams, read by
+            # agents/meter.py) when a budget applies
+            *(STREAM_USAGE if invocation.stream_usage else ("json",)),
             prompt_flag,
             str(invocation.system_prompt_path),
             "--permission-mode",

@@ -2,8 +2,9 @@
 
 A :class:`Meter` is fed each JSON line the CLI prints on stdout and says what the run has used
 so far (an ``AgentOutput`` with the usage fields). Only CLIs that print their usage as they go
-have one (``METERS``): Claude Code with ``--output-format stream-json`` (each API call's
-``assistant`` message carries its usage; the final ``result`` the totals and the cost), Codex
+have one (``METERS``): Claude Code with ``--output-format stream-json --include-partial-messages``
+(each API call's ``message_start`` and ``message_delta`` carry its usage as the API streams it,
+its ``assistant`` messages repeat the start's; the final ``result`` has the totals and the cost), Codex
 ``exec --json`` (``turn.completed``), opencode ``run --format json`` (``step_finish``), and the
 generic ``command`` adapter when its program prints Claude-style stream-json. Every other CLI
 reports its usage only when it ends: a budget can refuse to start it, not stop it mid-run
@@ -66,10 +67,13 @@ class ClaudeStreamMeter:
         self.total: tuple[int | None, int | None] = (None, None)  # the messages' sum, kept up
         self.model: str | None = None
         self.result: AgentOutput | None = None
+        self.current: str | None = None  # the message the API is streaming now
 
     def _count(self, key: str, tokens_in: int | None, tokens_out: int | None) -> None:
-        """Message ``key``'s usage (a repeated message replaces its earlier figures)."""
+        """Message ``key``'s usage. A message's usage only grows as it streams (its start, its
+        deltas, then each content block repeating the start's figures): the largest counts."""
         old_in, old_out = self.messages.get(key, (None, None))
+        tokens_in, tokens_out = _larger(old_in, tokens_in), _larger(old_out, tokens_out)
         self.messages[key] = (tokens_in, tokens_out)
         total_in, total_out = self.total
         if old_in is not None and total_in is not None:
@@ -110,6 +114,8 @@ class ClaudeStreamMeter:
             key = as_str(message.get("id")) or f"#{len(self.messages)}"
             self._count(key, _claude_input(usage), as_int(usage.get("output_tokens")))
             self.model = as_str(message.get("model")) or self.model
+        elif kind == "stream_event":  # --include-partial-messages: the API's own stream
+            self._stream_event(as_dict(event.get("event")))
         elif kind == "result":
             usage = as_dict(event.get("usage"))
             self.result = AgentOutput(
@@ -120,11 +126,31 @@ class ClaudeStreamMeter:
                 model=self.model,
             )
 
+    def _stream_event(self, event: Mapping[str, Any]) -> None:
+        """``message_start`` (the message's id, model and input) and ``message_delta`` (its
+        output so far, as the API counts it), the figures Claude's ``assistant`` events lag."""
+        kind = event.get("type")
+        if kind == "message_start":
+            message = as_dict(event.get("message"))
+            self.current = as_str(message.get("id")) or f"#{len(self.messages)}"
+            self.model = as_str(message.get("model")) or self.model
+            usage = as_dict(message.get("usage"))
+            self._count(self.current, _claude_input(usage), as_int(usage.get("output_tokens")))
+        elif kind == "message_delta" and self.current is not None:
+            usage = as_dict(event.get("usage"))
+            self._count(self.current, _claude_input(usage), as_int(usage.get("output_tokens")))
+
     def reading(self) -> AgentOutput:
         if self.result is not None:
             return self.result
         tokens_in, tokens_out = self.total
         return AgentOutput(input_tokens=tokens_in, output_tokens=tokens_out, model=self.model)
+
+
+def _larger(old: int | None, new: int | None) -> int | None:
+    if old is None or new is None:
+        return new if old is None else old
+    return max(old, new)
 
 
 def _claude_input(usage: Mapping[str, Any]) -> int | None:

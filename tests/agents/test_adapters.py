@@ -233,7 +233,12 @@ def test_claude_gets_the_budget_left_as_its_own_flag(
 
 def test_claude_streams_its_usage_when_a_budget_watches_it(tmp_path: Path) -> None:
     argv = get_adapter("claude").launch(make_invocation(tmp_path, stream_usage=True)).argv
-    assert argv[3:6] == ("--output-format", "stream-json", "--verbose")
+    assert argv[3:7] == (
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+    )
     stream = "\n".join(
         [
             '{"type":"system","subtype":"init","session_id":"s1"}',

@@ -45,7 +45,8 @@ def test_only_clis_that_stream_usage_have_a_meter() -> None:
 
 def test_claude_lines_read_fast_count_as_the_parsed_events_do() -> None:
     """The raw-line path (id, model and usage only) agrees with parsing the whole event, for
-    compact and spaced JSON, a repeated message, and content that quotes a usage object."""
+    compact and spaced JSON, a repeated message (its usage only grows: the larger figures
+    count), and content that quotes a usage object."""
     events = [
         {"type": "system", "subtype": "init", "model": "claude-sonnet-4-5"},
         {
@@ -80,5 +81,26 @@ def test_claude_lines_read_fast_count_as_the_parsed_events_do() -> None:
                 fast.feed(json.loads(line))
             parsed.feed(event)
         assert fast.reading() == parsed.reading()
-        assert (fast.reading().input_tokens, fast.reading().output_tokens) == (8, 11)
+        assert (fast.reading().input_tokens, fast.reading().output_tokens) == (118, 11)
         assert fast.model == "claude-sonnet-4-5"
+
+
+def test_claude_partial_messages_give_the_output_as_the_api_counts_it() -> None:
+    """With --include-partial-messages the API's message_delta says the output so far; the
+    assistant event that follows repeats the start's figures and changes nothing."""
+    meter = ClaudeStreamMeter()
+    start = {
+        "id": "msg_9",
+        "model": "claude-sonnet-4-5",
+        "usage": {"input_tokens": 120, "output_tokens": 1},
+    }
+    meter.feed({"type": "stream_event", "event": {"type": "message_start", "message": start}})
+    delta = {"type": "message_delta", "delta": {}, "usage": {"output_tokens": 30}}
+    meter.feed({"type": "stream_event", "event": delta})
+    meter.feed({"type": "assistant", "message": start})
+    reading = meter.reading()
+    assert (reading.input_tokens, reading.output_tokens, reading.model) == (
+        120,
+        30,
+        "claude-sonnet-4-5",
+    )
