@@ -7,9 +7,11 @@ A fake agent streams N MB (default 200) of stream-JSON lines as Claude Code's
 carrying their ``usage`` block, tool results, and a final ``result`` line with the run's usage
 and ``total_cost_usd``. It runs under ``supervise()`` (the supervisor's whole path: reading the
 pipes, masking into ``worker.log``, the 8 MiB tail kept for the parser, the events) in one of
-three ways, ``--runs`` times each, each round starting with another of them:
+four ways, ``--runs`` times each, each round starting with another of them:
 
 - ``usage on``: the Claude adapter's own ``parse_output``, i.e. what a real run does;
+- ``budget watch``: the same, with a budget that is never reached watching the stream as it
+  arrives (``runs/budget.Watch``: every usage line parsed, the limit checked each loop turn);
 - ``usage off``: a parser that ignores the output (no usage read), the baseline;
 - ``no parser``: no parser at all, for reference.
 
@@ -38,6 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 from gitflow_agents.agents.base import AgentOutput, LaunchSpec  # noqa: E402
 from gitflow_agents.agents.claude import ClaudeAdapter  # noqa: E402
+from gitflow_agents.agents.prices import shipped_prices  # noqa: E402
+from gitflow_agents.config.budget import Budgets, Cap  # noqa: E402
+from gitflow_agents.runs.budget import Ledger  # noqa: E402
 from gitflow_agents.runs.events import EventHub  # noqa: E402
 from gitflow_agents.supervisor import Launch, Limits, ReportFiles, supervise  # noqa: E402
 from gitflow_agents.supervisor.output import CAPTURE_LIMIT  # noqa: E402
@@ -116,7 +121,9 @@ def ignore_usage(stdout: str, stderr: str) -> AgentOutput:
     return AgentOutput()
 
 
-def one_run(base: Path, stream: Path, parser: Parser | None) -> tuple[float, float, AgentOutput]:
+def one_run(
+    base: Path, stream: Path, parser: Parser | None, *, budget: bool = False
+) -> tuple[float, float, AgentOutput]:
     work = Path(tempfile.mkdtemp(dir=base))
     agent_dir = work / "agent"
     agent_dir.mkdir()
@@ -133,9 +140,16 @@ def one_run(base: Path, stream: Path, parser: Parser | None) -> tuple[float, flo
         seen.append(parser(stdout, stderr))
         return seen[-1]
 
+    ledger = Ledger(Budgets(agent=Cap(usd=1e9, tokens=10**15)), shipped_prices())
+    watch = ledger.watch("claude", None) if budget else None
     before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     outcome = supervise(
-        Launch(spec, parse_output=parse if parser is not None else None, watch=(work,)),
+        Launch(
+            spec,
+            parse_output=parse if parser is not None else None,
+            watch=(work,),
+            budget=watch,
+        ),
         ReportFiles.named(agent_dir, "report.md", ".complete.md", ".failed.md"),
         Limits(stuck_timeout=120, timeout=600, kill_grace=1.0),
         hub=EventHub(),
@@ -170,6 +184,7 @@ def main() -> int:
     args = parser.parse_args()
     variants: dict[str, Parser | None] = {
         "usage on": ClaudeAdapter().parse_output,
+        "budget watch": ClaudeAdapter().parse_output,
         "usage off": ignore_usage,
         "no parser": None,
     }
@@ -184,9 +199,10 @@ def main() -> int:
         names = list(variants)
         for round_ in range(args.runs):
             # each round starts with another variant, so no variant always runs after the same one
-            for name in names[round_ % 3 :] + names[: round_ % 3]:
+            turn = round_ % len(names)
+            for name in names[turn:] + names[:turn]:
                 parse = variants[name]
-                seconds, elapsed, read = one_run(base, stream, parse)
+                seconds, elapsed, read = one_run(base, stream, parse, budget=name == "budget watch")
                 cpu[name].append(seconds)
                 wall[name].append(elapsed)
                 if name == "usage on" and read.output_tokens is None:

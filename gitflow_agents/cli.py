@@ -254,6 +254,9 @@ def _add_spawn(sub: Registry) -> None:
     p.add_argument("--timeout", type=float, help="hard timeout in seconds (config max_wait_secs)")
     p.add_argument("--kill-grace", type=float, default=3.0, help="SIGTERM to SIGKILL, seconds")
     p.add_argument("--rerun", action="store_true", help="move an earlier report to previous/")
+    from gitflow_agents.commands.budget import add_budget_arguments
+
+    add_budget_arguments(p, "by this agent run")
     p.add_argument("--json", action="store_true", help="print result.json on stdout")
     p.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
 
@@ -351,6 +354,11 @@ def _add_run(sub: Registry) -> None:
     from gitflow_agents.commands.run import add_chain_arguments
 
     add_chain_arguments(p)
+    from gitflow_agents.commands.budget import add_budget_arguments
+
+    add_budget_arguments(
+        p, "per step run (--all: each step; the plan's limit is .flow/ budget.plan)"
+    )
 
 
 def _add_flow(sub: Registry) -> None:

@@ -98,6 +98,20 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
         "later reviews report only new ones. No note is recorded",
     )
     parser.add_argument(
+        "--budget-usd",
+        type=float,
+        metavar="X",
+        help="an agent reviewer: stop it at X USD spent by this review (overrides .flow/ "
+        "budget.review; not approved, exit 5); checked before it starts, stopped mid-run only "
+        "where its CLI prints usage as it runs (claude, codex, opencode)",
+    )
+    parser.add_argument(
+        "--budget-tokens",
+        type=int,
+        metavar="N",
+        help="an agent reviewer: stop it at N tokens (input plus output) used by this review",
+    )
+    parser.add_argument(
         "--hook",
         action="store_true",
         help="run as a pre-commit hook: PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF on pre-push, "
@@ -159,6 +173,8 @@ def plain_args(argv: Sequence[str], **more: object) -> SimpleNamespace | None:
         baseline=None,
         write_baseline=None,
         hook=values.get("hook", False),
+        budget_usd=None,
+        budget_tokens=None,
         color="auto",
         module="review",
         chdir=None,

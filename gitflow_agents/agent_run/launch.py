@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from gitflow_agents.agents import get_adapter
 from gitflow_agents.agents.base import Adapter, Invocation
 from gitflow_agents.base.fsutil import refuse_symlinks, safe_target
+from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.events import Channel, ConsoleChannel, EventHub, JsonlChannel
 from gitflow_agents.supervisor import Launch, ReportFiles
 
@@ -69,15 +70,18 @@ def prepare(
     task: str | None = None,
     env: Mapping[str, str] | None = None,
     resume_session_id: str | None = None,
+    budget: Ledger | None = None,
 ) -> Prepared:
     """The configured ``agent`` as its adapter's launch: cwd ``workdir`` (watched for activity,
     but for the run artefacts in its flow folder), reporting in ``files``, the system prompt
     already written to ``prompt_path``, ``task`` as the user message (default :data:`TASK`),
-    ``env`` (default ``os.environ``) for the adapter to draw its allow-list from."""
+    ``env`` (default ``os.environ``) for the adapter to draw its allow-list from; ``budget``:
+    the ledger whose limits the run is held to (its watch, and the CLI's own budget flag)."""
     agent_cfg = config.agent(agent)
     adapter = get_adapter(agent_cfg.adapter)
     agent_dir = files.folder
     refuse_planted(files)
+    watch = budget.watch(agent_cfg.adapter, agent_cfg.model) if budget is not None else None
     invocation = Invocation(
         agent_id=agent_id,
         agent_dir=agent_dir,
@@ -97,12 +101,15 @@ def prepare(
         env=dict(os.environ) if env is None else env,
         command=agent_cfg.command,
         resume_session_id=resume_session_id,
+        budget_usd=budget.usd_left() if budget is not None else None,
+        stream_usage=watch is not None,
     )
     launch = Launch(
         spec=adapter.launch(invocation),
         parse_output=adapter.parse_output,
         watch=(workdir,),
         ignore=(workdir / config.flow_dir.strip("/"),),
+        budget=watch,
     )
     return Prepared(adapter, launch)
 

@@ -340,12 +340,16 @@ def finish_card(card: Path, kind: str, result: Mapping[str, Any], run_id: str, l
 
 
 def exit_code(result: Mapping[str, Any]) -> ExitCode:
-    """The exit code of a command that ran one agent: 0 when it succeeded, 6 when it ended
-    rate limited (the wait ran out), else 3 (README, "Exit codes")."""
+    """The exit code of a command that ran one agent: 0 when it succeeded, 5 when a budget
+    stopped it, 6 when it ended rate limited (the wait ran out), else 3 (README, "Exit
+    codes")."""
     if result.get("status") == "succeeded":
         return ExitCode.OK
     run = result.get("run")
-    if isinstance(run, Mapping) and run.get("outcome") == "rate_limited":
+    outcome = run.get("outcome") if isinstance(run, Mapping) else None
+    if outcome == "budget":
+        return ExitCode.BUDGET
+    if outcome == "rate_limited":
         return ExitCode.RATE_LIMITED
     return ExitCode.AGENT_FAILED
 

@@ -47,8 +47,10 @@ from gitflow_agents.base.errors import UsageError
 from gitflow_agents.git import queries as git
 from gitflow_agents.prompt import agent_dir, write_system_prompt
 from gitflow_agents.runs import RunPaths, RunStatus, create_run, result_status, write_status
+from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.cards import card_lock
 from gitflow_agents.runs.events import EventHub, JsonlChannel
+from gitflow_agents.runs.spend import run_spend
 from gitflow_agents.supervisor import Limits, Outcome, ReportFiles, Status, supervise
 
 if TYPE_CHECKING:
@@ -102,6 +104,7 @@ class AgentJob:
     env: Mapping[str, str] | None = None
     secrets: frozenset[str] = frozenset()  # exact values masked in its records, log and events
     in_process: InProcess | None = None
+    budget: Ledger | None = None  # the limits it is held to (runs/budget.py); None: none
 
 
 def limits(
@@ -246,6 +249,7 @@ class AgentRunner:
             task=job.task,
             env=job.env,
             resume_session_id=job.resume.session_id if job.resume is not None else None,
+            budget=job.budget,
         )
         # The exact program the adapter will start, in its environment and work tree: a missing
         # one is one clear line (AgentNotInstalled), not a crashed run with [Errno 2].
@@ -362,6 +366,8 @@ class AgentRunner:
             review=review,
         )
         self._result = result
+        if job.budget is not None:  # every open scope counts what the run spent
+            job.budget.add(run_spend(result["run"]))
         reply = result["run"].get("reply")
         if reply is not None:
             self.emit("agent:reply", {"agent": job.agent_id, **reply})

@@ -48,6 +48,8 @@ class Invocation:
     # Continue this CLI session instead of starting a new one (session mode: send/reply).
     # Adapters whose CLI cannot resume raise UsageError.
     resume_session_id: str | None = None
+    budget_usd: float | None = None  # a budget's USD left, for a CLI's own budget flag
+    stream_usage: bool = False  # print usage as it goes, where the CLI can (agents/meter.py)
 
 
 CpuActivity = Literal["tree", "tools"]

@@ -69,6 +69,7 @@ ENV_NAMES = (
     "DISABLE_AUTOUPDATER",
     "MAX_THINKING_TOKENS",
 )
+STREAM_USAGE = ("stream-json", "--verbose", "--include-partial-messages")
 QUIET_DEFAULTS = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_AUTOUPDATER": "1",
@@ -93,7 +94,9 @@ class ClaudeAdapter:
             "-p",
             invocation.task,
             "--output-format",
-            "json",
+            # stream-json with the API's own events (usage as each call streams, read by
+            # agents/meter.py) when a budget applies
+            *(STREAM_USAGE if invocation.stream_usage else ("json",)),
             prompt_flag,
             str(invocation.system_prompt_path),
             "--permission-mode",
@@ -107,7 +110,7 @@ class ClaudeAdapter:
         max_turns = opt_int(invocation, "max_turns")
         if max_turns is not None:
             argv += ["--max-turns", str(max_turns)]
-        budget = opt_number(invocation, "max_budget_usd")
+        budget = _least(opt_number(invocation, "max_budget_usd"), invocation.budget_usd)
         if budget is not None:
             argv += ["--max-budget-usd", f"{budget:g}"]
         if invocation.model:
@@ -160,6 +163,12 @@ class ClaudeAdapter:
             reply=reply,
             rate_limit=rate_limit(error, stderr) or _api_limit(result, error),
         )
+
+
+def _least(*values: float | None) -> float | None:
+    """The smallest of the known values (Claude's own cap: the option or the budget left)."""
+    known = [value for value in values if value is not None]
+    return min(known) if known else None
 
 
 def _tool_list(invocation: Invocation, option: str) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     AGENT_FAILED = 3
     GITHUB = 4
+    BUDGET = 5  # a budget (.flow/ budget:, --budget-usd / --budget-tokens) ran out
     RATE_LIMITED = 6  # the model API refused for longer than the configured wait
     INTERNAL = 70  # EX_SOFTWARE: a bug in gitflow-agents (a traceback is in the crash log)
     INTERRUPTED = 130
@@ -100,6 +101,12 @@ class RateLimitedError(AgentError):
     configured wait (``defaults.rate_limit_wait_secs``)."""
 
     exit_code = ExitCode.RATE_LIMITED
+
+
+class BudgetError(GitflowError):
+    """A budget is spent: an agent was not started, or was stopped at the limit."""
+
+    exit_code = ExitCode.BUDGET
 
 
 class GitHubError(GitflowError):

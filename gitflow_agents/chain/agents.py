@@ -27,7 +27,7 @@ from gitflow_agents.base.errors import AgentError, ExitCode
 from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.chain.builtin import BUILTIN_USAGE_JSON, builtin_review, is_builtin
 from gitflow_agents.chain.context import Context
-from gitflow_agents.chain.resume import completed_meta, set_aside, write_meta
+from gitflow_agents.chain.resume import TRAILER_STOPPED, completed_meta, set_aside, write_meta
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
 from gitflow_agents.findings.report import read_review
 from gitflow_agents.git import queries as git
@@ -89,12 +89,14 @@ class AgentRun:
 
 
 class AgentFailed(AgentError):
-    """An agent did not complete (failed, stuck, timed out, crashed): exit code 3; 6 when it
-    was rate limited for longer than the configured wait."""
+    """An agent did not complete (failed, stuck, timed out, crashed): exit code 3; 5 when a
+    budget stopped it; 6 when it was rate limited for longer than the configured wait."""
 
     def __init__(self, run: AgentRun) -> None:
         super().__init__(f"{run.agent_id}: {run.status}: {run.reason}")
         self.run = run
+        if run.status == "budget":
+            self.exit_code = ExitCode.BUDGET
         if run.status == "rate_limited":
             self.exit_code = ExitCode.RATE_LIMITED
 
@@ -161,6 +163,8 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
         if reused is not None:
             done[index] = reused
     to_run = [job.agent for index, job in enumerate(jobs) if index not in done]
+    if ctx.budget is not None and any(not is_builtin(ctx, agent) for agent in to_run):
+        ctx.budget.refuse()  # a spent scope starts no agent (BudgetError); builtin costs nothing
     check_agents(ctx.config, to_run, cwd=ws.worktree, env=ctx.env)
     attempts: list[tuple[int, _Attempt]] = []
     try:
@@ -322,6 +326,7 @@ class _Attempt:
                 env=ctx.env,
                 secrets=frozenset(ctx.secrets),
                 in_process=self._builtin_review if self.builtin else None,
+                budget=ctx.budget,
             ),
             hub=ctx.hub,
             paths=ctx.new_run(),
@@ -332,8 +337,9 @@ class _Attempt:
         self._runner.prepare()
 
     def finish(self, outcome: Outcome) -> None:
-        """After the agent ran: an implement / fix that succeeded is committed (with the run's
-        trailer) and its report gets the commit's statistics."""
+        """After the agent ran: an implement / fix that succeeded, or that a budget stopped
+        (its work kept, ``TRAILER_STOPPED``), is committed (with the run's trailer) and its
+        report gets the commit's statistics."""
         try:
             self._finish(outcome)
         except BaseException as exc:
@@ -343,13 +349,18 @@ class _Attempt:
     def _finish(self, outcome: Outcome) -> None:
         ctx, ws, job = self.ctx, self.ws, self.job
         self.status, self.reason = outcome.status, outcome.reason
-        if self.status != "succeeded":
+        stopped = self.status == "budget"  # its work so far is kept on the step branch
+        if self.status != "succeeded" and not stopped:
             return
         if job.kind in ("implement", "fix") and ws.branch is not None:
+            message = job.commit_message or f"{ctx.flow}: {job.agent_id}"
+            trailers = {TRAILER_RUN: self.run_id, TRAILER_AGENT: job.agent_id}
+            if stopped:
+                message, trailers[TRAILER_STOPPED] = f"{message} (stopped: budget)", "budget"
             committed = git.commit_all(
                 ws.worktree,
-                job.commit_message or f"{ctx.flow}: {job.agent_id}",
-                trailers={TRAILER_RUN: self.run_id, TRAILER_AGENT: job.agent_id},
+                message,
+                trailers=trailers,
                 exclude=ctx.exclude,
                 identity=ctx.commit_identity,
             )
@@ -366,6 +377,8 @@ class _Attempt:
                     ws.worktree, job.start_sha, self.end_sha, exclude=ctx.exclude
                 )
                 stats.fill_report_file(self.success, self.own)
+        if stopped:  # not completed: nothing to reuse (its commit's trailer marks the work)
+            return
         write_meta(
             self.folder,
             run_id=self.run_id,

@@ -18,6 +18,7 @@ from gitflow_agents.config import ChainConfig, FlowConfig
 from gitflow_agents.findings import Severity
 from gitflow_agents.plan import Plan
 from gitflow_agents.runs import RunPaths, new_run_id, runs_root
+from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.events import EventHub
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class Context:
     # held from "nothing moved since the review" to the merge: the steps of one run --all
     # --jobs N (copies of one Context share it) land one at a time, each on a reviewed tree
     landing: threading.Lock = field(default_factory=threading.Lock)
+    budget: Ledger | None = None  # the run's budgets and what its scopes spent (runs/budget.py)
     _manifest: Any = field(default=None, init=False, repr=False)
 
     @property

@@ -16,9 +16,10 @@ happened. The loop ends by returning an ``Ending`` or raising; the run record is
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
-from gitflow_agents.base.errors import ExitCode, GitError
+from gitflow_agents.base.errors import BudgetError, ExitCode, GitError
 from gitflow_agents.chain.agents import AgentFailed, AgentRun, Job, agent_id_for, run_agent
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate, moved_on
@@ -72,7 +73,7 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
         return rec.result()
     refuse_foreign_checkout(ctx, branch_name(ctx.settings, ctx.plan.name, step))  # touch nothing
     lock_file = lock.step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
-    with lock.hold(lock_file, rec.run_id):
+    with lock.hold(lock_file, rec.run_id), _step_budget(ctx):
         try:
             ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
             start = _implement(ctx, rec, step, lander)  # then the rounds, at the same depth
@@ -81,9 +82,15 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
             rec.agents.extend(exc.run.attempts())
             if exc.run.status == "canceled" and ctx.cancel.is_set():  # Ctrl-C in another thread
                 rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
+            elif exc.run.status == "budget":  # stopped at a limit; its work is on the branch
+                rec.failed_what = exc.run.kind
+                rec.finish("budget", int(ExitCode.BUDGET), exc.run.reason)
             else:
                 rec.failed_what = exc.run.kind
                 rec.finish("failed", int(exc.exit_code), str(exc))  # 3, or 6: rate limited
+        except BudgetError as exc:  # a spent budget: the next agent was not started
+            rec.failed_what = "budget"
+            rec.finish("budget", int(ExitCode.BUDGET), str(exc))
         except SetupFailed as exc:  # chain.setup failed in the step's work tree
             rec.setup, rec.failed_what = exc.entry, "setup"
             rec.finish("failed", int(exc.exit_code), str(exc))
@@ -167,11 +174,12 @@ def _rounds(ctx: Context, rec: StepRecord, lander: Lander, start: Start) -> Endi
         )
         rec.ws = ws
         final = counted + 1 == settings.max_iterations
-        review = rec.add_round(
-            review_round(
-                ctx, ws, iteration=iteration, step=step, after=after_ids, head=head, final=final
+        with _review_budget(ctx):
+            review = rec.add_round(
+                review_round(
+                    ctx, ws, iteration=iteration, step=step, after=after_ids, head=head, final=final
+                )
             )
-        )
         record_note(ctx, ws, review)
         if review.gate.approved:
             if _land_unless_moved(ctx, rec, ws, step, review, lander):
@@ -224,6 +232,16 @@ def _fix_job(
         after=tuple(run.agent_id for run in review.agents),
         commit_message=f"{title} (fix {iteration})",
     )
+
+
+def _step_budget(ctx: Context) -> contextlib.AbstractContextManager[None]:
+    """The step run's budget scope, open while the step runs (none without a ledger)."""
+    return ctx.budget.scope("step") if ctx.budget is not None else contextlib.nullcontext()
+
+
+def _review_budget(ctx: Context) -> contextlib.AbstractContextManager[None]:
+    """A review round's budget scope (the ``review`` entry of ``budget:``)."""
+    return ctx.budget.scope("review") if ctx.budget is not None else contextlib.nullcontext()
 
 
 def _nothing(rec: StepRecord, run: AgentRun) -> Ending:

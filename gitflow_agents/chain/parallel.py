@@ -41,14 +41,17 @@ WORST_FIRST: tuple[int, ...] = (
     ExitCode.INTERRUPTED,
     ExitCode.INTERNAL,
     ExitCode.USAGE,
+    ExitCode.BUDGET,
     ExitCode.GITHUB,
+    ExitCode.RATE_LIMITED,
     ExitCode.AGENT_FAILED,
     ExitCode.REVISE,
     ExitCode.OK,
 )
 """The exit codes from worst to best: an interrupted run, a bug, what needs a person (a refused
-merge, an unresolved conflict, a usage or config error), then GitHub, an agent that failed, a
-step that was not approved, and success (docs/chains.md, "Several steps at once")."""
+merge, an unresolved conflict, a usage or config error; a spent budget), then GitHub, a model
+API that kept refusing, an agent that failed, a step that was not approved, and success
+(docs/chains.md, "Several steps at once")."""
 
 _POLL = 0.2  # seconds: the main thread wakes this often, so Ctrl-C is seen at once
 
@@ -131,6 +134,12 @@ def run_parallel(
         try:
             if decide and not stopped and not interrupted:
                 decide = False
+                spent = ctx.budget.over() if ctx.budget is not None else None
+                if spent is not None and pending:  # the plan's budget: no further step starts
+                    say(f"no further step starts: {spent}")
+                    codes.append(int(ExitCode.BUDGET))
+                    stopped = True
+                    continue
                 try:
                     fresh = replace(ctx, plan=parse_plan(plan_path, ctx.config.spec_plan))
                     start, waits = next_steps(fresh, pending, list(running), jobs)
@@ -189,7 +198,8 @@ def _drop_silent(
 def _start(ctx: Context, step: int, ended: queue.Queue[_Ended]) -> threading.Thread:
     """``run_step`` of ``step`` in a thread, on a Context of its own (fresh notices and
     secrets; the hub, cancel flag and landing lock shared)."""
-    own = replace(ctx, notices=[], secrets=set(), protected=set(), chain_run=None)
+    budget = ctx.budget.fork() if ctx.budget is not None else None  # its own step scope
+    own = replace(ctx, notices=[], secrets=set(), protected=set(), chain_run=None, budget=budget)
 
     def work() -> None:
         try:

@@ -25,6 +25,8 @@ from gitflow_agents.runs import read_json
 from gitflow_agents.runs.fields import text
 
 META_FILE = "chain.json"
+# on the commit of an agent's work when a budget stopped it: a re-run continues from it
+TRAILER_STOPPED = "Gitflow-Agents-Stopped"
 
 
 class AgentMeta(NamedTuple):
@@ -43,6 +45,15 @@ class AgentMeta(NamedTuple):
             "startSha": self.start_sha,
             "endSha": self.end_sha,
         }
+
+
+def _stopped_at(ctx: Context, tip: str) -> bool:
+    """Whether the step branch ends in the work of an agent a budget stopped (its commit's
+    trailer), not yet on the target."""
+    if git.commit_trailers(ctx.root, tip).get(TRAILER_STOPPED) != "budget":
+        return False
+    target = target_tip(ctx, fetch=False)
+    return target is None or not git.is_ancestor(ctx.root, tip, target)
 
 
 def read_meta(folder: Path) -> AgentMeta | None:
@@ -95,7 +106,8 @@ def implement_start(
     ctx: Context, ws: Workspace, agent: str, agent_id: str, *, on_branch: bool = False
 ) -> str:
     """The commit the implementer starts from: the step's base (with ``on_branch``:
-    the step branch's tip, a branch continued from the remote), or, when the step branch still
+    the step branch's tip, a branch continued from the remote), the branch's tip when it ends
+    in the work of an agent a budget stopped (``TRAILER_STOPPED``), or, when the step branch still
     holds the commit of an implementer that completed earlier (and has not landed on the
     target), the commit that one started from, so it is reused even after the target was
     merged into the branch (which moves the branch's merge-base with the target)."""
@@ -104,6 +116,8 @@ def implement_start(
     meta = read_meta(folder)
     tip = git.branch_sha(ctx.root, ws.branch)
     fresh = tip if on_branch and tip is not None else ws.base_sha
+    if tip is not None and _stopped_at(ctx, tip):
+        return tip  # the work a budget stopped is kept: the re-run continues it
     if meta is None or not success.exists():
         return fresh
     start, end = meta.start_sha, meta.end_sha

@@ -39,7 +39,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"flow {args.flow_kind}: --step needs --plan")
     if args.flow_kind == "review":
         _review_agents(args)
-    ctx = open_context(args, plan_path=plan, flow=args.flow_name, check_agents=False)
+    ctx = open_context(
+        args, plan_path=plan, flow=args.flow_name, check_agents=False, budget_scope="agent"
+    )
     if ctx.plan is not None:
         ctx.plan.step(args.step)
     after = tuple(a.strip() for a in (args.after or "").split(",") if a.strip())
@@ -172,7 +174,7 @@ def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
         head = args.branch or "HEAD"
         base = git.merge_base(ctx.root, ctx.target, git.rev_parse(ctx.root, head))
     focus = tuple(p.strip() for p in (args.focus_paths or "").split(",") if p.strip())
-    with chain.scratch_workspace(ctx, head, base) as ws:
+    with chain.scratch_workspace(ctx, head, base) as ws, ctx.budget.scope("review"):
         review = chain.review_round(
             ctx,
             ws,
@@ -234,3 +236,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--range", help="review: commit range BASE..HEAD")
     p.add_argument("--focus-paths", help="review: only findings under these paths count")
     add_chain_arguments(p)
+    from gitflow_agents.commands.budget import add_budget_arguments
+
+    add_budget_arguments(p, "by each agent run")

@@ -77,6 +77,7 @@ def _run(args: Args) -> int:
             threshold=threshold,
             max_file_size=args.max_file_size,
             acceptance=accepting,
+            budget=(args.budget_usd, args.budget_tokens),
         )
 
     review, result = review_with(acceptance)

@@ -8,8 +8,10 @@ approved (revise at the limit, missing or decorated verdict, findings at the
 threshold, an agent that changed nothing), 2 usage / config / git error (merge refused, an
 unresolved conflict with the target), 3 an agent failed / got stuck / timed out, 4 GitHub
 failed (``--pr``: a push refused, the API failing after its retries, GitHub unusable before the
-claim, auto-merge refused), 130 interrupted. With ``--all --jobs N`` several steps run at once
-(``chain/parallel.py``) and the exit code is the worst of theirs: 130 > 70 > 2 > 4 > 3 > 1 > 0.
+claim, auto-merge refused), 5 a budget ran out (an agent stopped at the limit, or a step not
+started: docs/configuration.md, "budget"), 130 interrupted. With ``--all --jobs N`` several
+steps run at once (``chain/parallel.py``) and the exit code is the worst of theirs:
+130 > 70 > 2 > 5 > 4 > 6 > 3 > 1 > 0.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from gitflow_agents.base.errors import ExitCode, UsageError
 if TYPE_CHECKING:
     from gitflow_agents.chain import ChainResult, ChainSettings, Context
     from gitflow_agents.config import FlowConfig
+    from gitflow_agents.config.budget import Scope
     from gitflow_agents.plan import Plan
     from gitflow_agents.runs.events import EventHub
 
@@ -107,17 +110,23 @@ def run(args: argparse.Namespace) -> int:
         from gitflow_agents.github.pr.step import PrOptions, run_steps
 
         options = PrOptions(args.auto_merge, bool(args.draft), bool(args.force), max_parallel)
-        with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+        assert ctx.budget is not None
+        with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
             wave = None if args.all else steps
             return run_steps(ctx, wave, options, lambda r: report(r, as_json=args.json))
     jobs = jobs_of(args, ctx.config)
+    assert ctx.budget is not None
     if jobs > 1:  # several steps at once, each in its own work tree (chain/parallel.py)
         from gitflow_agents.chain.parallel import run_parallel
 
-        with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+        with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
             return run_parallel(ctx, steps, jobs, lambda r: report(r, as_json=args.json))
-    with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+    with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
         for number in steps:
+            spent = ctx.budget.over()  # the plan's budget, spent by the steps before
+            if spent is not None:
+                print(f"step {number} not started: {spent}")
+                return int(ExitCode.BUDGET)
             plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)  # statuses change
             result = run_step(replace(ctx, plan=plan), number)
             report(result, as_json=args.json)
@@ -221,10 +230,13 @@ def open_context(
     plan_path: Path | None,
     flow: str | None = None,
     check_agents: bool = True,
+    budget_scope: Scope = "step",
 ) -> Context:
-    """Project root, config, plan, settings and the event hub (events.jsonl per agent run;
-    live console lines on stderr unless --quiet)."""
+    """Project root, config, plan, settings, the event hub (events.jsonl per agent run;
+    live console lines on stderr unless --quiet) and the budgets (the options set
+    ``budget_scope``: ``run``'s a step run, ``flow``'s each agent run)."""
     from gitflow_agents.chain import Context
+    from gitflow_agents.commands.budget import ledger_from
     from gitflow_agents.config import load_flow_config
     from gitflow_agents.git import queries as git
     from gitflow_agents.plan import parse_plan
@@ -237,7 +249,8 @@ def open_context(
         for name in (settings.implementer, *settings.reviewers, settings.fixer):
             config.agent(name)  # ConfigError naming the known agents, before anything runs
     name = flow or (plan.name if plan is not None else "flow")
-    ctx = Context(root, config, plan, name, settings, _hub(args, config))
+    ledger = ledger_from(args, config, budget_scope)
+    ctx = Context(root, config, plan, name, settings, _hub(args, config), budget=ledger)
     ctx.commit_identity = git.commit_identity(root, git.LOCAL_NAME, git.LOCAL_EMAIL)
     return ctx
 

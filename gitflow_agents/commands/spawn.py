@@ -1,7 +1,8 @@
 """``gitflow-agents spawn``: run one agent on a plan step, supervised, and record the run.
 
 Exit 0 when the agent succeeded (renamed its report to ``report.complete.md``), 3 when it failed,
-got stuck, timed out, crashed or was canceled, 6 when its model API refused it for longer
+got stuck, timed out, crashed or was canceled, 5 when its budget stopped it (``--budget-usd``,
+``--budget-tokens``, ``.flow/`` ``budget.agent``), 6 when its model API refused it for longer
 than ``defaults.rate_limit_wait_secs``, 130 on Ctrl-C / SIGTERM (the agent's whole
 process tree is killed first). ``result.json`` is written in every case (``agent_run.run.execute``).
 """
@@ -16,6 +17,7 @@ def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.launch import report_files
     from gitflow_agents.agent_run.record import exit_code, print_result
     from gitflow_agents.agent_run.run import AgentJob, clear_previous, execute, limits
+    from gitflow_agents.commands.budget import ledger_from
     from gitflow_agents.prompt import (
         agent_dir,
         assemble_prompt,
@@ -33,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
     kind = args.kind or _default_kind(agent_cfg.type, args.agent)
     files = report_files(config, args.agent, agent_dir(root, config.flow_dir, flow_name, agent_id))
     clear_previous(files, rerun=args.rerun)
+    budget = ledger_from(args, config, "agent")
+    budget.refuse()  # a limit of 0: nothing may be spent
     job = AgentJob(
         root=root,
         config=config,
@@ -52,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         queued_line=lambda run_id: _queued_line(kind, run_id, args, root),
         quiet=args.quiet,
         step=args.step,
+        budget=budget,
     )
     result = execute(job)
     print_result(result, as_json=args.json, root=root)

@@ -21,6 +21,7 @@ from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.base.units import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
+from gitflow_agents.config.budget import build_budgets
 from gitflow_agents.config.files import Layout, normalise
 from gitflow_agents.config.review import build_review
 from gitflow_agents.config.values import (
@@ -112,6 +113,7 @@ def build(
         chain=_build_chain(_section(values, "chain"), agents),
         review=build_review(values.get("review")),
         prices=build_prices(_section(values, "prices")),
+        budget=build_budgets(unwrap(values["budget"]) if "budget" in values else None),
     )
 
 

@@ -239,6 +239,31 @@ PRICES = MapOf(
         },
     ),
 )
+_BUDGET_ENTRY = (
+    ("agent", "One agent run (each attempt of each agent)."),
+    ("step", "One step run of `run` (every agent of the step, in every round)."),
+    ("plan", "One `run --all` (or `run --step`) over a plan: no new step starts once it is spent."),
+    ("review", "One review: `git agent-review --agent`, `flow review`, or a review round."),
+)
+BUDGET = Obj(
+    doc="Spending limits, in USD and/or tokens (input plus output), per scope. An agent is not "
+    "started when a scope it runs in is spent, and is stopped at the limit while it streams its "
+    "usage. Options --budget-usd / --budget-tokens override one scope. See docs/configuration.md.",
+    fields={
+        scope: Obj(
+            doc=doc,
+            fields={
+                "usd": Num(doc="USD this scope may spend (0: nothing, no agent starts)."),
+                "tokens": Int(
+                    minimum=0,
+                    what="a whole number of tokens",
+                    doc="Tokens (input plus output) this scope may use.",
+                ),
+            },
+        )
+        for scope, doc in _BUDGET_ENTRY
+    },
+)
 TOP = Obj(
     doc="One layer of the flow configuration: .flow/base.yaml, .flow/<flow-type>/base.yaml or "
     ".flow/<flow-type>/<variant>.yaml. Layers merge: scalars are replaced, mappings merge, lists "
@@ -332,5 +357,6 @@ TOP = Obj(
         "chain": CHAIN,
         "review": REVIEW,
         "prices": PRICES,
+        "budget": BUDGET,
     },
 )

@@ -13,6 +13,7 @@ from typing import Any
 
 from gitflow_agents.agents.prices import Price, shipped_prices
 from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.config.budget import Budgets
 from gitflow_agents.config.spec import NAME_PATTERN as NAME_PATTERN
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.plan import SpecPlanConfig
@@ -194,6 +195,7 @@ class FlowConfig:
     review: ReviewSettings = field(default_factory=ReviewSettings)
     # model -> Price: the shipped table with the project's `prices:` over it
     prices: Mapping[str, Price] = field(default_factory=shipped_prices)
+    budget: Budgets = field(default_factory=Budgets)  # the `budget:` section
 
     def agent(self, name: str) -> AgentConfig:
         """The agent configured as ``name``; ConfigError listing the known agents otherwise."""

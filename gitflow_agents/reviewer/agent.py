@@ -4,7 +4,8 @@ The agent gets the assembled system prompt and a review task naming the exact di
 the report contract (fenced JSON findings, the exact ``REVIEW_RESULT:`` line). It runs like every
 agent run (``agent_run.run.execute``: supervised, with the same run records, result.json of the review
 shape included); its completed report goes through the same parse → gate path as ``builtin``.
-An agent that fails, gets stuck or times out is an AgentError (exit 3), never a verdict.
+An agent that fails, gets stuck or times out is an AgentError (exit 3), never a verdict; one a
+budget stopped (or did not start) is a BudgetError (exit 5): not approved either.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from gitflow_agents.agent_run.launch import report_files
 from gitflow_agents.agent_run.record import USAGE_KEYS
 from gitflow_agents.agent_run.run import AgentJob, execute, limits
 from gitflow_agents.assets import load_manifest
-from gitflow_agents.base.errors import AgentError, RateLimitedError
+from gitflow_agents.base.errors import AgentError, BudgetError, RateLimitedError
 from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.config import find_project_root, load_flow_config
 from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt
+from gitflow_agents.runs.budget import Ledger
 
 if TYPE_CHECKING:
     from gitflow_agents.supervisor import ReportFiles
@@ -58,16 +60,19 @@ def run_agent_review(
     quiet: bool = False,
     config_root: Path | None = None,
     secrets: Iterable[str] = (),
+    budget: tuple[float | None, int | None] = (None, None),
 ) -> tuple[str, dict[str, Any]]:
     """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes); its
     completed report's text. ConfigError for an unknown agent; AgentError when it does not
     complete. ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (the action
     passes the pull request's base commit: a pull request cannot change its own review). The
-    agent works in ``root``, where its run records go, ``secrets`` (the diff's) masked."""
+    agent works in ``root``, where its run records go, ``secrets`` (the diff's) masked;
+    ``budget``: the review's USD and token options over ``.flow/`` ``budget.review``."""
     project = find_project_root(root)
     settings = config_root if config_root is not None else project
     config = load_flow_config(settings)
     config.agent(name)  # ConfigError naming the known agents
+    ledger = Ledger(config.budget.with_option("review", *budget), config.prices)
     flow_name, agent_id = "review", f"review-{name}"
     a_dir = agent_dir(project, config.flow_dir, flow_name, agent_id)
     files = report_files(config, name, a_dir)
@@ -87,29 +92,36 @@ def run_agent_review(
     )
     report, success, failure = files
     prompt_path = a_dir / "system_prompt.md"  # where the run writes it
-    result = execute(
-        AgentJob(
-            root=project,
-            config=config,
-            agent=name,
-            agent_id=agent_id,
-            flow_name=flow_name,
-            kind="review",
-            secrets=frozenset(secrets),
-            prompt_text=prompt.text,
-            prompt_segments=len(prompt.segments),
-            task=(
-                f"Follow the instructions in your system prompt ({prompt_path}). "
-                f"Write your review to {report}; when done rename it to {success.name}, "
-                f"or to {failure.name} if you could not review."
-            ),
-            limits=limits(config),
-            quiet=quiet,
-            tty=False,
+    with ledger.scope("review"):
+        ledger.refuse()  # a limit of 0 starts no reviewer
+        result = execute(
+            AgentJob(
+                root=project,
+                config=config,
+                agent=name,
+                agent_id=agent_id,
+                flow_name=flow_name,
+                kind="review",
+                secrets=frozenset(secrets),
+                prompt_text=prompt.text,
+                prompt_segments=len(prompt.segments),
+                task=(
+                    f"Follow the instructions in your system prompt ({prompt_path}). "
+                    f"Write your review to {report}; when done rename it to {success.name}, "
+                    f"or to {failure.name} if you could not review."
+                ),
+                limits=limits(config),
+                quiet=quiet,
+                tty=False,
+                budget=ledger,
+            )
         )
-    )
     run = result["run"]
     logs = os.path.relpath(run["logDirectory"], Path.cwd())
+    if run.get("outcome") == "budget":  # not approved: no review came back
+        raise BudgetError(
+            f"agent {name} did not complete the review: {run['reason']} (logs: {logs})"
+        )
     if result["status"] != "succeeded" or not success.exists():
         # the reason may quote the agent's output: it reaches the terminal, outputs, status
         failed = RateLimitedError if run["outcome"] == "rate_limited" else AgentError

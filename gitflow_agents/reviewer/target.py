@@ -201,15 +201,23 @@ def agent_report(
     *,
     config_root: Path | None = None,
     secrets: Iterable[str] = (),
+    budget: tuple[float | None, int | None] = (None, None),
 ) -> tuple[str, dict[str, Any]]:
     """Run the configured agent ``name`` as the reviewer (supervised); its completed report and
     the usage its run record holds.
     ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (default: ``root``);
-    ``secrets``: exact values masked in the run's records."""
+    ``secrets``: exact values masked in the run's records; ``budget``: the review's
+    ``--budget-usd`` and ``--budget-tokens`` (None: ``.flow/`` ``budget.review``)."""
     from gitflow_agents.reviewer.agent import run_agent_review  # noqa: PLC0415 — agent_run/, prompt/, config/ only for --agent
 
     return run_agent_review(
-        root, name, base=target.base, head=target.head, config_root=config_root, secrets=secrets
+        root,
+        name,
+        base=target.base,
+        head=target.head,
+        config_root=config_root,
+        secrets=secrets,
+        budget=budget,
     )
 
 
@@ -249,10 +257,12 @@ def review_target(
     max_file_size: int,
     config_root: Path | None = None,
     acceptance: Acceptance | None = None,
+    budget: tuple[float | None, int | None] = (None, None),
 ) -> tuple[Review, GateResult]:
     """Run the reviewer on ``target``, parse its report, mask the secrets in it, and gate it:
-    the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``:
-    see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none: nothing)."""
+    the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``,
+    ``budget``: see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none:
+    nothing)."""
     with git.BlobReader(root) as blobs:
         if agent == "builtin":
             parsed, secrets = builtin_review(
@@ -261,7 +271,7 @@ def review_target(
         else:
             secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
             report, usage = agent_report(
-                root, agent, target, config_root=config_root, secrets=secrets
+                root, agent, target, config_root=config_root, secrets=secrets, budget=budget
             )
             parsed = findings.parse_review(
                 report,

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 ProcessStatus = Literal[
-    "succeeded", "failed", "stuck", "timeout", "canceled", "crashed", "rate_limited"
+    "succeeded", "failed", "stuck", "timeout", "canceled", "crashed", "rate_limited", "budget"
 ]
 PROCESS_STATUSES: tuple[ProcessStatus, ...] = (
     "succeeded",
@@ -33,6 +33,7 @@ PROCESS_STATUSES: tuple[ProcessStatus, ...] = (
     "canceled",
     "crashed",
     "rate_limited",  # the model API refused for longer than the run may wait (docs/supervisor.md)
+    "budget",  # stopped at the limit of a budget (runs/budget.py)
 )
 
 LiveState = Literal["queued", "running", "killing", "waiting"]
@@ -49,7 +50,8 @@ CARD_STATUSES: tuple[CardStatus, ...] = ("queued", "running", *RESULT_STATUSES)
 HistoryEvent = Literal["queued", "started", "succeeded", "failed", "canceled"]
 
 # "empty": the implementer or a fixer changed nothing, so there was nothing (new) to review
-StepOutcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty"]
+# "budget": a budget ran out (an agent stopped at its limit, or not started)
+StepOutcome = Literal["approved", "rejected", "failed", "canceled", "skipped", "empty", "budget"]
 
 RESULT_OF_PROCESS: Mapping[str, ResultStatus] = {  # keys: every ProcessStatus
     "succeeded": "succeeded",
@@ -59,9 +61,10 @@ RESULT_OF_PROCESS: Mapping[str, ResultStatus] = {  # keys: every ProcessStatus
     "canceled": "canceled",
     "crashed": "failed",
     "rate_limited": "failed",
+    "budget": "failed",
 }
-"""A process status as result.json says it: stuck, timed out, crashed and rate-limited runs
-failed."""
+"""A process status as result.json says it: stuck, timed out, crashed, rate-limited and
+budget-stopped runs failed."""
 
 RESULT_OF_STEP: Mapping[str, ResultStatus] = {  # keys: every StepOutcome
     "approved": "succeeded",
@@ -70,6 +73,7 @@ RESULT_OF_STEP: Mapping[str, ResultStatus] = {  # keys: every StepOutcome
     "failed": "failed",
     "canceled": "canceled",
     "empty": "failed",
+    "budget": "failed",
 }
 """A step's ending as its result.json ``status`` and history line say it."""
 

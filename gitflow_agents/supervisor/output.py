@@ -122,8 +122,11 @@ class Output:
         activity: Activity,
         emit: Callable[[dict[str, Any]], None],
         secrets: Iterable[str] = (),
+        *,
+        on_stdout: Callable[[bytes], None] | None = None,
     ) -> None:
         self._log = Log(log_path)
+        self._on_stdout = on_stdout  # each raw stdout chunk, as read (a budget's usage meter)
         known = frozenset(secrets)
         self._maskers = {"stdout": LineMasker(known), "stderr": LineMasker(known)}
         self._lock = threading.Lock()
@@ -166,6 +169,8 @@ class Output:
 
     def _on_chunk(self, name: str, chunk: bytes) -> None:
         self._activity.touch("output")
+        if self._on_stdout is not None and name == "stdout":
+            self._on_stdout(chunk)
         with self._lock:
             self.captured[name].append(chunk)
             self._write_masked(self._maskers[name].feed(chunk))

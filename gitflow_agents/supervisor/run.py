@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from secrets import token_hex
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gitflow_agents.base.fsutil import make_dirs, refuse_symlinks
 from gitflow_agents.base.redact import redact_text
@@ -58,15 +58,27 @@ class Limits:
     cpu_busy_fraction: float = 0.1  # CPU share of the tree that counts as activity
 
 
+class BudgetWatch(Protocol):
+    """A budget's watch over the agent's streamed usage (``runs/budget.Watch``)."""
+
+    def feed(self, chunk: bytes) -> None: ...
+
+    def exceeded(self) -> str | None: ...
+
+    def fill(self, parsed: ParsedOutput) -> ParsedOutput: ...
+
+
 class Launch(NamedTuple):
     """What the supervisor starts and how it reads it: the adapter's LaunchSpec, its output
     parser (None: none), the work trees whose file events count as activity, and the run
-    artefacts inside them that do not."""
+    artefacts inside them that do not; ``budget``: the watch that stops it at a budget's
+    limit (None: no budget, or usage its CLI does not stream)."""
 
     spec: LaunchSpec
     parse_output: Callable[[str, str], ParsedOutput] | None = None
     watch: tuple[Path, ...] = ()
     ignore: tuple[Path, ...] = ()
+    budget: BudgetWatch | None = None
 
 
 def supervise(
@@ -142,11 +154,18 @@ class _Supervision:
         self.spec, self.files, self.run_dir, self.hub = launch.spec, files, run_dir, hub
         self.run_id, self.watcher, self.limits = run_dir.name, watcher, limits
         self.parse_output, self.secrets = launch.parse_output, secrets
+        self.budget = launch.budget
         self.agent = files.report.parent.name
         self.cancel = threading.Event()
         self.activity = Activity()
         self.started_wall, self.started = time.time(), time.monotonic()
-        self.output = Output(run_dir / "worker.log", self.activity, self._emit_output, secrets)
+        self.output = Output(
+            run_dir / "worker.log",
+            self.activity,
+            self._emit_output,
+            secrets,
+            on_stdout=self.budget.feed if self.budget is not None else None,
+        )
         self.token = f"{self.run_id}:{token_hex(8)}"  # marks every process of this tree
         self.proc: subprocess.Popen[bytes] | None = None
         self.spawned_wall = self.started_wall
@@ -278,6 +297,9 @@ class _Supervision:
             return stopped("canceled", "canceled by gitflow-agents cancel")
         if self.cancel.is_set():
             return stopped("canceled", "canceled by request")
+        over = self.budget.exceeded() if self.budget is not None else None
+        if over is not None:  # before the exit: a CLI its own budget flag stopped ends "budget"
+            return stopped("budget", over)
         if proc.poll() is not None:
             return Stop("agent exited; sweeping the process tree")
         if limits.timeout is not None and now - self.started >= limits.timeout:
@@ -365,6 +387,8 @@ class _Supervision:
         parse = self.parse_output if self.proc is not None else None
         by_exit = self.spec.completes_by_exit
         parsed, verdict = read_reply(parse, verdict, stdout, stderr, completes_by_exit=by_exit)
+        if parsed is not None and self.budget is not None:  # stopped before its final totals
+            parsed = self.budget.fill(parsed)
         note = f"; processes left behind: {list(leftover)}" if leftover else ""
         outcome = Outcome(
             status=verdict.status,

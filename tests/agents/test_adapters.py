@@ -151,9 +151,11 @@ def _literal_name_lists(source: str, names: set[str]) -> list[int]:
 
 
 def test_the_registry_is_the_only_list_of_adapter_names() -> None:
-    """Nothing else lists the adapters. The one table keyed by them is optional per-CLI data:
-    the reply wording, where a CLI without an entry gets the generic text."""
+    """Nothing else lists the adapters. The tables keyed by them are optional per-CLI data:
+    the reply wording, where a CLI without an entry gets the generic text, and the usage
+    meters of the CLIs that stream their usage (a CLI without one is not metered mid-run)."""
     from gitflow_agents.agents import adapter_names
+    from gitflow_agents.agents.meter import METERS
     from gitflow_agents.findings.reply import CLI_CUSTOMIZATIONS
     from tests.conftest import ROOT
 
@@ -166,8 +168,9 @@ def test_the_registry_is_the_only_list_of_adapter_names() -> None:
         for path in package.rglob("*.py")
         if path != registry and (lines := _literal_name_lists(path.read_text(), names))
     }
-    assert set(lists) <= {"gitflow_agents/findings/reply.py"}, lists
+    assert set(lists) <= {"gitflow_agents/findings/reply.py", "gitflow_agents/agents/meter.py"}
     assert set(CLI_CUSTOMIZATIONS) <= set(ADAPTERS)
+    assert set(METERS) <= set(ADAPTERS)
     for path in package.rglob("*.json"):  # no hand-written schema with its own enum
         text = path.read_text()
         assert sum(f'"{name}"' in text for name in names) < 3, path
@@ -205,6 +208,47 @@ def test_claude_launch(tmp_path: Path) -> None:
     assert spec.env["CLAUDE_CONFIG_DIR"] == str(inv.config_dir)
     assert spec.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert_scrubbed(spec.env, "ANTHROPIC_API_KEY")
+
+
+@pytest.mark.parametrize(
+    ("option", "left", "expected"),
+    [
+        (None, None, None),
+        (0.5, None, "0.5"),
+        (None, 0.2, "0.2"),
+        (0.5, 0.2, "0.2"),
+        (0.1, 0.2, "0.1"),
+    ],
+)
+def test_claude_gets_the_budget_left_as_its_own_flag(
+    tmp_path: Path, option: float | None, left: float | None, expected: str | None
+) -> None:
+    """``max_budget_usd`` keeps working; a budget's USD left caps it further, never raises it."""
+    options = {"max_budget_usd": option} if option is not None else {}
+    inv = make_invocation(tmp_path, options=options, budget_usd=left)
+    argv = get_adapter("claude").launch(inv).argv
+    given = argv[argv.index("--max-budget-usd") + 1] if "--max-budget-usd" in argv else None
+    assert given == expected
+
+
+def test_claude_streams_its_usage_when_a_budget_watches_it(tmp_path: Path) -> None:
+    argv = get_adapter("claude").launch(make_invocation(tmp_path, stream_usage=True)).argv
+    assert argv[3:7] == (
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+    )
+    stream = "\n".join(
+        [
+            '{"type":"system","subtype":"init","session_id":"s1"}',
+            '{"type":"assistant","message":{"id":"m","usage":{"input_tokens":3}}}',
+            '{"type":"result","is_error":false,"result":"done","session_id":"s1",'
+            '"usage":{"input_tokens":7,"output_tokens":2},"total_cost_usd":0.01}',
+        ]
+    )
+    out = get_adapter("claude").parse_output(stream, "")
+    assert (out.session_id, out.input_tokens, out.cost_usd, out.reply) == ("s1", 7, 0.01, "done")
 
 
 def test_claude_replace_mode_resume_and_env_override(tmp_path: Path) -> None:

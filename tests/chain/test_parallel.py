@@ -269,6 +269,10 @@ def test_the_table_is_redrawn_only_on_a_terminal_outside_ci(
         ((0, 1, 0), 1),
         ((1, 3), 3),
         ((3, 4), 4),
+        ((3, 6), 6),  # rate limited beats a failed agent
+        ((6, 4), 4),
+        ((4, 5), 5),  # a spent budget needs a person
+        ((5, 2), 2),
         ((4, 2, 3), 2),
         ((2, 70), 70),
         ((70, 130, 0), 130),

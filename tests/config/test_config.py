@@ -439,7 +439,7 @@ def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:
             MINIMAL + "colour: red\n",
             ".flow/base.yaml:3: colour: unknown key (known keys: flow_dir, default_branch, "
             "specs_folder, defaults, spec_plan, completion_workflow, agents, shared_files, chain, "
-            "review, prices)",
+            "review, prices, budget)",
         ),
         (
             MINIMAL + "agent_interface: opencode\n",

@@ -31,6 +31,7 @@ def test_the_mappings_say_what_runs_and_steps_always_recorded() -> None:
         "canceled": "canceled",
         "crashed": "failed",
         "rate_limited": "failed",
+        "budget": "failed",
     }
     assert result_status("anything an agent wrote") == "failed"
     steps = {o: vocab.step_result_status(o) for o in get_args(vocab.StepOutcome)}

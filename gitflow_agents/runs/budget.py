@@ -1,0 +1,255 @@
+"""Budgets while runs happen: what each open scope has spent, whether an agent may start, and
+the watch that stops a running agent at the limit.
+
+A :class:`Ledger` holds one command's budgets (``.flow/`` ``budget:`` with its options over
+it) and the spend of the scopes open now: a step run, a plan run, a review. Before an agent
+starts, :meth:`Ledger.refuse` raises ``BudgetError`` when a scope it would run in is spent;
+while it runs, a :class:`Watch` (the supervisor's ``Launch.budget``) reads its streamed usage
+(``agents/meter.py``) and says when the agent's own spend, added to each scope's, reaches a
+limit; after it, :meth:`Ledger.add` counts what its record says it spent. The numbers are the
+ones ``history`` shows (``runs/spend.py``): a cost the CLI does not state is estimated from the
+price table; an unknown value cannot reach a limit (docs/configuration.md, "budget").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import re
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any, TypeVar
+
+from gitflow_agents.agents.meter import TOKENS_MARK, USAGE_MARK, Meter, meter_for
+from gitflow_agents.agents.prices import Price, usage_of
+from gitflow_agents.base.errors import BudgetError
+from gitflow_agents.config.budget import Budgets, Cap, Scope
+from gitflow_agents.runs.spend import Spend, total
+
+_MARKS = re.compile(re.escape(USAGE_MARK) + b"|" + re.escape(TOKENS_MARK))
+MAX_LINE = 16 * 1024 * 1024  # a longer unfinished line is dropped: no usage event is that long
+_ORDER: tuple[Scope, ...] = ("agent", "review", "step", "plan")  # the narrowest scope first
+_warned: set[str] = set()
+_P = TypeVar("_P")
+
+
+def tokens_of(spend: Spend) -> int | None:
+    """Input plus output tokens, the quantity a token budget counts (None: neither known)."""
+    if spend.input_tokens is None and spend.output_tokens is None:
+        return None
+    return (spend.input_tokens or 0) + (spend.output_tokens or 0)
+
+
+def reached(cap: Cap, spend: Spend) -> bool:
+    """Whether ``spend`` is at or over ``cap``: a known value at its limit, or a limit of 0
+    (an unknown value never reaches one)."""
+    return _usd_hit(cap, spend) or _tokens_hit(cap, spend)
+
+
+def _usd_hit(cap: Cap, spend: Spend) -> bool:
+    if cap.usd is None:
+        return False
+    return cap.usd == 0 or (spend.cost_usd is not None and spend.cost_usd >= cap.usd)
+
+
+def _tokens_hit(cap: Cap, spend: Spend) -> bool:
+    tokens = tokens_of(spend)
+    if cap.tokens is None:
+        return False
+    return cap.tokens == 0 or (tokens is not None and tokens >= cap.tokens)
+
+
+def message(scope: Scope, spend: Spend, cap: Cap) -> str:
+    """``budget: step spent $0.062 of $0.05 (tokens 41,200)``, or the token form when the
+    token limit is the one reached."""
+    tokens = tokens_of(spend)
+    tokens_text = f"{tokens:,}" if tokens is not None else "unknown"
+    cost = spend.cost_usd
+    cost_text = "unknown" if cost is None else f"${cost:.3f}" + (" est." * spend.cost_estimated)
+    if _usd_hit(cap, spend) or cap.tokens is None:
+        if cap.usd == 0:
+            return f"budget: {scope} is $0 (nothing may be spent)"
+        return f"budget: {scope} spent {cost_text} of ${cap.usd:g} (tokens {tokens_text})"
+    if cap.tokens == 0:
+        return f"budget: {scope} is 0 tokens (nothing may be used)"
+    return f"budget: {scope} spent {tokens_text} tokens of {cap.tokens:,} (cost {cost_text})"
+
+
+class Ledger:
+    """One command's budgets and the spend of its open scopes (thread-safe: parallel
+    reviewers add to it). The ``agent`` scope is each agent run on its own."""
+
+    def __init__(
+        self, budgets: Budgets, prices: Mapping[str, Price], parent: Ledger | None = None
+    ) -> None:
+        self.budgets, self.prices = budgets, prices
+        self.spent: dict[Scope, Spend] = {}
+        self._lock = threading.Lock()
+        self.parent = parent  # the enclosing scopes of a fork (the plan of parallel steps)
+
+    def fork(self) -> Ledger:
+        """A ledger for one of several steps that run at once (``run --all --jobs N``): its own
+        ``step`` and ``review`` scopes, and everything it spends also counted, and checked,
+        in this one's open scopes (the plan's)."""
+        return Ledger(self.budgets, self.prices, parent=self)
+
+    @property
+    def active(self) -> bool:
+        """Whether any limit applies to the next agent run."""
+        scopes = ("agent", *self.spent)
+        own = any(self.budgets.cap(scope).set for scope in scopes)
+        return own or (self.parent is not None and self.parent.active)
+
+    @contextlib.contextmanager
+    def scope(self, scope: Scope, spent: Spend | None = None) -> Iterator[None]:
+        """``scope`` is open for the block, having spent ``spent`` already (default nothing)."""
+        with self._lock:
+            self.spent[scope] = spent or Spend()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.spent.pop(scope, None)
+
+    def add(self, spend: Spend) -> None:
+        """An agent run ended having spent ``spend``: every open scope counts it."""
+        with self._lock:
+            for scope, before in self.spent.items():
+                self.spent[scope] = total([before, spend])
+        if self.parent is not None:
+            self.parent.add(spend)
+
+    def over(self, agent_spend: Spend | None = None) -> str | None:
+        """The message of the narrowest scope whose limit is reached with ``agent_spend`` (a
+        running agent's) added; None while every scope has budget left. With no
+        ``agent_spend`` (before a start) the agent scope counts only a limit of 0."""
+        with self._lock:
+            spent = dict(self.spent)
+        own = agent_spend or Spend()
+        for scope in _ORDER:
+            cap = self.budgets.cap(scope)
+            if not cap.set:
+                continue
+            if scope == "agent":
+                spend = own
+            elif scope in spent:
+                spend = total([spent[scope], own]) if agent_spend is not None else spent[scope]
+            else:
+                continue
+            if reached(cap, spend):
+                return message(scope, spend, cap)
+        return self.parent.over(agent_spend) if self.parent is not None else None
+
+    def refuse(self) -> None:
+        """BudgetError when a scope the next agent would run in is spent: it is not started."""
+        why = self.over()
+        if why is not None:
+            raise BudgetError(f"{why}; no agent started")
+
+    def usd_left(self) -> float | None:
+        """The least USD any open scope (or the agent scope) has left: what a CLI's own budget
+        flag gets (``--max-budget-usd``); None without a USD limit."""
+        with self._lock:
+            spent = dict(self.spent)
+        left: list[float] = []
+        for scope in ("agent", *spent):
+            cap = self.budgets.cap(scope)
+            if cap.usd is not None:
+                used = spent[scope].cost_usd if scope in spent else None
+                left.append(max(cap.usd - (used or 0.0), 0.0))
+        outer = self.parent.usd_left() if self.parent is not None else None
+        if outer is not None:
+            left.append(outer)
+        return min(left) if left else None
+
+    def watch(self, adapter: str, model: str | None) -> Watch | None:
+        """The watch for a run of ``adapter`` (None when no limit applies, or its CLI reports
+        usage only at the end: then a warning, once per adapter)."""
+        if not self.active:
+            return None
+        meter = meter_for(adapter)
+        if meter is None:
+            warn_unmetered(adapter)
+            return None
+        return Watch(self, meter, model)
+
+
+def warn_unmetered(adapter: str) -> None:
+    """One line on stderr, once per adapter: its agents cannot be stopped mid-run."""
+    if adapter in _warned:
+        return
+    _warned.add(adapter)
+    print(
+        f"gitflow-agents: warning: the {adapter} adapter's CLI reports its usage only when it "
+        "ends: a budget is checked before its agents start, not while they run",
+        file=sys.stderr,
+    )
+
+
+class Watch:
+    """One running agent's usage, read from its stdout as it streams (:meth:`feed`, the
+    supervisor's reader thread) and checked against the ledger (:meth:`exceeded`, its loop)."""
+
+    def __init__(self, ledger: Ledger, meter: Meter, model: str | None) -> None:
+        self.ledger, self.meter, self.model = ledger, meter, model
+        self._partial = b""
+        self._lock = threading.Lock()
+
+    def feed(self, chunk: bytes) -> None:
+        """A chunk of stdout: each complete line that mentions usage goes to the meter. Lines
+        are found from the marks (a C search), so the rest of the stream costs no Python work
+        per line (benchmarks/usage_overhead.py)."""
+        data = self._partial + chunk
+        end = data.rfind(b"\n")
+        if end < 0:
+            self._partial = data if len(data) <= MAX_LINE else b""  # no line a JSON event is
+            return
+        self._partial = data[end + 1 :]
+        at = 0
+        with self._lock:
+            while (hit := _MARKS.search(data, at, end)) is not None:
+                start = data.rfind(b"\n", 0, hit.start()) + 1
+                stop = data.find(b"\n", hit.end())
+                self._line(data[start:stop])
+                at = stop + 1
+
+    def _line(self, line: bytes) -> None:
+        if self.meter.feed_line(line):
+            return
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            return
+        if isinstance(event, dict):
+            self.meter.feed(event)
+
+    def spend(self) -> Spend:
+        """What the agent has spent so far, a cost estimated from the price table if need be."""
+        with self._lock:
+            reading = self.meter.reading()
+        usage = usage_of(reading, self.model, self.ledger.prices)
+        return Spend(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=usage.cost_usd,
+            cost_estimated=usage.cost_estimated,
+        )
+
+    def exceeded(self) -> str | None:
+        """The budget message once a limit is reached, else None."""
+        return self.ledger.over(self.spend())
+
+    def fill(self, parsed: _P) -> _P:
+        """``parsed`` (the adapter's reading of the whole output) with the streamed usage where
+        it has none: an agent stopped mid-run never printed its final totals."""
+        if not dataclasses.is_dataclass(parsed) or isinstance(parsed, type):
+            return parsed
+        with self._lock:
+            reading = self.meter.reading()
+        fields: dict[str, Any] = {}
+        for name in ("input_tokens", "output_tokens", "cached_tokens", "cost_usd", "model"):
+            if getattr(parsed, name, None) is None and getattr(reading, name) is not None:
+                fields[name] = getattr(reading, name)
+        return dataclasses.replace(parsed, **fields) if fields else parsed

@@ -1,0 +1,106 @@
+"""Usage read from a CLI's output as it streams (``agents/meter.py``)."""
+
+from __future__ import annotations
+
+import json
+
+from gitflow_agents.agents.meter import METERS, ClaudeStreamMeter, meter_for
+
+
+def test_claude_stream_meter_counts_each_message_once_and_takes_the_result_totals() -> None:
+    meter = ClaudeStreamMeter()
+    usage = {"input_tokens": 5, "cache_read_input_tokens": 100, "output_tokens": 1}
+    meter.feed({"type": "assistant", "message": {"id": "a", "usage": usage}})
+    usage = {**usage, "output_tokens": 7}  # the same message again, a later content block
+    meter.feed({"type": "assistant", "message": {"id": "a", "usage": usage}})
+    assert (meter.reading().input_tokens, meter.reading().output_tokens) == (105, 7)
+    meter.feed({"type": "result", "usage": {"input_tokens": 200}, "total_cost_usd": 0.5})
+    assert (meter.reading().input_tokens, meter.reading().cost_usd) == (200, 0.5)
+
+
+def test_codex_turns_are_summed_as_its_parser_sums_them() -> None:
+    meter = meter_for("codex")
+    assert meter is not None
+    usage = {"input_tokens": 100, "cached_input_tokens": 40, "output_tokens": 10}
+    meter.feed({"type": "item.completed", "item": {"type": "agent_message", "text": "hi"}})
+    meter.feed({"type": "turn.completed", "usage": usage})
+    meter.feed({"type": "turn.completed", "usage": usage})
+    reading = meter.reading()
+    assert (reading.input_tokens, reading.cached_tokens, reading.output_tokens) == (200, 80, 20)
+
+
+def test_opencode_steps_carry_tokens_and_cost() -> None:
+    meter = meter_for("opencode")
+    assert meter is not None
+    part = {"tokens": {"input": 10, "output": 5, "cache": {"read": 2}}, "cost": 0.25}
+    meter.feed({"type": "step_finish", "sessionID": "s", "part": part})
+    reading = meter.reading()
+    assert (reading.input_tokens, reading.output_tokens, reading.cost_usd) == (12, 5, 0.25)
+
+
+def test_only_clis_that_stream_usage_have_a_meter() -> None:
+    assert set(METERS) == {"claude", "command", "codex", "opencode"}
+    assert meter_for("gemini") is None and meter_for("aider") is None
+
+
+def test_claude_lines_read_fast_count_as_the_parsed_events_do() -> None:
+    """The raw-line path (id, model and usage only) agrees with parsing the whole event, for
+    compact and spaced JSON, a repeated message (its usage only grows: the larger figures
+    count), and content that quotes a usage object."""
+    events = [
+        {"type": "system", "subtype": "init", "model": "claude-sonnet-4-5"},
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_1",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": 'see "usage": {"input_tokens": 999}'}],
+                "usage": {
+                    "input_tokens": 3,
+                    "cache_creation_input_tokens": 10,
+                    "cache_read_input_tokens": 100,
+                    "cache_creation": {"ephemeral_5m_input_tokens": 10},
+                    "output_tokens": 1,
+                },
+            },
+        },
+        {
+            "type": "assistant",
+            "message": {"id": "msg_1", "usage": {"input_tokens": 3, "output_tokens": 9}},
+        },
+        {
+            "type": "assistant",
+            "message": {"id": "msg_2", "usage": {"input_tokens": 5, "output_tokens": 2}},
+        },
+    ]
+    for separators in ((",", ":"), (", ", ": ")):
+        fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+        for event in events:
+            line = json.dumps(event, separators=separators).encode()
+            if not fast.feed_line(line):
+                fast.feed(json.loads(line))
+            parsed.feed(event)
+        assert fast.reading() == parsed.reading()
+        assert (fast.reading().input_tokens, fast.reading().output_tokens) == (118, 11)
+        assert fast.model == "claude-sonnet-4-5"
+
+
+def test_claude_partial_messages_give_the_output_as_the_api_counts_it() -> None:
+    """With --include-partial-messages the API's message_delta says the output so far; the
+    assistant event that follows repeats the start's figures and changes nothing."""
+    meter = ClaudeStreamMeter()
+    start = {
+        "id": "msg_9",
+        "model": "claude-sonnet-4-5",
+        "usage": {"input_tokens": 120, "output_tokens": 1},
+    }
+    meter.feed({"type": "stream_event", "event": {"type": "message_start", "message": start}})
+    delta = {"type": "message_delta", "delta": {}, "usage": {"output_tokens": 30}}
+    meter.feed({"type": "stream_event", "event": delta})
+    meter.feed({"type": "assistant", "message": start})
+    reading = meter.reading()
+    assert (reading.input_tokens, reading.output_tokens, reading.model) == (
+        120,
+        30,
+        "claude-sonnet-4-5",
+    )

@@ -1,0 +1,207 @@
+"""Budgets as the user meets them (``--budget-usd`` / ``--budget-tokens``, ``.flow/`` ``budget:``):
+a fake Claude Code that streams its usage (tests/fakes/fake_spender) is stopped at the limit,
+its tree killed, exit 5 with the numbers, the spend recorded, its work kept; re-runs, a run
+killed during the stop, a plan's budget across steps, and an agent reviewer."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tests.conftest import FAKES, git, run_cli, wait_until
+from tests.helpers.chain import call, configure, results
+
+SPENDER = FAKES / "fake_spender"
+RUN = ("run", "specs/feature.md", "--quiet", "--implementer", "spender", "--reviewers", "offline")
+
+
+def add_spender(repo: Path, record: Path, *, budget: str = "", **env: str) -> None:
+    """The fake as a claude agent ``spender`` and the builtin reviewer as ``offline``, in the
+    chain's config (``configure``); ``budget``: a ``budget:`` section."""
+    options = {"executable": str(SPENDER), "env": {"FAKE_SPENDER_RECORD": str(record), **env}}
+    config = repo / ".flow" / "base.yaml"
+    text = config.read_text() + (
+        f"  spender:\n    adapter: claude\n    options: {json.dumps(options)}\n"
+        "  offline:\n    adapter: builtin\n"
+    )
+    config.write_text(text + budget)
+
+
+def spent(text: str, pattern: str) -> tuple[float, int]:
+    """The cost and tokens of the budget message matching ``pattern`` (``COST``, ``TOKENS``
+    where the numbers go): the agent is stopped at the first check at or over the limit, and
+    how many usage lines arrived by then depends on the machine's load."""
+    regex = re.escape(pattern).replace("COST", r"\$(?P<cost>\d+\.\d{3})")
+    regex = regex.replace("TOKENS", r"(?P<tokens>[\d,]+)")
+    found = re.search(regex, text)
+    assert found is not None, text
+    return float(found["cost"]), int(found["tokens"].replace(",", ""))
+
+
+def facts(record: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(record.read_text())
+    return data
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def agent_results(repo: Path, flow: str) -> list[dict[str, Any]]:
+    found = [
+        json.loads(p.read_text()) for p in (repo / "flows" / flow / "runs").glob("*/result.json")
+    ]
+    return [r for r in found if r["run"].get("kind") != "chain"]
+
+
+def test_spawn_is_stopped_at_the_limit_with_its_tree_killed_and_its_spend_recorded(
+    repo: Path, tmp_path: Path
+) -> None:
+    configure(repo)
+    record = tmp_path / "record.json"
+    add_spender(repo, record)
+    done = run_cli(
+        "spawn", "spender", "--task", "spend", "--budget-usd", "0.05", "--quiet", cwd=repo
+    )
+    assert done.returncode == 5, done
+    cost, tokens = spent(done.stdout, "budget: agent spent COST est. of $0.05 (tokens TOKENS)")
+    assert cost >= 0.05 and tokens == round(cost / 0.006) * 1200  # $0.006, 1,200 tokens a call
+    seen = facts(record)
+    assert gone(seen["pid"]) and gone(seen["child"])  # the whole tree, the tool it ran too
+    argv = seen["argv"]
+    assert argv[argv.index("--output-format") + 1] == "stream-json" and "--verbose" in argv
+    assert argv[argv.index("--max-budget-usd") + 1] == "0.05"  # Claude's own flag as well
+    (result,) = agent_results(repo, "spender")
+    run = result["run"]
+    assert (result["status"], run["outcome"]) == ("failed", "budget")
+    assert run["inputTokens"] >= 9_000 and run["costEstimated"] is True  # what it streamed
+    history = run_cli("history", "--json", cwd=repo)
+    (row,) = json.loads(history.stdout)
+    assert row["outcome"] == "budget" and row["costUsd"] >= 0.054
+
+
+def test_a_budget_of_zero_starts_no_agent(repo: Path, tmp_path: Path) -> None:
+    configure(repo)
+    add_spender(repo, tmp_path / "record.json", budget="budget:\n  agent: {tokens: 0}\n")
+    done = call(repo, "spawn", "spender", "--task", "spend", "--quiet")
+    assert done.returncode == 5
+    assert done.stderr.strip().endswith(
+        "budget: agent is 0 tokens (nothing may be used); no agent started"
+    )
+    assert not (tmp_path / "record.json").exists()
+    assert not (repo / "flows" / "spender" / "runs").exists()
+
+
+def test_a_step_out_of_budget_keeps_its_work_and_a_rerun_continues_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    configure(repo)
+    record = tmp_path / "record.json"
+    add_spender(repo, record, budget="budget:\n  step: {usd: 0.05}\n", FAKE_SPENDER_CALLS="12")
+    first = call(repo, *RUN, "--step", "1")
+    assert first.returncode == 5, first
+    cost, _ = spent(
+        first.stdout, "step 1: budget - budget: step spent COST est. of $0.05 (tokens TOKENS)"
+    )
+    assert cost >= 0.05
+    (step,) = results(repo)
+    assert step["chain"]["outcome"] == "budget" and step["status"] == "failed"
+    branch = "agents/feature/step-1"
+    kept = git(repo, "show", f"{branch}:spent.txt").splitlines()
+    assert 9 <= len(kept) < 12  # the calls made before the stop ($0.054 is the 9th), committed
+    trailers = git(repo, "log", "-1", "--format=%(trailers:only,unfold)", branch)
+    assert "Gitflow-Agents-Stopped: budget" in trailers
+    assert git(repo, "rev-parse", "main") != git(repo, "rev-parse", branch)  # nothing merged
+
+    again = call(repo, *RUN, "--step", "1")  # the same budget: stopped again, the work grows
+    assert again.returncode == 5
+    assert len(git(repo, "show", f"{branch}:spent.txt").splitlines()) > len(kept)
+
+    raised = call(repo, *RUN, "--step", "1", "--budget-usd", "1")  # the option wins
+    assert raised.returncode == 0, raised
+    assert "step 1: approved" in raised.stdout
+    assert "call 11" in git(repo, "show", "main:spent.txt")
+
+
+def test_run_all_starts_no_step_once_the_plan_budget_is_spent(repo: Path, tmp_path: Path) -> None:
+    """A CLI whose model no price table knows states its cost only at the end: the plan's
+    budget cannot stop it mid-run, but the next step does not start."""
+    configure(repo)
+    record = tmp_path / "record.json"
+    budget = "budget:\n  plan: {usd: 0.01}\n"
+    add_spender(repo, record, budget=budget, FAKE_SPENDER_CALLS="3", FAKE_SPENDER_MODEL="x-1")
+    done = call(repo, *RUN, "--all")
+    assert done.returncode == 5, done
+    assert "step 1: approved" in done.stdout
+    assert "step 2 not started: budget: plan spent $0.018 of $0.01 (tokens 3,600)" in done.stdout
+    assert [r["chain"]["step"] for r in results(repo)] == [1]
+
+
+def test_killed_during_a_budget_stop_then_run_again(repo: Path, tmp_path: Path) -> None:
+    """kill -9 of ``run`` while it kills an agent that ignores SIGTERM: the agent is left
+    alive; the next run finds it (a lost run in the step's work tree), kills it and stops at
+    the budget again."""
+    configure(repo)
+    record = tmp_path / "record.json"
+    add_spender(
+        repo, record, budget="budget:\n  step: {tokens: 6000}\n", FAKE_SPENDER_IGNORE_TERM="1"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    argv = [sys.executable, "-m", "gitflow_agents", *RUN, "--step", "1", "--kill-grace", "30"]
+    proc = subprocess.Popen(
+        argv, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_until(lambda: _state(repo) == "killing", timeout=60)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    orphan = facts(record)["pid"]
+    assert not gone(orphan)  # SIGTERM ignored, and nobody left to send SIGKILL
+    again = call(repo, *RUN, "--step", "1", "--kill-grace", "0.2")
+    assert again.returncode == 5, again
+    assert "budget: step spent" in again.stdout and "tokens of 6,000" in again.stdout
+    wait_until(lambda: gone(orphan), timeout=10)
+
+
+def _state(repo: Path) -> str | None:
+    for status in (repo / "flows" / "feature" / "runs").glob("*/status.json"):
+        with_state = json.loads(status.read_text())
+        if with_state.get("agent") == "step-01-spender":
+            state: str | None = with_state.get("state")
+            return state
+    return None
+
+
+def test_an_agent_reviewer_out_of_budget_is_not_approved(repo: Path, tmp_path: Path) -> None:
+    configure(repo)
+    add_spender(repo, tmp_path / "record.json")
+    (repo / "new.txt").write_text("hello\n")
+    git(repo, "add", "new.txt")
+    git(repo, "commit", "-qm", "new")
+    done = run_cli(
+        "review", "HEAD~1..HEAD", "--agent", "spender", "--budget-tokens", "5000", cwd=repo
+    )
+    assert done.returncode == 5, done
+    _, tokens = spent(done.stderr, "budget: review spent TOKENS tokens of 5,000 (cost COST est.)")
+    assert tokens >= 5_000
+    notes = subprocess.run(
+        ["git", "-C", str(repo), "notes", "--ref=refs/notes/gitflow-agents", "list"],
+        capture_output=True,
+        text=True,
+    )
+    assert notes.stdout == ""  # fail-closed: no approval recorded

@@ -1,0 +1,69 @@
+"""The ``budget:`` section (``config/budget.py``): validated like every section, built into
+per-scope limits, and a command's options laid over one scope."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.config import flow_config_schema, load_flow_config
+from gitflow_agents.config.budget import Budgets, Cap
+from tests.config.test_config import MINIMAL, load_error, write
+
+
+def test_each_scope_takes_usd_and_tokens(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        MINIMAL + "budget:\n  agent: {usd: 0.5}\n  step: {usd: 2, tokens: 100000}\n  plan: {}\n",
+    )
+    budget = load_flow_config(tmp_path).budget
+    assert budget == Budgets(agent=Cap(usd=0.5), step=Cap(usd=2.0, tokens=100_000))
+    assert budget.plan == Cap() and not budget.plan.set
+
+
+def test_no_section_no_limits(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL)
+    assert load_flow_config(tmp_path).budget == Budgets()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("budget:\n  step: {usd: 1, tokns: 5}\n", "budget.step.tokns: unknown key"),
+        ("budget:\n  wave: {usd: 1}\n", "budget.wave: unknown key"),
+        ("budget:\n  step: {usd: -1}\n", "budget.step.usd: must be at least 0, got -1"),
+        ("budget:\n  step: {usd: lots}\n", "budget.step.usd: expected a number"),
+        (
+            "budget:\n  plan: {tokens: 1.5}\n",
+            "budget.plan.tokens: expected a whole number of tokens",
+        ),
+        ("budget:\n  review: 3\n", "budget.review: expected a mapping"),
+    ],
+)
+def test_a_mistake_names_the_file_line_and_key(tmp_path: Path, text: str, expected: str) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL + text)
+    error = load_error(tmp_path)
+    line = len(MINIMAL.splitlines()) + 2
+    assert error.startswith(f".flow/base.yaml:{line}: {expected}"), error
+
+
+def test_an_option_replaces_the_kind_of_limit_it_gives_in_its_scope() -> None:
+    budgets = Budgets(step=Cap(usd=1.0, tokens=500))
+    assert budgets.with_option("step", 0.25, None).step == Cap(usd=0.25, tokens=500)
+    assert budgets.with_option("step", None, 9).step == Cap(usd=1.0, tokens=9)
+    assert budgets.with_option("agent", 3.0, None).agent == Cap(usd=3.0)
+    assert budgets.with_option("agent", None, None) == budgets
+
+
+def test_the_editor_schema_has_the_section() -> None:
+    budget = flow_config_schema()["properties"]["budget"]
+    assert set(budget["properties"]) == {"agent", "step", "plan", "review"}
+    step = budget["properties"]["step"]["properties"]
+    assert step["usd"] == {
+        "type": "number",
+        "minimum": 0,
+        "description": step["usd"]["description"],
+    }
+    assert step["tokens"]["type"] == "integer" and step["tokens"]["minimum"] == 0

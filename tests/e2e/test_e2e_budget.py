@@ -1,0 +1,60 @@
+"""A budget against the real Claude Code CLI: `gitflow-agents spawn --budget-tokens` stops it
+at the limit from the usage it streams (the stand-in answers every call with its usage)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import run_cli
+
+from .model_standin import Shell, Standin
+from .projects import claude_project
+
+pytestmark = pytest.mark.e2e
+
+
+def test_claude_is_stopped_at_its_token_budget(tmp_path: Path, standin: Standin) -> None:
+    project = claude_project(tmp_path, standin)
+    (project.root / ".flow").mkdir()
+    options = {"executable": str(project.executable), "max_turns": 40}
+    (project.root / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Write {report_file}; rename it to {success_file}."\n'
+        "agents:\n"
+        f"  builder:\n    adapter: claude\n    model: claude-sonnet-4-5\n"
+        f"    options: {json.dumps(options)}\n"
+    )
+    # every call answers with a tool call, so the agent never finishes on its own
+    standin.load([Shell(f"echo call {n} >> calls.txt") for n in range(30)])
+    done = run_cli(
+        "spawn",
+        "builder",
+        "--plan",
+        "specs/greeting.md",
+        "--step",
+        "1",
+        "--budget-tokens",
+        "500",
+        "--quiet",
+        "--json",
+        cwd=project.root,
+        env={
+            key: value
+            for key, value in project.env.items()
+            if key.startswith(("ANTHROPIC", "CLAUDE"))
+        },
+    )
+    assert done.returncode == 5, done
+    result = json.loads(done.stdout)
+    run = result["run"]
+    assert run["outcome"] == "budget", run["reason"]
+    assert run["reason"].startswith("budget: agent spent ") and "tokens of 500" in run["reason"]
+    assert run["inputTokens"] + run["outputTokens"] >= 500  # what the CLI streamed
+    assert run["outputTokens"] > 0  # the API's own message_delta figures (partial messages)
+    calls = len(standin.main_requests())
+    assert calls < 30  # stopped long before its script ran out
+    pid = run["pid"]
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

@@ -1,0 +1,152 @@
+"""Budget accounting (``runs/budget.py``): when a scope is spent, the message with its numbers,
+what a running agent's streamed usage adds, and what a CLI's own budget flag gets."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from gitflow_agents.agents.base import AgentOutput
+from gitflow_agents.agents.prices import shipped_prices
+from gitflow_agents.base.errors import BudgetError, ExitCode
+from gitflow_agents.config.budget import Budgets, Cap
+from gitflow_agents.runs.budget import Ledger, Watch, message, reached
+from gitflow_agents.runs.spend import Spend
+
+PRICES = shipped_prices()
+MODEL = "claude-sonnet-4-5-20250929"  # $3 in, $15 out per million tokens
+
+
+def assistant(call: int, tokens_in: int = 1000, tokens_out: int = 200) -> bytes:
+    usage = {"input_tokens": tokens_in, "output_tokens": tokens_out}
+    event = {"type": "assistant", "message": {"id": f"m{call}", "model": MODEL, "usage": usage}}
+    return json.dumps(event).encode() + b"\n"
+
+
+def test_a_limit_is_reached_by_a_known_value_at_it_never_by_an_unknown_one() -> None:
+    cap = Cap(usd=0.05, tokens=10_000)
+    assert not reached(cap, Spend())
+    assert not reached(cap, Spend(cost_usd=0.049, input_tokens=9_000, output_tokens=999))
+    assert reached(cap, Spend(cost_usd=0.05))
+    assert reached(cap, Spend(input_tokens=9_000, output_tokens=1_000))
+    assert reached(Cap(usd=0), Spend()) and reached(Cap(tokens=0), Spend())
+    assert not reached(Cap(), Spend(cost_usd=100.0))
+
+
+def test_the_message_names_the_scope_and_the_numbers() -> None:
+    spend = Spend(input_tokens=40_000, output_tokens=1_200, cost_usd=0.062)
+    assert message("step", spend, Cap(usd=0.05)) == (
+        "budget: step spent $0.062 of $0.05 (tokens 41,200)"
+    )
+    assert message("plan", spend, Cap(tokens=40_000)) == (
+        "budget: plan spent 41,200 tokens of 40,000 (cost $0.062)"
+    )
+    estimated = Spend(input_tokens=10, cost_usd=0.1, cost_estimated=True)
+    assert message("agent", estimated, Cap(usd=0.1)).endswith("$0.100 est. of $0.1 (tokens 10)")
+    assert message("review", Spend(), Cap(usd=0)) == "budget: review is $0 (nothing may be spent)"
+
+
+def test_scopes_count_the_runs_that_ended_while_they_were_open() -> None:
+    ledger = Ledger(Budgets(step=Cap(usd=0.05), plan=Cap(usd=0.08)), PRICES)
+    with ledger.scope("plan"):
+        with ledger.scope("step"):
+            ledger.add(Spend(cost_usd=0.03, input_tokens=1, output_tokens=1))
+            assert ledger.over() is None
+            assert ledger.usd_left() == pytest.approx(0.02)
+            ledger.add(Spend(cost_usd=0.03))
+            assert ledger.over() == "budget: step spent $0.060 of $0.05 (tokens 2)"
+        with ledger.scope("step"):  # the next step starts with its own budget
+            assert ledger.over() is None
+            assert ledger.usd_left() == pytest.approx(0.02)  # the plan has less left
+            ledger.add(Spend(cost_usd=0.02))
+            assert ledger.over() is not None and ledger.over().startswith("budget: plan spent")
+    assert ledger.spent == {}
+
+
+def test_refuse_raises_the_budget_exit_code_and_starts_nothing() -> None:
+    ledger = Ledger(Budgets(agent=Cap(tokens=0)), PRICES)
+    with pytest.raises(BudgetError) as caught:
+        ledger.refuse()
+    assert caught.value.exit_code == ExitCode.BUDGET == 5
+    assert str(caught.value) == "budget: agent is 0 tokens (nothing may be used); no agent started"
+    Ledger(Budgets(agent=Cap(usd=1.0)), PRICES).refuse()  # budget left: no error
+
+
+def test_the_agent_scope_is_the_running_agent_alone() -> None:
+    ledger = Ledger(Budgets(agent=Cap(usd=0.05), step=Cap(usd=1.0)), PRICES)
+    with ledger.scope("step", Spend(cost_usd=0.9)):
+        assert ledger.over(Spend(cost_usd=0.04)) is None
+        assert ledger.over(Spend(cost_usd=0.05)) == (
+            "budget: agent spent $0.050 of $0.05 (tokens unknown)"
+        )
+        assert ledger.over(Spend(cost_usd=0.049 + 0.06)) is not None
+
+
+def test_the_watch_reads_usage_lines_split_across_chunks_and_skips_the_rest() -> None:
+    ledger = Ledger(Budgets(agent=Cap(usd=0.05)), PRICES)
+    watch = ledger.watch("claude", None)
+    assert isinstance(watch, Watch)
+    stream = b"".join(assistant(call) for call in range(8)) + b'not json usage\n{"usage": [\n'
+    for start in range(0, len(stream), 7):  # chunks that cut lines anywhere
+        watch.feed(stream[start : start + 7])
+    spent = watch.spend()
+    assert (spent.input_tokens, spent.output_tokens) == (8_000, 1_600)
+    assert spent.cost_usd == pytest.approx(0.048) and spent.cost_estimated
+    assert watch.exceeded() is None
+    watch.feed(assistant(8))
+    assert watch.exceeded() == "budget: agent spent $0.054 est. of $0.05 (tokens 10,800)"
+
+
+def test_the_watch_fills_in_the_usage_a_stopped_agent_never_totalled() -> None:
+    ledger = Ledger(Budgets(agent=Cap(tokens=5)), PRICES)
+    watch = ledger.watch("command", "claude-sonnet-4-5")
+    assert watch is not None
+    watch.feed(assistant(0, 3, 4))
+    filled = watch.fill(AgentOutput(error="no Claude result JSON in the output"))
+    assert (filled.input_tokens, filled.output_tokens, filled.model) == (3, 4, MODEL)
+    said = AgentOutput(input_tokens=9, output_tokens=9, cost_usd=1.0, model="m")
+    assert watch.fill(said) == said  # what the CLI said at the end wins
+
+
+def test_no_watch_without_a_limit_and_a_warning_once_for_a_cli_that_streams_no_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert Ledger(Budgets(), PRICES).watch("claude", None) is None
+    ledger = Ledger(Budgets(agent=Cap(usd=1.0)), PRICES)
+    assert ledger.watch("gemini", None) is None
+    assert ledger.watch("gemini", None) is None
+    err = capsys.readouterr().err
+    assert err.count("the gemini adapter's CLI reports its usage only when it ends") == 1
+
+
+def test_parallel_agents_add_to_the_same_scope() -> None:
+    ledger = Ledger(Budgets(review=Cap(usd=10.0)), PRICES)
+    with ledger.scope("review"):
+        threads = [
+            threading.Thread(target=lambda: [ledger.add(Spend(cost_usd=0.01)) for _ in range(100)])
+            for _ in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert ledger.spent["review"].cost_usd == pytest.approx(4.0)
+
+
+def test_a_fork_has_its_own_step_scope_and_counts_in_the_plan() -> None:
+    """Steps that run at once (run --all --jobs N) each get a fork: a step's spend never leaks
+    into a sibling's step scope, and all of it counts against the plan."""
+    plan = Ledger(Budgets(step=Cap(tokens=100), plan=Cap(tokens=150)), {})
+    with plan.scope("plan"):
+        one, two = plan.fork(), plan.fork()
+        with one.scope("step"), two.scope("step"):
+            one.add(Spend(input_tokens=60, output_tokens=0))
+            assert one.over() is None and two.over() is None
+            two.add(Spend(input_tokens=60, output_tokens=0))
+            assert two.over() is None  # 60 of the step's 100; the plan at 120 of 150
+            one.add(Spend(input_tokens=50, output_tokens=0))
+            assert (one.over() or "").startswith("budget: step ")  # 110 of its 100
+            assert (two.over() or "").startswith("budget: plan ")  # 170 of 150
+        assert plan.over() is not None
