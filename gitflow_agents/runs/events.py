@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from gitflow_agents.base.jsondata import JsonProblem, loads
+from gitflow_agents.base.jsondata import JsonProblem, camel_json, loads
 from gitflow_agents.base.redact import redact_text
 
 if TYPE_CHECKING:
@@ -62,12 +62,7 @@ class Event:
     data: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "timestamp": self.timestamp,
-            "runId": self.run_id,
-            "data": dict(self.data),
-        }
+        return camel_json(self)
 
 
 def check_event_type(event_type: str) -> None:

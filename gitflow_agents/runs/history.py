@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.base.jsondata import JsonProblem
+from gitflow_agents.base.jsondata import JsonProblem, camel_json
 from gitflow_agents.base.redact import redact_data
 from gitflow_agents.config.values import display as shown_path
 from gitflow_agents.runs import iter_runs, load_record, record_problem
@@ -40,21 +40,11 @@ class HistoryRow:
     plan: str | None = None  # a step run's plan
 
     def to_json(self) -> dict[str, Any]:
-        """The row as ``history --json`` prints it (camelCase keys, as every JSON output)."""
-        return {
-            "runId": self.run_id,
-            "flow": self.flow,
-            "what": self.what,
-            "kind": self.kind,
-            "outcome": self.outcome,
-            "iterations": self.iterations,
-            "git": self.git,
-            "durationSeconds": self.duration_s,
-            "finished": self.finished,
-            "historyLine": self.history_line,
-            "plan": self.plan,
-            **self.spend.to_json(),
-        }
+        """The row as ``history --json`` prints it (camelCase keys, as every JSON output), its
+        spend's keys last."""
+        data = camel_json(self, duration_s="durationSeconds")
+        del data["spend"]
+        return {**data, **self.spend.to_json()}
 
 
 def rows(

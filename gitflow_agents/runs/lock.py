@@ -33,7 +33,7 @@ from typing import Any
 
 from gitflow_agents.base.errors import GitflowError, UsageError
 from gitflow_agents.base.fsutil import ReadRefused, make_dirs, read_limited
-from gitflow_agents.base.jsondata import load_object
+from gitflow_agents.base.jsondata import camel_json, load_object
 from gitflow_agents.runs.liveness import process_alive, start_time
 
 
@@ -50,13 +50,7 @@ class LockInfo:
     at: float
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "runId": self.run_id,
-            "pid": self.pid,
-            "host": self.host,
-            "pidStarted": self.started,
-            "at": self.at,
-        }
+        return camel_json(self, started="pidStarted")
 
 
 _MAX_LOCK_BYTES = 64 * 1024

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from gitflow_agents import render
 from gitflow_agents.base.errors import GitHubError, InputError
 from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
+from gitflow_agents.base.jsondata import camel_json
 from gitflow_agents.findings import (
     GateResult,
     Overall,
@@ -182,20 +183,6 @@ def outcome_label(result: Review, gate: GateResult) -> str:
     return "revise" if result.overall is Overall.REVISE else "not-approved"
 
 
-_ROW_KEYS = {
-    "files_changed": "filesChanged",
-    "duration_s": "durationSeconds",
-    "cost_usd": "costUsd",
-    "input_tokens": "inputTokens",
-    "output_tokens": "outputTokens",
-    "cost_estimated": "costEstimated",
-    "tokens_partial": "tokensPartial",
-    "cost_partial": "costPartial",
-}
-"""A run-history row's JSON keys where they differ from its fields (camelCase, as every key of
-our JSON: docs/decisions.md, "CLI conventions")."""
-
-
 def write_result_files(
     directory: Path, result: Review, gate: GateResult, rows: Sequence[comment.RunRow] = ()
 ) -> tuple[Path, Path]:
@@ -205,10 +192,7 @@ def write_result_files(
     findings_file = directory / "findings.json"
     sarif_file = directory / "findings.sarif"
     data = json.loads(render.render(result, gate, "json"))
-    data["runHistory"] = [
-        {_ROW_KEYS.get(key, key): value for key, value in dataclasses.asdict(row).items()}
-        for row in rows
-    ]
+    data["runHistory"] = [camel_json(row, duration_s="durationSeconds") for row in rows]
     write_atomic(findings_file, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     write_atomic(sarif_file, render.render(result, gate, "sarif"))
     return findings_file, sarif_file
