@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from gitflow_agents.agents.prices import Reported
 from gitflow_agents.base.fsutil import irregular, write_json_atomic
 from gitflow_agents.findings.reply import parse_reply
 from gitflow_agents.runs import read_json
@@ -27,8 +28,9 @@ from gitflow_agents.runs.status import ProcessStatus
 Status = ProcessStatus  # how an agent process ended (runs/status.py has every vocabulary)
 
 
-class ParsedOutput(Protocol):
-    """What the supervisor reads from an adapter's parse_output (agents.base.AgentOutput)."""
+class ParsedOutput(Reported, Protocol):
+    """What the supervisor reads from an adapter's parse_output (agents.base.AgentOutput): the
+    usage it reported, and these."""
 
     @property
     def is_error(self) -> bool: ...
@@ -41,21 +43,6 @@ class ParsedOutput(Protocol):
 
     @property
     def session_id(self) -> str | None: ...
-
-    @property
-    def input_tokens(self) -> int | None: ...
-
-    @property
-    def output_tokens(self) -> int | None: ...
-
-    @property
-    def cost_usd(self) -> float | None: ...
-
-    @property
-    def cached_tokens(self) -> int | None: ...
-
-    @property
-    def model(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
