@@ -47,18 +47,11 @@ class HistoryRow:
         return {**data, **self.spend.to_json()}
 
 
-def rows(
-    root: Path,
-    flow_dir: str,
-    flow: str | None = None,
-    *,
-    agents: bool = False,
-    skipped: list[str] | None = None,
-) -> list[HistoryRow]:
-    """One row per run ``history`` shows, oldest first, its texts masked again by the secret
-    rules (the records were masked when written, but an agent can write into its run folder)."""
+def rows(runs: Iterable[tuple[Path, dict[str, Any]]]) -> list[HistoryRow]:
+    """One row per record of :func:`records`, its texts masked again by the secret rules (the
+    records were masked when written, but an agent can write into its run folder)."""
     found = []
-    for run_dir, data in records(root, flow_dir, flow, agents=agents, skipped=skipped):
+    for run_dir, data in runs:
         shown = row(run_dir, data, mapping(data, "run"))
         masked = redact_data({**asdict(shown), "spend": None})
         found.append(HistoryRow(**{**masked, "spend": shown.spend}))
