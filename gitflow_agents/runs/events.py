@@ -23,7 +23,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from gitflow_agents.base.jsondata import JsonProblem, camel_json, loads
+from gitflow_agents.base.camel import camel_json
+from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
 
 if TYPE_CHECKING:

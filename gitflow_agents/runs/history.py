@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.base.jsondata import JsonProblem, camel_json
+from gitflow_agents.base.camel import camel_json
+from gitflow_agents.base.jsondata import JsonProblem
 from gitflow_agents.base.redact import redact_data
 from gitflow_agents.config.values import display as shown_path
 from gitflow_agents.runs import iter_runs, load_record, record_problem

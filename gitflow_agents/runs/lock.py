@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.errors import GitflowError, UsageError
 from gitflow_agents.base.fsutil import ReadRefused, make_dirs, read_limited
-from gitflow_agents.base.jsondata import camel_json, load_object
+from gitflow_agents.base.jsondata import load_object
 from gitflow_agents.runs.liveness import process_alive, start_time
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from gitflow_agents.base.jsondata import camel_json
+from gitflow_agents.base.camel import camel_json
 from gitflow_agents.findings.model import (
     Overall,
     Review,

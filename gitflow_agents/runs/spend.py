@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.base.jsondata import camel_json
+from gitflow_agents.base.camel import camel_json
 from gitflow_agents.runs import RunPaths, read_json
 from gitflow_agents.runs.fields import mapping, number
 from gitflow_agents.runs.schema import step_chain

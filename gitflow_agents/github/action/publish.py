@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gitflow_agents import render
+from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.errors import GitHubError, InputError
 from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
-from gitflow_agents.base.jsondata import camel_json
 from gitflow_agents.findings import (
     GateResult,
     Overall,

@@ -1,4 +1,4 @@
-"""camelCase JSON of dataclasses and NamedTuples (``base/jsondata.py``)."""
+"""camelCase JSON of dataclasses and NamedTuples (``base/camel.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import pytest
 
-from gitflow_agents.base.jsondata import camel_json, camel_key
+from gitflow_agents.base.camel import camel_json, camel_key
 
 
 @dataclass(frozen=True)
