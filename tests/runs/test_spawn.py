@@ -364,6 +364,23 @@ def test_heartbeat_from_the_agent_folder(repo: Path) -> None:
     assert "still compiling" in (run_dir / "heartbeat").read_text()
 
 
+def test_heartbeat_reaches_a_run_being_killed_not_an_older_one(repo: Path, cli: Cli) -> None:
+    """A run in ``killing`` has not ended (``runs.status.LIVE_STATES``): the agent's heartbeat
+    is its own, never an older run's still marked running (a lost one)."""
+    agent = repo / "flows" / "f" / "agents" / "a"
+    agent.mkdir(parents=True)
+    for run_id, state in (("r1", "running"), ("r2", "killing")):
+        run_dir = repo / "flows" / "f" / "runs" / run_id
+        run_dir.mkdir(parents=True)
+        status = {"run_id": run_id, "flow": "f", "agent": "a", "state": state, "started": 1}
+        (run_dir / "status.json").write_text(json.dumps(status))
+    result = cli.main("heartbeat", "still here", cwd=agent)
+    assert result.returncode == 0, result.stderr
+    runs = repo / "flows" / "f" / "runs"
+    assert "still here" in (runs / "r2" / "heartbeat").read_text()
+    assert not (runs / "r1" / "heartbeat").exists()
+
+
 def _alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
