@@ -23,12 +23,12 @@ from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as g
 from gitflow_agents.render import FORMATS, render
 from gitflow_agents.reviewer import builtin
-from tests.commands.test_review_cli import run
 from tests.conftest import FAKES, Cli, git
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.action_runner import Runner, add_pull, pr_event, runner
 from tests.helpers.files import commit_files
 from tests.helpers.flow_config import command_agents
+from tests.helpers.review import run
 
 __all__ = ["gh", "run", "runner"]
 

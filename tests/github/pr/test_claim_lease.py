@@ -14,9 +14,10 @@ import pytest
 
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.github.pr import lease as leases
-from tests.chain.test_chain import call
 from tests.conftest import git
-from tests.github.pr.test_step_pr import (
+from tests.github_standin import GitHubStandIn, client_for, gh
+from tests.helpers.chain import call
+from tests.helpers.step_pr import (
     BRANCH,
     env,
     implementer_runs,
@@ -24,7 +25,6 @@ from tests.github.pr.test_step_pr import (
     run_pr,
     setup_repo,
 )
-from tests.github_standin import GitHubStandIn, client_for, gh
 
 __all__ = ["env", "gh"]
 
