@@ -15,7 +15,7 @@ from gitflow_agents.github.action.runner import Options
 from gitflow_agents.reviewer import parse_review_note
 from tests.conftest import Cli
 from tests.helpers.files import commit_files
-from tests.runs.test_spawn import setup_project
+from tests.helpers.spawn import setup_project
 
 RUN_ID = "01900000-0000-7000-8000-000000000001"
 

@@ -32,7 +32,7 @@ from tests.helpers.chain import configure, results
 from tests.helpers.chain import run as run_chain
 from tests.helpers.files import commit_files
 from tests.helpers.review import run
-from tests.reviewer.test_review_secrets import (
+from tests.helpers.secrets import (
     AWS_KEY,
     CHANGE,
     ENV_PASSWORD,

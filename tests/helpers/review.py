@@ -1,4 +1,5 @@
-"""`git agent-review` in this process (the `run` fixture) and a repository whose configured agents review through the same gate (`configure_reviewers`)."""
+"""`git agent-review` in this process (the `run` fixture), and a repository whose configured
+agents review through the same gate (`configure_reviewers`)."""
 
 from __future__ import annotations
 

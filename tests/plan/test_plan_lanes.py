@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli, CliResult, git, init_repo
-from tests.github.pr.test_pipeline import checkout, implemented, seed_origin
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.chain import call
+from tests.helpers.pipeline import checkout, implemented, seed_origin
 from tests.helpers.step_pr import env
 
 __all__ = ["env", "gh"]

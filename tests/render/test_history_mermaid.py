@@ -18,7 +18,7 @@ from gitflow_agents.render.history import agent_results
 from gitflow_agents.render.mermaid import step_flowchart
 from tests.conftest import init_repo, isolate_home
 from tests.helpers.chain import call, configure, results, run
-from tests.render.test_mermaid import skeleton
+from tests.helpers.mermaid import skeleton
 
 
 class Ran(NamedTuple):

@@ -15,20 +15,10 @@ import psutil
 
 from gitflow_agents.runs import RESULT_SCHEMAS
 from tests.conftest import FAKES, ROOT, Cli, git, run_cli
-from tests.helpers.flow_config import command_agents
+from tests.helpers.spawn import setup_project
 
 FAKE = FAKES / "fake_agent"
 
-PLAN = """# Plan: Feature
-
-Overview.
-
-## Implementation Steps
-
-### Status: ❌ | Step 1: Do it
-
-Make it.
-"""
 
 CARD = """---
 title: Feature
@@ -40,18 +30,6 @@ title: Feature
 - [ ] first
 - [ ] second
 """
-
-
-def setup_project(repo: Path, agents: dict[str, list[str]], stuck: int = 30) -> None:
-    allow_env = {name: ["PYTHONPATH"] for name in agents}
-    (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text(
-        command_agents(agents, stuck=stuck, allow_env=allow_env)
-    )
-    (repo / "specs").mkdir()
-    (repo / "specs" / "feature.md").write_text(PLAN)
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "project")
 
 
 def only_run(repo: Path, flow: str = "my-flow") -> Path:
