@@ -7,14 +7,21 @@ start-up per run). A test module using the ``runner`` fixture imports it (and ``
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import CliResult, cli_main, git
-from tests.github_events import issue_comment_event, pull_request_event, write_event
+from tests.conftest import FAKES, CliResult, cli_main, git
+from tests.github_events import (
+    issue_comment_event,
+    pull_request_event,
+    write_event,
+)
 from tests.github_standin import GitHubStandIn, Pull
+from tests.helpers.flow_config import command_agents
 
 BROKEN = "def ok():\n    return 1\n\n\ndef broken(:\n    pass\n"
 FINE = "def ok():\n    return 1\n"
@@ -167,3 +174,15 @@ def runner(tmp_path: Path, gh: GitHubStandIn, repo: Path) -> Runner:
 
 def states(gh: GitHubStandIn, sha: str) -> list[str]:
     return [s["state"] for s in gh.statuses_for(sha) if s["context"] == "gitflow-agents/review"]
+
+
+def flow_config(reviewer_mode: str, extra_agent: str | None = None) -> str:
+    agents = {"gate": [sys.executable, str(FAKES / "fake_reviewer"), reviewer_mode]}
+    if extra_agent:
+        agents[extra_agent] = [sys.executable, str(FAKES / "fake_reviewer"), "approve"]
+    return command_agents(agents, allow_env={"gate": ["FAKE_REVIEWER_LOG"]})
+
+
+def has(root: Path, sha: str) -> bool:
+    found = subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{sha}^{{commit}}"])
+    return found.returncode == 0

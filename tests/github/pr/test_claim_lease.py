@@ -21,6 +21,7 @@ from tests.helpers.step_pr import (
     BRANCH,
     env,
     implementer_runs,
+    lease_on_origin,
     origin_sha,
     run_pr,
     setup_repo,
@@ -45,13 +46,6 @@ def lost_claim(repo: Path, holder: dict[str, object], *, age: float = 0) -> str:
         ref = git_lease.lease_ref(BRANCH)
         git(repo, "push", "-q", "origin", f"--force-with-lease={ref}:{found.sha}", f"{old}:{ref}")
     return main
-
-
-def lease_on_origin(gh: GitHubStandIn) -> dict[str, object]:
-    assert gh.state.origin is not None
-    text = git(gh.state.origin, "log", "-1", "--format=%B", git_lease.lease_ref(BRANCH))
-    found: dict[str, object] = json.loads(text)
-    return found
 
 
 def test_a_claim_names_its_workflow_run_in_its_lease(
