@@ -175,7 +175,7 @@ def test_release_runs_on_version_tags_with_minimal_permissions() -> None:
 
 
 def readme_command_1_subshell() -> str:
-    from tests.test_packaging import readme_command_1_after_install
+    from tests.helpers.project import readme_command_1_after_install
 
     return readme_command_1_after_install()
 
@@ -268,7 +268,7 @@ def test_changelog_keeps_an_unreleased_section() -> None:
 
 
 def test_ci_tests_every_supported_python_version() -> None:
-    from tests.test_precommit import load_pyproject
+    from tests.helpers.project import load_pyproject
 
     project = load_pyproject()["project"]
     prefix = "Programming Language :: Python :: 3."

@@ -220,7 +220,7 @@ def test_git_agent_review_of_a_report_with_lone_surrogates_renders_every_format(
     repo: Path, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    from tests.reviewer.test_review_secrets import reviewer_config
+    from tests.helpers.secrets import reviewer_config
 
     report = tmp_path / "report.md"
     report.write_text(SURROGATE_REPORT)

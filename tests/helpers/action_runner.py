@@ -7,14 +7,16 @@ start-up per run). A test module using the ``runner`` fixture imports it (and ``
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.conftest import FAKES, CliResult, cli_main, git
+from tests.conftest import FAKES, ROOT, CliResult, cli_main, git
 from tests.github_events import (
     issue_comment_event,
     pull_request_event,
@@ -186,3 +188,37 @@ def flow_config(reviewer_mode: str, extra_agent: str | None = None) -> str:
 def has(root: Path, sha: str) -> bool:
     found = subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{sha}^{{commit}}"])
     return found.returncode == 0
+
+
+def review_step(tmp_path: Path, inputs: dict[str, str]) -> tuple[Path, dict[str, str]]:
+    """action.yml's review step: its ``run:`` script written out, and its env with the inputs
+    (defaults, then ``inputs``) mapped through ``env:`` exactly as written there."""
+    data = yaml.safe_load((ROOT / "action.yml").read_text())
+    values = {name: str(spec.get("default", "")) for name, spec in data["inputs"].items()}
+    values.update(inputs)
+    step = next(s for s in action_steps() if s.get("id") == "review")
+    # GITFLOW_AGENTS_BIN is the install step's output (tests/test_github_workflows.py): set below
+    step_env = {
+        k: _evaluate(str(v), values) for k, v in step["env"].items() if k != "GITFLOW_AGENTS_BIN"
+    }
+    wrapper = tmp_path / "gitflow-agents"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents "$@"\n')
+    wrapper.chmod(0o755)
+    script = tmp_path / "step.sh"
+    script.write_text(step["run"])
+    return script, {**step_env, "GITFLOW_AGENTS_BIN": str(wrapper), "PYTHONPATH": str(ROOT)}
+
+
+def action_steps() -> list[dict[str, Any]]:
+    data = yaml.safe_load((ROOT / "action.yml").read_text())
+    steps: list[dict[str, Any]] = data["runs"]["steps"]
+    return steps
+
+
+def _evaluate(expression: str, inputs: dict[str, str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        key = match.group(1).strip()
+        assert key.startswith("inputs."), key
+        return inputs[key.removeprefix("inputs.")]
+
+    return re.sub(r"\$\{\{(.*?)\}\}", value, expression)

@@ -70,3 +70,13 @@ ACTION = ROOT / "action.yml"
 
 
 DOC = ROOT / "docs" / "github.md"
+
+
+def readme_command_1_after_install() -> str:
+    """The part of the README's command 1 that runs after ``pip install -c … .``: a subshell in a
+    scratch git repository. The release workflow runs the same text against the built files."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (command,) = re.findall(r"^python3 -m venv \.venv && .*$", readme, re.M)
+    _, sep, subshell = command.partition(" && python -m pip install -c .ci/constraints.txt . && ")
+    assert sep and subshell.startswith("( cd ") and subshell.endswith(" )"), command
+    return subshell

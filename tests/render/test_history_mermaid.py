@@ -142,7 +142,7 @@ def test_a_step_run_killed_before_its_record_is_left_out(ran: Ran) -> None:
 
 
 def test_history_charts_parse_with_mermaid(ran: Ran) -> None:
-    from tests.render.test_mermaid_parse import PREFIX, check, parse
+    from tests.helpers.mermaid import PREFIX, check, parse
 
     if not (PREFIX and shutil.which("node")):
         pytest.skip("set MERMAID_PREFIX (bash tests/e2e/install_mermaid.sh prints it)")
