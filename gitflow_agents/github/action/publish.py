@@ -19,10 +19,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from gitflow_agents import render
 from gitflow_agents.base.camel import camel_json
@@ -312,20 +313,39 @@ def fit_summary(full: str, room: int) -> str:
     return text
 
 
+class Reviewed(NamedTuple):
+    """A review to publish: the review, its gate, the run-history rows, and the outputs naming
+    its result files."""
+
+    result: Review
+    gate: GateResult
+    rows: Sequence[comment.RunRow]
+    files: Mapping[str, str]
+
+
+def reviewed_here(
+    env: RunnerEnv, run_id: str, result: Review, gate: GateResult, rows: Sequence[comment.RunRow]
+) -> Reviewed:
+    """A review this job made: its result files written, its findings printed as workflow
+    annotations."""
+    files = result_files(env, run_id, result, gate, rows)
+    sys.stdout.write(render.render(result, gate, "annotations"))
+    sys.stdout.flush()
+    return Reviewed(result, gate, rows, files)
+
+
 def finish(
     env: RunnerEnv,
     publisher: Publisher,
-    result: Review,
-    gate: GateResult,
-    rows: Sequence[comment.RunRow],
+    reviewed: Reviewed,
     options: Options,
     run_id: str,
-    files: Mapping[str, str],
     extra: Mapping[str, str] | None = None,
 ) -> int:
     """Publish (inline review, summary comment, final status, optional check run), write the
     step summary (every finding, when it fits GitHub's limit for it) and the outputs (``extra``
     added to them); the exit code for ``options.fail_on``."""
+    result, gate, rows, files = reviewed
     pull = publisher.pull
     login = Identity(publisher.client, options.comment_author)
     outputs = result_outputs(result, gate, pull.head_sha, run_id, {**files, **(extra or {})})
