@@ -24,7 +24,7 @@ from gitflow_agents.findings import Severity
 from gitflow_agents.github.action.comment import MARKER
 from gitflow_agents.github.action.event import Trigger, decide, load_event, parse_command
 from gitflow_agents.github.action.runner import Options
-from tests.conftest import ROOT, cli_main, run_cli
+from tests.conftest import ROOT, cli_main
 from tests.github_events import (
     push_event,
     user,
@@ -266,7 +266,7 @@ def test_malformed_event_payload_exits_2_naming_the_file(tmp_path: Path, repo: P
 
 
 def test_outside_actions_it_says_so(repo: Path) -> None:
-    result = run_cli("action", cwd=repo, env={"GITHUB_EVENT_PATH": "", "GITHUB_EVENT_NAME": ""})
+    result = cli_main("action", cwd=repo, env={"GITHUB_EVENT_PATH": "", "GITHUB_EVENT_NAME": ""})
     assert result.returncode == 2
     assert "not running in GitHub Actions" in result.stderr
 
