@@ -252,7 +252,7 @@ def _add_spawn(sub: Registry) -> None:
     )
     p.add_argument("--stuck-timeout", type=float, help="seconds without activity (config default)")
     p.add_argument("--timeout", type=float, help="hard timeout in seconds (config max_wait_secs)")
-    p.add_argument("--kill-grace", type=float, default=3.0, help="SIGTERM to SIGKILL, seconds")
+    p.add_argument("--kill-grace", type=float, help="SIGTERM to SIGKILL, seconds")
     p.add_argument("--rerun", action="store_true", help="move an earlier report to previous/")
     from gitflow_agents.commands.budget import add_budget_arguments
 
@@ -305,7 +305,7 @@ def _session_command(name: str, event: str) -> Callable[[Registry], None]:
         p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
         p.add_argument("--stuck-timeout", type=float, help="seconds without activity")
         p.add_argument("--timeout", type=float, help="hard timeout in seconds (max_wait_secs)")
-        p.add_argument("--kill-grace", type=float, default=3.0, help="SIGTERM to SIGKILL, s")
+        p.add_argument("--kill-grace", type=float, help="SIGTERM to SIGKILL, s")
         p.add_argument("--json", action="store_true", help="print result.json on stdout")
         p.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
 

@@ -12,8 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.test_dependencies import supported_pythons
-from tests.test_github_workflows import WORKFLOWS, action_steps, load, load_yaml, write_examples
+from tests.helpers.project import (
+    WORKFLOWS,
+    action_steps,
+    load,
+    load_yaml,
+    supported_pythons,
+    write_examples,
+)
 
 
 def readme_workflows() -> list[str]:

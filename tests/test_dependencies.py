@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests.conftest import ROOT
-from tests.test_precommit import load_pyproject
+from tests.helpers.project import load_pyproject, supported_pythons
 
 PACKAGE = ROOT / "gitflow_agents"
 
@@ -105,12 +105,6 @@ def test_project_urls_name_the_repository_the_readme_names() -> None:
 
 CONSTRAINTS = ROOT / ".ci" / "constraints.txt"
 DRIFT = ROOT / ".ci" / "dependency_drift.py"
-
-
-def supported_pythons() -> list[str]:
-    prefix = "Programming Language :: Python :: 3."
-    classifiers = load_pyproject()["project"]["classifiers"]
-    return [f"3.{c[len(prefix) :]}" for c in classifiers if c.startswith(prefix)]
 
 
 def pins_for(python: str) -> dict[str, str]:

@@ -17,30 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.conftest import ROOT
-
-WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
-DOC = ROOT / "docs" / "github.md"
-EXAMPLES = sorted((ROOT / "docs" / "examples").glob("*.yml"))
-"""Workflows a repository copies as they are (docs/github.md embeds them)."""
-
-
-def doc_workflows() -> list[str]:
-    """The ```yaml blocks of docs/github.md that are whole workflows (have on: and jobs:)."""
-    blocks = re.findall(r"^```yaml\n(.*?)^```", DOC.read_text(encoding="utf-8"), re.M | re.S)
-    return [b for b in blocks if re.search(r"^on:", b, re.M) and re.search(r"^jobs:", b, re.M)]
-
-
-def write_examples(tmp_path: Path) -> list[Path]:
-    """The doc's workflows as files, and the files of docs/examples/."""
-    paths = []
-    for index, text in enumerate(doc_workflows()):
-        path = tmp_path / f"doc-example-{index}.yml"
-        path.write_text(text, encoding="utf-8")
-        paths.append(path)
-    return [*paths, *EXAMPLES]
+from tests.helpers.project import (
+    ACTION,
+    EXAMPLES,
+    WORKFLOWS,
+    action_steps,
+    doc_workflows,
+    load,
+    write_examples,
+)
 
 
 def test_the_doc_shows_each_example_file_as_it_is() -> None:
@@ -97,11 +84,6 @@ def test_workflows_and_doc_examples_pass_actionlint(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def load(name: str) -> dict[Any, Any]:
-    data: dict[Any, Any] = yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
-    return data
-
-
 def test_the_project_reviews_its_own_pull_requests_with_this_action() -> None:
     flow = load("agent-review.yml")
     triggers = flow[True]  # YAML 1.1 reads the key `on` as True
@@ -131,7 +113,6 @@ def test_ci_runs_the_ci_script() -> None:
 
 # --- zizmor and pinned actions ----------------------------------------------------------------
 
-ACTION = ROOT / "action.yml"
 SHA_PIN = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$")
 
 
@@ -164,11 +145,6 @@ def test_every_third_party_action_is_pinned_by_commit_sha() -> None:
 # --- the release workflow ---------------------------------------------------------------------
 
 
-def load_yaml(path: Path) -> dict[Any, Any]:
-    data: dict[Any, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return data
-
-
 def step(steps: list[dict[str, Any]], name: str) -> dict[str, Any]:
     (found,) = [s for s in steps if s.get("name") == name or s.get("id") == name]
     return found
@@ -199,7 +175,7 @@ def test_release_runs_on_version_tags_with_minimal_permissions() -> None:
 
 
 def readme_command_1_subshell() -> str:
-    from tests.test_packaging import readme_command_1_after_install
+    from tests.helpers.project import readme_command_1_after_install
 
     return readme_command_1_after_install()
 
@@ -292,7 +268,7 @@ def test_changelog_keeps_an_unreleased_section() -> None:
 
 
 def test_ci_tests_every_supported_python_version() -> None:
-    from tests.test_precommit import load_pyproject
+    from tests.helpers.project import load_pyproject
 
     project = load_pyproject()["project"]
     prefix = "Programming Language :: Python :: 3."
@@ -307,11 +283,6 @@ def test_ci_tests_every_supported_python_version() -> None:
 
 
 # --- the action's cached set-up ---------------------------------------------------------------
-
-
-def action_steps() -> list[dict[str, Any]]:
-    steps: list[dict[str, Any]] = load_yaml(ACTION)["runs"]["steps"]
-    return steps
 
 
 def test_action_caches_its_environment_per_code_python_and_runner() -> None:

@@ -21,7 +21,7 @@ from gitflow_agents.plan import set_step_status
 from gitflow_agents.runs import cards, create_run
 from gitflow_agents.runs.lock import hold
 from tests.conftest import FAKES, Cli, git, init_repo
-from tests.runs.test_spawn import setup_project
+from tests.helpers.spawn import setup_project
 
 PLAN = "# P\n\n## Implementation Steps\n\n### Status:  | Step 1: A\n\nx\n"
 CARD = "---\ntitle: T\n---\n# T\n\n## Acceptance Criteria\n\n- [ ] one\n- [ ] two\n"

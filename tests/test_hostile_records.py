@@ -15,7 +15,7 @@ from gitflow_agents.github.action.runner import Options
 from gitflow_agents.reviewer import parse_review_note
 from tests.conftest import Cli
 from tests.helpers.files import commit_files
-from tests.runs.test_spawn import setup_project
+from tests.helpers.spawn import setup_project
 
 RUN_ID = "01900000-0000-7000-8000-000000000001"
 
@@ -222,7 +222,7 @@ def test_git_agent_review_of_a_report_with_lone_surrogates_renders_every_format(
     repo: Path, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    from tests.reviewer.test_review_secrets import reviewer_config
+    from tests.helpers.secrets import reviewer_config
 
     report = tmp_path / "report.md"
     report.write_text(SURROGATE_REPORT)

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.agent_run.test_session import setup as session_setup
 from tests.conftest import Cli, git
 from tests.helpers.chain import _agent, call, configure
+from tests.helpers.session import setup as session_setup
 
 CAMEL = re.compile(r"[a-z][a-zA-Z0-9]*")
 DATA_KEYS: set[str] = set()  # paths like "$.chain.byFile" whose keys are data, not names

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import email.parser
 import os
-import re
 import subprocess
 import sys
 import tarfile
@@ -23,6 +22,7 @@ from gitflow_agents import __version__
 from tests.conftest import ROOT
 from tests.helpers.offline_pip import offline_pip_env
 from tests.helpers.once import once_per_session
+from tests.helpers.project import readme_command_1_after_install
 
 # The session fixture of tests/test_precommit.py: wheels of the build backend and of every
 # runtime dependency, built once per requirements and Python version and kept in the temp dir.
@@ -159,16 +159,6 @@ def _metadata_version(wheel: Path) -> str:
         (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
         metadata = email.parser.Parser().parsestr(archive.read(name).decode())
     return str(metadata["Version"])
-
-
-def readme_command_1_after_install() -> str:
-    """The part of the README's command 1 that runs after ``pip install -c … .``: a subshell in a
-    scratch git repository. The release workflow runs the same text against the built files."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    (command,) = re.findall(r"^python3 -m venv \.venv && .*$", readme, re.M)
-    _, sep, subshell = command.partition(" && python -m pip install -c .ci/constraints.txt . && ")
-    assert sep and subshell.startswith("( cd ") and subshell.endswith(" )"), command
-    return subshell
 
 
 @pytest.fixture(scope="module", params=["wheel", "sdist"])

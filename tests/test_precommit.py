@@ -13,7 +13,6 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -23,6 +22,7 @@ from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import read_review_note
 from tests.conftest import GIT_ENV, ROOT, git
 from tests.helpers.offline_pip import offline_pip_env
+from tests.helpers.project import load_pyproject
 
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
 DEFECT = f'KEY = "{AWS_KEY}"\n\ndef handler(:\n    return KEY\n'
@@ -35,15 +35,6 @@ PLAN = (
 needs_pre_commit = pytest.mark.skipif(
     importlib.util.find_spec("pre_commit") is None, reason="pre-commit is not installed"
 )
-
-
-def load_pyproject() -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:
-        tomllib = pytest.importorskip("tomli")
-    data: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    return data
 
 
 def manifest() -> list[dict[str, object]]:

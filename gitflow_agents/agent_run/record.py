@@ -143,8 +143,8 @@ def record_result(
     report_text = ""
     if report_path is not None:
         report_text = read_agent_text(report_path, MAX_REPORT_CHARS)
-    # the adapter's parsed reply (not on the supervisor's ParsedOutput protocol), else stdout
-    parsed_text = getattr(outcome.output, "reply", None) if outcome is not None else None
+    # the adapter's parsed reply, else stdout
+    parsed_text = outcome.output.reply if outcome is not None and outcome.output else None
     reply_text = ""
     if parsed_text:
         reply_text = str(parsed_text)

@@ -51,6 +51,7 @@ from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.cards import card_lock
 from gitflow_agents.runs.events import EventHub, JsonlChannel
 from gitflow_agents.runs.spend import run_spend
+from gitflow_agents.runs.tree import KILL_GRACE
 from gitflow_agents.supervisor import Limits, Outcome, ReportFiles, Status, supervise
 
 if TYPE_CHECKING:
@@ -112,15 +113,15 @@ def limits(
     *,
     stuck_timeout: float | None = None,
     timeout: float | None = None,
-    kill_grace: float = 3.0,
+    kill_grace: float | None = None,
 ) -> Limits:
     """The supervision limits of a run: the given timeouts (a command's options), else the
     config's ``defaults`` (``stuck_timeout_secs``, ``max_wait_secs``), and its
-    ``stuck_retry_grace_secs``."""
+    ``stuck_retry_grace_secs``; ``kill_grace`` unset: ``KILL_GRACE``."""
     return Limits(
         stuck_timeout=float(stuck_timeout or config.stuck_timeout_secs),
         timeout=float(timeout or config.max_wait_secs) or None,
-        kill_grace=float(kill_grace),
+        kill_grace=KILL_GRACE if kill_grace is None else float(kill_grace),
         stuck_grace=float(config.stuck_retry_grace_secs),
     )
 

@@ -23,28 +23,30 @@ from gitflow_agents.base.errors import format_location
 from gitflow_agents.base.frontmatter import Frontmatter
 
 
-def manifest_error(
-    code: ManifestErrorCode,
-    source_path: str,
-    line: int | None,
-    detail: str,
-    *,
-    agent_id: str | None = None,
-    key: str | None = None,
-) -> ManifestError:
-    """An error whose message starts with the file from the project root, line and key."""
-    where = f"{AGENTS_FLOW_DIR}/{source_path}" if source_path else AGENTS_FLOW_DIR
-    message = format_location(where, line, key) + detail
-    return ManifestError(code, message, source_path or None, agent_id, line)
+class Errors(list[ManifestError]):
+    """The errors of a scan, each added with its file (from the project root), line and key."""
+
+    def add(
+        self,
+        code: ManifestErrorCode,
+        source_path: str,
+        line: int | None,
+        detail: str,
+        *,
+        agent_id: str | None = None,
+        key: str | None = None,
+    ) -> None:
+        """An error whose message starts with the file from the project root, line and key."""
+        where = f"{AGENTS_FLOW_DIR}/{source_path}" if source_path else AGENTS_FLOW_DIR
+        message = format_location(where, line, key) + detail
+        self.append(ManifestError(code, message, source_path or None, agent_id, line))
 
 
 class Fields:
     """The frontmatter of one file (``rel``, relative to ``.agents-flow/``); errors go to
     ``errors`` and are attributed to ``agent_id`` when known."""
 
-    def __init__(
-        self, errors: list[ManifestError], front: Frontmatter, rel: str, agent_id: str | None
-    ) -> None:
+    def __init__(self, errors: Errors, front: Frontmatter, rel: str, agent_id: str | None) -> None:
         self.errors = errors
         self.data = front.data
         self.lines = front.key_lines()
@@ -57,15 +59,11 @@ class Fields:
     def error(
         self, key: str, detail: str, *, code: ManifestErrorCode = "invalid_frontmatter"
     ) -> None:
-        self.errors.append(
-            manifest_error(code, self.rel, self.line(key), detail, agent_id=self.agent_id, key=key)
-        )
+        self.errors.add(code, self.rel, self.line(key), detail, agent_id=self.agent_id, key=key)
 
     def missing(self, detail: str) -> None:
         """A required key is absent: the error points at the file's first line."""
-        self.errors.append(
-            manifest_error("invalid_frontmatter", self.rel, 1, detail, agent_id=self.agent_id)
-        )
+        self.errors.add("invalid_frontmatter", self.rel, 1, detail, agent_id=self.agent_id)
 
     def get(self, key: str) -> Any:
         return _lookup(self.data, key)

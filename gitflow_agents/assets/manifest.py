@@ -22,7 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from gitflow_agents.assets import fields as read
-from gitflow_agents.assets.fields import Fields, manifest_error
+from gitflow_agents.assets.fields import Errors, Fields
 from gitflow_agents.assets.model import (
     AGENT_SUFFIX,
     AGENTS_FLOW_DIR,
@@ -32,7 +32,6 @@ from gitflow_agents.assets.model import (
     SKILL_FILE,
     TURN_MODES,
     ManifestError,
-    ManifestErrorCode,
     PromptAssetManifest,
     ResolvedAgentAsset,
     ResolvedInstructionAsset,
@@ -51,7 +50,7 @@ def load_manifest(root: Path) -> PromptAssetManifest:
         return PromptAssetManifest()
     scan = _Scan(base)
     if not base.is_dir():
-        scan.error("file_read_error", "", None, "is not a directory")
+        scan.errors.add("file_read_error", "", None, "is not a directory")
         return scan.manifest()
     scan.global_prompt()
     for path in _entries(scan, base / "instructions", "instructions"):
@@ -73,7 +72,7 @@ def _entries(scan: _Scan, folder: Path, rel: str) -> list[Path]:
     try:
         return sorted(folder.iterdir())
     except OSError as exc:
-        scan.error("file_read_error", rel, None, f"cannot list folder: {exc.strerror or exc}")
+        scan.errors.add("file_read_error", rel, None, f"cannot list folder: {exc.strerror or exc}")
         return []
 
 
@@ -94,39 +93,25 @@ class _Scan:
         self.instruction_paths: dict[str, list[str]] = {}  # name -> every file declaring it
         self.instruction_stems: dict[str, str] = {}  # filename stem -> source path
         self.skills: dict[str, ResolvedSkillAsset] = {}
-        self.errors: list[ManifestError] = []
-
-    # errors
-
-    def error(
-        self,
-        code: ManifestErrorCode,
-        source_path: str,
-        line: int | None,
-        detail: str,
-        *,
-        agent_id: str | None = None,
-        key: str | None = None,
-    ) -> None:
-        self.errors.append(
-            manifest_error(code, source_path, line, detail, agent_id=agent_id, key=key)
-        )
+        self.errors = Errors()
 
     def read(self, path: Path) -> str | None:
         rel = self.rel(path)
         try:
             data = read_limited(path, MAX_ASSET_BYTES)
         except ReadRefused as exc:
-            self.error("file_read_error", rel, None, f"cannot read file: {exc.reason}")
+            self.errors.add("file_read_error", rel, None, f"cannot read file: {exc.reason}")
             return None
         except OSError as exc:
-            self.error("file_read_error", rel, None, f"cannot read file: {exc.strerror or exc}")
+            self.errors.add(
+                "file_read_error", rel, None, f"cannot read file: {exc.strerror or exc}"
+            )
             return None
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data[: exc.start].count(b"\n") + 1
-            self.error(
+            self.errors.add(
                 "file_read_error",
                 rel,
                 line,
@@ -149,7 +134,7 @@ class _Scan:
             # Attribute the error to the agent when its agentId line is still readable, so
             # asking for that agent lists this error instead of "unknown agent".
             agent_id = _AGENT_ID_LINE.search(text) if agent_file else None
-            self.error(
+            self.errors.add(
                 "invalid_frontmatter",
                 rel,
                 exc.line,
@@ -158,7 +143,7 @@ class _Scan:
             )
             return None
         if front.raw is None:
-            self.error(
+            self.errors.add(
                 "invalid_frontmatter",
                 rel,
                 1,
@@ -200,7 +185,7 @@ class _Scan:
         self.instruction_paths.setdefault(name, []).append(rel)
         kept = self.instructions.get(name)
         if kept is not None:
-            self.error(
+            self.errors.add(
                 "duplicate_instruction_name",
                 rel,
                 fields.line("name"),
@@ -222,7 +207,7 @@ class _Scan:
         path = folder / SKILL_FILE
         rel = self.rel(path)
         if not path.exists():
-            self.error("file_read_error", rel, None, f"skill folder has no {SKILL_FILE}")
+            self.errors.add("file_read_error", rel, None, f"skill folder has no {SKILL_FILE}")
             return
         named = self.named(path)
         if named is None:
@@ -283,7 +268,7 @@ class _Scan:
             lines = self.agent_lines[agent.agent_id]
             for index, name in enumerate(agent.includes.instructions):
                 if name not in self.instructions:
-                    self.error(
+                    self.errors.add(
                         "missing_include",
                         agent.source_path,
                         lines.get(f"includes.instructions.{index}"),
@@ -294,7 +279,7 @@ class _Scan:
             for index, folder in enumerate(agent.includes.skills):
                 if folder not in self.skills:
                     known = ", ".join(sorted(self.skills)) or "none"
-                    self.error(
+                    self.errors.add(
                         "missing_include",
                         agent.source_path,
                         lines.get(f"includes.skills.{index}"),

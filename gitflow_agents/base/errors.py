@@ -23,6 +23,17 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
 
 
+class TextProblem(Exception):
+    """Why a text (JSON, YAML) cannot be read, and where in it when known: ``line`` and
+    ``column``, counted as each subclass says."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
 class GitflowError(Exception):
     """Base of every error the user should see as one clear line, never a traceback."""
 

@@ -15,6 +15,8 @@ import math
 import re
 from typing import Any
 
+from gitflow_agents.base.errors import TextProblem
+
 MAX_DEPTH = 64
 """Arrays and objects nested deeper than this are refused."""
 MAX_INT = 2**63
@@ -25,14 +27,8 @@ _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
-class JsonProblem(ValueError):
+class JsonProblem(TextProblem, ValueError):
     """Why a JSON text cannot be used; ``line`` / ``column`` 1-based where known."""
-
-    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.column = column
 
 
 def _constant(name: str) -> Any:

@@ -27,6 +27,8 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
+from gitflow_agents.base.errors import TextProblem
+
 MAX_DEPTH = 64
 """Lists and mappings nested deeper than this are refused."""
 ALIAS_BUDGET = 50_000
@@ -45,14 +47,9 @@ _SCALAR_TAGS = frozenset(
 _BAD_CHARACTER = re.compile(r"[\x00\ud800-\udfff]")
 
 
-class YamlProblem(Exception):
-    """Why a YAML text cannot be read; ``line`` is 0-based in the text (None when unknown)."""
-
-    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.column = column  # 0-based, where the parser knows it
+class YamlProblem(TextProblem):
+    """Why a YAML text cannot be read; ``line`` and ``column`` are 0-based in the text (None
+    when unknown)."""
 
 
 @cache

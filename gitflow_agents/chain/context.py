@@ -20,6 +20,7 @@ from gitflow_agents.plan import Plan
 from gitflow_agents.runs import RunPaths, new_run_id, runs_root
 from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.events import EventHub
+from gitflow_agents.runs.tree import KILL_GRACE
 
 if TYPE_CHECKING:
     from gitflow_agents.assets import PromptAssetManifest
@@ -44,7 +45,7 @@ class ChainSettings:
     threshold: Severity = _THRESHOLD
     stuck_timeout: float | None = None  # default: config defaults.stuck_timeout_secs
     timeout: float | None = None  # default: config defaults.max_wait_secs
-    kill_grace: float = 3.0
+    kill_grace: float = KILL_GRACE
     force: bool = False  # run a step that is already done (docs/chains.md, The state model)
 
 

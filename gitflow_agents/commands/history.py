@@ -38,11 +38,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _show(fmt: str, root: Path, flow_dir: str, args: argparse.Namespace, skipped: list[str]) -> int:
     """Print the runs in ``fmt``; unreadable records go to ``skipped``."""
+    shown = records(root, flow_dir, args.flow_name, agents=args.agents, skipped=skipped)
     if fmt == "mermaid":
-        shown = records(root, flow_dir, args.flow_name, agents=args.agents, skipped=skipped)
         sys.stdout.write(mermaid(shown) if shown else f"no runs under {flow_dir}/\n")
         return int(ExitCode.OK)
-    found = rows(root, flow_dir, args.flow_name, agents=args.agents, skipped=skipped)
+    found = rows(shown)
     if fmt == "json":
         json.dump([r.to_json() for r in found], sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")

@@ -73,7 +73,7 @@ def add_chain_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
     p.add_argument("--stuck-timeout", type=float, help="seconds without activity = stuck")
     p.add_argument("--timeout", type=float, help="hard limit per agent, seconds")
-    p.add_argument("--kill-grace", type=float, default=3.0, help=argparse.SUPPRESS)
+    p.add_argument("--kill-grace", type=float, help=argparse.SUPPRESS)
     p.add_argument("--quiet", action="store_true", help="no live agent lines on stderr")
     p.add_argument("--json", action="store_true", help="print each step's result.json")
 
@@ -219,7 +219,7 @@ def settings_from(args: argparse.Namespace, config: FlowConfig | None = None) ->
         threshold=Severity(option("severity_threshold", defaults.severity_threshold)),
         stuck_timeout=getattr(args, "stuck_timeout", None),
         timeout=getattr(args, "timeout", None),
-        kill_grace=option("kill_grace", 3.0),
+        kill_grace=option("kill_grace", ChainSettings.kill_grace),
         force=bool(getattr(args, "force", False)),
     )
 

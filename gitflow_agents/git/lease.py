@@ -3,7 +3,7 @@
 Part of the git boundary. The lease of branch ``B`` is ``refs/gitflow-agents/claims/B`` on the
 remote, pointing at a parentless commit of the empty tree whose message is the holder's record
 (JSON: workflow run id and attempt, or host and pid) with ``at``, when it was written (Unix
-seconds; not the committer date, which ``GIT_COMMITTER_DATE`` may pin). Writing is one push with a lease on the value read before (``write_lease``): of two
+seconds; not the committer date, which ``GIT_COMMITTER_DATE`` may pin). Writing is one push with a lease on the value read before (``push_lease``): of two
 writers that read the same lease, exactly one wins, as with ``remote.claim_branch``. Reading is
 one ``ls-remote`` and, when there is a lease, one fetch of that tiny commit. No GitHub API
 request either way (docs/github.md, "Claims that expire with their runner").
@@ -37,20 +37,6 @@ class Lease:
     written: float
 
 
-def write_lease(
-    root: Path,
-    branch: str,
-    holder: dict[str, Any],
-    expected: str,
-    remote: str = "origin",
-    identity: dict[str, str] | None = None,
-) -> str | None:
-    """Point the lease of ``branch`` at a new record of ``holder``, only while it is at
-    ``expected`` ("" : only while there is none); the new lease's commit, None when the push
-    was refused (another writer got there first) or failed."""
-    return push_lease(root, branch, holder, expected, remote, identity)[0]
-
-
 def push_lease(
     root: Path,
     branch: str,
@@ -59,7 +45,9 @@ def push_lease(
     remote: str = "origin",
     identity: dict[str, str] | None = None,
 ) -> tuple[str | None, str]:
-    """``write_lease``, with git's reason when the push failed ("" when it succeeded)."""
+    """Point the lease of ``branch`` at a new record of ``holder``, only while it is at
+    ``expected`` ("" : only while there is none): the new lease's commit and "", or None and
+    git's reason when the push was refused (another writer got there first) or failed."""
     made = _lease_commit(root, holder, identity)
     ref = lease_ref(branch)
     pushed = _push(root, remote, f"--force-with-lease={ref}:{expected}", f"{made}:{ref}")

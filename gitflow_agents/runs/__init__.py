@@ -36,7 +36,7 @@ from gitflow_agents.base.jsondata import JsonProblem, load_object
 from gitflow_agents.findings import parse_review
 from gitflow_agents.findings.reply import parse_reply
 from gitflow_agents.git.queries import exclude_flow_dir
-from gitflow_agents.runs.status import ResultStatus
+from gitflow_agents.runs.status import ResultStatus, is_live
 from gitflow_agents.runs.status import result_status as result_status
 
 if TYPE_CHECKING:
@@ -173,7 +173,8 @@ class RunStatus:
 
     @property
     def finished(self) -> bool:
-        return self.state not in ("queued", "running")
+        """The run has ended: its state is none of ``LIVE_STATES`` (``killing`` is live)."""
+        return not is_live(self.state)
 
 
 def write_status(paths: RunPaths, status: RunStatus) -> None:

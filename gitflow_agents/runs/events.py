@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
 
@@ -63,12 +64,7 @@ class Event:
     data: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "timestamp": self.timestamp,
-            "runId": self.run_id,
-            "data": dict(self.data),
-        }
+        return camel_json(self)
 
 
 def check_event_type(event_type: str) -> None:

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.jsondata import JsonProblem
 from gitflow_agents.base.redact import redact_data
 from gitflow_agents.config.values import display as shown_path
@@ -40,35 +41,18 @@ class HistoryRow:
     plan: str | None = None  # a step run's plan
 
     def to_json(self) -> dict[str, Any]:
-        """The row as ``history --json`` prints it (camelCase keys, as every JSON output)."""
-        return {
-            "runId": self.run_id,
-            "flow": self.flow,
-            "what": self.what,
-            "kind": self.kind,
-            "outcome": self.outcome,
-            "iterations": self.iterations,
-            "git": self.git,
-            "durationSeconds": self.duration_s,
-            "finished": self.finished,
-            "historyLine": self.history_line,
-            "plan": self.plan,
-            **self.spend.to_json(),
-        }
+        """The row as ``history --json`` prints it (camelCase keys, as every JSON output), its
+        spend's keys last."""
+        data = camel_json(self, duration_s="durationSeconds")
+        del data["spend"]
+        return {**data, **self.spend.to_json()}
 
 
-def rows(
-    root: Path,
-    flow_dir: str,
-    flow: str | None = None,
-    *,
-    agents: bool = False,
-    skipped: list[str] | None = None,
-) -> list[HistoryRow]:
-    """One row per run ``history`` shows, oldest first, its texts masked again by the secret
-    rules (the records were masked when written, but an agent can write into its run folder)."""
+def rows(runs: Iterable[tuple[Path, dict[str, Any]]]) -> list[HistoryRow]:
+    """One row per record of :func:`records`, its texts masked again by the secret rules (the
+    records were masked when written, but an agent can write into its run folder)."""
     found = []
-    for run_dir, data in records(root, flow_dir, flow, agents=agents, skipped=skipped):
+    for run_dir, data in runs:
         shown = row(run_dir, data, mapping(data, "run"))
         masked = redact_data({**asdict(shown), "spend": None})
         found.append(HistoryRow(**{**masked, "spend": shown.spend}))

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.errors import GitflowError, UsageError
 from gitflow_agents.base.fsutil import ReadRefused, make_dirs, read_limited
 from gitflow_agents.base.jsondata import load_object
@@ -50,13 +51,7 @@ class LockInfo:
     at: float
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "runId": self.run_id,
-            "pid": self.pid,
-            "host": self.host,
-            "pidStarted": self.started,
-            "at": self.at,
-        }
+        return camel_json(self, started="pidStarted")
 
 
 _MAX_LOCK_BYTES = 64 * 1024

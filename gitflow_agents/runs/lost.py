@@ -20,7 +20,7 @@ from gitflow_agents.base.fsutil import write_json_atomic
 from gitflow_agents.runs import RunPaths, flow_result, read_json, tree, write_result
 from gitflow_agents.runs.liveness import process_alive, run_alive
 from gitflow_agents.runs.status import LIVE_STATES
-from gitflow_agents.runs.tree import kill_tree
+from gitflow_agents.runs.tree import KILL_GRACE, kill_tree
 
 ACTIVE = LIVE_STATES
 
@@ -49,7 +49,7 @@ def tree_pids(status: Mapping[str, Any]) -> tuple[int, ...]:
     return tree.tree_pids(pid, token=token, since=since)
 
 
-def kill_recorded_tree(status: Mapping[str, Any], grace: float = 3.0) -> tuple[int, ...]:
+def kill_recorded_tree(status: Mapping[str, Any], grace: float = KILL_GRACE) -> tuple[int, ...]:
     """Kill the run's tree as ``status.json`` records it (pid and group only while the pid is
     still the process that was started; the marker always); the pids still alive after."""
     pid, pgid, token, since = _recorded_tree(status)

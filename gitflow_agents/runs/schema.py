@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from gitflow_agents.base.camel import camel_json
 from gitflow_agents.findings.model import (
     Overall,
     Review,
@@ -52,20 +53,7 @@ class AgentEntry:
     attempt: int = 1
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "agentId": self.agent_id,
-            "kind": self.kind,
-            "runID": self.run_id,
-            "status": self.status,
-            "reason": self.reason,
-            "reused": self.reused,
-            "startSha": self.start_sha,
-            "endSha": self.end_sha,
-            "report": self.report,
-            "durationMs": self.duration_ms,
-            "attempt": self.attempt,
-        }
+        return camel_json(self, run_id="runID")  # result.json's spelling (seed 001)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AgentEntry:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.base.camel import camel_json
 from gitflow_agents.runs import RunPaths, read_json
 from gitflow_agents.runs.fields import mapping, number
 from gitflow_agents.runs.schema import step_chain
@@ -37,14 +38,7 @@ class Spend:
 
     def to_json(self) -> dict[str, Any]:
         """camelCase keys as every JSON output; unknown values are null."""
-        return {
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-            "costUsd": self.cost_usd,
-            "costEstimated": self.cost_estimated,
-            "tokensPartial": self.tokens_partial,
-            "costPartial": self.cost_partial,
-        }
+        return camel_json(self)
 
 
 def run_spend(run: Mapping[str, Any]) -> Spend:

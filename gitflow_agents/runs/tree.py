@@ -103,13 +103,18 @@ def _alive(procs: Iterable[psutil.Process], exclude: int | None) -> list[psutil.
     return alive
 
 
+KILL_GRACE = 3.0
+"""Seconds from SIGTERM to SIGKILL when a tree is killed: the one default of every
+``kill_grace`` (the supervisor's limits, the chain's settings, ``--kill-grace``)."""
+
+
 def kill_tree(
     pid: int | None,
     *,
     pgid: int | None = None,
     token: str | None = None,
     known: Mapping[int, float] | None = None,
-    grace: float = 3.0,
+    grace: float = KILL_GRACE,
     child: subprocess.Popen[bytes] | None = None,
     since: float | None = None,
 ) -> tuple[int, ...]:

@@ -17,49 +17,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
-from gitflow_agents.agents.limits import RateLimit
+from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.base.fsutil import irregular, write_json_atomic
 from gitflow_agents.findings.reply import parse_reply
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.status import ProcessStatus
 
 Status = ProcessStatus  # how an agent process ended (runs/status.py has every vocabulary)
-
-
-class ParsedOutput(Protocol):
-    """What the supervisor reads from an adapter's parse_output (agents.base.AgentOutput)."""
-
-    @property
-    def is_error(self) -> bool: ...
-
-    @property
-    def error(self) -> str | None: ...
-
-    @property
-    def reply(self) -> str | None: ...
-
-    @property
-    def session_id(self) -> str | None: ...
-
-    @property
-    def input_tokens(self) -> int | None: ...
-
-    @property
-    def output_tokens(self) -> int | None: ...
-
-    @property
-    def cost_usd(self) -> float | None: ...
-
-    @property
-    def cached_tokens(self) -> int | None: ...
-
-    @property
-    def model(self) -> str | None: ...
-
-    @property
-    def rate_limit(self) -> RateLimit | None: ...
+ParsedOutput = AgentOutput  # what an adapter's parse_output returns (agents/base.py)
 
 
 @dataclass(frozen=True)

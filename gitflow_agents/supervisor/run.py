@@ -52,7 +52,7 @@ class Limits:
 
     stuck_timeout: float  # idle this long: suspected stuck (then ``stuck_grace``)
     timeout: float | None  # in all; None: no hard timeout
-    kill_grace: float = 3.0  # SIGTERM to SIGKILL
+    kill_grace: float = tree.KILL_GRACE  # SIGTERM to SIGKILL
     exit_grace: float = 10.0  # after the rename, for the CLI to exit on its own
     stuck_grace: float = 0.0  # after stuck_timeout idle: wait this long, re-check, then stuck
     cpu_busy_fraction: float = 0.1  # CPU share of the tree that counts as activity

@@ -19,8 +19,8 @@ from gitflow_agents.config import load_flow_config
 from gitflow_agents.runs import RESULT_SCHEMAS
 from gitflow_agents.runs.events import EventHub, MemoryChannel
 from gitflow_agents.supervisor import Limits, Status
-from tests.commands.test_review_cli import configure_reviewers
 from tests.conftest import FAKES, Cli, git
+from tests.helpers.review import configure_reviewers
 
 FAKE = FAKES / "fake_agent"
 

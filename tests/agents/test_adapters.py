@@ -15,9 +15,8 @@ from gitflow_agents.agents import ADAPTERS, get_adapter
 from gitflow_agents.agents.base import AgentOutput, Invocation
 from gitflow_agents.base import proc
 from gitflow_agents.base.errors import ConfigError, UsageError
-from tests.conftest import DATA
+from tests.helpers.adapters import SAMPLES, sample
 
-SAMPLES = DATA / "agent-output"
 SECRET = "GITFLOW_TEST_UNLISTED_SECRET"
 # A variable with the product's prefix that gitflow-agents does not set for agents: no prefix
 # passes wholesale (issue 12), so it must not reach any agent.
@@ -722,10 +721,6 @@ def test_bad_options_are_config_errors(
 
 # ---------------------------------------------------------------------------------------------
 # parse_output(): samples of each CLI's output
-
-
-def sample(name: str) -> str:
-    return (SAMPLES / name).read_text()
 
 
 @pytest.mark.parametrize(

@@ -27,12 +27,12 @@ from gitflow_agents.base.redact import mask, redact_text
 from gitflow_agents.base.redact_stream import LineMasker
 from gitflow_agents.runs.events import ConsoleChannel, EventHub, JsonlChannel, MemoryChannel
 from gitflow_agents.supervisor import Launch, Limits, ReportFiles, output, supervise
-from tests.commands.test_review_cli import run
 from tests.conftest import FAKES, Cli, git
 from tests.helpers.chain import configure, results
 from tests.helpers.chain import run as run_chain
 from tests.helpers.files import commit_files
-from tests.reviewer.test_review_secrets import (
+from tests.helpers.review import run
+from tests.helpers.secrets import (
     AWS_KEY,
     CHANGE,
     ENV_PASSWORD,

@@ -19,30 +19,15 @@ from gitflow_agents.base.safe_yaml import (
     load,
 )
 from tests.conftest import Cli
+from tests.helpers.yaml_parsers import parser
+
+__all__ = ["parser"]  # autouse: every test with libyaml and PyYAML's own parser
 
 # The "billion laughs": 9 levels of 9 aliases, 10^8 strings once expanded, from 342 bytes.
 ALIAS_BOMB = "".join(
     f"{name}: &{name} [{', '.join([f'*{prev}'] * 9) if prev else ', '.join(['lol'] * 9)}]\n"
     for prev, name in zip(["", *"abcdefgh"], "abcdefghi", strict=True)
 )
-
-
-@pytest.fixture(params=["libyaml", "pure"], autouse=True)
-def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test twice: with libyaml (when installed) and with PyYAML's own parser (what a
-    machine without libyaml uses): the same answers either way."""
-    if request.param == "pure":
-        import yaml
-
-        from gitflow_agents.base import safe_yaml
-
-        resolvers = {
-            first: [(tag, regex) for tag, regex in entries if not tag.endswith(":timestamp")]
-            for first, entries in yaml.SafeLoader.yaml_implicit_resolvers.items()
-        }
-        pure = type("PureLoader", (yaml.SafeLoader,), {"yaml_implicit_resolvers": resolvers})
-        monkeypatch.setattr(safe_yaml, "_loader_class", lambda: pure)
-    return str(request.param)
 
 
 def problem(text: str) -> YamlProblem:

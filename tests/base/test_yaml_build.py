@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gitflow_agents.base.safe_yaml import YamlProblem, check_syntax
 from gitflow_agents.reviewer.syntax import SyntaxProblem, _yaml
-from tests.base.test_safe_yaml import parser  # noqa: F401 - autouse: every test with libyaml and PyYAML's own parser
+from tests.helpers.yaml_parsers import parser  # noqa: F401 - autouse: every test with libyaml and PyYAML's own parser
 
 
 def _old_loader() -> type[Any]:

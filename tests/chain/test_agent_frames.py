@@ -18,7 +18,7 @@ import pytest
 
 from gitflow_agents.chain import loop
 from gitflow_agents.supervisor import ReportFiles
-from tests.chain.test_chain import FAKE, configure, run
+from tests.helpers.chain import FAKE, configure, run
 
 MAX_FRAMES = 7
 

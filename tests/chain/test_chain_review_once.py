@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.chain.test_chain import call, configure, results
-from tests.chain.test_chain_accept import RUN, implementer, reviewer_of, setup
 from tests.conftest import FAKES
+from tests.helpers.chain import call, configure, results
+from tests.helpers.chain_accept import RUN, implementer, reviewer_of, setup
 
 
 def agent_results(repo: Path, kind: str) -> list[dict[str, Any]]:

@@ -14,8 +14,8 @@ from gitflow_agents.config import load_flow_config
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.runs import new_run_id
 from gitflow_agents.runs.events import EventHub
-from tests.chain.test_chain import committed_status, configure, main_sha
 from tests.conftest import git
+from tests.helpers.chain import committed_status, configure, main_sha
 
 
 def test_a_branch_lander_steers_the_run_without_touching_the_context(repo: Path) -> None:

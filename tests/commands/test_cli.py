@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents import __version__, cli, git_agent_review
+from gitflow_agents.agent_run.run import limits
 from gitflow_agents.base.errors import ConfigError, ExitCode, format_location
+from gitflow_agents.chain import ChainSettings
+from gitflow_agents.commands.run import settings_from
+from gitflow_agents.config import load_flow_config
+from gitflow_agents.runs.tree import KILL_GRACE
+from gitflow_agents.supervisor import Limits
 from tests.conftest import run_cli
 
 
@@ -226,3 +232,23 @@ def test_a_short_value_is_echoed_whole(capsys: pytest.CaptureFixture[str]) -> No
     with pytest.raises(SystemExit):
         cli.main(["run", "p.md", "--step", "1234567890123456789x"])
     assert "'1234567890123456789x'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["run", "spawn", "send"])
+def test_kill_grace_has_one_default(command: str) -> None:
+    """``--kill-grace`` unset reaches the limits as ``runs.tree.KILL_GRACE``, the default of
+    the supervisor's ``Limits`` and the chain's settings too; given, it wins."""
+    argv = {
+        "run": ["run", "plan.md", "--step", "1"],
+        "spawn": ["spawn", "builder", "--plan", "plan.md", "--step", "1"],
+        "send": ["send", "RUN", "hi"],
+    }[command]
+    config = load_flow_config(Path(__file__).parent)  # no .flow/: the built-in defaults
+    for extra, expected in (([], KILL_GRACE), (["--kill-grace", "0.25"], 0.25)):
+        args = cli.build_parser().parse_args([*argv, *extra])
+        if command == "run":
+            grace = settings_from(args, config).kill_grace
+        else:
+            grace = limits(config, kill_grace=args.kill_grace).kill_grace
+        assert grace == expected
+    assert ChainSettings().kill_grace == Limits(1, None).kill_grace == KILL_GRACE

@@ -19,7 +19,9 @@ from gitflow_agents.reviewer import approval_status, read_review_note
 from gitflow_agents.reviewer.target import Target, exit_code, hook_target, resolve_target
 from tests.conftest import ROOT, Cli, CliResult, git
 from tests.helpers.files import commit_files, detached_repository, write_executable
-from tests.helpers.flow_config import command_agents
+from tests.helpers.review import configure_reviewers, run
+
+__all__ = ["run"]  # a fixture
 
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
 
@@ -43,11 +45,6 @@ def agent_review_on_path(bin_dir: Path) -> Path:
     shim = f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents.git_agent_review "$@"\n'
     write_executable(bin_dir / "git-agent-review", shim)
     return bin_dir
-
-
-@pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(monkeypatch, capsys)
 
 
 @pytest.fixture
@@ -469,31 +466,6 @@ def test_gitflow_agents_review_is_the_same_command(feature: Path, run: Cli) -> N
     result = run.main("review", "--format", "json", "--no-note", cwd=feature)
     assert result.returncode == 1
     assert len(json.loads(result.stdout)["findings"]) == 2
-
-
-FAKE_REVIEWER = """#!/usr/bin/env python3
-import json, os, pathlib, sys
-mode = sys.argv[1]
-d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
-findings = [] if mode == "approve" else [
-    {"severity": "error", "file": "calc.py", "line": 2, "message": "divides by zero", "rule": "zero"}
-]
-block = {"overall": "approve" if mode == "approve" else "revise", "summary": "looked", "findings": findings}
-verdict = "APPROVED" if mode == "approve" else "REVISE"
-(d / "report.md").write_text(
-    "Summary.\\n\\n```json\\n" + json.dumps(block) + "\\n```\\n\\nREVIEW_RESULT: " + verdict + "\\n"
-)
-target = "report.failed.md" if mode == "fail" else "report.complete.md"
-os.rename(d / "report.md", d / target)
-"""
-
-
-def configure_reviewers(repo: Path) -> None:
-    script = write_executable(repo.parent / "fake_reviewer", FAKE_REVIEWER)
-    agents = {f"{mode}r": [str(script), mode] for mode in ("approve", "revise", "fail")}
-    (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text(command_agents(agents))
-    commit_files(repo, {"calc.py": "def f(x):\n    return 1 / 0\n"}, "calc")
 
 
 def test_configured_agent_reviews_through_the_same_gate(repo: Path, run: Cli) -> None:

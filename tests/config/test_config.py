@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,22 +21,7 @@ from gitflow_agents.config import (
 from gitflow_agents.git.stats import GIT_STATS_MARKER
 from gitflow_agents.plan import SpecPlanConfig
 from tests.conftest import Cli
-
-MINIMAL = 'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
-
-
-def load_error(root: Path, *args: str | None) -> str:
-    with pytest.raises(ConfigError) as info:
-        load_flow_config(root, *args)
-    return str(info.value)
-
+from tests.helpers.config_files import MINIMAL, load_error, write
 
 # ---------------------------------------------------------------------------------- defaults
 

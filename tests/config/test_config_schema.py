@@ -20,8 +20,8 @@ from gitflow_agents.config import (
     schema_text,
 )
 from gitflow_agents.config import shape as module
-from tests.config.test_config import MINIMAL, load_error, write
 from tests.conftest import ROOT
+from tests.helpers.config_files import MINIMAL, load_error, write
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -25,7 +25,7 @@ from tests.helpers.files import commit_files
 
 __all__ = ["run"]
 
-from tests.commands.test_review_cli import run
+from tests.helpers.review import run
 
 AWS = "AKIA" + "Z3X7Q2LMN4PQRS7T"
 AWS_2 = "AKIA" + "Z3X7Q2LMN4PQRS8T"

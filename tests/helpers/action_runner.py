@@ -7,14 +7,23 @@ start-up per run). A test module using the ``runner`` fixture imports it (and ``
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.conftest import CliResult, cli_main, git
-from tests.github_events import issue_comment_event, pull_request_event, write_event
+from tests.conftest import FAKES, ROOT, CliResult, cli_main, git
+from tests.github_events import (
+    issue_comment_event,
+    pull_request_event,
+    write_event,
+)
 from tests.github_standin import GitHubStandIn, Pull
+from tests.helpers.flow_config import command_agents
 
 BROKEN = "def ok():\n    return 1\n\n\ndef broken(:\n    pass\n"
 FINE = "def ok():\n    return 1\n"
@@ -167,3 +176,49 @@ def runner(tmp_path: Path, gh: GitHubStandIn, repo: Path) -> Runner:
 
 def states(gh: GitHubStandIn, sha: str) -> list[str]:
     return [s["state"] for s in gh.statuses_for(sha) if s["context"] == "gitflow-agents/review"]
+
+
+def flow_config(reviewer_mode: str, extra_agent: str | None = None) -> str:
+    agents = {"gate": [sys.executable, str(FAKES / "fake_reviewer"), reviewer_mode]}
+    if extra_agent:
+        agents[extra_agent] = [sys.executable, str(FAKES / "fake_reviewer"), "approve"]
+    return command_agents(agents, allow_env={"gate": ["FAKE_REVIEWER_LOG"]})
+
+
+def has(root: Path, sha: str) -> bool:
+    found = subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{sha}^{{commit}}"])
+    return found.returncode == 0
+
+
+def review_step(tmp_path: Path, inputs: dict[str, str]) -> tuple[Path, dict[str, str]]:
+    """action.yml's review step: its ``run:`` script written out, and its env with the inputs
+    (defaults, then ``inputs``) mapped through ``env:`` exactly as written there."""
+    data = yaml.safe_load((ROOT / "action.yml").read_text())
+    values = {name: str(spec.get("default", "")) for name, spec in data["inputs"].items()}
+    values.update(inputs)
+    step = next(s for s in action_steps() if s.get("id") == "review")
+    # GITFLOW_AGENTS_BIN is the install step's output (tests/test_github_workflows.py): set below
+    step_env = {
+        k: _evaluate(str(v), values) for k, v in step["env"].items() if k != "GITFLOW_AGENTS_BIN"
+    }
+    wrapper = tmp_path / "gitflow-agents"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents "$@"\n')
+    wrapper.chmod(0o755)
+    script = tmp_path / "step.sh"
+    script.write_text(step["run"])
+    return script, {**step_env, "GITFLOW_AGENTS_BIN": str(wrapper), "PYTHONPATH": str(ROOT)}
+
+
+def action_steps() -> list[dict[str, Any]]:
+    data = yaml.safe_load((ROOT / "action.yml").read_text())
+    steps: list[dict[str, Any]] = data["runs"]["steps"]
+    return steps
+
+
+def _evaluate(expression: str, inputs: dict[str, str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        key = match.group(1).strip()
+        assert key.startswith("inputs."), key
+        return inputs[key.removeprefix("inputs.")]
+
+    return re.sub(r"\$\{\{(.*?)\}\}", value, expression)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from gitflow_agents.git import lease as git_lease
 from tests.conftest import CliResult, git, init_repo
 from tests.github_standin import GitHubStandIn
 from tests.helpers.chain import FAKE, PLAN, call
@@ -144,3 +145,10 @@ def kill_9_between_the_push_and_the_pull_request(
     pushed = origin_sha(gh, f"refs/heads/{BRANCH}")
     assert pushed is not None and gh.state.pulls == {}
     return pushed
+
+
+def lease_on_origin(gh: GitHubStandIn) -> dict[str, object]:
+    assert gh.state.origin is not None
+    text = git(gh.state.origin, "log", "-1", "--format=%B", git_lease.lease_ref(BRANCH))
+    found: dict[str, object] = json.loads(text)
+    return found

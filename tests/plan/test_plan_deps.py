@@ -12,15 +12,7 @@ from gitflow_agents.base.errors import PlanError
 from gitflow_agents.plan import lint_plan, parse_plan, parse_plan_text
 from gitflow_agents.plan.deps import BadDepends, parse_depends
 from tests.conftest import Cli, CliResult
-
-
-def plan_text(*bodies: str) -> str:
-    """A plan whose step N (from 1) has ``bodies[N-1]`` as its body."""
-    steps = "".join(
-        f"### Status: | Step {number}: step {number}\n\n{body}\n\n"
-        for number, body in enumerate(bodies, 1)
-    )
-    return f"# Plan\n\n## Implementation Steps\n\n{steps}"
+from tests.helpers.plans import plan_text
 
 
 def write(tmp_path: Path, text: str) -> Path:

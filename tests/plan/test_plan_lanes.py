@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.chain.test_chain import call
 from tests.conftest import Cli, CliResult, git, init_repo
-from tests.github.pr.test_pipeline import checkout, implemented, seed_origin
-from tests.github.pr.test_step_pr import env
 from tests.github_standin import GitHubStandIn, gh
+from tests.helpers.chain import call
+from tests.helpers.pipeline import checkout, implemented, seed_origin
+from tests.helpers.step_pr import env
 
 __all__ = ["env", "gh"]
 

@@ -12,9 +12,9 @@ import pytest
 from gitflow_agents.plan import parse_plan, parse_plan_text, set_step_status
 from gitflow_agents.plan.model import DONE
 from tests.conftest import git, init_repo
-from tests.github.pr.test_pipeline import checkout, ready, run_step, seed_origin
-from tests.github.pr.test_step_pr import env
 from tests.github_standin import GitHubStandIn, gh
+from tests.helpers.pipeline import checkout, ready, run_step, seed_origin
+from tests.helpers.step_pr import env
 from tests.standin_pulls import play_auto_merge
 
 __all__ = ["env", "gh"]

@@ -12,7 +12,7 @@ from gitflow_agents.base.errors import PlanError
 from gitflow_agents.plan import lint_plan, parse_plan_text
 from gitflow_agents.plan.touches import BadTouches, glob_regex, globs_overlap, parse_touches
 from tests.conftest import Cli
-from tests.plan.test_plan_deps import plan_text
+from tests.helpers.plans import plan_text
 
 
 @pytest.mark.parametrize(

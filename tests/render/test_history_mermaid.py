@@ -18,7 +18,7 @@ from gitflow_agents.render.history import agent_results
 from gitflow_agents.render.mermaid import step_flowchart
 from tests.conftest import init_repo, isolate_home
 from tests.helpers.chain import call, configure, results, run
-from tests.render.test_mermaid import skeleton
+from tests.helpers.mermaid import skeleton
 
 
 class Ran(NamedTuple):
@@ -142,7 +142,7 @@ def test_a_step_run_killed_before_its_record_is_left_out(ran: Ran) -> None:
 
 
 def test_history_charts_parse_with_mermaid(ran: Ran) -> None:
-    from tests.render.test_mermaid_parse import PREFIX, check, parse
+    from tests.helpers.mermaid import PREFIX, check, parse
 
     if not (PREFIX and shutil.which("node")):
         pytest.skip("set MERMAID_PREFIX (bash tests/e2e/install_mermaid.sh prints it)")

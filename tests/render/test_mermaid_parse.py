@@ -12,14 +12,10 @@ link, click, tooltip or style, and show every label as the text we meant, litera
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import re
 import shutil
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -34,65 +30,12 @@ from gitflow_agents.render.mermaid import (
 )
 from tests.conftest import ROOT
 from tests.golden.mermaid_cases import CASES, HOSTILE, agent, chart, golden_path, hostile_case
+from tests.helpers.mermaid import PREFIX, check, ours, parse, shown
 
-PREFIX = os.environ.get("MERMAID_PREFIX", "")
 pytestmark = pytest.mark.skipif(
     not (PREFIX and shutil.which("node")),
     reason="set MERMAID_PREFIX (bash tests/e2e/install_mermaid.sh prints it) to parse the charts",
 )
-
-_NODE = re.compile(r'^ +(n\d+)\(?\[("[^"]*")\]', re.M)
-_SUBGRAPH = re.compile(r'^ +subgraph (r\d+)\[("[^"]*")\]', re.M)
-_EDGE = re.compile(r"^ +(n\d+) -->(?:\|(retry)\|)? (n\d+)$", re.M)
-
-
-def parse(charts: list[str]) -> list[dict[str, Any]]:
-    """What Mermaid's parser made of each chart (tests/e2e/mermaid_parse.mjs)."""
-    proc = subprocess.run(
-        ["node", str(ROOT / "tests" / "e2e" / "mermaid_parse.mjs")],
-        input=json.dumps(charts),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "MERMAID_PREFIX": PREFIX},
-    )
-    assert proc.returncode == 0, proc.stderr
-    parsed: list[dict[str, Any]] = json.loads(proc.stdout)
-    assert len(parsed) == len(charts)
-    return parsed
-
-
-def ours(label: str) -> str:
-    """A label of ours as we mean it to be shown: entity codes and line breaks decoded."""
-    inner = label[1:-1].replace("<br/>", "\n")
-    return re.sub(r"#(\d+);", lambda m: chr(int(m.group(1))), inner)
-
-
-def shown(text: str) -> str:
-    """A label as Mermaid's parser keeps it (its own placeholders for entity codes)."""
-    text = text.replace("<br>", "\n")
-    return re.sub("\ufb02\u00b0\u00b0(\\d+)\u00b6\u00df", lambda m: chr(int(m.group(1))), text)
-
-
-def check(
-    text: str, parsed: dict[str, Any], classes: frozenset[str] = frozenset({"ok", "warn", "bad"})
-) -> None:
-    assert "error" not in parsed, f"{parsed.get('error')}\n{text}"
-    assert parsed["type"] == "flowchart-v2" and parsed["direction"] == "LR"
-    nodes = dict(_NODE.findall(text))
-    vertices = {v["id"]: v for v in parsed["vertices"]}
-    assert set(vertices) == set(nodes)
-    for node_id, vertex in vertices.items():
-        assert vertex["link"] is None and not vertex["styles"]
-        assert set(vertex["classes"]) <= classes  # never "clickable"
-        assert shown(vertex["text"]) == ours(nodes[node_id])
-    edges = [(start, end, label) for start, label, end in _EDGE.findall(text)]
-    assert [(e["start"], e["end"], e["text"]) for e in parsed["edges"]] == edges
-    boxes = dict(_SUBGRAPH.findall(text))
-    assert {s["id"]: shown(s["title"]) for s in parsed["subgraphs"]} == {
-        k: ours(v) for k, v in boxes.items()
-    }
-    assert set(parsed["classes"]) == classes and not parsed["tooltips"]
 
 
 def test_every_golden_and_generated_chart_parses_as_drawn(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from gitflow_agents.findings import Overall
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin
 from tests.conftest import git
-from tests.reviewer.test_builtin_reviewer import locations, only, review
+from tests.helpers.builtin import locations, only, review
 
 # --- debugger: Python's AST decides -----------------------------------------------------------
 

@@ -11,13 +11,13 @@ import pytest
 
 from gitflow_agents.base.redact import mask
 from gitflow_agents.base.secret_rules import entropy
-from gitflow_agents.findings import Finding, Overall, Severity
+from gitflow_agents.findings import Overall, Severity
 from gitflow_agents.findings.rules import RULES
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin, syntax
 from gitflow_agents.reviewer.checks import CheckOptions
 from tests.conftest import ROOT, git
-from tests.helpers.files import commit_files
+from tests.helpers.builtin import locations, only, review
 
 # Built at run time so this file itself never holds a literal secret-shaped string.
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
@@ -25,27 +25,6 @@ GITHUB_TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
 SLACK_TOKEN = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOp"
 PRIVATE_KEY = "-----BEGIN " + "RSA PRIVATE KEY-----"
 KEY_BODY = "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt" + "Hq8vN4cY1uJ6bW0eT5gK2dF9sA7lZ3x"  # a PEM line
-
-
-def review(
-    repo: Path,
-    files: dict[str, str | bytes],
-    *,
-    base_files: dict[str, str] | None = None,
-    threshold: Severity = Severity.ERROR,
-    options: CheckOptions | None = None,
-) -> builtin.BuiltinResult:
-    base = commit_files(repo, base_files or {}, "base", allow_empty=True)
-    spec = g.DiffSpec(base, commit_files(repo, files))
-    return builtin.review_diff(repo, spec, threshold=threshold, options=options)
-
-
-def only(result: builtin.BuiltinResult, rule: str) -> list[Finding]:
-    return [f for f in result.findings if f.rule == rule]
-
-
-def locations(result: builtin.BuiltinResult) -> list[tuple[str | None, str | None, int | None]]:
-    return [(f.rule, f.file, f.line) for f in result.findings]
 
 
 def test_clean_change_gets_no_finding(repo: Path) -> None:

@@ -171,3 +171,15 @@ def test_no_test_ran_is_ran_empty_and_passed_false(report: str) -> None:
             jsonschema.validate(bad, RESULT_SCHEMAS["implement"])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**result, "tests": {"ran": []}}, RESULT_SCHEMAS["implement"])
+
+
+@pytest.mark.parametrize("state", ["queued", "running", "killing"])
+def test_a_live_state_is_not_finished(state: str) -> None:
+    assert not RunStatus("r", "f", "a", state, 1.0).finished
+
+
+@pytest.mark.parametrize(
+    "state", ["succeeded", "failed", "stuck", "timeout", "canceled", "crashed"]
+)
+def test_an_ended_state_is_finished(state: str) -> None:
+    assert RunStatus("r", "f", "a", state, 1.0).finished

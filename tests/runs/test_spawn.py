@@ -15,20 +15,10 @@ import psutil
 
 from gitflow_agents.runs import RESULT_SCHEMAS
 from tests.conftest import FAKES, ROOT, Cli, git, run_cli
-from tests.helpers.flow_config import command_agents
+from tests.helpers.spawn import setup_project
 
 FAKE = FAKES / "fake_agent"
 
-PLAN = """# Plan: Feature
-
-Overview.
-
-## Implementation Steps
-
-### Status: ❌ | Step 1: Do it
-
-Make it.
-"""
 
 CARD = """---
 title: Feature
@@ -40,18 +30,6 @@ title: Feature
 - [ ] first
 - [ ] second
 """
-
-
-def setup_project(repo: Path, agents: dict[str, list[str]], stuck: int = 30) -> None:
-    allow_env = {name: ["PYTHONPATH"] for name in agents}
-    (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text(
-        command_agents(agents, stuck=stuck, allow_env=allow_env)
-    )
-    (repo / "specs").mkdir()
-    (repo / "specs" / "feature.md").write_text(PLAN)
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "project")
 
 
 def only_run(repo: Path, flow: str = "my-flow") -> Path:
@@ -362,6 +340,23 @@ def test_heartbeat_from_the_agent_folder(repo: Path) -> None:
     result = run_cli("heartbeat", "still compiling", cwd=agent)
     assert result.returncode == 0, result.stderr
     assert "still compiling" in (run_dir / "heartbeat").read_text()
+
+
+def test_heartbeat_reaches_a_run_being_killed_not_an_older_one(repo: Path, cli: Cli) -> None:
+    """A run in ``killing`` has not ended (``runs.status.LIVE_STATES``): the agent's heartbeat
+    is its own, never an older run's still marked running (a lost one)."""
+    agent = repo / "flows" / "f" / "agents" / "a"
+    agent.mkdir(parents=True)
+    for run_id, state in (("r1", "running"), ("r2", "killing")):
+        run_dir = repo / "flows" / "f" / "runs" / run_id
+        run_dir.mkdir(parents=True)
+        status = {"run_id": run_id, "flow": "f", "agent": "a", "state": state, "started": 1}
+        (run_dir / "status.json").write_text(json.dumps(status))
+    result = cli.main("heartbeat", "still here", cwd=agent)
+    assert result.returncode == 0, result.stderr
+    runs = repo / "flows" / "f" / "runs"
+    assert "still here" in (runs / "r2" / "heartbeat").read_text()
+    assert not (runs / "r1" / "heartbeat").exists()
 
 
 def _alive(pid: int) -> bool:

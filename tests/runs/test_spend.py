@@ -22,11 +22,10 @@ from gitflow_agents.github.action.comment import run_history
 from gitflow_agents.github.pr.history import history_rows
 from gitflow_agents.runs.events import ConsoleChannel, EventHub
 from gitflow_agents.runs.spend import Spend, cost_text, tokens_text, total
-from tests.agents.test_adapters import sample
-from tests.commands.test_review_cli import Cli
-from tests.conftest import DATA, FAKES, git
-from tests.github.action.test_github_action import Runner, add_pull, pr_event, runner
+from tests.conftest import DATA, FAKES, Cli, git
 from tests.github_standin import GitHubStandIn, gh
+from tests.helpers.action_runner import Runner, add_pull, pr_event, runner
+from tests.helpers.adapters import sample
 
 __all__ = ["gh", "runner"]
 

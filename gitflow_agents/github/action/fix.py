@@ -28,6 +28,7 @@ from gitflow_agents.github.action.fix_reply import FIX_MARKER, fix_reply, post_r
 from gitflow_agents.github.action.fixer import FixRun, review_report, run_fixer
 from gitflow_agents.github.action.publish import (
     Publisher,
+    Reviewed,
     finish,
     outcome_label,
     result_files,
@@ -297,7 +298,8 @@ def _publish_fix(
     if outcome.publish:
         sys.stdout.write(render.render(review_, gate_, "annotations"))
         sys.stdout.flush()
-        code = finish(env, publisher, review_, gate_, rows, options, run_id, files, extra)
+        reviewed = Reviewed(review_, gate_, rows, files)
+        code = finish(env, publisher, reviewed, options, run_id, extra)
     else:
         # The branch moved on: this review is about a commit that is no longer the PR's head,
         # so only its own status is set (no longer pending); the summary stays the new head's.

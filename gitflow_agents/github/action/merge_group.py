@@ -12,24 +12,21 @@ from an earlier job's findings file, gated again against the group's head. docs/
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
-from gitflow_agents import render
 from gitflow_agents.base.errors import InputError
-from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.findings import gate as gate_review
 from gitflow_agents.github.action import comment, status
 from gitflow_agents.github.action.checkout import review_group
 from gitflow_agents.github.action.publish import (
+    Reviewed,
     agent_questions,
     conclude,
     failing_publish,
     fit_summary,
     load_findings,
-    result_files,
     result_outputs,
+    reviewed_here,
     summary_room,
     usage_outputs,
 )
@@ -86,10 +83,9 @@ def review_group_and_publish(
         outputs = {"review-result": "error", "run-id": run_id, "head-sha": group.head_sha}
         write_outputs(env.output, outputs)
         raise
-    files = result_files(env, run_id, result, gate, [row])
-    sys.stdout.write(render.render(result, gate, "annotations"))
-    sys.stdout.flush()
-    return finish_group(env, writer, result, gate, [row], options, run_id, files)
+    return finish_group(
+        env, writer, reviewed_here(env, run_id, result, gate, [row]), options, run_id
+    )
 
 
 def nothing_to_review(env: RunnerEnv, writer: GroupWriter, run_id: str) -> NoReturn:
@@ -124,21 +120,15 @@ def post_group_findings(env: RunnerEnv, writer: GroupWriter, options: Options, r
         )
     gate = gate_review(result, threshold=options.threshold, head_sha=head)
     files = {"findings-file": str(options.post_findings)}
-    return finish_group(env, writer, result, gate, rows, options, run_id, files)
+    return finish_group(env, writer, Reviewed(result, gate, rows, files), options, run_id)
 
 
 def finish_group(
-    env: RunnerEnv,
-    writer: GroupWriter,
-    result: Review,
-    gate: GateResult,
-    rows: Sequence[comment.RunRow],
-    options: Options,
-    run_id: str,
-    files: Mapping[str, str],
+    env: RunnerEnv, writer: GroupWriter, reviewed: Reviewed, options: Options, run_id: str
 ) -> int:
     """The final status (and the optional check run), the step summary and the outputs; the
     exit code for ``options.fail_on``."""
+    result, gate, rows, files = reviewed
     group = writer.group
     outputs = {**result_outputs(result, gate, group.head_sha, run_id, files), **usage_outputs(rows)}
     room = summary_room(env.step_summary)

@@ -19,12 +19,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from gitflow_agents import render
+from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.errors import GitHubError, InputError
 from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
 from gitflow_agents.findings import (
@@ -182,20 +184,6 @@ def outcome_label(result: Review, gate: GateResult) -> str:
     return "revise" if result.overall is Overall.REVISE else "not-approved"
 
 
-_ROW_KEYS = {
-    "files_changed": "filesChanged",
-    "duration_s": "durationSeconds",
-    "cost_usd": "costUsd",
-    "input_tokens": "inputTokens",
-    "output_tokens": "outputTokens",
-    "cost_estimated": "costEstimated",
-    "tokens_partial": "tokensPartial",
-    "cost_partial": "costPartial",
-}
-"""A run-history row's JSON keys where they differ from its fields (camelCase, as every key of
-our JSON: docs/decisions.md, "CLI conventions")."""
-
-
 def write_result_files(
     directory: Path, result: Review, gate: GateResult, rows: Sequence[comment.RunRow] = ()
 ) -> tuple[Path, Path]:
@@ -205,10 +193,7 @@ def write_result_files(
     findings_file = directory / "findings.json"
     sarif_file = directory / "findings.sarif"
     data = json.loads(render.render(result, gate, "json"))
-    data["runHistory"] = [
-        {_ROW_KEYS.get(key, key): value for key, value in dataclasses.asdict(row).items()}
-        for row in rows
-    ]
+    data["runHistory"] = [camel_json(row, duration_s="durationSeconds") for row in rows]
     write_atomic(findings_file, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     write_atomic(sarif_file, render.render(result, gate, "sarif"))
     return findings_file, sarif_file
@@ -328,20 +313,39 @@ def fit_summary(full: str, room: int) -> str:
     return text
 
 
+class Reviewed(NamedTuple):
+    """A review to publish: the review, its gate, the run-history rows, and the outputs naming
+    its result files."""
+
+    result: Review
+    gate: GateResult
+    rows: Sequence[comment.RunRow]
+    files: Mapping[str, str]
+
+
+def reviewed_here(
+    env: RunnerEnv, run_id: str, result: Review, gate: GateResult, rows: Sequence[comment.RunRow]
+) -> Reviewed:
+    """A review this job made: its result files written, its findings printed as workflow
+    annotations."""
+    files = result_files(env, run_id, result, gate, rows)
+    sys.stdout.write(render.render(result, gate, "annotations"))
+    sys.stdout.flush()
+    return Reviewed(result, gate, rows, files)
+
+
 def finish(
     env: RunnerEnv,
     publisher: Publisher,
-    result: Review,
-    gate: GateResult,
-    rows: Sequence[comment.RunRow],
+    reviewed: Reviewed,
     options: Options,
     run_id: str,
-    files: Mapping[str, str],
     extra: Mapping[str, str] | None = None,
 ) -> int:
     """Publish (inline review, summary comment, final status, optional check run), write the
     step summary (every finding, when it fits GitHub's limit for it) and the outputs (``extra``
     added to them); the exit code for ``options.fail_on``."""
+    result, gate, rows, files = reviewed
     pull = publisher.pull
     login = Identity(publisher.client, options.comment_author)
     outputs = result_outputs(result, gate, pull.head_sha, run_id, {**files, **(extra or {})})

@@ -13,10 +13,8 @@ degrades to annotations + step summary with a notice, never a crash. ``/agent fi
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 
-from gitflow_agents import render
 from gitflow_agents.base.errors import ExitCode, InputError
 from gitflow_agents.findings import gate as gate_review
 from gitflow_agents.github.action.checkout import review_pull
@@ -26,9 +24,10 @@ from gitflow_agents.github.action.landed import check_landed
 from gitflow_agents.github.action.merge_group import review_group_and_publish
 from gitflow_agents.github.action.publish import (
     Publisher,
+    Reviewed,
     finish,
     load_findings,
-    result_files,
+    reviewed_here,
 )
 from gitflow_agents.github.action.runner import (
     PREFIX,
@@ -101,10 +100,7 @@ def review_and_publish(
         write_outputs(env.output, {"review-result": "error", "run-id": run_id})
         raise
 
-    files = result_files(env, run_id, result, gate, [row])
-    sys.stdout.write(render.render(result, gate, "annotations"))
-    sys.stdout.flush()
-    return finish(env, publisher, result, gate, [row], options, run_id, files)
+    return finish(env, publisher, reviewed_here(env, run_id, result, gate, [row]), options, run_id)
 
 
 def post_findings(
@@ -130,4 +126,4 @@ def post_findings(
         )
     gate = gate_review(result, threshold=options.threshold, head_sha=pull.head_sha)
     files = {"findings-file": str(options.post_findings)}
-    return finish(env, publisher, result, gate, rows, options, run_id, files)
+    return finish(env, publisher, Reviewed(result, gate, rows, files), options, run_id)

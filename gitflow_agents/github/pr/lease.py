@@ -163,7 +163,7 @@ def take(
 ) -> Held | None:
     """Write this run's lease where the lease is ``expected`` ("" : none); None when another
     writer got there first."""
-    made = leases.write_lease(root, branch, record, expected, remote, identity)
+    made, _ = leases.push_lease(root, branch, record, expected, remote, identity)
     return None if made is None else Held(root, branch, record, made, identity, remote)
 
 

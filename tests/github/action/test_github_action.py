@@ -14,9 +14,7 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -26,7 +24,7 @@ from gitflow_agents.findings import Severity
 from gitflow_agents.github.action.comment import MARKER
 from gitflow_agents.github.action.event import Trigger, decide, load_event, parse_command
 from gitflow_agents.github.action.runner import Options
-from tests.conftest import ROOT, cli_main, run_cli
+from tests.conftest import ROOT, cli_main
 from tests.github_events import (
     push_event,
     user,
@@ -36,9 +34,11 @@ from tests.helpers.action_runner import (
     BROKEN,
     FINE,
     Runner,
+    action_steps,
     add_pull,
     comment_event,
     pr_event,
+    review_step,
     runner,
     states,
 )
@@ -48,12 +48,6 @@ __all__ = ["gh", "runner"]
 # ---------------------------------------------------------------------------------------------
 # The action step from action.yml, run the way the runner runs a composite step
 # ---------------------------------------------------------------------------------------------
-
-
-def action_steps() -> list[dict[str, Any]]:
-    data = yaml.safe_load((ROOT / "action.yml").read_text())
-    steps: list[dict[str, Any]] = data["runs"]["steps"]
-    return steps
 
 
 def test_action_yml_never_interpolates_into_shell() -> None:
@@ -110,34 +104,6 @@ def test_docs_inputs_and_outputs_match_action_yml() -> None:
         "push-refused",
     }
     assert named - values == set(data["outputs"])
-
-
-def _evaluate(expression: str, inputs: dict[str, str]) -> str:
-    def value(match: re.Match[str]) -> str:
-        key = match.group(1).strip()
-        assert key.startswith("inputs."), key
-        return inputs[key.removeprefix("inputs.")]
-
-    return re.sub(r"\$\{\{(.*?)\}\}", value, expression)
-
-
-def review_step(tmp_path: Path, inputs: dict[str, str]) -> tuple[Path, dict[str, str]]:
-    """action.yml's review step: its ``run:`` script written out, and its env with the inputs
-    (defaults, then ``inputs``) mapped through ``env:`` exactly as written there."""
-    data = yaml.safe_load((ROOT / "action.yml").read_text())
-    values = {name: str(spec.get("default", "")) for name, spec in data["inputs"].items()}
-    values.update(inputs)
-    step = next(s for s in action_steps() if s.get("id") == "review")
-    # GITFLOW_AGENTS_BIN is the install step's output (tests/test_github_workflows.py): set below
-    step_env = {
-        k: _evaluate(str(v), values) for k, v in step["env"].items() if k != "GITFLOW_AGENTS_BIN"
-    }
-    wrapper = tmp_path / "gitflow-agents"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents "$@"\n')
-    wrapper.chmod(0o755)
-    script = tmp_path / "step.sh"
-    script.write_text(step["run"])
-    return script, {**step_env, "GITFLOW_AGENTS_BIN": str(wrapper), "PYTHONPATH": str(ROOT)}
 
 
 def test_the_review_step_of_action_yml_end_to_end(
@@ -300,7 +266,7 @@ def test_malformed_event_payload_exits_2_naming_the_file(tmp_path: Path, repo: P
 
 
 def test_outside_actions_it_says_so(repo: Path) -> None:
-    result = run_cli("action", cwd=repo, env={"GITHUB_EVENT_PATH": "", "GITHUB_EVENT_NAME": ""})
+    result = cli_main("action", cwd=repo, env={"GITHUB_EVENT_PATH": "", "GITHUB_EVENT_NAME": ""})
     assert result.returncode == 2
     assert "not running in GitHub Actions" in result.stderr
 

@@ -10,24 +10,15 @@ checkout carries the PR's files.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-from tests.conftest import FAKES, git
+from tests.conftest import git
 from tests.github_standin import GitHubStandIn, gh
-from tests.helpers.action_runner import Runner, add_pull, pr_event, runner, states
-from tests.helpers.flow_config import command_agents
+from tests.helpers.action_runner import Runner, add_pull, flow_config, pr_event, runner, states
 
 __all__ = ["gh", "runner"]
 
 CALC = "def f(x):\n    return 1 / 0\n"
-
-
-def flow_config(reviewer_mode: str, extra_agent: str | None = None) -> str:
-    agents = {"gate": [sys.executable, str(FAKES / "fake_reviewer"), reviewer_mode]}
-    if extra_agent:
-        agents[extra_agent] = [sys.executable, str(FAKES / "fake_reviewer"), "approve"]
-    return command_agents(agents, allow_env={"gate": ["FAKE_REVIEWER_LOG"]})
 
 
 def base_with_reviewer(repo: Path, mode: str) -> None:

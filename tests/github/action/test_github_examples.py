@@ -18,10 +18,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import git
-from tests.github.action.test_github_merge_group import has
 from tests.github_events import examples
 from tests.github_standin import GitHubStandIn, Pull, gh
-from tests.helpers.action_runner import FINE, Runner, pr_files, states
+from tests.helpers.action_runner import FINE, Runner, has, pr_files, states
 
 __all__ = ["gh"]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,10 +21,9 @@ from gitflow_agents.github.action.event import decide
 from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.values import MergeGroup
 from tests.conftest import git
-from tests.github.action.test_github_base_config import flow_config
 from tests.github_events import merge_group_event
 from tests.github_standin import GitHubStandIn, gh
-from tests.helpers.action_runner import BROKEN, FINE, Runner, states
+from tests.helpers.action_runner import BROKEN, FINE, Runner, flow_config, has, states
 
 __all__ = ["gh"]
 
@@ -62,11 +60,6 @@ def queue(repo: Path, tmp_path: Path, files: dict[str, str], *, clone: bool = Tr
 
 def event(gh: GitHubStandIn, group: Group, **kwargs: str) -> dict[str, object]:
     return merge_group_event(gh.full_name, group.head, group.base, head_ref=group.ref, **kwargs)
-
-
-def has(root: Path, sha: str) -> bool:
-    found = subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{sha}^{{commit}}"])
-    return found.returncode == 0
 
 
 def group_runner(tmp_path: Path, gh: GitHubStandIn, group: Group) -> Runner:

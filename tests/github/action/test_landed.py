@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import git
-from tests.github.action.test_github_action import Runner
-from tests.github.pr.test_step_pr import BRANCH, env, origin_sha, run_pr, setup_repo
 from tests.github_events import push_event
 from tests.github_standin import GitHubStandIn, gh
+from tests.helpers.action_runner import Runner
+from tests.helpers.step_pr import BRANCH, env, origin_sha, run_pr, setup_repo
 from tests.standin_pulls import play_auto_merge
 
 __all__ = ["env", "gh"]

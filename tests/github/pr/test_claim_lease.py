@@ -14,17 +14,18 @@ import pytest
 
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.github.pr import lease as leases
-from tests.chain.test_chain import call
 from tests.conftest import git
-from tests.github.pr.test_step_pr import (
+from tests.github_standin import GitHubStandIn, client_for, gh
+from tests.helpers.chain import call
+from tests.helpers.step_pr import (
     BRANCH,
     env,
     implementer_runs,
+    lease_on_origin,
     origin_sha,
     run_pr,
     setup_repo,
 )
-from tests.github_standin import GitHubStandIn, client_for, gh
 
 __all__ = ["env", "gh"]
 
@@ -35,7 +36,7 @@ def lost_claim(repo: Path, holder: dict[str, object], *, age: float = 0) -> str:
     main = git(repo, "rev-parse", "origin/main").strip()
     git(repo, "push", "-q", "origin", f"{main}:refs/heads/{BRANCH}")
     holder = {**holder, "claimedSha": main}
-    assert git_lease.write_lease(repo, BRANCH, holder, "") is not None
+    assert git_lease.push_lease(repo, BRANCH, holder, "")[0] is not None
     if age:  # rewrite it as if written ``age`` seconds ago
         found = git_lease.read_lease(repo, BRANCH)
         assert found is not None
@@ -45,13 +46,6 @@ def lost_claim(repo: Path, holder: dict[str, object], *, age: float = 0) -> str:
         ref = git_lease.lease_ref(BRANCH)
         git(repo, "push", "-q", "origin", f"--force-with-lease={ref}:{found.sha}", f"{old}:{ref}")
     return main
-
-
-def lease_on_origin(gh: GitHubStandIn) -> dict[str, object]:
-    assert gh.state.origin is not None
-    text = git(gh.state.origin, "log", "-1", "--format=%B", git_lease.lease_ref(BRANCH))
-    found: dict[str, object] = json.loads(text)
-    return found
 
 
 def test_a_claim_names_its_workflow_run_in_its_lease(

@@ -13,10 +13,9 @@ import pytest
 
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.github.pr import lease as leases
-from tests.github.pr.test_claim_lease import lease_on_origin
-from tests.github.pr.test_step_pr import BRANCH, env, origin_sha, run_pr, setup_repo
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.chain import FAKE
+from tests.helpers.step_pr import BRANCH, env, lease_on_origin, origin_sha, run_pr, setup_repo
 
 __all__ = ["env", "gh"]
 

@@ -10,83 +10,22 @@ the ``push`` event of each merge, held to GitHub's webhook schema (tests/github_
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import CliResult, git, init_repo
+from tests.conftest import git
 from tests.github_events import ZERO_SHA, workflow_dispatch_event, write_event
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.chain import call
-from tests.helpers.step_pr import env, flow_config, origin_sha, plan_status, statuses
-from tests.plan.test_plan_waves import BODIES, PLAN, plan_text
+from tests.helpers.pipeline import checkout, implemented, ready, run_step, seed_origin
+from tests.helpers.step_pr import env, origin_sha, plan_status, statuses
+from tests.helpers.waves import BODIES, PLAN
 from tests.standin_pulls import play_auto_merge
 
 __all__ = ["env", "gh"]
-
-IMPLEMENTER = """\
-import os, subprocess, sys
-from pathlib import Path
-
-branch = subprocess.run(
-    ["git", "rev-parse", "--abbrev-ref", "HEAD"], capture_output=True, text=True, check=True
-).stdout.strip()
-step = branch.rsplit("-", 1)[1]
-with open(sys.argv[1], "a") as log:  # one line per run: the count the pipeline asserts
-    log.write(step + "\\n")
-Path("src").mkdir(exist_ok=True)
-Path("src", f"step_{step}.py").write_text(f"STEP = {step}\\n")
-agent_dir = Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
-report = agent_dir / "report.md"
-report.write_text(f"# Step status: Completed\\n\\n## Summary\\n\\n- src/step_{step}.py\\n")
-report.rename(agent_dir / "report.complete.md")
-"""
-
-
-def seed_origin(tmp_path: Path, gh: GitHubStandIn, done: frozenset[int] = frozenset()) -> Path:
-    """The bare origin the stand-in serves: main holds the plan and the agents' configuration
-    (the implementer above, approving reviewers)."""
-    script = tmp_path / "implement.py"
-    script.write_text(IMPLEMENTER)
-    implementer = [sys.executable, str(script), str(tmp_path / "implementer.log")]
-    seed = init_repo(tmp_path / "seed")
-    (seed / ".flow").mkdir()
-    (seed / ".flow" / "base.yaml").write_text(flow_config(implementer=implementer))
-    (seed / "specs").mkdir()
-    (seed / PLAN).write_text(plan_text(done))
-    (seed / ".gitignore").write_text("/flows/\n")
-    git(seed, "add", ".")
-    git(seed, "commit", "-q", "-m", "plan and agents")
-    origin = tmp_path / "origin.git"
-    git(tmp_path, "clone", "-q", "--bare", str(seed), str(origin))
-    gh.state.origin = origin
-    return origin
-
-
-def checkout(tmp_path: Path, name: str, sha: str | None = None) -> Path:
-    """A runner's ``actions/checkout``: a fresh clone of origin (at ``sha``, the event's)."""
-    path = tmp_path / name
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(path))
-    if sha is not None:
-        git(path, "checkout", "-q", "--detach", sha)
-    return path
-
-
-def ready(tmp_path: Path, name: str, sha: str | None = None) -> list[int]:
-    """The workflow's ``ready`` job: ``plan matrix --ready`` in a fresh checkout."""
-    out = call(checkout(tmp_path, name, sha), "plan", "matrix", PLAN, "--ready")
-    assert out.returncode == 0, out.stderr
-    return [entry["step"] for entry in json.loads(out.stdout)["include"]]
-
-
-def run_step(tmp_path: Path, name: str, step: int, *args: str) -> CliResult:
-    """A ``step`` job, in-process (where nothing races)."""
-    return call(
-        checkout(tmp_path, name), "run", PLAN, "--quiet", "--pr", "--step", str(step), *args
-    )
 
 
 def start_step(tmp_path: Path, name: str, step: int, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -105,11 +44,6 @@ def is_ancestor(repo: Path, older: str | None, newer: str) -> bool:
     assert older is not None
     proc = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", older, newer])
     return proc.returncode == 0
-
-
-def implemented(tmp_path: Path) -> list[str]:
-    log = tmp_path / "implementer.log"
-    return sorted(log.read_text().split()) if log.exists() else []
 
 
 def merge_wave(tmp_path: Path, gh: GitHubStandIn, count: int) -> str:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import git
-from tests.github.pr.test_step_pr import env, implementer_runs, origin_sha, run_pr, setup_repo
 from tests.github_standin import GitHubStandIn, gh
+from tests.helpers.step_pr import env, implementer_runs, origin_sha, run_pr, setup_repo
 
 __all__ = ["env", "gh"]
 

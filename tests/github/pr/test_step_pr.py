@@ -391,7 +391,7 @@ def test_the_actions_mode_run_runs_the_step_as_a_pull_request(
     says: str,
 ) -> None:
     """The real ``run:`` text of action.yml under ``bash -eo pipefail``, as a runner runs it."""
-    from tests.github.action.test_github_action import review_step
+    from tests.helpers.action_runner import review_step
 
     repo = setup_repo(tmp_path, gh)
     script, step_env = review_step(tmp_path, {"github-token": "tok-actions", **inputs})

@@ -13,8 +13,8 @@ import pytest
 
 from gitflow_agents.github.api.rules import branch_guard
 from tests.conftest import git
-from tests.github.pr.test_step_pr import env, origin_sha, run_pr, setup_repo, summaries
 from tests.github_standin import GitHubStandIn, client_for, gh
+from tests.helpers.step_pr import env, origin_sha, run_pr, setup_repo, summaries
 from tests.standin_pulls import play_auto_merge
 from tests.standin_rules import MERGE_QUEUE_RULE, strict_rule
 
