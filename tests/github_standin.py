@@ -170,6 +170,8 @@ class Token:
     app: str | None = None
     """The GitHub App the token belongs to (its slug): what it writes carries
     ``performed_via_github_app``, and its login is ``<slug>[bot]``."""
+    resolve_threads: bool = True
+    """May resolve review threads (GraphQL ``resolveReviewThread``; False: ``FORBIDDEN``)."""
 
 
 @dataclass
@@ -242,6 +244,8 @@ class State:
     pulls: dict[int, Pull] = field(default_factory=dict)
     issue_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     review_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    resolved_threads: set[int] = field(default_factory=set)
+    """Top-level review comment ids whose thread is resolved (tests/standin_threads.py)."""
     reviews: dict[int, dict[str, Any]] = field(default_factory=dict)
     statuses: list[dict[str, Any]] = field(default_factory=list)
     check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -1358,3 +1362,4 @@ def simple_pull(server: GitHubStandIn, number: int = 7, **kwargs: Any) -> Pull:
 # Routes and behaviour that live in their own modules, registered here (they import this one).
 import tests.standin_pulls  # noqa: E402  (pull requests: open, list, update, labels)
 import tests.standin_rules  # noqa: E402,F401  (branch rules, protection, commits, workflow runs)
+import tests.standin_threads  # noqa: E402,F401  (review threads: replies, GraphQL threads)

@@ -36,7 +36,7 @@ from gitflow_agents.findings import (
     review_from_dict,
 )
 from gitflow_agents.findings.redact import redact_review
-from gitflow_agents.github.action import comment, review
+from gitflow_agents.github.action import comment, review, threads
 from gitflow_agents.github.action.runner import (
     PREFIX,
     Options,
@@ -118,6 +118,7 @@ def publish(
     if isinstance(login, Identity) and publisher.degraded is None:
         login.settle(lambda: comment.marked_comments(client, repo, pull.number))
     inline = review.InlineOutcome(summary_only=result.findings)
+    fixed_note = ""
     if publisher.degraded is None and newer is None:
         files = review.readable_files(client, repo, pull.number)
         posted = publisher.attempt(
@@ -134,12 +135,18 @@ def publish(
             ),
         )
         inline = posted or inline
+        if publisher.degraded is None:
+            closed = threads.close_fixed(
+                client, repo, pull.number, pull.head_sha, result, login=login
+            )
+            publisher.writes += closed.resolved + closed.replied
+            fixed_note = threads.threads_note(closed)
     body = comment.summary_body(
         result,
         gate,
         rows=rows,
         questions=agent_questions(result),
-        inline_note=review.inline_note(inline),
+        inline_note="\n\n".join(filter(None, [review.inline_note(inline), fixed_note])),
         notices=[superseded(pull, newer)] if newer else [],
         footer=comment.footer(pull, publisher.target_url),
         where=where,
