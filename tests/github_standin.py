@@ -1361,5 +1361,5 @@ def simple_pull(server: GitHubStandIn, number: int = 7, **kwargs: Any) -> Pull:
 
 # Routes and behaviour that live in their own modules, registered here (they import this one).
 import tests.standin_pulls  # noqa: E402  (pull requests: open, list, update, labels)
-import tests.standin_rules  # noqa: E402,F401  (branch rules, protection, commits, workflow runs)
+import tests.standin_rules  # noqa: E402  (branch rules, protection, commits, workflow runs)
 import tests.standin_threads  # noqa: E402,F401  (review threads: replies, GraphQL threads)
