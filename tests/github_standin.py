@@ -476,7 +476,12 @@ class GitHubStandIn:
         ]
 
     def writes(self) -> list[Recorded]:
-        return [r for r in self.log if r.method in ("POST", "PATCH", "PUT", "DELETE")]
+        """Every write: a GraphQL query is a read, though it is a POST."""
+        return [
+            r
+            for r in self.log
+            if r.method in ("POST", "PATCH", "PUT", "DELETE") and not _graphql_query(r)
+        ]
 
     def comments_on(self, number: int) -> list[dict[str, Any]]:
         return [
@@ -1215,6 +1220,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(payload)
+
+
+def _graphql_query(recorded: Recorded) -> bool:
+    body = recorded.body if isinstance(recorded.body, dict) else {}
+    query = str(body.get("query") or "").lstrip()
+    return recorded.path == "/graphql" and not query.startswith("mutation")
 
 
 def graphql_path(prefix: str) -> str:

@@ -103,6 +103,9 @@ def close_fixed(
         return ThreadsOutcome()
     by_id = {c.id: c for c in every}
     reported = still_open(result)
+    ours = fingerprints_in(c.body for c in every if c.author == me and c.reply_to is None)
+    if not ours - reported:
+        return ThreadsOutcome()  # no finding of ours is gone: no thread to read
     try:
         threads = review_threads(client, repo, number)
     except GitHubForbidden as exc:  # the token may not read them: nothing to close

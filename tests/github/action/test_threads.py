@@ -4,14 +4,26 @@ may not resolve, and nothing done twice."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gitflow_agents.findings import Finding, Overall, Review, Severity
 from gitflow_agents.github.action.review import post_inline
 from gitflow_agents.github.action.threads import close_fixed, threads_note
 from gitflow_agents.github.api.client import Client
+from tests.conftest import git
 from tests.github_standin import GitHubStandIn, Token, client_for, gh, simple_pull
+from tests.helpers.action_runner import (
+    BROKEN,
+    FINE,
+    Runner,
+    add_pull,
+    pr_event,
+    pr_files,
+    runner,
+)
 from tests.standin_threads import human_reply
 
-__all__ = ["gh"]
+__all__ = ["gh", "runner"]
 
 SHA = "a" * 40
 REPO = "octo/demo"
@@ -116,3 +128,31 @@ def test_other_authors_threads_are_never_ours(gh: GitHubStandIn) -> None:
     _posted(gh, other, FIRST)
     outcome = close_fixed(client_for(gh), REPO, 7, SHA, _review(), login="gitflow-bot")
     assert outcome.fixed == 0 and gh.state.resolved_threads == set()
+
+
+def test_a_push_that_fixes_the_finding_resolves_its_thread_end_to_end(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """The Action on a PR, then on the push that fixes its finding: the finding's thread is
+    resolved and the summary comment counts it; the same run again changes nothing."""
+    pull = add_pull(gh, repo, {"broken.py": BROKEN})
+    assert runner.run("pull_request", pr_event(gh, pull)).returncode == 1
+    (inline,) = gh.state.review_comments.values()
+    base = pull.base_sha
+    git(repo, "checkout", "-q", "feature")
+    (repo / "broken.py").write_text(FINE)
+    git(repo, "commit", "-qam", "fix the syntax error")
+    pull.head_sha = git(repo, "rev-parse", "HEAD").strip()
+    pull.files = pr_files(repo, base, pull.head_sha)
+    fixed = runner.run("pull_request", pr_event(gh, pull, action="synchronize"))
+    assert fixed.returncode == 0, fixed.stderr
+    assert gh.state.resolved_threads == {int(inline["id"])}
+    (summary,) = gh.comments_on(7)
+    assert "**Fixed:** 1 finding commented inline earlier no longer reported" in summary["body"]
+    writes = len(gh.writes())
+    again = runner.run("pull_request", pr_event(gh, pull, action="synchronize"))
+    assert again.returncode == 0, again.stderr
+    assert _resolves(gh) == 1  # the thread is resolved once
+    assert [w.path for w in gh.writes()[writes:]] == [
+        f"/repos/octo/demo/statuses/{pull.head_sha}"
+    ] * 2  # pending and success: the summary comment is unchanged
