@@ -1103,7 +1103,19 @@ class _Handler(BaseHTTPRequestHandler):
             from tests.standin_graphql import handle
 
             with s._lock:
-                status, body = handle(s, raw, self.headers.get("Authorization", ""))
+                fault = next(
+                    (
+                        f
+                        for f in s.faults
+                        if f.times > 0 and f.method == "POST" and f.path.search("/graphql")
+                    ),
+                    None,
+                )
+                if fault is not None:  # GitHub failing (``fail("POST", "graphql$", ...)``)
+                    fault.times -= 1
+                    status, body = fault.status, fault.body
+                else:
+                    status, body = handle(s, raw, self.headers.get("Authorization", ""))
                 s.log.append(Recorded("POST", "/graphql", query, _json_or_none(raw), status, ""))
             self._send(status, body, {})
             return

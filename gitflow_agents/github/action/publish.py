@@ -136,11 +136,7 @@ def publish(
         )
         inline = posted or inline
         if publisher.degraded is None:
-            closed = threads.close_fixed(
-                client, repo, pull.number, pull.head_sha, result, login=login
-            )
-            publisher.writes += closed.resolved + closed.replied
-            fixed_note = threads.threads_note(closed)
+            fixed_note = close_threads(publisher, result, login)
     body = comment.summary_body(
         result,
         gate,
@@ -167,6 +163,22 @@ def publish(
         )
     check_run_id = publisher.check_run(result, gate) if options.check_run else None
     return Published(inline, sticky, publisher.degraded, check_run_id, newer)
+
+
+def close_threads(publisher: Publisher, result: Review, login: str | Identity) -> str:
+    """Resolve the threads of fixed findings (``threads.close_fixed``); the summary comment's
+    line about them. GitHub failing here (after its retries) only costs that line: the verdict
+    is published all the same."""
+    pull = publisher.pull
+    try:
+        closed = threads.close_fixed(
+            publisher.client, publisher.repo, pull.number, pull.head_sha, result, login=login
+        )
+    except GitHubError as exc:
+        notice("warning", f"the threads of fixed findings were not closed: {exc}")
+        return ""
+    publisher.writes += closed.resolved + closed.replied
+    return threads.threads_note(closed)
 
 
 def superseded(pull: PullRequest, newer: str) -> str:

@@ -20,6 +20,7 @@ from tests.helpers.action_runner import (
     pr_event,
     pr_files,
     runner,
+    states,
 )
 from tests.standin_threads import human_reply
 
@@ -156,3 +157,21 @@ def test_a_push_that_fixes_the_finding_resolves_its_thread_end_to_end(
     assert [w.path for w in gh.writes()[writes:]] == [
         f"/repos/octo/demo/statuses/{pull.head_sha}"
     ] * 2  # pending and success: the summary comment is unchanged
+
+
+def test_github_failing_on_the_threads_still_publishes_the_verdict(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    pull = add_pull(gh, repo, {"broken.py": BROKEN})
+    assert runner.run("pull_request", pr_event(gh, pull)).returncode == 1
+    git(repo, "checkout", "-q", "feature")
+    (repo / "broken.py").write_text(FINE)
+    git(repo, "commit", "-qam", "fix the syntax error")
+    pull.files = pr_files(repo, pull.base_sha, git(repo, "rev-parse", "HEAD").strip())
+    pull.head_sha = git(repo, "rev-parse", "HEAD").strip()
+    gh.fail("POST", "graphql$", 502, times=10)
+    result = runner.run("pull_request", pr_event(gh, pull, action="synchronize"))
+    assert result.returncode == 0, result.stderr
+    assert "the threads of fixed findings were not closed" in result.stdout
+    assert states(gh, pull.head_sha) == ["pending", "success"]
+    assert "APPROVED" in gh.comments_on(7)[0]["body"] and gh.state.resolved_threads == set()
