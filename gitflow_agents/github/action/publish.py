@@ -47,7 +47,7 @@ from gitflow_agents.github.action.runner import (
     write_outputs,
 )
 from gitflow_agents.github.action.status import StatusWriter
-from gitflow_agents.github.api.client import Client, GitHubForbidden, PullRequest
+from gitflow_agents.github.api.client import Client, Comment, GitHubForbidden, PullRequest
 from gitflow_agents.github.api.identity import Identity
 from gitflow_agents.github.pr.publish import clear_changes_label
 from gitflow_agents.reviewer.target import exit_code
@@ -136,7 +136,7 @@ def publish(
         )
         inline = posted or inline
         if publisher.degraded is None:
-            fixed_note = close_threads(publisher, result, login)
+            fixed_note = close_threads(publisher, result, login, inline.seen)
     body = comment.summary_body(
         result,
         gate,
@@ -165,14 +165,25 @@ def publish(
     return Published(inline, sticky, publisher.degraded, check_run_id, newer)
 
 
-def close_threads(publisher: Publisher, result: Review, login: str | Identity) -> str:
-    """Resolve the threads of fixed findings (``threads.close_fixed``); the summary comment's
-    line about them. GitHub failing here (after its retries) only costs that line: the verdict
-    is published all the same."""
+def close_threads(
+    publisher: Publisher,
+    result: Review,
+    login: str | Identity,
+    comments: Sequence[Comment] | None,
+) -> str:
+    """Resolve the threads of fixed findings (``threads.close_fixed``; ``comments``: the review
+    comments the inline step read); the summary comment's line about them. GitHub failing here
+    (after its retries) only costs that line: the verdict is published all the same."""
     pull = publisher.pull
     try:
         closed = threads.close_fixed(
-            publisher.client, publisher.repo, pull.number, pull.head_sha, result, login=login
+            publisher.client,
+            publisher.repo,
+            pull.number,
+            pull.head_sha,
+            result,
+            login=login,
+            comments=comments,
         )
     except GitHubError as exc:
         notice("warning", f"the threads of fixed findings were not closed: {exc}")

@@ -92,12 +92,14 @@ def close_fixed(
     result: Review,
     *,
     login: str | Identity,
+    comments: Sequence[Comment] | None = None,
 ) -> ThreadsOutcome:
     """Resolve (or answer) the threads of our findings that ``result`` no longer reports; see
-    the module docstring."""
+    the module docstring. ``comments``: the PR's review comments when the caller has just read
+    them (the ones it posted since are reported, so never fixed)."""
     if result.overall is None or result.reviewed_sha != head_sha:
         return ThreadsOutcome()
-    every = client.review_comments(repo, number)
+    every = client.review_comments(repo, number) if comments is None else comments
     me = resolve(login, [c for c in every if fingerprints_in([c.body])])
     if me is None:
         return ThreadsOutcome()
