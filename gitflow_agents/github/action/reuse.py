@@ -33,6 +33,7 @@ from gitflow_agents.github.api.identity import Identity
 from gitflow_agents.github.api.values import MergeGroup
 
 QUEUE_REF = re.compile(r"^refs/heads/gh-readonly-queue/(?P<base>.+)/pr-(?P<number>\d+)-[0-9a-f]+$")
+OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ def reusable(
     branch = group.base_ref.removeprefix("refs/heads/")
     if pull.state != "open" or pull.base_ref != branch or match["base"] != branch:
         return f"pull request #{number} is not an open pull request into {branch}"
+    if not OBJECT_ID.fullmatch(pull.head_sha):  # it reaches git: a commit id, nothing else
+        return f"pull request #{number} has no usable head commit id"
     me = login.login([])
     approval = newest_status(client, repo, pull.head_sha, status.CONTEXT)
     if approval is None or approval.state != "success" or me is None or approval.creator != me:

@@ -147,3 +147,21 @@ def approved_pull_by_hand(gh: GitHubStandIn, repo: Path, number: int) -> Pull:
         "octo/demo", head, state="success", context="gitflow-agents/review", description="ok"
     )
     return pull
+
+
+def test_a_pull_request_head_that_is_no_commit_id_is_never_reused(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """A head GitHub answers as ``"HEAD"`` (our approval on it) is refused before it reaches
+    git, where it would name the checkout's own HEAD: the group is reviewed."""
+    base_with_reviewer(repo, "revise")
+    log = tmp_path / "reviewer.log"
+    pull = approved_pull_by_hand(gh, repo, 7)
+    client_for(gh, "tok-actions").create_status(
+        "octo/demo", "HEAD", state="success", context="gitflow-agents/review", description="ok"
+    )
+    pull.head_sha = "HEAD"
+    runner, event = queue_group(gh, repo, tmp_path, [7])
+    assert run_group(runner, event, log) == 1
+    assert log.read_text() == "revise\n"
+    assert "#7 has no usable head commit id" in runner.summary.read_text()
