@@ -175,3 +175,13 @@ def test_github_failing_on_the_threads_still_publishes_the_verdict(
     assert "the threads of fixed findings were not closed" in result.stdout
     assert states(gh, pull.head_sha) == ["pending", "success"]
     assert "APPROVED" in gh.comments_on(7)[0]["body"] and gh.state.resolved_threads == set()
+
+
+def test_a_thread_too_long_to_read_whole_is_left_open(gh: GitHubStandIn) -> None:
+    """Over 100 comments: the ones not read might be a person's, so the thread stays open."""
+    client = client_for(gh)
+    ids = _posted(gh, client, FIRST)
+    for n in range(100):
+        human_reply(gh, ids["first"], f"note {n}", login="gitflow-bot")
+    outcome = close_fixed(client, REPO, 7, SHA, _review(), login="gitflow-bot")
+    assert (outcome.left_open, outcome.resolved) == (1, 0) and _resolves(gh) == 0

@@ -74,3 +74,13 @@ def test_a_reply_github_stored_behind_a_502_is_not_posted_again(gh: GitHubStandI
     replies = [c for c in gh.state.review_comments.values() if c.get("in_reply_to_id")]
     assert [int(c["id"]) for c in replies] == [made]
     assert replies[0]["in_reply_to_id"] == ids[0]
+
+
+def test_a_thread_with_more_comments_than_one_page_says_it_is_incomplete(
+    gh: GitHubStandIn,
+) -> None:
+    ids = _comments(gh, 1)
+    for n in range(100):
+        human_reply(gh, ids[0], f"reply {n}", login="gitflow-bot")
+    (thread,) = review_threads(client_for(gh), REPO, 7)
+    assert len(thread.comment_ids) == 100 and not thread.complete
