@@ -5,8 +5,9 @@ A thread is a top-level review comment and the replies to it (``in_reply_to_id``
 first, as GitHub groups them; its node id is ``PRRT_<top-level comment id>``. GitHub's rules
 kept here: a reply goes to a top-level comment only ("Replies to replies are not supported",
 the REST description), a read-only token gets 403, and ``resolveReviewThread`` is refused with
-GraphQL's ``FORBIDDEN`` ("Resource not accessible by integration", HTTP 200) for a token without
-the permission (``Token.resolve_threads`` False, or a read-only token); an unknown thread id is
+GraphQL's ``FORBIDDEN`` ("Resource not accessible by integration", HTTP 200) for an App's token
+without the permission (``Token.resolve_threads`` False, or a read-only token), and with
+``INSUFFICIENT_SCOPES`` for a personal token without the scope; an unknown thread id is
 ``NOT_FOUND``. ``reviewThreads`` paginates with opaque cursors (``first`` up to 100), as GitHub's
 connections do; a thread's ``comments`` connection gives ``totalCount`` and its first ``first``.
 """
@@ -121,6 +122,12 @@ def resolve_review_thread(s: GitHubStandIn, given: dict[str, Any], token: Token)
     if not node.startswith("PRRT_") or comment is None or comment.get("in_reply_to_id"):
         raise Refused(f"Could not resolve to a node with the global id of '{node}'", "NOT_FOUND")
     if not token.can_write or not token.resolve_threads:
+        if token.app is None:  # a personal token: its scopes are what it lacks
+            raise Refused(
+                "Your token has not been granted the required scopes to execute this query. The "
+                "'resolveReviewThread' field requires one of the following scopes: ['repo'].",
+                "INSUFFICIENT_SCOPES",
+            )
         raise Refused(FORBIDDEN, "FORBIDDEN")
     s.state.resolved_threads.add(root)
     return {"thread": {"id": node, "isResolved": True}}

@@ -53,11 +53,12 @@ def test_what_is_sent_is_an_operation_the_schema_subset_was_trimmed_for(gh: GitH
         assert print_ast(parse(sent.body["query"])) in operations
 
 
+@pytest.mark.parametrize("app", [None, "github-actions"])  # INSUFFICIENT_SCOPES, FORBIDDEN
 def test_a_token_without_the_permission_is_forbidden_and_an_unknown_thread_an_error(
-    gh: GitHubStandIn,
+    gh: GitHubStandIn, app: str | None
 ) -> None:
     _comments(gh, 1)
-    gh.add_token("tok-noresolve", Token("gitflow-bot", resolve_threads=False))
+    gh.add_token("tok-noresolve", Token("gitflow-bot", resolve_threads=False, app=app))
     (thread,) = review_threads(client_for(gh), REPO, 7)
     with pytest.raises(GitHubForbidden):
         resolve_thread(client_for(gh, "tok-noresolve"), thread.id)
