@@ -170,6 +170,8 @@ class Token:
     app: str | None = None
     """The GitHub App the token belongs to (its slug): what it writes carries
     ``performed_via_github_app``, and its login is ``<slug>[bot]``."""
+    resolve_threads: bool = True
+    """May resolve review threads (GraphQL ``resolveReviewThread``; False: ``FORBIDDEN``)."""
 
 
 @dataclass
@@ -242,6 +244,8 @@ class State:
     pulls: dict[int, Pull] = field(default_factory=dict)
     issue_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     review_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    resolved_threads: set[int] = field(default_factory=set)
+    """Top-level review comment ids whose thread is resolved (tests/standin_threads.py)."""
     reviews: dict[int, dict[str, Any]] = field(default_factory=dict)
     statuses: list[dict[str, Any]] = field(default_factory=list)
     check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -472,7 +476,12 @@ class GitHubStandIn:
         ]
 
     def writes(self) -> list[Recorded]:
-        return [r for r in self.log if r.method in ("POST", "PATCH", "PUT", "DELETE")]
+        """Every write: a GraphQL query is a read, though it is a POST."""
+        return [
+            r
+            for r in self.log
+            if r.method in ("POST", "PATCH", "PUT", "DELETE") and not _graphql_query(r)
+        ]
 
     def comments_on(self, number: int) -> list[dict[str, Any]]:
         return [
@@ -1099,7 +1108,19 @@ class _Handler(BaseHTTPRequestHandler):
             from tests.standin_graphql import handle
 
             with s._lock:
-                status, body = handle(s, raw, self.headers.get("Authorization", ""))
+                fault = next(
+                    (
+                        f
+                        for f in s.faults
+                        if f.times > 0 and f.method == "POST" and f.path.search("/graphql")
+                    ),
+                    None,
+                )
+                if fault is not None:  # GitHub failing (``fail("POST", "graphql$", ...)``)
+                    fault.times -= 1
+                    status, body = fault.status, fault.body
+                else:
+                    status, body = handle(s, raw, self.headers.get("Authorization", ""))
                 s.log.append(Recorded("POST", "/graphql", query, _json_or_none(raw), status, ""))
             self._send(status, body, {})
             return
@@ -1216,6 +1237,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(payload)
+
+
+def _graphql_query(recorded: Recorded) -> bool:
+    body = recorded.body if isinstance(recorded.body, dict) else {}
+    query = str(body.get("query") or "").lstrip()
+    return recorded.path == "/graphql" and not query.startswith("mutation")
 
 
 def graphql_path(prefix: str) -> str:
@@ -1362,4 +1389,5 @@ def simple_pull(server: GitHubStandIn, number: int = 7, **kwargs: Any) -> Pull:
 
 # Routes and behaviour that live in their own modules, registered here (they import this one).
 import tests.standin_pulls  # noqa: E402  (pull requests: open, list, update, labels)
-import tests.standin_rules  # noqa: E402,F401  (branch rules, protection, commits, workflow runs)
+import tests.standin_rules  # noqa: E402  (branch rules, protection, commits, workflow runs)
+import tests.standin_threads  # noqa: E402,F401  (review threads: replies, GraphQL threads)

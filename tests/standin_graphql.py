@@ -9,7 +9,9 @@ shape is the one GitHub's schema gives that query (only the fields it selects, a
 resolved to a possible type) and an answer the schema cannot give (a null in a non-null field,
 a value of the wrong type, a type the interface does not have) is a violation. A violation is
 recorded in ``server.violations`` (the ``gh`` fixture fails the test); an invalid query is
-answered as GitHub answers one. The one mutation implemented is ``enablePullRequestAutoMerge``,
+answered as GitHub answers one. The review threads (``repository.pullRequest.reviewThreads`` and
+the mutation ``resolveReviewThread``) are played by ``tests/standin_threads.py``. The other
+mutation implemented is ``enablePullRequestAutoMerge``,
 with GitHub's refusals (HTTP 200 with ``errors``, as GitHub answers GraphQL): auto-merge not
 allowed in the repository, a head that is not ``expectedHeadOid``, a draft, a pull request
 already mergeable ("clean status": GitHub merges nothing automatically then), a closed one, and a
@@ -145,7 +147,13 @@ def handle(s: GitHubStandIn, raw: bytes, authorization: str) -> tuple[int, Any]:
     if problems:
         s.violations.append(f"GraphQL query invalid against GitHub's schema: {problems}")
         return 200, {"errors": [_error(p, "INVALID") for p in problems]}
-    root = {"enablePullRequestAutoMerge": lambda input: _enable_auto_merge(s, input, token)}
+    from tests.standin_threads import repository, resolve_review_thread
+
+    root = {
+        "enablePullRequestAutoMerge": lambda input: _enable_auto_merge(s, input, token),
+        "repository": lambda **given: repository(s, **given),
+        "resolveReviewThread": lambda input: resolve_review_thread(s, input, token),
+    }
     missing = [name for name in _root_fields(query) if name not in root]
     if missing:
         s.violations.append(f"GraphQL operation the stand-in does not implement: {missing}")

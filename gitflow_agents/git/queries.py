@@ -173,6 +173,13 @@ def tree_sha(root: Path, rev: str) -> str:
     return run_git(root, "rev-parse", "--verify", rev + "^{tree}").stdout.strip()
 
 
+def merged_tree(root: Path, base: str, head: str) -> str | None:
+    """The tree of ``head`` merged onto ``base`` (``git merge-tree --write-tree``, no work
+    tree touched); None when the merge conflicts."""
+    result = run_git(root, "merge-tree", "--write-tree", base, head, check=False)
+    return result.stdout.split()[0] if result.returncode == 0 and result.stdout.strip() else None
+
+
 def empty_tree(root: Path) -> str:
     """The empty tree's id (differs between sha1 and sha256 repositories)."""
     return run_git(root, "hash-object", "-t", "tree", "--stdin", input="").stdout.strip()

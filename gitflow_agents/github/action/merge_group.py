@@ -12,11 +12,13 @@ from an earlier job's findings file, gated again against the group's head. docs/
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NoReturn
 
 from gitflow_agents.base.errors import InputError
+from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.findings import gate as gate_review
-from gitflow_agents.github.action import comment, status
+from gitflow_agents.github.action import comment, reuse, status
 from gitflow_agents.github.action.checkout import review_group
 from gitflow_agents.github.action.publish import (
     Reviewed,
@@ -25,6 +27,7 @@ from gitflow_agents.github.action.publish import (
     failing_publish,
     fit_summary,
     load_findings,
+    result_files,
     result_outputs,
     reviewed_here,
     summary_room,
@@ -37,8 +40,9 @@ from gitflow_agents.github.action.runner import (
     notice,
     write_outputs,
 )
-from gitflow_agents.github.action.status import StatusWriter
+from gitflow_agents.github.action.status import StatusWriter, set_status
 from gitflow_agents.github.api.client import Client
+from gitflow_agents.github.api.identity import Identity
 from gitflow_agents.github.api.values import MergeGroup
 from gitflow_agents.reviewer.target import exit_code
 
@@ -51,10 +55,29 @@ class GroupWriter(StatusWriter):
     def __init__(self, client: Client, repo: str, group: MergeGroup, target_url: str | None):
         super().__init__(client, repo, target_url)
         self.group = group
+        self.reused: reuse.Reused | None = None
+        """The approval the group reuses (its final status says so)."""
 
     @property
     def sha(self) -> str:
         return self.group.head_sha
+
+    def final(self, result: Review, gate: GateResult, what: str = "set the final status") -> None:
+        reused = self.reused
+        if reused is None or not gate.approved:
+            super().final(result, gate, what)
+            return
+        self.attempt(
+            what,
+            lambda: set_status(
+                self.client,
+                self.repo,
+                self.sha,
+                "success",
+                reused.description,
+                target_url=self.target_url,
+            ),
+        )
 
 
 def no_pull_request(group: MergeGroup) -> str:
@@ -76,6 +99,16 @@ def review_group_and_publish(
     if options.post_findings is not None:
         return post_group_findings(env, writer, options, run_id)
     writer.pending()
+    found = (
+        reuse.reusable(
+            env.workspace, client, env.repository, group, Identity(client, options.comment_author)
+        )
+        if writer.degraded is None
+        else "the status could not be set"
+    )
+    if isinstance(found, reuse.Reused):
+        return reuse_approval(env, writer, found, options, run_id)
+    notices = [f"Reviewed in full, no approval reused: {found}."]
     try:
         result, gate, row = review_group(env.workspace, group, options, env.temp / PREFIX)
     except Exception as exc:
@@ -83,9 +116,33 @@ def review_group_and_publish(
         outputs = {"review-result": "error", "run-id": run_id, "head-sha": group.head_sha}
         write_outputs(env.output, outputs)
         raise
-    return finish_group(
-        env, writer, reviewed_here(env, run_id, result, gate, [row]), options, run_id
+    reviewed = reviewed_here(env, run_id, result, gate, [row])
+    return finish_group(env, writer, reviewed, options, run_id, notices)
+
+
+def reuse_approval(
+    env: RunnerEnv, writer: GroupWriter, reused: reuse.Reused, options: Options, run_id: str
+) -> int:
+    """The group's head approved by the approval it reuses: no agent runs, the status and the
+    summary say whose approval it is."""
+    group = writer.group
+    writer.reused = reused
+    result = reused.review(group)
+    gate = gate_review(result, threshold=options.threshold, head_sha=group.head_sha)
+    row = comment.RunRow(
+        flow="review",
+        agent=f"reused #{reused.number}",
+        outcome="approved" if gate.approved else "not-approved",
+        step=group.label,
+        tokens=0,
+        input_tokens=0,
+        output_tokens=0,
+        cost_usd=0.0,
     )
+    files = result_files(env, run_id, result, gate, [row])
+    notice("notice", reused.description)
+    notes = [f"{reused.description} (its tree merged onto the base is this group's tree)."]
+    return finish_group(env, writer, Reviewed(result, gate, [row], files), options, run_id, notes)
 
 
 def nothing_to_review(env: RunnerEnv, writer: GroupWriter, run_id: str) -> NoReturn:
@@ -124,15 +181,20 @@ def post_group_findings(env: RunnerEnv, writer: GroupWriter, options: Options, r
 
 
 def finish_group(
-    env: RunnerEnv, writer: GroupWriter, reviewed: Reviewed, options: Options, run_id: str
+    env: RunnerEnv,
+    writer: GroupWriter,
+    reviewed: Reviewed,
+    options: Options,
+    run_id: str,
+    extra: Sequence[str] = (),
 ) -> int:
-    """The final status (and the optional check run), the step summary and the outputs; the
-    exit code for ``options.fail_on``."""
+    """The final status (and the optional check run), the step summary (with the ``extra``
+    notices) and the outputs; the exit code for ``options.fail_on``."""
     result, gate, rows, files = reviewed
     group = writer.group
     outputs = {**result_outputs(result, gate, group.head_sha, run_id, files), **usage_outputs(rows)}
     room = summary_room(env.step_summary)
-    notices = [no_pull_request(group)]
+    notices = [no_pull_request(group), *extra]
 
     def summary() -> str:
         body = comment.summary_body(

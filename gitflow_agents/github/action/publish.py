@@ -38,7 +38,7 @@ from gitflow_agents.findings import (
     review_from_dict,
 )
 from gitflow_agents.findings.redact import redact_review
-from gitflow_agents.github.action import comment, review
+from gitflow_agents.github.action import comment, review, threads
 from gitflow_agents.github.action.runner import (
     PREFIX,
     Options,
@@ -49,7 +49,7 @@ from gitflow_agents.github.action.runner import (
     write_outputs,
 )
 from gitflow_agents.github.action.status import StatusWriter
-from gitflow_agents.github.api.client import Client, GitHubForbidden, PullRequest
+from gitflow_agents.github.api.client import Client, Comment, GitHubForbidden, PullRequest
 from gitflow_agents.github.api.identity import Identity
 from gitflow_agents.github.pr.publish import clear_changes_label
 from gitflow_agents.reviewer.target import exit_code
@@ -120,6 +120,7 @@ def publish(
     if isinstance(login, Identity) and publisher.degraded is None:
         login.settle(lambda: comment.marked_comments(client, repo, pull.number))
     inline = review.InlineOutcome(summary_only=result.findings)
+    fixed_note = ""
     if publisher.degraded is None and newer is None:
         files = review.readable_files(client, repo, pull.number)
         posted = publisher.attempt(
@@ -136,12 +137,14 @@ def publish(
             ),
         )
         inline = posted or inline
+        if publisher.degraded is None:
+            fixed_note = close_threads(publisher, result, login, inline.seen)
     body = comment.summary_body(
         result,
         gate,
         rows=rows,
         questions=agent_questions(result),
-        inline_note=review.inline_note(inline),
+        inline_note="\n\n".join(filter(None, [review.inline_note(inline), fixed_note])),
         notices=[superseded(pull, newer)] if newer else [],
         footer=comment.footer(pull, publisher.target_url),
         where=where,
@@ -162,6 +165,33 @@ def publish(
         )
     check_run_id = publisher.check_run(result, gate) if options.check_run else None
     return Published(inline, sticky, publisher.degraded, check_run_id, newer)
+
+
+def close_threads(
+    publisher: Publisher,
+    result: Review,
+    login: str | Identity,
+    comments: Sequence[Comment] | None,
+) -> str:
+    """Resolve the threads of fixed findings (``threads.close_fixed``; ``comments``: the review
+    comments the inline step read); the summary comment's line about them. GitHub failing here
+    (after its retries) only costs that line: the verdict is published all the same."""
+    pull = publisher.pull
+    try:
+        closed = threads.close_fixed(
+            publisher.client,
+            publisher.repo,
+            pull.number,
+            pull.head_sha,
+            result,
+            login=login,
+            comments=comments,
+        )
+    except GitHubError as exc:
+        notice("warning", f"the threads of fixed findings were not closed: {exc}")
+        return ""
+    publisher.writes += closed.resolved + closed.replied
+    return threads.threads_note(closed)
 
 
 def superseded(pull: PullRequest, newer: str) -> str:

@@ -135,6 +135,8 @@ class InlineOutcome:
     review_id: int | None = None
     removed_duplicates: int = 0
     """Our inline comments deleted because an earlier one of ours has the same fingerprint."""
+    seen: tuple[Comment, ...] | None = None
+    """The PR's review comments as read before posting (None: not read)."""
 
 
 def inline_note(inline: InlineOutcome) -> str:
@@ -220,7 +222,10 @@ def post_inline(
     )
     if not new:
         return InlineOutcome(
-            already=tuple(already), summary_only=tuple(rest), removed_duplicates=removed
+            already=tuple(already),
+            summary_only=tuple(rest),
+            removed_duplicates=removed,
+            seen=tuple(every),
         )
     noun = "finding" if len(new) == 1 else "findings"
     body = f"gitflow-agents: {len(new)} new {noun} on the changed lines (details in the summary comment)."
@@ -232,6 +237,7 @@ def post_inline(
             summary_only=tuple(rest),
             review_id=review_id,
             removed_duplicates=removed,
+            seen=tuple(every),
         )
     except GitHubRejected as batch_error:
         posted, refused_findings, reasons = _one_by_one(client, repo, number, head_sha, new)
@@ -241,6 +247,7 @@ def post_inline(
             summary_only=tuple(rest + refused_findings),
             refused=(str(batch_error), *reasons),
             removed_duplicates=removed,
+            seen=tuple(every),
         )
 
 

@@ -48,6 +48,28 @@ def newest_state(client: Client, repo: str, sha: str, context: str) -> str | Non
     return None
 
 
+@dataclass(frozen=True)
+class CommitStatus:
+    state: str
+    description: str
+    creator: str
+    """The login that set it."""
+
+
+def newest_status(client: Client, repo: str, sha: str, context: str) -> CommitStatus | None:
+    """The newest status of ``context`` on ``sha``, with who set it; None when there is none."""
+    found = _get(client, f"/repos/{repo}/commits/{sha}/statuses?per_page={PER_PAGE}")
+    for status in found if isinstance(found, list) else []:
+        if isinstance(status, dict) and status.get("context") == context:
+            creator = status.get("creator") if isinstance(status.get("creator"), dict) else {}
+            return CommitStatus(
+                str(status.get("state") or ""),
+                str(status.get("description") or ""),
+                str((creator or {}).get("login") or ""),
+            )
+    return None
+
+
 def pulls_of_commit(client: Client, repo: str, sha: str) -> list[CommitPull]:
     """The pull requests ``sha`` is the merge commit or a commit of."""
     found = _get(client, f"/repos/{repo}/commits/{sha}/pulls?per_page={PER_PAGE}")

@@ -5,8 +5,8 @@ stand-in can validate every query, and execute it to shape every answer.
 Usage: python trim_schema.py FULL.graphql OPERATIONS.graphql OUT.graphql
 
 OPERATIONS.graphql holds the operations the product sends, as it sends them (operations.graphql
-beside this script: PyGithub's enablePullRequestAutoMerge). Each is validated against the full
-schema first. Kept:
+beside this script: PyGithub's enablePullRequestAutoMerge, the review threads). Each is validated
+against the full schema first. Kept:
 - every field an operation selects, on the type it is selected on, with all its arguments;
 - every input type, enum and scalar an argument or a variable reaches, whole;
 - for an abstract type an operation selects (an interface, a union), every type it can be, with

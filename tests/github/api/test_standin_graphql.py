@@ -134,14 +134,16 @@ def test_the_answer_has_exactly_the_selected_fields_and_the_actors_type(gh: GitH
                                                 "clientMutationId": None}}
     }  # fmt: skip
     assert pull.auto_merge == {"merge_method": "merge", "enabled_by": "gitflow-bot"}  # default
-    typed = ENABLE.replace("actor { login }", "actor { __typename login ... on Bot { id } }")
+    typed = ENABLE.replace(
+        "actor { login }", "actor { __typename login ... on Bot { resourcePath } }"
+    )
     pull.auto_merge = None
     answer = post(gh, typed, variables)
     assert answer["data"]["enablePullRequestAutoMerge"]["actor"] == {
         "__typename": "User",
         "login": "gitflow-bot",
     }
-    assert not gh.violations  # Bot.id is asked of a Bot only: a User's answer has no id
+    assert not gh.violations  # asked of a Bot only: a User's answer has no resourcePath
 
 
 def test_a_refusal_is_githubs_error_entry_beside_a_null(gh: GitHubStandIn) -> None:
