@@ -19,21 +19,43 @@ from gitflow_agents.base.errors import InputError
 from gitflow_agents.config.check import check
 from gitflow_agents.config.review_shape import REVIEW
 from gitflow_agents.config.yaml_nodes import MAX_LAYER_BYTES, Node, parse_layer, read_layer
+from gitflow_agents.findings.model import Severity
 from gitflow_agents.findings.rules import RULES
-from gitflow_agents.findings.settings import PathGlob, ReviewSettings, RuleSetting, glob_regex
+from gitflow_agents.findings.settings import (
+    PathGlob,
+    PathThreshold,
+    ReviewSettings,
+    RuleSetting,
+    glob_regex,
+)
 
 
 def _globs(node: Node | None, keypath: str) -> tuple[PathGlob, ...]:
     if node is None:
         return ()
-    globs = []
-    for index, item in enumerate(node.value):
-        try:
-            regex = glob_regex(str(item.value))
-        except ValueError as exc:
-            raise item.error(f"{keypath}[{index}]", str(exc)) from None
-        globs.append(PathGlob(str(item.value), f"{item.file}:{item.line}", regex))
-    return tuple(globs)
+    return tuple(
+        _glob(item, str(item.value), f"{keypath}[{i}]") for i, item in enumerate(node.value)
+    )
+
+
+def _glob(node: Node, glob: str, keypath: str) -> PathGlob:
+    try:
+        regex = glob_regex(glob)
+    except ValueError as exc:
+        raise node.error(keypath, str(exc)) from None
+    return PathGlob(glob, f"{node.file}:{node.line}", regex)
+
+
+def _paths(node: Node | None) -> tuple[PathThreshold, ...]:
+    """``review.paths``, in the order written (the last matching glob wins)."""
+    entries = []
+    for glob, setting in (node.value if node is not None else {}).items():
+        fields: dict[str, Node] = setting.value
+        threshold = fields.get("severity_threshold")
+        if threshold is not None:
+            path_glob = _glob(setting, glob, f"review.paths.{glob}")
+            entries.append(PathThreshold(path_glob, Severity(str(threshold.value))))
+    return tuple(entries)
 
 
 def build_review(node: Node | None) -> ReviewSettings:
@@ -64,8 +86,11 @@ def build_review(node: Node | None) -> ReviewSettings:
             exclude=_globs(fields.get("exclude"), f"{keypath}.exclude"),
             source=f"{where.file}:{where.line}" if where is not None else "",
         )
+    exclude = values.get("exclude")
     return ReviewSettings(
-        exclude=_globs(values.get("exclude"), "review.exclude"), rules=MappingProxyType(rules)
+        exclude=ReviewSettings().exclude if exclude is None else _globs(exclude, "review.exclude"),
+        rules=MappingProxyType(rules),
+        paths=_paths(values.get("paths")),
     )
 
 

@@ -6,7 +6,7 @@ a layer that holds nothing else (issue 20).
 from __future__ import annotations
 
 from gitflow_agents.config.spec import Bool, MapOf, Obj, Str, StrList
-from gitflow_agents.findings.settings import RULE_SEVERITIES
+from gitflow_agents.findings.settings import DEFAULT_EXCLUDE, RULE_SEVERITIES
 
 _GLOBS = (
     " Globs read like .gitignore lines: * and ? within one folder, ** across folders; a glob"
@@ -14,14 +14,33 @@ _GLOBS = (
     " matches everything under it."
 )
 REVIEW = Obj(
-    doc="What the builtin reviewer accepts (git agent-review, the pre-commit hook, the Action: "
-    "read from the base commit there; a chain's builtin reviewer: from the work tree, with "
-    "run --pr from the target's commit). Accepted findings are counted, never gate. "
-    "See docs/review.md, 'Accepting a finding'.",
+    doc="What is reviewed and what the builtin reviewer accepts (git agent-review, the pre-commit "
+    "hook, the Action: read from the base commit there; a chain's builtin reviewer: from the "
+    "work tree, with run --pr from the target's commit). Accepted findings are counted, never "
+    "gate. See docs/review.md, 'Accepting a finding' and 'Scope by path'.",
     fields={
         "exclude": StrList(
             what="a path glob",
-            doc="Paths whose findings are accepted (fixtures, vendored code)." + _GLOBS,
+            default=DEFAULT_EXCLUDE,
+            doc="Paths never reviewed: no builtin finding, left out of an agent reviewer's diff, "
+            "counted in the summary. Replaces the default list (vendored, minified and lock "
+            "files); [] reviews every path." + _GLOBS,
+        ),
+        "paths": MapOf(
+            doc="Per-path settings, by path glob; where several globs match a path, the last "
+            "one written wins." + _GLOBS,
+            key_pattern=r"[^\s].*",
+            key_what="a path glob, not empty",
+            item=Obj(
+                doc="The settings of findings under one glob.",
+                fields={
+                    "severity_threshold": Str(
+                        choices=RULE_SEVERITIES,
+                        doc="The lowest severity that gates a finding under the glob, instead "
+                        "of --severity-threshold.",
+                    ),
+                },
+            ),
         ),
         "rules": MapOf(
             doc="Settings per builtin rule id (python-syntax, github-token, todo, ...).",

@@ -7,8 +7,9 @@ In order, the first that applies accepts a finding:
    ``agent-review: ignore[rule-id, ...]`` (bare ``agent-review: ignore``: every rule on the
    line); for the secret rules also gitleaks' ``gitleaks:allow`` and detect-secrets'
    ``pragma: allowlist secret``, or ``pragma: allowlist nextline secret`` on the line before;
-2. the ``review:`` settings of ``.flow/base.yaml``: a path under ``exclude``, a rule with
-   ``enabled: false``, a path under the rule's own ``exclude``;
+2. the ``review:`` settings of ``.flow/base.yaml``: a rule with ``enabled: false``, a path
+   under the rule's own ``exclude`` (a path under ``review.exclude`` is not reviewed at all:
+   the builtin reviewer never reads it, so it has no finding to accept);
 3. the baseline: the finding's fingerprint is recorded there.
 
 Accepted findings leave the list the gate reads and are kept, with how and why, in
@@ -88,9 +89,6 @@ def config_reason(finding: Finding, settings: ReviewSettings) -> str | None:
         return f"rule {finding.rule} is switched off ({rule.source})"
     if finding.file is None:
         return None
-    for glob in settings.exclude:
-        if glob.matches(finding.file):
-            return f"{finding.file} matches review.exclude {glob.glob!r} ({glob.source})"
     for glob in rule.exclude if rule is not None else ():
         if glob.matches(finding.file):
             return (

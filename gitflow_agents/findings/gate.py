@@ -15,6 +15,7 @@ from gitflow_agents.findings.model import (
     Severity,
     same_commit,
 )
+from gitflow_agents.findings.settings import PathThreshold, path_threshold
 
 
 class GateResult(NamedTuple):
@@ -42,19 +43,31 @@ def describe_counts(findings: Iterable[Finding]) -> str:
     return ", ".join(parts) or "no findings"
 
 
-def gate(review: Review, *, threshold: Severity, head_sha: str | None) -> GateResult:
-    """Approved = verdict APPROVE, no finding at or above ``threshold``, and (when ``head_sha``
-    is given) the review is about exactly that commit. Everything else is not approved."""
+def gate(
+    review: Review,
+    *,
+    threshold: Severity,
+    head_sha: str | None,
+    paths: Sequence[PathThreshold] = (),
+) -> GateResult:
+    """Approved = verdict APPROVE, no finding at or above ``threshold`` (or the threshold of
+    the last of ``paths``, ``review.paths``, whose glob matches its file), and (when
+    ``head_sha`` is given) the review is about exactly that commit. Everything else is not
+    approved."""
     reasons = []
     if review.overall is None:
         reasons.append(review.reason or "no verdict")
     elif review.overall is Overall.REVISE:
         reasons.append("the reviewer asks for changes (REVIEW_RESULT: REVISE)")
-    blocking = [f for f in review.findings if f.severity.rank >= threshold.rank]
+    blocking = [
+        f for f in review.findings if f.severity.rank >= path_threshold(paths, f, threshold).rank
+    ]
     if blocking:
         noun = "finding" if len(blocking) == 1 else "findings"
+        where = " (or the review.paths threshold of its path)" if paths else ""
         reasons.append(
-            f"{len(blocking)} {noun} at or above {threshold.value}: {describe_counts(blocking)}"
+            f"{len(blocking)} {noun} at or above {threshold.value}{where}: "
+            f"{describe_counts(blocking)}"
         )
     if head_sha is not None:
         if not review.reviewed_sha:
@@ -115,6 +128,7 @@ def merge_reviews(reviews: Sequence[Review]) -> Review:
         run={"reviewers": [dict(r.run) for r in reviews]},
         reason="; ".join(reasons) or _merged_reason(reviews, overall),
         accepted=tuple(accepted.values()),
+        excluded_files=max((r.excluded_files for r in reviews), default=0),
     )
 
 

@@ -152,6 +152,8 @@ class Review(NamedTuple):
     reason: str = ""
     accepted: tuple[Accepted, ...] = ()
     """Findings accepted by a marker, a setting or the baseline: not in ``findings``."""
+    excluded_files: int = 0
+    """How many changed files ``review.exclude`` kept out of the review."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -164,6 +166,7 @@ class Review(NamedTuple):
             "run": dict(self.run),
             "reason": self.reason,
             "accepted": [a.to_dict() for a in self.accepted],
+            "excludedFiles": self.excluded_files,
         }
 
 
@@ -297,7 +300,13 @@ def review_from_dict(data: Any) -> Review:
         run=dict(run) if isinstance(run, dict) else {},
         reason=str(data.get("reason") or ""),
         accepted=accepted,
+        excluded_files=_count(data.get(_key(data, "excludedFiles", "excluded_files"))),
     )
+
+
+def _count(value: Any) -> int:
+    """A count read back leniently: 0 for anything but a whole number at least 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def same_commit(a: str, b: str) -> bool:

@@ -1,7 +1,9 @@
 """The ``review:`` section of ``.flow/base.yaml``: what the builtin reviewer accepts without a
-marker on the line (docs/configuration.md, "review"). ``exclude`` lists path globs whose
-findings are accepted; ``rules.<rule-id>`` turns a rule off (``enabled: false``: its findings
-are accepted), changes its ``severity`` or accepts its findings under more paths.
+marker on the line, and what no reviewer sees (docs/configuration.md, "review"). ``exclude``
+lists path globs never reviewed (``DEFAULT_EXCLUDE`` unless the section sets it: vendored,
+generated and lock files); ``paths.<glob>.severity_threshold`` gates findings under a path at
+their own threshold; ``rules.<rule-id>`` turns a rule off (``enabled: false``: its findings are
+accepted), changes its ``severity`` or accepts its findings under more paths.
 
 Globs read like ``.gitignore`` lines: ``*`` and ``?`` stay within one path segment, ``**``
 crosses folders, a glob with no ``/`` (other than a trailing one) matches at any depth, one with
@@ -14,9 +16,11 @@ These are the values; ``config/review.py`` builds them from a checked ``review:`
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import NamedTuple
+
+from gitflow_agents.findings.model import Finding, Severity
 
 RULE_SEVERITIES = ("error", "warn", "info")
 """What ``review.rules.<rule-id>.severity`` takes. A rule is switched off with ``enabled:
@@ -60,6 +64,26 @@ class PathGlob(NamedTuple):
         return self.regex.fullmatch(path) is not None
 
 
+def pathspecs(glob: str) -> tuple[str, ...]:
+    """``glob`` (module docstring) as git ``:(exclude,glob)`` pathspecs matching the same paths
+    (what an agent reviewer's ``git diff`` leaves out); glob_regex's ``**`` inside a segment
+    aside, which git reads as ``*``."""
+    body = re.sub(r"([\\\[\]])", r"\\\1", glob.strip("/"))
+    anchored = glob.startswith("/") or "/" in body
+    whole = body if anchored else f"**/{body}"
+    forms = (f"{whole}/**",) if glob.endswith("/") else (whole, f"{whole}/**")
+    return tuple(f":(exclude,glob){form}" for form in forms)
+
+
+def excluded_note(count: int) -> str:
+    """``2 files excluded by review.exclude``: how every summary says it."""
+    return f"{count} file{'' if count == 1 else 's'} excluded by review.exclude"
+
+
+def _defaults(globs: tuple[str, ...]) -> tuple[PathGlob, ...]:
+    return tuple(PathGlob(glob, "default", glob_regex(glob)) for glob in globs)
+
+
 class RuleSetting(NamedTuple):
     """``review.rules.<rule-id>``: ``severity`` None keeps the rule's own; ``source`` is where
     ``enabled`` (when false) or else ``severity`` was set."""
@@ -70,6 +94,48 @@ class RuleSetting(NamedTuple):
     source: str = ""
 
 
+class PathThreshold(NamedTuple):
+    """``review.paths.<glob>``: findings under the glob gate at ``severity_threshold``."""
+
+    glob: PathGlob
+    severity_threshold: Severity
+
+
+DEFAULT_EXCLUDE = (
+    "vendor/**",
+    "**/node_modules/**",
+    "*.min.js",
+    "*.min.css",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "poetry.lock",
+    "uv.lock",
+    "Cargo.lock",
+    "go.sum",
+)
+"""``review.exclude`` when no layer sets it (docs/configuration.md, "review"): vendored code,
+minified files and lock files, which no reviewer can usefully read."""
+
+
 class ReviewSettings(NamedTuple):
-    exclude: tuple[PathGlob, ...] = ()
+    exclude: tuple[PathGlob, ...] = _defaults(DEFAULT_EXCLUDE)
     rules: Mapping[str, RuleSetting] = MappingProxyType({})
+    paths: tuple[PathThreshold, ...] = ()
+
+    def excluded(self, path: str) -> PathGlob | None:
+        """The ``exclude`` glob that matches ``path`` (None: it is reviewed)."""
+        return next((glob for glob in self.exclude if glob.matches(path)), None)
+
+
+def path_threshold(paths: Sequence[PathThreshold], finding: Finding, default: Severity) -> Severity:
+    """The severity threshold ``finding`` gates at: that of the last of ``paths``
+    (``review.paths``) whose glob matches its file (as in CODEOWNERS), else ``default``."""
+    path = finding.file
+    if path is None:
+        return default
+    found = default
+    for entry in paths:
+        if entry.glob.matches(path):
+            found = entry.severity_threshold
+    return found

@@ -11,10 +11,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
+from gitflow_agents.assets.assemble import SEGMENT_SEPARATOR
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.findings.reply import reply_instructions
 from gitflow_agents.prompt.agent import BUILT_IN, AgentDefinition, resolve_agent
+from gitflow_agents.prompt.apply_to import applied_instructions
 from gitflow_agents.prompt.paths import (
     agent_rel_dir,
     check_name,
@@ -42,7 +44,7 @@ class _Report(NamedTuple):
 
 def assemble_prompt(request: PromptRequest) -> AssembledPrompt:
     """Build the full system prompt for one agent, with per-section attribution."""
-    agent = resolve_agent(request)
+    agent = with_applied(resolve_agent(request), request)
     plan_context: str | None = None
     if request.plan is not None and request.step is not None:
         plan_context = request.plan.assignment_context(request.step)
@@ -88,6 +90,17 @@ def assemble_prompt(request: PromptRequest) -> AssembledPrompt:
         head, inner = parts.get(name, (Part("", "template", name, template_source), []))
         segments.extend(split(content, head, inner))
     return AssembledPrompt(text=text, segments=tuple(segments))
+
+
+def with_applied(agent: AgentDefinition, request: PromptRequest) -> AgentDefinition:
+    """``agent`` with the instructions ``applyTo`` attaches for ``request`` appended to its
+    definition, each a layer of its own (``prompt/apply_to.py``)."""
+    applied = applied_instructions(request, [layer.source for layer in agent.layers])
+    if not applied:
+        return agent
+    texts = [agent.definition, *(part.text for part in applied)]
+    definition = SEGMENT_SEPARATOR.join(text for text in texts if text.strip())
+    return agent._replace(definition=definition, layers=(*agent.layers, *applied))
 
 
 def _template_source(request: PromptRequest, directory: Path) -> str:

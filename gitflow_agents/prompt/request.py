@@ -47,6 +47,8 @@ class PromptRequest:
     ``agent`` is a `.flow/` agent key or an `.agents-flow/` agentId. ``agent_id`` is the agent's
     unique name in the flow (default ``step-NN-<agent>``, or ``<agent>`` without a step);
     ``flow_name`` defaults to the plan's name, else the agent. ``timestamp`` defaults to now.
+    ``changed``: the paths the change under review touches (an agent reviewer), which decide
+    the ``applyTo`` instructions attached (``prompt/apply_to.py``); None: not known.
     """
 
     root: Path
@@ -62,6 +64,7 @@ class PromptRequest:
     timestamp: datetime | None = None
     manifest: PromptAssetManifest | None = None
     template_dir: Path | None = None
+    changed: tuple[str, ...] | None = None
 
 
 class Part(NamedTuple):

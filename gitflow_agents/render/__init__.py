@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.findings.redact import redact_review
+from gitflow_agents.findings.settings import excluded_note
 
 from ..findings import (
     ACCEPTED_BY,
@@ -84,7 +85,10 @@ def accepted_counts(review: Review) -> str:
 def counts(review: Review) -> str:
     """``1 error, 1 warn``; accepted findings counted after them (``no findings, 2 accepted
     (2 marker)``): never dropped silently."""
-    return ", ".join(filter(None, [describe_counts(review.findings), accepted_counts(review)]))
+    excluded = excluded_note(review.excluded_files) if review.excluded_files else ""
+    return ", ".join(
+        filter(None, [describe_counts(review.findings), accepted_counts(review), excluded])
+    )
 
 
 def verdict_line(review: Review, gate: GateResult | None) -> str:

@@ -16,6 +16,7 @@ import html
 import re
 
 from ..findings import Finding, GateResult, Review, Severity, describe_counts
+from ..findings.settings import excluded_note
 from . import (
     TOOL_NAME,
     accepted_counts,
@@ -153,6 +154,8 @@ def render(review: Review, gate: GateResult | None = None) -> str:
     facts = [describe_counts(review.findings)]
     if review.accepted:
         facts.append(accepted_counts(review))
+    if review.excluded_files:
+        facts.append(excluded_note(review.excluded_files))
     if review.reviewed_sha:
         commits = f"reviewed {code(review.reviewed_sha[:12])}"
         if review.base_sha:

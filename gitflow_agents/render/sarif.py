@@ -131,6 +131,7 @@ def to_sarif(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
         "reviewedSha": review.reviewed_sha,
         "baseSha": review.base_sha,
         "accepted": len(review.accepted) or None,
+        "excludedFiles": review.excluded_files or None,
     }
     return {
         "$schema": SCHEMA_URI,

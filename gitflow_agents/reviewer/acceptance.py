@@ -6,6 +6,7 @@ base branch"). The markers are on the reviewed lines themselves (``findings/acce
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -14,7 +15,7 @@ from gitflow_agents.findings import Accepted, Overall, Severity
 from gitflow_agents.findings import baseline as baselines
 from gitflow_agents.findings.accept import LineText, accept
 from gitflow_agents.findings.model import fill_fingerprints
-from gitflow_agents.findings.settings import ReviewSettings
+from gitflow_agents.findings.settings import ReviewSettings, path_threshold, pathspecs
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.builtin import BuiltinResult
 
@@ -61,12 +62,44 @@ def _checked(layer: Node) -> ReviewSettings:
     return whole_layer_settings(layer)
 
 
+class Scope(NamedTuple):
+    """What of a change an agent reviewer is given (``review.exclude``): the changed paths it
+    reviews, those excluded, and the git pathspecs that leave them out of its diff."""
+
+    reviewed: tuple[str, ...]
+    excluded: tuple[str, ...]
+    pathspecs: tuple[str, ...]
+
+
+def scope_of(settings: ReviewSettings, changed: Iterable[str]) -> Scope:
+    """The scope of a change touching ``changed``: the pathspecs are those of the globs that
+    matched one of its paths (none when nothing is excluded, so the diff stays plain)."""
+    reviewed: list[str] = []
+    excluded: list[str] = []
+    globs: dict[str, None] = {}
+    for path in changed:
+        glob = settings.excluded(path)
+        if glob is None:
+            reviewed.append(path)
+        else:
+            excluded.append(path)
+            globs[glob.glob] = None
+    specs = tuple(spec for glob in globs for spec in pathspecs(glob))
+    return Scope(tuple(reviewed), tuple(excluded), specs)
+
+
+def local_settings(root: Path) -> ReviewSettings:
+    """The ``review:`` settings of the ``.flow/base.yaml`` under ``root`` (the defaults when
+    there is none): what an agent reviewer's scope and thresholds come from."""
+    layer = root / LAYER
+    return _layer_settings(layer) if layer.exists() else ReviewSettings()
+
+
 def local_acceptance(root: Path, baseline_file: str | None) -> Acceptance:
     """From the work tree of ``root``: ``.flow/base.yaml`` and the baseline (``baseline_file``
     relative to the current directory, which must exist; else the default file when it
     exists)."""
-    layer = root / LAYER
-    settings = _layer_settings(layer) if layer.exists() else ReviewSettings()
+    settings = local_settings(root)
     if baseline_file is not None:
         path, name = Path(baseline_file), baseline_file
         if not path.exists():
@@ -109,6 +142,9 @@ def apply(
         baseline=acceptance.baseline,
         baseline_name=acceptance.baseline_name,
     )
-    blocking = any(f.severity.rank >= threshold.rank for f in outcome.findings)
+    paths = acceptance.settings.paths
+    blocking = any(
+        f.severity.rank >= path_threshold(paths, f, threshold).rank for f in outcome.findings
+    )
     overall = Overall.REVISE if blocking else Overall.APPROVE
     return result._replace(findings=outcome.findings, overall=overall), outcome.accepted

@@ -11,6 +11,7 @@ budget stopped (or did not start) is a BudgetError (exit 5): not approved either
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,10 +24,12 @@ from gitflow_agents.base.errors import AgentError, BudgetError, RateLimitedError
 from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.config import find_project_root, load_flow_config
+from gitflow_agents.findings.settings import excluded_note
 from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt
 from gitflow_agents.runs.budget import Ledger
 
 if TYPE_CHECKING:
+    from gitflow_agents.reviewer.acceptance import Scope
     from gitflow_agents.supervisor import ReportFiles
 
 REVIEW_TASK = """\
@@ -61,13 +64,16 @@ def run_agent_review(
     config_root: Path | None = None,
     secrets: Iterable[str] = (),
     budget: tuple[float | None, int | None] = (None, None),
+    scope: Scope | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes); its
     completed report's text. ConfigError for an unknown agent; AgentError when it does not
     complete. ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (the action
     passes the pull request's base commit: a pull request cannot change its own review). The
     agent works in ``root``, where its run records go, ``secrets`` (the diff's) masked;
-    ``budget``: the review's USD and token options over ``.flow/`` ``budget.review``."""
+    ``budget``: the review's USD and token options over ``.flow/`` ``budget.review``;
+    ``scope``: the changed paths it reviews (its diff leaves ``review.exclude`` out; the
+    instructions whose ``applyTo`` matches one are attached to its prompt)."""
     project = find_project_root(root)
     settings = config_root if config_root is not None else project
     config = load_flow_config(settings)
@@ -86,8 +92,9 @@ def run_agent_review(
             agent=name,
             agent_id=agent_id,
             flow_name=flow_name,
-            task=_review_task(base, head, files),
+            task=_review_task(base, head, files, scope),
             manifest=load_manifest(settings),
+            changed=scope.reviewed if scope is not None else None,
         )
     )
     report, success, failure = files
@@ -144,13 +151,20 @@ def with_usage(run: Mapping[str, Any], usage: Mapping[str, Any]) -> dict[str, An
     return {**{k: v for k, v in run.items() if k not in RECORD_USAGE}, **usage}
 
 
-def _review_task(base: str, head: str | None, files: ReportFiles) -> str:
-    """The assignment: which changes, the diff command that shows them, the report contract."""
+def _review_task(
+    base: str, head: str | None, files: ReportFiles, scope: Scope | None = None
+) -> str:
+    """The assignment: which changes, the diff command that shows them, the report contract;
+    the files ``review.exclude`` keeps out of the review are left out of the diff and
+    counted."""
     if head is None:
         what, diff_command = "staged in the index", f"git diff --cached {base}"
     else:
         what, diff_command = f"from {base} to {head}", f"git diff {base} {head}"
-    return REVIEW_TASK.format(
+    excluded = scope.excluded if scope is not None else ()
+    if scope is not None and excluded:
+        diff_command += " -- " + " ".join(shlex.quote(spec) for spec in scope.pathspecs)
+    task = REVIEW_TASK.format(
         what=what,
         diff_command=diff_command,
         report=files.report,
@@ -158,3 +172,12 @@ def _review_task(base: str, head: str | None, files: ReportFiles) -> str:
         failed=files.failure.name,
         reviewed=head or "",
     )
+    if not excluded:
+        return task
+    them = "it" if len(excluded) == 1 else "them"
+    note = (
+        f"{excluded_note(len(excluded))} (vendored, generated or lock files): "
+        f"that command leaves {them} out; do not review {them}.\n\n"
+    )
+    cut = task.index("Check correctness")
+    return task[:cut] + note + task[cut:]

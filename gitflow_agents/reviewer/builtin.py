@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from gitflow_agents.base.secret_rules import KEY_BODY
 from gitflow_agents.findings import Finding, Overall, Review, Severity
+from gitflow_agents.findings.settings import excluded_note
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.diffparse import CommitPatch, FileChange
 from gitflow_agents.reviewer import checks, syntax
@@ -28,6 +29,8 @@ class BuiltinResult(NamedTuple):
     files_reviewed: int
     secrets: frozenset[str] = frozenset()
     """The exact secret values the range adds (for masking wherever a reviewer quotes them)."""
+    excluded: tuple[str, ...] = ()
+    """The changed paths ``review.exclude`` left out: never read, counted in the summary."""
 
 
 def review_diff(
@@ -37,15 +40,20 @@ def review_diff(
     threshold: Severity = Severity.ERROR,
     options: CheckOptions | None = None,
     blobs: git.BlobReader | None = None,
+    excluded: Callable[[str], object] | None = None,
 ) -> BuiltinResult:
-    """Check every file changed between ``spec.base`` and ``spec.head`` (None: the index).
+    """Check every file changed between ``spec.base`` and ``spec.head`` (None: the index)
+    but those ``excluded`` says are out of the review (``review.exclude``: not read at all, in
+    the net diff or any commit of the range).
 
     Sizes and contents come from ``blobs`` (one ``git cat-file`` for the whole review; a
     reader of its own, closed at the end, when not given)."""
     options = options or CheckOptions()
     with contextlib.ExitStack() as stack:
         reader = blobs if blobs is not None else stack.enter_context(git.BlobReader(root))
-        changes = [c for c in git.diff(root, spec) if c.status != "D"]
+        every = git.diff(root, spec)
+        out = tuple(c.path for c in every if excluded is not None and excluded(c.path))
+        changes = [c for c in every if c.status != "D" and c.path not in out]
         secrets = _change_secrets(changes, options)
         names = [_new_object(spec, c) for c in changes]
         sizes = dict(zip(names, reader.sizes(names), strict=True))
@@ -58,7 +66,7 @@ def review_diff(
         bodies = [c for c in changes if c.path not in skipped and checks.may_hold_key_body(c)]
         found.extend(_rotated_keys(reader, spec, bodies, secrets))
         if spec.head is not None:
-            patches = _range_patches(root, spec)
+            patches = _without(_range_patches(root, spec), excluded)
             found.extend(_history_secrets(root, spec.head, patches, changes, options))
             secrets |= _patch_secrets(patches, options)
     found.sort(key=lambda f: (f.file or "", f.line or 0, -f.severity.rank))
@@ -70,6 +78,18 @@ def review_diff(
         tuple(notes),
         len(changes),
         frozenset(secrets),
+        out,
+    )
+
+
+def _without(
+    patches: tuple[CommitPatch, ...], excluded: Callable[[str], object] | None
+) -> tuple[CommitPatch, ...]:
+    """``patches`` without the paths ``excluded`` leaves out of the review."""
+    if excluded is None:
+        return patches
+    return tuple(
+        p._replace(added={k: v for k, v in p.added.items() if not excluded(k)}) for p in patches
     )
 
 
@@ -246,8 +266,9 @@ def _history_secrets(
 
 def _summary(result: BuiltinResult, threshold: Severity) -> str:
     counts = {s: sum(1 for f in result.findings if f.severity is s) for s in Severity}
+    excluded = f" ({excluded_note(len(result.excluded))})" if result.excluded else ""
     return (
-        f"builtin reviewer: {result.files_reviewed} file(s) checked, "
+        f"builtin reviewer: {result.files_reviewed} file(s) checked{excluded}, "
         f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARN]} warning(s), "
         f"{counts[Severity.INFO]} note(s); threshold {threshold.value}"
     )
@@ -316,6 +337,7 @@ def as_review(
         base_sha=base_sha,
         unreviewed_files=tuple(result.unreviewed_files),
         reason=f"REVIEW_RESULT: {_verdict(result)} on line {marker_line}",
+        excluded_files=len(result.excluded),
     )
 
 

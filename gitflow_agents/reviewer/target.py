@@ -20,7 +20,7 @@ from gitflow_agents.findings import Accepted, GateResult, Review, Severity, fill
 from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer import builtin
-from gitflow_agents.reviewer.acceptance import Acceptance, apply
+from gitflow_agents.reviewer.acceptance import Acceptance, Scope, apply, local_settings, scope_of
 from gitflow_agents.reviewer.builtin import diff_secrets
 from gitflow_agents.reviewer.checks import CheckOptions
 
@@ -188,10 +188,16 @@ def builtin_result(
     ``acceptance`` took out what it accepts, and the accepted findings: what ``git agent-review``
     and a chain's builtin reviewer both start from."""
     options = CheckOptions(max_file_bytes=max_file_size)
+    acceptance = acceptance or Acceptance()
     result = builtin.review_diff(
-        root, target.spec, threshold=threshold, options=options, blobs=blobs
+        root,
+        target.spec,
+        threshold=threshold,
+        options=options,
+        blobs=blobs,
+        excluded=acceptance.settings.excluded,
     )
-    return apply(result, acceptance or Acceptance(), line_lookup(blobs, target.head), threshold)
+    return apply(result, acceptance, line_lookup(blobs, target.head), threshold)
 
 
 def agent_report(
@@ -202,12 +208,14 @@ def agent_report(
     config_root: Path | None = None,
     secrets: Iterable[str] = (),
     budget: tuple[float | None, int | None] = (None, None),
+    scope: Scope | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Run the configured agent ``name`` as the reviewer (supervised); its completed report and
     the usage its run record holds.
     ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (default: ``root``);
     ``secrets``: exact values masked in the run's records; ``budget``: the review's
-    ``--budget-usd`` and ``--budget-tokens`` (None: ``.flow/`` ``budget.review``)."""
+    ``--budget-usd`` and ``--budget-tokens`` (None: ``.flow/`` ``budget.review``); ``scope``:
+    the paths it reviews (``review.exclude``; None: every changed path)."""
     from gitflow_agents.reviewer.agent import run_agent_review  # noqa: PLC0415 — agent_run/, prompt/, config/ only for --agent
 
     return run_agent_review(
@@ -218,6 +226,7 @@ def agent_report(
         config_root=config_root,
         secrets=secrets,
         budget=budget,
+        scope=scope,
     )
 
 
@@ -263,15 +272,25 @@ def review_target(
     the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``,
     ``budget``: see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none:
     nothing)."""
+    settings = (acceptance or Acceptance()).settings
     with git.BlobReader(root) as blobs:
         if agent == "builtin":
             parsed, secrets = builtin_review(
                 root, target, threshold, max_file_size, blobs, acceptance
             )
         else:
+            if acceptance is None:  # the agent's own .flow/ (the base's in the Action)
+                settings = local_settings(config_root or root)
+            scope = scope_of(settings, git.numstat(root, target.spec))
             secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
             report, usage = agent_report(
-                root, agent, target, config_root=config_root, secrets=secrets, budget=budget
+                root,
+                agent,
+                target,
+                config_root=config_root,
+                secrets=secrets,
+                budget=budget,
+                scope=scope,
             )
             parsed = findings.parse_review(
                 report,
@@ -282,10 +301,13 @@ def review_target(
             )
             from gitflow_agents.reviewer.agent import with_usage  # noqa: PLC0415 — as agent_report
 
-            parsed = parsed._replace(run=with_usage(parsed.run, usage))
+            parsed = parsed._replace(
+                run=with_usage(parsed.run, usage), excluded_files=len(scope.excluded)
+            )
     # Every text of the report is masked before any output sees it: the secret rules, and the
     # exact secret values of the reviewed diff wherever the reviewer quotes them
     # (docs/security.md, "Secrets in review output").
     review = redact_review(parsed, secrets)
     # --staged has no commit to pin the verdict to; every other review must be about head.
-    return review, findings.gate(review, threshold=threshold, head_sha=target.head)
+    verdict = findings.gate(review, threshold=threshold, head_sha=target.head, paths=settings.paths)
+    return review, verdict

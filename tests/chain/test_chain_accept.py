@@ -140,7 +140,9 @@ def test_run_pr_reads_what_it_accepts_from_the_target_never_the_pull_request(
     }
     repo = setup_repo(tmp_path, gh, reviewer="builtin", implementer=implementer(tmp_path, files))
     config = repo / ".flow" / "base.yaml"
-    config.write_text(config.read_text() + "review:\n  exclude: [fixtures/]\n")
+    config.write_text(
+        config.read_text() + "review:\n  rules:\n    github-token:\n      exclude: [fixtures/]\n"
+    )
     git(repo, "commit", "-q", "-am", "accept the fixtures")
     git(repo, "push", "-q", "origin", "main")
     config.write_text(config.read_text().replace("[fixtures/]", "[fixtures/, keys.py]"))

@@ -164,6 +164,9 @@ REJECTED = [
     AGENTS + "chain:\n  max_iterations: 0\n",
     AGENTS + "chain:\n  reviewers: []\n",
     AGENTS + "chain:\n  branch_pattern: agents/{plan_name}\n",
+    "review:\n  paths:\n    docs/: {severity_threshold: fatal}\n",
+    "review:\n  paths:\n    docs/: {threshold: warn}\n",
+    "review:\n  paths: [docs/]\n",
 ]
 ACCEPTED = [
     "",
@@ -175,6 +178,7 @@ ACCEPTED = [
     AGENTS + "chain:\n  reviewers: [reviewer]\n  merge: merge\n  severity_threshold: warn\n",
     AGENTS + "chain:\n  branch_pattern: 'ai/{plan}/step-{step2}'\n  max_iterations: 1\n",
     "defaults:\n  stuck_retry_grace_secs: 0\n",
+    "review:\n  exclude: []\n  paths:\n    'docs/**': {severity_threshold: info}\n",
 ]
 
 

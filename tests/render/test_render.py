@@ -126,6 +126,7 @@ def test_json_shape() -> None:
         "run",
         "reason",
         "accepted",
+        "excludedFiles",
         "gate",
     ]
     assert data["overall"] == "revise"

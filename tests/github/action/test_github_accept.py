@@ -19,7 +19,7 @@ __all__ = ["gh", "runner"]
 
 AWS = "AKIA" + "Z3X7Q2LMN4PQRS7T"
 LINE = f'KEY = "{AWS}"'
-EXCLUDE = "review:\n  exclude: [keys.py]\n"
+EXCLUDE = "review:\n  rules:\n    aws-access-key:\n      exclude: [keys.py]\n"
 
 
 def baseline_text() -> str:
@@ -52,7 +52,8 @@ def test_a_pr_cannot_accept_its_own_secret(runner: Runner, gh: GitHubStandIn, re
         repo,
         {
             "keys.py": LINE + "\n",
-            ".flow/base.yaml": EXCLUDE + "  rules:\n    aws-access-key: {enabled: false}\n",
+            ".flow/base.yaml": "review:\n  exclude: ['**']\n  rules:\n"
+            "    aws-access-key: {enabled: false, exclude: [keys.py]}\n",
             DEFAULT_BASELINE: baseline_text(),
         },
     )
@@ -76,7 +77,7 @@ def test_the_base_commit_settings_accept_it(runner: Runner, gh: GitHubStandIn, r
     data = findings_file(runner)
     assert data["findings"] == []
     assert [(a["file"], a["accepted"]["by"]) for a in data["accepted"]] == [("keys.py", "config")]  # type: ignore[index]
-    assert f"{pull.base_sha[:12]}:.flow/base.yaml:2" in str(data["accepted"][0]["accepted"])
+    assert f"{pull.base_sha[:12]}:.flow/base.yaml:4" in str(data["accepted"][0]["accepted"])
     assert states(gh, pull.head_sha) == ["pending", "success"]
     final = gh.statuses_for(pull.head_sha)[-1]["description"]
     assert final == "Approved: no findings, 1 accepted (1 config)"

@@ -79,3 +79,31 @@ def test_an_agent_the_pr_adds_does_not_exist_for_its_review(
     assert "no agent 'lenient'" in result.stderr and "Traceback" not in result.stderr
     assert states(gh, pull.head_sha) == ["pending", "error"]  # never green
     assert runner.outputs()["review-result"] == "error"
+
+
+def test_a_pr_that_excludes_every_path_is_still_reviewed(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """``review.exclude`` comes from the base commit like every review setting: a PR that
+    adds ``exclude: ["**"]`` is reviewed as the base says, and the base's own exclusions
+    apply (issue 25, item 2)."""
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text("review:\n  exclude: ['*_pb2.py']\n")
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "exclude generated code")
+    pull = add_pull(
+        gh,
+        repo,
+        {
+            "calc.py": "def f(:\n",
+            "out_pb2.py": "def g(:\n",
+            ".flow/base.yaml": "review:\n  exclude: ['**']\n",
+        },
+    )
+    git(repo, "checkout", "-q", "feature")
+    result = runner.run("pull_request", pr_event(gh, pull))
+    assert result.returncode == 1, result.stderr
+    data = json.loads(Path(runner.outputs()["findings-file"]).read_text())
+    assert [f["file"] for f in data["findings"]] == ["calc.py"]
+    assert data["excludedFiles"] == 1
+    assert states(gh, pull.head_sha) == ["pending", "failure"]
