@@ -46,6 +46,7 @@ from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, PullRequest
 from gitflow_agents.github.api.commits import newest_state
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr import tend_lease
+from gitflow_agents.github.pr.plan_comment import update_glance
 from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
 from gitflow_agents.github.pr.startable import REMOTE
 from gitflow_agents.github.pr.step import GitHub, _guard, _no_target, connect
@@ -61,6 +62,7 @@ CONFLICT_LABEL = "gitflow-agents: conflict"
 @dataclass(frozen=True)
 class TendOptions:
     auto_merge: str | None = None  # merge, squash, rebase: re-armed on a head tend approved
+    plan_issue: int | None = None  # the tracking issue of the plan comment (plan_comment.py)
 
 
 class Tended(NamedTuple):
@@ -92,15 +94,23 @@ def tend_plan(
     pulls = _open_step_pulls(ctx, github)
     if not pulls:
         print(f"plan tend: no open step pull request of {_plan_name(ctx)} on {github.repo}")
+        glance(ctx, github, options.plan_issue, environ)
         return int(ExitCode.OK)
     if options.auto_merge is not None:
         github = replace(github, guard=_guard(github, ctx.target))
     left = [tend_pull(ctx, github, found, options, report) for found in pulls]
     counts = {state: sum(t.state == state for t in left) for state in ("green", "waiting", "red")}
     print("plan tend: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
+    glance(ctx, github, options.plan_issue, environ)
     if any(t.code == ExitCode.AGENT_FAILED for t in left):
         return int(ExitCode.AGENT_FAILED)
     return int(ExitCode.REVISE) if counts["red"] else int(ExitCode.OK)
+
+
+def glance(ctx: Context, github: GitHub, issue: int | None, env: Mapping[str, str] | None) -> None:
+    """The plan at a glance brought up to date at the tend's end (``plan_comment.py``)."""
+    environ = os.environ if env is None else env
+    update_glance(ctx, github.client, github.repo, issue, environ, github.ttl, github.run_url)
 
 
 def _plan_name(ctx: Context) -> str:
