@@ -10,8 +10,9 @@ Each step's state is read from what origin and GitHub say (``plan_glance``):
   by the lease's age alone, no Actions request);
 - **ready** / **waiting**: every step it depends on is done, or not (the node says which).
 
-Two requests per step with a branch on origin (its pull request, its head's statuses), none for
-the others: ``git ls-remote`` tells which steps have a branch.
+One request lists the open pull requests into the target (100 a page), then one per open step
+pull request (its head's statuses); none at all while no step has a branch on origin
+(``git ls-remote`` tells).
 
 The chart is the one ``plan show --format mermaid`` draws (``render.mermaid.plan_flowchart``).
 GitHub draws Mermaid without ``click`` links (its renderer disables interaction), so a table under
@@ -77,14 +78,17 @@ def plan_glance(ctx: Context, client: Client, repo: str, ttl: float) -> list[Ste
     assert plan is not None
     heads = git.remote_heads(ctx.root, REMOTE)
     done = {s.number for s in plan.steps if done_where(ctx, s.number) is not None}
+    branches = {s.number: branch_name(ctx.settings, plan.name, s.number) for s in plan.steps}
+    started = [n for n, b in branches.items() if b in heads and n not in done]
+    pulls = _open_pulls(client, repo, ctx.target) if started else {}
     found: list[StepGlance] = []
     for step in plan.steps:
-        branch = branch_name(ctx.settings, plan.name, step.number)
+        branch = branches[step.number]
         pull = None
         if step.number in done:
             state, detail = "done", "done"
         elif branch in heads:
-            pull, state, detail = _started(ctx, client, repo, branch, ttl)
+            pull, state, detail = _started(ctx, client, repo, branch, pulls.get(branch), ttl)
         else:
             state, detail = "ready", "ready"
         if state == "ready":
@@ -96,13 +100,19 @@ def plan_glance(ctx: Context, client: Client, repo: str, ttl: float) -> list[Ste
     return found
 
 
+def _open_pulls(client: Client, repo: str, target: str) -> dict[str, PullRequest]:
+    """The open pull requests into ``target`` from a branch of ``repo`` itself (not a fork's),
+    by branch: the newest one for a branch with several."""
+    found = client.pulls.open_into(repo, target)
+    return {p.head_ref: p for p in reversed(found) if p.head_repo == repo}
+
+
 def _started(
-    ctx: Context, client: Client, repo: str, branch: str, ttl: float
+    ctx: Context, client: Client, repo: str, branch: str, pull: PullRequest | None, ttl: float
 ) -> tuple[PullRequest | None, str, str]:
-    """(pull request, state, detail) of a step whose branch is on origin."""
-    pulls = [p for p in client.pulls.for_head(repo, branch, base=ctx.target) if p.state == "open"]
-    if pulls:
-        pull = pulls[0]
+    """(pull request, state, detail) of a step whose branch is on origin, with its open pull
+    request (None: it has none)."""
+    if pull is not None:
         status = newest_state(client, repo, pull.head_sha, CONTEXT)
         if status in ("failure", "error"):
             return pull, "red", f"red: PR #{pull.number} {status}"
