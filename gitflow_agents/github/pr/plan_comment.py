@@ -206,7 +206,6 @@ def publish_plan(
     issue: int | None,
     environ: Mapping[str, str],
     ttl: float = leases.DEFAULT_TTL,
-    run_url: str | None = None,
 ) -> str:
     """The plan at a glance published: on issue ``issue``'s plan comment, else in the job
     summary when ``GITHUB_STEP_SUMMARY`` names one (else nothing is read or written); one line
@@ -218,8 +217,8 @@ def publish_plan(
     plan_rel = plan_in_repo(ctx) or ctx.plan.path.name
     steps = plan_glance(ctx, client, repo, ttl)
     target = git.remote_branch_sha(ctx.root, ctx.target, REMOTE)
+    # no workflow run link: each run has its own, and the comment would be written every time
     footer = f"gitflow-agents · {ctx.target} at {(target or '?')[:12]}"
-    footer += f" · [workflow run]({run_url})" if run_url else ""
     body = plan_body(ctx.plan, plan_rel, steps, footer=footer)
     if issue is not None:
         made = upsert_plan_comment(client, repo, issue, body, plan_marker(plan_rel))
@@ -235,14 +234,11 @@ def update_glance(
     issue: int | None,
     environ: Mapping[str, str],
     ttl: float,
-    run_url: str | None,
 ) -> None:
     """``publish_plan``, its line printed; a GitHub failure there is one warning on stderr and
     never the run's exit code: the steps are published, the plan comment only shows them."""
     try:
-        where = publish_plan(
-            ctx, client, repo, issue=issue, environ=environ, ttl=ttl, run_url=run_url
-        )
+        where = publish_plan(ctx, client, repo, issue=issue, environ=environ, ttl=ttl)
     except GitHubError as exc:
         print(f"warning: the plan at a glance was not updated: {exc}", file=sys.stderr)
         return

@@ -141,7 +141,6 @@ def run_steps(
             options.plan_issue,
             os.environ if environ is None else environ,
             github.ttl,
-            github.run_url,
         )
     return code
 

@@ -110,7 +110,7 @@ def tend_plan(
 def glance(ctx: Context, github: GitHub, issue: int | None, env: Mapping[str, str] | None) -> None:
     """The plan at a glance brought up to date at the tend's end (``plan_comment.py``)."""
     environ = os.environ if env is None else env
-    update_glance(ctx, github.client, github.repo, issue, environ, github.ttl, github.run_url)
+    update_glance(ctx, github.client, github.repo, issue, environ, github.ttl)
 
 
 def _plan_name(ctx: Context) -> str:

@@ -56,7 +56,7 @@ def mark_done(tmp_path: Path, step: int) -> None:
 
 
 def test_created_once_then_edited_in_place_as_the_plan_moves(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gh.state.issues.add(ISSUE)
     repo = setup_repo(tmp_path, gh)
@@ -76,7 +76,8 @@ def test_created_once_then_edited_in_place_as_the_plan_moves(
     )
     assert "| 2: Polish | ⚪ waiting for 1 | — |" in body
     first_id = the_comment(gh)["id"]
-    # the same state again: the comment is left as it is, no write
+    # the same state again, from another workflow run: the comment is left as it is, no write
+    monkeypatch.setenv("GITHUB_RUN_ID", "77")
     writes = len(gh.writes())
     again = tend(repo, "--plan-issue", str(ISSUE))
     assert again.returncode == 0, again.stdout + again.stderr
