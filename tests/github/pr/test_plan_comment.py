@@ -8,6 +8,7 @@ every request and answer against GitHub's OpenAPI description).
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,28 @@ def test_two_updaters_at_once_leave_one_comment(gh: GitHubStandIn) -> None:
     # the other runner, looking again after its own create, finds the one comment and keeps it
     again = upsert_plan_comment(theirs, gh.full_name, ISSUE, racer, MARKER)
     assert again.action == "updated" and [c["body"] for c in plan_comments(gh)] == [racer]
+
+
+def _update(gh: GitHubStandIn, start: threading.Barrier, body: str) -> None:
+    client = client_for(gh)
+    start.wait()
+    upsert_plan_comment(client, gh.full_name, ISSUE, body, MARKER)
+
+
+def test_two_updaters_in_threads_leave_one_comment_every_time(gh: GitHubStandIn) -> None:
+    gh.state.issues.add(ISSUE)
+    for attempt in range(6):
+        for cid in [c["id"] for c in gh.comments_on(ISSUE)]:
+            del gh.state.issue_comments[int(str(cid))]
+        start = threading.Barrier(2)
+        bodies = [f"{MARKER}\nrunner {n}, attempt {attempt}\n" for n in (1, 2)]
+
+        threads = [threading.Thread(target=_update, args=(gh, start, body)) for body in bodies]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert [c["body"] for c in plan_comments(gh)] in ([bodies[0]], [bodies[1]]), attempt
 
 
 def test_a_comment_with_the_marker_by_someone_else_is_never_edited(gh: GitHubStandIn) -> None:
