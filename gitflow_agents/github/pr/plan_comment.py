@@ -232,13 +232,15 @@ def update_glance(
     client: Client,
     repo: str,
     issue: int | None,
-    environ: Mapping[str, str],
+    environ: Mapping[str, str] | None,
     ttl: float,
 ) -> None:
-    """``publish_plan``, its line printed; a GitHub failure there is one warning on stderr and
-    never the run's exit code: the steps are published, the plan comment only shows them."""
+    """``publish_plan`` (``environ`` None: the process's), its line printed; a GitHub failure
+    there is one warning on stderr and never the run's exit code: the steps are published, the
+    plan comment only shows them."""
+    env = os.environ if environ is None else environ
     try:
-        where = publish_plan(ctx, client, repo, issue=issue, environ=environ, ttl=ttl)
+        where = publish_plan(ctx, client, repo, issue=issue, environ=env, ttl=ttl)
     except GitHubError as exc:
         print(f"warning: the plan at a glance was not updated: {exc}", file=sys.stderr)
         return

@@ -134,14 +134,7 @@ def run_steps(
         if code != ExitCode.OK:
             break
     if steps:  # the plan at a glance, once the steps are published
-        update_glance(
-            ctx,
-            github.client,
-            github.repo,
-            options.plan_issue,
-            os.environ if environ is None else environ,
-            github.ttl,
-        )
+        update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
     return code
 
 

@@ -94,23 +94,17 @@ def tend_plan(
     pulls = _open_step_pulls(ctx, github)
     if not pulls:
         print(f"plan tend: no open step pull request of {_plan_name(ctx)} on {github.repo}")
-        glance(ctx, github, options.plan_issue, environ)
+        update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
         return int(ExitCode.OK)
     if options.auto_merge is not None:
         github = replace(github, guard=_guard(github, ctx.target))
     left = [tend_pull(ctx, github, found, options, report) for found in pulls]
     counts = {state: sum(t.state == state for t in left) for state in ("green", "waiting", "red")}
     print("plan tend: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
-    glance(ctx, github, options.plan_issue, environ)
+    update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
     if any(t.code == ExitCode.AGENT_FAILED for t in left):
         return int(ExitCode.AGENT_FAILED)
     return int(ExitCode.REVISE) if counts["red"] else int(ExitCode.OK)
-
-
-def glance(ctx: Context, github: GitHub, issue: int | None, env: Mapping[str, str] | None) -> None:
-    """The plan at a glance brought up to date at the tend's end (``plan_comment.py``)."""
-    environ = os.environ if env is None else env
-    update_glance(ctx, github.client, github.repo, issue, environ, github.ttl)
 
 
 def _plan_name(ctx: Context) -> str:
