@@ -128,20 +128,26 @@ def _started(
 
 def plan_body(plan: Plan, plan_rel: str, steps: list[StepGlance], *, footer: str = "") -> str:
     """The comment: the marker, a title line with the count of done steps, the chart, the
-    table of steps (state, pull request) and ``footer``; capped to GitHub's comment limit
-    (the chart goes whole or not at all)."""
+    table of steps (state, pull request) and ``footer``, under GitHub's comment limit: a chart
+    that would pass it is left out with a line saying so (never cut in its fence), and the
+    table is cut last."""
     done = sum(s.node.state == "done" for s in steps)
-    title = one_line(plan.title or plan.name)
-    parts = [
+    head = [
         plan_marker(plan_rel),
-        f"### {title}",
+        f"### {one_line(plan.title or plan.name)}",
         f"{one_line(plan_rel)}: {done} of {len(steps)} steps done",
-        fence_chart(plan_flowchart(s.node for s in steps)).rstrip("\n"),
-        _table(steps),
     ]
-    if footer:
-        parts.append(f"<sub>{footer}</sub>")
-    return comment.cap("\n\n".join(parts) + "\n", where=_WHOLE)
+    tail = [_table(steps), *([f"<sub>{footer}</sub>"] if footer else [])]
+    chart = fence_chart(plan_flowchart(s.node for s in steps)).rstrip("\n")
+    body = "\n\n".join([*head, chart, *tail]) + "\n"
+    if len(body) > comment.BUDGET:
+        body = "\n\n".join([*head, CHART_LEFT_OUT, *tail]) + "\n"
+    return comment.cap(body, where=_WHOLE)
+
+
+CHART_LEFT_OUT = (
+    f"_The chart is left out: with it, this comment would pass {comment.COMMENT_LIMIT}._"
+)
 
 
 def _table(steps: list[StepGlance]) -> str:

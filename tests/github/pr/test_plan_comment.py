@@ -14,7 +14,16 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents.git import lease as git_lease
-from gitflow_agents.github.pr.plan_comment import plan_marker, upsert_plan_comment
+from gitflow_agents.github.action.comment import GITHUB_LIMIT
+from gitflow_agents.github.pr.plan_comment import (
+    CHART_LEFT_OUT,
+    StepGlance,
+    plan_body,
+    plan_marker,
+    upsert_plan_comment,
+)
+from gitflow_agents.plan.model import Plan
+from gitflow_agents.render.mermaid import PlanNode
 from tests.conftest import git
 from tests.github.pr.test_tend import opened, tend
 from tests.github_standin import GitHubStandIn, client_for, gh
@@ -235,3 +244,15 @@ def test_plan_issue_goes_with_pr(tmp_path: Path, gh: GitHubStandIn, env: dict[st
     repo = setup_repo(tmp_path, gh)
     out = call(repo, "run", "specs/feature.md", "--step", "1", "--plan-issue", "3")
     assert out.returncode == 2 and "--plan-issue goes with --pr" in out.stderr
+
+
+def test_a_plan_too_big_for_one_comment_keeps_its_table_and_says_so(tmp_path: Path) -> None:
+    title = "<>&`|#;:" * 40  # every character an entity code in the chart
+    steps = [
+        StepGlance(PlanNode(n, title, "waiting", "waiting for 1", (1,) if n > 1 else ()))
+        for n in range(1, 201)
+    ]
+    body = plan_body(Plan(tmp_path / "p.md", "p", "", ()), "specs/p.md", steps)
+    assert len(body) <= GITHUB_LIMIT and body.startswith(plan_marker("specs/p.md"))
+    assert CHART_LEFT_OUT in body and "```" not in body
+    assert "| 1: " in body and "Cut to stay under" in body  # the table, cut at its end
