@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents.base.errors import GitHubError
+from gitflow_agents.base.errors import GitflowError
 from gitflow_agents.chain import Context
 from gitflow_agents.chain.state import done_where, plan_in_repo
 from gitflow_agents.chain.workspace import branch_name
@@ -247,7 +247,7 @@ def update_glance(
     env = os.environ if environ is None else environ
     try:
         where = publish_plan(ctx, client, repo, issue=issue, environ=env, ttl=ttl)
-    except GitHubError as exc:
+    except GitflowError as exc:  # GitHub, git or who-we-are: said, never the exit code
         print(f"warning: the plan at a glance was not updated: {exc}", file=sys.stderr)
         return
     if where:
