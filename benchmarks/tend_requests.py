@@ -1,14 +1,27 @@
-"""GitHub requests of ``plan tend``, by number of open step pull requests.
+"""GitHub requests of a plan's steps from claim to merge: ``run --pr``, ``plan tend``, the plan comment.
 
-Usage: python benchmarks/tend_requests.py [--pulls 1,5,20]
+Usage: python benchmarks/tend_requests.py [--pulls 1,5,20] [--steps 100] [--runners 20]
 
 For each N: a bare ``origin`` the stand-in from tests/ serves, a plan of N independent steps
-(``Depends on: none``), ``run PLAN --all --pr`` opening N approved pull requests (an implementer
-writing one file per step, the builtin reviewer), then three tends, each from a fresh clone as a
-workflow job would run it: all pull requests green and up to date; after an unrelated commit on
-the target, all behind (each merged, reviewed, pushed and published); and again, nothing to do.
-Counts the REST and GraphQL requests of each tend (a ``git push`` or ``ls-remote`` is no API
-request and is not counted). A measurement to watch, printed as a table.
+(``Depends on: none``), ``run PLAN --all --pr --plan-issue 900`` opening N approved pull requests
+(an implementer writing one file per step, the builtin reviewer; claim, chain, push, publish,
+then the plan comment created), then three tends with ``--plan-issue 900``, each from a fresh
+clone as a workflow job would run it: all pull requests green and up to date; after an
+unrelated commit on the target, all behind (each merged, reviewed, pushed and published); and
+again, nothing to do. Counts the REST and GraphQL requests of each command, and of those the
+plan comment's (from its list of the open pull requests to the end: the statuses of each open
+step pull request, the issue's comments, the create or edit). A ``git push`` or ``ls-remote`` is
+no API request and is not counted; merging is GitHub's (auto-merge), no request of ours.
+
+Then the budget: what a plan of ``--steps`` steps in waves of ``--runners`` spends, from the
+per-pull-request figures of the largest N: every step one ``run --pr`` (and its plan comment
+update with the wave's pull requests open), every merge a push to the target that starts one
+``plan tend`` with its plan comment update; at best each pull request merges before the next
+sibling lands (the tend finds the rest green), at worst every merge leaves the wave's remaining
+pull requests behind and each is tended again (a target that requires up-to-date branches, the
+wave merging one by one). Set against the documented primary rate limits (benchmarks/README.md):
+1,000 requests an hour per repository for the Actions ``GITHUB_TOKEN``, 5,000 an hour for a
+user's token. A measurement to watch, printed as tables.
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.conftest import cli_main, git, init_repo  # noqa: E402
 from tests.github.pr.test_pipeline import IMPLEMENTER  # noqa: E402
-from tests.github_standin import GitHubStandIn  # noqa: E402
+from tests.github_standin import GitHubStandIn, Recorded  # noqa: E402
 from tests.helpers.step_pr import flow_config  # noqa: E402
 
 PLAN = "specs/feature.md"
@@ -63,15 +76,41 @@ def call(cwd: Path, *args: str) -> int:
     return cli_main(*args, "--quiet", cwd=cwd).returncode
 
 
-def counted(gh: GitHubStandIn, box: Path, name: str) -> tuple[int, int, int]:
-    """One tend from a fresh clone: its exit code, reads and writes."""
+Count = tuple[int, int, int, int, int]
+"""exit code, reads, writes, and of them the plan comment's reads and writes"""
+
+ISSUE = 900  # a plain issue: pull requests take the low numbers
+
+
+def _split(made: list[Recorded]) -> tuple[int, int]:
+    writes = sum(r.method in ("POST", "PATCH", "PUT", "DELETE") for r in made)
+    return len(made) - writes, writes
+
+
+def counted_call(gh: GitHubStandIn, cwd: Path, *args: str) -> Count:
+    """One command: its exit code, its reads and writes, and the plan comment's share (from
+    the plan comment's list of open pull requests, the one ``GET /pulls`` without ``head``)."""
+    start = len(gh.log)
+    code = call(cwd, *args, "--plan-issue", str(ISSUE))
+    made = gh.log[start:]
+    glance = next(
+        (
+            n
+            for n, r in enumerate(made)
+            if r.method == "GET" and r.path.endswith("/pulls") and "head" not in r.query
+        ),
+        len(made),
+    )
+    reads, writes = _split(made)
+    comment_reads, comment_writes = _split(made[glance:])
+    return code, reads, writes, comment_reads, comment_writes
+
+
+def counted(gh: GitHubStandIn, box: Path, name: str) -> Count:
+    """One tend from a fresh clone."""
     clone = box / name
     git(box, "clone", "-q", str(box / "origin.git"), str(clone))
-    start = len(gh.log)
-    code = call(clone, "plan", "tend", PLAN, "--auto-merge", "squash")
-    made = gh.log[start:]
-    writes = sum(r.method in ("POST", "PATCH", "PUT", "DELETE") for r in made)
-    return code, len(made) - writes, writes
+    return counted_call(gh, clone, "plan", "tend", PLAN, "--auto-merge", "squash")
 
 
 def land_on_main(box: Path) -> None:
@@ -83,8 +122,9 @@ def land_on_main(box: Path) -> None:
     git(human, "push", "-q", "origin", "main")
 
 
-def measure(steps: int) -> list[tuple[str, int, int, int, int]]:
+def measure(steps: int) -> list[tuple[str, int, Count]]:
     gh = GitHubStandIn().start()
+    gh.state.issues.add(ISSUE)
     env = {
         "GITHUB_TOKEN": "tok-write",
         "GITHUB_REPOSITORY": gh.full_name,
@@ -100,13 +140,15 @@ def measure(steps: int) -> list[tuple[str, int, int, int, int]]:
             seed(box, gh, steps)
             runner = box / "runner"
             git(box, "clone", "-q", str(box / "origin.git"), str(runner))
-            assert call(runner, "run", PLAN, "--all", "--pr") == 0
-            assert len(gh.state.pulls) == steps
-            rows = [("all green, up to date", *counted(gh, box, "tend-1"))]
+            run = counted_call(gh, runner, "run", PLAN, "--all", "--pr")
+            assert run[0] == 0 and len(gh.state.pulls) == steps
+            rows = [("run --all --pr: claim to published", run)]
+            rows.append(("tend: all green, up to date", counted(gh, box, "tend-1")))
             land_on_main(box)
-            rows.append(("all behind: merged, reviewed", *counted(gh, box, "tend-2")))
-            rows.append(("again: nothing to do", *counted(gh, box, "tend-3")))
-            return [(what, steps, code, reads, writes) for what, code, reads, writes in rows]
+            rows.append(("tend: all behind: merged, reviewed", counted(gh, box, "tend-2")))
+            rows.append(("tend again: nothing to do", counted(gh, box, "tend-3")))
+            assert len(gh.comments_on(ISSUE)) == 1
+            return [(what, steps, count) for what, count in rows]
     finally:
         gh.stop()
         for key, value in saved.items():
@@ -116,19 +158,82 @@ def measure(steps: int) -> list[tuple[str, int, int, int, int]]:
                 os.environ[key] = value
 
 
+GITHUB_TOKEN_HOURLY = 1000
+USER_TOKEN_HOURLY = 5000
+
+
+def budget(rows: list[tuple[str, int, Count]], steps: int, runners: int) -> None:
+    """The budget table (module doc), from the per-pull-request figures of ``rows`` (one N)."""
+    by = {what: count for what, _, count in rows}
+    pulls = rows[0][1]
+
+    def per_pull(what: str, *, comment: bool = False) -> float:
+        count = by[what]
+        total = count[3] + count[4] if comment else count[1] + count[2] - count[3] - count[4]
+        return total / pulls
+
+    run = per_pull("run --all --pr: claim to published")
+    green = per_pull("tend: all green, up to date")
+    behind = per_pull("tend: all behind: merged, reviewed")
+    # the plan comment: a fixed part and one status read per open pull request; measured where
+    # the target moved (its footer names the target's commit: every merge edits the comment)
+    moved = by["tend: all behind: merged, reviewed"]
+    comment_fixed = moved[3] + moved[4] - pulls
+    waves = -(-steps // runners)
+    sizes = [min(runners, steps - w * runners) for w in range(waves)]
+
+    def comment(open_pulls: int) -> float:
+        return comment_fixed + open_pulls
+
+    runs = sum(size * run for size in sizes)
+    # one tend per merge; before the k-th merge of a wave, size - k + 1 pull requests are open
+    merges = [open_ for size in sizes for open_ in range(size, 0, -1)]
+    comments = sum(size * comment(size) for size in sizes) + sum(comment(n - 1) for n in merges)
+    best = runs + comments + sum(green * (n - 1) for n in merges)
+    worst = runs + comments + sum(behind * (n - 1) for n in merges)
+    print()
+    print(
+        f"Budget: {steps} steps on {runners} runners ({waves} waves); per step pull request: "
+        f"run {run:.1f}, tend green {green:.1f}, tend behind {behind:.1f}; plan comment "
+        f"{comment_fixed} + 1 per open pull request"
+    )
+    print()
+    print(
+        "| case | requests | of them plan comment | per step "
+        "| hours of GITHUB_TOKEN (1,000/h) | of a user token (5,000/h) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for case, total in (
+        ("best: each merges before the next sibling lands", best),
+        ("worst: each merge leaves the rest behind", worst),
+    ):
+        print(
+            f"| {case} | {total:,.0f} | {comments:,.0f} | {total / steps:.1f} | "
+            f"{total / GITHUB_TOKEN_HOURLY:.2f} | {total / USER_TOKEN_HOURLY:.2f} |"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pulls", default="1,5", help="numbers of open step pull requests")
+    parser.add_argument("--steps", type=int, default=100, help="steps of the budgeted plan")
+    parser.add_argument("--runners", type=int, default=20, help="its runners (a wave's size)")
     args = parser.parse_args()
-    print("| tend | pull requests | exit | reads | writes | reads per PR | writes per PR |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| command | PRs | exit | reads | writes | of them plan comment r+w "
+        "| reads per PR | writes per PR |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows: list[tuple[str, int, Count]] = []
     for steps in (int(n) for n in args.pulls.split(",")):
-        for what, pulls, code, reads, writes in measure(steps):
+        rows = measure(steps)
+        for what, pulls, (code, reads, writes, c_reads, c_writes) in rows:
             print(
-                f"| {what} | {pulls} | {code} | {reads} | {writes} | "
+                f"| {what} | {pulls} | {code} | {reads} | {writes} | {c_reads}+{c_writes} | "
                 f"{reads / pulls:.1f} | {writes / pulls:.1f} |",
                 flush=True,
             )
+    budget(rows, args.steps, args.runners)
     return 0
 
 

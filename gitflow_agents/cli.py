@@ -136,9 +136,16 @@ def _add_plan_tend(plan_sub: argparse._SubParsersAction[argparse.ArgumentParser]
         choices=("squash", "merge", "rebase"),
         help="enable GitHub auto-merge again on each head the tend approved",
     )
+    tend.add_argument("--plan-issue", type=positive_int, metavar="N", help=PLAN_ISSUE_HELP)
     from gitflow_agents.commands.run import add_chain_arguments
 
     add_chain_arguments(tend)
+
+
+PLAN_ISSUE_HELP = (
+    "keep the plan at a glance (its chart and steps) in one comment on issue N "
+    "(default: the job summary of a workflow run)"
+)
 
 
 def positive_int(text: str) -> int:
@@ -350,6 +357,9 @@ def _add_run(sub: Registry) -> None:
         metavar="N",
         help="--all: up to N steps at once, each in its own work tree, as soon as their "
         "dependencies land; landing stays one at a time (default: chain.jobs, 1)",
+    )
+    p.add_argument(
+        "--plan-issue", type=positive_int, metavar="N", help=f"with --pr: {PLAN_ISSUE_HELP}"
     )
     from gitflow_agents.commands.run import add_chain_arguments
 

@@ -86,6 +86,7 @@ def isolate_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.setenv(key, value)
     for key in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GITHUB_ACTIONS", "CI"):
         monkeypatch.delenv(key, raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)  # never the CI job's own summary
     (home / ".gitconfig").write_text(
         "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n"
     )

@@ -242,6 +242,8 @@ class State:
     tokens: dict[str, Token] = field(default_factory=dict)
     permissions: dict[str, str] = field(default_factory=dict)
     pulls: dict[int, Pull] = field(default_factory=dict)
+    issues: set[int] = field(default_factory=set)
+    """Numbers of plain issues (not pull requests): a plan's tracking issue takes comments."""
     issue_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     review_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     resolved_threads: set[int] = field(default_factory=set)
@@ -766,17 +768,26 @@ def list_files(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
     return 200, out
 
 
+def _conversation(s: GitHubStandIn, req: Request) -> int:
+    """The number of the issue or pull request whose comments a request is about."""
+    number = int(req.params["issue_number"])
+    repo_ok = f"{req.params.get('owner')}/{req.params.get('repo')}" == s.full_name
+    if repo_ok and number in s.state.issues:
+        return number
+    return _pull(s, req).number
+
+
 @route("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments")
 def list_issue_comments(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
-    pull = _pull(s, req)
-    return 200, sorted(s.comments_on(pull.number), key=lambda c: int(c["id"]))
+    number = _conversation(s, req)
+    return 200, sorted(s.comments_on(number), key=lambda c: int(c["id"]))
 
 
 @route("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments")
 def create_issue_comment(s: GitHubStandIn, req: Request) -> tuple[int, Any]:
-    pull = _pull(s, req)
+    number = _conversation(s, req)
     _write(req)
-    return 201, s._new_issue_comment(pull.number, req.token.login, _body_text(req), req.token.app)
+    return 201, s._new_issue_comment(number, req.token.login, _body_text(req), req.token.app)
 
 
 def _issue_comment(s: GitHubStandIn, req: Request) -> dict[str, Any]:

@@ -51,7 +51,8 @@ def tend(args: argparse.Namespace) -> int:
     settings = ctx.settings  # the agents a tend may run: the reviewers, and the fixer
     check_agents(ctx.config, (*settings.reviewers, settings.fixer), cwd=ctx.root)
     with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
-        return tend_plan(ctx, TendOptions(args.auto_merge), lambda r: report(r, as_json=args.json))
+        options = TendOptions(args.auto_merge, args.plan_issue)
+        return tend_plan(ctx, options, lambda r: report(r, as_json=args.json))
 
 
 def _spec_plan_config(flow_type: str | None) -> SpecPlanConfig:

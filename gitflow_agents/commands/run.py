@@ -89,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
     pr = bool(getattr(args, "pr", False))
     if not pr and (getattr(args, "auto_merge", None) or getattr(args, "draft", False)):
         raise UsageError("--auto-merge and --draft go with --pr")
+    plan_issue = getattr(args, "plan_issue", None)
+    if plan_issue is not None and not pr:
+        raise UsageError("--plan-issue goes with --pr")
     max_parallel = getattr(args, "max_parallel", None)
     if max_parallel is not None and not (pr and args.all):
         raise UsageError("--max-parallel goes with --all --pr")
@@ -109,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
     if pr:  # --all --pr: the steps ready now, as origin has them (docs/github.md)
         from gitflow_agents.github.pr.step import PrOptions, run_steps
 
-        options = PrOptions(args.auto_merge, bool(args.draft), bool(args.force), max_parallel)
+        options = PrOptions(
+            args.auto_merge, bool(args.draft), bool(args.force), max_parallel, plan_issue
+        )
         assert ctx.budget is not None
         with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
             wave = None if args.all else steps

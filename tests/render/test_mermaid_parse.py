@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from gitflow_agents.github.api.client import PullRequest
+from gitflow_agents.github.pr.plan_comment import StepGlance, plan_body
+from gitflow_agents.plan.model import Plan
 from gitflow_agents.render.mermaid import (
     MAX_AGENTS,
     MAX_PLAN_STEPS,
@@ -126,3 +129,37 @@ def test_the_plan_chart_parses_with_hostile_titles() -> None:
     for value, parsed in zip(values, parse(charts[:-1]), strict=True):
         first = shown(parsed["vertices"][0]["text"]).split("\n")[0]
         assert first == ours(f'"{label_text(f"Step 1: {value}", 80)}"'), value
+
+
+def test_the_plan_comment_chart_parses_with_hostile_titles(tmp_path: Path) -> None:
+    """The chart of the plan comment on GitHub (``github/pr/plan_comment.py``), taken from the
+    comment's body as posted: every state, steps with pull requests, hostile titles."""
+    values = _values()[:20]
+    pull = PullRequest(
+        number=12,
+        title="t",
+        author="bot",
+        head_sha="a" * 40,
+        base_sha="b" * 40,
+        head_ref="agents/p/step-2",
+        base_ref="main",
+        head_repo="octo/demo",
+        base_repo="octo/demo",
+        draft=False,
+        html_url="https://github.example/octo/demo/pull/12",
+    )
+    states = ["done", "running", "red", "ready", "waiting"]
+    charts = []
+    for value in values:
+        steps = [
+            StepGlance(
+                PlanNode(n, t, states[n - 1], f"{states[n - 1]}: {t}", (1,) if n > 1 else ()),
+                pull if n in (2, 3) else None,
+            )
+            for n, t in enumerate([value, "b", value, "d", "e"], 1)
+        ]
+        body = plan_body(Plan(tmp_path / "p.md", "p", f"# {value}\n", ()), "specs/p.md", steps)
+        [block] = re.findall(r"^```mermaid\n(.*?)^```$", body, re.M | re.S)
+        charts.append(block)
+    for text, parsed in zip(charts, parse(charts), strict=True):
+        check(text, parsed, PLAN_CLASSES)

@@ -252,12 +252,12 @@ def cap(
     return "\n".join(kept)
 
 
-def is_marked(comment: Comment) -> bool:
-    return comment.body.lstrip().startswith(MARKER)
+def is_marked(comment: Comment, marker: str = MARKER) -> bool:
+    return comment.body.lstrip().startswith(marker)
 
 
-def is_ours(comment: Comment, login: str | None) -> bool:
-    return login is not None and comment.author == login and is_marked(comment)
+def is_ours(comment: Comment, login: str | None, marker: str = MARKER) -> bool:
+    return login is not None and comment.author == login and is_marked(comment, marker)
 
 
 @dataclass(frozen=True)
@@ -268,16 +268,19 @@ class StickyResult:
     removed_duplicates: int = 0
 
 
-def marked_comments(client: Client, repo: str, number: int) -> list[Comment]:
-    """The conversation comments carrying ``MARKER``, whoever wrote them."""
-    return [c for c in client.issue_comments(repo, number) if is_marked(c)]
+def marked_comments(client: Client, repo: str, number: int, marker: str = MARKER) -> list[Comment]:
+    """The conversation comments carrying ``marker``, whoever wrote them."""
+    return [c for c in client.issue_comments(repo, number) if is_marked(c, marker)]
 
 
-def _ours(client: Client, repo: str, number: int, login: str | Identity) -> list[Comment]:
-    """Our summary comments, oldest first (more than one: an earlier run left a duplicate)."""
-    marked = marked_comments(client, repo, number)
+def our_comments(
+    client: Client, repo: str, number: int, login: str | Identity, marker: str = MARKER
+) -> list[Comment]:
+    """Our comments carrying ``marker``, oldest first (more than one: an earlier run left a
+    duplicate)."""
+    marked = marked_comments(client, repo, number, marker)
     me = resolve(login, marked)
-    return sorted((c for c in marked if is_ours(c, me)), key=lambda c: c.id)
+    return sorted((c for c in marked if is_ours(c, me, marker)), key=lambda c: c.id)
 
 
 def _write(client: Client, repo: str, number: int, ours: list[Comment], body: str) -> StickyResult:
@@ -295,16 +298,23 @@ def _write(client: Client, repo: str, number: int, ours: list[Comment], body: st
 
 
 def upsert_summary(
-    client: Client, repo: str, number: int, body: str, *, login: str | Identity
+    client: Client,
+    repo: str,
+    number: int,
+    body: str,
+    *,
+    login: str | Identity,
+    marker: str = MARKER,
 ) -> StickyResult:
-    """Create our summary comment, or edit the one we wrote before.
+    """Create our summary comment (or another sticky comment, by its ``marker``), or edit the
+    one we wrote before.
 
     Should an earlier run have left two (a create retried after GitHub had in fact stored it),
     the oldest is kept and edited and the extra ones of ours are deleted.
     """
-    if not body.startswith(MARKER):
-        body = f"{MARKER}\n{body}"
-    return _write(client, repo, number, _ours(client, repo, number, login), body)
+    if not body.startswith(marker):
+        body = f"{marker}\n{body}"
+    return _write(client, repo, number, our_comments(client, repo, number, login, marker), body)
 
 
 def with_rows(body: str, rows: Sequence[RunRow]) -> str:
@@ -339,6 +349,6 @@ def add_history(
     """A run about a head that is no longer the PR's: its ``rows`` join the run history of our
     summary comment, whose verdict (about the newer head) stays. With no summary comment yet,
     ``body_if_none`` is posted."""
-    ours = _ours(client, repo, number, login)
+    ours = our_comments(client, repo, number, login)
     body = with_rows(ours[0].body, rows) if ours else body_if_none
     return _write(client, repo, number, ours, body)

@@ -78,6 +78,17 @@ class Pulls:
 
         return client._call(f"GET /repos/{repo}/pulls?head={owner}:{branch}", get)
 
+    def open_into(self, repo: str, base: str) -> list[PullRequest]:
+        """The open pull requests into ``base``, newest first: one request per 100 (the plan
+        at a glance reads every step's at once, ``github/pr/plan_comment.py``)."""
+        client = self._client
+
+        def get() -> list[PullRequest]:
+            found = client._repo(repo).get_pulls(state="open", base=base)
+            return [pull_value(pr) for pr in found]
+
+        return client._call(f"GET /repos/{repo}/pulls?base={base}", get)
+
     def create(
         self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False
     ) -> PullRequest:

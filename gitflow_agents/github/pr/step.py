@@ -48,6 +48,7 @@ from gitflow_agents.github.api.settings import (
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr.claim import Claim, not_taken_over, previous_claim, write_claim
 from gitflow_agents.github.pr.connect import GitHub, check_access, connect
+from gitflow_agents.github.pr.plan_comment import update_glance
 from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
 from gitflow_agents.github.pr.recover import finishable, resume_at
 from gitflow_agents.github.pr.startable import REMOTE, startable
@@ -67,6 +68,7 @@ class PrOptions:
     draft: bool = False
     force: bool = False
     max_parallel: int | None = None  # --all: steps in flight at most (plan matrix --ready's)
+    plan_issue: int | None = None  # the tracking issue of the plan comment (plan_comment.py)
 
 
 def run_steps(
@@ -98,6 +100,8 @@ def run_steps(
         code = run_step_pr(fresh, github, number, options, report)
         if code != ExitCode.OK:
             break
+    if steps:  # the plan at a glance, once the steps are published
+        update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
     return code
 
 

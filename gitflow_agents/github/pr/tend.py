@@ -47,6 +47,7 @@ from gitflow_agents.github.api.commits import newest_state
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr import tend_lease
 from gitflow_agents.github.pr.connect import GitHub, connect
+from gitflow_agents.github.pr.plan_comment import update_glance
 from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
 from gitflow_agents.github.pr.startable import REMOTE
 from gitflow_agents.github.pr.step import _guard, _no_target
@@ -62,6 +63,7 @@ CONFLICT_LABEL = "gitflow-agents: conflict"
 @dataclass(frozen=True)
 class TendOptions:
     auto_merge: str | None = None  # merge, squash, rebase: re-armed on a head tend approved
+    plan_issue: int | None = None  # the tracking issue of the plan comment (plan_comment.py)
 
 
 class Tended(NamedTuple):
@@ -93,12 +95,14 @@ def tend_plan(
     pulls = _open_step_pulls(ctx, github)
     if not pulls:
         print(f"plan tend: no open step pull request of {_plan_name(ctx)} on {github.repo}")
+        update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
         return int(ExitCode.OK)
     if options.auto_merge is not None:
         github = replace(github, guard=_guard(github, ctx.target))
     left = [tend_pull(ctx, github, found, options, report) for found in pulls]
     counts = {state: sum(t.state == state for t in left) for state in ("green", "waiting", "red")}
     print("plan tend: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
+    update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
     if any(t.code == ExitCode.AGENT_FAILED for t in left):
         return int(ExitCode.AGENT_FAILED)
     return int(ExitCode.REVISE) if counts["red"] else int(ExitCode.OK)
