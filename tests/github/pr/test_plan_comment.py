@@ -129,7 +129,7 @@ def test_a_live_claim_is_running_and_a_stale_one_is_not(
     repo = setup_repo(tmp_path, gh)
     git(repo, "push", "-q", "origin", f"main:refs/heads/{BRANCH}")
     holder = {"host": "runner-7", "pid": 4242, "repository": gh.full_name}
-    assert git_lease.write_lease(repo, BRANCH, holder, "") is not None
+    assert git_lease.push_lease(repo, BRANCH, holder, "")[0] is not None
     out = tend(repo, "--plan-issue", str(ISSUE))
     assert out.returncode == 0, out.stdout + out.stderr
     label, cls = node(str(the_comment(gh)["body"]), 1)
