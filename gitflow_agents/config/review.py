@@ -64,8 +64,11 @@ def build_review(node: Node | None) -> ReviewSettings:
             exclude=_globs(fields.get("exclude"), f"{keypath}.exclude"),
             source=f"{where.file}:{where.line}" if where is not None else "",
         )
+    incremental = values.get("incremental")
     return ReviewSettings(
-        exclude=_globs(values.get("exclude"), "review.exclude"), rules=MappingProxyType(rules)
+        exclude=_globs(values.get("exclude"), "review.exclude"),
+        rules=MappingProxyType(rules),
+        incremental=incremental is None or incremental.value is not False,
     )
 
 

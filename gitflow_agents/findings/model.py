@@ -152,8 +152,14 @@ class Review(NamedTuple):
     reason: str = ""
     accepted: tuple[Accepted, ...] = ()
     """Findings accepted by a marker, a setting or the baseline: not in ``findings``."""
+    kind: str = ""
+    """``incremental`` or ``full`` (docs/review.md, "Incremental review"); "" where no kind
+    was decided (a chain's reviews)."""
+    kind_reason: str = ""
+    """Why that kind ran: "incremental: since abc123 …", "full: …"."""
 
     def to_dict(self) -> dict[str, Any]:
+        kind = {"kind": self.kind, "kindReason": self.kind_reason} if self.kind else {}
         return {
             "overall": self.overall.value if self.overall else None,
             "summary": self.summary,
@@ -164,6 +170,7 @@ class Review(NamedTuple):
             "run": dict(self.run),
             "reason": self.reason,
             "accepted": [a.to_dict() for a in self.accepted],
+            **kind,
         }
 
 
@@ -287,6 +294,9 @@ def review_from_dict(data: Any) -> Review:
             raise ValueError(f"{key}: expected a commit id string")
         shas[snake] = data.get(key) or None
     run = data.get("run", {})
+    kind = data.get("kind")
+    if kind not in (None, "", "incremental", "full"):
+        raise ValueError(f"kind: expected incremental or full, got {kind!r}")
     return Review(
         overall=overall,
         summary=summary or "",
@@ -297,6 +307,8 @@ def review_from_dict(data: Any) -> Review:
         run=dict(run) if isinstance(run, dict) else {},
         reason=str(data.get("reason") or ""),
         accepted=accepted,
+        kind=str(kind or ""),
+        kind_reason=str(data.get("kindReason") or "") if kind else "",
     )
 
 

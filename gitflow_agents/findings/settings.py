@@ -73,3 +73,6 @@ class RuleSetting(NamedTuple):
 class ReviewSettings(NamedTuple):
     exclude: tuple[PathGlob, ...] = ()
     rules: Mapping[str, RuleSetting] = MappingProxyType({})
+    incremental: bool = True
+    """An agent reviewer reviews only what is new since the last reviewed head (docs/review.md,
+    "Incremental review")."""

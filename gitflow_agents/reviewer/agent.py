@@ -10,6 +10,7 @@ An agent that fails, gets stuck or times out is an AgentError (exit 3), never a 
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,12 +23,14 @@ from gitflow_agents.base.errors import AgentError, RateLimitedError
 from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.config import find_project_root, load_flow_config
+from gitflow_agents.findings import Finding
 from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt
+from gitflow_agents.reviewer.incremental import Scope
 
 if TYPE_CHECKING:
     from gitflow_agents.supervisor import ReportFiles
 
-REVIEW_TASK = """\
+WHOLE_TASK = """\
 Review the code changes {what}. See them with:
 
     {diff_command}
@@ -35,6 +38,27 @@ Review the code changes {what}. See them with:
 Check correctness, security (leaked secrets, injection), error handling, tests and readability.
 Look only at what this change adds or modifies; do not edit any file.
 
+"""
+
+INCREMENTAL_TASK = """\
+Review the commits pushed since the last review of this change: from {since} to {head}. See
+them with:
+
+    {diff_command}
+
+They continue the change {base}..{head}, whose earlier commits were reviewed already; its files:
+{files}
+Read any of these at {head} when you need context, but review only what the command above shows.
+Check correctness, security (leaked secrets, injection), error handling, tests and readability;
+do not edit any file.
+
+{open_findings}
+Your verdict covers the whole change: the findings still open above are kept by the tool, so do
+not repeat them. One on lines the new commits changed stays only if you report it again.
+
+"""
+
+REVIEW_TASK = """\
 Write your review to {report}. It must contain:
 1. a short summary;
 2. one fenced ```json block with this shape (line numbers are in the NEW version of each file):
@@ -58,8 +82,10 @@ def run_agent_review(
     quiet: bool = False,
     config_root: Path | None = None,
     secrets: Iterable[str] = (),
+    scope: Scope | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes); its
+    """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes), or
+    on what ``scope`` says when it is an incremental one; its
     completed report's text. ConfigError for an unknown agent; AgentError when it does not
     complete. ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (the action
     passes the pull request's base commit: a pull request cannot change its own review). The
@@ -81,7 +107,7 @@ def run_agent_review(
             agent=name,
             agent_id=agent_id,
             flow_name=flow_name,
-            task=_review_task(base, head, files),
+            task=_review_task(base, head, files, scope),
             manifest=load_manifest(settings),
         )
     )
@@ -132,17 +158,51 @@ def with_usage(run: Mapping[str, Any], usage: Mapping[str, Any]) -> dict[str, An
     return {**{k: v for k, v in run.items() if k not in RECORD_USAGE}, **usage}
 
 
-def _review_task(base: str, head: str | None, files: ReportFiles) -> str:
-    """The assignment: which changes, the diff command that shows them, the report contract."""
-    if head is None:
-        what, diff_command = "staged in the index", f"git diff --cached {base}"
+def _review_task(base: str, head: str | None, files: ReportFiles, scope: Scope | None) -> str:
+    """The assignment: which changes, the diff command that shows them (and, for an
+    incremental review, the change's files and the findings still open), the report contract."""
+    if scope is not None and scope.since is not None and head is not None:
+        paths = " ".join(shlex.quote(f":(literal){f}") for f in scope.new_files)
+        intro = INCREMENTAL_TASK.format(
+            since=scope.since,
+            head=head,
+            base=base,
+            diff_command=f"git diff {scope.since} {head} -- {paths}".rstrip(),
+            files="\n".join(f"- {f}" for f in scope.files),
+            open_findings=_open_section(scope),
+        )
+    elif head is None:
+        intro = WHOLE_TASK.format(
+            what="staged in the index", diff_command=f"git diff --cached {base}"
+        )
     else:
-        what, diff_command = f"from {base} to {head}", f"git diff {base} {head}"
-    return REVIEW_TASK.format(
-        what=what,
-        diff_command=diff_command,
+        intro = WHOLE_TASK.format(
+            what=f"from {base} to {head}", diff_command=f"git diff {base} {head}"
+        )
+    return intro + REVIEW_TASK.format(
         report=files.report,
         success=files.success.name,
         failed=files.failure.name,
         reviewed=head or "",
     )
+
+
+def _open_section(scope: Scope) -> str:
+    """The findings an earlier review left open, as lines for the task."""
+
+    def line(finding: Finding) -> str:
+        where = finding.file or "(no file)"
+        if finding.line is not None:
+            where += f":{finding.line}"
+        rule = f" [{finding.rule}]" if finding.rule else ""
+        return f"- {finding.severity.value}{rule} {where}: {' '.join(finding.message.split())}"
+
+    parts = []
+    if scope.carried:
+        parts.append("Findings still open, on lines the new commits did not change (line numbers")
+        parts.append("as they are now):")
+        parts += [line(f) for f in scope.carried]
+    if scope.touched:
+        parts.append("Findings open before, on lines the new commits changed (as they were):")
+        parts += [line(f) for f in scope.touched]
+    return "\n".join(parts) + "\n" if parts else "No finding of the earlier review is open.\n"

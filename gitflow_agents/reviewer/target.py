@@ -23,6 +23,7 @@ from gitflow_agents.reviewer import builtin
 from gitflow_agents.reviewer.acceptance import Acceptance, apply
 from gitflow_agents.reviewer.builtin import diff_secrets
 from gitflow_agents.reviewer.checks import CheckOptions
+from gitflow_agents.reviewer.incremental import Earlier, Scope, decide, merged
 
 if TYPE_CHECKING:
     from gitflow_agents.reviewer.builtin import BuiltinResult
@@ -201,16 +202,36 @@ def agent_report(
     *,
     config_root: Path | None = None,
     secrets: Iterable[str] = (),
+    scope: Scope | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Run the configured agent ``name`` as the reviewer (supervised); its completed report and
     the usage its run record holds.
     ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (default: ``root``);
-    ``secrets``: exact values masked in the run's records."""
+    ``secrets``: exact values masked in the run's records; ``scope``: an incremental review's
+    (None: the whole target)."""
     from gitflow_agents.reviewer.agent import run_agent_review  # noqa: PLC0415 — agent_run/, prompt/, config/ only for --agent
 
     return run_agent_review(
-        root, name, base=target.base, head=target.head, config_root=config_root, secrets=secrets
+        root,
+        name,
+        base=target.base,
+        head=target.head,
+        config_root=config_root,
+        secrets=secrets,
+        scope=scope,
     )
+
+
+def _whole_range(review: Review, scope: Scope) -> tuple[Review, Scope]:
+    """After an incremental review: ``review``'s findings are the whole range's (the open ones
+    carried over, ``incremental.merged``), and the reason counts what carried over and what
+    was fixed."""
+    if scope.since is None:
+        return review, scope
+    found, fixed = merged(scope, review.findings)
+    carried = len(found) - len(review.findings)
+    why = f"{scope.reason}; {carried} open finding(s) carried over, {fixed} fixed"
+    return review._replace(findings=found), scope._replace(reason=why)
 
 
 def line_lookup(blobs: git.BlobReader, rev: str | None) -> Callable[[str, int], str | None]:
@@ -249,10 +270,14 @@ def review_target(
     max_file_size: int,
     config_root: Path | None = None,
     acceptance: Acceptance | None = None,
+    earlier: Earlier | None = None,
 ) -> tuple[Review, GateResult]:
     """Run the reviewer on ``target``, parse its report, mask the secrets in it, and gate it:
     the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``:
-    see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none: nothing)."""
+    see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none: nothing);
+    ``earlier``: the last review of the range, for an incremental review (``incremental.py``;
+    the Review's ``kind`` and ``kind_reason`` say which kind ran)."""
+    scope = decide(root, target.base, target.head, agent, earlier or Earlier())
     with git.BlobReader(root) as blobs:
         if agent == "builtin":
             parsed, secrets = builtin_review(
@@ -261,7 +286,12 @@ def review_target(
         else:
             secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
             report, usage = agent_report(
-                root, agent, target, config_root=config_root, secrets=secrets
+                root,
+                agent,
+                target,
+                config_root=config_root,
+                secrets=secrets,
+                scope=scope if scope.since is not None else None,
             )
             parsed = findings.parse_review(
                 report,
@@ -273,6 +303,8 @@ def review_target(
             from gitflow_agents.reviewer.agent import with_usage  # noqa: PLC0415 — as agent_report
 
             parsed = parsed._replace(run=with_usage(parsed.run, usage))
+            parsed, scope = _whole_range(parsed, scope)
+        parsed = parsed._replace(kind=scope.kind, kind_reason=scope.reason)
     # Every text of the report is masked before any output sees it: the secret rules, and the
     # exact secret values of the reviewed diff wherever the reviewer quotes them
     # (docs/security.md, "Secrets in review output").
