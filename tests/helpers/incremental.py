@@ -70,6 +70,7 @@ class Scenario:
 
     def __init__(self, repo: Path, work: Path) -> None:
         self.repo = repo
+        work.mkdir(parents=True, exist_ok=True)
         self.findings = work / "findings.json"
         self.log = work / "reads.jsonl"
         self.say([])
