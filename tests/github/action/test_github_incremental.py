@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from gitflow_agents.github.action.comment import recorded_states
+from gitflow_agents.findings import Finding, Overall, Review, Severity
+from gitflow_agents.github.action.comment import MARKER, recorded_states, state_line
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, Pull, gh
 from tests.helpers.action_runner import Runner, pr_event, pr_files, runner, states
@@ -143,3 +144,20 @@ def test_the_base_commit_can_switch_it_off(
     two = scene.push(1, "push 2")
     again = act(runner, push_event(gh, scene, two, one))
     assert (again["kind"], again["kindReason"]) == ("full", "full: review.incremental is false")
+
+
+def test_the_state_line_stays_one_html_comment_and_within_its_size() -> None:
+    hostile = Finding(Severity.WARN, "ends here --> <script>&", "a.py", 1, fingerprint="f1")
+    review = Review(Overall.REVISE, findings=(hostile,), reviewed_sha="a" * 40, base_sha="b" * 40)
+    line = state_line(review, AGENT, [])
+    assert line.count("-->") == 1 and "<script>" not in line
+    (state,) = recorded_states(f"{MARKER}\n{line}\nrest")
+    assert state["openFindings"][0]["message"] == hostile.message
+    # too many findings to remember: the head stays known, without its findings (a full
+    # review next time); older heads give way first
+    many = review._replace(findings=(hostile,) * 400)
+    older = [{"reviewedSha": "c" * 40, "openFindings": []}]
+    (kept,) = recorded_states(state_line(many, AGENT, older))
+    assert kept["reviewedSha"] == "a" * 40 and kept["openFindings"] is None
+    assert recorded_states("no state here") == []
+    assert recorded_states("<!-- gitflow-agents:state {not json} -->") == []
