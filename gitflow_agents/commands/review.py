@@ -126,6 +126,8 @@ def _earlier(root: Path, target: Target, args: Args) -> Earlier | None:
         return Earlier(forced="--full was given")
     if not local_settings(root).incremental:
         return Earlier(enabled=False)
+    if target.one_commit:  # nothing of the range comes before its head
+        return Earlier(unknown="the range is one commit")
     unknown = f"no commit of the range before its head has a review note by {args.agent}"
     return Earlier(prior_from_notes(root, target.base, target.head, args.agent), unknown)
 
