@@ -79,6 +79,12 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
         help="builtin: files above this size get a large-file finding (default: 1 MiB)",
     )
     parser.add_argument(
+        "--full",
+        action="store_true",
+        help="an agent reviewer reviews the whole range, even when an earlier commit of it "
+        "was reviewed (default: only the commits since; review.incremental)",
+    )
+    parser.add_argument(
         "--no-note",
         action="store_true",
         help="do not record the review as a git note on the reviewed commit",
@@ -129,7 +135,7 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
 # The options of the everyday forms (the hook, a commit, a range, CI's --format): argv made of
 # only these is read without building the parser (``plain_args``), which was a tenth of a small
 # review's start-up (issue 20). Anything else, a typo, an abbreviation, ``-h``, goes to argparse.
-_FLAGS = {"--staged": "staged", "--no-note": "no_note", "--hook": "hook"}
+_FLAGS = {"--staged": "staged", "--no-note": "no_note", "--hook": "hook", "--full": "full"}
 _CHOICES = {
     "--format": ("format", FORMATS),
     "--severity-threshold": ("severity_threshold", SEVERITIES),
@@ -169,6 +175,7 @@ def plain_args(argv: Sequence[str], **more: object) -> SimpleNamespace | None:
         output=None,
         output_format=None,
         max_file_size=1024 * 1024,
+        full=values.get("full", False),
         no_note=values.get("no_note", False),
         baseline=None,
         write_baseline=None,

@@ -31,6 +31,7 @@ from gitflow_agents.reviewer.target import (
 if TYPE_CHECKING:
     from gitflow_agents.commands.dispatch import Args
     from gitflow_agents.reviewer.acceptance import Acceptance
+    from gitflow_agents.reviewer.incremental import Earlier
 
 
 def _output_format(path: str, explicit: str | None) -> str:
@@ -78,9 +79,13 @@ def _run(args: Args) -> int:
             max_file_size=args.max_file_size,
             acceptance=accepting,
             budget=(args.budget_usd, args.budget_tokens),
+            earlier=earlier,
         )
 
+    earlier = _earlier(root, target, args)
     review, result = review_with(acceptance)
+    if earlier is not None:
+        print(f"git agent-review: {review.kind_reason}", file=sys.stderr)
     if args.write_baseline is not None:  # review again: the findings now read as accepted
         from gitflow_agents.reviewer.acceptance import local_acceptance
 
@@ -104,8 +109,28 @@ def _run(args: Args) -> int:
             approved=result.approved,
             agent=args.agent,
             threshold=threshold.value,
+            open_findings=None if earlier is None else [f.to_dict() for f in review.findings],
         )
     return exit_code(review, result.approved, result.exit_code, args.fail_on)
+
+
+def _earlier(root: Path, target: Target, args: Args) -> Earlier | None:
+    """What an agent reviewer's review builds on: the range's last reviewed head, from the
+    approval notes of its earlier commits (docs/review.md, "Incremental review"); None for the
+    builtin reviewer and the staged changes (always whole)."""
+    from gitflow_agents.reviewer.acceptance import local_settings
+    from gitflow_agents.reviewer.incremental import Earlier, prior_from_notes
+
+    if args.agent == "builtin" or target.head is None:
+        return None
+    if getattr(args, "full", False):
+        return Earlier(forced="--full was given")
+    if not local_settings(root).incremental:
+        return Earlier(enabled=False)
+    if target.one_commit:  # nothing of the range comes before its head
+        return Earlier(unknown="the range is one commit")
+    unknown = f"no commit of the range before its head has a review note by {args.agent}"
+    return Earlier(prior_from_notes(root, target.base, target.head, args.agent), unknown)
 
 
 def _acceptance(root: Path, args: Args) -> Acceptance | None:

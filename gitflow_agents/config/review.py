@@ -87,10 +87,12 @@ def build_review(node: Node | None) -> ReviewSettings:
             source=f"{where.file}:{where.line}" if where is not None else "",
         )
     exclude = values.get("exclude")
+    incremental = values.get("incremental")
     return ReviewSettings(
         exclude=ReviewSettings().exclude if exclude is None else _globs(exclude, "review.exclude"),
         rules=MappingProxyType(rules),
         paths=_paths(values.get("paths")),
+        incremental=incremental is None or incremental.value is not False,
     )
 
 

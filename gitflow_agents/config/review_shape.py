@@ -42,6 +42,14 @@ REVIEW = Obj(
                 },
             ),
         ),
+        "incremental": Bool(
+            default=True,
+            doc="An agent reviewer reviews only the commits new since the last reviewed head "
+            "(a pull request's synchronize, git agent-review with an approval note on an "
+            "earlier commit of the range), with the pull request's files and the findings "
+            "still open as context; false: every review is a full one. "
+            "See docs/review.md, 'Incremental review'.",
+        ),
         "rules": MapOf(
             doc="Settings per builtin rule id (python-syntax, github-token, todo, ...).",
             item=Obj(

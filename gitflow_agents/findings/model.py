@@ -154,8 +154,14 @@ class Review(NamedTuple):
     """Findings accepted by a marker, a setting or the baseline: not in ``findings``."""
     excluded_files: int = 0
     """How many changed files ``review.exclude`` kept out of the review."""
+    kind: str = ""
+    """``incremental`` or ``full`` (docs/review.md, "Incremental review"); "" where no kind
+    was decided (a chain's reviews)."""
+    kind_reason: str = ""
+    """Why that kind ran: "incremental: since abc123 …", "full: …"."""
 
     def to_dict(self) -> dict[str, Any]:
+        kind = {"kind": self.kind, "kindReason": self.kind_reason} if self.kind else {}
         return {
             "overall": self.overall.value if self.overall else None,
             "summary": self.summary,
@@ -167,6 +173,7 @@ class Review(NamedTuple):
             "reason": self.reason,
             "accepted": [a.to_dict() for a in self.accepted],
             "excludedFiles": self.excluded_files,
+            **kind,
         }
 
 
@@ -290,6 +297,9 @@ def review_from_dict(data: Any) -> Review:
             raise ValueError(f"{key}: expected a commit id string")
         shas[snake] = data.get(key) or None
     run = data.get("run", {})
+    kind = data.get("kind")
+    if kind not in (None, "", "incremental", "full"):
+        raise ValueError(f"kind: expected incremental or full, got {kind!r}")
     return Review(
         overall=overall,
         summary=summary or "",
@@ -301,6 +311,8 @@ def review_from_dict(data: Any) -> Review:
         reason=str(data.get("reason") or ""),
         accepted=accepted,
         excluded_files=_count(data.get(_key(data, "excludedFiles", "excluded_files"))),
+        kind=str(kind or ""),
+        kind_reason=str(data.get("kindReason") or "") if kind else "",
     )
 
 

@@ -122,6 +122,9 @@ class ReviewSettings(NamedTuple):
     exclude: tuple[PathGlob, ...] = _defaults(DEFAULT_EXCLUDE)
     rules: Mapping[str, RuleSetting] = MappingProxyType({})
     paths: tuple[PathThreshold, ...] = ()
+    incremental: bool = True
+    """An agent reviewer reviews only what is new since the last reviewed head (docs/review.md,
+    "Incremental review")."""
 
     def excluded(self, path: str) -> PathGlob | None:
         """The ``exclude`` glob that matches ``path`` (None: it is reviewed)."""

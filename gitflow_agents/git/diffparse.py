@@ -252,3 +252,30 @@ def parse_commit_patches(out: str) -> tuple[CommitPatch, ...]:
         sha, _, subject = parts[i].partition(" ")
         patches.append(CommitPatch(sha, subject, parse_added_lines(parts[i + 1])))
     return tuple(patches)
+
+
+_RANGES = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+Hunk = tuple[int, int, int, int]
+"""One ``-U0`` hunk: (old start, old count, new start, new count), as its ``@@`` line says."""
+
+
+def parse_hunk_ranges(out: str) -> dict[str, tuple[Hunk, ...]]:
+    """The ``-U0`` patch text ``out`` (``a/``/``b/`` prefixes): every hunk's line ranges per
+    OLD path (where a finding from before the change sits), for mapping old line numbers to
+    new ones. A deleted file's path maps to its one hunk."""
+    result: dict[str, list[Hunk]] = {}
+    path: str | None = None
+    for raw in out.split("\n"):
+        if raw.startswith("diff --git "):
+            path = None
+        elif raw.startswith("--- ") and path is None:
+            source = unquote(raw[4:].removesuffix("\t"))
+            path = source[2:] if source.startswith("a/") else None
+        elif raw.startswith("@@") and path is not None:
+            match = _RANGES.match(raw)
+            if match:
+                old, old_n, new, new_n = match.groups()
+                hunk = (int(old), int(old_n or 1), int(new), int(new_n or 1))
+                result.setdefault(path, []).append(hunk)
+    return {name: tuple(hunks) for name, hunks in result.items()}

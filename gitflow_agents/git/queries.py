@@ -386,6 +386,19 @@ def commits_between(root: Path, base: str, head: str) -> tuple[Commit, ...]:
     return diffparse.parse_commits(out)
 
 
+def hunk_ranges(
+    root: Path, old: str, new: str, paths: Sequence[str]
+) -> dict[str, tuple[diffparse.Hunk, ...]]:
+    """The ``-U0`` hunks of ``old..new`` restricted to ``paths``, per old path
+    (``diffparse.parse_hunk_ranges``): where the lines of ``old`` moved to, or were changed,
+    in ``new``. No path: no hunk."""
+    if not paths:
+        return {}
+    literal = (f":(literal){path}" for path in paths)
+    args = ("diff", *_DIFF_FLAGS, *_PATCH_FLAGS, old, new, "--", *literal)
+    return diffparse.parse_hunk_ranges(run_git(root, *args).stdout)
+
+
 def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
     result = run_git(root, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
     return result.returncode == 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gitflow_agents import __version__
 from gitflow_agents.base.errors import UsageError
@@ -49,11 +49,21 @@ def reviewed_nothing(base_sha: str, reviewed_sha: str) -> bool:
 
 
 def record_review(
-    root: Path, *, reviewed_sha: str, base_sha: str, approved: bool, agent: str, threshold: str
+    root: Path,
+    *,
+    reviewed_sha: str,
+    base_sha: str,
+    approved: bool,
+    agent: str,
+    threshold: str,
+    open_findings: list[dict[str, Any]] | None = None,
 ) -> ApprovalNote:
     """Write the note for ``reviewed_sha`` (replacing an earlier one, so a later REVISE on the
     same commit withdraws an earlier approval). UsageError for an approval of nothing
-    (:func:`reviewed_nothing`): callers check first, this keeps such a note from ever existing."""
+    (:func:`reviewed_nothing`): callers check first, this keeps such a note from ever existing.
+    ``open_findings`` (an agent reviewer's findings as JSON) go into the note as
+    ``openFindings``: what the next, incremental review of the range builds on
+    (``reviewer/incremental.py``)."""
     from gitflow_agents.git import queries as git  # noqa: PLC0415 — see the module docstring
 
     if approved and reviewed_nothing(base_sha, reviewed_sha):
@@ -71,7 +81,11 @@ def record_review(
         threshold=threshold,
         time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
-    git.write_note(root, reviewed_sha, note.to_json())
+    text = note.to_json()
+    if open_findings is not None:
+        data = {**note._asdict(), "openFindings": open_findings}
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    git.write_note(root, reviewed_sha, text)
     return note
 
 

@@ -95,6 +95,11 @@ def local_settings(root: Path) -> ReviewSettings:
     return _layer_settings(layer) if layer.exists() else ReviewSettings()
 
 
+def settings_at(root: Path, sha: str) -> ReviewSettings:
+    """The ``review:`` settings of the commit ``sha``'s ``.flow/base.yaml``."""
+    return _settings(git.show_file(root, sha, LAYER), f"{sha[:12]}:{LAYER}")
+
+
 def local_acceptance(root: Path, baseline_file: str | None) -> Acceptance:
     """From the work tree of ``root``: ``.flow/base.yaml`` and the baseline (``baseline_file``
     relative to the current directory, which must exist; else the default file when it

@@ -24,15 +24,17 @@ from gitflow_agents.base.errors import AgentError, BudgetError, RateLimitedError
 from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.config import find_project_root, load_flow_config
+from gitflow_agents.findings import Finding
 from gitflow_agents.findings.settings import excluded_note
 from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt
+from gitflow_agents.reviewer.incremental import Scope as Increment
 from gitflow_agents.runs.budget import Ledger
 
 if TYPE_CHECKING:
     from gitflow_agents.reviewer.acceptance import Scope
     from gitflow_agents.supervisor import ReportFiles
 
-REVIEW_TASK = """\
+WHOLE_TASK = """\
 Review the code changes {what}. See them with:
 
     {diff_command}
@@ -40,6 +42,27 @@ Review the code changes {what}. See them with:
 Check correctness, security (leaked secrets, injection), error handling, tests and readability.
 Look only at what this change adds or modifies; do not edit any file.
 
+"""
+
+INCREMENTAL_TASK = """\
+Review the commits pushed since the last review of this change: from {since} to {head}. See
+them with:
+
+    {diff_command}
+
+They continue the change {base}..{head}, whose earlier commits were reviewed already; its files:
+{files}
+Read any of these at {head} when you need context, but review only what the command above shows.
+Check correctness, security (leaked secrets, injection), error handling, tests and readability;
+do not edit any file.
+
+{open_findings}
+Your verdict covers the whole change: the findings still open above are kept by the tool, so do
+not repeat them. One on lines the new commits changed stays only if you report it again.
+
+"""
+
+REVIEW_TASK = """\
 Write your review to {report}. It must contain:
 1. a short summary;
 2. one fenced ```json block with this shape (line numbers are in the NEW version of each file):
@@ -65,15 +88,18 @@ def run_agent_review(
     secrets: Iterable[str] = (),
     budget: tuple[float | None, int | None] = (None, None),
     scope: Scope | None = None,
+    increment: Increment | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes); its
+    """Run the configured agent ``name`` on ``base``..``head`` (None: the staged changes), or
+    on what ``increment`` says when it is an incremental one; its
     completed report's text. ConfigError for an unknown agent; AgentError when it does not
     complete. ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (the action
     passes the pull request's base commit: a pull request cannot change its own review). The
     agent works in ``root``, where its run records go, ``secrets`` (the diff's) masked;
     ``budget``: the review's USD and token options over ``.flow/`` ``budget.review``;
     ``scope``: the changed paths it reviews (its diff leaves ``review.exclude`` out; the
-    instructions whose ``applyTo`` matches one are attached to its prompt)."""
+    instructions whose ``applyTo`` matches one are attached to its prompt); ``increment``: an
+    incremental review's new commits and open findings (None: the whole range)."""
     project = find_project_root(root)
     settings = config_root if config_root is not None else project
     config = load_flow_config(settings)
@@ -92,7 +118,7 @@ def run_agent_review(
             agent=name,
             agent_id=agent_id,
             flow_name=flow_name,
-            task=_review_task(base, head, files, scope),
+            task=_review_task(base, head, files, scope, increment),
             manifest=load_manifest(settings),
             changed=scope.reviewed if scope is not None else None,
         )
@@ -152,32 +178,72 @@ def with_usage(run: Mapping[str, Any], usage: Mapping[str, Any]) -> dict[str, An
 
 
 def _review_task(
-    base: str, head: str | None, files: ReportFiles, scope: Scope | None = None
+    base: str,
+    head: str | None,
+    files: ReportFiles,
+    scope: Scope | None = None,
+    increment: Increment | None = None,
 ) -> str:
-    """The assignment: which changes, the diff command that shows them, the report contract;
+    """The assignment: which changes, the diff command that shows them (and, for an
+    incremental review, the change's files and the findings still open), the report contract;
     the files ``review.exclude`` keeps out of the review are left out of the diff and
     counted."""
-    if head is None:
-        what, diff_command = "staged in the index", f"git diff --cached {base}"
-    else:
-        what, diff_command = f"from {base} to {head}", f"git diff {base} {head}"
     excluded = scope.excluded if scope is not None else ()
+    limit = ""
     if scope is not None and excluded:
-        diff_command += " -- " + " ".join(shlex.quote(spec) for spec in scope.pathspecs)
-    task = REVIEW_TASK.format(
-        what=what,
-        diff_command=diff_command,
+        limit = " -- " + " ".join(shlex.quote(spec) for spec in scope.pathspecs)
+    if increment is not None and increment.since is not None and head is not None:
+        left_out = set(excluded)
+        new_files = [f for f in increment.new_files if f not in left_out]
+        paths = " ".join(shlex.quote(f":(literal){f}") for f in new_files) or limit[4:]
+        intro = INCREMENTAL_TASK.format(
+            since=increment.since,
+            head=head,
+            base=base,
+            diff_command=f"git diff {increment.since} {head} -- {paths}".rstrip(),
+            files="\n".join(f"- {f}" for f in increment.files if f not in left_out),
+            open_findings=_open_section(increment),
+        )
+    elif head is None:
+        intro = WHOLE_TASK.format(
+            what="staged in the index", diff_command=f"git diff --cached {base}{limit}"
+        )
+    else:
+        intro = WHOLE_TASK.format(
+            what=f"from {base} to {head}", diff_command=f"git diff {base} {head}{limit}"
+        )
+    if excluded:
+        them = "it" if len(excluded) == 1 else "them"
+        note = (
+            f"{excluded_note(len(excluded))} (vendored, generated or lock files): "
+            f"that command leaves {them} out; do not review {them}.\n\n"
+        )
+        cut = intro.index("Check correctness")
+        intro = intro[:cut] + note + intro[cut:]
+    return intro + REVIEW_TASK.format(
         report=files.report,
         success=files.success.name,
         failed=files.failure.name,
         reviewed=head or "",
     )
-    if not excluded:
-        return task
-    them = "it" if len(excluded) == 1 else "them"
-    note = (
-        f"{excluded_note(len(excluded))} (vendored, generated or lock files): "
-        f"that command leaves {them} out; do not review {them}.\n\n"
-    )
-    cut = task.index("Check correctness")
-    return task[:cut] + note + task[cut:]
+
+
+def _open_section(increment: Increment) -> str:
+    """The findings an earlier review left open, as lines for the task."""
+
+    def line(finding: Finding) -> str:
+        where = finding.file or "(no file)"
+        if finding.line is not None:
+            where += f":{finding.line}"
+        rule = f" [{finding.rule}]" if finding.rule else ""
+        return f"- {finding.severity.value}{rule} {where}: {' '.join(finding.message.split())}"
+
+    parts = []
+    if increment.carried:
+        parts.append("Findings still open, on lines the new commits did not change (line numbers")
+        parts.append("as they are now):")
+        parts += [line(f) for f in increment.carried]
+    if increment.touched:
+        parts.append("Findings open before, on lines the new commits changed (as they were):")
+        parts += [line(f) for f in increment.touched]
+    return "\n".join(parts) + "\n" if parts else "No finding of the earlier review is open.\n"

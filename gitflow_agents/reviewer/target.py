@@ -23,6 +23,8 @@ from gitflow_agents.reviewer import builtin
 from gitflow_agents.reviewer.acceptance import Acceptance, Scope, apply, local_settings, scope_of
 from gitflow_agents.reviewer.builtin import diff_secrets
 from gitflow_agents.reviewer.checks import CheckOptions
+from gitflow_agents.reviewer.incremental import Earlier, decide, merged
+from gitflow_agents.reviewer.incremental import Scope as Increment
 
 if TYPE_CHECKING:
     from gitflow_agents.reviewer.builtin import BuiltinResult
@@ -208,6 +210,7 @@ def agent_report(
     config_root: Path | None = None,
     secrets: Iterable[str] = (),
     budget: tuple[float | None, int | None] = (None, None),
+    increment: Increment | None = None,
     scope: Scope | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Run the configured agent ``name`` as the reviewer (supervised); its completed report and
@@ -215,7 +218,8 @@ def agent_report(
     ``config_root``: where ``.flow/`` and ``.agents-flow/`` are read (default: ``root``);
     ``secrets``: exact values masked in the run's records; ``budget``: the review's
     ``--budget-usd`` and ``--budget-tokens`` (None: ``.flow/`` ``budget.review``); ``scope``:
-    the paths it reviews (``review.exclude``; None: every changed path)."""
+    the paths it reviews (``review.exclude``; None: every changed path); ``increment``: an
+    incremental review's (None: the whole target)."""
     from gitflow_agents.reviewer.agent import run_agent_review  # noqa: PLC0415 — agent_run/, prompt/, config/ only for --agent
 
     return run_agent_review(
@@ -226,8 +230,21 @@ def agent_report(
         config_root=config_root,
         secrets=secrets,
         budget=budget,
+        increment=increment,
         scope=scope,
     )
+
+
+def _whole_range(review: Review, increment: Increment) -> tuple[Review, Increment]:
+    """After an incremental review: ``review``'s findings are the whole range's (the open ones
+    carried over, ``incremental.merged``), and the reason counts what carried over and what
+    was fixed."""
+    if increment.since is None:
+        return review, increment
+    found, fixed = merged(increment, review.findings)
+    carried = len(found) - len(review.findings)
+    why = f"{increment.reason}; {carried} open finding(s) carried over, {fixed} fixed"
+    return review._replace(findings=found), increment._replace(reason=why)
 
 
 def line_lookup(blobs: git.BlobReader, rev: str | None) -> Callable[[str, int], str | None]:
@@ -267,12 +284,15 @@ def review_target(
     config_root: Path | None = None,
     acceptance: Acceptance | None = None,
     budget: tuple[float | None, int | None] = (None, None),
+    earlier: Earlier | None = None,
 ) -> tuple[Review, GateResult]:
     """Run the reviewer on ``target``, parse its report, mask the secrets in it, and gate it:
     the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``,
     ``budget``: see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none:
-    nothing)."""
+    nothing); ``earlier``: the last review of the range, for an incremental review
+    (``incremental.py``; the Review's ``kind`` and ``kind_reason`` say which kind ran)."""
     settings = (acceptance or Acceptance()).settings
+    increment = decide(root, target.base, target.head, agent, earlier or Earlier())
     with git.BlobReader(root) as blobs:
         if agent == "builtin":
             parsed, secrets = builtin_review(
@@ -291,6 +311,7 @@ def review_target(
                 secrets=secrets,
                 budget=budget,
                 scope=scope,
+                increment=increment if increment.since is not None else None,
             )
             parsed = findings.parse_review(
                 report,
@@ -304,6 +325,8 @@ def review_target(
             parsed = parsed._replace(
                 run=with_usage(parsed.run, usage), excluded_files=len(scope.excluded)
             )
+            parsed, increment = _whole_range(parsed, increment)
+        parsed = parsed._replace(kind=increment.kind, kind_reason=increment.reason)
     # Every text of the report is masked before any output sees it: the secret rules, and the
     # exact secret values of the reviewed diff wherever the reviewer quotes them
     # (docs/security.md, "Secrets in review output").

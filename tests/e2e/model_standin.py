@@ -151,6 +151,22 @@ class Recorded:
     def tool_names(self) -> list[str]:
         return [tool.name for tool in _offered_tools(self.dialect, self.body)]
 
+    def conversation_tokens(self) -> int:
+        """The stand-in's count of the conversation's input tokens: words and punctuation marks
+        of every text in the request's turns (the task, tool calls and their output, replies).
+        Left out: the system prompt, the offered tools and the CLI's own ``<system-reminder>``
+        blocks (Claude Code's environment, skills and agent lists: about 11 KB, the same for
+        every run of a CLI). Not a model's tokenizer: a count that grows with what the agent was
+        given to read."""
+        body = self.body if isinstance(self.body, dict) else {}
+        turns = body.get("messages") or body.get("input") or body.get("contents") or []
+        texts = (_REMINDER.sub("", text) for text in _texts(turns))
+        return sum(len(_TOKEN.findall(text)) for text in texts)
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
 
 def _texts(value: Any) -> list[str]:
     """All strings inside ``value`` (texts of content blocks, parts, messages...)."""

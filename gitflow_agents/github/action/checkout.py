@@ -25,7 +25,8 @@ from gitflow_agents.github.action.publish import outcome_label
 from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.values import MergeGroup
-from gitflow_agents.reviewer.acceptance import acceptance_at
+from gitflow_agents.reviewer.acceptance import acceptance_at, settings_at
+from gitflow_agents.reviewer.incremental import Earlier, Prior, findings_from
 from gitflow_agents.reviewer.target import Target, review_target
 from gitflow_agents.runs.spend import run_spend
 
@@ -81,16 +82,22 @@ def base_checkout(root: Path, sha: str, temp: Path) -> Iterator[Path]:
 
 
 def review_pull(
-    workspace: Path, pull: PullRequest, options: Options, temp: Path | None = None
+    workspace: Path,
+    pull: PullRequest,
+    options: Options,
+    temp: Path | None = None,
+    earlier: Earlier | None = None,
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """Review the PR's head against its merge-base with the base commit. A configured agent
-    (``options.agent`` other than ``builtin``) is defined by the base commit's ``.flow/``."""
+    (``options.agent`` other than ``builtin``) is defined by the base commit's ``.flow/``, and
+    reviews incrementally when ``earlier`` knows the last reviewed head and the base commit's
+    ``review.incremental`` allows it."""
     root = git.repo_root(workspace)
     ensure_commit(root, pull.head_sha, pull.number)
     ensure_commit(root, pull.base_sha, pull.number)
     base = git.merge_base(root, pull.base_sha, pull.head_sha)
     target = Target(base, pull.head_sha, f"PR #{pull.number}")
-    return _review(root, target, pull.base_sha, options, temp)
+    return _review(root, target, pull.base_sha, options, temp, earlier)
 
 
 def review_group(
@@ -105,7 +112,12 @@ def review_group(
 
 
 def _review(
-    root: Path, target: Target, config_sha: str, options: Options, temp: Path | None
+    root: Path,
+    target: Target,
+    config_sha: str,
+    options: Options,
+    temp: Path | None,
+    earlier: Earlier | None = None,
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """``target`` reviewed by ``options.agent`` (defined by ``config_sha``'s configuration;
     for the builtin reviewer, what it accepts), with its run-history row."""
@@ -118,6 +130,8 @@ def _review(
         else:
             scratch = temp if temp is not None else Path(tempfile.gettempdir())
             config_root = stack.enter_context(base_checkout(root, config_sha, scratch))
+            if earlier is not None:
+                earlier = earlier._replace(enabled=settings_at(root, config_sha).incremental)
         result, gate = review_target(
             root,
             target,
@@ -126,6 +140,7 @@ def _review(
             max_file_size=options.max_file_size,
             config_root=config_root,
             acceptance=acceptance,
+            earlier=earlier,
         )
     stats = git.numstat(root, target.spec)
     run = result.run if isinstance(result.run, dict) else {}
@@ -151,3 +166,23 @@ def _usage(agent: str, run: Mapping[str, Any]) -> dict[str, Any]:
     if agent == "builtin":
         return {"tokens": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
     return comment.usage_fields(run_spend(run))
+
+
+def earlier_review(body: str | None, since: str, agent: str) -> Earlier:
+    """The last review a ``synchronize`` builds on: the state our summary comment (``body``)
+    records for ``since``, the head before the push. Only that head counts: an event that is
+    not a push to the PR (``since`` ""), or a head the comment does not remember, gets a full
+    review saying why."""
+    if not since:
+        return Earlier(
+            unknown="only a push to the pull request (synchronize) is reviewed incrementally"
+        )
+    for state in comment.recorded_states(body or ""):
+        found = findings_from(state.get("openFindings"))
+        if state.get("reviewedSha") == since and found is not None:
+            base, by = state.get("baseSha"), state.get("agent")
+            prior = Prior(since, base if isinstance(base, str) else "", str(by), found)
+            return Earlier(prior)
+    return Earlier(
+        unknown=f"the summary comment records no review of {since[:12]}, the head before the push"
+    )

@@ -11,10 +11,13 @@ out with a line saying so.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.github.api.client import Client, Comment, PullRequest
@@ -158,15 +161,18 @@ def summary_body(
     limit: int | None = BUDGET,
     where: str = IN_JOB_SUMMARY,
     chart: str = "",
+    state: str = "",
 ) -> str:
-    """The full comment body, marker first, capped to ``limit`` (None: not at all) by ``cap``,
+    """The full comment body, marker first (then ``state``, the hidden ``state_line``), capped to ``limit`` (None: not at all) by ``cap``,
     whose notice says ``where`` every finding is. Everything in it that an agent wrote is masked
     (``redact``) and inert (``render.markdown.escape``). ``chart``: a fenced Mermaid flowchart
     (``render.mermaid.step_flowchart_markdown``) shown above the run-history table when the
     whole body fits ``limit`` with it; otherwise a line says it was left out (``CHART_LEFT_OUT``):
     the findings come first."""
     review, gate = redacted(review, gate)
-    parts = [MARKER, render_markdown(review, gate).rstrip()]
+    parts = [f"{MARKER}\n{state}" if state else MARKER, render_markdown(review, gate).rstrip()]
+    if review.kind:
+        parts.append(f"**Review:** {escape(review.kind_reason or review.kind)}")
     if inline_note:
         parts.append(inline_note)
     if notices:
@@ -352,3 +358,60 @@ def add_history(
     ours = our_comments(client, repo, number, login)
     body = with_rows(ours[0].body, rows) if ours else body_if_none
     return _write(client, repo, number, ours, body)
+
+
+_STATE = re.compile(r"^<!-- gitflow-agents:state (.*) -->$", re.MULTILINE)
+MAX_STATES = 3
+"""Reviewed heads the summary comment remembers: the newest, and the ones before it, so that
+re-running an older event finds the head it built on (docs/github.md, "Incremental review")."""
+MAX_STATE_CHARS = 24_000
+"""At most this much of the comment holds the state; older heads, then the new one's open
+findings, give way (a head not remembered means a full review next time)."""
+
+
+def recorded_states(body: str) -> list[dict[str, Any]]:
+    """The reviewed heads our summary comment ``body`` records, newest first (each
+    ``reviewedSha``, ``baseSha``, ``agent``, ``openFindings``); none when it records none or
+    what it holds is not that."""
+    match = _STATE.search(body)
+    if match is None:
+        return []
+    try:
+        data = loads(match.group(1))
+    except JsonProblem:
+        return []
+    items = data.get("reviews") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return []
+    return [i for i in items if isinstance(i, dict) and isinstance(i.get("reviewedSha"), str)]
+
+
+def state_line(review: Review, agent: str, earlier: Sequence[dict[str, Any]]) -> str:
+    """The hidden line recording ``review`` (its head, base, reviewer and open findings) before
+    the ``earlier`` states of other heads; "" when the review is about no commit. JSON with
+    ``<``, ``>`` and ``&`` escaped, so no text in it can end the HTML comment."""
+    if not review.reviewed_sha:
+        return ""
+    this = {
+        "reviewedSha": review.reviewed_sha,
+        "baseSha": review.base_sha or "",
+        "agent": agent,
+        "kind": review.kind or "full",
+        "openFindings": [f.to_dict() for f in review.findings],
+    }
+    older = [s for s in earlier if s.get("reviewedSha") != review.reviewed_sha]
+    for states in (
+        *([this, *older[:n]] for n in range(MAX_STATES - 1, -1, -1)),
+        [{**this, "openFindings": None}],
+    ):
+        text = json.dumps({"reviews": states}, ensure_ascii=False, separators=(",", ":"))
+        text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        if len(text) <= MAX_STATE_CHARS:
+            return f"<!-- gitflow-agents:state {text} -->"
+    return ""
+
+
+def our_summary(client: Client, repo: str, number: int, login: str | Identity) -> str | None:
+    """The body of our summary comment on pull request ``number`` (None: there is none)."""
+    ours = our_comments(client, repo, number, login)
+    return ours[0].body if ours else None

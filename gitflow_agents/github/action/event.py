@@ -43,6 +43,9 @@ class Trigger:
     commenter: str | None = None
     group: MergeGroup | None = None
     landed: Landed | None = None
+    since: str = ""
+    """``synchronize``: the head before the push (``before``), whose review an incremental
+    review builds on; "" for every other event (docs/github.md, "Incremental review")."""
 
 
 def load_event(path: Path) -> dict[str, Any]:
@@ -188,7 +191,9 @@ def decide(event_name: str, event: Mapping[str, Any], path: Path, options: Optio
             return Trigger("skip", f"PR #{pull.number} is a draft (set review-drafts to review)")
         if _is_bot(event.get("sender")) and not options.allow_bots:
             return Trigger("skip", "the event was sent by a bot (set allow-bots to review)")
-        return Trigger("review", number=pull.number, pull=pull)
+        before = _text(event, "before").lower() if action == "synchronize" else ""
+        since = before if _OBJECT_ID.fullmatch(before) else ""
+        return Trigger("review", number=pull.number, pull=pull, since=since)
     if event_name == "issue_comment":
         if event.get("action") != "created":
             return Trigger("skip", "only new comments are commands")

@@ -113,6 +113,7 @@ def publish(
     rows: Sequence[comment.RunRow],
     options: Options,
     where: str = comment.IN_JOB_SUMMARY,
+    state: str = "",
 ) -> Published:
     pull, client, repo = publisher.pull, publisher.client, publisher.repo
     current = current_pull(publisher)
@@ -148,6 +149,7 @@ def publish(
         notices=[superseded(pull, newer)] if newer else [],
         footer=comment.footer(pull, publisher.target_url),
         where=where,
+        state=state,
     )
 
     def write_summary() -> comment.StickyResult:
@@ -371,8 +373,10 @@ def finish(
     options: Options,
     run_id: str,
     extra: Mapping[str, str] | None = None,
+    state: str = "",
 ) -> int:
-    """Publish (inline review, summary comment, final status, optional check run), write the
+    """Publish (inline review, summary comment (``state``: its hidden line recording this
+    review for the next, incremental one), final status, optional check run), write the
     step summary (every finding, when it fits GitHub's limit for it) and the outputs (``extra``
     added to them); the exit code for ``options.fail_on``."""
     result, gate, rows, files = reviewed
@@ -390,7 +394,14 @@ def finish(
         env, publisher, outputs, lambda: fit_summary(full.removeprefix(comment.MARKER), room)
     ):
         published = publish(
-            publisher, result, gate, login=login, rows=rows, options=options, where=where
+            publisher,
+            result,
+            gate,
+            login=login,
+            rows=rows,
+            options=options,
+            where=where,
+            state=state,
         )
     notices = []
     if published.degraded:

@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gitflow_agents.base.errors import ExitCode, InputError
+from gitflow_agents.findings import Review
 from gitflow_agents.findings import gate as gate_review
-from gitflow_agents.github.action.checkout import review_pull
+from gitflow_agents.github.action import comment
+from gitflow_agents.github.action.checkout import earlier_review, review_pull
 from gitflow_agents.github.action.event import decide, load_event
 from gitflow_agents.github.action.fix import fix_and_publish
 from gitflow_agents.github.action.landed import check_landed
@@ -39,7 +41,14 @@ from gitflow_agents.github.action.runner import (
     run_id_for,
     write_outputs,
 )
-from gitflow_agents.github.api.client import Client, PullRequest, connect, settings_from_env
+from gitflow_agents.github.api.client import (
+    Client,
+    GitHubForbidden,
+    PullRequest,
+    connect,
+    settings_from_env,
+)
+from gitflow_agents.github.api.identity import Identity
 
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
@@ -84,23 +93,55 @@ def run_action(environ: Mapping[str, str], options: Options) -> int:
         return skipped(env, run_id, f"PR #{pull.number} is a draft")
     if options.post_findings is not None:
         return post_findings(env, client, pull, options, run_id)
-    return review_and_publish(env, client, pull, options, run_id)
+    return review_and_publish(env, client, pull, options, run_id, trigger.since)
 
 
 def review_and_publish(
-    env: RunnerEnv, client: Client, pull: PullRequest, options: Options, run_id: str
+    env: RunnerEnv,
+    client: Client,
+    pull: PullRequest,
+    options: Options,
+    run_id: str,
+    since: str = "",
 ) -> int:
-    """Review the PR and publish: pending status, inline review, summary, final status."""
+    """Review the PR and publish: pending status, inline review, summary, final status. An
+    agent reviewer builds on the review of ``since`` (a push's ``before``) that our summary
+    comment records (``checkout.earlier_review``)."""
     publisher = Publisher(client, env.repository, pull, env.run_url)
     publisher.pending()
+    body = sticky_body(publisher, options)
     try:
-        result, gate, row = review_pull(env.workspace, pull, options, env.temp / PREFIX)
+        earlier = earlier_review(body, since, options.agent)
+        result, gate, row = review_pull(env.workspace, pull, options, env.temp / PREFIX, earlier)
     except Exception as exc:
         publisher.failed(exc)
         write_outputs(env.output, {"review-result": "error", "run-id": run_id})
         raise
 
-    return finish(env, publisher, reviewed_here(env, run_id, result, gate, [row]), options, run_id)
+    reviewed = reviewed_here(env, run_id, result, gate, [row])
+    state = review_state(result, options, body)
+    return finish(env, publisher, reviewed, options, run_id, state=state)
+
+
+def sticky_body(publisher: Publisher, options: Options) -> str | None:
+    """Our summary comment's body, for the state it records; None when there is none, the
+    reviewer is the builtin one (it never builds on a state), or the token may not read it."""
+    if options.agent == "builtin" or publisher.degraded is not None:
+        return None
+    login = Identity(publisher.client, options.comment_author)
+    pull = publisher.pull
+    try:
+        return comment.our_summary(publisher.client, publisher.repo, pull.number, login)
+    except GitHubForbidden:
+        return None
+
+
+def review_state(result: Review, options: Options, body: str | None) -> str:
+    """The summary comment's hidden record of ``result`` for the next review (none for the
+    builtin reviewer, which always reviews the whole pull request)."""
+    if options.agent == "builtin":
+        return ""
+    return comment.state_line(result, options.agent, comment.recorded_states(body or ""))
 
 
 def post_findings(
@@ -126,4 +167,6 @@ def post_findings(
         )
     gate = gate_review(result, threshold=options.threshold, head_sha=pull.head_sha)
     files = {"findings-file": str(options.post_findings)}
-    return finish(env, publisher, Reviewed(result, gate, rows, files), options, run_id)
+    body = sticky_body(publisher, options)
+    state = review_state(result, options, body)
+    return finish(env, publisher, Reviewed(result, gate, rows, files), options, run_id, state=state)

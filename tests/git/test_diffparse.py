@@ -1,0 +1,35 @@
+"""``diffparse.parse_hunk_ranges``: the ``-U0`` hunks per old path, as incremental review maps
+an earlier review's finding lines through them (``reviewer/incremental.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitflow_agents.git import queries
+from gitflow_agents.git.diffparse import parse_hunk_ranges
+from tests.conftest import git
+from tests.helpers.files import commit_files
+
+
+def test_ranges_per_old_path_with_counts_git_leaves_out() -> None:
+    patch = (
+        "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"
+        "@@ -3,0 +4,2 @@ def f():\n+x\n+y\n@@ -10 +12 @@\n-old\n+new\n"
+        'diff --git "a/sp ace.py" "b/sp ace.py"\n--- "a/sp ace.py"\n+++ "b/sp ace.py"\n'
+        "@@ -1,2 +0,0 @@\n-a\n-b\n"
+        "diff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n"
+        "@@ -0,0 +1 @@\n+z\n"
+    )
+    assert parse_hunk_ranges(patch) == {
+        "a.py": ((3, 0, 4, 2), (10, 1, 12, 1)),
+        "sp ace.py": ((1, 2, 0, 0),),
+    }
+
+
+def test_hunk_ranges_of_real_commits_restricted_to_paths(repo: Path) -> None:
+    old = commit_files(repo, {"a.py": "1\n2\n3\n", "b.py": "b\n", "*.py": "glob\n"})
+    new = commit_files(repo, {"a.py": "0\n1\n2\nthree\n", "b.py": "B\n", "*.py": "star\n"})
+    hunks = queries.hunk_ranges(repo, old, new, ["a.py", "*.py"])
+    assert hunks == {"a.py": ((0, 0, 1, 1), (3, 1, 4, 1)), "*.py": ((1, 1, 1, 1),)}
+    assert queries.hunk_ranges(repo, old, new, []) == {}
+    assert git(repo, "rev-parse", "HEAD").strip() == new

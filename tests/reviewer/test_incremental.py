@@ -1,0 +1,159 @@
+"""Incremental review with ``git agent-review`` (issue 25, item 1): after an agent reviewed an
+earlier commit of the range (its approval note), the agent reads only the commits since, with
+the range's files and the findings still open; open findings carry over, the verdict stays the
+whole range's and exactly the head's. Force-push, ``--full`` and ``review.incremental: false``
+give a full review, and the JSON says which kind ran and why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitflow_agents.findings import Finding, Severity
+from gitflow_agents.reviewer import read_review_note
+from gitflow_agents.reviewer.incremental import follow
+from tests.conftest import Cli, git
+from tests.helpers.incremental import AGENT, Scenario, finding, line_of
+
+
+@pytest.fixture
+def scene(repo: Path, tmp_path: Path) -> Scenario:
+    return Scenario(repo, tmp_path)
+
+
+def review(cli: Cli, scene: Scenario, *args: str) -> dict[str, Any]:
+    result = cli.review(
+        f"{scene.base}..HEAD", "--agent", AGENT, "--format", "json", *args, cwd=scene.repo
+    )
+    assert result.returncode in (0, 1), result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def three_pushes(cli: Cli, scene: Scenario) -> list[dict[str, Any]]:
+    """Push 1 adds calc.py (two findings), push 2 fixes scale_0, push 3 fixes scale_1."""
+    scene.push(0, "push 1: the calculator")
+    scene.say([finding(0), finding(599, "warn", "scale_599 is large")])
+    first = review(cli, scene)
+    scene.push(1, "push 2: fix scale_0")
+    scene.say([])
+    second = review(cli, scene)
+    scene.push(2, "push 3: fix scale_1")
+    third = review(cli, scene)
+    return [first, second, third]
+
+
+def test_pushes_2_and_3_read_under_30_percent_of_a_full_review(cli: Cli, scene: Scenario) -> None:
+    outputs = three_pushes(cli, scene)
+    assert [o["kind"] for o in outputs] == ["full", "incremental", "incremental"]
+    full, *incremental = scene.reads()
+    for read in incremental:
+        assert read["input"] <= 0.3 * full["input"], (read["input"], full["input"])
+        assert read["diff"] < 500  # one changed line and its context
+        assert "calc.py" in read["text"]  # the change's files, as context
+    assert "since the last reviewed head" in outputs[1]["kindReason"]
+
+
+def test_open_findings_carry_over_and_a_touched_one_is_fixed(cli: Cli, scene: Scenario) -> None:
+    first, second, third = three_pushes(cli, scene)
+    assert [f["line"] for f in first["findings"]] == [line_of(0), line_of(599)]
+    # push 2 changed scale_0's line and the reviewer no longer reports it: fixed; the warning
+    # on a line it did not touch carries over, where that line is now
+    for later in (second, third):
+        assert [(f["rule"], f["line"]) for f in later["findings"]] == [("scale-599", line_of(599))]
+        assert later["findings"][0]["fingerprint"] == first["findings"][1]["fingerprint"]
+    assert "1 open finding(s) carried over, 1 fixed" in second["kindReason"]
+    # the prompt listed the open findings it builds on
+    reads = scene.reads()
+    assert f"calc.py:{line_of(599)}" in reads[1]["text"] and "scale-0" in reads[1]["text"]
+    # a warning does not block: the whole range approved, exactly for the head
+    head = git(scene.repo, "rev-parse", "HEAD").strip()
+    assert third["gate"]["approved"] and third["reviewedSha"] == head
+    note = read_review_note(scene.repo, head)
+    assert note is not None and note.verdict == "approved" and note.base_sha == scene.base
+
+
+def test_a_carried_error_keeps_the_range_from_approval(cli: Cli, scene: Scenario) -> None:
+    scene.push(0, "push 1")
+    scene.say([finding(300)])
+    assert review(cli, scene)["gate"]["approved"] is False
+    scene.push(1, "push 2: fixes scale_0, not scale_300")
+    scene.say([])  # the agent sees nothing wrong in the new commit
+    second = review(cli, scene)
+    assert second["kind"] == "incremental"
+    assert [f["rule"] for f in second["findings"]] == ["scale-300"]
+    assert second["gate"]["approved"] is False
+
+
+def test_a_force_push_gets_a_full_review(cli: Cli, scene: Scenario) -> None:
+    scene.push(0, "push 1")
+    review(cli, scene)
+    git(scene.repo, "reset", "-q", "--hard", scene.base)
+    scene.push(1, "push 1, rewritten")
+    again = review(cli, scene)
+    assert again["kind"] == "full"  # the reviewed commit is no longer in the range
+    assert "no commit of the range before its head has a review note" in again["kindReason"]
+    assert scene.reads()[-1]["diff"] > 10_000
+
+
+def test_a_changed_base_gets_a_full_review(cli: Cli, scene: Scenario) -> None:
+    scene.push(0, "push 1")
+    review(cli, scene)
+    git(scene.repo, "checkout", "-q", "main")
+    git(scene.repo, "commit", "-q", "--allow-empty", "-m", "main moves on")
+    git(scene.repo, "checkout", "-q", "feature")
+    git(scene.repo, "merge", "-q", "--no-edit", "main")
+    scene.push(1, "push 2")
+    result = cli.review("main...HEAD", "--agent", AGENT, "--format", "json", cwd=scene.repo)
+    again = json.loads(result.stdout)
+    assert again["kind"] == "full" and "the base changed" in again["kindReason"]
+
+
+def test_full_option_and_the_setting_turn_it_off(cli: Cli, scene: Scenario) -> None:
+    scene.push(0, "push 1")
+    review(cli, scene)
+    scene.push(1, "push 2")
+    forced = review(cli, scene, "--full")
+    assert (forced["kind"], forced["kindReason"]) == ("full", "full: --full was given")
+    config = scene.repo / ".flow" / "base.yaml"
+    config.write_text(config.read_text() + "review:\n  incremental: false\n")
+    scene.push(2, "push 3")
+    off = review(cli, scene)
+    assert (off["kind"], off["kindReason"]) == ("full", "full: review.incremental is false")
+    assert all(read["diff"] > 10_000 for read in scene.reads())
+
+
+def test_a_re_run_on_the_same_head_is_the_same_review(cli: Cli, scene: Scenario) -> None:
+    scene.push(0, "push 1")
+    scene.say([finding(5, "warn")])
+    review(cli, scene)
+    scene.push(1, "push 2")
+    scene.say([])
+    once = review(cli, scene)
+    twice = review(cli, scene)  # the head's own note is not a last reviewed head
+    assert once == twice
+    first_read, second_read = scene.reads()[-2:]
+    assert first_read == second_read
+
+
+def test_the_builtin_reviewer_reviews_the_whole_range(cli: Cli, scene: Scenario) -> None:
+    scene.push(0, "push 1")
+    result = cli.review(f"{scene.base}..HEAD", "--format", "json", cwd=scene.repo)
+    data = json.loads(result.stdout)
+    assert data["kind"] == "full" and "builtin" in data["kindReason"]
+
+
+def test_follow_moves_untouched_findings_and_splits_off_touched_ones() -> None:
+    def at(line: int, end: int | None = None) -> Finding:
+        return Finding(Severity.WARN, "m", "a.py", line, end, fingerprint=f"f{line}")
+
+    hunks = {"a.py": ((3, 0, 4, 2), (10, 2, 12, 1))}  # 2 lines in after 3; 10-11 became 1 line
+    carried, touched = follow([at(2), at(5), at(10), at(3, 4), at(20)], hunks)
+    assert [(f.line, f.end_line) for f in carried] == [(2, None), (7, None), (21, None)]
+    assert [f.line for f in touched] == [10, 3]
+    no_line = Finding(Severity.INFO, "m", "a.py")
+    other = Finding(Severity.INFO, "m", "b.py")
+    assert follow([no_line, other], hunks) == ((other,), (no_line,))
