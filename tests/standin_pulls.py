@@ -10,7 +10,8 @@ pull request already exists for owner:branch."; a read-only token gets 403.
 
 ``mergeable`` gives an open one GitHub's ``mergeable_state`` from the branches (``dirty``,
 ``behind``, ``blocked``, ``clean``). ``play_auto_merge`` plays GitHub's auto-merge: every open pull request with auto-merge enabled
-whose head has a ``success`` status for every required context is merged into its base on the
+whose head has a ``success`` status for every required context and whose merge does not conflict
+(GitHub's auto-merge waits on a ``dirty`` one) is merged into its base on the
 origin with real git (merge, squash or rebase, like the merge button), marked merged, its head
 branch deleted (the repository setting "Automatically delete head branches"), and a ``push``
 event payload for the base is recorded and returned.
@@ -323,6 +324,8 @@ def play_auto_merge(s: GitHubStandIn) -> list[dict[str, Any]]:
         if pull.state != "open" or method is None or pull.draft:
             continue
         if not checks_pass(s, pull.head_sha) or _held_behind(s, origin, pull):
+            continue
+        if mergeable(s, pull)["mergeable_state"] == "dirty":  # GitHub never merges a conflict
             continue
         before = pull.base_sha
         sha = _merge(origin, pull, method)
