@@ -368,3 +368,16 @@ def test_the_stand_in_plays_clean_behind_blocked_and_dirty(
     assert tend(repo).returncode == 0
     land_on_main(tmp_path, "teammate-2", "README.md", "# demo\nby a teammate\n")
     assert mergeable_state(gh, 1) == "dirty" and head != pushed
+
+
+def test_the_stand_ins_auto_merge_leaves_a_conflicting_pull_request_open(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """GitHub's auto-merge waits on a ``dirty`` pull request (non-strict target too)."""
+    _, head = opened(tmp_path, gh)
+    land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
+    (pull,) = gh.state.pulls.values()
+    pull.auto_merge = {"merge_method": "squash", "enabled_by": "gitflow-bot"}
+    assert mergeable_state(gh, 1) == "dirty" and statuses(gh, head)[-1] == "success"
+    assert play_auto_merge(gh) == []
+    assert pull.state == "open" and not pull.merged
