@@ -27,11 +27,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import CliResult, _pythonpath, git, init_repo, run_cli, wait_until
 from tests.github_standin import GitHubStandIn, gh
+from tests.helpers.action_runner import Runner
 from tests.helpers.chain import FAKE
 from tests.helpers.step_pr import env, flow_config, origin_sha, plan_status, summaries
 from tests.standin_pulls import play_auto_merge
@@ -52,6 +54,8 @@ GUIDE = "".join(f"Guide line {n}: how to use the demo.\n" for n in range(1, 9)) 
 TTL = 1.5  # GITFLOW_AGENTS_CLAIM_TTL: the killed runner's claim is free this long after it died
 IDLE_ROUNDS = 6  # rounds in a row that change nothing before the pipeline counts as stalled
 REVIEW = "gitflow-agents/review"
+LANDED = "gitflow-agents/landed"
+WARNING = "warning: nothing guards main against landing a tree no review saw"
 
 
 def plan_text() -> str:
@@ -142,6 +146,20 @@ class Workflow:
         assert all(p.head_ref != branch for p in self.gh.state.pulls.values())
         return claim
 
+    def landed(self, event: dict[str, Any]) -> bool:
+        """The ``landed`` job on a merge's push: ``gitflow-agents action`` in a checkout of the
+        pushed commit; whether it found the landed tree approved (its exit code and status)."""
+        checkout = self.clone("landed")
+        git(checkout, "checkout", "-q", "--detach", event["after"])
+        runner = Runner(self.tmp_path, self.gh, checkout)
+        out = run_cli("action", cwd=checkout, env=runner.env("push", event, "tok-actions"))
+        self.said.append(f"--- landed (exit {out.returncode})\n{out.stdout}{out.stderr}")
+        [state] = [
+            s["state"] for s in self.gh.statuses_for(event["after"]) if s["context"] == LANDED
+        ]
+        assert out.returncode == (0 if state == "success" else 1), self.log()
+        return state == "success"
+
     def log(self) -> str:
         return "\n".join(self.said[-12:])
 
@@ -191,15 +209,23 @@ def approved_trees(gh: GitHubStandIn) -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("strict", [True, False], ids=["up-to-date-rule", "no-up-to-date-rule"])
 def test_five_steps_finish_by_themselves_and_only_approved_trees_land(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    strict: bool,
+    tmp_path: Path,
+    gh: GitHubStandIn,
+    env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """With the up-to-date rule every commit the tool lands has an approved tree; without it
+    the tool says so before the first merge, and its ``landed`` job flags what slipped by."""
     monkeypatch.setenv("GITFLOW_AGENTS_CLAIM_TTL", str(TTL))
-    gh.state.branch_rules["main"] = [strict_rule(strict=True)]
+    gh.state.branch_rules["main"] = [strict_rule(strict=strict)]
     seed = seed_origin(tmp_path, gh)
     flow = Workflow(tmp_path, gh)
     human = killed = ""
     idle = 0
+    flagged: dict[str, bool] = {}  # landed commit → the landed job's verdict (approved?)
     while not all_done(gh):
         before = snapshot(gh)
         for number in flow.ready():
@@ -207,12 +233,16 @@ def test_five_steps_finish_by_themselves_and_only_approved_trees_land(
                 killed = flow.killed_step(4)
                 continue
             out = flow.step(number)
-            assert "auto-merge: main is guarded" in out.stdout, flow.log()
+            guard = "auto-merge: main is guarded" if strict else WARNING
+            assert guard in out.stdout, flow.log()  # the first one before GitHub merged anything
             if number == 2 and not human:  # mid-wave: step 2 is open, 3 and 4 not started
                 human = human_commit(tmp_path)
                 flow.tend()  # the workflow the human's push starts
         flow.tend()
-        play_auto_merge(gh)  # GitHub merges what is green and up to date; each merge a push
+        # GitHub merges what is green (and, with the rule, up to date); each merge a push,
+        # and each push runs the landed job
+        for event in play_auto_merge(gh):
+            flagged[event["after"]] = flow.landed(event)
         if snapshot(gh) == before:
             idle += 1
             assert idle < IDLE_ROUNDS, f"no progress in {idle} rounds\n{flow.log()}"
@@ -244,38 +274,25 @@ def test_five_steps_finish_by_themselves_and_only_approved_trees_land(
     assert "Step 4 was here." in git(origin, "show", "main:docs/manual.md")
     assert "docs/guide.md" not in git(origin, "ls-tree", "-r", "--name-only", "main")
     assert git(origin, "show", "main:HUMAN.md") == "a teammate's unrelated change\n"
-    # Every commit that landed on main has a tree the tool reviewed and approved.
+    # Every commit that landed on main has a tree the tool reviewed and approved (with the
+    # rule); the landed job's verdict on each says the same.
     approved = approved_trees(gh)
     landed = git(origin, "log", "--first-parent", "--format=%H %T %s", f"{seed}..main")
     commits = [line.split(" ", 2) for line in landed.splitlines()]
     assert [sha for sha, _, _ in commits].count(human) == 1
     by_tool = [(sha, tree, subject) for sha, tree, subject in commits if sha != human]
-    assert len(by_tool) == len(STEPS) == len(gh.state.push_events)
+    assert len(by_tool) == len(STEPS) == len(gh.state.push_events) == len(flagged)
+    assert {sha: tree in approved for sha, tree, _ in by_tool} == flagged
     unapproved = [f"{sha[:12]} {subject}" for sha, tree, subject in by_tool if tree not in approved]
-    assert unapproved == [], flow.log()
+    if strict:
+        assert unapproved == [], flow.log()
+    else:  # a sibling squashed onto a moved main as it was: the landed job flagged it
+        assert unapproved != [], flow.log()
+        for pull in pulls:  # and each pull request said what guards main: nothing
+            [summary] = summaries(gh, pull.number)
+            assert "Auto-merge is on, but nothing guards main" in summary
     # The next push's workflow (or the schedule) finds nothing to do and writes nothing.
     writes = len(gh.writes())
     assert flow.ready() == []
     assert "plan tend: no open step pull request" in flow.tend().stdout
     assert len(gh.writes()) == writes and origin_sha(gh, "refs/heads/main") == main
-
-
-@pytest.mark.slow
-def test_without_an_up_to_date_rule_or_a_merge_queue_the_first_wave_says_so_before_it_merges(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
-) -> None:
-    """The same pipeline on a target whose rule requires the review but not up-to-date
-    branches: the first step job says so, on its output and on its pull request, while GitHub
-    has merged nothing yet."""
-    gh.state.branch_rules["main"] = [strict_rule(strict=False)]
-    seed = seed_origin(tmp_path, gh)
-    flow = Workflow(tmp_path, gh)
-    assert flow.ready() == [1]
-    out = flow.step(1)
-    assert "warning: nothing guards main against landing a tree no review saw" in out.stdout
-    assert gh.state.push_events == [] and origin_sha(gh, "refs/heads/main") == seed
-    [pull] = gh.state.pulls.values()
-    [summary] = summaries(gh, pull.number)
-    assert "Auto-merge is on, but nothing guards main" in summary
-    [event] = play_auto_merge(gh)  # the first merge comes after the warning
-    assert event["before"] == seed
