@@ -397,15 +397,12 @@ def test_the_stand_ins_rebase_merge_replays_the_commits_of_a_clean_pull_request(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (issue 22 pipeline): a conflict the fixer resolved in a merge commit "
-    "cannot be rebase-merged (GitHub: 'This branch cannot be rebased safely'), and tend "
-    "reports the pull request green with exit 0: the wave stalls",
-)
-def test_a_conflict_resolved_by_a_tend_lands_with_rebase_or_the_tend_is_red(
+def test_a_conflict_resolved_in_a_merge_commit_is_red_for_rebase_auto_merge(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
 ) -> None:
+    """GitHub refuses to rebase-merge a branch whose merge commit resolves a conflict, so
+    auto-merge would wait for good: the tend says so and exits 1 instead of 0 (a stalled wave
+    is red, not green)."""
     fixer = [sys.executable, str(FAKE), "fixer", "resolve"]
     repo, _ = opened(tmp_path, gh, fixer=fixer)
     land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
@@ -413,5 +410,10 @@ def test_a_conflict_resolved_by_a_tend_lands_with_rebase_or_the_tend_is_red(
     assert "conflicting in README.md" in out.stdout  # resolved, reviewed, green, re-armed
     (pull,) = gh.state.pulls.values()
     assert statuses(gh, pull.head_sha)[-1] == "success" and pull.auto_merge is not None
-    landed = play_auto_merge(gh) != []
-    assert landed or out.returncode != 0, out.stdout + out.stderr
+    assert play_auto_merge(gh) == []  # GitHub: "This branch cannot be rebased safely"
+    assert out.returncode == 1, out.stdout + out.stderr
+    said = "cannot be rebase-merged: its merge commit"
+    assert said in out.stdout and "1 red" in out.stdout
+    again = tend(repo, "--auto-merge", "rebase")  # every later tend: red, and nothing more
+    assert again.returncode == 1 and said in again.stdout
+    assert tend(repo, "--auto-merge", "squash").returncode == 0  # a squash would land it
