@@ -53,6 +53,7 @@ SETTINGS = 'NAME = "demo"\nTIMEOUT = 10\nRETRIES = 3\n'
 GUIDE = "".join(f"Guide line {n}: how to use the demo.\n" for n in range(1, 9)) + "The end.\n"
 TTL = 1.5  # GITFLOW_AGENTS_CLAIM_TTL: the killed runner's claim is free this long after it died
 IDLE_ROUNDS = 6  # rounds in a row that change nothing before the pipeline counts as stalled
+ROUNDS = 20  # and at most this many rounds in all (a tend that re-reviews forever is no progress)
 REVIEW = "gitflow-agents/review"
 LANDED = "gitflow-agents/landed"
 WARNING = "warning: nothing guards main against landing a tree no review saw"
@@ -226,7 +227,9 @@ def test_five_steps_finish_by_themselves_and_only_approved_trees_land(
     human = killed = ""
     idle = 0
     flagged: dict[str, bool] = {}  # landed commit → the landed job's verdict (approved?)
-    while not all_done(gh):
+    for _ in range(ROUNDS):
+        if all_done(gh):
+            break
         before = snapshot(gh)
         for number in flow.ready():
             if number == 4 and not killed:
@@ -249,6 +252,7 @@ def test_five_steps_finish_by_themselves_and_only_approved_trees_land(
             time.sleep(TTL / 2)  # the workflow's schedule, some time later
         else:
             idle = 0
+    assert all_done(gh), f"not done after {ROUNDS} rounds\n{flow.log()}"
     assert human and killed
     taken = f"step 4: taking over agents/feature/step-4 on origin (at {killed[:12]})"
     assert any(taken in out for out in flow.said), flow.log()
