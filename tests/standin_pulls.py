@@ -10,8 +10,10 @@ pull request already exists for owner:branch."; a read-only token gets 403.
 
 ``mergeable`` gives an open one GitHub's ``mergeable_state`` from the branches (``dirty``,
 ``behind``, ``blocked``, ``clean``). ``play_auto_merge`` plays GitHub's auto-merge: every open pull request with auto-merge enabled
-whose head has a ``success`` status for every required context is merged into its base on the
-origin with real git (merge, squash or rebase, like the merge button), marked merged, its head
+whose head has a ``success`` status for every required context and whose merge does not conflict
+(GitHub's auto-merge waits on a ``dirty`` one) is merged into its base on the
+origin with real git (merge, squash or rebase, like the merge button; a rebase that would not give
+the merge's tree is refused, as GitHub's is), marked merged, its head
 branch deleted (the repository setting "Automatically delete head branches"), and a ``push``
 event payload for the base is recorded and returned.
 """
@@ -245,8 +247,23 @@ def checks_pass(s: GitHubStandIn, sha: str) -> bool:
     return all(newest.get(context) == "success" for context in REQUIRED)
 
 
-def _merge(origin: Path, pull: Pull, method: str) -> str:
-    """The merge-button's commit on the base branch of the bare origin; its sha."""
+def _replay(work: Path, base: str, head: str, env: dict[str, str]) -> bool:
+    """Cherry-pick the non-merge commits of ``base..head`` onto the checked-out base; whether
+    that went without a conflict and gave the tree a merge would (GitHub refuses a rebase merge
+    "that would create a different result than a regular merge", e.g. a conflict resolved in
+    a merge commit of the branch)."""
+    commits = _git(work, "rev-list", "--reverse", "--no-merges", f"{base}..{head}").split()
+    for commit in commits:
+        pick = ["git", "-C", str(work), "cherry-pick", "--allow-empty", commit]
+        if subprocess.run(pick, capture_output=True, env={**os.environ, **env}).returncode:
+            return False
+    merged = _git(work, "merge-tree", "--write-tree", base, head).splitlines()[0]
+    return _git(work, "rev-parse", "HEAD^{tree}").strip() == merged
+
+
+def _merge(origin: Path, pull: Pull, method: str) -> str | None:
+    """The merge-button's commit on the base branch of the bare origin; its sha. None when a
+    rebase merge is refused (``_replay``)."""
     env = {
         "GIT_AUTHOR_NAME": "GitHub",
         "GIT_AUTHOR_EMAIL": "noreply@github.com",
@@ -262,8 +279,9 @@ def _merge(origin: Path, pull: Pull, method: str) -> str:
         if method == "squash":
             _git(work, "merge", "-q", "--squash", head, env=env)
             _git(work, "commit", "-q", "-m", title, env=env)
-        elif method == "rebase":
-            _git(work, "cherry-pick", "-q", f"{base}..{head}", env=env)
+        elif method == "rebase":  # the non-merge commits replayed, as GitHub's rebase does
+            if not _replay(work, base, head, env):
+                return None  # GitHub: "This branch cannot be rebased safely"; auto-merge waits
         else:
             message = f"Merge pull request #{pull.number} from {pull.head_ref}\n\n{pull.title}"
             _git(work, "merge", "-q", "--no-ff", "-m", message, head, env=env)
@@ -324,8 +342,12 @@ def play_auto_merge(s: GitHubStandIn) -> list[dict[str, Any]]:
             continue
         if not checks_pass(s, pull.head_sha) or _held_behind(s, origin, pull):
             continue
+        if mergeable(s, pull)["mergeable_state"] == "dirty":  # GitHub never merges a conflict
+            continue
         before = pull.base_sha
         sha = _merge(origin, pull, method)
+        if sha is None:
+            continue
         pull.merged, pull.state, pull.merge_commit_sha = True, "closed", sha
         _git(origin, "update-ref", "-d", f"refs/heads/{pull.head_ref}")
         event = push_event(s, pull.base_ref, before, sha)

@@ -17,6 +17,8 @@ not read):
   the pushed head, auto-merge re-armed with ``--auto-merge``). A merge the fixer did not resolve
   leaves the head as it is with a ``failure`` status, the conflicting files named in the sticky
   comment, and ``CONFLICT_LABEL``; the label goes when a later tend lands the merge.
+- **green, with ``--auto-merge rebase``, but a merge commit of the branch resolves a conflict**:
+  red (GitHub refuses to rebase-merge it; auto-merge would wait for good), said on one line.
 
 Exit code: 0 every open step pull request is green or waits on someone else (its step run or
 another tend works on it), 1 one stays red, 3 an agent failed, 4 GitHub failed (as ``run``).
@@ -39,7 +41,7 @@ from gitflow_agents.chain.tend import tend_step
 from gitflow_agents.chain.workspace import branch_name
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.git import queries as git
-from gitflow_agents.git.worktree import merge_conflicts
+from gitflow_agents.git.worktree import conflicted_merges, merge_conflicts
 from gitflow_agents.github.action.fixer import BOT_EMAIL
 from gitflow_agents.github.action.status import CONTEXT
 from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, PullRequest
@@ -168,7 +170,7 @@ def tend_pull(
     assert target_sha is not None
     settled = _verdict(ctx, github, found, head, target_sha)
     if settled is not None:
-        return settled
+        return _rebase_safe(ctx, found, options, settled, head, target_sha)
     lease = git_lease.read_lease(ctx.root, found.branch, REMOTE)
     why = tend_lease.busy(lease, github.client, github.repo, github.ttl)
     if why is not None:
@@ -219,7 +221,7 @@ def _tend_held(
     assert target_sha is not None and ctx.plan is not None
     settled = _verdict(ctx, github, found, head, target_sha)
     if settled is not None:
-        return settled, head
+        return _rebase_safe(ctx, found, options, settled, head, target_sha), head
     behind = not git.is_ancestor(ctx.root, target_sha, head)
     conflicts = merge_conflicts(ctx.root, head, target_sha) if behind else ()
     what = f"behind {ctx.target}" if behind else "a head no review judged"
@@ -256,7 +258,29 @@ def _tend_held(
     state = _publish(fresh, github, options, result, found, tip, ())
     if CONFLICT_LABEL in pull.labels:
         github.client.pulls.remove_label(github.repo, pull.number, CONFLICT_LABEL)
-    return Tended("green" if state == "success" else "red"), tip
+    tended = Tended("green" if state == "success" else "red")
+    return _rebase_safe(ctx, found, options, tended, tip, target_sha), tip
+
+
+def _rebase_safe(
+    ctx: Context, found: _Open, options: TendOptions, tended: Tended, head: str, target_sha: str
+) -> Tended:
+    """``tended``, or red for a green head that ``--auto-merge rebase`` can never land: a merge
+    commit of the branch resolves a conflict, and GitHub refuses to rebase it, so auto-merge
+    would wait for good while every tend exits 0."""
+    if options.auto_merge != "rebase" or tended.state != "green":
+        return tended
+    merges = conflicted_merges(ctx.root, target_sha, head)
+    if not merges:
+        return tended
+    _say(
+        found.step,
+        found.pull,
+        f"cannot be rebase-merged: its merge commit {merges[0][:12]} resolves a conflict, "
+        'which GitHub does not rebase ("This branch cannot be rebased safely"); '
+        "merge it with squash or merge",
+    )
+    return Tended("red", tended.code)
 
 
 def _at_head(ctx: Context, branch: str, head: str) -> None:

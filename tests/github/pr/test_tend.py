@@ -368,3 +368,52 @@ def test_the_stand_in_plays_clean_behind_blocked_and_dirty(
     assert tend(repo).returncode == 0
     land_on_main(tmp_path, "teammate-2", "README.md", "# demo\nby a teammate\n")
     assert mergeable_state(gh, 1) == "dirty" and head != pushed
+
+
+def test_the_stand_ins_auto_merge_leaves_a_conflicting_pull_request_open(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """GitHub's auto-merge waits on a ``dirty`` pull request (non-strict target too)."""
+    _, head = opened(tmp_path, gh)
+    land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
+    (pull,) = gh.state.pulls.values()
+    pull.auto_merge = {"merge_method": "squash", "enabled_by": "gitflow-bot"}
+    assert mergeable_state(gh, 1) == "dirty" and statuses(gh, head)[-1] == "success"
+    assert play_auto_merge(gh) == []
+    assert pull.state == "open" and not pull.merged
+
+
+def test_the_stand_ins_rebase_merge_replays_the_commits_of_a_clean_pull_request(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo, head = opened(tmp_path, gh)
+    (pull,) = gh.state.pulls.values()
+    pull.auto_merge = {"merge_method": "rebase", "enabled_by": "gitflow-bot"}
+    [event] = play_auto_merge(gh)
+    assert pull.merged and event["after"] != head  # replayed: new commits, the same tree
+    assert git(repo, "fetch", "-q", "origin") == ""
+    assert git(repo, "rev-parse", f"{event['after']}^{{tree}}") == git(
+        repo, "rev-parse", f"{head}^{{tree}}"
+    )
+
+
+def test_a_conflict_resolved_in_a_merge_commit_is_red_for_rebase_auto_merge(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """GitHub refuses to rebase-merge a branch whose merge commit resolves a conflict, so
+    auto-merge would wait for good: the tend says so and exits 1 instead of 0 (a stalled wave
+    is red, not green)."""
+    fixer = [sys.executable, str(FAKE), "fixer", "resolve"]
+    repo, _ = opened(tmp_path, gh, fixer=fixer)
+    land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
+    out = tend(repo, "--auto-merge", "rebase")
+    assert "conflicting in README.md" in out.stdout  # resolved, reviewed, green, re-armed
+    (pull,) = gh.state.pulls.values()
+    assert statuses(gh, pull.head_sha)[-1] == "success" and pull.auto_merge is not None
+    assert play_auto_merge(gh) == []  # GitHub: "This branch cannot be rebased safely"
+    assert out.returncode == 1, out.stdout + out.stderr
+    said = "cannot be rebase-merged: its merge commit"
+    assert said in out.stdout and "1 red" in out.stdout
+    again = tend(repo, "--auto-merge", "rebase")  # every later tend: red, and nothing more
+    assert again.returncode == 1 and said in again.stdout
+    assert tend(repo, "--auto-merge", "squash").returncode == 0  # a squash would land it
