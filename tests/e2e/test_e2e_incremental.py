@@ -39,7 +39,7 @@ def review_tokens(
     token count of the conversation's last request (which holds all of it)."""
     agent_dir = project.root / "flows" / FLOW / "agents" / agent_id
     files = ReportFiles.named(agent_dir, "report.md", ".complete.md", ".failed.md")
-    task = _review_task(base, head, files, scope)
+    task = _review_task(base, head, files, increment=scope)
     command = next(line.strip() for line in task.splitlines() if line.startswith("    git diff"))
     script: list[Step] = [
         Shell(command),
