@@ -78,34 +78,45 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
             ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
             start = _implement(ctx, rec, step, lander)  # then the rounds, at the same depth
             rec.finish(*(start if isinstance(start, Ending) else _rounds(ctx, rec, lander, start)))
-        except AgentFailed as exc:
-            rec.agents.extend(exc.run.attempts())
-            if exc.run.status == "canceled" and ctx.cancel.is_set():  # Ctrl-C in another thread
-                rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
-            elif exc.run.status == "budget":  # stopped at a limit; its work is on the branch
-                rec.failed_what = exc.run.kind
-                rec.finish("budget", int(ExitCode.BUDGET), exc.run.reason)
-            else:
-                rec.failed_what = exc.run.kind
-                rec.finish("failed", int(exc.exit_code), str(exc))  # 3, or 6: rate limited
-        except BudgetError as exc:  # a spent budget: the next agent was not started
-            rec.failed_what = "budget"
-            rec.finish("budget", int(ExitCode.BUDGET), str(exc))
-        except SetupFailed as exc:  # chain.setup failed in the step's work tree
-            rec.setup, rec.failed_what = exc.entry, "setup"
-            rec.finish("failed", int(exc.exit_code), str(exc))
-        except GitError as exc:  # the merge (conflict, target moved, dirty checkout)
-            rec.finish("failed", int(exc.exit_code), str(exc))
-        except KeyboardInterrupt:
-            rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
-            raise
-        except Exception as exc:
-            code = getattr(exc, "exit_code", ExitCode.USAGE)
-            rec.finish("failed", int(code), f"{type(exc).__name__}: {exc}")
-            raise
+        except BaseException as exc:
+            if not record_ending(ctx, rec, exc):
+                raise
         finally:
             result = rec.write()
     return result
+
+
+def record_ending(ctx: Context, rec: StepRecord, exc: BaseException) -> bool:
+    """Record in ``rec`` how a step run that raised ``exc`` ended (``run_step``, and
+    ``chain/tend.py``'s tend of a pushed branch). True: the ending is the step's outcome (an
+    agent failed, a budget, ``chain.setup``, the merge); False: the caller re-raises (Ctrl-C,
+    a bug), the record saying so."""
+    if isinstance(exc, AgentFailed):
+        rec.agents.extend(exc.run.attempts())
+        if exc.run.status == "canceled" and ctx.cancel.is_set():  # Ctrl-C in another thread
+            rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
+        elif exc.run.status == "budget":  # stopped at a limit; its work is on the branch
+            rec.failed_what = exc.run.kind
+            rec.finish("budget", int(ExitCode.BUDGET), exc.run.reason)
+        else:
+            rec.failed_what = exc.run.kind
+            rec.finish("failed", int(exc.exit_code), str(exc))  # 3, or 6: rate limited
+    elif isinstance(exc, BudgetError):  # a spent budget: the next agent was not started
+        rec.failed_what = "budget"
+        rec.finish("budget", int(ExitCode.BUDGET), str(exc))
+    elif isinstance(exc, SetupFailed):  # chain.setup failed in the step's work tree
+        rec.setup, rec.failed_what = exc.entry, "setup"
+        rec.finish("failed", int(exc.exit_code), str(exc))
+    elif isinstance(exc, GitError):  # the merge (conflict, target moved, dirty checkout)
+        rec.finish("failed", int(exc.exit_code), str(exc))
+    elif isinstance(exc, KeyboardInterrupt):
+        rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
+        return False
+    else:
+        code = getattr(exc, "exit_code", ExitCode.USAGE)
+        rec.finish("failed", int(code), f"{type(exc).__name__}: {exc}")
+        return False
+    return True
 
 
 class Start(NamedTuple):

@@ -13,11 +13,11 @@ request's sticky comment draws it. docs/github.md, "Tending open step pull reque
 
 from __future__ import annotations
 
-from gitflow_agents.base.errors import ExitCode, GitError
-from gitflow_agents.chain.agents import AgentFailed
+from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate
 from gitflow_agents.chain.lander import BranchLander
+from gitflow_agents.chain.loop import record_ending
 from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
 from gitflow_agents.chain.review import record_note, review_round
 from gitflow_agents.chain.workspace import (
@@ -31,7 +31,8 @@ from gitflow_agents.runs import lock
 
 def tend_step(ctx: Context, step: int, lander: BranchLander, head: str) -> ChainResult:
     """Merge the target into the step branch at ``head`` when it moved on, then review (see the
-    module doc): approved 0, rejected 1, an agent failed 3, an unresolved conflict 2 (the record's
+    module doc): approved 0, rejected 1, an agent failed 3 (a budget 5, rate limited 6, as a
+    step run's), an unresolved conflict 2 (the record's
     ``failedWhat`` is ``merge conflict``). StepLockedError when a run of this checkout holds the
     step."""
     assert ctx.plan is not None
@@ -44,19 +45,9 @@ def tend_step(ctx: Context, step: int, lander: BranchLander, head: str) -> Chain
         try:
             ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
             rec.finish(*_tend(ctx, rec, step, lander, head))
-        except AgentFailed as exc:
-            rec.agents.extend(exc.run.attempts())
-            rec.failed_what = exc.run.kind
-            rec.finish("failed", int(ExitCode.AGENT_FAILED), str(exc))
-        except GitError as exc:  # the merge conflicts and the fixer did not resolve it
-            rec.finish("failed", int(exc.exit_code), str(exc))
-        except KeyboardInterrupt:
-            rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
-            raise
-        except Exception as exc:
-            code = getattr(exc, "exit_code", ExitCode.USAGE)
-            rec.finish("failed", int(code), f"{type(exc).__name__}: {exc}")
-            raise
+        except BaseException as exc:  # as a step run's: ``loop.record_ending``
+            if not record_ending(ctx, rec, exc):
+                raise
         finally:
             result = rec.write()
     return result
