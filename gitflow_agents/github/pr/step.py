@@ -49,7 +49,7 @@ from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr.claim import Claim, not_taken_over, previous_claim, write_claim
 from gitflow_agents.github.pr.connect import GitHub, check_access, connect
 from gitflow_agents.github.pr.plan_comment import update_glance
-from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
+from gitflow_agents.github.pr.publish import StepPublished, StepPull, publish_step, pull_body
 from gitflow_agents.github.pr.recover import finishable, resume_at
 from gitflow_agents.github.pr.startable import REMOTE, startable
 from gitflow_agents.plan import parse_plan
@@ -434,15 +434,20 @@ def _push(ctx: Context, branch: str, head: str) -> None:
     raise GitHubError(f"cannot push {branch} to {REMOTE}: {pushed.detail}")
 
 
-def _publish(
+def publish_run(
     ctx: Context,
     github: GitHub,
-    options: PrOptions,
     result: ChainResult,
     branch: str,
     head: str,
-    lease: leases.Held | None = None,
-) -> int:
+    *,
+    draft: bool,
+    auto_merge: str | None,
+    notices: tuple[str, ...],
+) -> StepPublished:
+    """A step run (``run --pr``'s, or ``plan tend``'s) published on its pull request: the pull
+    request opened or updated with the step's title and body, the sticky comment drawn from
+    the run's record, and the status on ``head`` (success only for an approval of it)."""
     assert ctx.plan is not None and result.result_path is not None
     record = read_json(result.result_path) or {}
     plan_rel = plan_in_repo(ctx) or ctx.plan.path.name
@@ -454,12 +459,12 @@ def _publish(
         target=ctx.target,
         title=f"[{ctx.plan.name}] Step {step.number}: {step.title}",
         body=pull_body(plan_rel, step.number, step.content, link),
-        draft=options.draft,
-        auto_merge=options.auto_merge,
-        notices=_guard_notices(github, options),
+        draft=draft,
+        auto_merge=auto_merge,
+        notices=notices,
     )
     approved = result.outcome == "approved" and approval_status(ctx.root, head)[0]
-    published = publish_step(
+    return publish_step(
         github.client,
         spec,
         record,
@@ -468,6 +473,27 @@ def _publish(
         approved=approved,
         threshold=ctx.settings.threshold,
         run_url=github.run_url,
+    )
+
+
+def _publish(
+    ctx: Context,
+    github: GitHub,
+    options: PrOptions,
+    result: ChainResult,
+    branch: str,
+    head: str,
+    lease: leases.Held | None = None,
+) -> int:
+    published = publish_run(
+        ctx,
+        github,
+        result,
+        branch,
+        head,
+        draft=options.draft,
+        auto_merge=options.auto_merge,
+        notices=_guard_notices(github, options),
     )
     pull = published.pull
     print(f"  PR #{pull.number} {pull.html_url}: {branch} at {head[:12]}, status {published.state}")

@@ -36,7 +36,7 @@ from typing import NamedTuple
 from gitflow_agents.base.errors import ExitCode, GitHubError
 from gitflow_agents.chain import ChainResult, Context
 from gitflow_agents.chain.lander import BranchLander
-from gitflow_agents.chain.state import done_where, fetch_target, plan_in_repo, target_tip
+from gitflow_agents.chain.state import done_where, fetch_target, target_tip
 from gitflow_agents.chain.tend import tend_step
 from gitflow_agents.chain.workspace import branch_name
 from gitflow_agents.git import lease as git_lease
@@ -50,12 +50,10 @@ from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr import tend_lease
 from gitflow_agents.github.pr.connect import GitHub, connect
 from gitflow_agents.github.pr.plan_comment import update_glance
-from gitflow_agents.github.pr.publish import StepPull, publish_step, pull_body
 from gitflow_agents.github.pr.startable import REMOTE
-from gitflow_agents.github.pr.step import _guard, _no_target
+from gitflow_agents.github.pr.step import _guard, _no_target, publish_run
 from gitflow_agents.plan import parse_plan
-from gitflow_agents.reviewer import approval_status
-from gitflow_agents.runs import new_run_id, read_json
+from gitflow_agents.runs import new_run_id
 from gitflow_agents.runs.lock import StepLockedError
 
 CONFLICT_LABEL = "gitflow-agents: conflict"
@@ -329,34 +327,18 @@ def _publish(
     notices: tuple[str, ...],
 ) -> str:
     """The tend's run published on the pull request as a step run's is; the status set."""
-    assert ctx.plan is not None and result.result_path is not None
-    record = read_json(result.result_path) or {}
-    plan_rel = plan_in_repo(ctx) or ctx.plan.path.name
-    link = f"{github.server_url}/{github.repo}/blob/{ctx.target}/{plan_rel}"
-    step = ctx.plan.step(found.step)
     warning = github.guard.warning() if github.guard is not None else None
     if options.auto_merge is not None and warning is not None:
         notices = (*notices, f"Auto-merge is on, but {warning}.")
-    spec = StepPull(
-        repo=github.repo,
-        branch=found.branch,
-        target=ctx.target,
-        title=f"[{ctx.plan.name}] Step {step.number}: {step.title}",
-        body=pull_body(plan_rel, step.number, step.content, link),
+    published = publish_run(
+        ctx,
+        github,
+        result,
+        found.branch,
+        head,
         draft=False,
         auto_merge=options.auto_merge,
         notices=notices,
-    )
-    approved = result.outcome == "approved" and approval_status(ctx.root, head)[0]
-    published = publish_step(
-        github.client,
-        spec,
-        record,
-        result.result_path.parent,
-        head=head,
-        approved=approved,
-        threshold=ctx.settings.threshold,
-        run_url=github.run_url,
     )
     text = f"{found.branch} at {head[:12]}, status {published.state}"
     if options.auto_merge is not None:
