@@ -9,9 +9,9 @@ Findings; details: docs/findings.md.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from gitflow_agents.base.lazy import lazy_names
 from gitflow_agents.findings.gate import (
     GateResult,
     count_by_severity,
@@ -58,12 +58,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = [
