@@ -431,6 +431,12 @@ def _add_gc(sub: Registry) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _add_serve(sub: Registry) -> None:
+    p = _command(sub, "serve", "serve", help="watch runs and plans in a browser (127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    p.add_argument("--no-open", action="store_true", help="print the address; open no browser")
+
+
 # Each entry adds one subcommand. Adding a command: write commands/<name>.py with
 # ``run(args) -> int`` and one ``_add_<name>`` function here.
 COMMANDS: list[Callable[[Registry], None]] = [
@@ -452,6 +458,7 @@ COMMANDS: list[Callable[[Registry], None]] = [
     _add_history,
     _add_worktrees,
     _add_gc,
+    _add_serve,
 ]
 
 

@@ -86,31 +86,17 @@ def show_mermaid(path: Path, flow_type: str | None) -> int:
     from gitflow_agents.config import find_project_root, load_flow_config
     from gitflow_agents.plan.glance import step_states
     from gitflow_agents.render.mermaid import PlanNode, fence_chart, plan_flowchart
+    from gitflow_agents.runs.lock import steps_running
 
     root = find_project_root()
     config = load_flow_config(root, flow_type)
     plan = parse_plan(path, config.spec_plan)
-    states = step_states(plan, _running_here(root, config.flow_dir, plan))
+    states = step_states(plan, steps_running(root, config.flow_dir, plan))
     nodes = [
         PlanNode(s.number, s.title, *states[s.number], depends_on=s.depends_on) for s in plan.steps
     ]
     sys.stdout.write(fence_chart(plan_flowchart(nodes)))
     return ExitCode.OK
-
-
-def _running_here(root: Path, flow_dir: str, plan: Plan) -> set[int]:
-    """The steps a live run of this checkout works on: it holds the step's lock (``run``) or
-    claim lock (``run --pr``) under the plan's flow folder."""
-    from gitflow_agents.runs.lock import holder_alive, read_lock, step_lock_path
-
-    running: set[int] = set()
-    for step in plan.steps:
-        lock = step_lock_path(root, flow_dir, plan.name, step.number)
-        for path in (lock, lock.with_name(f"step-{step.number:02d}.claim.lock")):
-            holder = read_lock(path) if path.is_file() else None
-            if holder is not None and holder_alive(holder):
-                running.add(step.number)
-    return running
 
 
 def plan_to_json(plan: Plan) -> dict[str, object]:

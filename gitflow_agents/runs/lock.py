@@ -35,6 +35,7 @@ from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.errors import GitflowError, UsageError
 from gitflow_agents.base.fsutil import ReadRefused, make_dirs, read_limited
 from gitflow_agents.base.jsondata import load_object
+from gitflow_agents.plan.model import Plan
 from gitflow_agents.runs.liveness import process_alive, start_time
 
 
@@ -263,3 +264,17 @@ def step_lock_path(root: Path, flow_dir: str, flow: str, step: int | None) -> Pa
     """``<flow_dir>/<flow>/locks/step-NN.lock`` (``flow.lock`` without a step)."""
     name = f"step-{step:02d}.lock" if step is not None else "flow.lock"
     return root / flow_dir / flow / "locks" / name
+
+
+def steps_running(root: Path, flow_dir: str, plan: Plan) -> set[int]:
+    """The steps of ``plan`` a live run of this checkout works on: it holds the step's lock
+    (``run``) or claim lock (``run --pr``) under the plan's flow folder (``plan show --format
+    mermaid`` and ``serve`` colour them running)."""
+    running: set[int] = set()
+    for step in plan.steps:
+        lock = step_lock_path(root, flow_dir, plan.name, step.number)
+        for path in (lock, lock.with_name(f"step-{step.number:02d}.claim.lock")):
+            holder = read_lock(path) if path.is_file() else None
+            if holder is not None and holder_alive(holder):
+                running.add(step.number)
+    return running

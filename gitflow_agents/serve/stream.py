@@ -1,0 +1,160 @@
+"""Following every run's ``events.jsonl`` as it grows: what the page's live stream sends.
+
+A follower remembers how far it read each file. A run that is still live when the follower
+starts (its ``status.json`` says a live state, or it has no ``result.json`` yet) is read from
+its first event, so the page catches up with runs it opened in the middle of; a finished run
+from its end (the page was drawn with it). A run folder that appears later is read from its
+start. Only whole lines are read: a line still being written waits for the next poll.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitflow_agents.base.jsondata import JsonProblem, loads
+from gitflow_agents.base.redact import redact_text
+from gitflow_agents.runs import RunPaths, iter_runs, read_json
+from gitflow_agents.runs.status import is_live
+
+MAX_TEXT = 400
+"""Characters of an agent's output one event shows (its last ones)."""
+MAX_READ = 1024 * 1024
+"""Bytes of one events.jsonl one poll reads at most (the rest: the next polls)."""
+
+
+def shown_text(text: str, limit: int = MAX_TEXT) -> str:
+    """Text an agent wrote, as the page shows it: secrets masked as in every output, cut to its
+    last ``limit`` characters without the word the cut splits (it may be the rest of a secret)."""
+    text = redact_text(text)
+    if len(text) <= limit:
+        return text
+    tail = text[-limit:]
+    return "…" + (tail.split(" ", 1)[1] if " " in tail else "")
+
+
+def tokens_text(data: Mapping[str, Any]) -> str:
+    """``tokens 120/45 $0.0123`` from an event's or a record's usage, "" when it says none."""
+    parts = []
+    tokens_in = data.get("input_tokens", data.get("inputTokens"))
+    tokens_out = data.get("output_tokens", data.get("outputTokens"))
+    if isinstance(tokens_in, int) or isinstance(tokens_out, int):
+        shown = [str(n) if isinstance(n, int) else "?" for n in (tokens_in, tokens_out)]
+        parts.append(f"tokens {shown[0]}/{shown[1]}")
+    cost = data.get("cost_usd", data.get("costUsd"))
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        parts.append(f"${float(cost):.4f}")
+    return " ".join(parts)
+
+
+_STATE_OF = {
+    "agent:start": "running",
+    "agent:waiting": "waiting",
+    "task:start": "queued",
+}
+
+
+def event_view(run_id: str, flow: str, event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the page gets of one event: the run, its agent, the state it moves the run to (""
+    when it does not), the time, a line of text (masked) and tokens/cost. None for a line that
+    is no event."""
+    kind = event.get("type")
+    data = event.get("data")
+    if not isinstance(kind, str) or not isinstance(data, dict):
+        return None
+    state = _STATE_OF.get(kind, "")
+    text = ""
+    if kind in ("agent:complete", "agent:failed"):
+        state = str(data.get("status") or kind.split(":")[1])
+        text = str(data.get("reason") or "")
+    elif kind == "harness:complete":
+        state = str(data.get("outcome") or data.get("status") or "")
+    elif kind in ("agent:output", "agent:tool"):
+        text = str(data.get("tail") or data.get("tool") or "")
+    elif kind in ("agent:waiting", "agent:start"):
+        text = str(data.get("reason") or (f"pid {data['pid']}" if "pid" in data else ""))
+    elif kind == "agent:reply":
+        questions = data.get("questions")
+        if data.get("status") == "needs_input" and isinstance(questions, list) and questions:
+            text = f"needs input: {questions[0]}"
+        else:
+            text = str(data.get("summary") or "")
+    elif kind == "phase:start":
+        text = f"phase {data.get('phase', '')}"
+    elif kind in ("session:message", "session:reply"):
+        text = str(data.get("message") or data.get("summary") or "")
+    agent = data.get("agent") or data.get("node") or ""
+    return {
+        "run": run_id,
+        "flow": flow,
+        "type": kind,
+        "agent": redact_text(str(agent)),
+        "state": state,
+        "at": str(event.get("timestamp") or ""),
+        "text": shown_text(text.strip()),
+        "tokens": tokens_text(data),
+    }
+
+
+def run_is_live(paths: RunPaths) -> bool:
+    """A live state in ``status.json``, or no ``result.json`` yet."""
+    status = read_json(paths.status) or {}
+    return is_live(status.get("state")) or not paths.result.exists()
+
+
+@dataclass
+class Follower:
+    """Reads what was appended to the ``events.jsonl`` files under ``<root>/<flow_dir>``."""
+
+    root: Path
+    flow_dir: str
+    offsets: dict[Path, int] = field(default_factory=dict)
+
+    def start(self) -> None:
+        """Remember where each run's events end; a live run's from their start."""
+        for paths in iter_runs(self.root, self.flow_dir):
+            if not run_is_live(paths):
+                try:
+                    self.offsets[paths.events] = paths.events.stat().st_size
+                except OSError:
+                    self.offsets[paths.events] = 0
+
+    def poll(self) -> list[dict[str, Any]]:
+        """The events appended since the last poll, as :func:`event_view` shows them."""
+        found: list[dict[str, Any]] = []
+        for paths in iter_runs(self.root, self.flow_dir):
+            found.extend(self._read(paths))
+        return found
+
+    def _read(self, paths: RunPaths) -> list[dict[str, Any]]:
+        path = paths.events
+        offset = self.offsets.get(path, 0)
+        try:
+            if path.stat().st_size <= offset:
+                return []
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO planted there: no hang
+            with os.fdopen(fd, "rb") as handle:
+                handle.seek(offset)
+                chunk = handle.read(MAX_READ)
+        except OSError:
+            return []
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            if len(chunk) >= MAX_READ:  # one line longer than a read: skipped
+                self.offsets[path] = offset + len(chunk)
+            return []
+        self.offsets[path] = offset + end + 1
+        run_id, flow = paths.run_dir.name, paths.run_dir.parent.parent.name
+        views = []
+        for line in chunk[:end].decode("utf-8", errors="replace").splitlines():
+            try:
+                event = loads(line)
+            except JsonProblem:
+                continue
+            view = event_view(run_id, flow, event) if isinstance(event, dict) else None
+            if view is not None:
+                views.append(view)
+        return views

@@ -1,0 +1,197 @@
+// gitflow-agents serve: the live part of the page. Every text goes in with textContent (never
+// as HTML); the server sent it masked. No inline script: the page's Content-Security-Policy.
+"use strict";
+
+(function () {
+  const body = document.body;
+  const token = body.dataset.token;
+  const page = body.dataset.page;
+  const runId = body.dataset.run;
+  const live = document.getElementById("live");
+  const RUN_ID = /^[0-9A-Za-z-]{8,64}$/;
+  const STATES = /^[a-z_]{1,32}$/;
+
+  function withToken(path) {
+    return path + "?token=" + encodeURIComponent(token);
+  }
+
+  function elapsed(started, ended) {
+    let seconds = Math.max(0, Math.floor((ended || Date.now() / 1000) - started));
+    const hours = Math.floor(seconds / 3600);
+    const minutes = Math.floor((seconds % 3600) / 60);
+    seconds = seconds % 60;
+    const mm = String(minutes).padStart(2, "0");
+    const ss = String(seconds).padStart(2, "0");
+    return hours ? hours + ":" + mm + ":" + ss : mm + ":" + ss;
+  }
+
+  function tick() {
+    document.querySelectorAll("[data-started]").forEach(function (cell) {
+      const started = parseFloat(cell.dataset.started);
+      const ended = cell.dataset.ended ? parseFloat(cell.dataset.ended) : 0;
+      if (!isNaN(started)) {
+        cell.textContent = elapsed(started, ended);
+      }
+    });
+  }
+
+  function setState(cell, state) {
+    if (!state || !STATES.test(state)) {
+      return;
+    }
+    cell.textContent = state;
+    cell.className = cell.className.replace(/\bstate-\S+/g, "").trim() + " state-" + state;
+  }
+
+  function cell(row, name) {
+    let found = row.querySelector("td." + name);
+    if (!found) {
+      found = document.createElement("td");
+      found.className = name;
+      row.appendChild(found);
+    }
+    return found;
+  }
+
+  function indexRow(view) {
+    const table = document.querySelector("#runs tbody");
+    if (!table || !RUN_ID.test(view.run)) {
+      return null;
+    }
+    let row = table.querySelector('tr[data-run="' + view.run + '"]');
+    if (!row) {
+      row = document.createElement("tr");
+      row.dataset.run = view.run;
+      const link = document.createElement("a");
+      link.href = withToken("/run/" + view.run);
+      link.textContent = view.run.slice(0, 13);
+      cell(row, "run").appendChild(link);
+      cell(row, "flow").textContent = view.flow;
+      ["agent", "what", "state", "elapsed", "tokens", "last"].forEach(function (name) {
+        cell(row, name);
+      });
+      table.insertBefore(row, table.firstChild);
+      const none = document.getElementById("no-runs");
+      if (none) {
+        none.remove();
+      }
+    }
+    return row;
+  }
+
+  function seconds(at) {
+    const parsed = Date.parse(at);
+    return isNaN(parsed) ? null : parsed / 1000;
+  }
+
+  function onIndexEvent(view) {
+    const row = indexRow(view);
+    if (!row) {
+      return;
+    }
+    if (view.agent) {
+      cell(row, "agent").textContent = view.agent;
+    }
+    setState(cell(row, "state"), view.state);
+    const time = cell(row, "elapsed");
+    if (view.type === "agent:start" && seconds(view.at) !== null) {
+      time.dataset.started = String(seconds(view.at));
+      delete time.dataset.ended;
+    }
+    if ((view.type === "agent:complete" || view.type === "agent:failed") && seconds(view.at) !== null) {
+      time.dataset.ended = String(seconds(view.at));
+    }
+    if (view.tokens) {
+      cell(row, "tokens").textContent = view.tokens;
+    }
+    if (view.text && (view.type === "agent:output" || view.type === "agent:tool")) {
+      const lines = view.text.split("\n");
+      cell(row, "last").textContent = lines[lines.length - 1];
+    }
+  }
+
+  function onRunEvent(view) {
+    if (view.run !== runId) {
+      return;
+    }
+    setState(document.getElementById("state"), view.state);
+    if (view.tokens) {
+      document.getElementById("tokens").textContent = view.tokens;
+    }
+    const time = document.getElementById("elapsed");
+    if (view.type === "agent:start" && seconds(view.at) !== null) {
+      time.dataset.started = String(seconds(view.at));
+    }
+    if ((view.type === "agent:complete" || view.type === "agent:failed") && seconds(view.at) !== null) {
+      time.dataset.ended = String(seconds(view.at));
+    }
+    const item = document.createElement("li");
+    const at = document.createElement("span");
+    at.className = "at";
+    at.textContent = view.at;
+    const type = document.createElement("span");
+    type.className = "type";
+    type.textContent = view.type;
+    item.append(at, " ", type, " ", view.text);
+    document.getElementById("events").appendChild(item);
+    if (view.text && (view.type === "agent:output" || view.type === "agent:tool")) {
+      const output = document.getElementById("output");
+      const lines = (output.textContent + view.text + "\n").split("\n");
+      output.textContent = lines.slice(-13).join("\n");
+    }
+  }
+
+  function onNotice(notice) {
+    if (page !== "run" || notice.run !== runId) {
+      return;
+    }
+    const item = document.createElement("li");
+    item.textContent = notice.text;
+    document.getElementById("notices").appendChild(item);
+  }
+
+  function parse(message) {
+    try {
+      return JSON.parse(message.data);
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function connect() {
+    const source = new EventSource(withToken("/events"));
+    source.onopen = function () {
+      live.textContent = "live";
+      live.className = "live on";
+    };
+    source.onerror = function () {
+      live.textContent = "reconnecting…";
+      live.className = "live off";
+    };
+    source.addEventListener("event", function (message) {
+      const view = parse(message);
+      if (!view) {
+        return;
+      }
+      if (page === "index") {
+        onIndexEvent(view);
+      } else if (page === "run") {
+        onRunEvent(view);
+      }
+    });
+    source.addEventListener("notice", function (message) {
+      const notice = parse(message);
+      if (notice) {
+        onNotice(notice);
+      }
+    });
+  }
+
+  if (page === "index" || page === "run") {
+    connect();
+  } else {
+    live.textContent = "";
+  }
+  tick();
+  setInterval(tick, 1000);
+})();
