@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (f"{PACKAGE}.cli", f"{PACKAGE}.git_agent_review", f"{PACKAGE}.__main__"),
     ),
     ("commands", (f"{PACKAGE}.commands",)),
+    ("serve", (f"{PACKAGE}.serve",)),  # the web page of `serve`: a front end like commands/
     # the Action and ``run --pr`` use each other (the Action takes a step pull request's label off)
     ("github", (f"{PACKAGE}.github.action", f"{PACKAGE}.github.pr")),
     ("github api", (f"{PACKAGE}.github.api", f"{PACKAGE}.github")),
