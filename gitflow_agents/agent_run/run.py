@@ -45,7 +45,8 @@ from gitflow_agents.agent_run.record import (
 from gitflow_agents.agents.installed import check_agents, require_program
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.git import queries as git
-from gitflow_agents.prompt import agent_dir, write_system_prompt
+from gitflow_agents.prompt import Segment, agent_dir, write_system_prompt
+from gitflow_agents.prompt.paths import write_prompt_segments
 from gitflow_agents.runs import RunPaths, RunStatus, create_run, result_status, write_status
 from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.cards import card_lock
@@ -92,7 +93,7 @@ class AgentJob:
     kind: str  # implement | review | research: the result.json shape
     prompt_text: str
     limits: Limits
-    prompt_segments: int | None = None
+    prompt_segments: tuple[Segment, ...] | None = None  # recorded for `serve`'s inspector
     task: str | None = None
     resume: Resume | None = None
     card: Path | None = None
@@ -233,7 +234,8 @@ class AgentRunner:
         self.prompt_path = prompt_path
         prepared: dict[str, Any] = {"systemPrompt": str(prompt_path)}
         if job.prompt_segments is not None:
-            prepared["segments"] = job.prompt_segments
+            prepared["segments"] = len(job.prompt_segments)
+            write_prompt_segments(self.paths.run_dir, job.prompt_segments)
         if card is not None:
             queued = job.queued_line(self.run_id) if job.queued_line is not None else None
             start_card(card, job.kind, queued)

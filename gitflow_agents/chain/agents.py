@@ -314,7 +314,7 @@ class _Attempt:
                 flow_name=ctx.flow,
                 kind="implement" if job.kind == "fix" else job.kind,
                 prompt_text=prompt.text,
-                prompt_segments=len(prompt.segments),
+                prompt_segments=prompt.segments,
                 limits=limits(
                     ctx.config,
                     stuck_timeout=settings.stuck_timeout,

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         flow_name=flow_name,
         kind=kind,
         prompt_text=prompt.text,
-        prompt_segments=len(prompt.segments),
+        prompt_segments=prompt.segments,
         limits=limits(
             config,
             stuck_timeout=args.stuck_timeout,

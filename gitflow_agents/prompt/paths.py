@@ -9,15 +9,16 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import UsageError
-from gitflow_agents.base.fsutil import make_dirs
+from gitflow_agents.base.fsutil import make_dirs, write_json_atomic
 
 if TYPE_CHECKING:
     from gitflow_agents.config import FlowConfig
-    from gitflow_agents.prompt.request import PromptRequest
+    from gitflow_agents.prompt.request import PromptRequest, Segment
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -95,3 +96,25 @@ def write_system_prompt(
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+PROMPT_SEGMENTS_FILE = "prompt_segments.json"
+"""In a run folder: the system prompt of the run by segment (``serve``'s inspector shows it)."""
+
+
+def write_prompt_segments(run_dir: Path, segments: Sequence[Segment]) -> Path:
+    """Write ``<run dir>/prompt_segments.json`` atomically: the segments as ``prompt --segments
+    --json`` prints them (scope, label, source, lines, content); return its path."""
+    path = run_dir / PROMPT_SEGMENTS_FILE
+    items = [
+        {
+            "scope": seg.scope,
+            "label": seg.label,
+            "source": seg.source,
+            "lines": seg.line_count,
+            "content": seg.content,
+        }
+        for seg in segments
+    ]
+    write_json_atomic(path, {"segments": items}, durable=False)
+    return path

@@ -137,7 +137,7 @@ def run_agent_review(
                 kind="review",
                 secrets=frozenset(secrets),
                 prompt_text=prompt.text,
-                prompt_segments=len(prompt.segments),
+                prompt_segments=prompt.segments,
                 task=(
                     f"Follow the instructions in your system prompt ({prompt_path}). "
                     f"Write your review to {report}; when done rename it to {success.name}, "

@@ -19,6 +19,7 @@ from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_data, redact_text
 from gitflow_agents.plan import SpecPlanConfig, parse_plan
 from gitflow_agents.plan.glance import step_states
+from gitflow_agents.prompt.paths import PROMPT_SEGMENTS_FILE
 from gitflow_agents.render.history import step_chart
 from gitflow_agents.render.mermaid import PlanNode, plan_flowchart, single_run_flowchart
 from gitflow_agents.runs import RunPaths, find_run, iter_runs, read_json
@@ -36,8 +37,6 @@ TAIL_BYTES = 64 * 1024
 """Bytes of the end of an events.jsonl read for a run's last lines of output."""
 TAIL_LINES = 12
 """Lines of output a run shows."""
-SEGMENTS_FILE = "prompt_segments.json"
-"""Where an agent run records its system prompt by segment (agent_run/run.py)."""
 
 
 @dataclass(frozen=True)
@@ -197,7 +196,7 @@ def _inside(root: Path, raw: object) -> Path | None:
 def _segments(root: Path, paths: RunPaths, status: dict[str, Any]) -> tuple[list[Segment], str]:
     """The run's system prompt by segment (recorded at its start), else the whole prompt as one
     segment and a note saying why."""
-    recorded = read_json(paths.run_dir / SEGMENTS_FILE)
+    recorded = read_json(paths.run_dir / PROMPT_SEGMENTS_FILE)
     items = recorded.get("segments") if recorded else None
     if isinstance(items, list):
         found = [
