@@ -6,7 +6,7 @@ another site cannot ride on the browser's. A request that changes something (POS
 refused when the browser says it comes from another site (``Origin``, ``Sec-Fetch-Site``). The
 ``Host`` header must name the address the server listens on, so a DNS name rebound to 127.0.0.1
 reads nothing. Every answer carries :data:`HEADERS`: a Content-Security-Policy without inline
-script, no MIME sniffing, no framing, no referrer (the URL holds the token).
+script, no MIME sniffing, no framing, no referrer to another site (the URL holds the token).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ HEADERS: Mapping[str, str] = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # no-referrer would make a form POST send "Origin: null"
     "Cache-Control": "no-store",
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",

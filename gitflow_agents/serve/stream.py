@@ -99,6 +99,25 @@ def event_view(run_id: str, flow: str, event: Mapping[str, Any]) -> dict[str, An
     }
 
 
+def views_of(paths: RunPaths, chunk: bytes, start: int) -> list[dict[str, Any]]:
+    """The events of the whole lines of ``chunk`` (read at byte ``start`` of the run's
+    events.jsonl) as :func:`event_view` shows them, each with ``offset``: the byte just past its
+    line, so the page can tell an event it has from one it has not."""
+    run_id, flow = paths.run_dir.name, paths.run_dir.parent.parent.name
+    views = []
+    position = 0
+    while (end := chunk.find(b"\n", position)) >= 0:
+        line, position = chunk[position:end], end + 1
+        try:
+            event = loads(line.decode("utf-8", errors="replace"))
+        except JsonProblem:
+            continue
+        view = event_view(run_id, flow, event) if isinstance(event, dict) else None
+        if view is not None:
+            views.append({**view, "offset": start + position})
+    return views
+
+
 def run_is_live(paths: RunPaths) -> bool:
     """A live state in ``status.json``, or no ``result.json`` yet."""
     status = read_json(paths.status) or {}
@@ -147,14 +166,4 @@ class Follower:
                 self.offsets[path] = offset + len(chunk)
             return []
         self.offsets[path] = offset + end + 1
-        run_id, flow = paths.run_dir.name, paths.run_dir.parent.parent.name
-        views = []
-        for line in chunk[:end].decode("utf-8", errors="replace").splitlines():
-            try:
-                event = loads(line)
-            except JsonProblem:
-                continue
-            view = event_view(run_id, flow, event) if isinstance(event, dict) else None
-            if view is not None:
-                views.append(view)
-        return views
+        return views_of(paths, chunk, offset)

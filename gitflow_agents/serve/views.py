@@ -15,7 +15,6 @@ from typing import Any
 
 from gitflow_agents.base.errors import GitflowError
 from gitflow_agents.base.fsutil import read_agent_text
-from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_data, redact_text
 from gitflow_agents.plan import SpecPlanConfig, parse_plan
 from gitflow_agents.plan.glance import step_states
@@ -29,7 +28,7 @@ from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import UNKNOWN, cost_text, run_spend, step_spend, tokens_text
 from gitflow_agents.runs.status import is_live
 from gitflow_agents.serve.graph import Layout, layout
-from gitflow_agents.serve.stream import event_view, shown_text
+from gitflow_agents.serve.stream import shown_text, views_of
 
 MAX_REPORT = 200_000
 """Characters of a report the page shows (the rest is cut, and it says so)."""
@@ -80,32 +79,28 @@ class RunDetail:
     output: list[str]
     events: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def offset(self) -> int:
+        """Where the events the page was drawn with end: the stream's older ones are skipped."""
+        return max((int(e["offset"]) for e in self.events), default=0)
+
 
 def _tail_events(paths: RunPaths) -> list[dict[str, Any]]:
     """The events of the last :data:`TAIL_BYTES` of a run's events.jsonl, as the stream shows
-    them."""
+    them (with their offsets)."""
     try:
         size = paths.events.stat().st_size
         fd = os.open(paths.events, os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as handle:
-            handle.seek(max(0, size - TAIL_BYTES))
+            start = max(0, size - TAIL_BYTES)
+            handle.seek(start)
             chunk = handle.read(TAIL_BYTES)
     except OSError:
         return []
-    lines = chunk.decode("utf-8", errors="replace").splitlines()
-    if size > TAIL_BYTES:
-        lines = lines[1:]  # the first is cut
-    run_id, flow = paths.run_dir.name, paths.run_dir.parent.parent.name
-    found = []
-    for line in lines:
-        try:
-            event = loads(line)
-        except JsonProblem:
-            continue
-        view = event_view(run_id, flow, event) if isinstance(event, dict) else None
-        if view is not None:
-            found.append(view)
-    return found
+    if start > 0:  # the first line is cut: from the next one
+        cut = chunk.find(b"\n") + 1
+        chunk, start = chunk[cut:], start + cut
+    return views_of(paths, chunk, start)
 
 
 def _output_lines(events: list[dict[str, Any]]) -> list[str]:

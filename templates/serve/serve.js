@@ -111,9 +111,11 @@
   }
 
   function onRunEvent(view) {
-    if (view.run !== runId) {
-      return;
+    const events = document.getElementById("events");
+    if (view.run !== runId || view.offset <= parseInt(events.dataset.offset || "0", 10)) {
+      return; // another run's, or one the page was drawn with
     }
+    events.dataset.offset = String(view.offset);
     setState(document.getElementById("state"), view.state);
     if (view.tokens) {
       document.getElementById("tokens").textContent = view.tokens;
@@ -133,7 +135,7 @@
     type.className = "type";
     type.textContent = view.type;
     item.append(at, " ", type, " ", view.text);
-    document.getElementById("events").appendChild(item);
+    events.appendChild(item);
     if (view.text && (view.type === "agent:output" || view.type === "agent:tool")) {
       const output = document.getElementById("output");
       const lines = (output.textContent + view.text + "\n").split("\n");

@@ -52,7 +52,7 @@ def test_every_answer_carries_the_security_headers(repo: Path) -> None:
             assert "script-src 'self'" in policy and "unsafe-inline" not in policy
             assert "default-src 'none'" in policy
             assert headers["x-content-type-options"] == "nosniff"
-            assert headers["referrer-policy"] == "no-referrer"
+            assert headers["referrer-policy"] == "same-origin"  # the token never leaves
         refused = request(served, "/").headers
         assert refused["x-content-type-options"] == "nosniff"
 

@@ -1,0 +1,204 @@
+"""The page of ``gitflow-agents serve`` in a real browser (headless Chromium, Selenium): a chain
+of fake agents runs while it is open; hostile text stays inert; a plan's graph and a prompt's
+segments render. Skips, saying what to install, without Chromium (``.ci/run`` installs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, running_agent, wait_until
+from tests.helpers import chain
+from tests.helpers.browser import chromium, png_colours, wait_for
+from tests.helpers.serve import event, serving, write_run
+
+pytestmark = pytest.mark.slow
+
+HOSTILE = (
+    '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
+    '<a id=injected href="javascript:window.pwned=3">x</a>'
+)
+
+
+def _start_chain(repo: Path, *args: str) -> subprocess.Popen[str]:
+    """``gitflow-agents run specs/feature.md`` as a process of its own (the page watches it)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "gitflow_agents", *chain.RUN_ARGS, *args],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _row_states(driver: Any) -> dict[str, str]:
+    """Agent → state of each row of the runs table, as the page shows them now."""
+    rows = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#runs tbody tr')).map("
+        "r => [r.querySelector('td.agent').textContent, r.querySelector('td.state').textContent])"
+    )
+    return {agent: state for agent, state in rows if agent}
+
+
+def _not_injected(driver: Any) -> None:
+    assert driver.execute_script("return window.pwned === undefined")
+    assert driver.find_elements("css selector", "#injected, img[src='x'], main script") == []
+
+
+def test_the_page_shows_each_agent_start_and_end_of_a_running_chain(repo: Path) -> None:
+    chain.configure(repo, sleep=2.0)
+    seen: dict[str, list[str]] = {}
+    with serving(repo) as served, chromium() as driver:
+        driver.get(served.url("/"))
+        wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+        run = _start_chain(repo, "--step", "1")
+        try:
+
+            def record() -> bool:
+                for agent, state in _row_states(driver).items():
+                    if not seen.get(agent) or seen[agent][-1] != state:
+                        seen.setdefault(agent, []).append(state)
+                return any("reviewer" in a and s[-1] == "succeeded" for a, s in seen.items())
+
+            wait_for(driver, lambda d: record(), timeout=60)
+        finally:
+            _, err = run.communicate(timeout=60)
+        assert run.returncode == 0, err
+    builder = next(states for agent, states in seen.items() if "builder" in agent)
+    reviewer = next(states for agent, states in seen.items() if "reviewer" in agent)
+    for states in (builder, reviewer):  # each agent seen running, then ended
+        assert "running" in states and states[-1] == "succeeded", seen
+        assert states.index("running") < states.index("succeeded")
+
+
+def test_cancel_on_the_page_stops_the_running_agent_and_shows_the_outcome(repo: Path) -> None:
+    chain.configure(repo, sleep=60.0)
+    with serving(repo) as served, chromium() as driver:
+        run = _start_chain(repo, "--step", "1")
+        try:
+            wait_until(lambda: running_agent(repo), 60)
+            status = running_agent(repo)
+            assert status is not None
+            driver.get(served.url(f"/run/{status['runId']}"))
+            wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+            driver.find_element("id", "cancel").click()
+            wait_for(driver, lambda d: d.find_element("id", "state").text == "canceled")
+            wait_for(
+                driver, lambda d: "cancel: canceled run" in d.find_element("id", "notices").text
+            )
+        finally:
+            run.communicate(timeout=60)
+        assert run.returncode != 0
+        driver.get(served.url("/"))
+        states = _row_states(driver)
+        assert any("builder" in agent and state == "canceled" for agent, state in states.items())
+        step = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#runs tbody tr'))"
+            ".filter(r => r.querySelector('td.what').textContent === 'step 1')"
+            ".map(r => r.querySelector('td.state').textContent)"
+        )
+        assert step and step[0] in ("canceled", "failed"), step
+
+
+def test_hostile_title_finding_and_output_are_inert_in_the_browser(repo: Path) -> None:
+    plan = repo / "specs" / "hostile.md"
+    plan.parent.mkdir()
+    plan.write_text(
+        "# Plan: hostile\n\n## Implementation Steps\n\n"
+        f"### Status: ❌ | Step 1: {HOSTILE}\n\nBody.\n"
+    )
+    run_id = "01900000-0000-7000-8000-000000000001"
+    run_dir = write_run(
+        repo,
+        run_id,
+        status={"state": "running", "agent": HOSTILE, "kind": "review"},
+        result=None,
+        events=[event("agent:start", run_id, agent=HOSTILE, pid=1)],
+    )
+    with serving(repo) as served, chromium() as driver:
+        driver.get(served.url("/"))
+        wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+        with (run_dir / "events.jsonl").open("a") as handle:  # arrives through the stream
+            handle.write(json.dumps(event("agent:output", run_id, agent=HOSTILE, tail=HOSTILE)))
+            handle.write("\n")
+        wait_for(
+            driver, lambda d: "window.pwned=1" in d.find_element("css selector", "td.last").text
+        )
+        _not_injected(driver)
+        (run_dir / "result.json").write_text(
+            json.dumps(
+                {
+                    "status": "failed",
+                    "findings": [{"severity": "error", "file": HOSTILE, "message": HOSTILE}],
+                    "overall": "revise",
+                    "summary": HOSTILE,
+                    "run": {"agentId": HOSTILE, "kind": "review"},
+                }
+            )
+        )
+        driver.get(served.url(f"/run/{run_id}"))
+        wait_for(driver, lambda d: d.find_elements("css selector", "tr.finding"))
+        assert "window.pwned=2" in driver.find_element("css selector", "tr.finding").text
+        _not_injected(driver)
+        driver.get(served.url("/plan", path="specs/hostile.md"))
+        title = wait_for(
+            driver, lambda d: d.find_element("css selector", "#plan-graph .step-title")
+        )
+        assert title.text.startswith("Step 1: <script>")
+        _not_injected(driver)
+
+
+def test_screenshot_of_a_plan_graph_and_a_prompt_by_segment(repo: Path, tmp_path: Path) -> None:
+    chain.configure(repo)
+    result = chain.run(repo, "--step", "1")
+    assert result.returncode == 0, result.stderr
+    builder = next(
+        p.parent.name
+        for p in sorted((repo / "flows" / "feature" / "runs").glob("*/prompt_segments.json"))
+    )
+    with serving(repo) as served, chromium() as driver:
+        driver.get(served.url("/plan", path="specs/feature.md"))
+        graph = wait_for(driver, lambda d: d.find_element("id", "plan-graph"))
+        steps = driver.find_elements("css selector", "#plan-graph g.step")
+        assert [s.get_attribute("data-step") for s in steps] == ["1", "2"]
+        assert "step-done" in steps[0].get_attribute("class")  # step 1 landed
+        shot = tmp_path / "plan.png"
+        assert graph.screenshot(str(shot))
+        assert png_colours(shot.read_bytes()) > 3
+        driver.get(served.url(f"/run/{builder}"))
+        rows = wait_for(driver, lambda d: d.find_elements("css selector", "#segments tr.segment"))
+        sources = [r.find_elements("css selector", "td")[3].text for r in rows]
+        assert len(rows) >= 3 and "specs/feature.md" in sources, sources  # the step's plan
+        shot = tmp_path / "prompt.png"
+        assert driver.find_element("id", "prompt").screenshot(str(shot))
+        assert png_colours(shot.read_bytes()) > 3
+
+
+def test_a_message_typed_in_the_page_goes_to_send_and_its_outcome_shows(repo: Path) -> None:
+    """The box runs the product's ``send`` on the run (docs/serve.md, "Send and cancel") and
+    the page shows what it said, live."""
+    chain.configure(repo)
+    assert chain.run(repo, "--step", "1").returncode == 0
+    builder = next(
+        p.parent.name
+        for p in sorted((repo / "flows" / "feature" / "runs").glob("*/prompt_segments.json"))
+    )
+    with serving(repo) as served, chromium() as driver:
+        driver.get(served.url(f"/run/{builder}"))
+        wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+        driver.find_element("css selector", "#send-form textarea").send_keys("<b>hello</b> there")
+        driver.find_element("id", "send").click()
+        wait_for(
+            driver,
+            lambda d: "send: started: <b>hello</b> there" in d.find_element("id", "notices").text,
+        )
+        wait_for(driver, lambda d: len(d.find_elements("css selector", "#notices li")) == 2)
+        assert driver.find_elements("css selector", "#notices b") == []
