@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import chain
 from tests.helpers.serve import Stream, event, request, serving, write_run
 
 RUN = "01900000-0000-7000-8000-000000000001"
@@ -203,3 +204,23 @@ def test_a_report_path_outside_the_repository_is_not_read(repo: Path, tmp_path: 
     with serving(repo) as served:
         body = request(served, f"/run/{RUN}?token={served.token}").body
     assert "private words" not in body
+
+
+def test_a_real_chain_shows_its_step_agents_prompt_report_and_findings(repo: Path) -> None:
+    chain.configure(repo, reviewer="revise")
+    chain.run(repo, "--step", "1", "--max-iterations", "1")
+    runs = repo / "flows" / "feature" / "runs"
+    kinds = {
+        p.parent.name: json.loads(p.read_text())["run"]["kind"] for p in runs.glob("*/result.json")
+    }
+    step = next(run_id for run_id, kind in kinds.items() if kind == "chain")
+    reviewer = next(run_id for run_id, kind in kinds.items() if kind == "review")
+    with serving(repo) as served:
+        index = request(served, served.target("/")).body
+        assert "step 1" in index and "specs/feature.md" in index
+        page = request(served, served.target(f"/run/{step}")).body
+        assert page.count('<li><a href="/run/') >= 2  # the builder and the reviewer
+        assert "Mermaid chart" in page and "flowchart" in page
+        page = request(served, served.target(f"/run/{reviewer}")).body
+        assert page.count('class="segment"') >= 3  # recorded at its start
+        assert 'class="finding"' in page and "REVIEW_RESULT" in page  # findings and report

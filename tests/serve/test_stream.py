@@ -1,0 +1,71 @@
+"""Following events.jsonl files: where a follower starts, torn and foreign lines, masking."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gitflow_agents.serve.stream import Follower, event_view, shown_text, tokens_text
+from tests.helpers.serve import event, write_run
+
+LIVE = "01900000-0000-7000-8000-000000000001"
+DONE = "01900000-0000-7000-8000-000000000002"
+
+
+def test_a_live_run_is_read_from_its_start_a_finished_one_from_its_end(repo: Path) -> None:
+    write_run(repo, LIVE, status={"state": "running"}, events=[event("agent:start", LIVE, pid=1)])
+    done = write_run(
+        repo,
+        DONE,
+        status={"state": "succeeded"},
+        result={"status": "succeeded"},
+        events=[event("agent:start", DONE, pid=2)],
+    )
+    follower = Follower(repo, "flows")
+    follower.start()
+    assert [(v["run"], v["type"]) for v in follower.poll()] == [(LIVE, "agent:start")]
+    assert follower.poll() == []  # nothing new
+    with (done / "events.jsonl").open("a") as handle:
+        handle.write(json.dumps(event("agent:complete", DONE, status="succeeded")) + "\n")
+    (view,) = follower.poll()
+    assert (view["run"], view["state"]) == (DONE, "succeeded")
+
+
+def test_a_torn_line_waits_for_its_end_and_a_foreign_line_is_skipped(repo: Path) -> None:
+    run_dir = write_run(repo, LIVE, status={"state": "running"})
+    follower = Follower(repo, "flows")
+    follower.start()
+    line = json.dumps(event("agent:output", LIVE, tail="half and half"))
+    with (run_dir / "events.jsonl").open("a") as handle:
+        handle.write("not json\n[1, 2]\n" + line[:10])
+    assert follower.poll() == []
+    with (run_dir / "events.jsonl").open("a") as handle:
+        handle.write(line[10:] + "\n")
+    (view,) = follower.poll()
+    assert view["text"] == "half and half"
+    assert view["offset"] == (run_dir / "events.jsonl").stat().st_size
+
+
+def test_a_run_without_records_yet_counts_as_live(repo: Path) -> None:
+    """A chain's step run has events before any status.json or result.json."""
+    write_run(repo, LIVE, events=[event("phase:start", LIVE, phase="implement")])
+    follower = Follower(repo, "flows")
+    follower.start()
+    assert [v["text"] for v in follower.poll()] == ["phase implement"]
+
+
+def test_event_views_mask_secrets_and_cut_long_output() -> None:
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    view = event_view(LIVE, "f", event("agent:failed", LIVE, agent="a", reason=f"k={secret}"))
+    assert view is not None and secret not in view["text"] and view["state"] == "failed"
+    long = shown_text("word " * 200 + secret)
+    assert secret not in long and len(long) <= 401 and long.startswith("…")
+    assert event_view(LIVE, "f", {"type": 3, "data": {}}) is None
+
+
+def test_tokens_text_says_what_is_known() -> None:
+    assert tokens_text({"input_tokens": 10, "output_tokens": None}) == "tokens 10/?"
+    assert tokens_text({"inputTokens": 1, "outputTokens": 2, "costUsd": 0.5}) == (
+        "tokens 1/2 $0.5000"
+    )
+    assert tokens_text({"cost_usd": True}) == ""
