@@ -80,32 +80,44 @@ def test_the_page_shows_each_agent_start_and_end_of_a_running_chain(repo: Path) 
 
 
 def test_cancel_on_the_page_stops_the_running_agent_and_shows_the_outcome(repo: Path) -> None:
+    """The run's page cancels its agent; the runs page, open all along in another tab, shows
+    the agent canceled and the step's outcome as they are recorded."""
     chain.configure(repo, sleep=60.0)
     with serving(repo) as served, chromium() as driver:
+        driver.get(served.url("/"))
+        runs_tab = driver.current_window_handle
+        wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
         run = _start_chain(repo, "--step", "1")
         try:
             wait_until(lambda: running_agent(repo), 60)
             status = running_agent(repo)
             assert status is not None
+            driver.switch_to.new_window("tab")
             driver.get(served.url(f"/run/{status['runId']}"))
             wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
             driver.find_element("id", "cancel").click()
             wait_for(driver, lambda d: d.find_element("id", "state").text == "canceled")
-            wait_for(
-                driver, lambda d: "cancel: canceled run" in d.find_element("id", "notices").text
-            )
+            notices = driver.find_element("id", "notices")
+            wait_for(driver, lambda d: "cancel: canceled run" in notices.text)
         finally:
             run.communicate(timeout=60)
         assert run.returncode != 0
-        driver.get(served.url("/"))
-        states = _row_states(driver)
-        assert any("builder" in agent and state == "canceled" for agent, state in states.items())
-        step = driver.execute_script(
-            "return Array.from(document.querySelectorAll('#runs tbody tr'))"
-            ".filter(r => r.querySelector('td.what').textContent === 'step 1')"
-            ".map(r => r.querySelector('td.state').textContent)"
+        driver.switch_to.window(runs_tab)
+        wait_for(
+            driver,
+            lambda d: any("builder" in a and s == "canceled" for a, s in _row_states(d).items()),
         )
-        assert step and step[0] in ("canceled", "failed"), step
+        wait_for(driver, lambda d: _step_state(d) in ("canceled", "failed"))
+
+
+def _step_state(driver: Any) -> str | None:
+    """The state the runs page shows for the run of step 1."""
+    states = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#runs tbody tr'))"
+        ".filter(r => r.querySelector('td.what').textContent === 'step 1')"
+        ".map(r => r.querySelector('td.state').textContent)"
+    )
+    return states[0] if states else None
 
 
 def test_hostile_title_finding_and_output_are_inert_in_the_browser(repo: Path) -> None:

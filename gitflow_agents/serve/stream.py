@@ -18,6 +18,8 @@ from typing import Any
 from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import RunPaths, iter_runs, read_json
+from gitflow_agents.runs.fields import mapping, scalar
+from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.status import is_live
 
 MAX_TEXT = 400
@@ -118,6 +120,28 @@ def views_of(paths: RunPaths, chunk: bytes, start: int) -> list[dict[str, Any]]:
     return views
 
 
+def ended_view(paths: RunPaths) -> dict[str, Any]:
+    """A ``run:ended`` view once a run's result.json is written: how it ended (a step run's
+    outcome), for a run whose events do not say it (a step run has no events of its own)."""
+    result = read_json(paths.result) or {}
+    run = mapping(result, "run")
+    chain = step_chain(result)
+    state = (chain.outcome if chain is not None else "") or str(scalar(result, "status") or "")
+    what = f"step {chain.step}" if chain is not None and chain.step is not None else ""
+    return {
+        "run": paths.run_dir.name,
+        "flow": paths.run_dir.parent.parent.name,
+        "type": "run:ended",
+        "agent": redact_text(str(scalar(run, "agentId") or "")),
+        "state": redact_text(state),
+        "at": "",
+        "text": "",
+        "tokens": "",
+        "offset": 0,
+        "what": redact_text(what or str(scalar(run, "kind") or "")),
+    }
+
+
 def run_is_live(paths: RunPaths) -> bool:
     """A live state in ``status.json``, or no ``result.json`` yet."""
     status = read_json(paths.status) or {}
@@ -131,10 +155,13 @@ class Follower:
     root: Path
     flow_dir: str
     offsets: dict[Path, int] = field(default_factory=dict)
+    ended: set[Path] = field(default_factory=set)  # runs whose result.json was seen
 
     def start(self) -> None:
         """Remember where each run's events end; a live run's from their start."""
         for paths in iter_runs(self.root, self.flow_dir):
+            if paths.result.exists():
+                self.ended.add(paths.run_dir)
             if not run_is_live(paths):
                 try:
                     self.offsets[paths.events] = paths.events.stat().st_size
@@ -146,6 +173,9 @@ class Follower:
         found: list[dict[str, Any]] = []
         for paths in iter_runs(self.root, self.flow_dir):
             found.extend(self._read(paths))
+            if paths.run_dir not in self.ended and paths.result.exists():
+                self.ended.add(paths.run_dir)
+                found.append(ended_view(paths))
         return found
 
     def _read(self, paths: RunPaths) -> list[dict[str, Any]]:

@@ -92,6 +92,9 @@
     if (view.agent) {
       cell(row, "agent").textContent = view.agent;
     }
+    if (view.what) {
+      cell(row, "what").textContent = view.what;
+    }
     setState(cell(row, "state"), view.state);
     const time = cell(row, "elapsed");
     if (view.type === "agent:start" && seconds(view.at) !== null) {
@@ -112,8 +115,15 @@
 
   function onRunEvent(view) {
     const events = document.getElementById("events");
-    if (view.run !== runId || view.offset <= parseInt(events.dataset.offset || "0", 10)) {
-      return; // another run's, or one the page was drawn with
+    if (view.run !== runId) {
+      return;
+    }
+    if (view.type === "run:ended") {
+      setState(document.getElementById("state"), view.state);
+      return;
+    }
+    if (view.offset <= parseInt(events.dataset.offset || "0", 10)) {
+      return; // one the page was drawn with
     }
     events.dataset.offset = String(view.offset);
     setState(document.getElementById("state"), view.state);

@@ -69,3 +69,19 @@ def test_tokens_text_says_what_is_known() -> None:
         "tokens 1/2 $0.5000"
     )
     assert tokens_text({"cost_usd": True}) == ""
+
+
+def test_a_result_written_later_is_one_run_ended_view_with_the_steps_outcome(repo: Path) -> None:
+    """A step run has no events of its own: its outcome reaches the page when recorded."""
+    run_dir = write_run(repo, LIVE)
+    write_run(repo, DONE, result={"status": "succeeded"})  # ended before: not announced
+    follower = Follower(repo, "flows")
+    follower.start()
+    assert follower.poll() == []
+    chain = {"outcome": "canceled", "step": 2, "agents": [], "rounds": []}
+    (run_dir / "result.json").write_text(
+        json.dumps({"status": "canceled", "chain": chain, "run": {"kind": "chain"}})
+    )
+    (view,) = follower.poll()
+    assert (view["type"], view["state"], view["what"]) == ("run:ended", "canceled", "step 2")
+    assert follower.poll() == []  # once
