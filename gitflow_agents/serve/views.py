@@ -78,6 +78,12 @@ class RunDetail:
     findings: list[dict[str, str]]
     output: list[str]
     events: list[dict[str, Any]] = field(default_factory=list)
+    plan: str = ""  # a step run's plan, as the page shows its path
+
+    @property
+    def is_step(self) -> bool:
+        """A step run: its agents are runs of their own (prompt, report, send and cancel there)."""
+        return self.row.kind == "chain"
 
     @property
     def offset(self) -> int:
@@ -276,6 +282,7 @@ def run_detail(root: Path, flow_dir: str, run_id: str) -> RunDetail | None:
         findings=_findings(result),
         output=_output_lines(events),
         events=events[-50:],
+        plan=shown_plan(root, row.plan) if row.plan else "",
     )
 
 
