@@ -47,6 +47,8 @@ class Layout:
     boxes: tuple[Box, ...]
     edges: tuple[Edge, ...]
     hidden: int  # steps not drawn (over MAX_PLAN_STEPS)
+    node_width: int = NODE_WIDTH
+    node_height: int = NODE_HEIGHT
 
 
 def _depths(nodes: Sequence[PlanNode]) -> dict[int, int]:
@@ -95,6 +97,7 @@ def layout(steps: Sequence[PlanNode]) -> Layout:
             full_title=full,
             detail=node.detail,
         )
+    depends_on = {node.number: node.depends_on for node in reversed(nodes)}  # the first wins
     edges = [
         Edge(
             boxes[dep].x + NODE_WIDTH,
@@ -103,7 +106,7 @@ def layout(steps: Sequence[PlanNode]) -> Layout:
             box.y + NODE_HEIGHT // 2,
         )
         for box in boxes.values()
-        for dep in next(n for n in nodes if n.number == box.number).depends_on
+        for dep in depends_on[box.number]
         if dep in boxes and dep != box.number
     ][:MAX_PLAN_EDGES]
     columns = max(depth.values(), default=0) + 1
