@@ -205,9 +205,15 @@ class Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, self.app.render(template, **context), "text/html")
 
     def _index(self) -> dict[str, Any]:
-        rows = views.run_rows(self.app.root, self.app.flow_dir)
+        rows, older = views.run_rows(self.app.root, self.app.flow_dir)
         plans = sorted({views.shown_plan(self.app.root, row.plan) for row in rows if row.plan})
-        return {"rows": rows, "plans": plans, "elapsed": views.elapsed_text, "now": time.time()}
+        return {
+            "rows": rows,
+            "older": older,
+            "plans": plans,
+            "elapsed": views.elapsed_text,
+            "now": time.time(),
+        }
 
     def _run(self, run_id: str) -> None:
         detail = views.run_detail(self.app.root, self.app.flow_dir, run_id)

@@ -158,9 +158,16 @@ def run_row(paths: RunPaths, events: list[dict[str, Any]] | None = None) -> RunR
     return RunRow(**redact_data(row.__dict__))
 
 
-def run_rows(root: Path, flow_dir: str) -> list[RunRow]:
-    """Every run under ``<flow_dir>``, newest first."""
-    return [run_row(paths) for paths in reversed(list(iter_runs(root, flow_dir)))]
+MAX_ROWS = 200
+"""Runs the runs page draws (the newest); older ones are counted (``history`` lists them all)."""
+
+
+def run_rows(root: Path, flow_dir: str, most: int = MAX_ROWS) -> tuple[list[RunRow], int]:
+    """The newest ``most`` runs under ``<flow_dir>``, newest first, and how many older ones
+    there are."""
+    found = list(iter_runs(root, flow_dir))
+    shown = found[-most:] if most > 0 else []
+    return [run_row(paths) for paths in reversed(shown)], len(found) - len(shown)
 
 
 def shown_plan(root: Path, plan: str) -> str:

@@ -1,0 +1,26 @@
+"""What the pages read from the run records: rows, the cap, elapsed time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitflow_agents.serve.views import RunRow, elapsed_text, run_rows
+from tests.helpers.serve import write_run
+
+
+def test_the_newest_runs_come_first_and_older_ones_past_the_cap_are_counted(repo: Path) -> None:
+    ids = [f"01900000-0000-7000-8000-00000000000{n}" for n in (1, 2, 3)]
+    for run_id in ids:
+        write_run(repo, run_id, status={"state": "succeeded", "agent": "a"})
+    rows, older = run_rows(repo, "flows", most=2)
+    assert [row.run_id for row in rows] == [ids[2], ids[1]] and older == 1
+    rows, older = run_rows(repo, "flows")
+    assert len(rows) == 3 and older == 0
+
+
+def test_elapsed_time_runs_to_now_while_a_run_lives() -> None:
+    row = RunRow("r", "f", "a", "k", "running", 100.0, None, "", "", True)
+    assert elapsed_text(row, now=100.0 + 3725) == "1:02:05"
+    ended = RunRow("r", "f", "a", "k", "succeeded", 100.0, 165.0, "", "", False)
+    assert elapsed_text(ended, now=999.0) == "01:05"
+    assert elapsed_text(RunRow("r", "f", "a", "k", "queued", None, None, "", "", True)) == ""
