@@ -214,3 +214,23 @@ def test_a_message_typed_in_the_page_goes_to_send_and_its_outcome_shows(repo: Pa
         )
         wait_for(driver, lambda d: len(d.find_elements("css selector", "#notices li")) == 2)
         assert driver.find_elements("css selector", "#notices b") == []
+
+
+def test_the_plan_graph_follows_a_step_from_red_to_running_to_done(repo: Path) -> None:
+    chain.configure(repo, sleep=2.0)
+    with serving(repo) as served, chromium() as driver:
+        driver.get(served.url("/plan", path="specs/feature.md"))
+
+        def state(d: Any) -> str:
+            classes = d.find_element("css selector", '#plan-graph g[data-step="1"]')
+            return str(classes.get_attribute("class"))
+
+        assert "step-red" in state(driver)  # its status is ❌ until it lands
+        wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+        run = _start_chain(repo, "--step", "1")
+        try:
+            wait_for(driver, lambda d: "step-running" in state(d), timeout=60)
+            wait_for(driver, lambda d: "step-done" in state(d), timeout=60)
+        finally:
+            _, err = run.communicate(timeout=60)
+        assert run.returncode == 0, err

@@ -232,9 +232,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def _events(self) -> None:
         """Server-sent events until the client goes or the server stops: ``event`` for each
-        line appended to an events.jsonl, ``notice`` for what send and cancel said."""
+        line appended to an events.jsonl (``?from=end``: none of what live runs did before),
+        ``notice`` for what send and cancel said."""
         follower = Follower(self.app.root, self.app.flow_dir)
-        follower.start()
+        follower.start(replay=self.query.get("from") != "end")
         seen = self.app.notices.last
         self.send_response(HTTPStatus.OK)
         for name, value in security.HEADERS.items():

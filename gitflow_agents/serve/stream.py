@@ -157,12 +157,13 @@ class Follower:
     offsets: dict[Path, int] = field(default_factory=dict)
     ended: set[Path] = field(default_factory=set)  # runs whose result.json was seen
 
-    def start(self) -> None:
-        """Remember where each run's events end; a live run's from their start."""
+    def start(self, *, replay: bool = True) -> None:
+        """Remember where each run's events end; a live run's from their start (``replay``),
+        else from their end too: only what happens from now on."""
         for paths in iter_runs(self.root, self.flow_dir):
             if paths.result.exists():
                 self.ended.add(paths.run_dir)
-            if not run_is_live(paths):
+            if not replay or not run_is_live(paths):
                 try:
                     self.offsets[paths.events] = paths.events.stat().st_size
                 except OSError:

@@ -171,7 +171,8 @@
   }
 
   function connect() {
-    const source = new EventSource(withToken("/events"));
+    // the plan page only wants what happens from now on (it reloads on it)
+    const source = new EventSource(withToken("/events") + (page === "plan" ? "&from=end" : ""));
     source.onopen = function () {
       live.textContent = "live";
       live.className = "live on";
@@ -189,6 +190,8 @@
         onIndexEvent(view);
       } else if (page === "run") {
         onRunEvent(view);
+      } else if (page === "plan" && (view.type === "agent:start" || view.type === "run:ended")) {
+        window.location.reload(); // a step started or ended: its colour may change
       }
     });
     source.addEventListener("notice", function (message) {
@@ -199,7 +202,7 @@
     });
   }
 
-  if (page === "index" || page === "run") {
+  if (page === "index" || page === "run" || page === "plan") {
     connect();
   } else {
     live.textContent = "";

@@ -85,3 +85,15 @@ def test_a_result_written_later_is_one_run_ended_view_with_the_steps_outcome(rep
     (view,) = follower.poll()
     assert (view["type"], view["state"], view["what"]) == ("run:ended", "canceled", "step 2")
     assert follower.poll() == []  # once
+
+
+def test_without_replay_a_live_run_is_read_from_its_end_too(repo: Path) -> None:
+    run_dir = write_run(
+        repo, LIVE, status={"state": "running"}, events=[event("agent:start", LIVE)]
+    )
+    follower = Follower(repo, "flows")
+    follower.start(replay=False)
+    assert follower.poll() == []
+    with (run_dir / "events.jsonl").open("a") as handle:
+        handle.write(json.dumps(event("agent:complete", LIVE, status="failed")) + "\n")
+    assert [v["state"] for v in follower.poll()] == ["failed"]
