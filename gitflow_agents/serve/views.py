@@ -24,6 +24,7 @@ from gitflow_agents.render.mermaid import PlanNode, plan_flowchart, single_run_f
 from gitflow_agents.runs import RunPaths, find_run, iter_runs, read_json
 from gitflow_agents.runs.fields import mapping, number, scalar, text
 from gitflow_agents.runs.lock import steps_running
+from gitflow_agents.runs.lost import is_lost
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import UNKNOWN, cost_text, run_spend, step_spend, tokens_text
 from gitflow_agents.runs.status import is_live
@@ -131,6 +132,8 @@ def run_row(paths: RunPaths, events: list[dict[str, Any]] | None = None) -> RunR
     for event in events:  # a chain's events say more than its missing status.json
         if event["state"] and not status:
             state = event["state"]
+    if is_lost(status):  # nothing supervises it any more (as `status` says): it never ends
+        state, live = "lost", False
     started = number(status, "started") or number(run, "startedAt")
     ended = number(status, "ended") or number(run, "finishedAt") or number(run, "endedAt")
     spend = step_spend(paths.run_dir, result) if chain is not None else run_spend(run)

@@ -24,3 +24,13 @@ def test_elapsed_time_runs_to_now_while_a_run_lives() -> None:
     ended = RunRow("r", "f", "a", "k", "succeeded", 100.0, 165.0, "", "", False)
     assert elapsed_text(ended, now=999.0) == "01:05"
     assert elapsed_text(RunRow("r", "f", "a", "k", "queued", None, None, "", "", True)) == ""
+
+
+def test_a_run_nothing_supervises_any_more_is_lost_not_running(repo: Path) -> None:
+    write_run(
+        repo,
+        "01900000-0000-7000-8000-000000000001",
+        status={"state": "running", "supervisor_pid": 2**22 + 7, "pid": None},
+    )
+    (row,), _ = run_rows(repo, "flows")
+    assert (row.state, row.live) == ("lost", False)
