@@ -142,6 +142,7 @@ def test_send_to_an_agent_that_cannot_take_input_is_queued_and_says_so(
     [event] = [e["data"] for e in events(run) if e["type"] == "session:message"]
     assert event["delivery"] == "queued" and GH_TOKEN not in event["content"]  # masked
     assert json.loads((run / "status.json").read_text())["reason"] == control.CANCELED
+    assert not run.joinpath("cancel").exists()  # asked through the channel, not the file
     again = run_cli("cancel", run.name, cwd=project)  # a second cancel: nothing to do
     assert again.returncode == 0 and "already ended: canceled" in again.stdout
 
