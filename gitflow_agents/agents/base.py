@@ -61,13 +61,16 @@ class LiveInput:
     """A CLI that takes user messages on stdin while it runs (Claude Code's stream-json input).
 
     The supervisor writes ``encode(first)`` when the CLI starts, ``encode(text)`` for each message
-    ``send`` delivers, and closes stdin once the CLI has ended as many turns (``turn_end`` on a
-    stdout line) as it was given messages: the CLI then exits as it would with stdin closed.
+    ``send`` delivers, and closes stdin when the CLI ends a turn (``turn_end`` on a stdout line)
+    having taken every message written (``taken``: its acknowledgement of one): the CLI then
+    exits as it would with stdin closed. A message it took mid-turn joins that turn; one it had
+    not taken yet when the turn ended starts the next.
     """
 
     first: str  # the task: the first user message
     encode: Callable[[str], bytes]  # one user message as the line written to stdin
     turn_end: Callable[[bytes], bool]  # a stdout line that ends a turn
+    taken: Callable[[bytes], bool]  # a stdout line that acknowledges one message taken
 
 
 CpuActivity = Literal["tree", "tools"]

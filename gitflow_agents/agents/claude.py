@@ -72,8 +72,9 @@ ENV_NAMES = (
     "MAX_THINKING_TOKENS",
 )
 STREAM_USAGE = ("stream-json", "--verbose", "--include-partial-messages")
-# User messages as JSON lines on stdin while it runs (needs stream-json output, and --verbose)
-LIVE_INPUT = ("--input-format", "stream-json")
+# User messages as JSON lines on stdin while it runs (needs stream-json output, and --verbose);
+# each message it takes is echoed on stdout (isReplay), so the supervisor knows when all are in
+LIVE_INPUT = ("--input-format", "stream-json", "--replay-user-messages")
 QUIET_DEFAULTS = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_AUTOUPDATER": "1",
@@ -137,7 +138,11 @@ class ClaudeAdapter:
             # Moves both ~/.claude/ and ~/.claude.json: concurrent runs sharing them corrupt them.
             fixed={"CLAUDE_CONFIG_DIR": str(invocation.config_dir)},
         )
-        live = LiveInput(invocation.task, user_line, ends_turn) if invocation.live_input else None
+        live = (
+            LiveInput(invocation.task, user_line, ends_turn, took_message)
+            if invocation.live_input
+            else None
+        )
         return LaunchSpec(
             argv=tuple(argv),
             env=env,
@@ -197,6 +202,14 @@ def ends_turn(line: bytes) -> bool:
         return False
     whole = json_object(line.decode("utf-8", errors="replace"))
     return whole is not None and whole.get("type") == "result"
+
+
+def took_message(line: bytes) -> bool:
+    """The echo of a user message it took from stdin (``--replay-user-messages``)."""
+    if b'"isReplay"' not in line:
+        return False
+    whole = json_object(line.decode("utf-8", errors="replace"))
+    return whole is not None and whole.get("type") == "user" and whole.get("isReplay") is True
 
 
 def _least(*values: float | None) -> float | None:

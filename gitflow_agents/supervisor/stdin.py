@@ -3,9 +3,9 @@
 Most CLIs start with stdin closed (Codex and opencode wait forever on an open one). A CLI whose
 launch has a ``LiveInput`` (Claude Code with ``--input-format stream-json``, only for a run with
 a control channel) gets a pipe: its task is the first message, each message ``send`` delivers
-is the next, and the pipe is closed once the CLI has ended as many turns as it was given
-messages, or its report is renamed. It then exits as a CLI with stdin closed does, so how a
-run ends is judged exactly as before.
+is the next, and the pipe is closed once the CLI ends a turn having taken every message written
+to it (Claude Code joins a message it takes mid-turn to that turn), or its report is renamed.
+It then exits as a CLI with stdin closed does, so how a run ends is judged exactly as before.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class AgentInput:
         self.live, self._pipe = live, pipe
         self._lock = threading.Lock()
         self._given = 0  # messages written (the task is the first)
-        self._ended = 0  # turns the CLI ended
+        self._taken = 0  # messages the CLI said it took
         self._partial = b""
         self.closed = False
 
@@ -65,18 +65,19 @@ class AgentInput:
             return True
 
     def feed(self, chunk: bytes) -> None:
-        """Read a chunk of the CLI's stdout: every turn it ends is counted, and stdin closes
-        when it has ended them all."""
+        """Read a chunk of the CLI's stdout: the messages it took are counted, and stdin closes
+        when it ends a turn having taken every message written (one written meanwhile starts
+        a turn of its own)."""
         with self._lock:
             data = self._partial + chunk
             *lines, self._partial = data.split(b"\n")
             if len(self._partial) > MAX_LINE:
                 self._partial = b""
             for line in lines:
-                if self.live.turn_end(line):
-                    self._ended += 1
-            if self._given and self._ended >= self._given:
-                self._close()
+                if self.live.taken(line):
+                    self._taken += 1
+                elif self.live.turn_end(line) and self._taken >= self._given:
+                    self._close()
 
     def close(self) -> None:
         with self._lock:

@@ -256,10 +256,11 @@ def test_claude_takes_messages_on_stdin_when_its_run_has_a_control_channel(
     claude = get_adapter("claude")
     assert claude.launch(make_invocation(tmp_path)).live_input is None  # stdin closed
     spec = claude.launch(make_invocation(tmp_path, live_input=True))
-    assert spec.argv[1:7] == (
+    assert spec.argv[1:8] == (
         "-p",
         "--input-format",
         "stream-json",
+        "--replay-user-messages",
         "--output-format",
         "stream-json",
         "--verbose",
@@ -276,6 +277,8 @@ def test_claude_takes_messages_on_stdin_when_its_run_has_a_control_channel(
     assert live.turn_end(b'{"type":"result","subtype":"success","result":"x"}')
     assert not live.turn_end(b'{"type":"assistant","message":{"content":"result"}}')
     assert not live.turn_end(b"not json")
+    assert live.taken(b'{"type":"user","message":{"content":"x"},"isReplay":true}')
+    assert not live.taken(b'{"type":"user","message":{"content":[{"type":"tool_result"}]}}')
     budget = claude.launch(make_invocation(tmp_path, live_input=True, stream_usage=True))
     assert "--include-partial-messages" in budget.argv  # the budget's meter still streams
 
