@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.agents import ADAPTERS
+from gitflow_agents.agents.base import cannot_resume
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.fsutil import write_json_atomic, write_text_atomic
 from gitflow_agents.base.jsondata import JsonProblem, loads
@@ -44,6 +46,7 @@ from gitflow_agents.base.redact import redact_text
 from gitflow_agents.config import load_flow_config
 from gitflow_agents.runs import RunPaths, find_run, read_json
 from gitflow_agents.runs.events import EventHub, NoSession
+from gitflow_agents.runs.fields import mapping
 from gitflow_agents.runs.liveness import process_alive
 from gitflow_agents.runs.lost import kill_recorded_tree, mark_ended
 from gitflow_agents.runs.status import is_live
@@ -167,6 +170,9 @@ def answer(hub: EventHub, run_id: str, run_dir: Path, line: bytes) -> dict[str, 
             why = hub.send(run_id, text)
             if why is None:
                 return {"ok": True, "delivery": "now"}
+            never = unreachable(read_json(RunPaths(run_dir).status) or {})
+            if never is not None:
+                return {"ok": False, "error": f"{why}, and {never}; nothing was sent"}
             queue_message(run_dir, text)
             data = {"content": redact_text(text), "delivery": "queued", "reason": why}
             hub.emit("session:message", data, run_id=run_id)
@@ -291,6 +297,15 @@ def queued_messages(run_dir: Path) -> list[tuple[Path, str]]:
     return found
 
 
+def unreachable(status: Mapping[str, Any]) -> str | None:
+    """Why a queued message could never reach the run's agent (its CLI cannot resume a session,
+    so there is no next turn to send it with); None when it can."""
+    adapter = mapping(status, "extra").get("adapter")
+    if isinstance(adapter, str) and adapter in ADAPTERS and not ADAPTERS[adapter].resumes:
+        return cannot_resume(adapter)
+    return None
+
+
 # --- the client: what ``send`` and ``cancel`` call ----------------------------------------------
 
 
@@ -311,6 +326,9 @@ def send_message(root: Path, run_id: str, text: str, *, flow_dir: str | None = N
     status = read_json(paths.status) or status  # it may have ended meanwhile
     if not is_live(status.get("state")) or not _supervisor_alive(status):
         raise NotRunning(f"send: run {run_id} is not running")
+    never = unreachable(status)
+    if never is not None:
+        raise UsageError(f"send: run {run_id} is not listening, and {never}; nothing was sent")
     queue_message(paths.run_dir, text)  # not started yet, or an orchestrator without a channel
     return f"queued: run {run_id} is not listening; {_NEXT_TURN.format(run_id=run_id)}"
 
@@ -332,14 +350,15 @@ def cancel_run(root: Path, run_id: str, *, flow_dir: str | None = None, wait: fl
     if got is None or not got.get("ok"):  # no channel: the file the supervisor watches
         write_text_atomic(paths.cancel, f"{time.time():.3f} canceled by user\n")
     deadline = time.monotonic() + wait
-    while time.monotonic() < deadline and _supervisor_alive(status):
-        state = (read_json(paths.status) or {}).get("state")
-        if not is_live(state):
-            return f"canceled run {paths.run_dir.name} ({state})"
+    while True:
+        # Read again: what the supervisor recorded after we first looked (its ending, or the
+        # agent's pid or tree marker when it died right after starting the agent) counts.
+        status = read_json(paths.status) or status
+        if not is_live(status.get("state")):  # it ended (a supervisor may be gone already)
+            return f"canceled run {paths.run_dir.name} ({status.get('state')})"
+        if time.monotonic() >= deadline or not _supervisor_alive(status):
+            break
         time.sleep(0.05)
-    # Read again: what the supervisor recorded after we first looked (the agent's pid, or its
-    # tree marker when it died right after starting the agent) must not be missed.
-    status = read_json(paths.status) or status
     left = kill_recorded_tree(status)
     mark_ended(paths, status, "canceled by user")
     note = f"; processes left: {list(left)}" if left else ""

@@ -29,9 +29,9 @@ from tests.helpers.secrets import GH_TOKEN
 LIVE = FAKES / "fake_live_claude"
 
 
-def agent(mode: str) -> str:
+def agent(mode: str, adapter: str = "claude") -> str:
     return (
-        f"    adapter: claude\n    options:\n      executable: {json.dumps(str(LIVE))}\n"
+        f"    adapter: {adapter}\n    options:\n      executable: {json.dumps(str(LIVE))}\n"
         f'      extra_args: ["--fake", "{mode}"]\n'
     )
 
@@ -45,6 +45,7 @@ def project(repo: Path) -> Path:
         '  template: "Rename {report_file} to {success_file}."\n'
         "defaults:\n  stuck_timeout_secs: 30\n  max_wait_secs: 60\n"
         f"agents:\n  talker:\n{agent('listen')}  hanger:\n{agent('hang')}"
+        f"  coder:\n{agent('hang', 'codex')}"
         f"  plain:\n    adapter: command\n    command: {hang}\n"
     )
     git(repo, "add", ".")
@@ -127,12 +128,12 @@ def test_send_reaches_a_running_agent_and_its_answer_is_recorded(
 def test_send_to_an_agent_that_cannot_take_input_is_queued_and_says_so(
     project: Path, spawned: list[subprocess.Popen[str]]
 ) -> None:
-    proc = start_spawn(project, "plain")
+    proc = start_spawn(project, "coder")  # Codex: no input mid-run, but it resumes a session
     spawned.append(proc)
     run = listening_run(project, proc)
     sent = run_cli("send", run.name, f"the token is {GH_TOKEN}", cwd=project)
     assert sent.returncode == 0, sent.stderr
-    assert sent.stdout.startswith("queued: command cannot take input mid-run; it is sent with")
+    assert sent.stdout.startswith("queued: codex cannot take input mid-run; it is sent with")
     [queued] = control.queued_messages(run)
     assert queued[1] == f"the token is {GH_TOKEN}"  # kept as written: it goes to the agent
     canceled = run_cli("cancel", run.name, cwd=project)
@@ -141,10 +142,25 @@ def test_send_to_an_agent_that_cannot_take_input_is_queued_and_says_so(
     assert json.loads((run / "result.json").read_text())["status"] == "canceled"
     [event] = [e["data"] for e in events(run) if e["type"] == "session:message"]
     assert event["delivery"] == "queued" and GH_TOKEN not in event["content"]  # masked
-    assert json.loads((run / "status.json").read_text())["reason"] == control.CANCELED
+    assert json.loads((run / "status.json").read_text())["reason"] == control.CANCELED, (
+        canceled.stdout + proc.communicate()[1]
+    )
     assert not run.joinpath("cancel").exists()  # asked through the channel, not the file
     again = run_cli("cancel", run.name, cwd=project)  # a second cancel: nothing to do
     assert again.returncode == 0 and "already ended: canceled" in again.stdout
+
+
+def test_a_message_that_could_never_reach_its_agent_is_refused(
+    project: Path, spawned: list[subprocess.Popen[str]]
+) -> None:
+    proc = start_spawn(project, "plain")  # a command: no input mid-run, no session to resume
+    spawned.append(proc)
+    run = listening_run(project, proc)
+    sent = run_cli("send", run.name, "hello?", cwd=project)
+    assert sent.returncode == 2
+    assert "command cannot take input mid-run, and the command adapter cannot resume" in sent.stderr
+    assert "nothing was sent" in sent.stderr and not control.queued_messages(run)
+    assert run_cli("cancel", run.name, cwd=project).returncode == 0
 
 
 def test_a_socket_left_by_kill_9_is_stale(
@@ -176,6 +192,29 @@ def test_a_socket_left_by_kill_9_is_stale(
     finally:
         stop()
     assert not (run / control.SOCKET).exists()
+
+
+def test_cancel_of_a_run_that_ends_meanwhile_keeps_its_ending(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = project / "flows" / "f" / "runs" / "01a2195c-a913-7cf7-97aa-93589fd183b3"
+    run.mkdir(parents=True)
+    supervisor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    status = {"state": "running", "supervisor_pid": supervisor.pid, "agent": "talker"}
+    (run / "status.json").write_text(json.dumps(status))
+
+    def supervisor_ends_and_exits(path: Path, data: object, **_: object) -> dict[str, Any]:
+        ended = {**status, "state": "canceled", "reason": control.CANCELED}
+        (run / "status.json").write_text(json.dumps(ended))
+        supervisor.kill()  # it records the ending, then its process is gone at once
+        supervisor.wait()
+        return {"ok": True}
+
+    monkeypatch.setattr(control, "request", supervisor_ends_and_exits)
+    said = control.cancel_run(project, run.name, flow_dir="flows")
+    assert said == f"canceled run {run.name} (canceled)"
+    assert json.loads((run / "status.json").read_text())["reason"] == control.CANCELED
+    assert not (run / "result.json").exists()  # the supervisor's to write, not marked here
 
 
 def test_a_live_socket_or_a_file_in_the_way_is_never_replaced(tmp_path: Path) -> None:
