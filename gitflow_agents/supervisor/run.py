@@ -217,6 +217,8 @@ class _Supervision:
             RUN_DIR_ENV: str(self.run_dir),
             AGENT_DIR_ENV: str(self.files.report.parent),
         }
+        # listening before the agent exists: the socket's path is ours before it could take it
+        self.session.join(self.hub, self.run_id, self.run_dir, live=spec.live_input is not None)
         self.spawned_wall = time.time()
         command = spec.argv[0] if spec.argv else ""
         try:
@@ -239,7 +241,6 @@ class _Supervision:
         self.emit("agent:start", {"pid": proc.pid, "command": command, "cwd": str(spec.cwd)})
         self.session.start(spec.live_input, proc.stdin)
         self.output.start({"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()})
-        self.session.join(self.hub, self.run_id, self.run_dir)
         wake_r, wake_w = exit_notifier(proc)
         self.wake_r, self.wake_w = wake_r, -1 if wake_w is None else wake_w
         cli_stdout = None

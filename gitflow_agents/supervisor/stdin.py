@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 Emit = Callable[[str, Mapping[str, Any]], None]
 
 MAX_LINE = 1024 * 1024  # a stdout line longer than this is not a turn's end we need to see
+STARTING = 10.0  # seconds a message waits for a live CLI that is being started
 
 
 def stdin_of(live: LiveInput | None) -> int:
@@ -100,19 +101,28 @@ class AgentSession:
         self.input: AgentInput | None = None
         self.aborted: str | None = None  # why it was canceled; the wait loop stops it
         self._detach: Callable[[], None] | None = None
+        self._live = False  # its CLI takes input mid-run once started
+        self._started = threading.Event()  # its CLI started (or never will)
 
     def start(self, live: LiveInput | None, pipe: IO[bytes] | None) -> None:
         """The CLI started: a live one gets its task as the first message."""
         if live is not None and pipe is not None:
             self.input = AgentInput(live, pipe)
             self.input.start()
+        self._started.set()
 
-    def join(self, hub: EventHub, run_id: str, run_dir: Path) -> None:
-        """Be the hub's running agent ``run_id`` (its control channel listens meanwhile)."""
+    def join(self, hub: EventHub, run_id: str, run_dir: Path, *, live: bool) -> None:
+        """Be the hub's running agent ``run_id`` (its control channel listens meanwhile);
+        ``live``: its CLI will take input mid-run once it has started."""
+        self._live = live
         self._detach = hub.attach(run_id, self, run_dir)
 
     def deliver(self, text: str) -> str | None:
+        if self._live:  # listening since just before its CLI started: wait for that
+            self._started.wait(STARTING)
         if self.input is None:
+            if self._live:
+                return f"{self.adapter} has not started"
             return f"{self.adapter} cannot take input mid-run"
         if not self.input.write(text):
             return f"{self.adapter} has ended its last turn"
@@ -134,6 +144,7 @@ class AgentSession:
 
     def leave(self) -> None:
         """The run ends: stdin closed, the hub (and its control channel) let go."""
+        self._started.set()
         self.close_input()
         detach, self._detach = self._detach, None
         if detach is not None:
