@@ -141,13 +141,14 @@ class EventHub:
         with an endpoint, the orchestrator listens for it meanwhile."""
         with self._lock:
             self._sessions[run_id] = session
-        stop = self.endpoint.listen(run_id, run_dir) if self.endpoint is not None else None
+        stops = [self.endpoint.listen(run_id, run_dir)] if self.endpoint is not None else []
 
         def detach() -> None:
             with self._lock:
                 if self._sessions.get(run_id) is session:
                     del self._sessions[run_id]
-            if stop is not None:
+                stop = stops.pop() if stops else None
+            if stop is not None:  # once
                 stop()
 
         return detach
