@@ -94,11 +94,17 @@ class Control:
         thread.start()
 
         def stop() -> None:
-            server.shutdown()
-            server.server_close()
-            server.remove()
+            server.remove()  # no new client from now on
+            # the serving loop notices within its poll interval: not worth the agent's end
+            # waiting for, so it is let go in the background
+            threading.Thread(target=_close, args=(server,), daemon=True).start()
 
         return stop
+
+
+def _close(server: _Server) -> None:
+    server.shutdown()
+    server.server_close()
 
 
 def listening(hub: EventHub) -> EventHub:
