@@ -286,13 +286,13 @@ def _cancel_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_cancel(sub: Registry) -> None:
     _cancel_arguments(
-        _command(sub, "cancel", "cancel", help="kill a run's agent process tree; run = canceled")
+        _command(sub, "cancel", "cancel", help="stop one agent's process tree; run = canceled")
     )
 
 
 def _add_abort(sub: Registry) -> None:
     _cancel_arguments(
-        _command(sub, "abort", "cancel", help="= cancel: kill a run's agent tree; run = canceled")
+        _command(sub, "abort", "cancel", help="= cancel: stop one agent's tree; run = canceled")
     )
 
 
@@ -301,7 +301,11 @@ def _session_command(name: str, event: str) -> Callable[[Registry], None]:
 
     def add(sub: Registry) -> None:
         p = _command(
-            sub, name, "send", help="continue a finished agent's session (new run) or --close it"
+            sub,
+            name,
+            "send",
+            help="a message to a running agent (now, or queued), or continue a finished "
+            "agent's session (new run), or --close it",
         )
         p.set_defaults(session_event=event)
         p.add_argument("run_id", metavar="RUN_ID", help="run id (or a unique prefix of 8+ chars)")

@@ -71,12 +71,15 @@ def prepare(
     env: Mapping[str, str] | None = None,
     resume_session_id: str | None = None,
     budget: Ledger | None = None,
+    live_input: bool = False,
 ) -> Prepared:
     """The configured ``agent`` as its adapter's launch: cwd ``workdir`` (watched for activity,
     but for the run artefacts in its flow folder), reporting in ``files``, the system prompt
     already written to ``prompt_path``, ``task`` as the user message (default :data:`TASK`),
     ``env`` (default ``os.environ``) for the adapter to draw its allow-list from; ``budget``:
-    the ledger whose limits the run is held to (its watch, and the CLI's own budget flag)."""
+    the ledger whose limits the run is held to (its watch, and the CLI's own budget flag);
+    ``live_input``: the run has a control channel (a CLI that can is launched to take messages
+    on stdin while it runs)."""
     agent_cfg = config.agent(agent)
     adapter = get_adapter(agent_cfg.adapter)
     agent_dir = files.folder
@@ -103,6 +106,7 @@ def prepare(
         resume_session_id=resume_session_id,
         budget_usd=budget.usd_left() if budget is not None else None,
         stream_usage=watch is not None,
+        live_input=live_input,
     )
     launch = Launch(
         spec=adapter.launch(invocation),
@@ -110,6 +114,7 @@ def prepare(
         watch=(workdir,),
         ignore=(workdir / config.flow_dir.strip("/"),),
         budget=watch,
+        adapter=agent_cfg.adapter,
     )
     return Prepared(adapter, launch)
 

@@ -50,6 +50,7 @@ from gitflow_agents.prompt.paths import write_prompt_segments
 from gitflow_agents.runs import RunPaths, RunStatus, create_run, result_status, write_status
 from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.cards import card_lock
+from gitflow_agents.runs.control import listening
 from gitflow_agents.runs.events import EventHub, JsonlChannel
 from gitflow_agents.runs.spend import run_spend
 from gitflow_agents.runs.tree import KILL_GRACE
@@ -107,6 +108,7 @@ class AgentJob:
     secrets: frozenset[str] = frozenset()  # exact values masked in its records, log and events
     in_process: InProcess | None = None
     budget: Ledger | None = None  # the limits it is held to (runs/budget.py); None: none
+    control: bool = False  # listen for send/cancel while it runs (runs/control.py); own hub only
 
 
 def limits(
@@ -253,6 +255,7 @@ class AgentRunner:
             env=job.env,
             resume_session_id=job.resume.session_id if job.resume is not None else None,
             budget=job.budget,
+            live_input=self.hub.endpoint is not None,
         )
         # The exact program the adapter will start, in its environment and work tree: a missing
         # one is one clear line (AgentNotInstalled), not a crashed run with [Errno 2].
@@ -466,6 +469,8 @@ def _run_events(
     run_id = paths.run_dir.name
     if shared is None:
         hub = event_hub(paths.events, run_id, quiet=job.quiet, tty=job.tty)
+        if job.control:
+            listening(hub)
         return hub, hub.close
     channel = JsonlChannel(paths.events)
     unsubscribe = shared.subscribe("*", channel.handle, run_id=run_id)

@@ -298,6 +298,7 @@ def run_turn(
                 quiet=quiet,
                 run_id=new_id,
                 workdir=turn.workdir,
+                control=True,
             )
             try:
                 return execute(job)

@@ -2,9 +2,10 @@
 
 An adapter turns one :class:`Invocation` into a :class:`LaunchSpec` (argv, env, cwd) for one agent
 CLI, and turns that CLI's stdout/stderr into an :class:`AgentOutput` (session id, tokens, cost,
-reply, error). It never starts a process: the supervisor does, always with stdin closed and in its
-own process group. ``launch`` may create files inside ``invocation.config_dir`` (the agent's private
-config directory, e.g. a settings file a CLI needs) and nowhere else.
+reply, error). It never starts a process: the supervisor does, in its own process group and with
+stdin closed (or, for a CLI that takes messages mid-run, a pipe: :class:`LiveInput`). ``launch``
+may create files inside ``invocation.config_dir`` (the agent's private config directory, e.g. a
+settings file a CLI needs) and nowhere else.
 
 The helpers below are shared by every adapter: the environment allow-list, option validation with
 clear ``ConfigError`` messages, and forgiving JSON / JSON Lines parsing (agent output is untrusted:
@@ -17,7 +18,7 @@ import json
 import math
 import os
 import shlex
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -50,6 +51,26 @@ class Invocation:
     resume_session_id: str | None = None
     budget_usd: float | None = None  # a budget's USD left, for a CLI's own budget flag
     stream_usage: bool = False  # print usage as it goes, where the CLI can (agents/meter.py)
+    # The run has a control channel (runs/control.py): a CLI that can take user messages on
+    # stdin while it runs is launched to (LaunchSpec.live_input); the others as always.
+    live_input: bool = False
+
+
+@dataclass(frozen=True)
+class LiveInput:
+    """A CLI that takes user messages on stdin while it runs (Claude Code's stream-json input).
+
+    The supervisor writes ``encode(first)`` when the CLI starts, ``encode(text)`` for each message
+    ``send`` delivers, and closes stdin when the CLI ends a turn (``turn_end`` on a stdout line)
+    having taken every message written (``taken``: its acknowledgement of one): the CLI then
+    exits as it would with stdin closed. A message it took mid-turn joins that turn; one it had
+    not taken yet when the turn ended starts the next.
+    """
+
+    first: str  # the task: the first user message
+    encode: Callable[[str], bytes]  # one user message as the line written to stdin
+    turn_end: Callable[[bytes], bool]  # a stdout line that ends a turn
+    taken: Callable[[bytes], bool]  # a stdout line that acknowledges one message taken
 
 
 CpuActivity = Literal["tree", "tools"]
@@ -58,7 +79,8 @@ CPU_ACTIVITY: tuple[CpuActivity, ...] = ("tree", "tools")
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """What to start: the supervisor runs ``argv`` in ``cwd`` with exactly ``env``, stdin closed."""
+    """What to start: the supervisor runs ``argv`` in ``cwd`` with exactly ``env``, stdin closed
+    unless ``live_input``."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str]
@@ -73,6 +95,8 @@ class LaunchSpec:
     # processes, i.e. those whose stdout is the run's stdout pipe (opencode 1.18 burns a core
     # while it waits on a stalled model stream). The agent-CLI adapters use "tools".
     cpu_activity: CpuActivity = "tree"
+    # None: stdin closed (every CLI but one launched with Invocation.live_input).
+    live_input: LiveInput | None = None
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gitflow_agents.agents.base import (
     AgentOutput,
     Invocation,
     LaunchSpec,
+    LiveInput,
     add_optional,
     allowed_env,
     as_dict,
@@ -70,6 +72,9 @@ ENV_NAMES = (
     "MAX_THINKING_TOKENS",
 )
 STREAM_USAGE = ("stream-json", "--verbose", "--include-partial-messages")
+# User messages as JSON lines on stdin while it runs (needs stream-json output, and --verbose);
+# each message it takes is echoed on stdout (isReplay), so the supervisor knows when all are in
+LIVE_INPUT = ("--input-format", "stream-json", "--replay-user-messages")
 QUIET_DEFAULTS = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_AUTOUPDATER": "1",
@@ -92,11 +97,12 @@ class ClaudeAdapter:
         argv = [
             executable(invocation, self.program),
             "-p",
-            invocation.task,
+            # with a control channel the task is the first stream-json line on stdin instead
+            *(LIVE_INPUT if invocation.live_input else (invocation.task,)),
             "--output-format",
             # stream-json with the API's own events (usage as each call streams, read by
             # agents/meter.py) when a budget applies
-            *(STREAM_USAGE if invocation.stream_usage else ("json",)),
+            *_output_format(invocation),
             prompt_flag,
             str(invocation.system_prompt_path),
             "--permission-mode",
@@ -132,7 +138,18 @@ class ClaudeAdapter:
             # Moves both ~/.claude/ and ~/.claude.json: concurrent runs sharing them corrupt them.
             fixed={"CLAUDE_CONFIG_DIR": str(invocation.config_dir)},
         )
-        return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, cpu_activity="tools")
+        live = (
+            LiveInput(invocation.task, user_line, ends_turn, took_message)
+            if invocation.live_input
+            else None
+        )
+        return LaunchSpec(
+            argv=tuple(argv),
+            env=env,
+            cwd=invocation.workdir,
+            cpu_activity="tools",
+            live_input=live,
+        )
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
         result = _result_object(stdout)
@@ -163,6 +180,36 @@ class ClaudeAdapter:
             reply=reply,
             rate_limit=rate_limit(error, stderr) or _api_limit(result, error),
         )
+
+
+def _output_format(invocation: Invocation) -> tuple[str, ...]:
+    """``--output-format``'s value(s): stream-json for a budget's meter or for live input (which
+    Claude Code allows only with stream-json output), else one JSON result."""
+    if invocation.stream_usage:
+        return STREAM_USAGE
+    return ("stream-json", "--verbose") if invocation.live_input else ("json",)
+
+
+def user_line(text: str) -> bytes:
+    """One user message as Claude Code's stream-json input takes it: one JSON line."""
+    message = {"type": "user", "message": {"role": "user", "content": text}}
+    return (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def ends_turn(line: bytes) -> bool:
+    """The stream-json line that ends a turn: its ``result`` object."""
+    if b'"result"' not in line:
+        return False
+    whole = json_object(line.decode("utf-8", errors="replace"))
+    return whole is not None and whole.get("type") == "result"
+
+
+def took_message(line: bytes) -> bool:
+    """The echo of a user message it took from stdin (``--replay-user-messages``)."""
+    if b'"isReplay"' not in line:
+        return False
+    whole = json_object(line.decode("utf-8", errors="replace"))
+    return whole is not None and whole.get("type") == "user" and whole.get("isReplay") is True
 
 
 def _least(*values: float | None) -> float | None:

@@ -95,6 +95,9 @@ def record_ending(ctx: Context, rec: StepRecord, exc: BaseException) -> bool:
         rec.agents.extend(exc.run.attempts())
         if exc.run.status == "canceled" and ctx.cancel.is_set():  # Ctrl-C in another thread
             rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
+        elif exc.run.status == "canceled":  # `gitflow-agents cancel` of this agent alone
+            why = f"{exc.run.agent_id} canceled ({exc.run.reason}); run again to continue"
+            rec.finish("canceled", int(ExitCode.INTERRUPTED), why)
         elif exc.run.status == "budget":  # stopped at a limit; its work is on the branch
             rec.failed_what = exc.run.kind
             rec.finish("budget", int(ExitCode.BUDGET), exc.run.reason)

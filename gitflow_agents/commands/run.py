@@ -262,14 +262,16 @@ def open_context(
 
 def _hub(args: argparse.Namespace, config: FlowConfig) -> EventHub:
     """The run's event hub: live console lines per agent, or with ``--jobs N`` the live view
-    of the steps (``render/steps.py``); nothing on the console with ``--quiet``."""
+    of the steps (``render/steps.py``); nothing on the console with ``--quiet``. It listens for
+    ``send`` and ``cancel`` to its running agents (``runs/control.py``)."""
     from gitflow_agents.agent_run.launch import event_hub
+    from gitflow_agents.runs.control import listening
 
     if jobs_of(args, config) > 1:
         from gitflow_agents.chain.parallel import steps_hub
 
-        return steps_hub(quiet=args.quiet)
-    return event_hub(None, quiet=args.quiet)
+        return listening(steps_hub(quiet=args.quiet))
+    return listening(event_hub(None, quiet=args.quiet))
 
 
 def report(result: ChainResult, *, as_json: bool) -> None:

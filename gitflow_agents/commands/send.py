@@ -1,7 +1,10 @@
-"""``gitflow-agents send RUN_ID MESSAGE`` (alias ``reply``): continue a finished agent's session.
+"""``gitflow-agents send RUN_ID MESSAGE`` (alias ``reply``): a message to an agent.
 
-The message becomes the next user turn of the CLI session the run recorded, as a new run linked
-to it (``sessions.py`` says how sessions work and end). Options that end a session:
+A RUNNING agent gets it through its orchestrator's control channel (``runs/control.py``): now,
+when its CLI takes input mid-run (Claude Code), else queued for the next turn of its session,
+and the command says which. A FINISHED run's session is continued: the message (after those
+queued for it) becomes the next user turn of the CLI session the run recorded, as a new run
+linked to it (``sessions.py`` says how sessions work and end). Options that end a session:
 
 - ``--max-turns N``: at most N turns in the session (the spawn is turn 1); recorded, so later
   sends keep the limit; the session closes when its last allowed turn has run;
@@ -26,9 +29,16 @@ def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.run import limits
     from gitflow_agents.agent_run.send_target import refuse_step_run
     from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.runs.control import NotRunning, queued_messages, send_message
 
     root = find_project_root(Path.cwd())
     config = load_flow_config(root, args.flow_type, args.variant)
+    if args.message is not None and not args.close:
+        try:
+            print(send_message(root, args.run_id, args.message, flow_dir=config.flow_dir))
+            return 0
+        except NotRunning:
+            pass  # ended (or lost): its session is continued below, or refused as before
     prior = sessions.finished_run(root, config.flow_dir, args.run_id)
     refuse_step_run(root, config.flow_dir, prior)
     path = sessions.session_path(root, config.flow_dir, prior)
@@ -44,14 +54,16 @@ def run(args: argparse.Namespace) -> int:
     sessions.check_open(session, prior.run_id)
     max_turns = args.max_turns if args.max_turns is not None else session.get("maxTurns")
     sessions.check_turns_left(path, session, max_turns)
+    queued = queued_messages(prior.paths.run_dir)  # sent while it ran, for this turn
+    message = "\n\n".join([*(text for _, text in queued), args.message])
     # The adapter first: a CLI that cannot resume is the real reason, with or without an id.
-    turn = sessions.prepare_turn(root, config, prior, args.message)
+    turn = sessions.prepare_turn(root, config, prior, message)
     result = sessions.run_turn(
         root,
         config,
         turn,
         prior,
-        message=args.message,
+        message=message,
         path=path,
         session=session,
         max_turns=max_turns,
@@ -64,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         message_event=args.session_event,
     )
+    for queued_file, _ in queued:  # they went with this turn
+        queued_file.unlink(missing_ok=True)
     print_result(result, as_json=args.json, root=root)
     final = sessions.read_session(path)
     if final.get("closed") and not args.json:

@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         step=args.step,
         budget=budget,
+        control=True,
     )
     result = execute(job)
     print_result(result, as_json=args.json, root=root)

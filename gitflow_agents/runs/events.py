@@ -9,6 +9,10 @@ and a data mapping.
 Channels are interfaces to a run (the ``events.jsonl`` writer, the console, later the GitHub
 comment). A channel that raises never breaks the run: the error is logged once per channel and the
 event still reaches every other channel.
+
+The hub also knows the agents running under it (``attach``, by the supervisor) and routes what
+the control channel (``runs/control.py``) receives to them: ``send`` a message, ``abort`` one
+agent (issue 26).
 """
 
 from __future__ import annotations
@@ -87,6 +91,31 @@ class Channel(Protocol):
 Subscriber = Callable[[Event], None]
 
 
+class Session(Protocol):
+    """A running agent as the hub reaches it (the supervisor's, ``supervisor/run.py``)."""
+
+    def deliver(self, text: str) -> str | None:
+        """Give ``text`` to the agent now: None when delivered, else why it cannot take input
+        mid-run (then it is queued for its next turn: ``runs/control.py``)."""
+        ...
+
+    def abort(self, reason: str) -> None:
+        """Stop this agent (its process tree) only; its run ends canceled."""
+        ...
+
+
+class Endpoint(Protocol):
+    """Where an orchestrator listens for ``send`` and ``cancel`` (``runs/control.Control``)."""
+
+    def listen(self, run_id: str, run_dir: Path) -> Callable[[], None]:
+        """Start listening for the agent run ``run_id`` (in its folder); returns the stop."""
+        ...
+
+
+class NoSession(LookupError):
+    """The hub has no running agent of that run id (not started yet, or ended)."""
+
+
 class EventHub:
     """Emits events to the channels given at creation and to subscribers.
 
@@ -102,6 +131,43 @@ class EventHub:
         self._broken: set[int] = set()
         self._lock = threading.RLock()
         self._closed = False
+        self.endpoint: Endpoint | None = None  # the control channel (runs/control.py), if any
+        self._sessions: dict[str, Session] = {}
+
+    # --- the running agents: send and abort (the control channel's requests) ---------------
+
+    def attach(self, run_id: str, session: Session, run_dir: Path) -> Callable[[], None]:
+        """``session`` is the running agent of ``run_id`` until the returned detach is called;
+        with an endpoint, the orchestrator listens for it meanwhile."""
+        with self._lock:
+            self._sessions[run_id] = session
+        stops = [self.endpoint.listen(run_id, run_dir)] if self.endpoint is not None else []
+
+        def detach() -> None:
+            with self._lock:
+                if self._sessions.get(run_id) is session:
+                    del self._sessions[run_id]
+                stop = stops.pop() if stops else None
+            if stop is not None:  # once
+                stop()
+
+        return detach
+
+    def send(self, run_id: str, text: str) -> str | None:
+        """Deliver ``text`` to the running agent ``run_id``: None when delivered now, else why
+        its CLI cannot take input mid-run. NoSession when no such agent runs here."""
+        return self._session(run_id).deliver(text)
+
+    def abort(self, run_id: str, reason: str) -> None:
+        """Stop the running agent ``run_id`` only. NoSession when no such agent runs here."""
+        self._session(run_id).abort(reason)
+
+    def _session(self, run_id: str) -> Session:
+        with self._lock:
+            session = self._sessions.get(run_id)
+        if session is None:
+            raise NoSession(run_id)
+        return session
 
     def subscribe(
         self, event_type: str, callback: Subscriber, *, run_id: str | None = None

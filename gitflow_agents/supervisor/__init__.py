@@ -1,7 +1,9 @@
 """Run one agent CLI as a supervised process tree and turn whatever it does into an Outcome.
 
 The agent starts in its own session (so its process group is ours to kill) with stdin closed
-(Codex and opencode wait on an open stdin), in the directory its LaunchSpec names. stdout and
+(Codex and opencode wait on an open stdin; a CLI that takes messages mid-run, in a run with a
+control channel, gets a pipe: ``stdin.py``), in the directory its LaunchSpec names. While it
+runs it is the event hub's running agent: ``send`` and ``cancel`` reach it through the hub. stdout and
 stderr stream to ``worker.log`` as they arrive.
 
 Completion is the rename of ``report.md`` to ``report.complete.md`` / ``report.failed.md``
@@ -29,6 +31,7 @@ The modules, one job each (docs/supervisor.md, "Module layout"):
 - ``outcome.py``: ``Outcome``, ``Status``, the completion signal files (``ReportFiles``), the
   verdict rules and ``status.json`` updates;
 - ``watch.py``: inotify and stat-poll watchers of the agent dir, run dir and work tree;
+- ``stdin.py``: the agent's stdin and ``AgentSession``, what the hub's ``send``/``abort`` reach;
 - ``output.py``: stdout/stderr capture into ``worker.log`` (masked line by line,
   ``redact_stream.py``) and the exit notifier;
 - ``tree.py``: finding, killing and CPU-sampling the agent's process tree.

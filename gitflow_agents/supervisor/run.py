@@ -37,6 +37,7 @@ from gitflow_agents.supervisor.outcome import (
     update_status,
 )
 from gitflow_agents.supervisor.output import Activity, Output, exit_notifier
+from gitflow_agents.supervisor.stdin import AgentSession, stdin_of
 from gitflow_agents.supervisor.watch import Flag, Watcher, open_watcher
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ class Launch(NamedTuple):
     watch: tuple[Path, ...] = ()
     ignore: tuple[Path, ...] = ()
     budget: BudgetWatch | None = None
+    adapter: str = ""  # its adapter's name, for what the run says of it (the control channel)
 
 
 def supervise(
@@ -164,7 +166,7 @@ class _Supervision:
             self.activity,
             self._emit_output,
             secrets,
-            on_stdout=self.budget.feed if self.budget is not None else None,
+            on_stdout=self._on_stdout,
         )
         self.token = f"{self.run_id}:{token_hex(8)}"  # marks every process of this tree
         self.proc: subprocess.Popen[bytes] | None = None
@@ -175,6 +177,13 @@ class _Supervision:
         self.sample_every = min(max(limits.stuck_timeout / 4, 0.05), 30.0)
         self.cpu_at = self.status_at = 0.0
         self.suspected = False  # idle for stuck_timeout; stuck once the grace passes idle too
+        # what `send` and `cancel` reach through the hub (supervisor/stdin.py)
+        self.session = AgentSession(launch.adapter, self.emit, secrets)
+
+    def _on_stdout(self, chunk: bytes) -> None:
+        if self.budget is not None:
+            self.budget.feed(chunk)
+        self.session.feed(chunk)
 
     def emit(self, kind: str, data: Mapping[str, Any]) -> None:
         self.hub.emit(kind, {"agent": self.agent, **data}, run_id=self.run_id)
@@ -208,6 +217,8 @@ class _Supervision:
             RUN_DIR_ENV: str(self.run_dir),
             AGENT_DIR_ENV: str(self.files.report.parent),
         }
+        # listening before the agent exists: the socket's path is ours before it could take it
+        self.session.join(self.hub, self.run_id, self.run_dir, live=spec.live_input is not None)
         self.spawned_wall = time.time()
         command = spec.argv[0] if spec.argv else ""
         try:
@@ -215,7 +226,7 @@ class _Supervision:
                 list(spec.argv),
                 cwd=spec.cwd,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                stdin=stdin_of(spec.live_input),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
@@ -228,6 +239,7 @@ class _Supervision:
         assert proc.stdout is not None and proc.stderr is not None
         # agent:start before the output reader exists, so no agent:output can precede it
         self.emit("agent:start", {"pid": proc.pid, "command": command, "cwd": str(spec.cwd)})
+        self.session.start(spec.live_input, proc.stdin)
         self.output.start({"stdout": proc.stdout.fileno(), "stderr": proc.stderr.fileno()})
         wake_r, wake_w = exit_notifier(proc)
         self.wake_r, self.wake_w = wake_r, -1 if wake_w is None else wake_w
@@ -264,6 +276,7 @@ class _Supervision:
             flags = self._sleep()
             if self.files.renamed() is not None:
                 signal_at = time.time()
+                self.session.close_input()  # done: a live CLI exits as with stdin closed
                 self._exit_grace()
                 return Stop("report renamed; sweeping the process tree", signal_at=signal_at)
             stop = self._check(flags)
@@ -297,6 +310,8 @@ class _Supervision:
             return stopped("canceled", "canceled by gitflow-agents cancel")
         if self.cancel.is_set():
             return stopped("canceled", "canceled by request")
+        if self.session.aborted is not None:
+            return stopped("canceled", self.session.aborted)
         over = self.budget.exceeded() if self.budget is not None else None
         if over is not None:  # before the exit: a CLI its own budget flag stopped ends "budget"
             return stopped("budget", over)
@@ -370,6 +385,7 @@ class _Supervision:
     def finish(self, stop: Stop) -> Outcome:
         """Every ending comes here: the tree is swept (so no ending can miss its leftovers),
         the output drained, the agent judged, the outcome emitted and put on record."""
+        self.session.leave()
         leftover = self._sweep(stop.sweep)
         self.output.finish(stop.drain)
         code = self.proc.returncode if self.proc is not None else None
@@ -443,6 +459,7 @@ class _Supervision:
 
     def close(self) -> None:
         """Release everything; a tree still running here (an unexpected error) is killed."""
+        self.session.leave()
         proc = self.proc
         if proc is not None and proc.poll() is None:
             self._sweep("supervisor error")

@@ -19,16 +19,20 @@ import pytest
 from gitflow_agents.agent_run.attempts import Waits
 from gitflow_agents.runs.slots import holders
 from tests.conftest import Cli, git, run_cli
+from tests.helpers.fake_claude import STDIN_TASK
 from tests.helpers.files import write_executable
 
 # A fake Claude Code: a script of answers, one a call (the last repeats). "limit:<secs>" ends the
 # call rate limited with a usage-limit reset <secs> from now (a whole second, rounded up) ("limit" alone: a 429, no reset);
 # "done" completes. Each call writes the file part-<n>.txt (work that must not be lost) and logs
 # its argv.
-FAKE_CLAUDE = """#!{python}
+FAKE_CLAUDE = (
+    """#!{python}
 import json, math, os, pathlib, sys, time
 argv = sys.argv[1:]
-state = pathlib.Path({state!r})
+"""
+    + STDIN_TASK
+    + """state = pathlib.Path({state!r})
 calls = [json.loads(line) for line in state.read_text().splitlines()] if state.exists() else []
 with state.open("a") as f:
     f.write(json.dumps(argv) + "\\n")
@@ -53,6 +57,7 @@ os.rename(d / "report.md", d / "report.complete.md")
 print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": "done",
                   "session_id": session, "usage": usage, "total_cost_usd": 0.02}}))
 """
+)
 
 
 def setup(repo: Path, tmp_path: Path, script: list[str], wait: int, **agent: Any) -> dict[str, str]:

@@ -17,11 +17,15 @@ from typing import Any
 import pytest
 
 from tests.conftest import FAKES, Cli, git
+from tests.helpers.fake_claude import STDIN_TASK
 
-FAKE_CLAUDE = """#!{python}
+FAKE_CLAUDE = (
+    """#!{python}
 import json, os, pathlib, sys
 argv = sys.argv[1:]
-agent_dir = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+"""
+    + STDIN_TASK
+    + """agent_dir = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
 prompt_file = argv[argv.index("--append-system-prompt-file") + 1]
 resume = argv[argv.index("--resume") + 1] if "--resume" in argv else None
 task = argv[argv.index("-p") + 1]
@@ -37,6 +41,7 @@ reply = ("<SUMMARY>Need a colour.</SUMMARY><QUESTIONS>\\n- Which colour?\\n</QUE
 print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": reply,
                   "session_id": resume or "sess-" + agent_dir.name}}))
 """
+)
 
 PLAN = """\
 # Plan: Feature

@@ -198,13 +198,22 @@ def test_refused_without_a_session_id(repo: Path, tmp_path: Path, cli: Cli) -> N
 
 
 def test_refused_while_running_and_for_unknown_runs(repo: Path, tmp_path: Path, cli: Cli) -> None:
-    env, _log = setup(repo, tmp_path)
+    env, log = setup(repo, tmp_path)
     assert spawn(cli, repo, env, "Paint.").returncode == 0
     [run1] = runs(repo)
+    ended = {name: (run1 / name).read_text() for name in ("result.json", "status.json")}
     (run1 / "result.json").unlink()
-    status = json.loads((run1 / "status.json").read_text())
+    status = json.loads(ended["status.json"])
+    # running, its supervisor alive (this process) but not listening (no control channel):
+    # the message is queued for the next turn, and said so
     (run1 / "status.json").write_text(json.dumps({**status, "state": "running"}))
-    busy = cli.main("send", run1.name, "More.", cwd=repo, env=env)
+    queued = cli.main("send", run1.name, "More.", cwd=repo, env=env)
+    assert queued.returncode == 0, queued.stderr
+    assert queued.stdout.startswith(f"queued: run {run1.name} is not listening")
+    # its supervisor gone (a lost run): refused, as before
+    lost = {**status, "state": "running", "supervisor_pid": 2**22 + 1}
+    (run1 / "status.json").write_text(json.dumps(lost))
+    busy = cli.main("send", run1.name, "Even more.", cwd=repo, env=env)
     assert busy.returncode == 2
     assert "has not finished (state running)" in busy.stderr
     assert f"gitflow-agents abort {run1.name}" in busy.stderr
@@ -212,6 +221,13 @@ def test_refused_while_running_and_for_unknown_runs(repo: Path, tmp_path: Path, 
     assert unknown.returncode == 2 and "no run '0000000000'" in unknown.stderr
     missing = cli.main("send", run1.name, cwd=repo, env=env)
     assert missing.returncode == 2
+    # once it has ended, the queued message goes first in the next turn, then leaves the queue
+    for name, text in ended.items():
+        (run1 / name).write_text(text)
+    assert cli.main("send", run1.name, "Now.", cwd=repo, env=env).returncode == 0
+    task = json.loads(log.read_text().splitlines()[-1])
+    assert task[task.index("-p") + 1].startswith("More.\n\nNow.\n")
+    assert not list((run1 / "inbox").iterdir())
 
 
 def test_abort_is_cancel(repo: Path, tmp_path: Path, cli: Cli) -> None:

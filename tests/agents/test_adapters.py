@@ -250,6 +250,39 @@ def test_claude_streams_its_usage_when_a_budget_watches_it(tmp_path: Path) -> No
     assert (out.session_id, out.input_tokens, out.cost_usd, out.reply) == ("s1", 7, 0.01, "done")
 
 
+def test_claude_takes_messages_on_stdin_when_its_run_has_a_control_channel(
+    tmp_path: Path,
+) -> None:
+    claude = get_adapter("claude")
+    assert claude.launch(make_invocation(tmp_path)).live_input is None  # stdin closed
+    spec = claude.launch(make_invocation(tmp_path, live_input=True))
+    assert spec.argv[1:8] == (
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--replay-user-messages",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    )
+    assert TASK not in spec.argv  # the task is the first message on stdin
+    live = spec.live_input
+    assert live is not None and live.first == TASK
+    line = live.encode('say "hi"\nthen go')
+    assert line.endswith(b"\n") and line.count(b"\n") == 1  # one stream-json line
+    assert json.loads(line) == {
+        "type": "user",
+        "message": {"role": "user", "content": 'say "hi"\nthen go'},
+    }
+    assert live.turn_end(b'{"type":"result","subtype":"success","result":"x"}')
+    assert not live.turn_end(b'{"type":"assistant","message":{"content":"result"}}')
+    assert not live.turn_end(b"not json")
+    assert live.taken(b'{"type":"user","message":{"content":"x"},"isReplay":true}')
+    assert not live.taken(b'{"type":"user","message":{"content":[{"type":"tool_result"}]}}')
+    budget = claude.launch(make_invocation(tmp_path, live_input=True, stream_usage=True))
+    assert "--include-partial-messages" in budget.argv  # the budget's meter still streams
+
+
 def test_claude_replace_mode_resume_and_env_override(tmp_path: Path) -> None:
     inv = make_invocation(
         tmp_path,

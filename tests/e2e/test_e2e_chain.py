@@ -22,6 +22,7 @@ from gitflow_agents.git import queries as gitmod
 from gitflow_agents.git.stats import GIT_STATS_MARKER
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.runs import read_json
+from gitflow_agents.runs.control import listening
 from gitflow_agents.runs.events import Event, EventHub, MemoryChannel
 
 from ..conftest import git
@@ -101,7 +102,7 @@ def test_chain_implement_review_merge(
     plan = parse_plan(root / "specs" / "greeting.md", config.spec_plan)
     worktree = worktree_path(root, FLOW, "step-01")
     memory = MemoryChannel()
-    hub = EventHub([memory])
+    hub = listening(EventHub([memory]))  # as `run` makes it: Claude takes input mid-run
     first_request: dict[str, int] = {}  # agent id -> index of its first model call
 
     def on_start(event: Event) -> None:

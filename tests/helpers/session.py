@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from tests.conftest import FAKES, git
+from tests.helpers.fake_claude import STDIN_TASK
 
 
 def setup(repo: Path, tmp_path: Path) -> tuple[dict[str, str], Path]:
@@ -34,10 +35,13 @@ def setup(repo: Path, tmp_path: Path) -> tuple[dict[str, str], Path]:
     return env, log
 
 
-FAKE_CLAUDE = """#!{python}
+FAKE_CLAUDE = (
+    """#!{python}
 import json, os, pathlib, sys
 argv = sys.argv[1:]
-log = pathlib.Path({log!r})
+"""
+    + STDIN_TASK
+    + """log = pathlib.Path({log!r})
 with log.open("a") as f:
     f.write(json.dumps(argv) + "\\n")
 task = argv[argv.index("-p") + 1]
@@ -60,3 +64,4 @@ if "NOSESSION" not in task:
     out["session_id"] = resume or "sess-1"
 print(json.dumps(out))
 """
+)

@@ -6,6 +6,7 @@ import io
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from gitflow_agents.runs.events import (
     EventHub,
     JsonlChannel,
     MemoryChannel,
+    NoSession,
     read_jsonl,
 )
 
@@ -171,3 +173,50 @@ def test_console_rich_when_tty() -> None:
     text = out.getvalue()
     assert "reviewer" in text and "stuck" in text
     assert "\x1b[" in text  # drawn by rich.live
+
+
+class Agent:
+    """A running agent as the hub reaches it (the supervisor's AgentSession in production)."""
+
+    def __init__(self, takes_input: bool) -> None:
+        self.takes_input, self.got, self.aborted = takes_input, [], None
+
+    def deliver(self, text: str) -> str | None:
+        if not self.takes_input:
+            return "it cannot take input mid-run"
+        self.got.append(text)
+        return None
+
+    def abort(self, reason: str) -> None:
+        self.aborted = reason
+
+
+class Endpoint:
+    def __init__(self) -> None:
+        self.listening: list[str] = []
+
+    def listen(self, run_id: str, run_dir: Path) -> Callable[[], None]:
+        self.listening.append(run_id)
+        return lambda: self.listening.remove(run_id)
+
+
+def test_the_hub_routes_send_and_abort_to_the_agent_it_names(tmp_path: Path) -> None:
+    hub, endpoint = EventHub(), Endpoint()
+    hub.endpoint = endpoint
+    live, deaf = Agent(takes_input=True), Agent(takes_input=False)
+    detach_live = hub.attach("r1", live, tmp_path)
+    detach_deaf = hub.attach("r2", deaf, tmp_path)
+    assert endpoint.listening == ["r1", "r2"]
+    assert hub.send("r1", "hello") is None and live.got == ["hello"]
+    assert hub.send("r2", "hello") == "it cannot take input mid-run"
+    hub.abort("r2", "canceled by gitflow-agents cancel")
+    assert deaf.aborted == "canceled by gitflow-agents cancel" and live.aborted is None
+    detach_deaf()
+    assert endpoint.listening == ["r1"]
+    with pytest.raises(NoSession):
+        hub.send("r2", "anyone?")
+    detach_live()
+    detach_live()  # a second detach changes nothing
+    assert endpoint.listening == []
+    with pytest.raises(NoSession):
+        hub.abort("r1", "late")

@@ -25,6 +25,7 @@ from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, PullRequest
 from gitflow_agents.prompt import agent_dir
 from gitflow_agents.reviewer.builtin import diff_secrets
+from gitflow_agents.runs.control import listening
 from gitflow_agents.runs.events import ConsoleChannel, EventHub
 
 FIX_FLOW = "github-fix"
@@ -94,7 +95,7 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
         stack.callback(git.remove_worktree, root, tree)
         _share_flow_dir(tree / flow_dir, root / flow_dir)
 
-        hub = EventHub([ConsoleChannel(sys.stderr, is_tty=False)])
+        hub = listening(EventHub([ConsoleChannel(sys.stderr, is_tty=False)]))
         stack.callback(hub.close)
         settings = chain.ChainSettings(fixer=options.fixer, threshold=options.threshold)
         ctx = chain.Context(

@@ -1,0 +1,394 @@
+"""The control channel of a running orchestrator: ``send`` and ``cancel`` reach a running agent.
+
+An orchestrator (``run``, ``spawn``, ``flow``, ``send``, the Action's fixer) whose event hub has a
+:class:`Control` listens, for each agent it runs, on a Unix socket in that agent's run folder,
+``<flow_dir>/<flow>/runs/<runID>/control.sock`` (mode 0600, made in a private folder and moved
+into place, so it is never open to others; removed when the agent's run ends). A request is one
+JSON line, its answer one JSON line (docs/protocol.md, "Control channel")::
+
+    {"op": "send", "runId": ID, "text": "..."}  -> {"ok": true, "delivery": "now"}
+                                                 | {"ok": true, "delivery": "queued", "reason": "..."}
+    {"op": "cancel", "runId": ID}               -> {"ok": true}
+    {"op": "ping", "runId": ID}                 -> {"ok": true, "pid": N}
+    anything else                               -> {"ok": false, "error": "..."}
+
+The hub routes a request to the agent's supervisor (``runs/events.EventHub.send`` / ``abort``).
+A message the agent's CLI cannot take mid-run is queued in the run folder (``inbox/``, one file a
+message) and goes with the next turn of its session (``send`` once the run has ended).
+
+The client side is two plain functions, :func:`send_message` and :func:`cancel_run`, used by the
+``send`` and ``cancel`` commands (and any other front end). A socket nobody answers on (left by
+an orchestrator killed with ``kill -9``) is stale: ignored by a client, replaced by a listener.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import socket
+import socketserver
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from gitflow_agents.agents import ADAPTERS
+from gitflow_agents.agents.base import cannot_resume
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.fsutil import write_json_atomic, write_text_atomic
+from gitflow_agents.base.jsondata import JsonProblem, loads
+from gitflow_agents.base.redact import redact_text
+from gitflow_agents.config import load_flow_config
+from gitflow_agents.runs import RunPaths, find_run, read_json
+from gitflow_agents.runs.events import EventHub, NoSession
+from gitflow_agents.runs.fields import mapping
+from gitflow_agents.runs.liveness import process_alive
+from gitflow_agents.runs.lost import kill_recorded_tree, mark_ended
+from gitflow_agents.runs.status import is_live
+
+SOCKET = "control.sock"
+INBOX = "inbox"
+MAX_REQUEST = 1024 * 1024  # bytes of one request line (a message is text a person typed)
+TIMEOUT = 10.0  # seconds a connection may sit idle, either side
+CANCELED = "canceled by gitflow-agents cancel"
+
+
+class NotRunning(UsageError):
+    """The run is not running (ended, or lost): ``send`` continues its session instead."""
+
+
+# --- the server ---------------------------------------------------------------------------------
+
+
+class Control:
+    """An orchestrator's control channel (the hub's ``Endpoint``): one listening socket per
+    running agent, each served by a thread of its own, until the agent's run ends."""
+
+    def __init__(self, hub: EventHub) -> None:
+        self.hub = hub
+        hub.endpoint = self
+
+    def listen(self, run_id: str, run_dir: Path) -> Callable[[], None]:
+        """Listen on ``run_dir/control.sock`` for ``run_id``; returns the stop (the socket
+        removed). A socket that cannot be made (a file in the way) leaves the run without
+        a channel, said once on stderr: the run itself goes on."""
+        try:
+            server = _Server(bind_socket(run_dir / SOCKET), self.hub, run_id, run_dir)
+        except OSError as exc:
+            print(
+                f"gitflow-agents: warning: no control channel for run {run_id}: {exc}",
+                file=sys.stderr,
+            )
+            return lambda: None
+        thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name=f"control-{run_id[:8]}",
+            daemon=True,
+        )
+        thread.start()
+
+        def stop() -> None:
+            server.remove()  # no new client from now on
+            # the serving loop notices within its poll interval: not worth the agent's end
+            # waiting for, so it is let go in the background
+            threading.Thread(target=_close, args=(server,), daemon=True).start()
+
+        return stop
+
+
+def _close(server: _Server) -> None:
+    server.shutdown()
+    server.server_close()
+
+
+def listening(hub: EventHub) -> EventHub:
+    """``hub`` with a control channel (the orchestrator's agents reachable by ``send``/``cancel``)."""
+    Control(hub)
+    return hub
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, bound: Bound, hub: EventHub, run_id: str, run_dir: Path) -> None:
+        self.hub, self.run_id, self.run_dir, self.bound = hub, run_id, run_dir, bound
+        super().__init__(str(bound.path), _Handler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = bound.sock
+        self.server_activate()
+
+    def remove(self) -> None:
+        """Unlink the socket file, if it is still this server's (not a later listener's)."""
+        with contextlib.suppress(OSError):
+            if os.lstat(self.bound.path).st_ino == self.bound.inode:
+                self.bound.path.unlink()
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    timeout = TIMEOUT
+    server: _Server
+
+    def handle(self) -> None:
+        while True:
+            try:
+                line = self.rfile.readline(MAX_REQUEST + 1)
+            except OSError:  # the client went quiet past the timeout
+                return
+            if not line:
+                return
+            if len(line) > MAX_REQUEST:
+                self._answer({"ok": False, "error": f"request over {MAX_REQUEST} bytes"})
+                return
+            self._answer(answer(self.server.hub, self.server.run_id, self.server.run_dir, line))
+
+    def _answer(self, data: Mapping[str, Any]) -> None:
+        with contextlib.suppress(OSError):
+            self.wfile.write(json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n")
+            self.wfile.flush()
+
+
+def answer(hub: EventHub, run_id: str, run_dir: Path, line: bytes) -> dict[str, Any]:
+    """The answer to one request line, for the agent run ``run_id`` (in ``run_dir``)."""
+    try:
+        request = loads(line.decode("utf-8", errors="replace"))
+    except JsonProblem as exc:
+        return {"ok": False, "error": f"not a JSON request: {exc}"}
+    op, target = request.get("op"), request.get("runId", run_id)
+    if target != run_id:
+        return {"ok": False, "error": f"this socket is run {run_id}'s, not {target!r}'s"}
+    try:
+        if op == "ping":
+            return {"ok": True, "runId": run_id, "pid": os.getpid()}
+        if op == "cancel":
+            hub.abort(run_id, CANCELED)
+            return {"ok": True}
+        if op == "send":
+            text = request.get("text")
+            if not isinstance(text, str) or not text.strip():
+                return {"ok": False, "error": "send: 'text' must be a non-empty string"}
+            why = hub.send(run_id, text)
+            if why is None:
+                return {"ok": True, "delivery": "now"}
+            never = unreachable(read_json(RunPaths(run_dir).status) or {})
+            if never is not None:
+                return {"ok": False, "error": f"{why}, and {never}; nothing was sent"}
+            queue_message(run_dir, text)
+            data = {"content": redact_text(text), "delivery": "queued", "reason": why}
+            hub.emit("session:message", data, run_id=run_id)
+            return {"ok": True, "delivery": "queued", "reason": why}
+    except NoSession:
+        return {"ok": False, "error": f"run {run_id} is not running here", "ended": True}
+    return {"ok": False, "error": f"unknown op {op!r} (send, cancel, ping)"}
+
+
+# --- the socket: made private, stale ones replaced --------------------------------------------
+
+
+class Bound:
+    """A listening-ready socket bound at ``path`` (its inode: whose file it is)."""
+
+    def __init__(self, sock: socket.socket, path: Path, inode: int) -> None:
+        self.sock, self.path, self.inode = sock, path, inode
+
+
+def bind_socket(path: Path) -> Bound:
+    """A Unix socket bound at ``path``, mode 0600 from the start: bound in a private (0700)
+    folder beside it, then renamed into place. What is at ``path`` already: a socket nobody
+    answers on (stale) is replaced; a live one is an OSError (another orchestrator has it);
+    anything else (a file, a link) is an OSError too: it is not ours to remove."""
+    with contextlib.suppress(FileNotFoundError):
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISSOCK(mode):
+            raise OSError(f"{path} exists and is not a socket")
+        if _connect(path, timeout=1.0) is not None:
+            raise OSError(f"{path}: another process listens on it")
+    private = path.parent / f".control-{secrets.token_hex(6)}"
+    private.mkdir(mode=0o700)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with _short(private / "s") as address:
+            sock.bind(address)
+        (private / "s").chmod(0o600)
+        (private / "s").replace(path)  # a stale socket at path goes in the same step
+        return Bound(sock, path, os.lstat(path).st_ino)
+    except BaseException:
+        sock.close()
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            (private / "s").unlink()
+        with contextlib.suppress(OSError):
+            private.rmdir()
+
+
+@contextlib.contextmanager
+def _short(path: Path) -> Iterator[str]:
+    """An address for ``path`` a socket call takes: a Unix socket path is at most 107 bytes,
+    and a run folder in a deep checkout is longer; then the folder is reached through an open
+    descriptor of it (``/proc/self/fd/N/name``, Linux)."""
+    if len(os.fsencode(path)) < 100 or not Path("/proc/self/fd").is_dir():
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+def _connect(path: Path, *, timeout: float) -> socket.socket | None:
+    """A connection to the socket at ``path``; None when nobody listens (missing or stale)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        with _short(path) as address:
+            sock.connect(address)
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def request(
+    path: Path, data: Mapping[str, Any], *, timeout: float = TIMEOUT
+) -> dict[str, Any] | None:
+    """Send one request to the socket at ``path`` and read its answer; None when nobody
+    listens there (no socket, a stale one, or it closed without answering)."""
+    sock = _connect(path, timeout=timeout)
+    if sock is None:
+        return None
+    with sock, sock.makefile("rwb") as stream:
+        try:
+            stream.write(json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n")
+            stream.flush()
+            line = stream.readline(MAX_REQUEST)
+        except OSError:
+            return None
+    try:
+        return loads(line.decode("utf-8", errors="replace")) if line else None
+    except JsonProblem:
+        return None
+
+
+# --- the queue: messages for the agent's next turn --------------------------------------------
+
+
+def queue_message(run_dir: Path, text: str) -> Path:
+    """Keep ``text`` for the next turn of the run's session: one file a message (written
+    atomically, named in arrival order), so concurrent senders never share a file."""
+    name = f"{time.time_ns():020d}-{os.getpid()}-{threading.get_ident()}.json"
+    path = run_dir / INBOX / name
+    write_json_atomic(path, {"text": text, "queuedAt": time.time()})
+    return path
+
+
+def queued_messages(run_dir: Path) -> list[tuple[Path, str]]:
+    """The messages queued for the run's next turn, oldest first (a file that is not one of
+    ours, or that an agent damaged, is skipped)."""
+    folder = run_dir / INBOX
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        text = (read_json(path) or {}).get("text")
+        if isinstance(text, str) and text:
+            found.append((path, text))
+    return found
+
+
+def unreachable(status: Mapping[str, Any]) -> str | None:
+    """Why a queued message could never reach the run's agent (its CLI cannot resume a session,
+    so there is no next turn to send it with); None when it can."""
+    adapter = mapping(status, "extra").get("adapter")
+    if isinstance(adapter, str) and adapter in ADAPTERS and not ADAPTERS[adapter].resumes:
+        return cannot_resume(adapter)
+    return None
+
+
+# --- the client: what ``send`` and ``cancel`` call ----------------------------------------------
+
+
+def send_message(root: Path, run_id: str, text: str, *, flow_dir: str | None = None) -> str:
+    """Give ``text`` to the running agent run ``run_id`` (or a unique prefix): delivered now
+    when its CLI takes input mid-run, else queued for its next turn. Returns the line to show.
+    NotRunning when the run is not running (ended or lost: its session is continued instead);
+    UsageError when there is no such run."""
+    paths, status = _live_run(root, run_id, flow_dir, "send")
+    run_id = paths.run_dir.name
+    got = request(paths.run_dir / SOCKET, {"op": "send", "runId": run_id, "text": text})
+    if got is not None and got.get("ok"):
+        if got.get("delivery") == "now":
+            return f"delivered to run {run_id} ({status.get('agent', 'agent')}): it reads it now"
+        return f"queued: {got.get('reason')}; {_NEXT_TURN.format(run_id=run_id)}"
+    if got is not None and not got.get("ended"):
+        raise UsageError(f"send: run {run_id}: {got.get('error')}")
+    status = read_json(paths.status) or status  # it may have ended meanwhile
+    if not is_live(status.get("state")) or not _supervisor_alive(status):
+        raise NotRunning(f"send: run {run_id} is not running")
+    never = unreachable(status)
+    if never is not None:
+        raise UsageError(f"send: run {run_id} is not listening, and {never}; nothing was sent")
+    queue_message(paths.run_dir, text)  # not started yet, or an orchestrator without a channel
+    return f"queued: run {run_id} is not listening; {_NEXT_TURN.format(run_id=run_id)}"
+
+
+_NEXT_TURN = "it is sent with the next turn of its session (`gitflow-agents send {run_id} ...`)"
+
+
+def cancel_run(root: Path, run_id: str, *, flow_dir: str | None = None, wait: float = 5.0) -> str:
+    """Stop the agent run ``run_id`` (or a unique prefix): its tree only, the run ends
+    canceled. Through its orchestrator's control channel, else the file ``<run dir>/cancel``
+    a supervisor watches; when no supervisor ends it within ``wait`` seconds (or none is
+    alive), its recorded tree is killed here and the run marked canceled. Returns the line
+    to show; UsageError when there is no such run."""
+    paths = _find(root, run_id, flow_dir, "cancel")
+    status = read_json(paths.status) or {}
+    if status.get("state") is not None and not is_live(status.get("state")):
+        return f"run {paths.run_dir.name} already ended: {status.get('state')}"
+    got = request(paths.run_dir / SOCKET, {"op": "cancel", "runId": paths.run_dir.name})
+    if got is None or not got.get("ok"):  # no channel: the file the supervisor watches
+        write_text_atomic(paths.cancel, f"{time.time():.3f} canceled by user\n")
+    deadline = time.monotonic() + wait
+    while True:
+        # Read again: what the supervisor recorded after we first looked (its ending, or the
+        # agent's pid or tree marker when it died right after starting the agent) counts.
+        status = read_json(paths.status) or status
+        if not is_live(status.get("state")):  # it ended (a supervisor may be gone already)
+            return f"canceled run {paths.run_dir.name} ({status.get('state')})"
+        if time.monotonic() >= deadline or not _supervisor_alive(status):
+            break
+        time.sleep(0.05)
+    left = kill_recorded_tree(status)
+    mark_ended(paths, status, "canceled by user")
+    note = f"; processes left: {list(left)}" if left else ""
+    return f"canceled run {paths.run_dir.name} (killed its process tree{note})"
+
+
+def _find(root: Path, run_id: str, flow_dir: str | None, command: str) -> RunPaths:
+    if flow_dir is None:
+        flow_dir = load_flow_config(root).flow_dir
+    paths = find_run(root, flow_dir, run_id)
+    if paths is None:
+        raise UsageError(f"{command}: no run {run_id!r} under {flow_dir}/*/runs/")
+    return paths
+
+
+def _live_run(
+    root: Path, run_id: str, flow_dir: str | None, command: str
+) -> tuple[RunPaths, dict[str, Any]]:
+    paths = _find(root, run_id, flow_dir, command)
+    status = read_json(paths.status) or {}
+    if not is_live(status.get("state")):
+        raise NotRunning(f"{command}: run {paths.run_dir.name} is not running")
+    return paths, status
+
+
+def _supervisor_alive(status: Mapping[str, Any]) -> bool:
+    return process_alive(status.get("supervisor_pid"), status.get("supervisor_create_time"))

@@ -1,0 +1,271 @@
+"""The control channel (issue 26, item 1): ``send`` and ``cancel`` from a second process reach an
+agent a running ``spawn`` supervises, through the 0600 socket in its run folder; a CLI that
+cannot take input mid-run gets the message queued; a socket left by ``kill -9`` is stale.
+
+The agents are fakes: ``tests/fakes/fake_live_claude`` through the real claude adapter (it
+takes stream-json messages on stdin) and ``fake_agent`` as a ``command`` agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitflow_agents.runs import control
+from gitflow_agents.runs.events import EventHub, MemoryChannel
+from tests.conftest import FAKES, ROOT, git, run_cli
+from tests.helpers.secrets import GH_TOKEN
+
+LIVE = FAKES / "fake_live_claude"
+
+
+def agent(mode: str, adapter: str = "claude") -> str:
+    return (
+        f"    adapter: {adapter}\n    options:\n      executable: {json.dumps(str(LIVE))}\n"
+        f'      extra_args: ["--fake", "{mode}"]\n'
+    )
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    hang = json.dumps([str(FAKES / "fake_agent"), "hang"])
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        "completion_workflow:\n"
+        '  template: "Rename {report_file} to {success_file}."\n'
+        "defaults:\n  stuck_timeout_secs: 30\n  max_wait_secs: 60\n"
+        f"agents:\n  talker:\n{agent('listen')}  hanger:\n{agent('hang')}"
+        f"  coder:\n{agent('hang', 'codex')}"
+        f"  plain:\n    adapter: command\n    command: {hang}\n"
+    )
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "flow")
+    return repo
+
+
+def start_spawn(repo: Path, name: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "gitflow_agents", "spawn", name, "--flow", "f"]
+    return subprocess.Popen(
+        [*argv, "--task", "Talk to me.", "--quiet", "--kill-grace", "0.2"],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.fixture
+def spawned(project: Path) -> Iterator[list[subprocess.Popen[str]]]:
+    procs: list[subprocess.Popen[str]] = []
+    yield procs
+    for proc in procs:  # a failed test leaves nothing running
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def listening_run(repo: Path, proc: subprocess.Popen[str]) -> Path:
+    """The run folder of ``proc``'s agent once its control socket is there."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = list((repo / "flows" / "f" / "runs").glob(f"*/{control.SOCKET}"))
+        if found:
+            return found[0].parent
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError("no control socket within 30 s")
+
+
+def events(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+
+
+def test_send_reaches_a_running_agent_and_its_answer_is_recorded(
+    project: Path, spawned: list[subprocess.Popen[str]]
+) -> None:
+    proc = start_spawn(project, "talker")
+    spawned.append(proc)
+    run = listening_run(project, proc)
+    sock = run / control.SOCKET
+    assert stat.S_ISSOCK(sock.lstat().st_mode) and stat.S_IMODE(sock.lstat().st_mode) == 0o600
+    first = run_cli("send", run.name, "blue, not red", cwd=project)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(f"delivered to run {run.name} (talker)")
+    done = run_cli("send", run.name[:12], "now finish", cwd=project)  # a prefix names it too
+    assert done.returncode == 0 and "delivered" in done.stdout, done.stderr
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out + err
+    heard = (project / "flows" / "f" / "agents" / "talker" / "heard.txt").read_text()
+    assert heard.splitlines() == ["blue, not red", "now finish"]
+    seen = events(run)
+    sent = [e["data"] for e in seen if e["type"] == "session:message"]
+    assert [m["content"] for m in sent] == ["blue, not red", "now finish"]
+    assert all(m["delivery"] == "now" for m in sent)
+    log = (run / "worker.log").read_text()  # every answer, in the output
+    assert "heard: blue, not red" in log and "heard: now finish" in log
+    said = "".join(str(e["data"].get("tail", "")) for e in seen if e["type"] == "agent:output")
+    assert "done: now finish" in said  # the events' tail of the output has the last answer
+    record = json.loads((run / "result.json").read_text())
+    assert record["status"] == "succeeded" and record["run"]["sessionId"] == "sess-live"
+    assert not sock.exists()  # removed at the end, with no leftover private folder
+    assert not list(run.glob(".control-*"))
+    again = run_cli("send", run.name, "more", cwd=project)  # ended: its session is continued
+    assert again.returncode == 0, again.stderr
+    assert "delivered" not in again.stdout and "resumed: more" in again.stdout
+
+
+def test_send_to_an_agent_that_cannot_take_input_is_queued_and_says_so(
+    project: Path, spawned: list[subprocess.Popen[str]]
+) -> None:
+    proc = start_spawn(project, "coder")  # Codex: no input mid-run, but it resumes a session
+    spawned.append(proc)
+    run = listening_run(project, proc)
+    sent = run_cli("send", run.name, f"the token is {GH_TOKEN}", cwd=project)
+    assert sent.returncode == 0, sent.stderr
+    assert sent.stdout.startswith("queued: codex cannot take input mid-run; it is sent with")
+    [queued] = control.queued_messages(run)
+    assert queued[1] == f"the token is {GH_TOKEN}"  # kept as written: it goes to the agent
+    canceled = run_cli("cancel", run.name, cwd=project)
+    assert canceled.returncode == 0 and "canceled run" in canceled.stdout, canceled.stderr
+    proc.communicate(timeout=30)
+    assert json.loads((run / "result.json").read_text())["status"] == "canceled"
+    [event] = [e["data"] for e in events(run) if e["type"] == "session:message"]
+    assert event["delivery"] == "queued" and GH_TOKEN not in event["content"]  # masked
+    assert json.loads((run / "status.json").read_text())["reason"] == control.CANCELED, (
+        canceled.stdout + proc.communicate()[1]
+    )
+    assert not run.joinpath("cancel").exists()  # asked through the channel, not the file
+    again = run_cli("cancel", run.name, cwd=project)  # a second cancel: nothing to do
+    assert again.returncode == 0 and "already ended: canceled" in again.stdout
+
+
+def test_a_message_that_could_never_reach_its_agent_is_refused(
+    project: Path, spawned: list[subprocess.Popen[str]]
+) -> None:
+    proc = start_spawn(project, "plain")  # a command: no input mid-run, no session to resume
+    spawned.append(proc)
+    run = listening_run(project, proc)
+    sent = run_cli("send", run.name, "hello?", cwd=project)
+    assert sent.returncode == 2
+    assert "command cannot take input mid-run, and the command adapter cannot resume" in sent.stderr
+    assert "nothing was sent" in sent.stderr and not control.queued_messages(run)
+    assert run_cli("cancel", run.name, cwd=project).returncode == 0
+
+
+def test_a_socket_left_by_kill_9_is_stale(
+    project: Path, spawned: list[subprocess.Popen[str]]
+) -> None:
+    proc = start_spawn(project, "hanger")
+    spawned.append(proc)
+    run = listening_run(project, proc)
+    status = json.loads((run / "status.json").read_text())
+    while "pid" not in status:
+        status = json.loads((run / "status.json").read_text())
+    os.kill(proc.pid, signal.SIGKILL)  # the orchestrator dies; its agent and socket stay
+    proc.communicate()
+    assert (run / control.SOCKET).exists()
+    assert control.request(run / control.SOCKET, {"op": "ping"}) is None  # nobody answers
+    sent = run_cli("send", run.name, "hello?", cwd=project)
+    assert sent.returncode == 2 and "has not finished" in sent.stderr  # a lost run: refused
+    canceled = run_cli("cancel", run.name, "--wait", "0.5", cwd=project)
+    assert canceled.returncode == 0, canceled.stderr
+    assert "killed its process tree" in canceled.stdout
+    assert json.loads((run / "status.json").read_text())["state"] == "canceled"
+    # a new listener on the same path replaces the stale socket
+    hub = control.listening(EventHub([MemoryChannel()]))
+    assert hub.endpoint is not None
+    stop = hub.endpoint.listen(run.name, run)
+    try:
+        answer = control.request(run / control.SOCKET, {"op": "ping", "runId": run.name})
+        assert answer is not None and answer["ok"] and answer["pid"] == os.getpid()
+    finally:
+        stop()
+    assert not (run / control.SOCKET).exists()
+
+
+def test_cancel_of_a_run_that_ends_meanwhile_keeps_its_ending(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = project / "flows" / "f" / "runs" / "01a2195c-a913-7cf7-97aa-93589fd183b3"
+    run.mkdir(parents=True)
+    supervisor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    status = {"state": "running", "supervisor_pid": supervisor.pid, "agent": "talker"}
+    (run / "status.json").write_text(json.dumps(status))
+
+    def supervisor_ends_and_exits(path: Path, data: object, **_: object) -> dict[str, Any]:
+        ended = {**status, "state": "canceled", "reason": control.CANCELED}
+        (run / "status.json").write_text(json.dumps(ended))
+        supervisor.kill()  # it records the ending, then its process is gone at once
+        supervisor.wait()
+        return {"ok": True}
+
+    monkeypatch.setattr(control, "request", supervisor_ends_and_exits)
+    said = control.cancel_run(project, run.name, flow_dir="flows")
+    assert said == f"canceled run {run.name} (canceled)"
+    assert json.loads((run / "status.json").read_text())["reason"] == control.CANCELED
+    assert not (run / "result.json").exists()  # the supervisor's to write, not marked here
+
+
+def test_a_live_socket_or_a_file_in_the_way_is_never_replaced(tmp_path: Path) -> None:
+    path = tmp_path / control.SOCKET
+    bound = control.bind_socket(path)
+    bound.sock.listen(1)
+    try:
+        with pytest.raises(OSError, match="another process listens"):
+            control.bind_socket(path)
+    finally:
+        bound.sock.close()
+    path.unlink()
+    path.write_text("not a socket")
+    with pytest.raises(OSError, match="not a socket"):
+        control.bind_socket(path)
+    assert path.read_text() == "not a socket"
+
+
+def test_a_socket_in_a_folder_deeper_than_a_socket_path_allows(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    hub = control.listening(EventHub([MemoryChannel()]))
+    assert hub.endpoint is not None
+    stop = hub.endpoint.listen("r1", deep)
+    try:
+        assert len(os.fsencode(deep / control.SOCKET)) > 108
+        answer = control.request(deep / control.SOCKET, {"op": "ping", "runId": "r1"})
+        assert answer is not None and answer["ok"]
+        assert control.request(deep / control.SOCKET, {"op": "send", "runId": "r1", "text": "x"})
+    finally:
+        stop()
+
+
+def test_requests_are_answered_one_line_each(tmp_path: Path) -> None:
+    hub = control.listening(EventHub([MemoryChannel()]))
+    assert hub.endpoint is not None
+    stop = hub.endpoint.listen("r1", tmp_path)
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.connect(str(tmp_path / control.SOCKET))
+            stream = sock.makefile("rwb")
+            for line in (b"not json\n", b'{"op": "dance"}\n', b'{"op": "send", "runId": "r2"}\n'):
+                stream.write(line)
+                stream.flush()
+                assert json.loads(stream.readline())["ok"] is False
+            stream.write(b'{"op": "cancel"}\n')  # no agent of r1 runs under this hub
+            stream.flush()
+            assert json.loads(stream.readline()) == {
+                "ok": False,
+                "error": "run r1 is not running here",
+                "ended": True,
+            }
+    finally:
+        stop()
