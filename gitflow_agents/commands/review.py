@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import ExitCode, UsageError
-from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.findings import GateResult, Review, Severity
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.target import (
@@ -53,7 +52,6 @@ def run(args: Args) -> int:
 def _run(args: Args) -> int:
     from gitflow_agents import render
     from gitflow_agents.base.color import use_color
-    from gitflow_agents.reviewer import record_review
 
     rev_range, staged = hook_range(os.environ) if args.hook else (args.range, args.staged)
     root, known = locate(rev_range, staged=staged)  # a commit or the index: one git process
@@ -94,6 +92,8 @@ def _run(args: Args) -> int:
 
     if args.output:
         fmt = _output_format(args.output, args.output_format)
+        from gitflow_agents.base.fsutil import write_text_atomic  # json: only for --output
+
         write_text_atomic(Path(args.output), render.render(review, result, fmt))
     text = render.render(
         review, result, args.format, color=args.format == "terminal" and use_color(sys.stdout)
@@ -102,6 +102,8 @@ def _run(args: Args) -> int:
     sys.stdout.flush()
 
     if target.head is not None and not args.no_note and args.write_baseline is None:
+        from gitflow_agents.reviewer import record_review  # the JSON modules: only for a note
+
         record_review(
             root,
             reviewed_sha=target.head,
@@ -118,11 +120,11 @@ def _earlier(root: Path, target: Target, args: Args) -> Earlier | None:
     """What an agent reviewer's review builds on: the range's last reviewed head, from the
     approval notes of its earlier commits (docs/review.md, "Incremental review"); None for the
     builtin reviewer and the staged changes (always whole)."""
+    if args.agent == "builtin" or target.head is None:
+        return None
     from gitflow_agents.reviewer.acceptance import local_settings
     from gitflow_agents.reviewer.incremental import Earlier, prior_from_notes
 
-    if args.agent == "builtin" or target.head is None:
-        return None
     if getattr(args, "full", False):
         return Earlier(forced="--full was given")
     if not local_settings(root).incremental:
@@ -173,6 +175,8 @@ def _report_nothing(args: Args, target: Target, why: str, threshold: Severity) -
     result = GateResult(approved=False, exit_code=ExitCode.OK, reasons=(why,), threshold=threshold)
     if args.output:
         fmt = _output_format(args.output, args.output_format)
+        from gitflow_agents.base.fsutil import write_text_atomic  # json: only for --output
+
         write_text_atomic(Path(args.output), render.render(review, result, fmt))
     if args.format == "terminal":
         print(why)

@@ -124,6 +124,9 @@ def fill_fingerprints(
 ACCEPTED_BY = ("marker", "config", "baseline")
 """How a finding can be accepted (docs/review.md, "Accepting a finding"): an inline marker on
 its line, the ``review:`` settings of ``.flow/``, or a baseline file."""
+DEFAULT_BASELINE = ".agent-review-baseline.json"
+"""The baseline file a review reads when it exists, at the top of the work tree (``baseline.py``;
+here so that a review can look for it without importing the JSON modules that read it)."""
 
 
 class Accepted(NamedTuple):

@@ -5,7 +5,6 @@ a report in the same shape an LLM reviewer writes (summary, fenced JSON findings
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,6 +30,11 @@ class BuiltinResult(NamedTuple):
     """The exact secret values the range adds (for masking wherever a reviewer quotes them)."""
     excluded: tuple[str, ...] = ()
     """The changed paths ``review.exclude`` left out: never read, counted in the summary."""
+
+
+WHOLE_RANGE = ("full", "full: the builtin reviewer always reviews the whole range")
+"""The kind of every builtin review and why (``Review.kind``, docs/review.md, "Incremental
+review"): it builds on no earlier review."""
 
 
 def review_diff(
@@ -292,14 +296,30 @@ def review_data(
     }
 
 
-def _report_lines(result: BuiltinResult, data: dict[str, Any]) -> list[str]:
+def _report_head(result: BuiltinResult, data: dict[str, Any]) -> list[str]:
+    """The report's lines before its JSON block."""
     lines = ["# Review (builtin)", "", data["summary"], ""]
     lines += [f"- {note}" for note in result.notes]
     if result.notes:
         lines.append("")
-    lines += ["```json", *json.dumps(data, indent=2).splitlines(), "```", ""]
-    lines.append(f"REVIEW_RESULT: {_verdict(result)}")
     return lines
+
+
+def _report_lines(result: BuiltinResult, data: dict[str, Any]) -> list[str]:
+    import json  # noqa: PLC0415 — only a written report (a chain's builtin step) needs json
+
+    block = json.dumps(data, indent=2).splitlines()
+    return [*_report_head(result, data), "```json", *block, "```", "", _verdict_line(result)]
+
+
+def _json_lines(value: object) -> int:
+    """How many lines ``json.dumps(value, indent=2)`` takes: a value or an empty list or
+    object is one line; another list or object opens and closes on lines of its own, and each
+    of its items starts a line (a key and the first line of its value share one)."""
+    if isinstance(value, (dict, list)) and value:
+        items = value.values() if isinstance(value, dict) else value
+        return 2 + sum(_json_lines(item) for item in items)
+    return 1
 
 
 def report(
@@ -328,7 +348,9 @@ def as_review(
     tests/reviewer/test_builtin_content.py holds the two equal). Fingerprints are left unset, as
     ``parse_review`` leaves those of a findings block before filling them."""
     data = review_data(result, reviewed_sha=reviewed_sha, base_sha=base_sha, threshold=threshold)
-    marker_line = len(_report_lines(result, data))  # the verdict is the report's last line
+    # the verdict is the report's last line, after the JSON block and its fences (counted
+    # without writing it: json is imported only when a report is written, issue 20)
+    marker_line = len(_report_head(result, data)) + 1 + _json_lines(data) + 3
     return Review(
         overall=result.overall,
         summary=data["summary"],
@@ -336,9 +358,13 @@ def as_review(
         reviewed_sha=reviewed_sha,
         base_sha=base_sha,
         unreviewed_files=tuple(result.unreviewed_files),
-        reason=f"REVIEW_RESULT: {_verdict(result)} on line {marker_line}",
+        reason=f"{_verdict_line(result)} on line {marker_line}",
         excluded_files=len(result.excluded),
     )
+
+
+def _verdict_line(result: BuiltinResult) -> str:
+    return f"REVIEW_RESULT: {_verdict(result)}"
 
 
 def _verdict(result: BuiltinResult) -> str:

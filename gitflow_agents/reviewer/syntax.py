@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
-import json
 import re
 import sys
 import warnings
@@ -38,6 +37,8 @@ def _python(text: str, path: str) -> None:
 
 
 def _json(text: str, path: str) -> None:
+    import json  # noqa: PLC0415 — json only when a JSON file is reviewed (issue 20)
+
     try:
         json.loads(text, object_pairs_hook=_unique_keys)
     except _DuplicateKey as exc:

@@ -23,11 +23,12 @@ from gitflow_agents.reviewer import builtin
 from gitflow_agents.reviewer.acceptance import Acceptance, Scope, apply, local_settings, scope_of
 from gitflow_agents.reviewer.builtin import diff_secrets
 from gitflow_agents.reviewer.checks import CheckOptions
-from gitflow_agents.reviewer.incremental import Earlier, decide, merged
-from gitflow_agents.reviewer.incremental import Scope as Increment
 
 if TYPE_CHECKING:
+    from gitflow_agents.findings.settings import ReviewSettings
     from gitflow_agents.reviewer.builtin import BuiltinResult
+    from gitflow_agents.reviewer.incremental import Earlier
+    from gitflow_agents.reviewer.incremental import Scope as Increment
 
 
 class Target(NamedTuple):
@@ -239,6 +240,8 @@ def _whole_range(review: Review, increment: Increment) -> tuple[Review, Incremen
     """After an incremental review: ``review``'s findings are the whole range's (the open ones
     carried over, ``incremental.merged``), and the reason counts what carried over and what
     was fixed."""
+    from gitflow_agents.reviewer.incremental import merged  # noqa: PLC0415 — as _agent_review
+
     if increment.since is None:
         return review, increment
     found, fixed = merged(increment, review.findings)
@@ -292,41 +295,27 @@ def review_target(
     nothing); ``earlier``: the last review of the range, for an incremental review
     (``incremental.py``; the Review's ``kind`` and ``kind_reason`` say which kind ran)."""
     settings = (acceptance or Acceptance()).settings
-    increment = decide(root, target.base, target.head, agent, earlier or Earlier())
     with git.BlobReader(root) as blobs:
         if agent == "builtin":
             parsed, secrets = builtin_review(
                 root, target, threshold, max_file_size, blobs, acceptance
             )
+            kind, why = builtin.WHOLE_RANGE
+            parsed = parsed._replace(kind=kind, kind_reason=why)
         else:
             if acceptance is None:  # the agent's own .flow/ (the base's in the Action)
                 settings = local_settings(config_root or root)
-            scope = scope_of(settings, git.numstat(root, target.spec))
-            secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
-            report, usage = agent_report(
+            parsed, secrets = _agent_review(
                 root,
                 agent,
                 target,
+                blobs,
+                settings=settings,
                 config_root=config_root,
-                secrets=secrets,
+                max_file_size=max_file_size,
                 budget=budget,
-                scope=scope,
-                increment=increment if increment.since is not None else None,
+                earlier=earlier,
             )
-            parsed = findings.parse_review(
-                report,
-                reviewed_sha=target.head,
-                base_sha=target.base,
-                source=f"{agent} report",
-                line_content=line_lookup(blobs, target.head),
-            )
-            from gitflow_agents.reviewer.agent import with_usage  # noqa: PLC0415 — as agent_report
-
-            parsed = parsed._replace(
-                run=with_usage(parsed.run, usage), excluded_files=len(scope.excluded)
-            )
-            parsed, increment = _whole_range(parsed, increment)
-        parsed = parsed._replace(kind=increment.kind, kind_reason=increment.reason)
     # Every text of the report is masked before any output sees it: the secret rules, and the
     # exact secret values of the reviewed diff wherever the reviewer quotes them
     # (docs/security.md, "Secrets in review output").
@@ -334,3 +323,47 @@ def review_target(
     # --staged has no commit to pin the verdict to; every other review must be about head.
     verdict = findings.gate(review, threshold=threshold, head_sha=target.head, paths=settings.paths)
     return review, verdict
+
+
+def _agent_review(
+    root: Path,
+    agent: str,
+    target: Target,
+    blobs: git.BlobReader,
+    *,
+    settings: ReviewSettings,
+    config_root: Path | None,
+    max_file_size: int,
+    budget: tuple[float | None, int | None],
+    earlier: Earlier | None,
+) -> tuple[Review, frozenset[str]]:
+    """An agent reviewer's parsed review of ``target`` (whole, or incremental since
+    ``earlier``'s head) and the exact secret values of the diff; see ``review_target``."""
+    # incremental review is an agent reviewer's: the builtin path never imports it (issue 20)
+    from gitflow_agents.reviewer.incremental import Earlier, decide  # noqa: PLC0415 — see above
+
+    increment = decide(root, target.base, target.head, agent, earlier or Earlier())
+    scope = scope_of(settings, git.numstat(root, target.spec))
+    secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
+    report, usage = agent_report(
+        root,
+        agent,
+        target,
+        config_root=config_root,
+        secrets=secrets,
+        budget=budget,
+        scope=scope,
+        increment=increment if increment.since is not None else None,
+    )
+    parsed = findings.parse_review(
+        report,
+        reviewed_sha=target.head,
+        base_sha=target.base,
+        source=f"{agent} report",
+        line_content=line_lookup(blobs, target.head),
+    )
+    from gitflow_agents.reviewer.agent import with_usage  # noqa: PLC0415 — as agent_report
+
+    parsed = parsed._replace(run=with_usage(parsed.run, usage), excluded_files=len(scope.excluded))
+    parsed, increment = _whole_range(parsed, increment)
+    return parsed._replace(kind=increment.kind, kind_reason=increment.reason), secrets

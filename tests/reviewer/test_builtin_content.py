@@ -169,6 +169,25 @@ def test_as_review_equals_parsing_the_report(repo: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"a.py": "x = 1\n"},  # nothing found: an empty findings list, one line of JSON
+        {"a.bin": "\0\1\2", "b.py": "import pdb\n", "c.txt": "tab\tand \"quotes\"\nx"},
+    ],
+)
+def test_as_review_names_the_verdict_line_of_the_report(repo: Path, files: dict[str, str]) -> None:
+    """``as_review`` counts the report's lines without writing its JSON block (json is not
+    imported by a review: issue 20): the verdict line it names is the report's."""
+    from gitflow_agents.findings import parse_review
+
+    result = review(repo, files)
+    shas = {"reviewed_sha": g.head_sha(repo), "base_sha": "b" * 40}
+    text = builtin.report(result, **shas)
+    assert builtin.as_review(result, **shas).reason == parse_review(text, **shas).reason
+    assert parse_review(text, **shas).reason.endswith(f"on line {len(text.splitlines())}")
+
+
 HEAVY = ("markdown_it", "rich", "jinja2", "github", "psutil", "yaml", "concurrent", "tomllib")
 # ... and what only a finding (its fingerprint), a config error or a worktree needs (issue 20)
 HEAVY += ("hashlib", "difflib")
@@ -214,6 +233,39 @@ def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -
     assert json.loads(done.stdout)["overall"] == "approve"
     # ... nor compiles the regex of a token format its lines give no reason to run
     assert done.stderr.strip().splitlines()[-3:] == ["[]", "[]", "[]"]
+
+
+# ... and, printing to the terminal without a note (the benchmark's commit, the pre-commit
+# hook's staged changes), none of JSON: the approval note, the baseline (there is none), the
+# incremental review of an agent reviewer (issue 20)
+JSON_USERS = (
+    "json",
+    "gitflow_agents.base.jsondata",
+    "gitflow_agents.base.fsutil",
+    "gitflow_agents.reviewer.notes",
+    "gitflow_agents.reviewer.incremental",
+    "gitflow_agents.findings.baseline",
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["main(['HEAD', '--no-note'])", "gitflow_agents_main(['review', '--hook'])"],
+)
+def test_a_small_review_to_the_terminal_imports_no_json(repo: Path, call: str) -> None:
+    (repo / "a.py").write_text("import os\n\nmy_value = os.environ.get('X-Y', '')\n")
+    git(repo, "add", "-A")
+    if call.startswith("main"):
+        git(repo, "commit", "-q", "-m", "change")
+    code = (
+        "import sys\n"
+        "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
+        f"code = {call}\n"
+        f"print(code, sorted(m for m in sys.modules if m in {JSON_USERS!r}), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert "APPROVED" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "0 []"
 
 
 @pytest.mark.parametrize(
