@@ -173,7 +173,7 @@ def test_as_review_equals_parsing_the_report(repo: Path) -> None:
     "files",
     [
         {"a.py": "x = 1\n"},  # nothing found: an empty findings list, one line of JSON
-        {"a.bin": "\0\1\2", "b.py": "import pdb\n", "c.txt": "tab\tand \"quotes\"\nx"},
+        {"a.bin": "\0\1\2", "b.py": "import pdb\n", "c.txt": 'tab\tand "quotes"\nx'},
     ],
 )
 def test_as_review_names_the_verdict_line_of_the_report(repo: Path, files: dict[str, str]) -> None:
