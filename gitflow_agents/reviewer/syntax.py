@@ -4,12 +4,12 @@ TOML) and report the error line. A rule for a file is ``syntax_rule(path)``; a f
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib
 import re
 import sys
 import warnings
+from _ast import PyCF_ONLY_AST  # the flag alone: ``ast`` costs a small review more (issue 20)
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +29,7 @@ def _python(text: str, path: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+            compile(text, path, "exec", flags=PyCF_ONLY_AST, dont_inherit=True)
         except SyntaxError as exc:
             raise SyntaxProblem(exc.lineno, f"{type(exc).__name__}: {exc.msg}") from None
         except ValueError as exc:  # e.g. source contains null bytes

@@ -199,6 +199,8 @@ UNNEEDED = ("gitflow_agents.config", "gitflow_agents.plan")
 HEAVY += ("argparse",)
 # ... nor dataclasses (and the inspect it pulls in): the values on the path are NamedTuples
 HEAVY += ("dataclasses", "inspect")
+# ... nor ast, unless an added line of a Python file names a debugger (issue 20)
+HEAVY += ("ast",)
 UNNEEDED += ("gitflow_agents.cli",)
 # ... nor the reading of an agent's report, nor chain steps' work trees and remotes (issue 20)
 UNNEEDED += (
