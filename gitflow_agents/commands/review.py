@@ -15,20 +15,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import ExitCode, UsageError
-from gitflow_agents.findings import GateResult, Review, Severity
 from gitflow_agents.git import queries as git
-from gitflow_agents.reviewer.target import (
+from gitflow_agents.reviewer.locate import (
     Target,
-    exit_code,
+    ask_location,
     hook_range,
-    locate,
     nothing_to_review,
     resolve_target,
-    review_target,
 )
 
 if TYPE_CHECKING:
     from gitflow_agents.commands.dispatch import Args
+    from gitflow_agents.findings import GateResult, Review, Severity
     from gitflow_agents.reviewer.acceptance import Acceptance
     from gitflow_agents.reviewer.incremental import Earlier
 
@@ -50,11 +48,15 @@ def run(args: Args) -> int:
 
 
 def _run(args: Args) -> int:
+    rev_range, staged = hook_range(os.environ) if args.hook else (args.range, args.staged)
+    # a commit or the index: one git process, which answers while the review's modules load
+    located = ask_location(rev_range, staged=staged)
     from gitflow_agents import render
     from gitflow_agents.base.color import use_color
+    from gitflow_agents.findings import Severity
+    from gitflow_agents.reviewer.target import exit_code, review_target
 
-    rev_range, staged = hook_range(os.environ) if args.hook else (args.range, args.staged)
-    root, known = locate(rev_range, staged=staged)  # a commit or the index: one git process
+    root, known = located()
     acceptance = _acceptance(root, args)
     remarks: list[str] = []
     if args.hook and (args.range or args.staged):
@@ -170,6 +172,7 @@ def _report_nothing(args: Args, target: Target, why: str, threshold: Severity) -
     """An empty range: exit 0, no reviewer run, no note. The terminal gets the one line; machine
     formats get a valid document that is *not approved* (nothing was), with the line as reason."""
     from gitflow_agents import render
+    from gitflow_agents.findings import GateResult, Review
 
     review = Review(overall=None, reviewed_sha=target.head, base_sha=target.base, reason=why)
     result = GateResult(approved=False, exit_code=ExitCode.OK, reasons=(why,), threshold=threshold)

@@ -271,6 +271,35 @@ def test_a_small_review_to_the_terminal_imports_no_json(repo: Path, call: str) -
 
 
 @pytest.mark.parametrize(
+    "call",
+    ["main(['HEAD', '--no-note'])", "gitflow_agents_main(['review', '--hook'])"],
+)
+def test_git_is_asked_where_the_review_is_before_the_review_loads(repo: Path, call: str) -> None:
+    """The first git process (the top of the work tree and the commit, or HEAD for the staged
+    changes) starts before the review's modules are imported, so that git answers while they
+    load (issue 20); the review is the same."""
+    (repo / "a.py").write_text("import pdb\n")
+    git(repo, "add", "-A")
+    if call.startswith("main"):
+        git(repo, "commit", "-q", "-m", "change")
+    code = (
+        "import subprocess, sys\n"
+        "loaded = []\n"
+        "class Popen(subprocess.Popen):\n"
+        "    def __init__(self, argv, *args, **kwargs):\n"
+        "        loaded.append(('rev-parse' in argv, 'gitflow_agents.reviewer.target' in sys.modules))\n"
+        "        super().__init__(argv, *args, **kwargs)\n"
+        "subprocess.Popen = Popen\n"
+        "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
+        f"code = {call}\n"
+        "print(code, loaded[0], file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert "debugger" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "0 (True, False)"  # rev-parse, no review yet
+
+
+@pytest.mark.parametrize(
     "call", ["main(['HEAD', '--no-note'])", "gitflow_agents_main(['review', 'HEAD', '--no-note'])"]
 )
 def test_a_review_runs_the_cyclic_collector_seldom(repo: Path, call: str) -> None:
@@ -354,16 +383,17 @@ def test_a_single_commit_is_reviewed_without_asking_git_whether_it_is_one(
 ) -> None:
     from gitflow_agents.commands import review as command
     from gitflow_agents.findings import Severity
+    from gitflow_agents.reviewer.target import review_target
 
     (repo / "a.py").write_text("import pdb\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "one")
     target = command.resolve_target(repo, "HEAD", staged=False)
     assert target.one_commit and target.base == git(repo, "rev-parse", "HEAD~1").strip()
-    known = command.review_target(
+    known = review_target(
         repo, target, agent="builtin", threshold=Severity.ERROR, max_file_size=1 << 20
     )
-    asked = command.review_target(
+    asked = review_target(
         repo,
         target._replace(one_commit=False),
         agent="builtin",
@@ -379,7 +409,7 @@ def test_a_single_commit_is_reviewed_without_asking_git_whether_it_is_one(
     monkeypatch.setattr(g, "is_ancestor", refuse)
     assert command.nothing_to_review(repo, target) is None
     assert (
-        command.review_target(
+        review_target(
             repo, target, agent="builtin", threshold=Severity.ERROR, max_file_size=1 << 20
         )
         == known
