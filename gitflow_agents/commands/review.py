@@ -25,6 +25,8 @@ from gitflow_agents.reviewer.locate import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gitflow_agents.commands.dispatch import Args
     from gitflow_agents.findings import GateResult, Review, Severity
     from gitflow_agents.reviewer.acceptance import Acceptance
@@ -49,8 +51,21 @@ def run(args: Args) -> int:
 
 def _run(args: Args) -> int:
     rev_range, staged = hook_range(os.environ) if args.hook else (args.range, args.staged)
-    # a commit or the index: one git process, which answers while the review's modules load
+    # a commit or the index: one git process, which answers while the review's modules load;
+    # so does the git cat-file every content is read through, started with it
     located = ask_location(rev_range, staged=staged)
+    with git.BlobReader(Path.cwd()) as blobs:
+        blobs.start()
+        return _review(args, rev_range, staged, located, blobs)
+
+
+def _review(
+    args: Args,
+    rev_range: str | None,
+    staged: bool,
+    located: Callable[[], tuple[Path, Target | None]],
+    blobs: git.BlobReader,
+) -> int:
     from gitflow_agents import render
     from gitflow_agents.base.color import use_color
     from gitflow_agents.findings import Severity
@@ -80,6 +95,7 @@ def _run(args: Args) -> int:
             acceptance=accepting,
             budget=(args.budget_usd, args.budget_tokens),
             earlier=earlier,
+            blobs=blobs,
         )
 
     earlier = _earlier(root, target, args)

@@ -7,6 +7,7 @@ the index), the builtin one as a Review, an agent's report parsed, masked and ga
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -174,14 +175,18 @@ def review_target(
     acceptance: Acceptance | None = None,
     budget: tuple[float | None, int | None] = (None, None),
     earlier: Earlier | None = None,
+    blobs: git.BlobReader | None = None,
 ) -> tuple[Review, GateResult]:
     """Run the reviewer on ``target``, parse its report, mask the secrets in it, and gate it:
     the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``,
     ``budget``: see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none:
     nothing); ``earlier``: the last review of the range, for an incremental review
-    (``incremental.py``; the Review's ``kind`` and ``kind_reason`` say which kind ran)."""
+    (``incremental.py``; the Review's ``kind`` and ``kind_reason`` say which kind ran);
+    ``blobs``: the caller's reader of the repository's contents (None: one of its own)."""
     settings = (acceptance or Acceptance()).settings
-    with git.BlobReader(root) as blobs:
+    with contextlib.ExitStack() as stack:
+        if blobs is None:
+            blobs = stack.enter_context(git.BlobReader(root))
         if agent == "builtin":
             parsed, secrets = builtin_review(
                 root, target, threshold, max_file_size, blobs, acceptance

@@ -276,8 +276,8 @@ def test_a_small_review_to_the_terminal_imports_no_json(repo: Path, call: str) -
 )
 def test_git_is_asked_where_the_review_is_before_the_review_loads(repo: Path, call: str) -> None:
     """The first git process (the top of the work tree and the commit, or HEAD for the staged
-    changes) starts before the review's modules are imported, so that git answers while they
-    load (issue 20); the review is the same."""
+    changes) and the git cat-file the contents are read through start before the review's
+    modules are imported, so that git starts while they load (issue 20)."""
     (repo / "a.py").write_text("import pdb\n")
     git(repo, "add", "-A")
     if call.startswith("main"):
@@ -287,16 +287,19 @@ def test_git_is_asked_where_the_review_is_before_the_review_loads(repo: Path, ca
         "loaded = []\n"
         "class Popen(subprocess.Popen):\n"
         "    def __init__(self, argv, *args, **kwargs):\n"
-        "        loaded.append(('rev-parse' in argv, 'gitflow_agents.reviewer.target' in sys.modules))\n"
+        "        what = next(a for a in argv if a in ('rev-parse', 'diff', 'cat-file'))\n"
+        "        loaded.append((what, 'gitflow_agents.reviewer.target' in sys.modules))\n"
         "        super().__init__(argv, *args, **kwargs)\n"
         "subprocess.Popen = Popen\n"
         "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
         f"code = {call}\n"
-        "print(code, loaded[0], file=sys.stderr)\n"
+        "print(code, loaded, file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
     assert "debugger" in done.stdout
-    assert done.stderr.strip().splitlines()[-1] == "0 (True, False)"  # rev-parse, no review yet
+    # rev-parse and cat-file before the review's modules, the diff after them
+    expected = [("rev-parse", False), ("cat-file", False), ("diff", True)]
+    assert done.stderr.strip().splitlines()[-1] == f"0 {expected}"
 
 
 @pytest.mark.parametrize(
