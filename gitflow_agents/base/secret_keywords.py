@@ -26,9 +26,9 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from gitflow_agents.base.lazy import Lazy
 from gitflow_agents.base.secret_rules import (
     TOKEN_PREFIXES,
-    Lazy,
     below_floor,
     entropy,
     is_placeholder,

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from gitflow_agents.base.lazy import Lazy
+
 
 class Severity(str, enum.Enum):
     ERROR = "error"
@@ -52,8 +54,9 @@ class Overall(str, enum.Enum):
     REVISE = "revise"
 
 
-_WS = re.compile(r"\s+")
-_DIGITS = re.compile(r"\d+")
+# compiled when a finding is fingerprinted (issue 20)
+_WS = Lazy(r"\s+")
+_DIGITS = Lazy(r"\d+")
 
 
 def fingerprint(file: str | None, rule: str | None, message: str, line_content: str = "") -> str:

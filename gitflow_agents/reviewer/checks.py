@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+from gitflow_agents.base.lazy import Lazy
 from gitflow_agents.base.redact import mask
 from gitflow_agents.base.redact import secret_values as redact_secret_values
 from gitflow_agents.base.secret_keywords import (
@@ -26,7 +27,6 @@ from gitflow_agents.base.secret_rules import (
     KEY_BODY_LINE,
     PRIVATE_KEY,
     PRIVATE_KEY_END,
-    Lazy,
     is_key_body,
     may_begin_key,
     token_hits,

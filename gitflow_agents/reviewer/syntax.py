@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import functools
 import importlib
-import re
 import sys
 import warnings
 from _ast import PyCF_ONLY_AST  # the flag alone: ``ast`` costs a small review more (issue 20)
 from collections.abc import Callable
 from typing import Any
 
+from gitflow_agents.base.lazy import Lazy
 from gitflow_agents.findings import Finding
 from gitflow_agents.git.diffparse import FileChange
 from gitflow_agents.reviewer.checks import finding, is_python
@@ -88,7 +88,7 @@ def toml_parser() -> Callable[[str], object] | None:
     return loads
 
 
-_TOML_LINE = re.compile(r"at line (\d+)")
+_TOML_LINE = Lazy(r"at line (\d+)")
 
 
 def _toml(text: str, path: str) -> None:
@@ -104,7 +104,7 @@ def _toml(text: str, path: str) -> None:
 
 
 # Files with comments or trailing commas (JSONC) that are conventionally named *.json.
-_JSONC = re.compile(r"(^|/)(tsconfig[^/]*|jsconfig[^/]*|\.?devcontainer)\.json$|(^|/)\.vscode/")
+_JSONC = Lazy(r"(^|/)(tsconfig[^/]*|jsconfig[^/]*|\.?devcontainer)\.json$|(^|/)\.vscode/")
 
 SYNTAX: tuple[tuple[str, Callable[[str], bool], Callable[[str, str], None]], ...] = (
     ("python-syntax", is_python, _python),
