@@ -126,6 +126,13 @@ class Running:
             raise CalledProcessError(result)
         return result
 
+    def stop(self) -> None:
+        """End the command when its result is not wanted (its process group killed, its pipes
+        drained); nothing when it has already been read."""
+        if self._child.returncode is None:
+            kill_group(self._child.pid)
+            self._child.communicate()
+
 
 def start(argv: Sequence[str], *, env: Mapping[str, str], stderr: IO[bytes]) -> Popen[bytes]:
     """Start a long-lived helper that talks over binary pipes on stdin and stdout (``git

@@ -9,6 +9,7 @@ the renderers print, and the verdict is recorded as a git note on the reviewed c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -54,9 +55,9 @@ def _run(args: Args) -> int:
     # a commit or the index: one git process, which answers while the review's modules load;
     # so does the git cat-file every content is read through, started with it
     located = ask_location(rev_range, staged=staged)
-    with git.BlobReader(Path.cwd()) as blobs:
+    with git.BlobReader(Path.cwd()) as blobs, contextlib.ExitStack() as early:
         blobs.start()
-        return _review(args, rev_range, staged, located, blobs)
+        return _review(args, rev_range, staged, located, blobs, early)
 
 
 def _review(
@@ -65,13 +66,20 @@ def _review(
     staged: bool,
     located: Callable[[], tuple[Path, Target | None]],
     blobs: git.BlobReader,
+    early: contextlib.ExitStack,
 ) -> int:
     from gitflow_agents import render
     from gitflow_agents.base.color import use_color
     from gitflow_agents.findings import Severity
-    from gitflow_agents.reviewer.target import exit_code, review_target
 
     root, known = located()
+    # the builtin reviewer's diff of that commit or the index starts now, and runs while the
+    # reviewer's modules load (and .flow/ is read); ``early`` ends it if it is not read
+    diff = None
+    if known is not None and args.agent == "builtin":
+        diff = early.enter_context(git.AskedDiff(root, known.spec)).changes
+    from gitflow_agents.reviewer.target import exit_code, review_target
+
     acceptance = _acceptance(root, args)
     remarks: list[str] = []
     if args.hook and (args.range or args.staged):
@@ -96,6 +104,7 @@ def _review(
             budget=(args.budget_usd, args.budget_tokens),
             earlier=earlier,
             blobs=blobs,
+            changes=diff,
         )
 
     earlier = _earlier(root, target, args)

@@ -301,9 +301,36 @@ def diff(root: Path, spec: DiffSpec) -> tuple[FileChange, ...]:
     """Every changed file between ``spec.base`` and ``spec.head`` (or the index): statuses and
     counts from ``--raw --numstat``, added lines (new line number, text) and a missing final
     newline from the ``-U0`` patch, all from one git process (``diffparse.split_patch``)."""
-    args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *_PATCH_FLAGS)
-    records, patch = diffparse.split_patch(run_git(root, *args, *spec.args(), "--").stdout)
-    return tuple(diffparse.parse_changes(records, diffparse.parse_added_lines(patch)))
+    with AskedDiff(root, spec) as asked:
+        return asked.changes()
+
+
+class AskedDiff:
+    """``diff(root, spec)`` asked before its answer is needed: git runs while the caller works
+    (``git agent-review`` imports the builtin reviewer meanwhile, issue 20), ``changes`` reads
+    the answer, and the end of a ``with`` block (``close``) ends a git whose answer was not
+    read."""
+
+    def __init__(self, root: Path, spec: DiffSpec) -> None:
+        args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *_PATCH_FLAGS)
+        self._running = start_git(root, *args, *spec.args(), "--")
+        self._changes: tuple[FileChange, ...] | None = None
+
+    def __enter__(self) -> AskedDiff:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def changes(self) -> tuple[FileChange, ...]:
+        if self._changes is None:
+            records, patch = diffparse.split_patch(self._running.result().stdout)
+            parsed = diffparse.parse_changes(records, diffparse.parse_added_lines(patch))
+            self._changes = tuple(parsed)
+        return self._changes
+
+    def close(self) -> None:
+        self._running.stop()
 
 
 # The empty tree in sha1 and sha256 repositories (a root commit's review base).

@@ -45,17 +45,19 @@ def review_diff(
     options: CheckOptions | None = None,
     blobs: git.BlobReader | None = None,
     excluded: Callable[[str], object] | None = None,
+    diff: Callable[[], tuple[FileChange, ...]] | None = None,
 ) -> BuiltinResult:
     """Check every file changed between ``spec.base`` and ``spec.head`` (None: the index)
     but those ``excluded`` says are out of the review (``review.exclude``: not read at all, in
     the net diff or any commit of the range).
 
     Sizes and contents come from ``blobs`` (one ``git cat-file`` for the whole review; a
-    reader of its own, closed at the end, when not given)."""
+    reader of its own, closed at the end, when not given); the changed files from ``diff``
+    (``git.AskedDiff.changes``: the diff of ``spec``, started earlier) or ``git.diff``."""
     options = options or CheckOptions()
     with contextlib.ExitStack() as stack:
         reader = blobs if blobs is not None else stack.enter_context(git.BlobReader(root))
-        every = git.diff(root, spec)
+        every = diff() if diff is not None else git.diff(root, spec)
         out = tuple(c.path for c in every if excluded is not None and excluded(c.path))
         changes = [c for c in every if c.status != "D" and c.path not in out]
         secrets = _change_secrets(changes, options)

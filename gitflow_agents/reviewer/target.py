@@ -26,6 +26,7 @@ from gitflow_agents.reviewer.locate import Target as Target
 
 if TYPE_CHECKING:
     from gitflow_agents.findings.settings import ReviewSettings
+    from gitflow_agents.git.diffparse import FileChange
     from gitflow_agents.reviewer.builtin import BuiltinResult
     from gitflow_agents.reviewer.incremental import Earlier
     from gitflow_agents.reviewer.incremental import Scope as Increment
@@ -38,12 +39,16 @@ def builtin_review(
     max_file_size: int,
     blobs: git.BlobReader,
     acceptance: Acceptance | None = None,
+    changes: Callable[[], tuple[FileChange, ...]] | None = None,
 ) -> tuple[Review, frozenset[str]]:
     """The builtin reviewer's Review of ``target`` after ``acceptance`` took out what it accepts
     (what parsing its report gives, without the round trip through markdown:
     ``builtin.as_review``; the accepted findings in ``Review.accepted``), and the exact secret
-    values it found; contents are read through ``blobs``."""
-    result, accepted = builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
+    values it found; contents are read through ``blobs``, the changed files from ``changes``
+    when given (``builtin.review_diff``)."""
+    result, accepted = builtin_result(
+        root, target, threshold, max_file_size, blobs, acceptance, changes
+    )
     return builtin_as_review(result, accepted, target, threshold, blobs), result.secrets
 
 
@@ -73,6 +78,7 @@ def builtin_result(
     max_file_size: int,
     blobs: git.BlobReader,
     acceptance: Acceptance | None,
+    changes: Callable[[], tuple[FileChange, ...]] | None = None,
 ) -> tuple[BuiltinResult, tuple[Accepted, ...]]:
     """The builtin reviewer's result on ``target`` (contents read through ``blobs``) after
     ``acceptance`` took out what it accepts, and the accepted findings: what ``git agent-review``
@@ -86,6 +92,7 @@ def builtin_result(
         options=options,
         blobs=blobs,
         excluded=acceptance.settings.excluded,
+        diff=changes,
     )
     return apply(result, acceptance, line_lookup(blobs, target.head), threshold)
 
@@ -176,20 +183,23 @@ def review_target(
     budget: tuple[float | None, int | None] = (None, None),
     earlier: Earlier | None = None,
     blobs: git.BlobReader | None = None,
+    changes: Callable[[], tuple[FileChange, ...]] | None = None,
 ) -> tuple[Review, GateResult]:
     """Run the reviewer on ``target``, parse its report, mask the secrets in it, and gate it:
     the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``,
     ``budget``: see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none:
     nothing); ``earlier``: the last review of the range, for an incremental review
     (``incremental.py``; the Review's ``kind`` and ``kind_reason`` say which kind ran);
-    ``blobs``: the caller's reader of the repository's contents (None: one of its own)."""
+    ``blobs``: the caller's reader of the repository's contents (None: one of its own);
+    ``changes``: the builtin reviewer's changed files, from a diff of ``target.spec`` the
+    caller started (``git.AskedDiff``; None: the diff runs here)."""
     settings = (acceptance or Acceptance()).settings
     with contextlib.ExitStack() as stack:
         if blobs is None:
             blobs = stack.enter_context(git.BlobReader(root))
         if agent == "builtin":
             parsed, secrets = builtin_review(
-                root, target, threshold, max_file_size, blobs, acceptance
+                root, target, threshold, max_file_size, blobs, acceptance, changes
             )
             kind, why = builtin.WHOLE_RANGE
             parsed = parsed._replace(kind=kind, kind_reason=why)
