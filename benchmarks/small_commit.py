@@ -120,12 +120,18 @@ def main() -> int:
         "-c",
         "import gitflow_agents as g, os; print(os.path.dirname(g.__file__))",
     ]
-    package = subprocess.run(where, capture_output=True, text=True, check=True).stdout.strip()
+    # from / (``-c`` puts the current directory first on sys.path: not the work tree's package)
+    env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
+    found = subprocess.run(where, cwd="/", env=env, capture_output=True)
+    package = found.stdout.decode().strip()
     ENV["PATH"] = f"{scripts}{os.pathsep}{ENV.get('PATH', '')}"  # git finds git-agent-review
     sizes = [int(s) for s in args.files.split(",") if s]
     with tempfile.TemporaryDirectory(prefix="gitflow-agents-small-") as tmp:
         ENV["HOME"] = tmp
         ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+        # the installed scripts find their package as a user's do: review_speed's PYTHONPATH
+        # would put the work tree first on sys.path, and every import would look there first
+        ENV.pop("PYTHONPATH", None)
         ENV["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         compile_all = [args.python, "-m", "compileall", "-q", package]
         subprocess.run(compile_all, env=ENV, check=True, capture_output=True)
