@@ -279,6 +279,26 @@ def test_a_small_review_to_the_terminal_imports_no_json(repo: Path, call: str) -
     assert done.stderr.strip().splitlines()[-2:] == ["0 []", "0"]
 
 
+def test_review_settings_are_read_without_json(repo: Path) -> None:
+    """``.flow/`` is read through ``base/fsutil.py``'s bounded read, which imports json only
+    to write JSON (issue 20)."""
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text("review:\n  rules:\n    todo: {enabled: false}\n")
+    (repo / "a.py").write_text("x = 1  # TODO later\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "change")
+    code = (
+        "import sys\n"
+        "from gitflow_agents.git_agent_review import main\n"
+        "code = main(['HEAD', '--no-note'])\n"
+        "print(code, 'json' in sys.modules, 'gitflow_agents.config.review' in sys.modules, "
+        "file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert "1 accepted" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "0 False True"
+
+
 @pytest.mark.parametrize(
     "call",
     ["main(['HEAD', '--no-note'])", "gitflow_agents_main(['review', '--hook'])"],
