@@ -1,6 +1,11 @@
 """A typical small commit through the builtin reviewer, against one ``git diff --numstat`` of it.
 
-Usage: python benchmarks/small_commit.py [--files 1,2,3,4,5] [--runs N]
+Usage: python benchmarks/small_commit.py [--files 1,2,3,4,5] [--runs N] [--python PATH]
+
+``--python``: the Python whose installed ``git-agent-review`` and ``gitflow-agents`` are timed
+(default: the one running this script), e.g. a fresh venv with the wheel installed, as a user
+has it (``python -m pip wheel --no-deps -w dist .``, then ``pip install dist/*.whl`` there:
+no editable-install path hook, no setuptools ``.pth`` unless that venv has one).
 
 For each commit size (files changed, of the kinds ``review_speed.py`` uses: Python, JSON, YAML,
 TOML, Markdown, JavaScript, each with two new lines) in a 200-file repository, timed alternately
@@ -34,7 +39,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from review_speed import ENV, ROOT, _cpu_of, pair_ratios, small_commit_repo
+from review_speed import ENV, _cpu_of, pair_ratios, small_commit_repo
 
 PROBE = """\
 import contextlib, io, resource, sys
@@ -57,9 +62,9 @@ print(own.ru_utime + own.ru_stime)
 """
 
 
-def where_the_time_goes(repo: Path, runs: int) -> None:
+def where_the_time_goes(repo: Path, runs: int, interpreter: str) -> None:
     """CPU ms: start-up, imports, the review's own work, its git processes."""
-    python = [sys.executable, "-c"]
+    python = [interpreter, "-c"]
     numstat = [
         _cpu_of(["git", "diff", "--numstat", "HEAD~1", "HEAD"], repo)[1] for _ in range(runs)
     ]
@@ -102,20 +107,36 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default="1,2,3,4,5", help="files per commit")
     parser.add_argument("--runs", type=int, default=21, help="pairs per size")
+    parser.add_argument(
+        "--python", default=sys.executable, help="the Python whose scripts are timed"
+    )
     args = parser.parse_args()
-    scripts = Path(sys.executable).parent
+    scripts = Path(args.python).parent
     if not (scripts / "git-agent-review").exists():
-        print("git-agent-review is not installed next to this Python: `pip install -e .` first")
+        print(f"git-agent-review is not installed next to {args.python}: `pip install -e .` first")
         return 1
+    where = [
+        args.python,
+        "-c",
+        "import gitflow_agents as g, os; print(os.path.dirname(g.__file__))",
+    ]
+    # from / (``-c`` puts the current directory first on sys.path: not the work tree's package)
+    env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
+    found = subprocess.run(where, cwd="/", env=env, capture_output=True)
+    package = found.stdout.decode().strip()
     ENV["PATH"] = f"{scripts}{os.pathsep}{ENV.get('PATH', '')}"  # git finds git-agent-review
     sizes = [int(s) for s in args.files.split(",") if s]
     with tempfile.TemporaryDirectory(prefix="gitflow-agents-small-") as tmp:
         ENV["HOME"] = tmp
         ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+        # the installed scripts find their package as a user's do: review_speed's PYTHONPATH
+        # would put the work tree first on sys.path, and every import would look there first
+        ENV.pop("PYTHONPATH", None)
         ENV["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
-        compile_all = [sys.executable, "-m", "compileall", "-q", str(ROOT / "gitflow_agents")]
+        compile_all = [args.python, "-m", "compileall", "-q", package]
         subprocess.run(compile_all, env=ENV, check=True, capture_output=True)
         print(f"{os.cpu_count()} CPUs; {args.runs} pairs per row; ratio: median of the pairs'")
+        print(f"{args.python}: gitflow_agents from {package}")
         print(
             f"{'form':>6} {'files':>6} {'review ms':>10} {'numstat ms':>11} {'wall':>7} {'cpu':>7}"
         )
@@ -144,7 +165,7 @@ def main() -> int:
                 middle = repo
             else:
                 shutil.rmtree(repo)
-        where_the_time_goes(middle, args.runs)
+        where_the_time_goes(middle, args.runs, args.python)
     return 0
 
 

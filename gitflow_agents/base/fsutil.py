@@ -9,7 +9,6 @@ is not a regular file (a FIFO would block forever) and what is larger than its c
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from functools import cache
@@ -151,6 +150,8 @@ def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
 
 def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:
     """Pretty JSON (UTF-8, not ASCII-escaped) with a final newline."""
+    import json  # noqa: PLC0415 — a review reads .flow/ through this module, and needs no json
+
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
     write_text_atomic(path, text, durable=durable)
 

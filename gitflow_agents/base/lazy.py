@@ -1,11 +1,13 @@
-"""Names a package imports from its modules only when first asked for (PEP 562 ``__getattr__``):
-what keeps a small review's start-up free of modules it never uses (issue 20)."""
+"""What a small review's start-up does not pay for until it is used (issue 20): the names a
+package imports from its modules only when first asked for (PEP 562 ``__getattr__``), and
+regular expressions compiled on first use (``Lazy``)."""
 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 
 def lazy_names(package: str, table: Mapping[str, str]) -> Callable[[str], object]:
@@ -20,3 +22,46 @@ def lazy_names(package: str, table: Mapping[str, str]) -> Callable[[str], object
         return value
 
     return __getattr__
+
+
+class Lazy:
+    """A regular expression compiled when it is first used. Most of the ~50 secret patterns
+    never run in a small review (a token rule's regex only runs on a line holding its
+    ``starts`` literal), nor do those that only a finding, a JSON or TOML file or an agent
+    reviewer needs, and compiling them all at import took a large share of the start-up of
+    every ``git agent-review`` (issue 20)."""
+
+    __slots__ = ("_compiled", "_flags", "_source")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source, self._flags = source, flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether it has been compiled (the start-up test holds what a small review compiles)."""
+        return self._compiled is not None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self._source, self._flags)
+        return self._compiled
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self.compiled.search(text, pos)
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self.compiled.match(text, pos)
+
+    def fullmatch(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.compiled.fullmatch(text, pos, endpos)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.compiled.finditer(text)
+
+    def findall(self, text: str) -> list[str]:
+        return self.compiled.findall(text)
+
+    def sub(self, repl: str | Callable[[re.Match[str]], str], text: str) -> str:
+        return self.compiled.sub(repl, text)

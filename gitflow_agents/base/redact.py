@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from gitflow_agents.base.lazy import Lazy
 from gitflow_agents.base.secret_keywords import (
     ENTROPY_THRESHOLD,
     MIN_LENGTH,
@@ -103,11 +104,11 @@ def _mask_key_bodies(text: str) -> str:
 # assigned or a URL's password is not one). Kept as written: masking masks values, never where
 # they are. Found from each ``:<digit>`` backwards (most text has none: agent output streams
 # through here).
-_LOCATION_PATH = re.compile(r"/?(?:[\w.+-]+/)+[\w.+-]+|[\w.+-]*\.[A-Za-z]\w{0,9}")
+_LOCATION_PATH = Lazy(r"/?(?:[\w.+-]+/)+[\w.+-]+|[\w.+-]*\.[A-Za-z]\w{0,9}")
 _BEFORE_PATH = frozenset(" \t\n\r\f\v\"'`([<,;")
 
 
-_COLON_DIGIT = re.compile(r":\d")
+_COLON_DIGIT = Lazy(r":\d")
 
 
 def _locations(text: str) -> list[tuple[int, int]]:

@@ -15,50 +15,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import NamedTuple
 
-
-class Lazy:
-    """A regular expression compiled when it is first used. Most of the ~50 secret patterns
-    never run in a small review (a token rule's regex only runs on a line holding its
-    ``starts`` literal), and compiling them all at import took a large share of the start-up
-    of every ``git agent-review`` (issue 20)."""
-
-    __slots__ = ("_compiled", "_flags", "_source")
-
-    def __init__(self, source: str, flags: int = 0) -> None:
-        self._source, self._flags = source, flags
-        self._compiled: re.Pattern[str] | None = None
-
-    @property
-    def ready(self) -> bool:
-        """Whether it has been compiled (the start-up test holds what a small review compiles)."""
-        return self._compiled is not None
-
-    @property
-    def compiled(self) -> re.Pattern[str]:
-        if self._compiled is None:
-            self._compiled = re.compile(self._source, self._flags)
-        return self._compiled
-
-    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
-        return self.compiled.search(text, pos)
-
-    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
-        return self.compiled.match(text, pos)
-
-    def fullmatch(self, text: str) -> re.Match[str] | None:
-        return self.compiled.fullmatch(text)
-
-    def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        return self.compiled.finditer(text)
-
-    def findall(self, text: str) -> list[str]:
-        return self.compiled.findall(text)
-
-    def sub(self, repl: str | Callable[[re.Match[str]], str], text: str) -> str:
-        return self.compiled.sub(repl, text)
+from gitflow_agents.base.lazy import Lazy
 
 
 class TokenRule(NamedTuple):

@@ -9,27 +9,27 @@ the renderers print, and the verdict is recorded as a git note on the reviewed c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import ExitCode, UsageError
-from gitflow_agents.base.fsutil import write_text_atomic
-from gitflow_agents.findings import GateResult, Review, Severity
 from gitflow_agents.git import queries as git
-from gitflow_agents.reviewer.target import (
+from gitflow_agents.reviewer.locate import (
     Target,
-    exit_code,
+    ask_location,
     hook_range,
-    locate,
     nothing_to_review,
     resolve_target,
-    review_target,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gitflow_agents.commands.dispatch import Args
+    from gitflow_agents.findings import GateResult, Review, Severity
     from gitflow_agents.reviewer.acceptance import Acceptance
     from gitflow_agents.reviewer.incremental import Earlier
 
@@ -51,12 +51,35 @@ def run(args: Args) -> int:
 
 
 def _run(args: Args) -> int:
+    rev_range, staged = hook_range(os.environ) if args.hook else (args.range, args.staged)
+    # a commit or the index: one git process, which answers while the review's modules load;
+    # so does the git cat-file every content is read through, started with it
+    located = ask_location(rev_range, staged=staged)
+    with git.BlobReader(Path.cwd()) as blobs, contextlib.ExitStack() as early:
+        blobs.start()
+        return _review(args, rev_range, staged, located, blobs, early)
+
+
+def _review(
+    args: Args,
+    rev_range: str | None,
+    staged: bool,
+    located: Callable[[], tuple[Path, Target | None]],
+    blobs: git.BlobReader,
+    early: contextlib.ExitStack,
+) -> int:
     from gitflow_agents import render
     from gitflow_agents.base.color import use_color
-    from gitflow_agents.reviewer import record_review
+    from gitflow_agents.findings import Severity
 
-    rev_range, staged = hook_range(os.environ) if args.hook else (args.range, args.staged)
-    root, known = locate(rev_range, staged=staged)  # a commit or the index: one git process
+    root, known = located()
+    # the builtin reviewer's diff of that commit or the index starts now, and runs while the
+    # reviewer's modules load (and .flow/ is read); ``early`` ends it if it is not read
+    diff = None
+    if known is not None and args.agent == "builtin":
+        diff = early.enter_context(git.AskedDiff(root, known.spec)).changes
+    from gitflow_agents.reviewer.target import exit_code, review_target
+
     acceptance = _acceptance(root, args)
     remarks: list[str] = []
     if args.hook and (args.range or args.staged):
@@ -80,6 +103,8 @@ def _run(args: Args) -> int:
             acceptance=accepting,
             budget=(args.budget_usd, args.budget_tokens),
             earlier=earlier,
+            blobs=blobs,
+            changes=diff,
         )
 
     earlier = _earlier(root, target, args)
@@ -94,6 +119,8 @@ def _run(args: Args) -> int:
 
     if args.output:
         fmt = _output_format(args.output, args.output_format)
+        from gitflow_agents.base.fsutil import write_text_atomic  # json: only for --output
+
         write_text_atomic(Path(args.output), render.render(review, result, fmt))
     text = render.render(
         review, result, args.format, color=args.format == "terminal" and use_color(sys.stdout)
@@ -102,6 +129,8 @@ def _run(args: Args) -> int:
     sys.stdout.flush()
 
     if target.head is not None and not args.no_note and args.write_baseline is None:
+        from gitflow_agents.reviewer import record_review  # the JSON modules: only for a note
+
         record_review(
             root,
             reviewed_sha=target.head,
@@ -118,11 +147,11 @@ def _earlier(root: Path, target: Target, args: Args) -> Earlier | None:
     """What an agent reviewer's review builds on: the range's last reviewed head, from the
     approval notes of its earlier commits (docs/review.md, "Incremental review"); None for the
     builtin reviewer and the staged changes (always whole)."""
+    if args.agent == "builtin" or target.head is None:
+        return None
     from gitflow_agents.reviewer.acceptance import local_settings
     from gitflow_agents.reviewer.incremental import Earlier, prior_from_notes
 
-    if args.agent == "builtin" or target.head is None:
-        return None
     if getattr(args, "full", False):
         return Earlier(forced="--full was given")
     if not local_settings(root).incremental:
@@ -168,11 +197,14 @@ def _report_nothing(args: Args, target: Target, why: str, threshold: Severity) -
     """An empty range: exit 0, no reviewer run, no note. The terminal gets the one line; machine
     formats get a valid document that is *not approved* (nothing was), with the line as reason."""
     from gitflow_agents import render
+    from gitflow_agents.findings import GateResult, Review
 
     review = Review(overall=None, reviewed_sha=target.head, base_sha=target.base, reason=why)
     result = GateResult(approved=False, exit_code=ExitCode.OK, reasons=(why,), threshold=threshold)
     if args.output:
         fmt = _output_format(args.output, args.output_format)
+        from gitflow_agents.base.fsutil import write_text_atomic  # json: only for --output
+
         write_text_atomic(Path(args.output), render.render(review, result, fmt))
     if args.format == "terminal":
         print(why)

@@ -18,10 +18,10 @@ Accepted findings leave the list the gate reads and are kept, with how and why, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Iterable
 from typing import NamedTuple
 
+from gitflow_agents.base.lazy import Lazy
 from gitflow_agents.findings.model import Accepted, Finding, Severity
 from gitflow_agents.findings.settings import ReviewSettings
 
@@ -44,12 +44,12 @@ NOT_SECRET_RULES = frozenset(
 """The builtin rules that are not secret rules; every other rule id is one (so a token rule
 added to the table is covered by the secret markers at once)."""
 
-_GITLEAKS = re.compile(r"gitleaks:allow")
+_GITLEAKS = Lazy(r"gitleaks:allow")  # compiled when a finding is checked (issue 20)
 # detect-secrets' own spellings (its filters/allowlist.py): ``allowlist`` or the older
 # ``whitelist``, a space or a dash; in any comment syntax, since the marker is just text here.
-_PRAGMA = re.compile(r"pragma: ?(?:allow|white)list[ -]secret")
-_PRAGMA_NEXT = re.compile(r"pragma: ?(?:allow|white)list[ -]nextline[ -]secret")
-_IGNORE = re.compile(r"agent-review: ?ignore(?![\w-])(?:\[(?P<rules>[^\]]*)\])?")
+_PRAGMA = Lazy(r"pragma: ?(?:allow|white)list[ -]secret")
+_PRAGMA_NEXT = Lazy(r"pragma: ?(?:allow|white)list[ -]nextline[ -]secret")
+_IGNORE = Lazy(r"agent-review: ?ignore(?![\w-])(?:\[(?P<rules>[^\]]*)\])?")
 
 
 def is_secret_rule(rule: str | None) -> bool:

@@ -22,10 +22,10 @@ from typing import Any
 from gitflow_agents.base.errors import InputError
 from gitflow_agents.base.fsutil import ReadRefused, read_text_limited, write_text_atomic
 from gitflow_agents.base.jsondata import JsonProblem, loads
+from gitflow_agents.findings.model import DEFAULT_BASELINE as DEFAULT_BASELINE
 from gitflow_agents.findings.model import Finding
 
 BASELINE_KIND = "gitflow-agents/review-baseline/v1"
-DEFAULT_BASELINE = ".agent-review-baseline.json"
 MAX_BASELINE_BYTES = 16 * 1024 * 1024
 """A baseline larger than this is refused (docs/security.md, "Bounds")."""
 

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from gitflow_agents.base.lazy import Lazy
+
 
 class Severity(str, enum.Enum):
     ERROR = "error"
@@ -52,8 +54,9 @@ class Overall(str, enum.Enum):
     REVISE = "revise"
 
 
-_WS = re.compile(r"\s+")
-_DIGITS = re.compile(r"\d+")
+# compiled when a finding is fingerprinted (issue 20)
+_WS = Lazy(r"\s+")
+_DIGITS = Lazy(r"\d+")
 
 
 def fingerprint(file: str | None, rule: str | None, message: str, line_content: str = "") -> str:
@@ -124,6 +127,9 @@ def fill_fingerprints(
 ACCEPTED_BY = ("marker", "config", "baseline")
 """How a finding can be accepted (docs/review.md, "Accepting a finding"): an inline marker on
 its line, the ``review:`` settings of ``.flow/``, or a baseline file."""
+DEFAULT_BASELINE = ".agent-review-baseline.json"
+"""The baseline file a review reads when it exists, at the top of the work tree (``baseline.py``;
+here so that a review can look for it without importing the JSON modules that read it)."""
 
 
 class Accepted(NamedTuple):

@@ -15,6 +15,7 @@ These are the values; ``config/review.py`` builds them from a checked ``review:`
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -53,15 +54,32 @@ def glob_regex(glob: str) -> re.Pattern[str]:
     return re.compile("".join(out), re.DOTALL)
 
 
+@functools.cache
+def _compiled(glob: str) -> re.Pattern[str]:
+    return glob_regex(glob)
+
+
+@functools.cache
+def _literal(glob: str) -> str:
+    """The longest run of ``glob``'s plain characters (``**/`` may stand for nothing, so the
+    ``/`` after it is no plain character): every path the glob matches holds it."""
+    return max(re.split(r"[*?]+", glob.strip("/").replace("**/", "*")), key=len)
+
+
 class PathGlob(NamedTuple):
     """One glob of ``exclude``, with where it was written (``file:line``)."""
 
     glob: str
     source: str
-    regex: re.Pattern[str]  # compiled from ``glob``
+    regex: re.Pattern[str] | None = None
+    """Compiled from ``glob``; None: compiled on first use (``DEFAULT_EXCLUDE``: a path that
+    does not hold a glob's plain characters never compiles it, issue 20)."""
 
     def matches(self, path: str) -> bool:
-        return self.regex.fullmatch(path) is not None
+        if _literal(self.glob) not in path:
+            return False
+        regex = self.regex if self.regex is not None else _compiled(self.glob)
+        return regex.fullmatch(path) is not None
 
 
 def pathspecs(glob: str) -> tuple[str, ...]:
@@ -81,7 +99,7 @@ def excluded_note(count: int) -> str:
 
 
 def _defaults(globs: tuple[str, ...]) -> tuple[PathGlob, ...]:
-    return tuple(PathGlob(glob, "default", glob_regex(glob)) for glob in globs)
+    return tuple(PathGlob(glob, "default") for glob in globs)
 
 
 class RuleSetting(NamedTuple):

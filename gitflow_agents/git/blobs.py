@@ -70,6 +70,7 @@ class BlobReader:
         self._child: Popen[bytes] | None = None
         self._errors: IO[bytes] | None = None
         self._commands = False  # the running process is ``--batch-command``
+        self._fresh = False  # the running process has been asked nothing yet
         self._old_git = False  # git refused ``--batch-command``
 
     def __enter__(self) -> BlobReader:
@@ -87,12 +88,19 @@ class BlobReader:
         if errors is not None:
             errors.close()
 
+    def start(self) -> None:
+        """Start the ``git cat-file --batch-command`` process now, before the first question:
+        it starts while the caller works (``git agent-review`` imports the review meanwhile,
+        issue 20)."""
+        if self._child is None and not self._old_git:
+            self._process(commands=True)
+
     def text(self, name: str) -> str | None:
         return next(self.texts((name,)))
 
     def sizes(self, names: Sequence[str]) -> list[int | None]:
         """Size in bytes of each blob in ``names`` (None: missing, or not a blob)."""
-        fresh = self._child is None
+        fresh = self._child is None or self._fresh
         if not names:
             return []
         if self._old_git or not (fresh or self._commands) or not all(map(_batchable, names)):
@@ -116,6 +124,8 @@ class BlobReader:
         side waits for the other)."""
         verb = b""
         if any(map(_batchable, names)):
+            if self._fresh and self._commands:  # from ``start``: git may not know the mode
+                self._confirm_commands()
             self._process()
             verb = b"contents " if self._commands else b""
         batched = [verb + n.encode() + b"\n" for n in names if _batchable(n)]
@@ -155,6 +165,14 @@ class BlobReader:
         thread.start()
         return thread
 
+    def _confirm_commands(self) -> None:
+        """Ask the process ``start`` began a question whose answer is one line (a header, or
+        ``missing``): a git older than 2.36 refuses ``--batch-command`` and exits, and the
+        reader goes on with ``--batch``."""
+        self._send(b"info HEAD\n")
+        with contextlib.suppress(_OldGit):
+            self._header(refused_ok=True)
+
     def _abandon(self) -> None:
         """Kill the process (a writer blocked on its full pipe is released), then close."""
         if self._child is not None:
@@ -166,6 +184,7 @@ class BlobReader:
         if self._child is None:
             self._errors = _scratch_file()
             self._commands = commands and not self._old_git
+            self._fresh = True
             mode = "--batch-command" if self._commands else "--batch"
             argv = ("git", "--no-pager", "-C", str(self.root), "cat-file", mode)
             self._child = proc.start(argv, env=git_env(), stderr=self._errors)
@@ -175,6 +194,7 @@ class BlobReader:
         """One answer's first line, without its line feed. ``refused_ok``: the first answer of a
         new ``--batch-command`` process, which an older git refuses (``_OldGit``)."""
         assert self._child is not None and self._child.stdout is not None
+        self._fresh = False
         header = self._child.stdout.readline()
         if not header.endswith(b"\n"):
             if refused_ok and self._child.wait() != 0:

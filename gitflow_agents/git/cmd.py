@@ -69,9 +69,19 @@ def run_git(
 ) -> proc.Result:
     """``git -C root <args>`` with a scrubbed environment and no pager or colour;
     ``extra_env`` (e.g. a commit identity) is added to that environment for this call only."""
+    return start_git(root, *args, input=input, extra_env=extra_env).result(check=check)
+
+
+def start_git(
+    root: Path | str,
+    *args: str,
+    input: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> proc.Running:
+    """What ``run_git`` runs, started now; its ``result`` waits for it (``proc.begin``)."""
     argv = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root), *args)
     env = git_env() if not extra_env else {**git_env(), **extra_env}
-    return proc.run(argv, env=env, input=input, check=check)
+    return proc.begin(argv, env=env, input=input)
 
 
 def repository_from_env(environ: Mapping[str, str]) -> dict[str, str]:

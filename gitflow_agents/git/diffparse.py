@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from gitflow_agents.base.lazy import Lazy
+
 
 class AddedLine(NamedTuple):
     number: int  # 1-based line number in the new file
@@ -254,7 +256,9 @@ def parse_commit_patches(out: str) -> tuple[CommitPatch, ...]:
     return tuple(patches)
 
 
-_RANGES = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_RANGES = Lazy(  # an agent reviewer's incremental review only: on first use (issue 20)
+    r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@"
+)
 
 Hunk = tuple[int, int, int, int]
 """One ``-U0`` hunk: (old start, old count, new start, new count), as its ``@@`` line says."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -36,6 +36,7 @@ from gitflow_agents.git.cmd import explicit_repository as explicit_repository
 from gitflow_agents.git.cmd import failure as _fail
 from gitflow_agents.git.cmd import git_env as git_env
 from gitflow_agents.git.cmd import run_git as run_git
+from gitflow_agents.git.cmd import start_git
 from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange, FileStat
 
 # Fetching from and pushing to remotes live in remote, the work trees, branches and commits of
@@ -116,27 +117,49 @@ def _is_sha(word: str) -> bool:
 def root_and_commit(rev: str) -> tuple[Path, str, tuple[str, ...]] | None:
     """``repo_root()`` and ``commit_and_parents(root, rev)`` from one git process; None when git
     cannot tell both (those two queries then say why: not a repository, unknown revision)."""
+    return ask_root_and_commit(rev)()
+
+
+def ask_root_and_commit(rev: str) -> Callable[[], tuple[Path, str, tuple[str, ...]] | None]:
+    """``root_and_commit(rev)`` asked now: git answers while the caller works, and the function
+    returned reads the answer (a small review imports its modules meanwhile, issue 20)."""
     if not rev or rev.startswith("-"):
-        return None
+        return lambda: None
     args = ("rev-parse", "--show-toplevel", rev + "^{commit}", rev + "^@")
-    result = run_git(Path.cwd(), *args, check=False)
-    top, *shas = result.stdout.splitlines() or [""]
-    if result.returncode != 0 or not top or not shas or not all(map(_is_sha, shas)):
-        return None
-    return Path(top), shas[0], tuple(shas[1:])
+    running = start_git(Path.cwd(), *args)
+
+    def answer() -> tuple[Path, str, tuple[str, ...]] | None:
+        result = running.result(check=False)
+        top, *shas = result.stdout.splitlines() or [""]
+        if result.returncode != 0 or not top or not shas or not all(map(_is_sha, shas)):
+            return None
+        return Path(top), shas[0], tuple(shas[1:])
+
+    return answer
 
 
 def root_and_head() -> tuple[Path, str | None] | None:
     """``repo_root()`` and HEAD's sha (None: no commit yet) from one git process; None when git
     cannot tell (``repo_root`` then says why)."""
+    return ask_root_and_head()()
+
+
+def ask_root_and_head() -> Callable[[], tuple[Path, str | None] | None]:
+    """``root_and_head()`` asked now, read when the function returned is called (as
+    ``ask_root_and_commit``)."""
     args = ("rev-parse", "--show-toplevel", "--verify", "--quiet", "HEAD^{commit}")
-    result = run_git(Path.cwd(), *args, check=False)
-    lines = result.stdout.splitlines()
-    if result.returncode == 0 and len(lines) == 2 and lines[0] and _is_sha(lines[1]):
-        return Path(lines[0]), lines[1]
-    if result.returncode == 1 and len(lines) == 1 and lines[0]:
-        return Path(lines[0]), None
-    return None
+    running = start_git(Path.cwd(), *args)
+
+    def answer() -> tuple[Path, str | None] | None:
+        result = running.result(check=False)
+        lines = result.stdout.splitlines()
+        if result.returncode == 0 and len(lines) == 2 and lines[0] and _is_sha(lines[1]):
+            return Path(lines[0]), lines[1]
+        if result.returncode == 1 and len(lines) == 1 and lines[0]:
+            return Path(lines[0]), None
+        return None
+
+    return answer
 
 
 def rev_parse(root: Path, rev: str) -> str:
@@ -278,9 +301,36 @@ def diff(root: Path, spec: DiffSpec) -> tuple[FileChange, ...]:
     """Every changed file between ``spec.base`` and ``spec.head`` (or the index): statuses and
     counts from ``--raw --numstat``, added lines (new line number, text) and a missing final
     newline from the ``-U0`` patch, all from one git process (``diffparse.split_patch``)."""
-    args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *_PATCH_FLAGS)
-    records, patch = diffparse.split_patch(run_git(root, *args, *spec.args(), "--").stdout)
-    return tuple(diffparse.parse_changes(records, diffparse.parse_added_lines(patch)))
+    with AskedDiff(root, spec) as asked:
+        return asked.changes()
+
+
+class AskedDiff:
+    """``diff(root, spec)`` asked before its answer is needed: git runs while the caller works
+    (``git agent-review`` imports the builtin reviewer meanwhile, issue 20), ``changes`` reads
+    the answer, and the end of a ``with`` block (``close``) ends a git whose answer was not
+    read."""
+
+    def __init__(self, root: Path, spec: DiffSpec) -> None:
+        args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *_PATCH_FLAGS)
+        self._running = start_git(root, *args, *spec.args(), "--")
+        self._changes: tuple[FileChange, ...] | None = None
+
+    def __enter__(self) -> AskedDiff:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def changes(self) -> tuple[FileChange, ...]:
+        if self._changes is None:
+            records, patch = diffparse.split_patch(self._running.result().stdout)
+            parsed = diffparse.parse_changes(records, diffparse.parse_added_lines(patch))
+            self._changes = tuple(parsed)
+        return self._changes
+
+    def close(self) -> None:
+        self._running.stop()
 
 
 # The empty tree in sha1 and sha256 repositories (a root commit's review base).

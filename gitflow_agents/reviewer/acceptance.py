@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitflow_agents.base.errors import InputError
 from gitflow_agents.findings import Accepted, Overall, Severity
-from gitflow_agents.findings import baseline as baselines
 from gitflow_agents.findings.accept import LineText, accept
-from gitflow_agents.findings.model import fill_fingerprints
+from gitflow_agents.findings.model import DEFAULT_BASELINE, fill_fingerprints
 from gitflow_agents.findings.settings import ReviewSettings, path_threshold, pathspecs
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.builtin import BuiltinResult
@@ -110,9 +109,11 @@ def local_acceptance(root: Path, baseline_file: str | None) -> Acceptance:
         if not path.exists():
             raise InputError("no such baseline file (write one with --write-baseline)", path=name)
     else:
-        path, name = root / baselines.DEFAULT_BASELINE, baselines.DEFAULT_BASELINE
+        path, name = root / DEFAULT_BASELINE, DEFAULT_BASELINE
     if not path.exists():
         return Acceptance(settings)
+    from gitflow_agents.findings import baseline as baselines  # noqa: PLC0415 — JSON only with a baseline
+
     entries = baselines.read(path, name)
     return Acceptance(settings, baselines.fingerprints(entries), name)
 
@@ -121,10 +122,12 @@ def acceptance_at(root: Path, sha: str) -> Acceptance:
     """From the commit ``sha`` (the base of a pull request or merge group): its committed
     ``.flow/base.yaml`` and default baseline file, never the reviewed commits' own."""
     settings = _settings(git.show_file(root, sha, LAYER), f"{sha[:12]}:{LAYER}")
-    name = f"{sha[:12]}:{baselines.DEFAULT_BASELINE}"
-    text = git.show_file(root, sha, baselines.DEFAULT_BASELINE)
+    name = f"{sha[:12]}:{DEFAULT_BASELINE}"
+    text = git.show_file(root, sha, DEFAULT_BASELINE)
     if text is None:
         return Acceptance(settings)
+    from gitflow_agents.findings import baseline as baselines  # noqa: PLC0415 — JSON only with a baseline
+
     if len(text.encode("utf-8", "surrogatepass")) > baselines.MAX_BASELINE_BYTES:
         raise InputError(f"over the {baselines.MAX_BASELINE_BYTES:,}-byte limit", path=name)
     return Acceptance(settings, baselines.fingerprints(baselines.parse(text, name)), name)

@@ -5,7 +5,6 @@ a report in the same shape an LLM reviewer writes (summary, fenced JSON findings
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -33,6 +32,11 @@ class BuiltinResult(NamedTuple):
     """The changed paths ``review.exclude`` left out: never read, counted in the summary."""
 
 
+WHOLE_RANGE = ("full", "full: the builtin reviewer always reviews the whole range")
+"""The kind of every builtin review and why (``Review.kind``, docs/review.md, "Incremental
+review"): it builds on no earlier review."""
+
+
 def review_diff(
     root: Path,
     spec: git.DiffSpec,
@@ -41,17 +45,19 @@ def review_diff(
     options: CheckOptions | None = None,
     blobs: git.BlobReader | None = None,
     excluded: Callable[[str], object] | None = None,
+    diff: Callable[[], tuple[FileChange, ...]] | None = None,
 ) -> BuiltinResult:
     """Check every file changed between ``spec.base`` and ``spec.head`` (None: the index)
     but those ``excluded`` says are out of the review (``review.exclude``: not read at all, in
     the net diff or any commit of the range).
 
     Sizes and contents come from ``blobs`` (one ``git cat-file`` for the whole review; a
-    reader of its own, closed at the end, when not given)."""
+    reader of its own, closed at the end, when not given); the changed files from ``diff``
+    (``git.AskedDiff.changes``: the diff of ``spec``, started earlier) or ``git.diff``."""
     options = options or CheckOptions()
     with contextlib.ExitStack() as stack:
         reader = blobs if blobs is not None else stack.enter_context(git.BlobReader(root))
-        every = git.diff(root, spec)
+        every = diff() if diff is not None else git.diff(root, spec)
         out = tuple(c.path for c in every if excluded is not None and excluded(c.path))
         changes = [c for c in every if c.status != "D" and c.path not in out]
         secrets = _change_secrets(changes, options)
@@ -292,14 +298,30 @@ def review_data(
     }
 
 
-def _report_lines(result: BuiltinResult, data: dict[str, Any]) -> list[str]:
+def _report_head(result: BuiltinResult, data: dict[str, Any]) -> list[str]:
+    """The report's lines before its JSON block."""
     lines = ["# Review (builtin)", "", data["summary"], ""]
     lines += [f"- {note}" for note in result.notes]
     if result.notes:
         lines.append("")
-    lines += ["```json", *json.dumps(data, indent=2).splitlines(), "```", ""]
-    lines.append(f"REVIEW_RESULT: {_verdict(result)}")
     return lines
+
+
+def _report_lines(result: BuiltinResult, data: dict[str, Any]) -> list[str]:
+    import json  # noqa: PLC0415 — only a written report (a chain's builtin step) needs json
+
+    block = json.dumps(data, indent=2).splitlines()
+    return [*_report_head(result, data), "```json", *block, "```", "", _verdict_line(result)]
+
+
+def _json_lines(value: object) -> int:
+    """How many lines ``json.dumps(value, indent=2)`` takes: a value or an empty list or
+    object is one line; another list or object opens and closes on lines of its own, and each
+    of its items starts a line (a key and the first line of its value share one)."""
+    if isinstance(value, (dict, list)) and value:
+        items = value.values() if isinstance(value, dict) else value
+        return 2 + sum(_json_lines(item) for item in items)
+    return 1
 
 
 def report(
@@ -328,7 +350,9 @@ def as_review(
     tests/reviewer/test_builtin_content.py holds the two equal). Fingerprints are left unset, as
     ``parse_review`` leaves those of a findings block before filling them."""
     data = review_data(result, reviewed_sha=reviewed_sha, base_sha=base_sha, threshold=threshold)
-    marker_line = len(_report_lines(result, data))  # the verdict is the report's last line
+    # the verdict is the report's last line, after the JSON block and its fences (counted
+    # without writing it: json is imported only when a report is written, issue 20)
+    marker_line = len(_report_head(result, data)) + 1 + _json_lines(data) + 3
     return Review(
         overall=result.overall,
         summary=data["summary"],
@@ -336,9 +360,13 @@ def as_review(
         reviewed_sha=reviewed_sha,
         base_sha=base_sha,
         unreviewed_files=tuple(result.unreviewed_files),
-        reason=f"REVIEW_RESULT: {_verdict(result)} on line {marker_line}",
+        reason=f"{_verdict_line(result)} on line {marker_line}",
         excluded_files=len(result.excluded),
     )
+
+
+def _verdict_line(result: BuiltinResult) -> str:
+    return f"REVIEW_RESULT: {_verdict(result)}"
 
 
 def _verdict(result: BuiltinResult) -> str:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+from gitflow_agents.base.lazy import Lazy
 from gitflow_agents.base.redact import mask
 from gitflow_agents.base.redact import secret_values as redact_secret_values
 from gitflow_agents.base.secret_keywords import (
@@ -26,7 +27,6 @@ from gitflow_agents.base.secret_rules import (
     KEY_BODY_LINE,
     PRIVATE_KEY,
     PRIVATE_KEY_END,
-    Lazy,
     is_key_body,
     may_begin_key,
     token_hits,
@@ -34,7 +34,6 @@ from gitflow_agents.base.secret_rules import (
 from gitflow_agents.findings import Finding
 from gitflow_agents.findings.rules import RULES
 from gitflow_agents.git.diffparse import AddedLine, CommitPatch, FileChange
-from gitflow_agents.reviewer import pydebug
 
 
 class CheckOptions(NamedTuple):
@@ -258,14 +257,28 @@ def check_debugger(change: FileChange) -> Iterator[Finding]:
             )
 
 
+# What pre-commit-hooks' debug-statements treats as a debugger: importing one of these modules
+# (or a submodule), and calling breakpoint(); we also report ``<module>.set_trace()`` calls.
+DEBUGGER_MODULES = frozenset(
+    ("bpdb", "ipdb", "pdb", "pdbr", "pudb", "pydevd_pycharm", "q", "rdb", "rpdb", "wdb")
+)
+# The pre-filter: a Python file is parsed for debugger statements only when an added line has
+# one of these words (every line the regex or the AST rule can report has one).
+DEBUGGER_WORDS = re.compile(
+    r"\b(?:breakpoint|set_trace|" + "|".join(sorted(DEBUGGER_MODULES)) + r")\b"
+)
+
+
 def check_python_debugger(change: FileChange, text: str | None) -> Iterator[Finding]:
     """The debugger rule for a Python file whose new content is ``text``: Python's AST decides
     (an import of a debugger module, ``breakpoint()``, ``pdb.set_trace()``; words inside
     strings and comments are not statements), on the line where the statement starts, when
     that line is added. A file that does not parse (or whose content is unknown, None) falls
     back to the line regex of ``check_debugger``."""
-    if not any(pydebug.WORDS.search(a.text) for a in change.added_lines):
+    if not any(DEBUGGER_WORDS.search(a.text) for a in change.added_lines):
         return
+    from gitflow_agents.reviewer import pydebug  # noqa: PLC0415 — ast only past the pre-filter
+
     statements = pydebug.debug_statements(text) if text is not None else None
     if statements is None:
         yield from check_debugger(change)

@@ -21,7 +21,8 @@ from gitflow_agents.base.jsondata import loads
 from gitflow_agents.findings import Finding, finding_from_dict
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.diffparse import Hunk
-from gitflow_agents.reviewer import parse_review_note
+from gitflow_agents.reviewer import builtin
+from gitflow_agents.reviewer.notes import parse_review_note
 
 INCREMENTAL, FULL = "incremental", "full"
 MAX_NOTED_COMMITS = 50
@@ -71,7 +72,7 @@ def decide(root: Path, base: str, head: str | None, agent: str, earlier: Earlier
     """The scope of a review of ``base..head`` by ``agent``."""
     prior = earlier.prior
     if agent == "builtin":
-        return full("the builtin reviewer always reviews the whole range")
+        return Scope(*builtin.WHOLE_RANGE)
     if head is None:
         return full("the staged changes are reviewed whole")
     if earlier.forced:

@@ -1,21 +1,15 @@
 """Python debugger statements, read from Python's AST (the builtin reviewer's ``debugger`` rule
 for Python files, ``checks.check_python_debugger``): what pre-commit-hooks' debug-statements
-finds, so a debugger named inside a string or a comment is no statement."""
+finds, so a debugger named inside a string or a comment is no statement. Imported only for a
+file whose added lines pass ``checks.DEBUGGER_WORDS`` (``ast`` is a small review's
+milliseconds, issue 20)."""
 
 from __future__ import annotations
 
 import ast
-import re
 import warnings
 
-# What pre-commit-hooks' debug-statements treats as a debugger: importing one of these modules
-# (or a submodule), and calling breakpoint(); we also report ``<module>.set_trace()`` calls.
-MODULES = frozenset(
-    ("bpdb", "ipdb", "pdb", "pdbr", "pudb", "pydevd_pycharm", "q", "rdb", "rpdb", "wdb")
-)
-# The pre-filter: a Python file is parsed for debugger statements only when an added line has
-# one of these words (every line the regex or the AST rule can report has one).
-WORDS = re.compile(r"\b(?:breakpoint|set_trace|" + "|".join(sorted(MODULES)) + r")\b")
+from gitflow_agents.reviewer.checks import DEBUGGER_MODULES as MODULES
 
 
 def debug_statements(text: str) -> dict[int, str] | None:

@@ -4,16 +4,15 @@ TOML) and report the error line. A rule for a file is ``syntax_rule(path)``; a f
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib
-import json
-import re
 import sys
 import warnings
+from _ast import PyCF_ONLY_AST  # the flag alone: ``ast`` costs a small review more (issue 20)
 from collections.abc import Callable
 from typing import Any
 
+from gitflow_agents.base.lazy import Lazy
 from gitflow_agents.findings import Finding
 from gitflow_agents.git.diffparse import FileChange
 from gitflow_agents.reviewer.checks import finding, is_python
@@ -30,7 +29,7 @@ def _python(text: str, path: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+            compile(text, path, "exec", flags=PyCF_ONLY_AST, dont_inherit=True)
         except SyntaxError as exc:
             raise SyntaxProblem(exc.lineno, f"{type(exc).__name__}: {exc.msg}") from None
         except ValueError as exc:  # e.g. source contains null bytes
@@ -38,6 +37,8 @@ def _python(text: str, path: str) -> None:
 
 
 def _json(text: str, path: str) -> None:
+    import json  # noqa: PLC0415 — json only when a JSON file is reviewed (issue 20)
+
     try:
         json.loads(text, object_pairs_hook=_unique_keys)
     except _DuplicateKey as exc:
@@ -87,7 +88,7 @@ def toml_parser() -> Callable[[str], object] | None:
     return loads
 
 
-_TOML_LINE = re.compile(r"at line (\d+)")
+_TOML_LINE = Lazy(r"at line (\d+)")
 
 
 def _toml(text: str, path: str) -> None:
@@ -103,7 +104,7 @@ def _toml(text: str, path: str) -> None:
 
 
 # Files with comments or trailing commas (JSONC) that are conventionally named *.json.
-_JSONC = re.compile(r"(^|/)(tsconfig[^/]*|jsconfig[^/]*|\.?devcontainer)\.json$|(^|/)\.vscode/")
+_JSONC = Lazy(r"(^|/)(tsconfig[^/]*|jsconfig[^/]*|\.?devcontainer)\.json$|(^|/)\.vscode/")
 
 SYNTAX: tuple[tuple[str, Callable[[str], bool], Callable[[str, str], None]], ...] = (
     ("python-syntax", is_python, _python),

@@ -1,6 +1,5 @@
-"""What a review is about and the one review path: the target (a range, a commit, the index),
-the reviewer's review of it (the builtin one as a Review, an agent's report parsed), masked
-and gated.
+"""The one review path: the reviewer's review of a target (``locate.py``: a range, a commit,
+the index), the builtin one as a Review, an agent's report parsed, masked and gated.
 
 ``git agent-review`` (``commands/review.py``) and the Action (``github/``) both review through
 :func:`review_target`; :func:`exit_code` is the exit code both derive from the gate.
@@ -8,14 +7,14 @@ and gated.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from gitflow_agents import findings
-from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.findings import Accepted, GateResult, Review, Severity, fill_fingerprints
 from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
@@ -23,124 +22,14 @@ from gitflow_agents.reviewer import builtin
 from gitflow_agents.reviewer.acceptance import Acceptance, Scope, apply, local_settings, scope_of
 from gitflow_agents.reviewer.builtin import diff_secrets
 from gitflow_agents.reviewer.checks import CheckOptions
-from gitflow_agents.reviewer.incremental import Earlier, decide, merged
-from gitflow_agents.reviewer.incremental import Scope as Increment
+from gitflow_agents.reviewer.locate import Target as Target
 
 if TYPE_CHECKING:
+    from gitflow_agents.findings.settings import ReviewSettings
+    from gitflow_agents.git.diffparse import FileChange
     from gitflow_agents.reviewer.builtin import BuiltinResult
-
-
-class Target(NamedTuple):
-    """What is reviewed: ``base`` against ``head`` (None: the index)."""
-
-    base: str
-    head: str | None
-    label: str  # for messages: "abc123..def456", "staged changes"
-    one_commit: bool = False  # head is one commit whose only parent is base (REV, not a merge)
-
-    @property
-    def spec(self) -> git.DiffSpec:
-        return git.DiffSpec(self.base, self.head, self.one_commit)
-
-
-def _one_commit(root: Path, rev_range: str) -> Target:
-    """``REV``: its first parent (the empty tree for a root commit) .. REV. Known to be one
-    commit unless REV is a merge, so no git process is spent asking."""
-    return _commit_target(root, rev_range, *git.commit_and_parents(root, rev_range))
-
-
-def _commit_target(root: Path, rev: str, head: str, parents: tuple[str, ...]) -> Target:
-    base = parents[0] if parents else git.empty_tree(root)
-    return Target(base, head, rev, one_commit=len(parents) <= 1)
-
-
-def locate(rev_range: str | None, *, staged: bool) -> tuple[Path, Target | None]:
-    """The top of the work tree (``git.repo_root``) and, for a single commit ``REV`` or
-    ``--staged``, the target too, both from one git process (issue 20: a small review's git
-    processes). None for the target: ``resolve_target`` finds it (a range, the default branch,
-    or what git could not name, which it then reports)."""
-    if staged and not rev_range:
-        found = git.root_and_head()
-        if found is not None:
-            root, head = found
-            return root, Target(head or git.empty_tree(root), None, "staged changes")
-    elif rev_range and not staged and ".." not in rev_range:
-        commit = git.root_and_commit(rev_range)
-        if commit is not None:
-            root, head, parents = commit
-            return root, _commit_target(root, rev_range, head, parents)
-    return git.repo_root(), None
-
-
-def resolve_target(
-    root: Path, rev_range: str | None, *, staged: bool, say: list[str] | None = None
-) -> Target:
-    """Turn the command line's RANGE / --staged into base and head commits.
-
-    ``say`` collects one-line remarks for the user (which default branch was used).
-    """
-    say = say if say is not None else []
-    if staged:
-        if rev_range:
-            raise UsageError("give either a RANGE or --staged, not both")
-        base = git.head_sha(root) if git.has_head(root) else git.empty_tree(root)
-        return Target(base, None, "staged changes")
-    if rev_range is None:
-        branch = git.default_branch(root)
-        head = git.head_sha(root)
-        base = git.merge_base(root, branch.ref, head)
-        say.append(f"reviewing {base[:12]}..{head[:12]}: merge-base with the {branch.note}")
-        return Target(base, head, f"{base[:12]}..{head[:12]}")
-    if "..." in rev_range:
-        left, right = rev_range.split("...", 1)
-        head = git.rev_parse(root, right or "HEAD")
-        base = git.merge_base(root, git.rev_parse(root, left or "HEAD"), head)
-        return Target(base, head, rev_range)
-    if ".." in rev_range:
-        left, right = rev_range.split("..", 1)
-        return Target(
-            git.rev_parse(root, left or "HEAD"), git.rev_parse(root, right or "HEAD"), rev_range
-        )
-    return _one_commit(root, rev_range)
-
-
-def nothing_to_review(root: Path, target: Target) -> str | None:
-    """Why ``target`` holds no commit to review (None when it does): base and head are the
-    same commit (``git agent-review`` on the default branch, ``HEAD..HEAD``), or head is
-    already contained in base. Reviewing nothing must never approve anything."""
-    if target.head is None or target.one_commit:  # a commit is never in its own parent
-        return None
-    base, head = target.base[:12], target.head[:12]
-    if target.base == target.head:
-        why = "the same commit"
-    elif git.is_ancestor(root, target.head, target.base):  # False for the empty tree
-        why = f"{head} is already contained in {base}"
-    else:
-        return None
-    return (
-        f"nothing to review between {base} and {head} ({why}), so no review is recorded; "
-        f"name the commits to review, e.g. `git agent-review {head}` (that commit alone) "
-        f"or `git agent-review BASE..{head}`"
-    )
-
-
-def hook_range(environ: dict[str, str] | os._Environ[str]) -> tuple[str | None, bool]:
-    """What ``--hook`` reviews, as (RANGE, staged): the pushed range on pre-push, else the
-    staged changes."""
-    from_ref = environ.get("PRE_COMMIT_FROM_REF") or environ.get("PRE_COMMIT_SOURCE")
-    to_ref = environ.get("PRE_COMMIT_TO_REF") or environ.get("PRE_COMMIT_ORIGIN")
-    if from_ref and to_ref:
-        return f"{from_ref}..{to_ref}", False
-    if environ.get("PRE_COMMIT_REMOTE_NAME"):
-        # pre-push of a branch whose whole history is new: review it against the default branch.
-        return None, False
-    return None, True
-
-
-def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Target:
-    """The target for ``--hook``: the pushed range on pre-push, else the staged changes."""
-    rev_range, staged = hook_range(environ)
-    return resolve_target(root, rev_range, staged=staged)
+    from gitflow_agents.reviewer.incremental import Earlier
+    from gitflow_agents.reviewer.incremental import Scope as Increment
 
 
 def builtin_review(
@@ -150,12 +39,16 @@ def builtin_review(
     max_file_size: int,
     blobs: git.BlobReader,
     acceptance: Acceptance | None = None,
+    changes: Callable[[], tuple[FileChange, ...]] | None = None,
 ) -> tuple[Review, frozenset[str]]:
     """The builtin reviewer's Review of ``target`` after ``acceptance`` took out what it accepts
     (what parsing its report gives, without the round trip through markdown:
     ``builtin.as_review``; the accepted findings in ``Review.accepted``), and the exact secret
-    values it found; contents are read through ``blobs``."""
-    result, accepted = builtin_result(root, target, threshold, max_file_size, blobs, acceptance)
+    values it found; contents are read through ``blobs``, the changed files from ``changes``
+    when given (``builtin.review_diff``)."""
+    result, accepted = builtin_result(
+        root, target, threshold, max_file_size, blobs, acceptance, changes
+    )
     return builtin_as_review(result, accepted, target, threshold, blobs), result.secrets
 
 
@@ -185,6 +78,7 @@ def builtin_result(
     max_file_size: int,
     blobs: git.BlobReader,
     acceptance: Acceptance | None,
+    changes: Callable[[], tuple[FileChange, ...]] | None = None,
 ) -> tuple[BuiltinResult, tuple[Accepted, ...]]:
     """The builtin reviewer's result on ``target`` (contents read through ``blobs``) after
     ``acceptance`` took out what it accepts, and the accepted findings: what ``git agent-review``
@@ -198,6 +92,7 @@ def builtin_result(
         options=options,
         blobs=blobs,
         excluded=acceptance.settings.excluded,
+        diff=changes,
     )
     return apply(result, acceptance, line_lookup(blobs, target.head), threshold)
 
@@ -239,6 +134,8 @@ def _whole_range(review: Review, increment: Increment) -> tuple[Review, Incremen
     """After an incremental review: ``review``'s findings are the whole range's (the open ones
     carried over, ``incremental.merged``), and the reason counts what carried over and what
     was fixed."""
+    from gitflow_agents.reviewer.incremental import merged  # noqa: PLC0415 — as _agent_review
+
     if increment.since is None:
         return review, increment
     found, fixed = merged(increment, review.findings)
@@ -285,48 +182,41 @@ def review_target(
     acceptance: Acceptance | None = None,
     budget: tuple[float | None, int | None] = (None, None),
     earlier: Earlier | None = None,
+    blobs: git.BlobReader | None = None,
+    changes: Callable[[], tuple[FileChange, ...]] | None = None,
 ) -> tuple[Review, GateResult]:
     """Run the reviewer on ``target``, parse its report, mask the secrets in it, and gate it:
     the one review path (``git agent-review``, ``gitflow-agents action``). ``config_root``,
     ``budget``: see ``agent_report``; ``acceptance``: what the builtin reviewer accepts (none:
     nothing); ``earlier``: the last review of the range, for an incremental review
-    (``incremental.py``; the Review's ``kind`` and ``kind_reason`` say which kind ran)."""
+    (``incremental.py``; the Review's ``kind`` and ``kind_reason`` say which kind ran);
+    ``blobs``: the caller's reader of the repository's contents (None: one of its own);
+    ``changes``: the builtin reviewer's changed files, from a diff of ``target.spec`` the
+    caller started (``git.AskedDiff``; None: the diff runs here)."""
     settings = (acceptance or Acceptance()).settings
-    increment = decide(root, target.base, target.head, agent, earlier or Earlier())
-    with git.BlobReader(root) as blobs:
+    with contextlib.ExitStack() as stack:
+        if blobs is None:
+            blobs = stack.enter_context(git.BlobReader(root))
         if agent == "builtin":
             parsed, secrets = builtin_review(
-                root, target, threshold, max_file_size, blobs, acceptance
+                root, target, threshold, max_file_size, blobs, acceptance, changes
             )
+            kind, why = builtin.WHOLE_RANGE
+            parsed = parsed._replace(kind=kind, kind_reason=why)
         else:
             if acceptance is None:  # the agent's own .flow/ (the base's in the Action)
                 settings = local_settings(config_root or root)
-            scope = scope_of(settings, git.numstat(root, target.spec))
-            secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
-            report, usage = agent_report(
+            parsed, secrets = _agent_review(
                 root,
                 agent,
                 target,
+                blobs,
+                settings=settings,
                 config_root=config_root,
-                secrets=secrets,
+                max_file_size=max_file_size,
                 budget=budget,
-                scope=scope,
-                increment=increment if increment.since is not None else None,
+                earlier=earlier,
             )
-            parsed = findings.parse_review(
-                report,
-                reviewed_sha=target.head,
-                base_sha=target.base,
-                source=f"{agent} report",
-                line_content=line_lookup(blobs, target.head),
-            )
-            from gitflow_agents.reviewer.agent import with_usage  # noqa: PLC0415 — as agent_report
-
-            parsed = parsed._replace(
-                run=with_usage(parsed.run, usage), excluded_files=len(scope.excluded)
-            )
-            parsed, increment = _whole_range(parsed, increment)
-        parsed = parsed._replace(kind=increment.kind, kind_reason=increment.reason)
     # Every text of the report is masked before any output sees it: the secret rules, and the
     # exact secret values of the reviewed diff wherever the reviewer quotes them
     # (docs/security.md, "Secrets in review output").
@@ -334,3 +224,47 @@ def review_target(
     # --staged has no commit to pin the verdict to; every other review must be about head.
     verdict = findings.gate(review, threshold=threshold, head_sha=target.head, paths=settings.paths)
     return review, verdict
+
+
+def _agent_review(
+    root: Path,
+    agent: str,
+    target: Target,
+    blobs: git.BlobReader,
+    *,
+    settings: ReviewSettings,
+    config_root: Path | None,
+    max_file_size: int,
+    budget: tuple[float | None, int | None],
+    earlier: Earlier | None,
+) -> tuple[Review, frozenset[str]]:
+    """An agent reviewer's parsed review of ``target`` (whole, or incremental since
+    ``earlier``'s head) and the exact secret values of the diff; see ``review_target``."""
+    # incremental review is an agent reviewer's: the builtin path never imports it (issue 20)
+    from gitflow_agents.reviewer.incremental import Earlier, decide  # noqa: PLC0415 — see above
+
+    increment = decide(root, target.base, target.head, agent, earlier or Earlier())
+    scope = scope_of(settings, git.numstat(root, target.spec))
+    secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
+    report, usage = agent_report(
+        root,
+        agent,
+        target,
+        config_root=config_root,
+        secrets=secrets,
+        budget=budget,
+        scope=scope,
+        increment=increment if increment.since is not None else None,
+    )
+    parsed = findings.parse_review(
+        report,
+        reviewed_sha=target.head,
+        base_sha=target.base,
+        source=f"{agent} report",
+        line_content=line_lookup(blobs, target.head),
+    )
+    from gitflow_agents.reviewer.agent import with_usage  # noqa: PLC0415 — as agent_report
+
+    parsed = parsed._replace(run=with_usage(parsed.run, usage), excluded_files=len(scope.excluded))
+    parsed, increment = _whole_range(parsed, increment)
+    return parsed._replace(kind=increment.kind, kind_reason=increment.reason), secrets

@@ -16,7 +16,8 @@ from gitflow_agents.base.errors import UsageError
 from gitflow_agents.findings import Finding, Review, Severity
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import approval_status, read_review_note
-from gitflow_agents.reviewer.target import Target, exit_code, hook_target, resolve_target
+from gitflow_agents.reviewer.locate import Target, hook_target, resolve_target
+from gitflow_agents.reviewer.target import exit_code
 from tests.conftest import ROOT, Cli, CliResult, git
 from tests.helpers.files import commit_files, detached_repository, write_executable
 from tests.helpers.review import configure_reviewers, run

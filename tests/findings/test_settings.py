@@ -13,6 +13,7 @@ from gitflow_agents.findings.settings import (
     DEFAULT_EXCLUDE,
     PathGlob,
     PathThreshold,
+    ReviewSettings,
     glob_regex,
     path_threshold,
     pathspecs,
@@ -57,6 +58,42 @@ def test_git_pathspecs_leave_out_exactly_what_the_glob_matches(tracked: Path, gl
     kept = git(tracked, "ls-files", "-z", "--", ".", *pathspecs(glob)).split("\0")
     regex = glob_regex(glob)
     assert sorted(p for p in kept if p) == sorted(p for p in PATHS if not regex.fullmatch(p))
+
+
+MORE_GLOBS = [
+    "a/**/b",
+    "**",
+    "x/**",
+    "**/y",
+    "a**b",
+    "*.py",
+    "src/?pp.py",
+    "/vendor/",
+    "**/deep/**",
+]
+MORE_PATHS = ["a/b", "a/x/y/b", "x/1", "q/y", "aab", "a/b/c.py", "src/app.py", "vendor/z", "deep"]
+
+
+@pytest.mark.parametrize("glob", GLOBS + MORE_GLOBS)
+def test_a_glob_compiled_on_first_use_matches_as_its_regex(glob: str) -> None:
+    """A glob without its regex (the defaults: compiled only for a path holding the glob's
+    plain characters, issue 20) matches exactly the paths its regex matches."""
+    regex = glob_regex(glob)
+    for path in PATHS + MORE_PATHS:
+        expected = regex.fullmatch(path) is not None
+        assert PathGlob(glob, "x:1").matches(path) == expected, path
+        assert PathGlob(glob, "x:1", regex).matches(path) == expected, path
+
+
+def test_the_default_excludes_compile_nothing_for_ordinary_paths() -> None:
+    from gitflow_agents.findings import settings
+
+    settings._compiled.cache_clear()
+    ordinary = ReviewSettings()
+    assert ordinary.excluded("src/app.py") is None
+    assert ordinary.excluded("README.md") is None
+    assert settings._compiled.cache_info().currsize == 0
+    assert ordinary.excluded("web/node_modules/y/z.js") is not None
 
 
 def test_the_last_matching_path_threshold_wins() -> None:

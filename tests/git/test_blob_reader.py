@@ -257,3 +257,44 @@ def test_a_git_without_batch_command_gets_the_same_review(
         assert reader.sizes([g.object_name(head, "pkg/m2.py")]) == [6]
         assert reader.text(g.object_name(head, "pkg/m1.py")) == "x = 1\n"
     assert (old / "git.log").read_text() == "refused\n" * 2
+
+
+@pytest.mark.parametrize("first", ["sizes", "texts"])
+def test_a_reader_started_early_answers_as_one_started_on_demand(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: str
+) -> None:
+    """``start`` begins the ``--batch-command`` process before any question (``git agent-review``
+    does while it imports the review); the answers are the same, with a git that knows the mode
+    and with one before 2.36 that refuses it, whichever question comes first."""
+    head = commit_files(repo, {"a.txt": "alpha\n", "b.txt": "beta\n"})
+    names = [
+        g.object_name(head, "a.txt"),
+        g.object_name(head, "nope"),
+        g.object_name(head, "b.txt"),
+    ]
+
+    def ask(reader: g.BlobReader) -> tuple[object, object]:
+        if first == "sizes":
+            return reader.sizes(names), list(reader.texts(names))
+        return list(reader.texts(names)), reader.sizes(names)
+
+    with g.BlobReader(repo) as reader:
+        expected = ask(reader)
+    with g.BlobReader(repo) as reader:
+        reader.start()
+        assert ask(reader) == expected
+    real = shutil.which("git")
+    assert real is not None
+    old = tmp_path / "old-git"
+    old.mkdir()
+    (old / "git").write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do [ "$a" = --batch-command ] && { echo refused >> "$0.log"; exit 129; }; done\n'
+        f'exec {real} "$@"\n'
+    )
+    (old / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{old}{os.pathsep}{os.environ['PATH']}")
+    with g.BlobReader(repo) as reader:
+        reader.start()
+        assert ask(reader) == expected
+    assert (old / "git.log").read_text() == "refused\n"

@@ -14,6 +14,7 @@ from gitflow_agents.base.errors import UsageError
 from gitflow_agents.git import diffparse
 from gitflow_agents.git import queries as g
 from tests.conftest import ROOT, git
+from tests.helpers.files import commit_files
 
 
 def test_a_commit_and_its_parents_in_one_query(repo: Path) -> None:
@@ -108,3 +109,19 @@ def test_one_diff_process_gives_records_and_patch(repo: Path) -> None:
     records, patch = diffparse.split_patch(":100644 100644 a b M\0x\0" + "1\t0\tx\0\0diff --git")
     assert (records, patch) == (":100644 100644 a b M\0x\0" + "1\t0\tx\0", "diff --git")
     assert diffparse.split_patch("") == ("", "")
+
+
+def test_a_diff_asked_early_answers_as_diff_and_ends_unread(repo: Path) -> None:
+    """``AskedDiff`` (``git agent-review`` starts the diff before it imports the reviewer) reads
+    the same changes as ``diff``; closed unread, its git is ended, none left behind."""
+    import psutil
+
+    base = g.head_sha(repo)
+    head = commit_files(repo, {"a.py": "x = 1\n", "b.txt": "two\nlines\n"})
+    spec = g.DiffSpec(base, head, one_commit=True)
+    with g.AskedDiff(repo, spec) as asked:
+        assert asked.changes() == g.diff(repo, spec)
+        assert asked.changes() is asked.changes()  # read once
+    with g.AskedDiff(repo, spec):
+        assert [p.name() for p in psutil.Process().children()] == ["git"]
+    assert psutil.Process().children() == []

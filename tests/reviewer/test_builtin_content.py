@@ -169,6 +169,25 @@ def test_as_review_equals_parsing_the_report(repo: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"a.py": "x = 1\n"},  # nothing found: an empty findings list, one line of JSON
+        {"a.bin": "\0\1\2", "b.py": "import pdb\n", "c.txt": 'tab\tand "quotes"\nx'},
+    ],
+)
+def test_as_review_names_the_verdict_line_of_the_report(repo: Path, files: dict[str, str]) -> None:
+    """``as_review`` counts the report's lines without writing its JSON block (json is not
+    imported by a review: issue 20): the verdict line it names is the report's."""
+    from gitflow_agents.findings import parse_review
+
+    result = review(repo, files)
+    shas = {"reviewed_sha": g.head_sha(repo), "base_sha": "b" * 40}
+    text = builtin.report(result, **shas)
+    assert builtin.as_review(result, **shas).reason == parse_review(text, **shas).reason
+    assert parse_review(text, **shas).reason.endswith(f"on line {len(text.splitlines())}")
+
+
 HEAVY = ("markdown_it", "rich", "jinja2", "github", "psutil", "yaml", "concurrent", "tomllib")
 # ... and what only a finding (its fingerprint), a config error or a worktree needs (issue 20)
 HEAVY += ("hashlib", "difflib")
@@ -180,6 +199,8 @@ UNNEEDED = ("gitflow_agents.config", "gitflow_agents.plan")
 HEAVY += ("argparse",)
 # ... nor dataclasses (and the inspect it pulls in): the values on the path are NamedTuples
 HEAVY += ("dataclasses", "inspect")
+# ... nor ast, unless an added line of a Python file names a debugger (issue 20)
+HEAVY += ("ast",)
 UNNEEDED += ("gitflow_agents.cli",)
 # ... nor the reading of an agent's report, nor chain steps' work trees and remotes (issue 20)
 UNNEEDED += (
@@ -214,6 +235,101 @@ def test_git_agent_review_imports_nothing_heavy_for_a_small_commit(repo: Path) -
     assert json.loads(done.stdout)["overall"] == "approve"
     # ... nor compiles the regex of a token format its lines give no reason to run
     assert done.stderr.strip().splitlines()[-3:] == ["[]", "[]", "[]"]
+
+
+# ... and, printing to the terminal without a note (the benchmark's commit, the pre-commit
+# hook's staged changes), none of JSON: the approval note, the baseline (there is none), the
+# incremental review of an agent reviewer (issue 20)
+JSON_USERS = (
+    "json",
+    "gitflow_agents.base.jsondata",
+    "gitflow_agents.base.fsutil",
+    "gitflow_agents.reviewer.notes",
+    "gitflow_agents.reviewer.incremental",
+    "gitflow_agents.findings.baseline",
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["main(['HEAD', '--no-note'])", "gitflow_agents_main(['review', '--hook'])"],
+)
+def test_a_small_review_to_the_terminal_imports_no_json(repo: Path, call: str) -> None:
+    (repo / "a.py").write_text("import os\n\nmy_value = os.environ.get('X-Y', '')\n")
+    git(repo, "add", "-A")
+    if call.startswith("main"):
+        git(repo, "commit", "-q", "-m", "change")
+    code = (
+        "import sys\n"
+        "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
+        f"code = {call}\n"
+        f"print(code, sorted(m for m in sys.modules if m in {JSON_USERS!r}), file=sys.stderr)\n"
+        "from gitflow_agents.findings import accept, model\n"
+        "from gitflow_agents.base import redact\n"
+        "from gitflow_agents.git import diffparse\n"
+        "from gitflow_agents.reviewer import syntax\n"
+        "unused = [accept._IGNORE, model._WS, redact._LOCATION_PATH, diffparse._RANGES,\n"
+        "          syntax._JSONC, syntax._TOML_LINE]\n"
+        "print(sum(r.ready for r in unused), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert "APPROVED" in done.stdout
+    # ... and compiles none of the regular expressions only a finding, a JSON or TOML file or
+    # an agent reviewer needs
+    assert done.stderr.strip().splitlines()[-2:] == ["0 []", "0"]
+
+
+def test_review_settings_are_read_without_json(repo: Path) -> None:
+    """``.flow/`` is read through ``base/fsutil.py``'s bounded read, which imports json only
+    to write JSON (issue 20)."""
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text("review:\n  rules:\n    todo: {enabled: false}\n")
+    (repo / "a.py").write_text("x = 1  # TODO later\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "change")
+    code = (
+        "import sys\n"
+        "from gitflow_agents.git_agent_review import main\n"
+        "code = main(['HEAD', '--no-note'])\n"
+        "print(code, 'json' in sys.modules, 'gitflow_agents.config.review' in sys.modules, "
+        "file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert "1 accepted" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "0 False True"
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["main(['HEAD', '--no-note'])", "gitflow_agents_main(['review', '--hook'])"],
+)
+def test_git_is_asked_where_the_review_is_before_the_review_loads(repo: Path, call: str) -> None:
+    """The first git process (the top of the work tree and the commit, or HEAD for the staged
+    changes), the git cat-file the contents are read through and the diff start before the
+    review's modules are imported, so that git works while they load (issue 20)."""
+    (repo / "a.py").write_text("import pdb\n")
+    git(repo, "add", "-A")
+    if call.startswith("main"):
+        git(repo, "commit", "-q", "-m", "change")
+    code = (
+        "import subprocess, sys\n"
+        "loaded = []\n"
+        "class Popen(subprocess.Popen):\n"
+        "    def __init__(self, argv, *args, **kwargs):\n"
+        "        what = next(a for a in argv if a in ('rev-parse', 'diff', 'cat-file'))\n"
+        "        loaded.append((what, 'gitflow_agents.reviewer.target' in sys.modules))\n"
+        "        super().__init__(argv, *args, **kwargs)\n"
+        "subprocess.Popen = Popen\n"
+        "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
+        f"code = {call}\n"
+        "print(code, loaded, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert "debugger" in done.stdout
+    # rev-parse and cat-file first, the diff once rev-parse named the commit: all three
+    # before the builtin reviewer's modules load
+    expected = [("rev-parse", False), ("cat-file", False), ("diff", False)]
+    assert done.stderr.strip().splitlines()[-1] == f"0 {expected}"
 
 
 @pytest.mark.parametrize(
@@ -300,16 +416,17 @@ def test_a_single_commit_is_reviewed_without_asking_git_whether_it_is_one(
 ) -> None:
     from gitflow_agents.commands import review as command
     from gitflow_agents.findings import Severity
+    from gitflow_agents.reviewer.target import review_target
 
     (repo / "a.py").write_text("import pdb\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "one")
     target = command.resolve_target(repo, "HEAD", staged=False)
     assert target.one_commit and target.base == git(repo, "rev-parse", "HEAD~1").strip()
-    known = command.review_target(
+    known = review_target(
         repo, target, agent="builtin", threshold=Severity.ERROR, max_file_size=1 << 20
     )
-    asked = command.review_target(
+    asked = review_target(
         repo,
         target._replace(one_commit=False),
         agent="builtin",
@@ -325,7 +442,7 @@ def test_a_single_commit_is_reviewed_without_asking_git_whether_it_is_one(
     monkeypatch.setattr(g, "is_ancestor", refuse)
     assert command.nothing_to_review(repo, target) is None
     assert (
-        command.review_target(
+        review_target(
             repo, target, agent="builtin", threshold=Severity.ERROR, max_file_size=1 << 20
         )
         == known

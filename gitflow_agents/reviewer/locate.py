@@ -1,0 +1,145 @@
+"""What a review is about: the target (a range, a commit, the index) from the command line's
+RANGE / ``--staged`` or a hook's environment, and whether it holds anything to review.
+
+Apart from ``target.py`` (the review itself) so that ``git agent-review`` asks git where the
+review is before it imports the review: git answers while the modules load (issue 20).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.git import queries as git
+
+
+class Target(NamedTuple):
+    """What is reviewed: ``base`` against ``head`` (None: the index)."""
+
+    base: str
+    head: str | None
+    label: str  # for messages: "abc123..def456", "staged changes"
+    one_commit: bool = False  # head is one commit whose only parent is base (REV, not a merge)
+
+    @property
+    def spec(self) -> git.DiffSpec:
+        return git.DiffSpec(self.base, self.head, self.one_commit)
+
+
+def _one_commit(root: Path, rev_range: str) -> Target:
+    """``REV``: its first parent (the empty tree for a root commit) .. REV. Known to be one
+    commit unless REV is a merge, so no git process is spent asking."""
+    return _commit_target(root, rev_range, *git.commit_and_parents(root, rev_range))
+
+
+def _commit_target(root: Path, rev: str, head: str, parents: tuple[str, ...]) -> Target:
+    base = parents[0] if parents else git.empty_tree(root)
+    return Target(base, head, rev, one_commit=len(parents) <= 1)
+
+
+def ask_location(
+    rev_range: str | None, *, staged: bool
+) -> Callable[[], tuple[Path, Target | None]]:
+    """Where the review is, asked now: the function returned gives the top of the work tree
+    (``git.repo_root``) and, for a single commit ``REV`` or ``--staged``, the target too, both
+    from one git process (issue 20: a small review's git processes), started before it is
+    read so that git answers while ``git agent-review`` imports the review. None for the
+    target: ``resolve_target`` finds it (a range, the default branch, or what git could not
+    name, which it then reports)."""
+    if staged and not rev_range:
+        asked = git.ask_root_and_head()
+
+        def staged_changes() -> tuple[Path, Target | None]:
+            found = asked()
+            if found is None:
+                return git.repo_root(), None
+            root, head = found
+            return root, Target(head or git.empty_tree(root), None, "staged changes")
+
+        return staged_changes
+    if rev_range and not staged and ".." not in rev_range:
+        asked_commit = git.ask_root_and_commit(rev_range)
+
+        def one_commit() -> tuple[Path, Target | None]:
+            commit = asked_commit()
+            if commit is None:
+                return git.repo_root(), None
+            root, head, parents = commit
+            return root, _commit_target(root, rev_range, head, parents)
+
+        return one_commit
+    return lambda: (git.repo_root(), None)
+
+
+def resolve_target(
+    root: Path, rev_range: str | None, *, staged: bool, say: list[str] | None = None
+) -> Target:
+    """Turn the command line's RANGE / --staged into base and head commits.
+
+    ``say`` collects one-line remarks for the user (which default branch was used).
+    """
+    say = say if say is not None else []
+    if staged:
+        if rev_range:
+            raise UsageError("give either a RANGE or --staged, not both")
+        base = git.head_sha(root) if git.has_head(root) else git.empty_tree(root)
+        return Target(base, None, "staged changes")
+    if rev_range is None:
+        branch = git.default_branch(root)
+        head = git.head_sha(root)
+        base = git.merge_base(root, branch.ref, head)
+        say.append(f"reviewing {base[:12]}..{head[:12]}: merge-base with the {branch.note}")
+        return Target(base, head, f"{base[:12]}..{head[:12]}")
+    if "..." in rev_range:
+        left, right = rev_range.split("...", 1)
+        head = git.rev_parse(root, right or "HEAD")
+        base = git.merge_base(root, git.rev_parse(root, left or "HEAD"), head)
+        return Target(base, head, rev_range)
+    if ".." in rev_range:
+        left, right = rev_range.split("..", 1)
+        return Target(
+            git.rev_parse(root, left or "HEAD"), git.rev_parse(root, right or "HEAD"), rev_range
+        )
+    return _one_commit(root, rev_range)
+
+
+def nothing_to_review(root: Path, target: Target) -> str | None:
+    """Why ``target`` holds no commit to review (None when it does): base and head are the
+    same commit (``git agent-review`` on the default branch, ``HEAD..HEAD``), or head is
+    already contained in base. Reviewing nothing must never approve anything."""
+    if target.head is None or target.one_commit:  # a commit is never in its own parent
+        return None
+    base, head = target.base[:12], target.head[:12]
+    if target.base == target.head:
+        why = "the same commit"
+    elif git.is_ancestor(root, target.head, target.base):  # False for the empty tree
+        why = f"{head} is already contained in {base}"
+    else:
+        return None
+    return (
+        f"nothing to review between {base} and {head} ({why}), so no review is recorded; "
+        f"name the commits to review, e.g. `git agent-review {head}` (that commit alone) "
+        f"or `git agent-review BASE..{head}`"
+    )
+
+
+def hook_range(environ: dict[str, str] | os._Environ[str]) -> tuple[str | None, bool]:
+    """What ``--hook`` reviews, as (RANGE, staged): the pushed range on pre-push, else the
+    staged changes."""
+    from_ref = environ.get("PRE_COMMIT_FROM_REF") or environ.get("PRE_COMMIT_SOURCE")
+    to_ref = environ.get("PRE_COMMIT_TO_REF") or environ.get("PRE_COMMIT_ORIGIN")
+    if from_ref and to_ref:
+        return f"{from_ref}..{to_ref}", False
+    if environ.get("PRE_COMMIT_REMOTE_NAME"):
+        # pre-push of a branch whose whole history is new: review it against the default branch.
+        return None, False
+    return None, True
+
+
+def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Target:
+    """The target for ``--hook``: the pushed range on pre-push, else the staged changes."""
+    rev_range, staged = hook_range(environ)
+    return resolve_target(root, rev_range, staged=staged)

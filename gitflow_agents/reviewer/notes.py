@@ -1,0 +1,145 @@
+"""The approval record a review leaves behind: a git note on the reviewed commit.
+
+An approved review of a commit is recorded as a git note on that commit under
+``refs/notes/gitflow-agents`` (JSON, below). The ``agent-review-gate`` hook reads it: a push
+passes only when the note says approved *for exactly the pushed commit* (a note copied onto a
+rewritten commit by ``notes.rewriteRef`` names the old sha and does not count) *and of a change*:
+a note whose base is the reviewed commit itself reviewed nothing and never counts
+(:func:`reviewed_nothing`, the one rule for the chain and ``git agent-review``).
+
+Kept import-light on purpose (no dataclasses, datetime or ``gitflow_agents.git.queries`` at import
+time): the gate hook imports this module and must start fast, so the git queries are imported
+when a note is written or read here (the hook reads its notes itself).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gitflow_agents import __version__
+from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.jsondata import loads
+
+APPROVAL_KIND = "gitflow-agents/review-note/v1"
+
+
+class ApprovalNote(NamedTuple):
+    verdict: str  # "approved" or "revise"
+    reviewed_sha: str
+    tree_sha: str
+    base_sha: str
+    agent: str
+    threshold: str
+    tool_version: str = __version__
+    time: str = ""
+    kind: str = APPROVAL_KIND
+
+    def to_json(self) -> str:
+        return json.dumps(self._asdict(), indent=2, sort_keys=True) + "\n"
+
+
+def reviewed_nothing(base_sha: str, reviewed_sha: str) -> bool:
+    """A review whose base is the reviewed commit compared a commit with itself: no change was
+    reviewed, so it approves nothing (``git agent-review HEAD..HEAD``, a chain step whose agents
+    changed nothing)."""
+    return base_sha == reviewed_sha
+
+
+def record_review(
+    root: Path,
+    *,
+    reviewed_sha: str,
+    base_sha: str,
+    approved: bool,
+    agent: str,
+    threshold: str,
+    open_findings: list[dict[str, Any]] | None = None,
+) -> ApprovalNote:
+    """Write the note for ``reviewed_sha`` (replacing an earlier one, so a later REVISE on the
+    same commit withdraws an earlier approval). UsageError for an approval of nothing
+    (:func:`reviewed_nothing`): callers check first, this keeps such a note from ever existing.
+    ``open_findings`` (an agent reviewer's findings as JSON) go into the note as
+    ``openFindings``: what the next, incremental review of the range builds on
+    (``reviewer/incremental.py``)."""
+    from gitflow_agents.git import queries as git  # noqa: PLC0415 — see the module docstring
+
+    if approved and reviewed_nothing(base_sha, reviewed_sha):
+        raise UsageError(
+            f"refusing to record an approval of {reviewed_sha[:12]} against itself: "
+            "nothing was reviewed"
+        )
+
+    note = ApprovalNote(
+        verdict="approved" if approved else "revise",
+        reviewed_sha=reviewed_sha,
+        tree_sha=git.tree_sha(root, reviewed_sha),
+        base_sha=base_sha,
+        agent=agent,
+        threshold=threshold,
+        time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    text = note.to_json()
+    if open_findings is not None:
+        data = {**note._asdict(), "openFindings": open_findings}
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    git.write_note(root, reviewed_sha, text)
+    return note
+
+
+def parse_review_note(text: str | None) -> ApprovalNote | None:
+    """A note's text as an ApprovalNote; None when absent, not ours or malformed."""
+    if text is None:
+        return None
+    try:
+        data = loads(text)  # bounded: a note is anyone's text (git notes are just objects)
+        if not isinstance(data, dict) or data.get("kind") != APPROVAL_KIND:
+            return None
+        fields = {k: str(data[k]) for k in ApprovalNote._fields if k in data}
+        return ApprovalNote(**fields)
+    except (ValueError, TypeError):
+        return None
+
+
+def read_review_note(root: Path, sha: str) -> ApprovalNote | None:
+    """The recorded note on ``sha``; None when there is none or it is not ours / malformed."""
+    return parse_review_note(_note_text(root, sha))
+
+
+def approval_status(root: Path, sha: str) -> tuple[bool, str]:
+    """(approved, one-line reason) for commit ``sha`` according to its recorded note."""
+    return note_approval(sha, _note_text(root, sha))
+
+
+def _note_text(root: Path, sha: str) -> str | None:
+    from gitflow_agents.git import queries as git  # noqa: PLC0415 — see the module docstring
+
+    return git.read_note(root, sha)
+
+
+def note_approval(sha: str, text: str | None) -> tuple[bool, str]:
+    """(approved, one-line reason) for commit ``sha`` whose note under the notes ref is
+    ``text`` (None: no note)."""
+    short = sha[:12]
+    note = parse_review_note(text)
+    if note is None:
+        return False, (
+            f"{short} has no recorded review; review it with `git agent-review BASE..{short}` "
+            f"(BASE: where the pushed work starts) or `git agent-review {short}` (that commit "
+            "alone); a range with no commits in it records nothing"
+        )
+    if note.reviewed_sha != sha:
+        return False, (
+            f"{short} carries a review of {note.reviewed_sha[:12]} (copied by a rewrite); "
+            "review this commit"
+        )
+    if note.verdict != "approved":
+        return False, f"{short}: the recorded review says {note.verdict} ({note.agent})"
+    if reviewed_nothing(note.base_sha, note.reviewed_sha):
+        return False, (
+            f"{short}: the recorded review compared {short} with itself, so it reviewed no "
+            f"change; review the commits that lead to it (`git agent-review BASE..{short}`)"
+        )
+    return True, f"{short} approved by {note.agent} at {note.time} (threshold {note.threshold})"
