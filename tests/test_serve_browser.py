@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import ROOT, running_agent, wait_until
 from tests.helpers import chain
+from tests.helpers import control as live
 from tests.helpers.browser import chromium, png_colours, wait_for
 from tests.helpers.serve import event, serving, write_run
 
@@ -234,3 +235,31 @@ def test_the_plan_graph_follows_a_step_from_red_to_running_to_done(repo: Path) -
         finally:
             _, err = run.communicate(timeout=60)
         assert run.returncode == 0, err
+
+
+def test_a_message_typed_in_the_page_reaches_the_running_agent_and_its_reply_shows(
+    repo: Path,
+) -> None:
+    """Issue 26: the box reaches an agent while it runs (the fake takes stream-json messages on
+    stdin through the real claude adapter, as Claude Code does) and the agent's answer shows in
+    the page's output, live; the last message ends the run and the page shows it succeeded."""
+    live.write_project(repo)
+    with live.spawned() as procs, serving(repo) as served, chromium() as driver:
+        procs.append(live.start_spawn(repo, "talker"))
+        run = live.listening_run(repo, procs[0])
+        driver.get(served.url(f"/run/{run.name}"))
+        wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+        for message in ("<i>blue</i>, not red", "now finish"):
+            box = driver.find_element("css selector", "#send-form textarea")
+            box.clear()
+            box.send_keys(message)
+            driver.find_element("id", "send").click()
+            wait_for(
+                driver,
+                lambda d, m=message: f"heard: {m}" in d.find_element("id", "output").text,
+            )
+        assert "delivered to run" in driver.find_element("id", "notices").text
+        wait_for(driver, lambda d: d.find_element("id", "state").text == "succeeded")
+        assert driver.find_elements("css selector", "#output i, #notices i") == []
+        out, err = procs[0].communicate(timeout=60)
+        assert procs[0].returncode == 0, out + err

@@ -14,7 +14,6 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,68 +22,21 @@ import pytest
 
 from gitflow_agents.runs import control
 from gitflow_agents.runs.events import EventHub, MemoryChannel
-from tests.conftest import FAKES, ROOT, git, run_cli
+from tests.conftest import run_cli
+from tests.helpers import control as live
+from tests.helpers.control import listening_run, start_spawn
 from tests.helpers.secrets import GH_TOKEN
-
-LIVE = FAKES / "fake_live_claude"
-
-
-def agent(mode: str, adapter: str = "claude") -> str:
-    return (
-        f"    adapter: {adapter}\n    options:\n      executable: {json.dumps(str(LIVE))}\n"
-        f'      extra_args: ["--fake", "{mode}"]\n'
-    )
 
 
 @pytest.fixture
 def project(repo: Path) -> Path:
-    hang = json.dumps([str(FAKES / "fake_agent"), "hang"])
-    (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text(
-        "completion_workflow:\n"
-        '  template: "Rename {report_file} to {success_file}."\n'
-        "defaults:\n  stuck_timeout_secs: 30\n  max_wait_secs: 60\n"
-        f"agents:\n  talker:\n{agent('listen')}  hanger:\n{agent('hang')}"
-        f"  coder:\n{agent('hang', 'codex')}"
-        f"  plain:\n    adapter: command\n    command: {hang}\n"
-    )
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "flow")
-    return repo
-
-
-def start_spawn(repo: Path, name: str) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "gitflow_agents", "spawn", name, "--flow", "f"]
-    return subprocess.Popen(
-        [*argv, "--task", "Talk to me.", "--quiet", "--kill-grace", "0.2"],
-        cwd=repo,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return live.write_project(repo)
 
 
 @pytest.fixture
 def spawned(project: Path) -> Iterator[list[subprocess.Popen[str]]]:
-    procs: list[subprocess.Popen[str]] = []
-    yield procs
-    for proc in procs:  # a failed test leaves nothing running
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
-
-
-def listening_run(repo: Path, proc: subprocess.Popen[str]) -> Path:
-    """The run folder of ``proc``'s agent once its control socket is there."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = list((repo / "flows" / "f" / "runs").glob(f"*/{control.SOCKET}"))
-        if found:
-            return found[0].parent
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
-    raise AssertionError("no control socket within 30 s")
+    with live.spawned() as procs:
+        yield procs
 
 
 def events(run: Path) -> list[dict[str, Any]]:
