@@ -16,17 +16,16 @@ from gitflow_agents.agents.base import (
     AgentOutput,
     Invocation,
     LaunchSpec,
-    add_optional,
     allowed_env,
     check_options,
     executable,
-    last_line,
     opt_bool,
     opt_str,
     opt_str_list,
     resume_refused,
 )
 from gitflow_agents.agents.limits import rate_limit
+from gitflow_agents.agents.output import add_optional, last_line
 
 OPTIONS = ("auto_commits", "edit_format", "files", "repo_map")
 # Flags that keep Aider non-interactive, quiet, and out of the user's files.

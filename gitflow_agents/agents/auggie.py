@@ -7,17 +7,14 @@ from gitflow_agents.agents.base import (
     Invocation,
     LaunchSpec,
     allowed_env,
-    as_str,
     check_options,
     executable,
-    json_lines,
-    json_object,
     opt_int,
     opt_number,
     opt_str_list,
-    unparsed,
 )
 from gitflow_agents.agents.limits import rate_limit
+from gitflow_agents.agents.output import as_str, json_lines, json_object, unparsed
 
 OPTIONS = ("max_turns", "permissions", "retry_timeout")
 # AUGMENT_SESSION_AUTH (the `auggie token print` JSON), or AUGMENT_API_TOKEN + AUGMENT_API_URL.

@@ -8,25 +8,27 @@ from gitflow_agents.agents.base import (
     AgentOutput,
     Invocation,
     LaunchSpec,
-    add_optional,
     allowed_env,
-    as_dict,
-    as_float,
-    as_int,
-    as_str,
     check_options,
     executable,
     is_within,
-    json_lines,
-    json_object,
-    main_model,
     opt_int,
     opt_number,
     opt_str,
     opt_str_list,
-    unparsed,
 )
 from gitflow_agents.agents.limits import RateLimit, rate_limit
+from gitflow_agents.agents.output import (
+    add_optional,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+    json_lines,
+    json_object,
+    main_model,
+    unparsed,
+)
 
 PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan")
 OPTIONS = (

@@ -9,22 +9,17 @@ from gitflow_agents.agents.base import (
     AgentOutput,
     Invocation,
     LaunchSpec,
-    add_optional,
     allowed_env,
-    as_dict,
-    as_int,
-    as_str,
     check_options,
     executable,
     is_within,
-    json_lines,
     opt_mapping,
     opt_str,
     opt_str_list,
-    unparsed,
     write_config_file,
 )
 from gitflow_agents.agents.limits import rate_limit
+from gitflow_agents.agents.output import add_optional, as_dict, as_int, as_str, json_lines, unparsed
 from gitflow_agents.base.errors import ConfigError
 
 SANDBOXES = ("read-only", "workspace-write", "danger-full-access", "bypass")

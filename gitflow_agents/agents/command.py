@@ -24,20 +24,22 @@ from gitflow_agents.agents.base import (
     CpuActivity,
     Invocation,
     LaunchSpec,
-    add_optional,
     allowed_env,
-    as_dict,
-    as_float,
-    as_int,
-    as_str,
     check_options,
-    json_object,
     opt_bool,
     opt_str,
     opt_str_list,
     resume_refused,
 )
 from gitflow_agents.agents.limits import rate_limit
+from gitflow_agents.agents.output import (
+    add_optional,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+    json_object,
+)
 from gitflow_agents.base.errors import ConfigError
 
 OPTIONS = ("command", "completes_by_exit", "cpu_activity")

@@ -9,25 +9,27 @@ from gitflow_agents.agents.base import (
     AgentOutput,
     Invocation,
     LaunchSpec,
-    add_optional,
     allowed_env,
-    as_dict,
-    as_int,
-    as_str,
     check_options,
     deep_merge,
     executable,
-    json_object,
-    main_model,
     opt_bool,
     opt_int,
     opt_mapping,
     opt_str,
     opt_str_list,
-    unparsed,
     write_config_file,
 )
 from gitflow_agents.agents.limits import rate_limit
+from gitflow_agents.agents.output import (
+    add_optional,
+    as_dict,
+    as_int,
+    as_str,
+    json_object,
+    main_model,
+    unparsed,
+)
 
 APPROVAL_MODES = ("default", "auto_edit", "yolo", "plan")
 AUTH_TYPES = ("gemini-api-key", "vertex-ai", "oauth-personal", "compute-default-credentials")

@@ -11,22 +11,24 @@ from gitflow_agents.agents.base import (
     AgentOutput,
     Invocation,
     LaunchSpec,
-    add_optional,
     allowed_env,
+    check_options,
+    deep_merge,
+    executable,
+    opt_mapping,
+    opt_str,
+    opt_str_list,
+)
+from gitflow_agents.agents.limits import rate_limit
+from gitflow_agents.agents.output import (
+    add_optional,
     as_dict,
     as_float,
     as_int,
     as_str,
-    check_options,
-    deep_merge,
-    executable,
     json_lines,
-    opt_mapping,
-    opt_str,
-    opt_str_list,
     unparsed,
 )
-from gitflow_agents.agents.limits import rate_limit
 
 OPTIONS = ("agent", "config")
 # opencode's own switches the parent may set (the quiet ones get defaults below).
