@@ -14,15 +14,15 @@ from pathlib import Path
 from gitflow_agents.agents import providers
 from gitflow_agents.agents.base import (
     AgentOutput,
+    Cli,
     Invocation,
     LaunchSpec,
     allowed_env,
-    check_options,
+    check_invocation,
     executable,
     opt_bool,
     opt_str,
     opt_str_list,
-    resume_refused,
 )
 from gitflow_agents.agents.limits import rate_limit
 from gitflow_agents.agents.output import add_optional, last_line
@@ -62,18 +62,13 @@ _ERROR = re.compile(
 
 
 class AiderAdapter:
-    name = "aider"
-    program = "aider"  # the executable's usual name (options.executable overrides it)
-    install = "pipx install aider-chat"
-    resumes = False
+    cli = Cli("aider", install="pipx install aider-chat", resumes=False, options=OPTIONS)
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
-        if invocation.resume_session_id:
-            resume_refused(self.name)
+        check_invocation(invocation, self.cli)
         config = invocation.config_dir
         argv = [
-            executable(invocation, self.program),
+            executable(invocation, self.cli.program),
             "--message",
             invocation.task,
             # Aider has no system-prompt flag: the prompt goes in as a read-only context file.

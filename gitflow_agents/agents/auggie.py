@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from gitflow_agents.agents.base import (
     AgentOutput,
+    Cli,
     Invocation,
     LaunchSpec,
     allowed_env,
-    check_options,
+    check_invocation,
     executable,
     opt_int,
     opt_number,
@@ -28,16 +29,13 @@ QUIET_DEFAULTS = {"AUGMENT_DISABLE_AUTO_UPDATE": "1"}
 
 
 class AuggieAdapter:
-    name = "auggie"
-    program = "auggie"  # the executable's usual name (options.executable overrides it)
-    install = "npm install -g @augmentcode/auggie"
-    resumes = True
+    cli = Cli("auggie", install="npm install -g @augmentcode/auggie", resumes=True, options=OPTIONS)
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
+        check_invocation(invocation, self.cli)
         # The task goes right after --print so no flag can take it as its value.
         argv = [
-            executable(invocation, self.program),
+            executable(invocation, self.cli.program),
             "--print",
             invocation.task,
             "--output-format",

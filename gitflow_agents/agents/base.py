@@ -101,17 +101,31 @@ class AgentOutput:
     rate_limit: RateLimit | None = None
 
 
+@dataclass(frozen=True)
+class Cli:
+    """What is known of an agent CLI before it runs: its adapter's ``name``; the command that
+    ``install``s it, named when it is missing (docs/agents.md, "Installing the CLIs"; "": none);
+    whether it ``resumes`` a session (``Invocation.resume_session_id``: ``send`` asks this before
+    a turn exists, and ``check_invocation`` refuses the same); the ``options`` of its own,
+    besides ``COMMON_OPTIONS``; ``program_name``, its executable's usual name when that is not
+    ``name`` ("": none, e.g. the command adapter's command names it)."""
+
+    name: str
+    install: str
+    resumes: bool
+    options: tuple[str, ...] = ()
+    program_name: str | None = None
+
+    @property
+    def program(self) -> str:
+        """The executable's usual name (``options.executable`` overrides it)."""
+        return self.name if self.program_name is None else self.program_name
+
+
 class Adapter(Protocol):
     """One agent CLI. Implementations are stateless; one instance serves every run."""
 
-    name: str
-    # The executable's usual name ("" for the command adapter: its command names it), and the
-    # command that installs it, named when it is missing (docs/agents.md, "Installing the CLIs").
-    program: str
-    install: str
-    # Whether its CLI can continue a session (``Invocation.resume_session_id``); ``send`` asks
-    # this before a turn exists, and ``launch`` raises the same refusal (``resume_refused``).
-    resumes: bool
+    cli: Cli
 
     def launch(self, invocation: Invocation) -> LaunchSpec: ...
 
@@ -230,16 +244,19 @@ def _option_error(invocation: Invocation, key: str, message: str) -> ConfigError
     return ConfigError(message, key=f"agents.{invocation.agent_id}.options.{key}")
 
 
-def check_options(invocation: Invocation, adapter: str, known: Iterable[str]) -> None:
-    """ConfigError for an option the adapter does not know, listing the ones it does."""
-    allowed = sorted({*COMMON_OPTIONS, *known})
+def check_invocation(invocation: Invocation, cli: Cli) -> None:
+    """What every adapter's ``launch`` checks first: ConfigError for an option ``cli`` does not
+    know, listing the ones it does; UsageError for a resume it cannot do."""
+    allowed = sorted({*COMMON_OPTIONS, *cli.options})
     for key in invocation.options:
         if key not in allowed:
             raise _option_error(
                 invocation,
                 str(key),
-                f"unknown option for the {adapter} adapter; known: {', '.join(allowed)}",
+                f"unknown option for the {cli.name} adapter; known: {', '.join(allowed)}",
             )
+    if invocation.resume_session_id and not cli.resumes:
+        raise UsageError(cannot_resume(cli.name))
 
 
 def opt_str(
@@ -347,13 +364,8 @@ def executable(invocation: Invocation, default: str) -> str:
 
 
 def cannot_resume(adapter: str) -> str:
-    """The refusal for a CLI that cannot continue a session (``Adapter.resumes`` False)."""
+    """The refusal for a CLI that cannot continue a session (``Cli.resumes`` False)."""
     return f"the {adapter} adapter cannot resume a session (its CLI has no resume mode)"
-
-
-def resume_refused(adapter: str) -> None:
-    """Raise the clear refusal for a CLI that cannot continue a session."""
-    raise UsageError(cannot_resume(adapter))
 
 
 def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -392,11 +404,12 @@ __all__ = [
     "PRODUCT_ENV_NAMES",
     "Adapter",
     "AgentOutput",
+    "Cli",
     "Invocation",
     "LaunchSpec",
     "allowed_env",
     "cannot_resume",
-    "check_options",
+    "check_invocation",
     "deep_merge",
     "executable",
     "is_within",
@@ -407,6 +420,5 @@ __all__ = [
     "opt_str",
     "opt_str_list",
     "opt_str_map",
-    "resume_refused",
     "write_config_file",
 ]

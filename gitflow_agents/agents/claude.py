@@ -6,10 +6,11 @@ from typing import Any
 
 from gitflow_agents.agents.base import (
     AgentOutput,
+    Cli,
     Invocation,
     LaunchSpec,
     allowed_env,
-    check_options,
+    check_invocation,
     executable,
     is_within,
     opt_int,
@@ -79,20 +80,19 @@ QUIET_DEFAULTS = {
 
 
 class ClaudeAdapter:
-    name = "claude"
-    program = "claude"  # the executable's usual name (options.executable overrides it)
-    install = "npm install -g @anthropic-ai/claude-code"
-    resumes = True
+    cli = Cli(
+        "claude", install="npm install -g @anthropic-ai/claude-code", resumes=True, options=OPTIONS
+    )
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
+        check_invocation(invocation, self.cli)
         mode = opt_str(invocation, "system_prompt_mode", "append", choices=("append", "replace"))
         prompt_flag = "--append-system-prompt-file" if mode == "append" else "--system-prompt-file"
         permission = opt_str(invocation, "permission_mode", "acceptEdits", choices=PERMISSION_MODES)
         # The task goes right after -p: --allowedTools/--disallowedTools take several values
         # and would swallow a trailing positional prompt.
         argv = [
-            executable(invocation, self.program),
+            executable(invocation, self.cli.program),
             "-p",
             invocation.task,
             "--output-format",

@@ -7,10 +7,11 @@ from typing import Any
 
 from gitflow_agents.agents.base import (
     AgentOutput,
+    Cli,
     Invocation,
     LaunchSpec,
     allowed_env,
-    check_options,
+    check_invocation,
     executable,
     is_within,
     opt_mapping,
@@ -33,18 +34,15 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 class CodexAdapter:
-    name = "codex"
-    program = "codex"  # the executable's usual name (options.executable overrides it)
-    install = "npm install -g @openai/codex"
-    resumes = True
+    cli = Cli("codex", install="npm install -g @openai/codex", resumes=True, options=OPTIONS)
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
+        check_invocation(invocation, self.cli)
         sandbox = opt_str(invocation, "sandbox", "workspace-write", choices=SANDBOXES)
         mode = opt_str(
             invocation, "system_prompt_mode", "developer", choices=("developer", "replace")
         )
-        argv = [executable(invocation, self.program), "exec", "--json", "--skip-git-repo-check"]
+        argv = [executable(invocation, self.cli.program), "exec", "--json", "--skip-git-repo-check"]
         if sandbox == "bypass":
             argv.append("--dangerously-bypass-approvals-and-sandbox")
         else:

@@ -21,15 +21,15 @@ import shlex
 from gitflow_agents.agents.base import (
     CPU_ACTIVITY,
     AgentOutput,
+    Cli,
     CpuActivity,
     Invocation,
     LaunchSpec,
     allowed_env,
-    check_options,
+    check_invocation,
     opt_bool,
     opt_str,
     opt_str_list,
-    resume_refused,
 )
 from gitflow_agents.agents.limits import rate_limit
 from gitflow_agents.agents.output import (
@@ -56,15 +56,11 @@ _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 
 class CommandAdapter:
-    name = "command"
-    program = ""  # the first word of the configured command
-    install = ""  # a program of the user's own
-    resumes = False
+    # a program of the user's own: the first word of the configured command
+    cli = Cli("command", install="", resumes=False, options=OPTIONS, program_name="")
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
-        if invocation.resume_session_id:
-            resume_refused(self.name)
+        check_invocation(invocation, self.cli)
         template = _command(invocation)
         values = {
             "system_prompt_file": str(invocation.system_prompt_path),

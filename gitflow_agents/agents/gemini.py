@@ -7,10 +7,11 @@ from typing import Any
 
 from gitflow_agents.agents.base import (
     AgentOutput,
+    Cli,
     Invocation,
     LaunchSpec,
     allowed_env,
-    check_options,
+    check_invocation,
     deep_merge,
     executable,
     opt_bool,
@@ -58,17 +59,14 @@ ENV_NAMES = (
 
 
 class GeminiAdapter:
-    name = "gemini"
-    program = "gemini"  # the executable's usual name (options.executable overrides it)
-    install = "npm install -g @google/gemini-cli"
-    resumes = True
+    cli = Cli("gemini", install="npm install -g @google/gemini-cli", resumes=True, options=OPTIONS)
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
+        check_invocation(invocation, self.cli)
         approval = opt_str(invocation, "approval_mode", "yolo", choices=APPROVAL_MODES)
         mode = opt_str(invocation, "system_prompt_mode", "replace", choices=("replace", "context"))
         argv = [
-            executable(invocation, self.program),
+            executable(invocation, self.cli.program),
             "-p",
             invocation.task,
             "-o",

@@ -9,10 +9,11 @@ from typing import Any
 from gitflow_agents.agents import providers
 from gitflow_agents.agents.base import (
     AgentOutput,
+    Cli,
     Invocation,
     LaunchSpec,
     allowed_env,
-    check_options,
+    check_invocation,
     deep_merge,
     executable,
     opt_mapping,
@@ -39,14 +40,11 @@ QUIET_DEFAULTS = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_F
 
 
 class OpencodeAdapter:
-    name = "opencode"
-    program = "opencode"  # the executable's usual name (options.executable overrides it)
-    install = "npm install -g opencode-ai"
-    resumes = True
+    cli = Cli("opencode", install="npm install -g opencode-ai", resumes=True, options=OPTIONS)
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
-        argv = [executable(invocation, self.program), "run", "--format", "json"]
+        check_invocation(invocation, self.cli)
+        argv = [executable(invocation, self.cli.program), "run", "--format", "json"]
         if invocation.model:
             argv += ["-m", invocation.model]  # provider/model
         agent = opt_str(invocation, "agent")

@@ -22,11 +22,11 @@ from pathlib import Path
 
 from gitflow_agents.agents.base import (
     AgentOutput,
+    Cli,
     Invocation,
     LaunchSpec,
     allowed_env,
-    check_options,
-    resume_refused,
+    check_invocation,
 )
 from gitflow_agents.base.markdown import block_tokens
 from gitflow_agents.base.proc import run as run_process
@@ -37,15 +37,11 @@ CURRENT_STEP = "Current Step:"  # the heading plan/model.py writes before the st
 
 
 class PatchAdapter:
-    name = "patch"
-    program = ""  # ships with gitflow-agents: runs as ``python -m gitflow_agents.agents.patch``
-    install = ""
-    resumes = False
+    # ships with gitflow-agents: runs as ``python -m gitflow_agents.agents.patch``
+    cli = Cli("patch", install="", resumes=False, program_name="")
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, ())
-        if invocation.resume_session_id:
-            resume_refused(self.name)
+        check_invocation(invocation, self.cli)
         argv = (
             sys.executable,
             "-m",
