@@ -20,14 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gitflow_agents.agents.base import (
-    AgentOutput,
-    Cli,
-    Invocation,
-    LaunchSpec,
-    allowed_env,
-    check_invocation,
-)
+from gitflow_agents.agents import base
+from gitflow_agents.agents.base import AgentOutput, Cli, Invocation, LaunchSpec
 from gitflow_agents.base.markdown import block_tokens
 from gitflow_agents.base.proc import run as run_process
 from gitflow_agents.git.cmd import git_env
@@ -41,7 +35,7 @@ class PatchAdapter:
     cli = Cli("patch", install="", resumes=False, program_name="")
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_invocation(invocation, self.cli)
+        base.check_invocation(invocation, self.cli)
         argv = (
             sys.executable,
             "-m",
@@ -51,7 +45,7 @@ class PatchAdapter:
         )
         return LaunchSpec(
             argv=argv,
-            env=allowed_env(invocation),
+            env=base.allowed_env(invocation),
             cwd=invocation.workdir,
             completes_by_exit=True,
         )
