@@ -159,8 +159,9 @@ def _prompt_input_arguments(p: argparse.ArgumentParser, *, flow_dest: str) -> No
     """What the system prompt is built from: shared by ``prompt`` and ``spawn``."""
     p.add_argument("--agent-name", help="unique agent id (default: step-NN-<agent>)")
     p.add_argument("--flow", dest=flow_dest, help="flow name: flows/<flow>/ (default: the plan's)")
-    p.add_argument("--flow-type", help="config layer .flow/<flow-type>/base.yaml")
-    p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
+    from gitflow_agents.commands.options import add_layer_arguments
+
+    add_layer_arguments(p)
     p.add_argument("--plan", help="spec plan (markdown)")
     p.add_argument("--step", type=int, help="step number in the plan")
     p.add_argument("--task", help="raw task text (instead of, or in addition to, a plan)")
@@ -257,15 +258,12 @@ def _add_spawn(sub: Registry) -> None:
     p.add_argument(
         "--branch", help="branch named in the card history (default: the checked-out branch)"
     )
-    p.add_argument("--stuck-timeout", type=float, help="seconds without activity (config default)")
-    p.add_argument("--timeout", type=float, help="hard timeout in seconds (config max_wait_secs)")
-    p.add_argument("--kill-grace", type=float, help="SIGTERM to SIGKILL, seconds")
     p.add_argument("--rerun", action="store_true", help="move an earlier report to previous/")
     from gitflow_agents.commands.budget import add_budget_arguments
+    from gitflow_agents.commands.options import add_agent_run_arguments
 
     add_budget_arguments(p, "by this agent run")
-    p.add_argument("--json", action="store_true", help="print result.json on stdout")
-    p.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
+    add_agent_run_arguments(p, "print result.json on stdout")
 
 
 def _add_status(sub: Registry) -> None:
@@ -312,13 +310,10 @@ def _session_command(name: str, event: str) -> Callable[[Registry], None]:
         p.add_argument("message", nargs="?", metavar="MESSAGE", help="the next user turn")
         p.add_argument("--close", action="store_true", help="end the session: no further sends")
         p.add_argument("--max-turns", type=int, help="turns the session may have (spawn = 1)")
-        p.add_argument("--flow-type", help="config layer .flow/<flow-type>/base.yaml")
-        p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
-        p.add_argument("--stuck-timeout", type=float, help="seconds without activity")
-        p.add_argument("--timeout", type=float, help="hard timeout in seconds (max_wait_secs)")
-        p.add_argument("--kill-grace", type=float, help="SIGTERM to SIGKILL, s")
-        p.add_argument("--json", action="store_true", help="print result.json on stdout")
-        p.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
+        from gitflow_agents.commands.options import add_agent_run_arguments, add_layer_arguments
+
+        add_layer_arguments(p)
+        add_agent_run_arguments(p, "print result.json on stdout")
 
     return add
 

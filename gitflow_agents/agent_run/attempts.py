@@ -165,7 +165,7 @@ def _next_launch(run: AgentRunner, outcome: Outcome) -> tuple[Launch, bool]:
     prepared, job = run.launch, run.job
     assert prepared is not None
     session = outcome.output.session_id if outcome.output is not None else None
-    if not (prepared.adapter.resumes and session and run.prompt_path is not None):
+    if not (prepared.adapter.cli.resumes and session and run.prompt_path is not None):
         return prepared.launch, False
     first_task = job.resume.message if job.resume is not None else "the one in your system prompt"
     again = prepare(

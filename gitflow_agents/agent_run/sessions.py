@@ -196,7 +196,7 @@ def prepare_turn(root: Path, config: FlowConfig, prior: FinishedRun, message: st
     """Resolve the run's agent (its own folder and working directory, as its record has them:
     send_target.py) and refuse, before any run exists, when it cannot be continued: its adapter
     changed, its system prompt or work tree is gone, its CLI cannot resume (the adapter says so:
-    ``Adapter.resumes``; no launch is built here, ``execute`` builds the turn's), or a path the
+    ``Cli.resumes``; no launch is built here, ``execute`` builds the turn's), or a path the
     tool makes for it is a planted symlink."""
 
     record, status = prior.record, prior.status
@@ -231,7 +231,7 @@ def prepare_turn(root: Path, config: FlowConfig, prior: FinishedRun, message: st
         success=files.success.name,
         failed=files.failure.name,
     )
-    if not get_adapter(agent_cfg.adapter).resumes:
+    if not get_adapter(agent_cfg.adapter).cli.resumes:
         raise UsageError(f"send: {cannot_resume(agent_cfg.adapter)}")
     refuse_planted(files)
     # A missing CLI is one line now, before the session records a turn that never ran (it

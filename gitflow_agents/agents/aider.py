@@ -11,21 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gitflow_agents.agents import providers
-from gitflow_agents.agents.base import (
-    AgentOutput,
-    Invocation,
-    LaunchSpec,
-    add_optional,
-    allowed_env,
-    check_options,
-    executable,
-    last_line,
-    opt_bool,
-    opt_str,
-    opt_str_list,
-    resume_refused,
-)
+from gitflow_agents.agents import base, output, providers
+from gitflow_agents.agents.base import AgentOutput, Cli, Invocation, LaunchSpec
 from gitflow_agents.agents.limits import rate_limit
 
 OPTIONS = ("auto_commits", "edit_format", "files", "repo_map")
@@ -63,18 +50,13 @@ _ERROR = re.compile(
 
 
 class AiderAdapter:
-    name = "aider"
-    program = "aider"  # the executable's usual name (options.executable overrides it)
-    install = "pipx install aider-chat"
-    resumes = False
+    cli = Cli("aider", install="pipx install aider-chat", resumes=False, options=OPTIONS)
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
-        if invocation.resume_session_id:
-            resume_refused(self.name)
+        base.check_invocation(invocation, self.cli)
         config = invocation.config_dir
         argv = [
-            executable(invocation, self.program),
+            base.executable(invocation, self.cli.program),
             "--message",
             invocation.task,
             # Aider has no system-prompt flag: the prompt goes in as a read-only context file.
@@ -82,31 +64,31 @@ class AiderAdapter:
             str(invocation.system_prompt_path),
             *FIXED_FLAGS,
             "--auto-commits"
-            if opt_bool(invocation, "auto_commits", False)
+            if base.opt_bool(invocation, "auto_commits", False)
             else "--no-auto-commits",
             "--chat-history-file",
             str(config / "chat.history.md"),
             "--input-history-file",
             str(config / "input.history"),
         ]
-        if not opt_bool(invocation, "repo_map", False):
+        if not base.opt_bool(invocation, "repo_map", False):
             # The repo map keeps its cache in <repo>/.aider.tags.cache.v4/ (0.86: not movable),
             # which lands in git statistics and `git add -A`. Off unless asked for.
             argv += ["--map-tokens", "0"]
         if invocation.model:
             argv += ["--model", invocation.model]
-        edit_format = opt_str(invocation, "edit_format")
+        edit_format = base.opt_str(invocation, "edit_format")
         if edit_format:
             argv += ["--edit-format", edit_format]
-        argv += opt_str_list(invocation, "extra_args")
-        argv += opt_str_list(invocation, "files")
+        argv += base.opt_str_list(invocation, "extra_args")
+        argv += base.opt_str_list(invocation, "files")
         # Aider has no config-dir switch: a private HOME keeps ~/.aider/ (caches, analytics) and
         # the user's ~/.aider.conf.yml / ~/.env out; git still finds the user's ~/.gitconfig.
         defaults = {}
         parent_home = invocation.env.get("HOME")
         if parent_home:
             defaults["GIT_CONFIG_GLOBAL"] = str(Path(parent_home) / ".gitconfig")
-        env = allowed_env(
+        env = base.allowed_env(
             invocation,
             provider_env(invocation),
             defaults=defaults,
@@ -127,12 +109,12 @@ class AiderAdapter:
         cached: int | None = None
         last_report = -1
         for match in _TOKENS.finditer(text):
-            sent = add_optional(sent, _token_count(match["sent"]))
+            sent = output.add_optional(sent, _token_count(match["sent"]))
             hit = _CACHE_HIT.search(match[0])
             if hit is not None:
-                cached = add_optional(cached, _token_count(hit["hit"]))
+                cached = output.add_optional(cached, _token_count(hit["hit"]))
             count = _token_count(match["received"])
-            received = add_optional(received, count)
+            received = output.add_optional(received, count)
             if count:  # "0 received" follows a failed call (e.g. an empty response)
                 last_report = match.end()
         costs = list(_COST.finditer(text))
@@ -144,7 +126,7 @@ class AiderAdapter:
         if errors:
             line_start = text.rfind("\n", 0, errors[-1].start()) + 1
             line_end = text.find("\n", errors[-1].start())
-            error = last_line(text[line_start : line_end if line_end != -1 else len(text)])
+            error = output.last_line(text[line_start : line_end if line_end != -1 else len(text)])
         reply = stdout.strip() or None
         return AgentOutput(
             session_id=None,  # Aider has no session ids

@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-from gitflow_agents.agents.base import (
-    AgentOutput,
-    Invocation,
-    LaunchSpec,
-    allowed_env,
-    as_str,
-    check_options,
-    executable,
-    json_lines,
-    json_object,
-    opt_int,
-    opt_number,
-    opt_str_list,
-    unparsed,
-)
+from gitflow_agents.agents import base, output
+from gitflow_agents.agents.base import AgentOutput, Cli, Invocation, LaunchSpec
 from gitflow_agents.agents.limits import rate_limit
 
 OPTIONS = ("max_turns", "permissions", "retry_timeout")
@@ -31,16 +18,13 @@ QUIET_DEFAULTS = {"AUGMENT_DISABLE_AUTO_UPDATE": "1"}
 
 
 class AuggieAdapter:
-    name = "auggie"
-    program = "auggie"  # the executable's usual name (options.executable overrides it)
-    install = "npm install -g @augmentcode/auggie"
-    resumes = True
+    cli = Cli("auggie", install="npm install -g @augmentcode/auggie", resumes=True, options=OPTIONS)
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
+        base.check_invocation(invocation, self.cli)
         # The task goes right after --print so no flag can take it as its value.
         argv = [
-            executable(invocation, self.program),
+            base.executable(invocation, self.cli.program),
             "--print",
             invocation.task,
             "--output-format",
@@ -55,36 +39,36 @@ class AuggieAdapter:
             "--augment-cache-dir",
             str(invocation.config_dir),
         ]
-        max_turns = opt_int(invocation, "max_turns")
+        max_turns = base.opt_int(invocation, "max_turns")
         if max_turns is not None:
             argv += ["--max-turns", str(max_turns)]
-        retry = opt_number(invocation, "retry_timeout")
+        retry = base.opt_number(invocation, "retry_timeout")
         if retry is not None:
             argv += ["--retry-timeout", f"{retry:g}"]
-        for rule in opt_str_list(invocation, "permissions"):
+        for rule in base.opt_str_list(invocation, "permissions"):
             argv += ["--permission", rule]
         if invocation.model:
             argv += ["--model", invocation.model]
         if invocation.resume_session_id:
             argv += ["--resume", invocation.resume_session_id]
-        argv += opt_str_list(invocation, "extra_args")
-        env = allowed_env(invocation, ENV_NAMES, defaults=QUIET_DEFAULTS)
+        argv += base.opt_str_list(invocation, "extra_args")
+        env = base.allowed_env(invocation, ENV_NAMES, defaults=QUIET_DEFAULTS)
         return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, cpu_activity="tools")
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
-        result = json_object(stdout)
+        result = output.json_object(stdout)
         if result is None or result.get("type") != "result":
-            results = [obj for obj in json_lines(stdout) if obj.get("type") == "result"]
+            results = [obj for obj in output.json_lines(stdout) if obj.get("type") == "result"]
             result = results[-1] if results else None
         if result is None:
-            return unparsed(stdout, stderr, "Auggie result JSON")
+            return output.unparsed(stdout, stderr, "Auggie result JSON")
         is_error = result.get("is_error") is True
-        reply = as_str(result.get("result"))
+        reply = output.as_str(result.get("result"))
         error = None
         if is_error:
-            error = reply or as_str(result.get("subtype")) or "is_error: true"
+            error = reply or output.as_str(result.get("subtype")) or "is_error: true"
         return AgentOutput(
-            session_id=as_str(result.get("session_id")),
+            session_id=output.as_str(result.get("session_id")),
             input_tokens=None,  # Auggie's JSON carries no token usage or cost
             output_tokens=None,
             cost_usd=None,

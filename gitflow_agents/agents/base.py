@@ -7,23 +7,21 @@ stdin closed (or, for a CLI that takes messages mid-run, a pipe: :class:`LiveInp
 may create files inside ``invocation.config_dir`` (the agent's private config directory, e.g. a
 settings file a CLI needs) and nowhere else.
 
-The helpers below are shared by every adapter: the environment allow-list, option validation with
-clear ``ConfigError`` messages, and forgiving JSON / JSON Lines parsing (agent output is untrusted:
-parsing never raises).
+The helpers below are shared by every adapter: the environment allow-list and option validation
+with clear ``ConfigError`` messages. Reading a CLI's output is ``output.py``'s.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shlex
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from gitflow_agents.agents.limits import RateLimit, rate_limit
+from gitflow_agents.agents.limits import RateLimit
 from gitflow_agents.base.errors import ConfigError, UsageError
 
 
@@ -127,17 +125,31 @@ class AgentOutput:
     rate_limit: RateLimit | None = None
 
 
+@dataclass(frozen=True)
+class Cli:
+    """What is known of an agent CLI before it runs: its adapter's ``name``; the command that
+    ``install``s it, named when it is missing (docs/agents.md, "Installing the CLIs"; "": none);
+    whether it ``resumes`` a session (``Invocation.resume_session_id``: ``send`` asks this before
+    a turn exists, and ``check_invocation`` refuses the same); the ``options`` of its own,
+    besides ``COMMON_OPTIONS``; ``program_name``, its executable's usual name when that is not
+    ``name`` ("": none, e.g. the command adapter's command names it)."""
+
+    name: str
+    install: str
+    resumes: bool
+    options: tuple[str, ...] = ()
+    program_name: str | None = None
+
+    @property
+    def program(self) -> str:
+        """The executable's usual name (``options.executable`` overrides it)."""
+        return self.name if self.program_name is None else self.program_name
+
+
 class Adapter(Protocol):
     """One agent CLI. Implementations are stateless; one instance serves every run."""
 
-    name: str
-    # The executable's usual name ("" for the command adapter: its command names it), and the
-    # command that installs it, named when it is missing (docs/agents.md, "Installing the CLIs").
-    program: str
-    install: str
-    # Whether its CLI can continue a session (``Invocation.resume_session_id``); ``send`` asks
-    # this before a turn exists, and ``launch`` raises the same refusal (``resume_refused``).
-    resumes: bool
+    cli: Cli
 
     def launch(self, invocation: Invocation) -> LaunchSpec: ...
 
@@ -256,16 +268,19 @@ def _option_error(invocation: Invocation, key: str, message: str) -> ConfigError
     return ConfigError(message, key=f"agents.{invocation.agent_id}.options.{key}")
 
 
-def check_options(invocation: Invocation, adapter: str, known: Iterable[str]) -> None:
-    """ConfigError for an option the adapter does not know, listing the ones it does."""
-    allowed = sorted({*COMMON_OPTIONS, *known})
+def check_invocation(invocation: Invocation, cli: Cli) -> None:
+    """What every adapter's ``launch`` checks first: ConfigError for an option ``cli`` does not
+    know, listing the ones it does; UsageError for a resume it cannot do."""
+    allowed = sorted({*COMMON_OPTIONS, *cli.options})
     for key in invocation.options:
         if key not in allowed:
             raise _option_error(
                 invocation,
                 str(key),
-                f"unknown option for the {adapter} adapter; known: {', '.join(allowed)}",
+                f"unknown option for the {cli.name} adapter; known: {', '.join(allowed)}",
             )
+    if invocation.resume_session_id and not cli.resumes:
+        raise UsageError(cannot_resume(cli.name))
 
 
 def opt_str(
@@ -373,13 +388,8 @@ def executable(invocation: Invocation, default: str) -> str:
 
 
 def cannot_resume(adapter: str) -> str:
-    """The refusal for a CLI that cannot continue a session (``Adapter.resumes`` False)."""
+    """The refusal for a CLI that cannot continue a session (``Cli.resumes`` False)."""
     return f"the {adapter} adapter cannot resume a session (its CLI has no resume mode)"
-
-
-def resume_refused(adapter: str) -> None:
-    """Raise the clear refusal for a CLI that cannot continue a session."""
-    raise UsageError(cannot_resume(adapter))
 
 
 def deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -411,105 +421,6 @@ def is_within(path: Path, root: Path) -> bool:
     return True
 
 
-# --------------------------------------------------------------------------------------------
-# Forgiving parsing of agent output (never raises)
-
-
-def json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object that is ``text``, or else the last line of it that is a JSON object.
-
-    CLIs print warnings before their JSON; a truncated or garbage output gives None.
-    """
-    stripped = text.strip()
-    if not stripped:
-        return None
-    whole = _loads(stripped)
-    if isinstance(whole, dict):
-        return whole
-    objects = list(json_lines(stripped))
-    return objects[-1] if objects else None
-
-
-def _loads(text: str) -> object:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-
-
-def json_lines(text: str) -> Iterator[dict[str, Any]]:
-    """Every line of ``text`` that is a JSON object; other lines are skipped."""
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        obj = _loads(line)
-        if isinstance(obj, dict):
-            yield obj
-
-
-def as_int(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return int(value)
-    return None
-
-
-def as_float(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return float(value)
-    return None
-
-
-def as_str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def add_optional(total: int | None, value: int | None) -> int | None:
-    """Sum that stays None until some value is known."""
-    if value is None:
-        return total
-    return value if total is None else total + value
-
-
-def main_model(models: Mapping[str, Any], weight: str = "total") -> str | None:
-    """The model that did most of a run: ``models`` maps each model name a CLI reports to its
-    numbers; the one whose ``weight`` is largest (a CLI may use a small model for side tasks)."""
-    best: str | None = None
-    best_weight = -1.0
-    for name, numbers in models.items():
-        value = as_float(as_dict(numbers).get(weight))
-        if isinstance(name, str) and name and (value or 0.0) > best_weight:
-            best, best_weight = name, value or 0.0
-    return best
-
-
-def last_line(text: str, limit: int = 300) -> str | None:
-    """The last non-empty line of ``text``, shortened: a one-line note for ``AgentOutput.error``."""
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line:
-            return line if len(line) <= limit else line[: limit - 1] + "…"
-    return None
-
-
-def unparsed(stdout: str, stderr: str, what: str) -> AgentOutput:
-    """The output of a run whose CLI printed nothing we understand."""
-    detail = last_line(stderr) or last_line(stdout)
-    note = f"no {what} in the output" + (f"; last line: {detail}" if detail else "")
-    # a CLI that gave up on a rate limit may say so only on stderr, in its own words
-    return AgentOutput(error=note, rate_limit=rate_limit(stderr))
-
-
 __all__ = [
     "BASE_ENV_NAMES",
     "COMMON_OPTIONS",
@@ -517,23 +428,15 @@ __all__ = [
     "PRODUCT_ENV_NAMES",
     "Adapter",
     "AgentOutput",
+    "Cli",
     "Invocation",
     "LaunchSpec",
-    "add_optional",
     "allowed_env",
-    "as_dict",
-    "as_float",
-    "as_int",
-    "as_str",
     "cannot_resume",
-    "check_options",
+    "check_invocation",
     "deep_merge",
     "executable",
     "is_within",
-    "json_lines",
-    "json_object",
-    "last_line",
-    "main_model",
     "opt_bool",
     "opt_int",
     "opt_mapping",
@@ -541,7 +444,5 @@ __all__ = [
     "opt_str",
     "opt_str_list",
     "opt_str_map",
-    "resume_refused",
-    "unparsed",
     "write_config_file",
 ]

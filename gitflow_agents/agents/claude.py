@@ -5,29 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gitflow_agents.agents.base import (
-    AgentOutput,
-    Invocation,
-    LaunchSpec,
-    LiveInput,
-    add_optional,
-    allowed_env,
-    as_dict,
-    as_float,
-    as_int,
-    as_str,
-    check_options,
-    executable,
-    is_within,
-    json_lines,
-    json_object,
-    main_model,
-    opt_int,
-    opt_number,
-    opt_str,
-    opt_str_list,
-    unparsed,
-)
+from gitflow_agents.agents import base, output
+from gitflow_agents.agents.base import AgentOutput, Cli, Invocation, LaunchSpec, LiveInput
 from gitflow_agents.agents.limits import RateLimit, rate_limit
 
 PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan")
@@ -82,20 +61,23 @@ QUIET_DEFAULTS = {
 
 
 class ClaudeAdapter:
-    name = "claude"
-    program = "claude"  # the executable's usual name (options.executable overrides it)
-    install = "npm install -g @anthropic-ai/claude-code"
-    resumes = True
+    cli = Cli(
+        "claude", install="npm install -g @anthropic-ai/claude-code", resumes=True, options=OPTIONS
+    )
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
-        mode = opt_str(invocation, "system_prompt_mode", "append", choices=("append", "replace"))
+        base.check_invocation(invocation, self.cli)
+        mode = base.opt_str(
+            invocation, "system_prompt_mode", "append", choices=("append", "replace")
+        )
         prompt_flag = "--append-system-prompt-file" if mode == "append" else "--system-prompt-file"
-        permission = opt_str(invocation, "permission_mode", "acceptEdits", choices=PERMISSION_MODES)
+        permission = base.opt_str(
+            invocation, "permission_mode", "acceptEdits", choices=PERMISSION_MODES
+        )
         # The task goes right after -p: --allowedTools/--disallowedTools take several values
         # and would swallow a trailing positional prompt.
         argv = [
-            executable(invocation, self.program),
+            base.executable(invocation, self.cli.program),
             "-p",
             # with a control channel the task is the first stream-json line on stdin instead
             *(LIVE_INPUT if invocation.live_input else (invocation.task,)),
@@ -108,15 +90,15 @@ class ClaudeAdapter:
             "--permission-mode",
             str(permission),
         ]
-        if not is_within(invocation.agent_dir, invocation.workdir):
+        if not base.is_within(invocation.agent_dir, invocation.workdir):
             # The report folder is outside the work tree (a chain's step work tree reaches the
             # user's flows/ through a symlink). Claude resolves symlinks and edits, writes and
             # moves files only inside its working directories: add the real folder.
             argv += ["--add-dir", str(invocation.agent_dir.resolve())]
-        max_turns = opt_int(invocation, "max_turns")
+        max_turns = base.opt_int(invocation, "max_turns")
         if max_turns is not None:
             argv += ["--max-turns", str(max_turns)]
-        budget = _least(opt_number(invocation, "max_budget_usd"), invocation.budget_usd)
+        budget = _least(base.opt_number(invocation, "max_budget_usd"), invocation.budget_usd)
         if budget is not None:
             argv += ["--max-budget-usd", f"{budget:g}"]
         if invocation.model:
@@ -130,8 +112,8 @@ class ClaudeAdapter:
                 argv += [flag, *tools]
         if invocation.resume_session_id:
             argv += ["--resume", invocation.resume_session_id]
-        argv += opt_str_list(invocation, "extra_args")
-        env = allowed_env(
+        argv += base.opt_str_list(invocation, "extra_args")
+        env = base.allowed_env(
             invocation,
             ENV_NAMES,
             defaults=QUIET_DEFAULTS,
@@ -154,27 +136,27 @@ class ClaudeAdapter:
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
         result = _result_object(stdout)
         if result is None:
-            return unparsed(stdout, stderr, "Claude result JSON")
-        usage = as_dict(result.get("usage"))
+            return output.unparsed(stdout, stderr, "Claude result JSON")
+        usage = output.as_dict(result.get("usage"))
         # Claude Code sends most of the prompt from the cache: all three count as input.
         input_tokens: int | None = None
         for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-            input_tokens = add_optional(input_tokens, as_int(usage.get(key)))
+            input_tokens = output.add_optional(input_tokens, output.as_int(usage.get(key)))
         # `subtype` stays "success" on API errors; only `is_error` is trustworthy.
         is_error = result.get("is_error") is True
-        reply = as_str(result.get("result"))
+        reply = output.as_str(result.get("result"))
         error = None
         if is_error:
-            detail = reply or as_str(result.get("terminal_reason")) or "is_error: true"
-            subtype = as_str(result.get("subtype"))
+            detail = reply or output.as_str(result.get("terminal_reason")) or "is_error: true"
+            subtype = output.as_str(result.get("subtype"))
             error = f"{subtype}: {detail}" if subtype and subtype != "success" else detail
         return AgentOutput(
-            session_id=as_str(result.get("session_id")),
+            session_id=output.as_str(result.get("session_id")),
             input_tokens=input_tokens,
-            output_tokens=as_int(usage.get("output_tokens")),
-            cost_usd=as_float(result.get("total_cost_usd")),
-            cached_tokens=as_int(usage.get("cache_read_input_tokens")),
-            model=main_model(as_dict(result.get("modelUsage")), "costUSD"),
+            output_tokens=output.as_int(usage.get("output_tokens")),
+            cost_usd=output.as_float(result.get("total_cost_usd")),
+            cached_tokens=output.as_int(usage.get("cache_read_input_tokens")),
+            model=output.main_model(output.as_dict(result.get("modelUsage")), "costUSD"),
             is_error=is_error,
             error=error,
             reply=reply,
@@ -200,7 +182,7 @@ def ends_turn(line: bytes) -> bool:
     """The stream-json line that ends a turn: its ``result`` object."""
     if b'"result"' not in line:
         return False
-    whole = json_object(line.decode("utf-8", errors="replace"))
+    whole = output.json_object(line.decode("utf-8", errors="replace"))
     return whole is not None and whole.get("type") == "result"
 
 
@@ -208,7 +190,7 @@ def took_message(line: bytes) -> bool:
     """The echo of a user message it took from stdin (``--replay-user-messages``)."""
     if b'"isReplay"' not in line:
         return False
-    whole = json_object(line.decode("utf-8", errors="replace"))
+    whole = output.json_object(line.decode("utf-8", errors="replace"))
     return whole is not None and whole.get("type") == "user" and whole.get("isReplay") is True
 
 
@@ -223,15 +205,15 @@ def _tool_list(invocation: Invocation, option: str) -> tuple[str, ...]:
     value = invocation.options.get(option)
     if isinstance(value, str):
         return (value,) if value.strip() else ()
-    return opt_str_list(invocation, option)
+    return base.opt_str_list(invocation, option)
 
 
 def _result_object(stdout: str) -> dict[str, Any] | None:
     """The ``result`` object of ``--output-format json`` (or the last one of stream-json)."""
-    whole = json_object(stdout)
+    whole = output.json_object(stdout)
     if whole is not None and whole.get("type") == "result":
         return whole
-    results = [obj for obj in json_lines(stdout) if obj.get("type") == "result"]
+    results = [obj for obj in output.json_lines(stdout) if obj.get("type") == "result"]
     return results[-1] if results else None
 
 
@@ -239,8 +221,8 @@ def _api_limit(result: dict[str, Any], error: str | None) -> RateLimit | None:
     """Claude Code 2.1 states the API's answer beside its message: ``api_error_status`` 429 or
     529, ``api_error_type`` rate_limit_error or overloaded_error (the message is the API's own
     text, which need not say "rate limit")."""
-    status = as_int(result.get("api_error_status"))
-    kind = as_str(result.get("api_error_type"))
+    status = output.as_int(result.get("api_error_status"))
+    kind = output.as_str(result.get("api_error_type"))
     if status in (429, 529) or kind in ("rate_limit_error", "overloaded_error"):
         return RateLimit(error or f"API error {status or kind}", None)
     return None

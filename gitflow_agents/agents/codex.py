@@ -5,25 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gitflow_agents.agents.base import (
-    AgentOutput,
-    Invocation,
-    LaunchSpec,
-    add_optional,
-    allowed_env,
-    as_dict,
-    as_int,
-    as_str,
-    check_options,
-    executable,
-    is_within,
-    json_lines,
-    opt_mapping,
-    opt_str,
-    opt_str_list,
-    unparsed,
-    write_config_file,
-)
+from gitflow_agents.agents import base, output
+from gitflow_agents.agents.base import AgentOutput, Cli, Invocation, LaunchSpec
 from gitflow_agents.agents.limits import rate_limit
 from gitflow_agents.base.errors import ConfigError
 
@@ -38,29 +21,33 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 class CodexAdapter:
-    name = "codex"
-    program = "codex"  # the executable's usual name (options.executable overrides it)
-    install = "npm install -g @openai/codex"
-    resumes = True
+    cli = Cli("codex", install="npm install -g @openai/codex", resumes=True, options=OPTIONS)
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
-        sandbox = opt_str(invocation, "sandbox", "workspace-write", choices=SANDBOXES)
-        mode = opt_str(
+        base.check_invocation(invocation, self.cli)
+        sandbox = base.opt_str(invocation, "sandbox", "workspace-write", choices=SANDBOXES)
+        mode = base.opt_str(
             invocation, "system_prompt_mode", "developer", choices=("developer", "replace")
         )
-        argv = [executable(invocation, self.program), "exec", "--json", "--skip-git-repo-check"]
+        argv = [
+            base.executable(invocation, self.cli.program),
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+        ]
         if sandbox == "bypass":
             argv.append("--dangerously-bypass-approvals-and-sandbox")
         else:
             argv += ["--sandbox", str(sandbox)]
-        if sandbox == "workspace-write" and not is_within(invocation.agent_dir, invocation.workdir):
+        if sandbox == "workspace-write" and not base.is_within(
+            invocation.agent_dir, invocation.workdir
+        ):
             # The agent must be able to rename its report even when it works in a worktree.
             argv += ["--add-dir", str(invocation.agent_dir)]
         if invocation.model:
             argv += ["-m", invocation.model]
-        provider = opt_mapping(invocation, "provider")
-        config = opt_mapping(invocation, "config")
+        provider = base.opt_mapping(invocation, "provider")
+        config = base.opt_mapping(invocation, "config")
         provider_env: tuple[str, ...] = ()
         if provider:
             argv += _provider_overrides(invocation, provider)
@@ -70,7 +57,7 @@ class CodexAdapter:
             provider_env = OPENAI_ENV_NAMES
         for key, value in config.items():
             argv += ["-c", f"{key}={_toml_value(invocation, 'config', value)}"]
-        argv += opt_str_list(invocation, "extra_args")
+        argv += base.opt_str_list(invocation, "extra_args")
         if invocation.resume_session_id:
             argv += ["resume", invocation.resume_session_id]
         argv.append(invocation.task)
@@ -81,13 +68,13 @@ class CodexAdapter:
         value = (
             invocation.system_prompt if mode == "developer" else str(invocation.system_prompt_path)
         )
-        write_config_file(
+        base.write_config_file(
             invocation.config_dir / "config.toml",
             "# Written by gitflow-agents for this agent on every run.\n"
             "check_for_update_on_startup = false\n"
             f"{key} = {_toml_string(value)}\n",
         )
-        env = allowed_env(
+        env = base.allowed_env(
             invocation,
             provider_env,
             fixed={"CODEX_HOME": str(invocation.config_dir)},
@@ -103,31 +90,38 @@ class CodexAdapter:
         failed: str | None = None
         last_error: str | None = None
         seen = False
-        for event in json_lines(stdout):
+        for event in output.json_lines(stdout):
             kind = event.get("type")
             if not isinstance(kind, str):
                 continue
             seen = True
             if kind == "thread.started":
-                session_id = as_str(event.get("thread_id")) or session_id
+                session_id = output.as_str(event.get("thread_id")) or session_id
             elif kind == "turn.completed":
-                usage = as_dict(event.get("usage"))
-                input_tokens = add_optional(input_tokens, as_int(usage.get("input_tokens")))
-                output_tokens = add_optional(output_tokens, as_int(usage.get("output_tokens")))
+                usage = output.as_dict(event.get("usage"))
+                input_tokens = output.add_optional(
+                    input_tokens, output.as_int(usage.get("input_tokens"))
+                )
+                output_tokens = output.add_optional(
+                    output_tokens, output.as_int(usage.get("output_tokens"))
+                )
                 # a part of input_tokens (OpenAI counts cached input inside the input)
-                cached = as_int(usage.get("cached_input_tokens"))
-                cached_tokens = add_optional(cached_tokens, cached)
+                cached = output.as_int(usage.get("cached_input_tokens"))
+                cached_tokens = output.add_optional(cached_tokens, cached)
                 failed = None
             elif kind == "turn.failed":
-                failed = as_str(as_dict(event.get("error")).get("message")) or "turn failed"
+                failed = (
+                    output.as_str(output.as_dict(event.get("error")).get("message"))
+                    or "turn failed"
+                )
             elif kind == "error":
-                last_error = as_str(event.get("message")) or last_error
+                last_error = output.as_str(event.get("message")) or last_error
             elif kind == "item.completed":
-                item = as_dict(event.get("item"))
+                item = output.as_dict(event.get("item"))
                 if item.get("type") == "agent_message":
-                    reply = as_str(item.get("text")) or reply
+                    reply = output.as_str(item.get("text")) or reply
         if not seen:
-            return unparsed(stdout, stderr, "Codex JSON events")
+            return output.unparsed(stdout, stderr, "Codex JSON events")
         # Error *items* (e.g. "Model metadata not found") are warnings; a failed turn is not.
         return AgentOutput(
             session_id=session_id,

@@ -18,24 +18,14 @@ from __future__ import annotations
 import re
 import shlex
 
+from gitflow_agents.agents import base, output
 from gitflow_agents.agents.base import (
     CPU_ACTIVITY,
     AgentOutput,
+    Cli,
     CpuActivity,
     Invocation,
     LaunchSpec,
-    add_optional,
-    allowed_env,
-    as_dict,
-    as_float,
-    as_int,
-    as_str,
-    check_options,
-    json_object,
-    opt_bool,
-    opt_str,
-    opt_str_list,
-    resume_refused,
 )
 from gitflow_agents.agents.limits import rate_limit
 from gitflow_agents.base.errors import ConfigError
@@ -54,15 +44,11 @@ _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 
 class CommandAdapter:
-    name = "command"
-    program = ""  # the first word of the configured command
-    install = ""  # a program of the user's own
-    resumes = False
+    # a program of the user's own: the first word of the configured command
+    cli = Cli("command", install="", resumes=False, options=OPTIONS, program_name="")
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
-        if invocation.resume_session_id:
-            resume_refused(self.name)
+        base.check_invocation(invocation, self.cli)
         template = _command(invocation)
         values = {
             "system_prompt_file": str(invocation.system_prompt_path),
@@ -84,37 +70,37 @@ class CommandAdapter:
             return value
 
         argv = [_PLACEHOLDER.sub(fill, arg) for arg in template]
-        program = opt_str(invocation, "executable")
+        program = base.opt_str(invocation, "executable")
         if program:
             argv[0] = program
-        argv += opt_str_list(invocation, "extra_args")
+        argv += base.opt_str_list(invocation, "extra_args")
         return LaunchSpec(
             argv=tuple(argv),
-            env=allowed_env(invocation),
+            env=base.allowed_env(invocation),
             cwd=invocation.workdir,
-            completes_by_exit=opt_bool(invocation, "completes_by_exit", False),
+            completes_by_exit=base.opt_bool(invocation, "completes_by_exit", False),
             cpu_activity=_cpu_activity(invocation),
         )
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
         """A JSON result in a Claude-like shape is read when present; otherwise stdout is the reply."""
-        data = json_object(stdout)
+        data = output.json_object(stdout)
         if data is None:
             # a program of unknown shape: only its stderr can say it was rate limited
             return AgentOutput(reply=stdout.strip() or None, rate_limit=rate_limit(stderr))
-        usage = as_dict(data.get("usage"))
+        usage = output.as_dict(data.get("usage"))
         is_error = data.get("is_error") is True
-        reply = as_str(data.get("result")) or as_str(data.get("response"))
+        reply = output.as_str(data.get("result")) or output.as_str(data.get("response"))
         input_tokens: int | None = None
         for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-            input_tokens = add_optional(input_tokens, as_int(usage.get(key)))
+            input_tokens = output.add_optional(input_tokens, output.as_int(usage.get(key)))
         return AgentOutput(
-            session_id=as_str(data.get("session_id")),
+            session_id=output.as_str(data.get("session_id")),
             input_tokens=input_tokens,
-            output_tokens=as_int(usage.get("output_tokens")),
-            cost_usd=as_float(data.get("total_cost_usd", data.get("cost_usd"))),
-            cached_tokens=as_int(usage.get("cache_read_input_tokens")),
-            model=as_str(data.get("model")),
+            output_tokens=output.as_int(usage.get("output_tokens")),
+            cost_usd=output.as_float(data.get("total_cost_usd", data.get("cost_usd"))),
+            cached_tokens=output.as_int(usage.get("cache_read_input_tokens")),
+            model=output.as_str(data.get("model")),
             is_error=is_error,
             error=(reply or "is_error: true") if is_error else None,
             reply=reply if reply is not None else stdout.strip() or None,
@@ -124,7 +110,7 @@ class CommandAdapter:
 
 def _cpu_activity(invocation: Invocation) -> CpuActivity:
     """``tree`` (default: any process's CPU is activity) or ``tools`` (not the program's own)."""
-    value = opt_str(invocation, "cpu_activity", "tree", choices=CPU_ACTIVITY)
+    value = base.opt_str(invocation, "cpu_activity", "tree", choices=CPU_ACTIVITY)
     return "tools" if value == "tools" else "tree"
 
 

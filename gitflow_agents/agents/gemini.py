@@ -5,28 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gitflow_agents.agents.base import (
-    AgentOutput,
-    Invocation,
-    LaunchSpec,
-    add_optional,
-    allowed_env,
-    as_dict,
-    as_int,
-    as_str,
-    check_options,
-    deep_merge,
-    executable,
-    json_object,
-    main_model,
-    opt_bool,
-    opt_int,
-    opt_mapping,
-    opt_str,
-    opt_str_list,
-    unparsed,
-    write_config_file,
-)
+from gitflow_agents.agents import base, output
+from gitflow_agents.agents.base import AgentOutput, Cli, Invocation, LaunchSpec
 from gitflow_agents.agents.limits import rate_limit
 
 APPROVAL_MODES = ("default", "auto_edit", "yolo", "plan")
@@ -56,17 +36,16 @@ ENV_NAMES = (
 
 
 class GeminiAdapter:
-    name = "gemini"
-    program = "gemini"  # the executable's usual name (options.executable overrides it)
-    install = "npm install -g @google/gemini-cli"
-    resumes = True
+    cli = Cli("gemini", install="npm install -g @google/gemini-cli", resumes=True, options=OPTIONS)
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
-        approval = opt_str(invocation, "approval_mode", "yolo", choices=APPROVAL_MODES)
-        mode = opt_str(invocation, "system_prompt_mode", "replace", choices=("replace", "context"))
+        base.check_invocation(invocation, self.cli)
+        approval = base.opt_str(invocation, "approval_mode", "yolo", choices=APPROVAL_MODES)
+        mode = base.opt_str(
+            invocation, "system_prompt_mode", "replace", choices=("replace", "context")
+        )
         argv = [
-            executable(invocation, self.program),
+            base.executable(invocation, self.cli.program),
             "-p",
             invocation.task,
             "-o",
@@ -75,13 +54,13 @@ class GeminiAdapter:
             str(approval),
         ]
         # In an untrusted folder YOLO is silently downgraded to "default", which can hang.
-        if opt_bool(invocation, "skip_trust", True):
+        if base.opt_bool(invocation, "skip_trust", True):
             argv.append("--skip-trust")
         if invocation.model:
             argv += ["-m", invocation.model]
         if invocation.resume_session_id:
             argv += ["--resume", invocation.resume_session_id]
-        argv += opt_str_list(invocation, "extra_args")
+        argv += base.opt_str_list(invocation, "extra_args")
 
         fixed = {"GEMINI_CLI_HOME": str(invocation.config_dir)}
         gemini_dir = invocation.config_dir / ".gemini"
@@ -90,43 +69,45 @@ class GeminiAdapter:
             fixed["GEMINI_SYSTEM_MD"] = str(invocation.system_prompt_path)
         else:
             # The private home's GEMINI.md is global context, sent alongside the task.
-            write_config_file(gemini_dir / "GEMINI.md", invocation.system_prompt)
-        env = allowed_env(invocation, ENV_NAMES, fixed=fixed)
-        write_config_file(
+            base.write_config_file(gemini_dir / "GEMINI.md", invocation.system_prompt)
+        env = base.allowed_env(invocation, ENV_NAMES, fixed=fixed)
+        base.write_config_file(
             gemini_dir / "settings.json", json.dumps(_settings(invocation, env), indent=2) + "\n"
         )
         return LaunchSpec(argv=tuple(argv), env=env, cwd=invocation.workdir, cpu_activity="tools")
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
-        data = json_object(stdout)
+        data = output.json_object(stdout)
         if data is None or not ({"response", "stats", "session_id", "error"} & data.keys()):
             # Errors (e.g. HTTP 401, exit code 145) are printed as JSON on stderr.
-            data = json_object(stderr)
+            data = output.json_object(stderr)
         if data is None:
-            return unparsed(stdout, stderr, "Gemini JSON")
+            return output.unparsed(stdout, stderr, "Gemini JSON")
         input_tokens: int | None = None
         output_tokens: int | None = None
         cached_tokens: int | None = None
-        models = as_dict(as_dict(data.get("stats")).get("models"))
+        models = output.as_dict(output.as_dict(data.get("stats")).get("models"))
         for model in models.values():
-            tokens = as_dict(as_dict(model).get("tokens"))
+            tokens = output.as_dict(output.as_dict(model).get("tokens"))
             prompt = tokens.get("input", tokens.get("prompt"))
-            input_tokens = add_optional(input_tokens, as_int(prompt))
+            input_tokens = output.add_optional(input_tokens, output.as_int(prompt))
             # thoughts are billed as output; cached is a part of the prompt
             for key in ("candidates", "thoughts"):
-                output_tokens = add_optional(output_tokens, as_int(tokens.get(key)))
-            cached_tokens = add_optional(cached_tokens, as_int(tokens.get("cached")))
+                output_tokens = output.add_optional(output_tokens, output.as_int(tokens.get(key)))
+            cached_tokens = output.add_optional(cached_tokens, output.as_int(tokens.get("cached")))
         error = _error_message(data.get("error"))
         return AgentOutput(
-            session_id=as_str(data.get("session_id")),
+            session_id=output.as_str(data.get("session_id")),
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cost_usd=None,  # Gemini CLI reports no cost: a price table estimates it
             cached_tokens=cached_tokens,
-            model=main_model({name: as_dict(m).get("tokens") for name, m in models.items()}),
+            model=output.main_model(
+                {name: output.as_dict(m).get("tokens") for name, m in models.items()}
+            ),
             is_error=error is not None,
             error=error,
-            reply=as_str(data.get("response")),
+            reply=output.as_str(data.get("response")),
             rate_limit=rate_limit(error, stderr),  # "Quota exceeded … retry in 27s" (code 429)
         )
 
@@ -134,24 +115,24 @@ class GeminiAdapter:
 def _settings(invocation: Invocation, env: dict[str, str]) -> dict[str, Any]:
     """settings.json for the private GEMINI_CLI_HOME (rewritten on every run)."""
     settings: dict[str, Any] = {}
-    auth = opt_str(invocation, "auth_type", choices=AUTH_TYPES)
+    auth = base.opt_str(invocation, "auth_type", choices=AUTH_TYPES)
     if auth is None and env.get("GEMINI_API_KEY") and not env.get("GOOGLE_GENAI_USE_VERTEXAI"):
         # Pitfall in 0.61: GOOGLE_GEMINI_BASE_URL flips the detected auth type to "gateway",
         # which then fails ("Invalid auth method selected.", exit 41). Name it explicitly.
         auth = "gemini-api-key"
     if auth:
         settings["security"] = {"auth": {"selectedType": auth}}
-    max_turns = opt_int(invocation, "max_turns")
+    max_turns = base.opt_int(invocation, "max_turns")
     if max_turns is not None:
         settings["model"] = {"maxSessionTurns": max_turns}
-    return deep_merge(settings, opt_mapping(invocation, "settings"))
+    return base.deep_merge(settings, base.opt_mapping(invocation, "settings"))
 
 
 def _error_message(error: object) -> str | None:
     if error is None:
         return None
     if isinstance(error, dict):
-        message = as_str(error.get("message")) or as_str(error.get("type")) or "error"
-        code = as_int(error.get("code"))
+        message = output.as_str(error.get("message")) or output.as_str(error.get("type")) or "error"
+        code = output.as_int(error.get("code"))
         return f"{message} (code {code})" if code is not None else message
-    return as_str(error) or "error"
+    return output.as_str(error) or "error"

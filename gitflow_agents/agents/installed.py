@@ -60,7 +60,7 @@ def find_program(program: str, *, env: Mapping[str, str], cwd: Path) -> str | No
 
 def not_installed_message(agent: str, adapter: Adapter, program: str) -> str:
     """One line: what is missing, what installs it, and how to run another program instead."""
-    if not adapter.install:  # the command adapter: the user's own program
+    if not adapter.cli.install:  # the command adapter: the user's own program
         return (
             f"agent {agent!r}: cannot start {program!r}: no such executable "
             f"({'not on PATH' if '/' not in program else 'no executable file there'}); "
@@ -72,8 +72,8 @@ def not_installed_message(agent: str, adapter: Adapter, program: str) -> str:
         else f"no executable {program} (agents.{agent}.options.executable)"
     )
     return (
-        f"agent {agent!r}: the {adapter.name} CLI is not installed ({where}): install it with "
-        f"`{adapter.install}`, or give agents.{agent} `adapter: command` and "
+        f"agent {agent!r}: the {adapter.cli.name} CLI is not installed ({where}): install it with "
+        f"`{adapter.cli.install}`, or give agents.{agent} `adapter: command` and "
         "`command: [program, args...]` to run another program (docs/agents.md)"
     )
 
@@ -110,8 +110,8 @@ def _configured_program(agent_cfg: ConfiguredAgent, adapter: Adapter) -> str:
     executable = agent_cfg.options.get("executable")
     if isinstance(executable, str) and executable:
         return executable
-    if adapter.program:
-        return adapter.program
+    if adapter.cli.program:
+        return adapter.cli.program
     raw: object = agent_cfg.command or agent_cfg.options.get("command")
     if isinstance(raw, str):
         try:

@@ -18,17 +18,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from gitflow_agents.agents.base import (
-    Adapter,
-    AgentOutput,
-    add_optional,
-    as_dict,
-    as_float,
-    as_int,
-    as_str,
-)
+from gitflow_agents.agents.base import Adapter, AgentOutput
 from gitflow_agents.agents.codex import CodexAdapter
 from gitflow_agents.agents.opencode import OpencodeAdapter
+from gitflow_agents.agents.output import add_optional, as_dict, as_float, as_int, as_str
 
 # What a line must contain to be worth parsing: the meter reads a 200 MB stream (benchmarks/).
 USAGE_MARK = b'"usage"'

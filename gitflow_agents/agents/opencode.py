@@ -6,26 +6,8 @@ import json
 import re
 from typing import Any
 
-from gitflow_agents.agents import providers
-from gitflow_agents.agents.base import (
-    AgentOutput,
-    Invocation,
-    LaunchSpec,
-    add_optional,
-    allowed_env,
-    as_dict,
-    as_float,
-    as_int,
-    as_str,
-    check_options,
-    deep_merge,
-    executable,
-    json_lines,
-    opt_mapping,
-    opt_str,
-    opt_str_list,
-    unparsed,
-)
+from gitflow_agents.agents import base, output, providers
+from gitflow_agents.agents.base import AgentOutput, Cli, Invocation, LaunchSpec
 from gitflow_agents.agents.limits import rate_limit
 
 OPTIONS = ("agent", "config")
@@ -37,22 +19,19 @@ QUIET_DEFAULTS = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_F
 
 
 class OpencodeAdapter:
-    name = "opencode"
-    program = "opencode"  # the executable's usual name (options.executable overrides it)
-    install = "npm install -g opencode-ai"
-    resumes = True
+    cli = Cli("opencode", install="npm install -g opencode-ai", resumes=True, options=OPTIONS)
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, OPTIONS)
-        argv = [executable(invocation, self.program), "run", "--format", "json"]
+        base.check_invocation(invocation, self.cli)
+        argv = [base.executable(invocation, self.cli.program), "run", "--format", "json"]
         if invocation.model:
             argv += ["-m", invocation.model]  # provider/model
-        agent = opt_str(invocation, "agent")
+        agent = base.opt_str(invocation, "agent")
         if agent:
             argv += ["--agent", agent]
         if invocation.resume_session_id:
             argv += ["--session", invocation.resume_session_id]
-        argv += opt_str_list(invocation, "extra_args")
+        argv += base.opt_str_list(invocation, "extra_args")
         argv.append(invocation.task)
         # opencode has no system-prompt flag; `instructions` files are added to its system prompt.
         # Edits and shell commands are allowed up front: `run` cannot ask anyone.
@@ -62,9 +41,9 @@ class OpencodeAdapter:
             "autoupdate": False,
             "share": "disabled",
         }
-        config = deep_merge(config, opt_mapping(invocation, "config"))
+        config = base.deep_merge(config, base.opt_mapping(invocation, "config"))
         state = invocation.config_dir
-        env = allowed_env(
+        env = base.allowed_env(
             invocation,
             (*ENV_NAMES, *provider_env(invocation, config)),
             defaults=QUIET_DEFAULTS,
@@ -90,35 +69,35 @@ class OpencodeAdapter:
         reply = None
         error = None
         seen = False
-        for event in json_lines(stdout):
+        for event in output.json_lines(stdout):
             kind = event.get("type")
             if not isinstance(kind, str):
                 continue
             seen = True
-            session_id = as_str(event.get("sessionID")) or session_id
-            part = as_dict(event.get("part"))
+            session_id = output.as_str(event.get("sessionID")) or session_id
+            part = output.as_dict(event.get("part"))
             if kind == "step_start":
                 step_texts = []
             elif kind == "text":
-                text = as_str(part.get("text"))
+                text = output.as_str(part.get("text"))
                 if text:
                     step_texts.append(text)
                     reply = "\n".join(step_texts)
             elif kind == "step_finish":
-                tokens = as_dict(part.get("tokens"))
-                cache = as_dict(tokens.get("cache"))
+                tokens = output.as_dict(part.get("tokens"))
+                cache = output.as_dict(tokens.get("cache"))
                 for value in (tokens.get("input"), cache.get("read"), cache.get("write")):
-                    input_tokens = add_optional(input_tokens, as_int(value))
+                    input_tokens = output.add_optional(input_tokens, output.as_int(value))
                 for value in (tokens.get("output"), tokens.get("reasoning")):
-                    output_tokens = add_optional(output_tokens, as_int(value))
-                cached_tokens = add_optional(cached_tokens, as_int(cache.get("read")))
-                step_cost = as_float(part.get("cost"))
+                    output_tokens = output.add_optional(output_tokens, output.as_int(value))
+                cached_tokens = output.add_optional(cached_tokens, output.as_int(cache.get("read")))
+                step_cost = output.as_float(part.get("cost"))
                 if step_cost is not None:
                     cost = (cost or 0.0) + step_cost
             elif kind == "error":
                 error = _error_message(event.get("error")) or "error"
         if not seen:
-            return unparsed(stdout, stderr, "opencode JSON events")
+            return output.unparsed(stdout, stderr, "opencode JSON events")
         return AgentOutput(
             session_id=session_id,
             input_tokens=input_tokens,
@@ -151,9 +130,11 @@ def provider_env(invocation: Invocation, config: dict[str, Any]) -> tuple[str, .
 def _error_message(error: object) -> str | None:
     if isinstance(error, str):
         return error or None
-    data = as_dict(error)
-    message = as_str(as_dict(data.get("data")).get("message")) or as_str(data.get("message"))
-    name = as_str(data.get("name"))
+    data = output.as_dict(error)
+    message = output.as_str(output.as_dict(data.get("data")).get("message")) or output.as_str(
+        data.get("message")
+    )
+    name = output.as_str(data.get("name"))
     if name and message:
         return f"{name}: {message}"
     return message or name

@@ -20,14 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gitflow_agents.agents.base import (
-    AgentOutput,
-    Invocation,
-    LaunchSpec,
-    allowed_env,
-    check_options,
-    resume_refused,
-)
+from gitflow_agents.agents import base
+from gitflow_agents.agents.base import AgentOutput, Cli, Invocation, LaunchSpec
 from gitflow_agents.base.markdown import block_tokens
 from gitflow_agents.base.proc import run as run_process
 from gitflow_agents.git.cmd import git_env
@@ -37,15 +31,11 @@ CURRENT_STEP = "Current Step:"  # the heading plan/model.py writes before the st
 
 
 class PatchAdapter:
-    name = "patch"
-    program = ""  # ships with gitflow-agents: runs as ``python -m gitflow_agents.agents.patch``
-    install = ""
-    resumes = False
+    # ships with gitflow-agents: runs as ``python -m gitflow_agents.agents.patch``
+    cli = Cli("patch", install="", resumes=False, program_name="")
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
-        check_options(invocation, self.name, ())
-        if invocation.resume_session_id:
-            resume_refused(self.name)
+        base.check_invocation(invocation, self.cli)
         argv = (
             sys.executable,
             "-m",
@@ -55,7 +45,7 @@ class PatchAdapter:
         )
         return LaunchSpec(
             argv=argv,
-            env=allowed_env(invocation),
+            env=base.allowed_env(invocation),
             cwd=invocation.workdir,
             completes_by_exit=True,
         )

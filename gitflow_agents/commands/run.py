@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.commands.options import add_agent_run_arguments, add_layer_arguments
 
 if TYPE_CHECKING:
     from gitflow_agents.chain import ChainResult, ChainSettings, Context
@@ -69,13 +70,8 @@ def add_chain_arguments(p: argparse.ArgumentParser) -> None:
         choices=("error", "warn", "info"),
         help="findings at or above this block the merge (default: chain.severity_threshold, error)",
     )
-    p.add_argument("--flow-type", help="config layer .flow/<flow-type>/base.yaml")
-    p.add_argument("--variant", help="config variant .flow/<flow-type>/<variant>.yaml")
-    p.add_argument("--stuck-timeout", type=float, help="seconds without activity = stuck")
-    p.add_argument("--timeout", type=float, help="hard limit per agent, seconds")
-    p.add_argument("--kill-grace", type=float, help=argparse.SUPPRESS)
-    p.add_argument("--quiet", action="store_true", help="no live agent lines on stderr")
-    p.add_argument("--json", action="store_true", help="print each step's result.json")
+    add_layer_arguments(p)
+    add_agent_run_arguments(p, "print each step's result.json", show_kill_grace=False)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.git.cmd import run_git
-from gitflow_agents.git.remote import PushResult, _push
+from gitflow_agents.git.remote import PushResult, push_porcelain
 
 LEASE_PREFIX = "refs/gitflow-agents/claims/"
 
@@ -50,7 +50,7 @@ def push_lease(
     git's reason when the push was refused (another writer got there first) or failed."""
     made = _lease_commit(root, holder, identity)
     ref = lease_ref(branch)
-    pushed = _push(root, remote, f"--force-with-lease={ref}:{expected}", f"{made}:{ref}")
+    pushed = push_porcelain(root, remote, f"--force-with-lease={ref}:{expected}", f"{made}:{ref}")
     return (made, "") if pushed.ok else (None, pushed.detail)
 
 
@@ -71,7 +71,7 @@ def claim_with_lease(
     up to date, and the push wrote the lease anyway): the lease is put back as it was."""
     made = _lease_commit(root, holder, identity)
     ref = lease_ref(branch)
-    pushed = _push(
+    pushed = push_porcelain(
         root,
         remote,
         "--atomic",
@@ -85,7 +85,7 @@ def claim_with_lease(
         return pushed, None
     if pushed.flag != "*":  # the branch was there: the lease it had is put back
         if expected:
-            _push(root, remote, f"--force-with-lease={ref}:{made}", f"{expected}:{ref}")
+            push_porcelain(root, remote, f"--force-with-lease={ref}:{made}", f"{expected}:{ref}")
         else:
             delete_lease(root, branch, made, remote)
         return PushResult(False, True, f"{branch} already exists on {remote}", pushed.flag), None
@@ -127,4 +127,4 @@ def read_lease(root: Path, branch: str, remote: str = "origin") -> Lease | None:
 def delete_lease(root: Path, branch: str, expected: str, remote: str = "origin") -> PushResult:
     """Remove the lease of ``branch`` while it is still at ``expected``."""
     ref = lease_ref(branch)
-    return _push(root, remote, f"--force-with-lease={ref}:{expected}", f":{ref}")
+    return push_porcelain(root, remote, f"--force-with-lease={ref}:{expected}", f":{ref}")

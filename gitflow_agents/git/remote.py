@@ -84,7 +84,7 @@ class PushResult:
     flag: str = ""  # git's porcelain flag for the ref: "*" new, " " fast-forward, "=" up to date
 
 
-def _push(root: Path, remote: str, *args: str, ref: str = "") -> PushResult:
+def push_porcelain(root: Path, remote: str, *args: str, ref: str = "") -> PushResult:
     """``git push --porcelain`` with ``args`` (options first, then the refspecs); the flag is
     the first ref's, or that of the ref named ``ref`` (of a push of several)."""
     options = [arg for arg in args if arg.startswith("-")]
@@ -117,14 +117,14 @@ def push_branch(
     git refuses it when ``branch`` moved on (``moved``). ``dry_run``: only ask whether the
     remote would take it."""
     flags = ("--dry-run",) if dry_run else ()
-    return _push(root, remote, *flags, f"{sha}:refs/heads/{branch}")
+    return push_porcelain(root, remote, *flags, f"{sha}:refs/heads/{branch}")
 
 
 def claim_branch(root: Path, sha: str, branch: str, remote: str = "origin") -> PushResult:
     """Create ``branch`` at ``sha`` on ``remote`` only if it does not exist there (see the
     module doc). ``ok`` only when this push created it: a branch that already pointed at
     ``sha`` is "up to date" to git, and counts as taken."""
-    pushed = _push(
+    pushed = push_porcelain(
         root, remote, f"--force-with-lease=refs/heads/{branch}:", f"{sha}:refs/heads/{branch}"
     )
     if pushed.ok and pushed.flag != "*":
@@ -137,6 +137,6 @@ def delete_remote_branch(
 ) -> PushResult:
     """Delete ``branch`` on ``remote`` only while it still points at ``expected`` (a lease):
     a branch someone else pushed to since is left alone (``moved``)."""
-    return _push(
+    return push_porcelain(
         root, remote, f"--force-with-lease=refs/heads/{branch}:{expected}", f":refs/heads/{branch}"
     )

@@ -307,7 +307,7 @@ def unreachable(status: Mapping[str, Any]) -> str | None:
     """Why a queued message could never reach the run's agent (its CLI cannot resume a session,
     so there is no next turn to send it with); None when it can."""
     adapter = mapping(status, "extra").get("adapter")
-    if isinstance(adapter, str) and adapter in ADAPTERS and not ADAPTERS[adapter].resumes:
+    if isinstance(adapter, str) and adapter in ADAPTERS and not ADAPTERS[adapter].cli.resumes:
         return cannot_resume(adapter)
     return None
 

@@ -288,7 +288,7 @@ def test_preparing_a_turn_builds_no_launch(
 
 @pytest.mark.parametrize("name", sorted(ADAPTERS))
 def test_an_adapter_says_whether_it_resumes_as_its_launch_does(name: str, tmp_path: Path) -> None:
-    """``Adapter.resumes`` (what send asks) agrees with the adapter's launch refusing a resume."""
+    """``Cli.resumes`` (what send asks) agrees with the adapter's launch refusing a resume."""
     adapter = ADAPTERS[name]
     invocation = Invocation(
         agent_id="a",
@@ -304,7 +304,7 @@ def test_an_adapter_says_whether_it_resumes_as_its_launch_does(name: str, tmp_pa
         command=("prog", "{task}"),
         resume_session_id="sess-1",
     )
-    if adapter.resumes:
+    if adapter.cli.resumes:
         adapter.launch(invocation)
     else:
         with pytest.raises(UsageError):

@@ -91,7 +91,7 @@ def assert_scrubbed(env: dict[str, str] | Any, *allowed_keys: str) -> None:
 def test_registry_has_every_cli() -> None:
     assert set(ADAPTERS) >= {"claude", "codex", "gemini", "aider", "auggie", "opencode", "command"}
     for name, adapter in ADAPTERS.items():
-        assert adapter.name == name
+        assert adapter.cli.name == name
         assert get_adapter(name) is adapter
 
 

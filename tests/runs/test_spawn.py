@@ -453,7 +453,7 @@ def test_each_cli_adapter_names_the_package_that_installs_it() -> None:
     assert set(pinned) == set(ADAPTERS) - {"command", "patch"}  # no CLI to install
     for name, (_, registry, package, _version, program) in pinned.items():
         adapter = ADAPTERS[name]
-        assert adapter.program == program
+        assert adapter.cli.program == program
         tool = {"npm": "npm install -g", "pip": "pipx install"}[registry]
-        assert adapter.install == f"{tool} {package}"
-    assert ADAPTERS["command"].install == "" and ADAPTERS["patch"].install == ""
+        assert adapter.cli.install == f"{tool} {package}"
+    assert ADAPTERS["command"].cli.install == "" and ADAPTERS["patch"].cli.install == ""

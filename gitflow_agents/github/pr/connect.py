@@ -5,21 +5,27 @@
 ``GITHUB_API_URL``; what is missing is a usage error (exit 2). ``check_access`` then asks
 GitHub once (``GET /repos/{repo}``): a bad token, a repository the token cannot see, or an API
 that cannot be reached is exit 4 before the claim and before any agent, so nothing is claimed
-that a run could not publish.
+that a run could not publish. ``on_origin`` then fetches origin's target (what cannot be fetched
+is said, exit 2), and ``guarded`` reads what guards it when auto-merge is asked; ``run --pr``
+and ``plan tend`` start alike.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.base.errors import GitHubError, UsageError
+from gitflow_agents.base.errors import GitError, GitflowError, GitHubError, UsageError
+from gitflow_agents.chain import Context
+from gitflow_agents.chain.state import fetch_target, target_tip
 from gitflow_agents.git import queries as git
+from gitflow_agents.github.action.fixer import BOT_EMAIL
 from gitflow_agents.github.action.runner import server_url_from, workflow_run_url
-from gitflow_agents.github.api.client import Client
-from gitflow_agents.github.api.rules import TargetGuard
+from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, Client
+from gitflow_agents.github.api.rules import TargetGuard, branch_guard
 from gitflow_agents.github.api.settings import (
     repository_from,
     settings_from_env,
@@ -27,6 +33,9 @@ from gitflow_agents.github.api.settings import (
 )
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr.startable import REMOTE
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
+"""A URL inside git's words, whose user info is masked before it is shown."""
 
 
 @dataclass(frozen=True)
@@ -76,3 +85,39 @@ def check_access(github: GitHub) -> None:
             f"--pr cannot use GitHub: the repository {github.repo} at {api} ({why}); "
             "nothing was claimed and no agent ran"
         ) from None
+
+
+def on_origin(ctx: Context) -> Context:
+    """``ctx`` on origin's target, fetched, or the GitflowError saying why it could not be
+    (``no_target``). A fresh runner knows no git identity: the commits are then
+    github-actions[bot]'s."""
+    identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
+    ctx = replace(ctx, target_remote=REMOTE, commit_identity=identity)
+    # a failed fetch must not leave the run on a stale remote-tracking ref
+    if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:
+        raise no_target(ctx.root, ctx.target)
+    return ctx
+
+
+def guarded(github: GitHub, target: str) -> GitHub:
+    """``github`` knowing what keeps a tree no review saw off ``target`` once auto-merge
+    merges, said before any step runs: a plain warning when nothing does (docs/github.md,
+    "Only reviewed trees land")."""
+    guard = branch_guard(github.client, github.repo, target)
+    warning = guard.warning()
+    print(f"auto-merge: {guard.describe()}" if warning is None else f"warning: {warning}")
+    return replace(github, guard=guard)
+
+
+def no_target(root: Path, target: str) -> GitflowError:
+    """Why origin's ``target`` could not be fetched: origin cannot be reached (its URL and git's
+    reason shown with credentials masked), it has no such branch, or git failed to fetch it.
+    Exit 2 each time, as every git failure is (docs/decisions.md, "Plan steps in waves" 6)."""
+    why = git.unreachable(root, target, REMOTE)
+    if why is not None:
+        why = _URL.sub(lambda match: without_credentials(match[0]), why)
+        url = without_credentials(git.remote_url(root, REMOTE) or "")
+        return GitError(f"cannot reach {REMOTE} ({url}): {why}")
+    if git.remote_branch_sha(root, target, REMOTE) is None:
+        return UsageError(f"the target branch {target} does not exist on {REMOTE}")
+    return GitError(f"cannot fetch the target branch {target} from {REMOTE}")

@@ -26,28 +26,21 @@ docs/github.md, "Plan steps as pull requests" and "Recovery: what a re-run finis
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gitflow_agents.base.errors import ExitCode, GitError, GitflowError, GitHubError, UsageError
+from gitflow_agents.base.errors import ExitCode, GitflowError, GitHubError
 from gitflow_agents.chain import ChainResult, Context, run_step
 from gitflow_agents.chain.lander import BranchLander
-from gitflow_agents.chain.state import done_where, fetch_target, plan_in_repo, target_tip
+from gitflow_agents.chain.state import done_where, plan_in_repo, target_tip
 from gitflow_agents.chain.workspace import branch_name
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.git import queries as git
-from gitflow_agents.github.action.fixer import BOT_EMAIL
-from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN
-from gitflow_agents.github.api.rules import TargetGuard, branch_guard
-from gitflow_agents.github.api.settings import (
-    without_credentials,
-)
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr.claim import Claim, not_taken_over, previous_claim, write_claim
-from gitflow_agents.github.pr.connect import GitHub, check_access, connect
+from gitflow_agents.github.pr.connect import GitHub, check_access, connect, guarded, on_origin
 from gitflow_agents.github.pr.plan_comment import update_glance
 from gitflow_agents.github.pr.publish import StepPublished, StepPull, publish_step, pull_body
 from gitflow_agents.github.pr.recover import finishable, resume_at
@@ -57,9 +50,6 @@ from gitflow_agents.plan.model import DONE
 from gitflow_agents.reviewer import approval_status
 from gitflow_agents.runs import new_run_id, read_json, runs_root
 from gitflow_agents.runs.lock import LockInfo, StepLockedError, hold, step_lock_path
-
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
-"""A URL inside git's words, whose user info is masked before it is shown."""
 
 
 @dataclass(frozen=True)
@@ -82,17 +72,11 @@ def run_steps(
     order, until one does not exit 0."""
     github = connect(os.environ if environ is None else environ, ctx.root)
     check_access(github)  # before the claim and before any agent: nothing to give back
-    # The target is origin's; a fresh runner knows no git identity: the commits are then
-    # github-actions[bot]'s.
-    identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
-    ctx = replace(ctx, target_remote=REMOTE, commit_identity=identity)
-    # a failed fetch must not leave the run on a stale remote-tracking ref
-    if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:
-        raise _no_target(ctx)
+    ctx = on_origin(ctx)
     free = leases.claim_checker(ctx.root, os.environ if environ is None else environ, REMOTE)
     steps = startable(ctx, steps, options.force, options.max_parallel, free)
     if options.auto_merge is not None and steps:
-        github = replace(github, guard=_guard(github, ctx.target))
+        github = guarded(github, ctx.target)
     code = int(ExitCode.OK)
     for number in steps:
         assert ctx.plan is not None
@@ -103,29 +87,6 @@ def run_steps(
     if steps:  # the plan at a glance, once the steps are published
         update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
     return code
-
-
-def _guard(github: GitHub, target: str) -> TargetGuard:
-    """What keeps a tree no review saw off ``target`` once auto-merge merges, said before any
-    step runs: a plain warning when nothing does (docs/github.md, "Only reviewed trees land")."""
-    guard = branch_guard(github.client, github.repo, target)
-    warning = guard.warning()
-    print(f"auto-merge: {guard.describe()}" if warning is None else f"warning: {warning}")
-    return guard
-
-
-def _no_target(ctx: Context) -> GitflowError:
-    """Why origin's target could not be fetched: origin cannot be reached (its URL and git's
-    reason shown with credentials masked), it has no such branch, or git failed to fetch it.
-    Exit 2 each time, as every git failure is (docs/decisions.md, "Plan steps in waves" 6)."""
-    why = git.unreachable(ctx.root, ctx.target, REMOTE)
-    if why is not None:
-        why = _URL.sub(lambda match: without_credentials(match[0]), why)
-        url = without_credentials(git.remote_url(ctx.root, REMOTE) or "")
-        return GitError(f"cannot reach {REMOTE} ({url}): {why}")
-    if git.remote_branch_sha(ctx.root, ctx.target, REMOTE) is None:
-        return UsageError(f"the target branch {ctx.target} does not exist on {REMOTE}")
-    return GitError(f"cannot fetch the target branch {ctx.target} from {REMOTE}")
 
 
 def run_step_pr(

@@ -36,22 +36,21 @@ from typing import NamedTuple
 from gitflow_agents.base.errors import ExitCode, GitHubError
 from gitflow_agents.chain import ChainResult, Context
 from gitflow_agents.chain.lander import BranchLander
-from gitflow_agents.chain.state import done_where, fetch_target, target_tip
+from gitflow_agents.chain.state import done_where, target_tip
 from gitflow_agents.chain.tend import tend_step
 from gitflow_agents.chain.workspace import branch_name
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.worktree import conflicted_merges, merge_conflicts
-from gitflow_agents.github.action.fixer import BOT_EMAIL
 from gitflow_agents.github.action.status import CONTEXT
-from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, PullRequest
+from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.commits import newest_state
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr import tend_lease
-from gitflow_agents.github.pr.connect import GitHub, connect
+from gitflow_agents.github.pr.connect import GitHub, connect, guarded, on_origin
 from gitflow_agents.github.pr.plan_comment import update_glance
 from gitflow_agents.github.pr.startable import REMOTE
-from gitflow_agents.github.pr.step import _guard, _no_target, publish_run
+from gitflow_agents.github.pr.step import publish_run
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.runs import new_run_id
 from gitflow_agents.runs.lock import StepLockedError
@@ -88,17 +87,14 @@ def tend_plan(
 ) -> int:
     """Tend every open step pull request of ``ctx.plan`` (see the module doc)."""
     github = connect(os.environ if environ is None else environ, ctx.root)
-    identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
-    ctx = replace(ctx, target_remote=REMOTE, commit_identity=identity)
-    if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:
-        raise _no_target(ctx)
+    ctx = on_origin(ctx)
     pulls = _open_step_pulls(ctx, github)
     if not pulls:
         print(f"plan tend: no open step pull request of {_plan_name(ctx)} on {github.repo}")
         update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
         return int(ExitCode.OK)
     if options.auto_merge is not None:
-        github = replace(github, guard=_guard(github, ctx.target))
+        github = guarded(github, ctx.target)
     left = [tend_pull(ctx, github, found, options, report) for found in pulls]
     counts = {state: sum(t.state == state for t in left) for state in ("green", "waiting", "red")}
     print("plan tend: " + ", ".join(f"{n} {state}" for state, n in counts.items()))

@@ -1,0 +1,110 @@
+"""Reading an agent CLI's output, forgivingly: its stdout and stderr are untrusted, and nothing
+here raises. JSON and JSON Lines (``json_object``, ``json_lines``), typed looks into what they
+hold (``as_int``, ``as_str``...), and ``unparsed``: the ``AgentOutput`` of a CLI that printed
+nothing understood. The adapters' ``parse_output`` and the usage meter (``meter.py``) use them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gitflow_agents.agents.base import AgentOutput
+from gitflow_agents.agents.limits import rate_limit
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object that is ``text``, or else the last line of it that is a JSON object.
+
+    CLIs print warnings before their JSON; a truncated or garbage output gives None.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return None
+    whole = _loads(stripped)
+    if isinstance(whole, dict):
+        return whole
+    objects = list(json_lines(stripped))
+    return objects[-1] if objects else None
+
+
+def _loads(text: str) -> object:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def json_lines(text: str) -> Iterator[dict[str, Any]]:
+    """Every line of ``text`` that is a JSON object; other lines are skipped."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        obj = _loads(line)
+        if isinstance(obj, dict):
+            yield obj
+
+
+def as_int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)
+    return None
+
+
+def as_float(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def as_str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def add_optional(total: int | None, value: int | None) -> int | None:
+    """Sum that stays None until some value is known."""
+    if value is None:
+        return total
+    return value if total is None else total + value
+
+
+def main_model(models: Mapping[str, Any], weight: str = "total") -> str | None:
+    """The model that did most of a run: ``models`` maps each model name a CLI reports to its
+    numbers; the one whose ``weight`` is largest (a CLI may use a small model for side tasks)."""
+    best: str | None = None
+    best_weight = -1.0
+    for name, numbers in models.items():
+        value = as_float(as_dict(numbers).get(weight))
+        if isinstance(name, str) and name and (value or 0.0) > best_weight:
+            best, best_weight = name, value or 0.0
+    return best
+
+
+def last_line(text: str, limit: int = 300) -> str | None:
+    """The last non-empty line of ``text``, shortened: a one-line note for ``AgentOutput.error``."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line:
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return None
+
+
+def unparsed(stdout: str, stderr: str, what: str) -> AgentOutput:
+    """The output of a run whose CLI printed nothing we understand."""
+    detail = last_line(stderr) or last_line(stdout)
+    note = f"no {what} in the output" + (f"; last line: {detail}" if detail else "")
+    # a CLI that gave up on a rate limit may say so only on stderr, in its own words
+    return AgentOutput(error=note, rate_limit=rate_limit(stderr))
