@@ -249,14 +249,15 @@ def test_a_message_typed_in_the_page_reaches_the_running_agent_and_its_reply_sho
         run = live.listening_run(repo, procs[0])
         driver.get(served.url(f"/run/{run.name}"))
         wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
-        for message in ("<i>blue</i>, not red", "now finish"):
+        # the agent's answer to each: "heard: ..." (the last one ends its turn: "done: ...")
+        for message, answer in (("<i>blue</i>, not red", "heard: "), ("now finish", "")):
             box = driver.find_element("css selector", "#send-form textarea")
             box.clear()
             box.send_keys(message)
             driver.find_element("id", "send").click()
             wait_for(
                 driver,
-                lambda d, m=message: f"heard: {m}" in d.find_element("id", "output").text,
+                lambda d, m=answer + message: m in d.find_element("id", "output").text,
             )
         assert "delivered to run" in driver.find_element("id", "notices").text
         wait_for(driver, lambda d: d.find_element("id", "state").text == "succeeded")

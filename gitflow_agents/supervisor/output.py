@@ -182,6 +182,17 @@ class Output:
             data = self._take(now)
         self._emit(data)
 
+    def flush_due(self) -> None:
+        """Emit the output held back by the rate limit once its time has come: a line the agent
+        printed right after the last event, then nothing more, is not kept from a live view
+        until the agent prints again (the supervisor's loop calls this each turn)."""
+        with self._lock:
+            now = time.monotonic()
+            if not self._pending or now - self._emitted_at < OUTPUT_EVENT_EVERY:
+                return
+            data = self._take(now)
+        self._emit(data)
+
     def _write_masked(self, masked: bytes) -> None:
         """Masked output into worker.log; its last line is the next event's ``tail``."""
         if not masked:

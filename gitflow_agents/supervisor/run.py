@@ -274,6 +274,7 @@ class _Supervision:
         """Wait until the agent renames its report, exits, or must be stopped."""
         while True:
             flags = self._sleep()
+            self.output.flush_due()
             if self.files.renamed() is not None:
                 signal_at = time.time()
                 self.session.close_input()  # done: a live CLI exits as with stdin closed
