@@ -130,7 +130,10 @@ class Running:
         self.returncode: int | None = None
         out, into_out = os.pipe()
         err, into_err = os.pipe()
-        from_in, self._in = os.pipe() if input is not None else (None, None)  # type: tuple[int | None, int | None]
+        from_in: int | None = None
+        self._in: int | None = None
+        if input is not None:
+            from_in, self._in = os.pipe()
         ends = (out, into_out, err, into_err, from_in, self._in)
         try:
             self.pid = _spawn(argv, env, (from_in, into_out, into_err))
