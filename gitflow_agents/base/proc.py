@@ -1,53 +1,22 @@
-"""The one subprocess helper: argv lists, no shell, own process group, timeout, typed result."""
+"""The one subprocess helper: argv lists, no shell, own process group, timeout, typed result.
+
+git is started by ``spawn`` (``os.posix_spawn``, no ``subprocess`` import: issue 20), everything
+else here."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import select
-import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from subprocess import Popen
-from typing import IO, NamedTuple
 
 from gitflow_agents.base.errors import GitflowError
 
-
-class Result(NamedTuple):
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-class CalledProcessError(GitflowError):
-    """A command exited non-zero; the message shows command, code, stdout and stderr."""
-
-    def __init__(self, result: Result) -> None:
-        self.result = result
-        super().__init__(
-            f"command failed (exit {result.returncode}): {' '.join(result.argv)}\n"
-            f"stdout: {_tail(result.stdout)}\nstderr: {_tail(result.stderr)}"
-        )
-
-
-class TimeoutExpired(GitflowError):
-    def __init__(self, argv: Sequence[str], timeout: float) -> None:
-        self.argv = tuple(argv)
-        super().__init__(f"command timed out after {timeout:g}s: {' '.join(argv)}")
-
-
-def _tail(text: str, limit: int = 2000) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else "…" + text[-limit:]
-
-
-def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
-    """Signal the process group led by ``pid`` (started with ``start_new_session``)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
+# The values and errors are shared with ``spawn`` (which starts git without ``subprocess``).
+from gitflow_agents.base.spawn import CalledProcessError as CalledProcessError
+from gitflow_agents.base.spawn import Result as Result
+from gitflow_agents.base.spawn import TimeoutExpired as TimeoutExpired
+from gitflow_agents.base.spawn import kill_group as kill_group
 
 
 def run(
@@ -132,50 +101,3 @@ class Running:
         if self._child.returncode is None:
             kill_group(self._child.pid)
             self._child.communicate()
-
-
-def start(argv: Sequence[str], *, env: Mapping[str, str], stderr: IO[bytes]) -> Popen[bytes]:
-    """Start a long-lived helper that talks over binary pipes on stdin and stdout (``git
-    cat-file --batch``), in its own session like ``run``; ``stderr`` goes to ``stderr``. End it
-    with ``finish``."""
-    argv = tuple(str(a) for a in argv)
-    try:
-        return subprocess.Popen(  # noqa: S603 - argv list, never a shell
-            argv,
-            env=dict(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        raise GitflowError(f"command not found: {argv[0]}") from exc
-
-
-def finish(child: Popen[bytes], timeout: float = 5.0) -> int:
-    """Close ``child``'s stdin (the end of its input) and wait for it; its whole process group
-    is killed when it has not exited within ``timeout`` seconds. Its exit code."""
-    for stream in (child.stdin, child.stdout):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-    _until_exit(child.pid, timeout)
-    try:
-        return child.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(child.pid)
-        return child.wait()
-
-
-def _until_exit(pid: int, timeout: float) -> None:
-    """Block until ``pid`` exits (at most ``timeout`` seconds) on a pidfd, where there is one:
-    ``Popen.wait`` with a timeout polls, sleeping 0.5 ms and more between looks, which was
-    a millisecond at the end of every small review (issue 20). Elsewhere ``wait`` polls."""
-    try:
-        fd = os.pidfd_open(pid)
-    except (AttributeError, OSError):  # not Linux 5.3+, or already reaped
-        return
-    try:
-        select.select([fd], [], [], timeout)
-    finally:
-        os.close(fd)

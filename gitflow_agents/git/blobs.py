@@ -13,12 +13,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from gitflow_agents.base import proc
+from gitflow_agents.base import spawn
 from gitflow_agents.base.errors import GitError
 from gitflow_agents.git.cmd import git_env, run_git
 
 if TYPE_CHECKING:
-    from subprocess import Popen
     from threading import Thread
 
 
@@ -67,7 +66,7 @@ class BlobReader:
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
-        self._child: Popen[bytes] | None = None
+        self._child: spawn.Helper | None = None
         self._errors: IO[bytes] | None = None
         self._commands = False  # the running process is ``--batch-command``
         self._fresh = False  # the running process has been asked nothing yet
@@ -84,7 +83,7 @@ class BlobReader:
         child, errors = self._child, self._errors
         self._child = self._errors = None
         if child is not None:
-            proc.finish(child)
+            spawn.finish(child)
         if errors is not None:
             errors.close()
 
@@ -176,10 +175,10 @@ class BlobReader:
     def _abandon(self) -> None:
         """Kill the process (a writer blocked on its full pipe is released), then close."""
         if self._child is not None:
-            proc.kill_group(self._child.pid)
+            spawn.kill_group(self._child.pid)
         self.close()
 
-    def _process(self, *, commands: bool = False) -> Popen[bytes]:
+    def _process(self, *, commands: bool = False) -> spawn.Helper:
         """The running process, else a new one: ``--batch-command`` when ``commands``."""
         if self._child is None:
             self._errors = _scratch_file()
@@ -187,7 +186,7 @@ class BlobReader:
             self._fresh = True
             mode = "--batch-command" if self._commands else "--batch"
             argv = ("git", "--no-pager", "-C", str(self.root), "cat-file", mode)
-            self._child = proc.start(argv, env=git_env(), stderr=self._errors)
+            self._child = spawn.start(argv, env=git_env(), stderr=self._errors)
         return self._child
 
     def _header(self, *, refused_ok: bool = False) -> bytes:

@@ -2,7 +2,7 @@
 gate makes (the persistent ``git cat-file --batch`` reader is ``blobs.py``).
 
 Kept import-light on purpose (no dataclasses, no regular expressions, no tempfile): ``gitflow-agents
-hook gate`` imports only this module and ``proc``. ``gitflow_agents.git.queries`` re-exports
+hook gate`` imports only this module and ``spawn``. ``gitflow_agents.git.queries`` re-exports
 ``git_env``, ``run_git``, ``NOTES_REF`` and ``blobs.BlobReader``, and holds (with ``worktree``)
 every other git query.
 
@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from gitflow_agents.base import proc
+from gitflow_agents.base import spawn
 from gitflow_agents.base.errors import GitError, UsageError
 
 NOTES_REF = "refs/notes/gitflow-agents"
@@ -54,7 +54,7 @@ def git_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def failure(result: proc.Result, what: str) -> GitError:
+def failure(result: spawn.Result, what: str) -> GitError:
     """The GitError for a git call that failed: ``what``, then the last line git printed."""
     detail = result.stderr.strip().splitlines()
     return GitError(f"{what}: {detail[-1] if detail else f'git exited {result.returncode}'}")
@@ -66,7 +66,7 @@ def run_git(
     input: str | None = None,
     check: bool = True,
     extra_env: Mapping[str, str] | None = None,
-) -> proc.Result:
+) -> spawn.Result:
     """``git -C root <args>`` with a scrubbed environment and no pager or colour;
     ``extra_env`` (e.g. a commit identity) is added to that environment for this call only."""
     return start_git(root, *args, input=input, extra_env=extra_env).result(check=check)
@@ -77,11 +77,12 @@ def start_git(
     *args: str,
     input: str | None = None,
     extra_env: Mapping[str, str] | None = None,
-) -> proc.Running:
-    """What ``run_git`` runs, started now; its ``result`` waits for it (``proc.begin``)."""
+) -> spawn.Running:
+    """What ``run_git`` runs, started now; its ``result`` waits for it (``spawn.begin``: git
+    starts without importing ``subprocess``, issue 20)."""
     argv = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root), *args)
     env = git_env() if not extra_env else {**git_env(), **extra_env}
-    return proc.begin(argv, env=env, input=input)
+    return spawn.begin(argv, env=env, input=input)
 
 
 def repository_from_env(environ: Mapping[str, str]) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""The git boundary: small named queries over plain ``git`` argv run through ``proc.run``.
+"""The git boundary: small named queries over plain ``git`` argv run through ``spawn.run``.
 
 The boundary is four modules: this one (repository, revisions, diffs, contents, notes,
 statistics, merges), ``worktree`` (the work trees, branches and commits of chain steps) and
@@ -15,14 +15,14 @@ every call) and asks for machine output: ``-z`` where git offers it, ``--no-colo
 
 from __future__ import annotations
 
+import _thread  # threading's lock, without importing threading (a small review's start-up)
 import importlib
 import os
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from gitflow_agents.base import proc
+from gitflow_agents.base import spawn
 from gitflow_agents.base.errors import GitError, UsageError
 from gitflow_agents.git import diffparse
 
@@ -380,7 +380,7 @@ def read_note(root: Path, sha: str, ref: str = NOTES_REF) -> str | None:
     return result.stdout if result.returncode == 0 else None
 
 
-_NOTES = threading.Lock()  # git refuses a notes commit whose ref moved under it
+_NOTES = _thread.allocate_lock()  # git refuses a notes commit whose ref moved under it
 
 
 def write_note(root: Path, sha: str, text: str, ref: str = NOTES_REF) -> None:
@@ -425,8 +425,8 @@ def diff_stats(
         index = index if index.is_absolute() else root / index
         with temporary_index(index) as env:
             git = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root))
-            proc.run((*git, "add", "--intent-to-add", "--", "."), env=env)
-            out = proc.run((*git, *args, "--", *specs), env=env).stdout
+            spawn.run((*git, "add", "--intent-to-add", "--", "."), env=env)
+            out = spawn.run((*git, *args, "--", *specs), env=env).stdout
     return diffparse.keep_paths(diffparse.parse_raw_numstat(out), exclude)
 
 

@@ -74,27 +74,3 @@ def test_timeout_kills_grandchildren(tmp_path) -> None:  # type: ignore[no-untyp
         and psutil.Process(grandchild).status() != psutil.STATUS_ZOMBIE
     )
     assert not alive
-
-
-def test_finish_waits_for_the_exit_without_polling(
-    tmp_path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
-    """``finish`` wakes when the helper exits, not at the next of ``Popen.wait``'s polling
-    sleeps (a millisecond of every small review, issue 20); one that does not exit in time is
-    still killed."""
-    import os
-    import subprocess
-
-    if not hasattr(os, "pidfd_open"):
-        pytest.skip("no pidfd here: Popen.wait polls")
-    argv = [sys.executable, "-c", "import sys, time; sys.stdin.read(); time.sleep(0.05)"]
-    with (tmp_path / "err").open("w+b") as err:
-        child = proc.start(argv, env=dict(os.environ), stderr=err)
-        sleeps: list[float] = []
-        monkeypatch.setattr(subprocess.time, "sleep", sleeps.append)
-        assert proc.finish(child) == 0
-        assert sleeps == []
-        monkeypatch.undo()
-        stuck = [sys.executable, "-c", "import time; time.sleep(60)"]
-        child = proc.start(stuck, env=dict(os.environ), stderr=err)
-        assert proc.finish(child, timeout=0.2) != 0

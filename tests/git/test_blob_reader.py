@@ -177,7 +177,7 @@ def test_stopping_while_both_pipes_are_full_does_not_hang(repo: Path) -> None:
         assert next(texts) == "x" * 100_000 + "\n"
         child = reader._child
         texts.close()
-        assert child is not None and child.poll() is not None
+        assert child is not None and child.returncode is not None
         assert reader.text(names[0]) == "x" * 100_000 + "\n"
 
 

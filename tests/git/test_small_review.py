@@ -125,3 +125,39 @@ def test_a_diff_asked_early_answers_as_diff_and_ends_unread(repo: Path) -> None:
     with g.AskedDiff(repo, spec):
         assert [p.name() for p in psutil.Process().children()] == ["git"]
     assert psutil.Process().children() == []
+
+
+# what ``subprocess`` imports with it: ~3 ms of a small review's start-up (issue 20)
+SUBPROCESS = ("subprocess", "_posixsubprocess", "threading", "selectors", "locale", "signal")
+
+
+@pytest.mark.parametrize(
+    ("call", "files", "exit"),
+    [
+        ("main(['HEAD', '--no-note'])", {"a.py": "x = 1\n"}, 0),
+        ("main(['HEAD'])", {"a.py": "import pdb\n", "b.py": "x = (\n"}, 1),  # and its note
+        ("gitflow_agents_main(['review', '--hook'])", {"a.py": "x = (\n"}, 1),
+        ("gitflow_agents_main(['review', '--hook'])", {"a.py": "x = 1\n"}, 0),
+    ],
+)
+def test_a_small_review_imports_no_subprocess(
+    repo: Path, call: str, files: dict[str, str], exit: int
+) -> None:
+    """Its git processes are started by ``base/spawn.py`` (``os.posix_spawn``), with and
+    without findings, as ``git agent-review REV`` and as the hook."""
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    if call.startswith("main"):
+        git(repo, "commit", "-q", "-m", "change")
+    code = (
+        "import sys\n"
+        "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
+        f"code = {call}\n"
+        f"print(code, sorted(m for m in {SUBPROCESS!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert ("REVISE" if exit else "APPROVED") in done.stdout, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"{exit} []"
+    if call == "main(['HEAD'])":  # the note was written through spawn too, its text as input
+        assert '"verdict": "revise"' in git(repo, "notes", f"--ref={g.NOTES_REF}", "show", "HEAD")

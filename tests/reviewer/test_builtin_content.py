@@ -312,14 +312,14 @@ def test_git_is_asked_where_the_review_is_before_the_review_loads(repo: Path, ca
     if call.startswith("main"):
         git(repo, "commit", "-q", "-m", "change")
     code = (
-        "import subprocess, sys\n"
+        "import os, sys\n"
         "loaded = []\n"
-        "class Popen(subprocess.Popen):\n"
-        "    def __init__(self, argv, *args, **kwargs):\n"
-        "        what = next(a for a in argv if a in ('rev-parse', 'diff', 'cat-file'))\n"
-        "        loaded.append((what, 'gitflow_agents.reviewer.target' in sys.modules))\n"
-        "        super().__init__(argv, *args, **kwargs)\n"
-        "subprocess.Popen = Popen\n"
+        "spawn = os.posix_spawn\n"
+        "def posix_spawn(path, argv, *args, **kwargs):\n"
+        "    what = next(a for a in argv if a in ('rev-parse', 'diff', 'cat-file'))\n"
+        "    loaded.append((what, 'gitflow_agents.reviewer.target' in sys.modules))\n"
+        "    return spawn(path, argv, *args, **kwargs)\n"
+        "os.posix_spawn = posix_spawn\n"
         "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
         f"code = {call}\n"
         "print(code, loaded, file=sys.stderr)\n"
