@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitflow_agents.base import spawn
-from gitflow_agents.base.errors import GitError, UsageError
+from gitflow_agents.base.errors import UsageError
 from gitflow_agents.git import diffparse
 
 # The environment and the runner live in gitcmd (import-light, for the gate hook); re-exported.
@@ -43,6 +43,8 @@ from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange, FileSt
 # chain steps in worktree; their names are re-exported here, each module imported when one of its
 # names is first asked for (a review needs neither: issue 20).
 if TYPE_CHECKING:
+    from gitflow_agents.git.merge import MergeResult as MergeResult
+    from gitflow_agents.git.merge import merge_into as merge_into
     from gitflow_agents.git.remote import PushResult as PushResult
     from gitflow_agents.git.remote import claim_branch as claim_branch
     from gitflow_agents.git.remote import delete_remote_branch as delete_remote_branch
@@ -84,9 +86,9 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> object:
-    """A name of ``worktree`` or ``remote`` (those imported above for type checkers), importing
+    """A name of ``worktree``, ``remote`` or ``merge`` (those imported above for type checkers), importing
     its module when first asked for."""
-    for module in ("worktree", "remote") if not name.startswith("_") else ():
+    for module in ("worktree", "remote", "merge") if not name.startswith("_") else ():
         found = importlib.import_module(f"gitflow_agents.git.{module}")
         value = getattr(found, name, None)
         if getattr(value, "__module__", None) == found.__name__:
@@ -452,78 +454,6 @@ def hunk_ranges(
 def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
     result = run_git(root, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
     return result.returncode == 0
-
-
-# --- merging into the target branch (never forced) ----------------------------------------
-
-
-class MergeResult(NamedTuple):
-    sha: str  # the target's new tip
-    previous: str  # the target's tip before
-    kind: str  # "fast-forward" or "merge-commit"
-
-
-def merge_into(root: Path, target: str, source_sha: str, *, mode: str, message: str) -> MergeResult:
-    """Advance local branch ``target`` to include ``source_sha``.
-
-    ``mode`` "ff": fast-forward only (GitError when ``target`` has moved on); "merge": always a
-    merge commit (GitError on conflicts). The new tip is computed without any work tree (``git
-    merge-tree``); when ``target`` is checked out somewhere, that work tree is fast-forwarded
-    with ``git merge --ff-only``, which refuses rather than overwrite uncommitted changes. Never
-    a forced update: the ref moves only from the tip it was read at.
-    """
-    from gitflow_agents.git.worktree import branch_sha, worktree_of_branch  # noqa: PLC0415 - merges only (a small review loads no worktree module)
-
-    previous = branch_sha(root, target)
-    if previous is None:
-        raise GitError(f"target branch {target} does not exist")
-    if mode == "ff":
-        if not is_ancestor(root, previous, source_sha):
-            raise GitError(
-                f"cannot fast-forward {target}: it has moved on since the step branch was "
-                "created (use merge mode 'merge')"
-            )
-        new, kind = source_sha, "fast-forward"
-    elif mode == "merge":
-        result = run_git(root, "merge-tree", "--write-tree", previous, source_sha, check=False)
-        if result.returncode != 0:
-            raise GitError(f"merging into {target} would conflict: {result.stdout.strip()}")
-        tree = result.stdout.split()[0]
-        new = run_git(
-            root,
-            "commit-tree",
-            tree,
-            "-p",
-            previous,
-            "-p",
-            source_sha,
-            "-F",
-            "-",
-            input=message.rstrip("\n") + "\n",
-        ).stdout.strip()
-        kind = "merge-commit"
-    else:
-        raise UsageError(f"unknown merge mode {mode!r} (expected ff or merge)")
-    checked_out = worktree_of_branch(root, target)
-    if checked_out is not None:
-        result = run_git(checked_out, "merge", "--ff-only", "--quiet", new, check=False)
-        if result.returncode != 0:
-            detail = " ".join(line.strip() for line in result.stderr.splitlines()[:4])
-            raise GitError(f"cannot update {target} in {checked_out}: {detail}")
-    else:
-        result = run_git(
-            root,
-            "update-ref",
-            "-m",
-            f"gitflow-agents: {kind}",
-            f"refs/heads/{target}",
-            new,
-            previous,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise _fail(result, f"cannot update {target}")
-    return MergeResult(new, previous, kind)
 
 
 # --- run records: HEAD and exclude (used by runs/agent_run) ---

@@ -22,7 +22,7 @@ from gitflow_agents.findings.model import (
     accepted_from_dict,
     finding_from_dict,
 )
-from gitflow_agents.git.queries import MergeResult
+from gitflow_agents.git.merge import MergeResult
 from gitflow_agents.runs.fields import integer, mapping, strings, text
 
 T = TypeVar("T")

@@ -1,0 +1,81 @@
+"""Landing a step: advance the local target branch to include a commit, never forced
+(``merge_into``): a fast-forward, or a merge commit written without a work tree (``git
+merge-tree``), and a checked-out target's work tree moved with it. Re-exported by ``queries``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+from gitflow_agents.base.errors import GitError, UsageError
+from gitflow_agents.git.cmd import failure as _fail
+from gitflow_agents.git.cmd import run_git
+from gitflow_agents.git.queries import is_ancestor
+from gitflow_agents.git.worktree import branch_sha, worktree_of_branch
+
+
+class MergeResult(NamedTuple):
+    sha: str  # the target's new tip
+    previous: str  # the target's tip before
+    kind: str  # "fast-forward" or "merge-commit"
+
+
+def merge_into(root: Path, target: str, source_sha: str, *, mode: str, message: str) -> MergeResult:
+    """Advance local branch ``target`` to include ``source_sha``.
+
+    ``mode`` "ff": fast-forward only (GitError when ``target`` has moved on); "merge": always a
+    merge commit (GitError on conflicts). The new tip is computed without any work tree (``git
+    merge-tree``); when ``target`` is checked out somewhere, that work tree is fast-forwarded
+    with ``git merge --ff-only``, which refuses rather than overwrite uncommitted changes. Never
+    a forced update: the ref moves only from the tip it was read at.
+    """
+    previous = branch_sha(root, target)
+    if previous is None:
+        raise GitError(f"target branch {target} does not exist")
+    if mode == "ff":
+        if not is_ancestor(root, previous, source_sha):
+            raise GitError(
+                f"cannot fast-forward {target}: it has moved on since the step branch was "
+                "created (use merge mode 'merge')"
+            )
+        new, kind = source_sha, "fast-forward"
+    elif mode == "merge":
+        result = run_git(root, "merge-tree", "--write-tree", previous, source_sha, check=False)
+        if result.returncode != 0:
+            raise GitError(f"merging into {target} would conflict: {result.stdout.strip()}")
+        tree = result.stdout.split()[0]
+        new = run_git(
+            root,
+            "commit-tree",
+            tree,
+            "-p",
+            previous,
+            "-p",
+            source_sha,
+            "-F",
+            "-",
+            input=message.rstrip("\n") + "\n",
+        ).stdout.strip()
+        kind = "merge-commit"
+    else:
+        raise UsageError(f"unknown merge mode {mode!r} (expected ff or merge)")
+    checked_out = worktree_of_branch(root, target)
+    if checked_out is not None:
+        result = run_git(checked_out, "merge", "--ff-only", "--quiet", new, check=False)
+        if result.returncode != 0:
+            detail = " ".join(line.strip() for line in result.stderr.splitlines()[:4])
+            raise GitError(f"cannot update {target} in {checked_out}: {detail}")
+    else:
+        result = run_git(
+            root,
+            "update-ref",
+            "-m",
+            f"gitflow-agents: {kind}",
+            f"refs/heads/{target}",
+            new,
+            previous,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise _fail(result, f"cannot update {target}")
+    return MergeResult(new, previous, kind)
