@@ -83,76 +83,9 @@ def _add_init(sub: Registry) -> None:
 
 def _add_plan(sub: Registry) -> None:
     p = _command(sub, "plan", "plan", help="inspect and validate spec plans")
-    plan_sub = p.add_subparsers(
-        dest="plan_command", metavar="{show,lint,matrix,tend}", required=True
-    )
-    show = plan_sub.add_parser(
-        "show", help="title and steps with their status (--json: also the overview)"
-    )
-    show.add_argument("plan", help="path to the spec plan (markdown)")
-    show.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    formats = ("table", "json", "mermaid")
-    show.add_argument("--format", choices=formats, help="mermaid: the steps' graph, by state")
-    show.add_argument("--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from")
-    lint = plan_sub.add_parser("lint", help="report every problem with file:line (exit 2 if any)")
-    lint.add_argument("plans", nargs="+", help="spec plan files")
-    lint.add_argument("--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from")
-    matrix = plan_sub.add_parser("matrix", help="the steps as a GitHub Actions matrix (JSON)")
-    matrix.add_argument("plan", help="path to the spec plan (markdown)")
-    matrix.add_argument("--pending-only", action="store_true", help="leave out steps marked done")
-    matrix.add_argument(
-        "--ready",
-        action="store_true",
-        help="only the steps that can start now, as origin has it: not done on the target, "
-        "no step branch on origin, every dependency done on the target",
-    )
-    matrix.add_argument(
-        "--target",
-        help="with --ready: the branch steps merge into (default: chain.target, else "
-        "default_branch)",
-    )
-    matrix.add_argument(
-        "--branch-pattern",
-        help="with --ready: the step branch name (default: chain.branch_pattern, "
-        "agents/{plan_name}/step-{step})",
-    )
-    cap = "at most N steps in flight (started ones count)"
-    matrix.add_argument("--max-parallel", type=positive_int, metavar="N", help=f"--ready: {cap}")
-    matrix.add_argument(
-        "--flow-type", help="config layer .flow/<flow-type>/ to read spec_plan from"
-    )
-    _add_plan_tend(plan_sub)
+    from gitflow_agents.commands.plan_args import add_plan_subcommands
 
-
-def _add_plan_tend(plan_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    tend = plan_sub.add_parser(
-        "tend",
-        help="keep the plan's open step pull requests mergeable and reviewed: merge the target "
-        "into a behind one (the fixer resolves conflicts), review the new head, set its status",
-    )
-    tend.add_argument("plan", help="path to the spec plan (markdown)")
-    tend.add_argument(
-        "--auto-merge",
-        choices=("squash", "merge", "rebase"),
-        help="enable GitHub auto-merge again on each head the tend approved",
-    )
-    tend.add_argument("--plan-issue", type=positive_int, metavar="N", help=PLAN_ISSUE_HELP)
-    from gitflow_agents.commands.run import add_chain_arguments
-
-    add_chain_arguments(tend)
-
-
-PLAN_ISSUE_HELP = (
-    "keep the plan at a glance (its chart and steps) in one comment on issue N "
-    "(default: the job summary of a workflow run)"
-)
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"not a whole number of at least 1: {text!r}")
-    return int(text)
+    add_plan_subcommands(p)
 
 
 def _prompt_input_arguments(p: argparse.ArgumentParser, *, flow_dest: str) -> None:
@@ -322,6 +255,8 @@ def _add_run(sub: Registry) -> None:
     p = _command(
         sub, "run", "run", help="run plan steps: implement -> review -> (fix -> review)* -> merge"
     )
+    from gitflow_agents.commands.options import PLAN_ISSUE_HELP, positive_int
+
     p.add_argument("plan", help="path to the spec plan (markdown)")
     p.add_argument("--step", type=int, help="the step to run")
     p.add_argument(

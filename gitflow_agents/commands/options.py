@@ -37,3 +37,16 @@ def add_agent_run_arguments(
     )
     parser.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
     parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a whole number of at least 1: {text!r}")
+    return int(text)
+
+
+PLAN_ISSUE_HELP = (
+    "keep the plan at a glance (its chart and steps) in one comment on issue N "
+    "(default: the job summary of a workflow run)"
+)
