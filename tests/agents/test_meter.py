@@ -76,9 +76,8 @@ def test_claude_lines_read_fast_count_as_the_parsed_events_do() -> None:
     for separators in ((",", ":"), (", ", ": ")):
         fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
         for event in events:
-            line = json.dumps(event, separators=separators).encode()
-            if not fast.feed_line(line):
-                fast.feed(json.loads(line))
+            line = b"\n" + json.dumps(event, separators=separators).encode()
+            fast.feed_block(line, 0, len(line))
             parsed.feed(event)
         assert fast.reading() == parsed.reading()
         assert (fast.reading().input_tokens, fast.reading().output_tokens) == (118, 11)
