@@ -120,33 +120,33 @@ class ClaudeStreamMeter:
     def feed_block(self, data: bytes, start: int, end: int) -> None:
         """The block's lines in order: runs of ``assistant`` lines read from their usage
         objects alone, in one go each; any other line with usage parsed as JSON."""
-        keys: list[bytes] = []
-        usages: list[bytes] = []
-        last: re.Match[bytes] | None = None
-        for match in _CLAUDE_LINES.finditer(data, start, end):
-            key, usage, line = match.groups()
-            if line is None:
-                keys.append(key)
-                usages.append(usage)
-                last = match
-            else:
-                self._messages(keys, usages, last)
-                keys, usages, last = [], [], None
-                feed_json(self, line)
-        self._messages(keys, usages, last)
-
-    def _messages(
-        self, keys: list[bytes], usages: list[bytes], last: re.Match[bytes] | None
-    ) -> None:
-        """``assistant`` lines' message ids and usage objects (``last``: the last line's
-        match, whose model is the run's now). Messages new to the run, each once (the bulk of
-        a stream), are summed with one search of their usage objects together; a message
-        seen before goes through ``_count``."""
-        if last is None:
+        matches = list(_CLAUDE_LINES.finditer(data, start, end))
+        if not matches:
             return
+        lines = [match[3] for match in matches]
+        if not any(lines):  # the bulk of a stream: assistant lines only
+            self._messages(matches)
+            return
+        at = 0
+        for index, line in enumerate(lines):
+            if line:
+                self._messages(matches[at:index])
+                feed_json(self, line)
+                at = index + 1
+        self._messages(matches[at:])
+
+    def _messages(self, matches: list[re.Match[bytes]]) -> None:
+        """``assistant`` lines, as matched: the last one's model is the run's now. Messages
+        new to the run, each once (the bulk of a stream), are summed with one search of their
+        usage objects together; a message seen before goes through ``_count``."""
+        if not matches:
+            return
+        last = matches[-1]
         model = _MODEL.search(last.string, last.end(1), last.start(2))
-        if model is not None and model.group(1):
-            self.model = model.group(1).decode("utf-8", "replace")
+        if model is not None and model[1]:
+            self.model = model[1].decode("utf-8", "replace")
+        keys = [match[1] for match in matches]
+        usages = [match[2] for match in matches]
         fresh = dict(zip(keys, usages, strict=True))
         if len(fresh) == len(keys) and fresh.keys().isdisjoint(self.messages.keys()):
             self.messages.update(fresh)
