@@ -392,7 +392,8 @@ def is_within(path: Path, root: Path) -> bool:
 
 
 def json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object that is ``text``, or else the last line of it that is a JSON object.
+    """The JSON object that is ``text``, or else the last line of it that is a JSON object,
+    or else a pretty-printed object that ends it.
 
     CLIs print warnings before their JSON; a truncated or garbage output gives None.
     """
@@ -403,7 +404,21 @@ def json_object(text: str) -> dict[str, Any] | None:
     if isinstance(whole, dict):
         return whole
     objects = list(json_lines(stripped))
-    return objects[-1] if objects else None
+    return objects[-1] if objects else _trailing_object(stripped)
+
+
+def _trailing_object(text: str, tries: int = 20) -> dict[str, Any] | None:
+    """A pretty-printed JSON object that ends ``text``, from a line starting with ``{``
+    (Gemini CLI prints its error so on stderr, after its log lines and a stack trace)."""
+    at = len(text)
+    for _ in range(tries):
+        at = text.rfind("\n{", 0, at)
+        if at < 0:
+            return None
+        found = _loads(text[at + 1 :])
+        if isinstance(found, dict):
+            return found
+    return None
 
 
 def _loads(text: str) -> object:
