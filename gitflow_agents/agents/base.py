@@ -403,8 +403,12 @@ def json_object(text: str) -> dict[str, Any] | None:
     whole = _loads(stripped)
     if isinstance(whole, dict):
         return whole
-    objects = list(json_lines(stripped))
-    return objects[-1] if objects else _trailing_object(stripped)
+    for line in reversed(stripped.splitlines()):  # from the end: a stream-json run's last
+        line = line.strip()  # line is its result; the 8 MiB before it are not parsed
+        found = _loads(line) if line.startswith("{") else None
+        if isinstance(found, dict):
+            return found
+    return _trailing_object(stripped)
 
 
 def _trailing_object(text: str, tries: int = 20) -> dict[str, Any] | None:
