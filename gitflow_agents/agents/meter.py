@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import Any, Protocol
 
 from gitflow_agents.agents.base import (
@@ -35,18 +36,28 @@ USAGE_MARK = b'"usage"'
 TOKENS_MARK = b'"tokens"'
 _MARKS = re.compile(re.escape(USAGE_MARK) + b"|" + re.escape(TOKENS_MARK))
 
+# A usage object in the Anthropic API's key order, as Claude Code prints it: its four counts are
+# read by the search itself; one in another order is read afterwards (``_counts``).
+_API_USAGE = (
+    rb'\{"input_tokens":\s*(\d+),\s*"cache_creation_input_tokens":\s*(\d+),'
+    rb'\s*"cache_read_input_tokens":\s*(\d+),(?:\s*"cache_creation":\s*\{[^{}\n]*\},)?'
+    rb'\s*"output_tokens":\s*(\d+)(?:,[^{}\n]*(?:\{[^{}\n]*\}[^{}\n]*)*)?\}'
+)
+_ANY_USAGE = rb"\{[^{}\n]*(?:\{[^{}\n]*\}[^{}\n]*)*\}"
 # One search over a block of Claude Code's stream-json finds the lines the meter reads. A line
 # whose first key is a ``type`` the meter ignores (``user``, ``system``, ...: most of the bytes)
 # is skipped at its first bytes. An ``assistant`` line as Claude Code prints it (type, then the
-# message, its id first) gives its id, its model and its usage object (the last one on the line)
-# without its content being read. Any other line that mentions usage is taken whole, to be
-# parsed as JSON (``stream_event``, ``result``, a line of another shape).
+# message, its model or its id first) gives its model, its id and its usage object (the last
+# one on the line) without its content being read. Any other line that mentions usage is taken
+# whole, to be parsed as JSON (``stream_event``, ``result``, a line of another shape).
 _CLAUDE_LINES = re.compile(
     rb'\n(?!\{"type":\s*"(?!(?:assistant|stream_event|result)"))'
-    rb'(?:\{"type":\s*"assistant",\s*"message":\s*\{"id":\s*"([^"\\\n]+)"'
-    rb'[^\n]*"usage":\s*(\{[^{}\n]*(?:\{[^{}\n]*\}[^{}\n]*)*\})'
+    rb'(?:\{"type":\s*"assistant",\s*"message":\s*\{(?:"model":\s*"([^"\\\n]*)",\s*)?'
+    rb'"id":\s*"([^"\\\n]+)"[^\n]*"usage":\s*(' + _API_USAGE + rb"|" + _ANY_USAGE + rb")"
     rb'|([^\n]*"usage"[^\n]*))'
 )
+_GROUPS = re.Match.groups
+_LINE = itemgetter(8)  # a match's group: the line to parse as JSON (None: an assistant line)
 _MODEL = re.compile(rb'"model":\s*"([^"\\\n]*)"')
 _INPUT = re.compile(
     rb'"(?:input_tokens|cache_creation_input_tokens|cache_read_input_tokens)":\s*(\d+)'
@@ -123,7 +134,7 @@ class ClaudeStreamMeter:
         matches = list(_CLAUDE_LINES.finditer(data, start, end))
         if not matches:
             return
-        lines = [match[3] for match in matches]
+        lines = list(map(_LINE, matches))
         if not any(lines):  # the bulk of a stream: assistant lines only
             self._messages(matches)
             return
@@ -137,20 +148,26 @@ class ClaudeStreamMeter:
 
     def _messages(self, matches: list[re.Match[bytes]]) -> None:
         """``assistant`` lines, as matched: the last one's model is the run's now. Messages
-        new to the run, each once (the bulk of a stream), are summed with one search of their
-        usage objects together; a message seen before goes through ``_count``."""
+        new to the run, each once (the bulk of a stream), are summed together, from the
+        counts the search read or else from one search of their usage objects joined; a
+        message seen before goes through ``_count``."""
         if not matches:
             return
         last = matches[-1]
-        model = _MODEL.search(last.string, last.end(1), last.start(2))
-        if model is not None and model[1]:
-            self.model = model[1].decode("utf-8", "replace")
-        keys = [match[1] for match in matches]
-        usages = [match[2] for match in matches]
+        model = last[1] or _first_model(last)
+        if model:
+            self.model = model.decode("utf-8", "replace")
+        _, keys, usages, inputs, creations, reads, outputs, _ = zip(
+            *map(_GROUPS, matches), strict=True
+        )
         fresh = dict(zip(keys, usages, strict=True))
         if len(fresh) == len(keys) and fresh.keys().isdisjoint(self.messages.keys()):
             self.messages.update(fresh)
-            tokens_in, tokens_out = _counts(b"".join(usages))
+            if all(outputs):  # every usage object in the API's order: counted by the search
+                tokens_in: int | None = sum(map(int, inputs + creations + reads))
+                tokens_out: int | None = sum(map(int, outputs))
+            else:
+                tokens_in, tokens_out = _counts(b"".join(usages))
             total_in, total_out = self.total
             self.total = (add_optional(total_in, tokens_in), add_optional(total_out, tokens_out))
             return
@@ -203,6 +220,12 @@ class ClaudeStreamMeter:
             return self.result
         tokens_in, tokens_out = self.total
         return AgentOutput(input_tokens=tokens_in, output_tokens=tokens_out, model=self.model)
+
+
+def _first_model(match: re.Match[bytes]) -> bytes | None:
+    """The model an ``assistant`` line names after its id, before its usage."""
+    model = _MODEL.search(match.string, match.end(2), match.start(3))
+    return model[1] if model is not None else None
 
 
 def _counts(usage: bytes) -> Counts:
