@@ -164,3 +164,26 @@ def test_claude_block_reads_every_kind_of_line_in_order_as_the_parsed_events() -
     # m1 103+5, m2 103+4, m3 50+9 (the delta's figure), m4 7+7; the user line's 1000 is not usage
     assert (fast.reading().input_tokens, fast.reading().output_tokens) == (263, 25)
     assert fast.model == MODEL
+
+
+def test_claude_lines_as_the_api_shapes_them_are_read_fast_in_either_usage_order() -> None:
+    """The message's model before its id (the API's own order), its usage with the nested
+    cache_creation object and keys after the counts, and a usage object in another key order:
+    each read from its head and usage alone (its content is no JSON), with the same counts."""
+    api = (
+        '{"input_tokens":2,"cache_creation_input_tokens":17286,"cache_read_input_tokens":10,'
+        '"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":17286},'
+        '"output_tokens":3,"service_tier":"standard","inference_geo":"not_available"}'
+    )
+    other = '{"output_tokens":3,"cache_read_input_tokens":10,"input_tokens":2,"cache_creation_input_tokens":17286}'
+    for usage in (api, other):
+        line = (
+            f'{{"type":"assistant","message":{{"model":"{MODEL}","id":"msg_1","type":"message",'
+            f'"role":"assistant","content":[{{,"usage":{usage},"context_management":null}},'
+            '"parent_tool_use_id":null,"session_id":"s","uuid":"u"}'
+        ).encode()
+        meter = ClaudeStreamMeter()
+        meter.feed_block(*_block(line))
+        meter.feed_block(*_block(line, line))  # the same message's next content blocks
+        assert (meter.reading().input_tokens, meter.reading().output_tokens) == (17298, 3)
+        assert meter.model == MODEL
