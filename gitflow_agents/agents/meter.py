@@ -1,7 +1,8 @@
-"""Usage read from an agent CLI's output while it runs, line by line, for budgets.
+"""Usage read from an agent CLI's output while it runs, for budgets.
 
-A :class:`Meter` is fed each JSON line the CLI prints on stdout and says what the run has used
-so far (an ``AgentOutput`` with the usage fields). Only CLIs that print their usage as they go
+A :class:`Meter` is fed the complete lines of each chunk the CLI prints on stdout, reads the
+ones that carry usage and says what the run has used so far (an ``AgentOutput`` with the usage
+fields). Only CLIs that print their usage as they go
 have one (``METERS``): Claude Code with ``--output-format stream-json --include-partial-messages``
 (each API call's ``message_start`` and ``message_delta`` carry its usage as the API streams it,
 its ``assistant`` messages repeat the start's; the final ``result`` has the totals and the cost), Codex
