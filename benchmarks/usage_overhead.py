@@ -11,7 +11,7 @@ four ways, ``--runs`` times each, each round starting with another of them:
 
 - ``usage on``: the Claude adapter's own ``parse_output``, i.e. what a real run does;
 - ``budget watch``: the same, with a budget that is never reached watching the stream as it
-  arrives (``runs/budget.Watch``: every usage line parsed, the limit checked each loop turn);
+  arrives (``runs/budget.Watch``: every usage line read, the limit checked each loop turn);
 - ``usage off``: a parser that ignores the output (no usage read), the baseline;
 - ``no parser``: no parser at all, for reference.
 

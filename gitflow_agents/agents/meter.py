@@ -1,7 +1,8 @@
-"""Usage read from an agent CLI's output while it runs, line by line, for budgets.
+"""Usage read from an agent CLI's output while it runs, for budgets.
 
-A :class:`Meter` is fed each JSON line the CLI prints on stdout and says what the run has used
-so far (an ``AgentOutput`` with the usage fields). Only CLIs that print their usage as they go
+A :class:`Meter` is fed the complete lines of each chunk the CLI prints on stdout, reads the
+ones that carry usage and says what the run has used so far (an ``AgentOutput`` with the usage
+fields). Only CLIs that print their usage as they go
 have one (``METERS``): Claude Code with ``--output-format stream-json --include-partial-messages``
 (each API call's ``message_start`` and ``message_delta`` carry its usage as the API streams it,
 its ``assistant`` messages repeat the start's; the final ``result`` has the totals and the cost), Codex
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import Any, Protocol
 
 from gitflow_agents.agents.base import Adapter, AgentOutput
@@ -26,28 +28,71 @@ from gitflow_agents.agents.output import add_optional, as_dict, as_float, as_int
 # What a line must contain to be worth parsing: the meter reads a 200 MB stream (benchmarks/).
 USAGE_MARK = b'"usage"'
 TOKENS_MARK = b'"tokens"'
+_MARKS = re.compile(re.escape(USAGE_MARK) + b"|" + re.escape(TOKENS_MARK))
 
-
-# Claude Code's assistant line as it prints it: type, then the message, its id first; the usage
-# object (flat, or with one level of nesting) is the message's last key before the line's end.
-_CLAUDE_ASSISTANT = re.compile(rb'\{"type":\s*"assistant",\s*"message":\s*\{"id":\s*"([^"\\]*)"')
-_MODEL = re.compile(rb'"model":\s*"([^"\\]*)"')
-_USAGE = re.compile(rb'"usage":\s*(\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})')
-_COUNT = re.compile(
-    rb'"(input_tokens|cache_creation_input_tokens|cache_read_input_tokens|output_tokens)":\s*(\d+)'
+# A usage object in the Anthropic API's key order, as Claude Code prints it: its four counts are
+# read by the search itself; one in another order is read afterwards (``_counts``).
+_API_USAGE = (
+    rb'\{"input_tokens":\s*(\d+),\s*"cache_creation_input_tokens":\s*(\d+),'
+    rb'\s*"cache_read_input_tokens":\s*(\d+),(?:\s*"cache_creation":\s*\{[^{}\n]*\},)?'
+    rb'\s*"output_tokens":\s*(\d+)(?:,[^{}\n]*(?:\{[^{}\n]*\}[^{}\n]*)*)?\}'
 )
+_ANY_USAGE = rb"\{[^{}\n]*(?:\{[^{}\n]*\}[^{}\n]*)*\}"
+# One search over a block of Claude Code's stream-json finds the lines the meter reads. A line
+# whose first key is a ``type`` the meter ignores (``user``, ``system``, ...: most of the bytes)
+# is skipped at its first bytes. An ``assistant`` line as Claude Code prints it (type, then the
+# message, its model or its id first) gives its model, its id and its usage object (the last
+# one on the line) without its content being read. Any other line that mentions usage is taken
+# whole, to be parsed as JSON (``stream_event``, ``result``, a line of another shape).
+_CLAUDE_LINES = re.compile(
+    rb'\n(?!\{"type":\s*"(?!(?:assistant|stream_event|result)"))'
+    rb'(?:\{"type":\s*"assistant",\s*"message":\s*\{(?:"model":\s*"([^"\\\n]*)",\s*)?'
+    rb'"id":\s*"([^"\\\n]+)"[^\n]*"usage":\s*(' + _API_USAGE + rb"|" + _ANY_USAGE + rb")"
+    rb'|([^\n]*"usage"[^\n]*))'
+)
+_GROUPS = re.Match.groups
+_LINE = itemgetter(8)  # a match's group: the line to parse as JSON (None: an assistant line)
+_MODEL = re.compile(rb'"model":\s*"([^"\\\n]*)"')
+_INPUT = re.compile(
+    rb'"(?:input_tokens|cache_creation_input_tokens|cache_read_input_tokens)":\s*(\d+)'
+)
+_OUTPUT = re.compile(rb'"output_tokens":\s*(\d+)')
+
+Counts = tuple[int | None, int | None]  # a message's input and output tokens
 
 
 class Meter(Protocol):
-    """The usage of one run so far, from its streamed output: ``feed_line`` takes a raw line
-    when it can read it faster than a JSON parse of the whole line (True: done), else the
-    line's JSON object goes to ``feed``."""
+    """The usage of one run so far, from its streamed output. ``feed_block`` takes complete
+    lines of stdout, ``data[start:end]`` where ``data[start]`` is the newline before the first
+    of them (so a block is searched where it lies, never copied); what it parses as JSON goes
+    to ``feed``."""
 
-    def feed_line(self, line: bytes) -> bool: ...
+    def feed_block(self, data: bytes, start: int, end: int) -> None: ...
 
     def feed(self, event: Mapping[str, Any]) -> None: ...
 
     def reading(self) -> AgentOutput: ...
+
+
+def feed_json(meter: Meter, line: bytes) -> None:
+    """``line`` parsed as JSON to ``meter.feed`` when it is an object (else nothing)."""
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        return
+    if isinstance(event, dict):
+        meter.feed(event)
+
+
+def feed_json_lines(meter: Meter, data: bytes, start: int, end: int) -> None:
+    """Each line of the block (``Meter.feed_block``) that mentions usage or tokens, parsed."""
+    at = start
+    while (hit := _MARKS.search(data, at, end)) is not None:
+        begin = data.rfind(b"\n", start, hit.start()) + 1
+        stop = data.find(b"\n", hit.end(), end)
+        stop = end if stop < 0 else stop
+        feed_json(meter, data[begin:stop])
+        at = stop + 1
 
 
 class ClaudeStreamMeter:
@@ -56,16 +101,18 @@ class ClaudeStreamMeter:
     ``result`` with the run's totals and its cost, which replace the sum."""
 
     def __init__(self) -> None:
-        self.messages: dict[str, tuple[int | None, int | None]] = {}
-        self.total: tuple[int | None, int | None] = (None, None)  # the messages' sum, kept up
+        # each message's counts, or its raw usage object while it has not repeated (read then)
+        self.messages: dict[bytes, Counts | bytes] = {}
+        self.total: Counts = (None, None)  # the messages' sum, kept up
         self.model: str | None = None
         self.result: AgentOutput | None = None
-        self.current: str | None = None  # the message the API is streaming now
+        self.current: bytes | None = None  # the message the API is streaming now
 
-    def _count(self, key: str, tokens_in: int | None, tokens_out: int | None) -> None:
+    def _count(self, key: bytes, tokens_in: int | None, tokens_out: int | None) -> None:
         """Message ``key``'s usage. A message's usage only grows as it streams (its start, its
         deltas, then each content block repeating the start's figures): the largest counts."""
-        old_in, old_out = self.messages.get(key, (None, None))
+        old = self.messages.get(key, (None, None))
+        old_in, old_out = _counts(old) if isinstance(old, bytes) else old
         tokens_in, tokens_out = _larger(old_in, tokens_in), _larger(old_out, tokens_out)
         self.messages[key] = (tokens_in, tokens_out)
         total_in, total_out = self.total
@@ -75,27 +122,51 @@ class ClaudeStreamMeter:
             total_out -= old_out
         self.total = (add_optional(total_in, tokens_in), add_optional(total_out, tokens_out))
 
-    def feed_line(self, line: bytes) -> bool:
-        """An ``assistant`` line read without parsing its content (the bulk of the stream):
-        its id, model and usage object only. False for any other line, or one not shaped as
-        Claude Code prints it (then it is parsed whole)."""
-        head = _CLAUDE_ASSISTANT.match(line)
-        if head is None:
-            return False
-        usage_at = line.rfind(b'"usage"')
-        usage = _USAGE.match(line, usage_at) if usage_at > head.end() else None
-        if usage is None:
-            return False
-        numbers = {key: int(value) for key, value in _COUNT.findall(usage.group(1))}
-        model = _MODEL.search(line, head.end())
-        if model is not None and model.start() < usage_at:
-            self.model = model.group(1).decode("utf-8", "replace") or self.model
-        key = head.group(1).decode("utf-8", "replace") or f"#{len(self.messages)}"
-        tokens_in = None
-        for name in (b"input_tokens", b"cache_creation_input_tokens", b"cache_read_input_tokens"):
-            tokens_in = add_optional(tokens_in, numbers.get(name))
-        self._count(key, tokens_in, numbers.get(b"output_tokens"))
-        return True
+    def feed_block(self, data: bytes, start: int, end: int) -> None:
+        """The block's lines in order: runs of ``assistant`` lines read from their usage
+        objects alone, in one go each; any other line with usage parsed as JSON."""
+        matches = list(_CLAUDE_LINES.finditer(data, start, end))
+        if not matches:
+            return
+        lines = list(map(_LINE, matches))
+        if not any(lines):  # the bulk of a stream: assistant lines only
+            self._messages(matches)
+            return
+        at = 0
+        for index, line in enumerate(lines):
+            if line:
+                self._messages(matches[at:index])
+                feed_json(self, line)
+                at = index + 1
+        self._messages(matches[at:])
+
+    def _messages(self, matches: list[re.Match[bytes]]) -> None:
+        """``assistant`` lines, as matched: the last one's model is the run's now. Messages
+        new to the run, each once (the bulk of a stream), are summed together, from the
+        counts the search read or else from one search of their usage objects joined; a
+        message seen before goes through ``_count``."""
+        if not matches:
+            return
+        last = matches[-1]
+        model = last[1] or _first_model(last)
+        if model:
+            self.model = model.decode("utf-8", "replace")
+        _, keys, usages, inputs, creations, reads, outputs, _ = zip(
+            *map(_GROUPS, matches), strict=True
+        )
+        fresh = dict(zip(keys, usages, strict=True))
+        if len(fresh) == len(keys) and fresh.keys().isdisjoint(self.messages.keys()):
+            self.messages.update(fresh)
+            if all(outputs):  # every usage object in the API's order: counted by the search
+                tokens_in: int | None = sum(map(int, inputs + creations + reads))
+                tokens_out: int | None = sum(map(int, outputs))
+            else:
+                tokens_in, tokens_out = _counts(b"".join(usages))
+            total_in, total_out = self.total
+            self.total = (add_optional(total_in, tokens_in), add_optional(total_out, tokens_out))
+            return
+        for key, usage in zip(keys, usages, strict=True):
+            self._count(key, *_counts(usage))
 
     def feed(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
@@ -104,8 +175,9 @@ class ClaudeStreamMeter:
             usage = as_dict(message.get("usage"))
             if not usage:
                 return
-            key = as_str(message.get("id")) or f"#{len(self.messages)}"
-            self._count(key, _claude_input(usage), as_int(usage.get("output_tokens")))
+            self._count(
+                self._key(message), _claude_input(usage), as_int(usage.get("output_tokens"))
+            )
             self.model = as_str(message.get("model")) or self.model
         elif kind == "stream_event":  # --include-partial-messages: the API's own stream
             self._stream_event(as_dict(event.get("event")))
@@ -119,13 +191,17 @@ class ClaudeStreamMeter:
                 model=self.model,
             )
 
+    def _key(self, message: Mapping[str, Any]) -> bytes:
+        """A message's id, the key its usage is counted under (a numbered one without)."""
+        return (as_str(message.get("id")) or f"#{len(self.messages)}").encode()
+
     def _stream_event(self, event: Mapping[str, Any]) -> None:
         """``message_start`` (the message's id, model and input) and ``message_delta`` (its
         output so far, as the API counts it), the figures Claude's ``assistant`` events lag."""
         kind = event.get("type")
         if kind == "message_start":
             message = as_dict(event.get("message"))
-            self.current = as_str(message.get("id")) or f"#{len(self.messages)}"
+            self.current = self._key(message)
             self.model = as_str(message.get("model")) or self.model
             usage = as_dict(message.get("usage"))
             self._count(self.current, _claude_input(usage), as_int(usage.get("output_tokens")))
@@ -138,6 +214,21 @@ class ClaudeStreamMeter:
             return self.result
         tokens_in, tokens_out = self.total
         return AgentOutput(input_tokens=tokens_in, output_tokens=tokens_out, model=self.model)
+
+
+def _first_model(match: re.Match[bytes]) -> bytes | None:
+    """The model an ``assistant`` line names after its id, before its usage."""
+    model = _MODEL.search(match.string, match.end(2), match.start(3))
+    return model[1] if model is not None else None
+
+
+def _counts(usage: bytes) -> Counts:
+    """The input (cache reads and writes included) and output tokens of raw usage objects."""
+    found_in, found_out = _INPUT.findall(usage), _OUTPUT.findall(usage)
+    return (
+        sum(map(int, found_in)) if found_in else None,
+        sum(map(int, found_out)) if found_out else None,
+    )
 
 
 def _larger(old: int | None, new: int | None) -> int | None:
@@ -163,8 +254,8 @@ class EventsMeter:
         self.lines: list[str] = []
         self.last = AgentOutput()
 
-    def feed_line(self, line: bytes) -> bool:
-        return False
+    def feed_block(self, data: bytes, start: int, end: int) -> None:
+        feed_json_lines(self, data, start, end)
 
     def feed(self, event: Mapping[str, Any]) -> None:
         if event.get("type") in self.kinds:
@@ -190,4 +281,13 @@ def meter_for(adapter: str) -> Meter | None:
     return make() if make is not None else None
 
 
-__all__ = ["METERS", "TOKENS_MARK", "USAGE_MARK", "ClaudeStreamMeter", "EventsMeter", "Meter"]
+__all__ = [
+    "METERS",
+    "TOKENS_MARK",
+    "USAGE_MARK",
+    "ClaudeStreamMeter",
+    "EventsMeter",
+    "Meter",
+    "feed_json",
+    "feed_json_lines",
+]

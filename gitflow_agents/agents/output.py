@@ -16,7 +16,8 @@ from gitflow_agents.agents.limits import rate_limit
 
 
 def json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object that is ``text``, or else the last line of it that is a JSON object.
+    """The JSON object that is ``text``, or else the last line of it that is a JSON object,
+    or else a pretty-printed object that ends it.
 
     CLIs print warnings before their JSON; a truncated or garbage output gives None.
     """
@@ -26,8 +27,26 @@ def json_object(text: str) -> dict[str, Any] | None:
     whole = _loads(stripped)
     if isinstance(whole, dict):
         return whole
-    objects = list(json_lines(stripped))
-    return objects[-1] if objects else None
+    for line in reversed(stripped.splitlines()):  # from the end: a stream-json run's last
+        line = line.strip()  # line is its result; the 8 MiB before it are not parsed
+        found = _loads(line) if line.startswith("{") else None
+        if isinstance(found, dict):
+            return found
+    return _trailing_object(stripped)
+
+
+def _trailing_object(text: str, tries: int = 20) -> dict[str, Any] | None:
+    """A pretty-printed JSON object that ends ``text``, from a line starting with ``{``
+    (Gemini CLI prints its error so on stderr, after its log lines and a stack trace)."""
+    at = len(text)
+    for _ in range(tries):
+        at = text.rfind("\n{", 0, at)
+        if at < 0:
+            return None
+        found = _loads(text[at + 1 :])
+        if isinstance(found, dict):
+            return found
+    return None
 
 
 def _loads(text: str) -> object:

@@ -15,20 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
-import re
 import sys
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
-from gitflow_agents.agents.meter import TOKENS_MARK, USAGE_MARK, Meter, meter_for
+from gitflow_agents.agents.meter import Meter, meter_for
 from gitflow_agents.agents.prices import Price, usage_of
 from gitflow_agents.base.errors import BudgetError
 from gitflow_agents.config.budget import Budgets, Cap, Scope
 from gitflow_agents.runs.spend import Spend, total
 
-_MARKS = re.compile(re.escape(USAGE_MARK) + b"|" + re.escape(TOKENS_MARK))
 MAX_LINE = 16 * 1024 * 1024  # a longer unfinished line is dropped: no usage event is that long
 _ORDER: tuple[Scope, ...] = ("agent", "review", "step", "plan")  # the narrowest scope first
 _warned: set[str] = set()
@@ -198,32 +195,21 @@ class Watch:
         self._lock = threading.Lock()
 
     def feed(self, chunk: bytes) -> None:
-        """A chunk of stdout: each complete line that mentions usage goes to the meter. Lines
-        are found from the marks (a C search), so the rest of the stream costs no Python work
-        per line (benchmarks/usage_overhead.py)."""
-        data = self._partial + chunk
-        end = data.rfind(b"\n")
-        if end < 0:
-            self._partial = data if len(data) <= MAX_LINE else b""  # no line a JSON event is
+        """A chunk of stdout: its complete lines go to the meter, searched where they lie in
+        the chunk (the line the last chunk left unfinished is completed first), so the bytes
+        between usage lines cost no Python work (benchmarks/usage_overhead.py)."""
+        first = chunk.find(b"\n")
+        if first < 0:
+            partial = self._partial + chunk
+            self._partial = partial if len(partial) <= MAX_LINE else b""  # no JSON event is
             return
-        self._partial = data[end + 1 :]
-        at = 0
+        end = chunk.rfind(b"\n")
+        line = b"\n" + self._partial + chunk[:first]
         with self._lock:
-            while (hit := _MARKS.search(data, at, end)) is not None:
-                start = data.rfind(b"\n", 0, hit.start()) + 1
-                stop = data.find(b"\n", hit.end())
-                self._line(data[start:stop])
-                at = stop + 1
-
-    def _line(self, line: bytes) -> None:
-        if self.meter.feed_line(line):
-            return
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            return
-        if isinstance(event, dict):
-            self.meter.feed(event)
+            self.meter.feed_block(line, 0, len(line))
+            if end > first:
+                self.meter.feed_block(chunk, first, end)
+        self._partial = chunk[end + 1 :]
 
     def spend(self) -> Spend:
         """What the agent has spent so far, a cost estimated from the price table if need be."""

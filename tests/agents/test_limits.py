@@ -98,6 +98,27 @@ def test_gemini_quota_with_a_retry_delay() -> None:
     assert output.rate_limit.resets_at is not None
 
 
+def test_gemini_gives_the_session_of_its_error_printed_after_a_stack_trace() -> None:
+    """Gemini CLI 0.61 with ``general.maxAttempts`` 1: log lines, the error's stack trace, then
+    its JSON pretty-printed, all on stderr. The session id in it is what is continued."""
+    error = {
+        "session_id": "c7be1467-8458-4033-bd28-b46a0628d56b",
+        "error": {"type": "Error", "message": "rate limit exceeded", "code": 429},
+    }
+    stderr = (
+        "YOLO mode is enabled. All tool calls will be automatically approved.\n"
+        "Attempt 1 failed: rate limit exceeded. Max attempts reached\n"
+        "RetryableQuotaError: rate limit exceeded\n"
+        "    at classifyGoogleError (file:///gemini/bundle/chunk.js:307333:14) {\n"
+        "  cause: {\n    code: 429,\n    details: []\n  },\n  status: 429\n}\n"
+        + json.dumps(error, indent=2)
+        + "\n"
+    )
+    output = get_adapter("gemini").parse_output("", stderr)
+    assert output.session_id == "c7be1467-8458-4033-bd28-b46a0628d56b"
+    assert output.is_error and output.rate_limit is not None
+
+
 def test_opencode_auggie_aider_and_a_command() -> None:
     opencode = json.dumps(
         {

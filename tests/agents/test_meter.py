@@ -76,9 +76,8 @@ def test_claude_lines_read_fast_count_as_the_parsed_events_do() -> None:
     for separators in ((",", ":"), (", ", ": ")):
         fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
         for event in events:
-            line = json.dumps(event, separators=separators).encode()
-            if not fast.feed_line(line):
-                fast.feed(json.loads(line))
+            line = b"\n" + json.dumps(event, separators=separators).encode()
+            fast.feed_block(line, 0, len(line))
             parsed.feed(event)
         assert fast.reading() == parsed.reading()
         assert (fast.reading().input_tokens, fast.reading().output_tokens) == (118, 11)
@@ -104,3 +103,87 @@ def test_claude_partial_messages_give_the_output_as_the_api_counts_it() -> None:
         30,
         "claude-sonnet-4-5",
     )
+
+
+def _claude_line(key: str, usage: dict[str, int], content: str = '[{"type": "text"}]') -> bytes:
+    """An assistant line as Claude Code prints it (compact, its message's keys in the API's
+    order); ``content`` goes in as raw text."""
+    head = f'{{"type":"assistant","message":{{"id":"{key}","type":"message","role":"assistant"'
+    rest = f',"model":"{MODEL}","content":{content},"usage":{json.dumps(usage)}}}}}'
+    return (head + rest).encode()
+
+
+MODEL = "claude-sonnet-4-5"
+
+
+def _block(*lines: bytes) -> tuple[bytes, int, int]:
+    data = b"\n" + b"\n".join(lines)
+    return data, 0, len(data)
+
+
+def test_claude_assistant_lines_are_read_from_their_head_and_usage_alone() -> None:
+    """The content of an assistant line is never parsed: a line whose content is no JSON at
+    all still counts, from its id, model and usage object."""
+    meter = ClaudeStreamMeter()
+    meter.feed_block(*_block(_claude_line("m1", {"input_tokens": 4, "output_tokens": 2}, "[{")))
+    assert (meter.reading().input_tokens, meter.reading().output_tokens) == (4, 2)
+    assert meter.model == MODEL
+
+
+def test_claude_block_reads_every_kind_of_line_in_order_as_the_parsed_events() -> None:
+    """One block with what a real stream mixes: new messages, a message repeated in the same
+    block and in a later one (its largest figures count, once), the partial messages' stream
+    events between them, a user line with a usage key (ignored, as the parser ignores user
+    events), an event whose type is not its first key, and no final result yet."""
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 100, "output_tokens": 1}
+    start = {"id": "m3", "model": MODEL, "usage": {"input_tokens": 50, "output_tokens": 1}}
+    events: list[dict[str, object]] = [
+        {"type": "system", "subtype": "init", "model": "other-model"},
+        {"type": "stream_event", "event": {"type": "message_start", "message": start}},
+        {"type": "stream_event", "event": {"type": "message_delta", "usage": {"output_tokens": 9}}},
+        {"type": "user", "message": {"content": [], "usage": {"input_tokens": 1000}}},
+        {
+            "message": {"id": "m4", "usage": {"input_tokens": 7, "output_tokens": 7}},
+            "type": "assistant",
+        },
+    ]
+    lines = [
+        _claude_line("m1", usage),
+        _claude_line("m1", {**usage, "output_tokens": 5}),
+        _claude_line("m2", usage),
+        *(json.dumps(event).encode() for event in events),
+        _claude_line("m3", {"input_tokens": 50, "output_tokens": 1}),
+    ]
+    fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+    fast.feed_block(*_block(*lines[:3]))
+    fast.feed_block(*_block(*lines[3:]))
+    fast.feed_block(*_block(_claude_line("m2", {**usage, "output_tokens": 4})))  # a later block
+    for line in [*lines, _claude_line("m2", {**usage, "output_tokens": 4})]:
+        parsed.feed(json.loads(line))
+    assert fast.reading() == parsed.reading()
+    # m1 103+5, m2 103+4, m3 50+9 (the delta's figure), m4 7+7; the user line's 1000 is not usage
+    assert (fast.reading().input_tokens, fast.reading().output_tokens) == (263, 25)
+    assert fast.model == MODEL
+
+
+def test_claude_lines_as_the_api_shapes_them_are_read_fast_in_either_usage_order() -> None:
+    """The message's model before its id (the API's own order), its usage with the nested
+    cache_creation object and keys after the counts, and a usage object in another key order:
+    each read from its head and usage alone (its content is no JSON), with the same counts."""
+    api = (
+        '{"input_tokens":2,"cache_creation_input_tokens":17286,"cache_read_input_tokens":10,'
+        '"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":17286},'
+        '"output_tokens":3,"service_tier":"standard","inference_geo":"not_available"}'
+    )
+    other = '{"output_tokens":3,"cache_read_input_tokens":10,"input_tokens":2,"cache_creation_input_tokens":17286}'
+    for usage in (api, other):
+        line = (
+            f'{{"type":"assistant","message":{{"model":"{MODEL}","id":"msg_1","type":"message",'
+            f'"role":"assistant","content":[{{,"usage":{usage},"context_management":null}},'
+            '"parent_tool_use_id":null,"session_id":"s","uuid":"u"}'
+        ).encode()
+        meter = ClaudeStreamMeter()
+        meter.feed_block(*_block(line))
+        meter.feed_block(*_block(line, line))  # the same message's next content blocks
+        assert (meter.reading().input_tokens, meter.reading().output_tokens) == (17298, 3)
+        assert meter.model == MODEL

@@ -323,6 +323,11 @@ def map_step(step: Write | Shell | Read, tools: Sequence[_Tool]) -> _Call:
 # --- turn counting: which step a request asks for --------------------------------------------
 
 
+# The model turn Gemini CLI 0.61 puts in a resumed session whose last request failed (a 429):
+# the stand-in never answered it, so it is no step of the script.
+_INTERRUPTED = [{"text": "[The previous response was interrupted before it completed.]"}]
+
+
 def assistant_turns(dialect: Dialect, body: Any) -> int:
     """How many model turns the request's history already holds (one per answered step)."""
     if not isinstance(body, dict):
@@ -332,7 +337,8 @@ def assistant_turns(dialect: Dialect, body: Any) -> int:
     if dialect == "chat":
         return sum(1 for m in body.get("messages") or [] if _role(m) == "assistant")
     if dialect == "gemini":
-        return sum(1 for c in body.get("contents") or [] if _role(c) == "model")
+        contents = body.get("contents") or []
+        return sum(1 for c in contents if _role(c) == "model" and c.get("parts") != _INTERRUPTED)
     if dialect == "augment":
         return len(body.get("chat_history") or [])
     count = 0

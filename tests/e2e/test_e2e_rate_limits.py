@@ -1,5 +1,6 @@
 """Rate limits with the real CLIs against the stand-in (issue 23, "Done when"): a 429 in the
-middle of a run is waited out and the same session continued, nothing lost (Claude Code, Codex);
+middle of a run is waited out and the same session continued, nothing lost (Claude Code, Codex,
+Gemini CLI, opencode);
 eight parallel Claude Code reviewers under ``max_parallel: 2`` never send the stand-in more than
 two requests at once.
 Through the installed command (``gitflow-agents spawn``, a process of its own) and the real
@@ -26,12 +27,15 @@ from .projects import PROJECTS
 pytestmark = pytest.mark.e2e
 
 SPAWN = (sys.executable, "-m", "gitflow_agents", "spawn")
-# CLIs that continue a session, and how many refusals make each give up (its own retries, as
-# projects.py sets them: Claude CLAUDE_CODE_MAX_RETRIES 1; Codex request_max_retries 1 gives up at
-# the first 429). Gemini CLI and opencode retry a 429 for minutes themselves (docs/decisions.md,
-# "Spend" 12): too long for a test.
-RESUMING = ("claude", "codex")
-REFUSALS = {"claude": 2, "codex": 1}
+# CLIs that continue a session, and how each is made to give up a refused request quickly (the
+# tool's wait starts only when the CLI gives up): Claude CLAUDE_CODE_MAX_RETRIES 1 and Codex
+# request_max_retries 1 (projects.py); Gemini CLI its setting general.maxAttempts 1 (10 by
+# default, 5 s to 30 s apart); opencode retries a 429 by itself, after the stand-in's
+# retry-after (1 s) when there is one (docs/decisions.md, "Spend (issue 23)").
+RESUMING = ("claude", "codex", "gemini", "opencode")
+REFUSALS = {"claude": 2, "codex": 1, "gemini": 1, "opencode": 6}
+RETRY_AFTER = {"opencode": 1.0}
+OPTIONS: dict[str, dict[str, Any]] = {"gemini": {"settings": {"general": {"maxAttempts": 1}}}}
 
 
 def _project(
@@ -75,7 +79,7 @@ def _cli_project(
     """A repository whose .flow/ runs ``builder`` on ``cli`` pointed at ``standin``, as
     ``projects.py`` configures that CLI; the environment ``spawn`` needs."""
     made = PROJECTS[cli](tmp_path / "made", standin)
-    options = {"executable": str(made.executable), **made.options}
+    options = {"executable": str(made.executable), **made.options, **OPTIONS.get(cli, {})}
     lines = [f"  builder:\n    adapter: {cli}\n", f"    options: {json.dumps(options)}\n"]
     if made.model:
         lines.append(f"    model: {made.model}\n")
@@ -100,7 +104,7 @@ def test_a_429_mid_run_is_waited_out_and_the_session_continued(
     root, env = _cli_project(tmp_path, standin, cli, wait=3)
     standin.load(implement_script(root, "builder"))
     # greeting.py is written (turn 0); from the next request on, 429 until the CLI gives up
-    standin.refuse(429, times=REFUSALS[cli], from_turn=1)
+    standin.refuse(429, times=REFUSALS[cli], from_turn=1, retry_after=RETRY_AFTER.get(cli))
     done = run_cli(
         "spawn",
         "builder",

@@ -152,6 +152,20 @@ def test_turn_counting_per_dialect() -> None:
     assert assistant_turns("augment", {"chat_history": [{}, {}, {}]}) == 3
 
 
+def test_the_model_turn_gemini_adds_to_a_resumed_session_is_no_step() -> None:
+    """Gemini CLI resumes a session whose last request was refused with a model turn of its
+    own: the script goes on from the step that was refused."""
+    interrupted = {"text": "[The previous response was interrupted before it completed.]"}
+    contents = [
+        {"role": "user", "parts": [{"text": "task"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "write_file"}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "write_file"}}]},
+        {"role": "model", "parts": [interrupted]},
+        {"role": "user", "parts": [{"text": "continue"}]},
+    ]
+    assert assistant_turns("gemini", {"contents": contents}) == 1
+
+
 def post_headers(url: str, body: Any) -> tuple[int, dict[str, str], str]:
     request = urllib.request.Request(
         url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}

@@ -99,6 +99,21 @@ def test_the_watch_reads_usage_lines_split_across_chunks_and_skips_the_rest() ->
     assert watch.exceeded() == "budget: agent spent $0.054 est. of $0.05 (tokens 10,800)"
 
 
+def test_a_codex_watch_reads_its_turns_split_across_chunks() -> None:
+    ledger = Ledger(Budgets(agent=Cap(tokens=300)), PRICES)
+    watch = ledger.watch("codex", "gpt-5-codex")
+    assert isinstance(watch, Watch)
+    turn = {"type": "turn.completed", "usage": {"input_tokens": 100, "output_tokens": 10}}
+    item = {"type": "item.completed", "item": {"type": "agent_message", "text": "usage"}}
+    stream = b"".join(json.dumps(event).encode() + b"\n" for event in (item, turn, item, turn))
+    for start in range(0, len(stream), 5):
+        watch.feed(stream[start : start + 5])
+    assert (watch.spend().input_tokens, watch.spend().output_tokens) == (200, 20)
+    assert watch.exceeded() is None
+    watch.feed(json.dumps(turn).encode() + b"\n")
+    assert watch.exceeded() == "budget: agent spent 330 tokens of 300 (cost $0.001 est.)"
+
+
 def test_the_watch_fills_in_the_usage_a_stopped_agent_never_totalled() -> None:
     ledger = Ledger(Budgets(agent=Cap(tokens=5)), PRICES)
     watch = ledger.watch("command", "claude-sonnet-4-5")
