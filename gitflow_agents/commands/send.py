@@ -18,6 +18,7 @@ a run still running, a run that is not the session's latest turn, a closed sessi
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from gitflow_agents.base.errors import UsageError
@@ -35,10 +36,16 @@ def run(args: argparse.Namespace) -> int:
     config = load_flow_config(root, args.flow_type, args.variant)
     if args.message is not None and not args.close:
         try:
-            print(send_message(root, args.run_id, args.message, flow_dir=config.flow_dir))
-            return 0
+            sent = send_message(root, args.run_id, args.message, flow_dir=config.flow_dir)
         except NotRunning:
             pass  # ended (or lost): its session is continued below, or refused as before
+        else:
+            if args.json:
+                said = {"runId": sent.run_id, "delivery": sent.delivery, "said": sent.line}
+                print(json.dumps(said, ensure_ascii=False))
+            else:
+                print(sent.line)
+            return 0
     prior = sessions.finished_run(root, config.flow_dir, args.run_id)
     refuse_step_run(root, config.flow_dir, prior)
     path = sessions.session_path(root, config.flow_dir, prior)

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitflow_agents.agents import ADAPTERS
 from gitflow_agents.agents.base import cannot_resume
@@ -315,9 +315,17 @@ def unreachable(status: Mapping[str, Any]) -> str | None:
 # --- the client: what ``send`` and ``cancel`` call ----------------------------------------------
 
 
-def send_message(root: Path, run_id: str, text: str, *, flow_dir: str | None = None) -> str:
+class Sent(NamedTuple):
+    """What ``send_message`` did: the run, ``delivery`` (``now`` or ``queued``), the line to show."""
+
+    run_id: str
+    delivery: str
+    line: str
+
+
+def send_message(root: Path, run_id: str, text: str, *, flow_dir: str | None = None) -> Sent:
     """Give ``text`` to the running agent run ``run_id`` (or a unique prefix): delivered now
-    when its CLI takes input mid-run, else queued for its next turn. Returns the line to show.
+    when its CLI takes input mid-run, else queued for its next turn (what happened: ``Sent``).
     NotRunning when the run is not running (ended or lost: its session is continued instead);
     UsageError when there is no such run."""
     paths, status = _live_run(root, run_id, flow_dir, "send")
@@ -325,8 +333,11 @@ def send_message(root: Path, run_id: str, text: str, *, flow_dir: str | None = N
     got = request(paths.run_dir / SOCKET, {"op": "send", "runId": run_id, "text": text})
     if got is not None and got.get("ok"):
         if got.get("delivery") == "now":
-            return f"delivered to run {run_id} ({status.get('agent', 'agent')}): it reads it now"
-        return f"queued: {got.get('reason')}; {_NEXT_TURN.format(run_id=run_id)}"
+            agent = status.get("agent", "agent")
+            return Sent(run_id, "now", f"delivered to run {run_id} ({agent}): it reads it now")
+        return Sent(
+            run_id, "queued", f"queued: {got.get('reason')}; {_NEXT_TURN.format(run_id=run_id)}"
+        )
     if got is not None and not got.get("ended"):
         raise UsageError(f"send: run {run_id}: {got.get('error')}")
     status = read_json(paths.status) or status  # it may have ended meanwhile
@@ -336,7 +347,8 @@ def send_message(root: Path, run_id: str, text: str, *, flow_dir: str | None = N
     if never is not None:
         raise UsageError(f"send: run {run_id} is not listening, and {never}; nothing was sent")
     queue_message(paths.run_dir, text)  # not started yet, or an orchestrator without a channel
-    return f"queued: run {run_id} is not listening; {_NEXT_TURN.format(run_id=run_id)}"
+    line = f"queued: run {run_id} is not listening; {_NEXT_TURN.format(run_id=run_id)}"
+    return Sent(run_id, "queued", line)
 
 
 _NEXT_TURN = "it is sent with the next turn of its session (`gitflow-agents send {run_id} ...`)"

@@ -54,8 +54,10 @@ def test_send_reaches_a_running_agent_and_its_answer_is_recorded(
     first = run_cli("send", run.name, "blue, not red", cwd=project)
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith(f"delivered to run {run.name} (talker)")
-    done = run_cli("send", run.name[:12], "now finish", cwd=project)  # a prefix names it too
-    assert done.returncode == 0 and "delivered" in done.stdout, done.stderr
+    done = run_cli("send", run.name[:12], "now finish", "--json", cwd=project)  # a prefix too
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)  # --json: what happened, as JSON
+    assert said["runId"] == run.name and said["delivery"] == "now" and "delivered" in said["said"]
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, out + err
     heard = (project / "flows" / "f" / "agents" / "talker" / "heard.txt").read_text()
