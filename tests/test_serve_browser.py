@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, running_agent, wait_until
+from tests.conftest import ROOT, git, running_agent, wait_until
 from tests.helpers import chain
 from tests.helpers import control as live
 from tests.helpers.browser import chromium, png_colours, wait_for
@@ -264,3 +264,27 @@ def test_a_message_typed_in_the_page_reaches_the_running_agent_and_its_reply_sho
         assert driver.find_elements("css selector", "#output i, #notices i") == []
         out, err = procs[0].communicate(timeout=60)
         assert procs[0].returncode == 0, out + err
+
+
+def test_the_plan_page_catches_up_on_what_its_stream_missed(repo: Path) -> None:
+    """The plan page's stream starts from its end, so a step that ends while the page has no
+    stream (drawn, not yet connected; a server restarted) sent its event to nobody: on each
+    (re)connection the page asks for itself again and redraws when a step's state differs."""
+    chain.configure(repo)
+    node = '#plan-graph g[data-step="1"]'
+
+    def state(d: Any) -> str:
+        return str(d.find_element("css selector", node).get_attribute("class"))
+
+    with chromium() as driver:
+        with serving(repo) as first:
+            driver.get(first.url("/plan", path="specs/feature.md"))
+            wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+            assert "step-red" in state(driver)
+        # the server is gone; meanwhile step 1 lands with no event at all
+        plan = repo / "specs" / "feature.md"
+        done = plan.read_text().replace("### Status: ❌ | Step 1", "### Status: ✅ | Step 1")
+        plan.write_text(done)
+        git(repo, "commit", "-q", "-am", "step 1 done elsewhere")
+        with serving(repo, port=first.port, token=first.token):  # back: the page reconnects
+            wait_for(driver, lambda d: "step-done" in state(d))

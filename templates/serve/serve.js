@@ -170,12 +170,40 @@
     }
   }
 
+  function planStates(root) {
+    return Array.from(root.querySelectorAll("#plan-graph g[data-step]"))
+      .map(function (node) {
+        return node.getAttribute("data-step") + ":" + node.getAttribute("class");
+      })
+      .join(" ");
+  }
+
+  function recheckPlan() {
+    // The stream starts from its end: a step that started or ended between this page's drawing
+    // and the stream's (re)start sent its event to nobody. Ask for the page again and redraw if
+    // a step's state differs (the answer is parsed inert: DOMParser runs no script).
+    fetch(window.location.href, { credentials: "same-origin", cache: "no-store" })
+      .then(function (answer) {
+        return answer.ok ? answer.text() : "";
+      })
+      .then(function (text) {
+        const fresh = text ? new DOMParser().parseFromString(text, "text/html") : null;
+        if (fresh && planStates(fresh) !== planStates(document)) {
+          window.location.reload();
+        }
+      })
+      .catch(function () {});
+  }
+
   function connect() {
     // the plan page only wants what happens from now on (it reloads on it)
     const source = new EventSource(withToken("/events") + (page === "plan" ? "&from=end" : ""));
     source.onopen = function () {
       live.textContent = "live";
       live.className = "live on";
+      if (page === "plan") {
+        recheckPlan();
+      }
     };
     source.onerror = function () {
       live.textContent = "reconnecting…";

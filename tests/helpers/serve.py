@@ -33,8 +33,11 @@ class Served:
 
 
 @contextmanager
-def serving(root: Path, flow_dir: str = "flows") -> Iterator[Served]:
-    server = make_server(root, flow_dir, SpecPlanConfig(), 0)
+def serving(
+    root: Path, flow_dir: str = "flows", *, port: int = 0, token: str | None = None
+) -> Iterator[Served]:
+    """A server in a thread (on ``port`` with ``token``: a restart of an earlier one)."""
+    server = make_server(root, flow_dir, SpecPlanConfig(), port, token)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:
