@@ -30,6 +30,7 @@ from typing import Any
 
 from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.findings import Severity
+from gitflow_agents.git.worktree import conflicted_merges
 from gitflow_agents.github.action import comment, review, status
 from gitflow_agents.github.action.comment import footer
 from gitflow_agents.github.action.review import inline_note, readable_files
@@ -232,3 +233,17 @@ def _auto_merge(
     except GitHubError as exc:
         return f"not enabled: {exc}"
     return "enabled"
+
+
+def rebase_refusal(root: Path, target_sha: str, head: str) -> str | None:
+    """Why ``--auto-merge rebase`` can never land ``head`` (a merge commit of the branch since
+    ``target_sha`` resolves a conflict, and GitHub refuses to rebase such a branch, so
+    auto-merge would wait for good), or None when it can."""
+    merges = conflicted_merges(root, target_sha, head)
+    if not merges:
+        return None
+    return (
+        f"cannot be rebase-merged: its merge commit {merges[0][:12]} resolves a conflict, "
+        'which GitHub does not rebase ("This branch cannot be rebased safely"); '
+        "merge it with squash or merge"
+    )

@@ -42,7 +42,13 @@ from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr.claim import Claim, not_taken_over, previous_claim, write_claim
 from gitflow_agents.github.pr.connect import GitHub, check_access, connect, guarded, on_origin
 from gitflow_agents.github.pr.plan_comment import update_glance
-from gitflow_agents.github.pr.publish import StepPublished, StepPull, publish_step, pull_body
+from gitflow_agents.github.pr.publish import (
+    StepPublished,
+    StepPull,
+    publish_step,
+    pull_body,
+    rebase_refusal,
+)
 from gitflow_agents.github.pr.recover import finishable, resume_at
 from gitflow_agents.github.pr.startable import REMOTE, startable
 from gitflow_agents.plan import parse_plan
@@ -468,6 +474,12 @@ def _publish(
         )
     if lease is not None:  # publishing finished: the claim is never free by age now
         lease.published(pull.number)
+    target_sha = target_tip(ctx, fetch=False)
+    if options.auto_merge == "rebase" and published.state == "success" and target_sha:
+        refusal = rebase_refusal(ctx.root, target_sha, head)
+        if refusal is not None:  # auto-merge would wait for good: red, as `plan tend` says
+            print(f"  step {result.step}: PR #{pull.number} {refusal}")
+            return max(result.exit_code, int(ExitCode.REVISE))
     return result.exit_code
 
 

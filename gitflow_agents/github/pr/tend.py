@@ -41,7 +41,7 @@ from gitflow_agents.chain.tend import tend_step
 from gitflow_agents.chain.workspace import branch_name
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.git import queries as git
-from gitflow_agents.git.worktree import conflicted_merges, merge_conflicts
+from gitflow_agents.git.worktree import merge_conflicts
 from gitflow_agents.github.action.status import CONTEXT
 from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.commits import newest_state
@@ -49,6 +49,7 @@ from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr import tend_lease
 from gitflow_agents.github.pr.connect import GitHub, connect, guarded, on_origin
 from gitflow_agents.github.pr.plan_comment import update_glance
+from gitflow_agents.github.pr.publish import rebase_refusal
 from gitflow_agents.github.pr.startable import REMOTE
 from gitflow_agents.github.pr.step import publish_run
 from gitflow_agents.plan import parse_plan
@@ -264,16 +265,10 @@ def _rebase_safe(
     would wait for good while every tend exits 0."""
     if options.auto_merge != "rebase" or tended.state != "green":
         return tended
-    merges = conflicted_merges(ctx.root, target_sha, head)
-    if not merges:
+    refusal = rebase_refusal(ctx.root, target_sha, head)
+    if refusal is None:
         return tended
-    _say(
-        found.step,
-        found.pull,
-        f"cannot be rebase-merged: its merge commit {merges[0][:12]} resolves a conflict, "
-        'which GitHub does not rebase ("This branch cannot be rebased safely"); '
-        "merge it with squash or merge",
-    )
+    _say(found.step, found.pull, refusal)
     return Tended("red", tended.code)
 
 

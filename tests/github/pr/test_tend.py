@@ -417,3 +417,22 @@ def test_a_conflict_resolved_in_a_merge_commit_is_red_for_rebase_auto_merge(
     again = tend(repo, "--auto-merge", "rebase")  # every later tend: red, and nothing more
     assert again.returncode == 1 and said in again.stdout
     assert tend(repo, "--auto-merge", "squash").returncode == 0  # a squash would land it
+
+
+def test_run_pr_with_rebase_auto_merge_says_its_conflict_resolving_merge_cannot_land(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """``run --pr --auto-merge rebase`` whose chain resolved a conflict with the moved target
+    in a merge commit: GitHub would never rebase-merge it, so the run says so and exits 1, as
+    ``plan tend`` does, instead of 0 with a pull request that waits for good."""
+    fixer = [sys.executable, str(FAKE), "fixer", "resolve"]
+    repo, _ = opened(tmp_path, gh, fixer=fixer)
+    land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
+    out = run_pr(repo, "--step", "1", "--force", "--auto-merge", "rebase")
+    text = out.stdout + out.stderr
+    (pull,) = gh.state.pulls.values()
+    assert statuses(gh, pull.head_sha)[-1] == "success", text  # reviewed and approved
+    assert out.returncode == 1, text
+    assert "cannot be rebase-merged: its merge commit" in out.stdout
+    again = run_pr(repo, "--step", "1", "--force", "--auto-merge", "squash")
+    assert again.returncode == 0, again.stdout + again.stderr  # a squash would land it
