@@ -264,6 +264,19 @@ Hunk = tuple[int, int, int, int]
 """One ``-U0`` hunk: (old start, old count, new start, new count), as its ``@@`` line says."""
 
 
+def parse_renames(out: str) -> dict[str, str]:
+    """Old path -> new path of each file the patch text ``out`` (``git diff -M``) renames."""
+    renames: dict[str, str] = {}
+    source: str | None = None
+    for raw in out.split("\n"):
+        if raw.startswith("rename from "):
+            source = unquote(raw[len("rename from ") :])
+        elif raw.startswith("rename to ") and source is not None:
+            renames[source] = unquote(raw[len("rename to ") :])
+            source = None
+    return renames
+
+
 def parse_hunk_ranges(out: str) -> dict[str, tuple[Hunk, ...]]:
     """The ``-U0`` patch text ``out`` (``a/``/``b/`` prefixes): every hunk's line ranges per
     OLD path (where a finding from before the change sits), for mapping old line numbers to

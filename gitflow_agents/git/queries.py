@@ -440,15 +440,16 @@ def commits_between(root: Path, base: str, head: str) -> tuple[Commit, ...]:
 
 def hunk_ranges(
     root: Path, old: str, new: str, paths: Sequence[str]
-) -> dict[str, tuple[diffparse.Hunk, ...]]:
+) -> tuple[dict[str, tuple[diffparse.Hunk, ...]], dict[str, str]]:
     """The ``-U0`` hunks of ``old..new`` restricted to ``paths``, per old path
     (``diffparse.parse_hunk_ranges``): where the lines of ``old`` moved to, or were changed,
-    in ``new``. No path: no hunk."""
+    in ``new``; and the files of ``paths`` renamed (old -> new: both paths must be among
+    ``paths`` for git to see the rename). No path: nothing."""
     if not paths:
-        return {}
+        return {}, {}
     literal = (f":(literal){path}" for path in paths)
-    args = ("diff", *_DIFF_FLAGS, *_PATCH_FLAGS, old, new, "--", *literal)
-    return diffparse.parse_hunk_ranges(run_git(root, *args).stdout)
+    out = run_git(root, "diff", *_DIFF_FLAGS, *_PATCH_FLAGS, old, new, "--", *literal).stdout
+    return diffparse.parse_hunk_ranges(out), diffparse.parse_renames(out)
 
 
 def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:

@@ -98,8 +98,11 @@ def decide(root: Path, base: str, head: str | None, agent: str, earlier: Earlier
     if prior.base_sha != base:
         return full(f"the base changed since the last review ({prior.base_sha[:12]} → {base[:12]})")
     files = tuple(git.numstat(root, git.DiffSpec(base, head)))
-    new_files = tuple(f for f in git.numstat(root, git.DiffSpec(since, head)) if f in files)
-    carried, touched = follow(prior.findings, git.hunk_ranges(root, since, head, _paths(prior)))
+    changed = tuple(git.numstat(root, git.DiffSpec(since, head)))
+    new_files = tuple(f for f in changed if f in files)
+    # the changed files too, so that git sees a file with findings renamed to one of them
+    paths = sorted({*_paths(prior), *changed})
+    carried, touched = follow(prior.findings, *git.hunk_ranges(root, since, head, paths))
     commits = len(git.commits_between(root, since, head))
     noun = "commit" if commits == 1 else "commits"
     return Scope(
@@ -118,16 +121,22 @@ def _paths(prior: Prior) -> list[str]:
 
 
 def follow(
-    findings: Iterable[Finding], hunks: Mapping[str, Sequence[Hunk]]
+    findings: Iterable[Finding],
+    hunks: Mapping[str, Sequence[Hunk]],
+    renames: Mapping[str, str] | None = None,
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
     """(carried, touched): ``findings`` (at the last reviewed head) whose lines no hunk
-    changed, moved to their lines in the head, and those whose lines a hunk changed (a finding
-    on a file without a line: when the file changed at all). A finding with no file is the
-    reviewer's to repeat: it counts as touched."""
+    changed, moved to their lines in the head (and to the new name of a file ``renames``
+    names: old -> new), and those whose lines a hunk changed (a finding on a file without a
+    line: when the file changed at all). A finding with no file is the reviewer's to repeat:
+    it counts as touched."""
     carried: list[Finding] = []
     touched: list[Finding] = []
+    renamed = renames or {}
     for finding in findings:
         moved = _moved(finding, hunks.get(finding.file or "", ())) if finding.file else None
+        if moved is not None and moved.file is not None and moved.file in renamed:
+            moved = moved._replace(file=renamed[moved.file])
         (touched if moved is None else carried).append(moved or finding)
     return tuple(carried), tuple(touched)
 

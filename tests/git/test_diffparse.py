@@ -29,7 +29,22 @@ def test_ranges_per_old_path_with_counts_git_leaves_out() -> None:
 def test_hunk_ranges_of_real_commits_restricted_to_paths(repo: Path) -> None:
     old = commit_files(repo, {"a.py": "1\n2\n3\n", "b.py": "b\n", "*.py": "glob\n"})
     new = commit_files(repo, {"a.py": "0\n1\n2\nthree\n", "b.py": "B\n", "*.py": "star\n"})
-    hunks = queries.hunk_ranges(repo, old, new, ["a.py", "*.py"])
+    hunks, renames = queries.hunk_ranges(repo, old, new, ["a.py", "*.py"])
     assert hunks == {"a.py": ((0, 0, 1, 1), (3, 1, 4, 1)), "*.py": ((1, 1, 1, 1),)}
-    assert queries.hunk_ranges(repo, old, new, []) == {}
+    assert renames == {}
+    assert queries.hunk_ranges(repo, old, new, []) == ({}, {})
     assert git(repo, "rev-parse", "HEAD").strip() == new
+
+
+def test_hunk_ranges_name_the_renamed_files_among_the_paths(repo: Path) -> None:
+    body = "".join(f"line {i}\n" for i in range(20))
+    old = commit_files(repo, {"old name.py": body, "keep.py": "k\n"})
+    git(repo, "mv", "old name.py", "new name.py")
+    (repo / "new name.py").write_text(body.replace("line 3\n", "line three\n"))
+    git(repo, "commit", "-q", "-am", "rename")
+    new = git(repo, "rev-parse", "HEAD").strip()
+    hunks, renames = queries.hunk_ranges(repo, old, new, ["old name.py", "new name.py"])
+    assert renames == {"old name.py": "new name.py"}
+    assert hunks == {"old name.py": ((4, 1, 4, 1),)}  # only the changed line, by its old path
+    alone = queries.hunk_ranges(repo, old, new, ["old name.py"])  # the new path not asked
+    assert alone[1] == {}

@@ -157,3 +157,30 @@ def test_follow_moves_untouched_findings_and_splits_off_touched_ones() -> None:
     no_line = Finding(Severity.INFO, "m", "a.py")
     other = Finding(Severity.INFO, "m", "b.py")
     assert follow([no_line, other], hunks) == ((other,), (no_line,))
+
+
+def test_a_finding_in_a_renamed_file_follows_the_file(cli: Cli, scene: Scenario) -> None:
+    """Push 2 renames calc.py (and changes another line of it): the open finding on a line
+    it did not touch carries over at its new path, not counted fixed."""
+    scene.push(0, "push 1: the calculator")
+    scene.say([finding(599, "warn", "scale_599 is large")])
+    first = review(cli, scene)
+    git(scene.repo, "mv", "calc.py", "calculator.py")
+    text = (scene.repo / "calculator.py").read_text().replace("x * 0\n", "x * 0 + 0\n", 1)
+    (scene.repo / "calculator.py").write_text(text)
+    git(scene.repo, "commit", "-q", "-am", "push 2: rename the module")
+    scene.say([])
+    second = review(cli, scene)
+    assert second["kind"] == "incremental"
+    [carried] = second["findings"]
+    assert (carried["file"], carried["line"]) == ("calculator.py", line_of(599))
+    assert carried["fingerprint"] == first["findings"][0]["fingerprint"]
+    assert "1 open finding(s) carried over, 0 fixed" in second["kindReason"]
+
+
+def test_follow_takes_a_renamed_file_s_findings_to_its_new_path() -> None:
+    moved = Finding(Severity.WARN, "m", "old.py", 9, fingerprint="f9")
+    changed = Finding(Severity.WARN, "m", "old.py", 2, fingerprint="f2")
+    carried, touched = follow([moved, changed], {"old.py": ((2, 1, 2, 1),)}, {"old.py": "new.py"})
+    assert [(f.file, f.line) for f in carried] == [("new.py", 9)]
+    assert [(f.file, f.line) for f in touched] == [("old.py", 2)]
