@@ -474,9 +474,9 @@ def _publish(
         )
     if lease is not None:  # publishing finished: the claim is never free by age now
         lease.published(pull.number)
-    target_sha = target_tip(ctx, fetch=False)
-    if options.auto_merge == "rebase" and published.state == "success" and target_sha:
-        refusal = rebase_refusal(ctx.root, target_sha, head)
+    if options.auto_merge == "rebase" and published.state == "success":
+        target_sha = target_tip(ctx, fetch=False)
+        refusal = rebase_refusal(ctx.root, target_sha, head) if target_sha else None
         if refusal is not None:  # auto-merge would wait for good: red, as `plan tend` says
             print(f"  step {result.step}: PR #{pull.number} {refusal}")
             return max(result.exit_code, int(ExitCode.REVISE))
