@@ -176,16 +176,13 @@ class Output:
             self._write_masked(self._maskers[name].feed(chunk))
             self._pending += len(chunk)
             self._stream = name
-            now = time.monotonic()
-            if now - self._emitted_at < OUTPUT_EVENT_EVERY:
-                return
-            data = self._take(now)
-        self._emit(data)
+        self.flush_due()
 
     def flush_due(self) -> None:
-        """Emit the output held back by the rate limit once its time has come: a line the agent
-        printed right after the last event, then nothing more, is not kept from a live view
-        until the agent prints again (the supervisor's loop calls this each turn)."""
+        """Emit the output held back by the rate limit once its time has come: after each
+        chunk, and from the supervisor's loop each turn, so a line the agent printed right
+        after the last event, then nothing more, is not kept from a live view until the agent
+        prints again."""
         with self._lock:
             now = time.monotonic()
             if not self._pending or now - self._emitted_at < OUTPUT_EVENT_EVERY:
