@@ -8,7 +8,6 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from subprocess import Popen
 
 from gitflow_agents.base.errors import GitflowError
 
@@ -35,21 +34,6 @@ def run(
     unless ``input`` is given. ``merge_stderr``: stderr goes to ``stdout`` as it comes, in
     order (``stderr`` is then empty).
     """
-    running = begin(argv, cwd=cwd, env=env, input=input, merge_stderr=merge_stderr)
-    return running.result(timeout=timeout, check=check)
-
-
-def begin(
-    argv: Sequence[str],
-    *,
-    cwd: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    input: str | None = None,
-    merge_stderr: bool = False,
-) -> Running:
-    """Start what ``run`` runs and return at once: ``Running.result`` waits for it. Meanwhile
-    the caller does other work (a small review imports its modules while git answers its
-    first question, issue 20)."""
     argv = tuple(str(a) for a in argv)
     try:
         child = subprocess.Popen(  # noqa: S603 - argv list, never a shell
@@ -66,38 +50,17 @@ def begin(
         )
     except FileNotFoundError as exc:
         raise GitflowError(f"command not found: {argv[0]}") from exc
-    return Running(argv, child, input)
-
-
-class Running:
-    """A command ``begin`` started; ``result`` gives its Result once (as ``run`` would)."""
-
-    def __init__(self, argv: tuple[str, ...], child: Popen[str], input: str | None) -> None:
-        self.argv, self._child, self._input = argv, child, input
-
-    def result(self, *, timeout: float | None = None, check: bool = True) -> Result:
-        """Wait for the command (``timeout`` seconds from now at most: then its whole process
-        group is killed and TimeoutExpired raised); CalledProcessError when ``check`` and it
-        exited non-zero."""
-        argv, child = self.argv, self._child
-        try:
-            stdout, stderr = child.communicate(input=self._input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_group(child.pid)
-            child.communicate()
-            raise TimeoutExpired(argv, timeout or 0) from None
-        except BaseException:
-            kill_group(child.pid)
-            child.wait()
-            raise
-        result = Result(argv, child.returncode, stdout, stderr or "")
-        if check and result.returncode != 0:
-            raise CalledProcessError(result)
-        return result
-
-    def stop(self) -> None:
-        """End the command when its result is not wanted (its process group killed, its pipes
-        drained); nothing when it has already been read."""
-        if self._child.returncode is None:
-            kill_group(self._child.pid)
-            self._child.communicate()
+    try:
+        stdout, stderr = child.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(child.pid)
+        child.communicate()
+        raise TimeoutExpired(argv, timeout or 0) from None
+    except BaseException:
+        kill_group(child.pid)
+        child.wait()
+        raise
+    result = Result(argv, child.returncode, stdout, stderr or "")
+    if check and result.returncode != 0:
+        raise CalledProcessError(result)
+    return result

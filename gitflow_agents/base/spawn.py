@@ -240,8 +240,8 @@ class Running:
 
 
 def begin(argv: Sequence[str], *, env: Mapping[str, str], input: str | None = None) -> Running:
-    """Start ``argv`` and return at once: ``Running.result`` waits for it (``proc.begin``'s
-    contract, without a working directory: git takes ``-C``)."""
+    """Start ``argv`` and return at once: ``Running.result`` waits for it (what ``proc.run``
+    gives, in two halves and without a working directory: git takes ``-C``)."""
     return Running(tuple(str(a) for a in argv), env, input)
 
 
