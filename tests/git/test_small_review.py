@@ -15,6 +15,7 @@ from gitflow_agents.git import diffparse
 from gitflow_agents.git import queries as g
 from tests.conftest import ROOT, git
 from tests.helpers.files import commit_files
+from tests.helpers.review import review_in_child
 
 
 def test_a_commit_and_its_parents_in_one_query(repo: Path) -> None:
@@ -150,13 +151,7 @@ def test_a_small_review_imports_no_subprocess(
     git(repo, "add", "-A")
     if call.startswith("main"):
         git(repo, "commit", "-q", "-m", "change")
-    code = (
-        "import sys\n"
-        "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
-        f"code = {call}\n"
-        f"print(code, sorted(m for m in {SUBPROCESS!r} if m in sys.modules), file=sys.stderr)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    done = review_in_child(repo, call, SUBPROCESS)
     assert ("REVISE" if exit else "APPROVED") in done.stdout, done.stdout + done.stderr
     assert done.stderr.strip().splitlines()[-1] == f"{exit} []"
     if call == "main(['HEAD'])":  # the note was written through spawn too, its text as input

@@ -3,6 +3,9 @@ agents review through the same gate (`configure_reviewers`)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,22 @@ from tests.helpers.flow_config import command_agents
 @pytest.fixture
 def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     return Cli(monkeypatch, capsys)
+
+
+def review_in_child(
+    repo: Path, call: str, modules: Sequence[str], more: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """A small review in a fresh Python in ``repo``: ``call`` (``main([...])`` of ``git agent-review``
+    or ``gitflow_agents_main([...])``, the hook's form), then a stderr line ``<exit code>
+    [<those of modules it imported>]``, then what ``more`` prints (issue 20's start-up tests)."""
+    code = (
+        "import sys\n"
+        "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
+        f"code = {call}\n"
+        f"print(code, sorted(m for m in {tuple(modules)!r} if m in sys.modules), file=sys.stderr)\n"
+        + more
+    )
+    return subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
 
 
 def configure_reviewers(repo: Path) -> None:

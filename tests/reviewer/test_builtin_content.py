@@ -16,6 +16,7 @@ from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import builtin
 from tests.conftest import git
 from tests.helpers.builtin import locations, only, review
+from tests.helpers.review import review_in_child
 
 # --- debugger: Python's AST decides -----------------------------------------------------------
 
@@ -259,11 +260,7 @@ def test_a_small_review_to_the_terminal_imports_no_json(repo: Path, call: str) -
     git(repo, "add", "-A")
     if call.startswith("main"):
         git(repo, "commit", "-q", "-m", "change")
-    code = (
-        "import sys\n"
-        "from gitflow_agents.git_agent_review import main, gitflow_agents_main\n"
-        f"code = {call}\n"
-        f"print(code, sorted(m for m in sys.modules if m in {JSON_USERS!r}), file=sys.stderr)\n"
+    more = (
         "from gitflow_agents.findings import accept, model\n"
         "from gitflow_agents.base import redact\n"
         "from gitflow_agents.git import diffparse\n"
@@ -272,7 +269,7 @@ def test_a_small_review_to_the_terminal_imports_no_json(repo: Path, call: str) -
         "          syntax._JSONC, syntax._TOML_LINE]\n"
         "print(sum(r.ready for r in unused), file=sys.stderr)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    done = review_in_child(repo, call, JSON_USERS, more)
     assert "APPROVED" in done.stdout
     # ... and compiles none of the regular expressions only a finding, a JSON or TOML file or
     # an agent reviewer needs
