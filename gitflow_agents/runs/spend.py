@@ -111,6 +111,12 @@ def tokens_text(spend: Spend) -> str:
     return ("≥ " if spend.tokens_partial else "") + f"{tokens_in}/{tokens_out}"
 
 
+def spend_text(spend: Spend) -> str:
+    """Tokens and cost on one line as the live view shows them (``1,200/340 $0.0123``): what
+    is unknown left out, "" when nothing is known."""
+    return " ".join(t for t in (tokens_text(spend), cost_text(spend)) if t != UNKNOWN)
+
+
 def cost_text(spend: Spend) -> str:
     """``$0.0123``, ``≥ $0.0123``, with ``est.`` when estimated from prices; ``unknown``."""
     if spend.cost_usd is None:

@@ -20,6 +20,7 @@ from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import RunPaths, iter_runs, read_json
 from gitflow_agents.runs.fields import mapping, scalar
 from gitflow_agents.runs.schema import step_chain
+from gitflow_agents.runs.spend import Spend, spend_text
 from gitflow_agents.runs.status import is_live
 
 MAX_TEXT = 400
@@ -39,17 +40,23 @@ def shown_text(text: str, limit: int = MAX_TEXT) -> str:
 
 
 def tokens_text(data: Mapping[str, Any]) -> str:
-    """``tokens 120/45 $0.0123`` from an event's or a record's usage, "" when it says none."""
-    parts = []
+    """``120/45 $0.0123`` from an event's usage (snake_case or camelCase keys), in the same form
+    as a finished run's record shows (:func:`~gitflow_agents.runs.spend.spend_text`); "" when it
+    says none."""
     tokens_in = data.get("input_tokens", data.get("inputTokens"))
     tokens_out = data.get("output_tokens", data.get("outputTokens"))
-    if isinstance(tokens_in, int) or isinstance(tokens_out, int):
-        shown = [str(n) if isinstance(n, int) else "?" for n in (tokens_in, tokens_out)]
-        parts.append(f"tokens {shown[0]}/{shown[1]}")
     cost = data.get("cost_usd", data.get("costUsd"))
-    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-        parts.append(f"${float(cost):.4f}")
-    return " ".join(parts)
+    return spend_text(
+        Spend(
+            input_tokens=tokens_in if _is_int(tokens_in) else None,
+            output_tokens=tokens_out if _is_int(tokens_out) else None,
+            cost_usd=float(cost) if _is_int(cost) or isinstance(cost, float) else None,
+        )
+    )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 _STATE_OF = {

@@ -26,7 +26,7 @@ from gitflow_agents.runs.fields import mapping, number, scalar, text
 from gitflow_agents.runs.lock import steps_running
 from gitflow_agents.runs.lost import is_lost
 from gitflow_agents.runs.schema import step_chain
-from gitflow_agents.runs.spend import UNKNOWN, cost_text, run_spend, step_spend, tokens_text
+from gitflow_agents.runs.spend import run_spend, spend_text, step_spend
 from gitflow_agents.runs.status import is_live
 from gitflow_agents.serve.graph import Layout, layout
 from gitflow_agents.serve.stream import shown_text, views_of
@@ -141,7 +141,7 @@ def run_row(paths: RunPaths, events: list[dict[str, Any]] | None = None) -> RunR
         started = ended - (number(run, "durationMs") or 0) / 1000
     tokens = next((e["tokens"] for e in reversed(events) if e["tokens"]), "")
     if run:
-        tokens = " ".join(t for t in (tokens_text(spend), cost_text(spend)) if t != UNKNOWN)
+        tokens = spend_text(spend)
     output = _output_lines(events)
     agent = text(status, "agent") or text(run, "agentId") or text(run, "agent") or ""
     row = RunRow(

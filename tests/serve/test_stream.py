@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gitflow_agents.runs.spend import run_spend, spend_text
 from gitflow_agents.serve.stream import Follower, event_view, shown_text, tokens_text
 from tests.helpers.serve import event, write_run
 
@@ -64,11 +65,18 @@ def test_event_views_mask_secrets_and_cut_long_output() -> None:
 
 
 def test_tokens_text_says_what_is_known() -> None:
-    assert tokens_text({"input_tokens": 10, "output_tokens": None}) == "tokens 10/?"
-    assert tokens_text({"inputTokens": 1, "outputTokens": 2, "costUsd": 0.5}) == (
-        "tokens 1/2 $0.5000"
+    assert tokens_text({"input_tokens": 10, "output_tokens": None}) == "10/?"
+    assert tokens_text({"inputTokens": 1200, "outputTokens": 2, "costUsd": 0.5}) == (
+        "1,200/2 $0.5000"
     )
     assert tokens_text({"cost_usd": True}) == ""
+
+
+def test_a_running_agents_spend_reads_as_its_record_will() -> None:
+    """The page's row must not change form when the run's record replaces its last event."""
+    usage = {"input_tokens": 12_345, "output_tokens": 678, "cost_usd": 0.0123}
+    record = {"inputTokens": 12_345, "outputTokens": 678, "costUsd": 0.0123}
+    assert tokens_text(usage) == spend_text(run_spend(record)) == "12,345/678 $0.0123"
 
 
 def test_a_result_written_later_is_one_run_ended_view_with_the_steps_outcome(repo: Path) -> None:
