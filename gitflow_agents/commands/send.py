@@ -36,7 +36,13 @@ def run(args: argparse.Namespace) -> int:
     config = load_flow_config(root, args.flow_type, args.variant)
     if args.message is not None and not args.close:
         try:
-            sent = send_message(root, args.run_id, args.message, flow_dir=config.flow_dir)
+            sent = send_message(
+                root,
+                args.run_id,
+                args.message,
+                flow_dir=config.flow_dir,
+                event=args.session_event,
+            )
         except NotRunning:
             pass  # ended (or lost): its session is continued below, or refused as before
         else:

@@ -56,6 +56,7 @@ INBOX = "inbox"
 MAX_REQUEST = 1024 * 1024  # bytes of one request line (a message is text a person typed)
 TIMEOUT = 10.0  # seconds a connection may sit idle, either side
 CANCELED = "canceled by gitflow-agents cancel"
+SESSION_EVENTS = ("session:message", "session:reply")  # what a sent text is recorded as
 
 
 class NotRunning(UsageError):
@@ -173,7 +174,10 @@ def answer(hub: EventHub, run_id: str, run_dir: Path, line: bytes) -> dict[str, 
             text = request.get("text")
             if not isinstance(text, str) or not text.strip():
                 return {"ok": False, "error": "send: 'text' must be a non-empty string"}
-            why = hub.send(run_id, text)
+            event = request.get("event", "session:message")
+            if event not in SESSION_EVENTS:
+                return {"ok": False, "error": f"send: 'event' must be one of {SESSION_EVENTS}"}
+            why = hub.send(run_id, text, event)
             if why is None:
                 return {"ok": True, "delivery": "now"}
             never = unreachable(read_json(RunPaths(run_dir).status) or {})
@@ -181,7 +185,7 @@ def answer(hub: EventHub, run_id: str, run_dir: Path, line: bytes) -> dict[str, 
                 return {"ok": False, "error": f"{why}, and {never}; nothing was sent"}
             queue_message(run_dir, text)
             data = {"content": redact_text(text), "delivery": "queued", "reason": why}
-            hub.emit("session:message", data, run_id=run_id)
+            hub.emit(event, data, run_id=run_id)
             return {"ok": True, "delivery": "queued", "reason": why}
     except NoSession:
         return {"ok": False, "error": f"run {run_id} is not running here", "ended": True}
@@ -323,14 +327,22 @@ class Sent(NamedTuple):
     line: str
 
 
-def send_message(root: Path, run_id: str, text: str, *, flow_dir: str | None = None) -> Sent:
+def send_message(
+    root: Path,
+    run_id: str,
+    text: str,
+    *,
+    flow_dir: str | None = None,
+    event: str = "session:message",
+) -> Sent:
     """Give ``text`` to the running agent run ``run_id`` (or a unique prefix): delivered now
     when its CLI takes input mid-run, else queued for its next turn (what happened: ``Sent``).
     NotRunning when the run is not running (ended or lost: its session is continued instead);
     UsageError when there is no such run."""
     paths, status = _live_run(root, run_id, flow_dir, "send")
     run_id = paths.run_dir.name
-    got = request(paths.run_dir / SOCKET, {"op": "send", "runId": run_id, "text": text})
+    asked = {"op": "send", "runId": run_id, "text": text, "event": event}
+    got = request(paths.run_dir / SOCKET, asked)
     if got is not None and got.get("ok"):
         if got.get("delivery") == "now":
             agent = status.get("agent", "agent")

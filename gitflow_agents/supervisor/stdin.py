@@ -117,7 +117,7 @@ class AgentSession:
         self._live = live
         self._detach = hub.attach(run_id, self, run_dir)
 
-    def deliver(self, text: str) -> str | None:
+    def deliver(self, text: str, event: str = "session:message") -> str | None:
         if self._live:  # listening since just before its CLI started: wait for that
             self._started.wait(STARTING)
         if self.input is None:
@@ -126,9 +126,7 @@ class AgentSession:
             return f"{self.adapter} cannot take input mid-run"
         if not self.input.write(text):
             return f"{self.adapter} has ended its last turn"
-        self._emit(
-            "session:message", {"content": redact_text(text, self._secrets), "delivery": "now"}
-        )
+        self._emit(event, {"content": redact_text(text, self._secrets), "delivery": "now"})
         return None
 
     def abort(self, reason: str) -> None:

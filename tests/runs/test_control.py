@@ -79,6 +79,22 @@ def test_send_reaches_a_running_agent_and_its_answer_is_recorded(
     assert "delivered" not in again.stdout and "resumed: more" in again.stdout
 
 
+def test_reply_to_a_running_agent_is_recorded_as_a_reply(
+    project: Path, spawned: list[subprocess.Popen[str]]
+) -> None:
+    """``reply`` is ``send``'s alias that records ``session:reply``, mid-run as between turns."""
+    proc = start_spawn(project, "talker")
+    spawned.append(proc)
+    run = listening_run(project, proc)
+    said = run_cli("reply", run.name, "now finish", cwd=project)
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.startswith(f"delivered to run {run.name} (talker)")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out + err
+    kinds = [e["type"] for e in events(run) if e["type"].startswith("session:")]
+    assert kinds == ["session:reply"]
+
+
 def test_send_to_an_agent_that_cannot_take_input_is_queued_and_says_so(
     project: Path, spawned: list[subprocess.Popen[str]]
 ) -> None:
