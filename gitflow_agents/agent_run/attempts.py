@@ -5,8 +5,9 @@ its process runs, waiting for one as ``waiting for a <adapter> slot``. An agent 
 ``rate_limited`` (its CLI said 429, 529 overloaded or a usage limit: ``agents/limits.py``)
 waits: until the reset time its CLI named, else an exponential backoff with jitter, at most
 ``defaults.rate_limit_wait_secs`` in all; then it **continues its session** when its CLI can
-resume (Claude, Codex, Gemini, opencode, Auggie: the same ``--resume`` as ``send``), else it is
-started again. The wait is in ``status.json`` (state ``waiting``, ``waitingUntil``) and the
+resume (Claude, Codex, Gemini, opencode, Auggie: the same ``--resume`` as ``send``), with the
+messages ``send`` queued for it meanwhile (they are removed from its inbox once that attempt
+ends, so the next turn does not send them again), else it is started again. The wait is in ``status.json`` (state ``waiting``, ``waitingUntil``) and the
 events (``agent:waiting``). docs/supervisor.md, "Rate limits".
 """
 
@@ -18,9 +19,11 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.agent_run.launch import prepare
+from gitflow_agents.runs.control import queued_messages
 from gitflow_agents.runs.slots import SlotWaitCanceled, hold_slot, slots_folder
 from gitflow_agents.supervisor import Launch, Outcome
 from gitflow_agents.supervisor.outcome import ParsedOutput, update_status
@@ -33,6 +36,8 @@ CONTINUE_TASK = (
     "The model API stopped you for a while (a rate limit); it has passed. Continue your task "
     "where you left off, without redoing what is done. Your task: {task}"
 )
+#: What follows CONTINUE_TASK when messages were queued for the agent (``send``) meanwhile.
+QUEUED_MESSAGES = "\n\nMessages sent to you meanwhile, oldest first:\n\n{messages}"
 BACKOFF_FIRST = 30.0  # seconds: the CLI has already retried a few times on its own
 BACKOFF_MAX = 600.0
 TICK = 0.1  # the longest sleep while waiting: bounds how late a cancel is seen
@@ -82,6 +87,7 @@ class Attempts:
         self.run, self.cancel = run, cancel
         self.waits = Waits(run.job.config.rate_limit_wait_secs)
         self._outcomes: list[Outcome] = []
+        self._delivered: list[Path] = []  # queued messages the current attempt was given
         agent = run.job.config.agent(run.job.agent)
         self.adapter, self.max_parallel = agent.adapter, agent.max_parallel
         self._slot_wait = f"waiting for a {self.adapter} slot (max_parallel {self.max_parallel})"
@@ -102,10 +108,11 @@ class Attempts:
                 self._outcomes[-1] = dataclasses.replace(outcome, reason=reason)
                 update_status(run.paths.run_dir, reason=reason)
                 return
-            launch, resumes = _next_launch(run, outcome)
+            resumes = _resumes(run, outcome)
             if not _wait(run, delay, outcome.reason, self.waits.count, resumes, self.cancel):
                 self._outcomes.append(_canceled(run, "canceled while waiting out a rate limit"))
                 return
+            launch, self._delivered = _next_launch(run, outcome, resumes)
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[bool]:
@@ -151,6 +158,9 @@ class Attempts:
     def ended(self, outcome: Outcome) -> None:
         """An attempt's Outcome."""
         self._outcomes.append(outcome)
+        for path in self._delivered:  # given to the continued session: not for its next turn
+            path.unlink(missing_ok=True)
+        self._delivered = []
 
     @property
     def outcome(self) -> Outcome:
@@ -159,15 +169,26 @@ class Attempts:
         return _with_earlier_usage(last, [o.output for o in earlier if o.output is not None])
 
 
-def _next_launch(run: AgentRunner, outcome: Outcome) -> tuple[Launch, bool]:
-    """The launch of the next attempt: the same session continued where the CLI can resume
-    and said which, else the same launch again; and whether it continues the session."""
-    prepared, job = run.launch, run.job
-    assert prepared is not None
+def _resumes(run: AgentRunner, outcome: Outcome) -> bool:
+    """Whether the next attempt continues the session (its CLI resumes and said which)."""
     session = outcome.output.session_id if outcome.output is not None else None
-    if not (prepared.adapter.cli.resumes and session and run.prompt_path is not None):
-        return prepared.launch, False
+    assert run.launch is not None
+    return bool(run.launch.adapter.cli.resumes and session and run.prompt_path is not None)
+
+
+def _next_launch(run: AgentRunner, outcome: Outcome, resumes: bool) -> tuple[Launch, list[Path]]:
+    """The launch of the next attempt: the same session continued (``resumes``), told the
+    messages queued for it meanwhile, else the same launch again; and the queued messages'
+    files it carries."""
+    prepared, job = run.launch, run.job
+    assert prepared is not None and outcome.output is not None
+    if not resumes or run.prompt_path is None:
+        return prepared.launch, []
     first_task = job.resume.message if job.resume is not None else "the one in your system prompt"
+    task = CONTINUE_TASK.format(task=job.task or first_task)
+    queued = queued_messages(run.paths.run_dir)
+    if queued:
+        task += QUEUED_MESSAGES.format(messages="\n\n".join(text for _, text in queued))
     again = prepare(
         job.config,
         job.agent,
@@ -176,11 +197,11 @@ def _next_launch(run: AgentRunner, outcome: Outcome) -> tuple[Launch, bool]:
         workdir=run.workdir,
         prompt_path=run.prompt_path,
         prompt_text=job.prompt_text,
-        task=CONTINUE_TASK.format(task=job.task or first_task),
+        task=task,
         env=job.env,
-        resume_session_id=session,
+        resume_session_id=outcome.output.session_id,
     )
-    return again.launch, True
+    return again.launch, [path for path, _ in queued]
 
 
 def _wait(

@@ -46,6 +46,9 @@ if answer.startswith("limit"):
     secs = answer.partition(":")[2]
     text = (f"Claude AI usage limit reached|{{math.ceil(time.time() + float(secs))}}" if secs
             else 'API Error: 429 {{"type":"error","error":{{"type":"rate_limit_error"}}}}')
+    if os.environ.get("FAKE_QUEUE") and n == 1:  # someone `send`s it a message meanwhile
+        from gitflow_agents.runs.control import queue_message
+        queue_message(pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"]), os.environ["FAKE_QUEUE"])
     print(json.dumps({{"type": "result", "subtype": "success", "is_error": True, "result": text,
                       "session_id": session, "usage": usage, "total_cost_usd": 0.01}}))
     sys.exit(1)
@@ -138,6 +141,24 @@ def test_a_usage_limit_is_waited_out_and_the_session_continued(
     assert status["state"] == "succeeded" and status.get("waitingUntil") is None
     during = json.loads((tmp_path / "calls.jsonl.status").read_text())
     assert during["state"] == "running" and during["reason"] is None  # no stale "waiting until"
+
+
+def test_messages_queued_meanwhile_go_with_the_continued_session_once(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    env = setup(repo, tmp_path, ["limit:0.05", "done"], wait=60, allow_env="[FAKE_QUEUE]")
+    done = spawn(cli, repo, {**env, "FAKE_QUEUE": "use blue, not red"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = only_run(repo)
+    told = calls(tmp_path)[1]
+    told_text = told[told.index("-p") + 1]
+    assert "Continue your task" in told_text and "use blue, not red" in told_text
+    assert not list((run / "inbox").glob("*.json"))  # given to the session: not kept
+    again = run_cli("send", run.name, "now the door", cwd=repo, env=env)  # the next turn
+    assert again.returncode == 0, again.stderr
+    last = calls(tmp_path)[-1]
+    said = last[last.index("-p") + 1]
+    assert said.startswith("now the door") and "use blue" not in said  # not sent twice
 
 
 def test_after_the_total_wait_the_run_ends_rate_limited_exit_6(
