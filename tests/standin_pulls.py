@@ -20,6 +20,8 @@ event payload for the base is recorded and returned.
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import subprocess
 import tempfile
@@ -76,6 +78,13 @@ def has_commit(origin: Path, sha: str) -> bool:
 
 def _files(origin: Path, base: str, head: str) -> list[dict[str, Any]]:
     """The pull request's files as GitHub lists them: the diff from the merge-base to head."""
+    return copy.deepcopy(_files_of(origin, base, head))
+
+
+@functools.lru_cache(maxsize=256)
+def _files_of(origin: Path, base: str, head: str) -> list[dict[str, Any]]:
+    """``_files`` read from git once per pair of commits: two shas name the same diff for good
+    (a pull request is refreshed on every request; its branches rarely moved in between)."""
     merge_base = _git(origin, "merge-base", base, head).strip()
     names = _git(origin, "diff", "--name-status", "--no-renames", merge_base, head).splitlines()
     files = []
