@@ -95,6 +95,7 @@ class Workflow:
     def __init__(self, tmp_path: Path, gh: GitHubStandIn) -> None:
         self.tmp_path, self.gh, self.jobs = tmp_path, gh, 0
         self.said: list[str] = []  # every job's output, for the failure message
+        self.killed_at: float | None = None  # when the killed runner died (its lease's last word)
 
     def clone(self, name: str) -> Path:
         self.jobs += 1
@@ -108,6 +109,12 @@ class Workflow:
         return out
 
     def ready(self) -> list[int]:
+        """The steps the matrix starts now. The killed runner's claim is free by the round after
+        its death, however fast or slow the jobs between ran (its lease is older than the TTL):
+        the round that takes step 4 over is the round that tends step 3, and without the rule
+        GitHub squashes the later of the two onto a main the other moved."""
+        if self.killed_at is not None:
+            time.sleep(max(0.0, self.killed_at + TTL + 0.1 - time.time()))
         out = self.job("ready", "plan", "matrix", PLAN, "--ready")
         assert out.returncode == 0, self.log()
         return [entry["step"] for entry in json.loads(out.stdout)["include"]]
@@ -141,6 +148,7 @@ class Workflow:
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+            self.killed_at = time.time()
         branch = f"agents/feature/step-{number}"
         claim = origin_sha(self.gh, f"refs/heads/{branch}")
         assert claim is not None, self.log()
