@@ -1155,8 +1155,9 @@ class _Handler(BaseHTTPRequestHandler):
             template = next(
                 (t for m, p, t, _ in ROUTES if m == self.command and p.match(path)), None
             )
-            request = _openapi_request(self.command, path, query, raw)
-            problem = _validate_request(request) if template is not None else None
+            args = tuple((key, values[-1]) for key, values in sorted(query.items()))
+            asked: Asked = (self.command, path, args, raw)
+            problem = _request_problem(asked) if template is not None else None
             if problem is not None:
                 s.violations.append(f"request {self.command} {path}: {problem}")
                 status, body, headers = 422, {"message": "Invalid request", "errors": [problem]}, {}
@@ -1168,7 +1169,7 @@ class _Handler(BaseHTTPRequestHandler):
                 Recorded(self.command, path, query, _json_or_none(raw), status, token_text)
             )
             if template is not None and problem is None:
-                _validate_response(s, self.command, path, request, status, body, headers)
+                _validate_response(s, asked, status, body, headers)
         self._send(status, body, headers)
 
     def _dispatch(
@@ -1283,47 +1284,60 @@ def _paginate(
     return chunk, headers
 
 
-def _openapi_request(method: str, path: str, query: dict[str, list[str]], raw: bytes) -> Any:
+Asked = tuple[str, str, tuple[tuple[str, str], ...], bytes]
+"""A request as validation sees it: method, path, the last value of each query key, body."""
+
+
+def _openapi_request(asked: Asked) -> Any:
     from openapi_core.testing import MockRequest
 
+    method, path, args, raw = asked
     return MockRequest(
         "https://api.github.com",
         method.lower(),
         path,
-        args={k: v[-1] for k, v in query.items()},
+        args=dict(args),
         data=raw or None,
         content_type="application/json",
     )
 
 
-def _validate_request(request: Any) -> str | None:
+# Validation is a pure function of what was asked and answered, and the slowest part of a
+# request: each distinct request and answer is validated once per process (a test asks the
+# same thing many times), every violation still recorded each time it happens.
+@functools.lru_cache(maxsize=4096)
+def _request_problem(asked: Asked) -> str | None:
     try:
-        openapi().validate_request(request)
+        openapi().validate_request(_openapi_request(asked))
     except Exception as error:  # any validation error is a finding of the test
         return _explain(error)
     return None
 
 
-def _validate_response(
-    s: GitHubStandIn,
-    method: str,
-    path: str,
-    request: Any,
-    status: int,
-    body: Any,
-    headers: dict[str, str],
-) -> None:
+@functools.lru_cache(maxsize=4096)
+def _response_problem(
+    asked: Asked, status: int, payload: bytes, headers: tuple[tuple[str, str], ...]
+) -> str | None:
     from openapi_core.templating.responses.exceptions import ResponseNotFound
     from openapi_core.testing import MockResponse
 
-    payload = b"" if body is None or status == 204 else json.dumps(body).encode()
-    response = MockResponse(payload, status_code=status, headers=headers)
+    response = MockResponse(payload, status_code=status, headers=dict(headers))
     try:
-        openapi().validate_response(request, response)
+        openapi().validate_response(_openapi_request(asked), response)
     except ResponseNotFound:
         pass  # a status the description does not document for this operation (injected 5xx)
     except Exception as error:
-        s.violations.append(f"response {status} to {method} {path}: {_explain(error)}")
+        return _explain(error)
+    return None
+
+
+def _validate_response(
+    s: GitHubStandIn, asked: Asked, status: int, body: Any, headers: dict[str, str]
+) -> None:
+    payload = b"" if body is None or status == 204 else json.dumps(body).encode()
+    problem = _response_problem(asked, status, payload, tuple(sorted(headers.items())))
+    if problem is not None:
+        s.violations.append(f"response {status} to {asked[0]} {asked[1]}: {problem}")
 
 
 def _explain(error: BaseException) -> str:

@@ -20,6 +20,8 @@ event payload for the base is recorded and returned.
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import subprocess
 import tempfile
@@ -62,6 +64,14 @@ def branch_sha(origin: Path, branch: str) -> str | None:
     return proc.stdout.strip() or None
 
 
+def branch_shas(origin: Path, *branches: str) -> list[str | None]:
+    """``branch_sha`` of each branch, from one ``git for-each-ref``."""
+    refs = [f"refs/heads/{branch}" for branch in branches]
+    out = _git(origin, "for-each-ref", "--format=%(refname) %(objectname)", *refs)
+    tips = dict(line.split(" ", 1) for line in out.splitlines())
+    return [tips.get(ref) for ref in refs]
+
+
 def has_commit(origin: Path, sha: str) -> bool:
     """Whether ``sha`` names a commit object in the bare ``origin`` (real git decides)."""
     if sha.startswith("-"):  # never an option to git
@@ -76,6 +86,13 @@ def has_commit(origin: Path, sha: str) -> bool:
 
 def _files(origin: Path, base: str, head: str) -> list[dict[str, Any]]:
     """The pull request's files as GitHub lists them: the diff from the merge-base to head."""
+    return copy.deepcopy(_files_of(origin, base, head))
+
+
+@functools.lru_cache(maxsize=256)
+def _files_of(origin: Path, base: str, head: str) -> list[dict[str, Any]]:
+    """``_files`` read from git once per pair of commits: two shas name the same diff for good
+    (a pull request is refreshed on every request; its branches rarely moved in between)."""
     merge_base = _git(origin, "merge-base", base, head).strip()
     names = _git(origin, "diff", "--name-status", "--no-renames", merge_base, head).splitlines()
     files = []
@@ -105,8 +122,7 @@ def refresh(s: GitHubStandIn, pull: Pull) -> None:
     origin = s.state.origin
     if origin is None or pull.merged:
         return
-    head = branch_sha(origin, pull.head_ref)
-    base = branch_sha(origin, pull.base_ref)
+    head, base = branch_shas(origin, pull.head_ref, pull.base_ref)
     if head is None or base is None:  # GitHub closes a pull request whose branch is deleted
         pull.state = "closed"
         return
@@ -308,8 +324,21 @@ def _held_behind(s: GitHubStandIn, origin: Path, pull: Pull) -> bool:
 
     if not strict(s, pull.base_ref):
         return False
-    check = ["git", "-C", str(origin), "merge-base", "--is-ancestor", pull.base_sha, pull.head_sha]
-    return subprocess.run(check, capture_output=True).returncode != 0
+    return not _contains(origin, pull.base_sha, pull.head_sha)
+
+
+@functools.lru_cache(maxsize=256)
+def _contains(origin: Path, base: str, head: str) -> bool:
+    """Whether ``head`` contains ``base`` (asked of git once per pair of commits)."""
+    check = ["git", "-C", str(origin), "merge-base", "--is-ancestor", base, head]
+    return subprocess.run(check, capture_output=True).returncode == 0
+
+
+@functools.lru_cache(maxsize=256)
+def _conflicts(origin: Path, base: str, head: str) -> bool:
+    """Whether merging ``head`` into ``base`` conflicts (asked of git once per pair)."""
+    merge = ["git", "-C", str(origin), "merge-tree", "--write-tree", base, head]
+    return subprocess.run(merge, capture_output=True).returncode != 0
 
 
 def mergeable(s: GitHubStandIn, pull: Pull) -> dict[str, Any]:
@@ -319,8 +348,7 @@ def mergeable(s: GitHubStandIn, pull: Pull) -> dict[str, Any]:
     status is not ``success`` on the head), else ``clean``."""
     origin = s.state.origin
     assert origin is not None
-    merge = ["git", "-C", str(origin), "merge-tree", "--write-tree", pull.base_sha, pull.head_sha]
-    if subprocess.run(merge, capture_output=True).returncode != 0:
+    if _conflicts(origin, pull.base_sha, pull.head_sha):
         return {"mergeable": False, "mergeable_state": "dirty"}
     if _held_behind(s, origin, pull):
         return {"mergeable": True, "mergeable_state": "behind"}

@@ -46,9 +46,7 @@ def target_tip(ctx: Context, *, fetch: bool = True) -> str | None:
     as the remote has them."""
     if fetch:
         fetch_target(ctx)
-    if not git.ref_exists(ctx.root, ctx.target_rev):
-        return None
-    return git.rev_parse(ctx.root, ctx.target_rev)
+    return git.branch_tip(ctx.root, ctx.target_rev)
 
 
 def fetch_target(ctx: Context) -> bool:

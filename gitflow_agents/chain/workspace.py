@@ -49,7 +49,11 @@ def refuse_foreign_checkout(ctx: Context, name: str) -> None:
     """UsageError when branch ``name`` is checked out in a work tree gitflow-agents did not
     create (the user's own, or a worktree the user made): the tool resets and cleans the work
     tree it runs agents in, so it works on a branch only in a work tree of its own."""
-    tree = git.worktree_of_branch(ctx.root, name)
+    _refuse_foreign(ctx, name, git.worktree_of_branch(ctx.root, name))
+
+
+def _refuse_foreign(ctx: Context, name: str, tree: Path | None) -> None:
+    """``refuse_foreign_checkout`` with the work tree ``name`` is checked out in, read."""
     if tree is None or git.is_tool_worktree(ctx.root, tree):
         return
     raise UsageError(
@@ -98,8 +102,8 @@ def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspa
     target_sha = target_tip(ctx)
     if target_sha is None:
         raise UsageError(missing_target(ctx))
-    refuse_foreign_checkout(ctx, name)  # before anything is created or reset
     known = git.worktree_of_branch(ctx.root, name)
+    _refuse_foreign(ctx, name, known)  # before anything is created or reset
     tree = known or worktree_path(ctx.root, ctx.flow, key or name.replace("/", "-"))
     take_over(ctx, tree)  # before anything is created or reset: never two agents in one tree
     if git.branch_sha(ctx.root, name) is None:

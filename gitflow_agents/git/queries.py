@@ -239,6 +239,15 @@ def ref_exists(root: Path, ref: str) -> bool:
     return run_git(root, "show-ref", "--verify", "--quiet", ref, check=False).returncode == 0
 
 
+def branch_tip(root: Path, ref: str) -> str | None:
+    """The commit a branch or remote-tracking branch, named in full (``refs/heads/x``,
+    ``refs/remotes/origin/x``), points at; None when there is no such ref. One git call where
+    ``ref_exists`` then ``rev_parse`` took two (git keeps only commits in branches)."""
+    result = run_git(root, "show-ref", "--verify", ref, check=False)
+    sha, _, name = result.stdout.strip().partition(" ")
+    return sha if result.returncode == 0 and name == ref else None
+
+
 class DefaultBranch(NamedTuple):
     ref: str  # what to pass to git, e.g. "origin/main" or "main"
     note: str  # how it was found, for a message to the user

@@ -1,4 +1,5 @@
-"""``merged_tree``: the tree a merge would write, without a work tree; None on conflicts."""
+"""``merged_tree``: the tree a merge would write, without a work tree; None on conflicts.
+``branch_tip``: a branch named in full, exactly, or None."""
 
 from __future__ import annotations
 
@@ -31,3 +32,15 @@ def test_a_conflict_is_none(repo: Path) -> None:
     one = _commit(repo, "one", base, "same.txt", "one\n")
     two = _commit(repo, "two", base, "same.txt", "two\n")
     assert g.merged_tree(repo, one, two) is None
+
+
+def test_branch_tip_reads_the_ref_named_in_full_and_nothing_else(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    side = _commit(repo, "side", base, "side.txt", "side\n")
+    git(repo, "update-ref", "refs/remotes/origin/main", base)
+    assert g.branch_tip(repo, "refs/heads/side") == side
+    assert g.branch_tip(repo, "refs/remotes/origin/main") == base
+    assert g.branch_tip(repo, "refs/remotes/origin/gone") is None
+    git(repo, "branch", "refs/remotes/origin/gone", side)  # a branch whose NAME looks like it
+    assert g.branch_tip(repo, "refs/remotes/origin/gone") is None  # no guessing: rev-parse would
+    assert g.branch_tip(repo, "side") is None  # a short name is not a ref named in full

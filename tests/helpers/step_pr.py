@@ -71,9 +71,9 @@ def setup_repo(tmp_path: Path, gh: GitHubStandIn, name: str = "repo", **config: 
     return repo
 
 
-@pytest.fixture
-def env(gh: GitHubStandIn, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    values = {
+def standin_env(gh: GitHubStandIn) -> dict[str, str]:
+    """The token and API environment of ``run --pr`` against ``gh``, with no waits."""
+    return {
         "GITHUB_TOKEN": "tok-write",
         "GITHUB_REPOSITORY": gh.full_name,
         "GITHUB_API_URL": gh.base_url,
@@ -81,6 +81,11 @@ def env(gh: GitHubStandIn, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         "GITFLOW_AGENTS_GITHUB_WRITE_DELAY": "0",
         "GITFLOW_AGENTS_GITHUB_RETRIES": "2",
     }
+
+
+@pytest.fixture
+def env(gh: GitHubStandIn, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    values = standin_env(gh)
     for key, value in values.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("GH_TOKEN", raising=False)

@@ -37,16 +37,23 @@ os.execv(sys.executable, [sys.executable, sys.argv[4], "implementer", "edit"])
 REFUSE = """\
 #!/bin/sh
 while read old new ref; do
-  case "$ref" in refs/gitflow-agents/*) [ -e "$0.refuse" ] && echo "lease refused" && exit 1;; esac
+  case "$ref" in refs/gitflow-agents/*)
+    [ -e "$0.refuse" ] && echo refused >> "$0.refused" && echo "lease refused" && exit 1;;
+  esac
 done
 exit 0
 """
 
+# the implementer: origin refuses lease pushes until two renewals were refused, then it works
 FLAKY = """\
 import os, sys, time
 flag = sys.argv[1]
 open(flag, "w").close()
-time.sleep(1.5)
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    if os.path.exists(sys.argv[3]) and len(open(sys.argv[3]).readlines()) >= 2:
+        break
+    time.sleep(0.05)
 os.unlink(flag)
 os.execv(sys.executable, [sys.executable, sys.argv[2], "implementer", "edit"])
 """
@@ -84,7 +91,9 @@ def test_a_renewal_that_fails_is_said_once_and_the_run_goes_on(
     script.write_text(FLAKY)
     hook = origin / "hooks" / "pre-receive"
     repo = setup_repo(
-        tmp_path, gh, implementer=[sys.executable, str(script), f"{hook}.refuse", str(FAKE)]
+        tmp_path,
+        gh,
+        implementer=[sys.executable, str(script), f"{hook}.refuse", str(FAKE), f"{hook}.refused"],
     )
     hook.write_text(REFUSE)
     hook.chmod(0o755)
@@ -96,4 +105,4 @@ def test_a_renewal_that_fails_is_said_once_and_the_run_goes_on(
     assert pull.head_sha == origin_sha(gh, f"refs/heads/{BRANCH}")
     assert lease_on_origin(gh)["pull"] == pull.number  # renewals worked again after
     [claim] = (repo / "flows" / "feature" / "runs").glob("*/claim.json")
-    assert json.loads(claim.read_text())["leaseRenewalsFailed"] >= 1
+    assert json.loads(claim.read_text())["leaseRenewalsFailed"] >= 2

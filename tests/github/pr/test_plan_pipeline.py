@@ -2,12 +2,13 @@
 plan whose siblings edit the same line and a file one of them renames, a human's commit on the
 target mid-wave, and a runner killed for good after its claim.
 
-Driven as the waves workflow of docs/github.md drives it, with the installed CLI as real
-processes, each job in a fresh clone of origin (a local bare repository, every push a real
-``git push``): ``plan matrix --ready`` → ``run --step N --pr --auto-merge squash`` for each
-ready step → ``plan tend --auto-merge squash`` → GitHub's auto-merge (the stand-in, with a
-"require branches to be up to date" rule: a behind pull request waits, as on GitHub), and again,
-until the plan is all ✅ on main or a number of rounds change nothing. The agents are
+Driven as the waves workflow of docs/github.md drives it, each job the CLI's ``main`` in a fresh
+clone of origin (a local bare repository, every push a real ``git push``; the runner that is
+killed is a real process, its agents too): ``plan matrix --ready`` → ``run --step N --pr
+--auto-merge squash`` for each ready step → ``plan tend --auto-merge squash`` → GitHub's
+auto-merge (the stand-in, with a "require branches to be up to date" rule: a behind pull request
+waits, as on GitHub), and again, until the plan is all ✅ on main or a number of rounds change
+nothing. The agents are
 tests/fakes/fake_flow_agent: the implementer's ``plan-step`` mode (each step's edit, a line per
 completed run in a record file), the fixer's ``resolve-only`` mode (keeps both sides of a
 conflict), an approving reviewer.
@@ -31,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CliResult, _pythonpath, git, init_repo, run_cli, wait_until
+from tests.conftest import CliResult, _pythonpath, cli_main, git, init_repo, wait_until
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.action_runner import Runner
 from tests.helpers.chain import FAKE
@@ -95,6 +96,7 @@ class Workflow:
     def __init__(self, tmp_path: Path, gh: GitHubStandIn) -> None:
         self.tmp_path, self.gh, self.jobs = tmp_path, gh, 0
         self.said: list[str] = []  # every job's output, for the failure message
+        self.killed_at: float | None = None  # when the killed runner died (its lease's last word)
 
     def clone(self, name: str) -> Path:
         self.jobs += 1
@@ -103,11 +105,17 @@ class Workflow:
         return path
 
     def job(self, name: str, *args: str) -> CliResult:
-        out = run_cli(*args, cwd=self.clone(name))
+        out = cli_main(*args, cwd=self.clone(name))
         self.said.append(f"--- {name} (exit {out.returncode})\n{out.stdout}{out.stderr}")
         return out
 
     def ready(self) -> list[int]:
+        """The steps the matrix starts now. The killed runner's claim is free by the round after
+        its death, however fast or slow the jobs between ran (its lease is older than the TTL):
+        the round that takes step 4 over is the round that tends step 3, and without the rule
+        GitHub squashes the later of the two onto a main the other moved."""
+        if self.killed_at is not None:
+            time.sleep(max(0.0, self.killed_at + TTL + 0.1 - time.time()))
         out = self.job("ready", "plan", "matrix", PLAN, "--ready")
         assert out.returncode == 0, self.log()
         return [entry["step"] for entry in json.loads(out.stdout)["include"]]
@@ -141,6 +149,7 @@ class Workflow:
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+            self.killed_at = time.time()
         branch = f"agents/feature/step-{number}"
         claim = origin_sha(self.gh, f"refs/heads/{branch}")
         assert claim is not None, self.log()
@@ -153,7 +162,7 @@ class Workflow:
         checkout = self.clone("landed")
         git(checkout, "checkout", "-q", "--detach", event["after"])
         runner = Runner(self.tmp_path, self.gh, checkout)
-        out = run_cli("action", cwd=checkout, env=runner.env("push", event, "tok-actions"))
+        out = cli_main("action", cwd=checkout, env=runner.env("push", event, "tok-actions"))
         self.said.append(f"--- landed (exit {out.returncode})\n{out.stdout}{out.stderr}")
         [state] = [
             s["state"] for s in self.gh.statuses_for(event["after"]) if s["context"] == LANDED

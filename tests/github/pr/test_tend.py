@@ -21,6 +21,7 @@ import pytest
 from tests.conftest import CliResult, git
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.chain import FAKE, call
+from tests.helpers.opened_step import Opened, opened_step, restore
 from tests.helpers.step_pr import (
     BRANCH,
     env,
@@ -33,7 +34,7 @@ from tests.helpers.step_pr import (
 from tests.standin_pulls import play_auto_merge
 from tests.standin_rules import strict_rule
 
-__all__ = ["env", "gh"]
+__all__ = ["env", "gh", "opened_step"]
 
 CONFLICT = "gitflow-agents: conflict"
 
@@ -65,11 +66,18 @@ def push_to_branch(tmp_path: Path, name: str, path: str, text: str) -> str:
     return git(human, "rev-parse", "HEAD").strip()
 
 
-def opened(tmp_path: Path, gh: GitHubStandIn, **config: object) -> tuple[Path, str]:
-    """A checkout whose step 1 is an open, approved pull request; its head."""
-    repo = setup_repo(tmp_path, gh, **config)  # type: ignore[arg-type]
-    out = run_pr(repo, "--step", "1")
-    assert out.returncode == 0, out.stdout + out.stderr
+def opened(
+    tmp_path: Path, gh: GitHubStandIn, once: Opened | None = None, **config: object
+) -> tuple[Path, str]:
+    """A checkout whose step 1 is an open, approved pull request; its head. With ``once`` (the
+    agents' default configuration), that of ``opened_step`` copied here."""
+    if once is not None:
+        assert not config
+        repo = restore(once, tmp_path, gh)
+    else:
+        repo = setup_repo(tmp_path, gh, **config)  # type: ignore[arg-type]
+        out = run_pr(repo, "--step", "1")
+        assert out.returncode == 0, out.stdout + out.stderr
     head = origin_sha(gh, f"refs/heads/{BRANCH}")
     assert head is not None and statuses(gh, head)[-1] == "success"
     return repo, head
@@ -91,10 +99,10 @@ def reviews_run(repo: Path) -> int:
 
 
 def test_a_behind_pull_request_gets_the_target_merged_in_reviewed_and_lands(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
+    repo, head = opened(tmp_path, gh, opened_step)
     gh.state.branch_rules["main"] = [strict_rule(strict=True)]  # GitHub waits for behind ones
-    repo, head = opened(tmp_path, gh)
     other = land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     (pull,) = gh.state.pulls.values()
     pull.auto_merge = {"merge_method": "squash", "enabled_by": "gitflow-bot"}
@@ -113,9 +121,9 @@ def test_a_behind_pull_request_gets_the_target_merged_in_reviewed_and_lands(
 
 
 def test_a_tend_again_is_a_no_op_with_reads_only(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
-    repo, _ = opened(tmp_path, gh)
+    repo, _ = opened(tmp_path, gh, opened_step)
     land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     assert tend(repo).returncode == 0
     head, writes, reviews = (
@@ -135,9 +143,9 @@ def test_a_tend_again_is_a_no_op_with_reads_only(
 
 
 def test_an_up_to_date_green_pull_request_costs_two_reads(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
-    repo, head = opened(tmp_path, gh)
+    repo, head = opened(tmp_path, gh, opened_step)
     before = len(gh.log)
     out = tend(repo)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -168,9 +176,9 @@ def test_a_conflict_the_fixer_resolves_is_reviewed_and_lands(
 
 
 def test_an_unresolved_conflict_stays_red_labelled_with_the_files_named(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
-    repo, head = opened(tmp_path, gh)  # the fixer "fix" leaves the conflict markers
+    repo, head = opened(tmp_path, gh, opened_step)  # the fixer "fix" leaves the conflict markers
     land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
     out = tend(repo)
     assert out.returncode == 1, out.stdout + out.stderr
@@ -213,9 +221,9 @@ def test_a_fixer_that_fails_on_the_conflict_is_exit_3_and_the_pull_request_red(
 
 
 def test_a_human_commit_on_the_branch_is_reviewed_and_kept(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
-    repo, head = opened(tmp_path, gh)
+    repo, head = opened(tmp_path, gh, opened_step)
     pushed = push_to_branch(tmp_path, "human", "NOTES.md", "a human's note\n")
     assert statuses(gh, pushed) == [] and parents(repo, pushed) == [head]
     out = tend(repo)
@@ -241,8 +249,10 @@ def _tend_process(repo: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
-def test_two_tends_at_once_one_acts(tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]) -> None:
-    repo, head = opened(tmp_path, gh)
+def test_two_tends_at_once_one_acts(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
+) -> None:
+    repo, head = opened(tmp_path, gh, opened_step)
     land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     other = tmp_path / "runner-2"
     git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(other))
@@ -263,9 +273,9 @@ def test_two_tends_at_once_one_acts(tmp_path: Path, gh: GitHubStandIn, env: dict
 
 
 def test_a_tend_killed_mid_way_is_finished_by_the_next(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
-    repo, head = opened(tmp_path, gh)
+    repo, head = opened(tmp_path, gh, opened_step)
     land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     held = gh.hold("POST", r"/statuses/")  # after its push, before any status
     first = _tend_process(repo, env)
@@ -281,7 +291,8 @@ def test_a_tend_killed_mid_way_is_finished_by_the_next(
     assert out.returncode == 0, out.stdout + out.stderr
     assert origin_sha(gh, f"refs/heads/{BRANCH}") == pushed  # continued, not merged twice
     assert statuses(gh, pushed)[-1] == "success"
-    assert tend(repo).returncode == 0 and "1 green" in tend(repo).stdout
+    again = tend(repo)  # the next tend finds it green
+    assert again.returncode == 0 and "1 green" in again.stdout, again.stdout + again.stderr
 
 
 RACING_REVIEWER = """\
@@ -322,10 +333,10 @@ def test_a_tend_whose_lease_another_takes_pushes_and_publishes_nothing(
 
 
 def test_a_running_step_run_is_left_alone(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
     """A step run whose lease has no pull request yet (its chain runs) is never tended."""
-    repo, head = opened(tmp_path, gh)
+    repo, head = opened(tmp_path, gh, opened_step)
     land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     from gitflow_agents.git import lease as git_lease
     from gitflow_agents.github.pr import lease as leases
@@ -353,9 +364,9 @@ def mergeable_state(gh: GitHubStandIn, number: int) -> str:
 
 
 def test_the_stand_in_plays_clean_behind_blocked_and_dirty(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
-    repo, head = opened(tmp_path, gh)
+    repo, head = opened(tmp_path, gh, opened_step)
     assert mergeable_state(gh, 1) == "clean"
     land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     assert mergeable_state(gh, 1) == "clean"  # not strict: GitHub would merge it as it is
@@ -371,10 +382,10 @@ def test_the_stand_in_plays_clean_behind_blocked_and_dirty(
 
 
 def test_the_stand_ins_auto_merge_leaves_a_conflicting_pull_request_open(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
     """GitHub's auto-merge waits on a ``dirty`` pull request (non-strict target too)."""
-    _, head = opened(tmp_path, gh)
+    _, head = opened(tmp_path, gh, opened_step)
     land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
     (pull,) = gh.state.pulls.values()
     pull.auto_merge = {"merge_method": "squash", "enabled_by": "gitflow-bot"}
@@ -384,9 +395,9 @@ def test_the_stand_ins_auto_merge_leaves_a_conflicting_pull_request_open(
 
 
 def test_the_stand_ins_rebase_merge_replays_the_commits_of_a_clean_pull_request(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
-    repo, head = opened(tmp_path, gh)
+    repo, head = opened(tmp_path, gh, opened_step)
     (pull,) = gh.state.pulls.values()
     pull.auto_merge = {"merge_method": "rebase", "enabled_by": "gitflow-bot"}
     [event] = play_auto_merge(gh)
