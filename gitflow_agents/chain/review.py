@@ -8,7 +8,7 @@ verdict is recorded as a git note on the reviewed commit, which the gate hook re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from gitflow_agents.chain import increment
@@ -27,7 +27,7 @@ from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer import record_review, reviewed_nothing
 from gitflow_agents.reviewer.builtin import diff_secrets
-from gitflow_agents.reviewer.incremental import FULL, INCREMENTAL
+from gitflow_agents.reviewer.incremental import FULL, INCREMENTAL, Scope
 from gitflow_agents.runs.schema import ReviewerEntry, RoundEntry
 
 REVIEW_SCOPE = """\
@@ -117,46 +117,13 @@ def review_round(
     if ws.branch is not None:
         reset_unless_clean(ws, head)  # a crashed attempt's leftovers
     names = tuple(reviewers or ctx.settings.reviewers)
-    fields = {
-        "head": head,
-        "branch": ws.branch or "(detached)",
-        "base": ws.base_sha,
-        "target": ctx.target,
-        "threshold": ctx.settings.threshold.value,
-    }
-    full_preamble = REVIEW_PREAMBLE.format(**fields)
-    verdict_part = REVIEW_VERDICT.format(**fields)
     if task is None and (step is None or ctx.plan is None):
         task = f"Review the changes from {ws.base_sha} to {head}."
-    focus = ""
-    if focus_paths:
-        focus = "\n\nFocus on these paths: " + ", ".join(f"`{p}`" for p in focus_paths) + "."
-
     _gather_secrets(ctx, ws, head)
     before = (previous.reviewed_sha, previous.agents, previous.reviews) if previous else None
     scopes = increment.scopes(ctx, ws.base_sha, head, names, before)
-    jobs = [
-        Job(
-            agent=name,
-            agent_id=agent_id_for(name, step, iteration),
-            kind="review",
-            start_sha=head,
-            step=step,
-            after=tuple(after),
-            preamble=(
-                full_preamble
-                if scope.since is None
-                else increment.preamble(scope, head, fields["branch"], ws.base_sha, verdict_part)
-            )
-            + focus,
-            task=task,
-        )
-        for name, scope in zip(names, scopes, strict=True)
-    ]
-    full_jobs = [
-        replace(job, agent_id=f"{job.agent_id}-full", preamble=full_preamble + focus)
-        for job in jobs
-    ]
+    template = Job("", "", "review", head, step=step, after=tuple(after), task=task)
+    jobs, full_jobs = _jobs(ctx, ws, template, names, scopes, iteration, focus_paths)
 
     def own(run: AgentRun) -> Review:
         return _focus(_read_review(ctx, run), focus_paths)
@@ -175,13 +142,9 @@ def review_round(
         for index, run in enumerate(runs)
         if increment.carried_block(reviews[index], own(run), threshold)
     ]
-    if stale:
-        fresh = run_together(ctx, ws, [full_jobs[i] for i in stale])
-        for index, run in zip(stale, fresh, strict=True):
-            scopes[index] = increment.full_again()
-            current[index] = full_jobs[index]
-            runs[index] = replace(run, earlier=(*runs[index].attempts(),))
-            reviews[index] = read(run, index)
+    for index in stale:
+        scopes[index], current[index] = increment.full_again(), full_jobs[index]
+    _rerun(ctx, ws, [current[i] for i in stale], stale, runs, reviews, read, keep=True)
     verdict = _verdict(ctx, runs, reviews, head)
     again: list[int] = []
     if final and not verdict.approved:
@@ -191,19 +154,73 @@ def review_round(
             if run.reused and not gate(review, threshold=threshold, head_sha=head).approved
         ]
     if again:
-        fresh = run_together(ctx, ws, [replace(current[i], reuse=False) for i in again])
-        for index, run in zip(again, fresh, strict=True):
-            runs[index], reviews[index] = run, read(run, index)
+        redo = [replace(current[i], reuse=False) for i in again]
+        _rerun(ctx, ws, redo, again, runs, reviews, read)
         verdict = _verdict(ctx, runs, reviews, head)
     extra = tuple(r for r in (_untouched(ws, head), _markers(ctx, ws, head)) if r)
     if extra:
         verdict = GateResult(False, 1, (*verdict.reasons, *extra), verdict.threshold)
-    carried = tuple(
-        f
-        for run, review in zip(runs, reviews, strict=True)
-        for f in increment.carried(review, own(run))
+    carried = (
+        f for run, r in zip(runs, reviews, strict=True) for f in increment.carried(r, own(run))
     )
-    return ReviewRound(iteration, head, tuple(runs), tuple(reviews), verdict, carried)
+    return ReviewRound(iteration, head, tuple(runs), tuple(reviews), verdict, tuple(carried))
+
+
+def _rerun(
+    ctx: Context,
+    ws: Workspace,
+    jobs: Sequence[Job],
+    indices: Sequence[int],
+    runs: list[AgentRun],
+    reviews: list[Review],
+    read: Callable[[AgentRun, int], Review],
+    *,
+    keep: bool = False,
+) -> None:
+    """Run ``jobs`` for the reviewers at ``indices`` of ``runs`` / ``reviews`` and put their
+    runs and reviews in place; ``keep``: the runs replaced stay in the record as earlier
+    attempts (an incremental review followed by the whole-step one)."""
+    if not jobs:
+        return
+    for index, run in zip(indices, run_together(ctx, ws, jobs), strict=True):
+        if keep:
+            run = replace(run, earlier=(*runs[index].attempts(), *run.earlier))
+        runs[index], reviews[index] = run, read(run, index)
+
+
+def _jobs(
+    ctx: Context,
+    ws: Workspace,
+    template: Job,
+    names: Sequence[str],
+    scopes: Sequence[Scope],
+    iteration: int | None,
+    focus_paths: Sequence[str],
+) -> tuple[list[Job], list[Job]]:
+    """Each reviewer's job (the preamble of its scope: the whole step, or the fix commits)
+    and the job of its whole-step review (``increment.full_again``)."""
+    head = template.start_sha
+    fields = {
+        "head": head,
+        "branch": ws.branch or "(detached)",
+        "base": ws.base_sha,
+        "target": ctx.target,
+        "threshold": ctx.settings.threshold.value,
+    }
+    whole = REVIEW_PREAMBLE.format(**fields)
+    verdict = REVIEW_VERDICT.format(**fields)
+    focus = ""
+    if focus_paths:
+        focus = "\n\nFocus on these paths: " + ", ".join(f"`{p}`" for p in focus_paths) + "."
+    jobs, full_jobs = [], []
+    for name, scope in zip(names, scopes, strict=True):
+        agent_id = agent_id_for(name, template.step, iteration)
+        preamble = whole
+        if scope.since is not None:
+            preamble = increment.preamble(scope, head, fields["branch"], ws.base_sha, verdict)
+        jobs.append(replace(template, agent=name, agent_id=agent_id, preamble=preamble + focus))
+        full_jobs.append(replace(jobs[-1], agent_id=f"{agent_id}-full", preamble=whole + focus))
+    return jobs, full_jobs
 
 
 def _verdict(

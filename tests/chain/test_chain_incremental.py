@@ -149,3 +149,17 @@ def test_a_run_killed_between_rounds_reviews_the_fix_when_run_again(tmp_path: Pa
         ("full", built),
         ("incremental", fixed),
     ]
+
+
+def test_review_incremental_false_reviews_every_round_whole(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    log = measuring(repo, [[NEEDS_FIX], []])
+    with (repo / ".flow" / "base.yaml").open("a") as config:
+        config.write("review:\n  incremental: false\n")
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "def hello" in reads(log)[1]["diffText"]
+    [result] = results(repo)
+    second = result["chain"]["rounds"][1]
+    assert second["kind"] == "full"
+    assert "review.incremental is false" in second["reviewers"][0]["kindReason"]
