@@ -180,6 +180,7 @@ def _rounds(ctx: Context, rec: StepRecord, lander: Lander, start: Start) -> Endi
     # a round that approved while the target moved on is reviewed again after the merge without
     # counting towards max_iterations, up to once per plan step (each landing moves it once)
     iteration, counted, moved_rounds = 0, 0, len(ctx.plan.steps)
+    fixed: ReviewRound | None = None  # the round a fix followed: the next reviews the fix
     while counted < settings.max_iterations:
         iteration += 1
         ctx.hub.emit("phase:start", {"phase": f"review-{iteration}", "step": step})
@@ -191,7 +192,14 @@ def _rounds(ctx: Context, rec: StepRecord, lander: Lander, start: Start) -> Endi
         with _review_budget(ctx):
             review = rec.add_round(
                 review_round(
-                    ctx, ws, iteration=iteration, step=step, after=after_ids, head=head, final=final
+                    ctx,
+                    ws,
+                    iteration=iteration,
+                    step=step,
+                    after=after_ids,
+                    head=head,
+                    final=final,
+                    previous=fixed,
                 )
             )
         record_note(ctx, ws, review)
@@ -202,6 +210,7 @@ def _rounds(ctx: Context, rec: StepRecord, lander: Lander, start: Start) -> Endi
                 moved_rounds -= 1
             else:
                 counted += 1
+            fixed = None  # the target merged in: a new base, reviewed whole
             continue  # the target moved on during the review: merge it in, review again
         counted += 1
         if counted == settings.max_iterations:
@@ -210,7 +219,7 @@ def _rounds(ctx: Context, rec: StepRecord, lander: Lander, start: Start) -> Endi
         fix = rec.add(run_agent(ctx, ws, _fix_job(ctx, step, iteration, head, review, title)))
         if fix.end_sha == head:
             return _nothing(rec, fix)
-        head, after_ids = fix.end_sha, (fix.agent_id,)
+        head, after_ids, fixed = fix.end_sha, (fix.agent_id,), review
     ending = _not_approved(ctx, rec)
     if ending.outcome == "rejected":
         lander.rejected(ctx, rec, ws, step, rec.rounds[-1])
@@ -236,13 +245,22 @@ def _fix_job(
 ) -> Job:
     """The fixer's job after a round that did not approve: every reviewer's report."""
     fixer = ctx.settings.fixer
+    carried = [
+        f"- {f.severity.value} {f.file or '(no file)'}{f':{f.line}' if f.line else ''}: "
+        + " ".join(f.message.split())
+        for f in review.carried
+    ]
+    preamble = FIX_PREAMBLE
+    if carried:  # open from an earlier round, so in no report of this one
+        preamble += "\n\nStill open from an earlier review (not repeated in the reports):\n"
+        preamble += "\n".join(carried)
     return Job(
         agent=fixer,
         kind="fix",
         step=step,
         agent_id=agent_id_for(fixer, step, iteration),
         start_sha=head,
-        preamble=FIX_PREAMBLE,
+        preamble=preamble,
         after=tuple(run.agent_id for run in review.agents),
         commit_message=f"{title} (fix {iteration})",
     )

@@ -8,14 +8,16 @@ verdict is recorded as a git note on the reviewed commit, which the gate hook re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from gitflow_agents.chain import increment
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
 from gitflow_agents.findings import (
     Accepted,
+    Finding,
     GateResult,
     Review,
     gate,
@@ -25,13 +27,17 @@ from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer import record_review, reviewed_nothing
 from gitflow_agents.reviewer.builtin import diff_secrets
+from gitflow_agents.reviewer.incremental import FULL, INCREMENTAL, Scope
 from gitflow_agents.runs.schema import ReviewerEntry, RoundEntry
 
-REVIEW_PREAMBLE = """\
+REVIEW_SCOPE = """\
 It is now your job to review the changes for this plan-step: commit {head} on branch {branch},
 compared with {base} (the merge-base with {target}); see them with `git diff {base} {head}`.
 Do not change, stage or commit any file.
 
+"""
+
+REVIEW_VERDICT = """\
 Your verdict is read by a program. End your report with exactly one of these lines, alone on its
 line (no bold, no quotes, not inside a code block):
 
@@ -43,6 +49,8 @@ Include exactly one fenced ```json block: {{"overall": "approve" | "revise", "su
 "reviewed_sha": "{head}"}}. The verdict line and "overall" must agree. Findings of severity
 {threshold} or above block the merge."""
 
+REVIEW_PREAMBLE = REVIEW_SCOPE + REVIEW_VERDICT
+
 
 @dataclass(frozen=True)
 class ReviewRound:
@@ -51,12 +59,21 @@ class ReviewRound:
     agents: tuple[AgentRun, ...]
     reviews: tuple[Review, ...]
     gate: GateResult
+    carried: tuple[Finding, ...] = ()  # open from an earlier round, in no report of this one
 
     @property
     def accepted(self) -> tuple[Accepted, ...]:
         """The findings the round's builtin reviewers accepted (docs/chains.md, "Accepting a
         finding"): counted, never part of the gate."""
         return merge_reviews(self.reviews).accepted if self.reviews else ()
+
+    @property
+    def kind(self) -> str:
+        """``incremental`` when a reviewer reviewed only the fix commits, else ``full``
+        ("" when no reviewer ran); each reviewer's own kind is on its review."""
+        if not self.reviews:
+            return ""
+        return INCREMENTAL if any(r.kind == INCREMENTAL for r in self.reviews) else FULL
 
     def entry(self) -> RoundEntry:
         """The round as the step run's record holds it (``runs/schema.py``)."""
@@ -69,6 +86,7 @@ class ReviewRound:
                 ReviewerEntry(run.agent_id, review)
                 for run, review in zip(self.agents, self.reviews, strict=True)
             ),
+            kind=self.kind,
         )
 
 
@@ -84,12 +102,14 @@ def review_round(
     task: str | None = None,
     focus_paths: Sequence[str] = (),
     final: bool = False,
+    previous: ReviewRound | None = None,
 ) -> ReviewRound:
     """Every reviewer on ``head`` (default: the work tree's HEAD), concurrently (separate
     processes sharing the one work tree), then the gate. ``final`` (the run's last round): a
     reviewer whose earlier review of ``head`` is reused and does not approve is asked again,
     since reusing it could only end the run as the earlier one ended (docs/chains.md,
-    Resuming)."""
+    Resuming). ``previous``: the round of this step run a fix followed; an agent reviewer then
+    reviews the fix commits (``chain/increment.py``) unless a full review is due."""
     head = head or git.head_sha(ws.worktree)
     if reviewed_nothing(ws.base_sha, head):  # never run reviewers on no change, never approve
         why = f"nothing to review: {head[:12]} is the base {ws.base_sha[:12]} itself"
@@ -97,40 +117,35 @@ def review_round(
     if ws.branch is not None:
         reset_unless_clean(ws, head)  # a crashed attempt's leftovers
     names = tuple(reviewers or ctx.settings.reviewers)
-    preamble = REVIEW_PREAMBLE.format(
-        head=head,
-        branch=ws.branch or "(detached)",
-        base=ws.base_sha,
-        target=ctx.target,
-        threshold=ctx.settings.threshold.value,
-    )
     if task is None and (step is None or ctx.plan is None):
         task = f"Review the changes from {ws.base_sha} to {head}."
-    if focus_paths:
-        preamble += "\n\nFocus on these paths: " + ", ".join(f"`{p}`" for p in focus_paths) + "."
-
     _gather_secrets(ctx, ws, head)
-    jobs = [
-        Job(
-            agent=name,
-            agent_id=agent_id_for(name, step, iteration),
-            kind="review",
-            start_sha=head,
-            step=step,
-            after=tuple(after),
-            preamble=preamble,
-            task=task,
-        )
-        for name in names
-    ]
+    before = (previous.reviewed_sha, previous.agents, previous.reviews) if previous else None
+    scopes = increment.scopes(ctx, ws.base_sha, head, names, before)
+    template = Job("", "", "review", head, step=step, after=tuple(after), task=task)
+    jobs, full_jobs = _jobs(ctx, ws, template, names, scopes, iteration, focus_paths)
 
-    def read(run: AgentRun) -> Review:
+    def own(run: AgentRun) -> Review:
         return _focus(_read_review(ctx, run), focus_paths)
 
+    def read(run: AgentRun, index: int) -> Review:
+        return increment.whole_step(own(run), scopes[index])
+
+    current = list(jobs)  # each reviewer's job as it last ran
     runs = run_together(ctx, ws, jobs)
-    reviews = [read(run) for run in runs]
-    verdict = _verdict(ctx, runs, reviews, head)
+    reviews = [read(run, index) for index, run in enumerate(runs)]
     threshold = ctx.settings.threshold
+    # an approving incremental reviewer whose verdict only carried findings block reviews the
+    # whole step: a fix may well be elsewhere than the lines a finding names (docs/chains.md)
+    stale = [
+        index
+        for index, run in enumerate(runs)
+        if increment.carried_block(reviews[index], own(run), threshold)
+    ]
+    for index in stale:
+        scopes[index], current[index] = increment.full_again(), full_jobs[index]
+    _rerun(ctx, ws, [current[i] for i in stale], stale, runs, reviews, read, keep=True)
+    verdict = _verdict(ctx, runs, reviews, head)
     again: list[int] = []
     if final and not verdict.approved:
         again = [
@@ -139,14 +154,73 @@ def review_round(
             if run.reused and not gate(review, threshold=threshold, head_sha=head).approved
         ]
     if again:
-        fresh = run_together(ctx, ws, [replace(jobs[i], reuse=False) for i in again])
-        for index, run in zip(again, fresh, strict=True):
-            runs[index], reviews[index] = run, read(run)
+        redo = [replace(current[i], reuse=False) for i in again]
+        _rerun(ctx, ws, redo, again, runs, reviews, read)
         verdict = _verdict(ctx, runs, reviews, head)
     extra = tuple(r for r in (_untouched(ws, head), _markers(ctx, ws, head)) if r)
     if extra:
         verdict = GateResult(False, 1, (*verdict.reasons, *extra), verdict.threshold)
-    return ReviewRound(iteration, head, tuple(runs), tuple(reviews), verdict)
+    carried = (
+        f for run, r in zip(runs, reviews, strict=True) for f in increment.carried(r, own(run))
+    )
+    return ReviewRound(iteration, head, tuple(runs), tuple(reviews), verdict, tuple(carried))
+
+
+def _rerun(
+    ctx: Context,
+    ws: Workspace,
+    jobs: Sequence[Job],
+    indices: Sequence[int],
+    runs: list[AgentRun],
+    reviews: list[Review],
+    read: Callable[[AgentRun, int], Review],
+    *,
+    keep: bool = False,
+) -> None:
+    """Run ``jobs`` for the reviewers at ``indices`` of ``runs`` / ``reviews`` and put their
+    runs and reviews in place; ``keep``: the runs replaced stay in the record as earlier
+    attempts (an incremental review followed by the whole-step one)."""
+    if not jobs:
+        return
+    for index, run in zip(indices, run_together(ctx, ws, jobs), strict=True):
+        if keep:
+            run = replace(run, earlier=(*runs[index].attempts(), *run.earlier))
+        runs[index], reviews[index] = run, read(run, index)
+
+
+def _jobs(
+    ctx: Context,
+    ws: Workspace,
+    template: Job,
+    names: Sequence[str],
+    scopes: Sequence[Scope],
+    iteration: int | None,
+    focus_paths: Sequence[str],
+) -> tuple[list[Job], list[Job]]:
+    """Each reviewer's job (the preamble of its scope: the whole step, or the fix commits)
+    and the job of its whole-step review (``increment.full_again``)."""
+    head = template.start_sha
+    fields = {
+        "head": head,
+        "branch": ws.branch or "(detached)",
+        "base": ws.base_sha,
+        "target": ctx.target,
+        "threshold": ctx.settings.threshold.value,
+    }
+    whole = REVIEW_PREAMBLE.format(**fields)
+    verdict = REVIEW_VERDICT.format(**fields)
+    focus = ""
+    if focus_paths:
+        focus = "\n\nFocus on these paths: " + ", ".join(f"`{p}`" for p in focus_paths) + "."
+    jobs, full_jobs = [], []
+    for name, scope in zip(names, scopes, strict=True):
+        agent_id = agent_id_for(name, template.step, iteration)
+        preamble = whole
+        if scope.since is not None:
+            preamble = increment.preamble(scope, head, fields["branch"], ws.base_sha, verdict)
+        jobs.append(replace(template, agent=name, agent_id=agent_id, preamble=preamble + focus))
+        full_jobs.append(replace(jobs[-1], agent_id=f"{agent_id}-full", preamble=whole + focus))
+    return jobs, full_jobs
 
 
 def _verdict(

@@ -162,7 +162,7 @@ class Review(NamedTuple):
     """How many changed files ``review.exclude`` kept out of the review."""
     kind: str = ""
     """``incremental`` or ``full`` (docs/review.md, "Incremental review"); "" where no kind
-    was decided (a chain's reviews)."""
+    was decided (a chain reviewer's own result.json)."""
     kind_reason: str = ""
     """Why that kind ran: "incremental: since abc123 …", "full: …"."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -193,17 +193,7 @@ def _review_task(
     if scope is not None and excluded:
         limit = " -- " + " ".join(shlex.quote(spec) for spec in scope.pathspecs)
     if increment is not None and increment.since is not None and head is not None:
-        left_out = set(excluded)
-        new_files = [f for f in increment.new_files if f not in left_out]
-        paths = " ".join(shlex.quote(f":(literal){f}") for f in new_files) or limit[4:]
-        intro = INCREMENTAL_TASK.format(
-            since=increment.since,
-            head=head,
-            base=base,
-            diff_command=f"git diff {increment.since} {head} -- {paths}".rstrip(),
-            files="\n".join(f"- {f}" for f in increment.files if f not in left_out),
-            open_findings=_open_section(increment),
-        )
+        intro = incremental_intro(increment, base, head, excluded, limit[4:])
     elif head is None:
         intro = WHOLE_TASK.format(
             what="staged in the index", diff_command=f"git diff --cached {base}{limit}"
@@ -225,6 +215,26 @@ def _review_task(
         success=files.success.name,
         failed=files.failure.name,
         reviewed=head or "",
+    )
+
+
+def incremental_intro(
+    increment: Increment, base: str, head: str, excluded: Sequence[str] = (), limit: str = ""
+) -> str:
+    """The assignment of an incremental review (``INCREMENTAL_TASK``): the commits since
+    ``increment.since``, their diff command over the change's files (``excluded`` left out;
+    ``limit``: the pathspecs when none of them changed), the change's files and the findings
+    still open. ``git agent-review``, the Action and a chain's re-review after a fix."""
+    left_out = set(excluded)
+    new_files = [f for f in increment.new_files if f not in left_out]
+    paths = " ".join(shlex.quote(f":(literal){f}") for f in new_files) or limit
+    return INCREMENTAL_TASK.format(
+        since=increment.since,
+        head=head,
+        base=base,
+        diff_command=f"git diff {increment.since} {head} -- {paths}".rstrip(),
+        files="\n".join(f"- {f}" for f in increment.files if f not in left_out),
+        open_findings=_open_section(increment),
     )
 
 

@@ -89,6 +89,7 @@ class ReviewerEntry:
             "reason": review.reason,
             "findings": [f.to_dict() for f in review.findings],
             "accepted": [a.to_dict() for a in review.accepted],
+            **({"kind": review.kind, "kindReason": review.kind_reason} if review.kind else {}),
         }
 
     @classmethod
@@ -104,8 +105,16 @@ class ReviewerEntry:
             base_sha=base_sha,
             reason=text(data, "reason") or "",
             accepted=_readable(data.get("accepted"), accepted_from_dict, "accepted"),
+            kind=_kind(data),
+            kind_reason=(text(data, "kindReason") or "") if _kind(data) else "",
         )
         return cls(text(data, "agentId") or "", review)
+
+
+def _kind(data: Mapping[str, Any]) -> str:
+    """A recorded review kind: ``incremental`` or ``full``; "" for anything else."""
+    kind = data.get("kind")
+    return kind if kind in ("incremental", "full") else ""
 
 
 def _readable(items: Any, read: Callable[[Any, str], T], what: str) -> tuple[T, ...]:
@@ -130,6 +139,7 @@ class RoundEntry:
     approved: bool
     reasons: tuple[str, ...]
     reviewers: tuple[ReviewerEntry, ...]
+    kind: str = ""  # "incremental": a reviewer reviewed only the fix commits; else "full"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,6 +148,7 @@ class RoundEntry:
             "approved": self.approved,
             "reasons": list(self.reasons),
             "reviewers": [r.to_json() for r in self.reviewers],
+            **({"kind": self.kind} if self.kind else {}),
         }
 
     @classmethod
@@ -152,6 +163,7 @@ class RoundEntry:
                 ReviewerEntry.from_json(item, reviewed or None, base_sha)
                 for item in _objects(data, "reviewers")
             ),
+            kind=_kind(data),
         )
 
 
