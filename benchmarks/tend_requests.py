@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import cli_main, git, init_repo  # noqa: E402
-from tests.github.pr.test_pipeline import IMPLEMENTER  # noqa: E402
 from tests.github_standin import GitHubStandIn, Recorded  # noqa: E402
+from tests.helpers.pipeline import IMPLEMENTER  # noqa: E402
 from tests.helpers.step_pr import flow_config  # noqa: E402
 
 PLAN = "specs/feature.md"

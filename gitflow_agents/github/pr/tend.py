@@ -17,8 +17,9 @@ not read):
   the pushed head, auto-merge re-armed with ``--auto-merge``). A merge the fixer did not resolve
   leaves the head as it is with a ``failure`` status, the conflicting files named in the sticky
   comment, and ``CONFLICT_LABEL``; the label goes when a later tend lands the merge.
-- **green, with ``--auto-merge rebase``, but a merge commit of the branch resolves a conflict**:
-  red (GitHub refuses to rebase-merge it; auto-merge would wait for good), said on one line.
+- **green, with ``--auto-merge rebase``, but a merge commit of the branch resolves a conflict**
+  (GitHub refuses to rebase-merge it; auto-merge would wait for good) **or was edited after
+  merging cleanly** (a rebase would drop those edits): red, said on one line naming the commit.
 
 Exit code: 0 every open step pull request is green or waits on someone else (its step run or
 another tend works on it), 1 one stays red, 3 an agent failed, 4 GitHub failed (as ``run``).

@@ -436,3 +436,54 @@ def test_run_pr_with_rebase_auto_merge_says_its_conflict_resolving_merge_cannot_
     assert "cannot be rebase-merged: its merge commit" in out.stdout
     again = run_pr(repo, "--step", "1", "--force", "--auto-merge", "squash")
     assert again.returncode == 0, again.stdout + again.stderr  # a squash would land it
+
+
+def merge_main_by_hand(tmp_path: Path, name: str, edits: dict[str, str]) -> str:
+    """A human merges origin's main into the step branch (a clean merge), writes ``edits`` into
+    that merge commit (``--amend``: an "evil merge" when there are any), and pushes it."""
+    human = tmp_path / name
+    git(tmp_path, "clone", "-q", "-b", BRANCH, str(tmp_path / "origin.git"), str(human))
+    git(human, "merge", "-q", "--no-edit", "origin/main")
+    if edits:
+        for path, text in edits.items():
+            (human / path).write_text(text)
+        git(human, "add", "-A")
+        git(human, "commit", "-q", "--amend", "--no-edit")
+    git(human, "push", "-q", "origin", BRANCH)
+    return git(human, "rev-parse", "HEAD").strip()
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["untouched", "edited"])
+def test_a_clean_merge_edited_by_hand_is_red_for_rebase_auto_merge(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], edited: bool
+) -> None:
+    """An "evil merge": GitHub's rebase replays only the non-merge commits, so edits written
+    into a clean merge commit would silently not land; the tend says so, names the commit and
+    exits 1. The same merge untouched lands by rebase (exit 0)."""
+    repo, _ = opened(tmp_path, gh)
+    land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
+    edits = {"README.md": "# demo\nedited inside the merge\n"} if edited else {}
+    merge = merge_main_by_hand(tmp_path, "human", edits)
+    out = tend(repo, "--auto-merge", "rebase")
+    text = out.stdout + out.stderr
+    assert statuses(gh, merge)[-1] == "success", text  # reviewed and approved as it is
+    said = f"cannot be rebase-merged: its merge commit {merge[:12]} differs from the clean merge"
+    if not edited:
+        assert out.returncode == 0 and "cannot be rebase-merged" not in text, text
+        return
+    assert out.returncode == 1 and said in out.stdout and "1 red" in out.stdout, text
+    assert tend(repo, "--auto-merge", "squash").returncode == 0  # a squash lands it as reviewed
+
+
+def test_run_pr_with_rebase_auto_merge_refuses_a_clean_merge_edited_by_hand(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    repo, _ = opened(tmp_path, gh)
+    land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
+    merge = merge_main_by_hand(tmp_path, "human", {"README.md": "# demo\nedited in the merge\n"})
+    out = run_pr(repo, "--step", "1", "--force", "--auto-merge", "rebase")
+    text = out.stdout + out.stderr
+    (pull,) = gh.state.pulls.values()
+    assert statuses(gh, pull.head_sha)[-1] == "success", text
+    assert out.returncode == 1, text
+    assert f"its merge commit {merge[:12]} differs from the clean merge" in out.stdout, text
