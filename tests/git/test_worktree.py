@@ -49,4 +49,3 @@ def test_work_trees_added_and_removed_from_many_threads_at_once_all_succeed(
         with ThreadPoolExecutor(max_workers=12) as pool:
             list(pool.map(lambda p: remove_worktree(repo, p), paths))
         assert not any(path.exists() for path in paths)
-
