@@ -82,25 +82,39 @@ Count = tuple[int, int, int, int, int]
 ISSUE = 900  # a plain issue: pull requests take the low numbers
 
 
+def _graphql(r: Recorded) -> str:
+    """The GraphQL document of a ``POST /graphql`` ("" for any other request)."""
+    if not r.path.endswith("/graphql") or not isinstance(r.body, dict):
+        return ""
+    return str(r.body.get("query") or "")
+
+
 def _split(made: list[Recorded]) -> tuple[int, int]:
-    writes = sum(r.method in ("POST", "PATCH", "PUT", "DELETE") for r in made)
+    """(reads, writes): a GraphQL query is a read, a GraphQL mutation a write."""
+    writes = sum(
+        r.method in ("POST", "PATCH", "PUT", "DELETE")
+        and not _graphql(r).lstrip().startswith("query")
+        for r in made
+    )
     return len(made) - writes, writes
+
+
+def _glance_starts(r: Recorded) -> bool:
+    """The plan comment's first request: its list of the open pull requests into the target
+    (the GraphQL ``OpenPullRequests`` query, or REST's ``GET /pulls`` without ``head``)."""
+    if r.method == "GET" and r.path.endswith("/pulls") and "head" not in r.query:
+        return True
+    return "query OpenPullRequests" in _graphql(r)
 
 
 def counted_call(gh: GitHubStandIn, cwd: Path, *args: str) -> Count:
     """One command: its exit code, its reads and writes, and the plan comment's share (from
-    the plan comment's list of open pull requests, the one ``GET /pulls`` without ``head``)."""
+    the plan comment's list of open pull requests, ``_glance_starts``: its last one)."""
     start = len(gh.log)
     code = call(cwd, *args, "--plan-issue", str(ISSUE))
     made = gh.log[start:]
-    glance = next(
-        (
-            n
-            for n, r in enumerate(made)
-            if r.method == "GET" and r.path.endswith("/pulls") and "head" not in r.query
-        ),
-        len(made),
-    )
+    starts = [n for n, r in enumerate(made) if _glance_starts(r)]
+    glance = starts[-1] if starts else len(made)
     reads, writes = _split(made)
     comment_reads, comment_writes = _split(made[glance:])
     return code, reads, writes, comment_reads, comment_writes
@@ -175,15 +189,16 @@ def budget(rows: list[tuple[str, int, Count]], steps: int, runners: int) -> None
     run = per_pull("run --all --pr: claim to published")
     green = per_pull("tend: all green, up to date")
     behind = per_pull("tend: all behind: merged, reviewed")
-    # the plan comment: a fixed part and one status read per open pull request; measured where
-    # the target moved (its footer names the target's commit: every merge edits the comment)
+    # the plan comment: what it cost where the target moved (its footer names the target's
+    # commit: every merge edits it); one GraphQL page lists 100 open pull requests with their
+    # heads' statuses, so one more request per 100 beyond the measured ones
     moved = by["tend: all behind: merged, reviewed"]
-    comment_fixed = moved[3] + moved[4] - pulls
+    comment_fixed = moved[3] + moved[4]
     waves = -(-steps // runners)
     sizes = [min(runners, steps - w * runners) for w in range(waves)]
 
     def comment(open_pulls: int) -> float:
-        return comment_fixed + open_pulls
+        return comment_fixed + max(0, -(-open_pulls // 100) - 1)
 
     runs = sum(size * run for size in sizes)
     # one tend per merge; before the k-th merge of a wave, size - k + 1 pull requests are open
@@ -195,7 +210,7 @@ def budget(rows: list[tuple[str, int, Count]], steps: int, runners: int) -> None
     print(
         f"Budget: {steps} steps on {runners} runners ({waves} waves); per step pull request: "
         f"run {run:.1f}, tend green {green:.1f}, tend behind {behind:.1f}; plan comment "
-        f"{comment_fixed} + 1 per open pull request"
+        f"{comment_fixed} (one more per 100 open pull requests past the first 100)"
     )
     print()
     print(

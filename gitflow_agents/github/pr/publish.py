@@ -150,9 +150,10 @@ def publish_step(
     pull, _ = upsert_pull(client, spec)
     result = record_pull(run_dir, result, pull)
     pull = dataclasses.replace(pull, head_sha=head)  # GitHub may answer the claimed commit
-    if approved:
+    # the label as the pull request just read lists it: no request when it is already right
+    if approved and CHANGES_LABEL in pull.labels:
         client.pulls.remove_label(spec.repo, pull.number, CHANGES_LABEL)
-    else:
+    elif not approved and CHANGES_LABEL not in pull.labels:
         client.pulls.add_label(spec.repo, pull.number, CHANGES_LABEL)
     # Pending first, then auto-merge: GitHub refuses to enable auto-merge on a pull request
     # whose required checks already pass ("clean status"), and merges once the final one does.
@@ -166,14 +167,10 @@ def publish_step(
     found, gate = last_review(result, threshold)
     login = Identity(client, None)
     login.settle(lambda: comment.marked_comments(client, spec.repo, pull.number))
+    # the changed files place findings on lines: with none to place they are not read
+    files = readable_files(client, spec.repo, pull.number) if found.findings else []
     inline = review.post_inline(
-        client,
-        spec.repo,
-        pull.number,
-        head,
-        found.findings,
-        readable_files(client, spec.repo, pull.number),
-        login=login,
+        client, spec.repo, pull.number, head, found.findings, files, login=login
     )
     chart = fence_chart(step_chart(run_dir, result))
     body = comment.summary_body(
