@@ -5,23 +5,27 @@ Usage: python benchmarks/tend_requests.py [--pulls 1,5,20] [--steps 100] [--runn
 For each N: a bare ``origin`` the stand-in from tests/ serves, a plan of N independent steps
 (``Depends on: none``), ``run PLAN --all --pr --plan-issue 900`` opening N approved pull requests
 (an implementer writing one file per step, the builtin reviewer; claim, chain, push, publish,
-then the plan comment created), then three tends with ``--plan-issue 900``, each from a fresh
-clone as a workflow job would run it: all pull requests green and up to date; after an
-unrelated commit on the target, all behind (each merged, reviewed, pushed and published); and
-again, nothing to do. Counts the REST and GraphQL requests of each command, and of those the
-plan comment's (from its list of the open pull requests to the end: the statuses of each open
-step pull request, the issue's comments, the create or edit). A ``git push`` or ``ls-remote`` is
-no API request and is not counted; merging is GitHub's (auto-merge), no request of ours.
+then the plan comment created), then tends with ``--plan-issue 900``, each from a fresh clone as
+a workflow job would run it: all pull requests green and up to date; after an unrelated commit
+on the target, all behind (each merged, reviewed, pushed and published); again, nothing to do;
+and after another commit on a target that now requires up-to-date branches, all behind again:
+one tended, the rest waiting for its merge. Counts the REST and GraphQL requests of each command
+(a GraphQL query is a read, a mutation a write), and of those the plan comment's (from its list
+of the open pull requests with their heads' statuses to the end: the issue's comments, the
+create or edit). A ``git push`` or ``ls-remote`` is no API request and is not counted; merging
+is GitHub's (auto-merge), no request of ours.
 
 Then the budget: what a plan of ``--steps`` steps in waves of ``--runners`` spends, from the
-per-pull-request figures of the largest N: every step one ``run --pr`` (and its plan comment
-update with the wave's pull requests open), every merge a push to the target that starts one
-``plan tend`` with its plan comment update; at best each pull request merges before the next
-sibling lands (the tend finds the rest green), at worst every merge leaves the wave's remaining
-pull requests behind and each is tended again (a target that requires up-to-date branches, the
-wave merging one by one). Set against the documented primary rate limits (benchmarks/README.md):
-1,000 requests an hour per repository for the Actions ``GITHUB_TOKEN``, 5,000 an hour for a
-user's token. A measurement to watch, printed as tables.
+figures of the largest N: every step one ``run --pr`` (and its plan comment update with the
+wave's pull requests open), every merge a push to the target that starts one ``plan tend``
+(its own reads, whatever the number of pull requests) with its plan comment update; at best
+each pull request merges before the next sibling lands (the tend finds the rest green), at
+worst every merge leaves the wave's remaining pull requests behind (a target that requires
+up-to-date branches, the wave merging one by one), and each merge's tend brings one of them up
+to date. Set against the documented primary rate limits (benchmarks/README.md): 1,000 requests
+an hour per repository for the Actions ``GITHUB_TOKEN``, 5,000 an hour for a user's token
+(GraphQL has its own budget of the same size: counting it here overstates the spend). A
+measurement to watch, printed as tables.
 """
 
 from __future__ import annotations
@@ -39,8 +43,10 @@ from tests.conftest import cli_main, git, init_repo  # noqa: E402
 from tests.github_standin import GitHubStandIn, Recorded  # noqa: E402
 from tests.helpers.pipeline import IMPLEMENTER  # noqa: E402
 from tests.helpers.step_pr import flow_config  # noqa: E402
+from tests.standin_rules import strict_rule  # noqa: E402
 
 PLAN = "specs/feature.md"
+STRICT = "tend: all behind, up-to-date rule: one tended, the rest wait"
 
 
 def plan_text(steps: int) -> str:
@@ -127,11 +133,11 @@ def counted(gh: GitHubStandIn, box: Path, name: str) -> Count:
     return counted_call(gh, clone, "plan", "tend", PLAN, "--auto-merge", "squash")
 
 
-def land_on_main(box: Path) -> None:
-    human = box / "human"
+def land_on_main(box: Path, name: str = "human") -> None:
+    human = box / name
     git(box, "clone", "-q", str(box / "origin.git"), str(human))
-    (human / "OTHER.md").write_text("landed meanwhile\n")
-    git(human, "add", "OTHER.md")
+    (human / f"{name}.md").write_text("landed meanwhile\n")
+    git(human, "add", f"{name}.md")
     git(human, "commit", "-q", "-m", "a teammate's commit")
     git(human, "push", "-q", "origin", "main")
 
@@ -161,6 +167,9 @@ def measure(steps: int) -> list[tuple[str, int, Count]]:
             land_on_main(box)
             rows.append(("tend: all behind: merged, reviewed", counted(gh, box, "tend-2")))
             rows.append(("tend again: nothing to do", counted(gh, box, "tend-3")))
+            land_on_main(box, "other")
+            gh.state.branch_rules["main"] = [strict_rule(strict=True)]
+            rows.append((STRICT, counted(gh, box, "tend-4")))
             assert len(gh.comments_on(ISSUE)) == 1
             return [(what, steps, count) for what, count in rows]
     finally:
@@ -177,23 +186,26 @@ USER_TOKEN_HOURLY = 5000
 
 
 def budget(rows: list[tuple[str, int, Count]], steps: int, runners: int) -> None:
-    """The budget table (module doc), from the per-pull-request figures of ``rows`` (one N)."""
+    """The budget table (module doc), from the figures of ``rows`` (one N)."""
     by = {what: count for what, _, count in rows}
     pulls = rows[0][1]
 
-    def per_pull(what: str, *, comment: bool = False) -> float:
-        count = by[what]
-        total = count[3] + count[4] if comment else count[1] + count[2] - count[3] - count[4]
-        return total / pulls
+    def spent(what: str) -> int:
+        return by[what][1] + by[what][2]
 
-    run = per_pull("run --all --pr: claim to published")
-    green = per_pull("tend: all green, up to date")
-    behind = per_pull("tend: all behind: merged, reviewed")
-    # the plan comment: what it cost where the target moved (its footer names the target's
-    # commit: every merge edits it); one GraphQL page lists 100 open pull requests with their
-    # heads' statuses, so one more request per 100 beyond the measured ones
-    moved = by["tend: all behind: merged, reviewed"]
-    comment_fixed = moved[3] + moved[4]
+    def comment_share(what: str) -> int:
+        return by[what][3] + by[what][4]
+
+    run = (spent("run --all --pr: claim to published") - comment_share(rows[0][0])) / pulls
+    # a tend's own reads whatever the number of pull requests (one GraphQL page per 100, the
+    # target's guard), and what one behind pull request adds (merged, reviewed, published)
+    green = "tend: all green, up to date"
+    tend_fixed = spent(green) - comment_share(green)
+    moved = "tend: all behind: merged, reviewed"
+    behind = (spent(moved) - comment_share(moved) - tend_fixed) / pulls
+    # the plan comment, measured where the target moved (its footer names the target's commit:
+    # every merge edits it); one request more per 100 open pull requests past the first 100
+    comment_fixed = comment_share(moved)
     waves = -(-steps // runners)
     sizes = [min(runners, steps - w * runners) for w in range(waves)]
 
@@ -204,27 +216,28 @@ def budget(rows: list[tuple[str, int, Count]], steps: int, runners: int) -> None
     # one tend per merge; before the k-th merge of a wave, size - k + 1 pull requests are open
     merges = [open_ for size in sizes for open_ in range(size, 0, -1)]
     comments = sum(size * comment(size) for size in sizes) + sum(comment(n - 1) for n in merges)
-    best = runs + comments + sum(green * (n - 1) for n in merges)
-    worst = runs + comments + sum(behind * (n - 1) for n in merges)
+    best = runs + comments + tend_fixed * len(merges)
+    worst = best + sum(behind for n in merges if n > 1)
     print()
     print(
-        f"Budget: {steps} steps on {runners} runners ({waves} waves); per step pull request: "
-        f"run {run:.1f}, tend green {green:.1f}, tend behind {behind:.1f}; plan comment "
-        f"{comment_fixed} (one more per 100 open pull requests past the first 100)"
+        f"Budget: {steps} steps on {runners} runners ({waves} waves); per step: run {run:.1f}; "
+        f"per tend {tend_fixed} and {behind:.1f} per pull request it brings up to date; plan "
+        f"comment {comment_fixed} (one more per 100 open pull requests past the first 100)"
     )
     print()
     print(
-        "| case | requests | of them plan comment | per step "
+        "| case | requests | of them plan comment | per step | per wave "
         "| hours of GITHUB_TOKEN (1,000/h) | of a user token (5,000/h) |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for case, total in (
         ("best: each merges before the next sibling lands", best),
-        ("worst: each merge leaves the rest behind", worst),
+        ("worst: each merge leaves the rest behind (one tended per merge)", worst),
     ):
         print(
             f"| {case} | {total:,.0f} | {comments:,.0f} | {total / steps:.1f} | "
-            f"{total / GITHUB_TOKEN_HOURLY:.2f} | {total / USER_TOKEN_HOURLY:.2f} |"
+            f"{total / waves:,.0f} | {total / GITHUB_TOKEN_HOURLY:.2f} | "
+            f"{total / USER_TOKEN_HOURLY:.2f} |"
         )
 
 

@@ -76,6 +76,7 @@ class Tended(NamedTuple):
 
     state: str
     code: int = int(ExitCode.OK)
+    landing: bool = False  # this tend made it green with auto-merge armed: GitHub merges it
 
 
 class _Open(NamedTuple):
@@ -100,13 +101,35 @@ def tend_plan(
         return int(ExitCode.OK)
     if options.auto_merge is not None:
         github = guarded(github, ctx.target)
-    left = [tend_pull(ctx, github, found, options, report, states) for found in pulls]
+    left = _tend_all(ctx, github, pulls, options, report, states)
     counts = {state: sum(t.state == state for t in left) for state in ("green", "waiting", "red")}
     print("plan tend: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
     update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
     if any(t.code == ExitCode.AGENT_FAILED for t in left):
         return int(ExitCode.AGENT_FAILED)
     return int(ExitCode.REVISE) if counts["red"] else int(ExitCode.OK)
+
+
+def _tend_all(
+    ctx: Context,
+    github: GitHub,
+    pulls: list[_Open],
+    options: TendOptions,
+    report: Callable[[ChainResult], None],
+    states: HeadStates | None,
+) -> list[Tended]:
+    """Each open step pull request tended in plan order. On a target that requires up-to-date
+    branches, with ``--auto-merge``, once this tend made one green (GitHub merges it next), the
+    later ones that are behind wait for the push of that merge: bringing them up to date now
+    would be undone by it (each merge would re-merge and re-review every sibling)."""
+    one_at_a_time = options.auto_merge is not None and bool(github.guard and github.guard.strict)
+    left: list[Tended] = []
+    landing: PullRequest | None = None
+    for found in pulls:
+        left.append(tend_pull(ctx, github, found, options, report, states, after=landing))
+        if one_at_a_time and landing is None and left[-1].landing:
+            landing = found.pull
+    return left
 
 
 def _plan_name(ctx: Context) -> str:
@@ -183,15 +206,25 @@ def tend_pull(
     options: TendOptions,
     report: Callable[[ChainResult], None],
     states: HeadStates | None = None,
+    after: PullRequest | None = None,
 ) -> Tended:
     """One open step pull request (see the module doc); ``states``: its head's gate state as
-    the list of open pull requests read it (under the lease it is read again)."""
+    the list of open pull requests read it (under the lease it is read again); ``after``: a
+    pull request GitHub merges next, whose push a behind one waits for (``_tend_all``)."""
     head = _fetch_head(ctx, found.branch)
     target_sha = target_tip(ctx, fetch=False)
     assert target_sha is not None
     settled = _verdict(ctx, github, found, head, target_sha, states)
     if settled is not None:
         return _rebase_safe(ctx, found, options, settled, head, target_sha)
+    if after is not None and not git.is_ancestor(ctx.root, target_sha, head):
+        _say(
+            found.step,
+            found.pull,
+            f"behind {ctx.target}: waits for PR #{after.number} to land ({ctx.target} requires "
+            "up-to-date branches: tending it now would be undone by that merge)",
+        )
+        return Tended("waiting")
     lease = git_lease.read_lease(ctx.root, found.branch, REMOTE)
     why = tend_lease.busy(lease, github.client, github.repo, github.ttl)
     if why is not None:
@@ -279,7 +312,8 @@ def _tend_held(
     state = _publish(fresh, github, options, result, found, tip, ())
     if CONFLICT_LABEL in pull.labels:
         github.client.pulls.remove_label(github.repo, pull.number, CONFLICT_LABEL)
-    tended = Tended("green" if state == "success" else "red")
+    green = state == "success"
+    tended = Tended("green" if green else "red", landing=green and options.auto_merge is not None)
     return _rebase_safe(ctx, found, options, tended, tip, target_sha), tip
 
 
