@@ -23,6 +23,10 @@ not read):
   (GitHub refuses to rebase-merge it; auto-merge would wait for good) **or was edited after
   merging cleanly** (a rebase would drop those edits): red, said on one line naming the commit.
 
+On a target that requires up-to-date branches, with ``--auto-merge``, once this tend made one
+pull request green (GitHub merges it next, and its merge leaves every sibling behind again), the
+later behind ones wait for that merge's push (``_tend_all``): one brought up to date per merge.
+
 Exit code: 0 every open step pull request is green or waits on someone else (its step run or
 another tend works on it), 1 one stays red, 3 an agent failed, 4 GitHub failed (as ``run``).
 docs/github.md, "Tending open step pull requests".
