@@ -5,23 +5,27 @@ Usage: python benchmarks/tend_requests.py [--pulls 1,5,20] [--steps 100] [--runn
 For each N: a bare ``origin`` the stand-in from tests/ serves, a plan of N independent steps
 (``Depends on: none``), ``run PLAN --all --pr --plan-issue 900`` opening N approved pull requests
 (an implementer writing one file per step, the builtin reviewer; claim, chain, push, publish,
-then the plan comment created), then three tends with ``--plan-issue 900``, each from a fresh
-clone as a workflow job would run it: all pull requests green and up to date; after an
-unrelated commit on the target, all behind (each merged, reviewed, pushed and published); and
-again, nothing to do. Counts the REST and GraphQL requests of each command, and of those the
-plan comment's (from its list of the open pull requests to the end: the statuses of each open
-step pull request, the issue's comments, the create or edit). A ``git push`` or ``ls-remote`` is
-no API request and is not counted; merging is GitHub's (auto-merge), no request of ours.
+then the plan comment created), then tends with ``--plan-issue 900``, each from a fresh clone as
+a workflow job would run it: all pull requests green and up to date; after an unrelated commit
+on the target, all behind (each merged, reviewed, pushed and published); again, nothing to do;
+and after another commit on a target that now requires up-to-date branches, all behind again:
+one tended, the rest waiting for its merge. Counts the REST and GraphQL requests of each command
+(a GraphQL query is a read, a mutation a write), and of those the plan comment's (from its list
+of the open pull requests with their heads' statuses to the end: the issue's comments, the
+create or edit). A ``git push`` or ``ls-remote`` is no API request and is not counted; merging
+is GitHub's (auto-merge), no request of ours.
 
 Then the budget: what a plan of ``--steps`` steps in waves of ``--runners`` spends, from the
-per-pull-request figures of the largest N: every step one ``run --pr`` (and its plan comment
-update with the wave's pull requests open), every merge a push to the target that starts one
-``plan tend`` with its plan comment update; at best each pull request merges before the next
-sibling lands (the tend finds the rest green), at worst every merge leaves the wave's remaining
-pull requests behind and each is tended again (a target that requires up-to-date branches, the
-wave merging one by one). Set against the documented primary rate limits (benchmarks/README.md):
-1,000 requests an hour per repository for the Actions ``GITHUB_TOKEN``, 5,000 an hour for a
-user's token. A measurement to watch, printed as tables.
+figures of the largest N: every step one ``run --pr`` (and its plan comment update with the
+wave's pull requests open), every merge a push to the target that starts one ``plan tend``
+(its own reads, whatever the number of pull requests) with its plan comment update; at best
+each pull request merges before the next sibling lands (the tend finds the rest green), at
+worst every merge leaves the wave's remaining pull requests behind (a target that requires
+up-to-date branches, the wave merging one by one), and each merge's tend brings one of them up
+to date. Set against the documented primary rate limits (benchmarks/README.md): 1,000 requests
+an hour per repository for the Actions ``GITHUB_TOKEN``, 5,000 an hour for a user's token
+(GraphQL has its own budget of the same size: counting it here overstates the spend). A
+measurement to watch, printed as tables.
 """
 
 from __future__ import annotations
@@ -36,11 +40,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import cli_main, git, init_repo  # noqa: E402
-from tests.github.pr.test_pipeline import IMPLEMENTER  # noqa: E402
 from tests.github_standin import GitHubStandIn, Recorded  # noqa: E402
+from tests.helpers.pipeline import IMPLEMENTER  # noqa: E402
 from tests.helpers.step_pr import flow_config  # noqa: E402
+from tests.standin_rules import strict_rule  # noqa: E402
 
 PLAN = "specs/feature.md"
+STRICT = "tend: all behind, up-to-date rule: one tended, the rest wait"
 
 
 def plan_text(steps: int) -> str:
@@ -82,25 +88,39 @@ Count = tuple[int, int, int, int, int]
 ISSUE = 900  # a plain issue: pull requests take the low numbers
 
 
+def _graphql(r: Recorded) -> str:
+    """The GraphQL document of a ``POST /graphql`` ("" for any other request)."""
+    if not r.path.endswith("/graphql") or not isinstance(r.body, dict):
+        return ""
+    return str(r.body.get("query") or "")
+
+
 def _split(made: list[Recorded]) -> tuple[int, int]:
-    writes = sum(r.method in ("POST", "PATCH", "PUT", "DELETE") for r in made)
+    """(reads, writes): a GraphQL query is a read, a GraphQL mutation a write."""
+    writes = sum(
+        r.method in ("POST", "PATCH", "PUT", "DELETE")
+        and not _graphql(r).lstrip().startswith("query")
+        for r in made
+    )
     return len(made) - writes, writes
+
+
+def _glance_starts(r: Recorded) -> bool:
+    """The plan comment's first request: its list of the open pull requests into the target
+    (the GraphQL ``OpenPullRequests`` query, or REST's ``GET /pulls`` without ``head``)."""
+    if r.method == "GET" and r.path.endswith("/pulls") and "head" not in r.query:
+        return True
+    return "query OpenPullRequests" in _graphql(r)
 
 
 def counted_call(gh: GitHubStandIn, cwd: Path, *args: str) -> Count:
     """One command: its exit code, its reads and writes, and the plan comment's share (from
-    the plan comment's list of open pull requests, the one ``GET /pulls`` without ``head``)."""
+    the plan comment's list of open pull requests, ``_glance_starts``: its last one)."""
     start = len(gh.log)
     code = call(cwd, *args, "--plan-issue", str(ISSUE))
     made = gh.log[start:]
-    glance = next(
-        (
-            n
-            for n, r in enumerate(made)
-            if r.method == "GET" and r.path.endswith("/pulls") and "head" not in r.query
-        ),
-        len(made),
-    )
+    starts = [n for n, r in enumerate(made) if _glance_starts(r)]
+    glance = starts[-1] if starts else len(made)
     reads, writes = _split(made)
     comment_reads, comment_writes = _split(made[glance:])
     return code, reads, writes, comment_reads, comment_writes
@@ -113,11 +133,11 @@ def counted(gh: GitHubStandIn, box: Path, name: str) -> Count:
     return counted_call(gh, clone, "plan", "tend", PLAN, "--auto-merge", "squash")
 
 
-def land_on_main(box: Path) -> None:
-    human = box / "human"
+def land_on_main(box: Path, name: str = "human") -> None:
+    human = box / name
     git(box, "clone", "-q", str(box / "origin.git"), str(human))
-    (human / "OTHER.md").write_text("landed meanwhile\n")
-    git(human, "add", "OTHER.md")
+    (human / f"{name}.md").write_text("landed meanwhile\n")
+    git(human, "add", f"{name}.md")
     git(human, "commit", "-q", "-m", "a teammate's commit")
     git(human, "push", "-q", "origin", "main")
 
@@ -147,6 +167,9 @@ def measure(steps: int) -> list[tuple[str, int, Count]]:
             land_on_main(box)
             rows.append(("tend: all behind: merged, reviewed", counted(gh, box, "tend-2")))
             rows.append(("tend again: nothing to do", counted(gh, box, "tend-3")))
+            land_on_main(box, "other")
+            gh.state.branch_rules["main"] = [strict_rule(strict=True)]
+            rows.append((STRICT, counted(gh, box, "tend-4")))
             assert len(gh.comments_on(ISSUE)) == 1
             return [(what, steps, count) for what, count in rows]
     finally:
@@ -163,53 +186,58 @@ USER_TOKEN_HOURLY = 5000
 
 
 def budget(rows: list[tuple[str, int, Count]], steps: int, runners: int) -> None:
-    """The budget table (module doc), from the per-pull-request figures of ``rows`` (one N)."""
+    """The budget table (module doc), from the figures of ``rows`` (one N)."""
     by = {what: count for what, _, count in rows}
     pulls = rows[0][1]
 
-    def per_pull(what: str, *, comment: bool = False) -> float:
-        count = by[what]
-        total = count[3] + count[4] if comment else count[1] + count[2] - count[3] - count[4]
-        return total / pulls
+    def spent(what: str) -> int:
+        return by[what][1] + by[what][2]
 
-    run = per_pull("run --all --pr: claim to published")
-    green = per_pull("tend: all green, up to date")
-    behind = per_pull("tend: all behind: merged, reviewed")
-    # the plan comment: a fixed part and one status read per open pull request; measured where
-    # the target moved (its footer names the target's commit: every merge edits the comment)
-    moved = by["tend: all behind: merged, reviewed"]
-    comment_fixed = moved[3] + moved[4] - pulls
+    def comment_share(what: str) -> int:
+        return by[what][3] + by[what][4]
+
+    run = (spent("run --all --pr: claim to published") - comment_share(rows[0][0])) / pulls
+    # a tend's own reads whatever the number of pull requests (one GraphQL page per 100, the
+    # target's guard), and what one behind pull request adds (merged, reviewed, published)
+    green = "tend: all green, up to date"
+    tend_fixed = spent(green) - comment_share(green)
+    moved = "tend: all behind: merged, reviewed"
+    behind = (spent(moved) - comment_share(moved) - tend_fixed) / pulls
+    # the plan comment, measured where the target moved (its footer names the target's commit:
+    # every merge edits it); one request more per 100 open pull requests past the first 100
+    comment_fixed = comment_share(moved)
     waves = -(-steps // runners)
     sizes = [min(runners, steps - w * runners) for w in range(waves)]
 
     def comment(open_pulls: int) -> float:
-        return comment_fixed + open_pulls
+        return comment_fixed + max(0, -(-open_pulls // 100) - 1)
 
     runs = sum(size * run for size in sizes)
     # one tend per merge; before the k-th merge of a wave, size - k + 1 pull requests are open
     merges = [open_ for size in sizes for open_ in range(size, 0, -1)]
     comments = sum(size * comment(size) for size in sizes) + sum(comment(n - 1) for n in merges)
-    best = runs + comments + sum(green * (n - 1) for n in merges)
-    worst = runs + comments + sum(behind * (n - 1) for n in merges)
+    best = runs + comments + tend_fixed * len(merges)
+    worst = best + sum(behind for n in merges if n > 1)
     print()
     print(
-        f"Budget: {steps} steps on {runners} runners ({waves} waves); per step pull request: "
-        f"run {run:.1f}, tend green {green:.1f}, tend behind {behind:.1f}; plan comment "
-        f"{comment_fixed} + 1 per open pull request"
+        f"Budget: {steps} steps on {runners} runners ({waves} waves); per step: run {run:.1f}; "
+        f"per tend {tend_fixed} and {behind:.1f} per pull request it brings up to date; plan "
+        f"comment {comment_fixed} (one more per 100 open pull requests past the first 100)"
     )
     print()
     print(
-        "| case | requests | of them plan comment | per step "
+        "| case | requests | of them plan comment | per step | per wave "
         "| hours of GITHUB_TOKEN (1,000/h) | of a user token (5,000/h) |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for case, total in (
         ("best: each merges before the next sibling lands", best),
-        ("worst: each merge leaves the rest behind", worst),
+        ("worst: each merge leaves the rest behind (one tended per merge)", worst),
     ):
         print(
             f"| {case} | {total:,.0f} | {comments:,.0f} | {total / steps:.1f} | "
-            f"{total / GITHUB_TOKEN_HOURLY:.2f} | {total / USER_TOKEN_HOURLY:.2f} |"
+            f"{total / waves:,.0f} | {total / GITHUB_TOKEN_HOURLY:.2f} | "
+            f"{total / USER_TOKEN_HOURLY:.2f} |"
         )
 
 

@@ -10,7 +10,8 @@ resolved to a possible type) and an answer the schema cannot give (a null in a n
 a value of the wrong type, a type the interface does not have) is a violation. A violation is
 recorded in ``server.violations`` (the ``gh`` fixture fails the test); an invalid query is
 answered as GitHub answers one. The review threads (``repository.pullRequest.reviewThreads`` and
-the mutation ``resolveReviewThread``) are played by ``tests/standin_threads.py``. The other
+the mutation ``resolveReviewThread``) are played by ``tests/standin_threads.py``, the open pull
+requests with their heads' statuses (``repository.pullRequests``) by ``tests/standin_pull_list.py``. The other
 mutation implemented is ``enablePullRequestAutoMerge``,
 with GitHub's refusals (HTTP 200 with ``errors``, as GitHub answers GraphQL): auto-merge not
 allowed in the repository, a head that is not ``expectedHeadOid``, a draft, a pull request

@@ -29,6 +29,7 @@ from tests.github_standin import (
     validation_failed,
 )
 from tests.standin_graphql import Refused
+from tests.standin_pull_list import pull_requests
 
 FORBIDDEN = "Resource not accessible by integration"
 
@@ -111,7 +112,7 @@ def repository(s: GitHubStandIn, owner: str, name: str, **_: Any) -> dict[str, A
 
         return {"reviewThreads": review_threads}
 
-    return {"pullRequest": pull_request}
+    return {"pullRequest": pull_request, "pullRequests": pull_requests(s)}
 
 
 def resolve_review_thread(s: GitHubStandIn, given: dict[str, Any], token: Token) -> dict[str, Any]:

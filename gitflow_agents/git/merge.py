@@ -79,3 +79,68 @@ def merge_into(root: Path, target: str, source_sha: str, *, mode: str, message: 
         if result.returncode != 0:
             raise _fail(result, f"cannot update {target}")
     return MergeResult(new, previous, kind)
+
+
+_SCRATCH_IDENTITY = {
+    f"GIT_{who}_{what}": value
+    for who in ("AUTHOR", "COMMITTER")
+    for what, value in (("NAME", "gitflow-agents"), ("EMAIL", "gitflow-agents@localhost"))
+}
+"""For a commit object nothing references (a checkout without ``user.name`` can write it)."""
+
+
+class Unreplayable(NamedTuple):
+    """A merge commit a replay of its branch's other commits would not reproduce."""
+
+    sha: str
+    why: str  # "conflict": its parents conflict; "edited": they merge cleanly, to another tree
+
+
+def unreplayable_merges(root: Path, base: str, head: str) -> tuple[Unreplayable, ...]:
+    """The merge commits of ``base..head`` (newest first) whose tree is not the clean automatic
+    merge of their parents (``git merge-tree``, the ``ort`` merge ``git merge`` makes): one whose
+    parents conflict holds a resolution, and one whose parents merge cleanly but whose tree
+    differs was edited by hand after merging (an "evil merge"). GitHub's rebase-merge replays
+    only the non-merge commits: the first it refuses ("This branch cannot be rebased safely"),
+    the second's edits it drops without a word. An octopus merge is merged parent by parent."""
+    out = run_git(
+        root, "log", "--merges", "--no-color", "--format=%H %T %P", f"{base}..{head}", "--"
+    ).stdout
+    found = []
+    for line in out.splitlines():
+        sha, tree, first, *others = line.split()
+        clean = _clean_merge_tree(root, first, others)
+        if clean is None:
+            found.append(Unreplayable(sha, "conflict"))
+        elif clean != tree:
+            found.append(Unreplayable(sha, "edited"))
+    return tuple(found)
+
+
+def _clean_merge_tree(root: Path, first: str, others: list[str]) -> str | None:
+    """The tree of merging ``others`` into ``first`` one by one, or None when one conflicts.
+    The in-between commits of an octopus are written as loose objects, never referenced."""
+    ours, tree = first, ""
+    for index, theirs in enumerate(others):
+        result = run_git(
+            root, "merge-tree", "--write-tree", "--no-messages", ours, theirs, check=False
+        )
+        if result.returncode == 1:
+            return None
+        if result.returncode != 0:
+            raise _fail(result, f"cannot merge {theirs[:12]} into {ours[:12]}")
+        tree = result.stdout.split()[0]
+        if index + 1 < len(others):
+            ours = run_git(
+                root,
+                "commit-tree",
+                tree,
+                "-p",
+                ours,
+                "-p",
+                theirs,
+                "-m",
+                "octopus step",
+                extra_env=_SCRATCH_IDENTITY,
+            ).stdout.strip()
+    return tree

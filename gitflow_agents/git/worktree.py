@@ -447,19 +447,6 @@ def merge_conflicts(root: Path, ours: str, theirs: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names[1:]))  # the first is the tree written
 
 
-def conflicted_merges(root: Path, base: str, head: str) -> tuple[str, ...]:
-    """The merge commits of ``base..head`` whose parents conflict: each holds a resolution that
-    a replay of the branch's other commits cannot reproduce (GitHub refuses to rebase-merge such
-    a branch: "This branch cannot be rebased safely")."""
-    out = run_git(root, "rev-list", "--merges", "--parents", f"{base}..{head}", "--").stdout
-    found = []
-    for line in out.splitlines():
-        sha, first, *others = line.split()
-        if any(merge_conflicts(root, first, other) for other in others):
-            found.append(sha)
-    return tuple(found)
-
-
 # --- the tool's work trees as a cache (gitflow-agents worktrees, gc) -----------------------
 
 

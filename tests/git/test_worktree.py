@@ -1,12 +1,11 @@
 """``git/worktree.py``: what merging one commit into another would conflict in, without a
-work tree (``merge_conflicts``, which ``plan tend`` names on a conflicting pull request), and
-which merge commits of a branch resolve a conflict (``conflicted_merges``)."""
+work tree (``merge_conflicts``, which ``plan tend`` names on a conflicting pull request)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gitflow_agents.git.worktree import conflicted_merges, merge_conflicts
+from gitflow_agents.git.worktree import merge_conflicts
 from tests.conftest import git
 
 
@@ -50,24 +49,3 @@ def test_work_trees_added_and_removed_from_many_threads_at_once_all_succeed(
         with ThreadPoolExecutor(max_workers=12) as pool:
             list(pool.map(lambda p: remove_worktree(repo, p), paths))
         assert not any(path.exists() for path in paths)
-
-
-def _merge(repo: Path, ours: str, theirs: str, resolved: dict[str, str]) -> str:
-    git(repo, "checkout", "-q", "--detach", ours)
-    git(repo, "merge", "-q", "--no-commit", "-X", "ours", theirs)  # then resolved by hand
-    for name, text in resolved.items():
-        (repo / name).write_text(text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "--no-edit")
-    return git(repo, "rev-parse", "HEAD").strip()
-
-
-def test_conflicted_merges_names_only_the_merges_that_resolve_a_conflict(repo: Path) -> None:
-    base = git(repo, "rev-parse", "HEAD").strip()
-    branch = _commit(repo, base, {"README.md": "# ours\n"})
-    clean = _merge(repo, branch, _commit(repo, base, {"OTHER.md": "other\n"}), {})
-    target = _commit(repo, base, {"README.md": "# theirs\n"})
-    resolved = _merge(repo, clean, target, {"README.md": "# both\n"})
-    assert conflicted_merges(repo, base, clean) == ()
-    assert conflicted_merges(repo, base, resolved) == (resolved,)
-    assert conflicted_merges(repo, target, resolved) == (resolved,)

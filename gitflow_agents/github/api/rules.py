@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from gitflow_agents.github.api.client import Client
 
 
+UP_TO_DATE = "branches must be up to date before merging"
+
+
 @dataclass(frozen=True)
 class TargetGuard:
     """What keeps unreviewed combined trees off ``branch``: ``guard`` names it (None: nothing
@@ -40,6 +43,12 @@ class TargetGuard:
     @property
     def guarded(self) -> bool:
         return self.guard is not None
+
+    @property
+    def strict(self) -> bool:
+        """Whether a pull request must be up to date with the branch to merge (a merge queue
+        brings its groups up to date itself)."""
+        return self.guard is not None and self.guard.startswith(UP_TO_DATE)
 
     def warning(self) -> str | None:
         """One plain sentence when nothing guards the branch; None when something does."""
@@ -75,7 +84,7 @@ def _from_rules(rules: Any) -> str | None:
             and isinstance(parameters, dict)
             and parameters.get("strict_required_status_checks_policy") is True
         ):
-            return "branches must be up to date before merging (ruleset)"
+            return f"{UP_TO_DATE} (ruleset)"
     return None
 
 
@@ -101,5 +110,5 @@ def branch_guard(client: Client, repo: str, branch: str) -> TargetGuard:
         unknown.append(f"HTTP {exc.status}: the token may not see it, or it requires no checks")
         return TargetGuard(branch, None, "; ".join(unknown))
     if isinstance(checks, dict) and checks.get("strict") is True:
-        return TargetGuard(branch, "branches must be up to date before merging (protection)")
+        return TargetGuard(branch, f"{UP_TO_DATE} (protection)")
     return TargetGuard(branch, None, "; ".join(unknown) or None)

@@ -10,9 +10,12 @@ Each step's state is read from what origin and GitHub say (``plan_glance``):
   by the lease's age alone, no Actions request);
 - **ready** / **waiting**: every step it depends on is done, or not (the node says which).
 
-One request lists the open pull requests into the target (100 a page), then one per open step
-pull request (its head's statuses); none at all while no step has a branch on origin
-(``git ls-remote`` tells).
+One GraphQL request lists the open pull requests into the target with the newest
+``gitflow-agents/review`` status of each head (100 a page, ``api.open_pulls``); a token without
+GraphQL gets the REST reads instead (the list, then one per open step pull request); none at all
+while no step has a branch on origin (``git ls-remote`` tells). A comment whose body did not
+change is not written (``comment.upsert_summary``): its footer names the target's commit, so it
+is rewritten once per push to the target, not once per command.
 
 The chart is the one ``plan show --format mermaid`` draws (``render.mermaid.plan_flowchart``).
 GitHub draws Mermaid without ``click`` links (its renderer disables interaction), so a table under
@@ -44,8 +47,8 @@ from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import comment
 from gitflow_agents.github.action.status import CONTEXT
 from gitflow_agents.github.api.client import Client, PullRequest
-from gitflow_agents.github.api.commits import newest_state
 from gitflow_agents.github.api.identity import Identity
+from gitflow_agents.github.api.open_pulls import HeadStates, open_pulls
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr.startable import REMOTE
 from gitflow_agents.plan.model import Plan
@@ -80,7 +83,7 @@ def plan_glance(ctx: Context, client: Client, repo: str, ttl: float) -> list[Ste
     done = {s.number for s in plan.steps if done_where(ctx, s.number) is not None}
     branches = {s.number: branch_name(ctx.settings, plan.name, s.number) for s in plan.steps}
     started = [n for n, b in branches.items() if b in heads and n not in done]
-    pulls = _open_pulls(client, repo, ctx.target) if started else {}
+    pulls, states = _open_pulls(client, repo, ctx.target) if started else ({}, None)
     found: list[StepGlance] = []
     for step in plan.steps:
         branch = branches[step.number]
@@ -88,7 +91,7 @@ def plan_glance(ctx: Context, client: Client, repo: str, ttl: float) -> list[Ste
         if step.number in done:
             state, detail = "done", "done"
         elif branch in heads:
-            pull, state, detail = _started(ctx, client, repo, branch, pulls.get(branch), ttl)
+            pull, state, detail = _started(ctx, states, branch, pulls.get(branch), ttl)
         else:
             state, detail = "ready", "ready"
         if state == "ready":
@@ -100,20 +103,22 @@ def plan_glance(ctx: Context, client: Client, repo: str, ttl: float) -> list[Ste
     return found
 
 
-def _open_pulls(client: Client, repo: str, target: str) -> dict[str, PullRequest]:
+def _open_pulls(
+    client: Client, repo: str, target: str
+) -> tuple[dict[str, PullRequest], HeadStates]:
     """The open pull requests into ``target`` from a branch of ``repo`` itself (not a fork's),
-    by branch: the newest one for a branch with several."""
-    found = client.pulls.open_into(repo, target)
-    return {p.head_ref: p for p in reversed(found) if p.head_repo == repo}
+    by branch: the newest one for a branch with several; and their heads' gate states."""
+    found, states = open_pulls(client, repo, target, CONTEXT)
+    return {p.head_ref: p for p in reversed(found) if p.head_repo == repo}, states
 
 
 def _started(
-    ctx: Context, client: Client, repo: str, branch: str, pull: PullRequest | None, ttl: float
+    ctx: Context, states: HeadStates | None, branch: str, pull: PullRequest | None, ttl: float
 ) -> tuple[PullRequest | None, str, str]:
     """(pull request, state, detail) of a step whose branch is on origin, with its open pull
-    request (None: it has none)."""
-    if pull is not None:
-        status = newest_state(client, repo, pull.head_sha, CONTEXT)
+    request (None: it has none) and its head's gate state in ``states``."""
+    if pull is not None and states is not None:
+        status = states.state(pull.head_sha)
         if status in ("failure", "error"):
             return pull, "red", f"red: PR #{pull.number} {status}"
         what = "approved, merging" if status == "success" else "under review"

@@ -30,7 +30,7 @@ from typing import Any
 
 from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.findings import Severity
-from gitflow_agents.git.worktree import conflicted_merges
+from gitflow_agents.git.merge import unreplayable_merges
 from gitflow_agents.github.action import comment, review, status
 from gitflow_agents.github.action.comment import footer
 from gitflow_agents.github.action.review import inline_note, readable_files
@@ -150,9 +150,10 @@ def publish_step(
     pull, _ = upsert_pull(client, spec)
     result = record_pull(run_dir, result, pull)
     pull = dataclasses.replace(pull, head_sha=head)  # GitHub may answer the claimed commit
-    if approved:
+    # the label as the pull request just read lists it: no request when it is already right
+    if approved and CHANGES_LABEL in pull.labels:
         client.pulls.remove_label(spec.repo, pull.number, CHANGES_LABEL)
-    else:
+    elif not approved and CHANGES_LABEL not in pull.labels:
         client.pulls.add_label(spec.repo, pull.number, CHANGES_LABEL)
     # Pending first, then auto-merge: GitHub refuses to enable auto-merge on a pull request
     # whose required checks already pass ("clean status"), and merges once the final one does.
@@ -166,14 +167,10 @@ def publish_step(
     found, gate = last_review(result, threshold)
     login = Identity(client, None)
     login.settle(lambda: comment.marked_comments(client, spec.repo, pull.number))
+    # the changed files place findings on lines: with none to place they are not read
+    files = readable_files(client, spec.repo, pull.number) if found.findings else []
     inline = review.post_inline(
-        client,
-        spec.repo,
-        pull.number,
-        head,
-        found.findings,
-        readable_files(client, spec.repo, pull.number),
-        login=login,
+        client, spec.repo, pull.number, head, found.findings, files, login=login
     )
     chart = fence_chart(step_chart(run_dir, result))
     body = comment.summary_body(
@@ -236,14 +233,22 @@ def _auto_merge(
 
 
 def rebase_refusal(root: Path, target_sha: str, head: str) -> str | None:
-    """Why ``--auto-merge rebase`` can never land ``head`` (a merge commit of the branch since
-    ``target_sha`` resolves a conflict, and GitHub refuses to rebase such a branch, so
-    auto-merge would wait for good), or None when it can."""
-    merges = conflicted_merges(root, target_sha, head)
+    """Why ``--auto-merge rebase`` must not land ``head``, or None when it may: a merge commit of
+    the branch since ``target_sha`` resolves a conflict (GitHub refuses to rebase such a branch,
+    so auto-merge would wait for good), or merged cleanly and was then edited by hand (GitHub's
+    rebase replays only the other commits: those edits, reviewed, would silently not land)."""
+    merges = unreplayable_merges(root, target_sha, head)
     if not merges:
         return None
+    sha, why = merges[0].sha[:12], merges[0].why
+    if why == "conflict":
+        return (
+            f"cannot be rebase-merged: its merge commit {sha} resolves a conflict, "
+            'which GitHub does not rebase ("This branch cannot be rebased safely"); '
+            "merge it with squash or merge"
+        )
     return (
-        f"cannot be rebase-merged: its merge commit {merges[0][:12]} resolves a conflict, "
-        'which GitHub does not rebase ("This branch cannot be rebased safely"); '
-        "merge it with squash or merge"
+        f"cannot be rebase-merged: its merge commit {sha} differs from the clean merge of its "
+        "parents (edited after merging), and a rebase replays only the other commits, so "
+        "those edits would not land as reviewed; merge it with squash or merge"
     )

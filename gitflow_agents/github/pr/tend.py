@@ -5,7 +5,9 @@ request, with origin's branch tip as the head (git is the truth; GitHub's ``merg
 not read):
 
 - **up to date and green** (the target is an ancestor of the head, and the newest
-  ``gitflow-agents/review`` status on the head is ``success``): nothing; two reads;
+  ``gitflow-agents/review`` status on the head is ``success``): nothing; no request of its own
+  (the open pull requests and their heads' statuses are one GraphQL read for the plan,
+  ``api.open_pulls``; REST's two per pull request for a token without GraphQL);
 - **up to date and red**: nothing (it waits for ``/agent fix`` or a human); it counts as red;
 - **behind the target, or a head no review judged** (no status, or ``pending``: a human pushed):
   under the step branch's lease (``tend_lease.py``: exactly one tend, never while its step run
@@ -17,8 +19,13 @@ not read):
   the pushed head, auto-merge re-armed with ``--auto-merge``). A merge the fixer did not resolve
   leaves the head as it is with a ``failure`` status, the conflicting files named in the sticky
   comment, and ``CONFLICT_LABEL``; the label goes when a later tend lands the merge.
-- **green, with ``--auto-merge rebase``, but a merge commit of the branch resolves a conflict**:
-  red (GitHub refuses to rebase-merge it; auto-merge would wait for good), said on one line.
+- **green, with ``--auto-merge rebase``, but a merge commit of the branch resolves a conflict**
+  (GitHub refuses to rebase-merge it; auto-merge would wait for good) **or was edited after
+  merging cleanly** (a rebase would drop those edits): red, said on one line naming the commit.
+
+On a target that requires up-to-date branches, with ``--auto-merge``, once this tend made one
+pull request green (GitHub merges it next, and its merge leaves every sibling behind again), the
+later behind ones wait for that merge's push (``_tend_all``): one brought up to date per merge.
 
 Exit code: 0 every open step pull request is green or waits on someone else (its step run or
 another tend works on it), 1 one stays red, 3 an agent failed, 4 GitHub failed (as ``run``).
@@ -45,6 +52,7 @@ from gitflow_agents.git.worktree import merge_conflicts
 from gitflow_agents.github.action.status import CONTEXT
 from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.commits import newest_state
+from gitflow_agents.github.api.open_pulls import HeadStates, open_pulls
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr import tend_lease
 from gitflow_agents.github.pr.connect import GitHub, connect, guarded, on_origin
@@ -72,6 +80,7 @@ class Tended(NamedTuple):
 
     state: str
     code: int = int(ExitCode.OK)
+    landing: bool = False  # this tend made it green with auto-merge armed: GitHub merges it
 
 
 class _Open(NamedTuple):
@@ -89,14 +98,14 @@ def tend_plan(
     """Tend every open step pull request of ``ctx.plan`` (see the module doc)."""
     github = connect(os.environ if environ is None else environ, ctx.root)
     ctx = on_origin(ctx)
-    pulls = _open_step_pulls(ctx, github)
+    pulls, states = _open_step_pulls(ctx, github)
     if not pulls:
         print(f"plan tend: no open step pull request of {_plan_name(ctx)} on {github.repo}")
         update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
         return int(ExitCode.OK)
     if options.auto_merge is not None:
         github = guarded(github, ctx.target)
-    left = [tend_pull(ctx, github, found, options, report) for found in pulls]
+    left = _tend_all(ctx, github, pulls, options, report, states)
     counts = {state: sum(t.state == state for t in left) for state in ("green", "waiting", "red")}
     print("plan tend: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
     update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
@@ -105,26 +114,59 @@ def tend_plan(
     return int(ExitCode.REVISE) if counts["red"] else int(ExitCode.OK)
 
 
+def _tend_all(
+    ctx: Context,
+    github: GitHub,
+    pulls: list[_Open],
+    options: TendOptions,
+    report: Callable[[ChainResult], None],
+    states: HeadStates | None,
+) -> list[Tended]:
+    """Each open step pull request tended in plan order. On a target that requires up-to-date
+    branches, with ``--auto-merge``, once this tend made one green (GitHub merges it next), the
+    later ones that are behind wait for the push of that merge: bringing them up to date now
+    would be undone by it (each merge would re-merge and re-review every sibling)."""
+    one_at_a_time = options.auto_merge is not None and bool(github.guard and github.guard.strict)
+    left: list[Tended] = []
+    landing: PullRequest | None = None
+    for found in pulls:
+        left.append(tend_pull(ctx, github, found, options, report, states, after=landing))
+        if one_at_a_time and landing is None and left[-1].landing:
+            landing = found.pull
+    return left
+
+
 def _plan_name(ctx: Context) -> str:
     assert ctx.plan is not None
     return ctx.plan.name
 
 
-def _open_step_pulls(ctx: Context, github: GitHub) -> list[_Open]:
+def _open_step_pulls(ctx: Context, github: GitHub) -> tuple[list[_Open], HeadStates | None]:
     """The plan's steps not ✅ on the target whose branch on origin has an open pull request
-    (one ``ls-remote``, then one request per such branch)."""
+    from ``github.repo`` itself (the newest one), and their heads' gate states: one
+    ``ls-remote``, then, when a step branch is on origin, one read of the open pull requests
+    into the target with their heads' statuses (``api.open_pulls``)."""
     assert ctx.plan is not None
     heads = git.remote_heads(ctx.root, REMOTE)
-    found = []
-    for step in ctx.plan.steps:
-        branch = branch_name(ctx.settings, ctx.plan.name, step.number)
-        if branch not in heads or done_where(ctx, step.number) is not None:
-            continue
-        pulls = github.client.pulls.for_head(github.repo, branch, base=ctx.target)
-        open_pulls = [pull for pull in pulls if pull.state == "open"]
-        if open_pulls:
-            found.append(_Open(step.number, branch, open_pulls[0]))
-    return found
+    branches = {
+        step.number: branch_name(ctx.settings, ctx.plan.name, step.number)
+        for step in ctx.plan.steps
+    }
+    started = {
+        number: branch
+        for number, branch in branches.items()
+        if branch in heads and done_where(ctx, number) is None
+    }
+    if not started:
+        return [], None
+    pulls, states = open_pulls(github.client, github.repo, ctx.target, CONTEXT)
+    by_branch = {p.head_ref: p for p in reversed(pulls) if p.head_repo == github.repo}
+    found = [
+        _Open(number, branch, by_branch[branch])
+        for number, branch in started.items()
+        if branch in by_branch
+    ]
+    return found, states
 
 
 def _say(step: int, pull: PullRequest, text: str) -> None:
@@ -132,16 +174,25 @@ def _say(step: int, pull: PullRequest, text: str) -> None:
 
 
 def _verdict(
-    ctx: Context, github: GitHub, found: _Open, head: str, target_sha: str
+    ctx: Context,
+    github: GitHub,
+    found: _Open,
+    head: str,
+    target_sha: str,
+    states: HeadStates | None = None,
 ) -> Tended | None:
     """What needs no tend: an up-to-date head with a final status (green, or red waiting for a
     fix), or a red head whose merge of the target the fixer could not resolve (``CONFLICT_LABEL``:
-    it waits for a human's push); None when the head is behind or no review judged it."""
+    it waits for a human's push); None when the head is behind or no review judged it. The
+    head's status from ``states`` (read with the list of pull requests), else read now."""
     behind = not git.is_ancestor(ctx.root, target_sha, head)
     conflicted = CONFLICT_LABEL in found.pull.labels
     if behind and not conflicted:
         return None
-    state = newest_state(github.client, github.repo, head, CONTEXT)
+    if states is not None:
+        state = states.state(head)
+    else:
+        state = newest_state(github.client, github.repo, head, CONTEXT)
     if state == "success" and not behind:
         _say(found.step, found.pull, f"green on {head[:12]}, up to date with {ctx.target}")
         return Tended("green")
@@ -158,14 +209,26 @@ def tend_pull(
     found: _Open,
     options: TendOptions,
     report: Callable[[ChainResult], None],
+    states: HeadStates | None = None,
+    after: PullRequest | None = None,
 ) -> Tended:
-    """One open step pull request (see the module doc)."""
+    """One open step pull request (see the module doc); ``states``: its head's gate state as
+    the list of open pull requests read it (under the lease it is read again); ``after``: a
+    pull request GitHub merges next, whose push a behind one waits for (``_tend_all``)."""
     head = _fetch_head(ctx, found.branch)
     target_sha = target_tip(ctx, fetch=False)
     assert target_sha is not None
-    settled = _verdict(ctx, github, found, head, target_sha)
+    settled = _verdict(ctx, github, found, head, target_sha, states)
     if settled is not None:
         return _rebase_safe(ctx, found, options, settled, head, target_sha)
+    if after is not None and not git.is_ancestor(ctx.root, target_sha, head):
+        _say(
+            found.step,
+            found.pull,
+            f"behind {ctx.target}: waits for PR #{after.number} to land ({ctx.target} requires "
+            "up-to-date branches: tending it now would be undone by that merge)",
+        )
+        return Tended("waiting")
     lease = git_lease.read_lease(ctx.root, found.branch, REMOTE)
     why = tend_lease.busy(lease, github.client, github.repo, github.ttl)
     if why is not None:
@@ -253,7 +316,8 @@ def _tend_held(
     state = _publish(fresh, github, options, result, found, tip, ())
     if CONFLICT_LABEL in pull.labels:
         github.client.pulls.remove_label(github.repo, pull.number, CONFLICT_LABEL)
-    tended = Tended("green" if state == "success" else "red")
+    green = state == "success"
+    tended = Tended("green" if green else "red", landing=green and options.auto_merge is not None)
     return _rebase_safe(ctx, found, options, tended, tip, target_sha), tip
 
 

@@ -256,3 +256,38 @@ def test_a_plan_too_big_for_one_comment_keeps_its_table_and_says_so(tmp_path: Pa
     assert len(body) <= GITHUB_LIMIT and body.startswith(plan_marker("specs/p.md"))
     assert CHART_LEFT_OUT in body and "```" not in body
     assert "| 1: " in body and "Cut to stay under" in body  # the table, cut at its end
+
+
+def test_the_open_pull_requests_and_their_states_are_one_read_and_rest_says_the_same(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """Two open step pull requests: the plan comment reads them with their heads' statuses in
+    one GraphQL query (the tend in one more), no status read per pull request; a token refused
+    GraphQL reads them through REST and draws the same comment (left unchanged)."""
+    gh.state.issues.add(ISSUE)
+    setup_repo(tmp_path, gh)
+    editor = tmp_path / "editor"
+    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(editor))
+    plan = editor / "specs" / "feature.md"
+    plan.write_text(plan.read_text().replace("Polish it.", "Depends on: none\n\nPolish it."))
+    git(editor, "commit", "-q", "-am", "step 2 depends on nothing")
+    git(editor, "push", "-q", "origin", "main")
+    repo = tmp_path / "runner"
+    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(repo))
+    out = call(repo, "run", "specs/feature.md", "--quiet", "--all", "--pr", "--plan-issue", "5")
+    assert out.returncode == 0 and len(gh.state.pulls) == 2, out.stdout + out.stderr
+    body = str(the_comment(gh)["body"])
+    assert "approved, merging" in node(body, 1)[0] and "approved, merging" in node(body, 2)[0]
+    before, writes = len(gh.log), len(gh.writes())
+    assert tend(repo, "--plan-issue", str(ISSUE)).returncode == 0
+    made = gh.log[before:]
+    assert [r.path for r in made].count("/graphql") == 2  # the tend's, the plan comment's
+    assert not [r for r in made if r.path.endswith("/statuses")]
+    assert len(gh.writes()) == writes  # nothing changed: nothing written
+    gh.fail("POST", "graphql$", 403, times=10)
+    before = len(gh.log)
+    again = tend(repo, "--plan-issue", str(ISSUE))
+    assert again.returncode == 0 and f"#{ISSUE}: unchanged" in again.stdout, again.stdout
+    assert str(the_comment(gh)["body"]) == body
+    statuses = [r for r in gh.log[before:] if r.method == "GET" and r.path.endswith("/statuses")]
+    assert len(statuses) == 2 * 2  # through REST: each head, for the tend and for the comment

@@ -142,15 +142,32 @@ def test_a_tend_again_is_a_no_op_with_reads_only(
     assert tend(fresh).returncode == 0 and len(gh.writes()) == writes
 
 
-def test_an_up_to_date_green_pull_request_costs_two_reads(
+def test_an_up_to_date_green_pull_request_costs_one_graphql_read(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
+    """The open pull requests and their heads' statuses: one GraphQL query for the plan."""
     repo, head = opened(tmp_path, gh, opened_step)
     before = len(gh.log)
     out = tend(repo)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert [r.method for r in gh.log[before:]] == ["GET", "GET"]  # its pull request, its status
+    made = gh.log[before:]
+    assert [(r.method, r.path) for r in made] == [("POST", "/graphql")], made
+    assert "query OpenPullRequests" in made[0].body["query"]
     assert origin_sha(gh, f"refs/heads/{BRANCH}") == head
+
+
+def test_a_token_without_graphql_tends_through_rest_reads(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
+) -> None:
+    """GraphQL refused (403): the list of open pull requests and the head's statuses through
+    REST, as before; the same verdict."""
+    repo, head = opened(tmp_path, gh, opened_step)
+    gh.fail("POST", "graphql$", 403, times=5)
+    before = len(gh.log)
+    out = tend(repo)
+    assert out.returncode == 0 and "1 green" in out.stdout, out.stdout + out.stderr
+    reads = [r.path for r in gh.log[before:] if r.method == "GET"]
+    assert reads == ["/repos/octo/demo/pulls", f"/repos/octo/demo/commits/{head}/statuses"]
 
 
 # --- conflicts --------------------------------------------------------------------------------
