@@ -247,20 +247,28 @@ def _claude_input(usage: Mapping[str, Any]) -> int | None:
 
 class EventsMeter:
     """A CLI whose ``parse_output`` sums usage events (Codex ``turn.completed``, opencode
-    ``step_finish``): the events of those types seen so far, read by that same parser."""
+    ``step_finish``): each event of those types read once by that same parser, alone, and its
+    figures added to the running totals (the parser sums them the same way)."""
 
     def __init__(self, adapter: Adapter, kinds: tuple[str, ...]) -> None:
         self.adapter, self.kinds = adapter, kinds
-        self.lines: list[str] = []
         self.last = AgentOutput()
 
     def feed_block(self, data: bytes, start: int, end: int) -> None:
         feed_json_lines(self, data, start, end)
 
     def feed(self, event: Mapping[str, Any]) -> None:
-        if event.get("type") in self.kinds:
-            self.lines.append(json.dumps(event))
-            self.last = self.adapter.parse_output("\n".join(self.lines), "")
+        if event.get("type") not in self.kinds:
+            return
+        step, last = self.adapter.parse_output(json.dumps(event), ""), self.last
+        cost = last.cost_usd if step.cost_usd is None else (last.cost_usd or 0.0) + step.cost_usd
+        self.last = AgentOutput(
+            input_tokens=add_optional(last.input_tokens, step.input_tokens),
+            output_tokens=add_optional(last.output_tokens, step.output_tokens),
+            cached_tokens=add_optional(last.cached_tokens, step.cached_tokens),
+            cost_usd=cost,
+            model=step.model or last.model,
+        )
 
     def reading(self) -> AgentOutput:
         return self.last
