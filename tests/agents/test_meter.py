@@ -230,3 +230,19 @@ def test_events_meter_sums_opencode_costs_and_keeps_unknown_cost_unknown() -> No
         meter.feed({"type": "step_finish", "part": part})
     reading = meter.reading()
     assert (reading.input_tokens, reading.output_tokens, reading.cost_usd) == (3, 8, 0.75)
+
+
+def test_claude_model_named_in_an_assistant_lines_content_is_not_the_runs_model() -> None:
+    """The model is read from the message's own keys (before its id, or after its id, type and
+    role), never from a ``model`` key its content carries (a tool's input)."""
+    meter = ClaudeStreamMeter()
+    usage = {"input_tokens": 4, "output_tokens": 2}
+    meter.feed_block(*_block(_claude_line("m1", usage)))
+    content = '[{"type":"tool_use","name":"Task","input":{"model":"other-model"}}]'
+    line = (
+        '{"type":"assistant","message":{"id":"m2","type":"message","role":"assistant",'
+        f'"content":{content},"usage":{json.dumps(usage)}}}}}'
+    ).encode()
+    meter.feed_block(*_block(line))
+    assert meter.model == MODEL
+    assert (meter.reading().input_tokens, meter.reading().output_tokens) == (8, 4)
