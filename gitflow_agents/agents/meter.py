@@ -34,31 +34,34 @@ _MARKS = re.compile(re.escape(USAGE_MARK) + b"|" + re.escape(TOKENS_MARK))
 # read by the search itself; one in another order is read afterwards (``_counts``).
 _API_USAGE = (
     rb'\{"input_tokens":\s*(\d+),\s*"cache_creation_input_tokens":\s*(\d+),'
-    rb'\s*"cache_read_input_tokens":\s*(\d+),(?:\s*"cache_creation":\s*\{[^{}\n]*\},)?'
-    rb'\s*"output_tokens":\s*(\d+)(?:,[^{}\n]*(?:\{[^{}\n]*\}[^{}\n]*)*)?\}'
+    rb'\s*"cache_read_input_tokens":\s*(\d+),(?:\s*"cache_creation":\s*\{[^{}\n]*\},|)'
+    rb'\s*"output_tokens":\s*(\d+)'
 )
 _ANY_USAGE = rb"\{[^{}\n]*(?:\{[^{}\n]*\}[^{}\n]*)*\}"
 # One search over a block of Claude Code's stream-json finds the lines the meter reads. A line
 # whose first key is a ``type`` the meter ignores (``user``, ``system``, ...: most of the bytes)
 # is skipped at its first bytes. An ``assistant`` line as Claude Code prints it (type, then the
-# message, its model or its id first) gives its model, its id and its usage object (the last
-# one on the line) without its content being read. Any other line that mentions usage is taken
-# whole, to be parsed as JSON (``stream_event``, ``result``, a line of another shape).
+# message, its model or its id first) gives its model (before the id, or right after the id or
+# its type and role), its id and its usage object (the last one on the line) without its content
+# being read. Any other line that mentions usage is taken whole, to be parsed as JSON
+# (``stream_event``, ``result``, a line of another shape). Optional parts are written as
+# ``(?:x|)``, which the regular-expression engine tries faster than ``(?:x)?``.
 _CLAUDE_LINES = re.compile(
     rb'\n(?!\{"type":\s*"(?!(?:assistant|stream_event|result)"))'
-    rb'(?:\{"type":\s*"assistant",\s*"message":\s*\{(?:"model":\s*"([^"\\\n]*)",\s*)?'
-    rb'"id":\s*"([^"\\\n]+)"[^\n]*"usage":\s*(' + _API_USAGE + rb"|" + _ANY_USAGE + rb")"
+    rb'(?:\{"type":\s*"assistant",\s*"message":\s*\{(?:"model":\s*"([^"\\\n]*)",\s*|)'
+    rb'"id":\s*"([^"\\\n]+)"(?:,\s*"type":\s*"message",\s*"role":\s*"assistant"|)'
+    rb'(?:,\s*"model":\s*"([^"\\\n]*)"|)'
+    rb'[^\n]*"usage":\s*(' + _API_USAGE + rb"|" + _ANY_USAGE + rb")"
     rb'|([^\n]*"usage"[^\n]*))'
 )
-_GROUPS = re.Match.groups
-_LINE = itemgetter(8)  # a match's group: the line to parse as JSON (None: an assistant line)
-_MODEL = re.compile(rb'"model":\s*"([^"\\\n]*)"')
+_LINE = itemgetter(8)  # a found line's group: the line to parse as JSON (empty: an assistant line)
 _INPUT = re.compile(
     rb'"(?:input_tokens|cache_creation_input_tokens|cache_read_input_tokens)":\s*(\d+)'
 )
 _OUTPUT = re.compile(rb'"output_tokens":\s*(\d+)')
 
 Counts = tuple[int | None, int | None]  # a message's input and output tokens
+_Found = tuple[bytes, ...]  # the groups of one line _CLAUDE_LINES found
 
 
 class Meter(Protocol):
@@ -125,41 +128,38 @@ class ClaudeStreamMeter:
     def feed_block(self, data: bytes, start: int, end: int) -> None:
         """The block's lines in order: runs of ``assistant`` lines read from their usage
         objects alone, in one go each; any other line with usage parsed as JSON."""
-        matches = list(_CLAUDE_LINES.finditer(data, start, end))
-        if not matches:
+        found = _CLAUDE_LINES.findall(data, start, end)
+        if not found:
             return
-        lines = list(map(_LINE, matches))
+        lines = list(map(_LINE, found))
         if not any(lines):  # the bulk of a stream: assistant lines only
-            self._messages(matches)
+            self._messages(found)
             return
         at = 0
         for index, line in enumerate(lines):
             if line:
-                self._messages(matches[at:index])
+                self._messages(found[at:index])
                 feed_json(self, line)
                 at = index + 1
-        self._messages(matches[at:])
+        self._messages(found[at:])
 
-    def _messages(self, matches: list[re.Match[bytes]]) -> None:
-        """``assistant`` lines, as matched: the last one's model is the run's now. Messages
-        new to the run, each once (the bulk of a stream), are summed together, from the
-        counts the search read or else from one search of their usage objects joined; a
-        message seen before goes through ``_count``."""
-        if not matches:
+    def _messages(self, found: list[_Found]) -> None:
+        """``assistant`` lines, as found: the last one's model (before or after its id) is
+        the run's now. Messages new to the run, each once (the bulk of a stream), are summed
+        together, from the counts the search read or else from one search of their usage
+        objects joined; a message seen before goes through ``_count``."""
+        if not found:
             return
-        last = matches[-1]
-        model = last[1] or _first_model(last)
-        if model:
-            self.model = model.decode("utf-8", "replace")
-        _, keys, usages, inputs, creations, reads, outputs, _ = zip(
-            *map(_GROUPS, matches), strict=True
-        )
-        fresh = dict(zip(keys, usages, strict=True))
-        if len(fresh) == len(keys) and fresh.keys().isdisjoint(self.messages.keys()):
-            self.messages.update(fresh)
+        model_before, _, model_after, *_ = found[-1]
+        if model_before or model_after:
+            self.model = (model_before or model_after).decode("utf-8", "replace")
+        _, keys, _, usages, inputs, creations, reads, outputs, _ = zip(*found, strict=True)
+        if len(set(keys)) == len(keys) and self.messages.keys().isdisjoint(keys):
+            self.messages.update(zip(keys, usages, strict=True))
             if all(outputs):  # every usage object in the API's order: counted by the search
-                tokens_in: int | None = sum(map(int, inputs + creations + reads))
-                tokens_out: int | None = sum(map(int, outputs))
+                # (float reads digits faster than int; sums of token counts stay exact)
+                tokens_in: int | None = int(sum(map(float, inputs + creations + reads)))
+                tokens_out: int | None = int(sum(map(float, outputs)))
             else:
                 tokens_in, tokens_out = _counts(b"".join(usages))
             total_in, total_out = self.total
@@ -216,12 +216,6 @@ class ClaudeStreamMeter:
         return AgentOutput(input_tokens=tokens_in, output_tokens=tokens_out, model=self.model)
 
 
-def _first_model(match: re.Match[bytes]) -> bytes | None:
-    """The model an ``assistant`` line names after its id, before its usage."""
-    model = _MODEL.search(match.string, match.end(2), match.start(3))
-    return model[1] if model is not None else None
-
-
 def _counts(usage: bytes) -> Counts:
     """The input (cache reads and writes included) and output tokens of raw usage objects."""
     found_in, found_out = _INPUT.findall(usage), _OUTPUT.findall(usage)
@@ -247,20 +241,28 @@ def _claude_input(usage: Mapping[str, Any]) -> int | None:
 
 class EventsMeter:
     """A CLI whose ``parse_output`` sums usage events (Codex ``turn.completed``, opencode
-    ``step_finish``): the events of those types seen so far, read by that same parser."""
+    ``step_finish``): each event of those types read once by that same parser, alone, and its
+    figures added to the running totals (the parser sums them the same way)."""
 
     def __init__(self, adapter: Adapter, kinds: tuple[str, ...]) -> None:
         self.adapter, self.kinds = adapter, kinds
-        self.lines: list[str] = []
         self.last = AgentOutput()
 
     def feed_block(self, data: bytes, start: int, end: int) -> None:
         feed_json_lines(self, data, start, end)
 
     def feed(self, event: Mapping[str, Any]) -> None:
-        if event.get("type") in self.kinds:
-            self.lines.append(json.dumps(event))
-            self.last = self.adapter.parse_output("\n".join(self.lines), "")
+        if event.get("type") not in self.kinds:
+            return
+        step, last = self.adapter.parse_output(json.dumps(event), ""), self.last
+        cost = last.cost_usd if step.cost_usd is None else (last.cost_usd or 0.0) + step.cost_usd
+        self.last = AgentOutput(
+            input_tokens=add_optional(last.input_tokens, step.input_tokens),
+            output_tokens=add_optional(last.output_tokens, step.output_tokens),
+            cached_tokens=add_optional(last.cached_tokens, step.cached_tokens),
+            cost_usd=cost,
+            model=step.model or last.model,
+        )
 
     def reading(self) -> AgentOutput:
         return self.last

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from gitflow_agents.agents.meter import METERS, ClaudeStreamMeter, meter_for
+from gitflow_agents.agents.base import AgentOutput
+from gitflow_agents.agents.codex import CodexAdapter
+from gitflow_agents.agents.meter import METERS, ClaudeStreamMeter, EventsMeter, meter_for
 
 
 def test_claude_stream_meter_counts_each_message_once_and_takes_the_result_totals() -> None:
@@ -187,3 +189,60 @@ def test_claude_lines_as_the_api_shapes_them_are_read_fast_in_either_usage_order
         meter.feed_block(*_block(line, line))  # the same message's next content blocks
         assert (meter.reading().input_tokens, meter.reading().output_tokens) == (17298, 3)
         assert meter.model == MODEL
+
+
+class _CountingCodex(CodexAdapter):
+    """Codex's parser, counting the event lines it is given to read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines_read = 0
+
+    def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
+        self.lines_read += len(stdout.splitlines())
+        return super().parse_output(stdout, stderr)
+
+
+def test_events_meter_reads_each_event_once_however_many_turns() -> None:
+    """Each new turn is read alone and added to the totals: a run of n turns costs n event
+    parses, not 1 + 2 + ... + n (the kept events re-read on each new one)."""
+    adapter = _CountingCodex()
+    meter = EventsMeter(adapter, ("turn.completed",))
+    for turn in range(50):
+        usage = {"input_tokens": 100 + turn, "cached_input_tokens": 40, "output_tokens": 10}
+        meter.feed({"type": "turn.completed", "usage": usage})
+    reading = meter.reading()
+    assert adapter.lines_read == 50
+    assert (reading.input_tokens, reading.cached_tokens, reading.output_tokens) == (
+        sum(range(100, 150)),
+        2000,
+        500,
+    )
+
+
+def test_events_meter_sums_opencode_costs_and_keeps_unknown_cost_unknown() -> None:
+    meter = meter_for("opencode")
+    assert meter is not None
+    meter.feed({"type": "step_finish", "part": {"tokens": {"input": 1, "output": 2}}})
+    assert meter.reading().cost_usd is None  # never said: unknown, not 0
+    for cost in (0.25, 0.5):
+        part = {"tokens": {"input": 1, "output": 2, "reasoning": 1}, "cost": cost}
+        meter.feed({"type": "step_finish", "part": part})
+    reading = meter.reading()
+    assert (reading.input_tokens, reading.output_tokens, reading.cost_usd) == (3, 8, 0.75)
+
+
+def test_claude_model_named_in_an_assistant_lines_content_is_not_the_runs_model() -> None:
+    """The model is read from the message's own keys (before its id, or after its id, type and
+    role), never from a ``model`` key its content carries (a tool's input)."""
+    meter = ClaudeStreamMeter()
+    usage = {"input_tokens": 4, "output_tokens": 2}
+    meter.feed_block(*_block(_claude_line("m1", usage)))
+    content = '[{"type":"tool_use","name":"Task","input":{"model":"other-model"}}]'
+    line = (
+        '{"type":"assistant","message":{"id":"m2","type":"message","role":"assistant",'
+        f'"content":{content},"usage":{json.dumps(usage)}}}}}'
+    ).encode()
+    meter.feed_block(*_block(line))
+    assert meter.model == MODEL
+    assert (meter.reading().input_tokens, meter.reading().output_tokens) == (8, 4)
