@@ -287,7 +287,12 @@ with open({log!r} + ".reasons", "a") as reasons:  # what `status` shows while th
     reasons.write(json.dumps([status["state"], status.get("reason")]) + "\\n")
 log = os.open({log!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 os.write(log, b"+\\n")
-time.sleep(1.0)
+# hold the slot until a run waits for one (so the limit is met, not timed), at most 60 s
+runs, deadline = pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"]).parent, time.time() + 60
+while time.time() < deadline and not any(
+    '"agent:waiting"' in p.read_text() for p in runs.glob("*/events.jsonl")
+):
+    time.sleep(0.02)
 os.write(log, b"-\\n")
 d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
 (d / "report.md").write_text("done")
@@ -299,7 +304,8 @@ def test_parallel_runs_of_one_adapter_share_max_parallel_across_processes(
     repo: Path, tmp_path: Path
 ) -> None:
     """Four `spawn` processes of agents with `max_parallel: 2`: never three agents at once;
-    a run that waited for a slot said so."""
+    a run that waited for a slot said so. Each agent holds its slot until a run waits for one:
+    the first two hold both slots until the third waits, however late it starts."""
     log = tmp_path / "log"
     agent = write_executable(tmp_path / "agent", SLOW.format(python=sys.executable, log=str(log)))
     command = json.dumps(str(agent))
