@@ -55,7 +55,8 @@ def _not_injected(driver: Any) -> None:
 
 
 def test_the_page_shows_each_agent_start_and_end_of_a_running_chain(repo: Path) -> None:
-    chain.configure(repo, sleep=2.0)
+    hold = repo.parent / "hold"  # each agent runs until the page has shown it running
+    chain.configure(repo, hold=hold)
     seen: dict[str, list[str]] = {}
     with serving(repo) as served, chromium() as driver:
         driver.get(served.url("/"))
@@ -67,6 +68,8 @@ def test_the_page_shows_each_agent_start_and_end_of_a_running_chain(repo: Path) 
                 for agent, state in _row_states(driver).items():
                     if not seen.get(agent) or seen[agent][-1] != state:
                         seen.setdefault(agent, []).append(state)
+                    if state == "running":
+                        chain.release(hold, "implementer" if "builder" in agent else "reviewer")
                 return any("reviewer" in a and s[-1] == "succeeded" for a, s in seen.items())
 
             wait_for(driver, lambda d: record(), timeout=60)
@@ -218,7 +221,8 @@ def test_a_message_typed_in_the_page_goes_to_send_and_its_outcome_shows(repo: Pa
 
 
 def test_the_plan_graph_follows_a_step_from_red_to_running_to_done(repo: Path) -> None:
-    chain.configure(repo, sleep=2.0)
+    hold = repo.parent / "hold"  # the implementer runs until the graph has shown the step running
+    chain.configure(repo, hold=hold)
     with serving(repo) as served, chromium() as driver:
         driver.get(served.url("/plan", path="specs/feature.md"))
 
@@ -231,6 +235,8 @@ def test_the_plan_graph_follows_a_step_from_red_to_running_to_done(repo: Path) -
         run = _start_chain(repo, "--step", "1")
         try:
             wait_for(driver, lambda d: "step-running" in state(d), timeout=60)
+            chain.release(hold, "implementer")
+            chain.release(hold, "reviewer")
             wait_for(driver, lambda d: "step-done" in state(d), timeout=60)
         finally:
             _, err = run.communicate(timeout=60)

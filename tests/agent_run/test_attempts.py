@@ -18,7 +18,7 @@ import pytest
 
 from gitflow_agents.agent_run.attempts import Waits
 from gitflow_agents.runs.slots import holders
-from tests.conftest import Cli, git, run_cli
+from tests.conftest import Cli, git
 from tests.helpers.fake_claude import STDIN_TASK
 from tests.helpers.files import write_executable
 
@@ -154,7 +154,7 @@ def test_messages_queued_meanwhile_go_with_the_continued_session_once(
     told_text = told[told.index("-p") + 1]
     assert "Continue your task" in told_text and "use blue, not red" in told_text
     assert not list((run / "inbox").glob("*.json"))  # given to the session: not kept
-    again = run_cli("send", run.name, "now the door", cwd=repo, env=env)  # the next turn
+    again = cli.main("send", run.name, "now the door", cwd=repo, env=env)  # the next turn
     assert again.returncode == 0, again.stderr
     last = calls(tmp_path)[-1]
     said = last[last.index("-p") + 1]
@@ -223,7 +223,7 @@ def test_a_cli_that_cannot_resume_is_started_again(repo: Path, tmp_path: Path, c
     assert waiting["resumes"] is False and "start again" in waiting["reason"]
 
 
-def test_the_wait_shows_in_status_and_cancel_ends_it(repo: Path, tmp_path: Path) -> None:
+def test_the_wait_shows_in_status_and_cancel_ends_it(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env = setup(repo, tmp_path, ["limit:120"], wait=600)
     proc = subprocess.Popen(
         [
@@ -253,9 +253,9 @@ def test_the_wait_shows_in_status_and_cancel_ends_it(repo: Path, tmp_path: Path)
             status = json.loads(found[0].read_text()) if found else {}
         assert status["state"] == "waiting", status
         assert status["waitingUntil"] > time.time() + 60
-        shown = run_cli("status", cwd=repo, env=env)
+        shown = cli.main("status", cwd=repo, env=env)
         assert "waiting" in shown.stdout and "usage limit reached" in shown.stdout
-        canceled = run_cli("cancel", status["run_id"], cwd=repo, env=env)
+        canceled = cli.main("cancel", status["run_id"], cwd=repo, env=env)
         assert canceled.returncode == 0, canceled.stderr
         out, err = proc.communicate(timeout=30)
     finally:
@@ -287,7 +287,12 @@ with open({log!r} + ".reasons", "a") as reasons:  # what `status` shows while th
     reasons.write(json.dumps([status["state"], status.get("reason")]) + "\\n")
 log = os.open({log!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 os.write(log, b"+\\n")
-time.sleep(1.0)
+# hold the slot until a run waits for one (so the limit is met, not timed), at most 60 s
+runs, deadline = pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"]).parent, time.time() + 60
+while time.time() < deadline and not any(
+    '"agent:waiting"' in p.read_text() for p in runs.glob("*/events.jsonl")
+):
+    time.sleep(0.02)
 os.write(log, b"-\\n")
 d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
 (d / "report.md").write_text("done")
@@ -299,7 +304,8 @@ def test_parallel_runs_of_one_adapter_share_max_parallel_across_processes(
     repo: Path, tmp_path: Path
 ) -> None:
     """Four `spawn` processes of agents with `max_parallel: 2`: never three agents at once;
-    a run that waited for a slot said so."""
+    a run that waited for a slot said so. Each agent holds its slot until a run waits for one:
+    the first two hold both slots until the third waits, however late it starts."""
     log = tmp_path / "log"
     agent = write_executable(tmp_path / "agent", SLOW.format(python=sys.executable, log=str(log)))
     command = json.dumps(str(agent))
@@ -347,7 +353,7 @@ time.sleep(600)
 
 
 def test_a_slot_held_by_a_supervisor_killed_with_sigkill_is_free_again(
-    repo: Path, tmp_path: Path
+    repo: Path, tmp_path: Path, cli: Cli
 ) -> None:
     """`max_parallel: 1`: a `spawn` killed with SIGKILL while its agent runs leaves no slot
     taken; the next run starts without waiting for one."""
@@ -384,7 +390,7 @@ def test_a_slot_held_by_a_supervisor_killed_with_sigkill_is_free_again(
         if status.get("pid"):
             os.killpg(status["pid"], 9)  # the orphaned agent
     assert holders(repo / "flows" / "slots", "command", 1) == 0
-    second = run_cli("spawn", "second", "--flow", "f", "--task", "Go.", "--quiet", cwd=repo)
+    second = cli.main("spawn", "second", "--flow", "f", "--task", "Go.", "--quiet", cwd=repo)
     assert second.returncode == 0, second.stdout + second.stderr
     [run] = [r for r in (repo / "flows" / "f" / "runs").iterdir() if r.name != status["run_id"]]
     assert not [e for e in events(run) if e["type"] == "agent:waiting"]

@@ -52,14 +52,10 @@ def test_missing_command_is_clear() -> None:
 
 def test_timeout_kills_grandchildren(tmp_path) -> None:  # type: ignore[no-untyped-def]
     pidfile = tmp_path / "grandchild.pid"
-    script = (
-        "import subprocess, sys, time\n"
-        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-        f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
-        "time.sleep(60)\n"
-    )
+    # sh, not Python: its grandchild is up within milliseconds, long before the timeout
+    script = f'sleep 60 >/dev/null 2>&1 & echo $! > "{pidfile}"; wait'
     with pytest.raises(proc.TimeoutExpired):
-        proc.run([sys.executable, "-c", script], timeout=2)
+        proc.run(["sh", "-c", script], timeout=0.5)
     grandchild = int(pidfile.read_text())
     deadline = time.monotonic() + 5
     while psutil.pid_exists(grandchild) and time.monotonic() < deadline:

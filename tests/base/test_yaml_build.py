@@ -156,7 +156,7 @@ def flow_node(draw: st.DrawFn, depth: int = 0) -> str:
     return prefix + "{" + ", ".join(pairs) + "}"
 
 
-@settings(max_examples=200, derandomize=True, deadline=None)
+@settings(max_examples=100, derandomize=True, deadline=None)
 @given(st.lists(flow_node(), min_size=1, max_size=3))
 def test_one_pass_agrees_with_the_safe_loader_on_generated_documents(nodes: list[str]) -> None:
     text = "".join(f"k{i}: {node}\n" for i, node in enumerate(nodes))

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from gitflow_agents.runs import control
-from tests.conftest import FAKES, ROOT, run_cli
+from tests.conftest import FAKES, ROOT, Cli
 from tests.helpers.chain import RUN_ARGS, configure, results
 
 SLOW = (
@@ -32,7 +32,9 @@ def agent_run(repo: Path, agent_id: str) -> Path | None:
     return None
 
 
-def test_cancel_of_one_reviewer_stops_it_alone_and_the_step_ends_canceled(repo: Path) -> None:
+def test_cancel_of_one_reviewer_stops_it_alone_and_the_step_ends_canceled(
+    repo: Path, cli: Cli
+) -> None:
     configure(repo)
     base = repo / ".flow" / "base.yaml"
     base.write_text(base.read_text() + SLOW.replace("{mode}", "hang"))
@@ -51,7 +53,7 @@ def test_cancel_of_one_reviewer_stops_it_alone_and_the_step_ends_canceled(repo: 
             time.sleep(0.05)
             slow = agent_run(repo, "step-01-slow-1")
         assert slow is not None, proc.communicate()
-        canceled = run_cli("cancel", slow.name, cwd=repo)
+        canceled = cli.main("cancel", slow.name, cwd=repo)
         assert canceled.returncode == 0, canceled.stderr
         assert f"canceled run {slow.name} (canceled)" in canceled.stdout
         out, err = proc.communicate(timeout=60)
@@ -74,6 +76,6 @@ def test_cancel_of_one_reviewer_stops_it_alone_and_the_step_ends_canceled(repo: 
 
     # run again with the slow reviewer answering: the step continues and lands
     base.write_text(base.read_text().replace('"hang"', '"approve"'))
-    again = run_cli(*RUN_ARGS, "--step", "1", "--reviewers", "reviewer,slow", cwd=repo)
+    again = cli.main(*RUN_ARGS, "--step", "1", "--reviewers", "reviewer,slow", cwd=repo)
     assert again.returncode == 0, again.stdout + again.stderr
     assert results(repo)[-1]["chain"]["outcome"] == "approved"

@@ -33,9 +33,16 @@ Polish it.
 """
 
 
-def _agent(role: str, mode: str, sleep: float = 0.0) -> str:
+def _agent(role: str, mode: str, sleep: float = 0.0, hold: Path | None = None) -> str:
     argv = [sys.executable, str(FAKE), role, mode] + (["--sleep", str(sleep)] if sleep else [])
+    argv += ["--hold", str(hold)] if hold is not None else []
     return f"    adapter: command\n    command: {json.dumps(argv)}\n"
+
+
+def release(hold: Path, role: str) -> None:
+    """Let the agents of ``role`` (``implementer``, ``reviewer``) configured with ``hold`` go on."""
+    hold.mkdir(parents=True, exist_ok=True)
+    (hold / role).touch()
 
 
 def configure(
@@ -46,9 +53,11 @@ def configure(
     fixer: str = "fix",
     extra_reviewers: dict[str, str] | None = None,
     sleep: float = 0.0,
+    hold: Path | None = None,
 ) -> None:
     """Write .flow/base.yaml with fake agents (not committed: config is read from the user's
-    tree) and commit a plan and a file the implementer renames."""
+    tree) and commit a plan and a file the implementer renames. ``sleep``: the implementer and
+    the reviewers wait that long first; ``hold``: they wait until ``release`` lets them go."""
     reviewers = {"reviewer": reviewer, **(extra_reviewers or {})}
     text = (
         "flow_dir: flows\ndefault_branch: main\n"
@@ -57,11 +66,11 @@ def configure(
         f'  template: "Write {{report_file}}; rename it to {{success_file}} or {{failed_file}}. '
         f'Modified files: {MARKER}"\n'
         "agents:\n"
-        f"  builder:\n{_agent('implementer', implementer, sleep)}"
+        f"  builder:\n{_agent('implementer', implementer, sleep, hold)}"
         f"  fixer:\n{_agent('fixer', fixer)}"
     )
     for name, mode in reviewers.items():
-        text += f"  {name}:\n{_agent('reviewer', mode, sleep)}"
+        text += f"  {name}:\n{_agent('reviewer', mode, sleep, hold)}"
     (repo / ".flow").mkdir(exist_ok=True)
     (repo / ".flow" / "base.yaml").write_text(text)
     (repo / "specs").mkdir(exist_ok=True)

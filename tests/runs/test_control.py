@@ -22,7 +22,7 @@ import pytest
 
 from gitflow_agents.runs import control
 from gitflow_agents.runs.events import EventHub, MemoryChannel
-from tests.conftest import run_cli
+from tests.conftest import Cli
 from tests.helpers import control as live
 from tests.helpers.control import listening_run, start_spawn
 from tests.helpers.secrets import GH_TOKEN
@@ -44,17 +44,17 @@ def events(run: Path) -> list[dict[str, Any]]:
 
 
 def test_send_reaches_a_running_agent_and_its_answer_is_recorded(
-    project: Path, spawned: list[subprocess.Popen[str]]
+    project: Path, spawned: list[subprocess.Popen[str]], cli: Cli
 ) -> None:
     proc = start_spawn(project, "talker")
     spawned.append(proc)
     run = listening_run(project, proc)
     sock = run / control.SOCKET
     assert stat.S_ISSOCK(sock.lstat().st_mode) and stat.S_IMODE(sock.lstat().st_mode) == 0o600
-    first = run_cli("send", run.name, "blue, not red", cwd=project)
+    first = cli.main("send", run.name, "blue, not red", cwd=project)
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith(f"delivered to run {run.name} (talker)")
-    done = run_cli("send", run.name[:12], "now finish", "--json", cwd=project)  # a prefix too
+    done = cli.main("send", run.name[:12], "now finish", "--json", cwd=project)  # a prefix too
     assert done.returncode == 0, done.stderr
     said = json.loads(done.stdout)  # --json: what happened, as JSON
     assert said["runId"] == run.name and said["delivery"] == "now" and "delivered" in said["said"]
@@ -74,19 +74,19 @@ def test_send_reaches_a_running_agent_and_its_answer_is_recorded(
     assert record["status"] == "succeeded" and record["run"]["sessionId"] == "sess-live"
     assert not sock.exists()  # removed at the end, with no leftover private folder
     assert not list(run.glob(".control-*"))
-    again = run_cli("send", run.name, "more", cwd=project)  # ended: its session is continued
+    again = cli.main("send", run.name, "more", cwd=project)  # ended: its session is continued
     assert again.returncode == 0, again.stderr
     assert "delivered" not in again.stdout and "resumed: more" in again.stdout
 
 
 def test_reply_to_a_running_agent_is_recorded_as_a_reply(
-    project: Path, spawned: list[subprocess.Popen[str]]
+    project: Path, spawned: list[subprocess.Popen[str]], cli: Cli
 ) -> None:
     """``reply`` is ``send``'s alias that records ``session:reply``, mid-run as between turns."""
     proc = start_spawn(project, "talker")
     spawned.append(proc)
     run = listening_run(project, proc)
-    said = run_cli("reply", run.name, "now finish", cwd=project)
+    said = cli.main("reply", run.name, "now finish", cwd=project)
     assert said.returncode == 0, said.stderr
     assert said.stdout.startswith(f"delivered to run {run.name} (talker)")
     out, err = proc.communicate(timeout=60)
@@ -96,17 +96,17 @@ def test_reply_to_a_running_agent_is_recorded_as_a_reply(
 
 
 def test_send_to_an_agent_that_cannot_take_input_is_queued_and_says_so(
-    project: Path, spawned: list[subprocess.Popen[str]]
+    project: Path, spawned: list[subprocess.Popen[str]], cli: Cli
 ) -> None:
     proc = start_spawn(project, "coder")  # Codex: no input mid-run, but it resumes a session
     spawned.append(proc)
     run = listening_run(project, proc)
-    sent = run_cli("send", run.name, f"the token is {GH_TOKEN}", cwd=project)
+    sent = cli.main("send", run.name, f"the token is {GH_TOKEN}", cwd=project)
     assert sent.returncode == 0, sent.stderr
     assert sent.stdout.startswith("queued: codex cannot take input mid-run; it is sent with")
     [queued] = control.queued_messages(run)
     assert queued[1] == f"the token is {GH_TOKEN}"  # kept as written: it goes to the agent
-    canceled = run_cli("cancel", run.name, cwd=project)
+    canceled = cli.main("cancel", run.name, cwd=project)
     assert canceled.returncode == 0 and "canceled run" in canceled.stdout, canceled.stderr
     proc.communicate(timeout=30)
     assert json.loads((run / "result.json").read_text())["status"] == "canceled"
@@ -116,25 +116,25 @@ def test_send_to_an_agent_that_cannot_take_input_is_queued_and_says_so(
         canceled.stdout + proc.communicate()[1]
     )
     assert not run.joinpath("cancel").exists()  # asked through the channel, not the file
-    again = run_cli("cancel", run.name, cwd=project)  # a second cancel: nothing to do
+    again = cli.main("cancel", run.name, cwd=project)  # a second cancel: nothing to do
     assert again.returncode == 0 and "already ended: canceled" in again.stdout
 
 
 def test_a_message_that_could_never_reach_its_agent_is_refused(
-    project: Path, spawned: list[subprocess.Popen[str]]
+    project: Path, spawned: list[subprocess.Popen[str]], cli: Cli
 ) -> None:
     proc = start_spawn(project, "plain")  # a command: no input mid-run, no session to resume
     spawned.append(proc)
     run = listening_run(project, proc)
-    sent = run_cli("send", run.name, "hello?", cwd=project)
+    sent = cli.main("send", run.name, "hello?", cwd=project)
     assert sent.returncode == 2
     assert "command cannot take input mid-run, and the command adapter cannot resume" in sent.stderr
     assert "nothing was sent" in sent.stderr and not control.queued_messages(run)
-    assert run_cli("cancel", run.name, cwd=project).returncode == 0
+    assert cli.main("cancel", run.name, cwd=project).returncode == 0
 
 
 def test_a_socket_left_by_kill_9_is_stale(
-    project: Path, spawned: list[subprocess.Popen[str]]
+    project: Path, spawned: list[subprocess.Popen[str]], cli: Cli
 ) -> None:
     proc = start_spawn(project, "hanger")
     spawned.append(proc)
@@ -146,9 +146,9 @@ def test_a_socket_left_by_kill_9_is_stale(
     proc.communicate()
     assert (run / control.SOCKET).exists()
     assert control.request(run / control.SOCKET, {"op": "ping"}) is None  # nobody answers
-    sent = run_cli("send", run.name, "hello?", cwd=project)
+    sent = cli.main("send", run.name, "hello?", cwd=project)
     assert sent.returncode == 2 and "has not finished" in sent.stderr  # a lost run: refused
-    canceled = run_cli("cancel", run.name, "--wait", "0.5", cwd=project)
+    canceled = cli.main("cancel", run.name, "--wait", "0.5", cwd=project)
     assert canceled.returncode == 0, canceled.stderr
     assert "killed its process tree" in canceled.stdout
     assert json.loads((run / "status.json").read_text())["state"] == "canceled"

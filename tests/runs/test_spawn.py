@@ -171,7 +171,7 @@ def _wait_for(predicate: Any, timeout: float = 10.0) -> None:
     raise AssertionError("condition not reached")
 
 
-def test_cancel_kills_a_running_spawn(repo: Path, tmp_path: Path) -> None:
+def test_cancel_kills_a_running_spawn(repo: Path, tmp_path: Path, cli: Cli) -> None:
     record = tmp_path / "rec.json"
     setup_project(repo, {"hanger": [str(FAKE), "spawn-hang", "--record", str(record)]})
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -186,7 +186,7 @@ def test_cancel_kills_a_running_spawn(repo: Path, tmp_path: Path) -> None:
     try:
         _wait_for(lambda: record.exists() and "descendants" in json.loads(record.read_text()))
         run_dir = only_run(repo, "f")
-        cancel = run_cli("cancel", run_dir.name[:13], cwd=repo)
+        cancel = cli.main("cancel", run_dir.name[:13], cwd=repo)
         assert cancel.returncode == 0, cancel.stderr
         assert "canceled run" in cancel.stdout
         out, _err = spawn.communicate(timeout=15)
@@ -201,7 +201,7 @@ def test_cancel_kills_a_running_spawn(repo: Path, tmp_path: Path) -> None:
         _wait_for(lambda pid=pid: not _alive(pid))
     data = json.loads((run_dir / "result.json").read_text())
     assert data["status"] == "canceled"
-    assert run_cli("cancel", run_dir.name, cwd=repo).stdout.startswith("run ")  # already ended
+    assert cli.main("cancel", run_dir.name, cwd=repo).stdout.startswith("run ")  # already ended
 
 
 def test_cancel_without_supervisor_kills_the_recorded_tree(
@@ -245,7 +245,7 @@ def test_cancel_without_supervisor_kills_the_recorded_tree(
     assert json.loads(cli.main("status", "--json", cwd=repo).stdout)[0]["state"] == "canceled"
 
 
-def test_cancel_kills_a_tree_known_only_by_its_marker(repo: Path, tmp_path: Path) -> None:
+def test_cancel_kills_a_tree_known_only_by_its_marker(repo: Path, tmp_path: Path, cli: Cli) -> None:
     """The orchestrator died after starting the agent but before recording its pid: status.json
     holds only the tree marker (written before the agent starts). cancel still kills the agent,
     its child and the grandchild that left the process group with setsid."""
@@ -279,7 +279,7 @@ def test_cancel_kills_a_tree_known_only_by_its_marker(repo: Path, tmp_path: Path
     try:
         _wait_for(lambda: record.exists() and "descendants" in json.loads(record.read_text()))
         facts = json.loads(record.read_text())
-        result = run_cli("cancel", run_dir.name, "--wait", "0", cwd=repo)
+        result = cli.main("cancel", run_dir.name, "--wait", "0", cwd=repo)
         assert result.returncode == 0, result.stderr
         agent.wait(timeout=10)  # it is our child: reaped here, not a zombie
         for pid in facts["descendants"]:
