@@ -413,7 +413,7 @@ def test_a_single_commit_is_reviewed_without_asking_git_whether_it_is_one(
 ) -> None:
     from gitflow_agents.commands import review as command
     from gitflow_agents.findings import Severity
-    from gitflow_agents.reviewer.target import review_target
+    from gitflow_agents.reviewer.agent_target import review_target
 
     (repo / "a.py").write_text("import pdb\n")
     git(repo, "add", "-A")
