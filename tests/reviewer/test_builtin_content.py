@@ -246,6 +246,7 @@ JSON_USERS = (
     "gitflow_agents.base.jsondata",
     "gitflow_agents.base.fsutil",
     "gitflow_agents.reviewer.notes",
+    "gitflow_agents.reviewer.note_record",
     "gitflow_agents.reviewer.incremental",
     "gitflow_agents.findings.baseline",
 )
