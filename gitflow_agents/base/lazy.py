@@ -9,7 +9,6 @@ import importlib
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from functools import cache
 from types import ModuleType
 
 
@@ -32,7 +31,9 @@ def on_first_use(name: str) -> Callable[[], ModuleType]:
     (a JSON file's parser, the AST reader of a line naming a debugger, the hash of a finding):
     declared at the top of the module that uses it, with its reason, so that what a module
     depends on is read there as from its imports (issue 21); no import inside a function."""
-    return cache(lambda: importlib.import_module(name))
+    # no cache of our own: as an import statement, each call asks sys.modules (a dict lookup
+    # once imported), so what a test puts there is seen
+    return lambda: importlib.import_module(name)
 
 
 class Lazy:
