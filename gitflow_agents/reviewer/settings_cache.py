@@ -49,7 +49,7 @@ def common_dir(root: Path) -> Path | None:
         commondir = gitdir / "commondir"
         if not commondir.exists():  # a submodule: its own git directory
             return gitdir
-        return gitdir / commondir.read_text(encoding="utf-8").strip()
+        return (gitdir / commondir.read_text(encoding="utf-8").strip()).resolve()
     except (OSError, UnicodeDecodeError):
         return None
 

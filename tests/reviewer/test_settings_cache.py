@@ -151,3 +151,10 @@ def test_without_a_git_directory_of_its_own_nothing_is_cached(tmp_path: Path) ->
     settings_cache.store(tmp_path, b"x", "n", ReviewSettings())
     assert settings_cache.load(tmp_path, b"x", "n") is None
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_linked_work_tree_shares_the_repositorys_cache(repo: Path, tmp_path: Path) -> None:
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", str(linked), "HEAD")
+    assert settings_cache.common_dir(linked) == (repo / ".git").resolve()
+    assert settings_cache.common_dir(repo) == repo / ".git"
