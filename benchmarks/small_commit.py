@@ -14,8 +14,10 @@ processes included):
 
 - ``git agent-review HEAD --no-note`` (the installed console script through git, as a user runs
   it) against ``git diff --numstat HEAD~1 HEAD``;
-- the same with a ``.flow/base.yaml`` holding a ``review:`` section (row ``.flow/``: the
-  settings are read and the whole layer checked, as for a team that tuned the gate);
+- the same with a ``.flow/base.yaml`` holding a ``review:`` section (row ``.flow/``, as for a
+  team that tuned the gate: the layer's settings are read and checked by the first review and
+  kept in the git directory, keyed by its bytes; every later one reads the layer's bytes and the
+  cache, ``reviewer/settings_cache.py``, so the row times that steady state);
 - the pre-commit hook's form: the same change staged, ``gitflow-agents review --hook`` (what
   ``.pre-commit-hooks.yaml`` runs) against ``git diff --cached --numstat``.
 

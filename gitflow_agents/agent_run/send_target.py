@@ -1,4 +1,5 @@
-"""What a ``send`` continues, as the run's own record has it (``sessions.py`` runs the turn).
+"""What a ``send`` continues, as the run's own record has it (``sessions.py`` runs the turn;
+the agent id and the directory of a finished run: ``prior_run.py``).
 
 An agent run is continued as itself: the agent id it ran as (its folder, ``step-01-builder``
 for a chain's builder, whose ``run.agent`` is the config key ``builder``), and the directory it
@@ -13,42 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitflow_agents.agent_run import sessions
+from gitflow_agents.agent_run.prior_run import agent_id_of, workdir_of
 from gitflow_agents.base.errors import UsageError
-from gitflow_agents.git import queries as git
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.fields import mapping, text
 
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.sessions import FinishedRun
-
-
-def agent_id_of(prior: FinishedRun) -> str:
-    """The agent id the run ran as: ``run.agentId``, else ``status.json``'s ``agent`` (both the
-    id), else ``run.agent`` (the id in records of ``spawn`` older than ``agentId``)."""
-    record, status = prior.record, prior.status
-    return text(record, "agentId") or text(status, "agent") or text(record, "agent") or ""
-
-
-def workdir_of(root: Path, prior: FinishedRun) -> Path:
-    """Where the run's agent worked (``run.workdir``, else ``status.json``'s ``extra.workdir``;
-    ``root`` when neither is recorded). UsageError when that work tree is gone, or is neither
-    ``root`` nor a work tree of its repository."""
-    recorded = text(prior.record, "workdir") or text(mapping(prior.status, "extra"), "workdir")
-    if not recorded or Path(recorded).resolve() == root.resolve():
-        return root
-    path = Path(recorded)
-    known = {tree.resolve() for tree in git.worktrees(root)} if (root / ".git").exists() else set()
-    if path.resolve() in known and path.is_dir():
-        return path
-    if not path.exists():
-        raise UsageError(
-            f"send: run {prior.run_id} worked in {path}, which is gone (its step was landed, or "
-            "the work tree removed); run the step again instead"
-        )
-    raise UsageError(
-        f"send: run {prior.run_id} records the working directory {path}, which is neither this "
-        "checkout nor one of its work trees; not continued"
-    )
 
 
 def refuse_step_run(root: Path, flow_dir: str, prior: FinishedRun) -> None:
@@ -84,9 +57,6 @@ def _latest_turn(root: Path, flow_dir: str, run_id: str) -> tuple[str, str] | No
     """(run id, agent id) of the turn ``send`` would continue for the agent run ``run_id``:
     the latest turn of its session; None when it cannot be continued (no session id, closed,
     its work tree gone, its record unreadable or still running)."""
-    # sessions imports this module's agent_id_of / workdir_of: the cycle keeps this one here
-    from gitflow_agents.agent_run import sessions  # noqa: PLC0415 - the cycle above
-
     try:
         prior = sessions.finished_run(root, flow_dir, run_id)
         session = sessions.load_session(sessions.session_path(root, flow_dir, prior), prior)

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitflow_agents.agent_run.launch import refuse_planted, report_files
+from gitflow_agents.agent_run.prior_run import agent_id_of, workdir_of
 from gitflow_agents.agent_run.run import AgentJob, Resume, clear_previous, execute
-from gitflow_agents.agent_run.send_target import agent_id_of, workdir_of
 from gitflow_agents.agents import get_adapter
 from gitflow_agents.agents.base import cannot_resume
 from gitflow_agents.agents.installed import check_agents

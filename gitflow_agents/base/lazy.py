@@ -1,6 +1,7 @@
 """What a small review's start-up does not pay for until it is used (issue 20): the names a
-package imports from its modules only when first asked for (PEP 562 ``__getattr__``), and
-regular expressions compiled on first use (``Lazy``)."""
+package imports from its modules only when first asked for (PEP 562 ``__getattr__``), the
+modules only some content needs (``on_first_use``), and regular expressions compiled on first
+use (``Lazy``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import importlib
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from types import ModuleType
 
 
 def lazy_names(package: str, table: Mapping[str, str]) -> Callable[[str], object]:
@@ -22,6 +24,16 @@ def lazy_names(package: str, table: Mapping[str, str]) -> Callable[[str], object
         return value
 
     return __getattr__
+
+
+def on_first_use(name: str) -> Callable[[], ModuleType]:
+    """The module ``name``, imported by the first call. For a module only some content needs
+    (a JSON file's parser, the AST reader of a line naming a debugger, the hash of a finding):
+    declared at the top of the module that uses it, with its reason, so that what a module
+    depends on is read there as from its imports (issue 21); no import inside a function."""
+    # no cache of our own: as an import statement, each call asks sys.modules (a dict lookup
+    # once imported), so what a test puts there is seen
+    return lambda: importlib.import_module(name)
 
 
 class Lazy:

@@ -12,8 +12,9 @@ import threading
 from functools import cache
 from typing import TYPE_CHECKING
 
+from markdown_it import MarkdownIt
+
 if TYPE_CHECKING:
-    from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
 _last: tuple[str, list[Token]] | None = None
@@ -22,8 +23,6 @@ _lock = threading.Lock()
 
 @cache
 def _parser() -> MarkdownIt:
-    from markdown_it import MarkdownIt  # noqa: PLC0415 — built on first parse: most reports have no fence
-
     return MarkdownIt("commonmark").disable(["inline", "text_join"])
 
 

@@ -9,9 +9,9 @@ from gitflow_agents.agents import BUILTIN
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.git import queries as git
-from gitflow_agents.reviewer.acceptance import acceptance_at, local_acceptance
-from gitflow_agents.reviewer.builtin import report
+from gitflow_agents.reviewer.builtin_report import report
 from gitflow_agents.reviewer.checks import CheckOptions
+from gitflow_agents.reviewer.flow_settings import acceptance_at, local_acceptance
 from gitflow_agents.reviewer.target import Target, builtin_as_review, builtin_result
 
 if TYPE_CHECKING:

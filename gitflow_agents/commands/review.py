@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from gitflow_agents.commands.dispatch import Args
     from gitflow_agents.findings import GateResult, Review, Severity
+    from gitflow_agents.findings.settings import ReviewSettings
     from gitflow_agents.reviewer.acceptance import Acceptance
     from gitflow_agents.reviewer.incremental import Earlier
 
@@ -78,7 +79,7 @@ def _review(
     diff = None
     if known is not None and args.agent == "builtin":
         diff = early.enter_context(git.AskedDiff(root, known.spec)).changes
-    from gitflow_agents.reviewer.target import exit_code, review_target
+    from gitflow_agents.reviewer.target import exit_code, review_builtin_target
 
     acceptance = _acceptance(root, args)
     remarks: list[str] = []
@@ -94,6 +95,18 @@ def _review(
         return _report_nothing(args, target, empty, threshold)
 
     def review_with(accepting: Acceptance | None) -> tuple[Review, GateResult]:
+        if args.agent == "builtin":  # the hook's case: none of the agent reviewer's modules
+            return review_builtin_target(
+                root,
+                target,
+                threshold=threshold,
+                max_file_size=args.max_file_size,
+                acceptance=accepting,
+                blobs=blobs,
+                changes=diff,
+            )
+        from gitflow_agents.reviewer.agent_target import review_target
+
         return review_target(
             root,
             target,
@@ -112,7 +125,7 @@ def _review(
     if earlier is not None:
         print(f"git agent-review: {review.kind_reason}", file=sys.stderr)
     if args.write_baseline is not None:  # review again: the findings now read as accepted
-        from gitflow_agents.reviewer.acceptance import local_acceptance
+        from gitflow_agents.reviewer.flow_settings import local_acceptance
 
         _write_baseline(root, args.write_baseline, review)
         review, result = review_with(local_acceptance(root, args.write_baseline or None))
@@ -149,7 +162,7 @@ def _earlier(root: Path, target: Target, args: Args) -> Earlier | None:
     builtin reviewer and the staged changes (always whole)."""
     if args.agent == "builtin" or target.head is None:
         return None
-    from gitflow_agents.reviewer.acceptance import local_settings
+    from gitflow_agents.reviewer.flow_settings import local_settings
     from gitflow_agents.reviewer.incremental import Earlier, prior_from_notes
 
     if getattr(args, "full", False):
@@ -165,7 +178,7 @@ def _earlier(root: Path, target: Target, args: Args) -> Earlier | None:
 def _acceptance(root: Path, args: Args) -> Acceptance | None:
     """What the builtin reviewer accepts, from the work tree (None for an agent reviewer);
     UsageError for the baseline options with an agent, or a FILE that is not ``.json``."""
-    from gitflow_agents.reviewer.acceptance import local_acceptance
+    from gitflow_agents.reviewer.acceptance import Acceptance, baseline_at
 
     if args.agent != "builtin":
         if args.baseline is not None or args.write_baseline is not None:
@@ -177,7 +190,44 @@ def _acceptance(root: Path, args: Args) -> Acceptance | None:
             f"the baseline is a .json file, got {wanted!r} (a RANGE goes before the option: "
             "git agent-review main..HEAD --write-baseline)"
         )
-    return local_acceptance(root, args.baseline)
+    settings = _review_settings(root)
+    found = baseline_at(root, args.baseline)
+    if found is None:
+        return Acceptance(settings)
+    from gitflow_agents.reviewer.flow_settings import with_baseline  # JSON only with a baseline
+
+    return with_baseline(settings, *found)
+
+
+def _review_settings(root: Path) -> ReviewSettings:
+    """``flow_settings.local_settings``, importing only what this layer needs: nothing without
+    ``.flow/base.yaml``; its bytes and the cache when the cache holds them (most commits);
+    PyYAML and the review section's checks when not; the whole shape (``plan/``, the adapters)
+    only for a layer with more than ``review:`` in it (issue 20)."""
+    from gitflow_agents.findings.settings import ReviewSettings
+    from gitflow_agents.reviewer.acceptance import LAYER
+
+    layer = root / LAYER
+    if not layer.exists():
+        return ReviewSettings()
+    from gitflow_agents.config.layer_bytes import read_layer_bytes
+    from gitflow_agents.reviewer import settings_cache
+
+    data = read_layer_bytes(layer, LAYER)
+    cached = settings_cache.load(root, data, LAYER)
+    if cached is not None:
+        return cached
+    from gitflow_agents.config.review import layer_node, review_layer_settings, review_only
+
+    node = layer_node(data, LAYER)
+    if review_only(node):
+        settings = review_layer_settings(node)
+    else:
+        from gitflow_agents.config.review_whole import whole_layer_settings
+
+        settings = whole_layer_settings(node)
+    settings_cache.store(root, data, LAYER, settings)
+    return settings
 
 
 def _write_baseline(root: Path, file: str, review: Review) -> None:

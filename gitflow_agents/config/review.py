@@ -12,13 +12,13 @@ builtin reviewer reads the layer on every commit). A layer with more in it is ch
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
 from types import MappingProxyType
 
 from gitflow_agents.base.errors import InputError
 from gitflow_agents.config.check import check
+from gitflow_agents.config.layer_bytes import MAX_LAYER_BYTES, layer_text
 from gitflow_agents.config.review_shape import REVIEW
-from gitflow_agents.config.yaml_nodes import MAX_LAYER_BYTES, Node, parse_layer, read_layer
+from gitflow_agents.config.yaml_nodes import Node, parse_layer
 from gitflow_agents.findings.model import Severity
 from gitflow_agents.findings.rules import RULES
 from gitflow_agents.findings.settings import (
@@ -113,11 +113,13 @@ def review_layer_settings(layer: Node) -> ReviewSettings:
 def parse_text_layer(text: str, name: str) -> Node:
     """A layer file's ``text`` (read from a commit; ``name`` in errors) parsed; InputError for
     a text over the size limit of a layer file."""
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_LAYER_BYTES:
+    return layer_node(text.encode("utf-8", "surrogatepass"), name)
+
+
+def layer_node(data: bytes, name: str) -> Node:
+    """A layer file's ``data`` (its bytes, from a file or a commit; ``name`` in errors)
+    parsed; InputError for data over the size limit of a layer file, ConfigError naming the
+    line of a byte that is not UTF-8."""
+    if len(data) > MAX_LAYER_BYTES:
         raise InputError(f"over the {MAX_LAYER_BYTES:,}-byte limit of a layer file", path=name)
-    return parse_layer(text, name)
-
-
-def read_file_layer(path: Path, name: str) -> Node:
-    """The layer file at ``path`` (``name`` in errors) parsed."""
-    return read_layer(path, name)
+    return parse_layer(layer_text(data, name), name)

@@ -14,8 +14,9 @@ from typing import Any, NamedTuple
 import yaml
 
 from gitflow_agents.base.errors import ConfigError
-from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 from gitflow_agents.base.safe_yaml import YamlProblem, compose, flatten, is_merge_key, scalar
+from gitflow_agents.config.layer_bytes import MAX_LAYER_BYTES as MAX_LAYER_BYTES
+from gitflow_agents.config.layer_bytes import layer_text, read_layer_bytes
 
 
 class Node(NamedTuple):
@@ -31,21 +32,11 @@ class Node(NamedTuple):
         return ConfigError(message, path=self.file, line=self.line, key=key or None)
 
 
-MAX_LAYER_BYTES = 4 * 1024 * 1024
-"""A layer file larger than this is refused (docs/security.md, "Bounds")."""
-
-
 def read_layer(path: Path, display: str) -> Node:
     """The layer file ``path`` as a Node tree (empty or only comments: an empty mapping);
     ConfigError naming ``display`` and the line otherwise (also for a FIFO, a file over
     :data:`MAX_LAYER_BYTES`, an alias bomb or nesting too deep: gitflow_agents/base/safe_yaml.py)."""
-    try:
-        text = read_text_limited(path, MAX_LAYER_BYTES)
-    except ReadRefused as exc:
-        raise ConfigError(exc.reason, path=display, line=exc.line) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", path=display) from None
-    return parse_layer(text, display)
+    return parse_layer(layer_text(read_layer_bytes(path, display), display), display)
 
 
 def parse_layer(text: str, display: str) -> Node:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from gitflow_agents.base.lazy import Lazy
+from gitflow_agents.base.lazy import Lazy, on_first_use
 
 
 class Severity(str, enum.Enum):
@@ -54,7 +54,9 @@ class Overall(str, enum.Enum):
     REVISE = "revise"
 
 
-# compiled when a finding is fingerprinted (issue 20)
+# compiled, and hashlib (OpenSSL) loaded, when a finding is fingerprinted: most small reviews
+# have none (issue 20)
+_HASHLIB = on_first_use("hashlib")
 _WS = Lazy(r"\s+")
 _DIGITS = Lazy(r"\d+")
 
@@ -67,10 +69,10 @@ def fingerprint(file: str | None, rule: str | None, message: str, line_content: 
     """
     what = rule or _DIGITS.sub("N", _WS.sub(" ", message.strip().lower()))
     content = _WS.sub(" ", line_content.strip())
-    import hashlib  # noqa: PLC0415 - loading OpenSSL costs a small review's start-up (issue 20)
-
-    digest = hashlib.sha256("\0".join((file or "", what, content)).encode("utf-8"))
-    return digest.hexdigest()[:16]
+    digest: str = (
+        _HASHLIB().sha256("\0".join((file or "", what, content)).encode("utf-8")).hexdigest()
+    )
+    return digest[:16]
 
 
 class Finding(NamedTuple):

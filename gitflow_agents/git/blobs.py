@@ -1,53 +1,58 @@
 """File contents from git: the persistent ``git cat-file`` reader (``BlobReader``) every review
-reads blobs and their sizes through, and a temporary copy of an index. Apart from ``cmd.py``
-because the gate hook imports that alone. ``tempfile``, ``shutil`` and ``threading`` are
-imported where they are needed: a small review needs none of them, and they cost its start-up
-milliseconds (benchmarks/small_commit.py).
+reads blobs and their sizes through. Apart from ``cmd.py`` because the gate hook imports that
+alone. It imports no ``tempfile``, ``shutil`` or ``threading``: a small review needs none of
+them, and they cost its start-up milliseconds (benchmarks/small_commit.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 from gitflow_agents.base import spawn
 from gitflow_agents.base.errors import GitError
 from gitflow_agents.git.cmd import git_env, run_git
 
-if TYPE_CHECKING:
-    from threading import Thread
 
+class _Feed:
+    """Requests to a ``git cat-file`` process, written as their answers are read: never more
+    than ``WINDOW`` bytes of them unanswered. git answers while it reads, and an answer can be
+    large; written all at once, a long request list and the answers could fill both pipes,
+    each side waiting for the other. Those requests are consumed by git once answered, so its
+    input pipe holds at most the window, which fits in any pipe: no write ever blocks (without
+    a writer thread: ``threading`` is a small review's start-up, issue 20)."""
 
-@contextlib.contextmanager
-def temporary_index(index: Path) -> Iterator[dict[str, str]]:
-    """A copy of ``index`` in a temporary file; yields the git environment pointing at it."""
-    import shutil  # noqa: PLC0415 - only a staged review with a hook's index needs it
-    import tempfile  # noqa: PLC0415 - idem
+    WINDOW = 4096
 
-    fd, name = tempfile.mkstemp(prefix="gitflow-agents-index.")
-    os.close(fd)
-    path = Path(name)
-    try:
-        if index.exists():
-            shutil.copyfile(index, path)
-        else:
-            path.unlink()
-        yield {**git_env(), "GIT_INDEX_FILE": str(path)}
-    finally:
-        path.unlink(missing_ok=True)
+    def __init__(self, child: spawn.Helper, requests: Sequence[bytes]) -> None:
+        self._stdin = child.stdin
+        self._requests = requests
+        self._written = self._done = self._pending = 0
+        self._top_up()
 
+    def answered(self) -> None:
+        """One more answer was read: the next requests go out once half the window is free."""
+        self._pending -= len(self._requests[self._done])
+        self._done += 1
+        if self._pending <= self.WINDOW // 2:
+            self._top_up()
 
-def _scratch_file() -> IO[bytes]:
-    """An unnamed file for a child's stderr: a memfd where there is one (importing tempfile
-    costs a small review's start-up milliseconds: shutil, random, the compressors)."""
-    with contextlib.suppress(AttributeError, OSError):  # no memfd: not Linux, or a sandbox
-        return os.fdopen(os.memfd_create("git-stderr"), "w+b")
-    import tempfile  # noqa: PLC0415 - only where there is no memfd
-
-    return tempfile.TemporaryFile()
+    def _top_up(self) -> None:
+        chunk = []
+        while self._written < len(self._requests):
+            size = len(self._requests[self._written])
+            if self._pending and self._pending + size > self.WINDOW:
+                break  # (a request alone goes out whatever its length: the pipe is empty)
+            chunk.append(self._requests[self._written])
+            self._written += 1
+            self._pending += size
+        if chunk:
+            # git died, or _abandon killed it: the reading side reports or already knows it
+            with contextlib.suppress(OSError, ValueError):
+                self._stdin.write(b"".join(chunk))
+                self._stdin.flush()
 
 
 class BlobReader:
@@ -104,23 +109,22 @@ class BlobReader:
             return []
         if self._old_git or not (fresh or self._commands) or not all(map(_batchable, names)):
             return object_sizes(self.root, names)  # a ``--batch`` process cannot say sizes
-        self._process(commands=True)
-        writer = self._send(b"".join(b"info " + n.encode() + b"\n" for n in names))
+        feed = _Feed(self._process(commands=True), [b"info " + n.encode() + b"\n" for n in names])
+        sizes: list[int | None] = []
         try:
-            return [_size(self._header(refused_ok=fresh and i == 0)) for i in range(len(names))]
+            for i in range(len(names)):
+                sizes.append(_size(self._header(refused_ok=fresh and i == 0)))
+                feed.answered()
         except _OldGit:
             return object_sizes(self.root, names)
         except GitError:
             self._abandon()  # unread answers may be in the pipe
             raise
-        finally:
-            if writer is not None:
-                writer.join()
+        return sizes
 
     def texts(self, names: Sequence[str]) -> Iterator[str | None]:
-        """The content of every object in ``names``, in order, as the answers arrive: all
-        requests are written at once (by a thread when they could fill the pipe, so neither
-        side waits for the other)."""
+        """The content of every object in ``names``, in order, as the answers arrive (the
+        requests written as they are answered: ``_Feed``)."""
         verb = b""
         if any(map(_batchable, names)):
             if self._fresh and self._commands:  # from ``start``: git may not know the mode
@@ -128,52 +132,32 @@ class BlobReader:
             self._process()
             verb = b"contents " if self._commands else b""
         batched = [verb + n.encode() + b"\n" for n in names if _batchable(n)]
-        writer = self._send(b"".join(batched)) if batched else None
+        feed = _Feed(self._process(), batched) if batched else None
         answered = 0
         try:
             for name in names:
                 if _batchable(name):
                     text = self._answer()
                     answered += 1
+                    assert feed is not None
+                    feed.answered()
                     yield text
                 else:
                     yield _one_off(self.root, name)
         finally:
             if answered < len(batched):  # stopped midway: unread answers are in the pipe
                 self._abandon()
-            if writer is not None:
-                writer.join()
-
-    def _send(self, requests: bytes) -> Thread | None:
-        child = self._process()
-        stdin = child.stdin
-        assert stdin is not None
-
-        def write() -> None:
-            # git died, or _abandon killed it: the reading side reports or already knows it
-            with contextlib.suppress(OSError, ValueError):
-                stdin.write(requests)
-                stdin.flush()
-
-        if len(requests) <= 4096:  # fits in any pipe: the write cannot block
-            write()
-            return None
-        import threading  # noqa: PLC0415 - only a request list that could fill the pipe needs it
-
-        thread = threading.Thread(target=write, name="cat-file requests", daemon=True)
-        thread.start()
-        return thread
 
     def _confirm_commands(self) -> None:
         """Ask the process ``start`` began a question whose answer is one line (a header, or
         ``missing``): a git older than 2.36 refuses ``--batch-command`` and exits, and the
         reader goes on with ``--batch``."""
-        self._send(b"info HEAD\n")
+        _Feed(self._process(), [b"info HEAD\n"])
         with contextlib.suppress(_OldGit):
             self._header(refused_ok=True)
 
     def _abandon(self) -> None:
-        """Kill the process (a writer blocked on its full pipe is released), then close."""
+        """Kill the process, then close."""
         if self._child is not None:
             spawn.kill_group(self._child.pid)
         self.close()
@@ -181,7 +165,7 @@ class BlobReader:
     def _process(self, *, commands: bool = False) -> spawn.Helper:
         """The running process, else a new one: ``--batch-command`` when ``commands``."""
         if self._child is None:
-            self._errors = _scratch_file()
+            self._errors = spawn.scratch_file()
             self._commands = commands and not self._old_git
             self._fresh = True
             mode = "--batch-command" if self._commands else "--batch"

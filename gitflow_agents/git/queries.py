@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from gitflow_agents.base import spawn
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.git import diffparse
 
@@ -30,14 +29,13 @@ from gitflow_agents.git import diffparse
 from gitflow_agents.git.blobs import BlobReader as BlobReader
 from gitflow_agents.git.blobs import object_name as object_name
 from gitflow_agents.git.blobs import object_sizes as object_sizes
-from gitflow_agents.git.blobs import temporary_index
 from gitflow_agents.git.cmd import NOTES_REF as NOTES_REF
 from gitflow_agents.git.cmd import explicit_repository as explicit_repository
 from gitflow_agents.git.cmd import failure as _fail
 from gitflow_agents.git.cmd import git_env as git_env
 from gitflow_agents.git.cmd import run_git as run_git
 from gitflow_agents.git.cmd import start_git
-from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange, FileStat
+from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange
 
 # Fetching from and pushing to remotes live in remote, the work trees, branches and commits of
 # chain steps in worktree; their names are re-exported here, each module imported when one of its
@@ -410,35 +408,6 @@ def write_note(root: Path, sha: str, text: str, ref: str = NOTES_REF) -> None:
 
 
 # --- statistics ----------------------------------------------------------------------------
-
-
-def diff_stats(
-    root: Path, base: str, head: str | None = None, *, exclude: Sequence[str] = ()
-) -> tuple[FileStat, ...]:
-    """Per-file statistics from ``base`` to ``head``, renames detected, binaries marked.
-
-    With ``head`` None the work tree of ``root`` is compared, *including untracked files*
-    (ignored ones excepted): in a throw-away copy of the index they are added as intent-to-add
-    (``git add -N``: no blob is written), so ``git diff <base>`` against the work tree shows them
-    as new; the real index is never touched. Paths under ``exclude`` (run artifacts) are left
-    out. One git call for a range; three for the work tree (index path, ``add -N``, ``diff``).
-    """
-    specs = tuple(f":(exclude){e.strip('/')}" for e in exclude)
-    # --no-abbrev: git need not look for the shortest unique id of every blob
-    args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", base)
-    if head is not None:
-        # porcelain diff, not diff-tree: diff-tree reads every file of the work tree that
-        # matches a blob instead of the pack (3x slower on a packed 10,000-file change, 20 %
-        # faster when the objects are loose; benchmarks/review_speed.py)
-        out = run_git(root, *args, head, "--", *specs).stdout
-    else:
-        index = Path(run_git(root, "rev-parse", "--git-path", "index").stdout.strip())
-        index = index if index.is_absolute() else root / index
-        with temporary_index(index) as env:
-            git = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root))
-            spawn.run((*git, "add", "--intent-to-add", "--", "."), env=env)
-            out = spawn.run((*git, *args, "--", *specs), env=env).stdout
-    return diffparse.keep_paths(diffparse.parse_raw_numstat(out), exclude)
 
 
 def commits_between(root: Path, base: str, head: str) -> tuple[Commit, ...]:

@@ -10,7 +10,9 @@ removed (``require_tool_worktree``).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -185,8 +187,6 @@ def tool_worktree_root(root: Path) -> Path:
     refuses every edit below it), and outside the user's work tree so their tools never see it.
     """
     common = git_common_dir(root).resolve()
-    import hashlib  # noqa: PLC0415 - git agent-review never needs it (start-up, issue 20)
-
     digest = hashlib.sha256(str(common).encode()).hexdigest()[:12]
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     name = common.parent.name if common.name == ".git" else common.name
@@ -236,8 +236,6 @@ def remove_tool_worktree(root: Path, path: Path) -> None:
         if path.is_symlink() or not path.is_dir():
             path.unlink()
         else:
-            import shutil  # noqa: PLC0415 - git agent-review never needs it (start-up, issue 20)
-
             shutil.rmtree(path)
 
 

@@ -1,16 +1,13 @@
 """The terminal view: findings grouped by file, severity colours, a one-line verdict.
 
 ``color=False`` (``--color never``, ``NO_COLOR``, not a terminal: the caller decides with
-``gitflow_agents.base.color.use_color``) gives plain text with no escape codes at all. ``color=True`` gives the same text with ANSI colours, drawn with rich
-when it is installed and with plain SGR codes otherwise; stripping the codes gives back the
-plain text exactly.
+``gitflow_agents.base.color.use_color``) gives plain text with no escape codes at all.
+``color=True`` gives the same text with ANSI colours, plain SGR codes around each styled
+segment (rich drew them before, the same codes at ~20 ms of import on every review in a
+terminal: issue 20); stripping the codes gives back the plain text exactly.
 """
 
 from __future__ import annotations
-
-import io
-
-from gitflow_agents.base.color import rich_settings
 
 from ..findings import GateResult, Review, Severity
 from . import is_approved, location, sorted_by_file, verdict_line
@@ -73,30 +70,7 @@ def render(review: Review, gate: GateResult | None = None, *, color: bool = Fals
     view = lines(review, gate)
     if not color:
         return "".join("".join(text for text, _ in line) + "\n" for line in view)
-    try:
-        return _render_rich(view)
-    except ImportError:
-        return "".join(_render_sgr(line) + "\n" for line in view)
-
-
-def _render_rich(view: list[Line]) -> str:
-    from rich.console import Console  # noqa: PLC0415 — rich only for colour on a terminal
-    from rich.text import Text  # noqa: PLC0415 — rich only for colour on a terminal
-
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        force_terminal=True,
-        **rich_settings(True),
-        width=10_000,
-        soft_wrap=True,
-        highlight=False,
-        markup=False,
-        emoji=False,
-    )
-    for line in view:
-        console.print(Text.assemble(*((text, style or "") for text, style in line)))
-    return buffer.getvalue()
+    return "".join(_render_sgr(line) + "\n" for line in view)
 
 
 def _render_sgr(line: Line) -> str:

@@ -1,13 +1,15 @@
 """Reviewers and the approval record they leave behind.
 
 ``builtin`` is the offline reviewer, ``agent`` runs a configured agent as one, ``target`` is
-the one review path both take (a range, a commit or the index; masked and gated); ``notes``
-records a review as a git note on the reviewed commit, which the ``agent-review-gate`` hook
-reads.
+the builtin reviewer's review of a target (a range, a commit or the index; masked and gated),
+``agent_target`` an agent reviewer's and the one review path for either; ``note_record``
+records a review as a git note on the reviewed commit (what it says: ``notes``), which the
+``agent-review-gate`` hook reads.
 
-The note names are imported from ``notes`` when first asked for (``base.lazy``): a review with
-``--no-note`` or of the staged changes (the pre-commit hook) writes no note, and the JSON
-modules notes need were a tenth of a small review's imports (issue 20).
+The note names are imported from ``notes`` / ``note_record`` when first asked for
+(``base.lazy``): a review with ``--no-note`` or of the staged changes (the pre-commit hook)
+writes no note, and the JSON modules notes need were a tenth of a small review's imports
+(issue 20).
 """
 
 from __future__ import annotations
@@ -17,25 +19,27 @@ from typing import TYPE_CHECKING
 from gitflow_agents.base.lazy import lazy_names
 
 if TYPE_CHECKING:
+    from gitflow_agents.reviewer.note_record import (
+        approval_status,
+        read_review_note,
+        record_review,
+    )
     from gitflow_agents.reviewer.notes import (
         APPROVAL_KIND,
         ApprovalNote,
-        approval_status,
         note_approval,
         parse_review_note,
-        read_review_note,
-        record_review,
         reviewed_nothing,
     )
 
 _LAZY = {
     "APPROVAL_KIND": "notes",
     "ApprovalNote": "notes",
-    "approval_status": "notes",
+    "approval_status": "note_record",
     "note_approval": "notes",
     "parse_review_note": "notes",
-    "read_review_note": "notes",
-    "record_review": "notes",
+    "read_review_note": "note_record",
+    "record_review": "note_record",
     "reviewed_nothing": "notes",
 }
 

@@ -298,20 +298,13 @@ def review_data(
     }
 
 
-def _report_head(result: BuiltinResult, data: dict[str, Any]) -> list[str]:
+def report_head(result: BuiltinResult, data: dict[str, Any]) -> list[str]:
     """The report's lines before its JSON block."""
     lines = ["# Review (builtin)", "", data["summary"], ""]
     lines += [f"- {note}" for note in result.notes]
     if result.notes:
         lines.append("")
     return lines
-
-
-def _report_lines(result: BuiltinResult, data: dict[str, Any]) -> list[str]:
-    import json  # noqa: PLC0415 — only a written report (a chain's builtin step) needs json
-
-    block = json.dumps(data, indent=2).splitlines()
-    return [*_report_head(result, data), "```json", *block, "```", "", _verdict_line(result)]
 
 
 def _json_lines(value: object) -> int:
@@ -322,19 +315,6 @@ def _json_lines(value: object) -> int:
         items = value.values() if isinstance(value, dict) else value
         return 2 + sum(_json_lines(item) for item in items)
     return 1
-
-
-def report(
-    result: BuiltinResult,
-    *,
-    reviewed_sha: str | None,
-    base_sha: str | None,
-    threshold: Severity = Severity.ERROR,
-) -> str:
-    """The reviewer report: markdown summary, fenced JSON findings and the verdict line (the
-    shapes in docs/protocol.md, Review verdict and Findings)."""
-    data = review_data(result, reviewed_sha=reviewed_sha, base_sha=base_sha, threshold=threshold)
-    return "\n".join(_report_lines(result, data)) + "\n"
 
 
 def as_review(
@@ -351,8 +331,9 @@ def as_review(
     ``parse_review`` leaves those of a findings block before filling them."""
     data = review_data(result, reviewed_sha=reviewed_sha, base_sha=base_sha, threshold=threshold)
     # the verdict is the report's last line, after the JSON block and its fences (counted
-    # without writing it: json is imported only when a report is written, issue 20)
-    marker_line = len(_report_head(result, data)) + 1 + _json_lines(data) + 3
+    # without writing it: json is imported only when a report is written, builtin_report.py,
+    # issue 20)
+    marker_line = len(report_head(result, data)) + 1 + _json_lines(data) + 3
     return Review(
         overall=result.overall,
         summary=data["summary"],
@@ -360,12 +341,12 @@ def as_review(
         reviewed_sha=reviewed_sha,
         base_sha=base_sha,
         unreviewed_files=tuple(result.unreviewed_files),
-        reason=f"{_verdict_line(result)} on line {marker_line}",
+        reason=f"{verdict_line(result)} on line {marker_line}",
         excluded_files=len(result.excluded),
     )
 
 
-def _verdict_line(result: BuiltinResult) -> str:
+def verdict_line(result: BuiltinResult) -> str:
     return f"REVIEW_RESULT: {_verdict(result)}"
 
 

@@ -3,11 +3,17 @@
 Line checks look only at ADDED lines; syntax checks parse the new full file and report the
 error line. Every finding carries a rule id (listed in ``findings/rules.py`` and docs/review.md).
 Secrets are never quoted in full: ``mask`` (gitflow_agents/base/redact.py) keeps a short prefix.
+Python debugger statements are read from Python's AST (``debug_statements``), as
+pre-commit-hooks' debug-statements reads them, with ``compile``'s AST flag and the node classes
+of ``_ast`` (built in, and loaded by every review's syntax rule): the ``ast`` module is a small
+review's milliseconds (issue 20).
 """
 
 from __future__ import annotations
 
+import _ast
 import re
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -262,6 +268,64 @@ def check_debugger(change: FileChange) -> Iterator[Finding]:
 DEBUGGER_MODULES = frozenset(
     ("bpdb", "ipdb", "pdb", "pdbr", "pudb", "pydevd_pycharm", "q", "rdb", "rpdb", "wdb")
 )
+
+
+def debug_statements(text: str) -> dict[int, str] | None:
+    """Line -> the first debugger statement that starts on it (imports of debugger modules,
+    ``breakpoint()``, ``<debugger module>.set_trace()``); None when ``text`` does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = compile(text, "<unknown>", "exec", flags=_ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found: dict[tuple[int, int], str] = {}
+    for node in _walk(tree):
+        if isinstance(node, (_ast.Import, _ast.ImportFrom, _ast.Call)):
+            what = _debug_statement(node)
+            if what is not None:
+                found[(node.lineno, node.col_offset)] = what
+    by_line: dict[int, str] = {}
+    for (line, _), what in sorted(found.items()):
+        by_line.setdefault(line, what)  # one finding per line: `import pdb; pdb.set_trace()`
+    return by_line
+
+
+def _walk(tree: _ast.AST) -> Iterator[_ast.AST]:
+    """Every node of ``tree`` (in no particular order: ``ast.walk`` without ``ast``)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, _ast.AST):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(item for item in value if isinstance(item, _ast.AST))
+
+
+def _debug_statement(node: _ast.Import | _ast.ImportFrom | _ast.Call) -> str | None:
+    if isinstance(node, _ast.Import):
+        names = [a.name for a in node.names if a.name.split(".")[0] in DEBUGGER_MODULES]
+        return f"import {names[0]}" if names else None
+    if isinstance(node, _ast.ImportFrom):
+        module = node.module or ""
+        debugger = node.level == 0 and module.split(".")[0] in DEBUGGER_MODULES
+        return f"from {module} import ..." if debugger else None
+    func = node.func
+    if isinstance(func, _ast.Name) and func.id == "breakpoint":
+        return "breakpoint()"
+    if (
+        isinstance(func, _ast.Attribute)
+        and func.attr == "set_trace"
+        and isinstance(func.value, _ast.Name)
+        and func.value.id in DEBUGGER_MODULES
+    ):
+        return f"{func.value.id}.set_trace()"
+    return None
+
+
 # The pre-filter: a Python file is parsed for debugger statements only when an added line has
 # one of these words (every line the regex or the AST rule can report has one).
 DEBUGGER_WORDS = re.compile(
@@ -277,9 +341,7 @@ def check_python_debugger(change: FileChange, text: str | None) -> Iterator[Find
     back to the line regex of ``check_debugger``."""
     if not any(DEBUGGER_WORDS.search(a.text) for a in change.added_lines):
         return
-    from gitflow_agents.reviewer import pydebug  # noqa: PLC0415 — ast only past the pre-filter
-
-    statements = pydebug.debug_statements(text) if text is not None else None
+    statements = debug_statements(text) if text is not None else None
     if statements is None:
         yield from check_debugger(change)
         return

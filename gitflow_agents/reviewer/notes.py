@@ -7,20 +7,17 @@ rewritten commit by ``notes.rewriteRef`` names the old sha and does not count) *
 a note whose base is the reviewed commit itself reviewed nothing and never counts
 (:func:`reviewed_nothing`, the one rule for the chain and ``git agent-review``).
 
-Kept import-light on purpose (no dataclasses, datetime or ``gitflow_agents.git.queries`` at import
-time): the gate hook imports this module and must start fast, so the git queries are imported
-when a note is written or read here (the hook reads its notes itself).
+Kept import-light on purpose (no dataclasses, datetime or ``gitflow_agents.git.queries``): the
+gate hook imports this module and must start fast (it reads its notes itself); writing and
+reading a note through git is ``note_record.py``.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from gitflow_agents import __version__
-from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.jsondata import loads
 
 APPROVAL_KIND = "gitflow-agents/review-note/v1"
@@ -48,47 +45,6 @@ def reviewed_nothing(base_sha: str, reviewed_sha: str) -> bool:
     return base_sha == reviewed_sha
 
 
-def record_review(
-    root: Path,
-    *,
-    reviewed_sha: str,
-    base_sha: str,
-    approved: bool,
-    agent: str,
-    threshold: str,
-    open_findings: list[dict[str, Any]] | None = None,
-) -> ApprovalNote:
-    """Write the note for ``reviewed_sha`` (replacing an earlier one, so a later REVISE on the
-    same commit withdraws an earlier approval). UsageError for an approval of nothing
-    (:func:`reviewed_nothing`): callers check first, this keeps such a note from ever existing.
-    ``open_findings`` (an agent reviewer's findings as JSON) go into the note as
-    ``openFindings``: what the next, incremental review of the range builds on
-    (``reviewer/incremental.py``)."""
-    from gitflow_agents.git import queries as git  # noqa: PLC0415 — see the module docstring
-
-    if approved and reviewed_nothing(base_sha, reviewed_sha):
-        raise UsageError(
-            f"refusing to record an approval of {reviewed_sha[:12]} against itself: "
-            "nothing was reviewed"
-        )
-
-    note = ApprovalNote(
-        verdict="approved" if approved else "revise",
-        reviewed_sha=reviewed_sha,
-        tree_sha=git.tree_sha(root, reviewed_sha),
-        base_sha=base_sha,
-        agent=agent,
-        threshold=threshold,
-        time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    )
-    text = note.to_json()
-    if open_findings is not None:
-        data = {**note._asdict(), "openFindings": open_findings}
-        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-    git.write_note(root, reviewed_sha, text)
-    return note
-
-
 def parse_review_note(text: str | None) -> ApprovalNote | None:
     """A note's text as an ApprovalNote; None when absent, not ours or malformed."""
     if text is None:
@@ -101,22 +57,6 @@ def parse_review_note(text: str | None) -> ApprovalNote | None:
         return ApprovalNote(**fields)
     except (ValueError, TypeError):
         return None
-
-
-def read_review_note(root: Path, sha: str) -> ApprovalNote | None:
-    """The recorded note on ``sha``; None when there is none or it is not ours / malformed."""
-    return parse_review_note(_note_text(root, sha))
-
-
-def approval_status(root: Path, sha: str) -> tuple[bool, str]:
-    """(approved, one-line reason) for commit ``sha`` according to its recorded note."""
-    return note_approval(sha, _note_text(root, sha))
-
-
-def _note_text(root: Path, sha: str) -> str | None:
-    from gitflow_agents.git import queries as git  # noqa: PLC0415 — see the module docstring
-
-    return git.read_note(root, sha)
 
 
 def note_approval(sha: str, text: str | None) -> tuple[bool, str]:

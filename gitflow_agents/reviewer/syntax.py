@@ -5,17 +5,22 @@ TOML) and report the error line. A rule for a file is ``syntax_rule(path)``; a f
 from __future__ import annotations
 
 import functools
-import importlib
 import sys
 import warnings
 from _ast import PyCF_ONLY_AST  # the flag alone: ``ast`` costs a small review more (issue 20)
 from collections.abc import Callable
 from typing import Any
 
-from gitflow_agents.base.lazy import Lazy
+from gitflow_agents.base.lazy import Lazy, on_first_use
 from gitflow_agents.findings import Finding
 from gitflow_agents.git.diffparse import FileChange
 from gitflow_agents.reviewer.checks import finding, is_python
+
+# The parsers only a file of their kind needs, imported when one is reviewed (most small
+# reviews have none: issue 20)
+_JSON = on_first_use("json")
+_YAML_BUILD = on_first_use("gitflow_agents.reviewer.yaml_build")  # PyYAML
+_TOML = on_first_use("tomllib" if sys.version_info >= (3, 11) else "tomli")
 
 
 class SyntaxProblem(Exception):
@@ -37,8 +42,7 @@ def _python(text: str, path: str) -> None:
 
 
 def _json(text: str, path: str) -> None:
-    import json  # noqa: PLC0415 — json only when a JSON file is reviewed (issue 20)
-
+    json = _JSON()
     try:
         json.loads(text, object_pairs_hook=_unique_keys)
     except _DuplicateKey as exc:
@@ -67,24 +71,17 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _yaml(text: str, path: str) -> None:
-    from gitflow_agents.reviewer.yaml_build import yaml_problem  # noqa: PLC0415 — PyYAML only when a YAML file is reviewed
-
-    problem = yaml_problem(text)
+    problem: tuple[int | None, str] | None = _YAML_BUILD().yaml_problem(text)
     if problem is not None:
         raise SyntaxProblem(*problem)
 
 
 def toml_parser() -> Callable[[str], object] | None:
     """``tomllib.loads`` (3.11+), else ``tomli.loads`` when installed, else None."""
-    if sys.version_info >= (3, 11):
-        import tomllib  # noqa: PLC0415 — tomllib only when a TOML file is reviewed
-
-        return tomllib.loads
     try:
-        tomli = importlib.import_module("tomli")
+        loads: Callable[[str], object] = _TOML().loads
     except ImportError:
         return None
-    loads: Callable[[str], object] = tomli.loads
     return loads
 
 

@@ -25,14 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, Any, Protocol
 
 from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
-
-if TYPE_CHECKING:
-    from gitflow_agents.runs.live import LiveTable
+from gitflow_agents.runs.live import LiveTable
 
 EVENT_TYPES = frozenset(
     {
@@ -367,11 +365,6 @@ class ConsoleChannel:
             self._live = self._start_live()
 
     def _start_live(self) -> LiveTable | None:
-        try:
-            from gitflow_agents.runs.live import LiveTable  # noqa: PLC0415 — rich only on a terminal
-        except ImportError:  # rich is optional: fall back to plain lines
-            self.is_tty = False
-            return None
         return LiveTable(self.stream)
 
     def handle(self, event: Event) -> None:

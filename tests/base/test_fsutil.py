@@ -60,3 +60,19 @@ def test_json_is_pretty_utf8_with_final_newline(tmp_path: Path) -> None:
     assert text.endswith("}\n")
     assert "é" in text
     assert json.loads(text) == {"name": "é", "n": 1}
+
+
+def test_a_temp_name_already_taken_is_never_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temp file is created exclusively: a file (or a link planted) at the first name drawn
+    is left alone and the next name is used."""
+    target = tmp_path / "out.txt"
+    draws = iter([b"\x01" * 6, b"\x02" * 6])
+    monkeypatch.setattr(os, "urandom", lambda n: next(draws))
+    taken = tmp_path / f".out.txt.{'01' * 6}.tmp"
+    taken.symlink_to(tmp_path / "elsewhere")
+    write_text_atomic(target, "new\n")
+    assert target.read_text() == "new\n"
+    assert taken.is_symlink() and not (tmp_path / "elsewhere").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [taken.name, "out.txt"]

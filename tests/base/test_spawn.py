@@ -221,3 +221,20 @@ def test_a_helper_talks_over_its_pipes_and_its_stderr_goes_to_the_file(tmp_path:
         assert err.read() == b"seen\n"
         with pytest.raises(GitflowError, match=r"^command not found: no-such-binary-xyz$"):
             spawn.start(["no-such-binary-xyz"], env=ENV, stderr=err)
+
+
+@pytest.mark.parametrize("memfd", [True, False])
+def test_a_scratch_file_is_unnamed_readable_and_leaves_nothing(
+    memfd: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A helper's stderr: a memfd, or (no memfd: not Linux, a sandbox) a file of ``TMPDIR``
+    removed as soon as it is open; what the helper writes is read back."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    if not memfd:
+        monkeypatch.delattr(os, "memfd_create", raising=False)
+    with spawn.scratch_file() as errors:
+        child = spawn.start(("sh", "-c", "echo oops >&2"), env=dict(os.environ), stderr=errors)
+        assert spawn.finish(child) == 0
+        errors.seek(0)
+        assert errors.read() == b"oops\n"
+        assert list(tmp_path.iterdir()) == []

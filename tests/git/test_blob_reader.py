@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -167,9 +168,8 @@ def test_no_process_is_left_behind(repo: Path) -> None:
 
 
 def test_stopping_while_both_pipes_are_full_does_not_hang(repo: Path) -> None:
-    """Requests beyond the pipe's size go through a writer thread; when the consumer stops,
-    git is blocked on its full stdout and the writer on git's full stdin: ending git frees
-    both."""
+    """When the consumer stops, git may be blocked on its full stdout: ending it frees it;
+    the requests not yet written are never written."""
     head = commit_files(repo, {"big.txt": "x" * 100_000 + "\n"})
     names = [g.object_name(head, "big.txt")] * 3000  # ~150 kB of requests
     with g.BlobReader(repo) as reader:
@@ -179,6 +179,40 @@ def test_stopping_while_both_pipes_are_full_does_not_hang(repo: Path) -> None:
         texts.close()
         assert child is not None and child.returncode is not None
         assert reader.text(names[0]) == "x" * 100_000 + "\n"
+
+
+def test_a_long_request_list_is_written_as_it_is_answered(repo: Path) -> None:
+    """~150 kB of requests for answers of ~6 MB: written all at once, both pipes would fill
+    with each side waiting for the other; written as answers come back (never more than the
+    window unanswered) every answer arrives, without a writer thread."""
+    head = commit_files(repo, {"mid.txt": "m" * 2000 + "\n"})
+    names = [g.object_name(head, "mid.txt")] * 3000
+    with g.BlobReader(repo) as reader:
+        assert reader.sizes(names) == [2001] * 3000
+        assert set(reader.texts(names)) == {"m" * 2000 + "\n"}
+
+
+class _Stdin:
+    def __init__(self) -> None:
+        self.data = b""
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    def flush(self) -> None:
+        pass
+
+
+def test_the_feed_keeps_at_most_its_window_unanswered() -> None:
+    stdin = _Stdin()
+    requests = [b"r" * 99 + b"\n"] * 200 + [b"L" * 9000 + b"\n"] + [b"s\n"]
+    feed = blobs._Feed(SimpleNamespace(stdin=stdin), requests)  # type: ignore[arg-type]
+    for answered in range(len(requests)):
+        unanswered = len(stdin.data) - sum(map(len, requests[:answered]))
+        # a request longer than the window goes out alone, once all before it are answered
+        assert 0 < unanswered <= max(blobs._Feed.WINDOW, len(requests[answered]))
+        feed.answered()
+    assert stdin.data == b"".join(requests)
 
 
 def test_git_dying_midway_is_a_git_error_not_a_short_text(repo: Path) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from gitflow_agents.base.errors import GitError, UsageError
 from gitflow_agents.git import queries as git
+from gitflow_agents.git.stats import diff_stats
 from tests.conftest import git as run_git
 
 
@@ -36,7 +37,7 @@ def test_work_tree_stats_include_untracked_binary_and_renames_and_exclude_flows(
     base = _base(repo)
     _change_worktree(repo)
     index_before = (repo / ".git" / "index").read_bytes()
-    stats = {s.path: s for s in git.diff_stats(repo, base, exclude=("flows",))}
+    stats = {s.path: s for s in diff_stats(repo, base, exclude=("flows",))}
     assert set(stats) == {"new.py", "logo.png", "docs/new.md", "keep.txt"}
     assert (stats["new.py"].status, stats["new.py"].added, stats["new.py"].deleted) == ("A", 2, 0)
     assert stats["logo.png"].binary and stats["logo.png"].status == "A"
@@ -62,7 +63,7 @@ def test_work_tree_stats_write_no_objects_and_see_staged_and_deleted_files(repo:
     (repo / "flowsy").mkdir()
     (repo / "flowsy" / "kept.txt").write_text("not the flow dir\n")
     objects = _loose_objects(repo)
-    stats = {s.path: s for s in git.diff_stats(repo, base, exclude=("flows",))}
+    stats = {s.path: s for s in diff_stats(repo, base, exclude=("flows",))}
     # intent-to-add hashes no file into the object store (at most git's empty blob, which every
     # intent-to-add entry names); staging would have written new.py, logo.png, keep.txt, ...
     assert _loose_objects(repo) - objects <= 1
@@ -74,7 +75,7 @@ def test_work_tree_stats_write_no_objects_and_see_staged_and_deleted_files(repo:
 def test_without_exclude_the_artifacts_would_count(repo: Path) -> None:
     base = _base(repo)
     _change_worktree(repo)
-    paths = {s.path for s in git.diff_stats(repo, base)}
+    paths = {s.path for s in diff_stats(repo, base)}
     assert "flows/f/runs/worker.log" in paths
 
 
@@ -89,7 +90,7 @@ def test_range_stats_and_commits_between(repo: Path) -> None:
     commits = git.commits_between(repo, base, second)
     assert [c.subject for c in commits] == ["step 1", "step 1 (fix)"]
     assert [c.sha for c in commits] == [sha, second]
-    stats = {s.path: s for s in git.diff_stats(repo, base, second, exclude=("flows",))}
+    stats = {s.path: s for s in diff_stats(repo, base, second, exclude=("flows",))}
     assert set(stats) == {"new.py", "logo.png", "docs/new.md", "keep.txt", "more.txt"}
     assert stats["docs/new.md"].status == "R"
     # the artifact was never committed; the trailer was

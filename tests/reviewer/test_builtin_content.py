@@ -13,7 +13,7 @@ import pytest
 
 from gitflow_agents.findings import Overall
 from gitflow_agents.git import queries as g
-from gitflow_agents.reviewer import builtin
+from gitflow_agents.reviewer import builtin, builtin_report
 from tests.conftest import git
 from tests.helpers.builtin import locations, only, review
 from tests.helpers.review import review_in_child
@@ -159,7 +159,7 @@ def test_as_review_equals_parsing_the_report(repo: Path) -> None:
     assert len(result.findings) >= 4
     head = g.head_sha(repo)
     shas = {"reviewed_sha": head, "base_sha": "b" * 40}
-    text = builtin.report(result, **shas, threshold=Severity.WARN)
+    text = builtin_report.report(result, **shas, threshold=Severity.WARN)
     parsed = parse_review(text, **shas)
     direct = builtin.as_review(result, **shas, threshold=Severity.WARN)
     assert direct.overall is Overall.REVISE
@@ -184,7 +184,7 @@ def test_as_review_names_the_verdict_line_of_the_report(repo: Path, files: dict[
 
     result = review(repo, files)
     shas = {"reviewed_sha": g.head_sha(repo), "base_sha": "b" * 40}
-    text = builtin.report(result, **shas)
+    text = builtin_report.report(result, **shas)
     assert builtin.as_review(result, **shas).reason == parse_review(text, **shas).reason
     assert parse_review(text, **shas).reason.endswith(f"on line {len(text.splitlines())}")
 
@@ -246,6 +246,7 @@ JSON_USERS = (
     "gitflow_agents.base.jsondata",
     "gitflow_agents.base.fsutil",
     "gitflow_agents.reviewer.notes",
+    "gitflow_agents.reviewer.note_record",
     "gitflow_agents.reviewer.incremental",
     "gitflow_agents.findings.baseline",
 )
@@ -413,7 +414,7 @@ def test_a_single_commit_is_reviewed_without_asking_git_whether_it_is_one(
 ) -> None:
     from gitflow_agents.commands import review as command
     from gitflow_agents.findings import Severity
-    from gitflow_agents.reviewer.target import review_target
+    from gitflow_agents.reviewer.agent_target import review_target
 
     (repo / "a.py").write_text("import pdb\n")
     git(repo, "add", "-A")

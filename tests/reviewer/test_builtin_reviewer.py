@@ -14,7 +14,7 @@ from gitflow_agents.base.secret_rules import entropy
 from gitflow_agents.findings import Overall, Severity
 from gitflow_agents.findings.rules import RULES
 from gitflow_agents.git import queries as g
-from gitflow_agents.reviewer import builtin, syntax
+from gitflow_agents.reviewer import builtin, builtin_report, syntax
 from gitflow_agents.reviewer.checks import CheckOptions
 from tests.conftest import ROOT, git
 from tests.helpers.builtin import locations, only, review
@@ -207,7 +207,7 @@ def test_tokens_are_found_and_masked(repo: Path, secret: str, rule: str) -> None
     assert (found.rule, found.line, found.severity) == (rule, 2, Severity.ERROR)
     assert secret not in found.message
     assert secret[:4] in found.message
-    report = builtin.report(result, reviewed_sha="h", base_sha="b")
+    report = builtin_report.report(result, reviewed_sha="h", base_sha="b")
     assert secret not in report
 
 
@@ -422,7 +422,7 @@ def test_every_rule_is_documented() -> None:
 
 def test_report_carries_verdict_and_findings_json(repo: Path) -> None:
     result = review(repo, {"a.py": "def f(:\n"})
-    text = builtin.report(result, reviewed_sha="abc", base_sha="def")
+    text = builtin_report.report(result, reviewed_sha="abc", base_sha="def")
     assert text.rstrip().splitlines()[-1] == "REVIEW_RESULT: REVISE"
     block = text.split("```json\n", 1)[1].split("```", 1)[0]
     data = json.loads(block)

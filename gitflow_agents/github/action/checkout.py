@@ -25,9 +25,10 @@ from gitflow_agents.github.action.publish import outcome_label
 from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.values import MergeGroup
-from gitflow_agents.reviewer.acceptance import acceptance_at, settings_at
+from gitflow_agents.reviewer.agent_target import review_target
+from gitflow_agents.reviewer.flow_settings import acceptance_at, settings_at
 from gitflow_agents.reviewer.incremental import Earlier, Prior, findings_from
-from gitflow_agents.reviewer.target import Target, review_target
+from gitflow_agents.reviewer.target import Target
 from gitflow_agents.runs.spend import run_spend
 
 

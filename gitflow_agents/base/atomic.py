@@ -1,0 +1,155 @@
+"""Atomic writes that stay inside the repository: a temp file in the same folder, then
+``os.replace``, never half-written. Every write (and every folder the tool creates for runs and
+agents) is checked by :func:`safe_target` first: a symlink on the way that leads out of the
+repository is refused (docs/security.md, "Writes"). ``fsutil.py`` re-exports these names; a
+small review writes through this module alone, without json (issue 20).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from functools import cache
+from pathlib import Path
+
+from gitflow_agents.base.errors import UnsafeWriteError
+
+
+@cache
+def _default_mode() -> int:
+    """``0o666`` less the umask: the mode a plain ``open(..., "w")`` would give a new file.
+
+    Read once: reading the umask means setting it, which is process-wide.
+    """
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+# --- where a write may land ------------------------------------------------------------------
+
+
+def _repository_of(path: Path) -> Path | None:
+    """The work tree a write to ``path`` belongs to: the innermost folder above it holding
+    ``.git``, looking from the top down and stopping at the first symlink below a repository
+    (a link inside a repository may lead anywhere, even into another repository). None when
+    ``path`` is in no repository."""
+    root: Path | None = None
+    for folder in reversed(path.parents):
+        if root is not None and folder.is_symlink():
+            break
+        if os.path.lexists(folder / ".git"):
+            root = folder
+    return root
+
+
+def _main_work_tree(root: Path) -> Path | None:
+    """For a linked work tree (``.git`` is a file: ``gitdir: …/.git/worktrees/<name>``), the
+    main work tree of its repository; None otherwise."""
+    try:
+        pointer = (root / ".git").read_text(encoding="utf-8", errors="replace")
+    except OSError:  # a folder (a main work tree), or unreadable
+        return None
+    if not pointer.startswith("gitdir:"):
+        return None
+    gitdir = root / pointer[len("gitdir:") :].strip()
+    try:
+        common = (gitdir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None  # a submodule: its own repository
+    common_dir = Path(os.path.realpath(gitdir / common))
+    return common_dir.parent if common_dir.name == ".git" else None
+
+
+def write_bounds(path: Path) -> tuple[Path, ...]:
+    """Real folders a write to ``path`` must land in: its repository's work tree (and, for a
+    linked work tree such as the tool's own, the main one: the tool links their run folders).
+    Empty when ``path`` is in no repository (a file the user named anywhere)."""
+    root = _repository_of(Path(os.path.normpath(path.absolute())))
+    if root is None:
+        return ()
+    bounds = [Path(os.path.realpath(root))]
+    main = _main_work_tree(root)
+    if main is not None:
+        bounds.append(Path(os.path.realpath(main)))
+    return tuple(bounds)
+
+
+def safe_target(path: Path) -> Path:
+    """The real path a write to ``path`` lands on (symlinks followed); UnsafeWriteError when a
+    symlink on the way leads out of the repository ``path`` lies in."""
+    target = Path(os.path.realpath(path))
+    bounds = write_bounds(path)
+    if bounds and not any(target.is_relative_to(bound) for bound in bounds):
+        raise UnsafeWriteError(
+            f"{path}: refusing to write: a symlink leads it out of the repository "
+            f"{bounds[0]} (to {target})"
+        )
+    return target
+
+
+def make_dirs(path: Path) -> Path:
+    """``mkdir -p`` of ``path`` after :func:`safe_target`; the real folder."""
+    target = safe_target(path)
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def refuse_symlinks(*paths: Path) -> None:
+    """UnsafeWriteError if any of ``paths`` is a symlink: files the tool creates for an agent
+    (its report, its config folder) must not follow one planted there before the run."""
+    for path in paths:
+        if path.is_symlink():
+            raise UnsafeWriteError(
+                f"{path}: is a symlink (to {path.readlink()}); the tool creates this path "
+                "for the agent and does not follow a symlink placed there: remove it"
+            )
+
+
+# --- atomic writes ----------------------------------------------------------------------------
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically.
+
+    Follows a symlink to its target (the link stays a link) as long as the target is inside
+    the repository (:func:`safe_target`), creates missing parent folders, keeps an existing
+    file's mode (a new file gets the umask's usual mode, not mkstemp's 0600), and with
+    ``durable`` fsyncs the data before the rename. On any failure the original file is
+    untouched and no temp file is left behind.
+    """
+    target = safe_target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = _default_mode()
+    fd, tmp = _temp_beside(target)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, target)  # noqa: PTH105 - the one atomic step; tests patch os.replace
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _temp_beside(target: Path) -> tuple[int, str]:
+    """A new file next to ``target`` (``.<name>.<random>.tmp``, mode 0600, never an existing
+    path), open for writing: what ``tempfile.mkstemp`` gives, without importing tempfile (it
+    imports shutil, random and the compressors: a small review's start-up, issue 20)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        name = str(target.parent / f".{target.name}.{os.urandom(6).hex()}.tmp")
+        with contextlib.suppress(FileExistsError):
+            return os.open(name, flags, 0o600), name
+    raise FileExistsError(f"{target.parent}: no free name for a temporary file")
+
+
+def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
+    """UTF-8, newlines written exactly as given (no translation)."""
+    write_bytes_atomic(path, text.encode("utf-8"), durable=durable)

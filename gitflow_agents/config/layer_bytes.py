@@ -1,0 +1,34 @@
+"""A layer file's bytes, read bounded, and its text: apart from ``yaml_nodes.py`` (which parses
+them) because the builtin reviewer reads ``.flow/base.yaml``'s bytes on every commit and, when
+its cache of the review settings holds those bytes (``reviewer/settings_cache.py``), parses
+nothing: no PyYAML (issue 20)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitflow_agents.base.bounded import ReadRefused, decode_text, read_limited
+from gitflow_agents.base.errors import ConfigError
+
+MAX_LAYER_BYTES = 4 * 1024 * 1024
+"""A layer file larger than this is refused (docs/security.md, "Bounds")."""
+
+
+def read_layer_bytes(path: Path, display: str) -> bytes:
+    """The bytes of the layer file ``path``; ConfigError naming ``display`` for a FIFO, a
+    folder, a file over :data:`MAX_LAYER_BYTES` or one that cannot be read."""
+    try:
+        return read_limited(path, MAX_LAYER_BYTES)
+    except ReadRefused as exc:
+        raise ConfigError(exc.reason, path=display, line=exc.line) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", path=display) from None
+
+
+def layer_text(data: bytes, display: str) -> str:
+    """A layer file's ``data`` as text (UTF-8, a byte order mark dropped); ConfigError naming
+    ``display`` and the line of the first byte that is not UTF-8."""
+    try:
+        return decode_text(data)
+    except ReadRefused as exc:
+        raise ConfigError(exc.reason, path=display, line=exc.line) from None
