@@ -20,8 +20,8 @@ from gitflow_agents.chain.builtin import is_builtin
 from gitflow_agents.chain.context import Context
 from gitflow_agents.findings import Finding, Review, Severity
 from gitflow_agents.git import queries as git
-from gitflow_agents.reviewer.acceptance import local_settings, settings_at
 from gitflow_agents.reviewer.agent import incremental_intro
+from gitflow_agents.reviewer.flow_settings import local_settings, settings_at
 from gitflow_agents.reviewer.incremental import FULL, INCREMENTAL, Earlier, Prior, Scope, decide
 from gitflow_agents.reviewer.incremental import full as full_scope
 from gitflow_agents.reviewer.incremental import merged as whole_range
