@@ -21,24 +21,32 @@ PACKAGE = ROOT / "gitflow_agents"
 
 
 def _imports(path: Path) -> set[str]:
-    """Top-level names of the absolute imports in ``path``, and of ``import_module("x")`` calls
-    with a literal name (how an optional module such as tomli is imported)."""
+    """Top-level names of the absolute imports in ``path``, and of ``import_module("x")`` and
+    ``on_first_use("x")`` calls with literal names (how an optional or data-dependent module
+    such as tomli is imported; both branches of a conditional name count)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "import_module"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            names.add(node.args[0].value.split(".")[0])
+        elif isinstance(node, ast.Call) and _imports_by_name(node.func) and node.args:
+            names.update(name.split(".")[0] for name in _literal_names(node.args[0]))
     return names
+
+
+def _imports_by_name(func: ast.expr) -> bool:
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return name in ("import_module", "on_first_use")
+
+
+def _literal_names(arg: ast.expr) -> list[str]:
+    """The module names a call's argument can be: a string, or either branch of ``a if c else b``."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return [arg.value]
+    if isinstance(arg, ast.IfExp):
+        return _literal_names(arg.body) + _literal_names(arg.orelse)
+    return []
 
 
 @functools.cache  # two tests read it: the package's files are parsed once

@@ -296,13 +296,13 @@ class DiffSpec(NamedTuple):
         return (self.base, self.head) if self.head is not None else ("--cached", self.base)
 
 
-_DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--ignore-submodules")
+DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--ignore-submodules")
 _PATCH_FLAGS = ("-U0", "--src-prefix=a/", "--dst-prefix=b/")  # what parse_added_lines reads
 
 
 def numstat(root: Path, spec: DiffSpec) -> dict[str, tuple[int | None, int | None]]:
     """(added, deleted) per new path; None for binary files (git prints ``-``)."""
-    out = run_git(root, "diff", *_DIFF_FLAGS, "--numstat", "-z", *spec.args(), "--").stdout
+    out = run_git(root, "diff", *DIFF_FLAGS, "--numstat", "-z", *spec.args(), "--").stdout
     return diffparse.parse_numstat(out)
 
 
@@ -321,7 +321,7 @@ class AskedDiff:
     read."""
 
     def __init__(self, root: Path, spec: DiffSpec) -> None:
-        args = ("diff", *_DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *_PATCH_FLAGS)
+        args = ("diff", *DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *_PATCH_FLAGS)
         self._running = start_git(root, *args, *spec.args(), "--")
         self._changes: tuple[FileChange, ...] | None = None
 
@@ -367,7 +367,7 @@ def commit_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
     revs = (head,) if base in _EMPTY_TREES else (f"{base}..{head}",)
     log = ("log", "-p", "-z", "--reverse", "--no-merges", "--no-show-signature")
     format = "--format=%x00%H %s"  # what parse_commit_patches reads
-    args = (*log, *_DIFF_FLAGS, *_PATCH_FLAGS, format, "--end-of-options", *revs, "--")
+    args = (*log, *DIFF_FLAGS, *_PATCH_FLAGS, format, "--end-of-options", *revs, "--")
     return diffparse.parse_commit_patches(run_git(root, *args).stdout)
 
 
@@ -426,7 +426,7 @@ def hunk_ranges(
     if not paths:
         return {}, {}
     literal = (f":(literal){path}" for path in paths)
-    out = run_git(root, "diff", *_DIFF_FLAGS, *_PATCH_FLAGS, old, new, "--", *literal).stdout
+    out = run_git(root, "diff", *DIFF_FLAGS, *_PATCH_FLAGS, old, new, "--", *literal).stdout
     return diffparse.parse_hunk_ranges(out), diffparse.parse_renames(out)
 
 

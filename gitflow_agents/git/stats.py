@@ -28,7 +28,7 @@ from gitflow_agents.git import diffparse
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.cmd import git_env, run_git
 from gitflow_agents.git.diffparse import Commit, FileStat
-from gitflow_agents.git.queries import _DIFF_FLAGS as DIFF_FLAGS
+from gitflow_agents.git.queries import DIFF_FLAGS
 
 
 @contextlib.contextmanager
