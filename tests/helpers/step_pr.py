@@ -71,6 +71,21 @@ def setup_repo(tmp_path: Path, gh: GitHubStandIn, name: str = "repo", **config: 
     return repo
 
 
+def independent_steps_runner(tmp_path: Path, gh: GitHubStandIn) -> Path:
+    """A fresh runner checkout of origin (``setup_repo``'s) whose plan's step 2 depends on
+    nothing, pushed to main by another checkout, so steps 1 and 2 can run in one wave."""
+    setup_repo(tmp_path, gh)
+    editor = tmp_path / "editor"
+    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(editor))
+    plan = editor / "specs" / "feature.md"
+    plan.write_text(plan.read_text().replace("Polish it.", "Depends on: none\n\nPolish it."))
+    git(editor, "commit", "-q", "-am", "step 2 depends on nothing")
+    git(editor, "push", "-q", "origin", "main")
+    repo = tmp_path / "runner"
+    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(repo))
+    return repo
+
+
 def standin_env(gh: GitHubStandIn) -> dict[str, str]:
     """The token and API environment of ``run --pr`` against ``gh``, with no waits."""
     return {

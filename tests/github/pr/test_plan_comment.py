@@ -28,7 +28,14 @@ from tests.conftest import git
 from tests.github.pr.test_tend import opened, tend
 from tests.github_standin import GitHubStandIn, client_for, gh
 from tests.helpers.chain import call
-from tests.helpers.step_pr import BRANCH, env, origin_sha, run_pr, setup_repo
+from tests.helpers.step_pr import (
+    BRANCH,
+    env,
+    independent_steps_runner,
+    origin_sha,
+    run_pr,
+    setup_repo,
+)
 
 __all__ = ["env", "gh"]
 
@@ -265,15 +272,7 @@ def test_the_open_pull_requests_and_their_states_are_one_read_and_rest_says_the_
     one GraphQL query (the tend in one more), no status read per pull request; a token refused
     GraphQL reads them through REST and draws the same comment (left unchanged)."""
     gh.state.issues.add(ISSUE)
-    setup_repo(tmp_path, gh)
-    editor = tmp_path / "editor"
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(editor))
-    plan = editor / "specs" / "feature.md"
-    plan.write_text(plan.read_text().replace("Polish it.", "Depends on: none\n\nPolish it."))
-    git(editor, "commit", "-q", "-am", "step 2 depends on nothing")
-    git(editor, "push", "-q", "origin", "main")
-    repo = tmp_path / "runner"
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(repo))
+    repo = independent_steps_runner(tmp_path, gh)
     out = call(repo, "run", "specs/feature.md", "--quiet", "--all", "--pr", "--plan-issue", "5")
     assert out.returncode == 0 and len(gh.state.pulls) == 2, out.stdout + out.stderr
     body = str(the_comment(gh)["body"])

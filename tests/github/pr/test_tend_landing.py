@@ -13,7 +13,13 @@ import pytest
 from tests.conftest import git
 from tests.github.pr.test_tend import land_on_main, opened, tend
 from tests.github_standin import GitHubStandIn, gh
-from tests.helpers.step_pr import BRANCH, env, run_pr, setup_repo, statuses
+from tests.helpers.step_pr import (
+    BRANCH,
+    env,
+    independent_steps_runner,
+    run_pr,
+    statuses,
+)
 from tests.standin_pulls import play_auto_merge
 from tests.standin_rules import strict_rule
 
@@ -74,15 +80,7 @@ def test_run_pr_with_rebase_auto_merge_refuses_a_clean_merge_edited_by_hand(
 def two_opened(tmp_path: Path, gh: GitHubStandIn) -> Path:
     """A checkout whose steps 1 and 2 (2 made independent of 1) are open, approved pull
     requests with auto-merge (squash) armed."""
-    setup_repo(tmp_path, gh)
-    editor = tmp_path / "editor"
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(editor))
-    plan = editor / "specs" / "feature.md"
-    plan.write_text(plan.read_text().replace("Polish it.", "Depends on: none\n\nPolish it."))
-    git(editor, "commit", "-q", "-am", "step 2 depends on nothing")
-    git(editor, "push", "-q", "origin", "main")
-    repo = tmp_path / "runner"
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(repo))
+    repo = independent_steps_runner(tmp_path, gh)
     out = run_pr(repo, "--all", "--auto-merge", "squash")
     assert out.returncode == 0 and len(gh.state.pulls) == 2, out.stdout + out.stderr
     return repo
