@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import FAKES, git
+from tests.conftest import FAKES, git, init_repo
 from tests.helpers.chain import FAKE, _agent, configure, note, results, run, run_proc
 
 NEEDS_FIX = {"severity": "error", "file": "README.md", "message": "needs a fix"}
@@ -50,18 +50,8 @@ def reviewed(repo: Path) -> list[str]:
     return [r["reviewedSha"] for r in finished["chain"]["rounds"]]
 
 
-def _repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README.md").write_text("# demo\n")
-    git(repo, "add", "README.md")
-    git(repo, "commit", "-q", "-m", "init")
-    return repo
-
-
 def test_round_two_reviews_only_the_fix_and_its_verdict_covers_the_step(tmp_path: Path) -> None:
-    repo = _repo(tmp_path)
+    repo = init_repo(tmp_path / "repo")
     log = measuring(repo, [[NEEDS_FIX, NIT], []])
     out = run(repo, "--step", "1")
     assert out.returncode == 0, out.stderr + out.stdout
@@ -90,7 +80,7 @@ def test_round_two_reviews_only_the_fix_and_its_verdict_covers_the_step(tmp_path
 def test_an_approving_fix_review_with_a_carried_error_is_reviewed_whole(tmp_path: Path) -> None:
     """An error on a line the fix did not change is not the fix review's to drop: the reviewer
     approving the fix is followed by a review of the whole step, whose verdict decides."""
-    repo = _repo(tmp_path)
+    repo = init_repo(tmp_path / "repo")
     error = {**NIT, "severity": "error"}
     log = measuring(repo, [[error], [], []])
     out = run(repo, "--step", "1")
@@ -104,7 +94,7 @@ def test_an_approving_fix_review_with_a_carried_error_is_reviewed_whole(tmp_path
 
 
 def test_a_target_merged_in_before_the_re_review_is_a_full_review(tmp_path: Path) -> None:
-    repo = _repo(tmp_path)
+    repo = init_repo(tmp_path / "repo")
     mover = tmp_path / "mover"
     mover.write_text(
         "import subprocess, sys\n"
@@ -123,7 +113,7 @@ def test_a_target_merged_in_before_the_re_review_is_a_full_review(tmp_path: Path
 
 
 def test_a_run_killed_between_rounds_reviews_the_fix_when_run_again(tmp_path: Path) -> None:
-    repo = _repo(tmp_path)
+    repo = init_repo(tmp_path / "repo")
     killer, marker = tmp_path / "killer", tmp_path / "killed-once"
     killer.write_text(
         "import os, signal, subprocess, sys\n"
@@ -152,7 +142,7 @@ def test_a_run_killed_between_rounds_reviews_the_fix_when_run_again(tmp_path: Pa
 
 
 def test_review_incremental_false_reviews_every_round_whole(tmp_path: Path) -> None:
-    repo = _repo(tmp_path)
+    repo = init_repo(tmp_path / "repo")
     log = measuring(repo, [[NEEDS_FIX], []])
     with (repo / ".flow" / "base.yaml").open("a") as config:
         config.write("review:\n  incremental: false\n")
