@@ -43,22 +43,35 @@ def _repository_of(path: Path) -> Path | None:
     return root
 
 
+def common_git_dir(root: Path) -> Path | None:
+    """The git directory shared by the work trees of the repository whose work tree is
+    ``root``, read from the file system (no git process): ``root/.git`` when it is a folder;
+    for a linked work tree (``.git`` a file: ``gitdir: …/.git/worktrees/<name>``) the folder
+    its ``commondir`` names; a submodule's own git directory (no ``commondir``). None when
+    ``.git`` is neither (``GIT_DIR`` elsewhere) or cannot be read."""
+    dot = root / ".git"
+    if dot.is_dir():
+        return dot
+    try:
+        pointer = dot.read_text(encoding="utf-8")
+        if not pointer.startswith("gitdir:"):
+            return None
+        gitdir = root / pointer[len("gitdir:") :].strip()
+        commondir = gitdir / "commondir"
+        if not commondir.exists():  # a submodule: its own git directory
+            return gitdir
+        return Path(os.path.realpath(gitdir / commondir.read_text(encoding="utf-8").strip()))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _main_work_tree(root: Path) -> Path | None:
-    """For a linked work tree (``.git`` is a file: ``gitdir: …/.git/worktrees/<name>``), the
-    main work tree of its repository; None otherwise."""
-    try:
-        pointer = (root / ".git").read_text(encoding="utf-8", errors="replace")
-    except OSError:  # a folder (a main work tree), or unreadable
+    """For a linked work tree, the main work tree of its repository; None otherwise (a main
+    work tree, a submodule, no repository)."""
+    if (root / ".git").is_dir():
         return None
-    if not pointer.startswith("gitdir:"):
-        return None
-    gitdir = root / pointer[len("gitdir:") :].strip()
-    try:
-        common = (gitdir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None  # a submodule: its own repository
-    common_dir = Path(os.path.realpath(gitdir / common))
-    return common_dir.parent if common_dir.name == ".git" else None
+    common = common_git_dir(root)
+    return common.parent if common is not None and common.name == ".git" else None
 
 
 def write_bounds(path: Path) -> tuple[Path, ...]:

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gitflow_agents import __version__
-from gitflow_agents.base.atomic import write_bytes_atomic
+from gitflow_agents.base.atomic import common_git_dir, write_bytes_atomic
 from gitflow_agents.findings.model import Severity
 from gitflow_agents.findings.rules import RULES
 from gitflow_agents.findings.settings import PathGlob, PathThreshold, ReviewSettings, RuleSetting
@@ -34,26 +34,6 @@ CACHE = Path("gitflow-agents") / "review-settings"
 """Under the repository's common git directory."""
 
 
-def common_dir(root: Path) -> Path | None:
-    """The git directory shared by the work trees of the repository at ``root``, read from the
-    file system (no git process: a small review's start-up); None when it is not found there
-    (``GIT_DIR`` elsewhere, a bare layout): then nothing is cached."""
-    dot = root / ".git"
-    if dot.is_dir():
-        return dot
-    try:
-        pointer = dot.read_text(encoding="utf-8")
-        if not pointer.startswith("gitdir:"):
-            return None
-        gitdir = root / pointer[len("gitdir:") :].strip()
-        commondir = gitdir / "commondir"
-        if not commondir.exists():  # a submodule: its own git directory
-            return gitdir
-        return (gitdir / commondir.read_text(encoding="utf-8").strip()).resolve()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def _key(data: bytes) -> tuple[Any, ...]:
     return (FORMAT, __version__, tuple(RULES), data)
 
@@ -61,7 +41,7 @@ def _key(data: bytes) -> tuple[Any, ...]:
 def load(root: Path, data: bytes, name: str) -> ReviewSettings | None:
     """The settings stored for a layer of exactly ``data`` (its messages naming ``name``);
     None when none are (or the file is unreadable, stale or damaged)."""
-    where = common_dir(root)
+    where = common_git_dir(root)
     if where is None:
         return None
     try:
@@ -74,7 +54,7 @@ def load(root: Path, data: bytes, name: str) -> ReviewSettings | None:
 def store(root: Path, data: bytes, name: str, settings: ReviewSettings) -> None:
     """Keep ``settings``, checked from a layer of exactly ``data`` named ``name``, for the next
     review. A git directory that cannot be written (read-only, full) only means no cache."""
-    where = common_dir(root)
+    where = common_git_dir(root)
     if where is None:
         return
     with contextlib.suppress(OSError):

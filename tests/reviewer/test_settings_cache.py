@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gitflow_agents.base.atomic import common_git_dir
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.reviewer import settings_cache
 from gitflow_agents.reviewer.flow_settings import acceptance_at, local_settings
@@ -147,7 +148,7 @@ def test_the_same_bytes_under_another_name_say_that_name(repo: Path) -> None:
 
 
 def test_without_a_git_directory_of_its_own_nothing_is_cached(tmp_path: Path) -> None:
-    assert settings_cache.common_dir(tmp_path) is None
+    assert common_git_dir(tmp_path) is None
     settings_cache.store(tmp_path, b"x", "n", ReviewSettings())
     assert settings_cache.load(tmp_path, b"x", "n") is None
     assert list(tmp_path.iterdir()) == []
@@ -156,5 +157,5 @@ def test_without_a_git_directory_of_its_own_nothing_is_cached(tmp_path: Path) ->
 def test_a_linked_work_tree_shares_the_repositorys_cache(repo: Path, tmp_path: Path) -> None:
     linked = tmp_path / "linked"
     git(repo, "worktree", "add", "-q", str(linked), "HEAD")
-    assert settings_cache.common_dir(linked) == (repo / ".git").resolve()
-    assert settings_cache.common_dir(repo) == repo / ".git"
+    assert common_git_dir(linked) == (repo / ".git").resolve()
+    assert common_git_dir(repo) == repo / ".git"
