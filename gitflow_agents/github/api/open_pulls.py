@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.github.api.commits import newest_state
-from gitflow_agents.github.api.threads import MAX_PAGES, graphql
+from gitflow_agents.github.api.threads import graphql_nodes
 from gitflow_agents.github.api.values import PullRequest
 
 if TYPE_CHECKING:
@@ -69,31 +69,22 @@ def _graphql(
     client: Client, repo: str, base: str, context: str
 ) -> tuple[list[PullRequest], dict[str, str | None]]:
     owner, name = repo.split("/", 1)
-    pulls: list[PullRequest] = []
-    known: dict[str, str | None] = {}
-    cursor: str | None = None
-    for _ in range(MAX_PAGES):
-        variables = {
-            "owner": owner,
-            "name": name,
-            "base": base,
-            "context": context,
-            "cursor": cursor,
-        }
-        data = graphql(client, f"open pull requests into {base}", OPEN_PULLS_QUERY, variables)
+
+    def pull_requests(data: Any) -> dict[str, Any]:
         found = ((data or {}).get("repository") or {}).get("pullRequests")
         if not isinstance(found, dict):
             raise GitHubError(f"GitHub GraphQL: no repository {repo}")
-        for node in found.get("nodes") or []:
-            if isinstance(node, dict):
-                pull, state = _pull(node, repo)
-                pulls.append(pull)
-                if state != _UNKNOWN:
-                    known[pull.head_sha] = state
-        info = found.get("pageInfo") or {}
-        cursor = info.get("endCursor")
-        if not info.get("hasNextPage") or not cursor:
-            break
+        return found
+
+    variables = {"owner": owner, "name": name, "base": base, "context": context}
+    what = f"open pull requests into {base}"
+    pulls: list[PullRequest] = []
+    known: dict[str, str | None] = {}
+    for node in graphql_nodes(client, what, OPEN_PULLS_QUERY, variables, pull_requests):
+        pull, state = _pull(node, repo)
+        pulls.append(pull)
+        if state != _UNKNOWN:
+            known[pull.head_sha] = state
     return pulls, known
 
 

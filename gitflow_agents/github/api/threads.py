@@ -16,6 +16,7 @@ without the permission) and ``INSUFFICIENT_SCOPES`` (a personal token without th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -88,24 +89,41 @@ def _thread(node: dict[str, Any]) -> ReviewThread:
     )
 
 
-def review_threads(client: Client, repo: str, number: int) -> list[ReviewThread]:
-    """Every review thread of pull request ``number``, 100 a page, following ``endCursor``."""
-    owner, name = repo.split("/", 1)
-    found: list[ReviewThread] = []
+def graphql_nodes(
+    client: Client,
+    what: str,
+    query: str,
+    variables: dict[str, Any],
+    connection: Callable[[Any], dict[str, Any]],
+) -> Iterator[dict[str, Any]]:
+    """The nodes of the paged connection ``connection(data)`` picks from each answer to
+    ``query`` (which takes ``$cursor``), 100 a page, following ``endCursor``, at most
+    ``MAX_PAGES`` pages."""
     cursor: str | None = None
     for _ in range(MAX_PAGES):
-        variables = {"owner": owner, "name": name, "number": number, "cursor": cursor}
-        data = graphql(client, f"reviewThreads #{number}", THREADS_QUERY, variables)
-        pull = ((data or {}).get("repository") or {}).get("pullRequest")
-        if pull is None:
-            raise GitHubError(f"GitHub GraphQL: reviewThreads: no pull request #{number} in {repo}")
-        page = pull["reviewThreads"]
-        found += [_thread(node) for node in page.get("nodes") or [] if node]
+        page = connection(graphql(client, what, query, {**variables, "cursor": cursor}))
+        yield from (node for node in page.get("nodes") or [] if isinstance(node, dict))
         info = page.get("pageInfo") or {}
         cursor = info.get("endCursor")
         if not info.get("hasNextPage") or not cursor:
-            break
-    return found
+            return
+
+
+def review_threads(client: Client, repo: str, number: int) -> list[ReviewThread]:
+    """Every review thread of pull request ``number``, 100 a page, following ``endCursor``."""
+    owner, name = repo.split("/", 1)
+
+    def threads(data: Any) -> dict[str, Any]:
+        pull = ((data or {}).get("repository") or {}).get("pullRequest")
+        if pull is None:
+            raise GitHubError(f"GitHub GraphQL: reviewThreads: no pull request #{number} in {repo}")
+        return pull["reviewThreads"]  # type: ignore[no-any-return]
+
+    variables = {"owner": owner, "name": name, "number": number}
+    what = f"reviewThreads #{number}"
+    return [
+        _thread(node) for node in graphql_nodes(client, what, THREADS_QUERY, variables, threads)
+    ]
 
 
 def resolve_thread(client: Client, thread_id: str) -> None:
