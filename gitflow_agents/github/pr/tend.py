@@ -51,7 +51,6 @@ from gitflow_agents.git import queries as git
 from gitflow_agents.git.worktree import merge_conflicts
 from gitflow_agents.github.action.status import CONTEXT
 from gitflow_agents.github.api.client import PullRequest
-from gitflow_agents.github.api.commits import newest_state
 from gitflow_agents.github.api.open_pulls import HeadStates, open_pulls
 from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr import tend_lease
@@ -178,21 +177,19 @@ def _verdict(
     github: GitHub,
     found: _Open,
     head: str,
-    target_sha: str,
+    behind: bool,
     states: HeadStates | None = None,
 ) -> Tended | None:
     """What needs no tend: an up-to-date head with a final status (green, or red waiting for a
     fix), or a red head whose merge of the target the fixer could not resolve (``CONFLICT_LABEL``:
-    it waits for a human's push); None when the head is behind or no review judged it. The
-    head's status from ``states`` (read with the list of pull requests), else read now."""
-    behind = not git.is_ancestor(ctx.root, target_sha, head)
+    it waits for a human's push); None when the head is ``behind`` the target or no review
+    judged it. The head's status from ``states`` (read with the list of pull requests), else
+    read now."""
     conflicted = CONFLICT_LABEL in found.pull.labels
     if behind and not conflicted:
         return None
-    if states is not None:
-        state = states.state(head)
-    else:
-        state = newest_state(github.client, github.repo, head, CONTEXT)
+    states = states or HeadStates(github.client, github.repo, CONTEXT, {})
+    state = states.state(head)
     if state == "success" and not behind:
         _say(found.step, found.pull, f"green on {head[:12]}, up to date with {ctx.target}")
         return Tended("green")
@@ -218,10 +215,11 @@ def tend_pull(
     head = _fetch_head(ctx, found.branch)
     target_sha = target_tip(ctx, fetch=False)
     assert target_sha is not None
-    settled = _verdict(ctx, github, found, head, target_sha, states)
+    behind = not git.is_ancestor(ctx.root, target_sha, head)
+    settled = _verdict(ctx, github, found, head, behind, states)
     if settled is not None:
         return _rebase_safe(ctx, found, options, settled, head, target_sha)
-    if after is not None and not git.is_ancestor(ctx.root, target_sha, head):
+    if after is not None and behind:
         _say(
             found.step,
             found.pull,
@@ -277,10 +275,10 @@ def _tend_held(
     head = _fetch_head(ctx, branch)
     target_sha = target_tip(ctx)
     assert target_sha is not None and ctx.plan is not None
-    settled = _verdict(ctx, github, found, head, target_sha)
+    behind = not git.is_ancestor(ctx.root, target_sha, head)
+    settled = _verdict(ctx, github, found, head, behind)
     if settled is not None:
         return _rebase_safe(ctx, found, options, settled, head, target_sha), head
-    behind = not git.is_ancestor(ctx.root, target_sha, head)
     conflicts = merge_conflicts(ctx.root, head, target_sha) if behind else ()
     what = f"behind {ctx.target}" if behind else "a head no review judged"
     if conflicts:
