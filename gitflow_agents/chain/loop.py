@@ -36,6 +36,7 @@ from gitflow_agents.chain.workspace import (
     reset_unless_clean,
     step_workspace,
 )
+from gitflow_agents.reviewer.agent import open_finding_line
 from gitflow_agents.runs import lock
 
 FIX_PREAMBLE = """\
@@ -245,11 +246,7 @@ def _fix_job(
 ) -> Job:
     """The fixer's job after a round that did not approve: every reviewer's report."""
     fixer = ctx.settings.fixer
-    carried = [
-        f"- {f.severity.value} {f.file or '(no file)'}{f':{f.line}' if f.line else ''}: "
-        + " ".join(f.message.split())
-        for f in review.carried
-    ]
+    carried = [open_finding_line(f) for f in review.carried]
     preamble = FIX_PREAMBLE
     if carried:  # open from an earlier round, so in no report of this one
         preamble += "\n\nStill open from an earlier review (not repeated in the reports):\n"

@@ -238,22 +238,23 @@ def incremental_intro(
     )
 
 
+def open_finding_line(finding: Finding) -> str:
+    """A finding still open, as one line of an agent's task (``- error [rule] path:12: …``)."""
+    where = finding.file or "(no file)"
+    if finding.line is not None:
+        where += f":{finding.line}"
+    rule = f" [{finding.rule}]" if finding.rule else ""
+    return f"- {finding.severity.value}{rule} {where}: {' '.join(finding.message.split())}"
+
+
 def _open_section(increment: Increment) -> str:
     """The findings an earlier review left open, as lines for the task."""
-
-    def line(finding: Finding) -> str:
-        where = finding.file or "(no file)"
-        if finding.line is not None:
-            where += f":{finding.line}"
-        rule = f" [{finding.rule}]" if finding.rule else ""
-        return f"- {finding.severity.value}{rule} {where}: {' '.join(finding.message.split())}"
-
     parts = []
     if increment.carried:
         parts.append("Findings still open, on lines the new commits did not change (line numbers")
         parts.append("as they are now):")
-        parts += [line(f) for f in increment.carried]
+        parts += [open_finding_line(f) for f in increment.carried]
     if increment.touched:
         parts.append("Findings open before, on lines the new commits changed (as they were):")
-        parts += [line(f) for f in increment.touched]
+        parts += [open_finding_line(f) for f in increment.touched]
     return "\n".join(parts) + "\n" if parts else "No finding of the earlier review is open.\n"

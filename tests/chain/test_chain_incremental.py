@@ -153,3 +153,22 @@ def test_review_incremental_false_reviews_every_round_whole(tmp_path: Path) -> N
     second = result["chain"]["rounds"][1]
     assert second["kind"] == "full"
     assert "review.incremental is false" in second["reviewers"][0]["kindReason"]
+
+
+def test_the_next_fixer_is_told_the_findings_carried_over(tmp_path: Path) -> None:
+    """A carried finding is in no report of the round that carried it: the fixer hears of it
+    from its assignment, in the reviewer's own line form (``reviewer.agent.open_finding_line``)."""
+    repo = init_repo(tmp_path / "repo")
+    other = {"severity": "error", "file": "README.md", "message": "still wrong"}
+    measuring(repo, [[NEEDS_FIX, NIT], [other], []])
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    told = {
+        path.parent.name: path.read_text()
+        for path in (repo / "flows").glob("*/agents/*fix*/system_prompt.md")
+    }
+    assert len(told) == 2, sorted(told)
+    first, second = (told[name] for name in sorted(told))
+    assert "Still open from an earlier review" not in first
+    assert "Still open from an earlier review" in second
+    assert "- info src/new_module.py:1: name it better" in second
