@@ -13,7 +13,7 @@ there), and in other files (prose, logs) a literal unless it is shaped like code
 
 The value must look like a secret: 8+ characters, a letter or digit, entropy of at least 3 bits
 per character (eased for 8 to 11 characters: ``secret_rules.below_floor``), two kinds of characters (or 16+ characters over 3.5 bits), and not a
-placeholder, words, a path, or a URL (a URL's password is the ``url-credentials`` token rule).
+placeholder, words, a path, a call (``datetime.date(1984, 3, 1)``), or a URL (a URL's password is the ``url-credentials`` token rule).
 A quoted value longer than 4,096 characters or an unquoted one longer than 256 is data, not a
 secret (and the bounds keep every scan linear).
 """
@@ -184,6 +184,8 @@ _RELATIVE_PATH = Lazy(r"[\w.-]+(?:/[\w.-]+)+/?")  # each part with a letter (_is
 # code: a name, an attribute chain, a call, a subscript or a generic (Token[AppContext])
 _CODE = Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:[(\[<].*)?")
 _CODE_MARKS = Lazy(r"[\w$]\s*[(\[<]|\)\s*$")
+# a call on an attribute chain, quoted or not: the repr of a value (datetime.date(1984, 3, 1))
+_CALL = Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+\(.*\)")
 
 
 _LETTER_RUN = Lazy(r"[A-Za-z]+")
@@ -226,7 +228,7 @@ def looks_like_secret(value: str, *, min_length: int, entropy_threshold: float) 
         return False  # a known token format's shape: its own rule decides (xoxp-1234567890)
     if is_placeholder(value) or _wordy(value) or _NAMED_VALUE.search(value):
         return False
-    if _URL.match(value) or _is_path(value):
+    if _URL.match(value) or _is_path(value) or _CALL.fullmatch(value):
         return False
     if below_floor(value, entropy_threshold):
         return False

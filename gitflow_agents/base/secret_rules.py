@@ -41,7 +41,9 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         "AWS access key id",
         Lazy(r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b"),
         ("A3T", "AKIA", "ASIA", "ABIA", "ACCA"),
-        allow=Lazy(r"EXAMPLE$"),  # AWS documentation's AKIAIOSFODNN7EXAMPLE
+        # AWS documentation's example ids: AKIAIOSFODNN7EXAMPLE, AKIAEXAMPLE123456789 (aws-cli's
+        # examples), ... (gitleaks allows only a final EXAMPLE)
+        allow=Lazy(r"EXAMPLE"),
     ),
     TokenRule(
         "github-token",
@@ -168,7 +170,8 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
 # Values that only hold the place of a secret: a run of one character (xxxx…, 0000…), our own
 # and the usual masks, ellipses, <descriptions>, template and environment references ({env:X},
 # ${X}, {{ x }}, %(x)s), and words that say so.
-_PLACEHOLDER_RUN = Lazy(r"([xX*#.0])\1{5,}|([A-Za-z])\2{9,}")
+# a run of one character; or a value ending in xxxx, as documentation masks ids (share-agn4xxxx)
+_PLACEHOLDER_RUN = Lazy(r"([xX*#.0])\1{5,}|([A-Za-z])\2{9,}|[xX]{4,}$")
 _PLACEHOLDER = Lazy(
     r"\*\*\*|\.\.\.|…|<[^<>]{2,}>|^\{[^{}]+\}$|^\$\{|^\{\{|^%\(|%s\b|^\$[A-Za-z_]|\bchars\)"
     r"|example|placeholder|changeme|change[_-]me|redacted|dummy|sample|your[_-]?|"

@@ -97,6 +97,10 @@ def test_what_the_token_rules_find_is_masked() -> None:
         ("x.py", '"apiKey": "{env:MOCK_KEY}",'),
         ("x.py", 'assert found == [("github-token", "deploy dir/my env.sh", 1)]'),
         ("x.md", 'a Stripe negative `nonMatchingToken := "task_test_<30 random characters>"`'),
+        # seen on public projects' history (aws-cli, sentry-python, issue 20)
+        ("presign.rst", "X-Amz-Credential=AKIA" + "EXAMPLE123456789%2F20210621%2Fus-west-2"),
+        ("share.rst", '--portfolio-share-token "share-agngcybu4xxxx"'),
+        ("test_db.py", '["Bob", "secret_pw", "datetime.date(1984, 3, 1)"],'),
     ],
 )
 def test_not_secrets(path: str, line: str) -> None:
