@@ -63,6 +63,7 @@ def review_diff(
         secrets = _change_secrets(changes, options)
         names = [_new_object(spec, c) for c in changes]
         sizes = dict(zip(names, reader.sizes(names), strict=True))
+        _old_sizes(reader, spec, changes, sizes, options)
         found: list[Finding] = []
         unreviewed: list[str] = []
         notes: list[str] = []
@@ -113,6 +114,36 @@ def _old_object(spec: git.DiffSpec, change: FileChange) -> str:
     return git.object_name(spec.base, change.old_path or change.path)
 
 
+def _old_sizes(
+    reader: git.BlobReader,
+    spec: git.DiffSpec,
+    changes: list[FileChange],
+    sizes: dict[str, int | None],
+    options: CheckOptions,
+) -> None:
+    """Add to ``sizes`` the size before the change of each file now over the size limit (one
+    more request, only when there is such a file)."""
+    large = [
+        c
+        for c in changes
+        if c.status not in ("A", "C")
+        and (sizes.get(_new_object(spec, c)) or 0) > options.max_file_bytes
+    ]
+    names = [_old_object(spec, c) for c in large]
+    sizes.update(zip(names, reader.sizes(names), strict=True))
+
+
+def _was_large(
+    spec: git.DiffSpec, change: FileChange, sizes: dict[str, int | None], options: CheckOptions
+) -> bool:
+    """Whether ``change``'s file was over the size limit before the change too: then the
+    change does not add a large file (pre-commit-hooks' ``check-added-large-files`` looks at
+    added files only), and its added lines, which the diff holds, are reviewed as any file's."""
+    if change.status in ("A", "C"):
+        return False
+    return (sizes.get(_old_object(spec, change)) or 0) > options.max_file_bytes
+
+
 def _screen(
     changes: list[FileChange],
     spec: git.DiffSpec,
@@ -135,6 +166,12 @@ def _screen(
             notes.append(f"{change.path}: binary file, not reviewed")
             continue
         size = sizes.get(_new_object(spec, change)) or 0
+        if size > options.max_file_bytes and _was_large(spec, change, sizes, options):
+            found.extend(checks.check_line_rules(change, options))
+            notes.append(
+                f"{change.path}: over the size limit already, only its added lines reviewed"
+            )
+            continue
         if size > options.max_file_bytes:
             found.append(
                 checks.finding(

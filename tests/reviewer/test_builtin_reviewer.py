@@ -365,6 +365,25 @@ def test_large_and_binary_files(repo: Path) -> None:
     assert any("image.png: binary" in note for note in result.notes)
 
 
+def test_a_file_large_before_the_change_is_not_a_new_large_file_and_its_added_lines_count(
+    repo: Path,
+) -> None:
+    # boto3's CHANGELOG.rst (1.6 MB) got a large-file warning on every release commit
+    before = "line\n" * 60
+    result = review(
+        repo,
+        {"log.txt": before + f"token = '{AWS_KEY}'\n", "grown.txt": "y" * 300 + "\n"},
+        base_files={"log.txt": before, "grown.txt": "y\n"},
+        options=CheckOptions(max_file_bytes=200),
+    )
+    assert locations(result) == [
+        ("large-file", "grown.txt", None),
+        ("aws-access-key", "log.txt", 61),
+    ]
+    assert result.unreviewed_files == ("grown.txt",)
+    assert any("log.txt: over the size limit already" in note for note in result.notes)
+
+
 @pytest.mark.parametrize(
     ("name", "line"),
     [
