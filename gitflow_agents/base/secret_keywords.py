@@ -177,7 +177,7 @@ _REVERSED = Lazy(
 
 # a value that names what it stands for ("my-api-token", "db_password_here")
 _NAMED_VALUE = Lazy(r"passw(?:or)?d|secret|token|api[_-]?key", re.I)
-_WORDS = Lazy(r"[A-Za-z]+\d*(?:[-_. ][A-Za-z]+\d*)*")
+_WORDS = Lazy(r"[A-Za-z]+\d*(?:[-_. ][A-Za-z]+\d*)*(?:[-_.]\d{1,4})?")  # keyinfo_test_123
 _URL = Lazy(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _ROOTED_PATH = Lazy(r"(?:/|~/|\.\.?/|[A-Za-z]:\\)\S*")
 _RELATIVE_PATH = Lazy(r"[\w.-]+(?:/[\w.-]+)+/?")  # each part with a letter (_is_path)

@@ -84,7 +84,7 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         "stripe-api-key",
         "Stripe API key",
         Lazy(r"\b((?:sk|rk)_(?:test|live|prod)_[A-Za-z0-9]{10,99})\b"),
-        ("k_test_", "k_live_", "k_prod_"),
+        ("sk_test_", "sk_live_", "sk_prod_", "rk_test_", "rk_live_", "rk_prod_"),
         entropy=2.0,
     ),
     TokenRule(

@@ -253,7 +253,7 @@ def check_debugger(change: FileChange) -> Iterator[Finding]:
         if _is_comment(added.text):
             continue
         match = pattern.search(added.text)
-        if match:
+        if match and not _in_string(added.text, match.end() - 1):
             yield finding(
                 "debugger",
                 f"{what} left in: {match.group(0).strip()}",
@@ -261,6 +261,24 @@ def check_debugger(change: FileChange) -> Iterator[Finding]:
                 added.number,
                 added.text,
             )
+
+
+def _in_string(text: str, position: int) -> bool:
+    """Whether ``position`` in a line of code is inside a quoted string (``'…'``, ``"…"`` or
+    a template), read from the line's start: ``writeFileSync(f, 'console.log(x)')`` writes a
+    debug statement into a file rather than leaving one in."""
+    quote = ""
+    escaped = False
+    for ch in text[:position]:
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+    return bool(quote)
 
 
 # What pre-commit-hooks' debug-statements treats as a debugger: importing one of these modules

@@ -406,9 +406,17 @@ def test_debugger_words_in_comments_and_other_files_are_fine(repo: Path) -> None
         {
             "a.py": "# call breakpoint() to debug\nlogger.console.log('x')\n",
             "notes.md": "use console.log( and breakpoint()\n",
+            # openai-python: a test writes a script that prints
+            "t.test.cjs": "fs.writeFileSync(p, 'console.log(JSON.stringify(a));');\n"
+            'const s = `debugger; console.log("x\\`")`;\n',
         },
     )
     assert result.findings == ()
+
+
+def test_a_debug_statement_after_a_closed_string_is_found(repo: Path) -> None:
+    result = review(repo, {"a.js": "const s = 'it\\'s'; console.log(s);\n"})
+    assert [f.line for f in only(result, "debugger")] == [1]
 
 
 def test_new_todo_is_info(repo: Path) -> None:
