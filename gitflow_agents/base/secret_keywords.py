@@ -139,6 +139,11 @@ _NOT_SECRET_ENDS = frozenset(
         "index",
     }
 )
+# a name starting with one of these says whether, not what (withCredentials, must-change-password)
+_FLAG_STARTS = frozenset(
+    {"with", "is", "has", "use", "uses", "enable", "disable", "require", "requires", "should"}
+    | {"allow", "must", "no", "skip", "show", "hide", "need", "needs", "can", "hashed"}
+)
 _NAME_WORD = Lazy(r"[A-Z]?[a-zñ]+|[A-Z]+(?![a-z])|\d+")
 # Every secret name holds one of these: names are looked for around them only.
 _PREFILTER = ("pass", "pwd", "secret", "token", "key", "credential", "contrase")
@@ -150,6 +155,8 @@ _NAME_RUN = Lazy(r"[A-Za-zñ0-9_.$-]*")
 def is_secret_name(name: str) -> bool:
     words = [w.lower() for w in _NAME_WORD.findall(name)]
     if not words or words[-1] in _NOT_SECRET_ENDS:
+        return False
+    if len(words) > 1 and words[0] in _FLAG_STARTS:
         return False
     if any(w in _SECRET_WORDS for w in words):
         return True
@@ -176,7 +183,7 @@ _REVERSED = Lazy(
 )
 
 # a value that names what it stands for ("my-api-token", "db_password_here")
-_NAMED_VALUE = Lazy(r"passw(?:or)?d|secret|token|api[_-]?key", re.I)
+_NAMED_VALUE = Lazy(r"passw(?:or)?d|secret|token|api[_-]?key|private[_-]?key", re.I)
 _WORDS = Lazy(r"[A-Za-z]+\d*(?:[-_. ][A-Za-z]+\d*)*(?:[-_.]\d{1,4})?")  # keyinfo_test_123
 _URL = Lazy(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _ROOTED_PATH = Lazy(r"(?:/|~/|\.\.?/|[A-Za-z]:\\)\S*")
@@ -331,7 +338,8 @@ def _candidate(
     if op in (None, ",", "(") or kind == "code":
         return None
     value = match.group("value")
-    stripped = value.rstrip(",;'\"`")
+    # a string's escaped line end ends the value (privateKey\\n in a YAML string holding code)
+    stripped = value.split("\\n", 1)[0].rstrip(",;'\"`")
     if kind == "other" and _looks_like_code(stripped):
         return None
     start = match.start("value")

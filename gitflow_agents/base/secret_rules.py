@@ -173,7 +173,7 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
 # a run of one character; or a value ending in xxxx, as documentation masks ids (share-agn4xxxx)
 _PLACEHOLDER_RUN = Lazy(r"([xX*#.0])\1{5,}|([A-Za-z])\2{9,}|[xX]{4,}$")
 _PLACEHOLDER = Lazy(
-    r"\*\*\*|\.\.\.|…|<[^<>]{2,}>|^\{[^{}]+\}$|^\$\{|^\{\{|^%\(|%s\b|^\$[A-Za-z_]|\bchars\)"
+    r"\*\*\*|\.\.\.|…|<[^<>]{2,}>|^\{[^{}]+\}$|^\$[{(]|^\{\{|^%\(|%s\b|^\$[A-Za-z_]|\bchars\)"
     r"|example|placeholder|changeme|change[_-]me|redacted|dummy|sample|your[_-]?|"
     r"fake|insert[_-]|replace[_-]?me|^(?:none|null|nil|undefined|true|false)$",
     re.I,

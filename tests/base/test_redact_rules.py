@@ -103,6 +103,14 @@ def test_what_the_token_rules_find_is_masked() -> None:
         ("test_db.py", '["Bob", "secret_pw", "datetime.date(1984, 3, 1)"],'),
         ("test_v2_event.py", 'api_key="sk_test_1234",'),  # stripe-python: too short for a key
         ("test_v2_error.py", '#         api_key="keyinfo_test_123",'),
+        # aws-cloudformation-templates, axios
+        ("t.yaml", "ZipFile: \"x = certPem\\n    d['privateKey'] = privateKey\\n    e = 1\\n\""),
+        ("t.yaml", 'Sub: "gitea admin user create --must-change-password=false\\n\\n# Tell"'),
+        (
+            "t.yaml",
+            'hashed-password: "$(echo -n $(aws sts get-caller-identity) | npx argon2-cli -e)"',
+        ),
+        ("axios.js.map", '"x: defaultToConfig2,\\n    withCredentials: defaultToConfig2,\\n'),
     ],
 )
 def test_not_secrets(path: str, line: str) -> None:
