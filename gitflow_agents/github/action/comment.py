@@ -289,6 +289,18 @@ def our_comments(
     return sorted((c for c in marked if is_ours(c, me, marker)), key=lambda c: c.id)
 
 
+# A run-history row's duration cell (then its tokens and cost): ``_duration``'s forms.
+_DURATION_CELL = re.compile(
+    r"^(\|.* \| )(?:\d+\.\d s|\d+ min \d{2} s)( \| [^|]* \| [^|]* \|)$", re.M
+)
+
+
+def _timeless(body: str) -> str:
+    """``body`` without its run-history durations: a re-run of the same event, whose row
+    differs only in how long it took, leaves the comment as it is (no write)."""
+    return _DURATION_CELL.sub(r"\1…\2", body)
+
+
 def _write(client: Client, repo: str, number: int, ours: list[Comment], body: str) -> StickyResult:
     """Edit the oldest of ``ours`` to ``body`` and delete the others; create when none."""
     if not ours:
@@ -297,7 +309,7 @@ def _write(client: Client, repo: str, number: int, ours: list[Comment], body: st
     keep, *extra = ours
     for duplicate in extra:
         client.delete_issue_comment(repo, number, duplicate.id)
-    if keep.body == body:
+    if _timeless(keep.body) == _timeless(body):
         return StickyResult(keep.id, "unchanged", len(extra))
     client.edit_issue_comment(repo, number, keep.id, body)
     return StickyResult(keep.id, "updated", len(extra))

@@ -56,6 +56,30 @@ def test_same_body_again_writes_nothing(gh: GitHubStandIn) -> None:
     assert len(gh.writes()) == writes
 
 
+def test_a_rerun_that_only_took_another_time_writes_nothing(gh: GitHubStandIn) -> None:
+    """The same event again: its run-history row differs only in its duration."""
+    simple_pull(gh)
+    client = client_for(gh)
+
+    def body(seconds: float) -> str:
+        row = RunRow(flow="review", agent="builtin", outcome="approved", duration_s=seconds)
+        return summary_body(_review(1), None, rows=[row])
+
+    upsert_summary(client, gh.full_name, 7, body(0.84), login="gitflow-bot")
+    writes = len(gh.writes())
+    assert upsert_summary(client, gh.full_name, 7, body(1.26), login="gitflow-bot").action == (
+        "unchanged"
+    )
+    assert upsert_summary(client, gh.full_name, 7, body(75), login="gitflow-bot").action == (
+        "unchanged"
+    )
+    assert len(gh.writes()) == writes and "0.8 s" in gh.comments_on(7)[0]["body"]
+    changed = summary_body(_review(2), None, rows=[])
+    assert upsert_summary(client, gh.full_name, 7, changed, login="gitflow-bot").action == (
+        "updated"
+    )
+
+
 def test_a_comment_by_someone_else_with_our_marker_is_left_alone(gh: GitHubStandIn) -> None:
     simple_pull(gh)
     quoted = gh.add_issue_comment(7, "mallory", f"{MARKER}\nlook, I am the bot")
