@@ -241,13 +241,32 @@ def remove_tool_worktree(root: Path, path: Path) -> None:
 
 def dirty_paths(worktree: Path) -> tuple[str, ...]:
     """Paths with uncommitted changes or untracked (not ignored) in ``worktree``."""
-    out = run_git(worktree, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
-    paths, parts, i = [], out.split("\0"), 0
+    return _status(worktree)[1]
+
+
+def head_and_dirty(worktree: Path) -> tuple[str | None, tuple[str, ...]]:
+    """HEAD's commit (None before the first) and ``dirty_paths`` from one ``git status``."""
+    return _status(worktree, "--branch", "--no-ahead-behind")
+
+
+# Fields before the path in a ``git status --porcelain=v2`` entry: changed, renamed or copied
+# (its original path follows as the next entry), unmerged, untracked.
+_V2_FIELDS = {"1": 8, "2": 9, "u": 10, "?": 1}
+
+
+def _status(worktree: Path, *extra: str) -> tuple[str | None, tuple[str, ...]]:
+    args = ("status", "--porcelain=v2", "-z", "--untracked-files=all", *extra)
+    head: str | None = None
+    paths, parts, i = [], run_git(worktree, *args).stdout.split("\0"), 0
     while i < len(parts) and parts[i]:
         entry = parts[i]
-        paths.append(entry[3:])
-        i += 2 if entry[0] in "RC" else 1
-    return tuple(paths)
+        if entry.startswith("# branch.oid "):
+            oid = entry.removeprefix("# branch.oid ")
+            head = None if oid == "(initial)" else oid
+        elif entry[0] in _V2_FIELDS:
+            paths.append(entry.split(" ", _V2_FIELDS[entry[0]])[-1])
+        i += 2 if entry[0] == "2" else 1
+    return head, tuple(paths)
 
 
 def discard_changes(worktree: Path, sha: str) -> None:
