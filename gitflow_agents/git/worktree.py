@@ -195,7 +195,11 @@ def tool_worktree_root(root: Path) -> Path:
 
 def is_tool_worktree(root: Path, path: Path) -> bool:
     """Whether ``path`` lies inside ``tool_worktree_root`` of ``root``'s repository."""
-    base = tool_worktree_root(root)
+    return is_under_tool_root(tool_worktree_root(root), path)
+
+
+def is_under_tool_root(base: Path, path: Path) -> bool:
+    """``is_tool_worktree`` with the ``tool_worktree_root`` ``base`` already known (no git)."""
     resolved = path.resolve()
     return resolved != base and resolved.is_relative_to(base)
 
