@@ -32,9 +32,10 @@ def git_common_dir(root: Path) -> Path:
     return (path if path.is_absolute() else root / path).resolve()
 
 
-def ensure_info_exclude(root: Path, patterns: Sequence[str]) -> None:
-    """Append each pattern missing from ``info/exclude`` (shared by all work trees), atomically."""
-    exclude = git_common_dir(root) / "info" / "exclude"
+def ensure_info_exclude(root: Path, patterns: Sequence[str], *, common: Path | None = None) -> None:
+    """Append each pattern missing from ``info/exclude`` (shared by all work trees), atomically;
+    ``common``: the ``git_common_dir`` when the caller knows it already."""
+    exclude = (common or git_common_dir(root)) / "info" / "exclude"
     existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
     present = {line.strip() for line in existing.splitlines()}
     missing = [p for p in patterns if p not in present]
@@ -179,14 +180,15 @@ def _commit(
     return run_git(worktree, "rev-parse", "--verify", "HEAD^{commit}").stdout.strip()
 
 
-def tool_worktree_root(root: Path) -> Path:
+def tool_worktree_root(root: Path, *, common: Path | None = None) -> Path:
     """``$XDG_CACHE_HOME/gitflow-agents/worktrees/<repo>-<hash>``: the only place gitflow-agents
-    creates work trees, and so the only work trees it may ever reset, clean or remove.
+    creates work trees, and so the only work trees it may ever reset, clean or remove
+    (``common``: the ``git_common_dir`` when the caller knows it already).
 
     Outside the repository's ``.git`` on purpose: agent CLIs protect ``.git`` (Claude Code
     refuses every edit below it), and outside the user's work tree so their tools never see it.
     """
-    common = git_common_dir(root).resolve()
+    common = (common or git_common_dir(root)).resolve()
     digest = hashlib.sha256(str(common).encode()).hexdigest()[:12]
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     name = common.parent.name if common.name == ".git" else common.name
@@ -222,18 +224,20 @@ def require_tool_worktree(worktree: Path, action: str) -> None:
     )
 
 
-def remove_tool_worktree(root: Path, path: Path) -> None:
+def remove_tool_worktree(root: Path, path: Path, *, base: Path | None = None) -> None:
     """``remove_worktree`` for a work tree under ``tool_worktree_root`` only (UsageError for any
     other path, before anything is removed).
 
     A folder there that git does not know as a work tree (its repository was deleted and made
     again at the same path, or its bookkeeping under ``.git/worktrees`` is gone) is removed too,
     so the next ``add_worktree`` at that path does not fail with "already exists"; symlinks in
-    it (the ``flows`` link) are removed, never followed."""
-    if not is_tool_worktree(root, path):
+    it (the ``flows`` link) are removed, never followed. ``base``: the ``tool_worktree_root``
+    when the caller knows it already."""
+    base = base or tool_worktree_root(root)
+    if not is_under_tool_root(base, path):
         raise UsageError(
             f"refusing to remove the work tree {path}: gitflow-agents only removes work trees "
-            f"it created under {tool_worktree_root(root)}"
+            f"it created under {base}"
         )
     remove_worktree(root, path)
     if os.path.lexists(path) and path.resolve() not in {p.resolve() for p in worktrees(root)}:
