@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.agents.prices import Price, Usage, shipped_prices, usage_of
-from gitflow_agents.base.errors import ExitCode
+from gitflow_agents.base.errors import ExitCode, GitError
 from gitflow_agents.base.fsutil import (
     MAX_REPORT_CHARS,
     irregular,
@@ -83,6 +83,20 @@ def worktree_state(root: Path, base_sha: str | None) -> dict[str, FileState]:
         except OSError:
             state[name] = (0, -1)  # deleted
     return state
+
+
+def start_state(root: Path) -> tuple[str | None, dict[str, FileState]]:
+    """The commit a run starts from and ``worktree_state`` against it. The commit is None
+    outside a repository of its own (``root`` has no ``.git``: a project folder inside someone
+    else's repository) or before its first commit. A clean work tree (a chain step's, always)
+    is told by one ``git status``; only a dirty one is asked for its files."""
+    if not (root / ".git").exists():
+        return None, {}
+    try:
+        head, dirty = git.head_and_dirty(root)
+    except GitError:  # git cannot tell: as head_commit, no commit
+        return None, {}
+    return head, worktree_state(root, head) if dirty else {}
 
 
 def changed_files(

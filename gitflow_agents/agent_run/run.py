@@ -40,11 +40,10 @@ from gitflow_agents.agent_run.record import (
     own_files,
     record_result,
     start_card,
-    worktree_state,
+    start_state,
 )
 from gitflow_agents.agents.installed import check_agents, require_program
 from gitflow_agents.base.errors import UsageError
-from gitflow_agents.git import queries as git
 from gitflow_agents.prompt import Segment, agent_dir, write_system_prompt
 from gitflow_agents.prompt.paths import write_prompt_segments
 from gitflow_agents.runs import RunPaths, RunStatus, create_run, result_status, write_status
@@ -196,6 +195,7 @@ class AgentRunner:
         self.workdir = job.workdir or root
         self.paths = paths or create_run(root, config.flow_dir, job.flow_name, job.run_id)
         self.run_id = self.paths.run_dir.name
+        base_sha, self._before = start_state(self.workdir)  # (run records: excluded from git)
         self.facts = RunFacts(
             paths=self.paths,
             kind=job.kind,
@@ -203,7 +203,7 @@ class AgentRunner:
             agent_id=job.agent_id,
             adapter=config.agent(job.agent).adapter,
             files=self.files,
-            base_sha=_head(self.workdir),
+            base_sha=base_sha,
             agent_config=job.agent,
             workdir=self.workdir,
             session=job.resume.link if job.resume is not None else None,
@@ -212,7 +212,6 @@ class AgentRunner:
             prices=config.prices,
         )
         _write_queued(job, self.facts, self.agent_dir)
-        self._before = worktree_state(self.workdir, self.facts.base_sha)
         self.hub, self._close_events = _run_events(job, self.paths, hub)
         self.launch: Prepared | None = None
         self.prompt_path: Path | None = None  # the system prompt written by prepare()
@@ -430,12 +429,6 @@ def _phase(run: AgentRunner, name: str) -> Iterator[dict[str, Any]]:
         raise
     finally:
         run.emit("phase:complete", {"phase": name, "status": status, **data})
-
-
-def _head(root: Path) -> str | None:
-    """The commit the run starts from; None outside a repository of its own (``root`` has no
-    ``.git``: a project folder inside someone else's repository) or before its first commit."""
-    return git.head_commit(root) if (root / ".git").exists() else None
 
 
 def _write_queued(job: AgentJob, facts: RunFacts, agent_dir: Path) -> None:

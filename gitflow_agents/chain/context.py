@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from gitflow_agents.assets import PromptAssetManifest, load_manifest
 from gitflow_agents.config import ChainConfig, FlowConfig
 from gitflow_agents.findings import Severity
+from gitflow_agents.git import queries as git
 from gitflow_agents.plan import Plan
 from gitflow_agents.runs import RunPaths, new_run_id, runs_root
 from gitflow_agents.runs.budget import Ledger
@@ -75,6 +76,7 @@ class Context:
     landing: threading.Lock = field(default_factory=threading.Lock)
     budget: Ledger | None = None  # the run's budgets and what its scopes spent (runs/budget.py)
     _manifest: Any = field(default=None, init=False, repr=False)
+    _common_dir: Path | None = field(default=None, init=False, repr=False)
 
     @property
     def target(self) -> str:
@@ -100,6 +102,17 @@ class Context:
             self._manifest = load_manifest(self.root)
         manifest: PromptAssetManifest = self._manifest
         return manifest
+
+    def common_dir(self) -> Path:
+        """``git.git_common_dir`` of ``root``, asked of git once per run (every step's work tree
+        path, ``info/exclude`` and removal need it)."""
+        if self._common_dir is None:
+            self._common_dir = git.git_common_dir(self.root)
+        return self._common_dir
+
+    def tool_root(self) -> Path:
+        """``git.tool_worktree_root`` of ``root`` (no git call after the first)."""
+        return git.tool_worktree_root(self.root, common=self.common_dir())
 
     def new_run(self) -> RunPaths:
         """A fresh ``<flow_dir>/<flow>/runs/<runID>/`` for one agent invocation.

@@ -52,7 +52,7 @@ def land(
 
 def remove_step_worktree(ctx: Context, ws: Workspace) -> None:
     """The landed step's work tree, and the per-plan folder of the work-tree cache if empty."""
-    git.remove_tool_worktree(ctx.root, ws.worktree)
+    git.remove_tool_worktree(ctx.root, ws.worktree, base=ctx.tool_root())
     with contextlib.suppress(OSError):
         ws.worktree.parent.rmdir()
 

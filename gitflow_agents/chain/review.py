@@ -282,8 +282,8 @@ def _focus(review: Review, paths: Sequence[str]) -> Review:
 def _untouched(ws: Workspace, head: str) -> str:
     """Reviewers must not change the work tree: '' when they did not, else why not approved
     (changes are discarded so the next agent starts from the reviewed commit)."""
-    moved = git.head_sha(ws.worktree) != head
-    dirty = git.dirty_paths(ws.worktree)
+    now, dirty = git.head_and_dirty(ws.worktree)
+    moved = now != head
     if not moved and not dirty:
         return ""
     git.discard_changes(ws.worktree, head)

@@ -107,7 +107,7 @@ def tool_trees(
     limit: a big ``node_modules`` takes a while to walk)."""
     base = git.tool_worktree_root(root)
     known = {
-        p.resolve(): b for p, b in git.worktrees(root).items() if git.is_tool_worktree(root, p)
+        p.resolve(): b for p, b in git.worktrees(root).items() if git.is_under_tool_root(base, p)
     }
     folders = set(known) | set(_cache_folders(base))
     if not folders:

@@ -33,7 +33,8 @@ class Workspace:
 def reset_unless_clean(ws: Workspace, sha: str) -> None:
     """Reset the work tree to ``sha`` and drop untracked files (``git.discard_changes``) unless
     it is already clean at ``sha``: what a crashed attempt left never reaches the next agent."""
-    if git.head_sha(ws.worktree) != sha or git.dirty_paths(ws.worktree):
+    head, dirty = git.head_and_dirty(ws.worktree)
+    if head != sha or dirty:
         git.discard_changes(ws.worktree, sha)
 
 
@@ -42,7 +43,13 @@ def branch_name(settings: ChainSettings, plan: str, step: int) -> str:
 
 
 def worktree_path(root: Path, flow: str, name: str) -> Path:
+    """The work tree ``name`` of ``flow`` (``_tree_path``, from a root alone)."""
     return git.tool_worktree_root(root) / flow / name
+
+
+def _tree_path(ctx: Context, name: str) -> Path:
+    """``worktree_path`` of the run's flow, without a git call after the run's first."""
+    return ctx.tool_root() / ctx.flow / name
 
 
 def refuse_foreign_checkout(ctx: Context, name: str) -> None:
@@ -54,7 +61,7 @@ def refuse_foreign_checkout(ctx: Context, name: str) -> None:
 
 def _refuse_foreign(ctx: Context, name: str, tree: Path | None) -> None:
     """``refuse_foreign_checkout`` with the work tree ``name`` is checked out in, read."""
-    if tree is None or git.is_tool_worktree(ctx.root, tree):
+    if tree is None or git.is_under_tool_root(ctx.tool_root(), tree):
         return
     raise UsageError(
         f"branch {name} is checked out in the work tree {tree}: gitflow-agents runs agents only "
@@ -68,7 +75,7 @@ def _link_flow_dir(ctx: Context, worktree: Path) -> None:
     """``<worktree>/<flow_dir>`` → the user's flow dir, so agents' relative report paths land
     in one place; both spellings are excluded (a symlink is not a directory to git)."""
     flow_dir = ctx.exclude[0]
-    git.ensure_info_exclude(ctx.root, (f"/{flow_dir}/", f"/{flow_dir}"))
+    git.ensure_info_exclude(ctx.root, (f"/{flow_dir}/", f"/{flow_dir}"), common=ctx.common_dir())
     real = ctx.root / flow_dir
     real.mkdir(parents=True, exist_ok=True)
     link = worktree / flow_dir
@@ -104,13 +111,13 @@ def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspa
         raise UsageError(missing_target(ctx))
     known = git.worktree_of_branch(ctx.root, name)
     _refuse_foreign(ctx, name, known)  # before anything is created or reset
-    tree = known or worktree_path(ctx.root, ctx.flow, key or name.replace("/", "-"))
+    tree = known or _tree_path(ctx, key or name.replace("/", "-"))
     take_over(ctx, tree)  # before anything is created or reset: never two agents in one tree
     if git.branch_sha(ctx.root, name) is None:
         git.create_branch(ctx.root, name, target_sha)
     if known is None:
         if tree.exists():  # left over from a crash: git no longer knows it
-            git.remove_tool_worktree(ctx.root, tree)
+            git.remove_tool_worktree(ctx.root, tree, base=ctx.tool_root())
         git.add_worktree(ctx.root, tree, name)
     _link_flow_dir(ctx, tree)
     return Workspace(tree, name, git.merge_base(ctx.root, ctx.target_rev, name))
@@ -142,10 +149,10 @@ def take_over(ctx: Context, tree: Path) -> None:
 def scratch_workspace(ctx: Context, ref: str, base: str) -> Iterator[Workspace]:
     """A detached work tree at ``ref`` for read-only flows (review, research), removed after."""
     sha = git.rev_parse(ctx.root, ref)
-    tree = worktree_path(ctx.root, ctx.flow, f"scratch-{new_run_id()[:13]}")
+    tree = _tree_path(ctx, f"scratch-{new_run_id()[:13]}")
     git.add_worktree(ctx.root, tree, sha, detach=True)
     try:
         _link_flow_dir(ctx, tree)
         yield Workspace(tree, None, git.rev_parse(ctx.root, base))
     finally:
-        git.remove_tool_worktree(ctx.root, tree)
+        git.remove_tool_worktree(ctx.root, tree, base=ctx.tool_root())

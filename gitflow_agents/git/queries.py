@@ -68,7 +68,9 @@ if TYPE_CHECKING:
     from gitflow_agents.git.worktree import exclude_flow_dir as exclude_flow_dir
     from gitflow_agents.git.worktree import find_merge as find_merge
     from gitflow_agents.git.worktree import git_common_dir as git_common_dir
+    from gitflow_agents.git.worktree import head_and_dirty as head_and_dirty
     from gitflow_agents.git.worktree import is_tool_worktree as is_tool_worktree
+    from gitflow_agents.git.worktree import is_under_tool_root as is_under_tool_root
     from gitflow_agents.git.worktree import merge_in_worktree as merge_in_worktree
     from gitflow_agents.git.worktree import paths_differing_between as paths_differing_between
     from gitflow_agents.git.worktree import paths_differing_from as paths_differing_from

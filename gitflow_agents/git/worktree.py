@@ -32,9 +32,10 @@ def git_common_dir(root: Path) -> Path:
     return (path if path.is_absolute() else root / path).resolve()
 
 
-def ensure_info_exclude(root: Path, patterns: Sequence[str]) -> None:
-    """Append each pattern missing from ``info/exclude`` (shared by all work trees), atomically."""
-    exclude = git_common_dir(root) / "info" / "exclude"
+def ensure_info_exclude(root: Path, patterns: Sequence[str], *, common: Path | None = None) -> None:
+    """Append each pattern missing from ``info/exclude`` (shared by all work trees), atomically;
+    ``common``: the ``git_common_dir`` when the caller knows it already."""
+    exclude = (common or git_common_dir(root)) / "info" / "exclude"
     existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
     present = {line.strip() for line in existing.splitlines()}
     missing = [p for p in patterns if p not in present]
@@ -179,14 +180,15 @@ def _commit(
     return run_git(worktree, "rev-parse", "--verify", "HEAD^{commit}").stdout.strip()
 
 
-def tool_worktree_root(root: Path) -> Path:
+def tool_worktree_root(root: Path, *, common: Path | None = None) -> Path:
     """``$XDG_CACHE_HOME/gitflow-agents/worktrees/<repo>-<hash>``: the only place gitflow-agents
-    creates work trees, and so the only work trees it may ever reset, clean or remove.
+    creates work trees, and so the only work trees it may ever reset, clean or remove
+    (``common``: the ``git_common_dir`` when the caller knows it already).
 
     Outside the repository's ``.git`` on purpose: agent CLIs protect ``.git`` (Claude Code
     refuses every edit below it), and outside the user's work tree so their tools never see it.
     """
-    common = git_common_dir(root).resolve()
+    common = (common or git_common_dir(root)).resolve()
     digest = hashlib.sha256(str(common).encode()).hexdigest()[:12]
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     name = common.parent.name if common.name == ".git" else common.name
@@ -195,7 +197,11 @@ def tool_worktree_root(root: Path) -> Path:
 
 def is_tool_worktree(root: Path, path: Path) -> bool:
     """Whether ``path`` lies inside ``tool_worktree_root`` of ``root``'s repository."""
-    base = tool_worktree_root(root)
+    return is_under_tool_root(tool_worktree_root(root), path)
+
+
+def is_under_tool_root(base: Path, path: Path) -> bool:
+    """``is_tool_worktree`` with the ``tool_worktree_root`` ``base`` already known (no git)."""
     resolved = path.resolve()
     return resolved != base and resolved.is_relative_to(base)
 
@@ -218,18 +224,20 @@ def require_tool_worktree(worktree: Path, action: str) -> None:
     )
 
 
-def remove_tool_worktree(root: Path, path: Path) -> None:
+def remove_tool_worktree(root: Path, path: Path, *, base: Path | None = None) -> None:
     """``remove_worktree`` for a work tree under ``tool_worktree_root`` only (UsageError for any
     other path, before anything is removed).
 
     A folder there that git does not know as a work tree (its repository was deleted and made
     again at the same path, or its bookkeeping under ``.git/worktrees`` is gone) is removed too,
     so the next ``add_worktree`` at that path does not fail with "already exists"; symlinks in
-    it (the ``flows`` link) are removed, never followed."""
-    if not is_tool_worktree(root, path):
+    it (the ``flows`` link) are removed, never followed. ``base``: the ``tool_worktree_root``
+    when the caller knows it already."""
+    base = base or tool_worktree_root(root)
+    if not is_under_tool_root(base, path):
         raise UsageError(
             f"refusing to remove the work tree {path}: gitflow-agents only removes work trees "
-            f"it created under {tool_worktree_root(root)}"
+            f"it created under {base}"
         )
     remove_worktree(root, path)
     if os.path.lexists(path) and path.resolve() not in {p.resolve() for p in worktrees(root)}:
@@ -241,13 +249,32 @@ def remove_tool_worktree(root: Path, path: Path) -> None:
 
 def dirty_paths(worktree: Path) -> tuple[str, ...]:
     """Paths with uncommitted changes or untracked (not ignored) in ``worktree``."""
-    out = run_git(worktree, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
-    paths, parts, i = [], out.split("\0"), 0
+    return _status(worktree)[1]
+
+
+def head_and_dirty(worktree: Path) -> tuple[str | None, tuple[str, ...]]:
+    """HEAD's commit (None before the first) and ``dirty_paths`` from one ``git status``."""
+    return _status(worktree, "--branch", "--no-ahead-behind")
+
+
+# Fields before the path in a ``git status --porcelain=v2`` entry: changed, renamed or copied
+# (its original path follows as the next entry), unmerged, untracked.
+_V2_FIELDS = {"1": 8, "2": 9, "u": 10, "?": 1}
+
+
+def _status(worktree: Path, *extra: str) -> tuple[str | None, tuple[str, ...]]:
+    args = ("status", "--porcelain=v2", "-z", "--untracked-files=all", *extra)
+    head: str | None = None
+    paths, parts, i = [], run_git(worktree, *args).stdout.split("\0"), 0
     while i < len(parts) and parts[i]:
         entry = parts[i]
-        paths.append(entry[3:])
-        i += 2 if entry[0] in "RC" else 1
-    return tuple(paths)
+        if entry.startswith("# branch.oid "):
+            oid = entry.removeprefix("# branch.oid ")
+            head = None if oid == "(initial)" else oid
+        elif entry[0] in _V2_FIELDS:
+            paths.append(entry.split(" ", _V2_FIELDS[entry[0]])[-1])
+        i += 2 if entry[0] == "2" else 1
+    return head, tuple(paths)
 
 
 def discard_changes(worktree: Path, sha: str) -> None:

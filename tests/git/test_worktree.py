@@ -1,11 +1,13 @@
 """``git/worktree.py``: what merging one commit into another would conflict in, without a
-work tree (``merge_conflicts``, which ``plan tend`` names on a conflicting pull request)."""
+work tree (``merge_conflicts``, which ``plan tend`` names on a conflicting pull request); what a
+work tree holds beyond its commit (``dirty_paths``, ``head_and_dirty``)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
-from gitflow_agents.git.worktree import merge_conflicts
+from gitflow_agents.git.worktree import dirty_paths, head_and_dirty, merge_conflicts
 from tests.conftest import git
 
 
@@ -49,3 +51,37 @@ def test_work_trees_added_and_removed_from_many_threads_at_once_all_succeed(
         with ThreadPoolExecutor(max_workers=12) as pool:
             list(pool.map(lambda p: remove_worktree(repo, p), paths))
         assert not any(path.exists() for path in paths)
+
+
+def test_dirty_paths_name_each_changed_renamed_unmerged_and_untracked_path_once(
+    repo: Path,
+) -> None:
+    """Every kind of entry ``git status`` prints, paths with spaces: the new name of a staged
+    rename (not its old one), an unmerged path, untracked files; HEAD from the same call."""
+    (repo / "old name.md").write_text("a\nb\nc\nd\n")
+    (repo / "both.md").write_text("base\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "files")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert head_and_dirty(repo) == (head, ())
+    theirs = _commit(repo, head, {"both.md": "theirs\n"})
+    git(repo, "checkout", "-q", "-B", "main", head)
+    (repo / "both.md").write_text("ours\n")
+    git(repo, "commit", "-q", "-am", "ours")
+    ours = git(repo, "rev-parse", "HEAD").strip()
+    merge = subprocess.run(["git", "-C", str(repo), "merge", "-q", theirs], capture_output=True)
+    assert merge.returncode == 1  # a conflict in both.md, left in progress
+    git(repo, "mv", "old name.md", "new name.md")
+    (repo / "README.md").write_text("edited\n")
+    (repo / "sub dir").mkdir()
+    (repo / "sub dir" / "new file.txt").write_text("x\n")
+    expected = ("README.md", "both.md", "new name.md", "sub dir/new file.txt")
+    assert sorted(dirty_paths(repo)) == list(expected)
+    head_now, dirty = head_and_dirty(repo)
+    assert (head_now, sorted(dirty)) == (ours, list(expected))
+
+
+def test_head_and_dirty_before_the_first_commit(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a.txt").write_text("a\n")
+    assert head_and_dirty(tmp_path) == (None, ("a.txt",))

@@ -11,8 +11,9 @@ held the lock. Two kinds of rounds alternate:
   This is the round that caught the earlier lock: a taker that judged the lock stale acted after
   the first holder had gone and let a third one in beside a fourth.
 
-Nothing here measures time: the waits only bound a hang. ``LOCK_RACE_ROUNDS`` raises the number
-of rounds of each kind (100) for a long run.
+Nothing here measures time: the waits only bound a hang. A normal run has 40 rounds of each kind,
+``pytest --hypothesis-profile=long`` 100 (CONTRIBUTING.md, "Long runs"); ``LOCK_RACE_ROUNDS``
+sets the number of rounds of each kind.
 """
 
 from __future__ import annotations
@@ -22,57 +23,14 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.helpers.lock_racer import HANG, RACERS
 
-RACERS = 6
-ROUNDS = int(os.environ.get("LOCK_RACE_ROUNDS", "100"))  # of each kind
-QUICK_TRIES = int(os.environ.get("LOCK_RACE_TRIES", "1"))
-HANG = 120.0  # seconds: only a deadlock bound, never an expected duration
-
-
-def racer_main() -> None:
-    """One racer: ``go <round>`` on stdin starts an attempt; answers ``held`` or ``refused``."""
-    from gitflow_agents.runs.lock import StepLockedError, hold
-
-    path, index, marks = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-    for line in sys.stdin:
-        _go, round_no, kind = line.split()
-        mark = marks / f"{round_no}-{index}"
-        answers = []
-        for _attempt in range(1 if kind == "stay" else QUICK_TRIES):
-            try:
-                with hold(path, f"racer-{index}-{round_no}"):
-                    inside = _inside(marks, round_no, mark) if kind == "stay" else _alone(marks)
-                    answers.append(inside)
-            except StepLockedError:
-                mark.touch()
-                answers.append("refused")
-        print(" ".join(answers), flush=True)
-
-
-def _inside(marks: Path, round_no: str, mark: Path) -> str:
-    """Hold on until every racer of the round has made its attempt."""
-    mark.touch()
-    deadline = time.monotonic() + HANG
-    while len(list(marks.glob(f"{round_no}-*"))) < RACERS and time.monotonic() < deadline:
-        time.sleep(0.001)
-    return "held"
-
-
-def _alone(marks: Path) -> str:
-    """Mark the time inside with a file only one process can create."""
-    inside = marks / "inside"
-    try:
-        os.close(os.open(inside, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return "overlap"
-    inside.unlink()
-    return "held"
+ROUNDS, LONG_ROUNDS = 40, 100  # of each kind
 
 
 def _dead_pid() -> int:
@@ -92,15 +50,15 @@ def leave_stale(path: Path, round_no: int, dead_pid: int) -> None:
 
 
 @pytest.mark.slow
-def test_racers_for_a_stale_lock_have_exactly_one_holder(tmp_path: Path) -> None:
+def test_racers_for_a_stale_lock_have_exactly_one_holder(tmp_path: Path, long_run: bool) -> None:
+    rounds = int(os.environ.get("LOCK_RACE_ROUNDS", LONG_ROUNDS if long_run else ROUNDS))
     path = tmp_path / "flows" / "plan" / "locks" / "step-01.lock"
     path.parent.mkdir(parents=True)
     marks = tmp_path / "marks"
     marks.mkdir()
-    code = "from tests.runs.test_lock_race import racer_main; racer_main()"
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", code, str(path), str(i), str(marks)],
+            [sys.executable, "-m", "tests.helpers.lock_racer", str(path), str(i), str(marks)],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -111,7 +69,7 @@ def test_racers_for_a_stale_lock_have_exactly_one_holder(tmp_path: Path) -> None
     dead = _dead_pid()
     stay, quick = [], []
     try:
-        for round_no in range(2 * ROUNDS):
+        for round_no in range(2 * rounds):
             kind = "stay" if round_no % 2 else "quick"
             leave_stale(path, round_no // 2, dead)
             for racer in racers:

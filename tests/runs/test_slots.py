@@ -17,15 +17,28 @@ import pytest
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.runs.slots import SlotWaitCanceled, hold_slot, holders
 
+# A holder stays inside for ``hold`` seconds; with ``total`` (> 0) it leaves as soon as ``limit``
+# holders are inside at once, or ``total`` have entered (the last ones have nobody to wait for):
+# a hand-off read from the log, so every slot is seen full without a fixed sleep. Waiters look
+# every 10 ms instead of ``slots.POLL`` (how often is no part of what is checked here).
 HOLDER = """
 import os, sys, time
 from pathlib import Path
+from gitflow_agents.runs import slots
 from gitflow_agents.runs.slots import hold_slot
-folder, log, limit, name, hold = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
+slots.POLL = 0.01
+folder, log, limit, name = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+hold, total = float(sys.argv[5]), int(sys.argv[6])
+def handed_off():
+    lines = log.read_text().splitlines()
+    inside = sum(1 if line[0] == "+" else -1 for line in lines)
+    return inside >= limit or sum(1 for line in lines if line[0] == "+") >= total
 with hold_slot(folder, "claude", limit, run_id=name):
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     os.write(fd, f"+ {name}\\n".encode())
-    time.sleep(hold)
+    end = time.monotonic() + hold
+    while time.monotonic() < end and not (total and handed_off()):
+        time.sleep(0.01)
     os.write(fd, f"- {name}\\n".encode())
     os.close(fd)
 """
@@ -39,16 +52,18 @@ def _most_at_once(log: Path) -> int:
     return most
 
 
-def _holder(folder: Path, log: Path, limit: int, name: str, hold: float) -> subprocess.Popen[bytes]:
+def _holder(
+    folder: Path, log: Path, limit: int, name: str, hold: float, total: int = 0
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(folder), str(log), str(limit), name, str(hold)],
+        [sys.executable, "-c", HOLDER, *map(str, (folder, log, limit, name, hold, total))],
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
 
 
 def test_eight_processes_under_a_limit_of_two_never_run_three(tmp_path: Path) -> None:
     folder, log = tmp_path / "slots", tmp_path / "log"
-    procs = [_holder(folder, log, 2, f"r{i}", 0.2) for i in range(8)]
+    procs = [_holder(folder, log, 2, f"r{i}", 60, total=8) for i in range(8)]
     for proc in procs:
         assert proc.wait(timeout=60) == 0
     assert log.read_text().count("+") == 8
