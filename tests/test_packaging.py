@@ -7,6 +7,7 @@ version in the wheel's metadata."""
 from __future__ import annotations
 
 import email.parser
+import functools
 import os
 import subprocess
 import sys
@@ -29,27 +30,10 @@ from tests.helpers.project import readme_command_1_after_install
 wheelhouse = precommit_tests.wheelhouse
 
 
-def _build_wheel(out: Path) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
-
-
-def _build_sdist(out: Path) -> None:
-    code = "import sys; from hatchling.build import build_sdist; print(build_sdist(sys.argv[1]))"
+def _build(kind: str, out: Path) -> None:
+    """The build backend's own PEP 517 hook (what `pip wheel` and `python -m build` call, without
+    their start-up) builds ``kind`` (``wheel``, ``sdist``) of the checkout into ``out``."""
+    code = f"import sys; from hatchling.build import build_{kind}; print(build_{kind}(sys.argv[1]))"
     subprocess.run(
         [sys.executable, "-c", code, str(out)], cwd=ROOT, check=True, capture_output=True
     )
@@ -57,8 +41,9 @@ def _build_sdist(out: Path) -> None:
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built once per session (for every xdist worker)."""
-    out = once_per_session(tmp_path_factory, "wheel", _build_wheel)
+    """The wheel, built by the build backend's own PEP 517 hook, once per session (for every
+    xdist worker)."""
+    out = once_per_session(tmp_path_factory, "wheel", functools.partial(_build, "wheel"))
     (built,) = out.glob("gitflow_agents-*.whl")
     return built
 
@@ -67,7 +52,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sdist, built by the build backend's own PEP 517 hook (what `python -m build` calls),
     once per session."""
-    out = once_per_session(tmp_path_factory, "sdist", _build_sdist)
+    out = once_per_session(tmp_path_factory, "sdist", functools.partial(_build, "sdist"))
     (built,) = out.glob("gitflow_agents-*.tar.gz")
     return built
 

@@ -194,12 +194,21 @@ def wheelhouse() -> Path:
     return final
 
 
+@pytest.fixture(scope="session")
+def virtualenv_app_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """virtualenv's cache of the seed packages it puts in each new environment, one per session:
+    extracting them again for each hook environment took longer than creating it from them."""
+    return tmp_path_factory.mktemp("virtualenv-app-data")
+
+
 @pytest.fixture
-def offline_env(wheelhouse: Path, tmp_path: Path, isolated_home: Path) -> Iterator[dict[str, str]]:
+def offline_env(
+    wheelhouse: Path, virtualenv_app_data: Path, tmp_path: Path, isolated_home: Path
+) -> Iterator[dict[str, str]]:
     env = offline_pip_env(wheelhouse)
     env.update(
         PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"),
-        VIRTUALENV_OVERRIDE_APP_DATA=str(tmp_path / "virtualenv-app-data"),
+        VIRTUALENV_OVERRIDE_APP_DATA=str(virtualenv_app_data),
         PRE_COMMIT_COLOR="never",
     )
     yield env

@@ -8,12 +8,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, git, running_agent, wait_until
+from tests.conftest import ROOT, git, isolate_home, running_agent, wait_until
 from tests.helpers import chain
 from tests.helpers import control as live
 from tests.helpers.browser import chromium, png_colours, wait_for
@@ -25,6 +26,35 @@ HOSTILE = (
     '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
     '<a id=injected href="javascript:window.pwned=3">x</a>'
 )
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One headless Chromium for the module (its start is most of a short test's time), with a
+    $HOME of its own: it starts before any test's ``isolated_home``."""
+    with pytest.MonkeyPatch.context() as patch:
+        isolate_home(tmp_path_factory.mktemp("browser-home"), patch)
+        with chromium() as driver:
+            yield driver
+
+
+@pytest.fixture
+def driver(browser: Any) -> Iterator[Any]:
+    """The module's browser on a blank page: what an earlier test left (its pages, their
+    streams and scripts, the tabs it opened) is gone before the test starts and after it ends."""
+    _blank(browser)
+    yield browser
+    _blank(browser)
+
+
+def _blank(driver: Any) -> None:
+    """Close every tab but the first; that one on a blank page."""
+    first, *others = driver.window_handles
+    for handle in others:
+        driver.switch_to.window(handle)
+        driver.close()
+    driver.switch_to.window(first)
+    driver.get("about:blank")
 
 
 def _start_chain(repo: Path, *args: str) -> subprocess.Popen[str]:
@@ -54,11 +84,13 @@ def _not_injected(driver: Any) -> None:
     assert driver.find_elements("css selector", "#injected, img[src='x'], main script") == []
 
 
-def test_the_page_shows_each_agent_start_and_end_of_a_running_chain(repo: Path) -> None:
+def test_the_page_shows_each_agent_start_and_end_of_a_running_chain(
+    repo: Path, driver: Any
+) -> None:
     hold = repo.parent / "hold"  # each agent runs until the page has shown it running
     chain.configure(repo, hold=hold)
     seen: dict[str, list[str]] = {}
-    with serving(repo) as served, chromium() as driver:
+    with serving(repo) as served:
         driver.get(served.url("/"))
         wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
         run = _start_chain(repo, "--step", "1")
@@ -83,11 +115,13 @@ def test_the_page_shows_each_agent_start_and_end_of_a_running_chain(repo: Path) 
         assert states.index("running") < states.index("succeeded")
 
 
-def test_cancel_on_the_page_stops_the_running_agent_and_shows_the_outcome(repo: Path) -> None:
+def test_cancel_on_the_page_stops_the_running_agent_and_shows_the_outcome(
+    repo: Path, driver: Any
+) -> None:
     """The run's page cancels its agent; the runs page, open all along in another tab, shows
     the agent canceled and the step's outcome as they are recorded."""
     chain.configure(repo, sleep=60.0)
-    with serving(repo) as served, chromium() as driver:
+    with serving(repo) as served:
         driver.get(served.url("/"))
         runs_tab = driver.current_window_handle
         wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
@@ -124,7 +158,7 @@ def _step_state(driver: Any) -> str | None:
     return states[0] if states else None
 
 
-def test_hostile_title_finding_and_output_are_inert_in_the_browser(repo: Path) -> None:
+def test_hostile_title_finding_and_output_are_inert_in_the_browser(repo: Path, driver: Any) -> None:
     plan = repo / "specs" / "hostile.md"
     plan.parent.mkdir()
     plan.write_text(
@@ -139,7 +173,7 @@ def test_hostile_title_finding_and_output_are_inert_in_the_browser(repo: Path) -
         result=None,
         events=[event("agent:start", run_id, agent=HOSTILE, pid=1)],
     )
-    with serving(repo) as served, chromium() as driver:
+    with serving(repo) as served:
         driver.get(served.url("/"))
         wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
         with (run_dir / "events.jsonl").open("a") as handle:  # arrives through the stream
@@ -172,7 +206,9 @@ def test_hostile_title_finding_and_output_are_inert_in_the_browser(repo: Path) -
         _not_injected(driver)
 
 
-def test_screenshot_of_a_plan_graph_and_a_prompt_by_segment(repo: Path, tmp_path: Path) -> None:
+def test_screenshot_of_a_plan_graph_and_a_prompt_by_segment(
+    repo: Path, tmp_path: Path, driver: Any
+) -> None:
     chain.configure(repo)
     result = chain.run(repo, "--step", "1")
     assert result.returncode == 0, result.stderr
@@ -180,7 +216,7 @@ def test_screenshot_of_a_plan_graph_and_a_prompt_by_segment(repo: Path, tmp_path
         p.parent.name
         for p in sorted((repo / "flows" / "feature" / "runs").glob("*/prompt_segments.json"))
     )
-    with serving(repo) as served, chromium() as driver:
+    with serving(repo) as served:
         driver.get(served.url("/plan", path="specs/feature.md"))
         graph = wait_for(driver, lambda d: d.find_element("id", "plan-graph"))
         steps = driver.find_elements("css selector", "#plan-graph g.step")
@@ -198,7 +234,9 @@ def test_screenshot_of_a_plan_graph_and_a_prompt_by_segment(repo: Path, tmp_path
         assert png_colours(shot.read_bytes()) > 3
 
 
-def test_a_message_typed_in_the_page_goes_to_send_and_its_outcome_shows(repo: Path) -> None:
+def test_a_message_typed_in_the_page_goes_to_send_and_its_outcome_shows(
+    repo: Path, driver: Any
+) -> None:
     """The box runs the product's ``send`` on the run (docs/serve.md, "Send and cancel") and
     the page shows what it said, live."""
     chain.configure(repo)
@@ -207,7 +245,7 @@ def test_a_message_typed_in_the_page_goes_to_send_and_its_outcome_shows(repo: Pa
         p.parent.name
         for p in sorted((repo / "flows" / "feature" / "runs").glob("*/prompt_segments.json"))
     )
-    with serving(repo) as served, chromium() as driver:
+    with serving(repo) as served:
         driver.get(served.url(f"/run/{builder}"))
         wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
         driver.find_element("css selector", "#send-form textarea").send_keys("<b>hello</b> there")
@@ -220,10 +258,10 @@ def test_a_message_typed_in_the_page_goes_to_send_and_its_outcome_shows(repo: Pa
         assert driver.find_elements("css selector", "#notices b") == []
 
 
-def test_the_plan_graph_follows_a_step_from_red_to_running_to_done(repo: Path) -> None:
+def test_the_plan_graph_follows_a_step_from_red_to_running_to_done(repo: Path, driver: Any) -> None:
     hold = repo.parent / "hold"  # the implementer runs until the graph has shown the step running
     chain.configure(repo, hold=hold)
-    with serving(repo) as served, chromium() as driver:
+    with serving(repo) as served:
         driver.get(served.url("/plan", path="specs/feature.md"))
 
         def state(d: Any) -> str:
@@ -244,13 +282,13 @@ def test_the_plan_graph_follows_a_step_from_red_to_running_to_done(repo: Path) -
 
 
 def test_a_message_typed_in_the_page_reaches_the_running_agent_and_its_reply_shows(
-    repo: Path,
+    repo: Path, driver: Any
 ) -> None:
     """Issue 26: the box reaches an agent while it runs (the fake takes stream-json messages on
     stdin through the real claude adapter, as Claude Code does) and the agent's answer shows in
     the page's output, live; the last message ends the run and the page shows it succeeded."""
     live.write_project(repo)
-    with live.spawned() as procs, serving(repo) as served, chromium() as driver:
+    with live.spawned() as procs, serving(repo) as served:
         procs.append(live.start_spawn(repo, "talker"))
         run = live.listening_run(repo, procs[0])
         driver.get(served.url(f"/run/{run.name}"))
@@ -272,7 +310,7 @@ def test_a_message_typed_in_the_page_reaches_the_running_agent_and_its_reply_sho
         assert procs[0].returncode == 0, out + err
 
 
-def test_the_plan_page_catches_up_on_what_its_stream_missed(repo: Path) -> None:
+def test_the_plan_page_catches_up_on_what_its_stream_missed(repo: Path, driver: Any) -> None:
     """The plan page's stream starts from its end, so a step that ends while the page has no
     stream (drawn, not yet connected; a server restarted) sent its event to nobody: on each
     (re)connection the page asks for itself again and redraws when a step's state differs."""
@@ -282,15 +320,14 @@ def test_the_plan_page_catches_up_on_what_its_stream_missed(repo: Path) -> None:
     def state(d: Any) -> str:
         return str(d.find_element("css selector", node).get_attribute("class"))
 
-    with chromium() as driver:
-        with serving(repo) as first:
-            driver.get(first.url("/plan", path="specs/feature.md"))
-            wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
-            assert "step-red" in state(driver)
-        # the server is gone; meanwhile step 1 lands with no event at all
-        plan = repo / "specs" / "feature.md"
-        done = plan.read_text().replace("### Status: ❌ | Step 1", "### Status: ✅ | Step 1")
-        plan.write_text(done)
-        git(repo, "commit", "-q", "-am", "step 1 done elsewhere")
-        with serving(repo, port=first.port, token=first.token):  # back: the page reconnects
-            wait_for(driver, lambda d: "step-done" in state(d))
+    with serving(repo) as first:
+        driver.get(first.url("/plan", path="specs/feature.md"))
+        wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+        assert "step-red" in state(driver)
+    # the server is gone; meanwhile step 1 lands with no event at all
+    plan = repo / "specs" / "feature.md"
+    done = plan.read_text().replace("### Status: ❌ | Step 1", "### Status: ✅ | Step 1")
+    plan.write_text(done)
+    git(repo, "commit", "-q", "-am", "step 1 done elsewhere")
+    with serving(repo, port=first.port, token=first.token):  # back: the page reconnects
+        wait_for(driver, lambda d: "step-done" in state(d))

@@ -166,7 +166,8 @@ def test_silent_hang_is_stuck_and_killed(tmp_path: Path) -> None:
 
 
 def test_sigterm_ignored_still_dies(tmp_path: Path) -> None:
-    run = run_fake(tmp_path, "ignore-term", stuck=0.4)
+    # kill_grace short: the SIGKILL after an ignored SIGTERM is the mechanism, not its delay
+    run = run_fake(tmp_path, "ignore-term", stuck=0.4, kill_grace=0.2)
     assert run.outcome.status == "stuck"
     assert run.outcome.leftover_pids == ()
     assert_gone([run.record["pid"]])
@@ -230,8 +231,8 @@ def test_every_ending_reports_the_processes_left_behind(
     ],
 )
 def test_busy_agent_is_not_stuck(tmp_path: Path, mode: str, cpu: CpuActivity) -> None:
-    # Busy for 3x the stuck timeout without touching its report: must survive and succeed.
-    run = run_fake(tmp_path, mode, "--seconds", "1.2", stuck=0.4, cpu_activity=cpu)
+    # Busy for twice the stuck timeout without touching its report: must survive and succeed.
+    run = run_fake(tmp_path, mode, "--seconds", "0.6", stuck=0.3, cpu_activity=cpu)
     assert run.outcome.status == "succeeded", run.outcome.reason
 
 
@@ -247,7 +248,8 @@ def test_cli_burning_cpu_while_waiting_is_stuck(tmp_path: Path, mode: str) -> No
 
 def test_tree_mode_counts_the_cli_own_cpu(tmp_path: Path) -> None:
     # The default (generic command adapter): every process of the tree counts, the root too.
-    run = run_fake(tmp_path, "spin", stuck=0.4, timeout=1.5)
+    # Spinning for 3x the stuck timeout: only the hard timeout ends it.
+    run = run_fake(tmp_path, "spin", stuck=0.25, timeout=0.75)
     assert run.outcome.status == "timeout", run.outcome.reason
     assert run.outcome.last_activity_kind == "cpu"
     assert_gone([run.record["pid"]])
@@ -255,7 +257,7 @@ def test_tree_mode_counts_the_cli_own_cpu(tmp_path: Path) -> None:
 
 def test_busy_agent_on_poll_watcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITFLOW_AGENTS_WATCH", "poll")
-    run = run_fake(tmp_path, "busy", "--seconds", "1.5", stuck=0.5)
+    run = run_fake(tmp_path, "busy", "--seconds", "0.6", stuck=0.3)
     assert run.outcome.watcher == "poll"
     assert run.outcome.status == "succeeded", run.outcome.reason
 
@@ -304,7 +306,7 @@ def test_ctrl_c_kills_the_tree_and_reraises(tmp_path: Path) -> None:
 
 
 def test_hard_timeout_even_when_busy(tmp_path: Path) -> None:
-    run = run_fake(tmp_path, "busy-stdout", "--seconds", "30", stuck=5, timeout=0.8)
+    run = run_fake(tmp_path, "busy-stdout", "--seconds", "30", stuck=5, timeout=0.5)
     assert run.outcome.status == "timeout"
     assert_gone([run.record["pid"]])
 
@@ -375,11 +377,11 @@ def test_stale_report_refused(tmp_path: Path) -> None:
 
 
 def test_events_jsonl_in_order_and_worker_log_streamed(tmp_path: Path) -> None:
-    run = run_fake(tmp_path, "busy-stdout", "--seconds", "1.2")
+    run = run_fake(tmp_path, "busy-stdout", "--seconds", "0.6")
     events = read_jsonl(run.run_dir / "events.jsonl")
     types = [e["type"] for e in events]
     assert types[0] == "agent:start" and types[-1] == "agent:complete"
-    assert types.count("agent:output") >= 2  # rate-limited, but more than one over 1.2 s
+    assert types.count("agent:output") >= 2  # rate-limited (0.5 s), but more than one over 0.6 s
     assert all(e["runId"] == run.run_id and e["data"]["agent"] == "step-01-builder" for e in events)
     stamps = [e["timestamp"] for e in events]
     assert stamps == sorted(stamps)
