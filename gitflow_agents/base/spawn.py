@@ -24,9 +24,12 @@ import select
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, NamedTuple
 
 from gitflow_agents.base.errors import GitflowError
+from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import IO
 
 SIGKILL: int = _signal.SIGKILL
 # what ``subprocess`` resets in its children (``restore_signals``): Python ignores SIGPIPE

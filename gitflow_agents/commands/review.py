@@ -13,9 +13,9 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.locate import (
     Target,

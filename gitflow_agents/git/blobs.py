@@ -9,11 +9,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO
 
 from gitflow_agents.base import spawn
 from gitflow_agents.base.errors import GitError
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.git.cmd import git_env, run_git
+
+if TYPE_CHECKING:
+    from typing import IO
 
 
 class _Feed:

@@ -20,9 +20,9 @@ import importlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.git import diffparse
 
 # The environment and the runner live in gitcmd (import-light, for the gate hook); re-exported.

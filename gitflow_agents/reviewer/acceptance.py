@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
 
 from gitflow_agents.base.errors import InputError
+from gitflow_agents.base.records import NamedTuple
 from gitflow_agents.findings import Accepted, Overall, Severity
 from gitflow_agents.findings.accept import LineText, accept
 from gitflow_agents.findings.model import DEFAULT_BASELINE, fill_fingerprints

@@ -7,8 +7,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
 
+from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.base.secret_rules import KEY_BODY
 from gitflow_agents.findings import Finding, Overall, Review, Severity
 from gitflow_agents.findings.settings import excluded_note
@@ -16,6 +16,9 @@ from gitflow_agents.git import queries as git
 from gitflow_agents.git.diffparse import CommitPatch, FileChange
 from gitflow_agents.reviewer import checks, syntax
 from gitflow_agents.reviewer.checks import CheckOptions
+
+if TYPE_CHECKING:
+    from typing import Any
 
 SYMLINK, GITLINK = "120000", "160000"  # git's modes of a symbolic link and a submodule
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.records import NamedTuple
 from gitflow_agents.git import queries as git
 
 

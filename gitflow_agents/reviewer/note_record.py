@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.notes import (
     ApprovalNote,
@@ -16,6 +16,9 @@ from gitflow_agents.reviewer.notes import (
     parse_review_note,
     reviewed_nothing,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def record_review(

@@ -13,10 +13,10 @@ import contextlib
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitflow_agents import findings
 from gitflow_agents.base.errors import ExitCode
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.findings import Accepted, GateResult, Review, Severity, fill_fingerprints
 from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
