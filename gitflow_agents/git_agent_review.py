@@ -13,9 +13,9 @@ import gc
 import sys
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
 
 from gitflow_agents import __version__
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.commands.dispatch import dispatch
 
 if TYPE_CHECKING:

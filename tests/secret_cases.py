@@ -76,16 +76,24 @@ def keyword_outcomes() -> tuple[list[dict[str, Any]], list[dict[str, Any]], int,
 
 # --- gitleaks' rule cases --------------------------------------------------------------------
 
-GITLEAKS_BY_DESIGN: dict[str, dict[str, str]] = {
-    # rule -> {case text: why}
+# gitleaks tests each of its rules alone (``utils.Validate(rule, tps, fps)``), so a rule's fps
+# may hold a positive of a sibling rule: AnthropicApiKey's "Wrong prefix (admin key, not API
+# key)" is an admin key that AnthropicAdminApiKey reports, and the other way round. Where one of
+# our rules claims both siblings, such a case is no negative of the pair: gitleaks itself
+# reports it. Each one is listed with the sibling's pattern (gitleaks' own, without its
+# boundary groups), which a test holds it to; it is counted apart, neither found nor flagged.
+GITLEAKS_SIBLING_POSITIVES: dict[str, dict[str, str]] = {
+    # rule -> {case text: the pattern of the gitleaks rule whose positive it is}
     "anthropic-api-key": {
         "sk-ant-admin01-abc123xyz-456def789ghij-klmnopqrstuvwx-3456yza789bcde-"
-        "1234fghijklmnopby56aaaogaopaaaabc123xyzAA": "gitleaks' API-key rule must not match an "
-        "admin key; here both kinds are one rule, which finds it",
+        "1234fghijklmnopby56aaaogaopaaaabc123xyzAA": r"sk-ant-admin01-[a-zA-Z0-9_\-]{93}AA",
         "sk-ant-api03-abc123xyz-456def789ghij-klmnopqrstuvwx-3456yza789bcde-"
-        "1234fghijklmnopby56aaaogaopaaaabc123xyzAA": "gitleaks' admin-key rule must not match an "
-        "API key; here both kinds are one rule, which finds it",
+        "1234fghijklmnopby56aaaogaopaaaabc123xyzAA": r"sk-ant-api03-[a-zA-Z0-9_\-]{93}AA",
     },
+}
+
+GITLEAKS_BY_DESIGN: dict[str, dict[str, str]] = {
+    # rule -> {case text: why}
     "stripe-api-key": {
         'nonMatchingToken := "task_test_x6b3284225uwtdgvaf46wi82ljihb5"': "not a Stripe key, "
         "but a token-named variable given a random literal: high-entropy-secret warns",
@@ -94,8 +102,10 @@ GITLEAKS_BY_DESIGN: dict[str, dict[str, str]] = {
 
 
 def gitleaks_outcomes(rule: str) -> tuple[list[str], list[str], int, int]:
-    """(tps the rule misses, fps any rule flags, tps, fps) for one of our rule ids."""
+    """(tps the rule misses, fps any rule flags, tps, fps) for one of our rule ids; the fps
+    that are a sibling rule's positives (``GITLEAKS_SIBLING_POSITIVES``) are left out of both."""
     entry = load("gitleaks_rules.json")["rules"][rule]
     missed = [t for t in entry["tps"] if not any(f.rule == rule for f in scan("sample.txt", t))]
-    flagged = [t for t in entry["fps"] if scan("sample.txt", t)]
-    return missed, flagged, len(entry["tps"]), len(entry["fps"])
+    negatives = [t for t in entry["fps"] if t not in GITLEAKS_SIBLING_POSITIVES.get(rule, {})]
+    flagged = [t for t in negatives if scan("sample.txt", t)]
+    return missed, flagged, len(entry["tps"]), len(negatives)

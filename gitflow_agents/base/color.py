@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import IO, Any
+
+from gitflow_agents.base.records import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 CHOICES = ("auto", "always", "never")
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING
+
+from gitflow_agents.base.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pathlib costs milliseconds at start-up; only the annotation needs it
     from pathlib import Path

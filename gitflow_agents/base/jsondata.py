@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
 
 from gitflow_agents.base.errors import TextProblem
+from gitflow_agents.base.records import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 64
 """Arrays and objects nested deeper than this are refused."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from gitflow_agents.base.lazy import Lazy
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.base.secret_keywords import (
     ENTROPY_THRESHOLD,
     MIN_LENGTH,
@@ -29,6 +29,9 @@ from gitflow_agents.base.secret_rules import (
     may_begin_key,
     token_hits,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "mask",

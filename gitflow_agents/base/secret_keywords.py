@@ -24,9 +24,9 @@ import functools
 import itertools
 import re
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from gitflow_agents.base.lazy import Lazy
+from gitflow_agents.base.records import NamedTuple
 from gitflow_agents.base.secret_rules import (
     TOKEN_PREFIXES,
     below_floor,

@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from gitflow_agents.base.lazy import Lazy
+from gitflow_agents.base.records import NamedTuple
 
 
 class TokenRule(NamedTuple):

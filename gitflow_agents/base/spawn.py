@@ -23,10 +23,12 @@ import os
 import select
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import IO, NamedTuple
 
 from gitflow_agents.base.errors import GitflowError
+from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import IO
 
 SIGKILL: int = _signal.SIGKILL
 # what ``subprocess`` resets in its children (``restore_signals``): Python ignores SIGPIPE
@@ -83,10 +85,10 @@ def _program(name: str, env: Mapping[str, str]) -> str:
     of that name on ``env``'s PATH (as ``subprocess`` finds it); GitflowError when none."""
     if "/" in name:
         return name
-    for folder in os.get_exec_path(env):
-        path = Path(folder, name)
-        if os.access(path, os.X_OK) and not path.is_dir():
-            return str(path)
+    for folder in os.get_exec_path(env):  # os.path: no pathlib on a small review's path
+        path = os.path.join(folder, name)  # noqa: PTH118
+        if os.access(path, os.X_OK) and not os.path.isdir(path):  # noqa: PTH112
+            return path
     raise GitflowError(f"command not found: {name}")
 
 
@@ -304,13 +306,13 @@ def scratch_file() -> IO[bytes]:
     tempfile (shutil, random, the compressors: a small review's start-up, issue 20)."""
     with contextlib.suppress(AttributeError, OSError):  # no memfd: not Linux, or a sandbox
         return os.fdopen(os.memfd_create("gitflow-agents-stderr"), "w+b")
-    folder = Path(os.environ.get("TMPDIR") or "/tmp")
+    folder = os.environ.get("TMPDIR") or "/tmp"
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     for _ in range(100):
-        path = folder / f"gitflow-agents-stderr.{os.urandom(6).hex()}"
+        path = os.path.join(folder, f"gitflow-agents-stderr.{os.urandom(6).hex()}")  # noqa: PTH118
         with contextlib.suppress(FileExistsError):
             fd = os.open(path, flags, 0o600)
-            path.unlink()
+            os.unlink(path)  # noqa: PTH108
             return os.fdopen(fd, "w+b")
     raise FileExistsError(f"{folder}: no free name for a temporary file")
 

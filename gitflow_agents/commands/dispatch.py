@@ -10,10 +10,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from gitflow_agents.base import color
 from gitflow_agents.base.errors import ExitCode, GitflowError
+from gitflow_agents.base.records import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import argparse

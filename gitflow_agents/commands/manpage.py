@@ -15,7 +15,8 @@ import contextlib
 import os
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+
+from gitflow_agents.base.records import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pathlib costs milliseconds at start-up; the fast path is string operations
     from pathlib import Path

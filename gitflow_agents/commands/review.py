@@ -12,10 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.locate import (
     Target,
@@ -27,6 +26,9 @@ from gitflow_agents.reviewer.locate import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
+
+    from _typeshed import StrPath
 
     from gitflow_agents.commands.dispatch import Args
     from gitflow_agents.findings import GateResult, Review, Severity
@@ -35,10 +37,19 @@ if TYPE_CHECKING:
     from gitflow_agents.reviewer.incremental import Earlier
 
 
+def _path(name: StrPath) -> Path:
+    """``name`` as a Path, for what only some reviews do (``--output``, a ``.flow/`` layer, a
+    baseline, an agent reviewer): a small review passes the top of the work tree as the string
+    git printed, and never imports pathlib (with urllib.parse and ipaddress, ~3 ms, issue 20)."""
+    from pathlib import Path
+
+    return Path(name)
+
+
 def _output_format(path: str, explicit: str | None) -> str:
     if explicit:
         return explicit
-    suffix = Path(path).suffix.lower()
+    suffix = os.path.splitext(path)[1].lower()  # noqa: PTH122 - no pathlib (issue 20)
     return {".sarif": "sarif", ".md": "markdown", ".rdjsonl": "rdjsonl", ".jsonl": "rdjsonl"}.get(
         suffix, "json"
     )
@@ -56,7 +67,8 @@ def _run(args: Args) -> int:
     # a commit or the index: one git process, which answers while the review's modules load;
     # so does the git cat-file every content is read through, started with it
     located = ask_location(rev_range, staged=staged)
-    with git.BlobReader(Path.cwd()) as blobs, contextlib.ExitStack() as early:
+    here = os.getcwd()  # noqa: PTH109 - no pathlib on a small review's path (issue 20)
+    with git.BlobReader(here) as blobs, contextlib.ExitStack() as early:
         blobs.start()
         return _review(args, rev_range, staged, located, blobs, early)
 
@@ -65,7 +77,7 @@ def _review(
     args: Args,
     rev_range: str | None,
     staged: bool,
-    located: Callable[[], tuple[Path, Target | None]],
+    located: Callable[[], tuple[StrPath, Target | None]],
     blobs: git.BlobReader,
     early: contextlib.ExitStack,
 ) -> int:
@@ -108,7 +120,7 @@ def _review(
         from gitflow_agents.reviewer.agent_target import review_target
 
         return review_target(
-            root,
+            _path(root),
             target,
             agent=args.agent,
             threshold=threshold,
@@ -128,13 +140,13 @@ def _review(
         from gitflow_agents.reviewer.flow_settings import local_acceptance
 
         _write_baseline(root, args.write_baseline, review)
-        review, result = review_with(local_acceptance(root, args.write_baseline or None))
+        review, result = review_with(local_acceptance(_path(root), args.write_baseline or None))
 
     if args.output:
         fmt = _output_format(args.output, args.output_format)
         from gitflow_agents.base.fsutil import write_text_atomic  # json: only for --output
 
-        write_text_atomic(Path(args.output), render.render(review, result, fmt))
+        write_text_atomic(_path(args.output), render.render(review, result, fmt))
     text = render.render(
         review, result, args.format, color=args.format == "terminal" and use_color(sys.stdout)
     )
@@ -156,7 +168,7 @@ def _review(
     return exit_code(review, result.approved, result.exit_code, args.fail_on)
 
 
-def _earlier(root: Path, target: Target, args: Args) -> Earlier | None:
+def _earlier(root: StrPath, target: Target, args: Args) -> Earlier | None:
     """What an agent reviewer's review builds on: the range's last reviewed head, from the
     approval notes of its earlier commits (docs/review.md, "Incremental review"); None for the
     builtin reviewer and the staged changes (always whole)."""
@@ -167,15 +179,15 @@ def _earlier(root: Path, target: Target, args: Args) -> Earlier | None:
 
     if getattr(args, "full", False):
         return Earlier(forced="--full was given")
-    if not local_settings(root).incremental:
+    if not local_settings(_path(root)).incremental:
         return Earlier(enabled=False)
     if target.one_commit:  # nothing of the range comes before its head
         return Earlier(unknown="the range is one commit")
     unknown = f"no commit of the range before its head has a review note by {args.agent}"
-    return Earlier(prior_from_notes(root, target.base, target.head, args.agent), unknown)
+    return Earlier(prior_from_notes(_path(root), target.base, target.head, args.agent), unknown)
 
 
-def _acceptance(root: Path, args: Args) -> Acceptance | None:
+def _acceptance(root: StrPath, args: Args) -> Acceptance | None:
     """What the builtin reviewer accepts, from the work tree (None for an agent reviewer);
     UsageError for the baseline options with an agent, or a FILE that is not ``.json``."""
     from gitflow_agents.reviewer.acceptance import Acceptance, baseline_at
@@ -199,7 +211,7 @@ def _acceptance(root: Path, args: Args) -> Acceptance | None:
     return with_baseline(settings, *found)
 
 
-def _review_settings(root: Path) -> ReviewSettings:
+def _review_settings(root: StrPath) -> ReviewSettings:
     """``flow_settings.local_settings``, importing only what this layer needs: nothing without
     ``.flow/base.yaml``; its bytes and the cache when the cache holds them (most commits);
     PyYAML and the review section's checks when not; the whole shape (``plan/``, the adapters)
@@ -207,14 +219,15 @@ def _review_settings(root: Path) -> ReviewSettings:
     from gitflow_agents.findings.settings import ReviewSettings
     from gitflow_agents.reviewer.acceptance import LAYER
 
-    layer = root / LAYER
-    if not layer.exists():
+    if not os.path.exists(os.path.join(root, LAYER)):  # noqa: PTH110, PTH118 - no pathlib
         return ReviewSettings()
+    top = _path(root)  # the layer's readers take paths
+    layer = top / LAYER
     from gitflow_agents.config.layer_bytes import read_layer_bytes
     from gitflow_agents.reviewer import settings_cache
 
     data = read_layer_bytes(layer, LAYER)
-    cached = settings_cache.load(root, data, LAYER)
+    cached = settings_cache.load(top, data, LAYER)
     if cached is not None:
         return cached
     from gitflow_agents.config.review import layer_node, review_layer_settings, review_only
@@ -226,17 +239,17 @@ def _review_settings(root: Path) -> ReviewSettings:
         from gitflow_agents.config.review_whole import whole_layer_settings
 
         settings = whole_layer_settings(node)
-    settings_cache.store(root, data, LAYER, settings)
+    settings_cache.store(top, data, LAYER, settings)
     return settings
 
 
-def _write_baseline(root: Path, file: str, review: Review) -> None:
+def _write_baseline(root: StrPath, file: str, review: Review) -> None:
     """Record ``review``'s findings (and those the baseline already accepted) in ``file``
     (default: the default baseline at the top of the work tree). Re-running adds nothing
     twice."""
     from gitflow_agents.findings import baseline
 
-    path = Path(file) if file else root / baseline.DEFAULT_BASELINE
+    path = _path(file) if file else _path(root) / baseline.DEFAULT_BASELINE
     name = file or baseline.DEFAULT_BASELINE
     known = [a.finding for a in review.accepted if a.by == "baseline"]
     total, added = baseline.write(path, name, [*review.findings, *known])
@@ -255,7 +268,7 @@ def _report_nothing(args: Args, target: Target, why: str, threshold: Severity) -
         fmt = _output_format(args.output, args.output_format)
         from gitflow_agents.base.fsutil import write_text_atomic  # json: only for --output
 
-        write_text_atomic(Path(args.output), render.render(review, result, fmt))
+        write_text_atomic(_path(args.output), render.render(review, result, fmt))
     if args.format == "terminal":
         print(why)
     else:

@@ -9,9 +9,8 @@ Findings; details: docs/findings.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gitflow_agents.base.lazy import lazy_names
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.findings.gate import (
     GateResult,
     count_by_severity,

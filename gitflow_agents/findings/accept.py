@@ -19,9 +19,9 @@ Accepted findings leave the list the gate reads and are kept, with how and why, 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from typing import NamedTuple
 
 from gitflow_agents.base.lazy import Lazy
+from gitflow_agents.base.records import NamedTuple
 from gitflow_agents.findings.model import Accepted, Finding, Severity
 from gitflow_agents.findings.settings import ReviewSettings
 

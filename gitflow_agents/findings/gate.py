@@ -5,8 +5,8 @@ gate)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
 
+from gitflow_agents.base.records import NamedTuple
 from gitflow_agents.findings.model import (
     Accepted,
     Finding,

@@ -9,9 +9,12 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
 
 from gitflow_agents.base.lazy import Lazy, on_first_use
+from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Severity(str, enum.Enum):

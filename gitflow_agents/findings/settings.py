@@ -19,8 +19,8 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import NamedTuple
 
+from gitflow_agents.base.records import NamedTuple
 from gitflow_agents.findings.model import Finding, Severity
 
 RULE_SEVERITIES = ("error", "warn", "info")

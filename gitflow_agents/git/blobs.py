@@ -7,13 +7,18 @@ them, and they cost its start-up milliseconds (benchmarks/small_commit.py).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
-from pathlib import Path
-from typing import IO
 
 from gitflow_agents.base import spawn
 from gitflow_agents.base.errors import GitError
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.git.cmd import git_env, run_git
+
+if TYPE_CHECKING:
+    from typing import IO
+
+    from _typeshed import StrPath
 
 
 class _Feed:
@@ -69,8 +74,8 @@ class BlobReader:
     carriage return) is read with a one-off ``git cat-file blob``.
     """
 
-    def __init__(self, root: Path | str) -> None:
-        self.root = Path(root)
+    def __init__(self, root: StrPath) -> None:
+        self.root = os.fspath(root)
         self._child: spawn.Helper | None = None
         self._errors: IO[bytes] | None = None
         self._commands = False  # the running process is ``--batch-command``
@@ -215,7 +220,7 @@ class _OldGit(Exception):
     """git before 2.36 refused ``cat-file --batch-command``."""
 
 
-def object_sizes(root: Path, names: Sequence[str]) -> list[int | None]:
+def object_sizes(root: StrPath, names: Sequence[str]) -> list[int | None]:
     """Size in bytes of each blob in ``names`` (None: missing, or not a blob), in one call."""
     if not names:
         return []
@@ -246,6 +251,6 @@ def _batchable(name: str) -> bool:
     return "\n" not in name and "\r" not in name
 
 
-def _one_off(root: Path, name: str) -> str | None:
+def _one_off(root: StrPath, name: str) -> str | None:
     result = run_git(root, "cat-file", "blob", name, check=False)
     return result.stdout if result.returncode == 0 else None

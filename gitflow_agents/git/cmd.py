@@ -18,10 +18,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from gitflow_agents.base import spawn
 from gitflow_agents.base.errors import GitError, UsageError
+from gitflow_agents.base.records import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 NOTES_REF = "refs/notes/gitflow-agents"
 
@@ -61,7 +64,7 @@ def failure(result: spawn.Result, what: str) -> GitError:
 
 
 def run_git(
-    root: Path | str,
+    root: StrPath,
     *args: str,
     input: str | None = None,
     check: bool = True,
@@ -73,7 +76,7 @@ def run_git(
 
 
 def start_git(
-    root: Path | str,
+    root: StrPath,
     *args: str,
     input: str | None = None,
     extra_env: Mapping[str, str] | None = None,
@@ -91,7 +94,8 @@ def repository_from_env(environ: Mapping[str, str]) -> dict[str, str]:
     if not environ.get("GIT_DIR") or any(environ.get(k) for k in _HOOK_MARKERS):
         return {}
     return {
-        key: str(Path(environ[key]).absolute())
+        # as Path.absolute(), without pathlib on a small review's path (issue 20)
+        key: os.path.join(os.getcwd(), environ[key])  # noqa: PTH109, PTH118
         for key in ("GIT_DIR", "GIT_WORK_TREE")
         if environ.get(key)
     }
@@ -114,7 +118,7 @@ def explicit_repository(environ: Mapping[str, str]) -> Iterator[bool]:
         _kept = previous
 
 
-def commit_note(root: Path, rev: str, ref: str = NOTES_REF) -> tuple[str, str | None]:
+def commit_note(root: StrPath, rev: str, ref: str = NOTES_REF) -> tuple[str, str | None]:
     """(full sha of the commit ``rev`` names, its note under ``ref`` or None) in one git call.
 
     UsageError ``unknown revision: REV`` when ``rev`` names no commit (ranges included), or

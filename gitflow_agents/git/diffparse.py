@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from gitflow_agents.base.lazy import Lazy
+from gitflow_agents.base.records import NamedTuple
 
 
 class AddedLine(NamedTuple):

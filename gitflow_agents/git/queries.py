@@ -19,10 +19,10 @@ import _thread  # threading's lock, without importing threading (a small review'
 import importlib
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.lazy import on_first_use
+from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.git import diffparse
 
 # The environment and the runner live in gitcmd (import-light, for the gate hook); re-exported.
@@ -41,6 +41,10 @@ from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange
 # chain steps in worktree; their names are re-exported here, each module imported when one of its
 # names is first asked for (a review needs neither: issue 20).
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from _typeshed import StrPath
+
     from gitflow_agents.git.merge import MergeResult as MergeResult
     from gitflow_agents.git.merge import merge_into as merge_into
     from gitflow_agents.git.remote import PushResult as PushResult
@@ -99,72 +103,77 @@ def __getattr__(name: str) -> object:
 
 # --- repository and revisions -------------------------------------------------------------
 
+# pathlib (with urllib.parse and ipaddress) is ~3 ms of a small review's start-up, which passes
+# the top of the work tree as the string git printed (issue 20); repo_root's callers get a Path
+_pathlib = on_first_use("pathlib")
+
 
 def repo_root(start: Path | str | None = None) -> Path:
     """Top of the work tree containing ``start`` (default: the current directory)."""
-    where = Path(start) if start is not None else Path.cwd()
+    path: type[Path] = _pathlib().Path
+    where = path(start) if start is not None else path.cwd()
     result = run_git(where, "rev-parse", "--show-toplevel", check=False)
     if result.returncode != 0:
         raise UsageError(f"not a git repository (or any parent up to /): {where}")
     top = result.stdout.strip()
     if not top:
         raise UsageError(f"not inside a git work tree (bare repository?): {where}")
-    return Path(top)
+    return path(top)
 
 
 def _is_sha(word: str) -> bool:
     return len(word) in (40, 64) and word.strip("0123456789abcdef") == ""
 
 
-def root_and_commit(rev: str) -> tuple[Path, str, tuple[str, ...]] | None:
-    """``repo_root()`` and ``commit_and_parents(root, rev)`` from one git process; None when git
+def root_and_commit(rev: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """``repo_root()`` (as a string) and ``commit_and_parents(root, rev)`` from one git process; None when git
     cannot tell both (those two queries then say why: not a repository, unknown revision)."""
     return ask_root_and_commit(rev)()
 
 
-def ask_root_and_commit(rev: str) -> Callable[[], tuple[Path, str, tuple[str, ...]] | None]:
+def ask_root_and_commit(rev: str) -> Callable[[], tuple[str, str, tuple[str, ...]] | None]:
     """``root_and_commit(rev)`` asked now: git answers while the caller works, and the function
     returned reads the answer (a small review imports its modules meanwhile, issue 20)."""
     if not rev or rev.startswith("-"):
         return lambda: None
     args = ("rev-parse", "--show-toplevel", rev + "^{commit}", rev + "^@")
-    running = start_git(Path.cwd(), *args)
+    running = start_git(os.getcwd(), *args)  # noqa: PTH109 - no pathlib here (issue 20)
 
-    def answer() -> tuple[Path, str, tuple[str, ...]] | None:
+    def answer() -> tuple[str, str, tuple[str, ...]] | None:
         result = running.result(check=False)
         top, *shas = result.stdout.splitlines() or [""]
         if result.returncode != 0 or not top or not shas or not all(map(_is_sha, shas)):
             return None
-        return Path(top), shas[0], tuple(shas[1:])
+        return top, shas[0], tuple(shas[1:])
 
     return answer
 
 
-def root_and_head() -> tuple[Path, str | None] | None:
-    """``repo_root()`` and HEAD's sha (None: no commit yet) from one git process; None when git
+def root_and_head() -> tuple[str, str | None] | None:
+    """``repo_root()`` (as a string) and HEAD's sha (None: no commit yet) from one git process; None when git
     cannot tell (``repo_root`` then says why)."""
     return ask_root_and_head()()
 
 
-def ask_root_and_head() -> Callable[[], tuple[Path, str | None] | None]:
+def ask_root_and_head() -> Callable[[], tuple[str, str | None] | None]:
     """``root_and_head()`` asked now, read when the function returned is called (as
     ``ask_root_and_commit``)."""
     args = ("rev-parse", "--show-toplevel", "--verify", "--quiet", "HEAD^{commit}")
-    running = start_git(Path.cwd(), *args)
+    running = start_git(os.getcwd(), *args)  # noqa: PTH109 - no pathlib here (issue 20)
 
-    def answer() -> tuple[Path, str | None] | None:
+    def answer() -> tuple[str, str | None] | None:
         result = running.result(check=False)
         lines = result.stdout.splitlines()
         if result.returncode == 0 and len(lines) == 2 and lines[0] and _is_sha(lines[1]):
-            return Path(lines[0]), lines[1]
+            return lines[0], lines[1]
         if result.returncode == 1 and len(lines) == 1 and lines[0]:
-            return Path(lines[0]), None
+            return lines[0], None
         return None
 
     return answer
 
 
-def rev_parse(root: Path, rev: str) -> str:
+def rev_parse(root: StrPath, rev: str) -> str:
     """Full sha of the commit ``rev`` names; UsageError naming ``rev`` when unknown."""
     if not rev or rev.startswith("-"):
         raise UsageError(f"unknown revision: {rev!r}")
@@ -176,7 +185,7 @@ def rev_parse(root: Path, rev: str) -> str:
     return result.stdout.strip()
 
 
-def head_sha(root: Path) -> str:
+def head_sha(root: StrPath) -> str:
     """Sha of HEAD; UsageError when the repository has no commit yet."""
     result = run_git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
     if result.returncode != 0:
@@ -184,33 +193,33 @@ def head_sha(root: Path) -> str:
     return result.stdout.strip()
 
 
-def current_branch(root: Path) -> str | None:
+def current_branch(root: StrPath) -> str | None:
     """Short name of the checked-out branch; None on a detached HEAD or outside a repository."""
     result = run_git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
     return (result.stdout.strip() or None) if result.returncode == 0 else None
 
 
-def has_head(root: Path) -> bool:
+def has_head(root: StrPath) -> bool:
     return run_git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
 
 
-def tree_sha(root: Path, rev: str) -> str:
+def tree_sha(root: StrPath, rev: str) -> str:
     return run_git(root, "rev-parse", "--verify", rev + "^{tree}").stdout.strip()
 
 
-def merged_tree(root: Path, base: str, head: str) -> str | None:
+def merged_tree(root: StrPath, base: str, head: str) -> str | None:
     """The tree of ``head`` merged onto ``base`` (``git merge-tree --write-tree``, no work
     tree touched); None when the merge conflicts."""
     result = run_git(root, "merge-tree", "--write-tree", base, head, check=False)
     return result.stdout.split()[0] if result.returncode == 0 and result.stdout.strip() else None
 
 
-def empty_tree(root: Path) -> str:
+def empty_tree(root: StrPath) -> str:
     """The empty tree's id (differs between sha1 and sha256 repositories)."""
     return run_git(root, "hash-object", "-t", "tree", "--stdin", input="").stdout.strip()
 
 
-def commit_and_parents(root: Path, rev: str) -> tuple[str, tuple[str, ...]]:
+def commit_and_parents(root: StrPath, rev: str) -> tuple[str, tuple[str, ...]]:
     """Full sha of the commit ``rev`` names and its parents' (``rev_parse`` then ``parents``
     in one git process); UsageError naming ``rev`` when unknown."""
     if not rev or rev.startswith("-"):
@@ -223,23 +232,23 @@ def commit_and_parents(root: Path, rev: str) -> tuple[str, tuple[str, ...]]:
     return shas[0], tuple(shas[1:])
 
 
-def parents(root: Path, sha: str) -> tuple[str, ...]:
+def parents(root: StrPath, sha: str) -> tuple[str, ...]:
     out = run_git(root, "rev-list", "--parents", "-n", "1", sha).stdout.split()
     return tuple(out[1:])
 
 
-def merge_base(root: Path, a: str, b: str) -> str:
+def merge_base(root: StrPath, a: str, b: str) -> str:
     result = run_git(root, "merge-base", "--end-of-options", a, b, check=False)
     if result.returncode != 0 or not result.stdout.strip():
         raise UsageError(f"no common ancestor between {a} and {b}")
     return result.stdout.split()[0]
 
 
-def ref_exists(root: Path, ref: str) -> bool:
+def ref_exists(root: StrPath, ref: str) -> bool:
     return run_git(root, "show-ref", "--verify", "--quiet", ref, check=False).returncode == 0
 
 
-def branch_tip(root: Path, ref: str) -> str | None:
+def branch_tip(root: StrPath, ref: str) -> str | None:
     """The commit a branch or remote-tracking branch, named in full (``refs/heads/x``,
     ``refs/remotes/origin/x``), points at; None when there is no such ref. One git call where
     ``ref_exists`` then ``rev_parse`` took two (git keeps only commits in branches)."""
@@ -253,7 +262,7 @@ class DefaultBranch(NamedTuple):
     note: str  # how it was found, for a message to the user
 
 
-def default_branch(root: Path, remote: str = "origin") -> DefaultBranch:
+def default_branch(root: StrPath, remote: str = "origin") -> DefaultBranch:
     """The branch reviews compare against.
 
     ``refs/remotes/<remote>/HEAD`` when the clone knows it; otherwise ``main`` then ``master``
@@ -302,13 +311,13 @@ DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--ignore-su
 _PATCH_FLAGS = ("-U0", "--src-prefix=a/", "--dst-prefix=b/")  # what parse_added_lines reads
 
 
-def numstat(root: Path, spec: DiffSpec) -> dict[str, tuple[int | None, int | None]]:
+def numstat(root: StrPath, spec: DiffSpec) -> dict[str, tuple[int | None, int | None]]:
     """(added, deleted) per new path; None for binary files (git prints ``-``)."""
     out = run_git(root, "diff", *DIFF_FLAGS, "--numstat", "-z", *spec.args(), "--").stdout
     return diffparse.parse_numstat(out)
 
 
-def diff(root: Path, spec: DiffSpec) -> tuple[FileChange, ...]:
+def diff(root: StrPath, spec: DiffSpec) -> tuple[FileChange, ...]:
     """Every changed file between ``spec.base`` and ``spec.head`` (or the index): statuses and
     counts from ``--raw --numstat``, added lines (new line number, text) and a missing final
     newline from the ``-U0`` patch, all from one git process (``diffparse.split_patch``)."""
@@ -322,7 +331,7 @@ class AskedDiff:
     the answer, and the end of a ``with`` block (``close``) ends a git whose answer was not
     read."""
 
-    def __init__(self, root: Path, spec: DiffSpec) -> None:
+    def __init__(self, root: StrPath, spec: DiffSpec) -> None:
         args = ("diff", *DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *_PATCH_FLAGS)
         self._running = start_git(root, *args, *spec.args(), "--")
         self._changes: tuple[FileChange, ...] | None = None
@@ -353,7 +362,7 @@ _EMPTY_TREES = frozenset(
 )
 
 
-def is_one_commit(root: Path, base: str, head: str) -> bool:
+def is_one_commit(root: StrPath, base: str, head: str) -> bool:
     """Whether ``base..head`` is one commit whose only parent is ``base`` (``base`` the empty
     tree: a root commit), so that its patch is the diff ``base..head``."""
     revs, parents = ((head,), []) if base in _EMPTY_TREES else ((f"{base}..{head}",), [base])
@@ -362,7 +371,7 @@ def is_one_commit(root: Path, base: str, head: str) -> bool:
     return commits == [[head, *parents]]
 
 
-def commit_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
+def commit_patches(root: StrPath, base: str, head: str) -> tuple[CommitPatch, ...]:
     """The added lines of every commit in ``base..head``, oldest first, from one
     ``git log -p -U0 -z`` call (``base`` the empty tree: every commit of ``head``). Merge
     commits are left out: their own resolutions show in the net diff."""
@@ -376,7 +385,7 @@ def commit_patches(root: Path, base: str, head: str) -> tuple[CommitPatch, ...]:
 # --- file contents -------------------------------------------------------------------------
 
 
-def show_file(root: Path, rev: str, path: str) -> str | None:
+def show_file(root: StrPath, rev: str, path: str) -> str | None:
     """Text of ``path`` as ``rev`` has it committed; None when it does not exist there."""
     result = run_git(root, "cat-file", "blob", object_name(rev, path), check=False)
     return result.stdout if result.returncode == 0 else None
@@ -385,7 +394,7 @@ def show_file(root: Path, rev: str, path: str) -> str | None:
 # --- notes ---------------------------------------------------------------------------------
 
 
-def read_note(root: Path, sha: str, ref: str = NOTES_REF) -> str | None:
+def read_note(root: StrPath, sha: str, ref: str = NOTES_REF) -> str | None:
     """The note attached to ``sha`` under ``ref``, or None."""
     result = run_git(root, "notes", f"--ref={ref}", "show", sha, check=False)
     return result.stdout if result.returncode == 0 else None
@@ -394,7 +403,7 @@ def read_note(root: Path, sha: str, ref: str = NOTES_REF) -> str | None:
 _NOTES = _thread.allocate_lock()  # git refuses a notes commit whose ref moved under it
 
 
-def write_note(root: Path, sha: str, text: str, ref: str = NOTES_REF) -> None:
+def write_note(root: StrPath, sha: str, text: str, ref: str = NOTES_REF) -> None:
     """Attach ``text`` to ``sha`` under ``ref``, replacing any earlier note. A note is a commit:
     when git knows no identity (a fresh machine) it names the tool's (``LOCAL_NAME``). One
     writer at a time in this process: steps that run at once review at once."""
@@ -412,14 +421,14 @@ def write_note(root: Path, sha: str, text: str, ref: str = NOTES_REF) -> None:
 # --- statistics ----------------------------------------------------------------------------
 
 
-def commits_between(root: Path, base: str, head: str) -> tuple[Commit, ...]:
+def commits_between(root: StrPath, base: str, head: str) -> tuple[Commit, ...]:
     """Commits reachable from ``head`` but not ``base``, oldest first."""
     out = run_git(root, "log", "--reverse", "-z", "--format=%H%x00%s", f"{base}..{head}").stdout
     return diffparse.parse_commits(out)
 
 
 def hunk_ranges(
-    root: Path, old: str, new: str, paths: Sequence[str]
+    root: StrPath, old: str, new: str, paths: Sequence[str]
 ) -> tuple[dict[str, tuple[diffparse.Hunk, ...]], dict[str, str]]:
     """The ``-U0`` hunks of ``old..new`` restricted to ``paths``, per old path
     (``diffparse.parse_hunk_ranges``): where the lines of ``old`` moved to, or were changed,
@@ -432,7 +441,7 @@ def hunk_ranges(
     return diffparse.parse_hunk_ranges(out), diffparse.parse_renames(out)
 
 
-def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
+def is_ancestor(root: StrPath, ancestor: str, descendant: str) -> bool:
     result = run_git(root, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
     return result.returncode == 0
 
@@ -440,7 +449,7 @@ def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
 # --- run records: HEAD and exclude (used by runs/agent_run) ---
 
 
-def head_commit(root: Path) -> str | None:
+def head_commit(root: StrPath) -> str | None:
     """HEAD's commit; None before the first commit or outside a repository."""
     result = run_git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
     return (result.stdout.strip() or None) if result.returncode == 0 else None
@@ -454,7 +463,7 @@ LOCAL_NAME = "gitflow-agents"
 LOCAL_EMAIL = "gitflow-agents@localhost"
 
 
-def commit_identity(root: Path, name: str, email: str) -> dict[str, str]:
+def commit_identity(root: StrPath, name: str, email: str) -> dict[str, str]:
     """The environment a commit in ``root`` needs to have an author and a committer: {} when
     git already knows both (from its configuration or this process's environment), else
     ``GIT_AUTHOR_*`` / ``GIT_COMMITTER_*`` naming ``name`` <``email``>, each only where the

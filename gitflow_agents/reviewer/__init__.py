@@ -14,9 +14,8 @@ writes no note, and the JSON modules notes need were a tenth of a small review's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gitflow_agents.base.lazy import lazy_names
+from gitflow_agents.base.records import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gitflow_agents.reviewer.note_record import (

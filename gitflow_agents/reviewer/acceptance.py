@@ -8,18 +8,27 @@ lines themselves (``findings/accept.py``). This module reads no file: a small re
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
-from pathlib import Path
-from typing import NamedTuple
 
 from gitflow_agents.base.errors import InputError
+from gitflow_agents.base.lazy import on_first_use
+from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.findings import Accepted, Overall, Severity
 from gitflow_agents.findings.accept import LineText, accept
 from gitflow_agents.findings.model import DEFAULT_BASELINE, fill_fingerprints
 from gitflow_agents.findings.settings import ReviewSettings, path_threshold, pathspecs
 from gitflow_agents.reviewer.builtin import BuiltinResult
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from _typeshed import StrPath
+
 LAYER = ".flow/base.yaml"
+
+# a Path for a baseline there is: without one, pathlib is not imported (issue 20)
+_pathlib = on_first_use("pathlib")
 
 
 class Acceptance(NamedTuple):
@@ -57,17 +66,20 @@ def scope_of(settings: ReviewSettings, changed: Iterable[str]) -> Scope:
     return Scope(tuple(reviewed), tuple(excluded), specs)
 
 
-def baseline_at(root: Path, baseline_file: str | None) -> tuple[Path, str] | None:
+def baseline_at(root: StrPath, baseline_file: str | None) -> tuple[Path, str] | None:
     """The baseline of a review in the work tree of ``root``: (path, name in messages) of
     ``baseline_file`` (relative to the current directory; InputError when it does not exist),
     else of the default file at the top when it exists; None when there is none."""
     if baseline_file is not None:
-        path, name = Path(baseline_file), baseline_file
-        if not path.exists():
+        found, name = baseline_file, baseline_file
+        if not os.path.exists(found):  # noqa: PTH110
             raise InputError("no such baseline file (write one with --write-baseline)", path=name)
-        return path, name
-    path = root / DEFAULT_BASELINE
-    return (path, DEFAULT_BASELINE) if path.exists() else None
+    else:
+        found, name = os.path.join(root, DEFAULT_BASELINE), DEFAULT_BASELINE  # noqa: PTH118
+        if not os.path.exists(found):  # noqa: PTH110
+            return None
+    path: type[Path] = _pathlib().Path
+    return path(found), name
 
 
 def apply(

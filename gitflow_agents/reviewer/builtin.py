@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, NamedTuple
 
+from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.base.secret_rules import KEY_BODY
 from gitflow_agents.findings import Finding, Overall, Review, Severity
 from gitflow_agents.findings.settings import excluded_note
@@ -16,6 +15,11 @@ from gitflow_agents.git import queries as git
 from gitflow_agents.git.diffparse import CommitPatch, FileChange
 from gitflow_agents.reviewer import checks, syntax
 from gitflow_agents.reviewer.checks import CheckOptions
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from _typeshed import StrPath
 
 SYMLINK, GITLINK = "120000", "160000"  # git's modes of a symbolic link and a submodule
 
@@ -38,7 +42,7 @@ review"): it builds on no earlier review."""
 
 
 def review_diff(
-    root: Path,
+    root: StrPath,
     spec: git.DiffSpec,
     *,
     threshold: Severity = Severity.ERROR,
@@ -243,7 +247,7 @@ def _rotated_keys(
     return found
 
 
-def _range_patches(root: Path, spec: git.DiffSpec) -> tuple[CommitPatch, ...]:
+def _range_patches(root: StrPath, spec: git.DiffSpec) -> tuple[CommitPatch, ...]:
     """The commits of ``base..head`` (``git log -p``), or none when the range is one commit
     on ``base``: its patch is the net diff, already checked."""
     assert spec.head is not None
@@ -253,7 +257,7 @@ def _range_patches(root: Path, spec: git.DiffSpec) -> tuple[CommitPatch, ...]:
 
 
 def diff_secrets(
-    root: Path, spec: git.DiffSpec, options: CheckOptions | None = None
+    root: StrPath, spec: git.DiffSpec, options: CheckOptions | None = None
 ) -> frozenset[str]:
     """The exact values of the secrets ``spec`` adds, in its net diff or in any of its commits
     (what the secret rules report), without running the other checks: an agent reviewer's
@@ -287,7 +291,7 @@ def _patch_secrets(patches: Sequence[CommitPatch], options: CheckOptions) -> set
 
 
 def _history_secrets(
-    root: Path,
+    root: StrPath,
     head: str,
     patches: Sequence[CommitPatch],
     changes: list[FileChange],

@@ -15,9 +15,9 @@ import _ast
 import re
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
 
 from gitflow_agents.base.lazy import Lazy
+from gitflow_agents.base.records import NamedTuple
 from gitflow_agents.base.redact import mask
 from gitflow_agents.base.redact import secret_values as redact_secret_values
 from gitflow_agents.base.secret_keywords import (

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
-from typing import NamedTuple
 
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.git import queries as git
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 
 class Target(NamedTuple):
@@ -29,20 +31,20 @@ class Target(NamedTuple):
         return git.DiffSpec(self.base, self.head, self.one_commit)
 
 
-def _one_commit(root: Path, rev_range: str) -> Target:
+def _one_commit(root: StrPath, rev_range: str) -> Target:
     """``REV``: its first parent (the empty tree for a root commit) .. REV. Known to be one
     commit unless REV is a merge, so no git process is spent asking."""
     return _commit_target(root, rev_range, *git.commit_and_parents(root, rev_range))
 
 
-def _commit_target(root: Path, rev: str, head: str, parents: tuple[str, ...]) -> Target:
+def _commit_target(root: StrPath, rev: str, head: str, parents: tuple[str, ...]) -> Target:
     base = parents[0] if parents else git.empty_tree(root)
     return Target(base, head, rev, one_commit=len(parents) <= 1)
 
 
 def ask_location(
     rev_range: str | None, *, staged: bool
-) -> Callable[[], tuple[Path, Target | None]]:
+) -> Callable[[], tuple[StrPath, Target | None]]:
     """Where the review is, asked now: the function returned gives the top of the work tree
     (``git.repo_root``) and, for a single commit ``REV`` or ``--staged``, the target too, both
     from one git process (issue 20: a small review's git processes), started before it is
@@ -52,7 +54,7 @@ def ask_location(
     if staged and not rev_range:
         asked = git.ask_root_and_head()
 
-        def staged_changes() -> tuple[Path, Target | None]:
+        def staged_changes() -> tuple[StrPath, Target | None]:
             found = asked()
             if found is None:
                 return git.repo_root(), None
@@ -63,7 +65,7 @@ def ask_location(
     if rev_range and not staged and ".." not in rev_range:
         asked_commit = git.ask_root_and_commit(rev_range)
 
-        def one_commit() -> tuple[Path, Target | None]:
+        def one_commit() -> tuple[StrPath, Target | None]:
             commit = asked_commit()
             if commit is None:
                 return git.repo_root(), None
@@ -75,7 +77,7 @@ def ask_location(
 
 
 def resolve_target(
-    root: Path, rev_range: str | None, *, staged: bool, say: list[str] | None = None
+    root: StrPath, rev_range: str | None, *, staged: bool, say: list[str] | None = None
 ) -> Target:
     """Turn the command line's RANGE / --staged into base and head commits.
 
@@ -106,7 +108,7 @@ def resolve_target(
     return _one_commit(root, rev_range)
 
 
-def nothing_to_review(root: Path, target: Target) -> str | None:
+def nothing_to_review(root: StrPath, target: Target) -> str | None:
     """Why ``target`` holds no commit to review (None when it does): base and head are the
     same commit (``git agent-review`` on the default branch, ``HEAD..HEAD``), or head is
     already contained in base. Reviewing nothing must never approve anything."""
@@ -139,7 +141,7 @@ def hook_range(environ: dict[str, str] | os._Environ[str]) -> tuple[str | None, 
     return None, True
 
 
-def hook_target(root: Path, environ: dict[str, str] | os._Environ[str]) -> Target:
+def hook_target(root: StrPath, environ: dict[str, str] | os._Environ[str]) -> Target:
     """The target for ``--hook``: the pushed range on pre-push, else the staged changes."""
     rev_range, staged = hook_range(environ)
     return resolve_target(root, rev_range, staged=staged)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
-from typing import Any
 
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.notes import (
     ApprovalNote,
@@ -17,9 +16,14 @@ from gitflow_agents.reviewer.notes import (
     reviewed_nothing,
 )
 
+if TYPE_CHECKING:
+    from typing import Any
+
+    from _typeshed import StrPath
+
 
 def record_review(
-    root: Path,
+    root: StrPath,
     *,
     reviewed_sha: str,
     base_sha: str,
@@ -57,15 +61,15 @@ def record_review(
     return note
 
 
-def read_review_note(root: Path, sha: str) -> ApprovalNote | None:
+def read_review_note(root: StrPath, sha: str) -> ApprovalNote | None:
     """The recorded note on ``sha``; None when there is none or it is not ours / malformed."""
     return parse_review_note(_note_text(root, sha))
 
 
-def approval_status(root: Path, sha: str) -> tuple[bool, str]:
+def approval_status(root: StrPath, sha: str) -> tuple[bool, str]:
     """(approved, one-line reason) for commit ``sha`` according to its recorded note."""
     return note_approval(sha, _note_text(root, sha))
 
 
-def _note_text(root: Path, sha: str) -> str | None:
+def _note_text(root: StrPath, sha: str) -> str | None:
     return git.read_note(root, sha)

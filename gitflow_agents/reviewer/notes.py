@@ -15,10 +15,10 @@ reading a note through git is ``note_record.py``.
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
 
 from gitflow_agents import __version__
 from gitflow_agents.base.jsondata import loads
+from gitflow_agents.base.records import NamedTuple
 
 APPROVAL_KIND = "gitflow-agents/review-note/v1"
 

@@ -9,12 +9,15 @@ import sys
 import warnings
 from _ast import PyCF_ONLY_AST  # the flag alone: ``ast`` costs a small review more (issue 20)
 from collections.abc import Callable
-from typing import Any
 
 from gitflow_agents.base.lazy import Lazy, on_first_use
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.findings import Finding
 from gitflow_agents.git.diffparse import FileChange
 from gitflow_agents.reviewer.checks import finding, is_python
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # The parsers only a file of their kind needs, imported when one is reviewed (most small
 # reviews have none: issue 20)

@@ -12,11 +12,10 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitflow_agents import findings
 from gitflow_agents.base.errors import ExitCode
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.findings import Accepted, GateResult, Review, Severity, fill_fingerprints
 from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
@@ -26,13 +25,15 @@ from gitflow_agents.reviewer.checks import CheckOptions
 from gitflow_agents.reviewer.locate import Target as Target
 
 if TYPE_CHECKING:
+    from _typeshed import StrPath
+
     from gitflow_agents.findings.settings import ReviewSettings
     from gitflow_agents.git.diffparse import FileChange
     from gitflow_agents.reviewer.builtin import BuiltinResult
 
 
 def builtin_review(
-    root: Path,
+    root: StrPath,
     target: Target,
     threshold: Severity,
     max_file_size: int,
@@ -71,7 +72,7 @@ def builtin_as_review(
 
 
 def builtin_result(
-    root: Path,
+    root: StrPath,
     target: Target,
     threshold: Severity,
     max_file_size: int,
@@ -124,7 +125,7 @@ def exit_code(review: Review, approved: bool, gate_code: int, fail_on: str) -> i
 
 
 def review_builtin_target(
-    root: Path,
+    root: StrPath,
     target: Target,
     *,
     threshold: Severity,

@@ -3,12 +3,21 @@ issue 20 reported: every case's outcome is asserted, by-design differences named
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gitflow_agents.base.redact import redact_text, secret_values
 from gitflow_agents.base.redact_stream import LineMasker
 from gitflow_agents.base.secret_rules import TOKEN_RULES
-from tests.secret_cases import GITLEAKS_BY_DESIGN, gitleaks_outcomes, keyword_outcomes, load, scan
+from tests.secret_cases import (
+    GITLEAKS_BY_DESIGN,
+    GITLEAKS_SIBLING_POSITIVES,
+    gitleaks_outcomes,
+    keyword_outcomes,
+    load,
+    scan,
+)
 
 # Built at run time so this file itself never holds a literal secret-shaped string.
 VALUE = "Zx9Qw8Er7" + "Ty6Ui5Op4As"
@@ -28,6 +37,21 @@ def test_gitleaks_cases_for_every_rule_we_claim(rule: str) -> None:
     missed, flagged, _, _ = gitleaks_outcomes(rule)
     assert missed == []
     assert sorted(flagged) == sorted(GITLEAKS_BY_DESIGN.get(rule, {}))
+
+
+@pytest.mark.parametrize(
+    ("rule", "text", "pattern"),
+    [(r, t, p) for r, cases in GITLEAKS_SIBLING_POSITIVES.items() for t, p in cases.items()],
+)
+def test_a_sibling_rules_positive_is_no_negative(rule: str, text: str, pattern: str) -> None:
+    """Left out of the negatives only when it is one: a negative case of one of the gitleaks
+    rules ``rule`` claims, of the shape of another's positives (its pattern, as gitleaks wrote
+    it), and reported by ``rule``."""
+    entry = load("gitleaks_rules.json")["rules"][rule]
+    assert len(entry["gitleaks"]) > 1 and text in entry["fps"]
+    assert re.fullmatch(pattern, text)
+    assert any(re.fullmatch(pattern, tp.split('"')[-2] if '"' in tp else tp) for tp in entry["tps"])
+    assert [f.rule for f in scan("sample.txt", text)] == [rule]
 
 
 def test_every_token_rule_has_gitleaks_cases() -> None:

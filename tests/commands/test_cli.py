@@ -177,7 +177,8 @@ def test_top_level_help_builds_no_command_arguments() -> None:
         "import sys; from gitflow_agents import cli; cli.build_parser(['--help']); "
         "print(sorted(m for m in sys.modules if m.startswith('gitflow_agents.') "
         "and m not in {'gitflow_agents.cli', 'gitflow_agents.base', 'gitflow_agents.base.errors', "
-        "'gitflow_agents.commands', 'gitflow_agents.commands.dispatch', 'gitflow_agents.base.color'}))"
+        "'gitflow_agents.commands', 'gitflow_agents.commands.dispatch', 'gitflow_agents.base.color', "
+        "'gitflow_agents.base.records'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

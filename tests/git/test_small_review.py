@@ -76,18 +76,19 @@ def test_the_top_with_a_commit_or_head_in_one_query(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``root_and_commit`` / ``root_and_head`` agree with the separate queries, from any
-    folder of the work tree; None where those must say what is wrong."""
+    folder of the work tree (the top as the string git printed: no pathlib on a small
+    review's path); None where those must say what is wrong."""
     (repo / "sub").mkdir()
     monkeypatch.chdir(repo / "sub")
     head = g.head_sha(repo)
-    assert g.root_and_commit("HEAD") == (g.repo_root(), head, ())
-    assert g.root_and_head() == (g.repo_root(), head)
+    assert g.root_and_commit("HEAD") == (str(g.repo_root()), head, ())
+    assert g.root_and_head() == (str(g.repo_root()), head)
     for bad in ("nope", "HEAD~9", "HEAD^{tree}", "HEAD:README.md", "^HEAD", "", "-p"):
         assert g.root_and_commit(bad) is None, bad
     fresh = tmp_path / "fresh"
     git(tmp_path, "init", "-q", str(fresh))
     monkeypatch.chdir(fresh)
-    assert g.root_and_head() == (fresh.resolve(), None)
+    assert g.root_and_head() == (str(fresh.resolve()), None)
     assert g.root_and_commit("HEAD") is None
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -130,6 +131,8 @@ def test_a_diff_asked_early_answers_as_diff_and_ends_unread(repo: Path) -> None:
 
 # what ``subprocess`` imports with it: ~3 ms of a small review's start-up (issue 20)
 SUBPROCESS = ("subprocess", "_posixsubprocess", "threading", "selectors", "locale", "signal")
+# and ``typing`` (base/records.py) and ``pathlib`` with what it imports: ~3 ms each
+NOT_IMPORTED = (*SUBPROCESS, "typing", "pathlib", "urllib.parse", "ipaddress")
 
 
 @pytest.mark.parametrize(
@@ -145,13 +148,14 @@ def test_a_small_review_imports_no_subprocess(
     repo: Path, call: str, files: dict[str, str], exit: int
 ) -> None:
     """Its git processes are started by ``base/spawn.py`` (``os.posix_spawn``), with and
-    without findings, as ``git agent-review REV`` and as the hook."""
+    without findings, as ``git agent-review REV`` and as the hook; nor does it import
+    ``typing`` or ``pathlib``."""
     for name, text in files.items():
         (repo / name).write_text(text)
     git(repo, "add", "-A")
     if call.startswith("main"):
         git(repo, "commit", "-q", "-m", "change")
-    done = review_in_child(repo, call, SUBPROCESS)
+    done = review_in_child(repo, call, NOT_IMPORTED)
     assert ("REVISE" if exit else "APPROVED") in done.stdout, done.stdout + done.stderr
     assert done.stderr.strip().splitlines()[-1] == f"{exit} []"
     if call == "main(['HEAD'])":  # the note was written through spawn too, its text as input
