@@ -10,9 +10,24 @@ from __future__ import annotations
 import contextlib
 import os
 from functools import cache
-from pathlib import Path
 
 from gitflow_agents.base.errors import UnsafeWriteError
+from gitflow_agents.base.lazy import on_first_use
+from gitflow_agents.base.records import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from _typeshed import StrPath
+
+# pathlib is imported by the first write (or check of one): a small review with a .flow/ layer
+# only asks common_git_dir, without it (issue 20)
+_pathlib = on_first_use("pathlib")
+
+
+def _path(name: StrPath) -> Path:
+    path: type[Path] = _pathlib().Path
+    return path(name)
 
 
 @cache
@@ -43,55 +58,60 @@ def _repository_of(path: Path) -> Path | None:
     return root
 
 
-def common_git_dir(root: Path) -> Path | None:
+def common_git_dir(root: StrPath) -> str | None:
     """The git directory shared by the work trees of the repository whose work tree is
     ``root``, read from the file system (no git process): ``root/.git`` when it is a folder;
     for a linked work tree (``.git`` a file: ``gitdir: …/.git/worktrees/<name>``) the folder
     its ``commondir`` names; a submodule's own git directory (no ``commondir``). None when
-    ``.git`` is neither (``GIT_DIR`` elsewhere) or cannot be read."""
-    dot = root / ".git"
-    if dot.is_dir():
+    ``.git`` is neither (``GIT_DIR`` elsewhere) or cannot be read. In ``os.path`` terms: a
+    small review with a ``.flow/`` layer asks it without importing pathlib (issue 20)."""
+    dot = os.path.join(root, ".git")  # noqa: PTH118
+    if os.path.isdir(dot):  # noqa: PTH112
         return dot
     try:
-        pointer = dot.read_text(encoding="utf-8")
+        with open(dot, encoding="utf-8") as pointer_file:  # noqa: PTH123
+            pointer = pointer_file.read()
         if not pointer.startswith("gitdir:"):
             return None
-        gitdir = root / pointer[len("gitdir:") :].strip()
-        commondir = gitdir / "commondir"
-        if not commondir.exists():  # a submodule: its own git directory
+        gitdir = os.path.join(root, pointer[len("gitdir:") :].strip())  # noqa: PTH118
+        commondir = os.path.join(gitdir, "commondir")  # noqa: PTH118
+        if not os.path.exists(commondir):  # noqa: PTH110 - a submodule: its own git directory
             return gitdir
-        return Path(os.path.realpath(gitdir / commondir.read_text(encoding="utf-8").strip()))
+        with open(commondir, encoding="utf-8") as commondir_file:  # noqa: PTH123
+            return os.path.realpath(os.path.join(gitdir, commondir_file.read().strip()))  # noqa: PTH118
     except (OSError, UnicodeDecodeError):
         return None
 
 
-def _main_work_tree(root: Path) -> Path | None:
+def _main_work_tree(root: Path) -> str | None:
     """For a linked work tree, the main work tree of its repository; None otherwise (a main
     work tree, a submodule, no repository)."""
     if (root / ".git").is_dir():
         return None
     common = common_git_dir(root)
-    return common.parent if common is not None and common.name == ".git" else None
+    if common is None or os.path.basename(common) != ".git":  # noqa: PTH119
+        return None
+    return os.path.dirname(common)  # noqa: PTH120
 
 
 def write_bounds(path: Path) -> tuple[Path, ...]:
     """Real folders a write to ``path`` must land in: its repository's work tree (and, for a
     linked work tree such as the tool's own, the main one: the tool links their run folders).
     Empty when ``path`` is in no repository (a file the user named anywhere)."""
-    root = _repository_of(Path(os.path.normpath(path.absolute())))
+    root = _repository_of(_path(os.path.normpath(path.absolute())))
     if root is None:
         return ()
-    bounds = [Path(os.path.realpath(root))]
+    bounds = [_path(os.path.realpath(root))]
     main = _main_work_tree(root)
     if main is not None:
-        bounds.append(Path(os.path.realpath(main)))
+        bounds.append(_path(os.path.realpath(main)))
     return tuple(bounds)
 
 
 def safe_target(path: Path) -> Path:
     """The real path a write to ``path`` lands on (symlinks followed); UnsafeWriteError when a
     symlink on the way leads out of the repository ``path`` lies in."""
-    target = Path(os.path.realpath(path))
+    target = _path(os.path.realpath(path))
     bounds = write_bounds(path)
     if bounds and not any(target.is_relative_to(bound) for bound in bounds):
         raise UnsafeWriteError(
@@ -147,7 +167,7 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
                 os.fsync(handle.fileno())
         os.replace(tmp, target)  # noqa: PTH105 - the one atomic step; tests patch os.replace
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        _path(tmp).unlink(missing_ok=True)
         raise
 
 

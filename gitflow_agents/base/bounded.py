@@ -7,9 +7,16 @@ no temporary files (start-up, issue 20).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
-from pathlib import Path
+
+from gitflow_agents.base.records import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a small review reads .flow/base.yaml by its name, without pathlib
+    from pathlib import Path
+
+    from _typeshed import StrPath
 
 MiB = 1024 * 1024
 
@@ -27,7 +34,7 @@ class ReadRefused(OSError):
     known. An OSError, so that one no caller catches still ends as ``path: reason``, exit 2
     (``cli.dispatch``)."""
 
-    def __init__(self, reason: str, path: Path | None = None, line: int | None = None) -> None:
+    def __init__(self, reason: str, path: StrPath | None = None, line: int | None = None) -> None:
         super().__init__(None, reason, None if path is None else str(path))
         self.reason = reason
         self.line = line
@@ -45,7 +52,7 @@ def size_text(size: int) -> str:
     return f"{size / MiB:.1f} MiB" if size >= MiB else f"{size:,} bytes"
 
 
-def read_limited(path: Path, limit: int) -> bytes:
+def read_limited(path: StrPath, limit: int) -> bytes:
     """The bytes of the regular file ``path`` (symlinks followed), at most ``limit`` of them.
 
     ReadRefused when it is a FIFO, device, socket or directory (checked on the open file
@@ -64,7 +71,9 @@ def read_limited(path: Path, limit: int) -> bytes:
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
-        size = max(len(data), path.stat().st_size if path.exists() else 0)
+        size = len(data)
+        with contextlib.suppress(OSError):  # the size it has now, when it still has one
+            size = max(size, os.stat(path).st_size)  # noqa: PTH116
         raise ReadRefused(over_limit(size, limit), path)
     return data
 

@@ -38,7 +38,7 @@ else:
             record = collections.namedtuple(
                 typename, types, defaults=[ns[name] for name in defaults], module=ns["__module__"]
             )
-            record.__annotations__ = types
+            record.__annotations__ = record.__new__.__annotations__ = types
             for key, value in ns.items():
                 if key in _PROHIBITED:
                     raise AttributeError(f"Cannot overwrite NamedTuple attribute {key}")

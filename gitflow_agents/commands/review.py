@@ -219,15 +219,14 @@ def _review_settings(root: StrPath) -> ReviewSettings:
     from gitflow_agents.findings.settings import ReviewSettings
     from gitflow_agents.reviewer.acceptance import LAYER
 
-    if not os.path.exists(os.path.join(root, LAYER)):  # noqa: PTH110, PTH118 - no pathlib
+    layer = os.path.join(root, LAYER)  # noqa: PTH118 - no pathlib on a small review's path
+    if not os.path.exists(layer):  # noqa: PTH110
         return ReviewSettings()
-    top = _path(root)  # the layer's readers take paths
-    layer = top / LAYER
     from gitflow_agents.config.layer_bytes import read_layer_bytes
     from gitflow_agents.reviewer import settings_cache
 
     data = read_layer_bytes(layer, LAYER)
-    cached = settings_cache.load(top, data, LAYER)
+    cached = settings_cache.load(root, data, LAYER)
     if cached is not None:
         return cached
     from gitflow_agents.config.review import layer_node, review_layer_settings, review_only
@@ -239,7 +238,7 @@ def _review_settings(root: StrPath) -> ReviewSettings:
         from gitflow_agents.config.review_whole import whole_layer_settings
 
         settings = whole_layer_settings(node)
-    settings_cache.store(top, data, LAYER, settings)
+    settings_cache.store(root, data, LAYER, settings)
     return settings
 
 

@@ -20,9 +20,8 @@ into the editor schema ``init`` writes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gitflow_agents.base.lazy import lazy_names
+from gitflow_agents.base.records import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gitflow_agents.config.files import (

@@ -5,16 +5,18 @@ nothing: no PyYAML (issue 20)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gitflow_agents.base.bounded import ReadRefused, decode_text, read_limited
 from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.base.records import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 MAX_LAYER_BYTES = 4 * 1024 * 1024
 """A layer file larger than this is refused (docs/security.md, "Bounds")."""
 
 
-def read_layer_bytes(path: Path, display: str) -> bytes:
+def read_layer_bytes(path: StrPath, display: str) -> bytes:
     """The bytes of the layer file ``path``; ConfigError naming ``display`` for a FIFO, a
     folder, a file over :data:`MAX_LAYER_BYTES` or one that cannot be read."""
     try:

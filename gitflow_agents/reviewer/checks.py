@@ -63,12 +63,18 @@ def is_python(path: str) -> bool:
 
 # --- added-line checks ----------------------------------------------------------------------
 
-_CONFLICT = re.compile(r"^(<{7}|>{7}|\|{7})(?: |$)")
-_CONFLICT_MIDDLE = re.compile(r"^={7}$")
+# compiled when a line starts like one (a small review compiles no regex it does not run)
+_CONFLICT_STARTS = ("<<<<<<<", ">>>>>>>", "|||||||")
+_CONFLICT = Lazy(r"^(<{7}|>{7}|\|{7})(?: |$)")
+_CONFLICT_MIDDLE = Lazy(r"^={7}$")
 
 
 def check_conflict_markers(change: FileChange) -> Iterator[Finding]:
-    opening = [a for a in change.added_lines if _CONFLICT.match(a.text)]
+    opening = [
+        a
+        for a in change.added_lines
+        if a.text.startswith(_CONFLICT_STARTS) and _CONFLICT.match(a.text)
+    ]
     # A bare ======= is also a reStructuredText / markdown underline: only with other markers.
     middle = [a for a in change.added_lines if _CONFLICT_MIDDLE.match(a.text)] if opening else []
     for added in sorted(opening + middle, key=lambda a: a.number):
@@ -374,12 +380,13 @@ def _is_comment(text: str) -> bool:
     return text.lstrip().startswith(("#", "//", "/*", "*"))
 
 
-_TODO = re.compile(r"\b(TODO|FIXME)\b")
+_TODO = Lazy(r"\b(TODO|FIXME)\b")  # compiled when a line holds either word
 
 
 def check_todo(change: FileChange) -> Iterator[Finding]:
     for added in change.added_lines:
-        match = _TODO.search(added.text)
+        text = added.text
+        match = _TODO.search(text) if "TODO" in text or "FIXME" in text else None
         if match:
             note = added.text[match.end() :].strip(" :-").strip()
             message = f"new {match.group(1)}" + (f": {note[:120]}" if note else "")

@@ -18,40 +18,50 @@ from __future__ import annotations
 
 import contextlib
 import marshal
-from pathlib import Path
+import os
 from types import MappingProxyType
-from typing import Any
 
 from gitflow_agents import __version__
 from gitflow_agents.base.atomic import common_git_dir, write_bytes_atomic
+from gitflow_agents.base.lazy import on_first_use
+from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.findings.model import Severity
 from gitflow_agents.findings.rules import RULES
 from gitflow_agents.findings.settings import PathGlob, PathThreshold, ReviewSettings, RuleSetting
 
+if TYPE_CHECKING:
+    from typing import Any
+
+    from _typeshed import StrPath
+
 FORMAT = 1
 """Raised when what is stored changes shape."""
-CACHE = Path("gitflow-agents") / "review-settings"
-"""Under the repository's common git directory."""
+CACHE = os.path.join("gitflow-agents", "review-settings")  # noqa: PTH118
+"""Under the repository's common git directory (``os.path``: a review that finds its settings
+here imports no pathlib, issue 20)."""
+
+_pathlib = on_first_use("pathlib")  # for a write: after a miss
 
 
 def _key(data: bytes) -> tuple[Any, ...]:
     return (FORMAT, __version__, tuple(RULES), data)
 
 
-def load(root: Path, data: bytes, name: str) -> ReviewSettings | None:
+def load(root: StrPath, data: bytes, name: str) -> ReviewSettings | None:
     """The settings stored for a layer of exactly ``data`` (its messages naming ``name``);
     None when none are (or the file is unreadable, stale or damaged)."""
     where = common_git_dir(root)
     if where is None:
         return None
     try:
-        key, plain = marshal.loads((where / CACHE).read_bytes())
+        with open(os.path.join(where, CACHE), "rb") as stored:  # noqa: PTH118, PTH123
+            key, plain = marshal.loads(stored.read())
         return _settings(plain, name) if key == _key(data) else None
     except (OSError, EOFError, ValueError, TypeError, KeyError, IndexError):
         return None
 
 
-def store(root: Path, data: bytes, name: str, settings: ReviewSettings) -> None:
+def store(root: StrPath, data: bytes, name: str, settings: ReviewSettings) -> None:
     """Keep ``settings``, checked from a layer of exactly ``data`` named ``name``, for the next
     review. A git directory that cannot be written (read-only, full) only means no cache."""
     where = common_git_dir(root)
@@ -59,7 +69,7 @@ def store(root: Path, data: bytes, name: str, settings: ReviewSettings) -> None:
         return
     with contextlib.suppress(OSError):
         blob = marshal.dumps((_key(data), _plain(settings, name)))
-        write_bytes_atomic(where / CACHE, blob, durable=False)
+        write_bytes_atomic(_pathlib().Path(where, CACHE), blob, durable=False)
 
 
 def _where(source: str, name: str) -> str | int:

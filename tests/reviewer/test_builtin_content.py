@@ -265,15 +265,15 @@ def test_a_small_review_to_the_terminal_imports_no_json(repo: Path, call: str) -
         "from gitflow_agents.findings import accept, model\n"
         "from gitflow_agents.base import redact\n"
         "from gitflow_agents.git import diffparse\n"
-        "from gitflow_agents.reviewer import syntax\n"
+        "from gitflow_agents.reviewer import checks, syntax\n"
         "unused = [accept._IGNORE, model._WS, redact._LOCATION_PATH, diffparse._RANGES,\n"
-        "          syntax._JSONC, syntax._TOML_LINE]\n"
+        "          syntax._JSONC, syntax._TOML_LINE, checks._CONFLICT, checks._TODO]\n"
         "print(sum(r.ready for r in unused), file=sys.stderr)\n"
     )
     done = review_in_child(repo, call, JSON_USERS, more)
     assert "APPROVED" in done.stdout
-    # ... and compiles none of the regular expressions only a finding, a JSON or TOML file or
-    # an agent reviewer needs
+    # ... and compiles none of the regular expressions only a finding, a JSON or TOML file, an
+    # agent reviewer or a line holding a conflict marker or a TODO needs
     assert done.stderr.strip().splitlines()[-2:] == ["0 []", "0"]
 
 

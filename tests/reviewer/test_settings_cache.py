@@ -114,12 +114,14 @@ def test_two_reviews_at_once_both_apply_the_settings(repo: Path) -> None:
 
 
 def test_a_hit_imports_no_yaml_and_no_config(repo: Path) -> None:
+    """... nor pathlib or typing: the layer is read by its name (a commit's small review)."""
     _todo_commit(repo, TODO_OFF)
     code = (
         "import sys\n"
         "from gitflow_agents.git_agent_review import main\n"
         "code = main(['HEAD', '--no-note'])\n"
-        "heavy = ('yaml', 'gitflow_agents.config.review', 'gitflow_agents.config.yaml_nodes', 'json')\n"
+        "heavy = ('yaml', 'gitflow_agents.config.review', 'gitflow_agents.config.yaml_nodes', 'json',"
+        " 'pathlib', 'typing')\n"
         "print(code, [m for m in heavy if m in sys.modules], file=sys.stderr)\n"
     )
     runs = [
@@ -157,5 +159,5 @@ def test_without_a_git_directory_of_its_own_nothing_is_cached(tmp_path: Path) ->
 def test_a_linked_work_tree_shares_the_repositorys_cache(repo: Path, tmp_path: Path) -> None:
     linked = tmp_path / "linked"
     git(repo, "worktree", "add", "-q", str(linked), "HEAD")
-    assert common_git_dir(linked) == (repo / ".git").resolve()
-    assert common_git_dir(repo) == repo / ".git"
+    assert common_git_dir(linked) == str((repo / ".git").resolve())
+    assert common_git_dir(repo) == str(repo / ".git")
