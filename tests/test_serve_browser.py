@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from gitflow_agents.serve import server
 from tests.conftest import ROOT, git, isolate_home, running_agent, wait_until
 from tests.helpers import chain
 from tests.helpers import control as live
@@ -45,6 +46,13 @@ def driver(browser: Any) -> Iterator[Any]:
     _blank(browser)
     yield browser
     _blank(browser)
+
+
+@pytest.fixture(autouse=True)
+def quick_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live stream looks for news every 50 ms instead of 200: each step a test waits for
+    reaches the page sooner; what reaches it, and in what order, is the same."""
+    monkeypatch.setattr(server, "POLL_SECONDS", 0.05)
 
 
 def _blank(driver: Any) -> None:

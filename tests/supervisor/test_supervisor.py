@@ -159,7 +159,7 @@ def test_missing_executable_is_crashed_not_raised(tmp_path: Path) -> None:
 
 
 def test_silent_hang_is_stuck_and_killed(tmp_path: Path) -> None:
-    run = run_fake(tmp_path, "hang", stuck=0.5)
+    run = run_fake(tmp_path, "hang", stuck=0.3)
     assert run.outcome.status == "stuck"
     assert "no activity" in run.outcome.reason
     assert_gone([run.record["pid"]])
