@@ -1,8 +1,10 @@
-"""The git processes of ``run --pr`` (issue 21, item 7: the product asks git once what one
-command needs once). Counted by a ``git`` first in ``PATH`` (tests/helpers/git_calls.py): the
-identity (``git var``) is asked once per command, origin's URL once, the step branch and its
-lease in one ``ls-remote``, and origin's target is not fetched again for the claim right after
-``on_origin`` fetched it. Bounds, not exact counts: the chain's own calls may only go down."""
+"""The git processes of ``run --pr`` and ``plan tend`` (issue 21, item 7: the product asks git
+once what one command needs once). Counted by a ``git`` first in ``PATH``
+(tests/helpers/git_calls.py): the identity (``git var``) is asked once per command, origin's URL
+once, the step branch and its lease in one ``ls-remote``, origin's target is not fetched again
+for the claim right after ``on_origin`` fetched it, and a fetched head is read from its
+remote-tracking ref, not asked of origin again. Bounds, not exact counts: the chain's own calls
+may only go down."""
 
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
+from tests.github.pr.test_tend import land_on_main, tend
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.git_calls import count_git, fetches_of, git_calls
-from tests.helpers.step_pr import BRANCH, env, origin_sha, run_pr, setup_repo
+from tests.helpers.opened_step import Opened, opened_step, restore
+from tests.helpers.step_pr import BRANCH, env, origin_sha, run_pr, setup_repo, statuses
 
-__all__ = ["env", "gh"]
+__all__ = ["env", "gh", "opened_step"]
 
 BOT = "github-actions[bot] <41898282+github-actions[bot]@users.noreply.github.com>"
 
@@ -61,3 +65,25 @@ def test_a_runner_without_a_git_identity_commits_as_the_actions_bot(
     assert head is not None
     who = git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>", head).strip()
     assert who == f"{BOT}|{BOT}"
+
+
+def test_a_tend_asks_origin_for_each_branch_once(
+    tmp_path: Path,
+    gh: GitHubStandIn,
+    env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    opened_step: Opened,
+) -> None:
+    """A behind pull request tended: origin's branches listed once, the lease once; the head,
+    fetched before and again under the lease, read from its remote-tracking ref each time."""
+    repo = restore(opened_step, tmp_path, gh)
+    land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
+    log = count_git(tmp_path, monkeypatch)
+    out = tend(repo, "--auto-merge", "squash")
+    assert out.returncode == 0 and "tending it" in out.stdout, out.stdout + out.stderr
+    calls = git_calls(log, outside=tmp_path / "origin.git")
+    commands = Counter(args[0] for args in calls)
+    assert commands["var"] == 2 and commands["ls-remote"] == 2, calls
+    assert fetches_of(calls, f"refs/heads/{BRANCH}") == 2, calls
+    head = origin_sha(gh, f"refs/heads/{BRANCH}")
+    assert head is not None and statuses(gh, head)[-1] == "success"
