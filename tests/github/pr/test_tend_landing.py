@@ -14,8 +14,8 @@ from tests.conftest import git
 from tests.github.pr.test_tend import land_on_main, opened, tend
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.opened_step import Opened, opened_step, restore
+from tests.helpers.prepared_pulls import two_opened_steps
 from tests.helpers.step_pr import BRANCH, env, run_pr, statuses
-from tests.helpers.two_opened import two_opened_steps
 from tests.standin_pulls import play_auto_merge
 from tests.standin_rules import strict_rule
 
