@@ -95,10 +95,13 @@ def _files_of(origin: Path, base: str, head: str) -> list[dict[str, Any]]:
     (a pull request is refreshed on every request; its branches rarely moved in between)."""
     merge_base = _git(origin, "merge-base", base, head).strip()
     names = _git(origin, "diff", "--name-status", "--no-renames", merge_base, head).splitlines()
+    # one diff of the pair, cut at each file's header (the same order as --name-status)
+    whole = _git(origin, "diff", "--no-color", "--no-renames", "-U3", merge_base, head)
+    patches = ["diff --git" + p for p in ("\n" + whole).split("\ndiff --git")[1:]]
+    assert len(patches) == len(names), (names, whole)
     files = []
-    for line in names:
+    for line, patch in zip(names, patches, strict=True):
         code, name = line.split("\t", 1)
-        patch = _git(origin, "diff", "--no-color", "-U3", merge_base, head, "--", name)
         hunk = patch.find("\n@@")
         status = {"A": "added", "D": "removed"}.get(code[0], "modified")
         files.append(

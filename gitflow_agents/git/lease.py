@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gitflow_agents.git.cmd import run_git
-from gitflow_agents.git.remote import PushResult, push_porcelain
+from gitflow_agents.git.remote import PushResult, push_porcelain, remote_tips
 
 LEASE_PREFIX = "refs/gitflow-agents/claims/"
 
@@ -99,17 +100,30 @@ def _lease_commit(root: Path, holder: dict[str, Any], identity: dict[str, str] |
     return run_git(root, "commit-tree", tree, "-m", message, extra_env=identity).stdout.strip()
 
 
-def read_lease(root: Path, branch: str, remote: str = "origin") -> Lease | None:
+def read_lease(
+    root: Path, branch: str, remote: str = "origin", *, listed: Mapping[str, str] | None = None
+) -> Lease | None:
     """The lease of ``branch`` on ``remote``; None when there is none or it cannot be read
-    (a lease that cannot be read never frees a claim)."""
+    (a lease that cannot be read never frees a claim). ``listed``: the refs of ``remote`` one
+    ``ls-remote`` of the lease ref just listed (``listed_claim``), not listed again."""
     ref = lease_ref(branch)
-    listed = run_git(root, "ls-remote", remote, ref, check=False)
-    sha = next(
-        (line.partition("\t")[0] for line in listed.stdout.splitlines() if line.endswith(ref)),
-        None,
-    )
-    if listed.returncode != 0 or sha is None:
-        return None
+    if listed is None:
+        result = run_git(root, "ls-remote", remote, ref, check=False)
+        found = (line.partition("\t") for line in result.stdout.splitlines())
+        listed = {name: sha for sha, _, name in found} if result.returncode == 0 else {}
+    sha = listed.get(ref)
+    return None if sha is None else _lease_at(root, ref, sha, remote)
+
+
+def listed_claim(root: Path, branch: str, remote: str = "origin") -> dict[str, str]:
+    """``refs/heads/<branch>`` and the branch's lease ref, those ``remote`` has, with their
+    tips: one ``ls-remote`` for both (``read_lease`` reads the lease from it); GitError when
+    the remote cannot be read."""
+    return remote_tips(root, (f"refs/heads/{branch}", lease_ref(branch)), remote)
+
+
+def _lease_at(root: Path, ref: str, sha: str, remote: str) -> Lease | None:
+    """The lease ``ref`` on ``remote`` listed at ``sha``, fetched and read (None: unreadable)."""
     fetched = run_git(root, "fetch", "--no-tags", "--quiet", remote, f"+{ref}:{ref}", check=False)
     shown = run_git(root, "log", "-1", "--format=%B", sha, "--", check=False)
     if fetched.returncode != 0 or shown.returncode != 0:

@@ -463,15 +463,24 @@ LOCAL_NAME = "gitflow-agents"
 LOCAL_EMAIL = "gitflow-agents@localhost"
 
 
+<<<<<<< HEAD
 def commit_identity(root: StrPath, name: str, email: str) -> dict[str, str]:
+=======
+def commit_identity(
+    root: Path, name: str, email: str, *, known: bool | None = None
+) -> dict[str, str]:
+>>>>>>> i-tests9a
     """The environment a commit in ``root`` needs to have an author and a committer: {} when
     git already knows both (from its configuration or this process's environment), else
     ``GIT_AUTHOR_*`` / ``GIT_COMMITTER_*`` naming ``name`` <``email``>, each only where the
-    environment does not set it. Nothing is changed here: the caller passes the result on."""
-    known = all(
-        run_git(root, "var", variable, check=False).returncode == 0
-        for variable in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT")
-    )
+    environment does not set it. Nothing is changed here: the caller passes the result on.
+    ``known``: whether git knows both, when this command already asked (``git var`` is not
+    asked again)."""
+    if known is None:
+        known = all(
+            run_git(root, "var", variable, check=False).returncode == 0
+            for variable in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT")
+        )
     if known:
         return {}
     wanted = {

@@ -11,6 +11,7 @@ requests").
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +46,16 @@ def remote_branch_sha(root: Path, branch: str, remote: str = "origin") -> str | 
         if ref == f"refs/heads/{branch}":
             return sha
     return None
+
+
+def remote_tips(root: Path, refs: Sequence[str], remote: str = "origin") -> dict[str, str]:
+    """The tips of those of ``refs`` (full names) that ``remote`` has, from one ``git
+    ls-remote``; GitError when the remote cannot be read."""
+    result = run_git(root, "ls-remote", remote, *refs, check=False)
+    if result.returncode != 0:
+        raise _fail(result, f"cannot read {' and '.join(refs)} from {remote}")
+    found = (line.partition("\t") for line in result.stdout.splitlines())
+    return {ref: sha for sha, _, ref in found if ref in refs}
 
 
 def remote_heads(root: Path, remote: str = "origin") -> dict[str, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +33,19 @@ class Opened:
 
 @pytest.fixture(scope="module")
 def opened_step(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Opened]:
-    root = tmp_path_factory.mktemp("opened")
+    def build(root: Path, server: GitHubStandIn) -> None:
+        out = run_pr(setup_repo(root, server), "--step", "1")
+        assert out.returncode == 0, out.stdout + out.stderr
+        head = origin_sha(server, f"refs/heads/{BRANCH}")
+        assert head is not None and statuses(server, head)[-1] == "success"
+
+    yield from prepared(tmp_path_factory.mktemp("opened"), build)
+
+
+def prepared(root: Path, build: Callable[[Path, GitHubStandIn], None]) -> Iterator[Opened]:
+    """What a module-scoped fixture yields: ``build`` run in ``root`` (which it leaves holding
+    ``origin.git`` and the checkout ``repo``) against a stand-in of its own, in a ``$HOME`` of
+    its own and with ``run --pr``'s environment, as ``restore`` copies it."""
     server = GitHubStandIn().start()
     try:
         with pytest.MonkeyPatch.context() as patch:
@@ -41,11 +53,7 @@ def opened_step(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Opened]:
             for key, value in standin_env(server).items():
                 patch.setenv(key, value)
             patch.delenv("GH_TOKEN", raising=False)
-            repo = setup_repo(root, server)
-            out = run_pr(repo, "--step", "1")
-            assert out.returncode == 0, out.stdout + out.stderr
-        head = origin_sha(server, f"refs/heads/{BRANCH}")
-        assert head is not None and statuses(server, head)[-1] == "success"
+            build(root, server)
         yield Opened(root, copy.deepcopy(server.state), copy.deepcopy(server.log))
     finally:
         server.stop()

@@ -88,10 +88,11 @@ def check_access(github: GitHub) -> None:
 
 
 def on_origin(ctx: Context) -> Context:
-    """``ctx`` on origin's target, fetched, or the GitflowError saying why it could not be
-    (``no_target``). A fresh runner knows no git identity: the commits are then
-    github-actions[bot]'s."""
-    identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
+    """``ctx`` (as ``open_context`` made it: its ``commit_identity`` asked of git) on origin's
+    target, fetched, or the GitflowError saying why it could not be (``no_target``). A fresh
+    runner knows no git identity: the commits are then github-actions[bot]'s."""
+    known = not ctx.commit_identity  # {}: git knows both (or the environment names both)
+    identity = git.commit_identity(ctx.root, ACTIONS_BOT_LOGIN, BOT_EMAIL, known=known)
     ctx = replace(ctx, target_remote=REMOTE, commit_identity=identity)
     # a failed fetch must not leave the run on a stale remote-tracking ref
     if not fetch_target(ctx) or target_tip(ctx, fetch=False) is None:

@@ -247,6 +247,14 @@ def claim_checker(
     if (environ.get("GITHUB_TOKEN") or environ.get("GH_TOKEN")) and url is not None:
         repo = repository_from(environ, url)
         client = Client(settings_from_env(environ)) if repo is not None else None
+    return lease_checker(root, client, repo, ttl, remote)
+
+
+def lease_checker(
+    root: Path, client: Client | None, repo: str | None, ttl: float, remote: str = "origin"
+) -> Callable[[str], str | None]:
+    """``claim_checker``'s answer with GitHub already found (``run --pr`` has it connected:
+    nothing is asked of git or the environment again)."""
 
     def check(branch: str) -> str | None:
         found = leases.read_lease(root, branch, remote)

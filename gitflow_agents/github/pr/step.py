@@ -79,15 +79,15 @@ def run_steps(
     github = connect(os.environ if environ is None else environ, ctx.root)
     check_access(github)  # before the claim and before any agent: nothing to give back
     ctx = on_origin(ctx)
-    free = leases.claim_checker(ctx.root, os.environ if environ is None else environ, REMOTE)
+    free = leases.lease_checker(ctx.root, github.client, github.repo, github.ttl, REMOTE)
     steps = startable(ctx, steps, options.force, options.max_parallel, free)
     if options.auto_merge is not None and steps:
         github = guarded(github, ctx.target)
     code = int(ExitCode.OK)
-    for number in steps:
+    for index, number in enumerate(steps):
         assert ctx.plan is not None
         fresh = replace(ctx, plan=parse_plan(ctx.plan.path, ctx.config.spec_plan))
-        code = run_step_pr(fresh, github, number, options, report)
+        code = run_step_pr(fresh, github, number, options, report, fetched=index == 0)
         if code != ExitCode.OK:
             break
     if steps:  # the plan at a glance, once the steps are published
@@ -101,15 +101,18 @@ def run_step_pr(
     step: int,
     options: PrOptions,
     report: Callable[[ChainResult], None],
+    *,
+    fetched: bool = False,
 ) -> int:
     """One step: claim, chain, push, pull request (see the module doc), under the step's claim
     lock: a live run of this checkout holding it means the step is started (exit 0; with
-    ``--force`` StepLockedError, exit 2), a dead one's lock is taken over."""
+    ``--force`` StepLockedError, exit 2), a dead one's lock is taken over. ``fetched``: the
+    target was fetched just before (``on_origin``), not fetched again."""
     run_id = new_run_id()
     lock = step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
     try:
         with hold(lock.with_name(f"step-{step:02d}.claim.lock"), run_id, refuse=_busy):
-            return _run_held(ctx, github, step, options, report, run_id)
+            return _run_held(ctx, github, step, options, report, run_id, fetched)
     except _Busy as busy:
         if options.force:
             raise
@@ -146,10 +149,11 @@ def _run_held(
     options: PrOptions,
     report: Callable[[ChainResult], None],
     run_id: str,
+    fetched: bool,
 ) -> int:
     assert ctx.plan is not None
     branch = git.check_branch_name(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
-    base = target_tip(ctx)
+    base = target_tip(ctx, fetch=not fetched)
     assert base is not None
     held: _Held | None = None
     if done_where(ctx, step) is None or ctx.settings.force:
@@ -213,13 +217,14 @@ def _claim(
         sha=base,
         holder=github.claimant,
     )
-    claim, lease_made = _claim_push(ctx, github, branch, base)
+    claim, lease_made, listed = _claim_push(ctx, github, branch, base)
     if claim.ok:
         record = record.update(state="claimed")
         if previous is not None:
             previous.update(state="superseded", by=run_id)
         return _Held(record, None, base, lease_made)
-    remote_tip = git.remote_branch_sha(ctx.root, branch, REMOTE)
+    listed = listed or git_lease.listed_claim(ctx.root, branch, REMOTE)  # None: lost a race
+    remote_tip = listed.get(f"refs/heads/{branch}")
     if remote_tip is None:
         record.discard()
         raise GitHubError(f"cannot create {branch} on {REMOTE}: {claim.detail}")
@@ -244,7 +249,7 @@ def _claim(
         mine = previous.created and remote_tip == previous.claimed
         held = lease if isinstance(lease, leases.Held) else None
         return _Held(record, remote_tip, remote_tip if mine else None, held)
-    taken = _take_free(ctx, github, step, branch, remote_tip, record)
+    taken = _take_free(ctx, github, step, branch, listed, record)
     if taken is not None:
         return taken
     if not options.force:
@@ -260,12 +265,14 @@ def _claim(
 
 def _claim_push(
     ctx: Context, github: GitHub, branch: str, claimed: str
-) -> tuple[git.PushResult, leases.Held | None]:
+) -> tuple[git.PushResult, leases.Held | None, dict[str, str] | None]:
     """The claim and this run's lease (over a lease an earlier claim of the branch left) in
-    one atomic push (``git/lease.py``): killed while claiming, a run leaves both or neither."""
-    if git.remote_branch_sha(ctx.root, branch, REMOTE) is not None:  # started: no push
-        return git.PushResult(False, True, f"{branch} already exists on {REMOTE}"), None
-    stale = git_lease.read_lease(ctx.root, branch, REMOTE)
+    one atomic push (``git/lease.py``): killed while claiming, a run leaves both or neither;
+    the two listed by one ``ls-remote``, returned when the branch was there (no push)."""
+    listed = git_lease.listed_claim(ctx.root, branch, REMOTE)
+    if f"refs/heads/{branch}" in listed:  # started: no push
+        return git.PushResult(False, True, f"{branch} already exists on {REMOTE}"), None, listed
+    stale = git_lease.read_lease(ctx.root, branch, REMOTE, listed=listed)
     record = {**github.claimant, "claimedSha": claimed}
     identity = dict(ctx.commit_identity or {})
     expected = stale.sha if stale else ""
@@ -273,17 +280,18 @@ def _claim_push(
         ctx.root, claimed, branch, record, expected, REMOTE, identity
     )
     if made is None:
-        return claim, None
-    return claim, leases.Held(ctx.root, branch, record, made, identity, REMOTE)
+        return claim, None, None
+    return claim, leases.Held(ctx.root, branch, record, made, identity, REMOTE), None
 
 
 def _take_free(
-    ctx: Context, github: GitHub, step: int, branch: str, remote_tip: str, record: Claim
+    ctx: Context, github: GitHub, step: int, branch: str, listed: dict[str, str], record: Claim
 ) -> _Held | None:
     """Take the claim of a started step when it is free (``github/pr/lease.py``): its run
     ended without a pull request, or its lease stopped renewing; exactly one taker wins the
-    lease push. None: the step stays started."""
-    found = git_lease.read_lease(ctx.root, branch, REMOTE)
+    lease push. None: the step stays started. ``listed``: the branch and lease on origin."""
+    remote_tip = listed[f"refs/heads/{branch}"]
+    found = git_lease.read_lease(ctx.root, branch, REMOTE, listed=listed)
     why = finishable(found, github.client, github.repo, github.ttl)
     if found is None or why is None:
         return None  # alive, or its run finished publishing

@@ -253,9 +253,13 @@ def _warn(line: str) -> None:
 
 
 def _fetch_head(ctx: Context, branch: str) -> str:
-    """Origin's tip of ``branch``, fetched into its remote-tracking ref."""
-    git.fetch_ref(ctx.root, f"+refs/heads/{branch}:refs/remotes/{REMOTE}/{branch}", REMOTE)
-    head = git.remote_branch_sha(ctx.root, branch, REMOTE)
+    """Origin's tip of ``branch``, fetched into its remote-tracking ref (origin is asked again
+    only when the fetch failed: the branch gone, or origin unreadable)."""
+    tracking = f"refs/remotes/{REMOTE}/{branch}"
+    if git.fetch_ref(ctx.root, f"+refs/heads/{branch}:{tracking}", REMOTE):
+        head = git.branch_tip(ctx.root, tracking)
+    else:
+        head = git.remote_branch_sha(ctx.root, branch, REMOTE)
     if head is None:
         raise GitHubError(f"{branch} is gone from {REMOTE} while its pull request is open")
     return head

@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import FAKES, CliResult, git
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.chain import FAKE, call, run_proc
+from tests.helpers.opened_step import Opened, opened_step, restore
 from tests.helpers.step_pr import (
     BRANCH,
     env,
@@ -34,7 +35,7 @@ from tests.helpers.step_pr import (
 )
 from tests.standin_pulls import play_auto_merge
 
-__all__ = ["env", "gh"]
+__all__ = ["env", "gh", "opened_step"]
 
 # --- approved: branch, one pull request, history, status on exactly the head, auto-merge ----
 
@@ -79,10 +80,9 @@ def test_an_approved_step_becomes_one_pull_request_that_auto_merge_lands(
 
 
 def test_a_second_run_of_a_started_step_runs_no_agent_and_writes_nothing(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
-    repo = setup_repo(tmp_path, gh)
-    assert run_pr(repo, "--step", "1").returncode == 0
+    repo = restore(opened_step, tmp_path, gh)  # run --pr --step 1 ran: its pull request open
     head = origin_sha(gh, f"refs/heads/{BRANCH}")
     writes, runs = len(gh.writes()), implementer_runs(repo)
     again = run_pr(repo, "--step", "1")
@@ -93,10 +93,9 @@ def test_a_second_run_of_a_started_step_runs_no_agent_and_writes_nothing(
 
 
 def test_force_finishes_a_started_step_without_a_second_pull_request_or_a_forced_push(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
-    repo = setup_repo(tmp_path, gh)
-    assert run_pr(repo, "--step", "1").returncode == 0
+    repo = restore(opened_step, tmp_path, gh)  # run --pr --step 1 ran: its pull request open
     head = origin_sha(gh, f"refs/heads/{BRANCH}")
     assert head is not None
     again = run_pr(repo, "--step", "1", "--force")

@@ -24,6 +24,7 @@ from gitflow_agents.github.pr.publish import StepPull, publish_step
 from tests.conftest import git, running_agent, wait_until
 from tests.github.pr.test_step_pr_takeover import gated_implementer
 from tests.github_standin import GitHubStandIn, client_for, gh
+from tests.helpers.opened_step import Opened, prepared, restore
 from tests.helpers.step_pr import (
     BRANCH,
     env,
@@ -32,6 +33,7 @@ from tests.helpers.step_pr import (
     plan_status,
     run_pr,
     setup_repo,
+    standin_env,
     statuses,
 )
 from tests.standin_pulls import play_auto_merge
@@ -221,22 +223,40 @@ def test_kill_9_at_each_phase_then_the_same_command_on_a_fresh_clone_finishes_it
     finished(gh, text)
 
 
+@pytest.fixture(scope="module")
+def killed_asking_for_the_pull_request(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Opened]:
+    """``run --step 1 --pr`` (attempt 1 of workflow run 77) ``kill -9``-ed while it asks
+    GitHub for the pull request: its work pushed, no pull request. Made once per module (the
+    tests re-run it on fresh clones, so origin and the stand-in's state are what they need)."""
+
+    def build(root: Path, server: GitHubStandIn) -> None:
+        server.state.workflow_runs[RUN_ID] = {"status": "in_progress", "run_attempt": 1}
+        environ = {**standin_env(server), "GITHUB_RUN_ID": str(RUN_ID), "GITHUB_RUN_ATTEMPT": "1"}
+        held = server.hold("POST", r"/pulls$")
+        proc = start(setup_repo(root, server), environ)
+        try:
+            kill_9(proc, held.arrived.is_set)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+            held.release()
+        assert origin_sha(server, f"refs/heads/{BRANCH}") is not None and not server.state.pulls
+
+    yield from prepared(tmp_path_factory.mktemp("killed"), build)
+
+
 def test_a_target_moved_after_the_push_is_merged_into_the_step_branch(
     tmp_path: Path,
     gh: GitHubStandIn,
     attempt: Callable[[int], dict[str, str]],
-    killed: list[subprocess.Popen[bytes]],
+    killed_asking_for_the_pull_request: Opened,
 ) -> None:
     """Not exit 4 "someone else pushed": origin's step branch holds only what the lost run
     pushed, so the target is merged into it and the result pushed as a fast-forward."""
-    first = setup_repo(tmp_path, gh, name="runner-1")
-    held = gh.hold("POST", r"/pulls$")
-    proc = start(first, attempt(1))
-    killed.append(proc)
-    try:
-        kill_9(proc, held.arrived.is_set)
-    finally:
-        held.release()
+    restore(killed_asking_for_the_pull_request, tmp_path, gh)
     pushed = origin_sha(gh, f"refs/heads/{BRANCH}")
     human = setup_repo(tmp_path, gh, name="human")
     (human / "NOTES.md").write_text("an unrelated change\n")
@@ -260,18 +280,12 @@ def test_force_after_the_runner_died_post_push_reviews_the_pushed_work(
     tmp_path: Path,
     gh: GitHubStandIn,
     attempt: Callable[[int], dict[str, str]],
-    killed: list[subprocess.Popen[bytes]],
+    killed_asking_for_the_pull_request: Opened,
 ) -> None:
     """``--force`` on a branch holding finished work does not re-implement it (which ended
     ``empty``, exit 1): the work is reviewed and published."""
-    first = setup_repo(tmp_path, gh, name="runner-1")
-    held = gh.hold("POST", r"/pulls$")
-    proc = start(first, attempt(1))
-    killed.append(proc)
-    try:
-        kill_9(proc, held.arrived.is_set)
-    finally:
-        held.release()
+    restore(killed_asking_for_the_pull_request, tmp_path, gh)
+    attempt(1)  # the same attempt as the lost run's
     gh.state.workflow_runs[RUN_ID] = {"status": "in_progress", "run_attempt": 1}  # alive
     fresh = setup_repo(tmp_path, gh, name="runner-2")
     out = run_pr(fresh, "--step", "1", "--auto-merge", "squash", "--force")

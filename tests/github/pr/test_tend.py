@@ -22,6 +22,7 @@ from tests.conftest import CliResult, git
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.chain import FAKE, call
 from tests.helpers.opened_step import Opened, opened_step, restore
+from tests.helpers.prepared_pulls import opened_resolving_step
 from tests.helpers.step_pr import (
     BRANCH,
     env,
@@ -34,7 +35,7 @@ from tests.helpers.step_pr import (
 from tests.standin_pulls import play_auto_merge
 from tests.standin_rules import strict_rule
 
-__all__ = ["env", "gh", "opened_step"]
+__all__ = ["env", "gh", "opened_resolving_step", "opened_step"]
 
 CONFLICT = "gitflow-agents: conflict"
 
@@ -174,10 +175,9 @@ def test_a_token_without_graphql_tends_through_rest_reads(
 
 
 def test_a_conflict_the_fixer_resolves_is_reviewed_and_lands(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_resolving_step: Opened
 ) -> None:
-    fixer = [sys.executable, str(FAKE), "fixer", "resolve"]
-    repo, head = opened(tmp_path, gh, fixer=fixer)
+    repo, head = opened(tmp_path, gh, opened_resolving_step)  # the fixer: "fixer resolve"
     # the implementer appended to README.md; a teammate changed the same line on main
     land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
     out = tend(repo, "--auto-merge", "merge")
@@ -426,13 +426,12 @@ def test_the_stand_ins_rebase_merge_replays_the_commits_of_a_clean_pull_request(
 
 
 def test_a_conflict_resolved_in_a_merge_commit_is_red_for_rebase_auto_merge(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_resolving_step: Opened
 ) -> None:
     """GitHub refuses to rebase-merge a branch whose merge commit resolves a conflict, so
     auto-merge would wait for good: the tend says so and exits 1 instead of 0 (a stalled wave
     is red, not green)."""
-    fixer = [sys.executable, str(FAKE), "fixer", "resolve"]
-    repo, _ = opened(tmp_path, gh, fixer=fixer)
+    repo, _ = opened(tmp_path, gh, opened_resolving_step)  # the fixer: "fixer resolve"
     land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
     out = tend(repo, "--auto-merge", "rebase")
     assert "conflicting in README.md" in out.stdout  # resolved, reviewed, green, re-armed
@@ -448,13 +447,12 @@ def test_a_conflict_resolved_in_a_merge_commit_is_red_for_rebase_auto_merge(
 
 
 def test_run_pr_with_rebase_auto_merge_says_its_conflict_resolving_merge_cannot_land(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_resolving_step: Opened
 ) -> None:
     """``run --pr --auto-merge rebase`` whose chain resolved a conflict with the moved target
     in a merge commit: GitHub would never rebase-merge it, so the run says so and exits 1, as
     ``plan tend`` does, instead of 0 with a pull request that waits for good."""
-    fixer = [sys.executable, str(FAKE), "fixer", "resolve"]
-    repo, _ = opened(tmp_path, gh, fixer=fixer)
+    repo, _ = opened(tmp_path, gh, opened_resolving_step)  # the fixer: "fixer resolve"
     land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
     out = run_pr(repo, "--step", "1", "--force", "--auto-merge", "rebase")
     text = out.stdout + out.stderr

@@ -13,17 +13,13 @@ import pytest
 from tests.conftest import git
 from tests.github.pr.test_tend import land_on_main, opened, tend
 from tests.github_standin import GitHubStandIn, gh
-from tests.helpers.step_pr import (
-    BRANCH,
-    env,
-    independent_steps_runner,
-    run_pr,
-    statuses,
-)
+from tests.helpers.opened_step import Opened, opened_step, restore
+from tests.helpers.prepared_pulls import two_opened_steps
+from tests.helpers.step_pr import BRANCH, env, run_pr, statuses
 from tests.standin_pulls import play_auto_merge
 from tests.standin_rules import strict_rule
 
-__all__ = ["env", "gh"]
+__all__ = ["env", "gh", "opened_step", "two_opened_steps"]
 
 
 def merge_main_by_hand(tmp_path: Path, name: str, edits: dict[str, str]) -> str:
@@ -43,12 +39,12 @@ def merge_main_by_hand(tmp_path: Path, name: str, edits: dict[str, str]) -> str:
 
 @pytest.mark.parametrize("edited", [False, True], ids=["untouched", "edited"])
 def test_a_clean_merge_edited_by_hand_is_red_for_rebase_auto_merge(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], edited: bool
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened, edited: bool
 ) -> None:
     """An "evil merge": GitHub's rebase replays only the non-merge commits, so edits written
     into a clean merge commit would silently not land; the tend says so, names the commit and
     exits 1. The same merge untouched lands by rebase (exit 0)."""
-    repo, _ = opened(tmp_path, gh)
+    repo, _ = opened(tmp_path, gh, opened_step)
     land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     edits = {"README.md": "# demo\nedited inside the merge\n"} if edited else {}
     merge = merge_main_by_hand(tmp_path, "human", edits)
@@ -64,9 +60,9 @@ def test_a_clean_merge_edited_by_hand_is_red_for_rebase_auto_merge(
 
 
 def test_run_pr_with_rebase_auto_merge_refuses_a_clean_merge_edited_by_hand(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
 ) -> None:
-    repo, _ = opened(tmp_path, gh)
+    repo, _ = opened(tmp_path, gh, opened_step)
     land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     merge = merge_main_by_hand(tmp_path, "human", {"README.md": "# demo\nedited in the merge\n"})
     out = run_pr(repo, "--step", "1", "--force", "--auto-merge", "rebase")
@@ -77,23 +73,14 @@ def test_run_pr_with_rebase_auto_merge_refuses_a_clean_merge_edited_by_hand(
     assert f"its merge commit {merge[:12]} differs from the clean merge" in out.stdout, text
 
 
-def two_opened(tmp_path: Path, gh: GitHubStandIn) -> Path:
-    """A checkout whose steps 1 and 2 (2 made independent of 1) are open, approved pull
-    requests with auto-merge (squash) armed."""
-    repo = independent_steps_runner(tmp_path, gh)
-    out = run_pr(repo, "--all", "--auto-merge", "squash")
-    assert out.returncode == 0 and len(gh.state.pulls) == 2, out.stdout + out.stderr
-    return repo
-
-
 def test_on_an_up_to_date_target_a_tend_brings_one_behind_pull_request_up_to_date_at_a_time(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], two_opened_steps: Opened
 ) -> None:
     """With the up-to-date rule GitHub merges one pull request at a time, and each merge leaves
     the others behind again: the tend tends the first behind one and the next waits for the
     push of its merge, instead of merging and reviewing every sibling after every merge."""
+    repo = restore(two_opened_steps, tmp_path, gh)  # steps 1 and 2 open, auto-merge armed
     gh.state.branch_rules["main"] = [strict_rule(strict=True)]
-    repo = two_opened(tmp_path, gh)
     land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     assert play_auto_merge(gh) == []  # both behind: GitHub waits
     out = tend(repo, "--auto-merge", "squash")
@@ -110,11 +97,11 @@ def test_on_an_up_to_date_target_a_tend_brings_one_behind_pull_request_up_to_dat
 
 
 def test_without_the_up_to_date_rule_every_behind_pull_request_is_tended(
-    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], two_opened_steps: Opened
 ) -> None:
     """Nothing makes GitHub wait for a behind pull request there: each is reviewed as it would
     land, in one tend."""
-    repo = two_opened(tmp_path, gh)
+    repo = restore(two_opened_steps, tmp_path, gh)
     land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     out = tend(repo, "--auto-merge", "squash")
     assert out.returncode == 0 and "2 green, 0 waiting" in out.stdout, out.stdout + out.stderr
