@@ -463,13 +463,9 @@ LOCAL_NAME = "gitflow-agents"
 LOCAL_EMAIL = "gitflow-agents@localhost"
 
 
-<<<<<<< HEAD
-def commit_identity(root: StrPath, name: str, email: str) -> dict[str, str]:
-=======
 def commit_identity(
-    root: Path, name: str, email: str, *, known: bool | None = None
+    root: StrPath, name: str, email: str, *, known: bool | None = None
 ) -> dict[str, str]:
->>>>>>> i-tests9a
     """The environment a commit in ``root`` needs to have an author and a committer: {} when
     git already knows both (from its configuration or this process's environment), else
     ``GIT_AUTHOR_*`` / ``GIT_COMMITTER_*`` naming ``name`` <``email``>, each only where the
