@@ -55,7 +55,12 @@ def third_party_imports() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         for name in _imports(path):
-            if name in sys.stdlib_module_names or name in {"gitflow_agents", "__future__"}:
+            # _typeshed: the standard library's type stubs, imported under TYPE_CHECKING only
+            if name in sys.stdlib_module_names or name in {
+                "gitflow_agents",
+                "__future__",
+                "_typeshed",
+            }:
                 continue
             found.setdefault(name, []).append(path.relative_to(ROOT).as_posix())
     return found
