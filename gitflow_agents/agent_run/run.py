@@ -178,6 +178,9 @@ class AgentRunner:
     events are copied into its ``events.jsonl``. None: a hub of its own, writing events.jsonl
     and the console. ``paths``: a run folder the caller made (default: a fresh one);
     ``files``: the agent's report files as the caller named them (default: named here).
+    ``clean_at``: the commit the caller has just made the work tree clean at (a chain step's
+    implementer or fixer): the run starts from it with nothing changed, without asking git
+    again (``record.start_state``).
     """
 
     def __init__(
@@ -187,6 +190,7 @@ class AgentRunner:
         hub: EventHub | None = None,
         paths: RunPaths | None = None,
         files: ReportFiles | None = None,
+        clean_at: str | None = None,
     ) -> None:
         root, config = job.root, job.config
         self.job = job
@@ -195,7 +199,8 @@ class AgentRunner:
         self.workdir = job.workdir or root
         self.paths = paths or create_run(root, config.flow_dir, job.flow_name, job.run_id)
         self.run_id = self.paths.run_dir.name
-        base_sha, self._before = start_state(self.workdir)  # (run records: excluded from git)
+        # (run records are excluded from git: what this run writes never shows here)
+        base_sha, self._before = (clean_at, {}) if clean_at else start_state(self.workdir)
         self.facts = RunFacts(
             paths=self.paths,
             kind=job.kind,

@@ -288,8 +288,10 @@ class _Attempt:
     def _prepare(self) -> None:
         ctx, ws, job, settings = self.ctx, self.ws, self.job, self.ctx.settings
         set_aside(self.folder, (self.success, self.failure, self.report))
+        clean_at = None
         if job.kind in ("implement", "fix") and ws.branch is not None and not job.resolve_merge:
             reset_unless_clean(ws, job.start_sha)  # a crashed attempt's leftovers
+            clean_at = job.start_sha
         prompt = assemble_prompt(
             PromptRequest(
                 root=ctx.root,
@@ -331,6 +333,7 @@ class _Attempt:
             hub=ctx.hub,
             paths=ctx.new_run(),
             files=self.files,
+            clean_at=clean_at,
         )
         self.started = time.monotonic()
         self._runner.start_task()  # every parallel agent is announced before any starts

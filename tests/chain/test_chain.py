@@ -828,3 +828,20 @@ def test_all_refuses_a_plan_whose_dependencies_cannot_be_met(repo: Path) -> None
     assert out.returncode == 2
     assert "step 2 depends on step 7, which the plan does not have" in out.stderr
     assert results(repo) == []
+
+
+def test_each_agent_run_records_its_start_commit_and_the_files_it_changed(
+    approved: Approved,
+) -> None:
+    """The implementer starts from the step's base and changed what it committed (a rename by
+    its new name; its flow dir link and run records are no change of its); the reviewer starts
+    from the reviewed commit."""
+    runs = approved.repo / "flows" / "feature" / "runs"
+    agents = {a["agentId"]: a for a in approved.chain["agents"]}
+    builder, reviewer = (
+        json.loads((runs / agents[name]["runID"] / "result.json").read_text())
+        for name in ("step-01-builder", "step-01-reviewer-1")
+    )
+    assert builder["run"]["baseSha"] == approved.before
+    assert builder["changedFiles"] == ["README.md", "docs/new.md", "logo.png", "src/new_module.py"]
+    assert reviewer["run"]["baseSha"] == approved.chain["headSha"]
