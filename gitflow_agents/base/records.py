@@ -31,7 +31,10 @@ else:
                 return super().__new__(mcs, typename, bases, ns)
             if bases != (NamedTuple,):
                 raise TypeError("can only inherit from NamedTuple")
-            types = ns.get("__annotations__", {})
+            types = ns.get("__annotations__")
+            if types is None and "__annotate__" in ns:  # 3.14+ without the __future__ import
+                types = ns["__annotate__"](1)  # annotationlib.Format.VALUE
+            types = types or {}
             defaults = [name for name in types if name in ns]
             if defaults and defaults != list(types)[-len(defaults) :]:
                 raise TypeError(f"{typename}: a field without a default follows one with it")

@@ -89,3 +89,15 @@ def test_importing_it_does_not_import_typing() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["P(x=1)", "False"]
+
+
+def test_fields_come_from_a_lazy_annotate_function_as_python_3_14_gives_one() -> None:
+    """Without ``from __future__ import annotations``, 3.14 puts ``__annotate__`` in the class
+    namespace instead of ``__annotations__`` (PEP 649/749)."""
+    namespace = {
+        "__module__": __name__,
+        "y": 2,
+        "__annotate__": lambda format: {"x": int, "y": int},
+    }
+    point = type(records.NamedTuple)("Point", (records.NamedTuple,), namespace)
+    assert point._fields == ("x", "y") and point(1) == (1, 2)
