@@ -246,3 +246,40 @@ def test_claude_model_named_in_an_assistant_lines_content_is_not_the_runs_model(
     meter.feed_block(*_block(line))
     assert meter.model == MODEL
     assert (meter.reading().input_tokens, meter.reading().output_tokens) == (8, 4)
+
+
+def test_claude_model_is_read_from_a_runs_last_line_not_a_later_line_naming_its_id() -> None:
+    """The model of a run of assistant lines is read from the head of its last line, found by
+    its message id: a later line of the block that names the same id (a user line's tool result,
+    with a model key of its own) is passed over, whatever it names."""
+    usage = {"input_tokens": 4, "output_tokens": 2}
+    first = (
+        f'{{"type":"assistant","message":{{"model":"{MODEL}","id":"m1","type":"message",'
+        f'"role":"assistant","content":[],"usage":{json.dumps(usage)}}}}}'
+    ).encode()
+    result = {"type": "tool_result", "tool_use_id": "m1", "model": "other-model", "id": "m1"}
+    user = json.dumps({"type": "user", "message": {"content": [result]}}).encode()
+    fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+    fast.feed_block(*_block(first, user, user))
+    for line in (first, user, user):
+        parsed.feed(json.loads(line))
+    assert fast.model == parsed.model == MODEL
+    assert fast.reading() == parsed.reading()
+
+
+def test_claude_message_repeated_in_one_block_keeps_its_largest_figures_once() -> None:
+    """A message's lines in one block, its larger figures first: the largest count, once,
+    beside the block's new messages (which are then counted one by one too)."""
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 100, "output_tokens": 9}
+    fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+    lines = [
+        _claude_line("m1", usage),
+        _claude_line("m2", usage),
+        _claude_line("m1", {**usage, "output_tokens": 2}),
+    ]
+    fast.feed_block(*_block(*lines))
+    fast.feed_block(*_block(_claude_line("m3", usage)))  # a later block, all new again
+    for line in [*lines, _claude_line("m3", usage)]:
+        parsed.feed(json.loads(line))
+    assert fast.reading() == parsed.reading()
+    assert (fast.reading().input_tokens, fast.reading().output_tokens) == (309, 27)
