@@ -85,7 +85,9 @@ _OUTPUT = re.compile(rb'"output_tokens":\s*(\d+)')
 
 # How many assistant lines the meter keeps before counting them together (a few chunks of a
 # dense stream; a reading counts them at once): one count per chunk cost more (benchmarks/).
+# It holds the blocks they are in (64 KiB chunks) until then: at most ``_BLOCKS`` of them.
 _BATCH = 256
+_BLOCKS = 16
 
 Counts = tuple[int | None, int | None]  # a message's input and output tokens
 _Found = tuple[bytes, ...]  # the groups of one line _CLAUDE_LINES found
@@ -169,8 +171,9 @@ class ClaudeStreamMeter:
 
     def feed_block(self, data: bytes, start: int, end: int) -> None:
         """The block's lines in order: ``assistant`` lines kept to be counted together, up to
-        ``_BATCH`` of them or until anything reads the meter; any other line with usage parsed
-        as JSON in its place (the lines before it counted first)."""
+        ``_BATCH`` of them (from at most ``_BLOCKS`` blocks) or until anything reads the meter;
+        any other line with usage parsed as JSON in its place (the lines before it counted
+        first)."""
         found = _CLAUDE_LINES.findall(data, start, end)
         if not found:
             return
@@ -184,7 +187,7 @@ class ClaudeStreamMeter:
                     feed_json(self, row[_GROUP_LINE])  # which counts the kept lines first
                     at = index + 1
             self._keep(found[at:], data, start, end)
-        if len(self._rows) >= _BATCH:
+        if len(self._rows) >= _BATCH or len(self._blocks) >= _BLOCKS:
             self._flush()
 
     def _keep(self, rows: list[_Found], data: bytes, start: int, end: int) -> None:
@@ -207,7 +210,9 @@ class ClaudeStreamMeter:
     def _messages(self, found: list[_Found]) -> None:
         """``assistant`` lines, as found. Messages new to the run, each once (the bulk of a
         stream), are summed together, from the counts the search read or else from one search
-        of their usage objects joined; a message seen before goes through ``_count``."""
+        of their usage objects joined; when one was seen before (or repeats among them: a
+        message's content blocks, or its partial-message events before them) each line goes
+        through ``_count`` in turn."""
         keys, usages, inputs, creations, reads, outputs, _ = zip(*found, strict=True)
         messages = self.messages
         if messages.keys().isdisjoint(keys):
@@ -224,8 +229,11 @@ class ClaudeStreamMeter:
                 return
             for key in keys:  # a message repeated in the run: each line counted in turn
                 messages.pop(key, None)
-        for key, usage in zip(keys, usages, strict=True):
-            self._count(key, *_counts(usage))
+        for key, usage, tokens, creation, read, output, _ in found:
+            if output:  # in the API's order: the counts the search read
+                self._count(key, int(tokens) + int(creation) + int(read), int(output))
+            else:
+                self._count(key, *_counts(usage))
 
     def _read_model(self, data: bytes, start: int, end: int, key: bytes) -> bool:
         """The model of the last ``assistant`` line of message ``key`` in the block, read from

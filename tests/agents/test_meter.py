@@ -286,16 +286,18 @@ def test_claude_message_repeated_in_one_block_keeps_its_largest_figures_once() -
     assert (fast.reading().input_tokens, fast.reading().output_tokens) == (309, 27)
 
 
-def _mixed_stream(seed: int, count: int) -> list[bytes]:
+def _mixed_stream(seed: int, count: int, *, events: bool = True) -> list[bytes]:
     """``count`` lines of stream-json as a long Claude run mixes them: new messages (the model,
     which changes now and then, before the id or after it; compact or spaced), messages repeated
     a while later with other figures (parallel sub-agents), partial-message stream events, user
-    lines whose tool results name a message id, a model and a usage object, and system lines."""
+    lines whose tool results name a message id, a model and a usage object, and system lines;
+    without ``events``, no line but the assistant lines mentions usage where the meter reads."""
     pick = random.Random(seed)
     lines: list[bytes] = []
     model = "claude-sonnet-4-5"
     for number in range(count):
         kind = pick.choice(("new", "new", "new", "repeat", "stream", "user", "system"))
+        kind = "new" if kind == "stream" and not events else kind
         key = f"msg_{pick.randrange(max(number, 1))}" if kind == "repeat" else f"msg_{number}"
         if pick.random() < 0.05:
             model = pick.choice(("claude-sonnet-4-5", "claude-opus-4-1"))
@@ -328,21 +330,25 @@ def _mixed_stream(seed: int, count: int) -> list[bytes]:
 
 def test_claude_blocks_of_any_size_count_as_parsing_every_event() -> None:
     """A long mixed stream cut into blocks anywhere between lines (several batches of kept
-    assistant lines, readings in between) reads as parsing each event: the same counts, once
-    each, and the same model, at every reading and after the final result."""
-    for seed in range(3):
-        lines = _mixed_stream(seed, 700)
+    assistant lines, from many small blocks or a few large ones, readings in between) reads as
+    parsing each event: the same counts, once each, and the same model, at every reading and
+    after the final result."""
+    for seed in range(4):
+        # blocks of a few lines or of many; with no event between them, assistant lines from
+        # many blocks are kept until a batch is full, or the blocks kept are too many
+        longest, events = ((4, True), (120, True), (4, False), (120, False))[seed]
+        lines = _mixed_stream(seed, 1500, events=events)
         data = b"\n" + b"\n".join(lines)
         newlines = [at for at in range(len(data)) if data[at] == 10] + [len(data)]
         fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
         pick, done = random.Random(seed), 0
         while done < len(lines):
-            upto = min(len(lines), done + pick.randrange(1, 120))
+            upto = min(len(lines), done + pick.randrange(1, longest))
             fast.feed_block(data, newlines[done], newlines[upto])
             for line in lines[done:upto]:
                 parsed.feed(json.loads(line))
             done = upto
-            if pick.random() < 0.3:
+            if pick.random() < 0.05:
                 assert fast.reading() == parsed.reading()
         assert fast.reading() == parsed.reading() and fast.model == parsed.model
         assert fast.reading().input_tokens is not None
