@@ -85,9 +85,7 @@ _OUTPUT = re.compile(rb'"output_tokens":\s*(\d+)')
 
 # How many assistant lines the meter keeps before counting them together (a few chunks of a
 # dense stream; a reading counts them at once): one count per chunk cost more (benchmarks/).
-# It holds the blocks they are in (64 KiB chunks) until then: at most ``_BLOCKS`` of them.
 _BATCH = 256
-_BLOCKS = 16
 
 Counts = tuple[int | None, int | None]  # a message's input and output tokens
 _Found = tuple[bytes, ...]  # the groups of one line _CLAUDE_LINES found
@@ -139,10 +137,7 @@ class ClaudeStreamMeter:
         self._model: str | None = None
         self.result: AgentOutput | None = None
         self.current: bytes | None = None  # the message the API is streaming now
-        # assistant lines found and not counted yet (one run of them), and the blocks they
-        # are in with the id of each one's last line (its model is read from there)
-        self._rows: list[_Found] = []
-        self._blocks: list[tuple[bytes, int, int, bytes]] = []
+        self._rows: list[_Found] = []  # assistant lines found, not counted yet
 
     @property
     def model(self) -> str | None:
@@ -171,9 +166,9 @@ class ClaudeStreamMeter:
 
     def feed_block(self, data: bytes, start: int, end: int) -> None:
         """The block's lines in order: ``assistant`` lines kept to be counted together, up to
-        ``_BATCH`` of them (from at most ``_BLOCKS`` blocks) or until anything reads the meter;
-        any other line with usage parsed as JSON in its place (the lines before it counted
-        first)."""
+        ``_BATCH`` of them or until anything reads the meter (the model is read from the last
+        one of each block at once); any other line with usage parsed as JSON in its place (the
+        lines before it counted first)."""
         found = _CLAUDE_LINES.findall(data, start, end)
         if not found:
             return
@@ -187,25 +182,22 @@ class ClaudeStreamMeter:
                     feed_json(self, row[_GROUP_LINE])  # which counts the kept lines first
                     at = index + 1
             self._keep(found[at:], data, start, end)
-        if len(self._rows) >= _BATCH or len(self._blocks) >= _BLOCKS:
+        if len(self._rows) >= _BATCH:
             self._flush()
 
     def _keep(self, rows: list[_Found], data: bytes, start: int, end: int) -> None:
+        """``rows``, assistant lines of the block, kept to be counted; the model is the one
+        their last line names (if it names one)."""
         if rows:
             self._rows += rows
-            self._blocks.append((data, start, end, rows[-1][0]))
+            self._read_model(data, start, end, rows[-1][0])
 
     def _flush(self) -> None:
-        """Count the ``assistant`` lines kept, one run of them: the model is the one the last
-        block's last line names, else the one before it, ... (else it stays as it was)."""
-        rows, blocks = self._rows, self._blocks
-        if not rows:
-            return
-        self._rows, self._blocks = [], []
-        for block in reversed(blocks):
-            if self._read_model(*block):
-                break
-        self._messages(rows)
+        """Count the ``assistant`` lines kept."""
+        rows = self._rows
+        if rows:
+            self._rows = []
+            self._messages(rows)
 
     def _messages(self, found: list[_Found]) -> None:
         """``assistant`` lines, as found. Messages new to the run, each once (the bulk of a
@@ -235,21 +227,20 @@ class ClaudeStreamMeter:
             else:
                 self._count(key, *_counts(usage))
 
-    def _read_model(self, data: bytes, start: int, end: int, key: bytes) -> bool:
+    def _read_model(self, data: bytes, start: int, end: int, key: bytes) -> None:
         """The model of the last ``assistant`` line of message ``key`` in the block, read from
-        its head (``_HEAD``) if it names one (then True)."""
+        its head (``_HEAD``) if it names one."""
         quoted, stop = b'"' + key + b'"', end
         while (at := data.rfind(quoted, start, stop)) >= 0:
             stop = data.rfind(b"\n", start, at)
             if stop < 0:
-                break
+                return
             head = _HEAD.match(data, stop + 1)
             if head is not None and head[2] == key:
                 model = head[1] or head[3]
                 if model:
                     self._model = model.decode("utf-8", "replace")
-                return bool(model)
-        return False
+                return
 
     def feed(self, event: Mapping[str, Any]) -> None:
         self._flush()  # the lines before this event first

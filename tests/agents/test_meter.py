@@ -335,7 +335,7 @@ def test_claude_blocks_of_any_size_count_as_parsing_every_event() -> None:
     after the final result."""
     for seed in range(4):
         # blocks of a few lines or of many; with no event between them, assistant lines from
-        # many blocks are kept until a batch is full, or the blocks kept are too many
+        # many blocks are kept until a batch is full
         longest, events = ((4, True), (120, True), (4, False), (120, False))[seed]
         lines = _mixed_stream(seed, 1500, events=events)
         data = b"\n" + b"\n".join(lines)
