@@ -16,8 +16,10 @@ four ways, ``--runs`` times each, each round starting with another of them:
 - ``no parser``: no parser at all, for reference.
 
 Printed: the supervisor process's CPU seconds (user + system of this process, i.e. the
-supervisor's threads, not the agent's) and wall seconds, medians, and the overhead of ``usage on``
-over ``usage off``; then the parser alone on the tail the supervisor hands it, and the budget's
+supervisor's threads, not the agent's) and wall seconds, medians, and the overhead of each over
+``usage off``; then ``budget watch`` over ``usage off`` round by round (the two run minutes
+apart at most, so the machine's load drifts less between them than between two medians); then
+the parser alone on the tail the supervisor hands it, and the budget's
 watch alone on the whole stream (the meter's own cost, without the supervisor's other work around
 it, which makes it dearer there). Target: overhead <= 5 % of the supervisor's time without usage
 tracking. A measurement, not an assertion.
@@ -235,8 +237,15 @@ def main() -> int:
         watched = watch_alone(stream, args.runs)
     _table(cpu, wall, size)
     off = statistics.median(cpu["usage off"])
+    # each round runs the four back to back: a round's own difference leaves out the load's drift
+    rounds = zip(cpu["budget watch"], cpu["usage off"], strict=True)
+    paired = [(watched - base) / base for watched, base in rounds]
     print(
-        f"\nthe Claude parser alone on the {tail / MB:,.1f} MB tail the supervisor keeps: "
+        f"\nbudget watch vs usage off, round by round: median {statistics.median(paired):+.1%} "
+        f"(rounds {', '.join(f'{one:+.1%}' for one in paired)})"
+    )
+    print(
+        f"the Claude parser alone on the {tail / MB:,.1f} MB tail the supervisor keeps: "
         f"{alone * 1000:,.0f} ms CPU, {alone / off:.1%} of the supervisor's CPU without it"
     )
     print(
