@@ -38,27 +38,54 @@ _API_USAGE = (
     rb'\s*"output_tokens":\s*(\d+)'
 )
 _ANY_USAGE = rb"\{[^{}\n]*(?:\{[^{}\n]*\}[^{}\n]*)*\}"
+# An ``assistant`` line as Claude Code prints it starts with its type, then the message, whose
+# model (the API's order) or id comes first.
+_ASSISTANT = rb'\{"type":\s*"assistant",\s*"message":\s*\{'
+_MODEL = rb'"model":\s*"([^"\\\n]*)"'
+_ID = rb'"id":\s*"([^"\\\n]+)"'
 # One search over a block of Claude Code's stream-json finds the lines the meter reads. A line
 # whose first key is a ``type`` the meter ignores (``user``, ``system``, ...: most of the bytes)
-# is skipped at its first bytes. An ``assistant`` line as Claude Code prints it (type, then the
-# message, its model or its id first) gives its model (before the id, or right after the id or
-# its type and role), its id and its usage object (the last one on the line) without its content
-# being read. Any other line that mentions usage is taken whole, to be parsed as JSON
-# (``stream_event``, ``result``, a line of another shape). Optional parts are written as
-# ``(?:x|)``, which the regular-expression engine tries faster than ``(?:x)?``.
+# is skipped at its first bytes. An ``assistant`` line gives its message id and its usage object
+# (the last one on the line) without its content being read; its model is not read here (each
+# optional part is tried on every line), only from the last line of a run of them (``_HEAD``):
+# the last one's model is the run's. Any other line that mentions usage is taken whole, to be
+# parsed as JSON (``stream_event``, ``result``, a line of another shape). Optional parts are
+# written as ``(?:x|)``, which the regular-expression engine tries faster than ``(?:x)?``.
 _CLAUDE_LINES = re.compile(
-    rb'\n(?!\{"type":\s*"(?!(?:assistant|stream_event|result)"))'
-    rb'(?:\{"type":\s*"assistant",\s*"message":\s*\{(?:"model":\s*"([^"\\\n]*)",\s*|)'
-    rb'"id":\s*"([^"\\\n]+)"(?:,\s*"type":\s*"message",\s*"role":\s*"assistant"|)'
-    rb'(?:,\s*"model":\s*"([^"\\\n]*)"|)'
-    rb'[^\n]*"usage":\s*(' + _API_USAGE + rb"|" + _ANY_USAGE + rb")"
-    rb'|([^\n]*"usage"[^\n]*))'
+    b"".join(
+        (
+            rb'\n(?!\{"type":\s*"(?!(?:assistant|stream_event|result)"))(?:',
+            _ASSISTANT,
+            rb'(?:"model":\s*"[^"\\\n]*",\s*|)',
+            _ID,
+            rb'[^\n]*"usage":\s*(' + _API_USAGE + rb"|" + _ANY_USAGE + rb")",
+            rb'|([^\n]*"usage"[^\n]*))',
+        )
+    )
 )
-_LINE = itemgetter(8)  # a found line's group: the line to parse as JSON (empty: an assistant line)
+# An assistant line's head, matched at its start: its model before its id, its id, and its
+# model right after its id or its type and role (never one its content names: a tool's input).
+_HEAD = re.compile(
+    b"".join(
+        (
+            _ASSISTANT,
+            rb"(?:" + _MODEL + rb",\s*|)",
+            _ID,
+            rb'(?:,\s*"type":\s*"message",\s*"role":\s*"assistant"|)',
+            rb"(?:,\s*" + _MODEL + rb"|)",
+        )
+    )
+)
+_GROUP_LINE = 6  # a found line's group: the line to parse as JSON (empty: an assistant line)
+_LINE = itemgetter(_GROUP_LINE)
 _INPUT = re.compile(
     rb'"(?:input_tokens|cache_creation_input_tokens|cache_read_input_tokens)":\s*(\d+)'
 )
 _OUTPUT = re.compile(rb'"output_tokens":\s*(\d+)')
+
+# How many assistant lines the meter keeps before counting them together (a few chunks of a
+# dense stream; a reading counts them at once): one count per chunk cost more (benchmarks/).
+_BATCH = 256
 
 Counts = tuple[int | None, int | None]  # a message's input and output tokens
 _Found = tuple[bytes, ...]  # the groups of one line _CLAUDE_LINES found
@@ -107,9 +134,16 @@ class ClaudeStreamMeter:
         # each message's counts, or its raw usage object while it has not repeated (read then)
         self.messages: dict[bytes, Counts | bytes] = {}
         self.total: Counts = (None, None)  # the messages' sum, kept up
-        self.model: str | None = None
+        self._model: str | None = None
         self.result: AgentOutput | None = None
         self.current: bytes | None = None  # the message the API is streaming now
+        self._rows: list[_Found] = []  # assistant lines found, not counted yet
+
+    @property
+    def model(self) -> str | None:
+        """The model the CLI uses now, as the stream names it (None until it does)."""
+        self._flush()
+        return self._model
 
     def _count(self, key: bytes, tokens_in: int | None, tokens_out: int | None) -> None:
         """Message ``key``'s usage. A message's usage only grows as it streams (its start, its
@@ -123,52 +157,93 @@ class ClaudeStreamMeter:
             total_in -= old_in
         if old_out is not None and total_out is not None:
             total_out -= old_out
+        self.total = (total_in, total_out)
+        self._add(tokens_in, tokens_out)
+
+    def _add(self, tokens_in: int | None, tokens_out: int | None) -> None:
+        total_in, total_out = self.total
         self.total = (add_optional(total_in, tokens_in), add_optional(total_out, tokens_out))
 
     def feed_block(self, data: bytes, start: int, end: int) -> None:
-        """The block's lines in order: runs of ``assistant`` lines read from their usage
-        objects alone, in one go each; any other line with usage parsed as JSON."""
+        """The block's lines in order: ``assistant`` lines kept to be counted together, up to
+        ``_BATCH`` of them or until anything reads the meter (the model is read from the last
+        one of each block at once); any other line with usage parsed as JSON in its place (the
+        lines before it counted first)."""
         found = _CLAUDE_LINES.findall(data, start, end)
         if not found:
             return
-        lines = list(map(_LINE, found))
-        if not any(lines):  # the bulk of a stream: assistant lines only
-            self._messages(found)
-            return
-        at = 0
-        for index, line in enumerate(lines):
-            if line:
-                self._messages(found[at:index])
-                feed_json(self, line)
-                at = index + 1
-        self._messages(found[at:])
+        if not any(map(_LINE, found)):  # the bulk of a stream: assistant lines only
+            self._keep(found, data, start, end)
+        else:
+            at = 0
+            for index, row in enumerate(found):
+                if row[_GROUP_LINE]:
+                    self._keep(found[at:index], data, start, end)
+                    feed_json(self, row[_GROUP_LINE])  # which counts the kept lines first
+                    at = index + 1
+            self._keep(found[at:], data, start, end)
+        if len(self._rows) >= _BATCH:
+            self._flush()
+
+    def _keep(self, rows: list[_Found], data: bytes, start: int, end: int) -> None:
+        """``rows``, assistant lines of the block, kept to be counted; the model is the one
+        their last line names (if it names one)."""
+        if rows:
+            self._rows += rows
+            self._read_model(data, start, end, rows[-1][0])
+
+    def _flush(self) -> None:
+        """Count the ``assistant`` lines kept."""
+        rows = self._rows
+        if rows:
+            self._rows = []
+            self._messages(rows)
 
     def _messages(self, found: list[_Found]) -> None:
-        """``assistant`` lines, as found: the last one's model (before or after its id) is
-        the run's now. Messages new to the run, each once (the bulk of a stream), are summed
-        together, from the counts the search read or else from one search of their usage
-        objects joined; a message seen before goes through ``_count``."""
-        if not found:
-            return
-        model_before, _, model_after, *_ = found[-1]
-        if model_before or model_after:
-            self.model = (model_before or model_after).decode("utf-8", "replace")
-        _, keys, _, usages, inputs, creations, reads, outputs, _ = zip(*found, strict=True)
-        if len(set(keys)) == len(keys) and self.messages.keys().isdisjoint(keys):
-            self.messages.update(zip(keys, usages, strict=True))
-            if all(outputs):  # every usage object in the API's order: counted by the search
-                # (float reads digits faster than int; sums of token counts stay exact)
-                tokens_in: int | None = int(sum(map(float, inputs + creations + reads)))
-                tokens_out: int | None = int(sum(map(float, outputs)))
+        """``assistant`` lines, as found. Messages new to the run, each once (the bulk of a
+        stream), are summed together, from the counts the search read or else from one search
+        of their usage objects joined; when one was seen before (or repeats among them: a
+        message's content blocks, or its partial-message events before them) each line goes
+        through ``_count`` in turn."""
+        keys, usages, inputs, creations, reads, outputs, _ = zip(*found, strict=True)
+        messages = self.messages
+        if messages.keys().isdisjoint(keys):
+            known = len(messages)
+            messages.update(zip(keys, usages, strict=True))
+            if len(messages) - known == len(keys):  # each new, and once in the run
+                if all(outputs):  # every usage object in the API's order: counted by the search
+                    # (float reads digits faster than int; sums of token counts stay exact)
+                    tokens_in: int | None = int(sum(map(float, inputs + creations + reads)))
+                    tokens_out: int | None = int(sum(map(float, outputs)))
+                else:
+                    tokens_in, tokens_out = _counts(b"".join(usages))
+                self._add(tokens_in, tokens_out)
+                return
+            for key in keys:  # a message repeated in the run: each line counted in turn
+                messages.pop(key, None)
+        for key, usage, tokens, creation, read, output, _ in found:
+            if output:  # in the API's order: the counts the search read
+                self._count(key, int(tokens) + int(creation) + int(read), int(output))
             else:
-                tokens_in, tokens_out = _counts(b"".join(usages))
-            total_in, total_out = self.total
-            self.total = (add_optional(total_in, tokens_in), add_optional(total_out, tokens_out))
-            return
-        for key, usage in zip(keys, usages, strict=True):
-            self._count(key, *_counts(usage))
+                self._count(key, *_counts(usage))
+
+    def _read_model(self, data: bytes, start: int, end: int, key: bytes) -> None:
+        """The model of the last ``assistant`` line of message ``key`` in the block, read from
+        its head (``_HEAD``) if it names one."""
+        quoted, stop = b'"' + key + b'"', end
+        while (at := data.rfind(quoted, start, stop)) >= 0:
+            stop = data.rfind(b"\n", start, at)
+            if stop < 0:
+                return
+            head = _HEAD.match(data, stop + 1)
+            if head is not None and head[2] == key:
+                model = head[1] or head[3]
+                if model:
+                    self._model = model.decode("utf-8", "replace")
+                return
 
     def feed(self, event: Mapping[str, Any]) -> None:
+        self._flush()  # the lines before this event first
         kind = event.get("type")
         if kind == "assistant":
             message = as_dict(event.get("message"))
@@ -178,7 +253,7 @@ class ClaudeStreamMeter:
             self._count(
                 self._key(message), _claude_input(usage), as_int(usage.get("output_tokens"))
             )
-            self.model = as_str(message.get("model")) or self.model
+            self._model = as_str(message.get("model")) or self._model
         elif kind == "stream_event":  # --include-partial-messages: the API's own stream
             self._stream_event(as_dict(event.get("event")))
         elif kind == "result":
@@ -188,7 +263,7 @@ class ClaudeStreamMeter:
                 output_tokens=as_int(usage.get("output_tokens")),
                 cached_tokens=as_int(usage.get("cache_read_input_tokens")),
                 cost_usd=as_float(event.get("total_cost_usd", event.get("cost_usd"))),
-                model=self.model,
+                model=self._model,
             )
 
     def _key(self, message: Mapping[str, Any]) -> bytes:
@@ -202,7 +277,7 @@ class ClaudeStreamMeter:
         if kind == "message_start":
             message = as_dict(event.get("message"))
             self.current = self._key(message)
-            self.model = as_str(message.get("model")) or self.model
+            self._model = as_str(message.get("model")) or self._model
             usage = as_dict(message.get("usage"))
             self._count(self.current, _claude_input(usage), as_int(usage.get("output_tokens")))
         elif kind == "message_delta" and self.current is not None:
@@ -210,10 +285,11 @@ class ClaudeStreamMeter:
             self._count(self.current, _claude_input(usage), as_int(usage.get("output_tokens")))
 
     def reading(self) -> AgentOutput:
+        self._flush()
         if self.result is not None:
             return self.result
         tokens_in, tokens_out = self.total
-        return AgentOutput(input_tokens=tokens_in, output_tokens=tokens_out, model=self.model)
+        return AgentOutput(input_tokens=tokens_in, output_tokens=tokens_out, model=self._model)
 
 
 def _counts(usage: bytes) -> Counts:

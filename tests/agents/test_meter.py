@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.codex import CodexAdapter
@@ -246,3 +247,113 @@ def test_claude_model_named_in_an_assistant_lines_content_is_not_the_runs_model(
     meter.feed_block(*_block(line))
     assert meter.model == MODEL
     assert (meter.reading().input_tokens, meter.reading().output_tokens) == (8, 4)
+
+
+def test_claude_model_is_read_from_a_runs_last_line_not_a_later_line_naming_its_id() -> None:
+    """The model of a run of assistant lines is read from the head of its last line, found by
+    its message id: a later line of the block that names the same id (a user line's tool result,
+    with a model key of its own) is passed over, whatever it names."""
+    usage = {"input_tokens": 4, "output_tokens": 2}
+    first = (
+        f'{{"type":"assistant","message":{{"model":"{MODEL}","id":"m1","type":"message",'
+        f'"role":"assistant","content":[],"usage":{json.dumps(usage)}}}}}'
+    ).encode()
+    result = {"type": "tool_result", "tool_use_id": "m1", "model": "other-model", "id": "m1"}
+    user = json.dumps({"type": "user", "message": {"content": [result]}}).encode()
+    fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+    fast.feed_block(*_block(first, user, user))
+    for line in (first, user, user):
+        parsed.feed(json.loads(line))
+    assert fast.model == parsed.model == MODEL
+    assert fast.reading() == parsed.reading()
+
+
+def test_claude_message_repeated_in_one_block_keeps_its_largest_figures_once() -> None:
+    """A message's lines in one block, its larger figures first: the largest count, once,
+    beside the block's new messages (which are then counted one by one too)."""
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 100, "output_tokens": 9}
+    fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+    lines = [
+        _claude_line("m1", usage),
+        _claude_line("m2", usage),
+        _claude_line("m1", {**usage, "output_tokens": 2}),
+    ]
+    fast.feed_block(*_block(*lines))
+    fast.feed_block(*_block(_claude_line("m3", usage)))  # a later block, all new again
+    for line in [*lines, _claude_line("m3", usage)]:
+        parsed.feed(json.loads(line))
+    assert fast.reading() == parsed.reading()
+    assert (fast.reading().input_tokens, fast.reading().output_tokens) == (309, 27)
+
+
+def _mixed_stream(seed: int, count: int, *, events: bool = True) -> list[bytes]:
+    """``count`` lines of stream-json as a long Claude run mixes them: new messages (the model,
+    which changes now and then, before the id or after it; compact or spaced), messages repeated
+    a while later with other figures (parallel sub-agents), partial-message stream events, user
+    lines whose tool results name a message id, a model and a usage object, and system lines;
+    without ``events``, no line but the assistant lines mentions usage where the meter reads."""
+    pick = random.Random(seed)
+    lines: list[bytes] = []
+    model = "claude-sonnet-4-5"
+    for number in range(count):
+        kind = pick.choice(("new", "new", "new", "repeat", "stream", "user", "system"))
+        kind = "new" if kind == "stream" and not events else kind
+        key = f"msg_{pick.randrange(max(number, 1))}" if kind == "repeat" else f"msg_{number}"
+        if pick.random() < 0.05:
+            model = pick.choice(("claude-sonnet-4-5", "claude-opus-4-1"))
+        usage = {
+            "input_tokens": pick.randrange(10),
+            "cache_creation_input_tokens": pick.randrange(5000),
+            "cache_read_input_tokens": pick.randrange(90000),
+            "output_tokens": pick.randrange(1, 900),
+        }
+        message: dict[str, object] = {"id": key, "type": "message", "role": "assistant"}
+        if pick.random() < 0.5:  # the API's order (Claude Code's), else after the id
+            message = {"model": model, **message}
+        else:
+            message = {**message, "model": model}
+        event: dict[str, object]
+        if kind in ("new", "repeat"):
+            event = {"type": "assistant", "message": {**message, "content": [], "usage": usage}}
+        elif kind == "stream":
+            start = {"type": "message_start", "message": {**message, "usage": usage}}
+            event = {"type": "stream_event", "event": start}
+        elif kind == "user":
+            result = {"id": key, "model": "other-model", "usage": usage}
+            event = {"type": "user", "message": {"content": []}, "tool_use_result": result}
+        else:
+            event = {"type": "system", "subtype": "init", "model": "other-model"}
+        separators = pick.choice(((",", ":"), (", ", ": ")))
+        lines.append(json.dumps(event, separators=separators).encode())
+    return lines
+
+
+def test_claude_blocks_of_any_size_count_as_parsing_every_event() -> None:
+    """A long mixed stream cut into blocks anywhere between lines (several batches of kept
+    assistant lines, from many small blocks or a few large ones, readings in between) reads as
+    parsing each event: the same counts, once each, and the same model, at every reading and
+    after the final result."""
+    for seed in range(4):
+        # blocks of a few lines or of many; with no event between them, assistant lines from
+        # many blocks are kept until a batch is full
+        longest, events = ((4, True), (120, True), (4, False), (120, False))[seed]
+        lines = _mixed_stream(seed, 1500, events=events)
+        data = b"\n" + b"\n".join(lines)
+        newlines = [at for at in range(len(data)) if data[at] == 10] + [len(data)]
+        fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+        pick, done = random.Random(seed), 0
+        while done < len(lines):
+            upto = min(len(lines), done + pick.randrange(1, longest))
+            fast.feed_block(data, newlines[done], newlines[upto])
+            for line in lines[done:upto]:
+                parsed.feed(json.loads(line))
+            done = upto
+            if pick.random() < 0.05:
+                assert fast.reading() == parsed.reading()
+        assert fast.reading() == parsed.reading() and fast.model == parsed.model
+        assert fast.reading().input_tokens is not None
+        result = {"type": "result", "usage": {"input_tokens": 7, "output_tokens": 1}}
+        line = b"\n" + json.dumps(result).encode()
+        fast.feed_block(line, 0, len(line))
+        parsed.feed(result)
+        assert fast.reading() == parsed.reading()
