@@ -164,8 +164,12 @@ class Attempts:
 
     @property
     def outcome(self) -> Outcome:
-        """The run's Outcome: the last attempt's, with the usage of the earlier ones added."""
+        """The run's Outcome: the last attempt's, with the usage of the earlier ones added, from
+        the first attempt's start (the waits between them are part of the run's duration)."""
         *earlier, last = self._outcomes
+        if earlier:
+            started = earlier[0].started
+            last = dataclasses.replace(last, started=started, duration=last.ended - started)
         return _with_earlier_usage(last, [o.output for o in earlier if o.output is not None])
 
 

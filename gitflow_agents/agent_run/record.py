@@ -164,6 +164,8 @@ def record_result(
         reply_text = str(parsed_text)
     elif outcome is not None:
         reply_text = outcome.stdout
+    if _event_stream(reply_text):
+        reply_text = ""  # a CLI's JSON events without its result (stopped mid-run): no reply
     try:
         files_changed = changed()
     except Exception:
@@ -201,6 +203,20 @@ USAGE_KEYS = {
 """result.json's ``run`` keys for a run's usage (camelCase like every key there: docs/decisions.md,
 "CLI conventions"), and the :class:`Usage` attribute each comes from. A key is absent when its
 value is unknown; ``costEstimated`` goes with ``costUsd`` (docs/protocol.md, Run records)."""
+
+
+def _event_stream(text: str) -> bool:
+    """Whether ``text`` ends in a JSON event line (``{"type": …}``: Claude's stream-json, the
+    JSONL of Codex, Gemini CLI, opencode): what a CLI stopped before its result printed, which
+    is no reply to guess a status or a summary from."""
+    last = text.rstrip().rpartition("\n")[2].strip()
+    if not last.startswith("{"):
+        return False
+    try:
+        event = json.loads(last)
+    except ValueError:
+        return False
+    return isinstance(event, dict) and isinstance(event.get("type"), str)
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.runs.spend import cost_text, run_spend, tokens_text
+from gitflow_agents.runs.spend import cost_text, run_spend, step_spend, tokens_text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +47,9 @@ def print_cache_usage(root: Path) -> None:
     print(f"work-tree cache: {count} {many}, {bytes_text(size)} (gitflow-agents worktrees; gc)")
 
 
+SPEND_KEYS = ("inputTokens", "outputTokens", "cachedTokens", "costUsd", "costEstimated")
+
+
 def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str, Any]]:
     """One row per run (oldest first): status.json merged with result.json, liveness checked: a
     run nothing supervises any more is ``lost``, and its reason says whether processes of its
@@ -56,6 +60,7 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
     from gitflow_agents.runs import iter_runs, read_json
     from gitflow_agents.runs.fields import mapping, scalar, text
     from gitflow_agents.runs.lost import is_lost, tree_pids
+    from gitflow_agents.runs.schema import step_chain
 
     rows = []
     for paths in iter_runs(root, flow_dir, flow):
@@ -90,9 +95,12 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
         if alive:
             row["processesAlive"] = list(alive)
         run = mapping(result, "run") if result else {}
-        for key in ("inputTokens", "outputTokens", "cachedTokens", "costUsd", "costEstimated"):
-            if scalar(run, key) is not None:
-                row[key] = run[key]
+        # a step run (a chain) has no usage of its own: what its agent runs spent, as `history`
+        step = result is not None and step_chain(result) is not None
+        spent = step_spend(paths.run_dir, result).to_json() if result and step else run
+        for key in (*SPEND_KEYS, "tokensPartial", "costPartial"):
+            if scalar(spent, key) is not None:
+                row[key] = spent[key]
         session_id = scalar(run, "sessionId") or scalar(status, "session_id")
         if session_id:
             row["sessionId"] = session_id
@@ -165,7 +173,11 @@ def _spend(row: dict[str, Any]) -> tuple[str, str]:
     it has no result."""
     if not row.get("result"):
         return "-", "-"
-    spend = run_spend(row)
+    spend = replace(
+        run_spend(row),
+        tokens_partial=row.get("tokensPartial") is True,
+        cost_partial=row.get("costPartial") is True,
+    )
     return tokens_text(spend), cost_text(spend)
 
 

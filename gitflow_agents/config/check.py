@@ -89,8 +89,10 @@ def _scalar(node: Node, spec: Spec, keypath: str) -> ConfigError | None:
             return node.error(keypath, f"must be at least {spec.minimum}, got {value}")
     elif isinstance(spec, Num):
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not number or not math.isfinite(value):
+        if not number:
             return node.error(keypath, f"expected a number, got {kind(value)}")
+        if not math.isfinite(value):
+            return node.error(keypath, f"expected a finite number, got {value}")
         if value < 0:
             return node.error(keypath, f"must be at least 0, got {value}")
     elif isinstance(spec, Bool):

@@ -394,3 +394,20 @@ def test_a_slot_held_by_a_supervisor_killed_with_sigkill_is_free_again(
     assert second.returncode == 0, second.stdout + second.stderr
     [run] = [r for r in (repo / "flows" / "f" / "runs").iterdir() if r.name != status["run_id"]]
     assert not [e for e in events(run) if e["type"] == "agent:waiting"]
+
+
+def test_the_records_start_and_duration_span_every_attempt_and_the_wait(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """One run in the record: it started when its first attempt did, so the rate-limit wait is
+    inside its duration (`history`'s DURATION), not left out of it."""
+    env = setup(repo, tmp_path, ["limit:0.05", "done"], wait=60)
+    done = spawn(cli, repo, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = only_run(repo)
+    record = json.loads((run / "result.json").read_text())["run"]
+    [waiting] = [e["data"] for e in events(run) if e["type"] == "agent:waiting"]
+    wait_began = waiting["until"] - waiting["seconds"]
+    assert record["startedAt"] <= wait_began <= waiting["until"] <= record["endedAt"]
+    span = record["endedAt"] - record["startedAt"]
+    assert record["durationMs"] == pytest.approx(span * 1000, abs=1)

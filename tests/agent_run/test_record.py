@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 from gitflow_agents.agent_run.record import changed_files, start_state, worktree_state
-from tests.conftest import git
+from tests.conftest import git, run_cli
+from tests.helpers.flow_config import command_agents
 
 
 def test_a_clean_work_tree_starts_from_head_with_nothing_changed(repo: Path) -> None:
@@ -40,3 +43,33 @@ def test_outside_a_repository_of_its_own_there_is_no_start_commit(
     git(tmp_path, "init", "-q", str(empty))
     (empty / "a.txt").write_text("a\n")
     assert start_state(empty) == (None, {})
+
+
+STREAMER = """import json, sys, time
+print(json.dumps({"type": "system", "subtype": "init", "session_id": "s1"}), flush=True)
+usage = {"input_tokens": 1000, "output_tokens": 200}
+message = {"id": "m1", "model": "claude-sonnet-4-5", "usage": usage, "content": []}
+print(json.dumps({"type": "assistant", "message": message, "session_id": "s1"}), flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_run_stopped_mid_stream_has_no_reply_guessed_from_its_event_lines(
+    repo: Path, tmp_path: Path
+) -> None:
+    """An agent stopped before its CLI printed a result (here by a budget) said nothing to the
+    user: its stream-json event lines are not a reply (no "Status: completed" guessed from them)."""
+    script = tmp_path / "streamer.py"
+    script.write_text(STREAMER)
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        command_agents({"streamer": [sys.executable, str(script)]})
+    )
+    done = run_cli(
+        "spawn", "streamer", "--task", "go", "--budget-tokens", "1000", "--quiet", cwd=repo
+    )
+    assert done.returncode == 5, done
+    assert "Status:" not in done.stdout and '"type"' not in done.stdout
+    (found,) = (repo / "flows" / "streamer" / "runs").glob("*/result.json")
+    run = json.loads(found.read_text())["run"]
+    assert run["outcome"] == "budget" and "reply" not in run

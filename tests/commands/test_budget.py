@@ -205,3 +205,30 @@ def test_an_agent_reviewer_out_of_budget_is_not_approved(repo: Path, tmp_path: P
         text=True,
     )
     assert notes.stdout == ""  # fail-closed: no approval recorded
+
+
+FINAL_ONLY = """import json
+usage = {"input_tokens": 100000, "output_tokens": 20000}
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": "done",
+                  "session_id": "s1", "usage": usage, "total_cost_usd": 0.6}), flush=True)
+"""
+
+
+def test_an_agent_whose_only_usage_line_ends_it_over_the_limit_ends_budget(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A `command` agent printing its Claude-style result (usage, cost) as it exits: the run
+    ends over the limit, so it is `budget` (exit 5), however fast the exit beat the reader."""
+    configure(repo)
+    script = tmp_path / "final_only.py"
+    script.write_text(FINAL_ONLY)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(
+        config.read_text()
+        + f"  once:\n    adapter: command\n    command: [{json.dumps(sys.executable)}, "
+        f"{json.dumps(str(script))}]\n    options: {{completes_by_exit: true}}\n"
+    )
+    for _ in range(3):  # the race it was lost to: exit before the reader fed the line
+        done = call(repo, "spawn", "once", "--task", "x", "--budget-usd", "0.5", "--quiet")
+        assert done.returncode == 5, done
+        assert "budget: agent spent $0.600 of $0.5 (tokens 120,000)" in done.stdout

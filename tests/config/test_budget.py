@@ -67,3 +67,16 @@ def test_the_editor_schema_has_the_section() -> None:
         "description": step["usd"]["description"],
     }
     assert step["tokens"]["type"] == "integer" and step["tokens"]["minimum"] == 0
+
+
+@pytest.mark.parametrize(("value", "shown"), [(".nan", "nan"), (".inf", "inf"), ("-.inf", "-inf")])
+def test_a_number_that_is_not_finite_is_named_as_such(
+    tmp_path: Path, value: str, shown: str
+) -> None:
+    """YAML's ``.nan`` and ``.inf`` are floats: the message must not read "expected a number,
+    got a number"."""
+    write(tmp_path, ".flow/base.yaml", MINIMAL + f"budget:\n  step: {{usd: {value}}}\n")
+    error = load_error(tmp_path)
+    line = len(MINIMAL.splitlines()) + 2
+    expected = f"budget.step.usd: expected a finite number, got {shown}"
+    assert error.startswith(f".flow/base.yaml:{line}: {expected}"), error

@@ -314,3 +314,47 @@ def test_the_step_pull_requests_table_marks_a_partial_total(tmp_path: Path) -> N
     assert table[2].endswith("| 1,100 | $0.25 |")
     assert table[3].endswith("| 550 | unknown |")
     assert table[4].endswith("| 1,650 | ≥ $0.25 |")  # the step's total: tokens whole, cost not
+
+
+def test_action_outputs_are_empty_when_the_reviewers_cli_says_no_usage(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """An agent reviewer whose CLI prints no usage: the outputs are empty (unknown), never 0."""
+    write_flow(
+        repo,
+        MINIMAL + "agents:\n  gate:\n    adapter: command\n"
+        f"    command: [{json.dumps(sys.executable)}, {json.dumps(str(FAKES / 'fake_reviewer'))},"
+        " approve]\n",
+    )
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    pull = add_pull(gh, repo, {"fine.py": "x = 1\n"})
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "gate")
+    assert result.returncode == 0, result.stderr
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "approved"
+    spend = {k: outputs[k] for k in ("cost-usd", "input-tokens", "output-tokens")}
+    assert spend == {"cost-usd": "", "input-tokens": "", "output-tokens": ""}
+    assert outputs["cost-estimated"] == "false"
+
+
+def test_action_with_a_review_budget_stops_the_reviewer_and_fails_the_status(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """The `.flow/` review budget holds in the Action: a reviewer streaming more usage than the
+    budget is stopped, the review is not approved, the status fails with the numbers."""
+    write_flow(
+        repo,
+        MINIMAL + "budget:\n  review: {tokens: 3000}\n"
+        "agents:\n  gate:\n    adapter: claude\n"
+        f"    options: {{executable: {json.dumps(str(FAKES / 'fake_spender'))}}}\n",
+    )
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    pull = add_pull(gh, repo, {"fine.py": "x = 1\n"})
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "gate")
+    assert result.returncode == 5, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert "budget: review spent" in result.stdout + result.stderr
+    (status,) = [s for s in gh.statuses_for(pull.head_sha) if s["state"] != "pending"]
+    assert status["state"] in ("failure", "error") and "budget" in status["description"]
