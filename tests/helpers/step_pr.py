@@ -19,6 +19,7 @@ from gitflow_agents.git import lease as git_lease
 from tests.conftest import CliResult, git, init_repo
 from tests.github_standin import GitHubStandIn
 from tests.helpers.chain import FAKE, PLAN, call
+from tests.helpers.origin_commit import commit_on_origin
 
 BRANCH = "agents/feature/step-1"
 
@@ -75,12 +76,10 @@ def independent_steps_runner(tmp_path: Path, gh: GitHubStandIn) -> Path:
     """A fresh runner checkout of origin (``setup_repo``'s) whose plan's step 2 depends on
     nothing, pushed to main by another checkout, so steps 1 and 2 can run in one wave."""
     setup_repo(tmp_path, gh)
-    editor = tmp_path / "editor"
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(editor))
-    plan = editor / "specs" / "feature.md"
-    plan.write_text(plan.read_text().replace("Polish it.", "Depends on: none\n\nPolish it."))
-    git(editor, "commit", "-q", "-am", "step 2 depends on nothing")
-    git(editor, "push", "-q", "origin", "main")
+    origin, plan = tmp_path / "origin.git", "specs/feature.md"
+    text = git(origin, "show", f"main:{plan}")
+    text = text.replace("Polish it.", "Depends on: none\n\nPolish it.")
+    commit_on_origin(origin, "main", plan, text, "step 2 depends on nothing")
     repo = tmp_path / "runner"
     git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(repo))
     return repo
