@@ -23,25 +23,36 @@ def commit_on_origin(origin: Path, branch: str, path: str, text: str, message: s
     """Commit ``text`` as ``path`` on top of origin's ``branch`` (which must exist) and move the
     branch to it, as a fast-forward push would; the new commit's sha (the same commit a clone,
     ``git commit`` under ``GIT_ENV`` and a push give)."""
-    data, note = text.encode(), (message + "\n").encode()
-    stream = b"".join(
-        (
-            f"commit refs/heads/{branch}\nmark :1\n".encode(),
+    return commit_files(origin, branch, [({path: text}, message)], parent=f"refs/heads/{branch}^0")
+
+
+def commit_files(
+    origin: Path, branch: str, commits: list[tuple[dict[str, str], str]], *, parent: str | None
+) -> str:
+    """``commits`` (each its files, path: text, and its message), one on top of the other, the
+    first on top of ``parent`` (a root commit without one), made ``branch`` in ``origin``; the
+    last one's sha."""
+    stream: list[bytes] = []
+    for mark, (files, message) in enumerate(commits, start=1):
+        note = (message + "\n").encode()
+        stream += [
+            f"commit refs/heads/{branch}\nmark :{mark}\n".encode(),
             f"author {_ident('AUTHOR')}\ncommitter {_ident('COMMITTER')}\n".encode(),
             f"data {len(note)}\n".encode(),
             note,
-            f"from refs/heads/{branch}^0\n".encode(),
-            f"M 100644 inline {path}\ndata {len(data)}\n".encode(),
-            data,
-            b"\n",
-        )
-    )
+        ]
+        if parent is not None:
+            stream.append(f"from {parent}\n".encode())
+        for path, text in files.items():
+            data = text.encode()
+            stream += [f"M 100644 inline {path}\ndata {len(data)}\n".encode(), data, b"\n"]
+        parent = f":{mark}"
     with tempfile.TemporaryDirectory() as box:
         marks = Path(box) / "marks"
         subprocess.run(
             ["git", "-C", str(origin), "fast-import", "--quiet", f"--export-marks={marks}"],
-            input=stream,
+            input=b"".join(stream),
             check=True,
             capture_output=True,
         )
-        return marks.read_text().split()[1]
+        return dict(line.split() for line in marks.read_text().splitlines())[f":{len(commits)}"]

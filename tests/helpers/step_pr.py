@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from gitflow_agents.git import lease as git_lease
-from tests.conftest import CliResult, git, init_repo
+from tests.conftest import CliResult, git
 from tests.github_standin import GitHubStandIn
 from tests.helpers.chain import FAKE, PLAN, call
-from tests.helpers.origin_commit import commit_on_origin
+from tests.helpers.origin_commit import commit_files, commit_on_origin
 
 BRANCH = "agents/feature/step-1"
 
@@ -54,18 +54,16 @@ def setup_repo(tmp_path: Path, gh: GitHubStandIn, name: str = "repo", **config: 
     """A checkout whose ``origin`` is the bare repository the stand-in serves; the plan and the
     agents' configuration committed on main (the action reads .flow/ from the base commit)."""
     origin = tmp_path / "origin.git"
-    if not origin.exists():
-        seed = init_repo(tmp_path / "seed")
-        (seed / ".flow").mkdir()
-        (seed / ".flow" / "base.yaml").write_text(flow_config(**config))
-        (seed / "specs").mkdir()
-        (seed / "specs" / "feature.md").write_text(PLAN)
-        (seed / "docs").mkdir()
-        (seed / "docs" / "old.md").write_text("a document\nwith lines\n")
-        (seed / ".gitignore").write_text("/flows/\n")
-        git(seed, "add", ".")
-        git(seed, "commit", "-q", "-m", "plan and agents")
-        git(tmp_path, "clone", "-q", "--bare", str(seed), str(origin))
+    if not origin.exists():  # the commit of ``init_repo``, then the plan and the agents
+        git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+        files = {
+            ".flow/base.yaml": flow_config(**config),
+            ".gitignore": "/flows/\n",
+            "docs/old.md": "a document\nwith lines\n",
+            "specs/feature.md": PLAN,
+        }
+        initial = ({"README.md": "# demo\n"}, "initial")
+        commit_files(origin, "main", [initial, (files, "plan and agents")], parent=None)
         gh.state.origin = origin
     repo = tmp_path / name
     git(tmp_path, "clone", "-q", str(origin), str(repo))
