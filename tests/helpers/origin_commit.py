@@ -56,3 +56,12 @@ def commit_files(
             capture_output=True,
         )
         return dict(line.split() for line in marks.read_text().splitlines())[f":{len(commits)}"]
+
+
+def seeded_origin(origin: Path, files: dict[str, str]) -> Path:
+    """A bare ``origin`` whose ``main`` is what a seed checkout pushed: ``init_repo``'s commit
+    (``README.md``), then ``files`` as "plan and agents" (the same commits, the same shas)."""
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
+    initial = ({"README.md": "# demo\n"}, "initial")
+    commit_files(origin, "main", [initial, (files, "plan and agents")], parent=None)
+    return origin

@@ -19,7 +19,7 @@ from gitflow_agents.git import lease as git_lease
 from tests.conftest import CliResult, git
 from tests.github_standin import GitHubStandIn
 from tests.helpers.chain import FAKE, PLAN, call
-from tests.helpers.origin_commit import commit_files, commit_on_origin
+from tests.helpers.origin_commit import commit_on_origin, seeded_origin
 
 BRANCH = "agents/feature/step-1"
 
@@ -54,16 +54,14 @@ def setup_repo(tmp_path: Path, gh: GitHubStandIn, name: str = "repo", **config: 
     """A checkout whose ``origin`` is the bare repository the stand-in serves; the plan and the
     agents' configuration committed on main (the action reads .flow/ from the base commit)."""
     origin = tmp_path / "origin.git"
-    if not origin.exists():  # the commit of ``init_repo``, then the plan and the agents
-        git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    if not origin.exists():
         files = {
             ".flow/base.yaml": flow_config(**config),
             ".gitignore": "/flows/\n",
             "docs/old.md": "a document\nwith lines\n",
             "specs/feature.md": PLAN,
         }
-        initial = ({"README.md": "# demo\n"}, "initial")
-        commit_files(origin, "main", [initial, (files, "plan and agents")], parent=None)
+        seeded_origin(origin, files)
         gh.state.origin = origin
     repo = tmp_path / name
     git(tmp_path, "clone", "-q", str(origin), str(repo))
