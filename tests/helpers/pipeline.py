@@ -6,9 +6,10 @@ import json
 import sys
 from pathlib import Path
 
-from tests.conftest import CliResult, git, init_repo
+from tests.conftest import CliResult, git
 from tests.github_standin import GitHubStandIn
 from tests.helpers.chain import call
+from tests.helpers.origin_commit import seeded_origin
 from tests.helpers.step_pr import flow_config
 from tests.helpers.waves import PLAN, plan_text
 
@@ -19,16 +20,12 @@ def seed_origin(tmp_path: Path, gh: GitHubStandIn, done: frozenset[int] = frozen
     script = tmp_path / "implement.py"
     script.write_text(IMPLEMENTER)
     implementer = [sys.executable, str(script), str(tmp_path / "implementer.log")]
-    seed = init_repo(tmp_path / "seed")
-    (seed / ".flow").mkdir()
-    (seed / ".flow" / "base.yaml").write_text(flow_config(implementer=implementer))
-    (seed / "specs").mkdir()
-    (seed / PLAN).write_text(plan_text(done))
-    (seed / ".gitignore").write_text("/flows/\n")
-    git(seed, "add", ".")
-    git(seed, "commit", "-q", "-m", "plan and agents")
-    origin = tmp_path / "origin.git"
-    git(tmp_path, "clone", "-q", "--bare", str(seed), str(origin))
+    files = {
+        ".flow/base.yaml": flow_config(implementer=implementer),
+        PLAN: plan_text(done),
+        ".gitignore": "/flows/\n",
+    }
+    origin = seeded_origin(tmp_path / "origin.git", files)
     gh.state.origin = origin
     return origin
 

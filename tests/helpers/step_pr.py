@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from gitflow_agents.git import lease as git_lease
-from tests.conftest import CliResult, git, init_repo
+from tests.conftest import CliResult, git
 from tests.github_standin import GitHubStandIn
 from tests.helpers.chain import FAKE, PLAN, call
+from tests.helpers.origin_commit import commit_on_origin, seeded_origin
 
 BRANCH = "agents/feature/step-1"
 
@@ -54,17 +55,13 @@ def setup_repo(tmp_path: Path, gh: GitHubStandIn, name: str = "repo", **config: 
     agents' configuration committed on main (the action reads .flow/ from the base commit)."""
     origin = tmp_path / "origin.git"
     if not origin.exists():
-        seed = init_repo(tmp_path / "seed")
-        (seed / ".flow").mkdir()
-        (seed / ".flow" / "base.yaml").write_text(flow_config(**config))
-        (seed / "specs").mkdir()
-        (seed / "specs" / "feature.md").write_text(PLAN)
-        (seed / "docs").mkdir()
-        (seed / "docs" / "old.md").write_text("a document\nwith lines\n")
-        (seed / ".gitignore").write_text("/flows/\n")
-        git(seed, "add", ".")
-        git(seed, "commit", "-q", "-m", "plan and agents")
-        git(tmp_path, "clone", "-q", "--bare", str(seed), str(origin))
+        files = {
+            ".flow/base.yaml": flow_config(**config),
+            ".gitignore": "/flows/\n",
+            "docs/old.md": "a document\nwith lines\n",
+            "specs/feature.md": PLAN,
+        }
+        seeded_origin(origin, files)
         gh.state.origin = origin
     repo = tmp_path / name
     git(tmp_path, "clone", "-q", str(origin), str(repo))
@@ -75,12 +72,10 @@ def independent_steps_runner(tmp_path: Path, gh: GitHubStandIn) -> Path:
     """A fresh runner checkout of origin (``setup_repo``'s) whose plan's step 2 depends on
     nothing, pushed to main by another checkout, so steps 1 and 2 can run in one wave."""
     setup_repo(tmp_path, gh)
-    editor = tmp_path / "editor"
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(editor))
-    plan = editor / "specs" / "feature.md"
-    plan.write_text(plan.read_text().replace("Polish it.", "Depends on: none\n\nPolish it."))
-    git(editor, "commit", "-q", "-am", "step 2 depends on nothing")
-    git(editor, "push", "-q", "origin", "main")
+    origin, plan = tmp_path / "origin.git", "specs/feature.md"
+    text = git(origin, "show", f"main:{plan}")
+    text = text.replace("Polish it.", "Depends on: none\n\nPolish it.")
+    commit_on_origin(origin, "main", plan, text, "step 2 depends on nothing")
     repo = tmp_path / "runner"
     git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(repo))
     return repo

@@ -28,6 +28,7 @@ from tests.conftest import git
 from tests.github.pr.test_tend import opened, tend
 from tests.github_standin import GitHubStandIn, client_for, gh
 from tests.helpers.chain import call
+from tests.helpers.origin_commit import commit_on_origin
 from tests.helpers.step_pr import (
     BRANCH,
     env,
@@ -61,15 +62,11 @@ def node(body: str, step: int) -> tuple[str, str]:
 
 def mark_done(tmp_path: Path, step: int) -> None:
     """Step ``step`` ✅ on origin's main (its pull request merged)."""
-    human = tmp_path / f"merger-{step}"
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(human))
-    plan = human / "specs" / "feature.md"
-    text = plan.read_text().replace(
+    origin, plan = tmp_path / "origin.git", "specs/feature.md"
+    text = git(origin, "show", f"main:{plan}").replace(
         f"### Status: ❌ | Step {step}:", f"### Status: ✅ | Step {step}:"
     )
-    plan.write_text(text)
-    git(human, "commit", "-q", "-am", f"step {step} done")
-    git(human, "push", "-q", "origin", "main")
+    commit_on_origin(origin, "main", plan, text, f"step {step} done")
 
 
 def test_created_once_then_edited_in_place_as_the_plan_moves(

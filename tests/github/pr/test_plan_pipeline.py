@@ -36,6 +36,7 @@ from tests.conftest import CliResult, _pythonpath, cli_main, git, init_repo, wai
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.action_runner import Runner
 from tests.helpers.chain import FAKE
+from tests.helpers.origin_commit import commit_on_origin
 from tests.helpers.step_pr import env, flow_config, origin_sha, plan_status, summaries
 from tests.standin_pulls import play_auto_merge
 from tests.standin_rules import strict_rule
@@ -181,13 +182,13 @@ def records(tmp_path: Path) -> list[str]:
 
 def human_commit(tmp_path: Path) -> str:
     """A teammate's unrelated commit pushed to main; its sha."""
-    human = tmp_path / "human"
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(human))
-    (human / "HUMAN.md").write_text("a teammate's unrelated change\n")
-    git(human, "add", "HUMAN.md")
-    git(human, "commit", "-q", "-m", "a teammate's change")
-    git(human, "push", "-q", "origin", "main")
-    return git(human, "rev-parse", "HEAD").strip()
+    return commit_on_origin(
+        tmp_path / "origin.git",
+        "main",
+        "HUMAN.md",
+        "a teammate's unrelated change\n",
+        "a teammate's change",
+    )
 
 
 def snapshot(gh: GitHubStandIn) -> tuple[object, ...]:

@@ -22,6 +22,7 @@ from tests.conftest import CliResult, git
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.chain import FAKE, call
 from tests.helpers.opened_step import Opened, opened_step, restore
+from tests.helpers.origin_commit import commit_on_origin
 from tests.helpers.prepared_pulls import opened_resolving_step
 from tests.helpers.step_pr import (
     BRANCH,
@@ -46,25 +47,12 @@ def tend(repo: Path, *args: str) -> CliResult:
 
 def land_on_main(tmp_path: Path, name: str, path: str, text: str) -> str:
     """A human's commit pushed to origin's main (a sibling merged, a teammate pushed)."""
-    human = tmp_path / name
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(human))
-    (human / path).parent.mkdir(parents=True, exist_ok=True)
-    (human / path).write_text(text)
-    git(human, "add", path)
-    git(human, "commit", "-q", "-m", f"{name} edits {path}")
-    git(human, "push", "-q", "origin", "main")
-    return git(human, "rev-parse", "HEAD").strip()
+    return commit_on_origin(tmp_path / "origin.git", "main", path, text, f"{name} edits {path}")
 
 
 def push_to_branch(tmp_path: Path, name: str, path: str, text: str) -> str:
     """A human's commit pushed to the step branch itself."""
-    human = tmp_path / name
-    git(tmp_path, "clone", "-q", "-b", BRANCH, str(tmp_path / "origin.git"), str(human))
-    (human / path).write_text(text)
-    git(human, "add", path)
-    git(human, "commit", "-q", "-m", "a human's fix")
-    git(human, "push", "-q", "origin", BRANCH)
-    return git(human, "rev-parse", "HEAD").strip()
+    return commit_on_origin(tmp_path / "origin.git", BRANCH, path, text, "a human's fix")
 
 
 def opened(
