@@ -22,8 +22,8 @@ from gitflow_agents.github.action.comment import run_history
 from gitflow_agents.github.pr.history import history_rows
 from gitflow_agents.runs.events import ConsoleChannel, EventHub
 from gitflow_agents.runs.spend import Spend, cost_text, tokens_text, total
-from tests.conftest import DATA, FAKES, Cli, git
-from tests.github_standin import GitHubStandIn, gh
+from tests.conftest import DATA, FAKES, Cli, CliResult, git
+from tests.github_standin import GitHubStandIn, Pull, gh
 from tests.helpers.action_runner import Runner, add_pull, pr_event, runner
 from tests.helpers.adapters import sample
 
@@ -265,6 +265,18 @@ def test_a_step_sums_its_agent_runs_and_a_plan_its_steps(
 # --------------------------------------------------------------------------- the Action
 
 
+def _review_pull_with(
+    runner: Runner, gh: GitHubStandIn, repo: Path, flow: str
+) -> tuple[Pull, CliResult]:
+    """The Action on a new pull request (returned with its run), reviewed by the agent ``gate``
+    that ``flow`` (the `.flow/` text after MINIMAL) configures on the base branch."""
+    write_flow(repo, MINIMAL + flow)
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    pull = add_pull(gh, repo, {"fine.py": "x = 1\n"})
+    return pull, runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "gate")
+
+
 def test_action_outputs_carry_an_agent_reviewers_measured_usage(
     runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
 ) -> None:
@@ -280,15 +292,8 @@ def test_action_outputs_carry_an_agent_reviewers_measured_usage(
         "sys.exit(code)\n"
     )
     wrapper.chmod(0o755)
-    write_flow(
-        repo,
-        MINIMAL + "agents:\n  gate:\n    adapter: command\n"
-        f"    command: [{json.dumps(str(wrapper))}]\n",
-    )
-    git(repo, "add", ".flow")
-    git(repo, "commit", "-q", "-m", "configure the reviewer")
-    pull = add_pull(gh, repo, {"fine.py": "x = 1\n"})
-    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "gate")
+    flow = f"agents:\n  gate:\n    adapter: command\n    command: [{json.dumps(str(wrapper))}]\n"
+    _, result = _review_pull_with(runner, gh, repo, flow)
     assert result.returncode == 0, result.stderr
     outputs = runner.outputs()
     assert (outputs["input-tokens"], outputs["output-tokens"]) == ("4000", "300")
@@ -320,16 +325,9 @@ def test_action_outputs_are_empty_when_the_reviewers_cli_says_no_usage(
     runner: Runner, gh: GitHubStandIn, repo: Path
 ) -> None:
     """An agent reviewer whose CLI prints no usage: the outputs are empty (unknown), never 0."""
-    write_flow(
-        repo,
-        MINIMAL + "agents:\n  gate:\n    adapter: command\n"
-        f"    command: [{json.dumps(sys.executable)}, {json.dumps(str(FAKES / 'fake_reviewer'))},"
-        " approve]\n",
-    )
-    git(repo, "add", ".flow")
-    git(repo, "commit", "-q", "-m", "configure the reviewer")
-    pull = add_pull(gh, repo, {"fine.py": "x = 1\n"})
-    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "gate")
+    reviewer = [sys.executable, str(FAKES / "fake_reviewer"), "approve"]
+    flow = f"agents:\n  gate:\n    adapter: command\n    command: {json.dumps(reviewer)}\n"
+    _, result = _review_pull_with(runner, gh, repo, flow)
     assert result.returncode == 0, result.stderr
     outputs = runner.outputs()
     assert outputs["review-result"] == "approved"
@@ -343,16 +341,12 @@ def test_action_with_a_review_budget_stops_the_reviewer_and_fails_the_status(
 ) -> None:
     """The `.flow/` review budget holds in the Action: a reviewer streaming more usage than the
     budget is stopped, the review is not approved, the status fails with the numbers."""
-    write_flow(
-        repo,
-        MINIMAL + "budget:\n  review: {tokens: 3000}\n"
+    flow = (
+        "budget:\n  review: {tokens: 3000}\n"
         "agents:\n  gate:\n    adapter: claude\n"
-        f"    options: {{executable: {json.dumps(str(FAKES / 'fake_spender'))}}}\n",
+        f"    options: {{executable: {json.dumps(str(FAKES / 'fake_spender'))}}}\n"
     )
-    git(repo, "add", ".flow")
-    git(repo, "commit", "-q", "-m", "configure the reviewer")
-    pull = add_pull(gh, repo, {"fine.py": "x = 1\n"})
-    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "gate")
+    pull, result = _review_pull_with(runner, gh, repo, flow)
     assert result.returncode == 5, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
     assert "budget: review spent" in result.stdout + result.stderr
