@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitflow_agents.agents.output import json_lines
 from gitflow_agents.agents.prices import Price, Usage, shipped_prices, usage_of
 from gitflow_agents.base.errors import ExitCode, GitError
 from gitflow_agents.base.fsutil import (
@@ -209,14 +210,8 @@ def _event_stream(text: str) -> bool:
     """Whether ``text`` ends in a JSON event line (``{"type": …}``: Claude's stream-json, the
     JSONL of Codex, Gemini CLI, opencode): what a CLI stopped before its result printed, which
     is no reply to guess a status or a summary from."""
-    last = text.rstrip().rpartition("\n")[2].strip()
-    if not last.startswith("{"):
-        return False
-    try:
-        event = json.loads(last)
-    except ValueError:
-        return False
-    return isinstance(event, dict) and isinstance(event.get("type"), str)
+    event = next(json_lines(text.rstrip().rpartition("\n")[2]), None)
+    return event is not None and isinstance(event.get("type"), str)
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:

@@ -6,6 +6,9 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
+from gitflow_agents.agent_run import record
 from gitflow_agents.agent_run.record import changed_files, start_state, worktree_state
 from tests.conftest import git, run_cli
 from tests.helpers.flow_config import command_agents
@@ -73,3 +76,18 @@ def test_a_run_stopped_mid_stream_has_no_reply_guessed_from_its_event_lines(
     (found,) = (repo / "flows" / "streamer" / "runs").glob("*/result.json")
     run = json.loads(found.read_text())["run"]
     assert run["outcome"] == "budget" and "reply" not in run
+
+
+@pytest.mark.parametrize(
+    ("stdout", "events"),
+    [
+        ('{"type": "system"}\n{"type": "assistant", "message": {}}\n', True),
+        ('{"type": "assistant"}\nDone: the tests pass.\n', False),
+        ('{"result": "no type"}', False),
+        ("x\n" + '{"a":' * 100_000, False),  # nested past Python's recursion limit: no event
+    ],
+)
+def test_a_reply_that_ends_in_a_json_event_line_is_an_event_stream(
+    stdout: str, events: bool
+) -> None:
+    assert record._event_stream(stdout) is events
