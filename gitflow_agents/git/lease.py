@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.base.errors import GitError
 from gitflow_agents.git.cmd import run_git
 from gitflow_agents.git.remote import PushResult, push_porcelain, remote_tips
 
@@ -108,9 +109,10 @@ def read_lease(
     ``ls-remote`` of the lease ref just listed (``listed_claim``), not listed again."""
     ref = lease_ref(branch)
     if listed is None:
-        result = run_git(root, "ls-remote", remote, ref, check=False)
-        found = (line.partition("\t") for line in result.stdout.splitlines())
-        listed = {name: sha for sha, _, name in found} if result.returncode == 0 else {}
+        try:
+            listed = remote_tips(root, (ref,), remote)
+        except GitError:
+            listed = {}
     sha = listed.get(ref)
     return None if sha is None else _lease_at(root, ref, sha, remote)
 
