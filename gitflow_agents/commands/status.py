@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -173,11 +172,7 @@ def _spend(row: dict[str, Any]) -> tuple[str, str]:
     it has no result."""
     if not row.get("result"):
         return "-", "-"
-    spend = replace(
-        run_spend(row),
-        tokens_partial=row.get("tokensPartial") is True,
-        cost_partial=row.get("costPartial") is True,
-    )
+    spend = run_spend(row)
     return tokens_text(spend), cost_text(spend)
 
 

@@ -42,7 +42,8 @@ class Spend:
 
 
 def run_spend(run: Mapping[str, Any]) -> Spend:
-    """An agent run's spend from its result.json ``run`` key (wrong types read as unknown)."""
+    """An agent run's spend from its result.json ``run`` key, or a spend ``Spend.to_json``
+    wrote (its ``tokensPartial`` / ``costPartial`` too); wrong types read as unknown."""
     tokens_in, tokens_out = number(run, "inputTokens"), number(run, "outputTokens")
     cost = number(run, "costUsd")
     return Spend(
@@ -50,6 +51,8 @@ def run_spend(run: Mapping[str, Any]) -> Spend:
         output_tokens=int(tokens_out) if tokens_out is not None else None,
         cost_usd=float(cost) if cost is not None else None,
         cost_estimated=cost is not None and run.get("costEstimated") is True,
+        tokens_partial=run.get("tokensPartial") is True,
+        cost_partial=run.get("costPartial") is True,
     )
 
 
