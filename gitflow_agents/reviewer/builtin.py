@@ -118,6 +118,9 @@ def _old_object(spec: git.DiffSpec, change: FileChange) -> str:
     return git.object_name(spec.base, change.old_path or change.path)
 
 
+_NEW_FILE = frozenset({"A", "C"})  # a diff status whose file is new: added, or a copy
+
+
 def _old_sizes(
     reader: git.BlobReader,
     spec: git.DiffSpec,
@@ -130,7 +133,7 @@ def _old_sizes(
     large = [
         c
         for c in changes
-        if c.status not in ("A", "C")
+        if c.status not in _NEW_FILE
         and (sizes.get(_new_object(spec, c)) or 0) > options.max_file_bytes
     ]
     names = [_old_object(spec, c) for c in large]
@@ -143,7 +146,7 @@ def _was_large(
     """Whether ``change``'s file was over the size limit before the change too: then the
     change does not add a large file (pre-commit-hooks' ``check-added-large-files`` looks at
     added files only), and its added lines, which the diff holds, are reviewed as any file's."""
-    if change.status in ("A", "C"):
+    if change.status in _NEW_FILE:
         return False
     return (sizes.get(_old_object(spec, change)) or 0) > options.max_file_bytes
 
