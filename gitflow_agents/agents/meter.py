@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from itertools import islice
 from operator import itemgetter
 from typing import Any, Protocol
 
@@ -86,6 +87,13 @@ _OUTPUT = re.compile(rb'"output_tokens":\s*(\d+)')
 # How many assistant lines the meter keeps before counting them together (a few chunks of a
 # dense stream; a reading counts them at once): one count per chunk cost more (benchmarks/).
 _BATCH = 256
+# How many messages the meter remembers (each one's usage, so that a message printed again
+# counts once): when it holds twice as many, the older half is forgotten. A message repeats
+# while it streams (its content blocks, its partial-message events; subagents' messages
+# interleave with it), so one coming back after 4,096 others is counted again: over, never
+# under, a budget stops early rather than late; and a stream of hours keeps its memory bounded
+# (a 200 MB stream had 139,000 messages), which is also faster (benchmarks/usage_overhead.py).
+REMEMBERED = 4096
 
 Counts = tuple[int | None, int | None]  # a message's input and output tokens
 _Found = tuple[bytes, ...]  # the groups of one line _CLAUDE_LINES found
@@ -138,6 +146,7 @@ class ClaudeStreamMeter:
         self.result: AgentOutput | None = None
         self.current: bytes | None = None  # the message the API is streaming now
         self._rows: list[_Found] = []  # assistant lines found, not counted yet
+        self._unnamed = 0  # messages without an id so far
 
     @property
     def model(self) -> str | None:
@@ -147,8 +156,9 @@ class ClaudeStreamMeter:
 
     def _count(self, key: bytes, tokens_in: int | None, tokens_out: int | None) -> None:
         """Message ``key``'s usage. A message's usage only grows as it streams (its start, its
-        deltas, then each content block repeating the start's figures): the largest counts."""
-        old = self.messages.get(key, (None, None))
+        deltas, then each content block repeating the start's figures): the largest counts.
+        The message is remembered as the latest (``REMEMBERED``)."""
+        old = self.messages.pop(key, (None, None))
         old_in, old_out = _counts(old) if isinstance(old, bytes) else old
         tokens_in, tokens_out = _larger(old_in, tokens_in), _larger(old_out, tokens_out)
         self.messages[key] = (tokens_in, tokens_out)
@@ -198,6 +208,14 @@ class ClaudeStreamMeter:
         if rows:
             self._rows = []
             self._messages(rows)
+            self._forget()
+
+    def _forget(self) -> None:
+        """The older half of the messages remembered forgotten, once there are twice
+        ``REMEMBERED`` of them."""
+        messages = self.messages
+        if len(messages) > 2 * REMEMBERED:
+            self.messages = dict(islice(messages.items(), len(messages) - REMEMBERED, None))
 
     def _messages(self, found: list[_Found]) -> None:
         """``assistant`` lines, as found. Messages new to the run, each once (the bulk of a
@@ -254,8 +272,10 @@ class ClaudeStreamMeter:
                 self._key(message), _claude_input(usage), as_int(usage.get("output_tokens"))
             )
             self._model = as_str(message.get("model")) or self._model
+            self._forget()
         elif kind == "stream_event":  # --include-partial-messages: the API's own stream
             self._stream_event(as_dict(event.get("event")))
+            self._forget()
         elif kind == "result":
             usage = as_dict(event.get("usage"))
             self.result = AgentOutput(
@@ -268,7 +288,11 @@ class ClaudeStreamMeter:
 
     def _key(self, message: Mapping[str, Any]) -> bytes:
         """A message's id, the key its usage is counted under (a numbered one without)."""
-        return (as_str(message.get("id")) or f"#{len(self.messages)}").encode()
+        name = as_str(message.get("id"))
+        if name:
+            return name.encode()
+        self._unnamed += 1
+        return f"#{self._unnamed}".encode()
 
     def _stream_event(self, event: Mapping[str, Any]) -> None:
         """``message_start`` (the message's id, model and input) and ``message_delta`` (its
@@ -361,6 +385,7 @@ def meter_for(adapter: str) -> Meter | None:
 
 __all__ = [
     "METERS",
+    "REMEMBERED",
     "TOKENS_MARK",
     "USAGE_MARK",
     "ClaudeStreamMeter",

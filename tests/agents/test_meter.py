@@ -7,7 +7,13 @@ import random
 
 from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.codex import CodexAdapter
-from gitflow_agents.agents.meter import METERS, ClaudeStreamMeter, EventsMeter, meter_for
+from gitflow_agents.agents.meter import (
+    METERS,
+    REMEMBERED,
+    ClaudeStreamMeter,
+    EventsMeter,
+    meter_for,
+)
 
 
 def test_claude_stream_meter_counts_each_message_once_and_takes_the_result_totals() -> None:
@@ -284,6 +290,38 @@ def test_claude_message_repeated_in_one_block_keeps_its_largest_figures_once() -
         parsed.feed(json.loads(line))
     assert fast.reading() == parsed.reading()
     assert (fast.reading().input_tokens, fast.reading().output_tokens) == (309, 27)
+
+
+def test_claude_meter_remembers_the_latest_messages_and_counts_a_forgotten_one_again() -> None:
+    """A message printed again within ``REMEMBERED`` others counts once; one coming back after
+    twice as many is counted again, over and never under (a budget stops early, not late);
+    and however long the run, the meter holds at most twice ``REMEMBERED`` messages. The same
+    by blocks and by parsed events."""
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    later = 2 * REMEMBERED + 300
+    lines = [_claude_line(f"m{n}", usage) for n in range(later)]
+    lines += [_claude_line("m0", usage), _claude_line(f"m{later - 5}", usage)]
+    fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+    for start in range(0, len(lines), 100):
+        fast.feed_block(*_block(*lines[start : start + 100]))
+        assert len(fast.messages) <= 2 * REMEMBERED
+    for line in lines:
+        parsed.feed(json.loads(line))
+        assert len(parsed.messages) <= 2 * REMEMBERED
+    for meter in (fast, parsed):  # m0 again: counted twice; the recent one: once
+        assert (meter.reading().input_tokens, meter.reading().output_tokens) == (
+            later + 1,
+            later + 1,
+        )
+
+
+def test_claude_messages_without_an_id_are_each_counted() -> None:
+    """Messages without an id are each their own, however many were forgotten before them."""
+    meter = ClaudeStreamMeter()
+    usage = {"input_tokens": 2, "output_tokens": 1}
+    for _ in range(2 * REMEMBERED + 3):
+        meter.feed({"type": "assistant", "message": {"usage": usage}})
+    assert meter.reading().input_tokens == 2 * (2 * REMEMBERED + 3)
 
 
 def _mixed_stream(seed: int, count: int, *, events: bool = True) -> list[bytes]:
