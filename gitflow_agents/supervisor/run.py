@@ -389,6 +389,11 @@ class _Supervision:
         self.session.leave()
         leftover = self._sweep(stop.sweep)
         self.output.finish(stop.drain)
+        if stop.verdict is None and stop.signal_at is None and self.budget is not None:
+            # it exited (no rename): its last usage lines may have come after the loop's last
+            # check, the exit beating the reader; judged on all of them, as the loop would have
+            over = self.budget.exceeded()
+            stop = stopped("budget", over) if over is not None else stop
         code = self.proc.returncode if self.proc is not None else None
         verdict = refuse_irregular_report(
             self.files,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -441,3 +442,51 @@ def test_the_tree_marker_is_on_record_before_the_agent_starts(
     assert status["supervisor_pid"] == os.getpid()
     final = json.loads((run.run_dir / "status.json").read_text())
     assert final["tree_token"] == status["tree_token"] and final["pid"] == run.outcome.pid
+
+
+class _ReaderAfterTheExit:
+    """A budget watch whose reader gets the agent's one line only once the supervisor has
+    reaped the agent (its loop saw the exit): the exit beats the reader, every time. The line
+    is the agent's pid; reading it spends the budget."""
+
+    def __init__(self) -> None:
+        self.read = False
+
+    def feed(self, chunk: bytes) -> None:
+        pid, deadline = int(chunk.split()[0]), time.monotonic() + 10
+        while psutil.pid_exists(pid) and time.monotonic() < deadline:  # a zombie exists
+            time.sleep(0.01)
+        self.read = True
+
+    def exceeded(self) -> str | None:
+        return "budget: agent spent $0.600 of $0.5 (tokens 120,000)" if self.read else None
+
+    def fill(self, parsed: AgentOutput) -> AgentOutput:
+        return parsed
+
+
+def test_an_exit_that_beats_the_reader_to_the_last_usage_line_still_ends_budget(
+    tmp_path: Path,
+) -> None:
+    """An agent that prints its usage as it exits (a CLI stopped by its own budget flag, a
+    `command` agent's final result line) is judged on every line it printed: the supervisor
+    checks the budget again once the output is drained, not only in its loop."""
+    work = tmp_path / "work"
+    (work / "agent").mkdir(parents=True)
+    spec = LaunchSpec(
+        argv=(sys.executable, "-c", "import os; print(os.getpid(), flush=True)"),
+        env=dict(os.environ),
+        cwd=work,
+        completes_by_exit=True,
+    )
+    outcome = supervise(
+        Launch(spec, watch=(work,), budget=_ReaderAfterTheExit()),
+        ReportFiles.named(work / "agent", "report.md", ".complete.md", ".failed.md"),
+        Limits(stuck_timeout=30, timeout=30, kill_grace=0.5),
+        hub=EventHub(),
+        run_dir=work / "run",
+    )
+    assert (outcome.status, outcome.reason) == (
+        "budget",
+        "budget: agent spent $0.600 of $0.5 (tokens 120,000)",
+    )
