@@ -170,7 +170,7 @@ class Ledger:
         if meter is None:
             warn_unmetered(adapter)
             return None
-        return Watch(self, meter, model)
+        return Watch(self, meter, adapter, model)
 
 
 def warn_unmetered(adapter: str) -> None:
@@ -185,12 +185,31 @@ def warn_unmetered(adapter: str) -> None:
     )
 
 
+def warn_unpriced(adapter: str, model: str | None) -> None:
+    """One line on stderr, once per adapter and model: a USD budget cannot stop its agents."""
+    key = f"{adapter}\0{model}"
+    if key in _warned:
+        return
+    _warned.add(key)
+    why = (
+        f"model {model} has no price (add it under `prices:`)"
+        if model
+        else "output names no model (set the agent's `model:`)"
+    )
+    print(
+        f"gitflow-agents: warning: the {adapter} agent's {why}: its cost is unknown while it "
+        "runs, so a USD budget cannot stop it mid-run (a token budget can)",
+        file=sys.stderr,
+    )
+
+
 class Watch:
     """One running agent's usage, read from its stdout as it streams (:meth:`feed`, the
     supervisor's reader thread) and checked against the ledger (:meth:`exceeded`, its loop)."""
 
-    def __init__(self, ledger: Ledger, meter: Meter, model: str | None) -> None:
-        self.ledger, self.meter, self.model = ledger, meter, model
+    def __init__(self, ledger: Ledger, meter: Meter, adapter: str, model: str | None) -> None:
+        self.ledger, self.meter, self.adapter, self.model = ledger, meter, adapter, model
+        self._priced = False  # a cost was seen, or a USD limit's blindness said (warn_unpriced)
         self._partial = b""
         self._lock = threading.Lock()
 
@@ -212,10 +231,16 @@ class Watch:
         self._partial = chunk[end + 1 :]
 
     def spend(self) -> Spend:
-        """What the agent has spent so far, a cost estimated from the price table if need be."""
+        """What the agent has spent so far, a cost estimated from the price table if need be.
+        The first time its tokens are known but its cost is not, under a USD limit, a warning
+        says why (``warn_unpriced``)."""
         with self._lock:
             reading = self.meter.reading()
         usage = usage_of(reading, self.model, self.ledger.prices)
+        if not self._priced and None not in (usage.input_tokens, usage.output_tokens):
+            self._priced = True
+            if usage.cost_usd is None and self.ledger.usd_left() is not None:
+                warn_unpriced(self.adapter, usage.model)
         return Spend(
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,

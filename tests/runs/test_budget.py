@@ -12,6 +12,7 @@ from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.prices import shipped_prices
 from gitflow_agents.base.errors import BudgetError, ExitCode
 from gitflow_agents.config.budget import Budgets, Cap
+from gitflow_agents.runs import budget
 from gitflow_agents.runs.budget import Ledger, Watch, message, reached
 from gitflow_agents.runs.spend import Spend
 
@@ -165,3 +166,52 @@ def test_a_fork_has_its_own_step_scope_and_counts_in_the_plan() -> None:
             assert (one.over() or "").startswith("budget: step ")  # 110 of its 100
             assert (two.over() or "").startswith("budget: plan ")  # 170 of 150
         assert plan.over() is not None
+
+
+def unnamed(call: int) -> bytes:
+    """An assistant line whose message names no model, 1,200 tokens."""
+    usage = {"input_tokens": 1000, "output_tokens": 200}
+    return json.dumps({"type": "assistant", "message": {"id": f"m{call}", "usage": usage}}).encode()
+
+
+@pytest.mark.parametrize(
+    ("model", "said"),
+    [
+        (None, "the command agent's output names no model (set the agent's `model:`)"),
+        ("house-model-7", "the command agent's model house-model-7 has no price"),
+    ],
+)
+def test_a_usd_limit_that_cannot_price_the_running_agent_says_so_once(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    model: str | None,
+    said: str,
+) -> None:
+    """Tokens without a model (or with a model the price table lacks) have no cost while the
+    agent runs: a USD budget cannot stop it, and the first reading says so, once; a token
+    budget still stops it."""
+    monkeypatch.setattr(budget, "_warned", set())  # once per process: this test's own
+    ledger = Ledger(Budgets(agent=Cap(usd=0.01, tokens=5_000)), PRICES)
+    watch = ledger.watch("command", model)
+    assert watch is not None
+    for call in range(4):
+        watch.feed(unnamed(call) + b"\n")
+        assert watch.exceeded() is None  # $0.01 is spent by now at any listed price
+    err = capsys.readouterr().err
+    assert err.count(said) == 1 and "a USD budget cannot stop it mid-run" in err
+    watch.feed(unnamed(4) + b"\n")
+    assert watch.exceeded() == "budget: agent spent 6,000 tokens of 5,000 (cost unknown)"
+
+
+def test_a_priced_agent_under_a_usd_limit_and_any_agent_without_one_warn_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for budgets, model in (
+        (Budgets(agent=Cap(usd=1.0)), MODEL),
+        (Budgets(agent=Cap(tokens=9)), None),
+    ):
+        watch = Ledger(budgets, PRICES).watch("command", model)
+        assert watch is not None
+        watch.feed(unnamed(0) + b"\n")
+        watch.exceeded()
+    assert "warning" not in capsys.readouterr().err
