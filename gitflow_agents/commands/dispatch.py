@@ -18,6 +18,7 @@ from gitflow_agents.base.records import TYPE_CHECKING
 if TYPE_CHECKING:
     import argparse
     from types import SimpleNamespace
+    from typing import Any, TextIO
 
     # what a command's ``run`` gets: the parser's reading, or ``plain_args``' of an everyday form
     Args = argparse.Namespace | SimpleNamespace
@@ -25,7 +26,17 @@ if TYPE_CHECKING:
 
 def dispatch(args: Args, prog: str = "gitflow-agents") -> int:
     """Run the command module named by ``args.module``; map errors to exit codes (README, "Exit
-    codes"): an unexpected exception is an internal error (70), its traceback in the crash log."""
+    codes"): an unexpected exception is an internal error (70), its traceback in the crash log.
+    Its output's reader may leave before it ends (``_Dropping``)."""
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Dropping(stdout), _Dropping(stderr)
+    try:
+        return _run(args, prog)
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+def _run(args: Args, prog: str) -> int:
     try:
         color.choose(getattr(args, "color", "auto"))
         if args.chdir:
@@ -39,9 +50,10 @@ def dispatch(args: Args, prog: str = "gitflow-agents") -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
     except BrokenPipeError:
-        # Output piped into `head` and closed early: not an error worth a traceback.
+        # Written to a closed pipe other than through sys.stdout or sys.stderr (which
+        # _Dropping keeps): the command did not finish, so this is no success either.
         sys.stderr.close()
-        return ExitCode.OK
+        return ExitCode.INTERNAL
     except OSError as exc:
         # A path the user controls is missing, is a file where a folder should be (or the
         # reverse), or is not writable: one line naming it, not a traceback.
@@ -54,6 +66,41 @@ def dispatch(args: Args, prog: str = "gitflow-agents") -> int:
         return crash.report(exc, prog)
     finally:
         color.choose("auto")  # the choice was this command's (tests run many in one process)
+
+
+class _Dropping:
+    """``sys.stdout`` or ``sys.stderr`` for one command whose reader may go before it ends
+    (``… | head -1``): from then on what is written is dropped (the stream is pointed at
+    /dev/null, so the interpreter's last flush is quiet too), and the command runs to its end
+    and exits with its own code. A review that asks for changes still exits 1 under
+    ``set -o pipefail``: it exited 0 when the closed pipe ended it, so a gate read through a
+    pipe let everything pass."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def _gone(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def describe_os_error(exc: OSError) -> str:

@@ -635,3 +635,29 @@ def test_a_folder_it_cannot_write_is_left_alone(tmp_path: Path) -> None:
         assert list(share.iterdir()) == []
     finally:
         share.chmod(0o700)
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "json"])
+def test_a_reader_that_stops_early_does_not_turn_changes_asked_into_exit_0(
+    feature: Path, fmt: str
+) -> None:
+    """``git agent-review | head -1`` under ``set -o pipefail``: the reader has gone before the
+    review writes (its pipe's read end is closed before the review starts), and the review
+    still exits 1 (changes asked), not 0 — a gate read through a pipe stays closed — and
+    says nothing of the pipe."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "gitflow_agents.git_agent_review", "--format", fmt],
+            cwd=feature,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "Broken pipe" not in proc.stderr
