@@ -1,11 +1,16 @@
 """What usage tracking costs the supervisor on a long streamed agent output (issue 23).
 
-Usage: python benchmarks/usage_overhead.py [--mb N] [--runs N]
+Usage: python benchmarks/usage_overhead.py [--mb N] [--runs N] [--partial-messages]
 
 A fake agent streams N MB (default 200) of stream-JSON lines as Claude Code's
 ``--output-format stream-json`` prints them: a ``system`` init line, ``assistant`` messages
 carrying their ``usage`` block, tool results, and a final ``result`` line with the run's usage
-and ``total_cost_usd``. It runs under ``supervise()`` (the supervisor's whole path: reading the
+and ``total_cost_usd``. With ``--partial-messages``, as it prints them with
+``--include-partial-messages`` (what a run with a budget prints: docs/configuration.md,
+"budget"), in the order Claude Code 2.1 prints them (tests/data/agent-output/
+claude-stream-partial-messages.jsonl): each API call's ``message_start``, its content block's
+start, 40 text deltas and stop, its ``assistant`` line (the start's usage, output 0), its
+``message_delta`` (the output) and ``message_stop``: six times as many lines a byte. It runs under ``supervise()`` (the supervisor's whole path: reading the
 pipes, masking into ``worker.log``, the 8 MiB tail kept for the parser, the events) in one of
 four ways, ``--runs`` times each, each round starting with another of them:
 
@@ -71,8 +76,8 @@ def _usage(turn: int) -> dict[str, int]:
     }
 
 
-def _assistant(turn: int) -> str:
-    message = {
+def _message(turn: int) -> dict[str, object]:
+    return {
         "id": f"msg_{turn:08d}",
         "type": "message",
         "role": "assistant",
@@ -87,7 +92,43 @@ def _assistant(turn: int) -> str:
         "stop_reason": None,
         "usage": _usage(turn),
     }
-    return json.dumps({"type": "assistant", "message": message, "session_id": "s-1"})
+
+
+def _assistant(turn: int) -> str:
+    return json.dumps({"type": "assistant", "message": _message(turn), "session_id": "s-1"})
+
+
+def _event(event: dict[str, object]) -> str:
+    return json.dumps({"type": "stream_event", "event": event, "session_id": "s-1"})
+
+
+def _partial_call(turn: int) -> str:
+    """One API call's lines with partial messages, its tool result not included."""
+    usage = _usage(turn)
+    start = {**_message(turn), "content": [], "usage": {**usage, "output_tokens": 0}}
+    text = {"type": "text_delta", "text": "Looking at src/module.py to see how "}
+    lines = [
+        _event({"type": "message_start", "message": start}),
+        _event({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}),
+        *[_event({"type": "content_block_delta", "index": 0, "delta": text})] * 40,
+        _event({"type": "content_block_stop", "index": 0}),
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {**_message(turn), "usage": start["usage"]},
+                "session_id": "s-1",
+            }
+        ),
+        _event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use"},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            }
+        ),
+        _event({"type": "message_stop"}),
+    ]
+    return "\n".join(lines)
 
 
 def _tool_result(turn: int) -> str:
@@ -97,14 +138,16 @@ def _tool_result(turn: int) -> str:
     return json.dumps({"type": "user", "message": {"role": "user", "content": content}})
 
 
-def write_stream(path: Path, size: int) -> int:
-    """Write about ``size`` bytes of stream-JSON to ``path``; the number of assistant turns."""
+def write_stream(path: Path, size: int, *, partial: bool = False) -> int:
+    """Write about ``size`` bytes of stream-JSON to ``path`` (with ``partial``, each call's
+    partial-message events too); the number of assistant turns."""
+    call = _partial_call if partial else _assistant
     init = {"type": "system", "subtype": "init", "session_id": "s-1", "model": "claude-sonnet-4-5"}
     written, turn = 0, 0
     with path.open("w", encoding="utf-8") as out:
         written += out.write(json.dumps(init) + "\n")
         while written < size:
-            written += out.write(_assistant(turn) + "\n" + _tool_result(turn) + "\n")
+            written += out.write(call(turn) + "\n" + _tool_result(turn) + "\n")
             turn += 1
         result = {
             "type": "result",
@@ -207,6 +250,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=200, help="MB of agent output (default 200)")
     parser.add_argument("--runs", type=int, default=3, help="runs per variant (default 3)")
+    parser.add_argument(
+        "--partial-messages",
+        action="store_true",
+        help="the stream Claude Code prints with --include-partial-messages (with a budget)",
+    )
     args = parser.parse_args()
     variants: dict[str, Parser | None] = {
         "usage on": ClaudeAdapter().parse_output,
@@ -219,9 +267,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         stream = base / "stream.jsonl"
-        turns = write_stream(stream, args.mb * MB)
+        turns = write_stream(stream, args.mb * MB, partial=args.partial_messages)
         size = stream.stat().st_size
-        print(f"{size / MB:,.0f} MB of stream-json, {turns:,} assistant turns with usage\n")
+        kind = "with partial messages" if args.partial_messages else "without partial messages"
+        print(f"{size / MB:,.0f} MB of stream-json {kind}, {turns:,} assistant turns with usage\n")
         names = list(variants)
         for round_ in range(args.runs):
             # each round starts with another variant, so no variant always runs after the same one

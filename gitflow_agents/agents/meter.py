@@ -40,36 +40,45 @@ _API_USAGE = (
 )
 _ANY_USAGE = rb"\{[^{}\n]*(?:\{[^{}\n]*\}[^{}\n]*)*\}"
 # An ``assistant`` line as Claude Code prints it starts with its type, then the message, whose
-# model (the API's order) or id comes first.
-_ASSISTANT = rb'\{"type":\s*"assistant",\s*"message":\s*\{'
+# model (the API's order) or id comes first; a ``message_start`` stream event (with
+# ``--include-partial-messages``) has the same message after its event's type.
+_MESSAGE = (
+    rb'\{"type":\s*"(?:assistant|stream_event",\s*"event":\s*\{"type":\s*"message_(start))",'
+    rb'\s*"message":\s*\{'
+)
 _MODEL = rb'"model":\s*"([^"\\\n]*)"'
 _ID = rb'"id":\s*"([^"\\\n]+)"'
 # One search over a block of Claude Code's stream-json finds the lines the meter reads. A line
-# whose first key is a ``type`` the meter ignores (``user``, ``system``, ...: most of the bytes)
-# is skipped at its first bytes. An ``assistant`` line gives its message id and its usage object
-# (the last one on the line) without its content being read; its model is not read here (each
-# optional part is tried on every line), only from the last line of a run of them (``_HEAD``):
-# the last one's model is the run's. Any other line that mentions usage is taken whole, to be
-# parsed as JSON (``stream_event``, ``result``, a line of another shape). Optional parts are
-# written as ``(?:x|)``, which the regular-expression engine tries faster than ``(?:x)?``.
+# whose first key is a ``type`` the meter ignores (``user``, ``system``, ...: most of the bytes),
+# or a stream event that carries no usage (``content_block_delta`` and the like: most of the
+# lines with partial messages), is skipped at its first bytes. An ``assistant`` line or a
+# ``message_start`` event gives its message id and its usage object (the last one on the line)
+# without its content being read, a ``message_delta`` event its usage (the message is the one
+# the last ``message_start`` began); the model is not read here (each optional part is tried on
+# every line), only from the last line of a run of them (``_HEAD``): the last one's model is
+# the run's. Any other line that mentions usage is taken whole, to be parsed as JSON
+# (``result``, a line of another shape). Optional parts are written as ``(?:x|)``, which the
+# regular-expression engine tries faster than ``(?:x)?``.
 _CLAUDE_LINES = re.compile(
     b"".join(
         (
-            rb'\n(?!\{"type":\s*"(?!(?:assistant|stream_event|result)"))(?:',
-            _ASSISTANT,
+            rb'\n(?!\{"type":\s*"(?:(?!(?:assistant|stream_event|result)")',
+            rb'|stream_event",\s*"event":\s*\{"type":\s*"(?!message_(?:start|delta)")))(?:(?:',
+            _MESSAGE,
             rb'(?:"model":\s*"[^"\\\n]*",\s*|)',
             _ID,
+            rb'|\{"type":\s*"stream_event",\s*"event":\s*\{"type":\s*"message_delta")',
             rb'[^\n]*"usage":\s*(' + _API_USAGE + rb"|" + _ANY_USAGE + rb")",
             rb'|([^\n]*"usage"[^\n]*))',
         )
     )
 )
-# An assistant line's head, matched at its start: its model before its id, its id, and its
+# A message's head, matched at its line's start: its model before its id, its id, and its
 # model right after its id or its type and role (never one its content names: a tool's input).
 _HEAD = re.compile(
     b"".join(
         (
-            _ASSISTANT,
+            _MESSAGE.replace(b"(start)", b"start"),
             rb"(?:" + _MODEL + rb",\s*|)",
             _ID,
             rb'(?:,\s*"type":\s*"message",\s*"role":\s*"assistant"|)',
@@ -77,14 +86,17 @@ _HEAD = re.compile(
         )
     )
 )
-_GROUP_LINE = 6  # a found line's group: the line to parse as JSON (empty: an assistant line)
+# A found line's groups: ``message_start`` (empty: not one), its message's id (empty: a
+# ``message_delta``), the usage object, its four counts (in the API's order), and the line to
+# parse as JSON (empty: one of the three read here).
+_START, _KEY, _GROUP_LINE = 0, 1, 7
 _LINE = itemgetter(_GROUP_LINE)
 _INPUT = re.compile(
     rb'"(?:input_tokens|cache_creation_input_tokens|cache_read_input_tokens)":\s*(\d+)'
 )
 _OUTPUT = re.compile(rb'"output_tokens":\s*(\d+)')
 
-# How many assistant lines the meter keeps before counting them together (a few chunks of a
+# How many message lines the meter keeps before counting them together (a few chunks of a
 # dense stream; a reading counts them at once): one count per chunk cost more (benchmarks/).
 _BATCH = 256
 # How many messages the meter remembers (each one's usage, so that a message printed again
@@ -145,7 +157,7 @@ class ClaudeStreamMeter:
         self._model: str | None = None
         self.result: AgentOutput | None = None
         self.current: bytes | None = None  # the message the API is streaming now
-        self._rows: list[_Found] = []  # assistant lines found, not counted yet
+        self._rows: list[_Found] = []  # message lines found, not counted yet
         self._unnamed = 0  # messages without an id so far
 
     @property
@@ -175,14 +187,15 @@ class ClaudeStreamMeter:
         self.total = (add_optional(total_in, tokens_in), add_optional(total_out, tokens_out))
 
     def feed_block(self, data: bytes, start: int, end: int) -> None:
-        """The block's lines in order: ``assistant`` lines kept to be counted together, up to
-        ``_BATCH`` of them or until anything reads the meter (the model is read from the last
-        one of each block at once); any other line with usage parsed as JSON in its place (the
-        lines before it counted first)."""
+        """The block's lines in order: message lines (``assistant``, ``message_start``,
+        ``message_delta``) kept to be counted together, up to ``_BATCH`` of them or until
+        anything reads the meter (the model is read from the last one of each block at once);
+        any other line with usage parsed as JSON in its place (the lines before it counted
+        first)."""
         found = _CLAUDE_LINES.findall(data, start, end)
         if not found:
             return
-        if not any(map(_LINE, found)):  # the bulk of a stream: assistant lines only
+        if not any(map(_LINE, found)):  # the bulk of a stream: message lines only
             self._keep(found, data, start, end)
         else:
             at = 0
@@ -196,14 +209,16 @@ class ClaudeStreamMeter:
             self._flush()
 
     def _keep(self, rows: list[_Found], data: bytes, start: int, end: int) -> None:
-        """``rows``, assistant lines of the block, kept to be counted; the model is the one
-        their last line names (if it names one)."""
+        """``rows``, message lines of the block, kept to be counted; the model is the one the
+        last of them with a message names (if it names one)."""
         if rows:
             self._rows += rows
-            self._read_model(data, start, end, rows[-1][0])
+            key = rows[-1][_KEY] or next((row[_KEY] for row in reversed(rows) if row[_KEY]), b"")
+            if key:
+                self._read_model(data, start, end, key)
 
     def _flush(self) -> None:
-        """Count the ``assistant`` lines kept."""
+        """Count the message lines kept."""
         rows = self._rows
         if rows:
             self._rows = []
@@ -218,14 +233,15 @@ class ClaudeStreamMeter:
             self.messages = dict(islice(messages.items(), len(messages) - REMEMBERED, None))
 
     def _messages(self, found: list[_Found]) -> None:
-        """``assistant`` lines, as found. Messages new to the run, each once (the bulk of a
-        stream), are summed together, from the counts the search read or else from one search
-        of their usage objects joined; when one was seen before (or repeats among them: a
-        message's content blocks, or its partial-message events before them) each line goes
-        through ``_count`` in turn."""
-        keys, usages, inputs, creations, reads, outputs, _ = zip(*found, strict=True)
+        """Message lines, as found. ``assistant`` lines of messages new to the run, each once
+        (the bulk of a stream without partial messages), are summed together, from the counts
+        the search read or else from one search of their usage objects joined. Otherwise (a
+        message seen before or repeating among them: its content blocks, its partial-message
+        events) each line goes through ``_count`` in turn, a ``message_start`` making its
+        message the one a ``message_delta`` counts for (as ``_stream_event``)."""
+        starts, keys, usages, inputs, creations, reads, outputs, _ = zip(*found, strict=True)
         messages = self.messages
-        if messages.keys().isdisjoint(keys):
+        if not any(starts) and all(keys) and messages.keys().isdisjoint(keys):
             known = len(messages)
             messages.update(zip(keys, usages, strict=True))
             if len(messages) - known == len(keys):  # each new, and once in the run
@@ -239,15 +255,22 @@ class ClaudeStreamMeter:
                 return
             for key in keys:  # a message repeated in the run: each line counted in turn
                 messages.pop(key, None)
-        for key, usage, tokens, creation, read, output, _ in found:
+        for start, key, usage, tokens, creation, read, output, _ in found:
+            if start:
+                self.current = key
+            elif not key:  # a message_delta: of the message the API is streaming now
+                if self.current is None:
+                    continue
+                key = self.current
             if output:  # in the API's order: the counts the search read
                 self._count(key, int(tokens) + int(creation) + int(read), int(output))
             else:
                 self._count(key, *_counts(usage))
 
     def _read_model(self, data: bytes, start: int, end: int, key: bytes) -> None:
-        """The model of the last ``assistant`` line of message ``key`` in the block, read from
-        its head (``_HEAD``) if it names one."""
+        """The model of the last ``assistant`` line or ``message_start`` of message ``key`` in
+        the block, read from its head (``_HEAD``) if it names one (a later line naming the id,
+        a ``message_delta``'s ``api_message_id`` or a tool result, is passed over)."""
         quoted, stop = b'"' + key + b'"', end
         while (at := data.rfind(quoted, start, stop)) >= 0:
             stop = data.rfind(b"\n", start, at)

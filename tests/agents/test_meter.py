@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.codex import CodexAdapter
@@ -14,6 +15,8 @@ from gitflow_agents.agents.meter import (
     EventsMeter,
     meter_for,
 )
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "agent-output"
 
 
 def test_claude_stream_meter_counts_each_message_once_and_takes_the_result_totals() -> None:
@@ -327,15 +330,19 @@ def test_claude_messages_without_an_id_are_each_counted() -> None:
 def _mixed_stream(seed: int, count: int, *, events: bool = True) -> list[bytes]:
     """``count`` lines of stream-json as a long Claude run mixes them: new messages (the model,
     which changes now and then, before the id or after it; compact or spaced), messages repeated
-    a while later with other figures (parallel sub-agents), partial-message stream events, user
+    a while later with other figures (parallel sub-agents), partial-message stream events
+    (``message_start``, ``message_delta`` with the output or every count, content block deltas
+    whose text quotes a usage object and an id), user
     lines whose tool results name a message id, a model and a usage object, and system lines;
     without ``events``, no line but the assistant lines mentions usage where the meter reads."""
     pick = random.Random(seed)
     lines: list[bytes] = []
     model = "claude-sonnet-4-5"
     for number in range(count):
-        kind = pick.choice(("new", "new", "new", "repeat", "stream", "user", "system"))
-        kind = "new" if kind == "stream" and not events else kind
+        kind = pick.choice(
+            ("new", "new", "new", "repeat", "stream", "delta", "block", "user", "system")
+        )
+        kind = "new" if kind in ("stream", "delta", "block") and not events else kind
         key = f"msg_{pick.randrange(max(number, 1))}" if kind == "repeat" else f"msg_{number}"
         if pick.random() < 0.05:
             model = pick.choice(("claude-sonnet-4-5", "claude-opus-4-1"))
@@ -355,7 +362,17 @@ def _mixed_stream(seed: int, count: int, *, events: bool = True) -> list[bytes]:
             event = {"type": "assistant", "message": {**message, "content": [], "usage": usage}}
         elif kind == "stream":
             start = {"type": "message_start", "message": {**message, "usage": usage}}
-            event = {"type": "stream_event", "event": start}
+            event = {"type": "stream_event", "event": start, "api_message_id": key}
+        elif kind == "delta":  # the output so far, and with newer APIs the input again
+            counts = {"output_tokens": usage["output_tokens"]}
+            if pick.random() < 0.5:
+                counts = {**usage, **counts}
+            delta = {"type": "message_delta", "delta": {"stop_reason": None}, "usage": counts}
+            event = {"type": "stream_event", "event": delta, "api_message_id": key}
+        elif kind == "block":  # a content block's text, naming what the meter reads
+            text = {"type": "text_delta", "text": f'"usage": {json.dumps(usage)} {key}'}
+            block = {"type": "content_block_delta", "index": 0, "delta": text}
+            event = {"type": "stream_event", "event": block, "api_message_id": key}
         elif kind == "user":
             result = {"id": key, "model": "other-model", "usage": usage}
             event = {"type": "user", "message": {"content": []}, "tool_use_result": result}
@@ -395,3 +412,29 @@ def test_claude_blocks_of_any_size_count_as_parsing_every_event() -> None:
         fast.feed_block(line, 0, len(line))
         parsed.feed(result)
         assert fast.reading() == parsed.reading()
+
+
+def test_claude_codes_own_partial_message_stream_sums_to_its_result_read_in_any_blocks() -> None:
+    """Claude Code's stream-json with partial messages, as the real CLI printed it (tests/data):
+    each API call's ``message_start``, its content block's events, its ``assistant`` line (the
+    start's usage, output 0) and its ``message_delta`` (the output). Cut into blocks anywhere
+    between lines, the meter's reading before the result is the result's own totals, the same
+    as parsing every event, and the model is the one the messages name."""
+    lines = (DATA / "claude-stream-partial-messages.jsonl").read_bytes().splitlines()
+    *events, result = lines
+    totals = json.loads(result)["usage"]
+    for size in (1, 2, 3, 7, len(events)):
+        fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+        for start in range(0, len(events), size):
+            fast.feed_block(*_block(*events[start : start + size]))
+        for line in events:
+            parsed.feed(json.loads(line))
+        reading = fast.reading()
+        assert reading == parsed.reading()
+        assert (reading.input_tokens, reading.output_tokens, fast.model) == (
+            totals["input_tokens"],
+            totals["output_tokens"],
+            "claude-sonnet-4-5",
+        )
+        fast.feed_block(*_block(result))
+        assert fast.reading().cost_usd == json.loads(result)["total_cost_usd"]
