@@ -62,8 +62,8 @@ _ID = rb'"id":\s*"([^"\\\n]+)"'
 _CLAUDE_LINES = re.compile(
     b"".join(
         (
-            rb'\n(?!\{"type":\s*"(?:(?!(?:assistant|stream_event|result)")',
-            rb'|stream_event",\s*"event":\s*\{"type":\s*"(?!message_(?:start|delta)")))(?:(?:',
+            rb'\n(?!\{"type":\s*"(?:stream_event",\s*"event":\s*\{"type":\s*"',
+            rb'(?!message_(?:start|delta)")|(?!assistant"|stream_event"|result")))(?:(?:',
             _MESSAGE,
             rb'(?:"model":\s*"[^"\\\n]*",\s*|)',
             _ID,
@@ -237,8 +237,10 @@ class ClaudeStreamMeter:
         (the bulk of a stream without partial messages), are summed together, from the counts
         the search read or else from one search of their usage objects joined. Otherwise (a
         message seen before or repeating among them: its content blocks, its partial-message
-        events) each line goes through ``_count`` in turn, a ``message_start`` making its
-        message the one a ``message_delta`` counts for (as ``_stream_event``)."""
+        events) each message's largest counts among the lines go through ``_count`` once, a
+        ``message_start`` making its message the one a ``message_delta`` counts for (as
+        ``_stream_event``): the largest counts, so the order they are counted in changes
+        nothing."""
         starts, keys, usages, inputs, creations, reads, outputs, _ = zip(*found, strict=True)
         messages = self.messages
         if not any(starts) and all(keys) and messages.keys().isdisjoint(keys):
@@ -255,17 +257,26 @@ class ClaudeStreamMeter:
                 return
             for key in keys:  # a message repeated in the run: each line counted in turn
                 messages.pop(key, None)
+        largest: dict[bytes, Counts] = {}  # each message's largest counts in these lines
+        current = self.current
         for start, key, usage, tokens, creation, read, output, _ in found:
             if start:
-                self.current = key
+                current = key
             elif not key:  # a message_delta: of the message the API is streaming now
-                if self.current is None:
+                if current is None:
                     continue
-                key = self.current
+                key = current
             if output:  # in the API's order: the counts the search read
-                self._count(key, int(tokens) + int(creation) + int(read), int(output))
+                counts: Counts = (int(tokens) + int(creation) + int(read), int(output))
             else:
-                self._count(key, *_counts(usage))
+                counts = _counts(usage)
+            seen = largest.get(key)
+            if seen is not None:
+                counts = (_larger(seen[0], counts[0]), _larger(seen[1], counts[1]))
+            largest[key] = counts
+        self.current = current
+        for key, (tokens_in, tokens_out) in largest.items():  # then once each, as _count
+            self._count(key, tokens_in, tokens_out)
 
     def _read_model(self, data: bytes, start: int, end: int, key: bytes) -> None:
         """The model of the last ``assistant`` line or ``message_start`` of message ``key`` in
