@@ -438,3 +438,7 @@ def test_claude_codes_own_partial_message_stream_sums_to_its_result_read_in_any_
         )
         fast.feed_block(*_block(result))
         assert fast.reading().cost_usd == json.loads(result)["total_cost_usd"]
+    first = next(n for n, line in enumerate(events) if b'"message_start"' in line)
+    early = ClaudeStreamMeter()  # the first call's start alone: its model already prices it
+    early.feed_block(*_block(*events[: first + 1]))
+    assert (early.model, early.reading().input_tokens) == ("claude-sonnet-4-5", 120)
