@@ -54,7 +54,7 @@ _ID = rb'"id":\s*"([^"\\\n]+)"'
 # lines with partial messages), is skipped at its first bytes. An ``assistant`` line or a
 # ``message_start`` event gives its message id and its usage object (the last one on the line)
 # without its content being read, a ``message_delta`` event its usage (the message is the one
-# the last ``message_start`` began); the model is not read here (each optional part is tried on
+# its ``api_message_id`` names, else the one the last ``message_start`` began); the model is not read here (each optional part is tried on
 # every line), only from the last line of a run of them (``_HEAD``): the last one's model is
 # the run's. Any other line that mentions usage is taken whole, to be parsed as JSON
 # (``result``, a line of another shape). Optional parts are written as ``(?:x|)``, which the
@@ -67,8 +67,9 @@ _CLAUDE_LINES = re.compile(
             _MESSAGE,
             rb'(?:"model":\s*"[^"\\\n]*",\s*|)',
             _ID,
-            rb'|\{"type":\s*"stream_event",\s*"event":\s*\{"type":\s*"message_delta")',
+            rb'|\{"type":\s*"stream_event",\s*"event":\s*\{"type":\s*"message_(delta)")',
             rb'[^\n]*"usage":\s*(' + _API_USAGE + rb"|" + _ANY_USAGE + rb")",
+            rb'(?(3)(?:[^\n]*"api_message_id":\s*"([^"\\\n]+)"|))',  # a delta's message
             rb'|([^\n]*"usage"[^\n]*))',
         )
     )
@@ -87,9 +88,10 @@ _HEAD = re.compile(
     )
 )
 # A found line's groups: ``message_start`` (empty: not one), its message's id (empty: a
-# ``message_delta``), the usage object, its four counts (in the API's order), and the line to
-# parse as JSON (empty: one of the three read here).
-_START, _KEY, _GROUP_LINE = 0, 1, 7
+# ``message_delta``), ``message_delta`` (empty: not one), the usage object, its four counts (in
+# the API's order), a delta's ``api_message_id`` (Claude Code 2.1 writes it on stream events),
+# and the line to parse as JSON (empty: one of the three read here).
+_START, _KEY, _GROUP_LINE = 0, 1, 9
 _LINE = itemgetter(_GROUP_LINE)
 _INPUT = re.compile(
     rb'"(?:input_tokens|cache_creation_input_tokens|cache_read_input_tokens)":\s*(\d+)'
@@ -241,7 +243,7 @@ class ClaudeStreamMeter:
         ``message_start`` making its message the one a ``message_delta`` counts for (as
         ``_stream_event``): the largest counts, so the order they are counted in changes
         nothing."""
-        starts, keys, usages, inputs, creations, reads, outputs, _ = zip(*found, strict=True)
+        starts, keys, _, usages, inputs, creations, reads, outputs, _, _ = zip(*found, strict=True)
         messages = self.messages
         if not any(starts) and all(keys) and messages.keys().isdisjoint(keys):
             known = len(messages)
@@ -259,13 +261,13 @@ class ClaudeStreamMeter:
                 messages.pop(key, None)
         largest: dict[bytes, Counts] = {}  # each message's largest counts in these lines
         current = self.current
-        for start, key, usage, tokens, creation, read, output, _ in found:
+        for start, key, _, usage, tokens, creation, read, output, named, _ in found:
             if start:
                 current = key
-            elif not key:  # a message_delta: of the message the API is streaming now
-                if current is None:
+            elif not key:  # a message_delta: of the message it names, else the one streaming
+                if not named and current is None:
                     continue
-                key = current
+                key = named or current
             if output:  # in the API's order: the counts the search read
                 counts: Counts = (int(tokens) + int(creation) + int(read), int(output))
             else:
@@ -308,7 +310,8 @@ class ClaudeStreamMeter:
             self._model = as_str(message.get("model")) or self._model
             self._forget()
         elif kind == "stream_event":  # --include-partial-messages: the API's own stream
-            self._stream_event(as_dict(event.get("event")))
+            named = as_str(event.get("api_message_id"))
+            self._stream_event(as_dict(event.get("event")), named.encode() if named else None)
             self._forget()
         elif kind == "result":
             usage = as_dict(event.get("usage"))
@@ -328,9 +331,11 @@ class ClaudeStreamMeter:
         self._unnamed += 1
         return f"#{self._unnamed}".encode()
 
-    def _stream_event(self, event: Mapping[str, Any]) -> None:
+    def _stream_event(self, event: Mapping[str, Any], named: bytes | None) -> None:
         """``message_start`` (the message's id, model and input) and ``message_delta`` (its
-        output so far, as the API counts it), the figures Claude's ``assistant`` events lag."""
+        output so far, as the API counts it), the figures Claude's ``assistant`` events lag. A
+        delta is the message's its ``api_message_id`` names (``named``), else the last start's:
+        a sub-agent's message may start between another message's start and its delta."""
         kind = event.get("type")
         if kind == "message_start":
             message = as_dict(event.get("message"))
@@ -338,9 +343,11 @@ class ClaudeStreamMeter:
             self._model = as_str(message.get("model")) or self._model
             usage = as_dict(message.get("usage"))
             self._count(self.current, _claude_input(usage), as_int(usage.get("output_tokens")))
-        elif kind == "message_delta" and self.current is not None:
-            usage = as_dict(event.get("usage"))
-            self._count(self.current, _claude_input(usage), as_int(usage.get("output_tokens")))
+        elif kind == "message_delta":
+            key = named or self.current
+            if key is not None:
+                usage = as_dict(event.get("usage"))
+                self._count(key, _claude_input(usage), as_int(usage.get("output_tokens")))
 
     def reading(self) -> AgentOutput:
         self._flush()

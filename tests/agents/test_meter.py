@@ -442,3 +442,39 @@ def test_claude_codes_own_partial_message_stream_sums_to_its_result_read_in_any_
     early = ClaudeStreamMeter()  # the first call's start alone: its model already prices it
     early.feed_block(*_block(*events[: first + 1]))
     assert (early.model, early.reading().input_tokens) == ("claude-sonnet-4-5", 120)
+
+
+def _event_line(event: dict[str, object], named: str | None) -> bytes:
+    line: dict[str, object] = {"type": "stream_event", "event": event, "session_id": "s"}
+    if named is not None:
+        line["api_message_id"] = named
+    return json.dumps(line, separators=(",", ":")).encode()
+
+
+def test_a_delta_counts_for_the_message_it_names_when_a_sub_agents_starts_between() -> None:
+    """A sub-agent's message starting between another message's start and its delta: the
+    delta counts for the message its ``api_message_id`` names (Claude Code 2.1), by blocks and
+    parsed alike; without the id it goes to the last start, the only guess left."""
+
+    def start(key: str, tokens_in: int) -> dict[str, object]:
+        usage = {"input_tokens": tokens_in, "output_tokens": 1}
+        return {"type": "message_start", "message": {"id": key, "usage": usage}}
+
+    def delta(tokens_out: int) -> dict[str, object]:
+        return {"type": "message_delta", "delta": {}, "usage": {"output_tokens": tokens_out}}
+
+    for named, expected in ((True, (150, 320)), (False, (150, 301))):
+        events = [
+            (start("main", 100), "main"),
+            (start("sub", 50), "sub"),
+            (delta(300), "main"),
+            (delta(20), "sub"),
+        ]
+        lines = [_event_line(event, key if named else None) for event, key in events]
+        fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+        fast.feed_block(*_block(*lines))
+        for line in lines:
+            parsed.feed(json.loads(line))
+        for meter in (fast, parsed):
+            reading = meter.reading()
+            assert (reading.input_tokens, reading.output_tokens) == expected
