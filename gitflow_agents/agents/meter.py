@@ -54,9 +54,9 @@ _ID = rb'"id":\s*"([^"\\\n]+)"'
 # lines with partial messages), is skipped at its first bytes. An ``assistant`` line or a
 # ``message_start`` event gives its message id and its usage object (the last one on the line)
 # without its content being read, a ``message_delta`` event its usage (the message is the one
-# its ``api_message_id`` names, else the one the last ``message_start`` began); the model is not read here (each optional part is tried on
-# every line), only from the last line of a run of them (``_HEAD``): the last one's model is
-# the run's. Any other line that mentions usage is taken whole, to be parsed as JSON
+# its ``api_message_id`` names, else the one the last ``message_start`` began); the model is not
+# read here (each optional part is tried on every line), only from the last line of a run of
+# them (``_HEAD``): the last one's model is the run's. Any other line that mentions usage is taken whole, to be parsed as JSON
 # (``result``, a line of another shape). Optional parts are written as ``(?:x|)``, which the
 # regular-expression engine tries faster than ``(?:x)?``.
 _CLAUDE_LINES = re.compile(
@@ -334,8 +334,8 @@ class ClaudeStreamMeter:
     def _stream_event(self, event: Mapping[str, Any], named: bytes | None) -> None:
         """``message_start`` (the message's id, model and input) and ``message_delta`` (its
         output so far, as the API counts it), the figures Claude's ``assistant`` events lag. A
-        delta is the message's its ``api_message_id`` names (``named``), else the last start's:
-        a sub-agent's message may start between another message's start and its delta."""
+        delta counts for the message its ``api_message_id`` names (``named``), else for the last
+        start's: a sub-agent's message may start between another message's start and its delta."""
         kind = event.get("type")
         if kind == "message_start":
             message = as_dict(event.get("message"))
