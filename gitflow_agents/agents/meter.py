@@ -56,9 +56,9 @@ _ID = rb'"id":\s*"([^"\\\n]+)"'
 # without its content being read, a ``message_delta`` event its usage (the message is the one
 # its ``api_message_id`` names, else the one the last ``message_start`` began); the model is not
 # read here (each optional part is tried on every line), only from the last line of a run of
-# them (``_HEAD``): the last one's model is the run's. Any other line that mentions usage is taken whole, to be parsed as JSON
-# (``result``, a line of another shape). Optional parts are written as ``(?:x|)``, which the
-# regular-expression engine tries faster than ``(?:x)?``.
+# them (``_HEAD``): the last one's model is the run's. Any other line that mentions usage is
+# taken whole, to be parsed as JSON (``result``, a line of another shape). Optional parts are
+# written as ``(?:x|)``, which the regular-expression engine tries faster than ``(?:x)?``.
 _CLAUDE_LINES = re.compile(
     b"".join(
         (
