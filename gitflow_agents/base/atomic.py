@@ -12,7 +12,7 @@ import os
 from functools import cache
 
 from gitflow_agents.base.errors import UnsafeWriteError
-from gitflow_agents.base.lazy import on_first_use
+from gitflow_agents.base.lazy import path as as_path
 from gitflow_agents.base.records import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,14 +20,8 @@ if TYPE_CHECKING:
 
     from _typeshed import StrPath
 
-# pathlib is imported by the first write (or check of one): a small review with a .flow/ layer
-# only asks common_git_dir, without it (issue 20)
-_pathlib = on_first_use("pathlib")
-
-
-def _path(name: StrPath) -> Path:
-    path: type[Path] = _pathlib().Path
-    return path(name)
+# pathlib is imported by the first write (or check of one, ``as_path``): a small review with a
+# .flow/ layer only asks common_git_dir, without it (issue 20)
 
 
 @cache
@@ -98,20 +92,20 @@ def write_bounds(path: Path) -> tuple[Path, ...]:
     """Real folders a write to ``path`` must land in: its repository's work tree (and, for a
     linked work tree such as the tool's own, the main one: the tool links their run folders).
     Empty when ``path`` is in no repository (a file the user named anywhere)."""
-    root = _repository_of(_path(os.path.normpath(path.absolute())))
+    root = _repository_of(as_path(os.path.normpath(path.absolute())))
     if root is None:
         return ()
-    bounds = [_path(os.path.realpath(root))]
+    bounds = [as_path(os.path.realpath(root))]
     main = _main_work_tree(root)
     if main is not None:
-        bounds.append(_path(os.path.realpath(main)))
+        bounds.append(as_path(os.path.realpath(main)))
     return tuple(bounds)
 
 
 def safe_target(path: Path) -> Path:
     """The real path a write to ``path`` lands on (symlinks followed); UnsafeWriteError when a
     symlink on the way leads out of the repository ``path`` lies in."""
-    target = _path(os.path.realpath(path))
+    target = as_path(os.path.realpath(path))
     bounds = write_bounds(path)
     if bounds and not any(target.is_relative_to(bound) for bound in bounds):
         raise UnsafeWriteError(
@@ -167,7 +161,7 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
                 os.fsync(handle.fileno())
         os.replace(tmp, target)  # noqa: PTH105 - the one atomic step; tests patch os.replace
     except BaseException:
-        _path(tmp).unlink(missing_ok=True)
+        as_path(tmp).unlink(missing_ok=True)
         raise
 
 

@@ -14,6 +14,7 @@ import os
 import sys
 
 from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.base.lazy import path as as_path  # what only some reviews do needs a Path
 from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.locate import (
@@ -26,7 +27,6 @@ from gitflow_agents.reviewer.locate import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     from _typeshed import StrPath
 
@@ -35,15 +35,6 @@ if TYPE_CHECKING:
     from gitflow_agents.findings.settings import ReviewSettings
     from gitflow_agents.reviewer.acceptance import Acceptance
     from gitflow_agents.reviewer.incremental import Earlier
-
-
-def _path(name: StrPath) -> Path:
-    """``name`` as a Path, for what only some reviews do (``--output``, a ``.flow/`` layer, a
-    baseline, an agent reviewer): a small review passes the top of the work tree as the string
-    git printed, and never imports pathlib (with urllib.parse and ipaddress, ~3 ms, issue 20)."""
-    from pathlib import Path
-
-    return Path(name)
 
 
 def _output_format(path: str, explicit: str | None) -> str:
@@ -120,7 +111,7 @@ def _review(
         from gitflow_agents.reviewer.agent_target import review_target
 
         return review_target(
-            _path(root),
+            as_path(root),
             target,
             agent=args.agent,
             threshold=threshold,
@@ -140,13 +131,13 @@ def _review(
         from gitflow_agents.reviewer.flow_settings import local_acceptance
 
         _write_baseline(root, args.write_baseline, review)
-        review, result = review_with(local_acceptance(_path(root), args.write_baseline or None))
+        review, result = review_with(local_acceptance(as_path(root), args.write_baseline or None))
 
     if args.output:
         fmt = _output_format(args.output, args.output_format)
         from gitflow_agents.base.fsutil import write_text_atomic  # json: only for --output
 
-        write_text_atomic(_path(args.output), render.render(review, result, fmt))
+        write_text_atomic(as_path(args.output), render.render(review, result, fmt))
     text = render.render(
         review, result, args.format, color=args.format == "terminal" and use_color(sys.stdout)
     )
@@ -179,12 +170,12 @@ def _earlier(root: StrPath, target: Target, args: Args) -> Earlier | None:
 
     if getattr(args, "full", False):
         return Earlier(forced="--full was given")
-    if not local_settings(_path(root)).incremental:
+    if not local_settings(as_path(root)).incremental:
         return Earlier(enabled=False)
     if target.one_commit:  # nothing of the range comes before its head
         return Earlier(unknown="the range is one commit")
     unknown = f"no commit of the range before its head has a review note by {args.agent}"
-    return Earlier(prior_from_notes(_path(root), target.base, target.head, args.agent), unknown)
+    return Earlier(prior_from_notes(as_path(root), target.base, target.head, args.agent), unknown)
 
 
 def _acceptance(root: StrPath, args: Args) -> Acceptance | None:
@@ -248,7 +239,7 @@ def _write_baseline(root: StrPath, file: str, review: Review) -> None:
     twice."""
     from gitflow_agents.findings import baseline
 
-    path = _path(file) if file else _path(root) / baseline.DEFAULT_BASELINE
+    path = as_path(file) if file else as_path(root) / baseline.DEFAULT_BASELINE
     name = file or baseline.DEFAULT_BASELINE
     known = [a.finding for a in review.accepted if a.by == "baseline"]
     total, added = baseline.write(path, name, [*review.findings, *known])
@@ -267,7 +258,7 @@ def _report_nothing(args: Args, target: Target, why: str, threshold: Severity) -
         fmt = _output_format(args.output, args.output_format)
         from gitflow_agents.base.fsutil import write_text_atomic  # json: only for --output
 
-        write_text_atomic(_path(args.output), render.render(review, result, fmt))
+        write_text_atomic(as_path(args.output), render.render(review, result, fmt))
     if args.format == "terminal":
         print(why)
     else:

@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from gitflow_agents.base.errors import UsageError
-from gitflow_agents.base.lazy import on_first_use
+from gitflow_agents.base.lazy import path as as_path
 from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.git import diffparse
 
@@ -103,22 +103,18 @@ def __getattr__(name: str) -> object:
 
 # --- repository and revisions -------------------------------------------------------------
 
-# pathlib (with urllib.parse and ipaddress) is ~3 ms of a small review's start-up, which passes
-# the top of the work tree as the string git printed (issue 20); repo_root's callers get a Path
-_pathlib = on_first_use("pathlib")
-
 
 def repo_root(start: Path | str | None = None) -> Path:
-    """Top of the work tree containing ``start`` (default: the current directory)."""
-    path: type[Path] = _pathlib().Path
-    where = path(start) if start is not None else path.cwd()
+    """Top of the work tree containing ``start`` (default: the current directory), a Path
+    (``lazy.path``: a small review passes the string git printed on, without pathlib)."""
+    where = as_path(start if start is not None else os.getcwd())  # noqa: PTH109
     result = run_git(where, "rev-parse", "--show-toplevel", check=False)
     if result.returncode != 0:
         raise UsageError(f"not a git repository (or any parent up to /): {where}")
     top = result.stdout.strip()
     if not top:
         raise UsageError(f"not inside a git work tree (bare repository?): {where}")
-    return path(top)
+    return as_path(top)
 
 
 def _is_sha(word: str) -> bool:

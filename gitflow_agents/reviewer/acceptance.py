@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable
 
 from gitflow_agents.base.errors import InputError
-from gitflow_agents.base.lazy import on_first_use
+from gitflow_agents.base.lazy import path as as_path
 from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.findings import Accepted, Overall, Severity
 from gitflow_agents.findings.accept import LineText, accept
@@ -26,9 +26,6 @@ if TYPE_CHECKING:
     from _typeshed import StrPath
 
 LAYER = ".flow/base.yaml"
-
-# a Path for a baseline there is: without one, pathlib is not imported (issue 20)
-_pathlib = on_first_use("pathlib")
 
 
 class Acceptance(NamedTuple):
@@ -78,8 +75,7 @@ def baseline_at(root: StrPath, baseline_file: str | None) -> tuple[Path, str] | 
         found, name = os.path.join(root, DEFAULT_BASELINE), DEFAULT_BASELINE  # noqa: PTH118
         if not os.path.exists(found):  # noqa: PTH110
             return None
-    path: type[Path] = _pathlib().Path
-    return path(found), name
+    return as_path(found), name  # a Path only for a baseline there is (issue 20)
 
 
 def apply(

@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 from gitflow_agents import __version__
 from gitflow_agents.base.atomic import common_git_dir, write_bytes_atomic
-from gitflow_agents.base.lazy import on_first_use
+from gitflow_agents.base.lazy import path as as_path
 from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.findings.model import Severity
 from gitflow_agents.findings.rules import RULES
@@ -39,8 +39,6 @@ FORMAT = 1
 CACHE = os.path.join("gitflow-agents", "review-settings")  # noqa: PTH118
 """Under the repository's common git directory (``os.path``: a review that finds its settings
 here imports no pathlib, issue 20)."""
-
-_pathlib = on_first_use("pathlib")  # for a write: after a miss
 
 
 def _key(data: bytes) -> tuple[Any, ...]:
@@ -69,7 +67,7 @@ def store(root: StrPath, data: bytes, name: str, settings: ReviewSettings) -> No
         return
     with contextlib.suppress(OSError):
         blob = marshal.dumps((_key(data), _plain(settings, name)))
-        write_bytes_atomic(_pathlib().Path(where, CACHE), blob, durable=False)
+        write_bytes_atomic(as_path(where, CACHE), blob, durable=False)  # after a miss
 
 
 def _where(source: str, name: str) -> str | int:
