@@ -38,22 +38,18 @@ def fetch_ref(root: Path, refspec: str, remote: str = "origin") -> bool:
 def remote_branch_sha(root: Path, branch: str, remote: str = "origin") -> str | None:
     """The tip of ``branch`` on ``remote`` (``git ls-remote``), None when it has no such branch;
     GitError when the remote cannot be read."""
-    result = run_git(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}", check=False)
-    if result.returncode != 0:
-        raise _fail(result, f"cannot read branch {branch} from {remote}")
-    for line in result.stdout.splitlines():
-        sha, _, ref = line.partition("\t")
-        if ref == f"refs/heads/{branch}":
-            return sha
-    return None
+    ref = f"refs/heads/{branch}"
+    return remote_tips(root, (ref,), remote, what=f"branch {branch}").get(ref)
 
 
-def remote_tips(root: Path, refs: Sequence[str], remote: str = "origin") -> dict[str, str]:
+def remote_tips(
+    root: Path, refs: Sequence[str], remote: str = "origin", *, what: str | None = None
+) -> dict[str, str]:
     """The tips of those of ``refs`` (full names) that ``remote`` has, from one ``git
-    ls-remote``; GitError when the remote cannot be read."""
+    ls-remote``; GitError when the remote cannot be read (``what``: the refs in its message)."""
     result = run_git(root, "ls-remote", remote, *refs, check=False)
     if result.returncode != 0:
-        raise _fail(result, f"cannot read {' and '.join(refs)} from {remote}")
+        raise _fail(result, f"cannot read {what or ' and '.join(refs)} from {remote}")
     found = (line.partition("\t") for line in result.stdout.splitlines())
     return {ref: sha for sha, _, ref in found if ref in refs}
 
