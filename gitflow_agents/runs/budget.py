@@ -28,7 +28,7 @@ from gitflow_agents.runs.spend import Spend, total
 
 MAX_LINE = 16 * 1024 * 1024  # a longer unfinished line is dropped: no usage event is that long
 _ORDER: tuple[Scope, ...] = ("agent", "review", "step", "plan")  # the narrowest scope first
-_warned: set[str] = set()
+_warned: set[str] = set()  # the warnings said (``_warn_once``)
 _P = TypeVar("_P")
 
 
@@ -175,32 +175,31 @@ class Ledger:
 
 def warn_unmetered(adapter: str) -> None:
     """One line on stderr, once per adapter: its agents cannot be stopped mid-run."""
-    if adapter in _warned:
-        return
-    _warned.add(adapter)
-    print(
-        f"gitflow-agents: warning: the {adapter} adapter's CLI reports its usage only when it "
-        "ends: a budget is checked before its agents start, not while they run",
-        file=sys.stderr,
+    _warn_once(
+        f"the {adapter} adapter's CLI reports its usage only when it ends: a budget is checked "
+        "before its agents start, not while they run"
     )
 
 
 def warn_unpriced(adapter: str, model: str | None) -> None:
     """One line on stderr, once per adapter and model: a USD budget cannot stop its agents."""
-    key = f"{adapter}\0{model}"
-    if key in _warned:
-        return
-    _warned.add(key)
     why = (
         f"model {model} has no price (add it under `prices:`)"
         if model
         else "output names no model (set the agent's `model:`)"
     )
-    print(
-        f"gitflow-agents: warning: the {adapter} agent's {why}: its cost is unknown while it "
-        "runs, so a USD budget cannot stop it mid-run (a token budget can)",
-        file=sys.stderr,
+    _warn_once(
+        f"the {adapter} agent's {why}: its cost is unknown while it runs, so a USD budget "
+        "cannot stop it mid-run (a token budget can)"
     )
+
+
+def _warn_once(text: str) -> None:
+    """``gitflow-agents: warning: <text>`` on stderr, the first time this process says it."""
+    if text in _warned:
+        return
+    _warned.add(text)
+    print(f"gitflow-agents: warning: {text}", file=sys.stderr)
 
 
 class Watch:
@@ -209,7 +208,7 @@ class Watch:
 
     def __init__(self, ledger: Ledger, meter: Meter, adapter: str, model: str | None) -> None:
         self.ledger, self.meter, self.adapter, self.model = ledger, meter, adapter, model
-        self._priced = False  # a cost was seen, or a USD limit's blindness said (warn_unpriced)
+        self._pricing_checked = False  # whether a cost could be known was asked (warn_unpriced)
         self._partial = b""
         self._lock = threading.Lock()
 
@@ -237,8 +236,8 @@ class Watch:
         with self._lock:
             reading = self.meter.reading()
         usage = usage_of(reading, self.model, self.ledger.prices)
-        if not self._priced and None not in (usage.input_tokens, usage.output_tokens):
-            self._priced = True
+        if not self._pricing_checked and None not in (usage.input_tokens, usage.output_tokens):
+            self._pricing_checked = True
             if usage.cost_usd is None and self.ledger.usd_left() is not None:
                 warn_unpriced(self.adapter, usage.model)
         return Spend(
