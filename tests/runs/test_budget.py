@@ -20,10 +20,14 @@ PRICES = shipped_prices()
 MODEL = "claude-sonnet-4-5-20250929"  # $3 in, $15 out per million tokens
 
 
-def assistant(call: int, tokens_in: int = 1000, tokens_out: int = 200) -> bytes:
+def assistant(
+    call: int, tokens_in: int = 1000, tokens_out: int = 200, *, model: str | None = MODEL
+) -> bytes:
+    """An assistant line of call ``call`` (its message naming ``model``, None: no model)."""
     usage = {"input_tokens": tokens_in, "output_tokens": tokens_out}
-    event = {"type": "assistant", "message": {"id": f"m{call}", "model": MODEL, "usage": usage}}
-    return json.dumps(event).encode() + b"\n"
+    named = {"model": model} if model is not None else {}
+    message = {"id": f"m{call}", **named, "usage": usage}  # the model before the usage
+    return json.dumps({"type": "assistant", "message": message}).encode() + b"\n"
 
 
 def test_a_limit_is_reached_by_a_known_value_at_it_never_by_an_unknown_one() -> None:
@@ -168,12 +172,6 @@ def test_a_fork_has_its_own_step_scope_and_counts_in_the_plan() -> None:
         assert plan.over() is not None
 
 
-def unnamed(call: int) -> bytes:
-    """An assistant line whose message names no model, 1,200 tokens."""
-    usage = {"input_tokens": 1000, "output_tokens": 200}
-    return json.dumps({"type": "assistant", "message": {"id": f"m{call}", "usage": usage}}).encode()
-
-
 @pytest.mark.parametrize(
     ("model", "said"),
     [
@@ -195,11 +193,11 @@ def test_a_usd_limit_that_cannot_price_the_running_agent_says_so_once(
     watch = ledger.watch("command", model)
     assert watch is not None
     for call in range(4):
-        watch.feed(unnamed(call) + b"\n")
+        watch.feed(assistant(call, model=None))
         assert watch.exceeded() is None  # $0.01 is spent by now at any listed price
     err = capsys.readouterr().err
     assert err.count(said) == 1 and "a USD budget cannot stop it mid-run" in err
-    watch.feed(unnamed(4) + b"\n")
+    watch.feed(assistant(4, model=None))
     assert watch.exceeded() == "budget: agent spent 6,000 tokens of 5,000 (cost unknown)"
 
 
@@ -212,6 +210,6 @@ def test_a_priced_agent_under_a_usd_limit_and_any_agent_without_one_warn_nothing
     ):
         watch = Ledger(budgets, PRICES).watch("command", model)
         assert watch is not None
-        watch.feed(unnamed(0) + b"\n")
+        watch.feed(assistant(0, model=None))
         watch.exceeded()
     assert "warning" not in capsys.readouterr().err
