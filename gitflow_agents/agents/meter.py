@@ -39,6 +39,8 @@ _API_USAGE = (
     rb'\s*"output_tokens":\s*(\d+)'
 )
 _ANY_USAGE = rb"\{[^{}\n]*(?:\{[^{}\n]*\}[^{}\n]*)*\}"
+# A ``message_delta``'s usage as Claude Code prints it: its output so far, read by the search.
+_OUTPUT_USAGE = rb'\{"output_tokens":\s*(\d+)\}'
 # An ``assistant`` line as Claude Code prints it starts with its type, then the message, whose
 # model (the API's order) or id comes first; a ``message_start`` stream event (with
 # ``--include-partial-messages``) has the same message after its event's type.
@@ -46,6 +48,11 @@ _MESSAGE = (
     rb'\{"type":\s*"(?:assistant|stream_event",\s*"event":\s*\{"type":\s*"message_(start))",'
     rb'\s*"message":\s*\{'
 )
+# A content block's stream event (most of the lines with partial messages), compact as Claude
+# Code prints it or spaced as Python's json.dumps does: passed over by comparing its first bytes,
+# which costs the search less than its general check of a line's type (any spacing) after it.
+_BLOCK_EVENT = rb'\{"type":"stream_event","event":\{"type":"content_block_'
+_BLOCK_EVENTS = _BLOCK_EVENT + b"|" + _BLOCK_EVENT.replace(b":", b": ").replace(b",", b", ")
 _MODEL = rb'"model":\s*"([^"\\\n]*)"'
 _ID = rb'"id":\s*"([^"\\\n]+)"'
 # One search over a block of Claude Code's stream-json finds the lines the meter reads. A line
@@ -53,7 +60,8 @@ _ID = rb'"id":\s*"([^"\\\n]+)"'
 # or a stream event that carries no usage (``content_block_delta`` and the like: most of the
 # lines with partial messages), is skipped at its first bytes. An ``assistant`` line or a
 # ``message_start`` event gives its message id and its usage object (the last one on the line)
-# without its content being read, a ``message_delta`` event its usage (the message is the one
+# without its content being read, a ``message_delta`` event its usage (its output read by the
+# search when that is all the object holds, as Claude Code prints it; the message is the one
 # its ``api_message_id`` names, else the one the last ``message_start`` began); the model is not
 # read here (each optional part is tried on every line), only from the last line of a run of
 # them (``_HEAD``): the last one's model is the run's. Any other line that mentions usage is
@@ -62,13 +70,15 @@ _ID = rb'"id":\s*"([^"\\\n]+)"'
 _CLAUDE_LINES = re.compile(
     b"".join(
         (
-            rb'\n(?!\{"type":\s*"(?:stream_event",\s*"event":\s*\{"type":\s*"',
+            rb"\n(?!" + _BLOCK_EVENTS,
+            rb'|\{"type":\s*"(?:stream_event",\s*"event":\s*\{"type":\s*"',
             rb'(?!message_(?:start|delta)")|(?!assistant"|stream_event"|result")))(?:(?:',
             _MESSAGE,
             rb'(?:"model":\s*"[^"\\\n]*",\s*|)',
             _ID,
             rb'|\{"type":\s*"stream_event",\s*"event":\s*\{"type":\s*"message_(delta)")',
-            rb'[^\n]*"usage":\s*(' + _API_USAGE + rb"|" + _ANY_USAGE + rb")",
+            rb'[^\n]*"usage":\s*(' + _API_USAGE + rb"|" + _OUTPUT_USAGE + rb"|" + _ANY_USAGE,
+            rb")",
             rb'(?(3)(?:[^\n]*"api_message_id":\s*"([^"\\\n]+)"|))',  # a delta's message
             rb'|([^\n]*"usage"[^\n]*))',
         )
@@ -89,9 +99,10 @@ _HEAD = re.compile(
 )
 # A found line's groups: ``message_start`` (empty: not one), its message's id (empty: a
 # ``message_delta``), ``message_delta`` (empty: not one), the usage object, its four counts (in
-# the API's order), a delta's ``api_message_id`` (Claude Code 2.1 writes it on stream events),
-# and the line to parse as JSON (empty: one of the three read here).
-_START, _KEY, _GROUP_LINE = 0, 1, 9
+# the API's order), the output of a usage object that has only that (a delta's), a delta's
+# ``api_message_id`` (Claude Code 2.1 writes it on stream events), and the line to parse as
+# JSON (empty: one of the three read here).
+_START, _KEY, _GROUP_LINE = 0, 1, 10
 _LINE = itemgetter(_GROUP_LINE)
 _INPUT = re.compile(
     rb'"(?:input_tokens|cache_creation_input_tokens|cache_read_input_tokens)":\s*(\d+)'
@@ -243,7 +254,7 @@ class ClaudeStreamMeter:
         ``message_start`` making its message the one a ``message_delta`` counts for (as
         ``_stream_event``): the largest counts, so the order they are counted in changes
         nothing."""
-        starts, keys, _, usages, inputs, creations, reads, outputs, _, _ = zip(*found, strict=True)
+        starts, keys, _, usages, inputs, creations, reads, outputs, *_ = zip(*found, strict=True)
         messages = self.messages
         if not any(starts) and all(keys) and messages.keys().isdisjoint(keys):
             known = len(messages)
@@ -261,7 +272,7 @@ class ClaudeStreamMeter:
                 messages.pop(key, None)
         largest: dict[bytes, Counts] = {}  # each message's largest counts in these lines
         current = self.current
-        for start, key, _, usage, tokens, creation, read, output, named, _ in found:
+        for start, key, _, usage, tokens, creation, read, output, only, named, _ in found:
             if start:
                 current = key
             elif not key:  # a message_delta: of the message it names, else the one streaming
@@ -270,6 +281,8 @@ class ClaudeStreamMeter:
                 key = named or current
             if output:  # in the API's order: the counts the search read
                 counts: Counts = (int(tokens) + int(creation) + int(read), int(output))
+            elif only:  # its output alone, read by the search (a delta's)
+                counts = (None, int(only))
             else:
                 counts = _counts(usage)
             seen = largest.get(key)
