@@ -160,15 +160,18 @@ def feed_json_lines(meter: Meter, data: bytes, start: int, end: int) -> None:
 
 class ClaudeStreamMeter:
     """Claude Code's ``stream-json``: an ``assistant`` event per content block, each with its
-    API message's usage (the same message id repeats: the last one counts), and a final
-    ``result`` with the run's totals and its cost, which replace the sum."""
+    API message's usage (the same message id repeats: the last one counts), and a ``result``
+    with the session's totals and its cost, which replace the sum: the last one at the end of a
+    turn (with stream-json input, a run can take a message after it and go on: the messages of
+    that turn count on top of its totals until the next ``result``)."""
 
     def __init__(self) -> None:
         # each message's counts, or its raw usage object while it has not repeated (read then)
         self.messages: dict[bytes, Counts | bytes] = {}
         self.total: Counts = (None, None)  # the messages' sum, kept up
         self._model: str | None = None
-        self.result: AgentOutput | None = None
+        self.result: AgentOutput | None = None  # the last result's totals
+        self.before_result: Counts = (None, None)  # the messages' sum when it came
         self.current: bytes | None = None  # the message the API is streaming now
         self._rows: list[_Found] = []  # message lines found, not counted yet
         self._unnamed = 0  # messages without an id so far
@@ -328,6 +331,7 @@ class ClaudeStreamMeter:
             self._forget()
         elif kind == "result":
             usage = as_dict(event.get("usage"))
+            self.before_result = self.total
             self.result = AgentOutput(
                 input_tokens=_claude_input(usage),
                 output_tokens=as_int(usage.get("output_tokens")),
@@ -364,9 +368,23 @@ class ClaudeStreamMeter:
 
     def reading(self) -> AgentOutput:
         self._flush()
-        if self.result is not None:
-            return self.result
         tokens_in, tokens_out = self.total
+        result = self.result
+        if result is not None:
+            if self.total == self.before_result:
+                return result
+            # A turn after the result (a message sent while it ran: Claude Code with stream-json
+            # input ends each turn with a result, whose totals are the session's so far): its
+            # messages on top of the result's tokens, the cost left to the price table.
+            old_in, old_out = self.before_result
+            tokens_in = add_optional(result.input_tokens, _since(tokens_in, old_in))
+            tokens_out = add_optional(result.output_tokens, _since(tokens_out, old_out))
+            return AgentOutput(
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
+                cached_tokens=result.cached_tokens,
+                model=self._model,
+            )
         return AgentOutput(input_tokens=tokens_in, output_tokens=tokens_out, model=self._model)
 
 
@@ -377,6 +395,11 @@ def _counts(usage: bytes) -> Counts:
         sum(map(int, found_in)) if found_in else None,
         sum(map(int, found_out)) if found_out else None,
     )
+
+
+def _since(now: int | None, then: int | None) -> int | None:
+    """What a sum grew by since it was ``then``."""
+    return now if now is None or then is None else now - then
 
 
 def _larger(old: int | None, new: int | None) -> int | None:

@@ -478,3 +478,30 @@ def test_a_delta_counts_for_the_message_it_names_when_a_sub_agents_starts_betwee
         for meter in (fast, parsed):
             reading = meter.reading()
             assert (reading.input_tokens, reading.output_tokens) == expected
+
+
+def test_a_turn_after_a_result_counts_on_top_of_the_results_totals() -> None:
+    """With stream-json input Claude Code ends each turn with a result whose totals are the
+    session's so far, and a message sent meanwhile starts another turn: its messages count on
+    top of the result (their cost from the price table: none is said) until the next result,
+    read line by line or parsed."""
+
+    def message(key: str) -> dict[str, object]:
+        usage = {"input_tokens": 1000, "output_tokens": 200}
+        return {"type": "assistant", "message": {"id": key, "model": MODEL, "usage": usage}}
+
+    def result(calls: int) -> dict[str, object]:
+        usage = {"input_tokens": 1000 * calls, "output_tokens": 200 * calls}
+        return {"type": "result", "usage": usage, "total_cost_usd": 6 * calls / 1000}
+
+    turns = [message("msg_1"), message("msg_2"), result(2), message("msg_3")]
+    fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+    for event in turns:
+        fast.feed_block(*_block(json.dumps(event).encode()))
+        parsed.feed(event)
+    for meter in (fast, parsed):
+        reading = meter.reading()
+        assert (reading.input_tokens, reading.output_tokens) == (3000, 600)
+        assert reading.cost_usd is None and reading.model == MODEL
+        meter.feed(result(3))  # the next turn's end: its totals again
+        assert (meter.reading().input_tokens, meter.reading().cost_usd) == (3000, 0.018)

@@ -232,3 +232,18 @@ def test_an_agent_whose_only_usage_line_ends_it_over_the_limit_ends_budget(
         done = call(repo, "spawn", "once", "--task", "x", "--budget-usd", "0.5", "--quiet")
         assert done.returncode == 5, done
         assert "budget: agent spent $0.600 of $0.5 (tokens 120,000)" in done.stdout
+
+
+def test_an_agent_is_stopped_in_the_turn_after_its_first_result(repo: Path, tmp_path: Path) -> None:
+    """Claude Code with stream-json input ends a turn with a result (the session's totals so
+    far) and goes on when a message came meanwhile: the next turn's usage counts on top of that
+    result, so the budget stops it there, not at the run's final result."""
+    configure(repo)
+    record = tmp_path / "record.json"
+    add_spender(repo, record, FAKE_SPENDER_CALLS="40", FAKE_SPENDER_TURN_AFTER="2")
+    done = call(repo, "spawn", "spender", "--task", "spend", "--budget-tokens", "6000", "--quiet")
+    assert done.returncode == 5, done
+    found = re.search(r"budget: agent spent ([\d,]+) tokens of 6,000", done.stdout)
+    assert found is not None, done.stdout
+    assert 6000 <= int(found[1].replace(",", "")) < 40 * 1200  # not the final result's 48,000
+    assert len((repo / "spent.txt").read_text().splitlines()) < 40  # stopped mid-turn
