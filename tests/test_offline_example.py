@@ -151,3 +151,16 @@ def test_the_example_config_is_the_shipped_one_with_offline_agents() -> None:
         "-    adapter: claude",
         "+    adapter: patch",
     ]
+
+
+def test_a_budget_over_the_offline_agents_warns_of_nothing(
+    fresh: tuple[Path, dict[str, str]],
+) -> None:
+    """The patch implementer and the builtin reviewer call no model: under a budget, even one
+    of 0, the step lands as without one, and no warning says their usage could not be watched
+    or counted."""
+    repo, env = fresh
+    assert _cli(repo, env, "init", "--example").returncode == 0
+    run = _cli(repo, env, "run", PLAN, "--step", "1", "--budget-usd", "0", "--budget-tokens", "9")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "warning" not in run.stderr, run.stderr

@@ -47,7 +47,7 @@ from gitflow_agents.base.errors import UsageError
 from gitflow_agents.prompt import Segment, agent_dir, write_system_prompt
 from gitflow_agents.prompt.paths import write_prompt_segments
 from gitflow_agents.runs import RunPaths, RunStatus, create_run, result_status, write_status
-from gitflow_agents.runs.budget import Ledger
+from gitflow_agents.runs.budget import Ledger, warn_uncounted
 from gitflow_agents.runs.cards import card_lock
 from gitflow_agents.runs.control import listening
 from gitflow_agents.runs.events import EventHub, JsonlChannel
@@ -377,7 +377,10 @@ class AgentRunner:
         )
         self._result = result
         if job.budget is not None:  # every open scope counts what the run spent
-            job.budget.add(run_spend(result["run"]))
+            spend = run_spend(result["run"])
+            job.budget.add(spend)
+            if job.budget.active:
+                warn_uncounted(str(result["run"].get("adapter")), spend)
         reply = result["run"].get("reply")
         if reply is not None:
             self.emit("agent:reply", {"agent": job.agent_id, **reply})

@@ -454,6 +454,11 @@ METERS: Mapping[str, Callable[[], Meter]] = {
 """Adapters whose CLI streams its usage, and how to read it (the others: none)."""
 
 
+FREE: frozenset[str] = frozenset({"builtin", "patch"})
+"""Adapters that run no model (the offline reviewer, the patch implementer): they spend
+nothing, so a budget has nothing to read or warn of."""
+
+
 def meter_for(adapter: str) -> Meter | None:
     """A fresh meter for a run of ``adapter``, None when its CLI does not stream usage."""
     make = METERS.get(adapter)
@@ -461,6 +466,7 @@ def meter_for(adapter: str) -> Meter | None:
 
 
 __all__ = [
+    "FREE",
     "METERS",
     "REMEMBERED",
     "TOKENS_MARK",

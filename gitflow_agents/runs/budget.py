@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
-from gitflow_agents.agents.meter import Meter, meter_for
+from gitflow_agents.agents.meter import FREE, Meter, meter_for
 from gitflow_agents.agents.prices import Price, usage_of
 from gitflow_agents.base.errors import BudgetError
 from gitflow_agents.config.budget import Budgets, Cap, Scope
@@ -164,7 +164,7 @@ class Ledger:
     def watch(self, adapter: str, model: str | None) -> Watch | None:
         """The watch for a run of ``adapter`` (None when no limit applies, or its CLI reports
         usage only at the end: then a warning, once per adapter)."""
-        if not self.active:
+        if not self.active or adapter in FREE:
             return None
         meter = meter_for(adapter)
         if meter is None:
@@ -179,6 +179,17 @@ def warn_unmetered(adapter: str) -> None:
         f"the {adapter} adapter's CLI reports its usage only when it ends: a budget is checked "
         "before its agents start, not while they run"
     )
+
+
+def warn_uncounted(adapter: str, spend: Spend) -> None:
+    """One line on stderr, once per adapter, when a run of a model-running adapter ended with
+    its usage wholly unknown (its output said none): the budget could not count it."""
+    said = (spend.input_tokens, spend.output_tokens, spend.cost_usd)
+    if adapter not in FREE and all(value is None for value in said):
+        _warn_once(
+            f"a run of the {adapter} adapter reported no usage (its tokens and cost are "
+            "unknown): the budget could not count it"
+        )
 
 
 def warn_unpriced(adapter: str, model: str | None) -> None:

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
+from gitflow_agents.runs import budget
 from tests.conftest import FAKES, git, run_cli, wait_until
 from tests.helpers.chain import call, configure, results
 
@@ -247,3 +249,31 @@ def test_an_agent_is_stopped_in_the_turn_after_its_first_result(repo: Path, tmp_
     assert found is not None, done.stdout
     assert 6000 <= int(found[1].replace(",", "")) < 40 * 1200  # not the final result's 48,000
     assert len((repo / "spent.txt").read_text().splitlines()) < 40  # stopped mid-turn
+
+
+PLAIN = 'print("working on it", flush=True)\n'
+
+
+def test_a_run_that_reports_no_usage_under_a_budget_says_it_was_not_counted(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `command` agent that prints no usage at all: a budget can neither stop nor count it,
+    so the run ends as it would without one and a warning says so, once per process."""
+    monkeypatch.setattr(budget, "_warned", set())  # once per process: this test's own
+    configure(repo)
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(
+        config.read_text()
+        + f"  plain:\n    adapter: command\n    command: [{json.dumps(sys.executable)}, "
+        f"{json.dumps(str(script))}]\n    options: {{completes_by_exit: true}}\n"
+    )
+    said = "a run of the command adapter reported no usage (its tokens and cost are unknown)"
+    for times in (1, 0):
+        done = call(repo, "spawn", "plain", "--task", "x", "--budget-usd", "0.5", "--quiet")
+        assert done.returncode == 0, done
+        assert done.stderr.count(said) == times, done.stderr
+    monkeypatch.setattr(budget, "_warned", set())
+    done = call(repo, "spawn", "plain", "--task", "x", "--quiet")  # no budget: nothing said
+    assert done.returncode == 0 and said not in done.stderr

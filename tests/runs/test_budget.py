@@ -213,3 +213,29 @@ def test_a_priced_agent_under_a_usd_limit_and_any_agent_without_one_warn_nothing
         watch.feed(assistant(0, model=None))
         watch.exceeded()
     assert "warning" not in capsys.readouterr().err
+
+
+def test_adapters_that_run_no_model_have_no_watch_and_no_warning(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The patch implementer and the offline reviewer spend nothing: under a budget they get
+    no watch, and neither the "reports its usage only when it ends" warning nor, after a run
+    that said no usage, the "could not count it" one."""
+    monkeypatch.setattr(budget, "_warned", set())
+    ledger = Ledger(Budgets(agent=Cap(usd=1.0)), PRICES)
+    for adapter in ("patch", "builtin"):
+        assert ledger.watch(adapter, None) is None
+        budget.warn_uncounted(adapter, Spend())
+    assert capsys.readouterr().err == ""
+
+
+def test_a_run_that_said_no_usage_under_a_budget_warns_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(budget, "_warned", set())
+    budget.warn_uncounted("command", Spend(input_tokens=5))  # something is known: counted
+    assert capsys.readouterr().err == ""
+    for _ in range(2):
+        budget.warn_uncounted("command", Spend())
+    err = capsys.readouterr().err
+    assert err.count("a run of the command adapter reported no usage") == 1
