@@ -453,7 +453,10 @@ class _ReaderAfterTheExit:
         self.read = False
 
     def feed(self, chunk: bytes) -> None:
-        pid, deadline = int(chunk.split()[0]), time.monotonic() + 10
+        words = chunk.split()
+        if not words:  # the line's end alone, when the pipe gave it apart
+            return
+        pid, deadline = int(words[0]), time.monotonic() + 10
         while psutil.pid_exists(pid) and time.monotonic() < deadline:  # a zombie exists
             time.sleep(0.01)
         self.read = True
