@@ -37,6 +37,18 @@ def add_spender(repo: Path, record: Path, *, budget: str = "", **env: str) -> No
     config.write_text(text + budget)
 
 
+def add_script_agent(repo: Path, name: str, script: Path, source: str) -> None:
+    """A `command` agent ``name`` that runs the Python ``source`` (written to ``script``) and
+    completes by its exit."""
+    script.write_text(source)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(
+        config.read_text()
+        + f"  {name}:\n    adapter: command\n    command: [{json.dumps(sys.executable)}, "
+        f"{json.dumps(str(script))}]\n    options: {{completes_by_exit: true}}\n"
+    )
+
+
 def spent(text: str, pattern: str) -> tuple[float, int]:
     """The cost and tokens of the budget message matching ``pattern`` (``COST``, ``TOKENS``
     where the numbers go): the agent is stopped at the first check at or over the limit, and
@@ -222,14 +234,7 @@ def test_an_agent_whose_only_usage_line_ends_it_over_the_limit_ends_budget(
     """A `command` agent printing its Claude-style result (usage, cost) as it exits: the run
     ends over the limit, so it is `budget` (exit 5), however fast the exit beat the reader."""
     configure(repo)
-    script = tmp_path / "final_only.py"
-    script.write_text(FINAL_ONLY)
-    config = repo / ".flow" / "base.yaml"
-    config.write_text(
-        config.read_text()
-        + f"  once:\n    adapter: command\n    command: [{json.dumps(sys.executable)}, "
-        f"{json.dumps(str(script))}]\n    options: {{completes_by_exit: true}}\n"
-    )
+    add_script_agent(repo, "once", tmp_path / "final_only.py", FINAL_ONLY)
     for _ in range(3):  # the race it was lost to: exit before the reader fed the line
         done = call(repo, "spawn", "once", "--task", "x", "--budget-usd", "0.5", "--quiet")
         assert done.returncode == 5, done
@@ -261,14 +266,7 @@ def test_a_run_that_reports_no_usage_under_a_budget_says_it_was_not_counted(
     so the run ends as it would without one and a warning says so, once per process."""
     monkeypatch.setattr(budget, "_warned", set())  # once per process: this test's own
     configure(repo)
-    script = tmp_path / "plain.py"
-    script.write_text(PLAIN)
-    config = repo / ".flow" / "base.yaml"
-    config.write_text(
-        config.read_text()
-        + f"  plain:\n    adapter: command\n    command: [{json.dumps(sys.executable)}, "
-        f"{json.dumps(str(script))}]\n    options: {{completes_by_exit: true}}\n"
-    )
+    add_script_agent(repo, "plain", tmp_path / "plain.py", PLAIN)
     said = "a run of the command adapter reported no usage (its tokens and cost are unknown)"
     for times in (1, 0):
         done = call(repo, "spawn", "plain", "--task", "x", "--budget-usd", "0.5", "--quiet")
