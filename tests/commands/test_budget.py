@@ -17,6 +17,7 @@ from typing import Any
 import psutil
 import pytest
 
+from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.runs import budget
 from tests.conftest import FAKES, git, run_cli, wait_until
 from tests.helpers.chain import call, configure, results
@@ -115,6 +116,15 @@ def test_a_budget_of_zero_starts_no_agent(repo: Path, tmp_path: Path) -> None:
     )
     assert not (tmp_path / "record.json").exists()
     assert not (repo / "flows" / "spender" / "runs").exists()
+
+
+def test_a_budget_of_zero_still_starts_the_patch_agent_which_spends_nothing(repo: Path) -> None:
+    configure(repo)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(config.read_text() + "  patcher:\n    adapter: patch\n")
+    done = call(repo, "spawn", "patcher", "--task", "x", "--budget-tokens", "0", "--quiet")
+    assert done.returncode != ExitCode.BUDGET and "no agent started" not in done.stderr, done
+    assert list((repo / "flows" / "patcher" / "runs").iterdir())  # it ran (and found no diff)
 
 
 def test_a_step_out_of_budget_keeps_its_work_and_a_rerun_continues_it(
