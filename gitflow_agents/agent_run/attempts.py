@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.agent_run.launch import prepare
+from gitflow_agents.runs.budget import Watch
 from gitflow_agents.runs.control import queued_messages
 from gitflow_agents.runs.slots import SlotWaitCanceled, hold_slot, slots_folder
 from gitflow_agents.supervisor import Launch, Outcome
@@ -113,6 +114,9 @@ class Attempts:
                 self._outcomes.append(_canceled(run, "canceled while waiting out a rate limit"))
                 return
             launch, self._delivered = _next_launch(run, outcome, resumes)
+            if isinstance(launch.budget, Watch):  # it counts what the run spent so far
+                spent = [done.output for done in self._outcomes if done.output is not None]
+                launch = launch._replace(budget=launch.budget.next_attempt(spent))
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[bool]:
@@ -204,6 +208,7 @@ def _next_launch(run: AgentRunner, outcome: Outcome, resumes: bool) -> tuple[Lau
         task=task,
         env=job.env,
         resume_session_id=outcome.output.session_id,
+        budget=job.budget,
     )
     return again.launch, [path for path, _ in queued]
 

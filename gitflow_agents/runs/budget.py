@@ -17,11 +17,11 @@ import contextlib
 import dataclasses
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from gitflow_agents.agents.meter import FREE, Meter, meter_for
-from gitflow_agents.agents.prices import Price, usage_of
+from gitflow_agents.agents.prices import Price, Reported, Usage, usage_of
 from gitflow_agents.base.errors import BudgetError
 from gitflow_agents.config.budget import Budgets, Cap, Scope
 from gitflow_agents.runs.spend import Spend, total
@@ -219,6 +219,8 @@ class Watch:
 
     def __init__(self, ledger: Ledger, meter: Meter, adapter: str, model: str | None) -> None:
         self.ledger, self.meter, self.adapter, self.model = ledger, meter, adapter, model
+        # what the run's earlier attempts spent (before a rate limit's wait), counted with it
+        self.earlier: Spend | None = None
         self._pricing_checked = False  # whether a cost could be known was asked (warn_unpriced)
         self._partial = b""
         self._lock = threading.Lock()
@@ -251,12 +253,19 @@ class Watch:
             self._pricing_checked = True
             if usage.cost_usd is None and self.ledger.usd_left() is not None:
                 warn_unpriced(self.adapter, usage.model)
-        return Spend(
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=usage.cost_usd,
-            cost_estimated=usage.cost_estimated,
-        )
+        spend = _spend(usage)
+        return spend if self.earlier is None else total([self.earlier, spend])
+
+    def next_attempt(self, outputs: Sequence[Reported]) -> Watch:
+        """A watch for the run's next attempt (after a rate limit's wait): a fresh meter for the
+        new process's output, and what the attempts so far said they spent (``outputs``, each
+        priced as a reading is) counted with it."""
+        meter = meter_for(self.adapter)
+        assert meter is not None  # this one has a meter
+        watch = Watch(self.ledger, meter, self.adapter, self.model)
+        prices = self.ledger.prices
+        watch.earlier = total(_spend(usage_of(output, self.model, prices)) for output in outputs)
+        return watch
 
     def exceeded(self) -> str | None:
         """The budget message once a limit is reached, else None."""
@@ -274,3 +283,13 @@ class Watch:
             if getattr(parsed, name, None) is None and getattr(reading, name) is not None:
                 fields[name] = getattr(reading, name)
         return dataclasses.replace(parsed, **fields) if fields else parsed
+
+
+def _spend(usage: Usage) -> Spend:
+    """The figures of ``usage`` a budget counts."""
+    return Spend(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost_usd=usage.cost_usd,
+        cost_estimated=usage.cost_estimated,
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ from tests.helpers.files import write_executable
 
 # A fake Claude Code: a script of answers, one a call (the last repeats). "limit:<secs>" ends the
 # call rate limited with a usage-limit reset <secs> from now (a whole second, rounded up) ("limit" alone: a 429, no reset);
-# "done" completes. Each call writes the file part-<n>.txt (work that must not be lost) and logs
+# "stream:<n>" prints n assistant lines of 1,000 input tokens, then completes; "done" completes. Each call writes the file part-<n>.txt (work that must not be lost) and logs
 # its argv.
 FAKE_CLAUDE = (
     """#!{python}
@@ -52,6 +53,11 @@ if answer.startswith("limit"):
     print(json.dumps({{"type": "result", "subtype": "success", "is_error": True, "result": text,
                       "session_id": session, "usage": usage, "total_cost_usd": 0.01}}))
     sys.exit(1)
+if answer.startswith("stream"):  # API calls of 1,000 input tokens each, streamed, then done
+    for call in range(int(answer.partition(":")[2])):
+        message = {{"id": f"m{{n}}-{{call}}", "usage": {{"input_tokens": 1000, "output_tokens": 0}}}}
+        print(json.dumps({{"type": "assistant", "message": message}}), flush=True)
+        time.sleep(0.05)
 seen = pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"], "status.json").read_text()
 pathlib.Path({state!r} + ".status").write_text(seen)  # the run's status while this call runs
 d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
@@ -159,6 +165,31 @@ def test_messages_queued_meanwhile_go_with_the_continued_session_once(
     last = calls(tmp_path)[-1]
     said = last[last.index("-p") + 1]
     assert said.startswith("now the door") and "use blue" not in said  # not sent twice
+
+
+def test_a_continued_session_is_held_to_the_budget_with_what_it_spent_before_the_wait(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """The session continued after a rate limit runs under the same budget (its CLI gets the
+    budget's flags again) and counts what the first attempt spent (110 tokens) with what it
+    streams (1,000 a call): stopped at 1,050 tokens, the figure is 110 plus whole calls."""
+    env = setup(repo, tmp_path, ["limit:0.05", "stream:40"], wait=60)
+    done = cli.main(
+        *("spawn", "painter", "--flow", "f", "--task", "Paint.", "--quiet"),
+        *("--budget-tokens", "1050"),
+        cwd=repo,
+        env=env,
+    )
+    assert done.returncode == 5, done.stdout + done.stderr
+    found = re.search(r"budget: agent spent ([\d,]+) tokens of 1,050", done.stdout)
+    assert found is not None, done.stdout
+    assert int(found[1].replace(",", "")) % 1000 == 110  # the first attempt's 110 counted
+    first, second = calls(tmp_path)
+    assert "--resume" in second
+    for argv in (first, second):  # the budget's stream, for the watch, both times
+        assert "--include-partial-messages" in argv
+    record = json.loads((only_run(repo) / "result.json").read_text())
+    assert record["run"]["outcome"] == "budget"
 
 
 def test_after_the_total_wait_the_run_ends_rate_limited_exit_6(
