@@ -32,6 +32,7 @@ from gitflow_agents.base.fsutil import ReadRefused, read_text_limited, write_jso
 from gitflow_agents.prompt import agent_dir
 from gitflow_agents.prompt.paths import check_name
 from gitflow_agents.runs import RunPaths, find_run, is_run_id, new_run_id, read_json
+from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.cards import CardLockedError, card_lock
 from gitflow_agents.runs.fields import mapping, text
 from gitflow_agents.runs.status import is_live
@@ -263,6 +264,8 @@ def run_turn(
             f"send: run {prior.run_id} recorded no session id (its CLI reported none), so it "
             "cannot be continued; spawn a new run instead"
         )
+    budget = Ledger(config.budget, config.prices)  # `.flow/` budget:, a turn is an agent run
+    budget.refuse(config.agent(turn.agent).adapter)
     new_id = new_run_id()
     number = int(session.get("turns") or 1) + 1
     link = {
@@ -299,6 +302,7 @@ def run_turn(
                 run_id=new_id,
                 workdir=turn.workdir,
                 control=True,
+                budget=budget,
             )
             try:
                 return execute(job)

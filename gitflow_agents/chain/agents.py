@@ -23,7 +23,6 @@ from gitflow_agents import supervisor
 from gitflow_agents.agent_run.launch import report_files
 from gitflow_agents.agent_run.run import AgentJob, AgentRunner, limits
 from gitflow_agents.agents.installed import check_agents
-from gitflow_agents.agents.meter import FREE
 from gitflow_agents.base.errors import AgentError, ExitCode
 from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.chain.builtin import BUILTIN_USAGE_JSON, builtin_review, is_builtin
@@ -164,8 +163,8 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
         if reused is not None:
             done[index] = reused
     to_run = [job.agent for index, job in enumerate(jobs) if index not in done]
-    if ctx.budget is not None and any(ctx.config.agent(a).adapter not in FREE for a in to_run):
-        ctx.budget.refuse()  # a spent scope starts no agent (BudgetError); offline ones cost nothing
+    if ctx.budget is not None and to_run:  # a spent scope starts no agent (BudgetError)
+        ctx.budget.refuse(*(ctx.config.agent(agent).adapter for agent in to_run))
     check_agents(ctx.config, to_run, cwd=ws.worktree, env=ctx.env)
     attempts: list[tuple[int, _Attempt]] = []
     try:

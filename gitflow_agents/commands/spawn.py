@@ -17,7 +17,6 @@ def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.launch import report_files
     from gitflow_agents.agent_run.record import exit_code, print_result
     from gitflow_agents.agent_run.run import AgentJob, clear_previous, execute, limits
-    from gitflow_agents.agents.meter import FREE
     from gitflow_agents.commands.budget import ledger_from
     from gitflow_agents.prompt import (
         agent_dir,
@@ -37,8 +36,7 @@ def run(args: argparse.Namespace) -> int:
     files = report_files(config, args.agent, agent_dir(root, config.flow_dir, flow_name, agent_id))
     clear_previous(files, rerun=args.rerun)
     budget = ledger_from(args, config, "agent")
-    if agent_cfg.adapter not in FREE:  # the offline agents spend nothing
-        budget.refuse()  # a limit of 0: nothing may be spent
+    budget.refuse(agent_cfg.adapter)  # a limit of 0: nothing may be spent
     job = AgentJob(
         root=root,
         config=config,

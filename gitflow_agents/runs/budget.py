@@ -139,8 +139,12 @@ class Ledger:
                 return message(scope, spend, cap)
         return self.parent.over(agent_spend) if self.parent is not None else None
 
-    def refuse(self) -> None:
-        """BudgetError when a scope the next agent would run in is spent: it is not started."""
+    def refuse(self, *adapters: str) -> None:
+        """BudgetError when a scope the next agent would run in is spent: it is not started.
+        ``adapters``: those of the agents about to start, when known; the offline ones
+        (``FREE``) spend nothing and are never refused."""
+        if adapters and all(adapter in FREE for adapter in adapters):
+            return
         why = self.over()
         if why is not None:
             raise BudgetError(f"{why}; no agent started")

@@ -192,6 +192,21 @@ def test_a_continued_session_is_held_to_the_budget_with_what_it_spent_before_the
     assert record["run"]["outcome"] == "budget"
 
 
+def test_a_turn_sent_to_a_finished_session_is_held_to_the_flow_budget(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """``send`` to a finished run continues its session as a new agent run: `.flow/`'s
+    ``budget.agent`` holds for it as for the first (there are no budget options on ``send``)."""
+    env = setup(repo, tmp_path, ["done", "stream:40"], wait=60)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(config.read_text() + "budget:\n  agent: {tokens: 2500}\n")
+    assert spawn(cli, repo, env).returncode == 0
+    turn = cli.main("send", only_run(repo).name, "More, please.", "--quiet", cwd=repo, env=env)
+    assert turn.returncode == 5, turn.stdout + turn.stderr
+    found = re.search(r"budget: agent spent ([\d,]+) tokens of 2,500", turn.stdout)
+    assert found is not None and int(found[1].replace(",", "")) < 40_000, turn.stdout
+
+
 def test_after_the_total_wait_the_run_ends_rate_limited_exit_6(
     repo: Path, tmp_path: Path, cli: Cli
 ) -> None:
