@@ -204,14 +204,15 @@ def _fix(
     try:
         run = run_fixer(root, pull, review_report(before, gate_before), options, scratch)
     except AgentFailed as exc:
+        status, reason = exc.run.status, exc.run.reason or ""
+        why = reason if reason.startswith(f"{status}:") else f"{status}: {reason}"
         return FixOutcome(
             "fixer-failed",
-            f"the fixer {options.fixer} did not complete ({exc.run.status}: {exc.run.reason}); "
-            "nothing was pushed.",
+            f"the fixer {options.fixer} did not complete ({why}); nothing was pushed.",
             before,
             gate_before,
             (row_before, _fix_row(root, options, pull, "failed", None, started)),
-            exit_code=ExitCode.AGENT_FAILED,
+            exit_code=ExitCode.BUDGET if status == "budget" else ExitCode.AGENT_FAILED,
         )
     if run.sha is None:
         return FixOutcome(

@@ -25,6 +25,7 @@ from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, PullRequest
 from gitflow_agents.prompt import agent_dir
 from gitflow_agents.reviewer.builtin import diff_secrets
+from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.control import listening
 from gitflow_agents.runs.events import ConsoleChannel, EventHub
 
@@ -107,6 +108,7 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
             hub=hub,
             env={**os.environ, **identity},
             commit_identity=identity,
+            budget=Ledger(config.budget, config.prices),  # `.flow/` budget: the fixer's agent run
         )
         ws = chain.Workspace(
             worktree=tree,

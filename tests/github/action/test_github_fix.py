@@ -39,10 +39,13 @@ def flow_config(mode: str) -> str:
     return command_agents({"fixer": command}, allow_env={"fixer": ["FAKE_FIXER_RACE"]})
 
 
-def set_up(gh: GitHubStandIn, repo: Path, tmp_path: Path, mode: str, **pull: str) -> Pull:
-    """Base branch with the fixer configured, the PR's branch, and ``origin`` (a bare repo)."""
+def set_up(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path, mode: str, budget: str = "", **pull: str
+) -> Pull:
+    """Base branch with the fixer configured (and ``budget``, a ``budget:`` section), the PR's
+    branch, and ``origin`` (a bare repo)."""
     (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text(flow_config(mode))
+    (repo / ".flow" / "base.yaml").write_text(flow_config(mode) + budget)
     git(repo, "add", ".flow")
     git(repo, "commit", "-q", "-m", "configure the fixer")
     made = add_pull(gh, repo, {"broken.py": BROKEN, "fine.py": FINE}, **pull)
@@ -195,6 +198,18 @@ def test_a_failing_fixer_exits_3_and_pushes_nothing(
     assert "broken.py:5" in reply  # what is still open
     assert git(repo, "worktree", "list").count("\n") == 1
     assert "fix-pr-7" not in git(repo, "branch", "--list")
+
+
+def test_a_fixer_over_the_flow_budget_is_stopped_exit_5_and_pushes_nothing(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """The `/agent fix` fixer is an agent run: `.flow/`'s ``budget.agent`` stops it."""
+    pull = set_up(gh, repo, tmp_path, "spend", budget="budget:\n  agent: {tokens: 2500}\n")
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 5, stdout + stderr
+    assert runner.outputs()["fix-result"] == "fixer-failed"
+    assert "budget: agent spent" in stdout and "of 2,500" in stdout
+    assert origin_tip(tmp_path) == pull.head_sha
 
 
 def test_a_refused_push_is_a_clear_error_never_green(
