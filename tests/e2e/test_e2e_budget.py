@@ -58,3 +58,38 @@ def test_claude_is_stopped_at_its_token_budget(tmp_path: Path, standin: Standin)
     assert calls < 30  # stopped long before its script ran out
     pid = run["pid"]
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_claude_continued_after_a_429_is_stopped_counting_what_it_spent_before(
+    tmp_path: Path, standin: Standin
+) -> None:
+    """Five calls (750 tokens), then 429s until the CLI gives up; the session continued after
+    the wait is held to the same 900-token budget with those 750 counted: it is stopped within
+    its first calls, not after six more."""
+    project = claude_project(tmp_path, standin)
+    (project.root / ".flow").mkdir()
+    options = {"executable": str(project.executable), "max_turns": 40}
+    (project.root / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Write {report_file}; rename it to {success_file}."\n'
+        "defaults:\n  rate_limit_wait_secs: 3\n"
+        "agents:\n"
+        f"  builder:\n    adapter: claude\n    model: claude-sonnet-4-5\n"
+        f"    options: {json.dumps(options)}\n"
+    )
+    standin.load([Shell(f"echo call {n} >> calls.txt") for n in range(40)])
+    standin.refuse(429, times=2, from_turn=5)  # Claude retries once (CLAUDE_CODE_MAX_RETRIES 1)
+    env = {k: v for k, v in project.env.items() if k.startswith(("ANTHROPIC", "CLAUDE"))}
+    done = run_cli(
+        *("spawn", "builder", "--plan", "specs/greeting.md", "--step", "1"),
+        *("--budget-tokens", "900", "--quiet", "--json"),
+        cwd=project.root,
+        env={**env, "CLAUDE_CODE_MAX_RETRIES": "1"},
+    )
+    assert done.returncode == 5, done
+    run = json.loads(done.stdout)["run"]
+    assert run["outcome"] == "budget" and "tokens of 900" in run["reason"], run["reason"]
+    assert len(standin.refused) == 2
+    last_refused = standin.refused[-1].at
+    after = [r for r in standin.main_requests() if r.at > last_refused]
+    assert after and "(a rate limit)" in after[0].all_text()  # the session continued
+    assert len(after) < 5  # 750 + 150 reaches 900 at its first call: a few at most
