@@ -454,6 +454,10 @@ METERS: Mapping[str, Callable[[], Meter]] = {
 """Adapters whose CLI streams its usage, and how to read it (the others: none)."""
 
 
+AT_TURN_END: frozenset[str] = frozenset({"codex"})
+"""Adapters whose CLI says its usage only when a turn ends: ``codex exec`` is one turn, its
+tool calls and API calls inside it, so a budget can stop it between turns, not within one."""
+
 FREE: frozenset[str] = frozenset({"builtin", "patch"})
 """Adapters that run no model (the offline reviewer, the patch implementer): they spend
 nothing, so a budget has nothing to read or warn of."""
@@ -466,6 +470,7 @@ def meter_for(adapter: str) -> Meter | None:
 
 
 __all__ = [
+    "AT_TURN_END",
     "FREE",
     "METERS",
     "REMEMBERED",

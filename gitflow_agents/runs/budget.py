@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from gitflow_agents.agents.meter import FREE, Meter, meter_for
+from gitflow_agents.agents.meter import AT_TURN_END, FREE, Meter, meter_for
 from gitflow_agents.agents.prices import Price, Reported, Usage, usage_of
 from gitflow_agents.base.errors import BudgetError
 from gitflow_agents.config.budget import Budgets, Cap, Scope
@@ -174,6 +174,11 @@ class Ledger:
         if meter is None:
             warn_unmetered(adapter)
             return None
+        if adapter in AT_TURN_END:
+            _warn_once(
+                f"the {adapter} adapter's CLI reports its usage when a turn ends (a `codex exec` "
+                "run is one turn): a budget stops its agents between turns, not within one"
+            )
         return Watch(self, meter, adapter, model)
 
 

@@ -239,3 +239,15 @@ def test_a_run_that_said_no_usage_under_a_budget_warns_once(
         budget.warn_uncounted("command", Spend())
     err = capsys.readouterr().err
     assert err.count("a run of the command adapter reported no usage") == 1
+
+
+def test_codex_is_watched_and_warned_of_once_its_usage_comes_at_turn_ends(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(budget, "_warned", set())
+    ledger = Ledger(Budgets(agent=Cap(tokens=1000)), PRICES)
+    assert ledger.watch("codex", None) is not None and ledger.watch("codex", None) is not None
+    err = capsys.readouterr().err
+    assert err.count("the codex adapter's CLI reports its usage when a turn ends") == 1
+    assert ledger.watch("opencode", None) is not None  # a step at a time: no warning
+    assert capsys.readouterr().err == ""
