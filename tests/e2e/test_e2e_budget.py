@@ -11,22 +11,30 @@ import pytest
 
 from tests.conftest import run_cli
 
+from .conftest import Project
 from .model_standin import Shell, Standin
 from .projects import claude_project
 
 pytestmark = pytest.mark.e2e
 
 
-def test_claude_is_stopped_at_its_token_budget(tmp_path: Path, standin: Standin) -> None:
+def _project(tmp_path: Path, standin: Standin, extra: str = "") -> Project:
+    """The Claude project with a `builder` on the real CLI (40 turns at most) in its .flow/,
+    and ``extra`` YAML lines before its agents."""
     project = claude_project(tmp_path, standin)
     (project.root / ".flow").mkdir()
     options = {"executable": str(project.executable), "max_turns": 40}
     (project.root / ".flow" / "base.yaml").write_text(
         'completion_workflow:\n  template: "Write {report_file}; rename it to {success_file}."\n'
-        "agents:\n"
+        f"{extra}agents:\n"
         f"  builder:\n    adapter: claude\n    model: claude-sonnet-4-5\n"
         f"    options: {json.dumps(options)}\n"
     )
+    return project
+
+
+def test_claude_is_stopped_at_its_token_budget(tmp_path: Path, standin: Standin) -> None:
+    project = _project(tmp_path, standin)
     # every call answers with a tool call, so the agent never finishes on its own
     standin.load([Shell(f"echo call {n} >> calls.txt") for n in range(30)])
     done = run_cli(
@@ -66,16 +74,7 @@ def test_claude_continued_after_a_429_is_stopped_counting_what_it_spent_before(
     """Five calls (750 tokens), then 429s until the CLI gives up; the session continued after
     the wait is held to the same 900-token budget with those 750 counted: it is stopped within
     its first calls, not after six more."""
-    project = claude_project(tmp_path, standin)
-    (project.root / ".flow").mkdir()
-    options = {"executable": str(project.executable), "max_turns": 40}
-    (project.root / ".flow" / "base.yaml").write_text(
-        'completion_workflow:\n  template: "Write {report_file}; rename it to {success_file}."\n'
-        "defaults:\n  rate_limit_wait_secs: 3\n"
-        "agents:\n"
-        f"  builder:\n    adapter: claude\n    model: claude-sonnet-4-5\n"
-        f"    options: {json.dumps(options)}\n"
-    )
+    project = _project(tmp_path, standin, "defaults:\n  rate_limit_wait_secs: 3\n")
     standin.load([Shell(f"echo call {n} >> calls.txt") for n in range(40)])
     standin.refuse(429, times=2, from_turn=5)  # Claude retries once (CLAUDE_CODE_MAX_RETRIES 1)
     env = {k: v for k, v in project.env.items() if k.startswith(("ANTHROPIC", "CLAUDE"))}
