@@ -269,6 +269,47 @@ def test_a_cli_that_cannot_resume_is_started_again(repo: Path, tmp_path: Path, c
     assert waiting["resumes"] is False and "start again" in waiting["reason"]
 
 
+SPENDING_COMMAND = """#!{python}
+import json, pathlib, sys, time
+count = pathlib.Path({count!r})
+n = int(count.read_text()) + 1 if count.exists() else 1
+count.write_text(str(n))
+for call in range(2 if n == 1 else 400):  # 1,000 input tokens an API call, Claude-style
+    message = {{"id": f"m{{n}}-{{call}}", "usage": {{"input_tokens": 1000, "output_tokens": 0}}}}
+    print(json.dumps({{"type": "assistant", "message": message}}), flush=True)
+    time.sleep(0.05)
+sys.stderr.write("HTTP 429 Too Many Requests (retry-after: 0.2)\\n")
+sys.exit(2)
+"""
+
+
+def test_an_agent_started_again_counts_what_its_first_attempt_spent(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """A CLI that cannot resume is started again after the wait, under the same budget, with
+    what its first attempt streamed (2,000 tokens) counted: stopped at 2,500 within its first
+    calls, the figure 2,000 plus whole calls."""
+    agent = write_executable(
+        tmp_path / "agent",
+        SPENDING_COMMAND.format(python=sys.executable, count=str(tmp_path / "n")),
+    )
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
+        f"agents:\n  painter:\n    adapter: command\n    command: [{json.dumps(str(agent))}]\n"
+    )
+    done = cli.main(
+        *("spawn", "painter", "--flow", "f", "--task", "Paint.", "--quiet"),
+        *("--budget-tokens", "2500"),
+        cwd=repo,
+    )
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert (tmp_path / "n").read_text() == "2"  # started again
+    found = re.search(r"budget: agent spent ([\d,]+) tokens of 2,500", done.stdout)
+    assert found is not None, done.stdout
+    assert int(found[1].replace(",", "")) < 400_000  # not the second attempt's whole run
+
+
 def test_the_wait_shows_in_status_and_cancel_ends_it(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env = setup(repo, tmp_path, ["limit:120"], wait=600)
     proc = subprocess.Popen(
