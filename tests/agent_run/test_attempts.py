@@ -274,8 +274,9 @@ import json, pathlib, sys, time
 count = pathlib.Path({count!r})
 n = int(count.read_text()) + 1 if count.exists() else 1
 count.write_text(str(n))
-for call in range(2 if n == 1 else 400):  # 1,000 input tokens an API call, Claude-style
-    message = {{"id": f"m{{n}}-{{call}}", "usage": {{"input_tokens": 1000, "output_tokens": 0}}}}
+for call in range(2 if n == 1 else 400):  # 1,000 input tokens a call, then 300, Claude-style
+    usage = {{"input_tokens": 1000 if n == 1 else 300, "output_tokens": 0}}
+    message = {{"id": f"m{{n}}-{{call}}", "usage": usage}}
     print(json.dumps({{"type": "assistant", "message": message}}), flush=True)
     time.sleep(0.05)
 sys.stderr.write("HTTP 429 Too Many Requests (retry-after: 0.2)\\n")
@@ -287,8 +288,8 @@ def test_an_agent_started_again_counts_what_its_first_attempt_spent(
     repo: Path, tmp_path: Path, cli: Cli
 ) -> None:
     """A CLI that cannot resume is started again after the wait, under the same budget, with
-    what its first attempt streamed (2,000 tokens) counted: stopped at 2,500 within its first
-    calls, the figure 2,000 plus whole calls."""
+    what its first attempt streamed (2,000 tokens) counted: stopped at 2,500, the figure is
+    2,000 plus whole calls of 300 (without the first attempt, whole calls of 300 alone)."""
     agent = write_executable(
         tmp_path / "agent",
         SPENDING_COMMAND.format(python=sys.executable, count=str(tmp_path / "n")),
@@ -307,7 +308,7 @@ def test_an_agent_started_again_counts_what_its_first_attempt_spent(
     assert (tmp_path / "n").read_text() == "2"  # started again
     found = re.search(r"budget: agent spent ([\d,]+) tokens of 2,500", done.stdout)
     assert found is not None, done.stdout
-    assert int(found[1].replace(",", "")) < 400_000  # not the second attempt's whole run
+    assert (int(found[1].replace(",", "")) - 2000) % 300 == 0, found[0]
 
 
 def test_the_wait_shows_in_status_and_cancel_ends_it(repo: Path, tmp_path: Path, cli: Cli) -> None:
