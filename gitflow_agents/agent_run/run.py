@@ -17,6 +17,7 @@ each (in its own thread when several start together), ``record()`` each.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -42,12 +43,14 @@ from gitflow_agents.agent_run.record import (
     start_card,
     start_state,
 )
+from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.installed import check_agents, require_program
+from gitflow_agents.agents.output import since
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.prompt import Segment, agent_dir, write_system_prompt
 from gitflow_agents.prompt.paths import write_prompt_segments
 from gitflow_agents.runs import RunPaths, RunStatus, create_run, result_status, write_status
-from gitflow_agents.runs.budget import Ledger, warn_uncounted
+from gitflow_agents.runs.budget import Ledger, Watch, warn_uncounted
 from gitflow_agents.runs.cards import card_lock
 from gitflow_agents.runs.control import listening
 from gitflow_agents.runs.events import EventHub, JsonlChannel
@@ -66,12 +69,15 @@ InProcess = Callable[[], tuple[Status, str]]
 
 class Resume(NamedTuple):
     """A session's next turn (``send``): the CLI session it continues, the session link recorded
-    as ``run.session``, and the message, emitted as ``event``."""
+    as ``run.session``, and the message, emitted as ``event``; ``before``: what the session's
+    earlier runs used, for a CLI whose figures are its session's so far (``Cli.session_totals``:
+    this run's are its own once that is taken off; None: not such a CLI)."""
 
     session_id: str
     link: Mapping[str, Any]
     message: str
     event: str = "session:message"  # or session:reply
+    before: AgentOutput | None = None
 
 
 @dataclass(frozen=True)
@@ -261,6 +267,9 @@ class AgentRunner:
             budget=job.budget,
             live_input=self.hub.endpoint is not None,
         )
+        before = job.resume.before if job.resume is not None else None
+        if before is not None and isinstance(self.launch.launch.budget, Watch):
+            self.launch.launch.budget.before = before  # its CLI counts the earlier turns too
         # The exact program the adapter will start, in its environment and work tree: a missing
         # one is one clear line (AgentNotInstalled), not a crashed run with [Errno 2].
         spec = self.launch.launch.spec
@@ -297,6 +306,10 @@ class AgentRunner:
                             else attempts.slot_canceled()
                         )
                 self.outcome = attempts.outcome
+                before = self.job.resume.before if self.job.resume is not None else None
+                if before is not None and self.outcome.output is not None:
+                    own = since(self.outcome.output, before)
+                    self.outcome = dataclasses.replace(self.outcome, output=own)
         except BaseException as exc:
             self.fail(exc)
             raise

@@ -25,7 +25,7 @@ from gitflow_agents.agent_run.launch import refuse_planted, report_files
 from gitflow_agents.agent_run.prior_run import agent_id_of, workdir_of
 from gitflow_agents.agent_run.run import AgentJob, Resume, clear_previous, execute
 from gitflow_agents.agents import get_adapter
-from gitflow_agents.agents.base import cannot_resume
+from gitflow_agents.agents.base import AgentOutput, cannot_resume
 from gitflow_agents.agents.installed import check_agents
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.fsutil import ReadRefused, read_text_limited, write_json_atomic
@@ -264,8 +264,13 @@ def run_turn(
             f"send: run {prior.run_id} recorded no session id (its CLI reported none), so it "
             "cannot be continued; spawn a new run instead"
         )
+    adapter = config.agent(turn.agent).adapter
     budget = Ledger(config.budget, config.prices)  # `.flow/` budget:, a turn is an agent run
-    budget.refuse(config.agent(turn.agent).adapter)
+    budget.refuse(adapter)
+    earlier = session.get("runs", [prior.run_id])
+    before = (
+        _used(root, config.flow_dir, earlier) if get_adapter(adapter).cli.session_totals else None
+    )
     new_id = new_run_id()
     number = int(session.get("turns") or 1) + 1
     link = {
@@ -296,7 +301,7 @@ def run_turn(
                 kind=str(prior.record.get("kind") or prior.status.get("kind") or "implement"),
                 prompt_text=turn.prompt_text,
                 task=turn.task,
-                resume=Resume(session_id, link, message, message_event),
+                resume=Resume(session_id, link, message, message_event, before),
                 limits=limits,
                 quiet=quiet,
                 run_id=new_id,
@@ -312,6 +317,27 @@ def run_turn(
         raise UsageError(
             f"send: session {session['root']} is busy: another send is running in it"
         ) from None
+
+
+def _used(root: Path, flow_dir: str, run_ids: list[str]) -> AgentOutput:
+    """What the session's runs ``run_ids`` used, as their records say: each figure summed, or
+    unknown when one run's is (or its record is gone)."""
+    records = []
+    for run_id in run_ids:
+        paths = find_run(root, flow_dir, str(run_id))
+        result = read_json(paths.result) if paths is not None else None
+        records.append(mapping(result, "run") if result is not None else {})
+    totals: dict[str, Any] = {}
+    for field, key in (
+        ("input_tokens", "inputTokens"),
+        ("output_tokens", "outputTokens"),
+        ("cached_tokens", "cachedTokens"),
+        ("cost_usd", "costUsd"),
+    ):
+        values = [record.get(key) for record in records]
+        known = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        totals[field] = sum(values) if known and values else None
+    return AgentOutput(**totals)
 
 
 def read_session(path: Path) -> dict[str, Any]:

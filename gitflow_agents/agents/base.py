@@ -132,13 +132,16 @@ class Cli:
     whether it ``resumes`` a session (``Invocation.resume_session_id``: ``send`` asks this before
     a turn exists, and ``check_invocation`` refuses the same); the ``options`` of its own,
     besides ``COMMON_OPTIONS``; ``program_name``, its executable's usual name when that is not
-    ``name`` ("": none, e.g. the command adapter's command names it)."""
+    ``name`` ("": none, e.g. the command adapter's command names it); ``session_totals``: its
+    usage figures are its session's so far, so a resumed run's include the turns before it
+    (Codex's ``turn.completed``)."""
 
     name: str
     install: str
     resumes: bool
     options: tuple[str, ...] = ()
     program_name: str | None = None
+    session_totals: bool = False
 
     @property
     def program(self) -> str:

@@ -21,7 +21,13 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 class CodexAdapter:
-    cli = Cli("codex", install="npm install -g @openai/codex", resumes=True, options=OPTIONS)
+    cli = Cli(
+        "codex",
+        install="npm install -g @openai/codex",
+        resumes=True,
+        options=OPTIONS,
+        session_totals=True,  # `exec resume`'s turn.completed counts the turns before it
+    )
 
     def launch(self, invocation: Invocation) -> LaunchSpec:
         base.check_invocation(invocation, self.cli)

@@ -6,13 +6,16 @@ nothing understood. The adapters' ``parse_output`` and the usage meter (``meter.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.limits import rate_limit
+
+_O = TypeVar("_O")
 
 
 def json_object(text: str) -> dict[str, Any] | None:
@@ -98,6 +101,24 @@ def add_optional(total: int | None, value: int | None) -> int | None:
     if value is None:
         return total
     return value if total is None else total + value
+
+
+SESSION_FIGURES = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
+"""The usage fields a CLI that reports its session's totals (``Cli.session_totals``) counts up."""
+
+
+def since(output: _O, before: AgentOutput) -> _O:
+    """``output`` (a reading of a CLI whose figures are its session's so far) without what the
+    session had used ``before`` this run: each figure known on both sides, less the earlier one
+    (never below 0); one the earlier runs left unknown stays as it is (an over-count)."""
+    if not dataclasses.is_dataclass(output) or isinstance(output, type):
+        return output
+    fields: dict[str, Any] = {}
+    for name in SESSION_FIGURES:
+        now, then = getattr(output, name, None), getattr(before, name)
+        if now is not None and then is not None:
+            fields[name] = max(now - then, 0)
+    return dataclasses.replace(output, **fields) if fields else output
 
 
 def main_model(models: Mapping[str, Any], weight: str = "total") -> str | None:

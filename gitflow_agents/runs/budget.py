@@ -20,7 +20,9 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.meter import AT_TURN_END, FREE, Meter, meter_for
+from gitflow_agents.agents.output import since
 from gitflow_agents.agents.prices import Price, Reported, Usage, usage_of
 from gitflow_agents.base.errors import BudgetError
 from gitflow_agents.config.budget import Budgets, Cap, Scope
@@ -230,6 +232,8 @@ class Watch:
         self.ledger, self.meter, self.adapter, self.model = ledger, meter, adapter, model
         # what the run's earlier attempts spent (before a rate limit's wait), counted with it
         self.earlier: Spend | None = None
+        # what the session used before this run, which its CLI's figures include (taken off)
+        self.before: AgentOutput | None = None
         self._pricing_checked = False  # whether a cost could be known was asked (warn_unpriced)
         self._partial = b""
         self._lock = threading.Lock()
@@ -257,6 +261,8 @@ class Watch:
         says why (``warn_unpriced``)."""
         with self._lock:
             reading = self.meter.reading()
+        if self.before is not None:
+            reading = since(reading, self.before)
         usage = usage_of(reading, self.model, self.ledger.prices)
         if not self._pricing_checked and None not in (usage.input_tokens, usage.output_tokens):
             self._pricing_checked = True
@@ -272,6 +278,7 @@ class Watch:
         meter = meter_for(self.adapter)
         assert meter is not None  # this one has a meter
         watch = Watch(self.ledger, meter, self.adapter, self.model)
+        watch.before = self.before
         prices = self.ledger.prices
         watch.earlier = total(_spend(usage_of(output, self.model, prices)) for output in outputs)
         return watch

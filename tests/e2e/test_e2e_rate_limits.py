@@ -182,3 +182,31 @@ def test_eight_parallel_reviewers_under_max_parallel_2_send_at_most_2_requests(
         if e["type"] == "agent:waiting"
     ]
     assert "waiting for a claude slot (max_parallel 2)" in waited
+
+
+def test_a_codex_turn_sent_to_its_session_records_its_own_usage(
+    tmp_path: Path, standin: Standin
+) -> None:
+    """Codex's `turn.completed` after `exec resume` holds the session's totals so far: a turn
+    `send` adds records only its own calls (the stand-in says 120 input and 30 output tokens a
+    call), so the session's runs sum to what it used."""
+    (tmp_path / "made").mkdir()
+    root, env = _cli_project(tmp_path, standin, "codex", wait=3)
+    standin.load([*implement_script(root, "builder"), Say("Nothing more to do.")])
+    done = run_cli(
+        *("spawn", "builder", "--flow", FLOW, "--agent-name", "builder", "--task", "Add it."),
+        "--quiet",
+        cwd=root,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    first_calls = len(standin.main_requests())
+    [first] = (root / FLOW_DIR / "runs").iterdir()
+    run_cli("send", first.name, "One more thing.", "--quiet", cwd=root, env=env)
+    turn_calls = len(standin.main_requests()) - first_calls
+    [turn] = [run for run in (root / FLOW_DIR / "runs").iterdir() if run != first]
+    records = [json.loads((run / "result.json").read_text())["run"] for run in (first, turn)]
+    assert [(r["inputTokens"], r["outputTokens"]) for r in records] == [
+        (120 * first_calls, 30 * first_calls),
+        (120 * turn_calls, 30 * turn_calls),
+    ]

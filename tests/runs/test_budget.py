@@ -251,3 +251,21 @@ def test_codex_is_watched_and_warned_of_once_its_usage_comes_at_turn_ends(
     assert err.count("the codex adapter's CLI reports its usage when a turn ends") == 1
     assert ledger.watch("opencode", None) is not None  # a step at a time: no warning
     assert capsys.readouterr().err == ""
+
+
+def test_a_codex_turn_is_judged_on_its_own_usage_not_its_sessions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Codex's `turn.completed` in a resumed session counts the turns before it: a watch told
+    what the session used before (8,000) reads 11,000 as 3,000, under a 10,000 limit."""
+    monkeypatch.setattr(budget, "_warned", set())
+    watch = Ledger(Budgets(agent=Cap(tokens=10_000)), PRICES).watch("codex", None)
+    assert watch is not None
+    watch.before = AgentOutput(input_tokens=8000, output_tokens=0)
+    usage = {"input_tokens": 10_000, "cached_input_tokens": 0, "output_tokens": 1000}
+    watch.feed(json.dumps({"type": "turn.completed", "usage": usage}).encode() + b"\n")
+    spend = watch.spend()
+    assert (spend.input_tokens, spend.output_tokens) == (2000, 1000)
+    assert watch.exceeded() is None
+    again = watch.next_attempt([])  # a rate limit's next attempt keeps it
+    assert again.before == watch.before
