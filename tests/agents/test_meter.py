@@ -15,6 +15,7 @@ from gitflow_agents.agents.meter import (
     EventsMeter,
     meter_for,
 )
+from gitflow_agents.agents.output import since
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "agent-output"
 
@@ -505,3 +506,11 @@ def test_a_turn_after_a_result_counts_on_top_of_the_results_totals() -> None:
         assert reading.cost_usd is None and reading.model == MODEL
         meter.feed(result(3))  # the next turn's end: its totals again
         assert (meter.reading().input_tokens, meter.reading().cost_usd) == (3000, 0.018)
+
+
+def test_since_takes_off_what_the_session_used_before_where_both_are_known() -> None:
+    now = AgentOutput(input_tokens=600, output_tokens=150, cached_tokens=None, cost_usd=0.9)
+    before = AgentOutput(input_tokens=480, output_tokens=None, cached_tokens=7, cost_usd=1.0)
+    assert since(now, before) == AgentOutput(
+        input_tokens=120, output_tokens=150, cached_tokens=None, cost_usd=0.0
+    )  # an earlier figure unknown: kept (an over-count); never below 0
