@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from gitflow_agents.agents.base import Adapter, AgentOutput
 from gitflow_agents.agents.codex import CodexAdapter
 from gitflow_agents.agents.opencode import OpencodeAdapter
-from gitflow_agents.agents.output import add_optional, as_dict, as_float, as_int, as_str
+from gitflow_agents.agents.output import add_optional, as_dict, as_float, as_int, as_str, less
 
 # What a line must contain to be worth parsing: the meter reads a 200 MB stream (benchmarks/).
 USAGE_MARK = b'"usage"'
@@ -102,7 +102,7 @@ _HEAD = re.compile(
 # the API's order), the output of a usage object that has only that (a delta's), a delta's
 # ``api_message_id`` (Claude Code 2.1 writes it on stream events), and the line to parse as
 # JSON (empty: one of the three read here).
-_START, _KEY, _GROUP_LINE = 0, 1, 10
+_KEY, _GROUP_LINE = 1, 10
 _LINE = itemgetter(_GROUP_LINE)
 _INPUT = re.compile(
     rb'"(?:input_tokens|cache_creation_input_tokens|cache_read_input_tokens)":\s*(\d+)'
@@ -377,8 +377,8 @@ class ClaudeStreamMeter:
             # input ends each turn with a result, whose totals are the session's so far): its
             # messages on top of the result's tokens, the cost left to the price table.
             old_in, old_out = self.before_result
-            tokens_in = add_optional(result.input_tokens, _since(tokens_in, old_in))
-            tokens_out = add_optional(result.output_tokens, _since(tokens_out, old_out))
+            tokens_in = add_optional(result.input_tokens, less(tokens_in, old_in))
+            tokens_out = add_optional(result.output_tokens, less(tokens_out, old_out))
             return AgentOutput(
                 input_tokens=tokens_in,
                 output_tokens=tokens_out,
@@ -395,11 +395,6 @@ def _counts(usage: bytes) -> Counts:
         sum(map(int, found_in)) if found_in else None,
         sum(map(int, found_out)) if found_out else None,
     )
-
-
-def _since(now: int | None, then: int | None) -> int | None:
-    """What a sum grew by since it was ``then``."""
-    return now if now is None or then is None else now - then
 
 
 def _larger(old: int | None, new: int | None) -> int | None:

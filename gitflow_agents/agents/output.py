@@ -16,6 +16,7 @@ from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.limits import rate_limit
 
 _O = TypeVar("_O")
+_N = TypeVar("_N", int, float)
 
 
 def json_object(text: str) -> dict[str, Any] | None:
@@ -107,18 +108,19 @@ SESSION_FIGURES = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
 """The usage fields a CLI that reports its session's totals (``Cli.session_totals``) counts up."""
 
 
+def less(now: _N | None, then: _N | None) -> _N | None:
+    """What a figure grew by since it was ``then``: ``now`` less ``then`` (never below 0) when
+    both are known, else ``now`` (an earlier figure unknown takes nothing off)."""
+    return now if now is None or then is None else max(now - then, 0)
+
+
 def since(output: _O, before: AgentOutput) -> _O:
     """``output`` (a reading of a CLI whose figures are its session's so far) without what the
-    session had used ``before`` this run: each figure known on both sides, less the earlier one
-    (never below 0); one the earlier runs left unknown stays as it is (an over-count)."""
+    session had used ``before`` this run, figure by figure (``less``)."""
     if not dataclasses.is_dataclass(output) or isinstance(output, type):
         return output
-    fields: dict[str, Any] = {}
-    for name in SESSION_FIGURES:
-        now, then = getattr(output, name, None), getattr(before, name)
-        if now is not None and then is not None:
-            fields[name] = max(now - then, 0)
-    return dataclasses.replace(output, **fields) if fields else output
+    fields = {name: less(getattr(output, name), getattr(before, name)) for name in SESSION_FIGURES}
+    return dataclasses.replace(output, **fields)
 
 
 def main_model(models: Mapping[str, Any], weight: str = "total") -> str | None:
