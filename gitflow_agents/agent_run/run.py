@@ -115,6 +115,11 @@ class AgentJob:
     budget: Ledger | None = None  # the limits it is held to (runs/budget.py); None: none
     control: bool = False  # listen for send/cancel while it runs (runs/control.py); own hub only
 
+    @property
+    def session_before(self) -> AgentOutput | None:
+        """What its session used before it, which its CLI's figures include (``Resume.before``)."""
+        return self.resume.before if self.resume is not None else None
+
 
 def limits(
     config: FlowConfig,
@@ -267,9 +272,8 @@ class AgentRunner:
             budget=job.budget,
             live_input=self.hub.endpoint is not None,
         )
-        before = job.resume.before if job.resume is not None else None
-        if before is not None and isinstance(self.launch.launch.budget, Watch):
-            self.launch.launch.budget.before = before  # its CLI counts the earlier turns too
+        if isinstance(self.launch.launch.budget, Watch):  # its CLI may count earlier turns too
+            self.launch.launch.budget.before = job.session_before
         # The exact program the adapter will start, in its environment and work tree: a missing
         # one is one clear line (AgentNotInstalled), not a crashed run with [Errno 2].
         spec = self.launch.launch.spec
@@ -306,7 +310,7 @@ class AgentRunner:
                             else attempts.slot_canceled()
                         )
                 self.outcome = attempts.outcome
-                before = self.job.resume.before if self.job.resume is not None else None
+                before = self.job.session_before
                 if before is not None and self.outcome.output is not None:
                     own = since(self.outcome.output, before)
                     self.outcome = dataclasses.replace(self.outcome, output=own)

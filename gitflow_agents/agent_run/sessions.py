@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from gitflow_agents.agent_run.launch import refuse_planted, report_files
 from gitflow_agents.agent_run.prior_run import agent_id_of, workdir_of
@@ -34,12 +35,14 @@ from gitflow_agents.prompt.paths import check_name
 from gitflow_agents.runs import RunPaths, find_run, is_run_id, new_run_id, read_json
 from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.cards import CardLockedError, card_lock
-from gitflow_agents.runs.fields import mapping, text
+from gitflow_agents.runs.fields import integer, mapping, number, text
 from gitflow_agents.runs.status import is_live
 from gitflow_agents.supervisor import Limits, ReportFiles
 
 if TYPE_CHECKING:
     from gitflow_agents.config import FlowConfig
+
+_N = TypeVar("_N", int, float)
 
 SEND_TASK = (
     "{message}\n\n"
@@ -327,17 +330,18 @@ def _used(root: Path, flow_dir: str, run_ids: list[str]) -> AgentOutput:
         paths = find_run(root, flow_dir, str(run_id))
         result = read_json(paths.result) if paths is not None else None
         records.append(mapping(result, "run") if result is not None else {})
-    totals: dict[str, Any] = {}
-    for field, key in (
-        ("input_tokens", "inputTokens"),
-        ("output_tokens", "outputTokens"),
-        ("cached_tokens", "cachedTokens"),
-        ("cost_usd", "costUsd"),
-    ):
-        values = [record.get(key) for record in records]
-        known = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-        totals[field] = sum(values) if known and values else None
-    return AgentOutput(**totals)
+
+    def summed(key: str, read: Callable[[Mapping[str, Any], str], _N | None]) -> _N | None:
+        values = [read(record, key) for record in records]
+        known = [value for value in values if value is not None]
+        return sum(known) if known and len(known) == len(values) else None
+
+    return AgentOutput(
+        input_tokens=summed("inputTokens", integer),
+        output_tokens=summed("outputTokens", integer),
+        cached_tokens=summed("cachedTokens", integer),
+        cost_usd=summed("costUsd", number),
+    )
 
 
 def read_session(path: Path) -> dict[str, Any]:
