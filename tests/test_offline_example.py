@@ -164,3 +164,23 @@ def test_a_budget_over_the_offline_agents_warns_of_nothing(
     run = _cli(repo, env, "run", PLAN, "--step", "1", "--budget-usd", "0", "--budget-tokens", "9")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "warning" not in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(
+    ("budget", "jobs"),
+    [("plan: {usd: 0}", "1"), ("agent: {tokens: 0}", "2"), ("step: {usd: 0}", "2")],
+)
+def test_a_budget_of_0_in_flow_holds_back_no_step_of_offline_agents(
+    fresh: tuple[Path, dict[str, str]], budget: str, jobs: str
+) -> None:
+    """A limit of 0 set in ``.flow/`` (nothing may be spent) starts no agent that calls a
+    model, but the plan's steps, one after the other or several at once, are run by the patch
+    implementer and the builtin reviewer, which spend nothing: each lands."""
+    repo, env = fresh
+    assert _cli(repo, env, "init", "--example").returncode == 0
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(config.read_text() + f"budget:\n  {budget}\n")
+    run = _cli(repo, env, "run", PLAN, "--all", "--jobs", jobs)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "budget" not in run.stdout + run.stderr
+    assert _git(repo, env, "log", "--format=%s", "HEAD").count("Mark step") == 3

@@ -91,6 +91,14 @@ class Context:
         return f"refs/heads/{self.target}"
 
     @property
+    def adapters(self) -> tuple[str, ...]:
+        """The adapters of the chain's agents (implementer, reviewers, fixer): what a spent
+        budget is asked about before a step starts (``Ledger.holds_back``)."""
+        settings = self.settings
+        names = (settings.implementer, *settings.reviewers, settings.fixer)
+        return tuple(self.config.agent(name).adapter for name in names)
+
+    @property
     def exclude(self) -> tuple[str, ...]:
         """What no agent commit takes: the flow dir, then the copied ignored files."""
         return (self.config.flow_dir.strip("/"), *sorted(self.protected))

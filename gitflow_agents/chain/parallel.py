@@ -134,7 +134,8 @@ def run_parallel(
         try:
             if decide and not stopped and not interrupted:
                 decide = False
-                spent = ctx.budget.over() if ctx.budget is not None else None
+                budget = ctx.budget
+                spent = budget.holds_back(*ctx.adapters) if budget is not None else None
                 if spent is not None and pending:  # the plan's budget: no further step starts
                     say(f"no further step starts: {spent}")
                     codes.append(int(ExitCode.BUDGET))

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             return run_parallel(ctx, steps, jobs, lambda r: report(r, as_json=args.json))
     with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
         for number in steps:
-            spent = ctx.budget.over()  # the plan's budget, spent by the steps before
+            spent = ctx.budget.holds_back(*ctx.adapters)  # spent by the steps before
             if spent is not None:
                 print(f"step {number} not started: {spent}")
                 return int(ExitCode.BUDGET)

@@ -141,13 +141,19 @@ class Ledger:
                 return message(scope, spend, cap)
         return self.parent.over(agent_spend) if self.parent is not None else None
 
-    def refuse(self, *adapters: str) -> None:
-        """BudgetError when a scope the next agent would run in is spent: it is not started.
-        ``adapters``: those of the agents about to start, when known; the offline ones
-        (``FREE``) spend nothing and are never refused."""
+    def holds_back(self, *adapters: str) -> str | None:
+        """:meth:`over` for agents about to start: the message of a spent scope they would
+        run in, None when there is none. ``adapters``: those of the agents, when known; the
+        offline ones (``FREE``) spend nothing, so no spent scope (a limit of 0 either) holds
+        them back."""
         if adapters and all(adapter in FREE for adapter in adapters):
-            return
-        why = self.over()
+            return None
+        return self.over()
+
+    def refuse(self, *adapters: str) -> None:
+        """BudgetError when a scope the next agent would run in is spent (:meth:`holds_back`):
+        it is not started."""
+        why = self.holds_back(*adapters)
         if why is not None:
             raise BudgetError(f"{why}; no agent started")
 
