@@ -74,8 +74,18 @@ def agent_results(
 def step_spend(run_dir: Path, data: Mapping[str, Any]) -> Spend:
     """A step run's spend: the sum of the agent runs it lists (:func:`agent_results`). A listed
     run without a readable record counts as unknown."""
-    parts = agent_results(run_dir, data).values()
-    return total(run_spend(mapping(result, "run")) if result else Spend() for result in parts)
+    return _spent(agent_results(run_dir, data).values())
+
+
+def runs_spend(runs: Path, run_ids: Iterable[str]) -> Spend:
+    """What the agent runs ``run_ids`` (folders of ``runs``: the attempts of one agent, say)
+    spent together. A run without a readable record counts as unknown."""
+    return _spent(read_json(RunPaths(runs / run_id).result) for run_id in run_ids)
+
+
+def _spent(results: Iterable[Mapping[str, Any] | None]) -> Spend:
+    """The sum of agent runs' result.json records (None: unreadable, unknown)."""
+    return total(run_spend(mapping(result, "run")) if result else Spend() for result in results)
 
 
 def total(parts: Iterable[Spend]) -> Spend:

@@ -19,13 +19,12 @@ from pathlib import Path
 
 from gitflow_agents import render
 from gitflow_agents.base.errors import ExitCode, UsageError
-from gitflow_agents.chain import AgentFailed
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import comment
 from gitflow_agents.github.action.checkout import review_pull
 from gitflow_agents.github.action.fix_reply import FIX_MARKER, fix_reply, post_reply, reply_head
-from gitflow_agents.github.action.fixer import FixRun, review_report, run_fixer
+from gitflow_agents.github.action.fixer import FixerFailed, FixRun, review_report, run_fixer
 from gitflow_agents.github.action.publish import (
     Publisher,
     Reviewed,
@@ -43,6 +42,7 @@ from gitflow_agents.github.action.runner import (
 )
 from gitflow_agents.github.api.client import Client, PullRequest
 from gitflow_agents.render.markdown import escape
+from gitflow_agents.runs.spend import Spend
 
 _PUSH_FORBIDDEN = re.compile(r"\b403\b|permission to .* denied|not allowed to push", re.I)
 
@@ -97,7 +97,9 @@ def _fix_row(
     outcome: str,
     run: FixRun | None,
     started: float,
+    spend: Spend,
 ) -> comment.RunRow:
+    """The fixer's row of the run history: its changes, its time, what it spent."""
     stats = git.numstat(root, git.DiffSpec(pull.head_sha, run.sha)) if run and run.sha else {}
     return comment.RunRow(
         flow="fix",
@@ -109,6 +111,7 @@ def _fix_row(
         insertions=sum(a or 0 for a, _ in stats.values()),
         deletions=sum(d or 0 for _, d in stats.values()),
         duration_s=run.duration_s if run else time.monotonic() - started,
+        **comment.usage_fields(spend),
     )
 
 
@@ -203,7 +206,7 @@ def _fix(
     started = time.monotonic()
     try:
         run = run_fixer(root, pull, review_report(before, gate_before), options, scratch)
-    except AgentFailed as exc:
+    except FixerFailed as exc:
         status, reason = exc.run.status, exc.run.reason or ""
         why = reason if reason.startswith(f"{status}:") else f"{status}: {reason}"
         return FixOutcome(
@@ -211,7 +214,7 @@ def _fix(
             f"the fixer {options.fixer} did not complete ({why}); nothing was pushed.",
             before,
             gate_before,
-            (row_before, _fix_row(root, options, pull, "failed", None, started)),
+            (row_before, _fix_row(root, options, pull, "failed", None, started, exc.spend)),
             exit_code=ExitCode.BUDGET if status == "budget" else ExitCode.AGENT_FAILED,
         )
     if run.sha is None:
@@ -220,7 +223,7 @@ def _fix(
             f"the fixer {options.fixer} completed without changing anything; nothing was pushed.",
             before,
             gate_before,
-            (row_before, _fix_row(root, options, pull, "no changes", run, started)),
+            (row_before, _fix_row(root, options, pull, "no changes", run, started, run.spend)),
         )
     return _push_and_review(env, publisher, options, root, branch, first, run, started)
 
@@ -255,12 +258,12 @@ def _push_and_review(
             message,
             before,
             gate_before,
-            (row_before, _fix_row(root, options, pull, result, run, started)),
+            (row_before, _fix_row(root, options, pull, result, run, started, run.spend)),
             fix_sha=run.sha,
             exit_code=ExitCode.USAGE if pushed.moved else ExitCode.GITHUB,
             publish=not pushed.moved,
         )
-    fix_row = _fix_row(root, options, pull, "pushed", run, started)
+    fix_row = _fix_row(root, options, pull, "pushed", run, started, run.spend)
     old_head = pull.head_sha
     publisher.final(before, gate_before, "set the final status of the previous head")
     # Pushes made with GITHUB_TOKEN start no workflow run: the new head is reviewed right here.

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gitflow_agents import chain, render
 from gitflow_agents.base.fsutil import write_text_atomic
+from gitflow_agents.chain import AgentFailed
 from gitflow_agents.config import load_flow_config
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
@@ -25,9 +26,11 @@ from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.client import ACTIONS_BOT_LOGIN, PullRequest
 from gitflow_agents.prompt import agent_dir
 from gitflow_agents.reviewer.builtin import diff_secrets
+from gitflow_agents.runs import runs_root
 from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.control import listening
 from gitflow_agents.runs.events import ConsoleChannel, EventHub
+from gitflow_agents.runs.spend import Spend, runs_spend
 
 FIX_FLOW = "github-fix"
 FIX_PREAMBLE = """\
@@ -65,6 +68,17 @@ class FixRun:
     run_id: str
     agent_id: str
     duration_s: float
+    spend: Spend
+    """What the fixer's attempts spent, as their run records say."""
+
+
+class FixerFailed(AgentFailed):
+    """The fixer did not complete (exit code as ``AgentFailed``); ``spend``: what its
+    attempts spent before they ended (a budget's stop spent up to its limit)."""
+
+    def __init__(self, run: chain.AgentRun, spend: Spend) -> None:
+        super().__init__(run)
+        self.spend = spend
 
 
 def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp: Path) -> FixRun:
@@ -72,7 +86,7 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
     work tree of the PR's head on a throw-away branch, with ``report`` (the review) as its
     ``--after`` context; its changes committed with the run's trailers, as
     ``github-actions[bot]`` when git knows no identity. Nothing is pushed.
-    AgentFailed when the fixer does not complete; ConfigError for an unknown fixer."""
+    FixerFailed when the fixer does not complete; ConfigError for an unknown fixer."""
     identity = git.commit_identity(root, ACTIONS_BOT_LOGIN, BOT_EMAIL)
     with contextlib.ExitStack() as stack:
         config_root = stack.enter_context(base_checkout(root, pull.base_sha, temp))
@@ -130,6 +144,12 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
             task=FIX_TASK.format(**facts),
             commit_message=f"Fix review findings of PR #{pull.number}",
         )
-        run = chain.run_agent(ctx, ws, job)
+        runs = runs_root(ctx.root, flow_dir, FIX_FLOW)
+        try:
+            run = chain.run_agent(ctx, ws, job)
+        except AgentFailed as failed:
+            spent = runs_spend(runs, (one.run_id for one in failed.run.attempts()))
+            raise FixerFailed(failed.run, spent) from failed
+        spend = runs_spend(runs, (one.run_id for one in run.attempts()))
     sha = run.end_sha if run.end_sha != pull.head_sha else None
-    return FixRun(sha, run.run_id, agent_id, run.duration)
+    return FixRun(sha, run.run_id, agent_id, run.duration, spend)

@@ -112,6 +112,36 @@ def test_a_writers_fix_is_pushed_to_the_pr_branch_and_the_new_head_reviewed(
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_the_fixers_spend_counts_in_the_outputs_and_its_row_of_the_comment(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """The run's spend is its agents' (docs/github.md, "Outputs"): both reviews are the builtin
+    reviewer's ($0, 0 tokens), the fixer's is what its CLI said; its row in the sticky
+    comment's run history shows it."""
+    set_up(gh, repo, tmp_path, "paid")
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 0, stdout + stderr
+    outputs = runner.outputs()
+    assert outputs["fix-result"] == "pushed"
+    assert (outputs["input-tokens"], outputs["output-tokens"]) == ("1200", "340")
+    assert (outputs["cost-usd"], outputs["cost-estimated"]) == ("0.0123", "false")
+    (summary,) = [c["body"] for c in gh.comments_on(7) if c["body"].startswith(MARKER)]
+    (row,) = [line for line in summary.replace("`", "").splitlines() if "| fix |" in line]
+    assert "| 1,540 | $0.01 |" in row, row  # its tokens in all, its cost
+
+
+def test_a_budget_stopped_fixers_spend_counts_in_the_outputs(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """A fixer stopped at its budget spent what it read before the stop: the outputs say it
+    (its tokens; its cost unknown, no model named), never nothing."""
+    set_up(gh, repo, tmp_path, "spend", budget="budget:\n  agent: {tokens: 2500}\n")
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 5, stdout + stderr
+    outputs = runner.outputs()
+    assert int(outputs["input-tokens"]) >= 2500 and outputs["cost-usd"] == ""
+
+
 def test_a_commenter_without_write_access_is_refused(
     runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
 ) -> None:
