@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,15 +124,46 @@ def listed_claim(root: Path, branch: str, remote: str = "origin") -> dict[str, s
     return remote_tips(root, (f"refs/heads/{branch}", lease_ref(branch)), remote)
 
 
+def read_leases(root: Path, branches: Iterable[str], remote: str = "origin") -> dict[str, Lease]:
+    """The leases of ``branches`` on ``remote`` that exist and can be read, by branch: one
+    ``ls-remote`` for them all, then one fetch and one ``git log`` of the ones listed (what
+    a plan's glance reads for each of its steps). GitError when the remote cannot be read."""
+    refs = {lease_ref(branch): branch for branch in branches}
+    listed = remote_tips(root, list(refs), remote, what="the step branches' leases") if refs else {}
+    if not listed:
+        return {}
+    specs = [f"+{ref}:{ref}" for ref in listed]
+    fetched = run_git(root, "fetch", "--no-tags", "--quiet", remote, *specs, check=False)
+    if fetched.returncode != 0:
+        return {}
+    shas = sorted(set(listed.values()))
+    shown = run_git(root, "log", "--no-walk", "--format=%H%n%B%x00", *shas, "--", check=False)
+    if shown.returncode != 0:
+        return {}
+    messages = dict(entry.strip("\n").partition("\n")[::2] for entry in shown.stdout.split("\0"))
+    found = {}
+    for ref, sha in listed.items():
+        lease = _parsed(sha, messages.get(sha, ""))
+        if lease is not None:
+            found[refs[ref]] = lease
+    return found
+
+
 def _lease_at(root: Path, ref: str, sha: str, remote: str) -> Lease | None:
     """The lease ``ref`` on ``remote`` listed at ``sha``, fetched and read (None: unreadable)."""
     fetched = run_git(root, "fetch", "--no-tags", "--quiet", remote, f"+{ref}:{ref}", check=False)
     shown = run_git(root, "log", "-1", "--format=%B", sha, "--", check=False)
     if fetched.returncode != 0 or shown.returncode != 0:
         return None
+    return _parsed(sha, shown.stdout)
+
+
+def _parsed(sha: str, message: str) -> Lease | None:
+    """The lease whose commit ``sha`` has ``message`` (its holder's JSON), None when that is
+    not a holder record with its ``at``."""
     try:
-        holder = json.loads(shown.stdout)
-    except json.JSONDecodeError:
+        holder = json.loads(message)
+    except (ValueError, RecursionError):  # anyone who may push can write a lease
         return None
     when = holder.get("at") if isinstance(holder, dict) else None
     if not isinstance(when, (int, float)) or isinstance(when, bool):

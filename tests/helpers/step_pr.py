@@ -29,6 +29,19 @@ def agent(role: str, mode: str, argv: list[str] | None = None) -> str:
     return f"    adapter: command\n    command: {json.dumps(command)}\n"
 
 
+def paid(role: str, mode: str) -> list[str]:
+    """The argv of a fake agent (``FAKE role mode``) that then says what it spent, as Claude
+    Code's result line does: $0.01, 1,000 input and 200 output tokens."""
+    script = (
+        "import json, subprocess, sys\n"
+        f"code = subprocess.call([sys.executable, {str(FAKE)!r}, {role!r}, {mode!r}])\n"
+        "usage = {'input_tokens': 1000, 'output_tokens': 200}\n"
+        "print(json.dumps({'type': 'result', 'usage': usage, 'total_cost_usd': 0.01}))\n"
+        "sys.exit(code)\n"
+    )
+    return [sys.executable, "-c", script]
+
+
 def flow_config(
     reviewer: str = "approve",
     implementer: list[str] | None = None,

@@ -39,8 +39,12 @@ from gitflow_agents.github.api.actions import workflow_run
 from gitflow_agents.github.api.client import Client
 from gitflow_agents.github.api.settings import repository_from, settings_from_env
 from gitflow_agents.github.pr.claim import Claim
+from gitflow_agents.runs.spend import Spend, run_spend, total
 
 TTL_ENV = "GITFLOW_AGENTS_CLAIM_TTL"
+SPEND = "spend"
+"""The holder key with what the runs that published the step spent (``runs/spend.Spend``
+JSON), kept from holder to holder (``carried``)."""
 DEFAULT_TTL = 1800.0
 
 
@@ -143,14 +147,39 @@ class Held:
             "while this run held it"
         )
 
-    def published(self, number: int) -> None:
+    def published(self, number: int, spend: Spend | None) -> None:
         """Record the pull request in the lease (its last write): the claim is then never
-        free by age, even to a reader without the API (``plan matrix --ready``)."""
+        free by age, even to a reader without the API (``plan matrix --ready``); and what this
+        run spent (None: it ran no agent), added to what the lease said before (``spent``)."""
+        if spend is not None:
+            self.spent(spend)
         self.record = {**self.record, "pull": number}
         self.renew()
 
+    def spent(self, spend: Spend) -> None:
+        """``spend`` (a run's on the step: its step run, a tend's) added to the spend the
+        lease records (``SPEND``: what the plan's glance shows for the step), written with the
+        next write of the lease."""
+        before = lease_spend(self.record)
+        summed = spend if before is None else total([before, spend])
+        self.record = {**self.record, SPEND: summed.to_json()}
+
     def release(self) -> None:
         leases.delete_lease(self.root, self.branch, self.sha, self.remote)
+
+
+def lease_spend(record: Mapping[str, Any]) -> Spend | None:
+    """What a lease's record says the runs on its step spent (``SPEND``), None when it says
+    nothing (no run published the step yet, or an older version wrote it)."""
+    spend = record.get(SPEND)
+    return run_spend(spend) if isinstance(spend, dict) else None
+
+
+def carried(found: leases.Lease | None) -> dict[str, Any]:
+    """The part of the lease ``found`` that a new holder's record keeps: what the runs before
+    it spent on the step (a new claim of a step run before, a tend after a step run)."""
+    spend = found.holder.get(SPEND) if found is not None else None
+    return {SPEND: spend} if isinstance(spend, dict) else {}
 
 
 def take(
@@ -189,6 +218,7 @@ def retake(
     found = leases.read_lease(root, branch, remote)
     if found is not None and not lost.holds(found.holder):
         return False
+    record = {**record, **carried(found)}
     held = take(root, branch, record, found.sha if found else "", dict(identity or {}), remote)
     return False if held is None and found is not None else held
 

@@ -17,6 +17,11 @@ while no step has a branch on origin (``git ls-remote`` tells). A comment whose 
 change is not written (``comment.upsert_summary``): its footer names the target's commit, so it
 is rewritten once per push to the target, not once per command.
 
+Each step's spend (a last column, and the plan's sum under the title) is what its branch's
+lease on origin records (``github/pr/lease.SPEND``: the runs that published the step and the
+tends of its pull request add theirs), read for every step in one ``ls-remote`` and one fetch
+(``git/lease.read_leases``), which also give the leases of started steps.
+
 The chart is the one ``plan show --format mermaid`` draws (``render.mermaid.plan_flowchart``).
 GitHub draws Mermaid without ``click`` links (its renderer disables interaction), so a table under
 the chart links each step to its pull request. With a tracking issue (``--plan-issue N``) the
@@ -54,6 +59,7 @@ from gitflow_agents.github.pr.startable import REMOTE
 from gitflow_agents.plan.model import Plan
 from gitflow_agents.render.markdown import one_line
 from gitflow_agents.render.mermaid import PlanNode, fence_chart, plan_flowchart
+from gitflow_agents.runs.spend import UNKNOWN, Spend, cost_text, tokens_text, total
 
 _MARKER_TEXT = re.compile(r"[^A-Za-z0-9._/+=@-]")
 _WHOLE = "`gitflow-agents plan show PLAN --format mermaid` draws the whole plan."
@@ -66,6 +72,7 @@ class StepGlance:
 
     node: PlanNode
     pull: PullRequest | None = None
+    spend: Spend | None = None  # what the runs that published it spent (None: no record)
 
 
 def plan_marker(plan_rel: str) -> str:
@@ -84,14 +91,15 @@ def plan_glance(ctx: Context, client: Client, repo: str, ttl: float) -> list[Ste
     branches = {s.number: branch_name(ctx.settings, plan.name, s.number) for s in plan.steps}
     started = [n for n, b in branches.items() if b in heads and n not in done]
     pulls, states = _open_pulls(client, repo, ctx.target) if started else ({}, None)
+    leases_of = git_lease.read_leases(ctx.root, branches.values(), REMOTE)
     found: list[StepGlance] = []
     for step in plan.steps:
         branch = branches[step.number]
-        pull = None
+        pull, lease = None, leases_of.get(branch)
         if step.number in done:
             state, detail = "done", "done"
         elif branch in heads:
-            pull, state, detail = _started(ctx, states, branch, pulls.get(branch), ttl)
+            pull, state, detail = _started(states, lease, pulls.get(branch), ttl)
         else:
             state, detail = "ready", "ready"
         if state == "ready":
@@ -99,7 +107,8 @@ def plan_glance(ctx: Context, client: Client, repo: str, ttl: float) -> list[Ste
             if waiting:
                 state, detail = "waiting", f"waiting for {', '.join(map(str, waiting))}"
         node = PlanNode(step.number, step.title, state, detail, step.depends_on)
-        found.append(StepGlance(node, pull))
+        spend = leases.lease_spend(lease.holder) if lease is not None else None
+        found.append(StepGlance(node, pull, spend))
     return found
 
 
@@ -113,17 +122,20 @@ def _open_pulls(
 
 
 def _started(
-    ctx: Context, states: HeadStates | None, branch: str, pull: PullRequest | None, ttl: float
+    states: HeadStates | None,
+    lease: git_lease.Lease | None,
+    pull: PullRequest | None,
+    ttl: float,
 ) -> tuple[PullRequest | None, str, str]:
     """(pull request, state, detail) of a step whose branch is on origin, with its open pull
-    request (None: it has none) and its head's gate state in ``states``."""
+    request (None: it has none), its head's gate state in ``states`` and its branch's lease
+    (None: it has none)."""
     if pull is not None and states is not None:
         status = states.state(pull.head_sha)
         if status in ("failure", "error"):
             return pull, "red", f"red: PR #{pull.number} {status}"
         what = "approved, merging" if status == "success" else "under review"
         return pull, "running", f"PR #{pull.number} {what}"
-    lease = git_lease.read_lease(ctx.root, branch, REMOTE)
     free = leases.why_free(lease, None, None, False, ttl)
     if free is None:
         who = f" by {leases.who(lease.holder)}" if lease is not None else ""
@@ -140,7 +152,7 @@ def plan_body(plan: Plan, plan_rel: str, steps: list[StepGlance], *, footer: str
     head = [
         plan_marker(plan_rel),
         f"### {one_line(plan.title or plan.name)}",
-        f"{one_line(plan_rel)}: {done} of {len(steps)} steps done",
+        f"{one_line(plan_rel)}: {done} of {len(steps)} steps done{_plan_spend(steps)}",
     ]
     tail = [_table(steps), *([f"<sub>{footer}</sub>"] if footer else [])]
     chart = fence_chart(plan_flowchart(s.node for s in steps)).rstrip("\n")
@@ -156,14 +168,37 @@ CHART_LEFT_OUT = (
 
 
 def _table(steps: list[StepGlance]) -> str:
-    rows = ["| step | state | pull request |", "|---|---|---|"]
+    rows = ["| step | state | pull request | spent |", "|---|---|---|---|"]
     for step in steps:
         node = step.node
         title = _cell(f"{node.number}: {node.title}")
         state = f"{_ICON.get(node.state, '')} {_cell(node.detail)}".strip()
         pull = f"[#{step.pull.number}]({step.pull.html_url})" if step.pull else "—"
-        rows.append(f"| {title} | {state} | {pull} |")
+        spent = _spend_text(step.spend) if step.spend is not None else "—"
+        rows.append(f"| {title} | {state} | {pull} | {spent} |")
     return "\n".join(rows)
+
+
+def _plan_spend(steps: list[StepGlance]) -> str:
+    """`` · spent $0.0123 · tokens 1,200/340 by …``: the sum of what the steps' leases record,
+    a lower bound (``≥``) when a done step has no record (it landed another way, or an older
+    version published it); "" while no step has one."""
+    if all(step.spend is None for step in steps):
+        return ""
+    parts = [
+        s.spend if s.spend is not None else Spend()
+        for s in steps
+        if s.spend is not None or s.node.state == "done"
+    ]
+    return f" · spent {_spend_text(total(parts))} by the runs that published its steps"
+
+
+def _spend_text(spend: Spend) -> str:
+    """``$0.0123 est. · tokens 1,200/340``, each figure ``unknown`` where no CLI said it."""
+    cost = cost_text(spend)
+    if cost == UNKNOWN and tokens_text(spend) == UNKNOWN:
+        return UNKNOWN
+    return f"{cost if cost != UNKNOWN else 'cost unknown'} · tokens {tokens_text(spend)}"
 
 
 def _cell(text: str) -> str:

@@ -54,8 +54,10 @@ from gitflow_agents.github.pr.startable import REMOTE, startable
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.plan.model import DONE
 from gitflow_agents.reviewer import approval_status
-from gitflow_agents.runs import new_run_id, read_json, runs_root
+from gitflow_agents.runs import RunPaths, new_run_id, read_json, runs_root
 from gitflow_agents.runs.lock import LockInfo, StepLockedError, hold, step_lock_path
+from gitflow_agents.runs.schema import step_chain
+from gitflow_agents.runs.spend import Spend, step_spend
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,10 @@ def _claim(
     if previous is not None and previous.owns(remote_tip):  # its branch, and its lease?
         who = {**github.claimant, "claimedSha": previous.claimed or remote_tip}
         lease = leases.retake(ctx.root, branch, previous, who, ctx.commit_identity, REMOTE)
+    if isinstance(lease, leases.Held) and previous is not None:  # it carries the lost run on
+        lost = recorded_spend(RunPaths(runs / previous.run_id).result)
+        if lost is not None:
+            lease.spent(lost)  # written with the next renewal
     if previous is not None and lease is not False:
         record = record.update(
             state="claimed",
@@ -273,7 +279,7 @@ def _claim_push(
     if f"refs/heads/{branch}" in listed:  # started: no push
         return git.PushResult(False, True, f"{branch} already exists on {REMOTE}"), None, listed
     stale = git_lease.read_lease(ctx.root, branch, REMOTE, listed=listed)
-    record = {**github.claimant, "claimedSha": claimed}
+    record = {**github.claimant, "claimedSha": claimed, **leases.carried(stale)}
     identity = dict(ctx.commit_identity or {})
     expected = stale.sha if stale else ""
     claim, made = git_lease.claim_with_lease(
@@ -295,7 +301,7 @@ def _take_free(
     why = finishable(found, github.client, github.repo, github.ttl)
     if found is None or why is None:
         return None  # alive, or its run finished publishing
-    mine = {**github.claimant, "claimedSha": remote_tip}
+    mine = {**github.claimant, "claimedSha": remote_tip, **leases.carried(found)}
     identity = dict(ctx.commit_identity or {})
     lease = leases.take(ctx.root, branch, mine, found.sha, identity, REMOTE)
     if lease is None:
@@ -481,7 +487,7 @@ def _publish(
             "run the step again to finish it (nothing is implemented again)"
         )
     if lease is not None:  # publishing finished: the claim is never free by age now
-        lease.published(pull.number)
+        lease.published(pull.number, step_run_spend(result))
     if options.auto_merge == "rebase" and published.state == "success":
         target_sha = target_tip(ctx, fetch=False)
         refusal = rebase_refusal(ctx.root, target_sha, head) if target_sha else None
@@ -489,6 +495,21 @@ def _publish(
             print(f"  step {result.step}: PR #{pull.number} {refusal}")
             return max(result.exit_code, int(ExitCode.REVISE))
     return result.exit_code
+
+
+def step_run_spend(result: ChainResult) -> Spend | None:
+    """What a step run (``run --pr``'s, a tend's) spent, for the lease (``Held.spent``)."""
+    return recorded_spend(result.result_path) if result.result_path is not None else None
+
+
+def recorded_spend(path: Path) -> Spend | None:
+    """What the step run recorded at ``path`` (its result.json) spent: its agent runs' records
+    (``runs/spend.step_spend``); None when it ran no agent or left no record of them."""
+    data = read_json(path) or {}
+    chain = step_chain(data)
+    if chain is None or not chain.agents:
+        return None
+    return step_spend(path.parent, data)
 
 
 def _guard_notices(github: GitHub, options: PrOptions) -> tuple[str, ...]:

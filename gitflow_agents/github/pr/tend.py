@@ -58,7 +58,7 @@ from gitflow_agents.github.pr.connect import GitHub, connect, guarded, on_origin
 from gitflow_agents.github.pr.plan_comment import update_glance
 from gitflow_agents.github.pr.publish import rebase_refusal
 from gitflow_agents.github.pr.startable import REMOTE
-from gitflow_agents.github.pr.step import publish_run
+from gitflow_agents.github.pr.step import publish_run, step_run_spend
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.runs import new_run_id
 from gitflow_agents.runs.lock import StepLockedError
@@ -234,6 +234,7 @@ def tend_pull(
         return Tended("waiting")
     run_id = new_run_id()
     record = tend_lease.tend_holder(github.claimant, head, found.pull.number, run_id)
+    record.update(leases.carried(lease))  # what the runs before spent on the step
     identity = dict(ctx.commit_identity or {})
     held = tend_lease.take(ctx.root, found.branch, record, lease, identity, REMOTE)
     if held is None:
@@ -297,6 +298,9 @@ def _tend_held(
         _say(step, pull, f"waits: {exc}")
         return Tended("waiting"), head
     report(result)
+    spent = step_run_spend(result)
+    if spent is not None:  # written with the lease when the tend is done
+        held.spent(spent)
     lost = held.lost()
     if lost is not None:  # another tend took the pull request over as free: it is theirs now
         git.set_branch(ctx.root, branch, head)

@@ -14,6 +14,7 @@ import pytest
 
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.github.pr import lease as leases
+from gitflow_agents.runs.spend import Spend
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, client_for, gh
 from tests.helpers.chain import call
@@ -195,6 +196,50 @@ def test_renewing_renews_while_the_block_runs(
     held.renew = counting  # type: ignore[method-assign]
     with leases.renewing(held, ttl=0.03):
         assert renewed.wait(30)
+
+
+def test_leases_are_read_together_and_a_broken_one_is_left_out(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """``read_leases``: the leases of several branches in one listing and one fetch; a branch
+    without one, and one whose lease is not a holder's record (anyone who may push can write
+    it), are not in the answer."""
+    repo = setup_repo(tmp_path, gh)
+    for branch, host in (("agents/feature/step-1", "one"), ("agents/feature/step-2", "two")):
+        assert git_lease.push_lease(repo, branch, {"host": host}, "")[0] is not None
+    tree = git(repo, "hash-object", "-t", "tree", "/dev/null").strip()
+    broken = git(repo, "commit-tree", tree, "-m", "[1, 2").strip()
+    git(repo, "push", "-q", "origin", f"{broken}:{git_lease.lease_ref('agents/feature/step-3')}")
+    branches = [f"agents/feature/step-{n}" for n in (1, 2, 3, 4)]
+    found = git_lease.read_leases(setup_repo(tmp_path, gh, name="reader"), branches)
+    assert {branch: lease.holder["host"] for branch, lease in found.items()} == {
+        "agents/feature/step-1": "one",
+        "agents/feature/step-2": "two",
+    }
+    assert git_lease.read_leases(repo, []) == {}
+
+
+def test_what_a_lease_records_as_spent_is_kept_by_the_next_holder_and_added_to(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """``Held.published`` adds the run's spend to what the lease recorded (``carried`` from
+    the lease it took); a run that ran no agent (None) adds nothing, and an unreadable record
+    reads as none."""
+    repo = setup_repo(tmp_path, gh)
+    first = leases.take(repo, BRANCH, {"host": "one"}, "", {})
+    assert first is not None
+    first.published(3, Spend(input_tokens=10, output_tokens=2, cost_usd=0.5))
+    found = git_lease.read_lease(repo, BRANCH)
+    assert found is not None and leases.carried(found) == {"spend": lease_on_origin(gh)["spend"]}
+    second = leases.take(repo, BRANCH, {"host": "two", **leases.carried(found)}, found.sha, {})
+    assert second is not None
+    second.published(3, None)
+    assert leases.lease_spend(lease_on_origin(gh)) == Spend(10, 2, 0.5)
+    second.published(3, Spend(input_tokens=5, output_tokens=None, cost_usd=None))
+    assert leases.lease_spend(lease_on_origin(gh)) == Spend(
+        15, 2, 0.5, tokens_partial=True, cost_partial=True
+    )
+    assert leases.lease_spend({"spend": "a lot"}) is None and leases.carried(None) == {}
 
 
 def test_a_bad_ttl_is_a_usage_error() -> None:

@@ -34,6 +34,7 @@ from tests.helpers.step_pr import (
     env,
     independent_steps_runner,
     origin_sha,
+    paid,
     run_pr,
     setup_repo,
 )
@@ -287,3 +288,36 @@ def test_the_open_pull_requests_and_their_states_are_one_read_and_rest_says_the_
     assert str(the_comment(gh)["body"]) == body
     statuses = [r for r in gh.log[before:] if r.method == "GET" and r.path.endswith("/statuses")]
     assert len(statuses) == 2 * 2  # through REST: each head, for the tend and for the comment
+
+
+def row(body: str, step: int) -> str:
+    (found,) = [line for line in body.splitlines() if line.startswith(f"| {step}: ")]
+    return found
+
+
+def test_each_step_shows_what_its_runs_spent_and_the_plan_their_sum(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """Each step run records what it spent in its branch's lease on origin when it publishes
+    its pull request; the plan comment shows each step's and their sum, from origin, so a
+    runner that ran neither step (a fresh clone) shows the same, after step 1 is merged too.
+    Running the wave again spends nothing and counts nothing twice."""
+    gh.state.issues.add(ISSUE)
+    setup_repo(tmp_path, gh, "seed", implementer=paid("implementer", "edit"), reviewer="builtin")
+    repo = independent_steps_runner(tmp_path, gh)
+    out = call(repo, "run", "specs/feature.md", "--quiet", "--all", "--pr", "--plan-issue", "5")
+    assert out.returncode == 0 and len(gh.state.pulls) == 2, out.stdout + out.stderr
+    body = str(the_comment(gh)["body"])
+    for step in (1, 2):
+        assert row(body, step).endswith(" | $0.0100 · tokens 1,000/200 |"), body
+    assert "steps done · spent $0.0200 · tokens 2,000/400 by the runs that published" in body
+    again = call(repo, "run", "specs/feature.md", "--quiet", "--all", "--pr", "--plan-issue", "5")
+    assert again.returncode == 0 and "started (branch on origin): 1, 2" in again.stdout
+    assert str(the_comment(gh)["body"]) == body
+    mark_done(tmp_path, 1)
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(fresh))
+    assert tend(fresh, "--plan-issue", str(ISSUE)).returncode == 0
+    body = str(the_comment(gh)["body"])
+    assert "1 of 2 steps done · spent $0.0200 · tokens 2,000/400" in body
+    assert row(body, 1).endswith(" | $0.0100 · tokens 1,000/200 |"), body

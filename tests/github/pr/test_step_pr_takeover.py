@@ -25,7 +25,9 @@ from tests.helpers.step_pr import (
     env,
     implementer_runs,
     kill_9_between_the_push_and_the_pull_request,
+    lease_on_origin,
     origin_sha,
+    paid,
     run_pr,
     setup_repo,
     statuses,
@@ -260,3 +262,25 @@ def test_kill_9_between_the_push_and_the_pull_request_then_the_re_run_publishes_
     assert implementer_runs(repo) == runs  # the approved work is reused, not run again
     [pull] = gh.state.pulls.values()
     assert pull.head_sha == pushed and statuses(gh, pushed)[-1] == "success"
+
+
+def test_a_run_killed_before_its_pull_request_leaves_a_re_run_counting_its_spend_once(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """Killed with ``kill -9`` after its push, before its pull request: the lease records no
+    spend yet. The re-run takes the lost run's claim over, reviews the pushed head again and
+    publishes it: the lease then records what both runs spent, each once (the lost run's
+    implementer and reviewer, the re-run's reviewer: $0.01 each)."""
+    agents = {
+        "implementer": paid("implementer", "edit"),
+        "reviewer_argv": paid("reviewer", "approve"),
+    }
+    repo = setup_repo(tmp_path, gh, **agents)
+    kill_9_between_the_push_and_the_pull_request(repo, gh, env)
+    assert "spend" not in lease_on_origin(gh)
+    out = run_pr(repo, "--step", "1")
+    assert out.returncode == 0 and "taking over" in out.stdout, out.stdout + out.stderr
+    spent = lease_on_origin(gh)["spend"]
+    assert (spent["costUsd"], spent["inputTokens"], spent["outputTokens"]) == (0.03, 3000, 600)
+    assert run_pr(repo, "--step", "1").returncode == 0  # started: left as it is
+    assert lease_on_origin(gh)["spend"] == spent

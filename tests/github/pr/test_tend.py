@@ -27,7 +27,9 @@ from tests.helpers.prepared_pulls import opened_resolving_step
 from tests.helpers.step_pr import (
     BRANCH,
     env,
+    lease_on_origin,
     origin_sha,
+    paid,
     run_pr,
     setup_repo,
     statuses,
@@ -107,6 +109,36 @@ def test_a_behind_pull_request_gets_the_target_merged_in_reviewed_and_lands(
     [event] = play_auto_merge(gh)
     assert pull.merged and event["after"] == origin_sha(gh, "refs/heads/main")
     assert "landed meanwhile" in git(gh.state.origin, "show", f"{event['after']}:OTHER.md")  # type: ignore[arg-type]
+
+
+def test_a_tends_spend_adds_to_what_the_step_run_spent_in_its_lease(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """The step run's implementer and reviewer spent $0.02 (the lease records it with the pull
+    request); tending the behind pull request reviews it again, $0.01 more: the lease the tend
+    leaves holds both, and a tend with nothing to do adds nothing."""
+    agents = {
+        "implementer": paid("implementer", "edit"),
+        "reviewer_argv": paid("reviewer", "approve"),
+    }
+    repo, _ = opened(tmp_path, gh, **agents)
+    spent = lease_on_origin(gh)["spend"]
+    assert spent == {
+        "inputTokens": 2000,
+        "outputTokens": 400,
+        "costUsd": 0.02,
+        "costEstimated": False,
+        "tokensPartial": False,
+        "costPartial": False,
+    }
+    land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
+    out = tend(repo)
+    assert out.returncode == 0 and "tending it" in out.stdout, out.stdout + out.stderr
+    lease = lease_on_origin(gh)
+    assert "tend" not in lease and lease["pull"] == 1
+    assert lease["spend"] == {**spent, "inputTokens": 3000, "outputTokens": 600, "costUsd": 0.03}
+    assert tend(repo).returncode == 0
+    assert lease_on_origin(gh)["spend"] == lease["spend"]
 
 
 def test_a_tend_again_is_a_no_op_with_reads_only(
