@@ -39,6 +39,9 @@ class GitflowError(Exception):
     """Base of every error the user should see as one clear line, never a traceback."""
 
     exit_code: ExitCode = ExitCode.USAGE
+    spent: dict[str, object] | None = None
+    """The usage of the agent run that ended in this error (its run record's usage keys, as
+    ``runs/spend.run_spend`` reads them), when one ran: what it cost, told even so."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

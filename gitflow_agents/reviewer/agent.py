@@ -20,7 +20,7 @@ from gitflow_agents.agent_run.launch import report_files
 from gitflow_agents.agent_run.record import USAGE_KEYS
 from gitflow_agents.agent_run.run import AgentJob, execute, limits
 from gitflow_agents.assets import load_manifest
-from gitflow_agents.base.errors import AgentError, BudgetError, RateLimitedError
+from gitflow_agents.base.errors import AgentError, BudgetError, GitflowError, RateLimitedError
 from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.config import find_project_root, load_flow_config
@@ -151,17 +151,21 @@ def run_agent_review(
         )
     run = result["run"]
     logs = os.path.relpath(run["logDirectory"], Path.cwd())
+    error: GitflowError | None = None
     if run.get("outcome") == "budget":  # not approved: no review came back
-        raise BudgetError(
+        error = BudgetError(
             f"agent {name} did not complete the review: {run['reason']} (logs: {logs})"
         )
-    if result["status"] != "succeeded" or not success.exists():
+    elif result["status"] != "succeeded" or not success.exists():
         # the reason may quote the agent's output: it reaches the terminal, outputs, status
         failed = RateLimitedError if run["outcome"] == "rate_limited" else AgentError
-        raise failed(
+        error = failed(
             f"agent {name} did not complete the review: {run['outcome']}: "
             f"{redact_text(str(run['reason']))} (logs: {logs})"
         )
+    if error is not None:
+        error.spent = {key: run[key] for key in RECORD_USAGE if key in run}  # spent even so
+        raise error
 
     text = read_agent_text(success, MAX_REPORT_CHARS)  # bounded; "" for a symlink or FIFO
     return text, {key: run[key] for key in RECORD_USAGE if key in run}

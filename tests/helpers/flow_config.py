@@ -4,6 +4,7 @@ rename-the-report completion workflow, with the stuck and wait limits a test can
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 
 
@@ -29,3 +30,17 @@ def command_agents(
         if allow_env and allow_env.get(name):
             lines.append(f"    allow_env: [{', '.join(allow_env[name])}]")
     return "\n".join(lines) + "\n"
+
+
+# An agent that streams Claude-style usage, 1,000 input tokens every 50 ms, and never ends: a
+# budget stops it (tests of what a stopped agent spent).
+SPENDER = [
+    sys.executable,
+    "-c",
+    "import json, time\n"
+    "for n in range(10_000):\n"
+    "    usage = {'input_tokens': 1000, 'output_tokens': 0}\n"
+    "    line = {'type': 'assistant', 'message': {'id': f'm{n}', 'usage': usage}}\n"
+    "    print(json.dumps(line), flush=True)\n"
+    "    time.sleep(0.05)\n",
+]

@@ -24,6 +24,7 @@ from gitflow_agents.github.action.publish import (
     Reviewed,
     agent_questions,
     conclude,
+    failed_outputs,
     failing_publish,
     fit_summary,
     load_findings,
@@ -114,7 +115,7 @@ def review_group_and_publish(
     except Exception as exc:
         writer.failed(exc)
         outputs = {"review-result": "error", "run-id": run_id, "head-sha": group.head_sha}
-        write_outputs(env.output, outputs)
+        write_outputs(env.output, {**outputs, **failed_outputs(exc, options.agent)})
         raise
     reviewed = reviewed_here(env, run_id, result, gate, [row])
     return finish_group(env, writer, reviewed, options, run_id, notices)

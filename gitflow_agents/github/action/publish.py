@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from gitflow_agents import render
 from gitflow_agents.base.camel import camel_json
-from gitflow_agents.base.errors import GitHubError, InputError
+from gitflow_agents.base.errors import GitflowError, GitHubError, InputError
 from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
 from gitflow_agents.findings import (
     GateResult,
@@ -53,6 +53,7 @@ from gitflow_agents.github.api.client import Client, Comment, GitHubForbidden, P
 from gitflow_agents.github.api.identity import Identity
 from gitflow_agents.github.pr.publish import clear_changes_label
 from gitflow_agents.reviewer.target import exit_code
+from gitflow_agents.runs.spend import run_spend
 
 T = TypeVar("T")
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -321,6 +322,16 @@ def usage_outputs(rows: Sequence[comment.RunRow]) -> dict[str, str]:
         "output-tokens": "" if tokens_out is None else str(tokens_out),
         "cost-estimated": str(cost is not None and any(r.cost_estimated for r in rows)).lower(),
     }
+
+
+def failed_outputs(exc: BaseException, agent: str) -> dict[str, str]:
+    """The spend outputs of a review that ended in ``exc`` (``usage_outputs``) when an agent
+    ran before it (a reviewer stopped by its budget, failed, rate limited: ``spent``), else
+    none: what it cost is told even so."""
+    if not isinstance(exc, GitflowError) or exc.spent is None:
+        return {}
+    spent = comment.usage_fields(run_spend(exc.spent))
+    return usage_outputs([comment.RunRow("review", agent, "error", **spent)])
 
 
 def summary_room(path: Path | None) -> int:

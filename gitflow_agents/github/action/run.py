@@ -27,6 +27,7 @@ from gitflow_agents.github.action.merge_group import review_group_and_publish
 from gitflow_agents.github.action.publish import (
     Publisher,
     Reviewed,
+    failed_outputs,
     finish,
     load_findings,
     reviewed_here,
@@ -115,7 +116,8 @@ def review_and_publish(
         result, gate, row = review_pull(env.workspace, pull, options, env.temp / PREFIX, earlier)
     except Exception as exc:
         publisher.failed(exc)
-        write_outputs(env.output, {"review-result": "error", "run-id": run_id})
+        outputs = {"review-result": "error", "run-id": run_id}
+        write_outputs(env.output, {**outputs, **failed_outputs(exc, options.agent)})
         raise
 
     reviewed = reviewed_here(env, run_id, result, gate, [row])

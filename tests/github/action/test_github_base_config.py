@@ -15,6 +15,7 @@ from pathlib import Path
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.action_runner import Runner, add_pull, flow_config, pr_event, runner, states
+from tests.helpers.flow_config import SPENDER, command_agents
 
 __all__ = ["gh", "runner"]
 
@@ -107,3 +108,22 @@ def test_a_pr_that_excludes_every_path_is_still_reviewed(
     assert [f["file"] for f in data["findings"]] == ["calc.py"]
     assert data["excludedFiles"] == 1
     assert states(gh, pull.head_sha) == ["pending", "failure"]
+
+
+def test_an_agent_reviewer_stopped_by_its_budget_says_what_it_spent_in_the_outputs(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """Exit 5, review-result error, and the tokens it spent before the stop in the outputs
+    (its cost unknown: it names no model), never empty as if it had spent nothing known."""
+    (repo / ".flow").mkdir()
+    config = command_agents({"gate": SPENDER})
+    (repo / ".flow" / "base.yaml").write_text(config + "budget:\n  agent: {tokens: 2500}\n")
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    pull = add_pull(gh, repo, {"calc.py": CALC})
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "gate")
+    assert result.returncode == 5, result.stdout + result.stderr
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "error"
+    assert int(outputs["input-tokens"]) >= 2500 and outputs["output-tokens"] == "0"
+    assert outputs["cost-usd"] == "" and outputs["cost-estimated"] == "false"

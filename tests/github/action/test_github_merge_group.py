@@ -24,6 +24,7 @@ from tests.conftest import git
 from tests.github_events import merge_group_event
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.action_runner import BROKEN, FINE, Runner, flow_config, has, states
+from tests.helpers.flow_config import SPENDER, command_agents
 
 __all__ = ["gh"]
 
@@ -232,6 +233,24 @@ def test_a_group_that_swaps_its_reviewer_is_reviewed_by_the_base_one(
     result = runner.run("merge_group", event(gh, group), "tok-actions", "--agent", "gate")
     assert result.returncode == 1, result.stderr
     assert states(gh, group.head) == ["pending", "failure"]
+
+
+def test_an_agent_reviewer_stopped_by_its_budget_says_what_it_spent_in_the_outputs(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """As for a pull request (tests/github/action/test_github_base_config.py): exit 5 and the
+    tokens the stopped reviewer spent in the outputs."""
+    (repo / ".flow").mkdir()
+    config = command_agents({"gate": SPENDER})
+    (repo / ".flow" / "base.yaml").write_text(config + "budget:\n  agent: {tokens: 2500}\n")
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    group = queue(repo, tmp_path, {"calc.py": "x = 1\n"})
+    runner = group_runner(tmp_path, gh, group)
+    result = runner.run("merge_group", event(gh, group), "tok-actions", "--agent", "gate")
+    assert result.returncode == 5, result.stdout + result.stderr
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "error" and int(outputs["input-tokens"]) >= 2500
 
 
 def test_a_read_only_token_degrades_without_crashing(
