@@ -184,3 +184,23 @@ def test_a_budget_of_0_in_flow_holds_back_no_step_of_offline_agents(
     assert run.returncode == 0, run.stdout + run.stderr
     assert "budget" not in run.stdout + run.stderr
     assert _git(repo, env, "log", "--format=%s", "HEAD").count("Mark step") == 3
+
+
+@pytest.mark.parametrize("how", ["option", "flow"])
+def test_a_review_budget_of_0_still_runs_an_agent_that_is_the_builtin_reviewer(
+    fresh: tuple[Path, dict[str, str]], how: str
+) -> None:
+    """``review --agent reviewer`` where ``reviewer`` is the builtin adapter calls no model:
+    a review budget of 0 (the option, or ``.flow/``'s) does not refuse it."""
+    repo, env = fresh
+    assert _cli(repo, env, "init", "--example").returncode == 0  # committed
+    (repo / "b.py").write_text("y = 2\n")
+    _git(repo, env, "add", "b.py")
+    budget: tuple[str, ...] = ("--budget-usd", "0")
+    if how == "flow":
+        config = repo / ".flow" / "base.yaml"
+        config.write_text(config.read_text() + "budget:\n  review: {tokens: 0}\n")
+        budget = ()
+    review = _cli(repo, env, "review", "--staged", "--agent", "reviewer", "--no-note", *budget)
+    assert review.returncode == 0, review.stdout + review.stderr
+    assert "APPROVED" in review.stdout and "budget" not in review.stderr

@@ -77,6 +77,11 @@ def _review(
     from gitflow_agents.findings import Severity
 
     root, known = located()
+    if args.agent != "builtin":
+        from gitflow_agents.reviewer.agent_target import runs_builtin
+
+        if runs_builtin(as_path(root), args.agent):  # a configured agent that is the builtin
+            args.agent = "builtin"
     # the builtin reviewer's diff of that commit or the index starts now, and runs while the
     # reviewer's modules load (and .flow/ is read); ``early`` ends it if it is not read
     diff = None

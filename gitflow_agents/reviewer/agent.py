@@ -103,7 +103,7 @@ def run_agent_review(
     project = find_project_root(root)
     settings = config_root if config_root is not None else project
     config = load_flow_config(settings)
-    config.agent(name)  # ConfigError naming the known agents
+    adapter = config.agent(name).adapter  # ConfigError naming the known agents
     ledger = Ledger(config.budget.with_option("review", *budget), config.prices)
     flow_name, agent_id = "review", f"review-{name}"
     a_dir = agent_dir(project, config.flow_dir, flow_name, agent_id)
@@ -126,7 +126,7 @@ def run_agent_review(
     report, success, failure = files
     prompt_path = a_dir / "system_prompt.md"  # where the run writes it
     with ledger.scope("review"):
-        ledger.refuse()  # a limit of 0 starts no reviewer
+        ledger.refuse(adapter)  # a limit of 0 starts no reviewer that calls a model
         result = execute(
             AgentJob(
                 root=project,

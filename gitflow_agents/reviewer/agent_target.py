@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents import findings
+from gitflow_agents.agents import BUILTIN
+from gitflow_agents.config import load_flow_config
 from gitflow_agents.findings import GateResult, Review, Severity
 from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.acceptance import Acceptance, Scope, scope_of
@@ -27,6 +29,13 @@ from gitflow_agents.reviewer.target import Target, gated, line_lookup, review_bu
 if TYPE_CHECKING:
     from gitflow_agents.findings.settings import ReviewSettings
     from gitflow_agents.git.diffparse import FileChange
+
+
+def runs_builtin(config_root: Path, agent: str) -> bool:
+    """Whether the configured agent ``agent`` is the builtin reviewer (``adapter: builtin``, as
+    ``init --example``'s ``reviewer``): it runs no CLI, so it reviews as ``--agent builtin``
+    does (ConfigError, naming the known agents, for an agent the config lacks)."""
+    return load_flow_config(config_root).agent(agent).adapter == BUILTIN
 
 
 def review_target(

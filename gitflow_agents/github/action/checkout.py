@@ -25,7 +25,7 @@ from gitflow_agents.github.action.publish import outcome_label
 from gitflow_agents.github.action.runner import Options
 from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.values import MergeGroup
-from gitflow_agents.reviewer.agent_target import review_target
+from gitflow_agents.reviewer.agent_target import review_target, runs_builtin
 from gitflow_agents.reviewer.flow_settings import acceptance_at, settings_at
 from gitflow_agents.reviewer.incremental import Earlier, Prior, findings_from
 from gitflow_agents.reviewer.target import Target
@@ -123,20 +123,23 @@ def _review(
     """``target`` reviewed by ``options.agent`` (defined by ``config_sha``'s configuration;
     for the builtin reviewer, what it accepts), with its run-history row."""
     started = time.monotonic()
+    agent = options.agent
     with contextlib.ExitStack() as stack:
         config_root = None
         acceptance = None
-        if options.agent == "builtin":  # its review: settings and baseline, read from git
-            acceptance = acceptance_at(root, config_sha)
-        else:
+        if agent != "builtin":
             scratch = temp if temp is not None else Path(tempfile.gettempdir())
             config_root = stack.enter_context(base_checkout(root, config_sha, scratch))
-            if earlier is not None:
-                earlier = earlier._replace(enabled=settings_at(root, config_sha).incremental)
+            if runs_builtin(config_root, agent):  # a configured agent that is the builtin
+                agent, config_root = "builtin", None
+        if agent == "builtin":  # its review: settings and baseline, read from git
+            acceptance = acceptance_at(root, config_sha)
+        elif earlier is not None:
+            earlier = earlier._replace(enabled=settings_at(root, config_sha).incremental)
         result, gate = review_target(
             root,
             target,
-            agent=options.agent,
+            agent=agent,
             threshold=options.threshold,
             max_file_size=options.max_file_size,
             config_root=config_root,
@@ -145,7 +148,7 @@ def _review(
         )
     stats = git.numstat(root, target.spec)
     run = result.run if isinstance(result.run, dict) else {}
-    usage = _usage(options.agent, run)
+    usage = _usage(agent, run)
     row = comment.RunRow(
         flow="review",
         agent=options.agent,

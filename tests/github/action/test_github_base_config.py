@@ -127,3 +127,23 @@ def test_an_agent_reviewer_stopped_by_its_budget_says_what_it_spent_in_the_outpu
     assert outputs["review-result"] == "error"
     assert int(outputs["input-tokens"]) >= 2500 and outputs["output-tokens"] == "0"
     assert outputs["cost-usd"] == "" and outputs["cost-estimated"] == "false"
+
+
+def test_a_configured_agent_that_is_the_builtin_reviewer_reviews_as_builtin(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """``agent: reviewer`` where the base's ``.flow/`` makes ``reviewer`` the builtin adapter
+    (as ``init --example`` does): the builtin review (its findings, no CLI), not exit 2 for an
+    adapter no CLI has; its spend is the builtin's known 0."""
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        command_agents({}) + "  reviewer:\n    adapter: builtin\n"
+    )
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    pull = add_pull(gh, repo, {"broken.py": "def broken(:\n    pass\n"})
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "reviewer")
+    assert result.returncode == 1, result.stdout + result.stderr
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "revise" and outputs["errors"] == "1"
+    assert (outputs["input-tokens"], outputs["cost-usd"]) == ("0", "0")
