@@ -11,6 +11,7 @@ supervisor starts). How a run is supervised is ``supervisor``'s job; how it is r
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import sys
@@ -20,7 +21,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, NamedTuple
 
 from gitflow_agents.agents import get_adapter
-from gitflow_agents.agents.base import Adapter, Invocation
+from gitflow_agents.agents.base import Adapter, AgentOutput, Invocation
+from gitflow_agents.agents.prices import Price, usage_of
 from gitflow_agents.base.fsutil import refuse_symlinks, safe_target
 from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.events import Channel, ConsoleChannel, EventHub, JsonlChannel
@@ -115,8 +117,18 @@ def prepare(
         ignore=(workdir / config.flow_dir.strip("/"),),
         budget=watch,
         adapter=agent_cfg.adapter,
+        price=functools.partial(_priced, model=agent_cfg.model, prices=config.prices),
     )
     return Prepared(adapter, launch)
+
+
+def _priced(
+    output: AgentOutput, *, model: str | None, prices: Mapping[str, Price]
+) -> tuple[float | None, bool]:
+    """The cost of ``output`` as the run's record prices it (``usage_of``), and whether the
+    price table estimated it."""
+    usage = usage_of(output, model, prices)
+    return usage.cost_usd, usage.cost_estimated
 
 
 def event_hub(

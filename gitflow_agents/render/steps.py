@@ -44,6 +44,7 @@ class StepRow:
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost: float | None = None
+    cost_estimated: bool = False  # some of the cost is the price table's (its CLI said none)
     outcome: str = ""  # set once the step ended
     ended: float | None = None
 
@@ -53,7 +54,7 @@ class StepRow:
             shown = ["?" if n is None else str(n) for n in (self.tokens_in, self.tokens_out)]
             parts.append(f"tokens {shown[0]}/{shown[1]}")
         if self.cost is not None:
-            parts.append(f"${self.cost:.4f}")
+            parts.append(f"${self.cost:.4f}" + (" est." if self.cost_estimated else ""))
         return " ".join(parts)
 
     def elapsed(self, now: float) -> str:
@@ -178,6 +179,7 @@ class StepsChannel:
         cost = data.get("cost_usd")
         if isinstance(cost, (int, float)) and not isinstance(cost, bool):
             row.cost = (row.cost or 0.0) + float(cost)
+            row.cost_estimated = row.cost_estimated or data.get("cost_estimated") is True
         usage = f" ({row.usage()})" if row.usage() else ""
         return f"step {row.step}: {row.phase}: {row.agent} {row.agent_state}{usage}"
 

@@ -320,8 +320,8 @@ def _tokens(data: Mapping[str, Any]) -> str:
         shown = ["?" if n is None else str(n) for n in (tokens_in, tokens_out)]  # unknown, not 0
         parts.append(f"tokens {shown[0]}/{shown[1]}")
     cost = data.get("cost_usd")
-    if cost is not None:
-        parts.append(f"${float(cost):.4f}")
+    if cost is not None:  # "est.": from the price table, its CLI stated none
+        parts.append(f"${float(cost):.4f}" + (" est." if data.get("cost_estimated") else ""))
     return " ".join(parts)
 
 

@@ -51,6 +51,7 @@ def tokens_text(data: Mapping[str, Any]) -> str:
             input_tokens=tokens_in if _is_int(tokens_in) else None,
             output_tokens=tokens_out if _is_int(tokens_out) else None,
             cost_usd=float(cost) if _is_int(cost) or isinstance(cost, float) else None,
+            cost_estimated=data.get("cost_estimated", data.get("costEstimated")) is True,
         )
     )
 

@@ -266,8 +266,12 @@ def update_status(run_dir: Path, **fields: Any) -> None:
         write_json_atomic(path, data, durable=False)
 
 
-def completion_event(outcome: Outcome) -> dict[str, Any]:
-    """The data of the agent:complete / agent:failed event that ends a run."""
+def completion_event(
+    outcome: Outcome, price: Callable[[ParsedOutput], tuple[float | None, bool]] | None = None
+) -> dict[str, Any]:
+    """The data of the agent:complete / agent:failed event that ends a run; ``price``: the
+    cost of its output when its CLI stated none (``cost_estimated``: from the price table),
+    as the run's record will have it."""
     path = outcome.report_path
     data: dict[str, Any] = {
         "status": outcome.status,
@@ -285,5 +289,9 @@ def completion_event(outcome: Outcome) -> dict[str, Any]:
             "cost_usd": parsed.cost_usd,
             "cached_tokens": parsed.cached_tokens,
         }
+        if price is not None and parsed.cost_usd is None:
+            usage["cost_usd"], estimated = price(parsed)
+            if estimated:
+                data["cost_estimated"] = True
         data.update((key, value) for key, value in usage.items() if value is not None)
     return data

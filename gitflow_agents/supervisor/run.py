@@ -81,6 +81,9 @@ class Launch(NamedTuple):
     ignore: tuple[Path, ...] = ()
     budget: BudgetWatch | None = None
     adapter: str = ""  # its adapter's name, for what the run says of it (the control channel)
+    # the cost of its parsed output and whether the price table estimated it (its CLI stated
+    # none), for the event that ends the run (None: the CLI's own cost only)
+    price: Callable[[ParsedOutput], tuple[float | None, bool]] | None = None
 
 
 def supervise(
@@ -156,7 +159,7 @@ class _Supervision:
         self.spec, self.files, self.run_dir, self.hub = launch.spec, files, run_dir, hub
         self.run_id, self.watcher, self.limits = run_dir.name, watcher, limits
         self.parse_output, self.secrets = launch.parse_output, secrets
-        self.budget = launch.budget
+        self.budget, self.price = launch.budget, launch.price
         self.agent = files.report.parent.name
         self.cancel = threading.Event()
         self.activity = Activity()
@@ -453,7 +456,8 @@ class _Supervision:
 
     def _record(self, outcome: Outcome) -> None:
         """agent:complete or agent:failed, and the final state in status.json."""
-        self.emit("agent:complete" if outcome.ok else "agent:failed", completion_event(outcome))
+        data = completion_event(outcome, self.price)
+        self.emit("agent:complete" if outcome.ok else "agent:failed", data)
         update_status(
             self.run_dir,
             state=outcome.status,

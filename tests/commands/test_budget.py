@@ -285,3 +285,31 @@ def test_a_run_that_reports_no_usage_under_a_budget_says_it_was_not_counted(
     monkeypatch.setattr(budget, "_warned", set())
     done = call(repo, "spawn", "plain", "--task", "x", "--quiet")  # no budget: nothing said
     assert done.returncode == 0 and said not in done.stderr
+
+
+PRICED = (
+    "import json\n"
+    "usage = {'input_tokens': 1000, 'output_tokens': 200}\n"
+    "print(json.dumps({'type': 'result', 'model': 'claude-sonnet-4-5', 'usage': usage}))\n"
+)
+
+
+def test_a_cost_the_price_table_estimates_is_in_the_run_s_end_line_and_event(
+    repo: Path, tmp_path: Path
+) -> None:
+    """An agent whose CLI says its tokens and model but no cost: the line and the event that
+    end its run carry the cost its record has, estimated from the price table and said so
+    (the live view and `serve` show it, as `history` does)."""
+    configure(repo)
+    add_script_agent(repo, "priced", tmp_path / "priced.py", PRICED)
+    done = call(repo, "spawn", "priced", "--task", "x")
+    assert done.returncode == 0, done
+    (result,) = agent_results(repo, "priced")
+    cost = result["run"]["costUsd"]
+    assert result["run"]["costEstimated"] is True and cost == pytest.approx(0.006)
+    assert f"tokens 1000/200 ${cost:.4f} est." in done.stderr, done.stderr
+    events = Path(result["run"]["logDirectory"]) / "events.jsonl"
+    ends = [
+        e for e in map(json.loads, events.read_text().splitlines()) if e["type"] == "agent:complete"
+    ]
+    assert [(e["data"]["cost_usd"], e["data"]["cost_estimated"]) for e in ends] == [(cost, True)]

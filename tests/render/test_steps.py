@@ -63,6 +63,24 @@ def test_plain_lines_name_each_state_change_once_with_the_usage_so_far() -> None
     assert TOKEN not in out.getvalue()
 
 
+def test_a_cost_the_price_table_estimated_is_said_so() -> None:
+    """One agent's cost is its CLI's, the next one's the price table's: the step's sum says
+    ``est.`` from then on, as `history` does."""
+    out = io.StringIO()
+    clock = ticking()
+    hub = EventHub([StepsChannel(out, is_tty=False, clock=lambda: next(clock))])
+    hub.emit("harness:start", {"flow": "feature", "step": 2, "runID": "run-2"})
+    hub.emit("phase:start", {"phase": "implement", "step": 2})
+    for agent, estimated in (("step-02-builder", False), ("step-02-reviewer-1", True)):
+        hub.emit("task:start", {"node": agent, "kind": "implement", "step": 2})
+        data = {"agent": agent, "status": "succeeded", "input_tokens": 1, "cost_usd": 0.5}
+        hub.emit("agent:complete", {**data, "cost_estimated": estimated})
+    hub.close()
+    lines = out.getvalue().splitlines()
+    assert "step 2: implement: step-02-builder succeeded (tokens 1/? $0.5000)" in lines
+    assert "step 2: implement: step-02-reviewer-1 succeeded (tokens 2/? $1.0000 est.)" in lines
+
+
 def test_the_table_on_a_terminal_shows_every_step_with_its_last_output_masked() -> None:
     out = io.StringIO()
     channel = StepsChannel(out, is_tty=True)

@@ -70,6 +70,8 @@ def test_tokens_text_says_what_is_known() -> None:
         "1,200/2 $0.5000"
     )
     assert tokens_text({"cost_usd": True}) == ""
+    estimated = {"input_tokens": 1000, "output_tokens": 200, "cost_usd": 0.006}
+    assert tokens_text({**estimated, "cost_estimated": True}) == "1,000/200 $0.0060 est."
 
 
 def test_a_running_agents_spend_reads_as_its_record_will() -> None:
