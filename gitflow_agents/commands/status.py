@@ -97,6 +97,8 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
         # a step run (a chain) has no usage of its own: what its agent runs spent, as `history`
         step = result is not None and step_chain(result) is not None
         spent = step_spend(paths.run_dir, result).to_json() if result and step else run
+        if result is None:  # running: what its budget's watch read so far (else nothing)
+            spent = mapping(status, "spent")
         for key in (*SPEND_KEYS, "tokensPartial", "costPartial"):
             if scalar(spent, key) is not None:
                 row[key] = spent[key]
@@ -168,9 +170,9 @@ def _duration(row: dict[str, Any], now: float) -> str:
 
 
 def _spend(row: dict[str, Any]) -> tuple[str, str]:
-    """Tokens and cost of a finished run (``unknown`` where its CLI did not say); ``-`` while
-    it has no result."""
-    if not row.get("result"):
+    """Tokens and cost of a finished run (``unknown`` where its CLI did not say); of a running
+    one what its budget's watch read so far; ``-`` while nothing is known."""
+    if not row.get("result") and all(row.get(key) is None for key in SPEND_KEYS[:-1]):
         return "-", "-"
     spend = run_spend(row)
     return tokens_text(spend), cost_text(spend)

@@ -289,6 +289,11 @@ class Watch:
         watch.earlier = total(_spend(usage_of(output, self.model, prices)) for output in outputs)
         return watch
 
+    def spent(self) -> dict[str, Any]:
+        """:meth:`spend` as a run record's usage keys: what ``status`` shows of a running
+        agent (the supervisor writes it into status.json each second)."""
+        return self.spend().to_json()
+
     def exceeded(self) -> str | None:
         """The budget message once a limit is reached, else None."""
         return self.ledger.over(self.spend())

@@ -68,6 +68,10 @@ class BudgetWatch(Protocol):
 
     def fill(self, parsed: ParsedOutput) -> ParsedOutput: ...
 
+    def spent(self) -> Mapping[str, Any]:
+        """What the agent has spent so far, as its record's usage keys (``status``)."""
+        ...
+
 
 class Launch(NamedTuple):
     """What the supervisor starts and how it reads it: the adapter's LaunchSpec, its output
@@ -333,10 +337,12 @@ class _Supervision:
             return stop
         if now - self.status_at >= 1.0:
             self.status_at = now
+            live = {"spent": self.budget.spent()} if self.budget is not None else {}
             update_status(
                 self.run_dir,
                 last_activity=self.activity.wall,
                 last_activity_kind=self.activity.kind,
+                **live,  # what a watched agent spent so far (``status`` shows it)
             )
         return None
 

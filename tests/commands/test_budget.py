@@ -313,3 +313,39 @@ def test_a_cost_the_price_table_estimates_is_in_the_run_s_end_line_and_event(
         e for e in map(json.loads, events.read_text().splitlines()) if e["type"] == "agent:complete"
     ]
     assert [(e["data"]["cost_usd"], e["data"]["cost_estimated"]) for e in ends] == [(cost, True)]
+
+
+def test_status_shows_what_a_watched_agent_has_spent_while_it_runs(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Under a budget the supervisor reads the agent's usage as it streams: `status` shows it
+    for the running agent (its TOKENS and COST, and in `--json`), not `-` until it ends."""
+    configure(repo)
+    add_spender(repo, tmp_path / "record.json")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    argv = [sys.executable, "-m", "gitflow_agents", "spawn", "spender", "--task", "spend",
+            "--budget-usd", "1000", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(
+        argv, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+    def running() -> dict[str, Any] | None:
+        rows = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+        found = [r for r in rows if r["state"] == "running" and (r.get("inputTokens") or 0) >= 3000]
+        return found[0] if found else None
+
+    row = None
+    try:
+        wait_until(lambda: running() is not None, timeout=60)
+        row = running()
+        assert row is not None and row["outputTokens"] == row["inputTokens"] // 5
+        assert row["costEstimated"] is True and row["costUsd"] > 0
+        table = run_cli("status", cwd=repo).stdout
+        line = next(ln for ln in table.splitlines() if ln.startswith(row["runId"][:13]))
+        assert f"{row['inputTokens']:,}/" in line and " est." in line, table
+    finally:
+        if row is not None:
+            assert run_cli("cancel", row["runId"], cwd=repo).returncode == 0
+        else:
+            proc.kill()
+        proc.wait(30)

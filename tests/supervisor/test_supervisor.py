@@ -467,6 +467,9 @@ class _ReaderAfterTheExit:
     def fill(self, parsed: AgentOutput) -> AgentOutput:
         return parsed
 
+    def spent(self) -> dict[str, object]:
+        return {}
+
 
 def test_an_exit_that_beats_the_reader_to_the_last_usage_line_still_ends_budget(
     tmp_path: Path,
