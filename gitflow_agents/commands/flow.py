@@ -51,8 +51,22 @@ def run(args: argparse.Namespace) -> int:
                 return _review(ctx, args, after)
             return _single(ctx, args, after)
         except AgentFailed as exc:
-            _print(args, {"status": "failed", "reason": str(exc), **exc.run.entry().to_json()})
+            failed = {"status": "failed", "reason": str(exc), **exc.run.entry().to_json()}
+            _print(args, {**failed, **_spent(ctx, exc.run.run_id)})
             return int(exc.exit_code)
+
+
+def _spent(ctx: Any, run_id: str) -> dict[str, Any]:
+    """What the run ``run_id`` spent, as its record says (``inputTokens``, ``outputTokens``,
+    ``costUsd``, ``costEstimated``; null where unknown): a failed run, one a budget stopped,
+    spent too."""
+    from gitflow_agents.runs import read_json, runs_root
+    from gitflow_agents.runs.fields import mapping
+    from gitflow_agents.runs.spend import run_spend
+
+    record = read_json(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow) / run_id / "result.json")
+    spend = run_spend(mapping(record, "run") if record else {}).to_json()
+    return {key: spend[key] for key in ("inputTokens", "outputTokens", "costUsd", "costEstimated")}
 
 
 def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:

@@ -349,3 +349,22 @@ def test_status_shows_what_a_watched_agent_has_spent_while_it_runs(
         else:
             proc.kill()
         proc.wait(30)
+
+
+def test_flow_stopped_by_its_budget_prints_what_it_spent(repo: Path, tmp_path: Path) -> None:
+    """`flow implement` ends exit 5 with the stopped run's JSON, its spend included (the run
+    spent up to the limit), as its record has it."""
+    configure(repo)
+    add_spender(repo, tmp_path / "record.json")
+    done = call(
+        repo, "flow", "implement", "--agent", "spender", "--task", "x", "--branch", "spent",
+        "--budget-tokens", "5000", "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 5, done
+    printed = json.loads(done.stdout)
+    (result,) = agent_results(repo, "flow")  # a flow without a plan is named "flow"
+    assert printed["status"] == "budget" and printed["inputTokens"] >= 5000 * 1000 // 1200
+    assert (printed["inputTokens"], printed["costUsd"]) == (
+        result["run"]["inputTokens"],
+        result["run"]["costUsd"],
+    )
