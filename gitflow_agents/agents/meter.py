@@ -108,6 +108,7 @@ _INPUT = re.compile(
     rb'"(?:input_tokens|cache_creation_input_tokens|cache_read_input_tokens)":\s*(\d+)'
 )
 _OUTPUT = re.compile(rb'"output_tokens":\s*(\d+)')
+_CACHED = re.compile(rb'"cache_read_input_tokens":\s*(\d+)')
 
 # How many message lines the meter keeps before counting them together (a few chunks of a
 # dense stream; a reading counts them at once): one count per chunk cost more (benchmarks/).
@@ -120,7 +121,10 @@ _BATCH = 256
 # (a 200 MB stream had 139,000 messages), which is also faster (benchmarks/usage_overhead.py).
 REMEMBERED = 4096
 
-Counts = tuple[int | None, int | None]  # a message's input and output tokens
+# a message's input tokens (cache reads and writes included), output tokens, and the part
+# of its input read from the cache (priced at the cache's price: agents/prices.estimate)
+Counts = tuple[int | None, int | None, int | None]
+_NONE: Counts = (None, None, None)
 _Found = tuple[bytes, ...]  # the groups of one line _CLAUDE_LINES found
 
 
@@ -168,10 +172,10 @@ class ClaudeStreamMeter:
     def __init__(self) -> None:
         # each message's counts, or its raw usage object while it has not repeated (read then)
         self.messages: dict[bytes, Counts | bytes] = {}
-        self.total: Counts = (None, None)  # the messages' sum, kept up
+        self.total: Counts = _NONE  # the messages' sum, kept up
         self._model: str | None = None
         self.result: AgentOutput | None = None  # the last result's totals
-        self.before_result: Counts = (None, None)  # the messages' sum when it came
+        self.before_result: Counts = _NONE  # the messages' sum when it came
         self.current: bytes | None = None  # the message the API is streaming now
         self._rows: list[_Found] = []  # message lines found, not counted yet
         self._unnamed = 0  # messages without an id so far
@@ -182,25 +186,32 @@ class ClaudeStreamMeter:
         self._flush()
         return self._model
 
-    def _count(self, key: bytes, tokens_in: int | None, tokens_out: int | None) -> None:
+    def _count(self, key: bytes, counts: Counts) -> None:
         """Message ``key``'s usage. A message's usage only grows as it streams (its start, its
         deltas, then each content block repeating the start's figures): the largest counts.
         The message is remembered as the latest (``REMEMBERED``)."""
-        old = self.messages.pop(key, (None, None))
-        old_in, old_out = _counts(old) if isinstance(old, bytes) else old
-        tokens_in, tokens_out = _larger(old_in, tokens_in), _larger(old_out, tokens_out)
-        self.messages[key] = (tokens_in, tokens_out)
-        total_in, total_out = self.total
-        if old_in is not None and total_in is not None:
-            total_in -= old_in
-        if old_out is not None and total_out is not None:
-            total_out -= old_out
-        self.total = (total_in, total_out)
-        self._add(tokens_in, tokens_out)
+        old = self.messages.pop(key, _NONE)
+        old_counts = _counts(old) if isinstance(old, bytes) else old
+        counts = _largest(old_counts, counts)
+        self.messages[key] = counts
+        total_in, total_out, total_cached = self.total
+        old_in, old_out, old_cached = old_counts
+        self.total = (
+            total_in - old_in if old_in is not None and total_in is not None else total_in,
+            total_out - old_out if old_out is not None and total_out is not None else total_out,
+            total_cached - old_cached
+            if old_cached is not None and total_cached is not None
+            else total_cached,
+        )
+        self._add(counts)
 
-    def _add(self, tokens_in: int | None, tokens_out: int | None) -> None:
-        total_in, total_out = self.total
-        self.total = (add_optional(total_in, tokens_in), add_optional(total_out, tokens_out))
+    def _add(self, counts: Counts) -> None:
+        total_in, total_out, total_cached = self.total
+        self.total = (
+            add_optional(total_in, counts[0]),
+            add_optional(total_out, counts[1]),
+            add_optional(total_cached, counts[2]),
+        )
 
     def feed_block(self, data: bytes, start: int, end: int) -> None:
         """The block's lines in order: message lines (``assistant``, ``message_start``,
@@ -265,11 +276,15 @@ class ClaudeStreamMeter:
             if len(messages) - known == len(keys):  # each new, and once in the run
                 if all(outputs):  # every usage object in the API's order: counted by the search
                     # (float reads digits faster than int; sums of token counts stay exact)
-                    tokens_in: int | None = int(sum(map(float, inputs + creations + reads)))
-                    tokens_out: int | None = int(sum(map(float, outputs)))
+                    cached = int(sum(map(float, reads)))
+                    counts: Counts = (
+                        int(sum(map(float, inputs + creations))) + cached,
+                        int(sum(map(float, outputs))),
+                        cached,
+                    )
                 else:
-                    tokens_in, tokens_out = _counts(b"".join(usages))
-                self._add(tokens_in, tokens_out)
+                    counts = _counts(b"".join(usages))
+                self._add(counts)
                 return
             for key in keys:  # a message repeated in the run: each line counted in turn
                 messages.pop(key, None)
@@ -283,18 +298,17 @@ class ClaudeStreamMeter:
                     continue
                 key = named or current
             if output:  # in the API's order: the counts the search read
-                counts: Counts = (int(tokens) + int(creation) + int(read), int(output))
+                cached = int(read)
+                counts = (int(tokens) + int(creation) + cached, int(output), cached)
             elif only:  # its output alone, read by the search (a delta's)
-                counts = (None, int(only))
+                counts = (None, int(only), None)
             else:
                 counts = _counts(usage)
             seen = largest.get(key)
-            if seen is not None:
-                counts = (_larger(seen[0], counts[0]), _larger(seen[1], counts[1]))
-            largest[key] = counts
+            largest[key] = counts if seen is None else _largest(seen, counts)
         self.current = current
-        for key, (tokens_in, tokens_out) in largest.items():  # then once each, as _count
-            self._count(key, tokens_in, tokens_out)
+        for key, most in largest.items():  # then once each, as _count
+            self._count(key, most)
 
     def _read_model(self, data: bytes, start: int, end: int, key: bytes) -> None:
         """The model of the last ``assistant`` line or ``message_start`` of message ``key`` in
@@ -320,9 +334,7 @@ class ClaudeStreamMeter:
             usage = as_dict(message.get("usage"))
             if not usage:
                 return
-            self._count(
-                self._key(message), _claude_input(usage), as_int(usage.get("output_tokens"))
-            )
+            self._count(self._key(message), _usage_counts(usage))
             self._model = as_str(message.get("model")) or self._model
             self._forget()
         elif kind == "stream_event":  # --include-partial-messages: the API's own stream
@@ -333,7 +345,7 @@ class ClaudeStreamMeter:
             usage = as_dict(event.get("usage"))
             self.before_result = self.total
             self.result = AgentOutput(
-                input_tokens=_claude_input(usage),
+                input_tokens=_usage_counts(usage)[0],
                 output_tokens=as_int(usage.get("output_tokens")),
                 cached_tokens=as_int(usage.get("cache_read_input_tokens")),
                 cost_usd=as_float(event.get("total_cost_usd", event.get("cost_usd"))),
@@ -359,16 +371,16 @@ class ClaudeStreamMeter:
             self.current = self._key(message)
             self._model = as_str(message.get("model")) or self._model
             usage = as_dict(message.get("usage"))
-            self._count(self.current, _claude_input(usage), as_int(usage.get("output_tokens")))
+            self._count(self.current, _usage_counts(usage))
         elif kind == "message_delta":
             key = named or self.current
             if key is not None:
                 usage = as_dict(event.get("usage"))
-                self._count(key, _claude_input(usage), as_int(usage.get("output_tokens")))
+                self._count(key, _usage_counts(usage))
 
     def reading(self) -> AgentOutput:
         self._flush()
-        tokens_in, tokens_out = self.total
+        tokens_in, tokens_out, cached = self.total
         result = self.result
         if result is not None:
             if self.total == self.before_result:
@@ -376,24 +388,27 @@ class ClaudeStreamMeter:
             # A turn after the result (a message sent while it ran: Claude Code with stream-json
             # input ends each turn with a result, whose totals are the session's so far): its
             # messages on top of the result's tokens, the cost left to the price table.
-            old_in, old_out = self.before_result
+            old_in, old_out, old_cached = self.before_result
             tokens_in = add_optional(result.input_tokens, less(tokens_in, old_in))
             tokens_out = add_optional(result.output_tokens, less(tokens_out, old_out))
-            return AgentOutput(
-                input_tokens=tokens_in,
-                output_tokens=tokens_out,
-                cached_tokens=result.cached_tokens,
-                model=self._model,
-            )
-        return AgentOutput(input_tokens=tokens_in, output_tokens=tokens_out, model=self._model)
+            cached = add_optional(result.cached_tokens, less(cached, old_cached))
+        return AgentOutput(
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cached_tokens=cached,
+            model=self._model,
+        )
 
 
 def _counts(usage: bytes) -> Counts:
-    """The input (cache reads and writes included) and output tokens of raw usage objects."""
+    """The input (cache reads and writes included), output and cache-read tokens of raw usage
+    objects."""
     found_in, found_out = _INPUT.findall(usage), _OUTPUT.findall(usage)
+    found_cached = _CACHED.findall(usage)
     return (
         sum(map(int, found_in)) if found_in else None,
         sum(map(int, found_out)) if found_out else None,
+        sum(map(int, found_cached)) if found_cached else None,
     )
 
 
@@ -403,12 +418,19 @@ def _larger(old: int | None, new: int | None) -> int | None:
     return max(old, new)
 
 
-def _claude_input(usage: Mapping[str, Any]) -> int | None:
-    """Every input token of a Claude usage object (cache reads and writes included)."""
+def _largest(old: Counts, new: Counts) -> Counts:
+    """Each of the counts, the larger of the two (a known one over an unknown one)."""
+    return (_larger(old[0], new[0]), _larger(old[1], new[1]), _larger(old[2], new[2]))
+
+
+def _usage_counts(usage: Mapping[str, Any]) -> Counts:
+    """A parsed Claude usage object's counts: every input token (cache reads and writes
+    included), the output, the cache reads."""
     total: int | None = None
     for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
         total = add_optional(total, as_int(usage.get(key)))
-    return total
+    cached = as_int(usage.get("cache_read_input_tokens"))
+    return total, as_int(usage.get("output_tokens")), cached
 
 
 class EventsMeter:

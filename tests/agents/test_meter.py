@@ -176,6 +176,7 @@ def test_claude_block_reads_every_kind_of_line_in_order_as_the_parsed_events() -
     assert fast.reading() == parsed.reading()
     # m1 103+5, m2 103+4, m3 50+9 (the delta's figure), m4 7+7; the user line's 1000 is not usage
     assert (fast.reading().input_tokens, fast.reading().output_tokens) == (263, 25)
+    assert fast.reading().cached_tokens == 200  # m1's and m2's cache reads, each once
     assert fast.model == MODEL
 
 
@@ -199,6 +200,7 @@ def test_claude_lines_as_the_api_shapes_them_are_read_fast_in_either_usage_order
         meter.feed_block(*_block(line))
         meter.feed_block(*_block(line, line))  # the same message's next content blocks
         assert (meter.reading().input_tokens, meter.reading().output_tokens) == (17298, 3)
+        assert meter.reading().cached_tokens == 10  # priced at the cache's price
         assert meter.model == MODEL
 
 
@@ -514,3 +516,33 @@ def test_since_takes_off_what_the_session_used_before_where_both_are_known() -> 
     assert since(now, before) == AgentOutput(
         input_tokens=120, output_tokens=150, cached_tokens=None, cost_usd=0.0
     )  # an earlier figure unknown: kept (an over-count); never below 0
+
+
+def test_cache_reads_are_counted_apart_so_a_budget_prices_them_as_the_cache() -> None:
+    """Most of a Claude run's input is read from the prompt cache, at a tenth of the input
+    price: the reading says how much (``cached_tokens``), in every way the meter reads usage
+    (lines read fast, new or repeated; parsed events; a turn after a result), so a USD budget
+    does not price them as fresh input."""
+    usage = {
+        "input_tokens": 100,
+        "cache_creation_input_tokens": 200,
+        "cache_read_input_tokens": 5000,
+        "output_tokens": 50,
+    }
+    lines = [_claude_line(f"m{n}", usage) for n in range(4)]
+    fast, repeated, parsed = ClaudeStreamMeter(), ClaudeStreamMeter(), ClaudeStreamMeter()
+    fast.feed_block(*_block(*lines))
+    repeated.feed_block(*_block(*lines, *lines))  # each message twice: counted once
+    for line in lines:
+        parsed.feed(json.loads(line))
+    for meter in (fast, repeated, parsed):
+        reading = meter.reading()
+        assert (reading.input_tokens, reading.cached_tokens, reading.output_tokens) == (
+            21200,
+            20000,
+            200,
+        )
+    result = {"type": "result", "usage": usage}  # the first turn's totals: one call
+    fast.feed(result)
+    fast.feed_block(*_block(_claude_line("m9", usage)))  # the next turn's call
+    assert fast.reading().cached_tokens == 10000

@@ -368,3 +368,27 @@ def test_flow_stopped_by_its_budget_prints_what_it_spent(repo: Path, tmp_path: P
         result["run"]["inputTokens"],
         result["run"]["costUsd"],
     )
+
+
+CACHED = (
+    "import json\n"
+    "usage = {'input_tokens': 100, 'cache_creation_input_tokens': 200,\n"
+    "         'cache_read_input_tokens': 5000, 'output_tokens': 50}\n"
+    "for n in range(4):\n"
+    "    message = {'id': f'm{n}', 'model': 'claude-sonnet-4-5', 'usage': usage}\n"
+    "    print(json.dumps({'type': 'assistant', 'message': message}), flush=True)\n"
+)
+
+
+def test_a_usd_budget_prices_cache_reads_as_the_cache_does(repo: Path, tmp_path: Path) -> None:
+    """Four calls whose input is mostly read from the prompt cache cost $0.0126 (cache reads at
+    their own price): a $0.02 budget lets them finish, and the record says what was cached. It
+    stopped them at the second call when the watch priced cache reads as fresh input."""
+    configure(repo)
+    add_script_agent(repo, "cached", tmp_path / "cached.py", CACHED)
+    done = call(repo, "spawn", "cached", "--task", "x", "--budget-usd", "0.02", "--quiet")
+    assert done.returncode == 0, done
+    (result,) = agent_results(repo, "cached")
+    run = result["run"]
+    assert (run["inputTokens"], run["cachedTokens"], run["outputTokens"]) == (21200, 20000, 200)
+    assert run["costUsd"] == pytest.approx(0.0126) and run["costEstimated"] is True
