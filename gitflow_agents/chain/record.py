@@ -122,15 +122,26 @@ class StepRecord:
         )
 
 
+def _head(rec: StepRecord) -> str | None:
+    """The commit the step's work ended at: the last round's reviewed head, unless an
+    implementer or fixer ran after that round and left a commit (one a budget stopped: its
+    work so far is committed on the step branch, no review follows); without a round, the
+    last commit an implementer or fixer left."""
+    last = rec.agents[-1] if rec.agents else None
+    if last is not None and last.kind != "review" and last.end_sha and rec.rounds:
+        return last.end_sha
+    if rec.rounds:
+        return rec.rounds[-1].reviewed_sha
+    return next((a.end_sha for a in reversed(rec.agents) if a.kind != "review"), None)
+
+
 def _write_record(rec: StepRecord) -> ChainResult:
     """result.json (the implement shape + ``chain`` + ``gitStats``; docs/protocol.md, Run
     records) and the history line."""
     ctx = rec.ctx
     paths = RunPaths(rec.run_dir)
     git_stats: stats.GitStats | None = None
-    head = rec.rounds[-1].reviewed_sha if rec.rounds else None
-    if head is None:
-        head = next((a.end_sha for a in reversed(rec.agents) if a.kind != "review"), None)
+    head = _head(rec)
     if rec.ws is not None and head is not None:
         with contextlib.suppress(Exception):
             git_stats = stats.compute(ctx.root, rec.ws.base_sha, head, exclude=ctx.exclude)

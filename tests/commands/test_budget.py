@@ -392,3 +392,21 @@ def test_a_usd_budget_prices_cache_reads_as_the_cache_does(repo: Path, tmp_path:
     run = result["run"]
     assert (run["inputTokens"], run["cachedTokens"], run["outputTokens"]) == (21200, 20000, 200)
     assert run["costUsd"] == pytest.approx(0.0126) and run["costEstimated"] is True
+
+
+def test_a_fixer_stopped_by_the_budget_leaves_its_work_as_the_steps_head(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Review 1 asks for changes and the fixer runs out of the step's budget: its work is
+    committed on the step branch, and the step's record takes that commit as its head (its
+    statistics and changed files count the fixer's work too), not the reviewed one."""
+    configure(repo, reviewer="revise")
+    add_spender(repo, tmp_path / "record.json", budget="budget:\n  step: {tokens: 6000}\n")
+    done = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet", "--fixer", "spender")
+    assert done.returncode == 5, done
+    (step,) = results(repo)
+    tip = git(repo, "rev-parse", "agents/feature/step-1").strip()
+    assert "(stopped: budget)" in git(repo, "log", "-1", "--format=%s", tip)
+    assert step["chain"]["headSha"] == tip
+    assert "spent.txt" in step["changedFiles"]  # gitStats counts the same diff
+    assert step["gitStats"]["filesChanged"] == len(step["changedFiles"])
