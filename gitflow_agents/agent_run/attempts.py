@@ -224,7 +224,11 @@ def _wait(
     """Wait ``delay`` seconds, on record; False when the run is canceled meanwhile."""
     until = time.time() + delay
     then = "continue its session" if resumes else "start again"
-    why = f"{reason}; waiting until {time.strftime('%H:%M:%S', time.localtime(until))} to {then}"
+    try:
+        shown = time.strftime("%H:%M:%S", time.localtime(until))
+    except (OverflowError, OSError, ValueError):  # a reset (and a total wait) ages away
+        shown = f"{delay:,.0f} s from now"
+    why = f"{reason}; waiting until {shown} to {then}"
     update_status(run.paths.run_dir, state="waiting", waitingUntil=until, reason=why)
     data: dict[str, Any] = {
         "agent": run.job.agent_id,

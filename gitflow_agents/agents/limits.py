@@ -151,17 +151,25 @@ def _zoned(match: re.Match[str], now: float) -> float | None:
     except (ZoneInfoNotFoundError, ValueError):
         return None
     local = dt.datetime.fromtimestamp(now, zone)
-    if match["month"] is not None:
-        month = match["month"].lower()
-        if month not in _MONTHS:
-            return None
+    if match["month"] is None:
+        return _next_clock(local, match["hour"], match["minute"], match["half"])
+    month = match["month"].lower()
+    if month not in _MONTHS:
+        return None
+    at: float | None = None
+    for year in (local.year, local.year + 1):  # "Jan 2" read on Dec 31 is next year's
         try:
-            local = local.replace(month=_MONTHS.index(month) + 1, day=int(match["day"]))
+            day = local.replace(year=year, month=_MONTHS.index(month) + 1, day=int(match["day"]))
         except ValueError:
             return None
-    return _next_clock(
-        local, match["hour"], match["minute"], match["half"], dated=bool(match["month"])
-    )
+        at = _next_clock(day, match["hour"], match["minute"], match["half"], dated=True)
+        if at is None or at >= now - _PAST_DATE:
+            return at
+    return at
+
+
+# A dated reset this long before now is next year's, not a reset just past (which backs off).
+_PAST_DATE = 7 * 86400.0
 
 
 def _next_clock(

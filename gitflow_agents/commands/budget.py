@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import UsageError
@@ -42,8 +43,8 @@ def ledger_from(args: argparse.Namespace, config: FlowConfig, scope: Scope) -> L
 
     usd = getattr(args, "budget_usd", None)
     tokens = getattr(args, "budget_tokens", None)
-    if usd is not None and not usd >= 0:  # also NaN
-        raise UsageError(f"--budget-usd must be a number at least 0, got {usd}")
+    if usd is not None and not 0 <= usd < math.inf:  # also NaN; inf is no limit (.flow/'s .inf)
+        raise UsageError(f"--budget-usd must be a finite number at least 0, got {usd}")
     if tokens is not None and tokens < 0:
         raise UsageError(f"--budget-tokens must be at least 0, got {tokens}")
     return Ledger(config.budget.with_option(scope, usd, tokens), config.prices)

@@ -24,7 +24,8 @@ from tests.helpers.fake_claude import STDIN_TASK
 from tests.helpers.files import write_executable
 
 # A fake Claude Code: a script of answers, one a call (the last repeats). "limit:<secs>" ends the
-# call rate limited with a usage-limit reset <secs> from now (a whole second, rounded up) ("limit" alone: a 429, no reset);
+# call rate limited with a usage-limit reset <secs> from now (a whole second, rounded up) ("limit" alone: a 429, no reset;
+# "say:<text>": an error result saying <text>);
 # "stream:<n>" prints n assistant lines of 1,000 input tokens, then completes; "done" completes. Each call writes the file part-<n>.txt (work that must not be lost) and logs
 # its argv.
 FAKE_CLAUDE = (
@@ -43,9 +44,10 @@ n = len(calls) + 1
 pathlib.Path(f"part-{{n}}.txt").write_text(f"work of call {{n}}\\n")
 session = argv[argv.index("--resume") + 1] if "--resume" in argv else "sess-1"
 usage = {{"input_tokens": 100, "output_tokens": 10}}
-if answer.startswith("limit"):
+if answer.startswith(("limit", "say:")):
     secs = answer.partition(":")[2]
-    text = (f"Claude AI usage limit reached|{{math.ceil(time.time() + float(secs))}}" if secs
+    text = (secs if answer.startswith("say:")
+            else f"Claude AI usage limit reached|{{math.ceil(time.time() + float(secs))}}" if secs
             else 'API Error: 429 {{"type":"error","error":{{"type":"rate_limit_error"}}}}')
     if os.environ.get("FAKE_QUEUE") and n == 1:  # someone `send`s it a message meanwhile
         from gitflow_agents.runs.control import queue_message
@@ -499,3 +501,34 @@ def test_the_records_start_and_duration_span_every_attempt_and_the_wait(
     assert record["startedAt"] <= wait_began <= waiting["until"] <= record["endedAt"]
     span = record["endedAt"] - record["startedAt"]
     assert record["durationMs"] == pytest.approx(span * 1000, abs=1)
+
+
+def test_a_reset_ages_away_within_a_total_as_long_is_waited_on_record(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """A reset time no clock can show (99,999,999,999,999 days on), under a total wait at least
+    as long: the wait is on record with its length (it failed to format the time and the run
+    ended as an OSError, exit 2), and cancel ends it."""
+    env = setup(
+        repo, tmp_path, ["say:Rate limited. Try again in 99999999999999 days."], wait=10**23
+    )
+    argv = [sys.executable, "-m", "gitflow_agents", "spawn", "painter", "--flow", "f", "--task",
+            "Paint.", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(
+        argv, cwd=repo, env={**os.environ, **env}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        status: dict[str, Any] = {}
+        deadline = time.monotonic() + 60
+        while status.get("state") != "waiting" and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+            found = list((repo / "flows" / "f" / "runs").glob("*/status.json"))
+            status = json.loads(found[0].read_text()) if found else {}
+        assert status["state"] == "waiting" and " s from now to continue" in status["reason"]
+        assert cli.main("cancel", status["run_id"], cwd=repo, env=env).returncode == 0
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 3 and "Traceback" not in err, out + err

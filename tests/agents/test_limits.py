@@ -165,6 +165,17 @@ def test_output_a_cli_prints_nothing_parseable_with_is_still_read_on_stderr() ->
             "Limit reached · resets Dec 3 at 4pm (America/Recife)",
             dt.datetime(2026, 12, 3, 16, 0, tzinfo=ZoneInfo("America/Recife")).timestamp(),
         ),
+        # a dated reset months before now is next year's (read on 26 Nov: Jan 2 is 2027's),
+        # one a few days past is this year's (past: the run backs off, docs/supervisor.md)
+        (
+            "Limit reached · resets Jan 2 at 4pm (UTC)",
+            dt.datetime(2027, 1, 2, 16, 0, tzinfo=dt.timezone.utc).timestamp(),
+        ),
+        (
+            "Limit reached · resets Nov 24 at 4pm (UTC)",
+            dt.datetime(2026, 11, 24, 16, 0, tzinfo=dt.timezone.utc).timestamp(),
+        ),
+        ("Limit reached · resets Feb 30 at 4pm (UTC)", None),
         (
             "You've hit your usage limit. Try again in 2 days 3 hours 4 minutes.",
             NOW + 2 * 86400 + 3 * 3600 + 240,

@@ -410,3 +410,17 @@ def test_a_fixer_stopped_by_the_budget_leaves_its_work_as_the_steps_head(
     assert step["chain"]["headSha"] == tip
     assert "spent.txt" in step["changedFiles"]  # gitStats counts the same diff
     assert step["gitStats"]["filesChanged"] == len(step["changedFiles"])
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "1e400", "-inf"])
+def test_a_budget_option_that_is_no_finite_amount_is_a_usage_error(
+    repo: Path, tmp_path: Path, value: str
+) -> None:
+    """As `.flow/` refuses `.inf` and `.nan`: exit 2 and one line, nothing started (an infinite
+    limit is none, and Claude Code was handed `--max-budget-usd inf`)."""
+    configure(repo)
+    add_spender(repo, tmp_path / "record.json")
+    done = call(repo, "spawn", "spender", "--task", "x", f"--budget-usd={value}", "--quiet")
+    assert done.returncode == 2, done
+    assert "--budget-usd must be a finite number at least 0" in done.stderr
+    assert not (tmp_path / "record.json").exists()
