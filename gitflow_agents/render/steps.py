@@ -159,6 +159,11 @@ class StepsChannel:
             text = last_line(str(data.get("tail") or ""))
             row.last = text or row.last
             return ""
+        if kind == "agent:waiting":  # a rate limit waited out, a max_parallel slot
+            row.agent, row.agent_state = str(data.get("agent") or row.agent), "waiting"
+            why = " ".join(redact_text(str(data.get("reason") or "")).split())  # may quote the CLI
+            row.last = why or row.last
+            return f"step {step}: {row.phase}: {row.agent} waiting: {why}"
         if kind in ("agent:complete", "agent:failed"):
             return self._agent_end(row, data)
         if kind == "harness:complete":

@@ -81,6 +81,31 @@ def test_a_cost_the_price_table_estimated_is_said_so() -> None:
     assert "step 2: implement: step-02-reviewer-1 succeeded (tokens 2/? $1.0000 est.)" in lines
 
 
+def test_a_wait_for_a_rate_limit_or_a_slot_is_a_line_and_the_rows_state() -> None:
+    """`run --all --jobs N`: an agent waiting out a rate limit, or for a `max_parallel` slot,
+    says so (its reason, masked: it may quote the CLI), then runs again."""
+    out = io.StringIO()
+    clock = ticking()
+    channel = StepsChannel(out, is_tty=False, clock=lambda: next(clock))
+    hub = EventHub([channel])
+    hub.emit("harness:start", {"flow": "feature", "step": 1, "runID": "run-1"})
+    hub.emit("phase:start", {"phase": "implement", "step": 1})
+    hub.emit("task:start", {"node": "step-01-builder", "kind": "implement", "step": 1})
+    slot = "waiting for a claude slot (max_parallel 2)"
+    hub.emit("agent:waiting", {"agent": "step-01-builder", "reason": slot, "slot": "claude"})
+    assert channel.rows[1].agent_state == "waiting"
+    hub.emit("agent:start", {"agent": "step-01-builder", "pid": 1})
+    limited = f"rate limited: 429 for {TOKEN}; waiting until 12:00:00 to continue its session"
+    hub.emit("agent:waiting", {"agent": "step-01-builder", "reason": limited, "until": 1.0})
+    hub.close()
+    lines = out.getvalue().splitlines()
+    assert f"step 1: implement: step-01-builder waiting: {slot}" in lines
+    assert "step 1: implement: step-01-builder running" in lines
+    waited = [line for line in lines if "rate limited: 429" in line]
+    assert len(waited) == 1 and "waiting until 12:00:00" in waited[0]
+    assert TOKEN not in out.getvalue()
+
+
 def test_the_table_on_a_terminal_shows_every_step_with_its_last_output_masked() -> None:
     out = io.StringIO()
     channel = StepsChannel(out, is_tty=True)
