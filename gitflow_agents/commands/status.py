@@ -95,7 +95,10 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
             row["processesAlive"] = list(alive)
         run = mapping(result, "run") if result else {}
         # a step run (a chain) has no usage of its own: what its agent runs spent, as `history`
-        step = result is not None and step_chain(result) is not None
+        chain = step_chain(result) if result is not None else None
+        step = chain is not None
+        if chain is not None and not text(status, "state"):  # its ending, as `history` says
+            row["state"], row["reason"] = chain.outcome or "finished", chain.reason or None
         spent = step_spend(paths.run_dir, result).to_json() if result and step else run
         if result is None:  # running: what its budget's watch read so far (else nothing)
             spent = mapping(status, "spent")

@@ -141,6 +141,9 @@ def test_a_step_out_of_budget_keeps_its_work_and_a_rerun_continues_it(
     assert cost >= 0.05
     (step,) = results(repo)
     assert step["chain"]["outcome"] == "budget" and step["status"] == "failed"
+    rows = json.loads(run_cli("status", "--json", cwd=repo).stdout)  # the step run's ending
+    (row,) = [r for r in rows if r["runId"] == step["run"]["runID"]]
+    assert row["state"] == "budget" and row["reason"].startswith("budget: step spent")
     branch = "agents/feature/step-1"
     kept = git(repo, "show", f"{branch}:spent.txt").splitlines()
     assert 9 <= len(kept) < 12  # the calls made before the stop ($0.054 is the 9th), committed
