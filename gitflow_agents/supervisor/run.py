@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gitflow_agents.base.fsutil import make_dirs, refuse_symlinks
 from gitflow_agents.base.redact import redact_text
-from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV, tree
+from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV, read_json, tree
 from gitflow_agents.runs.liveness import start_time
 from gitflow_agents.supervisor.outcome import (
     INTERRUPTED,
@@ -203,6 +203,11 @@ class _Supervision:
     def start(self) -> Stop | None:
         """Start the agent; a Stop (crashed) when it cannot be started."""
         spec = self.spec
+        # a later attempt of the run (after a rate limit's wait): the run started with the first
+        earlier = read_json(self.run_dir / "status.json") or {}
+        started = earlier.get("started") if earlier.get("run_id") == self.run_id else None
+        if not isinstance(started, (int, float)) or isinstance(started, bool):
+            started = self.started_wall
         # The marker is on record before the first process exists: if this supervisor dies at
         # any moment after Popen (even before the pid is written), `cancel` still finds the
         # whole tree by it, including grandchildren that left the process group.
@@ -213,7 +218,8 @@ class _Supervision:
             agent=self.agent,
             agent_dir=str(self.files.report.parent),
             state="running",
-            started=self.started_wall,
+            started=started,
+            ended=None,  # an earlier attempt's end
             supervisor_pid=os.getpid(),
             supervisor_create_time=start_time(os.getpid()),
         )

@@ -501,6 +501,9 @@ def test_the_records_start_and_duration_span_every_attempt_and_the_wait(
     assert record["startedAt"] <= wait_began <= waiting["until"] <= record["endedAt"]
     span = record["endedAt"] - record["startedAt"]
     assert record["durationMs"] == pytest.approx(span * 1000, abs=1)
+    # `status` says the same: from the first attempt's start (status.json was the last's)
+    (row,) = json.loads(cli.main("status", "--json", cwd=repo, env=env).stdout)
+    assert row["startedAt"] == pytest.approx(record["startedAt"], abs=0.01)
 
 
 def test_a_reset_ages_away_within_a_total_as_long_is_waited_on_record(
