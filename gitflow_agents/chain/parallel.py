@@ -85,9 +85,10 @@ def next_steps(
     ctx: Context, pending: Sequence[int], running: Sequence[int], jobs: int
 ) -> tuple[list[int], list[Waiting]]:
     """The one place that decides which steps start now: of ``pending`` (in plan order), those
-    whose dependencies are all ✅ on the target, whose footprint overlaps no running step's (nor
-    one chosen before it), while fewer than ``jobs`` run; and the ready steps that wait, with
-    why. A step whose dependencies are not done is neither (it waits for them silently)."""
+    already ✅ (each is skipped at once), and those whose dependencies are all ✅ on the target,
+    whose footprint overlaps no running step's (nor one chosen before it), while fewer than
+    ``jobs`` run; and the ready steps that wait, with why. A step whose dependencies are not
+    done is neither (it waits for them silently)."""
     assert ctx.plan is not None
     plan = ctx.plan
     done: dict[int, bool] = {}
@@ -97,10 +98,16 @@ def next_steps(
             done[number] = done_where(ctx, number) is not None
         return done[number]
 
-    ready = [plan.step(n) for n in pending if all(landed(d) for d in plan.step(n).depends_on)]
+    # already ✅ (without --force): started at once, taking no job (``run_step`` skips it)
+    skipped = [] if ctx.settings.force else [n for n in pending if landed(n)]
+    ready = [
+        plan.step(n)
+        for n in pending
+        if n not in skipped and all(landed(d) for d in plan.step(n).depends_on)
+    ]
     chosen, held = spread(plan, ready, list(running), jobs)
     waits = [Waiting(number, why.replace("--max-parallel", "--jobs")) for number, why in held]
-    return [step.number for step in chosen], waits
+    return [*skipped, *(step.number for step in chosen)], waits
 
 
 class _Ended(NamedTuple):

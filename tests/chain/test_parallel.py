@@ -172,6 +172,22 @@ def test_the_exit_code_is_the_worst_and_no_step_starts_after_a_failure(
     assert not any(line[:2] == ["start", "step-3"] for line in log_lines(log))
 
 
+def test_steps_already_done_are_skipped_at_once_taking_no_job(repo: Path, tmp_path: Path) -> None:
+    """Steps 1 and 3 are ✅ already (3 after 2, which fails): each is said skipped at once, none
+    holds a job a ready step waits for, and 3 is not named among the steps never started."""
+    log = tmp_path / "agents.log"
+    plan = plan_text({2: 1, 3: 2}, 4).replace("❌ | Step 1:", "✅ | Step 1:")
+    setup(repo, plan.replace("❌ | Step 3:", "✅ | Step 3:"))
+    write_config(repo, log, "--crash", "2")
+    out = call(repo, *ARGS, "--jobs", "2")
+    assert out.returncode == ExitCode.AGENT_FAILED, out.stdout + out.stderr
+    assert "waits" not in out.stdout and "not started" not in out.stdout, out.stdout
+    for step in (1, 3):
+        assert f"step {step}: skipped - step {step} is already ✅" in out.stdout
+    started = {line[1] for line in log_lines(log) if line[0] == "start"}
+    assert started == {"step-2", "step-4"}
+
+
 def test_a_plan_that_no_longer_parses_starts_nothing_more_and_every_running_step_is_reported(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
