@@ -140,6 +140,7 @@ class Attempts:
             self.adapter,
             self.max_parallel,
             run_id=run.run_id,
+            run_dir=run.paths.run_dir,
             waiting=waiting,
             canceled=lambda: _canceled_now(run, self.cancel),
         )

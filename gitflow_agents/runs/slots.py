@@ -4,9 +4,12 @@ A slot is a lock file, ``<flow_dir>/slots/<adapter>-<n>.lock`` for n < the limit
 exclusive ``flock`` while the agent's process runs (docs/supervisor.md, "Rate limits"). The
 kernel lets one holder in per file, whatever the number of takers, in any process of the
 project (parallel reviewers, steps of a wave, other ``spawn``s), and drops the lock with its
-holder, ``kill -9`` included: no slot stays taken by a dead run. The files are never removed
-(removing a lock file while another process opens it would let two in); the holder's run id and
-pid are written into it for whoever looks.
+holder, ``kill -9`` included: no slot stays taken by a dead run. A supervisor killed that way
+leaves its agent running, though: the slot file names the holder's run folder, and a slot whose
+last holder is such a lost run with its agent's processes still alive counts as taken until
+they end (``gitflow-agents cancel`` ends them), so ``max_parallel`` holds. The files are never
+removed (removing a lock file while another process opens it would let two in); the holder's
+run id, run folder and pid are written into it for whoever looks.
 
 An agent whose limit is N takes any free slot among the first N; agents of one adapter with
 different limits share the same files, so the larger limit is the most that run together.
@@ -24,6 +27,8 @@ from pathlib import Path
 
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.fsutil import make_dirs
+from gitflow_agents.runs import read_json
+from gitflow_agents.runs.lost import is_lost, tree_pids
 
 POLL = 0.1  # seconds between looks while every slot is taken
 
@@ -44,10 +49,12 @@ def hold_slot(
     limit: int,
     *,
     run_id: str,
+    run_dir: Path | None = None,
     waiting: Callable[[], None] = lambda: None,
     canceled: Callable[[], bool] = lambda: False,
 ) -> Iterator[int]:
     """Hold one of ``adapter``'s first ``limit`` slots for the block; the slot's number.
+    ``run_dir``: the holder's run folder, written into the slot (see the module doc).
 
     While every one is taken, ``waiting()`` is called once and the slots are looked at again
     every :data:`POLL` seconds; ``canceled()`` true then raises :class:`SlotWaitCanceled`."""
@@ -58,8 +65,11 @@ def hold_slot(
             fd = _try_slot(folder / f"{adapter}-{number}.lock")
             if fd is None:
                 continue
+            if _orphan_holds(fd, run_id):
+                os.close(fd)
+                continue
             try:
-                _write_holder(fd, run_id)
+                _write_holder(fd, run_id, run_dir)
                 yield number
             finally:
                 os.close(fd)  # the flock goes with the descriptor
@@ -92,9 +102,27 @@ def _try_slot(path: Path) -> int | None:
     return fd
 
 
-def _write_holder(fd: int, run_id: str) -> None:
-    """Who holds the slot, for a person looking (the flock, not this text, is the slot)."""
-    record = json.dumps({"runId": run_id, "pid": os.getpid(), "at": time.time()})
+def _orphan_holds(fd: int, run_id: str) -> bool:
+    """Whether the slot's last holder (its record, read from ``fd``) is another run that is
+    lost with its agent's processes alive: its supervisor was killed, its agent was not."""
+    try:
+        record = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        return False
+    folder = record.get("runDir") if isinstance(record, dict) else None
+    if not isinstance(folder, str) or not folder or record.get("runId") == run_id:
+        return False
+    status = read_json(Path(folder) / "status.json")
+    return status is not None and is_lost(status) and bool(tree_pids(status))
+
+
+def _write_holder(fd: int, run_id: str, run_dir: Path | None = None) -> None:
+    """Who holds the slot, for a person looking and for the next taker (``_orphan_holds``);
+    the flock, not this text, is the slot."""
+    holder = {"runId": run_id, "pid": os.getpid(), "at": time.time()}
+    if run_dir is not None:
+        holder["runDir"] = str(run_dir)
+    record = json.dumps(holder)
     with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
         os.pwrite(fd, record.encode("utf-8"), 0)

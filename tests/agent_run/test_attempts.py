@@ -6,6 +6,7 @@ result JSON, through the real supervisor) and a fake command; waits are a fracti
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,7 +20,7 @@ import pytest
 
 from gitflow_agents.agent_run.attempts import Waits
 from gitflow_agents.runs.slots import holders
-from tests.conftest import Cli, git
+from tests.conftest import Cli, git, wait_until
 from tests.helpers.fake_claude import STDIN_TASK
 from tests.helpers.files import write_executable
 
@@ -484,6 +485,58 @@ def test_a_slot_held_by_a_supervisor_killed_with_sigkill_is_free_again(
     assert second.returncode == 0, second.stdout + second.stderr
     [run] = [r for r in (repo / "flows" / "f" / "runs").iterdir() if r.name != status["run_id"]]
     assert not [e for e in events(run) if e["type"] == "agent:waiting"]
+
+
+def test_an_agent_its_killed_supervisor_left_running_keeps_its_slot_until_it_ends(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """`max_parallel: 1`: a `spawn` killed with SIGKILL leaves its agent running (the lost run
+    `status` shows); the next run of the adapter waits for the slot rather than run beside it,
+    and starts once `cancel` ended the orphan."""
+    hang = write_executable(tmp_path / "hang", HANG.format(python=sys.executable))
+    done = write_executable(
+        tmp_path / "done", COMMAND.format(python=sys.executable, count=str(tmp_path / "n"))
+    )
+    (tmp_path / "n").write_text("1")  # the COMMAND agent completes at once
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\nagents:\n'
+        f"  first:\n    adapter: command\n    command: [{json.dumps(str(hang))}]\n    max_parallel: 1\n"
+        f"  second:\n    adapter: command\n    command: [{json.dumps(str(done))}]\n    max_parallel: 1\n"
+    )
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "flow")
+    first = subprocess.Popen(
+        [*SPAWN, "first", "--flow", "f", "--task", "Hang.", "--quiet"], cwd=repo
+    )
+    second: subprocess.Popen[bytes] | None = None
+    status: dict[str, Any] = {}
+
+    def statuses() -> dict[str, dict[str, Any]]:
+        found = (repo / "flows" / "f" / "runs").glob("*/status.json")
+        return {path.parent.name: json.loads(path.read_text()) for path in found}
+
+    try:
+        wait_until(lambda: any(s.get("pid") for s in statuses().values()), timeout=60)
+        (status,) = statuses().values()
+        first.kill()  # SIGKILL: the supervisor is gone, its agent is not
+        first.wait()
+        second = subprocess.Popen(
+            [*SPAWN, "second", "--flow", "f", "--task", "Go.", "--quiet"], cwd=repo
+        )
+        wait_until(lambda: any(s.get("state") == "queued" for s in statuses().values()), timeout=60)
+        assert second.poll() is None  # waiting for the slot the orphan holds
+        canceled = cli.main("cancel", status["run_id"], cwd=repo)
+        assert canceled.returncode == 0, canceled.stdout + canceled.stderr
+        assert second.wait(60) == 0
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if status.get("pid"):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(status["pid"], 9)
 
 
 def test_the_records_start_and_duration_span_every_attempt_and_the_wait(
