@@ -19,6 +19,7 @@ from typing import Any
 from gitflow_agents.base.fsutil import write_json_atomic
 from gitflow_agents.runs import RunPaths, flow_result, read_json, tree, write_result
 from gitflow_agents.runs.liveness import process_alive, run_alive
+from gitflow_agents.runs.spend import run_spend
 from gitflow_agents.runs.status import LIVE_STATES
 from gitflow_agents.runs.tree import KILL_GRACE, kill_tree
 
@@ -93,8 +94,25 @@ def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
             "outcome": "canceled",
             "reason": f"{reason} (supervisor gone)",
             "endedAt": now,
+            **_spent_before(current),
         }
         write_result(paths, result)
+
+
+def _spent_before(status: Mapping[str, Any]) -> dict[str, Any]:
+    """What a lost run spent by its watch's last reading (``status.json``'s ``spent``, which
+    the supervisor writes each second under a budget), as run-record usage keys, a lower bound
+    (it may have spent more before it was killed): none when nothing was read."""
+    spent = status.get("spent")
+    if not isinstance(spent, Mapping):
+        return {}
+    usage = run_spend(spent)
+    found = {key: value for key, value in usage.to_json().items() if value is not None}
+    if usage.input_tokens is not None or usage.output_tokens is not None:
+        found["tokensPartial"] = True
+    if usage.cost_usd is not None:
+        found["costPartial"] = True
+    return found if "tokensPartial" in found or "costPartial" in found else {}
 
 
 def lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, Any]]]:

@@ -427,3 +427,37 @@ def test_a_budget_option_that_is_no_finite_amount_is_a_usage_error(
     assert done.returncode == 2, done
     assert "--budget-usd must be a finite number at least 0" in done.stderr
     assert not (tmp_path / "record.json").exists()
+
+
+def test_a_run_whose_supervisor_was_killed_keeps_what_its_watch_read(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`kill -9` of `spawn` under a budget: `status` shows the lost run with the spend its
+    watch last read, and once `cancel` ended it, its record and `history` keep that spend as a
+    lower bound (≥), not unknown."""
+    configure(repo)
+    record = tmp_path / "record.json"
+    add_spender(repo, record)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    argv = [sys.executable, "-m", "gitflow_agents", "spawn", "spender", "--task", "spend",
+            "--budget-usd", "1000", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.DEVNULL)
+
+    def watched() -> list[dict[str, Any]]:
+        rows = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+        return [r for r in rows if (r.get("inputTokens") or 0) >= 3000]
+
+    try:
+        wait_until(lambda: bool(watched()), timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    (row,) = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+    assert row["state"] == "lost" and row["inputTokens"] >= 3000
+    assert run_cli("cancel", row["runId"], cwd=repo).returncode == 0
+    wait_until(lambda: gone(facts(record)["pid"]), timeout=30)
+    (result,) = agent_results(repo, "spender")
+    run = result["run"]
+    assert run["inputTokens"] >= row["inputTokens"] and run["tokensPartial"] is True
+    (shown,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+    assert shown["inputTokens"] == run["inputTokens"] and shown["tokensPartial"] is True
