@@ -395,7 +395,8 @@ class AgentRunner:
         self._result = result
         if job.budget is not None:  # every open scope counts what the run spent
             spend = run_spend(result["run"])
-            job.budget.add(spend)
+            watch = self.launch.launch.budget if self.launch is not None else None
+            job.budget.add(spend, watch if isinstance(watch, Watch) else None)
             if job.budget.active:
                 warn_uncounted(str(result["run"].get("adapter")), spend)
         reply = result["run"].get("reply")

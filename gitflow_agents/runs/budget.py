@@ -78,7 +78,13 @@ def message(scope: Scope, spend: Spend, cap: Cap) -> str:
 
 class Ledger:
     """One command's budgets and the spend of its open scopes (thread-safe: parallel
-    reviewers add to it). The ``agent`` scope is each agent run on its own."""
+    reviewers add to it). The ``agent`` scope is each agent run on its own.
+
+    What a running agent has spent counts in the scopes it runs in while it runs, not only
+    once it ended: its watch is in flight here (``_flying``) from its start until its run adds
+    what it spent (:meth:`add`), and every check of a scope (:meth:`over`) counts the readings
+    of the other agents in flight under it, those of the ledger's forks too (the steps of
+    ``run --all --jobs N`` under the plan's scope, parallel reviewers under a round's)."""
 
     def __init__(
         self, budgets: Budgets, prices: Mapping[str, Price], parent: Ledger | None = None
@@ -87,12 +93,34 @@ class Ledger:
         self.spent: dict[Scope, Spend] = {}
         self._lock = threading.Lock()
         self.parent = parent  # the enclosing scopes of a fork (the plan of parallel steps)
+        self._flying: dict[object, Watch] = {}  # the watches of agents running, by run
+        self._forks: list[Ledger] = []
 
     def fork(self) -> Ledger:
         """A ledger for one of several steps that run at once (``run --all --jobs N``): its own
         ``step`` and ``review`` scopes, and everything it spends also counted, and checked,
-        in this one's open scopes (the plan's)."""
-        return Ledger(self.budgets, self.prices, parent=self)
+        in this one's open scopes (the plan's), while it runs too."""
+        child = Ledger(self.budgets, self.prices, parent=self)
+        with self._lock:
+            self._forks.append(child)
+        return child
+
+    def flying(self, watch: Watch) -> None:
+        """``watch``'s agent runs now: its reading counts in this ledger's open scopes (and
+        its parents') until its run adds what it spent (replacing an earlier attempt's)."""
+        with self._lock:
+            self._flying[watch.key] = watch
+
+    def _in_flight(self, me: Watch | None) -> list[Spend]:
+        """The readings of the agents in flight under this ledger and its forks, ``me`` (the
+        asking agent's run) left out, those that read nothing yet too."""
+        with self._lock:
+            watches = [w for key, w in self._flying.items() if me is None or key != me.key]
+            forks = list(self._forks)
+        found = [spend for spend in (watch.spend() for watch in watches) if _known(spend)]
+        for fork in forks:
+            found += fork._in_flight(me)
+        return found
 
     @property
     def active(self) -> bool:
@@ -112,21 +140,28 @@ class Ledger:
             with self._lock:
                 self.spent.pop(scope, None)
 
-    def add(self, spend: Spend) -> None:
-        """An agent run ended having spent ``spend``: every open scope counts it."""
+    def add(self, spend: Spend, ended: Watch | None = None) -> None:
+        """An agent run ended having spent ``spend``: every open scope counts it; ``ended``,
+        its watch, is no longer in flight (in the same step, so it never counts twice)."""
         with self._lock:
+            if ended is not None:
+                self._flying.pop(ended.key, None)
             for scope, before in self.spent.items():
                 self.spent[scope] = total([before, spend])
         if self.parent is not None:
             self.parent.add(spend)
 
-    def over(self, agent_spend: Spend | None = None) -> str | None:
+    def over(self, agent_spend: Spend | None = None, me: Watch | None = None) -> str | None:
         """The message of the narrowest scope whose limit is reached with ``agent_spend`` (a
-        running agent's) added; None while every scope has budget left. With no
-        ``agent_spend`` (before a start) the agent scope counts only a limit of 0."""
+        running agent's, ``me`` its watch) and the other agents in flight added; None while
+        every scope has budget left. With no ``agent_spend`` (before a start) the agent scope
+        counts only a limit of 0."""
         with self._lock:
             spent = dict(self.spent)
         own = agent_spend or Spend()
+        # the agents in flight, read after ``spent``: a run that ends between the two reads is
+        # missed once, never counted twice (``add`` ends its flight before it counts it)
+        flying: list[Spend] | None = None
         for scope in _ORDER:
             cap = self.budgets.cap(scope)
             if not cap.set:
@@ -134,12 +169,15 @@ class Ledger:
             if scope == "agent":
                 spend = own
             elif scope in spent:
-                spend = total([spent[scope], own]) if agent_spend is not None else spent[scope]
+                if flying is None:
+                    flying = self._in_flight(me)
+                parts = [spent[scope], *flying, *([own] if agent_spend is not None else [])]
+                spend = total(parts) if len(parts) > 1 else spent[scope]
             else:
                 continue
             if reached(cap, spend):
                 return message(scope, spend, cap)
-        return self.parent.over(agent_spend) if self.parent is not None else None
+        return self.parent.over(agent_spend, me) if self.parent is not None else None
 
     def holds_back(self, *adapters: str) -> str | None:
         """:meth:`over` for agents about to start: the message of a spent scope they would
@@ -187,7 +225,9 @@ class Ledger:
                 f"the {adapter} adapter's CLI reports its usage when a turn ends (a `codex exec` "
                 "run is one turn): a budget stops its agents between turns, not within one"
             )
-        return Watch(self, meter, adapter, model)
+        watch = Watch(self, meter, adapter, model)
+        self.flying(watch)
+        return watch
 
 
 def warn_unmetered(adapter: str) -> None:
@@ -241,6 +281,7 @@ class Watch:
         # what the session used before this run, which its CLI's figures include (taken off)
         self.before: AgentOutput | None = None
         self._pricing_checked = False  # whether a cost could be known was asked (warn_unpriced)
+        self.key: object = object()  # its run's, in the ledger's flight (shared by attempts)
         self._partial = b""
         self._lock = threading.Lock()
 
@@ -284,7 +325,8 @@ class Watch:
         meter = meter_for(self.adapter)
         assert meter is not None  # this one has a meter
         watch = Watch(self.ledger, meter, self.adapter, self.model)
-        watch.before = self.before
+        watch.before, watch.key = self.before, self.key
+        self.ledger.flying(watch)  # in this attempt's place
         prices = self.ledger.prices
         watch.earlier = total(_spend(usage_of(output, self.model, prices)) for output in outputs)
         return watch
@@ -296,7 +338,7 @@ class Watch:
 
     def exceeded(self) -> str | None:
         """The budget message once a limit is reached, else None."""
-        return self.ledger.over(self.spend())
+        return self.ledger.over(self.spend(), self)
 
     def fill(self, parsed: _P) -> _P:
         """``parsed`` (the adapter's reading of the whole output) with the streamed usage where
@@ -310,6 +352,11 @@ class Watch:
             if getattr(parsed, name, None) is None and getattr(reading, name) is not None:
                 fields[name] = getattr(reading, name)
         return dataclasses.replace(parsed, **fields) if fields else parsed
+
+
+def _known(spend: Spend) -> bool:
+    """Whether ``spend`` says anything (an agent in flight that read no usage yet adds none)."""
+    return any(v is not None for v in (spend.input_tokens, spend.output_tokens, spend.cost_usd))
 
 
 def _spend(usage: Usage) -> Spend:

@@ -461,3 +461,26 @@ def test_a_run_whose_supervisor_was_killed_keeps_what_its_watch_read(
     assert run["inputTokens"] >= row["inputTokens"] and run["tokensPartial"] is True
     (shown,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
     assert shown["inputTokens"] == run["inputTokens"] and shown["tokensPartial"] is True
+
+
+def test_steps_run_at_once_are_stopped_at_the_plans_limit_together(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`run --all --jobs 2`, two independent steps whose agents spend alike, a plan budget of
+    60,000 tokens: the plan is checked with both agents' spend while they run, so each is
+    stopped once together they reach it (each alone was let go up to the whole limit, twice
+    the plan's budget in all); both end `budget`, exit 5."""
+    configure(repo)
+    plan = repo / "specs" / "feature.md"
+    plan.write_text(plan.read_text().replace("Polish it.", "Depends on: none\n\nPolish it."))
+    git(repo, "commit", "-qam", "step 2 depends on nothing")
+    add_spender(repo, tmp_path / "record.json", budget="budget:\n  plan: {tokens: 60000}\n")
+    done = call(repo, *RUN, "--all", "--jobs", "2")
+    assert done.returncode == 5, done
+    steps = results(repo)
+    assert sorted(r["chain"]["outcome"] for r in steps) == ["budget", "budget"]
+    spent = sorted(
+        r["run"]["inputTokens"] + r["run"]["outputTokens"] for r in agent_results(repo, "feature")
+    )
+    assert len(spent) == 2 and spent[0] < 60000, spent  # stopped before it spent it alone
+    assert "budget: plan spent" in done.stdout

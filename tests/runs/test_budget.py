@@ -269,3 +269,51 @@ def test_a_codex_turn_is_judged_on_its_own_usage_not_its_sessions(
     assert watch.exceeded() is None
     again = watch.next_attempt([])  # a rate limit's next attempt keeps it
     assert again.before == watch.before
+
+
+def _calls(watch: Watch, count: int, first: int = 0) -> None:
+    """``count`` Claude-style API calls of 100 input tokens each, as the agent streams them."""
+    for n in range(first, first + count):
+        line = {"type": "assistant", "message": {"id": f"m{n}", "usage": {"input_tokens": 100}}}
+        watch.feed(json.dumps(line).encode() + b"\n")
+
+
+def test_agents_running_at_once_count_in_the_scopes_they_share_while_they_run() -> None:
+    """Two steps at once (forks) under a plan of 1,000 tokens, their agents at 600 and 500:
+    neither alone reaches the plan's limit, together they do, and each is told so while it
+    runs; once a run ends and adds what it spent, that counts once, not as well in flight."""
+    plan = Ledger(Budgets(plan=Cap(tokens=1000)), PRICES)
+    with plan.scope("plan"):
+        one, two = plan.fork(), plan.fork()
+        with one.scope("step"), two.scope("step"):
+            first, second = one.watch("claude", None), two.watch("claude", None)
+            assert first is not None and second is not None
+            _calls(first, 4)
+            assert first.exceeded() is None and second.exceeded() is None  # 400 of 1,000
+            _calls(second, 5)
+            assert first.exceeded() is None  # 900: 1,000 is reached only with its next call
+            _calls(first, 2, first=4)
+            said = first.exceeded()
+            assert said is not None and said.startswith("budget: plan spent 1,100 tokens")
+            assert (second.exceeded() or "").startswith("budget: plan spent 1,100 tokens")
+            one.add(first.spend(), first)  # its run ended: counted once
+            assert (plan.over() or "").startswith("budget: plan spent 1,100 tokens")
+            two.add(second.spend(), second)
+            assert (plan.over() or "").startswith("budget: plan spent 1,100 tokens")
+
+
+def test_parallel_reviewers_see_each_others_spend_in_the_rounds_scope() -> None:
+    """The reviewers of one round share its ledger: each one's check counts the other's
+    reading, so a round's budget stops them at the limit together, not each at it alone."""
+    ledger = Ledger(Budgets(review=Cap(tokens=500)), PRICES)
+    with ledger.scope("review"):
+        first, second = ledger.watch("claude", None), ledger.watch("claude", None)
+        assert first is not None and second is not None
+        _calls(first, 3)
+        _calls(second, 2, first=10)
+        assert (first.exceeded() or "").startswith("budget: review spent 500 tokens")
+        # a rate limit's next attempt takes the first's place in flight, its 300 with it
+        nxt = first.next_attempt([first.meter.reading()])
+        assert (second.exceeded() or "").startswith("budget: review spent 500 tokens")
+        _calls(nxt, 1, first=20)
+        assert (second.exceeded() or "").startswith("budget: review spent 600 tokens")
