@@ -39,7 +39,9 @@ class RateLimit(NamedTuple):
 
 
 _LIMITED = re.compile(
-    r"rate[ _-]?limit"  # rate limit(ed), rate_limit_error, RateLimitError
+    # rate limit(ed), rate_limit_error, RateLimitError, never a name that holds the words
+    # (a test `test_rate_limit_handler` failing is no rate limit)
+    r"(?<![a-z0-9_])rate[ _-]?limit(?:s|ed|ing|[ _-]?error|[ _-]?exceeded)?(?![a-z0-9_])"
     r"|too many requests"
     r"|overloaded"  # Anthropic 529 overloaded_error, litellm "servers are … overloaded"
     r"|usage limit"

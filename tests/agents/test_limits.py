@@ -70,6 +70,25 @@ def test_an_unrelated_error_is_no_rate_limit() -> None:
     assert output.is_error and output.rate_limit is None
 
 
+@pytest.mark.parametrize(
+    ("line", "limited"),
+    [
+        ("running tests: test_rate_limit_handler ... FAILED", False),
+        ("  File 'app.py', line 3, in check_rate_limit", False),
+        ("Error: rate limit exceeded", True),
+        ("openai.RateLimitError: Error code: 429", True),
+        ('{"type":"error","error":{"type":"rate_limit_error"}}', True),
+        ("rate-limited by the upstream API", True),
+    ],
+)
+def test_the_words_rate_limit_count_never_inside_a_name(line: str, limited: bool) -> None:
+    """A command agent's stderr is read for a rate limit: a failing test or a traceback that
+    names a function about rate limits is an ordinary failure (it was waited out and re-run
+    for the whole total wait, then ended exit 6), the CLIs' own words are a rate limit."""
+    output = get_adapter("command").parse_output("", f"{line}\nexit 1\n")
+    assert (output.rate_limit is not None) == limited
+
+
 def test_codex_gives_up_after_its_own_retries() -> None:
     events = [
         {"type": "thread.started", "thread_id": "th-1"},
