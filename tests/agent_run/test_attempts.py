@@ -443,11 +443,9 @@ time.sleep(600)
 """
 
 
-def test_a_slot_held_by_a_supervisor_killed_with_sigkill_is_free_again(
-    repo: Path, tmp_path: Path, cli: Cli
-) -> None:
-    """`max_parallel: 1`: a `spawn` killed with SIGKILL while its agent runs leaves no slot
-    taken; the next run starts without waiting for one."""
+def one_slot_agents(repo: Path, tmp_path: Path) -> None:
+    """Two `command` agents of one slot (`max_parallel: 1`): `first` hangs, `second` completes
+    at once."""
     hang = write_executable(tmp_path / "hang", HANG.format(python=sys.executable))
     done = write_executable(
         tmp_path / "done", COMMAND.format(python=sys.executable, count=str(tmp_path / "n"))
@@ -461,6 +459,14 @@ def test_a_slot_held_by_a_supervisor_killed_with_sigkill_is_free_again(
     )
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "flow")
+
+
+def test_a_slot_held_by_a_supervisor_killed_with_sigkill_is_free_again(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """`max_parallel: 1`: a `spawn` killed with SIGKILL while its agent runs leaves no slot
+    taken; the next run starts without waiting for one."""
+    one_slot_agents(repo, tmp_path)
     proc = subprocess.Popen(
         [*SPAWN, "first", "--flow", "f", "--task", "Hang.", "--quiet"],
         cwd=repo,
@@ -493,19 +499,7 @@ def test_an_agent_its_killed_supervisor_left_running_keeps_its_slot_until_it_end
     """`max_parallel: 1`: a `spawn` killed with SIGKILL leaves its agent running (the lost run
     `status` shows); the next run of the adapter waits for the slot rather than run beside it,
     and starts once `cancel` ended the orphan."""
-    hang = write_executable(tmp_path / "hang", HANG.format(python=sys.executable))
-    done = write_executable(
-        tmp_path / "done", COMMAND.format(python=sys.executable, count=str(tmp_path / "n"))
-    )
-    (tmp_path / "n").write_text("1")  # the COMMAND agent completes at once
-    (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text(
-        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\nagents:\n'
-        f"  first:\n    adapter: command\n    command: [{json.dumps(str(hang))}]\n    max_parallel: 1\n"
-        f"  second:\n    adapter: command\n    command: [{json.dumps(str(done))}]\n    max_parallel: 1\n"
-    )
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "flow")
+    one_slot_agents(repo, tmp_path)
     first = subprocess.Popen(
         [*SPAWN, "first", "--flow", "f", "--task", "Hang.", "--quiet"], cwd=repo
     )
