@@ -113,7 +113,7 @@ class Ledger:
 
     def _in_flight(self, me: Watch | None) -> list[Spend]:
         """The readings of the agents in flight under this ledger and its forks, ``me`` (the
-        asking agent's run) left out, those that read nothing yet too."""
+        asking agent's run) left out, and those that read nothing yet (they add nothing)."""
         with self._lock:
             watches = [w for key, w in self._flying.items() if me is None or key != me.key]
             forks = list(self._forks)
