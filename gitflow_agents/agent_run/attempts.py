@@ -240,10 +240,14 @@ def _wait(
         "resumes": resumes,
     }
     run.emit("agent:waiting", data)
-    while (left := until - time.time()) > 0:
-        if _canceled_now(run, cancel):
-            return False
-        time.sleep(min(TICK, left))
+    try:
+        while (left := until - time.time()) > 0:
+            if _canceled_now(run, cancel):
+                return False
+            time.sleep(min(TICK, left))
+    except BaseException:  # Ctrl-C, SIGTERM: the run is no longer waiting
+        update_status(run.paths.run_dir, waitingUntil=None)
+        raise
     update_status(run.paths.run_dir, waitingUntil=None, reason=None)
     return not _canceled_now(run, cancel)
 

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -582,3 +583,27 @@ def test_a_reset_ages_away_within_a_total_as_long_is_waited_on_record(
     finally:
         proc.kill()
     assert proc.returncode == 3 and "Traceback" not in err, out + err
+
+
+def test_sigterm_during_a_wait_leaves_no_wait_on_record(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """SIGTERM while the run waits out a rate limit: exit 130, and its status.json no longer
+    names a time it waits until."""
+    env = setup(repo, tmp_path, ["limit:120"], wait=600)
+    argv = [*SPAWN, "painter", "--flow", "f", "--task", "Paint.", "--quiet"]
+    proc = subprocess.Popen(argv, cwd=repo, env={**os.environ, **env}, stderr=subprocess.PIPE)
+    try:
+        path: list[Path] = []
+
+        def waiting() -> bool:
+            path[:] = list((repo / "flows" / "f" / "runs").glob("*/status.json"))
+            return bool(path) and json.loads(path[0].read_text()).get("state") == "waiting"
+
+        wait_until(waiting, timeout=60)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 130
+    finally:
+        proc.kill()
+        proc.wait()
+    assert json.loads(path[0].read_text()).get("waitingUntil") is None
