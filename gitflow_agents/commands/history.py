@@ -11,6 +11,7 @@ run's one node. The reading is ``runs/history.py``; this module prints it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -74,7 +75,8 @@ def _show(fmt: str, root: Path, flow_dir: str, args: argparse.Namespace, skipped
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     for plan, (count, spend) in sorted(plan_totals(found).items()):
         runs = f"{count} step run{'' if count == 1 else 's'}"
-        print(f"plan {plan}: {runs}, tokens {tokens_text(spend)}, cost {cost_text(spend)}")
+        where = _near(plan)
+        print(f"plan {where}: {runs}, tokens {tokens_text(spend)}, cost {cost_text(spend)}")
     return int(ExitCode.OK)
 
 
@@ -86,3 +88,14 @@ def _format(args: argparse.Namespace) -> str:
     if args.json and fmt not in (None, "json"):
         raise UsageError(f"history: --json and --format {fmt} ask for two formats; give one")
     return "json" if args.json else fmt or "table"
+
+
+def _near(plan: str) -> str:
+    """A plan's path as the user would type it here: relative to the current folder when it
+    lies under it (``specs/auth.md``), else as recorded."""
+    path = Path(plan)
+    if not path.is_absolute():
+        return plan
+    with contextlib.suppress(ValueError):
+        return str(path.relative_to(Path.cwd()))
+    return plan

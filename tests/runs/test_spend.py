@@ -260,6 +260,8 @@ def test_a_step_sums_its_agent_runs_and_a_plan_its_steps(
     out = cli.main("history", cwd=repo).stdout
     assert "≥ $0.2500" in out
     assert "plan plan-a: 2 step runs, tokens ≥ 2,500/250, cost ≥ $1.0000 est." in out
+    step_record(runs / "s3", str(repo / "specs" / "b.md"), 1, ["a1"])  # as `run` records it
+    assert "plan specs/b.md: 1 step run, tokens 1,000/100" in cli.main("history", cwd=repo).stdout
 
 
 # --------------------------------------------------------------------------- the Action
