@@ -92,9 +92,12 @@ class AgentFailed(AgentError):
     """An agent did not complete (failed, stuck, timed out, crashed): exit code 3; 5 when a
     budget stopped it; 6 when it was rate limited for longer than the configured wait."""
 
-    def __init__(self, run: AgentRun) -> None:
+    def __init__(self, run: AgentRun, wave: Sequence[AgentRun] = ()) -> None:
         super().__init__(f"{run.agent_id}: {run.status}: {run.reason}")
         self.run = run
+        # every run of the agents started together with it (parallel reviewers), in order: the
+        # step's record lists each, and what each spent (``run`` alone when it ran alone)
+        self.wave: tuple[AgentRun, ...] = tuple(wave) or (run,)
         if run.status == "budget":
             self.exit_code = ExitCode.BUDGET
         if run.status == "rate_limited":
@@ -147,7 +150,7 @@ def run_together(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[Agent
             runs[index] = replace(retry, attempt=2, earlier=(runs[index],))
     failed = next((run for run in runs if not run.ok), None)
     if failed is not None:
-        raise AgentFailed(failed)
+        raise AgentFailed(failed, runs)
     return runs
 
 

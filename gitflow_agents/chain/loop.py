@@ -93,7 +93,8 @@ def record_ending(ctx: Context, rec: StepRecord, exc: BaseException) -> bool:
     agent failed, a budget, ``chain.setup``, the merge); False: the caller re-raises (Ctrl-C,
     a bug), the record saying so."""
     if isinstance(exc, AgentFailed):
-        rec.agents.extend(exc.run.attempts())
+        for run in exc.wave:  # the failed agent's and those that ran beside it
+            rec.agents.extend(run.attempts())
         if exc.run.status == "canceled" and ctx.cancel.is_set():  # Ctrl-C in another thread
             rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
         elif exc.run.status == "canceled":  # `gitflow-agents cancel` of this agent alone

@@ -238,6 +238,17 @@ def test_crashing_reviewer_exits_3(repo: Path) -> None:
     assert " failed (review);" in results(repo)[0]["run"]["historyLine"]
 
 
+def test_a_crashing_reviewer_leaves_the_one_beside_it_in_the_steps_record(repo: Path) -> None:
+    """Two reviewers at once, the first crashes: exit 3, and the step's record lists both
+    reviewers' runs (the second ran to its end and spent what it spent: the step's sum and
+    `history` count it), not only the one that failed."""
+    configure(repo, reviewer="crash", extra_reviewers={"second": "approve"})
+    out = run(repo, "--step", "1", "--reviewers", "reviewer,second")
+    assert out.returncode == 3, out.stderr + out.stdout
+    agents = [(a["agentId"], a["status"]) for a in results(repo)[0]["chain"]["agents"]]
+    assert agents[-2:] == [("step-01-reviewer-1", "failed"), ("step-01-second-1", "succeeded")]
+
+
 def test_parallel_reviewers_one_revises_fixer_gets_both_reports(repo: Path) -> None:
     configure(repo, reviewer="approve", extra_reviewers={"security": "until-fixed"})
     out = run(repo, "--step", "1", "--reviewers", "reviewer,security")
