@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from typing import Any
 
 from gitflow_agents.agents import base, output
@@ -136,7 +138,10 @@ class ClaudeAdapter:
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
         result = _result_object(stdout)
         if result is None:
-            return output.unparsed(stdout, stderr, "Claude result JSON")
+            unparsed = output.unparsed(stdout, stderr, "Claude result JSON")
+            # stopped before its result (a budget, a timeout): its stream's lines name the
+            # session, which `send` can continue
+            return dataclasses.replace(unparsed, session_id=_stream_session(stdout))
         usage = output.as_dict(result.get("usage"))
         # Claude Code sends most of the prompt from the cache: all three count as input.
         input_tokens: int | None = None
@@ -206,6 +211,16 @@ def _tool_list(invocation: Invocation, option: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,) if value.strip() else ()
     return base.opt_str_list(invocation, option)
+
+
+_SESSION = re.compile(r'"session_id":\s*"([^"\\\n]+)"')
+
+
+def _stream_session(stdout: str) -> str | None:
+    """The session id the last line of a stream-json output that names one gives."""
+    at = stdout.rfind('"session_id"')
+    found = _SESSION.match(stdout, at) if at >= 0 else None
+    return found[1] if found is not None else None
 
 
 def _result_object(stdout: str) -> dict[str, Any] | None:

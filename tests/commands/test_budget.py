@@ -484,3 +484,22 @@ def test_steps_run_at_once_are_stopped_at_the_plans_limit_together(
     )
     assert len(spent) == 2 and spent[0] < 60000, spent  # stopped before it spent it alone
     assert "budget: plan spent" in done.stdout
+
+
+def test_a_claude_run_its_budget_stopped_keeps_its_session_to_continue(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Stopped before its result line, a Claude run still records the session its stream named,
+    so `send` continues it (with a budget that lets it finish) instead of refusing a run whose
+    CLI "reported no session id"."""
+    configure(repo)
+    record = tmp_path / "record.json"
+    add_spender(repo, record, FAKE_SPENDER_CALLS="10")
+    done = call(repo, "spawn", "spender", "--task", "x", "--budget-tokens", "5000", "--quiet")
+    assert done.returncode == 5, done
+    (stopped,) = agent_results(repo, "spender")
+    assert stopped["run"]["sessionId"] == "fake-session"
+    again = call(repo, "send", stopped["run"]["runID"], "Go on.", "--quiet")
+    assert again.returncode == 0, again
+    argv = facts(record)["argv"]  # the continued run's
+    assert argv[argv.index("--resume") + 1] == "fake-session"
