@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from typing import Any
 
 from gitflow_agents.agents import base, output
@@ -213,14 +212,16 @@ def _tool_list(invocation: Invocation, option: str) -> tuple[str, ...]:
     return base.opt_str_list(invocation, option)
 
 
-_SESSION = re.compile(r'"session_id":\s*"([^"\\\n]+)"')
-
-
-def _stream_session(stdout: str) -> str | None:
-    """The session id the last line of a stream-json output that names one gives."""
-    at = stdout.rfind('"session_id"')
-    found = _SESSION.match(stdout, at) if at >= 0 else None
-    return found[1] if found is not None else None
+def _stream_session(stdout: str, lines: int = 200) -> str | None:
+    """The session id of a stream-json output, as its last event line that states one (its
+    top-level ``session_id``: never a tool's output that names one) gives it; of the last
+    ``lines`` lines, for a run cut short."""
+    for line in reversed(stdout.splitlines()[-lines:]):
+        event = output.json_object(line) if line.startswith("{") else None
+        session = output.as_str(event.get("session_id")) if event is not None else None
+        if session:
+            return session
+    return None
 
 
 def _result_object(stdout: str) -> dict[str, Any] | None:
