@@ -105,6 +105,11 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
         for key in (*SPEND_KEYS, "tokensPartial", "costPartial"):
             if scalar(spent, key) is not None:
                 row[key] = spent[key]
+        if state == "lost" and result is None:  # its last reading: it may have spent more
+            if row.get("inputTokens") is not None or row.get("outputTokens") is not None:
+                row["tokensPartial"] = True
+            if row.get("costUsd") is not None:
+                row["costPartial"] = True
         session_id = scalar(run, "sessionId") or scalar(status, "session_id")
         if session_id:
             row["sessionId"] = session_id
@@ -165,6 +170,8 @@ def _duration(row: dict[str, Any], now: float) -> str:
     start, end = row.get("startedAt"), row.get("endedAt")
     if not isinstance(start, (int, float)) or not -1e12 < start < 1e12:
         return "-"
+    if row.get("state") == "lost" and end is None:  # nothing runs it: its last sign of life
+        end = row.get("lastActivityAt")
     if not isinstance(end, (int, float)) or not -1e12 < end < 1e12:
         end = now
     seconds = int(end - start)

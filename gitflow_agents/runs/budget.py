@@ -332,9 +332,14 @@ class Watch:
         return watch
 
     def spent(self) -> dict[str, Any]:
-        """:meth:`spend` as a run record's usage keys: what ``status`` shows of a running
-        agent (the supervisor writes it into status.json each second)."""
-        return self.spend().to_json()
+        """:meth:`spend` as a run record's usage keys, with this attempt's ``cachedTokens``:
+        what ``status`` shows of a running agent (the supervisor writes it into status.json
+        each second) and what a record of it keeps if its supervisor dies."""
+        with self._lock:
+            reading = self.meter.reading()
+        if self.before is not None:
+            reading = since(reading, self.before)
+        return {**self.spend().to_json(), "cachedTokens": reading.cached_tokens}
 
     def exceeded(self) -> str | None:
         """The budget message once a limit is reached, else None."""

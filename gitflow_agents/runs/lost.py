@@ -87,12 +87,18 @@ def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
     if read_json(paths.result) is None:
         kind = str(current.get("kind") or "implement")
         result = flow_result(kind, "canceled")
+        started = current.get("started")
+        timed: dict[str, float] = {}
+        if isinstance(started, (int, float)) and not isinstance(started, bool):
+            timed = {"startedAt": started, "durationMs": round((now - started) * 1000)}
         result["run"] = {
             "runID": paths.run_dir.name,
             "flow": current.get("flow"),
             "agent": current.get("agent"),
+            "kind": kind,
             "outcome": "canceled",
             "reason": f"{reason} (supervisor gone)",
+            **timed,
             "endedAt": now,
             **_spent_before(current),
         }
@@ -108,6 +114,9 @@ def _spent_before(status: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     usage = run_spend(spent)
     found = {key: value for key, value in usage.to_json().items() if value is not None}
+    cached = spent.get("cachedTokens")
+    if isinstance(cached, int) and not isinstance(cached, bool):
+        found["cachedTokens"] = cached
     if usage.input_tokens is not None or usage.output_tokens is not None:
         found["tokensPartial"] = True
     if usage.cost_usd is not None:

@@ -454,11 +454,14 @@ def test_a_run_whose_supervisor_was_killed_keeps_what_its_watch_read(
         proc.wait()
     (row,) = json.loads(run_cli("status", "--json", cwd=repo).stdout)
     assert row["state"] == "lost" and row["inputTokens"] >= 3000
+    assert row["tokensPartial"] is True  # its last reading: its agent may spend on
     assert run_cli("cancel", row["runId"], cwd=repo).returncode == 0
     wait_until(lambda: gone(facts(record)["pid"]), timeout=30)
     (result,) = agent_results(repo, "spender")
     run = result["run"]
     assert run["inputTokens"] >= row["inputTokens"] and run["tokensPartial"] is True
+    assert run["kind"] == row["kind"] and run["startedAt"] == row["startedAt"]
+    assert run["durationMs"] >= 0
     (shown,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
     assert shown["inputTokens"] == run["inputTokens"] and shown["tokensPartial"] is True
 

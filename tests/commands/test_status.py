@@ -32,3 +32,17 @@ def test_a_step_runs_row_shows_the_sum_of_its_agent_runs_spend(repo: Path) -> No
     table = call(repo, "status").stdout
     (line,) = [ln for ln in table.splitlines() if ln.startswith(step["runId"][:13])]
     assert "2,000/400" in line and "unknown" not in line
+
+
+def test_a_lost_runs_time_stops_at_its_last_sign_of_life() -> None:
+    """A run nothing supervises any more does not go on running in `status`: its TIME ends at
+    its last activity, not now."""
+    from gitflow_agents.commands.status import format_table
+
+    row = {
+        "runId": "01a2-lost", "flow": "f", "agent": "a", "state": "lost", "reason": "gone",
+        "startedAt": 1000.0, "endedAt": None, "lastActivityAt": 1065.0,
+        "lastActivityKind": "output", "result": None,
+    }  # fmt: skip
+    (line,) = [ln for ln in format_table([row]).splitlines() if ln.startswith("01a2-lost")]
+    assert " 1:05 " in line, line
