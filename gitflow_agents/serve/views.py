@@ -140,6 +140,9 @@ def run_row(paths: RunPaths, events: list[dict[str, Any]] | None = None) -> RunR
     if started is None and ended is not None and number(run, "durationMs") is not None:
         started = ended - (number(run, "durationMs") or 0) / 1000
     tokens = next((e["tokens"] for e in reversed(events) if e["tokens"]), "")
+    watched = mapping(status, "spent")  # a running agent's, as its budget's watch read it
+    if not run and watched:
+        tokens = spend_text(run_spend(watched)) or tokens
     if run:
         tokens = spend_text(spend)
     output = _output_lines(events)

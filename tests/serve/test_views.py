@@ -34,3 +34,16 @@ def test_a_run_nothing_supervises_any_more_is_lost_not_running(repo: Path) -> No
     )
     (row,), _ = run_rows(repo, "flows")
     assert (row.state, row.live) == ("lost", False)
+
+
+def test_a_running_agent_shows_what_its_budgets_watch_read_so_far(repo: Path) -> None:
+    """As `status`: the supervisor writes the watch's reading into status.json each second;
+    the page shows it while the run has no record yet."""
+    spent = {"inputTokens": 3000, "outputTokens": 600, "costUsd": 0.018, "costEstimated": True}
+    write_run(
+        repo,
+        "01900000-0000-7000-8000-000000000001",
+        status={"state": "running", "agent": "a", "spent": spent},
+    )
+    (row,), _ = run_rows(repo, "flows")
+    assert row.tokens == "3,000/600 $0.0180 est."
