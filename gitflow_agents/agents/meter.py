@@ -297,14 +297,19 @@ class ClaudeStreamMeter:
                 if not named and current is None:
                     continue
                 key = named or current
+            seen = largest.get(key)
+            if only:  # its output alone, read by the search (a delta's): the rest as it was
+                out = int(only)
+                if seen is None:
+                    largest[key] = (None, out, None)
+                elif seen[1] is None or out > seen[1]:
+                    largest[key] = (seen[0], out, seen[2])
+                continue
             if output:  # in the API's order: the counts the search read
                 cached = int(read)
                 counts = (int(tokens) + int(creation) + cached, int(output), cached)
-            elif only:  # its output alone, read by the search (a delta's)
-                counts = (None, int(only), None)
             else:
                 counts = _counts(usage)
-            seen = largest.get(key)
             largest[key] = counts if seen is None else _largest(seen, counts)
         self.current = current
         for key, most in largest.items():  # then once each, as _count
