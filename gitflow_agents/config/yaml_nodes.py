@@ -72,8 +72,9 @@ def _plain(node: Any) -> Any:
 def _key(key_node: Any, file: str, keypath: str) -> str:
     key = _plain(key_node)
     if not isinstance(key, str):
+        shown = "" if isinstance(key, (dict, list)) else f" {key!r}"  # a list, a mapping: its kind
         raise ConfigError(
-            f"keys must be strings, got {kind(key)} {key!r}",
+            f"keys must be strings, got {kind(key)}{shown}",
             path=file,
             line=key_node.start_mark.line + 1,
             key=keypath or None,

@@ -645,6 +645,10 @@ def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:
             "1: x\n",
             ".flow/base.yaml:1: keys must be strings, got an integer 1",
         ),
+        (  # a list (or a mapping) as a key: its kind, not an empty value standing for it
+            "prices:\n  ? [a, b]\n  : {input: 1, output: 2}\n",
+            ".flow/base.yaml:2: prices: keys must be strings, got a list",
+        ),
     ],
 )
 def test_validation_errors_name_file_line_and_key(tmp_path: Path, text: str, expected: str) -> None:
