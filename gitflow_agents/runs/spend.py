@@ -41,6 +41,10 @@ class Spend:
         return camel_json(self)
 
 
+NOTHING = Spend(input_tokens=0, output_tokens=0, cost_usd=0.0)
+"""What a run that called no model spent: known to be nothing."""
+
+
 def run_spend(run: Mapping[str, Any]) -> Spend:
     """An agent run's spend from its result.json ``run`` key, or a spend ``Spend.to_json``
     wrote (its ``tokensPartial`` / ``costPartial`` too); wrong types read as unknown."""
@@ -73,7 +77,11 @@ def agent_results(
 
 def step_spend(run_dir: Path, data: Mapping[str, Any]) -> Spend:
     """A step run's spend: the sum of the agent runs it lists (:func:`agent_results`). A listed
-    run without a readable record counts as unknown."""
+    run without a readable record counts as unknown; a step run that lists none (its budget
+    started no agent, its setup failed) spent nothing, which is known: 0."""
+    chain = step_chain(data)
+    if chain is not None and not chain.agents:
+        return NOTHING
     return _spent(agent_results(run_dir, data).values())
 
 

@@ -511,3 +511,16 @@ def test_a_claude_run_its_budget_stopped_keeps_its_session_to_continue(
     assert again.returncode == 0, again
     argv = facts(record)["argv"]  # the continued run's
     assert argv[argv.index("--resume") + 1] == "fake-session"
+
+
+def test_a_step_whose_budget_started_no_agent_spent_nothing_not_unknown(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A limit of 0: the step ends `budget` with no agent run; `history` says it spent 0 and
+    $0 (known: no model was called), not `unknown` (a CLI that did not say)."""
+    configure(repo)
+    add_spender(repo, tmp_path / "record.json")
+    done = call(repo, *RUN, "--step", "1", "--budget-usd", "0")  # the step's limit: it starts
+    assert done.returncode == 5 and "no agent started" in done.stdout, done
+    (row,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+    assert (row["inputTokens"], row["outputTokens"], row["costUsd"]) == (0, 0, 0.0)
