@@ -28,7 +28,7 @@ from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.chain.builtin import BUILTIN_USAGE_JSON, builtin_review, is_builtin
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.resume import TRAILER_STOPPED, completed_meta, set_aside, write_meta
-from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
+from gitflow_agents.chain.workspace import Lost, Workspace, reset_unless_clean
 from gitflow_agents.findings.report import read_review
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
@@ -102,6 +102,33 @@ class AgentFailed(AgentError):
             self.exit_code = ExitCode.BUDGET
         if run.status == "rate_limited":
             self.exit_code = ExitCode.RATE_LIMITED
+
+
+def lost_runs(ended: Sequence[Lost]) -> list[AgentRun]:
+    """The lost runs a new run of their step ended (``workspace.take_over``), as the step's
+    record lists them: canceled, at the start of its agents (what they spent counts)."""
+    runs = []
+    for run_id, status in ended:
+        agent = str(status.get("agent") or "?")
+        kind = status.get("kind")
+        started = status.get("started")
+        ran = time.time() - started if isinstance(started, (int, float)) else 0.0
+        runs.append(
+            AgentRun(
+                agent=agent,
+                agent_id=agent,
+                kind=kind if kind in ("implement", "review", "fix", "research") else "implement",
+                run_id=run_id,
+                status="canceled",
+                reason="lost (its supervisor died); killed by a new run of its step",
+                reused=False,
+                start_sha="",
+                end_sha="",
+                report=None,
+                duration=max(ran, 0.0),
+            )
+        )
+    return runs
 
 
 def agent_id_for(agent: str, step: int | None, iteration: int | None = None) -> str:

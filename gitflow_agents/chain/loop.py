@@ -20,7 +20,14 @@ import contextlib
 from typing import NamedTuple
 
 from gitflow_agents.base.errors import BudgetError, ExitCode, GitError
-from gitflow_agents.chain.agents import AgentFailed, AgentRun, Job, agent_id_for, run_agent
+from gitflow_agents.chain.agents import (
+    AgentFailed,
+    AgentRun,
+    Job,
+    agent_id_for,
+    lost_runs,
+    run_agent,
+)
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate, moved_on
 from gitflow_agents.chain.lander import Lander, MergeLander
@@ -30,6 +37,7 @@ from gitflow_agents.chain.resume import implement_start
 from gitflow_agents.chain.review import ReviewRound, record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
 from gitflow_agents.chain.workspace import (
+    Lost,
     Workspace,
     branch_name,
     refuse_foreign_checkout,
@@ -139,7 +147,9 @@ def _implement(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Star
     holds finished work (a continued ``--pr`` branch), that work as the head to review."""
     assert ctx.plan is not None
     settings = ctx.settings
-    ws = rec.ws = step_workspace(ctx, step)  # lost runs in its work tree are killed first
+    ended: list[Lost] = []  # lost runs in its work tree, killed first: the record lists them
+    ws = rec.ws = step_workspace(ctx, step, ended)
+    rec.agents.extend(lost_runs(ended))
     rec.setup = make_ready(ctx, ws, rec.run_dir)  # chain.copy_ignored, chain.setup
     if lander.implemented is not None:  # the branch holds finished work: review it
         reset_unless_clean(ws, lander.implemented)

@@ -14,6 +14,7 @@ request's sticky comment draws it. docs/github.md, "Tending open step pull reque
 from __future__ import annotations
 
 from gitflow_agents.base.errors import ExitCode
+from gitflow_agents.chain.agents import lost_runs
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate
 from gitflow_agents.chain.lander import BranchLander
@@ -21,6 +22,7 @@ from gitflow_agents.chain.loop import record_ending
 from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
 from gitflow_agents.chain.review import record_note, review_round
 from gitflow_agents.chain.workspace import (
+    Lost,
     branch_name,
     refuse_foreign_checkout,
     reset_unless_clean,
@@ -56,7 +58,9 @@ def tend_step(ctx: Context, step: int, lander: BranchLander, head: str) -> Chain
 def _tend(
     ctx: Context, rec: StepRecord, step: int, lander: BranchLander, head: str
 ) -> tuple[StepOutcome, int, str]:
-    ws = rec.ws = step_workspace(ctx, step)  # lost runs in its work tree are killed first
+    ended: list[Lost] = []  # lost runs in its work tree, killed first: the record lists them
+    ws = rec.ws = step_workspace(ctx, step, ended)
+    rec.agents.extend(lost_runs(ended))
     reset_unless_clean(ws, head)
     ws, reviewed, after = integrate(ctx, rec, ws, head, step=step, iteration=1, after=())
     rec.ws = ws

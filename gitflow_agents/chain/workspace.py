@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.chain.context import ChainSettings, Context
@@ -84,11 +85,12 @@ def _link_flow_dir(ctx: Context, worktree: Path) -> None:
         link.symlink_to(real.resolve(), target_is_directory=True)
 
 
-def step_workspace(ctx: Context, step: int) -> Workspace:
-    """The step branch (``branch_pattern``) in its own work tree."""
+def step_workspace(ctx: Context, step: int, ended: list[Lost] | None = None) -> Workspace:
+    """The step branch (``branch_pattern``) in its own work tree; ``ended``: gets the lost runs
+    that worked in it, ended before it is taken over (``take_over``)."""
     assert ctx.plan is not None
     name = branch_name(ctx.settings, ctx.plan.name, step)
-    return branch_workspace(ctx, name, f"step-{step:02d}")
+    return branch_workspace(ctx, name, f"step-{step:02d}", ended)
 
 
 def missing_target(ctx: Context) -> str:
@@ -102,9 +104,12 @@ def missing_target(ctx: Context) -> str:
     )
 
 
-def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspace:
+def branch_workspace(
+    ctx: Context, name: str, key: str | None = None, ended: list[Lost] | None = None
+) -> Workspace:
     """Branch ``name`` (created at the target's tip when new) checked out in a work tree of its
-    own (an existing one is reused); ``key`` names the work tree folder."""
+    own (an existing one is reused); ``key`` names the work tree folder; ``ended``: see
+    ``step_workspace``."""
     git.check_branch_name(ctx.root, name)
     target_sha = target_tip(ctx)
     if target_sha is None:
@@ -112,7 +117,7 @@ def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspa
     known = git.worktree_of_branch(ctx.root, name)
     _refuse_foreign(ctx, name, known)  # before anything is created or reset
     tree = known or _tree_path(ctx, key or name.replace("/", "-"))
-    take_over(ctx, tree)  # before anything is created or reset: never two agents in one tree
+    take_over(ctx, tree, ended)  # before anything is created or reset: one agent in a tree
     if git.branch_sha(ctx.root, name) is None:
         git.create_branch(ctx.root, name, target_sha)
     if known is None:
@@ -123,9 +128,18 @@ def branch_workspace(ctx: Context, name: str, key: str | None = None) -> Workspa
     return Workspace(tree, name, git.merge_base(ctx.root, ctx.target_rev, name))
 
 
-def take_over(ctx: Context, tree: Path) -> None:
+class Lost(NamedTuple):
+    """A lost run ``take_over`` ended: its run id, and its status.json as it found it."""
+
+    run_id: str
+    status: dict[str, Any]
+
+
+def take_over(ctx: Context, tree: Path, ended: list[Lost] | None = None) -> None:
     """Kill the whole process tree of every lost run (its supervisor died: an orchestrator
-    killed with ``kill -9``) whose agent works in ``tree``, and say so in ``ctx.notices``.
+    killed with ``kill -9``) whose agent works in ``tree``, and say so in ``ctx.notices``;
+    each one ended goes to ``ended`` (the step run taking the tree over lists it: what it
+    spent counts in the step's and the plan's sums).
     StepLockedError (exit 2), touching nothing, when a lost run's processes survive the kill."""
     for paths, status in lost.lost_in(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow), tree):
         run_id, agent = paths.run_dir.name, status.get("agent") or "an agent"
@@ -139,6 +153,8 @@ def take_over(ctx: Context, tree: Path) -> None:
         lost.mark_ended(
             paths, status, "lost (its supervisor died); killed by a new run of its step"
         )
+        if ended is not None:
+            ended.append(Lost(run_id, status))
         ctx.notices.append(
             f"run {run_id} ({agent}) was lost (its supervisor died) and still worked in "
             f"{tree}: its process tree was killed before this run took the work tree over"

@@ -524,3 +524,35 @@ def test_a_step_whose_budget_started_no_agent_spent_nothing_not_unknown(
     assert done.returncode == 5 and "no agent started" in done.stdout, done
     (row,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
     assert (row["inputTokens"], row["outputTokens"], row["costUsd"]) == (0, 0, 0.0)
+
+
+def test_a_step_run_again_after_a_kill_lists_the_lost_run_and_counts_its_spend(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`kill -9` of `run` while its implementer streams usage under a budget leaves no step
+    record; the step run again ends the lost agent run and lists it in its own record, so the
+    step's and the plan's spend in `history` count what it spent (as a lower bound)."""
+    configure(repo)
+    add_spender(repo, tmp_path / "record.json", FAKE_SPENDER_CALLS="100")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    argv = [sys.executable, "-m", "gitflow_agents", *RUN, "--step", "1", "--budget-usd", "100"]
+    proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.DEVNULL)
+
+    def watched() -> list[dict[str, Any]]:
+        rows = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+        return [r for r in rows if r.get("agent") and (r.get("inputTokens") or 0) >= 3000]
+
+    try:
+        wait_until(lambda: bool(watched()), timeout=60)
+        (lost,) = watched()
+    finally:
+        proc.kill()
+        proc.wait()
+    again = call(repo, *RUN, "--step", "1", "--budget-usd", "100")
+    assert again.returncode == 0, again
+    (step,) = results(repo)
+    listed = {a["runID"]: a["status"] for a in step["chain"]["agents"]}
+    assert listed[lost["runId"]] == "canceled"
+    rows = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+    (row,) = [r for r in rows if r["runId"] == step["run"]["runID"]]
+    assert row["inputTokens"] >= 100 * 1000 + lost["inputTokens"] and row["tokensPartial"]
