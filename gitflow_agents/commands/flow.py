@@ -60,12 +60,10 @@ def _spent(ctx: Any, run_id: str) -> dict[str, Any]:
     """What the run ``run_id`` spent, as its record says (``inputTokens``, ``outputTokens``,
     ``costUsd``, ``costEstimated``; null where unknown): a failed run, one a budget stopped,
     spent too."""
-    from gitflow_agents.runs import read_json, runs_root
-    from gitflow_agents.runs.fields import mapping
-    from gitflow_agents.runs.spend import run_spend
+    from gitflow_agents.runs import runs_root
+    from gitflow_agents.runs.spend import runs_spend
 
-    record = read_json(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow) / run_id / "result.json")
-    spend = run_spend(mapping(record, "run") if record else {}).to_json()
+    spend = runs_spend(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow), [run_id]).to_json()
     return {key: spend[key] for key in ("inputTokens", "outputTokens", "costUsd", "costEstimated")}
 
 

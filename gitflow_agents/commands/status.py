@@ -46,7 +46,8 @@ def print_cache_usage(root: Path) -> None:
     print(f"work-tree cache: {count} {many}, {bytes_text(size)} (gitflow-agents worktrees; gc)")
 
 
-SPEND_KEYS = ("inputTokens", "outputTokens", "cachedTokens", "costUsd", "costEstimated")
+FIGURES = ("inputTokens", "outputTokens", "cachedTokens", "costUsd")
+SPEND_KEYS = (*FIGURES, "costEstimated")
 
 
 def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str, Any]]:
@@ -58,7 +59,7 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
     from gitflow_agents.base.redact import redact_data
     from gitflow_agents.runs import iter_runs, read_json
     from gitflow_agents.runs.fields import mapping, scalar, text
-    from gitflow_agents.runs.lost import is_lost, tree_pids
+    from gitflow_agents.runs.lost import is_lost, spent_before, tree_pids
     from gitflow_agents.runs.schema import step_chain
 
     rows = []
@@ -100,16 +101,12 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
         if chain is not None and not text(status, "state"):  # its ending, as `history` says
             row["state"], row["reason"] = chain.outcome or "finished", chain.reason or None
         spent = step_spend(paths.run_dir, result).to_json() if result and step else run
-        if result is None:  # running: what its budget's watch read so far (else nothing)
-            spent = mapping(status, "spent")
+        if result is None:  # running: what its budget's watch read so far (else nothing);
+            # lost: that last reading, a lower bound, as the record `cancel` writes keeps it
+            spent = spent_before(status) if state == "lost" else mapping(status, "spent")
         for key in (*SPEND_KEYS, "tokensPartial", "costPartial"):
             if scalar(spent, key) is not None:
                 row[key] = spent[key]
-        if state == "lost" and result is None:  # its last reading: it may have spent more
-            if row.get("inputTokens") is not None or row.get("outputTokens") is not None:
-                row["tokensPartial"] = True
-            if row.get("costUsd") is not None:
-                row["costPartial"] = True
         session_id = scalar(run, "sessionId") or scalar(status, "session_id")
         if session_id:
             row["sessionId"] = session_id
@@ -182,7 +179,7 @@ def _duration(row: dict[str, Any], now: float) -> str:
 def _spend(row: dict[str, Any]) -> tuple[str, str]:
     """Tokens and cost of a finished run (``unknown`` where its CLI did not say); of a running
     one what its budget's watch read so far; ``-`` while nothing is known."""
-    if not row.get("result") and all(row.get(key) is None for key in SPEND_KEYS[:-1]):
+    if not row.get("result") and all(row.get(key) is None for key in FIGURES):
         return "-", "-"
     spend = run_spend(row)
     return tokens_text(spend), cost_text(spend)

@@ -306,10 +306,16 @@ class Watch:
         """What the agent has spent so far, a cost estimated from the price table if need be.
         The first time its tokens are known but its cost is not, under a USD limit, a warning
         says why (``warn_unpriced``)."""
+        return self._priced(self._reading())
+
+    def _reading(self) -> AgentOutput:
+        """The meter's reading of this attempt, what the session used before taken off."""
         with self._lock:
             reading = self.meter.reading()
-        if self.before is not None:
-            reading = since(reading, self.before)
+        return reading if self.before is None else since(reading, self.before)
+
+    def _priced(self, reading: AgentOutput) -> Spend:
+        """:meth:`spend` of ``reading``."""
         usage = usage_of(reading, self.model, self.ledger.prices)
         if not self._pricing_checked and None not in (usage.input_tokens, usage.output_tokens):
             self._pricing_checked = True
@@ -335,11 +341,8 @@ class Watch:
         """:meth:`spend` as a run record's usage keys, with this attempt's ``cachedTokens``:
         what ``status`` shows of a running agent (the supervisor writes it into status.json
         each second) and what a record of it keeps if its supervisor dies."""
-        with self._lock:
-            reading = self.meter.reading()
-        if self.before is not None:
-            reading = since(reading, self.before)
-        return {**self.spend().to_json(), "cachedTokens": reading.cached_tokens}
+        reading = self._reading()
+        return {**self._priced(reading).to_json(), "cachedTokens": reading.cached_tokens}
 
     def exceeded(self) -> str | None:
         """The budget message once a limit is reached, else None."""

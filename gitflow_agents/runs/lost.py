@@ -100,12 +100,12 @@ def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
             "reason": f"{reason} (supervisor gone)",
             **timed,
             "endedAt": now,
-            **_spent_before(current),
+            **spent_before(current),
         }
         write_result(paths, result)
 
 
-def _spent_before(status: Mapping[str, Any]) -> dict[str, Any]:
+def spent_before(status: Mapping[str, Any]) -> dict[str, Any]:
     """What a lost run spent by its watch's last reading (``status.json``'s ``spent``, which
     the supervisor writes each second under a budget), as run-record usage keys, a lower bound
     (it may have spent more before it was killed): none when nothing was read."""

@@ -145,11 +145,14 @@ def run_fixer(root: Path, pull: PullRequest, report: str, options: Options, temp
             commit_message=f"Fix review findings of PR #{pull.number}",
         )
         runs = runs_root(ctx.root, flow_dir, FIX_FLOW)
+
+        def spent(run: chain.AgentRun) -> Spend:  # what its attempts' records say
+            return runs_spend(runs, (one.run_id for one in run.attempts()))
+
         try:
             run = chain.run_agent(ctx, ws, job)
         except AgentFailed as failed:
-            spent = runs_spend(runs, (one.run_id for one in failed.run.attempts()))
-            raise FixerFailed(failed.run, spent) from failed
-        spend = runs_spend(runs, (one.run_id for one in run.attempts()))
+            raise FixerFailed(failed.run, spent(failed.run)) from failed
+        spend = spent(run)
     sha = run.end_sha if run.end_sha != pull.head_sha else None
     return FixRun(sha, run.run_id, agent_id, run.duration, spend)
