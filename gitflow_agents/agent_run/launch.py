@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitflow_agents.agents import get_adapter
 from gitflow_agents.agents.base import Adapter, AgentOutput, Invocation
+from gitflow_agents.agents.meter import METERS, streamed_usage
 from gitflow_agents.agents.prices import Price, usage_of
 from gitflow_agents.base.fsutil import refuse_symlinks, safe_target
 from gitflow_agents.runs.budget import Ledger
@@ -112,7 +113,9 @@ def prepare(
     )
     launch = Launch(
         spec=adapter.launch(invocation),
-        parse_output=adapter.parse_output,
+        parse_output=adapter.parse_output
+        if watch is not None or agent_cfg.adapter not in METERS
+        else streamed_usage(adapter.parse_output, agent_cfg.adapter),
         watch=(workdir,),
         ignore=(workdir / config.flow_dir.strip("/"),),
         budget=watch,

@@ -264,8 +264,22 @@ def _run_json(
         session_id = getattr(outcome.output, "session_id", None)
         if session_id is not None:
             run["sessionId"] = session_id
-        run.update(usage_json(usage_of(outcome.output, facts.model, facts.prices)))
+        usage = usage_json(usage_of(outcome.output, facts.model, facts.prices))
+        if getattr(outcome.output, "usage_partial", False):  # said before it stopped: ≥
+            usage.update(_at_least(usage))
+        run.update(usage)
     return run
+
+
+def _at_least(usage: Mapping[str, Any]) -> dict[str, bool]:
+    """The lower-bound marks of a run's usage keys (``usage_json``): ``tokensPartial`` when
+    it has tokens, ``costPartial`` when it has a cost."""
+    marks = {}
+    if "inputTokens" in usage or "outputTokens" in usage:
+        marks["tokensPartial"] = True
+    if "costUsd" in usage:
+        marks["costPartial"] = True
+    return marks
 
 
 def _write(paths: RunPaths, result: dict[str, Any]) -> None:

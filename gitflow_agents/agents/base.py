@@ -111,6 +111,8 @@ class AgentOutput:
     the provider's cache, ``output_tokens`` every output token (reasoning included);
     ``cost_usd`` only as the CLI states it; ``model`` the model the CLI says it used.
     ``rate_limit``: the CLI's error said the model API refused for a while (agents/limits.py).
+    ``usage_partial``: the usage is what the CLI streamed before it stopped without its final
+    totals (``agents/meter.streamed_usage``): a lower bound.
     """
 
     session_id: str | None = None
@@ -123,6 +125,7 @@ class AgentOutput:
     error: str | None = None
     reply: str | None = None
     rate_limit: RateLimit | None = None
+    usage_partial: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,13 @@ reports its usage only when it ends: a budget can refuse to start it, not stop i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping
 from itertools import islice
 from operator import itemgetter
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from gitflow_agents.agents.base import Adapter, AgentOutput
 from gitflow_agents.agents.codex import CodexAdapter
@@ -126,6 +127,7 @@ REMEMBERED = 4096
 Counts = tuple[int | None, int | None, int | None]
 _NONE: Counts = (None, None, None)
 _Found = tuple[bytes, ...]  # the groups of one line _CLAUDE_LINES found
+_Parsed = TypeVar("_Parsed")  # what an adapter's parse_output gives
 
 
 class Meter(Protocol):
@@ -491,6 +493,47 @@ def meter_for(adapter: str) -> Meter | None:
     return make() if make is not None else None
 
 
+def streamed_usage(
+    parse: Callable[[str, str], _Parsed], adapter: str
+) -> Callable[[str, str], _Parsed]:
+    """``parse`` (``adapter``'s ``parse_output``, whose CLI streams its usage), taking what the
+    output's usage lines said when ``parse`` found no usage: a run stopped before its final
+    totals (canceled, timed out, its CLI killed) spent what its messages said at least, so the
+    figures are marked a lower bound (``usage_partial``). Under a budget the watch does this
+    as the output streams (``runs/budget.Watch.fill``)."""
+
+    def parse_output(stdout: str, stderr: str) -> _Parsed:
+        parsed = parse(stdout, stderr)
+        if not isinstance(parsed, AgentOutput) or _said(parsed):
+            return parsed
+        meter = meter_for(adapter)
+        if meter is None:
+            return parsed
+        # the output kept is a tail: a first line cut in the middle is no line to read
+        text = stdout if stdout.startswith("{") else stdout.partition("\n")[2]
+        data = b"\n" + text.encode("utf-8", "replace")
+        meter.feed_block(data, 0, len(data))
+        reading = meter.reading()
+        if not _said(reading):
+            return parsed
+        return dataclasses.replace(
+            parsed,
+            input_tokens=reading.input_tokens,
+            output_tokens=reading.output_tokens,
+            cached_tokens=reading.cached_tokens,
+            cost_usd=reading.cost_usd,
+            model=parsed.model or reading.model,
+            usage_partial=True,
+        )
+
+    return parse_output
+
+
+def _said(output: AgentOutput) -> bool:
+    """Whether ``output`` says anything of the run's usage."""
+    return any(v is not None for v in (output.input_tokens, output.output_tokens, output.cost_usd))
+
+
 __all__ = [
     "AT_TURN_END",
     "FREE",
@@ -503,4 +546,6 @@ __all__ = [
     "Meter",
     "feed_json",
     "feed_json_lines",
+    "meter_for",
+    "streamed_usage",
 ]

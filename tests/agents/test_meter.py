@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 from gitflow_agents.agents.base import AgentOutput
+from gitflow_agents.agents.claude import ClaudeAdapter
 from gitflow_agents.agents.codex import CodexAdapter
 from gitflow_agents.agents.meter import (
     METERS,
@@ -14,6 +15,7 @@ from gitflow_agents.agents.meter import (
     ClaudeStreamMeter,
     EventsMeter,
     meter_for,
+    streamed_usage,
 )
 from gitflow_agents.agents.output import since
 
@@ -546,3 +548,29 @@ def test_cache_reads_are_counted_apart_so_a_budget_prices_them_as_the_cache() ->
     fast.feed(result)
     fast.feed_block(*_block(_claude_line("m9", usage)))  # the next turn's call
     assert fast.reading().cached_tokens == 10000
+
+
+def test_a_stream_stopped_before_its_result_is_read_for_what_its_messages_said() -> None:
+    """Claude Code's stream-json ended before its `result` (canceled, timed out): the parser
+    alone knows no usage; with ``streamed_usage`` the messages' usage, marked a lower bound.
+    The output kept is a tail: a first line cut in its middle is passed over, a `result` wins,
+    and a stream that says no usage stays unknown."""
+    parse = streamed_usage(ClaudeAdapter().parse_output, "claude")
+
+    def message(n: int) -> str:
+        usage = {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 5}
+        body = {"id": f"m{n}", "model": "claude-sonnet-4-5", "usage": usage, "content": []}
+        return json.dumps({"type": "assistant", "message": body})
+
+    stream = "".join(message(n) + "\n" for n in range(3))
+    assert ClaudeAdapter().parse_output(stream, "").input_tokens is None
+    read = parse(stream, "")
+    assert (read.input_tokens, read.output_tokens, read.cached_tokens) == (300, 15, 270)
+    assert read.model == "claude-sonnet-4-5" and read.usage_partial is True
+    cut = message(9)[40:] + "\n" + stream  # a tail: the first line lost its start
+    assert parse(cut, "").input_tokens == 300
+    result = {"type": "result", "usage": {"input_tokens": 7, "output_tokens": 1}}
+    done = parse(stream + json.dumps(result) + "\n", "")
+    assert (done.input_tokens, done.usage_partial) == (7, False)
+    quiet = parse(json.dumps({"type": "system", "subtype": "init"}) + "\n", "")
+    assert (quiet.input_tokens, quiet.usage_partial) == (None, False)

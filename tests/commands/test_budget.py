@@ -556,3 +556,40 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_and_counts_its_spend(
     rows = json.loads(run_cli("history", "--json", cwd=repo).stdout)
     (row,) = [r for r in rows if r["runId"] == step["run"]["runID"]]
     assert row["inputTokens"] >= 100 * 1000 + lost["inputTokens"] and row["tokensPartial"]
+
+
+def test_a_run_canceled_before_its_result_keeps_what_its_stream_said_it_spent(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Without a budget a run with a control channel (`spawn`) still streams Claude Code's
+    usage (stream-json, to take messages); canceled before its `result` line, its record and
+    `history` keep what its messages said (a lower bound: its last call may have gone on), not
+    unknown."""
+    configure(repo)
+    record = tmp_path / "record.json"
+    add_spender(repo, record)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    argv = [sys.executable, "-m", "gitflow_agents", "spawn", "spender", "--task", "spend",
+            "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.DEVNULL)
+    spent_txt = repo / "spent.txt"
+
+    def calls() -> int:
+        return len(spent_txt.read_text().splitlines()) if spent_txt.exists() else 0
+
+    try:
+        wait_until(lambda: calls() >= 3, timeout=60)
+        (row,) = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+        assert run_cli("cancel", row["runId"], cwd=repo).returncode == 0
+    finally:
+        proc.wait(30)
+    made = calls()
+    (result,) = agent_results(repo, "spender")
+    run = result["run"]
+    assert run["outcome"] == "canceled"
+    # each call is counted in spent.txt, then its message printed
+    assert (made - 1) * 1000 <= run["inputTokens"] <= made * 1000
+    assert run["outputTokens"] == run["inputTokens"] // 5 and run["costEstimated"] is True
+    assert run["tokensPartial"] is True and run["costPartial"] is True
+    (shown,) = json.loads(run_cli("history", "--json", "--agents", cwd=repo).stdout)
+    assert shown["inputTokens"] == run["inputTokens"] and shown["tokensPartial"] is True
