@@ -404,9 +404,11 @@ class _Supervision:
         self.session.leave()
         leftover = self._sweep(stop.sweep)
         self.output.finish(stop.drain)
-        if stop.verdict is None and stop.signal_at is None and self.budget is not None:
-            # it exited (no rename): its last usage lines may have come after the loop's last
-            # check, the exit beating the reader; judged on all of them, as the loop would have
+        if stop.verdict is None and self.budget is not None:
+            # it exited or renamed its report: its last usage lines may have come after the
+            # loop's last check (the exit beating the reader), or after the rename (Claude Code
+            # prints its result once the rename's tool call is done); judged on all of them, as
+            # the loop would have: a run over its budget ends `budget` however it ended
             over = self.budget.exceeded()
             stop = stopped("budget", over) if over is not None else stop
         code = self.proc.returncode if self.proc is not None else None

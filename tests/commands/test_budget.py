@@ -161,18 +161,24 @@ def test_a_step_out_of_budget_keeps_its_work_and_a_rerun_continues_it(
     assert "call 11" in git(repo, "show", "main:spent.txt")
 
 
-def test_run_all_starts_no_step_once_the_plan_budget_is_spent(repo: Path, tmp_path: Path) -> None:
-    """A CLI whose model no price table knows states its cost only at the end: the plan's
-    budget cannot stop it mid-run, but the next step does not start."""
+def test_run_all_stops_at_a_plan_budget_a_cli_reaches_in_its_last_line(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A CLI whose model no price table knows states its cost only at the end, after it
+    renamed its report: the plan's budget cannot stop it mid-run, but that last line is judged
+    too (the agent ends `budget`, its work kept on the step branch, nothing merged), and the
+    next step does not start."""
     configure(repo)
     record = tmp_path / "record.json"
     budget = "budget:\n  plan: {usd: 0.01}\n"
     add_spender(repo, record, budget=budget, FAKE_SPENDER_CALLS="3", FAKE_SPENDER_MODEL="x-1")
     done = call(repo, *RUN, "--all")
     assert done.returncode == 5, done
-    assert "step 1: approved" in done.stdout
-    assert "step 2 not started: budget: plan spent $0.018 of $0.01 (tokens 3,600)" in done.stdout
+    assert "step 1: budget - budget: plan spent $0.018 of $0.01 (tokens 3,600)" in done.stdout
+    assert "step 2" not in done.stdout
     assert [r["chain"]["step"] for r in results(repo)] == [1]
+    assert git(repo, "show", "agents/feature/step-1:spent.txt").count("call") == 3
+    assert "spent.txt" not in git(repo, "ls-tree", "--name-only", "main")
 
 
 def test_killed_during_a_budget_stop_then_run_again(repo: Path, tmp_path: Path) -> None:
@@ -593,3 +599,48 @@ def test_a_run_canceled_before_its_result_keeps_what_its_stream_said_it_spent(
     assert run["tokensPartial"] is True and run["costPartial"] is True
     (shown,) = json.loads(run_cli("history", "--json", "--agents", cwd=repo).stdout)
     assert shown["inputTokens"] == run["inputTokens"] and shown["tokensPartial"] is True
+
+
+RENAMES_THEN_SPENDS = """\
+import json, os, pathlib, sys, time
+folder = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+block = {"overall": "approve", "summary": "ok", "findings": []}
+report = "Summary.\\n\\n```json\\n" + json.dumps(block) + "\\n```\\n\\nREVIEW_RESULT: APPROVED\\n"
+(folder / "report.md").write_text(report)
+(folder / "report.md").rename(folder / "report.complete.md")
+time.sleep(float(sys.argv[1]))  # the supervisor sees the rename first
+usage = {"input_tokens": 20000, "output_tokens": 4000}
+print(json.dumps({"type": "result", "usage": usage, "total_cost_usd": 0.12, "result": "done"}))
+"""
+
+
+@pytest.mark.parametrize("pause", ["0", "0.5"])
+def test_a_review_whose_usage_comes_after_its_rename_is_held_to_its_budget(
+    repo: Path, tmp_path: Path, pause: str
+) -> None:
+    """Claude Code renames the report (a tool call) and then prints its `result` with the
+    run's cost: a reviewer whose cost there is over its budget ends `budget`, exit 5, is not
+    approved and records no note, whether the rename or the result reached the supervisor
+    first."""
+    configure(repo)
+    script = tmp_path / "reviewer.py"
+    script.write_text(RENAMES_THEN_SPENDS)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(
+        config.read_text() + "  finalrev:\n    adapter: command\n    model: claude-sonnet-4-5\n"
+        f'    command: [{json.dumps(sys.executable)}, {json.dumps(str(script))}, "{pause}"]\n'
+    )
+    base = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "extra.py").write_text("x = 1\n")
+    git(repo, "add", "extra.py")
+    git(repo, "commit", "-q", "-m", "extra")
+    done = call(repo, "review", "--agent", "finalrev", "--budget-usd", "0.05", f"{base}..HEAD")
+    assert done.returncode == 5, done
+    assert "budget: review spent $0.120 of $0.05" in done.stderr + done.stdout
+    assert "APPROVED" not in done.stdout
+    notes = subprocess.run(
+        ["git", "notes", "--ref", "gitflow-agents", "list"], cwd=repo, capture_output=True
+    )
+    assert notes.stdout.strip() == b""
+    again = call(repo, "review", "--agent", "finalrev", "--budget-usd", "0.05", f"{base}..HEAD")
+    assert again.returncode == 5, again  # the second time: the same, nothing approved
