@@ -76,13 +76,27 @@ def agent_results(
 
 
 def step_spend(run_dir: Path, data: Mapping[str, Any]) -> Spend:
-    """A step run's spend: the sum of the agent runs it lists (:func:`agent_results`). A listed
-    run without a readable record counts as unknown; a step run that lists none (its budget
-    started no agent, its setup failed) spent nothing, which is known: 0."""
+    """A step run's spend: the sum of the agent runs it lists (:func:`agent_results`) but those
+    another step run ran and recorded (a completed agent reused from a run before: that run's
+    record counts it, so a plan's sum counts it once; one whose step run left no record, killed,
+    counts here). A listed run without a readable record counts as unknown; a step run that
+    spent on no agent (its budget started none, its setup failed, it reused them all) spent
+    nothing, which is known: 0."""
     chain = step_chain(data)
     if chain is not None and not chain.agents:
         return NOTHING
-    return _spent(agent_results(run_dir, data).values())
+    own = [r for r in agent_results(run_dir, data).values() if _counted_in(run_dir, r)]
+    return _spent(own) if own else NOTHING
+
+
+def _counted_in(run_dir: Path, result: Mapping[str, Any] | None) -> bool:
+    """Whether the step run at ``run_dir`` counts the agent run ``result`` (None: unreadable,
+    counted as unknown): not when the step run that ran it (``chainRunID``) is another one
+    with a record of its own."""
+    ran_by = mapping(result, "run").get("chainRunID") if result is not None else None
+    if not isinstance(ran_by, str) or ran_by == run_dir.name or not _RUN_ID.fullmatch(ran_by):
+        return True
+    return not RunPaths(run_dir.parent / ran_by).result.is_file()
 
 
 def runs_spend(runs: Path, run_ids: Iterable[str]) -> Spend:

@@ -33,6 +33,7 @@ from tests.helpers.chain import (
     run_proc,
     step_status,
 )
+from tests.helpers.step_pr import paid
 
 # --- a step approved the first time: one chain, one test per thing it did -------------------
 
@@ -327,6 +328,37 @@ def test_resume_reuses_the_completed_implementer(repo: Path) -> None:
     assert git(repo, "rev-parse", "main^").strip() == first_commit  # then "Mark step 1 done"
     # the crashed reviewer's report was set aside, not lost
     assert list((repo / "flows/feature/agents/step-01-reviewer-1/previous").iterdir())
+
+
+def test_a_re_run_does_not_count_again_what_it_reused(repo: Path) -> None:
+    """A step run's spend is what its agents spent; an agent run it reused was run and counted
+    by the step run before it (which left a record): `history` counts it once, in that one,
+    and the plan's sum is not doubled."""
+    configure(repo, reviewer="crash")
+    config = repo / ".flow" / "base.yaml"
+    builder = _agent("implementer", "edit")
+    config.write_text(
+        config.read_text().replace(
+            builder,
+            f"    adapter: command\n    command: {json.dumps(paid('implementer', 'edit'))}\n",
+        )
+    )
+    assert run(repo, "--step", "1").returncode == 3
+    configure_reviewer(repo, "approve")
+    assert run(repo, "--step", "1").returncode == 0
+    assert [a["reused"] for a in results(repo)[-1]["chain"]["agents"]] == [True, False]
+    shown = subprocess.run(
+        [sys.executable, "-m", "gitflow_agents", "history", "--json"],
+        cwd=repo, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    first, second = json.loads(shown.stdout)
+    assert (first["costUsd"], first["inputTokens"]) == (0.01, 1000)  # its builder (crash: ≥)
+    assert second["costUsd"] is None and second["inputTokens"] is None  # its reviewer said none
+    table = subprocess.run(
+        [sys.executable, "-m", "gitflow_agents", "history"],
+        cwd=repo, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "2 step runs, tokens ≥ 1,000/200, cost ≥ $0.0100" in table
 
 
 def configure_reviewer(repo: Path, mode: str) -> None:

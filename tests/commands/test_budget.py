@@ -146,7 +146,9 @@ def test_a_step_out_of_budget_keeps_its_work_and_a_rerun_continues_it(
     assert row["state"] == "budget" and row["reason"].startswith("budget: step spent")
     branch = "agents/feature/step-1"
     kept = git(repo, "show", f"{branch}:spent.txt").splitlines()
-    assert 9 <= len(kept) < 12  # the calls made before the stop ($0.054 is the 9th), committed
+    # the calls made before the stop ($0.054 is the 9th), committed; on a loaded machine the
+    # agent may make all 12 before a check sees the 9th: its last line ends it `budget` too
+    assert 9 <= len(kept) <= 12
     trailers = git(repo, "log", "-1", "--format=%(trailers:only,unfold)", branch)
     assert "Gitflow-Agents-Stopped: budget" in trailers
     assert git(repo, "rev-parse", "main") != git(repo, "rev-parse", branch)  # nothing merged

@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import git, running_agent, wait_until
 from tests.github_standin import GitHubStandIn, gh
+from tests.helpers.chain import results
 from tests.helpers.step_pr import (
     BRANCH,
     FAKE,
@@ -284,3 +285,55 @@ def test_a_run_killed_before_its_pull_request_leaves_a_re_run_counting_its_spend
     assert (spent["costUsd"], spent["inputTokens"], spent["outputTokens"]) == (0.03, 3000, 600)
     assert run_pr(repo, "--step", "1").returncode == 0  # started: left as it is
     assert lease_on_origin(gh)["spend"] == spent
+
+
+HOLD_THE_WORK_PUSH = """#!/bin/sh
+while read old new ref; do
+  if [ "$ref" = "refs/heads/{branch}" ] && [ "$old" != "{zero}" ]; then
+    touch "{gate}"
+    while [ ! -e "{release}" ]; do sleep 0.05; done
+    exit 1
+  fi
+done
+exit 0
+"""
+
+
+def test_a_run_killed_during_its_push_leaves_a_re_run_counting_what_it_reuses_once(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """Killed with ``kill -9`` while it pushed its finished work (its record written, its
+    implementer and reviewer done: $0.01 each): the re-run in the same checkout takes the lost
+    run's claim over, adding what the lost run's record says it spent, and reuses both agents;
+    the lease records $0.02, not the reused agents a second time through the re-run's record."""
+    agents = {
+        "implementer": paid("implementer", "edit"),
+        "reviewer_argv": paid("reviewer", "approve"),
+    }
+    repo = setup_repo(tmp_path, gh, **agents)
+    assert gh.state.origin is not None
+    gate, release = tmp_path / "gate", tmp_path / "release"
+    hook = gh.state.origin / "hooks" / "pre-receive"
+    hook.write_text(
+        HOLD_THE_WORK_PUSH.format(branch=BRANCH, zero="0" * 40, gate=gate, release=release)
+    )
+    hook.chmod(0o755)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gitflow_agents", "run", "specs/feature.md", "--quiet", "--pr",
+         "--step", "1"],
+        cwd=repo, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_until(gate.exists, timeout=120)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        release.touch()
+    hook.unlink()
+    out = run_pr(repo, "--step", "1")
+    assert out.returncode == 0 and "taking over" in out.stdout, out.stdout + out.stderr
+    agents_run = [a for r in results(repo) for a in r["chain"]["agents"]]
+    assert [a["reused"] for a in agents_run] == [False, False, True, True]
+    spent = lease_on_origin(gh)["spend"]
+    assert (spent["costUsd"], spent["inputTokens"], spent["outputTokens"]) == (0.02, 2000, 400)
