@@ -214,7 +214,9 @@ def _fix(
             f"the fixer {options.fixer} did not complete ({why}); nothing was pushed.",
             before,
             gate_before,
-            (row_before, _fix_row(root, options, pull, "failed", None, started, exc.spend)),
+            # its row's outcome is the agent run's own (``budget``, ``failed``, ``stuck``…), as
+            # a step pull request's run history shows it (docs/configuration.md, "budget")
+            (row_before, _fix_row(root, options, pull, status, None, started, exc.spend)),
             exit_code=ExitCode.BUDGET if status == "budget" else ExitCode.AGENT_FAILED,
         )
     if run.sha is None:

@@ -142,6 +142,66 @@ def test_a_budget_stopped_fixers_spend_counts_in_the_outputs(
     assert int(outputs["input-tokens"]) >= 2500 and outputs["cost-usd"] == ""
 
 
+# The fixer of ``spend`` mode, naming its model (priced in the default price table) the way
+# Claude Code's stream does: a budget stops it, its cost estimated from what it read.
+PRICED_SPENDER = [
+    sys.executable,
+    "-c",
+    "import json, time\n"
+    "for n in range(10_000):\n"
+    "    usage = {'input_tokens': 1000, 'output_tokens': 0}\n"
+    "    message = {'id': f'm{n}', 'model': 'claude-sonnet-4-5', 'usage': usage}\n"
+    "    print(json.dumps({'type': 'assistant', 'message': message}), flush=True)\n"
+    "    time.sleep(0.05)\n",
+]
+
+
+def summary_rows(gh: GitHubStandIn, flow: str) -> list[str]:
+    """The run-history rows of ``flow`` in our summary comment."""
+    (summary,) = [c["body"] for c in gh.comments_on(7) if c["body"].startswith(MARKER)]
+    return [line for line in summary.replace("`", "").splitlines() if f"| {flow} |" in line]
+
+
+def test_a_budget_stopped_fixers_row_has_the_outcome_budget(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """docs/configuration.md, "budget": the agent run ends with the outcome ``budget``; its
+    row in the run history says so (not ``failed``), with the tokens it read (its cost
+    unknown: it names no model)."""
+    set_up(gh, repo, tmp_path, "spend", budget="budget:\n  agent: {tokens: 2500}\n")
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 5, stdout + stderr
+    (row,) = summary_rows(gh, "fix")
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[3] == "budget", row
+    assert int(cells[7].replace(",", "")) >= 2500 and cells[8] == "unknown", row
+
+
+def test_a_budget_stopped_fixer_naming_a_priced_model_has_an_estimated_cost(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """The fixer's stream names a model of the price table: what it read before the stop is
+    priced, in its row (``~$``) and the outputs, as a stopped reviewer's is."""
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        command_agents({"fixer": PRICED_SPENDER}) + "budget:\n  agent: {tokens: 2500}\n"
+    )
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the fixer")
+    add_pull(gh, repo, {"broken.py": BROKEN, "fine.py": FINE})
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(tmp_path / "origin.git"))
+    git(repo, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    gh.state.origin = tmp_path / "origin.git"
+    gh.state.permissions["maintainer"] = "write"
+    code, stdout, stderr = fix(runner, gh)
+    assert code == 5, stdout + stderr
+    outputs = runner.outputs()
+    assert outputs["cost-estimated"] == "true" and float(outputs["cost-usd"]) > 0, outputs
+    (row,) = summary_rows(gh, "fix")
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[3] == "budget" and cells[8].startswith("~$"), row
+
+
 def test_a_commenter_without_write_access_is_refused(
     runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
 ) -> None:
