@@ -27,7 +27,7 @@ from typing import Any
 
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs.fields import integer, mapping, number, scalar, text
-from gitflow_agents.runs.spend import Spend, run_spend, total
+from gitflow_agents.runs.spend import Spend, dollars, run_spend, total
 
 MAX_FIELD = 60
 """Characters of one untrusted text (an agent name, a reason) shown in a label."""
@@ -214,11 +214,12 @@ def _tokens_text(spend: Spend) -> str | None:
 
 
 def _cost_text(spend: Spend) -> str | None:
-    """``$0.21``, ``~$0.21`` estimated, ``≥ $0.21`` a lower bound; None: unknown."""
+    """``$0.21``, ``~$0.21`` estimated, ``≥ $0.21`` a lower bound, a cost under a cent with
+    more decimals (``spend.dollars``: ``$0.0040``); None: unknown."""
     if spend.cost_usd is None or spend.cost_usd < 0:
         return None
     estimated = "~" if spend.cost_estimated else ""
-    return ("≥ " if spend.cost_partial else "") + estimated + f"${spend.cost_usd:.2f}"
+    return ("≥ " if spend.cost_partial else "") + estimated + dollars(spend.cost_usd)
 
 
 def _reviewer(review_round: Mapping[str, Any] | None, agent: _Agent) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ is a lower bound: it is flagged ``partial`` and shown as ``≥ X`` (docs/decisio
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -158,3 +159,15 @@ def cost_text(spend: Spend) -> str:
         return UNKNOWN
     text = ("≥ " if spend.cost_partial else "") + f"${spend.cost_usd:.4f}"
     return text + (" est." if spend.cost_estimated else "")
+
+
+def dollars(cost: float) -> str:
+    """A cost as the sticky comment and the Mermaid charts show it: ``$0.12`` (cents are
+    enough there); a cost under a cent with the four decimals ``cost_text`` gives (``$0.0040``),
+    and one that would still read ``$0.0000`` with two significant digits (``$0.000012``). A
+    nonzero cost never reads ``$0.00``, which is what a run that called no model shows."""
+    if cost <= 0 or cost >= 0.01:
+        return f"${cost:.2f}"
+    if cost >= 0.00005:  # not 0.0000 at four decimals
+        return f"${cost:.4f}"
+    return f"${cost:.{1 - math.floor(math.log10(cost))}f}"

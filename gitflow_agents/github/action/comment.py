@@ -25,7 +25,7 @@ from gitflow_agents.github.api.identity import Identity, resolve
 from gitflow_agents.render import redacted
 from gitflow_agents.render.markdown import escape, list_item, one_line
 from gitflow_agents.render.markdown import render as render_markdown
-from gitflow_agents.runs.spend import Spend
+from gitflow_agents.runs.spend import Spend, dollars
 
 MARKER = "<!-- gitflow-agents:summary -->"
 GITHUB_LIMIT = 65536
@@ -80,11 +80,12 @@ def usage_fields(spend: Spend) -> dict[str, Any]:
 
 
 def _cost(row: RunRow) -> str:
-    """``$0.12``, ``~$0.12`` when estimated from the price table, ``unknown``."""
+    """``$0.12``, ``~$0.12`` when estimated from the price table, ``unknown``; a cost under a
+    cent with more decimals (``spend.dollars``: ``$0.0040``), never as ``$0.00``."""
     if row.cost_usd is None:
         return "unknown"
     estimated = "~" if row.cost_estimated else ""
-    return _at_least(row.cost_partial) + estimated + f"${row.cost_usd:.2f}"
+    return _at_least(row.cost_partial) + estimated + dollars(row.cost_usd)
 
 
 def _at_least(partial: bool) -> str:
