@@ -42,6 +42,9 @@ class GitflowError(Exception):
     spent: dict[str, object] | None = None
     """The usage of the agent run that ended in this error (its run record's usage keys, as
     ``runs/spend.run_spend`` reads them), when one ran: what it cost, told even so."""
+    outcome: str | None = None
+    """That agent run's outcome (``budget``, ``failed``, ``rate_limited``, ``stuck``…), when
+    one ran: the run history shows it as it shows any agent run's."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

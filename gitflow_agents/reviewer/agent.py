@@ -165,6 +165,7 @@ def run_agent_review(
         )
     if error is not None:
         error.spent = {key: run[key] for key in RECORD_USAGE if key in run}  # spent even so
+        error.outcome = str(run.get("outcome") or "failed")
         raise error
 
     text = read_agent_text(success, MAX_REPORT_CHARS)  # bounded; "" for a symlink or FIFO

@@ -22,8 +22,8 @@ from gitflow_agents.base.redact import redact_text
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.github.api.client import Client, Comment, PullRequest
 from gitflow_agents.github.api.identity import Identity, resolve
-from gitflow_agents.render import redacted
-from gitflow_agents.render.markdown import escape, list_item, one_line
+from gitflow_agents.render import TOOL_NAME, redacted
+from gitflow_agents.render.markdown import code, escape, list_item, one_line
 from gitflow_agents.render.markdown import render as render_markdown
 from gitflow_agents.runs.spend import Spend, dollars
 
@@ -193,6 +193,29 @@ def summary_body(
     if chart and limit is not None and len(body) > limit:
         body = joined(CHART_LEFT_OUT, *tables)  # the chart goes whole, never cut in its fence
     return body if limit is None else cap(body, limit, where=where)
+
+
+def unfinished_body(
+    head_sha: str, why: str, *, rows: Sequence[RunRow] = (), footer: str = "", state: str = ""
+) -> str:
+    """The comment for a review of ``head_sha`` that did not complete (``why``: its error,
+    masked and made inert here; the agent's reason may be quoted in it): no verdict, so
+    nothing in it reads as an approval, with the run's ``rows`` (what it spent). ``state``:
+    the hidden line of the earlier reviews (``state_of``), kept for the next, incremental
+    review; this run recorded no review."""
+    parts = [
+        f"{MARKER}\n{state}" if state else MARKER,
+        f"### ❌ {TOOL_NAME} review: DID NOT COMPLETE",
+        f"The review of {code(head_sha[:12])} did not complete, so it is not approved (the "
+        f"commit status {code('gitflow-agents/review')} is {code('error')}):",
+        list_item(redact_text(why)),
+    ]
+    table = run_history(rows)
+    if table:
+        parts.append("#### Run history\n\n" + table)
+    if footer:
+        parts.append(f"<sub>{footer}</sub>")
+    return cap("\n\n".join(parts) + "\n")
 
 
 def footer(pull: PullRequest, run_url: str | None) -> str:
@@ -397,6 +420,12 @@ def recorded_states(body: str) -> list[dict[str, Any]]:
     if not isinstance(items, list):
         return []
     return [i for i in items if isinstance(i, dict) and isinstance(i.get("reviewedSha"), str)]
+
+
+def state_of(body: str | None) -> str:
+    """The hidden state line of our summary comment ``body`` as it is ("" when none)."""
+    match = _STATE.search(body or "")
+    return match.group(0) if match else ""
 
 
 def state_line(review: Review, agent: str, earlier: Sequence[dict[str, Any]]) -> str:

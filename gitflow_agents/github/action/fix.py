@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitflow_agents import render
-from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.base.errors import ExitCode, GitflowError, UsageError
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import comment
@@ -28,8 +28,10 @@ from gitflow_agents.github.action.fixer import FixerFailed, FixRun, review_repor
 from gitflow_agents.github.action.publish import (
     Publisher,
     Reviewed,
+    failed_row,
     finish,
     outcome_label,
+    publish_failed,
     result_files,
 )
 from gitflow_agents.github.action.runner import (
@@ -153,10 +155,18 @@ def fix_and_publish(
         return _not_run(env, publisher, run_id, commenter, "push-refused", why, ExitCode.GITHUB)
 
     publisher.pending()
+    started = time.monotonic()
     try:
         outcome = _fix(env, publisher, options, root, branch)
     except Exception as exc:
         publisher.failed(exc)
+        # as a review that did not complete: the summary comment says so (a reviewer that was
+        # stopped or failed, whose row says what it spent; a fixer that did not complete is
+        # an outcome, not an error)
+        spent = isinstance(exc, GitflowError) and exc.spent is not None
+        step = f"PR #{pull.number}"
+        rows = [failed_row(exc, options.agent, step, time.monotonic() - started)] if spent else []
+        publish_failed(publisher, exc, rows, options)
         write_outputs(
             env.output, {"review-result": "error", "fix-result": "error", "run-id": run_id}
         )

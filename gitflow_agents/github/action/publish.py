@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from gitflow_agents import render
 from gitflow_agents.base.camel import camel_json
-from gitflow_agents.base.errors import GitflowError, GitHubError, InputError
+from gitflow_agents.base.errors import BudgetError, GitflowError, GitHubError, InputError
 from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
 from gitflow_agents.findings import (
     GateResult,
@@ -48,7 +48,7 @@ from gitflow_agents.github.action.runner import (
     read_json,
     write_outputs,
 )
-from gitflow_agents.github.action.status import StatusWriter
+from gitflow_agents.github.action.status import StatusWriter, failure_reason
 from gitflow_agents.github.api.client import Client, Comment, GitHubForbidden, PullRequest
 from gitflow_agents.github.api.identity import Identity
 from gitflow_agents.github.pr.publish import clear_changes_label
@@ -153,14 +153,10 @@ def publish(
         state=state,
     )
 
-    def write_summary() -> comment.StickyResult:
-        if newer is None:
-            return comment.upsert_summary(client, repo, pull.number, body, login=login)
-        head = pull.head_sha[:12]
-        old = [dataclasses.replace(r, step=f"{r.step or '—'} · {head}") for r in rows]
-        return comment.add_history(client, repo, pull.number, old, login=login, body_if_none=body)
-
-    sticky = publisher.attempt("update the summary comment", write_summary)
+    sticky = publisher.attempt(
+        "update the summary comment",
+        lambda: write_summary(publisher, body, rows, newer=newer, login=login),
+    )
     publisher.final(result, gate)
     if gate.approved and newer is None and current is not None:
         publisher.attempt(
@@ -168,6 +164,68 @@ def publish(
         )
     check_run_id = publisher.check_run(result, gate) if options.check_run else None
     return Published(inline, sticky, publisher.degraded, check_run_id, newer)
+
+
+def write_summary(
+    publisher: Publisher,
+    body: str,
+    rows: Sequence[comment.RunRow],
+    *,
+    newer: str | None,
+    login: str | Identity,
+) -> comment.StickyResult:
+    """Our summary comment becomes ``body``; a run about an older head (the PR's is ``newer``)
+    only adds its ``rows`` to the run history, each marked with the head it was about."""
+    client, repo, pull = publisher.client, publisher.repo, publisher.pull
+    if newer is None:
+        return comment.upsert_summary(client, repo, pull.number, body, login=login)
+    head = pull.head_sha[:12]
+    old = [dataclasses.replace(r, step=f"{r.step or '—'} · {head}") for r in rows]
+    return comment.add_history(client, repo, pull.number, old, login=login, body_if_none=body)
+
+
+def failed_row(exc: BaseException, agent: str, step: str, duration_s: float) -> comment.RunRow:
+    """The run-history row of a review that ended in ``exc``: the outcome of the agent run it
+    stopped (``budget``, ``failed``, ``rate_limited``…) and what that run spent; ``budget``
+    for a budget that let no agent start; ``error`` for anything else (nothing known spent)."""
+    ours = exc if isinstance(exc, GitflowError) else None
+    outcome = ours.outcome if ours is not None and ours.outcome else None
+    outcome = outcome or ("budget" if isinstance(exc, BudgetError) else "error")
+    spent = ours.spent if ours is not None else None
+    usage = comment.usage_fields(run_spend(spent)) if spent is not None else {}
+    return comment.RunRow(
+        "review", agent, outcome, step=step, iterations=1, duration_s=duration_s, **usage
+    )
+
+
+def publish_failed(
+    publisher: Publisher, exc: BaseException, rows: Sequence[comment.RunRow], options: Options
+) -> None:
+    """After the error status (``publisher.failed``): our summary comment says the review of
+    the head did not complete (``comment.unfinished_body``: why, and ``rows``, what it spent),
+    so it never keeps an earlier head's verdict (an approval) as if it were this head's; the
+    hidden record of the earlier reviews stays, for the next, incremental review. A run about
+    an older head only adds its rows, as any such run does. Best effort: the run is already
+    failing, and a second failure must not hide the first."""
+    pull, client, repo = publisher.pull, publisher.client, publisher.repo
+
+    def write() -> comment.StickyResult:
+        newer = newer_head(publisher, current_pull(publisher))
+        login = Identity(client, options.comment_author)
+        login.settle(lambda: comment.marked_comments(client, repo, pull.number))
+        body = comment.unfinished_body(
+            pull.head_sha,
+            failure_reason(exc),
+            rows=rows,
+            footer=comment.footer(pull, publisher.target_url),
+            state=comment.state_of(comment.our_summary(client, repo, pull.number, login)),
+        )
+        return write_summary(publisher, body, rows, newer=newer, login=login)
+
+    try:
+        publisher.attempt("update the summary comment", write)
+    except GitflowError as error:
+        notice("warning", f"the summary comment was not updated: {error}")
 
 
 def close_threads(

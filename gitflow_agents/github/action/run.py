@@ -13,6 +13,7 @@ degrades to annotations + step summary with a notice, never a crash. ``/agent fi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 from gitflow_agents.base.errors import ExitCode, InputError
@@ -28,8 +29,10 @@ from gitflow_agents.github.action.publish import (
     Publisher,
     Reviewed,
     failed_outputs,
+    failed_row,
     finish,
     load_findings,
+    publish_failed,
     reviewed_here,
 )
 from gitflow_agents.github.action.runner import (
@@ -111,11 +114,16 @@ def review_and_publish(
     publisher = Publisher(client, env.repository, pull, env.run_url)
     publisher.pending()
     body = sticky_body(publisher, options)
+    started = time.monotonic()
     try:
         earlier = earlier_review(body, since, options.agent)
         result, gate, row = review_pull(env.workspace, pull, options, env.temp / PREFIX, earlier)
     except Exception as exc:
         publisher.failed(exc)
+        # the summary comment must not keep an earlier head's verdict: it says this one's
+        # review did not complete, and what its agent spent
+        failed = failed_row(exc, options.agent, f"PR #{pull.number}", time.monotonic() - started)
+        publish_failed(publisher, exc, [failed], options)
         outputs = {"review-result": "error", "run-id": run_id}
         write_outputs(env.output, {**outputs, **failed_outputs(exc, options.agent)})
         raise

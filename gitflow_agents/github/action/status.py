@@ -97,6 +97,12 @@ def set_error(
     set_status(client, repo, sha, "error", f"Review did not complete: {why}", target_url=target_url)
 
 
+def failure_reason(exc: BaseException) -> str:
+    """Why a run that raised ``exc`` did not complete: our own error's message, only the type
+    of any other (its text was never meant for a status or a comment)."""
+    return exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
+
+
 class StatusWriter(ABC):
     """Writes the gate of one commit (``sha``: its status, the optional check run) until GitHub
     says the token may not; from then on it only notes what it could not do (the degrade path
@@ -162,11 +168,8 @@ class StatusWriter(ABC):
             notice("warning", f"could not set the error status: {exc}")
 
     def failed(self, exc: Exception) -> None:
-        """The error status for a run that raised ``exc``: our own error's message, only the
-        type of any other (its text was never meant for a status)."""
-        self.error(
-            exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
-        )
+        """The error status for a run that raised ``exc`` (``failure_reason``)."""
+        self.error(failure_reason(exc))
 
     def check_run(self, result: Review, gate: GateResult) -> int | None:
         """The optional check run. Never fails the run and never switches to degraded mode:
