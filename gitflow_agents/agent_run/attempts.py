@@ -27,7 +27,7 @@ from gitflow_agents.runs.budget import Watch
 from gitflow_agents.runs.control import queued_messages
 from gitflow_agents.runs.slots import SlotWaitCanceled, hold_slot, slots_folder
 from gitflow_agents.supervisor import Launch, Outcome
-from gitflow_agents.supervisor.outcome import ParsedOutput, update_status
+from gitflow_agents.supervisor.outcome import update_status
 
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.run import AgentRunner
@@ -169,13 +169,17 @@ class Attempts:
 
     @property
     def outcome(self) -> Outcome:
-        """The run's Outcome: the last attempt's, with the usage of the earlier ones added, from
-        the first attempt's start (the waits between them are part of the run's duration)."""
+        """The run's Outcome: the last attempt's, from the first attempt's start (the waits
+        between them are part of the run's duration), with the earlier attempts' outputs: the
+        record prices each attempt's usage on its own and adds them up (``earlier_outputs``)."""
         *earlier, last = self._outcomes
-        if earlier:
-            started = earlier[0].started
-            last = dataclasses.replace(last, started=started, duration=last.ended - started)
-        return _with_earlier_usage(last, [o.output for o in earlier if o.output is not None])
+        if not earlier:
+            return last
+        started = earlier[0].started
+        outputs = tuple(o.output for o in earlier if o.output is not None)
+        return dataclasses.replace(
+            last, started=started, duration=last.ended - started, earlier_outputs=outputs
+        )
 
 
 def _resumes(run: AgentRunner, outcome: Outcome) -> bool:
@@ -277,18 +281,3 @@ def _canceled(run: AgentRunner, reason: str) -> Outcome:
 def _gave_up(reason: str, waits: Waits) -> str:
     waited = f"after waiting {waits.spent:.0f}s" if waits.count else "without waiting"
     return f"{reason} (gave up {waited}; defaults.rate_limit_wait_secs is {waits.total:g})"
-
-
-def _with_earlier_usage(outcome: Outcome, earlier: list[ParsedOutput]) -> Outcome:
-    """The Outcome with the tokens and cost of the earlier attempts added to its own: the run
-    spent them all (known parts are added; a part its CLI did not state adds nothing)."""
-    last = outcome.output
-    if not earlier or last is None or not dataclasses.is_dataclass(last):
-        return outcome
-    parts = [*earlier, last]
-    totals: dict[str, Any] = {}
-    for name in ("input_tokens", "output_tokens", "cached_tokens", "cost_usd"):
-        known = [value for part in parts if (value := getattr(part, name)) is not None]
-        totals[name] = sum(known) if known else None
-    merged = dataclasses.replace(last, **totals)
-    return dataclasses.replace(outcome, output=merged)

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,7 @@ from gitflow_agents.runs.cards import (
     set_card_status,
 )
 from gitflow_agents.runs.fields import strings, text
+from gitflow_agents.runs.spend import Spend, total
 from gitflow_agents.runs.status import is_live
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from gitflow_agents.findings.reply import AgentReply
     from gitflow_agents.runs import RunPaths
     from gitflow_agents.supervisor import Outcome, ReportFiles
+    from gitflow_agents.supervisor.outcome import ParsedOutput
 
 #: A file's (mtime_ns, size); (0, -1) when it is gone.
 FileState = tuple[int, int]
@@ -264,22 +266,48 @@ def _run_json(
         session_id = getattr(outcome.output, "session_id", None)
         if session_id is not None:
             run["sessionId"] = session_id
-        usage = usage_json(usage_of(outcome.output, facts.model, facts.prices))
-        if getattr(outcome.output, "usage_partial", False):  # said before it stopped: ≥
-            usage.update(_at_least(usage))
-        run.update(usage)
+        outputs = [*outcome.earlier_outputs, outcome.output]
+        run.update(attempts_usage(outputs, facts.model, facts.prices))
     return run
 
 
-def _at_least(usage: Mapping[str, Any]) -> dict[str, bool]:
-    """The lower-bound marks of a run's usage keys (``usage_json``): ``tokensPartial`` when
-    it has tokens, ``costPartial`` when it has a cost."""
-    marks = {}
-    if "inputTokens" in usage or "outputTokens" in usage:
-        marks["tokensPartial"] = True
-    if "costUsd" in usage:
-        marks["costPartial"] = True
-    return marks
+def attempts_usage(
+    outputs: Sequence[ParsedOutput | None], model: str | None, prices: Mapping[str, Price]
+) -> dict[str, Any]:
+    """A run's usage keys (``usage_json``) from the outputs of its attempts (one, or more when
+    it waited out rate limits), each priced on its own (``usage_of``: the cost its CLI stated,
+    else its estimate) and then added up, so an attempt that stated no cost still counts at
+    its estimate. As every sum of spend (``runs/spend.total``): ``costEstimated`` when some
+    part is estimated; a figure some attempt did not know, or knew only as a lower bound (it
+    stopped before its totals: ``usage_partial``), is a lower bound (``tokensPartial``,
+    ``costPartial``). The model is the last one named."""
+    parts = [(usage_of(output, model, prices), output) for output in outputs]
+    spent = total(
+        Spend(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=usage.cost_usd,
+            cost_estimated=usage.cost_estimated,
+            tokens_partial=getattr(output, "usage_partial", False),
+            cost_partial=getattr(output, "usage_partial", False),
+        )
+        for usage, output in parts
+    )
+    cached = [usage.cached_tokens for usage, _ in parts if usage.cached_tokens is not None]
+    summed = Usage(
+        input_tokens=spent.input_tokens,
+        output_tokens=spent.output_tokens,
+        cached_tokens=sum(cached) if cached else None,
+        cost_usd=spent.cost_usd,
+        cost_estimated=spent.cost_estimated,
+        model=next((usage.model for usage, _ in reversed(parts) if usage.model), None),
+    )
+    data = usage_json(summed)
+    if spent.tokens_partial and ("inputTokens" in data or "outputTokens" in data):
+        data["tokensPartial"] = True
+    if spent.cost_partial and "costUsd" in data:
+        data["costPartial"] = True
+    return data
 
 
 def _write(paths: RunPaths, result: dict[str, Any]) -> None:

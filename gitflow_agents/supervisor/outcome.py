@@ -47,6 +47,9 @@ class Outcome:
     output: ParsedOutput | None = None
     leftover_pids: tuple[int, ...] = ()
     watcher: str = "inotify"
+    # The outputs of the run's earlier attempts (rate limits waited out: agent_run/attempts.py),
+    # oldest first: its record prices each as it prices ``output`` and adds them up.
+    earlier_outputs: tuple[ParsedOutput, ...] = ()
 
     @property
     def ok(self) -> bool:

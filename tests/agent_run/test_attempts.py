@@ -315,6 +315,51 @@ def test_an_agent_started_again_counts_what_its_first_attempt_spent(
     assert (int(found[1].replace(",", "")) - 2000) % 300 == 0, found[0]
 
 
+PRICED_COMMAND = """#!{python}
+import json, os, pathlib, sys
+count = pathlib.Path({count!r})
+n = int(count.read_text()) + 1 if count.exists() else 1
+count.write_text(str(n))
+if n == 1:  # Claude-style messages of a priced model (no cost said), then a 429
+    usage = {{"input_tokens": 1000, "output_tokens": 200}}
+    message = {{"id": "m1", "model": "claude-sonnet-4-5", "usage": usage}}
+    print(json.dumps({{"type": "assistant", "message": message}}), flush=True)
+    sys.stderr.write("HTTP 429 Too Many Requests (retry-after: 0.2)\\n")
+    sys.exit(2)
+d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+(d / "report.md").write_text("done")
+os.rename(d / "report.md", d / "report.complete.md")
+usage = {{"input_tokens": 3000, "output_tokens": 600}}
+print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": "done",
+                  "usage": usage, "total_cost_usd": 0.12}}))
+"""
+
+
+def test_an_attempt_that_stated_no_cost_counts_at_its_estimate(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """Each attempt is priced on its own, then added up: the first attempt's messages named a
+    priced model but no cost (estimated: 1,000 in and 200 out at $3 / $15 a million), the
+    second stated $0.12; the run cost both, estimated in part, and the first attempt's
+    figures are what it said before it stopped (a lower bound)."""
+    agent = write_executable(
+        tmp_path / "agent", PRICED_COMMAND.format(python=sys.executable, count=str(tmp_path / "n"))
+    )
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
+        f"agents:\n  painter:\n    adapter: command\n    command: [{json.dumps(str(agent))}]\n"
+    )
+    done = spawn(cli, repo, {})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "n").read_text() == "2"
+    run = json.loads((only_run(repo) / "result.json").read_text())["run"]
+    assert (run["inputTokens"], run["outputTokens"]) == (4000, 800)
+    assert run["costUsd"] == pytest.approx(0.003 + 0.003 + 0.12)
+    assert run["costEstimated"] is True and run["model"] == "claude-sonnet-4-5"
+    assert run["tokensPartial"] is True and run["costPartial"] is True
+
+
 def test_the_wait_shows_in_status_and_cancel_ends_it(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env = setup(repo, tmp_path, ["limit:120"], wait=600)
     proc = subprocess.Popen(
