@@ -160,7 +160,9 @@ class ClaudeAdapter:
             output_tokens=output.as_int(usage.get("output_tokens")),
             cost_usd=output.as_float(result.get("total_cost_usd")),
             cached_tokens=output.as_int(usage.get("cache_read_input_tokens")),
-            model=output.main_model(output.as_dict(result.get("modelUsage")), "costUSD"),
+            # the model that cost most, else (a result without modelUsage) the stream's last
+            model=output.main_model(output.as_dict(result.get("modelUsage")), "costUSD")
+            or output.stream_model(stdout),
             is_error=is_error,
             error=error,
             reply=reply,

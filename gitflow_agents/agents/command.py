@@ -100,7 +100,8 @@ class CommandAdapter:
             output_tokens=output.as_int(usage.get("output_tokens")),
             cost_usd=output.as_float(data.get("total_cost_usd", data.get("cost_usd"))),
             cached_tokens=output.as_int(usage.get("cache_read_input_tokens")),
-            model=output.as_str(data.get("model")),
+            # the result's own, else (Claude-style stream-json) the stream's last message's
+            model=output.as_str(data.get("model")) or output.stream_model(stdout),
             is_error=is_error,
             error=(reply or "is_error: true") if is_error else None,
             reply=reply if reply is not None else stdout.strip() or None,

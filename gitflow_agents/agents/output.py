@@ -53,6 +53,41 @@ def _trailing_object(text: str, tries: int = 20) -> dict[str, Any] | None:
     return None
 
 
+def stream_model(stdout: str, lines: int = 200) -> str | None:
+    """The model a Claude-style stream-json output's last message names (an ``assistant``
+    line's or a ``message_start`` event's ``message.model``), of its last ``lines`` lines: the
+    model of a run whose ``result`` names none (no ``modelUsage``), as the meter reads it while
+    the run streams. Only lines that mention a model are parsed, and only the message's own
+    key counts (never a model a tool's input or output names)."""
+    for line in _last_lines(stdout, lines):
+        line = line.strip()
+        if not line.startswith("{") or '"model"' not in line:
+            continue
+        event = as_dict(_loads(line))
+        if event.get("type") == "stream_event":
+            event = as_dict(event.get("event"))
+            if event.get("type") != "message_start":
+                continue
+        elif event.get("type") != "assistant":
+            continue
+        model = as_str(as_dict(event.get("message")).get("model"))
+        if model:
+            return model
+    return None
+
+
+def _last_lines(text: str, most: int) -> Iterator[str]:
+    """The last ``most`` lines of ``text``, last first, without splitting the rest of it (a
+    stream's kept tail is megabytes)."""
+    stop = len(text)
+    for _ in range(most):
+        if stop < 0:
+            return
+        start = text.rfind("\n", 0, stop) + 1
+        yield text[start:stop]
+        stop = start - 1
+
+
 def _loads(text: str) -> object:
     try:
         return json.loads(text)

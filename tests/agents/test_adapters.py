@@ -883,6 +883,39 @@ def test_claude_error_keeps_tokens_and_session() -> None:
     assert parsed.cost_usd == pytest.approx(0.0456)
 
 
+def _stream(*lines: dict[str, Any]) -> str:
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+@pytest.mark.parametrize("name", ["claude", "command"])
+def test_a_result_without_a_model_takes_the_streams_last_message_model(name: str) -> None:
+    """A stream-json ``result`` with usage but no cost and no ``modelUsage``: the model is the
+    one the last message named (not a model a tool's input names), so its cost can be
+    estimated, as for the same stream stopped before its result."""
+    usage = {"input_tokens": 1000, "output_tokens": 200}
+    tool = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"model": "gpt-4o"}}
+    stdout = _stream(
+        {"type": "system", "subtype": "init", "model": "claude-opus-4-1"},
+        {"type": "assistant", "message": {"id": "m1", "model": "claude-haiku-4-5"}},
+        {
+            "type": "assistant",
+            "message": {"id": "m2", "usage": usage, "model": "claude-sonnet-4-5"},
+        },
+        {"type": "assistant", "message": {"id": "m3", "content": [tool], "usage": usage}},
+        {"type": "user", "message": {"role": "user", "model": "x"}},
+        {"type": "result", "subtype": "success", "is_error": False, "result": "ok", "usage": usage},
+    )
+    parsed = get_adapter(name).parse_output(stdout, "")
+    assert (parsed.input_tokens, parsed.cost_usd) == (1000, None)
+    assert parsed.model == "claude-sonnet-4-5"
+    # a result that names its models keeps its own
+    model_usage = {"claude-opus-4-1": {"costUSD": 0.5}}
+    named = stdout.replace(
+        '"result": "ok"', f'"result": "ok", "modelUsage": {json.dumps(model_usage)}'
+    )
+    assert get_adapter("claude").parse_output(named, "").model == "claude-opus-4-1"
+
+
 def test_aider_error_then_retry_success_is_not_an_error() -> None:
     text = sample("aider-auth-error.txt").replace("Check your API key.", "Retrying...")
     parsed = get_adapter("aider").parse_output(text + "\n" + sample("aider-success.txt"), "")
