@@ -320,7 +320,10 @@ class ClaudeStreamMeter:
     def _read_model(self, data: bytes, start: int, end: int, key: bytes) -> None:
         """The model of the last ``assistant`` line or ``message_start`` of message ``key`` in
         the block, read from its head (``_HEAD``) if it names one (a later line naming the id,
-        a ``message_delta``'s ``api_message_id`` or a tool result, is passed over)."""
+        a ``message_delta``'s ``api_message_id`` or a tool result, is passed over). While the
+        run's model is still unknown, a line whose head names none is parsed for its message's
+        model (a message whose keys come in another order: its model after its usage); once
+        one is known, only heads are read (a block's last message line, never every line)."""
         quoted, stop = b'"' + key + b'"', end
         while (at := data.rfind(quoted, start, stop)) >= 0:
             stop = data.rfind(b"\n", start, at)
@@ -331,6 +334,8 @@ class ClaudeStreamMeter:
                 model = head[1] or head[3]
                 if model:
                     self._model = model.decode("utf-8", "replace")
+                elif self._model is None:
+                    self._model = _message_model(data, stop + 1, end)
                 return
 
     def feed(self, event: Mapping[str, Any]) -> None:
@@ -405,6 +410,21 @@ class ClaudeStreamMeter:
             cached_tokens=cached,
             model=self._model,
         )
+
+
+def _message_model(data: bytes, begin: int, end: int) -> str | None:
+    """The ``message.model`` of the ``assistant`` line or ``message_start`` event that starts
+    at ``data[begin]`` (it ends at the next newline before ``end``), parsed as JSON; None when
+    it names none or is no JSON."""
+    stop = data.find(b"\n", begin, end)
+    try:
+        event = json.loads(data[begin : end if stop < 0 else stop])
+    except (ValueError, RecursionError):
+        return None
+    event = as_dict(event)
+    if event.get("type") == "stream_event":
+        event = as_dict(event.get("event"))
+    return as_str(as_dict(event.get("message")).get("model"))
 
 
 def _counts(usage: bytes) -> Counts:

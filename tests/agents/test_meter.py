@@ -282,6 +282,32 @@ def test_claude_model_is_read_from_a_runs_last_line_not_a_later_line_naming_its_
     assert fast.reading() == parsed.reading()
 
 
+def test_claude_model_after_the_usage_is_read_while_the_runs_model_is_unknown() -> None:
+    """An assistant line whose message names its model after its usage (valid JSON, another key
+    order) is read as the parsed event is: its model is the run's, so a USD budget can price it;
+    once a model is known, a later line's model comes from its head only."""
+    usage = {"input_tokens": 4, "output_tokens": 2}
+
+    def line(key: str, model: str) -> bytes:
+        message = {"id": key, "usage": usage, "model": model}
+        return json.dumps({"type": "assistant", "message": message}).encode()
+
+    fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+    fast.feed_block(*_block(line("m1", MODEL)))
+    parsed.feed(json.loads(line("m1", MODEL)))
+    assert fast.model == parsed.model == MODEL
+    assert fast.reading() == parsed.reading()
+    # a message_start event's message likewise
+    message = {"id": "m2", "usage": usage, "model": MODEL}
+    start = {"type": "stream_event", "event": {"type": "message_start", "message": message}}
+    started = ClaudeStreamMeter()
+    started.feed_block(*_block(json.dumps(start).encode()))
+    assert started.model == MODEL
+    # a model known, no line is parsed for one: a later model after the usage is not read
+    fast.feed_block(*_block(line("m3", "claude-haiku-4-5")))
+    assert fast.model == MODEL and fast.reading().input_tokens == 8
+
+
 def test_claude_message_repeated_in_one_block_keeps_its_largest_figures_once() -> None:
     """A message's lines in one block, its larger figures first: the largest count, once,
     beside the block's new messages (which are then counted one by one too)."""
