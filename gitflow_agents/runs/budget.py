@@ -151,13 +151,19 @@ class Ledger:
         if self.parent is not None:
             self.parent.add(spend)
 
-    def over(self, agent_spend: Spend | None = None, me: Watch | None = None) -> str | None:
+    def over(
+        self,
+        agent_spend: Spend | None = None,
+        me: Watch | None = None,
+        opening: Sequence[Scope] = (),
+    ) -> str | None:
         """The message of the narrowest scope whose limit is reached with ``agent_spend`` (a
         running agent's, ``me`` its watch) and the other agents in flight added; None while
         every scope has budget left. With no ``agent_spend`` (before a start) the agent scope
-        counts only a limit of 0."""
+        counts only a limit of 0, as do the scopes of ``opening`` that are not open yet (about
+        to open, having spent nothing)."""
         with self._lock:
-            spent = dict(self.spent)
+            spent = {**{scope: Spend() for scope in opening}, **self.spent}
         own = agent_spend or Spend()
         # the agents in flight, read after ``spent``: a run that ends between the two reads is
         # missed once, never counted twice (``add`` ends its flight before it counts it)
@@ -179,14 +185,15 @@ class Ledger:
                 return message(scope, spend, cap)
         return self.parent.over(agent_spend, me) if self.parent is not None else None
 
-    def holds_back(self, *adapters: str) -> str | None:
+    def holds_back(self, *adapters: str, opening: Sequence[Scope] = ()) -> str | None:
         """:meth:`over` for agents about to start: the message of a spent scope they would
         run in, None when there is none. ``adapters``: those of the agents, when known; the
         offline ones (``FREE``) spend nothing, so no spent scope (a limit of 0 either) holds
-        them back."""
+        them back. ``opening``: scopes they would run in that are not open yet (the step of
+        ``run --pr``, asked before its claim): only a limit of 0 of those holds them back."""
         if adapters and all(adapter in FREE for adapter in adapters):
             return None
-        return self.over()
+        return self.over(opening=opening)
 
     def refuse(self, *adapters: str) -> None:
         """BudgetError when a scope the next agent would run in is spent (:meth:`holds_back`):

@@ -79,6 +79,23 @@ def test_refuse_raises_the_budget_exit_code_and_starts_nothing() -> None:
     Ledger(Budgets(agent=Cap(usd=1.0)), PRICES).refuse()  # budget left: no error
 
 
+def test_a_scope_about_to_open_holds_back_only_at_a_limit_of_0() -> None:
+    """``holds_back(opening=...)``: a scope not open yet (the step of ``run --pr``, asked before
+    its claim) counts as having spent nothing, so only its limit of 0 holds the agents back; a
+    scope that is open keeps what it spent."""
+    ledger = Ledger(Budgets(step=Cap(usd=0)), PRICES)
+    assert ledger.holds_back("command") is None  # the step is not open: not asked
+    assert ledger.holds_back("command", opening=("step",)) == (
+        "budget: step is $0 (nothing may be spent)"
+    )
+    assert ledger.holds_back("builtin", opening=("step",)) is None  # an offline agent
+    assert "step" not in ledger.spent
+    spent = Ledger(Budgets(step=Cap(usd=0.05)), PRICES)
+    assert spent.holds_back("command", opening=("step",)) is None
+    with spent.scope("step", Spend(cost_usd=0.06)):
+        assert spent.holds_back("command", opening=("step",)) is not None
+
+
 def test_the_agent_scope_is_the_running_agent_alone() -> None:
     ledger = Ledger(Budgets(agent=Cap(usd=0.05), step=Cap(usd=1.0)), PRICES)
     with ledger.scope("step", Spend(cost_usd=0.9)):

@@ -88,6 +88,11 @@ def run_steps(
     code = int(ExitCode.OK)
     for index, number in enumerate(steps):
         assert ctx.plan is not None
+        spent = _held_back(ctx)  # spent by the steps before: before the claim, as `run` does
+        if spent is not None:
+            print(f"step {number} not started: {spent}")
+            code = int(ExitCode.BUDGET)
+            break
         fresh = replace(ctx, plan=parse_plan(ctx.plan.path, ctx.config.spec_plan))
         code = run_step_pr(fresh, github, number, options, report, fetched=index == 0)
         if code != ExitCode.OK:
@@ -95,6 +100,17 @@ def run_steps(
     if steps:  # the plan at a glance, once the steps are published
         update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
     return code
+
+
+def _held_back(ctx: Context) -> str | None:
+    """Why the next step may not start: a budget scope it would run in is spent (the plan's,
+    by the steps before; a limit of 0, the step's own too), as ``run`` asks before each step
+    (``Ledger.holds_back``). Asked before the claim: a step claimed on origin only to be given
+    back would show as started to every other runner meanwhile (they skip it), and leave a run
+    record of a step no agent ran in."""
+    if ctx.budget is None:
+        return None
+    return ctx.budget.holds_back(*ctx.adapters, opening=("step",))
 
 
 def run_step_pr(

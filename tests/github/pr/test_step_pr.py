@@ -8,6 +8,7 @@ every GraphQL query against GitHub's schema, and plays auto-merge with real git.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -25,8 +26,10 @@ from tests.helpers.step_pr import (
     BRANCH,
     env,
     implementer_runs,
+    independent_steps_runner,
     kill_9_between_the_push_and_the_pull_request,
     origin_sha,
+    paid,
     plan_status,
     run_pr,
     setup_repo,
@@ -423,3 +426,71 @@ def test_a_run_that_ends_without_a_verdict_gives_its_claim_back(
     assert out.returncode == code, out.stdout + out.stderr
     assert f"the claim of {BRANCH} on origin was released" in out.stdout
     assert origin_sha(gh, f"refs/heads/{BRANCH}") is None and gh.state.pulls == {}
+
+
+# --- a spent budget: the next step is not claimed -------------------------------------------
+
+
+def origin_refs(gh: GitHubStandIn) -> list[str]:
+    assert gh.state.origin is not None
+    return git(gh.state.origin, "for-each-ref", "--format=%(refname)").split()
+
+
+def step_runs(repo: Path) -> int:
+    """The step runs recorded in ``repo`` (each agent run has a record of its own too)."""
+    found = 0
+    for path in (repo / "flows" / "feature" / "runs").glob("*/result.json"):
+        found += json.loads(path.read_text()).get("run", {}).get("kind") == "chain"
+    return found
+
+
+def test_a_spent_plan_budget_claims_no_further_step(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """Steps 1 and 2 are ready together; step 1's implementer and reviewer spend the plan's
+    $0.02. Step 2 is asked of the budget before its claim, as `run` asks: not started, exit 5,
+    nothing of it pushed to origin (another runner would see it started and skip it). Run
+    again, with the budget fresh, step 2 is claimed and run then, step 1 left as it is."""
+    setup_repo(tmp_path, gh, "seed", implementer=paid("implementer", "edit"),
+               reviewer_argv=paid("reviewer", "approve"))  # fmt: skip
+    repo = independent_steps_runner(tmp_path, gh)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(config.read_text() + "budget:\n  plan: {usd: 0.02}\n")
+    out = run_pr(repo, "--all")
+    assert out.returncode == 5, out.stdout + out.stderr
+    assert "step 2 not started: budget: plan spent $0.020 of $0.02" in out.stdout
+    assert "no agent started" not in out.stdout
+    assert [ref for ref in origin_refs(gh) if "step-2" in ref] == []
+    assert len(gh.state.pulls) == 1 and step_runs(repo) == 1
+    again = run_pr(repo, "--all")  # a budget holds for one command: step 2 runs now, once
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "started (branch on origin): 1;" in again.stdout and len(gh.state.pulls) == 2
+
+
+@pytest.mark.parametrize(
+    ("budget", "option", "says"),
+    [
+        ("plan: {usd: 0}", (), "budget: plan is $0 (nothing may be spent)"),
+        ("plan: {tokens: 0}", (), "budget: plan is 0 tokens (nothing may be used)"),
+        ("", ("--budget-usd", "0"), "budget: step is $0 (nothing may be spent)"),
+    ],
+)
+def test_a_budget_of_0_claims_no_step(
+    tmp_path: Path,
+    gh: GitHubStandIn,
+    env: dict[str, str],
+    budget: str,
+    option: tuple[str, ...],
+    says: str,
+) -> None:
+    """A limit of 0 (the plan's, or the step's own through `--budget-usd 0`) lets no agent
+    start: the step is not claimed and no run of it recorded, not claimed and given back."""
+    repo = setup_repo(tmp_path, gh)
+    if budget:
+        config = repo / ".flow" / "base.yaml"
+        config.write_text(config.read_text() + f"budget:\n  {budget}\n")
+    out = run_pr(repo, "--all", *option)
+    assert out.returncode == 5, out.stdout + out.stderr
+    assert f"step 1 not started: {says}" in out.stdout
+    assert origin_refs(gh) == ["refs/heads/main"] and gh.state.pulls == {}
+    assert step_runs(repo) == 0
