@@ -27,8 +27,14 @@ On a target that requires up-to-date branches, with ``--auto-merge``, once this 
 pull request green (GitHub merges it next, and its merge leaves every sibling behind again), the
 later behind ones wait for that merge's push (``_tend_all``): one brought up to date per merge.
 
+A budget (``.flow/`` ``budget:``) that stops the tend's agent, or starts none, is no verdict:
+nothing is pushed or published (the head's status, the labels and the sticky comment stay as
+they were, as ``run --pr`` publishes nothing for a step a budget stopped), and the next tend
+tries again.
+
 Exit code: 0 every open step pull request is green or waits on someone else (its step run or
-another tend works on it), 1 one stays red, 3 an agent failed, 4 GitHub failed (as ``run``).
+another tend works on it), 1 one stays red, 3 an agent failed, 4 GitHub failed (as ``run``),
+5 a budget stopped a tend (the worst of them, in ``run --all --jobs``'s order).
 docs/github.md, "Tending open step pull requests".
 """
 
@@ -43,6 +49,7 @@ from typing import NamedTuple
 from gitflow_agents.base.errors import ExitCode, GitHubError
 from gitflow_agents.chain import ChainResult, Context
 from gitflow_agents.chain.lander import BranchLander
+from gitflow_agents.chain.parallel import worst_exit
 from gitflow_agents.chain.state import done_where, target_tip
 from gitflow_agents.chain.tend import tend_step
 from gitflow_agents.chain.workspace import branch_name
@@ -74,8 +81,9 @@ class TendOptions:
 
 
 class Tended(NamedTuple):
-    """How one pull request was left: green, waiting (someone else works on it) or red; the
-    exit code of its tend (3 an agent failed, else 0)."""
+    """How one pull request was left: green, waiting (someone else works on it), red, or
+    stopped (a budget stopped its tend: left as it was); the exit code of its tend (3 an agent
+    failed, 5 a budget, else 0)."""
 
     state: str
     code: int = int(ExitCode.OK)
@@ -106,11 +114,12 @@ def tend_plan(
         github = guarded(github, ctx.target)
     left = _tend_all(ctx, github, pulls, options, report, states)
     counts = {state: sum(t.state == state for t in left) for state in ("green", "waiting", "red")}
-    print("plan tend: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
+    stopped = sum(t.state == "stopped" for t in left)
+    line = ", ".join(f"{n} {state}" for state, n in counts.items())
+    print(f"plan tend: {line}" + (f", {stopped} stopped by a budget" if stopped else ""))
     update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
-    if any(t.code == ExitCode.AGENT_FAILED for t in left):
-        return int(ExitCode.AGENT_FAILED)
-    return int(ExitCode.REVISE) if counts["red"] else int(ExitCode.OK)
+    red = [int(ExitCode.REVISE)] if counts["red"] else []
+    return worst_exit([*(t.code for t in left), *red])
 
 
 def _tend_all(
@@ -306,6 +315,10 @@ def _tend_held(
         git.set_branch(ctx.root, branch, head)
         _say(step, pull, f"waits: {lost}; nothing was pushed or published")
         return Tended("waiting"), head
+    if result.outcome == "budget":  # no verdict: nothing pushed or published
+        git.set_branch(ctx.root, branch, head)  # the tend's own commits: nothing is pushed
+        _say(step, pull, f"not tended ({result.reason}): left as it was, for the next tend")
+        return Tended("stopped", int(ExitCode.BUDGET)), head
     tip = lander.tip or head
     if result.outcome not in ("approved", "rejected") or (
         conflicts and git.conflict_markers(ctx.root, target_sha, tip)
