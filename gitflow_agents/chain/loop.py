@@ -201,7 +201,7 @@ def _rounds(ctx: Context, rec: StepRecord, lander: Lander, start: Start) -> Endi
         )
         rec.ws = ws
         final = counted + 1 == settings.max_iterations
-        with _review_budget(ctx):
+        with review_budget(ctx):
             review = rec.add_round(
                 review_round(
                     ctx,
@@ -279,8 +279,9 @@ def _step_budget(ctx: Context) -> contextlib.AbstractContextManager[None]:
     return ctx.budget.scope("step") if ctx.budget is not None else contextlib.nullcontext()
 
 
-def _review_budget(ctx: Context) -> contextlib.AbstractContextManager[None]:
-    """A review round's budget scope (the ``review`` entry of ``budget:``)."""
+def review_budget(ctx: Context) -> contextlib.AbstractContextManager[None]:
+    """A review round's budget scope (the ``review`` entry of ``budget:``): a step run's
+    rounds, and the round of a tend (``chain/tend.py``)."""
     return ctx.budget.scope("review") if ctx.budget is not None else contextlib.nullcontext()
 
 

@@ -18,7 +18,7 @@ from gitflow_agents.chain.agents import lost_runs
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate
 from gitflow_agents.chain.lander import BranchLander
-from gitflow_agents.chain.loop import record_ending
+from gitflow_agents.chain.loop import record_ending, review_budget
 from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
 from gitflow_agents.chain.review import record_note, review_round
 from gitflow_agents.chain.workspace import (
@@ -64,9 +64,10 @@ def _tend(
     reset_unless_clean(ws, head)
     ws, reviewed, after = integrate(ctx, rec, ws, head, step=step, iteration=1, after=())
     rec.ws = ws
-    review = rec.add_round(
-        review_round(ctx, ws, iteration=1, step=step, after=after, head=reviewed, final=True)
-    )
+    with review_budget(ctx):  # held to `budget.review` as a step run's rounds are
+        review = rec.add_round(
+            review_round(ctx, ws, iteration=1, step=step, after=after, head=reviewed, final=True)
+        )
     record_note(ctx, ws, review)
     if review.gate.approved:
         lander.approved(ctx, rec, ws, step, review)

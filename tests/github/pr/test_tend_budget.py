@@ -66,11 +66,13 @@ def behind_green_pull(tmp_path: Path, gh: GitHubStandIn, budget: str) -> tuple[P
     return repo, head
 
 
-@pytest.mark.parametrize("scope", ["agent"])
+@pytest.mark.parametrize("scope", ["agent", "review"])
 def test_a_budget_that_stops_the_tends_reviewer_is_exit_5_and_no_verdict(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], scope: str
 ) -> None:
-    """The reviewer's 1,200 tokens reach the limit of 1,000: the tend exits 5, not 1, and
+    """The reviewer's 1,200 tokens reach the limit of 1,000 (the agent's, or that of the
+    tend's review round, `budget.review`, as a step run's rounds are held to it): the tend
+    exits 5, not 1, and
     leaves the green pull request as it was (no `failure` status, no changes-requested label,
     no sticky comment written over, nothing pushed); run again, it is stopped again and
     writes nothing either."""
