@@ -47,7 +47,7 @@ class AgentMeta(NamedTuple):
         }
 
 
-def _stopped_at(ctx: Context, tip: str) -> bool:
+def stopped_at(ctx: Context, tip: str) -> bool:
     """Whether the step branch ends in the work of an agent a budget stopped (its commit's
     trailer), not yet on the target."""
     if git.commit_trailers(ctx.root, tip).get(TRAILER_STOPPED) != "budget":
@@ -116,7 +116,7 @@ def implement_start(
     meta = read_meta(folder)
     tip = git.branch_sha(ctx.root, ws.branch)
     fresh = tip if on_branch and tip is not None else ws.base_sha
-    if tip is not None and _stopped_at(ctx, tip):
+    if tip is not None and stopped_at(ctx, tip):
         return tip  # the work a budget stopped is kept: the re-run continues it
     if meta is None or not success.exists():
         return fresh

@@ -41,33 +41,36 @@ def tokens_of(spend: Spend) -> int | None:
     return (spend.input_tokens or 0) + (spend.output_tokens or 0)
 
 
-def reached(cap: Cap, spend: Spend) -> bool:
-    """Whether ``spend`` is at or over ``cap``: a known value at its limit, or a limit of 0
-    (an unknown value never reaches one)."""
-    return _usd_hit(cap, spend) or _tokens_hit(cap, spend)
+def reached(cap: Cap, spend: Spend, *, over: bool = False) -> bool:
+    """Whether ``spend`` is at or over ``cap`` (``over``: over it only): a known value at its
+    limit, or a limit of 0 (an unknown value never reaches one)."""
+    return _usd_hit(cap, spend, over) or _tokens_hit(cap, spend, over)
 
 
-def _usd_hit(cap: Cap, spend: Spend) -> bool:
+def _usd_hit(cap: Cap, spend: Spend, over: bool) -> bool:
     if cap.usd is None:
         return False
-    return cap.usd == 0 or (spend.cost_usd is not None and spend.cost_usd >= cap.usd)
+    cost = spend.cost_usd
+    return cap.usd == 0 or (cost is not None and (cost > cap.usd if over else cost >= cap.usd))
 
 
-def _tokens_hit(cap: Cap, spend: Spend) -> bool:
+def _tokens_hit(cap: Cap, spend: Spend, over: bool) -> bool:
     tokens = tokens_of(spend)
     if cap.tokens is None:
         return False
-    return cap.tokens == 0 or (tokens is not None and tokens >= cap.tokens)
+    if cap.tokens == 0 or tokens is None:
+        return cap.tokens == 0
+    return tokens > cap.tokens if over else tokens >= cap.tokens
 
 
-def message(scope: Scope, spend: Spend, cap: Cap) -> str:
+def message(scope: Scope, spend: Spend, cap: Cap, *, over: bool = False) -> str:
     """``budget: step spent $0.062 of $0.05 (tokens 41,200)``, or the token form when the
-    token limit is the one reached."""
+    token limit is the one reached (``over``: gone over, as ``reached``)."""
     tokens = tokens_of(spend)
     tokens_text = f"{tokens:,}" if tokens is not None else "unknown"
     cost = spend.cost_usd
     cost_text = "unknown" if cost is None else f"${cost:.3f}" + (" est." * spend.cost_estimated)
-    if _usd_hit(cap, spend) or cap.tokens is None:
+    if _usd_hit(cap, spend, over) or cap.tokens is None:
         if cap.usd == 0:
             return f"budget: {scope} is $0 (nothing may be spent)"
         return f"budget: {scope} spent {cost_text} of ${cap.usd:g} (tokens {tokens_text})"
@@ -156,12 +159,15 @@ class Ledger:
         agent_spend: Spend | None = None,
         me: Watch | None = None,
         opening: Sequence[Scope] = (),
+        *,
+        strictly: bool = False,
     ) -> str | None:
         """The message of the narrowest scope whose limit is reached with ``agent_spend`` (a
         running agent's, ``me`` its watch) and the other agents in flight added; None while
         every scope has budget left. With no ``agent_spend`` (before a start) the agent scope
         counts only a limit of 0, as do the scopes of ``opening`` that are not open yet (about
-        to open, having spent nothing)."""
+        to open, having spent nothing). ``strictly``: only a limit gone over counts (an agent
+        that completed at its limit spent what it could)."""
         with self._lock:
             spent = {**{scope: Spend() for scope in opening}, **self.spent}
         own = agent_spend or Spend()
@@ -181,9 +187,11 @@ class Ledger:
                 spend = total(parts) if len(parts) > 1 else spent[scope]
             else:
                 continue
-            if reached(cap, spend):
-                return message(scope, spend, cap)
-        return self.parent.over(agent_spend, me) if self.parent is not None else None
+            if reached(cap, spend, over=strictly):
+                return message(scope, spend, cap, over=strictly)
+        if self.parent is None:
+            return None
+        return self.parent.over(agent_spend, me, strictly=strictly)
 
     def holds_back(self, *adapters: str, opening: Sequence[Scope] = ()) -> str | None:
         """:meth:`over` for agents about to start: the message of a spent scope they would
@@ -351,9 +359,10 @@ class Watch:
         reading = self._reading()
         return {**self._priced(reading).to_json(), "cachedTokens": reading.cached_tokens}
 
-    def exceeded(self) -> str | None:
-        """The budget message once a limit is reached, else None."""
-        return self.ledger.over(self.spend(), self)
+    def exceeded(self, *, completed: bool = False) -> str | None:
+        """The budget message once a limit is reached, else None; ``completed``: the agent
+        completed its report, so only a limit it went over counts."""
+        return self.ledger.over(self.spend(), self, strictly=completed)
 
     def fill(self, parsed: _P) -> _P:
         """``parsed`` (the adapter's reading of the whole output) with the streamed usage where

@@ -64,7 +64,10 @@ class BudgetWatch(Protocol):
 
     def feed(self, chunk: bytes) -> None: ...
 
-    def exceeded(self) -> str | None: ...
+    def exceeded(self, *, completed: bool = False) -> str | None:
+        """The budget message once a limit is reached (``completed``: the agent renamed its
+        report, so only a limit it went over counts), else None."""
+        ...
 
     def fill(self, parsed: ParsedOutput) -> ParsedOutput: ...
 
@@ -407,9 +410,13 @@ class _Supervision:
         if stop.verdict is None and self.budget is not None:
             # it exited or renamed its report: its last usage lines may have come after the
             # loop's last check (the exit beating the reader), or after the rename (Claude Code
-            # prints its result once the rename's tool call is done); judged on all of them, as
-            # the loop would have: a run over its budget ends `budget` however it ended
-            over = self.budget.exceeded()
+            # prints its result once the rename's tool call is done); judged on all of them: a
+            # run over its budget ends `budget` however it ended (one that completed its
+            # report at its limit exactly spent what it could: not over)
+            completed = stop.signal_at is not None or any(
+                path.exists() for path in (self.files.success, self.files.failure)
+            )
+            over = self.budget.exceeded(completed=completed)
             stop = stopped("budget", over) if over is not None else stop
         code = self.proc.returncode if self.proc is not None else None
         verdict = refuse_irregular_report(

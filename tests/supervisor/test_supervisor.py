@@ -461,7 +461,7 @@ class _ReaderAfterTheExit:
             time.sleep(0.01)
         self.read = True
 
-    def exceeded(self) -> str | None:
+    def exceeded(self, *, completed: bool = False) -> str | None:
         return "budget: agent spent $0.600 of $0.5 (tokens 120,000)" if self.read else None
 
     def fill(self, parsed: AgentOutput) -> AgentOutput:

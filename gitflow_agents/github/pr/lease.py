@@ -45,6 +45,9 @@ TTL_ENV = "GITFLOW_AGENTS_CLAIM_TTL"
 SPEND = "spend"
 """The holder key with what the runs that published the step spent (``runs/spend.Spend``
 JSON), kept from holder to holder (``carried``)."""
+STOPPED = "stopped"
+"""The holder key of a run that ended without a pull request and left its work on the branch
+(its outcome: ``budget``): the claim is free to any re-run at once (``why_free``)."""
 DEFAULT_TTL = 1800.0
 
 
@@ -92,6 +95,9 @@ def why_free(
     ``client`` only the lease's age is judged."""
     if lease is None or has_pull or lease.holder.get("pull") is not None:
         return None
+    stopped = lease.holder.get(STOPPED)
+    if isinstance(stopped, str):
+        return f"its run stopped ({stopped[:40]}) and left its work on the branch"
     run_id = lease.holder.get("runId")
     same_repo = repo is not None and lease.holder.get("repository") == repo
     if client is not None and repo is not None and isinstance(run_id, int) and same_repo:
@@ -163,6 +169,15 @@ class Held:
         before = lease_spend(self.record)
         summed = spend if before is None else total([before, spend])
         self.record = {**self.record, SPEND: summed.to_json()}
+
+    def stopped(self, outcome: str, spend: Spend | None) -> None:
+        """Record that this run ended without a pull request, its work left on the branch
+        (``STOPPED``), and what it spent (None: nothing known), in one last write: the claim
+        is free to the next run at once, which continues the work."""
+        if spend is not None:
+            self.spent(spend)
+        self.record = {**self.record, STOPPED: outcome}
+        self.renew()
 
     def release(self) -> None:
         leases.delete_lease(self.root, self.branch, self.sha, self.remote)

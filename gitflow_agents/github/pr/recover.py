@@ -19,6 +19,7 @@ docs/github.md, "Recovery: what a re-run finishes".
 from __future__ import annotations
 
 from gitflow_agents.chain import Context
+from gitflow_agents.chain.resume import stopped_at
 from gitflow_agents.chain.state import target_tip
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.git import queries as git
@@ -56,5 +57,7 @@ def resume_at(ctx: Context, tip: str | None) -> str | None:
         return None
     target = target_tip(ctx, fetch=False)
     if target is None or git.is_ancestor(ctx.root, tip, target):
+        return None
+    if stopped_at(ctx, tip):  # an agent's work a budget stopped: its implementer continues it
         return None
     return tip

@@ -196,7 +196,8 @@ def _run_held(
     report(result)
     held = _stop_if_lost(held)
     if result.outcome not in ("approved", "rejected"):
-        _give_back(ctx, branch, held)
+        if result.outcome != "budget" or not _keep_stopped(ctx, branch, held, result):
+            _give_back(ctx, branch, held)
         return result.exit_code
     head = lander.tip or git.branch_sha(ctx.root, branch)
     assert head is not None
@@ -372,6 +373,35 @@ def _continue_branch(ctx: Context, branch: str, remote_tip: str) -> None:
             "to continue on the remote's, or push it yourself"
         )
     git.set_branch(ctx.root, branch, remote_tip)
+
+
+def _keep_stopped(ctx: Context, branch: str, held: _Held | None, result: ChainResult) -> bool:
+    """A step a budget stopped keeps its work on origin (True): its branch, holding commits
+    not on the target (an agent's work a budget stopped, or a completed agent's before it), is
+    pushed, and its lease records what the run spent and that it stopped (``Held.stopped``:
+    the claim is then free to any re-run, on any runner, which continues the work instead of
+    paying for it again from the target). False: nothing to keep (no lease held, no work of
+    its own, the push refused), so the claim is given back as for any other ending."""
+    lease = held.lease if held is not None else None
+    head = git.branch_sha(ctx.root, branch)
+    target = target_tip(ctx, fetch=False)
+    if held is None or lease is None or lease.lost_to is not None or head is None:
+        return False
+    if target is not None and git.is_ancestor(ctx.root, head, target):
+        return False  # nothing of its own: the claim alone
+    record = held.record.add_pushed(head)
+    try:
+        _push(ctx, branch, head)
+    except GitHubError as exc:
+        print(f"  note: the work the budget stopped stays on the local branch {branch}: {exc}")
+        return False
+    lease.stopped(str(result.outcome), step_run_spend(result))
+    record.update(state="stopped")
+    print(
+        f"  note: {branch} on {REMOTE} keeps the work the budget stopped (at {head[:12]}); "
+        "a re-run continues it"
+    )
+    return True
 
 
 def _give_back(ctx: Context, branch: str, held: _Held | None) -> bool:
