@@ -8,6 +8,8 @@ Each step's state is read from what origin and GitHub say (``plan_glance``):
 - **running**: an open pull request that is not red (under review, or green and waiting to
   merge), or a step branch whose claim is live (its lease renews, ``github/pr/lease.py``; judged
   by the lease's age alone, no Actions request);
+- **red** too: a step branch whose run a budget stopped, its work kept there (its lease says
+  ``stopped``): a re-run continues it;
 - **ready** / **waiting**: every step it depends on is done, or not (the node says which).
 
 One GraphQL request lists the open pull requests into the target with the newest
@@ -136,6 +138,9 @@ def _started(
             return pull, "red", f"red: PR #{pull.number} {status}"
         what = "approved, merging" if status == "success" else "under review"
         return pull, "running", f"PR #{pull.number} {what}"
+    stopped = lease.holder.get(leases.STOPPED) if lease is not None else None
+    if isinstance(stopped, str):  # its work kept on the branch: a re-run continues it
+        return None, "red", f"stopped ({stopped[:40]}): a re-run continues it"
     free = leases.why_free(lease, None, None, False, ttl)
     if free is None:
         who = f" by {leases.who(lease.holder)}" if lease is not None else ""

@@ -14,6 +14,8 @@ from tests.helpers.step_pr import BRANCH, env, lease_on_origin, origin_sha, run_
 
 __all__ = ["env", "gh"]
 
+ISSUE = 5
+
 # An implementer that adds a line to work.txt, then streams five Claude-style usage lines of
 # 1,200 tokens each before it completes: a budget of 2,500 tokens stops it after its work.
 SPENDING_IMPLEMENTER = """\
@@ -37,7 +39,8 @@ def test_work_a_budget_stopped_is_kept_on_origin_and_a_fresh_clone_continues_it(
     script = tmp_path / "implementer.py"
     script.write_text(SPENDING_IMPLEMENTER)
     repo = setup_repo(tmp_path, gh, implementer=[sys.executable, str(script)])
-    stopped = run_pr(repo, "--step", "1", "--budget-tokens", "2500")
+    gh.state.issues.add(ISSUE)
+    stopped = run_pr(repo, "--step", "1", "--budget-tokens", "2500", "--plan-issue", str(ISSUE))
     assert stopped.returncode == 5, stopped.stdout + stopped.stderr
     tip = origin_sha(gh, f"refs/heads/{BRANCH}")
     assert tip is not None and gh.state.pulls == {}  # kept on origin, no pull request
@@ -45,6 +48,9 @@ def test_work_a_budget_stopped_is_kept_on_origin_and_a_fresh_clone_continues_it(
     assert git(gh.state.origin, "show", f"{tip}:work.txt") == "more work\n"
     lease = lease_on_origin(gh)
     assert lease["stopped"] == "budget" and lease["spend"]["inputTokens"] >= 2000
+    (comment,) = gh.comments_on(ISSUE)  # the plan at a glance: stopped, and what it spent
+    row = next(line for line in str(comment["body"]).splitlines() if line.startswith("| 1: "))
+    assert "❌ stopped (budget): a re-run continues it" in row and "· tokens " in row
 
     again = run_pr(repo, "--step", "1", "--budget-tokens", "2500")  # the same clone
     assert again.returncode == 5, again.stdout + again.stderr
