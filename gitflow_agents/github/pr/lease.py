@@ -13,7 +13,9 @@ A step branch on origin is a started step, except when its claim is free (``why_
   replaced it) and the branch has no open pull request; a run the API says is alive is never
   free, however old its lease;
 - or it has no workflow run the API knows, and its lease stopped renewing ``claim_ttl``
-  seconds ago (``GITFLOW_AGENTS_CLAIM_TTL``, default 1800), with no open pull request.
+  seconds ago (``GITFLOW_AGENTS_CLAIM_TTL``, default 1800), with no open pull request;
+- or its run ended without a pull request and left its work on the branch (a budget stopped
+  it: the lease's last write says ``stopped``), free at once, so a re-run continues the work.
 
 A free claim is taken by pushing a new lease with a lease on the old one: exactly one taker
 wins. A branch without a lease (made by an older version, or by hand) is never free.
