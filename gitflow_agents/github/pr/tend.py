@@ -27,14 +27,16 @@ On a target that requires up-to-date branches, with ``--auto-merge``, once this 
 pull request green (GitHub merges it next, and its merge leaves every sibling behind again), the
 later behind ones wait for that merge's push (``_tend_all``): one brought up to date per merge.
 
-A budget (``.flow/`` ``budget:``) that stops the tend's agent, or starts none, is no verdict:
+A budget (``.flow/`` ``budget:``) that stops the tend's agent, or starts none, is no verdict,
+nor is a model API that refused it for longer than ``defaults.rate_limit_wait_secs`` allows:
 nothing is pushed or published (the head's status, the labels and the sticky comment stay as
 they were, as ``run --pr`` publishes nothing for a step a budget stopped), and the next tend
 tries again.
 
 Exit code: 0 every open step pull request is green or waits on someone else (its step run or
 another tend works on it), 1 one stays red, 3 an agent failed, 4 GitHub failed (as ``run``),
-5 a budget stopped a tend (the worst of them, in ``run --all --jobs``'s order).
+5 a budget stopped a tend, 6 a rate limit did (the worst of them, in ``run --all --jobs``'s
+order).
 docs/github.md, "Tending open step pull requests".
 """
 
@@ -82,8 +84,8 @@ class TendOptions:
 
 class Tended(NamedTuple):
     """How one pull request was left: green, waiting (someone else works on it), red, or
-    stopped (a budget stopped its tend: left as it was); the exit code of its tend (3 an agent
-    failed, 5 a budget, else 0)."""
+    stopped (a budget or a rate limit stopped its tend: left as it was); the exit code of its
+    tend (3 an agent failed, 5 a budget, 6 a rate limit, else 0)."""
 
     state: str
     code: int = int(ExitCode.OK)
@@ -114,9 +116,11 @@ def tend_plan(
         github = guarded(github, ctx.target)
     left = _tend_all(ctx, github, pulls, options, report, states)
     counts = {state: sum(t.state == state for t in left) for state in ("green", "waiting", "red")}
-    stopped = sum(t.state == "stopped" for t in left)
     line = ", ".join(f"{n} {state}" for state, n in counts.items())
-    print(f"plan tend: {line}" + (f", {stopped} stopped by a budget" if stopped else ""))
+    for code, why in ((ExitCode.BUDGET, "a budget"), (ExitCode.RATE_LIMITED, "a rate limit")):
+        stopped = sum(t.state == "stopped" and t.code == code for t in left)
+        line += f", {stopped} stopped by {why}" if stopped else ""
+    print(f"plan tend: {line}")
     update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
     red = [int(ExitCode.REVISE)] if counts["red"] else []
     return worst_exit([*(t.code for t in left), *red])
@@ -315,10 +319,10 @@ def _tend_held(
         git.set_branch(ctx.root, branch, head)
         _say(step, pull, f"waits: {lost}; nothing was pushed or published")
         return Tended("waiting"), head
-    if result.outcome == "budget":  # no verdict: nothing pushed or published
+    if result.outcome == "budget" or result.exit_code == ExitCode.RATE_LIMITED:  # no verdict
         git.set_branch(ctx.root, branch, head)  # the tend's own commits: nothing is pushed
         _say(step, pull, f"not tended ({result.reason}): left as it was, for the next tend")
-        return Tended("stopped", int(ExitCode.BUDGET)), head
+        return Tended("stopped", result.exit_code), head
     tip = lander.tip or head
     if result.outcome not in ("approved", "rejected") or (
         conflicts and git.conflict_markers(ctx.root, target_sha, tip)

@@ -89,3 +89,34 @@ def test_a_budget_that_stops_the_tends_reviewer_is_exit_5_and_no_verdict(
         assert statuses(gh, head) == ["pending", "success"]
         assert CHANGES_LABEL not in pull.labels
         assert summaries(gh, pull.number) == comments and len(gh.writes()) == writes
+
+
+RATE_LIMITED = """\
+import json, sys
+sys.stderr.write("API Error: Request rejected (429) rate limit exceeded; retry in 30s\\n")
+print(json.dumps({"type": "result", "is_error": True, "result": "API Error: 429 rate limit"}))
+sys.exit(1)
+"""
+
+
+def test_a_rate_limit_that_outlasts_the_wait_is_exit_6_and_no_verdict(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """The tend's reviewer is refused by its model API for longer than the wait allows
+    (`rate_limit_wait_secs: 0`): not a verdict on the pull request either. The tend exits 6,
+    says so, and leaves the green pull request as it was."""
+    repo, head = behind_green_pull(tmp_path, gh, "agent: {tokens: 1000000}")
+    (tmp_path / "spender.py").write_text(RATE_LIMITED)
+    config = repo / ".flow" / "base.yaml"
+    text = config.read_text().replace("defaults:\n", "defaults:\n  rate_limit_wait_secs: 0\n", 1)
+    config.write_text(text)
+    (pull,) = gh.state.pulls.values()
+    writes = len(gh.writes())
+    out = tend(repo, "--reviewers", "spender")
+    assert out.returncode == 6, out.stdout + out.stderr
+    assert "left as it was, for the next tend" in out.stdout
+    assert "plan tend: 0 green, 0 waiting, 0 red, 1 stopped by a rate limit" in out.stdout
+    assert origin_sha(gh, f"refs/heads/{BRANCH}") == head
+    assert statuses(gh, head) == ["pending", "success"]
+    assert CHANGES_LABEL not in pull.labels
+    assert len(gh.writes()) == writes
