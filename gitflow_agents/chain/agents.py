@@ -181,6 +181,10 @@ def run_together(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[Agent
     return runs
 
 
+_ROLE = {"implement": "implementer", "review": "reviewer", "fix": "fixer"}
+"""The agent a budget message names by the kind of its job (``no reviewer started``)."""
+
+
 def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
     """The runs of ``jobs``, started together (see ``run_together``), whatever their outcome.
     AgentNotInstalled before anything of the wave runs when one agent's program is missing.
@@ -194,7 +198,8 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
             done[index] = reused
     to_run = [job.agent for index, job in enumerate(jobs) if index not in done]
     if ctx.budget is not None and to_run:  # a spent scope starts no agent (BudgetError)
-        ctx.budget.refuse(*(ctx.config.agent(agent).adapter for agent in to_run))
+        adapters = (ctx.config.agent(agent).adapter for agent in to_run)
+        ctx.budget.refuse(*adapters, what=_ROLE.get(jobs[0].kind, ""))
     check_agents(ctx.config, to_run, cwd=ws.worktree, env=ctx.env)
     attempts: list[tuple[int, _Attempt]] = []
     try:

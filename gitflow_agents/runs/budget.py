@@ -203,12 +203,12 @@ class Ledger:
             return None
         return self.over(opening=opening)
 
-    def refuse(self, *adapters: str) -> None:
+    def refuse(self, *adapters: str, what: str = "") -> None:
         """BudgetError when a scope the next agent would run in is spent (:meth:`holds_back`):
-        it is not started."""
+        it is not started (``what``: which agent the message names, a chain's ``reviewer``)."""
         why = self.holds_back(*adapters)
         if why is not None:
-            raise BudgetError(f"{why}; no agent started")
+            raise BudgetError(f"{why}; no agent started" + (f" (the {what})" if what else ""))
 
     def usd_left(self) -> float | None:
         """The least USD any open scope (or the agent scope) has left: what a CLI's own budget

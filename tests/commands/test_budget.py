@@ -646,3 +646,37 @@ def test_a_review_whose_usage_comes_after_its_rename_is_held_to_its_budget(
     assert notes.stdout.strip() == b""
     again = call(repo, "review", "--agent", "finalrev", "--budget-usd", "0.05", f"{base}..HEAD")
     assert again.returncode == 5, again  # the second time: the same, nothing approved
+
+
+WORKS_THEN_SPENDS = """\
+import json, os, pathlib
+folder = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+pathlib.Path("work.txt").write_text("done\\n")
+(folder / "report.md").write_text("## Summary\\n\\nwork\\n")
+(folder / "report.md").rename(folder / "report.complete.md")
+usage = {"input_tokens": 1000, "output_tokens": 200}
+print(json.dumps({"type": "result", "usage": usage, "total_cost_usd": 0.006, "result": "done"}))
+"""
+
+
+def test_a_step_whose_implementer_spent_the_limit_exactly_lands_its_work_and_starts_no_reviewer(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The implementer completes its report and then says it spent the step's 1,200 tokens
+    exactly: within its limit (only a limit gone over counts once the report is complete), its
+    work committed; the reviewer is then not started, and the message says which agent."""
+    configure(repo)
+    add_spender(repo, tmp_path / "record.json")
+    add_script_agent(repo, "worker", tmp_path / "worker.py", WORKS_THEN_SPENDS)
+    done = call(
+        repo, "run", "specs/feature.md", "--quiet", "--implementer", "worker",
+        "--reviewers", "spender", "--step", "1", "--budget-tokens", "1200",
+    )  # fmt: skip
+    assert done.returncode == 5, done
+    assert (
+        "budget: step spent 1,200 tokens of 1,200 (cost $0.006); no agent started "
+        "(the reviewer)" in done.stdout
+    ), done
+    (implementer,) = agent_results(repo, "feature")
+    assert implementer["run"]["outcome"] == "succeeded"
+    assert git(repo, "show", "agents/feature/step-1:work.txt") == "done\n"
