@@ -86,20 +86,35 @@ def run_steps(
     if options.auto_merge is not None and steps:
         github = guarded(github, ctx.target)
     code = int(ExitCode.OK)
-    for index, number in enumerate(steps):
-        assert ctx.plan is not None
-        spent = _held_back(ctx)  # spent by the steps before: before the claim, as `run` does
-        if spent is not None:
-            print(f"step {number} not started: {spent}")
-            code = int(ExitCode.BUDGET)
-            break
-        fresh = replace(ctx, plan=parse_plan(ctx.plan.path, ctx.config.spec_plan))
-        code = run_step_pr(fresh, github, number, options, report, fetched=index == 0)
-        if code != ExitCode.OK:
-            break
-    if steps:  # the plan at a glance, once the steps are published
-        update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
+    try:
+        for index, number in enumerate(steps):
+            assert ctx.plan is not None
+            spent = _held_back(ctx)  # spent by the steps before: before the claim, as `run` does
+            if spent is not None:
+                print(f"step {number} not started: {spent}")
+                code = int(ExitCode.BUDGET)
+                break
+            fresh = replace(ctx, plan=parse_plan(ctx.plan.path, ctx.config.spec_plan))
+            code = run_step_pr(fresh, github, number, options, report, fetched=index == 0)
+            if code != ExitCode.OK:
+                break
+    except GitflowError:  # a step failed after publishing (auto-merge refused): shown too
+        _glance(ctx, github, options, environ, steps)
+        raise
+    _glance(ctx, github, options, environ, steps)
     return code
+
+
+def _glance(
+    ctx: Context,
+    github: GitHub,
+    options: PrOptions,
+    environ: Mapping[str, str] | None,
+    steps: list[int],
+) -> None:
+    """The plan at a glance, once ``steps`` (any) are published, or failed after it."""
+    if steps:
+        update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
 
 
 def _held_back(ctx: Context) -> str | None:

@@ -291,10 +291,13 @@ def test_auto_merge_refused_after_its_retries_exits_4_and_a_re_run_finishes_it(
     re-run, once GitHub allows it, enables auto-merge and sets the verdict, nothing redone."""
     repo = setup_repo(tmp_path, gh)
     gh.state.allow_auto_merge = False
-    out = run_proc(repo, "--pr", "--step", "1", "--auto-merge", "rebase")  # its own process
+    gh.state.issues.add(5)
+    out = run_proc(repo, "--pr", "--step", "1", "--auto-merge", "rebase", "--plan-issue", "5")
     assert out.returncode == 4, out.stdout + out.stderr
     assert "auto-merge (rebase): not enabled" in out.stdout
     assert "could not be enabled on PR #1" in out.stderr
+    (glance,) = gh.comments_on(5)  # the plan at a glance, though the run failed after it
+    assert "| 1: " in str(glance["body"]) and "PR #1" in str(glance["body"])
     [pull] = gh.state.pulls.values()
     assert pull.state == "open" and pull.auto_merge is None
     assert statuses(gh, pull.head_sha) == ["pending"]
