@@ -84,13 +84,13 @@ def _scalar(node: Node, spec: Spec, keypath: str) -> ConfigError | None:
             return node.error(keypath, f"expected one of {', '.join(choices)}, got {value!r}")
     elif isinstance(spec, Int):
         if not isinstance(value, int) or isinstance(value, bool):
-            return node.error(keypath, f"expected {spec.what}, got {kind(value)}")
+            return node.error(keypath, f"expected {spec.what}, got {kind(value)}{_as_text(value)}")
         if value < spec.minimum:
             return node.error(keypath, f"must be at least {spec.minimum}, got {value}")
     elif isinstance(spec, Num):
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not number:
-            return node.error(keypath, f"expected a number, got {kind(value)}")
+            return node.error(keypath, f"expected a number, got {kind(value)}{_as_text(value)}")
         if not math.isfinite(value):
             return node.error(keypath, f"expected a finite number, got {value}")
         if value < 0:
@@ -101,6 +101,18 @@ def _scalar(node: Node, spec: Spec, keypath: str) -> ConfigError | None:
     elif isinstance(spec, AnyMap) and not isinstance(value, dict):
         return node.error(keypath, f"expected a mapping, got {kind(value)}")
     return None
+
+
+def _as_text(value: object) -> str:
+    """Why a number the user wrote is a string, when the string reads as a number: YAML 1.1
+    (PyYAML) reads an exponent without a dot (``1e3``) as text, and a quoted number is text;
+    "" for any other value."""
+    if not isinstance(value, str) or not _NUMBER_TEXT.fullmatch(value.strip()):
+        return ""
+    return f" {value!r} (YAML reads it as text: write it as a plain number, e.g. 1000 or 1.0e+3)"
+
+
+_NUMBER_TEXT = re.compile(r"[-+]?(?=\.?\d)(?:\d[\d_]*)?(?:\.\d*)?(?:[eE][-+]?\d+)?")
 
 
 def _str_list(node: Node, spec: StrList, keypath: str) -> Iterator[ConfigError]:

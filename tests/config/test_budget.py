@@ -40,6 +40,15 @@ def test_no_section_no_limits(tmp_path: Path) -> None:
             "budget.plan.tokens: expected a whole number of tokens",
         ),
         ("budget:\n  review: 3\n", "budget.review: expected a mapping"),
+        (  # YAML 1.1 reads an exponent without a dot as text: said so, with what to write
+            "budget:\n  plan: {usd: 1e3}\n",
+            "budget.plan.usd: expected a number, got a string '1e3' (YAML reads it as text: "
+            "write it as a plain number, e.g. 1000 or 1.0e+3)",
+        ),
+        (
+            "budget:\n  plan: {tokens: 1e6}\n",
+            "budget.plan.tokens: expected a whole number of tokens, got a string '1e6' (YAML",
+        ),
     ],
 )
 def test_a_mistake_names_the_file_line_and_key(tmp_path: Path, text: str, expected: str) -> None:
