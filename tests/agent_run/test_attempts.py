@@ -257,15 +257,21 @@ os.rename(d / "report.md", d / "report.complete.md")
 """
 
 
-def test_a_cli_that_cannot_resume_is_started_again(repo: Path, tmp_path: Path, cli: Cli) -> None:
+def painter(repo: Path, tmp_path: Path, script: str) -> None:
+    """The `command` agent ``painter`` running ``script`` (its ``{python}`` and ``{count}``, the
+    file that counts its starts, filled in), reporting by renaming its report."""
     agent = write_executable(
-        tmp_path / "agent", COMMAND.format(python=sys.executable, count=str(tmp_path / "n"))
+        tmp_path / "agent", script.format(python=sys.executable, count=str(tmp_path / "n"))
     )
     (repo / ".flow").mkdir()
     (repo / ".flow" / "base.yaml").write_text(
         'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
         f"agents:\n  painter:\n    adapter: command\n    command: [{json.dumps(str(agent))}]\n"
     )
+
+
+def test_a_cli_that_cannot_resume_is_started_again(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    painter(repo, tmp_path, COMMAND)
     done = spawn(cli, repo, {})
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "n").read_text() == "2"
@@ -294,15 +300,7 @@ def test_an_agent_started_again_counts_what_its_first_attempt_spent(
     """A CLI that cannot resume is started again after the wait, under the same budget, with
     what its first attempt streamed (2,000 tokens) counted: stopped at 2,500, the figure is
     2,000 plus whole calls of 300 (without the first attempt, whole calls of 300 alone)."""
-    agent = write_executable(
-        tmp_path / "agent",
-        SPENDING_COMMAND.format(python=sys.executable, count=str(tmp_path / "n")),
-    )
-    (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text(
-        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
-        f"agents:\n  painter:\n    adapter: command\n    command: [{json.dumps(str(agent))}]\n"
-    )
+    painter(repo, tmp_path, SPENDING_COMMAND)
     done = cli.main(
         *("spawn", "painter", "--flow", "f", "--task", "Paint.", "--quiet"),
         *("--budget-tokens", "2500"),
@@ -342,14 +340,7 @@ def test_an_attempt_that_stated_no_cost_counts_at_its_estimate(
     priced model but no cost (estimated: 1,000 in and 200 out at $3 / $15 a million), the
     second stated $0.12; the run cost both, estimated in part, and the first attempt's
     figures are what it said before it stopped (a lower bound)."""
-    agent = write_executable(
-        tmp_path / "agent", PRICED_COMMAND.format(python=sys.executable, count=str(tmp_path / "n"))
-    )
-    (repo / ".flow").mkdir()
-    (repo / ".flow" / "base.yaml").write_text(
-        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
-        f"agents:\n  painter:\n    adapter: command\n    command: [{json.dumps(str(agent))}]\n"
-    )
+    painter(repo, tmp_path, PRICED_COMMAND)
     done = spawn(cli, repo, {})
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "n").read_text() == "2"
