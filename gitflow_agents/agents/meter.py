@@ -25,7 +25,15 @@ from typing import Any, Protocol, TypeVar
 from gitflow_agents.agents.base import Adapter, AgentOutput
 from gitflow_agents.agents.codex import CodexAdapter
 from gitflow_agents.agents.opencode import OpencodeAdapter
-from gitflow_agents.agents.output import add_optional, as_dict, as_float, as_int, as_str, less
+from gitflow_agents.agents.output import (
+    add_optional,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+    event_model,
+    less,
+)
 
 # What a line must contain to be worth parsing: the meter reads a 200 MB stream (benchmarks/).
 USAGE_MARK = b'"usage"'
@@ -418,13 +426,9 @@ def _message_model(data: bytes, begin: int, end: int) -> str | None:
     it names none or is no JSON."""
     stop = data.find(b"\n", begin, end)
     try:
-        event = json.loads(data[begin : end if stop < 0 else stop])
+        return event_model(json.loads(data[begin : end if stop < 0 else stop]))
     except (ValueError, RecursionError):
         return None
-    event = as_dict(event)
-    if event.get("type") == "stream_event":
-        event = as_dict(event.get("event"))
-    return as_str(as_dict(event.get("message")).get("model"))
 
 
 def _counts(usage: bytes) -> Counts:

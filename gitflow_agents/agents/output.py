@@ -63,17 +63,23 @@ def stream_model(stdout: str, lines: int = 200) -> str | None:
         line = line.strip()
         if not line.startswith("{") or '"model"' not in line:
             continue
-        event = as_dict(_loads(line))
-        if event.get("type") == "stream_event":
-            event = as_dict(event.get("event"))
-            if event.get("type") != "message_start":
-                continue
-        elif event.get("type") != "assistant":
-            continue
-        model = as_str(as_dict(event.get("message")).get("model"))
+        model = event_model(_loads(line))
         if model:
             return model
     return None
+
+
+def event_model(event: Any) -> str | None:
+    """The ``message.model`` of a Claude-style ``assistant`` line or ``message_start`` stream
+    event (parsed); None for any other event, or one that names none."""
+    event = as_dict(event)
+    if event.get("type") == "stream_event":
+        event = as_dict(event.get("event"))
+        if event.get("type") != "message_start":
+            return None
+    elif event.get("type") != "assistant":
+        return None
+    return as_str(as_dict(event.get("message")).get("model"))
 
 
 def _last_lines(text: str, most: int) -> Iterator[str]:
