@@ -11,7 +11,7 @@ import contextlib
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from gitflow_agents import __version__
 from gitflow_agents.base.errors import ExitCode
@@ -37,6 +37,18 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         super().error(_ECHO.sub(_shorten, message))
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        """``--opt=--`` gives the option the value ``--``: argparse (before 3.12.7/3.13.1)
+        takes that ``--`` for its end-of-options marker and drops it, leaving an empty list,
+        which reached the commands as the option's value (``--budget-usd=--`` ended in an
+        internal error, ``--kill-grace=--`` ran with ``[]``); now it is converted and checked
+        as any value (``invalid float value: '--'``, exit 2)."""
+        if action.nargs is None and arg_strings == ["--"] and action.option_strings:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)  # a choice: as argparse checks one
+            return value
+        return super()._get_values(action, arg_strings)
 
 
 def _shorten(match: re.Match[str]) -> str:

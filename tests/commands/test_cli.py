@@ -229,6 +229,28 @@ def test_a_usage_error_echoes_at_most_20_characters_of_a_value(
     assert shown in error and len(error) < 200, error
 
 
+@pytest.mark.parametrize(
+    ("main", "argv", "shown"),
+    [
+        (cli.main, ["run", "p.md", "--budget-usd=--"], "--budget-usd: invalid float value: '--'"),
+        (cli.main, ["spawn", "a", "--budget-tokens=--"], "--budget-tokens: invalid int value"),
+        (cli.main, ["run", "p.md", "--kill-grace=--"], "--kill-grace: invalid float value: '--'"),
+        (git_agent_review.main, ["--fail-on=--"], "--fail-on: invalid choice: '--'"),
+    ],
+)
+def test_an_option_given_the_value_dashes_is_checked_as_any_value(
+    capsys: pytest.CaptureFixture[str], main: object, argv: list[str], shown: str
+) -> None:
+    """``--opt=--``: argparse (before Python 3.12.7) dropped the ``--`` as its end of options
+    and handed the command an empty list (``--budget-usd=--`` was an internal error, exit 70;
+    ``--kill-grace=--`` ran with it); the value is checked as any other, exit 2."""
+    assert callable(main)
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == ExitCode.USAGE
+    assert shown in capsys.readouterr().err
+
+
 def test_a_short_value_is_echoed_whole(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         cli.main(["run", "p.md", "--step", "1234567890123456789x"])
