@@ -32,6 +32,7 @@ from gitflow_agents.agents.output import (
     as_int,
     as_str,
     event_model,
+    in_range,
     less,
 )
 
@@ -113,11 +114,13 @@ _HEAD = re.compile(
 # JSON (empty: one of the three read here).
 _KEY, _GROUP_LINE = 1, 10
 _LINE = itemgetter(_GROUP_LINE)
+# a count's digits, not the start of another number (``1e308``, ``1000.7``: no count)
+_WHOLE = rb"(\d+)(?![\d.eE])"
 _INPUT = re.compile(
-    rb'"(?:input_tokens|cache_creation_input_tokens|cache_read_input_tokens)":\s*(\d+)'
+    rb'"(?:input_tokens|cache_creation_input_tokens|cache_read_input_tokens)":\s*' + _WHOLE
 )
-_OUTPUT = re.compile(rb'"output_tokens":\s*(\d+)')
-_CACHED = re.compile(rb'"cache_read_input_tokens":\s*(\d+)')
+_OUTPUT = re.compile(rb'"output_tokens":\s*' + _WHOLE)
+_CACHED = re.compile(rb'"cache_read_input_tokens":\s*' + _WHOLE)
 
 # How many message lines the meter keeps before counting them together (a few chunks of a
 # dense stream; a reading counts them at once): one count per chunk cost more (benchmarks/).
@@ -412,10 +415,10 @@ class ClaudeStreamMeter:
             tokens_in = add_optional(result.input_tokens, less(tokens_in, old_in))
             tokens_out = add_optional(result.output_tokens, less(tokens_out, old_out))
             cached = add_optional(result.cached_tokens, less(cached, old_cached))
-        return AgentOutput(
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            cached_tokens=cached,
+        return AgentOutput(  # an absurd count (digits an agent printed) is no count
+            input_tokens=in_range(tokens_in),
+            output_tokens=in_range(tokens_out),
+            cached_tokens=in_range(cached),
             model=self._model,
         )
 

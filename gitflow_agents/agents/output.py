@@ -112,20 +112,36 @@ def json_lines(text: str) -> Iterator[dict[str, Any]]:
             yield obj
 
 
+MAX_COUNT = 10**15
+"""More tokens than any run uses (and within what a record is read back with): a count an agent
+prints beyond it, or below 0, is no count (unknown), never a figure shown or summed."""
+MAX_USD = 1e9
+"""The same for a cost: a negative one would let a budget's sum shrink, an absurd one fill a
+terminal; either is unknown."""
+
+
 def as_int(value: object) -> int | None:
+    """A count an agent's output gives (tokens, a status code): a whole number from 0 to
+    ``MAX_COUNT`` (a float is cut to its whole part); None for anything else."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and math.isfinite(value):
-        return int(value)
+        value = int(value)
+    if isinstance(value, int):
+        return in_range(value)
     return None
 
 
+def in_range(count: int | None) -> int | None:
+    """``count`` when it is from 0 to ``MAX_COUNT``, else None (unknown)."""
+    return count if count is not None and 0 <= count <= MAX_COUNT else None
+
+
 def as_float(value: object) -> float | None:
+    """A cost an agent's output gives: a finite number from 0 to ``MAX_USD``; None else."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)) and math.isfinite(value):
+    if isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= MAX_USD:
         return float(value)
     return None
 

@@ -49,8 +49,8 @@ NOTHING = Spend(input_tokens=0, output_tokens=0, cost_usd=0.0)
 def run_spend(run: Mapping[str, Any]) -> Spend:
     """An agent run's spend from its result.json ``run`` key, or a spend ``Spend.to_json``
     wrote (its ``tokensPartial`` / ``costPartial`` too); wrong types read as unknown."""
-    tokens_in, tokens_out = number(run, "inputTokens"), number(run, "outputTokens")
-    cost = number(run, "costUsd")
+    tokens_in, tokens_out = _figure(run, "inputTokens"), _figure(run, "outputTokens")
+    cost = _figure(run, "costUsd")
     return Spend(
         input_tokens=int(tokens_in) if tokens_in is not None else None,
         output_tokens=int(tokens_out) if tokens_out is not None else None,
@@ -59,6 +59,13 @@ def run_spend(run: Mapping[str, Any]) -> Spend:
         tokens_partial=run.get("tokensPartial") is True,
         cost_partial=run.get("costPartial") is True,
     )
+
+
+def _figure(run: Mapping[str, Any], key: str) -> float | None:
+    """A spend figure of a record: a number from 0 up (a negative one, which an agent can
+    write into its run folder, would shrink every sum it is in: unknown)."""
+    value = number(run, key)
+    return value if value is not None and value >= 0 else None
 
 
 def agent_results(

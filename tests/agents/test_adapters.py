@@ -1078,3 +1078,25 @@ def test_claude_adds_a_report_folder_outside_its_work_tree(tmp_path: Path) -> No
     )
     argv = list(get_adapter("claude").launch(outside).argv)
     assert argv[argv.index("--add-dir") + 1] == str(real.resolve())
+
+
+@pytest.mark.parametrize(
+    ("usage", "cost"),
+    [
+        ({"input_tokens": -1000, "output_tokens": 200}, -5),  # negative: would shrink a sum
+        ({"input_tokens": 10**30, "output_tokens": 200}, 1e300),  # absurd: no figure
+        ({"input_tokens": float("inf"), "output_tokens": 200}, float("nan")),
+    ],
+)
+@pytest.mark.parametrize("adapter", ["claude", "command"])
+def test_a_figure_out_of_range_is_unknown_never_shown_or_summed(
+    adapter: str, usage: dict[str, float], cost: float
+) -> None:
+    """A CLI (or a `command` agent) that prints a negative, absurd or non-finite count or
+    cost: that figure is unknown (a negative cost let a step spend past its budget and showed
+    `$-5.0000`; 10**30 tokens made a record the tool then refused to read back)."""
+    line = json.dumps({"type": "result", "usage": usage, "total_cost_usd": cost})
+    parsed = get_adapter(adapter).parse_output(line + "\n", "")
+    assert isinstance(parsed, AgentOutput)
+    assert (parsed.input_tokens, parsed.cost_usd) == (None, None)
+    assert parsed.output_tokens == 200

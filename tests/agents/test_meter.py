@@ -600,3 +600,17 @@ def test_a_stream_stopped_before_its_result_is_read_for_what_its_messages_said()
     assert (done.input_tokens, done.usage_partial) == (7, False)
     quiet = parse(json.dumps({"type": "system", "subtype": "init"}) + "\n", "")
     assert (quiet.input_tokens, quiet.usage_partial) == (None, False)
+
+
+def test_a_count_that_is_no_whole_number_or_absurd_is_unknown_in_the_stream() -> None:
+    """`1e308` was read as 1 token (its first digit), 10**30 digits summed as a count."""
+    for text in ("1e308", "1000.7", "1" + "0" * 30):
+        meter = ClaudeStreamMeter()
+        line = (
+            '{"type":"assistant","message":{"id":"m1","usage":{"output_tokens":5,'
+            f'"input_tokens":{text}}}}}}}\n'
+        )
+        data = b"\n" + line.encode()
+        meter.feed_block(data, 0, len(data))
+        assert meter.reading().input_tokens is None, text
+        assert meter.reading().output_tokens == 5

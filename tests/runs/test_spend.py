@@ -21,7 +21,7 @@ from gitflow_agents.config.json_schema import flow_config_schema
 from gitflow_agents.github.action.comment import run_history
 from gitflow_agents.github.pr.history import history_rows
 from gitflow_agents.runs.events import ConsoleChannel, EventHub
-from gitflow_agents.runs.spend import Spend, cost_text, tokens_text, total
+from gitflow_agents.runs.spend import Spend, cost_text, run_spend, tokens_text, total
 from tests.conftest import DATA, FAKES, Cli, CliResult, git
 from tests.github_standin import GitHubStandIn, Pull, gh
 from tests.helpers.action_runner import Runner, add_pull, pr_event, runner
@@ -354,3 +354,10 @@ def test_action_with_a_review_budget_stops_the_reviewer_and_fails_the_status(
     assert "budget: review spent" in result.stdout + result.stderr
     (status,) = [s for s in gh.statuses_for(pull.head_sha) if s["state"] != "pending"]
     assert status["state"] in ("failure", "error") and "budget" in status["description"]
+
+
+def test_a_negative_figure_in_a_record_is_unknown_not_a_smaller_sum() -> None:
+    """An agent can write into its run folder: a negative cost or count in a record would
+    shrink every sum it is in (a plan's spend, a budget's): it reads as unknown."""
+    spend = run_spend({"inputTokens": -1000, "outputTokens": 200, "costUsd": -5.0})
+    assert (spend.input_tokens, spend.output_tokens, spend.cost_usd) == (None, 200, None)
