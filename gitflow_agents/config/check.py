@@ -84,7 +84,8 @@ def _scalar(node: Node, spec: Spec, keypath: str) -> ConfigError | None:
             return node.error(keypath, f"expected one of {', '.join(choices)}, got {value!r}")
     elif isinstance(spec, Int):
         if not isinstance(value, int) or isinstance(value, bool):
-            return node.error(keypath, f"expected {spec.what}, got {kind(value)}{_as_text(value)}")
+            shown = _as_text(value, whole=True)
+            return node.error(keypath, f"expected {spec.what}, got {kind(value)}{shown}")
         if value < spec.minimum:
             return node.error(keypath, f"must be at least {spec.minimum}, got {value}")
     elif isinstance(spec, Num):
@@ -103,13 +104,14 @@ def _scalar(node: Node, spec: Spec, keypath: str) -> ConfigError | None:
     return None
 
 
-def _as_text(value: object) -> str:
+def _as_text(value: object, *, whole: bool = False) -> str:
     """Why a number the user wrote is a string, when the string reads as a number: YAML 1.1
     (PyYAML) reads an exponent without a dot (``1e3``) as text, and a quoted number is text;
     "" for any other value."""
     if not isinstance(value, str) or not _NUMBER_TEXT.fullmatch(value.strip()):
         return ""
-    return f" {value!r} (YAML reads it as text: write it as a plain number, e.g. 1000 or 1.0e+3)"
+    example = "a whole number, e.g. 1000" if whole else "a plain number, e.g. 1000 or 1.0e+3"
+    return f" {value!r} (YAML reads it as text: write it as {example})"
 
 
 _NUMBER_TEXT = re.compile(r"[-+]?(?=\.?\d)(?:\d[\d_]*)?(?:\.\d*)?(?:[eE][-+]?\d+)?")

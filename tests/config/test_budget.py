@@ -47,7 +47,8 @@ def test_no_section_no_limits(tmp_path: Path) -> None:
         ),
         (
             "budget:\n  plan: {tokens: 1e6}\n",
-            "budget.plan.tokens: expected a whole number of tokens, got a string '1e6' (YAML",
+            "budget.plan.tokens: expected a whole number of tokens, got a string '1e6' (YAML "
+            "reads it as text: write it as a whole number, e.g. 1000)",
         ),
     ],
 )
