@@ -364,9 +364,12 @@ class Watch:
         completed its report, so only a limit it went over counts."""
         return self.ledger.over(self.spend(), self, strictly=completed)
 
-    def fill(self, parsed: _P) -> _P:
+    def fill(self, parsed: _P, *, at_limit: bool = False) -> _P:
         """``parsed`` (the adapter's reading of the whole output) with the streamed usage where
-        it has none: an agent stopped mid-run never printed its final totals."""
+        it has none: an agent stopped mid-run never printed its final totals. The figures so
+        filled are a lower bound (``usage_partial``: it may have spent on after its last usage
+        line, as ``agents/meter.streamed_usage`` marks them without a budget), unless
+        ``at_limit``: the budget stopped it at this reading."""
         if not dataclasses.is_dataclass(parsed) or isinstance(parsed, type):
             return parsed
         with self._lock:
@@ -375,7 +378,11 @@ class Watch:
         for name in ("input_tokens", "output_tokens", "cached_tokens", "cost_usd", "model"):
             if getattr(parsed, name, None) is None and getattr(reading, name) is not None:
                 fields[name] = getattr(reading, name)
-        return dataclasses.replace(parsed, **fields) if fields else parsed
+        if not fields:
+            return parsed
+        if not at_limit and hasattr(parsed, "usage_partial") and set(fields) - {"model"}:
+            fields["usage_partial"] = True
+        return dataclasses.replace(parsed, **fields)
 
 
 def _known(spend: Spend) -> bool:

@@ -69,7 +69,10 @@ class BudgetWatch(Protocol):
         report, so only a limit it went over counts), else None."""
         ...
 
-    def fill(self, parsed: ParsedOutput) -> ParsedOutput: ...
+    def fill(self, parsed: ParsedOutput, *, at_limit: bool = False) -> ParsedOutput:
+        """``parsed`` with the streamed usage where it has none (``at_limit``: the budget
+        stopped the agent at it, else a lower bound)."""
+        ...
 
     def spent(self) -> Mapping[str, Any]:
         """What the agent has spent so far, as its record's usage keys (``status``)."""
@@ -434,7 +437,7 @@ class _Supervision:
         by_exit = self.spec.completes_by_exit
         parsed, verdict = read_reply(parse, verdict, stdout, stderr, completes_by_exit=by_exit)
         if parsed is not None and self.budget is not None:  # stopped before its final totals
-            parsed = self.budget.fill(parsed)
+            parsed = self.budget.fill(parsed, at_limit=verdict.status == "budget")
         note = f"; processes left behind: {list(leftover)}" if leftover else ""
         outcome = Outcome(
             status=verdict.status,

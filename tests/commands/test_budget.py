@@ -566,19 +566,21 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_and_counts_its_spend(
     assert row["inputTokens"] >= 100 * 1000 + lost["inputTokens"] and row["tokensPartial"]
 
 
+@pytest.mark.parametrize("budget", [(), ("--budget-usd", "1000")])
 def test_a_run_canceled_before_its_result_keeps_what_its_stream_said_it_spent(
-    repo: Path, tmp_path: Path
+    repo: Path, tmp_path: Path, budget: tuple[str, ...]
 ) -> None:
     """Without a budget a run with a control channel (`spawn`) still streams Claude Code's
     usage (stream-json, to take messages); canceled before its `result` line, its record and
     `history` keep what its messages said (a lower bound: its last call may have gone on), not
-    unknown."""
+    unknown. With a budget that it did not reach, the same: a lower bound (the watch's reading),
+    as only a budget's own stop is recorded at its reading."""
     configure(repo)
     record = tmp_path / "record.json"
     add_spender(repo, record)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     argv = [sys.executable, "-m", "gitflow_agents", "spawn", "spender", "--task", "spend",
-            "--quiet"]  # fmt: skip
+            "--quiet", *budget]  # fmt: skip
     proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.DEVNULL)
     spent_txt = repo / "spent.txt"
 

@@ -464,7 +464,7 @@ class _ReaderAfterTheExit:
     def exceeded(self, *, completed: bool = False) -> str | None:
         return "budget: agent spent $0.600 of $0.5 (tokens 120,000)" if self.read else None
 
-    def fill(self, parsed: AgentOutput) -> AgentOutput:
+    def fill(self, parsed: AgentOutput, *, at_limit: bool = False) -> AgentOutput:
         return parsed
 
     def spent(self) -> dict[str, object]:
