@@ -361,3 +361,23 @@ def test_a_negative_figure_in_a_record_is_unknown_not_a_smaller_sum() -> None:
     shrink every sum it is in (a plan's spend, a budget's): it reads as unknown."""
     spend = run_spend({"inputTokens": -1000, "outputTokens": 200, "costUsd": -5.0})
     assert (spend.input_tokens, spend.output_tokens, spend.cost_usd) == (None, 200, None)
+
+
+def test_the_step_pull_requests_total_leaves_out_what_it_reused(tmp_path: Path) -> None:
+    """A re-run that reused the implementer of a step run before it (which recorded it): the
+    implementer's row shows what it spent, marked reused, but the step's total is what the
+    re-run spent, as `history` counts it (not the implementer a second time)."""
+    runs = tmp_path / "runs"
+    step_record(runs / "s1", "plan-a", 1, ["a1"])
+    agent_record(runs / "a1", inputTokens=1000, outputTokens=100, costUsd=0.25)
+    record = json.loads((runs / "a1" / "result.json").read_text())
+    record["run"]["chainRunID"] = "s1"  # run by the first step run, which has a record
+    (runs / "a1" / "result.json").write_text(json.dumps(record))
+    agent_record(runs / "a2", inputTokens=500, outputTokens=50, costUsd=0.5)
+    step_record(runs / "s2", "plan-a", 1, ["a1", "a2"])
+    data = json.loads((runs / "s2" / "result.json").read_text())
+    data["run"]["runID"] = "s2"
+    data["chain"]["agents"][0]["reused"] = True
+    table = run_history(history_rows(data, runs)).splitlines()
+    assert table[2].endswith("| 1,100 | $0.25 |")  # the reused implementer's own figures
+    assert table[4].endswith("| 550 | $0.50 |")  # the step's: the re-run's reviewer alone

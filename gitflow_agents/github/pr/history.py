@@ -17,7 +17,7 @@ from gitflow_agents.findings import GateResult, Review, Severity, merge_reviews
 from gitflow_agents.github.action.comment import RunRow, int_or_none, usage_fields
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.schema import StepChain, step_chain
-from gitflow_agents.runs.spend import Spend, run_spend, total
+from gitflow_agents.runs.spend import Spend, run_spend, step_spend, total
 
 
 def _agent_record(runs: Path, run_id: str) -> Mapping[str, Any]:
@@ -100,10 +100,20 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
             insertions=plus,
             deletions=minus,
             duration_s=_seconds((result.get("run") or {}).get("durationMs")),
-            **usage_fields(total(spent)),
+            **usage_fields(_step_spent(result, runs, spent)),
         )
     )
     return rows
+
+
+def _step_spent(result: Mapping[str, Any], runs: Path, spent: list[Spend]) -> Spend:
+    """The step run's own spend, as ``history`` counts it (``runs/spend.step_spend``: not the
+    agents it reused from a step run before that recorded them, which that run's row counts);
+    the sum of ``spent`` (its agents' rows) for a record that names no run folder."""
+    run_id = (result.get("run") or {}).get("runID")
+    if not isinstance(run_id, str) or not run_id or "/" in run_id or run_id in (".", ".."):
+        return total(spent)
+    return step_spend(runs / run_id, result)
 
 
 def last_review(result: Mapping[str, Any], threshold: Severity) -> tuple[Review, GateResult]:
