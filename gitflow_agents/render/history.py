@@ -31,8 +31,12 @@ def agent_results(run_dir: Path, data: Mapping[str, Any]) -> dict[str, dict[str,
 def step_chart(run_dir: Path, data: Mapping[str, Any]) -> str:
     """The one Mermaid chart of a step run (its result.json ``data``, in ``run_dir``): what
     ``history --format mermaid`` shows and what its pull request's sticky comment holds, the
-    same end node (the outcome, and ``PR #n`` once ``run --pr`` recorded its pull request)."""
-    return step_flowchart(data, agent_results=agent_results(run_dir, data))
+    same end node (the outcome, and ``PR #n`` once ``run --pr`` recorded its pull request).
+    Its total is the step run's spend as ``history`` counts it (``runs.spend.step_spend``: not
+    an agent it reused from a step run that recorded it), the figure of the table's row."""
+    return step_flowchart(
+        data, agent_results=agent_results(run_dir, data), spend=spend.step_spend(run_dir, data)
+    )
 
 
 def mermaid(found: list[tuple[Path, dict[str, Any]]]) -> str:

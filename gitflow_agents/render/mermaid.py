@@ -274,10 +274,17 @@ def _agent_node(agent: _Agent, stage: _Stage, together: bool) -> tuple[str, str]
 
 
 def _end(
-    data: Mapping[str, Any], chain: Mapping[str, Any], agents: Iterable[_Agent]
+    data: Mapping[str, Any],
+    chain: Mapping[str, Any],
+    agents: Iterable[_Agent],
+    spend: Spend | None = None,
 ) -> tuple[str, str]:
     """(label, class) of the last node: how the step run ended (the outcome word, or the merge),
-    the step's pull request when it has one (``chain.pullRequest``), the reason and the total."""
+    the step's pull request when it has one (``chain.pullRequest``), the reason and the total:
+    the run's duration and ``spend``, the step run's own spend (``runs.spend.step_spend``, what
+    ``history`` and the plan's sum count), so a reused agent drawn here is not counted again.
+    Without it, the sum of the agents not marked reused (no run folder to tell whether the step
+    run a reused agent came from left a record: ``step_spend`` counts it when it did not)."""
     outcome = text(chain, "outcome") or "?"
     merged = mapping(chain, "merged")
     if outcome == "approved" and merged:
@@ -288,8 +295,9 @@ def _end(
     number_ = integer(mapping(chain, "pullRequest"), "number")
     pull = f"PR #35;{number_}" if number_ is not None and 0 < number_ < 10**12 else ""
     reason = "" if outcome == "approved" else label_text(text(chain, "reason") or "")
-    drawn = list(agents)
-    spend = total(a.spend for a in drawn) if drawn else None
+    if spend is None:
+        own = [a.spend for a in agents if not a.reused]
+        spend = total(own) if own else None
     run = mapping(data, "run")
     whole = _metrics(number(run, "durationMs"), spend, tokens=False)
     cls = {"approved": "ok", "rejected": "bad", "failed": "bad"}.get(outcome, "warn")
@@ -300,11 +308,13 @@ def step_flowchart(
     result: Mapping[str, Any],
     *,
     agent_results: Mapping[str, Mapping[str, Any]] | None = None,
+    spend: Spend | None = None,
 ) -> str:
     """The Mermaid ``flowchart LR`` of one chain step run's ``result.json`` data: the one chart
     of a step run, in ``history --format mermaid`` and in its pull request's sticky comment.
     ``agent_results``: each agent run's own result.json by its run id (tokens and cost are
-    there)."""
+    there). ``spend``: the step run's own spend (``runs.spend.step_spend``), the end node's
+    total, so the chart and the tables agree (``_end``)."""
     chain = mapping(result, "chain")
     agents = _agents(chain, agent_results or {})
     shown, hidden = agents[:MAX_AGENTS], len(agents) - MAX_AGENTS
@@ -338,7 +348,7 @@ def step_flowchart(
         lines.append(f"    {node}[{_label(label_text('… ' + _count(hidden, 'more agent run')))}]")
         lines += [f"    {tail} --> {node}" for tail in tails]
         tails = [node]
-    label, cls = _end(result, chain, agents)
+    label, cls = _end(result, chain, agents, spend)
     node = f"n{next(ids)}"
     lines.append(f"    {node}([{label}]):::{cls}")
     lines += [f"    {tail} --> {node}" for tail in tails]
@@ -349,10 +359,11 @@ def step_flowchart_markdown(
     result: Mapping[str, Any],
     *,
     agent_results: Mapping[str, Mapping[str, Any]] | None = None,
+    spend: Spend | None = None,
 ) -> str:
     """``step_flowchart`` as a fenced ```` ```mermaid ```` block for a markdown page or comment
     (GitHub draws it). The chart never holds a backtick, so nothing in it closes the fence."""
-    return fence_chart(step_flowchart(result, agent_results=agent_results))
+    return fence_chart(step_flowchart(result, agent_results=agent_results, spend=spend))
 
 
 def single_run_flowchart(result: Mapping[str, Any]) -> str:

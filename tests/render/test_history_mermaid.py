@@ -14,9 +14,10 @@ from typing import Any, NamedTuple
 import pytest
 from markdown_it import MarkdownIt
 
-from gitflow_agents.render.history import agent_results
+from gitflow_agents.render.history import agent_results, step_chart
 from gitflow_agents.render.mermaid import step_flowchart
 from tests.conftest import init_repo, isolate_home
+from tests.golden.mermaid_cases import agent, step_result
 from tests.helpers.chain import call, configure, results, run
 from tests.helpers.mermaid import skeleton
 
@@ -128,6 +129,36 @@ def test_a_run_id_that_is_not_a_plain_name_reads_nothing_outside(ran: Ran, tmp_p
     found = agent_results(run_dir(ran), data)
     assert not any(key.startswith((".", "/")) for key in found)
     assert "#36;99" not in step_flowchart(data, agent_results=found)
+
+
+def _write(folder: Path, data: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "result.json").write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_the_total_counts_a_reused_agent_as_history_does(tmp_path: Path, recorded: bool) -> None:
+    """A re-run reuses the implementer an earlier step run ran: the end node's total is the
+    step run's spend as ``history`` counts it (``runs.spend.step_spend``), without the reused
+    agent when its step run recorded it (that run counts it) and with it when that run left no
+    record (killed). The reused node still shows its own spend."""
+    runs = tmp_path / "runs"
+    earlier = {"run": {"runID": "step-1", "kind": "chain"}, "chain": {"agents": []}}
+    if recorded:
+        _write(runs / "step-1", earlier)
+    spent = {"inputTokens": 20_000, "outputTokens": 4_000, "costUsd": 0.12}
+    _write(runs / "impl-1", {"run": {"chainRunID": "step-1", **spent}})
+    _write(runs / "rev-2", {"run": {"chainRunID": "step-2", **spent, "costUsd": 0.03}})
+    agents = [
+        agent("implement", "builder", "b", "impl-1", 1_000, reused=True),
+        agent("review", "reviewer", "r", "rev-2", 1_000),
+    ]
+    data = step_result("approved", "", agents, [], merged=True, duration_ms=1_200)
+    _write(runs / "step-2", data)
+    chart = step_chart(runs / "step-2", data)
+    assert "reused<br/>1.0 s #183; 24,000 tokens #183; #36;0.12" in chart
+    total = "#36;0.03" if recorded else "#36;0.15"
+    assert f'<br/>total 1.2 s #183; {total}"]):::ok' in chart
 
 
 def test_a_step_run_killed_before_its_record_is_left_out(ran: Ran) -> None:

@@ -25,7 +25,16 @@ from gitflow_agents.render.mermaid import (
     step_flowchart,
     step_flowchart_markdown,
 )
-from tests.golden.mermaid_cases import CASES, HOSTILE, agent, chart, golden_path, hostile_case
+from gitflow_agents.runs.spend import NOTHING, Spend
+from tests.golden.mermaid_cases import (
+    CASES,
+    HOSTILE,
+    agent,
+    chart,
+    golden_path,
+    hostile_case,
+    usage,
+)
 from tests.helpers.mermaid import skeleton
 
 
@@ -108,6 +117,30 @@ def test_the_total_is_unknown_only_when_no_agent_run_states_a_cost() -> None:
     found = {"run-1": {"run": {"costUsd": 0.25, "costEstimated": True}}}
     assert _last_lines(step_flowchart(result, agent_results=found))[-1] == "total #126;#36;0.25"
     assert "total" not in step_flowchart({"chain": {"outcome": "failed", "agents": []}})
+
+
+def test_a_reused_agent_is_drawn_but_not_in_the_total() -> None:
+    """A reused agent run was counted by the step run that ran it (``runs.spend.step_spend``):
+    its node shows its spend, marked ``reused``, and the total leaves it out, or the step run's
+    own figure given as ``spend`` when the caller read the run folders."""
+    agents = [
+        agent("implement", "builder", "b", "run-1", 1_000, reused=True),
+        agent("review", "reviewer", "r", "run-2", 1_000),
+    ]
+    result = {"chain": {"outcome": "failed", "agents": agents}}
+    found = {"run-1": usage(20_000, 4_000, 0.12), "run-2": usage(5_000, 1_000, 0.03)}
+    text = step_flowchart(result, agent_results=found)
+    assert "reused<br/>1.0 s #183; 24,000 tokens #183; #36;0.12" in text
+    assert _last_lines(text)[-1] == "total #36;0.03"
+    given = Spend(input_tokens=25_000, output_tokens=5_000, cost_usd=0.15)
+    assert _last_lines(step_flowchart(result, agent_results=found, spend=given))[-1] == (
+        "total #36;0.15"
+    )
+    alone = {"chain": {"outcome": "failed", "agents": agents[:1]}}
+    assert "total" not in step_flowchart(alone, agent_results=found)
+    assert _last_lines(step_flowchart(alone, agent_results=found, spend=NOTHING))[-1] == (
+        "total #36;0.00"
+    )
 
 
 def test_parallel_reviewers_fan_out_and_in_inside_one_box() -> None:
