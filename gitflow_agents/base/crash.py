@@ -27,21 +27,39 @@ def crash_log_path() -> Path:
 
 def report(exc: BaseException, prog: str) -> int:
     """Write the crash log, print one line naming it; the internal-error exit code."""
-    text = (
+    text = _text(exc, prog)
+    where = _write(text)
+    # the log cannot be written: the traceback goes to stderr instead
+    hint = f"the traceback is in {where}" if where is not None else "the traceback follows"
+    print(
+        f"{prog}: internal error (a bug in gitflow-agents): {summary(exc)}; {hint}",
+        file=sys.stderr,
+    )
+    if where is None:
+        sys.stderr.write(text)
+    return int(ExitCode.INTERNAL)
+
+
+def log(exc: BaseException, prog: str) -> Path | None:
+    """Write the crash log of a bug the command survives (a thread that carries on without
+    the part that failed, and says so in a warning of its own); None when it cannot be
+    written."""
+    return _write(_text(exc, prog))
+
+
+def summary(exc: BaseException) -> str:
+    """``RuntimeError: a bug``: the exception's type and the first line of its message."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc).__name__
+
+
+def _text(exc: BaseException, prog: str) -> str:
+    return (
         f"{prog} {__version__} crashed at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
         f"python: {sys.version.split()[0]} ({platform.platform()})\n"
         f"command: {' '.join(sys.argv)}\n"
         f"cwd: {_cwd()}\n\n"
         + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     )
-    where = _write(text)
-    what = f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc).__name__
-    # the log cannot be written: the traceback goes to stderr instead
-    hint = f"the traceback is in {where}" if where is not None else "the traceback follows"
-    print(f"{prog}: internal error (a bug in gitflow-agents): {what}; {hint}", file=sys.stderr)
-    if where is None:
-        sys.stderr.write(text)
-    return int(ExitCode.INTERNAL)
 
 
 def _cwd() -> str:

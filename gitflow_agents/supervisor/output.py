@@ -6,6 +6,11 @@ chunk is activity) and emits rate-limited ``agent:output`` events. What reaches 
 and the events is masked line by line as it streams (``redact_stream.LineMasker``: the secret
 rules and the exact values the run knows; docs/security.md, "Secrets in review output").
 ``exit_notifier`` gives an fd the supervisor's select wakes on when the agent exits.
+
+Nothing that fails in the reader stops it: an agent whose pipe is no longer drained blocks on
+its next write and would hang until the stuck timeout. What reads the output along
+(``on_stdout``: the budget's meter, the live input's turn ends) is let go when it raises, and
+the failure is said once through ``on_error``; the output is still read to the end.
 """
 
 from __future__ import annotations
@@ -124,9 +129,12 @@ class Output:
         secrets: Iterable[str] = (),
         *,
         on_stdout: Callable[[bytes], None] | None = None,
+        on_error: Callable[[str, Exception], None] | None = None,
     ) -> None:
         self._log = Log(log_path)
         self._on_stdout = on_stdout  # each raw stdout chunk, as read (a budget's usage meter)
+        self._on_error = on_error  # (what failed, the exception), once per what
+        self._failed: set[str] = set()
         known = frozenset(secrets)
         self._maskers = {"stdout": LineMasker(known), "stderr": LineMasker(known)}
         self._lock = threading.Lock()
@@ -163,20 +171,36 @@ class Output:
                 except OSError:
                     chunk = b""
                 if chunk:
-                    self._on_chunk(names[fd], chunk)
+                    try:
+                        self._on_chunk(names[fd], chunk)
+                    except Exception as exc:  # a bug: the pipe is drained all the same
+                        self._failure("copying its output", exc)
                 else:
                     del names[fd]
 
     def _on_chunk(self, name: str, chunk: bytes) -> None:
         self._activity.touch("output")
         if self._on_stdout is not None and name == "stdout":
-            self._on_stdout(chunk)
+            try:
+                self._on_stdout(chunk)
+            except Exception as exc:  # a bug in what reads along: it reads no more
+                self._on_stdout = None
+                self._failure("reading its output along", exc)
         with self._lock:
             self.captured[name].append(chunk)
             self._write_masked(self._maskers[name].feed(chunk))
             self._pending += len(chunk)
             self._stream = name
         self.flush_due()
+
+    def _failure(self, what: str, exc: Exception) -> None:
+        """Say through ``on_error`` that ``what`` failed, the first time it does; whatever that
+        raises in turn (a closed stderr) is dropped, so the reader reads on."""
+        if what in self._failed or self._on_error is None:
+            return
+        self._failed.add(what)
+        with contextlib.suppress(Exception):
+            self._on_error(what, exc)
 
     def flush_due(self) -> None:
         """Emit the output held back by the rate limit once its time has come: after each

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -17,6 +18,7 @@ from pathlib import Path
 from secrets import token_hex
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from gitflow_agents.base import crash
 from gitflow_agents.base.fsutil import make_dirs, refuse_symlinks
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV, read_json, tree
@@ -180,6 +182,7 @@ class _Supervision:
             self._emit_output,
             secrets,
             on_stdout=self._on_stdout,
+            on_error=self._reader_failed,
         )
         self.token = f"{self.run_id}:{token_hex(8)}"  # marks every process of this tree
         self.proc: subprocess.Popen[bytes] | None = None
@@ -194,9 +197,38 @@ class _Supervision:
         self.session = AgentSession(launch.adapter, self.emit, secrets)
 
     def _on_stdout(self, chunk: bytes) -> None:
-        if self.budget is not None:
-            self.budget.feed(chunk)
+        """Each stdout chunk, in the output reader's thread: to the budget's watch and the
+        live input. A watch that raises is let go (``_reader_failed``); the live input still
+        sees the chunk, so a live CLI's stdin is still closed when its turn ends."""
+        budget = self.budget
+        if budget is not None:
+            try:
+                budget.feed(chunk)
+            except Exception as exc:  # a bug in the meter: the output is drained all the same
+                self._reader_failed("its budget watch", exc)
         self.session.feed(chunk)
+
+    def _reader_failed(self, what: str, exc: Exception) -> None:
+        """Something in the output reader raised (``what``: the budget's watch, what reads the
+        output along, the copying itself): the reader goes on draining the agent's pipe (an
+        agent whose pipe fills blocks, and the run would hang until the stuck timeout), and
+        this says so once, on stderr, with the traceback in the crash log. A watch that missed
+        output reads short from then on, so unless only the copying failed the budget watch is
+        let go for the rest of the run: the budget is not checked while it runs, only before
+        the next agent starts (from what the run's record says it spent)."""
+        lost = what != "copying its output" and self.budget is not None
+        if lost:
+            self.budget = None
+        where = crash.log(exc, "gitflow-agents")
+        hint = f"the traceback is in {where}" if where is not None else "no crash log written"
+        said = [
+            f"gitflow-agents: warning: agent {self.agent} (run {self.run_id}): {what} failed "
+            f"(a bug in gitflow-agents: {crash.summary(exc)}; {hint})",
+            "its output is still read to the end",
+        ]
+        if lost:
+            said.append("its budget can no longer be checked while it runs")
+        print("; ".join(said), file=sys.stderr)
 
     def emit(self, kind: str, data: Mapping[str, Any]) -> None:
         self.hub.emit(kind, {"agent": self.agent, **data}, run_id=self.run_id)
@@ -332,7 +364,8 @@ class _Supervision:
             return stopped("canceled", "canceled by request")
         if self.session.aborted is not None:
             return stopped("canceled", self.session.aborted)
-        over = self.budget.exceeded() if self.budget is not None else None
+        budget = self.budget  # the reader lets it go when it fails (``_reader_failed``)
+        over = budget.exceeded() if budget is not None else None
         if over is not None:  # before the exit: a CLI its own budget flag stopped ends "budget"
             return stopped("budget", over)
         if proc.poll() is not None:
@@ -349,7 +382,7 @@ class _Supervision:
             return stop
         if now - self.status_at >= 1.0:
             self.status_at = now
-            live = {"spent": self.budget.spent()} if self.budget is not None else {}
+            live = {"spent": budget.spent()} if budget is not None else {}
             update_status(
                 self.run_dir,
                 last_activity=self.activity.wall,
@@ -410,7 +443,8 @@ class _Supervision:
         self.session.leave()
         leftover = self._sweep(stop.sweep)
         self.output.finish(stop.drain)
-        if stop.verdict is None and self.budget is not None:
+        budget = self.budget
+        if stop.verdict is None and budget is not None:
             # it exited or renamed its report: its last usage lines may have come after the
             # loop's last check (the exit beating the reader), or after the rename (Claude Code
             # prints its result once the rename's tool call is done); judged on all of them: a
@@ -419,7 +453,7 @@ class _Supervision:
             completed = stop.signal_at is not None or any(
                 path.exists() for path in (self.files.success, self.files.failure)
             )
-            over = self.budget.exceeded(completed=completed)
+            over = budget.exceeded(completed=completed)
             stop = stopped("budget", over) if over is not None else stop
         code = self.proc.returncode if self.proc is not None else None
         verdict = refuse_irregular_report(
@@ -436,8 +470,8 @@ class _Supervision:
         parse = self.parse_output if self.proc is not None else None
         by_exit = self.spec.completes_by_exit
         parsed, verdict = read_reply(parse, verdict, stdout, stderr, completes_by_exit=by_exit)
-        if parsed is not None and self.budget is not None:  # stopped before its final totals
-            parsed = self.budget.fill(parsed, at_limit=verdict.status == "budget")
+        if parsed is not None and budget is not None:  # stopped before its final totals
+            parsed = budget.fill(parsed, at_limit=verdict.status == "budget")
         note = f"; processes left behind: {list(leftover)}" if leftover else ""
         outcome = Outcome(
             status=verdict.status,

@@ -48,3 +48,45 @@ def test_held_back_output_is_emitted_once_due(
     os.close(write_fd)
     out.finish(5.0)
     assert len(events) == 2 and (tmp_path / "worker.log").read_bytes() == b"first\nsecond\n"
+
+
+def test_what_raises_in_the_reader_is_said_once_and_the_pipe_is_drained(tmp_path: Path) -> None:
+    """A reader thread that died on an exception left the agent blocked on a full pipe: what
+    reads along (``on_stdout``) is let go at its first failure, an ``agent:output`` emit that
+    raises is dropped, each said once through ``on_error``, and the output is read to the end."""
+    fed: list[bytes] = []
+    failed: list[tuple[str, str]] = []
+
+    def along(chunk: bytes) -> None:
+        fed.append(chunk)
+        raise NameError("name 'usage' is not defined")
+
+    emitted: list[dict[str, Any]] = []
+
+    def emit(data: dict[str, Any]) -> None:  # the first event: the reader's, on the first chunk
+        emitted.append(data)
+        if len(emitted) == 1:
+            raise RuntimeError("a channel's bug")
+
+    out = Output(
+        tmp_path / "worker.log",
+        Activity(),
+        emit,
+        on_stdout=along,
+        on_error=lambda what, exc: failed.append((what, str(exc))),
+    )
+    read_fd, write_fd = os.pipe()
+    out.start({"stdout": read_fd})
+    data = b"".join(b"%07d\n" % n for n in range(200_000))  # 1.6 MB: many pipes full
+    written = 0
+    while written < len(data):  # blocks on a full pipe unless the reader drains it
+        written += os.write(write_fd, data[written : written + 65536])
+    os.close(write_fd)
+    out.finish(30.0)
+    assert out.captured["stdout"].value() == data
+    assert (tmp_path / "worker.log").read_bytes() == data
+    assert len(fed) == 1
+    assert failed == [
+        ("reading its output along", "name 'usage' is not defined"),
+        ("copying its output", "a channel's bug"),
+    ]

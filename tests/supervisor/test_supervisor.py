@@ -471,6 +471,72 @@ class _ReaderAfterTheExit:
         return {}
 
 
+class _BrokenMeter:
+    """A budget watch whose meter has a bug (a NameError, as a meter file mid-edit gave): its
+    first chunk raises. ``fill`` is only called on a watch the supervisor still holds."""
+
+    def __init__(self) -> None:
+        self.fed = 0
+        self.filled = False
+
+    def feed(self, chunk: bytes) -> None:
+        self.fed += 1
+        raise NameError("name 'usage' is not defined")
+
+    def exceeded(self, *, completed: bool = False) -> str | None:
+        return None
+
+    def fill(self, parsed: AgentOutput) -> AgentOutput:
+        self.filled = True
+        return parsed
+
+    def spent(self) -> dict[str, object]:
+        return {}
+
+
+def test_a_budget_watch_that_raises_leaves_the_output_drained_and_the_run_ending(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path
+) -> None:
+    """The watch is fed in the output reader's thread: an exception there stopped the reader,
+    the agent blocked on its full pipe and the run hung until the stuck timeout. Now the
+    reader reads on (worker.log and the output get all of it), the failure is said once (a
+    warning, the traceback in the crash log) and the watch is let go for the rest of the run."""
+    work = tmp_path / "work"
+    (work / "agent").mkdir(parents=True)
+    lines = 2000  # 2 MB: far more than a pipe holds
+    spec = LaunchSpec(
+        argv=(sys.executable, "-c", f"for n in range({lines}): print(f'{{n:08d}}' + 'x' * 991)"),
+        env=dict(os.environ),
+        cwd=work,
+        completes_by_exit=True,
+    )
+    watch = _BrokenMeter()
+    outcome = supervise(
+        Launch(spec, watch=(work,), budget=watch),
+        ReportFiles.named(work / "agent", "report.md", ".complete.md", ".failed.md"),
+        Limits(stuck_timeout=20, timeout=120, kill_grace=0.5),
+        hub=EventHub(),
+        run_dir=work / "run",
+    )
+    assert outcome.status == "succeeded", outcome.reason
+    assert outcome.stdout.count("\n") == lines and outcome.stdout.endswith(
+        f"{lines - 1:08d}" + "x" * 991 + "\n"
+    )
+    log = (work / "run" / "worker.log").read_text()
+    assert log.count("\n") == lines and f"{lines - 1:08d}" in log
+    assert watch.fed == 1 and not watch.filled  # let go after its first failure
+    err = capsys.readouterr().err
+    [said] = err.splitlines()
+    crash_log = isolated_home / ".cache" / "gitflow-agents" / "crash.log"
+    assert said == (
+        "gitflow-agents: warning: agent agent (run run): its budget watch failed (a bug in "
+        f"gitflow-agents: NameError: name 'usage' is not defined; the traceback is in "
+        f"{crash_log}); its output is still read to the end; its budget can no longer be "
+        "checked while it runs"
+    )
+    assert "NameError: name 'usage' is not defined" in crash_log.read_text()
+
+
 def test_an_exit_that_beats_the_reader_to_the_last_usage_line_still_ends_budget(
     tmp_path: Path,
 ) -> None:
