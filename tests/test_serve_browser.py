@@ -214,6 +214,37 @@ def test_hostile_title_finding_and_output_are_inert_in_the_browser(repo: Path, d
         _not_injected(driver)
 
 
+def test_a_running_agents_tokens_and_cost_follow_its_budgets_watch(repo: Path, driver: Any) -> None:
+    """The runs page's row and the run's page show what the agent has spent so far, as the
+    supervisor rewrites status.json, without a reload (the run's page keeps its events)."""
+    run_id = "01900000-0000-7000-8000-000000000001"
+    run_dir = write_run(
+        repo,
+        run_id,
+        status={"state": "running", "agent": "builder", "kind": "spawn"},
+        events=[event("agent:start", run_id, agent="builder", pid=1)],
+    )
+
+    def spent(input_tokens: int) -> None:
+        figures = {"inputTokens": input_tokens, "outputTokens": 200, "costUsd": 0.006}
+        status = {"state": "running", "agent": "builder", "kind": "spawn", "spent": figures}
+        (run_dir / "status.json").write_text(json.dumps(status))
+
+    with serving(repo) as served:
+        driver.get(served.url("/"))
+        wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+        spent(1000)
+        cell = driver.find_element("css selector", "td.tokens")
+        wait_for(driver, lambda d: cell.text == "1,000/200 $0.0060")
+        spent(2000)
+        wait_for(driver, lambda d: cell.text == "2,000/200 $0.0060")
+        driver.get(served.url(f"/run/{run_id}"))
+        wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+        assert driver.find_element("id", "tokens").text == "2,000/200 $0.0060"
+        spent(3000)
+        wait_for(driver, lambda d: d.find_element("id", "tokens").text == "3,000/200 $0.0060")
+
+
 def test_screenshot_of_a_plan_graph_and_a_prompt_by_segment(
     repo: Path, tmp_path: Path, driver: Any
 ) -> None:

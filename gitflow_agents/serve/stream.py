@@ -5,6 +5,11 @@ starts (its ``status.json`` says a live state, or it has no ``result.json`` yet)
 its first event, so the page catches up with runs it opened in the middle of; a finished run
 from its end (the page was drawn with it). A run folder that appears later is read from its
 start. Only whole lines are read: a line still being written waits for the next poll.
+
+Besides the events, the follower tells what a running agent has spent so far (``run:spent``):
+the reading of its budget's watch that the supervisor writes into ``status.json`` each second,
+which no event carries (an agent's output events have no usage; only the event that ends it
+has its totals).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import RunPaths, iter_runs, read_json
 from gitflow_agents.runs.fields import mapping, scalar
 from gitflow_agents.runs.schema import step_chain
-from gitflow_agents.runs.spend import Spend, spend_text
+from gitflow_agents.runs.spend import Spend, run_spend, spend_text
 from gitflow_agents.runs.status import is_live
 
 MAX_TEXT = 400
@@ -150,6 +155,22 @@ def ended_view(paths: RunPaths) -> dict[str, Any]:
     }
 
 
+def spent_view(paths: RunPaths, tokens: str) -> dict[str, Any]:
+    """A ``run:spent`` view: what a running agent has spent so far (``tokens``, as
+    :func:`~gitflow_agents.runs.spend.spend_text` shows it, the figures of ``status``)."""
+    return {
+        "run": paths.run_dir.name,
+        "flow": paths.run_dir.parent.parent.name,
+        "type": "run:spent",
+        "agent": "",
+        "state": "",
+        "at": "",
+        "text": "",
+        "tokens": tokens,
+        "offset": 0,
+    }
+
+
 def run_is_live(paths: RunPaths) -> bool:
     """A live state in ``status.json``, or no ``result.json`` yet."""
     status = read_json(paths.status) or {}
@@ -164,6 +185,11 @@ class Follower:
     flow_dir: str
     offsets: dict[Path, int] = field(default_factory=dict)
     ended: set[Path] = field(default_factory=set)  # runs whose result.json was seen
+    # a live run's spend: the status.json last read (inode, mtime, size), the text last sent,
+    # the runs whose agent's attempt has ended (its event has the totals: no reading after it)
+    status_seen: dict[Path, tuple[int, int, int]] = field(default_factory=dict)
+    spent: dict[Path, str] = field(default_factory=dict)
+    stopped: set[Path] = field(default_factory=set)
 
     def start(self, *, replay: bool = True) -> None:
         """Remember where each run's events end; a live run's from their start (``replay``),
@@ -181,11 +207,45 @@ class Follower:
         """The events appended since the last poll, as :func:`event_view` shows them."""
         found: list[dict[str, Any]] = []
         for paths in iter_runs(self.root, self.flow_dir):
-            found.extend(self._read(paths))
-            if paths.run_dir not in self.ended and paths.result.exists():
+            views = self._read(paths)
+            found.extend(views)
+            if paths.run_dir in self.ended:
+                continue
+            if paths.result.exists():
                 self.ended.add(paths.run_dir)
                 found.append(ended_view(paths))
+            else:
+                found.extend(self._spent(paths, views))
         return found
+
+    def _spent(self, paths: RunPaths, views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A ``run:spent`` view when the spend a live run's status.json says changed since the
+        last one sent. It is read after the run's events of this poll, and not once its agent
+        has ended (until an attempt after a rate limit starts): the supervisor writes its last
+        reading before the event that ends the agent, whose totals the page must keep."""
+        run_dir = paths.run_dir
+        for view in views:
+            if view["type"] in ("agent:complete", "agent:failed"):
+                self.stopped.add(run_dir)
+            elif view["type"] == "agent:start":
+                self.stopped.discard(run_dir)
+        if run_dir in self.stopped:
+            return []
+        try:  # read again only once rewritten (each second while a watched agent runs)
+            stat = paths.status.stat()
+        except OSError:
+            return []
+        seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        if self.status_seen.get(run_dir) == seen:
+            return []
+        self.status_seen[run_dir] = seen
+        status = read_json(paths.status) or {}
+        watched = mapping(status, "spent")
+        tokens = spend_text(run_spend(watched)) if watched and is_live(status.get("state")) else ""
+        if not tokens or tokens == self.spent.get(run_dir):
+            return []
+        self.spent[run_dir] = tokens
+        return [spent_view(paths, tokens)]
 
     def _read(self, paths: RunPaths) -> list[dict[str, Any]]:
         path = paths.events

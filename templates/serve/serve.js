@@ -122,6 +122,13 @@
       setState(document.getElementById("state"), view.state);
       return;
     }
+    if (view.type === "run:spent") {
+      // what the running agent has spent so far (no line of its events: no offset)
+      if (view.tokens) {
+        document.getElementById("tokens").textContent = view.tokens;
+      }
+      return;
+    }
     if (view.offset <= parseInt(events.dataset.offset || "0", 10)) {
       return; // one the page was drawn with
     }

@@ -224,3 +224,25 @@ def test_a_real_chain_shows_its_step_agents_prompt_report_and_findings(repo: Pat
         page = request(served, served.target(f"/run/{reviewer}")).body
         assert page.count('class="segment"') >= 3  # recorded at its start
         assert 'class="finding"' in page and "REVIEW_RESULT" in page  # findings and report
+
+
+def test_the_stream_sends_a_running_agents_spend_as_its_budgets_watch_reads_it(
+    repo: Path,
+) -> None:
+    """The runs page's tokens and cost of a running agent follow what `status` shows."""
+    spent = {"inputTokens": 3000, "outputTokens": 600, "costUsd": 0.018, "costEstimated": True}
+    run_dir = write_run(repo, RUN, status={"state": "running", "agent": "builder"})
+    with serving(repo) as served:
+        stream = Stream(served)
+        try:
+            (run_dir / "status.json").write_text(
+                json.dumps({"state": "running", "agent": "builder", "spent": spent})
+            )
+            got = stream.next_event()
+            assert (got["run"], got["type"], got["tokens"]) == (
+                RUN,
+                "run:spent",
+                "3,000/600 $0.0180 est.",
+            )
+        finally:
+            stream.close()

@@ -107,3 +107,52 @@ def test_without_replay_a_live_run_is_read_from_its_end_too(repo: Path) -> None:
     with (run_dir / "events.jsonl").open("a") as handle:
         handle.write(json.dumps(event("agent:complete", LIVE, status="failed")) + "\n")
     assert [v["state"] for v in follower.poll()] == ["failed"]
+
+
+def _spent(run_dir: Path, state: str, input_tokens: int) -> None:
+    """status.json as the supervisor rewrites it each second while a budget watches the agent."""
+    spent = {"inputTokens": input_tokens, "outputTokens": 200, "costUsd": 0.006}
+    (run_dir / "status.json").write_text(json.dumps({"state": state, "spent": spent}))
+
+
+def test_a_running_agents_spend_so_far_is_sent_as_it_changes(repo: Path) -> None:
+    """Its output events carry no usage: the row's tokens and cost follow status.json's `spent`
+    (what `status` shows), in the same form, once for each change."""
+    run_dir = write_run(repo, LIVE, events=[event("agent:start", LIVE, pid=1)])
+    _spent(run_dir, "running", 1000)
+    follower = Follower(repo, "flows")
+    follower.start()
+    views = follower.poll()
+    assert [(v["type"], v["tokens"]) for v in views] == [
+        ("agent:start", ""),
+        ("run:spent", "1,000/200 $0.0060"),
+    ]
+    assert views[-1]["run"] == LIVE and views[-1]["state"] == ""
+    _spent(run_dir, "running", 1000)  # rewritten, the same reading: nothing new
+    assert follower.poll() == []
+    _spent(run_dir, "running", 2000)
+    assert [v["tokens"] for v in follower.poll()] == ["2,000/200 $0.0060"]
+
+
+def test_no_spend_reading_follows_the_event_that_ends_the_agent(repo: Path) -> None:
+    """The supervisor's last reading may reach the page after the end's totals; it must not
+    replace them. An attempt after a rate limit's wait is read again."""
+    run_dir = write_run(repo, LIVE, events=[event("agent:start", LIVE, pid=1)])
+    _spent(run_dir, "running", 1000)
+    follower = Follower(repo, "flows")
+    follower.start()
+    follower.poll()
+    with (run_dir / "events.jsonl").open("a") as handle:
+        ended = event("agent:failed", LIVE, status="rate_limited", input_tokens=3000)
+        handle.write(json.dumps(ended) + "\n")
+    _spent(run_dir, "running", 2000)  # written before the end's event, read after it
+    assert [(v["type"], v["tokens"]) for v in follower.poll()] == [("agent:failed", "3,000/?")]
+    _spent(run_dir, "waiting", 2500)
+    assert follower.poll() == []
+    with (run_dir / "events.jsonl").open("a") as handle:
+        handle.write(json.dumps(event("agent:start", LIVE, pid=2)) + "\n")
+    _spent(run_dir, "running", 4000)
+    assert [(v["type"], v["tokens"]) for v in follower.poll()] == [
+        ("agent:start", ""),
+        ("run:spent", "4,000/200 $0.0060"),
+    ]
