@@ -23,7 +23,7 @@ from typing import Any
 from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import RunPaths, iter_runs, read_json
-from gitflow_agents.runs.fields import mapping, scalar
+from gitflow_agents.runs.fields import mapping, scalar, text
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import Spend, run_spend, spend_text
 from gitflow_agents.runs.status import is_live
@@ -85,8 +85,10 @@ def event_view(run_id: str, flow: str, event: Mapping[str, Any]) -> dict[str, An
     if kind in ("agent:complete", "agent:failed"):
         state = str(data.get("status") or kind.split(":")[1])
         text = str(data.get("reason") or "")
-    elif kind == "harness:complete":
-        state = str(data.get("outcome") or data.get("status") or "")
+    elif kind == "harness:complete":  # a step's outcome; an agent run's record's status is
+        # not its state: agent:complete / agent:failed said how it ended (budget, stuck,
+        # timeout: "failed" in the record), as status.json keeps it and the page is drawn with
+        state = str(data.get("outcome") or "")
     elif kind in ("agent:output", "agent:tool"):
         text = str(data.get("tail") or data.get("tool") or "")
     elif kind in ("agent:waiting", "agent:start"):
@@ -135,11 +137,14 @@ def views_of(paths: RunPaths, chunk: bytes, start: int) -> list[dict[str, Any]]:
 
 def ended_view(paths: RunPaths) -> dict[str, Any]:
     """A ``run:ended`` view once a run's result.json is written: how it ended (a step run's
-    outcome), for a run whose events do not say it (a step run has no events of its own)."""
+    outcome), for a run whose events do not say it (a step run has no events of its own). An
+    agent run's is how its agent ended (``run.outcome``: ``budget``, ``stuck``…, what its
+    status.json says and the page is drawn with), not its record's coarser status (``failed``)."""
     result = read_json(paths.result) or {}
     run = mapping(result, "run")
     chain = step_chain(result)
-    state = (chain.outcome if chain is not None else "") or str(scalar(result, "status") or "")
+    outcome = chain.outcome if chain is not None else text(run, "outcome")
+    state = str(outcome or scalar(result, "status") or "")
     what = f"step {chain.step}" if chain is not None and chain.step is not None else ""
     return {
         "run": paths.run_dir.name,

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gitflow_agents.runs import iter_runs
 from gitflow_agents.runs.spend import run_spend, spend_text
-from gitflow_agents.serve.stream import Follower, event_view, shown_text, tokens_text
+from gitflow_agents.serve.stream import Follower, ended_view, event_view, shown_text, tokens_text
+from gitflow_agents.serve.views import run_row
+from tests.conftest import FAKES
+from tests.helpers.chain import call, configure
 from tests.helpers.serve import event, write_run
 
 LIVE = "01900000-0000-7000-8000-000000000001"
@@ -156,3 +160,30 @@ def test_no_spend_reading_follows_the_event_that_ends_the_agent(repo: Path) -> N
         ("agent:start", ""),
         ("run:spent", "4,000/200 $0.0060"),
     ]
+
+
+def test_an_agent_runs_end_keeps_how_its_agent_ended_not_its_records_status() -> None:
+    """A budget-stopped (stuck, timed out…) agent run's record says `failed`; its page row says
+    `budget`, as its status.json: neither the run's last event nor run:ended turns it `failed`."""
+    done = event("harness:complete", LIVE, status="failed")
+    assert (event_view(LIVE, "f", done) or {})["state"] == ""
+    step = event("harness:complete", LIVE, outcome="budget", runID=LIVE)
+    assert (event_view(LIVE, "f", step) or {})["state"] == "budget"
+
+
+def test_a_budget_stopped_run_ends_budget_on_the_stream_as_on_the_page(repo: Path) -> None:
+    """The row the stream draws ends as the row a reload draws."""
+    configure(repo)
+    options = {"executable": str(FAKES / "fake_spender")}
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(
+        config.read_text()
+        + f"  spender:\n    adapter: claude\n    options: {json.dumps(options)}\n"
+    )
+    done = call(repo, "spawn", "spender", "--task", "spend", "--budget-usd", "0.05", "--quiet")
+    assert done.returncode == 5, done
+    (paths,) = iter_runs(repo, "flows")
+    follower = Follower(repo, "flows")  # not started: every event, as a page open all along
+    states = [v["state"] for v in follower.poll() if v["state"]]
+    assert states[-2:] == ["budget", "budget"]  # agent:failed, then run:ended
+    assert ended_view(paths)["state"] == run_row(paths).state == "budget"
