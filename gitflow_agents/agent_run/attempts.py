@@ -234,7 +234,9 @@ def _wait(
     except (OverflowError, OSError, ValueError):  # a reset (and a total wait) ages away
         shown = f"{delay:,.0f} s from now"
     why = f"{reason}; waiting until {shown} to {then}"
-    update_status(run.paths.run_dir, state="waiting", waitingUntil=until, reason=why)
+    # the attempt's end is not the run's: it goes on (``status``: no endedAt, its TIME from
+    # the first attempt's start)
+    update_status(run.paths.run_dir, state="waiting", waitingUntil=until, reason=why, ended=None)
     data: dict[str, Any] = {
         "agent": run.job.agent_id,
         "reason": why,

@@ -61,6 +61,7 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
     from gitflow_agents.runs.fields import mapping, scalar, text
     from gitflow_agents.runs.lost import is_lost, spent_before, tree_pids
     from gitflow_agents.runs.schema import step_chain
+    from gitflow_agents.runs.status import is_live
 
     rows = []
     for paths in iter_runs(root, flow_dir, flow):
@@ -86,7 +87,8 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
             "reason": reason,
             "pid": scalar(status, "pid"),
             "startedAt": scalar(status, "started"),
-            "endedAt": scalar(status, "ended"),
+            # a live run has not ended (one waiting under an earlier release kept its attempt's end)
+            "endedAt": None if is_live(status.get("state")) else scalar(status, "ended"),
             "lastActivityAt": scalar(status, "last_activity"),
             "lastActivityKind": scalar(status, "last_activity_kind"),
             "result": scalar(result, "status") if result else None,

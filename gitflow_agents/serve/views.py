@@ -135,7 +135,8 @@ def run_row(paths: RunPaths, events: list[dict[str, Any]] | None = None) -> RunR
     if is_lost(status):  # nothing supervises it any more (as `status` says): it never ends
         state, live = "lost", False
     started = number(status, "started") or number(run, "startedAt")
-    ended = number(status, "ended") or number(run, "finishedAt") or number(run, "endedAt")
+    ended = None if is_live(status.get("state")) else number(status, "ended")  # as `status`
+    ended = ended or number(run, "finishedAt") or number(run, "endedAt")
     spend = step_spend(paths.run_dir, result) if chain is not None else run_spend(run)
     if started is None and ended is not None and number(run, "durationMs") is not None:
         started = ended - (number(run, "durationMs") or 0) / 1000

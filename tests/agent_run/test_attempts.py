@@ -381,6 +381,9 @@ def test_the_wait_shows_in_status_and_cancel_ends_it(repo: Path, tmp_path: Path,
             status = json.loads(found[0].read_text()) if found else {}
         assert status["state"] == "waiting", status
         assert status["waitingUntil"] > time.time() + 60
+        assert status["ended"] is None  # the attempt ended, the run goes on
+        (row,) = json.loads(cli.main("status", "--json", cwd=repo, env=env).stdout)
+        assert row["endedAt"] is None and row["startedAt"] == status["started"]
         shown = cli.main("status", cwd=repo, env=env)
         assert "waiting" in shown.stdout and "usage limit reached" in shown.stdout
         canceled = cli.main("cancel", status["run_id"], cwd=repo, env=env)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 from tests.conftest import FAKES
@@ -46,3 +48,20 @@ def test_a_lost_runs_time_stops_at_its_last_sign_of_life() -> None:
     }  # fmt: skip
     (line,) = [ln for ln in format_table([row]).splitlines() if ln.startswith("01a2-lost")]
     assert " 1:05 " in line, line
+
+
+def test_a_run_waiting_out_a_rate_limit_has_no_end_and_its_time_goes_on(repo: Path) -> None:
+    """Between attempts the run lives: no endedAt (even in a record that kept its first
+    attempt's end), and its TIME counts from its first attempt's start, not to that end."""
+    from gitflow_agents.commands.status import collect, format_table
+
+    started = time.time() - 600
+    run_dir = repo / "flows" / "f" / "runs" / "01a2-waiting"
+    run_dir.mkdir(parents=True)
+    status = {"state": "waiting", "agent": "a", "started": started, "ended": started + 0.5}
+    status["supervisor_pid"] = os.getpid()  # this test supervises it: not lost
+    (run_dir / "status.json").write_text(json.dumps(status))
+    (row,) = collect(repo, "flows")
+    assert (row["state"], row["startedAt"], row["endedAt"]) == ("waiting", started, None)
+    (line,) = [ln for ln in format_table([row]).splitlines() if ln.startswith("01a2-waiting")]
+    assert " 10:0" in line, line  # ten minutes and the seconds this test took, not 0:00

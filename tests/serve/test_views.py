@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from gitflow_agents.serve.views import RunRow, elapsed_text, run_rows
@@ -47,3 +48,13 @@ def test_a_running_agent_shows_what_its_budgets_watch_read_so_far(repo: Path) ->
     )
     (row,), _ = run_rows(repo, "flows")
     assert row.tokens == "3,000/600 $0.0180 est."
+
+
+def test_a_run_waiting_out_a_rate_limit_has_no_end_yet(repo: Path) -> None:
+    """As `status`: its elapsed time goes on from its first attempt's start."""
+    status = {"state": "waiting", "agent": "a", "started": 1000.0, "ended": 1000.5}
+    status["supervisor_pid"] = os.getpid()  # this test supervises it: not lost
+    write_run(repo, "01900000-0000-7000-8000-000000000001", status=status)
+    (row,), _ = run_rows(repo, "flows")
+    assert (row.started, row.ended, row.live) == (1000.0, None, True)
+    assert elapsed_text(row, now=1600.0) == "10:00"
