@@ -8,7 +8,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +245,46 @@ def test_a_running_agents_tokens_and_cost_follow_its_budgets_watch(repo: Path, d
         assert driver.find_element("id", "tokens").text == "2,000/200 $0.0060"
         spent(3000)
         wait_for(driver, lambda d: d.find_element("id", "tokens").text == "3,000/200 $0.0060")
+
+
+def test_a_run_waiting_out_a_rate_limit_goes_on_counting_from_its_first_start(
+    repo: Path, driver: Any
+) -> None:
+    """The attempt's end and the next attempt's start move neither end of the run's time."""
+    run_id = "01900000-0000-7000-8000-000000000001"
+    started = time.time() - 600
+    status = {"state": "running", "agent": "a", "started": started}
+    status["supervisor_pid"] = os.getpid()  # this test supervises it: not lost
+    run_dir = write_run(repo, run_id, status=status)
+
+    def now(kind: str, **data: Any) -> str:
+        stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        return json.dumps({**event(kind, run_id, agent="a", **data), "timestamp": stamp}) + "\n"
+
+    def elapsed(d: Any, where: str) -> tuple[int, str | None, str | None]:
+        cell = d.find_element("css selector", where)
+        shown = cell.text.split(":")
+        minutes = int(shown[0]) if len(shown) == 2 else -1  # mm:ss (h:mm:ss: a day off)
+        return minutes, cell.get_attribute("data-started"), cell.get_attribute("data-ended")
+
+    def through_a_wait(served: Any, page: str, state: str, where: str) -> None:
+        driver.get(served.url(page))
+        wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+        with (run_dir / "events.jsonl").open("a") as handle:
+            handle.write(now("agent:failed", status="rate_limited"))
+            handle.write(now("agent:waiting", reason="usage limit; waiting"))
+        wait_for(driver, lambda d: d.find_element("css selector", state).text == "waiting")
+        minutes, first, ended = elapsed(driver, where)
+        assert minutes >= 10 and ended is None  # no end while it waits
+        with (run_dir / "events.jsonl").open("a") as handle:
+            handle.write(now("agent:start", pid=2))
+        wait_for(driver, lambda d: d.find_element("css selector", state).text == "running")
+        minutes, again, ended = elapsed(driver, where)
+        assert minutes >= 10 and (again, ended) == (first, None)  # from the first start
+
+    with serving(repo) as served:
+        through_a_wait(served, "/", "td.state", "td.elapsed")
+        through_a_wait(served, f"/run/{run_id}", "#state", "#elapsed")
 
 
 def test_screenshot_of_a_plan_graph_and_a_prompt_by_segment(

@@ -84,6 +84,21 @@
     return isNaN(parsed) ? null : parsed / 1000;
   }
 
+  function startsOrEnds(time, view) {
+    // A run's time counts from its first start: an attempt after a rate limit's wait
+    // (agent:waiting, then agent:start again) goes on from it, as `status` counts it.
+    const at = seconds(view.at);
+    if (view.type === "agent:start" || view.type === "agent:waiting") {
+      delete time.dataset.ended;
+    }
+    if (view.type === "agent:start" && at !== null && !time.dataset.started) {
+      time.dataset.started = String(at);
+    }
+    if ((view.type === "agent:complete" || view.type === "agent:failed") && at !== null) {
+      time.dataset.ended = String(at);
+    }
+  }
+
   function onIndexEvent(view) {
     const row = indexRow(view);
     if (!row) {
@@ -96,14 +111,7 @@
       cell(row, "what").textContent = view.what;
     }
     setState(cell(row, "state"), view.state);
-    const time = cell(row, "elapsed");
-    if (view.type === "agent:start" && seconds(view.at) !== null) {
-      time.dataset.started = String(seconds(view.at));
-      delete time.dataset.ended;
-    }
-    if ((view.type === "agent:complete" || view.type === "agent:failed") && seconds(view.at) !== null) {
-      time.dataset.ended = String(seconds(view.at));
-    }
+    startsOrEnds(cell(row, "elapsed"), view);
     if (view.tokens) {
       cell(row, "tokens").textContent = view.tokens;
     }
@@ -137,13 +145,7 @@
     if (view.tokens) {
       document.getElementById("tokens").textContent = view.tokens;
     }
-    const time = document.getElementById("elapsed");
-    if (view.type === "agent:start" && seconds(view.at) !== null) {
-      time.dataset.started = String(seconds(view.at));
-    }
-    if ((view.type === "agent:complete" || view.type === "agent:failed") && seconds(view.at) !== null) {
-      time.dataset.ended = String(seconds(view.at));
-    }
+    startsOrEnds(document.getElementById("elapsed"), view);
     const item = document.createElement("li");
     const at = document.createElement("span");
     at.className = "at";
