@@ -114,6 +114,7 @@ class AgentJob:
     in_process: InProcess | None = None
     budget: Ledger | None = None  # the limits it is held to (runs/budget.py); None: none
     control: bool = False  # listen for send/cancel while it runs (runs/control.py); own hub only
+    chain_run: str | None = None  # the step run it is an agent of (in status.json: runs/lost.py)
 
     @property
     def session_before(self) -> AgentOutput | None:
@@ -474,6 +475,7 @@ def _write_queued(job: AgentJob, facts: RunFacts, agent_dir: Path) -> None:
             "stuck_timeout": job.limits.stuck_timeout,
             "timeout": job.limits.timeout,
             "workdir": str(job.workdir or job.root),  # whose work tree (lost_runs.lost_in)
+            **({"chainRunID": job.chain_run} if job.chain_run else {}),
             **({"session": dict(facts.session)} if facts.session else {}),
         },
     )

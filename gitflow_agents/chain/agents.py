@@ -110,6 +110,7 @@ def lost_runs(ended: Sequence[Lost]) -> list[AgentRun]:
     runs = []
     for run_id, status in ended:
         agent = str(status.get("agent") or "?")
+        ended_by = status.get("reason") if status.get("state") == "canceled" else None
         kind = status.get("kind")
         started = status.get("started")
         ran = time.time() - started if isinstance(started, (int, float)) else 0.0
@@ -120,7 +121,9 @@ def lost_runs(ended: Sequence[Lost]) -> list[AgentRun]:
                 kind=kind if kind in ("implement", "review", "fix", "research") else "implement",
                 run_id=run_id,
                 status="canceled",
-                reason="lost (its supervisor died); killed by a new run of its step",
+                reason=f"lost (its supervisor died); {ended_by}"
+                if isinstance(ended_by, str) and ended_by
+                else "lost (its supervisor died); killed by a new run of its step",
                 reused=False,
                 start_sha="",
                 end_sha="",
@@ -364,6 +367,7 @@ class _Attempt:
                 secrets=frozenset(ctx.secrets),
                 in_process=self._builtin_review if self.builtin else None,
                 budget=ctx.budget,
+                chain_run=ctx.chain_run,
             ),
             hub=ctx.hub,
             paths=ctx.new_run(),

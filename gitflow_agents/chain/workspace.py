@@ -159,6 +159,9 @@ def take_over(ctx: Context, tree: Path, ended: list[Lost] | None = None) -> None
             f"run {run_id} ({agent}) was lost (its supervisor died) and still worked in "
             f"{tree}: its process tree was killed before this run took the work tree over"
         )
+    if ended is not None:  # lost runs of the step that `cancel` or `gc` ended meanwhile
+        runs = runs_root(ctx.root, ctx.config.flow_dir, ctx.flow)
+        ended.extend(Lost(p.run_dir.name, status) for p, status in lost.ended_lost_in(runs, tree))
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ lost runs in the step's work tree before it touches it (docs/chains.md, The stat
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,11 +20,15 @@ from typing import Any
 from gitflow_agents.base.fsutil import write_json_atomic
 from gitflow_agents.runs import RunPaths, flow_result, read_json, tree, write_result
 from gitflow_agents.runs.liveness import process_alive, run_alive
+from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import run_spend
 from gitflow_agents.runs.status import LIVE_STATES
 from gitflow_agents.runs.tree import KILL_GRACE, kill_tree
 
 ACTIVE = LIVE_STATES
+LOST = "lost"
+"""The ``run`` key of the record a lost run was ended with (``mark_ended``)."""
+_SAFE_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")  # a run folder's name, nothing else
 
 
 def supervisor_alive(status: Mapping[str, Any]) -> bool:
@@ -91,6 +96,8 @@ def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
         timed: dict[str, float] = {}
         if isinstance(started, (int, float)) and not isinstance(started, bool):
             timed = {"startedAt": started, "durationMs": round((now - started) * 1000)}
+        extra = current.get("extra")
+        chain_run = extra.get("chainRunID") if isinstance(extra, dict) else None
         result["run"] = {
             "runID": paths.run_dir.name,
             "flow": current.get("flow"),
@@ -101,6 +108,10 @@ def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
             **timed,
             "endedAt": now,
             **spent_before(current),
+            LOST: True,  # a later run of its step lists it (``ended_lost_in``)
+            # the step run it was an agent of (it died too, with no record): `history` shows
+            # it inside the step run that lists it, not as a run of its own
+            **({"chainRunID": chain_run} if isinstance(chain_run, str) else {}),
         }
         write_result(paths, result)
 
@@ -122,6 +133,49 @@ def spent_before(status: Mapping[str, Any]) -> dict[str, Any]:
     if usage.cost_usd is not None:
         found["costPartial"] = True
     return found if "tokensPartial" in found or "costPartial" in found else {}
+
+
+def ended_lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, Any]]]:
+    """The lost agent runs under ``runs`` whose agent worked in ``workdir`` that were already
+    ended (``cancel``, ``gc``: their record says ``lost``) and that no step run lists yet:
+    their step run died with them and left no record, so a new run of the step lists them
+    (what they spent counts in the step's and the plan's sums once)."""
+    if not runs.is_dir():
+        return []
+    place, found = workdir.resolve(), []
+    for run_dir in sorted(runs.iterdir()):
+        paths = RunPaths(run_dir)
+        run = _record_run(paths)
+        chain_run = run.get("chainRunID")
+        if run.get(LOST) is not True or not isinstance(chain_run, str):
+            continue
+        if not _SAFE_ID.fullmatch(chain_run) or RunPaths(runs / chain_run).result.is_file():
+            continue
+        status = read_json(paths.status) or {}
+        extra = status.get("extra")
+        recorded = extra.get("workdir") if isinstance(extra, dict) else None
+        if isinstance(recorded, str) and Path(recorded).resolve() == place:
+            found.append((paths, status))
+    if not found:
+        return []
+    listed = _listed_by_step_runs(runs)
+    return [(paths, status) for paths, status in found if paths.run_dir.name not in listed]
+
+
+def _record_run(paths: RunPaths) -> dict[str, Any]:
+    """The ``run`` of a run's result.json ({} when it has none, or it does not read)."""
+    run = (read_json(paths.result) or {}).get("run")
+    return run if isinstance(run, dict) else {}
+
+
+def _listed_by_step_runs(runs: Path) -> set[str]:
+    """The agent runs every step run recorded under ``runs`` lists."""
+    listed: set[str] = set()
+    for run_dir in runs.iterdir():
+        chain = step_chain(read_json(RunPaths(run_dir).result) or {})
+        if chain is not None:
+            listed.update(agent.run_id for agent in chain.agents)
+    return listed
 
 
 def lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, Any]]]:

@@ -534,12 +534,15 @@ def test_a_step_whose_budget_started_no_agent_spent_nothing_not_unknown(
     assert (row["inputTokens"], row["outputTokens"], row["costUsd"]) == (0, 0, 0.0)
 
 
+@pytest.mark.parametrize("canceled_first", [False, True])
 def test_a_step_run_again_after_a_kill_lists_the_lost_run_and_counts_its_spend(
-    repo: Path, tmp_path: Path
+    repo: Path, tmp_path: Path, canceled_first: bool
 ) -> None:
     """`kill -9` of `run` while its implementer streams usage under a budget leaves no step
     record; the step run again ends the lost agent run and lists it in its own record, so the
-    step's and the plan's spend in `history` count what it spent (as a lower bound)."""
+    step's and the plan's spend in `history` count what it spent (as a lower bound). The same
+    when `cancel` ended the lost run first; and `history`'s default table shows it inside the
+    step run, not as a run of its own."""
     configure(repo)
     add_spender(repo, tmp_path / "record.json", FAKE_SPENDER_CALLS="100")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
@@ -556,14 +559,20 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_and_counts_its_spend(
     finally:
         proc.kill()
         proc.wait()
+    if canceled_first:
+        assert run_cli("cancel", lost["runId"], cwd=repo).returncode == 0
     again = call(repo, *RUN, "--step", "1", "--budget-usd", "100")
     assert again.returncode == 0, again
     (step,) = results(repo)
     listed = {a["runID"]: a["status"] for a in step["chain"]["agents"]}
     assert listed[lost["runId"]] == "canceled"
     rows = json.loads(run_cli("history", "--json", cwd=repo).stdout)
-    (row,) = [r for r in rows if r["runId"] == step["run"]["runID"]]
+    assert [r["runId"] for r in rows] == [step["run"]["runID"]]  # the lost run inside it
+    (row,) = rows
     assert row["inputTokens"] >= 100 * 1000 + lost["inputTokens"] and row["tokensPartial"]
+    assert call(repo, *RUN, "--step", "1", "--budget-usd", "100").returncode == 0  # skipped
+    (again_row,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+    assert again_row["inputTokens"] == row["inputTokens"]  # counted once
 
 
 @pytest.mark.parametrize("budget", [(), ("--budget-usd", "1000")])
