@@ -85,6 +85,7 @@ def integrate(
         f"{ws.branch} as {merged[:12]}, which review {iteration} reviews"
     )
     base = git.merge_base(ctx.root, ctx.target_rev, merged)
+    rec.integrated = merged  # the step's work now ends here, reviewed or not (record._head)
     return Integrated(replace(ws, base_sha=base), merged, after)
 
 

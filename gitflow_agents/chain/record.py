@@ -69,6 +69,7 @@ class StepRecord:
         self.agents: list[AgentRun] = []
         self.rounds: list[ReviewRound] = []
         self.merged: git.MergeResult | None = None
+        self.integrated: str | None = None  # the moved target merged into the branch, last
         self.outcome: StepOutcome = "failed"
         self.exit_code = int(ExitCode.AGENT_FAILED)
         self.reason = "the run stopped unexpectedly"
@@ -126,7 +127,19 @@ def _head(rec: StepRecord) -> str | None:
     """The commit the step's work ended at: the last round's reviewed head, unless an
     implementer or fixer ran after that round and left a commit (one a budget stopped: its
     work so far is committed on the step branch, no review follows); without a round, the
-    last commit an implementer or fixer left."""
+    last commit an implementer or fixer left. The moved target merged in after that commit
+    (a round whose review then did not complete: a budget stopped its reviewer) is part of
+    it: its statistics are against the new base."""
+    head = _work_head(rec)
+    merged = rec.integrated
+    after_merge = head is not None and merged is not None and merged != head
+    if after_merge and git.is_ancestor(rec.ctx.root, str(head), str(merged)):
+        return merged
+    return head
+
+
+def _work_head(rec: StepRecord) -> str | None:
+    """``_head`` before the moved target's merge."""
     last = rec.agents[-1] if rec.agents else None
     if last is not None and last.kind != "review" and last.end_sha and rec.rounds:
         return last.end_sha

@@ -485,3 +485,37 @@ def test_a_lost_run_whose_processes_survive_the_kill_stops_the_new_run(
     assert f"the lost run {run_dir.name} (step-01-builder)" in out.stderr
     assert f"`gitflow-agents cancel {run_dir.name}`" in out.stderr and "4242" in out.stderr
     assert not tree.exists() and not git(repo, "branch", "--list", "agents/*").strip()
+
+
+SPENDS_THEN_REVIEWS = """\
+import json, subprocess, sys
+usage = {"input_tokens": 1000, "output_tokens": 200}
+message = {"id": "m-" + sys.argv[1], "model": "claude-sonnet-4-5", "usage": usage}
+print(json.dumps({"type": "assistant", "message": message}), flush=True)
+sys.exit(subprocess.call(sys.argv[2:]))
+"""
+
+
+def test_a_review_a_budget_stopped_after_the_moved_target_was_merged_records_the_steps_work(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Review 1 approves while a teammate lands a commit on main; the target is merged into
+    the step branch and review 2, of that merge, is stopped by the step's budget. The step's
+    git statistics are its own work against the new base (what `git diff main branch` shows),
+    not the teammate's commit counted as removed."""
+    configure(repo)
+    seed_plan(repo)
+    spender = tmp_path / "spends.py"
+    spender.write_text(SPENDS_THEN_REVIEWS)
+    reviewer = [sys.executable, str(spender), str(tmp_path / "n"), *fake("reviewer", "approve")]
+    _land_during(repo, tmp_path, "reviewer", "OTHER.md", "landed by a teammate\n", *reviewer)
+    out = run(repo, "--step", "1", "--budget-tokens", "2000")
+    assert out.returncode == 5, out.stderr + out.stdout
+    assert "moved on" in out.stdout
+    step = results(repo)[-1]
+    assert step["chain"]["outcome"] == "budget"
+    branch = "agents/feature/step-1"
+    expected = sorted(git(repo, "diff", "--name-only", "main", branch).split())
+    assert "OTHER.md" not in expected
+    assert sorted(step["changedFiles"]) == expected
+    assert step["gitStats"]["headSha"] == git(repo, "rev-parse", branch).strip()
