@@ -12,6 +12,7 @@ from an earlier job's findings file, gated again against the group's head. docs/
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -24,14 +25,16 @@ from gitflow_agents.github.action.publish import (
     Reviewed,
     agent_questions,
     conclude,
-    failed_outputs,
+    failed_row,
     failing_publish,
     fit_summary,
     load_findings,
+    report_unfinished,
     result_files,
     result_outputs,
     reviewed_here,
     summary_room,
+    unfinished_outputs,
     usage_outputs,
 )
 from gitflow_agents.github.action.runner import (
@@ -110,12 +113,16 @@ def review_group_and_publish(
     if isinstance(found, reuse.Reused):
         return reuse_approval(env, writer, found, options, run_id)
     notices = [f"Reviewed in full, no approval reused: {found}."]
+    started = time.monotonic()
     try:
         result, gate, row = review_group(env.workspace, group, options, env.temp / PREFIX)
     except Exception as exc:
         writer.failed(exc)
+        # no pull request, so no summary comment: the job summary says what one would
+        failed = failed_row(exc, options.agent, group.label, time.monotonic() - started)
+        report_unfinished(env, group.head_sha, exc, [failed], notices)
         outputs = {"review-result": "error", "run-id": run_id, "head-sha": group.head_sha}
-        write_outputs(env.output, {**outputs, **failed_outputs(exc, options.agent)})
+        write_outputs(env.output, {**outputs, **unfinished_outputs(exc, options.agent)})
         raise
     reviewed = reviewed_here(env, run_id, result, gate, [row])
     return finish_group(env, writer, reviewed, options, run_id, notices)

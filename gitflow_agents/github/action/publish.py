@@ -29,6 +29,7 @@ from gitflow_agents import render
 from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.errors import BudgetError, GitflowError, GitHubError, InputError
 from gitflow_agents.base.fsutil import write_text_atomic as write_atomic
+from gitflow_agents.base.redact import redact_text
 from gitflow_agents.findings import (
     GateResult,
     Overall,
@@ -200,13 +201,14 @@ def failed_row(exc: BaseException, agent: str, step: str, duration_s: float) -> 
 
 def publish_failed(
     publisher: Publisher, exc: BaseException, rows: Sequence[comment.RunRow], options: Options
-) -> None:
+) -> int | None:
     """After the error status (``publisher.failed``): our summary comment says the review of
     the head did not complete (``comment.unfinished_body``: why, and ``rows``, what it spent),
     so it never keeps an earlier head's verdict (an approval) as if it were this head's; the
     hidden record of the earlier reviews stays, for the next, incremental review. A run about
     an older head only adds its rows, as any such run does. Best effort: the run is already
-    failing, and a second failure must not hide the first."""
+    failing, and a second failure must not hide the first. The summary comment's id (the
+    ``comment-id`` output); None when it was not written."""
     pull, client, repo = publisher.pull, publisher.client, publisher.repo
 
     def write() -> comment.StickyResult:
@@ -223,9 +225,41 @@ def publish_failed(
         return write_summary(publisher, body, rows, newer=newer, login=login)
 
     try:
-        publisher.attempt("update the summary comment", write)
+        sticky = publisher.attempt("update the summary comment", write)
     except GitflowError as error:
         notice("warning", f"the summary comment was not updated: {error}")
+        return None
+    return sticky.comment_id if sticky else None
+
+
+def report_unfinished(
+    env: RunnerEnv,
+    sha: str,
+    exc: BaseException,
+    rows: Sequence[comment.RunRow],
+    notices: Sequence[str] = (),
+) -> None:
+    """A review of ``sha`` that ended in ``exc``, where a workflow run's page shows it: the
+    job summary says it did not complete, why, and what it spent (``rows``; ``notices``
+    after), as the summary comment does, and an ``::error`` annotation says why. The error
+    line on stderr alone is only in the step's log."""
+    why = failure_reason(exc)
+    body = comment.unfinished_body(sha, why, rows=rows).removeprefix(comment.MARKER)
+    append_summary(env.step_summary, "\n\n".join([body.strip("\n"), *notices]))
+    notice("error", f"the review of {sha[:12]} did not complete: {redact_text(why)}")
+
+
+def unfinished_outputs(
+    exc: BaseException, agent: str, comment_id: int | None = None
+) -> dict[str, str]:
+    """The outputs of a review that ended in ``exc`` besides ``review-result`` and the ids:
+    what its agent spent (``failed_outputs``), no inline comment, and the summary comment
+    that says it did not complete (``comment_id``; empty without one, as for a merge group)."""
+    return {
+        **failed_outputs(exc, agent),
+        "inline-posted": "0",
+        "comment-id": "" if comment_id is None else str(comment_id),
+    }
 
 
 def close_threads(

@@ -28,12 +28,13 @@ from gitflow_agents.github.action.merge_group import review_group_and_publish
 from gitflow_agents.github.action.publish import (
     Publisher,
     Reviewed,
-    failed_outputs,
     failed_row,
     finish,
     load_findings,
     publish_failed,
+    report_unfinished,
     reviewed_here,
+    unfinished_outputs,
 )
 from gitflow_agents.github.action.runner import (
     PREFIX,
@@ -123,9 +124,10 @@ def review_and_publish(
         # the summary comment must not keep an earlier head's verdict: it says this one's
         # review did not complete, and what its agent spent
         failed = failed_row(exc, options.agent, f"PR #{pull.number}", time.monotonic() - started)
-        publish_failed(publisher, exc, [failed], options)
-        outputs = {"review-result": "error", "run-id": run_id}
-        write_outputs(env.output, {**outputs, **failed_outputs(exc, options.agent)})
+        comment_id = publish_failed(publisher, exc, [failed], options)
+        report_unfinished(env, pull.head_sha, exc, [failed])
+        outputs = {"review-result": "error", "run-id": run_id, "head-sha": pull.head_sha}
+        write_outputs(env.output, {**outputs, **unfinished_outputs(exc, options.agent, comment_id)})
         raise
 
     reviewed = reviewed_here(env, run_id, result, gate, [row])

@@ -251,6 +251,36 @@ def test_an_agent_reviewer_stopped_by_its_budget_says_what_it_spent_in_the_outpu
     assert result.returncode == 5, result.stdout + result.stderr
     outputs = runner.outputs()
     assert outputs["review-result"] == "error" and int(outputs["input-tokens"]) >= 2500
+    # the outputs docs/github.md lists for a group, set by an error too
+    assert (outputs["comment-id"], outputs["inline-posted"]) == ("", "0")
+    assert outputs["head-sha"] == group.head
+
+
+def test_a_group_review_that_did_not_complete_says_why_in_the_job_summary_and_an_annotation(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """The run's page shows why the group got an ``error`` status: the job summary says the
+    review did not complete, why and what its agent spent; an ``::error`` annotation says
+    why (not only the error line on stderr, which is in the step's log alone)."""
+    (repo / ".flow").mkdir()
+    config = command_agents({"gate": SPENDER})
+    (repo / ".flow" / "base.yaml").write_text(config + "budget:\n  agent: {tokens: 2500}\n")
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    group = queue(repo, tmp_path, {"calc.py": "x = 1\n"})
+    runner = group_runner(tmp_path, gh, group)
+    result = runner.run("merge_group", event(gh, group), "tok-actions", "--agent", "gate")
+    assert result.returncode == 5, result.stdout + result.stderr
+    summary = runner.summary.read_text()
+    assert "DID NOT COMPLETE" in summary and f"The review of `{group.head[:12]}`" in summary
+    assert "budget: agent spent" in summary and "| budget |" in summary.replace("`", "")
+    assert "no approval reused" in summary
+    assert re.search(
+        rf"^::error title=gitflow-agents::the review of {group.head[:12]} did not complete: "
+        r".*budget: agent spent",
+        result.stdout,
+        re.M,
+    ), result.stdout
 
 
 def test_a_read_only_token_degrades_without_crashing(

@@ -174,6 +174,16 @@ def test_a_review_of_a_new_head_that_did_not_complete_replaces_the_approval(
         assert shown_outcome == outcome and shown_cost.startswith(cost), body
         assert int(tokens.replace(",", "")) >= (5000 if mode == "budget" else 1540)
         assert [s["reviewedSha"] for s in recorded_states(body)] == [pull.head_sha]
+        # the run's page says so too: the job summary, an annotation, the outputs
+        shown = runner.summary.read_text()
+        assert "DID NOT COMPLETE" in shown and f"The review of `{head[:12]}`" in shown
+        assert f"::error title=gitflow-agents::the review of {head[:12]} did not complete: " in (
+            result.stdout
+        )
+        outputs = runner.outputs()
+        assert outputs["review-result"] == "error" and outputs["head-sha"] == head
+        assert outputs["comment-id"] == str(gh.comments_on(7)[0]["id"])
+        assert outputs["inline-posted"] == "0"
     assert len(gh.comments_on(7)) == 1
 
 
