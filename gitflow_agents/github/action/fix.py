@@ -14,11 +14,12 @@ import dataclasses
 import re
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitflow_agents import render
 from gitflow_agents.base.errors import ExitCode, GitflowError, UsageError
+from gitflow_agents.base.redact import redact_text
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import comment
@@ -33,6 +34,7 @@ from gitflow_agents.github.action.publish import (
     outcome_label,
     publish_failed,
     result_files,
+    usage_outputs,
 )
 from gitflow_agents.github.action.runner import (
     PREFIX,
@@ -42,6 +44,7 @@ from gitflow_agents.github.action.runner import (
     notice,
     write_outputs,
 )
+from gitflow_agents.github.action.status import failure_reason
 from gitflow_agents.github.api.client import Client, PullRequest
 from gitflow_agents.render.markdown import escape
 from gitflow_agents.runs.spend import Spend
@@ -68,6 +71,29 @@ class FixOutcome:
     """None: the published review's exit code (``fail-on``)."""
     publish: bool = True
     """False when the branch moved on: the review is no longer about the PR's head."""
+
+
+@dataclass
+class FixProgress:
+    """How far ``_fix`` got, kept as it goes: when a step raises (a review stopped by its
+    budget or rate limited…), the error path still knows the rows of the steps that ended, the
+    fix commit and whether it is on the PR's branch, and so tells what was done and spent."""
+
+    step: str = "review"
+    """``review`` (of the PR's head), ``fix`` (the fixer and its push) or ``re-review`` (of the
+    pushed head): the step that is running."""
+    started: float = field(default_factory=time.monotonic)
+    """When that step started: the row of a review that ends in an error has its time."""
+    rows: list[comment.RunRow] = field(default_factory=list)
+    """The run-history rows of the steps that ended."""
+    fix_sha: str | None = None
+    pushed: str = ""
+    """What was pushed (the ``pushed`` outcome's message); "" while nothing was."""
+
+    def next(self, step: str, row: comment.RunRow) -> None:
+        """``row`` ended its step; ``step`` starts now."""
+        self.rows.append(row)
+        self.step, self.started = step, time.monotonic()
 
 
 def _refusal(branch: str, pushed: git.PushResult) -> str:
@@ -155,23 +181,72 @@ def fix_and_publish(
         return _not_run(env, publisher, run_id, commenter, "push-refused", why, ExitCode.GITHUB)
 
     publisher.pending()
-    started = time.monotonic()
+    progress = FixProgress()
     try:
-        outcome = _fix(env, publisher, options, root, branch)
+        outcome = _fix(env, publisher, options, root, branch, progress)
     except Exception as exc:
-        publisher.failed(exc)
-        # as a review that did not complete: the summary comment says so (a reviewer that was
-        # stopped or failed, whose row says what it spent; a fixer that did not complete is
-        # an outcome, not an error)
-        spent = isinstance(exc, GitflowError) and exc.spent is not None
-        step = f"PR #{pull.number}"
-        rows = [failed_row(exc, options.agent, step, time.monotonic() - started)] if spent else []
-        publish_failed(publisher, exc, rows, options)
-        write_outputs(
-            env.output, {"review-result": "error", "fix-result": "error", "run-id": run_id}
-        )
+        _publish_error(env, publisher, exc, progress, options, run_id, commenter)
         raise
     return _publish_fix(env, publisher, outcome, options, run_id, commenter)
+
+
+def _publish_error(
+    env: RunnerEnv,
+    publisher: Publisher,
+    exc: Exception,
+    progress: FixProgress,
+    options: Options,
+    run_id: str,
+    commenter: str,
+) -> None:
+    """``/agent fix`` ended in ``exc`` (the caller raises it on: its exit code stands) after
+    ``progress``. The head (the pushed one, once the fix is on the branch) gets the error
+    status, and the summary comment says its review did not complete, with every row so far
+    (the first review's, the fixer's, and the failed step's when its agent ran: what it
+    spent); the reply, the job summary and an annotation say what was done (a pushed fix
+    stays pushed) and why the run stopped; the outputs sum what the rows know was spent."""
+    publisher.failed(exc)
+    pull, rows = publisher.pull, list(progress.rows)
+    if isinstance(exc, GitflowError) and exc.spent is not None:
+        took = time.monotonic() - progress.started
+        row = failed_row(exc, options.agent, f"PR #{pull.number}", took)
+        # a fixer that did not complete is an outcome (``fixer-failed``), not an error: one
+        # that raises all the same has its row as the fixer's
+        if progress.step == "fix":
+            row = dataclasses.replace(row, flow="fix", agent=options.fixer)
+        rows.append(row)
+    comment_id = publish_failed(publisher, exc, rows, options)
+    why = redact_text(failure_reason(exc))
+    if progress.pushed:
+        what = "⚠️ fix pushed, its review did not complete"
+        message = (
+            f"{progress.pushed} The review of the new head {pull.head_sha[:12]} did not "
+            f"complete, so it is not approved: {why}"
+        )
+    elif progress.step == "review":
+        what = "❌ the review did not complete"
+        message = (
+            f"the review of {pull.head_sha[:12]} did not complete: {why}. The fixer was not "
+            "run; nothing was pushed."
+        )
+    else:
+        what = "❌ did not complete"
+        message = f"the fix did not complete: {why}. Nothing was pushed."
+    run_link = f"\n\n[workflow run]({publisher.target_url})" if publisher.target_url else ""
+    reply = reply_head(commenter, what) + escape(message) + run_link + "\n"
+    append_summary(env.step_summary, reply.removeprefix(FIX_MARKER))
+    notice("error", f"/agent fix: {message}")
+    outputs = {
+        "review-result": "error",
+        "fix-result": "pushed" if progress.pushed else "error",
+        "fix-sha": progress.fix_sha or "",
+        "run-id": run_id,
+        "head-sha": pull.head_sha,
+        "inline-posted": "0",
+        "comment-id": "" if comment_id is None else str(comment_id),
+    }
+    write_outputs(env.output, {**outputs, **(usage_outputs(rows) if rows else {})})
+    post_reply(publisher, reply)
 
 
 def _not_run(
@@ -197,12 +272,19 @@ def _not_run(
 
 
 def _fix(
-    env: RunnerEnv, publisher: Publisher, options: Options, root: Path, branch: str
+    env: RunnerEnv,
+    publisher: Publisher,
+    options: Options,
+    root: Path,
+    branch: str,
+    progress: FixProgress,
 ) -> FixOutcome:
-    """Review → fixer → push → review of the new head. After the push ``publisher`` writes to
-    the new head (its ``pull`` is switched), so a failure from then on marks the new head."""
+    """Review → fixer → push → review of the new head, kept in ``progress`` as it goes. After
+    the push ``publisher`` writes to the new head (its ``pull`` is switched), so a failure
+    from then on marks the new head."""
     pull, scratch = publisher.pull, env.temp / PREFIX
     _fetch_branch(root, pull.head_sha, branch)
+    progress.started = time.monotonic()
     first = review_pull(env.workspace, pull, options, scratch)
     before, gate_before, row_before = first
     if gate_before.approved:
@@ -213,7 +295,8 @@ def _fix(
             gate_before,
             (row_before,),
         )
-    started = time.monotonic()
+    progress.next("fix", row_before)
+    started = progress.started
     try:
         run = run_fixer(root, pull, review_report(before, gate_before), options, scratch)
     except FixerFailed as exc:
@@ -237,7 +320,7 @@ def _fix(
             gate_before,
             (row_before, _fix_row(root, options, pull, "no changes", run, started, run.spend)),
         )
-    return _push_and_review(env, publisher, options, root, branch, first, run, started)
+    return _push_and_review(env, publisher, options, root, branch, first, run, progress)
 
 
 def _push_and_review(
@@ -248,13 +331,14 @@ def _push_and_review(
     branch: str,
     first: tuple[Review, GateResult, comment.RunRow],
     run: FixRun,
-    started: float,
+    progress: FixProgress,
 ) -> FixOutcome:
     """Push the fix commit (never forced); once it is on the branch, the previous head gets its
     own review's final status and the new head is reviewed in this job."""
     assert run.sha is not None
-    pull, scratch = publisher.pull, env.temp / PREFIX
+    pull, scratch, started = publisher.pull, env.temp / PREFIX, progress.started
     before, gate_before, row_before = first
+    progress.fix_sha = run.sha
     pushed = git.push_branch(root, run.sha, branch)
     if not pushed.ok:
         result = "branch-moved" if pushed.moved else "push-refused"
@@ -276,6 +360,11 @@ def _push_and_review(
             publish=not pushed.moved,
         )
     fix_row = _fix_row(root, options, pull, "pushed", run, started, run.spend)
+    progress.pushed = (
+        f"pushed {run.sha[:12]} to {branch}: the changes of the fixer agent "
+        f"{options.fixer} (run {run.run_id})."
+    )
+    progress.next("re-review", fix_row)
     old_head = pull.head_sha
     publisher.final(before, gate_before, "set the final status of the previous head")
     # Pushes made with GITHUB_TOKEN start no workflow run: the new head is reviewed right here.
@@ -285,8 +374,7 @@ def _push_and_review(
     after, gate_after, row_after = review_pull(env.workspace, publisher.pull, options, scratch)
     return FixOutcome(
         "pushed",
-        f"pushed {run.sha[:12]} to {branch}: the changes of the fixer agent "
-        f"{options.fixer} (run {run.run_id}).",
+        progress.pushed,
         after,
         gate_after,
         (row_before, fix_row, row_after),

@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from gitflow_agents.findings import Finding, GateResult, Overall, Review, Severity
 from gitflow_agents.github.action.comment import MARKER
 from gitflow_agents.github.action.fix import FixOutcome
@@ -400,3 +402,137 @@ def test_the_reply_lists_at_most_twenty_findings() -> None:
     assert reply.endswith("- … and 5 more\n")
     nothing = fix_reply(outcome("nothing-to-fix", review), "maintainer", None)
     assert "✅ nothing to fix" in nothing and "- error" not in nothing
+
+
+# ---------------------------------------------------------------------------------------------
+# A review that ends in an error: what was done (a pushed fix stays pushed) and spent is told
+# ---------------------------------------------------------------------------------------------
+
+# A reviewer whose review number N (counted in the file named by its argument) is in its
+# ``modes`` (its second argument, comma separated; ``revise`` when there are fewer):
+# ``revise`` finds broken.py's syntax error (1,200/340 tokens, $0.12), ``budget`` streams
+# 1,000 input tokens of a priced model every 50 ms until a budget stops it, ``ratelimit`` is
+# refused by its model API (429) after its first message.
+COUNTING_REVIEWER = [
+    sys.executable,
+    "-c",
+    "import json, os, pathlib, sys, time\n"
+    "counter = pathlib.Path(sys.argv[1])\n"
+    "n = int(counter.read_text()) if counter.exists() else 0\n"
+    "counter.write_text(str(n + 1))\n"
+    "modes = sys.argv[2].split(',')\n"
+    "mode = modes[n] if n < len(modes) else 'revise'\n"
+    "folder = pathlib.Path(os.environ['GITFLOW_AGENTS_AGENT_DIR'])\n"
+    "usage = {'input_tokens': 1000, 'output_tokens': 0}\n"
+    "message = {'id': 'm0', 'model': 'claude-sonnet-4-5', 'usage': usage}\n"
+    "if mode == 'ratelimit':\n"
+    "    print(json.dumps({'type': 'assistant', 'message': message}), flush=True)\n"
+    "    print('API Error: Request rejected (429) · rate limit exceeded', file=sys.stderr)\n"
+    "    sys.exit(1)\n"
+    "if mode == 'budget':\n"
+    "    for k in range(10_000):\n"
+    "        message = {**message, 'id': f'm{k}'}\n"
+    "        print(json.dumps({'type': 'assistant', 'message': message}), flush=True)\n"
+    "        time.sleep(0.05)\n"
+    "finding = {'severity': 'error', 'file': 'broken.py', 'line': 5, 'message': 'syntax error',"
+    " 'rule': 'python-syntax'}\n"
+    "block = {'overall': 'revise', 'summary': 'looked', 'findings': [finding]}\n"
+    "(folder / 'report.md').write_text('Summary.\\n\\n```json\\n' + json.dumps(block)"
+    " + '\\n```\\n\\nREVIEW_RESULT: REVISE\\n')\n"
+    "(folder / 'report.md').rename(folder / 'report.complete.md')\n"
+    "usage = {'input_tokens': 1200, 'output_tokens': 340}\n"
+    "print(json.dumps({'type': 'result', 'usage': usage, 'total_cost_usd': 0.12}))\n",
+]
+
+
+def set_up_reviewer(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path, modes: str, fixer: str = "paid"
+) -> Pull:
+    """``set_up`` with the ``gate`` reviewer (``COUNTING_REVIEWER`` in ``modes``): a review
+    budget of 5,000 tokens, no waiting out a rate limit."""
+    command = [sys.executable, str(FAKES / "fake_fixer"), fixer, "{system_prompt_file}"]
+    reviewer = [*COUNTING_REVIEWER, str(tmp_path / "reviews"), modes]
+    config = command_agents({"fixer": command, "gate": reviewer})
+    config = config.replace("defaults:\n", "defaults:\n  rate_limit_wait_secs: 0\n")
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(config + "budget:\n  review: {tokens: 5000}\n")
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer and the fixer")
+    made = add_pull(gh, repo, {"broken.py": BROKEN, "fine.py": FINE})
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(tmp_path / "origin.git"))
+    git(repo, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    gh.state.origin = tmp_path / "origin.git"
+    gh.state.permissions["maintainer"] = "write"
+    return made
+
+
+@pytest.mark.parametrize(
+    ("mode", "code", "outcome"), [("budget", 5, "budget"), ("ratelimit", 6, "rate_limited")]
+)
+def test_a_pushed_fix_whose_new_heads_review_ends_in_an_error_says_it_was_pushed(
+    runner: Runner,
+    gh: GitHubStandIn,
+    repo: Path,
+    tmp_path: Path,
+    mode: str,
+    code: int,
+    outcome: str,
+) -> None:
+    """The fix is pushed, and the review of the new head is stopped by its budget (exit 5) or
+    rate limited (exit 6): the new head's status is ``error`` and the summary comment says its
+    review did not complete, with the run history's three rows (review, fix, the stopped
+    review); the outputs say the fix was pushed (``fix-sha``, ``head-sha``) and sum what the
+    three spent; the reply, the job summary and an annotation say it was pushed and why its
+    review did not complete."""
+    pull = set_up_reviewer(gh, repo, tmp_path, f"revise,{mode}")
+    result = runner.run_with(
+        {}, "issue_comment", comment_event(gh, 7, "maintainer", "/agent fix"), "--agent", "gate"
+    )
+    assert result.returncode == code, result.stdout + result.stderr
+    new_head = origin_tip(tmp_path)
+    assert new_head != pull.head_sha  # the fix is on the branch
+    outputs = runner.outputs()
+    assert (outputs["review-result"], outputs["fix-result"]) == ("error", "pushed")
+    assert outputs["fix-sha"] == outputs["head-sha"] == new_head
+    assert states(gh, pull.head_sha) == ["pending", "failure"]
+    assert states(gh, new_head) == ["pending", "error"]
+    body = summary_rows(gh, "review")
+    assert len(body) == 2 and len(summary_rows(gh, "fix")) == 1, body
+    stopped = [cell.strip() for cell in body[1].strip("|").split("|")]
+    assert stopped[3] == outcome, body
+    (sticky,) = [c for c in gh.comments_on(7) if c["body"].startswith(MARKER)]
+    assert "DID NOT COMPLETE" in sticky["body"] and new_head[:12] in sticky["body"]
+    assert outputs["comment-id"] == str(sticky["id"])
+    # 1,540 (first review) + 1,540 (fixer) + what the stopped review read
+    spent = 1000 if mode == "ratelimit" else 5000
+    assert int(outputs["input-tokens"]) >= 1200 + 1200 + spent, outputs
+    assert float(outputs["cost-usd"]) > 0.12 + 0.0123 and outputs["cost-estimated"] == "true"
+    (reply,) = replies(gh)
+    assert "fix pushed, its review did not complete" in reply
+    assert f"pushed {new_head[:12]} to feature" in reply
+    assert f"The review of the new head {new_head[:12]} did not complete" in reply
+    assert "fix pushed, its review did not complete" in runner.summary.read_text()
+    assert "::error title=gitflow-agents::/agent fix: pushed " in result.stdout
+
+
+def test_a_first_review_stopped_by_its_budget_says_what_it_spent_and_that_nothing_ran(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """The review of the PR's head is stopped by its budget (exit 5): nothing else runs; the
+    outputs still say what it spent, and the reply and the job summary say it did not
+    complete and that nothing was pushed."""
+    pull = set_up_reviewer(gh, repo, tmp_path, "budget")
+    event = comment_event(gh, 7, "maintainer", "/agent fix")
+    result = runner.run_with({}, "issue_comment", event, "--agent", "gate")
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert origin_tip(tmp_path) == pull.head_sha
+    outputs = runner.outputs()
+    assert (outputs["review-result"], outputs["fix-result"]) == ("error", "error")
+    assert outputs["fix-sha"] == "" and outputs["head-sha"] == pull.head_sha
+    assert int(outputs["input-tokens"]) >= 5000 and outputs["cost-estimated"] == "true"
+    assert float(outputs["cost-usd"]) > 0
+    (reply,) = replies(gh)
+    assert "the review did not complete" in reply
+    assert "The fixer was not run; nothing was pushed." in reply
+    assert "The fixer was not run; nothing was pushed." in runner.summary.read_text()
+    assert "::error title=gitflow-agents::/agent fix: the review of" in result.stdout
