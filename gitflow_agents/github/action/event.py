@@ -46,6 +46,9 @@ class Trigger:
     since: str = ""
     """``synchronize``: the head before the push (``before``), whose review an incremental
     review builds on; "" for every other event (docs/github.md, "Incremental review")."""
+    comment_id: int | None = None
+    """The id of the comment that asked (``comment.id``): ``/agent fix`` keys its reply to it,
+    so a re-run of the same event edits that reply; None when the payload has no usable id."""
 
 
 def load_event(path: Path) -> dict[str, Any]:
@@ -211,7 +214,10 @@ def decide(event_name: str, event: Mapping[str, Any], path: Path, options: Optio
         login = _get(event, "comment.user.login", path, str)
         if command not in ("review", "fix"):
             return Trigger("skip", f"unknown command /agent {command} (known: review, fix)")
-        return Trigger(command, number=number, commenter=login)
+        raw_id = _get(event, "comment", path, dict).get("id")
+        positive = isinstance(raw_id, int) and not isinstance(raw_id, bool) and raw_id > 0
+        comment_id = raw_id if positive else None
+        return Trigger(command, number=number, commenter=login, comment_id=comment_id)
     if event_name == "merge_group":
         return _merge_group(event, path)
     if event_name == "push":

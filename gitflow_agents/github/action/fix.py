@@ -24,7 +24,13 @@ from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import comment
 from gitflow_agents.github.action.checkout import review_pull
-from gitflow_agents.github.action.fix_reply import FIX_MARKER, fix_reply, post_reply, reply_head
+from gitflow_agents.github.action.fix_reply import (
+    FIX_MARKER,
+    FixRequest,
+    fix_reply,
+    post_reply,
+    reply_head,
+)
 from gitflow_agents.github.action.fixer import FixerFailed, FixRun, review_report, run_fixer
 from gitflow_agents.github.action.publish import (
     Publisher,
@@ -149,11 +155,12 @@ def fix_and_publish(
     pull: PullRequest,
     options: Options,
     run_id: str,
-    commenter: str,
+    asked: FixRequest,
 ) -> int:
-    """``/agent fix`` from a writer: review the PR's head, run the fixer on it, push the fix to
-    the PR's branch (never forced), review the new head in this same job (a push made with
-    ``GITHUB_TOKEN`` starts no workflow run) and publish that; reply to the comment."""
+    """``/agent fix`` from a writer (``asked``): review the PR's head, run the fixer on it, push
+    the fix to the PR's branch (never forced), review the new head in this same job (a push
+    made with ``GITHUB_TOKEN`` starts no workflow run) and publish that; reply to the
+    comment."""
     publisher = Publisher(client, env.repository, pull, env.run_url)
     if pull.is_fork:
         where = pull.head_repo or "a fork that was deleted"
@@ -163,7 +170,7 @@ def fix_and_publish(
             "apply the review's findings, or run `gitflow-agents flow fix` on a copy of the "
             "branch yourself."
         )
-        return _not_run(env, publisher, run_id, commenter, "refused", why, ExitCode.OK)
+        return _not_run(env, publisher, options, run_id, asked, "refused", why, ExitCode.OK)
     root = git.repo_root(env.workspace)
     branch = git.check_branch_name(root, pull.head_ref)
     tip = git.remote_branch_sha(root, branch)
@@ -173,21 +180,23 @@ def fix_and_publish(
             f"head {pull.head_sha[:12]}: it moved on since (a new push gets its own review). "
             "Nothing was changed; comment /agent fix again to fix the new head."
         )
-        return _not_run(env, publisher, run_id, commenter, "branch-moved", why, ExitCode.USAGE)
+        return _not_run(env, publisher, options, run_id, asked, "branch-moved", why, ExitCode.USAGE)
 
     probe = git.push_branch(root, pull.head_sha, branch, dry_run=True)
     if not probe.ok and not probe.moved:  # a token that may not push: do not run the fixer
         why = f"cannot push to {branch}, so the fixer was not run: {_refusal(branch, probe)}"
-        return _not_run(env, publisher, run_id, commenter, "push-refused", why, ExitCode.GITHUB)
+        return _not_run(
+            env, publisher, options, run_id, asked, "push-refused", why, ExitCode.GITHUB
+        )
 
     publisher.pending()
     progress = FixProgress()
     try:
         outcome = _fix(env, publisher, options, root, branch, progress)
     except Exception as exc:
-        _publish_error(env, publisher, exc, progress, options, run_id, commenter)
+        _publish_error(env, publisher, exc, progress, options, run_id, asked)
         raise
-    return _publish_fix(env, publisher, outcome, options, run_id, commenter)
+    return _publish_fix(env, publisher, outcome, options, run_id, asked)
 
 
 def _publish_error(
@@ -197,7 +206,7 @@ def _publish_error(
     progress: FixProgress,
     options: Options,
     run_id: str,
-    commenter: str,
+    asked: FixRequest,
 ) -> None:
     """``/agent fix`` ended in ``exc`` (the caller raises it on: its exit code stands) after
     ``progress``. The head (the pushed one, once the fix is on the branch) gets the error
@@ -233,7 +242,7 @@ def _publish_error(
         what = "❌ did not complete"
         message = f"the fix did not complete: {why}. Nothing was pushed."
     run_link = f"\n\n[workflow run]({publisher.target_url})" if publisher.target_url else ""
-    reply = reply_head(commenter, what) + escape(message) + run_link + "\n"
+    reply = reply_head(asked.commenter, what) + escape(message) + run_link + "\n"
     append_summary(env.step_summary, reply.removeprefix(FIX_MARKER))
     notice("error", f"/agent fix: {message}")
     outputs = {
@@ -246,21 +255,27 @@ def _publish_error(
         "comment-id": "" if comment_id is None else str(comment_id),
     }
     write_outputs(env.output, {**outputs, **(usage_outputs(rows) if rows else {})})
-    post_reply(publisher, reply)
+    post_reply(publisher, reply, asked, options.comment_author)
 
 
 def _not_run(
     env: RunnerEnv,
     publisher: Publisher,
+    options: Options,
     run_id: str,
-    commenter: str,
+    asked: FixRequest,
     result: str,
     why: str,
     code: ExitCode,
 ) -> int:
     """``/agent fix`` stopped before anything ran: reply, notice, job summary, outputs. No
     status is touched (nothing about the head changed)."""
-    post_reply(publisher, reply_head(commenter, "not run") + escape(why))
+    post_reply(
+        publisher,
+        reply_head(asked.commenter, "not run") + escape(why),
+        asked,
+        options.comment_author,
+    )
     append_summary(env.step_summary, f"### {PREFIX}: /agent fix not run\n\n{escape(why)}")
     if code == ExitCode.OK:
         notice("notice", f"nothing to do: {why}")
@@ -389,11 +404,11 @@ def _publish_fix(
     outcome: FixOutcome,
     options: Options,
     run_id: str,
-    commenter: str,
+    asked: FixRequest,
 ) -> int:
     """Publish the outcome's review (sticky comment, inline findings, status), then reply."""
     extra = {"fix-result": outcome.result, "fix-sha": outcome.fix_sha or ""}
-    reply = fix_reply(outcome, commenter, publisher.target_url)
+    reply = fix_reply(outcome, asked.commenter, publisher.target_url)
     append_summary(env.step_summary, reply.removeprefix(FIX_MARKER))
     ok = outcome.result in ("pushed", "nothing-to-fix")
     notice("notice" if ok else "error", f"/agent fix: {outcome.message}")
@@ -420,5 +435,5 @@ def _publish_fix(
             },
         )
         code = ExitCode.USAGE
-    post_reply(publisher, reply)
+    post_reply(publisher, reply, asked, options.comment_author)
     return outcome.exit_code if outcome.exit_code is not None else code

@@ -1,21 +1,24 @@
 """The reply to an ``/agent fix`` comment: what happened, what the fix removed, what is open.
 
-A new comment (marked ``FIX_MARKER``) on the pull request, also written to the job summary;
-docs/github.md, "Fix on request (`/agent fix`)".
+A comment (marked ``FIX_MARKER``) on the pull request, also written to the job summary: one
+per ``/agent fix`` comment, keyed to that comment's id, so a re-run of the same event edits its
+reply instead of posting another; docs/github.md, "Fix on request (`/agent fix`)".
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gitflow_agents import render
-from gitflow_agents.base.errors import GitHubError
+from gitflow_agents.base.errors import GitflowError
 from gitflow_agents.findings import Finding
 from gitflow_agents.github.action import comment
 from gitflow_agents.github.action.publish import Publisher
 from gitflow_agents.github.action.runner import notice
+from gitflow_agents.github.api.identity import Identity
 from gitflow_agents.render import location
 from gitflow_agents.render.markdown import code, escape
 
@@ -25,6 +28,21 @@ if TYPE_CHECKING:  # fix.py builds the outcome and imports this module
 FIX_MARKER = "<!-- gitflow-agents:fix-reply -->"
 REPLY_LIST_LIMIT = 20
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+
+
+@dataclass(frozen=True)
+class FixRequest:
+    """The ``/agent fix`` comment a run answers: who wrote it, and its id (the key of the
+    reply; None when the event did not give it)."""
+
+    commenter: str
+    comment_id: int | None = None
+
+
+def reply_marker(comment_id: int) -> str:
+    """The first lines of the reply to comment ``comment_id``: ``FIX_MARKER``, then a hidden
+    line naming that comment (its closing ``-->`` keeps one id from being a prefix of another)."""
+    return f"{FIX_MARKER}\n<!-- gitflow-agents:fix-reply-to {comment_id} -->"
 
 
 def reply_head(commenter: str, what: str) -> str:
@@ -79,14 +97,26 @@ def fix_reply(outcome: FixOutcome, commenter: str, run_url: str | None) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def post_reply(publisher: Publisher, body: str) -> None:
-    """The reply comment: never fails the run (the result is already published)."""
+def post_reply(
+    publisher: Publisher, body: str, asked: FixRequest, comment_author: str | None
+) -> None:
+    """The reply comment (``body`` starts with ``FIX_MARKER``), one per ``/agent fix`` comment:
+    our reply to the same comment (``reply_marker``; ours as the summary comment is, by its
+    marker and our login, ``comment_author`` when set) is edited in place, or left as it is
+    when its text is the same, so a re-run of the same event posts no second reply; a new
+    ``/agent fix`` comment gets a reply of its own. Never fails the run (the result is already
+    published)."""
+    client, repo, number = publisher.client, publisher.repo, publisher.pull.number
+
+    def write() -> object:
+        if asked.comment_id is None:  # nothing to key it to: a reply of its own
+            return client.create_issue_comment(repo, number, comment.cap(body))
+        marker = reply_marker(asked.comment_id)
+        keyed = comment.cap(marker + body.removeprefix(FIX_MARKER))
+        login = Identity(client, comment_author)
+        return comment.upsert_summary(client, repo, number, keyed, login=login, marker=marker)
+
     try:
-        publisher.attempt(
-            "reply to /agent fix",
-            lambda: publisher.client.create_issue_comment(
-                publisher.repo, publisher.pull.number, comment.cap(body)
-            ),
-        )
-    except GitHubError as exc:
+        publisher.attempt("reply to /agent fix", write)
+    except GitflowError as exc:  # GitHub failing, or our login that cannot be learned
         notice("warning", f"could not reply to /agent fix: {exc}")

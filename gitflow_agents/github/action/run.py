@@ -23,6 +23,7 @@ from gitflow_agents.github.action import comment
 from gitflow_agents.github.action.checkout import earlier_review, review_pull
 from gitflow_agents.github.action.event import decide, load_event
 from gitflow_agents.github.action.fix import fix_and_publish
+from gitflow_agents.github.action.fix_reply import FixRequest
 from gitflow_agents.github.action.landed import check_landed
 from gitflow_agents.github.action.merge_group import review_group_and_publish
 from gitflow_agents.github.action.publish import (
@@ -93,7 +94,8 @@ def run_action(environ: Mapping[str, str], options: Options) -> int:
     if trigger.kind == "fix":
         if options.post_findings is not None:
             return skipped(env, run_id, "the posting job (post-findings) does not run /agent fix")
-        return fix_and_publish(env, client, pull, options, run_id, trigger.commenter or "")
+        asked = FixRequest(trigger.commenter or "", trigger.comment_id)
+        return fix_and_publish(env, client, pull, options, run_id, asked)
     if pull.draft and not options.review_drafts and trigger.commenter is None:
         return skipped(env, run_id, f"PR #{pull.number} is a draft")
     if options.post_findings is not None:

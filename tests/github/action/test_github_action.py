@@ -294,8 +294,13 @@ def test_decide(gh: GitHubStandIn, tmp_path: Path) -> None:
     on_issue = comment_event(gh, 3, "x", "/agent review")
     del on_issue["issue"]["pull_request"]
     assert "not a pull request" in decide("issue_comment", on_issue, path, options).reason
-    fix = decide("issue_comment", comment_event(gh, 3, "x", "/agent fix"), path, options)
+    asked = comment_event(gh, 3, "x", "/agent fix")
+    fix = decide("issue_comment", asked, path, options)
     assert (fix.kind, fix.number, fix.commenter) == ("fix", 3, "x")
+    assert fix.comment_id == asked["comment"]["id"]  # the key of its reply
+    for odd in ("12", True, -1, None):  # no usable id: the reply is keyed to nothing
+        weird = {**asked, "comment": {**asked["comment"], "id": odd}}
+        assert decide("issue_comment", weird, path, options).comment_id is None
     push = push_event(gh.full_name, "refs/heads/main", "b" * 40, "a" * 40)
     landed = decide("push", push, path, options)
     assert landed.kind == "landed" and landed.landed is not None

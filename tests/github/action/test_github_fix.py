@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gitflow_agents.findings import Finding, GateResult, Overall, Review, Severity
 from gitflow_agents.github.action.comment import MARKER
 from gitflow_agents.github.action.fix import FixOutcome
-from gitflow_agents.github.action.fix_reply import FIX_MARKER, fix_reply
+from gitflow_agents.github.action.fix_reply import FIX_MARKER, fix_reply, reply_marker
 from tests.conftest import FAKES, git
 from tests.github_standin import GitHubStandIn, Pull, gh
 from tests.helpers.action_runner import (
@@ -536,3 +537,41 @@ def test_a_first_review_stopped_by_its_budget_says_what_it_spent_and_that_nothin
     assert "The fixer was not run; nothing was pushed." in reply
     assert "The fixer was not run; nothing was pushed." in runner.summary.read_text()
     assert "::error title=gitflow-agents::/agent fix: the review of" in result.stdout
+
+
+def test_one_reply_per_fix_comment_edited_in_place_on_a_re_run(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """docs/github.md: a re-run with nothing changed posts no new comment. The reply is keyed
+    to the ``/agent fix`` comment's id: the same event delivered again leaves the identical
+    reply as it is, a different answer edits it in place; a quoted key in someone else's
+    comment is never touched; a new ``/agent fix`` comment gets a reply of its own."""
+    pull = set_up(gh, repo, tmp_path, "fail")
+    event = comment_event(gh, 7, "maintainer", "/agent fix")
+    asked = event["comment"]["id"]
+    quoted = gh.add_issue_comment(7, "drive-by", reply_marker(asked) + "\nnot yours")
+    for _ in range(2):  # the event, then the same event re-run: the fixer fails again
+        result = runner.run_with({}, "issue_comment", event)
+        assert result.returncode == 3, result.stdout + result.stderr
+        (reply,) = [
+            c for c in gh.comments_on(7) if c["user"]["login"] != "drive-by" and is_reply(c)
+        ]
+        assert reply["body"].startswith(reply_marker(asked) + "\n")
+        assert "the fixer failed" in reply["body"]
+    assert not gh.requests("PATCH", rf"/issues/comments/{reply['id']}$")  # identical: no write
+    # The branch moved on before a third delivery: the same reply now says so.
+    git(tmp_path / "origin.git", "update-ref", "refs/heads/feature", pull.base_sha)
+    result = runner.run_with({}, "issue_comment", event)
+    assert result.returncode == 2, result.stdout + result.stderr
+    (edited,) = [c for c in gh.comments_on(7) if c["user"]["login"] != "drive-by" and is_reply(c)]
+    assert edited["id"] == reply["id"] and "not run" in edited["body"]
+    assert gh.state.issue_comments[quoted["id"]]["body"].endswith("not yours")
+    # A new /agent fix comment: a reply of its own.
+    again = {**event, "comment": {**event["comment"], "id": asked + 1}}
+    runner.run_with({}, "issue_comment", again)
+    ours = [c for c in gh.comments_on(7) if c["user"]["login"] != "drive-by" and is_reply(c)]
+    assert [c["body"].startswith(reply_marker(asked + 1)) for c in ours] == [False, True]
+
+
+def is_reply(comment: dict[str, Any]) -> bool:
+    return str(comment["body"]).startswith(FIX_MARKER)
