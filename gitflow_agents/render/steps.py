@@ -45,16 +45,19 @@ class StepRow:
     tokens_out: int | None = None
     cost: float | None = None
     cost_estimated: bool = False  # some of the cost is the price table's (its CLI said none)
+    usage_partial: bool = False  # some figure is what an agent streamed before it stopped: ≥
     outcome: str = ""  # set once the step ended
     ended: float | None = None
 
     def usage(self) -> str:
         parts = []
+        at_least = "≥ " if self.usage_partial else ""
         if self.tokens_in is not None or self.tokens_out is not None:
             shown = ["?" if n is None else str(n) for n in (self.tokens_in, self.tokens_out)]
-            parts.append(f"tokens {shown[0]}/{shown[1]}")
+            parts.append(f"tokens {at_least}{shown[0]}/{shown[1]}")
         if self.cost is not None:
-            parts.append(f"${self.cost:.4f}" + (" est." if self.cost_estimated else ""))
+            estimated = " est." if self.cost_estimated else ""
+            parts.append(f"{at_least}${self.cost:.4f}{estimated}")
         return " ".join(parts)
 
     def elapsed(self, now: float) -> str:
@@ -185,6 +188,7 @@ class StepsChannel:
         if isinstance(cost, (int, float)) and not isinstance(cost, bool):
             row.cost = (row.cost or 0.0) + float(cost)
             row.cost_estimated = row.cost_estimated or data.get("cost_estimated") is True
+        row.usage_partial = row.usage_partial or data.get("usage_partial") is True
         usage = f" ({row.usage()})" if row.usage() else ""
         return f"step {row.step}: {row.phase}: {row.agent} {row.agent_state}{usage}"
 

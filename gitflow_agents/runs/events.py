@@ -315,13 +315,15 @@ def _fmt_elapsed(seconds: float) -> str:
 
 def _tokens(data: Mapping[str, Any]) -> str:
     parts = []
+    at_least = "≥ " if data.get("usage_partial") is True else ""  # streamed before it stopped
     tokens_in, tokens_out = data.get("input_tokens"), data.get("output_tokens")
     if tokens_in is not None or tokens_out is not None:
         shown = ["?" if n is None else str(n) for n in (tokens_in, tokens_out)]  # unknown, not 0
-        parts.append(f"tokens {shown[0]}/{shown[1]}")
+        parts.append(f"tokens {at_least}{shown[0]}/{shown[1]}")
     cost = data.get("cost_usd")
     if cost is not None:  # "est.": from the price table, its CLI stated none
-        parts.append(f"${float(cost):.4f}" + (" est." if data.get("cost_estimated") else ""))
+        estimated = " est." if data.get("cost_estimated") else ""
+        parts.append(f"{at_least}${float(cost):.4f}{estimated}")
     return " ".join(parts)
 
 

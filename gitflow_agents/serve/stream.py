@@ -25,7 +25,7 @@ from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import RunPaths, iter_runs, read_json
 from gitflow_agents.runs.fields import mapping, scalar, text
 from gitflow_agents.runs.schema import step_chain
-from gitflow_agents.runs.spend import Spend, run_spend, spend_text
+from gitflow_agents.runs.spend import Spend, run_spend, spend_text, step_spend
 from gitflow_agents.runs.status import is_live
 
 MAX_TEXT = 400
@@ -57,6 +57,9 @@ def tokens_text(data: Mapping[str, Any]) -> str:
             output_tokens=tokens_out if _is_int(tokens_out) else None,
             cost_usd=float(cost) if _is_int(cost) or isinstance(cost, float) else None,
             cost_estimated=data.get("cost_estimated", data.get("costEstimated")) is True,
+            # an agent's end event: what it streamed before it stopped, a lower bound
+            tokens_partial=data.get("usage_partial", data.get("tokensPartial")) is True,
+            cost_partial=data.get("usage_partial", data.get("costPartial")) is True,
         )
     )
 
@@ -139,13 +142,17 @@ def ended_view(paths: RunPaths) -> dict[str, Any]:
     """A ``run:ended`` view once a run's result.json is written: how it ended (a step run's
     outcome), for a run whose events do not say it (a step run has no events of its own). An
     agent run's is how its agent ended (``run.outcome``: ``budget``, ``stuck``…, what its
-    status.json says and the page is drawn with), not its record's coarser status (``failed``)."""
+    status.json says and the page is drawn with), not its record's coarser status (``failed``);
+    its tokens are what its record says it spent, as a reload shows them."""
     result = read_json(paths.result) or {}
     run = mapping(result, "run")
     chain = step_chain(result)
     outcome = chain.outcome if chain is not None else text(run, "outcome")
     state = str(outcome or scalar(result, "status") or "")
     what = f"step {chain.step}" if chain is not None and chain.step is not None else ""
+    # what the record says it spent, as a page drawn now shows it: every attempt's, a lower
+    # bound marked (the events that ended its agent said each attempt's own)
+    spend = step_spend(paths.run_dir, result) if chain is not None else run_spend(run)
     return {
         "run": paths.run_dir.name,
         "flow": paths.run_dir.parent.parent.name,
@@ -154,7 +161,7 @@ def ended_view(paths: RunPaths) -> dict[str, Any]:
         "state": redact_text(state),
         "at": "",
         "text": "",
-        "tokens": "",
+        "tokens": spend_text(spend) if run else "",
         "offset": 0,
         "what": redact_text(what or str(scalar(run, "kind") or "")),
     }

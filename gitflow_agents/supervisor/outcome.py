@@ -297,4 +297,6 @@ def completion_event(
             if estimated:
                 data["cost_estimated"] = True
         data.update((key, value) for key, value in usage.items() if value is not None)
+        if getattr(parsed, "usage_partial", False):  # what it streamed before it stopped: ≥
+            data["usage_partial"] = True
     return data

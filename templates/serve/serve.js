@@ -128,6 +128,10 @@
     }
     if (view.type === "run:ended") {
       setState(document.getElementById("state"), view.state);
+      if (view.tokens) {
+        // what its record says it spent (every attempt; a lower bound marked), as a reload
+        document.getElementById("tokens").textContent = view.tokens;
+      }
       return;
     }
     if (view.type === "run:spent") {

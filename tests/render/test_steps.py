@@ -7,7 +7,7 @@ import io
 from collections.abc import Iterator
 
 from gitflow_agents.render.steps import StepsChannel, last_line
-from gitflow_agents.runs.events import EventHub
+from gitflow_agents.runs.events import ConsoleChannel, EventHub
 
 TOKEN = "ghp_" + "Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6"
 
@@ -79,6 +79,32 @@ def test_a_cost_the_price_table_estimated_is_said_so() -> None:
     lines = out.getvalue().splitlines()
     assert "step 2: implement: step-02-builder succeeded (tokens 1/? $0.5000)" in lines
     assert "step 2: implement: step-02-reviewer-1 succeeded (tokens 2/? $1.0000 est.)" in lines
+
+
+def test_figures_an_agent_streamed_before_it_stopped_are_a_lower_bound() -> None:
+    """An agent canceled (or rate limited) before its CLI's totals: its end event's figures
+    are what it streamed (``usage_partial``), so the step's sum is at least that (`≥`), as
+    `history` and the console's end line say."""
+    out = io.StringIO()
+    clock = ticking()
+    hub = EventHub([StepsChannel(out, is_tty=False, clock=lambda: next(clock))])
+    hub.emit("harness:start", {"flow": "feature", "step": 2, "runID": "run-2"})
+    hub.emit("phase:start", {"phase": "implement", "step": 2})
+    hub.emit("task:start", {"node": "step-02-builder", "kind": "implement", "step": 2})
+    data = {"agent": "step-02-builder", "status": "canceled", "input_tokens": 100}
+    hub.emit("agent:failed", {**data, "output_tokens": 20, "cost_usd": 0.5, "usage_partial": True})
+    hub.close()
+    line = "step 2: implement: step-02-builder canceled (tokens ≥ 100/20 ≥ $0.5000)"
+    assert line in out.getvalue().splitlines()
+
+
+def test_the_consoles_end_line_marks_a_lower_bound() -> None:
+    out = io.StringIO()
+    hub = EventHub([ConsoleChannel(out, is_tty=False)], run_id="r")
+    data = {"agent": "cx", "status": "canceled", "input_tokens": 900, "output_tokens": 10}
+    hub.emit("agent:failed", {**data, "cost_usd": 0.25, "usage_partial": True})
+    hub.close()
+    assert out.getvalue().rstrip().endswith("tokens ≥ 900/10 ≥ $0.2500")
 
 
 def test_a_wait_for_a_rate_limit_or_a_slot_is_a_line_and_the_rows_state() -> None:

@@ -187,3 +187,20 @@ def test_a_budget_stopped_run_ends_budget_on_the_stream_as_on_the_page(repo: Pat
     states = [v["state"] for v in follower.poll() if v["state"]]
     assert states[-2:] == ["budget", "budget"]  # agent:failed, then run:ended
     assert ended_view(paths)["state"] == run_row(paths).state == "budget"
+
+
+def test_an_agent_runs_end_brings_what_its_record_says_it_spent(tmp_path: Path) -> None:
+    """The event that ended its agent said its last attempt's own figures, exact; its record
+    says every attempt's, a lower bound (a rate limit's first attempt cut short, a cancel):
+    run:ended brings the record's, so the live row ends as a reload draws it."""
+    run = {
+        "runID": "r1", "agentId": "cx", "kind": "implement", "outcome": "canceled",
+        "inputTokens": 63000, "outputTokens": 12600, "costUsd": 0.378, "costEstimated": True,
+        "tokensPartial": True, "costPartial": True,
+    }  # fmt: skip
+    last = event("agent:failed", "r1", status="canceled", input_tokens=60000, output_tokens=12000)
+    run_dir = write_run(tmp_path, "r1", result={"status": "canceled", "run": run}, events=[last])
+    (paths,) = iter_runs(tmp_path, "flows")
+    assert paths.run_dir == run_dir
+    ended = ended_view(paths)
+    assert ended["tokens"] == run_row(paths).tokens == "≥ 63,000/12,600 ≥ $0.3780 est."
