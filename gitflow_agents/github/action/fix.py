@@ -243,7 +243,11 @@ def _publish_error(
         message = f"the fix did not complete: {why}. Nothing was pushed."
     run_link = f"\n\n[workflow run]({publisher.target_url})" if publisher.target_url else ""
     reply = reply_head(asked.commenter, what) + escape(message) + run_link + "\n"
-    append_summary(env.step_summary, reply.removeprefix(FIX_MARKER))
+    # the job summary: the reply, then what the summary comment says (did not complete, why,
+    # and the run history: every row so far, with what each spent)
+    unfinished = comment.unfinished_body(pull.head_sha, failure_reason(exc), rows=rows)
+    shown = [reply.removeprefix(FIX_MARKER).strip("\n"), unfinished.removeprefix(comment.MARKER)]
+    append_summary(env.step_summary, "\n\n".join(part.strip("\n") for part in shown))
     notice("error", f"/agent fix: {message}")
     outputs = {
         "review-result": "error",

@@ -535,7 +535,10 @@ def test_a_first_review_stopped_by_its_budget_says_what_it_spent_and_that_nothin
     (reply,) = replies(gh)
     assert "the review did not complete" in reply
     assert "The fixer was not run; nothing was pushed." in reply
-    assert "The fixer was not run; nothing was pushed." in runner.summary.read_text()
+    summary = runner.summary.read_text()
+    assert "The fixer was not run; nothing was pushed." in summary
+    # and what the summary comment says: did not complete, with the run history's row
+    assert "DID NOT COMPLETE" in summary and "| budget |" in summary
     assert "::error title=gitflow-agents::/agent fix: the review of" in result.stdout
 
 
