@@ -54,7 +54,7 @@ from gitflow_agents.github.api.client import Client, Comment, GitHubForbidden, P
 from gitflow_agents.github.api.identity import Identity
 from gitflow_agents.github.pr.publish import clear_changes_label
 from gitflow_agents.reviewer.target import exit_code
-from gitflow_agents.runs.spend import run_spend
+from gitflow_agents.runs.spend import NOTHING, Spend, run_spend
 
 T = TypeVar("T")
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -192,11 +192,20 @@ def failed_row(exc: BaseException, agent: str, step: str, duration_s: float) -> 
     ours = exc if isinstance(exc, GitflowError) else None
     outcome = ours.outcome if ours is not None and ours.outcome else None
     outcome = outcome or ("budget" if isinstance(exc, BudgetError) else "error")
-    spent = ours.spent if ours is not None else None
-    usage = comment.usage_fields(run_spend(spent)) if spent is not None else {}
+    spend = _spent_before(exc)
+    usage = comment.usage_fields(spend) if spend is not None else {}
     return comment.RunRow(
         "review", agent, outcome, step=step, iterations=1, duration_s=duration_s, **usage
     )
+
+
+def _spent_before(exc: BaseException) -> Spend | None:
+    """What the agent of a review that ended in ``exc`` spent: what it said (``spent``), or
+    nothing at all, which is known (0, $0), when a spent budget started none; None when
+    nothing is known."""
+    if isinstance(exc, GitflowError) and exc.spent is not None:
+        return run_spend(exc.spent)
+    return NOTHING if isinstance(exc, BudgetError) else None
 
 
 def publish_failed(
@@ -418,12 +427,12 @@ def usage_outputs(rows: Sequence[comment.RunRow]) -> dict[str, str]:
 
 def failed_outputs(exc: BaseException, agent: str) -> dict[str, str]:
     """The spend outputs of a review that ended in ``exc`` (``usage_outputs``) when an agent
-    ran before it (a reviewer stopped by its budget, failed, rate limited: ``spent``), else
-    none: what it cost is told even so."""
-    if not isinstance(exc, GitflowError) or exc.spent is None:
+    ran before it (a reviewer stopped by its budget, failed, rate limited: ``spent``), or a
+    spent budget started none (0, $0), else none: what it cost is told even so."""
+    spend = _spent_before(exc)
+    if spend is None:
         return {}
-    spent = comment.usage_fields(run_spend(exc.spent))
-    return usage_outputs([comment.RunRow("review", agent, "error", **spent)])
+    return usage_outputs([comment.RunRow("review", agent, "error", **comment.usage_fields(spend))])
 
 
 def summary_room(path: Path | None) -> int:

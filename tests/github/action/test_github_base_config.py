@@ -129,6 +129,30 @@ def test_an_agent_reviewer_stopped_by_its_budget_says_what_it_spent_in_the_outpu
     assert outputs["cost-usd"] == "" and outputs["cost-estimated"] == "false"
 
 
+def test_an_agent_reviewer_a_spent_budget_never_started_spent_a_known_nothing(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """A limit of 0 starts no reviewer: exit 5, and what it spent is a known nothing (0, $0)
+    in the outputs and the summary comment's row, not unknown."""
+    (repo / ".flow").mkdir()
+    config = command_agents({"gate": SPENDER})
+    (repo / ".flow" / "base.yaml").write_text(config + "budget:\n  review: {usd: 0}\n")
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    pull = add_pull(gh, repo, {"calc.py": CALC})
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "gate")
+    assert result.returncode == 5, result.stdout + result.stderr
+    outputs = runner.outputs()
+    assert (outputs["input-tokens"], outputs["output-tokens"], outputs["cost-usd"]) == (
+        "0",
+        "0",
+        "0",
+    )
+    (body,) = [str(c["body"]) for c in gh.comments_on(pull.number)]
+    row = next(line for line in body.splitlines() if "| budget |" in line)
+    assert row.endswith("| 0 | $0.00 |"), row
+
+
 def test_a_configured_agent_that_is_the_builtin_reviewer_reviews_as_builtin(
     runner: Runner, gh: GitHubStandIn, repo: Path
 ) -> None:
