@@ -102,6 +102,11 @@ class FixProgress:
         self.step, self.started = step, time.monotonic()
 
 
+_FIXER_EXIT = {"budget": ExitCode.BUDGET, "rate_limited": ExitCode.RATE_LIMITED}
+"""The exit code of a fixer that did not complete, by its agent run's outcome: a budget or a
+model API that refused it longer than the wait has its own code, as for any command; else 3."""
+
+
 def _refusal(branch: str, pushed: git.PushResult) -> str:
     """Why the remote refused a push: the branch moved on, or a hint and git's own words."""
     if pushed.moved:
@@ -329,7 +334,7 @@ def _fix(
             # its row's outcome is the agent run's own (``budget``, ``failed``, ``stuck``…), as
             # a step pull request's run history shows it (docs/configuration.md, "budget")
             (row_before, _fix_row(root, options, pull, status, None, started, exc.spend)),
-            exit_code=ExitCode.BUDGET if status == "budget" else ExitCode.AGENT_FAILED,
+            exit_code=_FIXER_EXIT.get(status, ExitCode.AGENT_FAILED),
         )
     if run.sha is None:
         return FixOutcome(

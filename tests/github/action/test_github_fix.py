@@ -516,6 +516,22 @@ def test_a_pushed_fix_whose_new_heads_review_ends_in_an_error_says_it_was_pushed
     assert "::error title=gitflow-agents::/agent fix: pushed " in result.stdout
 
 
+def test_a_fixer_its_model_api_refused_longer_than_the_wait_exits_6_and_pushes_nothing(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """The README's exit 6 (an agent's model API refused it for longer than the wait) holds
+    for the fixer as for a reviewer: nothing pushed, `fixer-failed`, its row `rate_limited`."""
+    pull = set_up_reviewer(gh, repo, tmp_path, "revise", fixer="ratelimit")
+    result = runner.run_with(
+        {}, "issue_comment", comment_event(gh, 7, "maintainer", "/agent fix"), "--agent", "gate"
+    )
+    assert result.returncode == 6, result.stdout + result.stderr
+    assert origin_tip(tmp_path) == pull.head_sha  # nothing pushed
+    assert runner.outputs()["fix-result"] == "fixer-failed"
+    (row,) = summary_rows(gh, "fix")
+    assert [cell.strip() for cell in row.strip("|").split("|")][3] == "rate_limited", row
+
+
 def test_a_first_review_stopped_by_its_budget_says_what_it_spent_and_that_nothing_ran(
     runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
 ) -> None:
