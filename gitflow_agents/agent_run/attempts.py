@@ -23,11 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.agent_run.launch import prepare
+from gitflow_agents.agents.base import AgentOutput, Cli
+from gitflow_agents.agents.output import since
+from gitflow_agents.agents.prices import usage_of
 from gitflow_agents.runs.budget import Watch
 from gitflow_agents.runs.control import queued_messages
 from gitflow_agents.runs.slots import SlotWaitCanceled, hold_slot, slots_folder
 from gitflow_agents.supervisor import Launch, Outcome
-from gitflow_agents.supervisor.outcome import update_status
+from gitflow_agents.supervisor.outcome import ParsedOutput, update_status
 
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.run import AgentRunner
@@ -88,6 +91,8 @@ class Attempts:
         self.run, self.cancel = run, cancel
         self.waits = Waits(run.job.config.rate_limit_wait_secs)
         self._outcomes: list[Outcome] = []
+        # whether each attempt continued the session before it (the first: the run's, a send)
+        self._resumed: list[bool] = [True]
         self._delivered: list[Path] = []  # queued messages the current attempt was given
         agent = run.job.config.agent(run.job.agent)
         self.adapter, self.max_parallel = agent.adapter, agent.max_parallel
@@ -114,9 +119,12 @@ class Attempts:
                 self._outcomes.append(_canceled(run, "canceled while waiting out a rate limit"))
                 return
             launch, self._delivered = _next_launch(run, outcome, resumes)
+            self._resumed.append(resumes)
             if isinstance(launch.budget, Watch):  # it counts what the run spent so far
-                spent = [done.output for done in self._outcomes if done.output is not None]
-                launch = launch._replace(budget=launch.budget.next_attempt(spent))
+                own, used = self._own_outputs()
+                before = used if resumes else None  # what its figures will count again
+                spent = [output for output in own if output is not None]
+                launch = launch._replace(budget=launch.budget.next_attempt(spent, before))
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[bool]:
@@ -172,14 +180,64 @@ class Attempts:
         """The run's Outcome: the last attempt's, from the first attempt's start (the waits
         between them are part of the run's duration), with the earlier attempts' outputs: the
         record prices each attempt's usage on its own and adds them up (``earlier_outputs``)."""
+        own, _ = self._own_outputs()
         *earlier, last = self._outcomes
         if not earlier:
-            return last
+            return dataclasses.replace(last, output=own[-1])
         started = earlier[0].started
-        outputs = tuple(o.output for o in earlier if o.output is not None)
+        outputs = tuple(output for output in own[:-1] if output is not None)
         return dataclasses.replace(
-            last, started=started, duration=last.ended - started, earlier_outputs=outputs
+            last,
+            started=started,
+            duration=last.ended - started,
+            output=own[-1],
+            earlier_outputs=outputs,
         )
+
+    def _own_outputs(self) -> tuple[list[ParsedOutput | None], AgentOutput | None]:
+        """Each attempt's output with only its own figures, and what the session had used at
+        the end of the last (as a next attempt continuing it would count it again). A CLI
+        whose figures are its session's so far (``Cli.session_totals``: all of them; Claude
+        Code's ``cost_totals``: its cost) counts, in an attempt that continued the session,
+        what the session used before it: the session's before this run (``send``'s turn:
+        ``AgentJob.session_before``) and the earlier attempts'; that part is taken off."""
+        run = self.run
+        assert run.launch is not None
+        cli = run.launch.adapter.cli
+        used = run.job.session_before
+        own: list[ParsedOutput | None] = []
+        for outcome, resumed in zip(self._outcomes, self._resumed, strict=False):
+            output, base = outcome.output, used if resumed else None
+            mine = since(output, base) if output is not None and base is not None else output
+            own.append(mine)
+            used = _used_after(run, cli, base, output, mine)
+        return own, used
+
+
+def _used_after(
+    run: AgentRunner,
+    cli: Cli,
+    base: AgentOutput | None,
+    output: ParsedOutput | None,
+    mine: ParsedOutput | None,
+) -> AgentOutput | None:
+    """What the session had used at the end of an attempt (``output`` as its CLI said it,
+    ``mine`` its own part; ``base``: the session's before it), as a next attempt continuing
+    it counts it again (``Cli.counted_before``): its last figures (``session_totals``), or
+    the cost before it plus this attempt's, the stated one else the price table's estimate
+    (``cost_totals``); None for a CLI that counts each process on its own."""
+    if output is None or not isinstance(output, AgentOutput):
+        return base
+    if cli.session_totals:
+        return cli.counted_before(output)
+    if not cli.cost_totals:
+        return None
+    model = run.job.config.agent(run.job.agent).model
+    cost = usage_of(mine, model, run.job.config.prices).cost_usd if mine is not None else None
+    if cost is None:
+        return base
+    earlier = base.cost_usd if base is not None and base.cost_usd is not None else 0.0
+    return AgentOutput(cost_usd=earlier + cost)
 
 
 def _resumes(run: AgentRunner, outcome: Outcome) -> bool:

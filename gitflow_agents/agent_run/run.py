@@ -17,7 +17,6 @@ each (in its own thread when several start together), ``record()`` each.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import threading
 import time
@@ -45,7 +44,6 @@ from gitflow_agents.agent_run.record import (
 )
 from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.installed import check_agents, require_program
-from gitflow_agents.agents.output import since
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.prompt import Segment, agent_dir, write_system_prompt
 from gitflow_agents.prompt.paths import write_prompt_segments
@@ -310,11 +308,7 @@ class AgentRunner:
                             if free
                             else attempts.slot_canceled()
                         )
-                self.outcome = attempts.outcome
-                before = self.job.session_before
-                if before is not None and self.outcome.output is not None:
-                    own = since(self.outcome.output, before)
-                    self.outcome = dataclasses.replace(self.outcome, output=own)
+                self.outcome = attempts.outcome  # each attempt's own figures
         except BaseException as exc:
             self.fail(exc)
             raise

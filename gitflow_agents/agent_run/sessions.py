@@ -271,9 +271,9 @@ def run_turn(
     budget = Ledger(config.budget, config.prices)  # `.flow/` budget:, a turn is an agent run
     budget.refuse(adapter)
     earlier = session.get("runs", [prior.run_id])
-    before = (
-        _used(root, config.flow_dir, earlier) if get_adapter(adapter).cli.session_totals else None
-    )
+    cli = get_adapter(adapter).cli
+    counts = cli.session_totals or cli.cost_totals  # its figures count the turns before it
+    before = cli.counted_before(_used(root, config.flow_dir, earlier)) if counts else None
     new_id = new_run_id()
     number = int(session.get("turns") or 1) + 1
     link = {

@@ -137,7 +137,8 @@ class Cli:
     besides ``COMMON_OPTIONS``; ``program_name``, its executable's usual name when that is not
     ``name`` ("": none, e.g. the command adapter's command names it); ``session_totals``: its
     usage figures are its session's so far, so a resumed run's include the turns before it
-    (Codex's ``turn.completed``)."""
+    (Codex's ``turn.completed``); ``cost_totals``: its cost is (Claude Code's
+    ``total_cost_usd`` after ``--resume``: its tokens are the process's own)."""
 
     name: str
     install: str
@@ -145,6 +146,15 @@ class Cli:
     options: tuple[str, ...] = ()
     program_name: str | None = None
     session_totals: bool = False
+    cost_totals: bool = False
+
+    def counted_before(self, used: AgentOutput) -> AgentOutput | None:
+        """The part of what a session ``used`` that a resumed run's figures count again (to be
+        taken off them: ``output.since``): all of it (``session_totals``), its cost alone
+        (``cost_totals``), or none."""
+        if self.session_totals:
+            return used
+        return AgentOutput(cost_usd=used.cost_usd) if self.cost_totals else None
 
     @property
     def program(self) -> str:

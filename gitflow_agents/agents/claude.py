@@ -63,7 +63,13 @@ QUIET_DEFAULTS = {
 
 class ClaudeAdapter:
     cli = Cli(
-        "claude", install="npm install -g @anthropic-ai/claude-code", resumes=True, options=OPTIONS
+        "claude",
+        install="npm install -g @anthropic-ai/claude-code",
+        resumes=True,
+        options=OPTIONS,
+        # after --resume its result's total_cost_usd (and modelUsage) are the session's so far,
+        # its usage the process's own (Claude Code 2.1.330, docs/agents.md)
+        cost_totals=True,
     )
 
     def launch(self, invocation: Invocation) -> LaunchSpec:

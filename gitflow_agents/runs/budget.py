@@ -339,14 +339,15 @@ class Watch:
         spend = _spend(usage)
         return spend if self.earlier is None else total([self.earlier, spend])
 
-    def next_attempt(self, outputs: Sequence[Reported]) -> Watch:
+    def next_attempt(self, outputs: Sequence[Reported], before: AgentOutput | None) -> Watch:
         """A watch for the run's next attempt (after a rate limit's wait): a fresh meter for the
         new process's output, and what the attempts so far said they spent (``outputs``, each
-        priced as a reading is) counted with it."""
+        attempt's own figures, priced as a reading is) counted with it; ``before``: what its
+        figures will count again of the session it continues (``Cli.counted_before``)."""
         meter = meter_for(self.adapter)
         assert meter is not None  # this one has a meter
         watch = Watch(self.ledger, meter, self.adapter, self.model)
-        watch.before, watch.key = self.before, self.key
+        watch.before, watch.key = before, self.key
         self.ledger.flying(watch)  # in this attempt's place
         prices = self.ledger.prices
         watch.earlier = total(_spend(usage_of(output, self.model, prices)) for output in outputs)

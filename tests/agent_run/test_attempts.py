@@ -29,7 +29,8 @@ from tests.helpers.files import write_executable
 # call rate limited with a usage-limit reset <secs> from now (a whole second, rounded up) ("limit" alone: a 429, no reset;
 # "say:<text>": an error result saying <text>);
 # "stream:<n>" prints n assistant lines of 1,000 input tokens, then completes; "done" completes. Each call writes the file part-<n>.txt (work that must not be lost) and logs
-# its argv.
+# its argv. Each call costs $0.01 (a refused one) or $0.02, and says the session's total after a
+# --resume, as Claude Code does.
 FAKE_CLAUDE = (
     """#!{python}
 import json, math, os, pathlib, sys, time
@@ -46,6 +47,13 @@ n = len(calls) + 1
 pathlib.Path(f"part-{{n}}.txt").write_text(f"work of call {{n}}\\n")
 session = argv[argv.index("--resume") + 1] if "--resume" in argv else "sess-1"
 usage = {{"input_tokens": 100, "output_tokens": 10}}
+# as Claude Code 2.1.330 says it: after --resume, total_cost_usd is the session's so far (its
+# usage the process's own): a running total kept beside the state
+spent = pathlib.Path({state!r} + ".cost")
+before = float(spent.read_text()) if "--resume" in argv and spent.exists() else 0.0
+def total(own):
+    spent.write_text(str(before + own))
+    return before + own
 if answer.startswith(("limit", "say:")):
     secs = answer.partition(":")[2]
     text = (secs if answer.startswith("say:")
@@ -55,7 +63,7 @@ if answer.startswith(("limit", "say:")):
         from gitflow_agents.runs.control import queue_message
         queue_message(pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"]), os.environ["FAKE_QUEUE"])
     print(json.dumps({{"type": "result", "subtype": "success", "is_error": True, "result": text,
-                      "session_id": session, "usage": usage, "total_cost_usd": 0.01}}))
+                      "session_id": session, "usage": usage, "total_cost_usd": total(0.01)}}))
     sys.exit(1)
 if answer.startswith("stream"):  # API calls of 1,000 input tokens each, streamed, then done
     for call in range(int(answer.partition(":")[2])):
@@ -68,7 +76,7 @@ d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
 (d / "report.md").write_text("## Summary\\n\\nDone.\\n")
 os.rename(d / "report.md", d / "report.complete.md")
 print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": "done",
-                  "session_id": session, "usage": usage, "total_cost_usd": 0.02}}))
+                  "session_id": session, "usage": usage, "total_cost_usd": total(0.02)}}))
 """
 )
 

@@ -58,8 +58,13 @@ if asks:
              "</QUESTIONS><STATUS>needs_input</STATUS>")
 else:
     reply = "<SUMMARY>Painted it: " + task.splitlines()[0] + "</SUMMARY><STATUS>completed</STATUS>"
+# each turn costs $0.25; after --resume Claude Code states the session's total so far (its
+# usage is the process's own): a running total beside the log
+spent = pathlib.Path({log!r} + ".cost")
+cost = (float(spent.read_text()) if resume and spent.exists() else 0.0) + 0.25
+spent.write_text(str(cost))
 out = {{"type": "result", "subtype": "success", "is_error": False, "result": reply,
-       "usage": {{"input_tokens": 10, "output_tokens": 5}}, "total_cost_usd": 0.25}}
+       "usage": {{"input_tokens": 10, "output_tokens": 5}}, "total_cost_usd": cost}}
 if "NOSESSION" not in task:
     out["session_id"] = resume or "sess-1"
 print(json.dumps(out))

@@ -284,8 +284,9 @@ def test_a_codex_turn_is_judged_on_its_own_usage_not_its_sessions(
     spend = watch.spend()
     assert (spend.input_tokens, spend.output_tokens) == (2000, 1000)
     assert watch.exceeded() is None
-    again = watch.next_attempt([])  # a rate limit's next attempt keeps it
-    assert again.before == watch.before
+    # a rate limit's next attempt, continuing the session, counts what it used so far again
+    again = watch.next_attempt([], AgentOutput(input_tokens=10_000, output_tokens=1000))
+    assert again.before == AgentOutput(input_tokens=10_000, output_tokens=1000)
 
 
 def _calls(watch: Watch, count: int, first: int = 0) -> None:
@@ -330,7 +331,7 @@ def test_parallel_reviewers_see_each_others_spend_in_the_rounds_scope() -> None:
         _calls(second, 2, first=10)
         assert (first.exceeded() or "").startswith("budget: review spent 500 tokens")
         # a rate limit's next attempt takes the first's place in flight, its 300 with it
-        nxt = first.next_attempt([first.meter.reading()])
+        nxt = first.next_attempt([first.meter.reading()], None)
         assert (second.exceeded() or "").startswith("budget: review spent 500 tokens")
         _calls(nxt, 1, first=20)
         assert (second.exceeded() or "").startswith("budget: review spent 600 tokens")
