@@ -134,6 +134,24 @@ def test_a_429_mid_run_is_waited_out_and_the_session_continued(
     assert str(root / "greeting.py") in after[0].all_text()
     record = json.loads((run / "result.json").read_text())
     assert record["status"] == "succeeded" and record["run"]["outcome"] == "succeeded"
+    if cli == "claude":  # after --resume its total_cost_usd is the session's so far: each
+        # attempt's cost counted once, the run's is the last result's total
+        results = [
+            line
+            for line in map(_json_line, (run / "worker.log").read_text().splitlines())
+            if line.get("type") == "result"
+        ]
+        assert len(results) >= 2 and record["run"]["costUsd"] == pytest.approx(
+            results[-1]["total_cost_usd"]
+        )
+
+
+def _json_line(text: str) -> dict[str, Any]:
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 FLOW_DIR = "flows/" + FLOW
