@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tests.conftest import git
 
 
 def command_agents(
@@ -44,3 +47,12 @@ SPENDER = [
     "    print(json.dumps(line), flush=True)\n"
     "    time.sleep(0.05)\n",
 ]
+
+
+def budgeted_gate(repo: Path, budget: str) -> None:
+    """The base commit's ``.flow/``: the agent reviewer ``gate`` (``SPENDER``) and ``budget``
+    (a ``budget:`` section)."""
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(command_agents({"gate": SPENDER}) + budget)
+    git(repo, "add", ".flow")
+    git(repo, "commit", "-q", "-m", "configure the reviewer")

@@ -15,7 +15,7 @@ from pathlib import Path
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.action_runner import Runner, add_pull, flow_config, pr_event, runner, states
-from tests.helpers.flow_config import SPENDER, command_agents
+from tests.helpers.flow_config import budgeted_gate, command_agents
 
 __all__ = ["gh", "runner"]
 
@@ -115,11 +115,7 @@ def test_an_agent_reviewer_stopped_by_its_budget_says_what_it_spent_in_the_outpu
 ) -> None:
     """Exit 5, review-result error, and the tokens it spent before the stop in the outputs
     (its cost unknown: it names no model), never empty as if it had spent nothing known."""
-    (repo / ".flow").mkdir()
-    config = command_agents({"gate": SPENDER})
-    (repo / ".flow" / "base.yaml").write_text(config + "budget:\n  agent: {tokens: 2500}\n")
-    git(repo, "add", ".flow")
-    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    budgeted_gate(repo, "budget:\n  agent: {tokens: 2500}\n")
     pull = add_pull(gh, repo, {"calc.py": CALC})
     result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "gate")
     assert result.returncode == 5, result.stdout + result.stderr
@@ -134,11 +130,7 @@ def test_an_agent_reviewer_a_spent_budget_never_started_spent_a_known_nothing(
 ) -> None:
     """A limit of 0 starts no reviewer: exit 5, and what it spent is a known nothing (0, $0)
     in the outputs and the summary comment's row, not unknown."""
-    (repo / ".flow").mkdir()
-    config = command_agents({"gate": SPENDER})
-    (repo / ".flow" / "base.yaml").write_text(config + "budget:\n  review: {usd: 0}\n")
-    git(repo, "add", ".flow")
-    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    budgeted_gate(repo, "budget:\n  review: {usd: 0}\n")
     pull = add_pull(gh, repo, {"calc.py": CALC})
     result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", "gate")
     assert result.returncode == 5, result.stdout + result.stderr

@@ -24,7 +24,7 @@ from tests.conftest import git
 from tests.github_events import merge_group_event
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.action_runner import BROKEN, FINE, Runner, flow_config, has, states
-from tests.helpers.flow_config import SPENDER, command_agents
+from tests.helpers.flow_config import budgeted_gate
 
 __all__ = ["gh"]
 
@@ -240,11 +240,7 @@ def test_an_agent_reviewer_stopped_by_its_budget_says_what_it_spent_in_the_outpu
 ) -> None:
     """As for a pull request (tests/github/action/test_github_base_config.py): exit 5 and the
     tokens the stopped reviewer spent in the outputs."""
-    (repo / ".flow").mkdir()
-    config = command_agents({"gate": SPENDER})
-    (repo / ".flow" / "base.yaml").write_text(config + "budget:\n  agent: {tokens: 2500}\n")
-    git(repo, "add", ".flow")
-    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    budgeted_gate(repo, "budget:\n  agent: {tokens: 2500}\n")
     group = queue(repo, tmp_path, {"calc.py": "x = 1\n"})
     runner = group_runner(tmp_path, gh, group)
     result = runner.run("merge_group", event(gh, group), "tok-actions", "--agent", "gate")
@@ -262,11 +258,7 @@ def test_a_group_review_that_did_not_complete_says_why_in_the_job_summary_and_an
     """The run's page shows why the group got an ``error`` status: the job summary says the
     review did not complete, why and what its agent spent; an ``::error`` annotation says
     why (not only the error line on stderr, which is in the step's log alone)."""
-    (repo / ".flow").mkdir()
-    config = command_agents({"gate": SPENDER})
-    (repo / ".flow" / "base.yaml").write_text(config + "budget:\n  agent: {tokens: 2500}\n")
-    git(repo, "add", ".flow")
-    git(repo, "commit", "-q", "-m", "configure the reviewer")
+    budgeted_gate(repo, "budget:\n  agent: {tokens: 2500}\n")
     group = queue(repo, tmp_path, {"calc.py": "x = 1\n"})
     runner = group_runner(tmp_path, gh, group)
     result = runner.run("merge_group", event(gh, group), "tok-actions", "--agent", "gate")
