@@ -17,6 +17,7 @@ each (in its own thread when several start together), ``record()`` each.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -44,6 +45,8 @@ from gitflow_agents.agent_run.record import (
 )
 from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.installed import check_agents, require_program
+from gitflow_agents.agents.meter import FREE
+from gitflow_agents.agents.prices import usage_of
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.prompt import Segment, agent_dir, write_system_prompt
 from gitflow_agents.prompt.paths import write_prompt_segments
@@ -52,9 +55,10 @@ from gitflow_agents.runs.budget import Ledger, Watch, warn_uncounted
 from gitflow_agents.runs.cards import card_lock
 from gitflow_agents.runs.control import listening
 from gitflow_agents.runs.events import EventHub, JsonlChannel
-from gitflow_agents.runs.spend import run_spend
+from gitflow_agents.runs.spend import Spend, run_spend
 from gitflow_agents.runs.tree import KILL_GRACE
 from gitflow_agents.supervisor import Limits, Outcome, ReportFiles, Status, supervise
+from gitflow_agents.supervisor.outcome import update_status
 
 if TYPE_CHECKING:
     from gitflow_agents.config import FlowConfig
@@ -308,12 +312,39 @@ class AgentRunner:
                             if free
                             else attempts.slot_canceled()
                         )
-                self.outcome = attempts.outcome  # each attempt's own figures
+                self.outcome = self._judged(attempts.outcome)  # each attempt's own figures
         except BaseException as exc:
             self.fail(exc)
             raise
         self._end_task(self.outcome.status, self.outcome.reason)
         return self.outcome
+
+    def _judged(self, outcome: Outcome) -> Outcome:
+        """``outcome`` judged on the usage its CLI said at its end when no watch read it as it
+        ran (Gemini CLI, Aider, Auggie say it only then): over a limit, it ends ``budget``,
+        as a watched agent's last usage line ends it (``supervisor/run.finish``; docs/
+        configuration.md, "budget"): a reviewer over its budget is not approved. Only a
+        limit gone over counts: it ended on its own, having spent what it could."""
+        budget, prepared = self.job.budget, self.launch
+        if budget is None or prepared is None or isinstance(prepared.launch.budget, Watch):
+            return outcome
+        if outcome.status not in ("succeeded", "failed") or outcome.output is None:
+            return outcome
+        if prepared.launch.adapter in FREE or not budget.active:
+            return outcome
+        model = self.job.config.agent(self.job.agent).model
+        usage = usage_of(outcome.output, model, self.job.config.prices)
+        spend = Spend(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=usage.cost_usd,
+            cost_estimated=usage.cost_estimated,
+        )
+        over = budget.over(spend, strictly=True)
+        if over is None:
+            return outcome
+        update_status(self.paths.run_dir, state="budget", reason=over)
+        return dataclasses.replace(outcome, status="budget", reason=over)
 
     def _in_process(self, work: InProcess) -> Outcome:
         """The Outcome of an agent that is a function of this process."""

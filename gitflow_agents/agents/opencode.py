@@ -64,6 +64,7 @@ class OpencodeAdapter:
         input_tokens: int | None = None
         output_tokens: int | None = None
         cost: float | None = None
+        unpriced = False  # a step that used tokens said it cost 0: the cost is unknown
         cached_tokens: int | None = None
         step_texts: list[str] = []
         reply = None
@@ -86,13 +87,18 @@ class OpencodeAdapter:
             elif kind == "step_finish":
                 tokens = output.as_dict(part.get("tokens"))
                 cache = output.as_dict(tokens.get("cache"))
+                used = 0
                 for value in (tokens.get("input"), cache.get("read"), cache.get("write")):
                     input_tokens = output.add_optional(input_tokens, output.as_int(value))
+                    used += output.as_int(value) or 0
                 for value in (tokens.get("output"), tokens.get("reasoning")):
                     output_tokens = output.add_optional(output_tokens, output.as_int(value))
+                    used += output.as_int(value) or 0
                 cached_tokens = output.add_optional(cached_tokens, output.as_int(cache.get("read")))
                 step_cost = output.as_float(part.get("cost"))
-                if step_cost is not None:
+                if step_cost == 0 and used > 0:  # a model opencode has no price for: not free
+                    unpriced = True
+                elif step_cost is not None:
                     cost = (cost or 0.0) + step_cost
             elif kind == "error":
                 error = _error_message(event.get("error")) or "error"
@@ -102,7 +108,7 @@ class OpencodeAdapter:
             session_id=session_id,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            cost_usd=cost,
+            cost_usd=None if unpriced else cost,
             cached_tokens=cached_tokens,
             is_error=error is not None,
             error=error,

@@ -63,13 +63,24 @@ def _tokens_hit(cap: Cap, spend: Spend, over: bool) -> bool:
     return tokens > cap.tokens if over else tokens >= cap.tokens
 
 
+def _dollars(cost: float, limit: float | None) -> str:
+    """``$0.062``; with more digits when three would show a cost over ``limit`` as the limit
+    itself (``$0.00324 of $0.003``, not ``$0.003 of $0.003``)."""
+    text = f"${cost:.3f}"
+    if limit is not None and cost > limit and float(text[1:]) <= limit:
+        return f"${cost:.6g}"
+    return text
+
+
 def message(scope: Scope, spend: Spend, cap: Cap, *, over: bool = False) -> str:
     """``budget: step spent $0.062 of $0.05 (tokens 41,200)``, or the token form when the
     token limit is the one reached (``over``: gone over, as ``reached``)."""
     tokens = tokens_of(spend)
     tokens_text = f"{tokens:,}" if tokens is not None else "unknown"
     cost = spend.cost_usd
-    cost_text = "unknown" if cost is None else f"${cost:.3f}" + (" est." * spend.cost_estimated)
+    cost_text = (
+        "unknown" if cost is None else _dollars(cost, cap.usd) + " est." * spend.cost_estimated
+    )
     if _usd_hit(cap, spend, over) or cap.tokens is None:
         if cap.usd == 0:
             return f"budget: {scope} is $0 (nothing may be spent)"

@@ -1100,3 +1100,19 @@ def test_a_figure_out_of_range_is_unknown_never_shown_or_summed(
     assert isinstance(parsed, AgentOutput)
     assert (parsed.input_tokens, parsed.cost_usd) == (None, None)
     assert parsed.output_tokens == 200
+
+
+def test_an_opencode_step_that_used_tokens_at_no_cost_has_an_unknown_cost() -> None:
+    """opencode says `cost: 0` for a model it has no price for (a custom or local provider):
+    with tokens used that is no price, not free, so the run's cost is unknown (the price table
+    may estimate it; a USD budget says it cannot hold), never a known $0 that no budget
+    reaches. A step that used nothing at $0 is just that."""
+
+    def step(tokens: int, cost: float) -> str:
+        part = {"tokens": {"input": tokens, "output": 0, "cache": {"read": 0}}, "cost": cost}
+        return json.dumps({"type": "step_finish", "sessionID": "s", "part": part})
+
+    parse = get_adapter("opencode").parse_output
+    assert parse(step(120, 0) + "\n" + step(80, 0) + "\n", "").cost_usd is None
+    assert parse(step(120, 0.002) + "\n", "").cost_usd == 0.002
+    assert parse(step(0, 0) + "\n", "").cost_usd == 0.0

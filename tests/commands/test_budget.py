@@ -691,3 +691,41 @@ def test_a_step_whose_implementer_spent_the_limit_exactly_lands_its_work_and_sta
     (implementer,) = agent_results(repo, "feature")
     assert implementer["run"]["outcome"] == "succeeded"
     assert git(repo, "show", "agents/feature/step-1:work.txt") == "done\n"
+
+
+FAKE_GEMINI = """\
+import json, os, pathlib
+folder = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+(folder / "report.md").write_text("## Summary\\n\\ndone\\n")
+(folder / "report.md").rename(folder / "report.complete.md")
+tokens = {"prompt": 1000, "candidates": 200}
+stats = {"models": {"gemini-2.5-pro": {"tokens": tokens}}}
+print(json.dumps({"session_id": "s1", "response": "done", "stats": stats}))
+"""
+
+
+@pytest.mark.parametrize(("limit", "code"), [("100", 5), ("1200", 0)])
+def test_a_cli_that_says_its_usage_only_at_its_end_is_judged_on_it(
+    repo: Path, tmp_path: Path, limit: str, code: int
+) -> None:
+    """Gemini CLI (Aider, Auggie) says its usage only when it ends, so no watch stops it
+    mid-run; its end is judged on it all the same: over a limit the run ends `budget`, exit 5
+    (a reviewer so is not approved), as a watched CLI's last usage line ends it. At the limit
+    exactly it completed within it."""
+    configure(repo)
+    script = tmp_path / "gemini.py"
+    script.write_text(FAKE_GEMINI)
+    fake = tmp_path / "gemini"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
+    fake.chmod(0o755)
+    config = repo / ".flow" / "base.yaml"
+    options = {"executable": str(fake)}
+    config.write_text(
+        config.read_text() + f"  gem:\n    adapter: gemini\n    options: {json.dumps(options)}\n"
+    )
+    done = call(repo, "spawn", "gem", "--task", "x", "--budget-tokens", limit, "--quiet")
+    assert done.returncode == code, done
+    (result,) = agent_results(repo, "gem")
+    assert result["run"]["outcome"] == ("budget" if code else "succeeded")
+    if code:
+        assert "budget: agent spent 1,200 tokens of 100" in done.stdout + done.stderr

@@ -51,6 +51,11 @@ def test_the_message_names_the_scope_and_the_numbers() -> None:
     estimated = Spend(input_tokens=10, cost_usd=0.1, cost_estimated=True)
     assert message("agent", estimated, Cap(usd=0.1)).endswith("$0.100 est. of $0.1 (tokens 10)")
     assert message("review", Spend(), Cap(usd=0)) == "budget: review is $0 (nothing may be spent)"
+    # a cost over the limit never reads as the limit itself once rounded
+    close = Spend(input_tokens=480, output_tokens=120, cost_usd=0.00324)
+    assert message("agent", close, Cap(usd=0.003)) == (
+        "budget: agent spent $0.00324 of $0.003 (tokens 600)"
+    )
 
 
 def test_scopes_count_the_runs_that_ended_while_they_were_open() -> None:
