@@ -153,8 +153,9 @@ def test_the_watch_fills_in_the_usage_a_stopped_agent_never_totalled() -> None:
 
 
 def test_no_watch_without_a_limit_and_a_warning_once_for_a_cli_that_streams_no_usage(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(budget, "_warned", set())  # once per process: another test may have
     assert Ledger(Budgets(), PRICES).watch("claude", None) is None
     ledger = Ledger(Budgets(agent=Cap(usd=1.0)), PRICES)
     assert ledger.watch("gemini", None) is None
