@@ -7,7 +7,8 @@ Step runs show one row each; the agent runs inside them only with ``agents=True`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,8 +18,9 @@ from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.jsondata import JsonProblem
 from gitflow_agents.base.redact import redact_data
 from gitflow_agents.config.values import display as shown_path
-from gitflow_agents.runs import iter_runs, load_record, record_problem
+from gitflow_agents.runs import RunPaths, iter_runs, load_record, record_problem
 from gitflow_agents.runs.fields import mapping, number, scalar
+from gitflow_agents.runs.lost import LOST, listed_by_step_runs
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import Spend, run_spend, step_spend, total
 
@@ -80,6 +82,7 @@ def records(
     no result.json yet (still running, or killed) is left out; one whose result.json cannot be
     read is too, and a line saying which and why goes to ``skipped``."""
     found = []
+    listed: dict[Path, set[str]] = {}  # per runs folder: the agent runs its step runs list
     for paths in iter_runs(root, flow_dir, flow):
         try:
             data = load_record(paths.result)
@@ -90,10 +93,33 @@ def records(
                 where = shown_path(root, paths.result)
                 skipped.append(f"skipped run {paths.run_dir.name}: {where}: {record_problem(exc)}")
             continue
-        if mapping(data, "run").get("chainRunID") and not agents:
+        if not agents and _inside_a_step_run(paths, mapping(data, "run"), listed):
             continue
         found.append((paths.run_dir, data))
     return found
+
+
+def _inside_a_step_run(
+    paths: RunPaths, run: Mapping[str, Any], listed: dict[Path, set[str]]
+) -> bool:
+    """Whether an agent run is shown inside its step run's row: it names one (``chainRunID``;
+    a running step run has no record yet). A lost agent run whose step run died with it (its
+    record says ``lost``; the step run left none) is a row of its own until a new run of the
+    step lists it (``listed``, read once per runs folder): what it spent is shown once."""
+    chain_run = run.get("chainRunID")
+    if not isinstance(chain_run, str) or not chain_run:
+        return False
+    if run.get(LOST) is not True or not _SAFE.fullmatch(chain_run):
+        return True
+    runs = paths.run_dir.parent
+    if RunPaths(runs / chain_run).result.is_file():
+        return True
+    if runs not in listed:
+        listed[runs] = listed_by_step_runs(runs)
+    return paths.run_dir.name in listed[runs]
+
+
+_SAFE = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")  # a run folder's name
 
 
 def row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:

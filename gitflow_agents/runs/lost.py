@@ -158,7 +158,7 @@ def ended_lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, A
             found.append((paths, status))
     if not found:
         return []
-    listed = _listed_by_step_runs(runs)
+    listed = listed_by_step_runs(runs)
     return [(paths, status) for paths, status in found if paths.run_dir.name not in listed]
 
 
@@ -168,7 +168,7 @@ def _record_run(paths: RunPaths) -> dict[str, Any]:
     return run if isinstance(run, dict) else {}
 
 
-def _listed_by_step_runs(runs: Path) -> set[str]:
+def listed_by_step_runs(runs: Path) -> set[str]:
     """The agent runs every step run recorded under ``runs`` lists."""
     listed: set[str] = set()
     for run_dir in runs.iterdir():

@@ -561,6 +561,9 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_and_counts_its_spend(
         proc.wait()
     if canceled_first:
         assert run_cli("cancel", lost["runId"], cwd=repo).returncode == 0
+        # no step run lists it yet: `history` shows it as a row of its own, with its spend
+        (alone,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+        assert alone["runId"] == lost["runId"] and alone["tokensPartial"] is True
     again = call(repo, *RUN, "--step", "1", "--budget-usd", "100")
     assert again.returncode == 0, again
     (step,) = results(repo)
