@@ -506,6 +506,10 @@ def publish_run(
         notices=notices,
     )
     approved = result.outcome == "approved" and approval_status(ctx.root, head)[0]
+    if auto_merge == "rebase" and approved and _rebase_refused(ctx, head):
+        # GitHub's rebase would drop a merge commit's edits or refuse a conflict's: not
+        # enabled (the caller says why and exits 1), so nothing lands unreviewed
+        spec = replace(spec, auto_merge=None)
     return publish_step(
         github.client,
         spec,
@@ -556,6 +560,12 @@ def _publish(
             print(f"  step {result.step}: PR #{pull.number} {refusal}")
             return max(result.exit_code, int(ExitCode.REVISE))
     return result.exit_code
+
+
+def _rebase_refused(ctx: Context, head: str) -> bool:
+    """Whether ``--auto-merge rebase`` must not land ``head`` (``publish.rebase_refusal``)."""
+    target_sha = target_tip(ctx, fetch=False)
+    return target_sha is not None and rebase_refusal(ctx.root, target_sha, head) is not None
 
 
 def step_run_spend(result: ChainResult) -> Spend | None:

@@ -56,6 +56,7 @@ def test_a_clean_merge_edited_by_hand_is_red_for_rebase_auto_merge(
         assert out.returncode == 0 and "cannot be rebase-merged" not in text, text
         return
     assert out.returncode == 1 and said in out.stdout and "1 red" in out.stdout, text
+    assert gh.state.pulls[1].auto_merge is None  # not armed: its rebase would drop the edit
     assert tend(repo, "--auto-merge", "squash").returncode == 0  # a squash lands it as reviewed
 
 
@@ -71,6 +72,7 @@ def test_run_pr_with_rebase_auto_merge_refuses_a_clean_merge_edited_by_hand(
     assert statuses(gh, pull.head_sha)[-1] == "success", text
     assert out.returncode == 1, text
     assert f"its merge commit {merge[:12]} differs from the clean merge" in out.stdout, text
+    assert pull.auto_merge is None  # not armed: GitHub's rebase would drop the edit
 
 
 def test_on_an_up_to_date_target_a_tend_brings_one_behind_pull_request_up_to_date_at_a_time(
