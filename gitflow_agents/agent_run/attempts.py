@@ -30,7 +30,7 @@ from gitflow_agents.runs.budget import Watch
 from gitflow_agents.runs.control import queued_messages
 from gitflow_agents.runs.slots import SlotWaitCanceled, hold_slot, slots_folder
 from gitflow_agents.supervisor import Launch, Outcome
-from gitflow_agents.supervisor.outcome import ParsedOutput, update_status
+from gitflow_agents.supervisor.outcome import ParsedOutput, SupervisorInterrupted, update_status
 
 if TYPE_CHECKING:
     from gitflow_agents.agent_run.run import AgentRunner
@@ -115,7 +115,14 @@ class Attempts:
                 update_status(run.paths.run_dir, reason=reason)
                 return
             resumes = _resumes(run, outcome)
-            if not _wait(run, delay, outcome.reason, self.waits.count, resumes, self.cancel):
+            try:
+                waited = _wait(run, delay, outcome.reason, self.waits.count, resumes, self.cancel)
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the run's outcome rides on it, as
+                # the supervisor's does (what the attempts spent, the run's time)
+                why = "interrupted (Ctrl-C) while waiting out a rate limit"
+                self._outcomes.append(_canceled(run, why))
+                raise SupervisorInterrupted(self.outcome) from None
+            if not waited:
                 self._outcomes.append(_canceled(run, "canceled while waiting out a rate limit"))
                 return
             launch, self._delivered = _next_launch(run, outcome, resumes)

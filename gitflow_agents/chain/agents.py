@@ -12,6 +12,7 @@ record: ``result.json`` and the task event; docs/protocol.md, Run records).
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -228,6 +229,9 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
     finally:
         for index, attempt in attempts:
             done[index] = attempt.close()
+        interrupted = sys.exc_info()[1]
+        if isinstance(interrupted, KeyboardInterrupt):  # Ctrl-C: the step's record lists them
+            interrupted.wave = [done[index] for index in sorted(done)]  # type: ignore[attr-defined]
     return [done[index] for index in range(len(jobs))]
 
 
@@ -442,6 +446,10 @@ class _Attempt:
         if self.run is not None:
             return self.run
         job, runner = self.job, self._runner
+        ended = runner.outcome if runner is not None else None
+        if ended is not None and self.status == "failed" and ended.status != "succeeded":
+            # interrupted (Ctrl-C, SIGTERM) before ``finish``: as its supervisor ended it
+            self.status, self.reason = ended.status, ended.reason
         report = next((p for p in (self.success, self.failure, self.report) if p.exists()), None)
         review = self.review
         if review is None and job.kind == "review":

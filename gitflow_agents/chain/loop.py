@@ -123,6 +123,8 @@ def record_ending(ctx: Context, rec: StepRecord, exc: BaseException) -> bool:
     elif isinstance(exc, GitError):  # the merge (conflict, target moved, dirty checkout)
         rec.finish("failed", int(exc.exit_code), str(exc))
     elif isinstance(exc, KeyboardInterrupt):
+        for run in getattr(exc, "wave", ()):  # the agents it interrupted: what they spent
+            rec.agents.extend(run.attempts())
         rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
         return False
     else:

@@ -636,7 +636,8 @@ def test_sigterm_during_a_wait_leaves_no_wait_on_record(
     repo: Path, tmp_path: Path, cli: Cli
 ) -> None:
     """SIGTERM while the run waits out a rate limit: exit 130, and its status.json no longer
-    names a time it waits until."""
+    names a time it waits until; its record keeps what the first attempt spent and the run's
+    time from that attempt's start (it had neither: unknown spend, no duration)."""
     env = setup(repo, tmp_path, ["limit:120"], wait=600)
     argv = [*SPAWN, "painter", "--flow", "f", "--task", "Paint.", "--quiet"]
     proc = subprocess.Popen(argv, cwd=repo, env={**os.environ, **env}, stderr=subprocess.PIPE)
@@ -654,3 +655,6 @@ def test_sigterm_during_a_wait_leaves_no_wait_on_record(
         proc.kill()
         proc.wait()
     assert json.loads(path[0].read_text()).get("waitingUntil") is None
+    run = json.loads((only_run(repo) / "result.json").read_text())["run"]
+    assert run["outcome"] == "canceled" and run["costUsd"] == pytest.approx(0.01)
+    assert run["inputTokens"] == 100 and run["durationMs"] > 0

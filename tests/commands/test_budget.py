@@ -732,3 +732,48 @@ def test_a_cli_that_says_its_usage_only_at_its_end_is_judged_on_it(
     assert result["run"]["outcome"] == ("budget" if code else "succeeded")
     if code:
         assert "budget: agent spent 1,200 tokens of 100" in done.stdout + done.stderr
+
+
+LIMITED = """\
+import json, sys
+usage = {"input_tokens": 1000, "output_tokens": 200}
+message = {"id": "m1", "model": "claude-sonnet-4-5", "usage": usage}
+print(json.dumps({"type": "assistant", "message": message}), flush=True)
+print("API Error: Request rejected (429) rate limit exceeded; retry in 120s", file=sys.stderr)
+sys.exit(1)
+"""
+
+
+def test_a_step_interrupted_while_its_agent_waits_out_a_rate_limit_keeps_what_it_spent(
+    repo: Path, tmp_path: Path
+) -> None:
+    """SIGTERM (a CI job canceled) while the step's implementer waits out a rate limit: exit
+    130, and the step's record lists that agent run with what it streamed (`≥`), so the step's
+    and the plan's sums keep it (they said a known 0/$0)."""
+    configure(repo)
+    add_spender(repo, tmp_path / "record.json")  # and the builtin reviewer `offline`
+    add_script_agent(repo, "limited", tmp_path / "limited.py", LIMITED)
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(
+        config.read_text().replace("defaults:\n", "defaults:\n  rate_limit_wait_secs: 600\n", 1)
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    argv = [sys.executable, "-m", "gitflow_agents", "run", "specs/feature.md", "--step", "1",
+            "--implementer", "limited", "--reviewers", "offline", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=repo, env=env, stderr=subprocess.DEVNULL)
+
+    def waiting() -> bool:
+        rows = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+        return any(r.get("state") == "waiting" for r in rows)
+
+    try:
+        wait_until(waiting, timeout=60)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 130
+    finally:
+        proc.kill()
+        proc.wait()
+    (step,) = results(repo)
+    assert [a["status"] for a in step["chain"]["agents"]] == ["canceled"]
+    (row,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+    assert row["inputTokens"] == 1000 and row["tokensPartial"] is True
