@@ -46,6 +46,10 @@ def test_no_section_no_limits(tmp_path: Path) -> None:
             "write it as a plain number, e.g. 1000 or 1.0e+3)",
         ),
         (
+            "budget:\n  plan: {tokens: .nan}\n",
+            "budget.plan.tokens: expected a whole number of tokens, got nan",
+        ),
+        (
             "budget:\n  plan: {tokens: 1e6}\n",
             "budget.plan.tokens: expected a whole number of tokens, got a string '1e6' (YAML "
             "reads it as text: write it as a whole number, e.g. 1000)",
