@@ -454,9 +454,10 @@ def test_a_conflict_resolved_in_a_merge_commit_is_red_for_rebase_auto_merge(
     repo, _ = opened(tmp_path, gh, opened_resolving_step)  # the fixer: "fixer resolve"
     land_on_main(tmp_path, "teammate", "README.md", "# demo\nby a teammate\n")
     out = tend(repo, "--auto-merge", "rebase")
-    assert "conflicting in README.md" in out.stdout  # resolved, reviewed, green, re-armed
+    assert "conflicting in README.md" in out.stdout  # resolved, reviewed, green
     (pull,) = gh.state.pulls.values()
-    assert statuses(gh, pull.head_sha)[-1] == "success" and pull.auto_merge is not None
+    # not armed for a rebase it could never land (decisions "Spend" 80)
+    assert statuses(gh, pull.head_sha)[-1] == "success" and pull.auto_merge is None
     assert play_auto_merge(gh) == []  # GitHub: "This branch cannot be rebased safely"
     assert out.returncode == 1, out.stdout + out.stderr
     said = "cannot be rebase-merged: its merge commit"
