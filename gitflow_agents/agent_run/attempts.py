@@ -127,9 +127,10 @@ class Attempts:
                 return
             launch, self._delivered = _next_launch(run, outcome, resumes)
             self._resumed.append(resumes)
+            own, used = self._own_outputs()
+            before = used if resumes else None  # what its figures will count again
+            launch = launch._replace(counted_before=before)  # its end event takes it off
             if isinstance(launch.budget, Watch):  # it counts what the run spent so far
-                own, used = self._own_outputs()
-                before = used if resumes else None  # what its figures will count again
                 spent = [output for output in own if output is not None]
                 launch = launch._replace(budget=launch.budget.next_attempt(spent, before))
 

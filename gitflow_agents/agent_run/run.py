@@ -277,6 +277,9 @@ class AgentRunner:
         )
         if isinstance(self.launch.launch.budget, Watch):  # its CLI may count earlier turns too
             self.launch.launch.budget.before = job.session_before
+        if job.session_before is not None:  # and the event that ends it takes them off too
+            launch = self.launch.launch._replace(counted_before=job.session_before)
+            self.launch = self.launch._replace(launch=launch)
         # The exact program the adapter will start, in its environment and work tree: a missing
         # one is one clear line (AgentNotInstalled), not a crashed run with [Errno 2].
         spec = self.launch.launch.spec

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gitflow_agents.agents.base import AgentOutput
+from gitflow_agents.agents.output import since
 from gitflow_agents.base.fsutil import irregular, write_json_atomic
 from gitflow_agents.findings.reply import parse_reply
 from gitflow_agents.runs import read_json
@@ -270,11 +271,14 @@ def update_status(run_dir: Path, **fields: Any) -> None:
 
 
 def completion_event(
-    outcome: Outcome, price: Callable[[ParsedOutput], tuple[float | None, bool]] | None = None
+    outcome: Outcome,
+    price: Callable[[ParsedOutput], tuple[float | None, bool]] | None = None,
+    before: AgentOutput | None = None,
 ) -> dict[str, Any]:
     """The data of the agent:complete / agent:failed event that ends a run; ``price``: the
     cost of its output when its CLI stated none (``cost_estimated``: from the price table),
-    as the run's record will have it."""
+    as the run's record will have it; ``before``: what its figures count again of the session
+    it continues (taken off, as the record takes it off)."""
     path = outcome.report_path
     data: dict[str, Any] = {
         "status": outcome.status,
@@ -284,6 +288,8 @@ def completion_event(
         "report": str(path) if path else None,
     }
     parsed = outcome.output
+    if parsed is not None and before is not None:
+        parsed = since(parsed, before)
     if parsed is not None:
         usage = {
             "session_id": parsed.session_id,

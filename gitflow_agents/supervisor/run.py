@@ -96,6 +96,10 @@ class Launch(NamedTuple):
     # the cost of its parsed output and whether the price table estimated it (its CLI stated
     # none), for the event that ends the run (None: the CLI's own cost only)
     price: Callable[[ParsedOutput], tuple[float | None, bool]] | None = None
+    # what its CLI's figures count again of the session it continues (``Cli.counted_before``:
+    # a ``send`` turn, an attempt after a rate limit): taken off in the event that ends it, as
+    # its record takes it off
+    counted_before: ParsedOutput | None = None
 
 
 def supervise(
@@ -172,6 +176,7 @@ class _Supervision:
         self.run_id, self.watcher, self.limits = run_dir.name, watcher, limits
         self.parse_output, self.secrets = launch.parse_output, secrets
         self.budget, self.price = launch.budget, launch.price
+        self.counted_before = launch.counted_before
         self.agent = files.report.parent.name
         self.cancel = threading.Event()
         self.activity = Activity()
@@ -514,7 +519,7 @@ class _Supervision:
 
     def _record(self, outcome: Outcome) -> None:
         """agent:complete or agent:failed, and the final state in status.json."""
-        data = completion_event(outcome, self.price)
+        data = completion_event(outcome, self.price, self.counted_before)
         self.emit("agent:complete" if outcome.ok else "agent:failed", data)
         update_status(
             self.run_dir,

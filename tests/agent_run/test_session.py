@@ -85,6 +85,9 @@ def test_needs_input_then_send_continues_the_session(repo: Path, tmp_path: Path,
     assert result(run2)["status"] == "succeeded"
     # the turn's own cost: the CLI said the session's $0.50, of which $0.25 was the turn before
     assert (rec2["costUsd"], rec2["inputTokens"]) == (0.25, 10)
+    # and the event that ended it (the console's end line, the live views) says the same
+    (ended,) = [e["data"] for e in events(run2) if e["type"] == "agent:complete"]
+    assert (ended["cost_usd"], ended["input_tokens"]) == (0.25, 10)
     kinds = [e["type"] for e in events(run2)]
     assert kinds[:3] == ["harness:start", "session:message", "phase:start"]
     message = events(run2)[1]
