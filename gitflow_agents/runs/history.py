@@ -7,7 +7,6 @@ Step runs show one row each; the agent runs inside them only with ``agents=True`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -20,7 +19,7 @@ from gitflow_agents.base.redact import redact_data
 from gitflow_agents.config.values import display as shown_path
 from gitflow_agents.runs import RunPaths, iter_runs, load_record, record_problem
 from gitflow_agents.runs.fields import mapping, number, scalar
-from gitflow_agents.runs.lost import LOST, listed_by_step_runs
+from gitflow_agents.runs.lost import unlisted
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import Spend, run_spend, step_spend, total
 
@@ -103,23 +102,11 @@ def _inside_a_step_run(
     paths: RunPaths, run: Mapping[str, Any], listed: dict[Path, set[str]]
 ) -> bool:
     """Whether an agent run is shown inside its step run's row: it names one (``chainRunID``;
-    a running step run has no record yet). A lost agent run whose step run died with it (its
-    record says ``lost``; the step run left none) is a row of its own until a new run of the
-    step lists it (``listed``, read once per runs folder): what it spent is shown once."""
+    a running step run has no record yet). A lost agent run whose step run died with it is a
+    row of its own until a new run of the step lists it (``lost.unlisted``; ``listed``, read
+    once per runs folder): what it spent is shown once."""
     chain_run = run.get("chainRunID")
-    if not isinstance(chain_run, str) or not chain_run:
-        return False
-    if run.get(LOST) is not True or not _SAFE.fullmatch(chain_run):
-        return True
-    runs = paths.run_dir.parent
-    if RunPaths(runs / chain_run).result.is_file():
-        return True
-    if runs not in listed:
-        listed[runs] = listed_by_step_runs(runs)
-    return paths.run_dir.name in listed[runs]
-
-
-_SAFE = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")  # a run folder's name
+    return isinstance(chain_run, str) and bool(chain_run) and not unlisted(paths, run, listed)
 
 
 def row(run_dir: Path, data: dict[str, Any], run: dict[str, Any]) -> HistoryRow:

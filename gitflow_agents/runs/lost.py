@@ -11,7 +11,6 @@ lost runs in the step's work tree before it touches it (docs/chains.md, The stat
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,14 +20,13 @@ from gitflow_agents.base.fsutil import write_json_atomic
 from gitflow_agents.runs import RunPaths, flow_result, read_json, tree, write_result
 from gitflow_agents.runs.liveness import process_alive, run_alive
 from gitflow_agents.runs.schema import step_chain
-from gitflow_agents.runs.spend import run_spend
+from gitflow_agents.runs.spend import run_folder, run_spend
 from gitflow_agents.runs.status import LIVE_STATES
 from gitflow_agents.runs.tree import KILL_GRACE, kill_tree
 
 ACTIVE = LIVE_STATES
 LOST = "lost"
 """The ``run`` key of the record a lost run was ended with (``mark_ended``)."""
-_SAFE_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")  # a run folder's name, nothing else
 
 
 def supervisor_alive(status: Mapping[str, Any]) -> bool:
@@ -137,29 +135,41 @@ def spent_before(status: Mapping[str, Any]) -> dict[str, Any]:
 
 def ended_lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, Any]]]:
     """The lost agent runs under ``runs`` whose agent worked in ``workdir`` that were already
-    ended (``cancel``, ``gc``: their record says ``lost``) and that no step run lists yet:
-    their step run died with them and left no record, so a new run of the step lists them
-    (what they spent counts in the step's and the plan's sums once)."""
+    ended (``cancel``, ``gc``) and that no step run lists yet (``unlisted``): their step run
+    died with them and left no record, so a new run of the step lists them (what they spent
+    counts in the step's and the plan's sums once). Their small status.json is read first; a
+    record only for a run ended so in that work tree."""
     if not runs.is_dir():
         return []
-    place, found = workdir.resolve(), []
+    place = workdir.resolve()
+    found: list[tuple[RunPaths, dict[str, Any]]] = []
+    listed: dict[Path, set[str]] = {}
     for run_dir in sorted(runs.iterdir()):
         paths = RunPaths(run_dir)
-        run = _record_run(paths)
-        chain_run = run.get("chainRunID")
-        if run.get(LOST) is not True or not isinstance(chain_run, str):
-            continue
-        if not _SAFE_ID.fullmatch(chain_run) or RunPaths(runs / chain_run).result.is_file():
-            continue
         status = read_json(paths.status) or {}
         extra = status.get("extra")
         recorded = extra.get("workdir") if isinstance(extra, dict) else None
-        if isinstance(recorded, str) and Path(recorded).resolve() == place:
+        if status.get("state") != "canceled" or not isinstance(recorded, str):
+            continue
+        if Path(recorded).resolve() == place and unlisted(paths, _record_run(paths), listed):
             found.append((paths, status))
-    if not found:
-        return []
-    listed = listed_by_step_runs(runs)
-    return [(paths, status) for paths, status in found if paths.run_dir.name not in listed]
+    return found
+
+
+def unlisted(paths: RunPaths, run: Mapping[str, Any], listed: dict[Path, set[str]]) -> bool:
+    """Whether the agent run at ``paths`` (its record's ``run``) is a lost run ended already
+    (``mark_ended``: ``lost``) whose step run died with it, leaving no record, and that no
+    step run lists yet (``listed``: per runs folder, the agent runs its step runs list, read
+    once when first needed)."""
+    chain_run = run.get("chainRunID")
+    if run.get(LOST) is not True or not run_folder(chain_run):
+        return False
+    runs = paths.run_dir.parent
+    if RunPaths(runs / chain_run).result.is_file():
+        return False
+    if runs not in listed:
+        listed[runs] = _listed_by_step_runs(runs)
+    return paths.run_dir.name not in listed[runs]
 
 
 def _record_run(paths: RunPaths) -> dict[str, Any]:
@@ -168,7 +178,7 @@ def _record_run(paths: RunPaths) -> dict[str, Any]:
     return run if isinstance(run, dict) else {}
 
 
-def listed_by_step_runs(runs: Path) -> set[str]:
+def _listed_by_step_runs(runs: Path) -> set[str]:
     """The agent runs every step run recorded under ``runs`` lists."""
     listed: set[str] = set()
     for run_dir in runs.iterdir():

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from gitflow_agents.base.camel import camel_json
 from gitflow_agents.runs import RunPaths, read_json
@@ -21,7 +21,13 @@ from gitflow_agents.runs.schema import step_chain
 
 UNKNOWN = "unknown"
 MAX_STEP_RUNS = 200  # agent runs of one step run read for its sum (a record is agent-writable)
-_RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
+_RUN_FOLDER = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
+
+
+def run_folder(name: object) -> TypeGuard[str]:
+    """Whether ``name`` (a run id a record gives: an agent can write into its run folder) is
+    a plain run folder's name, so nothing outside the runs folder is read by it."""
+    return isinstance(name, str) and _RUN_FOLDER.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,7 @@ def agent_results(
     chain = step_chain(data)
     found: dict[str, dict[str, Any] | None] = {}
     for entry in (chain.agents if chain is not None else ())[:most]:
-        if _RUN_ID.fullmatch(entry.run_id) and entry.run_id not in found:
+        if run_folder(entry.run_id) and entry.run_id not in found:
             found[entry.run_id] = read_json(RunPaths(run_dir.parent / entry.run_id).result)
     return found
 
@@ -102,7 +108,7 @@ def _counted_in(run_dir: Path, result: Mapping[str, Any] | None) -> bool:
     counted as unknown): not when the step run that ran it (``chainRunID``) is another one
     with a record of its own."""
     ran_by = mapping(result, "run").get("chainRunID") if result is not None else None
-    if not isinstance(ran_by, str) or ran_by == run_dir.name or not _RUN_ID.fullmatch(ran_by):
+    if not run_folder(ran_by) or ran_by == run_dir.name:
         return True
     return not RunPaths(run_dir.parent / ran_by).result.is_file()
 

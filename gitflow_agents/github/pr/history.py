@@ -17,7 +17,7 @@ from gitflow_agents.findings import GateResult, Review, Severity, merge_reviews
 from gitflow_agents.github.action.comment import RunRow, int_or_none, usage_fields
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.schema import StepChain, step_chain
-from gitflow_agents.runs.spend import Spend, run_spend, step_spend, total
+from gitflow_agents.runs.spend import Spend, run_folder, run_spend, step_spend, total
 
 
 def _agent_record(runs: Path, run_id: str) -> Mapping[str, Any]:
@@ -111,9 +111,7 @@ def _step_spent(result: Mapping[str, Any], runs: Path, spent: list[Spend]) -> Sp
     agents it reused from a step run before that recorded them, which that run's row counts);
     the sum of ``spent`` (its agents' rows) for a record that names no run folder."""
     run_id = (result.get("run") or {}).get("runID")
-    if not isinstance(run_id, str) or not run_id or "/" in run_id or run_id in (".", ".."):
-        return total(spent)
-    return step_spend(runs / run_id, result)
+    return step_spend(runs / run_id, result) if run_folder(run_id) else total(spent)
 
 
 def last_review(result: Mapping[str, Any], threshold: Severity) -> tuple[Review, GateResult]:
