@@ -224,7 +224,7 @@ def _stream_session(stdout: str, lines: int = 200) -> str | None:
     """The session id of a stream-json output, as its last event line that states one (its
     top-level ``session_id``: never a tool's output that names one) gives it; of the last
     ``lines`` lines, for a run cut short."""
-    for line in reversed(stdout.splitlines()[-lines:]):
+    for line in output.last_lines(stdout, lines):  # from the end, the tail not split whole
         event = output.json_object(line) if line.startswith("{") else None
         session = output.as_str(event.get("session_id")) if event is not None else None
         if session:

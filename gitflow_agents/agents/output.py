@@ -59,7 +59,7 @@ def stream_model(stdout: str, lines: int = 200) -> str | None:
     model of a run whose ``result`` names none (no ``modelUsage``), as the meter reads it while
     the run streams. Only lines that mention a model are parsed, and only the message's own
     key counts (never a model a tool's input or output names)."""
-    for line in _last_lines(stdout, lines):
+    for line in last_lines(stdout, lines):
         line = line.strip()
         if not line.startswith("{") or '"model"' not in line:
             continue
@@ -82,7 +82,7 @@ def event_model(event: Any) -> str | None:
     return as_str(as_dict(event.get("message")).get("model"))
 
 
-def _last_lines(text: str, most: int) -> Iterator[str]:
+def last_lines(text: str, most: int) -> Iterator[str]:
     """The last ``most`` lines of ``text``, last first, without splitting the rest of it (a
     stream's kept tail is megabytes)."""
     stop = len(text)
