@@ -46,7 +46,6 @@ from gitflow_agents.agent_run.record import (
 from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.installed import check_agents, require_program
 from gitflow_agents.agents.meter import FREE
-from gitflow_agents.agents.prices import usage_of
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.prompt import Segment, agent_dir, write_system_prompt
 from gitflow_agents.prompt.paths import write_prompt_segments
@@ -55,7 +54,7 @@ from gitflow_agents.runs.budget import Ledger, Watch, warn_uncounted
 from gitflow_agents.runs.cards import card_lock
 from gitflow_agents.runs.control import listening
 from gitflow_agents.runs.events import EventHub, JsonlChannel
-from gitflow_agents.runs.spend import Spend, run_spend
+from gitflow_agents.runs.spend import run_spend
 from gitflow_agents.runs.tree import KILL_GRACE
 from gitflow_agents.supervisor import Limits, Outcome, ReportFiles, Status, supervise
 from gitflow_agents.supervisor.outcome import update_status
@@ -335,14 +334,7 @@ class AgentRunner:
             return outcome
         if prepared.launch.adapter in FREE or not budget.active:
             return outcome
-        model = self.job.config.agent(self.job.agent).model
-        usage = usage_of(outcome.output, model, self.job.config.prices)
-        spend = Spend(
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=usage.cost_usd,
-            cost_estimated=usage.cost_estimated,
-        )
+        spend = budget.priced(outcome.output, self.job.config.agent(self.job.agent).model)
         over = budget.over(spend, strictly=True)
         if over is None:
             return outcome

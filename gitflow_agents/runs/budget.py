@@ -221,6 +221,11 @@ class Ledger:
         if why is not None:
             raise BudgetError(f"{why}; no agent started" + (f" (the {what})" if what else ""))
 
+    def priced(self, output: Reported, model: str | None) -> Spend:
+        """What an agent run's ``output`` says it spent, as a budget counts it: its tokens,
+        and its cost, the stated one else the price table's estimate (``usage_of``)."""
+        return _spend(usage_of(output, model, self.prices))
+
     def usd_left(self) -> float | None:
         """The least USD any open scope (or the agent scope) has left: what a CLI's own budget
         flag gets (``--max-budget-usd``); None without a USD limit."""
@@ -360,8 +365,7 @@ class Watch:
         watch = Watch(self.ledger, meter, self.adapter, self.model)
         watch.before, watch.key = before, self.key
         self.ledger.flying(watch)  # in this attempt's place
-        prices = self.ledger.prices
-        watch.earlier = total(_spend(usage_of(output, self.model, prices)) for output in outputs)
+        watch.earlier = total(self.ledger.priced(output, self.model) for output in outputs)
         return watch
 
     def spent(self) -> dict[str, Any]:
