@@ -24,7 +24,7 @@ from rich.table import Table
 
 from gitflow_agents.base.color import rich_settings, use_color
 from gitflow_agents.base.redact import redact_text
-from gitflow_agents.runs.events import Event
+from gitflow_agents.runs.events import Event, usage_line
 
 COLUMNS = ("step", "agent", "phase", "elapsed", "last output", "tokens/cost")
 _STEP_AGENT = re.compile(r"^step-(\d+)-")
@@ -50,15 +50,13 @@ class StepRow:
     ended: float | None = None
 
     def usage(self) -> str:
-        parts = []
-        at_least = "≥ " if self.usage_partial else ""
-        if self.tokens_in is not None or self.tokens_out is not None:
-            shown = ["?" if n is None else str(n) for n in (self.tokens_in, self.tokens_out)]
-            parts.append(f"tokens {at_least}{shown[0]}/{shown[1]}")
-        if self.cost is not None:
-            estimated = " est." if self.cost_estimated else ""
-            parts.append(f"{at_least}${self.cost:.4f}{estimated}")
-        return " ".join(parts)
+        return usage_line(
+            self.tokens_in,
+            self.tokens_out,
+            self.cost,
+            estimated=self.cost_estimated,
+            partial=self.usage_partial,
+        )
 
     def elapsed(self, now: float) -> str:
         seconds = max(0, int((self.ended if self.ended is not None else now) - self.started))

@@ -314,16 +314,29 @@ def _fmt_elapsed(seconds: float) -> str:
 
 
 def _tokens(data: Mapping[str, Any]) -> str:
-    parts = []
-    at_least = "≥ " if data.get("usage_partial") is True else ""  # streamed before it stopped
-    tokens_in, tokens_out = data.get("input_tokens"), data.get("output_tokens")
-    if tokens_in is not None or tokens_out is not None:
-        shown = ["?" if n is None else str(n) for n in (tokens_in, tokens_out)]  # unknown, not 0
-        parts.append(f"tokens {at_least}{shown[0]}/{shown[1]}")
     cost = data.get("cost_usd")
-    if cost is not None:  # "est.": from the price table, its CLI stated none
-        estimated = " est." if data.get("cost_estimated") else ""
-        parts.append(f"{at_least}${float(cost):.4f}{estimated}")
+    return usage_line(
+        data.get("input_tokens"),
+        data.get("output_tokens"),
+        float(cost) if cost is not None else None,
+        estimated=bool(data.get("cost_estimated")),
+        partial=data.get("usage_partial") is True,
+    )
+
+
+def usage_line(
+    tokens_in: object, tokens_out: object, cost: float | None, *, estimated: bool, partial: bool
+) -> str:
+    """``tokens 120/45 $0.0123`` as the console's lines say an agent's (or a step's) usage:
+    ``?`` for a count not known (never 0), ``est.`` for a cost from the price table (its CLI
+    stated none), ``≥`` for figures streamed before it stopped (a lower bound); "" for none."""
+    parts = []
+    at_least = "≥ " if partial else ""
+    if tokens_in is not None or tokens_out is not None:
+        shown = ["?" if n is None else str(n) for n in (tokens_in, tokens_out)]
+        parts.append(f"tokens {at_least}{shown[0]}/{shown[1]}")
+    if cost is not None:
+        parts.append(f"{at_least}${cost:.4f}" + (" est." if estimated else ""))
     return " ".join(parts)
 
 
