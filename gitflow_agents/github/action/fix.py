@@ -39,6 +39,7 @@ from gitflow_agents.github.action.publish import (
     finish,
     outcome_label,
     publish_failed,
+    report_unfinished,
     result_files,
     usage_outputs,
 )
@@ -250,10 +251,8 @@ def _publish_error(
     reply = reply_head(asked.commenter, what) + escape(message) + run_link + "\n"
     # the job summary: the reply, then what the summary comment says (did not complete, why,
     # and the run history: every row so far, with what each spent)
-    unfinished = comment.unfinished_body(pull.head_sha, failure_reason(exc), rows=rows)
-    shown = [reply.removeprefix(FIX_MARKER).strip("\n"), unfinished.removeprefix(comment.MARKER)]
-    append_summary(env.step_summary, "\n\n".join(part.strip("\n") for part in shown))
-    notice("error", f"/agent fix: {message}")
+    lead = [reply.removeprefix(FIX_MARKER).strip("\n")]
+    report_unfinished(env, pull.head_sha, exc, rows, lead=lead, annotation=f"/agent fix: {message}")
     outputs = {
         "review-result": "error",
         "fix-result": "pushed" if progress.pushed else "error",

@@ -247,15 +247,20 @@ def report_unfinished(
     exc: BaseException,
     rows: Sequence[comment.RunRow],
     notices: Sequence[str] = (),
+    *,
+    lead: Sequence[str] = (),
+    annotation: str | None = None,
 ) -> None:
     """A review of ``sha`` that ended in ``exc``, where a workflow run's page shows it: the
-    job summary says it did not complete, why, and what it spent (``rows``; ``notices``
-    after), as the summary comment does, and an ``::error`` annotation says why. The error
+    job summary says it did not complete, why, and what it spent (``rows``; ``lead`` before,
+    ``notices`` after), as the summary comment does, and an ``::error`` annotation says why
+    (``annotation``: what a caller says instead, ``/agent fix``'s what was done). The error
     line on stderr alone is only in the step's log."""
     why = failure_reason(exc)
     body = comment.unfinished_body(sha, why, rows=rows).removeprefix(comment.MARKER)
-    append_summary(env.step_summary, "\n\n".join([body.strip("\n"), *notices]))
-    notice("error", f"the review of {sha[:12]} did not complete: {redact_text(why)}")
+    append_summary(env.step_summary, "\n\n".join([*lead, body.strip("\n"), *notices]))
+    said = annotation or f"the review of {sha[:12]} did not complete: {redact_text(why)}"
+    notice("error", said)
 
 
 def unfinished_outputs(
