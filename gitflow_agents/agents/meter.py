@@ -76,7 +76,10 @@ _ID = rb'"id":\s*"([^"\\\n]+)"'
 # read here (each optional part is tried on every line), only from the last line of a run of
 # them (``_HEAD``): the last one's model is the run's. Any other line that mentions usage is
 # taken whole, to be parsed as JSON (``result``, a line of another shape). Optional parts are
-# written as ``(?:x|)``, which the regular-expression engine tries faster than ``(?:x)?``.
+# written as ``(?:x|)``, which the regular-expression engine tries faster than ``(?:x)?``. The
+# last ``"usage":`` of a line (and a delta's ``"api_message_id":``) is found going back from the
+# line's end to each ``g`` (``_``) with the rest checked behind it: the engine tries every place
+# it goes back to, and the keys after a usage object have many quotes but few of those letters.
 _CLAUDE_LINES = re.compile(
     b"".join(
         (
@@ -87,9 +90,9 @@ _CLAUDE_LINES = re.compile(
             rb'(?:"model":\s*"[^"\\\n]*",\s*|)',
             _ID,
             rb'|\{"type":\s*"stream_event",\s*"event":\s*\{"type":\s*"message_(delta)")',
-            rb'[^\n]*"usage":\s*(' + _API_USAGE + rb"|" + _OUTPUT_USAGE + rb"|" + _ANY_USAGE,
+            rb'[^\n]*g(?<="usag)e":\s*(' + _API_USAGE + rb"|" + _OUTPUT_USAGE + rb"|" + _ANY_USAGE,
             rb")",
-            rb'(?(3)(?:[^\n]*"api_message_id":\s*"([^"\\\n]+)"|))',  # a delta's message
+            rb'(?(3)(?:[^\n]*_(?<="api_)message_id":\s*"([^"\\\n]+)"|))',  # a delta's message
             rb'|([^\n]*"usage"[^\n]*))',
         )
     )
@@ -326,7 +329,11 @@ class ClaudeStreamMeter:
             largest[key] = counts if seen is None else _largest(seen, counts)
         self.current = current
         for key, most in largest.items():  # then once each, as _count
-            self._count(key, most)
+            if key in messages:
+                self._count(key, most)
+            else:  # new to the run (most are, with partial messages): nothing to take off
+                messages[key] = most
+                self._add(most)
 
     def _read_model(self, data: bytes, start: int, end: int, key: bytes) -> None:
         """The model of the last ``assistant`` line or ``message_start`` of message ``key`` in

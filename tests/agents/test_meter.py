@@ -511,6 +511,43 @@ def test_a_delta_counts_for_the_message_it_names_when_a_sub_agents_starts_betwee
             assert (reading.input_tokens, reading.output_tokens) == expected
 
 
+def test_keys_after_a_usage_object_that_look_like_it_are_not_read_as_it() -> None:
+    """The usage object read is the last ``"usage":`` key of a line, and a delta's message the
+    one its ``"api_message_id":`` key names, however many keys after them share their letters
+    (``message_usage``, ``usage_note``, ``last_api_message_id``, values with ``g`` and ``_``):
+    by blocks as parsed."""
+    tail = {
+        "message_usage": {"input_tokens": 900, "output_tokens": 900},
+        "usage_note": "g_usage_g",
+        "last_api_message_id": "other",
+    }
+    first = {"id": "m1", "usage": {"input_tokens": 40, "output_tokens": 1}}
+    second = {"id": "m2", "usage": {"input_tokens": 10, "output_tokens": 50}}  # a sub-agent's
+    lines = [
+        *(
+            json.dumps(
+                {"type": "stream_event", "event": {"type": "message_start", "message": m}, **tail},
+                separators=(",", ":"),
+            ).encode()
+            for m in (first, second)
+        ),
+        json.dumps(
+            {"type": "assistant", "message": {**first, **tail}, "session_id": "s", **tail},
+            separators=(",", ":"),
+        ).encode(),
+        _event_line({"type": "message_delta", "usage": {"output_tokens": 30}, **tail}, "m1"),
+        _event_line({"type": "message_delta", "usage": {"output_tokens": 35}, **tail}, None)[:-1]
+        + b',"api_message_id":"m1","usage_tag":"g"}',
+    ]
+    fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+    fast.feed_block(*_block(*lines))
+    for line in lines:
+        parsed.feed(json.loads(line))
+    for meter in (fast, parsed):  # m1 40 in, 35 out (its deltas'); m2 10 and 50
+        reading = meter.reading()
+        assert (reading.input_tokens, reading.output_tokens) == (50, 85)
+
+
 def test_a_turn_after_a_result_counts_on_top_of_the_results_totals() -> None:
     """With stream-json input Claude Code ends each turn with a result whose totals are the
     session's so far, and a message sent meanwhile starts another turn: its messages count on
