@@ -305,6 +305,7 @@ class ClaudeStreamMeter:
             for key in keys:  # a message repeated in the run: each line counted in turn
                 messages.pop(key, None)
         largest: dict[bytes, Counts] = {}  # each message's largest counts in these lines
+        read_as: dict[bytes, bytes] = {}  # each message's last usage object read among them
         current = self.current
         for start, key, _, usage, tokens, creation, read, output, only, named, _ in found:
             if start:
@@ -321,6 +322,9 @@ class ClaudeStreamMeter:
                 elif seen[1] is None or out > seen[1]:
                     largest[key] = (seen[0], out, seen[2])
                 continue
+            if read_as.get(key) == usage:  # as its line before (its assistant line, its start)
+                continue
+            read_as[key] = usage
             if output:  # in the API's order: the counts the search read
                 cached = int(read)
                 counts = (int(tokens) + int(creation) + cached, int(output), cached)
