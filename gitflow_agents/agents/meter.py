@@ -80,20 +80,24 @@ _ID = rb'"id":\s*"([^"\\\n]+)"'
 # last ``"usage":`` of a line (and a delta's ``"api_message_id":``) is found going back from the
 # line's end to each ``g`` (``_``) with the rest checked behind it: the engine tries every place
 # it goes back to, and the keys after a usage object have many quotes but few of those letters.
+# The lines the meter ignores, checked only on a line the search did not read as a message's: a
+# stream event other than a message's start or delta, a line whose type is none of
+# ``assistant``, ``stream_event`` and ``result``.
+_IGNORED = (
+    rb'\{"type":\s*"(?:stream_event",\s*"event":\s*\{"type":\s*"(?!message_(?:start|delta)")'
+    rb'|(?!assistant"|stream_event"|result"))'
+)
 _CLAUDE_LINES = re.compile(
     b"".join(
         (
-            rb"\n(?!" + _BLOCK_EVENTS,
-            rb'|\{"type":\s*"(?:stream_event",\s*"event":\s*\{"type":\s*"',
-            rb'(?!message_(?:start|delta)")|(?!assistant"|stream_event"|result")))(?:(?:',
-            _MESSAGE,
-            rb'(?:"model":\s*"[^"\\\n]*",\s*|)',
-            _ID,
-            rb'|\{"type":\s*"stream_event",\s*"event":\s*\{"type":\s*"message_(delta)")',
+            rb"\n(?!" + _BLOCK_EVENTS + rb")",
+            rb'(?:\{"type":\s*"(?:assistant|stream_event",\s*"event":\s*\{"type":\s*"message_',
+            rb'(?:(start)|(delta)"))',  # the line's type read once, a message's or a delta's
+            rb'(?(2)|",\s*"message":\s*\{(?:"model":\s*"[^"\\\n]*",\s*|)' + _ID + rb")",
             rb'[^\n]*g(?<="usag)e":\s*(' + _API_USAGE + rb"|" + _OUTPUT_USAGE + rb"|" + _ANY_USAGE,
             rb")",
-            rb'(?(3)(?:[^\n]*_(?<="api_)message_id":\s*"([^"\\\n]+)"|))',  # a delta's message
-            rb'|([^\n]*"usage"[^\n]*))',
+            rb'(?(2)(?:[^\n]*_(?<="api_)message_id":\s*"([^"\\\n]+)"|))',  # a delta's message
+            rb"|(?!" + _IGNORED + rb')([^\n]*"usage"[^\n]*))',
         )
     )
 )
@@ -110,12 +114,12 @@ _HEAD = re.compile(
         )
     )
 )
-# A found line's groups: ``message_start`` (empty: not one), its message's id (empty: a
-# ``message_delta``), ``message_delta`` (empty: not one), the usage object, its four counts (in
+# A found line's groups: ``message_start`` (empty: not one), ``message_delta`` (empty: not one),
+# its message's id (empty: a ``message_delta``), the usage object, its four counts (in
 # the API's order), the output of a usage object that has only that (a delta's), a delta's
 # ``api_message_id`` (Claude Code 2.1 writes it on stream events), and the line to parse as
 # JSON (empty: one of the three read here).
-_KEY, _GROUP_LINE = 1, 10
+_KEY, _GROUP_LINE = 2, 10
 _LINE = itemgetter(_GROUP_LINE)
 # a count's digits, not the start of another number (``1e308``, ``1000.7``: no count)
 _WHOLE = rb"(\d+)(?![\d.eE])"
@@ -284,7 +288,7 @@ class ClaudeStreamMeter:
         ``message_start`` making its message the one a ``message_delta`` counts for (as
         ``_stream_event``): the largest counts, so the order they are counted in changes
         nothing."""
-        starts, keys, _, usages, inputs, creations, reads, outputs, *_ = zip(*found, strict=True)
+        starts, _, keys, usages, inputs, creations, reads, outputs, *_ = zip(*found, strict=True)
         messages = self.messages
         if not any(starts) and all(keys) and messages.keys().isdisjoint(keys):
             known = len(messages)
@@ -307,7 +311,7 @@ class ClaudeStreamMeter:
         largest: dict[bytes, Counts] = {}  # each message's largest counts in these lines
         read_as: dict[bytes, bytes] = {}  # each message's last usage object read among them
         current = self.current
-        for start, key, _, usage, tokens, creation, read, output, only, named, _ in found:
+        for start, _, key, usage, tokens, creation, read, output, only, named, _ in found:
             if start:
                 current = key
             elif not key:  # a message_delta: of the message it names, else the one streaming
