@@ -84,8 +84,8 @@ def _scalar(node: Node, spec: Spec, keypath: str) -> ConfigError | None:
             return node.error(keypath, f"expected one of {', '.join(choices)}, got {value!r}")
     elif isinstance(spec, Int):
         if not isinstance(value, int) or isinstance(value, bool):
-            if isinstance(value, float) and not math.isfinite(value):  # .nan, .inf: say which
-                return node.error(keypath, f"expected {spec.what}, got {value}")
+            if isinstance(value, float):  # .nan, .inf, 1.5: say which
+                return node.error(keypath, f"expected {spec.what}, got {value!r}")
             shown = _as_text(value, whole=True)
             return node.error(keypath, f"expected {spec.what}, got {kind(value)}{shown}")
         if value < spec.minimum:

@@ -37,7 +37,11 @@ def test_no_section_no_limits(tmp_path: Path) -> None:
         ("budget:\n  step: {usd: lots}\n", "budget.step.usd: expected a number"),
         (
             "budget:\n  plan: {tokens: 1.5}\n",
-            "budget.plan.tokens: expected a whole number of tokens",
+            "budget.plan.tokens: expected a whole number of tokens, got 1.5",
+        ),
+        (  # not "got a number", which reads as no mistake at all
+            "defaults:\n  max_wait_secs: 2.0\n",
+            "defaults.max_wait_secs: expected a whole number of seconds, got 2.0",
         ),
         ("budget:\n  review: 3\n", "budget.review: expected a mapping"),
         (  # YAML 1.1 reads an exponent without a dot as text: said so, with what to write
