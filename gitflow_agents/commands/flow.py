@@ -22,13 +22,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.base.errors import BudgetError, ExitCode, UsageError
 
 RESEARCHER = "researcher"
 
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.launch import sigterm_as_interrupt
+    from gitflow_agents.agent_run.record import not_started
     from gitflow_agents.chain import AgentFailed
     from gitflow_agents.commands.run import open_context
 
@@ -54,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
             failed = {"status": "failed", "reason": str(exc), **exc.run.entry().to_json()}
             _print(args, {**failed, **_spent(ctx, exc.run.run_id)})
             return int(exc.exit_code)
+        except BudgetError as exc:  # a spent budget started no agent: said on stderr too
+            if args.json:
+                _print(args, not_started(exc))
+            raise
 
 
 def _spent(ctx: Any, run_id: str) -> dict[str, Any]:

@@ -118,6 +118,24 @@ def test_a_budget_of_zero_starts_no_agent(repo: Path, tmp_path: Path) -> None:
     assert not (repo / "flows" / "spender" / "runs").exists()
 
 
+def test_a_budget_that_starts_no_agent_is_said_in_json_too(repo: Path, tmp_path: Path) -> None:
+    """With ``--json`` an agent a spent budget did not start prints its outcome on stdout as
+    a stopped one's (``status: budget``) with why, besides the error line: a script reading
+    the JSON gets an object, not nothing (``spawn`` and ``flow``; ``send`` the same way)."""
+    configure(repo)
+    add_spender(repo, tmp_path / "record.json")
+    for command in (
+        ("spawn", "spender", "--task", "spend"),
+        ("flow", "implement", "--agent", "spender", "--task", "x", "--branch", "none-spent"),
+    ):
+        done = call(repo, *command, "--budget-usd", "0", "--quiet", "--json")
+        assert done.returncode == 5, done
+        printed = json.loads(done.stdout)
+        assert printed["status"] == "budget" and "no agent started" in printed["reason"]
+        assert "no agent started" in done.stderr
+    assert not (tmp_path / "record.json").exists()
+
+
 def test_a_budget_of_zero_still_starts_the_patch_agent_which_spends_nothing(repo: Path) -> None:
     configure(repo)
     config = repo / ".flow" / "base.yaml"
