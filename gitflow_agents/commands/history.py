@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.render.history import mermaid
+from gitflow_agents.runs import short_ids
 from gitflow_agents.runs.history import plan_totals, records, rows
 from gitflow_agents.runs.spend import cost_text, tokens_text
 
@@ -57,7 +58,7 @@ def _show(fmt: str, root: Path, flow_dir: str, args: argparse.Namespace, skipped
     )  # fmt: skip
     table = [header] + [
         (
-            r.run_id[:13],
+            short,
             r.flow,
             r.what,
             r.outcome,
@@ -68,7 +69,7 @@ def _show(fmt: str, root: Path, flow_dir: str, args: argparse.Namespace, skipped
             cost_text(r.spend),
             r.finished,
         )
-        for r in found
+        for r, short in zip(found, short_ids([r.run_id for r in found]), strict=True)
     ]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:

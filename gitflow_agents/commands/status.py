@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.runs import short_ids
 from gitflow_agents.runs.spend import cost_text, run_spend, step_spend, tokens_text
 
 
@@ -150,7 +151,7 @@ def format_replies(rows: list[dict[str, Any]]) -> str:
     )
     if counts["needs_input"]:
         waiting = [r["runId"] for r in rows if r.get("replyStatus") == "needs_input"]
-        text += f"; needs input: {', '.join(w[:13] for w in waiting)} (gitflow-agents send)"
+        text += f"; needs input: {', '.join(short_ids(waiting))} (gitflow-agents send)"
     return text
 
 
@@ -192,7 +193,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     header = ("RUN", "FLOW", "AGENT", "STATE", "TIME", "LAST ACTIVITY", "TOKENS", "COST", "REASON")
     table = [
         (
-            row["runId"][:13],
+            short,
             str(row["flow"] or "-"),
             str(row["agent"] or "-"),
             row["state"],
@@ -201,7 +202,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             *_spend(row),
             str(row["reason"] or ""),
         )
-        for row in rows
+        for row, short in zip(rows, short_ids([row["runId"] for row in rows]), strict=True)
     ]
     widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header) - 1)]
     lines = []

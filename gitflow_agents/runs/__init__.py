@@ -20,6 +20,7 @@ import re
 import secrets
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -63,6 +64,19 @@ def new_run_id() -> str:
     value |= 0b10 << 62  # RFC 4122 variant
     value |= rand & ((1 << 62) - 1)
     return str(uuid.UUID(int=value))
+
+
+def short_ids(run_ids: Sequence[str]) -> list[str]:
+    """Each of ``run_ids`` as a table shows it: its first 13 characters (its creation time to
+    the millisecond: a prefix ``cancel``, ``send`` and ``status`` take), longer where another of
+    them began in the same millisecond (steps started at once by ``--jobs``): to the end of the
+    next group of the UUID that tells them apart."""
+    lengths = (13, 18, 23)
+    seen = {n: Counter(run_id[:n] for run_id in run_ids) for n in lengths}
+    return [
+        run_id[: next((n for n in lengths if seen[n][run_id[:n]] == 1), len(run_id))]
+        for run_id in run_ids
+    ]
 
 
 def is_run_id(text: str) -> bool:

@@ -65,3 +65,27 @@ def test_a_run_waiting_out_a_rate_limit_has_no_end_and_its_time_goes_on(repo: Pa
     assert (row["state"], row["startedAt"], row["endedAt"]) == ("waiting", started, None)
     (line,) = [ln for ln in format_table([row]).splitlines() if ln.startswith("01a2-waiting")]
     assert " 10:0" in line, line  # ten minutes and the seconds this test took, not 0:00
+
+
+def test_runs_begun_in_the_same_millisecond_are_told_apart() -> None:
+    """A run id's first 13 characters are its creation time to the millisecond: two runs begun
+    in the same one (steps `--jobs` starts at once) show longer prefixes, each its own, in
+    `status` (and `history`, through the same function); any other run keeps the short one."""
+    from gitflow_agents.commands.status import format_table
+    from gitflow_agents.runs import short_ids
+
+    def other(run_id: str, at: int) -> str:  # the same id but for one hex digit at ``at``
+        return run_id[:at] + ("1" if run_id[at] != "1" else "2") + run_id[at + 1 :]
+
+    twin = "01a21cd7-715c-7a3e-9d1f-4c6b2e8f0a17"
+    same_ms, alone = other(twin, 16), "01a21cd7-7160-7a3e-9d1f-4c6b2e8f0a17"
+    assert short_ids([twin, same_ms, alone]) == [twin[:18], same_ms[:18], alone[:13]]
+    same_18 = other(twin, 20)
+    assert short_ids([twin, same_18]) == [twin[:23], same_18[:23]]
+    row = {
+        "flow": "f", "agent": "a", "state": "finished", "reason": "", "startedAt": 1000.0,
+        "endedAt": 1001.0, "lastActivityAt": 1001.0, "lastActivityKind": "output", "result": None,
+    }  # fmt: skip
+    rows = [{"runId": run_id, **row} for run_id in (twin, same_ms, alone)]
+    table = format_table(rows).splitlines()
+    assert [line.split()[0] for line in table[1:]] == [twin[:18], same_ms[:18], alone[:13]]
