@@ -327,13 +327,17 @@ def _tokens(data: Mapping[str, Any]) -> str:
 def usage_line(
     tokens_in: object, tokens_out: object, cost: float | None, *, estimated: bool, partial: bool
 ) -> str:
-    """``tokens 120/45 $0.0123`` as the console's lines say an agent's (or a step's) usage:
+    """``tokens 1,200/45 $0.0123`` as the console's lines say an agent's (or a step's) usage
+    (the counts grouped as ``history`` and ``status`` show them):
     ``?`` for a count not known (never 0), ``est.`` for a cost from the price table (its CLI
     stated none), ``≥`` for figures streamed before it stopped (a lower bound); "" for none."""
     parts = []
     at_least = "≥ " if partial else ""
     if tokens_in is not None or tokens_out is not None:
-        shown = ["?" if n is None else str(n) for n in (tokens_in, tokens_out)]
+        shown = [
+            "?" if n is None else f"{n:,}" if isinstance(n, int) else str(n)
+            for n in (tokens_in, tokens_out)
+        ]
         parts.append(f"tokens {at_least}{shown[0]}/{shown[1]}")
     if cost is not None:
         parts.append(f"{at_least}${cost:.4f}" + (" est." if estimated else ""))

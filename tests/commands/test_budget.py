@@ -336,7 +336,7 @@ def test_a_cost_the_price_table_estimates_is_in_the_run_s_end_line_and_event(
     (result,) = agent_results(repo, "priced")
     cost = result["run"]["costUsd"]
     assert result["run"]["costEstimated"] is True and cost == pytest.approx(0.006)
-    assert f"tokens 1000/200 ${cost:.4f} est." in done.stderr, done.stderr
+    assert f"tokens 1,000/200 ${cost:.4f} est." in done.stderr, done.stderr
     events = Path(result["run"]["logDirectory"]) / "events.jsonl"
     ends = [
         e for e in map(json.loads, events.read_text().splitlines()) if e["type"] == "agent:complete"
