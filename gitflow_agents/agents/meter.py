@@ -160,6 +160,11 @@ class Meter(Protocol):
 
     def reading(self) -> AgentOutput: ...
 
+    def after_totals(self) -> bool:
+        """Whether the reading counts usage that streamed after the CLI's last final totals
+        (a turn it was stopped in), which an output parsed from those totals misses."""
+        ...
+
 
 def feed_json(meter: Meter, line: bytes) -> None:
     """``line`` parsed as JSON to ``meter.feed`` when it is an object (else nothing)."""
@@ -185,16 +190,18 @@ def feed_json_lines(meter: Meter, data: bytes, start: int, end: int) -> None:
 class ClaudeStreamMeter:
     """Claude Code's ``stream-json``: an ``assistant`` event per content block, each with its
     API message's usage (the same message id repeats: the last one counts), and a ``result``
-    with the session's totals and its cost, which replace the sum: the last one at the end of a
-    turn (with stream-json input, a run can take a message after it and go on: the messages of
-    that turn count on top of its totals until the next ``result``)."""
+    at the end of each turn, which replaces the sum. With stream-json input a run can take a
+    message after a turn's result and go on in another turn: that turn's messages count on top
+    of the results until its own ``result``, whose tokens are that turn's alone (Claude Code
+    2.1.330: its ``model_usage_since_last_result``) and whose cost is the process's running
+    total, so the results' tokens add up and the last one's cost stands."""
 
     def __init__(self) -> None:
         # each message's counts, or its raw usage object while it has not repeated (read then)
         self.messages: dict[bytes, Counts | bytes] = {}
         self.total: Counts = _NONE  # the messages' sum, kept up
         self._model: str | None = None
-        self.result: AgentOutput | None = None  # the last result's totals
+        self.result: AgentOutput | None = None  # the results' tokens, the last one's cost
         self.before_result: Counts = _NONE  # the messages' sum when it came
         self.current: bytes | None = None  # the message the API is streaming now
         self._rows: list[_Found] = []  # message lines found, not counted yet
@@ -380,15 +387,8 @@ class ClaudeStreamMeter:
             self._stream_event(as_dict(event.get("event")), named.encode() if named else None)
             self._forget()
         elif kind == "result":
-            usage = as_dict(event.get("usage"))
             self.before_result = self.total
-            self.result = AgentOutput(
-                input_tokens=_usage_counts(usage)[0],
-                output_tokens=as_int(usage.get("output_tokens")),
-                cached_tokens=as_int(usage.get("cache_read_input_tokens")),
-                cost_usd=as_float(event.get("total_cost_usd", event.get("cost_usd"))),
-                model=self._model,
-            )
+            self.result = _turn_ended(self.result, event, self._model)
 
     def _key(self, message: Mapping[str, Any]) -> bytes:
         """A message's id, the key its usage is counted under (a numbered one without)."""
@@ -416,6 +416,12 @@ class ClaudeStreamMeter:
                 usage = as_dict(event.get("usage"))
                 self._count(key, _usage_counts(usage))
 
+    def after_totals(self) -> bool:
+        """Whether usage streamed after the last ``result`` (a turn it had not ended when it
+        was stopped): an output parsed from its results misses that turn."""
+        self._flush()
+        return self.result is not None and self.total != self.before_result
+
     def reading(self) -> AgentOutput:
         self._flush()
         tokens_in, tokens_out, cached = self.total
@@ -424,8 +430,8 @@ class ClaudeStreamMeter:
             if self.total == self.before_result:
                 return result
             # A turn after the result (a message sent while it ran: Claude Code with stream-json
-            # input ends each turn with a result, whose totals are the session's so far): its
-            # messages on top of the result's tokens, the cost left to the price table.
+            # input ends each turn with a result): its messages on top of the results' tokens,
+            # the cost left to the price table.
             old_in, old_out, old_cached = self.before_result
             tokens_in = add_optional(result.input_tokens, less(tokens_in, old_in))
             tokens_out = add_optional(result.output_tokens, less(tokens_out, old_out))
@@ -436,6 +442,34 @@ class ClaudeStreamMeter:
             cached_tokens=in_range(cached),
             model=self._model,
         )
+
+
+def _turn_ended(
+    earlier: AgentOutput | None, event: Mapping[str, Any], model: str | None
+) -> AgentOutput:
+    """The figures of the results so far once ``event``, the ``result`` that ends a turn, came
+    after ``earlier`` (the results before it, None: none): its tokens, the turn's own, added to
+    theirs (a count one of them left unknown stays what the others say); its cost, the running
+    total, in place of theirs."""
+    usage = as_dict(event.get("usage"))
+    turn = (
+        _usage_counts(usage)[0],
+        as_int(usage.get("output_tokens")),
+        as_int(usage.get("cache_read_input_tokens")),
+    )
+    if earlier is not None:
+        turn = (
+            add_optional(earlier.input_tokens, turn[0]),
+            add_optional(earlier.output_tokens, turn[1]),
+            add_optional(earlier.cached_tokens, turn[2]),
+        )
+    return AgentOutput(  # an absurd sum (digits an agent printed) is no count
+        input_tokens=in_range(turn[0]),
+        output_tokens=in_range(turn[1]),
+        cached_tokens=in_range(turn[2]),
+        cost_usd=as_float(event.get("total_cost_usd", event.get("cost_usd"))),
+        model=model,
+    )
 
 
 def _message_model(data: bytes, begin: int, end: int) -> str | None:
@@ -509,6 +543,10 @@ class EventsMeter:
 
     def reading(self) -> AgentOutput:
         return self.last
+
+    def after_totals(self) -> bool:
+        """Never: the parser sums the same events, all of them."""
+        return False
 
 
 METERS: Mapping[str, Callable[[], Meter]] = {

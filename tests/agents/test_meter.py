@@ -549,20 +549,21 @@ def test_keys_after_a_usage_object_that_look_like_it_are_not_read_as_it() -> Non
 
 
 def test_a_turn_after_a_result_counts_on_top_of_the_results_totals() -> None:
-    """With stream-json input Claude Code ends each turn with a result whose totals are the
-    session's so far, and a message sent meanwhile starts another turn: its messages count on
-    top of the result (their cost from the price table: none is said) until the next result,
-    read line by line or parsed."""
+    """With stream-json input Claude Code ends each turn with a result, and a message sent
+    meanwhile starts another turn: its messages count on top of the result (their cost from
+    the price table: none is said) until the next result, read line by line or parsed. A
+    result's tokens are its turn's own and its cost the process's running total (Claude Code
+    2.1.330), so the next turn's result adds its tokens to the first's and states the cost."""
 
     def message(key: str) -> dict[str, object]:
         usage = {"input_tokens": 1000, "output_tokens": 200}
         return {"type": "assistant", "message": {"id": key, "model": MODEL, "usage": usage}}
 
-    def result(calls: int) -> dict[str, object]:
+    def result(calls: int, cost: float) -> dict[str, object]:
         usage = {"input_tokens": 1000 * calls, "output_tokens": 200 * calls}
-        return {"type": "result", "usage": usage, "total_cost_usd": 6 * calls / 1000}
+        return {"type": "result", "usage": usage, "total_cost_usd": cost}
 
-    turns = [message("msg_1"), message("msg_2"), result(2), message("msg_3")]
+    turns = [message("msg_1"), message("msg_2"), result(2, 0.012), message("msg_3")]
     fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
     for event in turns:
         fast.feed_block(*_block(json.dumps(event).encode()))
@@ -571,8 +572,39 @@ def test_a_turn_after_a_result_counts_on_top_of_the_results_totals() -> None:
         reading = meter.reading()
         assert (reading.input_tokens, reading.output_tokens) == (3000, 600)
         assert reading.cost_usd is None and reading.model == MODEL
-        meter.feed(result(3))  # the next turn's end: its totals again
-        assert (meter.reading().input_tokens, meter.reading().cost_usd) == (3000, 0.018)
+        meter.feed(result(1, 0.018))  # the next turn's end: its own tokens, the running cost
+        reading = meter.reading()
+        assert (reading.input_tokens, reading.output_tokens, reading.cost_usd) == (3000, 600, 0.018)
+        meter.feed(message("msg_4"))  # a third turn: on top of both results
+        assert (meter.reading().input_tokens, meter.reading().cost_usd) == (4000, None)
+
+
+def test_claude_codes_own_two_turns_in_one_process_count_both() -> None:
+    """Claude Code 2.1.330 with a message sent while it ran (tests/data, recorded): two turns,
+    two results, each result's usage its turn's own (240/60, then 480/120) and its cost the
+    running total. Whole or cut off after any line, the reading never goes back: the first
+    turn's tokens stay counted through the second turn and after its result (720/180, the
+    second result's ``modelUsage``, and its $0.00486)."""
+    lines = (DATA / "claude-stream-two-turns.jsonl").read_bytes().splitlines()
+    results = [json.loads(line) for line in lines if b'"type":"result"' in line]
+    assert [r["usage"]["input_tokens"] for r in results] == [240, 480]
+    [totals] = results[-1]["modelUsage"].values()
+    readings = []
+    meter = ClaudeStreamMeter()
+    for line in lines:
+        meter.feed_block(*_block(line))
+        readings.append(meter.reading())
+    tokens = [(r.input_tokens or 0) + (r.output_tokens or 0) for r in readings]
+    assert tokens == sorted(tokens)  # never less than before
+    last = readings[-1]
+    assert (last.input_tokens, last.output_tokens) == (
+        totals["inputTokens"],
+        totals["outputTokens"],
+    )
+    assert last.cost_usd == results[-1]["total_cost_usd"] and last.model == "claude-sonnet-4-5"
+    whole = ClaudeStreamMeter()
+    whole.feed_block(*_block(*lines))
+    assert whole.reading() == last
 
 
 def test_since_takes_off_what_the_session_used_before_where_both_are_known() -> None:
