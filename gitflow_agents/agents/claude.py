@@ -68,7 +68,7 @@ class ClaudeAdapter:
         resumes=True,
         options=OPTIONS,
         # after --resume its result's total_cost_usd (and modelUsage) are the session's so far,
-        # its usage the process's own (Claude Code 2.1.330, docs/agents.md)
+        # its usage the process's own: each turn's (Claude Code 2.1.330, docs/agents.md)
         cost_totals=True,
     )
 
@@ -141,17 +141,14 @@ class ClaudeAdapter:
         )
 
     def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
-        result = _result_object(stdout)
-        if result is None:
+        results = _results(stdout)
+        if not results:
             unparsed = output.unparsed(stdout, stderr, "Claude result JSON")
             # stopped before its result (a budget, a timeout): its stream's lines name the
             # session, which `send` can continue
             return dataclasses.replace(unparsed, session_id=_stream_session(stdout))
-        usage = output.as_dict(result.get("usage"))
-        # Claude Code sends most of the prompt from the cache: all three count as input.
-        input_tokens: int | None = None
-        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-            input_tokens = output.add_optional(input_tokens, output.as_int(usage.get(key)))
+        result = results[-1]
+        input_tokens, output_tokens, cached_tokens = _tokens(results)
         # `subtype` stays "success" on API errors; only `is_error` is trustworthy.
         is_error = result.get("is_error") is True
         reply = output.as_str(result.get("result"))
@@ -163,9 +160,9 @@ class ClaudeAdapter:
         return AgentOutput(
             session_id=output.as_str(result.get("session_id")),
             input_tokens=input_tokens,
-            output_tokens=output.as_int(usage.get("output_tokens")),
+            output_tokens=output_tokens,
             cost_usd=output.as_float(result.get("total_cost_usd")),
-            cached_tokens=output.as_int(usage.get("cache_read_input_tokens")),
+            cached_tokens=cached_tokens,
             # the model that cost most, else (a result without modelUsage) the stream's last
             model=output.main_model(output.as_dict(result.get("modelUsage")), "costUSD")
             or output.stream_model(stdout),
@@ -232,13 +229,31 @@ def _stream_session(stdout: str, lines: int = 200) -> str | None:
     return None
 
 
-def _result_object(stdout: str) -> dict[str, Any] | None:
-    """The ``result`` object of ``--output-format json`` (or the last one of stream-json)."""
-    whole = output.json_object(stdout)
-    if whole is not None and whole.get("type") == "result":
-        return whole
-    results = [obj for obj in output.json_lines(stdout) if obj.get("type") == "result"]
-    return results[-1] if results else None
+def _results(stdout: str) -> list[dict[str, Any]]:
+    """The ``result`` objects of the output, in order: the one of ``--output-format json``, or
+    one per turn of stream-json (with stream-json input a run goes on after a turn's result
+    when a message came meanwhile). Only the lines that mention a result are parsed."""
+    lines = "\n".join(line for line in stdout.splitlines() if '"result"' in line)
+    results = [obj for obj in output.json_lines(lines) if obj.get("type") == "result"]
+    if results:
+        return results
+    whole = output.json_object(stdout)  # pretty-printed, say
+    return [whole] if whole is not None and whole.get("type") == "result" else []
+
+
+def _tokens(results: list[dict[str, Any]]) -> tuple[int | None, int | None, int | None]:
+    """The input, output and cache-read tokens of a run's results, summed: each result's
+    ``usage`` is its own turn's (Claude Code 2.1.330: ``model_usage_since_last_result``; its
+    ``total_cost_usd`` and ``modelUsage`` are running totals). Claude Code sends most of the
+    prompt from the cache: its reads and writes count as input too."""
+    tokens_in = tokens_out = cached = None
+    for result in results:
+        usage = output.as_dict(result.get("usage"))
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            tokens_in = output.add_optional(tokens_in, output.as_int(usage.get(key)))
+        tokens_out = output.add_optional(tokens_out, output.as_int(usage.get("output_tokens")))
+        cached = output.add_optional(cached, output.as_int(usage.get("cache_read_input_tokens")))
+    return output.in_range(tokens_in), output.in_range(tokens_out), output.in_range(cached)
 
 
 def _api_limit(result: dict[str, Any], error: str | None) -> RateLimit | None:

@@ -883,6 +883,27 @@ def test_claude_error_keeps_tokens_and_session() -> None:
     assert parsed.cost_usd == pytest.approx(0.0456)
 
 
+def test_claude_two_turns_in_one_process_count_both_turns_tokens() -> None:
+    """Claude Code with stream-json input (a message sent while it ran, recorded from 2.1.330)
+    ends each turn with a result whose usage is that turn's own and whose cost is the running
+    total: the run's tokens are both results' (720/180, the last ``modelUsage``), its cost,
+    reply and session the last result's."""
+    stdout = sample("claude-stream-two-turns.jsonl")
+    parsed = get_adapter("claude").parse_output(stdout, "")
+    last = json.loads(stdout.splitlines()[-1])
+    [totals] = last["modelUsage"].values()
+    assert (parsed.input_tokens, parsed.output_tokens, parsed.cached_tokens) == (
+        totals["inputTokens"],
+        totals["outputTokens"],
+        0,
+    )
+    assert parsed.cost_usd == last["total_cost_usd"] and parsed.reply == last["result"]
+    assert parsed.session_id == last["session_id"] and parsed.model == "claude-sonnet-4-5"
+    first = stdout[: stdout.index('"result_index":1')]
+    first = first[: first.rindex("\n") + 1]  # the output as it stood in its second turn
+    assert get_adapter("claude").parse_output(first, "").input_tokens == 240
+
+
 def _stream(*lines: dict[str, Any]) -> str:
     return "".join(json.dumps(line) + "\n" for line in lines)
 
