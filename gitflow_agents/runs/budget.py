@@ -382,18 +382,23 @@ class Watch:
 
     def fill(self, parsed: _P, *, at_limit: bool = False) -> _P:
         """``parsed`` (the adapter's reading of the whole output) with the streamed usage where
-        it has none: an agent stopped mid-run never printed its final totals. The figures so
-        filled are a lower bound (``usage_partial``: it may have spent on after its last usage
-        line, as ``agents/meter.streamed_usage`` marks them without a budget), unless
-        ``at_limit``: the budget stopped it at this reading."""
+        it has none: an agent stopped mid-run never printed its final totals. One stopped in a
+        turn after a turn's final totals (a message it took while it ran, then a budget or a
+        cancel) has a parsed output that ends with the earlier turns: its tokens and cost are
+        the reading's instead (the cost none, for the price table, as the watch counted it).
+        The figures so filled are a lower bound (``usage_partial``: it may have spent on after
+        its last usage line, as ``agents/meter.streamed_usage`` marks them without a budget),
+        unless ``at_limit``: the budget stopped it at this reading."""
         if not dataclasses.is_dataclass(parsed) or isinstance(parsed, type):
             return parsed
         with self._lock:
-            reading = self.meter.reading()
+            reading, later = self.meter.reading(), self.meter.after_totals()
         fields: dict[str, Any] = {}
         for name in ("input_tokens", "output_tokens", "cached_tokens", "cost_usd", "model"):
-            if getattr(parsed, name, None) is None and getattr(reading, name) is not None:
-                fields[name] = getattr(reading, name)
+            value = getattr(reading, name)
+            stale = later and name != "model"  # the parsed figure ends with an earlier turn
+            if stale or (getattr(parsed, name, None) is None and value is not None):
+                fields[name] = value
         if not fields:
             return parsed
         if not at_limit and hasattr(parsed, "usage_partial") and set(fields) - {"model"}:

@@ -281,9 +281,11 @@ def test_an_agent_whose_only_usage_line_ends_it_over_the_limit_ends_budget(
 
 
 def test_an_agent_is_stopped_in_the_turn_after_its_first_result(repo: Path, tmp_path: Path) -> None:
-    """Claude Code with stream-json input ends a turn with a result (the session's totals so
-    far) and goes on when a message came meanwhile: the next turn's usage counts on top of that
-    result, so the budget stops it there, not at the run's final result."""
+    """Claude Code with stream-json input ends a turn with a result (that turn's tokens, the
+    cost so far) and goes on when a message came meanwhile: the next turn's usage counts on
+    top of that result, so the budget stops it there, not at the run's final result; and the
+    run's record, `status` and `history` say what it was stopped at, not the first turn's
+    result (the last one its output holds)."""
     configure(repo)
     record = tmp_path / "record.json"
     add_spender(repo, record, FAKE_SPENDER_CALLS="200", FAKE_SPENDER_TURN_AFTER="2")
@@ -291,8 +293,33 @@ def test_an_agent_is_stopped_in_the_turn_after_its_first_result(repo: Path, tmp_
     assert done.returncode == 5, done
     found = re.search(r"budget: agent spent ([\d,]+) tokens of 6,000", done.stdout)
     assert found is not None, done.stdout
-    assert 6000 <= int(found[1].replace(",", "")) < 200 * 1200  # not the final result's
+    stopped_at = int(found[1].replace(",", ""))
+    assert 6000 <= stopped_at < 200 * 1200  # not the final result's
     assert len((repo / "spent.txt").read_text().splitlines()) < 200  # stopped mid-turn
+    (result,) = agent_results(repo, "spender")
+    run = result["run"]
+    assert run["inputTokens"] + run["outputTokens"] >= stopped_at  # not 2,400: the first turn
+    assert run["costEstimated"] is True and run["costUsd"] >= 0.03  # $0.006 a call, 5 or more
+    assert not run.get("tokensPartial")  # the budget stopped it at this reading
+    (row,) = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+    assert (row["inputTokens"], row["outputTokens"]) == (run["inputTokens"], run["outputTokens"])
+    (shown,) = json.loads(run_cli("history", "--json", "--agents", cwd=repo).stdout)
+    assert shown["inputTokens"] == run["inputTokens"]
+
+
+def test_a_run_of_two_turns_is_recorded_with_both_turns_tokens(repo: Path, tmp_path: Path) -> None:
+    """Two turns in one Claude Code process (a message sent while it ran), each ending with a
+    result that states its own tokens and the cost so far: the record counts both turns, as
+    the budget's watch did, and the cost the CLI stated last."""
+    configure(repo)
+    record = tmp_path / "record.json"
+    add_spender(repo, record, FAKE_SPENDER_CALLS="5", FAKE_SPENDER_TURN_AFTER="2")
+    done = call(repo, "spawn", "spender", "--task", "spend", "--budget-tokens", "60000", "--quiet")
+    assert done.returncode == 0, done
+    (result,) = agent_results(repo, "spender")
+    run = result["run"]
+    assert (run["inputTokens"], run["outputTokens"]) == (5000, 1000)
+    assert run["costUsd"] == pytest.approx(0.03) and run["costEstimated"] is False
 
 
 PLAIN = 'print("working on it", flush=True)\n'

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from gitflow_agents.agents.base import AgentOutput
+from gitflow_agents.agents.claude import ClaudeAdapter
 from gitflow_agents.agents.prices import shipped_prices
 from gitflow_agents.base.errors import BudgetError, ExitCode
 from gitflow_agents.config.budget import Budgets, Cap
@@ -150,6 +151,29 @@ def test_the_watch_fills_in_the_usage_a_stopped_agent_never_totalled() -> None:
     assert (filled.input_tokens, filled.output_tokens, filled.model) == (3, 4, MODEL)
     said = AgentOutput(input_tokens=9, output_tokens=9, cost_usd=1.0, model="m")
     assert watch.fill(said) == said  # what the CLI said at the end wins
+
+
+def test_an_agent_stopped_in_a_turn_after_a_result_is_recorded_at_the_watchs_reading() -> None:
+    """Claude Code stopped in the turn a message started after its first result: the parser
+    reads that result (the first turn), the watch read on. The record takes the watch's
+    figures, the cost left to the price table as the watch counted it: what the budget stopped
+    it at, or a lower bound when something else stopped it."""
+    ledger = Ledger(Budgets(agent=Cap(tokens=3000)), PRICES)
+    watch = ledger.watch("claude", "claude-sonnet-4-5")
+    assert watch is not None
+    turn = {"input_tokens": 2000, "output_tokens": 400}
+    result = {"type": "result", "usage": turn, "total_cost_usd": 0.012, "session_id": "s"}
+    stream = assistant(0) + assistant(1) + json.dumps(result).encode() + b"\n" + assistant(2)
+    watch.feed(stream)
+    parsed = ClaudeAdapter().parse_output(stream.decode(), "")
+    assert (parsed.input_tokens, parsed.cost_usd) == (2000, 0.012)  # the first turn's
+    filled = watch.fill(parsed, at_limit=True)
+    assert (filled.input_tokens, filled.output_tokens, filled.cost_usd) == (3000, 600, None)
+    assert filled.session_id == "s" and not filled.usage_partial
+    assert watch.fill(parsed).usage_partial  # canceled, say: it may have spent on
+    watch.feed(json.dumps({**result, "usage": {"input_tokens": 1000}}).encode() + b"\n")
+    ended = AgentOutput(input_tokens=3000, output_tokens=600, cost_usd=0.018, model=MODEL)
+    assert watch.fill(ended) == ended  # the turn's result came: what the CLI said wins
 
 
 def test_no_watch_without_a_limit_and_a_warning_once_for_a_cli_that_streams_no_usage(
