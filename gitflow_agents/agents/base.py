@@ -138,7 +138,7 @@ class Cli:
     ``name`` ("": none, e.g. the command adapter's command names it); ``session_totals``: its
     usage figures are its session's so far, so a resumed run's include the turns before it
     (Codex's ``turn.completed``); ``cost_totals``: its cost is (Claude Code's
-    ``total_cost_usd`` after ``--resume``: its tokens are the process's own)."""
+    ``total_cost_usd`` after ``--resume``: its tokens are the process's own, each turn's)."""
 
     name: str
     install: str
