@@ -84,9 +84,12 @@ class Read:
 
 @dataclass(frozen=True)
 class Say:
-    """End the turn with ``text`` (no tool call). For aider this is how files are edited too."""
+    """End the turn with ``text`` (no tool call). For aider this is how files are edited too.
+    ``held``: seconds before the answer is sent (a message the CLI takes meanwhile comes after
+    the turn: Claude Code starts another turn with it)."""
 
     text: str
+    held: float = 0.0
 
 
 Step = Write | Shell | Read | Say
@@ -802,6 +805,7 @@ class Standin:
         if isinstance(step, (Write, Shell)) and AGENT_DIR in str(step):
             step = _in_agent_dir(step, body)
         if isinstance(step, Say):
+            time.sleep(step.held)
             return step.text.replace(FENCE, fence_asked_for(body))
         try:
             return map_step(step, _offered_tools(dialect, body))

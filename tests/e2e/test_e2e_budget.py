@@ -4,15 +4,18 @@ at the limit from the usage it streams (the stand-in answers every call with its
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 from .conftest import Project
-from .model_standin import Shell, Standin
+from .model_standin import Say, Shell, Standin
 from .projects import claude_project
 
 pytestmark = pytest.mark.e2e
@@ -92,3 +95,46 @@ def test_claude_continued_after_a_429_is_stopped_counting_what_it_spent_before(
     after = [r for r in standin.main_requests() if r.at > last_refused]
     assert after and "(a rate limit)" in after[0].all_text()  # the session continued
     assert len(after) < 5  # 750 + 150 reaches 900 at its first call: a few at most
+
+
+def test_claude_is_stopped_in_the_turn_a_send_started_and_recorded_at_that(
+    tmp_path: Path, standin: Standin
+) -> None:
+    """A message sent while the stand-in holds the first turn's last answer: Claude Code ends
+    that turn with a result (its two calls, 300 tokens) and starts another with the message.
+    That turn is watched on top of the first and stopped at the 1,500-token limit; the run's
+    record says what it was stopped at, not the first turn's result, the last one its output
+    holds."""
+    project = _project(tmp_path, standin)
+    calls = [Shell(f"echo call {n} >> calls.txt") for n in range(30)]
+    standin.load([Shell("echo first"), Say("first turn done", held=6), *calls])
+    env = {k: v for k, v in project.env.items() if k.startswith(("ANTHROPIC", "CLAUDE"))}
+    argv = [sys.executable, "-m", "gitflow_agents", "spawn", "builder", "--task", "Do it."]
+    proc = subprocess.Popen(
+        [*argv, "--budget-tokens", "1500", "--quiet", "--json"],
+        cwd=project.root,
+        env={**project.env, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(standin.main_requests()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)  # the first turn's last request: held
+        (row,) = json.loads(run_cli("status", "--json", cwd=project.root, env=env).stdout)
+        sent = run_cli("send", row["runId"], "Go on.", cwd=project.root, env=env)
+        assert sent.returncode == 0, sent.stderr
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 5, out + err
+    run = json.loads(out)["run"]
+    assert run["outcome"] == "budget" and "tokens of 1,500" in run["reason"], run["reason"]
+    assert 2 < len(standin.main_requests()) < 32  # stopped in the second turn
+    log = (Path(run["logDirectory"]) / "worker.log").read_text()
+    assert log.count('"type":"result"') == 1  # the first turn's, and no other
+    assert run["inputTokens"] + run["outputTokens"] >= 1500  # not the first turn's 300
+    assert run["costEstimated"] is True
