@@ -233,7 +233,7 @@ def _results(stdout: str) -> list[dict[str, Any]]:
     """The ``result`` objects of the output, in order: the one of ``--output-format json``, or
     one per turn of stream-json (with stream-json input a run goes on after a turn's result
     when a message came meanwhile). Only the lines that mention a result are parsed."""
-    lines = "\n".join(line for line in stdout.splitlines() if '"result"' in line)
+    lines = "\n".join(output.lines_with(stdout, '"result"'))
     results = [obj for obj in output.json_lines(lines) if obj.get("type") == "result"]
     if results:
         return results

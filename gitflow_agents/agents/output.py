@@ -94,6 +94,17 @@ def last_lines(text: str, most: int) -> Iterator[str]:
         stop = start - 1
 
 
+def lines_with(text: str, needle: str) -> Iterator[str]:
+    """The lines of ``text`` that contain ``needle``, in order, found by searching for it (a
+    stream's kept tail is megabytes of lines that do not: never split)."""
+    at = 0
+    while (hit := text.find(needle, at)) >= 0:
+        stop = text.find("\n", hit)
+        stop = len(text) if stop < 0 else stop
+        yield text[text.rfind("\n", 0, hit) + 1 : stop]
+        at = stop + 1
+
+
 def _loads(text: str) -> object:
     try:
         return json.loads(text)

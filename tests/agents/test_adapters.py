@@ -1137,3 +1137,16 @@ def test_an_opencode_step_that_used_tokens_at_no_cost_has_an_unknown_cost() -> N
     assert parse(step(120, 0) + "\n" + step(80, 0) + "\n", "").cost_usd is None
     assert parse(step(120, 0.002) + "\n", "").cost_usd == 0.002
     assert parse(step(0, 0) + "\n", "").cost_usd == 0.0
+
+
+def test_lines_with_a_needle_are_found_without_splitting_the_rest() -> None:
+    """``output.lines_with``: each line holding the needle once, in order, the first and an
+    unterminated last line included; none when it is absent."""
+    from gitflow_agents.agents.output import lines_with
+
+    text = '{"type":"result","n":1}\nx\n{"a":"results"}\n\n{"type":"result","n":2} "result"'
+    assert list(lines_with(text, '"result"')) == [
+        '{"type":"result","n":1}',
+        '{"type":"result","n":2} "result"',
+    ]
+    assert list(lines_with(text, "absent")) == []
