@@ -8,6 +8,11 @@ OpenAPI description does not encode are kept: a head branch that does not exist,
 between base and head, is 422; a second open pull request for the same head and base is 422 "A
 pull request already exists for owner:branch."; a read-only token gets 403.
 
+A push to an open pull request's head branch keeps its auto-merge armed, as GitHub keeps it
+when someone with write access pushes ("Automatically merging a pull request": it is disabled
+when someone *without* write permissions pushes, which the stand-in's origin branches never
+see): the new head merges by the armed method once its required checks pass.
+
 ``mergeable`` gives an open one GitHub's ``mergeable_state`` from the branches (``dirty``,
 ``behind``, ``blocked``, ``clean``). ``play_auto_merge`` plays GitHub's auto-merge: every open pull request with auto-merge enabled
 whose head has a ``success`` status for every required context and whose merge does not conflict
@@ -129,8 +134,8 @@ def refresh(s: GitHubStandIn, pull: Pull) -> None:
     if head is None or base is None:  # GitHub closes a pull request whose branch is deleted
         pull.state = "closed"
         return
-    if head != pull.head_sha and pull.auto_merge is not None:
-        pull.auto_merge = None  # GitHub disables auto-merge when someone else pushes
+    # a push keeps auto-merge armed: GitHub disables it only for a push by someone without
+    # write access (a fork's contributor), and a branch of the origin itself is pushed by writers
     pull.head_sha, pull.base_sha = head, base
     pull.files = _files(origin, base, head)
 
