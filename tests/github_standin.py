@@ -200,6 +200,10 @@ class Pull:
 
 @dataclass
 class Fault:
+    """An injected failure. A GraphQL request's path is ``/graphql``, and ``/graphql/FIELD`` for
+    each root field it asks (``fail("POST", "graphql$")``: any GraphQL request;
+    ``fail("POST", "graphql/disablePullRequestAutoMerge")``: that mutation only)."""
+
     method: str
     path: re.Pattern[str]
     status: int
@@ -299,6 +303,21 @@ def forbidden(message: str = "Resource not accessible by integration") -> ApiErr
 def not_found() -> ApiError:
     return ApiError(
         404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+    )
+
+
+def _graphql_fault(s: GitHubStandIn, raw: bytes) -> Fault | None:
+    """The injected fault a GraphQL request meets (``Fault``), if any."""
+    from tests.standin_graphql import root_fields
+
+    paths = ["/graphql", *(f"/graphql/{name}" for name in root_fields(raw))]
+    return next(
+        (
+            f
+            for f in s.faults
+            if f.times > 0 and f.method == "POST" and any(f.path.search(p) for p in paths)
+        ),
+        None,
     )
 
 
@@ -1119,16 +1138,11 @@ class _Handler(BaseHTTPRequestHandler):
             from tests.standin_graphql import handle
 
             with s._lock:
-                fault = next(
-                    (
-                        f
-                        for f in s.faults
-                        if f.times > 0 and f.method == "POST" and f.path.search("/graphql")
-                    ),
-                    None,
-                )
+                fault = _graphql_fault(s, raw)
                 if fault is not None:  # GitHub failing (``fail("POST", "graphql$", ...)``)
                     fault.times -= 1
+                    if fault.store:  # GitHub applied the mutation, then the answer was lost
+                        handle(s, raw, self.headers.get("Authorization", ""))
                     status, body = fault.status, fault.body
                 else:
                     status, body = handle(s, raw, self.headers.get("Authorization", ""))

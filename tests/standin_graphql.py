@@ -12,11 +12,14 @@ recorded in ``server.violations`` (the ``gh`` fixture fails the test); an invali
 answered as GitHub answers one. The review threads (``repository.pullRequest.reviewThreads`` and
 the mutation ``resolveReviewThread``) are played by ``tests/standin_threads.py``, the open pull
 requests with their heads' statuses (``repository.pullRequests``) by ``tests/standin_pull_list.py``. The other
-mutation implemented is ``enablePullRequestAutoMerge``,
+mutations implemented are ``enablePullRequestAutoMerge``,
 with GitHub's refusals (HTTP 200 with ``errors``, as GitHub answers GraphQL): auto-merge not
 allowed in the repository, a head that is not ``expectedHeadOid``, a draft, a pull request
 already mergeable ("clean status": GitHub merges nothing automatically then), a closed one, and a
-read-only token; tests/data/github-graphql/README.md says which wordings are confirmed as GitHub's.
+read-only token; and ``disablePullRequestAutoMerge``, which clears the pull request's armed
+auto-merge (REST ``auto_merge`` null again) and refuses a pull request with none armed (never
+armed, disabled already, merged or closed) and a read-only token.
+tests/data/github-graphql/README.md says which wordings are confirmed as GitHub's.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.github_standin import GitHubStandIn
+from tests.github_standin import GitHubStandIn, Pull
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "github-graphql" / "schema.subset.graphql"
 
@@ -119,6 +122,16 @@ def execute(
     return answer, problems
 
 
+def root_fields(raw: bytes) -> list[str]:
+    """The root fields a GraphQL request's body asks ([] when it cannot be read)."""
+    from graphql import GraphQLError
+
+    try:
+        return _root_fields(str(json.loads(raw or b"{}").get("query") or ""))
+    except (GraphQLError, json.JSONDecodeError, AttributeError):
+        return []
+
+
 def _root_fields(query: str) -> list[str]:
     from graphql import parse
     from graphql.language import FieldNode, OperationDefinitionNode
@@ -151,6 +164,7 @@ def handle(s: GitHubStandIn, raw: bytes, authorization: str) -> tuple[int, Any]:
     from tests.standin_threads import repository, resolve_review_thread
 
     root = {
+        "disablePullRequestAutoMerge": lambda input: _disable_auto_merge(s, input, token),
         "enablePullRequestAutoMerge": lambda input: _enable_auto_merge(s, input, token),
         "repository": lambda **given: repository(s, **given),
         "resolveReviewThread": lambda input: resolve_review_thread(s, input, token),
@@ -166,15 +180,11 @@ def handle(s: GitHubStandIn, raw: bytes, authorization: str) -> tuple[int, Any]:
 
 
 def _enable_auto_merge(s: GitHubStandIn, given: dict[str, Any], token: Any) -> dict[str, Any]:
-    """The mutation's payload (schema field names; ``__typename`` resolves ``Actor``), or
-    ``Refused`` with GitHub's wording (tests/data/github-graphql/README.md)."""
+    """The mutation's payload (``_payload``), or ``Refused`` with GitHub's wording
+    (tests/data/github-graphql/README.md)."""
     from tests.standin_pulls import checks_pass, refresh
 
-    node = str(given.get("pullRequestId") or "")
-    number = int(node.removeprefix("PR_")) if node.startswith("PR_") and node[3:].isdigit() else 0
-    pull = s.state.pulls.get(number)
-    if pull is None:
-        raise Refused(f"Could not resolve to a node with the global id of '{node}'", "NOT_FOUND")
+    pull = _pull_of(s, given)
     if not token.can_write:
         raise Refused("Pull request User is not allowed to push to this repository")
     if pull.live:
@@ -192,6 +202,41 @@ def _enable_auto_merge(s: GitHubStandIn, given: dict[str, Any], token: Any) -> d
         raise Refused("Pull request Pull request is in clean status")
     method = str(given.get("mergeMethod") or "MERGE").lower()
     pull.auto_merge = {"merge_method": method, "enabled_by": token.login}
+    return _payload(s, given, token)
+
+
+def _disable_auto_merge(s: GitHubStandIn, given: dict[str, Any], token: Any) -> dict[str, Any]:
+    """The pull request's auto-merge disarmed: the payload, as ``_enable_auto_merge``'s. GitHub
+    answers ``Can't disable auto-merge for this pull request.`` for one with none armed (never
+    armed, disabled already, merged: GitHub merged it meanwhile), and ``Resource not accessible
+    by integration`` to a token that may not write (tests/data/github-graphql/README.md)."""
+    from tests.standin_pulls import refresh
+
+    pull = _pull_of(s, given)
+    if not token.can_write:
+        raise Refused("Resource not accessible by integration", "FORBIDDEN")
+    if pull.live:
+        refresh(s, pull)
+    if pull.auto_merge is None or pull.state != "open":
+        raise Refused("Can't disable auto-merge for this pull request.")
+    pull.auto_merge = None
+    return _payload(s, given, token)
+
+
+def _pull_of(s: GitHubStandIn, given: dict[str, Any]) -> Pull:
+    """The pull request a mutation's ``pullRequestId`` (``PR_<number>``) names, or GitHub's
+    ``NOT_FOUND``."""
+    node = str(given.get("pullRequestId") or "")
+    number = int(node.removeprefix("PR_")) if node.startswith("PR_") and node[3:].isdigit() else 0
+    pull = s.state.pulls.get(number)
+    if pull is None:
+        raise Refused(f"Could not resolve to a node with the global id of '{node}'", "NOT_FOUND")
+    return pull
+
+
+def _payload(s: GitHubStandIn, given: dict[str, Any], token: Any) -> dict[str, Any]:
+    """An auto-merge mutation's payload (schema field names; ``__typename`` resolves
+    ``Actor``)."""
     actor = s.user(token.login)
     return {
         "actor": {

@@ -5,8 +5,9 @@ stand-in can validate every query, and execute it to shape every answer.
 Usage: python trim_schema.py FULL.graphql OPERATIONS.graphql OUT.graphql
 
 OPERATIONS.graphql holds the operations the product sends, as it sends them (operations.graphql
-beside this script: PyGithub's enablePullRequestAutoMerge, the review threads). Each is validated
-against the full schema first. Kept:
+beside this script: PyGithub's enablePullRequestAutoMerge and disablePullRequestAutoMerge, the
+review threads, the open pull requests). Each is validated, alone, against the full schema
+first. Kept:
 - every field an operation selects, on the type it is selected on, with all its arguments;
 - every input type, enum and scalar an argument or a variable reaches, whole;
 - for an abstract type an operation selects (an interface, a union), every type it can be, with
@@ -155,11 +156,22 @@ def uses(schema: GraphQLSchema, operations: DocumentNode) -> tuple[dict[str, set
     return used, inputs_closure(schema, inputs)
 
 
+def problems_of(schema: GraphQLSchema, operations: DocumentNode) -> list[str]:
+    """What ``schema`` refuses in ``operations``, each validated alone, as GitHub receives it:
+    PyGithub names every mutation it sends ``Mutation``, so two of them in one document would
+    break the rule that a document's operation names are unique."""
+    return [
+        str(problem)
+        for definition in operations.definitions
+        for problem in validate(schema, DocumentNode(definitions=(definition,)))
+    ]
+
+
 def main(source: str, operations_file: str, out: str) -> None:
     doc = unique_fields(parse(Path(source).read_text(encoding="utf-8")))
     full = build_ast_schema(doc, assume_valid=True)
     operations = parse(Path(operations_file).read_text(encoding="utf-8"))
-    problems = validate(full, operations)
+    problems = problems_of(full, operations)
     if problems:
         raise SystemExit(f"{operations_file} is not valid against {source}: {problems}")
     used, whole = uses(full, operations)
@@ -183,7 +195,7 @@ def main(source: str, operations_file: str, out: str) -> None:
     # deprecated where the interface's is not), so that check is skipped, as the stand-in
     # skips it: the schema is GitHub's, the queries are what is validated.
     subset = build_ast_schema(parse(text), assume_valid=True)
-    problems = validate(subset, operations)
+    problems = problems_of(subset, operations)
     if problems:
         raise SystemExit(f"the subset refuses {operations_file}: {problems}")
     Path(out).write_text(text, encoding="utf-8")

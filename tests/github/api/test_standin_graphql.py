@@ -8,6 +8,7 @@ would refuse, and answers the refusals GitHub gives, as GitHub gives them (HTTP 
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -25,13 +26,20 @@ ENABLE = (
     "enablePullRequestAutoMerge(input: $input) { actor { login } clientMutationId } }"
 )
 
+DISABLE = (
+    "mutation Mutation($input: DisablePullRequestAutoMergeInput!) { "
+    "disablePullRequestAutoMerge(input: $input) { actor { login } clientMutationId } }"
+)
 
-def post(gh: GitHubStandIn, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+
+def post(
+    gh: GitHubStandIn, query: str, variables: dict[str, Any], token: str = "tok-write"
+) -> dict[str, Any]:
     url = f"http://127.0.0.1:{gh.port}{graphql_path(gh.prefix)}"
     request = urllib.request.Request(
         url,
         data=json.dumps({"query": query, "variables": variables}).encode(),
-        headers={"Authorization": "token tok-write", "Content-Type": "application/json"},
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request) as answer:
         data: dict[str, Any] = json.loads(answer.read())
@@ -112,6 +120,7 @@ def test_what_the_product_sends_is_an_operation_the_subset_was_trimmed_for(
     one of them (else run trim_schema.py again with it), and the subset must accept all."""
     from graphql import parse, print_ast
     from graphql import validate as validate_query
+    from graphql.language import DocumentNode
 
     from tests.standin_graphql import schema
 
@@ -121,7 +130,8 @@ def test_what_the_product_sends_is_an_operation_the_subset_was_trimmed_for(
     )
     [sent] = gh.requests("POST", "graphql$")
     operations = parse(OPERATIONS.read_text(encoding="utf-8"))
-    assert validate_query(schema(), operations) == []
+    for alone in operations.definitions:  # PyGithub names each of its mutations "Mutation"
+        assert validate_query(schema(), DocumentNode(definitions=(alone,))) == []
     assert print_ast(parse(sent.body["query"])) in [print_ast(d) for d in operations.definitions]
 
 
@@ -179,3 +189,62 @@ def test_an_answer_the_schema_cannot_give_is_a_problem(payload: dict[str, Any], 
     variables = {"input": {"pullRequestId": "PR_1"}}
     _, problems = execute(query, variables, {"enablePullRequestAutoMerge": lambda input: payload})
     assert any(says in p for p in problems), problems
+
+
+# --- disablePullRequestAutoMerge -------------------------------------------------------------
+
+
+def test_disabling_clears_the_armed_auto_merge_and_the_rest_pull_shows_it(
+    gh: GitHubStandIn,
+) -> None:
+    pull = simple_pull(gh, auto_merge={"merge_method": "rebase", "enabled_by": "gitflow-bot"})
+    rest = client_for(gh)._json("GET", f"/repos/{gh.full_name}/pulls/7")
+    assert rest["auto_merge"]["merge_method"] == "rebase"
+    answer = post(gh, DISABLE, {"input": {"pullRequestId": "PR_7"}})
+    assert answer == {
+        "data": {"disablePullRequestAutoMerge": {"actor": {"login": "gitflow-bot"},
+                                                 "clientMutationId": None}}
+    }  # fmt: skip
+    assert pull.auto_merge is None
+    assert client_for(gh)._json("GET", f"/repos/{gh.full_name}/pulls/7")["auto_merge"] is None
+    assert not gh.violations
+
+
+@pytest.mark.parametrize(
+    ("arrange", "token", "message", "kind"),
+    [
+        (lambda pull: None, "tok-write", "Can't disable auto-merge for this pull request.",
+         "UNPROCESSABLE"),  # none armed: never, or disabled already
+        (lambda pull: setattr(pull, "merged", True) or setattr(pull, "state", "closed"),
+         "tok-write", "Can't disable auto-merge for this pull request.", "UNPROCESSABLE"),
+        (lambda pull: None, "tok-read", "Resource not accessible by integration", "FORBIDDEN"),
+    ],
+)  # fmt: skip
+def test_disabling_refusals_are_githubs_error_entries(
+    gh: GitHubStandIn, arrange: Any, token: str, message: str, kind: str
+) -> None:
+    armed = token == "tok-read"
+    pull = simple_pull(
+        gh, auto_merge={"merge_method": "rebase", "enabled_by": "x"} if armed else None
+    )
+    arrange(pull)
+    answer = post(gh, DISABLE, {"input": {"pullRequestId": "PR_7"}}, token)
+    assert answer["data"] == {"disablePullRequestAutoMerge": None}
+    [error] = answer["errors"]
+    assert (error["message"], error["type"]) == (message, kind)
+    assert error["path"] == ["disablePullRequestAutoMerge"]
+    assert (pull.auto_merge is not None) == armed and not gh.violations
+
+
+def test_a_graphql_fault_can_name_the_mutation_it_fails_and_store_it_first(
+    gh: GitHubStandIn,
+) -> None:
+    """``fail("POST", "graphql/FIELD", store=True)``: GitHub applied that mutation and the
+    answer was lost (a 502); other GraphQL requests are answered."""
+    pull = simple_pull(gh)
+    gh.fail("POST", "graphql/disablePullRequestAutoMerge", 502, store=True)
+    variables = {"input": {"pullRequestId": "PR_7", "mergeMethod": "REBASE"}}
+    assert "errors" not in post(gh, ENABLE, variables) and pull.auto_merge is not None
+    with pytest.raises(urllib.error.HTTPError) as lost:
+        post(gh, DISABLE, {"input": {"pullRequestId": "PR_7"}})
+    assert lost.value.code == 502 and pull.auto_merge is None  # applied, then the 502
