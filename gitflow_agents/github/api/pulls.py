@@ -8,8 +8,10 @@ auto-merges them.
 it is reconciled like a comment: after an answer that may hide a stored write, or GitHub's 422
 "A pull request already exists for owner:branch", the open pull request for that head is looked
 up and returned, so a retried request never opens a second one.
-Auto-merge is PyGithub's ``PullRequest.enable_automerge`` (the GraphQL mutation
-``enablePullRequestAutoMerge``); docs/github.md, "Plan steps as pull requests".
+Auto-merge is PyGithub's ``PullRequest.enable_automerge`` and ``disable_automerge`` (the GraphQL
+mutations ``enablePullRequestAutoMerge`` and ``disablePullRequestAutoMerge``); whether it is
+armed, and with which method, is the REST pull request's ``auto_merge`` (``PullRequest.auto_merge``);
+docs/github.md, "Plan steps as pull requests".
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.github.api.retry import GitHubForbidden, GitHubRejected
 from gitflow_agents.github.api.values import PullFile, PullRequest
 
@@ -47,7 +50,15 @@ def pull_value(pr: Any) -> PullRequest:
         merged=bool(pr.merged),
         body=pr.body or "",
         labels=tuple(label.name for label in pr.labels or ()),
+        auto_merge=_armed_method(pr.auto_merge),
     )
+
+
+def _armed_method(auto_merge: Any) -> str | None:
+    """REST's ``auto_merge`` (null while none is armed) as its merge method, lower-cased."""
+    if not isinstance(auto_merge, dict):
+        return None
+    return str(auto_merge.get("merge_method") or "merge").lower()
 
 
 class Pulls:
@@ -168,3 +179,27 @@ class Pulls:
                 .enable_automerge(merge_method=method.upper(), expected_head_oid=expected_head)
             ),
         )
+
+    def disable_automerge(self, repo: str, number: int) -> None:
+        """GitHub no longer merges the open pull request by itself: its armed auto-merge is
+        disabled. Done when the pull request reads as open with none armed afterwards, however
+        GitHub answered: after a 5xx (GitHub may have applied it) it is read before a retry, and
+        a refusal met because none is armed any more ("Can't disable auto-merge for this pull
+        request.", GitHub's answer to a retry of a call it had applied, or to one someone else
+        made first) is fine. GitHubError (exit 4) while it stays armed, or once it merged."""
+        client = self._client
+
+        def disarmed() -> bool | None:
+            pull = self.get(repo, number)
+            return True if pull.auto_merge is None and pull.state == "open" else None
+
+        def disable() -> bool:
+            client._repo(repo).get_pull(number).disable_automerge()
+            return True
+
+        what = f"POST graphql disablePullRequestAutoMerge #{number}"
+        try:
+            client._call(what, disable, find=disarmed, creates=True)
+        except GitHubError:
+            if disarmed() is None:
+                raise

@@ -28,6 +28,10 @@ class PullRequest:
     merged: bool = False
     body: str = ""
     labels: tuple[str, ...] = ()
+    auto_merge: str | None = None
+    """The method GitHub's auto-merge is armed with (``merge``, ``squash``, ``rebase``): REST's
+    ``auto_merge``; None when none is armed, or where it is not read (the GraphQL list of open
+    pull requests, ``api/open_pulls.py``)."""
 
     @property
     def is_fork(self) -> bool:

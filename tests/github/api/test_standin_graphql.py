@@ -128,11 +128,15 @@ def test_what_the_product_sends_is_an_operation_the_subset_was_trimmed_for(
     client_for(gh).pulls.enable_automerge(
         gh.full_name, 7, method="merge", expected_head=pull.head_sha
     )
-    [sent] = gh.requests("POST", "graphql$")
+    client_for(gh).pulls.disable_automerge(gh.full_name, 7)
+    sent = gh.requests("POST", "graphql$")
+    assert len(sent) == 2
     operations = parse(OPERATIONS.read_text(encoding="utf-8"))
     for alone in operations.definitions:  # PyGithub names each of its mutations "Mutation"
         assert validate_query(schema(), DocumentNode(definitions=(alone,))) == []
-    assert print_ast(parse(sent.body["query"])) in [print_ast(d) for d in operations.definitions]
+    for request in sent:
+        printed = print_ast(parse(request.body["query"]))
+        assert printed in [print_ast(d) for d in operations.definitions]
 
 
 def test_the_answer_has_exactly_the_selected_fields_and_the_actors_type(gh: GitHubStandIn) -> None:
@@ -248,3 +252,32 @@ def test_a_graphql_fault_can_name_the_mutation_it_fails_and_store_it_first(
     with pytest.raises(urllib.error.HTTPError) as lost:
         post(gh, DISABLE, {"input": {"pullRequestId": "PR_7"}})
     assert lost.value.code == 502 and pull.auto_merge is None  # applied, then the 502
+
+
+def test_disable_automerge_through_pygithub(gh: GitHubStandIn) -> None:
+    simple_pull(gh, auto_merge={"merge_method": "rebase", "enabled_by": "gitflow-bot"})
+    client = client_for(gh)
+    assert client.pulls.get(gh.full_name, 7).auto_merge == "rebase"  # REST's auto_merge
+    client.pulls.disable_automerge(gh.full_name, 7)
+    assert client.pulls.get(gh.full_name, 7).auto_merge is None
+    client.pulls.disable_automerge(gh.full_name, 7)  # none armed: GitHub refuses, and it is done
+    assert len(gh.requests("POST", "graphql$")) == 2 and not gh.violations
+
+
+def test_disable_automerge_applied_before_a_502_is_read_not_retried(gh: GitHubStandIn) -> None:
+    pull = simple_pull(gh, auto_merge={"merge_method": "rebase", "enabled_by": "gitflow-bot"})
+    gh.fail("POST", "graphql/disablePullRequestAutoMerge", 502, store=True)
+    client_for(gh).pulls.disable_automerge(gh.full_name, 7)
+    assert pull.auto_merge is None and len(gh.requests("POST", "graphql$")) == 1
+
+
+def test_disable_automerge_github_refuses_while_it_stays_armed_is_exit_4(
+    gh: GitHubStandIn,
+) -> None:
+    pull = simple_pull(gh, auto_merge={"merge_method": "rebase", "enabled_by": "gitflow-bot"})
+    with pytest.raises(GitHubError, match="Resource not accessible") as caught:
+        client_for(gh, token="tok-read").pulls.disable_automerge(gh.full_name, 7)
+    assert caught.value.exit_code == 4 and pull.auto_merge is not None
+    pull.auto_merge, pull.merged, pull.state = None, True, "closed"  # GitHub merged it first
+    with pytest.raises(GitHubError, match="Can't disable auto-merge"):
+        client_for(gh).pulls.disable_automerge(gh.full_name, 7)
