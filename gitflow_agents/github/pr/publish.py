@@ -16,6 +16,10 @@ in between (GitHub refuses it for a pull request whose checks already pass); ``p
 never written over a final state of the same head (a late or repeated run must not take a
 verdict back) unless auto-merge is to be armed on an approved head (the same run then writes
 the verdict again), and an approved head whose auto-merge GitHub refused stays ``pending``. A
+head ``--auto-merge rebase`` must not land (``rebase_refusal``) gets no auto-merge, and a rebase
+one armed before it (by an earlier run, on an earlier head) is disabled while the head is
+``pending``: green, it would let GitHub rebase-merge the head and drop the merge's edits, so a
+disable GitHub refuses leaves it ``pending`` too (``disarm_rebase``). A
 pull request closed without merging is reopened rather than replaced. A rejected
 step's pull request carries ``CHANGES_LABEL``; an approved one loses it. docs/github.md, "Plan
 steps as pull requests".
@@ -68,14 +72,26 @@ class StepPull:
     draft: bool
     auto_merge: str | None  # merge, squash, rebase
     notices: tuple[str, ...] = ()  # notes for the sticky comment (an unguarded target)
+    rebase_refused: bool = False  # a head a rebase must not land: a rebase auto-merge is disarmed
 
 
 @dataclass(frozen=True)
 class StepPublished:
     pull: PullRequest
     state: str  # the status set on the head: success or failure
-    auto_merge: str  # "enabled", "off", or GitHub's reason it was not
+    auto_merge: str  # "enabled", "off", DISARMED, or GitHub's reason it was not
     comment_action: str
+
+    @property
+    def disarm_failed(self) -> bool:
+        """A rebase auto-merge armed before this head was not disabled (the head is pending)."""
+        return self.auto_merge.startswith(NOT_DISARMED)
+
+
+DISARMED = "disabled (armed for rebase before this head)"
+"""``StepPublished.auto_merge`` once a rebase auto-merge armed earlier was disabled."""
+NOT_DISARMED = "not disabled"
+"""How ``StepPublished.auto_merge`` begins when disabling it failed."""
 
 
 def pull_body(plan_rel: str, step: int, content: str, link: str | None) -> str:
@@ -159,9 +175,11 @@ def publish_step(
     # whose required checks already pass ("clean status"), and merges once the final one does.
     # Never pending over a final state of this head: a late run must not take a verdict back;
     # except to arm auto-merge on an approved head (GitHub refuses it on a green pull request),
-    # where this run writes the verdict again right after.
+    # or to disarm a rebase one that must not land it, where this run writes the verdict again
+    # right after (pending meanwhile: nothing merges the head before it is disarmed).
     final = newest_state(client, spec.repo, head, status.CONTEXT) in FINAL_STATES
-    if not final or (spec.auto_merge is not None and approved):
+    changes = spec.auto_merge is not None or _rebase_armed(spec, pull)
+    if not final or (changes and approved):
         status.set_pending(client, spec.repo, head, target_url=run_url)
     merging = _auto_merge(client, spec, pull, head, approved)
     found, gate = last_review(result, threshold)
@@ -185,8 +203,9 @@ def publish_step(
     )
     sticky = comment.upsert_summary(client, spec.repo, pull.number, body, login=login)
     if not merge_armed(spec, approved, merging):
-        # green without auto-merge would stall the wave; pending says "not finished", and
-        # a re-run enables it and then sets the verdict (docs/github.md, "Recovery")
+        # green without auto-merge would stall the wave, and green with a rebase auto-merge
+        # still armed would let GitHub drop the merge's edits; pending says "not finished", and
+        # a re-run enables (or disables) it and then sets the verdict (docs/github.md, "Recovery")
         return StepPublished(pull, "pending", merging, sticky.action)
     state = "success" if approved else "failure"
     status.set_status(
@@ -212,13 +231,39 @@ def clear_changes_label(client: Client, repo: str, pull: PullRequest) -> bool:
 
 
 def merge_armed(spec: StepPull, approved: bool, merging: str) -> bool:
-    """False when auto-merge was asked for an approved step and GitHub did not enable it."""
+    """False when auto-merge was asked for an approved step and GitHub did not enable it, or
+    a rebase auto-merge armed before a head a rebase must not land was not disabled."""
+    if merging.startswith(NOT_DISARMED):
+        return False
     return spec.auto_merge is None or not approved or merging == "enabled"
+
+
+def _rebase_armed(spec: StepPull, pull: PullRequest) -> bool:
+    """Whether GitHub would rebase-merge a head that a rebase must not land: auto-merge armed
+    for rebase before it (an earlier run's, on an earlier head: GitHub keeps it across a push by
+    someone with write access), as the pull request read at the start of publishing says."""
+    return spec.rebase_refused and pull.auto_merge == "rebase"
+
+
+def disarm_rebase(client: Client, repo: str, pull: PullRequest) -> str:
+    """Disable the rebase auto-merge armed on ``pull`` (``_rebase_armed``): DISARMED, or why
+    not (beginning NOT_DISARMED); "off" when none is armed for rebase (a re-run, after it was
+    disabled: no request). One armed for squash or merge stays: either lands the head as it
+    was reviewed."""
+    if pull.auto_merge != "rebase":
+        return "off"
+    try:
+        client.pulls.disable_automerge(repo, pull.number)
+    except GitHubError as exc:
+        return f"{NOT_DISARMED}: {exc}"
+    return DISARMED
 
 
 def _auto_merge(
     client: Client, spec: StepPull, pull: PullRequest, head: str, approved: bool
 ) -> str:
+    if spec.rebase_refused:
+        return disarm_rebase(client, spec.repo, pull)
     if spec.auto_merge is None:
         return "off"
     if not approved:

@@ -43,6 +43,7 @@ from gitflow_agents.github.pr.claim import Claim, not_taken_over, previous_claim
 from gitflow_agents.github.pr.connect import GitHub, check_access, connect, guarded, on_origin
 from gitflow_agents.github.pr.plan_comment import update_glance
 from gitflow_agents.github.pr.publish import (
+    NOT_DISARMED,
     StepPublished,
     StepPull,
     publish_step,
@@ -508,8 +509,9 @@ def publish_run(
     approved = result.outcome == "approved" and approval_status(ctx.root, head)[0]
     if auto_merge == "rebase" and approved and _rebase_refused(ctx, head):
         # GitHub's rebase would drop a merge commit's edits or refuse a conflict's: not
-        # enabled (the caller says why and exits 1), so nothing lands unreviewed
-        spec = replace(spec, auto_merge=None)
+        # enabled, and one an earlier run armed disabled (the caller says why and exits 1;
+        # 4 when GitHub would not disable it), so nothing lands unreviewed
+        spec = replace(spec, auto_merge=None, rebase_refused=True)
     return publish_step(
         github.client,
         spec,
@@ -546,11 +548,7 @@ def _publish(
     if options.auto_merge is not None:
         print(f"  auto-merge ({options.auto_merge}): {published.auto_merge}")
     if published.state == "pending":  # approved, auto-merge refused after every retry
-        raise GitHubError(
-            f"auto-merge ({options.auto_merge}) could not be enabled on PR #{pull.number} "
-            f"({published.auto_merge}); its status stays pending so nothing merges unseen: "
-            "run the step again to finish it (nothing is implemented again)"
-        )
+        raise GitHubError(pending_why(published, options.auto_merge, "run the step again"))
     if lease is not None:  # publishing finished: the claim is never free by age now
         lease.published(pull.number, step_run_spend(result))
     if options.auto_merge == "rebase" and published.state == "success":
@@ -560,6 +558,25 @@ def _publish(
             print(f"  step {result.step}: PR #{pull.number} {refusal}")
             return max(result.exit_code, int(ExitCode.REVISE))
     return result.exit_code
+
+
+def pending_why(published: StepPublished, auto_merge: str | None, again: str) -> str:
+    """Why an approved head was left ``pending`` (exit 4): GitHub refused to enable auto-merge,
+    or to disable the rebase one armed before a head a rebase must not land; ``again``: how to
+    finish it (nothing is implemented again)."""
+    pull = published.pull
+    if published.disarm_failed:
+        return (
+            f"the rebase auto-merge armed on PR #{pull.number} before this head could not be "
+            f"disabled ({published.auto_merge.removeprefix(NOT_DISARMED + ': ')}); its status "
+            "stays pending so GitHub does not rebase-merge it and drop its merge commit's "
+            f"edits: disable auto-merge on the pull request, or {again} to finish it"
+        )
+    return (
+        f"auto-merge ({auto_merge}) could not be enabled on PR #{pull.number} "
+        f"({published.auto_merge}); its status stays pending so nothing merges unseen: "
+        f"{again} to finish it (nothing is implemented again)"
+    )
 
 
 def _rebase_refused(ctx: Context, head: str) -> bool:

@@ -21,7 +21,10 @@ not read):
   comment, and ``CONFLICT_LABEL``; the label goes when a later tend lands the merge.
 - **green, with ``--auto-merge rebase``, but a merge commit of the branch resolves a conflict**
   (GitHub refuses to rebase-merge it; auto-merge would wait for good) **or was edited after
-  merging cleanly** (a rebase would drop those edits): red, said on one line naming the commit.
+  merging cleanly** (a rebase would drop those edits): red, said on one line naming the commit;
+  a rebase auto-merge still armed on the pull request (armed before that head: GitHub keeps it
+  across a writer's push) is disabled, by the publishing of a head this tend reviewed
+  (``publish.disarm_rebase``, the head pending until it is) or, for one found green, here.
 
 On a target that requires up-to-date branches, with ``--auto-merge``, once this tend made one
 pull request green (GitHub merges it next, and its merge leaves every sibling behind again), the
@@ -34,7 +37,8 @@ they were, as ``run --pr`` publishes nothing for a step a budget stopped), and t
 tries again.
 
 Exit code: 0 every open step pull request is green or waits on someone else (its step run or
-another tend works on it), 1 one stays red, 3 an agent failed, 4 GitHub failed (as ``run``),
+another tend works on it), 1 one stays red, 3 an agent failed, 4 GitHub failed (as ``run``; a
+rebase auto-merge it could not disable counts too),
 5 a budget stopped a tend, 6 a rate limit did (the worst of them, in ``run --all --jobs``'s
 order).
 docs/github.md, "Tending open step pull requests".
@@ -65,9 +69,14 @@ from gitflow_agents.github.pr import lease as leases
 from gitflow_agents.github.pr import tend_lease
 from gitflow_agents.github.pr.connect import GitHub, connect, guarded, on_origin
 from gitflow_agents.github.pr.plan_comment import update_glance
-from gitflow_agents.github.pr.publish import rebase_refusal
+from gitflow_agents.github.pr.publish import (
+    NOT_DISARMED,
+    StepPublished,
+    disarm_rebase,
+    rebase_refusal,
+)
 from gitflow_agents.github.pr.startable import REMOTE
-from gitflow_agents.github.pr.step import publish_run, step_run_spend
+from gitflow_agents.github.pr.step import pending_why, publish_run, step_run_spend
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.runs import new_run_id
 from gitflow_agents.runs.lock import StepLockedError
@@ -231,7 +240,7 @@ def tend_pull(
     behind = not git.is_ancestor(ctx.root, target_sha, head)
     settled = _verdict(ctx, github, found, head, behind, states)
     if settled is not None:
-        return _rebase_safe(ctx, found, options, settled, head, target_sha)
+        return _rebase_safe(ctx, found, options, settled, head, target_sha, github)
     if after is not None and behind:
         _say(
             found.step,
@@ -296,7 +305,7 @@ def _tend_held(
     behind = not git.is_ancestor(ctx.root, target_sha, head)
     settled = _verdict(ctx, github, found, head, behind)
     if settled is not None:
-        return _rebase_safe(ctx, found, options, settled, head, target_sha), head
+        return _rebase_safe(ctx, found, options, settled, head, target_sha, github), head
     conflicts = merge_conflicts(ctx.root, head, target_sha) if behind else ()
     what = f"behind {ctx.target}" if behind else "a head no review judged"
     if conflicts:
@@ -336,27 +345,67 @@ def _tend_held(
             return Tended("waiting"), head
         if not pushed.ok:
             raise GitHubError(f"cannot push {branch} to {REMOTE}: {pushed.detail}")
-    state = _publish(fresh, github, options, result, found, tip, ())
+    published = _publish(fresh, github, options, result, found, tip, ())
     if CONFLICT_LABEL in pull.labels:
         github.client.pulls.remove_label(github.repo, pull.number, CONFLICT_LABEL)
-    green = state == "success"
+    if published.disarm_failed:  # left pending: GitHub would rebase-merge it, dropping edits
+        _say(step, pull, pending_why(published, options.auto_merge, "tend it again"))
+        return Tended("red", int(ExitCode.GITHUB)), tip
+    green = published.state == "success"
     tended = Tended("green" if green else "red", landing=green and options.auto_merge is not None)
     return _rebase_safe(ctx, found, options, tended, tip, target_sha), tip
 
 
 def _rebase_safe(
-    ctx: Context, found: _Open, options: TendOptions, tended: Tended, head: str, target_sha: str
+    ctx: Context,
+    found: _Open,
+    options: TendOptions,
+    tended: Tended,
+    head: str,
+    target_sha: str,
+    found_green: GitHub | None = None,
 ) -> Tended:
     """``tended``, or red for a green head that ``--auto-merge rebase`` can never land: a merge
     commit of the branch resolves a conflict, and GitHub refuses to rebase it, so auto-merge
-    would wait for good while every tend exits 0."""
+    would wait for good while every tend exits 0; or one was edited after merging cleanly, and a
+    rebase would drop those edits. ``found_green``: the head was green before this tend (nothing
+    published it now), so a rebase auto-merge armed on it is disabled here (``_disarm_found``);
+    a head this tend published had it disabled while it was pending (``publish_run``)."""
     if options.auto_merge != "rebase" or tended.state != "green":
         return tended
     refusal = rebase_refusal(ctx.root, target_sha, head)
     if refusal is None:
         return tended
     _say(found.step, found.pull, refusal)
-    return Tended("red", tended.code)
+    code = _disarm_found(found_green, found) if found_green is not None else tended.code
+    return Tended("red", worst_exit([tended.code, code]))
+
+
+def _disarm_found(github: GitHub, found: _Open) -> int:
+    """A green head a rebase must not land, whose pull request has a rebase auto-merge armed
+    (a human's, or one armed before the edit by a version that did not disable it): GitHub
+    merges it next and drops the merge's edits, so it is disabled (``publish.disarm_rebase``).
+    One read of the pull request (the open pull requests' list does not say), and nothing more
+    once none is armed: a later tend sends no disable. Its status was final before this tend and
+    stays as it is; exit 4 when GitHub does not disable it, else 0."""
+    try:
+        pull = github.client.pulls.get(github.repo, found.pull.number)
+    except GitHubError as exc:
+        _say(found.step, found.pull, f"cannot read whether auto-merge is armed: {exc}")
+        return int(ExitCode.GITHUB)
+    said = disarm_rebase(github.client, github.repo, pull)
+    if said == "off":
+        return int(ExitCode.OK)
+    _say(found.step, found.pull, f"auto-merge (rebase): {said}")
+    if said.startswith(NOT_DISARMED):
+        _say(
+            found.step,
+            found.pull,
+            "GitHub may rebase-merge it and drop its merge commit's edits: disable auto-merge "
+            "on the pull request, or tend it again",
+        )
+        return int(ExitCode.GITHUB)
+    return int(ExitCode.OK)
 
 
 def _at_head(ctx: Context, branch: str, head: str) -> None:
@@ -403,8 +452,8 @@ def _publish(
     found: _Open,
     head: str,
     notices: tuple[str, ...],
-) -> str:
-    """The tend's run published on the pull request as a step run's is; the status set."""
+) -> StepPublished:
+    """The tend's run published on the pull request as a step run's is (its status set)."""
     warning = github.guard.warning() if github.guard is not None else None
     if options.auto_merge is not None and warning is not None:
         notices = (*notices, f"Auto-merge is on, but {warning}.")
@@ -422,4 +471,4 @@ def _publish(
     if options.auto_merge is not None:
         text += f", auto-merge ({options.auto_merge}): {published.auto_merge}"
     _say(found.step, found.pull, text)
-    return published.state
+    return published

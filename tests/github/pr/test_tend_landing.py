@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import CliResult, git
 from tests.github.pr.test_tend import land_on_main, opened, tend
 from tests.github_standin import GitHubStandIn, gh
 from tests.helpers.opened_step import Opened, opened_step, restore
@@ -73,6 +73,133 @@ def test_run_pr_with_rebase_auto_merge_refuses_a_clean_merge_edited_by_hand(
     assert out.returncode == 1, text
     assert f"its merge commit {merge[:12]} differs from the clean merge" in out.stdout, text
     assert pull.auto_merge is None  # not armed: GitHub's rebase would drop the edit
+
+
+# --- a rebase auto-merge armed by an earlier run, on a head before the edited merge ------------
+
+
+def disarms(gh: GitHubStandIn) -> int:
+    """How many ``disablePullRequestAutoMerge`` mutations GitHub was sent."""
+    return sum(
+        "disablePullRequestAutoMerge" in (r.body or {}).get("query", "")
+        for r in gh.requests("POST", "graphql$")
+    )
+
+
+def armed_then_edited(tmp_path: Path, gh: GitHubStandIn, opened_step: Opened) -> tuple[Path, str]:
+    """An earlier ``run --pr --auto-merge rebase`` armed rebase auto-merge on the approved head
+    (GitHub has not merged it yet: say another required check still runs); then a human merges
+    main into the branch, edits the merge and pushes it. GitHub keeps auto-merge armed across a
+    push by someone with write access. The checkout, and the edited merge commit."""
+    repo, _ = opened(tmp_path, gh, opened_step)
+    earlier = run_pr(repo, "--step", "1", "--force", "--auto-merge", "rebase")
+    assert earlier.returncode == 0, earlier.stdout + earlier.stderr
+    assert (gh.state.pulls[1].auto_merge or {}).get("merge_method") == "rebase"
+    land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
+    merge = merge_main_by_hand(tmp_path, "human", {"README.md": "# demo\nedited in the merge\n"})
+    assert gh.state.pulls[1].auto_merge is not None
+    return repo, merge
+
+
+@pytest.mark.parametrize("command", ["run --pr", "plan tend"])
+def test_a_rebase_auto_merge_armed_before_a_hand_edited_merge_is_disarmed(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened, command: str
+) -> None:
+    """The new head is approved (``success``): with the earlier rebase auto-merge still armed,
+    GitHub would rebase-merge it and drop the reviewed edit. The run refusing rebase for that
+    head disables it first (GraphQL ``disablePullRequestAutoMerge``) and says so; the same
+    command again finds nothing armed and sends nothing."""
+    repo, merge = armed_then_edited(tmp_path, gh, opened_step)
+
+    def again() -> CliResult:
+        if command == "run --pr":
+            return run_pr(repo, "--step", "1", "--force", "--auto-merge", "rebase")
+        return tend(repo, "--auto-merge", "rebase")
+
+    out = again()
+    text = out.stdout + out.stderr
+    pull = gh.state.pulls[1]
+    assert out.returncode == 1, text
+    assert f"its merge commit {merge[:12]} differs from the clean merge" in out.stdout, text
+    assert statuses(gh, pull.head_sha)[-1] == "success", text  # reviewed and approved
+    assert pull.auto_merge is None, text  # disarmed: nothing rebase-merges the head unseen
+    assert "auto-merge (rebase): disabled" in out.stdout, text
+    assert play_auto_merge(gh) == [] and not pull.merged
+    assert disarms(gh) == 1
+    second = again()
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert pull.auto_merge is None and disarms(gh) == 1  # nothing armed: nothing sent
+    assert play_auto_merge(gh) == []
+
+
+@pytest.mark.parametrize("command", ["run --pr", "plan tend"])
+def test_a_disarm_github_fails_leaves_the_head_pending_and_exits_4(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened, command: str
+) -> None:
+    """GitHub failing the disable call after its retries: the verdict is not written (a green
+    head would let the armed rebase merge it), the run says why and exits 4; the same command
+    once GitHub answers finishes it."""
+    repo, _ = armed_then_edited(tmp_path, gh, opened_step)
+
+    def again() -> CliResult:
+        if command == "run --pr":
+            return run_pr(repo, "--step", "1", "--force", "--auto-merge", "rebase")
+        return tend(repo, "--auto-merge", "rebase")
+
+    gh.fail("POST", "graphql/disablePullRequestAutoMerge", 502, times=20)
+    out = again()
+    text = out.stdout + out.stderr
+    pull = gh.state.pulls[1]
+    assert out.returncode == 4, text
+    assert statuses(gh, pull.head_sha)[-1] == "pending", text
+    assert pull.auto_merge is not None and play_auto_merge(gh) == []
+    assert "before this head could not be disabled (GitHub API: POST graphql" in text, text
+    assert "its status stays pending so GitHub does not rebase-merge it" in text, text
+    gh.faults.clear()
+    second = again()
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert pull.auto_merge is None and statuses(gh, pull.head_sha)[-1] == "success"
+
+
+@pytest.mark.parametrize("method", ["rebase", "squash"])
+def test_a_tend_disarms_a_rebase_auto_merge_it_finds_on_a_green_edited_merge(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened, method: str
+) -> None:
+    """A head already green (nothing to publish) whose pull request someone armed for rebase
+    (GitHub has not merged it yet: say another required check still runs): the tend that
+    refuses rebase for it disables that too, with one read of the pull request; a later tend
+    reads it and sends nothing more. Armed for squash it stays: a squash lands the head as it
+    was reviewed."""
+    repo, _ = opened(tmp_path, gh, opened_step)
+    land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
+    merge_main_by_hand(tmp_path, "human", {"README.md": "# demo\nedited in the merge\n"})
+    assert tend(repo).returncode == 0  # reviewed, green, nothing armed
+    pull = gh.state.pulls[1]
+    pull.auto_merge = {"merge_method": method, "enabled_by": "alice"}  # armed in GitHub's UI
+    out = tend(repo, "--auto-merge", "rebase")
+    text = out.stdout + out.stderr
+    assert out.returncode == 1 and "green on" in out.stdout and "1 red" in out.stdout, text
+    if method == "squash":
+        assert pull.auto_merge is not None and disarms(gh) == 0, text
+        return
+    assert pull.auto_merge is None and disarms(gh) == 1, text
+    assert "step 1: PR #1 auto-merge (rebase): disabled" in out.stdout, text
+    assert tend(repo, "--auto-merge", "rebase").returncode == 1 and disarms(gh) == 1
+
+
+def test_a_disarm_github_applied_before_its_answer_was_lost_is_not_sent_again(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
+) -> None:
+    """A 502 after GitHub disabled it: the pull request is read before a retry, shows nothing
+    armed, and the run goes on as if the answer had come (exit 1, the head green)."""
+    repo, _ = armed_then_edited(tmp_path, gh, opened_step)
+    gh.fail("POST", "graphql/disablePullRequestAutoMerge", 502, store=True)
+    out = tend(repo, "--auto-merge", "rebase")
+    text = out.stdout + out.stderr
+    pull = gh.state.pulls[1]
+    assert out.returncode == 1 and "1 red" in out.stdout, text
+    assert pull.auto_merge is None and statuses(gh, pull.head_sha)[-1] == "success", text
+    assert disarms(gh) == 1
 
 
 def test_on_an_up_to_date_target_a_tend_brings_one_behind_pull_request_up_to_date_at_a_time(
