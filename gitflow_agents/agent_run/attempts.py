@@ -7,8 +7,9 @@ waits: until the reset time its CLI named, else an exponential backoff with jitt
 ``defaults.rate_limit_wait_secs`` in all; then it **continues its session** when its CLI can
 resume (Claude, Codex, Gemini, opencode, Auggie: the same ``--resume`` as ``send``), with the
 messages ``send`` queued for it meanwhile (they are removed from its inbox once that attempt
-ends, so the next turn does not send them again), else it is started again. The wait is in ``status.json`` (state ``waiting``, ``waitingUntil``) and the
-events (``agent:waiting``). docs/supervisor.md, "Rate limits".
+ends, so the next turn does not send them again), else it is started again. The wait is in ``status.json`` (state ``waiting``, ``waitingUntil``; under a budget,
+``spent``: what the attempts so far spent) and the events (``agent:waiting``).
+docs/supervisor.md, "Rate limits".
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import dataclasses
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,8 +116,16 @@ class Attempts:
                 update_status(run.paths.run_dir, reason=reason)
                 return
             resumes = _resumes(run, outcome)
+            own, used = self._own_outputs()
+            before = used if resumes else None  # what its figures will count again
+            budget = launch.budget
+            if isinstance(budget, Watch):  # it counts what the run spent so far (the wait too)
+                budget = budget.next_attempt([out for out in own if out is not None], before)
+            spent = budget.spent() if isinstance(budget, Watch) else None
             try:
-                waited = _wait(run, delay, outcome.reason, self.waits.count, resumes, self.cancel)
+                waited = _wait(
+                    run, delay, outcome.reason, self.waits.count, resumes, self.cancel, spent
+                )
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the run's outcome rides on it, as
                 # the supervisor's does (what the attempts spent, the run's time)
                 why = "interrupted (Ctrl-C) while waiting out a rate limit"
@@ -127,12 +136,8 @@ class Attempts:
                 return
             launch, self._delivered = _next_launch(run, outcome, resumes)
             self._resumed.append(resumes)
-            own, used = self._own_outputs()
-            before = used if resumes else None  # what its figures will count again
-            launch = launch._replace(counted_before=before)  # its end event takes it off
-            if isinstance(launch.budget, Watch):  # it counts what the run spent so far
-                spent = [output for output in own if output is not None]
-                launch = launch._replace(budget=launch.budget.next_attempt(spent, before))
+            # its end event takes off what it counts again; its budget's watch, the run's spend
+            launch = launch._replace(counted_before=before, budget=budget)
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[bool]:
@@ -291,8 +296,11 @@ def _wait(
     count: int,
     resumes: bool,
     cancel: threading.Event | None,
+    spent: Mapping[str, Any] | None = None,
 ) -> bool:
-    """Wait ``delay`` seconds, on record; False when the run is canceled meanwhile."""
+    """Wait ``delay`` seconds, on record; False when the run is canceled meanwhile. ``spent``:
+    what the run's attempts spent so far, as its budget's watch counts it (None: no watch):
+    ``status`` shows it while the run waits, as it shows a running agent's."""
     until = time.time() + delay
     then = "continue its session" if resumes else "start again"
     try:
@@ -302,7 +310,10 @@ def _wait(
     why = f"{reason}; waiting until {shown} to {then}"
     # the attempt's end is not the run's: it goes on (``status``: no endedAt, its TIME from
     # the first attempt's start)
-    update_status(run.paths.run_dir, state="waiting", waitingUntil=until, reason=why, ended=None)
+    live = {"spent": spent} if spent is not None else {}  # not the last attempt's last reading
+    update_status(
+        run.paths.run_dir, state="waiting", waitingUntil=until, reason=why, ended=None, **live
+    )
     data: dict[str, Any] = {
         "agent": run.job.agent_id,
         "reason": why,

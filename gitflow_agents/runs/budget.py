@@ -223,8 +223,11 @@ class Ledger:
 
     def priced(self, output: Reported, model: str | None) -> Spend:
         """What an agent run's ``output`` says it spent, as a budget counts it: its tokens,
-        and its cost, the stated one else the price table's estimate (``usage_of``)."""
-        return _spend(usage_of(output, model, self.prices))
+        and its cost, the stated one else the price table's estimate (``usage_of``); a lower
+        bound where it is what the agent streamed before it stopped (``usage_partial``), as
+        its record marks it (``record.attempts_usage``)."""
+        partial = getattr(output, "usage_partial", False) is True
+        return _spend(usage_of(output, model, self.prices), partial=partial)
 
     def usd_left(self) -> float | None:
         """The least USD any open scope (or the agent scope) has left: what a CLI's own budget
@@ -307,8 +310,10 @@ class Watch:
 
     def __init__(self, ledger: Ledger, meter: Meter, adapter: str, model: str | None) -> None:
         self.ledger, self.meter, self.adapter, self.model = ledger, meter, adapter, model
-        # what the run's earlier attempts spent (before a rate limit's wait), counted with it
+        # what the run's earlier attempts spent (before a rate limit's wait), counted with it,
+        # and their cached tokens (a budget does not count them; ``status`` shows them)
         self.earlier: Spend | None = None
+        self.earlier_cached: int | None = None
         # what the session used before this run, which its CLI's figures include (taken off)
         self.before: AgentOutput | None = None
         self._pricing_checked = False  # whether a cost could be known was asked (warn_unpriced)
@@ -353,27 +358,37 @@ class Watch:
             if usage.cost_usd is None and self.ledger.usd_left() is not None:
                 warn_unpriced(self.adapter, usage.model)
         spend = _spend(usage)
-        return spend if self.earlier is None else total([self.earlier, spend])
+        if self.earlier is None:
+            return spend
+        # nothing read of this attempt yet: what the earlier ones spent, as they spent it (a
+        # sum with an unknown part would mark their exact figures a lower bound)
+        return total([self.earlier, spend]) if _known(spend) else self.earlier
 
     def next_attempt(self, outputs: Sequence[Reported], before: AgentOutput | None) -> Watch:
         """A watch for the run's next attempt (after a rate limit's wait): a fresh meter for the
         new process's output, and what the attempts so far said they spent (``outputs``, each
-        attempt's own figures, priced as a reading is) counted with it; ``before``: what its
-        figures will count again of the session it continues (``Cli.counted_before``)."""
+        attempt's own figures, priced as its record prices them, a lower bound kept) counted
+        with it; ``before``: what its figures will count again of the session it continues
+        (``Cli.counted_before``). Made before the wait, its :meth:`spent` is what ``status``
+        shows while the run waits: the earlier attempts' spend."""
         meter = meter_for(self.adapter)
         assert meter is not None  # this one has a meter
         watch = Watch(self.ledger, meter, self.adapter, self.model)
         watch.before, watch.key = before, self.key
         self.ledger.flying(watch)  # in this attempt's place
         watch.earlier = total(self.ledger.priced(output, self.model) for output in outputs)
+        cached = [output.cached_tokens for output in outputs if output.cached_tokens is not None]
+        watch.earlier_cached = sum(cached) if cached else None
         return watch
 
     def spent(self) -> dict[str, Any]:
-        """:meth:`spend` as a run record's usage keys, with this attempt's ``cachedTokens``:
-        what ``status`` shows of a running agent (the supervisor writes it into status.json
-        each second) and what a record of it keeps if its supervisor dies."""
+        """:meth:`spend` as a run record's usage keys, with ``cachedTokens`` (the earlier
+        attempts' too): what ``status`` shows of a running agent (the supervisor writes it
+        into status.json each second, the rate limit's wait once) and what a record of it
+        keeps if its supervisor dies."""
         reading = self._reading()
-        return {**self._priced(reading).to_json(), "cachedTokens": reading.cached_tokens}
+        cached = [n for n in (self.earlier_cached, reading.cached_tokens) if n is not None]
+        return {**self._priced(reading).to_json(), "cachedTokens": sum(cached) if cached else None}
 
     def exceeded(self, *, completed: bool = False) -> str | None:
         """The budget message once a limit is reached, else None; ``completed``: the agent
@@ -411,11 +426,13 @@ def _known(spend: Spend) -> bool:
     return any(v is not None for v in (spend.input_tokens, spend.output_tokens, spend.cost_usd))
 
 
-def _spend(usage: Usage) -> Spend:
-    """The figures of ``usage`` a budget counts."""
+def _spend(usage: Usage, *, partial: bool = False) -> Spend:
+    """The figures of ``usage`` a budget counts; ``partial``: they are a lower bound."""
     return Spend(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cost_usd=usage.cost_usd,
         cost_estimated=usage.cost_estimated,
+        tokens_partial=partial,
+        cost_partial=partial,
     )

@@ -233,13 +233,15 @@ class Follower:
     def _spent(self, paths: RunPaths, views: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A ``run:spent`` view when the spend a live run's status.json says changed since the
         last one sent. It is read after the run's events of this poll, and not once its agent
-        has ended (until an attempt after a rate limit starts): the supervisor writes its last
-        reading before the event that ends the agent, whose totals the page must keep."""
+        has ended (until it waits out a rate limit, or an attempt after one starts): the
+        supervisor writes its last reading before the event that ends the agent, whose totals
+        the page must keep; the wait writes what the run's attempts spent so far before its
+        event (``agent_run/attempts._wait``)."""
         run_dir = paths.run_dir
         for view in views:
             if view["type"] in ("agent:complete", "agent:failed"):
                 self.stopped.add(run_dir)
-            elif view["type"] == "agent:start":
+            elif view["type"] in ("agent:start", "agent:waiting"):
                 self.stopped.discard(run_dir)
         if run_dir in self.stopped:
             return []

@@ -661,3 +661,76 @@ def test_sigterm_during_a_wait_leaves_no_wait_on_record(
     run = json.loads((only_run(repo) / "result.json").read_text())["run"]
     assert run["outcome"] == "canceled" and run["costUsd"] == pytest.approx(0.01)
     assert run["inputTokens"] == 100 and run["durationMs"] > 0
+
+
+WAITED_COMMAND = """#!{python}
+import json, os, pathlib, sys, time
+count = pathlib.Path({count!r})
+n = int(count.read_text()) + 1 if count.exists() else 1
+count.write_text(str(n))
+def message(call):  # a Claude-style API call of a priced model, no cost said
+    usage = {{"input_tokens": 1000, "output_tokens": 100}}
+    body = {{"id": f"m{{n}}-{{call}}", "model": "claude-sonnet-4-5", "usage": usage}}
+    print(json.dumps({{"type": "assistant", "message": body}}), flush=True)
+if n == 1:  # two calls, then a 429: what it streamed is a lower bound
+    message(0)
+    message(1)
+    sys.stderr.write("HTTP 429 Too Many Requests (retry-after: 4)\\n")
+    sys.exit(2)
+message(0)  # one call, then it waits for the test to let it finish
+go = pathlib.Path({count!r} + ".go")
+deadline = time.monotonic() + 60
+while not go.exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+(d / "report.md").write_text("done")
+os.rename(d / "report.md", d / "report.complete.md")
+"""
+
+
+def test_a_budgeted_run_shows_in_status_what_its_attempts_spent_while_it_waits(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """Under a budget, `status` shows what a run waiting out a rate limit spent so far: its
+    first attempt's 2,000/200, a lower bound (it streamed them before the 429), not "-"; its
+    second attempt, running, adds what it streams (1,000/100) and keeps the mark, as the
+    record then has them."""
+    painter(repo, tmp_path, WAITED_COMMAND)
+    argv = [*SPAWN, "painter", "--flow", "f", "--task", "Paint.", "--quiet"]
+    proc = subprocess.Popen(
+        [*argv, "--budget-tokens", "100000"], cwd=repo, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def row_when(state: str, tokens: int) -> dict[str, Any]:
+        found: list[dict[str, Any]] = []
+
+        def there() -> bool:
+            assert proc.poll() is None, proc.communicate()
+            rows = json.loads(cli.main("status", "--json", cwd=repo).stdout)
+            found[:] = [r for r in rows if r["state"] == state]
+            return bool(found) and found[0].get("inputTokens") == tokens
+
+        wait_until(there, timeout=30)
+        return found[0]
+
+    try:
+        waiting = row_when("waiting", 2000)
+        assert waiting["outputTokens"] == 200 and waiting["tokensPartial"] is True
+        assert waiting["costUsd"] == pytest.approx(0.006 + 0.003)  # 2,000 in, 200 out
+        assert waiting["costEstimated"] is True and waiting["costPartial"] is True
+        shown = cli.main("status", cwd=repo).stdout
+        assert "≥ 2,000/200" in shown and "≥ $0.0090 est." in shown, shown
+        running = row_when("running", 3000)  # the second attempt's first call read
+        assert running["outputTokens"] == 300 and running["tokensPartial"] is True
+        assert running["costPartial"] is True
+        assert "≥ 3,000/300" in cli.main("status", cwd=repo).stdout
+    finally:
+        (tmp_path / "n.go").touch()  # the agent ends: no process left behind
+        try:
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, out + err
+    run = json.loads((only_run(repo) / "result.json").read_text())["run"]
+    assert (run["inputTokens"], run["outputTokens"], run["tokensPartial"]) == (3000, 300, True)

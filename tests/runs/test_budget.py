@@ -319,6 +319,36 @@ def test_a_codex_turn_is_judged_on_its_own_usage_not_its_sessions(
     assert again.before == AgentOutput(input_tokens=10_000, output_tokens=1000)
 
 
+def test_a_next_attempt_reads_what_the_earlier_ones_spent_their_lower_bounds_kept() -> None:
+    """The watch of a rate limit's next attempt, made before the wait: its reading (what
+    `status` shows) is what the attempts so far spent as their record has them, a lower bound
+    where one stopped before its totals, exact where none did, however little it read yet."""
+    watch = Ledger(Budgets(agent=Cap(tokens=10_000)), PRICES).watch("claude", MODEL)
+    assert watch is not None
+    cut = AgentOutput(input_tokens=2000, output_tokens=200, cached_tokens=50, usage_partial=True)
+    waiting = watch.next_attempt([cut], None).spent()
+    assert (waiting["inputTokens"], waiting["outputTokens"], waiting["cachedTokens"]) == (
+        2000,
+        200,
+        50,
+    )
+    assert waiting["tokensPartial"] is True and waiting["costPartial"] is True
+    # 1,950 in at $3 a million, 50 cached at $0.30, 200 out at $15
+    assert waiting["costUsd"] == pytest.approx(0.00585 + 0.000015 + 0.003)
+    assert waiting["costEstimated"] is True
+    again = watch.next_attempt([cut], None)
+    _calls(again, 1)
+    running = again.spent()
+    assert (running["inputTokens"], running["tokensPartial"]) == (2100, True)
+    whole = AgentOutput(input_tokens=2000, output_tokens=200)
+    exact = watch.next_attempt([whole], None).spent()  # nothing read yet: not "≥" for that
+    assert (exact["inputTokens"], exact["tokensPartial"], exact["costPartial"]) == (
+        2000,
+        False,
+        False,
+    )
+
+
 def _calls(watch: Watch, count: int, first: int = 0) -> None:
     """``count`` Claude-style API calls of 100 input tokens each, as the agent streams them."""
     for n in range(first, first + count):

@@ -162,6 +162,28 @@ def test_no_spend_reading_follows_the_event_that_ends_the_agent(repo: Path) -> N
     ]
 
 
+def test_a_rate_limits_wait_is_read_with_what_the_attempts_spent_so_far(repo: Path) -> None:
+    """While a run waits out a rate limit, its status.json says what its attempts spent so far
+    (a lower bound where an attempt stopped before its totals), as `status` shows it: the
+    page's row follows it once the wait's event is read, not the attempt's own figures."""
+    run_dir = write_run(repo, LIVE, events=[event("agent:start", LIVE, pid=1)])
+    follower = Follower(repo, "flows")
+    follower.start()
+    follower.poll()
+    with (run_dir / "events.jsonl").open("a") as handle:
+        ended = event("agent:failed", LIVE, status="rate_limited", input_tokens=1000)
+        handle.write(json.dumps(ended) + "\n")
+    assert [v["type"] for v in follower.poll()] == ["agent:failed"]
+    spent = {"inputTokens": 3000, "outputTokens": 300, "tokensPartial": True}
+    (run_dir / "status.json").write_text(json.dumps({"state": "waiting", "spent": spent}))
+    with (run_dir / "events.jsonl").open("a") as handle:
+        handle.write(json.dumps(event("agent:waiting", LIVE, reason="rate limited")) + "\n")
+    assert [(v["type"], v["tokens"]) for v in follower.poll()] == [
+        ("agent:waiting", ""),
+        ("run:spent", "≥ 3,000/300"),
+    ]
+
+
 def test_an_agent_runs_end_keeps_how_its_agent_ended_not_its_records_status() -> None:
     """A budget-stopped (stuck, timed out…) agent run's record says `failed`; its page row says
     `budget`, as its status.json: neither the run's last event nor run:ended turns it `failed`."""
