@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.agent_run.launch import prepare
+from gitflow_agents.agent_run.record import attempts_usage
 from gitflow_agents.agents.base import AgentOutput, Cli
 from gitflow_agents.agents.output import since
 from gitflow_agents.agents.prices import usage_of
@@ -136,8 +138,11 @@ class Attempts:
                 return
             launch, self._delivered = _next_launch(run, outcome, resumes)
             self._resumed.append(resumes)
-            # its end event takes off what it counts again; its budget's watch, the run's spend
-            launch = launch._replace(counted_before=before, budget=budget)
+            # its end event takes off what it counts again and says the run's spend so far,
+            # as the record will (the console's end line); its budget's watch counts it too
+            earlier = tuple(output for output in own if output is not None)
+            usage = functools.partial(_run_usage, run, earlier)
+            launch = launch._replace(counted_before=before, budget=budget, run_usage=usage)
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[bool]:
@@ -251,6 +256,17 @@ def _used_after(
         return base
     earlier = base.cost_usd if base is not None and base.cost_usd is not None else 0.0
     return AgentOutput(cost_usd=earlier + cost)
+
+
+def _run_usage(
+    run: AgentRunner, earlier: Sequence[ParsedOutput], own: ParsedOutput | None
+) -> dict[str, Any]:
+    """The run's usage keys as its record will have them (``record.attempts_usage``) were the
+    attempt whose own output is ``own`` its last, after the attempts of ``earlier`` (their
+    own outputs, as :attr:`Attempts.outcome` gives them to the record): what the event that
+    ends the attempt says the run spent, so the console's end line says what ``history`` will
+    (the attempt's own figures alone were a fraction of it)."""
+    return attempts_usage([*earlier, own], run.facts.model, run.facts.prices)
 
 
 def _resumes(run: AgentRunner, outcome: Outcome) -> bool:

@@ -31,6 +31,7 @@ from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs.live import LiveTable
+from gitflow_agents.runs.spend import run_spend
 
 EVENT_TYPES = frozenset(
     {
@@ -314,6 +315,20 @@ def _fmt_elapsed(seconds: float) -> str:
 
 
 def _tokens(data: Mapping[str, Any]) -> str:
+    """What the end line of an agent run says it spent: the run's figures as its record will
+    have them (``run_usage``: an attempt after a rate limit's wait, whose own figures are a
+    part of the run's), else the event's own (a run of one attempt: the same)."""
+    run = data.get("run_usage")
+    if isinstance(run, Mapping):
+        spend = run_spend(run)
+        return usage_line(
+            spend.input_tokens,
+            spend.output_tokens,
+            spend.cost_usd,
+            estimated=spend.cost_estimated,
+            partial=spend.tokens_partial,
+            cost_partial=spend.cost_partial,
+        )
     cost = data.get("cost_usd")
     return usage_line(
         data.get("input_tokens"),
@@ -325,12 +340,19 @@ def _tokens(data: Mapping[str, Any]) -> str:
 
 
 def usage_line(
-    tokens_in: object, tokens_out: object, cost: float | None, *, estimated: bool, partial: bool
+    tokens_in: object,
+    tokens_out: object,
+    cost: float | None,
+    *,
+    estimated: bool,
+    partial: bool,
+    cost_partial: bool | None = None,
 ) -> str:
     """``tokens 1,200/45 $0.0123`` as the console's lines say an agent's (or a step's) usage
     (the counts grouped as ``history`` and ``status`` show them):
     ``?`` for a count not known (never 0), ``est.`` for a cost from the price table (its CLI
-    stated none), ``≥`` for figures streamed before it stopped (a lower bound); "" for none."""
+    stated none), ``≥`` for figures streamed before it stopped (a lower bound: ``partial``,
+    the cost's own mark ``cost_partial`` when a record tells them apart); "" for none."""
     parts = []
     at_least = "≥ " if partial else ""
     if tokens_in is not None or tokens_out is not None:
@@ -340,7 +362,8 @@ def usage_line(
         ]
         parts.append(f"tokens {at_least}{shown[0]}/{shown[1]}")
     if cost is not None:
-        parts.append(f"{at_least}${cost:.4f}" + (" est." if estimated else ""))
+        cost_at_least = at_least if cost_partial is None else "≥ " * cost_partial
+        parts.append(f"{cost_at_least}${cost:.4f}" + (" est." if estimated else ""))
     return " ".join(parts)
 
 

@@ -107,6 +107,8 @@ def event_view(run_id: str, flow: str, event: Mapping[str, Any]) -> dict[str, An
     elif kind in ("session:message", "session:reply"):
         text = str(data.get("message") or data.get("summary") or "")
     agent = data.get("agent") or data.get("node") or ""
+    # an attempt after a rate limit's wait: the run's figures so far, as `run:ended` brings them
+    usage = data.get("run_usage")
     return {
         "run": run_id,
         "flow": flow,
@@ -115,7 +117,7 @@ def event_view(run_id: str, flow: str, event: Mapping[str, Any]) -> dict[str, An
         "state": state,
         "at": str(event.get("timestamp") or ""),
         "text": shown_text(text.strip()),
-        "tokens": tokens_text(data),
+        "tokens": tokens_text(usage if isinstance(usage, Mapping) else data),
     }
 
 

@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -274,11 +274,15 @@ def completion_event(
     outcome: Outcome,
     price: Callable[[ParsedOutput], tuple[float | None, bool]] | None = None,
     before: AgentOutput | None = None,
+    run_usage: Callable[[ParsedOutput | None], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The data of the agent:complete / agent:failed event that ends a run; ``price``: the
     cost of its output when its CLI stated none (``cost_estimated``: from the price table),
     as the run's record will have it; ``before``: what its figures count again of the session
-    it continues (taken off, as the record takes it off)."""
+    it continues (taken off, as the record takes it off). Its figures are the attempt's own
+    (the live steps view adds each attempt's); ``run_usage``, given for an attempt after a
+    rate limit's wait, adds the run's so far (key ``run_usage``: every attempt's, a lower bound
+    marked, as its record will say them), which the console's end line says."""
     path = outcome.report_path
     data: dict[str, Any] = {
         "status": outcome.status,
@@ -305,4 +309,6 @@ def completion_event(
         data.update((key, value) for key, value in usage.items() if value is not None)
         if getattr(parsed, "usage_partial", False):  # what it streamed before it stopped: ≥
             data["usage_partial"] = True
+    if run_usage is not None:
+        data["run_usage"] = dict(run_usage(parsed))
     return data

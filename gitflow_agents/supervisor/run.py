@@ -100,6 +100,9 @@ class Launch(NamedTuple):
     # a ``send`` turn, an attempt after a rate limit): taken off in the event that ends it, as
     # its record takes it off
     counted_before: ParsedOutput | None = None
+    # an attempt after a rate limit's wait: the run's usage keys as its record will have them
+    # were this attempt its last, from this attempt's own output (its earlier attempts' added)
+    run_usage: Callable[[ParsedOutput | None], Mapping[str, Any]] | None = None
 
 
 def supervise(
@@ -176,7 +179,7 @@ class _Supervision:
         self.run_id, self.watcher, self.limits = run_dir.name, watcher, limits
         self.parse_output, self.secrets = launch.parse_output, secrets
         self.budget, self.price = launch.budget, launch.price
-        self.counted_before = launch.counted_before
+        self.counted_before, self.run_usage = launch.counted_before, launch.run_usage
         self.agent = files.report.parent.name
         self.cancel = threading.Event()
         self.activity = Activity()
@@ -519,7 +522,7 @@ class _Supervision:
 
     def _record(self, outcome: Outcome) -> None:
         """agent:complete or agent:failed, and the final state in status.json."""
-        data = completion_event(outcome, self.price, self.counted_before)
+        data = completion_event(outcome, self.price, self.counted_before, self.run_usage)
         self.emit("agent:complete" if outcome.ok else "agent:failed", data)
         update_status(
             self.run_dir,

@@ -142,6 +142,9 @@ def test_a_usage_limit_is_waited_out_and_the_session_continued(
     # the continued attempt's end event says its own cost, not the session's $0.03
     (ended,) = [e["data"] for e in events(run) if e["type"] == "agent:complete"]
     assert ended["cost_usd"] == pytest.approx(0.02)
+    # and the run's as its record has them (the console's end line): both attempts', once each
+    assert ended["run_usage"]["inputTokens"] == 200
+    assert ended["run_usage"]["costUsd"] == pytest.approx(0.03)
     [waiting] = [e["data"] for e in events(run) if e["type"] == "agent:waiting"]
     assert waiting["resumes"] is True and waiting["attempt"] == 1
     assert 0 < waiting["seconds"] <= 1.1 and "usage limit reached" in waiting["reason"]
@@ -734,3 +737,42 @@ def test_a_budgeted_run_shows_in_status_what_its_attempts_spent_while_it_waits(
     assert proc.returncode == 0, out + err
     run = json.loads((only_run(repo) / "result.json").read_text())["run"]
     assert (run["inputTokens"], run["outputTokens"], run["tokensPartial"]) == (3000, 300, True)
+
+
+CONTINUED_COMMAND = """#!{python}
+import json, os, pathlib, sys
+count = pathlib.Path({count!r})
+n = int(count.read_text()) + 1 if count.exists() else 1
+count.write_text(str(n))
+for call in range(2 if n == 1 else 1):  # Claude-style calls of a priced model, no cost said
+    usage = {{"input_tokens": 1000, "output_tokens": 100}}
+    body = {{"id": f"m{{n}}-{{call}}", "model": "claude-sonnet-4-5", "usage": usage}}
+    print(json.dumps({{"type": "assistant", "message": body}}), flush=True)
+if n == 1:
+    sys.stderr.write("HTTP 429 Too Many Requests (retry-after: 0.2)\\n")
+    sys.exit(2)
+d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+(d / "report.md").write_text("done")
+os.rename(d / "report.md", d / "report.complete.md")
+"""
+
+
+@pytest.mark.parametrize("budget", [(), ("--budget-tokens", "100000")], ids=["free", "budget"])
+def test_the_console_end_line_of_a_continued_run_says_what_its_record_does(
+    repo: Path, tmp_path: Path, cli: Cli, budget: tuple[str, ...]
+) -> None:
+    """The end line of a run continued after a rate limit says the run's figures, as its
+    record has them (both attempts: 3,000/300, a lower bound: the first stopped at the 429),
+    not its last attempt's own 1,000/100; the end event keeps the attempt's own figures (the
+    live steps view adds each attempt's)."""
+    painter(repo, tmp_path, CONTINUED_COMMAND)
+    argv = ("spawn", "painter", "--flow", "f", "--task", "Paint.", *budget)
+    done = cli.main(*argv, cwd=repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = json.loads((only_run(repo) / "result.json").read_text())["run"]
+    assert (run["inputTokens"], run["outputTokens"], run["tokensPartial"]) == (3000, 300, True)
+    assert run["costUsd"] == pytest.approx(0.0135) and run["costPartial"] is True
+    [end] = [line for line in done.stderr.splitlines() if line.startswith("painter: succeeded")]
+    assert "tokens ≥ 3000/300 ≥ $0.0135 est." in end, end
+    (ended,) = [e["data"] for e in events(only_run(repo)) if e["type"] == "agent:complete"]
+    assert (ended["input_tokens"], ended["output_tokens"]) == (1000, 100)

@@ -107,6 +107,46 @@ def test_the_consoles_end_line_marks_a_lower_bound() -> None:
     assert out.getvalue().rstrip().endswith("tokens ≥ 900/10 ≥ $0.2500")
 
 
+def test_the_consoles_end_line_marks_the_runs_figures_as_its_record_does() -> None:
+    """The run's figures (``run_usage``, its record's keys) mark tokens and cost apart, as
+    `history` does: a token count some attempt did not know is a lower bound, a cost every
+    attempt stated is not."""
+    out = io.StringIO()
+    hub = EventHub([ConsoleChannel(out, is_tty=False)], run_id="r")
+    run = {"inputTokens": 900, "outputTokens": 10, "tokensPartial": True, "costUsd": 0.25}
+    hub.emit("agent:complete", {"agent": "cx", "status": "succeeded", "run_usage": run})
+    hub.close()
+    assert out.getvalue().rstrip().endswith("tokens ≥ 900/10 $0.2500")
+
+
+def test_a_continued_runs_end_line_says_the_runs_figures_the_steps_view_each_attempts() -> None:
+    """A run continued after a rate limit: its last attempt's end event has its own figures
+    and the run's as its record will say them (``run_usage``: the first attempt's too, a lower
+    bound since it stopped at the 429). The console's end line says the run's; the steps view,
+    which adds each attempt's own figures, counts the first attempt once."""
+    console, steps = io.StringIO(), io.StringIO()
+    clock = ticking()
+    hub = EventHub(
+        [
+            ConsoleChannel(console, is_tty=False),
+            StepsChannel(steps, is_tty=False, clock=lambda: next(clock)),
+        ],
+        run_id="r",
+    )
+    hub.emit("harness:start", {"flow": "feature", "step": 2, "runID": "run-2"})
+    first = {"agent": "step-02-builder", "status": "rate_limited", "input_tokens": 2000}
+    hub.emit(
+        "agent:failed", {**first, "output_tokens": 200, "cost_usd": 0.01, "usage_partial": True}
+    )
+    run = {"inputTokens": 3000, "outputTokens": 300, "tokensPartial": True}
+    run |= {"costUsd": 0.03, "costPartial": True}
+    last = {"agent": "step-02-builder", "status": "succeeded", "input_tokens": 1000}
+    hub.emit("agent:complete", {**last, "output_tokens": 100, "cost_usd": 0.02, "run_usage": run})
+    hub.close()
+    assert console.getvalue().splitlines()[-1].endswith("tokens ≥ 3000/300 ≥ $0.0300")
+    assert steps.getvalue().splitlines()[-1].endswith("(tokens ≥ 3000/300 ≥ $0.0300)")
+
+
 def test_a_wait_for_a_rate_limit_or_a_slot_is_a_line_and_the_rows_state() -> None:
     """`run --all --jobs N`: an agent waiting out a rate limit, or for a `max_parallel` slot,
     says so (its reason, masked: it may quote the CLI), then runs again."""

@@ -184,6 +184,14 @@ def test_a_rate_limits_wait_is_read_with_what_the_attempts_spent_so_far(repo: Pa
     ]
 
 
+def test_a_continued_attempts_end_shows_the_runs_figures_so_far() -> None:
+    """The end event of an attempt after a rate limit's wait says the run's figures as its
+    record will (``run_usage``): the row shows them, not the attempt's own part."""
+    run = {"inputTokens": 3000, "outputTokens": 300, "tokensPartial": True}
+    ended = event("agent:complete", LIVE, input_tokens=1000, output_tokens=100, run_usage=run)
+    assert (event_view(LIVE, "f", ended) or {})["tokens"] == "≥ 3,000/300"
+
+
 def test_an_agent_runs_end_keeps_how_its_agent_ended_not_its_records_status() -> None:
     """A budget-stopped (stuck, timed out…) agent run's record says `failed`; its page row says
     `budget`, as its status.json: neither the run's last event nor run:ended turns it `failed`."""
