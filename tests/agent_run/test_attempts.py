@@ -773,6 +773,6 @@ def test_the_console_end_line_of_a_continued_run_says_what_its_record_does(
     assert (run["inputTokens"], run["outputTokens"], run["tokensPartial"]) == (3000, 300, True)
     assert run["costUsd"] == pytest.approx(0.0135) and run["costPartial"] is True
     [end] = [line for line in done.stderr.splitlines() if line.startswith("painter: succeeded")]
-    assert "tokens ≥ 3000/300 ≥ $0.0135 est." in end, end
+    assert "tokens ≥ 3,000/300 ≥ $0.0135 est." in end, end
     (ended,) = [e["data"] for e in events(only_run(repo)) if e["type"] == "agent:complete"]
     assert (ended["input_tokens"], ended["output_tokens"]) == (1000, 100)

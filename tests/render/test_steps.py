@@ -143,8 +143,8 @@ def test_a_continued_runs_end_line_says_the_runs_figures_the_steps_view_each_att
     last = {"agent": "step-02-builder", "status": "succeeded", "input_tokens": 1000}
     hub.emit("agent:complete", {**last, "output_tokens": 100, "cost_usd": 0.02, "run_usage": run})
     hub.close()
-    assert console.getvalue().splitlines()[-1].endswith("tokens ≥ 3000/300 ≥ $0.0300")
-    assert steps.getvalue().splitlines()[-1].endswith("(tokens ≥ 3000/300 ≥ $0.0300)")
+    assert console.getvalue().splitlines()[-1].endswith("tokens ≥ 3,000/300 ≥ $0.0300")
+    assert steps.getvalue().splitlines()[-1].endswith("(tokens ≥ 3,000/300 ≥ $0.0300)")
 
 
 def test_a_wait_for_a_rate_limit_or_a_slot_is_a_line_and_the_rows_state() -> None:
