@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gitflow_agents import supervisor
 from gitflow_agents.agent_run.launch import report_files
@@ -111,7 +111,6 @@ def lost_runs(ended: Sequence[Lost]) -> list[AgentRun]:
     runs = []
     for run_id, status in ended:
         agent = str(status.get("agent") or "?")
-        ended_by = status.get("reason") if status.get("state") == "canceled" else None
         kind = status.get("kind")
         started = status.get("started")
         ran = time.time() - started if isinstance(started, (int, float)) else 0.0
@@ -122,9 +121,7 @@ def lost_runs(ended: Sequence[Lost]) -> list[AgentRun]:
                 kind=kind if kind in ("implement", "review", "fix", "research") else "implement",
                 run_id=run_id,
                 status="canceled",
-                reason=f"lost (its supervisor died); {ended_by}"
-                if isinstance(ended_by, str) and ended_by
-                else "lost (its supervisor died); killed by a new run of its step",
+                reason=_lost_reason(status),
                 reused=False,
                 start_sha="",
                 end_sha="",
@@ -133,6 +130,18 @@ def lost_runs(ended: Sequence[Lost]) -> list[AgentRun]:
             )
         )
     return runs
+
+
+_LOST = "lost (its supervisor died)"
+
+
+def _lost_reason(status: Mapping[str, Any]) -> str:
+    """Why a lost run ended, as the step's record says it: what ended it when that was
+    `cancel` or `gc` (their reasons, ``lost ...`` already when it was `gc`'s), else this run."""
+    ended_by = status.get("reason") if status.get("state") == "canceled" else None
+    if not isinstance(ended_by, str) or not ended_by:
+        return f"{_LOST}; killed by a new run of its step"
+    return ended_by if ended_by.startswith(_LOST) else f"{_LOST}; {ended_by}"
 
 
 def agent_id_for(agent: str, step: int | None, iteration: int | None = None) -> str:

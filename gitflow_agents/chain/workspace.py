@@ -139,9 +139,12 @@ def take_over(ctx: Context, tree: Path, ended: list[Lost] | None = None) -> None
     """Kill the whole process tree of every lost run (its supervisor died: an orchestrator
     killed with ``kill -9``) whose agent works in ``tree``, and say so in ``ctx.notices``;
     each one ended goes to ``ended`` (the step run taking the tree over lists it: what it
-    spent counts in the step's and the plan's sums).
+    spent counts in the step's and the plan's sums), after those `cancel` or `gc` ended before.
     StepLockedError (exit 2), touching nothing, when a lost run's processes survive the kill."""
-    for paths, status in lost.lost_in(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow), tree):
+    runs = runs_root(ctx.root, ctx.config.flow_dir, ctx.flow)
+    if ended is not None:  # read before the runs below are ended: they would be among them
+        ended.extend(Lost(p.run_dir.name, status) for p, status in lost.ended_lost_in(runs, tree))
+    for paths, status in lost.lost_in(runs, tree):
         run_id, agent = paths.run_dir.name, status.get("agent") or "an agent"
         left = lost.kill_recorded_tree(status, grace=ctx.settings.kill_grace)
         if left:
@@ -159,9 +162,6 @@ def take_over(ctx: Context, tree: Path, ended: list[Lost] | None = None) -> None
             f"run {run_id} ({agent}) was lost (its supervisor died) and still worked in "
             f"{tree}: its process tree was killed before this run took the work tree over"
         )
-    if ended is not None:  # lost runs of the step that `cancel` or `gc` ended meanwhile
-        runs = runs_root(ctx.root, ctx.config.flow_dir, ctx.flow)
-        ended.extend(Lost(p.run_dir.name, status) for p, status in lost.ended_lost_in(runs, tree))
 
 
 @contextlib.contextmanager

@@ -199,6 +199,27 @@ def test_kill_9_mid_agent_then_rerun_kills_the_lost_tree_and_implements_once(
     ) == 0
 
 
+@pytest.mark.parametrize(
+    ("ended_by", "reason"),
+    [
+        ("lost (its supervisor died); killed by gitflow-agents gc", ""),
+        ("canceled by user", "lost (its supervisor died); "),
+        (None, "lost (its supervisor died); killed by a new run of its step"),
+    ],
+)
+def test_a_lost_run_is_listed_with_what_ended_it_said_once(
+    ended_by: str | None, reason: str
+) -> None:
+    """The step run that lists a lost run says it was lost once: `gc`'s reason says so already,
+    `cancel`'s does not, and one it ended itself was still running when it found it."""
+    from gitflow_agents.chain.agents import lost_runs
+    from gitflow_agents.chain.workspace import Lost
+
+    status = {"state": "canceled", "reason": ended_by} if ended_by else {"state": "running"}
+    (listed,) = lost_runs([Lost("01a2-lost", {"agent": "step-01-builder", **status})])
+    assert listed.reason == reason + (ended_by or "")
+
+
 # --- done is read from the target ------------------------------------------------------------
 
 

@@ -580,14 +580,15 @@ def test_a_step_whose_budget_started_no_agent_spent_nothing_not_unknown(
 
 
 @pytest.mark.parametrize("canceled_first", [False, True])
-def test_a_step_run_again_after_a_kill_lists_the_lost_run_and_counts_its_spend(
+def test_a_step_run_again_after_a_kill_lists_the_lost_run_once_and_counts_its_spend(
     repo: Path, tmp_path: Path, canceled_first: bool
 ) -> None:
     """`kill -9` of `run` while its implementer streams usage under a budget leaves no step
-    record; the step run again ends the lost agent run and lists it in its own record, so the
-    step's and the plan's spend in `history` count what it spent (as a lower bound). The same
-    when `cancel` ended the lost run first; and `history`'s default table shows it inside the
-    step run, not as a run of its own."""
+    record; the step run again ends the lost agent run and lists it once in its own record
+    (its reason said once, one node in the chart), so the step's and the plan's spend in
+    `history` count what it spent (as a lower bound). The same when `cancel` ended the lost
+    run first; and `history`'s default table shows it inside the step run, not as a run of its
+    own. Run once more, nothing is listed or counted twice."""
     configure(repo)
     add_spender(repo, tmp_path / "record.json", FAKE_SPENDER_CALLS="100")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
@@ -612,8 +613,11 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_and_counts_its_spend(
     again = call(repo, *RUN, "--step", "1", "--budget-usd", "100")
     assert again.returncode == 0, again
     (step,) = results(repo)
-    listed = {a["runID"]: a["status"] for a in step["chain"]["agents"]}
-    assert listed[lost["runId"]] == "canceled"
+    listed = [a for a in step["chain"]["agents"] if a["runID"] == lost["runId"]]
+    assert [a["status"] for a in listed] == ["canceled"]  # once
+    assert listed[0]["reason"].count("lost (its supervisor died)") == 1, listed[0]["reason"]
+    chart = call(repo, "history", "--format", "mermaid").stdout
+    assert chart.count("CANCELED") == 1, chart
     rows = json.loads(run_cli("history", "--json", cwd=repo).stdout)
     assert [r["runId"] for r in rows] == [step["run"]["runID"]]  # the lost run inside it
     (row,) = rows
@@ -621,6 +625,7 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_and_counts_its_spend(
     assert call(repo, *RUN, "--step", "1", "--budget-usd", "100").returncode == 0  # skipped
     (again_row,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
     assert again_row["inputTokens"] == row["inputTokens"]  # counted once
+    assert [r["chain"]["agents"] for r in results(repo)] == [step["chain"]["agents"]]
 
 
 @pytest.mark.parametrize("budget", [(), ("--budget-usd", "1000")])
