@@ -586,15 +586,10 @@ def streamed_usage(
         parsed = parse(stdout, stderr)
         if not isinstance(parsed, AgentOutput) or _said(parsed):
             return parsed
-        meter = meter_for(adapter)
-        if meter is None:
-            return parsed
         # the output kept is a tail: a first line cut in the middle is no line to read
         text = stdout if stdout.startswith("{") else stdout.partition("\n")[2]
-        data = b"\n" + text.encode("utf-8", "replace")
-        meter.feed_block(data, 0, len(data))
-        reading = meter.reading()
-        if not _said(reading):
+        reading = streamed_reading(adapter, text.encode("utf-8", "replace"))
+        if reading is None:
             return parsed
         return dataclasses.replace(
             parsed,
@@ -607,6 +602,19 @@ def streamed_usage(
         )
 
     return parse_output
+
+
+def streamed_reading(adapter: str, output: bytes) -> AgentOutput | None:
+    """What the usage lines of ``output`` (complete lines of an ``adapter`` run's output, read
+    as its budget's watch reads them) say the run spent; None when its CLI streams no usage or
+    they say nothing. Also what a lost run's ``worker.log`` is read for (``runs/lost``)."""
+    meter = meter_for(adapter)
+    if meter is None:
+        return None
+    data = b"\n" + output
+    meter.feed_block(data, 0, len(data))
+    reading = meter.reading()
+    return reading if _said(reading) else None
 
 
 def _said(output: AgentOutput) -> bool:
@@ -627,5 +635,6 @@ __all__ = [
     "feed_json",
     "feed_json_lines",
     "meter_for",
+    "streamed_reading",
     "streamed_usage",
 ]

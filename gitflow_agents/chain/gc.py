@@ -20,7 +20,8 @@ from pathlib import Path
 
 from gitflow_agents.base.errors import GitflowError
 from gitflow_agents.chain.trees import ToolTree, tool_trees
-from gitflow_agents.config.values import GcPolicy
+from gitflow_agents.config import load_flow_config
+from gitflow_agents.config.values import FlowConfig, GcPolicy
 from gitflow_agents.git import queries as git
 from gitflow_agents.runs import lock as locks
 from gitflow_agents.runs import new_run_id, runs_root
@@ -148,15 +149,19 @@ def _step_lock(root: Path, flow_dir: str, tree: ToolTree) -> Iterator[None]:
 
 def _kill_lost(root: Path, flow_dir: str, tree: ToolTree, grace: float) -> tuple[int, ...]:
     """Kill every lost run (its supervisor died) still recorded as working in ``tree``; the
-    pids that survived."""
+    pids that survived. The record of one ended says what it spent, priced as the project's
+    config prices it (read once one is found: most work trees have none)."""
     if not tree.flow:
         return ()
     survivors: list[int] = []
+    config: FlowConfig | None = None
     for paths, status in lost_in(runs_root(root, flow_dir, tree.flow), tree.path):
         left = kill_recorded_tree(status, grace=grace)
         survivors.extend(left)
         if not left:
-            mark_ended(paths, status, "lost (its supervisor died); killed by gitflow-agents gc")
+            config = config or load_flow_config(root)
+            reason = "lost (its supervisor died); killed by gitflow-agents gc"
+            mark_ended(paths, status, reason, config)
     return tuple(survivors)
 
 

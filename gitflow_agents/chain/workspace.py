@@ -154,7 +154,7 @@ def take_over(ctx: Context, tree: Path, ended: list[Lost] | None = None) -> None
                 f"`gitflow-agents cancel {run_id}`, then run again"
             )
         lost.mark_ended(
-            paths, status, "lost (its supervisor died); killed by a new run of its step"
+            paths, status, "lost (its supervisor died); killed by a new run of its step", ctx.config
         )
         if ended is not None:
             ended.append(Lost(run_id, status))

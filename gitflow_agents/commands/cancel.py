@@ -19,5 +19,9 @@ def run(args: argparse.Namespace) -> int:
 
     root = find_project_root(Path.cwd())
     config = load_flow_config(root)
-    print(cancel_run(root, args.run_id, flow_dir=config.flow_dir, wait=float(args.wait)))
+    print(
+        cancel_run(
+            root, args.run_id, flow_dir=config.flow_dir, wait=float(args.wait), config=config
+        )
+    )
     return 0

@@ -6,10 +6,13 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.runs import short_ids
 from gitflow_agents.runs.spend import cost_text, run_spend, step_spend, tokens_text
+
+if TYPE_CHECKING:
+    from gitflow_agents.config.values import FlowConfig
 
 
 def run(args: argparse.Namespace) -> int:
@@ -17,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
 
     root = find_project_root(Path.cwd())
     config = load_flow_config(root)
-    rows = collect(root, config.flow_dir, args.flow)
+    rows = collect(root, config.flow_dir, args.flow, config=config)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -51,10 +54,13 @@ FIGURES = ("inputTokens", "outputTokens", "cachedTokens", "costUsd")
 SPEND_KEYS = (*FIGURES, "costEstimated")
 
 
-def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str, Any]]:
+def collect(
+    root: Path, flow_dir: str, flow: str | None = None, *, config: FlowConfig | None = None
+) -> list[dict[str, Any]]:
     """One row per run (oldest first): status.json merged with result.json, liveness checked: a
     run nothing supervises any more is ``lost``, and its reason says whether processes of its
-    tree still run and how to stop them. Fields of the wrong type (an agent can write anything
+    tree still run and how to stop them; what it spent is what the record `cancel` would write
+    keeps (``lost.spent_before``, priced with ``config``). Fields of the wrong type (an agent can write anything
     into its run folder) read as absent. Every text is masked again (the secret rules): the
     records were masked when written, but an agent can write into its run folder too."""
     from gitflow_agents.base.redact import redact_data
@@ -105,8 +111,9 @@ def collect(root: Path, flow_dir: str, flow: str | None = None) -> list[dict[str
             row["state"], row["reason"] = chain.outcome or "finished", chain.reason or None
         spent = step_spend(paths.run_dir, result).to_json() if result and step else run
         if result is None:  # running: what its budget's watch read so far (else nothing);
-            # lost: that last reading, a lower bound, as the record `cancel` writes keeps it
-            spent = spent_before(status) if state == "lost" else mapping(status, "spent")
+            # lost: what it spent before, a lower bound, as the record `cancel` writes keeps it
+            lost = state == "lost"
+            spent = spent_before(paths, status, config) if lost else mapping(status, "spent")
         for key in (*SPEND_KEYS, "tokensPartial", "costPartial"):
             if scalar(spent, key) is not None:
                 row[key] = spent[key]

@@ -44,6 +44,7 @@ from gitflow_agents.base.fsutil import write_json_atomic, write_text_atomic
 from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.config import load_flow_config
+from gitflow_agents.config.values import FlowConfig
 from gitflow_agents.runs import RunPaths, find_run, read_json
 from gitflow_agents.runs.events import EventHub, NoSession
 from gitflow_agents.runs.fields import mapping
@@ -366,12 +367,20 @@ def send_message(
 _NEXT_TURN = "it is sent with the next turn of its session (`gitflow-agents send {run_id} ...`)"
 
 
-def cancel_run(root: Path, run_id: str, *, flow_dir: str | None = None, wait: float = 5.0) -> str:
+def cancel_run(
+    root: Path,
+    run_id: str,
+    *,
+    flow_dir: str | None = None,
+    wait: float = 5.0,
+    config: FlowConfig | None = None,
+) -> str:
     """Stop the agent run ``run_id`` (or a unique prefix): its tree only, the run ends
     canceled. Through its orchestrator's control channel, else the file ``<run dir>/cancel``
     a supervisor watches; when no supervisor ends it within ``wait`` seconds (or none is
-    alive), its recorded tree is killed here and the run marked canceled. Returns the line
-    to show; UsageError when there is no such run."""
+    alive), its recorded tree is killed here and the run marked canceled (what it spent
+    priced with ``config``'s prices: ``lost.mark_ended``). Returns the line to show;
+    UsageError when there is no such run."""
     paths = _find(root, run_id, flow_dir, "cancel")
     status = read_json(paths.status) or {}
     if status.get("state") is not None and not is_live(status.get("state")):
@@ -390,7 +399,7 @@ def cancel_run(root: Path, run_id: str, *, flow_dir: str | None = None, wait: fl
             break
         time.sleep(0.05)
     left = kill_recorded_tree(status)
-    mark_ended(paths, status, "canceled by user")
+    mark_ended(paths, status, "canceled by user", config)
     note = f"; processes left: {list(left)}" if left else ""
     return f"canceled run {paths.run_dir.name} (killed its process tree{note})"
 

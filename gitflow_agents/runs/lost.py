@@ -16,15 +16,23 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.agents.meter import streamed_reading
+from gitflow_agents.agents.prices import shipped_prices, usage_of
 from gitflow_agents.base.fsutil import write_json_atomic
+from gitflow_agents.config.values import FlowConfig
 from gitflow_agents.runs import RunPaths, flow_result, read_json, tree, write_result
+from gitflow_agents.runs.fields import mapping, text
 from gitflow_agents.runs.liveness import process_alive, run_alive
 from gitflow_agents.runs.schema import step_chain
-from gitflow_agents.runs.spend import run_folder, run_spend
+from gitflow_agents.runs.spend import Spend, run_folder, run_spend
 from gitflow_agents.runs.status import LIVE_STATES
 from gitflow_agents.runs.tree import KILL_GRACE, kill_tree
 
 ACTIVE = LIVE_STATES
+LOG_READ = 17 * 1024 * 1024
+"""Bytes of a lost run's ``worker.log`` read for its usage: what its supervisor writes there
+(the output's first 8 MiB, and a line saying it keeps the rest for the run's end, which a dead
+supervisor never reached), with room to spare; no more of a file an agent could have grown."""
 LOST = "lost"
 """The ``run`` key of the record a lost run was ended with (``mark_ended``)."""
 
@@ -81,8 +89,12 @@ def _recorded_tree(
     )
 
 
-def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
-    """Record a lost run as canceled: ``status.json``, and a ``result.json`` when it has none."""
+def mark_ended(
+    paths: RunPaths, status: Mapping[str, Any], reason: str, config: FlowConfig | None = None
+) -> None:
+    """Record a lost run as canceled: ``status.json``, and a ``result.json`` when it has none,
+    with what it spent before it was lost (``spent_before``; ``config``: the prices and the
+    agent's model its cost is estimated with, the shipped prices when None)."""
     now = time.time()
     current = read_json(paths.status) or dict(status)
     current.update(state="canceled", reason=reason, ended=now)
@@ -105,7 +117,7 @@ def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
             "reason": f"{reason} (supervisor gone)",
             **timed,
             "endedAt": now,
-            **spent_before(current),
+            **spent_before(paths, current, config),
             LOST: True,  # a later run of its step lists it (``ended_lost_in``)
             # the step run it was an agent of (it died too, with no record): `history` shows
             # it inside the step run that lists it, not as a run of its own
@@ -114,11 +126,62 @@ def mark_ended(paths: RunPaths, status: Mapping[str, Any], reason: str) -> None:
         write_result(paths, result)
 
 
-def spent_before(status: Mapping[str, Any]) -> dict[str, Any]:
-    """What a lost run spent by its watch's last reading (``status.json``'s ``spent``, which
-    the supervisor writes each second under a budget), as run-record usage keys, a lower bound
-    (it may have spent more before it was killed): none when nothing was read."""
-    spent = status.get("spent")
+def spent_before(
+    paths: RunPaths, status: Mapping[str, Any], config: FlowConfig | None = None
+) -> dict[str, Any]:
+    """What a lost run spent before it was lost, as run-record usage keys, a lower bound (it
+    may have spent more after what was last read of it): none when nothing was read. Two
+    readings may know it: what the usage lines of its output said (``worker.log``: all its
+    supervisor read of it until it died, with or without a budget, as a run canceled alive is
+    read for its stream's usage; but only the log's head when its output was long), and under
+    a budget its watch's last reading (status.json's ``spent``, written each second: of the
+    whole output, but up to a second older). The one that says more counts, the log's at a
+    tie (the later); never a mix of the two, whose figures are of different moments."""
+    readings = (_lower_bound(streamed(paths, status, config)), _lower_bound(status.get("spent")))
+    return max(readings, key=_said)
+
+
+def _said(found: Mapping[str, Any]) -> tuple[bool, float, float]:
+    """How much a reading (``_lower_bound``) says: whether anything, its tokens, its cost."""
+    tokens = (found.get("inputTokens") or 0) + (found.get("outputTokens") or 0)
+    return bool(found), tokens, found.get("costUsd") or 0.0
+
+
+def streamed(
+    paths: RunPaths, status: Mapping[str, Any], config: FlowConfig | None = None
+) -> dict[str, Any] | None:
+    """What the usage lines of a run's ``worker.log`` (its first ``LOG_READ`` bytes) say it
+    spent, as its watch's ``spent`` says it (``budget.Watch.spent``), priced with ``config``
+    (the run's agent's model where its output names none); None when its CLI streams no usage
+    or they said nothing. The log is masked, which leaves usage lines as they were."""
+    extra = mapping(status, "extra")
+    adapter = text(extra, "adapter")
+    if adapter is None:
+        return None
+    try:
+        with paths.worker_log.open("rb") as log:
+            output = log.read(LOG_READ)
+    except OSError:
+        return None
+    reading = streamed_reading(adapter, output)
+    if reading is None:
+        return None
+    agent = config.agents.get(text(extra, "agent_config") or "") if config is not None else None
+    prices = config.prices if config is not None else shipped_prices()
+    usage = usage_of(reading, agent.model if agent is not None else None, prices)
+    spend = Spend(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost_usd=usage.cost_usd,
+        cost_estimated=usage.cost_estimated,
+    )
+    return {**spend.to_json(), "cachedTokens": usage.cached_tokens}
+
+
+def _lower_bound(spent: object) -> dict[str, Any]:
+    """A reading of what a lost run spent (``streamed``, status.json's ``spent``) as run-record
+    usage keys, flagged a lower bound (it may have spent more before it was killed): none
+    when it says nothing."""
     if not isinstance(spent, Mapping):
         return {}
     usage = run_spend(spent)

@@ -579,38 +579,50 @@ def test_a_step_whose_budget_started_no_agent_spent_nothing_not_unknown(
     assert (row["inputTokens"], row["outputTokens"], row["costUsd"]) == (0, 0, 0.0)
 
 
+def streamed_calls(repo: Path) -> int:
+    """The most `assistant` lines an agent run's worker.log holds: what its supervisor read."""
+    logs = (repo / "flows" / "feature" / "runs").glob("*/worker.log")
+    return max((log.read_text().count('"type": "assistant"') for log in logs), default=0)
+
+
+@pytest.mark.parametrize("budget", [("--budget-usd", "100"), ()], ids=["budget", "no-budget"])
 @pytest.mark.parametrize("canceled_first", [False, True])
 def test_a_step_run_again_after_a_kill_lists_the_lost_run_once_and_counts_its_spend(
-    repo: Path, tmp_path: Path, canceled_first: bool
+    repo: Path, tmp_path: Path, canceled_first: bool, budget: tuple[str, ...]
 ) -> None:
-    """`kill -9` of `run` while its implementer streams usage under a budget leaves no step
-    record; the step run again ends the lost agent run and lists it once in its own record
-    (its reason said once, one node in the chart), so the step's and the plan's spend in
-    `history` count what it spent (as a lower bound). The same when `cancel` ended the lost
-    run first; and `history`'s default table shows it inside the step run, not as a run of its
-    own. Run once more, nothing is listed or counted twice."""
+    """`kill -9` of `run` while its implementer streams usage leaves no step record; the step
+    run again ends the lost agent run and lists it once in its own record (its reason said
+    once, one node in the chart), so the step's and the plan's spend in `history` count what
+    it spent (a lower bound, what its output's usage lines said: with or without a budget).
+    The same when `cancel` ended the lost run first; and `history`'s default table shows it
+    inside the step run, not as a run of its own. Run once more, nothing is listed or counted
+    twice."""
     configure(repo)
-    add_spender(repo, tmp_path / "record.json", FAKE_SPENDER_CALLS="100")
+    add_spender(repo, tmp_path / "record.json", FAKE_SPENDER_CALLS="100", FAKE_SPENDER_SLEEP="0.05")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    argv = [sys.executable, "-m", "gitflow_agents", *RUN, "--step", "1", "--budget-usd", "100"]
+    argv = [sys.executable, "-m", "gitflow_agents", *RUN, "--step", "1", *budget]
     proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.DEVNULL)
 
-    def watched() -> list[dict[str, Any]]:
-        rows = json.loads(run_cli("status", "--json", cwd=repo).stdout)
-        return [r for r in rows if r.get("agent") and (r.get("inputTokens") or 0) >= 3000]
+    def read() -> bool:  # and, under a budget, what its watch read is in its status.json
+        runs = (repo / "flows" / "feature" / "runs").glob("*/status.json")
+        spent = [json.loads(path.read_text()).get("spent") or {} for path in runs]
+        watched = any((found.get("inputTokens") or 0) >= 3000 for found in spent)
+        return streamed_calls(repo) >= 3 and (watched or not budget)
 
     try:
-        wait_until(lambda: bool(watched()), timeout=60)
-        (lost,) = watched()
+        wait_until(read, timeout=60)
     finally:
         proc.kill()
         proc.wait()
+    (lost,) = [r for r in json.loads(run_cli("status", "--json", cwd=repo).stdout) if r["agent"]]
+    assert lost["state"] == "lost" and lost["inputTokens"] >= 3000 and lost["tokensPartial"]
     if canceled_first:
         assert run_cli("cancel", lost["runId"], cwd=repo).returncode == 0
         # no step run lists it yet: `history` shows it as a row of its own, with its spend
         (alone,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
         assert alone["runId"] == lost["runId"] and alone["tokensPartial"] is True
-    again = call(repo, *RUN, "--step", "1", "--budget-usd", "100")
+        assert alone["inputTokens"] >= lost["inputTokens"]
+    again = call(repo, *RUN, "--step", "1", *budget)
     assert again.returncode == 0, again
     (step,) = results(repo)
     listed = [a for a in step["chain"]["agents"] if a["runID"] == lost["runId"]]
@@ -618,11 +630,15 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_once_and_counts_its_sp
     assert listed[0]["reason"].count("lost (its supervisor died)") == 1, listed[0]["reason"]
     chart = call(repo, "history", "--format", "mermaid").stdout
     assert chart.count("CANCELED") == 1, chart
+    run_dir = repo / "flows" / "feature" / "runs" / lost["runId"]
+    record = json.loads((run_dir / "result.json").read_text())["run"]
+    assert record["inputTokens"] >= lost["inputTokens"] and record["tokensPartial"] is True
+    assert record["costUsd"] > 0 and record["costPartial"] is True
     rows = json.loads(run_cli("history", "--json", cwd=repo).stdout)
     assert [r["runId"] for r in rows] == [step["run"]["runID"]]  # the lost run inside it
     (row,) = rows
-    assert row["inputTokens"] >= 100 * 1000 + lost["inputTokens"] and row["tokensPartial"]
-    assert call(repo, *RUN, "--step", "1", "--budget-usd", "100").returncode == 0  # skipped
+    assert row["inputTokens"] == 100 * 1000 + record["inputTokens"] and row["tokensPartial"]
+    assert call(repo, *RUN, "--step", "1", *budget).returncode == 0  # skipped
     (again_row,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
     assert again_row["inputTokens"] == row["inputTokens"]  # counted once
     assert [r["chain"]["agents"] for r in results(repo)] == [step["chain"]["agents"]]

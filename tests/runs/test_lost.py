@@ -1,0 +1,86 @@
+"""What a lost run's record keeps (runs/lost.py): what it spent, read from its output's usage
+lines and from its budget watch's last reading."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitflow_agents.runs import RunPaths
+from gitflow_agents.runs.lost import mark_ended, spent_before
+
+MODEL = "claude-sonnet-4-5"
+
+
+def lost_run(tmp_path: Path, calls: int, spent: dict[str, Any] | None = None) -> RunPaths:
+    """A run folder as a dead supervisor left it: a `command` agent's worker.log with ``calls``
+    Claude-style messages (1,000 tokens in, 100 out each), ``spent`` its watch's last reading."""
+    paths = RunPaths(tmp_path / "run-1")
+    paths.run_dir.mkdir()
+    usage = {"input_tokens": 1000, "output_tokens": 100}
+    messages = [{"id": f"m{n}", "model": MODEL, "usage": usage} for n in range(calls)]
+    lines = [json.dumps({"type": "assistant", "message": message}) for message in messages]
+    paths.worker_log.write_text("\n".join([*lines, "a line of stderr"]) + "\n")
+    status = {"state": "running", "started": 100.0, "last_activity": 103.5,
+              "extra": {"adapter": "command"}, **({"spent": spent} if spent else {})}  # fmt: skip
+    paths.status.write_text(json.dumps(status))
+    return paths
+
+
+def watched(tokens_in: int) -> dict[str, Any]:
+    """status.json's ``spent`` as a budget's watch writes it."""
+    return {"inputTokens": tokens_in, "outputTokens": tokens_in // 10, "costUsd": 0.5,
+            "costEstimated": True, "tokensPartial": False, "costPartial": False,
+            "cachedTokens": 0}  # fmt: skip
+
+
+def status_of(paths: RunPaths) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(paths.status.read_text())
+    return data
+
+
+def test_without_a_budget_its_output_says_what_it_spent_as_a_lower_bound(tmp_path: Path) -> None:
+    paths = lost_run(tmp_path, 9)
+    found = spent_before(paths, status_of(paths))
+    assert (found["inputTokens"], found["outputTokens"]) == (9000, 900)
+    assert found["costEstimated"] is True and found["costUsd"] == pytest.approx(0.0405)
+    assert found["tokensPartial"] is True and found["costPartial"] is True
+
+
+@pytest.mark.parametrize(("calls", "tokens_in", "taken"), [(9, 7000, 9000), (2, 7000, 7000)])
+def test_under_a_budget_the_reading_that_says_more_counts_whole(
+    tmp_path: Path, calls: int, tokens_in: int, taken: int
+) -> None:
+    """The log's reading is the later one (the watch writes its own each second); the watch's
+    says more when the log kept only the head of a long output. One reading or the other,
+    never a mix (its cost with the other's tokens)."""
+    paths = lost_run(tmp_path, calls, watched(tokens_in))
+    found = spent_before(paths, status_of(paths))
+    assert found["inputTokens"] == taken and found["tokensPartial"] is True
+    assert (found["costUsd"] == 0.5) is (taken == tokens_in)
+
+
+def test_a_run_whose_output_said_nothing_has_no_spend(tmp_path: Path) -> None:
+    paths = lost_run(tmp_path, 0)
+    assert spent_before(paths, status_of(paths)) == {}
+
+
+def test_its_record_keeps_its_spend(tmp_path: Path) -> None:
+    paths = lost_run(tmp_path, 3)
+    mark_ended(paths, status_of(paths), "canceled by user")
+    run = json.loads(paths.result.read_text())["run"]
+    assert run["inputTokens"] == 3000 and run["tokensPartial"] is True
+    mark_ended(paths, status_of(paths), "canceled by user")  # again: the record is kept
+    assert json.loads(paths.result.read_text())["run"] == run
+
+
+def test_the_whole_log_a_dead_supervisor_wrote_is_read() -> None:
+    """A supervisor that died never wrote the log's tail: what is there is its head (and the
+    line saying the rest comes at the run's end), all of it read."""
+    from gitflow_agents.runs.lost import LOG_READ
+    from gitflow_agents.supervisor.output import LOG_HEAD
+
+    assert LOG_READ > LOG_HEAD + 1024
