@@ -34,6 +34,7 @@ from gitflow_agents.findings.report import read_review
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
 from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt, default_agent_id
+from gitflow_agents.runs.lost import lifetime
 from gitflow_agents.runs.schema import AgentEntry
 
 if TYPE_CHECKING:
@@ -107,13 +108,12 @@ class AgentFailed(AgentError):
 
 def lost_runs(ended: Sequence[Lost]) -> list[AgentRun]:
     """The lost runs a new run of their step ended (``workspace.take_over``), as the step's
-    record lists them: canceled, at the start of its agents (what they spent counts)."""
+    record lists them: canceled, at the start of its agents (what they spent counts), timed
+    to their last sign of life (``lost.lifetime``), not to when they were ended."""
     runs = []
     for run_id, status in ended:
         agent = str(status.get("agent") or "?")
         kind = status.get("kind")
-        started = status.get("started")
-        ran = time.time() - started if isinstance(started, (int, float)) else 0.0
         runs.append(
             AgentRun(
                 agent=agent,
@@ -126,7 +126,7 @@ def lost_runs(ended: Sequence[Lost]) -> list[AgentRun]:
                 start_sha="",
                 end_sha="",
                 report=None,
-                duration=max(ran, 0.0),
+                duration=lifetime(status) or 0.0,
             )
         )
     return runs

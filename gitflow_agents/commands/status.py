@@ -104,6 +104,8 @@ def collect(
         if alive:
             row["processesAlive"] = list(alive)
         run = mapping(result, "run") if result else {}
+        if run.get("lost") is True:  # ended once its supervisor had died (``lost.mark_ended``)
+            row["lost"] = True
         # a step run (a chain) has no usage of its own: what its agent runs spent, as `history`
         chain = step_chain(result) if result is not None else None
         step = chain is not None
@@ -177,7 +179,8 @@ def _duration(row: dict[str, Any], now: float) -> str:
     start, end = row.get("startedAt"), row.get("endedAt")
     if not isinstance(start, (int, float)) or not -1e12 < start < 1e12:
         return "-"
-    if row.get("state") == "lost" and end is None:  # nothing runs it: its last sign of life
+    # nothing runs it, or ran it until it was ended (as its record times it): its last sign of life
+    if (row.get("state") == "lost" and end is None) or row.get("lost") is True:
         end = row.get("lastActivityAt")
     if not isinstance(end, (int, float)) or not -1e12 < end < 1e12:
         end = now

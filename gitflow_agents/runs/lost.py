@@ -21,7 +21,7 @@ from gitflow_agents.agents.prices import shipped_prices, usage_of
 from gitflow_agents.base.fsutil import write_json_atomic
 from gitflow_agents.config.values import FlowConfig
 from gitflow_agents.runs import RunPaths, flow_result, read_json, tree, write_result
-from gitflow_agents.runs.fields import mapping, text
+from gitflow_agents.runs.fields import mapping, number, text
 from gitflow_agents.runs.liveness import process_alive, run_alive
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import Spend, run_folder, run_spend
@@ -102,10 +102,10 @@ def mark_ended(
     if read_json(paths.result) is None:
         kind = str(current.get("kind") or "implement")
         result = flow_result(kind, "canceled")
-        started = current.get("started")
+        started, lived = number(current, "started"), lifetime(current)
         timed: dict[str, float] = {}
-        if isinstance(started, (int, float)) and not isinstance(started, bool):
-            timed = {"startedAt": started, "durationMs": round((now - started) * 1000)}
+        if started is not None and lived is not None:
+            timed = {"startedAt": started, "durationMs": round(lived * 1000)}
         extra = current.get("extra")
         chain_run = extra.get("chainRunID") if isinstance(extra, dict) else None
         result["run"] = {
@@ -124,6 +124,18 @@ def mark_ended(
             **({"chainRunID": chain_run} if isinstance(chain_run, str) else {}),
         }
         write_result(paths, result)
+
+
+def lifetime(status: Mapping[str, Any]) -> float | None:
+    """The seconds a lost run lived: from its start to its last sign of life, the last activity
+    its supervisor recorded (it writes it each second while it watches), as ``status`` times a
+    lost run; not to when it was ended, which may be long after anything watched it. Without
+    a recorded activity, to its end (``ended``) or now. None without a start."""
+    started = number(status, "started")
+    if started is None:
+        return None
+    end = number(status, "last_activity") or number(status, "ended") or time.time()
+    return max(end - started, 0.0)
 
 
 def spent_before(

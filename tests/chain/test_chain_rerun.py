@@ -211,13 +211,16 @@ def test_a_lost_run_is_listed_with_what_ended_it_said_once(
     ended_by: str | None, reason: str
 ) -> None:
     """The step run that lists a lost run says it was lost once: `gc`'s reason says so already,
-    `cancel`'s does not, and one it ended itself was still running when it found it."""
+    `cancel`'s does not, and one it ended itself was still running when it found it. It is
+    timed to its last sign of life, not to when it was ended."""
     from gitflow_agents.chain.agents import lost_runs
     from gitflow_agents.chain.workspace import Lost
 
     status = {"state": "canceled", "reason": ended_by} if ended_by else {"state": "running"}
-    (listed,) = lost_runs([Lost("01a2-lost", {"agent": "step-01-builder", **status})])
+    found = {"agent": "step-01-builder", "started": 100.0, "last_activity": 103.0, **status}
+    (listed,) = lost_runs([Lost("01a2-lost", found)])
     assert listed.reason == reason + (ended_by or "")
+    assert listed.duration == 3.0  # to its last sign of life, not to now
 
 
 # --- done is read from the target ------------------------------------------------------------

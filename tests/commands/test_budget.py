@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -595,7 +596,8 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_once_and_counts_its_sp
     once, one node in the chart), so the step's and the plan's spend in `history` count what
     it spent (a lower bound, what its output's usage lines said: with or without a budget).
     The same when `cancel` ended the lost run first; and `history`'s default table shows it
-    inside the step run, not as a run of its own. Run once more, nothing is listed or counted
+    inside the step run, not as a run of its own. Its record and the step's time it to its
+    last sign of life, not to when it was ended. Run once more, nothing is listed or counted
     twice."""
     configure(repo)
     add_spender(repo, tmp_path / "record.json", FAKE_SPENDER_CALLS="100", FAKE_SPENDER_SLEEP="0.05")
@@ -616,6 +618,7 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_once_and_counts_its_sp
         proc.wait()
     (lost,) = [r for r in json.loads(run_cli("status", "--json", cwd=repo).stdout) if r["agent"]]
     assert lost["state"] == "lost" and lost["inputTokens"] >= 3000 and lost["tokensPartial"]
+    time.sleep(1.5)  # dead for a while before anything ends it
     if canceled_first:
         assert run_cli("cancel", lost["runId"], cwd=repo).returncode == 0
         # no step run lists it yet: `history` shows it as a row of its own, with its spend
@@ -632,6 +635,11 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_once_and_counts_its_sp
     assert chart.count("CANCELED") == 1, chart
     run_dir = repo / "flows" / "feature" / "runs" / lost["runId"]
     record = json.loads((run_dir / "result.json").read_text())["run"]
+    status = json.loads((run_dir / "status.json").read_text())
+    lived = status["last_activity"] - status["started"]
+    assert status["ended"] - status["started"] > lived + 1  # ended well after
+    assert abs(record["durationMs"] - lived * 1000) <= 1, (record["durationMs"], lived)
+    assert abs(listed[0]["durationMs"] - lived * 1000) <= 1, (listed[0]["durationMs"], lived)
     assert record["inputTokens"] >= lost["inputTokens"] and record["tokensPartial"] is True
     assert record["costUsd"] > 0 and record["costPartial"] is True
     rows = json.loads(run_cli("history", "--json", cwd=repo).stdout)

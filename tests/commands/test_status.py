@@ -50,6 +50,24 @@ def test_a_lost_runs_time_stops_at_its_last_sign_of_life() -> None:
     assert " 1:05 " in line, line
 
 
+def test_a_lost_run_ended_later_is_still_timed_to_its_last_sign_of_life(repo: Path) -> None:
+    """Once `cancel` or a new run of its step ended a lost run, its TIME stays what it was
+    while it was lost (its record's duration), not the time until it was ended."""
+    from gitflow_agents.commands.status import collect, format_table
+
+    run_dir = repo / "flows" / "f" / "runs" / "01a2-ended"
+    run_dir.mkdir(parents=True)
+    status = {"state": "canceled", "agent": "a", "started": 1000.0, "last_activity": 1065.0,
+              "ended": 2000.0, "reason": "canceled by user"}  # fmt: skip
+    (run_dir / "status.json").write_text(json.dumps(status))
+    run = {"runID": "01a2-ended", "outcome": "canceled", "durationMs": 65000, "lost": True}
+    (run_dir / "result.json").write_text(json.dumps({"status": "canceled", "run": run}))
+    (row,) = collect(repo, "flows")
+    assert row["lost"] is True and row["endedAt"] == 2000.0
+    (line,) = [ln for ln in format_table([row]).splitlines() if ln.startswith("01a2-ended")]
+    assert " 1:05 " in line, line
+
+
 def test_a_run_waiting_out_a_rate_limit_has_no_end_and_its_time_goes_on(repo: Path) -> None:
     """Between attempts the run lives: no endedAt (even in a record that kept its first
     attempt's end), and its TIME counts from its first attempt's start, not to that end."""

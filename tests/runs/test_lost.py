@@ -1,5 +1,5 @@
 """What a lost run's record keeps (runs/lost.py): what it spent, read from its output's usage
-lines and from its budget watch's last reading."""
+lines and from its budget watch's last reading, and how long it lived."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gitflow_agents.runs import RunPaths
-from gitflow_agents.runs.lost import mark_ended, spent_before
+from gitflow_agents.runs.lost import lifetime, mark_ended, spent_before
 
 MODEL = "claude-sonnet-4-5"
 
@@ -68,13 +68,20 @@ def test_a_run_whose_output_said_nothing_has_no_spend(tmp_path: Path) -> None:
     assert spent_before(paths, status_of(paths)) == {}
 
 
-def test_its_record_keeps_its_spend(tmp_path: Path) -> None:
+def test_its_record_times_it_to_its_last_sign_of_life_and_keeps_its_spend(tmp_path: Path) -> None:
     paths = lost_run(tmp_path, 3)
     mark_ended(paths, status_of(paths), "canceled by user")
     run = json.loads(paths.result.read_text())["run"]
+    assert run["durationMs"] == 3500 and run["startedAt"] == 100.0
     assert run["inputTokens"] == 3000 and run["tokensPartial"] is True
     mark_ended(paths, status_of(paths), "canceled by user")  # again: the record is kept
     assert json.loads(paths.result.read_text())["run"] == run
+
+
+def test_a_run_without_a_recorded_activity_lived_until_it_ended() -> None:
+    assert lifetime({"started": 100.0, "last_activity": 101.0, "ended": 900.0}) == 1.0
+    assert lifetime({"started": 100.0, "ended": 900.0}) == 800.0
+    assert lifetime({"last_activity": 101.0}) is None
 
 
 def test_the_whole_log_a_dead_supervisor_wrote_is_read() -> None:
