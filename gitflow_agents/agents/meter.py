@@ -387,8 +387,16 @@ class ClaudeStreamMeter:
             self._stream_event(as_dict(event.get("event")), named.encode() if named else None)
             self._forget()
         elif kind == "result":
-            self.before_result = self.total
-            self.result = _turn_ended(self.result, event, self._model)
+            # what the turn's messages streamed: its result may say less (a stop at Claude
+            # Code's own --max-budget-usd leaves the last call out of its usage, 2.1.330)
+            total, before = self.total, self.before_result
+            streamed = (
+                less(total[0], before[0]),
+                less(total[1], before[1]),
+                less(total[2], before[2]),
+            )
+            self.before_result = total
+            self.result = _turn_ended(self.result, event, self._model, streamed)
 
     def _key(self, message: Mapping[str, Any]) -> bytes:
         """A message's id, the key its usage is counted under (a numbered one without)."""
@@ -445,17 +453,23 @@ class ClaudeStreamMeter:
 
 
 def _turn_ended(
-    earlier: AgentOutput | None, event: Mapping[str, Any], model: str | None
+    earlier: AgentOutput | None,
+    event: Mapping[str, Any],
+    model: str | None,
+    streamed: Counts = _NONE,
 ) -> AgentOutput:
     """The figures of the results so far once ``event``, the ``result`` that ends a turn, came
-    after ``earlier`` (the results before it, None: none): its tokens, the turn's own, added to
-    theirs (a count one of them left unknown stays what the others say); its cost, the running
-    total, in place of theirs."""
+    after ``earlier`` (the results before it, None: none): its tokens, the turn's own (or what
+    the turn's messages ``streamed``, where that is more), added to theirs (a count one of them
+    left unknown stays what the others say); its cost, the running total, in place of theirs."""
     usage = as_dict(event.get("usage"))
-    turn = (
-        _usage_counts(usage)[0],
-        as_int(usage.get("output_tokens")),
-        as_int(usage.get("cache_read_input_tokens")),
+    turn = _largest(
+        (
+            _usage_counts(usage)[0],
+            as_int(usage.get("output_tokens")),
+            as_int(usage.get("cache_read_input_tokens")),
+        ),
+        streamed,
     )
     if earlier is not None:
         turn = (

@@ -408,10 +408,14 @@ class Watch:
             return parsed
         with self._lock:
             reading, later = self.meter.reading(), self.meter.after_totals()
+        # its final totals left out a call its messages streamed (Claude Code stopped by its
+        # own --max-budget-usd): the reading's tokens, the totals' cost (which counts the call)
+        short = _token_sum(reading) > _token_sum(parsed)
         fields: dict[str, Any] = {}
         for name in ("input_tokens", "output_tokens", "cached_tokens", "cost_usd", "model"):
             value = getattr(reading, name)
-            stale = later and name != "model"  # the parsed figure ends with an earlier turn
+            # the parsed figure ends with an earlier turn, or leaves a streamed call out
+            stale = (later and name != "model") or (short and name.endswith("_tokens"))
             if stale or (getattr(parsed, name, None) is None and value is not None):
                 fields[name] = value
         if not fields:
@@ -419,6 +423,11 @@ class Watch:
         if not at_limit and hasattr(parsed, "usage_partial") and set(fields) - {"model"}:
             fields["usage_partial"] = True
         return dataclasses.replace(parsed, **fields)
+
+
+def _token_sum(output: object) -> int:
+    """The input and output tokens ``output`` says (what it leaves unknown counts 0)."""
+    return sum(getattr(output, name, None) or 0 for name in ("input_tokens", "output_tokens"))
 
 
 def _known(spend: Spend) -> bool:

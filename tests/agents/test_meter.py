@@ -639,10 +639,31 @@ def test_cache_reads_are_counted_apart_so_a_budget_prices_them_as_the_cache() ->
             20000,
             200,
         )
-    result = {"type": "result", "usage": usage}  # the first turn's totals: one call
-    fast.feed(result)
+    turn = {key: 4 * count for key, count in usage.items()}  # the first turn's: its 4 calls
+    fast.feed({"type": "result", "usage": turn})
     fast.feed_block(*_block(_claude_line("m9", usage)))  # the next turn's call
-    assert fast.reading().cached_tokens == 10000
+    assert fast.reading().cached_tokens == 25000
+
+
+def test_a_result_that_leaves_out_a_call_its_turn_streamed_counts_the_stream() -> None:
+    """Claude Code stopped by its own ``--max-budget-usd`` (2.1.330) ends with a result whose
+    ``usage`` leaves out the last call (its cost counts it): the turn's tokens are what its
+    messages streamed where that is more, by blocks and parsed alike, and the next turn's
+    result adds to them."""
+    call = {"input_tokens": 120, "output_tokens": 30}
+    lines = [_claude_line(f"m{n}", call) for n in range(7)]
+    short = {"type": "result", "usage": {"input_tokens": 720, "output_tokens": 180}}
+    fast, parsed = ClaudeStreamMeter(), ClaudeStreamMeter()
+    fast.feed_block(*_block(*lines, json.dumps(short).encode()))
+    for line in lines:
+        parsed.feed(json.loads(line))
+    parsed.feed(short)
+    for meter in (fast, parsed):
+        reading = meter.reading()
+        assert (reading.input_tokens, reading.output_tokens) == (840, 210)
+        # a later turn's own result, as Claude Code gives it: added, not replaced
+        meter.feed({"type": "result", "usage": {"input_tokens": 100, "output_tokens": 10}})
+        assert (meter.reading().input_tokens, meter.reading().output_tokens) == (940, 220)
 
 
 def test_a_stream_stopped_before_its_result_is_read_for_what_its_messages_said() -> None:

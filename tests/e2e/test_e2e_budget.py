@@ -4,6 +4,7 @@ at the limit from the usage it streams (the stand-in answers every call with its
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -69,6 +70,27 @@ def test_claude_is_stopped_at_its_token_budget(tmp_path: Path, standin: Standin)
     assert calls < 30  # stopped long before its script ran out
     pid = run["pid"]
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_claude_stopped_at_a_usd_budget_is_recorded_with_every_call_it_streamed(
+    tmp_path: Path, standin: Standin
+) -> None:
+    """A USD budget gives Claude Code its own ``--max-budget-usd`` too; stopped by it, its
+    result's ``usage`` leaves out its last call (2.1.330) while its cost counts it. The record
+    keeps every call the stream said: at least the tokens the budget message names."""
+    project = _project(tmp_path, standin)
+    standin.load([Shell(f"echo call {n} >> calls.txt") for n in range(40)])
+    env = {k: v for k, v in project.env.items() if k.startswith(("ANTHROPIC", "CLAUDE"))}
+    done = run_cli(
+        "spawn", "builder", "--plan", "specs/greeting.md", "--step", "1",
+        "--budget-usd", "0.005", "--quiet", "--json", cwd=project.root, env=env,
+    )  # fmt: skip
+    assert done.returncode == 5, done
+    run = json.loads(done.stdout)["run"]
+    said = re.search(r"\(tokens ([\d,]+)\)", run["reason"])
+    assert said is not None, run["reason"]
+    assert run["inputTokens"] + run["outputTokens"] >= int(said[1].replace(",", "")), run
+    assert run["costUsd"] is not None and run["costUsd"] > 0
 
 
 def test_claude_continued_after_a_429_is_stopped_counting_what_it_spent_before(

@@ -176,6 +176,30 @@ def test_an_agent_stopped_in_a_turn_after_a_result_is_recorded_at_the_watchs_rea
     assert watch.fill(ended) == ended  # the turn's result came: what the CLI said wins
 
 
+def test_a_claude_stop_at_its_own_budget_flag_is_recorded_with_the_call_its_result_left_out() -> (
+    None
+):
+    """Claude Code stopped by its own ``--max-budget-usd`` (2.1.330): its result's ``usage``
+    leaves out the last call, which its ``total_cost_usd`` counts. The record takes the tokens
+    the watch read (every call streamed) and the CLI's cost, not a lower bound when the budget
+    stopped it."""
+    ledger = Ledger(Budgets(agent=Cap(usd=0.005)), PRICES)
+    watch = ledger.watch("claude", "claude-sonnet-4-5")
+    assert watch is not None
+    stream = b"".join(assistant(n, 120, 30) for n in range(7))
+    result = {
+        "type": "result", "subtype": "error_max_budget_usd", "is_error": True, "session_id": "s",
+        "usage": {"input_tokens": 720, "output_tokens": 180}, "total_cost_usd": 0.00567,
+    }  # fmt: skip
+    stream += json.dumps(result).encode() + b"\n"
+    watch.feed(stream)
+    parsed = ClaudeAdapter().parse_output(stream.decode(), "")
+    assert (parsed.input_tokens, parsed.output_tokens) == (720, 180)  # the result's
+    filled = watch.fill(parsed, at_limit=True)
+    assert (filled.input_tokens, filled.output_tokens, filled.cost_usd) == (840, 210, 0.00567)
+    assert not filled.usage_partial and filled.session_id == "s"
+
+
 def test_no_watch_without_a_limit_and_a_warning_once_for_a_cli_that_streams_no_usage(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
