@@ -20,9 +20,12 @@ import argparse
 import contextlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.base.errors import BudgetError, ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from gitflow_agents.config.budget import Scope
 
 RESEARCHER = "researcher"
 
@@ -40,8 +43,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"flow {args.flow_kind}: --step needs --plan")
     if args.flow_kind == "review":
         _review_agents(args)
+    # the options limit what the command is about: `flow review`'s the review (its reviewers
+    # together, as `review`'s), the other flows' their one agent run
+    scope: Scope = "review" if args.flow_kind == "review" else "agent"
     ctx = open_context(
-        args, plan_path=plan, flow=args.flow_name, check_agents=False, budget_scope="agent"
+        args, plan_path=plan, flow=args.flow_name, check_agents=False, budget_scope=scope
     )
     if ctx.plan is not None:
         ctx.plan.step(args.step)
@@ -255,4 +261,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_chain_arguments(p)
     from gitflow_agents.commands.budget import add_budget_arguments
 
-    add_budget_arguments(p, "by each agent run")
+    add_budget_arguments(p, "by the agent run (review: by the review, its reviewers together)")

@@ -235,7 +235,7 @@ def open_context(
 ) -> Context:
     """Project root, config, plan, settings, the event hub (events.jsonl per agent run;
     live console lines on stderr unless --quiet) and the budgets (the options set
-    ``budget_scope``: ``run``'s a step run, ``flow``'s each agent run)."""
+    ``budget_scope``: ``run``'s a step run, ``flow``'s its agent run or its review)."""
     from gitflow_agents.chain import Context
     from gitflow_agents.commands.budget import ledger_from
     from gitflow_agents.config import load_flow_config

@@ -137,6 +137,32 @@ def test_a_budget_that_starts_no_agent_is_said_in_json_too(repo: Path, tmp_path:
     assert not (tmp_path / "record.json").exists()
 
 
+def test_flow_reviews_options_limit_the_review_its_reviewers_together(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`flow review --budget-tokens` is the review's limit, as `review`'s: two reviewers that
+    each stay under it but together go over are stopped (exit 5), and it lifts a smaller
+    `.flow/` `budget.review` (it capped each reviewer and left that in place)."""
+    configure(repo)
+    config = repo / ".flow" / "base.yaml"
+    for name in ("s1", "s2"):
+        options = {
+            "executable": str(SPENDER),
+            "env": {"FAKE_SPENDER_CALLS": "3", "FAKE_SPENDER_RECORD": str(tmp_path / name)},
+        }
+        config.write_text(
+            config.read_text()
+            + f"  {name}:\n    adapter: claude\n    options: {json.dumps(options)}\n"
+        )
+    head = git(repo, "rev-parse", "HEAD").strip()
+    review = ("flow", "review", "--range", f"{head}~1..{head}", "--reviewers", "s1,s2", "--quiet")
+    together = call(repo, *review, "--budget-tokens", "5000")  # 3,600 each, 7,200 in all
+    assert together.returncode == 5, together
+    config.write_text(config.read_text() + "budget:\n  review: {tokens: 1000}\n")
+    lifted = call(repo, *review, "--budget-tokens", "100000")
+    assert lifted.returncode != 5, lifted
+
+
 def test_a_budget_of_zero_still_starts_the_patch_agent_which_spends_nothing(repo: Path) -> None:
     configure(repo)
     config = repo / ".flow" / "base.yaml"
