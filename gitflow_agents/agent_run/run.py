@@ -50,7 +50,7 @@ from gitflow_agents.base.errors import UsageError
 from gitflow_agents.prompt import Segment, agent_dir, write_system_prompt
 from gitflow_agents.prompt.paths import write_prompt_segments
 from gitflow_agents.runs import RunPaths, RunStatus, create_run, result_status, write_status
-from gitflow_agents.runs.budget import Ledger, Watch, warn_uncounted
+from gitflow_agents.runs.budget import Ledger, Watch, warn_uncounted, warn_unpriced
 from gitflow_agents.runs.cards import card_lock
 from gitflow_agents.runs.control import listening
 from gitflow_agents.runs.events import EventHub, JsonlChannel
@@ -334,7 +334,11 @@ class AgentRunner:
             return outcome
         if prepared.launch.adapter in FREE or not budget.active:
             return outcome
-        spend = budget.priced(outcome.output, self.job.config.agent(self.job.agent).model)
+        model = self.job.config.agent(self.job.agent).model
+        spend = budget.priced(outcome.output, model)
+        tokens = None not in (spend.input_tokens, spend.output_tokens)
+        if tokens and spend.cost_usd is None and budget.usd_left() is not None:
+            warn_unpriced(prepared.launch.adapter, outcome.output.model or model, at_end=True)
         over = budget.over(spend, strictly=True)
         if over is None:
             return outcome

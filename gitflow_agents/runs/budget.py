@@ -283,17 +283,21 @@ def warn_uncounted(adapter: str, spend: Spend) -> None:
         )
 
 
-def warn_unpriced(adapter: str, model: str | None) -> None:
-    """One line on stderr, once per adapter and model: a USD budget cannot stop its agents."""
+def warn_unpriced(adapter: str, model: str | None, *, at_end: bool = False) -> None:
+    """One line on stderr, once per adapter and model: a USD budget cannot stop its agents
+    (``at_end``: a CLI that says its usage only when it ends, which one cannot count at all)."""
     why = (
         f"model {model} has no price (add it under `prices:`)"
         if model
         else "output names no model (set the agent's `model:`)"
     )
-    _warn_once(
-        f"the {adapter} agent's {why}: its cost is unknown while it runs, so a USD budget "
-        "cannot stop it mid-run (a token budget can)"
+    effect = (
+        "its cost is unknown, so a USD budget cannot count it (a token budget can)"
+        if at_end
+        else "its cost is unknown while it runs, so a USD budget cannot stop it mid-run (a token "
+        "budget can)"
     )
+    _warn_once(f"the {adapter} agent's {why}: {effect}")
 
 
 def _warn_once(text: str) -> None:

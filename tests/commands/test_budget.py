@@ -834,6 +834,30 @@ def test_a_cli_that_says_its_usage_only_at_its_end_is_judged_on_it(
         assert "budget: agent spent 1,200 tokens of 100" in done.stdout + done.stderr
 
 
+def test_a_usd_budget_warns_of_an_unpriced_cli_that_says_its_usage_only_at_its_end(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A CLI that says its tokens only at its end (Gemini CLI, Aider) with a model no price
+    table knows: a USD budget cannot count it, and the run says so once, as a watched CLI's
+    first reading does (it ran to its end with its cost unknown and said nothing)."""
+    configure(repo)
+    script = tmp_path / "gemini.py"
+    script.write_text(FAKE_GEMINI.replace("gemini-2.5-pro", "gemini-unpriced-9"))
+    fake = tmp_path / "gemini"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
+    fake.chmod(0o755)
+    config = repo / ".flow" / "base.yaml"
+    options = {"executable": str(fake)}
+    config.write_text(
+        config.read_text() + f"  gem:\n    adapter: gemini\n    options: {json.dumps(options)}\n"
+    )
+    done = call(repo, "spawn", "gem", "--task", "x", "--budget-usd", "1", "--quiet")
+    assert done.returncode == 0, done
+    said = [line for line in done.stderr.splitlines() if "has no price" in line]
+    assert len(said) == 1 and "gemini-unpriced-9" in said[0], done.stderr
+    assert "a USD budget cannot count it" in said[0]
+
+
 LIMITED = """\
 import json, sys
 usage = {"input_tokens": 1000, "output_tokens": 200}
