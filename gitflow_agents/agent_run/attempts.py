@@ -123,7 +123,13 @@ class Attempts:
             budget = launch.budget
             if isinstance(budget, Watch):  # it counts what the run spent so far (the wait too)
                 budget = budget.next_attempt([out for out in own if out is not None], before)
-            spent = budget.spent() if isinstance(budget, Watch) else None
+            watched = isinstance(budget, Watch)
+            done = [out for out in own if out is not None]
+            spent = (  # the record's figures of the attempts so far when no watch reads them
+                budget.spent()
+                if isinstance(budget, Watch)
+                else attempts_usage(done, run.facts.model, run.facts.prices)
+            )
             try:
                 waited = _wait(
                     run, delay, outcome.reason, self.waits.count, resumes, self.cancel, spent
@@ -136,6 +142,8 @@ class Attempts:
             if not waited:
                 self._outcomes.append(_canceled(run, "canceled while waiting out a rate limit"))
                 return
+            if not watched:  # the next attempt runs unread: `status` shows no figure of it
+                update_status(run.paths.run_dir, spent=None)
             launch, self._delivered = _next_launch(run, outcome, resumes)
             self._resumed.append(resumes)
             # its end event takes off what it counts again and says the run's spend so far,
@@ -315,8 +323,9 @@ def _wait(
     spent: Mapping[str, Any] | None = None,
 ) -> bool:
     """Wait ``delay`` seconds, on record; False when the run is canceled meanwhile. ``spent``:
-    what the run's attempts spent so far, as its budget's watch counts it (None: no watch):
-    ``status`` shows it while the run waits, as it shows a running agent's."""
+    what the run's attempts spent so far, as its budget's watch counts it (without a watch,
+    as its record will): ``status`` shows it while the run waits, as it shows a running
+    agent's."""
     until = time.time() + delay
     then = "continue its session" if resumes else "start again"
     try:

@@ -739,6 +739,42 @@ def test_a_budgeted_run_shows_in_status_what_its_attempts_spent_while_it_waits(
     assert (run["inputTokens"], run["outputTokens"], run["tokensPartial"]) == (3000, 300, True)
 
 
+def test_a_run_without_a_budget_shows_in_status_what_its_attempts_spent_while_it_waits(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """Without a budget no watch reads a run as it runs, but what its attempts spent before a
+    rate limit's wait is known (their outputs, as the record will have them): `status` shows
+    it while the run waits (it showed "-"), and no figure once the next attempt runs unread."""
+    painter(repo, tmp_path, WAITED_COMMAND)
+    argv = [*SPAWN, "painter", "--flow", "f", "--task", "Paint.", "--quiet"]
+    proc = subprocess.Popen(
+        argv, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    rows: list[dict[str, Any]] = []
+
+    def seen(state: str) -> bool:
+        assert proc.poll() is None, proc.communicate()
+        rows[:] = [
+            r for r in json.loads(cli.main("status", "--json", cwd=repo).stdout)
+            if r["state"] == state
+        ]  # fmt: skip
+        return bool(rows)
+
+    try:
+        wait_until(lambda: seen("waiting") and rows[0].get("inputTokens") == 2000, timeout=30)
+        assert rows[0]["outputTokens"] == 200 and rows[0]["tokensPartial"] is True
+        assert "≥ 2,000/200" in cli.main("status", cwd=repo).stdout
+        wait_until(lambda: seen("running"), timeout=30)
+        assert rows[0].get("inputTokens") is None  # the running attempt: nothing read of it
+    finally:
+        (tmp_path / "n.go").touch()  # the agent ends: no process left behind
+        try:
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, out + err
+
+
 CONTINUED_COMMAND = """#!{python}
 import json, os, pathlib, sys
 count = pathlib.Path({count!r})
