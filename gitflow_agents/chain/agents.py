@@ -34,8 +34,10 @@ from gitflow_agents.findings.report import read_review
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
 from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt, default_agent_id
+from gitflow_agents.runs.fields import mapping
 from gitflow_agents.runs.lost import lifetime
 from gitflow_agents.runs.schema import AgentEntry
+from gitflow_agents.runs.status import LOST_REASON
 
 if TYPE_CHECKING:
     from gitflow_agents.findings import Review
@@ -112,12 +114,13 @@ def lost_runs(ended: Sequence[Lost]) -> list[AgentRun]:
     to their last sign of life (``lost.lifetime``), not to when they were ended."""
     runs = []
     for run_id, status in ended:
-        agent = str(status.get("agent") or "?")
+        agent_id = str(status.get("agent") or "?")
+        name = mapping(status, "extra").get("agent_config")  # its name in .flow/
         kind = status.get("kind")
         runs.append(
             AgentRun(
-                agent=agent,
-                agent_id=agent,
+                agent=name if isinstance(name, str) and name else agent_id,
+                agent_id=agent_id,
                 kind=kind if kind in ("implement", "review", "fix", "research") else "implement",
                 run_id=run_id,
                 status="canceled",
@@ -132,16 +135,13 @@ def lost_runs(ended: Sequence[Lost]) -> list[AgentRun]:
     return runs
 
 
-_LOST = "lost (its supervisor died)"
-
-
 def _lost_reason(status: Mapping[str, Any]) -> str:
     """Why a lost run ended, as the step's record says it: what ended it when that was
     `cancel` or `gc` (their reasons, ``lost ...`` already when it was `gc`'s), else this run."""
     ended_by = status.get("reason") if status.get("state") == "canceled" else None
     if not isinstance(ended_by, str) or not ended_by:
-        return f"{_LOST}; killed by a new run of its step"
-    return ended_by if ended_by.startswith(_LOST) else f"{_LOST}; {ended_by}"
+        return f"{LOST_REASON}; killed by a new run of its step"
+    return ended_by if ended_by.startswith(LOST_REASON) else f"{LOST_REASON}; {ended_by}"
 
 
 def agent_id_for(agent: str, step: int | None, iteration: int | None = None) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs.fields import integer, mapping, number, scalar, text
 from gitflow_agents.runs.spend import Spend, dollars, run_spend, total
+from gitflow_agents.runs.status import listed_lost
 
 MAX_FIELD = 60
 """Characters of one untrusted text (an agent name, a reason) shown in a label."""
@@ -129,15 +130,17 @@ def _stages(agents: list[_Agent], chain: Mapping[str, Any]) -> list[_Stage]:
     fixes = 0
     for agent in agents:
         last = stages[-1] if stages else None
+        # a lost run a new run of its step listed reviewed no round (its successor did)
+        in_round = agent.kind == "review" and not listed_lost(agent.status, agent.reason)
+        index = where.get(agent.agent_id) if in_round else None
         lane = (
             next((ln for ln in last.lanes if ln[-1].agent_id == agent.agent_id), None)
-            if last
+            if last and last.round is (rounds[index] if index is not None else None)
             else None
         )
         if lane is not None and agent.agent_id:
             lane.append(agent)
             continue
-        index = where.get(agent.agent_id) if agent.kind == "review" else None
         if index is not None and last is not None and last.round is rounds[index]:
             last.lanes.append([agent])
             continue

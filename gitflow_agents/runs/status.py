@@ -91,3 +91,15 @@ def step_result_status(outcome: str) -> ResultStatus:
 def is_live(state: object) -> bool:
     """Whether a ``status.json`` state is one of a run that has not ended."""
     return state in LIVE_STATES
+
+
+LOST_REASON = "lost (its supervisor died)"
+"""How a step run's record begins the reason of an agent run it lists as lost: one an earlier
+run of the step left when its supervisor was killed (``chain/agents.lost_runs``)."""
+
+
+def listed_lost(status: str, reason: str) -> bool:
+    """Whether a step run's ``chain.agents`` entry (its ``status`` and ``reason``) is such a
+    lost run: it reviewed nothing of the round its agent id names (the new run's reviewer of
+    that id did), so it carries no verdict."""
+    return status == "canceled" and reason.startswith(LOST_REASON)

@@ -33,6 +33,9 @@ from tests.golden.mermaid_cases import (
     chart,
     golden_path,
     hostile_case,
+    review_round,
+    reviewer,
+    step_result,
     usage,
 )
 from tests.helpers.mermaid import skeleton
@@ -288,3 +291,24 @@ def test_hostile_text_everywhere_stays_inside_its_labels() -> None:
 def test_any_text_never_adds_a_node_an_edge_a_click_or_closes_the_fence(value: str) -> None:
     assume(value.strip() not in ("review", "fix"))  # kinds the chart groups by
     _hostile_checks(value)
+
+
+def test_a_lost_reviewer_a_new_run_listed_carries_no_verdict_of_its_successors_round() -> None:
+    """A reviewer lost when its supervisor was killed, listed by the step's new run (first, as
+    it ran before it), shares its agent id with the new run's reviewer of that round: its node
+    is a plain canceled review, not the round's APPROVED, and the round's reviewer keeps it."""
+    lost = agent(
+        "review", "reviewer", "step-02-reviewer-1", "run-0", 400, status="canceled",
+        reason="lost (its supervisor died); killed by a new run of its step",
+    )  # fmt: skip
+    agents = [
+        lost,
+        agent("implement", "builder", "step-02-builder", "run-1", 1_000, reused=True),
+        agent("review", "reviewer", "step-02-reviewer-1", "run-2", 1_000),
+    ]
+    rounds = [review_round(1, True, reviewer("step-02-reviewer-1", "approve"))]
+    text = step_flowchart(step_result("approved", "approved", agents, rounds))
+    labels = re.findall(r'n\d+\(?\["([^"]*)"\]', text)
+    assert labels[0].startswith("review<br/>") and "APPROVED" not in labels[0], labels
+    assert "CANCELED" in labels[0]
+    assert labels[2].startswith("review 1#58; APPROVED"), labels

@@ -18,6 +18,7 @@ from gitflow_agents.github.action.comment import RunRow, int_or_none, usage_fiel
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.schema import StepChain, step_chain
 from gitflow_agents.runs.spend import Spend, run_folder, run_spend, step_spend, total
+from gitflow_agents.runs.status import listed_lost
 
 
 def _agent_record(runs: Path, run_id: str) -> Mapping[str, Any]:
@@ -73,7 +74,8 @@ def history_rows(result: Mapping[str, Any], runs: Path) -> list[RunRow]:
         spent.append(run_spend(run if isinstance(run, dict) else {}))
         files, plus, minus = _stats(record.get("gitStats"))
         outcome = "reused" if agent.reused else agent.status or "—"
-        if agent.kind == "review" and agent.agent_id in verdicts:
+        lost = listed_lost(agent.status, agent.reason)  # the round's verdict is its successor's
+        if agent.kind == "review" and agent.agent_id in verdicts and not lost:
             outcome = f"{outcome}: {verdicts[agent.agent_id]}"
         rows.append(
             RunRow(
