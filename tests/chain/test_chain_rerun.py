@@ -221,6 +221,10 @@ def test_a_lost_run_is_listed_with_what_ended_it_said_once(
     (listed,) = lost_runs([Lost("01a2-lost", found)])
     assert listed.reason == reason + (ended_by or "")
     assert listed.duration == 3.0  # to its last sign of life, not to now
+    assert (listed.agent, listed.agent_id) == ("step-01-builder", "step-01-builder")
+    named = {**found, "extra": {"agent_config": "builder"}}  # its name in .flow/, as recorded
+    (listed,) = lost_runs([Lost("01a2-lost", named)])
+    assert (listed.agent, listed.agent_id) == ("builder", "step-01-builder")
 
 
 # --- done is read from the target ------------------------------------------------------------
