@@ -37,6 +37,7 @@ from gitflow_agents.runs import (
 )
 from gitflow_agents.runs.cards import history_line
 from gitflow_agents.runs.schema import SetupEntry, StepChain
+from gitflow_agents.runs.spend import step_spend
 from gitflow_agents.runs.status import StepOutcome as StepOutcome
 from gitflow_agents.runs.status import step_result_status
 
@@ -208,7 +209,10 @@ def _write_record(rec: StepRecord) -> ChainResult:
         history = ctx.root / ctx.config.flow_dir / ctx.flow / "history.md"
         with history.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")
-    ctx.hub.emit("harness:complete", {"outcome": rec.outcome, "runID": rec.run_id})
+    # the step's spend as its record sums it (a lost run it lists too, which sent no event):
+    # what the live views end the step with
+    spend = step_spend(paths.run_dir, result).to_json()
+    ctx.hub.emit("harness:complete", {"outcome": rec.outcome, "runID": rec.run_id, "spend": spend})
     return rec.result(git_stats, line, written)
 
 

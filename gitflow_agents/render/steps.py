@@ -25,6 +25,7 @@ from rich.table import Table
 from gitflow_agents.base.color import rich_settings, use_color
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs.events import Event, usage_line
+from gitflow_agents.runs.spend import Spend, run_spend
 
 COLUMNS = ("step", "agent", "phase", "elapsed", "last output", "tokens/cost")
 _STEP_AGENT = re.compile(r"^step-(\d+)-")
@@ -63,6 +64,17 @@ class StepRow:
         minutes, sec = divmod(seconds, 60)
         hours, minutes = divmod(minutes, 60)
         return f"{hours}:{minutes:02d}:{sec:02d}" if hours else f"{minutes:02d}:{sec:02d}"
+
+
+def _set_spend(row: StepRow, spend: Spend) -> None:
+    """``row``'s figures as ``spend`` (a step's, as its record sums them) says them."""
+    row.tokens_in, row.tokens_out, row.cost = (
+        spend.input_tokens,
+        spend.output_tokens,
+        spend.cost_usd,
+    )
+    row.cost_estimated = spend.cost_estimated
+    row.usage_partial = spend.tokens_partial or spend.cost_partial
 
 
 def last_line(text: str, limit: int = _LAST_CHARS) -> str:
@@ -169,6 +181,9 @@ class StepsChannel:
             return self._agent_end(row, data)
         if kind == "harness:complete":
             row.outcome, row.ended = str(data.get("outcome") or "ended"), now
+            spend = data.get("spend")
+            if isinstance(spend, Mapping):  # the record's sum: the events' and its lost runs'
+                _set_spend(row, run_spend(spend))
             row.phase, row.agent_state = row.outcome, ""
             usage = f" {row.usage()}" if row.usage() else ""
             return f"step {step}: {row.outcome} after {row.elapsed(now)}{usage}"

@@ -98,6 +98,24 @@ def test_figures_an_agent_streamed_before_it_stopped_are_a_lower_bound() -> None
     assert line in out.getvalue().splitlines()
 
 
+def test_a_steps_end_line_says_its_records_sum_its_lost_runs_too() -> None:
+    """A step run again after a kill lists the lost agent run, whose spend its record counts
+    but which sent no event: its end line says the record's sum (``harness:complete``'s
+    ``spend``), not the events' alone."""
+    out = io.StringIO()
+    clock = ticking()
+    hub = EventHub([StepsChannel(out, is_tty=False, clock=lambda: next(clock))])
+    hub.emit("harness:start", {"flow": "feature", "step": 2, "runID": "run-2"})
+    data = {"agent": "step-02-builder", "status": "succeeded", "input_tokens": 7000}
+    hub.emit("agent:complete", {**data, "output_tokens": 800, "cost_usd": 0.033})
+    spend = {"inputTokens": 16000, "outputTokens": 2000, "costUsd": 0.078, "costEstimated": True}
+    spend |= {"tokensPartial": True, "costPartial": True}
+    hub.emit("harness:complete", {"outcome": "approved", "runID": "run-2", "spend": spend})
+    hub.close()
+    last = out.getvalue().splitlines()[-1]
+    assert last.endswith("tokens ≥ 16,000/2,000 ≥ $0.0780 est."), last
+
+
 def test_the_consoles_end_line_marks_a_lower_bound() -> None:
     out = io.StringIO()
     hub = EventHub([ConsoleChannel(out, is_tty=False)], run_id="r")
