@@ -32,7 +32,7 @@ from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.fsutil import ReadRefused, read_text_limited, write_json_atomic
 from gitflow_agents.prompt import agent_dir
 from gitflow_agents.prompt.paths import check_name
-from gitflow_agents.runs import RunPaths, find_run, is_run_id, new_run_id, read_json
+from gitflow_agents.runs import RunPaths, find_run, is_run_id, named_run, new_run_id, read_json
 from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.cards import CardLockedError, card_lock
 from gitflow_agents.runs.fields import integer, mapping, number, text
@@ -91,9 +91,7 @@ def finished_run(root: Path, flow_dir: str, run_id: str) -> FinishedRun:
     """The run ``run_id`` names (or a unique prefix of 8+ characters); UsageError when there is
     none or it has not finished."""
 
-    paths = find_run(root, flow_dir, run_id)
-    if paths is None:
-        raise UsageError(f"send: no run {run_id!r} under {flow_dir}/*/runs/")
+    paths = named_run(root, flow_dir, run_id, "send")
     run_id = paths.run_dir.name
     status = read_json(paths.status) or {}
     result = read_json(paths.result)

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.fsutil import (
     MAX_REPORT_CHARS,
     ReadRefused,
@@ -224,6 +225,25 @@ def iter_runs(root: Path, flow_dir: str, flow: str | None = None) -> Iterator[Ru
 
 def find_run(root: Path, flow_dir: str, run_id: str) -> RunPaths | None:
     """The run directory of ``run_id`` in any flow (a unique prefix of 8+ characters also works)."""
+    matches = _matching_runs(root, flow_dir, run_id)
+    return matches[0] if len(matches) == 1 else None
+
+
+def named_run(root: Path, flow_dir: str, run_id: str, command: str) -> RunPaths:
+    """:func:`find_run`, or UsageError saying why not: no run has that id or prefix, or the
+    prefix names several runs (begun in the same millisecond: their first 13 characters are
+    their creation time), which it lists as long as it takes to tell them apart."""
+    matches = _matching_runs(root, flow_dir, run_id)
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise UsageError(f"{command}: no run {run_id!r} under {flow_dir}/*/runs/")
+    names = short_ids([paths.run_dir.name for paths in matches])
+    raise UsageError(f"{command}: {run_id!r} names {len(matches)} runs: {', '.join(names)}")
+
+
+def _matching_runs(root: Path, flow_dir: str, run_id: str) -> list[RunPaths]:
+    """The run that has the id ``run_id``, else every run whose id begins with it (8+ chars)."""
     matches = [
         paths
         for paths in iter_runs(root, flow_dir)
@@ -231,9 +251,7 @@ def find_run(root: Path, flow_dir: str, run_id: str) -> RunPaths | None:
         or (len(run_id) >= 8 and paths.run_dir.name.startswith(run_id))
     ]
     exact = [p for p in matches if p.run_dir.name == run_id]
-    if exact:
-        return exact[0]
-    return matches[0] if len(matches) == 1 else None
+    return exact[:1] or matches
 
 
 # --- result.json (one shape per flow kind) ------------------------------------------------

@@ -45,7 +45,7 @@ from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.config import load_flow_config
 from gitflow_agents.config.values import FlowConfig
-from gitflow_agents.runs import RunPaths, find_run, read_json
+from gitflow_agents.runs import RunPaths, named_run, read_json
 from gitflow_agents.runs.events import EventHub, NoSession
 from gitflow_agents.runs.fields import mapping
 from gitflow_agents.runs.liveness import process_alive
@@ -407,10 +407,7 @@ def cancel_run(
 def _find(root: Path, run_id: str, flow_dir: str | None, command: str) -> RunPaths:
     if flow_dir is None:
         flow_dir = load_flow_config(root).flow_dir
-    paths = find_run(root, flow_dir, run_id)
-    if paths is None:
-        raise UsageError(f"{command}: no run {run_id!r} under {flow_dir}/*/runs/")
-    return paths
+    return named_run(root, flow_dir, run_id, command)
 
 
 def _live_run(

@@ -107,3 +107,26 @@ def test_runs_begun_in_the_same_millisecond_are_told_apart() -> None:
     rows = [{"runId": run_id, **row} for run_id in (twin, same_ms, alone)]
     table = format_table(rows).splitlines()
     assert [line.split()[0] for line in table[1:]] == [twin[:18], same_ms[:18], alone[:13]]
+
+
+def test_a_prefix_that_names_several_runs_is_said_so_with_their_longer_prefixes(
+    repo: Path,
+) -> None:
+    """`cancel` and `send` given a prefix two runs share (begun in the same millisecond, in
+    two flows) say it names both and how to tell them apart; it said "no run …", which is
+    wrong. A prefix that names one still works."""
+    from tests.conftest import run_cli
+
+    twin = "01a21cd7-715c-7a3e-9d1f-4c6b2e8f0a17"
+    other = "01a21cd7-715c-7b84-9d1f-4c6b2e8f0a17"
+    for flow, run_id in (("fa", twin), ("fz", other)):
+        run_dir = repo / "flows" / flow / "runs" / run_id
+        run_dir.mkdir(parents=True)
+        status = {"run_id": run_id, "flow": flow, "agent": "a", "state": "succeeded"}
+        (run_dir / "status.json").write_text(json.dumps({**status, "started": 1, "ended": 2}))
+    for command in (("cancel", twin[:13]), ("send", twin[:13], "hi")):
+        done = run_cli(*command, cwd=repo)
+        assert done.returncode == 2, done
+        assert f"'{twin[:13]}' names 2 runs: {twin[:18]}, {other[:18]}" in done.stderr, done.stderr
+    done = run_cli("cancel", twin[:18], cwd=repo)
+    assert done.returncode == 0 and "already" in done.stdout + done.stderr, done
