@@ -303,7 +303,7 @@ class AgentRunner:
                     with attempts.slot() as free:
                         attempts.ended(
                             supervise(
-                                launch,
+                                launch._replace(judge=self._judge()),
                                 self.files,
                                 self.job.limits,
                                 hub=self.hub,
@@ -321,25 +321,41 @@ class AgentRunner:
         self._end_task(self.outcome.status, self.outcome.reason)
         return self.outcome
 
-    def _judged(self, outcome: Outcome) -> Outcome:
-        """``outcome`` judged on the usage its CLI said at its end when no watch read it as it
-        ran (Gemini CLI, Aider, Auggie say it only then): over a limit, it ends ``budget``,
-        as a watched agent's last usage line ends it (``supervisor/run.finish``; docs/
-        configuration.md, "budget"): a reviewer over its budget is not approved. Only a
-        limit gone over counts: it ended on its own, having spent what it could."""
+    def _judge(self) -> Callable[[Any], str | None] | None:
+        """What judges an attempt at its end on the usage its CLI said then, when no watch
+        reads it as it runs (Gemini CLI, Aider, Auggie say it only then): the supervisor ends
+        it ``budget`` over a limit (``Launch.judge``), so its end event says so; None when
+        no budget needs it."""
         budget, prepared = self.job.budget, self.launch
         if budget is None or prepared is None or isinstance(prepared.launch.budget, Watch):
+            return None
+        if prepared.launch.adapter in FREE or not budget.active:
+            return None
+        return self._over_at_end
+
+    def _over_at_end(self, output: Any) -> str | None:
+        """The budget message when ``output``, a run's usage at its end, is over a limit (only
+        a limit gone over: it ended on its own, having spent what it could); the first time
+        its tokens are known but its model has no price under a USD limit, a warning."""
+        budget, prepared = self.job.budget, self.launch
+        assert budget is not None and prepared is not None
+        model = self.job.config.agent(self.job.agent).model
+        spend = budget.priced(output, model)
+        tokens = None not in (spend.input_tokens, spend.output_tokens)
+        if tokens and spend.cost_usd is None and budget.usd_left() is not None:
+            warn_unpriced(prepared.launch.adapter, output.model or model, at_end=True)
+        return budget.over(spend, strictly=True)
+
+    def _judged(self, outcome: Outcome) -> Outcome:
+        """``outcome`` judged on the usage its CLI said at its end, every attempt's (each was
+        judged on its own as it ended, :meth:`_judge`): over a limit, it ends ``budget``, as a
+        watched agent's last usage line ends it (``supervisor/run.finish``; docs/
+        configuration.md, "budget"): a reviewer over its budget is not approved."""
+        if self._judge() is None:
             return outcome
         if outcome.status not in ("succeeded", "failed") or outcome.output is None:
             return outcome
-        if prepared.launch.adapter in FREE or not budget.active:
-            return outcome
-        model = self.job.config.agent(self.job.agent).model
-        spend = budget.priced(outcome.output, model)
-        tokens = None not in (spend.input_tokens, spend.output_tokens)
-        if tokens and spend.cost_usd is None and budget.usd_left() is not None:
-            warn_unpriced(prepared.launch.adapter, outcome.output.model or model, at_end=True)
-        over = budget.over(spend, strictly=True)
+        over = self._over_at_end(outcome.output)
         if over is None:
             return outcome
         update_status(self.paths.run_dir, state="budget", reason=over)

@@ -103,6 +103,10 @@ class Launch(NamedTuple):
     # an attempt after a rate limit's wait: the run's usage keys as its record will have them
     # were this attempt its last, from this attempt's own output (its earlier attempts' added)
     run_usage: Callable[[ParsedOutput | None], Mapping[str, Any]] | None = None
+    # a CLI that says its usage only when it ends (no watch reads it as it runs): the budget
+    # message when its parsed output puts it over a limit, so it ends `budget` as its event
+    # says (None: no such budget)
+    judge: Callable[[ParsedOutput], str | None] | None = None
 
 
 def supervise(
@@ -178,7 +182,7 @@ class _Supervision:
         self.spec, self.files, self.run_dir, self.hub = launch.spec, files, run_dir, hub
         self.run_id, self.watcher, self.limits = run_dir.name, watcher, limits
         self.parse_output, self.secrets = launch.parse_output, secrets
-        self.budget, self.price = launch.budget, launch.price
+        self.budget, self.price, self.judge = launch.budget, launch.price, launch.judge
         self.counted_before, self.run_usage = launch.counted_before, launch.run_usage
         self.agent = files.report.parent.name
         self.cancel = threading.Event()
@@ -480,6 +484,9 @@ class _Supervision:
         parsed, verdict = read_reply(parse, verdict, stdout, stderr, completes_by_exit=by_exit)
         if parsed is not None and budget is not None:  # stopped before its final totals
             parsed = budget.fill(parsed, at_limit=verdict.status == "budget")
+        over = self.judge(parsed) if self.judge is not None and parsed is not None else None
+        if over is not None and verdict.status in ("succeeded", "failed"):
+            verdict = replace(verdict, status="budget", reason=over)  # only at its end
         note = f"; processes left behind: {list(leftover)}" if leftover else ""
         outcome = Outcome(
             status=verdict.status,

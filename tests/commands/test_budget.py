@@ -826,12 +826,17 @@ def test_a_cli_that_says_its_usage_only_at_its_end_is_judged_on_it(
     config.write_text(
         config.read_text() + f"  gem:\n    adapter: gemini\n    options: {json.dumps(options)}\n"
     )
-    done = call(repo, "spawn", "gem", "--task", "x", "--budget-tokens", limit, "--quiet")
+    done = call(repo, "spawn", "gem", "--task", "x", "--budget-tokens", limit)
     assert done.returncode == code, done
     (result,) = agent_results(repo, "gem")
     assert result["run"]["outcome"] == ("budget" if code else "succeeded")
+    said = done.stdout + done.stderr
+    # its end line says how it ended, as its record (it said "succeeded", then the budget)
+    ended = [line for line in said.splitlines() if line.startswith("gem: ") and "00:" in line]
+    assert ended and ended[-1].startswith("gem: budget " if code else "gem: succeeded "), said
+    assert ("gem: succeeded" in said) is not bool(code), said
     if code:
-        assert "budget: agent spent 1,200 tokens of 100" in done.stdout + done.stderr
+        assert "budget: agent spent 1,200 tokens of 100" in said
 
 
 def test_a_usd_budget_warns_of_an_unpriced_cli_that_says_its_usage_only_at_its_end(
