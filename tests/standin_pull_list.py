@@ -2,7 +2,8 @@
 against GitHub's schema): the pull requests of the repository, filtered by ``states`` and
 ``baseRefName``, ordered by ``orderBy`` (``CREATED_AT``: by number, as the stand-in opens them),
 paginated with opaque cursors (``first`` up to 100), each with the fields
-``gitflow_agents/github/api/open_pulls.py`` selects: its head branch's tip (``headRef.target``,
+``gitflow_agents/github/api/open_pulls.py`` selects: its armed auto-merge (``autoMergeRequest``,
+null while none is), its head branch's tip (``headRef.target``,
 a ``Commit``; null when the branch is gone) and on it ``status.context(name:)``, the newest
 status of that context (null when none; ``status`` null when the commit has no status at all),
 as GitHub's combined status has it. A head branch that is gone closes its pull request
@@ -72,9 +73,17 @@ def _node(s: GitHubStandIn, pull: Pull) -> dict[str, Any]:
             "login": author["login"],
         },
         "headRepository": {"nameWithOwner": head_repo},
+        "autoMergeRequest": _auto_merge(pull),
         "labels": lambda info, **_: {"nodes": [{"name": name} for name in pull.labels]},
         "headRef": {"target": {"__typename": "Commit", "oid": pull.head_sha, **_status(s, pull)}},
     }
+
+
+def _auto_merge(pull: Pull) -> dict[str, Any] | None:
+    """``autoMergeRequest``: null while none is armed (REST's ``auto_merge`` null), else its
+    method as GitHub's ``PullRequestMergeMethod`` enum names it."""
+    method = (pull.auto_merge or {}).get("merge_method")
+    return {"mergeMethod": str(method).upper()} if method else None
 
 
 def _status(s: GitHubStandIn, pull: Pull) -> dict[str, Any]:

@@ -6,7 +6,9 @@ request; a plan of 20 open step pull requests paid 21 reads for every update of 
 (benchmarks/tend_requests.py). GraphQL's ``Status.context(name:)`` is the newest status of that
 context on the commit, what ``commits.newest_state`` reads. The head is the head branch's tip
 (``headRef.target``); its state counts only while that is ``headRefOid`` (a push between the
-two is asked again through REST). A token whose GraphQL request fails or is refused (an error
+two is asked again through REST). The armed auto-merge's method (``autoMergeRequest``, REST's
+``auto_merge``) is read with them: ``plan tend --auto-merge`` arms a green pull request that has
+none without a read of its own. A token whose GraphQL request fails or is refused (an error
 answer, a 403) gets the REST reads instead, so nothing works less than before: ``HeadStates``
 asks REST for every head GraphQL did not answer. The query is sent exactly as written here (it
 is in tests/data/github-graphql/operations.graphql, against which the stand-in's schema was
@@ -31,9 +33,9 @@ OPEN_PULLS_QUERY = (
     "{ pullRequests(first: 100, after: $cursor, states: [OPEN], baseRefName: $base, "
     "orderBy: {field: CREATED_AT, direction: DESC}) { pageInfo { hasNextPage endCursor } "
     "nodes { number title url isDraft headRefName headRefOid baseRefName baseRefOid "
-    "author { login } headRepository { nameWithOwner } labels(first: 100) { nodes { name } } "
-    "headRef { target { oid ... on Commit { status { context(name: $context) "
-    "{ state } } } } } } } } }"
+    "author { login } headRepository { nameWithOwner } autoMergeRequest { mergeMethod } "
+    "labels(first: 100) { nodes { name } } headRef { target { oid ... on Commit "
+    "{ status { context(name: $context) { state } } } } } } } } }"
 )
 
 
@@ -95,6 +97,7 @@ def _pull(node: dict[str, Any], repo: str) -> tuple[PullRequest, str | None]:
     """A pull request node as our value, and its head's state (``_UNKNOWN`` when unread)."""
     head_repo = (node.get("headRepository") or {}).get("nameWithOwner")
     labels = (node.get("labels") or {}).get("nodes") or []
+    armed = (node.get("autoMergeRequest") or {}).get("mergeMethod")
     pull = PullRequest(
         number=int(node["number"]),
         title=str(node.get("title") or ""),
@@ -108,6 +111,7 @@ def _pull(node: dict[str, Any], repo: str) -> tuple[PullRequest, str | None]:
         draft=bool(node.get("isDraft")),
         html_url=str(node.get("url") or ""),
         labels=tuple(str(label["name"]) for label in labels if isinstance(label, dict)),
+        auto_merge=str(armed).lower() if armed else None,
     )
     target = (node.get("headRef") or {}).get("target") or {}
     if target.get("oid") != pull.head_sha:

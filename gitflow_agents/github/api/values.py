@@ -30,8 +30,8 @@ class PullRequest:
     labels: tuple[str, ...] = ()
     auto_merge: str | None = None
     """The method GitHub's auto-merge is armed with (``merge``, ``squash``, ``rebase``): REST's
-    ``auto_merge``; None when none is armed, or where it is not read (the GraphQL list of open
-    pull requests, ``api/open_pulls.py``)."""
+    ``auto_merge`` (GraphQL's ``autoMergeRequest.mergeMethod`` in the list of open pull
+    requests, ``api/open_pulls.py``); None when none is armed."""
 
     @property
     def is_fork(self) -> bool:

@@ -171,17 +171,7 @@ def publish_step(
         client.pulls.remove_label(spec.repo, pull.number, CHANGES_LABEL)
     elif not approved and CHANGES_LABEL not in pull.labels:
         client.pulls.add_label(spec.repo, pull.number, CHANGES_LABEL)
-    # Pending first, then auto-merge: GitHub refuses to enable auto-merge on a pull request
-    # whose required checks already pass ("clean status"), and merges once the final one does.
-    # Never pending over a final state of this head: a late run must not take a verdict back;
-    # except to arm auto-merge on an approved head (GitHub refuses it on a green pull request),
-    # or to disarm a rebase one that must not land it, where this run writes the verdict again
-    # right after (pending meanwhile: nothing merges the head before it is disarmed).
-    final = newest_state(client, spec.repo, head, status.CONTEXT) in FINAL_STATES
-    changes = spec.auto_merge is not None or _rebase_armed(spec, pull)
-    if not final or (changes and approved):
-        status.set_pending(client, spec.repo, head, target_url=run_url)
-    merging = _auto_merge(client, spec, pull, head, approved)
+    merging = open_gate(client, spec, pull, head, approved, run_url)
     found, gate = last_review(result, threshold)
     login = Identity(client, None)
     login.settle(lambda: comment.marked_comments(client, spec.repo, pull.number))
@@ -202,21 +192,81 @@ def publish_step(
         chart=chart,
     )
     sticky = comment.upsert_summary(client, spec.repo, pull.number, body, login=login)
+    said = status.final_description(found, gate) if not approved else f"Approved: {head[:12]}"
+    state = close_gate(client, spec, head, approved, merging, said, run_url)
+    return StepPublished(pull, state, merging, sticky.action)
+
+
+def open_gate(
+    client: Client,
+    spec: StepPull,
+    pull: PullRequest,
+    head: str,
+    approved: bool,
+    run_url: str | None,
+    *,
+    final: bool | None = None,
+) -> str:
+    """Before the verdict on ``head``: ``pending`` set, then auto-merge enabled (or a rebase one
+    disarmed, ``_auto_merge``); what was done with auto-merge (``StepPublished.auto_merge``).
+    ``final``: whether the head's newest status is final, when the caller knows (else read)."""
+    # Pending first, then auto-merge: GitHub refuses to enable auto-merge on a pull request
+    # whose required checks already pass ("clean status"), and merges once the final one does.
+    # Never pending over a final state of this head: a late run must not take a verdict back;
+    # except to arm auto-merge on an approved head (GitHub refuses it on a green pull request),
+    # or to disarm a rebase one that must not land it, where this run writes the verdict again
+    # right after (``close_gate``; pending meanwhile: nothing merges the head before it is
+    # disarmed).
+    if final is None:
+        final = newest_state(client, spec.repo, head, status.CONTEXT) in FINAL_STATES
+    changes = spec.auto_merge is not None or _rebase_armed(spec, pull)
+    if not final or (changes and approved):
+        status.set_pending(client, spec.repo, head, target_url=run_url)
+    return _auto_merge(client, spec, pull, head, approved)
+
+
+def close_gate(
+    client: Client,
+    spec: StepPull,
+    head: str,
+    approved: bool,
+    merging: str,
+    description: str,
+    run_url: str | None,
+) -> str:
+    """The verdict on ``head`` once ``open_gate`` left auto-merge as it must be: the state set
+    (success or failure), or "pending" (nothing written) when it did not (``merge_armed``)."""
     if not merge_armed(spec, approved, merging):
         # green without auto-merge would stall the wave, and green with a rebase auto-merge
-        # still armed would let GitHub drop the merge's edits; pending says "not finished", and
-        # a re-run enables (or disables) it and then sets the verdict (docs/github.md, "Recovery")
-        return StepPublished(pull, "pending", merging, sticky.action)
+        # still armed would stall it too (GitHub refuses that rebase); pending says "not
+        # finished", and a re-run enables (or disables) it and then sets the verdict
+        # (docs/github.md, "Recovery")
+        return "pending"
     state = "success" if approved else "failure"
-    status.set_status(
-        client,
-        spec.repo,
-        head,
-        state,
-        status.final_description(found, gate) if not approved else f"Approved: {head[:12]}",
-        target_url=run_url,
+    status.set_status(client, spec.repo, head, state, description, target_url=run_url)
+    return state
+
+
+def arm_green(
+    client: Client, repo: str, pull: PullRequest, head: str, method: str, run_url: str | None
+) -> StepPublished:
+    """Auto-merge (``method``) armed on the approved pull request ``pull`` whose ``head`` is
+    already green and has none armed (``plan tend --auto-merge``, which found it so), the way
+    publishing arms it (``open_gate``, ``close_gate``): ``pending`` first, enabled, ``success``
+    again; nothing else is written. Refused by GitHub, the head stays ``pending``
+    (``StepPublished.state``), so nothing would call it green while nothing merges it."""
+    spec = StepPull(
+        repo=repo,
+        branch=pull.head_ref,
+        target=pull.base_ref,
+        title=pull.title,
+        body="",
+        draft=pull.draft,
+        auto_merge=method,
     )
-    return StepPublished(pull, state, merging, sticky.action)
+    merging = open_gate(client, spec, pull, head, True, run_url, final=True)
+    state = close_gate(client, spec, head, True, merging, f"Approved: {head[:12]}", run_url)
+    return StepPublished(pull, state, merging, "unchanged")
 
 
 def clear_changes_label(client: Client, repo: str, pull: PullRequest) -> bool:

@@ -6,8 +6,9 @@ not read):
 
 - **up to date and green** (the target is an ancestor of the head, and the newest
   ``gitflow-agents/review`` status on the head is ``success``): nothing; no request of its own
-  (the open pull requests and their heads' statuses are one GraphQL read for the plan,
-  ``api.open_pulls``; REST's two per pull request for a token without GraphQL);
+  (the open pull requests, their heads' statuses and armed auto-merge are one GraphQL read for
+  the plan, ``api.open_pulls``; REST's two per pull request for a token without GraphQL). With
+  ``--auto-merge`` and none armed, it is armed without a review (``_arm_found``);
 - **up to date and red**: nothing (it waits for ``/agent fix`` or a human); it counts as red;
 - **behind the target, or a head no review judged** (no status, or ``pending``: a human pushed):
   under the step branch's lease (``tend_lease.py``: exactly one tend, never while its step run
@@ -72,6 +73,7 @@ from gitflow_agents.github.pr.plan_comment import update_glance
 from gitflow_agents.github.pr.publish import (
     NOT_DISARMED,
     StepPublished,
+    arm_green,
     disarm_rebase,
     rebase_refusal,
 )
@@ -240,7 +242,7 @@ def tend_pull(
     behind = not git.is_ancestor(ctx.root, target_sha, head)
     settled = _verdict(ctx, github, found, head, behind, states)
     if settled is not None:
-        return _rebase_safe(ctx, found, options, settled, head, target_sha, github)
+        return _settled(ctx, github, found, options, settled, head, target_sha)
     if after is not None and behind:
         _say(
             found.step,
@@ -305,7 +307,7 @@ def _tend_held(
     behind = not git.is_ancestor(ctx.root, target_sha, head)
     settled = _verdict(ctx, github, found, head, behind)
     if settled is not None:
-        return _rebase_safe(ctx, found, options, settled, head, target_sha, github), head
+        return _settled(ctx, github, found, options, settled, head, target_sha), head
     conflicts = merge_conflicts(ctx.root, head, target_sha) if behind else ()
     what = f"behind {ctx.target}" if behind else "a head no review judged"
     if conflicts:
@@ -354,6 +356,49 @@ def _tend_held(
     green = published.state == "success"
     tended = Tended("green" if green else "red", landing=green and options.auto_merge is not None)
     return _rebase_safe(ctx, found, options, tended, tip, target_sha), tip
+
+
+def _settled(
+    ctx: Context,
+    github: GitHub,
+    found: _Open,
+    options: TendOptions,
+    settled: Tended,
+    head: str,
+    target_sha: str,
+) -> Tended:
+    """A head that needs no tend (``_verdict``), as ``--auto-merge`` must leave it: red when a
+    rebase must not land it (``_rebase_safe``), else, green with nothing armed, armed
+    (``_arm_found``)."""
+    tended = _rebase_safe(ctx, found, options, settled, head, target_sha, github)
+    return _arm_found(github, found, options, tended, head)
+
+
+def _arm_found(
+    github: GitHub, found: _Open, options: TendOptions, tended: Tended, head: str
+) -> Tended:
+    """A head found green and up to date (nothing published it now) whose pull request has no
+    auto-merge armed, under ``--auto-merge``: approved, yet nothing would ever merge it (a step
+    published without ``--auto-merge``, or one whose rebase was refused, left so), stalling the
+    wave while every tend exits 0. It is armed as publishing arms it (``publish.arm_green``:
+    ``pending``, enabled, ``success`` again), with no agent run; the list of open pull requests
+    says what is armed, so a later tend sends nothing. One armed for another method stays (it
+    lands the head too). A draft waits for a human to mark it ready (GitHub refuses auto-merge
+    on a draft). GitHub refusing it leaves the head ``pending`` and the pull request red, exit 4
+    (the next tend reviews that head again and arms it, as for a refused publish)."""
+    if options.auto_merge is None or tended.state != "green" or found.pull.auto_merge:
+        return tended
+    if found.pull.draft:
+        _say(found.step, found.pull, "a draft: auto-merge waits until it is marked ready")
+        return Tended("waiting", tended.code)
+    published = arm_green(
+        github.client, github.repo, found.pull, head, options.auto_merge, github.run_url
+    )
+    _say(found.step, found.pull, f"auto-merge ({options.auto_merge}): {published.auto_merge}")
+    if published.state != "success":
+        _say(found.step, found.pull, pending_why(published, options.auto_merge, "tend it again"))
+        return Tended("red", worst_exit([tended.code, int(ExitCode.GITHUB)]))
+    return tended._replace(landing=True)
 
 
 def _rebase_safe(

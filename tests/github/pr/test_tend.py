@@ -464,7 +464,10 @@ def test_a_conflict_resolved_in_a_merge_commit_is_red_for_rebase_auto_merge(
     assert said in out.stdout and "1 red" in out.stdout
     again = tend(repo, "--auto-merge", "rebase")  # every later tend: red, and nothing more
     assert again.returncode == 1 and said in again.stdout
-    assert tend(repo, "--auto-merge", "squash").returncode == 0  # a squash would land it
+    squash = tend(repo, "--auto-merge", "squash")  # the advice: a squash lands it
+    assert squash.returncode == 0, squash.stdout + squash.stderr
+    [event] = play_auto_merge(gh)
+    assert pull.merged, event
 
 
 def test_run_pr_with_rebase_auto_merge_says_its_conflict_resolving_merge_cannot_land(

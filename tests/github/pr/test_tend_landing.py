@@ -56,8 +56,12 @@ def test_a_clean_merge_edited_by_hand_is_red_for_rebase_auto_merge(
         assert out.returncode == 0 and "cannot be rebase-merged" not in text, text
         return
     assert out.returncode == 1 and said in out.stdout and "1 red" in out.stdout, text
-    assert gh.state.pulls[1].auto_merge is None  # not armed: its rebase would drop the edit
-    assert tend(repo, "--auto-merge", "squash").returncode == 0  # a squash lands it as reviewed
+    assert gh.state.pulls[1].auto_merge is None  # not armed: GitHub would refuse its rebase
+    squash = tend(repo, "--auto-merge", "squash")  # the advice: a squash lands it as reviewed
+    assert squash.returncode == 0, squash.stdout + squash.stderr
+    assert (gh.state.pulls[1].auto_merge or {}).get("merge_method") == "squash", squash.stdout
+    [event] = play_auto_merge(gh)
+    assert gh.state.pulls[1].merged, event
 
 
 def test_run_pr_with_rebase_auto_merge_refuses_a_clean_merge_edited_by_hand(
@@ -235,3 +239,94 @@ def test_without_the_up_to_date_rule_every_behind_pull_request_is_tended(
     out = tend(repo, "--auto-merge", "squash")
     assert out.returncode == 0 and "2 green, 0 waiting" in out.stdout, out.stdout + out.stderr
     assert "waits for PR" not in out.stdout
+
+
+# --- a green, up-to-date pull request that nothing merges --------------------------------------
+
+
+@pytest.mark.parametrize("method", ["squash", "merge", "rebase"])
+def test_a_tend_arms_auto_merge_on_a_green_pull_request_nothing_merges(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened, method: str
+) -> None:
+    """Approved, green and up to date, with no auto-merge armed (published without
+    ``--auto-merge``, or left so after a rebase refusal): green alone, it would stall the wave.
+    The tend arms it as publishing does (``pending`` first: GitHub refuses auto-merge on a pull
+    request whose checks already pass; then the verdict again), no agent runs, and GitHub merges
+    it; a tend again reads and sends nothing."""
+    repo, head = opened(tmp_path, gh, opened_step)
+    pull = gh.state.pulls[1]
+    assert pull.auto_merge is None and statuses(gh, head) == ["pending", "success"]
+    out = tend(repo, "--auto-merge", method)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0 and "1 green" in out.stdout, text
+    assert f"step 1: PR #1 green on {head[:12]}, up to date with main" in out.stdout, text
+    assert f"auto-merge ({method}): enabled" in out.stdout, text
+    assert (pull.auto_merge or {}).get("merge_method") == method, text
+    assert statuses(gh, head) == ["pending", "success", "pending", "success"], text
+    writes = len(gh.writes())
+    again = tend(repo, "--auto-merge", method)
+    assert again.returncode == 0 and len(gh.writes()) == writes, again.stdout + again.stderr
+    [event] = play_auto_merge(gh)
+    assert pull.merged, event
+
+
+@pytest.mark.parametrize("armed", ["merge", "rebase"])
+def test_an_auto_merge_armed_for_another_method_on_a_green_pull_request_stays(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened, armed: str
+) -> None:
+    """Someone armed another method (in GitHub's UI, or an earlier run): it lands the head as
+    well, so the tend leaves it and sends nothing."""
+    repo, head = opened(tmp_path, gh, opened_step)
+    pull = gh.state.pulls[1]
+    pull.auto_merge = {"merge_method": armed, "enabled_by": "alice"}
+    writes = len(gh.writes())
+    out = tend(repo, "--auto-merge", "squash")
+    assert out.returncode == 0 and "1 green" in out.stdout, out.stdout + out.stderr
+    assert len(gh.writes()) == writes and pull.auto_merge["merge_method"] == armed
+    assert statuses(gh, head)[-1] == "success"
+
+
+@pytest.mark.parametrize("fault", ["refused", "502"])
+def test_arming_a_green_pull_request_github_fails_leaves_it_pending_and_exits_4(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened, fault: str
+) -> None:
+    """GitHub refusing or failing the enable: the head stays ``pending`` (green, nothing would
+    merge it), the pull request is red and the tend exits 4 saying why; the tend once GitHub
+    answers reviews that head again (no verdict on it) and arms it."""
+    repo, head = opened(tmp_path, gh, opened_step)
+    pull = gh.state.pulls[1]
+    if fault == "refused":
+        gh.state.allow_auto_merge = False
+    else:
+        gh.fail("POST", "graphql/enablePullRequestAutoMerge", 502, times=20)
+    out = tend(repo, "--auto-merge", "squash")
+    text = out.stdout + out.stderr
+    assert out.returncode == 4 and "1 red" in out.stdout, text
+    assert "auto-merge (squash) could not be enabled on PR #1" in out.stdout, text
+    assert statuses(gh, head)[-1] == "pending" and pull.auto_merge is None, text
+    gh.state.allow_auto_merge = True
+    gh.faults.clear()
+    again = tend(repo, "--auto-merge", "squash")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert statuses(gh, head)[-1] == "success" and pull.auto_merge is not None
+    [event] = play_auto_merge(gh)
+    assert pull.merged, event
+
+
+def test_a_green_draft_waits_to_be_marked_ready_before_it_is_armed(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened
+) -> None:
+    """GitHub refuses auto-merge on a draft: the tend says it waits for a human (exit 0, nothing
+    sent), and arms it once it is marked ready."""
+    repo, head = opened(tmp_path, gh, opened_step)
+    pull = gh.state.pulls[1]
+    pull.draft = True
+    writes = len(gh.writes())
+    out = tend(repo, "--auto-merge", "squash")
+    assert out.returncode == 0 and "0 green, 1 waiting" in out.stdout, out.stdout + out.stderr
+    assert "a draft: auto-merge waits until it is marked ready" in out.stdout
+    assert len(gh.writes()) == writes and pull.auto_merge is None
+    pull.draft = False
+    again = tend(repo, "--auto-merge", "squash")
+    assert again.returncode == 0 and "1 green" in again.stdout, again.stdout + again.stderr
+    assert pull.auto_merge is not None and statuses(gh, head)[-1] == "success"
