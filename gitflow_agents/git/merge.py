@@ -101,8 +101,10 @@ def unreplayable_merges(root: Path, base: str, head: str) -> tuple[Unreplayable,
     merge of their parents (``git merge-tree``, the ``ort`` merge ``git merge`` makes): one whose
     parents conflict holds a resolution, and one whose parents merge cleanly but whose tree
     differs was edited by hand after merging (an "evil merge"). GitHub's rebase-merge replays
-    only the non-merge commits: the first it refuses ("This branch cannot be rebased safely"),
-    the second's edits it drops without a word. An octopus merge is merged parent by parent."""
+    only the non-merge commits, and refuses a branch where that gives another result than a
+    regular merge ("This branch cannot be rebased safely"): both kinds, since neither the
+    resolution nor the edits are in a commit it replays. An octopus merge is merged parent by
+    parent."""
     out = run_git(
         root, "log", "--merges", "--no-color", "--format=%H %T %P", f"{base}..{head}", "--"
     ).stdout

@@ -16,10 +16,11 @@ in between (GitHub refuses it for a pull request whose checks already pass); ``p
 never written over a final state of the same head (a late or repeated run must not take a
 verdict back) unless auto-merge is to be armed on an approved head (the same run then writes
 the verdict again), and an approved head whose auto-merge GitHub refused stays ``pending``. A
-head ``--auto-merge rebase`` must not land (``rebase_refusal``) gets no auto-merge, and a rebase
-one armed before it (by an earlier run, on an earlier head) is disabled while the head is
-``pending``: green, it would let GitHub rebase-merge the head and drop the merge's edits, so a
-disable GitHub refuses leaves it ``pending`` too (``disarm_rebase``). A
+head ``--auto-merge rebase`` must not land (``rebase_refusal``: GitHub refuses to rebase it) gets
+no auto-merge, and a rebase one armed before it (by an earlier run, on an earlier head) is
+disabled while the head is ``pending``: green with it armed, the head would wait for a rebase
+GitHub never makes, a silent stall, so a disable GitHub refuses leaves it ``pending`` too
+(``disarm_rebase``). A
 pull request closed without merging is reopened rather than replaced. A rejected
 step's pull request carries ``CHANGES_LABEL``; an approved one loses it. docs/github.md, "Plan
 steps as pull requests".
@@ -289,8 +290,8 @@ def merge_armed(spec: StepPull, approved: bool, merging: str) -> bool:
 
 
 def _rebase_armed(spec: StepPull, pull: PullRequest) -> bool:
-    """Whether GitHub would rebase-merge a head that a rebase must not land: auto-merge armed
-    for rebase before it (an earlier run's, on an earlier head: GitHub keeps it across a push by
+    """Whether a head a rebase must not land has auto-merge armed for rebase, which GitHub would
+    never carry out (it refuses that rebase): armed before it (an earlier run's, on an earlier head: GitHub keeps it across a push by
     someone with write access), as the pull request read at the start of publishing says."""
     return spec.rebase_refused and pull.auto_merge == "rebase"
 
@@ -329,9 +330,10 @@ def _auto_merge(
 
 def rebase_refusal(root: Path, target_sha: str, head: str) -> str | None:
     """Why ``--auto-merge rebase`` must not land ``head``, or None when it may: a merge commit of
-    the branch since ``target_sha`` resolves a conflict (GitHub refuses to rebase such a branch,
-    so auto-merge would wait for good), or merged cleanly and was then edited by hand (GitHub's
-    rebase replays only the other commits: those edits, reviewed, would silently not land)."""
+    the branch since ``target_sha`` resolves a conflict, or merged cleanly and was then edited by
+    hand. GitHub's rebase replays only the other commits, and refuses a branch where that would
+    not give the merge's tree ("This branch cannot be rebased safely"), so a rebase auto-merge
+    would wait, armed and green, for good."""
     merges = unreplayable_merges(root, target_sha, head)
     if not merges:
         return None
@@ -344,6 +346,7 @@ def rebase_refusal(root: Path, target_sha: str, head: str) -> str | None:
         )
     return (
         f"cannot be rebase-merged: its merge commit {sha} differs from the clean merge of its "
-        "parents (edited after merging), and a rebase replays only the other commits, so "
-        "those edits would not land as reviewed; merge it with squash or merge"
+        'parents (edited after merging), which GitHub does not rebase ("This branch cannot be '
+        'rebased safely": replaying the other commits would leave out those edits); merge it '
+        "with squash or merge"
     )

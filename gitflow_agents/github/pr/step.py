@@ -508,9 +508,10 @@ def publish_run(
     )
     approved = result.outcome == "approved" and approval_status(ctx.root, head)[0]
     if auto_merge == "rebase" and approved and _rebase_refused(ctx, head):
-        # GitHub's rebase would drop a merge commit's edits or refuse a conflict's: not
-        # enabled, and one an earlier run armed disabled (the caller says why and exits 1;
-        # 4 when GitHub would not disable it), so nothing lands unreviewed
+        # GitHub refuses to rebase a branch whose merge commit resolves a conflict or was
+        # edited: not enabled, and one an earlier run armed disabled (the caller says why and
+        # exits 1; 4 when GitHub would not disable it), so no green head waits for good on a
+        # rebase that never comes
         spec = replace(spec, auto_merge=None, rebase_refused=True)
     return publish_step(
         github.client,
@@ -569,8 +570,9 @@ def pending_why(published: StepPublished, auto_merge: str | None, again: str) ->
         return (
             f"the rebase auto-merge armed on PR #{pull.number} before this head could not be "
             f"disabled ({published.auto_merge.removeprefix(NOT_DISARMED + ': ')}); its status "
-            "stays pending so GitHub does not rebase-merge it and drop its merge commit's "
-            f"edits: disable auto-merge on the pull request, or {again} to finish it"
+            "stays pending, not green with a rebase armed that GitHub refuses to make (it "
+            "would wait for good): disable auto-merge on the pull request, or "
+            f"{again} to finish it"
         )
     return (
         f"auto-merge ({auto_merge}) could not be enabled on PR #{pull.number} "

@@ -20,12 +20,13 @@ not read):
   the pushed head, auto-merge re-armed with ``--auto-merge``). A merge the fixer did not resolve
   leaves the head as it is with a ``failure`` status, the conflicting files named in the sticky
   comment, and ``CONFLICT_LABEL``; the label goes when a later tend lands the merge.
-- **green, with ``--auto-merge rebase``, but a merge commit of the branch resolves a conflict**
-  (GitHub refuses to rebase-merge it; auto-merge would wait for good) **or was edited after
-  merging cleanly** (a rebase would drop those edits): red, said on one line naming the commit;
-  a rebase auto-merge still armed on the pull request (armed before that head: GitHub keeps it
-  across a writer's push) is disabled, by the publishing of a head this tend reviewed
-  (``publish.disarm_rebase``, the head pending until it is) or, for one found green, here.
+- **green, with ``--auto-merge rebase``, but a merge commit of the branch resolves a conflict
+  or was edited after merging cleanly**: GitHub refuses to rebase-merge such a branch ("This
+  branch cannot be rebased safely"), so auto-merge would wait for good: red, said on one line
+  naming the commit; a rebase auto-merge still armed on the pull request (armed before that
+  head: GitHub keeps it across a writer's push) is disabled, by the publishing of a head this
+  tend reviewed (``publish.disarm_rebase``, the head pending until it is) or, for one found
+  green, here.
 
 On a target that requires up-to-date branches, with ``--auto-merge``, once this tend made one
 pull request green (GitHub merges it next, and its merge leaves every sibling behind again), the
@@ -350,7 +351,7 @@ def _tend_held(
     published = _publish(fresh, github, options, result, found, tip, ())
     if CONFLICT_LABEL in pull.labels:
         github.client.pulls.remove_label(github.repo, pull.number, CONFLICT_LABEL)
-    if published.disarm_failed:  # left pending: GitHub would rebase-merge it, dropping edits
+    if published.disarm_failed:  # left pending: green, it would wait on a rebase GitHub refuses
         _say(step, pull, pending_why(published, options.auto_merge, "tend it again"))
         return Tended("red", int(ExitCode.GITHUB)), tip
     green = published.state == "success"
@@ -411,9 +412,9 @@ def _rebase_safe(
     found_green: GitHub | None = None,
 ) -> Tended:
     """``tended``, or red for a green head that ``--auto-merge rebase`` can never land: a merge
-    commit of the branch resolves a conflict, and GitHub refuses to rebase it, so auto-merge
-    would wait for good while every tend exits 0; or one was edited after merging cleanly, and a
-    rebase would drop those edits. ``found_green``: the head was green before this tend (nothing
+    commit of the branch resolves a conflict or was edited after merging cleanly, and GitHub
+    refuses to rebase it, so auto-merge would wait for good while every tend exits 0.
+    ``found_green``: the head was green before this tend (nothing
     published it now), so a rebase auto-merge armed on it is disabled here (``_disarm_found``);
     a head this tend published had it disabled while it was pending (``publish_run``)."""
     if options.auto_merge != "rebase" or tended.state != "green":
@@ -429,7 +430,8 @@ def _rebase_safe(
 def _disarm_found(github: GitHub, found: _Open) -> int:
     """A green head a rebase must not land, whose pull request has a rebase auto-merge armed
     (a human's, or one armed before the edit by a version that did not disable it): GitHub
-    merges it next and drops the merge's edits, so it is disabled (``publish.disarm_rebase``).
+    refuses that rebase, so the pull request would wait armed and green for good (nothing
+    says so on it); it is disabled (``publish.disarm_rebase``).
     One read of the pull request (the open pull requests' list does not say), and nothing more
     once none is armed: a later tend sends no disable. Its status was final before this tend and
     stays as it is; exit 4 when GitHub does not disable it, else 0."""
@@ -446,8 +448,8 @@ def _disarm_found(github: GitHub, found: _Open) -> int:
         _say(
             found.step,
             found.pull,
-            "GitHub may rebase-merge it and drop its merge commit's edits: disable auto-merge "
-            "on the pull request, or tend it again",
+            "GitHub refuses to rebase it, so armed for rebase it waits for good: disable "
+            "auto-merge on the pull request, or tend it again",
         )
         return int(ExitCode.GITHUB)
     return int(ExitCode.OK)

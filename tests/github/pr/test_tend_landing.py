@@ -1,5 +1,6 @@
 """``plan tend``: how tended step pull requests land (issue 22): a clean merge commit edited by
-hand is refused for ``--auto-merge rebase`` (GitHub's rebase would drop those edits), and on a
+hand is refused for ``--auto-merge rebase`` (GitHub refuses to rebase it: auto-merge would wait
+for good), a green pull request with nothing armed is armed by ``--auto-merge``, and on a
 target that requires up-to-date branches one behind pull request is brought up to date per
 merge. Real git, fake agents, real PyGithub against the stand-in (as tests/github/pr/test_tend.py).
 """
@@ -41,9 +42,10 @@ def merge_main_by_hand(tmp_path: Path, name: str, edits: dict[str, str]) -> str:
 def test_a_clean_merge_edited_by_hand_is_red_for_rebase_auto_merge(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened, edited: bool
 ) -> None:
-    """An "evil merge": GitHub's rebase replays only the non-merge commits, so edits written
-    into a clean merge commit would silently not land; the tend says so, names the commit and
-    exits 1. The same merge untouched lands by rebase (exit 0)."""
+    """An "evil merge": GitHub's rebase replays only the non-merge commits, which leaves out
+    edits written into a clean merge commit, so GitHub refuses it ("This branch cannot be rebased
+    safely") and a rebase auto-merge would wait for good; the tend says so, names the commit and
+    exits 1. The same merge untouched lands by rebase (exit 0). The advice, a squash, lands it."""
     repo, _ = opened(tmp_path, gh, opened_step)
     land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     edits = {"README.md": "# demo\nedited inside the merge\n"} if edited else {}
@@ -76,7 +78,7 @@ def test_run_pr_with_rebase_auto_merge_refuses_a_clean_merge_edited_by_hand(
     assert statuses(gh, pull.head_sha)[-1] == "success", text
     assert out.returncode == 1, text
     assert f"its merge commit {merge[:12]} differs from the clean merge" in out.stdout, text
-    assert pull.auto_merge is None  # not armed: GitHub's rebase would drop the edit
+    assert pull.auto_merge is None  # not armed: GitHub would refuse its rebase
 
 
 # --- a rebase auto-merge armed by an earlier run, on a head before the edited merge ------------
@@ -110,7 +112,7 @@ def test_a_rebase_auto_merge_armed_before_a_hand_edited_merge_is_disarmed(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened, command: str
 ) -> None:
     """The new head is approved (``success``): with the earlier rebase auto-merge still armed,
-    GitHub would rebase-merge it and drop the reviewed edit. The run refusing rebase for that
+    it would wait for good on a rebase GitHub refuses. The run refusing rebase for that
     head disables it first (GraphQL ``disablePullRequestAutoMerge``) and says so; the same
     command again finds nothing armed and sends nothing."""
     repo, merge = armed_then_edited(tmp_path, gh, opened_step)
@@ -140,8 +142,8 @@ def test_a_rebase_auto_merge_armed_before_a_hand_edited_merge_is_disarmed(
 def test_a_disarm_github_fails_leaves_the_head_pending_and_exits_4(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], opened_step: Opened, command: str
 ) -> None:
-    """GitHub failing the disable call after its retries: the verdict is not written (a green
-    head would let the armed rebase merge it), the run says why and exits 4; the same command
+    """GitHub failing the disable call after its retries: the verdict is not written (green, the
+    head would wait on the armed rebase for good), the run says why and exits 4; the same command
     once GitHub answers finishes it."""
     repo, _ = armed_then_edited(tmp_path, gh, opened_step)
 
@@ -158,7 +160,7 @@ def test_a_disarm_github_fails_leaves_the_head_pending_and_exits_4(
     assert statuses(gh, pull.head_sha)[-1] == "pending", text
     assert pull.auto_merge is not None and play_auto_merge(gh) == []
     assert "before this head could not be disabled (GitHub API: POST graphql" in text, text
-    assert "its status stays pending so GitHub does not rebase-merge it" in text, text
+    assert "its status stays pending, not green with a rebase armed" in text, text
     gh.faults.clear()
     second = again()
     assert second.returncode == 1, second.stdout + second.stderr
