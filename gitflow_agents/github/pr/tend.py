@@ -432,9 +432,12 @@ def _disarm_found(github: GitHub, found: _Open) -> int:
     (a human's, or one armed before the edit by a version that did not disable it): GitHub
     refuses that rebase, so the pull request would wait armed and green for good (nothing
     says so on it); it is disabled (``publish.disarm_rebase``).
-    One read of the pull request (the open pull requests' list does not say), and nothing more
-    once none is armed: a later tend sends no disable. Its status was final before this tend and
-    stays as it is; exit 4 when GitHub does not disable it, else 0."""
+    No request while the open pull requests' list says none is armed for rebase (a later tend
+    sends nothing), else one read of the pull request to confirm it before the disable. Its
+    status was final before this tend and stays as it is (``success``); exit 4 when GitHub does
+    not disable it, else 0."""
+    if found.pull.auto_merge != "rebase":
+        return int(ExitCode.OK)
     try:
         pull = github.client.pulls.get(github.repo, found.pull.number)
     except GitHubError as exc:

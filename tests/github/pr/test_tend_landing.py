@@ -174,8 +174,8 @@ def test_a_tend_disarms_a_rebase_auto_merge_it_finds_on_a_green_edited_merge(
     """A head already green (nothing to publish) whose pull request someone armed for rebase
     (GitHub has not merged it yet: say another required check still runs): the tend that
     refuses rebase for it disables that too, with one read of the pull request; a later tend
-    reads it and sends nothing more. Armed for squash it stays: a squash lands the head as it
-    was reviewed."""
+    sends nothing more (the list of open pull requests says nothing is armed). Armed for
+    squash it stays: a squash lands the head as it was reviewed."""
     repo, _ = opened(tmp_path, gh, opened_step)
     land_on_main(tmp_path, "teammate", "OTHER.md", "landed meanwhile\n")
     merge_main_by_hand(tmp_path, "human", {"README.md": "# demo\nedited in the merge\n"})
@@ -190,7 +190,9 @@ def test_a_tend_disarms_a_rebase_auto_merge_it_finds_on_a_green_edited_merge(
         return
     assert pull.auto_merge is None and disarms(gh) == 1, text
     assert "step 1: PR #1 auto-merge (rebase): disabled" in out.stdout, text
+    reads = len(gh.requests("GET", "/pulls/1$"))
     assert tend(repo, "--auto-merge", "rebase").returncode == 1 and disarms(gh) == 1
+    assert len(gh.requests("GET", "/pulls/1$")) == reads  # the list says nothing is armed
 
 
 def test_a_disarm_github_applied_before_its_answer_was_lost_is_not_sent_again(
