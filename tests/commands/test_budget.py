@@ -807,17 +807,12 @@ print(json.dumps({"session_id": "s1", "response": "done", "stats": stats}))
 """
 
 
-@pytest.mark.parametrize(("limit", "code"), [("100", 5), ("1200", 0)])
-def test_a_cli_that_says_its_usage_only_at_its_end_is_judged_on_it(
-    repo: Path, tmp_path: Path, limit: str, code: int
-) -> None:
-    """Gemini CLI (Aider, Auggie) says its usage only when it ends, so no watch stops it
-    mid-run; its end is judged on it all the same: over a limit the run ends `budget`, exit 5
-    (a reviewer so is not approved), as a watched CLI's last usage line ends it. At the limit
-    exactly it completed within it."""
+def add_fake_gemini(repo: Path, tmp_path: Path, source: str) -> None:
+    """The chain's config (``configure``) with a `gemini` agent `gem` whose executable runs
+    the Python ``source``."""
     configure(repo)
     script = tmp_path / "gemini.py"
-    script.write_text(FAKE_GEMINI)
+    script.write_text(source)
     fake = tmp_path / "gemini"
     fake.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
     fake.chmod(0o755)
@@ -826,6 +821,17 @@ def test_a_cli_that_says_its_usage_only_at_its_end_is_judged_on_it(
     config.write_text(
         config.read_text() + f"  gem:\n    adapter: gemini\n    options: {json.dumps(options)}\n"
     )
+
+
+@pytest.mark.parametrize(("limit", "code"), [("100", 5), ("1200", 0)])
+def test_a_cli_that_says_its_usage_only_at_its_end_is_judged_on_it(
+    repo: Path, tmp_path: Path, limit: str, code: int
+) -> None:
+    """Gemini CLI (Aider, Auggie) says its usage only when it ends, so no watch stops it
+    mid-run; its end is judged on it all the same: over a limit the run ends `budget`, exit 5
+    (a reviewer so is not approved), as a watched CLI's last usage line ends it. At the limit
+    exactly it completed within it."""
+    add_fake_gemini(repo, tmp_path, FAKE_GEMINI)
     done = call(repo, "spawn", "gem", "--task", "x", "--budget-tokens", limit)
     assert done.returncode == code, done
     (result,) = agent_results(repo, "gem")
@@ -845,17 +851,7 @@ def test_a_usd_budget_warns_of_an_unpriced_cli_that_says_its_usage_only_at_its_e
     """A CLI that says its tokens only at its end (Gemini CLI, Aider) with a model no price
     table knows: a USD budget cannot count it, and the run says so once, as a watched CLI's
     first reading does (it ran to its end with its cost unknown and said nothing)."""
-    configure(repo)
-    script = tmp_path / "gemini.py"
-    script.write_text(FAKE_GEMINI.replace("gemini-2.5-pro", "gemini-unpriced-9"))
-    fake = tmp_path / "gemini"
-    fake.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
-    fake.chmod(0o755)
-    config = repo / ".flow" / "base.yaml"
-    options = {"executable": str(fake)}
-    config.write_text(
-        config.read_text() + f"  gem:\n    adapter: gemini\n    options: {json.dumps(options)}\n"
-    )
+    add_fake_gemini(repo, tmp_path, FAKE_GEMINI.replace("gemini-2.5-pro", "gemini-unpriced-9"))
     done = call(repo, "spawn", "gem", "--task", "x", "--budget-usd", "1", "--quiet")
     assert done.returncode == 0, done
     said = [line for line in done.stderr.splitlines() if "has no price" in line]

@@ -98,6 +98,23 @@ def step_result(
     }
 
 
+def lost_reviewer_result() -> dict[str, Any]:
+    """A step run again after its first run was killed mid-review: the lost reviewer it lists
+    (first, as it ran before it), its implementer reused, its own reviewer of the same agent
+    id approving round 1."""
+    lost = agent(
+        "review", "reviewer", "step-02-reviewer-1", "run-0", 400, status="canceled",
+        reason="lost (its supervisor died); killed by a new run of its step",
+    )  # fmt: skip
+    agents = [
+        lost,
+        agent("implement", "builder", "step-02-builder", "run-1", 1_000, reused=True),
+        agent("review", "reviewer", "step-02-reviewer-1", "run-2", 1_000),
+    ]
+    rounds = [review_round(1, True, reviewer("step-02-reviewer-1", "approve"))]
+    return step_result("approved", "approved", agents, rounds)
+
+
 def usage(tokens_in: int, tokens_out: int, cost: float) -> dict[str, Any]:
     """An agent run's own result.json, as far as the chart reads it."""
     return {"run": {"inputTokens": tokens_in, "outputTokens": tokens_out, "costUsd": cost}}

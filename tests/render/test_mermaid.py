@@ -33,9 +33,7 @@ from tests.golden.mermaid_cases import (
     chart,
     golden_path,
     hostile_case,
-    review_round,
-    reviewer,
-    step_result,
+    lost_reviewer_result,
     usage,
 )
 from tests.helpers.mermaid import skeleton
@@ -297,17 +295,7 @@ def test_a_lost_reviewer_a_new_run_listed_carries_no_verdict_of_its_successors_r
     """A reviewer lost when its supervisor was killed, listed by the step's new run (first, as
     it ran before it), shares its agent id with the new run's reviewer of that round: its node
     is a plain canceled review, not the round's APPROVED, and the round's reviewer keeps it."""
-    lost = agent(
-        "review", "reviewer", "step-02-reviewer-1", "run-0", 400, status="canceled",
-        reason="lost (its supervisor died); killed by a new run of its step",
-    )  # fmt: skip
-    agents = [
-        lost,
-        agent("implement", "builder", "step-02-builder", "run-1", 1_000, reused=True),
-        agent("review", "reviewer", "step-02-reviewer-1", "run-2", 1_000),
-    ]
-    rounds = [review_round(1, True, reviewer("step-02-reviewer-1", "approve"))]
-    text = step_flowchart(step_result("approved", "approved", agents, rounds))
+    text = step_flowchart(lost_reviewer_result())
     labels = re.findall(r'n\d+\(?\["([^"]*)"\]', text)
     assert labels[0].startswith("review<br/>") and "APPROVED" not in labels[0], labels
     assert "CANCELED" in labels[0]
