@@ -95,6 +95,9 @@ def records(
         if not agents and _inside_a_step_run(paths, mapping(data, "run"), listed):
             continue
         found.append((paths.run_dir, data))
+    # oldest first across the flows (a run id begins with its creation time), not flow by flow:
+    # the last rows are the latest runs
+    found.sort(key=lambda item: item[0].name)
     return found
 
 
