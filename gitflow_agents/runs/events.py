@@ -305,6 +305,7 @@ class _AgentLine:
     last_activity: float
     detail: str = ""
     tokens: str = ""
+    run_id: str | None = None  # the run its last start began (its attempts share it)
 
 
 def _fmt_elapsed(seconds: float) -> str:
@@ -421,7 +422,9 @@ class ConsoleChannel:
         if line is None:
             line = self._lines[key] = _AgentLine(key, "starting", now, now)
         if kind == "agent:start":
-            line.state, line.started, line.last_activity = "running", now, now
+            if event.run_id is None or event.run_id != line.run_id:  # not an attempt after a
+                line.started = now  # rate limit's wait: its time runs from the first start
+            line.state, line.last_activity, line.run_id = "running", now, event.run_id
             line.detail = f"pid {event.data.get('pid', '?')}"
             if not self.is_tty:
                 self._print(f"{key}: running ({line.detail}, run {event.run_id})")

@@ -116,6 +116,26 @@ def test_a_steps_end_line_says_its_records_sum_its_lost_runs_too() -> None:
     assert last.endswith("tokens ≥ 16,000/2,000 ≥ $0.0780 est."), last
 
 
+def test_the_consoles_end_line_times_a_continued_run_from_its_first_start() -> None:
+    """An attempt after a rate limit's wait is the same run (its id): its end line's time runs
+    from the run's first start, as its record's duration does, not from the last attempt's;
+    another run of the same agent starts its own time."""
+    out = io.StringIO()
+    clock = iter([100.0, 130.0, 160.0, 170.0, 200.0, 205.0])
+    hub = EventHub([ConsoleChannel(out, is_tty=False, clock=lambda: next(clock))], run_id="r1")
+    hub.emit("agent:start", {"agent": "cx", "pid": 1})
+    hub.emit("agent:waiting", {"agent": "cx", "reason": "rate limited", "attempt": 1})
+    hub.emit("agent:start", {"agent": "cx", "pid": 2})
+    hub.emit("agent:complete", {"agent": "cx", "status": "succeeded"})
+    hub.run_id = "r2"  # the same agent run again: its own time
+    hub.emit("agent:start", {"agent": "cx", "pid": 3})
+    hub.emit("agent:complete", {"agent": "cx", "status": "succeeded"})
+    hub.close()
+    ends = [line for line in out.getvalue().splitlines() if "succeeded" in line]
+    assert ends[0].startswith("cx: succeeded 01:10 "), ends
+    assert ends[1].startswith("cx: succeeded 00:05 "), ends
+
+
 def test_the_consoles_end_line_marks_a_lower_bound() -> None:
     out = io.StringIO()
     hub = EventHub([ConsoleChannel(out, is_tty=False)], run_id="r")
