@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +112,7 @@ def collect(
         step = chain is not None
         if chain is not None and not text(status, "state"):  # its ending, as `history` says
             row["state"], row["reason"] = chain.outcome or "finished", chain.reason or None
+            row.update(_step_times(run))
         spent = step_spend(paths.run_dir, result).to_json() if result and step else run
         if result is None:  # running: what its budget's watch read so far (else nothing);
             # lost: what it spent before, a lower bound, as the record `cancel` writes keeps it
@@ -135,6 +137,22 @@ def collect(
                 row["questions"] = reply["questions"]
         rows.append(redact_data(row))
     return rows
+
+
+def _step_times(run: Mapping[str, Any]) -> dict[str, Any]:
+    """A finished step run's times from its record (it keeps no status.json): its start and
+    end, and its end as its last activity (``finished``); none that the record lacks."""
+    from gitflow_agents.runs.fields import number
+
+    ended, took = number(run, "finishedAt"), number(run, "durationMs")
+    if ended is None or took is None or not 0 <= took < 1e12 or not -1e12 < ended < 1e12:
+        return {}
+    return {
+        "startedAt": ended - took / 1000,
+        "endedAt": ended,
+        "lastActivityAt": ended,
+        "lastActivityKind": "finished",
+    }
 
 
 def reply_counts(rows: list[dict[str, Any]]) -> dict[str, int]:

@@ -34,6 +34,9 @@ def test_a_step_runs_row_shows_the_sum_of_its_agent_runs_spend(repo: Path) -> No
     table = call(repo, "status").stdout
     (line,) = [ln for ln in table.splitlines() if ln.startswith(step["runId"][:13])]
     assert "2,000/400" in line and "unknown" not in line
+    # its times from its record (it keeps no status.json): not "-" and "- (-)"
+    assert step["endedAt"] >= step["startedAt"] and step["lastActivityKind"] == "finished"
+    assert " - (-) " not in line and "ago (finished)" in line, line
 
 
 def test_a_lost_runs_time_stops_at_its_last_sign_of_life() -> None:
