@@ -44,7 +44,8 @@ def test_a_running_agent_shows_what_its_budgets_watch_read_so_far(repo: Path) ->
     write_run(
         repo,
         "01900000-0000-7000-8000-000000000001",
-        status={"state": "running", "agent": "a", "spent": spent},
+        # this test supervises it: not lost
+        status={"state": "running", "agent": "a", "spent": spent, "supervisor_pid": os.getpid()},
     )
     (row,), _ = run_rows(repo, "flows")
     assert row.tokens == "3,000/600 $0.0180 est."
@@ -58,3 +59,36 @@ def test_a_run_waiting_out_a_rate_limit_has_no_end_yet(repo: Path) -> None:
     (row,), _ = run_rows(repo, "flows")
     assert (row.started, row.ended, row.live) == (1000.0, None, True)
     assert elapsed_text(row, now=1600.0) == "10:00"
+
+
+def test_a_lost_run_shows_what_status_shows_and_its_time_to_its_last_sign_of_life(
+    repo: Path,
+) -> None:
+    """A run whose supervisor was killed: its row says what `status` says it spent (the larger
+    of its watch's last reading and its worker.log's usage lines, `≥`), not the watch's older
+    reading alone, and its time ends at its last activity, not now; once `cancel` ended it,
+    its record's duration, not the time to the cancel."""
+    import json
+
+    spent = {"inputTokens": 5000, "outputTokens": 500, "costUsd": 0.0225, "costEstimated": True}
+    status = {
+        "state": "running", "agent": "a", "supervisor_pid": 2**22 + 7, "pid": None,
+        "started": 1000.0, "last_activity": 1002.0, "spent": spent,
+        "extra": {"adapter": "command"},
+    }  # fmt: skip
+    run_dir = write_run(repo, "01900000-0000-7000-8000-000000000001", status=status)
+    usage = {"input_tokens": 1000, "output_tokens": 100}
+    lines = [
+        json.dumps({"type": "assistant", "message": {"id": f"m{n}", "usage": usage}})
+        for n in range(6)
+    ]
+    (run_dir / "worker.log").write_text("\n".join(lines) + "\n")
+    (row,), _ = run_rows(repo, "flows")
+    assert row.state == "lost" and row.tokens.startswith("≥ 6,000/600"), row.tokens
+    assert elapsed_text(row, now=5000.0) == "00:02"
+    record = {"status": "canceled", "run": {"lost": True, "startedAt": 1000.0, "durationMs": 2000,
+              "endedAt": 1016.0, "inputTokens": 6000, "outputTokens": 600, "tokensPartial": True}}  # fmt: skip
+    write_run(repo, "01900000-0000-7000-8000-000000000001", result=record,
+              status={**status, "state": "canceled", "ended": 1016.0})  # fmt: skip
+    (row,), _ = run_rows(repo, "flows")
+    assert elapsed_text(row, now=5000.0) == "00:02", row
