@@ -26,7 +26,7 @@ from gitflow_agents.agents.output import since
 from gitflow_agents.agents.prices import Price, Reported, Usage, usage_of
 from gitflow_agents.base.errors import BudgetError
 from gitflow_agents.config.budget import Budgets, Cap, Scope
-from gitflow_agents.runs.spend import Spend, total
+from gitflow_agents.runs.spend import Spend, dollars, total
 
 MAX_LINE = 16 * 1024 * 1024  # a longer unfinished line is dropped: no usage event is that long
 _ORDER: tuple[Scope, ...] = ("agent", "review", "step", "plan")  # the narrowest scope first
@@ -64,9 +64,10 @@ def _tokens_hit(cap: Cap, spend: Spend, over: bool) -> bool:
 
 
 def _dollars(cost: float, limit: float | None) -> str:
-    """``$0.062``; with more digits when three would show a cost over ``limit`` as the limit
-    itself (``$0.00324 of $0.003``, not ``$0.003 of $0.003``)."""
-    text = f"${cost:.3f}"
+    """``$0.062``; a cost under a cent as every other view shows it (``spend.dollars``:
+    ``$0.0045``, not ``$0.004``); with more digits when that would show a cost over ``limit``
+    as the limit itself (``$0.00324 of $0.003``, not ``$0.003 of $0.003``)."""
+    text = f"${cost:.3f}" if cost >= 0.01 else dollars(cost)
     if limit is not None and cost > limit and float(text[1:]) <= limit:
         return f"${cost:.6g}"
     return text

@@ -788,7 +788,7 @@ def test_a_step_whose_implementer_spent_the_limit_exactly_lands_its_work_and_sta
     )  # fmt: skip
     assert done.returncode == 5, done
     assert (
-        "budget: step spent 1,200 tokens of 1,200 (cost $0.006); no agent started "
+        "budget: step spent 1,200 tokens of 1,200 (cost $0.0060); no agent started "
         "(the reviewer)" in done.stdout
     ), done
     (implementer,) = agent_results(repo, "feature")

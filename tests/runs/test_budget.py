@@ -52,10 +52,15 @@ def test_the_message_names_the_scope_and_the_numbers() -> None:
     estimated = Spend(input_tokens=10, cost_usd=0.1, cost_estimated=True)
     assert message("agent", estimated, Cap(usd=0.1)).endswith("$0.100 est. of $0.1 (tokens 10)")
     assert message("review", Spend(), Cap(usd=0)) == "budget: review is $0 (nothing may be spent)"
-    # a cost over the limit never reads as the limit itself once rounded
+    # a cost under a cent as every view shows it (four decimals), and one over the limit never
+    # reads as the limit itself once rounded
     close = Spend(input_tokens=480, output_tokens=120, cost_usd=0.00324)
     assert message("agent", close, Cap(usd=0.003)) == (
-        "budget: agent spent $0.00324 of $0.003 (tokens 600)"
+        "budget: agent spent $0.0032 of $0.003 (tokens 600)"
+    )
+    closer = Spend(input_tokens=480, output_tokens=120, cost_usd=0.003004)
+    assert message("agent", closer, Cap(usd=0.003)) == (
+        "budget: agent spent $0.003004 of $0.003 (tokens 600)"
     )
 
 
@@ -139,7 +144,7 @@ def test_a_codex_watch_reads_its_turns_split_across_chunks() -> None:
     assert (watch.spend().input_tokens, watch.spend().output_tokens) == (200, 20)
     assert watch.exceeded() is None
     watch.feed(json.dumps(turn).encode() + b"\n")
-    assert watch.exceeded() == "budget: agent spent 330 tokens of 300 (cost $0.001 est.)"
+    assert watch.exceeded() == "budget: agent spent 330 tokens of 300 (cost $0.0007 est.)"
 
 
 def test_the_watch_fills_in_the_usage_a_stopped_agent_never_totalled() -> None:
