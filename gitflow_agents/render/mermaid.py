@@ -380,7 +380,9 @@ def single_run_flowchart(result: Mapping[str, Any]) -> str:
     )
     overall = text(result, "overall")
     status = label_text(outcome.upper(), 30)
-    if overall:
+    # a review record's shape always has an overall ("revise" when the reviewer said nothing):
+    # a verdict only of a review that completed (a stopped or canceled one gave none)
+    if overall and outcome == "succeeded":
         status += f" #40;{label_text(overall.upper(), 20)}#41;"
     label = _label(
         label_text(kind, 20),

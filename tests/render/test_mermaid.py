@@ -300,3 +300,15 @@ def test_a_lost_reviewer_a_new_run_listed_carries_no_verdict_of_its_successors_r
     assert labels[0].startswith("review<br/>") and "APPROVED" not in labels[0], labels
     assert "CANCELED" in labels[0]
     assert labels[2].startswith("review 1#58; APPROVED"), labels
+
+
+def test_a_stopped_reviews_chart_shows_no_verdict_its_record_shape_defaults_to() -> None:
+    """A review record always has an ``overall`` (``revise`` when the reviewer said nothing):
+    a completed review shows its verdict, one a budget or a cancel stopped shows none (it
+    said `BUDGET (REVISE)`, a verdict no reviewer gave)."""
+    for outcome, shown in (("succeeded", "SUCCEEDED #40;REVISE#41;"), ("budget", "BUDGET<br/>")):
+        result = {"status": "failed", "overall": "revise", "findings": [], "summary": ""}
+        result["run"] = {"kind": "review", "agentId": "rev", "status": outcome}
+        text = single_run_flowchart(result)
+        assert shown in text, text
+        assert outcome == "succeeded" or "REVISE" not in text, text
