@@ -421,12 +421,6 @@ def exit_code(result: Mapping[str, Any]) -> ExitCode:
     return ExitCode.AGENT_FAILED
 
 
-def not_started(exc: Exception) -> dict[str, Any]:
-    """What ``--json`` prints for an agent a spent budget did not start (a ``BudgetError``
-    before its run: no run, no record): its outcome as a stopped run's (``status``) and why."""
-    return {"status": "budget", "reason": str(exc)}
-
-
 def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None = None) -> None:
     """``--json``: the result; else the outcome line, the log folder, the formatted reply
     (docs/protocol.md, Agent replies) and, when the agent needs input, its questions and how to

@@ -12,7 +12,7 @@ import os
 import sys
 
 from gitflow_agents.base import color
-from gitflow_agents.base.errors import ExitCode, GitflowError
+from gitflow_agents.base.errors import BudgetError, ExitCode, GitflowError
 from gitflow_agents.base.records import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ def _run(args: Args, prog: str) -> int:
         print(f"{prog}: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
     except GitflowError as exc:
+        if isinstance(exc, BudgetError) and getattr(args, "json", False) is True:
+            _not_started(exc)
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
     except BrokenPipeError:
@@ -109,3 +111,12 @@ def describe_os_error(exc: OSError) -> str:
     if exc.filename is None:
         return reason
     return f"{exc.filename}: {reason}"
+
+
+def _not_started(exc: BudgetError) -> None:
+    """What ``--json`` prints on stdout for an agent a spent budget did not start (no run, no
+    record: ``spawn``, ``send``, ``flow``): its outcome as a stopped run's (``status``) and why;
+    the error line on stderr follows."""
+    import json
+
+    print(json.dumps({"status": "budget", "reason": str(exc)}, indent=2, ensure_ascii=False))

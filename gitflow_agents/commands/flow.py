@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitflow_agents.base.errors import BudgetError, ExitCode, UsageError
+from gitflow_agents.base.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from gitflow_agents.config.budget import Scope
@@ -32,7 +32,6 @@ RESEARCHER = "researcher"
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.launch import sigterm_as_interrupt
-    from gitflow_agents.agent_run.record import not_started
     from gitflow_agents.chain import AgentFailed
     from gitflow_agents.commands.run import open_context
 
@@ -61,10 +60,6 @@ def run(args: argparse.Namespace) -> int:
             failed = {"status": "failed", "reason": str(exc), **exc.run.entry().to_json()}
             _print(args, {**failed, **_spent(ctx, exc.run.run_id)})
             return int(exc.exit_code)
-        except BudgetError as exc:  # a spent budget started no agent: said on stderr too
-            if args.json:
-                _print(args, not_started(exc))
-            raise
 
 
 def _spent(ctx: Any, run_id: str) -> dict[str, Any]:

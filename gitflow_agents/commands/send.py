@@ -21,12 +21,12 @@ import argparse
 import json
 from pathlib import Path
 
-from gitflow_agents.base.errors import BudgetError, UsageError
+from gitflow_agents.base.errors import UsageError
 
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run import sessions
-    from gitflow_agents.agent_run.record import exit_code, not_started, print_result
+    from gitflow_agents.agent_run.record import exit_code, print_result
     from gitflow_agents.agent_run.run import limits
     from gitflow_agents.agent_run.send_target import refuse_step_run
     from gitflow_agents.config import find_project_root, load_flow_config
@@ -71,29 +71,24 @@ def run(args: argparse.Namespace) -> int:
     message = "\n\n".join([*(text for _, text in queued), args.message])
     # The adapter first: a CLI that cannot resume is the real reason, with or without an id.
     turn = sessions.prepare_turn(root, config, prior, message)
-    try:
-        result = sessions.run_turn(
-            root,
+    result = sessions.run_turn(
+        root,
+        config,
+        turn,
+        prior,
+        message=message,
+        path=path,
+        session=session,
+        max_turns=max_turns,
+        limits=limits(
             config,
-            turn,
-            prior,
-            message=message,
-            path=path,
-            session=session,
-            max_turns=max_turns,
-            limits=limits(
-                config,
-                stuck_timeout=args.stuck_timeout,
-                timeout=args.timeout,
-                kill_grace=args.kill_grace,
-            ),
-            quiet=args.quiet,
-            message_event=args.session_event,
-        )
-    except BudgetError as exc:  # a spent budget started no turn: said on stderr too
-        if args.json:
-            print(json.dumps(not_started(exc), indent=2))
-        raise
+            stuck_timeout=args.stuck_timeout,
+            timeout=args.timeout,
+            kill_grace=args.kill_grace,
+        ),
+        quiet=args.quiet,
+        message_event=args.session_event,
+    )
     for queued_file, _ in queued:  # they went with this turn
         queued_file.unlink(missing_ok=True)
     print_result(result, as_json=args.json, root=root)

@@ -10,15 +10,12 @@ process tree is killed first). ``result.json`` is written in every case (``agent
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
-
-from gitflow_agents.base.errors import BudgetError
 
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.launch import report_files
-    from gitflow_agents.agent_run.record import exit_code, not_started, print_result
+    from gitflow_agents.agent_run.record import exit_code, print_result
     from gitflow_agents.agent_run.run import AgentJob, clear_previous, execute, limits
     from gitflow_agents.commands.budget import ledger_from
     from gitflow_agents.prompt import (
@@ -39,12 +36,7 @@ def run(args: argparse.Namespace) -> int:
     files = report_files(config, args.agent, agent_dir(root, config.flow_dir, flow_name, agent_id))
     clear_previous(files, rerun=args.rerun)
     budget = ledger_from(args, config, "agent")
-    try:
-        budget.refuse(agent_cfg.adapter)  # a limit of 0: nothing may be spent
-    except BudgetError as exc:  # said on stderr too
-        if args.json:
-            print(json.dumps(not_started(exc), indent=2))
-        raise
+    budget.refuse(agent_cfg.adapter)  # a limit of 0: nothing may be spent
     job = AgentJob(
         root=root,
         config=config,
