@@ -120,11 +120,10 @@ class Attempts:
             resumes = _resumes(run, outcome)
             own, used = self._own_outputs()
             before = used if resumes else None  # what its figures will count again
+            done = tuple(output for output in own if output is not None)  # each attempt's own
             budget = launch.budget
             if isinstance(budget, Watch):  # it counts what the run spent so far (the wait too)
-                budget = budget.next_attempt([out for out in own if out is not None], before)
-            watched = isinstance(budget, Watch)
-            done = [out for out in own if out is not None]
+                budget = budget.next_attempt(done, before)
             spent = (  # the record's figures of the attempts so far when no watch reads them
                 budget.spent()
                 if isinstance(budget, Watch)
@@ -142,14 +141,13 @@ class Attempts:
             if not waited:
                 self._outcomes.append(_canceled(run, "canceled while waiting out a rate limit"))
                 return
-            if not watched:  # the next attempt runs unread: `status` shows no figure of it
+            if not isinstance(budget, Watch):  # its next attempt runs unread: no figure shown
                 update_status(run.paths.run_dir, spent=None)
             launch, self._delivered = _next_launch(run, outcome, resumes)
             self._resumed.append(resumes)
             # its end event takes off what it counts again and says the run's spend so far,
             # as the record will (the console's end line); its budget's watch counts it too
-            earlier = tuple(output for output in own if output is not None)
-            usage = functools.partial(_run_usage, run, earlier)
+            usage = functools.partial(_run_usage, run, done)
             launch = launch._replace(counted_before=before, budget=budget, run_usage=usage)
 
     @contextlib.contextmanager
