@@ -259,7 +259,8 @@ def _report_files(ctx: Context, job: Job) -> ReportFiles:
 
 
 def _reuse(ctx: Context, ws: Workspace, job: Job, files: ReportFiles) -> AgentRun | None:
-    """The earlier run of ``job`` when it completed from the same commit (resuming), else None.
+    """The earlier run of ``job`` when it completed from the same commit and its work is on the
+    work tree's branch (resuming), else None.
     A builtin review is never reused: it takes a fraction of a second, and what it accepts (the
     ``review:`` settings, the baseline) may have changed since (docs/chains.md, Resuming)."""
     if is_builtin(ctx, job.agent):
@@ -268,6 +269,8 @@ def _reuse(ctx: Context, ws: Workspace, job: Job, files: ReportFiles) -> AgentRu
     meta = completed_meta(files.folder, success, job.start_sha, ctx.root)
     if meta is None:
         return None
+    if not git.is_ancestor(ws.worktree, meta.end_sha, "HEAD"):
+        return None  # its commit is not on this branch: another branch's run from that commit
     ctx.hub.emit("task:complete", {"node": job.agent_id, "status": "reused"})
     return AgentRun(
         agent=job.agent,

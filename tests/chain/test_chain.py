@@ -577,6 +577,24 @@ def test_flow_implement_commits_on_the_step_branch_with_stats(repo: Path) -> Non
     )
 
 
+def test_flow_implement_on_another_branch_runs_its_agent_there(repo: Path) -> None:
+    """An implementer that completed on one branch is not "reused" for another branch that
+    starts from the same commit: its commit is not on that branch, so the task was not done
+    there (it said ``reused`` with the first branch's statistics and left the second empty)."""
+    configure(repo)
+    start = main_sha(repo)
+    first = flow(repo, "implement", "--branch", "b2", "--task", "do it", "--json")
+    assert first.returncode == 0, first.stderr + first.stdout
+    second = flow(repo, "implement", "--branch", "bz", "--task", "do it", "--json")
+    assert second.returncode == 0, second.stderr + second.stdout
+    result = json.loads(second.stdout)
+    assert result["status"] == "succeeded" and not result["run"]["reused"]
+    tip = git(repo, "rev-parse", "bz").strip()
+    assert tip == result["run"]["endSha"] != start
+    assert git(repo, "merge-base", "--is-ancestor", start, tip) == ""
+    assert git(repo, "rev-parse", "b2").strip() != tip  # each branch has its own commit
+
+
 def test_flow_review_fix_review_by_hand(repo: Path) -> None:
     configure(repo, reviewer="until-fixed")
     assert flow(repo, "implement", "--plan", "specs/feature.md", "--step", "1").returncode == 0
