@@ -317,7 +317,7 @@ def test_heartbeat_cli_reaches_the_running_agents_run(repo: Path, cli: Cli) -> N
     """``gitflow-agents heartbeat`` from inside a running agent touches its run's heartbeat (that
     a heartbeat keeps a quiet agent alive is the supervisor's, tested there:
     ``test_busy_agent_is_not_stuck[heartbeat-tools]``)."""
-    setup_project(repo, {"quiet": [str(FAKE), "heartbeat-cli", "--seconds", "0.5"]}, stuck=1)
+    setup_project(repo, {"quiet": [sys.executable, str(FAKE), "heartbeat-cli", "--seconds", "0.5"]}, stuck=1)
     # the agent runs `python -m gitflow_agents heartbeat`: it finds the package as run_cli's do
     env = {"PYTHONPATH": str(ROOT)}
     result = cli.main("spawn", "quiet", "--flow", "f", "--task", "t", cwd=repo, env=env)

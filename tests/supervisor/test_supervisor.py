@@ -66,7 +66,7 @@ def run_fake(
     hub = EventHub([memory, JsonlChannel(run_dir / "events.jsonl")], run_id=run_id)
     cancel = threading.Event()
     spec = LaunchSpec(
-        argv=argv or (str(FAKE), mode, "--record", str(record), "--work", str(work), *args),
+        argv=argv or (sys.executable, str(FAKE), mode, "--record", str(record), "--work", str(work), *args),
         env=dict(os.environ),
         cwd=work,
         completes_by_exit=completes_by_exit,
