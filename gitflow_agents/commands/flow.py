@@ -57,8 +57,13 @@ def run(args: argparse.Namespace) -> int:
                 return _review(ctx, args, after)
             return _single(ctx, args, after)
         except AgentFailed as exc:
-            failed = {"status": "failed", "reason": str(exc), **exc.run.entry().to_json()}
-            _print(args, {**failed, **_spent(ctx, exc.run.run_id)})
+            if args.json:
+                failed = {"status": "failed", "reason": str(exc), **exc.run.entry().to_json()}
+                _print(args, {**failed, **_spent(ctx, exc.run.run_id)})
+            else:  # as a run that completed is said (``_single``), not its JSON
+                run, reason = exc.run, exc.run.reason
+                said = reason if reason.startswith(f"{run.status}:") else f"{run.status}: {reason}"
+                print(f"{run.agent_id}: {said} (run {run.run_id})")
             return int(exc.exit_code)
 
 

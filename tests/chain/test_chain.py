@@ -595,6 +595,22 @@ def test_flow_implement_on_another_branch_runs_its_agent_there(repo: Path) -> No
     assert git(repo, "rev-parse", "b2").strip() != tip  # each branch has its own commit
 
 
+def test_flow_implement_that_fails_says_so_in_a_line_and_in_json_only_with_json(
+    repo: Path,
+) -> None:
+    """Without ``--json`` a failed agent is one line as a completed one is (it printed its
+    JSON record); with it, that record, status and spend."""
+    configure(repo, implementer="crash")
+    out = flow(repo, "implement", "--branch", "b2", "--task", "do it")
+    assert out.returncode == 3, out.stderr + out.stdout
+    assert out.stdout.startswith("builder: failed: ") and "(run " in out.stdout
+    assert "{" not in out.stdout
+    out = flow(repo, "implement", "--branch", "b3", "--task", "do it", "--json")
+    assert out.returncode == 3, out.stderr + out.stdout
+    data = json.loads(out.stdout)
+    assert data["status"] == "failed" and data["agentId"] == "builder" and "costUsd" in data
+
+
 def test_flow_review_fix_review_by_hand(repo: Path) -> None:
     configure(repo, reviewer="until-fixed")
     assert flow(repo, "implement", "--plan", "specs/feature.md", "--step", "1").returncode == 0

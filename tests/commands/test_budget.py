@@ -437,8 +437,9 @@ def test_status_shows_what_a_watched_agent_has_spent_while_it_runs(
 
 
 def test_flow_stopped_by_its_budget_prints_what_it_spent(repo: Path, tmp_path: Path) -> None:
-    """`flow implement` ends exit 5 with the stopped run's JSON, its spend included (the run
-    spent up to the limit), as its record has it."""
+    """`flow implement` ends exit 5 with the stopped run's JSON (``--json``), its spend
+    included (the run spent up to the limit), as its record has it; without ``--json`` a line
+    with the budget's message."""
     configure(repo)
     add_spender(repo, tmp_path / "record.json")
     done = call(
@@ -446,8 +447,15 @@ def test_flow_stopped_by_its_budget_prints_what_it_spent(repo: Path, tmp_path: P
         "--budget-tokens", "5000", "--quiet",
     )  # fmt: skip
     assert done.returncode == 5, done
+    assert done.stdout.startswith("spender: budget: agent spent ") and "of 5,000" in done.stdout
+    done = call(
+        repo, "flow", "implement", "--agent", "spender", "--task", "x", "--branch", "spent2",
+        "--budget-tokens", "5000", "--quiet", "--json",
+    )  # fmt: skip
+    assert done.returncode == 5, done
     printed = json.loads(done.stdout)
-    (result,) = agent_results(repo, "flow")  # a flow without a plan is named "flow"
+    # a flow without a plan is named "flow"
+    (result,) = [r for r in agent_results(repo, "flow") if r["run"]["runID"] == printed["runID"]]
     assert printed["status"] == "budget" and printed["inputTokens"] >= 5000 * 1000 // 1200
     assert (printed["inputTokens"], printed["costUsd"]) == (
         result["run"]["inputTokens"],
