@@ -29,6 +29,7 @@ from gitflow_agents.agent_run.record import attempts_usage
 from gitflow_agents.agents.base import AgentOutput, Cli
 from gitflow_agents.agents.output import since
 from gitflow_agents.agents.prices import usage_of
+from gitflow_agents.base.errors import interrupted_by
 from gitflow_agents.runs.budget import Watch
 from gitflow_agents.runs.control import queued_messages
 from gitflow_agents.runs.slots import SlotWaitCanceled, hold_slot, slots_folder
@@ -133,9 +134,9 @@ class Attempts:
                 waited = _wait(
                     run, delay, outcome.reason, self.waits.count, resumes, self.cancel, spent
                 )
-            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the run's outcome rides on it, as
-                # the supervisor's does (what the attempts spent, the run's time)
-                why = "interrupted (Ctrl-C) while waiting out a rate limit"
+            except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the run's outcome rides on
+                # it, as the supervisor's does (what the attempts spent, the run's time)
+                why = f"interrupted ({interrupted_by(exc)}) while waiting out a rate limit"
                 self._outcomes.append(_canceled(run, why))
                 raise SupervisorInterrupted(self.outcome) from None
             if not waited:

@@ -24,6 +24,7 @@ from gitflow_agents.agents import get_adapter
 from gitflow_agents.agents.base import Adapter, AgentOutput, Invocation
 from gitflow_agents.agents.meter import METERS, streamed_usage
 from gitflow_agents.agents.prices import Price, usage_of
+from gitflow_agents.base.errors import Terminated
 from gitflow_agents.base.fsutil import refuse_symlinks, safe_target
 from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.events import Channel, ConsoleChannel, EventHub, JsonlChannel
@@ -152,7 +153,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (CI cancelling the job) takes the Ctrl-C path: agents' trees die first."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        raise Terminated
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)

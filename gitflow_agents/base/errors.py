@@ -24,6 +24,16 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job canceled, ``timeout``, ``kill``), raised where Ctrl-C's interrupt is
+    (``agent_run.launch.sigterm_as_interrupt``): the same path, its own name in the records."""
+
+
+def interrupted_by(exc: BaseException) -> str:
+    """What interrupted: ``SIGTERM`` for a :class:`Terminated`, else ``Ctrl-C``."""
+    return "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+
+
 class TextProblem(Exception):
     """Why a text (JSON, YAML) cannot be read, and where in it when known: ``line`` and
     ``column``, counted as each subclass says."""

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.output import since
+from gitflow_agents.base.errors import interrupted_by
 from gitflow_agents.base.fsutil import irregular, write_json_atomic
 from gitflow_agents.findings.reply import parse_reply
 from gitflow_agents.runs import read_json
@@ -104,7 +105,10 @@ class Stop:
     drain: float = 2.0  # seconds the output readers get to reach EOF
 
 
-INTERRUPTED = Stop("interrupted (Ctrl-C)", Verdict("canceled", "interrupted (Ctrl-C)"), drain=1.0)
+def interrupted(exc: BaseException) -> Stop:
+    """The stop of a run whose command was interrupted: Ctrl-C, or SIGTERM (``Terminated``)."""
+    why = f"interrupted ({interrupted_by(exc)})"
+    return Stop(why, Verdict("canceled", why), drain=1.0)
 
 
 def stopped(status: Status, reason: str) -> Stop:

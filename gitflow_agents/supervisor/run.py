@@ -24,7 +24,6 @@ from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV, read_json, tree
 from gitflow_agents.runs.liveness import start_time
 from gitflow_agents.supervisor.outcome import (
-    INTERRUPTED,
     Outcome,
     ParsedOutput,
     ReportFiles,
@@ -32,6 +31,7 @@ from gitflow_agents.supervisor.outcome import (
     SupervisorInterrupted,
     Verdict,
     completion_event,
+    interrupted,
     judge_ending,
     read_reply,
     refuse_irregular_report,
@@ -160,8 +160,8 @@ def supervise(
     try:
         try:
             return run.finish(run.start() or run.wait())
-        except KeyboardInterrupt:
-            raise SupervisorInterrupted(run.finish(INTERRUPTED)) from None
+        except KeyboardInterrupt as exc:
+            raise SupervisorInterrupted(run.finish(interrupted(exc))) from None
     finally:
         run.close()
 

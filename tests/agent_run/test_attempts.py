@@ -664,6 +664,7 @@ def test_sigterm_during_a_wait_leaves_no_wait_on_record(
     run = json.loads((only_run(repo) / "result.json").read_text())["run"]
     assert run["outcome"] == "canceled" and run["costUsd"] == pytest.approx(0.01)
     assert run["inputTokens"] == 100 and run["durationMs"] > 0
+    assert "SIGTERM" in json.dumps(run) and "Ctrl-C" not in json.dumps(run)  # it was no Ctrl-C
 
 
 WAITED_COMMAND = """#!{python}

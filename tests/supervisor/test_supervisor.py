@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
+from gitflow_agents.agent_run.launch import sigterm_as_interrupt
 from gitflow_agents.agents.base import AgentOutput, CpuActivity, LaunchSpec
 from gitflow_agents.runs.events import EventHub, JsonlChannel, MemoryChannel, read_jsonl
 from gitflow_agents.supervisor import (
@@ -66,7 +67,8 @@ def run_fake(
     hub = EventHub([memory, JsonlChannel(run_dir / "events.jsonl")], run_id=run_id)
     cancel = threading.Event()
     spec = LaunchSpec(
-        argv=argv or (sys.executable, str(FAKE), mode, "--record", str(record), "--work", str(work), *args),
+        argv=argv
+        or (sys.executable, str(FAKE), mode, "--record", str(record), "--work", str(work), *args),
         env=dict(os.environ),
         cwd=work,
         completes_by_exit=completes_by_exit,
@@ -304,6 +306,19 @@ def test_ctrl_c_kills_the_tree_and_reraises(tmp_path: Path) -> None:
     assert "Ctrl-C" in caught.value.outcome.reason
     data = json.loads(record.read_text())
     assert_gone([data["pid"], *data["descendants"]])
+
+
+def test_sigterm_is_recorded_as_sigterm_not_ctrl_c(tmp_path: Path) -> None:
+    """SIGTERM (a CI job canceled) takes Ctrl-C's path under ``sigterm_as_interrupt``; the
+    run's reason names it (it said "interrupted (Ctrl-C)")."""
+
+    def terminate(agent_dir: Path, run_dir: Path, hub: EventHub, cancel: threading.Event) -> None:
+        threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGTERM)).start()
+
+    with pytest.raises(SupervisorInterrupted) as caught, sigterm_as_interrupt():
+        run_fake(tmp_path, "spawn-hang", stuck=10, before=terminate)
+    assert caught.value.outcome.status == "canceled"
+    assert caught.value.outcome.reason == "interrupted (SIGTERM)"
 
 
 def test_hard_timeout_even_when_busy(tmp_path: Path) -> None:
