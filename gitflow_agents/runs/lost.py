@@ -11,11 +11,13 @@ lost runs in the step's work tree before it touches it (docs/chains.md, The stat
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.meter import streamed_reading
 from gitflow_agents.agents.prices import shipped_prices, usage_of
 from gitflow_agents.base.fsutil import write_json_atomic
@@ -171,11 +173,10 @@ def streamed(
     if adapter is None:
         return None
     try:
-        with paths.worker_log.open("rb") as log:
-            output = log.read(LOG_READ)
+        stat = paths.worker_log.stat()
     except OSError:
         return None
-    reading = streamed_reading(adapter, output)
+    reading = _log_reading(paths.worker_log, stat.st_size, stat.st_mtime_ns, adapter)
     if reading is None:
         return None
     agent = config.agents.get(text(extra, "agent_config") or "") if config is not None else None
@@ -188,6 +189,19 @@ def streamed(
         cost_estimated=usage.cost_estimated,
     )
     return {**spend.to_json(), "cachedTokens": usage.cached_tokens}
+
+
+@functools.lru_cache(maxsize=64)
+def _log_reading(log: Path, size: int, mtime_ns: int, adapter: str) -> AgentOutput | None:
+    """``streamed_reading`` of the log's first ``LOG_READ`` bytes, once per its size and time:
+    a lost run's log no longer changes, and ``serve`` shows its spend on every page it renders
+    (up to 17 MiB read and searched each time)."""
+    try:
+        with log.open("rb") as file:
+            output = file.read(LOG_READ)
+    except OSError:
+        return None
+    return streamed_reading(adapter, output)
 
 
 def _lower_bound(spent: object) -> dict[str, Any]:

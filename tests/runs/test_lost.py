@@ -91,3 +91,33 @@ def test_the_whole_log_a_dead_supervisor_wrote_is_read() -> None:
     from gitflow_agents.supervisor.output import LOG_HEAD
 
     assert LOG_READ > LOG_HEAD + 1024
+
+
+def test_its_log_is_read_once_while_it_stays_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve`` asks for a lost run's spend on every page: its log (up to 17 MiB) is searched
+    once while its size and time stay; a log that changed is read again."""
+    import os
+
+    from gitflow_agents.runs import lost
+
+    searched: list[int] = []
+    real = lost.streamed_reading
+
+    def counting(adapter: str, output: bytes) -> Any:
+        searched.append(len(output))
+        return real(adapter, output)
+
+    monkeypatch.setattr(lost, "streamed_reading", counting)
+    paths = lost_run(tmp_path, 3)
+    for _ in range(3):
+        assert spent_before(paths, status_of(paths))["inputTokens"] == 3000
+    assert len(searched) == 1
+    more = {"id": "m9", "model": MODEL, "usage": {"input_tokens": 1000, "output_tokens": 100}}
+    with paths.worker_log.open("a") as log:
+        log.write(json.dumps({"type": "assistant", "message": more}) + "\n")
+    stat = paths.worker_log.stat()  # the same second or not, the size tells it changed
+    os.utime(paths.worker_log, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert spent_before(paths, status_of(paths))["inputTokens"] == 4000
+    assert len(searched) == 2
