@@ -15,6 +15,8 @@ from gitflow_agents.render import FORMATS, render
 from gitflow_agents.render.annotations import escape_data, escape_property
 from gitflow_agents.render.markdown import code, escape
 from tests.conftest import DATA
+from tests.helpers.sarif import SCHEMAS, schema_errors
+from tests.helpers.sarif import schema as sarif_schema
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 BASE = "fedcba9876543210fedcba9876543210fedcba98"
@@ -159,10 +161,6 @@ def test_json_shape() -> None:
 # --- sarif --------------------------------------------------------------------------------------
 
 
-def _schema(name: str) -> dict[str, Any]:
-    return json.loads((DATA / "sarif" / name).read_text(encoding="utf-8"))
-
-
 ACCEPTED = APPROVED._replace(
     accepted=(
         Accepted(
@@ -176,21 +174,13 @@ ACCEPTED = APPROVED._replace(
 )
 
 
-@pytest.mark.parametrize(
-    ("schema", "validator"),
-    [
-        ("sarif-schema-2.1.0.json", jsonschema.Draft7Validator),
-        ("sarif-2.1.0-rtm.5.json", jsonschema.Draft4Validator),
-    ],
-)
+@pytest.mark.parametrize(("schema", "validator"), SCHEMAS)
 @pytest.mark.parametrize(
     "review", [REVIEW, APPROVED, ACCEPTED], ids=["revise", "approved", "accepted"]
 )
 def test_sarif_is_valid(schema: str, validator: Any, review: Review) -> None:
     sarif = json.loads(render(review, gate(review, threshold=Severity.WARN, head_sha=SHA), "sarif"))
-    checker = validator(_schema(schema), format_checker=jsonschema.FormatChecker())
-    errors = [f"{list(e.absolute_path)}: {e.message}" for e in checker.iter_errors(sarif)]
-    assert errors == []
+    assert schema_errors(sarif, schema, validator) == []
 
 
 def test_sarif_schema_catches_a_broken_log() -> None:
@@ -198,7 +188,7 @@ def test_sarif_schema_catches_a_broken_log() -> None:
     sarif = json.loads(render(REVIEW, GATE, "sarif"))
     sarif["runs"][0]["results"][0]["level"] = "warn"
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(sarif, _schema("sarif-schema-2.1.0.json"))
+        jsonschema.validate(sarif, sarif_schema("sarif-schema-2.1.0.json"))
 
 
 def test_sarif_content() -> None:
