@@ -170,9 +170,15 @@ class Review(NamedTuple):
     was decided (a chain reviewer's own result.json)."""
     kind_reason: str = ""
     """Why that kind ran: "incremental: since abc123 …", "full: …"."""
+    outcome: str = ""
+    """Set when the reviewer did not complete, so there is no verdict: how its agent run ended
+    (``budget``, ``failed``, ``stuck``, ``timeout``, ``canceled``, ``crashed``, ``rate_limited``;
+    ``error`` for anything else), ``reason`` saying why (docs/review.md, "A review that did not
+    complete"); "" for a review that ran to its end, whatever its verdict."""
 
     def to_dict(self) -> dict[str, Any]:
         kind = {"kind": self.kind, "kindReason": self.kind_reason} if self.kind else {}
+        stopped = {"outcome": self.outcome} if self.outcome else {}
         return {
             "overall": self.overall.value if self.overall else None,
             "summary": self.summary,
@@ -185,6 +191,7 @@ class Review(NamedTuple):
             "accepted": [a.to_dict() for a in self.accepted],
             "excludedFiles": self.excluded_files,
             **kind,
+            **stopped,
         }
 
 
@@ -311,6 +318,9 @@ def review_from_dict(data: Any) -> Review:
     kind = data.get("kind")
     if kind not in (None, "", "incremental", "full"):
         raise ValueError(f"kind: expected incremental or full, got {kind!r}")
+    outcome = data.get("outcome")
+    if outcome is not None and not isinstance(outcome, str):
+        raise ValueError("outcome: expected a string")
     return Review(
         overall=overall,
         summary=summary or "",
@@ -324,6 +334,7 @@ def review_from_dict(data: Any) -> Review:
         excluded_files=_count(data.get(_key(data, "excludedFiles", "excluded_files"))),
         kind=str(kind or ""),
         kind_reason=str(data.get("kindReason") or "") if kind else "",
+        outcome=outcome or "",
     )
 
 

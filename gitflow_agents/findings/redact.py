@@ -56,4 +56,5 @@ def redact_review(review: Review, secrets: Iterable[str] = ()) -> Review:
         base_sha=_redact_optional(review.base_sha, known),
         run=run if isinstance(run, dict) else {},
         reason=redact_text(review.reason, known, keep=keep),
+        outcome=redact_text(review.outcome, known),
     )

@@ -57,7 +57,10 @@ def is_approved(review: Review, gate: GateResult | None) -> bool:
 
 
 def verdict_label(review: Review, gate: GateResult | None) -> str:
-    """APPROVED, REVISE (the reviewer asks for changes) or NOT APPROVED (anything else)."""
+    """APPROVED, REVISE (the reviewer asks for changes), DID NOT COMPLETE (the reviewer gave no
+    verdict: ``Review.outcome``) or NOT APPROVED (anything else)."""
+    if review.outcome:
+        return "DID NOT COMPLETE"
     if is_approved(review, gate):
         return "APPROVED"
     return "REVISE" if review.overall is Overall.REVISE else "NOT APPROVED"
@@ -92,8 +95,10 @@ def counts(review: Review) -> str:
 
 
 def verdict_line(review: Review, gate: GateResult | None) -> str:
-    """One line: ``APPROVED: 1 warn`` / ``REVISE: 1 error; <reasons>`` (``counts``)."""
-    parts = [counts(review), *verdict_reasons(review, gate)]
+    """One line: ``APPROVED: 1 warn`` / ``REVISE: 1 error; <reasons>`` (``counts``);
+    ``DID NOT COMPLETE: <why>`` with no counts (nothing was reviewed to count)."""
+    parts = [] if review.outcome else [counts(review)]
+    parts += verdict_reasons(review, gate)
     return f"{verdict_label(review, gate)}: " + "; ".join(parts)
 
 

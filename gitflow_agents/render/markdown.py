@@ -151,7 +151,7 @@ def render(review: Review, gate: GateResult | None = None) -> str:
     approved = is_approved(review, gate)
     icon = "✅" if approved else "❌"
     out = [f"### {icon} {TOOL_NAME} review: {verdict_label(review, gate)}", ""]
-    facts = [describe_counts(review.findings)]
+    facts = [] if review.outcome else [describe_counts(review.findings)]  # nothing to count
     if review.accepted:
         facts.append(accepted_counts(review))
     if review.excluded_files:

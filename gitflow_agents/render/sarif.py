@@ -15,6 +15,11 @@
   own property for a result someone accepted. One without a file is a notification saying it
   was accepted.
 - The verdict, the gate's decision and the commits go in the run's property bag.
+- A review whose reviewer did not complete (``Review.outcome``: a budget stopped it, it failed,
+  timed out, was canceled, a rate limit outlasted the wait) is a run with no results whose
+  invocation is ``executionSuccessful: false``, its first notification an error saying why,
+  and ``outcome`` in the property bag: a log that says nothing was found would read as a clean
+  review.
 """
 
 from __future__ import annotations
@@ -69,9 +74,15 @@ def _suppressed(accepted: Accepted, rule_index: int) -> dict[str, Any]:
 
 
 def _notifications(review: Review) -> list[dict[str, Any]]:
-    """Findings (and accepted ones) without a file, and the files not reviewed: no result can
-    hold them, so they are notifications of the run's invocation."""
-    notifications: list[dict[str, Any]] = [
+    """Why the review did not complete (an error, first), findings (and accepted ones) without
+    a file, and the files not reviewed: no result can hold them, so they are notifications of
+    the run's invocation."""
+    notifications: list[dict[str, Any]] = []
+    if review.outcome:
+        notifications.append(
+            {"level": "error", "message": {"text": review.reason or review.outcome}}
+        )
+    notifications += [
         {
             "level": f.severity.sarif_level,
             "message": {"text": message_with_suggestion(f)},
@@ -120,7 +131,7 @@ def to_sarif(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
     results = [_result(f, rule_ids.index(_rule_id(f))) for f in located]
     results += [_suppressed(a, rule_ids.index(_rule_id(a.finding))) for a in accepted]
     notifications = _notifications(review)
-    invocation: dict[str, Any] = {"executionSuccessful": True}
+    invocation: dict[str, Any] = {"executionSuccessful": not review.outcome}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
     properties: dict[str, Any] = {
@@ -132,6 +143,7 @@ def to_sarif(review: Review, gate: GateResult | None = None) -> dict[str, Any]:
         "baseSha": review.base_sha,
         "accepted": len(review.accepted) or None,
         "excludedFiles": review.excluded_files or None,
+        "outcome": review.outcome or None,
     }
     return {
         "$schema": SCHEMA_URI,

@@ -10,7 +10,16 @@ import jsonschema
 import pytest
 
 from gitflow_agents import __version__
-from gitflow_agents.findings import Accepted, Finding, Overall, Review, Severity, gate
+from gitflow_agents.findings import (
+    Accepted,
+    Finding,
+    GateResult,
+    Overall,
+    Review,
+    Severity,
+    gate,
+    review_from_dict,
+)
 from gitflow_agents.render import FORMATS, render
 from gitflow_agents.render.annotations import escape_data, escape_property
 from gitflow_agents.render.markdown import code, escape
@@ -174,9 +183,23 @@ ACCEPTED = APPROVED._replace(
 )
 
 
+STOPPED_WHY = "agent r did not complete the review: budget: review spent $0.062 of $0.05"
+STOPPED = Review(
+    overall=None,
+    reviewed_sha=SHA,
+    base_sha=BASE,
+    run={"inputTokens": 9000, "costUsd": 0.062},
+    reason=STOPPED_WHY,
+    outcome="budget",
+)
+STOPPED_GATE = GateResult(approved=False, exit_code=5, reasons=(STOPPED_WHY,))
+
+
 @pytest.mark.parametrize(("schema", "validator"), SCHEMAS)
 @pytest.mark.parametrize(
-    "review", [REVIEW, APPROVED, ACCEPTED], ids=["revise", "approved", "accepted"]
+    "review",
+    [REVIEW, APPROVED, ACCEPTED, STOPPED],
+    ids=["revise", "approved", "accepted", "did-not-complete"],
 )
 def test_sarif_is_valid(schema: str, validator: Any, review: Review) -> None:
     sarif = json.loads(render(review, gate(review, threshold=Severity.WARN, head_sha=SHA), "sarif"))
@@ -389,3 +412,53 @@ def test_every_format_renders_and_unknown_is_refused() -> None:
         assert isinstance(render(REVIEW, GATE, fmt), str)
     with pytest.raises(ValueError, match=r"unknown output format 'xml'.*terminal, json"):
         render(REVIEW, GATE, "xml")
+
+
+# --- a review that did not complete --------------------------------------------------------------
+
+
+def test_a_review_that_did_not_complete_says_so_in_every_format() -> None:
+    """No verdict because the reviewer did not complete (``Review.outcome``): SARIF's invocation
+    is unsuccessful with an error notification and no result; JSON is the findings object with
+    its ``outcome``; the texts say DID NOT COMPLETE and why, with no "no findings" count."""
+    run = json.loads(render(STOPPED, STOPPED_GATE, "sarif"))["runs"][0]
+    assert run["results"] == [] and run["tool"]["driver"]["rules"] == []
+    assert run["invocations"] == [
+        {
+            "executionSuccessful": False,
+            "toolExecutionNotifications": [{"level": "error", "message": {"text": STOPPED_WHY}}],
+        }
+    ]
+    assert run["properties"] == {
+        "approved": False,
+        "verdict": f"DID NOT COMPLETE: {STOPPED_WHY}",
+        "reviewedSha": SHA,
+        "baseSha": BASE,
+        "outcome": "budget",
+    }
+    data = json.loads(render(STOPPED, STOPPED_GATE, "json"))
+    assert (data["overall"], data["outcome"], data["reason"]) == (None, "budget", STOPPED_WHY)
+    assert data["run"] == {"inputTokens": 9000, "costUsd": 0.062}
+    assert data["gate"] == {
+        "approved": False,
+        "exitCode": 5,
+        "threshold": "error",
+        "reasons": [STOPPED_WHY],
+    }
+    assert review_from_dict(data) == STOPPED  # read back (the Action's findings file)
+    assert render(STOPPED, STOPPED_GATE, "terminal") == f"DID NOT COMPLETE: {STOPPED_WHY}\n"
+    assert render(STOPPED, STOPPED_GATE, "annotations") == (
+        "::error title=gitflow-agents review::DID NOT COMPLETE: agent r did not complete the "
+        "review: budget: review spent $0.062 of $0.05\n"
+    )
+    markdown = render(STOPPED, STOPPED_GATE, "markdown")
+    assert markdown.startswith("### ❌ gitflow-agents review: DID NOT COMPLETE\n")
+    assert "no findings" not in markdown and f"\n- {STOPPED_WHY}\n" in markdown
+    assert render(STOPPED, STOPPED_GATE, "rdjsonl") == ""  # no diagnostic: nothing was found
+
+
+def test_a_completed_review_has_no_outcome() -> None:
+    assert "outcome" not in json.loads(render(REVIEW, GATE, "json"))
+    run = json.loads(render(REVIEW, GATE, "sarif"))["runs"][0]
+    assert run["invocations"][0]["executionSuccessful"] is True
+    assert "outcome" not in run["properties"]
