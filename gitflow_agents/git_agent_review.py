@@ -64,7 +64,12 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=FORMATS, default="terminal", help="what to print (default: terminal)"
     )
-    parser.add_argument("--output", metavar="FILE", help="also write the result to FILE")
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        help="also write the result to FILE (also when the reviewer gives no verdict: "
+        "it then says the review did not complete, and why)",
+    )
     parser.add_argument(
         "--output-format",
         choices=FORMATS,

@@ -13,7 +13,14 @@ import contextlib
 import os
 import sys
 
-from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.base.errors import (
+    AgentError,
+    BudgetError,
+    ExitCode,
+    GitflowError,
+    RateLimitedError,
+    UsageError,
+)
 from gitflow_agents.base.lazy import path as as_path  # what only some reviews do needs a Path
 from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.git import queries as git
@@ -103,6 +110,13 @@ def _review(
         return _report_nothing(args, target, empty, threshold)
 
     def review_with(accepting: Acceptance | None) -> tuple[Review, GateResult]:
+        try:
+            return reviewed(accepting)
+        except (GitflowError, KeyboardInterrupt) as exc:  # no verdict: said, then as before
+            _report_unfinished(args, target, exc, threshold)
+            raise
+
+    def reviewed(accepting: Acceptance | None) -> tuple[Review, GateResult]:
         if args.agent == "builtin":  # the hook's case: none of the agent reviewer's modules
             return review_builtin_target(
                 root,
@@ -249,6 +263,60 @@ def _write_baseline(root: StrPath, file: str, review: Review) -> None:
     known = [a.finding for a in review.accepted if a.by == "baseline"]
     total, added = baseline.write(path, name, [*review.findings, *known])
     print(f"git agent-review: {name}: {added} finding(s) added, {total} recorded", file=sys.stderr)
+
+
+_OUTCOMES = ((BudgetError, "budget"), (RateLimitedError, "rate_limited"), (AgentError, "failed"))
+"""An error's outcome when it carries none (a budget that started no agent, a CLI not installed)."""
+
+
+def _outcome(exc: GitflowError | KeyboardInterrupt) -> tuple[str, str, int]:
+    """How a review that ended in ``exc`` ended: its reviewer's agent run's outcome (``budget``,
+    ``failed``, ``stuck``, ``timeout``, ``canceled``, ``rate_limited``…; ``error`` when no
+    agent's outcome is known), why, and the exit code the command ends with."""
+    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, SIGTERM: the run records it canceled
+        return "canceled", "interrupted", ExitCode.INTERRUPTED
+    known = next((word for kind, word in _OUTCOMES if isinstance(exc, kind)), "error")
+    return exc.outcome or known, str(exc), int(exc.exit_code)
+
+
+def _report_unfinished(
+    args: Args, target: Target, exc: GitflowError | KeyboardInterrupt, threshold: Severity
+) -> None:
+    """A review that ended in ``exc`` before its verdict (a budget stopped its reviewer or
+    started none; it failed, got stuck, timed out or was canceled; a rate limit outlasted the
+    wait; Ctrl-C): ``--output`` FILE is written all the same, atomically, replacing an earlier
+    run's, with a document in its format that says the review did not complete, why and what
+    the reviewer spent (``Review.outcome``; SARIF: an unsuccessful invocation, no result), and a
+    machine ``--format`` prints it, as for a completed review; the terminal has the error line
+    the caller's re-raise prints (docs/review.md, "A review that did not complete"). No note, and
+    the exit code stays the error's."""
+    from gitflow_agents import render
+    from gitflow_agents.findings import GateResult, Review
+
+    outcome, why, code = _outcome(exc)
+    spent = getattr(exc, "spent", None) or {}
+    review = Review(
+        overall=None,
+        reviewed_sha=target.head,
+        base_sha=target.base,
+        run=dict(spent),
+        reason=why,
+        outcome=outcome,
+    )
+    result = GateResult(approved=False, exit_code=code, reasons=(why,), threshold=threshold)
+    if args.output:
+        from gitflow_agents.base.fsutil import write_text_atomic
+        from gitflow_agents.commands.dispatch import describe_os_error
+
+        fmt = _output_format(args.output, args.output_format)
+        try:
+            write_text_atomic(as_path(args.output), render.render(review, result, fmt))
+        except OSError as error:  # the review's own error is the one to end with
+            print(f"git agent-review: error: {describe_os_error(error)}", file=sys.stderr)
+    if args.format != "terminal":
+        text = render.render(review, result, args.format)
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        sys.stdout.flush()
 
 
 def _report_nothing(args: Args, target: Target, why: str, threshold: Severity) -> int:
