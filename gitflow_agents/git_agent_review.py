@@ -34,8 +34,8 @@ Default: merge-base with the default branch (origin/HEAD, else main/master) ..HE
 
 EPILOG = """\
 exit codes: 0 approved, 1 revise / findings at the threshold / no valid verdict, 2 usage or
-configuration error, 3 agent failed, 70 internal error (a bug: see the crash log named),
-130 interrupted.
+configuration error, 3 agent failed, stuck, timed out or canceled, 5 a budget ran out, 6 rate
+limited past the wait, 70 internal error (a bug: see the crash log named), 130 interrupted.
 """
 
 
