@@ -58,6 +58,7 @@ class FileStat(NamedTuple):
     old_path: str | None = None  # renames and copies
     added: int | None = None  # None for binary files
     deleted: int | None = None
+    gitlink: bool = False  # mode 160000 on either side: a submodule or nested repository
 
     @property
     def binary(self) -> bool:
@@ -116,6 +117,7 @@ def _raw_numstat(
 
 
 _BINARY = (None, None)
+_GITLINK = "160000"
 
 
 def parse_raw_numstat(out: str) -> list[FileStat]:
@@ -124,8 +126,19 @@ def parse_raw_numstat(out: str) -> list[FileStat]:
     get = counts.get
     # tuple.__new__ straight away: half the time of FileStat(...) on a 10,000-file change
     make = tuple.__new__
+    # a record's field starts ":<old mode> <new mode> ", six digits each
     return [
-        make(FileStat, (path, letter, old, *get(path, _BINARY))) for path, letter, old, _ in raw
+        make(
+            FileStat,
+            (
+                path,
+                letter,
+                old,
+                *get(path, _BINARY),
+                field[1:7] == _GITLINK or field[8:14] == _GITLINK,
+            ),
+        )
+        for path, letter, old, field in raw
     ]
 
 

@@ -303,7 +303,12 @@ class DiffSpec(NamedTuple):
         return (self.base, self.head) if self.head is not None else ("--cached", self.base)
 
 
-DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "--ignore-submodules")
+_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M")
+DIFF_FLAGS = (*_FLAGS, "--ignore-submodules")  # what is reviewed: no gitlinks (decisions 18)
+STATS_FLAGS = (*_FLAGS, "--ignore-submodules=dirty")
+"""What the statistics count: every gitlink (a submodule or a nested repository ``git add -A``
+recorded) whose commit changes, as git's own ``--numstat`` counts it (+1, +1 -1, -1), but not a
+nested repository's uncommitted edits, which no commit of this repository records."""
 _PATCH_FLAGS = ("-U0", "--src-prefix=a/", "--dst-prefix=b/")  # what parse_added_lines reads
 
 

@@ -28,7 +28,7 @@ from gitflow_agents.git import diffparse
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.cmd import git_env, run_git
 from gitflow_agents.git.diffparse import Commit, FileStat
-from gitflow_agents.git.queries import DIFF_FLAGS
+from gitflow_agents.git.queries import STATS_FLAGS
 
 
 @contextlib.contextmanager
@@ -60,7 +60,7 @@ def diff_stats(
     """
     specs = tuple(f":(exclude){e.strip('/')}" for e in exclude)
     # --no-abbrev: git need not look for the shortest unique id of every blob
-    args = ("diff", *DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", base)
+    args = ("diff", *STATS_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", base)
     if head is not None:
         # porcelain diff, not diff-tree: diff-tree reads every file of the work tree that
         # matches a blob instead of the pack (3x slower on a packed 10,000-file change, 20 %
@@ -121,6 +121,7 @@ class GitStats:
                     "added": f.added,
                     "deleted": f.deleted,
                     "binary": f.binary,
+                    "gitlink": f.gitlink,
                 }
                 for f in self.files
             ],
@@ -180,12 +181,14 @@ def render_markdown(stats: GitStats) -> str:
                 note = f"{note} from `{f.old_path}`"
             if f.binary:
                 note = f"{note}, binary".lstrip(", ")
+            if f.gitlink:  # its commit is what changed, not a file's lines
+                note = f"{note}, nested repository (gitlink)".lstrip(", ")
             lines.append(
                 f"| `{f.path}` | {_count(f.added, '')} | {_count(f.deleted, '')} | {note} |"
             )
-        lines.append(
-            f"| **{len(stats.files)} files** | **{stats.added}** | **{stats.deleted}** | |"
-        )
+        n = len(stats.files)
+        total = f"{n} file{'s' if n != 1 else ''}"
+        lines.append(f"| **{total}** | **{stats.added}** | **{stats.deleted}** | |")
     else:
         lines.append("No files changed.")
     if stats.commits:

@@ -99,6 +99,69 @@ def test_range_stats_and_commits_between(repo: Path) -> None:
     assert git.commit_all(repo, "nothing", exclude=("flows",)) is None
 
 
+def _nested_repo(path: Path, text: str) -> None:
+    """A git repository of its own at ``path`` (an agent cloned a dependency there), with one
+    more commit holding ``text``."""
+    if not (path / ".git").exists():
+        path.mkdir()
+        run_git(path, "init", "-q")
+    (path / "lib.py").write_text(text)
+    run_git(path, "add", "lib.py")
+    run_git(path, "commit", "-q", "-m", text)
+
+
+def test_a_nested_repository_committed_as_a_gitlink_counts_as_one_file(repo: Path) -> None:
+    """``git add -A`` commits a nested repository as a gitlink (mode 160000); the statistics
+    count it as git's ``--numstat`` does (+1 added, +1 -1 moved on, -1 removed), flagged."""
+    base = _base(repo)
+    _nested_repo(repo / "vendor-lib", "one\n")
+    added = git.commit_all(repo, "vendor it", exclude=("flows",))
+    assert added is not None
+    assert run_git(repo, "ls-tree", added, "vendor-lib").startswith("160000 commit ")
+    [stat] = diff_stats(repo, base, added)
+    assert (stat.path, stat.status, stat.added, stat.deleted) == ("vendor-lib", "A", 1, 0)
+    assert stat.gitlink and not stat.binary
+    _nested_repo(repo / "vendor-lib", "two\n")
+    moved = git.commit_all(repo, "bump it", exclude=("flows",))
+    assert moved is not None
+    [stat] = diff_stats(repo, added, moved)
+    assert (stat.path, stat.status, stat.added, stat.deleted, stat.gitlink) == (
+        "vendor-lib",
+        "M",
+        1,
+        1,
+        True,
+    )
+    run_git(repo, "rm", "-q", "--cached", "vendor-lib")
+    run_git(repo, "commit", "-q", "-m", "drop it")
+    removed = run_git(repo, "rev-parse", "HEAD").strip()
+    [stat] = diff_stats(repo, moved, removed)
+    assert (stat.path, stat.status, stat.added, stat.deleted, stat.gitlink) == (
+        "vendor-lib",
+        "D",
+        0,
+        1,
+        True,
+    )
+    assert not any(s.gitlink for s in diff_stats(repo, base, moved) if s.path != "vendor-lib")
+
+
+def test_work_tree_stats_count_a_new_nested_repository_but_not_its_uncommitted_edits(
+    repo: Path,
+) -> None:
+    """What ``git add -A`` would commit: a new nested repository is a new gitlink; edits inside
+    a committed one, which no commit of the outer repository records, are no change."""
+    base = _base(repo)
+    _nested_repo(repo / "vendor-lib", "one\n")
+    [stat] = diff_stats(repo, base, exclude=("flows",))
+    assert (stat.path, stat.status, stat.added, stat.gitlink) == ("vendor-lib", "A", 1, True)
+    committed = git.commit_all(repo, "vendor it", exclude=("flows",))
+    assert committed is not None
+    (repo / "vendor-lib" / "lib.py").write_text("edited, not committed\n")
+    (repo / "vendor-lib" / "untracked.py").write_text("x\n")
+    assert diff_stats(repo, committed, exclude=("flows",)) == ()
+
+
 def test_ensure_info_exclude_is_idempotent(repo: Path) -> None:
     git.ensure_info_exclude(repo, ("/flows/", "/flows"))
     git.ensure_info_exclude(repo, ("/flows/", "/flows"))

@@ -35,6 +35,7 @@ def test_totals_and_json() -> None:
         "added": 0,
         "deleted": 0,
         "binary": False,
+        "gitlink": False,
     }
     assert [c["subject"] for c in data["commits"]] == [
         "[plan] Step 1: Add",
@@ -58,6 +59,23 @@ def test_markdown_table() -> None:
     assert "- `cccccccccccc` [plan] Step 1: Add" in text
     empty = stats.GitStats("a" * 40, "a" * 40, ())
     assert "No files changed." in stats.render_markdown(empty)
+
+
+def test_a_gitlink_is_a_changed_file_named_as_a_nested_repository() -> None:
+    """A nested repository committed as a gitlink (mode 160000) counts as git counts it."""
+    nested = stats.GitStats(
+        "a" * 40,
+        "b" * 40,
+        (FileStat("vendor-lib", "A", None, 1, 0, gitlink=True), FileStat("x", "M", None, 1, 1)),
+    )
+    assert stats.summary(nested).startswith("2 files changed, +2 -1, 1 new")
+    data = nested.to_json()
+    assert data["filesChanged"] == 2 and data["newFiles"] == ["vendor-lib"]
+    assert [f["gitlink"] for f in data["files"]] == [True, False]
+    text = stats.render_markdown(nested)
+    assert "| `vendor-lib` | 1 | 0 | new, nested repository (gitlink) |" in text
+    assert "| `x` | 1 | 1 |  |" in text
+    assert "No files changed." not in text
 
 
 def test_fill_report_replaces_the_marker_only() -> None:
