@@ -11,7 +11,8 @@ a turn limit (``maxTurns``; the spawn is turn 1; it closes when its last allowed
 by :func:`close_session`, or never waits: every turn is a supervised run with the stuck and hard
 timeouts, and between turns no process waits for a message (the CLI exits after each turn).
 Refused (UsageError, exit 2): an adapter whose CLI cannot resume, a run that recorded no session
-id, a run still running, a run that is not the session's latest turn, a closed session.
+id, a run still running or lost (``runs/lost.py``: it never finishes), a run that is not the
+session's latest turn, a closed session.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from gitflow_agents.runs import RunPaths, find_run, is_run_id, named_run, new_ru
 from gitflow_agents.runs.budget import Ledger
 from gitflow_agents.runs.cards import CardLockedError, card_lock
 from gitflow_agents.runs.fields import integer, mapping, number, text
+from gitflow_agents.runs.lost import is_lost, lost_advice
 from gitflow_agents.runs.status import is_live
 from gitflow_agents.supervisor import Limits, ReportFiles
 
@@ -89,12 +91,14 @@ def sessions_dir(root: Path, flow_dir: str, flow: str) -> Path:
 
 def finished_run(root: Path, flow_dir: str, run_id: str) -> FinishedRun:
     """The run ``run_id`` names (or a unique prefix of 8+ characters); UsageError when there is
-    none or it has not finished."""
+    none, or it has not finished (or never will: a lost run, ``runs/lost.py``)."""
 
     paths = named_run(root, flow_dir, run_id, "send")
     run_id = paths.run_dir.name
     status = read_json(paths.status) or {}
     result = read_json(paths.result)
+    if is_lost(status):  # it never finishes (its supervisor died): waiting would not help
+        raise UsageError(f"send: run {run_id} was lost: {lost_advice(run_id, status)}")
     if result is None or is_live(status.get("state")):
         raise UsageError(
             f"send: run {run_id} has not finished (state {status.get('state', 'unknown')}); "

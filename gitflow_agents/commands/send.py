@@ -11,7 +11,8 @@ linked to it (``sessions.py`` says how sessions work and end). Options that end 
 - ``--close``: marks the session closed; later sends are refused.
 
 Refused (exit 2, one line): an adapter whose CLI cannot resume, a run that recorded no session id,
-a run still running, a run that is not the session's latest turn, a closed session.
+a run still running, a lost run (its orchestrator died: it never finishes; ``cancel`` it), a run
+that is not the session's latest turn, a closed session.
 ``abort RUN_ID`` is ``cancel``.
 """
 

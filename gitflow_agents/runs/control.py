@@ -49,7 +49,7 @@ from gitflow_agents.runs import RunPaths, named_run, read_json
 from gitflow_agents.runs.events import EventHub, NoSession
 from gitflow_agents.runs.fields import mapping
 from gitflow_agents.runs.liveness import process_alive
-from gitflow_agents.runs.lost import kill_recorded_tree, mark_ended
+from gitflow_agents.runs.lost import kill_recorded_tree, mark_ended, tree_pids
 from gitflow_agents.runs.status import is_live
 
 SOCKET = "control.sock"
@@ -379,8 +379,8 @@ def cancel_run(
     canceled. Through its orchestrator's control channel, else the file ``<run dir>/cancel``
     a supervisor watches; when no supervisor ends it within ``wait`` seconds (or none is
     alive), its recorded tree is killed here and the run marked canceled (what it spent
-    priced with ``config``'s prices: ``lost.mark_ended``). Returns the line to show;
-    UsageError when there is no such run."""
+    priced with ``config``'s prices: ``lost.mark_ended``). Returns the line to show (which says
+    so when nothing of the tree was left to kill); UsageError when there is no such run."""
     paths = _find(root, run_id, flow_dir, "cancel")
     status = read_json(paths.status) or {}
     if status.get("state") is not None and not is_live(status.get("state")):
@@ -398,10 +398,18 @@ def cancel_run(
         if time.monotonic() >= deadline or not _supervisor_alive(status):
             break
         time.sleep(0.05)
+    found = tree_pids(status)  # what there is to kill: a lost run's agent may have ended too
     left = kill_recorded_tree(status)
     mark_ended(paths, status, "canceled by user", config)
-    note = f"; processes left: {list(left)}" if left else ""
-    return f"canceled run {paths.run_dir.name} (killed its process tree{note})"
+    if found or left:
+        note = f"; processes left: {list(left)}" if left else ""
+        return f"canceled run {paths.run_dir.name} (killed its process tree{note})"
+    why = (
+        "its supervisor did not answer"
+        if _supervisor_alive(status)
+        else "it was lost: neither supervisor nor agent alive"
+    )
+    return f"canceled run {paths.run_dir.name} ({why}, nothing left to kill)"
 
 
 def _find(root: Path, run_id: str, flow_dir: str | None, command: str) -> RunPaths:

@@ -55,6 +55,29 @@ def is_lost(status: Mapping[str, Any]) -> bool:
     return not run_alive(status)
 
 
+def lost_advice(run_id: str, status: Mapping[str, Any]) -> str:
+    """What a command that cannot act on the lost run ``run_id`` says about it (after "run X
+    was lost"): why it never finishes, whether processes of its tree still run, and what to do
+    (``cancel`` it; run a chain agent's step again, which ends it too, or start another agent
+    run)."""
+    alive = tree_pids(status)
+    left = (
+        f"its processes still run (pids {', '.join(map(str, alive))})"
+        if alive
+        else "nothing of it still runs"
+    )
+    chain_run = mapping(status, "extra").get("chainRunID")
+    again = (
+        " and run its step again (a new run of the step ends it too)"
+        if isinstance(chain_run, str)
+        else ", then start the agent again"
+    )
+    return (
+        "the gitflow-agents process supervising it died (killed, or its machine went down), "
+        f"so it will never finish; {left}: end it with `gitflow-agents cancel {run_id}`{again}"
+    )
+
+
 def tree_pids(status: Mapping[str, Any]) -> tuple[int, ...]:
     """The live processes of the run's tree as its ``status.json`` records it: the agent's pid
     (while it is the process that was started), every process of ours carrying the run's tree

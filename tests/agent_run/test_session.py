@@ -215,13 +215,20 @@ def test_refused_while_running_and_for_unknown_runs(repo: Path, tmp_path: Path, 
     queued = cli.main("send", run1.name, "More.", cwd=repo, env=env)
     assert queued.returncode == 0, queued.stderr
     assert queued.stdout.startswith(f"queued: run {run1.name} is not listening")
-    # its supervisor gone (a lost run): refused, as before
-    lost = {**status, "state": "running", "supervisor_pid": 2**22 + 1}
-    (run1 / "status.json").write_text(json.dumps(lost))
-    busy = cli.main("send", run1.name, "Even more.", cwd=repo, env=env)
+    # closing its session while it runs: refused until it has finished
+    busy = cli.main("send", "--close", run1.name, cwd=repo, env=env)
     assert busy.returncode == 2
     assert "has not finished (state running)" in busy.stderr
     assert f"gitflow-agents abort {run1.name}" in busy.stderr
+    # its supervisor gone (a lost run): refused, as lost (waiting would never help)
+    lost = {**status, "state": "running", "supervisor_pid": 2**22 + 1}
+    (run1 / "status.json").write_text(json.dumps(lost))
+    gone = cli.main("send", run1.name, "Even more.", cwd=repo, env=env)
+    assert gone.returncode == 2 and "has not finished" not in gone.stderr
+    assert f"run {run1.name} was lost: the gitflow-agents process supervising it died" in (
+        gone.stderr
+    )
+    assert f"end it with `gitflow-agents cancel {run1.name}`" in gone.stderr
     unknown = cli.main("send", "0000000000", "x", cwd=repo, env=env)
     assert unknown.returncode == 2 and "no run '0000000000'" in unknown.stderr
     missing = cli.main("send", run1.name, cwd=repo, env=env)

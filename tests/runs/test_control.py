@@ -22,6 +22,7 @@ import pytest
 
 from gitflow_agents.runs import control
 from gitflow_agents.runs.events import EventHub, MemoryChannel
+from gitflow_agents.runs.lost import kill_recorded_tree
 from tests.conftest import Cli
 from tests.helpers import control as live
 from tests.helpers.control import listening_run, start_spawn
@@ -136,7 +137,10 @@ def test_a_message_that_could_never_reach_its_agent_is_refused(
 def test_a_socket_left_by_kill_9_is_stale(
     project: Path, spawned: list[subprocess.Popen[str]], cli: Cli
 ) -> None:
-    proc = start_spawn(project, "hanger")
+    """The orchestrator is killed; its agent (``plain``: silent, so no broken pipe ends it)
+    and its socket stay. ``send`` says the run was lost and its processes run; ``cancel``
+    kills them."""
+    proc = start_spawn(project, "plain")
     spawned.append(proc)
     run = listening_run(project, proc)
     status = json.loads((run / "status.json").read_text())
@@ -144,13 +148,18 @@ def test_a_socket_left_by_kill_9_is_stale(
         status = json.loads((run / "status.json").read_text())
     os.kill(proc.pid, signal.SIGKILL)  # the orchestrator dies; its agent and socket stay
     proc.communicate()
-    assert (run / control.SOCKET).exists()
-    assert control.request(run / control.SOCKET, {"op": "ping"}) is None  # nobody answers
-    sent = cli.main("send", run.name, "hello?", cwd=project)
-    assert sent.returncode == 2 and "has not finished" in sent.stderr  # a lost run: refused
-    canceled = cli.main("cancel", run.name, "--wait", "0.5", cwd=project)
-    assert canceled.returncode == 0, canceled.stderr
-    assert "killed its process tree" in canceled.stdout
+    try:
+        assert (run / control.SOCKET).exists()
+        assert control.request(run / control.SOCKET, {"op": "ping"}) is None  # nobody answers
+        sent = cli.main("send", run.name, "hello?", cwd=project)
+        assert sent.returncode == 2 and f"run {run.name} was lost" in sent.stderr  # refused
+        assert f"its processes still run (pids {status['pid']})" in sent.stderr
+        assert f"end it with `gitflow-agents cancel {run.name}`" in sent.stderr
+        canceled = cli.main("cancel", run.name, "--wait", "0.5", cwd=project)
+        assert canceled.returncode == 0, canceled.stderr
+        assert canceled.stdout.strip() == f"canceled run {run.name} (killed its process tree)"
+    finally:  # a failed test leaves no agent behind
+        kill_recorded_tree(status, grace=0.2)
     assert json.loads((run / "status.json").read_text())["state"] == "canceled"
     # a new listener on the same path replaces the stale socket
     hub = control.listening(EventHub([MemoryChannel()]))
@@ -162,6 +171,44 @@ def test_a_socket_left_by_kill_9_is_stale(
     finally:
         stop()
     assert not (run / control.SOCKET).exists()
+
+
+def test_a_lost_run_with_nothing_left_alive_is_refused_by_send_and_ended_by_cancel(
+    project: Path, cli: Cli
+) -> None:
+    """A chain's agent run whose orchestrator was killed and whose agent has ended since:
+    ``send`` says it was lost (not "wait for it": it never finishes) and what to do; ``cancel``
+    has nothing left to kill, says so, and ends it."""
+    run = project / "flows" / "f" / "runs" / "01a2195c-a913-7cf7-97aa-93589fd183b4"
+    run.mkdir(parents=True)
+    status = {
+        "state": "running",
+        "flow": "f",
+        "agent": "step-01-builder",
+        "kind": "implement",
+        "started": 1_700_000_000.0,
+        "supervisor_pid": 2**22 + 1,  # above any pid: no such process
+        "pid": 2**22 + 2,
+        "create_time": 1_700_000_000.0,
+        "tree_token": f"{run.name}:0123456789abcdef",
+        "extra": {"chainRunID": "01a2195c-a913-7cf7-97aa-93589fd183b5"},
+    }
+    (run / "status.json").write_text(json.dumps(status))
+    sent = cli.main("send", run.name, "are you there?", cwd=project)
+    assert sent.returncode == 2 and "has not finished" not in sent.stderr
+    assert f"run {run.name} was lost" in sent.stderr and "nothing of it still runs" in sent.stderr
+    assert f"end it with `gitflow-agents cancel {run.name}` and run its step again" in sent.stderr
+    assert not control.queued_messages(run)
+    canceled = cli.main("cancel", run.name, cwd=project)
+    assert canceled.returncode == 0, canceled.stderr
+    assert canceled.stdout.strip() == (
+        f"canceled run {run.name} (it was lost: neither supervisor nor agent alive, "
+        "nothing left to kill)"
+    )
+    assert json.loads((run / "status.json").read_text())["state"] == "canceled"
+    assert json.loads((run / "result.json").read_text())["run"]["lost"] is True
+    again = cli.main("cancel", run.name, cwd=project)
+    assert "already ended: canceled" in again.stdout
 
 
 def test_cancel_of_a_run_that_ends_meanwhile_keeps_its_ending(
