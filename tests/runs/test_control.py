@@ -8,6 +8,7 @@ takes stream-json messages on stdin) and ``fake_agent`` as a ``command`` agent."
 from __future__ import annotations
 
 import json
+import time
 import os
 import signal
 import socket
@@ -144,7 +145,8 @@ def test_a_socket_left_by_kill_9_is_stale(
     spawned.append(proc)
     run = listening_run(project, proc)
     status = json.loads((run / "status.json").read_text())
-    while "pid" not in status:
+    while not status.get("pid"):  # written as null before the agent starts
+        time.sleep(0.02)
         status = json.loads((run / "status.json").read_text())
     os.kill(proc.pid, signal.SIGKILL)  # the orchestrator dies; its agent and socket stay
     proc.communicate()
