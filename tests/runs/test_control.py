@@ -8,13 +8,13 @@ takes stream-json messages on stdin) and ``fake_agent`` as a ``command`` agent."
 from __future__ import annotations
 
 import json
-import time
 import os
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
