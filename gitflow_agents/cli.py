@@ -32,7 +32,7 @@ _ECHO = re.compile(
 
 class Parser(argparse.ArgumentParser):
     """argparse's parser, whose errors repeat at most :data:`ECHOED` characters of a value
-    (``invalid int value: '99999999999999999999…'``): a 5,000-digit ``--step`` filled the
+    (``must be a whole number at least 0, got '99999999999999999999…'``): a 5,000-digit ``--step`` filled the
     terminal. Sub-command parsers are of this class too (``add_subparsers`` uses the parent's)."""
 
     def error(self, message: str) -> NoReturn:
@@ -43,7 +43,7 @@ class Parser(argparse.ArgumentParser):
         takes that ``--`` for its end-of-options marker and drops it, leaving an empty list,
         which reached the commands as the option's value (``--budget-usd=--`` ended in an
         internal error, ``--kill-grace=--`` ran with ``[]``); now it is converted and checked
-        as any value (``invalid float value: '--'``, exit 2)."""
+        as any value (``must be a finite number …, got '--'``, exit 2)."""
         if action.nargs is None and arg_strings == ["--"] and action.option_strings:
             value = self._get_value(action, "--")
             self._check_value(action, value)  # a choice: as argparse checks one
@@ -104,11 +104,11 @@ def _prompt_input_arguments(p: argparse.ArgumentParser, *, flow_dest: str) -> No
     """What the system prompt is built from: shared by ``prompt`` and ``spawn``."""
     p.add_argument("--agent-name", help="unique agent id (default: step-NN-<agent>)")
     p.add_argument("--flow", dest=flow_dest, help="flow name: flows/<flow>/ (default: the plan's)")
-    from gitflow_agents.commands.options import add_layer_arguments
+    from gitflow_agents.commands.options import add_layer_arguments, non_negative_int
 
     add_layer_arguments(p)
     p.add_argument("--plan", help="spec plan (markdown)")
-    p.add_argument("--step", type=int, help="step number in the plan")
+    p.add_argument("--step", type=non_negative_int, help="step number in the plan")
     p.add_argument("--task", help="raw task text (instead of, or in addition to, a plan)")
     p.add_argument("--after", help="previous agent id(s) whose reports it reads, comma separated")
     p.add_argument("--preamble", help="assignment preamble text")
@@ -163,8 +163,12 @@ def _add_action(sub: Registry) -> None:
         default="revise",
         help="when the job fails (default: revise); the commit status is the merge gate",
     )
-    p.add_argument("--max-inline", type=int, default=50, help="new inline comments per run")
-    p.add_argument("--max-file-size", type=int, default=1024 * 1024, metavar="BYTES")
+    from gitflow_agents.commands.options import FILE_SIZE, non_negative_int
+
+    p.add_argument(
+        "--max-inline", type=non_negative_int, default=50, help="new inline comments per run"
+    )
+    p.add_argument("--max-file-size", type=FILE_SIZE, default=1024 * 1024, metavar="BYTES")
     p.add_argument("--review-drafts", action="store_true", help="also review draft PRs")
     p.add_argument("--allow-bots", action="store_true", help="also act on events sent by bots")
     p.add_argument(
@@ -224,7 +228,9 @@ def _add_heartbeat(sub: Registry) -> None:
 
 def _cancel_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_id", metavar="RUN_ID", help="run id (or a unique prefix of 8+ chars)")
-    p.add_argument("--wait", type=float, default=10.0, help="seconds to let its supervisor act")
+    from gitflow_agents.commands.options import SECONDS
+
+    p.add_argument("--wait", type=SECONDS, default=10.0, help="seconds to let its supervisor act")
 
 
 def _add_cancel(sub: Registry) -> None:
@@ -254,8 +260,15 @@ def _session_command(name: str, event: str) -> Callable[[Registry], None]:
         p.add_argument("run_id", metavar="RUN_ID", help="run id (or a unique prefix of 8+ chars)")
         p.add_argument("message", nargs="?", metavar="MESSAGE", help="the next user turn")
         p.add_argument("--close", action="store_true", help="end the session: no further sends")
-        p.add_argument("--max-turns", type=int, help="turns the session may have (spawn = 1)")
-        from gitflow_agents.commands.options import add_agent_run_arguments, add_layer_arguments
+        from gitflow_agents.commands.options import (
+            add_agent_run_arguments,
+            add_layer_arguments,
+            positive_int,
+        )
+
+        p.add_argument(
+            "--max-turns", type=positive_int, help="turns the session may have (spawn = 1)"
+        )
 
         add_layer_arguments(p)
         add_agent_run_arguments(p, "print result.json on stdout")
@@ -267,10 +280,10 @@ def _add_run(sub: Registry) -> None:
     p = _command(
         sub, "run", "run", help="run plan steps: implement -> review -> (fix -> review)* -> merge"
     )
-    from gitflow_agents.commands.options import PLAN_ISSUE_HELP, positive_int
+    from gitflow_agents.commands.options import PLAN_ISSUE_HELP, non_negative_int, positive_int
 
     p.add_argument("plan", help="path to the spec plan (markdown)")
-    p.add_argument("--step", type=int, help="the step to run")
+    p.add_argument("--step", type=non_negative_int, help="the step to run")
     p.add_argument(
         "--all",
         action="store_true",
@@ -379,7 +392,14 @@ def _add_gc(sub: Registry) -> None:
 
 def _add_serve(sub: Registry) -> None:
     p = _command(sub, "serve", "serve", help="watch runs and plans in a browser (127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    from gitflow_agents.commands.options import bounded
+
+    p.add_argument(
+        "--port",
+        type=bounded(0, 65535, whole=True),
+        default=0,
+        help="the port (default: a free one)",
+    )
     p.add_argument("--no-open", action="store_true", help="print the address; open no browser")
 
 

@@ -43,6 +43,9 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``git agent-review`` (shared with ``gitflow-agents review``)."""
     import argparse
 
+    from gitflow_agents.commands.budget import BUDGET_USD
+    from gitflow_agents.commands.options import FILE_SIZE, non_negative_int
+
     parser.add_argument("range", nargs="?", metavar="RANGE", help="A..B, A...B or a commit")
     parser.add_argument("--staged", action="store_true", help="review the index against HEAD")
     parser.add_argument(
@@ -78,7 +81,7 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-file-size",
-        type=int,
+        type=FILE_SIZE,
         default=1024 * 1024,
         metavar="BYTES",
         help="builtin: files above this size get a large-file finding (default: 1 MiB)",
@@ -110,7 +113,7 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--budget-usd",
-        type=float,
+        type=BUDGET_USD,
         metavar="X",
         help="an agent reviewer: stop it at X USD spent by this review (overrides .flow/ "
         "budget.review; not approved, exit 5); checked before it starts, stopped mid-run only "
@@ -118,7 +121,7 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--budget-tokens",
-        type=int,
+        type=non_negative_int,
         metavar="N",
         help="an agent reviewer: stop it at N tokens (input plus output) used by this review",
     )

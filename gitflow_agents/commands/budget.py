@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import argparse
-import math
 from typing import TYPE_CHECKING
 
-from gitflow_agents.base.errors import UsageError
+from gitflow_agents.commands.options import bounded, non_negative_int
 
 if TYPE_CHECKING:
     from gitflow_agents.config import FlowConfig
@@ -21,17 +20,22 @@ UNMETERED = (
 )
 
 
+BUDGET_USD = bounded(0)
+"""``--budget-usd``: a finite amount, 0 or more, as ``.flow/`` ``budget:`` takes (``.inf`` and
+``.nan`` are refused there too)."""
+
+
 def add_budget_arguments(parser: argparse.ArgumentParser, scope: str) -> None:
     """The two options; ``scope`` says in the help what they limit (e.g. "per step run")."""
     parser.add_argument(
         "--budget-usd",
-        type=float,
+        type=BUDGET_USD,
         metavar="X",
         help=f"stop at X USD spent {scope} (overrides .flow/ budget:; exit 5); {UNMETERED}",
     )
     parser.add_argument(
         "--budget-tokens",
-        type=int,
+        type=non_negative_int,
         metavar="N",
         help=f"stop at N tokens (input plus output) used {scope} (overrides .flow/ budget:)",
     )
@@ -41,10 +45,6 @@ def ledger_from(args: argparse.Namespace, config: FlowConfig, scope: Scope) -> L
     """The command's ledger: ``.flow/`` ``budget:`` with the options laid over ``scope``."""
     from gitflow_agents.runs.budget import Ledger
 
-    usd = getattr(args, "budget_usd", None)
+    usd = getattr(args, "budget_usd", None)  # checked by argparse: BUDGET_USD
     tokens = getattr(args, "budget_tokens", None)
-    if usd is not None and not 0 <= usd < math.inf:  # also NaN; inf is no limit (.flow/'s .inf)
-        raise UsageError(f"--budget-usd must be a finite number at least 0, got {usd}")
-    if tokens is not None and tokens < 0:
-        raise UsageError(f"--budget-tokens must be at least 0, got {tokens}")
     return Ledger(config.budget.with_option(scope, usd, tokens), config.prices)

@@ -242,6 +242,7 @@ def _print(args: argparse.Namespace, data: Any) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``flow <kind>`` options (the chain options come from commands.run)."""
+    from gitflow_agents.commands.options import non_negative_int
     from gitflow_agents.commands.run import add_chain_arguments
 
     p.add_argument(
@@ -252,7 +253,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent-name", help="agent id (default step-NN-<agent> or <agent>)")
     p.add_argument("--flow", dest="flow_name", help="flow name (default: the plan's name)")
     p.add_argument("--plan", help="spec plan (markdown)")
-    p.add_argument("--step", type=int, help="step number in the plan")
+    p.add_argument("--step", type=non_negative_int, help="step number in the plan")
     p.add_argument("--task", help="task text (research: the prompt or topics)")
     p.add_argument("--after", help="previous agent id(s) whose reports to read, comma separated")
     p.add_argument("--branch", help="implement/fix: branch to work on; review: branch to review")

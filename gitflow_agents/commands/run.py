@@ -24,7 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.base.errors import ExitCode, UsageError
-from gitflow_agents.commands.options import add_agent_run_arguments, add_layer_arguments
+from gitflow_agents.commands.options import (
+    add_agent_run_arguments,
+    add_layer_arguments,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from gitflow_agents.chain import ChainResult, ChainSettings, Context
@@ -47,7 +51,7 @@ def add_chain_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fixer", help="fixer agent (default: chain.fixer, fixer)")
     p.add_argument(
         "--max-iterations",
-        type=int,
+        type=positive_int,
         help="review rounds before the step fails (default: chain.max_iterations, 3); "
         "the last action is a review",
     )
@@ -198,8 +202,6 @@ def settings_from(args: argparse.Namespace, config: FlowConfig | None = None) ->
         return default if value is None else value
 
     max_iterations = option("max_iterations", defaults.max_iterations)
-    if max_iterations < 1:
-        raise UsageError("--max-iterations must be at least 1")
     reviewers = defaults.reviewers
     if getattr(args, "reviewers", None) is not None:
         reviewers = tuple(r.strip() for r in args.reviewers.split(",") if r.strip())

@@ -515,7 +515,7 @@ def test_a_budget_option_that_is_no_finite_amount_is_a_usage_error(
     add_spender(repo, tmp_path / "record.json")
     done = call(repo, "spawn", "spender", "--task", "x", f"--budget-usd={value}", "--quiet")
     assert done.returncode == 2, done
-    assert "--budget-usd must be a finite number at least 0" in done.stderr
+    assert "argument --budget-usd: must be a finite number at least 0" in done.stderr
     assert not (tmp_path / "record.json").exists()
 
 

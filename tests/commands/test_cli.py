@@ -232,9 +232,9 @@ def test_a_usage_error_echoes_at_most_20_characters_of_a_value(
 @pytest.mark.parametrize(
     ("main", "argv", "shown"),
     [
-        (cli.main, ["run", "p.md", "--budget-usd=--"], "--budget-usd: invalid float value: '--'"),
-        (cli.main, ["spawn", "a", "--budget-tokens=--"], "--budget-tokens: invalid int value"),
-        (cli.main, ["run", "p.md", "--kill-grace=--"], "--kill-grace: invalid float value: '--'"),
+        (cli.main, ["run", "p.md", "--budget-usd=--"], "--budget-usd: must be a finite number"),
+        (cli.main, ["spawn", "a", "--budget-tokens=--"], "--budget-tokens: must be a whole number"),
+        (cli.main, ["run", "p.md", "--kill-grace=--"], "--kill-grace: must be a finite number"),
         (git_agent_review.main, ["--fail-on=--"], "--fail-on: invalid choice: '--'"),
     ],
 )
