@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -284,17 +284,23 @@ def _option_error(invocation: Invocation, key: str, message: str) -> ConfigError
     return ConfigError(message, key=f"agents.{invocation.agent_id}.options.{key}")
 
 
-def check_invocation(invocation: Invocation, cli: Cli) -> None:
-    """What every adapter's ``launch`` checks first: ConfigError for an option ``cli`` does not
-    know, listing the ones it does; UsageError for a resume it cannot do."""
+def unknown_options(cli: Cli, options: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(key, message) of each of ``options`` that ``cli`` does not know; the message lists the
+    ones it does."""
     allowed = sorted({*COMMON_OPTIONS, *cli.options})
-    for key in invocation.options:
+    for key in options:
         if key not in allowed:
-            raise _option_error(
-                invocation,
+            yield (
                 str(key),
                 f"unknown option for the {cli.name} adapter; known: {', '.join(allowed)}",
             )
+
+
+def check_invocation(invocation: Invocation, cli: Cli) -> None:
+    """What every adapter's ``launch`` checks first: ConfigError for an option ``cli`` does not
+    know, listing the ones it does; UsageError for a resume it cannot do."""
+    for key, message in unknown_options(cli, invocation.options):
+        raise _option_error(invocation, key, message)
     if invocation.resume_session_id and not cli.resumes:
         raise UsageError(cannot_resume(cli.name))
 
@@ -460,5 +466,6 @@ __all__ = [
     "opt_str",
     "opt_str_list",
     "opt_str_map",
+    "unknown_options",
     "write_config_file",
 ]

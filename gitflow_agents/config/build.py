@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from gitflow_agents.agents.check import agent_problems
 from gitflow_agents.agents.prices import Price, price_from, shipped_prices
 from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
@@ -135,7 +136,12 @@ def build_problems(top: Node, layout: Layout, sources: tuple[Path, ...]) -> list
         attempt(_check_pattern, pattern)
     agents = _section(values, "agents")
     for name, node in agents.items():
-        attempt(_build_agent, name, node, layout)
+        try:
+            agent = _agent_values(name, node, layout)
+        except ConfigError as exc:
+            found.append(exc)
+        else:
+            found += _adapter_problems(agent, node)
     for key, node in _section(values, "shared_files").items():
         attempt(_build_shared_file, key, node, layout)
     attempt(_build_workflow, values, layout, sources)
@@ -323,6 +329,41 @@ def _build_workflow(
 
 
 def _build_agent(name: str, node: Node, layout: Layout) -> AgentConfig:
+    """The ``agents.<name>`` entry, checked as its adapter would check it at launch."""
+    agent = _agent_values(name, node, layout)
+    for problem in _adapter_problems(agent, node):
+        raise problem
+    return agent
+
+
+def _adapter_problems(agent: AgentConfig, node: Node) -> list[ConfigError]:
+    """What the agent's adapter refuses of its options (``agents/check.py``), each at the line
+    of the key it names in ``node``, the agent's entry."""
+    return [
+        _at_key(node, agent.name, problem)
+        for problem in agent_problems(
+            agent.name, agent.adapter, agent.options, model=agent.model, command=agent.command
+        )
+    ]
+
+
+def _at_key(node: Node, name: str, problem: ConfigError) -> ConfigError:
+    """``problem`` (keyed ``agents.<name>.options.<key>`` or ``agents.<name>.<key>``) at the
+    line where that key was written in ``node``, else at the agent's own line."""
+    key = problem.key or f"agents.{name}"
+    head, _, rest = key.removeprefix(f"agents.{name}.").partition(".")
+    where: Node = node
+    child = node.value.get(head)
+    if child is not None:
+        where = child
+        if rest and isinstance(child.value, dict) and rest in child.value:
+            where = child.value[rest]
+    elif head == "options" and rest == "allow_env" and "allow_env" in node.value:
+        where = node.value["allow_env"]  # agents.<name>.allow_env is merged into the options
+    return where.error(key, problem.detail)
+
+
+def _agent_values(name: str, node: Node, layout: Layout) -> AgentConfig:
     keypath = f"agents.{name}"
     values: dict[str, Node] = node.value
 

@@ -123,7 +123,7 @@ def test_config_and_schema_read_the_registry(
         load_flow_config(tmp_path)
     assert "mycli" not in schema_enum()
 
-    monkeypatch.setitem(ADAPTERS, "mycli", ADAPTERS["command"])
+    monkeypatch.setitem(ADAPTERS, "mycli", ADAPTERS["patch"])
     assert load_flow_config(tmp_path).agent("builder").adapter == "mycli"
     assert schema_enum() == [*ADAPTERS, "builtin"]
     assert schema_enum()[-2:] == ["mycli", "builtin"]

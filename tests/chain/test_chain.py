@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -865,10 +866,12 @@ def test_a_reviewer_that_cannot_be_prepared_starts_none(repo: Path) -> None:
     from gitflow_agents.base.errors import ConfigError
 
     # installed (any executable file passes the PATH check), but an option the adapter refuses
-    broken = (
-        f"    adapter: claude\n    options:\n      executable: {sys.executable}\n      bogus: 1\n"
-    )
+    # at launch: loading the config refuses it too (tests/config), so it is put in afterwards
+    broken = f"    adapter: claude\n    options:\n      executable: {sys.executable}\n"
     ctx = _review_context(repo, {"good": _agent("reviewer", "approve", 5), "broken": broken})
+    agent = ctx.config.agent("broken")
+    agents = {**ctx.config.agents, "broken": replace(agent, options={**agent.options, "bogus": 1})}
+    ctx = replace(ctx, config=replace(ctx.config, agents=agents))
     with chain.scratch_workspace(ctx, "HEAD", "HEAD~1") as ws, pytest.raises(ConfigError):
         chain.review_round(ctx, ws, iteration=None, step=None, after=())
     assert not [e for e in ctx.hub.events if e.type == "agent:start"]

@@ -193,7 +193,7 @@ def test_layers_merge_scalars_mappings_and_lists(tmp_path: Path) -> None:
           builder:
             model: sonnet
             description: base builder
-            options: {a: 1, nested: {x: 1}}
+            options: {cpu_activity: tools, env: {X: '1'}}
             allow_env: [A]
             adapter: command
             command: [one, two]
@@ -209,7 +209,7 @@ def test_layers_merge_scalars_mappings_and_lists(tmp_path: Path) -> None:
         agents:
           builder:
             model: opus
-            options: {b: 2, nested: {y: 2}}
+            options: {completes_by_exit: true, env: {Y: '2'}}
             allow_env: [B, A]
             command: [three]
           reviewer: {description: added}
@@ -241,9 +241,9 @@ def test_layers_merge_scalars_mappings_and_lists(tmp_path: Path) -> None:
     assert builder.model == "opus"
     assert builder.description == "base builder"  # mapping merged: kept from base
     assert dict(builder.options) == {
-        "a": 1,
-        "b": 2,
-        "nested": {"x": 1, "y": 2},
+        "cpu_activity": "tools",
+        "completes_by_exit": True,
+        "env": {"X": "1", "Y": "2"},  # mappings merged
         "allow_env": ["A", "B"],
     }
     assert builder.allow_env == ("A", "B")  # lists concatenated, duplicates dropped
@@ -775,6 +775,136 @@ def test_cli_reports_config_errors_on_one_line(repo: Path, cli_run: Cli) -> None
         ".flow/base.yaml:5: agents.builder.model: expected a string, got a list"
     )
     assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------------------- adapter options
+
+_COMMAND_KNOWN = "allow_env, command, completes_by_exit, cpu_activity, env, executable, extra_args"
+
+
+@pytest.mark.parametrize(
+    ("agents", "expected"),
+    [
+        (
+            "  rev:\n    adapter: command\n    command: [x]\n    options:\n      bogus: 1\n",
+            f".flow/base.yaml:8: agents.rev.options.bogus: unknown option for the command "
+            f"adapter; known: {_COMMAND_KNOWN}",
+        ),
+        (
+            "  b:\n    options: {permission_mode: 7}\n",
+            ".flow/base.yaml:5: agents.b.options.permission_mode: expected a non-empty string, "
+            "got 7",
+        ),
+        (
+            "  b:\n    adapter: claude\n    options:\n      permission_mode: always\n",
+            ".flow/base.yaml:7: agents.b.options.permission_mode: expected one of acceptEdits, "
+            "auto, bypassPermissions, default, dontAsk, plan, got 'always'",
+        ),
+        (
+            "  b:\n    options:\n      max_turns: ten\n",
+            ".flow/base.yaml:6: agents.b.options.max_turns: expected an integer >= 1, got 'ten'",
+        ),
+        (
+            "  b:\n    adapter: codex\n    options:\n      max_turns: 3\n",
+            ".flow/base.yaml:7: agents.b.options.max_turns: unknown option for the codex adapter; "
+            "known: allow_env, config, env, executable, extra_args, provider, sandbox, "
+            "system_prompt_mode",
+        ),
+        (
+            "  b:\n    adapter: auggie\n    options:\n      retry_timeout: -1\n",
+            ".flow/base.yaml:7: agents.b.options.retry_timeout: expected a positive number, got -1",
+        ),
+        (
+            "  b:\n    adapter: aider\n    options:\n      env: [X]\n",
+            ".flow/base.yaml:7: agents.b.options.env: expected a mapping, got ['X']",
+        ),
+        (
+            "  b:\n    adapter: patch\n    options: {sandbox: none}\n",
+            ".flow/base.yaml:6: agents.b.options.sandbox: unknown option for the patch adapter; "
+            "known: allow_env, env, executable, extra_args",
+        ),
+        (
+            "  b:\n    adapter: command\n    command: [x, '--model={model}']\n",
+            ".flow/base.yaml:6: agents.b.command: the command uses {model} but the agent has no "
+            "model configured",
+        ),
+    ],
+    ids=[
+        "unknown",
+        "not-a-string",
+        "not-a-choice",
+        "not-an-integer",
+        "another-clis-option",
+        "not-positive",
+        "env-not-a-mapping",
+        "patch-has-none",
+        "model-placeholder-without-model",
+    ],
+)
+def test_adapter_options_are_checked_when_the_config_is_loaded(
+    tmp_path: Path, agents: str, expected: str
+) -> None:
+    """Each agent's options go through its adapter's own checks when the config is loaded, not
+    when the agent is launched (a reviewer's unknown option stopped a run after the implementer
+    had worked, named by the run's agent id, ``agents.step-01-rev-1.options.bogus``, with no
+    file or line): the config key, file and line, for every command."""
+    write(tmp_path, ".flow/base.yaml", MINIMAL + "agents:\n" + agents)
+    assert load_error(tmp_path) == expected
+
+
+def test_an_option_of_a_later_layer_is_named_at_its_line_there(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL + "agents:\n  reviewer:\n    model: sonnet\n")
+    write(
+        tmp_path,
+        ".flow/review/strict.yaml",
+        "agents:\n  reviewer:\n    options:\n      max_turns: 0\n",
+    )
+    assert load_flow_config(tmp_path).agent("reviewer").model == "sonnet"
+    assert load_error(tmp_path, "review", "strict") == (
+        ".flow/review/strict.yaml:4: agents.reviewer.options.max_turns: expected an integer "
+        ">= 1, got 0"
+    )
+
+
+def test_every_unknown_option_of_every_agent_is_a_problem(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        MINIMAL
+        + "agents:\n"  # line 3
+        + "  a:\n    options:\n      max_turn: 3\n      permision_mode: plan\n"  # lines 6, 7
+        + "  b:\n    adapter: gemini\n    options: {skip_trust: 'no'}\n"  # line 10
+        + "  c:\n    options: {max_turns: 40, permission_mode: plan}\n",  # fine
+    )
+    assert [str(problem) for problem in config_problems(tmp_path)] == [
+        ".flow/base.yaml:6: agents.a.options.max_turn: unknown option for the claude adapter; "
+        "known: allow_env, allowed_tools, disallowed_tools, env, executable, extra_args, "
+        "max_budget_usd, max_turns, permission_mode, system_prompt_mode",
+        ".flow/base.yaml:7: agents.a.options.permision_mode: unknown option for the claude "
+        "adapter; known: allow_env, allowed_tools, disallowed_tools, env, executable, extra_args, "
+        "max_budget_usd, max_turns, permission_mode, system_prompt_mode",
+        ".flow/base.yaml:10: agents.b.options.skip_trust: expected true or false, got 'no'",
+    ]
+
+
+def test_the_adapters_good_options_still_load(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        MINIMAL
+        + "agents:\n"
+        + "  a:\n    allow_env: [AWS_PROFILE]\n    options:\n"
+        + "      max_turns: 40\n      permission_mode: plan\n      env: {X: 1}\n"
+        + "      allowed_tools: [Read, Edit]\n      max_budget_usd: 2.5\n"
+        + "  b:\n    adapter: codex\n    options: {sandbox: read-only, config: {x: 1}}\n"
+        + "  c:\n    adapter: command\n    model: m\n    command: [x, '{model}']\n"
+        + "    options: {cpu_activity: tools, completes_by_exit: true}\n"
+        + "  d:\n    adapter: builtin\n",
+    )
+    config = load_flow_config(tmp_path)
+    assert config.agent("a").options["max_turns"] == 40
+    assert config.agent("a").options["allow_env"] == ["AWS_PROFILE"]
+    assert config_problems(tmp_path) == []
 
 
 # ---------------------------------------------------------------------------------- root

@@ -12,7 +12,11 @@ from typing import Any
 
 import jsonschema
 import psutil
+import pytest
 
+from gitflow_agents.agents import get_adapter
+from gitflow_agents.agents.base import AgentOutput, Invocation, LaunchSpec
+from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.runs import RESULT_SCHEMAS
 from tests.conftest import FAKES, ROOT, Cli, git, run_cli
 from tests.helpers.spawn import setup_project
@@ -317,7 +321,9 @@ def test_heartbeat_cli_reaches_the_running_agents_run(repo: Path, cli: Cli) -> N
     """``gitflow-agents heartbeat`` from inside a running agent touches its run's heartbeat (that
     a heartbeat keeps a quiet agent alive is the supervisor's, tested there:
     ``test_busy_agent_is_not_stuck[heartbeat-tools]``)."""
-    setup_project(repo, {"quiet": [sys.executable, str(FAKE), "heartbeat-cli", "--seconds", "0.5"]}, stuck=1)
+    setup_project(
+        repo, {"quiet": [sys.executable, str(FAKE), "heartbeat-cli", "--seconds", "0.5"]}, stuck=1
+    )
     # the agent runs `python -m gitflow_agents heartbeat`: it finds the package as run_cli's do
     env = {"PYTHONPATH": str(ROOT)}
     result = cli.main("spawn", "quiet", "--flow", "f", "--task", "t", cwd=repo, env=env)
@@ -369,12 +375,27 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_result_json_written_even_when_the_launch_raises(repo: Path, cli: Cli) -> None:
-    # {model} without a model: the command adapter raises ConfigError inside the supervised part
-    setup_project(repo, {"builder": [str(FAKE), "succeed", "{model}"]})
+def test_result_json_written_even_when_the_launch_raises(
+    repo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adapter whose ``launch`` raises inside the supervised part. What the configuration
+    decides is refused when it is loaded (tests/config), before a run exists; this adapter
+    stands in for a refusal only the run can meet."""
+
+    class Refusing:
+        cli = get_adapter("command").cli
+
+        def launch(self, invocation: Invocation) -> LaunchSpec:
+            raise ConfigError("refused at launch", key=f"agents.{invocation.agent_id}.command")
+
+        def parse_output(self, stdout: str, stderr: str) -> AgentOutput:
+            return AgentOutput()
+
+    setup_project(repo, {"builder": [str(FAKE), "succeed"]})
+    monkeypatch.setattr("gitflow_agents.agent_run.launch.get_adapter", lambda name: Refusing())
     result = cli.main("spawn", "builder", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
     assert result.returncode == 2
-    assert "{model}" in result.stderr
+    assert "refused at launch" in result.stderr
     data = json.loads((only_run(repo, "f") / "result.json").read_text())
     jsonschema.validate(data, RESULT_SCHEMAS["implement"])
     assert data["status"] == "failed"

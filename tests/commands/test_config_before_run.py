@@ -1,0 +1,69 @@
+"""A `.flow/` problem that ``run`` would only meet later (an adapter's option, an agent file's
+frontmatter, ``flow_dir``, ``chain.branch_pattern``) is one ``file:line: key: message`` line,
+exit 2, before any agent runs and before the step's branch or work tree is made; ``plan lint``
+reports it too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.base.errors import ExitCode
+from tests.conftest import git
+from tests.helpers.chain import call, configure
+
+
+def _insert_under(repo: Path, anchor: str, lines: str) -> int:
+    """``lines`` put into .flow/base.yaml right after the line ``anchor``; the 1-based line
+    number of the first of them."""
+    path = repo / ".flow" / "base.yaml"
+    text = path.read_text().splitlines(keepends=True)
+    index = text.index(anchor + "\n") + 1
+    path.write_text("".join([*text[:index], lines, *text[index:]]))
+    return index + 1
+
+
+def _bad_reviewer_option(repo: Path) -> tuple[str, str]:
+    line = _insert_under(repo, "  reviewer:", "    options: {bogus: 1}\n")
+    return (
+        f".flow/base.yaml:{line}",
+        "agents.reviewer.options.bogus: unknown option for the command adapter",
+    )
+
+
+def _bad_reviewer_option_type(repo: Path) -> tuple[str, str]:
+    line = _insert_under(repo, "  reviewer:", "    options:\n      completes_by_exit: 7\n")
+    return (
+        f".flow/base.yaml:{line + 1}",
+        "agents.reviewer.options.completes_by_exit: expected true or false",
+    )
+
+
+CASES = {
+    "reviewer-option": _bad_reviewer_option,
+    "reviewer-option-type": _bad_reviewer_option_type,
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_run_refuses_it_before_anything_runs_or_is_made(repo: Path, case: str) -> None:
+    configure(repo)
+    where, said = CASES[case](repo)
+    before = (git(repo, "branch", "--list"), git(repo, "worktree", "list"))
+    result = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert result.returncode == ExitCode.USAGE, result
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"gitflow-agents: error: {where}: {said}"), line
+    assert (git(repo, "branch", "--list"), git(repo, "worktree", "list")) == before
+    assert not (repo / "flows").exists()  # no agent ran: no run folder
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_plan_lint_reports_it_with_file_and_line(repo: Path, case: str) -> None:
+    configure(repo)
+    where, said = CASES[case](repo)
+    result = call(repo, "plan", "lint", "specs/feature.md")
+    assert result.returncode == ExitCode.USAGE, result
+    assert any(line.startswith(f"{where}: {said}") for line in result.stdout.splitlines()), result
+    assert result.stderr == "1 problem (1 plan checked)\n"
