@@ -12,7 +12,7 @@ import re
 import shlex
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
@@ -75,6 +75,8 @@ def build(
     pattern = spec_plan.get("step_header_pattern")
     if pattern is not None:
         _check_pattern(pattern)
+    if "flow_dir" in values:
+        _check_flow_dir(values["flow_dir"])
     end_marker = spec_plan.get("top_level_end_marker")
     plan_defaults = SpecPlanConfig()
 
@@ -131,6 +133,8 @@ def build_problems(top: Node, layout: Layout, sources: tuple[Path, ...]) -> list
         except ConfigError as exc:
             found.append(exc)
 
+    if "flow_dir" in values:
+        attempt(_check_flow_dir, values["flow_dir"])
     pattern = _section(values, "spec_plan").get("step_header_pattern")
     if pattern is not None:
         attempt(_check_pattern, pattern)
@@ -171,6 +175,20 @@ def build_prices(values: Mapping[str, Node]) -> Mapping[str, Price]:
 
 def _check_pattern(node: Node) -> None:
     compile_step_pattern(str(node.value), path=node.file, line=node.line)
+
+
+def _check_flow_dir(node: Node) -> None:
+    """``flow_dir`` names a folder inside the project, outside ``.git``: run records are written
+    there, it is linked into each step work tree and left out of every commit (``../escape``
+    wrote them outside the repository, and git refused the path after the implementer ran)."""
+    value = str(node.value)
+    parts = [part for part in PurePosixPath(value).parts if part != "."]
+    if value.startswith(("/", "~")) or not parts or ".." in parts or parts[0] == ".git":
+        raise node.error(
+            "flow_dir",
+            f"{value!r}: give a folder inside the project, relative to its root, outside .git "
+            "(e.g. flows)",
+        )
 
 
 def _section(values: Mapping[str, Node], key: str) -> dict[str, Node]:

@@ -40,9 +40,16 @@ def _bad_reviewer_option_type(repo: Path) -> tuple[str, str]:
     )
 
 
+def _flow_dir_outside(repo: Path) -> tuple[str, str]:
+    path = repo / ".flow" / "base.yaml"
+    path.write_text(path.read_text().replace("flow_dir: flows\n", "flow_dir: ../escape\n", 1))
+    return ".flow/base.yaml:1", "flow_dir: '../escape': give a folder inside the project"
+
+
 CASES = {
     "reviewer-option": _bad_reviewer_option,
     "reviewer-option-type": _bad_reviewer_option_type,
+    "flow-dir-outside": _flow_dir_outside,
 }
 
 
@@ -57,6 +64,7 @@ def test_run_refuses_it_before_anything_runs_or_is_made(repo: Path, case: str) -
     assert line.startswith(f"gitflow-agents: error: {where}: {said}"), line
     assert (git(repo, "branch", "--list"), git(repo, "worktree", "list")) == before
     assert not (repo / "flows").exists()  # no agent ran: no run folder
+    assert not (repo.parent / "escape").exists()
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -67,3 +75,4 @@ def test_plan_lint_reports_it_with_file_and_line(repo: Path, case: str) -> None:
     assert result.returncode == ExitCode.USAGE, result
     assert any(line.startswith(f"{where}: {said}") for line in result.stdout.splitlines()), result
     assert result.stderr == "1 problem (1 plan checked)\n"
+

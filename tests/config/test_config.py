@@ -907,6 +907,39 @@ def test_the_adapters_good_options_still_load(tmp_path: Path) -> None:
     assert config_problems(tmp_path) == []
 
 
+# ------------------------------------------------------------- flow_dir and branch_pattern
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "../escape",
+        "flows/../../x",
+        "/tmp/flows",
+        "~/flows",
+        ".",
+        "./",
+        "flows/..",
+        ".git",
+        ".git/flows",
+    ],
+)
+def test_flow_dir_must_be_a_folder_inside_the_project(tmp_path: Path, value: str) -> None:
+    """``flow_dir: ../escape`` passed, and ``run`` wrote its records outside the repository,
+    then failed on a raw git error (git refused the path) after running the implementer."""
+    write(tmp_path, ".flow/base.yaml", MINIMAL + f"flow_dir: {value!r}\n")
+    assert load_error(tmp_path) == (
+        f".flow/base.yaml:3: flow_dir: {value!r}: give a folder inside the project, relative "
+        "to its root, outside .git (e.g. flows)"
+    )
+
+
+@pytest.mark.parametrize("value", ["flows", "build/flows", "./flows", "flows/", ".runs"])
+def test_flow_dir_may_be_any_folder_inside_the_project(tmp_path: Path, value: str) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL + f"flow_dir: {value!r}\n")
+    assert load_flow_config(tmp_path).flow_dir == value
+
+
 # ---------------------------------------------------------------------------------- root
 
 
