@@ -16,6 +16,7 @@ from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.config.budget import Budgets
 from gitflow_agents.config.spec import NAME_PATTERN as NAME_PATTERN
 from gitflow_agents.findings.settings import ReviewSettings
+from gitflow_agents.git.refname import branch_name_problem
 from gitflow_agents.plan import SpecPlanConfig
 from gitflow_agents.plan.model import BRANCH_PLACEHOLDERS, format_branch
 
@@ -153,7 +154,8 @@ def branch_pattern_problem(pattern: str) -> str | None:
     """Why ``pattern`` is not a usable step branch pattern, or None when it is.
 
     It may use only :data:`BRANCH_PLACEHOLDERS` (``{{``/``}}`` for literal braces) and must use
-    ``{step}`` or ``{step2}``, so every step gets a branch of its own."""
+    ``{step}`` or ``{step2}``, so every step gets a branch of its own; the branch it gives step 1
+    of a plan named ``plan`` must be one git takes (``git check-ref-format --branch``)."""
     try:
         fields = [
             name for _, name, spec, conv in string.Formatter().parse(pattern) if name is not None
@@ -165,10 +167,16 @@ def branch_pattern_problem(pattern: str) -> str | None:
             )
         if not {"step", "step2"} & set(fields):
             return "must contain {step} or {step2} (every step gets a branch of its own)"
-        format_branch(pattern, "plan", 1)
+        sample = format_branch(pattern, _SAMPLE_PLAN, 1)
     except (ValueError, IndexError, KeyError) as exc:
         return f"not a valid pattern: {exc}"
+    problem = branch_name_problem(sample)
+    if problem is not None:
+        return f"{sample!r} (step 1 of plan {_SAMPLE_PLAN!r}) is not a valid branch name: {problem}"
     return None
+
+
+_SAMPLE_PLAN = "plan"
 
 
 @dataclass(frozen=True)

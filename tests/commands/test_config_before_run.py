@@ -46,10 +46,20 @@ def _flow_dir_outside(repo: Path) -> tuple[str, str]:
     return ".flow/base.yaml:1", "flow_dir: '../escape': give a folder inside the project"
 
 
+def _branch_pattern_git_refuses(repo: Path) -> tuple[str, str]:
+    line = _insert_under(repo, "default_branch: main", "chain:\n  branch_pattern: 'a b/{step}'\n")
+    return (
+        f".flow/base.yaml:{line + 1}",
+        "chain.branch_pattern: 'a b/1' (step 1 of plan 'plan') is not a valid branch name: "
+        "contains a space",
+    )
+
+
 CASES = {
     "reviewer-option": _bad_reviewer_option,
     "reviewer-option-type": _bad_reviewer_option_type,
     "flow-dir-outside": _flow_dir_outside,
+    "branch-pattern": _branch_pattern_git_refuses,
 }
 
 
@@ -76,3 +86,17 @@ def test_plan_lint_reports_it_with_file_and_line(repo: Path, case: str) -> None:
     assert any(line.startswith(f"{where}: {said}") for line in result.stdout.splitlines()), result
     assert result.stderr == "1 problem (1 plan checked)\n"
 
+
+def test_a_branch_pattern_option_git_would_refuse_is_a_usage_error_before_anything(
+    repo: Path,
+) -> None:
+    configure(repo)
+    before = (git(repo, "branch", "--list"), git(repo, "worktree", "list"))
+    result = call(repo, "run", "specs/feature.md", "--step", "1", "--branch-pattern", "a b/{step}")
+    assert result.returncode == ExitCode.USAGE, result
+    assert result.stderr == (
+        "gitflow-agents: error: --branch-pattern 'a b/{step}': 'a b/1' (step 1 of plan 'plan') "
+        "is not a valid branch name: contains a space\n"
+    )
+    assert (git(repo, "branch", "--list"), git(repo, "worktree", "list")) == before
+    assert not (repo / "flows").exists()

@@ -940,6 +940,40 @@ def test_flow_dir_may_be_any_folder_inside_the_project(tmp_path: Path, value: st
     assert load_flow_config(tmp_path).flow_dir == value
 
 
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [
+        (
+            "a b/{step}",
+            "'a b/1' (step 1 of plan 'plan') is not a valid branch name: contains a space",
+        ),
+        (
+            "agents/{plan}/{step}.lock",
+            "'agents/plan/1.lock' (step 1 of plan 'plan') is not a "
+            "valid branch name: a part ends with '.lock'",
+        ),
+        (
+            "agents/..{step}",
+            "'agents/..1' (step 1 of plan 'plan') is not a valid branch name: contains '..'",
+        ),
+        ("-{step}", "'-1' (step 1 of plan 'plan') is not a valid branch name: starts with '-'"),
+        (
+            "agents/{step}/",
+            "'agents/1/' (step 1 of plan 'plan') is not a valid branch name: an "
+            "empty part (a '/' at either end or two in a row)",
+        ),
+        ("x~{step2}", "'x~01' (step 1 of plan 'plan') is not a valid branch name: contains '~'"),
+    ],
+)
+def test_a_branch_pattern_git_would_refuse_is_a_config_error(
+    tmp_path: Path, pattern: str, said: str
+) -> None:
+    """As ``git check-ref-format --branch`` sees the branch of a sample step; ``run`` said only
+    ``invalid branch name: 'a b/2'``, with no file, line or key, and plan lint nothing."""
+    write(tmp_path, ".flow/base.yaml", MINIMAL + f"chain:\n  branch_pattern: {pattern!r}\n")
+    assert load_error(tmp_path) == f".flow/base.yaml:4: chain.branch_pattern: {said}"
+
+
 # ---------------------------------------------------------------------------------- root
 
 
