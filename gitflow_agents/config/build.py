@@ -18,7 +18,8 @@ from typing import Any
 
 from gitflow_agents.agents.check import agent_problems
 from gitflow_agents.agents.prices import Price, price_from, shipped_prices
-from gitflow_agents.base.errors import ConfigError
+from gitflow_agents.base.errors import ConfigError, InputError
+from gitflow_agents.base.frontmatter import split_frontmatter
 from gitflow_agents.base.fsutil import ReadRefused, read_text_limited
 from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.base.units import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
@@ -409,9 +410,10 @@ def _agent_values(name: str, node: Node, layout: Layout) -> AgentConfig:
         raise node.error(f"{keypath}.command", "required when adapter is 'command'")
 
     prompt_node = values.get("system_prompt")
-    prompt, prompt_source = (
-        _resolve_text(prompt_node, layout, f"{keypath}.system_prompt") if prompt_node else ("", "")
-    )
+    prompt, prompt_source = "", ""
+    if prompt_node is not None:
+        prompt, prompt_source = _resolve_text(prompt_node, layout, f"{keypath}.system_prompt")
+        _check_frontmatter(prompt, prompt_source, prompt_node, f"{keypath}.system_prompt")
     completion_node = values.get("completion_template")
     completion: str | None = None
     completion_source: str | None = None
@@ -446,6 +448,20 @@ def _agent_values(name: str, node: Node, layout: Layout) -> AgentConfig:
         structured_reply=get("structured_reply") is not False,
         max_parallel=get("max_parallel"),
     )
+
+
+def _check_frontmatter(text: str, source: str, node: Node, keypath: str) -> None:
+    """An agent definition's frontmatter is read as the prompt will read it (``prompt/agent.py``,
+    ``base/frontmatter.py``): a broken one is an error of the file at its line (``plan lint``
+    passed one that ``run`` refused after making the step's branch); of ``node``'s line for
+    an inline text."""
+    try:
+        split_frontmatter(text, path=source)
+    except InputError as exc:
+        if source == INLINE:
+            where = f" (line {exc.line} of its text)" if exc.line is not None else ""
+            raise node.error(keypath, exc.detail + where) from None
+        raise ConfigError(exc.detail, path=exc.path, line=exc.line, key=keypath) from None
 
 
 def _build_shared_file(key: str, node: Node, layout: Layout) -> SharedFile:

@@ -55,11 +55,22 @@ def _branch_pattern_git_refuses(repo: Path) -> tuple[str, str]:
     )
 
 
+def _agent_file_frontmatter(repo: Path) -> tuple[str, str]:
+    (repo / ".flow" / "agents").mkdir()
+    (repo / ".flow" / "agents" / "builder.md").write_text("---\n- not\n- a mapping\n---\nBuild.\n")
+    _insert_under(repo, "  builder:", "    system_prompt: '@.flow/agents/builder.md'\n")
+    return (
+        ".flow/agents/builder.md:2",
+        "agents.builder.system_prompt: frontmatter must be a YAML mapping",
+    )
+
+
 CASES = {
     "reviewer-option": _bad_reviewer_option,
     "reviewer-option-type": _bad_reviewer_option_type,
     "flow-dir-outside": _flow_dir_outside,
     "branch-pattern": _branch_pattern_git_refuses,
+    "agent-file-frontmatter": _agent_file_frontmatter,
 }
 
 

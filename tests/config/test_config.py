@@ -974,6 +974,68 @@ def test_a_branch_pattern_git_would_refuse_is_a_config_error(
     assert load_error(tmp_path) == f".flow/base.yaml:4: chain.branch_pattern: {said}"
 
 
+# ------------------------------------------------------------- an agent file's frontmatter
+
+_IMPL = MINIMAL + "agents:\n  impl:\n    system_prompt: '@.flow/agents/impl.md'\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "---\n- a\n- b\n---\nYou implement.\n",
+            ".flow/agents/impl.md:2: agents.impl.system_prompt: frontmatter must be a YAML "
+            "mapping of 'key: value' lines, not a list",
+        ),
+        (
+            "---\nname: impl\nYou implement.\n",
+            ".flow/agents/impl.md:1: agents.impl.system_prompt: frontmatter opened with '---' is "
+            "never closed (add a '---' line after the YAML)",
+        ),
+    ],
+)
+def test_an_agent_files_frontmatter_is_checked_when_the_config_is_loaded(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    """The frontmatter of the file an agent's ``system_prompt`` names is read when the config
+    is: ``plan lint`` passed a broken one that ``run`` refused only after making the step's
+    branch (docs/configuration.md, agents.<name>)."""
+    write(tmp_path, ".flow/base.yaml", _IMPL)
+    write(tmp_path, ".flow/agents/impl.md", text)
+    assert load_error(tmp_path) == expected
+    assert [str(problem) for problem in config_problems(tmp_path)] == [expected]
+
+
+def test_invalid_yaml_in_an_agent_files_frontmatter_names_the_file_and_line(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, ".flow/base.yaml", _IMPL)
+    write(tmp_path, ".flow/agents/impl.md", "---\nname: impl\nmodel: [unclosed\n---\nBody.\n")
+    error = load_error(tmp_path)
+    # the parser's own words follow (libyaml's or PyYAML's): not checked here
+    assert error.startswith(".flow/agents/impl.md:"), error
+    assert ": agents.impl.system_prompt: invalid YAML in frontmatter: " in error
+    assert "\n" not in error
+
+
+def test_an_inline_system_prompts_frontmatter_is_named_at_its_key(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".flow/base.yaml",
+        MINIMAL + 'agents:\n  impl:\n    system_prompt: "---\\n- a\\n---\\nBody."\n',
+    )
+    assert load_error(tmp_path) == (
+        ".flow/base.yaml:5: agents.impl.system_prompt: frontmatter must be a YAML mapping of "
+        "'key: value' lines, not a list (line 2 of its text)"
+    )
+
+
+def test_a_good_frontmatter_still_loads(tmp_path: Path) -> None:
+    write(tmp_path, ".flow/base.yaml", _IMPL)
+    write(tmp_path, ".flow/agents/impl.md", "---\nname: impl\ntools: [Read]\n---\nBody.\n")
+    assert load_flow_config(tmp_path).agent("impl").system_prompt.startswith("---\nname: impl")
+
+
 # ---------------------------------------------------------------------------------- root
 
 
