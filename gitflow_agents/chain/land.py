@@ -5,6 +5,8 @@ branch, so the merge brings the target's committed plan to ✅ (the one place a 
 read from: ``chain/state.py``). The approval note is carried to every commit that lands whose
 tree is the approved one (the mark commit, a merge commit), so the target's new tip passes the
 gate hook. A refused merge names what blocked it and what to do next; nothing is forced.
+Once the merge landed the step is approved: a ✅ that cannot be written (the step moved or
+deleted the plan, the user's copy of an uncommitted plan is gone) is a note, never a failure.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from gitflow_agents.chain.record import StepRecord
 from gitflow_agents.chain.review import ReviewRound
 from gitflow_agents.chain.state import DONE, plan_in_repo
 from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.git import moves
 from gitflow_agents.git import queries as git
 from gitflow_agents.plan import set_step_status
+from gitflow_agents.plan.model import shown_path
 from gitflow_agents.reviewer import record_review
 
 
@@ -45,8 +49,8 @@ def land(
         ctx.root, tip
     ):
         carry_note(ctx, ws, review, rec.merged.sha, "this merge commit has its tree")
-    if plan_in_tree(ctx, ws) is None:  # not committed: the user's copy is its only place
-        _set_users_copy(ctx, step)
+    if plan_in_tree(ctx, ws) is None:  # not on the step branch: no ✅ came with the merge
+        _unmarked_plan(ctx, step, rec.merged.previous, tip)
     remove_step_worktree(ctx, ws)
 
 
@@ -142,7 +146,34 @@ def _refused(
     return text
 
 
-def _set_users_copy(ctx: Context, step: int) -> None:
+def _unmarked_plan(ctx: Context, step: int, before: str, tip: str) -> None:
+    """After the merge of a step branch that does not hold the plan: a plan the target did not
+    have either (not committed) gets its ✅ in the user's copy, its only place; one the target
+    had was moved or deleted by the step, and is left alone. Either way the step has landed:
+    what kept its ✅ from being written is a note (``ctx.notices``), never a failure."""
+    rel = plan_in_repo(ctx)
+    gone = None if rel is None or git.show_file(ctx.root, before, rel) is None else rel
+    if gone is not None:  # the target had it: the merged work moved or deleted it
+        moved = moves.renamed_to(ctx.root, before, tip, gone)
+        why = f"the step moved it to {moved}" if moved else "the step deleted it"
+        ctx.notices.append(f"step {step} is not marked {DONE} in {gone}: {why}")
+        return
+    unwritten = set_users_copy(ctx, step)
+    if unwritten is not None:
+        ctx.notices.append(unwritten)
+
+
+def set_users_copy(ctx: Context, step: int) -> str | None:
+    """✅ into the user's copy of a plan the target does not have (its one place); None when
+    written, else a line saying why it could not be (the copy was deleted or no longer has the
+    step): the step landed all the same."""
     assert ctx.plan is not None
-    with contextlib.suppress(OSError):
+    try:
         set_step_status(ctx.plan.path, step, DONE, ctx.config.spec_plan)
+    except PlanError as exc:
+        why = exc.detail
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+    else:
+        return None
+    return f"step {step} is not marked {DONE} in {shown_path(ctx.plan.path)}: {why}"

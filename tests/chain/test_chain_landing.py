@@ -1,0 +1,141 @@
+"""Landings that stop short of ✅: real temporary repositories, the CLI as a real process, fake
+agents (docs/chains.md, "How ✅ reaches the target").
+
+* A step whose approved change moves or deletes the plan: it lands and is recorded approved
+  (exit 0), one note names the plan and why its ✅ was not written.
+* The user's copy of a plan the target does not have, gone before the landing: the same.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from gitflow_agents.git import queries as g
+from tests.conftest import git, run_cli
+from tests.helpers.chain import (
+    FAKE,
+    PLAN,
+    call,
+    configure,
+    main_sha,
+    results,
+    step_status,
+)
+
+
+def _step_tree(repo: Path, step: int = 1) -> Path:
+    return g.tool_worktree_root(repo) / "feature" / f"step-{step:02d}"
+
+
+def _uncommitted_plan(repo: Path) -> None:
+    """The plan is the user's alone: in their work tree, not committed on main."""
+    git(repo, "rm", "-q", "--cached", "specs/feature.md")
+    git(repo, "commit", "-q", "-m", "the plan is not committed")
+
+
+def test_the_users_copy_gone_during_the_run_is_a_note_not_a_failure(repo: Path) -> None:
+    """The landing of a plan the target does not have writes ✅ into the user's copy: when that
+    cannot be (the copy was deleted meanwhile), the step still landed: exit 0, one note."""
+    configure(repo)
+    _uncommitted_plan(repo)
+    remover = repo.parent / "remove-plan.py"
+    remover.write_text(
+        "import os, subprocess, sys\n"
+        f"os.remove({str(repo / 'specs' / 'feature.md')!r})\n"
+        "sys.exit(subprocess.call(sys.argv[1:]))\n"
+    )
+    _set_command(repo, "reviewer", [sys.executable, str(remover), *_fake("reviewer", "approve")])
+    out = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert out.returncode == 0, out.stderr + out.stdout
+    [note] = [line for line in out.stdout.splitlines() if line.startswith("  note:")]
+    assert "specs/feature.md" in note and "not marked ✅" in note and "no such file" in note
+    [result] = results(repo)
+    assert result["chain"]["outcome"] == "approved" and result["chain"]["merged"]
+    assert result["chain"]["notices"] == [note.removeprefix("  note: ")]
+    assert not _step_tree(repo).exists()
+
+
+# --- a step that moves or deletes its plan ------------------------------------------------------
+
+MOVER = """\
+import os, subprocess, sys
+from pathlib import Path
+
+# step 1 moves (or deletes) the plan; every step adds a file of its own; then the report
+agent_dir = Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+if Path("specs/feature.md").exists():
+    if sys.argv[1] == "move":
+        subprocess.run(["git", "mv", "specs/feature.md", "docs/feature.md"], check=True)
+    else:
+        subprocess.run(["git", "rm", "-q", "specs/feature.md"], check=True)
+Path(agent_dir.name + ".txt").write_text("work\\n")
+report = "# Done\\n\\n## Modified files\\n\\n<!-- gitflow-agents:git-stats -->\\n"
+(agent_dir / "report.md").write_text(report)
+(agent_dir / "report.md").rename(agent_dir / "report.complete.md")
+"""
+
+
+def _fake(role: str, mode: str) -> list[str]:
+    return [sys.executable, str(FAKE), role, mode]
+
+
+def _set_command(repo: Path, name: str, argv: list[str]) -> None:
+    """Point agent ``name`` of .flow/base.yaml at ``argv`` (the config is read per run)."""
+    config = repo / ".flow" / "base.yaml"
+    lines = config.read_text().splitlines()
+    index = lines.index(f"  {name}:")
+    lines[index + 2] = f"    command: {json.dumps(argv)}"
+    config.write_text("\n".join(lines) + "\n")
+
+
+def _moving_builder(repo: Path, how: str) -> None:
+    configure(repo)
+    plan = repo / "specs" / "feature.md"
+    plan.write_text(PLAN.replace("Polish it.\n", "Depends on: 1\n\nPolish it.\n"))
+    git(repo, "commit", "-q", "-am", "step 2 depends on step 1")
+    script = repo.parent / "mover.py"
+    script.write_text(MOVER)
+    _set_command(repo, "builder", [sys.executable, str(script), how])
+
+
+def test_a_step_that_moves_its_plan_lands_with_a_note(repo: Path) -> None:
+    _moving_builder(repo, "move")
+    before = main_sha(repo)
+    out = run_cli("run", "specs/feature.md", "--step", "1", "--quiet", cwd=repo)
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "error" not in out.stderr
+    [note] = [line for line in out.stdout.splitlines() if line.startswith("  note:")]
+    assert "specs/feature.md" in note and "not marked ✅" in note
+    assert "moved it to docs/feature.md" in note
+    [result] = results(repo)
+    chain = result["chain"]
+    assert chain["outcome"] == "approved" and chain["exitCode"] == 0
+    assert chain["merged"]["sha"] == main_sha(repo) != before
+    assert chain["notices"] == [note.removeprefix("  note: ")]
+    assert "approved" in result["run"]["historyLine"]
+    [row] = json.loads(call(repo, "history", "--json").stdout)
+    assert row["outcome"] == "approved"
+    assert not _step_tree(repo).exists()  # landed: its work tree goes
+    assert json.loads(call(repo, "worktrees", "--json").stdout) == []
+    assert git(repo, "ls-tree", "--name-only", "main", "specs/", "docs/").split() == [
+        "docs/feature.md",
+        "docs/old.md",
+    ]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_step_that_deletes_its_plan_leaves_the_users_own_copy_alone(repo: Path) -> None:
+    """The target is not checked out here: the user's branch keeps its copy of the plan, which
+    the landing must not take for an uncommitted plan and write ✅ into."""
+    _moving_builder(repo, "delete")
+    git(repo, "checkout", "-q", "-b", "elsewhere")
+    out = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert out.returncode == 0, out.stderr + out.stdout
+    [note] = [line for line in out.stdout.splitlines() if line.startswith("  note:")]
+    assert "specs/feature.md" in note and "the step deleted it" in note
+    assert step_status(repo, 1) == "❌" and git(repo, "status", "--porcelain") == ""
+    assert "specs/feature.md" not in git(repo, "ls-tree", "-r", "--name-only", "main")
+    [result] = results(repo)
+    assert result["chain"]["outcome"] == "approved" and not _step_tree(repo).exists()
