@@ -6,7 +6,8 @@ read from: ``chain/state.py``). The approval note is carried to every commit tha
 tree is the approved one (the mark commit, a merge commit), so the target's new tip passes the
 gate hook. A refused merge names what blocked it and what to do next; nothing is forced.
 Once the merge landed the step is approved: a ✅ that cannot be written (the step moved or
-deleted the plan, the user's copy of an uncommitted plan is gone) is a note, never a failure.
+deleted the plan, the user's copy of an uncommitted plan is gone) is a note, never a failure;
+a run killed before it wrote ✅ is finished by the next (``finish_landed``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from gitflow_agents.chain.agents import TRAILER_RUN
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.record import StepRecord
 from gitflow_agents.chain.review import ReviewRound
-from gitflow_agents.chain.state import DONE, plan_in_repo
-from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.chain.state import DONE, committed_status, plan_in_repo
+from gitflow_agents.chain.workspace import Workspace, branch_name, take_over
 from gitflow_agents.git import moves
 from gitflow_agents.git import queries as git
 from gitflow_agents.plan import set_step_status
@@ -52,6 +53,33 @@ def land(
     if plan_in_tree(ctx, ws) is None:  # not on the step branch: no ✅ came with the merge
         _unmarked_plan(ctx, step, rec.merged.previous, tip)
     remove_step_worktree(ctx, ws)
+
+
+def finish_landed(ctx: Context, step: int, tip: str) -> str:
+    """What ``land`` does after its merge, for a step whose work is on the target already
+    while its plan does not say ✅ (``resume.landed_tip``; ``tip``: the step branch's): a plan
+    the target does not have gets its ✅ in the user's copy, and the step's work tree goes (a
+    lost run in it killed first). Nothing is merged and no agent runs. Returns why the step is
+    skipped."""
+    assert ctx.plan is not None
+    branch = branch_name(ctx.settings, ctx.plan.name, step)
+    tree = git.worktree_of_branch(ctx.root, branch)
+    if tree is not None:
+        take_over(ctx, tree)  # StepLockedError when a lost run's processes survive
+        remove_step_worktree(ctx, Workspace(tree, branch, tip))
+    landed = f"step {step}'s work is on {ctx.target} already ({branch} at {tip[:12]})"
+    if committed_status(ctx, ctx.target_rev, step) is not None:  # the target's plan decides
+        unmarked = f"{plan_in_repo(ctx)} as committed there does not mark it {DONE}"
+        return f"{landed}, but {unmarked}; --force runs it again"
+    with ctx.landing:  # as a landing writes the user's copy: one step at a time
+        why = set_users_copy(ctx, step)
+    if why is not None:
+        ctx.notices.append(why)
+        return f"{landed}: the run that merged it ended before its {DONE}"
+    return (
+        f"{landed}: its {DONE} written into {shown_path(ctx.plan.path)} now (the run that "
+        "merged it ended before)"
+    )
 
 
 def remove_step_worktree(ctx: Context, ws: Workspace) -> None:

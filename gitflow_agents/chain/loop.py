@@ -30,10 +30,11 @@ from gitflow_agents.chain.agents import (
 )
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate, moved_on
+from gitflow_agents.chain.land import finish_landed
 from gitflow_agents.chain.lander import Lander, MergeLander
 from gitflow_agents.chain.ready import SetupFailed, make_ready
 from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
-from gitflow_agents.chain.resume import implement_start
+from gitflow_agents.chain.resume import implement_start, landed_tip
 from gitflow_agents.chain.review import ReviewRound, record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
 from gitflow_agents.chain.workspace import (
@@ -82,17 +83,30 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
         return rec.result()
     refuse_foreign_checkout(ctx, branch_name(ctx.settings, ctx.plan.name, step))  # touch nothing
     lock_file = lock.step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
-    with lock.hold(lock_file, rec.run_id), _step_budget(ctx):
-        try:
-            ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
-            start = _implement(ctx, rec, step, lander)  # then the rounds, at the same depth
-            rec.finish(*(start if isinstance(start, Ending) else _rounds(ctx, rec, lander, start)))
-        except BaseException as exc:
-            if not record_ending(ctx, rec, exc):
-                raise
-        finally:
-            result = rec.write()
+    with lock.hold(lock_file, rec.run_id):
+        tip = landed_tip(ctx, step) if _lands_here(ctx, lander) else None
+        if tip is not None:  # its merge landed, its ✅ did not come: finish, run no agent
+            rec.finish("skipped", int(ExitCode.OK), finish_landed(ctx, step, tip))
+            return rec.result()
+        with _step_budget(ctx):
+            try:
+                ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
+                start = _implement(ctx, rec, step, lander)  # then the rounds, at the same depth
+                ending = start if isinstance(start, Ending) else _rounds(ctx, rec, lander, start)
+                rec.finish(*ending)
+            except BaseException as exc:
+                if not record_ending(ctx, rec, exc):
+                    raise
+            finally:
+                result = rec.write()
     return result
+
+
+def _lands_here(ctx: Context, lander: Lander) -> bool:
+    """Whether a step whose work is on the target already is finished here instead of run
+    again (``finish_landed``): a run that merges (not ``run --pr``'s), and not ``--force``,
+    which runs a landed step again from the target's tip."""
+    return isinstance(lander, MergeLander) and not ctx.settings.force
 
 
 def record_ending(ctx: Context, rec: StepRecord, exc: BaseException) -> bool:

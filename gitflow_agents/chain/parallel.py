@@ -31,6 +31,7 @@ from gitflow_agents.base.errors import ExitCode, GitflowError
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.loop import run_step
 from gitflow_agents.chain.record import ChainResult
+from gitflow_agents.chain.resume import landed_tip
 from gitflow_agents.chain.state import done_where
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.plan.waves import spread
@@ -85,7 +86,8 @@ def next_steps(
     ctx: Context, pending: Sequence[int], running: Sequence[int], jobs: int
 ) -> tuple[list[int], list[Waiting]]:
     """The one place that decides which steps start now: of ``pending`` (in plan order), those
-    already ✅ (each is skipped at once), and those whose dependencies are all ✅ on the target,
+    already ✅ or whose work landed without its ✅ (``resume.landed_tip``; each is skipped at
+    once, as a dependency it is done), and those whose dependencies are all ✅ on the target,
     whose footprint overlaps no running step's (nor one chosen before it), while fewer than
     ``jobs`` run; and the ready steps that wait, with why. A step whose dependencies are not
     done is neither (it waits for them silently)."""
@@ -93,12 +95,15 @@ def next_steps(
     plan = ctx.plan
     done: dict[int, bool] = {}
 
-    def landed(number: int) -> bool:
+    def landed(number: int) -> bool:  # ✅, or its work on the target without its ✅
         if number not in done:
-            done[number] = done_where(ctx, number) is not None
+            done[number] = (
+                done_where(ctx, number) is not None or landed_tip(ctx, number) is not None
+            )
         return done[number]
 
-    # already ✅ (without --force): started at once, taking no job (``run_step`` skips it)
+    # already ✅ or landed (without --force): started at once, taking no job (``run_step``
+    # skips it, finishing the landing of one whose ✅ did not come)
     skipped = [] if ctx.settings.force else [n for n in pending if landed(n)]
     ready = [
         plan.step(n)

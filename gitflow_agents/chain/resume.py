@@ -3,7 +3,9 @@
 Running a step again resumes it: an agent whose ``report.complete.md`` exists and whose stored
 meta (``chain.json`` in its agent folder) says it started from the same commit is reused instead
 of run again. Otherwise the earlier attempt's reports move to ``previous/`` so the supervisor
-starts from a clean slate, and nothing is lost.
+starts from a clean slate, and nothing is lost. An implementer whose commit is on the target
+already has landed: a forced run starts afresh, and a step whose branch landed without its ✅
+(``landed_tip``) is finished instead of run again (``chain/land.py``'s ``finish_landed``).
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from gitflow_agents.agent_run.launch import report_files
 from gitflow_agents.base.fsutil import write_json_atomic
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.state import target_tip
-from gitflow_agents.chain.workspace import Workspace
+from gitflow_agents.chain.workspace import Workspace, branch_name
 from gitflow_agents.git import queries as git
-from gitflow_agents.prompt import agent_dir
+from gitflow_agents.prompt import agent_dir, default_agent_id
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.fields import text
 
@@ -112,20 +114,47 @@ def implement_start(
     target), the commit that one started from, so it is reused even after the target was
     merged into the branch (which moves the branch's merge-base with the target)."""
     assert ws.branch is not None
-    folder, _report, success, _failure = agent_files(ctx, agent, agent_id)
-    meta = read_meta(folder)
     tip = git.branch_sha(ctx.root, ws.branch)
     fresh = tip if on_branch and tip is not None else ws.base_sha
     if tip is not None and stopped_at(ctx, tip):
         return tip  # the work a budget stopped is kept: the re-run continues it
-    if meta is None or not success.exists():
-        return fresh
-    start, end = meta.start_sha, meta.end_sha
+    meta = _implemented(ctx, agent, agent_id, tip)
     target = target_tip(ctx, fetch=False)
-    if not (tip and target):
+    if meta is None or target is None:
         return fresh
-    if start == end or not git.is_ancestor(ctx.root, end, tip):
+    if landed(ctx, meta.end_sha, target):  # a forced run starts afresh
         return fresh
-    if git.is_ancestor(ctx.root, end, target):  # landed already: a forced run starts afresh
-        return fresh
-    return start
+    return meta.start_sha
+
+
+def landed_tip(ctx: Context, step: int) -> str | None:
+    """The step branch's tip when the step's work is on the target already: the branch holds
+    the commit of the step's implementer that completed (its ``chain.json``), and its tip is on
+    the target. What a run killed between its merge and its ✅ leaves (the ✅ of a plan the
+    target does not have goes into the user's copy after the merge), and a step that moved or
+    deleted its plan (the merge brought no ✅ with it). None: the step's work has not landed,
+    or its branch holds none."""
+    assert ctx.plan is not None
+    tip = git.branch_sha(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
+    agent = ctx.settings.implementer
+    target = target_tip(ctx, fetch=False)
+    if tip is None or target is None:
+        return None
+    if _implemented(ctx, agent, default_agent_id(agent, step), tip) is None:
+        return None
+    return tip if landed(ctx, tip, target) else None
+
+
+def landed(ctx: Context, sha: str, target: str) -> bool:
+    """Whether commit ``sha`` is on the target (at ``target``): landed already."""
+    return git.is_ancestor(ctx.root, sha, target)
+
+
+def _implemented(ctx: Context, agent: str, agent_id: str, tip: str | None) -> AgentMeta | None:
+    """The stored meta of the implementer ``agent_id`` when it completed with a change whose
+    commit the step branch (at ``tip``) holds; else None."""
+    folder, _report, success, _failure = agent_files(ctx, agent, agent_id)
+    meta = read_meta(folder)
+    if tip is None or meta is None or not success.exists() or meta.start_sha == meta.end_sha:
+        return None
+    return meta if git.is_ancestor(ctx.root, meta.end_sha, tip) else None

@@ -1,14 +1,24 @@
-"""Landings that stop short of ✅: real temporary repositories, the CLI as a real process, fake
-agents (docs/chains.md, "How ✅ reaches the target").
+"""Landings that stop short of ✅: real temporary repositories, the CLI as a real process where
+a process must die, fake agents (docs/chains.md, "The state model" and "Resuming").
 
+* A run killed right after its merge landed the step, before it wrote ✅ into a plan the target
+  does not have (so its user's copy is the one place ✅ goes): the same command again sees the
+  step's work on the target and finishes the landing (✅ into the copy, the work tree removed)
+  without running an agent, and every run after that finds the step done.
 * A step whose approved change moves or deletes the plan: it lands and is recorded approved
-  (exit 0), one note names the plan and why its ✅ was not written.
-* The user's copy of a plan the target does not have, gone before the landing: the same.
+  (exit 0), one note names the plan and why its ✅ was not written, and running the plan from
+  its new place finds the step landed instead of running it again.
+
+The kill comes from a ``git`` first on the orchestrator's ``PATH`` that kills its parent (the
+orchestrator) right after the fast-forward it ran: the exact moment, without a sleep.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import stat
 import sys
 from pathlib import Path
 
@@ -24,6 +34,38 @@ from tests.helpers.chain import (
     step_status,
 )
 
+KILL_AFTER_FF = """\
+#!/bin/sh
+# git, then, once (the marker), kill -9 of the process that ran `git merge --ff-only`
+{git} "$@"
+code=$?
+for arg in "$@"; do
+    if [ "$arg" = "--ff-only" ] && [ ! -e {marker} ]; then
+        : > {marker}
+        kill -9 "$PPID"
+    fi
+done
+exit $code
+"""
+
+
+def _git_that_kills_after_the_merge(tmp_path: Path) -> dict[str, str]:
+    """The environment of an orchestrator that is killed right after its landing's merge."""
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "killing-git"
+    folder.mkdir()
+    script = folder / "git"
+    marker = tmp_path / "killed-after-the-merge"
+    script.write_text(KILL_AFTER_FF.format(git=json.dumps(real), marker=json.dumps(str(marker))))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _agent_runs(repo: Path) -> set[str]:
+    """The agent runs (not step runs) that ever started in the repository."""
+    return {p.parent.name for p in repo.glob("flows/*/runs/*/status.json")}
+
 
 def _step_tree(repo: Path, step: int = 1) -> Path:
     return g.tool_worktree_root(repo) / "feature" / f"step-{step:02d}"
@@ -33,6 +75,63 @@ def _uncommitted_plan(repo: Path) -> None:
     """The plan is the user's alone: in their work tree, not committed on main."""
     git(repo, "rm", "-q", "--cached", "specs/feature.md")
     git(repo, "commit", "-q", "-m", "the plan is not committed")
+
+
+# --- killed between the merge and ✅ in the user's copy ---------------------------------------
+
+
+def test_a_run_killed_right_after_its_merge_is_finished_by_the_same_command(
+    repo: Path, tmp_path: Path
+) -> None:
+    configure(repo)
+    _uncommitted_plan(repo)
+    killed = run_cli(
+        "run", "specs/feature.md", "--step", "1", "--quiet", "--kill-grace", "0.2",
+        cwd=repo, env=_git_that_kills_after_the_merge(tmp_path),
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr + killed.stdout
+    landed = main_sha(repo)
+    assert landed == git(repo, "rev-parse", "agents/feature/step-1").strip()
+    assert step_status(repo, 1) == "❌"  # the merge landed; the ✅ never came
+    assert _step_tree(repo).exists()
+    agents = _agent_runs(repo)
+
+    again = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert "on main already" in again.stdout and "written into specs/feature.md" in again.stdout
+    assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "❌"
+    assert _agent_runs(repo) == agents  # no agent ran
+    assert main_sha(repo) == landed and not _step_tree(repo).exists()
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+
+    every = call(repo, "run", "specs/feature.md", "--all", "--quiet")
+    assert every.returncode == 0, every.stderr + every.stdout
+    assert "step 1 is already ✅ in specs/feature.md" in every.stdout
+    assert step_status(repo, 2) == "✅"
+    # step 1 was implemented once: its implementer is the only one besides step 2's
+    builders = [r["chain"]["agents"][0]["agentId"] for r in results(repo)]
+    assert builders == ["step-02-builder"]
+    assert git(repo, "show", "main:README.md") == "# demo\nmore\nmore\n"
+
+
+def test_all_after_the_kill_finishes_the_landed_step_and_runs_the_next(
+    repo: Path, tmp_path: Path
+) -> None:
+    """``run --all`` takes the landed step as the first of its steps: finished, then the next
+    runs (with ``--jobs``: a step that depends on it starts once it is finished)."""
+    configure(repo)
+    plan = repo / "specs" / "feature.md"
+    plan.write_text(PLAN.replace("Polish it.\n", "Depends on: 1\n\nPolish it.\n"))
+    _uncommitted_plan(repo)
+    killed = run_cli(
+        "run", "specs/feature.md", "--step", "1", "--quiet", "--kill-grace", "0.2",
+        cwd=repo, env=_git_that_kills_after_the_merge(tmp_path),
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr + killed.stdout
+    every = call(repo, "run", "specs/feature.md", "--all", "--jobs", "2", "--quiet")
+    assert every.returncode == 0, every.stderr + every.stdout
+    assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "✅"
+    assert [r["chain"]["step"] for r in results(repo)] == [2]
 
 
 def test_the_users_copy_gone_during_the_run_is_a_note_not_a_failure(repo: Path) -> None:
@@ -100,7 +199,7 @@ def _moving_builder(repo: Path, how: str) -> None:
     _set_command(repo, "builder", [sys.executable, str(script), how])
 
 
-def test_a_step_that_moves_its_plan_lands_with_a_note(repo: Path) -> None:
+def test_a_step_that_moves_its_plan_lands_with_a_note_and_is_not_run_again(repo: Path) -> None:
     _moving_builder(repo, "move")
     before = main_sha(repo)
     out = run_cli("run", "specs/feature.md", "--step", "1", "--quiet", cwd=repo)
@@ -124,6 +223,19 @@ def test_a_step_that_moves_its_plan_lands_with_a_note(repo: Path) -> None:
         "docs/old.md",
     ]
     assert git(repo, "status", "--porcelain") == ""
+    agents = _agent_runs(repo)
+
+    # the plan where it is now: step 1 landed already (skipped, no agent), step 2 runs after it
+    moved = call(repo, "run", "docs/feature.md", "--step", "1", "--quiet")
+    assert moved.returncode == 0, moved.stderr + moved.stdout
+    assert "skipped" in moved.stdout and "on main already" in moved.stdout
+    assert "--force runs it again" in moved.stdout
+    assert _agent_runs(repo) == agents
+    every = call(repo, "run", "docs/feature.md", "--all", "--jobs", "2", "--quiet")
+    assert every.returncode == 0, every.stderr + every.stdout
+    assert [r["chain"]["step"] for r in results(repo)] == [1, 2]
+    assert git(repo, "show", "main:step-02-builder.txt") == "work\n"
+    assert "step-01-builder.txt" in git(repo, "ls-tree", "--name-only", "main")
 
 
 def test_a_step_that_deletes_its_plan_leaves_the_users_own_copy_alone(repo: Path) -> None:
