@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitflow_agents.base.errors import ExitCode, UsageError
+from gitflow_agents.base.errors import ExitCode, PlanError, UsageError
 from gitflow_agents.commands.options import (
     add_agent_run_arguments,
     add_layer_arguments,
@@ -97,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max-parallel goes with --all --pr")
     if getattr(args, "jobs", None) is not None and (pr or not args.all):
         raise UsageError("--jobs goes with --all (with --pr: --max-parallel)")
-    ctx = open_context(args, plan_path=Path(args.plan))
+    try:
+        ctx = open_context(args, plan_path=Path(args.plan))
+    except PlanError as exc:
+        raise where_it_went(args, exc) from None
     assert ctx.plan is not None
     if args.all:  # --pr: the wave ready on origin, decided in run_steps
         steps = [] if pr else _in_dependency_order(ctx.plan)
@@ -132,7 +135,10 @@ def run(args: argparse.Namespace) -> int:
             if spent is not None:
                 print(f"step {number} not started: {spent}")
                 return int(ExitCode.BUDGET)
-            plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)  # statuses change
+            try:  # statuses change; a step may even move the plan
+                plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)
+            except PlanError as exc:
+                raise where_it_went(args, exc) from None
             result = run_step(replace(ctx, plan=plan), number)
             report(result, as_json=args.json)
             code = result.exit_code
@@ -140,6 +146,31 @@ def run(args: argparse.Namespace) -> int:
                 break
     _collect_garbage(ctx)
     return code
+
+
+def where_it_went(args: argparse.Namespace, exc: PlanError) -> PlanError:
+    """``exc`` for a plan that is not there, saying which commit of the target moved or
+    deleted it (a step may move its own plan: docs/chains.md, "The state model"); ``exc``
+    itself for any other problem, or when the target's history does not say."""
+    from gitflow_agents.base.errors import GitflowError
+    from gitflow_agents.config import load_flow_config
+    from gitflow_agents.git import moves
+    from gitflow_agents.git import queries as git
+
+    path = Path(args.plan).absolute()
+    if os.path.lexists(path):
+        return exc
+    try:
+        root = git.repo_root(Path.cwd())
+        rel = path.resolve().relative_to(root.resolve()).as_posix()
+        config = load_flow_config(root, args.flow_type, args.variant)
+        target = settings_from(args, config).target or config.default_branch
+        gone = moves.gone_in(root, f"refs/heads/{target}", rel)
+    except (GitflowError, ValueError):
+        return exc
+    if gone is None:
+        return exc
+    return PlanError(f"{exc.detail}; {gone.says(target)}", path=exc.path, line=exc.line)
 
 
 def _collect_garbage(ctx: Context) -> None:

@@ -1,17 +1,31 @@
-"""Where a file went: its new path after a rename.
+"""Where a file went: the commit that moved or deleted it, and its new path after a rename.
 
 A plan step may move or delete the plan it runs from (``git mv specs/p.md docs/p.md``): the
-landing says so instead of writing ✅ into a file that is gone (``chain/land.py``).
+landing says so instead of writing ✅ into a file that is gone (``chain/land.py``), and ``run``
+names the commit and the new path when the plan it is given is no longer there.
 """
 
 from __future__ import annotations
 
-from gitflow_agents.base.records import TYPE_CHECKING
+from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.git.cmd import run_git
-from gitflow_agents.git.queries import DIFF_FLAGS
+from gitflow_agents.git.queries import DIFF_FLAGS, show_file
 
 if TYPE_CHECKING:
     from _typeshed import StrPath
+
+
+class Gone(NamedTuple):
+    """The commit that took a file away, and where the file went."""
+
+    sha: str
+    subject: str
+    moved_to: str | None  # its new path when git sees a rename; None: deleted
+
+    def says(self, rev: str) -> str:
+        """``main's commit 0d9d3647f7c0 ([p] Step 1: One) moved it to docs/p.md``."""
+        what = f"moved it to {self.moved_to}" if self.moved_to else "deleted it"
+        return f"{rev}'s commit {self.sha[:12]} ({self.subject}) {what}"
 
 
 def renamed_to(root: StrPath, base: str, head: str, path: str) -> str | None:
@@ -29,3 +43,26 @@ def renamed_to(root: StrPath, base: str, head: str, path: str) -> str | None:
         else:
             index += 2
     return None
+
+
+def gone_in(root: StrPath, rev: str, path: str) -> Gone | None:
+    """The newest commit in ``rev``'s history that removed ``path`` (moved or deleted it); None
+    when ``rev`` has the file, or no commit of its history ever removed it."""
+    if show_file(root, rev, path) is not None:
+        return None
+    log = run_git(
+        root,
+        "log",
+        "-1",
+        "-z",
+        "--diff-filter=D",
+        "--format=%H%x00%s",
+        rev,
+        "--",
+        f":(literal){path}",
+        check=False,
+    )
+    sha, _, subject = log.stdout.strip("\0\n").partition("\0")
+    if log.returncode != 0 or not sha:
+        return None
+    return Gone(sha, subject.strip(), renamed_to(root, f"{sha}^", sha, path))

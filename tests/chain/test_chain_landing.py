@@ -225,6 +225,11 @@ def test_a_step_that_moves_its_plan_lands_with_a_note_and_is_not_run_again(repo:
     assert git(repo, "status", "--porcelain") == ""
     agents = _agent_runs(repo)
 
+    # the same command: the plan is not there any more; the error says where it went
+    same = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert same.returncode == 2, same.stderr + same.stdout
+    assert "specs/feature.md: no such file" in same.stderr
+    assert "moved it to docs/feature.md" in same.stderr
     # the plan where it is now: step 1 landed already (skipped, no agent), step 2 runs after it
     moved = call(repo, "run", "docs/feature.md", "--step", "1", "--quiet")
     assert moved.returncode == 0, moved.stderr + moved.stdout
@@ -251,3 +256,13 @@ def test_a_step_that_deletes_its_plan_leaves_the_users_own_copy_alone(repo: Path
     assert "specs/feature.md" not in git(repo, "ls-tree", "-r", "--name-only", "main")
     [result] = results(repo)
     assert result["chain"]["outcome"] == "approved" and not _step_tree(repo).exists()
+
+
+def test_all_stops_after_the_step_that_moved_the_plan_and_says_where_it_is(repo: Path) -> None:
+    _moving_builder(repo, "move")
+    out = call(repo, "run", "specs/feature.md", "--all", "--quiet")
+    assert out.returncode == 2, out.stderr + out.stdout
+    assert "step 1: approved" in out.stdout and "step 2" not in out.stdout
+    assert "specs/feature.md: no such file; main's commit" in out.stderr
+    assert "moved it to docs/feature.md" in out.stderr
+    assert [r["chain"]["outcome"] for r in results(repo)] == ["approved"]
