@@ -142,7 +142,10 @@ def _add_hook(sub: Registry) -> None:
     hook_sub = p.add_subparsers(dest="hook_command", metavar="{gate}", required=True)
     gate = hook_sub.add_parser("gate", help="refuse unless the commit has a recorded approval")
     gate.add_argument(
-        "rev", nargs="?", help="commit to check (default: PRE_COMMIT_TO_REF, else HEAD)"
+        "rev",
+        nargs="?",
+        help="commit to check (default: the pushed commit pre-commit names, PRE_COMMIT_TO_REF or "
+        "PRE_COMMIT_LOCAL_BRANCH; HEAD outside a push)",
     )
 
 

@@ -20,7 +20,7 @@ import yaml
 from gitflow_agents import cli
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import read_review_note
-from tests.conftest import GIT_ENV, ROOT, git
+from tests.conftest import GIT_ENV, ROOT, Cli, git
 from tests.helpers.offline_pip import offline_pip_env
 from tests.helpers.project import load_pyproject
 
@@ -333,3 +333,90 @@ def test_gate_entry_outside_a_repository_and_from_a_subdirectory(
     assert cli.main(["review", "HEAD"]) == 0
     assert cli.main(["hook", "gate"]) == 0
     assert cli.main(["hook", "gate", "no-such-ref"]) == 2
+
+
+# --- slow: real pushes to a local bare remote through the installed hooks --------------------
+
+TOKEN_FILE = f'KEY = "{AWS_KEY}"\n'
+
+
+@pytest.fixture(scope="session")
+def shared_pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One pre-commit store for the push tests of a session (an xdist worker): the hook
+    repository's environment is installed once, not once per test."""
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+@pytest.fixture
+def hooked(
+    repo: Path, hook_repo: Path, offline_env: dict[str, str], shared_pre_commit_home: Path
+) -> tuple[Path, dict[str, str]]:
+    """A user's project with agent-review and agent-review-gate installed for pre-commit and
+    pre-push (the config committed), an empty bare remote ``origin``, and the environment that
+    git's hooks run with."""
+    env = {**offline_env, "PRE_COMMIT_HOME": str(shared_pre_commit_home)}
+    config = (
+        "default_install_hook_types: [pre-commit, pre-push]\n"
+        f"repos:\n- repo: {hook_repo}\n  rev: {g.head_sha(hook_repo)}\n  hooks:\n"
+        "  - id: agent-review\n  - id: agent-review-gate\n"
+    )
+    (repo / ".pre-commit-config.yaml").write_text(config)
+    git(repo, "add", ".pre-commit-config.yaml")
+    git(repo, "commit", "-q", "-m", "pre-commit config")
+    installed = pre_commit("install", cwd=repo, env=env)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    remote = repo.parent / "remote.git"
+    git(repo.parent, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    return repo, env
+
+
+def git_with(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """git in ``repo`` with ``env`` (the hooks it runs see it), its output captured."""
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=240
+    )
+
+
+def remote_branches(repo: Path) -> set[str]:
+    return {
+        line.split("\t")[1] for line in git(repo, "ls-remote", "--heads", "origin").splitlines()
+    }
+
+
+def branch_with_key(repo: Path, name: str, start: str = "main") -> None:
+    """Branch ``name`` from ``start`` with one unreviewed commit adding an AWS key (the commit
+    hook skipped, as a commit made elsewhere would be)."""
+    git(repo, "checkout", "-q", "-b", name, start)
+    (repo / "t.py").write_text(TOKEN_FILE)
+    git(repo, "add", "t.py")
+    git(repo, "commit", "-q", "--no-verify", "-m", "add a key")
+
+
+@pytest.mark.slow
+@needs_pre_commit
+def test_first_push_to_an_empty_remote_gates_the_pushed_branch_not_head(
+    hooked: tuple[Path, dict[str, str]], cli_run: Cli
+) -> None:
+    """The pushed branch's whole history is new to the remote, so pre-commit gives no from/to
+    refs; what is reviewed and gated is the pushed branch, never HEAD (main, approved)."""
+    repo, env = hooked
+    assert cli_run.review("HEAD", cwd=repo).returncode == 0  # main: approved
+    branch_with_key(repo, "leaky")
+    git(repo, "checkout", "-q", "main")
+
+    refused = git_with(repo, env, "push", "origin", "leaky")
+    output = refused.stdout + refused.stderr
+    assert refused.returncode != 0, output
+    assert "aws-access-key" in output and "push refused" in output
+    assert AWS_KEY not in output
+    assert remote_branches(repo) == set()
+    leaky = g.rev_parse(repo, "leaky")
+    note = read_review_note(repo, leaky)
+    assert note is not None and note.verdict == "revise"
+
+    first = git_with(repo, env, "push", "origin", "main")  # approved: whole history new too
+    assert first.returncode == 0, first.stdout + first.stderr
+    again = git_with(repo, env, "push", "origin", "leaky")  # now from main's tip: from/to refs
+    assert again.returncode != 0, again.stdout + again.stderr
+    assert remote_branches(repo) == {"refs/heads/main"}

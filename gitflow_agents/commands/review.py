@@ -61,20 +61,26 @@ def run(args: Args) -> int:
 
 
 def _run(args: Args) -> int:
-    rev_range, staged = hook_range(os.environ) if args.hook else (args.range, args.staged)
+    if args.hook:
+        if args.range or args.staged:
+            raise UsageError("--hook takes its range from pre-commit; give no RANGE or --staged")
+        rev_range, staged, pushed = hook_range(os.environ)
+    else:
+        rev_range, staged, pushed = args.range, args.staged, None
     # a commit or the index: one git process, which answers while the review's modules load;
     # so does the git cat-file every content is read through, started with it
     located = ask_location(rev_range, staged=staged)
     here = os.getcwd()  # noqa: PTH109 - no pathlib on a small review's path (issue 20)
     with git.BlobReader(here) as blobs, contextlib.ExitStack() as early:
         blobs.start()
-        return _review(args, rev_range, staged, located, blobs, early)
+        return _review(args, rev_range, staged, pushed, located, blobs, early)
 
 
 def _review(
     args: Args,
     rev_range: str | None,
     staged: bool,
+    pushed: str | None,
     located: Callable[[], tuple[StrPath, Target | None]],
     blobs: git.BlobReader,
     early: contextlib.ExitStack,
@@ -98,9 +104,7 @@ def _review(
 
     acceptance = _acceptance(root, args)
     remarks: list[str] = []
-    if args.hook and (args.range or args.staged):
-        raise UsageError("--hook takes its range from pre-commit; give no RANGE or --staged")
-    target = known or resolve_target(root, rev_range, staged=staged, say=remarks)
+    target = known or resolve_target(root, rev_range, staged=staged, say=remarks, pushed=pushed)
     for remark in remarks:
         print(f"git agent-review: {remark}", file=sys.stderr)
     threshold = Severity.parse(args.severity_threshold)

@@ -145,3 +145,34 @@ def commit_note(root: StrPath, rev: str, ref: str = NOTES_REF) -> tuple[str, str
         raise UsageError(f"unknown revision: {rev}")
     note = note.removesuffix("\n")  # the line end --format adds; the note keeps its own
     return sha.strip(), note or None
+
+
+# What pre-commit exports to a pre-push hook: the four names of the pushed ref (pre-commit 2.14+,
+# always together) and, unless the pushed ref's whole history is new to the remote, the range.
+_PUSH_MARKERS = (
+    "PRE_COMMIT_FROM_REF",
+    "PRE_COMMIT_TO_REF",
+    "PRE_COMMIT_LOCAL_BRANCH",
+    "PRE_COMMIT_REMOTE_BRANCH",
+    "PRE_COMMIT_REMOTE_NAME",
+    "PRE_COMMIT_REMOTE_URL",
+)
+
+
+def pushed_commit(environ: Mapping[str, str]) -> str | None:
+    """The commit a pre-push run by pre-commit pushes: ``PRE_COMMIT_TO_REF``, else (a ref whose
+    whole history is new to the remote: pre-commit gives no from/to refs) the local ref git
+    named, ``PRE_COMMIT_LOCAL_BRANCH`` (``refs/heads/x``, ``HEAD``, or what the refspec said).
+    None when ``environ`` is not a push's. UsageError when it is one but names no pushed
+    commit: HEAD need not be what is pushed (``git push origin other``), so it is never
+    taken instead."""
+    for name in ("PRE_COMMIT_TO_REF", "PRE_COMMIT_LOCAL_BRANCH"):
+        if environ.get(name):
+            return environ[name]
+    if not any(environ.get(name) for name in _PUSH_MARKERS):
+        return None
+    raise UsageError(
+        "pre-push: cannot tell which commit is pushed (neither PRE_COMMIT_TO_REF nor "
+        "PRE_COMMIT_LOCAL_BRANCH is set), so the push is refused rather than HEAD checked: "
+        "HEAD need not be the pushed commit; pre-commit 2.14 or newer sets them"
+    )

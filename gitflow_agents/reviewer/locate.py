@@ -7,12 +7,12 @@ review is before it imports the review: git answers while the modules load (issu
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.git import queries as git
+from gitflow_agents.git.cmd import pushed_commit
 
 if TYPE_CHECKING:
     from _typeshed import StrPath
@@ -77,11 +77,17 @@ def ask_location(
 
 
 def resolve_target(
-    root: StrPath, rev_range: str | None, *, staged: bool, say: list[str] | None = None
+    root: StrPath,
+    rev_range: str | None,
+    *,
+    staged: bool,
+    say: list[str] | None = None,
+    pushed: str | None = None,
 ) -> Target:
     """Turn the command line's RANGE / --staged into base and head commits.
 
-    ``say`` collects one-line remarks for the user (which default branch was used).
+    ``say`` collects one-line remarks for the user (which default branch was used);
+    ``pushed``: without a RANGE, the head instead of HEAD (the hook's pushed ref).
     """
     say = say if say is not None else []
     if staged:
@@ -91,7 +97,7 @@ def resolve_target(
         return Target(base, None, "staged changes")
     if rev_range is None:
         branch = git.default_branch(root)
-        head = git.head_sha(root)
+        head = git.rev_parse(root, pushed) if pushed else git.head_sha(root)
         base = git.merge_base(root, branch.ref, head)
         say.append(f"reviewing {base[:12]}..{head[:12]}: merge-base with the {branch.note}")
         return Target(base, head, f"{base[:12]}..{head[:12]}")
@@ -128,20 +134,22 @@ def nothing_to_review(root: StrPath, target: Target) -> str | None:
     )
 
 
-def hook_range(environ: dict[str, str] | os._Environ[str]) -> tuple[str | None, bool]:
-    """What ``--hook`` reviews, as (RANGE, staged): the pushed range on pre-push, else the
-    staged changes."""
-    from_ref = environ.get("PRE_COMMIT_FROM_REF") or environ.get("PRE_COMMIT_SOURCE")
-    to_ref = environ.get("PRE_COMMIT_TO_REF") or environ.get("PRE_COMMIT_ORIGIN")
+def hook_range(environ: Mapping[str, str]) -> tuple[str | None, bool, str | None]:
+    """What ``--hook`` reviews, as (RANGE, staged, pushed): on pre-push the pushed range
+    ``PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF``; for a pushed ref whose whole history is new to
+    the remote (pre-commit gives no from/to refs), no RANGE and the pushed ref, reviewed from
+    its merge-base with the default branch (UsageError when the push names none: never HEAD);
+    else the staged changes."""
+    from_ref, to_ref = environ.get("PRE_COMMIT_FROM_REF"), environ.get("PRE_COMMIT_TO_REF")
     if from_ref and to_ref:
-        return f"{from_ref}..{to_ref}", False
-    if environ.get("PRE_COMMIT_REMOTE_NAME"):
-        # pre-push of a branch whose whole history is new: review it against the default branch.
-        return None, False
-    return None, True
+        return f"{from_ref}..{to_ref}", False, None
+    pushed = pushed_commit(environ)
+    if pushed is not None:
+        return None, False, pushed
+    return None, True, None
 
 
-def hook_target(root: StrPath, environ: dict[str, str] | os._Environ[str]) -> Target:
+def hook_target(root: StrPath, environ: Mapping[str, str]) -> Target:
     """The target for ``--hook``: the pushed range on pre-push, else the staged changes."""
-    rev_range, staged = hook_range(environ)
-    return resolve_target(root, rev_range, staged=staged)
+    rev_range, staged, pushed = hook_range(environ)
+    return resolve_target(root, rev_range, staged=staged, pushed=pushed)

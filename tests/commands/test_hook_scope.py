@@ -1,0 +1,71 @@
+"""What the pre-commit hooks review and gate: the pushed commit on pre-push (never HEAD when
+pre-commit names another, and no guess when it names none), every ref git's own pre-push hook
+is given, and the files pre-commit hands over (``--all-files``, ``--files``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitflow_agents.git import queries as g
+from gitflow_agents.reviewer import read_review_note
+from tests.conftest import Cli, git
+from tests.helpers.files import commit_files
+from tests.helpers.review import run
+
+__all__ = ["run"]  # a fixture
+
+AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
+KEY_FILE = f'KEY = "{AWS_KEY}"\n'
+
+# what pre-commit exports for a push whose whole history is new to the remote (no from/to)
+WHOLE_HISTORY = {
+    "PRE_COMMIT": "1",
+    "PRE_COMMIT_REMOTE_NAME": "origin",
+    "PRE_COMMIT_REMOTE_URL": "/nowhere/remote.git",
+    "PRE_COMMIT_REMOTE_BRANCH": "refs/heads/leaky",
+    "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/leaky",
+}
+
+
+@pytest.fixture
+def leaky(repo: Path, run: Cli) -> Path:
+    """``repo`` on main (approved) with branch ``leaky`` adding a key, not reviewed."""
+    assert run.review("HEAD", cwd=repo).returncode == 0
+    git(repo, "checkout", "-q", "-b", "leaky")
+    commit_files(repo, {"t.py": KEY_FILE}, "add a key")
+    git(repo, "checkout", "-q", "main")
+    return repo
+
+
+# --- pre-push: the pushed commit ----------------------------------------------------------------
+
+
+def test_whole_history_push_gates_the_pushed_branch_not_head(leaky: Path, run: Cli) -> None:
+    refused = run.main("hook", "gate", cwd=leaky, env=WHOLE_HISTORY)
+    assert refused.returncode == 1
+    assert f"push refused: {g.rev_parse(leaky, 'leaky')[:12]}" in refused.stderr
+    main_pushed = {**WHOLE_HISTORY, "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/main"}
+    assert run.main("hook", "gate", cwd=leaky, env=main_pushed).returncode == 0
+
+
+def test_whole_history_push_reviews_the_pushed_branch_not_head(leaky: Path, run: Cli) -> None:
+    result = run.main("review", "--hook", cwd=leaky, env=WHOLE_HISTORY)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "aws-access-key" in result.stdout and "t.py" in result.stdout
+    assert "merge-base with the" in result.stderr  # docs/decisions.md, hooks item 6
+    note = read_review_note(leaky, g.rev_parse(leaky, "leaky"))
+    assert note is not None and note.verdict == "revise"
+    assert note.base_sha == g.rev_parse(leaky, "main")
+
+
+@pytest.mark.parametrize("command", [("hook", "gate"), ("review", "--hook")])
+def test_a_push_that_names_no_pushed_commit_is_refused_not_taken_for_head(
+    leaky: Path, run: Cli, command: tuple[str, ...]
+) -> None:
+    env = {k: v for k, v in WHOLE_HISTORY.items() if k != "PRE_COMMIT_LOCAL_BRANCH"}
+    result = run.main(*command, cwd=leaky, env=env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "cannot tell which commit is pushed" in result.stderr
+    assert "HEAD" in result.stderr  # says why it does not fall back to HEAD
