@@ -147,6 +147,13 @@ def _add_hook(sub: Registry) -> None:
         help="commit to check (default: the pushed commit pre-commit names, PRE_COMMIT_TO_REF or "
         "PRE_COMMIT_LOCAL_BRANCH; HEAD outside a push)",
     )
+    gate.add_argument(
+        "--pre-push",
+        nargs=2,
+        metavar=("REMOTE", "URL"),
+        help='run as git\'s own pre-push hook (`exec gitflow-agents hook gate --pre-push "$@"`): '
+        "gate every pushed ref git lists on stdin (pre-commit names only one)",
+    )
 
 
 def _add_action(sub: Registry) -> None:

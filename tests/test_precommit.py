@@ -420,3 +420,43 @@ def test_first_push_to_an_empty_remote_gates_the_pushed_branch_not_head(
     again = git_with(repo, env, "push", "origin", "leaky")  # now from main's tip: from/to refs
     assert again.returncode != 0, again.stdout + again.stderr
     assert remote_branches(repo) == {"refs/heads/main"}
+
+
+@pytest.mark.slow
+@needs_pre_commit
+def test_a_push_of_several_branches_is_gated_branch_by_branch_by_git_s_own_hook(
+    hooked: tuple[Path, dict[str, str]], cli_run: Cli
+) -> None:
+    """pre-commit tells its hooks about one pushed ref only (the first with new commits), so
+    ``git push origin a-docs z-leaky`` would gate a-docs alone; the gate as git's own pre-push
+    hook reads every pushed ref, and pre-commit keeps running it (``pre-push.legacy``)."""
+    repo, env = hooked
+    assert pre_commit("uninstall", "-t", "pre-push", cwd=repo, env=env).returncode == 0
+    native = repo / ".git" / "hooks" / "pre-push"
+    native.write_text(
+        f'#!/bin/sh\nexec "{sys.executable}" -m gitflow_agents hook gate --pre-push "$@"\n'
+    )
+    native.chmod(0o755)
+    installed = pre_commit("install", "-t", "pre-push", cwd=repo, env=env)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert (repo / ".git" / "hooks" / "pre-push.legacy").exists()  # pre-commit runs it first
+
+    assert cli_run.review("HEAD", cwd=repo).returncode == 0
+    first = git_with(repo, env, "push", "origin", "main")
+    assert first.returncode == 0, first.stdout + first.stderr
+    git(repo, "checkout", "-q", "-b", "a-docs")
+    (repo / "docs.md").write_text("docs\n")
+    git(repo, "add", "docs.md")
+    git(repo, "commit", "-q", "--no-verify", "-m", "docs")
+    assert cli_run.review("HEAD", cwd=repo).returncode == 0
+    branch_with_key(repo, "z-leaky")
+    git(repo, "checkout", "-q", "main")
+
+    both = git_with(repo, env, "push", "origin", "a-docs", "z-leaky")
+    output = both.stdout + both.stderr
+    assert both.returncode != 0, output
+    assert "push refused: refs/heads/z-leaky" in output, output
+    assert remote_branches(repo) == {"refs/heads/main"}
+    alone = git_with(repo, env, "push", "origin", "a-docs")
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert remote_branches(repo) == {"refs/heads/main", "refs/heads/a-docs"}

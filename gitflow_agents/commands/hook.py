@@ -1,10 +1,15 @@
 """``gitflow-agents hook gate``: the fast pre-push gate.
 
 Refuses a push unless the pushed commit (the given REV, else the one pre-commit names:
-``PRE_COMMIT_TO_REF``, or ``PRE_COMMIT_LOCAL_BRANCH`` for a ref whose whole history is new to the
-remote; else, outside a push, HEAD) carries a recorded approval for exactly that commit. A push
-that names no pushed commit is refused, never taken for HEAD's. No agent, no network, one git call (the
-commit and its note together); imports only ``gitcmd`` and the light ``reviewer`` package.
+``PRE_COMMIT_TO_REF``, or ``PRE_COMMIT_LOCAL_BRANCH`` for a ref whose whole history is new to
+the remote; else, outside a push, HEAD) carries a recorded approval for exactly that commit. A
+push that names no pushed commit is refused, never taken for HEAD's. No agent, no network, one
+git call (the commit and its note together); imports only ``gitcmd`` and the light ``reviewer``
+package.
+
+pre-commit tells its hooks about one pushed ref only (the first with new commits), so a push of
+several refs is gated by its first. ``--pre-push REMOTE URL`` is the gate as git's own pre-push
+hook, which git hands every pushed ref on stdin: each is gated.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from gitflow_agents.base.errors import ExitCode
+from gitflow_agents.base.errors import ExitCode, UsageError
 
 
 def gate(rev: str | None) -> int:
@@ -32,5 +37,66 @@ def gate(rev: str | None) -> int:
     return ExitCode.REVISE
 
 
+def pushed_refs(lines: str) -> list[tuple[str, str]]:
+    """(local ref, local object) of each ref git's pre-push hook is told is pushed
+    (``<local ref> SP <local object> SP <remote ref> SP <remote object>``, one a line), the
+    deletions left out (their local object is all zeros). UsageError for a line that is not
+    one: what cannot be read is not let through."""
+    pushed = []
+    for line in lines.splitlines():
+        if not line.strip():
+            continue
+        parts = line.rsplit(" ", 3)  # a local ref may be an expression with spaces in it
+        if len(parts) != 4 or not all(parts) or not all(_is_object(p) for p in parts[1::2]):
+            raise UsageError(f"pre-push: cannot read git's line {line!r}, so the push is refused")
+        local_ref, local_object = parts[0], parts[1]
+        if local_object.strip("0"):
+            pushed.append((local_ref, local_object))
+    return pushed
+
+
+def _is_object(word: str) -> bool:
+    return len(word) in (40, 64) and all(c in "0123456789abcdef" for c in word)
+
+
+def gate_pushed(remote: str, lines: str) -> int:
+    """Gate every ref of a push as git's own pre-push hook is told of them: each pushed commit
+    that brings the remote a commit it lacks (as pre-commit decides what is new: not reachable
+    from ``refs/remotes/<remote>/``) needs its approval; one refused refuses the push."""
+    from gitflow_agents.git.cmd import commit_note, run_git
+    from gitflow_agents.reviewer import note_approval
+
+    root = Path.cwd()
+    code = ExitCode.OK
+    for ref, pushed in pushed_refs(lines):
+        argv = ("rev-list", "--max-count=1", pushed, "--not", f"--remotes={remote}", "--")
+        new = run_git(root, *argv, check=False)
+        if new.returncode != 0:
+            raise UsageError(f"pre-push: {ref}: unknown object {pushed}, so the push is refused")
+        if not new.stdout.strip():
+            print(f"agent-review-gate: {ref}: nothing new for {remote}")
+            continue
+        sha, note = commit_note(root, pushed)
+        approved, reason = note_approval(sha, note)
+        if approved:
+            print(f"agent-review-gate: {ref}: {reason}")
+        else:
+            print(f"agent-review-gate: push refused: {ref}: {reason}", file=sys.stderr)
+            code = ExitCode.REVISE
+    return code
+
+
+def _stdin_text() -> str:
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a stdin without bytes (a test's, an embedding's)
+        return sys.stdin.read() if sys.stdin is not None else ""
+    return str(stream.read().decode("utf-8", "surrogateescape"))
+
+
 def run(args: argparse.Namespace) -> int:
-    return gate(args.rev)
+    pre_push = getattr(args, "pre_push", None)
+    if pre_push is None:
+        return gate(args.rev)
+    if args.rev:
+        raise UsageError("give either a REV or --pre-push REMOTE URL, not both")
+    return gate_pushed(pre_push[0], _stdin_text())

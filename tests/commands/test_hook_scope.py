@@ -4,6 +4,7 @@ is given, and the files pre-commit hands over (``--all-files``, ``--files``)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ __all__ = ["run"]  # a fixture
 
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
 KEY_FILE = f'KEY = "{AWS_KEY}"\n'
+Z40 = "0" * 40
 
 # what pre-commit exports for a push whose whole history is new to the remote (no from/to)
 WHOLE_HISTORY = {
@@ -69,3 +71,61 @@ def test_a_push_that_names_no_pushed_commit_is_refused_not_taken_for_head(
     assert result.returncode == 2, result.stdout + result.stderr
     assert "cannot tell which commit is pushed" in result.stderr
     assert "HEAD" in result.stderr  # says why it does not fall back to HEAD
+
+
+# --- git's own pre-push hook: every pushed ref --------------------------------------------------
+
+
+def pre_push(run: Cli, repo: Path, lines: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    """``gitflow-agents hook gate --pre-push origin URL`` with git's ref lines on stdin."""
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(lines.encode())))
+    result = run.main("hook", "gate", "--pre-push", "origin", "/nowhere/remote.git", cwd=repo)
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_pre_push_gates_every_pushed_ref(
+    leaky: Path, run: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main, key = g.rev_parse(leaky, "main"), g.rev_parse(leaky, "leaky")
+    git(leaky, "checkout", "-q", "-b", "docs")
+    docs = commit_files(leaky, {"docs.md": "docs\n"})
+    assert run.review("HEAD", cwd=leaky).returncode == 0
+    lines = (
+        f"refs/heads/docs {docs} refs/heads/docs {Z40}\n"
+        f"refs/heads/leaky {key} refs/heads/leaky {Z40}\n"
+    )
+    code, output = pre_push(run, leaky, lines, monkeypatch)
+    assert code == 1, output
+    assert f"push refused: refs/heads/leaky: {key[:12]}" in output
+    assert f"refs/heads/docs: {docs[:12]} approved" in output
+    code, output = pre_push(
+        run, leaky, f"refs/heads/docs {docs} refs/heads/docs {main}\n", monkeypatch
+    )
+    assert code == 0, output
+
+
+def test_pre_push_skips_deletions_and_refs_the_remote_has(
+    leaky: Path, run: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = g.rev_parse(leaky, "leaky")
+    git(leaky, "update-ref", "refs/remotes/origin/leaky", key)  # already on the remote
+    lines = (
+        f"(delete) {Z40} refs/heads/gone {key}\n"
+        f"refs/heads/leaky {key} refs/heads/copy {Z40}\n"  # no commit the remote lacks
+    )
+    code, output = pre_push(run, leaky, lines, monkeypatch)
+    assert code == 0, output
+    assert "nothing new" in output
+    code, output = pre_push(run, leaky, "", monkeypatch)
+    assert code == 0, output
+
+
+def test_pre_push_refuses_what_it_cannot_read(
+    leaky: Path, run: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, output = pre_push(run, leaky, "refs/heads/main\n", monkeypatch)
+    assert code == 2, output
+    assert "cannot read" in output
+    missing = "1" * 40
+    code, output = pre_push(run, leaky, f"refs/heads/x {missing} refs/heads/x {Z40}\n", monkeypatch)
+    assert code == 2, output
