@@ -47,6 +47,13 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
     from gitflow_agents.commands.options import FILE_SIZE, non_negative_int
 
     parser.add_argument("range", nargs="?", metavar="RANGE", help="A..B, A...B or a commit")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="with --hook: the files pre-commit hands over (reviewed whole, as staged, when they "
+        "are not all staged: --all-files, --files)",
+    )
     parser.add_argument("--staged", action="store_true", help="review the index against HEAD")
     parser.add_argument(
         "--agent", default="builtin", help="reviewer: builtin (default) or a configured agent"
@@ -128,8 +135,10 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--hook",
         action="store_true",
-        help="run as a pre-commit hook: PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF on pre-push, "
-        "the staged changes otherwise",
+        help="run as a pre-commit hook: the pushed range on pre-push (PRE_COMMIT_FROM_REF.."
+        "PRE_COMMIT_TO_REF, or PRE_COMMIT_LOCAL_BRANCH from its merge-base with the default "
+        "branch), else the staged changes, or the FILEs pre-commit hands over when they are "
+        "not all staged",
     )
     from gitflow_agents.cli import COLOR_CHOICES, COLOR_HELP
 
@@ -153,11 +162,14 @@ _CHOICES = {
 
 def plain_args(argv: Sequence[str], **more: object) -> SimpleNamespace | None:
     """The values ``build_parser().parse_args(argv)`` gives, when ``argv`` holds only an optional
-    RANGE, ``--staged``, ``--no-note``, ``--hook`` and ``--format`` / ``--severity-threshold``
-    / ``--fail-on`` with a valid choice; else None (then the parser reads it, and says what is
-    wrong). ``more``: what the caller's parser adds (``gitflow-agents review``: the command).
-    A test holds the two equal."""
+    RANGE and FILEs (one run of words: the hook's files follow its options), ``--staged``,
+    ``--no-note``, ``--hook`` and ``--format`` / ``--severity-threshold`` / ``--fail-on`` with
+    a valid choice; else None (then the parser reads it, and says what is wrong). ``more``:
+    what the caller's parser adds (``gitflow-agents review``: the command). A test holds the
+    two equal."""
     values: dict[str, object] = {}
+    names: list[str] = []
+    after_names = False  # an option came after the run of names: another name is the parser's
     words = iter(argv)
     for word in words:
         name, eq, value = word.partition("=")
@@ -169,12 +181,15 @@ def plain_args(argv: Sequence[str], **more: object) -> SimpleNamespace | None:
             if value not in choices:
                 return None
             values[dest] = value
-        elif word.startswith("-") or "range" in values:
+        elif word.startswith("-") or after_names:
             return None
         else:
-            values["range"] = word
+            names.append(word)
+            continue
+        after_names = bool(names)
     return SimpleNamespace(
-        range=values.get("range"),
+        range=names[0] if names else None,
+        files=names[1:],
         staged=values.get("staged", False),
         agent="builtin",
         severity_threshold=values.get("severity_threshold", "error"),
@@ -223,10 +238,37 @@ def fewer_collections() -> None:
     gc.set_threshold(50_000, 20, 20)
 
 
+def options_naming_files(words: Sequence[str]) -> list[str]:
+    """Under ``--hook``, the words that read as options and also name a file here. pre-commit
+    puts the files it hands over after the hook's options, so a file named ``--fail-on=never``
+    would be read as that option: one committed file would switch the review's verdict off in
+    ``pre-commit run --all-files``. The hook refuses such an argv (exit 2) instead."""
+    if "--hook" not in words:
+        return []
+    import os.path
+
+    return [word for word in words if word.startswith("-") and os.path.lexists(word)]
+
+
+def refuse_options_naming_files(words: Sequence[str], prog: str) -> bool:
+    """Say so and return True when ``options_naming_files(words)`` finds any."""
+    found = options_naming_files(words)
+    for word in found:
+        print(
+            f"{prog}: error: {word!r} is an option and also a file here; pre-commit hands a "
+            "hook its files after its options, so the file would be read as that option: "
+            "rename it (the review is refused)",
+            file=sys.stderr,
+        )
+    return bool(found)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     fewer_collections()
     if argv is not None and any("\0" in word for word in argv):  # in-process only
         print("git agent-review: error: an argument contains a NUL character", file=sys.stderr)
+        return 2
+    if refuse_options_naming_files(sys.argv[1:] if argv is None else argv, "git agent-review"):
         return 2
     from gitflow_agents.commands.manpage import ensure_reachable
 
@@ -245,6 +287,8 @@ def gitflow_agents_main(argv: Sequence[str] | None = None) -> int:
     review`` with an everyday argv, on every commit) is read by ``plain_args`` and runs without
     importing ``cli`` or argparse (issue 20); anything else is ``cli.main``."""
     words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == ["review"] and refuse_options_naming_files(words[1:], "gitflow-agents"):
+        return 2
     quick = None
     if words[:1] == ["review"] and not any("\0" in word for word in words):
         quick = plain_args(words[1:], command="review")

@@ -52,8 +52,9 @@ def test_manifest_declares_the_three_hooks() -> None:
     review, gate = hooks["agent-review"], hooks["agent-review-gate"]
     assert review["stages"] == ["pre-commit", "pre-push", "manual"]
     assert gate["stages"] == ["pre-push", "manual"]
+    assert review["pass_filenames"] is True  # --all-files / --files: the files are reviewed
+    assert gate["pass_filenames"] is False
     for hook in (review, gate):
-        assert hook["pass_filenames"] is False
         assert hook["language"] == "python"
     assert hooks["plan-lint"]["files"] == r"(^|/)specs/.*\.md$"
 
@@ -460,3 +461,47 @@ def test_a_push_of_several_branches_is_gated_branch_by_branch_by_git_s_own_hook(
     alone = git_with(repo, env, "push", "origin", "a-docs")
     assert alone.returncode == 0, alone.stdout + alone.stderr
     assert remote_branches(repo) == {"refs/heads/main", "refs/heads/a-docs"}
+
+
+@pytest.mark.slow
+@needs_pre_commit
+def test_all_files_and_files_review_the_files_pre_commit_hands_over(
+    repo: Path, hook_repo: Path, offline_env: dict[str, str], shared_pre_commit_home: Path
+) -> None:
+    """``--all-files`` and ``--files`` review those files' content, not the (empty) staged
+    changes; a commit still reviews what it stages, not every file."""
+    (repo / "settings.py").write_text(TOKEN_FILE)
+    git(repo, "add", "settings.py")
+    git(repo, "commit", "-q", "-m", "settings")
+
+    tried = pre_commit("try-repo", str(hook_repo), "agent-review", "--all-files", cwd=repo,
+                       env=offline_env)  # fmt: skip
+    output = tried.stdout + tried.stderr
+    assert tried.returncode == 1, output
+    assert "Failed" in output and "settings.py" in output and "aws-access-key" in output
+    assert AWS_KEY not in output
+
+    env = {**offline_env, "PRE_COMMIT_HOME": str(shared_pre_commit_home)}
+    config = repo.parent / "pre-commit-config.yaml"
+    config.write_text(
+        f"repos:\n- repo: {hook_repo}\n  rev: {g.head_sha(hook_repo)}\n  hooks:\n"
+        "  - id: agent-review\n"
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return pre_commit("run", "--config", str(config), *args, cwd=repo, env=env)
+
+    for args in (("--all-files",), ("--files", "settings.py")):
+        result = run(*args)
+        assert result.returncode == 1, (args, result.stdout + result.stderr)
+        assert "aws-access-key" in result.stdout, (args, result.stdout)
+
+    (repo / "new.py").write_text("x = 1\n")  # not tracked: git has no content to review
+    untracked = run("--files", "new.py")
+    assert untracked.returncode == 1, untracked.stdout + untracked.stderr
+    assert "new.py: not tracked by git" in untracked.stdout, untracked.stdout
+
+    git(repo, "add", "new.py")
+    for args in ((), ("--files", "new.py")):  # the staged change: settings.py is not in it
+        result = run(*args)
+        assert result.returncode == 0, (args, result.stdout + result.stderr)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from gitflow_agents.commands.dispatch import Args
     from gitflow_agents.findings import GateResult, Review, Severity
     from gitflow_agents.findings.settings import ReviewSettings
+    from gitflow_agents.git.diffparse import FileChange
     from gitflow_agents.reviewer.acceptance import Acceptance
     from gitflow_agents.reviewer.incremental import Earlier
 
@@ -61,10 +62,19 @@ def run(args: Args) -> int:
 
 
 def _run(args: Args) -> int:
+    files = list(getattr(args, "files", None) or ())
+    handed: tuple[str, ...] = ()  # the files pre-commit hands the hook
     if args.hook:
-        if args.range or args.staged:
-            raise UsageError("--hook takes its range from pre-commit; give no RANGE or --staged")
+        if args.staged:
+            raise UsageError("--hook takes its range from pre-commit; give no --staged")
         rev_range, staged, pushed = hook_range(os.environ)
+        if staged:  # on pre-push they are the pushed range's files: the range is reviewed
+            handed = (*([args.range] if args.range else []), *files)
+    elif files:
+        raise UsageError(
+            f"give one RANGE at most (got {args.range!r} and {files[0]!r}); "
+            "FILE arguments are --hook's, from pre-commit"
+        )
     else:
         rev_range, staged, pushed = args.range, args.staged, None
     # a commit or the index: one git process, which answers while the review's modules load;
@@ -73,7 +83,7 @@ def _run(args: Args) -> int:
     here = os.getcwd()  # noqa: PTH109 - no pathlib on a small review's path (issue 20)
     with git.BlobReader(here) as blobs, contextlib.ExitStack() as early:
         blobs.start()
-        return _review(args, rev_range, staged, pushed, located, blobs, early)
+        return _review(args, rev_range, staged, pushed, handed, located, blobs, early)
 
 
 def _review(
@@ -81,6 +91,7 @@ def _review(
     rev_range: str | None,
     staged: bool,
     pushed: str | None,
+    handed: tuple[str, ...],
     located: Callable[[], tuple[StrPath, Target | None]],
     blobs: git.BlobReader,
     early: contextlib.ExitStack,
@@ -100,6 +111,14 @@ def _review(
     diff = None
     if known is not None and args.agent == "builtin":
         diff = early.enter_context(git.AskedDiff(root, known.spec)).changes
+    untracked: list[str] = []
+    if handed:
+        files_target, untracked = _handed_files(root, known, handed, diff)
+        if files_target is None:  # none of them is tracked: nothing to review
+            _say_untracked(untracked)
+            return ExitCode.REVISE
+        if files_target is not known:  # their whole content: another diff
+            known, diff = files_target, None
     from gitflow_agents.reviewer.target import exit_code, review_builtin_target
 
     acceptance = _acceptance(root, args)
@@ -179,7 +198,77 @@ def _review(
             threshold=threshold.value,
             open_findings=None if earlier is None else [f.to_dict() for f in review.findings],
         )
-    return exit_code(review, result.approved, result.exit_code, args.fail_on)
+    code = exit_code(review, result.approved, result.exit_code, args.fail_on)
+    if untracked:  # handed over but not reviewed: never a pass
+        _say_untracked(untracked)
+        return code or ExitCode.REVISE
+    return code
+
+
+def _handed_files(
+    root: StrPath,
+    staged: Target | None,
+    names: tuple[str, ...],
+    changes: Callable[[], tuple[FileChange, ...]] | None,
+) -> tuple[Target | None, list[str]]:
+    """What the hook reviews of the files pre-commit hands over outside a push, and those of
+    them git does not track (not reviewed). A commit hands over the staged files: when every
+    file is in the staged change, that change (``staged``, unchanged). Otherwise
+    (``pre-commit run --all-files`` or ``--files``) the whole content of the files, as staged
+    (the index against the empty tree), as pre-commit's hooks check the files they are given;
+    None when git tracks none of them. A name that is no file is a usage error."""
+    paths = tuple(dict.fromkeys(_from_top(root, name) for name in names))
+    if staged is None:
+        staged = resolve_target(root, None, staged=True)
+    in_change = {c.path for c in changes()} if changes else set(git.numstat(root, staged.spec))
+    if set(paths) <= in_change:
+        return staged, []
+    tracked = git.tracked(root, paths)
+    reviewed = tuple(path for path in paths if path in tracked)
+    untracked = [path for path in paths if path not in tracked]
+    for path in untracked:
+        if not os.path.lexists(os.path.join(root, path)):  # noqa: PTH118 - issue 20
+            raise UsageError(
+                f"--hook: {path}: no such file (the hook's arguments are the files pre-commit "
+                "hands over; its range comes from pre-commit)"
+            )
+    if not reviewed:
+        return None, untracked
+    print(
+        f"git agent-review: reviewing the whole content of {len(reviewed)} file(s) as staged: "
+        "pre-commit handed over files that are not all in the staged changes "
+        "(pre-commit run --all-files or --files)",
+        file=sys.stderr,
+    )
+    changed = git.unstaged(root, reviewed)
+    if changed:
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if changed[5:] else "")
+        print(
+            f"git agent-review: the unstaged changes of {shown} are not reviewed "
+            "(`git add` them to have them reviewed)",
+            file=sys.stderr,
+        )
+    label = f"{len(reviewed)} file(s) as staged"
+    return Target(git.empty_tree(root), None, label, paths=reviewed), untracked
+
+
+def _from_top(root: StrPath, name: str) -> str:
+    """``name`` (relative to the current directory: pre-commit runs hooks at the top of the
+    work tree) as a path from the top of the work tree ``root``."""
+    # os.path, not pathlib, on a small review's path (issue 20)
+    relative = os.path.relpath(os.path.abspath(name), root)  # noqa: PTH100
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        raise UsageError(f"--hook: {name} is outside the work tree {root}")
+    return relative.replace(os.sep, "/")
+
+
+def _say_untracked(paths: list[str]) -> None:
+    for path in paths:
+        print(
+            f"git agent-review: {path}: not tracked by git, so not reviewed (the hook reviews "
+            "files as git has them staged): `git add` it, or leave it out",
+            file=sys.stderr,
+        )
 
 
 def _earlier(root: StrPath, target: Target, args: Args) -> Earlier | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import _thread  # threading's lock, without importing threading (a small review's start-up)
 import importlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.lazy import path as as_path
@@ -293,14 +293,25 @@ def default_branch(root: StrPath, remote: str = "origin") -> DefaultBranch:
 
 
 class DiffSpec(NamedTuple):
-    """What to compare: ``base`` against ``head`` (a commit) or the index (``head`` None)."""
+    """What to compare: ``base`` against ``head`` (a commit) or the index (``head`` None);
+    ``paths``: only those files (paths from the top of the work tree; none: every file)."""
 
     base: str
     head: str | None
     one_commit: bool = False  # the caller knows head is one commit whose only parent is base
+    paths: tuple[str, ...] = ()
 
     def args(self) -> tuple[str, ...]:
         return (self.base, self.head) if self.head is not None else ("--cached", self.base)
+
+    def limit(self) -> tuple[str, ...]:
+        """``--`` and the pathspecs of ``paths``, to end a git command's arguments."""
+        return ("--", *literal_pathspecs(self.paths))
+
+
+def literal_pathspecs(paths: Iterable[str]) -> tuple[str, ...]:
+    """``paths`` as git pathspecs that match each path exactly (no glob, no magic)."""
+    return tuple(f":(literal){path}" for path in paths)
 
 
 _FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M")
@@ -312,9 +323,21 @@ nested repository's uncommitted edits, which no commit of this repository record
 _PATCH_FLAGS = ("-U0", "--src-prefix=a/", "--dst-prefix=b/")  # what parse_added_lines reads
 
 
+def tracked(root: StrPath, paths: Iterable[str]) -> set[str]:
+    """Those of ``paths`` (from the top of the work tree) that git tracks: in the index."""
+    out = run_git(root, "ls-files", "-z", "--", *literal_pathspecs(paths)).stdout
+    return {path for path in out.split("\0") if path}
+
+
+def unstaged(root: StrPath, paths: Iterable[str]) -> list[str]:
+    """Those of ``paths`` whose work tree content differs from the index's."""
+    args = ("diff", *DIFF_FLAGS, "--name-only", "-z", "--", *literal_pathspecs(paths))
+    return [path for path in run_git(root, *args).stdout.split("\0") if path]
+
+
 def numstat(root: StrPath, spec: DiffSpec) -> dict[str, tuple[int | None, int | None]]:
     """(added, deleted) per new path; None for binary files (git prints ``-``)."""
-    out = run_git(root, "diff", *DIFF_FLAGS, "--numstat", "-z", *spec.args(), "--").stdout
+    out = run_git(root, "diff", *DIFF_FLAGS, "--numstat", "-z", *spec.args(), *spec.limit()).stdout
     return diffparse.parse_numstat(out)
 
 
@@ -334,7 +357,7 @@ class AskedDiff:
 
     def __init__(self, root: StrPath, spec: DiffSpec) -> None:
         args = ("diff", *DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *_PATCH_FLAGS)
-        self._running = start_git(root, *args, *spec.args(), "--")
+        self._running = start_git(root, *args, *spec.args(), *spec.limit())
         self._changes: tuple[FileChange, ...] | None = None
 
     def __enter__(self) -> AskedDiff:

@@ -39,7 +39,8 @@ class Acceptance(NamedTuple):
 
 class Scope(NamedTuple):
     """What of a change an agent reviewer is given (``review.exclude``): the changed paths it
-    reviews, those excluded, and the git pathspecs that leave them out of its diff."""
+    reviews, those excluded, and the git pathspecs of its diff (those that leave the excluded
+    out, after those of the only files it reviews, when the target names them)."""
 
     reviewed: tuple[str, ...]
     excluded: tuple[str, ...]

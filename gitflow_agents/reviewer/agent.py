@@ -195,7 +195,7 @@ def _review_task(
     counted."""
     excluded = scope.excluded if scope is not None else ()
     limit = ""
-    if scope is not None and excluded:
+    if scope is not None and scope.pathspecs:  # the excluded files', and the only files'
         limit = " -- " + " ".join(shlex.quote(spec) for spec in scope.pathspecs)
     if increment is not None and increment.since is not None and head is not None:
         intro = incremental_intro(increment, base, head, excluded, limit[4:])

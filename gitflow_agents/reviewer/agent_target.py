@@ -149,6 +149,8 @@ def _agent_review(
     ``earlier``'s head) and the exact secret values of the diff; see ``review_target``."""
     increment = decide(root, target.base, target.head, agent, earlier or Earlier())
     scope = scope_of(settings, git.numstat(root, target.spec))
+    if target.paths:  # only these files (the hook's, from pre-commit): its diff command says so
+        scope = scope._replace(pathspecs=(*git.literal_pathspecs(target.paths), *scope.pathspecs))
     secrets = diff_secrets(root, target.spec, CheckOptions(max_file_bytes=max_file_size))
     report, usage = agent_report(
         root,

@@ -19,16 +19,18 @@ if TYPE_CHECKING:
 
 
 class Target(NamedTuple):
-    """What is reviewed: ``base`` against ``head`` (None: the index)."""
+    """What is reviewed: ``base`` against ``head`` (None: the index); ``paths``: only those
+    files (none: every file; the hook's files pre-commit hands over)."""
 
     base: str
     head: str | None
     label: str  # for messages: "abc123..def456", "staged changes"
     one_commit: bool = False  # head is one commit whose only parent is base (REV, not a merge)
+    paths: tuple[str, ...] = ()
 
     @property
     def spec(self) -> git.DiffSpec:
-        return git.DiffSpec(self.base, self.head, self.one_commit)
+        return git.DiffSpec(self.base, self.head, self.one_commit, self.paths)
 
 
 def _one_commit(root: StrPath, rev_range: str) -> Target:

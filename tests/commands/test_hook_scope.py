@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents.git import queries as g
+from gitflow_agents.git_agent_review import build_parser, gitflow_agents_main, plain_args
 from gitflow_agents.reviewer import read_review_note
 from tests.conftest import Cli, git
 from tests.helpers.files import commit_files
@@ -129,3 +130,111 @@ def test_pre_push_refuses_what_it_cannot_read(
     missing = "1" * 40
     code, output = pre_push(run, leaky, f"refs/heads/x {missing} refs/heads/x {Z40}\n", monkeypatch)
     assert code == 2, output
+
+
+# --- the files pre-commit hands over ------------------------------------------------------------
+
+
+@pytest.fixture
+def committed_key(repo: Path) -> Path:
+    """``repo`` whose committed settings.py holds a key; nothing staged."""
+    commit_files(repo, {"settings.py": KEY_FILE, "ok.py": "x = 1\n"}, "settings")
+    return repo
+
+
+def test_files_not_staged_are_reviewed_whole(committed_key: Path, run: Cli) -> None:
+    """``pre-commit run --all-files`` / ``--files``: the files, not the empty staged diff."""
+    env = {"PRE_COMMIT": "1"}
+    result = run.main("review", "--hook", "ok.py", "settings.py", cwd=committed_key, env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "aws-access-key" in result.stdout and "settings.py" in result.stdout
+    assert "2 file(s) checked" in result.stdout
+    assert "the whole content of 2 file(s)" in result.stderr
+    assert git(committed_key, "for-each-ref", "refs/notes/") == ""  # no commit: no note
+    result = run.main("review", "--hook", "ok.py", cwd=committed_key, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 file(s) checked" in result.stdout
+
+
+def test_files_that_are_all_staged_are_the_commit_s_staged_changes(
+    committed_key: Path, run: Cli
+) -> None:
+    """A commit: pre-commit hands over the staged files; their staged change is reviewed, not
+    their whole content (settings.py's key was committed earlier and is not in this change)."""
+    (committed_key / "settings.py").write_text(KEY_FILE + "DEBUG = False\n")
+    git(committed_key, "add", "settings.py")
+    result = run.main("review", "--hook", "settings.py", cwd=committed_key)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "whole content" not in result.stderr
+
+
+def test_files_git_does_not_track_are_not_reviewed_and_fail(committed_key: Path, run: Cli) -> None:
+    (committed_key / "new.py").write_text("x = 1\n")
+    result = run.main("review", "--hook", "new.py", cwd=committed_key)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "new.py: not tracked by git" in result.stderr
+    assert "APPROVED" not in result.stdout
+    result = run.main("review", "--hook", "new.py", "ok.py", cwd=committed_key)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "new.py: not tracked by git" in result.stderr
+
+
+def test_unstaged_changes_of_the_files_are_named(committed_key: Path, run: Cli) -> None:
+    (committed_key / "ok.py").write_text("x = 2\n")
+    result = run.main("review", "--hook", "ok.py", "settings.py", cwd=committed_key)
+    assert result.returncode == 1
+    assert "unstaged changes of ok.py are not reviewed" in result.stderr
+
+
+def test_files_from_a_subdirectory_are_relative_to_it(committed_key: Path, run: Cli) -> None:
+    sub = committed_key / "sub"
+    sub.mkdir()
+    result = run.main("review", "--hook", "../settings.py", cwd=sub)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "aws-access-key" in result.stdout
+
+
+def test_files_are_ignored_on_pre_push(leaky: Path, run: Cli) -> None:
+    """pre-commit also hands the pushed range's files to the hook: the range is reviewed."""
+    env = {
+        "PRE_COMMIT_FROM_REF": g.rev_parse(leaky, "main"),
+        "PRE_COMMIT_TO_REF": g.rev_parse(leaky, "leaky"),
+    }
+    result = run.main("review", "--hook", "README.md", cwd=leaky, env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "aws-access-key" in result.stdout
+
+
+def test_a_range_with_file_names_is_a_usage_error(committed_key: Path, run: Cli) -> None:
+    result = run.review("HEAD", "HEAD~1", cwd=committed_key)
+    assert result.returncode == 2
+    assert "one RANGE" in result.stderr
+
+
+def test_a_file_named_like_an_option_is_refused_in_the_hook(
+    committed_key: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pre-commit puts file names after the hook's options: a file called ``--fail-on=never``
+    would switch the gate off; the hook refuses instead of reading it as an option."""
+    (committed_key / "--fail-on=never").write_text("x\n")
+    git(committed_key, "add", "--", "--fail-on=never")
+    git(committed_key, "commit", "-q", "-m", "odd name")
+    monkeypatch.chdir(committed_key)
+    assert gitflow_agents_main(["review", "--hook", "--fail-on=never", "settings.py"]) == 2
+    assert "--fail-on=never" in capsys.readouterr().err
+    from gitflow_agents.git_agent_review import main
+
+    assert main(["--hook", "--fail-on=never", "settings.py"]) == 2
+
+
+@pytest.mark.parametrize(
+    "argv", [["--hook", "a.py", "b.py"], ["--hook", "--no-note", "a.py"], ["A..B", "c"]]
+)
+def test_file_names_read_as_the_parser_reads_them(argv: list[str]) -> None:
+    quick = plain_args(argv)
+    assert quick is not None
+    assert vars(quick) == vars(build_parser().parse_args(argv))
+
+
+def test_a_name_after_an_option_after_names_goes_to_the_parser() -> None:
+    assert plain_args(["--hook", "a.py", "--no-note", "b.py"]) is None

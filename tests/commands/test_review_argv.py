@@ -24,6 +24,8 @@ PLAIN = [
     ["--severity-threshold", "warn", "--fail-on", "never", "HEAD"],
     ["--fail-on=info", "--severity-threshold=info", "--staged"],
     [""],
+    ["HEAD", "HEAD~1"],  # a FILE: the review then says one RANGE at most
+    ["--hook", "--no-note", "a.py", "b.py"],  # the hook's files, after its options
 ]
 TO_THE_PARSER = [
     ["-h"],
@@ -31,7 +33,7 @@ TO_THE_PARSER = [
     ["-V"],
     ["--"],
     ["-"],
-    ["HEAD", "HEAD~1"],
+    ["HEAD", "--no-note", "HEAD~1"],  # a name after an option after names
     ["--no-not"],
     ["--no-n"],  # an abbreviation: argparse decides what it means
     ["--format"],

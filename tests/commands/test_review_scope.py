@@ -167,6 +167,27 @@ def test_an_agent_reviewer_gets_a_diff_without_the_excluded_files(
     assert "excluded" not in prompt and ":(exclude" not in prompt
 
 
+def test_an_agent_reviewer_gets_the_files_the_hook_is_handed_and_no_others(
+    run: Cli, repo: Path, scope_log: Path
+) -> None:
+    """``pre-commit run --all-files`` / ``--files`` with ``args: [--agent, NAME]``: the agent's
+    diff is the whole content of those files (as staged), excluded ones still left out."""
+    agent_flow(repo, "review:\n  exclude: [vendor/**]\n")
+    commit_files(
+        repo,
+        {"src/a.py": "A = 1\n", "src/b.py": "B = 1\n", "vendor/v.py": "VENDORED = 1\n"},
+        "files",
+    )
+    env = {"FAKE_SCOPE_LOG": str(scope_log), "PRE_COMMIT": "1"}
+    files = ("src/a.py", "vendor/v.py")
+    result = run.main("review", "--hook", "--agent", "scope", *files, cwd=repo, env=env)
+    assert result.returncode == 0, result.stderr
+    diff = (scope_log / "diff.txt").read_text()
+    assert "A = 1" in diff
+    assert "B = 1" not in diff and "VENDORED" not in diff
+    assert "':(literal)src/a.py'" in (scope_log / "prompt.md").read_text()
+
+
 def test_an_apply_to_instruction_reaches_the_reviewer_only_for_changes_under_its_glob(
     run: Cli, repo: Path, scope_log: Path
 ) -> None:

@@ -70,6 +70,9 @@ def test_the_hook_on_staged_changes_takes_three_git_processes(repo: Path, tmp_pa
     git(repo, "add", "-A")
     calls = _git_calls(["gitflow_agents", "review", "--hook"], repo, tmp_path / "t")
     assert len(calls) == 3, calls
+    # as pre-commit runs it, with the staged files: the same diff tells them from --all-files
+    calls = _git_calls(["gitflow_agents", "review", "--hook", "a.py"], repo, tmp_path / "f")
+    assert len(calls) == 3, calls
 
 
 def test_the_top_with_a_commit_or_head_in_one_query(
@@ -142,6 +145,7 @@ NOT_IMPORTED = (*SUBPROCESS, "typing", "pathlib", "urllib.parse", "ipaddress")
         ("main(['HEAD'])", {"a.py": "import pdb\n", "b.py": "x = (\n"}, 1),  # and its note
         ("gitflow_agents_main(['review', '--hook'])", {"a.py": "x = (\n"}, 1),
         ("gitflow_agents_main(['review', '--hook'])", {"a.py": "x = 1\n"}, 0),
+        ("gitflow_agents_main(['review', '--hook', 'a.py'])", {"a.py": "x = (\n"}, 1),
     ],
 )
 def test_a_small_review_imports_no_subprocess(
