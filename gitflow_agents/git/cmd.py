@@ -147,8 +147,9 @@ def commit_note(root: StrPath, rev: str, ref: str = NOTES_REF) -> tuple[str, str
     return sha.strip(), note or None
 
 
-# What pre-commit exports to a pre-push hook: the four names of the pushed ref (pre-commit 2.14+,
-# always together) and, unless the pushed ref's whole history is new to the remote, the range.
+# What pre-commit exports to a pre-push hook: the four names of the pushed ref (always together,
+# in every pre-commit the hooks accept, 3.2.0 on) and, unless the pushed ref's whole history is
+# new to the remote, the range.
 _PUSH_MARKERS = (
     "PRE_COMMIT_FROM_REF",
     "PRE_COMMIT_TO_REF",
@@ -174,5 +175,5 @@ def pushed_commit(environ: Mapping[str, str]) -> str | None:
     raise UsageError(
         "pre-push: cannot tell which commit is pushed (neither PRE_COMMIT_TO_REF nor "
         "PRE_COMMIT_LOCAL_BRANCH is set), so the push is refused rather than HEAD checked: "
-        "HEAD need not be the pushed commit; pre-commit 2.14 or newer sets them"
+        "HEAD need not be the pushed commit; pre-commit 3.2.0 or newer sets them"
     )
