@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
+import sys
 from functools import cache
 
-from gitflow_agents.base.errors import UnsafeWriteError
+from gitflow_agents.base.errors import UnsafeWriteError, UsageError
 from gitflow_agents.base.lazy import path as as_path
 from gitflow_agents.base.records import TYPE_CHECKING
 
@@ -180,3 +182,88 @@ def _temp_beside(target: Path) -> tuple[int, str]:
 def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
     """UTF-8, newlines written exactly as given (no translation)."""
     write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
+
+
+# --- a file the user named ----------------------------------------------------------------------
+
+
+def write_output(path: StrPath, data: bytes, *, option: str = "--output") -> None:
+    """Write ``data`` to the file a user named on the command line (``option``), where ``> FILE``
+    would put it, and never half-written:
+
+    - a regular file, or a path that does not exist yet: replaced atomically
+      (:func:`write_bytes_atomic`: symlinks followed within the repository, parents created);
+    - a descriptor this process holds (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``,
+      or a link to one): written to that descriptor, after what it already holds (gawk treats
+      these names so too); the file behind it is neither replaced nor truncated;
+    - any other existing file that is not regular (a character or block device, a FIFO, a
+      socket): opened for writing and written in place, never replaced by a regular file
+      (``--output /dev/null`` run as root replaced the system's /dev/null);
+    - a folder: UsageError naming ``option``.
+
+    A symlink inside a repository that leads out of it is refused in every case
+    (:func:`safe_target`)."""
+    name = os.fspath(path)
+    safe_target(as_path(name))
+    descriptor = _own_descriptor(name)
+    if descriptor is not None:
+        for stream in (sys.stdout, sys.stderr):  # what this process printed comes first
+            with contextlib.suppress(Exception):
+                stream.flush()
+        _write_all(descriptor, data)
+        return
+    mode = _mode(name, option)
+    if mode is None or stat.S_ISREG(mode):
+        write_bytes_atomic(as_path(name), data)
+        return
+    # O_TRUNC as ``>`` gives it (a device or a FIFO ignores it); O_NOCTTY: a terminal named
+    # here does not become this process's controlling terminal
+    flags = os.O_WRONLY | os.O_TRUNC | os.O_NOCTTY | os.O_CLOEXEC
+    handle = os.open(name, flags)
+    try:
+        _write_all(handle, data)
+    finally:
+        os.close(handle)
+
+
+def refuse_folder(path: StrPath, option: str = "--output") -> None:
+    """UsageError when ``path`` (named by ``option``) is a folder: there is no file to write.
+    Asked before a review runs, so a long review does not end in it."""
+    _mode(os.fspath(path), option)
+
+
+def _mode(name: str, option: str) -> int | None:
+    """The ``st_mode`` of what ``name`` names (symlinks followed), None when nothing is there;
+    UsageError for a folder."""
+    try:
+        mode = os.stat(name).st_mode  # noqa: PTH116 - the name as given, not a Path
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # the atomic write makes it, or says why it cannot
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{option} {name}: is a folder, not a file: name the file to write")
+    return mode
+
+
+_FD_FOLDERS = ("/dev/fd",)  # BSD and macOS hold the descriptors there, not under /proc
+
+
+def _own_descriptor(name: str) -> int | None:
+    """The descriptor of this process that ``name`` names, following its symlinks one at a time
+    (``/dev/stdout`` → ``/proc/self/fd/1``): a name in this process's ``/proc/<pid>/fd`` (or
+    ``/dev/fd``); None for any other path."""
+    own = os.path.realpath("/proc/self/fd")  # /proc/<our pid>/fd while this process runs
+    current = os.path.abspath(name)  # noqa: PTH100 - os.path throughout (issue 20)
+    for _ in range(40):  # the kernel's own limit on links followed
+        folder, base = os.path.split(current)
+        if base.isdigit() and os.path.realpath(folder) in (own, *_FD_FOLDERS):
+            return int(base)
+        if not os.path.islink(current):  # noqa: PTH114
+            return None
+        current = os.path.join(folder, os.readlink(current))  # noqa: PTH115, PTH118
+    return None
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]

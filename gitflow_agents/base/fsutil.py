@@ -16,6 +16,7 @@ from gitflow_agents.base.atomic import refuse_symlinks as refuse_symlinks
 from gitflow_agents.base.atomic import safe_target as safe_target
 from gitflow_agents.base.atomic import write_bounds as write_bounds
 from gitflow_agents.base.atomic import write_bytes_atomic as write_bytes_atomic
+from gitflow_agents.base.atomic import write_output as write_output
 from gitflow_agents.base.atomic import write_text_atomic as write_text_atomic
 from gitflow_agents.base.bounded import MAX_REPORT_CHARS as MAX_REPORT_CHARS
 from gitflow_agents.base.bounded import MiB as MiB

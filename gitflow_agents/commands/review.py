@@ -61,6 +61,20 @@ def run(args: Args) -> int:
         return _run(args)
 
 
+def _write_output(args: Args, review: Review, result: GateResult) -> None:
+    """``--output FILE`` in its format (``--output-format``, else from the extension), where
+    ``> FILE`` would put it: a regular (or new) file replaced atomically, a FIFO, a device or
+    this command's own stdout written in place (``atomic.write_output``); nothing without
+    ``--output``."""
+    if not args.output:
+        return
+    from gitflow_agents import render
+    from gitflow_agents.base.atomic import write_output
+
+    fmt = _output_format(args.output, args.output_format)
+    write_output(args.output, render.render(review, result, fmt).encode("utf-8"))
+
+
 def _run(args: Args) -> int:
     files = list(getattr(args, "files", None) or ())
     handed: tuple[str, ...] = ()  # the files pre-commit hands the hook
@@ -77,6 +91,10 @@ def _run(args: Args) -> int:
         )
     else:
         rev_range, staged, pushed = args.range, args.staged, None
+    if args.output:  # a folder is refused before the review, not after it
+        from gitflow_agents.base.atomic import refuse_folder
+
+        refuse_folder(args.output)
     # a commit or the index: one git process, which answers while the review's modules load;
     # so does the git cat-file every content is read through, started with it
     located = ask_location(rev_range, staged=staged)
@@ -175,11 +193,7 @@ def _review(
         _write_baseline(root, args.write_baseline, review)
         review, result = review_with(local_acceptance(as_path(root), args.write_baseline or None))
 
-    if args.output:
-        fmt = _output_format(args.output, args.output_format)
-        from gitflow_agents.base.fsutil import write_text_atomic  # json: only for --output
-
-        write_text_atomic(as_path(args.output), render.render(review, result, fmt))
+    _write_output(args, review, result)
     text = render.render(
         review, result, args.format, color=args.format == "terminal" and use_color(sys.stdout)
     )
@@ -398,14 +412,14 @@ def _report_unfinished(
     )
     result = GateResult(approved=False, exit_code=code, reasons=(why,), threshold=threshold)
     if args.output:
-        from gitflow_agents.base.fsutil import write_text_atomic
         from gitflow_agents.commands.dispatch import describe_os_error
 
-        fmt = _output_format(args.output, args.output_format)
         try:
-            write_text_atomic(as_path(args.output), render.render(review, result, fmt))
+            _write_output(args, review, result)
         except OSError as error:  # the review's own error is the one to end with
             print(f"git agent-review: error: {describe_os_error(error)}", file=sys.stderr)
+        except GitflowError as error:
+            print(f"git agent-review: error: {error}", file=sys.stderr)
     if args.format != "terminal":
         text = render.render(review, result, args.format)
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
@@ -420,11 +434,7 @@ def _report_nothing(args: Args, target: Target, why: str, threshold: Severity) -
 
     review = Review(overall=None, reviewed_sha=target.head, base_sha=target.base, reason=why)
     result = GateResult(approved=False, exit_code=ExitCode.OK, reasons=(why,), threshold=threshold)
-    if args.output:
-        fmt = _output_format(args.output, args.output_format)
-        from gitflow_agents.base.fsutil import write_text_atomic  # json: only for --output
-
-        write_text_atomic(as_path(args.output), render.render(review, result, fmt))
+    _write_output(args, review, result)
     if args.format == "terminal":
         print(why)
     else:
