@@ -3,7 +3,8 @@
 - One run; ``tool.driver`` names gitflow-agents, its version, and one rule per rule id used
   (findings without a rule share the rule ``review``).
 - Each finding with a file is a ``result``: ``level`` from the severity (error/warning/note),
-  ``physicalLocation`` with ``region.startLine``/``endLine``, and our fingerprint in
+  ``physicalLocation`` with the file as a percent-encoded relative URI (``artifact_uri``) and
+  ``region.startLine``/``endLine``, and our fingerprint in
   ``partialFingerprints`` so code scanning keeps one alert per finding across pushes.
   A file-level finding (no line) is placed on line 1: GitHub rejects a whole upload when
   one result lacks a usable location.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote
 
 from .. import __version__
 from ..findings import Accepted, Finding, GateResult, Review
@@ -38,6 +40,15 @@ FINGERPRINT_KEY = "gitflowAgentsFingerprint/v1"
 
 def _rule_id(finding: Finding) -> str:
     return finding.rule or DEFAULT_RULE
+
+
+def artifact_uri(path: str) -> str:
+    """A repository path as ``artifactLocation.uri``: a relative URI reference (SARIF 2.1.0
+    §3.10.2 requires RFC 3986), which code scanning resolves against the repository's root.
+    Every byte but letters, digits, ``-._~`` and ``/`` is percent-encoded, UTF-8 first: a
+    space as ``%20``, ``#`` (a fragment) as ``%23``, ``?`` as ``%3F``, ``%`` as ``%25``, a
+    ``:`` that would read as a scheme as ``%3A``; decoding the URI gives the path back."""
+    return quote(path, safe="/")
 
 
 def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
@@ -53,7 +64,7 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": finding.file},
+                    "artifactLocation": {"uri": artifact_uri(finding.file)},
                     "region": region,
                 }
             }
@@ -104,7 +115,7 @@ def _notifications(review: Review) -> list[dict[str, Any]]:
         {
             "level": "note",
             "message": {"text": f"not reviewed: {path}"},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": path}}}],
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri(path)}}}],
         }
         for path in review.unreviewed_files
     ]

@@ -297,6 +297,21 @@ def test_output_file_in_another_format(feature: Path, run: Cli) -> None:
     assert not list(feature.glob(".review.*.tmp"))
 
 
+def test_sarif_locations_read_back_as_the_files_reviewed(repo: Path) -> None:
+    """Files whose names a URI cannot hold as they are (a space, '#', '%', non-ASCII): each
+    result's ``artifactLocation.uri`` is percent-encoded, and decodes to the file's path."""
+    from urllib.parse import unquote, urlsplit
+
+    paths = ["src dir/my file.py", "a#b.py", "pct%20x.py", "café.py"]
+    commit_files(repo, dict.fromkeys(paths, "def f(:\n"), "awkward names")
+    result = review_proc("HEAD", "--no-note", "--format", "sarif", cwd=repo)
+    assert result.returncode == 1, result.stderr
+    results = json.loads(result.stdout)["runs"][0]["results"]
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results]
+    assert sorted(unquote(urlsplit(uri).path) for uri in uris) == sorted(paths)
+    assert all(" " not in uri and "#" not in uri and uri.isascii() for uri in uris), uris
+
+
 def test_every_format_prints(feature: Path, run: Cli) -> None:
     for fmt in ("terminal", "json", "sarif", "rdjsonl", "annotations", "markdown"):
         result = run.review("--format", fmt, "--no-note", cwd=feature)

@@ -262,6 +262,51 @@ def test_sarif_content() -> None:
     assert run["properties"]["reviewedSha"] == SHA
 
 
+AWKWARD_PATHS = (
+    "src dir/my file.py",  # a space
+    "a#b.py",  # '#' starts a fragment
+    "pct%20x.py",  # a literal '%'
+    "café/naïve.py",  # non-ASCII
+    "q?x.py",  # '?' starts a query
+    "a:b/c.py",  # ':' in the first segment reads as a scheme
+    "plain/path.py",
+)
+"""Repository paths a URI reference cannot hold as they are (SARIF 2.1.0 §3.10.2: RFC 3986)."""
+
+# RFC 3986 relative-ref's path: unreserved / pct-encoded / sub-delims / ":" / "@" and "/"
+_URI_PATH = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-F]{2})*")
+
+
+@pytest.mark.parametrize("path", AWKWARD_PATHS)
+def test_sarif_uris_are_uri_references_that_read_back_as_the_repository_path(path: str) -> None:
+    """Every ``artifactLocation.uri`` (a result's, an accepted result's, a file not reviewed)
+    is a relative URI reference, percent-encoded as code scanning resolves it against the
+    repository: a URI reader gets the path back, whole, with no query or fragment."""
+    from urllib.parse import unquote, urlsplit
+
+    found = Finding(Severity.ERROR, "broken", path, 1, rule="python-syntax", fingerprint="1" * 16)
+    kept = Finding(Severity.WARN, "fine", path, 2, rule="todo", fingerprint="2" * 16)
+    review = Review(
+        Overall.REVISE,
+        findings=(found,),
+        accepted=(Accepted(kept, "marker", "agent-review: ignore on the line"),),
+        unreviewed_files=(path,),
+    )
+    run = json.loads(render(review, None, "sarif"))["runs"][0]
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    uris = [
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]
+    ]
+    uris += [n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for n in notes]
+    assert len(uris) == 3
+    for uri in uris:
+        assert _URI_PATH.fullmatch(uri), uri
+        parts = urlsplit(uri)
+        assert (parts.scheme, parts.netloc, parts.query, parts.fragment) == ("", "", "", "")
+        assert unquote(parts.path) == path
+    assert notes[0]["message"]["text"] == f"not reviewed: {path}"  # text stays as it is
+
+
 def test_sarif_file_level_finding_sits_on_line_one() -> None:
     review = Review(Overall.REVISE, findings=(Finding(Severity.WARN, "too big", "big.bin"),))
     result = json.loads(render(review, None, "sarif"))["runs"][0]["results"][0]
