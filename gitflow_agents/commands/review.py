@@ -193,6 +193,10 @@ def _review(
         _write_baseline(root, args.write_baseline, review)
         review, result = review_with(local_acceptance(as_path(root), args.write_baseline or None))
 
+    # the code the command exits with, --fail-on applied, is the one every output gives
+    # (JSON's gate.exitCode); the verdict (approved) stays the gate's
+    code = exit_code(review, result.approved, result.exit_code, args.fail_on)
+    result = result._replace(exit_code=code)
     _write_output(args, review, result)
     text = render.render(
         review, result, args.format, color=args.format == "terminal" and use_color(sys.stdout)
@@ -212,7 +216,6 @@ def _review(
             threshold=threshold.value,
             open_findings=None if earlier is None else [f.to_dict() for f in review.findings],
         )
-    code = exit_code(review, result.approved, result.exit_code, args.fail_on)
     if untracked:  # handed over but not reviewed: never a pass
         _say_untracked(untracked)
         return code or ExitCode.REVISE

@@ -273,6 +273,30 @@ def test_severity_threshold_and_fail_on(repo: Path, run: Cli) -> None:
     assert run.review("HEAD", "--fail-on", "info", cwd=repo).returncode == 1
 
 
+@pytest.mark.parametrize(
+    ("threshold", "fail_on", "code"),
+    [
+        ("error", "warn", 1),  # approved, but a warning is at --fail-on: exits 1
+        ("warn", "never", 0),  # not approved, but --fail-on never: exits 0
+        ("warn", "revise", 1),
+        ("error", "revise", 0),
+    ],
+)
+def test_the_json_gate_exit_code_is_the_commands_exit_code(
+    repo: Path, tmp_path: Path, threshold: str, fail_on: str, code: int
+) -> None:
+    """``gate.exitCode`` in the JSON (on stdout and in ``--output``) is the code the command
+    exits with, ``--fail-on`` applied; the verdict (``gate.approved``) stays the gate's."""
+    commit_files(repo, {"x.py": "breakpoint()\n"})  # one warning
+    out = tmp_path / "review.json"
+    args = ("HEAD", "--no-note", "--format", "json", "--output", str(out))
+    result = review_proc(*args, "--severity-threshold", threshold, "--fail-on", fail_on, cwd=repo)
+    assert result.returncode == code, result.stderr
+    for document in (json.loads(result.stdout), json.loads(out.read_text())):
+        assert document["gate"]["exitCode"] == code
+        assert document["gate"]["approved"] is (threshold == "error")
+
+
 def test_exit_code_policy() -> None:
     review = Review(overall=None, findings=(Finding(Severity.INFO, "note"),))
     assert exit_code(review, approved=True, gate_code=0, fail_on="revise") == 0
