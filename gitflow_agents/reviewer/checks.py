@@ -61,6 +61,18 @@ def is_python(path: str) -> bool:
     return path.endswith((".py", ".pyi"))
 
 
+BOM = "\ufeff"
+"""A UTF-8 byte order mark, as the file's first character (Notepad and Visual Studio write it)."""
+
+
+def python_source(text: str) -> str | bytes:
+    """What to compile for a Python file whose content is ``text``: a file starting with a
+    UTF-8 BOM as its bytes, so Python decides as it does for the file (``compile`` of bytes
+    skips the BOM, and refuses one beside a coding declaration other than UTF-8); else the
+    text, as before."""
+    return text.encode("utf-8") if text.startswith(BOM) else text
+
+
 # --- added-line checks ----------------------------------------------------------------------
 
 # compiled when a line starts like one (a small review compiles no regex it does not run)
@@ -300,7 +312,13 @@ def debug_statements(text: str) -> dict[int, str] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = compile(text, "<unknown>", "exec", flags=_ast.PyCF_ONLY_AST, dont_inherit=True)
+            tree = compile(
+                python_source(text),
+                "<unknown>",
+                "exec",
+                flags=_ast.PyCF_ONLY_AST,
+                dont_inherit=True,
+            )
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     found: dict[tuple[int, int], str] = {}

@@ -14,7 +14,7 @@ from gitflow_agents.base.lazy import Lazy, on_first_use
 from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.findings import Finding
 from gitflow_agents.git.diffparse import FileChange
-from gitflow_agents.reviewer.checks import finding, is_python
+from gitflow_agents.reviewer.checks import BOM, finding, is_python, python_source
 
 if TYPE_CHECKING:
     from typing import Any
@@ -37,17 +37,20 @@ def _python(text: str, path: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            compile(text, path, "exec", flags=PyCF_ONLY_AST, dont_inherit=True)
-        except SyntaxError as exc:
-            raise SyntaxProblem(exc.lineno, f"{type(exc).__name__}: {exc.msg}") from None
+            compile(python_source(text), path, "exec", flags=PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:  # line 0: the file's encoding (a BOM with a latin-1 cookie)
+            raise SyntaxProblem(exc.lineno or None, f"{type(exc).__name__}: {exc.msg}") from None
         except ValueError as exc:  # e.g. source contains null bytes
             raise SyntaxProblem(None, str(exc)) from None
 
 
 def _json(text: str, path: str) -> None:
+    """``text`` parses as JSON. A UTF-8 BOM before it is read as ``json.loads`` reads the file's
+    bytes (and pre-commit-hooks' check-json with it): skipped, once; RFC 8259 lets a parser
+    ignore it."""
     json = _JSON()
     try:
-        json.loads(text, object_pairs_hook=_unique_keys)
+        json.loads(text.removeprefix(BOM), object_pairs_hook=_unique_keys)
     except _DuplicateKey as exc:
         raise SyntaxProblem(None, f"invalid JSON: duplicate key {exc.args[0][:80]!r}") from None
     except json.JSONDecodeError as exc:

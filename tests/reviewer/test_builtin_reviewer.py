@@ -141,6 +141,46 @@ def test_what_the_stdlib_parsers_choke_on_is_a_finding_not_a_crash(repo: Path) -
         assert message.startswith(start), message
 
 
+BOM = "\ufeff"  # a UTF-8 byte order mark, as Notepad and Visual Studio save files
+
+
+def test_a_utf8_bom_is_no_syntax_error(repo: Path) -> None:
+    """Python compiles a file that starts with a UTF-8 BOM, and json.loads of the bytes (what
+    pre-commit-hooks' check-json does) reads one; the rules parse the file as they do. The
+    debugger rule still reads the statements from the AST (a BOM file parses)."""
+    result = review(
+        repo,
+        {
+            "app.py": BOM + 'print("hello")\nbreakpoint()\n',
+            "data.json": BOM + '{"a": 1}\n',
+            "stub.pyi": BOM + "def f() -> int: ...\n",
+        },
+    )
+    assert locations(result) == [("debugger", "app.py", 2)]
+    assert result.findings[0].message == "Python debugger call left in: breakpoint()"
+
+
+def test_a_bom_does_not_hide_a_syntax_error(repo: Path) -> None:
+    """What follows the BOM is checked as before; a BOM with a coding declaration other than
+    UTF-8 is an error, as Python says."""
+    result = review(
+        repo,
+        {
+            "bad.py": BOM + "def f(:\n",
+            "bad.json": BOM + '{"a": 1,}\n',
+            "latin.py": BOM + "# -*- coding: latin-1 -*-\nx = 1\n",
+            "twice.json": BOM + BOM + "{}\n",
+        },
+    )
+    found = sorted((f.rule, f.file, f.line) for f in result.findings)
+    assert found == [
+        ("json-syntax", "bad.json", 1),
+        ("json-syntax", "twice.json", 1),
+        ("python-syntax", "bad.py", 1),
+        ("python-syntax", "latin.py", None),
+    ]
+
+
 def test_syntax_error_that_was_already_there_is_not_blamed_on_the_change(repo: Path) -> None:
     broken = "def f(:\n    pass\n"
     result = review(repo, {"old.py": broken + "x = 1\n"}, base_files={"old.py": broken})
