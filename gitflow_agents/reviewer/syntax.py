@@ -106,8 +106,16 @@ def _toml(text: str, path: str) -> None:
         ) from None
 
 
-# Files with comments or trailing commas (JSONC) that are conventionally named *.json.
-_JSONC = Lazy(r"(^|/)(tsconfig[^/]*|jsconfig[^/]*|\.?devcontainer)\.json$|(^|/)\.vscode/")
+# Files named *.json that the tool reading them documents as JSON with comments (JSONC): the
+# TypeScript configs, dev containers and VS Code's settings, and ESLint's legacy config
+# ("JSON files also allow JavaScript-style comments"), Babel's ("parsed as JSON5"),
+# Turborepo's, Deno's, TypeDoc's ("parsed as JSONC") and API Extractor's (its template is
+# commented). Not biome.json: Biome reads it as plain JSON (biome.jsonc takes comments).
+# docs/review.md, json-syntax, lists them.
+_JSONC = Lazy(
+    r"(^|/)(tsconfig[^/]*|jsconfig[^/]*|\.?devcontainer|\.eslintrc|\.babelrc|babel\.config|turbo"
+    r"|deno|typedoc|api-extractor)\.json$|(^|/)\.vscode/"
+)
 
 SYNTAX: tuple[tuple[str, Callable[[str], bool], Callable[[str, str], None]], ...] = (
     ("python-syntax", is_python, _python),

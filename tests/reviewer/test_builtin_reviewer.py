@@ -181,6 +181,47 @@ def test_a_bom_does_not_hide_a_syntax_error(repo: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tsconfig.json",
+        "packages/web/tsconfig.build.json",
+        "jsconfig.json",
+        ".devcontainer/devcontainer.json",
+        ".devcontainer.json",
+        ".vscode/settings.json",
+        ".eslintrc.json",  # ESLint: "JSON files also allow JavaScript-style comments"
+        "web/.eslintrc.json",
+        ".babelrc.json",  # Babel: parsed as JSON5
+        "babel.config.json",
+        "turbo.json",  # Turborepo: JSONC
+        "apps/web/turbo.json",
+        "deno.json",  # Deno: JSONC
+        "typedoc.json",  # TypeDoc: "parsed as JSONC"
+        "api-extractor.json",  # API Extractor: its template is commented
+    ],
+)
+def test_json_with_comments_configs_are_not_json_syntax_errors(repo: Path, path: str) -> None:
+    result = review(repo, {path: '{\n  // a comment, as the tool allows\n  "a": 1\n}\n'})
+    assert only(result, "json-syntax") == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "biome.json",  # Biome reads biome.json as JSON; comments go in biome.jsonc
+        "package.json",
+        "my-turbo.json",
+        "eslintrc.json",
+        "config/deno.json.example.json",
+        "tsconfig/data.json",
+    ],
+)
+def test_plain_json_configs_are_still_checked(repo: Path, path: str) -> None:
+    result = review(repo, {path: '{\n  // not JSON\n  "a": 1\n}\n'})
+    assert locations(result) == [("json-syntax", path, 2)]
+
+
 def test_syntax_error_that_was_already_there_is_not_blamed_on_the_change(repo: Path) -> None:
     broken = "def f(:\n    pass\n"
     result = review(repo, {"old.py": broken + "x = 1\n"}, base_files={"old.py": broken})
