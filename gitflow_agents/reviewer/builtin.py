@@ -168,18 +168,20 @@ def _screen(
     for change in changes:
         if change.new_mode in (SYMLINK, GITLINK):
             continue
-        if change.binary:
+        size = sizes.get(_new_object(spec, change)) or 0
+        # the size first: a binary file is what check-added-large-files exists for
+        added_large = size > options.max_file_bytes and not _was_large(spec, change, sizes, options)
+        if change.binary and not added_large:
             unreviewed.append(change.path)
             notes.append(f"{change.path}: binary file, not reviewed")
             continue
-        size = sizes.get(_new_object(spec, change)) or 0
-        if size > options.max_file_bytes and _was_large(spec, change, sizes, options):
+        if size > options.max_file_bytes and not added_large:
             found.extend(checks.check_line_rules(change, options))
             notes.append(
                 f"{change.path}: over the size limit already, only its added lines reviewed"
             )
             continue
-        if size > options.max_file_bytes:
+        if added_large:
             found.append(
                 checks.finding(
                     "large-file",

@@ -15,7 +15,7 @@ def review(
     repo: Path,
     files: dict[str, str | bytes],
     *,
-    base_files: dict[str, str] | None = None,
+    base_files: dict[str, str | bytes] | None = None,
     threshold: Severity = Severity.ERROR,
     options: CheckOptions | None = None,
 ) -> builtin.BuiltinResult:

@@ -446,6 +446,35 @@ def test_large_and_binary_files(repo: Path) -> None:
     assert any("image.png: binary" in note for note in result.notes)
 
 
+def test_a_binary_file_added_over_the_limit_is_a_large_file(repo: Path) -> None:
+    """pre-commit-hooks' check-added-large-files exists mostly for binaries: a binary added (or
+    brought) over the limit gets the warning a text file gets; a small binary is only listed
+    as not reviewed, and one over the limit before the change gets no finding."""
+    blob = bytes(range(256)) * 2  # 512 bytes, NUL bytes included: git says binary
+    result = review(
+        repo,
+        {
+            "model.bin": blob,
+            "small.png": b"\x89PNG\x00\x00",
+            "grown.bin": blob,
+            "old.bin": blob + b"x",
+        },
+        base_files={"grown.bin": b"\x00\x01", "old.bin": blob},
+        options=CheckOptions(max_file_bytes=200),
+    )
+    assert locations(result) == [
+        ("large-file", "grown.bin", None),
+        ("large-file", "model.bin", None),
+    ]
+    assert only(result, "large-file")[0].severity is Severity.WARN
+    assert set(result.unreviewed_files) == {"model.bin", "grown.bin", "small.png", "old.bin"}
+    assert any("small.png: binary" in note for note in result.notes)
+    blocked = review(
+        repo, {"other.bin": blob}, threshold=Severity.WARN, options=CheckOptions(max_file_bytes=200)
+    )
+    assert blocked.overall is Overall.REVISE
+
+
 def test_a_file_large_before_the_change_is_not_a_new_large_file_and_its_added_lines_count(
     repo: Path,
 ) -> None:
