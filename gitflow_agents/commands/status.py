@@ -67,7 +67,7 @@ def collect(
     from gitflow_agents.base.redact import redact_data
     from gitflow_agents.runs import iter_runs, read_json
     from gitflow_agents.runs.fields import mapping, scalar, text
-    from gitflow_agents.runs.lost import is_lost, spent_before, tree_pids
+    from gitflow_agents.runs.lost import is_lost, lost_reason, spent_before
     from gitflow_agents.runs.schema import step_chain
     from gitflow_agents.runs.status import is_live
 
@@ -79,13 +79,8 @@ def collect(
         reason = scalar(status, "reason")
         alive: tuple[int, ...] = ()
         if is_lost(status):  # nothing supervises it any more: nobody will finish it
-            state, alive = "lost", tree_pids(status)
-            reason = (
-                f"processes alive — `gitflow-agents cancel {paths.run_dir.name}` "
-                f"(pids {', '.join(map(str, alive))})"
-                if alive
-                else "neither supervisor nor agent alive"
-            )
+            state = "lost"
+            reason, alive = lost_reason(paths.run_dir.name, status)
         row: dict[str, Any] = {
             "runId": paths.run_dir.name,
             "flow": text(status, "flow") or paths.run_dir.parent.parent.name,

@@ -86,6 +86,17 @@ def tree_pids(status: Mapping[str, Any]) -> tuple[int, ...]:
     return tree.tree_pids(pid, token=token, since=since)
 
 
+def lost_reason(run_id: str, status: Mapping[str, Any]) -> tuple[str, tuple[int, ...]]:
+    """Why a lost run (``is_lost``) is shown as it is, by ``status`` and ``serve`` alike: the
+    processes of its tree still alive and the ``cancel`` that stops them, or that none is; and
+    those pids."""
+    alive = tree_pids(status)
+    if not alive:
+        return "neither supervisor nor agent alive", ()
+    pids = ", ".join(map(str, alive))
+    return f"processes alive — `gitflow-agents cancel {run_id}` (pids {pids})", alive
+
+
 def kill_recorded_tree(status: Mapping[str, Any], grace: float = KILL_GRACE) -> tuple[int, ...]:
     """Kill the run's tree as ``status.json`` records it (pid and group only while the pid is
     still the process that was started; the marker always); the pids still alive after."""

@@ -25,7 +25,7 @@ from gitflow_agents.render.mermaid import PlanNode, plan_flowchart, single_run_f
 from gitflow_agents.runs import RunPaths, find_run, iter_runs, read_json
 from gitflow_agents.runs.fields import mapping, number, scalar, text
 from gitflow_agents.runs.lock import steps_running
-from gitflow_agents.runs.lost import is_lost, lifetime, spent_before
+from gitflow_agents.runs.lost import is_lost, lifetime, lost_reason, spent_before
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import run_spend, spend_text, step_spend
 from gitflow_agents.runs.status import is_live
@@ -299,9 +299,12 @@ def run_detail(root: Path, flow_dir: str, run_id: str) -> RunDetail | None:
         chart = single_run_flowchart(result)
     segments, note = _segments(root, paths, status)
     report, report_path = _report(root, run)
+    reason = str(scalar(status, "reason") or scalar(run, "reason") or "")
+    if is_lost(status):  # as `status` says it: what of it still runs, and how to stop that
+        reason = lost_reason(paths.run_dir.name, status)[0]
     return RunDetail(
         row=row,
-        reason=shown_text(str(scalar(status, "reason") or scalar(run, "reason") or "")),
+        reason=shown_text(reason),
         chart=redact_text(chart),
         agents=redact_data(agents),
         segments=segments,

@@ -92,3 +92,38 @@ def test_a_lost_run_shows_what_status_shows_and_its_time_to_its_last_sign_of_lif
               status={**status, "state": "canceled", "ended": 1016.0})  # fmt: skip
     (row,), _ = run_rows(repo, "flows")
     assert elapsed_text(row, now=5000.0) == "00:02", row
+
+
+def test_a_lost_run_page_says_why_as_status_does(repo: Path) -> None:
+    """A run whose supervisor was killed (``kill -9``) while its agent still runs: its page
+    gives the reason `status` gives, the processes alive and the cancel that stops them; once
+    they are gone too, that nothing of it is alive."""
+    import subprocess
+    import sys
+
+    from gitflow_agents.commands.status import collect
+    from gitflow_agents.runs.liveness import start_time
+    from gitflow_agents.serve.views import run_detail
+
+    run_id = "01900000-0000-7000-8000-000000000001"
+    agent = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        status = {
+            "state": "running", "agent": "a", "supervisor_pid": 2**22 + 7, "pid": agent.pid,
+            "create_time": start_time(agent.pid), "started": 1000.0, "reason": "",
+        }  # fmt: skip
+        write_run(repo, run_id, status=status)
+        [row] = collect(repo, "flows")
+        detail = run_detail(repo, "flows", run_id)
+        assert detail is not None and detail.row.state == "lost"
+        assert detail.reason == row["reason"]
+        assert (
+            f"gitflow-agents cancel {run_id}" in detail.reason and str(agent.pid) in detail.reason
+        )
+    finally:
+        agent.communicate(b"")  # its stdin closed: it ends
+    [row] = collect(repo, "flows")
+    detail = run_detail(repo, "flows", run_id)
+    assert detail is not None and detail.reason == row["reason"] != ""
