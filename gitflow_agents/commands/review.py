@@ -56,8 +56,9 @@ def _output_format(path: str, explicit: str | None) -> str:
 
 def run(args: Args) -> int:
     # A GIT_DIR / GIT_WORK_TREE the user gave (``git --git-dir=X --work-tree=Y agent-review``)
-    # is honoured; as a hook (--hook, pre-commit, a commit hook) inherited ones never are.
-    with git.explicit_repository({} if args.hook else os.environ):
+    # is honoured; as a hook (--hook, pre-commit, a commit hook) inherited ones never are, only
+    # the index the commit is made of (``git commit -a``: GIT_INDEX_FILE names index.lock)
+    with git.explicit_repository(os.environ, hook=args.hook):
         return _run(args)
 
 

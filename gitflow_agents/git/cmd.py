@@ -10,7 +10,9 @@ The environment: inherited ``GIT_DIR`` / ``GIT_WORK_TREE`` / ``GIT_INDEX_FILE`` 
 removed from every call, because git exports them to hooks (often as paths relative to a
 directory we are not in, or naming a temporary index). Only a command run by the user, not as a
 hook, may keep an explicit ``GIT_DIR`` (and ``GIT_WORK_TREE``), as ``git --git-dir=X
---work-tree=Y agent-review`` sets them: see ``explicit_repository``.
+--work-tree=Y agent-review`` sets them; and ``git agent-review --hook`` keeps the index a commit
+hook names (``git commit -a`` commits ``index.lock``, not ``.git/index``): see
+``explicit_repository``.
 """
 
 from __future__ import annotations
@@ -101,19 +103,30 @@ def repository_from_env(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def hook_index(environ: Mapping[str, str]) -> dict[str, str]:
+    """``GIT_INDEX_FILE`` of a commit hook, made absolute against the current directory (the
+    top of the work tree, where git and pre-commit run hooks); {} without one. ``git commit -a``
+    (``-i``, ``git commit PATH``) commits the index it names (``index.lock``, a
+    ``next-index-*.lock``), not ``.git/index``: what a pre-commit review must read."""
+    index = environ.get("GIT_INDEX_FILE")
+    # as Path.absolute(), without pathlib on a small review's path (issue 20)
+    return {"GIT_INDEX_FILE": os.path.join(os.getcwd(), index)} if index else {}  # noqa: PTH109, PTH118
+
+
 @contextlib.contextmanager
-def explicit_repository(environ: Mapping[str, str]) -> Iterator[bool]:
+def explicit_repository(environ: Mapping[str, str], *, hook: bool = False) -> Iterator[bool]:
     """While active, every git call of this process keeps the ``GIT_DIR`` / ``GIT_WORK_TREE``
-    of ``environ`` (see ``repository_from_env``); yields whether there was one.
+    of ``environ`` (see ``repository_from_env``); yields whether there was one. As a ``hook``
+    only the index git commits is kept (``hook_index``), never an inherited repository.
 
     Only for commands that read the repository and write notes (``git agent-review``): a
     command that works in other work trees (the chain) must never follow an inherited
     ``GIT_DIR`` back into the user's work tree, so it does not use this."""
     global _kept
     previous = _kept
-    _kept = repository_from_env(environ)
+    _kept = hook_index(environ) if hook else repository_from_env(environ)
     try:
-        yield bool(_kept)
+        yield bool(_kept) and not hook
     finally:
         _kept = previous
 
