@@ -505,3 +505,28 @@ def test_all_files_and_files_review_the_files_pre_commit_hands_over(
     for args in ((), ("--files", "new.py")):  # the staged change: settings.py is not in it
         result = run(*args)
         assert result.returncode == 0, (args, result.stdout + result.stderr)
+
+
+@pytest.mark.slow
+@needs_pre_commit
+def test_commit_all_and_commit_a_path_review_the_index_git_commits(
+    hooked: tuple[Path, dict[str, str]],
+) -> None:
+    """``git commit -a`` (and ``git commit PATH``) commits the index git names in
+    ``GIT_INDEX_FILE`` (``index.lock``), not ``.git/index``: the hook reviews that one (it read
+    the stale ``.git/index``, so a key added with ``commit -a`` passed)."""
+    repo, env = hooked
+    (repo / "t.py").write_text("x = 1\n")
+    git(repo, "add", "t.py")
+    git(repo, "commit", "-q", "--no-verify", "-m", "t.py")
+    for args in (("-a",), ("t.py",)):
+        (repo / "t.py").write_text(TOKEN_FILE)  # changed in the work tree, not staged
+        refused = git_with(repo, env, "commit", "-m", "add a key", *args)
+        output = refused.stdout + refused.stderr
+        assert refused.returncode != 0, (args, output)
+        assert "aws-access-key" in output and AWS_KEY not in output, (args, output)
+        assert "not reviewed" not in output, (args, output)
+    assert "KEY" not in git(repo, "show", "HEAD:t.py")
+    (repo / "t.py").write_text("x = 2\n")
+    passed = git_with(repo, env, "commit", "-a", "-m", "an ordinary change")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
