@@ -40,6 +40,10 @@ def agent_problems(
         return unknown
     if not options and command is None:
         return []  # nothing of its own to check: the adapter's defaults
+    if model is None and command is not None and any("{model}" in arg for arg in command):
+        # its model may come from a layer this load leaves out (`.flow/<flow-type>/`): a run
+        # without one is refused when it launches the agent, not every command at load
+        model = "model"
     with tempfile.TemporaryDirectory(prefix="gitflow-agents-check-") as folder:
         place = Path(folder)
         dry = Invocation(

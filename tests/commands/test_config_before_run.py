@@ -5,6 +5,8 @@ reports it too."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,3 +113,20 @@ def test_a_branch_pattern_option_git_would_refuse_is_a_usage_error_before_anythi
     )
     assert (git(repo, "branch", "--list"), git(repo, "worktree", "list")) == before
     assert not (repo / "flows").exists()
+
+
+def test_a_model_a_flow_type_layer_gives_is_not_asked_of_commands_without_it(repo: Path) -> None:
+    """An agent whose ``{model}`` a `.flow/<flow-type>/` layer fills is valid config: commands
+    without that layer (``status``, a flow of another agent) work; the agent itself, run
+    without the layer, is refused when it launches (exit 2, its command named), with it runs.
+    Loading refused every command of such a project, ``cancel`` and ``status`` included."""
+    configure(repo)
+    command = f"[{json.dumps(sys.executable)}, '-c', 'pass', '--model={{model}}']"
+    _insert_under(repo, "agents:", f"  modelled:\n    adapter: command\n    command: {command}\n")
+    (repo / ".flow" / "fast").mkdir()
+    (repo / ".flow" / "fast" / "base.yaml").write_text("agents:\n  modelled:\n    model: m1\n")
+    assert call(repo, "status").returncode == 0
+    assert call(repo, "plan", "lint", "specs/feature.md").returncode == 0
+    refused = call(repo, "spawn", "modelled", "--task", "x", "--quiet")
+    assert refused.returncode == ExitCode.USAGE, refused.stderr
+    assert "agents.modelled.command: the command uses {model}" in refused.stderr

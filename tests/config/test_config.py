@@ -823,11 +823,6 @@ _COMMAND_KNOWN = "allow_env, command, completes_by_exit, cpu_activity, env, exec
             ".flow/base.yaml:6: agents.b.options.sandbox: unknown option for the patch adapter; "
             "known: allow_env, env, executable, extra_args",
         ),
-        (
-            "  b:\n    adapter: command\n    command: [x, '--model={model}']\n",
-            ".flow/base.yaml:6: agents.b.command: the command uses {model} but the agent has no "
-            "model configured",
-        ),
     ],
     ids=[
         "unknown",
@@ -838,7 +833,6 @@ _COMMAND_KNOWN = "allow_env, command, completes_by_exit, cpu_activity, env, exec
         "not-positive",
         "env-not-a-mapping",
         "patch-has-none",
-        "model-placeholder-without-model",
     ],
 )
 def test_adapter_options_are_checked_when_the_config_is_loaded(
