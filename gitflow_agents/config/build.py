@@ -8,6 +8,7 @@ relative to the project root; ``@@text`` is the literal ``@text``.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from collections.abc import Callable, Collection, Mapping
@@ -185,10 +186,14 @@ def _check_flow_dir(node: Node) -> None:
     value = str(node.value)
     parts = [part for part in PurePosixPath(value).parts if part != "."]
     if value.startswith(("/", "~")) or not parts or ".." in parts or parts[0] == ".git":
+        # a path with `..` that stays inside (`build/../flows`) is named as it is meant
+        plain = posixpath.normpath(value)
+        inside = not plain.startswith(("/", "..", ".git")) and plain not in (".", "~")
+        example = plain if inside and ".." in parts and not value.startswith("~") else "flows"
         raise node.error(
             "flow_dir",
-            f"{value!r}: give a folder inside the project, relative to its root, outside .git "
-            "(e.g. flows)",
+            f"{value!r}: give a folder inside the project, relative to its root, outside .git, "
+            f"without '..' (e.g. {example})",
         )
 
 

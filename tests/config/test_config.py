@@ -924,8 +924,16 @@ def test_flow_dir_must_be_a_folder_inside_the_project(tmp_path: Path, value: str
     write(tmp_path, ".flow/base.yaml", MINIMAL + f"flow_dir: {value!r}\n")
     assert load_error(tmp_path) == (
         f".flow/base.yaml:3: flow_dir: {value!r}: give a folder inside the project, relative "
-        "to its root, outside .git (e.g. flows)"
+        "to its root, outside .git, without '..' (e.g. flows)"
     )
+
+
+@pytest.mark.parametrize(("value", "meant"), [("build/../flows", "flows"), ("a/../b/c", "b/c")])
+def test_a_flow_dir_with_dots_that_stays_inside_is_named_as_meant(
+    tmp_path: Path, value: str, meant: str
+) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL + f"flow_dir: {value!r}\n")
+    assert load_error(tmp_path).endswith(f"without '..' (e.g. {meant})")
 
 
 @pytest.mark.parametrize("value", ["flows", "build/flows", "./flows", "flows/", ".runs"])
