@@ -227,9 +227,18 @@ def write_output(path: StrPath, data: bytes, *, option: str = "--output") -> Non
 
 
 def refuse_folder(path: StrPath, option: str = "--output") -> None:
-    """UsageError when ``path`` (named by ``option``) is a folder: there is no file to write.
-    Asked before a review runs, so a long review does not end in it."""
-    _mode(os.fspath(path), option)
+    """UsageError when ``path`` (named by ``option``) is empty, a folder, or under a file that
+    is not a folder: there is no file to write. Asked before a review runs, so a long review
+    does not end in it."""
+    name = os.fspath(path)
+    if not name:
+        raise UsageError(f"{option}: give a file name (it was empty)")
+    _mode(name, option)
+    parent = os.path.dirname(name)  # noqa: PTH120 - the name as given, not a Path
+    while parent and not os.path.lexists(parent):
+        parent = os.path.dirname(parent.rstrip("/"))  # noqa: PTH120
+    if parent and not os.path.isdir(parent):  # noqa: PTH112
+        raise UsageError(f"{option} {name}: {parent} is a file, not a folder")
 
 
 def _mode(name: str, option: str) -> int | None:

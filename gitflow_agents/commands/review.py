@@ -92,7 +92,7 @@ def _run(args: Args) -> int:
         )
     else:
         rev_range, staged, pushed = args.range, args.staged, None
-    if args.output:  # a folder is refused before the review, not after it
+    if args.output is not None:  # a folder, "" are refused before the review, not after it
         from gitflow_agents.base.atomic import refuse_folder
 
         refuse_folder(args.output)

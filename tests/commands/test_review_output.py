@@ -98,3 +98,22 @@ def test_a_folder_is_a_usage_error_naming_the_option(changed: Path, run: Cli) ->
     assert f"--output {reports}: " in result.stderr
     assert ".tmp" not in result.stderr and "Traceback" not in result.stderr
     assert list(reports.iterdir()) == []
+
+
+def test_a_path_under_a_file_or_an_empty_one_is_a_usage_error_naming_the_option(
+    changed: Path, run: Cli
+) -> None:
+    """``--output plain/r.json`` under a file named the error of the temp file's folder
+    (``…/plain: File exists``); ``--output ""`` wrote nothing and said nothing."""
+    plain = changed.parent / "plain"
+    plain.write_text("mine\n")
+    result = run.review("HEAD", "--no-note", "--output", str(plain / "r.json"), cwd=changed)
+    assert result.returncode == 2, result.stderr
+    assert f"--output {plain / 'r.json'}: {plain} is a file" in result.stderr
+    assert plain.read_text() == "mine\n"
+    empty = run.review("HEAD", "--no-note", "--output", "", cwd=changed)
+    assert empty.returncode == 2 and "--output: give a file name" in empty.stderr
+    nested = changed.parent / "new" / "dir" / "r.json"  # folders that do not exist are made
+    made = run.review("HEAD", "--no-note", "--output", str(nested), cwd=changed)
+    assert made.returncode == 0, made.stderr
+    assert json.loads(nested.read_text())["gate"]["approved"] is True
