@@ -87,7 +87,8 @@ def test_review_hook_entry_reviews_staged_changes_on_pre_commit(
     git(repo, "add", "app.py")
     monkeypatch.chdir(repo)
     monkeypatch.setenv("PRE_COMMIT", "1")
-    # git exports these to hooks; inherited, they must not redirect our git calls
+    # git exports these to hooks; inherited, they must not redirect our git calls (an index
+    # that is there is what git commits: test_commit_all_and_commit_a_path_review_the_index…)
     monkeypatch.setenv("GIT_DIR", ".git")
     monkeypatch.setenv("GIT_INDEX_FILE", str(repo / "nonexistent-index"))
     status_before = git(repo, "status", "--porcelain")

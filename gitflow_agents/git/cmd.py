@@ -107,10 +107,15 @@ def hook_index(environ: Mapping[str, str]) -> dict[str, str]:
     """``GIT_INDEX_FILE`` of a commit hook, made absolute against the current directory (the
     top of the work tree, where git and pre-commit run hooks); {} without one. ``git commit -a``
     (``-i``, ``git commit PATH``) commits the index it names (``index.lock``, a
-    ``next-index-*.lock``), not ``.git/index``: what a pre-commit review must read."""
+    ``next-index-*.lock``), not ``.git/index``: what a pre-commit review must read. {} too
+    when no file is there."""
     index = environ.get("GIT_INDEX_FILE")
+    if not index:
+        return {}
     # as Path.absolute(), without pathlib on a small review's path (issue 20)
-    return {"GIT_INDEX_FILE": os.path.join(os.getcwd(), index)} if index else {}  # noqa: PTH109, PTH118
+    path = os.path.join(os.getcwd(), index)  # noqa: PTH109, PTH118
+    # an index that is not there is not what git commits (a variable left over): not followed
+    return {"GIT_INDEX_FILE": path} if os.path.isfile(path) else {}  # noqa: PTH113
 
 
 @contextlib.contextmanager
