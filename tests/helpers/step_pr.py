@@ -153,14 +153,15 @@ def implementer_runs(repo: Path) -> int:
 
 
 def kill_9_between_the_push_and_the_pull_request(
-    repo: Path, gh: GitHubStandIn, env: dict[str, str]
+    repo: Path, gh: GitHubStandIn, env: dict[str, str], *which: str
 ) -> str:
-    """Run ``run --pr --step 1`` until it asks GitHub for the pull request, ``kill -9`` its
-    process group there; the step branch's pushed commit (no pull request was opened)."""
+    """Run ``run --pr --step 1`` (or ``run --pr *which``: step 1 first) until it asks GitHub
+    for the pull request, ``kill -9`` its process group there; step 1's branch's pushed commit
+    (no pull request was opened)."""
     held = gh.hold("POST", r"/pulls$")
     proc = subprocess.Popen(
         [sys.executable, "-m", "gitflow_agents", "run", "specs/feature.md", "--quiet", "--pr",
-         "--step", "1"],
+         *(which or ("--step", "1"))],
         cwd=repo, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True,
     )  # fmt: skip
