@@ -86,6 +86,12 @@ class Claim:
         tip is the claimed commit or a commit it pushed."""
         return self.state in CONFIRMED and (tip == self.claimed or tip in self.pushed)
 
+    def retakable(self, tip: str, lease: Mapping[str, Any] | None) -> bool:
+        """A re-run of this checkout takes this lost run's claim over: origin's branch at
+        ``tip`` is still its (``owns``) and the lease on origin, if any (its holder record),
+        still names it (``holds``): a claim another runner took over as free is theirs."""
+        return self.owns(tip) and (lease is None or self.holds(lease))
+
     def update(self, **changes: Any) -> Claim:
         """Write the record with ``changes`` (atomically); the record as written."""
         data = {**self.data, **changes, "at": time.time()}

@@ -29,12 +29,14 @@ def startable(
     force: bool,
     max_parallel: int | None = None,
     free: Callable[[str], str | None] | None = None,
-) -> list[int]:
-    """``steps`` checked against origin's target: None is the wave ready now, as ``plan matrix
-    --ready`` has it (printed as one summary line); a step waiting for a step that is not ✅
-    there is a UsageError unless ``force``, one whose footprint overlaps a started step's is
-    left out with a ``waits`` line. Only ``--all`` needs the whole plan's dependencies right
-    (no cycle, no unknown step), as ``--ready`` does; ``--step N`` looks at its own."""
+) -> tuple[list[int], tuple[int, ...]]:
+    """``steps`` checked against origin's target, and the steps left to the runs that hold
+    them: None is the wave ready now, as ``plan matrix --ready`` has it (printed as one summary
+    line), and its started steps (their branch on origin, their claim not ``free``); a step
+    waiting for a step that is not ✅ there is a UsageError unless ``force``, one whose
+    footprint overlaps a started step's is left out with a ``waits`` line (none is left to
+    another run). Only ``--all`` needs the whole plan's dependencies right (no cycle, no
+    unknown step), as ``--ready`` does; ``--step N`` looks at its own."""
     assert ctx.plan is not None
     if steps is None:
         wave = ready_steps(
@@ -50,7 +52,7 @@ def startable(
         print(f"ready on {wave.summary()}")
         for line in wave.held_lines():
             print(line)
-        return [step.number for step in wave.ready]
+        return [step.number for step in wave.ready], wave.started
     chosen = []
     plan = plan_on_target(ctx)
     for number in steps:
@@ -69,7 +71,7 @@ def startable(
             chosen.append(number)
         else:
             print(f"step {number} waits: {why}; --force runs it anyway")
-    return chosen
+    return chosen, ()
 
 
 def plan_on_target(ctx: Context) -> Plan:

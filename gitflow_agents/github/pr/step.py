@@ -11,7 +11,9 @@ building on its tip), unless this checkout's own lost run claimed it: the claim 
 the run's folder before it is pushed (``step_claim.py``), and a re-run takes over a claim whose
 run's process is gone while origin's branch is still at the claimed commit or one that run
 pushed, continuing as ``--force`` would (a live run of this checkout holds the step's claim
-lock: the step is started). After the claim the target is read again: a step whose pull request
+lock: the step is started); ``--all`` counts such a step as ready, not started, with the same
+test (``lost_claims``), and names the steps it leaves to other runs in its last line. After the
+claim the target is read again: a step whose pull request
 merged (and whose branch was deleted) just before the claim re-created it is ✅ there now, and
 the claim is given back without running an agent. The chain
 runs as ``run`` runs it, ending with ``chain.lander.BranchLander`` (✅ marked on the branch,
@@ -30,6 +32,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from gitflow_agents.base.errors import ExitCode, GitflowError, GitHubError
 from gitflow_agents.chain import ChainResult, Context, run_step
@@ -78,15 +81,22 @@ def run_steps(
     environ: Mapping[str, str] | None = None,
 ) -> int:
     """Every step of ``steps`` (None: the steps ready now, ``--all``) as a pull request, in
-    order, until one does not exit 0."""
+    order, until one does not exit 0. ``--all`` takes over the steps whose claim is this
+    checkout's own lost one (``lost_claims``), as ``--step N`` does, and ends with a line
+    naming the steps it left to the runs that hold them (exit 0, as for any started step)."""
     github = connect(os.environ if environ is None else environ, ctx.root)
     check_access(github)  # before the claim and before any agent: nothing to give back
     ctx = on_origin(ctx)
     free = leases.lease_checker(ctx.root, github.client, github.repo, github.ttl, REMOTE)
-    steps = startable(ctx, steps, options.force, options.max_parallel, free)
+    wave = steps is None
+    if wave:
+        mine = lost_claims(ctx)
+        free = _either(mine, free)
+    steps, left = startable(ctx, steps, options.force, options.max_parallel, free)
     if options.auto_merge is not None and steps:
         github = guarded(github, ctx.target)
     code = int(ExitCode.OK)
+    held = list(left)  # started by another run: left to it
     try:
         for index, number in enumerate(steps):
             assert ctx.plan is not None
@@ -97,13 +107,77 @@ def run_steps(
                 break
             fresh = replace(ctx, plan=parse_plan(ctx.plan.path, ctx.config.spec_plan))
             code = run_step_pr(fresh, github, number, options, report, fetched=index == 0)
+            if code is STARTED:
+                held.append(number)
+            code = int(code)
             if code != ExitCode.OK:
                 break
     except GitflowError:  # a step failed after publishing (auto-merge refused): shown too
         _glance(ctx, github, options, environ, steps)
         raise
     _glance(ctx, github, options, environ, steps)
+    if wave and held:
+        numbers = ", ".join(map(str, sorted(held)))
+        print(f"not started (already started, branch on {REMOTE}): {numbers}")
     return code
+
+
+class _Started(int):
+    """The exit code (0) of a step another run holds: started, left to it."""
+
+
+STARTED = _Started(ExitCode.OK)
+"""``run_step_pr``'s exit 0 for a step it left to the run that holds it (``step N already
+started``), told apart from a step it ran."""
+
+
+def _either(
+    first: Callable[[str], str | None], second: Callable[[str], str | None]
+) -> Callable[[str], str | None]:
+    """Why a step branch's claim is free: ``first``'s answer, else ``second``'s."""
+    return lambda branch: first(branch) or second(branch)
+
+
+def lost_claim(ctx: Context, step: int, branch: str, me: str = "") -> Claim | None:
+    """The newest claim record of ``branch`` for ``step`` left by a lost run of this checkout
+    (``claim.previous_claim``: still active, its process gone), other than run ``me``'s."""
+    assert ctx.plan is not None
+    runs = runs_root(ctx.root, ctx.config.flow_dir, ctx.flow)
+    plan = str(ctx.plan.path.resolve())
+    return previous_claim(runs, plan=plan, step=step, branch=branch, remote=REMOTE, me=me)
+
+
+def lost_claims(ctx: Context) -> Callable[[str], str | None]:
+    """For ``--all``: why a step branch on origin is this checkout's own lost claim, which a
+    run takes over (``_claim``'s test: ``lost_claim`` and ``Claim.retakable``), so the step is
+    ready again; None otherwise (no lost run of this checkout claimed it, its run still lives,
+    or the branch or its lease is someone else's now). Origin is read only for a branch that
+    has such a record."""
+    assert ctx.plan is not None
+    plan = ctx.plan
+    numbers = {
+        branch_name(ctx.settings, plan.name, step.number): step.number for step in plan.steps
+    }
+
+    def check(branch: str) -> str | None:
+        number = numbers.get(branch)
+        previous = lost_claim(ctx, number, branch) if number is not None else None
+        if previous is None:
+            return None
+        listed = git_lease.listed_claim(ctx.root, branch, REMOTE)
+        tip = listed.get(f"refs/heads/{branch}")
+        if tip is None or not previous.retakable(tip, _holder(ctx, branch, listed)):
+            return None
+        return f"the lost run {previous.run_id} of this checkout claimed it: its process is gone"
+
+    return check
+
+
+def _holder(ctx: Context, branch: str, listed: dict[str, str]) -> dict[str, Any] | None:
+    """Who the lease of ``branch`` on origin names (``listed``: its ``ls-remote``), None
+    without a lease."""
+    found = git_lease.read_lease(ctx.root, branch, REMOTE, listed=listed)
+    return found.holder if found is not None else None
 
 
 def _glance(
@@ -151,7 +225,7 @@ def run_step_pr(
         if options.force:
             raise
         print(f"step {step} already started: {busy}")
-        return int(ExitCode.OK)
+        return STARTED
 
 
 class _Busy(StepLockedError):
@@ -241,7 +315,7 @@ def _claim(
     assert ctx.plan is not None
     runs = runs_root(ctx.root, ctx.config.flow_dir, ctx.flow)
     plan = str(ctx.plan.path.resolve())
-    previous = previous_claim(runs, plan=plan, step=step, branch=branch, remote=REMOTE, me=run_id)
+    previous = lost_claim(ctx, step, branch, me=run_id)
     # written before the push: killed before it, the branch is absent and a re-run claims it
     record = write_claim(
         runs / run_id,
@@ -264,7 +338,7 @@ def _claim(
         record.discard()
         raise GitHubError(f"cannot create {branch} on {REMOTE}: {claim.detail}")
     lease: leases.Held | bool | None = False  # False: not the lost run's claim any more
-    if previous is not None and previous.owns(remote_tip):  # its branch, and its lease?
+    if previous is not None and previous.retakable(remote_tip, _holder(ctx, branch, listed)):
         who = {**github.claimant, "claimedSha": previous.claimed or remote_tip}
         lease = leases.retake(ctx.root, branch, previous, who, ctx.commit_identity, REMOTE)
     if isinstance(lease, leases.Held) and previous is not None:  # it carries the lost run on
@@ -296,7 +370,7 @@ def _claim(
         print(f"step {step} already started: {_started(github, branch, ctx.target)}")
         if previous is not None:
             print(f"  note: {not_taken_over(previous, remote_tip)}")
-        return int(ExitCode.OK)
+        return STARTED
     record = record.update(state="claimed", claimedSha=remote_tip, created=False)
     _continue_branch(ctx, branch, remote_tip)
     return _Held(record, remote_tip, None)

@@ -71,6 +71,7 @@ def test_run_all_killed_before_a_pull_request_takes_its_own_lost_claim_over(
     assert third.returncode == 0, third.stdout + third.stderr
     assert "started (branch on origin): 1, 2;" in third.stdout
     assert "taking over" not in third.stdout and len(gh.writes()) == writes
+    assert third.stdout.splitlines()[-1] == "not started (already started, branch on origin): 1, 2"
 
 
 def test_run_all_leaves_a_step_another_runner_holds_and_says_so(
@@ -89,7 +90,7 @@ def test_run_all_leaves_a_step_another_runner_holds_and_says_so(
     assert "ready: 2;" in out.stdout and "started (branch on origin): 1;" in out.stdout
     assert list(pulls_by_branch(gh)) == [STEP_2]
     assert origin_sha(gh, f"refs/heads/{BRANCH}") == main  # left to its holder
-    assert out.stdout.splitlines()[-1] == "not started (claimed by another run): 1"
+    assert out.stdout.splitlines()[-1] == "not started (already started, branch on origin): 1"
 
 
 def test_run_all_leaves_its_lost_claim_another_runner_took_over(
@@ -108,7 +109,7 @@ def test_run_all_leaves_its_lost_claim_another_runner_took_over(
     assert out.returncode == 0, out.stdout + out.stderr
     assert "started (branch on origin): 1;" in out.stdout and "taking over" not in out.stdout
     assert list(pulls_by_branch(gh)) == [STEP_2]
-    assert out.stdout.splitlines()[-1] == "not started (claimed by another run): 1"
+    assert out.stdout.splitlines()[-1] == "not started (already started, branch on origin): 1"
     step_1 = run_pr(repo, "--step", "1")  # --step agrees
     assert step_1.returncode == 0 and "step 1 already started" in step_1.stdout
     assert "taking over" not in step_1.stdout
