@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitflow_agents import render
-from gitflow_agents.base.errors import ExitCode, GitflowError, UsageError
+from gitflow_agents.base.errors import ExitCode, GitflowError, GitHubError, UsageError
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
@@ -36,6 +36,7 @@ from gitflow_agents.github.action.publish import (
     Publisher,
     Reviewed,
     failed_row,
+    failed_to_start,
     finish,
     outcome_label,
     publish_failed,
@@ -195,7 +196,13 @@ def fix_and_publish(
             env, publisher, options, run_id, asked, "push-refused", why, ExitCode.GITHUB
         )
 
-    publisher.pending()
+    try:
+        publisher.pending()
+    except GitHubError as exc:  # GitHub failed before anything ran: the outputs all the same
+        step = f"PR #{pull.number}"
+        extra = {"fix-result": "error", "fix-sha": ""}
+        failed_to_start(env, publisher, exc, run_id, options.agent, step, extra)
+        raise
     progress = FixProgress()
     try:
         outcome = _fix(env, publisher, options, root, branch, progress)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import NoReturn
 
-from gitflow_agents.base.errors import InputError
+from gitflow_agents.base.errors import GitHubError, InputError
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.findings import gate as gate_review
 from gitflow_agents.github.action import comment, reuse, status
@@ -26,6 +26,7 @@ from gitflow_agents.github.action.publish import (
     agent_questions,
     conclude,
     failed_row,
+    failed_to_start,
     failing_publish,
     fit_summary,
     load_findings,
@@ -102,14 +103,22 @@ def review_group_and_publish(
         nothing_to_review(env, writer, run_id)
     if options.post_findings is not None:
         return post_group_findings(env, writer, options, run_id)
-    writer.pending()
-    found = (
-        reuse.reusable(
-            env.workspace, client, env.repository, group, Identity(client, options.comment_author)
+    try:
+        writer.pending()
+        found = (
+            reuse.reusable(
+                env.workspace,
+                client,
+                env.repository,
+                group,
+                Identity(client, options.comment_author),
+            )
+            if writer.degraded is None
+            else "the status could not be set"
         )
-        if writer.degraded is None
-        else "the status could not be set"
-    )
+    except GitHubError as exc:  # GitHub failed before the review: the outputs all the same
+        failed_to_start(env, writer, exc, run_id, options.agent, group.label)
+        raise
     if isinstance(found, reuse.Reused):
         return reuse_approval(env, writer, found, options, run_id)
     notices = [f"Reviewed in full, no approval reused: {found}."]

@@ -140,6 +140,7 @@ def publish(
             ),
         )
         inline = posted or inline
+        publisher.inline_posted = len(inline.posted)
         if publisher.degraded is None:
             fixed_note = close_threads(publisher, result, login, inline.seen)
     body = comment.summary_body(
@@ -158,6 +159,7 @@ def publish(
         "update the summary comment",
         lambda: write_summary(publisher, body, rows, newer=newer, login=login),
     )
+    publisher.comment_id = sticky.comment_id if sticky else None
     publisher.final(result, gate)
     if gate.approved and newer is None and current is not None:
         publisher.attempt(
@@ -552,15 +554,53 @@ def failing_publish(
     env: RunnerEnv, writer: StatusWriter, outputs: Mapping[str, str], summary: Callable[[], str]
 ) -> Iterator[None]:
     """Publishing that fails after GitHub's retries: the status must not stay green-able, so
-    the commit gets the error status, the step summary (``summary()``) and the outputs (with
-    ``github-error``) are written, and the error goes on (exit 4)."""
+    the commit gets the error status, the step summary (``summary()``) and the outputs are
+    written, and the error goes on (exit 4). The outputs say what was published: the status is
+    ``error``, so is ``review-result``; ``inline-posted`` and ``comment-id`` are what this run
+    posted before GitHub failed; ``github-error`` says why."""
     try:
         yield
     except GitHubError as exc:
         writer.error("GitHub API failure while publishing")
         append_summary(env.step_summary, summary())
-        write_outputs(env.output, {**outputs, "github-error": str(exc)})
+        failed = {"review-result": "error", **published_outputs(writer), "github-error": str(exc)}
+        write_outputs(env.output, {**outputs, **failed})
         raise
+
+
+def failed_to_start(
+    env: RunnerEnv,
+    writer: StatusWriter,
+    exc: GitHubError,
+    run_id: str,
+    agent: str,
+    step: str,
+    extra: Mapping[str, str] | None = None,
+) -> None:
+    """GitHub failed (after its retries) before the review started: on the ``pending`` status,
+    the run's first write, or a read before the review. Once ``pending`` was set, the error
+    status is tried (best effort; before, the commit has no status of ours, and trying one
+    more write GitHub just failed or refused would only wait longer), and the job summary and
+    the outputs are written as for any run GitHub failed (``review-result`` ``error``,
+    ``github-error``): no agent ran, so it spent nothing."""
+    if writer.writes:
+        writer.error("GitHub API failure before the review")
+    row = comment.RunRow("review", agent, "error", step=step, **comment.usage_fields(NOTHING))
+    report_unfinished(env, writer.sha, exc, [row])
+    outputs = {"review-result": "error", **(extra or {}), "run-id": run_id, "head-sha": writer.sha}
+    failed = {**usage_outputs([row]), **published_outputs(writer), "github-error": str(exc)}
+    write_outputs(env.output, {**outputs, **failed})
+
+
+def published_outputs(writer: StatusWriter) -> dict[str, str]:
+    """The outputs saying what this run wrote to GitHub (as far as it got)."""
+    return {
+        "inline-posted": str(writer.inline_posted),
+        "comment-id": "" if writer.comment_id is None else str(writer.comment_id),
+        "check-run-id": str(writer.check_run_id or ""),
+        "degraded": "true" if writer.degraded else "false",
+        "github-writes": str(writer.writes),
+    }
 
 
 def conclude(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from gitflow_agents.base.errors import ExitCode, InputError
+from gitflow_agents.base.errors import ExitCode, GitHubError, InputError
 from gitflow_agents.findings import Review
 from gitflow_agents.findings import gate as gate_review
 from gitflow_agents.github.action import comment
@@ -30,6 +30,7 @@ from gitflow_agents.github.action.publish import (
     Publisher,
     Reviewed,
     failed_row,
+    failed_to_start,
     finish,
     load_findings,
     publish_failed,
@@ -115,8 +116,12 @@ def review_and_publish(
     agent reviewer builds on the review of ``since`` (a push's ``before``) that our summary
     comment records (``checkout.earlier_review``)."""
     publisher = Publisher(client, env.repository, pull, env.run_url)
-    publisher.pending()
-    body = sticky_body(publisher, options)
+    try:
+        publisher.pending()
+        body = sticky_body(publisher, options)
+    except GitHubError as exc:  # GitHub failed before the review: the outputs all the same
+        failed_to_start(env, publisher, exc, run_id, options.agent, f"PR #{pull.number}")
+        raise
     started = time.monotonic()
     try:
         earlier = earlier_review(body, since, options.agent)

@@ -117,6 +117,12 @@ class StatusWriter(ABC):
         self.target_url = target_url
         self.degraded: str | None = None
         self.writes = 0
+        self.inline_posted = 0
+        """Inline comments this run posted (the ``inline-posted`` output), as far as it got."""
+        self.comment_id: int | None = None
+        """The summary comment this run wrote (the ``comment-id`` output), once written."""
+        self.check_run_id: int | None = None
+        """The check run this run created (the ``check-run-id`` output), once created."""
 
     @property
     @abstractmethod
@@ -192,4 +198,5 @@ class StatusWriter(ABC):
             notice("warning", f"the optional check run was not created: {exc}")
             return None
         self.writes += 1
+        self.check_run_id = made
         return made

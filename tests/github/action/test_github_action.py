@@ -366,6 +366,58 @@ def test_github_failing_while_publishing_sets_error_and_still_writes_summary_and
     assert result.returncode == ExitCode.GITHUB, result.stderr
     assert states(gh, pull.head_sha) == ["pending", "error"]
     outputs = runner.outputs()
-    assert outputs["github-error"] and outputs["review-result"] == "approved"
+    # the status is ``error``: the outputs say what was published, not the verdict alone
+    assert outputs["github-error"] and outputs["review-result"] == "error"
+    assert (outputs["inline-posted"], outputs["comment-id"]) == ("0", "")
     assert "APPROVED" in runner.summary.read_text()
     assert gh.comments_on(7) == []
+
+
+@pytest.mark.parametrize("failure", ["502", "primary rate limit"])
+def test_github_failing_on_the_first_write_still_writes_the_summary_and_outputs(
+    runner: Runner, gh: GitHubStandIn, repo: Path, failure: str
+) -> None:
+    """The ``pending`` status, the run's first write, fails after every retry (or hits a primary
+    rate limit that resets too late): exit 4 with one line, no review runs, and the outputs a
+    workflow reads after ``if: always()`` are written all the same (``github-error`` set)."""
+    pull = add_pull(gh, repo, {"bad.py": BROKEN})
+    if failure == "502":
+        gh.fail("POST", r"/statuses/", 502, times=100)
+    else:
+        gh.primary_rate_limit("POST", r"/statuses/", reset=2_000_000_000, times=100)
+    result = runner.run("pull_request", pr_event(gh, pull))
+    assert result.returncode == ExitCode.GITHUB, result.stderr
+    errors = [line for line in result.stderr.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and "Traceback" not in result.stderr
+    outputs = runner.outputs()
+    assert outputs["github-error"]
+    assert outputs["review-result"] == "error"
+    assert outputs["run-id"] == "4242-1" and outputs["head-sha"] == pull.head_sha
+    # no agent ran: it spent nothing, which is known
+    spend = ("cost-usd", "input-tokens", "output-tokens", "cost-estimated")
+    assert [outputs[k] for k in spend] == ["0", "0", "0", "false"]
+    assert (outputs["inline-posted"], outputs["comment-id"]) == ("0", "")
+    assert pull.head_sha[:12] in runner.summary.read_text()
+    assert gh.comments_on(7) == [] and gh.state.reviews == {}
+
+
+def test_github_failing_after_the_inline_review_says_what_was_posted(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """The inline review and the summary comment are posted, then the final status fails after
+    every retry: ``review-result`` is ``error`` (as the status is), ``inline-posted`` and
+    ``comment-id`` say what this run did post."""
+    pull = add_pull(gh, repo, {"bad.py": BROKEN})
+
+    def fail_from_the_next_status() -> None:  # the pending status goes through
+        fail = lambda: gh.fail("POST", r"/statuses/", 503, times=100)  # noqa: E731
+        gh.before.append(("POST", re.compile(r"/statuses/"), fail))
+
+    gh.before.append(("POST", re.compile(r"/statuses/"), fail_from_the_next_status))
+    result = runner.run("pull_request", pr_event(gh, pull))
+    assert result.returncode == ExitCode.GITHUB, result.stderr
+    outputs = runner.outputs()
+    assert outputs["github-error"] and outputs["review-result"] == "error"
+    assert outputs["inline-posted"] == "1" and len(gh.state.review_comments) == 1
+    [summary] = gh.comments_on(7)
+    assert outputs["comment-id"] == str(summary["id"])

@@ -485,5 +485,6 @@ def test_github_failing_on_the_groups_final_status_sets_error_and_writes_the_out
     assert states(gh, group.head) == ["pending"]
     assert "could not set the error status" in result.stdout
     outputs = runner.outputs()
-    assert outputs["github-error"] and outputs["review-result"] == "approved"
+    assert outputs["github-error"] and outputs["review-result"] == "error"
+    assert (outputs["inline-posted"], outputs["comment-id"]) == ("0", "")
     assert "it has no pull request" in runner.summary.read_text()
