@@ -176,7 +176,7 @@ def _add_action(sub: Registry) -> None:
     from gitflow_agents.commands.options import FILE_SIZE, non_negative_int
 
     p.add_argument(
-        "--max-inline", type=non_negative_int, default=50, help="new inline comments per run"
+        "--max-inline", type=non_negative_int, default=50, help="inline comments per head commit"
     )
     p.add_argument("--max-file-size", type=FILE_SIZE, default=1024 * 1024, metavar="BYTES")
     p.add_argument("--review-drafts", action="store_true", help="also review draft PRs")

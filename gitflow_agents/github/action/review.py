@@ -39,8 +39,8 @@ _FP_RE = re.compile(r"<!-- gitflow-agents:fp=([0-9A-Za-z_.:-]+) -->")
 _HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 MAX_INLINE = 50
-"""At most this many new inline comments per run; the rest stay in the summary (noise and
-GitHub's secondary rate limits both argue for a cap)."""
+"""At most this many inline comments on one head (a re-run's included); the rest stay in the
+summary (noise and GitHub's secondary rate limits both argue for a cap)."""
 MAX_INLINE_BODY = 8000
 MAX_SINGLE_FALLBACK = 10
 """When a batch is refused, at most this many comments are retried one by one."""
@@ -173,19 +173,24 @@ def plan_inline(
     existing: set[str],
     *,
     max_inline: int = MAX_INLINE,
+    posted_here: int = 0,
 ) -> tuple[list[tuple[Finding, InlineComment]], list[Finding], list[Finding]]:
-    """(new inline comments, already posted, summary-only), most severe findings first."""
+    """(new inline comments, already posted, summary-only), most severe findings first, then
+    by place: which findings the cap keeps does not depend on the order a reviewer listed them
+    in. ``posted_here`` inline comments of ours are already on this head: they count against
+    ``max_inline``, so a re-run never posts beyond it in total."""
     new: list[tuple[Finding, InlineComment]] = []
     already: list[Finding] = []
     rest: list[Finding] = []
     seen: set[str] = set()
+    chosen = _under_cap(findings, diff, existing, max(max_inline - posted_here, 0))
     for finding in sorted(findings, key=lambda f: -f.severity.rank):
         where = anchor(finding, diff)
         if where is None or not finding.file:
             rest.append(finding)
         elif finding.fingerprint and finding.fingerprint in existing:
             already.append(finding)
-        elif finding.fingerprint in seen or len(new) >= max_inline:
+        elif finding.fingerprint in seen or id(finding) not in chosen:
             rest.append(finding)
         else:
             seen.add(finding.fingerprint)
@@ -198,6 +203,33 @@ def plan_inline(
             )
             new.append((finding, comment))
     return new, already, rest
+
+
+def _under_cap(
+    findings: Sequence[Finding], diff: Mapping[str, Sequence[Hunk]], existing: set[str], room: int
+) -> set[int]:
+    """The findings (``id``) that may become new inline comments: ``room`` of those that can
+    (on the diff, not posted yet, one per fingerprint), in ``_inline_order``."""
+    chosen: set[int] = set()
+    taken: set[str] = set()
+    for finding in sorted(findings, key=_inline_order):
+        if len(chosen) >= room:
+            break
+        if anchor(finding, diff) is None or not finding.file or finding.fingerprint in taken:
+            continue
+        if finding.fingerprint and finding.fingerprint in existing:
+            continue
+        taken.add(finding.fingerprint)
+        chosen.add(id(finding))
+    return chosen
+
+
+def _inline_order(finding: Finding) -> tuple[int, str, int, int, str, str]:
+    """Most severe first, then by file and line, then by fingerprint: a total order."""
+    line = finding.line or 0
+    end = finding.end_line or line
+    where = (finding.file or "", line, end)
+    return (-finding.severity.rank, *where, finding.fingerprint or "", finding.message)
 
 
 def post_inline(
@@ -217,8 +249,13 @@ def post_inline(
     me = resolve(login, [c for c in every if _FP_RE.search(c.body)])
     ours = [c for c in every if me is not None and c.author == me]
     removed = remove_duplicates(client, repo, number, ours, every)
+    here = fingerprints_in(c.body for c in ours if c.commit == head_sha)
     new, already, rest = plan_inline(
-        filled, diff_map(files), fingerprints_in(c.body for c in ours), max_inline=max_inline
+        filled,
+        diff_map(files),
+        fingerprints_in(c.body for c in ours),
+        max_inline=max_inline,
+        posted_here=len(here),
     )
     if not new:
         return InlineOutcome(

@@ -115,6 +115,7 @@ def _comment(data: Mapping[str, Any]) -> Comment:
         app=app.get("slug"),
         review_id=data.get("pull_request_review_id"),
         reply_to=data.get("in_reply_to_id"),
+        commit=data.get("original_commit_id"),
     )
 
 

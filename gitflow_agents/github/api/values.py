@@ -78,6 +78,8 @@ class Comment:
     """A review comment: the review it belongs to."""
     reply_to: int | None = None
     """A review comment: the comment it answers (``in_reply_to_id``)."""
+    commit: str | None = None
+    """A review comment: the commit it was made on (``original_commit_id``)."""
 
 
 @dataclass(frozen=True)

@@ -158,3 +158,41 @@ def test_an_over_long_message_is_cut_not_refused(gh: GitHubStandIn) -> None:
     assert len(outcome.posted) == 1
     (comment,) = gh.state.review_comments.values()
     assert len(comment["body"]) < 10000 and "(cut;" in comment["body"]
+
+
+def _eight() -> list[Finding]:
+    """One finding on each of PATCH_A's eight new-side lines, all of one severity."""
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    lines = (1, 2, 3, 4, 5, 22, 23, 24)
+    return [_finding(line, f"problem {word}") for line, word in zip(lines, words, strict=True)]
+
+
+def test_the_findings_chosen_under_the_cap_do_not_depend_on_their_order() -> None:
+    diff = diff_map([PullFile("app.py", "modified", PATCH_A)])
+    chosen = [
+        {f.fingerprint for f, _ in plan_inline(order, diff, set(), max_inline=5)[0]}
+        for order in (_eight(), _eight()[::-1], _eight()[3:] + _eight()[:3])
+    ]
+    assert len(chosen[0]) == 5 and chosen[0] == chosen[1] == chosen[2]
+
+
+def test_a_rerun_counts_what_it_posted_on_the_head_against_the_cap(gh: GitHubStandIn) -> None:
+    """More findings than ``max_inline``: the first run posts ``max_inline`` of them; a re-run
+    of the same head (its reviewer listing them in another order) posts no second review, the
+    rest stay in the summary. A new head has a cap of its own."""
+    simple_pull(gh)
+    client = client_for(gh)
+
+    def run(findings: list[Finding], head: str = SHA) -> tuple[int, int, int]:
+        done = post_inline(
+            client, gh.full_name, 7, head, findings, _files(gh), login="gitflow-bot", max_inline=5
+        )
+        return len(done.posted), len(done.already), len(done.summary_only)
+
+    assert run(_eight()) == (5, 0, 3)
+    assert run(_eight()[::-1]) == (0, 5, 3)
+    assert run(_eight()) == (0, 5, 3)
+    assert len(gh.requests("POST", r"/pulls/7/reviews$")) == 1
+    assert len(gh.state.review_comments) == 5
+    assert run(_eight(), "b" * 40) == (3, 5, 0)  # a new head: its own cap
+    assert len(gh.state.review_comments) == 8
