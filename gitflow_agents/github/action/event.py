@@ -92,37 +92,63 @@ def _object_id(data: Any, dotted: str, path: Path, prefix: str) -> str:
     return value.lower()
 
 
-def _ref(data: Any, key: str) -> str:
+def _ref(data: Any, key: str, path: Path, prefix: str) -> str:
     """An optional full ref (``refs/heads/…``) that is fetched as a refspec; "" when it is
     absent or not a plain ref, and the commit is then fetched by its id instead."""
-    ref = _text(data, key)
+    ref = _text(data, key, path, prefix)
     plain = _PLAIN_REF.fullmatch(ref) and ".." not in ref and not ref.endswith(".lock")
     return ref if plain else ""
 
 
-def _text(data: Any, dotted: str) -> str:
-    """``data[a][b]`` for ``dotted`` = ``a.b`` when every step is an object and the value a
-    string; "" otherwise (optional fields: an object given as a string is simply absent)."""
+def _optional(data: Any, dotted: str, path: Path, kind: type[T], default: T, prefix: str = "") -> T:
+    """``data[a][b]`` for ``dotted`` = ``a.b``, ``default`` when a step of it is missing or
+    ``null`` (GitHub sends ``null`` for some, such as a deleted fork's ``head.repo``); a value,
+    or an object on the way to it, of another type is a malformed payload: InputError naming
+    file and key, as ``_get`` does, never read as absent (``"action": 3`` is no unknown
+    action, ``"draft": "false"`` no draft)."""
     node = data
+    walked: list[str] = []
     for key in dotted.split("."):
-        node = node.get(key) if isinstance(node, dict) else None
-    return node if isinstance(node, str) else ""
+        if node is None:
+            return default
+        if not isinstance(node, dict):
+            raise _mistyped(path, prefix + ".".join(walked), dict, node)
+        walked.append(key)
+        node = node.get(key)
+    if node is None:
+        return default
+    if not isinstance(node, kind) or (kind is int and isinstance(node, bool)):
+        raise _mistyped(path, prefix + dotted, kind, node)
+    return node
+
+
+def _mistyped(path: Path, key: str, kind: type, value: Any) -> InputError:
+    name = "object" if kind is dict else kind.__name__
+    return InputError(
+        f"expected {name} in the event payload, got {type(value).__name__}", path=path, key=key
+    )
+
+
+def _text(data: Any, dotted: str, path: Path, prefix: str = "") -> str:
+    """An optional string (``_optional``): "" when absent or ``null``."""
+    return _optional(data, dotted, path, str, "", prefix)
 
 
 def pull_from_event(event: Mapping[str, Any], path: Path) -> PullRequest:
     pr = _get(event, "pull_request", path, dict)
+    at = "pull_request."
     return PullRequest(
-        number=_get(pr, "number", path, int, "pull_request."),
-        title=_text(pr, "title"),
-        author=_text(pr, "user.login"),
-        head_sha=_object_id(pr, "head.sha", path, "pull_request."),
-        base_sha=_object_id(pr, "base.sha", path, "pull_request."),
-        head_ref=_text(pr, "head.ref"),
-        base_ref=_text(pr, "base.ref"),
-        head_repo=_text(pr, "head.repo.full_name") or None,
-        base_repo=_get(pr, "base.repo.full_name", path, str, "pull_request."),
-        draft=bool(pr.get("draft")),
-        html_url=_text(pr, "html_url"),
+        number=_get(pr, "number", path, int, at),
+        title=_text(pr, "title", path, at),
+        author=_text(pr, "user.login", path, at),
+        head_sha=_object_id(pr, "head.sha", path, at),
+        base_sha=_object_id(pr, "base.sha", path, at),
+        head_ref=_text(pr, "head.ref", path, at),
+        base_ref=_text(pr, "base.ref", path, at),
+        head_repo=_text(pr, "head.repo.full_name", path, at) or None,
+        base_repo=_get(pr, "base.repo.full_name", path, str, at),
+        draft=_optional(pr, "draft", path, bool, False, at),
+        html_url=_text(pr, "html_url", path, at),
     )
 
 
@@ -131,17 +157,17 @@ def group_from_event(event: Mapping[str, Any], path: Path) -> MergeGroup:
     return MergeGroup(
         head_sha=_object_id(group, "head_sha", path, "merge_group."),
         base_sha=_object_id(group, "base_sha", path, "merge_group."),
-        head_ref=_ref(group, "head_ref"),
-        base_ref=_ref(group, "base_ref"),
+        head_ref=_ref(group, "head_ref", path, "merge_group."),
+        base_ref=_ref(group, "base_ref", path, "merge_group."),
     )
 
 
 def _merge_group(event: Mapping[str, Any], path: Path) -> Trigger:
     """``checks_requested``: review the group. Its sender is not asked about (bots queue PRs
     too, and a required check that is skipped would keep the queue waiting)."""
-    action = _text(event, "action")
+    action = _text(event, "action", path)
     if action != "checks_requested":
-        why = _text(event, "reason")
+        why = _text(event, "reason", path)
         return Trigger(
             "skip",
             f"merge_group action {action!r}{f' ({why})' if why else ''} requests no checks",
@@ -155,19 +181,19 @@ def _push(event: Mapping[str, Any], path: Path) -> Trigger:
     ref = _get(event, "ref", path, str)
     if not ref.startswith("refs/heads/"):
         return Trigger("skip", f"push of {ref!r} is not a branch")
-    if event.get("deleted") is True:
+    if _optional(event, "deleted", path, bool, False):
         return Trigger("skip", f"push deleted {ref}")
     after = _object_id(event, "after", path, "")
     return Trigger(
         "landed",
-        landed=Landed(ref.removeprefix("refs/heads/"), _text(event, "before"), after),
+        landed=Landed(ref.removeprefix("refs/heads/"), _text(event, "before", path), after),
     )
 
 
-def _is_bot(user: Any) -> bool:
-    if not isinstance(user, dict):
-        return False
-    return user.get("type") == "Bot" or _text(user, "login").endswith("[bot]")
+def _is_bot(event: Mapping[str, Any], key: str, path: Path) -> bool:
+    """The user at ``key`` (``sender``, ``comment.user``) is a bot; False when absent."""
+    kind = _text(event, f"{key}.type", path)
+    return kind == "Bot" or _text(event, f"{key}.login", path).endswith("[bot]")
 
 
 def parse_command(body: str) -> str | None:
@@ -186,37 +212,36 @@ def parse_command(body: str) -> str | None:
 def decide(event_name: str, event: Mapping[str, Any], path: Path, options: Options) -> Trigger:
     """What to do for this event (pure: no network)."""
     if event_name in ("pull_request", "pull_request_target"):
-        action = _text(event, "action")
+        action = _text(event, "action", path)
         if action not in REVIEW_ACTIONS:
             return Trigger("skip", f"pull_request action {action!r} does not start a review")
         pull = pull_from_event(event, path)
         if pull.draft and not options.review_drafts:
             return Trigger("skip", f"PR #{pull.number} is a draft (set review-drafts to review)")
-        if _is_bot(event.get("sender")) and not options.allow_bots:
+        if _is_bot(event, "sender", path) and not options.allow_bots:
             return Trigger("skip", "the event was sent by a bot (set allow-bots to review)")
-        before = _text(event, "before").lower() if action == "synchronize" else ""
+        before = _text(event, "before", path).lower() if action == "synchronize" else ""
         since = before if _OBJECT_ID.fullmatch(before) else ""
         return Trigger("review", number=pull.number, pull=pull, since=since)
     if event_name == "issue_comment":
-        if event.get("action") != "created":
+        if _text(event, "action", path) != "created":
             return Trigger("skip", "only new comments are commands")
         issue = _get(event, "issue", path, dict)
-        if not issue.get("pull_request"):
+        if not _optional(issue, "pull_request", path, dict, {}, "issue."):
             return Trigger("skip", "the comment is on an issue, not a pull request")
-        body = _text(event, "comment.body")
+        body = _text(event, "comment.body", path)
         command = parse_command(body)
         if command is None:
             return Trigger("skip", "the comment is not an /agent command")
-        user = _get(event, "comment.user", path, dict)
-        if _is_bot(user) and not options.allow_bots:
+        _get(event, "comment.user", path, dict)
+        if _is_bot(event, "comment.user", path) and not options.allow_bots:
             return Trigger("skip", "the comment was written by a bot (set allow-bots to obey bots)")
         number = _get(issue, "number", path, int, "issue.")
         login = _get(event, "comment.user.login", path, str)
         if command not in ("review", "fix"):
             return Trigger("skip", f"unknown command /agent {command} (known: review, fix)")
-        raw_id = _get(event, "comment", path, dict).get("id")
-        positive = isinstance(raw_id, int) and not isinstance(raw_id, bool) and raw_id > 0
-        comment_id = raw_id if positive else None
+        raw_id = _optional(event, "comment.id", path, int, 0)
+        comment_id = raw_id if raw_id > 0 else None
         return Trigger(command, number=number, commenter=login, comment_id=comment_id)
     if event_name == "merge_group":
         return _merge_group(event, path)

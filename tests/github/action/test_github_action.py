@@ -26,6 +26,7 @@ from gitflow_agents.github.action.event import Trigger, decide, load_event, pars
 from gitflow_agents.github.action.runner import Options
 from tests.conftest import ROOT, cli_main
 from tests.github_events import (
+    merge_group_event,
     push_event,
     user,
 )
@@ -298,9 +299,13 @@ def test_decide(gh: GitHubStandIn, tmp_path: Path) -> None:
     fix = decide("issue_comment", asked, path, options)
     assert (fix.kind, fix.number, fix.commenter) == ("fix", 3, "x")
     assert fix.comment_id == asked["comment"]["id"]  # the key of its reply
-    for odd in ("12", True, -1, None):  # no usable id: the reply is keyed to nothing
+    for odd in (0, -1, None):  # no usable id: the reply is keyed to nothing
         weird = {**asked, "comment": {**asked["comment"], "id": odd}}
         assert decide("issue_comment", weird, path, options).comment_id is None
+    for mistyped in ("12", True):  # a malformed payload, named (test_a_mistyped_…)
+        weird = {**asked, "comment": {**asked["comment"], "id": mistyped}}
+        with pytest.raises(InputError, match=r"comment\.id: expected int"):
+            decide("issue_comment", weird, path, options)
     push = push_event(gh.full_name, "refs/heads/main", "b" * 40, "a" * 40)
     landed = decide("push", push, path, options)
     assert landed.kind == "landed" and landed.landed is not None
@@ -353,6 +358,106 @@ def test_decide_names_the_missing_or_mistyped_key(gh: GitHubStandIn, tmp_path: P
     assert decide("issue_comment", comment_event(gh, 3, "x", "/agent dance"), path, options) == (
         Trigger("skip", "unknown command /agent dance (known: review, fix)")
     )
+
+
+def _with(event: dict[str, object], dotted: str, value: object) -> dict[str, object]:
+    """A copy of ``event`` with the value at ``dotted`` (``a.b``) replaced."""
+    copy = json.loads(json.dumps(event))
+    *parents, last = dotted.split(".")
+    node = copy
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("action", 3),
+        ("pull_request.draft", "false"),
+        ("pull_request.title", ["a title"]),
+        ("pull_request.head.ref", 5),
+        ("pull_request.head.repo", "octo/demo"),
+        ("sender", "a bot"),
+        ("sender.type", 1),
+        ("before", 5),
+    ],
+)
+def test_a_mistyped_pull_request_field_is_named_never_skipped(
+    gh: GitHubStandIn, tmp_path: Path, key: str, value: object
+) -> None:
+    """A field of the wrong type is a malformed payload (exit 2 naming file and key), never read
+    as absent: ``"action": 3`` is no unknown action, ``"draft": "false"`` no draft."""
+    path = tmp_path / "event.json"
+    event = pr_event(gh, Pull(3, "a" * 40, "b" * 40, []), action="synchronize")
+    event["before"] = "c" * 40
+    with pytest.raises(InputError) as error:
+        decide("pull_request", _with(event, key, value), path, Options())
+    assert error.value.exit_code == ExitCode.USAGE
+    assert str(error.value).startswith(f"{path}: {key}: expected ")
+
+
+def test_null_optional_fields_read_as_absent(gh: GitHubStandIn, tmp_path: Path) -> None:
+    """GitHub sends ``null`` for some (a deleted fork's ``head.repo``): absent, not malformed."""
+    event = _with(pr_event(gh, Pull(3, "a" * 40, "b" * 40, [])), "pull_request.head.repo", None)
+    event = _with(_with(event, "pull_request.draft", None), "pull_request.title", None)
+    trigger = decide("pull_request", event, tmp_path / "event.json", Options())
+    assert trigger.kind == "review" and trigger.pull is not None
+    assert trigger.pull.head_repo is None and not trigger.pull.draft
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("action", 3),
+        ("issue.pull_request", "yes"),
+        ("comment.body", 7),
+        ("comment.id", "12"),
+        ("comment.user.type", False),
+    ],
+)
+def test_a_mistyped_issue_comment_field_is_named(
+    gh: GitHubStandIn, tmp_path: Path, key: str, value: object
+) -> None:
+    path = tmp_path / "event.json"
+    event = _with(comment_event(gh, 3, "x", "/agent review"), key, value)
+    with pytest.raises(InputError) as error:
+        decide("issue_comment", event, path, Options())
+    assert str(error.value).startswith(f"{path}: {key}: expected ")
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "value"),
+    [
+        ("merge_group", "action", 3),
+        ("merge_group", "merge_group.head_ref", 4),
+        ("push", "deleted", "false"),
+        ("push", "before", 1),
+    ],
+)
+def test_a_mistyped_merge_group_or_push_field_is_named(
+    gh: GitHubStandIn, tmp_path: Path, name: str, key: str, value: object
+) -> None:
+    path = tmp_path / "event.json"
+    if name == "push":
+        event = push_event(gh.full_name, "refs/heads/main", "c" * 40, "d" * 40)
+    else:
+        event = merge_group_event(gh.full_name, "c" * 40, "d" * 40)
+    with pytest.raises(InputError) as error:
+        decide(name, _with(event, key, value), path, Options())
+    assert str(error.value).startswith(f"{path}: {key}: expected ")
+
+
+def test_a_mistyped_action_through_the_cli_is_exit_2(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    pull = add_pull(gh, repo, {"fine.py": FINE})
+    event = json.dumps({**pr_event(gh, pull), "action": 3})
+    result = runner.run("pull_request", event)
+    assert result.returncode == ExitCode.USAGE, result.stdout
+    assert f"{runner.tmp / 'event.json'}: action: expected " in result.stderr
+    assert states(gh, pull.head_sha) == []
 
 
 def test_github_failing_while_publishing_sets_error_and_still_writes_summary_and_outputs(
