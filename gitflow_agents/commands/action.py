@@ -10,6 +10,7 @@ from gitflow_agents.findings import Severity
 
 
 def run(args: argparse.Namespace) -> int:
+    from gitflow_agents.agent_run.launch import sigterm_as_interrupt
     from gitflow_agents.github.action.run import run_action
     from gitflow_agents.github.action.runner import Options
 
@@ -26,4 +27,5 @@ def run(args: argparse.Namespace) -> int:
         post_findings=Path(args.post_findings) if args.post_findings else None,
         fixer=args.fixer,
     )
-    return run_action(os.environ, options)
+    with sigterm_as_interrupt():  # a cancelled job: the Ctrl-C path (outputs, then exit 130)
+        return run_action(os.environ, options)

@@ -193,6 +193,8 @@ def failed_row(exc: BaseException, agent: str, step: str, duration_s: float) -> 
     for a budget that let no agent start; ``error`` for anything else (nothing known spent)."""
     ours = exc if isinstance(exc, GitflowError) else None
     outcome = ours.outcome if ours is not None and ours.outcome else None
+    if outcome is None and isinstance(exc, KeyboardInterrupt):
+        outcome = "canceled"  # as the run record says of an interrupted agent
     outcome = outcome or ("budget" if isinstance(exc, BudgetError) else "error")
     spend = _spent_before(exc)
     usage = comment.usage_fields(spend) if spend is not None else {}
@@ -437,8 +439,8 @@ def failed_outputs(exc: BaseException, agent: str) -> dict[str, str]:
     ran before it (a reviewer stopped by its budget, failed, rate limited: ``spent``), or a
     spent budget started none (0, $0), else none: what it cost is told even so."""
     spend = _spent_before(exc)
-    if spend is None:
-        return {}
+    if spend is None:  # unknown: empty, never 0
+        return {"cost-usd": "", "input-tokens": "", "output-tokens": "", "cost-estimated": "false"}
     return usage_outputs([comment.RunRow("review", agent, "error", **comment.usage_fields(spend))])
 
 
@@ -566,6 +568,32 @@ def failing_publish(
         failed = {"review-result": "error", **published_outputs(writer), "github-error": str(exc)}
         write_outputs(env.output, {**outputs, **failed})
         raise
+    except KeyboardInterrupt:  # a cancelled job: no more GitHub writes, the files all the same
+        append_summary(env.step_summary, summary())
+        write_outputs(
+            env.output, {**outputs, "review-result": "error", **published_outputs(writer)}
+        )
+        raise
+
+
+def report_interrupted(
+    env: RunnerEnv,
+    sha: str,
+    exc: KeyboardInterrupt,
+    agent: str,
+    step: str,
+    duration_s: float,
+    outputs: Mapping[str, str],
+) -> None:
+    """Ctrl-C or SIGTERM (a cancelled job) before the review was published: no GitHub write
+    (the runner kills the job seconds later; the status stays ``pending``, never green, and a
+    re-run finishes), but the job summary and the outputs of any review that did not complete
+    (``report_unfinished``, ``unfinished_outputs``; ``outputs``: ``review-result`` and the ids),
+    written before the exit 130. What an interrupted agent spent is a lower bound at best, so
+    the spend outputs are empty (unknown)."""
+    row = failed_row(exc, agent, step, duration_s)
+    report_unfinished(env, sha, exc, [row])
+    write_outputs(env.output, {**outputs, **unfinished_outputs(exc, agent)})
 
 
 def failed_to_start(

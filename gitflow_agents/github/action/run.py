@@ -34,6 +34,7 @@ from gitflow_agents.github.action.publish import (
     finish,
     load_findings,
     publish_failed,
+    report_interrupted,
     report_unfinished,
     reviewed_here,
     unfinished_outputs,
@@ -116,25 +117,35 @@ def review_and_publish(
     agent reviewer builds on the review of ``since`` (a push's ``before``) that our summary
     comment records (``checkout.earlier_review``)."""
     publisher = Publisher(client, env.repository, pull, env.run_url)
-    try:
-        publisher.pending()
-        body = sticky_body(publisher, options)
-    except GitHubError as exc:  # GitHub failed before the review: the outputs all the same
-        failed_to_start(env, publisher, exc, run_id, options.agent, f"PR #{pull.number}")
-        raise
+    step = f"PR #{pull.number}"
+    outputs = {"review-result": "error", "run-id": run_id, "head-sha": pull.head_sha}
     started = time.monotonic()
     try:
-        earlier = earlier_review(body, since, options.agent)
-        result, gate, row = review_pull(env.workspace, pull, options, env.temp / PREFIX, earlier)
-    except Exception as exc:
-        publisher.failed(exc)
-        # the summary comment must not keep an earlier head's verdict: it says this one's
-        # review did not complete, and what its agent spent
-        failed = failed_row(exc, options.agent, f"PR #{pull.number}", time.monotonic() - started)
-        comment_id = publish_failed(publisher, exc, [failed], options)
-        report_unfinished(env, pull.head_sha, exc, [failed])
-        outputs = {"review-result": "error", "run-id": run_id, "head-sha": pull.head_sha}
-        write_outputs(env.output, {**outputs, **unfinished_outputs(exc, options.agent, comment_id)})
+        try:
+            publisher.pending()
+            body = sticky_body(publisher, options)
+        except GitHubError as exc:  # GitHub failed before the review: the outputs all the same
+            failed_to_start(env, publisher, exc, run_id, options.agent, step)
+            raise
+        started = time.monotonic()
+        try:
+            earlier = earlier_review(body, since, options.agent)
+            result, gate, row = review_pull(
+                env.workspace, pull, options, env.temp / PREFIX, earlier
+            )
+        except Exception as exc:
+            publisher.failed(exc)
+            # the summary comment must not keep an earlier head's verdict: it says this one's
+            # review did not complete, and what its agent spent
+            failed = failed_row(exc, options.agent, step, time.monotonic() - started)
+            comment_id = publish_failed(publisher, exc, [failed], options)
+            report_unfinished(env, pull.head_sha, exc, [failed])
+            failed_outputs = unfinished_outputs(exc, options.agent, comment_id)
+            write_outputs(env.output, {**outputs, **failed_outputs})
+            raise
+    except KeyboardInterrupt as exc:  # a cancelled job: the summary and outputs, then 130
+        took = time.monotonic() - started
+        report_interrupted(env, pull.head_sha, exc, options.agent, step, took, outputs)
         raise
 
     reviewed = reviewed_here(env, run_id, result, gate, [row])

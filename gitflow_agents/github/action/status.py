@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TypeVar
 
-from gitflow_agents.base.errors import GitflowError, GitHubError
+from gitflow_agents.base.errors import GitflowError, GitHubError, interrupted_by
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.github.action import checks
 from gitflow_agents.github.action.runner import PREFIX, notice
@@ -100,6 +100,8 @@ def set_error(
 def failure_reason(exc: BaseException) -> str:
     """Why a run that raised ``exc`` did not complete: our own error's message, only the type
     of any other (its text was never meant for a status or a comment)."""
+    if isinstance(exc, KeyboardInterrupt):  # a cancelled job (SIGTERM), Ctrl-C
+        return f"interrupted ({interrupted_by(exc)})"
     return exc.message if isinstance(exc, GitflowError) else f"crashed: {type(exc).__name__}"
 
 

@@ -526,3 +526,57 @@ def test_github_failing_after_the_inline_review_says_what_was_posted(
     assert outputs["inline-posted"] == "1" and len(gh.state.review_comments) == 1
     [summary] = gh.comments_on(7)
     assert outputs["comment-id"] == str(summary["id"])
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "Ctrl-C"])
+def test_a_review_interrupted_writes_the_summary_and_outputs_before_exit_130(
+    runner: Runner,
+    gh: GitHubStandIn,
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    signal_name: str,
+) -> None:
+    """A job cancelled while its review runs (SIGTERM, Ctrl-C): exit 130, no GitHub write
+    after ``pending`` (never green; the re-run finishes), and the job summary and outputs a
+    stopped review writes: ``review-result`` ``error``, ``head-sha``, nothing posted, and its
+    spend unknown (what an interrupted agent spent is a lower bound at best: empty)."""
+    from gitflow_agents.base.errors import Terminated
+    from gitflow_agents.github.action import run
+
+    pull = add_pull(gh, repo, {"fine.py": FINE})
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise Terminated if signal_name == "SIGTERM" else KeyboardInterrupt
+
+    monkeypatch.setattr(run, "review_pull", interrupted)
+    result = runner.run("pull_request", pr_event(gh, pull))
+    assert result.returncode == ExitCode.INTERRUPTED, result.stderr
+    assert states(gh, pull.head_sha) == ["pending"]
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "error" and outputs["head-sha"] == pull.head_sha
+    assert outputs["run-id"] == "4242-1"
+    assert (outputs["inline-posted"], outputs["comment-id"]) == ("0", "")
+    spend = ("cost-usd", "input-tokens", "output-tokens")
+    assert [outputs[k] for k in spend] == ["", "", ""]
+    assert f"interrupted ({signal_name})" in runner.summary.read_text()
+
+
+def test_a_run_interrupted_while_publishing_writes_what_it_posted(
+    runner: Runner, gh: GitHubStandIn, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gitflow_agents.github.action import status
+
+    pull = add_pull(gh, repo, {"bad.py": BROKEN})
+
+    def cancelled(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(status, "set_final", cancelled)
+    result = runner.run("pull_request", pr_event(gh, pull))
+    assert result.returncode == ExitCode.INTERRUPTED, result.stderr
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "error" and outputs["head-sha"] == pull.head_sha
+    assert outputs["inline-posted"] == "1" and outputs["findings-count"] == "1"
+    [summary] = gh.comments_on(7)
+    assert outputs["comment-id"] == str(summary["id"])
+    assert runner.summary.read_text()
