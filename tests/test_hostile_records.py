@@ -144,28 +144,42 @@ def test_send_refuses_an_agent_id_that_is_a_path(repo: Path, cli: Cli) -> None:
 
 
 def test_event_fields_of_the_wrong_type(tmp_path: Path) -> None:
+    """A payload field of the wrong type is a malformed payload naming file and key (exit 2),
+    never read as absent (which skipped the run: docs/github.md, "Exit codes"); ``null`` is
+    absent."""
     path = tmp_path / "event.json"
-    event = {
-        "action": ["opened"],
-        "pull_request": {
-            "number": 5,
-            "title": {"x": 1},
-            "user": "someone",
-            "head": {"sha": "a" * 40, "ref": 7, "repo": "not an object"},
-            "base": {"sha": "b" * 40, "ref": None, "repo": {"full_name": "o/r"}},
-        },
+    pr = {
+        "number": 5,
+        "title": {"x": 1},
+        "user": "someone",
+        "head": {"sha": "a" * 40, "ref": 7, "repo": "not an object"},
+        "base": {"sha": "b" * 40, "ref": None, "repo": {"full_name": "o/r"}},
     }
-    pull = pull_from_event(event, path)
-    assert (pull.number, pull.title, pull.author, pull.head_ref, pull.head_repo) == (
-        5,
+    event = {"action": ["opened"], "pull_request": pr}
+    with pytest.raises(InputError, match=r": action: expected str in the event payload, got list"):
+        decide("pull_request", event, path, Options())
+    wrong = {
+        "title": "pull_request.title",
+        "user": "pull_request.user",
+        "head": "pull_request.head",
+    }
+    for field, key in wrong.items():
+        fixed = {**pr, **{k: None for k in wrong if k != field}}
+        with pytest.raises(InputError, match=rf": {key}(\.\w+)?: expected "):
+            pull_from_event({"pull_request": fixed}, path)
+    fine = {**pr, "title": None, "user": None, "head": {"sha": "a" * 40, "repo": None}}
+    pull = pull_from_event({"pull_request": fine}, path)
+    assert (pull.title, pull.author, pull.head_ref, pull.base_ref, pull.head_repo) == (
+        "",
         "",
         "",
         "",
         None,
     )
-    assert decide("pull_request", event, path, Options()).kind == "skip"
-    comment = {"action": "created", "issue": {"number": 1, "pull_request": {}}, "comment": "x"}
-    assert decide("issue_comment", comment, path, Options()).kind == "skip"
+    issue = {"number": 1, "pull_request": {"url": "https://api.github.example/pulls/1"}}
+    comment = {"action": "created", "issue": issue, "comment": "x"}
+    with pytest.raises(InputError, match=r": comment: expected object"):
+        decide("issue_comment", comment, path, Options())
 
 
 @pytest.mark.parametrize(
