@@ -62,6 +62,18 @@ def run(args: Args) -> int:
         return _run(args)
 
 
+def _print_review(args: Args, review: Review, result: GateResult) -> None:
+    """The review in ``args.format`` on stdout, ending in a newline (coloured on a terminal
+    that takes colour), flushed."""
+    from gitflow_agents import render
+    from gitflow_agents.base.color import use_color
+
+    color = args.format == "terminal" and use_color(sys.stdout)
+    text = render.render(review, result, args.format, color=color)
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    sys.stdout.flush()
+
+
 def _write_output(args: Args, review: Review, result: GateResult) -> None:
     """``--output FILE`` in its format (``--output-format``, else from the extension), where
     ``> FILE`` would put it: a regular (or new) file replaced atomically, a FIFO, a device or
@@ -115,8 +127,6 @@ def _review(
     blobs: git.BlobReader,
     early: contextlib.ExitStack,
 ) -> int:
-    from gitflow_agents import render
-    from gitflow_agents.base.color import use_color
     from gitflow_agents.findings import Severity
 
     root, known = located()
@@ -199,11 +209,7 @@ def _review(
     code = exit_code(review, result.approved, result.exit_code, args.fail_on)
     result = result._replace(exit_code=code)
     _write_output(args, review, result)
-    text = render.render(
-        review, result, args.format, color=args.format == "terminal" and use_color(sys.stdout)
-    )
-    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
-    sys.stdout.flush()
+    _print_review(args, review, result)
 
     if target.head is not None and not args.no_note and args.write_baseline is None:
         from gitflow_agents.reviewer import record_review  # the JSON modules: only for a note
@@ -401,7 +407,6 @@ def _report_unfinished(
     machine ``--format`` prints it, as for a completed review; the terminal has the error line
     the caller's re-raise prints (docs/review.md, "A review that did not complete"). No note, and
     the exit code stays the error's."""
-    from gitflow_agents import render
     from gitflow_agents.findings import GateResult, Review
 
     outcome, why, code = _outcome(exc)
@@ -425,15 +430,12 @@ def _report_unfinished(
         except GitflowError as error:
             print(f"git agent-review: error: {error}", file=sys.stderr)
     if args.format != "terminal":
-        text = render.render(review, result, args.format)
-        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
-        sys.stdout.flush()
+        _print_review(args, review, result)
 
 
 def _report_nothing(args: Args, target: Target, why: str, threshold: Severity) -> int:
     """An empty range: exit 0, no reviewer run, no note. The terminal gets the one line; machine
     formats get a valid document that is *not approved* (nothing was), with the line as reason."""
-    from gitflow_agents import render
     from gitflow_agents.findings import GateResult, Review
 
     review = Review(overall=None, reviewed_sha=target.head, base_sha=target.base, reason=why)
@@ -443,7 +445,6 @@ def _report_nothing(args: Args, target: Target, why: str, threshold: Severity) -
         print(why)
     else:
         print(f"git agent-review: {why}", file=sys.stderr)
-        text = render.render(review, result, args.format)
-        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        _print_review(args, review, result)
     sys.stdout.flush()
     return ExitCode.OK
