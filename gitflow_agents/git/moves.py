@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.git.cmd import run_git
-from gitflow_agents.git.queries import DIFF_FLAGS, show_file
+from gitflow_agents.git.queries import DIFF_FLAGS, literal_pathspecs, show_file
 
 if TYPE_CHECKING:
     from _typeshed import StrPath
@@ -59,7 +59,7 @@ def gone_in(root: StrPath, rev: str, path: str) -> Gone | None:
         "--format=%H%x00%s",
         rev,
         "--",
-        f":(literal){path}",
+        *literal_pathspecs((path,)),
         check=False,
     )
     sha, _, subject = log.stdout.strip("\0\n").partition("\0")

@@ -460,7 +460,7 @@ def hunk_ranges(
     ``paths`` for git to see the rename). No path: nothing."""
     if not paths:
         return {}, {}
-    literal = (f":(literal){path}" for path in paths)
+    literal = literal_pathspecs(paths)
     out = run_git(root, "diff", *DIFF_FLAGS, *_PATCH_FLAGS, old, new, "--", *literal).stdout
     return diffparse.parse_hunk_ranges(out), diffparse.parse_renames(out)
 
