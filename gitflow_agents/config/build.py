@@ -184,12 +184,13 @@ def _check_flow_dir(node: Node) -> None:
     there, it is linked into each step work tree and left out of every commit (``../escape``
     wrote them outside the repository, and git refused the path after the implementer ran)."""
     value = str(node.value)
+    rooted = value.startswith(("/", "~"))
     parts = [part for part in PurePosixPath(value).parts if part != "."]
-    if value.startswith(("/", "~")) or not parts or ".." in parts or parts[0] == ".git":
+    if rooted or not parts or ".." in parts or parts[0] == ".git":
         # a path with `..` that stays inside (`build/../flows`) is named as it is meant
-        plain = posixpath.normpath(value)
-        inside = not plain.startswith(("/", "..", ".git")) and plain not in (".", "~")
-        example = plain if inside and ".." in parts and not value.startswith("~") else "flows"
+        meant = PurePosixPath(posixpath.normpath(value)).parts
+        inside = not rooted and meant and meant[0] not in ("..", ".git")
+        example = "/".join(meant) if inside and ".." in parts else "flows"
         raise node.error(
             "flow_dir",
             f"{value!r}: give a folder inside the project, relative to its root, outside .git, "
