@@ -23,17 +23,25 @@ from gitflow_agents.base.errors import ExitCode, UsageError
 
 
 def gate(rev: str | None) -> int:
-    from gitflow_agents.git.cmd import commit_note, pushed_commit
-    from gitflow_agents.reviewer import note_approval
+    from gitflow_agents.git.cmd import pushed_commit
 
     # git finds the repository from any subdirectory: no separate root lookup (speed).
-    target = rev or pushed_commit(os.environ) or "HEAD"
-    sha, note = commit_note(Path.cwd(), target)
+    return _judge(rev or pushed_commit(os.environ) or "HEAD")
+
+
+def _judge(rev: str, label: str = "") -> int:
+    """Whether commit ``rev`` carries its approval, said on one line (``label``: the pushed
+    ref it is, when a push has several): OK, else REVISE."""
+    from gitflow_agents.git.cmd import commit_note
+    from gitflow_agents.reviewer import note_approval
+
+    sha, note = commit_note(Path.cwd(), rev)
     approved, reason = note_approval(sha, note)
+    said = f"{label}: {reason}" if label else reason
     if approved:
-        print(f"agent-review-gate: {reason}")
+        print(f"agent-review-gate: {said}")
         return ExitCode.OK
-    print(f"agent-review-gate: push refused: {reason}", file=sys.stderr)
+    print(f"agent-review-gate: push refused: {said}", file=sys.stderr)
     return ExitCode.REVISE
 
 
@@ -63,8 +71,7 @@ def gate_pushed(remote: str, lines: str) -> int:
     """Gate every ref of a push as git's own pre-push hook is told of them: each pushed commit
     that brings the remote a commit it lacks (as pre-commit decides what is new: not reachable
     from ``refs/remotes/<remote>/``) needs its approval; one refused refuses the push."""
-    from gitflow_agents.git.cmd import commit_note, run_git
-    from gitflow_agents.reviewer import note_approval
+    from gitflow_agents.git.cmd import run_git
 
     root = Path.cwd()
     code = ExitCode.OK
@@ -76,12 +83,7 @@ def gate_pushed(remote: str, lines: str) -> int:
         if not new.stdout.strip():
             print(f"agent-review-gate: {ref}: nothing new for {remote}")
             continue
-        sha, note = commit_note(root, pushed)
-        approved, reason = note_approval(sha, note)
-        if approved:
-            print(f"agent-review-gate: {ref}: {reason}")
-        else:
-            print(f"agent-review-gate: push refused: {ref}: {reason}", file=sys.stderr)
+        if _judge(pushed, ref) != ExitCode.OK:
             code = ExitCode.REVISE
     return code
 
