@@ -179,49 +179,38 @@ def plan_inline(
     by place: which findings the cap keeps does not depend on the order a reviewer listed them
     in. ``posted_here`` inline comments of ours are already on this head: they count against
     ``max_inline``, so a re-run never posts beyond it in total."""
+    room = max(max_inline - posted_here, 0)
+    placed: dict[int, tuple[str, int, int]] = {}  # id -> file, lines: the new comments (capped)
+    posted: set[int] = set()  # id: on the diff and posted before
+    taken: set[str] = set()  # one new comment per fingerprint
+    for finding in sorted(findings, key=_inline_order):
+        where = anchor(finding, diff)
+        if where is None or not finding.file:
+            continue
+        if finding.fingerprint and finding.fingerprint in existing:
+            posted.add(id(finding))
+        elif finding.fingerprint not in taken and len(placed) < room:
+            taken.add(finding.fingerprint)
+            placed[id(finding)] = (finding.file, *where)
     new: list[tuple[Finding, InlineComment]] = []
     already: list[Finding] = []
     rest: list[Finding] = []
-    seen: set[str] = set()
-    chosen = _under_cap(findings, diff, existing, max(max_inline - posted_here, 0))
     for finding in sorted(findings, key=lambda f: -f.severity.rank):
-        where = anchor(finding, diff)
-        if where is None or not finding.file:
-            rest.append(finding)
-        elif finding.fingerprint and finding.fingerprint in existing:
+        place = placed.get(id(finding))
+        if id(finding) in posted:
             already.append(finding)
-        elif finding.fingerprint in seen or id(finding) not in chosen:
+        elif place is None:
             rest.append(finding)
         else:
-            seen.add(finding.fingerprint)
-            start, end = where
+            path, start, end = place
             comment = InlineComment(
-                path=finding.file,
+                path=path,
                 line=end,
                 body=comment_body(finding),
                 start_line=start if start < end else None,
             )
             new.append((finding, comment))
     return new, already, rest
-
-
-def _under_cap(
-    findings: Sequence[Finding], diff: Mapping[str, Sequence[Hunk]], existing: set[str], room: int
-) -> set[int]:
-    """The findings (``id``) that may become new inline comments: ``room`` of those that can
-    (on the diff, not posted yet, one per fingerprint), in ``_inline_order``."""
-    chosen: set[int] = set()
-    taken: set[str] = set()
-    for finding in sorted(findings, key=_inline_order):
-        if len(chosen) >= room:
-            break
-        if anchor(finding, diff) is None or not finding.file or finding.fingerprint in taken:
-            continue
-        if finding.fingerprint and finding.fingerprint in existing:
-            continue
-        taken.add(finding.fingerprint)
-        chosen.add(id(finding))
-    return chosen
 
 
 def _inline_order(finding: Finding) -> tuple[int, str, int, int, str, str]:
