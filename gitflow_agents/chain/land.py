@@ -20,13 +20,13 @@ from gitflow_agents.chain.agents import TRAILER_RUN
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.record import StepRecord
 from gitflow_agents.chain.review import ReviewRound
-from gitflow_agents.chain.state import DONE, committed_status, plan_in_repo
+from gitflow_agents.chain.state import DONE, committed_status, plan_in_repo, target_tip
 from gitflow_agents.chain.workspace import Workspace, branch_name, take_over
 from gitflow_agents.git import moves
 from gitflow_agents.git import queries as git
 from gitflow_agents.plan import set_step_status
 from gitflow_agents.plan.model import shown_path
-from gitflow_agents.reviewer import record_review
+from gitflow_agents.reviewer import read_review_note, record_review
 
 
 def land(
@@ -49,10 +49,53 @@ def land(
     if rec.merged.sha != tip and git.tree_sha(ctx.root, rec.merged.sha) == git.tree_sha(
         ctx.root, tip
     ):
-        carry_note(ctx, ws, review, rec.merged.sha, "this merge commit has its tree")
+        carry_note(ctx, ws, review, rec.merged.sha, MERGE_HAS_TREE)
     if plan_in_tree(ctx, ws) is None:  # not on the step branch: no ✅ came with the merge
         _unmarked_plan(ctx, step, rec.merged.previous, tip)
     remove_step_worktree(ctx, ws)
+
+
+MERGE_HAS_TREE = "this merge commit has its tree"
+
+
+def carry_to_merges(ctx: Context, step: int) -> str | None:
+    """``carry_to_merge`` for ``step``'s branch when its tip is on the target (a step found done
+    or landed): one line saying what was carried, None when nothing was missing."""
+    assert ctx.plan is not None
+    tip = git.branch_sha(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
+    target = target_tip(ctx, fetch=False)
+    if tip is None or target is None or tip == target or not git.is_ancestor(ctx.root, tip, target):
+        return None
+    with ctx.landing:  # as a landing writes notes: one step at a time
+        return carry_to_merge(ctx, tip, target)
+
+
+def carry_to_merge(ctx: Context, tip: str, target: str) -> str | None:
+    """The approval of a landed step branch's tip (``tip``) carried to the merge commit on the
+    target (at ``target``) that merged it with exactly its tree, when a run killed between its
+    merge (``--merge merge``) and ``carry_note`` left that commit without one: the target's tip
+    would fail the pre-push gate for ever, and a re-run finds the step done. What was carried,
+    as a line; None when nothing was missing."""
+    approved = read_review_note(ctx.root, tip)
+    if approved is None or approved.verdict != "approved":
+        return None
+    tree = git.tree_sha(ctx.root, tip)
+    for merge in git.merges_of(ctx.root, tip, target):
+        if read_review_note(ctx.root, merge) is None and git.tree_sha(ctx.root, merge) == tree:
+            agent = approved.agent.partition(" (")[0]
+            record_review(
+                ctx.root,
+                reviewed_sha=merge,
+                base_sha=approved.base_sha,
+                approved=True,
+                agent=f"{agent} (approved {tip[:12]}; {MERGE_HAS_TREE})",
+                threshold=approved.threshold,
+            )
+            return (
+                f"the approval of {tip[:12]} carried to its merge commit {merge[:12]} on "
+                f"{ctx.target} (the run that merged it ended before)"
+            )
+    return None
 
 
 def finish_landed(ctx: Context, step: int, tip: str) -> str:
@@ -68,6 +111,9 @@ def finish_landed(ctx: Context, step: int, tip: str) -> str:
         take_over(ctx, tree)  # StepLockedError when a lost run's processes survive
         remove_step_worktree(ctx, Workspace(tree, branch, tip))
     landed = f"step {step}'s work is on {ctx.target} already ({branch} at {tip[:12]})"
+    carried = carry_to_merges(ctx, step)
+    if carried is not None:
+        ctx.notices.append(carried)
     if committed_status(ctx, ctx.target_rev, step) is not None:  # the target's plan decides
         unmarked = f"{plan_in_repo(ctx)} as committed there does not mark it {DONE}"
         return f"{landed}, but {unmarked}; --force runs it again"

@@ -30,7 +30,7 @@ from gitflow_agents.chain.agents import (
 )
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.integrate import integrate, moved_on
-from gitflow_agents.chain.land import finish_landed
+from gitflow_agents.chain.land import carry_to_merges, finish_landed
 from gitflow_agents.chain.lander import Lander, MergeLander
 from gitflow_agents.chain.ready import SetupFailed, make_ready
 from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
@@ -79,6 +79,9 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
     done = done_where(ctx, step)
     if done is not None and not ctx.settings.force:
         reason = f"step {step} is already {DONE} {done}; --force runs it again"
+        carried = carry_to_merges(ctx, step) if _lands_here(ctx, lander) else None
+        if carried is not None:
+            ctx.notices.append(carried)
         rec.finish("skipped", int(ExitCode.OK), reason)
         return rec.result()
     refuse_foreign_checkout(ctx, branch_name(ctx.settings, ctx.plan.name, step))  # touch nothing

@@ -470,6 +470,13 @@ def is_ancestor(root: StrPath, ancestor: str, descendant: str) -> bool:
     return result.returncode == 0
 
 
+def merges_of(root: StrPath, sha: str, head: str) -> tuple[str, ...]:
+    """The merge commits between ``sha`` and ``head`` (``sha..head``) that have ``sha`` as a
+    parent, oldest first: where commit ``sha`` was merged."""
+    out = run_git(root, "rev-list", "--reverse", "--merges", "--parents", f"{sha}..{head}").stdout
+    return tuple(words[0] for words in map(str.split, out.splitlines()) if sha in words[1:])
+
+
 # --- run records: HEAD and exclude (used by runs/agent_run) ---
 
 

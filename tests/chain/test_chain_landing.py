@@ -266,3 +266,74 @@ def test_all_stops_after_the_step_that_moved_the_plan_and_says_where_it_is(repo:
     assert "specs/feature.md: no such file; main's commit" in out.stderr
     assert "moved it to docs/feature.md" in out.stderr
     assert [r["chain"]["outcome"] for r in results(repo)] == ["approved"]
+
+
+# --- killed between a merge commit and its approval (--merge merge) ---------------------------
+
+
+def _gate(repo: Path) -> int:
+    return call(repo, "hook", "gate", "main").returncode
+
+
+def test_a_merge_commit_left_without_its_approval_gets_it_from_the_next_run(
+    repo: Path, tmp_path: Path
+) -> None:
+    """``--merge merge`` carries the approval to the merge commit after it landed; a run killed
+    in between left the target's tip failing the pre-push gate, and the next run found the step
+    done and did nothing. Now that run carries it (one note), and the run after says nothing."""
+    configure(repo)
+    killed = run_cli(
+        "run", "specs/feature.md", "--step", "1", "--merge", "merge", "--quiet",
+        "--kill-grace", "0.2", cwd=repo, env=_git_that_kills_after_the_merge(tmp_path),
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr + killed.stdout
+    merge = main_sha(repo)
+    assert len(g.parents(repo, merge)) == 2 and step_status(repo, 1) == "✅"
+    assert g.read_note(repo, merge) is None and _gate(repo) == 1
+
+    again = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert f"carried to its merge commit {merge[:12]}" in again.stdout
+    assert _gate(repo) == 0 and main_sha(repo) == merge
+    note = json.loads(g.read_note(repo, merge) or "{}")
+    assert note["verdict"] == "approved" and note["reviewed_sha"] == merge
+
+    quiet = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert quiet.returncode == 0 and "carried" not in quiet.stdout
+
+
+def test_finishing_a_landing_also_carries_the_merge_commits_approval(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The same kill with a plan the target does not have: the next run writes the ✅ into the
+    user's copy and carries the approval to the merge commit."""
+    configure(repo)
+    _uncommitted_plan(repo)
+    killed = run_cli(
+        "run", "specs/feature.md", "--step", "1", "--merge", "merge", "--quiet",
+        "--kill-grace", "0.2", cwd=repo, env=_git_that_kills_after_the_merge(tmp_path),
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr + killed.stdout
+    assert _gate(repo) == 1
+    again = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert "written into specs/feature.md" in again.stdout and "carried" in again.stdout
+    assert step_status(repo, 1) == "✅" and _gate(repo) == 0
+
+
+def test_a_merge_commit_of_another_tree_gets_no_approval(repo: Path) -> None:
+    """A merge of the step branch whose tree is not the approved one (the target moved on, so
+    the merge brings more than was reviewed) is never given the step's approval."""
+    configure(repo)
+    done = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert done.returncode == 0, done.stderr + done.stdout
+    tip = git(repo, "rev-parse", "agents/feature/step-1").strip()
+    git(repo, "reset", "-q", "--hard", f"{tip}~2")  # main before the step landed
+    (repo / "other.txt").write_text("moved on\n")
+    git(repo, "add", "other.txt")
+    git(repo, "commit", "-q", "-m", "main moved on")
+    git(repo, "merge", "-q", "--no-ff", "-m", "a person's merge", tip)
+    assert _gate(repo) == 1
+    again = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert again.returncode == 0 and "carried" not in again.stdout
+    assert _gate(repo) == 1
