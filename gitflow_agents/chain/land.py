@@ -82,14 +82,9 @@ def carry_to_merge(ctx: Context, tip: str, target: str) -> str | None:
     tree = git.tree_sha(ctx.root, tip)
     for merge in git.merges_of(ctx.root, tip, target):
         if read_review_note(ctx.root, merge) is None and git.tree_sha(ctx.root, merge) == tree:
-            agent = approved.agent.partition(" (")[0]
-            record_review(
-                ctx.root,
-                reviewed_sha=merge,
-                base_sha=approved.base_sha,
-                approved=True,
-                agent=f"{agent} (approved {tip[:12]}; {MERGE_HAS_TREE})",
-                threshold=approved.threshold,
+            reviewers = approved.agent.partition(" (")[0]
+            _approve(
+                ctx, merge, approved.base_sha, reviewers, tip, MERGE_HAS_TREE, approved.threshold
             )
             return (
                 f"the approval of {tip[:12]} carried to its merge commit {merge[:12]} on "
@@ -182,13 +177,17 @@ def mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: R
 def carry_note(ctx: Context, ws: Workspace, review: ReviewRound, sha: str, why: str) -> None:
     """The round's approval, recorded on ``sha`` (a commit that adds nothing to review)."""
     reviewers = ",".join(run.agent for run in review.agents)
+    threshold = ctx.settings.threshold.value
+    _approve(ctx, sha, ws.base_sha, reviewers, review.reviewed_sha, why, threshold)
+
+
+def _approve(
+    ctx: Context, sha: str, base: str, reviewers: str, approved: str, why: str, threshold: str
+) -> None:
+    """An approval of ``sha`` carried from ``approved`` (``why``: what makes it the same)."""
+    agent = f"{reviewers} (approved {approved[:12]}; {why})"
     record_review(
-        ctx.root,
-        reviewed_sha=sha,
-        base_sha=ws.base_sha,
-        approved=True,
-        agent=f"{reviewers} (approved {review.reviewed_sha[:12]}; {why})",
-        threshold=ctx.settings.threshold.value,
+        ctx.root, reviewed_sha=sha, base_sha=base, approved=True, agent=agent, threshold=threshold
     )
 
 
