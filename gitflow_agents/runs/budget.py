@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -51,7 +52,15 @@ def _usd_hit(cap: Cap, spend: Spend, over: bool) -> bool:
     if cap.usd is None:
         return False
     cost = spend.cost_usd
-    return cap.usd == 0 or (cost is not None and (cost > cap.usd if over else cost >= cap.usd))
+    if cap.usd == 0 or cost is None:
+        return cap.usd == 0
+    return _more(cost, cap.usd) if over else not _more(cap.usd, cost)
+
+
+def _more(cost: float, limit: float) -> bool:
+    """Whether ``cost`` is more than ``limit``, beyond the rounding of adding binary fractions
+    (0.1 + 0.2 is 0.30000000000000004: $0.3 spent, not more than a $0.3 limit)."""
+    return cost > limit and not math.isclose(cost, limit, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _tokens_hit(cap: Cap, spend: Spend, over: bool) -> bool:
@@ -68,7 +77,7 @@ def _dollars(cost: float, limit: float | None) -> str:
     ``$0.0045``, not ``$0.004``); with more digits when that would show a cost over ``limit``
     as the limit itself (``$0.00324 of $0.003``, not ``$0.003 of $0.003``)."""
     text = f"${cost:.3f}" if cost >= 0.01 else dollars(cost)
-    if limit is not None and cost > limit and float(text[1:]) <= limit:
+    if limit is not None and _more(cost, limit) and float(text[1:]) <= limit:
         return f"${cost:.6g}"
     return text
 

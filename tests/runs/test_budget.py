@@ -41,6 +41,20 @@ def test_a_limit_is_reached_by_a_known_value_at_it_never_by_an_unknown_one() -> 
     assert not reached(Cap(), Spend(cost_usd=100.0))
 
 
+def test_a_sum_of_costs_at_the_limit_is_not_over_it_by_its_rounding() -> None:
+    """$0.1 + $0.2 spent against $0.3 is the limit reached, not gone over (the float sum is
+    0.30000000000000004): an agent that completed at it is within it; a cent more is over."""
+    cap, spent = Cap(usd=0.3), Spend(cost_usd=0.1 + 0.2)
+    assert spent.cost_usd is not None and spent.cost_usd > 0.3  # the rounding itself
+    assert reached(cap, spent) and not reached(cap, spent, over=True)
+    assert reached(cap, Spend(cost_usd=0.29999999999999993))  # below by rounding: reached
+    assert reached(cap, Spend(cost_usd=0.31), over=True)
+    assert reached(Cap(usd=0.018), Spend(cost_usd=0.018000000000000002)) and not reached(
+        Cap(usd=0.018), Spend(cost_usd=0.018000000000000002), over=True
+    )
+    assert message("step", spent, cap) == "budget: step spent $0.300 of $0.3 (tokens unknown)"
+
+
 def test_the_message_names_the_scope_and_the_numbers() -> None:
     spend = Spend(input_tokens=40_000, output_tokens=1_200, cost_usd=0.062)
     assert message("step", spend, Cap(usd=0.05)) == (
