@@ -312,6 +312,18 @@ def _next_launch(run: AgentRunner, outcome: Outcome, resumes: bool) -> tuple[Lau
     return again.launch, [path for path, _ in queued]
 
 
+def wait_ends(until: float, delay: float) -> str:
+    """When a wait ends, as a local time: ``19:55:59`` today, ``2026-11-29 19:55:59`` on
+    another day (a usage limit that resets in days), ``N s from now`` past what the clock
+    shows (a reset ages away)."""
+    try:
+        end, today = time.localtime(until), time.localtime()
+        same_day = end[:3] == today[:3]
+        return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", end)
+    except (OverflowError, OSError, ValueError):
+        return f"{delay:,.0f} s from now"
+
+
 def _wait(
     run: AgentRunner,
     delay: float,
@@ -327,10 +339,7 @@ def _wait(
     agent's."""
     until = time.time() + delay
     then = "continue its session" if resumes else "start again"
-    try:
-        shown = time.strftime("%H:%M:%S", time.localtime(until))
-    except (OverflowError, OSError, ValueError):  # a reset (and a total wait) ages away
-        shown = f"{delay:,.0f} s from now"
+    shown = wait_ends(until, delay)
     why = f"{reason}; waiting until {shown} to {then}"
     # the attempt's end is not the run's: it goes on (``status``: no endedAt, its TIME from
     # the first attempt's start)

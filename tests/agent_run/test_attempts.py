@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gitflow_agents.agent_run.attempts import Waits
+from gitflow_agents.agent_run.attempts import Waits, wait_ends
 from gitflow_agents.runs.slots import holders
 from tests.conftest import Cli, git, wait_until
 from tests.helpers.fake_claude import STDIN_TASK
@@ -422,6 +422,19 @@ def test_waits_follow_the_reset_else_back_off_within_the_total() -> None:
     assert Waits(1000).next(resets_at=5000.0, now=0.0) is None  # beyond the total: no wait
     past = Waits(1000, jitter=lambda: 1.0)
     assert past.next(resets_at=1.0, now=2.0) == 30.0  # a reset already passed: back off
+
+
+def test_a_wait_that_ends_on_another_day_names_its_date() -> None:
+    """`waiting until 19:55:59` read as today when the usage limit resets in two days."""
+    now = time.time()
+    later = now + 60
+    if time.localtime(later)[:3] == time.localtime(now)[:3]:  # not across midnight
+        assert wait_ends(later, 60) == time.strftime("%H:%M:%S", time.localtime(later))
+    in_two_days = now + 2 * 86400 + 3 * 3600
+    assert wait_ends(in_two_days, 0) == time.strftime(
+        "%Y-%m-%d %H:%M:%S", time.localtime(in_two_days)
+    )
+    assert wait_ends(1e300, 1e300).endswith(" s from now")
 
 
 SPAWN = (sys.executable, "-m", "gitflow_agents", "spawn")
