@@ -437,6 +437,8 @@ def print_result(result: Mapping[str, Any], *, as_json: bool, root: Path | None 
     if not reply:
         return
     parsed = reply_from_json(reply)
+    if parsed.status is ReplyStatus.COMPLETED and run_info["outcome"] != "succeeded":
+        return  # a reply saying completed under a run that did not (stopped, failed, waited out)
     print()
     print(format_reply(parsed, icons=sys.stdout.isatty()), end="")
     if parsed.status is ReplyStatus.NEEDS_INPUT:

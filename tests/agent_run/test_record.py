@@ -91,3 +91,21 @@ def test_a_reply_that_ends_in_a_json_event_line_is_an_event_stream(
     stdout: str, events: bool
 ) -> None:
     assert record._event_stream(stdout) is events
+
+
+def _printed(capsys: pytest.CaptureFixture[str], outcome: str, status: str) -> str:
+    reply = {"status": status, "summary": "API Error: 429", "structured": False}
+    run = {"runID": "r1", "agent": "a1", "outcome": outcome, "reason": "why", "reply": reply}
+    record.print_result({"run": run}, as_json=False)
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("outcome", ["rate_limited", "failed", "budget", "canceled"])
+def test_a_run_that_did_not_succeed_prints_no_reply_saying_completed(
+    capsys: pytest.CaptureFixture[str], outcome: str
+) -> None:
+    """`spawn` printed `Status: completed` (a reply guessed from an API error's text) under a
+    run that ended rate limited, failed or stopped; its own failed reply still shows."""
+    assert "API Error" not in _printed(capsys, outcome, "completed")
+    assert "API Error" in _printed(capsys, outcome, "failed")
+    assert "API Error" in _printed(capsys, "succeeded", "completed")
