@@ -232,6 +232,9 @@ class Attempts:
         used = run.job.session_before
         own: list[ParsedOutput | None] = []
         for outcome, resumed in zip(self._outcomes, self._resumed, strict=False):
+            if outcome.output is NOTHING_RAN:  # canceled before its process: nothing spent
+                own.append(NOTHING_RAN)
+                continue
             output, base = outcome.output, used if resumed else None
             mine = since(output, base) if output is not None and base is not None else output
             own.append(mine)
@@ -372,6 +375,12 @@ def _canceled_now(run: AgentRunner, cancel: threading.Event | None) -> bool:
     return (cancel is not None and cancel.is_set()) or run.paths.cancel.exists()
 
 
+NOTHING_RAN = AgentOutput(input_tokens=0, output_tokens=0, cached_tokens=0, cost_usd=0.0)
+"""What an attempt canceled before its process started used: nothing (known, not unknown:
+no model was called, so its record and the budget count 0, and no warning says its usage is
+unknown)."""
+
+
 def _canceled(run: AgentRunner, reason: str) -> Outcome:
     """The Outcome of a run canceled while no process of it ran, on record."""
     now = time.time()
@@ -387,6 +396,7 @@ def _canceled(run: AgentRunner, reason: str) -> Outcome:
         last_activity=now,
         pid=None,
         watcher="none",
+        output=NOTHING_RAN,
     )
 
 

@@ -528,6 +528,51 @@ def one_slot_agents(repo: Path, tmp_path: Path) -> None:
     git(repo, "commit", "-q", "-m", "flow")
 
 
+def test_a_run_canceled_while_it_waits_for_a_slot_spent_nothing_known(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """A run canceled while queued for its adapter's slot never started its CLI: its record
+    says it spent 0 tokens and $0 (known), and no warning says its usage is unknown."""
+    one_slot_agents(repo, tmp_path)
+    first = subprocess.Popen(
+        [*SPAWN, "first", "--flow", "f", "--task", "Hang.", "--quiet"],
+        cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    second = None
+    try:
+        runs = repo / "flows" / "f" / "runs"
+        wait_until(lambda: any(_state(p) == "running" for p in runs.glob("*/status.json")), 60)
+        second = subprocess.Popen(
+            [*SPAWN, "second", "--flow", "f", "--task", "Go.", "--budget-tokens", "100000"],
+            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        wait_until(lambda: any(_state(p) == "queued" for p in runs.glob("*/status.json")), 60)
+        [queued] = [p.parent for p in runs.glob("*/status.json") if _state(p) == "queued"]
+        assert cli.main("cancel", queued.name, cwd=repo).returncode == 0
+        out, err = second.communicate(timeout=60)
+        assert second.returncode == 3, out + err
+        assert "reported no usage" not in err, err
+        run = json.loads((queued / "result.json").read_text())["run"]
+        assert (run["inputTokens"], run["outputTokens"], run["costUsd"]) == (0, 0, 0.0)
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.kill()
+                proc.wait()
+        for path in (repo / "flows" / "f" / "runs").glob("*/status.json"):
+            pid = json.loads(path.read_text()).get("pid")
+            if pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, 9)  # the orphaned hanging agent
+
+
+def _state(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text()).get("state")
+    except (OSError, ValueError):
+        return None
+
+
 def test_a_slot_held_by_a_supervisor_killed_with_sigkill_is_free_again(
     repo: Path, tmp_path: Path, cli: Cli
 ) -> None:
