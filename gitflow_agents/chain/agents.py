@@ -65,6 +65,7 @@ class AgentRun:
     attempt: int = 1  # 2: run again after the first attempt got stuck
     earlier: tuple[AgentRun, ...] = ()  # the attempts before this one (a stuck one)
     review: Review | None = None  # a reviewer's review, read once (chain/review.py gates it)
+    left_out: tuple[str, ...] = ()  # nested repositories its commit left out (commit_work)
 
     @property
     def ok(self) -> bool:
@@ -89,6 +90,7 @@ class AgentRun:
             report=str(self.report) if self.report else None,
             duration_ms=round(self.duration * 1000),
             attempt=self.attempt,
+            left_out=self.left_out,
         )
 
 
@@ -285,6 +287,21 @@ def _reuse(ctx: Context, ws: Workspace, job: Job, files: ReportFiles) -> AgentRu
         report=success,
         duration=0.0,
         review=_read_review(ws, job, success),
+        left_out=meta.left_out,
+    )
+
+
+def left_out_line(agent_id: str, paths: Sequence[str]) -> str:
+    """The line a step's output and record give the nested repositories an agent's commit
+    left out (``git.commit_work``)."""
+    if len(paths) == 1:
+        return (
+            f"{agent_id}: left out of the commit: nested repository {paths[0]} (not a "
+            "submodule; add it with git submodule add to commit it)"
+        )
+    return (
+        f"{agent_id}: left out of the commit: nested repositories {', '.join(paths)} (not "
+        "submodules; add each with git submodule add to commit it)"
     )
 
 
@@ -318,6 +335,7 @@ class _Attempt:
         self.status, self.reason = "failed", "the agent did not finish"
         self.end_sha = job.start_sha
         self.own: stats.GitStats | None = None  # an implement / fix: its commit's statistics
+        self.left_out: tuple[str, ...] = ()  # nested repositories left out of its commit
         self.error: BaseException | None = None  # what prepare / finish raised
         self.run: AgentRun | None = None
 
@@ -415,14 +433,18 @@ class _Attempt:
             trailers = {TRAILER_RUN: self.run_id, TRAILER_AGENT: job.agent_id}
             if stopped:
                 message, trailers[TRAILER_STOPPED] = f"{message} (stopped: budget)", "budget"
-            committed = git.commit_all(
+            committed = git.commit_work(
                 ws.worktree,
+                job.start_sha,
                 message,
                 trailers=trailers,
                 exclude=ctx.exclude,
                 identity=ctx.commit_identity,
             )
-            self.end_sha = committed or _own_commits(ws.worktree, job.start_sha)
+            self.left_out = committed.left_out
+            if committed.left_out:
+                ctx.notices.append(left_out_line(job.agent_id, committed.left_out))
+            self.end_sha = committed.sha or _own_commits(ws.worktree, job.start_sha)
             leaked = git.paths_differing_between(
                 ws.worktree, job.start_sha, self.end_sha, ctx.protected
             )
@@ -443,6 +465,7 @@ class _Attempt:
             kind=job.kind,
             start_sha=job.start_sha,
             end_sha=self.end_sha,
+            left_out=self.left_out,
         )
 
     def _builtin_review(self) -> tuple[Status, str]:
@@ -479,6 +502,7 @@ class _Attempt:
             report=report,
             duration=time.monotonic() - self.started,
             review=review,
+            left_out=self.left_out,
         )
         if runner is None:
             return self.run

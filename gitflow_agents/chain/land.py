@@ -124,7 +124,18 @@ def finish_landed(ctx: Context, step: int, tip: str) -> str:
 
 
 def remove_step_worktree(ctx: Context, ws: Workspace) -> None:
-    """The landed step's work tree, and the per-plan folder of the work-tree cache if empty."""
+    """The landed step's work tree, and the per-plan folder of the work-tree cache if empty.
+    A work tree holding a nested repository an agent left (never committed:
+    ``git.commit_work``) is kept instead, with a note: it would go with the tree."""
+    nested = git.untracked_repositories(ws.worktree)
+    if nested:
+        noun = "nested repository" if len(nested) == 1 else "nested repositories"
+        ctx.notices.append(
+            f"the step's work tree {ws.worktree} is kept: it holds {noun} "
+            f"{', '.join(nested)}, left out of the commit (`gitflow-agents gc --force` "
+            "removes it)"
+        )
+        return
     git.remove_tool_worktree(ctx.root, ws.worktree, base=ctx.tool_root())
     with contextlib.suppress(OSError):
         ws.worktree.parent.rmdir()

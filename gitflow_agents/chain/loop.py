@@ -309,6 +309,9 @@ def _nothing(rec: StepRecord, run: AgentRun) -> Ending:
     review, so no reviewer runs and no note is written."""
     rec.failed_what = "nothing to review"
     what = "the step" if run.kind == "implement" else "what the review asked for"
+    if run.left_out:  # its only work was nested repositories, left out of its commit
+        noun = "nested repository" if len(run.left_out) == 1 else "nested repositories"
+        what += f" except {noun} {', '.join(run.left_out)}, left out of the commit"
     return Ending(
         "empty",
         int(ExitCode.REVISE),

@@ -24,7 +24,7 @@ from gitflow_agents.chain.workspace import Workspace, branch_name
 from gitflow_agents.git import queries as git
 from gitflow_agents.prompt import agent_dir, default_agent_id
 from gitflow_agents.runs import read_json
-from gitflow_agents.runs.fields import text
+from gitflow_agents.runs.fields import strings, text
 
 META_FILE = "chain.json"
 # on the commit of an agent's work when a budget stopped it: a re-run continues from it
@@ -39,14 +39,18 @@ class AgentMeta(NamedTuple):
     kind: str
     start_sha: str
     end_sha: str
+    left_out: tuple[str, ...] = ()  # nested repositories its commit left out
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "runID": self.run_id,
             "kind": self.kind,
             "startSha": self.start_sha,
             "endSha": self.end_sha,
         }
+        if self.left_out:
+            data["leftOut"] = list(self.left_out)
+        return data
 
 
 def stopped_at(ctx: Context, tip: str) -> bool:
@@ -67,7 +71,8 @@ def read_meta(folder: Path) -> AgentMeta | None:
     start, end = text(data, "startSha"), text(data, "endSha")
     if start is None or end is None:
         return None
-    return AgentMeta(text(data, "runID") or "", text(data, "kind") or "", start, end)
+    left_out = tuple(strings(data, "leftOut"))
+    return AgentMeta(text(data, "runID") or "", text(data, "kind") or "", start, end, left_out)
 
 
 def agent_files(ctx: Context, agent: str, agent_id: str) -> tuple[Path, Path, Path, Path]:
@@ -86,9 +91,19 @@ def completed_meta(folder: Path, success: Path, start_sha: str, root: Path) -> A
     return meta
 
 
-def write_meta(folder: Path, *, run_id: str, kind: str, start_sha: str, end_sha: str) -> None:
-    """Record that the agent completed: from which commit it started, at which it ended."""
-    write_json_atomic(folder / META_FILE, AgentMeta(run_id, kind, start_sha, end_sha).to_json())
+def write_meta(
+    folder: Path,
+    *,
+    run_id: str,
+    kind: str,
+    start_sha: str,
+    end_sha: str,
+    left_out: tuple[str, ...] = (),
+) -> None:
+    """Record that the agent completed: from which commit it started, at which it ended (and
+    the nested repositories its commit left out)."""
+    meta = AgentMeta(run_id, kind, start_sha, end_sha, left_out)
+    write_json_atomic(folder / META_FILE, meta.to_json())
 
 
 def set_aside(folder: Path, paths: Sequence[Path]) -> None:

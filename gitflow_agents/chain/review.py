@@ -282,7 +282,9 @@ def _focus(review: Review, paths: Sequence[str]) -> Review:
 def _untouched(ws: Workspace, head: str) -> str:
     """Reviewers must not change the work tree: '' when they did not, else why not approved
     (changes are discarded so the next agent starts from the reviewed commit)."""
-    now, dirty = git.head_and_dirty(ws.worktree)
+    # a nested repository is never committed (git.commit_work): not a change to the review's
+    # work, and discarding keeps it (an implementer's or fixer's left out, one a reviewer cloned)
+    now, dirty = git.head_and_dirty(ws.worktree, nested=False)
     moved = now != head
     if not moved and not dirty:
         return ""

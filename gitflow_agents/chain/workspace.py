@@ -34,7 +34,7 @@ class Workspace:
 def reset_unless_clean(ws: Workspace, sha: str) -> None:
     """Reset the work tree to ``sha`` and drop untracked files (``git.discard_changes``) unless
     it is already clean at ``sha``: what a crashed attempt left never reaches the next agent."""
-    head, dirty = git.head_and_dirty(ws.worktree)
+    head, dirty = git.head_and_dirty(ws.worktree, nested=False)  # git clean keeps those
     if head != sha or dirty:
         git.discard_changes(ws.worktree, sha)
 

@@ -56,13 +56,14 @@ if TYPE_CHECKING:
     from gitflow_agents.git.remote import remote_heads as remote_heads
     from gitflow_agents.git.remote import remote_url as remote_url
     from gitflow_agents.git.remote import unreachable as unreachable
+    from gitflow_agents.git.worktree import Committed as Committed
     from gitflow_agents.git.worktree import WorktreeMerge as WorktreeMerge
     from gitflow_agents.git.worktree import add_worktree as add_worktree
     from gitflow_agents.git.worktree import branch_sha as branch_sha
     from gitflow_agents.git.worktree import check_branch_name as check_branch_name
-    from gitflow_agents.git.worktree import commit_all as commit_all
     from gitflow_agents.git.worktree import commit_paths as commit_paths
     from gitflow_agents.git.worktree import commit_trailers as commit_trailers
+    from gitflow_agents.git.worktree import commit_work as commit_work
     from gitflow_agents.git.worktree import conflict_markers as conflict_markers
     from gitflow_agents.git.worktree import create_branch as create_branch
     from gitflow_agents.git.worktree import delete_branch as delete_branch
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
     from gitflow_agents.git.worktree import set_branch as set_branch
     from gitflow_agents.git.worktree import tool_worktree_root as tool_worktree_root
     from gitflow_agents.git.worktree import untracked_paths as untracked_paths
+    from gitflow_agents.git.worktree import untracked_repositories as untracked_repositories
     from gitflow_agents.git.worktree import work_tree_top as work_tree_top
     from gitflow_agents.git.worktree import worktree_of_branch as worktree_of_branch
     from gitflow_agents.git.worktree import worktrees as worktrees

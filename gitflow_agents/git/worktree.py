@@ -52,10 +52,11 @@ def ensure_info_exclude(root: Path, patterns: Sequence[str], *, common: Path | N
 # --- branches and work trees ---------------------------------------------------------------
 
 
-def _stage_all(root: Path, exclude: Sequence[str]) -> None:
-    """``git add -A``, then unstage anything under ``exclude`` again (an exclude pathspec on
-    ``add`` itself fails when the path is also ignored, as the flow dir is)."""
-    run_git(root, "add", "-A", "--", ".")
+def _stage_all(root: Path, exclude: Sequence[str], nested: Sequence[str] = ()) -> None:
+    """``git add -A`` except the untracked nested repositories ``nested``, then unstage
+    anything under ``exclude`` again (an exclude pathspec on ``add`` itself fails when the path
+    is also ignored, as the flow dir is; a nested repository is not ignored: git lists it)."""
+    run_git(root, "add", "-A", "--", ".", *(f":(exclude,literal){path}" for path in nested))
     if exclude:
         run_git(root, "reset", "--quiet", "--", *(e.strip("/") for e in exclude))
 
@@ -252,9 +253,12 @@ def dirty_paths(worktree: Path) -> tuple[str, ...]:
     return _status(worktree)[1]
 
 
-def head_and_dirty(worktree: Path) -> tuple[str | None, tuple[str, ...]]:
-    """HEAD's commit (None before the first) and ``dirty_paths`` from one ``git status``."""
-    return _status(worktree, "--branch", "--no-ahead-behind")
+def head_and_dirty(worktree: Path, *, nested: bool = True) -> tuple[str | None, tuple[str, ...]]:
+    """HEAD's commit (None before the first) and ``dirty_paths`` from one ``git status``;
+    ``nested`` False: without untracked nested repositories (``commit_work`` leaves them out
+    of every commit and ``discard_changes`` keeps them: they are not the work's)."""
+    head, paths = _status(worktree, "--branch", "--no-ahead-behind")
+    return head, paths if nested else tuple(p for p in paths if not p.endswith("/"))
 
 
 # Fields before the path in a ``git status --porcelain=v2`` entry: changed, renamed or copied
@@ -278,7 +282,8 @@ def _status(worktree: Path, *extra: str) -> tuple[str | None, tuple[str, ...]]:
 
 
 def discard_changes(worktree: Path, sha: str) -> None:
-    """Reset a *tool-owned* work tree to ``sha`` and drop untracked files (ignored ones stay).
+    """Reset a *tool-owned* work tree to ``sha`` and drop untracked files (ignored ones stay, and
+    nested repositories: ``git clean`` keeps them without a second ``--force``).
 
     UsageError, before anything changes, for any other work tree (see ``require_tool_worktree``)."""
     require_tool_worktree(worktree, "reset and clean")
@@ -286,21 +291,119 @@ def discard_changes(worktree: Path, sha: str) -> None:
     run_git(worktree, "clean", "-d", "--force", "--quiet")
 
 
-def commit_all(
+class Committed(NamedTuple):
+    """What ``commit_work`` did: the new commit (None: nothing to commit) and the nested
+    repositories it left out of it, sorted."""
+
+    sha: str | None
+    left_out: tuple[str, ...] = ()
+
+
+def commit_work(
     worktree: Path,
+    start: str,
     message: str,
     *,
     trailers: Mapping[str, str] | None = None,
     exclude: Sequence[str] = (),
     identity: Mapping[str, str] | None = None,
-) -> str | None:
-    """Stage every change in ``worktree`` except ``exclude`` (and ignored files) and commit it
-    with ``trailers`` (as ``identity``, ``GIT_AUTHOR_*``/``GIT_COMMITTER_*``, when given); the
-    new sha, or None when there was nothing to commit."""
-    _stage_all(worktree, exclude)
-    if run_git(worktree, "diff", "--cached", "--quiet", check=False).returncode == 0:
-        return None
-    return _commit(worktree, message, trailers, (), "cannot commit the agent's changes", identity)
+) -> Committed:
+    """Commit an agent's work in ``worktree``, which it started at commit ``start``: every
+    change except ``exclude`` (and ignored files), with ``trailers`` (as ``identity``,
+    ``GIT_AUTHOR_*``/``GIT_COMMITTER_*``, when given).
+
+    A nested repository (a folder with a ``.git`` of its own: a clone, ``git init``) that the
+    ``.gitmodules`` being committed does not register is left out: ``git add -A`` would record
+    it as a gitlink with no URL (clones get a dangling entry) that the reviewed diff does not
+    show. It stays in the work tree as it is. A gitlink the agent staged or committed itself
+    since ``start`` (new, or at another commit) is put back as ``start`` has it, so when its
+    own commits held nothing else the branch goes back to ``start`` (``git reset --soft``: the
+    work tree is not touched). A submodule ``.gitmodules`` registers (``git submodule add``)
+    is committed as any change."""
+    untracked = untracked_repositories(worktree)
+    _stage_all(worktree, exclude, untracked)
+    registered = _submodule_paths(worktree)
+    left_out = {path for path in untracked if path not in registered}
+    for path in (p for p in untracked if p in registered):  # listed, but not added yet
+        if run_git(worktree, "add", "--", _literal(path), check=False).returncode != 0:
+            left_out.add(path)  # a repository without a commit: there is nothing to record
+    moved = [path for path in _gitlinks_since(worktree, start) if path not in registered]
+    if moved:
+        run_git(worktree, "reset", "--quiet", start, "--", *map(_literal, moved))
+        left_out.update(moved)
+    found = tuple(sorted(left_out))
+    tree = run_git(worktree, "write-tree").stdout.strip()
+    head = run_git(worktree, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
+    head_sha = head.stdout.strip() if head.returncode == 0 else None
+    if moved and head_sha not in (None, start) and tree == _tree_of(worktree, start):
+        ancestor = run_git(worktree, "merge-base", "--is-ancestor", start, "HEAD", check=False)
+        if ancestor.returncode == 0:  # its own commits held only what was taken out again
+            run_git(worktree, "reset", "--quiet", "--soft", start)
+            return Committed(None, found)
+    if head_sha is not None and tree == _tree_of(worktree, head_sha):
+        return Committed(None, found)
+    sha = _commit(worktree, message, trailers, (), "cannot commit the agent's changes", identity)
+    return Committed(sha, found)
+
+
+def _literal(path: str) -> str:
+    """``path`` as a pathspec that matches it exactly (``queries.literal_pathspecs``)."""
+    return f":(literal){path}"
+
+
+def _tree_of(worktree: Path, rev: str) -> str:
+    return run_git(worktree, "rev-parse", "--verify", f"{rev}^{{tree}}").stdout.strip()
+
+
+def untracked_repositories(worktree: Path) -> tuple[str, ...]:
+    """Untracked, not ignored nested repositories in ``worktree`` (paths from its top, no
+    trailing slash): the folders ``git status`` lists whole, as it lists only those when asked
+    for every untracked file. Empty when git cannot tell (no such work tree)."""
+    args = ("status", "--porcelain=v2", "-z", "--untracked-files=all")
+    out = run_git(worktree, *args, check=False).stdout
+    return tuple(
+        entry[2:].rstrip("/")
+        for entry in out.split("\0")
+        if entry.startswith("? ") and entry.endswith("/")
+    )
+
+
+def _submodule_paths(worktree: Path) -> set[str]:
+    """The paths the staged ``.gitmodules`` registers as submodules (none without one, or when
+    git cannot read it)."""
+    args = ("config", "-z", "--blob", ":.gitmodules", "--get-regexp", r"^submodule\..*\.path$")
+    result = run_git(worktree, *args, check=False)
+    if result.returncode != 0:
+        return set()
+    entries = (entry.partition("\n")[2] for entry in result.stdout.split("\0"))
+    return {path.strip("/") for path in entries if path.strip("/")}
+
+
+def _gitlinks_since(worktree: Path, start: str) -> list[str]:
+    """The staged gitlinks that ``start`` does not have as they are: new, at another commit, or
+    in place of a file. One a merge in progress brings as its other side has it (the target
+    merged into a step branch: ``merge_in_worktree``) is not the agent's."""
+    args = ("diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames")
+    out = run_git(worktree, *args, "--ignore-submodules=none", start, "--").stdout
+    parts = out.split("\0")
+    found: dict[str, str] = {}
+    for index in range(0, len(parts) - 1, 2):
+        fields = parts[index].split()  # ":old-mode new-mode old-sha new-sha status"
+        if len(fields) >= 4 and fields[1] == "160000":
+            found[parts[index + 1]] = fields[3]
+    if not found:
+        return []
+    merging = run_git(worktree, "rev-parse", "--verify", "--quiet", "MERGE_HEAD", check=False)
+    if merging.returncode == 0:
+        other = merging.stdout.strip()
+        listed = run_git(worktree, "ls-tree", "-z", other, "--", *map(_literal, found)).stdout
+        theirs = {
+            entry.partition("\t")[2]: entry.partition("\t")[0].split()[-1]
+            for entry in listed.split("\0")
+            if entry
+        }
+        found = {path: sha for path, sha in found.items() if theirs.get(path) != sha}
+    return list(found)
 
 
 def commit_paths(

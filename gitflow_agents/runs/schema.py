@@ -51,9 +51,13 @@ class AgentEntry:
     report: str | None
     duration_ms: int | None
     attempt: int = 1
+    left_out: tuple[str, ...] = ()  # nested repositories its commit left out (none: no key)
 
     def to_json(self) -> dict[str, Any]:
-        return camel_json(self, run_id="runID")  # result.json's spelling (seed 001)
+        data = camel_json(self, run_id="runID")  # result.json's spelling (seed 001)
+        if not self.left_out:
+            del data["leftOut"]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AgentEntry:
@@ -70,6 +74,7 @@ class AgentEntry:
             report=text(data, "report"),
             duration_ms=integer(data, "durationMs"),
             attempt=integer(data, "attempt") or 1,
+            left_out=tuple(strings(data, "leftOut")),
         )
 
 

@@ -216,23 +216,25 @@ def test_decorated_or_fenced_marker_is_not_approved(repo: Path, mode: str) -> No
     assert [a["kind"] for a in result["chain"]["agents"]] == ["implement", "review"]
 
 
-def test_a_nested_repository_the_implementer_leaves_counts_as_a_changed_file(repo: Path) -> None:
-    """The commit records a nested repository (a cloned dependency) as a gitlink: the step's
-    line, its record, the history and the report count it as git does, one file, named."""
-    configure(repo, implementer="nested")
+def test_a_submodule_the_implementer_adds_counts_as_a_changed_file(repo: Path) -> None:
+    """The commit records a submodule (``git submodule add``) as a gitlink: the step's record,
+    its history and the report count it as git does, one file, named. (A nested repository no
+    ``.gitmodules`` registers is left out of the commit: tests/chain/test_nested_repositories.py.)"""
+    configure(repo, implementer="submodule")
     out = run(repo, "--step", "1")
     assert out.returncode == 0, out.stderr + out.stdout
     assert git(repo, "ls-tree", "main^", "vendor-lib").startswith("160000 commit ")
-    assert "[1 file changed, +1 -0, 1 new, 1 commit]" in out.stdout
+    assert "[6 files changed, +7 -0, 4 new, 1 binary, 1 commit]" in out.stdout
     [result] = results(repo)
     data = result["gitStats"]
-    assert data["filesChanged"] == 1 and data["newFiles"] == ["vendor-lib"]
-    assert data["files"][0]["gitlink"] is True and result["changedFiles"] == ["vendor-lib"]
-    assert "; git: 1 file changed, +1 -0, 1 new, 1 commit" in result["run"]["historyLine"]
-    assert "1 file, +1 -0" in call(repo, "history").stdout
+    [stat] = [f for f in data["files"] if f["path"] == "vendor-lib"]
+    assert stat["gitlink"] is True and (stat["added"], stat["deleted"]) == (1, 0)
+    assert {".gitmodules", "vendor-lib"} <= set(result["changedFiles"])
+    assert (
+        "; git: 6 files changed, +7 -0, 4 new, 1 binary, 1 commit" in result["run"]["historyLine"]
+    )
     report = (repo / "flows/feature/agents/step-01-builder/report.complete.md").read_text()
     assert "| `vendor-lib` | 1 | 0 | new, nested repository (gitlink) |" in report
-    assert "| **1 file** | **1** | **0** | |" in report and "No files changed" not in report
 
 
 def test_crashing_implementer_exits_3_and_still_writes_the_record(repo: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -82,10 +83,11 @@ def test_without_exclude_the_artifacts_would_count(repo: Path) -> None:
 def test_range_stats_and_commits_between(repo: Path) -> None:
     base = _base(repo)
     _change_worktree(repo)
-    sha = git.commit_all(repo, "step 1", trailers={"Gitflow-Agents-Run": "r-1"}, exclude=("flows",))
+    trailers = {"Gitflow-Agents-Run": "r-1"}
+    sha = git.commit_work(repo, base, "step 1", trailers=trailers, exclude=("flows",)).sha
     assert sha is not None
     (repo / "more.txt").write_text("m\n")
-    second = git.commit_all(repo, "step 1 (fix)", exclude=("flows",))
+    second = git.commit_work(repo, sha, "step 1 (fix)", exclude=("flows",)).sha
     assert second is not None
     commits = git.commits_between(repo, base, second)
     assert [c.subject for c in commits] == ["step 1", "step 1 (fix)"]
@@ -96,7 +98,15 @@ def test_range_stats_and_commits_between(repo: Path) -> None:
     # the artifact was never committed; the trailer was
     assert "flows/f/runs/worker.log" not in run_git(repo, "ls-tree", "-r", "--name-only", second)
     assert git.commit_trailers(repo, sha) == {"Gitflow-Agents-Run": "r-1"}
-    assert git.commit_all(repo, "nothing", exclude=("flows",)) is None
+    assert git.commit_work(repo, second, "nothing", exclude=("flows",)) == (None, ())
+
+
+def _commit_everything(repo: Path, message: str) -> str:
+    """``git add -A`` and commit, as a user (or an agent) would: a nested repository becomes a
+    gitlink."""
+    run_git(repo, "add", "-A")
+    run_git(repo, "commit", "-q", "-m", message)
+    return run_git(repo, "rev-parse", "HEAD").strip()
 
 
 def _nested_repo(path: Path, text: str) -> None:
@@ -115,15 +125,13 @@ def test_a_nested_repository_committed_as_a_gitlink_counts_as_one_file(repo: Pat
     count it as git's ``--numstat`` does (+1 added, +1 -1 moved on, -1 removed), flagged."""
     base = _base(repo)
     _nested_repo(repo / "vendor-lib", "one\n")
-    added = git.commit_all(repo, "vendor it", exclude=("flows",))
-    assert added is not None
+    added = _commit_everything(repo, "vendor it")
     assert run_git(repo, "ls-tree", added, "vendor-lib").startswith("160000 commit ")
     [stat] = diff_stats(repo, base, added)
     assert (stat.path, stat.status, stat.added, stat.deleted) == ("vendor-lib", "A", 1, 0)
     assert stat.gitlink and not stat.binary
     _nested_repo(repo / "vendor-lib", "two\n")
-    moved = git.commit_all(repo, "bump it", exclude=("flows",))
-    assert moved is not None
+    moved = _commit_everything(repo, "bump it")
     [stat] = diff_stats(repo, added, moved)
     assert (stat.path, stat.status, stat.added, stat.deleted, stat.gitlink) == (
         "vendor-lib",
@@ -155,11 +163,91 @@ def test_work_tree_stats_count_a_new_nested_repository_but_not_its_uncommitted_e
     _nested_repo(repo / "vendor-lib", "one\n")
     [stat] = diff_stats(repo, base, exclude=("flows",))
     assert (stat.path, stat.status, stat.added, stat.gitlink) == ("vendor-lib", "A", 1, True)
-    committed = git.commit_all(repo, "vendor it", exclude=("flows",))
-    assert committed is not None
+    committed = _commit_everything(repo, "vendor it")
     (repo / "vendor-lib" / "lib.py").write_text("edited, not committed\n")
     (repo / "vendor-lib" / "untracked.py").write_text("x\n")
     assert diff_stats(repo, committed, exclude=("flows",)) == ()
+
+
+def _gitlinks(repo: Path, rev: str) -> list[str]:
+    out = run_git(repo, "ls-tree", "-r", rev)
+    return [line.split("\t", 1)[1] for line in out.splitlines() if line.startswith("160000 ")]
+
+
+def test_commit_work_leaves_out_a_nested_repository_and_keeps_it_on_disk(repo: Path) -> None:
+    """A nested repository no ``.gitmodules`` registers is not staged (``git add -A`` would
+    record a gitlink with no URL): the rest is committed, the folder stays as it was, and the
+    result names it; a second one without a commit (``git init`` alone, which makes
+    ``git add -A`` fail) too."""
+    base = _base(repo)
+    _nested_repo(repo / "vendor lib", "one\n")
+    run_git(repo, "init", "-q", str(repo / "scratch"))
+    (repo / "new.py").write_text("x = 1\n")
+    committed = git.commit_work(repo, base, "work", exclude=("flows",))
+    assert committed.left_out == ("scratch", "vendor lib") and committed.sha is not None
+    assert run_git(repo, "ls-tree", "-r", "--name-only", committed.sha).split() == [
+        "README.md",
+        "docs/old.md",
+        "keep.txt",
+        "new.py",
+    ]
+    assert (repo / "vendor lib" / "lib.py").read_text() == "one\n"
+    assert (repo / "scratch" / ".git").is_dir()
+    assert run_git(repo, "diff", "--cached", "--name-only") == ""
+    # nothing else to commit: the same answer again, no commit
+    assert git.commit_work(repo, committed.sha, "again") == (None, ("scratch", "vendor lib"))
+    assert git.head_and_dirty(repo, nested=False) == (committed.sha, ())
+    assert set(git.head_and_dirty(repo)[1]) == {"scratch/", "vendor lib/"}
+
+
+def test_commit_work_with_only_a_nested_repository_commits_nothing(repo: Path) -> None:
+    base = _base(repo)
+    _nested_repo(repo / "vendor-lib", "one\n")
+    assert git.commit_work(repo, base, "vendor it") == (None, ("vendor-lib",))
+    assert run_git(repo, "rev-parse", "HEAD").strip() == base
+
+
+def test_commit_work_takes_a_gitlink_the_agent_committed_out_again(repo: Path) -> None:
+    """A gitlink the agent committed itself since it started (new, or moved to another commit)
+    is put back as the start has it by the commit; when its commits held nothing else, the
+    branch goes back to the start (the files stay)."""
+    base = _base(repo)
+    _nested_repo(repo / "vendor-lib", "one\n")
+    (repo / "new.py").write_text("x = 1\n")
+    own = _commit_everything(repo, "agent's own")
+    assert _gitlinks(repo, own) == ["vendor-lib"]
+    committed = git.commit_work(repo, base, "step 1")
+    assert committed.left_out == ("vendor-lib",) and committed.sha is not None
+    assert run_git(repo, "rev-parse", f"{committed.sha}^").strip() == own
+    assert _gitlinks(repo, committed.sha) == []
+    assert "new.py" in run_git(repo, "ls-tree", "--name-only", committed.sha).split()
+    assert (repo / "vendor-lib" / "lib.py").is_file()
+    # only gitlinks in its own commit (vendor-lib, still there, too): back to where it
+    # started, the folders kept
+    _nested_repo(repo / "other", "two\n")
+    _commit_everything(repo, "agent's own, gitlinks alone")
+    start = committed.sha
+    assert git.commit_work(repo, start, "step 1 (fix)") == (None, ("other", "vendor-lib"))
+    assert run_git(repo, "rev-parse", "HEAD").strip() == start
+    assert (repo / "other" / "lib.py").is_file() and (repo / "vendor-lib" / "lib.py").is_file()
+
+
+def test_commit_work_commits_a_submodule_gitmodules_registers(repo: Path, tmp_path: Path) -> None:
+    """``git submodule add``: registered in the staged ``.gitmodules``, committed as before;
+    moved to another commit later, committed again."""
+    base = _base(repo)
+    source = tmp_path / "lib-source"
+    _nested_repo(source, "one\n")
+    run_git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(source), "lib")
+    committed = git.commit_work(repo, base, "add the submodule")
+    assert committed.left_out == () and committed.sha is not None
+    assert _gitlinks(repo, committed.sha) == ["lib"]
+    assert "path = lib" in run_git(repo, "show", f"{committed.sha}:.gitmodules")
+    _nested_repo(repo / "lib", "two\n")  # a new commit in the submodule
+    moved = git.commit_work(repo, committed.sha, "bump it")
+    assert moved.left_out == () and moved.sha is not None
+    [stat] = diff_stats(repo, committed.sha, moved.sha)
+    assert (stat.path, stat.status, stat.gitlink) == ("lib", "M", True)
 
 
 def test_ensure_info_exclude_is_idempotent(repo: Path) -> None:
@@ -269,3 +357,23 @@ def test_merge_conflict_is_refused_without_touching_anything(repo: Path) -> None
         git.merge_into(repo, "main", sha, mode="merge", message="m")
     assert run_git(repo, "rev-parse", "main").strip() == before
     assert run_git(repo, "status", "--porcelain") == ""
+
+
+def test_commit_work_keeps_a_gitlink_a_merge_in_progress_brings(repo: Path) -> None:
+    """The target merged into a step branch (a conflict an agent resolves) may bring a gitlink
+    the target has (an earlier version committed nested repositories): the merge's other side,
+    not the agent's, so the commit completing the merge keeps it as the target has it."""
+    base = _base(repo)
+    run_git(repo, "checkout", "-q", "-b", "step")
+    (repo / "step.txt").write_text("step\n")
+    start = _commit_everything(repo, "the step")
+    run_git(repo, "checkout", "-q", "main")
+    _nested_repo(repo / "vendor-lib", "one\n")
+    target = _commit_everything(repo, "a gitlink landed on the target")
+    shutil.rmtree(repo / "vendor-lib")
+    run_git(repo, "checkout", "-q", "step")
+    run_git(repo, "merge", "-q", "--no-commit", "--no-ff", target)
+    committed = git.commit_work(repo, start, "merge the target")
+    assert committed.left_out == () and committed.sha is not None
+    assert _gitlinks(repo, committed.sha) == ["vendor-lib"] == _gitlinks(repo, target)
+    assert run_git(repo, "rev-parse", f"{committed.sha}^2").strip() == target != base
