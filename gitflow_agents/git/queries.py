@@ -317,7 +317,7 @@ def literal_pathspecs(paths: Iterable[str]) -> tuple[str, ...]:
 
 
 _FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M")
-DIFF_FLAGS = (*_FLAGS, "--ignore-submodules")  # what is reviewed: no gitlinks (decisions 18)
+DIFF_FLAGS = (*_FLAGS, "--ignore-submodules")  # the builtin's content: no gitlinks (decisions 18)
 STATS_FLAGS = (*_FLAGS, "--ignore-submodules=dirty")
 """What the statistics count: every gitlink (a submodule or a nested repository ``git add -A``
 recorded) whose commit changes, as git's own ``--numstat`` counts it (+1, +1 -1, -1), but not a
@@ -338,8 +338,12 @@ def unstaged(root: StrPath, paths: Iterable[str]) -> list[str]:
 
 
 def numstat(root: StrPath, spec: DiffSpec) -> dict[str, tuple[int | None, int | None]]:
-    """(added, deleted) per new path; None for binary files (git prints ``-``)."""
-    out = run_git(root, "diff", *DIFF_FLAGS, "--numstat", "-z", *spec.args(), *spec.limit()).stdout
+    """(added, deleted) per new path; None for binary files (git prints ``-``). A gitlink
+    whose commit changed counts as the statistics count it (``STATS_FLAGS``): this is the
+    change's file list (an incremental review's files and diff command, ``review.exclude``'s
+    scope), and a reviewer must be shown a submodule the change adds or moves."""
+    args = ("diff", *STATS_FLAGS, "--numstat", "-z", *spec.args(), *spec.limit())
+    out = run_git(root, *args).stdout
     return diffparse.parse_numstat(out)
 
 

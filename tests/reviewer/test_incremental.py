@@ -184,3 +184,45 @@ def test_follow_takes_a_renamed_file_s_findings_to_its_new_path() -> None:
     carried, touched = follow([moved, changed], {"old.py": ((2, 1, 2, 1),)}, {"old.py": "new.py"})
     assert [(f.file, f.line) for f in carried] == [("new.py", 9)]
     assert [(f.file, f.line) for f in touched] == [("old.py", 2)]
+
+
+def test_a_submodule_added_since_the_last_review_is_in_the_incremental_diff(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A fix that adds a submodule (``git submodule add``: ``.gitmodules`` and a gitlink) or
+    moves one to another commit: the incremental review's files and its diff command name the
+    gitlink too, so the reviewer sees its ``Subproject commit`` line, not ``.gitmodules`` alone
+    (the file lists left gitlinks out)."""
+    from gitflow_agents.reviewer.agent import incremental_intro
+    from gitflow_agents.reviewer.incremental import Earlier, Prior, decide
+
+    def commit(message: str) -> str:
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", message)
+        return git(repo, "rev-parse", "HEAD").strip()
+
+    source = tmp_path / "lib-source"
+    git(tmp_path, "init", "-q", str(source))
+    (source / "lib.py").write_text("one\n")
+    git(source, "add", "lib.py")
+    git(source, "commit", "-q", "-m", "one")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "app.py").write_text("app = 1\n")
+    reviewed = commit("the step")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(source), "lib")
+    head = commit("the fix adds a submodule")
+    earlier = Earlier(Prior(reviewed, base, AGENT))
+    scope = decide(repo, base, head, AGENT, earlier)
+    assert scope.kind == "incremental"
+    assert set(scope.new_files) == {".gitmodules", "lib"}
+    assert set(scope.files) == {".gitmodules", "app.py", "lib"}
+    intro = incremental_intro(scope, base, head)
+    command = next(line for line in intro.splitlines() if f"git diff {reviewed}" in line)
+    assert "':(literal)lib'" in command
+    shown = git(repo, "diff", reviewed, head, "--", ":(literal).gitmodules", ":(literal)lib")
+    assert "+Subproject commit " in shown
+    (repo / "lib" / "lib.py").write_text("two\n")
+    git(repo / "lib", "commit", "-q", "-am", "two")
+    moved = commit("the next fix moves it")
+    scope = decide(repo, base, moved, AGENT, Earlier(Prior(head, base, AGENT)))
+    assert scope.new_files == ("lib",)
