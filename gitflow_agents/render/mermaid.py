@@ -38,7 +38,7 @@ _MAX_ROUNDS = 100
 # Not ":": Mermaid drops the last ";" of a line holding "style" or "classDef", ":" and "#"
 # (its own entity pre-pass), which would spoil an entity code; ours never write one there.
 _SAFE = frozenset(" .,-_/+=!?*")
-_SLOW = frozenset({"stuck", "timeout"})
+_SLOW = frozenset({"stuck", "timeout", "canceled"})  # drawn yellow (docs/chains.md, "History")
 _CLASSES = (
     "classDef ok fill:#dafbe1,stroke:#1a7f37,color:#1f2328",
     "classDef warn fill:#fff8c5,stroke:#9a6700,color:#1f2328",

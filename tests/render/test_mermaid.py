@@ -9,6 +9,8 @@ node, edge, click, style or directive, and to never close the ```mermaid fence.
 
 from __future__ import annotations
 
+import json
+
 import re
 
 import pytest
@@ -251,6 +253,18 @@ def test_an_implement_run_that_succeeded_is_green_and_a_failed_one_red() -> None
     run = {"kind": "implement", "agentId": "builder", "status": "succeeded"}
     assert "]:::ok" in single_run_flowchart({"status": "succeeded", "run": run})
     assert "]:::bad" in single_run_flowchart({"run": {**run, "status": "failed"}})
+
+
+def test_a_canceled_agent_run_is_yellow_as_the_docs_say_not_red() -> None:
+    """docs/chains.md, "History": yellow for a stuck or timed-out agent and a canceled run."""
+    run = {"kind": "implement", "agentId": "builder", "status": "canceled"}
+    assert "]:::warn" in single_run_flowchart({"run": run})
+    case = CASES["stuck_retry_then_reviewer_crash"]
+    result = json.loads(json.dumps(case.result))
+    for agent in result["chain"]["agents"]:
+        agent["status"], agent["reason"] = "canceled", "interrupted (SIGTERM)"
+    text = step_flowchart(result)
+    assert "CANCELED#58; interrupted" in text and "]:::bad" not in text  # the agents
 
 
 def test_the_markdown_block_is_one_mermaid_fence_holding_the_chart() -> None:
