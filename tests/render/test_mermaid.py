@@ -10,7 +10,6 @@ node, edge, click, style or directive, and to never close the ```mermaid fence.
 from __future__ import annotations
 
 import json
-
 import re
 
 import pytest
@@ -261,8 +260,8 @@ def test_a_canceled_agent_run_is_yellow_as_the_docs_say_not_red() -> None:
     assert "]:::warn" in single_run_flowchart({"run": run})
     case = CASES["stuck_retry_then_reviewer_crash"]
     result = json.loads(json.dumps(case.result))
-    for agent in result["chain"]["agents"]:
-        agent["status"], agent["reason"] = "canceled", "interrupted (SIGTERM)"
+    for entry in result["chain"]["agents"]:
+        entry["status"], entry["reason"] = "canceled", "interrupted (SIGTERM)"
     text = step_flowchart(result)
     assert "CANCELED#58; interrupted" in text and "]:::bad" not in text  # the agents
 
