@@ -248,4 +248,6 @@ def _history_line(
 
 def dumps(result: ChainResult) -> str:
     data = read_json(result.result_path) if result.result_path else None
-    return json.dumps(data or {"outcome": result.outcome, "reason": result.reason}, indent=2)
+    # a step run that wrote no record (skipped: done already) says which step it was
+    brief = {"step": result.step, "outcome": result.outcome, "reason": result.reason}
+    return json.dumps(data or brief, indent=2)

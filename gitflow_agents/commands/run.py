@@ -19,9 +19,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gitflow_agents.base.errors import ExitCode, PlanError, UsageError
 from gitflow_agents.commands.options import (
@@ -124,16 +125,26 @@ def run(args: argparse.Namespace) -> int:
             return run_steps(ctx, wave, options, lambda r: report(r, as_json=args.json))
     jobs = jobs_of(args, ctx.config)
     assert ctx.budget is not None
+    # --json: stdout is the stream of JSON documents alone; the lines around them go to stderr
+    lines = sys.stderr if args.json else sys.stdout
     if jobs > 1:  # several steps at once, each in its own work tree (chain/parallel.py)
         from gitflow_agents.chain.parallel import run_parallel
 
         with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
-            return run_parallel(ctx, steps, jobs, lambda r: report(r, as_json=args.json))
+            code = run_parallel(
+                ctx,
+                steps,
+                jobs,
+                lambda r: report(r, as_json=args.json),
+                lambda line: print(line, file=lines),
+            )
+        _collect_garbage(ctx, lines)
+        return code
     with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
         for number in steps:
             spent = ctx.budget.holds_back(*ctx.adapters)  # spent by the steps before
             if spent is not None:
-                print(f"step {number} not started: {spent}")
+                print(f"step {number} not started: {spent}", file=lines)
                 return int(ExitCode.BUDGET)
             try:  # statuses change; a step may even move the plan
                 plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)
@@ -144,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
             code = result.exit_code
             if code != ExitCode.OK:
                 break
-    _collect_garbage(ctx)
+    _collect_garbage(ctx, lines)
     return code
 
 
@@ -173,8 +184,9 @@ def where_it_went(args: argparse.Namespace, exc: PlanError) -> PlanError:
     return PlanError(f"{exc.detail}; {gone.says(target)}", path=exc.path, line=exc.line)
 
 
-def _collect_garbage(ctx: Context) -> None:
-    """``chain.gc`` at the end of a run: old work trees of the tool's own go (chain/gc.py)."""
+def _collect_garbage(ctx: Context, lines: TextIO) -> None:
+    """``chain.gc`` at the end of a run: old work trees of the tool's own go (chain/gc.py); what
+    it did, as a note on ``lines``."""
     from gitflow_agents.base.errors import GitflowError
     from gitflow_agents.base.units import bytes_text
     from gitflow_agents.chain.gc import apply_policy
@@ -189,12 +201,15 @@ def _collect_garbage(ctx: Context) -> None:
             ctx.settings.branch_pattern,
         )
     except GitflowError as exc:
-        print(f"  note: chain.gc: {exc}")
+        print(f"  note: chain.gc: {exc}", file=lines)
         return
     if gone:
         size = sum(verdict.tree.size for verdict in gone)  # 0: not measured (no size limit)
         freed = f", {bytes_text(size)}" if size else ""
-        print(f"  note: chain.gc removed {len(gone)} old work tree(s){freed} (gitflow-agents gc)")
+        print(
+            f"  note: chain.gc removed {len(gone)} old work tree(s){freed} (gitflow-agents gc)",
+            file=lines,
+        )
 
 
 def jobs_of(args: argparse.Namespace, config: FlowConfig) -> int:

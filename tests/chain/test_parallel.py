@@ -172,6 +172,46 @@ def test_the_exit_code_is_the_worst_and_no_step_starts_after_a_failure(
     assert not any(line[:2] == ["start", "step-3"] for line in log_lines(log))
 
 
+def test_json_stdout_is_the_documents_alone_and_the_lines_go_to_stderr(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`run --all --jobs 2 --json`: stdout is a stream of JSON documents `jq` reads (docs/
+    chains.md); "not started" and a skipped step's line went there too. A skipped step's
+    document names its step."""
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({3: 2}, 3).replace("❌ | Step 1:", "✅ | Step 1:"))
+    write_config(repo, log, "--crash", "2")
+    out = call(repo, *ARGS, "--jobs", "2", "--json")
+    assert out.returncode == ExitCode.AGENT_FAILED, out.stdout + out.stderr
+    decoder, text, docs = json.JSONDecoder(), out.stdout.strip(), []
+    while text:
+        doc, end = decoder.raw_decode(text)
+        docs.append(doc)
+        text = text[end:].strip()
+    steps = {doc.get("step", doc.get("chain", {}).get("step")) for doc in docs}
+    assert steps == {1, 2}
+    assert "not started (a step ended without landing): 3" in out.stderr
+
+
+def test_chain_gc_applies_after_a_run_of_several_jobs(repo: Path, tmp_path: Path) -> None:
+    """`chain.gc` removed old work trees at the end of `--jobs 1` only (`--jobs 2` returned
+    before it): a failed step of another plan left its tree, which the wave's end removes."""
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({}, 2))
+    (repo / "specs" / "other.md").write_text(plan_text({}, 1))
+    git(repo, "add", "specs")
+    git(repo, "commit", "-q", "-m", "another plan")
+    write_config(repo, log, "--crash", "1")
+    failed = call(repo, "run", "specs/other.md", "--step", "1", "--quiet")
+    assert failed.returncode == ExitCode.AGENT_FAILED, failed.stdout + failed.stderr
+    write_config(repo, log)
+    with (repo / ".flow" / "base.yaml").open("a") as config:
+        config.write("chain:\n  gc: {older_than: 0s}\n")
+    out = call(repo, *ARGS, "--jobs", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "chain.gc removed 1 old work tree(s)" in out.stdout, out.stdout
+
+
 def test_steps_already_done_are_skipped_at_once_taking_no_job(repo: Path, tmp_path: Path) -> None:
     """Steps 1 and 3 are ✅ already (3 after 2, which fails): each is said skipped at once, none
     holds a job a ready step waits for, and 3 is not named among the steps never started."""
