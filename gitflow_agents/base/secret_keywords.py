@@ -13,7 +13,8 @@ there), and in other files (prose, logs) a literal unless it is shaped like code
 
 The value must look like a secret: 8+ characters, a letter or digit, entropy of at least 3 bits
 per character (eased for 8 to 11 characters: ``secret_rules.below_floor``), two kinds of characters (or 16+ characters over 3.5 bits), and not a
-placeholder, words, a path, a call (``datetime.date(1984, 3, 1)``), or a URL (a URL's password is the ``url-credentials`` token rule).
+placeholder, words, a path (base64 holding a ``/`` is no path: ``_reads_random``), a call
+(``datetime.date(1984, 3, 1)``), or a URL (a URL's password is the ``url-credentials`` token rule).
 A quoted value longer than 4,096 characters or an unquoted one longer than 256 is data, not a
 secret (and the bounds keep every scan linear).
 """
@@ -209,7 +210,27 @@ def _wordy(value: str) -> bool:
     return all(len(run) >= 2 for run in runs) and 2 * sum(map(len, runs)) >= len(value)
 
 
+def _reads_random(value: str) -> bool:
+    """Base64 with a ``/`` in it rather than a path (about half of AWS secret access keys hold
+    one): 16+ letters and digits besides the ``/``, of both cases and with digits, in words
+    (as ``_NAME_WORD`` splits them) of under 3 characters on average. Random base64 makes about
+    1.9 (more than 3 for 1 value in 500); a path's names (``MyProject/Source/Win64``) make longer
+    ones."""
+    chars = value.replace("/", "")
+    if len(chars) < 16 or not (chars.isascii() and chars.isalnum()):
+        return False
+    if not (
+        any(c.islower() for c in chars)
+        and any(c.isupper() for c in chars)
+        and any(c.isdigit() for c in chars)
+    ):
+        return False
+    return len(chars) < 3 * len(_NAME_WORD.findall(chars))
+
+
 def _is_path(value: str) -> bool:
+    if _reads_random(value):
+        return False
     if _ROOTED_PATH.fullmatch(value):
         return True
     return bool(_RELATIVE_PATH.fullmatch(value)) and all(

@@ -23,6 +23,7 @@ from tests.secret_cases import (
 VALUE = "Zx9Qw8Er7" + "Ty6Ui5Op4As"
 GH_TOKEN = "ghp_" + "Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6"
 PEM_LINE = "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt" + "Hq8vN4cY1uJ6bW0eT5gK2dF9sA7lZ3x"
+AWS_SECRET = "Zx8kQ2/pL9vR4tYw7nB3" + "mC6dF1gH5jK0sA2eU8iO"  # an AWS secret access key
 
 
 def rules(path: str, text: str) -> list[str | None]:
@@ -135,6 +136,15 @@ def test_what_the_token_rules_find_is_masked() -> None:
             'hashed-password: "$(echo -n $(aws sts get-caller-identity) | npx argon2-cli -e)"',
         ),
         ("axios.js.map", '"x: defaultToConfig2,\\n    withCredentials: defaultToConfig2,\\n'),
+        # paths stay paths, whatever case and digits their names have
+        ("a.yaml", "secret: src/app/main.py"),
+        ("a.yaml", "password: /usr/local/bin"),
+        ("a.yaml", "token: ../x/y"),
+        ("a.yaml", "api_key: MyProject/Source/Win64/Release"),
+        ("a.yaml", "secret_key: secret/data/MyApp2/Prod"),
+        ("a.yaml", "secret: Library/Caches/Google3"),
+        ("a.yaml", "token: objects/ab/cdef0123456789abcdef0123456789abcdef"),
+        ("a.py", 'password = "Assets/Textures/Hero2"'),
     ],
 )
 def test_not_secrets(path: str, line: str) -> None:
@@ -162,6 +172,10 @@ def test_the_same_token_twice_on_a_line_is_one_finding() -> None:
         ("a.js", f'if (apiKey === "{VALUE}") {{', VALUE),
         ("a.js", f'if ("{VALUE}" == password) {{', VALUE),
         ("notes.md", f"password={VALUE}", VALUE),
+        # an AWS secret access key holding a "/" (about half of them): random, not a path
+        ("credentials", f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
+        ("a.py", f'AWS_SECRET_ACCESS_KEY = "{AWS_SECRET}"', AWS_SECRET),
+        ("a.yaml", f"secret_key: /{VALUE}", f"/{VALUE}"),
     ],
 )
 def test_secret_named_literals(path: str, line: str, value: str) -> None:

@@ -430,6 +430,38 @@ def test_unquoted_words_urls_paths_and_names_are_not_secrets(repo: Path) -> None
     assert result.findings == ()
 
 
+# An AWS secret access key: 40 base64 characters, about half of them holding a "/".
+AWS_SECRET = "Zx8kQ2/pL9vR4tYw7nB3" + "mC6dF1gH5jK0sA2eU8iO"
+
+
+def test_aws_secret_access_keys_with_a_slash_are_found(repo: Path) -> None:
+    """A "/" inside a random base64 value does not make it a path (``~/.aws/credentials``,
+    settings); paths of words assigned to secret names stay paths."""
+    result = review(
+        repo,
+        {
+            ".aws/credentials": f"[default]\naws_secret_access_key = {AWS_SECRET}\n",
+            "settings.py": f'AWS_SECRET_ACCESS_KEY = "{AWS_SECRET}"\n',
+            "config.yaml": (
+                f"secret_access_key: /{AWS_SECRET.replace('/', '')}\n"  # a leading "/"
+                "secret: src/app/main.py\n"
+                "password: /usr/local/bin\n"
+                "token: ../x/y\n"
+                "api_key: MyProject/Source/Win64/Release\n"
+                "secret_key: secret/data/MyApp2/Prod\n"
+                "auth_token: https://auth.example.com/oauth2/Zx8kQ2pL9vR4tYw7nB3\n"
+            ),
+        },
+    )
+    assert locations(result) == [
+        ("high-entropy-secret", ".aws/credentials", 2),
+        ("high-entropy-secret", "config.yaml", 1),
+        ("high-entropy-secret", "settings.py", 1),
+    ]
+    assert not any(AWS_SECRET in f.message for f in result.findings)
+    assert AWS_SECRET in result.secrets
+
+
 def test_warning_blocks_at_warn_threshold(repo: Path) -> None:
     result = review(repo, {"x.py": "breakpoint()\n"}, threshold=Severity.WARN)
     assert result.overall is Overall.REVISE
