@@ -26,6 +26,7 @@ from gitflow_agents.base.secret_rules import (
     KEY_BODY,
     PRIVATE_KEY,
     PRIVATE_KEY_END,
+    key_body_pieces,
     may_begin_key,
     token_hits,
 )
@@ -63,14 +64,17 @@ def secret_values(
     kind, char_quotes = file_kind(path), char_quote_file(path)
     in_key = False
     for line in lines:
-        if PRIVATE_KEY.search(line):
-            in_key = True
+        begin = PRIVATE_KEY.search(line)
+        if begin:  # the body may follow on the line: a key in a string, its line ends escaped
+            rest = line[begin.end() :]
+            end = PRIVATE_KEY_END.search(rest)
+            values.update(_body_values(rest[: end.start()] if end else rest))
+            in_key = end is None
             continue
         if in_key:
-            if PRIVATE_KEY_END.search(line):
-                in_key = False
-            else:
-                values.update(KEY_BODY.findall(line))
+            end = PRIVATE_KEY_END.search(line)
+            values.update(_body_values(line[: end.start()] if end else line))
+            in_key = end is None
             continue
         values.update(token for _, token in token_hits(line))
         values.update(
@@ -84,6 +88,12 @@ def secret_values(
             )
         )
     return values
+
+
+def _body_values(text: str) -> set[str]:
+    """The base64 runs of the body of a key block in ``text`` (a line, or its part inside the
+    block), each piece between escaped line ends apart (``key_body_pieces``)."""
+    return {value for piece in key_body_pieces(text) for value in KEY_BODY.findall(piece)}
 
 
 def _mask_key_bodies(text: str) -> str:

@@ -284,10 +284,29 @@ KEY_BODY = Lazy(r"[A-Za-z0-9+/=]{16,}")
 KEY_BODY_LINE = Lazy(r"\s*(?:[A-Za-z0-9+/]{40,}={0,2}|[0-9a-f]{32})\s*")
 
 
+# What quotes or joins the pieces of a key written as strings (``"MIIE…\\n" +``).
+_QUOTING = " \t\"'`,;+()"
+
+
+def key_body_pieces(line: str) -> list[str]:
+    """The pieces of a line of a key block that may be body lines: the line itself, or, for a
+    key written in a string (``"-----BEGIN …-----\\nMIIE…\\n…"``, a Google service-account key
+    file; ``"MIIE…\\n" +``), each part between escaped line ends without its quotes."""
+    if "\\" not in line and not any(q in line for q in "\"'`"):
+        return [line]
+    pieces = line.replace("\\r", "\\n").split("\\n")  # a line end escaped: \\n, \\r\\n, \\r
+    return [piece.strip(_QUOTING) for piece in pieces]
+
+
 def is_key_body(lines: list[str]) -> bool:
     """Whether the lines after a BEGIN line hold a key body: a base64 or hex line of real
-    entropy (not ``anything``, ``...`` or ``<your key>``)."""
-    return any(KEY_BODY_LINE.fullmatch(line) and entropy(line.strip()) >= 3.0 for line in lines)
+    entropy (not ``anything``, ``...`` or ``<your key>``), alone on its line or between the
+    escaped line ends of a string (``key_body_pieces``)."""
+    return any(
+        KEY_BODY_LINE.fullmatch(piece) and entropy(piece.strip()) >= 3.0
+        for line in lines
+        for piece in key_body_pieces(line)
+    )
 
 
 def may_begin_key(text: str) -> bool:

@@ -149,7 +149,8 @@ def check_secrets(change: FileChange, options: CheckOptions) -> Iterator[Finding
 
 def _key_block(begin: str, after: Sequence[AddedLine]) -> bool:
     """Whether a BEGIN line (``begin``) and the added lines ``after`` it are a real key: a body
-    before its END line, or no line after it in the change (the rest is not shown)."""
+    before its END line (the rest of the BEGIN line included: a key in a string, its line
+    ends escaped), or no line after it in the change (the rest is not shown)."""
     start = PRIVATE_KEY.search(begin)
     rest = begin[start.end() :] if start else ""
     end = PRIVATE_KEY_END.search(rest)
@@ -163,7 +164,7 @@ def _key_block(begin: str, after: Sequence[AddedLine]) -> bool:
     else:
         if not body:
             return True
-    return is_key_body(body)
+    return is_key_body([rest, *body])
 
 
 def may_hold_key_body(change: FileChange) -> bool:

@@ -3,6 +3,7 @@ issue 20 reported: every case's outcome is asserted, by-design differences named
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -245,3 +246,15 @@ def test_private_key_formats_are_found_and_masked(block: str) -> None:
     lines = (block + "\n").encode().splitlines(keepends=True)
     streamed = b"".join(masker.feed(line) for line in lines) + masker.flush()
     assert body.encode() not in streamed
+
+
+def test_a_private_key_in_a_json_string_is_found_and_its_body_masked() -> None:
+    """A Google service-account key file: the key in a JSON string, its line ends escaped."""
+    pem = f"-----BEGIN PRIVATE KEY-----\n{PEM_LINE}\n{PEM_LINE[::-1]}\n-----END PRIVATE KEY-----\n"
+    line = f'  "private_key": {json.dumps(pem)},'
+    after = '  "client_email": "bot@demo.iam.gserviceaccount.com",'
+    assert rules("sa.json", f"{{\n{line}\n{after}\n}}") == ["private-key"]
+    values = secret_values(["{", line, after, "}"], "sa.json")
+    assert {PEM_LINE, PEM_LINE[::-1]} <= values
+    assert not any("gserviceaccount" in value for value in values)  # the key ends on its line
+    assert PEM_LINE not in redact_text(line, values) and PEM_LINE not in redact_text(line)

@@ -257,6 +257,34 @@ def test_a_private_key_without_a_body_is_not_a_key(repo: Path) -> None:
     assert review(repo, {"docs.md": docs}).findings == ()
 
 
+def test_a_private_key_in_a_string_with_escaped_line_ends_is_found(repo: Path) -> None:
+    """A key in a JSON string (a Google service-account key file) or a string literal of code,
+    its line ends escaped (``\\n``); a BEGIN line in such a string without a body is still no
+    key."""
+    end = "-----END RSA PRIVATE KEY-----"
+    pem = f"{PRIVATE_KEY}\n{KEY_BODY}\n{KEY_BODY[::-1]}\n{end}\n"
+    account = {"type": "service_account", "private_key": pem, "client_email": "a@b.c"}
+    concatenated = "".join(f'    "{line}\\n"\n' for line in pem.splitlines())
+    result = review(
+        repo,
+        {
+            "service-account.json": json.dumps(account, indent=2) + "\n",
+            "key_const.py": f"KEY = {json.dumps(pem)}\n",
+            "concat.py": f"KEY = (\n{concatenated})\n",
+            "docs.json": json.dumps({"key": f"{PRIVATE_KEY}\n...\n{end}\n"}) + "\n",
+            "parse.py": (
+                f'if text.startswith("{PRIVATE_KEY}\\n"):\n    body = text.split(chr(10))[1:-2]\n'
+            ),
+        },
+    )
+    assert locations(result) == [
+        ("private-key", "concat.py", 2),
+        ("private-key", "key_const.py", 1),
+        ("private-key", "service-account.json", 3),
+    ]
+    assert {KEY_BODY, KEY_BODY[::-1]} <= result.secrets
+
+
 def test_a_rotated_key_is_found_without_its_begin_line(repo: Path) -> None:
     """A key whose body lines change while its BEGIN line stays (requests 9ebebdef98a6): the
     file's new content says the lines are in a private key block; a certificate's are not."""
