@@ -4,7 +4,8 @@ a secret. Used by the builtin reviewer's ``high-entropy-secret`` rule and by mas
 A name counts when one of its words (``DB_PASSWORD``, ``apiKey``, ``my-api-token``) is a secret
 word and its last word does not say it holds something else (``token_url``, ``password_file``,
 ``secret_name``). Its value is read in the forms code and configuration write it:
-``name = "…"`` (any of ``= := ::= :::= ?= .= => : ,``, comparisons, a call ``name("…")``), typed
+``name = "…"`` (any of ``= := ::= :::= ?= .= => : ,``, comparisons, a call ``name("…")``,
+no operator when the name heads its statement: ``password "…";``, ``--password "…"``), typed
 declarations (``const apiKey: string = "…"``, Go ``var apiKey string = "…"``, C ``char
 secret[25] = "…"``), quoted keys (``"password": "…"``, ``setProperty("API_TOKEN", "…")``) and
 ``"…" == password``. A quoted value is read to its closing quote, whatever it holds. An unquoted
@@ -13,7 +14,7 @@ there), and in other files (prose, logs) a literal unless it is shaped like code
 
 The value must look like a secret: 8+ characters, a letter or digit, entropy of at least 3 bits
 per character (eased for 8 to 11 characters: ``secret_rules.below_floor``), two kinds of characters (or 16+ characters over 3.5 bits), and not a
-placeholder, words, a path (base64 holding a ``/`` is no path: ``_reads_random``), a call
+placeholder, words or a sentence, a path (base64 holding a ``/`` is no path: ``_reads_random``), a call
 (``datetime.date(1984, 3, 1)``), or a URL (a URL's password is the ``url-credentials`` token rule).
 A quoted value longer than 4,096 characters or an unquoted one longer than 256 is data, not a
 secret (and the bounds keep every scan linear).
@@ -138,6 +139,11 @@ _NOT_SECRET_ENDS = frozenset(
         "attribute",
         "column",
         "index",
+        # an exception class or an error value (InvalidTokenError, token_error)
+        "error",
+        "errors",
+        "exception",
+        "warning",
     }
 )
 # a name starting with one of these says whether, not what (withCredentials, must-change-password)
@@ -199,10 +205,26 @@ _CALL = Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+\(.*\)")
 _LETTER_RUN = Lazy(r"[A-Za-z]+")
 
 
+_PROSE_WORD = Lazy(r"[A-Za-z]{2,}(?:['-][A-Za-z]+)*")
+_PUNCTUATION = ".,:;!?'\"`()[]{}<>&*"
+
+
+def _prose(value: str) -> bool:
+    """A sentence: 3+ parts between spaces, half of them or more words of 2+ letters once the
+    punctuation around them is gone (``Use 8+ characters, 1 number & 1 symbol``, ``Invalid
+    'crit' header: must be a list``)."""
+    parts = value.split()
+    if len(parts) < 3:
+        return False
+    words = sum(1 for part in parts if _PROSE_WORD.fullmatch(part.strip(_PUNCTUATION)))
+    return 2 * words >= len(parts)
+
+
 def _wordy(value: str) -> bool:
     """Words, not a secret: ``correct horse battery``, ``github-actions[bot]``, ``deploy-bot2``
-    (no digit inside, every run of letters 2+ long, letters the most of it)."""
-    if _WORDS.fullmatch(value):
+    (no digit inside, every run of letters 2+ long, letters the most of it), or a sentence
+    (``_prose``)."""
+    if _WORDS.fullmatch(value) or (" " in value and _prose(value)):
         return True
     if any(c.isdigit() for c in value):
         return False
@@ -343,6 +365,23 @@ def is_config_file(path: str) -> bool:
     return file_kind(path) == "config"
 
 
+def _heads_statement(match: re.Match[str], name: str) -> bool:
+    """Whether a name given a quoted value with no operator (``password "…";``) heads its
+    statement: first on its line or after ``;`` / ``{``, after one word (``ENV``, ``set``), or
+    an option of a command line (``--password "…"``). Anywhere else it is a word of a
+    sentence (``pass `dtype=…` to``, ``# pass "--color" to``); the English verb ``pass`` is
+    never such a name."""
+    if name.lower() == "pass":
+        return False
+    start = match.pos - len(name)
+    head = match.string[max(0, start - 200) : start]
+    if head.endswith("-"):
+        before = head.rstrip("-")
+        return len(head) - len(before) <= 2 and (not before or before[-1].isspace())
+    statement = head[max(head.rfind(";"), head.rfind("{")) + 1 :].strip()
+    return not statement or (statement.isascii() and statement.isalpha())
+
+
 def _candidate(
     match: re.Match[str], name: str, kind: str, char_quotes: bool
 ) -> tuple[str, int, int, bool] | None:
@@ -353,7 +392,7 @@ def _candidate(
             return None  # a character, not a string
         if op == "," and not match.group("keyquote"):
             return None  # name, "…": an argument list, not a key and its value
-        if op is None and match.group("keyquote"):
+        if op is None and (match.group("keyquote") or not _heads_statement(match, name)):
             return None
         return match.group("qvalue"), match.start("qvalue"), match.end("qvalue"), True
     if op in (None, ",", "(") or kind == "code":

@@ -146,6 +146,17 @@ def test_what_the_token_rules_find_is_masked() -> None:
         ("a.yaml", "secret: Library/Caches/Google3"),
         ("a.yaml", "token: objects/ab/cdef0123456789abcdef0123456789abcdef"),
         ("a.py", 'password = "Assets/Textures/Hero2"'),
+        # an exception named for a token, given its message (PyJWT's api_jws.py)
+        ("jws.py", "raise InvalidTokenError(\"Invalid 'crit' header: must be a list\")"),
+        ("x.py", 'raise SecretNotFoundError("Missing a required field: name")'),
+        # the word "pass" before a quoted or backticked string (hypothesis)
+        ("impl.py", "err_msg = ' To generate valid datetimes, pass `dtype=\"datetime64[ns]\"`'"),
+        ("stateful.py", 'hint = "a target.  You should instead pass `targets=(a, b)` to "'),
+        ("x.py", '# pass "--color=always2" to force colour'),
+        # sentences of an interface, digits and signs among their words
+        ("en.json", '"token_expired": "Session expired (code 401). Please sign in.",'),
+        ("en.json", '"passwordHint": "Use 8+ characters, 1 number & 1 symbol",'),
+        ("en.json", '"password_rules": "Must contain 1 upper-case letter & 1 digit"'),
     ],
 )
 def test_not_secrets(path: str, line: str) -> None:
@@ -177,6 +188,13 @@ def test_the_same_token_twice_on_a_line_is_one_finding() -> None:
         ("credentials", f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
         ("a.py", f'AWS_SECRET_ACCESS_KEY = "{AWS_SECRET}"', AWS_SECRET),
         ("a.yaml", f"secret_key: /{VALUE}", f"/{VALUE}"),
+        # a name and a quoted value with no operator: a statement of a configuration language,
+        # or an option on a command line (not a word in a sentence)
+        ("a.conf", f'  password "{VALUE}";', VALUE),
+        ("run.sh", f'mysql -u root --password "{VALUE}" app', VALUE),
+        # a value with a space or two is not yet prose
+        ("a.py", 'password = "Xk29 slQp7a!Bq"', "Xk29 slQp7a!Bq"),
+        ("a.py", 'secret = "q8Zr 3kP9 xW2m N7vB"', "q8Zr 3kP9 xW2m N7vB"),
     ],
 )
 def test_secret_named_literals(path: str, line: str, value: str) -> None:
