@@ -1,7 +1,8 @@
 """Findings and reviews: the values every reviewer produces and every renderer and gate reads,
 and their JSON shape (docs/protocol.md, Findings):
 ``{overall: approve|revise, summary, findings: [{severity, file?, line?, end_line?, message,
-suggestion?, rule?, fingerprint}], reviewed_sha, base_sha, unreviewed_files: [], run: {...}}``
+suggestion?, rule?, fingerprint, occurrence?}], reviewed_sha, base_sha, unreviewed_files: [],
+run: {...}}``
 """
 
 from __future__ import annotations
@@ -64,14 +65,20 @@ _WS = Lazy(r"\s+")
 _DIGITS = Lazy(r"\d+")
 
 
-def fingerprint(file: str | None, rule: str | None, message: str, line_content: str = "") -> str:
+def fingerprint(
+    file: str | None, rule: str | None, message: str, line_content: str = "", occurrence: int = 1
+) -> str:
     """Stable identity of a finding across pushes.
 
-    Hash of (file, rule or normalised message, normalised line content). Line numbers are left
+    Hash of (file, rule or normalised message, normalised line content), and the finding's
+    ``occurrence`` among those of its rule on its line from the second on (a line with two
+    secrets has two findings; the first keeps the identity it has alone). Line numbers are left
     out on purpose: a finding keeps its identity when lines above it move.
     """
     what = rule or _DIGITS.sub("N", _WS.sub(" ", message.strip().lower()))
     content = _WS.sub(" ", line_content.strip())
+    if occurrence > 1:
+        content += f"\0{occurrence}"
     digest: str = (
         _HASHLIB().sha256("\0".join((file or "", what, content)).encode("utf-8")).hexdigest()
     )
@@ -87,13 +94,18 @@ class Finding(NamedTuple):
     suggestion: str | None = None
     rule: str | None = None
     fingerprint: str = ""
+    occurrence: int = 1
+    """Which finding of its rule on its line this is (a line can hold two secrets): 1 for the
+    first, which is all but always the only one; part of the fingerprint from 2 on."""
 
     def with_fingerprint(self, line_content: str = "") -> Finding:
         """This finding with its fingerprint computed (kept when already set)."""
         if self.fingerprint:
             return self
         return self._replace(
-            fingerprint=fingerprint(self.file, self.rule, self.message, line_content)
+            fingerprint=fingerprint(
+                self.file, self.rule, self.message, line_content, self.occurrence
+            )
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,6 +121,8 @@ class Finding(NamedTuple):
             if value is not None:
                 data[key] = value
         data["fingerprint"] = self.fingerprint
+        if self.occurrence > 1:
+            data["occurrence"] = self.occurrence
         return data
 
 
@@ -252,6 +266,9 @@ def finding_from_dict(data: Any, where: str = "finding") -> Finding:
         raise ValueError(f"{where}.{end_key}: given without line")
     if values["end_line"] is not None and values["end_line"] < values["line"]:
         raise ValueError(f"{where}.{end_key}: {values['end_line']} is before line {values['line']}")
+    occurrence = data.get("occurrence", 1)
+    if isinstance(occurrence, bool) or not isinstance(occurrence, int) or occurrence < 1:
+        raise ValueError(f"{where}.occurrence: expected a number >= 1, got {occurrence!r}")
     return Finding(
         severity=severity,
         message=message.strip(),
@@ -261,6 +278,7 @@ def finding_from_dict(data: Any, where: str = "finding") -> Finding:
         suggestion=values["suggestion"],
         rule=values["rule"],
         fingerprint=values["fingerprint"] or "",
+        occurrence=occurrence,
     )
 
 

@@ -49,12 +49,17 @@ class CheckOptions(NamedTuple):
 
 
 def finding(
-    rule: str, message: str, change: FileChange, line: int | None, content: str = ""
+    rule: str,
+    message: str,
+    change: FileChange,
+    line: int | None,
+    content: str = "",
+    occurrence: int = 1,
 ) -> Finding:
     severity = RULES[rule][0]
-    return Finding(severity, message, file=change.path, line=line, rule=rule).with_fingerprint(
-        content
-    )
+    return Finding(
+        severity, message, file=change.path, line=line, rule=rule, occurrence=occurrence
+    ).with_fingerprint(content)
 
 
 def is_python(path: str) -> bool:
@@ -102,7 +107,9 @@ def check_conflict_markers(change: FileChange) -> Iterator[Finding]:
 def check_secrets(change: FileChange, options: CheckOptions) -> Iterator[Finding]:
     """Private keys, known token formats, and secret-named literals that look like secrets
     (``gitflow_agents/base/secret_keywords.py``). The rules live in ``gitflow_agents/base/secret_rules.py``
-    and are the ones that mask the same secrets in every output."""
+    and are the ones that mask the same secrets in every output. Every secret of a line is a
+    finding (``Finding.occurrence`` tells two of one rule apart); a secret-named value that is
+    a token already found, or holds one (``token = "eyJ…"``), is left to the token's rule."""
     kind, char_quotes = file_kind(change.path), char_quote_file(change.path)
     lines = change.added_lines
     for index, added in enumerate(lines):
@@ -117,18 +124,20 @@ def check_secrets(change: FileChange, options: CheckOptions) -> Iterator[Finding
                     text,
                 )
             continue
-        hit = False
+        counts: dict[str, int] = {}
+        tokens: list[str] = []
         for rule, token in token_hits(text):
-            hit = True
+            tokens.append(token)
+            counts[rule.id] = counts.get(rule.id, 0) + 1
             yield finding(
                 rule.id,
                 f"{rule.label} {mask(token)} added; revoke it and load it from the environment",
                 change,
                 added.number,
                 text,
+                counts[rule.id],
             )
-        if hit:
-            continue
+        named = 0
         for found in keyword_hits(
             text,
             kind=kind,
@@ -136,6 +145,9 @@ def check_secrets(change: FileChange, options: CheckOptions) -> Iterator[Finding
             min_length=options.min_secret_length,
             entropy_threshold=options.entropy_threshold,
         ):
+            if any(token in found.value or found.value in token for token in tokens):
+                continue
+            named += 1
             yield finding(
                 "high-entropy-secret",
                 f"{found.name} is assigned a secret-looking value {mask(found.value)}; load "
@@ -143,8 +155,8 @@ def check_secrets(change: FileChange, options: CheckOptions) -> Iterator[Finding
                 change,
                 added.number,
                 text,
+                named,
             )
-            break
 
 
 def _key_block(begin: str, after: Sequence[AddedLine]) -> bool:
@@ -249,6 +261,7 @@ def check_history_secrets(
                     message,
                     file=path,
                     rule=found.rule,
+                    occurrence=found.occurrence,
                 ).with_fingerprint(text)
 
 

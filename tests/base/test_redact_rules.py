@@ -11,6 +11,7 @@ import pytest
 from gitflow_agents.base.redact import redact_text, secret_values
 from gitflow_agents.base.redact_stream import LineMasker
 from gitflow_agents.base.secret_rules import TOKEN_RULES
+from gitflow_agents.findings import fingerprint
 from tests.secret_cases import (
     GITLEAKS_BY_DESIGN,
     GITLEAKS_SIBLING_POSITIVES,
@@ -276,3 +277,36 @@ def test_a_private_key_in_a_json_string_is_found_and_its_body_masked() -> None:
     assert {PEM_LINE, PEM_LINE[::-1]} <= values
     assert not any("gserviceaccount" in value for value in values)  # the key ends on its line
     assert PEM_LINE not in redact_text(line, values) and PEM_LINE not in redact_text(line)
+
+
+# --- every secret of a line -------------------------------------------------------------------
+
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+    + "eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+)
+
+
+def test_every_secret_on_a_line_is_a_finding_of_its_own() -> None:
+    """A token does not hide a secret-named value beside it, nor one such value another; each
+    finding has its own fingerprint, and the first of its rule on the line keeps the one it has
+    alone (baselines hold it)."""
+    line = f'{{"session_jwt": "{JWT}", "db_password": "{VALUE}", "api_secret": "{VALUE[::-1]}"}}'
+    found = scan("a.json", line)
+    assert [f.rule for f in found] == ["jwt", "high-entropy-secret", "high-entropy-secret"]
+    assert [f.message.split()[0] for f in found[1:]] == ["db_password", "api_secret"]
+    assert len({f.fingerprint for f in found}) == 3
+    for alone in (f'{{"session_jwt": "{JWT}"}}', f'{{"db_password": "{VALUE}"}}'):
+        (single,) = scan("a.json", alone)
+        assert single.fingerprint == fingerprint("a.json", single.rule, single.message, alone)
+    first = next(f for f in found if f.rule == "high-entropy-secret")
+    assert first.fingerprint == fingerprint("a.json", first.rule, first.message, line)
+    # two tokens of one rule
+    two = scan("a.sh", f"A={GH_TOKEN} B={GH_TOKEN[:-1]}Z")
+    assert [f.rule for f in two] == ["github-token", "github-token"]
+    assert two[0].fingerprint != two[1].fingerprint
+
+
+def test_a_token_assigned_to_a_secret_name_is_one_finding() -> None:
+    assert rules("a.py", f'token = "{JWT}"') == ["jwt"]
+    assert rules("a.py", f'auth_token = "Bearer {JWT}"') == ["jwt"]

@@ -14,6 +14,7 @@ from gitflow_agents.findings import (
     Finding,
     Review,
     Severity,
+    fingerprint,
     gate,
     review_from_dict,
 )
@@ -312,6 +313,33 @@ def test_write_baseline_accepts_a_secret_only_an_earlier_commit_adds(
     assert after["findings"] == []
     assert [a["accepted"]["by"] for a in after["accepted"]] == ["baseline"]  # type: ignore[index,union-attr]
     assert after["accepted"][0]["fingerprint"] == findings[0]["fingerprint"]  # type: ignore[index]
+
+
+def test_each_secret_of_a_line_is_reported_gated_and_baselined_apart(run: Cli, repo: Path) -> None:
+    """Two secret-named values on one line (the second was never looked for): two findings,
+    two fingerprints. A baseline holding only the first (written when it was the line's only
+    finding) still accepts it and leaves the second reported, until it is recorded too."""
+    flow(repo, "review:\n  rules:\n    high-entropy-secret: {severity: error}\n")
+    line = '{"db_password": "Xk29slQp7aBq", "api_secret": "Zx8kQ2pL9vR4tYw7nB3m"}'
+    feature(repo, {"b.json": line + "\n"})
+    code, data = review_json(run, repo)
+    findings = data["findings"]
+    assert code == 1 and isinstance(findings, list)
+    assert rules(findings) == [(1, "high-entropy-secret"), (1, "high-entropy-secret")]
+    first, second = (f["fingerprint"] for f in findings)
+    assert first == fingerprint("b.json", "high-entropy-secret", "", line) != second
+
+    entry = {"file": "b.json", "rule": "high-entropy-secret", "fingerprint": first}
+    (repo / DEFAULT_BASELINE).write_text(json.dumps({"kind": BASELINE_KIND, "findings": [entry]}))
+    code, data = review_json(run, repo)
+    assert code == 1
+    assert [f["fingerprint"] for f in data["findings"]] == [second]  # type: ignore[attr-defined, index]
+    assert accepted_by(data) == [(1, "high-entropy-secret", "baseline")]
+    written = run.review("--write-baseline", cwd=repo)
+    assert "1 finding(s) added, 2 recorded" in written.stderr
+    assert written.returncode == 0, written.stdout
+    code, data = review_json(run, repo)
+    assert code == 0 and data["findings"] == []
 
 
 def test_write_baseline_keeps_what_the_file_holds(run: Cli, repo: Path) -> None:

@@ -11,6 +11,7 @@ from gitflow_agents.findings import (
     Overall,
     Review,
     Severity,
+    finding_from_dict,
     fingerprint,
     gate,
     merge_reviews,
@@ -364,6 +365,9 @@ def test_fingerprint_differs_when_content_or_file_or_rule_differs() -> None:
     assert fingerprint("a.py", "secret-aws", "m", "KEY = 2") != base
     assert fingerprint("b.py", "secret-aws", "m", "KEY = 1") != base
     assert fingerprint("a.py", "secret-gh", "m", "KEY = 1") != base
+    # the second finding of a rule on a line has its own; the first keeps the line's
+    assert fingerprint("a.py", "secret-aws", "m", "KEY = 1", occurrence=1) == base
+    assert fingerprint("a.py", "secret-aws", "m", "KEY = 1", occurrence=2) != base
     # without a rule, the normalised message identifies the finding (numbers do not count)
     assert fingerprint(None, None, "Line 3 too long", "") == fingerprint(
         None, None, "line 97   too long", ""
@@ -373,6 +377,20 @@ def test_fingerprint_differs_when_content_or_file_or_rule_differs() -> None:
 def test_json_fingerprints_are_recomputed_not_trusted() -> None:
     text = '```json\n{"overall": "revise", "findings": [{"severity": "warn", "message": "m", "fingerprint": "made-up"}]}\n```\nREVIEW_RESULT: REVISE\n'
     assert parse_review(text).findings[0].fingerprint == fingerprint(None, None, "m")
+
+
+def test_a_findings_occurrence_round_trips_and_is_checked() -> None:
+    second = Finding(Severity.WARN, "m", file="a.py", line=1, rule="r", occurrence=2)
+    data = second.with_fingerprint("x").to_dict()
+    assert data["occurrence"] == 2
+    assert "occurrence" not in second._replace(occurrence=1).to_dict()
+    assert finding_from_dict(data) == second.with_fingerprint("x")
+    assert finding_from_dict(data)._replace(fingerprint="").with_fingerprint("x") == (
+        second.with_fingerprint("x")
+    )
+    for bad in (0, "2", True):
+        with pytest.raises(ValueError, match="occurrence"):
+            finding_from_dict({**data, "occurrence": bad})
 
 
 def test_review_round_trips_through_json() -> None:

@@ -153,10 +153,13 @@ def test_as_review_equals_parsing_the_report(repo: Path) -> None:
             "b.json": "{\n",
             "c.txt": "no newline",
             "old.json": '{"a": 1,}\n\n',
+            # two secrets on a line: the second's occurrence goes through the report too
+            "d.json": '{"db_password": "Xk29slQp7aBq", "api_secret": "Zx8kQ2pL9vR4tYw7nB3m"}\n',
         },
         threshold=Severity.WARN,
     )
-    assert len(result.findings) >= 4
+    assert len(result.findings) >= 6
+    assert [f.occurrence for f in result.findings if f.file == "d.json"] == [1, 2]
     head = g.head_sha(repo)
     shas = {"reviewed_sha": head, "base_sha": "b" * 40}
     text = builtin_report.report(result, **shas, threshold=Severity.WARN)
