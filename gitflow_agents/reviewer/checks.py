@@ -231,6 +231,13 @@ def secret_values(change: FileChange, options: CheckOptions) -> set[str]:
     )
 
 
+def _reading(path: str) -> tuple[str, bool]:
+    """What the secret rules read of a line besides its text: the kind of its file (an
+    unquoted value is a literal in configuration, code in source) and whether ``'…'`` is a
+    character there."""
+    return file_kind(path), char_quote_file(path)
+
+
 def check_history_secrets(
     patches: Sequence[CommitPatch],
     net: Sequence[FileChange],
@@ -238,16 +245,20 @@ def check_history_secrets(
 ) -> Iterator[Finding]:
     """The secret rules over the lines every commit of the range adds, for what the net diff
     does not show: a secret committed and removed again before the push still goes into the
-    remote's history. Lines the net diff adds are left to it; each (path, text) is reported
-    once, for the first commit that adds it. The finding is about the whole file (its line
-    numbers are the commit's, not head's); the message names the commit and line."""
-    seen = {(c.path, a.text) for c in net for a in c.added_lines}
+    remote's history. Lines the net diff adds are left to it, in whichever file it adds them
+    (a file renamed or a line moved by a later commit is still added, at its new path, where
+    its finding is reported and accepted), as long as the rules read them alike there
+    (``_reading``); each line is reported once, for the first commit that adds it. The finding
+    is about the whole file (its line numbers are the commit's, not head's); the message names
+    the commit and line."""
+    seen = {(_reading(c.path), a.text) for c in net for a in c.added_lines}
     for patch in patches:
         for path, (lines, _) in patch.added.items():
-            fresh = tuple(a for a in lines if (path, a.text) not in seen)
+            reading = _reading(path)
+            fresh = tuple(a for a in lines if (reading, a.text) not in seen)
             if not fresh:
                 continue
-            seen.update((path, a.text) for a in fresh)
+            seen.update((reading, a.text) for a in fresh)
             change = FileChange(path, "M", added_lines=fresh)
             for found in check_secrets(change, options):
                 message = (

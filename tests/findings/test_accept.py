@@ -342,6 +342,25 @@ def test_each_secret_of_a_line_is_reported_gated_and_baselined_apart(run: Cli, r
     assert code == 0 and data["findings"] == []
 
 
+@pytest.mark.parametrize("accepting", ["marker", "config"])
+def test_a_secret_accepted_before_its_file_is_renamed_stays_accepted(
+    run: Cli, repo: Path, accepting: str
+) -> None:
+    """A later commit of the branch moves the file (git mv): the line is still added, at its
+    new path, and accepted there as it was; no history finding for the old path."""
+    line = f'FAKE = "{AWS}"' + ("  # gitleaks:allow" if accepting == "marker" else "")
+    if accepting == "config":
+        flow(repo, "review:\n  rules:\n    aws-access-key: {exclude: [tests/]}\n")
+    feature(repo, {"tests/fixture_a.py": line + "\n"})
+    git(repo, "mv", "tests/fixture_a.py", "tests/fixtures.py")
+    git(repo, "commit", "-q", "-m", "rename fixture")
+    code, data = review_json(run, repo)
+    assert (code, data["findings"]) == (0, [])
+    assert [(a["file"], a["accepted"]["by"]) for a in data["accepted"]] == [  # type: ignore[attr-defined, index]
+        ("tests/fixtures.py", accepting)
+    ]
+
+
 def test_write_baseline_keeps_what_the_file_holds(run: Cli, repo: Path) -> None:
     feature(repo, {"keys.py": f'KEY = "{AWS}"\n'})
     assert run.review("--write-baseline", cwd=repo).returncode == 0

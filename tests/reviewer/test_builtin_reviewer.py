@@ -377,6 +377,28 @@ def test_history_scan_reports_a_secret_still_present_once(repo: Path) -> None:
     assert "in commit" not in result.findings[0].message  # the net diff's own finding
 
 
+def test_history_scan_leaves_a_line_moved_to_another_file_to_the_net_diff(repo: Path) -> None:
+    """A file renamed by a later commit of the range: its lines are still added, at the new
+    path, where the net diff reports them; no history finding for the old path. A line moved
+    to a file where it is no secret (an unquoted value in code) is reported from history."""
+    token_line = f'FAKE = "{GITHUB_TOKEN}"\n'
+    unquoted = "API_KEY=q8Zr1xP2mL9vK4tWqZ\n"
+    base, (leaked, _, head) = commits(
+        repo,
+        {"tests/fixture_a.py": token_line, "deploy.env": unquoted},
+        {"tests/fixture_a.py": None, "tests/fixtures.py": token_line},  # git mv
+        {"deploy.env": None, "deploy.py": unquoted},
+    )
+    result = builtin.review_diff(repo, g.DiffSpec(base, head))
+    assert sorted(locations(result), key=str) == [
+        ("github-token", "tests/fixtures.py", 1),
+        ("high-entropy-secret", None, None),
+    ]
+    (history,) = only(result, "high-entropy-secret")
+    assert history.message.startswith(f"deploy.env:1 in commit {leaked[:12]}")
+    assert "in commit" not in only(result, "github-token")[0].message
+
+
 def test_history_scan_keeps_the_file_when_it_still_exists(repo: Path) -> None:
     value = "q8Zr3kP9xW2mN7vB4tY6"
     base, (leaked, head) = commits(
