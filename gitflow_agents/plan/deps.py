@@ -210,10 +210,25 @@ def _shortest_cycle(start: int, edges: dict[int, tuple[int, ...]], within: set[i
 
 
 def plan_problems(plan: Plan) -> list[Problem]:
-    """The graph problems of a parsed plan (its ``Depends on:`` lines already parse)."""
-    nodes = (Node(s.number, s.line, s.depends_on, s.depends_line) for s in plan.steps)
+    """The problems that keep a parsed plan's steps from being ordered (its ``Depends on:``
+    lines already parse): a step number defined twice (which one ``Depends on: 2`` means, which
+    one a ✅ marks, is anyone's guess), then the graph's."""
     shown = shown_path(plan.path)
-    return [Problem(shown, line, message) for line, message in graph_problems(nodes)]
+    first: dict[int, int] = {}
+    problems: list[Problem] = []
+    for step in plan.steps:
+        if step.number in first:
+            message = duplicate_step(step.number, first[step.number], step.line)
+            problems.append(Problem(shown, step.line, message))
+        first.setdefault(step.number, step.line)
+    nodes = (Node(s.number, s.line, s.depends_on, s.depends_line) for s in plan.steps)
+    problems += (Problem(shown, line, message) for line, message in graph_problems(nodes))
+    return problems
+
+
+def duplicate_step(number: int, first: int, line: int) -> str:
+    """What ``plan lint`` and ``run --all`` say of step ``number`` defined again at ``line``."""
+    return f"duplicate step {number}: lines {first} and {line}"
 
 
 def run_order(plan: Plan) -> list[int]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gitflow_agents.base.errors import PlanError
-from gitflow_agents.plan.deps import graph_problems, read_dependencies
+from gitflow_agents.plan.deps import duplicate_step, graph_problems, read_dependencies
 from gitflow_agents.plan.model import Problem, SpecPlanConfig, shown_path
 from gitflow_agents.plan.scan import (
     Scan,
@@ -86,11 +86,7 @@ def _lint_scan(path: str, scan: Scan, config: SpecPlanConfig) -> Iterator[Proble
             yield Problem(path, line, number_problem(number_text))
             continue
         if number in seen:
-            yield Problem(
-                path,
-                line,
-                f"duplicate step {number}: lines {seen[number]} and {line}",
-            )
+            yield Problem(path, line, duplicate_step(number, seen[number], line))
         else:
             seen[number] = line
         if previous is not None and number < previous[0]:

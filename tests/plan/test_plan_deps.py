@@ -277,3 +277,33 @@ def test_run_order_puts_each_step_after_what_it_waits_for() -> None:
 
 def test_run_order_leaves_out_steps_in_a_cycle() -> None:
     assert order("Depends on: none", "Depends on: 3", "Depends on: 2") == [1]
+
+
+def test_a_step_number_defined_twice_is_a_problem_that_keeps_a_plan_from_running(
+    tmp_path: Path,
+) -> None:
+    """`run --all` of a plan with steps 1, 2, 1, 3 did nothing and exited 0 (1, 2, 2: landed
+    step 1, then exit 2), and `plan matrix --ready` listed a duplicate as ready: the duplicate is
+    one of the problems `run --all` and the waves refuse before anything runs."""
+    from gitflow_agents.plan.deps import plan_problems
+
+    text = plan_text("a", "b", "c").replace("Step 3:", "Step 1:")
+    plan = parse_plan_text(text, tmp_path / "p.md")
+    [problem] = plan_problems(plan)
+    assert problem.message == f"duplicate step 1: lines {plan.steps[0].line} and {problem.line}"
+    assert problem.line == plan.steps[2].line
+
+
+def test_run_all_refuses_a_duplicate_step_before_anything_runs(repo: Path) -> None:
+    from tests.conftest import git, run_cli
+
+    (repo / "specs").mkdir()
+    (repo / "specs" / "p.md").write_text(plan_text("a", "b", "c").replace("Step 3:", "Step 2:"))
+    git(repo, "add", "specs")
+    git(repo, "commit", "-q", "-m", "plan")
+    head = git(repo, "rev-parse", "HEAD")
+    for jobs in ("1", "2"):
+        result = run_cli("run", "specs/p.md", "--all", "--jobs", jobs, cwd=repo)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "duplicate step 2" in result.stderr and not result.stdout
+    assert git(repo, "rev-parse", "HEAD") == head and not (repo / "flows").exists()
