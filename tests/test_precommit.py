@@ -92,7 +92,7 @@ def test_review_hook_entry_reviews_staged_changes_on_pre_commit(
     monkeypatch.setenv("GIT_DIR", ".git")
     monkeypatch.setenv("GIT_INDEX_FILE", str(repo / "nonexistent-index"))
     status_before = git(repo, "status", "--porcelain")
-    assert cli.main(["review", "--hook"]) == 1
+    assert cli.main(["review", "--hook", "app.py"]) == 1  # pre-commit hands the staged files
     out = capsys.readouterr().out
     assert "app.py" in out and "python-syntax" in out and "aws-access-key" in out
     assert git(repo, "status", "--porcelain") == status_before  # never modifies files
@@ -506,6 +506,41 @@ def test_all_files_and_files_review_the_files_pre_commit_hands_over(
     for args in ((), ("--files", "new.py")):  # the staged change: settings.py is not in it
         result = run(*args)
         assert result.returncode == 0, (args, result.stdout + result.stderr)
+
+
+@pytest.mark.slow
+@needs_pre_commit
+def test_a_commit_honours_the_hook_s_exclude_as_all_files_does(
+    repo: Path, hook_repo: Path, offline_env: dict[str, str], shared_pre_commit_home: Path
+) -> None:
+    """``exclude: ^tests/``: pre-commit hands the hook the staged files but tests/fixture.py,
+    on a commit as with ``--all-files``; a commit staging nothing but excluded files passes."""
+    env = {**offline_env, "PRE_COMMIT_HOME": str(shared_pre_commit_home)}
+    config = repo.parent / "pre-commit-config.yaml"
+    config.write_text(
+        f"repos:\n- repo: {hook_repo}\n  rev: {g.head_sha(hook_repo)}\n  hooks:\n"
+        "  - id: agent-review\n    exclude: ^tests/\n"
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return pre_commit("run", "--config", str(config), *args, cwd=repo, env=env)
+
+    (repo / "tests").mkdir()
+    (repo / "tests" / "fixture.py").write_text(TOKEN_FILE)
+    git(repo, "add", "-A")
+    only_excluded = run()
+    assert only_excluded.returncode == 0, only_excluded.stdout + only_excluded.stderr
+    (repo / "app.py").write_text("x = 1\n")
+    git(repo, "add", "-A")
+    staged = run()
+    assert staged.returncode == 0, staged.stdout + staged.stderr
+    git(repo, "commit", "-q", "--no-verify", "-m", "fixture")
+    assert run("--all-files").returncode == 0
+    (repo / "app.py").write_text(TOKEN_FILE)  # a file the hook is given still fails it
+    git(repo, "add", "-A")
+    refused = run()
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "app.py" in refused.stdout and "tests/fixture.py" not in refused.stdout
 
 
 @pytest.mark.slow

@@ -90,13 +90,15 @@ def _write_output(args: Args, review: Review, result: GateResult) -> None:
 
 def _run(args: Args) -> int:
     files = list(getattr(args, "files", None) or ())
-    handed: tuple[str, ...] = ()  # the files pre-commit hands the hook
+    handed: tuple[str, ...] | None = None  # the files pre-commit hands the hook, outside a push
     if args.hook:
         if args.staged:
             raise UsageError("--hook takes its range from pre-commit; give no --staged")
         rev_range, staged, pushed = hook_range(os.environ)
         if staged:  # on pre-push they are the pushed range's files: the range is reviewed
             handed = (*([args.range] if args.range else []), *files)
+            if not handed and not os.environ.get("PRE_COMMIT"):
+                handed = None  # not run by pre-commit (a git hook of one's own): the staged change
     elif files:
         raise UsageError(
             f"give one RANGE at most (got {args.range!r} and {files[0]!r}); "
@@ -122,7 +124,7 @@ def _review(
     rev_range: str | None,
     staged: bool,
     pushed: str | None,
-    handed: tuple[str, ...],
+    handed: tuple[str, ...] | None,
     located: Callable[[], tuple[StrPath, Target | None]],
     blobs: git.BlobReader,
     early: contextlib.ExitStack,
@@ -141,13 +143,16 @@ def _review(
     if known is not None and args.agent == "builtin":
         diff = early.enter_context(git.AskedDiff(root, known.spec)).changes
     untracked: list[str] = []
+    if handed == ():  # pre-commit left out every staged file: nothing of the change is its
+        staged_target = known or resolve_target(root, None, staged=True)
+        threshold = Severity.parse(args.severity_threshold)
+        return _report_nothing(args, staged_target, _NOTHING_HANDED, threshold)
     if handed:
-        files_target, untracked = _handed_files(root, known, handed, diff)
+        files_target, diff, untracked = _handed_files(root, known, handed, diff)
         if files_target is None:  # none of them is tracked: nothing to review
             _say_untracked(untracked)
             return ExitCode.REVISE
-        if files_target is not known:  # their whole content: another diff
-            known, diff = files_target, None
+        known = files_target
     from gitflow_agents.reviewer.target import exit_code, review_builtin_target
 
     acceptance = _acceptance(root, args)
@@ -211,7 +216,10 @@ def _review(
     _write_output(args, review, result)
     _print_review(args, review, result)
 
-    if target.head is not None and not args.no_note and args.write_baseline is None:
+    # a note is an approval of a commit: never from the hook's part of a commit (target.paths:
+    # the files pre-commit handed over, one batch of them), only from a whole reviewed range
+    recordable = not target.paths and not args.no_note and args.write_baseline is None
+    if target.head is not None and recordable:
         from gitflow_agents.reviewer import record_review  # the JSON modules: only for a note
 
         record_review(
@@ -229,24 +237,49 @@ def _review(
     return code
 
 
+_NOTHING_HANDED = (
+    "nothing to review: pre-commit handed the hook none of the staged files (the hook's "
+    "`files`/`exclude` leave them all out, or the change only deletes files), so no review is made"
+)
+
+
 def _handed_files(
     root: StrPath,
     staged: Target | None,
     names: tuple[str, ...],
     changes: Callable[[], tuple[FileChange, ...]] | None,
-) -> tuple[Target | None, list[str]]:
-    """What the hook reviews of the files pre-commit hands over outside a push, and those of
-    them git does not track (not reviewed). A commit hands over the staged files: when every
-    file is in the staged change, that change (``staged``, unchanged). Otherwise
-    (``pre-commit run --all-files`` or ``--files``) the whole content of the files, as staged
-    (the index against the empty tree), as pre-commit's hooks check the files they are given;
-    None when git tracks none of them. A name that is no file is a usage error."""
+) -> tuple[Target | None, Callable[[], tuple[FileChange, ...]] | None, list[str]]:
+    """What the hook reviews of the files pre-commit hands over outside a push, the builtin
+    reviewer's changes of it (``changes`` as given, filtered, or None: git's diff of the target),
+    and those of the files git does not track (not reviewed).
+
+    A commit hands over the staged files its ``files``/``exclude`` keep, in batches when they do
+    not fit on one command line: when every file is in the staged change, that change restricted
+    to them (``staged`` itself when it is all of them): each file's change as the whole change
+    has it, a rename with its old path (a move, not an added file); a deletion only when named
+    (pre-commit hands over no deleted file). Otherwise (``pre-commit run --all-files`` or
+    ``--files``) the whole content of the files, as staged (the index against the empty tree),
+    as pre-commit's hooks check the files they are given; None when git tracks none of them.
+    A name that is no file is a usage error."""
     paths = tuple(dict.fromkeys(_from_top(root, name) for name in names))
     if staged is None:
         staged = resolve_target(root, None, staged=True)
-    in_change = {c.path for c in changes()} if changes else set(git.numstat(root, staged.spec))
-    if set(paths) <= in_change:
-        return staged, []
+    found = changes() if changes else None
+    every = found if found is not None else git.changed_files(root, staged.spec)
+    wanted = set(paths)
+    if wanted <= {c.path for c in every}:
+        kept = [c for c in every if c.path in wanted]
+        if len(kept) == len(every):
+            return staged, changes, []
+        moved = (c.old_path for c in kept if c.status == "R" and c.old_path)
+        restricted = tuple(dict.fromkeys((*(c.path for c in kept), *moved)))
+        target = Target(
+            staged.base, None, f"staged changes of {len(kept)} file(s)", paths=restricted
+        )
+        if found is None:  # the agent reviewer: git's diff of the target, its pathspecs
+            return target, None, []
+        filtered = tuple(c for c in found if c.path in wanted)
+        return target, lambda: filtered, []
     tracked = git.tracked(root, paths)
     reviewed = tuple(path for path in paths if path in tracked)
     untracked = [path for path in paths if path not in tracked]
@@ -257,7 +290,7 @@ def _handed_files(
                 "hands over; its range comes from pre-commit)"
             )
     if not reviewed:
-        return None, untracked
+        return None, None, untracked
     print(
         f"git agent-review: reviewing the whole content of {len(reviewed)} file(s) as staged: "
         "pre-commit handed over files that are not all in the staged changes "
@@ -273,7 +306,7 @@ def _handed_files(
             file=sys.stderr,
         )
     label = f"{len(reviewed)} file(s) as staged"
-    return Target(git.empty_tree(root), None, label, paths=reviewed), untracked
+    return Target(git.empty_tree(root), None, label, paths=reviewed), None, untracked
 
 
 def _from_top(root: StrPath, name: str) -> str:

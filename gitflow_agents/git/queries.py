@@ -337,6 +337,13 @@ def unstaged(root: StrPath, paths: Iterable[str]) -> list[str]:
     return [path for path in run_git(root, *args).stdout.split("\0") if path]
 
 
+def changed_files(root: StrPath, spec: DiffSpec) -> list[diffparse.FileStat]:
+    """Every changed file of ``spec``: its path (a deletion's old path), status and, for a
+    rename, its old path (``--raw``: no content is compared but for rename detection)."""
+    args = ("diff", *DIFF_FLAGS, "--raw", "--no-abbrev", "-z", *spec.args(), *spec.limit())
+    return diffparse.parse_raw_numstat(run_git(root, *args).stdout)
+
+
 def numstat(root: StrPath, spec: DiffSpec) -> dict[str, tuple[int | None, int | None]]:
     """(added, deleted) per new path; None for binary files (git prints ``-``). A gitlink
     whose commit changed counts as the statistics count it (``STATS_FLAGS``): this is the

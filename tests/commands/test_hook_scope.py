@@ -168,6 +168,62 @@ def test_files_that_are_all_staged_are_the_commit_s_staged_changes(
     assert "whole content" not in result.stderr
 
 
+def test_a_commit_reviews_only_the_staged_files_pre_commit_hands_over(
+    committed_key: Path, run: Cli
+) -> None:
+    """``exclude: ^tests/``: pre-commit hands a commit's hook only the staged files its filters
+    keep (app.py, not tests/fixture.py); the hook reviews their staged change, not the whole
+    one (it did when every file handed over was in it: the excluded fixture failed the commit,
+    though ``pre-commit run --all-files`` passed it)."""
+    (committed_key / "tests").mkdir()
+    (committed_key / "tests" / "fixture.py").write_text(KEY_FILE)
+    (committed_key / "app.py").write_text("x = 1\n")
+    git(committed_key, "add", "-A")
+    env = {"PRE_COMMIT": "1"}
+    result = run.main("review", "--hook", "app.py", cwd=committed_key, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 file(s) checked" in result.stdout and "fixture" not in result.stdout
+    assert "whole content" not in result.stderr  # the staged change of app.py, not its content
+    result = run.main("review", "--hook", "app.py", "tests/fixture.py", cwd=committed_key, env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "aws-access-key" in result.stdout and "2 file(s) checked" in result.stdout
+
+
+def test_a_commit_whose_staged_files_pre_commit_all_leaves_out_has_nothing_to_review(
+    committed_key: Path, run: Cli
+) -> None:
+    """Every staged file excluded: pre-commit runs the hook (``always_run``) with no file. The
+    hook passes and records nothing; run by hand (no PRE_COMMIT) it reviews the staged change."""
+    (committed_key / "tests").mkdir()
+    (committed_key / "tests" / "fixture.py").write_text(KEY_FILE)
+    git(committed_key, "add", "-A")
+    result = run.main("review", "--hook", cwd=committed_key, env={"PRE_COMMIT": "1"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "nothing to review" in result.stdout and "fixture" not in result.stdout
+    assert git(committed_key, "for-each-ref", "refs/notes/") == ""
+    json_out = run.main(
+        "review", "--hook", "--format", "json", cwd=committed_key, env={"PRE_COMMIT": "1"}
+    )
+    assert json_out.returncode == 0 and '"approved": false' in json_out.stdout
+    by_hand = run.main("review", "--hook", cwd=committed_key)
+    assert by_hand.returncode == 1, by_hand.stdout + by_hand.stderr
+    assert "aws-access-key" in by_hand.stdout
+
+
+def test_a_renamed_file_handed_over_is_reviewed_as_a_move(committed_key: Path, run: Cli) -> None:
+    """A rename's new path is what pre-commit hands over: its change is the move (no line
+    added), not the whole file as new, so the key settings.py already held is not found
+    again; the excluded file beside it stays out."""
+    git(committed_key, "mv", "settings.py", "config.py")
+    (committed_key / "tests").mkdir()
+    (committed_key / "tests" / "fixture.py").write_text(KEY_FILE)
+    git(committed_key, "add", "-A")
+    env = {"PRE_COMMIT": "1"}
+    result = run.main("review", "--hook", "config.py", cwd=committed_key, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "aws-access-key" not in result.stdout and "1 file(s) checked" in result.stdout
+
+
 def test_files_git_does_not_track_are_not_reviewed_and_fail(committed_key: Path, run: Cli) -> None:
     (committed_key / "new.py").write_text("x = 1\n")
     result = run.main("review", "--hook", "new.py", cwd=committed_key)

@@ -188,6 +188,28 @@ def test_an_agent_reviewer_gets_the_files_the_hook_is_handed_and_no_others(
     assert "':(literal)src/a.py'" in (scope_log / "prompt.md").read_text()
 
 
+def test_an_agent_reviewer_gets_the_staged_change_of_the_files_a_commit_hands_over(
+    run: Cli, repo: Path, scope_log: Path
+) -> None:
+    """A commit whose hook ``exclude:`` leaves tests/ out: the agent's diff is the staged change
+    of the files pre-commit hands over, a renamed one as a move from its old path (not its
+    whole content as added), and nothing of the excluded file."""
+    agent_flow(repo)
+    commit_files(repo, {"src/old.py": "MOVED = 1\n"}, "old")
+    git(repo, "mv", "src/old.py", "src/new.py")
+    (repo / "src" / "a.py").write_text("A = 1\n")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "fixture.py").write_text("EXCLUDED = 1\n")
+    git(repo, "add", "-A")
+    env = {"FAKE_SCOPE_LOG": str(scope_log), "PRE_COMMIT": "1"}
+    files = ("src/a.py", "src/new.py")
+    result = run.main("review", "--hook", "--agent", "scope", *files, cwd=repo, env=env)
+    assert result.returncode == 0, result.stderr
+    diff = (scope_log / "diff.txt").read_text()
+    assert "A = 1" in diff and "EXCLUDED" not in diff
+    assert "rename from src/old.py" in diff and "MOVED" not in diff
+
+
 def test_an_apply_to_instruction_reaches_the_reviewer_only_for_changes_under_its_glob(
     run: Cli, repo: Path, scope_log: Path
 ) -> None:
