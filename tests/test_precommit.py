@@ -545,6 +545,36 @@ def test_a_commit_honours_the_hook_s_exclude_as_all_files_does(
 
 @pytest.mark.slow
 @needs_pre_commit
+def test_a_commit_too_large_for_one_command_line_is_reviewed_once_in_shares(
+    repo: Path, hook_repo: Path, offline_env: dict[str, str], shared_pre_commit_home: Path
+) -> None:
+    """pre-commit splits file names that would not fit on one command line (128 KiB at most)
+    into batches, one run of the hook each: each run reviews its share of the staged change
+    (each reviewed the whole change: the same finding once per run, an agent paid per run),
+    and none records a note (a share is never the approval of a commit)."""
+    env = {**offline_env, "PRE_COMMIT_HOME": str(shared_pre_commit_home)}
+    config = repo.parent / "pre-commit-config.yaml"
+    config.write_text(
+        f"repos:\n- repo: {hook_repo}\n  rev: {g.head_sha(hook_repo)}\n  hooks:\n"
+        "  - id: agent-review\n"
+    )
+    folder = repo / ("long_folder_name_" * 6)
+    folder.mkdir()
+    names = [folder / f"file_{i:04}.py" for i in range(1300)]  # ~150 KB of names
+    for i, name in enumerate(names):
+        name.write_text(TOKEN_FILE if i == 0 else f"x = {i}\n")
+    git(repo, "add", "-A")
+    result = pre_commit("run", "--config", str(config), cwd=repo, env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    counts = [int(line.split()[2]) for line in output.splitlines() if "file(s) checked" in line]
+    assert len(counts) >= 2 and sum(counts) == len(names), counts  # shares, each file once
+    assert output.count("aws-access-key") == 1, output
+    assert git(repo, "for-each-ref", "refs/notes/") == ""
+
+
+@pytest.mark.slow
+@needs_pre_commit
 def test_commit_all_and_commit_a_path_review_the_index_git_commits(
     hooked: tuple[Path, dict[str, str]],
 ) -> None:
