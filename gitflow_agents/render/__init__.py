@@ -102,6 +102,25 @@ def verdict_line(review: Review, gate: GateResult | None) -> str:
     return f"{verdict_label(review, gate)}: " + "; ".join(parts)
 
 
+_CONTROLS = (*range(0x20), 0x7F, *range(0x80, 0xA0))  # C0, DEL, C1 (0x9b: a one-byte CSI)
+
+
+def _shown(keep: str) -> dict[int, str]:
+    return {code: f"\\x{code:02x}" for code in _CONTROLS if chr(code) not in keep}
+
+
+_SHOWN = {keep: _shown(keep) for keep in ("\t", "\t\n", "\t\r\n")}
+
+
+def visible(text: str, keep: str = "\t") -> str:
+    """``text`` with its control characters written out (``\\x1b``, ``\\x07``, ``\\x9b``) but
+    those in ``keep`` (``"\\t"``, ``"\\t\\n"`` or ``"\\t\\r\\n"``: where a format lays out lines
+    itself): text from the reviewed change or a reviewer (a TODO's words, a file name, a
+    message) cannot drive the terminal it is printed on, as a committed ``\\x1b[8m``
+    (conceal: every later line, the verdict too, invisible) or ``\\x1b[2J`` (clear) would."""
+    return text.translate(_SHOWN[keep])
+
+
 def location(finding: Finding) -> str:
     """``path:12``, ``path:12-14``, ``path`` or ``""``."""
     if not finding.file:

@@ -9,13 +9,15 @@ states the verdict (``::notice`` when approved, ``::error`` otherwise). GitHub s
 from __future__ import annotations
 
 from ..findings import Finding, GateResult, Review, Severity
-from . import TOOL_NAME, is_approved, message_with_suggestion, verdict_line
+from . import TOOL_NAME, is_approved, message_with_suggestion, verdict_line, visible
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARN: "warning", Severity.INFO: "notice"}
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """The runner's escaping of a message (``%``, CR, LF), after every other control character
+    is written out (``visible``: ``\\x1b``), which the log would pass to the terminal."""
+    return visible(text, "\t\r\n").replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:

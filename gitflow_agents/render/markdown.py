@@ -25,6 +25,7 @@ from . import (
     location,
     verdict_label,
     verdict_reasons,
+    visible,
 )
 
 TITLES = {Severity.ERROR: "Errors", Severity.WARN: "Warnings", Severity.INFO: "Info"}
@@ -64,7 +65,9 @@ def escape(text: str) -> str:
     leading blanks dropped, a backslash before a character that could start a fence, heading,
     list, table row or link definition. Safe at the start of a line, in a paragraph, a list
     item (indent the lines that follow) or a block quote (``> `` each)."""
-    text = html.escape(text, quote=False).replace("\\", "\\\\").replace("`", "\\`")
+    text = (
+        html.escape(visible(text, "\t\r\n"), quote=False).replace("\\", "\\\\").replace("`", "\\`")
+    )
     text = _MENTION.sub("@\u200b", text).replace("![", "!\\[")
     return "\n".join(_inert_line(line) for line in lines_of(text))
 
@@ -88,7 +91,7 @@ def _longest_backticks(text: str) -> int:
 def code(text: str) -> str:
     """``text`` as an inline code span, whatever backticks it holds; line breaks become spaces
     (a code span cannot span a blank line, and would not close)."""
-    text = " ".join(lines_of(text))
+    text = visible(" ".join(lines_of(text)))
     fence = "`" * (_longest_backticks(text) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"

@@ -10,7 +10,7 @@ terminal: issue 20); stripping the codes gives back the plain text exactly.
 from __future__ import annotations
 
 from ..findings import GateResult, Review, Severity
-from . import is_approved, location, sorted_by_file, verdict_line
+from . import is_approved, location, sorted_by_file, verdict_line, visible
 
 Segment = tuple[str, str]  # (text, style); style "" = unstyled
 Line = list[Segment]
@@ -67,7 +67,9 @@ def _loc(line: int | None, end: int | None) -> str:
 
 
 def render(review: Review, gate: GateResult | None = None, *, color: bool = False) -> str:
-    view = lines(review, gate)
+    """The view, each segment's control characters written out (``visible``: the text of the
+    change and of the reviewer cannot drive the terminal; a view's line holds no line break)."""
+    view = [[(visible(text), style) for text, style in line] for line in lines(review, gate)]
     if not color:
         return "".join("".join(text for text, _ in line) + "\n" for line in view)
     return "".join(_render_sgr(line) + "\n" for line in view)

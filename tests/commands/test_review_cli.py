@@ -336,6 +336,17 @@ def test_sarif_locations_read_back_as_the_files_reviewed(repo: Path) -> None:
     assert all(" " not in uri and "#" not in uri and uri.isascii() for uri in uris), uris
 
 
+def test_a_committed_escape_sequence_cannot_hide_the_verdict(repo: Path, run: Cli) -> None:
+    """A TODO ending in ``\\x1b[8m`` (conceal) printed raw hid every later line of the report on
+    a terminal, the key's finding and the REVISE verdict with them: it is shown escaped."""
+    commit_files(repo, {"a.py": "# TODO: tidy \x1b[8m\n", "b.py": f'K = "{AWS_KEY}"\n'}, "x")
+    result = run.review("HEAD", "--no-note", "--color", "never", cwd=repo)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "\x1b" not in result.stdout
+    assert "new TODO: tidy \\x1b[8m" in result.stdout
+    assert result.stdout.splitlines()[-1].startswith("REVISE: ")
+
+
 def test_every_format_prints(feature: Path, run: Cli) -> None:
     for fmt in ("terminal", "json", "sarif", "rdjsonl", "annotations", "markdown"):
         result = run.review("--format", fmt, "--no-note", cwd=feature)

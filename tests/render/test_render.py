@@ -122,6 +122,44 @@ def test_terminal_multiline_message_is_indented() -> None:
     ]
 
 
+CONTROLS = Review(
+    Overall.REVISE,
+    summary="summary \x07bell",
+    findings=(
+        Finding(Severity.INFO, "new TODO: tidy \x1b[8m", "a\x1b[2J.py", 1, rule="todo"),
+        Finding(Severity.ERROR, "key\tadded\rover", "b.py", 2, suggestion="x\x9b2J\x00y"),
+    ),
+    unreviewed_files=("big\x7f.bin",),
+)
+"""Text of the reviewed change and of the reviewer with terminal control characters in it: ESC
+(``\x1b[8m`` conceals every later line, ``\x1b[2J`` clears the screen), BEL, CR, NUL, DEL and
+C1's one-byte CSI (``\x9b``)."""
+_RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def test_terminal_shows_the_control_characters_of_the_reviewed_text_escaped() -> None:
+    gated = gate(CONTROLS, threshold=Severity.ERROR, head_sha=None)
+    plain = render(CONTROLS, gated, "terminal")
+    assert not _RAW_CONTROL.search(plain), repr(plain)
+    assert "new TODO: tidy \\x1b[8m" in plain and "a\\x1b[2J.py" in plain
+    assert "summary \\x07bell" in plain and "key\tadded" in plain  # a tab stays a tab
+    assert "x\\x9b2J\\x00y" in plain and "big\\x7f.bin" in plain
+    assert plain.splitlines()[-1].startswith("REVISE: ")
+    colored = render(CONTROLS, gated, "terminal", color=True)
+    assert ANSI.sub("", colored) == plain  # the only escape codes are the colours'
+
+
+def test_markdown_and_annotations_show_control_characters_escaped() -> None:
+    markdown = render(CONTROLS, None, "markdown")
+    assert not _RAW_CONTROL.search(markdown), repr(markdown)
+    assert "tidy \\\\x1b[8m" in markdown  # its backslash escaped: it shows as tidy \x1b[8m
+    assert "`a\\x1b[2J.py:1`" in markdown
+    annotations = render(CONTROLS, None, "annotations")
+    assert not _RAW_CONTROL.search(annotations), repr(annotations)
+    assert "file=a\\x1b[2J.py" in annotations and "tidy \\x1b[8m" in annotations
+    assert "key\tadded%0Dover" in annotations  # the runner's own escaping, as before
+
+
 # --- json ---------------------------------------------------------------------------------------
 
 
