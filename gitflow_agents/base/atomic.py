@@ -241,9 +241,18 @@ def refuse_folder(path: StrPath, option: str = "--output") -> None:
         raise UsageError(f"{option} {name}: {parent} is a file, not a folder")
 
 
+_FOLDER_ENDS = ("", os.curdir, os.pardir)
+
+
 def _mode(name: str, option: str) -> int | None:
     """The ``st_mode`` of what ``name`` names (symlinks followed), None when nothing is there;
-    UsageError for a folder."""
+    UsageError for a folder, and for a name that can only be one, there or not: one ending in
+    ``/``, ``.`` or ``..`` (``reports/``: a Path of it names ``reports``, which became a file)."""
+    if os.path.basename(name) in _FOLDER_ENDS:  # noqa: PTH119 - the name as given, not a Path
+        raise UsageError(
+            f"{option} {name}: is a folder, not a file (the name ends in "
+            f"{name[-1]!r}): name the file to write"
+        )
     try:
         mode = os.stat(name).st_mode  # noqa: PTH116 - the name as given, not a Path
     except (FileNotFoundError, NotADirectoryError):

@@ -100,6 +100,19 @@ def test_a_folder_is_a_usage_error_naming_the_option(changed: Path, run: Cli) ->
     assert list(reports.iterdir()) == []
 
 
+@pytest.mark.parametrize("name", ["reports/", "reports//", "reports/.", "out/reports/.."])
+def test_a_name_that_can_only_be_a_folder_is_a_usage_error_though_none_is_there(
+    changed: Path, run: Cli, name: str
+) -> None:
+    """``--output reports/`` (the folder does not exist yet) wrote a file called ``reports``,
+    exit 0; ``> reports/`` refuses it: a name ending in ``/`` (``.``, ``..``) names a folder."""
+    result = run.review("HEAD", "--no-note", "--output", name, cwd=changed)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"--output {name}: is a folder, not a file" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (changed / "reports").exists() and not (changed / "out").exists()
+
+
 def test_a_path_under_a_file_or_an_empty_one_is_a_usage_error_naming_the_option(
     changed: Path, run: Cli
 ) -> None:
