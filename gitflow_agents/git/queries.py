@@ -263,14 +263,23 @@ class DefaultBranch(NamedTuple):
 def default_branch(root: StrPath, remote: str = "origin") -> DefaultBranch:
     """The branch reviews compare against.
 
-    ``refs/remotes/<remote>/HEAD`` when the clone knows it; otherwise ``main`` then ``master``
-    (remote-tracking first, then local), saying which was used.
+    ``refs/remotes/<remote>/HEAD`` when the clone knows it and the branch it names is there;
+    otherwise ``main`` then ``master`` (remote-tracking first, then local), saying which was
+    used. A dangling ``<remote>/HEAD`` (the remote renamed its default branch and ``git fetch
+    --prune`` removed the one it names) is said, with how to set it again.
     """
-    result = run_git(root, "symbolic-ref", "-q", f"refs/remotes/{remote}/HEAD", check=False)
+    head = f"refs/remotes/{remote}/HEAD"
+    result = run_git(root, "symbolic-ref", "-q", head, check=False)
     target = result.stdout.strip()
+    why = f"{head} is not set"
     if result.returncode == 0 and target.startswith("refs/remotes/"):
         name = target.removeprefix("refs/remotes/")
-        return DefaultBranch(name, f"default branch {name} (from refs/remotes/{remote}/HEAD)")
+        if branch_tip(root, target) is not None:
+            return DefaultBranch(name, f"default branch {name} (from {head})")
+        why = (
+            f"{head} points at {name}, which does not exist: "
+            f"`git remote set-head {remote} --auto` sets it again"
+        )
     candidates = (
         (f"refs/remotes/{remote}/main", f"{remote}/main"),
         ("refs/heads/main", "main"),
@@ -282,12 +291,11 @@ def default_branch(root: StrPath, remote: str = "origin") -> DefaultBranch:
         if ref_exists(root, ref):
             return DefaultBranch(
                 shown,
-                f"default branch {shown} (refs/remotes/{remote}/HEAD is not set; "
-                f"{shown} is the first of {order} that exists)",
+                f"default branch {shown} ({why}; {shown} is the first of {order} that exists)",
             )
     raise UsageError(
-        f"cannot find the default branch: refs/remotes/{remote}/HEAD is not set and there is "
-        "no main or master branch; give a range, e.g. `git agent-review BASE..HEAD`"
+        f"cannot find the default branch: {why} and there is no main or master branch; "
+        "give a range, e.g. `git agent-review BASE..HEAD`"
     )
 
 

@@ -407,6 +407,36 @@ def test_default_branch_message_names_the_ref_used_and_why(
     assert "fell back" not in result.stderr
 
 
+def test_a_dangling_origin_head_falls_back_and_says_how_to_set_it(
+    repo: Path, tmp_path: Path, run: Cli
+) -> None:
+    """The remote renamed master to main and ``git fetch --prune`` removed origin/master:
+    refs/remotes/origin/HEAD still names it. The review fell over it ("no common ancestor
+    between origin/master and …", exit 2); it falls back as when origin/HEAD is not set."""
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/master")
+    git(clone, "checkout", "-q", "-b", "topic")
+    commit_files(clone, {"t.py": "x = 1\n"})
+    result = run.review("--no-note", cwd=clone)
+    assert result.returncode == 0, result.stderr
+    assert "merge-base with the default branch origin/main (refs/remotes/origin/HEAD" in (
+        result.stderr
+    )
+    assert "origin/master, which does not exist" in result.stderr
+    assert "git remote set-head origin --auto" in result.stderr
+    # no branch to fall back to: one message that says why and how to fix it
+    git(clone, "update-ref", "-d", "refs/remotes/origin/main")
+    git(clone, "branch", "-q", "-D", "main")
+    result = run.review("--no-note", cwd=clone)
+    assert result.returncode == 2, result.stderr
+    assert "no common ancestor" not in result.stderr
+    assert "refs/remotes/origin/HEAD points at origin/master, which does not exist" in (
+        result.stderr
+    )
+    assert "git remote set-head origin --auto" in result.stderr
+
+
 def test_git_runs_git_agent_review_from_path(feature: Path, tmp_path: Path, run: Cli) -> None:
     bin_dir = agent_review_on_path(tmp_path / "bin")
     env = {
