@@ -111,12 +111,34 @@ def repo_root(start: Path | str | None = None) -> Path:
     (``lazy.path``: a small review passes the string git printed on, without pathlib)."""
     where = as_path(start if start is not None else os.getcwd())  # noqa: PTH109
     result = run_git(where, "rev-parse", "--show-toplevel", check=False)
-    if result.returncode != 0:
-        raise UsageError(f"not a git repository (or any parent up to /): {where}")
-    top = result.stdout.strip()
+    top = result.stdout.strip() if result.returncode == 0 else ""
     if not top:
-        raise UsageError(f"not inside a git work tree (bare repository?): {where}")
+        raise UsageError(_no_work_tree(where))
     return as_path(top)
+
+
+def _no_work_tree(where: StrPath) -> str:
+    """Why there is no work tree at ``where``: no repository, a bare one (git works there, but a
+    review reads its settings, ``.flow/``, and its baseline from a work tree: without one it
+    would review by other rules than the project's), or the inside of a ``.git`` folder."""
+    args = ("rev-parse", "--is-bare-repository", "--absolute-git-dir")
+    found = run_git(where, *args, check=False)
+    lines = found.stdout.splitlines()
+    if found.returncode != 0 or len(lines) != 2:
+        return f"not a git repository (or any parent up to /): {where}"
+    bare, git_dir = lines
+    if bare != "true":
+        return (
+            f"{where} is inside {git_dir}, the git folder of a repository: run it in its work tree"
+        )
+    same = os.path.realpath(where) == os.path.realpath(git_dir)
+    place = "is a bare repository" if same else f"is in the bare repository {git_dir}"
+    return (
+        f"{where} {place}: it has no work tree, where its settings "
+        "(.flow/) and a review's baseline are read; run it in a clone (`git clone "
+        f"{git_dir} DIR`); git agent-review also takes a work tree named for the repository: "
+        f"`git --git-dir={git_dir} --work-tree=DIR agent-review A..B`"
+    )
 
 
 def _is_sha(word: str) -> bool:

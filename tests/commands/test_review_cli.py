@@ -373,6 +373,32 @@ def test_usage_errors_exit_2(repo: Path, tmp_path: Path, run: Cli) -> None:
     assert "nobody" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("args", [("HEAD~1..HEAD",), ("HEAD",), (), ("--staged",)])
+def test_a_bare_repository_is_named_as_one_with_what_works_instead(
+    feature: Path, tmp_path: Path, run: Cli, args: tuple[str, ...]
+) -> None:
+    """A bare repository (a server's, a CI mirror) was "not a git repository". It has no work
+    tree, where the review reads its settings (.flow/) and baseline: a usage error that says
+    so and names what works (a clone; ``git --git-dir=… --work-tree=DIR agent-review``)."""
+    bare = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--bare", str(feature), str(bare))
+    result = run.review(*args, "--no-note", cwd=bare)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "not a git repository" not in result.stderr and "Traceback" not in result.stderr
+    assert f"{bare} is a bare repository: it has no work tree" in result.stderr
+    inside_bare = run.review(*args, "--no-note", cwd=bare / "refs")
+    assert f"{bare / 'refs'} is in the bare repository {bare}: it has" in inside_bare.stderr
+    assert f"git --git-dir={bare} --work-tree=DIR agent-review" in result.stderr
+    gate = run.main("hook", "gate", "HEAD", cwd=bare)  # the gate reads a note: it works there
+    assert gate.returncode == 1 and "has no recorded review" in gate.stderr, gate.stderr
+    inside = run.review(*args, "--no-note", cwd=feature / ".git")
+    assert inside.returncode == 2, inside.stdout + inside.stderr
+    git_dir = feature / ".git"
+    assert f"{git_dir} is inside {git_dir}, the git folder of a repository: run it in its" in (
+        inside.stderr
+    )
+
+
 def test_no_default_branch_is_a_clear_usage_error(repo: Path, run: Cli) -> None:
     git(repo, "branch", "-m", "main", "trunk")
     result = run.review(cwd=repo)
