@@ -59,8 +59,23 @@ def git_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+_LOCKED = ("Unable to create '", "': File exists")  # git's words for a lock file already there
+
+
 def failure(result: spawn.Result, what: str) -> GitError:
-    """The GitError for a git call that failed: ``what``, then the last line git printed."""
+    """The GitError for a git call that failed: ``what``, then the last line git printed; for a
+    lock file already there (a stale ``….lock`` a killed git left), the file, which git names
+    on a line before five of advice (the last of them: "remove the file manually to
+    continue.")."""
+    start, end = _LOCKED
+    found = result.stderr.find(start)
+    stop = result.stderr.find(end, found) if found >= 0 else -1
+    if stop >= 0 and "\n" not in result.stderr[found:stop]:
+        lock = result.stderr[found + len(start) : stop]
+        return GitError(
+            f"{what}: {lock} exists: another git process is running in this repository, or "
+            "one was killed and left it; when none is running, remove the file to continue"
+        )
     detail = result.stderr.strip().splitlines()
     return GitError(f"{what}: {detail[-1] if detail else f'git exited {result.returncode}'}")
 

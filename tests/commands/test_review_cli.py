@@ -399,6 +399,17 @@ def test_a_bare_repository_is_named_as_one_with_what_works_instead(
     )
 
 
+def test_a_stale_notes_lock_is_named_when_the_note_cannot_be_written(
+    feature: Path, run: Cli
+) -> None:
+    lock = feature / ".git" / "refs" / "notes" / "gitflow-agents.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.touch()
+    result = run.review("HEAD", cwd=feature)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{lock} exists" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_no_default_branch_is_a_clear_usage_error(repo: Path, run: Cli) -> None:
     git(repo, "branch", "-m", "main", "trunk")
     result = run.review(cwd=repo)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.errors import GitError, UsageError
 from gitflow_agents.git import queries as g
 from tests.conftest import git
 
@@ -169,6 +169,25 @@ def test_notes_round_trip(repo: Path) -> None:
     assert g.NOTES_REF in git(repo, "for-each-ref", "refs/notes/")
     # the default notes ref is untouched
     assert git(repo, "notes", "list") == ""
+
+
+def test_a_note_git_cannot_write_for_a_stale_lock_names_the_lock_file(repo: Path) -> None:
+    """git says which file blocks it (``Unable to create '…/gitflow-agents.lock': File
+    exists``) and then five lines of advice: the error kept only the last, "remove the file
+    manually to continue.", without the file."""
+    lock = Path(git(repo, "rev-parse", "--absolute-git-dir").strip()) / "refs/notes"
+    lock.mkdir(parents=True, exist_ok=True)
+    (lock / "gitflow-agents.lock").touch()
+    head = g.head_sha(repo)
+    with pytest.raises(GitError) as raised:
+        g.write_note(repo, head, "x\n")
+    message = str(raised.value)
+    assert message.startswith(f"cannot write note on {head[:12]}: ")
+    assert f"{lock / 'gitflow-agents.lock'} exists" in message
+    assert "remove the file" in message and "\n" not in message
+    (lock / "gitflow-agents.lock").unlink()
+    g.write_note(repo, head, "x\n")
+    assert g.read_note(repo, head) == "x\n"
 
 
 def test_current_branch_and_detached_head(repo: Path) -> None:
