@@ -149,9 +149,13 @@ def _review(
         return _report_nothing(args, staged_target, _NOTHING_HANDED, threshold)
     if handed:
         files_target, diff, untracked = _handed_files(root, known, handed, diff)
-        if files_target is None:  # none of them is tracked: nothing to review
+        if files_target is None and untracked:  # none of them is tracked: nothing to review
             _say_untracked(untracked)
             return ExitCode.REVISE
+        if files_target is None:  # only submodules, whose commits are not reviewed
+            staged_target = known or resolve_target(root, None, staged=True)
+            threshold = Severity.parse(args.severity_threshold)
+            return _report_nothing(args, staged_target, _ONLY_SUBMODULES, threshold)
         known = files_target
     from gitflow_agents.reviewer.target import exit_code, review_builtin_target
 
@@ -243,6 +247,12 @@ _NOTHING_HANDED = (
 )
 
 
+_ONLY_SUBMODULES = (
+    "nothing to review: the files pre-commit handed the hook are submodules, whose new commits "
+    "are not reviewed here (review them in their own repository)"
+)
+
+
 def _handed_files(
     root: StrPath,
     staged: Target | None,
@@ -257,7 +267,8 @@ def _handed_files(
     not fit on one command line: when every file is in the staged change, that change restricted
     to them (``staged`` itself when it is all of them): each file's change as the whole change
     has it, a rename with its old path (a move, not an added file); a deletion only when named
-    (pre-commit hands over no deleted file). Otherwise (``pre-commit run --all-files`` or
+    (pre-commit hands over no deleted file); a submodule's new commit is in the change but not
+    reviewed (None, and no untracked file, when only submodules are handed over). Otherwise (``pre-commit run --all-files`` or
     ``--files``) the whole content of the files, as staged (the index against the empty tree),
     as pre-commit's hooks check the files they are given; None when git tracks none of them.
     A name that is no file is a usage error."""
@@ -267,8 +278,13 @@ def _handed_files(
     found = changes() if changes else None
     every = found if found is not None else git.changed_files(root, staged.spec)
     wanted = set(paths)
-    if wanted <= {c.path for c in every}:
+    missing = wanted - {c.path for c in every}
+    if missing:  # a submodule's new commit is staged and handed over, and never reviewed
+        missing -= git.changed_gitlinks(root, staged.spec, missing)
+    if not missing:
         kept = [c for c in every if c.path in wanted]
+        if not kept:  # submodules only: nothing to review
+            return None, None, []
         if len(kept) == len(every):
             return staged, changes, []
         moved = (c.old_path for c in kept if c.status == "R" and c.old_path)

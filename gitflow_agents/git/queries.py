@@ -374,6 +374,14 @@ def changed_files(root: StrPath, spec: DiffSpec) -> list[diffparse.FileStat]:
     return diffparse.parse_raw_numstat(run_git(root, *args).stdout)
 
 
+def changed_gitlinks(root: StrPath, spec: DiffSpec, paths: Iterable[str]) -> set[str]:
+    """Those of ``paths`` that are gitlinks (submodules) whose commit ``spec`` changes: in the
+    change, though no reviewed diff shows them (``--ignore-submodules``, decisions 18)."""
+    limit = ("--", *literal_pathspecs(paths))
+    args = ("diff", *STATS_FLAGS, "--raw", "--no-abbrev", "-z", *spec.args(), *limit)
+    return {f.path for f in diffparse.parse_raw_numstat(run_git(root, *args).stdout) if f.gitlink}
+
+
 def numstat(root: StrPath, spec: DiffSpec) -> dict[str, tuple[int | None, int | None]]:
     """(added, deleted) per new path; None for binary files (git prints ``-``). A gitlink
     whose commit changed counts as the statistics count it (``STATS_FLAGS``): this is the

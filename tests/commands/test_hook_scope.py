@@ -224,6 +224,26 @@ def test_a_renamed_file_handed_over_is_reviewed_as_a_move(committed_key: Path, r
     assert "aws-access-key" not in result.stdout and "1 file(s) checked" in result.stdout
 
 
+def test_a_commit_that_moves_a_submodule_is_still_a_commit(committed_key: Path, run: Cli) -> None:
+    """pre-commit hands over a submodule whose new commit is staged; no reviewed diff shows it
+    (gitlinks are not reviewed), so the files did not all look staged and the hook took the
+    commit for ``--all-files``: the whole content of settings.py, its old key with it."""
+    first = g.head_sha(committed_key)
+    git(committed_key, "update-index", "--add", "--cacheinfo", f"160000,{first},sub")
+    git(committed_key, "commit", "-q", "-m", "a submodule")
+    (committed_key / "settings.py").write_text(KEY_FILE + "DEBUG = False\n")
+    second = g.head_sha(committed_key)
+    git(committed_key, "update-index", "--cacheinfo", f"160000,{second},sub")
+    git(committed_key, "add", "settings.py")
+    env = {"PRE_COMMIT": "1"}
+    result = run.main("review", "--hook", "settings.py", "sub", cwd=committed_key, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "whole content" not in result.stderr
+    only = run.main("review", "--hook", "sub", cwd=committed_key, env=env)
+    assert only.returncode == 0, only.stdout + only.stderr
+    assert "nothing to review" in only.stdout and "submodules" in only.stdout
+
+
 def test_files_git_does_not_track_are_not_reviewed_and_fail(committed_key: Path, run: Cli) -> None:
     (committed_key / "new.py").write_text("x = 1\n")
     result = run.main("review", "--hook", "new.py", cwd=committed_key)
