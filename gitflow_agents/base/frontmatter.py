@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from gitflow_agents.base.errors import InputError
-from gitflow_agents.base.safe_yaml import YamlProblem, compose, load
+from gitflow_agents.base.safe_yaml import YamlProblem, compose, is_merge_key, load
 
 _DELIMITER = re.compile(r"---[ \t]*\r?")
 _BOM = "\ufeff"
@@ -124,6 +124,15 @@ def _parse(raw: str, path: str) -> dict[str, Any]:
         raise InputError(
             f"invalid YAML in frontmatter: {exc.message}{column}", path=path, line=line
         ) from None
+    repeated = _repeated_key(compose(raw))
+    if repeated is not None:
+        key, first, line = repeated
+        raise InputError(
+            f"duplicate key {key!r} in frontmatter (first defined on line "
+            f"{first + _FIRST_YAML_LINE})",
+            path=path,
+            line=line + _FIRST_YAML_LINE,
+        )
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -138,6 +147,28 @@ def _parse(raw: str, path: str) -> dict[str, Any]:
                 f"frontmatter keys must be strings, got {key!r}", path=path, line=_FIRST_YAML_LINE
             )
     return data
+
+
+def _repeated_key(node: Any) -> tuple[str, int, int] | None:
+    """The first key given twice in one mapping of the composed frontmatter (its text, the
+    0-based lines of its first and second definition), as ``.flow/`` refuses one (a YAML
+    merge key ``<<`` may repeat); None when there is none."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, value_node in current.value:
+                pending.append(value_node)
+                if is_merge_key(key_node) or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                line = key_node.start_mark.line
+                if key_node.value in seen:
+                    return str(key_node.value), seen[key_node.value], line
+                seen[key_node.value] = line
+        elif isinstance(current, yaml.SequenceNode):
+            pending.extend(current.value)
+    return None
 
 
 def _kind(value: Any) -> str:

@@ -85,6 +85,26 @@ def test_non_string_keys_are_rejected() -> None:
         split_frontmatter("---\n1: one\n---\n", path="j.md")
 
 
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("---\nname: A\ndescription: one\ndescription: two\n---\n", 4),
+        ("---\nname: A\noutput:\n  kind: text\n  kind: json\n---\n", 5),
+        ("---\nname: A\nlist:\n  - {a: 1, a: 2}\n---\n", 4),
+    ],
+)
+def test_a_key_given_twice_is_an_error_at_its_second_line(text: str, line: int) -> None:
+    """As in `.flow/` (the last value won, silently)."""
+    with pytest.raises(InputError, match="duplicate key") as info:
+        split_frontmatter(text, path="d.md")
+    assert info.value.line == line
+
+
+def test_a_merge_key_may_repeat_and_an_anchor_is_no_duplicate() -> None:
+    text = "---\nbase: &b {x: 1}\nmore: &m {y: 2}\nboth:\n  <<: *b\n  <<: *m\n---\n"
+    assert split_frontmatter(text, path="m.md").data["both"] == {"x": 1, "y": 2}
+
+
 @pytest.mark.parametrize("text", ["---\nname: x\nbody never closed\n", "---", "---\n"])
 def test_unclosed_frontmatter_is_an_error_at_line_1(text: str) -> None:
     with pytest.raises(InputError, match="never closed") as info:
