@@ -385,6 +385,8 @@ def cancel_run(
     status = read_json(paths.status) or {}
     if status.get("state") is not None and not is_live(status.get("state")):
         return f"run {paths.run_dir.name} already ended: {status.get('state')}"
+    if not paths.status.exists():  # no agent's run: a step run's folder (its agents have theirs)
+        return _not_an_agent_run(paths)
     got = request(paths.run_dir / SOCKET, {"op": "cancel", "runId": paths.run_dir.name})
     if got is None or not got.get("ok"):  # no channel: the file the supervisor watches
         write_text_atomic(paths.cancel, f"{time.time():.3f} canceled by user\n")
@@ -410,6 +412,20 @@ def cancel_run(
         else "it was lost: neither supervisor nor agent alive"
     )
     return f"canceled run {paths.run_dir.name} ({why}, nothing left to kill)"
+
+
+def _not_an_agent_run(paths: RunPaths) -> str:
+    """What ``cancel`` says of a run folder without an agent's ``status.json``: a step run's,
+    ended (its outcome) or still running (UsageError: cancel one of its agents, or its ``run``)."""
+    result = read_json(paths.result) or {}
+    chain = result.get("chain")
+    outcome = chain.get("outcome") if isinstance(chain, dict) else result.get("status")
+    if outcome is not None:
+        return f"run {paths.run_dir.name} already ended: {outcome}"
+    raise UsageError(
+        f"cancel: run {paths.run_dir.name} is not an agent's run (a step run's): cancel one of "
+        "its agents (`gitflow-agents status` lists them), or stop its `run` with Ctrl-C"
+    )
 
 
 def _find(root: Path, run_id: str, flow_dir: str | None, command: str) -> RunPaths:

@@ -252,6 +252,16 @@ def test_abort_is_cancel(repo: Path, tmp_path: Path, cli: Cli) -> None:
     assert unknown.returncode == 2 and "cancel: no run" in unknown.stderr
 
 
+def test_cancel_of_a_step_run_still_running_names_what_to_cancel(repo: Path, cli: Cli) -> None:
+    """A run folder without an agent's status.json and without a result yet is a step run
+    still running: cancel says to cancel one of its agents (it waited, then said canceled)."""
+    folder = repo / "flows" / "f" / "runs" / "01a21e11-0000-7000-8000-000000000000"
+    folder.mkdir(parents=True)
+    out = cli.main("cancel", folder.name, cwd=repo)
+    assert out.returncode == 2 and "not an agent's run" in out.stderr
+    assert list(folder.iterdir()) == []
+
+
 def test_unstructured_reply_is_counted_and_guessed(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env, _log = setup(repo, tmp_path)
     script = tmp_path / "prose-agent"

@@ -77,6 +77,19 @@ def test_approved_first_time_exits_0_after_one_review(approved: Approved) -> Non
     assert result["status"] == "succeeded"
 
 
+def test_cancel_of_the_ended_step_run_says_it_ended_and_writes_nothing(
+    approved: Approved,
+) -> None:
+    """`cancel STEP_RUN` said "canceled run … (None)" and left a `cancel` file in the approved
+    step run's folder; it says the run ended, as for an agent run."""
+    run_id = approved.result["run"]["runID"]
+    folder = next(approved.repo.glob(f"flows/*/runs/{run_id}"))
+    before = sorted(p.name for p in folder.iterdir())
+    out = call(approved.repo, "cancel", run_id)
+    assert out.returncode == 0 and out.stdout.strip() == f"run {run_id} already ended: approved"
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
 def test_approved_step_is_fast_forwarded_into_the_target(approved: Approved) -> None:
     """The reviewed commit, then the commit that marks the step done in the plan, so main
     itself has the ✅ committed."""
