@@ -138,7 +138,7 @@ class Attempts:
                 # it, as the supervisor's does (what the attempts spent, the run's time)
                 why = f"interrupted ({interrupted_by(exc)}) while waiting out a rate limit"
                 self._outcomes.append(_canceled(run, why))
-                raise SupervisorInterrupted(self.outcome) from None
+                raise SupervisorInterrupted(self.outcome, interrupted_by(exc)) from None
             if not waited:
                 self._outcomes.append(_canceled(run, "canceled while waiting out a rate limit"))
                 return

@@ -30,7 +30,11 @@ class Terminated(KeyboardInterrupt):
 
 
 def interrupted_by(exc: BaseException) -> str:
-    """What interrupted: ``SIGTERM`` for a :class:`Terminated`, else ``Ctrl-C``."""
+    """What interrupted: ``SIGTERM`` for a :class:`Terminated`, else ``Ctrl-C``; an interrupt
+    raised again in its place says what it replaced (``interrupted_by``)."""
+    said = getattr(exc, "interrupted_by", None)
+    if isinstance(said, str):
+        return said
     return "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
 
 

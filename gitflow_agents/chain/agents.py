@@ -234,8 +234,11 @@ def _wave(ctx: Context, ws: Workspace, jobs: Sequence[Job]) -> list[AgentRun]:
                 try:
                     for future in futures:
                         future.result()
-                except BaseException:
-                    ctx.cancel.set()  # Ctrl-C or a crash: every supervisor kills its agent's tree
+                except BaseException as exc:  # every supervisor kills its agent's tree
+                    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM, said so
+                        ctx.cancel.set_for(exc)
+                    else:  # a crash
+                        ctx.cancel.set()
                     raise
     finally:
         for index, attempt in attempts:

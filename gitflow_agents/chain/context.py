@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.assets import PromptAssetManifest, load_manifest
+from gitflow_agents.base.errors import interrupted_by
 from gitflow_agents.config import ChainConfig, FlowConfig
 from gitflow_agents.findings import Severity
 from gitflow_agents.git import queries as git
@@ -29,6 +30,22 @@ if TYPE_CHECKING:
 
 _DEFAULTS = ChainConfig()  # the ``chain:`` section's defaults: one source for both
 _THRESHOLD = Severity(_DEFAULTS.severity_threshold)
+
+
+class Cancel(threading.Event):
+    """A run's cancel flag (every supervisor of the run watches it) that says why it was set:
+    ``interrupted (SIGTERM)`` when the command was interrupted while agents ran in other
+    threads (``run --all --jobs N``), so their records say what one run's would
+    (``supervisor/run``: an agent stopped by it is canceled for ``reason``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reason = "canceled by request"
+
+    def set_for(self, exc: BaseException) -> None:
+        """Set it for the interrupt ``exc`` (Ctrl-C or SIGTERM)."""
+        self.reason = f"interrupted ({interrupted_by(exc)})"
+        self.set()
 
 
 @dataclass(frozen=True)
@@ -60,7 +77,7 @@ class Context:
     flow: str  # flow name: the plan's name, else given
     settings: ChainSettings
     hub: EventHub
-    cancel: threading.Event = field(default_factory=threading.Event)
+    cancel: Cancel = field(default_factory=Cancel)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     commit_identity: dict[str, str] = field(default_factory=dict)  # GIT_AUTHOR_*/COMMITTER_*
     chain_run: str | None = None  # the step run agents belong to (None: a single flow)

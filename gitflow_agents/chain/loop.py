@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 from typing import NamedTuple
 
-from gitflow_agents.base.errors import BudgetError, ExitCode, GitError
+from gitflow_agents.base.errors import BudgetError, ExitCode, GitError, interrupted_by
 from gitflow_agents.chain.agents import (
     AgentFailed,
     AgentRun,
@@ -121,7 +121,7 @@ def record_ending(ctx: Context, rec: StepRecord, exc: BaseException) -> bool:
         for run in exc.wave:  # the failed agent's and those that ran beside it
             rec.agents.extend(run.attempts())
         if exc.run.status == "canceled" and ctx.cancel.is_set():  # Ctrl-C in another thread
-            rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
+            rec.finish("canceled", int(ExitCode.INTERRUPTED), ctx.cancel.reason)
         elif exc.run.status == "canceled":  # `gitflow-agents cancel` of this agent alone
             why = f"{exc.run.agent_id} canceled ({exc.run.reason}); run again to continue"
             rec.finish("canceled", int(ExitCode.INTERRUPTED), why)
@@ -142,7 +142,7 @@ def record_ending(ctx: Context, rec: StepRecord, exc: BaseException) -> bool:
     elif isinstance(exc, KeyboardInterrupt):
         for run in getattr(exc, "wave", ()):  # the agents it interrupted: what they spent
             rec.agents.extend(run.attempts())
-        rec.finish("canceled", int(ExitCode.INTERRUPTED), "interrupted")
+        rec.finish("canceled", int(ExitCode.INTERRUPTED), f"interrupted ({interrupted_by(exc)})")
         return False
     else:
         code = getattr(exc, "exit_code", ExitCode.USAGE)

@@ -183,9 +183,9 @@ def run_parallel(
             if end.error is not None and not isinstance(end.error, GitflowError):
                 bug = bug or end.error
             stopped = stopped or code != ExitCode.OK
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             interrupted = True
-            ctx.cancel.set()  # every supervisor kills its agent's process tree
+            ctx.cancel.set_for(exc)  # every supervisor kills its agent's process tree
     if stopped and pending:
         say(f"not started (a step ended without landing): {', '.join(map(str, pending))}")
     if interrupted:

@@ -79,9 +79,10 @@ class Outcome:
 class SupervisorInterrupted(KeyboardInterrupt):
     """Ctrl-C while supervising: the tree is already dead; ``outcome`` says so."""
 
-    def __init__(self, outcome: Outcome) -> None:
+    def __init__(self, outcome: Outcome, by: str = "Ctrl-C") -> None:
         super().__init__("interrupted")
         self.outcome = outcome
+        self.interrupted_by = by  # what interrupted (``errors.interrupted_by``): SIGTERM too
 
 
 @dataclass(frozen=True)

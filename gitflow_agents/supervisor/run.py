@@ -19,6 +19,7 @@ from secrets import token_hex
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gitflow_agents.base import crash
+from gitflow_agents.base.errors import interrupted_by
 from gitflow_agents.base.fsutil import make_dirs, refuse_symlinks
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV, read_json, tree
@@ -161,7 +162,7 @@ def supervise(
         try:
             return run.finish(run.start() or run.wait())
         except KeyboardInterrupt as exc:
-            raise SupervisorInterrupted(run.finish(interrupted(exc))) from None
+            raise SupervisorInterrupted(run.finish(interrupted(exc)), interrupted_by(exc)) from None
     finally:
         run.close()
 
@@ -372,8 +373,8 @@ class _Supervision:
         proc, limits, now = self._running(), self.limits, time.monotonic()
         if "cancel" in flags or (self.run_dir / "cancel").exists():
             return stopped("canceled", "canceled by gitflow-agents cancel")
-        if self.cancel.is_set():
-            return stopped("canceled", "canceled by request")
+        if self.cancel.is_set():  # what set it may say why (chain/context.Cancel)
+            return stopped("canceled", getattr(self.cancel, "reason", "canceled by request"))
         if self.session.aborted is not None:
             return stopped("canceled", self.session.aborted)
         budget = self.budget  # the reader lets it go when it fails (``_reader_failed``)

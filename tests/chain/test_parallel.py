@@ -409,6 +409,29 @@ def test_kill_9_mid_wave_then_the_same_command_lands_every_step_once(
         proc.wait()
 
 
+def _reasons(repo: Path) -> set[str]:
+    """Why each step run of the wave and each of its agents ended, as recorded."""
+    steps = {r["chain"]["reason"] for r in results(repo)}
+    agents = {a.get("reason") for r in results(repo) for a in r["chain"]["agents"]}
+    return steps | agents
+
+
+def test_sigterm_mid_wave_is_recorded_as_sigterm_by_every_step_and_agent(
+    repo: Path, tmp_path: Path
+) -> None:
+    """With `--jobs` the agents were recorded "canceled by request" and the steps
+    "interrupted", where one step's run says "interrupted (SIGTERM)"."""
+    log = tmp_path / "agents.log"
+    proc = _start_wave(repo, log)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == ExitCode.INTERRUPTED
+        assert _reasons(repo) == {"interrupted (SIGTERM)"}
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_ctrl_c_mid_wave_stops_every_agent_records_each_step_and_the_rerun_continues(
     repo: Path, tmp_path: Path
 ) -> None:
@@ -422,6 +445,7 @@ def test_ctrl_c_mid_wave_stops_every_agent_records_each_step_and_the_rerun_conti
         chains = [r["chain"] for r in results(repo)]
         assert sorted(c["step"] for c in chains) == [1, 2, 3, 4]
         assert {c["outcome"] for c in chains} == {"canceled"}
+        assert _reasons(repo) == {"interrupted (Ctrl-C)"}
         assert tool_worktrees(repo) != []  # kept for the next run, which takes them over
         _again(repo, log)
     finally:
