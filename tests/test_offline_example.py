@@ -125,6 +125,12 @@ def test_init_example_twice_keeps_the_users_files_and_plain_init_is_unchanged(
     assert second.returncode == 0, second.stderr
     assert f"skip {PLAN} (exists)" in second.stdout.splitlines()
     assert (repo / PLAN).read_text(encoding="utf-8") == "my plan\n"
+    # the user's plan kept: the example is not set up, and it says so instead of "next: run"
+    assert f"kept the existing {PLAN}," in second.stderr and "next:" not in second.stdout
+    third = _cli(repo, env, "init", "--example", "--force")
+    assert third.returncode == 0 and "next:" in third.stdout
+    again = _cli(repo, env, "init", "--example")  # the example's own files: nothing to say
+    assert again.returncode == 0 and "warning" not in again.stderr and "next:" in again.stdout
     assert len(_git(repo, env, "log", "--format=%s").splitlines()) == 1  # no second commit
     # plain init writes the sample plan of prose steps and agent CLIs, as before
     plain = {file.dest: file.source for file in scaffold_files()}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from pathlib import Path
 
 from gitflow_agents.base.fsutil import write_bytes_atomic
@@ -39,10 +40,13 @@ def run(args: argparse.Namespace) -> int:
     force = bool(getattr(args, "force", False))
     example = bool(getattr(args, "example", False))
     written: list[str] = []
+    other: list[str] = []  # --example: its config or plan kept as a plain `init` wrote it
     for file in scaffold_files(example=example):
         target = root / file.dest
         if target.exists() and not force:
             print(f"skip {file.dest} (exists)")
+            if example and not _is_the_examples(target, file.dest, file.content()):
+                other.append(file.dest)
             continue
         content = file.content()
         if example and file.dest == BASE_CONFIG:
@@ -52,8 +56,28 @@ def run(args: argparse.Namespace) -> int:
         print(f"write {file.dest}")
     if example:
         _first_commit(root, written)
+        if other:  # a plain `init` wrote them: its agents call model CLIs, its plan has no diffs
+            print(
+                f"gitflow-agents: warning: kept the existing {' and '.join(other)}, so the "
+                "offline example is not set up (`gitflow-agents init --example --force` writes "
+                "it over what is there)",
+                file=sys.stderr,
+            )
+            return 0
         print(f"next: gitflow-agents run {EXAMPLE_PLAN} --all")
     return 0
+
+
+def _is_the_examples(path: Path, dest: str, content: bytes) -> bool:
+    """Whether the existing ``path`` is what ``init --example`` writes there: its config (the
+    note it carries) and its plan (the same bytes); any other file counts as it is."""
+    if dest not in (BASE_CONFIG, EXAMPLE_PLAN):
+        return True
+    try:
+        existing = path.read_bytes()
+    except OSError:
+        return False
+    return EXAMPLE_NOTE in existing if dest == BASE_CONFIG else existing == content
 
 
 def example_config(shipped: bytes) -> bytes:
