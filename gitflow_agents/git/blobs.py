@@ -67,8 +67,9 @@ class BlobReader:
     ``--batch-command`` (then the sizes come from a ``--batch-check`` of their own).
 
     Object names are ``REV:PATH`` (``:PATH``: the index), as ``object_name`` builds them; a
-    content is text (UTF-8, undecodable bytes replaced, line ends as ``run_git`` gives them), or
-    None when the object does not exist or is not a blob. The process starts on the first read,
+    content is text (``texts``: UTF-8, undecodable bytes replaced, line ends as ``run_git`` gives
+    them) or the blob's bytes (``contents``), or None when the object does not exist or is not a
+    blob. The process starts on the first read,
     with the same scrubbed environment as every other git call, and ends with ``close`` (or the
     ``with`` block). A name git's line-based batch input cannot carry (a line feed, or a
     carriage return) is read with a one-off ``git cat-file blob``.
@@ -128,8 +129,16 @@ class BlobReader:
         return sizes
 
     def texts(self, names: Sequence[str]) -> Iterator[str | None]:
-        """The content of every object in ``names``, in order, as the answers arrive (the
-        requests written as they are answered: ``_Feed``)."""
+        """The content of every object in ``names``, in order, as text (``spawn.text``: UTF-8,
+        undecodable bytes replaced, line ends as ``run_git`` gives them), as the answers arrive."""
+        for data in self.contents(names):
+            yield None if data is None else spawn.text(data)
+
+    def contents(self, names: Sequence[str], limit: int | None = None) -> Iterator[bytes | None]:
+        """The bytes of every object in ``names``, in order, as the answers arrive (the requests
+        written as they are answered: ``_Feed``); ``limit``: only the first ``limit`` bytes of
+        each (the rest is read and dropped). A name the batch input cannot carry is read with
+        ``_one_off``, through text (its undecodable bytes replaced)."""
         verb = b""
         if any(map(_batchable, names)):
             if self._fresh and self._commands:  # from ``start``: git may not know the mode
@@ -142,13 +151,14 @@ class BlobReader:
         try:
             for name in names:
                 if _batchable(name):
-                    text = self._answer()
+                    data = self._answer(limit)
                     answered += 1
                     assert feed is not None
                     feed.answered()
-                    yield text
+                    yield data
                 else:
-                    yield _one_off(self.root, name)
+                    text = _one_off(self.root, name)
+                    yield None if text is None else text.encode()[:limit]
         finally:
             if answered < len(batched):  # stopped midway: unread answers are in the pipe
                 self._abandon()
@@ -192,28 +202,42 @@ class BlobReader:
             raise GitError(f"git cat-file --batch stopped: {self._stderr() or 'no answer'}")
         return header[:-1]
 
-    def _answer(self) -> str | None:
-        """Read one answer: ``<oid> <type> <size>`` then the content, or ``<name> missing``."""
+    def _answer(self, limit: int | None = None) -> bytes | None:
+        """Read one answer: ``<oid> <type> <size>`` then the content (its first ``limit`` bytes
+        kept), or ``<name> missing``."""
         assert self._child is not None and self._child.stdout is not None
         out = self._child.stdout
         kind_and_size = self._header().split(b" ")[-2:]
         if len(kind_and_size) != 2 or not kind_and_size[1].isdigit():
             return None  # "<name> missing" / "<name> ambiguous"
         size = int(kind_and_size[1])
-        data = out.read(size + 1)[:-1]  # the content, then a line feed
-        if len(data) != size:
+        kept = size if limit is None else min(size, limit)
+        data = out.read(kept)
+        left = size - len(data) if len(data) == kept else 0
+        while left:  # the rest of a head: read in pieces and dropped
+            piece = out.read(min(left, 1 << 16))
+            if not piece:
+                break
+            left -= len(piece)
+        if len(data) != kept or left or out.read(1) != b"\n":  # the content, then a line feed
             raise GitError(f"git cat-file --batch stopped: {self._stderr() or 'answer cut short'}")
-        if kind_and_size[0] != b"blob":
-            return None
-        text = data.decode("utf-8", errors="replace")
-        # what text-mode pipes (run_git) make of line ends: the same line numbers everywhere
-        return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+        return data if kind_and_size[0] == b"blob" else None
 
     def _stderr(self) -> str:
         if self._errors is None:
             return ""
         self._errors.seek(0)
         return self._errors.read().decode("utf-8", errors="replace").strip()
+
+
+BINARY_PROBE = 8000
+"""How much of a file git looks at to call it binary: a NUL byte in its first 8,000 bytes
+(``buffer_is_binary``, git's ``FIRST_FEW_BYTES``), when no attribute says otherwise."""
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether content starting with ``head`` is binary by git's own test (``BINARY_PROBE``)."""
+    return b"\0" in head[:BINARY_PROBE]
 
 
 class _OldGit(Exception):

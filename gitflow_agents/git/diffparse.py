@@ -47,6 +47,9 @@ class CommitPatch(NamedTuple):
     sha: str
     subject: str
     added: AddedLines
+    binary: tuple[tuple[str, str | None], ...] = ()
+    """The files whose patch git left out as binary (``Binary files … differ``) and that the
+    commit does not delete: (new path, old path of a rename or None)."""
 
 
 class FileStat(NamedTuple):
@@ -258,6 +261,33 @@ def parse_added_lines(out: str) -> AddedLines:
     return result
 
 
+def parse_line_counts(out: str) -> dict[str, tuple[int, int]]:
+    """(added, deleted) lines per new path of the ``-U0`` patch text ``out`` (``a/``/``b/``
+    prefixes): what ``--numstat`` says of a text file. For a diff with ``--text``, whose
+    ``--numstat`` still prints ``-`` for a file git would call binary."""
+    counts: dict[str, tuple[int, int]] = {}
+    path: str | None = None
+    added = deleted = 0
+    in_hunk = False
+    for raw in out.split("\n"):
+        if raw.startswith("diff --git "):
+            if path is not None:
+                counts[path] = (added, deleted)
+            path, added, deleted, in_hunk = None, 0, 0, False
+        elif not in_hunk and raw.startswith("+++ "):
+            target = unquote(raw[4:].removesuffix("\t"))
+            path = target[2:] if target.startswith("b/") else None
+        elif raw.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and raw.startswith("+"):
+            added += 1
+        elif in_hunk and raw.startswith("-"):
+            deleted += 1
+    if path is not None:
+        counts[path] = (added, deleted)
+    return counts
+
+
 def parse_commit_patches(out: str) -> tuple[CommitPatch, ...]:
     """``git log -p -z --format=%x00%H %s`` output: "\\0<sha> <subject>\\0" then the commit's
     patch (empty for an empty commit), per commit."""
@@ -265,8 +295,47 @@ def parse_commit_patches(out: str) -> tuple[CommitPatch, ...]:
     patches = []
     for i in range(1, len(parts) - 1, 2):
         sha, _, subject = parts[i].partition(" ")
-        patches.append(CommitPatch(sha, subject, parse_added_lines(parts[i + 1])))
+        patch = parts[i + 1]
+        binary = parse_binary_files(patch)
+        patches.append(CommitPatch(sha, subject, parse_added_lines(patch), binary))
     return tuple(patches)
+
+
+def parse_binary_files(out: str) -> tuple[tuple[str, str | None], ...]:
+    """The files of the patch text ``out`` (``a/``/``b/`` prefixes) git shows only as ``Binary
+    files … differ``, but deleted ones: (new path, old path of a rename or None). The path
+    comes from the ``diff --git`` line, whose two halves are the same path when there is no
+    rename (git quotes both or neither), or from the ``rename from`` / ``rename to`` lines."""
+    if "Binary files " not in out:  # most patches: no second look
+        return ()
+    found: list[tuple[str, str | None]] = []
+    header = source = target = None
+    deleted = False
+    for raw in out.split("\n"):
+        if raw.startswith("diff --git "):
+            header, source, target, deleted = raw[len("diff --git ") :], None, None, False
+        elif raw.startswith("rename from "):
+            source = unquote(raw[len("rename from ") :])
+        elif raw.startswith("rename to "):
+            target = unquote(raw[len("rename to ") :])
+        elif raw.startswith("deleted file mode "):
+            deleted = True
+        elif raw.startswith("Binary files ") and header is not None and not deleted:
+            path = target if target is not None else _same_halves(header)
+            if path is not None:
+                found.append((path, source))
+    return tuple(found)
+
+
+def _same_halves(header: str) -> str | None:
+    """The path of a ``diff --git`` line's ``a/X b/X`` (or ``"a/X" "b/X"``) without a rename."""
+    half = (len(header) - 1) // 2
+    old, space, new = header[:half], header[half : half + 1], header[half + 1 :]
+    quote = '"' if new.startswith('"') else ""
+    start = len(quote) + 2
+    if space != " " or (old[:start], new[:start]) != (quote + "a/", quote + "b/"):
+        return None
+    return unquote(new)[2:] if old[start:] == new[start:] else None
 
 
 _RANGES = Lazy(  # an agent reviewer's incremental review only: on first use (issue 20)

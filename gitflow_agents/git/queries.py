@@ -348,6 +348,10 @@ def literal_pathspecs(paths: Iterable[str]) -> tuple[str, ...]:
 
 _FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "-M")
 DIFF_FLAGS = (*_FLAGS, "--ignore-submodules")  # the builtin's content: no gitlinks (decisions 18)
+TEXT = "--text"
+"""Every file as text, whatever git would call binary: for the files it calls binary whose
+content is text (``.gitattributes`` says ``-diff`` or ``binary``, a ``diff=`` driver is
+``binary = true`` in the configuration, the old side was binary), diffed again with it."""
 STATS_FLAGS = (*_FLAGS, "--ignore-submodules=dirty")
 """What the statistics count: every gitlink (a submodule or a nested repository ``git add -A``
 recorded) whose commit changes, as git's own ``--numstat`` counts it (+1, +1 -1, -1), but not a
@@ -392,11 +396,12 @@ def numstat(root: StrPath, spec: DiffSpec) -> dict[str, tuple[int | None, int | 
     return diffparse.parse_numstat(out)
 
 
-def diff(root: StrPath, spec: DiffSpec) -> tuple[FileChange, ...]:
+def diff(root: StrPath, spec: DiffSpec, *, text: bool = False) -> tuple[FileChange, ...]:
     """Every changed file between ``spec.base`` and ``spec.head`` (or the index): statuses and
     counts from ``--raw --numstat``, added lines (new line number, text) and a missing final
-    newline from the ``-U0`` patch, all from one git process (``diffparse.split_patch``)."""
-    with AskedDiff(root, spec) as asked:
+    newline from the ``-U0`` patch, all from one git process (``diffparse.split_patch``).
+    ``text``: every file diffed as text (``TEXT``)."""
+    with AskedDiff(root, spec, text=text) as asked:
         return asked.changes()
 
 
@@ -406,10 +411,12 @@ class AskedDiff:
     the answer, and the end of a ``with`` block (``close``) ends a git whose answer was not
     read."""
 
-    def __init__(self, root: StrPath, spec: DiffSpec) -> None:
+    def __init__(self, root: StrPath, spec: DiffSpec, *, text: bool = False) -> None:
         args = ("diff", *DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *_PATCH_FLAGS)
-        self._running = start_git(root, *args, *spec.args(), *spec.limit())
+        extra = (TEXT,) if text else ()
+        self._running = start_git(root, *args, *extra, *spec.args(), *spec.limit())
         self._changes: tuple[FileChange, ...] | None = None
+        self._text = text
 
     def __enter__(self) -> AskedDiff:
         return self
@@ -421,6 +428,13 @@ class AskedDiff:
         if self._changes is None:
             records, patch = diffparse.split_patch(self._running.result().stdout)
             parsed = diffparse.parse_changes(records, diffparse.parse_added_lines(patch))
+            if self._text:  # --numstat ignores --text: the counts come from the patch
+                counts = diffparse.parse_line_counts(patch)
+                parsed = [
+                    c._replace(added=added, deleted=deleted) if c.status != "D" else c
+                    for c in parsed
+                    for added, deleted in (counts.get(c.path, (0, 0)),)
+                ]
             self._changes = tuple(parsed)
         return self._changes
 
@@ -446,14 +460,19 @@ def is_one_commit(root: StrPath, base: str, head: str) -> bool:
     return commits == [[head, *parents]]
 
 
-def commit_patches(root: StrPath, base: str, head: str) -> tuple[CommitPatch, ...]:
+def commit_patches(
+    root: StrPath, base: str, head: str, *, text: bool = False, paths: Sequence[str] = ()
+) -> tuple[CommitPatch, ...]:
     """The added lines of every commit in ``base..head``, oldest first, from one
-    ``git log -p -U0 -z`` call (``base`` the empty tree: every commit of ``head``). Merge
-    commits are left out: their own resolutions show in the net diff."""
+    ``git log -p -U0 -z`` call (``base`` the empty tree: every commit of ``head``), and the
+    files each shows as binary (``CommitPatch.binary``). Merge commits are left out: their own
+    resolutions show in the net diff. ``text``: every file diffed as text (``TEXT``);
+    ``paths``: only the commits and files of those paths (none: all)."""
     revs = (head,) if base in _EMPTY_TREES else (f"{base}..{head}",)
     log = ("log", "-p", "-z", "--reverse", "--no-merges", "--no-show-signature")
     format = "--format=%x00%H %s"  # what parse_commit_patches reads
-    args = (*log, *DIFF_FLAGS, *_PATCH_FLAGS, format, "--end-of-options", *revs, "--")
+    flags = (*DIFF_FLAGS, *_PATCH_FLAGS, *((TEXT,) if text else ()))
+    args = (*log, *flags, format, "--end-of-options", *revs, "--", *literal_pathspecs(paths))
     return diffparse.parse_commit_patches(run_git(root, *args).stdout)
 
 

@@ -5,13 +5,14 @@ a report in the same shape an LLM reviewer writes (summary, fenced JSON findings
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.base.secret_rules import KEY_BODY
 from gitflow_agents.findings import Finding, Overall, Review, Severity
 from gitflow_agents.findings.settings import excluded_note
 from gitflow_agents.git import queries as git
+from gitflow_agents.git.blobs import BINARY_PROBE, looks_binary
 from gitflow_agents.git.diffparse import CommitPatch, FileChange
 from gitflow_agents.reviewer import checks, syntax
 from gitflow_agents.reviewer.checks import CheckOptions
@@ -64,10 +65,12 @@ def review_diff(
         every = diff() if diff is not None else git.diff(root, spec)
         out = tuple(c.path for c in every if excluded is not None and excluded(c.path))
         changes = [c for c in every if c.status != "D" and c.path not in out]
-        secrets = _change_secrets(changes, options)
         names = [_new_object(spec, c) for c in changes]
         sizes = dict(zip(names, reader.sizes(names), strict=True))
         _old_sizes(reader, spec, changes, sizes, options)
+        large = {c.path for c in changes if _added_large(spec, c, sizes, options)}
+        changes = _text_files(root, spec, reader, changes, large)
+        secrets = _change_secrets(changes, options)
         found: list[Finding] = []
         unreviewed: list[str] = []
         notes: list[str] = []
@@ -77,7 +80,7 @@ def review_diff(
         bodies = [c for c in changes if c.path not in skipped and checks.may_hold_key_body(c)]
         found.extend(_rotated_keys(reader, spec, bodies, secrets))
         if spec.head is not None:
-            patches = _without(_range_patches(root, spec), excluded)
+            patches = _without(_range_patches(root, spec, reader), excluded)
             found.extend(_history_secrets(root, spec.head, patches, changes, options))
             secrets |= _patch_secrets(patches, options)
     found.sort(key=lambda f: (f.file or "", f.line or 0, -f.severity.rank))
@@ -140,6 +143,82 @@ def _old_sizes(
     sizes.update(zip(names, reader.sizes(names), strict=True))
 
 
+def _added_large(
+    spec: git.DiffSpec, change: FileChange, sizes: dict[str, int | None], options: CheckOptions
+) -> bool:
+    """Whether the change adds a file over the size limit, or brings one over it (``large-file``:
+    its content is not reviewed)."""
+    size = sizes.get(_new_object(spec, change)) or 0
+    return size > options.max_file_bytes and not _was_large(spec, change, sizes, options)
+
+
+def _text_files(
+    root: StrPath,
+    spec: git.DiffSpec,
+    reader: git.BlobReader,
+    changes: list[FileChange],
+    large: Collection[str] = (),
+) -> list[FileChange]:
+    """``changes``, where git calls a file binary whose new content is text (no NUL byte in its
+    first 8,000 bytes, git's own test: ``blobs.looks_binary``), as that file's diff as text.
+
+    git calls a file binary when an attribute says so (``-diff``, ``binary``, a ``diff=``
+    driver the configuration makes ``binary``: a ``.gitattributes`` in the change itself could
+    hide every file from the review), or when its old side was: binary or text is decided here
+    by the content, which is what is reviewed. Only the files git calls binary are read (their
+    first 8,000 bytes), and only those found to be text are diffed again (``git.TEXT``, those
+    paths alone), so a real binary is never read as text. ``large``: paths added over the size
+    limit, whose content is not reviewed anyway: left as they are."""
+    maybe = [
+        c
+        for c in changes
+        if c.binary and c.new_mode not in (SYMLINK, GITLINK) and c.path not in large
+    ]
+    if not maybe:
+        return changes
+    heads = reader.contents([_new_object(spec, c) for c in maybe], BINARY_PROBE)
+    text = {
+        c.path: c.old_path
+        for c, head in zip(maybe, heads, strict=True)
+        if head is not None and not looks_binary(head)
+    }
+    if not text:
+        return changes
+    paths = tuple(sorted({p for pair in text.items() for p in pair if p}))
+    again = {c.path: c for c in git.diff(root, spec._replace(paths=paths), text=True)}
+    return [again.get(c.path, c) if c.path in text else c for c in changes]
+
+
+def _text_history(
+    root: StrPath, spec: git.DiffSpec, reader: git.BlobReader, patches: tuple[CommitPatch, ...]
+) -> tuple[CommitPatch, ...]:
+    """``patches`` with the added lines of the files a commit shows as binary whose content
+    there is text (``_text_files``' test and reasons), from one more ``git log -p`` of those
+    paths as text."""
+    shown = [(p.sha, new, old) for p in patches for new, old in p.binary]
+    if not shown:
+        return patches
+    names = [git.object_name(sha, new) for sha, new, _ in shown]
+    heads = reader.contents(names, BINARY_PROBE)
+    text = {
+        (sha, new): old
+        for (sha, new, old), head in zip(shown, heads, strict=True)
+        if head is not None and not looks_binary(head)
+    }
+    if not text:
+        return patches
+    paths = sorted({p for (_, new), old in text.items() for p in (new, old) if p})
+    assert spec.head is not None
+    again = git.commit_patches(root, spec.base, spec.head, text=True, paths=paths)
+    lines = {p.sha: p.added for p in again}
+    result = []
+    for patch in patches:
+        found = lines.get(patch.sha, {})
+        more = {new: found[new] for sha, new in text if sha == patch.sha and new in found}
+        result.append(patch._replace(added={**patch.added, **more}) if more else patch)
+    return tuple(result)
+
+
 def _was_large(
     spec: git.DiffSpec, change: FileChange, sizes: dict[str, int | None], options: CheckOptions
 ) -> bool:
@@ -170,7 +249,7 @@ def _screen(
             continue
         size = sizes.get(_new_object(spec, change)) or 0
         # the size first: a binary file is what check-added-large-files exists for
-        added_large = size > options.max_file_bytes and not _was_large(spec, change, sizes, options)
+        added_large = _added_large(spec, change, sizes, options)
         if change.binary and not added_large:
             unreviewed.append(change.path)
             notes.append(f"{change.path}: binary file, not reviewed")
@@ -252,13 +331,16 @@ def _rotated_keys(
     return found
 
 
-def _range_patches(root: StrPath, spec: git.DiffSpec) -> tuple[CommitPatch, ...]:
-    """The commits of ``base..head`` (``git log -p``), or none when the range is one commit
-    on ``base``: its patch is the net diff, already checked."""
+def _range_patches(
+    root: StrPath, spec: git.DiffSpec, reader: git.BlobReader
+) -> tuple[CommitPatch, ...]:
+    """The commits of ``base..head`` (``git log -p``; the files git shows as binary whose
+    content is text: ``_text_history``), or none when the range is one commit on ``base``: its
+    patch is the net diff, already checked."""
     assert spec.head is not None
     if spec.one_commit or git.is_one_commit(root, spec.base, spec.head):
         return ()
-    return git.commit_patches(root, spec.base, spec.head)
+    return _text_history(root, spec, reader, git.commit_patches(root, spec.base, spec.head))
 
 
 def diff_secrets(
@@ -268,14 +350,15 @@ def diff_secrets(
     (what the secret rules report), without running the other checks: an agent reviewer's
     report is masked with them."""
     options = options or CheckOptions()
-    changes = [c for c in git.diff(root, spec) if c.status != "D"]
-    values = _change_secrets(changes, options)
-    bodies = [c for c in changes if not c.binary and checks.may_hold_key_body(c)]
-    if bodies:  # a rotated key's body lines: the files' new content says they are a key's
-        with git.BlobReader(root) as reader:
-            _rotated_keys(reader, spec, bodies, values)
-    if spec.head is not None:
-        values |= _patch_secrets(_range_patches(root, spec), options)
+    with git.BlobReader(root) as reader:  # its git starts at the first read, if any
+        every = [c for c in git.diff(root, spec) if c.status != "D"]
+        changes = _text_files(root, spec, reader, every)
+        values = _change_secrets(changes, options)
+        bodies = [c for c in changes if not c.binary and checks.may_hold_key_body(c)]
+        # a rotated key's body lines: the files' new content says they are a key's
+        _rotated_keys(reader, spec, bodies, values)
+        if spec.head is not None:
+            values |= _patch_secrets(_range_patches(root, spec, reader), options)
     return frozenset(values)
 
 

@@ -332,3 +332,23 @@ def test_a_reader_started_early_answers_as_one_started_on_demand(
         reader.start()
         assert ask(reader) == expected
     assert (old / "git.log").read_text() == "refused\n"
+
+
+def test_contents_are_the_bytes_and_a_limit_keeps_the_answers_aligned(repo: Path) -> None:
+    """``contents``: the blob's bytes as git stores them; with a limit only the first bytes of
+    each (what the binary test reads), the rest read and dropped, however large the blob."""
+    large = b"\x00" + b"x" * 300_000 + b"\n"
+    files: dict[str, str | bytes] = {
+        "large.bin": large,
+        "latin1.txt": "caf\xe9\r\n".encode("latin-1"),
+        "small.txt": b"small\n",
+        "new\nline.txt": b"a\x00b",
+    }
+    head = commit_files(repo, files)
+    names = [g.object_name(head, n) for n in files]
+    with g.BlobReader(repo) as reader:
+        assert list(reader.contents(names)) == list(files.values())
+        heads = list(reader.contents([*names, g.object_name(head, "gone")], blobs.BINARY_PROBE))
+        assert list(reader.texts(names[2:3])) == ["small\n"]
+    assert heads == [large[:8000], b"caf\xe9\r\n", b"small\n", b"a\x00b", None]
+    assert [blobs.looks_binary(h) for h in heads[:4]] == [True, False, False, True]

@@ -1,12 +1,13 @@
 """``diffparse.parse_hunk_ranges``: the ``-U0`` hunks per old path, as incremental review maps
-an earlier review's finding lines through them (``reviewer/incremental.py``)."""
+an earlier review's finding lines through them (``reviewer/incremental.py``); the files a
+commit shows as binary, and the line counts of a diff as text."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from gitflow_agents.git import queries
-from gitflow_agents.git.diffparse import parse_hunk_ranges
+from gitflow_agents.git.diffparse import AddedLine, parse_hunk_ranges, parse_line_counts
 from tests.conftest import git
 from tests.helpers.files import commit_files
 
@@ -48,3 +49,33 @@ def test_hunk_ranges_name_the_renamed_files_among_the_paths(repo: Path) -> None:
     assert hunks == {"old name.py": ((4, 1, 4, 1),)}  # only the changed line, by its old path
     alone = queries.hunk_ranges(repo, old, new, ["old name.py"])  # the new path not asked
     assert alone[1] == {}
+
+
+def test_the_files_a_commit_shows_as_binary(repo: Path) -> None:
+    """``parse_binary_files`` on ``git log -p``: the path from the ``diff --git`` line (spaces,
+    quotes) or the rename's lines; a deleted file is left out (nothing is added)."""
+    body = "".join(f"line {i}\n" for i in range(20))
+    base = commit_files(repo, {"gone.txt": "x\n", "old name.txt": body})
+    commit_files(
+        repo, {".gitattributes": "* -diff\n", 'qu"ote.txt': "q\n", "sp ace.txt": "s\n"}, "add"
+    )
+    git(repo, "rm", "-q", "gone.txt")
+    git(repo, "mv", "old name.txt", "new name.txt")
+    (repo / "new name.txt").write_text(body + "more\n")
+    head = commit_files(repo, {}, "move")
+    first, second = queries.commit_patches(repo, base, head)
+    assert first.binary == ((".gitattributes", None), ('qu"ote.txt', None), ("sp ace.txt", None))
+    assert second.binary == (("new name.txt", "old name.txt"),)
+    assert first.added == second.added == {}
+    again = queries.commit_patches(repo, base, head, text=True, paths=["sp ace.txt"])
+    assert [p.added for p in again] == [{"sp ace.txt": ((AddedLine(1, "s"),), False)}]
+
+
+def test_line_counts_of_a_text_diff() -> None:
+    patch = (
+        "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n"
+        "@@ -3,0 +4,2 @@\n+x\n+++y\n@@ -10 +12 @@\n---old\n+new\n"
+        'diff --git "a/sp ace.py" "b/sp ace.py"\n--- "a/sp ace.py"\n+++ "b/sp ace.py"\n'
+        "@@ -1,2 +0,0 @@\n-a\n-b\n"
+    )
+    assert parse_line_counts(patch) == {"a.py": (3, 1), "sp ace.py": (0, 2)}
