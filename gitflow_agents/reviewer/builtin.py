@@ -288,17 +288,17 @@ def _screen(
 def _content_findings(
     reader: git.BlobReader, spec: git.DiffSpec, to_parse: list[FileChange]
 ) -> list[Finding]:
-    """Parse the new content of every change in ``to_parse`` (read in one batch, parsed as it
-    arrives; Python files also get the debugger rule from it); a syntax error off the added
-    lines counts only when the old version parsed (read in a second batch, for those files
-    alone)."""
+    """Parse the new content of every change in ``to_parse`` (its bytes, read in one batch,
+    parsed as they arrive; Python files also get the debugger rule from them); a syntax error
+    off the added lines counts only when the old version parsed (read in a second batch, for
+    those files alone)."""
     names = [_new_object(spec, c) for c in to_parse]
     found: list[Finding] = []
     doubtful: list[tuple[FileChange, Finding]] = []
-    for change, text in zip(to_parse, reader.texts(names), strict=True):
+    for change, data in zip(to_parse, reader.contents(names), strict=True):
         if checks.is_python(change.path):
-            found.extend(checks.check_python_debugger(change, text))
-        problem = syntax.syntax_finding(change, text) if text is not None else None
+            found.extend(checks.check_python_debugger(change, data))
+        problem = syntax.syntax_finding(change, data) if data is not None else None
         if problem is None:
             continue
         if problem[1]:
@@ -306,7 +306,7 @@ def _content_findings(
         else:
             found.append(problem[0])
     old_names = [_old_object(spec, c) for c, _ in doubtful]
-    for (change, finding), old in zip(doubtful, reader.texts(old_names), strict=True):
+    for (change, finding), old in zip(doubtful, reader.contents(old_names), strict=True):
         if old is None or syntax.parses(change.path, old):
             found.append(finding)
     return found

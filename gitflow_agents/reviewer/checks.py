@@ -331,14 +331,15 @@ DEBUGGER_MODULES = frozenset(
 )
 
 
-def debug_statements(text: str) -> dict[int, str] | None:
+def debug_statements(source: str | bytes) -> dict[int, str] | None:
     """Line -> the first debugger statement that starts on it (imports of debugger modules,
-    ``breakpoint()``, ``<debugger module>.set_trace()``); None when ``text`` does not parse."""
+    ``breakpoint()``, ``<debugger module>.set_trace()``); None when ``source`` (a text, or the
+    file's bytes, read as Python reads the file) does not parse."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = compile(
-                python_source(text),
+                python_source(source) if isinstance(source, str) else source,
                 "<unknown>",
                 "exec",
                 flags=_ast.PyCF_ONLY_AST,
@@ -400,12 +401,12 @@ DEBUGGER_WORDS = re.compile(
 )
 
 
-def check_python_debugger(change: FileChange, text: str | None) -> Iterator[Finding]:
-    """The debugger rule for a Python file whose new content is ``text``: Python's AST decides
-    (an import of a debugger module, ``breakpoint()``, ``pdb.set_trace()``; words inside
-    strings and comments are not statements), on the line where the statement starts, when
-    that line is added. A file that does not parse (or whose content is unknown, None) falls
-    back to the line regex of ``check_debugger``."""
+def check_python_debugger(change: FileChange, text: str | bytes | None) -> Iterator[Finding]:
+    """The debugger rule for a Python file whose new content is ``text`` (or its bytes):
+    Python's AST decides (an import of a debugger module, ``breakpoint()``, ``pdb.set_trace()``;
+    words inside strings and comments are not statements), on the line where the statement
+    starts, when that line is added. A file that does not parse (or whose content is unknown,
+    None) falls back to the line regex of ``check_debugger``."""
     if not any(DEBUGGER_WORDS.search(a.text) for a in change.added_lines):
         return
     statements = debug_statements(text) if text is not None else None

@@ -1,6 +1,7 @@
 """The builtin reviewer's syntax rules: parse a changed file's new content (Python, JSON, YAML,
 TOML) and report the error line. A rule for a file is ``syntax_rule(path)``; a finding is
-``syntax_finding(change, text)``."""
+``syntax_finding(change, data)``, from the file's bytes: Python decodes them as the file's
+coding declaration says (PEP 263), the other three formats must be UTF-8."""
 
 from __future__ import annotations
 
@@ -33,11 +34,15 @@ class SyntaxProblem(Exception):
         self.message = message
 
 
-def _python(text: str, path: str) -> None:
+def _python(source: str | bytes, path: str) -> None:
+    """``source`` compiles: bytes as Python reads the file (a BOM skipped, the coding
+    declaration obeyed, UTF-8 without one)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if isinstance(source, str):
+            source = python_source(source)
         try:
-            compile(python_source(text), path, "exec", flags=PyCF_ONLY_AST, dont_inherit=True)
+            compile(source, path, "exec", flags=PyCF_ONLY_AST, dont_inherit=True)
         except SyntaxError as exc:  # line 0: the file's encoding (a BOM with a latin-1 cookie)
             raise SyntaxProblem(exc.lineno or None, f"{type(exc).__name__}: {exc.msg}") from None
         except ValueError as exc:  # e.g. source contains null bytes
@@ -117,47 +122,76 @@ _JSONC = Lazy(
     r"|deno|typedoc|api-extractor)\.json$|(^|/)\.vscode/"
 )
 
-SYNTAX: tuple[tuple[str, Callable[[str], bool], Callable[[str, str], None]], ...] = (
-    ("python-syntax", is_python, _python),
-    ("json-syntax", lambda p: p.endswith(".json") and not _JSONC.search(p), _json),
-    ("yaml-syntax", lambda p: p.endswith((".yaml", ".yml")), _yaml),
-    ("toml-syntax", lambda p: p.endswith(".toml"), _toml),
+Parse = Callable[[bytes, str], None]
+"""A syntax rule's parser: the file's bytes (line ends read as ``lines`` gives them) and path;
+``SyntaxProblem`` when they do not parse."""
+
+# (rule, which paths, its parser, the name of the format when it must be UTF-8: None for
+# Python, whose files say their encoding)
+SYNTAX: tuple[tuple[str, Callable[[str], bool], Callable[[Any, str], None], str | None], ...] = (
+    ("python-syntax", is_python, _python, None),
+    ("json-syntax", lambda p: p.endswith(".json") and not _JSONC.search(p), _json, "JSON"),
+    ("yaml-syntax", lambda p: p.endswith((".yaml", ".yml")), _yaml, "YAML"),
+    ("toml-syntax", lambda p: p.endswith(".toml"), _toml, "TOML"),
 )
 
 
-def syntax_rule(path: str) -> tuple[str, Callable[[str, str], None]] | None:
-    for rule, matches, parse in SYNTAX:
+def syntax_rule(path: str) -> tuple[str, Parse] | None:
+    for rule, matches, parse, utf8 in SYNTAX:
         if matches(path):
-            return rule, functools.partial(_within_limits, parse)
+            return rule, functools.partial(_within_limits, parse, utf8)
     return None
 
 
-def _within_limits(parse: Callable[[str, str], None], text: str, path: str) -> None:
-    """``parse``, where nesting too deep for a recursive parser (json, tomllib, Python's own:
-    ``[[[[…`` in a reviewed file) is a finding, not a crash."""
+def _within_limits(
+    parse: Callable[[Any, str], None], utf8: str | None, data: bytes, path: str
+) -> None:
+    """``parse`` of ``data`` (decoded first when the format, ``utf8``, must be UTF-8), where
+    nesting too deep for a recursive parser (json, tomllib, Python's own: ``[[[[…`` in a
+    reviewed file) is a finding, not a crash."""
     try:
-        parse(text, path)
+        parse(data if utf8 is None else _utf8(data, utf8), path)
     except (RecursionError, MemoryError):
         raise SyntaxProblem(None, "nested too deeply to parse") from None
 
 
-def syntax_finding(change: FileChange, new_text: str) -> tuple[Finding, bool] | None:
-    """The finding for a syntax error in ``new_text``, the new content of ``change`` (None when
-    it parses, has no syntax rule, or is a template), and whether it stands only if the old
-    version parsed: an error that is not on an added line was not introduced by a change whose
-    old version was already broken."""
+def _utf8(data: bytes, kind: str) -> str:
+    """``data`` decoded as UTF-8 (RFC 8259 for JSON, the YAML and TOML specifications: what
+    ``json.loads`` of the bytes, PyYAML and ``tomllib.load`` read); the first byte that is not
+    UTF-8 is an error at its line, not a replacement character."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        message = f"invalid {kind}: not UTF-8 (byte 0x{data[exc.start]:02x})"
+        raise SyntaxProblem(line, message) from None
+
+
+def lines(data: bytes) -> bytes:
+    """``data`` with ``\\r\\n`` and ``\\r`` read as ``\\n``, as the diff's text is (``spawn.text``): an
+    error's line number is the added line's."""
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+
+
+def syntax_finding(change: FileChange, new_data: bytes) -> tuple[Finding, bool] | None:
+    """The finding for a syntax error in ``new_data``, the new content of ``change`` (its bytes;
+    None when it parses, has no syntax rule, or is a template), and whether it stands only if
+    the old version parsed: an error that is not on an added line was not introduced by a
+    change whose old version was already broken."""
     found = syntax_rule(change.path)
     if found is None:
         return None
     rule, parse = found
+    new_data = lines(new_data)
     try:
-        parse(new_text, change.path)
+        parse(new_data, change.path)
         return None
     except SyntaxProblem as problem:
         new_problem = problem
-    if rule == "yaml-syntax" and ("{{" in new_text or "{%" in new_text):
+    if rule == "yaml-syntax" and (b"{{" in new_data or b"{%" in new_data):
         return None  # a Helm / Jinja template, not plain YAML
-    last_line = new_text.count("\n") + (0 if new_text.endswith("\n") or not new_text else 1)
+    ends = new_data.endswith(b"\n") or not new_data
+    last_line = new_data.count(b"\n") + (0 if ends else 1)
     if new_problem.line is not None and new_problem.line > last_line:
         # "unexpected end of file" errors point one past the end: anchor on the last line.
         new_problem.line = max(last_line, 1)
@@ -167,13 +201,14 @@ def syntax_finding(change: FileChange, new_text: str) -> tuple[Finding, bool] | 
     return result, new_problem.line not in added_at
 
 
-def parses(path: str, text: str) -> bool:
-    """Whether ``text`` parses by the syntax rule of ``path`` (True when it has none)."""
+def parses(path: str, data: bytes) -> bool:
+    """Whether ``data`` (a file's bytes) parses by the syntax rule of ``path`` (True when it
+    has none)."""
     found = syntax_rule(path)
     if found is None:
         return True
     try:
-        found[1](text, path)
+        found[1](lines(data), path)
     except SyntaxProblem:
         return False
     return True

@@ -181,6 +181,51 @@ def test_a_bom_does_not_hide_a_syntax_error(repo: Path) -> None:
     ]
 
 
+def test_a_file_that_is_not_utf8_is_a_syntax_error_unless_its_coding_says_so(repo: Path) -> None:
+    """Python refuses a file that is not UTF-8 without a coding declaration (PEP 263), JSON,
+    YAML and TOML must be UTF-8 (``json.loads`` of the bytes, PyYAML and ``tomllib.load`` refuse
+    the file, and so do pre-commit-hooks' check-ast, check-json, check-yaml and check-toml):
+    the rules read the file's bytes, not a text with the bad bytes replaced."""
+    if syntax.toml_parser() is None:
+        pytest.skip("no TOML parser on this Python")
+    latin1 = "caf\xe9".encode("latin-1")
+    result = review(
+        repo,
+        {
+            "latin1.py": b'x = 1\nname = "' + latin1 + b'"\n',
+            "latin1.json": b'{\n  "name": "' + latin1 + b'"\n}\n',
+            "latin1.yaml": b"a: 1\nname: " + latin1 + b"\n",
+            "latin1.toml": b'a = 1\nname = "' + latin1 + b'"\n',
+            # a coding declaration: Python reads the file as it says (pre-commit-hooks'
+            # debug-statements fixture non_utf8.py holds cp1252 bytes the same way)
+            "declared.py": b"# -*- coding: latin-1 -*-\nname = '" + latin1 + b"'\n",
+            "utf8.json": '{"name": "caf\u00e9"}\n'.encode(),
+        },
+    )
+    found = sorted((f.rule, f.file, f.line) for f in result.findings)
+    assert found == [
+        ("json-syntax", "latin1.json", 2),
+        ("python-syntax", "latin1.py", 2),
+        ("toml-syntax", "latin1.toml", 2),
+        ("yaml-syntax", "latin1.yaml", 2),
+    ]
+    messages = {f.file: f.message for f in result.findings}
+    assert messages["latin1.json"] == "invalid JSON: not UTF-8 (byte 0xe9)"
+    assert messages["latin1.yaml"] == "invalid YAML: not UTF-8 (byte 0xe9)"
+
+
+def test_a_file_already_not_utf8_is_not_blamed_on_a_change_elsewhere(repo: Path) -> None:
+    """As for any syntax error the base version already had: reported only on an added line."""
+    latin1 = "caf\xe9".encode("latin-1")
+    before = b'{"name": "' + latin1 + b'",\n "n": 1}\n'
+    result = review(
+        repo,
+        {"old.json": before.replace(b"1", b"2"), "new.json": before.replace(b"1", b"2")},
+        base_files={"old.json": before},
+    )
+    assert locations(result) == [("json-syntax", "new.json", 1)]
+
+
 @pytest.mark.parametrize(
     "path",
     [
