@@ -76,8 +76,9 @@ def review_diff(
         notes: list[str] = []
         to_parse = _screen(changes, spec, sizes, options, found, unreviewed, notes)
         found.extend(_content_findings(reader, spec, to_parse))
-        skipped = set(unreviewed)
-        bodies = [c for c in changes if c.path not in skipped and checks.may_hold_key_body(c)]
+        # every file whose content may be read (not binary, not added over the size limit)
+        readable = [c for c in changes if not c.binary and c.path not in large]
+        bodies = [c for c in readable if checks.may_hold_key_body(c)]
         found.extend(_rotated_keys(reader, spec, bodies, secrets))
         if spec.head is not None:
             patches = _without(_range_patches(root, spec, reader), excluded)
@@ -256,9 +257,16 @@ def _screen(
             continue
         if size > options.max_file_bytes and not added_large:
             found.extend(checks.check_line_rules(change, options))
-            notes.append(
-                f"{change.path}: over the size limit already, only its added lines reviewed"
-            )
+            if checks.is_python(change.path):  # no AST of a file not read: line by line
+                found.extend(checks.check_python_debugger(change, None))
+            note = f"{change.path}: over the size limit already, only its added lines reviewed"
+            if syntax.syntax_rule(change.path) is not None and (
+                change.added_lines or change.deleted
+            ):
+                # a change that breaks it must not pass unseen: named as not reviewed
+                unreviewed.append(change.path)
+                note += " (its syntax is not checked)"
+            notes.append(note)
             continue
         if added_large:
             found.append(

@@ -621,6 +621,39 @@ def test_a_file_large_before_the_change_is_not_a_new_large_file_and_its_added_li
     assert any("log.txt: over the size limit already" in note for note in result.notes)
 
 
+def test_a_file_large_before_the_change_is_listed_as_not_reviewed_when_its_syntax_goes_unchecked(
+    repo: Path,
+) -> None:
+    """Its content is not parsed (it is over the size limit), so a change that breaks it cannot
+    be approved in silence: a file with a syntax rule is named as not reviewed, with why. Its
+    added lines are still reviewed (a Python file's debugger calls line by line); a file with
+    no syntax rule, whose added lines are all there is to review, is not listed."""
+    before = "{\n" + "".join(f'  "k{i}": 1,\n' for i in range(40)) + '  "end": 0\n}\n'
+    code = "".join(f"x{i} = {i}\n" for i in range(40))
+    log = "line\n" * 60
+    end = "-----END RSA PRIVATE KEY-----"
+    values = "".join(f"v{i}: {i}\n" for i in range(30)) + "key: |\n"
+    keys = values + f"  {PRIVATE_KEY}\n  {KEY_BODY}\n  {end}\n"
+    result = review(
+        repo,
+        {
+            "schema.json": before.replace('"k3": 1,', '"k3": 1'),  # a comma lost
+            "big.py": code + "breakpoint()\n",
+            "log.txt": log + "more\n",
+            "keys.yaml": keys.replace(KEY_BODY, KEY_BODY[::-1]),  # a rotated key: still read
+        },
+        base_files={"schema.json": before, "big.py": code, "log.txt": log, "keys.yaml": keys},
+        options=CheckOptions(max_file_bytes=200),
+    )
+    assert locations(result) == [("debugger", "big.py", 41), ("private-key", "keys.yaml", 33)]
+    assert set(result.unreviewed_files) == {"schema.json", "big.py", "keys.yaml"}
+    assert any(
+        note.startswith("schema.json: over the size limit already") and "syntax" in note
+        for note in result.notes
+    )
+    assert any(note.startswith("log.txt: over the size limit already") for note in result.notes)
+
+
 @pytest.mark.parametrize(
     ("name", "line"),
     [
