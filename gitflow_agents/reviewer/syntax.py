@@ -54,10 +54,15 @@ def _json(text: str, path: str) -> None:
     bytes (and pre-commit-hooks' check-json with it): skipped, once; RFC 8259 lets a parser
     ignore it."""
     json = _JSON()
+    text = text.removeprefix(BOM)
     try:
-        json.loads(text.removeprefix(BOM), object_pairs_hook=_unique_keys)
+        json.loads(text, object_pairs_hook=_unique_keys)
     except _DuplicateKey as exc:
-        raise SyntaxProblem(None, f"invalid JSON: duplicate key {exc.args[0][:80]!r}") from None
+        message = f"invalid JSON: duplicate key {exc.args[0][:80]!r}"
+        where = _repeated_key_lines(text)
+        if where is None:  # (nested too deeply for the second, pure-Python parse)
+            raise SyntaxProblem(None, message) from None
+        raise SyntaxProblem(where[1], f"{message} (first on line {where[0]})") from None
     except json.JSONDecodeError as exc:
         raise SyntaxProblem(exc.lineno, f"invalid JSON: {exc.msg}") from None
     except ValueError as exc:  # a number too long to convert (Python's 4,300-digit limit)
@@ -65,7 +70,7 @@ def _json(text: str, path: str) -> None:
 
 
 class _DuplicateKey(Exception):
-    pass
+    """The key an object repeats, and the indexes of its pairs that hold it (first, second)."""
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -73,12 +78,55 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     one silently loses a value, and pre-commit-hooks' check-json refuses it too)."""
     result = dict(pairs)
     if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
+        seen: dict[str, int] = {}
+        for index, (key, _) in enumerate(pairs):
             if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
+                raise _DuplicateKey(key, seen[key], index)
+            seen[key] = index
     return result
+
+
+class _Repeated(Exception):
+    """The 1-based lines of the first repeated key's first and second occurrence."""
+
+
+def _repeated_key_lines(text: str) -> tuple[int, int] | None:
+    """Where the first key an object of ``text`` repeats is written (its first and second
+    line), found by parsing again with json's pure-Python scanner, whose object parser is
+    handed the function that parses each value (``json.decoder.JSONObject``): where the
+    repeated pair's value starts, its key is the string before the ``:`` before it. Only
+    when ``json.loads`` found a repeated key; None when that parse cannot tell."""
+    json = _JSON()
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+    def parse_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, *rest: Any) -> Any:
+        starts: list[int] = []
+
+        def scan(s: str, index: int) -> Any:
+            starts.append(index)
+            return scan_once(s, index)
+
+        try:
+            return json.decoder.JSONObject(s_and_end, strict, scan, *rest)
+        except _DuplicateKey as exc:  # this object's own (an inner one's is _Repeated)
+            first, second = (_key_line(text, starts[i]) for i in exc.args[1:])
+            raise _Repeated(first, second) from None
+
+    decoder.parse_object = parse_object
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    try:
+        decoder.decode(text)
+    except _Repeated as found:
+        return found.args[0], found.args[1]
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return None
+
+
+def _key_line(text: str, value_start: int) -> int:
+    """The line of the key whose value starts at ``value_start``: of the closing quote before
+    the ``:`` (a JSON string holds no line break)."""
+    return text.count("\n", 0, text.rindex('"', 0, text.rindex(":", 0, value_start))) + 1
 
 
 def _yaml(text: str, path: str) -> None:
@@ -168,8 +216,8 @@ def _utf8(data: bytes, kind: str) -> str:
 
 
 def lines(data: bytes) -> bytes:
-    """``data`` with ``\\r\\n`` and ``\\r`` read as ``\\n``, as the diff's text is (``spawn.text``): an
-    error's line number is the added line's."""
+    """``data`` with ``\\r\\n`` and ``\\r`` read as ``\\n``, as the diff's text is
+    (``spawn.text``): an error's line number is the added line's."""
     return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
 
 

@@ -4,8 +4,15 @@ reviewer walks the file's parser events once (``safe_yaml.checked_events``: synt
 A file every PyYAML consumer refuses is a finding: a value its tag cannot hold (``2024-13-45``
 resolves to a date, ``!!int abc``), a list or mapping as a key, ``<<:`` merging something that
 is not a mapping, a tag no constructor knows (``!!foo``; ``=`` or ``<<`` as a value), an anchor
-defined twice. Application tags (``!Ref``, ``!!python/name:…``) are opaque, as the reviewer
-has always read them: what is inside one is built only when an alias or a merge reaches it.
+defined twice, a key repeated in one mapping (PyYAML keeps the last value; ruamel.yaml, and so
+pre-commit-hooks' check-yaml, refuses it). Application tags (``!Ref``, ``!!python/name:…``) are
+opaque, as the reviewer has always read them: what is inside one is built only when an alias
+or a merge reaches it.
+
+Keys are the same when PyYAML builds them equal with the same tag (``1`` and ``0x1``, ``~``
+and ``null``, ``'a'`` and ``a``; not ``1`` and ``'1'``), the keys written in the mapping
+alone: a ``<<`` merge key (there may be several) and the pairs it merges, which the mapping's
+own keys override, are no repetition.
 
 Nothing is built but the scalars whose tag is not ``!!str``, one at a time: each finished
 value is summed up (:class:`_Value`: would building it fail, would merging it fail) and the
@@ -56,13 +63,18 @@ class _Value(NamedTuple):
     merged: Fault | None  # a collection: ``<<: it`` fails in a mapping it holds
     odd: _Value | None  # a sequence: its first item that is not a mapping (so no ``<<: it``)
     size: int  # a mapping's pairs
+    same: Any = None  # a scalar as a key: a string itself, else (tag, built value); None: never
+    text: str = ""  # a scalar: as written
 
 
 class _Open:
     """A collection whose end has not come yet. (A plain class: a dataclass would import
     dataclasses, ~5 ms, for every YAML file reviewed: issue 20.)"""
 
-    __slots__ = ("anchor", "fault", "key", "kind", "line", "merged", "odd", "size", "tag")
+    __slots__ = (
+        *("anchor", "fault", "key", "key_at", "kind", "line", "merged", "odd", "repeated"),
+        *("seen", "size", "tag"),
+    )
 
     def __init__(self, kind: str, tag: str, anchor: str | None, line: int) -> None:
         self.kind = kind
@@ -73,6 +85,9 @@ class _Open:
         self.merged: Fault | None = None  # first fault of merging it (a mapping) or its mappings
         self.odd: _Value | None = None  # a sequence: its first item that is not a mapping
         self.key: _Value | None = None  # a mapping: the key waiting for its value
+        self.key_at = line  # the line where that key is written (an alias: not its anchor's)
+        self.seen: dict[Any, int] | None = None  # a mapping: its keys so far, and their lines
+        self.repeated: Fault | None = None  # a mapping: the first key it repeats
         self.size = 0
 
 
@@ -107,15 +122,14 @@ class BuildCheck:
         tag = event.tag
         if tag is None or tag == "!":
             tag = _resolver().resolve(yaml.ScalarNode, event.value, event.implicit)
-        self._add(
-            event.anchor,
-            _Value("scalar", tag, line, _scalar_fault(event, tag, line), None, None, 0),
-        )
+        fault, same = _scalar_fault(event, tag, line)
+        value = _Value("scalar", tag, line, fault, None, None, 0, same, event.value)
+        self._add(event.anchor, value)
 
     def _alias(self, event: Any) -> None:
         found = self.anchors[str(event.anchor)]  # safe_yaml refuses unknown and open anchors
         assert found is not None
-        self._add(None, found)
+        self._add(None, found, event.start_mark.line)
 
     def _start(self, event: Any) -> None:
         self._anchor(event.anchor, event.start_mark.line)
@@ -128,7 +142,8 @@ class BuildCheck:
     def _end(self, event: Any) -> None:
         done = self.stack.pop()
         if _KIND.get(done.tag) == done.kind:  # a core tag that takes it: build what it holds
-            fault = done.fault
+            faults = [f for f in (done.fault, done.repeated) if f is not None]
+            fault = min(faults, key=lambda f: f.line) if faults else None
         else:  # opaque (nothing inside is built), or a tag that cannot take it
             fault = _tag_fault(done.kind, done.tag, done.line)
         merged = done.fault if done.kind == "mapping" else done.merged
@@ -149,7 +164,9 @@ class BuildCheck:
         if self.fault is None:
             self.fault = fault
 
-    def _add(self, anchor: str | None, value: _Value) -> None:
+    def _add(self, anchor: str | None, value: _Value, line: int | None = None) -> None:
+        """``value`` is finished (``line``: where it is written, when not its own line: an
+        alias)."""
         if anchor is not None:
             self.anchors[anchor] = value
         if not self.stack:  # a document's root: building the document builds it
@@ -158,9 +175,11 @@ class BuildCheck:
         parent = self.stack[-1]
         if parent.kind == "mapping":
             if parent.key is None:
-                parent.key = value
+                parent.key, parent.key_at = value, value.line if line is None else line
             else:
                 fault = _pair_fault(parent.key, value)
+                if parent.key.same is not None and parent.repeated is None:
+                    parent.repeated = _repeated(parent, parent.key)
                 parent.key, parent.size = None, parent.size + 1
                 parent.fault = parent.fault or fault
             return
@@ -185,6 +204,21 @@ _FOLLOW: dict[type[Any], Callable[[BuildCheck, Any], None]] = {
 }
 
 
+def _repeated(mapping: _Open, key: _Value) -> Fault | None:
+    """The fault of ``key`` written in ``mapping`` at ``mapping.key_at`` when the mapping has
+    that key already; else it is remembered."""
+    if mapping.seen is None:
+        mapping.seen = {}
+    try:
+        first = mapping.seen.get(key.same)
+        if first is None:
+            mapping.seen[key.same] = mapping.key_at
+            return None
+    except TypeError:  # a value that cannot be a dictionary key: PyYAML refuses it anyway
+        return None
+    return Fault(f"duplicate key {key.text[:80]!r} (first on line {first + 1})", mapping.key_at)
+
+
 def _pair_fault(key: _Value, value: _Value) -> Fault | None:
     if key.tag == _MERGE:  # PyYAML's flatten_mapping: the pairs of the merged mappings
         return _merge_fault(value)
@@ -204,24 +238,28 @@ def _merge_fault(value: _Value) -> Fault | None:
     return value.merged
 
 
-def _scalar_fault(event: Any, tag: str, line: int) -> Fault | None:
-    if tag == _STR:  # most values
-        return None
+def _scalar_fault(event: Any, tag: str, line: int) -> tuple[Fault | None, Any]:
+    """Why the scalar cannot be built (None: it can), and what it equals as a key (``_Value.same``:
+    a string itself, another value its tag and the value PyYAML builds; None for a merge key,
+    an application tag or a value that cannot be built)."""
+    if tag in (_STR, _VALUE):  # most values; ``=``: a string as a key (flatten_mapping)
+        fault = None if tag == _STR else _tag_fault("scalar", tag, line)
+        return fault, event.value  # a string is its own key (never equal to a tuple below)
     fault = _tag_fault("scalar", tag, line)
     if fault is not None or _opaque(tag):
-        return fault
+        return fault, None
     node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
     constructor = _constructor()
     try:
-        constructor.yaml_constructors[tag](constructor, node)
+        built = constructor.yaml_constructors[tag](constructor, node)
     except Exception as exc:
         # PyYAML's constructors raise what their conversion raises on a value they cannot
         # build (ValueError for 2024-13-45, KeyError for !!bool maybe).
         if isinstance(exc, KeyError):
-            return Fault(f"cannot build {exc}", line)
+            return Fault(f"cannot build {exc}", line), None
         problem = exc.problem if isinstance(exc, yaml.MarkedYAMLError) else None
-        return Fault((problem or str(exc) or type(exc).__name__).splitlines()[0], line)
-    return None
+        return Fault((problem or str(exc) or type(exc).__name__).splitlines()[0], line), None
+    return None, (tag, built)
 
 
 @cache

@@ -14,12 +14,32 @@ from gitflow_agents.base.safe_yaml import YamlProblem, check_syntax
 from gitflow_agents.reviewer.syntax import SyntaxProblem, _yaml
 from tests.helpers.yaml_parsers import parser  # noqa: F401 - autouse: every test with libyaml and PyYAML's own parser
 
+_CORE = "tag:yaml.org,2002:"
+
 
 def _old_loader() -> type[Any]:
-    """The reviewer's loader before the one-pass check: application tags opaque."""
+    """The reviewer's loader before the one-pass check: application tags opaque; and a key
+    repeated in one mapping refused, through PyYAML's own hook (``construct_mapping``, which
+    builds every mapping and set: a mapping under an application tag is not built), comparing
+    the keys written in the mapping as PyYAML builds them, its ``<<`` merge keys and the pairs
+    they merge left out."""
 
     class Loader(yaml.SafeLoader):
-        pass
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == _CORE + "merge" or key_node.tag.startswith("!"):
+                    continue
+                if key_node.tag == _CORE + "value":  # PyYAML's flatten makes it a string
+                    key = (_CORE + "str", key_node.value)
+                elif isinstance(key_node, yaml.ScalarNode):
+                    key = (key_node.tag, self.construct_object(key_node))
+                else:
+                    continue  # a list or mapping as a key: PyYAML refuses it anyway
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(None, None, "found duplicate key")
+                seen.add(key)
+            return super().construct_mapping(node, deep)
 
     def _opaque(loader: Any, suffix: str, node: Any) -> None:
         return None
@@ -117,11 +137,34 @@ def test_the_finding_names_the_line_of_the_value() -> None:
         ("a: 1\n? [k]\n: v\n", 2, "invalid YAML: a sequence cannot be a key (PyYAML builds it "),
         ("a: 1\nb: {<<: 1}\n", 2, "invalid YAML: << merges a mapping or a list of mappings, "),
         ("a: 1\nb: !!foo x\n", 2, "invalid YAML: no constructor for the tag "),
+        ("a:\n  b: 1\n  c: 2\n  b: 3\n", 4, "invalid YAML: duplicate key 'b' (first on line 2)"),
+        ("a: 1\n---\nb: {x: 1, y: 2,\n  x: 3}\n", 4, "invalid YAML: duplicate key 'x' "),
+        ("a: 1\nb:\n  1: x\n  0x1: y\n", 4, "invalid YAML: duplicate key '0x1' (first on l"),
+        ("&k a: 1\n*k : 2\n", 2, "invalid YAML: duplicate key 'a' (first on line 1)"),
+        ("s: !!set {a, b,\n  a}\n", 2, "invalid YAML: duplicate key 'a' (first on line 1)"),
     ]:
         with pytest.raises(SyntaxProblem) as info:
             _yaml(text, "x.yaml")
         assert info.value.line == line, text
         assert message is None or info.value.message.startswith(message), info.value.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # merge keys: what they merge may repeat a key the mapping writes (it wins), and a
+        # mapping may hold several of them
+        "base: &b {x: 1, y: 2}\nmore: &m {z: 3}\none: {<<: *b, x: 5}\n"
+        "two:\n  <<: *b\n  <<: *m\n  y: 4\nthree: {<<: [*b, *m], z: 0}\n",
+        "a: {x: 1}\nb: {x: 1}\n---\na: 2\n",  # the same key in other mappings, documents
+        "- {name: a}\n- {name: b}\n",
+        "k: {'1': a, 1: b, 1.0: c, '': d, null: e}\n",  # different tags: different keys
+        "k: !Custom {a: 1, a: 2}\n",  # an application tag's mapping is not built
+        "base: &b !Custom {a: 1, a: 2}\nuse: {<<: *b}\n",
+    ],
+)
+def test_what_repeats_no_key_of_one_mapping_is_no_finding(text: str) -> None:
+    assert new_builds(text) and old_builds(text)
 
 
 def test_a_syntax_error_anywhere_comes_before_a_value_that_cannot_be_built() -> None:
@@ -136,7 +179,8 @@ def test_a_syntax_error_anywhere_comes_before_a_value_that_cannot_be_built() -> 
 TAGS = ["", "", "", "!!str ", "!!int ", "!!bool ", "!!null ", "!!float ", "!!timestamp ",
         "!!seq ", "!!map ", "!!set ", "!!foo ", "!Ref ", "!!python/tuple "]  # fmt: skip
 # !!omap and !!pairs: the parametrized cases (their items are the known difference).
-SCALARS = ["a", "1", "yes", "~", "1.5", "2024-01-02", "2024-13-45", "maybe", "<<", "=", "''"]
+SCALARS = ["a", "1", "yes", "~", "1.5", "2024-01-02", "2024-13-45", "maybe", "<<", "=", "''",
+           "'1'", "true", "0x1", "null", "2024-1-2"]  # fmt: skip
 
 
 @st.composite
@@ -164,4 +208,24 @@ def test_one_pass_agrees_with_the_safe_loader_on_generated_documents(nodes: list
         check_syntax(text)
     except YamlProblem:
         return  # a syntax finding either way
+    assert new_builds(text) is old_builds(text), text
+
+
+KEYS = ["a", "'a'", "!!str a", "!Ref a", "1", "0x1", "'1'", "1.0", "~", "null", "''", "true",
+        "yes", "<<", "=", "*s", "*m", "2024-01-02", "[k]"]  # fmt: skip
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(KEYS), min_size=1, max_size=4), min_size=1, max_size=3))
+def test_repeated_keys_agree_with_the_safe_loader_on_generated_documents(
+    mappings: list[list[str]],
+) -> None:
+    """Keys of one mapping drawn from a few that PyYAML builds equal or not (tags, numbers
+    written two ways, merge keys, aliases): the one-pass check refuses a repeated key exactly
+    when the reference loader's ``construct_mapping`` hook does."""
+    head = "anchors: [&s a, &m {x: 1}]\n"
+    text = head + "".join(
+        f"k{i}: {{{', '.join(f'? {key} : {n}' for n, key in enumerate(keys))}}}\n"
+        for i, keys in enumerate(mappings)
+    )
     assert new_builds(text) is old_builds(text), text

@@ -136,7 +136,8 @@ def test_run_pr_reads_what_it_accepts_from_the_target_never_the_pull_request(
     files = {
         "fixtures/keys.py": f'TOKEN = "{TOKEN}"\n',
         "keys.py": f'TOKEN = "{TOKEN}"\n',
-        ".flow/base.yaml": "review:\n  exclude: [keys.py]\n",
+        # appended under the target's ``review:`` (a second ``review:`` key is a yaml-syntax error)
+        ".flow/base.yaml": "  exclude: [keys.py]\n",
     }
     repo = setup_repo(tmp_path, gh, reviewer="builtin", implementer=implementer(tmp_path, files))
     config = repo / ".flow" / "base.yaml"

@@ -393,20 +393,63 @@ def test_the_hook_form_of_gitflow_agents_reads_no_parser(repo: Path) -> None:
     assert json.loads((repo / "out.json").read_text())["overall"] == "approve"
 
 
-# --- json-syntax: repeated keys ----------------------------------------------------------------
+# --- json-syntax and yaml-syntax: repeated keys ------------------------------------------------
 
 
-def test_a_repeated_json_key_is_a_json_error(repo: Path) -> None:
-    result = review(repo, {"a.json": '{\n  "name": "x",\n  "nested": {"k": 1, "k": 2}\n}\n'})
+def test_a_repeated_json_key_is_a_json_error_at_its_line(repo: Path) -> None:
+    result = review(
+        repo,
+        {
+            "a.json": '{\n  "name": "x",\n  "nested": {"k": 1, "k": 2}\n}\n',
+            # the line of the second key, not of its value; escapes are the same key
+            "b.json": '{"k": 1,\n "other": {"k": 2},\n "\\u006b"\n  :\n  3}\n',
+            "c.json": '[{"a": 1}, {"a": 2,\n\n "a": {"deep": [1, {"x": 1, "y": 2}]}}]\n',
+        },
+    )
     assert [(f.rule, f.file, f.line, f.message) for f in result.findings] == [
-        ("json-syntax", "a.json", None, "invalid JSON: duplicate key 'k'")
+        ("json-syntax", "a.json", 3, "invalid JSON: duplicate key 'k' (first on line 3)"),
+        ("json-syntax", "b.json", 3, "invalid JSON: duplicate key 'k' (first on line 1)"),
+        ("json-syntax", "c.json", 3, "invalid JSON: duplicate key 'a' (first on line 1)"),
     ]
 
 
 def test_a_repeated_key_the_base_already_had_is_not_reported(repo: Path) -> None:
+    """Off the added lines, as any syntax error the base version already had."""
     base = {"a.json": '{\n  "k": 1,\n  "k": 2\n}\n'}
-    result = review(repo, {"a.json": '{\n  "k": 1,\n  "k": 2,\n  "other": 3\n}\n'}, base_files=base)
+    result = review(repo, {"a.json": '{\n  "first": 0,\n  "k": 1,\n  "k": 2\n}\n'}, base_files=base)
     assert result.findings == ()
+
+
+def test_a_repeated_yaml_key_is_a_yaml_error_at_its_line(repo: Path) -> None:
+    """The tester's case: a compose file that repeats ``environment`` (the later value silently
+    wins: PyYAML builds it; ruamel.yaml, and so pre-commit-hooks' check-yaml, refuses it), as
+    the same mistake in JSON is."""
+    compose = (
+        "services:\n  web:\n    image: app:1\n    environment:\n      LOG_LEVEL: info\n"
+        '    environment:\n      DEBUG: "1"\n'
+    )
+    result = review(
+        repo,
+        {
+            "compose.yaml": compose,
+            "compose.json": '{"services": {"web": {"environment": {"LOG_LEVEL": "info"}, '
+            '"environment": {"DEBUG": "1"}}}}\n',
+        },
+    )
+    assert [(f.rule, f.file, f.line, f.message) for f in result.findings] == [
+        (
+            "json-syntax",
+            "compose.json",
+            1,
+            "invalid JSON: duplicate key 'environment' (first on line 1)",
+        ),
+        (
+            "yaml-syntax",
+            "compose.yaml",
+            6,
+            "invalid YAML: duplicate key 'environment' (first on line 4)",
+        ),
+    ]
 
 
 # --- REV: one commit, known without asking git ---------------------------------------------------
