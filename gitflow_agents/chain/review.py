@@ -25,7 +25,7 @@ from gitflow_agents.findings import (
 )
 from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
-from gitflow_agents.reviewer import record_review, reviewed_nothing
+from gitflow_agents.reviewer import empty_range, record_review, reviewed_nothing
 from gitflow_agents.reviewer.builtin import diff_secrets
 from gitflow_agents.reviewer.incremental import FULL, INCREMENTAL, Scope
 from gitflow_agents.runs.schema import ReviewerEntry, RoundEntry
@@ -111,8 +111,9 @@ def review_round(
     Resuming). ``previous``: the round of this step run a fix followed; an agent reviewer then
     reviews the fix commits (``chain/increment.py``) unless a full review is due."""
     head = head or git.head_sha(ws.worktree)
-    if reviewed_nothing(ws.base_sha, head):  # never run reviewers on no change, never approve
-        why = f"nothing to review: {head[:12]} is the base {ws.base_sha[:12]} itself"
+    empty = empty_range(ctx.root, ws.base_sha, head)
+    if empty is not None:  # never run reviewers on no change (nor on a reverse one), never approve
+        why = f"nothing to review between {ws.base_sha[:12]} and {head[:12]} ({empty})"
         return ReviewRound(iteration, head, (), (), GateResult(False, 1, (why,)))
     if ws.branch is not None:
         reset_unless_clean(ws, head)  # a crashed attempt's leftovers
@@ -296,9 +297,9 @@ def _untouched(ws: Workspace, head: str) -> str:
 
 def record_note(ctx: Context, ws: Workspace, review: ReviewRound) -> None:
     """The git note on the reviewed commit: verdict, reviewed commit and tree (the hook reads it).
-    None when nothing was reviewed (the reviewed commit is the base): no note on a commit the
-    chain did not produce."""
-    if reviewed_nothing(ws.base_sha, review.reviewed_sha) or not review.agents:
+    None when nothing was reviewed (no reviewer ran: the reviewed commit is the base or already
+    contained in it, ``review_round``): no note on a commit the chain did not produce."""
+    if not review.agents or reviewed_nothing(ws.base_sha, review.reviewed_sha):
         return
 
     record_review(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -186,6 +187,7 @@ def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     from gitflow_agents.findings import merge_reviews
     from gitflow_agents.git import queries as git
     from gitflow_agents.render import counts
+    from gitflow_agents.reviewer.locate import Target, nothing_to_review
 
     if args.range and args.branch:
         raise UsageError("flow review: give --branch or --range, not both")
@@ -196,6 +198,10 @@ def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     else:
         head = args.branch or "HEAD"
         base = git.merge_base(ctx.root, ctx.target, git.rev_parse(ctx.root, head))
+    head_sha = git.rev_parse(ctx.root, head)
+    empty = nothing_to_review(ctx.root, Target(git.rev_parse(ctx.root, base), head_sha, ""))
+    if empty is not None:  # as `git agent-review`: no reviewer, no note, exit 0
+        return _reviewed_nothing(args, head_sha, empty)
     focus = tuple(p.strip() for p in (args.focus_paths or "").split(",") if p.strip())
     with chain.scratch_workspace(ctx, head, base) as ws, ctx.budget.scope("review"):
         review = chain.review_round(
@@ -234,6 +240,32 @@ def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
 def _count(n: int, noun: str) -> str:
     """``1 file``, ``2 files``."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _reviewed_nothing(args: argparse.Namespace, head: str, why: str) -> int:
+    """An empty range (``reviewer/locate.nothing_to_review``): exit 0 with the line
+    ``git agent-review`` prints; with ``--json`` a result that is *not approved* (nothing was),
+    the line its reason (and on stderr)."""
+    from gitflow_agents.chain import ReviewRound
+    from gitflow_agents.findings import GateResult
+
+    if not args.json:
+        print(why)
+        return int(ExitCode.OK)
+    print(f"gitflow-agents: {why}", file=sys.stderr)
+    nothing = ReviewRound(None, head, (), (), GateResult(False, ExitCode.OK, (why,)))
+    data = {
+        "status": "succeeded",
+        "approved": False,
+        "overall": None,
+        "reasons": [why],
+        "summary": "",
+        "findings": [],
+        "accepted": [],
+        **nothing.entry().to_json(),
+    }
+    _print(args, data)
+    return int(ExitCode.OK)
 
 
 def _print(args: argparse.Namespace, data: Any) -> None:

@@ -18,6 +18,7 @@ from gitflow_agents.base.lazy import lazy_names
 from gitflow_agents.base.records import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gitflow_agents.reviewer.locate import empty_range
     from gitflow_agents.reviewer.note_record import (
         approval_status,
         read_review_note,
@@ -35,6 +36,7 @@ _LAZY = {
     "APPROVAL_KIND": "notes",
     "ApprovalNote": "notes",
     "approval_status": "note_record",
+    "empty_range": "locate",
     "note_approval": "notes",
     "parse_review_note": "notes",
     "read_review_note": "note_record",
@@ -48,6 +50,7 @@ __all__ = [
     "APPROVAL_KIND",
     "ApprovalNote",
     "approval_status",
+    "empty_range",
     "note_approval",
     "parse_review_note",
     "read_review_note",

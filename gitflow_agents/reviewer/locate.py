@@ -116,19 +116,29 @@ def resolve_target(
     return _one_commit(root, rev_range)
 
 
+def empty_range(root: StrPath, base: str, head: str) -> str | None:
+    """Why ``base..head`` holds no commit (None when it holds one): base and head are the same
+    commit, or head is already contained in base (a reverse range, whose diff would be the
+    base's commits undone). The one rule for ``git agent-review``, ``flow review``, the chain
+    and the note writer (``note_record.record_review``): reviewing nothing approves nothing."""
+    if base == head:
+        return "the same commit"
+    if git.is_ancestor(root, head, base):  # False for the empty tree
+        return f"{head[:12]} is already contained in {base[:12]}"
+    return None
+
+
 def nothing_to_review(root: StrPath, target: Target) -> str | None:
-    """Why ``target`` holds no commit to review (None when it does): base and head are the
-    same commit (``git agent-review`` on the default branch, ``HEAD..HEAD``), or head is
-    already contained in base. Reviewing nothing must never approve anything."""
+    """Why ``target`` holds no commit to review (None when it does), as the line to print
+    (:func:`empty_range`): base and head are the same commit (``git agent-review`` on the
+    default branch, ``HEAD..HEAD``), or head is already contained in base. Reviewing nothing
+    must never approve anything."""
     if target.head is None or target.one_commit:  # a commit is never in its own parent
         return None
-    base, head = target.base[:12], target.head[:12]
-    if target.base == target.head:
-        why = "the same commit"
-    elif git.is_ancestor(root, target.head, target.base):  # False for the empty tree
-        why = f"{head} is already contained in {base}"
-    else:
+    why = empty_range(root, target.base, target.head)
+    if why is None:
         return None
+    base, head = target.base[:12], target.head[:12]
     return (
         f"nothing to review between {base} and {head} ({why}), so no review is recorded; "
         f"name the commits to review, e.g. `git agent-review {head}` (that commit alone) "

@@ -9,12 +9,8 @@ import time
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.git import queries as git
-from gitflow_agents.reviewer.notes import (
-    ApprovalNote,
-    note_approval,
-    parse_review_note,
-    reviewed_nothing,
-)
+from gitflow_agents.reviewer.locate import empty_range
+from gitflow_agents.reviewer.notes import ApprovalNote, note_approval, parse_review_note
 
 if TYPE_CHECKING:
     from typing import Any
@@ -33,15 +29,17 @@ def record_review(
     open_findings: list[dict[str, Any]] | None = None,
 ) -> ApprovalNote:
     """Write the note for ``reviewed_sha`` (replacing an earlier one, so a later REVISE on the
-    same commit withdraws an earlier approval). UsageError for an approval of nothing
-    (:func:`reviewed_nothing`): callers check first, this keeps such a note from ever existing.
+    same commit withdraws an earlier approval). UsageError for an approval of nothing (the
+    reviewed commit is the base or already contained in it, ``locate.empty_range``): callers
+    check first, this keeps such a note from ever existing.
     ``open_findings`` (an agent reviewer's findings as JSON) go into the note as
     ``openFindings``: what the next, incremental review of the range builds on
     (``reviewer/incremental.py``)."""
-    if approved and reviewed_nothing(base_sha, reviewed_sha):
+    empty = empty_range(root, base_sha, reviewed_sha) if approved else None
+    if empty is not None:
         raise UsageError(
-            f"refusing to record an approval of {reviewed_sha[:12]} against itself: "
-            "nothing was reviewed"
+            f"refusing to record an approval of {reviewed_sha[:12]} against "
+            f"{base_sha[:12]} ({empty}): nothing was reviewed"
         )
 
     note = ApprovalNote(

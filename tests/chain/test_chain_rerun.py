@@ -285,13 +285,34 @@ def test_an_implementer_that_commits_its_own_work_is_reviewed_and_merged(repo: P
 
 
 def test_flow_review_of_no_change_runs_no_reviewer_and_records_nothing(repo: Path) -> None:
+    """As ``git agent-review``: exit 0, not approved, nothing recorded."""
     configure(repo)
     head = main_sha(repo)
     out = call(repo, "flow", "review", "--range", f"{head}..{head}", "--quiet", "--json")
-    assert out.returncode == 1, out.stderr
+    assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert not data["approved"] and "nothing to review" in data["reasons"][0]
+    assert not data["approved"] and data["overall"] is None
+    assert data["reasons"][0].startswith(f"nothing to review between {head[:12]} and ")
     assert data["reviewers"] == [] and note(repo, head) is None
+
+
+def test_flow_review_of_a_reverse_range_refuses_as_git_agent_review_does(repo: Path) -> None:
+    """``flow review --range Y..X`` with X already contained in Y reviews nothing: no reviewer,
+    no approval note on X (the pre-push gate then refuses X), the line and exit code of
+    ``git agent-review Y..X``."""
+    configure(repo)
+    older = main_sha(repo)
+    (repo / "y.txt").write_text("y\n")
+    git(repo, "add", "y.txt")
+    git(repo, "commit", "-q", "-m", "Y")
+    newer = main_sha(repo)
+    flow = call(repo, "flow", "review", "--range", f"{newer}..{older}", "--agent", "reviewer")
+    agent_review = call(repo, "review", f"{newer}..{older}")
+    assert flow.returncode == agent_review.returncode == 0, flow.stderr
+    assert flow.stdout == agent_review.stdout
+    assert "is already contained in" in flow.stdout and "no review is recorded" in flow.stdout
+    assert note(repo, older) is None
+    assert call(repo, "hook", "gate", older).returncode == 1
 
 
 # --- a target that moved on while the step ran -------------------------------------------------

@@ -129,11 +129,24 @@ def test_gate_refuses_a_note_whose_base_is_the_reviewed_commit(repo: Path, run: 
             repo, reviewed_sha=head, base_sha=head, approved=True, agent="x", threshold="error"
         )
     assert read_review_note(repo, head) is None
+    (repo / "later.txt").write_text("later\n")
+    git(repo, "add", "later.txt")
+    git(repo, "commit", "-q", "-m", "later")
+    with pytest.raises(UsageError, match="already contained in"):  # a reverse range: base later
+        record_review(
+            repo,
+            reviewed_sha=head,
+            base_sha=g.head_sha(repo),
+            approved=True,
+            agent="x",
+            threshold="error",
+        )
+    assert read_review_note(repo, head) is None
     forged = ApprovalNote("approved", head, g.tree_sha(repo, head), head, "someone", "error")
     g.write_note(repo, head, forged.to_json())
     ok, reason = approval_status(repo, head)
     assert not ok and "compared" in reason and "reviewed no change" in reason
-    gate = run.main("hook", "gate", cwd=repo)
+    gate = run.main("hook", "gate", head, cwd=repo)
     assert gate.returncode == 1 and "reviewed no change" in gate.stdout + gate.stderr
 
 
