@@ -142,8 +142,8 @@ def _step_lock(root: Path, flow_dir: str, tree: ToolTree) -> Iterator[None]:
     if tree.step is None or not tree.flow:
         yield
         return
-    path = locks.step_lock_path(root, flow_dir, tree.flow, tree.step)
-    with locks.hold(path, f"gc-{new_run_id()}"):
+    common = git.git_common_dir(root)
+    with locks.hold_step(root, common, flow_dir, tree.flow, tree.step, f"gc-{new_run_id()}"):
         yield
 
 

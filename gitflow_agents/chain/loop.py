@@ -85,8 +85,8 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
         rec.finish("skipped", int(ExitCode.OK), reason)
         return rec.result()
     refuse_foreign_checkout(ctx, branch_name(ctx.settings, ctx.plan.name, step))  # touch nothing
-    lock_file = lock.step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
-    with lock.hold(lock_file, rec.run_id):
+    held = (ctx.root, ctx.common_dir(), ctx.config.flow_dir, ctx.flow, step, rec.run_id)
+    with lock.hold_step(*held):
         tip = landed_tip(ctx, step) if _lands_here(ctx, lander) else None
         if tip is not None:  # its merge landed, its ✅ did not come: finish, run no agent
             rec.finish("skipped", int(ExitCode.OK), finish_landed(ctx, step, tip))

@@ -35,15 +35,15 @@ def tend_step(ctx: Context, step: int, lander: BranchLander, head: str) -> Chain
     """Merge the target into the step branch at ``head`` when it moved on, then review (see the
     module doc): approved 0, rejected 1, an agent failed 3 (a budget 5, rate limited 6, as a
     step run's), an unresolved conflict 2 (the record's
-    ``failedWhat`` is ``merge conflict``). StepLockedError when a run of this checkout holds the
-    step."""
+    ``failedWhat`` is ``merge conflict``). StepLockedError when a run (of any checkout of the
+    repository) holds the step."""
     assert ctx.plan is not None
     ctx.notices.clear()
     rec = StepRecord(ctx, step, lander.run_id)
     ctx.chain_run = rec.run_id
     refuse_foreign_checkout(ctx, branch_name(ctx.settings, ctx.plan.name, step))
-    lock_file = lock.step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
-    with lock.hold(lock_file, rec.run_id):
+    held = (ctx.root, ctx.common_dir(), ctx.config.flow_dir, ctx.flow, step, rec.run_id)
+    with lock.hold_step(*held):
         try:
             ctx.hub.emit("harness:start", {"flow": ctx.flow, "step": step, "runID": rec.run_id})
             rec.finish(*_tend(ctx, rec, step, lander, head))

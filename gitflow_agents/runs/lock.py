@@ -1,4 +1,6 @@
-"""Lock files: one run per plan step (``step_lock_path``), one run per card (cards.card_lock).
+"""Lock files: one run per plan step (``step_lock_path``; ``hold_step`` also takes
+``shared_step_lock_path``, which every checkout of the repository sees), one run per card
+(cards.card_lock).
 
 Exclusion is the operating system's: the holder keeps an exclusive ``flock`` on the lock file
 for as long as it holds it, so the kernel lets exactly one process in, whatever the number of
@@ -264,6 +266,56 @@ def step_lock_path(root: Path, flow_dir: str, flow: str, step: int | None) -> Pa
     """``<flow_dir>/<flow>/locks/step-NN.lock`` (``flow.lock`` without a step)."""
     name = f"step-{step:02d}.lock" if step is not None else "flow.lock"
     return root / flow_dir / flow / "locks" / name
+
+
+def shared_step_lock_path(common_dir: Path, flow: str, step: int | None) -> Path:
+    """``<git common dir>/gitflow-agents/locks/<flow>/step-NN.lock``: the lock of the step's
+    work tree, which every checkout of the repository (the main one and each ``git worktree
+    add``) shares, since the work-tree cache is keyed by the common dir
+    (``git.tool_worktree_root``); ``step_lock_path`` is one checkout's own."""
+    name = f"step-{step:02d}.lock" if step is not None else "flow.lock"
+    return common_dir / "gitflow-agents" / "locks" / flow / name
+
+
+def _refuse_shared(path: Path, holder: LockInfo | None) -> GitflowError:
+    if holder is None:
+        return StepLockedError(f"{path}: could not take the lock")
+    return StepLockedError(
+        f"{path}: held by run {holder.run_id} (pid {holder.pid}) of another checkout of this "
+        "repository, whose step work tree this one shares; wait for it to finish, or cancel it "
+        "there"
+    )
+
+
+@contextlib.contextmanager
+def hold_step(
+    root: Path, common_dir: Path, flow_dir: str, flow: str, step: int | None, run_id: str
+) -> Iterator[LockInfo]:
+    """Hold the step's lock for the block: this checkout's (``step_lock_path``, what ``status``
+    and ``serve`` read) and then the one every checkout of the repository sees
+    (``shared_step_lock_path``): one run per step and work tree, whichever checkout starts it.
+    StepLockedError when a live run holds either; a dead holder's lock is taken over."""
+    shared = shared_step_lock_path(common_dir, flow, step)
+    with (
+        hold(step_lock_path(root, flow_dir, flow, step), run_id) as me,
+        hold(shared, run_id, refuse=_refuse_shared),
+    ):
+        yield me
+
+
+def step_holder(
+    root: Path, common_dir: Path, flow_dir: str, flow: str, step: int | None
+) -> LockInfo | None:
+    """The live holder of the step's lock, this checkout's or the shared one (a run of another
+    checkout of the repository); None when no live process holds either."""
+    for path in (
+        step_lock_path(root, flow_dir, flow, step),
+        shared_step_lock_path(common_dir, flow, step),
+    ):
+        info = read_lock(path) if path.is_file() else None
+        if info is not None and holder_alive(info):
+            return info
+    return None
 
 
 def steps_running(root: Path, flow_dir: str, plan: Plan) -> set[int]:
