@@ -6,8 +6,9 @@ Only work trees under ``git.tool_worktree_root`` are listed: ``<cache>/<flow>/<f
 folder ``step-NN`` for a plan step's, ``scratch-…`` for a read-only flow's, the branch name for
 ``flow --branch``. A folder there that git no longer knows (its run was killed while making it)
 is listed too, unregistered. The state comes from the step's newest run record (result.json
-``chain``); a live run is the step's lock held by a live process, or an agent run recorded in
-the work tree whose supervisor lives (runs/lock.py, runs/liveness.py, runs/lost.py).
+``chain``) in any checkout of the repository (they share the cache); a live run is the step's
+lock held by a live process (this checkout's, or the one in the common git dir every checkout
+takes), or an agent run recorded in the work tree whose supervisor lives (runs/lock.py, runs/liveness.py, runs/lost.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from gitflow_agents.git import queries as git
 from gitflow_agents.git.worktree import admin_dir, unpublished_commits
 from gitflow_agents.plan.model import format_branch
 from gitflow_agents.runs import RunPaths, iter_runs, read_json
-from gitflow_agents.runs.lock import holder_alive, read_lock, step_lock_path
+from gitflow_agents.runs.lock import step_holder
 from gitflow_agents.runs.lost import is_lost
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.status import LIVE_STATES
@@ -105,16 +106,17 @@ def tool_trees(
     branch under ``branch_pattern`` (a run killed before it wrote its record). ``measure``
     False: sizes are not read (0), for a caller that needs none (``run``'s end without a size
     limit: a big ``node_modules`` takes a while to walk)."""
-    base = git.tool_worktree_root(root)
-    known = {
-        p.resolve(): b for p, b in git.worktrees(root).items() if git.is_under_tool_root(base, p)
-    }
+    common = git.git_common_dir(root)
+    base = git.tool_worktree_root(root, common=common)
+    every = git.worktrees(root)
+    known = {p.resolve(): b for p, b in every.items() if git.is_under_tool_root(base, p)}
     folders = set(known) | set(_cache_folders(base))
     if not folders:
         return []
-    records = _read_records(root, flow_dir)
+    checkouts = [root, *(p for p in every if not git.is_under_tool_root(base, p))]
+    records = _read_records(checkouts, flow_dir)
     trees = [
-        _tree(root, flow_dir, target, (base, p), known, records, branch_pattern, measure)
+        _tree(root, flow_dir, target, (base, common, p), known, records, branch_pattern, measure)
         for p in sorted(folders)
     ]
     return sorted(trees, key=lambda tree: tree.last_used)
@@ -135,20 +137,20 @@ def _tree(
     root: Path,
     flow_dir: str,
     target: str,
-    where: tuple[Path, Path],
+    where: tuple[Path, Path, Path],
     known: dict[Path, str | None],
     records: _Records,
     branch_pattern: str | None,
     measure: bool,
 ) -> ToolTree:
-    base, path = where
+    base, common, path = where
     parts = path.relative_to(base.resolve()).parts
     flow = parts[0] if len(parts) > 1 else ""
     match = _STEP.fullmatch(path.name)
     step = int(match.group(1)) if match else None
     branch = known.get(path)
     registered = path in known and path.exists()
-    live = path in records.live_dirs or _lock_held(root, flow_dir, flow, step)
+    live = path in records.live_dirs or _lock_held(root, common, flow_dir, flow, step)
     state, run_id = "unknown", None
     found = records.steps.get((flow, step)) if step is not None else None
     if found is not None and (branch is None or found[2] in (None, branch)):
@@ -184,19 +186,28 @@ def _step_branch(pattern: str | None, flow: str, step: int) -> str | None:
         return None
 
 
-def _lock_held(root: Path, flow_dir: str, flow: str, step: int | None) -> bool:
-    """Whether a live process holds the step's lock (a step run in progress)."""
+def _lock_held(root: Path, common: Path, flow_dir: str, flow: str, step: int | None) -> bool:
+    """Whether a live process holds the step's lock (a step run in progress), this checkout's
+    or the one every checkout of the repository sees (a run started in another checkout)."""
     if step is None or not flow:
         return False
-    info = read_lock(step_lock_path(root, flow_dir, flow, step))
-    return info is not None and holder_alive(info)
+    return step_holder(root, common, flow_dir, flow, step) is not None
 
 
-def _read_records(root: Path, flow_dir: str) -> _Records:
+def _read_records(checkouts: list[Path], flow_dir: str) -> _Records:
+    """The run records of every checkout of the repository (this one first, then the others
+    git knows: the main one, each ``git worktree add``), which share the cache's work trees;
+    newest run last, whichever checkout ran it."""
     live: set[Path] = set()
     steps: dict[tuple[str, int], tuple[str, str, str | None]] = {}
     branches: dict[str, set[str]] = {}
-    for paths in iter_runs(root, flow_dir):
+    seen: set[Path] = set()
+    found: list[RunPaths] = []
+    for checkout in checkouts:
+        if checkout.resolve() not in seen:
+            seen.add(checkout.resolve())
+            found.extend(iter_runs(checkout, flow_dir))
+    for paths in sorted(found, key=lambda paths: paths.run_dir.name):  # run ids sort by time
         flow = paths.run_dir.parent.parent.name
         _live_dir(paths, live)
         result = read_json(paths.result) if paths.result.is_file() else None

@@ -69,3 +69,25 @@ def test_a_second_checkout_is_refused_the_step_another_checkout_runs(
     release(tmp_path / "hold", "reviewer")
     assert live_run.wait(timeout=60) == 0
     assert [r["chain"]["outcome"] for r in results(repo)] == ["approved"]
+
+
+def test_worktrees_and_gc_of_a_linked_checkout_see_the_main_checkouts_live_run(
+    repo: Path, linked: Path, live_run: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    (tree,) = _trees(linked, "worktrees")
+    assert tree["live"] is True and tree["state"] == "running", tree
+    for args in ((), ("--force",)):
+        (kept,) = _trees(linked, "gc", *args)
+        assert kept["removed"] is False and "live run" in kept["why"], kept
+    assert Path(tree["path"]).is_dir()
+    release(tmp_path / "hold", "implementer")
+    release(tmp_path / "hold", "reviewer")
+    assert live_run.wait(timeout=60) == 0
+    # a rejected step's tree stays: its state is its record's in the main checkout, whichever
+    # checkout asks
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(config.read_text().replace('"reviewer", "approve"', '"reviewer", "revise"'))
+    assert run(repo, "--step", "2", "--max-iterations", "1").returncode == 1
+    (mine,), (theirs,) = _trees(repo, "worktrees"), _trees(linked, "worktrees")
+    assert mine["state"] == theirs["state"] == "rejected" and theirs["live"] is False
+    assert theirs["runId"] == mine["runId"] is not None
