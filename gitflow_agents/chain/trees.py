@@ -149,7 +149,7 @@ def _tree(
     match = _STEP.fullmatch(path.name)
     step = int(match.group(1)) if match else None
     branch = known.get(path)
-    registered = path in known and path.exists()
+    registered = path in known and (path / ".git").exists()  # not a folder removed by hand
     live = path in records.live_dirs or _lock_held(root, common, flow_dir, flow, step)
     state, run_id = "unknown", None
     found = records.steps.get((flow, step)) if step is not None else None

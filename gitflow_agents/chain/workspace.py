@@ -10,6 +10,7 @@ work tree that is removed afterwards.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,10 +119,13 @@ def branch_workspace(
     _refuse_foreign(ctx, name, known)  # before anything is created or reset
     tree = known or _tree_path(ctx, key or name.replace("/", "-"))
     take_over(ctx, tree, ended)  # before anything is created or reset: one agent in a tree
+    if known is not None and not (known / ".git").exists():  # git knows it, its folder is gone
+        git.remove_tool_worktree(ctx.root, known, base=ctx.tool_root())  # (the cache cleared)
+        known = None
     if git.branch_sha(ctx.root, name) is None:
         git.create_branch(ctx.root, name, target_sha)
     if known is None:
-        if tree.exists():  # left over from a crash: git no longer knows it
+        if os.path.lexists(tree):  # left over from a crash: git no longer knows it
             git.remove_tool_worktree(ctx.root, tree, base=ctx.tool_root())
         git.add_worktree(ctx.root, tree, name)
     _link_flow_dir(ctx, tree)

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         step = f"{tree.flow} {tree.step}" if tree.step is not None else tree.flow or "-"
         branch = tree.branch or ("(detached)" if tree.registered else "(unregistered)")
         live = "yes" if tree.live else "no"
-        size, age = bytes_text(tree.size), duration_text(tree.age(now))
+        size, age = bytes_text(tree.size), duration_text(tree.age(now)) if tree.last_used else "-"
         rows.append((step, branch, tree.state, size, age, live, str(tree.path)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -148,3 +149,26 @@ def test_run_applies_chain_gc_at_its_end_and_status_shows_the_cache(repo: Path) 
     assert "chain.gc removed 1 old work tree(s)" in result.stdout
     assert not Path(failed).exists() and list(by_step(repo)) == [1]  # the rejected one stays
     git(repo, "status")  # the repository is fine
+
+
+def test_a_tree_removed_by_hand_while_git_knows_it_is_made_afresh_or_pruned(repo: Path) -> None:
+    """The cache cleared (``rm -rf``) while git still registers the step work trees: listed,
+    a run of the step makes its tree afresh, ``gc`` prunes git's stale registration."""
+    rejected_and_failed(repo)
+    before = by_step(repo)
+    for tree in before.values():
+        shutil.rmtree(tree["path"])
+    after = by_step(repo)
+    assert after[1]["registered"] is False and after[1]["branch"] == "agents/feature/step-1"
+    table = call(repo, "worktrees")
+    assert table.returncode == 0 and "agents/feature/step-2" in table.stdout, table.stderr
+    again = run(repo, *REJECTED)  # the reviewer still rejects: the tree stays, as a real one
+    assert again.returncode == 1, again.stderr + again.stdout
+    assert (Path(before[1]["path"]) / ".git").is_file() and by_step(repo)[1]["registered"]
+    assert 2 not in by_step(repo)  # its stale registration pruned along the way
+    assert before[2]["path"] not in git(repo, "worktree", "list")
+    shutil.rmtree(before[1]["path"])  # and once more: gc (even plain) copes with it
+    assert [t["removed"] for t in gc(repo)["trees"]] == [False]  # its commit: --force
+    (forced,) = gc(repo, "--force")["trees"]
+    assert forced["removed"] is True and listed(repo) == []
+    assert before[1]["path"] not in git(repo, "worktree", "list")
