@@ -17,6 +17,7 @@ happened. The loop ends by returning an ``Ending`` or raising; the run record is
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import NamedTuple
 
 from gitflow_agents.base.errors import BudgetError, ExitCode, GitError, interrupted_by
@@ -102,6 +103,9 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
                     raise
             finally:
                 result = rec.write()
+                unwinding = sys.exc_info()[1]
+                if isinstance(unwinding, KeyboardInterrupt):  # the caller reports it, then exits
+                    unwinding.step_result = result  # type: ignore[attr-defined]
     return result
 
 

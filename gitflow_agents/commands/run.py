@@ -150,7 +150,13 @@ def run(args: argparse.Namespace) -> int:
                 plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)
             except PlanError as exc:
                 raise where_it_went(args, exc) from None
-            result = run_step(replace(ctx, plan=plan), number)
+            try:
+                result = run_step(replace(ctx, plan=plan), number)
+            except KeyboardInterrupt as exc:  # the step's record says canceled: its line too
+                ended = getattr(exc, "step_result", None)
+                if ended is not None:
+                    report(ended, as_json=args.json)
+                raise
             report(result, as_json=args.json)
             code = result.exit_code
             if code != ExitCode.OK:

@@ -432,6 +432,28 @@ def test_sigterm_mid_wave_is_recorded_as_sigterm_by_every_step_and_agent(
         proc.wait()
 
 
+def test_one_step_interrupted_prints_its_line_as_a_wave_does(repo: Path, tmp_path: Path) -> None:
+    """`run --step N` stopped by SIGTERM printed no step line (its record said canceled);
+    `--jobs` printed `⏹ step N: canceled`. Both print it now."""
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({}, 1))
+    write_config(repo, log, "--sleep", "60")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gitflow_agents", "run", "specs/feature.md", "--step", "1"],
+        cwd=repo, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: any(line[0] == "start" for line in log_lines(log)), 60)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == ExitCode.INTERRUPTED
+        assert "⏹ step 1: canceled - interrupted (SIGTERM)" in out, out
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_ctrl_c_mid_wave_stops_every_agent_records_each_step_and_the_rerun_continues(
     repo: Path, tmp_path: Path
 ) -> None:
