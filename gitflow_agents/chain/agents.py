@@ -364,9 +364,12 @@ class _Attempt:
         ctx, ws, job, settings = self.ctx, self.ws, self.job, self.ctx.settings
         set_aside(self.folder, (self.success, self.failure, self.report))
         clean_at = None
-        if job.kind in ("implement", "fix") and ws.branch is not None and not job.resolve_merge:
-            reset_unless_clean(ws, job.start_sha)  # a crashed attempt's leftovers
-            clean_at = job.start_sha
+        if ws.branch is not None and not job.resolve_merge:
+            # a crashed attempt's leftovers; a reviewer reviews its commit, also when the
+            # branch holds an earlier run's later work (``review_round`` leaves that alone
+            # while every reviewer of the round is reused)
+            reset_unless_clean(ws, job.start_sha)
+            clean_at = job.start_sha if job.kind in ("implement", "fix") else None
         prompt = assemble_prompt(
             PromptRequest(
                 root=ctx.root,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from gitflow_agents.chain import increment
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
-from gitflow_agents.chain.workspace import Workspace, reset_unless_clean
+from gitflow_agents.chain.workspace import Workspace, clean_leftovers, reset_unless_clean
 from gitflow_agents.findings import (
     Accepted,
     Finding,
@@ -115,8 +115,8 @@ def review_round(
     if empty is not None:  # never run reviewers on no change (nor on a reverse one), never approve
         why = f"nothing to review between {ws.base_sha[:12]} and {head[:12]} ({empty})"
         return ReviewRound(iteration, head, (), (), GateResult(False, 1, (why,)))
-    if ws.branch is not None:
-        reset_unless_clean(ws, head)  # a crashed attempt's leftovers
+    if ws.branch is not None:  # a crashed attempt's leftovers; an earlier run's fix is kept
+        clean_leftovers(ws, head)
     names = tuple(reviewers or ctx.settings.reviewers)
     if task is None and (step is None or ctx.plan is None):
         task = f"Review the changes from {ws.base_sha} to {head}."
@@ -136,16 +136,20 @@ def review_round(
     runs = run_together(ctx, ws, jobs)
     reviews = [read(run, index) for index, run in enumerate(runs)]
     threshold = ctx.settings.threshold
+
     # an approving incremental reviewer whose verdict only carried findings block reviews the
     # whole step: a fix may well be elsewhere than the lines a finding names (docs/chains.md)
-    stale = [
-        index
-        for index, run in enumerate(runs)
-        if increment.carried_block(reviews[index], own(run), threshold)
-    ]
-    for index in stale:
-        scopes[index], current[index] = increment.full_again(), full_jobs[index]
-    _rerun(ctx, ws, [current[i] for i in stale], stale, runs, reviews, read, keep=True)
+    def widen(indices: Sequence[int]) -> None:
+        stale = [
+            index
+            for index in indices
+            if increment.carried_block(reviews[index], own(runs[index]), threshold)
+        ]
+        for index in stale:
+            scopes[index], current[index] = increment.full_again(), full_jobs[index]
+        _rerun(ctx, ws, [current[i] for i in stale], stale, runs, reviews, read, keep=True)
+
+    widen(range(len(runs)))
     verdict = _verdict(ctx, runs, reviews, head)
     again: list[int] = []
     if final and not verdict.approved:
@@ -157,8 +161,15 @@ def review_round(
     if again:
         redo = [replace(current[i], reuse=False) for i in again]
         _rerun(ctx, ws, redo, again, runs, reviews, read)
+        widen(again)  # asked again incrementally: a carried finding may want the whole step
         verdict = _verdict(ctx, runs, reviews, head)
-    extra = tuple(r for r in (_untouched(ws, head), _markers(ctx, ws, head)) if r)
+    if all(run.reused for run in runs):  # no reviewer ran: the work tree is as it was
+        untouched = ""
+        if verdict.approved and ws.branch is not None:
+            reset_unless_clean(ws, head)  # what lands is exactly the approved commit
+    else:  # the reviewers that ran had the work tree at ``head`` (``_Attempt``)
+        untouched = _untouched(ws, head)
+    extra = tuple(r for r in (untouched, _markers(ctx, ws, head)) if r)
     if extra:
         verdict = GateResult(False, 1, (*verdict.reasons, *extra), verdict.threshold)
     carried = (

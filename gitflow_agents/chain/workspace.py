@@ -40,6 +40,18 @@ def reset_unless_clean(ws: Workspace, sha: str) -> None:
         git.discard_changes(ws.worktree, sha)
 
 
+def clean_leftovers(ws: Workspace, sha: str) -> None:
+    """``reset_unless_clean`` for a review of ``sha``, except that a clean HEAD past ``sha`` on
+    the branch stays where it is: the later work of an earlier run of the step (the fix that
+    followed this review, which a resumed run reuses) is not rewritten; only what is left
+    uncommitted goes. A reviewer that runs gets the work tree at ``sha`` (``_Attempt``)."""
+    head, dirty = git.head_and_dirty(ws.worktree, nested=False)
+    if head is None or head == sha or not git.is_ancestor(ws.worktree, sha, head):
+        reset_unless_clean(ws, sha)
+    elif dirty:
+        git.discard_changes(ws.worktree, head)
+
+
 def branch_name(settings: ChainSettings, plan: str, step: int) -> str:
     return format_branch(settings.branch_pattern, plan, step)
 

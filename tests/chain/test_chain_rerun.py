@@ -151,6 +151,55 @@ def test_raising_max_iterations_after_a_rejection_merges(repo: Path) -> None:
     assert committed_status(repo, "main", 1) == "✅" and (repo / "FIXED.txt").exists()
 
 
+def _fix_commit(repo: Path) -> str:
+    """The step branch's commit of the round-1 fixer (its tip after a first run)."""
+    tip = git(repo, "rev-parse", "agents/feature/step-1").strip()
+    assert git(repo, "log", "-1", "--format=%s", tip).strip().endswith("(fix 1)")
+    return tip
+
+
+def test_a_rerun_after_the_round_2_reviewer_failed_reuses_the_fix_and_rewrites_nothing(
+    repo: Path,
+) -> None:
+    configure(repo, reviewer="crash-when-fixed")  # round 1 asks for a fix, round 2 crashes
+    first = run(repo, "--step", "1", "--max-iterations", "2")
+    assert first.returncode == 3, first.stderr + first.stdout
+    fixed = _fix_commit(repo)
+    set_agent(repo, "reviewer", fake("reviewer", "approve"))
+    again = run(repo, "--step", "1", "--max-iterations", "2")
+    assert again.returncode == 0, again.stderr + again.stdout
+    agents = [(a["agentId"], a["reused"]) for a in results(repo)[-1]["chain"]["agents"]]
+    assert agents[:4] == [
+        ("step-01-builder", True),
+        ("step-01-reviewer-1", True),
+        ("step-01-fixer-1", True),  # not run again: its commit is the branch's
+        ("step-01-reviewer-2", False),
+    ]
+    assert not any(reused for _, reused in agents[4:])  # the reviewer's whole-step review
+    assert g.is_ancestor(repo, fixed, "main")  # the first run's fix landed, not a new one
+
+
+@pytest.mark.parametrize("raise_to", [2, 3], ids=["asked-again", "raised-max-iterations"])
+def test_a_rerun_after_a_rejection_in_round_2_reuses_the_round_1_fix(
+    repo: Path, raise_to: int
+) -> None:
+    configure(repo, reviewer="revise")
+    first = run(repo, "--step", "1", "--max-iterations", "2")
+    assert first.returncode == 1, first.stderr + first.stdout
+    fixed = _fix_commit(repo)
+    set_agent(repo, "reviewer", fake("reviewer", "approve"))
+    again = run(repo, "--step", "1", "--max-iterations", str(raise_to))
+    assert again.returncode == 0, again.stderr + again.stdout
+    agents = [(a["agentId"], a["reused"]) for a in results(repo)[-1]["chain"]["agents"]]
+    assert agents[:3] == [
+        ("step-01-builder", True),
+        ("step-01-reviewer-1", True),
+        ("step-01-fixer-1", True),
+    ]
+    assert ("step-01-fixer-1", False) not in agents
+    assert g.is_ancestor(repo, fixed, "main") and committed_status(repo, "main", 1) == "✅"
+
+
 # --- a lost run: the orchestrator killed with -9 while its agent works ----------------------
 
 
