@@ -127,7 +127,8 @@ class StepRecord:
 def _head(rec: StepRecord) -> str | None:
     """The commit the step's work ended at: the last round's reviewed head, unless an
     implementer or fixer ran after that round and left a commit (one a budget stopped: its
-    work so far is committed on the step branch, no review follows); without a round, the
+    work so far is committed on the step branch, no review follows; a fix whose review then
+    failed); without a round, the
     last commit an implementer or fixer left. The moved target merged in after that commit
     (a round whose review then did not complete: a budget stopped its reviewer) is part of
     it: its statistics are against the new base."""
@@ -140,13 +141,18 @@ def _head(rec: StepRecord) -> str | None:
 
 
 def _work_head(rec: StepRecord) -> str | None:
-    """``_head`` before the moved target's merge."""
-    last = rec.agents[-1] if rec.agents else None
-    if last is not None and last.kind != "review" and last.end_sha and rec.rounds:
-        return last.end_sha
-    if rec.rounds:
-        return rec.rounds[-1].reviewed_sha
-    return next((a.end_sha for a in reversed(rec.agents) if a.kind != "review"), None)
+    """``_head`` before the moved target's merge: the last commit an implementer or fixer
+    left, unless the last round reviewed a later one (the target merged in). A commit made
+    after the last round counts whether or not a review of it completed: a reviewer of the
+    next round that failed, was canceled or was stopped by a budget leaves no round, and the
+    fix it was to review is on the step branch all the same."""
+    work = next((a.end_sha for a in reversed(rec.agents) if a.kind != "review" and a.end_sha), None)
+    if not rec.rounds:
+        return work
+    reviewed = rec.rounds[-1].reviewed_sha
+    if work is not None and work != reviewed and git.is_ancestor(rec.ctx.root, reviewed, work):
+        return work
+    return reviewed
 
 
 def _write_record(rec: StepRecord) -> ChainResult:

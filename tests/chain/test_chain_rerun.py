@@ -179,6 +179,18 @@ def test_a_rerun_after_the_round_2_reviewer_failed_reuses_the_fix_and_rewrites_n
     assert g.is_ancestor(repo, fixed, "main")  # the first run's fix landed, not a new one
 
 
+def test_a_round_2_reviewer_that_failed_leaves_the_fix_in_the_steps_record(repo: Path) -> None:
+    configure(repo, reviewer="crash-when-fixed")
+    first = run(repo, "--step", "1", "--max-iterations", "2")
+    assert first.returncode == 3, first.stderr + first.stdout
+    fixed = _fix_commit(repo)
+    result = results(repo)[-1]
+    assert result["chain"]["headSha"] == fixed  # the fixer's commit, not round 1's head
+    assert len(result["gitStats"]["commits"]) == 2
+    assert "FIXED.txt" in result["changedFiles"]
+    assert "2 commits" in result["run"]["historyLine"]
+
+
 @pytest.mark.parametrize("raise_to", [2, 3], ids=["asked-again", "raised-max-iterations"])
 def test_a_rerun_after_a_rejection_in_round_2_reuses_the_round_1_fix(
     repo: Path, raise_to: int
