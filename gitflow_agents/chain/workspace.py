@@ -103,7 +103,8 @@ def step_workspace(ctx: Context, step: int, ended: list[Lost] | None = None) -> 
     that worked in it, ended before it is taken over (``take_over``)."""
     assert ctx.plan is not None
     name = branch_name(ctx.settings, ctx.plan.name, step)
-    return branch_workspace(ctx, name, f"step-{step:02d}", ended)
+    advance = ctx.settings.force  # a landed step runs again from the target's tip
+    return branch_workspace(ctx, name, f"step-{step:02d}", ended, advance=advance)
 
 
 def missing_target(ctx: Context) -> str:
@@ -118,11 +119,18 @@ def missing_target(ctx: Context) -> str:
 
 
 def branch_workspace(
-    ctx: Context, name: str, key: str | None = None, ended: list[Lost] | None = None
+    ctx: Context,
+    name: str,
+    key: str | None = None,
+    ended: list[Lost] | None = None,
+    *,
+    advance: bool = False,
 ) -> Workspace:
     """Branch ``name`` (created at the target's tip when new) checked out in a work tree of its
     own (an existing one is reused); ``key`` names the work tree folder; ``ended``: see
-    ``step_workspace``."""
+    ``step_workspace``. ``advance`` (``--force``): a branch whose tip is on the target already
+    (a landed step: nothing of its own) is moved up to the target's tip, a fast-forward, so the
+    step runs again on what the target holds now."""
     git.check_branch_name(ctx.root, name)
     target_sha = target_tip(ctx)
     if target_sha is None:
@@ -140,6 +148,9 @@ def branch_workspace(
         if os.path.lexists(tree):  # left over from a crash: git no longer knows it
             git.remove_tool_worktree(ctx.root, tree, base=ctx.tool_root())
         git.add_worktree(ctx.root, tree, name)
+    tip = git.branch_sha(ctx.root, name)
+    if advance and tip not in (None, target_sha) and git.is_ancestor(ctx.root, tip, target_sha):
+        git.set_branch(ctx.root, name, target_sha)  # moves its (the tool's own) work tree too
     _link_flow_dir(ctx, tree)
     return Workspace(tree, name, git.merge_base(ctx.root, ctx.target_rev, name))
 

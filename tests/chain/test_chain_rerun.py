@@ -310,6 +310,29 @@ def test_a_step_done_on_the_target_is_skipped_from_any_branch(repo: Path) -> Non
     assert forced.returncode == 0 and "approved" in forced.stdout, forced.stdout
 
 
+def test_force_runs_a_landed_step_again_from_the_targets_tip(repo: Path) -> None:
+    configure(repo)
+    assert run(repo, "--step", "1").returncode == 0
+    (repo / "later.txt").write_text("a later step's work\n")
+    git(repo, "add", "later.txt")
+    git(repo, "commit", "-q", "-m", "later work on main")
+    tip = main_sha(repo)
+    forced = run(repo, "--step", "1", "--force")
+    assert forced.returncode == 0 and "approved" in forced.stdout, forced.stderr + forced.stdout
+    chain = results(repo)[-1]["chain"]
+    builder = next(a for a in chain["agents"] if a["kind"] == "implement")
+    assert (builder["startSha"], builder["reused"]) == (tip, False)
+    assert chain["baseSha"] == tip
+    assert not any("moved on" in notice for notice in chain["notices"])
+    assert git(repo, "merge-base", "--is-ancestor", tip, "main") == ""
+    assert (repo / "later.txt").exists() and committed_status(repo, "main", 1) == "✅"
+    landed = main_sha(repo)
+    again = run(repo, "--step", "1", "--force")  # and once more: from where that one landed
+    assert again.returncode == 0, again.stderr + again.stdout
+    builder = next(a for a in results(repo)[-1]["chain"]["agents"] if a["kind"] == "implement")
+    assert builder["startSha"] == landed != tip
+
+
 # --- no approval without a change ------------------------------------------------------------
 
 
