@@ -35,6 +35,7 @@ def land(
     """Mark the step ✅ and merge the step branch into the target; GitError when git refuses
     (then ✅ stays committed on the step branch). The step work tree goes; the branch stays."""
     tip = mark_done(ctx, rec, ws, step, review)
+    before = git.branch_sha(ctx.root, ctx.target)  # what merge_into moves from
     try:
         rec.merged = git.merge_into(
             ctx.root,
@@ -46,13 +47,34 @@ def land(
     except GitError as exc:
         rec.failed_what = "merge refused"
         raise GitError(_refused(ctx, ws, step, review, tip, exc)) from None
-    if rec.merged.sha != tip and git.tree_sha(ctx.root, rec.merged.sha) == git.tree_sha(
-        ctx.root, tip
-    ):
-        carry_note(ctx, ws, review, rec.merged.sha, MERGE_HAS_TREE)
+    except KeyboardInterrupt:  # Ctrl-C while git ran (a slow post-merge hook, after the move)
+        rec.merged = _landed_anyway(ctx, tip, before)
+        if rec.merged is not None:  # the step landed: approved; its landing is finished
+            _after_merge(ctx, ws, step, review, rec.merged, tip)
+        raise
+    _after_merge(ctx, ws, step, review, rec.merged, tip)
+
+
+def _after_merge(
+    ctx: Context, ws: Workspace, step: int, review: ReviewRound, merged: git.MergeResult, tip: str
+) -> None:
+    """What ``land`` does once its merge landed: the note carried to a merge commit, the ✅ of
+    a plan the step branch does not hold, the step's work tree removed."""
+    if merged.sha != tip and git.tree_sha(ctx.root, merged.sha) == git.tree_sha(ctx.root, tip):
+        carry_note(ctx, ws, review, merged.sha, MERGE_HAS_TREE)
     if plan_in_tree(ctx, ws) is None:  # not on the step branch: no ✅ came with the merge
-        _unmarked_plan(ctx, step, rec.merged.previous, tip)
+        _unmarked_plan(ctx, step, merged.previous, tip)
     remove_step_worktree(ctx, ws)
+
+
+def _landed_anyway(ctx: Context, tip: str, before: str | None) -> git.MergeResult | None:
+    """The merge of ``tip`` into the target as it stands after an interrupted ``merge_into``:
+    the target moved from ``before`` to a commit that holds ``tip`` (git had moved it when the
+    interrupt came: a post-merge hook runs after that); None when it did not land."""
+    now = git.branch_sha(ctx.root, ctx.target)
+    if before is None or now is None or now == before or not git.is_ancestor(ctx.root, tip, now):
+        return None
+    return git.MergeResult(now, before, "fast-forward" if now == tip else "merge-commit")
 
 
 MERGE_HAS_TREE = "this merge commit has its tree"

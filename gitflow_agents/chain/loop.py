@@ -146,13 +146,27 @@ def record_ending(ctx: Context, rec: StepRecord, exc: BaseException) -> bool:
     elif isinstance(exc, KeyboardInterrupt):
         for run in getattr(exc, "wave", ()):  # the agents it interrupted: what they spent
             rec.agents.extend(run.attempts())
-        rec.finish("canceled", int(ExitCode.INTERRUPTED), f"interrupted ({interrupted_by(exc)})")
+        if rec.merged is not None:  # Ctrl-C once the merge landed: the step is approved
+            rec.finish("approved", int(ExitCode.OK), _interrupted_landed(rec))
+        else:
+            why = f"interrupted ({interrupted_by(exc)})"
+            rec.finish("canceled", int(ExitCode.INTERRUPTED), why)
         return False
     else:
         code = getattr(exc, "exit_code", ExitCode.USAGE)
         rec.finish("failed", int(code), f"{type(exc).__name__}: {exc}")
         return False
     return True
+
+
+def _interrupted_landed(rec: StepRecord) -> str:
+    """The reason of a step run interrupted after its merge landed (``land``): approved."""
+    assert rec.merged is not None
+    review = f" in review {len(rec.rounds)}" if rec.rounds else ""
+    return (
+        f"approved{review}; interrupted after its merge landed ({rec.merged.kind} -> "
+        f"{rec.merged.sha[:12]})"
+    )
 
 
 class Start(NamedTuple):

@@ -22,6 +22,7 @@ import stat
 import sys
 from pathlib import Path
 
+from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.git import queries as g
 from tests.conftest import git, run_cli
 from tests.helpers.chain import (
@@ -51,13 +52,35 @@ exit $code
 
 def _git_that_kills_after_the_merge(tmp_path: Path) -> dict[str, str]:
     """The environment of an orchestrator that is killed right after its landing's merge."""
+    return _git(tmp_path, KILL_AFTER_FF)
+
+
+INTERRUPT_IN_FF = """\
+#!/bin/sh
+# git, then, once (the marker), Ctrl-C of the process that ran `git merge --ff-only` while git
+# still runs (a slow post-merge hook): it waits until its parent has stopped it
+{git} "$@"
+code=$?
+for arg in "$@"; do
+    if [ "$arg" = "--ff-only" ] && [ ! -e {marker} ]; then
+        : > {marker}
+        kill -INT "$PPID"
+        while kill -0 "$PPID" 2>/dev/null; do sleep 0.05; done
+    fi
+done
+exit $code
+"""
+
+
+def _git(tmp_path: Path, template: str) -> dict[str, str]:
+    """The environment of an orchestrator whose git is ``template`` around the real one."""
     real = shutil.which("git")
     assert real is not None
-    folder = tmp_path / "killing-git"
+    folder = tmp_path / "wrapped-git"
     folder.mkdir()
     script = folder / "git"
-    marker = tmp_path / "killed-after-the-merge"
-    script.write_text(KILL_AFTER_FF.format(git=json.dumps(real), marker=json.dumps(str(marker))))
+    marker = tmp_path / "git-did-it"
+    script.write_text(template.format(git=json.dumps(real), marker=json.dumps(str(marker))))
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
 
@@ -75,6 +98,36 @@ def _uncommitted_plan(repo: Path) -> None:
     """The plan is the user's alone: in their work tree, not committed on main."""
     git(repo, "rm", "-q", "--cached", "specs/feature.md")
     git(repo, "commit", "-q", "-m", "the plan is not committed")
+
+
+# --- Ctrl-C while git lands the step ----------------------------------------------------------
+
+
+def test_ctrl_c_while_the_merge_runs_its_hook_records_the_landed_step_approved(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C reaches the orchestrator while ``git merge --ff-only`` into the checked-out
+    target still runs (its post-merge hook: an ``npm install``), after it moved the target:
+    the step landed, so it is recorded approved with its merge, and the landing is finished."""
+    configure(repo)
+    interrupted = run_cli(
+        "run", "specs/feature.md", "--step", "1", "--quiet", "--kill-grace", "0.2",
+        cwd=repo, env=_git(tmp_path, INTERRUPT_IN_FF),
+    )  # fmt: skip
+    assert interrupted.returncode == ExitCode.INTERRUPTED, interrupted.stderr + interrupted.stdout
+    landed = main_sha(repo)
+    assert g.is_ancestor(repo, git(repo, "rev-parse", "agents/feature/step-1").strip(), landed)
+    (result,) = results(repo)
+    chain = result["chain"]
+    assert chain["outcome"] == "approved" and chain["exitCode"] == 0, chain
+    assert chain["merged"] is not None and chain["merged"]["sha"] == landed
+    assert "interrupted" in chain["reason"] and " approved " in result["run"]["historyLine"]
+    assert not _step_tree(repo).exists()  # the landing was finished
+    assert step_status(repo, 1) == "✅"
+
+    again = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert again.returncode == 0 and "already ✅" in again.stdout, again.stderr + again.stdout
+    assert main_sha(repo) == landed and len(results(repo)) == 1
 
 
 # --- killed between the merge and ✅ in the user's copy ---------------------------------------
