@@ -299,6 +299,8 @@ def open_context(
     root = git.repo_root(Path.cwd())
     config = load_flow_config(root, args.flow_type, args.variant)
     plan = parse_plan(plan_path.absolute(), config.spec_plan) if plan_path else None
+    if plan_path is not None:
+        refuse_plan_leading_out(plan_path)
     settings = settings_from(args, config)
     if check_agents:
         for name in (settings.implementer, *settings.reviewers, settings.fixer):
@@ -308,6 +310,25 @@ def open_context(
     ctx = Context(root, config, plan, name, settings, _hub(args, config), budget=ledger)
     ctx.commit_identity = git.commit_identity(root, git.LOCAL_NAME, git.LOCAL_EMAIL)
     return ctx
+
+
+def refuse_plan_leading_out(plan_path: Path) -> None:
+    """UnsafeWriteError (exit 2) for a plan inside a repository that a symlink leads out of it,
+    before anything runs: a step that lands writes its ✅ into the plan, and the tool never
+    writes through such a link (docs/spec-plans.md; docs/security.md, "Writes"). The plan's
+    real path, outside the repository, is one it takes."""
+    from gitflow_agents.base.atomic import safe_target
+    from gitflow_agents.base.errors import UnsafeWriteError
+
+    try:
+        safe_target(plan_path.absolute())
+    except UnsafeWriteError:
+        real = os.path.realpath(plan_path)
+        raise UnsafeWriteError(
+            f"{plan_path}: a symlink leads this plan out of the repository (to {real}); a "
+            "step that lands writes its ✅ into the plan, never through such a link: run the "
+            f"plan at its real path ({real}), or move it into the repository"
+        ) from None
 
 
 def _hub(args: argparse.Namespace, config: FlowConfig) -> EventHub:

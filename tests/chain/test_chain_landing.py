@@ -130,6 +130,32 @@ def test_ctrl_c_while_the_merge_runs_its_hook_records_the_landed_step_approved(
     assert main_sha(repo) == landed and len(results(repo)) == 1
 
 
+# --- a plan that cannot take its ✅ --------------------------------------------------------------
+
+
+def test_a_plan_symlinked_out_of_the_repository_is_refused_before_anything_runs(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Its ✅ could never be written (docs/spec-plans.md): refused up front, exit 2, naming the
+    file, not after the step merged; its real path, outside the repository, runs."""
+    configure(repo)
+    before = main_sha(repo)
+    outside = tmp_path / "outside.md"
+    outside.write_text(PLAN)
+    (repo / "specs" / "link.md").symlink_to(outside)
+    for _ in range(2):  # and the same the next time: nothing was left to finish
+        refused = call(repo, "run", "specs/link.md", "--step", "1", "--quiet")
+        assert refused.returncode == 2, refused.stderr + refused.stdout
+        assert "specs/link.md" in refused.stderr and "out of the repository" in refused.stderr
+        assert str(outside) in refused.stderr  # the path that runs
+        assert main_sha(repo) == before and _agent_runs(repo) == set()
+        assert git(repo, "branch", "--list", "agents/*") == ""
+    assert outside.read_text() == PLAN
+    real = call(repo, "run", str(outside), "--step", "1", "--quiet")
+    assert real.returncode == 0, real.stderr + real.stdout
+    assert "### Status: ✅ | Step 1:" in outside.read_text()
+
+
 # --- killed between the merge and ✅ in the user's copy ---------------------------------------
 
 
