@@ -7,6 +7,7 @@ is escaped by the templates (Jinja autoescape); nothing here is HTML.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -203,7 +204,10 @@ def elapsed_text(row: RunRow, now: float | None = None) -> str:
     if row.started is None:
         return ""
     end = row.ended if row.ended is not None else (now if now is not None else time.time())
-    seconds = max(0, int(end - row.started))
+    span = end - row.started
+    if not math.isfinite(span):  # an agent-writable record's absurd times: unknown, no 500
+        return ""
+    seconds = max(0, int(span))
     minutes, sec = divmod(seconds, 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{sec:02d}" if hours else f"{minutes:02d}:{sec:02d}"

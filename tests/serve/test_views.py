@@ -27,6 +27,18 @@ def test_elapsed_time_runs_to_now_while_a_run_lives() -> None:
     assert elapsed_text(RunRow("r", "f", "a", "k", "queued", None, None, "", "", True)) == ""
 
 
+def test_a_record_whose_times_span_past_infinity_shows_no_time_and_the_page_renders(
+    repo: Path,
+) -> None:
+    """`startedAt: -1e308, finishedAt: 1e308`: each finite, their difference not; the runs
+    page (and the run's) answered 500 for one such agent-writable record."""
+    absurd = RunRow("r", "f", "a", "k", "succeeded", -1e308, 1e308, "", "", False)
+    assert elapsed_text(absurd) == ""
+    write_run(repo, "01a21e00-0000-7000-8000-000000000001", status={"state": "succeeded"})
+    rows, _ = run_rows(repo, "flows")
+    assert rows and all(isinstance(elapsed_text(row), str) for row in rows)
+
+
 def test_a_run_nothing_supervises_any_more_is_lost_not_running(repo: Path) -> None:
     write_run(
         repo,
