@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents.base.errors import ExitCode, GitError
+from gitflow_agents.base.errors import ExitCode, GitError, GitflowError
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import status
 from gitflow_agents.github.action.runner import (
@@ -57,12 +57,18 @@ class Verdict:
 
 def landed_tree(workspace: Path, sha: str) -> str:
     """The tree of ``sha``, fetched from origin first when the checkout lacks it (GitError,
-    exit 2, when it cannot be)."""
+    exit 2, naming the commit, when it cannot be)."""
     try:
         return git.tree_sha(workspace, sha)
-    except GitError:
+    except GitflowError:  # not in the checkout (git's failure; it never was a GitError)
         git.fetch_ref(workspace, sha)
+    try:
         return git.tree_sha(workspace, sha)
+    except GitflowError:
+        raise GitError(
+            f"the pushed commit {sha[:12]} is not in the checkout and could not be fetched from "
+            "origin (check out the pushed commit: actions/checkout checks out the push's own)"
+        ) from None
 
 
 def judge(client: Client, repo: str, sha: str, tree: str) -> Verdict:
@@ -107,7 +113,13 @@ def judge(client: Client, repo: str, sha: str, tree: str) -> Verdict:
 def check_landed(env: RunnerEnv, client: Client, push: Landed, run_id: str) -> int:
     """Judge the push and set ``gitflow-agents/landed`` on its commit; exit 1 when the tree
     landed unreviewed."""
-    tree = landed_tree(env.workspace, push.after)
+    try:
+        tree = landed_tree(env.workspace, push.after)
+    except GitError:  # the outputs say so too: a later step reads review-result
+        write_outputs(
+            env.output, {"review-result": "error", "run-id": run_id, "head-sha": push.after}
+        )
+        raise
     verdict = judge(client, env.repository, push.after, tree)
     state = "success" if verdict.approved else "failure"
     status.set_status(

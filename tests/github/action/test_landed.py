@@ -99,3 +99,39 @@ def test_an_approved_head_pushed_as_it_is_landed_as_approved(
     assert check_push(tmp_path, gh, event).returncode == 0
     assert landed_states(gh, head) == ["success"]
     assert not gh.requests("GET", r"/commits/[0-9a-f]+/pulls$")  # the first read settled it
+
+
+def test_a_pushed_commit_the_checkout_lacks_is_fetched_from_origin(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """The checkout was made before the push: the pushed commit is fetched (the fallback never
+    ran: git's failure was not the error it caught), then judged."""
+    setup_repo(tmp_path, gh)
+    assert gh.state.origin is not None
+    workspace = tmp_path / "early"
+    git(tmp_path, "clone", "-q", "--depth", "1", gh.state.origin.as_uri(), str(workspace))
+    before = origin_sha(gh, "refs/heads/main")
+    assert before is not None
+    after = human_commit(tmp_path, gh)
+    runner = Runner(tmp_path, gh, workspace)
+    out = runner.run("push", push_event(gh.full_name, "refs/heads/main", before, after))
+    assert out.returncode == 1, out.stdout + out.stderr  # judged: a direct push, unreviewed
+    assert landed_states(gh, after) == ["failure"]
+
+
+def test_a_pushed_commit_nowhere_to_be_had_is_one_line_and_an_error_output(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    setup_repo(tmp_path, gh)
+    assert gh.state.origin is not None
+    workspace = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", gh.state.origin.as_uri(), str(workspace))
+    before = origin_sha(gh, "refs/heads/main")
+    assert before is not None
+    missing = "6113728f27ae82c7b1a177c8d03f9e96e0adf246"  # GitHub's example push's commit
+    runner = Runner(tmp_path, gh, workspace)
+    out = runner.run("push", push_event(gh.full_name, "refs/heads/main", before, missing))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "6113728f27ae is not in the checkout" in out.stderr and "rev-parse" not in out.stderr
+    assert runner.outputs()["review-result"] == "error"
+    assert landed_states(gh, missing) == []
