@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.agents.output import json_lines
 from gitflow_agents.agents.prices import Price, Usage, shipped_prices, usage_of
-from gitflow_agents.base.errors import ExitCode, GitError
+from gitflow_agents.base.errors import ExitCode, GitflowError
 from gitflow_agents.base.fsutil import (
     MAX_REPORT_CHARS,
     irregular,
@@ -97,7 +97,7 @@ def start_state(root: Path) -> tuple[str | None, dict[str, FileState]]:
         return None, {}
     try:
         head, dirty = git.head_and_dirty(root)
-    except GitError:  # git cannot tell: as head_commit, no commit
+    except GitflowError:  # git cannot tell (its failure: a CalledProcessError): no commit
         return None, {}
     return head, worktree_state(root, head) if dirty else {}
 

@@ -109,3 +109,12 @@ def test_a_run_that_did_not_succeed_prints_no_reply_saying_completed(
     assert "API Error" not in _printed(capsys, outcome, "completed")
     assert "API Error" in _printed(capsys, outcome, "failed")
     assert "API Error" in _printed(capsys, "succeeded", "completed")
+
+
+def test_a_repository_git_cannot_read_starts_from_no_commit(tmp_path: Path) -> None:
+    """`git status` failing (a `.git` file naming a folder that is gone) meant no commit, as
+    documented; the handler caught an error git's failure never was, so the run crashed."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / ".git").write_text(f"gitdir: {tmp_path / 'gone'}\n")
+    assert start_state(broken) == (None, {})
