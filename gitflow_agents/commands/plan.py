@@ -11,8 +11,9 @@ import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
-from gitflow_agents.base.errors import ConfigError, ExitCode, UsageError
+from gitflow_agents.base.errors import ConfigError, ExitCode, PlanError, UsageError
 from gitflow_agents.plan import Plan, Problem, SpecPlanConfig, Step, lint_plan, parse_plan
+from gitflow_agents.plan.deps import duplicates
 from gitflow_agents.plan.model import DONE as DONE
 
 
@@ -122,6 +123,10 @@ def plan_to_json(plan: Plan) -> dict[str, object]:
 def matrix(path: Path, config: SpecPlanConfig, *, pending_only: bool) -> int:
     """One line of JSON on stdout: ``{"include": [{"step": 1, "title": "..."}, ...]}``."""
     plan = parse_plan(path, config)
+    twice = duplicates(plan)
+    if twice:  # each would be a job whose `run --step N` fails
+        first = twice[0]
+        raise PlanError(first.message, path=first.path, line=first.line)
     sys.stdout.write(json.dumps(plan_matrix(plan, pending_only=pending_only), ensure_ascii=False))
     sys.stdout.write("\n")
     return ExitCode.OK

@@ -214,6 +214,16 @@ def plan_problems(plan: Plan) -> list[Problem]:
     lines already parse): a step number defined twice (which one ``Depends on: 2`` means, which
     one a ✅ marks, is anyone's guess), then the graph's."""
     shown = shown_path(plan.path)
+    problems = duplicates(plan)
+    nodes = (Node(s.number, s.line, s.depends_on, s.depends_line) for s in plan.steps)
+    problems += (Problem(shown, line, message) for line, message in graph_problems(nodes))
+    return problems
+
+
+def duplicates(plan: Plan) -> list[Problem]:
+    """Each step whose number an earlier step of the plan has: no command can tell which one
+    ``--step N`` means (``plan matrix`` refuses them too: each would be a job that fails)."""
+    shown = shown_path(plan.path)
     first: dict[int, int] = {}
     problems: list[Problem] = []
     for step in plan.steps:
@@ -221,8 +231,6 @@ def plan_problems(plan: Plan) -> list[Problem]:
             message = duplicate_step(step.number, first[step.number], step.line)
             problems.append(Problem(shown, step.line, message))
         first.setdefault(step.number, step.line)
-    nodes = (Node(s.number, s.line, s.depends_on, s.depends_line) for s in plan.steps)
-    problems += (Problem(shown, line, message) for line, message in graph_problems(nodes))
     return problems
 
 

@@ -307,3 +307,15 @@ def test_run_all_refuses_a_duplicate_step_before_anything_runs(repo: Path) -> No
         assert result.returncode == 2, result.stdout + result.stderr
         assert "duplicate step 2" in result.stderr and not result.stdout
     assert git(repo, "rev-parse", "HEAD") == head and not (repo / "flows").exists()
+
+
+def test_plan_matrix_refuses_a_duplicate_step_each_job_of_it_would_fail(
+    cli_run: Cli, project: Path
+) -> None:
+    """Plain `plan matrix` listed step 1 twice (two jobs whose `run --step 1` both fail);
+    a cycle stays listed: `run --step N` runs a step whatever it waits for."""
+    (project / "specs" / "p.md").write_text(plan_text("a", "b").replace("Step 2:", "Step 1:"))
+    result = cli(cli_run, project, "plan", "matrix", "specs/p.md")
+    assert result.returncode == 2 and "duplicate step 1" in result.stderr and not result.stdout
+    (project / "specs" / "c.md").write_text(plan_text("Depends on: 2", "Depends on: 1"))
+    assert cli(cli_run, project, "plan", "matrix", "specs/c.md").returncode == 0
