@@ -97,12 +97,19 @@ def holder_alive(info: LockInfo) -> bool:
     return process_alive(info.pid, info.started)
 
 
-def _refuse_step(path: Path, holder: LockInfo | None) -> GitflowError:
+def _refuse_step(path: Path, holder: LockInfo | None, *, elsewhere: bool = False) -> GitflowError:
+    """Why the step's lock at ``path`` is not ours (``elsewhere``: the lock every checkout of
+    the repository shares, held by another checkout's run)."""
     if holder is None:
         return StepLockedError(f"{path}: could not take the lock")
+    where = (
+        " of another checkout of this repository, whose step work tree this one shares"
+        if elsewhere
+        else ""
+    )
     return StepLockedError(
-        f"{path}: held by run {holder.run_id} (pid {holder.pid}); "
-        "wait for it to finish, or cancel it"
+        f"{path}: held by run {holder.run_id} (pid {holder.pid}){where}; "
+        f"wait for it to finish, or cancel it{' there' if elsewhere else ''}"
     )
 
 
@@ -278,13 +285,7 @@ def shared_step_lock_path(common_dir: Path, flow: str, step: int | None) -> Path
 
 
 def _refuse_shared(path: Path, holder: LockInfo | None) -> GitflowError:
-    if holder is None:
-        return StepLockedError(f"{path}: could not take the lock")
-    return StepLockedError(
-        f"{path}: held by run {holder.run_id} (pid {holder.pid}) of another checkout of this "
-        "repository, whose step work tree this one shares; wait for it to finish, or cancel it "
-        "there"
-    )
+    return _refuse_step(path, holder, elsewhere=True)
 
 
 @contextlib.contextmanager
