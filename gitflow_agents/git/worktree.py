@@ -18,9 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.errors import GitflowError, UsageError
 from gitflow_agents.git.cmd import failure as _fail
 from gitflow_agents.git.cmd import run_git
+from gitflow_agents.git.queries import head_commit, is_ancestor, literal_pathspecs, tree_sha
 
 # --- repository layout: common dir, info/exclude ------------------------------------------
 
@@ -325,47 +326,34 @@ def commit_work(
     registered = _submodule_paths(worktree)
     left_out = {path for path in untracked if path not in registered}
     for path in (p for p in untracked if p in registered):  # listed, but not added yet
-        if run_git(worktree, "add", "--", _literal(path), check=False).returncode != 0:
+        if run_git(worktree, "add", "--", *literal_pathspecs([path]), check=False).returncode:
             left_out.add(path)  # a repository without a commit: there is nothing to record
     moved = [path for path in _gitlinks_since(worktree, start) if path not in registered]
     if moved:
-        run_git(worktree, "reset", "--quiet", start, "--", *map(_literal, moved))
+        run_git(worktree, "reset", "--quiet", start, "--", *literal_pathspecs(moved))
         left_out.update(moved)
     found = tuple(sorted(left_out))
     tree = run_git(worktree, "write-tree").stdout.strip()
-    head = run_git(worktree, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
-    head_sha = head.stdout.strip() if head.returncode == 0 else None
-    if moved and head_sha not in (None, start) and tree == _tree_of(worktree, start):
-        ancestor = run_git(worktree, "merge-base", "--is-ancestor", start, "HEAD", check=False)
-        if ancestor.returncode == 0:  # its own commits held only what was taken out again
-            run_git(worktree, "reset", "--quiet", "--soft", start)
-            return Committed(None, found)
-    if head_sha is not None and tree == _tree_of(worktree, head_sha):
+    head_sha = head_commit(worktree)
+    own_commits = moved and head_sha not in (None, start) and is_ancestor(worktree, start, "HEAD")
+    if own_commits and tree == tree_sha(worktree, start):  # they held only what was taken out
+        run_git(worktree, "reset", "--quiet", "--soft", start)
+        return Committed(None, found)
+    if head_sha is not None and tree == tree_sha(worktree, head_sha):
         return Committed(None, found)
     sha = _commit(worktree, message, trailers, (), "cannot commit the agent's changes", identity)
     return Committed(sha, found)
-
-
-def _literal(path: str) -> str:
-    """``path`` as a pathspec that matches it exactly (``queries.literal_pathspecs``)."""
-    return f":(literal){path}"
-
-
-def _tree_of(worktree: Path, rev: str) -> str:
-    return run_git(worktree, "rev-parse", "--verify", f"{rev}^{{tree}}").stdout.strip()
 
 
 def untracked_repositories(worktree: Path) -> tuple[str, ...]:
     """Untracked, not ignored nested repositories in ``worktree`` (paths from its top, no
     trailing slash): the folders ``git status`` lists whole, as it lists only those when asked
     for every untracked file. Empty when git cannot tell (no such work tree)."""
-    args = ("status", "--porcelain=v2", "-z", "--untracked-files=all")
-    out = run_git(worktree, *args, check=False).stdout
-    return tuple(
-        entry[2:].rstrip("/")
-        for entry in out.split("\0")
-        if entry.startswith("? ") and entry.endswith("/")
-    )
+    try:
+        paths = dirty_paths(worktree)
+    except GitflowError:
+        return ()
+    return tuple(path.rstrip("/") for path in paths if path.endswith("/"))
 
 
 def _submodule_paths(worktree: Path) -> set[str]:
@@ -396,7 +384,7 @@ def _gitlinks_since(worktree: Path, start: str) -> list[str]:
     merging = run_git(worktree, "rev-parse", "--verify", "--quiet", "MERGE_HEAD", check=False)
     if merging.returncode == 0:
         other = merging.stdout.strip()
-        listed = run_git(worktree, "ls-tree", "-z", other, "--", *map(_literal, found)).stdout
+        listed = run_git(worktree, "ls-tree", "-z", other, "--", *literal_pathspecs(found)).stdout
         theirs = {
             entry.partition("\t")[2]: entry.partition("\t")[0].split()[-1]
             for entry in listed.split("\0")
