@@ -46,10 +46,10 @@ def clean_leftovers(ws: Workspace, sha: str) -> None:
     followed this review, which a resumed run reuses) is not rewritten; only what is left
     uncommitted goes. A reviewer that runs gets the work tree at ``sha`` (``_Attempt``)."""
     head, dirty = git.head_and_dirty(ws.worktree, nested=False)
-    if head is None or head == sha or not git.is_ancestor(ws.worktree, sha, head):
-        reset_unless_clean(ws, sha)
-    elif dirty:
-        git.discard_changes(ws.worktree, head)
+    if head is not None and head != sha and git.is_ancestor(ws.worktree, sha, head):
+        sha = head  # the later work stays; what is left uncommitted goes
+    if head != sha or dirty:
+        git.discard_changes(ws.worktree, sha)
 
 
 def branch_name(settings: ChainSettings, plan: str, step: int) -> str:
