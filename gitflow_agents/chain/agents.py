@@ -294,18 +294,22 @@ def _reuse(ctx: Context, ws: Workspace, job: Job, files: ReportFiles) -> AgentRu
     )
 
 
+def nested_repositories(paths: Sequence[str]) -> str:
+    """``nested repository a`` or ``nested repositories a, b``: what the lines about nested
+    repositories left out of a commit (``git.commit_work``) call them."""
+    noun = "nested repository" if len(paths) == 1 else "nested repositories"
+    return f"{noun} {', '.join(paths)}"
+
+
 def left_out_line(agent_id: str, paths: Sequence[str]) -> str:
     """The line a step's output and record give the nested repositories an agent's commit
     left out (``git.commit_work``)."""
-    if len(paths) == 1:
-        return (
-            f"{agent_id}: left out of the commit: nested repository {paths[0]} (not a "
-            "submodule; add it with git submodule add to commit it)"
-        )
-    return (
-        f"{agent_id}: left out of the commit: nested repositories {', '.join(paths)} (not "
-        "submodules; add each with git submodule add to commit it)"
+    how = (
+        "not a submodule; add it with git submodule add to commit it"
+        if len(paths) == 1
+        else "not submodules; add each with git submodule add to commit it"
     )
+    return f"{agent_id}: left out of the commit: {nested_repositories(paths)} ({how})"
 
 
 # --------------------------------------------------------------------------------------------

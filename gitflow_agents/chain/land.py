@@ -16,7 +16,7 @@ import contextlib
 from pathlib import Path
 
 from gitflow_agents.base.errors import GitError, PlanError
-from gitflow_agents.chain.agents import TRAILER_RUN
+from gitflow_agents.chain.agents import TRAILER_RUN, nested_repositories
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.record import StepRecord
 from gitflow_agents.chain.review import ReviewRound
@@ -151,10 +151,9 @@ def remove_step_worktree(ctx: Context, ws: Workspace) -> None:
     ``git.commit_work``) is kept instead, with a note: it would go with the tree."""
     nested = git.untracked_repositories(ws.worktree)
     if nested:
-        noun = "nested repository" if len(nested) == 1 else "nested repositories"
         ctx.notices.append(
-            f"the step's work tree {ws.worktree} is kept: it holds {noun} "
-            f"{', '.join(nested)}, left out of the commit (`gitflow-agents gc --force` "
+            f"the step's work tree {ws.worktree} is kept: it holds "
+            f"{nested_repositories(nested)}, left out of the commit (`gitflow-agents gc --force` "
             "removes it)"
         )
         return

@@ -27,6 +27,7 @@ from gitflow_agents.chain.agents import (
     Job,
     agent_id_for,
     lost_runs,
+    nested_repositories,
     run_agent,
 )
 from gitflow_agents.chain.context import Context
@@ -328,8 +329,7 @@ def _nothing(rec: StepRecord, run: AgentRun) -> Ending:
     rec.failed_what = "nothing to review"
     what = "the step" if run.kind == "implement" else "what the review asked for"
     if run.left_out:  # its only work was nested repositories, left out of its commit
-        noun = "nested repository" if len(run.left_out) == 1 else "nested repositories"
-        what += f" except {noun} {', '.join(run.left_out)}, left out of the commit"
+        what += f" except {nested_repositories(run.left_out)}, left out of the commit"
     return Ending(
         "empty",
         int(ExitCode.REVISE),
