@@ -144,18 +144,14 @@ def _review(
         diff = early.enter_context(git.AskedDiff(root, known.spec)).changes
     untracked: list[str] = []
     if handed == ():  # pre-commit left out every staged file: nothing of the change is its
-        staged_target = known or resolve_target(root, None, staged=True)
-        threshold = Severity.parse(args.severity_threshold)
-        return _report_nothing(args, staged_target, _NOTHING_HANDED, threshold)
+        return _nothing_handed(args, root, known, _NOTHING_HANDED)
     if handed:
         files_target, diff, untracked = _handed_files(root, known, handed, diff)
         if files_target is None and untracked:  # none of them is tracked: nothing to review
             _say_untracked(untracked)
             return ExitCode.REVISE
         if files_target is None:  # only submodules, whose commits are not reviewed
-            staged_target = known or resolve_target(root, None, staged=True)
-            threshold = Severity.parse(args.severity_threshold)
-            return _report_nothing(args, staged_target, _ONLY_SUBMODULES, threshold)
+            return _nothing_handed(args, root, known, _ONLY_SUBMODULES)
         known = files_target
     from gitflow_agents.reviewer.target import exit_code, review_builtin_target
 
@@ -480,6 +476,15 @@ def _report_unfinished(
             print(f"git agent-review: error: {error}", file=sys.stderr)
     if args.format != "terminal":
         _print_review(args, review, result)
+
+
+def _nothing_handed(args: Args, root: StrPath, known: Target | None, why: str) -> int:
+    """``_report_nothing`` of the staged change (``known``, else resolved) for a hook run that
+    pre-commit handed nothing to review."""
+    from gitflow_agents.findings import Severity
+
+    staged = known or resolve_target(root, None, staged=True)
+    return _report_nothing(args, staged, why, Severity.parse(args.severity_threshold))
 
 
 def _report_nothing(args: Args, target: Target, why: str, threshold: Severity) -> int:
