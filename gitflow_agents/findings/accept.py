@@ -35,6 +35,7 @@ NOT_SECRET_RULES = frozenset(
         "yaml-syntax",
         "toml-syntax",
         "merge-conflict-marker",
+        "bidi-control",
         "large-file",
         "debugger",
         "todo",

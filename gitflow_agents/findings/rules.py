@@ -15,6 +15,7 @@ RULES: dict[str, tuple[Severity, str]] = {
     "yaml-syntax": (Severity.ERROR, "YAML file does not parse (every document)"),
     "toml-syntax": (Severity.ERROR, "TOML file does not parse"),
     "merge-conflict-marker": (Severity.ERROR, "leftover merge-conflict marker"),
+    "bidi-control": (Severity.ERROR, "Unicode control that reorders code on screen"),
     "private-key": (Severity.ERROR, "private key block"),
     # the token formats (gitflow_agents/base/secret_rules.py)
     **{rule.id: (Severity(rule.severity), rule.label) for rule in TOKEN_RULES},

@@ -103,10 +103,15 @@ def verdict_line(review: Review, gate: GateResult | None) -> str:
 
 
 _CONTROLS = (*range(0x20), 0x7F, *range(0x80, 0xA0))  # C0, DEL, C1 (0x9b: a one-byte CSI)
+# Unicode's bidirectional controls: the embeddings, overrides and isolates reorder the text
+# after them on screen ("Trojan Source", CVE-2021-42574: ``\u202e`` shows ``bad`` as ``dab``),
+# the marks change how the text beside them is ordered; shown as GitHub flags them
+BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 
 
 def _shown(keep: str) -> dict[int, str]:
-    return {code: f"\\x{code:02x}" for code in _CONTROLS if chr(code) not in keep}
+    shown = {code: f"\\x{code:02x}" for code in _CONTROLS if chr(code) not in keep}
+    return shown | {code: f"\\u{code:04x}" for code in BIDI_CONTROLS}
 
 
 _SHOWN = {keep: _shown(keep) for keep in ("\t", "\t\n", "\t\r\n")}
@@ -115,9 +120,10 @@ _SHOWN = {keep: _shown(keep) for keep in ("\t", "\t\n", "\t\r\n")}
 def visible(text: str, keep: str = "\t") -> str:
     """``text`` with its control characters written out (``\\x1b``, ``\\x07``, ``\\x9b``) but
     those in ``keep`` (``"\\t"``, ``"\\t\\n"`` or ``"\\t\\r\\n"``: where a format lays out lines
-    itself): text from the reviewed change or a reviewer (a TODO's words, a file name, a
-    message) cannot drive the terminal it is printed on, as a committed ``\\x1b[8m``
-    (conceal: every later line, the verdict too, invisible) or ``\\x1b[2J`` (clear) would."""
+    itself), and Unicode's bidirectional controls (``\\u202e``): text from the reviewed change or
+    a reviewer (a TODO's words, a file name, a message) cannot drive the terminal it is printed
+    on, as a committed ``\\x1b[8m`` (conceal: every later line, the verdict too, invisible) or
+    ``\\x1b[2J`` (clear) would, nor show its words in another order than they have."""
     return text.translate(_SHOWN[keep])
 
 

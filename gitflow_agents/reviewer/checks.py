@@ -104,6 +104,46 @@ def check_conflict_markers(change: FileChange) -> Iterator[Finding]:
         )
 
 
+# Unicode's embeddings, overrides and isolates: each reorders the text after it on screen (to
+# its line's end), so a reviewer reads code in another order than the compiler does ("Trojan
+# Source", CVE-2021-42574). The marks (U+200E, U+200F, U+061C) reorder nothing beyond
+# themselves and are common in right-to-left text: not reported (the output escapes them all).
+_BIDI = Lazy("[\u202a-\u202e\u2066-\u2069]")
+_BIDI_NAMES = {
+    "\u202a": "LEFT-TO-RIGHT EMBEDDING",
+    "\u202b": "RIGHT-TO-LEFT EMBEDDING",
+    "\u202c": "POP DIRECTIONAL FORMATTING",
+    "\u202d": "LEFT-TO-RIGHT OVERRIDE",
+    "\u202e": "RIGHT-TO-LEFT OVERRIDE",
+    "\u2066": "LEFT-TO-RIGHT ISOLATE",
+    "\u2067": "RIGHT-TO-LEFT ISOLATE",
+    "\u2068": "FIRST STRONG ISOLATE",
+    "\u2069": "POP DIRECTIONAL ISOLATE",
+}
+
+
+def check_bidi_controls(change: FileChange) -> Iterator[Finding]:
+    """A bidirectional control in an added line of source code or configuration (``file_kind``),
+    where it can hide what the code does; prose, data and translation catalogs, where right-to-
+    left text uses them, are not checked."""
+    if file_kind(change.path) == "other":
+        return
+    for added in change.added_lines:
+        text = added.text
+        match = None if text.isascii() else _BIDI.search(text)
+        if match:
+            char = match.group()
+            yield finding(
+                "bidi-control",
+                f"Unicode bidirectional control U+{ord(char):04X} ({_BIDI_NAMES[char]}) in "
+                "the line: the text after it shows in another order than the code runs "
+                f"(Trojan Source); remove it, or write it as an escape (\\u{ord(char):04x})",
+                change,
+                added.number,
+                text,
+            )
+
+
 def check_secrets(change: FileChange, options: CheckOptions) -> Iterator[Finding]:
     """Private keys, known token formats, and secret-named literals that look like secrets
     (``gitflow_agents/base/secret_keywords.py``). The rules live in ``gitflow_agents/base/secret_rules.py``
@@ -448,6 +488,7 @@ def check_final_newline(change: FileChange) -> Iterator[Finding]:
 def check_line_rules(change: FileChange, options: CheckOptions) -> Iterator[Finding]:
     """All checks that need only the added lines."""
     yield from check_conflict_markers(change)
+    yield from check_bidi_controls(change)
     yield from check_secrets(change, options)
     if not is_python(change.path):  # Python: check_python_debugger, with the file's content
         yield from check_debugger(change)

@@ -160,6 +160,17 @@ def test_markdown_and_annotations_show_control_characters_escaped() -> None:
     assert "key\tadded%0Dover" in annotations  # the runner's own escaping, as before
 
 
+def test_bidirectional_controls_are_shown_escaped_in_every_format() -> None:
+    """A right-to-left override in a finding's text shows as ``\\u202e`` (its words in their own
+    order) in the terminal, markdown and annotations, as the marks do."""
+    finding = Finding(Severity.ERROR, "new TODO: admin\u202e nimda \u200f", "a\u2066.py", 1)
+    review = Review(Overall.REVISE, findings=(finding,))
+    for format_ in ("terminal", "markdown", "annotations"):
+        text = render(review, None, format_)
+        assert not re.search("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", text), format_
+        assert "\\u202e" in text and "\\u200f" in text and "\\u2066" in text, (format_, text)
+
+
 # --- json ---------------------------------------------------------------------------------------
 
 

@@ -292,6 +292,31 @@ def test_merge_conflict_markers(repo: Path) -> None:
     ]
 
 
+def test_bidirectional_controls_that_reorder_code_are_errors_where_code_is(repo: Path) -> None:
+    """Trojan Source (CVE-2021-42574): a right-to-left override or an isolate in an added line
+    of code or configuration is an error on its line, and the terminal shows it escaped; the
+    same in prose and translation catalogs, and the marks (U+200F), are not reported."""
+    rlo, lri, pdi, rlm = "\u202e", "\u2066", "\u2069", "\u200f"
+    code = f'ok = 1\nif role != "user{rlo} {lri}// admin only{pdi} {lri}":\n    grant()\n'
+    result = review(
+        repo,
+        {
+            "app/auth.py": code,
+            "deploy.sh": f"echo {lri}done{pdi}\n",
+            "docs/notes.md": f"Hebrew text {rlo}here\n",
+            "locale/he.po": f'msgstr "{lri}shalom{pdi}"\n',
+            "app/rtl.js": f'const title = "{rlm}";\n',
+        },
+    )
+    assert locations(result) == [
+        ("bidi-control", "app/auth.py", 2),
+        ("bidi-control", "deploy.sh", 1),
+    ]
+    assert all(f.severity is Severity.ERROR for f in result.findings)
+    assert "U+202E (RIGHT-TO-LEFT OVERRIDE)" in result.findings[0].message
+    assert result.overall is Overall.REVISE
+
+
 def test_private_key(repo: Path) -> None:
     result = review(repo, {"id_rsa": f"{PRIVATE_KEY}\n{KEY_BODY}\n"})
     assert locations(result) == [("private-key", "id_rsa", 1)]
