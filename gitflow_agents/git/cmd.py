@@ -41,6 +41,9 @@ _SCRUBBED = (
     "GIT_OBJECT_DIRECTORY",
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
 )
+# Variables that change what git prints, whoever set them: ``GIT_DIFF_OPTS=--unified=3``
+# overrides ``-U0``, and the context lines it adds put the added lines at the wrong numbers.
+_OUTPUT_VARIABLES = ("GIT_DIFF_OPTS",)
 # Set while a hook runs: by the pre-commit framework, or by git for commit hooks (the index
 # being committed). With any of them present an inherited GIT_DIR is never trusted.
 _HOOK_MARKERS = ("PRE_COMMIT", "PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF", "GIT_INDEX_FILE")
@@ -53,10 +56,28 @@ def git_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for git calls: ``environ`` (default os.environ) minus repo-pointing vars
     (plus the user's explicit repository while ``explicit_repository`` is active)."""
     source = os.environ if environ is None else environ
-    env = {k: v for k, v in source.items() if k not in _SCRUBBED}
+    env = {k: v for k, v in source.items() if k not in _SCRUBBED and k not in _OUTPUT_VARIABLES}
     env.update(_kept)
     env["GIT_TERMINAL_PROMPT"] = "0"
     return env
+
+
+# Settings of the user's configuration that change what git prints, pinned on every call so
+# that what the tool parses is git's plain output: no colour; ``git log`` output in UTF-8
+# (``i18n.logOutputEncoding=UTF-16`` put a NUL beside every character of a ``--format`` line);
+# no signature check printed before a commit; no rename following when one path is given.
+_PINNED = (
+    *("-c", "color.ui=never"),
+    *("-c", "i18n.logOutputEncoding=UTF-8"),
+    *("-c", "log.showSignature=false"),
+    *("-c", "log.follow=false"),
+)
+
+
+def git_argv(root: StrPath) -> tuple[str, ...]:
+    """``git`` in ``root`` with no pager and the settings that change its output pinned
+    (``_PINNED``): the start of every git command the tool runs."""
+    return ("git", "--no-pager", *_PINNED, "-C", str(root))
 
 
 _LOCKED = ("Unable to create '", "': File exists")  # git's words for a lock file already there
@@ -100,7 +121,7 @@ def start_git(
 ) -> spawn.Running:
     """What ``run_git`` runs, started now; its ``result`` waits for it (``spawn.begin``: git
     starts without importing ``subprocess``, issue 20)."""
-    argv = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root), *args)
+    argv = (*git_argv(root), *args)
     env = git_env() if not extra_env else {**git_env(), **extra_env}
     return spawn.begin(argv, env=env, input=input)
 

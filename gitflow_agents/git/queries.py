@@ -356,7 +356,9 @@ STATS_FLAGS = (*_FLAGS, "--ignore-submodules=dirty")
 """What the statistics count: every gitlink (a submodule or a nested repository ``git add -A``
 recorded) whose commit changes, as git's own ``--numstat`` counts it (+1, +1 -1, -1), but not a
 nested repository's uncommitted edits, which no commit of this repository records."""
-_PATCH_FLAGS = ("-U0", "--src-prefix=a/", "--dst-prefix=b/")  # what parse_added_lines reads
+# what parse_added_lines reads: no context line, also where ``diff.interHunkContext`` would
+# join two hunks with some (their lines would put the added lines after them at wrong numbers)
+_PATCH_FLAGS = ("-U0", "--inter-hunk-context=0", "--src-prefix=a/", "--dst-prefix=b/")
 
 
 def tracked(root: StrPath, paths: Iterable[str]) -> set[str]:
@@ -469,7 +471,8 @@ def commit_patches(
     resolutions show in the net diff. ``text``: every file diffed as text (``TEXT``);
     ``paths``: only the commits and files of those paths (none: all)."""
     revs = (head,) if base in _EMPTY_TREES else (f"{base}..{head}",)
-    log = ("log", "-p", "-z", "--reverse", "--no-merges", "--no-show-signature")
+    # --root: a root commit's patch, which ``log.showRoot=false`` would leave out
+    log = ("log", "-p", "--root", "-z", "--reverse", "--no-merges", "--no-show-signature")
     format = "--format=%x00%H %s"  # what parse_commit_patches reads
     flags = (*DIFF_FLAGS, *_PATCH_FLAGS, *((TEXT,) if text else ()))
     args = (*log, *flags, format, "--end-of-options", *revs, "--", *literal_pathspecs(paths))

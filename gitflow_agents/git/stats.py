@@ -26,7 +26,7 @@ from gitflow_agents.base.fsutil import (
 )
 from gitflow_agents.git import diffparse
 from gitflow_agents.git import queries as git
-from gitflow_agents.git.cmd import git_env, run_git
+from gitflow_agents.git.cmd import git_argv, git_env, run_git
 from gitflow_agents.git.diffparse import Commit, FileStat
 from gitflow_agents.git.queries import STATS_FLAGS
 
@@ -70,7 +70,7 @@ def diff_stats(
         index = Path(run_git(root, "rev-parse", "--git-path", "index").stdout.strip())
         index = index if index.is_absolute() else root / index
         with _temporary_index(index) as env:
-            git = ("git", "--no-pager", "-c", "color.ui=never", "-C", str(root))
+            git = git_argv(root)
             spawn.run((*git, "add", "--intent-to-add", "--", "."), env=env)
             out = spawn.run((*git, *args, "--", *specs), env=env).stdout
     return diffparse.keep_paths(diffparse.parse_raw_numstat(out), exclude)

@@ -18,6 +18,7 @@ from gitflow_agents.reviewer import builtin, builtin_report, syntax
 from gitflow_agents.reviewer.checks import CheckOptions
 from tests.conftest import ROOT, git
 from tests.helpers.builtin import locations, only, review
+from tests.helpers.files import commit_files
 
 # Built at run time so this file itself never holds a literal secret-shaped string.
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
@@ -779,3 +780,49 @@ def test_toml_without_a_parser_is_noted_as_unreviewed(
     assert result.unreviewed_files == ("x.toml",)
     assert result.findings == ()
     assert "needs Python 3.11+ or tomli" in result.notes[0]
+
+
+@pytest.fixture
+def imported_root(repo: Path) -> tuple[str, str]:
+    """``repo`` with branch ``feat``: main merged with an unrelated history whose root commit
+    adds a key and whose next commit removes it; (main, feat)."""
+    main = g.head_sha(repo)
+    git(repo, "checkout", "-q", "--orphan", "imported")
+    git(repo, "rm", "-q", "-rf", ".")
+    commit_files(repo, {"s.py": f'KEY = "{AWS_KEY}"\n'}, "imported root")
+    git(repo, "rm", "-q", "s.py")
+    commit_files(repo, {"b.txt": "b\n"}, "drop the key")
+    git(repo, "checkout", "-q", "-b", "feat", "main")
+    git(repo, "merge", "-q", "--allow-unrelated-histories", "-m", "merge", "imported")
+    return main, g.head_sha(repo)
+
+
+@pytest.mark.parametrize(
+    "setting", ["log.showRoot=false", "i18n.logOutputEncoding=UTF-16", "log.follow=true"]
+)
+def test_history_scan_is_the_same_whatever_the_user_s_git_settings(
+    repo: Path, imported_root: tuple[str, str], setting: str
+) -> None:
+    """What the root commit of a range adds is scanned also when the user's configuration
+    would hide its patch (``log.showRoot``) or print the log in another encoding."""
+    key, value = setting.split("=")
+    git(repo, "config", key, value)
+    result = builtin.review_diff(repo, g.DiffSpec(*imported_root))
+    (found,) = result.findings
+    assert (found.rule, found.file) == ("aws-access-key", None)
+    assert found.message.startswith("s.py:1 in commit ")
+    assert result.overall is Overall.REVISE
+
+
+def test_added_lines_are_numbered_whatever_the_user_s_diff_settings(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``diff.interHunkContext`` and ``GIT_DIFF_OPTS`` would put context lines into the ``-U0``
+    patch; the added lines keep their own numbers (where markers and fingerprints are read)."""
+    commit_files(repo, {"app.env": "".join(f"K{n}=1\n" for n in range(1, 9))})
+    git(repo, "config", "diff.interHunkContext", "5")
+    monkeypatch.setenv("GIT_DIFF_OPTS", "--unified=3")
+    lines = [f"K{n}=1\n" for n in range(1, 9)]
+    lines[1], lines[5] = "K2=2\n", f"API={AWS_KEY}\n"
+    result = review(repo, {"app.env": "".join(lines)})
+    assert locations(result) == [("aws-access-key", "app.env", 6)]
