@@ -5,7 +5,7 @@ a report in the same shape an LLM reviewer writes (summary, fenced JSON findings
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 
 from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.base.secret_rules import KEY_BODY
@@ -69,7 +69,7 @@ def review_diff(
         sizes = dict(zip(names, reader.sizes(names), strict=True))
         _old_sizes(reader, spec, changes, sizes, options)
         large = {c.path for c in changes if _added_large(spec, c, sizes, options)}
-        changes = _text_files(root, spec, reader, changes, large)
+        changes = _text_files(root, spec, reader, changes)
         secrets = _change_secrets(changes, options)
         found: list[Finding] = []
         unreviewed: list[str] = []
@@ -82,7 +82,8 @@ def review_diff(
         found.extend(_rotated_keys(reader, spec, bodies, secrets))
         if spec.head is not None:
             patches = _without(_range_patches(root, spec, reader), excluded)
-            found.extend(_history_secrets(root, spec.head, patches, changes, options))
+            scanned = [c for c in changes if c.new_mode != SYMLINK]  # by the secret rules
+            found.extend(_history_secrets(root, spec.head, patches, scanned, options))
             secrets |= _patch_secrets(patches, options)
     found.sort(key=lambda f: (f.file or "", f.line or 0, -f.severity.rank))
     blocking = any(f.severity.rank >= threshold.rank for f in found)
@@ -158,7 +159,6 @@ def _text_files(
     spec: git.DiffSpec,
     reader: git.BlobReader,
     changes: list[FileChange],
-    large: Collection[str] = (),
 ) -> list[FileChange]:
     """``changes``, where git calls a file binary whose new content is text (no NUL byte in its
     first 8,000 bytes, git's own test: ``blobs.looks_binary``), as that file's diff as text.
@@ -168,13 +168,9 @@ def _text_files(
     hide every file from the review), or when its old side was: binary or text is decided here
     by the content, which is what is reviewed. Only the files git calls binary are read (their
     first 8,000 bytes), and only those found to be text are diffed again (``git.TEXT``, those
-    paths alone), so a real binary is never read as text. ``large``: paths added over the size
-    limit, whose content is not reviewed anyway: left as they are."""
-    maybe = [
-        c
-        for c in changes
-        if c.binary and c.new_mode not in (SYMLINK, GITLINK) and c.path not in large
-    ]
+    paths alone), so a real binary is never read as text. A file added over the size limit
+    too: the secret rules read its added lines."""
+    maybe = [c for c in changes if c.binary and c.new_mode not in (SYMLINK, GITLINK)]
     if not maybe:
         return changes
     heads = reader.contents([_new_object(spec, c) for c in maybe], BINARY_PROBE)
@@ -269,6 +265,8 @@ def _screen(
             notes.append(note)
             continue
         if added_large:
+            # the secret rules are line checks: a key in a large file still lands in the remote
+            found.extend(checks.check_secrets(change, options))
             found.append(
                 checks.finding(
                     "large-file",
@@ -279,7 +277,10 @@ def _screen(
                 )
             )
             unreviewed.append(change.path)
-            notes.append(f"{change.path}: over the size limit, content not reviewed")
+            notes.append(
+                f"{change.path}: over the size limit, content not reviewed "
+                "(its added lines only for secrets)"
+            )
             continue
         found.extend(checks.check_line_rules(change, options))
         rule = syntax.syntax_rule(change.path)
@@ -394,7 +395,8 @@ def _history_secrets(
     options: CheckOptions,
 ) -> list[Finding]:
     """Secrets that commits of the range (``patches``, one ``git log -p``) add and later ones
-    remove."""
+    remove. ``changes``: the net diff's files whose added lines the secret rules read; a line
+    one of them adds is left to the net diff's finding, any other line is checked here."""
     if len(patches) < 2:
         return []  # one commit: its diff is the net diff
     found = list(checks.check_history_secrets(patches, changes, options))

@@ -44,3 +44,18 @@ def test_a_root_commit_of_the_range_is_scanned_whatever_log_show_root_says(
     git(repo, "config", "i18n.logOutputEncoding", "UTF-16")
     refused_twice(run, repo, "main..feat")
     assert g.head_sha(repo) == g.rev_parse(repo, "feat")
+
+
+def test_a_key_in_a_file_a_later_commit_of_the_range_makes_large_is_refused(
+    repo: Path, run: Cli
+) -> None:
+    """The key an earlier commit adds stays in the file that a later commit pushes over the
+    size limit: the range was approved with a `large-file` warning, and its note passed the
+    gate."""
+    git(repo, "checkout", "-q", "-b", "feat")
+    commit_files(repo, {"settings.txt": f"aws_key = '{AWS_KEY}'\n"}, "add key")
+    grown = f"aws_key = '{AWS_KEY}'\n" + "".join(f"{i}\n" for i in range(40))
+    commit_files(repo, {"settings.txt": grown}, "append data")
+    refused_twice(run, repo, "main..feat", "--max-file-size", "100")
+    result = run.review("main..feat", "--max-file-size", "100", "--no-note", cwd=repo)
+    assert "  1  error  AWS access key" in result.stdout and "[large-file]" in result.stdout

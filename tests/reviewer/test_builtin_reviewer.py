@@ -628,6 +628,62 @@ def test_a_binary_file_added_over_the_limit_is_a_large_file(repo: Path) -> None:
     assert blocked.overall is Overall.REVISE
 
 
+def test_a_file_added_over_the_limit_is_still_read_by_the_secret_rules(repo: Path) -> None:
+    """Its content is not reviewed (no syntax check, no other rule), but the secret rules are
+    line checks: a key in a large file lands in the remote all the same. A ``-diff`` file
+    whose content is text is read as text for them, as any other."""
+    data = "".join(f"row {i}\n" for i in range(60))
+    result = review(
+        repo,
+        {
+            "dump.txt": f"aws = '{AWS_KEY}'\n" + data + "TODO: trim\n",
+            "dump.json": "{" + data,  # no syntax error reported: it is not parsed
+            "hidden.txt": data + f"token = '{GITHUB_TOKEN}'\n",
+            ".gitattributes": "hidden.txt -diff\n",
+        },
+        options=CheckOptions(max_file_bytes=200),
+    )
+    assert locations(result) == [
+        ("large-file", "dump.json", None),
+        ("large-file", "dump.txt", None),
+        ("aws-access-key", "dump.txt", 1),
+        ("large-file", "hidden.txt", None),
+        ("github-token", "hidden.txt", 61),
+    ]
+    assert result.overall is Overall.REVISE
+    assert set(result.unreviewed_files) == {"dump.txt", "dump.json", "hidden.txt"}
+
+
+def test_a_key_an_earlier_commit_adds_to_a_file_a_later_one_makes_large_is_found(
+    repo: Path,
+) -> None:
+    """The history scan left a line the final change still adds to the net diff, which did not
+    read it (the file is over the limit): the key was in no finding at all. A line the net diff
+    does not read with the secret rules (a symlink's target) is no reason to drop it either."""
+    base, (leaked, _, head) = commits(
+        repo,
+        {"settings.txt": f"aws_key = '{AWS_KEY}'\n", "link": f"x = '{GITHUB_TOKEN}'\n"},
+        {"settings.txt": f"aws_key = '{AWS_KEY}'\n" + "".join(f"{i}\n" for i in range(60))},
+        {"link": None},
+    )
+    git(repo, "rm", "-q", "--cached", "--ignore-unmatch", "link")
+    (repo / "link").symlink_to(f"x = '{GITHUB_TOKEN}'")
+    git(repo, "add", "link")
+    git(repo, "commit", "-q", "-m", "a link")
+    head = g.head_sha(repo)
+    result = builtin.review_diff(
+        repo, g.DiffSpec(base, head), options=CheckOptions(max_file_bytes=100)
+    )
+    assert locations(result) == [
+        ("github-token", "link", None),
+        ("large-file", "settings.txt", None),
+        ("aws-access-key", "settings.txt", 1),
+    ]
+    assert result.overall is Overall.REVISE
+    token = only(result, "github-token")[0]
+    assert token.message.startswith(f"link:1 in commit {leaked[:12]}")
+
+
 def test_a_file_large_before_the_change_is_not_a_new_large_file_and_its_added_lines_count(
     repo: Path,
 ) -> None:
