@@ -28,7 +28,8 @@ DESCRIPTION = """\
 Review a range of commits (or the staged changes) with the built-in offline reviewer or a
 configured agent, print the findings, and record an approval note on the reviewed commit.
 
-RANGE is A..B, A...B (from their merge-base), or a single commit (its parent..it).
+RANGE is A..B, A...B (from their merge-base), or a single commit (its parent..it); A..B
+with A the empty tree's id (4b825dc642cb6eb9a060e54bf8d69288fbee4904) is every commit of B.
 Default: merge-base with the default branch (origin/HEAD, else main/master) ..HEAD.
 """
 
@@ -136,8 +137,8 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
         "--hook",
         action="store_true",
         help="run as a pre-commit hook: the pushed range on pre-push (PRE_COMMIT_FROM_REF.."
-        "PRE_COMMIT_TO_REF, or PRE_COMMIT_LOCAL_BRANCH from its merge-base with the default "
-        "branch), else the staged changes, or the FILEs pre-commit hands over when they are "
+        "PRE_COMMIT_TO_REF, or PRE_COMMIT_LOCAL_BRANCH from the empty tree when its whole "
+        "history is new to the remote), else the staged changes, or the FILEs pre-commit hands over when they are "
         "not all staged",
     )
     from gitflow_agents.cli import COLOR_CHOICES, COLOR_HELP

@@ -453,10 +453,23 @@ _EMPTY_TREES = frozenset(
 )
 
 
+def is_empty_tree(rev: str) -> bool:
+    """Whether ``rev`` is the empty tree's full id (sha1 or sha256): a range base before every
+    commit, so that ``base..head`` is every commit of ``head``."""
+    return rev in _EMPTY_TREES
+
+
+def range_revs(base: str, head: str) -> tuple[str, ...]:
+    """The revisions of ``base..head`` for ``git log`` / ``rev-list``: ``head`` alone when
+    ``base`` is the empty tree (every commit of ``head``, its root commits included)."""
+    return (head,) if base in _EMPTY_TREES else (f"{base}..{head}",)
+
+
 def is_one_commit(root: StrPath, base: str, head: str) -> bool:
     """Whether ``base..head`` is one commit whose only parent is ``base`` (``base`` the empty
     tree: a root commit), so that its patch is the diff ``base..head``."""
-    revs, parents = ((head,), []) if base in _EMPTY_TREES else ((f"{base}..{head}",), [base])
+    parents = [] if base in _EMPTY_TREES else [base]
+    revs = range_revs(base, head)
     args = ("rev-list", "--parents", "--max-count=2", "--end-of-options", *revs, "--")
     commits = [line.split() for line in run_git(root, *args).stdout.splitlines()]
     return commits == [[head, *parents]]
@@ -470,7 +483,7 @@ def commit_patches(
     files each shows as binary (``CommitPatch.binary``). Merge commits are left out: their own
     resolutions show in the net diff. ``text``: every file diffed as text (``TEXT``);
     ``paths``: only the commits and files of those paths (none: all)."""
-    revs = (head,) if base in _EMPTY_TREES else (f"{base}..{head}",)
+    revs = range_revs(base, head)
     # --root: a root commit's patch, which ``log.showRoot=false`` would leave out
     log = ("log", "-p", "--root", "-z", "--reverse", "--no-merges", "--no-show-signature")
     format = "--format=%x00%H %s"  # what parse_commit_patches reads
@@ -519,8 +532,10 @@ def write_note(root: StrPath, sha: str, text: str, ref: str = NOTES_REF) -> None
 
 
 def commits_between(root: StrPath, base: str, head: str) -> tuple[Commit, ...]:
-    """Commits reachable from ``head`` but not ``base``, oldest first."""
-    out = run_git(root, "log", "--reverse", "-z", "--format=%H%x00%s", f"{base}..{head}").stdout
+    """Commits reachable from ``head`` but not ``base`` (the empty tree: every commit of
+    ``head``), oldest first."""
+    revs = range_revs(base, head)
+    out = run_git(root, "log", "--reverse", "-z", "--format=%H%x00%s", *revs, "--").stdout
     return diffparse.parse_commits(out)
 
 

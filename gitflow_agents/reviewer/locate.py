@@ -89,7 +89,9 @@ def resolve_target(
     """Turn the command line's RANGE / --staged into base and head commits.
 
     ``say`` collects one-line remarks for the user (which default branch was used);
-    ``pushed``: without a RANGE, the head instead of HEAD (the hook's pushed ref).
+    ``pushed``: without a RANGE, the hook's pushed ref whose whole history is new to the
+    remote, reviewed from the empty tree (``_whole_history``). A range's base may be the empty
+    tree's id (``EMPTY..X``: every commit of X).
     """
     say = say if say is not None else []
     if staged:
@@ -97,9 +99,11 @@ def resolve_target(
             raise UsageError("give either a RANGE or --staged, not both")
         base = git.head_sha(root) if git.has_head(root) else git.empty_tree(root)
         return Target(base, None, "staged changes")
+    if rev_range is None and pushed:
+        return _whole_history(root, pushed, say)
     if rev_range is None:
         branch = git.default_branch(root)
-        head = git.rev_parse(root, pushed) if pushed else git.head_sha(root)
+        head = git.head_sha(root)
         base = git.merge_base(root, branch.ref, head)
         say.append(f"reviewing {base[:12]}..{head[:12]}: merge-base with the {branch.note}")
         return Target(base, head, f"{base[:12]}..{head[:12]}")
@@ -111,9 +115,32 @@ def resolve_target(
     if ".." in rev_range:
         left, right = rev_range.split("..", 1)
         return Target(
-            git.rev_parse(root, left or "HEAD"), git.rev_parse(root, right or "HEAD"), rev_range
+            _range_base(root, left or "HEAD"), git.rev_parse(root, right or "HEAD"), rev_range
         )
     return _one_commit(root, rev_range)
+
+
+def _range_base(root: StrPath, rev: str) -> str:
+    """The base of ``rev..X``: the commit ``rev`` names, or the repository's empty tree when
+    ``rev`` is its full id (``4b825dc642cb6eb9a060e54bf8d69288fbee4904..X``): every commit of
+    X, its root commit too, which no commit as the base can leave in the range."""
+    if git.is_empty_tree(rev) and rev == git.empty_tree(root):
+        return rev
+    return git.rev_parse(root, rev)
+
+
+def _whole_history(root: StrPath, pushed: str, say: list[str]) -> Target:
+    """A pushed ref whose whole history is new to the remote (pre-commit gives no from/to refs:
+    a first push to an empty remote, an orphan branch): every commit of it, from the empty
+    tree. A commit as the base could never hold the root commit, and the merge-base with the
+    default branch, a local branch the remote may not have, is the pushed commit itself on
+    such a first push: a review of nothing."""
+    head = git.rev_parse(root, pushed)
+    say.append(
+        f"reviewing every commit of {pushed} ({head[:12]}) from the empty tree: "
+        "its whole history is new to the remote"
+    )
+    return Target(git.empty_tree(root), head, f"{pushed} (its whole history)")
 
 
 def empty_range(root: StrPath, base: str, head: str) -> str | None:
@@ -150,8 +177,8 @@ def hook_range(environ: Mapping[str, str]) -> tuple[str | None, bool, str | None
     """What ``--hook`` reviews, as (RANGE, staged, pushed): on pre-push the pushed range
     ``PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF``; for a pushed ref whose whole history is new to
     the remote (pre-commit gives no from/to refs), no RANGE and the pushed ref, reviewed from
-    its merge-base with the default branch (UsageError when the push names none: never HEAD);
-    else the staged changes."""
+    the empty tree (``_whole_history``; UsageError when the push names none: never HEAD); else
+    the staged changes."""
     from_ref, to_ref = environ.get("PRE_COMMIT_FROM_REF"), environ.get("PRE_COMMIT_TO_REF")
     if from_ref and to_ref:
         return f"{from_ref}..{to_ref}", False, None

@@ -21,6 +21,7 @@ from gitflow_agents.base.jsondata import loads
 from gitflow_agents.base.records import NamedTuple
 
 APPROVAL_KIND = "gitflow-agents/review-note/v1"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # a range base before every commit (sha1)
 
 
 class ApprovalNote(NamedTuple):
@@ -67,8 +68,9 @@ def note_approval(sha: str, text: str | None) -> tuple[bool, str]:
     if note is None:
         return False, (
             f"{short} has no recorded review; review it with `git agent-review BASE..{short}` "
-            f"(BASE: where the pushed work starts) or `git agent-review {short}` (that commit "
-            "alone); a range with no commits in it records nothing"
+            "(BASE: where the pushed work starts; the empty tree "
+            f"{EMPTY_TREE} for a history all new to the remote) or `git agent-review {short}` "
+            "(that commit alone); a range with no commits in it records nothing"
         )
     if note.reviewed_sha != sha:
         return False, (

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitflow_agents.git import queries as g
+from gitflow_agents.reviewer import read_review_note
 from tests.conftest import Cli, git
 from tests.helpers.files import commit_files
 from tests.helpers.review import run
@@ -59,3 +60,82 @@ def test_a_key_in_a_file_a_later_commit_of_the_range_makes_large_is_refused(
     refused_twice(run, repo, "main..feat", "--max-file-size", "100")
     result = run.review("main..feat", "--max-file-size", "100", "--no-note", cwd=repo)
     assert "  1  error  AWS access key" in result.stdout and "[large-file]" in result.stdout
+
+
+# --- a history all new to the remote: reviewed from the empty tree ------------------------------
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def new_history(repo: Path) -> dict[str, str]:
+    """What pre-commit exports for the first push of ``repo``'s main to an empty remote (no
+    from/to refs: its whole history is new)."""
+    return {
+        "PRE_COMMIT": "1",
+        "PRE_COMMIT_REMOTE_NAME": "origin",
+        "PRE_COMMIT_REMOTE_URL": str(repo.parent / "remote.git"),
+        "PRE_COMMIT_REMOTE_BRANCH": "refs/heads/main",
+        "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/main",
+    }
+
+
+def test_a_first_push_reviews_every_commit_from_the_empty_tree(repo: Path, run: Cli) -> None:
+    """The root commit added a key and a later one untracked it: the hook reviewed main..main
+    (the merge-base with the default branch is the pushed commit itself), nothing, and passed;
+    the gate's `git agent-review SHA` reviewed the last commit alone. No range from a commit
+    can hold the root commit: the empty tree can, as a hook's base and as a RANGE's."""
+    commit_files(repo, {"secrets.py": KEY_FILE}, "initial import")
+    git(repo, "rm", "-q", "--cached", "secrets.py")
+    commit_files(repo, {".gitignore": "secrets.py\n"}, "untrack secrets")
+    env = new_history(repo)
+    for _ in range(2):
+        result = run.main("review", "--hook", ".gitignore", "README.md", cwd=repo, env=env)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "secrets.py:1 in commit" in result.stdout
+        assert "from the empty tree" in result.stderr
+    gate = run.main("hook", "gate", cwd=repo, env=env)
+    assert gate.returncode == 1 and "says revise" in gate.stderr
+    assert run.review(f"{EMPTY_TREE}..HEAD", "--no-note", cwd=repo).returncode == 1
+    assert run.review(f"{EMPTY_TREE}..", "--no-note", cwd=repo).returncode == 1
+
+
+def test_a_clean_first_push_is_approved_and_passes_the_gate(repo: Path, run: Cli) -> None:
+    commit_files(repo, {"app.py": "x = 1\n"}, "app")
+    env = new_history(repo)
+    for _ in range(2):
+        result = run.main("review", "--hook", cwd=repo, env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "APPROVED" in result.stdout
+    gate = run.main("hook", "gate", cwd=repo, env=env)
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+    note = read_review_note(repo, g.head_sha(repo))
+    assert note is not None and note.base_sha == EMPTY_TREE
+    approved = run.review(f"{EMPTY_TREE}..HEAD", cwd=repo)
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+
+
+def test_an_orphan_branch_is_pushed_reviewed_from_the_empty_tree(repo: Path, run: Cli) -> None:
+    """A branch with no common ancestor with the default branch: the hook failed on every push
+    of it ("no common ancestor", exit 2); its whole history is new, so all of it is reviewed."""
+    git(repo, "checkout", "-q", "--orphan", "pages")
+    git(repo, "rm", "-q", "-rf", ".")
+    commit_files(repo, {"index.html": "<p>hi</p>\n"}, "pages")
+    git(repo, "checkout", "-q", "main")
+    env = {**new_history(repo), "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/pages"}
+    result = run.main("review", "--hook", cwd=repo, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 file(s) checked" in result.stdout
+    assert run.main("hook", "gate", cwd=repo, env=env).returncode == 0
+
+
+def test_only_the_repository_s_own_empty_tree_is_a_range_base(repo: Path, run: Cli) -> None:
+    sha256_empty_tree = "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+    result = run.review(f"{sha256_empty_tree}..HEAD", cwd=repo)
+    assert result.returncode == 2
+    assert "unknown revision" in result.stderr
+
+
+def test_the_gate_names_the_empty_tree_for_a_new_history(repo: Path, run: Cli) -> None:
+    gate = run.main("hook", "gate", cwd=repo)
+    assert gate.returncode == 1
+    assert f"{EMPTY_TREE} for a history all new to the remote" in gate.stderr
