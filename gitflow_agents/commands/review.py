@@ -28,6 +28,7 @@ from gitflow_agents.reviewer.locate import (
     Target,
     ask_location,
     hook_range,
+    missing_history,
     nothing_to_review,
     resolve_target,
 )
@@ -165,6 +166,9 @@ def _review(
     empty = nothing_to_review(root, target)
     if empty is not None:
         return _report_nothing(args, target, empty, threshold)
+    missing = missing_history(root, target)
+    if missing is not None:  # never an approval of commits that are not here
+        raise UsageError(missing)
 
     def review_with(accepting: Acceptance | None) -> tuple[Review, GateResult]:
         try:

@@ -20,6 +20,7 @@ import importlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 
+from gitflow_agents.base.atomic import common_git_dir
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.lazy import path as as_path
 from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from gitflow_agents.git.merge import merge_into as merge_into
     from gitflow_agents.git.remote import PushResult as PushResult
     from gitflow_agents.git.remote import claim_branch as claim_branch
+    from gitflow_agents.git.remote import deepen as deepen
     from gitflow_agents.git.remote import delete_remote_branch as delete_remote_branch
     from gitflow_agents.git.remote import fetch_ref as fetch_ref
     from gitflow_agents.git.remote import push_branch as push_branch
@@ -490,6 +492,42 @@ def commit_patches(
     flags = (*DIFF_FLAGS, *_PATCH_FLAGS, *((TEXT,) if text else ()))
     args = (*log, *flags, format, "--end-of-options", *revs, "--", *literal_pathspecs(paths))
     return diffparse.parse_commit_patches(run_git(root, *args).stdout)
+
+
+def shallow_boundary(root: StrPath, base: str, head: str) -> tuple[str, ...]:
+    """The commits of ``base..head`` at the shallow boundary of this clone (``git clone
+    --depth``, ``actions/checkout``'s default) that have parents: git has none of those parents
+    (nor what they add) and shows each such commit as a root commit, so the range is not all
+    here. None in a full clone, where this costs no git process (``_shallow_commits``)."""
+    shallow = _shallow_commits(root)
+    if not shallow:
+        return ()
+    revs = range_revs(base, head)
+    listed = run_git(root, "rev-list", "--end-of-options", *revs, "--").stdout.split()
+    return tuple(sha for sha in listed if sha in shallow and _has_parents(root, sha))
+
+
+def _shallow_commits(root: StrPath) -> frozenset[str]:
+    """The commits the git directory's ``shallow`` file lists; none for a full clone. Read from
+    the file system when ``.git`` is where it usually is, else where git says it is."""
+    where = common_git_dir(root)
+    if where is not None:
+        path = os.path.join(where, "shallow")  # noqa: PTH118 - no pathlib (issue 20)
+    else:
+        named = run_git(root, "rev-parse", "--git-path", "shallow").stdout.strip()
+        path = os.path.join(root, named)  # noqa: PTH118
+    try:
+        with open(path, encoding="ascii") as listed:  # noqa: PTH123
+            return frozenset(listed.read().split())
+    except FileNotFoundError:
+        return frozenset()
+
+
+def _has_parents(root: StrPath, sha: str) -> bool:
+    """Whether commit ``sha`` names a parent in its own object (git's shallow view hides it;
+    a real root commit at the boundary has none, and nothing of its history is missing)."""
+    text = run_git(root, "cat-file", "commit", sha).stdout
+    return any(line.startswith("parent ") for line in text.partition("\n\n")[0].splitlines())
 
 
 # --- file contents -------------------------------------------------------------------------

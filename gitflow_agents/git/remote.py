@@ -35,6 +35,15 @@ def fetch_ref(root: Path, refspec: str, remote: str = "origin") -> bool:
     return result.returncode == 0
 
 
+def deepen(root: Path, refspec: str, depth: int | None, remote: str = "origin") -> bool:
+    """Deepen this shallow clone's history by ``depth`` commits past its boundary (None: all of
+    it, ``--unshallow``), fetching ``refspec`` from ``remote``; best effort, as ``fetch_ref``:
+    whether git succeeded."""
+    how = f"--deepen={depth}" if depth is not None else "--unshallow"
+    args = ("fetch", "--no-tags", "--quiet", how, "--end-of-options", remote, refspec)
+    return run_git(root, *args, check=False).returncode == 0
+
+
 def remote_branch_sha(root: Path, branch: str, remote: str = "origin") -> str | None:
     """The tip of ``branch`` on ``remote`` (``git ls-remote``), None when it has no such branch;
     GitError when the remote cannot be read."""

@@ -173,6 +173,25 @@ def nothing_to_review(root: StrPath, target: Target) -> str | None:
     )
 
 
+def missing_history(root: StrPath, target: Target) -> str | None:
+    """Why ``target`` cannot be reviewed whole here (None when it can): commits of its range sit
+    at the shallow boundary of this clone, so the commits before them, and whatever they added
+    (a key added and removed again), are not here. A review never approves what it did not
+    see; ``git agent-review`` fetches nothing itself (a review and its hooks stay offline)."""
+    if target.head is None:
+        return None
+    boundary = git.shallow_boundary(root, target.base, target.head)
+    if not boundary:
+        return None
+    return (
+        f"{target.label} reaches past the shallow boundary of this clone at "
+        f"{len(boundary)} commit(s) ({boundary[0][:12]}…): the commits before them are not "
+        "here, so the range cannot be reviewed whole; fetch them (`git fetch --unshallow`, "
+        "or `git fetch --deepen=N`) and review again; in GitHub Actions check out with "
+        "`actions/checkout`'s `fetch-depth: 0`"
+    )
+
+
 def hook_range(environ: Mapping[str, str]) -> tuple[str | None, bool, str | None]:
     """What ``--hook`` reviews, as (RANGE, staged, pushed): on pre-push the pushed range
     ``PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF``; for a pushed ref whose whole history is new to

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import read_review_note
 from tests.conftest import Cli, git
@@ -139,3 +141,66 @@ def test_the_gate_names_the_empty_tree_for_a_new_history(repo: Path, run: Cli) -
     gate = run.main("hook", "gate", cwd=repo)
     assert gate.returncode == 1
     assert f"{EMPTY_TREE} for a history all new to the remote" in gate.stderr
+
+
+# --- a shallow clone: never an approval of commits that are not there ---------------------------
+
+
+def shallow_clone(repo: Path, tmp_path: Path, depth: int) -> Path:
+    """A ``--depth`` clone of ``repo``'s ``feat`` with ``main`` fetched beside it (as
+    actions/checkout and a base fetched separately leave a CI checkout)."""
+    clone = tmp_path / "shallow"
+    url = repo.as_uri()
+    git(tmp_path, "clone", "-q", "--depth", str(depth), "--branch", "feat", url, str(clone))
+    git(clone, "fetch", "-q", "origin", "main:refs/remotes/origin/main")
+    return clone
+
+
+@pytest.fixture
+def key_in_history(repo: Path) -> Path:
+    """``repo`` with ``feat``: a key added, removed, then a clean commit."""
+    git(repo, "checkout", "-q", "-b", "feat")
+    commit_files(repo, {"s.py": KEY_FILE}, "add key")
+    git(repo, "rm", "-q", "s.py")
+    commit_files(repo, {"f.txt": "ok\n"}, "remove key, then clean")
+    commit_files(repo, {"g.txt": "ok\n"}, "clean")
+    return repo
+
+
+def test_a_range_past_a_shallow_clone_s_boundary_is_refused_not_approved(
+    key_in_history: Path, tmp_path: Path, run: Cli
+) -> None:
+    """The commits before the boundary (the key's) are not in the clone: the history scan
+    skipped them and the range was approved, its note passing the gate."""
+    clone = shallow_clone(key_in_history, tmp_path, 1)
+    for _ in range(2):
+        result = run.review("origin/main..HEAD", cwd=clone)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "shallow boundary" in result.stderr and "git fetch --unshallow" in result.stderr
+        assert "fetch-depth: 0" in result.stderr
+    assert run.review("HEAD", cwd=clone).returncode == 2  # its parent is not here either
+    assert git(clone, "for-each-ref", "refs/notes/") == ""
+    assert run.main("hook", "gate", cwd=clone).returncode == 1
+    git(clone, "fetch", "-q", "--unshallow", "origin")
+    assert run.review("origin/main..HEAD", cwd=clone).returncode == 1  # now it is all here
+
+
+def test_a_range_within_a_shallow_clone_s_history_is_reviewed(
+    key_in_history: Path, tmp_path: Path, run: Cli
+) -> None:
+    clone = shallow_clone(key_in_history, tmp_path, 2)
+    for _ in range(2):
+        result = run.review("HEAD~1..HEAD", cwd=clone)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert run.review("HEAD", cwd=clone).returncode == 0
+    assert run.main("hook", "gate", cwd=clone).returncode == 0
+
+
+def test_a_root_commit_at_the_boundary_misses_nothing(repo: Path, tmp_path: Path, run: Cli) -> None:
+    """A depth-1 clone of a one-commit history lists that commit as shallow; it has no parent
+    to miss."""
+    clone = tmp_path / "one"
+    git(tmp_path, "clone", "-q", "--depth", "1", repo.as_uri(), str(clone))
+    assert git(clone, "rev-parse", "--is-shallow-repository") == "true\n"
+    result = run.review("HEAD", cwd=clone)
+    assert result.returncode == 0, result.stdout + result.stderr

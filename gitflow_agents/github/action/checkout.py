@@ -28,6 +28,7 @@ from gitflow_agents.github.api.values import MergeGroup
 from gitflow_agents.reviewer.agent_target import review_target, runs_builtin
 from gitflow_agents.reviewer.flow_settings import acceptance_at, settings_at
 from gitflow_agents.reviewer.incremental import Earlier, Prior, findings_from
+from gitflow_agents.reviewer.locate import missing_history
 from gitflow_agents.reviewer.target import Target
 from gitflow_agents.runs.spend import run_spend
 
@@ -62,8 +63,32 @@ def ensure_group(root: Path, group: MergeGroup) -> None:
         (group.head_sha, group.head_ref, "head"),
         (group.base_sha, group.base_ref, "base"),
     ):
-        refspecs = [ref, sha] if ref.startswith("refs/") else [sha]
-        fetch_missing(root, sha, refspecs, f"the merge group's {which} commit {sha[:12]}")
+        fetch_missing(
+            root, sha, _refspecs(sha, ref), f"the merge group's {which} commit {sha[:12]}"
+        )
+
+
+def _refspecs(sha: str, ref: str) -> list[str]:
+    """What to fetch ``sha`` by: its plain ref (``refs/heads/…``), then the sha itself."""
+    return [ref, sha] if ref.startswith("refs/") else [sha]
+
+
+# How far a shallow checkout is deepened, one step after the other, before all of it is fetched.
+_DEEPEN_STEPS = (1, 16, 256)
+
+
+def ensure_history(root: Path, target: Target, refspec: str) -> None:
+    """Every commit of ``target``'s range in the checkout: actions/checkout's default clone is
+    one commit deep, and the range's commits past that boundary (and what they add) are not
+    there. The history is deepened from ``origin`` (fetching ``refspec``, objects only) in
+    growing steps, then unshallowed; UsageError when the range is still not whole."""
+    for depth in (*_DEEPEN_STEPS, None):
+        if missing_history(root, target) is None:
+            return
+        git.deepen(root, refspec, depth)
+    missing = missing_history(root, target)
+    if missing is not None:
+        raise UsageError(f"{missing} (fetching them from origin did not bring them)")
 
 
 @contextlib.contextmanager
@@ -98,6 +123,7 @@ def review_pull(
     ensure_commit(root, pull.base_sha, pull.number)
     base = git.merge_base(root, pull.base_sha, pull.head_sha)
     target = Target(base, pull.head_sha, f"PR #{pull.number}")
+    ensure_history(root, target, f"+refs/pull/{pull.number}/head")
     return _review(root, target, pull.base_sha, options, temp, earlier)
 
 
@@ -109,6 +135,7 @@ def review_group(
     root = git.repo_root(workspace)
     ensure_group(root, group)
     target = Target(group.base_sha, group.head_sha, group.label)
+    ensure_history(root, target, _refspecs(group.head_sha, group.head_ref)[0])
     return _review(root, target, group.base_sha, options, temp)
 
 

@@ -37,12 +37,28 @@ class Group(NamedTuple):
     origin: Path
 
 
-def queue(repo: Path, tmp_path: Path, files: dict[str, str], *, clone: bool = True) -> Group:
-    """The merge queue's group: one commit with ``files`` on top of ``main``, on the queue's
-    branch in ``origin``; the workspace a depth-1 clone of the group's head."""
+def queue(
+    repo: Path,
+    tmp_path: Path,
+    files: dict[str, str],
+    *,
+    clone: bool = True,
+    earlier: tuple[dict[str, str], ...] = (),
+) -> Group:
+    """The merge queue's group: one commit with ``files`` on top of ``main`` (after a commit
+    for each of ``earlier``; an empty text deletes the file), on the queue's branch in
+    ``origin``; the workspace a depth-1 clone of the group's head."""
     base = git(repo, "rev-parse", "HEAD").strip()
     branch = f"gh-readonly-queue/main/pr-7-{base}"
     git(repo, "checkout", "-q", "-b", branch)
+    for number, change in enumerate(earlier):
+        for name, text in change.items():
+            if text:
+                (repo / name).write_text(text)
+            else:
+                (repo / name).unlink()
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"earlier {number}")
     for name, text in files.items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text)
@@ -208,6 +224,36 @@ def test_a_base_missing_from_origin_is_one_clear_error_and_an_error_status(
     assert "fetch-depth: 0" in line
     assert states(gh, group.head) == ["pending", "error"]
     assert runner.outputs()["review-result"] == "error"
+
+
+def test_a_key_a_queued_commit_adds_and_a_later_one_removes_is_found_past_the_depth_1_checkout(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """The checkout holds the group's head alone: the commits before it are past its shallow
+    boundary, where the history scan did not look. The action deepens the checkout until the
+    whole range is there, and the key an earlier commit added is found."""
+    key = "AKIA" + "Z7Q2XK4M9PLR3VBN"
+    earlier = ({"keys.py": f'KEY = "{key}"\n'}, {"keys.py": ""})
+    group = queue(repo, tmp_path, {"fine.py": FINE}, earlier=earlier)
+    runner = group_runner(tmp_path, gh, group)
+    for _ in range(2):  # a re-run finds the history it deepened
+        result = runner.run("merge_group", event(gh, group))
+        assert result.returncode == 1, result.stderr
+        assert "keys.py:1 in commit" in result.stdout
+    assert states(gh, group.head) == ["pending", "failure", "pending", "failure"]
+    assert git(group.workspace, "rev-list", "--count", f"{group.base}..{group.head}") == "3\n"
+
+
+def test_a_shallow_checkout_origin_cannot_deepen_is_one_clear_error(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    group = queue(repo, tmp_path, {"fine.py": FINE}, earlier=({"a.py": "x = 1\n"},))
+    git(group.workspace, "fetch", "-q", "origin", group.base)  # the base is there; no more
+    git(group.workspace, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
+    result = group_runner(tmp_path, gh, group).run("merge_group", event(gh, group))
+    assert result.returncode == 2, result.stderr
+    assert "shallow boundary" in result.stderr and "fetch-depth: 0" in result.stderr
+    assert states(gh, group.head) == ["pending", "error"]
 
 
 def test_a_full_checkout_fetches_nothing(gh: GitHubStandIn, repo: Path, tmp_path: Path) -> None:
