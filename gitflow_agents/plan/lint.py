@@ -12,14 +12,13 @@ from gitflow_agents.plan.deps import duplicate_step, graph_problems, read_depend
 from gitflow_agents.plan.model import Problem, SpecPlanConfig, shown_path
 from gitflow_agents.plan.scan import (
     Scan,
-    near_miss_hint,
+    near_miss_message,
     no_steps_message,
     number_problem,
     read,
     scan_text,
     step_number,
     step_values,
-    strip_eol,
 )
 from gitflow_agents.plan.touches import read_touches
 
@@ -51,12 +50,7 @@ def _lint_scan(path: str, scan: Scan, config: SpecPlanConfig) -> Iterator[Proble
             path, index + 1, "matches step_header_pattern but is not a markdown heading; not a step"
         )
     for index in scan.near_misses:
-        hint = near_miss_hint(strip_eol(scan.lines[index]), config)
-        yield Problem(
-            path,
-            index + 1,
-            f"heading looks like a step but does not match step_header_pattern{hint}",
-        )
+        yield Problem(path, index + 1, near_miss_message(scan, index, config))
     if not scan.headers:
         yield Problem(path, None, no_steps_message(config))
         return

@@ -232,6 +232,24 @@ def no_steps_message(config: SpecPlanConfig, scan: Scan | None = None) -> str:
     return text
 
 
+def near_miss_message(scan: Scan, index: int, config: SpecPlanConfig) -> str:
+    """What ``plan lint``, ``run`` and ``prompt`` say about the heading on line ``index`` that
+    looks like a step but does not match the pattern."""
+    return "heading looks like a step but does not match step_header_pattern" + near_miss_hint(
+        strip_eol(scan.lines[index]), config
+    )
+
+
+def unseen_step(scan: Scan, config: SpecPlanConfig) -> int | None:
+    """The first heading that is a step but for the one-space empty status its pattern (the
+    default of gitflow-agents 0.1) cannot take, else None. A plan with one is refused by every
+    command that reads it: ``run --all`` would leave that step out without a word."""
+    for index in scan.near_misses:
+        if near_miss_hint(strip_eol(scan.lines[index]), config):
+            return index
+    return None
+
+
 def near_miss_hint(line: str, config: SpecPlanConfig) -> str:
     """Why a ``### Status`` heading is no step: the one-space empty status under a pattern that
     needs two (the default of gitflow-agents 0.1), else nothing to add."""

@@ -13,6 +13,7 @@ from gitflow_agents.plan.deps import read_dependencies
 from gitflow_agents.plan.marks import read_status, stacked, write_mark
 from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, shown_path, yaml_pattern
 from gitflow_agents.plan.scan import (
+    near_miss_message,
     no_steps_message,
     number_is,
     number_problem,
@@ -20,6 +21,7 @@ from gitflow_agents.plan.scan import (
     scan_text,
     step_values,
     strip_eol,
+    unseen_step,
 )
 from gitflow_agents.plan.touches import read_touches
 
@@ -37,6 +39,10 @@ def parse_plan_text(text: str, path: Path, config: SpecPlanConfig = _DEFAULTS) -
     scan = scan_text(text, config)
     if not scan.headers:
         raise PlanError(no_steps_message(config, scan), path=shown_path(path))
+    unseen = unseen_step(scan, config)
+    if unseen is not None:
+        message = near_miss_message(scan, unseen, config)
+        raise PlanError(message, path=shown_path(path), line=unseen + 1)
     normalized = [strip_eol(line) + "\n" for line in scan.lines]
     if scan.lines and not scan.lines[-1].endswith(("\n", "\r")):
         normalized[-1] = normalized[-1][:-1]

@@ -321,3 +321,40 @@ def test_a_step_number_of_15_digits_is_a_step(project: Path, cli: Run) -> None:
     result = cli("plan", "matrix", "specs/wide.md", cwd=project)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["include"][0]["step"] == 999999999999999
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("plan", "lint", "specs/old.md"),
+        ("plan", "show", "specs/old.md"),
+        ("prompt", "--agent", "builder", "--plan", "specs/old.md", "--step", "1"),
+        ("run", "specs/old.md", "--step", "2"),
+        ("run", "specs/old.md", "--all"),
+    ],
+)
+def test_the_pattern_of_0_1_and_a_one_space_step_give_the_hint_in_every_command(
+    tmp_path: Path, cli: Run, command: tuple[str, ...]
+) -> None:
+    """A step written with one space under the 0.1 default pattern is no step; with step 1
+    done, ``run --all`` left steps 2 and 3 out and exited 0. Every command that reads the plan
+    names the line and the pattern to paste (docs/spec-plans.md, Format)."""
+    from gitflow_agents.plan import DEFAULT_STEP_PATTERN, LEGACY_STEP_PATTERN, yaml_pattern
+    from tests.conftest import init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        f"{COMPLETION}spec_plan:\n  step_header_pattern: {yaml_pattern(LEGACY_STEP_PATTERN)}\n"
+    )
+    (repo / "specs").mkdir()
+    (repo / "specs" / "old.md").write_text(
+        "# P\n\n## Implementation Steps\n\n### Status: ✅ | Step 1: one\n\n"
+        "### Status: | Step 2: two\n\n### Status: | Step 3: three\n"
+    )
+    result = cli(*command, cwd=repo)
+    assert result.returncode == 2, result.stderr + result.stdout
+    out = result.stdout + result.stderr
+    assert "specs/old.md:7: heading looks like a step but does not match" in out
+    assert f"step_header_pattern: {yaml_pattern(DEFAULT_STEP_PATTERN)})" in out
+    assert "Traceback" not in out

@@ -562,3 +562,10 @@ def test_the_pattern_that_needs_two_spaces_gets_a_hint_for_the_one_space_form(
     assert r"step_header_pattern: '^### Status: ([^|]*?) ?\| Step (\d+): (.+)$'" in message
     problems = [p for p in lint_plan(path, legacy) if p.line == 5]
     assert problems and "needs two spaces" in problems[0].message
+    # With another step that matches, the plan is refused too: the step would go unseen.
+    path.write_text(SEED_FORM.replace("| Step 1", "✅ | Step 1").replace("✅ | Step 2", "| Step 2"))
+    with pytest.raises(PlanError) as info:
+        parse_plan(path, legacy)
+    assert info.value.line == 7
+    assert "looks like a step but does not match" in str(info.value)
+    assert "needs two spaces for an empty status" in str(info.value)
