@@ -18,7 +18,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,16 +33,18 @@ from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.status import LIVE_STATES
 
 _STEP = re.compile(r"step-(\d+)\Z")
-STATE_OF_OUTCOME = {
+STATE_OF_OUTCOME: Mapping[str, str] = {  # keys: every StepOutcome
     "approved": "landed",
     "skipped": "landed",
     "rejected": "rejected",
-    "failed": "failed",
+    "failed": "failed",  # also rate limited (exit 6)
     "empty": "failed",
-    "canceled": "failed",
+    "canceled": "failed",  # also interrupted (Ctrl-C, SIGTERM)
+    "budget": "failed",  # as result.json's status: its work is kept on the branch
 }
 """A step run's outcome (result.json ``chain.outcome``) as a work tree's state; approved but not
-merged (``run --pr``: a pull request waits) is ``approved``."""
+merged (``run --pr``: a pull request waits) is ``approved``. Only an outcome no version wrote
+(a record edited by hand) is ``unknown``."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import psutil
 
@@ -71,6 +71,36 @@ def test_worktrees_lists_states_sizes_and_live_runs(repo: Path) -> None:
     assert "agents/feature/step-1" in table and "rejected" in table and "3 work trees" in table
     gone = {t["path"] for t in gc(repo)["trees"] if t["removed"]}
     assert str(leftover) in gone and not leftover.exists()  # unregistered: it goes too
+
+
+def test_worktrees_gives_every_outcome_a_record_can_hold_a_state(repo: Path) -> None:
+    """A step stopped by a budget showed ``unknown``, as if it had no record: every outcome
+    a step run records (the whole ``StepOutcome`` vocabulary) has a state."""
+    from gitflow_agents.chain.trees import STATE_OF_OUTCOME
+    from gitflow_agents.runs.status import StepOutcome
+
+    rejected_and_failed(repo)
+    (record,) = [
+        path
+        for path in (repo / "flows" / "feature" / "runs").glob("*/result.json")
+        if json.loads(path.read_text()).get("chain", {}).get("step") == 2
+    ]
+    data = json.loads(record.read_text())
+    states = {}
+    for outcome in get_args(StepOutcome):
+        data["chain"]["outcome"] = outcome
+        record.write_text(json.dumps(data))
+        states[outcome] = by_step(repo)[2]["state"]
+    assert states == {
+        "approved": "approved",  # not merged: a pull request waits
+        "skipped": "landed",
+        "rejected": "rejected",
+        "failed": "failed",
+        "canceled": "failed",
+        "empty": "failed",
+        "budget": "failed",
+    }
+    assert set(STATE_OF_OUTCOME) == set(get_args(StepOutcome))
 
 
 def test_gc_never_removes_a_live_or_unmerged_tree_and_a_second_gc_is_a_no_op(
