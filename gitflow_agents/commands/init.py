@@ -15,10 +15,12 @@ with no commit yet it also commits what it wrote, so ``run`` has a target to lan
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.fsutil import write_bytes_atomic
 from gitflow_agents.config import find_project_root, scaffold_files
 from gitflow_agents.git.cmd import run_git
@@ -41,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
     example = bool(getattr(args, "example", False))
     written: list[str] = []
     other: list[str] = []  # --example: its config or plan kept as a plain `init` wrote it
-    for file in scaffold_files(example=example):
+    files = scaffold_files(example=example)
+    _refuse_what_is_in_the_way(root, [file.dest for file in files])
+    for file in files:
         target = root / file.dest
         if target.exists() and not force:
             print(f"skip {file.dest} (exists)")
@@ -66,6 +70,34 @@ def run(args: argparse.Namespace) -> int:
             return 0
         print(f"next: gitflow-agents run {EXAMPLE_PLAN} --all")
     return 0
+
+
+def _refuse_what_is_in_the_way(root: Path, dests: list[str]) -> None:
+    """UsageError naming every path that stops ``init`` (a file where it needs a folder, a
+    folder where it writes a file), before it writes anything: it stopped half-way with a raw
+    OS error that named a temp file, leaving part of the scaffold."""
+    problems: dict[str, str] = {}
+    for dest in dests:
+        parts = PurePosixPath(dest).parts
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if os.path.lexists(root / folder) and not (root / folder).is_dir():
+                problems.setdefault(
+                    folder, f"{folder} is {_kind(root / folder)}; init needs a folder there"
+                )
+                break
+        else:
+            if (root / dest).is_dir():
+                problems.setdefault(dest, f"{dest} is a folder; init writes a file there")
+    if problems:
+        raise UsageError("; ".join(problems.values()) + " (init wrote nothing)")
+
+
+def _kind(path: Path) -> str:
+    """What is at ``path`` instead of a folder, as a message says it."""
+    if not path.exists():
+        return "a broken symbolic link"
+    return "a file" if path.is_file() else "not a folder"
 
 
 def _is_the_examples(path: Path, dest: str, content: bytes) -> bool:

@@ -149,7 +149,7 @@ def test_file_where_a_folder_should_be_is_one_line(tmp_path) -> None:  # type: i
     assert result.returncode == ExitCode.USAGE
     assert "Traceback" not in result.stderr
     assert ".flow" in result.stderr
-    assert "Not a directory" in result.stderr
+    assert ".flow is a file; init needs a folder there" in result.stderr
     assert result.stderr.count("\n") == 1
 
 

@@ -82,6 +82,39 @@ def test_init_keeps_an_existing_user_file_outside_flow(repo: Path, cli_run: Cli)
     assert (repo / "specs/example-plan.md").read_text() == "my plan\n"
 
 
+@pytest.mark.parametrize(
+    ("obstacle", "force", "said"),
+    [
+        ("file:specs", False, "specs is a file; init needs a folder there"),
+        ("file:.flow/agents", True, ".flow/agents is a file; init needs a folder there"),
+        ("link:.flow", False, ".flow is a broken symbolic link; init needs a folder there"),
+        ("folder:.flow/base.yaml", True, ".flow/base.yaml is a folder; init writes a file there"),
+        ("folder:.flow/base.yaml", False, ".flow/base.yaml is a folder; init writes a file there"),
+    ],
+)
+def test_init_names_what_is_in_the_way_and_writes_nothing(
+    repo: Path, cli_run: Cli, obstacle: str, force: bool, said: str
+) -> None:
+    """It wrote part of the scaffold, then stopped with ``specs: File exists`` or a temp
+    file's name (``.flow/.base.yaml.<hex>.tmp: Is a directory``)."""
+    kind, name = obstacle.split(":")
+    path = repo / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "file":
+        path.write_text("mine\n")
+    elif kind == "link":
+        path.symlink_to(repo / "nowhere")
+    else:
+        path.mkdir()
+    before = sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts)
+    result = cli_run.main("init", *(["--force"] if force else []), cwd=repo)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr == f"gitflow-agents: error: {said} (init wrote nothing)\n"
+    assert result.stdout == ""
+    after = sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts)
+    assert after == before
+
+
 def test_init_in_a_directory_without_git(tmp_path: Path) -> None:
     """A real process: the command's exit status as a shell sees it."""
     result = run_cli("init", cwd=tmp_path)
