@@ -21,17 +21,16 @@ import shlex
 import shutil
 import stat
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from gitflow_agents.base import proc
-from gitflow_agents.base.errors import ConfigError, ExitCode, GitflowError
+from gitflow_agents.base.errors import ExitCode, GitflowError
 from gitflow_agents.base.fsutil import read_limited, write_json_atomic, write_text_atomic
 from gitflow_agents.base.redact import MIN_EXACT_LENGTH, redact_text, secret_values
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.workspace import Workspace
-from gitflow_agents.config.where import listed_at
-from gitflow_agents.git.ignored import ignored_files, tracked_files
+from gitflow_agents.config.where import tracked_copies
+from gitflow_agents.git.ignored import ignored_files
 from gitflow_agents.git.worktree import admin_dir
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.schema import SetupEntry
@@ -41,7 +40,6 @@ SETUP_LOG = "setup.log"
 SETUP_STATE = "gitflow-agents-setup.json"
 TAIL_LINES = 15
 MAX_SECRET_SCAN = 1024 * 1024  # bytes of a copied file read for the values to mask
-_GLOB = re.compile(r"[*?\[]")
 _DOTENV = re.compile(r"^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.]*\s*[=:]\s*(.*?)\s*$")
 _PLAIN = re.compile(r"[a-z]+|[0-9.]+|true|false|yes|no|null|none", re.IGNORECASE)
 
@@ -71,7 +69,8 @@ def copy_ignored(ctx: Context, ws: Workspace) -> tuple[str, ...]:
     listed = ctx.config.chain.copy_ignored
     if not listed:
         return ()
-    _refuse_tracked(ctx, listed)
+    for problem in tracked_copies(ctx.config, ctx.root):
+        raise problem
     flow_dir = ctx.exclude[0] + "/"
     copied = []
     for rel in ignored_files(ctx.root, listed):
@@ -81,22 +80,6 @@ def copy_ignored(ctx: Context, ws: Workspace) -> tuple[str, ...]:
         ctx.protected.add(rel)
         ctx.secrets |= file_secrets(ctx.root / rel, rel)
     return tuple(copied)
-
-
-def _refuse_tracked(ctx: Context, listed: Sequence[str]) -> None:
-    """ConfigError (file:line of the entry) for a listed plain path (no glob) that git tracks:
-    it is in every work tree already, and copying would put the user's copy into commits."""
-    plain = [pattern for pattern in listed if not _GLOB.search(pattern)]
-    for tracked in tracked_files(ctx.root, plain):
-        pattern = next(p for p in plain if tracked == p or tracked.startswith(p + "/"))
-        path, line = listed_at(ctx.config, ("chain", "copy_ignored"), pattern) or (None, None)
-        raise ConfigError(
-            f"{pattern!r}: git tracks {tracked}, and copy_ignored copies only files git ignores "
-            "(every work tree has the tracked ones already); take it off the list",
-            path=path,
-            line=line,
-            key="chain.copy_ignored",
-        )
 
 
 def _copy_file(source: Path, worktree: Path, rel: str) -> bool:

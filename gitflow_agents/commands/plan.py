@@ -220,13 +220,18 @@ def display_width(text: str) -> int:
 def lint(paths: list[Path], flow_type: str | None) -> int:
     """Print every problem as ``path:line: message``; a count on stderr; exit 2 if any."""
     from gitflow_agents.config import config_problems, find_project_root, load_flow_config
+    from gitflow_agents.config.where import tracked_copies
 
     root = find_project_root()
     # Every problem of every .flow/ layer, reported like plan problems; with any, the plans
-    # are checked with the default spec_plan settings.
+    # are checked with the default spec_plan settings. Once it loads, what only git can tell
+    # (a chain.copy_ignored entry git tracks, which run refuses).
     problems = config_problems(root, flow_type)
+    config = SpecPlanConfig()
+    if not problems:
+        loaded = load_flow_config(root, flow_type)
+        problems, config = tracked_copies(loaded, root), loaded.spec_plan
     lines = [str(Problem(e.path or ".flow", e.line, _config_message(e))) for e in problems]
-    config = SpecPlanConfig() if problems else load_flow_config(root, flow_type).spec_plan
     lines.extend(_manifest_problems(root))
     for path in paths:
         lines.extend(str(problem) for problem in lint_plan(path, config))

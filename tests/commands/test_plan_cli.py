@@ -358,3 +358,30 @@ def test_the_pattern_of_0_1_and_a_one_space_step_give_the_hint_in_every_command(
     assert "specs/old.md:7: heading looks like a step but does not match" in out
     assert f"step_header_pattern: {yaml_pattern(DEFAULT_STEP_PATTERN)})" in out
     assert "Traceback" not in out
+
+
+def test_lint_reports_a_copy_ignored_entry_git_tracks_as_run_does(tmp_path: Path, cli: Run) -> None:
+    """``run`` refuses a ``chain.copy_ignored`` entry git tracks (``.flow/base.yaml:N``); lint
+    said "no problems" (docs/configuration.md: lint reports every config problem)."""
+    from tests.conftest import git, init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    (repo / "specs").mkdir()
+    shutil.copy(PLANS / "feature.md", repo / "specs" / "feature.md")
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        f"{COMPLETION}chain:\n  copy_ignored:\n    - .env\n    - README.md\n    - specs\n"
+    )
+    git(repo, "add", "specs")
+    git(repo, "commit", "-qm", "plan")
+    result = cli("plan", "lint", "specs/feature.md", cwd=repo)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        ".flow/base.yaml:6: chain.copy_ignored: 'README.md': git tracks README.md, and "
+        "copy_ignored copies only files git ignores (every work tree has the tracked ones "
+        "already); take it off the list",
+        ".flow/base.yaml:7: chain.copy_ignored: 'specs': git tracks specs/feature.md, and "
+        "copy_ignored copies only files git ignores (every work tree has the tracked ones "
+        "already); take it off the list",
+    ]
+    assert result.stderr == "2 problems (1 plan checked)\n"
