@@ -237,7 +237,11 @@ def _add_heartbeat(sub: Registry) -> None:
 
 
 def _cancel_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_id", metavar="RUN_ID", help="run id (or a unique prefix of 8+ chars)")
+    p.add_argument(
+        "run_id",
+        metavar="RUN_ID",
+        help="an agent run's id, or a running step run's (or a unique prefix of 8+ chars)",
+    )
     from gitflow_agents.commands.options import SECONDS
 
     p.add_argument("--wait", type=SECONDS, default=10.0, help="seconds to let its supervisor act")

@@ -5,6 +5,8 @@ the file ``<run dir>/cancel`` its supervisor watches: it kills that agent's tree
 the run itself (in a chain, the step records the agent ``canceled``: docs/chains.md). When it
 does not answer within ``--wait`` seconds (or is gone), the tree recorded in ``status.json``
 (pid, process group, the run's environment marker) is killed here and the run marked canceled.
+The id of a step run in progress (``run``'s, named by its step's lock) cancels each agent it
+runs now (``runs/control.cancel_step_run``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from gitflow_agents.runs.spend import cost_text, run_spend, step_spend, tokens_t
 
 if TYPE_CHECKING:
     from gitflow_agents.config.values import FlowConfig
+    from gitflow_agents.runs.lock import LiveStep
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,16 +66,22 @@ def collect(
     into its run folder) read as absent. Every text is masked again (the secret rules): the
     records were masked when written, but an agent can write into its run folder too."""
     from gitflow_agents.base.redact import redact_data
-    from gitflow_agents.runs import iter_runs, read_json
+    from gitflow_agents.runs import iter_runs, read_json, runs_root
     from gitflow_agents.runs.fields import mapping, scalar, text
+    from gitflow_agents.runs.lock import live_steps
     from gitflow_agents.runs.lost import is_lost, lost_reason, spent_before
     from gitflow_agents.runs.schema import step_chain
     from gitflow_agents.runs.status import is_live
 
+    # a step run in progress has no record yet: its lock names it (``cancel`` takes its id)
+    steps = {s.holder.run_id: s for s in live_steps(root, flow_dir) if flow in (None, s.flow)}
     rows = []
     for paths in iter_runs(root, flow_dir, flow):
         status = read_json(paths.status) or {}
         result = read_json(paths.result)
+        if not status and result is None and paths.run_dir.name in steps:
+            rows.append(_live_step_row(steps.pop(paths.run_dir.name), paths.run_dir))
+            continue
         state = text(status, "state") or ("finished" if result else "unknown")
         reason = scalar(status, "reason")
         alive: tuple[int, ...] = ()
@@ -131,7 +138,32 @@ def collect(
             if isinstance(reply.get("questions"), list) and reply["questions"]:
                 row["questions"] = reply["questions"]
         rows.append(redact_data(row))
+    if steps:  # each in its place: oldest first within its flow, as the folders are read
+        rows += [
+            _live_step_row(s, runs_root(root, flow_dir, s.flow) / run) for run, s in steps.items()
+        ]
+        rows.sort(key=lambda row: (Path(row["runDir"]).parent.parent.name, row["runId"]))
     return rows
+
+
+def _live_step_row(live: LiveStep, run_dir: Path) -> dict[str, Any]:
+    """The row of a step run in progress, from its lock: running since it took the lock; what
+    it spent is in its agents' rows until its record sums them."""
+    return {
+        "runId": live.holder.run_id,
+        "flow": live.flow,
+        "agent": None,
+        "kind": None,
+        "state": "running",
+        "reason": f"step {live.step}",
+        "pid": live.holder.pid,
+        "startedAt": live.holder.at,
+        "endedAt": None,
+        "lastActivityAt": None,
+        "lastActivityKind": None,
+        "result": None,
+        "runDir": str(run_dir),
+    }
 
 
 def _step_times(run: Mapping[str, Any]) -> dict[str, Any]:

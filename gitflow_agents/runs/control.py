@@ -45,10 +45,11 @@ from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.config import load_flow_config
 from gitflow_agents.config.values import FlowConfig
-from gitflow_agents.runs import RunPaths, named_run, read_json
+from gitflow_agents.runs import RunPaths, iter_runs, named_run, read_json
 from gitflow_agents.runs.events import EventHub, NoSession
 from gitflow_agents.runs.fields import mapping
 from gitflow_agents.runs.liveness import process_alive
+from gitflow_agents.runs.lock import LiveStep, live_steps
 from gitflow_agents.runs.lost import kill_recorded_tree, mark_ended, tree_pids
 from gitflow_agents.runs.status import is_live
 
@@ -380,7 +381,14 @@ def cancel_run(
     a supervisor watches; when no supervisor ends it within ``wait`` seconds (or none is
     alive), its recorded tree is killed here and the run marked canceled (what it spent
     priced with ``config``'s prices: ``lost.mark_ended``). Returns the line to show (which says
-    so when nothing of the tree was left to kill); UsageError when there is no such run."""
+    so when nothing of the tree was left to kill); UsageError when there is no such run. A
+    step run in progress (the id a second ``run`` of its step is refused with) is canceled
+    through its agents: :func:`cancel_step_run`."""
+    if flow_dir is None:
+        flow_dir = load_flow_config(root).flow_dir
+    step = next((s for s in live_steps(root, flow_dir) if s.names(run_id)), None)
+    if step is not None:
+        return cancel_step_run(root, step, flow_dir=flow_dir, wait=wait, config=config)
     paths = _find(root, run_id, flow_dir, "cancel")
     status = read_json(paths.status) or {}
     if status.get("state") is not None and not is_live(status.get("state")):
@@ -412,6 +420,47 @@ def cancel_run(
         else "it was lost: neither supervisor nor agent alive"
     )
     return f"canceled run {paths.run_dir.name} ({why}, nothing left to kill)"
+
+
+def cancel_step_run(
+    root: Path, step: LiveStep, *, flow_dir: str, wait: float, config: FlowConfig | None
+) -> str:
+    """Cancel every agent the step run ``step`` runs now, each as ``cancel`` of its own id
+    does; the step then ends ``canceled`` (exit 130), its branch and work tree kept, as after
+    canceling one of its agents (docs/chains.md, "Canceling one agent"). Between two agents
+    (its work tree set up, a merge) it waits up to ``wait`` seconds for the next to start;
+    UsageError when none does."""
+    run_id = step.holder.run_id
+    deadline = time.monotonic() + wait
+    while not (agents := _agents_of(root, flow_dir, step)):
+        if time.monotonic() >= deadline:
+            raise UsageError(
+                f"cancel: step run {run_id} (step {step.step} of {step.flow}) has no agent "
+                "running right now (between two agents: setting up its work tree, merging); "
+                "run the same command again in a moment, or stop its `run` with Ctrl-C"
+            )
+        if not any(s.holder == step.holder for s in live_steps(root, flow_dir)):
+            return f"run {run_id} already ended"
+        time.sleep(0.05)
+    done = [
+        cancel_run(root, agent, flow_dir=flow_dir, wait=wait, config=config) for agent in agents
+    ]
+    return (
+        f"canceled step run {run_id} (step {step.step} of {step.flow}): "
+        + "; ".join(done)
+        + "; the step ends canceled"
+    )
+
+
+def _agents_of(root: Path, flow_dir: str, step: LiveStep) -> list[str]:
+    """The ids of the agent runs of the step run ``step`` that run now."""
+    found = []
+    for paths in iter_runs(root, flow_dir, step.flow):
+        status = read_json(paths.status) or {}
+        extra = mapping(status, "extra")
+        if is_live(status.get("state")) and extra.get("chainRunID") == step.holder.run_id:
+            found.append(paths.run_dir.name)
+    return found
 
 
 def _not_an_agent_run(paths: RunPaths) -> str:

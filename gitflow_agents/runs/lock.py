@@ -24,6 +24,7 @@ import enum
 import fcntl
 import json
 import os
+import re
 import secrets
 import socket
 import stat
@@ -109,7 +110,8 @@ def _refuse_step(path: Path, holder: LockInfo | None, *, elsewhere: bool = False
     )
     return StepLockedError(
         f"{path}: held by run {holder.run_id} (pid {holder.pid}){where}; "
-        f"wait for it to finish, or cancel it{' there' if elsewhere else ''}"
+        f"wait for it to finish, or cancel it{' there' if elsewhere else ''} "
+        f"(`gitflow-agents cancel {holder.run_id}`)"
     )
 
 
@@ -317,6 +319,37 @@ def step_holder(
         if info is not None and holder_alive(info):
             return info
     return None
+
+
+@dataclass(frozen=True)
+class LiveStep:
+    """A step run in progress in this checkout: the live holder of a step's lock."""
+
+    flow: str
+    step: int
+    holder: LockInfo
+
+    def names(self, run_id: str) -> bool:
+        """Whether ``run_id`` names this step run: its id, or a prefix of 8+ characters (as
+        ``cancel`` and ``send`` take an agent run's)."""
+        own = self.holder.run_id
+        return run_id == own or (len(run_id) >= 8 and own.startswith(run_id))
+
+
+_STEP_LOCK = re.compile(r"step-(\d+)\.lock")
+
+
+def live_steps(root: Path, flow_dir: str) -> list[LiveStep]:
+    """The step runs this checkout's live processes hold a step lock for (``run``), by flow
+    and step: a step run's folder is written when it ends, so while it runs its lock is what
+    names it (``status`` lists it, ``cancel`` takes its id)."""
+    found = []
+    for path in sorted((root / flow_dir).glob("*/locks/step-*.lock")):
+        match = _STEP_LOCK.fullmatch(path.name)
+        holder = read_lock(path) if match and path.is_file() else None
+        if match and holder is not None and holder_alive(holder):
+            found.append(LiveStep(path.parent.parent.name, int(match[1]), holder))
+    return found
 
 
 def steps_running(root: Path, flow_dir: str, plan: Plan) -> set[int]:
