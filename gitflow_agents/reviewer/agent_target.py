@@ -20,6 +20,7 @@ from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.acceptance import Acceptance, Scope, scope_of
 from gitflow_agents.reviewer.agent import run_agent_review, with_usage
 from gitflow_agents.reviewer.builtin import diff_secrets
+from gitflow_agents.reviewer.checkout import kept_head
 from gitflow_agents.reviewer.checks import CheckOptions
 from gitflow_agents.reviewer.flow_settings import local_settings
 from gitflow_agents.reviewer.incremental import Earlier, decide, merged
@@ -76,6 +77,7 @@ def review_target(
     with contextlib.ExitStack() as stack:
         if blobs is None:
             blobs = stack.enter_context(git.BlobReader(root))
+        guard = stack.enter_context(kept_head(root))  # it runs in the user's checkout
         parsed, secrets = _agent_review(
             root,
             agent,
@@ -87,7 +89,10 @@ def review_target(
             budget=budget,
             earlier=earlier,
         )
-    return gated(parsed, secrets, target, threshold, settings)
+    review, verdict = gated(parsed, secrets, target, threshold, settings)
+    if guard.undone:  # as a chain's round where a reviewer committed: not approved
+        verdict = GateResult(False, 1, (*verdict.reasons, guard.undone), verdict.threshold)
+    return review, verdict
 
 
 def agent_report(

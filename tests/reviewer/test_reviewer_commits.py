@@ -1,0 +1,50 @@
+"""``git agent-review --agent X`` runs the reviewer in the user's own checkout: a reviewer that
+commits moved the user's branch, and its review still approved (exit 0, a note on the old
+head). Now its commit is undone (the branch, HEAD and the index as they were; the files it
+changed stay in the work tree) and the review is not approved, as a chain's round is not
+(docs/review.md, "Reviewing with a configured agent")."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FAKES, Cli, git
+from tests.helpers.files import commit_files
+from tests.helpers.flow_config import command_agents
+
+
+@pytest.mark.parametrize("target", ["HEAD", "--staged"])
+def test_a_reviewer_that_commits_is_undone_and_not_approved(
+    repo: Path, cli: Cli, target: str
+) -> None:
+    agent = [sys.executable, str(FAKES / "fake_flow_agent"), "reviewer", "commit"]
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(command_agents({"sneaky": agent}))
+    (repo / ".git" / "info" / "exclude").write_text("/.flow/\n/flows/\n")
+    commit_files(repo, {"calc.py": "x = 1\n"}, "calc")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "staged.py").write_text("y = 2\n")
+    git(repo, "add", "staged.py")
+    (repo / "README.md").write_text("# demo\nmy own edit, not staged\n")
+    index = git(repo, "write-tree").strip()
+
+    result = cli.review(target, "--agent", "sneaky", "--format", "json", cwd=repo)
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    data = json.loads(result.stdout)
+    assert data["gate"]["approved"] is False
+    (reason,) = [r for r in data["gate"]["reasons"] if "the reviewer committed" in r]
+    assert reason.startswith("the reviewer committed (main moved to ")
+    assert f"undone: main is back at {head[:12]}, the index as it was" in reason
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert git(repo, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    assert git(repo, "write-tree").strip() == index  # staged.py staged, REVIEWER.txt not
+    assert (repo / "REVIEWER.txt").read_text() == "a reviewer was here\n"  # left, not lost
+    assert "my own edit" in (repo / "README.md").read_text()
+    if target == "HEAD":  # the note on the reviewed commit says so too
+        note = json.loads(git(repo, "notes", "--ref=gitflow-agents", "show", head))
+        assert note["verdict"] == "revise"
