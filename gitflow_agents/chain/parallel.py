@@ -14,7 +14,9 @@ sharing the event hub, the cancel flag and the landing lock (docs/decisions.md, 
 One Ctrl-C (or SIGTERM) sets the shared cancel flag: every supervisor kills its agent's process
 tree, each step records ``canceled``, and the same command run again continues (done steps are
 skipped, a step's branch and its completed agents are reused). After a step fails no new step
-starts; the running ones finish. The exit code is the worst of the steps' (``worst_exit``).
+starts; the running ones finish. The plan is read again before each decision: a step taken out
+of it meanwhile is dropped (``planned``), one that no longer parses starts nothing more. The
+exit code is the worst of the steps' (``worst_exit``).
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.loop import run_step
 from gitflow_agents.chain.record import ChainResult
 from gitflow_agents.chain.resume import landed_tip
-from gitflow_agents.chain.state import done_where
-from gitflow_agents.plan import parse_plan
+from gitflow_agents.chain.state import DONE, done_where
+from gitflow_agents.plan import Plan, parse_plan
+from gitflow_agents.plan.deps import checked_order
+from gitflow_agents.plan.model import shown_path
 from gitflow_agents.plan.waves import spread
 from gitflow_agents.render.steps import StepsChannel
 from gitflow_agents.runs.events import EventHub
@@ -115,6 +119,17 @@ def next_steps(
     return [*skipped, *(step.number for step in chosen)], waits
 
 
+def planned(plan: Plan, steps: Sequence[int], say: Callable[[str], None]) -> list[int]:
+    """The steps of ``steps`` that ``plan`` (read again: edited while the run goes on) still
+    has, in their order; one line on ``say`` for each it no longer has. Such a step is not run
+    and counts as no step of the run (no record, no exit code): the others go on, with
+    ``--jobs 1`` as with more (docs/chains.md, "Several steps at once")."""
+    numbers = {step.number for step in plan.steps}
+    for gone in (number for number in steps if number not in numbers):
+        say(f"step {gone}: no longer in {shown_path(plan.path)}, not run")
+    return [number for number in steps if number in numbers]
+
+
 class _Ended(NamedTuple):
     step: int
     result: ChainResult | None
@@ -140,26 +155,30 @@ def run_parallel(
     codes: list[int] = []
     said: set[Waiting] = set()
     bug: BaseException | None = None
-    interrupted = stopped = False
+    interrupted = False
+    stopped: str | None = None  # why no further step starts
     decide = True  # at the start and after a step ended: only a landing readies a step
     while True:
         try:
-            if decide and not stopped and not interrupted:
+            if decide and stopped is None and not interrupted:
                 decide = False
                 budget = ctx.budget
                 spent = budget.holds_back(*ctx.adapters) if budget is not None else None
                 if spent is not None and pending:  # the plan's budget: no further step starts
                     say(f"no further step starts: {spent}")
                     codes.append(int(ExitCode.BUDGET))
-                    stopped = True
+                    stopped = "the plan's budget is spent"
                     continue
                 try:
                     fresh = replace(ctx, plan=parse_plan(plan_path, ctx.config.spec_plan))
+                    assert fresh.plan is not None
+                    checked_order(fresh.plan)  # its dependencies can still be met
+                    pending[:] = planned(fresh.plan, pending, say)
                     start, waits = next_steps(fresh, pending, list(running), jobs)
                 except GitflowError as exc:  # the plan, edited meanwhile, no longer parses
                     print(f"error: {exc}; no further step starts", file=sys.stderr)
                     codes.append(int(exc.exit_code))
-                    stopped = True
+                    stopped = "after the error above"
                     continue
                 for wait in (w for w in waits if w not in said):
                     said.add(wait)
@@ -182,12 +201,16 @@ def run_parallel(
             codes.append(code)
             if end.error is not None and not isinstance(end.error, GitflowError):
                 bug = bug or end.error
-            stopped = stopped or code != ExitCode.OK
+            if code != ExitCode.OK:
+                stopped = stopped or "a step ended without landing"
         except KeyboardInterrupt as exc:
             interrupted = True
             ctx.cancel.set_for(exc)  # every supervisor kills its agent's process tree
-    if stopped and pending:
-        say(f"not started (a step ended without landing): {', '.join(map(str, pending))}")
+    if pending and stopped is None and not interrupted:  # waiting for a step not in the run
+        stopped = f"what they depend on is not {DONE} on {ctx.target}"  # (one added meanwhile)
+        codes.append(int(ExitCode.USAGE))
+    if stopped is not None and pending:
+        say(f"not started ({stopped}): {', '.join(map(str, pending))}")
     if interrupted:
         raise KeyboardInterrupt
     if bug is not None:

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from gitflow_agents.chain import ChainResult, ChainSettings, Context
     from gitflow_agents.config import FlowConfig
     from gitflow_agents.config.budget import Scope
-    from gitflow_agents.plan import Plan
     from gitflow_agents.runs.events import EventHub
 
 
@@ -83,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.launch import sigterm_as_interrupt
     from gitflow_agents.agents.installed import check_agents
     from gitflow_agents.chain import run_step
+    from gitflow_agents.chain.parallel import planned, run_parallel
     from gitflow_agents.plan import parse_plan
+    from gitflow_agents.plan.deps import checked_order
 
     if (args.step is None) == (not args.all):
         raise UsageError("run: give --step N or --all")
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         raise where_it_went(args, exc) from None
     assert ctx.plan is not None
     if args.all:  # --pr: the wave ready on origin, decided in run_steps
-        steps = [] if pr else _in_dependency_order(ctx.plan)
+        steps = [] if pr else checked_order(ctx.plan)
     else:
         ctx.plan.step(args.step)  # PlanError for an unknown step, before anything runs
         steps = [args.step]
@@ -128,8 +129,6 @@ def run(args: argparse.Namespace) -> int:
     # --json: stdout is the stream of JSON documents alone; the lines around them go to stderr
     lines = sys.stderr if args.json else sys.stdout
     if jobs > 1:  # several steps at once, each in its own work tree (chain/parallel.py)
-        from gitflow_agents.chain.parallel import run_parallel
-
         with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
             code = run_parallel(
                 ctx,
@@ -150,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
                 plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)
             except PlanError as exc:
                 raise where_it_went(args, exc) from None
+            if not planned(plan, [number], lambda line: print(line, file=lines)):
+                continue  # taken out of the plan meanwhile: not run, no failure
             try:
                 result = run_step(replace(ctx, plan=plan), number)
             except KeyboardInterrupt as exc:  # the step's record says canceled: its line too
@@ -225,19 +226,6 @@ def jobs_of(args: argparse.Namespace, config: FlowConfig) -> int:
         return 1
     jobs = getattr(args, "jobs", None)
     return int(jobs if jobs is not None else config.chain.jobs)
-
-
-def _in_dependency_order(plan: Plan) -> list[int]:
-    """``--all``'s order: every step after the steps its ``Depends on:`` line names (the file's
-    order for a plan without such lines); a plan whose dependencies cannot be met (an unknown
-    step, a cycle) is a PlanError naming each problem, before anything runs."""
-    from gitflow_agents.base.errors import PlanError
-    from gitflow_agents.plan.deps import plan_problems, run_order
-
-    problems = plan_problems(plan)
-    if problems:
-        raise PlanError("; ".join(str(problem) for problem in problems))
-    return run_order(plan)
 
 
 def settings_from(args: argparse.Namespace, config: FlowConfig | None = None) -> ChainSettings:

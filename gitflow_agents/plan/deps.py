@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gitflow_agents.base.errors import PlanError
 from gitflow_agents.plan.model import Plan, Problem, shown_path
 from gitflow_agents.plan.scan import (
     DEPENDS_LINE,
@@ -237,6 +238,16 @@ def duplicates(plan: Plan) -> list[Problem]:
 def duplicate_step(number: int, first: int, line: int) -> str:
     """What ``plan lint`` and ``run --all`` say of step ``number`` defined again at ``line``."""
     return f"duplicate step {number}: lines {first} and {line}"
+
+
+def checked_order(plan: Plan) -> list[int]:
+    """``run --all``'s order (``run_order``); a plan whose dependencies cannot be met (an
+    unknown step, a cycle) is a PlanError naming each problem: before anything runs, and for
+    ``--jobs`` again whenever the plan, edited meanwhile, is read again."""
+    problems = plan_problems(plan)
+    if problems:
+        raise PlanError("; ".join(str(problem) for problem in problems))
+    return run_order(plan)
 
 
 def run_order(plan: Plan) -> list[int]:

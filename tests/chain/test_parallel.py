@@ -250,6 +250,83 @@ def test_a_plan_that_no_longer_parses_starts_nothing_more_and_every_running_step
     assert code == ExitCode.USAGE
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_step_taken_out_of_the_plan_meanwhile_is_dropped_and_the_others_land(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    """Step 3 is taken out of the plan (committed on main) as step 1 lands: `--jobs 2` stopped
+    the wave (a pending step gone was taken for a plan that no longer parses: exit 2, step 2
+    never started), `--jobs 1` ran step 3 into a `failed` record. Both drop it with one line."""
+    from gitflow_agents.commands import run as run_command
+
+    log = tmp_path / "agents.log"
+    plan = plan_text({2: 1, 3: 1}, 3)
+    setup(repo, plan)
+    write_config(repo, log)
+    reported = run_command.report
+
+    def report(result: ChainResult, *, as_json: bool) -> None:
+        reported(result, as_json=as_json)
+        if result.step == 1:
+            (repo / "specs" / "feature.md").write_text(
+                plan[: plan.index("\n### Status: ❌ | Step 3")]
+            )
+            git(repo, "commit", "-q", "-am", "drop step 3")
+
+    monkeypatch.setattr(run_command, "report", report)
+    out = call(repo, *ARGS, "--jobs", jobs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "step 3: no longer in specs/feature.md, not run" in out.stdout
+    assert "not started" not in out.stdout and "error" not in out.stderr, out.stdout + out.stderr
+    assert {r["chain"]["step"]: r["chain"]["outcome"] for r in results(repo)} == {
+        1: "approved",
+        2: "approved",
+    }
+    assert not any(line[:2] == ["start", "step-3"] for line in log_lines(log))
+
+
+STEP_9 = "\n### Status: ❌ | Step 9: Part 9\n\nDo part 9.\n\nDepends on: none\n"
+
+
+@pytest.mark.parametrize(
+    ("added", "said"),
+    [
+        ("", ["not started (after the error above): 2, 3"]),  # no step 9
+        (STEP_9, ["not started (what they depend on is not ✅ on main): 3"]),
+    ],
+    ids=["no-step-9", "step-9-added"],
+)
+def test_a_step_made_to_wait_for_a_step_outside_the_run_is_named_not_started(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, added: str, said: list[str]
+) -> None:
+    """Step 3 is made to depend on a step 9 while step 1 runs: with no step 9 the plan's
+    dependencies cannot be met (refused as before the run, no further step starts); with a
+    step 9 added, step 2 still lands and 3, whose dependency is no step of this run, is named.
+    Exit 2 either way (before: a silent exit 0 with 3 never run, for the second)."""
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({2: 1, 3: 1}, 3))
+    write_config(repo, log)
+    monkeypatch.chdir(repo)
+    args = argparse.Namespace(flow_type=None, variant=None, quiet=True, all=True, jobs=2)
+    ctx = open_context(args, plan_path=Path("specs/feature.md"))
+    lines: list[str] = []
+
+    def report(result: ChainResult) -> None:
+        if result.step != 1:
+            return
+        path = repo / "specs" / "feature.md"
+        text = path.read_text().replace(
+            "Do part 3.\n\nDepends on: 1", "Do part 3.\n\nDepends on: 9"
+        )
+        path.write_text(text + added)
+        git(repo, "commit", "-q", "-am", "step 3 waits for step 9")
+
+    with contextlib.closing(ctx.hub):
+        code = run_parallel(ctx, [1, 2, 3], 2, report, say=lines.append)
+    assert code == ExitCode.USAGE
+    assert lines == said
+
+
 def test_overlapping_footprints_keep_the_later_step_waiting(repo: Path, tmp_path: Path) -> None:
     log = tmp_path / "agents.log"
     setup(repo, plan_text({}, 3, {1: "src/**", 2: "src/api.py", 3: "docs/**"}))
