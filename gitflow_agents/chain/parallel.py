@@ -85,6 +85,13 @@ class Waiting(NamedTuple):
     step: int
     why: str
 
+    @property
+    def key(self) -> tuple[int, str]:
+        """The step and what it waits for, the first word of ``why``: ``touches`` (a running
+        step's footprint) or ``--jobs`` (the cap). Its line is printed once per kind, not per
+        text: the steps in flight, or the one it overlaps, change while it waits."""
+        return self.step, self.why.split(" ", 1)[0]
+
 
 def next_steps(
     ctx: Context, pending: Sequence[int], running: Sequence[int], jobs: int
@@ -153,7 +160,7 @@ def run_parallel(
     pending = list(steps)
     running: dict[int, threading.Thread] = {}
     codes: list[int] = []
-    said: set[Waiting] = set()
+    said: set[tuple[int, str]] = set()  # Waiting.key
     bug: BaseException | None = None
     interrupted = False
     stopped: str | None = None  # why no further step starts
@@ -180,8 +187,8 @@ def run_parallel(
                     codes.append(int(exc.exit_code))
                     stopped = "after the error above"
                     continue
-                for wait in (w for w in waits if w not in said):
-                    said.add(wait)
+                for wait in (w for w in waits if w.key not in said):
+                    said.add(wait.key)
                     say(f"step {wait.step} waits: {wait.why}")
                 for number in start:
                     pending.remove(number)

@@ -341,6 +341,22 @@ def test_overlapping_footprints_keep_the_later_step_waiting(repo: Path, tmp_path
     landed_once(repo, range(1, 4))
 
 
+def test_a_step_waiting_for_a_job_is_said_once_while_the_steps_in_flight_change(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Step 4 waits behind 1 and 2, then behind 2 and 3 (3 starts when 1 lands): its line was
+    printed again for each new text; once per step and kind of wait (docs/chains.md)."""
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({3: 1}, 4))
+    write_config(repo, log, "--wait", "2:step-3")  # 2 runs until 3 started, after 1 landed
+    out = call(repo, *ARGS, "--jobs", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert [line for line in out.stdout.splitlines() if "waits" in line] == [
+        "step 4 waits: --jobs 2: 1, 2 in flight"
+    ]
+    landed_once(repo, range(1, 5))
+
+
 def test_off_a_terminal_the_steps_are_plain_lines_one_per_change(
     repo: Path, tmp_path: Path
 ) -> None:
