@@ -32,6 +32,15 @@ if TYPE_CHECKING:
 FIRST_ROUND = full_scope("the step's first review round")
 
 
+def after_landing(ctx: Context, approved: int) -> Scope:
+    """The scope of the round after review ``approved``, whose landing found the target moved
+    on: the target is merged in (a new base), so the round reviews the whole step."""
+    return full_scope(
+        f"review {approved} approved, but its landing found {ctx.target} moved on: "
+        f"{ctx.target} merged in, a new base"
+    )
+
+
 def full_again() -> Scope:
     """The scope of the whole-step review that follows an approving incremental one whose
     verdict only carried findings blocked (``chain/review.py``)."""
@@ -55,12 +64,14 @@ def scopes(
     head: str,
     names: Sequence[str],
     previous: tuple[str, Sequence[AgentRun], Sequence[Review]] | None,
+    whole: Scope = FIRST_ROUND,
 ) -> list[Scope]:
     """The scope of each reviewer in ``names`` reviewing ``base..head``; ``previous``: the
     previous round of this step run after which a fix ran (its reviewed head, runs and
-    reviews), None on a round that follows no fix."""
+    reviews), None on a round that follows no fix, which every reviewer reviews ``whole``
+    (the step's first round, or ``after_landing``)."""
     if previous is None:
-        return [FIRST_ROUND for _ in names]
+        return [whole for _ in names]
     reviewed, runs, reviews = previous
     enabled = incremental_enabled(ctx)
     found: list[Scope] = []

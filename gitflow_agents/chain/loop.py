@@ -31,6 +31,7 @@ from gitflow_agents.chain.agents import (
     run_agent,
 )
 from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.increment import FIRST_ROUND, after_landing
 from gitflow_agents.chain.integrate import integrate, moved_on
 from gitflow_agents.chain.land import carry_to_merges, finish_landed
 from gitflow_agents.chain.lander import Lander, MergeLander
@@ -231,6 +232,7 @@ def _rounds(ctx: Context, rec: StepRecord, lander: Lander, start: Start) -> Endi
     # counting towards max_iterations, up to once per plan step (each landing moves it once)
     iteration, counted, moved_rounds = 0, 0, len(ctx.plan.steps)
     fixed: ReviewRound | None = None  # the round a fix followed: the next reviews the fix
+    whole = FIRST_ROUND  # why a round that follows no fix is reviewed whole
     while counted < settings.max_iterations:
         iteration += 1
         ctx.hub.emit("phase:start", {"phase": f"review-{iteration}", "step": step})
@@ -250,6 +252,7 @@ def _rounds(ctx: Context, rec: StepRecord, lander: Lander, start: Start) -> Endi
                     head=head,
                     final=final,
                     previous=fixed,
+                    whole=whole,
                 )
             )
         record_note(ctx, ws, review)
@@ -260,7 +263,7 @@ def _rounds(ctx: Context, rec: StepRecord, lander: Lander, start: Start) -> Endi
                 moved_rounds -= 1
             else:
                 counted += 1
-            fixed = None  # the target merged in: a new base, reviewed whole
+            fixed, whole = None, after_landing(ctx, iteration)  # merged in: a new base
             continue  # the target moved on during the review: merge it in, review again
         counted += 1
         if counted == settings.max_iterations:

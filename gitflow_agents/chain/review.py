@@ -103,13 +103,15 @@ def review_round(
     focus_paths: Sequence[str] = (),
     final: bool = False,
     previous: ReviewRound | None = None,
+    whole: Scope = increment.FIRST_ROUND,
 ) -> ReviewRound:
     """Every reviewer on ``head`` (default: the work tree's HEAD), concurrently (separate
     processes sharing the one work tree), then the gate. ``final`` (the run's last round): a
     reviewer whose earlier review of ``head`` is reused and does not approve is asked again,
     since reusing it could only end the run as the earlier one ended (docs/chains.md,
     Resuming). ``previous``: the round of this step run a fix followed; an agent reviewer then
-    reviews the fix commits (``chain/increment.py``) unless a full review is due."""
+    reviews the fix commits (``chain/increment.py``) unless a full review is due. Without it
+    every reviewer reviews the step ``whole``, the scope saying why."""
     head = head or git.head_sha(ws.worktree)
     empty = empty_range(ctx.root, ws.base_sha, head)
     if empty is not None:  # never run reviewers on no change (nor on a reverse one), never approve
@@ -122,7 +124,7 @@ def review_round(
         task = f"Review the changes from {ws.base_sha} to {head}."
     _gather_secrets(ctx, ws, head)
     before = (previous.reviewed_sha, previous.agents, previous.reviews) if previous else None
-    scopes = increment.scopes(ctx, ws.base_sha, head, names, before)
+    scopes = increment.scopes(ctx, ws.base_sha, head, names, before, whole)
     template = Job("", "", "review", head, step=step, after=tuple(after), task=task)
     jobs, full_jobs = _jobs(ctx, ws, template, names, scopes, iteration, focus_paths)
 

@@ -112,6 +112,37 @@ def test_a_target_merged_in_before_the_re_review_is_a_full_review(tmp_path: Path
     assert "the base changed" in rounds[1]["reviewers"][0]["kindReason"]
 
 
+def test_a_round_after_a_landing_that_found_the_target_moved_says_why_it_is_full(
+    tmp_path: Path,
+) -> None:
+    """The first review moves main: its approval cannot land, main is merged in and the step
+    reviewed again, whole. That round said "the step's first review round"."""
+    repo = init_repo(tmp_path / "repo")
+    log = measuring(repo, [[], []])
+    config = repo / ".flow" / "base.yaml"
+    measure = json.dumps([sys.executable, str(FAKES / "fake_measuring_reviewer")])[:-1]
+    mover = tmp_path / "mover"
+    mover.write_text(  # moves main once, then reviews as the measuring reviewer
+        "import os, subprocess, sys\n"
+        f"if not os.path.exists({str(tmp_path / 'moved')!r}):\n"
+        f"    open({str(tmp_path / 'moved')!r}, 'w').close()\n"
+        f"    subprocess.run(['git', '-C', {str(repo)!r}, 'commit', '-q', '--allow-empty', '-m', 'moved'], check=True)\n"
+        "sys.exit(subprocess.run(sys.argv[1:]).returncode)\n"
+    )
+    wrapped = json.dumps([sys.executable, str(mover)])[:-1]
+    config.write_text(config.read_text().replace(measure, f"{wrapped}, {measure[1:]}"))
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert len(reads(log)) == 2
+    [result] = results(repo)
+    reasons = [r["reviewers"][0]["kindReason"] for r in result["chain"]["rounds"]]
+    assert reasons == [
+        "full: the step's first review round",
+        "full: review 1 approved, but its landing found main moved on: main merged in, a new base",
+    ]
+    assert [r["kind"] for r in result["chain"]["rounds"]] == ["full", "full"]
+
+
 def test_a_run_killed_between_rounds_reviews_the_fix_when_run_again(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     killer, marker = tmp_path / "killer", tmp_path / "killed-once"
