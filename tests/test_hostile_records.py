@@ -1,5 +1,6 @@
 """Run records, events, notes and webhook payloads written by someone else: bounded JSON
-(gitflow_agents/base/jsondata.py) and fields of the wrong type read as absent, never a traceback."""
+(gitflow_agents/base/jsondata.py) and fields of the wrong type read as absent (or, for a key
+`history` and `status` show, the record left out with a line), never a traceback."""
 
 from __future__ import annotations
 
@@ -119,6 +120,39 @@ def test_history_names_each_run_it_skips_and_lists_the_others(repo: Path, cli: C
             assert f"flows/f/runs/{huge}/result.json: " in lines[0] and "out of range" in lines[0]
             assert f"flows/f/runs/{fifo}/result.json: " in lines[1] and "FIFO" in lines[1]
     assert json.loads(cli.main("history", "--json", cwd=repo).stdout)[0]["runId"] == good
+
+
+@pytest.mark.parametrize(
+    ("result", "why"),
+    [
+        (
+            {"run": {"runID": 5, "durationMs": "long"}, "chain": {"outcome": 3, "agents": 4}},
+            "run.runID: expected a string, got a number",
+        ),
+        ({"chain": {"step": 1, "agents": 4}}, "chain.agents: expected a list, got a number"),
+        ({"run": {"costUsd": "0.25"}}, "run.costUsd: expected a number, got a string"),
+        ({"gitStats": [1]}, "gitStats: expected an object, got a list"),
+    ],
+)
+def test_history_and_status_leave_out_a_record_with_a_key_of_the_wrong_kind(
+    repo: Path, cli: Cli, result: dict[str, object], why: str
+) -> None:
+    """Valid JSON of the wrong kinds was shown as `step None ? 0/0 $0.0000` by `history` and
+    with 0/0 $0 by `status`, exit 0 and nothing said: figures no run stated, shown as known.
+    Each leaves it out, with one line on stderr naming the file and the key."""
+    setup_project(repo, {"builder": ["true"]})
+    write_records(repo, {"state": "succeeded", "agent": "builder"}, result)
+    good = repo / "flows" / "f" / "runs" / "01a00000-0000-7000-8000-000000000002"
+    good.mkdir()
+    (good / "result.json").write_text('{"run": {"agent": "builder", "kind": "implement"}}')
+    where = f"flows/f/runs/{RUN_ID}/result.json"
+    for command in ("history", "status"):
+        for args in ((command,), (command, "--json")):
+            outcome = cli.main(*args, cwd=repo)
+            assert outcome.returncode == ExitCode.OK, outcome.stderr
+            assert RUN_ID[:13] not in outcome.stdout and good.name[:13] in outcome.stdout
+            line = f"gitflow-agents {command}: skipped run {RUN_ID}: {where}: {why}\n"
+            assert outcome.stderr == line
 
 
 def test_send_refuses_a_damaged_session_file_in_one_line(repo: Path, cli: Cli) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,7 +23,19 @@ def run(args: argparse.Namespace) -> int:
 
     root = find_project_root(Path.cwd())
     config = load_flow_config(root)
-    rows = collect(root, config.flow_dir, args.flow, config=config)
+    skipped: list[str] = []  # runs whose result.json cannot be read: left out, named
+    rows = collect(root, config.flow_dir, args.flow, config=config, skipped=skipped)
+    try:
+        return _show(root, config, args, rows)
+    finally:  # after the output, so a table or JSON on stdout stays whole (as `history`)
+        for line in skipped:
+            print(f"gitflow-agents status: {line}", file=sys.stderr)
+
+
+def _show(
+    root: Path, config: FlowConfig, args: argparse.Namespace, rows: list[dict[str, Any]]
+) -> int:
+    """Print ``rows`` as the table (or ``--json``), then the cache's disk use."""
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -57,16 +70,25 @@ SPEND_KEYS = (*FIGURES, "costEstimated")
 
 
 def collect(
-    root: Path, flow_dir: str, flow: str | None = None, *, config: FlowConfig | None = None
+    root: Path,
+    flow_dir: str,
+    flow: str | None = None,
+    *,
+    config: FlowConfig | None = None,
+    skipped: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per run (oldest first): status.json merged with result.json, liveness checked: a
     run nothing supervises any more is ``lost``, and its reason says whether processes of its
     tree still run and how to stop them; what it spent is what the record `cancel` would write
     keeps (``lost.spent_before``, priced with ``config``). Fields of the wrong type (an agent can write anything
-    into its run folder) read as absent. Every text is masked again (the secret rules): the
-    records were masked when written, but an agent can write into its run folder too."""
+    into its run folder) read as absent; a run whose result.json cannot be read, or holds a key
+    shown of the wrong kind (``runs.load_result``), is left out, as ``history`` leaves it out, and
+    a line saying which and why goes to ``skipped``. Every text is masked again (the secret
+    rules): the records were masked when written, but an agent can write into its run folder
+    too."""
+    from gitflow_agents.base.jsondata import JsonProblem
     from gitflow_agents.base.redact import redact_data
-    from gitflow_agents.runs import iter_runs, read_json, runs_root
+    from gitflow_agents.runs import iter_runs, load_result, read_json, runs_root, skipped_run
     from gitflow_agents.runs.fields import mapping, scalar, text
     from gitflow_agents.runs.lock import live_steps
     from gitflow_agents.runs.lost import is_lost, lost_reason, spent_before
@@ -78,7 +100,14 @@ def collect(
     rows = []
     for paths in iter_runs(root, flow_dir, flow):
         status = read_json(paths.status) or {}
-        result = read_json(paths.result)
+        try:
+            result: dict[str, Any] | None = load_result(paths.result)
+        except FileNotFoundError:  # still running, or killed
+            result = None
+        except (OSError, JsonProblem) as exc:
+            if skipped is not None:
+                skipped.append(skipped_run(root, paths, exc))
+            continue
         if not status and result is None and paths.run_dir.name in steps:
             rows.append(_live_step_row(steps.pop(paths.run_dir.name), paths.run_dir))
             continue

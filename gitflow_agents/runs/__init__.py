@@ -35,9 +35,11 @@ from gitflow_agents.base.fsutil import (
     write_json_atomic,
 )
 from gitflow_agents.base.jsondata import JsonProblem, load_object
+from gitflow_agents.config.values import display
 from gitflow_agents.findings import parse_review
 from gitflow_agents.findings.reply import parse_reply
 from gitflow_agents.git.queries import exclude_flow_dir
+from gitflow_agents.runs.fields import mistyped
 from gitflow_agents.runs.status import ResultStatus, is_live
 from gitflow_agents.runs.status import result_status as result_status
 
@@ -149,6 +151,77 @@ def load_record(path: Path) -> dict[str, Any]:
     cannot: OSError (FileNotFoundError when missing; ``fsutil.ReadRefused`` with a ``reason``)
     or ``jsondata.JsonProblem`` (``message``, ``line``)."""
     return load_object(read_limited(path, MAX_RECORD_BYTES))
+
+
+RESULT_SHAPE: dict[str, Any] = {
+    "status": "a string",
+    "overall": "a string",
+    "run": {
+        "runID": "a string",
+        "flow": "a string",
+        "kind": "a string",
+        "agent": "a string",
+        "agentId": "a string",
+        "status": "a string",
+        "outcome": "a string",
+        "durationMs": "a number",
+        "finishedAt": "a number",
+        "endedAt": "a number",
+        "startedAt": "a number",
+        "historyLine": "a string",
+        "chainRunID": "a string",
+        "sessionId": "a string",
+        "inputTokens": "a number",
+        "outputTokens": "a number",
+        "cachedTokens": "a number",
+        "costUsd": "a number",
+        "costEstimated": "a boolean",
+        "tokensPartial": "a boolean",
+        "costPartial": "a boolean",
+        "lost": "a boolean",
+        "session": {},
+        "replies": {},
+        "reply": {},
+    },
+    "chain": {
+        "outcome": "a string",
+        "exitCode": "an integer",
+        "reason": "a string",
+        "step": "an integer",
+        "plan": "a string",
+        "iterations": "an integer",
+        "agents": "a list",
+        "rounds": "a list",
+    },
+    "gitStats": {
+        "filesChanged": "an integer",
+        "insertions": "an integer",
+        "deletions": "an integer",
+        "commits": "a list",
+    },
+}
+"""The keys of a result.json that ``history`` and ``status`` show (or sum), and their kinds
+(``fields.mistyped``)."""
+
+
+def load_result(path: Path) -> dict[str, Any]:
+    """A run's result.json as ``history`` and ``status`` read it: :func:`load_record`, and
+    JsonProblem naming the first key they show whose value is of the wrong kind (``run.runID:
+    expected a string, got an integer``). Such a record is left out, as one that is not JSON:
+    read as absent, its figures would show as 0 or as another run's (``step None``, ``$0``),
+    where a record says nothing true (docs/chains.md, "History")."""
+    data = load_record(path)
+    problem = mistyped(data, RESULT_SHAPE)
+    if problem is not None:
+        raise JsonProblem(problem)
+    return data
+
+
+def skipped_run(root: Path, paths: RunPaths, exc: Exception) -> str:
+    """The line ``history`` and ``status`` print on stderr for a run whose result.json
+    :func:`load_result` refused: which run, the file, and why."""
+    where = display(root, paths.result)
+    return f"skipped run {paths.run_dir.name}: {where}: {record_problem(exc)}"
 
 
 def record_problem(exc: Exception) -> str:

@@ -16,8 +16,7 @@ from typing import Any
 from gitflow_agents.base.camel import camel_json
 from gitflow_agents.base.jsondata import JsonProblem
 from gitflow_agents.base.redact import redact_data
-from gitflow_agents.config.values import display as shown_path
-from gitflow_agents.runs import RunPaths, iter_runs, load_record, record_problem
+from gitflow_agents.runs import RunPaths, iter_runs, load_result, skipped_run
 from gitflow_agents.runs.fields import mapping, number, scalar
 from gitflow_agents.runs.lost import unlisted
 from gitflow_agents.runs.schema import step_chain
@@ -79,18 +78,18 @@ def records(
 ) -> list[tuple[Path, dict[str, Any]]]:
     """(run folder, result.json data) of every run ``history`` shows, oldest first. A run with
     no result.json yet (still running, or killed) is left out; one whose result.json cannot be
-    read is too, and a line saying which and why goes to ``skipped``."""
+    read (``load_result``: a key shown of the wrong kind too) is too, and a line saying which
+    and why goes to ``skipped``."""
     found = []
     listed: dict[Path, set[str]] = {}  # per runs folder: the agent runs its step runs list
     for paths in iter_runs(root, flow_dir, flow):
         try:
-            data = load_record(paths.result)
+            data = load_result(paths.result)
         except FileNotFoundError:
             continue
         except (OSError, JsonProblem) as exc:
             if skipped is not None:
-                where = shown_path(root, paths.result)
-                skipped.append(f"skipped run {paths.run_dir.name}: {where}: {record_problem(exc)}")
+                skipped.append(skipped_run(root, paths, exc))
             continue
         if not agents and _inside_a_step_run(paths, mapping(data, "run"), listed):
             continue
