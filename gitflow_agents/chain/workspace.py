@@ -173,6 +173,7 @@ def take_over(ctx: Context, tree: Path, ended: list[Lost] | None = None) -> None
         ended.extend(Lost(p.run_dir.name, status) for p, status in lost.ended_lost_in(runs, tree))
     for paths, status in lost.lost_in(runs, tree):
         run_id, agent = paths.run_dir.name, status.get("agent") or "an agent"
+        alive = lost.tree_pids(status)  # before the kill: whether it still worked
         left = lost.kill_recorded_tree(status, grace=ctx.settings.kill_grace)
         if left:
             raise StepLockedError(
@@ -185,10 +186,24 @@ def take_over(ctx: Context, tree: Path, ended: list[Lost] | None = None) -> None
         )
         if ended is not None:
             ended.append(Lost(run_id, status))
-        ctx.notices.append(
-            f"run {run_id} ({agent}) was lost (its supervisor died) and still worked in "
-            f"{tree}: its process tree was killed before this run took the work tree over"
+        ctx.notices.append(_taken_over(run_id, agent, tree, bool(alive)))
+
+
+def _taken_over(run_id: str, agent: str, tree: Path, alive: bool) -> str:
+    """The note of a lost run ``take_over`` ended: its processes still ran (``alive``) and were
+    killed, or its agent had ended already (it may even have completed: its supervisor died
+    before the work was committed and the run recorded, so nothing of it can be reused, and the
+    agent runs again; docs/chains.md, "Resuming")."""
+    lost_run = f"run {run_id} ({agent}) was lost (its supervisor died)"
+    if alive:
+        return (
+            f"{lost_run} and still worked in {tree}: its process tree was killed before this "
+            "run took the work tree over"
         )
+    return (
+        f"{lost_run} after its agent had ended in {tree}, before its work was committed and "
+        "recorded: nothing was left to kill, and the agent runs again"
+    )
 
 
 @contextlib.contextmanager

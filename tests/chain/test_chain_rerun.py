@@ -592,32 +592,55 @@ def test_activity_within_the_grace_is_not_stuck(repo: Path) -> None:
     ]
 
 
-def test_a_lost_run_whose_processes_survive_the_kill_stops_the_new_run(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Never two agents in one work tree: when a lost run's tree cannot be killed, the new run
-    stops (exit 2) before it touches the work tree and says how to end the lost run."""
+def _lost_run(repo: Path, number: int) -> tuple[Path, Path]:
+    """A lost run of step 1's builder in the step's work tree, its supervisor and its agent
+    gone: its run folder and the work tree."""
     from gitflow_agents.chain import worktree_path
-    from gitflow_agents.runs import lost as lost_runs
 
     configure(repo)
     tree = worktree_path(repo, "feature", "step-01")
     gone = subprocess.Popen(["true"])
     gone.wait()
-    run_dir = repo / "flows" / "feature" / "runs" / "0190aaaa-0000-7000-8000-000000000002"
+    run_dir = repo / "flows" / "feature" / "runs" / f"0190aaaa-0000-7000-8000-00000000000{number}"
     run_dir.mkdir(parents=True)
     status = {
         "run_id": run_dir.name, "flow": "feature", "agent": "step-01-builder",
         "state": "running", "started": time.time(), "supervisor_pid": gone.pid,
+        "pid": gone.pid, "create_time": 1.0, "tree_token": f"gfa-tree-gone-{number}",
         "extra": {"workdir": str(tree)},
     }  # fmt: skip
     (run_dir / "status.json").write_text(json.dumps(status))
+    return run_dir, tree
+
+
+def test_a_lost_run_whose_processes_survive_the_kill_stops_the_new_run(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never two agents in one work tree: when a lost run's tree cannot be killed, the new run
+    stops (exit 2) before it touches the work tree and says how to end the lost run."""
+    from gitflow_agents.runs import lost as lost_runs
+
+    run_dir, tree = _lost_run(repo, 2)
     monkeypatch.setattr(lost_runs, "kill_recorded_tree", lambda status, grace=3.0: (4242,))
     out = run(repo, "--step", "1")
     assert out.returncode == 2, out.stderr + out.stdout
     assert f"the lost run {run_dir.name} (step-01-builder)" in out.stderr
     assert f"`gitflow-agents cancel {run_dir.name}`" in out.stderr and "4242" in out.stderr
     assert not tree.exists() and not git(repo, "branch", "--list", "agents/*").strip()
+
+
+def test_a_lost_run_whose_agent_had_ended_is_not_said_to_have_still_worked(repo: Path) -> None:
+    """`kill -9` of `run` just after its agent completed: the re-run's note said the lost run
+    "still worked ... its process tree was killed", though nothing of it ran any more."""
+    run_dir, tree = _lost_run(repo, 3)
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "process tree was killed" not in out.stdout and "still worked" not in out.stdout
+    assert (
+        f"run {run_dir.name} (step-01-builder) was lost (its supervisor died) after its agent "
+        f"had ended in {tree}, before its work was committed and recorded: nothing was left to "
+        "kill, and the agent runs again"
+    ) in out.stdout
 
 
 SPENDS_THEN_REVIEWS = """\
