@@ -144,20 +144,33 @@ def implement_start(
 
 def landed_tip(ctx: Context, step: int) -> str | None:
     """The step branch's tip when the step's work is on the target already: the branch holds
-    the commit of the step's implementer that completed (its ``chain.json``), and its tip is on
-    the target. What a run killed between its merge and its ✅ leaves (the ✅ of a plan the
-    target does not have goes into the user's copy after the merge), and a step that moved or
-    deleted its plan (the merge brought no ✅ with it). None: the step's work has not landed,
+    the commit of an implementer of the step that completed (its ``chain.json``), and its tip
+    is on the target. What a run killed between its merge and its ✅ leaves (the ✅ of a plan
+    the target does not have goes into the user's copy after the merge), and a step that moved
+    or deleted its plan (the merge brought no ✅ with it). None: the step's work has not landed,
     or its branch holds none."""
     assert ctx.plan is not None
     tip = git.branch_sha(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
-    agent = ctx.settings.implementer
     target = target_tip(ctx, fetch=False)
-    if tip is None or target is None:
+    if tip is None or target is None or not landed(ctx, tip, target):
         return None
-    if _implemented(ctx, agent, default_agent_id(agent, step), tip) is None:
-        return None
-    return tip if landed(ctx, tip, target) else None
+    return tip if _step_implemented(ctx, step, tip) else None
+
+
+def _step_implemented(ctx: Context, step: int, tip: str) -> bool:
+    """Whether the step branch (at ``tip``) holds the commit of any implementer of ``step``
+    that completed with a change: every agent folder ``step-NN-…`` whose ``chain.json`` (written
+    once its agent completed) says it implemented, whichever agent that was. Not only the
+    implementer named now: a step landed by ``--implementer other`` would otherwise run again,
+    and land twice; nor only configured ones (its report's name would need its agent's
+    config)."""
+    prefix = default_agent_id("", step)
+    folders = agent_dir(ctx.root, ctx.config.flow_dir, ctx.flow, prefix).parent
+    for folder in sorted(folders.glob(f"{prefix}*")):
+        meta = read_meta(folder)
+        if meta is not None and meta.kind == "implement" and _changed_into(ctx, meta, tip):
+            return True
+    return False
 
 
 def landed(ctx: Context, sha: str, target: str) -> bool:
@@ -170,6 +183,11 @@ def _implemented(ctx: Context, agent: str, agent_id: str, tip: str | None) -> Ag
     commit the step branch (at ``tip``) holds; else None."""
     folder, _report, success, _failure = agent_files(ctx, agent, agent_id)
     meta = read_meta(folder)
-    if tip is None or meta is None or not success.exists() or meta.start_sha == meta.end_sha:
+    if tip is None or meta is None or not success.exists():
         return None
-    return meta if git.is_ancestor(ctx.root, meta.end_sha, tip) else None
+    return meta if _changed_into(ctx, meta, tip) else None
+
+
+def _changed_into(ctx: Context, meta: AgentMeta, tip: str) -> bool:
+    """Whether the agent of ``meta`` changed something, and the branch at ``tip`` holds it."""
+    return meta.start_sha != meta.end_sha and git.is_ancestor(ctx.root, meta.end_sha, tip)

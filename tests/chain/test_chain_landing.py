@@ -322,6 +322,33 @@ def test_a_step_that_moves_its_plan_lands_with_a_note_and_is_not_run_again(repo:
     assert "step-01-builder.txt" in git(repo, "ls-tree", "--name-only", "main")
 
 
+def test_a_step_landed_by_another_implementer_is_not_run_again(repo: Path) -> None:
+    """Whether a step's work landed does not depend on the implementer named now: a step that
+    ``--implementer mover`` ran (it moved the plan, so no ✅ came) is skipped from the plan's
+    new place with the configured implementer too, run after run, and runs no agent; also once
+    the agent that landed it is gone from the config."""
+    configure(repo)
+    script = repo.parent / "mover.py"
+    script.write_text(MOVER)
+    argv = json.dumps([sys.executable, str(script), "move"])
+    config = repo / ".flow" / "base.yaml"
+    without = config.read_text()
+    config.write_text(f"{without}  mover:\n    adapter: command\n    command: {argv}\n")
+    out = call(repo, "run", "specs/feature.md", "--step", "1", "--implementer", "mover", "--quiet")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "moved it to docs/feature.md" in out.stdout
+    landed, agents = main_sha(repo), _agent_runs(repo)
+    for configured in (True, False):  # and the same again: nothing changes
+        if not configured:
+            config.write_text(without)
+        again = call(repo, "run", "docs/feature.md", "--step", "1", "--quiet")
+        assert again.returncode == 0, again.stderr + again.stdout
+        assert "skipped" in again.stdout and "on main already" in again.stdout
+        assert "--force runs it again" in again.stdout
+        assert main_sha(repo) == landed and _agent_runs(repo) == agents
+    assert [r["chain"]["agents"][0]["agentId"] for r in results(repo)] == ["step-01-mover"]
+
+
 def test_a_step_that_deletes_its_plan_leaves_the_users_own_copy_alone(repo: Path) -> None:
     """The target is not checked out here: the user's branch keeps its copy of the plan, which
     the landing must not take for an uncommitted plan and write ✅ into."""
