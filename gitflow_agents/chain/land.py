@@ -180,18 +180,21 @@ def mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: R
     passes the gate hook; a rejected step's mark (``--pr``: merging its pull request once it
     is fixed marks the step done) carries none.
 
-    Returns the step branch's new tip: the reviewed commit when the plan is not on the branch
-    or already says ✅."""
+    A plan on the branch that cannot take the ✅ (it lacks the step, its ``step_header_pattern``
+    cannot hold ✅) is left alone, and a note says why: the step lands unmarked all the same.
+
+    Returns the step branch's new tip: the reviewed commit when the plan is not on the branch,
+    cannot take the ✅ or already says ✅."""
     assert ctx.plan is not None
     plan = plan_in_tree(ctx, ws)
     if plan is None:
         return review.reviewed_sha
-    try:
-        set_step_status(plan, step, DONE, ctx.config.spec_plan)
-    except (PlanError, OSError):  # the committed plan has no such step: leave it alone
+    rel = plan.relative_to(ws.worktree).as_posix()
+    unwritten = _write_done(ctx, plan, rel, step)
+    if unwritten is not None:  # the step lands unmarked: say so, leave the plan alone
+        ctx.notices.append(unwritten)
         git.discard_changes(ws.worktree, review.reviewed_sha)
         return review.reviewed_sha
-    rel = plan.relative_to(ws.worktree).as_posix()
     sha = git.commit_paths(
         ws.worktree,
         (rel,),
@@ -273,12 +276,19 @@ def set_users_copy(ctx: Context, step: int) -> str | None:
     written, else a line saying why it could not be (the copy was deleted or no longer has the
     step): the step landed all the same."""
     assert ctx.plan is not None
+    return _write_done(ctx, ctx.plan.path, shown_path(ctx.plan.path), step)
+
+
+def _write_done(ctx: Context, path: Path, shown: str, step: int) -> str | None:
+    """✅ written for ``step`` into the plan at ``path``; None when written, else a line saying
+    why it could not be (``shown``: the plan as the line names it, with the header's line when
+    the plan refused the status: a ``step_header_pattern`` whose status group cannot hold it)."""
     try:
-        set_step_status(ctx.plan.path, step, DONE, ctx.config.spec_plan)
+        set_step_status(path, step, DONE, ctx.config.spec_plan)
     except PlanError as exc:
-        why = exc.detail
+        where, why = (shown if exc.line is None else f"{shown}:{exc.line}"), exc.detail
     except OSError as exc:
-        why = exc.strerror or type(exc).__name__
+        where, why = shown, exc.strerror or type(exc).__name__
     else:
         return None
-    return f"step {step} is not marked {DONE} in {shown_path(ctx.plan.path)}: {why}"
+    return f"step {step} is not marked {DONE} in {where}: {why}"

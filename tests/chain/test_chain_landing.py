@@ -235,6 +235,42 @@ def test_the_users_copy_gone_during_the_run_is_a_note_not_a_failure(repo: Path) 
     assert not _step_tree(repo).exists()
 
 
+UNMARKABLE = r"""spec_plan:
+  step_header_pattern: '^## \[([ x])\] (\d+)\. (.+)$'
+"""
+
+
+def test_a_committed_plan_whose_header_cannot_take_the_mark_lands_with_a_note(
+    repo: Path,
+) -> None:
+    """A ``step_header_pattern`` whose status group cannot hold ✅ (``[ x]``): the step lands
+    (exit 0) unmarked, and one note names the plan's header line and why, as for a plan the
+    target does not have; the same command again runs no agent and changes nothing."""
+    configure(repo)
+    with (repo / ".flow" / "base.yaml").open("a") as config:
+        config.write(UNMARKABLE)
+    plan = "# Plan: Feature\n\n## [ ] 1. Add the module\n\nAdd src/new_module.py.\n"
+    (repo / "specs" / "feature.md").write_text(plan)
+    git(repo, "commit", "-q", "-am", "a plan of its own layout")
+    out = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert out.returncode == 0, out.stderr + out.stdout
+    [note] = [line for line in out.stdout.splitlines() if line.startswith("  note:")]
+    assert note.startswith("  note: step 1 is not marked ✅ in specs/feature.md:3: "), note
+    assert "step_header_pattern" in note
+    [result] = results(repo)
+    assert result["chain"]["outcome"] == "approved" and result["chain"]["merged"]
+    assert result["chain"]["notices"] == [note.removeprefix("  note: ")]
+    landed = main_sha(repo)
+    assert git(repo, "show", "main:specs/feature.md") == plan
+    assert not _step_tree(repo).exists()
+    agents = _agent_runs(repo)
+
+    again = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert "does not mark it ✅; --force runs it again" in again.stdout
+    assert main_sha(repo) == landed and _agent_runs(repo) == agents and len(results(repo)) == 1
+
+
 # --- a step that moves or deletes its plan ------------------------------------------------------
 
 MOVER = """\
