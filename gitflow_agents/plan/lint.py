@@ -9,8 +9,10 @@ from pathlib import Path
 
 from gitflow_agents.base.errors import PlanError
 from gitflow_agents.plan.deps import duplicate_step, graph_problems, read_dependencies
-from gitflow_agents.plan.model import Problem, SpecPlanConfig, shown_path
+from gitflow_agents.plan.marks import stacked
+from gitflow_agents.plan.model import DONE, Problem, SpecPlanConfig, shown_path
 from gitflow_agents.plan.scan import (
+    Header,
     Scan,
     near_miss_message,
     no_steps_message,
@@ -20,6 +22,7 @@ from gitflow_agents.plan.scan import (
     step_number,
     step_values,
 )
+from gitflow_agents.plan.steps import header_with_status
 from gitflow_agents.plan.touches import read_touches
 
 _DEFAULTS = SpecPlanConfig()
@@ -70,11 +73,15 @@ def _lint_scan(path: str, scan: Scan, config: SpecPlanConfig) -> Iterator[Proble
         )
     seen: dict[int, int] = {}  # step number -> line of its first header
     previous: tuple[int, int] | None = None  # (number, line) of the previous numbered step
+    heads = frozenset(h.index for h in scan.headers)
     for header in scan.headers:
         line = header.index + 1
         _, number_text, title = step_values(header)
         if not title:
             yield Problem(path, line, "step has an empty title")
+        unmarkable = _unmarkable(scan, header, heads, config)
+        if unmarkable is not None:
+            yield Problem(path, line, unmarkable)
         number = step_number(number_text)
         if number is None:
             yield Problem(path, line, number_problem(number_text))
@@ -105,6 +112,21 @@ def _lint_scan(path: str, scan: Scan, config: SpecPlanConfig) -> Iterator[Proble
             )
     yield from _lint_dependencies(path, scan)
     yield from _lint_touches(path, scan)
+
+
+def _unmarkable(
+    scan: Scan, header: Header, heads: frozenset[int], config: SpecPlanConfig
+) -> str | None:
+    """Why ``run`` could not mark this step ✅ on its header (``set_step_status`` would refuse:
+    a status group that cannot hold ✅, such as ``([ x])``), so a step that lands would stay
+    unmarked; None when it can. A stacked step takes its status on a mark line instead."""
+    if stacked(scan, header, heads):
+        return None
+    try:
+        header_with_status(scan, header, DONE, config)
+    except ValueError as exc:
+        return f"{exc}; a step that lands is never marked {DONE} here"
+    return None
 
 
 def _lint_dependencies(path: str, scan: Scan) -> Iterator[Problem]:

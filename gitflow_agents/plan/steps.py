@@ -13,6 +13,8 @@ from gitflow_agents.plan.deps import read_dependencies
 from gitflow_agents.plan.marks import read_status, stacked, write_mark
 from gitflow_agents.plan.model import Plan, SpecPlanConfig, Step, shown_path, yaml_pattern
 from gitflow_agents.plan.scan import (
+    Header,
+    Scan,
     near_miss_message,
     no_steps_message,
     number_is,
@@ -128,25 +130,35 @@ def set_step_status(
         return
     old_line = scan.lines[header.index]
     body = strip_eol(old_line)
-    if header.match.span(1)[0] < 0:
-        raise PlanError(
-            "the status group of step_header_pattern did not match anything on this header",
-            path=shown_path(path),
-            line=header.index + 1,
-        )
-    new_body = _rewrite_header(body, header.match, status, config.step_regex)
-    if new_body is None:
-        raise PlanError(
-            f"cannot write status {status!r}: the header would no longer match "
-            f"step_header_pattern {yaml_pattern(config.step_header_pattern)}",
-            path=shown_path(path),
-            line=header.index + 1,
-        )
+    try:
+        new_body = header_with_status(scan, header, status, config)
+    except ValueError as exc:
+        raise PlanError(str(exc), path=shown_path(path), line=header.index + 1) from None
     if new_body == body:
         return
     lines = list(scan.lines)
     lines[header.index] = new_body + old_line[len(body) :]
     write_bytes_atomic(path, source.bom + "".join(lines).encode("utf-8"))
+
+
+def header_with_status(scan: Scan, header: Header, status: str, config: SpecPlanConfig) -> str:
+    """The line of ``header`` (a step whose status is on its header: not stacked) with
+    ``status`` as its status, its line ending left off; ValueError saying why when the pattern
+    cannot take it there: its status group matched nothing on the line, or the line would no
+    longer match (a status group like ``([ x])`` cannot hold ✅). ``set_step_status`` refuses
+    that, naming the header's line; ``plan lint`` reports it before a step lands unmarked."""
+    if header.match.span(1)[0] < 0:
+        raise ValueError(
+            "the status group of step_header_pattern did not match anything on this header"
+        )
+    body = strip_eol(scan.lines[header.index])
+    new_body = _rewrite_header(body, header.match, status, config.step_regex)
+    if new_body is None:
+        raise ValueError(
+            f"cannot write status {status!r}: the header would no longer match "
+            f"step_header_pattern {yaml_pattern(config.step_header_pattern)}"
+        )
+    return new_body
 
 
 def _rewrite_header(

@@ -308,6 +308,33 @@ def test_lint_non_integer_number_and_stray_non_heading_match(tmp_path: Path) -> 
     ]
 
 
+def test_lint_a_header_that_cannot_take_the_mark(tmp_path: Path) -> None:
+    """``run`` writes ✅ into the header of a step that lands: a status group that cannot hold
+    it (``[ x]``), or one that matched nothing on the header, would leave every landed step
+    unmarked, so lint names each such header; a stacked step takes its ✅ on a mark line."""
+    pattern = r"^## \[([ x])\] (\d+)\. (.+)$"
+    config = SpecPlanConfig(top_level_end_marker="<!-- steps -->", step_header_pattern=pattern)
+    text = "# T\n\n<!-- steps -->\n\n## [ ] 1. One\n\nBody.\n\n## [x] 2. Two\n## [ ] 3. Three\n"
+    path = write(tmp_path, text)
+    cannot = (
+        f"cannot write status '✅': the header would no longer match step_header_pattern "
+        f"'{pattern}'; a step that lands is never marked ✅ here"
+    )
+    assert [(p.line, p.message) for p in lint_plan(path, config)] == [(5, cannot), (9, cannot)]
+    assert lint_plan(path, CUSTOM) == []  # "(.?)" holds ✅
+    optional = SpecPlanConfig(
+        top_level_end_marker="<!-- steps -->", step_header_pattern=r"^## (?:\[(x)\] )?(\d+)\. (.+)$"
+    )
+    path.write_text("<!-- steps -->\n## 1. One\n")
+    assert [(p.line, p.message) for p in lint_plan(path, optional)] == [
+        (
+            2,
+            "the status group of step_header_pattern did not match anything on this header; "
+            "a step that lands is never marked ✅ here",
+        )
+    ]
+
+
 def test_lint_no_steps_names_the_pattern(tmp_path: Path) -> None:
     path = write(
         tmp_path, "# T\n\n## Implementation Steps\n\n```\n### Status: ✅ | Step 1: x\n```\n"
