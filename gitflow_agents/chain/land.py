@@ -123,10 +123,7 @@ def finish_landed(ctx: Context, step: int, tip: str) -> str:
     skipped."""
     assert ctx.plan is not None
     branch = branch_name(ctx.settings, ctx.plan.name, step)
-    tree = git.worktree_of_branch(ctx.root, branch)
-    if tree is not None:
-        take_over(ctx, tree)  # StepLockedError when a lost run's processes survive
-        remove_step_worktree(ctx, Workspace(tree, branch, tip))
+    remove_landed_tree(ctx, step, tip)
     landed = f"step {step}'s work is on {ctx.target} already ({branch} at {tip[:12]})"
     carried = carry_to_merges(ctx, step)
     if carried is not None:
@@ -145,10 +142,25 @@ def finish_landed(ctx: Context, step: int, tip: str) -> str:
     )
 
 
-def remove_step_worktree(ctx: Context, ws: Workspace) -> None:
+def remove_landed_tree(ctx: Context, step: int, tip: str) -> bool:
+    """What a landing does last, for a step whose branch (at ``tip``) is on the target: the
+    step's work tree goes (``remove_step_worktree``), a lost run in it killed first
+    (StepLockedError when its processes survive). Whether it went: False when the branch is
+    checked out in no work tree of the tool's, or the tree is kept."""
+    assert ctx.plan is not None
+    branch = branch_name(ctx.settings, ctx.plan.name, step)
+    tree = git.worktree_of_branch(ctx.root, branch)
+    if tree is None or not git.is_under_tool_root(ctx.tool_root(), tree):
+        return False
+    take_over(ctx, tree)
+    return remove_step_worktree(ctx, Workspace(tree, branch, tip))
+
+
+def remove_step_worktree(ctx: Context, ws: Workspace) -> bool:
     """The landed step's work tree, and the per-plan folder of the work-tree cache if empty.
     A work tree holding a nested repository an agent left (never committed:
-    ``git.commit_work``) is kept instead, with a note: it would go with the tree."""
+    ``git.commit_work``) is kept instead, with a note: it would go with the tree. Whether
+    it went."""
     nested = git.untracked_repositories(ws.worktree)
     if nested:
         ctx.notices.append(
@@ -156,10 +168,11 @@ def remove_step_worktree(ctx: Context, ws: Workspace) -> None:
             f"{nested_repositories(nested)}, left out of the commit (`gitflow-agents gc --force` "
             "removes it)"
         )
-        return
+        return False
     git.remove_tool_worktree(ctx.root, ws.worktree, base=ctx.tool_root())
     with contextlib.suppress(OSError):
         ws.worktree.parent.rmdir()
+    return True
 
 
 def plan_in_tree(ctx: Context, ws: Workspace) -> Path | None:

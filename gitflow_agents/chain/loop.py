@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from pathlib import Path
 from typing import NamedTuple
 
 from gitflow_agents.base.errors import BudgetError, ExitCode, GitError, interrupted_by
@@ -33,7 +34,7 @@ from gitflow_agents.chain.agents import (
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.increment import FIRST_ROUND, after_landing
 from gitflow_agents.chain.integrate import integrate, moved_on
-from gitflow_agents.chain.land import carry_to_merges, finish_landed
+from gitflow_agents.chain.land import carry_to_merges, finish_landed, remove_landed_tree
 from gitflow_agents.chain.lander import Lander, MergeLander
 from gitflow_agents.chain.ready import SetupFailed, make_ready
 from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
@@ -81,15 +82,12 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
     ctx.chain_run = rec.run_id
     done = done_where(ctx, step)
     if done is not None and not ctx.settings.force:
-        reason = f"step {step} is already {DONE} {done}; --force runs it again"
-        carried = carry_to_merges(ctx, step) if _lands_here(ctx, lander) else None
-        if carried is not None:
-            ctx.notices.append(carried)
+        finished = _finish_done(ctx, rec, step) if _lands_here(ctx, lander) else ""
+        reason = f"step {step} is already {DONE} {done}{finished}; --force runs it again"
         rec.finish("skipped", int(ExitCode.OK), reason)
         return rec.result()
     refuse_foreign_checkout(ctx, branch_name(ctx.settings, ctx.plan.name, step))  # touch nothing
-    held = (ctx.root, ctx.common_dir(), ctx.config.flow_dir, ctx.flow, step, rec.run_id)
-    with lock.hold_step(*held):
+    with lock.hold_step(*_step_locks(ctx, step), rec.run_id):
         tip = landed_tip(ctx, step) if _lands_here(ctx, lander) else None
         if tip is not None:  # its merge landed, its ✅ did not come: finish, run no agent
             rec.finish("skipped", int(ExitCode.OK), finish_landed(ctx, step, tip))
@@ -109,6 +107,29 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
                 if isinstance(unwinding, KeyboardInterrupt):  # the caller reports it, then exits
                     unwinding.step_result = result  # type: ignore[attr-defined]
     return result
+
+
+def _step_locks(ctx: Context, step: int) -> tuple[Path, Path, str, str, int]:
+    """Where the step's locks are (``lock.hold_step``, ``lock.step_holder``)."""
+    return ctx.root, ctx.common_dir(), ctx.config.flow_dir, ctx.flow, step
+
+
+def _finish_done(ctx: Context, rec: StepRecord, step: int) -> str:
+    """For a step ✅ on the target, what a run killed after its merge left of its landing:
+    the approval of a merge commit (``carry_to_merges``, a note) and the step's work tree,
+    removed under the step's lock (``remove_landed_tree``) when its work is on the target
+    (``landed_tip``) and no live run holds the step. What the reason adds: '' when nothing
+    was left."""
+    carried = carry_to_merges(ctx, step)
+    if carried is not None:
+        ctx.notices.append(carried)
+    tip = landed_tip(ctx, step)
+    if tip is None or lock.step_holder(*_step_locks(ctx, step)) is not None:
+        return ""  # nothing of its own left, or the tree of a live run (--force)
+    with lock.hold_step(*_step_locks(ctx, step), rec.run_id):
+        if not remove_landed_tree(ctx, step, tip):
+            return ""
+    return ", and its work tree is removed now (the run that merged it ended before)"
 
 
 def _lands_here(ctx: Context, lander: Lander) -> bool:

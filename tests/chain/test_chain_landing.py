@@ -24,11 +24,13 @@ from pathlib import Path
 
 from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.git import queries as g
+from gitflow_agents.runs import lock
 from tests.conftest import git, run_cli
 from tests.helpers.chain import (
     FAKE,
     PLAN,
     call,
+    committed_status,
     configure,
     main_sha,
     results,
@@ -191,6 +193,40 @@ def test_a_run_killed_right_after_its_merge_is_finished_by_the_same_command(
     builders = [r["chain"]["agents"][0]["agentId"] for r in results(repo)]
     assert builders == ["step-02-builder"]
     assert git(repo, "show", "main:README.md") == "# demo\nmore\nmore\n"
+
+
+def test_a_run_killed_right_after_its_merge_of_a_committed_plan_is_finished_too(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The plan committed on the target: the merge brought its ✅ along, so the step is done,
+    but its work tree was still to go. The same command finishes that (no agent runs, nothing
+    is merged), and every run after that only finds the step done."""
+    configure(repo)
+    killed = run_cli(
+        "run", "specs/feature.md", "--step", "1", "--quiet", "--kill-grace", "0.2",
+        cwd=repo, env=_git_that_kills_after_the_merge(tmp_path),
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr + killed.stdout
+    landed = main_sha(repo)
+    assert committed_status(repo, "main", 1) == "✅" and _step_tree(repo).exists()
+    agents = _agent_runs(repo)
+    with lock.hold_step(repo, g.git_common_dir(repo), "flows", "feature", 1, "a-live-run"):
+        held = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert held.returncode == 0, held.stderr + held.stdout  # the live run's tree: left alone
+    assert "already ✅ on main" in held.stdout and _step_tree(repo).exists()
+
+    again = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert "step 1 is already ✅ on main" in again.stdout
+    assert "its work tree is removed now" in again.stdout
+    assert not _step_tree(repo).exists()
+    assert json.loads(call(repo, "worktrees", "--json").stdout) == []
+    assert _agent_runs(repo) == agents and main_sha(repo) == landed
+
+    same = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
+    assert same.returncode == 0, same.stderr + same.stdout
+    assert "step 1 is already ✅ on main" in same.stdout and "work tree" not in same.stdout
+    assert _agent_runs(repo) == agents and main_sha(repo) == landed
 
 
 def test_all_after_the_kill_finishes_the_landed_step_and_runs_the_next(
