@@ -74,6 +74,15 @@ exit $code
 """
 
 
+def _killed_right_after_the_merge(repo: Path, tmp_path: Path) -> None:
+    """Step 1 run by an orchestrator that is killed (-9) right after its landing's merge."""
+    killed = run_cli(
+        "run", "specs/feature.md", "--step", "1", "--quiet", "--kill-grace", "0.2",
+        cwd=repo, env=_git_that_kills_after_the_merge(tmp_path),
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr + killed.stdout
+
+
 def _git(tmp_path: Path, template: str) -> dict[str, str]:
     """The environment of an orchestrator whose git is ``template`` around the real one."""
     real = shutil.which("git")
@@ -166,11 +175,7 @@ def test_a_run_killed_right_after_its_merge_is_finished_by_the_same_command(
 ) -> None:
     configure(repo)
     _uncommitted_plan(repo)
-    killed = run_cli(
-        "run", "specs/feature.md", "--step", "1", "--quiet", "--kill-grace", "0.2",
-        cwd=repo, env=_git_that_kills_after_the_merge(tmp_path),
-    )  # fmt: skip
-    assert killed.returncode == -9, killed.stderr + killed.stdout
+    _killed_right_after_the_merge(repo, tmp_path)
     landed = main_sha(repo)
     assert landed == git(repo, "rev-parse", "agents/feature/step-1").strip()
     assert step_status(repo, 1) == "❌"  # the merge landed; the ✅ never came
@@ -202,11 +207,7 @@ def test_a_run_killed_right_after_its_merge_of_a_committed_plan_is_finished_too(
     but its work tree was still to go. The same command finishes that (no agent runs, nothing
     is merged), and every run after that only finds the step done."""
     configure(repo)
-    killed = run_cli(
-        "run", "specs/feature.md", "--step", "1", "--quiet", "--kill-grace", "0.2",
-        cwd=repo, env=_git_that_kills_after_the_merge(tmp_path),
-    )  # fmt: skip
-    assert killed.returncode == -9, killed.stderr + killed.stdout
+    _killed_right_after_the_merge(repo, tmp_path)
     landed = main_sha(repo)
     assert committed_status(repo, "main", 1) == "✅" and _step_tree(repo).exists()
     agents = _agent_runs(repo)
@@ -238,11 +239,7 @@ def test_all_after_the_kill_finishes_the_landed_step_and_runs_the_next(
     plan = repo / "specs" / "feature.md"
     plan.write_text(PLAN.replace("Polish it.\n", "Depends on: 1\n\nPolish it.\n"))
     _uncommitted_plan(repo)
-    killed = run_cli(
-        "run", "specs/feature.md", "--step", "1", "--quiet", "--kill-grace", "0.2",
-        cwd=repo, env=_git_that_kills_after_the_merge(tmp_path),
-    )  # fmt: skip
-    assert killed.returncode == -9, killed.stderr + killed.stdout
+    _killed_right_after_the_merge(repo, tmp_path)
     every = call(repo, "run", "specs/feature.md", "--all", "--jobs", "2", "--quiet")
     assert every.returncode == 0, every.stderr + every.stdout
     assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "✅"
