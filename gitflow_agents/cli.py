@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from gitflow_agents import __version__
 from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.commands.dispatch import describe_os_error as describe_os_error
-from gitflow_agents.commands.dispatch import dispatch
+from gitflow_agents.commands.dispatch import dispatch, escape_unencodable
 
 if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction["Parser"]
@@ -485,6 +485,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    escape_unencodable()
     if argv is None:
         argv = sys.argv[1:]
     if any("\0" in word for word in argv):  # only possible in-process: no OS passes one

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 from gitflow_agents import __version__
 from gitflow_agents.base.records import TYPE_CHECKING
-from gitflow_agents.commands.dispatch import dispatch
+from gitflow_agents.commands.dispatch import dispatch, escape_unencodable
 
 if TYPE_CHECKING:
     import argparse
@@ -265,6 +265,7 @@ def refuse_options_naming_files(words: Sequence[str], prog: str) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    escape_unencodable()
     fewer_collections()
     if argv is not None and any("\0" in word for word in argv):  # in-process only
         print("git agent-review: error: an argument contains a NUL character", file=sys.stderr)
@@ -287,6 +288,7 @@ def gitflow_agents_main(argv: Sequence[str] | None = None) -> int:
     """The ``gitflow-agents`` console script. The pre-commit hook's form (``gitflow-agents
     review`` with an everyday argv, on every commit) is read by ``plain_args`` and runs without
     importing ``cli`` or argparse (issue 20); anything else is ``cli.main``."""
+    escape_unencodable()
     words = sys.argv[1:] if argv is None else list(argv)
     if words[:1] == ["review"] and refuse_options_naming_files(words[1:], "gitflow-agents"):
         return 2

@@ -94,6 +94,32 @@ def test_init_example_then_run_lands_every_step_offline(fresh: tuple[Path, dict[
     _landed_once(repo, env)
 
 
+@pytest.mark.parametrize(("broken", "code", "mark"), [(False, 0, "\\u2705"), (True, 1, "\\u274c")])
+def test_a_locale_without_the_result_marks_gets_them_escaped(
+    fresh: tuple[Path, dict[str, str]], broken: bool, code: int, mark: str
+) -> None:
+    """Under an output encoding without ``✅`` / ``❌`` (cp1252: a Windows console, a locale
+    that is not UTF-8), ``run`` merged an approved step, then exited 70 printing its result
+    line; a rejected step exited 70 instead of 1. The marks are escaped, the codes are run's."""
+    repo, env = fresh
+    assert _cli(repo, env, "init", "--example").returncode == 0
+    if broken:  # step 1's diff adds a syntax error: rejected, the fixer changes nothing
+        plan = repo / PLAN
+        text = plan.read_text(encoding="utf-8")
+        plan.write_text(
+            text.replace(
+                "+    return text.upper() if shout else text\n",
+                "+    return text.upper() if shout else text\n+def broken(:\n",
+                1,
+            ),
+            encoding="utf-8",
+        )
+        _git(repo, env, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "break")
+    run = _cli(repo, {**env, "PYTHONIOENCODING": "cp1252"}, "run", PLAN, "--step", "1")
+    assert run.returncode == code, run.stdout + run.stderr
+    assert f"{mark} step 1: " in run.stdout
+
+
 def test_kill_9_mid_plan_then_the_same_command_lands_each_step_once(
     fresh: tuple[Path, dict[str, str]],
 ) -> None:

@@ -127,7 +127,18 @@ def reply(ok: bool, message: str) -> str:
     return f"<SUMMARY>\n{message}\n</SUMMARY>\n\n<STATUS>\n{status}\n</STATUS>\n"
 
 
+def _write_utf8() -> None:
+    """Print in UTF-8, which the supervisor decodes the agent's output as, whatever the locale:
+    under ``LC_ALL=en_US.ISO-8859-1`` a step title holding ``✅`` or ``日本`` (in the reply's
+    summary) raised UnicodeEncodeError and the step failed."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _write_utf8()
     parser = argparse.ArgumentParser(prog="python -m gitflow_agents.agents.patch")
     parser.add_argument("--prompt-file", type=Path, required=True)
     args = parser.parse_args(argv)

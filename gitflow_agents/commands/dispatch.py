@@ -24,6 +24,20 @@ if TYPE_CHECKING:
     Args = argparse.Namespace | SimpleNamespace
 
 
+def escape_unencodable() -> None:
+    """Have ``sys.stdout`` and ``sys.stderr`` write a character their encoding cannot carry as
+    a backslash escape (``\\u2705``) instead of failing. Under a locale that is not UTF-8
+    (``LC_ALL=en_US.ISO-8859-1``, ``PYTHONIOENCODING=cp1252``) the first ``✅`` of a markdown
+    review, or a path holding a character the locale lacks, raised UnicodeEncodeError: exit 70,
+    and ``run`` exited 70 after it had merged the step. Every entry point calls this before it
+    prints anything; files the commands write (``--output``, reports, records) are UTF-8
+    whatever the locale. A stream without ``reconfigure`` (replaced in-process) is left as is."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def dispatch(args: Args, prog: str = "gitflow-agents") -> int:
     """Run the command module named by ``args.module``; map errors to exit codes (README, "Exit
     codes"): an unexpected exception is an internal error (70), its traceback in the crash log.

@@ -3,6 +3,7 @@ from the assembled system prompt, with git; fails clearly; a diff already applie
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,21 @@ def test_the_program_completes_by_exit_with_a_structured_reply(repo: Path, tmp_p
         output = adapter.parse_output(done.stdout, done.stderr)
         assert (output.input_tokens, output.output_tokens, output.cost_usd) == (0, 0, 0.0)
     assert (repo / "hello.txt").read_text() == "hello\n"
+
+
+def test_the_reply_is_utf8_whatever_the_locale(repo: Path, tmp_path: Path) -> None:
+    """The supervisor reads the agent's output as UTF-8: under a locale that is not UTF-8 a
+    step title holding ``✅`` raised UnicodeEncodeError (the step failed with a traceback)."""
+    plan = _plan(tmp_path, "Only prose.\n")
+    plan.write_text(plan.read_text(encoding="utf-8").replace("Second", "Second ✅"), "utf-8")
+    prompt_file = tmp_path / "system_prompt.md"
+    prompt_file.write_text(_prompt(plan, 2), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "gitflow_agents.agents.patch", "--prompt-file", str(prompt_file)],
+        cwd=repo,
+        env={**os.environ, "PYTHONIOENCODING": "latin-1"},
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Step 2: Second ✅: its text has no" in done.stdout.decode("utf-8")

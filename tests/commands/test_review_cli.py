@@ -367,6 +367,49 @@ def test_every_format_prints(feature: Path, run: Cli) -> None:
         assert "src/app.py" in result.stdout, fmt
 
 
+def _under_encoding(encoding: str, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m ARGV`` whose output encoding is ``encoding`` (as a locale that is not UTF-8
+    makes it), its output read back in it."""
+    return subprocess.run(
+        [sys.executable, "-m", *argv],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": encoding},
+        capture_output=True,
+        text=True,
+        encoding=encoding,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("gitflow_agents.git_agent_review",),
+        ("gitflow_agents", "review"),
+        ("gitflow_agents.cli", "review"),
+    ],
+)
+def test_a_locale_that_lacks_a_character_gets_it_escaped(
+    repo: Path, command: tuple[str, ...]
+) -> None:
+    """Under a locale that is not UTF-8 the markdown header's ``✅`` and a path holding
+    characters the locale lacks were an internal error (exit 70, UnicodeEncodeError): they are
+    printed as backslash escapes, the exit code is the review's, ``--output`` stays UTF-8."""
+    commit_files(repo, {"日本.py": "# TODO: tidy\n"}, "x")
+    for encoding in ("latin-1", "cp1252"):
+        for fmt in ("terminal", "markdown"):
+            done = _under_encoding(
+                encoding, *command, "HEAD", "--no-note", "--format", fmt, cwd=repo
+            )
+            assert done.returncode == 0, (encoding, fmt, done.stderr)
+            assert "\\u65e5\\u672c.py" in done.stdout, (encoding, fmt)
+    assert "### \\u2705 gitflow-agents review: APPROVED" in done.stdout
+    out = repo / "review.md"
+    done = _under_encoding("latin-1", *command, "HEAD", "--no-note", "--output", str(out), cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text(encoding="utf-8").startswith("### ✅ gitflow-agents review: APPROVED")
+
+
 def test_usage_errors_exit_2(repo: Path, tmp_path: Path, run: Cli) -> None:
     """The first as the console script (its exit status and line), the others in-process."""
     result = review_proc("no-such-rev", cwd=repo)
