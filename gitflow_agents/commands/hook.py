@@ -71,7 +71,7 @@ def gate_pushed(remote: str, lines: str) -> int:
     """Gate every ref of a push as git's own pre-push hook is told of them: each pushed commit
     that brings the remote a commit it lacks (as pre-commit decides what is new: not reachable
     from ``refs/remotes/<remote>/``) needs its approval; one refused refuses the push."""
-    from gitflow_agents.git.cmd import run_git
+    from gitflow_agents.git.cmd import require_repository, run_git
 
     root = Path.cwd()
     code = ExitCode.OK
@@ -79,6 +79,7 @@ def gate_pushed(remote: str, lines: str) -> int:
         argv = ("rev-list", "--max-count=1", pushed, "--not", f"--remotes={remote}", "--")
         new = run_git(root, *argv, check=False)
         if new.returncode != 0:
+            require_repository(root)
             raise UsageError(f"pre-push: {ref}: unknown object {pushed}, so the push is refused")
         if not new.stdout.strip():
             print(f"agent-review-gate: {ref}: nothing new for {remote}")

@@ -101,6 +101,27 @@ def failure(result: spawn.Result, what: str) -> GitError:
     return GitError(f"{what}: {detail[-1] if detail else f'git exited {result.returncode}'}")
 
 
+def no_repository(where: StrPath, stderr: str) -> str:
+    """Why a git call in ``where`` found no repository to work in, from what git printed: ours,
+    ``not a git repository (or any parent up to /): WHERE``, when git says that; otherwise
+    git's own words, which name the cause and its fix. A repository owned by another user (a
+    checkout on a mounted volume, a CI cache) is one git refuses: "detected dubious ownership",
+    then the ``git config --global --add safe.directory …`` line that allows it; "not a git
+    repository" hid both."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if not lines or any("not a git repository" in line for line in lines):
+        return f"not a git repository (or any parent up to /): {where}"
+    return "\n  ".join([f"git refuses {where}: {lines[0].removeprefix('fatal: ')}", *lines[1:]])
+
+
+def require_repository(root: StrPath) -> None:
+    """UsageError with ``no_repository``'s reason when git finds no repository at ``root``:
+    asked after a git call there failed, to tell that from an unknown revision or object."""
+    found = run_git(root, "rev-parse", "--git-dir", check=False)
+    if found.returncode != 0:
+        raise UsageError(no_repository(root, found.stderr))
+
+
 def run_git(
     root: StrPath,
     *args: str,
@@ -176,7 +197,7 @@ def commit_note(root: StrPath, rev: str, ref: str = NOTES_REF) -> tuple[str, str
     """(full sha of the commit ``rev`` names, its note under ``ref`` or None) in one git call.
 
     UsageError ``unknown revision: REV`` when ``rev`` names no commit (ranges included), or
-    ``not a git repository …`` when ``root`` is in none (a second call, on that path only)."""
+    ``no_repository``'s reason when ``root`` is in none (a second call, on that path only)."""
     if not rev or rev.startswith(("-", "^")) or ".." in rev:
         raise UsageError(f"unknown revision: {rev!r}")
     result = run_git(
@@ -194,8 +215,7 @@ def commit_note(root: StrPath, rev: str, ref: str = NOTES_REF) -> tuple[str, str
     )
     sha, found, note = result.stdout.partition("\0")
     if result.returncode != 0 or not found:
-        if run_git(root, "rev-parse", "--git-dir", check=False).returncode != 0:
-            raise UsageError(f"not a git repository (or any parent up to /): {root}")
+        require_repository(root)
         raise UsageError(f"unknown revision: {rev}")
     note = note.removesuffix("\n")  # the line end --format adds; the note keeps its own
     return sha.strip(), note or None

@@ -34,8 +34,8 @@ from gitflow_agents.git.cmd import NOTES_REF as NOTES_REF
 from gitflow_agents.git.cmd import explicit_repository as explicit_repository
 from gitflow_agents.git.cmd import failure as _fail
 from gitflow_agents.git.cmd import git_env as git_env
+from gitflow_agents.git.cmd import no_repository, start_git
 from gitflow_agents.git.cmd import run_git as run_git
-from gitflow_agents.git.cmd import start_git
 from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange
 
 # Fetching from and pushing to remotes live in remote, the work trees, branches and commits of
@@ -120,14 +120,15 @@ def repo_root(start: Path | str | None = None) -> Path:
 
 
 def _no_work_tree(where: StrPath) -> str:
-    """Why there is no work tree at ``where``: no repository, a bare one (git works there, but a
-    review reads its settings, ``.flow/``, and its baseline from a work tree: without one it
-    would review by other rules than the project's), or the inside of a ``.git`` folder."""
+    """Why there is no work tree at ``where``: no repository, or one git refuses
+    (``no_repository``), a bare one (git works there, but a review reads its settings,
+    ``.flow/``, and its baseline from a work tree: without one it would review by other rules
+    than the project's), or the inside of a ``.git`` folder."""
     args = ("rev-parse", "--is-bare-repository", "--absolute-git-dir")
     found = run_git(where, *args, check=False)
     lines = found.stdout.splitlines()
     if found.returncode != 0 or len(lines) != 2:
-        return f"not a git repository (or any parent up to /): {where}"
+        return no_repository(where, found.stderr)
     bare, git_dir = lines
     if bare != "true":
         return (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -453,6 +454,42 @@ def test_a_bare_repository_is_named_as_one_with_what_works_instead(
     assert f"{git_dir} is inside {git_dir}, the git folder of a repository: run it in its" in (
         inside.stderr
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("review", "HEAD~1..HEAD"),
+        ("review", "--hook"),
+        ("hook", "gate"),
+        ("hook", "gate", "HEAD"),
+        ("hook", "gate", "--pre-push", "origin", "url"),
+        ("run", "plan.md", "--step", "1"),
+        ("history",),
+        ("flow", "review"),
+    ],
+)
+def test_a_repository_git_refuses_is_named_with_gits_reason_and_fix(
+    feature: Path, run: Cli, monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...]
+) -> None:
+    """A repository owned by another user (a mounted volume, a CI cache), which git refuses
+    for "dubious ownership" until ``safe.directory`` allows it, was "not a git repository":
+    git's reason and its fix are said instead (exit 2). git's test switch stands in for
+    another owner (git 2.35.2 and later)."""
+    head = git(feature, "rev-parse", "HEAD").strip()
+    monkeypatch.setattr(
+        "sys.stdin", io.StringIO(f"refs/heads/feature {head} refs/heads/x {'0' * 40}\n")
+    )
+    env = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}
+    result = run.main(*argv, cwd=feature, env=env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "not a git repository" not in result.stderr and "Traceback" not in result.stderr
+    assert f"detected dubious ownership in repository at '{feature}'" in result.stderr
+    assert f"git config --global --add safe.directory {feature}" in result.stderr
+    if argv[0] == "review":  # and git agent-review, the same
+        assert run.review(*argv[1:], cwd=feature, env=env).stderr == result.stderr.replace(
+            "gitflow-agents", "git agent-review"
+        )
 
 
 def test_a_stale_notes_lock_is_named_when_the_note_cannot_be_written(
