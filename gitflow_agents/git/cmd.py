@@ -50,6 +50,9 @@ _HOOK_MARKERS = ("PRE_COMMIT", "PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF", "GIT_
 
 # The repository variables kept for every git call while ``explicit_repository`` is active.
 _kept: dict[str, str] = {}
+# Whether the command may follow a work tree git cannot find the repository from
+# (``reachable_top``): only while ``explicit_repository`` is active (``git agent-review``).
+_follows = False
 
 
 def git_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -184,13 +187,38 @@ def explicit_repository(environ: Mapping[str, str], *, hook: bool = False) -> It
     Only for commands that read the repository and write notes (``git agent-review``): a
     command that works in other work trees (the chain) must never follow an inherited
     ``GIT_DIR`` back into the user's work tree, so it does not use this."""
-    global _kept
-    previous = _kept
+    global _kept, _follows
+    previous = _kept, _follows
     _kept = hook_index(environ) if hook else repository_from_env(environ)
+    _follows = True
     try:
         yield bool(_kept) and not hook
     finally:
-        _kept = previous
+        _kept, _follows = previous
+
+
+def reachable_top(top: str, where: StrPath) -> str:
+    """``top``, the top of the work tree git found from ``where``, once every later git call
+    (``git -C top``) finds the repository too. git finds it by the ``.git`` there; a work tree
+    without one is named by its repository: a git directory whose ``core.worktree`` names it,
+    used from the git directory's folder (a dotfiles layout). Then ``git agent-review``
+    (inside ``explicit_repository``) keeps that git directory and work tree for its calls, as
+    for ``git --git-dir=X --work-tree=Y agent-review``; git said "unknown revision: main" to
+    every call made in ``top``. Any other command runs git in work trees of its own, where
+    such a ``GIT_DIR`` would lead back to this one, so it refuses (UsageError, saying why)."""
+    # os.path: no pathlib on a small review's path (issue 20)
+    if _kept.get("GIT_DIR") or os.path.lexists(os.path.join(top, ".git")):  # noqa: PTH118
+        return top
+    git_dir = run_git(where, "rev-parse", "--absolute-git-dir").stdout.strip()
+    if not _follows:
+        raise UsageError(
+            f"{top}, the work tree of the repository {git_dir} (its core.worktree), holds no "
+            ".git, so git finds no repository there; gitflow-agents runs git in the work tree "
+            "(and in work trees of its own): use a work tree that holds .git (`git worktree "
+            "add`, a clone); `git agent-review` works in this layout"
+        )
+    _kept.update(GIT_DIR=git_dir, GIT_WORK_TREE=top)
+    return top
 
 
 def commit_note(root: StrPath, rev: str, ref: str = NOTES_REF) -> tuple[str, str | None]:

@@ -34,7 +34,7 @@ from gitflow_agents.git.cmd import NOTES_REF as NOTES_REF
 from gitflow_agents.git.cmd import explicit_repository as explicit_repository
 from gitflow_agents.git.cmd import failure as _fail
 from gitflow_agents.git.cmd import git_env as git_env
-from gitflow_agents.git.cmd import no_repository, start_git
+from gitflow_agents.git.cmd import no_repository, reachable_top, start_git
 from gitflow_agents.git.cmd import run_git as run_git
 from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange
 
@@ -116,7 +116,7 @@ def repo_root(start: Path | str | None = None) -> Path:
     top = result.stdout.strip() if result.returncode == 0 else ""
     if not top:
         raise UsageError(_no_work_tree(where))
-    return as_path(top)
+    return as_path(reachable_top(top, where))
 
 
 def _no_work_tree(where: StrPath) -> str:
@@ -160,14 +160,15 @@ def ask_root_and_commit(rev: str) -> Callable[[], tuple[str, str, tuple[str, ...
     if not rev or rev.startswith("-"):
         return lambda: None
     args = ("rev-parse", "--show-toplevel", rev + "^{commit}", rev + "^@")
-    running = start_git(os.getcwd(), *args)  # noqa: PTH109 - no pathlib here (issue 20)
+    here = os.getcwd()  # noqa: PTH109 - no pathlib here (issue 20)
+    running = start_git(here, *args)
 
     def answer() -> tuple[str, str, tuple[str, ...]] | None:
         result = running.result(check=False)
         top, *shas = result.stdout.splitlines() or [""]
         if result.returncode != 0 or not top or not shas or not all(map(_is_sha, shas)):
             return None
-        return top, shas[0], tuple(shas[1:])
+        return reachable_top(top, here), shas[0], tuple(shas[1:])
 
     return answer
 
@@ -182,15 +183,16 @@ def ask_root_and_head() -> Callable[[], tuple[str, str | None] | None]:
     """``root_and_head()`` asked now, read when the function returned is called (as
     ``ask_root_and_commit``)."""
     args = ("rev-parse", "--show-toplevel", "--verify", "--quiet", "HEAD^{commit}")
-    running = start_git(os.getcwd(), *args)  # noqa: PTH109 - no pathlib here (issue 20)
+    here = os.getcwd()  # noqa: PTH109 - no pathlib here (issue 20)
+    running = start_git(here, *args)
 
     def answer() -> tuple[str, str | None] | None:
         result = running.result(check=False)
         lines = result.stdout.splitlines()
         if result.returncode == 0 and len(lines) == 2 and lines[0] and _is_sha(lines[1]):
-            return lines[0], lines[1]
+            return reachable_top(lines[0], here), lines[1]
         if result.returncode == 1 and len(lines) == 1 and lines[0]:
-            return lines[0], None
+            return reachable_top(lines[0], here), None
         return None
 
     return answer

@@ -628,6 +628,37 @@ def test_explicit_git_dir_and_work_tree_are_honoured(tmp_path: Path) -> None:
     assert head[:12] in git(store, "notes", f"--ref={g.NOTES_REF}", "list")  # note in the store
 
 
+def test_a_git_dir_that_names_its_work_tree_is_followed_from_its_folder(
+    tmp_path: Path, run: Cli
+) -> None:
+    """A git directory whose ``core.worktree`` names a work tree elsewhere, used from the git
+    directory's folder (a dotfiles layout): git works there, and the review ran every git call
+    in the work tree, where git finds no repository: "unknown revision: main", "there is no
+    main or master branch". It follows the layout as git does; a command that runs git in
+    work trees of its own says why it cannot."""
+    store, tree = tmp_path / "store", tmp_path / "tree"
+    git(tmp_path, "init", "-q", "-b", "main", str(store))
+    git(store, "config", "core.worktree", str(tree))
+    tree.mkdir()
+    commit_files(store, {str(tree / "ok.py"): "x = 1\n"}, "first")
+    git(store, "checkout", "-q", "-b", "feat")
+    commit_files(store, {str(tree / "bad.py"): "def f(:\n"}, "second")
+    for args in (("main..feat",), (), ("HEAD",)):
+        result = run.review(*args, "--format", "json", cwd=store)
+        assert result.returncode == 1, (args, result.stderr)
+        findings = json.loads(result.stdout)["findings"]
+        assert [(f["rule"], f["file"]) for f in findings] == [("python-syntax", "bad.py")]
+    (tree / "bad.py").write_text("x = 2\n")
+    git(store, "commit", "-qam", "fixed")
+    assert run.review(cwd=store).returncode == 0
+    assert run.main("hook", "gate", cwd=store).returncode == 0  # the note is in the store
+    history = run.main("history", cwd=store)
+    assert history.returncode == 2 and "Traceback" not in history.stderr
+    assert f"{tree}, the work tree of the repository {store / '.git'} (its core.worktree), " in (
+        history.stderr
+    )
+
+
 def test_hook_mode_ignores_an_inherited_git_dir(repo: Path, tmp_path: Path, run: Cli) -> None:
     other = tmp_path / "other"
     other.mkdir()
