@@ -70,7 +70,8 @@ def _is_object(word: str) -> bool:
 def gate_pushed(remote: str, lines: str) -> int:
     """Gate every ref of a push as git's own pre-push hook is told of them: each pushed commit
     that brings the remote a commit it lacks (as pre-commit decides what is new: not reachable
-    from ``refs/remotes/<remote>/``) needs its approval; one refused refuses the push."""
+    from ``refs/remotes/<remote>/``) needs its approval, a ref to a blob or a tree is refused
+    (``_no_commit_is_new``); one refused refuses the push."""
     from gitflow_agents.git.cmd import require_repository, run_git
 
     root = Path.cwd()
@@ -81,12 +82,32 @@ def gate_pushed(remote: str, lines: str) -> int:
         if new.returncode != 0:
             require_repository(root)
             raise UsageError(f"pre-push: {ref}: unknown object {pushed}, so the push is refused")
-        if not new.stdout.strip():
-            print(f"agent-review-gate: {ref}: nothing new for {remote}")
-            continue
-        if _judge(pushed, ref) != ExitCode.OK:
+        if new.stdout.strip():
+            approved = _judge(pushed, ref) == ExitCode.OK
+        else:
+            approved = _no_commit_is_new(root, ref, pushed, remote)
+        if not approved:
             code = ExitCode.REVISE
     return code
+
+
+def _no_commit_is_new(root: Path, ref: str, pushed: str, remote: str) -> bool:
+    """For a pushed ref that brings ``remote`` no commit it lacks: whether it passes. A commit
+    (or a tag of one) does, saying so. A ref to a blob or a tree (``git tag keyblob $(git
+    hash-object -w secret.txt)``, or a tag of one) is refused: git pushes that object, no
+    review looks at one (reviews are of commits), and it passed as "nothing new"."""
+    from gitflow_agents.git.cmd import run_git
+
+    kind = run_git(root, "cat-file", "-t", f"{pushed}^{{}}", check=False).stdout.strip()
+    if kind == "commit":
+        print(f"agent-review-gate: {ref}: nothing new for {remote}")
+        return True
+    print(
+        f"agent-review-gate: push refused: {ref} points at a {kind or 'object git cannot read'}, "
+        "not a commit: no review looks at what it brings (reviews are of commits)",
+        file=sys.stderr,
+    )
+    return False
 
 
 def _stdin_text() -> str:

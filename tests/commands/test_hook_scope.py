@@ -121,6 +121,31 @@ def test_pre_push_skips_deletions_and_refs_the_remote_has(
     assert code == 0, output
 
 
+@pytest.mark.parametrize("kind", ["blob", "tree", "tag of a blob"])
+def test_pre_push_refuses_a_ref_to_what_is_not_a_commit(
+    leaky: Path, run: Cli, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """A tag of a blob (or a tree) holding a key brings the remote no commit, so it passed as
+    "nothing new for origin", and git pushed the blob no review had seen: refused. A tag of a
+    commit the remote has still passes."""
+    (leaky / "key.txt").write_text(KEY_FILE)
+    blob = git(leaky, "hash-object", "-w", "key.txt").strip()
+    pushed = {"blob": blob, "tree": git(leaky, "rev-parse", "leaky^{tree}").strip()}.get(kind)
+    if pushed is None:
+        git(leaky, "tag", "-a", "-m", "data", "keyblob", blob)
+        pushed = git(leaky, "rev-parse", "refs/tags/keyblob").strip()
+    code, output = pre_push(run, leaky, f"refs/tags/x {pushed} refs/tags/x {Z40}\n", monkeypatch)
+    assert code == 1, output
+    assert f"push refused: refs/tags/x points at a {kind.split()[-1]}, not a commit" in output
+    assert "nothing new" not in output
+    main = g.rev_parse(leaky, "main")
+    git(leaky, "update-ref", "refs/remotes/origin/main", main)
+    git(leaky, "tag", "-a", "-m", "release", "v1", main)
+    tag = git(leaky, "rev-parse", "refs/tags/v1").strip()
+    code, output = pre_push(run, leaky, f"refs/tags/v1 {tag} refs/tags/v1 {Z40}\n", monkeypatch)
+    assert code == 0 and "refs/tags/v1: nothing new for origin" in output, output
+
+
 def test_pre_push_refuses_what_it_cannot_read(
     leaky: Path, run: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
