@@ -120,6 +120,19 @@ def test_a_locale_without_the_result_marks_gets_them_escaped(
     assert f"{mark} step 1: " in run.stdout
 
 
+def test_a_commit_git_cannot_sign_says_why(fresh: tuple[Path, dict[str, str]]) -> None:
+    """With ``commit.gpgsign`` and no gpg, the step failed with git's last line alone, "fatal:
+    failed to write commit object"; the line before it says why (gpg), and is shown too."""
+    repo, env = fresh
+    assert _cli(repo, env, "init", "--example").returncode == 0
+    _git(repo, env, "config", "commit.gpgsign", "true")
+    _git(repo, env, "config", "gpg.program", str(repo / "no-such-gpg"))
+    run = _cli(repo, env, "run", PLAN, "--step", "1")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "cannot commit the agent's changes: " in run.stdout
+    assert "error: gpg failed to sign the data; fatal: failed to write commit object" in run.stdout
+
+
 def test_kill_9_mid_plan_then_the_same_command_lands_each_step_once(
     fresh: tuple[Path, dict[str, str]],
 ) -> None:

@@ -84,12 +84,26 @@ def git_argv(root: StrPath) -> tuple[str, ...]:
 
 
 _LOCKED = ("Unable to create '", "': File exists")  # git's words for a lock file already there
+SAID_LINES = 8
+"""How many lines of git's stderr an error repeats at most: the first ones and the last."""
+
+
+def said(stderr: str) -> list[str]:
+    """The lines of git's ``stderr`` worth repeating: not blank, not a ``hint:`` (advice on
+    git's settings), at most :data:`SAID_LINES` (git's last line is its verdict: kept)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("hint:")]
+    if len(lines) <= SAID_LINES:
+        return lines
+    return [*lines[: SAID_LINES - 2], f"… {len(lines) - SAID_LINES + 1} more lines", lines[-1]]
 
 
 def failure(result: spawn.Result, what: str) -> GitError:
-    """The GitError for a git call that failed: ``what``, then the last line git printed; for a
-    lock file already there (a stale ``….lock`` a killed git left), the file, which git names
-    on a line before five of advice (the last of them: "remove the file manually to
+    """The GitError for a git call that failed: ``what``, then what git printed (``said``, one
+    line: a step's record keeps it), whose first lines often say why (``error: gpg failed to
+    sign the data`` before ``fatal: failed to write commit object``, which alone was shown);
+    for a lock file already there (a stale ``….lock`` a killed git left), the file, which git
+    names on a line before five of advice (the last of them: "remove the file manually to
     continue.")."""
     start, end = _LOCKED
     found = result.stderr.find(start)
@@ -100,8 +114,8 @@ def failure(result: spawn.Result, what: str) -> GitError:
             f"{what}: {lock} exists: another git process is running in this repository, or "
             "one was killed and left it; when none is running, remove the file to continue"
         )
-    detail = result.stderr.strip().splitlines()
-    return GitError(f"{what}: {detail[-1] if detail else f'git exited {result.returncode}'}")
+    detail = "; ".join(said(result.stderr))
+    return GitError(f"{what}: {detail or f'git exited {result.returncode}'}")
 
 
 def no_repository(where: StrPath, stderr: str) -> str:
@@ -111,7 +125,7 @@ def no_repository(where: StrPath, stderr: str) -> str:
     checkout on a mounted volume, a CI cache) is one git refuses: "detected dubious ownership",
     then the ``git config --global --add safe.directory …`` line that allows it; "not a git
     repository" hid both."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    lines = said(stderr)
     if not lines or any("not a git repository" in line for line in lines):
         return f"not a git repository (or any parent up to /): {where}"
     return "\n  ".join([f"git refuses {where}: {lines[0].removeprefix('fatal: ')}", *lines[1:]])

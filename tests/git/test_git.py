@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from gitflow_agents.base import spawn
 from gitflow_agents.base.errors import GitError, UsageError
+from gitflow_agents.git import cmd as gitcmd
 from gitflow_agents.git import queries as g
 from tests.conftest import git
 
@@ -188,6 +190,20 @@ def test_a_note_git_cannot_write_for_a_stale_lock_names_the_lock_file(repo: Path
     (lock / "gitflow-agents.lock").unlink()
     g.write_note(repo, head, "x\n")
     assert g.read_note(repo, head) == "x\n"
+
+
+def test_a_git_failure_repeats_what_git_said_on_one_line_without_its_hints() -> None:
+    """git often says why on the lines before its last (``error: gpg failed to sign the data``
+    before ``fatal: failed to write commit object``): every line is kept, but its hints, and
+    a long list is cut in the middle."""
+    stderr = "error: gpg failed to sign the data\nhint: advice\n\nfatal: failed to write\n"
+    failed = spawn.Result(("git",), 128, "", stderr)
+    message = str(gitcmd.failure(failed, "cannot commit"))
+    assert message == "cannot commit: error: gpg failed to sign the data; fatal: failed to write"
+    many = "".join(f"\tfile{n}\n" for n in range(100)) + "Aborting\n"
+    lines = gitcmd.said(many)
+    assert len(lines) == gitcmd.SAID_LINES and lines[-2:] == ["… 94 more lines", "Aborting"]
+    assert str(gitcmd.failure(spawn.Result(("git",), 1, "", ""), "x")) == "x: git exited 1"
 
 
 def test_current_branch_and_detached_head(repo: Path) -> None:
