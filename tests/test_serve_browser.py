@@ -220,16 +220,20 @@ def test_a_running_agents_tokens_and_cost_follow_its_budgets_watch(repo: Path, d
     """The runs page's row and the run's page show what the agent has spent so far, as the
     supervisor rewrites status.json, without a reload (the run's page keeps its events)."""
     run_id = "01900000-0000-7000-8000-000000000001"
+    # this test supervises it: a running run, not a lost one (whose figures are a lower bound,
+    # shown with `≥` on a page drawn while its status says nothing of a live supervisor)
+    running = {"state": "running", "agent": "builder", "kind": "spawn"}
+    running["supervisor_pid"] = os.getpid()
     run_dir = write_run(
         repo,
         run_id,
-        status={"state": "running", "agent": "builder", "kind": "spawn"},
+        status=running,
         events=[event("agent:start", run_id, agent="builder", pid=1)],
     )
 
     def spent(input_tokens: int) -> None:
         figures = {"inputTokens": input_tokens, "outputTokens": 200, "costUsd": 0.006}
-        status = {"state": "running", "agent": "builder", "kind": "spawn", "spent": figures}
+        status = {**running, "spent": figures}
         (run_dir / "status.json").write_text(json.dumps(status))
 
     with serving(repo) as served:
