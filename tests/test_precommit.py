@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from gitflow_agents.git import queries as g
 from gitflow_agents.reviewer import read_review_note
 from tests.conftest import GIT_ENV, ROOT, Cli, git
 from tests.helpers.offline_pip import offline_pip_env
+from tests.helpers.once import once_per_session
 from tests.helpers.project import load_pyproject
 
 AWS_KEY = "AKIA" + "Z7Q2XK4M9PLR3VBN"
@@ -121,8 +122,15 @@ _HOOK_REPO_DIRS = ("gitflow_agents", "templates")
 
 @pytest.fixture(scope="session")
 def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This checkout's working tree as a committed git repo (try-repo installs a repo's HEAD)."""
-    path = tmp_path_factory.mktemp("hook-repo")
+    """This checkout's working tree as a committed git repo (try-repo installs a repo's HEAD).
+    One for the session, xdist workers included, so the pre-commit store they share installs
+    its environment once."""
+    return once_per_session(tmp_path_factory, "hook-repo", _commit_the_checkout) / "repo"
+
+
+def _commit_the_checkout(folder: Path) -> None:
+    path = folder / "repo"
+    path.mkdir()
     for name in _HOOK_REPO_FILES:
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, path / name)
@@ -134,7 +142,6 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = {**os.environ, **GIT_ENV, "HOME": str(path)}
     for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-q", "-m", "snapshot")):
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
-    return path
 
 
 def _wheelhouse_requirements() -> list[str]:
@@ -196,11 +203,17 @@ def wheelhouse() -> Path:
     return final
 
 
+def _folder(name: str) -> Callable[[Path], None]:
+    """A ``once_per_session`` build that makes an empty folder ``name``."""
+    return lambda parent: (parent / name).mkdir()
+
+
 @pytest.fixture(scope="session")
 def virtualenv_app_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """virtualenv's cache of the seed packages it puts in each new environment, one per session:
-    extracting them again for each hook environment took longer than creating it from them."""
-    return tmp_path_factory.mktemp("virtualenv-app-data")
+    """virtualenv's cache of the seed packages it puts in each new environment, one per session
+    (xdist workers included: virtualenv locks it, as it does its per-user default): extracting
+    them again for each hook environment took longer than creating it from them."""
+    return once_per_session(tmp_path_factory, "virtualenv", _folder("app-data")) / "app-data"
 
 
 @pytest.fixture
@@ -251,10 +264,11 @@ def test_try_repo_fails_on_the_seeded_defect(
 @pytest.mark.slow
 @needs_pre_commit
 def test_hooks_pass_on_the_fix_and_gate_the_push(
-    project: Path, hook_repo: Path, offline_env: dict[str, str]
+    project: Path, hook_repo: Path, offline_env: dict[str, str], shared_pre_commit_home: Path
 ) -> None:
     """The same hooks from a config (one install, reused): pre-commit stage on the staged fix,
     then pre-push with the review and the gate, then plan-lint."""
+    env = {**offline_env, "PRE_COMMIT_HOME": str(shared_pre_commit_home)}
     rev = g.head_sha(hook_repo)
     config = (
         f"repos:\n- repo: {hook_repo}\n  rev: {rev}\n  hooks:\n"
@@ -263,9 +277,7 @@ def test_hooks_pass_on_the_fix_and_gate_the_push(
     (project / ".pre-commit-config.yaml").write_text(config)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return pre_commit(
-            "run", "--config", ".pre-commit-config.yaml", *args, cwd=project, env=offline_env
-        )
+        return pre_commit("run", "--config", ".pre-commit-config.yaml", *args, cwd=project, env=env)
 
     staged_defect = run("agent-review")
     assert staged_defect.returncode == 1, staged_defect.stdout
@@ -344,9 +356,11 @@ TOKEN_FILE = f'KEY = "{AWS_KEY}"\n'
 
 @pytest.fixture(scope="session")
 def shared_pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One pre-commit store for the push tests of a session (an xdist worker): the hook
-    repository's environment is installed once, not once per test."""
-    return tmp_path_factory.mktemp("pre-commit-home")
+    """One pre-commit store for the tests of a session that run the hooks from a config, xdist
+    workers included (pre-commit locks its store while it installs, as it does for the commits
+    of several repositories at once): the hook repository's environment is installed once, not
+    once per test or worker. try-repo always installs into a store of its own."""
+    return once_per_session(tmp_path_factory, "pre-commit", _folder("home")) / "home"
 
 
 @pytest.fixture
