@@ -634,7 +634,10 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_once_and_counts_its_sp
     last sign of life, not to when it was ended. Run once more, nothing is listed or counted
     twice."""
     configure(repo)
-    add_spender(repo, tmp_path / "record.json", FAKE_SPENDER_CALLS="100", FAKE_SPENDER_SLEEP="0.05")
+    # the first run is killed mid-stream (100 calls at 0.05 s: it is still spending); the run
+    # again goes through its 100 calls unpaced
+    add_spender(repo, tmp_path / "record.json", FAKE_SPENDER_CALLS="100", FAKE_SPENDER_SLEEP="0.05",
+                FAKE_SPENDER_SLEEP_ONCE=str(tmp_path / "paced"))  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     argv = [sys.executable, "-m", "gitflow_agents", *RUN, "--step", "1", *budget]
     proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.DEVNULL)
