@@ -54,14 +54,16 @@ before = float(spent.read_text()) if "--resume" in argv and spent.exists() else 
 def total(own):
     spent.write_text(str(before + own))
     return before + own
+if os.environ.get("FAKE_QUEUE") and n == 1 and answer.startswith(("limit", "say:")):
+    # someone `send`s it a message meanwhile; before the reset is reckoned: the import takes a
+    # while, and a reset it outlived was a backoff of 15-30 s instead of a wait of under 1 s
+    from gitflow_agents.runs.control import queue_message
+    queue_message(pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"]), os.environ["FAKE_QUEUE"])
 if answer.startswith(("limit", "say:")):
     secs = answer.partition(":")[2]
     text = (secs if answer.startswith("say:")
             else f"Claude AI usage limit reached|{{math.ceil(time.time() + float(secs))}}" if secs
             else 'API Error: 429 {{"type":"error","error":{{"type":"rate_limit_error"}}}}')
-    if os.environ.get("FAKE_QUEUE") and n == 1:  # someone `send`s it a message meanwhile
-        from gitflow_agents.runs.control import queue_message
-        queue_message(pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"]), os.environ["FAKE_QUEUE"])
     print(json.dumps({{"type": "result", "subtype": "success", "is_error": True, "result": text,
                       "session_id": session, "usage": usage, "total_cost_usd": total(0.01)}}))
     sys.exit(1)
