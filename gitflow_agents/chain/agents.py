@@ -66,6 +66,7 @@ class AgentRun:
     earlier: tuple[AgentRun, ...] = ()  # the attempts before this one (a stuck one)
     review: Review | None = None  # a reviewer's review, read once (chain/review.py gates it)
     left_out: tuple[str, ...] = ()  # nested repositories its commit left out (commit_work)
+    discarded: str = ""  # reused: why the round it ran in discarded its review (resume.discard)
 
     @property
     def ok(self) -> bool:
@@ -291,6 +292,7 @@ def _reuse(ctx: Context, ws: Workspace, job: Job, files: ReportFiles) -> AgentRu
         duration=0.0,
         review=_read_review(ws, job, success),
         left_out=meta.left_out,
+        discarded=meta.discarded,
     )
 
 

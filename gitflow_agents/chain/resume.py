@@ -40,6 +40,8 @@ class AgentMeta(NamedTuple):
     start_sha: str
     end_sha: str
     left_out: tuple[str, ...] = ()  # nested repositories its commit left out
+    # a review its round discarded (a reviewer changed the work tree): why, said again on reuse
+    discarded: str = ""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -50,6 +52,8 @@ class AgentMeta(NamedTuple):
         }
         if self.left_out:
             data["leftOut"] = list(self.left_out)
+        if self.discarded:
+            data["discarded"] = self.discarded
         return data
 
 
@@ -72,7 +76,10 @@ def read_meta(folder: Path) -> AgentMeta | None:
     if start is None or end is None:
         return None
     left_out = tuple(strings(data, "leftOut"))
-    return AgentMeta(text(data, "runID") or "", text(data, "kind") or "", start, end, left_out)
+    discarded = text(data, "discarded") or ""
+    return AgentMeta(
+        text(data, "runID") or "", text(data, "kind") or "", start, end, left_out, discarded
+    )
 
 
 def agent_files(ctx: Context, agent: str, agent_id: str) -> tuple[Path, Path, Path, Path]:
@@ -104,6 +111,16 @@ def write_meta(
     the nested repositories its commit left out)."""
     meta = AgentMeta(run_id, kind, start_sha, end_sha, left_out)
     write_json_atomic(folder / META_FILE, meta.to_json())
+
+
+def discard(folder: Path, reason: str) -> None:
+    """Record that the review of the completed agent in ``folder`` was discarded, and why (its
+    round found the work tree changed, ``chain/review.py``): a re-run that reuses it says so
+    again instead of counting its verdict, since the change it made is gone and no check of
+    the work tree could find it any more."""
+    meta = read_meta(folder)
+    if meta is not None:
+        write_json_atomic(folder / META_FILE, meta._replace(discarded=reason).to_json())
 
 
 def set_aside(folder: Path, paths: Sequence[Path]) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from gitflow_agents.chain import increment
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.resume import agent_files, discard
 from gitflow_agents.chain.workspace import Workspace, clean_leftovers, reset_unless_clean
 from gitflow_agents.findings import (
     Accepted,
@@ -158,7 +159,8 @@ def review_round(
         again = [
             index
             for index, (run, review) in enumerate(zip(runs, reviews, strict=True))
-            if run.reused and not gate(review, threshold=threshold, head_sha=head).approved
+            if run.reused
+            and (run.discarded or not gate(review, threshold=threshold, head_sha=head).approved)
         ]
     if again:
         redo = [replace(current[i], reuse=False) for i in again]
@@ -171,9 +173,9 @@ def review_round(
             reset_unless_clean(ws, head)  # what lands is exactly the approved commit
     else:  # the reviewers that ran had the work tree at ``head`` (``_Attempt``)
         untouched = _untouched(ws, head)
-    extra = tuple(r for r in (untouched, _markers(ctx, ws, head)) if r)
-    if extra:
-        verdict = GateResult(False, 1, (*verdict.reasons, *extra), verdict.threshold)
+        if untouched:
+            _discard(ctx, runs, untouched)
+    verdict = _refused(verdict, [r for r in (untouched, _markers(ctx, ws, head)) if r])
     carried = (
         f for run, r in zip(runs, reviews, strict=True) for f in increment.carried(r, own(run))
     )
@@ -240,8 +242,24 @@ def _jobs(
 def _verdict(
     ctx: Context, runs: Sequence[AgentRun], reviews: Sequence[Review], head: str
 ) -> GateResult:
-    """The gate over all reviews; with several reviewers the reasons name the reviewer that
-    asked for changes ("security: the reviewer asks for changes ...")."""
+    """The gate over all reviews, not approved while a reused review is one its round
+    discarded (``_discard``), as it was then; with several reviewers the reasons name the
+    reviewer that asked for changes ("security: the reviewer asks for changes ...")."""
+    discarded = [f"{run.agent_id} (reused): {run.discarded}" for run in runs if run.discarded]
+    return _refused(_gated(ctx, runs, reviews, head), discarded)
+
+
+def _refused(verdict: GateResult, reasons: Sequence[str]) -> GateResult:
+    """``verdict``, not approved for ``reasons`` as well when there are any."""
+    if not reasons:
+        return verdict
+    return GateResult(False, 1, (*verdict.reasons, *reasons), verdict.threshold)
+
+
+def _gated(
+    ctx: Context, runs: Sequence[AgentRun], reviews: Sequence[Review], head: str
+) -> GateResult:
+    """The gate over the reviews themselves (``_verdict``)."""
     threshold = ctx.settings.threshold
     if len(reviews) == 1:
         return gate(reviews[0], threshold=threshold, head_sha=head)
@@ -306,6 +324,16 @@ def _untouched(ws: Workspace, head: str) -> str:
     if moved:
         return "a reviewer committed during the review; the commit was dropped"
     return f"a reviewer changed files during the review ({', '.join(dirty[:5])}); discarded"
+
+
+def _discard(ctx: Context, runs: Sequence[AgentRun], why: str) -> None:
+    """The reviews of the round's reviewers that ran are discarded (``_untouched``; which of
+    them changed the work tree cannot be told): their stored meta says so (``resume.discard``),
+    so a re-run that reuses one does not approve with it, and in the run's last round asks its
+    reviewer again, as it does a reused review that does not approve."""
+    for run in runs:
+        if not run.reused:
+            discard(agent_files(ctx, run.agent, run.agent_id)[0], why)
 
 
 def record_note(ctx: Context, ws: Workspace, review: ReviewRound) -> None:

@@ -204,6 +204,8 @@ def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
         return _reviewed_nothing(args, head_sha, empty)
     focus = tuple(p.strip() for p in (args.focus_paths or "").split(",") if p.strip())
     with chain.scratch_workspace(ctx, head, base) as ws, ctx.budget.scope("review"):
+        # its one round is its last, as ``run``'s is: a reused review that does not approve
+        # (or that its round discarded) is asked again (docs/chains.md, "Resuming")
         review = chain.review_round(
             ctx,
             ws,
@@ -212,6 +214,7 @@ def _review(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
             after=after,
             task=args.task,
             focus_paths=focus,
+            final=True,
         )
         chain.record_note(ctx, ws, review)
     combined = review.reviews[0] if len(review.reviews) == 1 else merge_reviews(review.reviews)

@@ -212,6 +212,68 @@ def test_a_rerun_after_a_rejection_in_round_2_reuses_the_round_1_fix(
     assert g.is_ancestor(repo, fixed, "main") and committed_status(repo, "main", 1) == "✅"
 
 
+# --- a review its round discarded (the reviewer changed the work tree) ----------------------
+
+
+@pytest.mark.parametrize("mode", ["meddle", "commit"])
+def test_a_rerun_after_a_discarded_review_asks_the_reviewer_again(repo: Path, mode: str) -> None:
+    """A reviewer that approves but edits (or commits) in the work tree is not approved, its
+    change discarded; the same command again asks it again (it used to reuse the stored
+    approval and land the step)."""
+    configure(repo, reviewer=mode)
+    first = run(repo, "--step", "1", "--max-iterations", "1")
+    assert first.returncode == 1, first.stderr + first.stdout
+    again = run(repo, "--step", "1", "--max-iterations", "1")
+    assert again.returncode == 1, again.stderr + again.stdout
+    agents = [(a["agentId"], a["reused"]) for a in results(repo)[-1]["chain"]["agents"]]
+    assert agents == [("step-01-builder", True), ("step-01-reviewer-1", False)]
+    assert committed_status(repo, "main", 1) == "❌"
+
+
+def test_a_discarded_review_of_an_earlier_round_is_reused_not_approved(repo: Path) -> None:
+    configure(repo, reviewer="meddle")
+    first = run(repo, "--step", "1", "--max-iterations", "2")
+    assert first.returncode == 1, first.stderr + first.stdout
+    set_agent(repo, "reviewer", fake("reviewer", "approve"))
+    again = run(repo, "--step", "1", "--max-iterations", "2")
+    assert again.returncode == 0, again.stderr + again.stdout
+    result = results(repo)[-1]
+    agents = [(a["agentId"], a["reused"]) for a in result["chain"]["agents"]]
+    assert agents == [
+        ("step-01-builder", True),
+        ("step-01-reviewer-1", True),  # reused, and not approved as before: the fix is reused
+        ("step-01-fixer-1", True),
+        ("step-01-reviewer-2", False),  # the last round's discarded review is asked again
+    ]
+    reasons = result["chain"]["rounds"][0]["reasons"]
+    assert reasons == [
+        "step-01-reviewer-1 (reused): a reviewer changed files during the review (README.md); "
+        "discarded"
+    ]
+
+
+def _review_run_ids(out: str) -> list[str]:
+    """The reviewers' run ids ``flow review`` prints (``  NAME: REPORT (run ID)``)."""
+    return [line.rsplit("(run ", 1)[1].rstrip(")") for line in out.splitlines() if "(run " in line]
+
+
+@pytest.mark.parametrize(
+    ("mode", "code", "asked_again"),
+    [("meddle", 1, True), ("commit", 1, True), ("approve", 0, False)],
+)
+def test_flow_review_again_asks_a_reviewer_whose_review_was_discarded(
+    repo: Path, mode: str, code: int, asked_again: bool
+) -> None:
+    """The same ``flow review`` twice: a review its round discarded is asked again and stays not
+    approved (it approved on the reused report); a clean approval is reused and approves."""
+    configure(repo, reviewer=mode)
+    review = ("flow", "review", "--range", "main~1..main", "--agent", "reviewer", "--quiet")
+    first, again = call(repo, *review), call(repo, *review)
+    assert first.returncode == again.returncode == code, first.stdout + again.stdout
+    assert ("NOT APPROVED" in again.stdout) == bool(code)
+    assert (_review_run_ids(first.stdout) != _review_run_ids(again.stdout)) == asked_again
+
+
 # --- a lost run: the orchestrator killed with -9 while its agent works ----------------------
 
 
