@@ -83,10 +83,18 @@ def _collect(
     return found
 
 
+def _signal_group(pgid: int, sig: int) -> bool:
+    """``sig`` to process group ``pgid``; whether it was sent (the group may be gone)."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
 def _signal_all(procs: Iterable[psutil.Process], pgid: int | None, sig: int) -> None:
     if pgid is not None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
+        _signal_group(pgid, sig)
     for proc in procs:
         with contextlib.suppress(psutil.Error, ProcessLookupError):
             proc.send_signal(sig)  # psutil checks create_time: no signal to a reused pid
@@ -128,15 +136,19 @@ def kill_tree(
     ``since``: when the tree's first process started, if known (see ``_collect``).
     """
     known = known or {}
-    victims = _collect(pid, pgid, token, known, since)
     own = child.pid if child is not None else None
 
     def child_done() -> bool:
         return child is None or child.poll() is not None
 
+    # the group at once, while our unreaped child keeps its id from reuse: an agent that goes on
+    # working (and spending) while the scan below reads every process's environment is stopped
+    # tens of milliseconds sooner; the rest of the tree is signalled once found
+    termed = pgid is not None and not child_done() and _signal_group(pgid, signal.SIGTERM)
+    victims = _collect(pid, pgid, token, known, since)
     if not victims and child_done():
         return ()
-    _signal_all(victims.values(), pgid, signal.SIGTERM)
+    _signal_all(victims.values(), None if termed else pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     pause = 0.001  # most processes die within a few ms of SIGTERM: poll fast, then back off
     while time.monotonic() < deadline:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -424,6 +425,26 @@ def test_agent_env_names_its_run(tmp_path: Path) -> None:
 
 def test_kill_tree_on_nothing_is_a_no_op() -> None:
     assert kill_tree(None, pgid=None, token="no-such-run", grace=0.1) == ()
+
+
+def test_kill_tree_signals_the_group_before_it_scans_for_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The agent stops at once (a budget's overshoot is what it streams until then), not once
+    every process's environment was read for the run's marker."""
+    from gitflow_agents.runs import tree
+
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    real = tree._collect
+    ended: list[int] = []
+
+    def collect(*args: Any, **kwargs: Any) -> Any:
+        ended.append(child.wait(timeout=5))  # died of the SIGTERM sent before the scan
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tree, "_collect", collect)
+    assert kill_tree(child.pid, pgid=child.pid, token="t", grace=1.0, child=child) == ()
+    assert ended == [-signal.SIGTERM]
 
 
 def test_the_tree_marker_is_on_record_before_the_agent_starts(
