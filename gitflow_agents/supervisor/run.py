@@ -468,6 +468,8 @@ class _Supervision:
             )
             over = budget.exceeded(completed=completed)
             stop = stopped("budget", over) if over is not None else stop
+        elif budget is not None and stop.verdict is not None and stop.verdict.status == "budget":
+            stop = _restated(stop, stop.verdict, budget)
         code = self.proc.returncode if self.proc is not None else None
         verdict = refuse_irregular_report(
             self.files,
@@ -558,3 +560,11 @@ class _Supervision:
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+
+
+def _restated(stop: Stop, verdict: Verdict, budget: BudgetWatch) -> Stop:
+    """A run its watch stopped at a limit, its message said again with what it spent in the
+    end: it streamed on until its tree was killed, and its record (the drained output's usage,
+    ``BudgetWatch.fill``) counts that too, so the message states the same spend."""
+    said = budget.exceeded()
+    return stop if said is None else replace(stop, verdict=replace(verdict, reason=said))

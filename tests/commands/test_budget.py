@@ -107,6 +107,27 @@ def test_spawn_is_stopped_at_the_limit_with_its_tree_killed_and_its_spend_record
     assert row["outcome"] == "budget" and row["costUsd"] >= 0.054
 
 
+def test_the_budget_message_states_what_the_run_spent_as_its_record_does(
+    repo: Path, tmp_path: Path
+) -> None:
+    """An agent that spends on after the limit was seen, until its tree is killed (SIGTERM
+    ignored: killed after the kill grace): the message (the run's reason) says the spend its
+    record has, all it streamed, not the reading the limit was first seen at."""
+    configure(repo)
+    add_spender(
+        repo, tmp_path / "record.json", FAKE_SPENDER_IGNORE_TERM="1", FAKE_SPENDER_SLEEP="0.01"
+    )
+    done = run_cli(
+        "spawn", "spender", "--task", "spend", "--budget-usd", "0.02", "--kill-grace", "0.3",
+        "--quiet", "--json", cwd=repo,
+    )  # fmt: skip
+    assert done.returncode == 5, done
+    run = json.loads(done.stdout)["run"]
+    cost, tokens = spent(run["reason"], "budget: agent spent COST est. of $0.02 (tokens TOKENS)")
+    assert tokens == run["inputTokens"] + run["outputTokens"] > 6 * 1200  # it spent on
+    assert cost == round(run["costUsd"], 3)
+
+
 def test_a_budget_of_zero_starts_no_agent(repo: Path, tmp_path: Path) -> None:
     configure(repo)
     add_spender(repo, tmp_path / "record.json", budget="budget:\n  agent: {tokens: 0}\n")
