@@ -26,7 +26,6 @@ The names below are the public API (``commands/run.py``, ``commands/flow.py``,
 from __future__ import annotations
 
 from gitflow_agents.chain.agents import (
-    TRAILER_AGENT,
     TRAILER_RUN,
     AgentFailed,
     AgentKind,
@@ -38,7 +37,7 @@ from gitflow_agents.chain.agents import (
 from gitflow_agents.chain.context import ChainSettings, Context
 from gitflow_agents.chain.loop import FIX_PREAMBLE, run_step
 from gitflow_agents.chain.record import ChainResult, StepOutcome, dumps
-from gitflow_agents.chain.resume import META_FILE
+from gitflow_agents.chain.resume import META_FILE, TRAILER_AGENT
 from gitflow_agents.chain.review import REVIEW_PREAMBLE, ReviewRound, record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
 from gitflow_agents.chain.workspace import (

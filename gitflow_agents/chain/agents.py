@@ -28,7 +28,13 @@ from gitflow_agents.base.errors import AgentError, ExitCode
 from gitflow_agents.base.fsutil import write_text_atomic
 from gitflow_agents.chain.builtin import BUILTIN_USAGE_JSON, builtin_review, is_builtin
 from gitflow_agents.chain.context import Context
-from gitflow_agents.chain.resume import TRAILER_STOPPED, completed_meta, set_aside, write_meta
+from gitflow_agents.chain.resume import (
+    TRAILER_AGENT,
+    TRAILER_STOPPED,
+    completed_meta,
+    set_aside,
+    write_meta,
+)
 from gitflow_agents.chain.workspace import Lost, Workspace, reset_unless_clean
 from gitflow_agents.findings.report import read_review
 from gitflow_agents.git import queries as git
@@ -46,7 +52,6 @@ if TYPE_CHECKING:
 AgentKind = Literal["implement", "review", "fix", "research"]
 
 TRAILER_RUN = "Gitflow-Agents-Run"
-TRAILER_AGENT = "Gitflow-Agents-Agent"
 
 
 @dataclass(frozen=True)

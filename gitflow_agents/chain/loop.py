@@ -38,7 +38,7 @@ from gitflow_agents.chain.land import carry_to_merges, finish_landed, remove_lan
 from gitflow_agents.chain.lander import Lander, MergeLander
 from gitflow_agents.chain.ready import SetupFailed, make_ready
 from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
-from gitflow_agents.chain.resume import implement_start, landed_tip
+from gitflow_agents.chain.resume import fix_start, implement_start, landed_tip
 from gitflow_agents.chain.review import ReviewRound, record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
 from gitflow_agents.chain.workspace import (
@@ -290,7 +290,7 @@ def _rounds(ctx: Context, rec: StepRecord, lander: Lander, start: Start) -> Endi
         if counted == settings.max_iterations:
             break
         ctx.hub.emit("phase:start", {"phase": f"fix-{iteration}", "step": step})
-        fix = rec.add(run_agent(ctx, ws, _fix_job(ctx, step, iteration, head, review, title)))
+        fix = rec.add(run_agent(ctx, ws, _fix_job(ctx, ws, step, iteration, head, review, title)))
         if fix.end_sha == head:
             return _nothing(rec, fix)
         head, after_ids, fixed = fix.end_sha, (fix.agent_id,), review
@@ -315,10 +315,18 @@ def _land_unless_moved(
 
 
 def _fix_job(
-    ctx: Context, step: int, iteration: int, head: str, review: ReviewRound, title: str
+    ctx: Context,
+    ws: Workspace,
+    step: int,
+    iteration: int,
+    head: str,
+    review: ReviewRound,
+    title: str,
 ) -> Job:
-    """The fixer's job after a round that did not approve: every reviewer's report."""
+    """The fixer's job after a round that did not approve: every reviewer's report; from
+    ``head``, or the work a budget stopped it in before (``resume.fix_start``)."""
     fixer = ctx.settings.fixer
+    agent_id = agent_id_for(fixer, step, iteration)
     carried = [open_finding_line(f) for f in review.carried]
     preamble = FIX_PREAMBLE
     if carried:  # open from an earlier round, so in no report of this one
@@ -328,8 +336,8 @@ def _fix_job(
         agent=fixer,
         kind="fix",
         step=step,
-        agent_id=agent_id_for(fixer, step, iteration),
-        start_sha=head,
+        agent_id=agent_id,
+        start_sha=fix_start(ctx, ws, fixer, agent_id, head),
         preamble=preamble,
         after=tuple(run.agent_id for run in review.agents),
         commit_message=f"{title} (fix {iteration})",

@@ -29,6 +29,7 @@ from gitflow_agents.runs.fields import strings, text
 META_FILE = "chain.json"
 # on the commit of an agent's work when a budget stopped it: a re-run continues from it
 TRAILER_STOPPED = "Gitflow-Agents-Stopped"
+TRAILER_AGENT = "Gitflow-Agents-Agent"  # on every agent's commit: its agent id
 
 
 class AgentMeta(NamedTuple):
@@ -57,10 +58,13 @@ class AgentMeta(NamedTuple):
         return data
 
 
-def stopped_at(ctx: Context, tip: str) -> bool:
+def stopped_at(ctx: Context, tip: str, agent_id: str | None = None) -> bool:
     """Whether the step branch ends in the work of an agent a budget stopped (its commit's
-    trailer), not yet on the target."""
-    if git.commit_trailers(ctx.root, tip).get(TRAILER_STOPPED) != "budget":
+    trailer; ``agent_id``: of that agent), not yet on the target."""
+    trailers = git.commit_trailers(ctx.root, tip)
+    if trailers.get(TRAILER_STOPPED) != "budget":
+        return False
+    if agent_id is not None and trailers.get(TRAILER_AGENT) != agent_id:
         return False
     target = target_tip(ctx, fetch=False)
     return target is None or not git.is_ancestor(ctx.root, tip, target)
@@ -148,7 +152,7 @@ def implement_start(
     assert ws.branch is not None
     tip = git.branch_sha(ctx.root, ws.branch)
     fresh = tip if on_branch and tip is not None else ws.base_sha
-    if tip is not None and stopped_at(ctx, tip):
+    if tip is not None and stopped_at(ctx, tip, agent_id):
         return tip  # the work a budget stopped is kept: the re-run continues it
     meta = _implemented(ctx, agent, agent_id, tip)
     target = target_tip(ctx, fetch=False)
@@ -157,6 +161,31 @@ def implement_start(
     if landed(ctx, meta.end_sha, target):  # a forced run starts afresh
         return fresh
     return meta.start_sha
+
+
+def fix_start(ctx: Context, ws: Workspace, agent: str, agent_id: str, head: str) -> str:
+    """The commit the fixer ``agent_id`` of a round that reviewed ``head`` starts from:
+    ``head``, or, when a budget stopped this fixer in an earlier run, its work (committed on
+    the step branch), which it continues as a stopped implementer does: the branch's tip while
+    that is the stopped commit, and once the fixer that continued it completed, the commit it
+    started from (its ``chain.json``), so that one is reused."""
+    assert ws.branch is not None
+    tip = git.branch_sha(ctx.root, ws.branch)
+    if tip is None:
+        return head
+    meta = read_meta(agent_files(ctx, agent, agent_id)[0])
+    for start in (tip, meta.start_sha if meta is not None else None):
+        if start is not None and start != head and _stopped_from(ctx, start, head, tip, agent_id):
+            return start
+    return head
+
+
+def _stopped_from(ctx: Context, sha: str, head: str, tip: str, agent_id: str) -> bool:
+    """Whether ``sha`` is the work of ``agent_id`` a budget stopped, made on top of ``head``,
+    on the step branch (at ``tip``)."""
+    if not stopped_at(ctx, sha, agent_id):
+        return False
+    return git.is_ancestor(ctx.root, head, sha) and git.is_ancestor(ctx.root, sha, tip)
 
 
 def landed_tip(ctx: Context, step: int) -> str | None:

@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from gitflow_agents.base.errors import ExitCode
+from gitflow_agents.git import queries as g
 from gitflow_agents.runs import budget
 from tests.conftest import FAKES, git, run_cli, wait_until
 from tests.helpers.chain import call, configure, results
@@ -524,6 +525,53 @@ def test_a_fixer_stopped_by_the_budget_leaves_its_work_as_the_steps_head(
     assert step["chain"]["headSha"] == tip
     assert "spent.txt" in step["changedFiles"]  # gitStats counts the same diff
     assert step["gitStats"]["filesChanged"] == len(step["changedFiles"])
+
+
+def test_a_rerun_after_a_budget_stopped_the_fixer_continues_the_fixer_alone(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The implementer completed and review 1 asked for changes before a budget stopped the
+    fixer: the same command again reuses the implementer and the review (it paid for them
+    twice) and the fixer continues from its ``(stopped: budget)`` commit, as a fixer that
+    failed is run again alone; once it completed, a re-run (after review 2 crashed) reuses it
+    too."""
+    configure(repo, reviewer="crash-when-fixed")  # review 1 asks for FIXED.txt
+    add_spender(repo, tmp_path / "record.json", budget="budget:\n  agent: {tokens: 6000}\n")
+    fix = ("--fixer", "spender", "--max-iterations", "2")
+    first = call(repo, *RUN[:3], "--step", "1", *fix)
+    assert first.returncode == 5, first
+    stopped = git(repo, "rev-parse", "agents/feature/step-1").strip()
+    assert "(stopped: budget)" in git(repo, "log", "-1", "--format=%s", stopped)
+    config = repo / ".flow" / "base.yaml"  # the fixer now completes (and writes FIXED.txt)
+    text = config.read_text().replace("  spender:", "  spender0:")
+    config.write_text(text.replace("budget:\n", _FIXER + "budget:\n"))
+    crashed = call(repo, *RUN[:3], "--step", "1", *fix)
+    assert crashed.returncode == 3, crashed  # review 2 crashed
+    _assert_fixer_continued(repo, stopped, reused=False)
+    config.write_text(config.read_text().replace('"crash-when-fixed"', '"approve"'))
+    done = call(repo, *RUN[:3], "--step", "1", *fix)
+    assert done.returncode == 0, done
+    _assert_fixer_continued(repo, stopped, reused=True)
+    assert g.is_ancestor(repo, stopped, "main")
+
+
+def _assert_fixer_continued(repo: Path, stopped: str, *, reused: bool) -> None:
+    """The last step run reused the implementer and review 1, and its fixer started from the
+    ``stopped`` commit (``reused``: the run that did so, completed)."""
+    agents = results(repo)[-1]["chain"]["agents"]
+    assert [(a["agentId"], a["reused"]) for a in agents[:4]] == [
+        ("step-01-builder", True),
+        ("step-01-reviewer-1", True),
+        ("step-01-spender-1", reused),
+        ("step-01-reviewer-2", False),
+    ]
+    assert agents[2]["startSha"] == stopped
+
+
+_FIXER = (
+    "  spender:\n    adapter: command\n"
+    f"    command: {json.dumps([sys.executable, str(FAKES / 'fake_flow_agent'), 'fixer', 'fix'])}\n"
+)
 
 
 @pytest.mark.parametrize("value", ["-1", "nan", "inf", "1e400", "-inf"])
