@@ -23,13 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents.base.errors import ExitCode, GitError, GitflowError
+from gitflow_agents.base.errors import ExitCode, GitError, GitflowError, GitHubError
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import status
 from gitflow_agents.github.action.runner import (
     PREFIX,
     RunnerEnv,
     append_summary,
+    github_failed,
     notice,
     write_outputs,
 )
@@ -113,34 +114,44 @@ def judge(client: Client, repo: str, sha: str, tree: str) -> Verdict:
 def check_landed(env: RunnerEnv, client: Client, push: Landed, run_id: str) -> int:
     """Judge the push and set ``gitflow-agents/landed`` on its commit; exit 1 when the tree
     landed unreviewed."""
+    outputs = {"review-result": "error", "run-id": run_id, "head-sha": push.after}
     try:
         tree = landed_tree(env.workspace, push.after)
-    except GitError:  # the outputs say so too: a later step reads review-result
-        write_outputs(
-            env.output, {"review-result": "error", "run-id": run_id, "head-sha": push.after}
+        verdict = judge(client, env.repository, push.after, tree)
+        state = "success" if verdict.approved else "failure"
+        status.set_status(
+            client,
+            env.repository,
+            push.after,
+            state,
+            status.clip(verdict.description),
+            target_url=env.run_url,
+            context=CONTEXT,
         )
+    except GitflowError as exc:  # the outputs say so too: a later step reads review-result
+        not_judged(env, push, exc, outputs)
         raise
-    verdict = judge(client, env.repository, push.after, tree)
-    state = "success" if verdict.approved else "failure"
-    status.set_status(
-        client,
-        env.repository,
-        push.after,
-        state,
-        status.clip(verdict.description),
-        target_url=env.run_url,
-        context=CONTEXT,
-    )
     title = "landed as approved" if verdict.approved else "an unreviewed tree landed"
     if not verdict.approved:
         notice("warning", f"{push.branch} {push.after[:12]}: {verdict.detail}")
     append_summary(env.step_summary, f"### {PREFIX}: {title}\n\n{verdict.detail}")
-    write_outputs(
-        env.output,
-        {
-            "review-result": "landed-approved" if verdict.approved else "landed-unreviewed",
-            "run-id": run_id,
-            "head-sha": push.after,
-        },
-    )
+    outputs["review-result"] = "landed-approved" if verdict.approved else "landed-unreviewed"
+    write_outputs(env.output, outputs)
     return int(ExitCode.OK if verdict.approved else ExitCode.REVISE)
+
+
+def not_judged(env: RunnerEnv, push: Landed, exc: GitflowError, outputs: dict[str, str]) -> None:
+    """A push the check could not judge (its commit not to be had, GitHub failing after its
+    retries): the job summary and an ``::error`` annotation say why, and the outputs are
+    written all the same (``review-result`` ``error``; ``github-error`` when GitHub failed,
+    ``runner.github_failed``, as for a pull request's run). No ``gitflow-agents/landed``
+    status is tried: GitHub just failed or refused a request, and the commit has none of ours
+    to correct."""
+    why = f"{push.branch} {push.after[:12]} was not judged: {exc.message}"
+    notice("error", why)
+    summary = f"### {PREFIX}: the landed check did not complete\n\n{why}"
+    if isinstance(exc, GitHubError):
+        github_failed(env, exc, outputs, summary)
+        return
+    append_summary(env.step_summary, summary)
+    write_outputs(env.output, outputs)

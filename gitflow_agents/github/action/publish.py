@@ -45,6 +45,7 @@ from gitflow_agents.github.action.runner import (
     Options,
     RunnerEnv,
     append_summary,
+    github_failed,
     notice,
     read_json,
     write_outputs,
@@ -564,9 +565,7 @@ def failing_publish(
         yield
     except GitHubError as exc:
         writer.error("GitHub API failure while publishing")
-        append_summary(env.step_summary, summary())
-        failed = {"review-result": "error", **published_outputs(writer), "github-error": str(exc)}
-        write_outputs(env.output, {**outputs, **failed})
+        github_failed(env, exc, {**outputs, **published_outputs(writer)}, summary())
         raise
     except KeyboardInterrupt:  # a cancelled job: no more GitHub writes, the files all the same
         append_summary(env.step_summary, summary())
@@ -616,8 +615,7 @@ def failed_to_start(
     row = comment.RunRow("review", agent, "error", step=step, **comment.usage_fields(NOTHING))
     report_unfinished(env, writer.sha, exc, [row])
     outputs = {"review-result": "error", **(extra or {}), "run-id": run_id, "head-sha": writer.sha}
-    failed = {**usage_outputs([row]), **published_outputs(writer), "github-error": str(exc)}
-    write_outputs(env.output, {**outputs, **failed})
+    github_failed(env, exc, {**outputs, **usage_outputs([row]), **published_outputs(writer)})
 
 
 def published_outputs(writer: StatusWriter) -> dict[str, str]:

@@ -155,6 +155,18 @@ def append_summary(path: Path | None, markdown: str) -> None:
         handle.write(markdown.rstrip("\n") + "\n\n")
 
 
+def github_failed(
+    env: RunnerEnv, exc: Exception, outputs: Mapping[str, str], summary: str = ""
+) -> None:
+    """A run GitHub failed after its retries (exit 4) writes the job summary (``summary``;
+    empty when the caller wrote it) and every output all the same: ``outputs``, with
+    ``review-result`` ``error`` and ``github-error`` the error line (docs/github.md,
+    "Outputs")."""
+    if summary:
+        append_summary(env.step_summary, summary)
+    write_outputs(env.output, {**outputs, "review-result": "error", "github-error": str(exc)})
+
+
 def notice(kind: str, message: str) -> None:
     """A workflow command on stdout (``notice``, ``warning``, ``error``)."""
     print(command(kind, message, title=PREFIX), flush=True)

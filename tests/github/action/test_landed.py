@@ -14,7 +14,7 @@ from typing import Any
 from tests.conftest import git
 from tests.github_events import push_event
 from tests.github_standin import GitHubStandIn, gh
-from tests.helpers.action_runner import Runner
+from tests.helpers.action_runner import Runner, read_outputs
 from tests.helpers.step_pr import BRANCH, env, origin_sha, run_pr, setup_repo
 from tests.standin_pulls import play_auto_merge
 
@@ -135,3 +135,32 @@ def test_a_pushed_commit_nowhere_to_be_had_is_one_line_and_an_error_output(
     assert "6113728f27ae is not in the checkout" in out.stderr and "rev-parse" not in out.stderr
     assert runner.outputs()["review-result"] == "error"
     assert landed_states(gh, missing) == []
+
+
+def test_a_push_github_fails_still_writes_the_job_summary_and_every_output(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """GitHub failing after its retries on a read (the commit's pull requests) or refusing the
+    status write (a token without ``statuses: write``): exit 4, and the outputs and the job
+    summary say so, as for a pull request's run (docs/github.md, "Outputs")."""
+    setup_repo(tmp_path, gh)
+    before = origin_sha(gh, "refs/heads/main")
+    assert before is not None
+    after = human_commit(tmp_path, gh)
+    event = push_event(gh.full_name, "refs/heads/main", before, after)
+    summary = tmp_path / "runner" / "step_summary.md"
+    for method, path, code in [
+        ("GET", r"/commits/[0-9a-f]+/pulls$", 502),
+        ("POST", r"/statuses/", 403),
+    ]:
+        gh.fail(method, path, code, times=5)
+        out = check_push(tmp_path, gh, event)
+        gh.faults.clear()
+        assert out.returncode == 4, out.stdout + out.stderr
+        outputs = read_outputs((tmp_path / "runner" / "output").read_text())
+        assert outputs["review-result"] == "error"
+        assert outputs["head-sha"] == after
+        assert f"HTTP {code}" in outputs["github-error"]
+        assert "the landed check did not complete" in summary.read_text()
+        assert f"{after[:12]} was not judged" in summary.read_text()
+    assert landed_states(gh, after) == []
