@@ -67,7 +67,7 @@ def _get(data: Any, dotted: str, path: Path, kind: type[T], prefix: str = "") ->
     node = data
     for key in dotted.split("."):
         if not isinstance(node, dict) or key not in node:
-            raise InputError("missing in the event payload", path=path, key=prefix + dotted)
+            raise _missing(path, prefix + dotted)
         node = node[key]
     if not isinstance(node, kind) or (kind is int and isinstance(node, bool)):
         raise InputError(
@@ -100,12 +100,23 @@ def _ref(data: Any, key: str, path: Path, prefix: str) -> str:
     return ref if plain else ""
 
 
-def _optional(data: Any, dotted: str, path: Path, kind: type[T], default: T, prefix: str = "") -> T:
+def _optional(
+    data: Any,
+    dotted: str,
+    path: Path,
+    kind: type[T],
+    default: T,
+    prefix: str = "",
+    *,
+    sent: bool = False,
+) -> T:
     """``data[a][b]`` for ``dotted`` = ``a.b``, ``default`` when a step of it is missing or
     ``null`` (GitHub sends ``null`` for some, such as a deleted fork's ``head.repo``); a value,
     or an object on the way to it, of another type is a malformed payload: InputError naming
     file and key, as ``_get`` does, never read as absent (``"action": 3`` is no unknown
-    action, ``"draft": "false"`` no draft)."""
+    action, ``"draft": "false"`` no draft). With ``sent`` (keys GitHub's webhook schema
+    requires, so every real payload has them) a missing step is malformed too, never a
+    skip; ``null`` is still absent."""
     node = data
     walked: list[str] = []
     for key in dotted.split("."):
@@ -114,12 +125,18 @@ def _optional(data: Any, dotted: str, path: Path, kind: type[T], default: T, pre
         if not isinstance(node, dict):
             raise _mistyped(path, prefix + ".".join(walked), dict, node)
         walked.append(key)
+        if sent and key not in node:
+            raise _missing(path, prefix + ".".join(walked))
         node = node.get(key)
     if node is None:
         return default
     if not isinstance(node, kind) or (kind is int and isinstance(node, bool)):
         raise _mistyped(path, prefix + dotted, kind, node)
     return node
+
+
+def _missing(path: Path, key: str) -> InputError:
+    return InputError("missing in the event payload", path=path, key=key)
 
 
 def _mistyped(path: Path, key: str, kind: type, value: Any) -> InputError:
@@ -132,6 +149,12 @@ def _mistyped(path: Path, key: str, kind: type, value: Any) -> InputError:
 def _text(data: Any, dotted: str, path: Path, prefix: str = "") -> str:
     """An optional string (``_optional``): "" when absent or ``null``."""
     return _optional(data, dotted, path, str, "", prefix)
+
+
+def _sent_text(data: Any, dotted: str, path: Path) -> str:
+    """A string every payload of the event has (``_optional`` with ``sent``): "" when
+    ``null``; missing, a malformed payload."""
+    return _optional(data, dotted, path, str, "", sent=True)
 
 
 def pull_from_event(event: Mapping[str, Any], path: Path) -> PullRequest:
@@ -165,7 +188,7 @@ def group_from_event(event: Mapping[str, Any], path: Path) -> MergeGroup:
 def _merge_group(event: Mapping[str, Any], path: Path) -> Trigger:
     """``checks_requested``: review the group. Its sender is not asked about (bots queue PRs
     too, and a required check that is skipped would keep the queue waiting)."""
-    action = _text(event, "action", path)
+    action = _sent_text(event, "action", path)
     if action != "checks_requested":
         why = _text(event, "reason", path)
         return Trigger(
@@ -181,7 +204,7 @@ def _push(event: Mapping[str, Any], path: Path) -> Trigger:
     ref = _get(event, "ref", path, str)
     if not ref.startswith("refs/heads/"):
         return Trigger("skip", f"push of {ref!r} is not a branch")
-    if _optional(event, "deleted", path, bool, False):
+    if _optional(event, "deleted", path, bool, False, sent=True):
         return Trigger("skip", f"push deleted {ref}")
     after = _object_id(event, "after", path, "")
     return Trigger(
@@ -212,7 +235,7 @@ def parse_command(body: str) -> str | None:
 def decide(event_name: str, event: Mapping[str, Any], path: Path, options: Options) -> Trigger:
     """What to do for this event (pure: no network)."""
     if event_name in ("pull_request", "pull_request_target"):
-        action = _text(event, "action", path)
+        action = _sent_text(event, "action", path)
         if action not in REVIEW_ACTIONS:
             return Trigger("skip", f"pull_request action {action!r} does not start a review")
         pull = pull_from_event(event, path)
@@ -224,12 +247,12 @@ def decide(event_name: str, event: Mapping[str, Any], path: Path, options: Optio
         since = before if _OBJECT_ID.fullmatch(before) else ""
         return Trigger("review", number=pull.number, pull=pull, since=since)
     if event_name == "issue_comment":
-        if _text(event, "action", path) != "created":
+        if _sent_text(event, "action", path) != "created":
             return Trigger("skip", "only new comments are commands")
         issue = _get(event, "issue", path, dict)
         if not _optional(issue, "pull_request", path, dict, {}, "issue."):
             return Trigger("skip", "the comment is on an issue, not a pull request")
-        body = _text(event, "comment.body", path)
+        body = _sent_text(event, "comment.body", path)
         command = parse_command(body)
         if command is None:
             return Trigger("skip", "the comment is not an /agent command")

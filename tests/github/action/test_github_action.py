@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -360,13 +361,19 @@ def test_decide_names_the_missing_or_mistyped_key(gh: GitHubStandIn, tmp_path: P
     )
 
 
-def _with(event: dict[str, object], dotted: str, value: object) -> dict[str, object]:
-    """A copy of ``event`` with the value at ``dotted`` (``a.b``) replaced."""
+def _copy_at(event: dict[str, object], dotted: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """A copy of ``event``, the object in it holding ``dotted`` (``a.b``), and its last key."""
     copy = json.loads(json.dumps(event))
     *parents, last = dotted.split(".")
     node = copy
     for key in parents:
         node = node[key]
+    return copy, node, last
+
+
+def _with(event: dict[str, object], dotted: str, value: object) -> dict[str, object]:
+    """A copy of ``event`` with the value at ``dotted`` (``a.b``) replaced."""
+    copy, node, last = _copy_at(event, dotted)
     node[last] = value
     return copy
 
@@ -447,6 +454,70 @@ def test_a_mistyped_merge_group_or_push_field_is_named(
     with pytest.raises(InputError) as error:
         decide(name, _with(event, key, value), path, Options())
     assert str(error.value).startswith(f"{path}: {key}: expected ")
+
+
+def _without(event: dict[str, object], dotted: str) -> dict[str, object]:
+    """A copy of ``event`` without the key at ``dotted`` (``a.b``)."""
+    copy, node, last = _copy_at(event, dotted)
+    del node[last]
+    return copy
+
+
+def _payload(gh: GitHubStandIn, name: str) -> dict[str, object]:
+    """A payload of event ``name`` that starts a run."""
+    if name == "pull_request":
+        return pr_event(gh, Pull(3, "a" * 40, "b" * 40, []))
+    if name == "issue_comment":
+        return comment_event(gh, 3, "x", "/agent review")
+    if name == "merge_group":
+        return merge_group_event(gh.full_name, "c" * 40, "d" * 40)
+    return push_event(gh.full_name, "refs/heads/main", "c" * 40, "d" * 40)
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("pull_request", "action"),
+        ("issue_comment", "action"),
+        ("issue_comment", "comment"),
+        ("issue_comment", "comment.body"),
+        ("merge_group", "action"),
+        ("push", "deleted"),
+    ],
+)
+def test_a_missing_field_every_payload_has_is_named_never_skipped(
+    gh: GitHubStandIn, tmp_path: Path, name: str, key: str
+) -> None:
+    """GitHub's webhook schema requires these keys (every example payload has them), so a
+    payload without one is malformed (exit 2 naming file and key), not a skip: a missing
+    ``action`` is no unknown action, a missing ``comment`` no comment without a command."""
+    path = tmp_path / "event.json"
+    with pytest.raises(InputError) as error:
+        decide(name, _without(_payload(gh, name), key), path, Options())
+    assert error.value.exit_code == ExitCode.USAGE
+    assert str(error.value) == f"{path}: {key}: missing in the event payload"
+
+
+def test_a_null_action_or_comment_is_absent(gh: GitHubStandIn, tmp_path: Path) -> None:
+    """``null`` is absent, as for every payload field: a skip with its reason."""
+    path, options = tmp_path / "event.json", Options()
+    for name in ("pull_request", "issue_comment", "merge_group"):
+        assert decide(name, _with(_payload(gh, name), "action", None), path, options).kind == "skip"
+    comment = _with(_payload(gh, "issue_comment"), "comment", None)
+    assert decide("issue_comment", comment, path, options) == (
+        Trigger("skip", "the comment is not an /agent command")
+    )
+
+
+def test_a_missing_action_through_the_cli_is_exit_2(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    pull = add_pull(gh, repo, {"fine.py": FINE})
+    event = json.dumps(_without(pr_event(gh, pull), "action"))
+    result = runner.run("pull_request", event)
+    assert result.returncode == ExitCode.USAGE, result.stdout
+    assert f"{runner.tmp / 'event.json'}: action: missing in the event payload" in result.stderr
+    assert "review-result" not in runner.outputs() and states(gh, pull.head_sha) == []
 
 
 def test_a_mistyped_action_through_the_cli_is_exit_2(
