@@ -55,7 +55,8 @@ class GitflowError(Exception):
     exit_code: ExitCode = ExitCode.USAGE
     spent: dict[str, object] | None = None
     """The usage of the agent run that ended in this error (its run record's usage keys, as
-    ``runs/spend.run_spend`` reads them), when one ran: what it cost, told even so."""
+    ``runs/spend.run_spend`` reads them), when one ran: what it cost, told even so; nothing
+    (0, $0) for an error raised before any agent started, where that is known."""
     outcome: str | None = None
     """That agent run's outcome (``budget``, ``failed``, ``rate_limited``, ``stuck``…), when
     one ran: the run history shows it as it shows any agent run's."""

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.errors import GitflowError, UsageError
 from gitflow_agents.findings import GateResult, Review
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import comment
@@ -30,7 +30,7 @@ from gitflow_agents.reviewer.flow_settings import acceptance_at, settings_at
 from gitflow_agents.reviewer.incremental import Earlier, Prior, findings_from
 from gitflow_agents.reviewer.locate import missing_history
 from gitflow_agents.reviewer.target import Target
-from gitflow_agents.runs.spend import run_spend
+from gitflow_agents.runs.spend import NOTHING, run_spend
 
 
 def ensure_commit(root: Path, sha: str, number: int) -> None:
@@ -107,6 +107,20 @@ def base_checkout(root: Path, sha: str, temp: Path) -> Iterator[Path]:
         git.remove_worktree(root, path)
 
 
+@contextlib.contextmanager
+def before_agent() -> Iterator[None]:
+    """A review's preparation (its commits fetched, the base's configuration read), before
+    any agent starts: a GitflowError raised here that does not say what was spent spent
+    nothing, which is known (``NOTHING``), so the spend outputs and the run-history row say
+    0, not unknown (docs/github.md, "Outputs")."""
+    try:
+        yield
+    except GitflowError as exc:
+        if exc.spent is None:
+            exc.spent = NOTHING.to_json()
+        raise
+
+
 def review_pull(
     workspace: Path,
     pull: PullRequest,
@@ -118,12 +132,13 @@ def review_pull(
     (``options.agent`` other than ``builtin``) is defined by the base commit's ``.flow/``, and
     reviews incrementally when ``earlier`` knows the last reviewed head and the base commit's
     ``review.incremental`` allows it."""
-    root = git.repo_root(workspace)
-    ensure_commit(root, pull.head_sha, pull.number)
-    ensure_commit(root, pull.base_sha, pull.number)
-    base = git.merge_base(root, pull.base_sha, pull.head_sha)
-    target = Target(base, pull.head_sha, f"PR #{pull.number}")
-    ensure_history(root, target, f"+refs/pull/{pull.number}/head")
+    with before_agent():
+        root = git.repo_root(workspace)
+        ensure_commit(root, pull.head_sha, pull.number)
+        ensure_commit(root, pull.base_sha, pull.number)
+        base = git.merge_base(root, pull.base_sha, pull.head_sha)
+        target = Target(base, pull.head_sha, f"PR #{pull.number}")
+        ensure_history(root, target, f"+refs/pull/{pull.number}/head")
     return _review(root, target, pull.base_sha, options, temp, earlier)
 
 
@@ -132,10 +147,11 @@ def review_group(
 ) -> tuple[Review, GateResult, comment.RunRow]:
     """Review a merge queue's group: ``base_sha..head_sha`` (every queued change the group
     holds), configured by the base commit like a PR."""
-    root = git.repo_root(workspace)
-    ensure_group(root, group)
-    target = Target(group.base_sha, group.head_sha, group.label)
-    ensure_history(root, target, _refspecs(group.head_sha, group.head_ref)[0])
+    with before_agent():
+        root = git.repo_root(workspace)
+        ensure_group(root, group)
+        target = Target(group.base_sha, group.head_sha, group.label)
+        ensure_history(root, target, _refspecs(group.head_sha, group.head_ref)[0])
     return _review(root, target, group.base_sha, options, temp)
 
 
@@ -152,17 +168,18 @@ def _review(
     started = time.monotonic()
     agent = options.agent
     with contextlib.ExitStack() as stack:
-        config_root = None
-        acceptance = None
-        if agent != "builtin":
-            scratch = temp if temp is not None else Path(tempfile.gettempdir())
-            config_root = stack.enter_context(base_checkout(root, config_sha, scratch))
-            if runs_builtin(config_root, agent):  # a configured agent that is the builtin
-                agent, config_root = "builtin", None
-        if agent == "builtin":  # its review: settings and baseline, read from git
-            acceptance = acceptance_at(root, config_sha)
-        elif earlier is not None:
-            earlier = earlier._replace(enabled=settings_at(root, config_sha).incremental)
+        with before_agent():
+            config_root = None
+            acceptance = None
+            if agent != "builtin":
+                scratch = temp if temp is not None else Path(tempfile.gettempdir())
+                config_root = stack.enter_context(base_checkout(root, config_sha, scratch))
+                if runs_builtin(config_root, agent):  # a configured agent that is the builtin
+                    agent, config_root = "builtin", None
+            if agent == "builtin":  # its review: settings and baseline, read from git
+                acceptance = acceptance_at(root, config_sha)
+            elif earlier is not None:
+                earlier = earlier._replace(enabled=settings_at(root, config_sha).incremental)
         result, gate = review_target(
             root,
             target,

@@ -197,20 +197,21 @@ def failed_row(exc: BaseException, agent: str, step: str, duration_s: float) -> 
     if outcome is None and isinstance(exc, KeyboardInterrupt):
         outcome = "canceled"  # as the run record says of an interrupted agent
     outcome = outcome or ("budget" if isinstance(exc, BudgetError) else "error")
-    spend = _spent_before(exc)
+    spend = _spent_before(exc, agent)
     usage = comment.usage_fields(spend) if spend is not None else {}
     return comment.RunRow(
         "review", agent, outcome, step=step, iterations=1, duration_s=duration_s, **usage
     )
 
 
-def _spent_before(exc: BaseException) -> Spend | None:
-    """What the agent of a review that ended in ``exc`` spent: what it said (``spent``), or
-    nothing at all, which is known (0, $0), when a spent budget started none; None when
-    nothing is known."""
+def _spent_before(exc: BaseException, agent: str) -> Spend | None:
+    """What ``agent``, the reviewer of a review that ended in ``exc``, spent: what it said
+    (``spent``; nothing when the review stopped before it started, ``checkout.before_agent``),
+    or nothing at all, which is known (0, $0), when a spent budget started none or the
+    reviewer is the builtin one (it calls no model); None when nothing is known."""
     if isinstance(exc, GitflowError) and exc.spent is not None:
         return run_spend(exc.spent)
-    return NOTHING if isinstance(exc, BudgetError) else None
+    return NOTHING if isinstance(exc, BudgetError) or agent == "builtin" else None
 
 
 def publish_failed(
@@ -437,9 +438,10 @@ def usage_outputs(rows: Sequence[comment.RunRow]) -> dict[str, str]:
 
 def failed_outputs(exc: BaseException, agent: str) -> dict[str, str]:
     """The spend outputs of a review that ended in ``exc`` (``usage_outputs``) when an agent
-    ran before it (a reviewer stopped by its budget, failed, rate limited: ``spent``), or a
-    spent budget started none (0, $0), else none: what it cost is told even so."""
-    spend = _spent_before(exc)
+    ran before it (a reviewer stopped by its budget, failed, rate limited: ``spent``), or none
+    ran (0, $0: a spent budget started none, the review stopped before its agent started, the
+    builtin reviewer), else none: what it cost is told even so."""
+    spend = _spent_before(exc, agent)
     if spend is None:  # unknown: empty, never 0
         return {"cost-usd": "", "input-tokens": "", "output-tokens": "", "cost-estimated": "false"}
     return usage_outputs([comment.RunRow("review", agent, "error", **comment.usage_fields(spend))])
@@ -589,7 +591,7 @@ def report_interrupted(
     re-run finishes), but the job summary and the outputs of any review that did not complete
     (``report_unfinished``, ``unfinished_outputs``; ``outputs``: ``review-result`` and the ids),
     written before the exit 130. What an interrupted agent spent is a lower bound at best, so
-    the spend outputs are empty (unknown)."""
+    the spend outputs are empty (unknown); the builtin reviewer's are 0 (it calls no model)."""
     row = failed_row(exc, agent, step, duration_s)
     report_unfinished(env, sha, exc, [row])
     write_outputs(env.output, {**outputs, **unfinished_outputs(exc, agent)})

@@ -39,7 +39,9 @@ from tests.helpers.action_runner import (
     action_steps,
     add_pull,
     comment_event,
+    make_pr,
     pr_event,
+    pr_files,
     review_step,
     runner,
     states,
@@ -577,6 +579,27 @@ def test_github_failing_on_the_first_write_still_writes_the_summary_and_outputs(
     assert gh.comments_on(7) == [] and gh.state.reviews == {}
 
 
+@pytest.mark.parametrize("agent", ["builtin", "some-agent"])
+def test_a_review_that_stopped_before_its_agent_started_spent_a_known_nothing(
+    runner: Runner, gh: GitHubStandIn, repo: Path, agent: str
+) -> None:
+    """The PR's base commit is not to be had (exit 2, before any reviewer starts): its spend
+    outputs are 0, which is known, not empty (unknown); the builtin reviewer calls no model
+    at all (docs/github.md, "Outputs")."""
+    _, head = make_pr(repo, {"fine.py": FINE})
+    pull = gh.add_pull(Pull(7, head, "e" * 40, pr_files(repo, "main", head)))
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", agent)
+    assert result.returncode == ExitCode.USAGE, result.stdout + result.stderr
+    assert "is not in the checkout" in result.stderr
+    outputs = runner.outputs()
+    assert outputs["review-result"] == "error"
+    spend = ("cost-usd", "input-tokens", "output-tokens", "cost-estimated")
+    assert [outputs[k] for k in spend] == ["0", "0", "0", "false"]
+    [summary] = gh.comments_on(7)
+    row = next(line for line in str(summary["body"]).splitlines() if "| error |" in line)
+    assert row.endswith("| 0 | $0.00 |"), row
+
+
 def test_github_failing_after_the_inline_review_says_what_was_posted(
     runner: Runner, gh: GitHubStandIn, repo: Path
 ) -> None:
@@ -610,7 +633,8 @@ def test_a_review_interrupted_writes_the_summary_and_outputs_before_exit_130(
     """A job cancelled while its review runs (SIGTERM, Ctrl-C): exit 130, no GitHub write
     after ``pending`` (never green; the re-run finishes), and the job summary and outputs a
     stopped review writes: ``review-result`` ``error``, ``head-sha``, nothing posted, and its
-    spend unknown (what an interrupted agent spent is a lower bound at best: empty)."""
+    spend: an interrupted agent's is unknown (a lower bound at best: empty), the builtin
+    reviewer's, as here, a known 0 (it calls no model)."""
     from gitflow_agents.base.errors import Terminated
     from gitflow_agents.github.action import run
 
@@ -628,7 +652,7 @@ def test_a_review_interrupted_writes_the_summary_and_outputs_before_exit_130(
     assert outputs["run-id"] == "4242-1"
     assert (outputs["inline-posted"], outputs["comment-id"]) == ("0", "")
     spend = ("cost-usd", "input-tokens", "output-tokens")
-    assert [outputs[k] for k in spend] == ["", "", ""]
+    assert [outputs[k] for k in spend] == ["0", "0", "0"]
     assert f"interrupted ({signal_name})" in runner.summary.read_text()
 
 
