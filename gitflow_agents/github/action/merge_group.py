@@ -82,6 +82,7 @@ class GroupWriter(StatusWriter):
                 reused.description,
                 target_url=self.target_url,
             ),
+            status=True,
         )
 
 

@@ -108,7 +108,9 @@ def failure_reason(exc: BaseException) -> str:
 class StatusWriter(ABC):
     """Writes the gate of one commit (``sha``: its status, the optional check run) until GitHub
     says the token may not; from then on it only notes what it could not do (the degrade path
-    for fork PRs and read-only tokens)."""
+    for fork PRs and read-only tokens). A token refused a comment or a review but not a status
+    (``statuses: write`` without ``pull-requests: write``) still sets the statuses: a
+    ``pending`` one set is always resolved."""
 
     where = "pull request"
     """What the warning of the degrade path says the token may not write to."""
@@ -118,6 +120,9 @@ class StatusWriter(ABC):
         self.repo = repo
         self.target_url = target_url
         self.degraded: str | None = None
+        """Why the token may not write (GitHub's first refusal); None while it may."""
+        self.statuses_refused = False
+        """GitHub refused a status write: no write of any kind is tried after it."""
         self.writes = 0
         self.inline_posted = 0
         """Inline comments this run posted (the ``inline-posted`` output), as far as it got."""
@@ -131,13 +136,17 @@ class StatusWriter(ABC):
     def sha(self) -> str:
         """The commit whose gate this writes."""
 
-    def attempt(self, what: str, call: Callable[[], T]) -> T | None:
-        if self.degraded is not None:
+    def attempt(self, what: str, call: Callable[[], T], *, status: bool = False) -> T | None:
+        """``call()``, a write (``what``), unless GitHub refused the token before: a refused
+        status stops every write, any other refused write every write but the statuses
+        (``status``: this is one)."""
+        if self.statuses_refused or (self.degraded is not None and not status):
             return None
         try:
             result = call()
         except GitHubForbidden as exc:
-            self.degraded = str(exc)
+            self.degraded = self.degraded or str(exc)
+            self.statuses_refused = status
             notice(
                 "warning",
                 f"cannot {what}: the token may not write to this {self.where} (a fork PR or a "
@@ -152,6 +161,7 @@ class StatusWriter(ABC):
         self.attempt(
             "set the pending status",
             lambda: set_pending(self.client, self.repo, self.sha, target_url=self.target_url),
+            status=True,
         )
 
     def final(self, result: Review, gate: GateResult, what: str = "set the final status") -> None:
@@ -161,6 +171,7 @@ class StatusWriter(ABC):
             lambda: set_final(
                 self.client, self.repo, self.sha, result, gate, target_url=self.target_url
             ),
+            status=True,
         )
 
     def error(self, why: str) -> None:
@@ -171,6 +182,7 @@ class StatusWriter(ABC):
                 lambda: set_error(
                     self.client, self.repo, self.sha, why, target_url=self.target_url
                 ),
+                status=True,
             )
         except GitHubError as exc:
             notice("warning", f"could not set the error status: {exc}")

@@ -205,6 +205,26 @@ def test_fork_pr_with_read_only_token_degrades_without_crashing(
     assert len(gh.writes()) == 1  # the first refused write; nothing after it
 
 
+@pytest.mark.parametrize(
+    ("text", "final"), [(FINE, "success"), (BROKEN, "failure")], ids=["approved", "revise"]
+)
+def test_a_token_that_may_set_statuses_but_not_comment_still_sets_the_verdict(
+    runner: Runner, gh: GitHubStandIn, repo: Path, text: str, final: str
+) -> None:
+    """``statuses: write`` without ``pull-requests: write``: the summary comment and the inline
+    review are refused (degraded), the final status is set all the same, so the ``pending`` it
+    set never stays (a required check would wait for it forever)."""
+    pull = add_pull(gh, repo, {"m.py": text})
+    refused = "Resource not accessible by integration"
+    gh.fail("POST", r"/issues/7/comments$", 403, times=99, message=refused)
+    gh.fail("POST", r"/pulls/7/reviews$", 403, times=99, message=refused)
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--fail-on", "never")
+    assert result.returncode == 0, result.stderr
+    assert runner.outputs()["degraded"] == "true"
+    assert states(gh, pull.head_sha) == ["pending", final]
+    assert gh.comments_on(7) == [] and gh.state.reviews == {}
+
+
 def test_github_down_after_retries_exits_4_and_never_green(
     runner: Runner, gh: GitHubStandIn, repo: Path
 ) -> None:
