@@ -115,15 +115,24 @@ def run(args: argparse.Namespace) -> int:
     )
     code = int(ExitCode.OK)
     if pr:  # --all --pr: the steps ready now, as origin has them (docs/github.md)
+        from gitflow_agents.github.pr.outputs import step_outputs
         from gitflow_agents.github.pr.step import PrOptions, run_steps
 
         options = PrOptions(
             args.auto_merge, bool(args.draft), bool(args.force), max_parallel, plan_issue
         )
+        # --step N in GitHub Actions: how it ended, and what it spent, as step outputs too
+        outputs = step_outputs(os.environ, one_step=not args.all)
+
+        def reported(result: ChainResult) -> None:
+            report(result, as_json=args.json)
+            outputs.ran(result)
+
         assert ctx.budget is not None
-        with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
+        budget = ctx.budget.scope("plan")
+        with outputs, sigterm_as_interrupt(), contextlib.closing(ctx.hub), budget:
             wave = None if args.all else steps
-            return run_steps(ctx, wave, options, lambda r: report(r, as_json=args.json))
+            return run_steps(ctx, wave, options, reported, outputs=outputs)
     jobs = jobs_of(args, ctx.config)
     assert ctx.budget is not None
     # --json: stdout is the stream of JSON documents alone; the lines around them go to stderr

@@ -425,9 +425,10 @@ def usage_outputs(rows: Sequence[comment.RunRow]) -> dict[str, str]:
     def summed(values: list[Any]) -> Any:
         return sum(values) if values and all(v is not None for v in values) else None
 
-    cost = summed([row.cost_usd for row in rows])
-    tokens_in = summed([row.input_tokens for row in rows])
-    tokens_out = summed([row.output_tokens for row in rows])
+    # a partial figure is a lower bound of what is unknown: unknown too
+    cost = summed([None if row.cost_partial else row.cost_usd for row in rows])
+    tokens_in = summed([None if row.tokens_partial else row.input_tokens for row in rows])
+    tokens_out = summed([None if row.tokens_partial else row.output_tokens for row in rows])
     return {
         "cost-usd": "" if cost is None else f"{cost:.6f}".rstrip("0").rstrip("."),
         "input-tokens": "" if tokens_in is None else str(tokens_in),
@@ -441,10 +442,15 @@ def failed_outputs(exc: BaseException, agent: str) -> dict[str, str]:
     ran before it (a reviewer stopped by its budget, failed, rate limited: ``spent``), or none
     ran (0, $0: a spent budget started none, the review stopped before its agent started, the
     builtin reviewer), else none: what it cost is told even so."""
-    spend = _spent_before(exc, agent)
-    if spend is None:  # unknown: empty, never 0
+    return spend_outputs(_spent_before(exc, agent))
+
+
+def spend_outputs(spend: Spend | None) -> dict[str, str]:
+    """``usage_outputs`` of what one run (or a sum of runs: a step run's agents) spent; every
+    value empty when ``spend`` is None (unknown, never 0)."""
+    if spend is None:
         return {"cost-usd": "", "input-tokens": "", "output-tokens": "", "cost-estimated": "false"}
-    return usage_outputs([comment.RunRow("review", agent, "error", **comment.usage_fields(spend))])
+    return usage_outputs([comment.RunRow("run", "—", "—", **comment.usage_fields(spend))])
 
 
 def summary_room(path: Path | None) -> int:

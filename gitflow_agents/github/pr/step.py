@@ -32,7 +32,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitflow_agents.base.errors import ExitCode, GitflowError, GitHubError
 from gitflow_agents.chain import ChainResult, Context, run_step
@@ -63,6 +63,9 @@ from gitflow_agents.runs.lock import LockInfo, StepLockedError, hold, step_lock_
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import Spend, step_spend
 
+if TYPE_CHECKING:
+    from gitflow_agents.github.pr.outputs import StepOutputs
+
 
 @dataclass(frozen=True)
 class PrOptions:
@@ -79,11 +82,14 @@ def run_steps(
     options: PrOptions,
     report: Callable[[ChainResult], None],
     environ: Mapping[str, str] | None = None,
+    outputs: StepOutputs | None = None,
 ) -> int:
     """Every step of ``steps`` (None: the steps ready now, ``--all``) as a pull request, in
     order, until one does not exit 0. ``--all`` takes over the steps whose claim is this
     checkout's own lost one (``lost_claims``), as ``--step N`` does, and ends with a line
-    naming the steps it left to the runs that hold them (exit 0, as for any started step)."""
+    naming the steps it left to the runs that hold them (exit 0, as for any started step).
+    ``outputs`` is told how a step ended that ran no chain, the head it pushed and its pull
+    request (``outputs.py``)."""
     github = connect(os.environ if environ is None else environ, ctx.root)
     check_access(github)  # before the claim and before any agent: nothing to give back
     ctx = on_origin(ctx)
@@ -103,12 +109,16 @@ def run_steps(
             spent = _held_back(ctx)  # spent by the steps before: before the claim, as `run` does
             if spent is not None:
                 print(f"step {number} not started: {spent}")
+                _told(outputs, "budget")
                 code = int(ExitCode.BUDGET)
                 break
             fresh = replace(ctx, plan=parse_plan(ctx.plan.path, ctx.config.spec_plan))
-            code = run_step_pr(fresh, github, number, options, report, fetched=index == 0)
+            code = run_step_pr(
+                fresh, github, number, options, report, fetched=index == 0, outputs=outputs
+            )
             if code is STARTED:
                 held.append(number)
+                _told(outputs, "started")
             code = int(code)
             if code != ExitCode.OK:
                 break
@@ -211,6 +221,7 @@ def run_step_pr(
     report: Callable[[ChainResult], None],
     *,
     fetched: bool = False,
+    outputs: StepOutputs | None = None,
 ) -> int:
     """One step: claim, chain, push, pull request (see the module doc), under the step's claim
     lock: a live run of this checkout holding it means the step is started (exit 0; with
@@ -220,7 +231,7 @@ def run_step_pr(
     lock = step_lock_path(ctx.root, ctx.config.flow_dir, ctx.flow, step)
     try:
         with hold(lock.with_name(f"step-{step:02d}.claim.lock"), run_id, refuse=_busy):
-            return _run_held(ctx, github, step, options, report, run_id, fetched)
+            return _run_held(ctx, github, step, options, report, run_id, fetched, outputs)
     except _Busy as busy:
         if options.force:
             raise
@@ -258,6 +269,7 @@ def _run_held(
     report: Callable[[ChainResult], None],
     run_id: str,
     fetched: bool,
+    outputs: StepOutputs | None,
 ) -> int:
     assert ctx.plan is not None
     branch = git.check_branch_name(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
@@ -272,6 +284,7 @@ def _run_held(
         if held.remote_tip is None and not ctx.settings.force and _done_after_claim(ctx, step):
             if _give_back(ctx, branch, held):
                 held.record.discard()  # nothing ran: no run to list
+            _told(outputs, "skipped")
             return int(ExitCode.OK)
     # builds on the branch it continues (finished work on it is reviewed, not redone); the
     # chain's record goes beside the claim's
@@ -293,7 +306,10 @@ def _run_held(
     assert head is not None
     record = held.record.add_pushed(head) if held else None  # before the push
     _push(ctx, branch, head)
-    code = _publish(ctx, github, options, result, branch, head, held.lease if held else None)
+    if outputs is not None:
+        outputs.head = head
+    lease = held.lease if held else None
+    code = _publish(ctx, github, options, result, branch, head, lease, outputs)
     if record is not None:
         record.update(state="done")
     return code
@@ -607,6 +623,7 @@ def _publish(
     branch: str,
     head: str,
     lease: leases.Held | None = None,
+    outputs: StepOutputs | None = None,
 ) -> int:
     published = publish_run(
         ctx,
@@ -620,6 +637,8 @@ def _publish(
     )
     pull = published.pull
     print(f"  PR #{pull.number} {pull.html_url}: {branch} at {head[:12]}, status {published.state}")
+    if outputs is not None:
+        outputs.pull = pull.number
     if options.auto_merge is not None:
         print(f"  auto-merge ({options.auto_merge}): {published.auto_merge}")
     if published.state == "pending":  # approved, auto-merge refused after every retry
@@ -633,6 +652,12 @@ def _publish(
             print(f"  step {result.step}: PR #{pull.number} {refusal}")
             return max(result.exit_code, int(ExitCode.REVISE))
     return result.exit_code
+
+
+def _told(outputs: StepOutputs | None, outcome: str) -> None:
+    """``outputs`` told how a step ended that ran no chain (``StepOutputs.outcome``)."""
+    if outputs is not None:
+        outputs.outcome = outcome
 
 
 def pending_why(published: StepPublished, auto_merge: str | None, again: str) -> str:

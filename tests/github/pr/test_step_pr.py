@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -395,27 +396,108 @@ def test_the_actions_mode_run_runs_the_step_as_a_pull_request(
     code: int,
     says: str,
 ) -> None:
-    """The real ``run:`` text of action.yml under ``bash -eo pipefail``, as a runner runs it."""
-    from tests.helpers.action_runner import review_step
-
-    repo = setup_repo(tmp_path, gh)
-    script, step_env = review_step(tmp_path, {"github-token": "tok-actions", **inputs})
-    proc = subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-        cwd=repo,
-        env={**os.environ, **env, **step_env, "GITHUB_ACTIONS": "true"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """The real ``run:`` text of action.yml under ``bash -eo pipefail``, as a runner runs it;
+    the step's outputs: how it ended, its pull request and head, what its agents spent."""
+    repo = setup_repo(tmp_path, gh, implementer=paid("implementer", "edit"),
+                      reviewer_argv=paid("reviewer", "approve"))  # fmt: skip
+    proc, outputs = action_run(tmp_path, repo, env, inputs)
     assert proc.returncode == code, proc.stdout + proc.stderr
     assert says in proc.stdout
     if code == 0:
         [pull] = gh.state.pulls.values()
         assert pull.author == "github-actions[bot]" and pull.auto_merge is not None
         assert statuses(gh, pull.head_sha) == ["pending", "success"]
-    else:
+        assert f"PR #{pull.number}" in proc.stdout  # the log lines stay in the job log
+        assert outputs["step-result"] == "approved" and outputs["run-id"]
+        assert (outputs["pull-request"], outputs["head-sha"]) == (str(pull.number), pull.head_sha)
+        spent = [outputs[k] for k in ("cost-usd", "input-tokens", "output-tokens")]
+        assert spent == ["0.02", "2000", "400"] and outputs["cost-estimated"] == "false"
+        assert "github-error" not in outputs
+    else:  # refused by the script itself: nothing ran, no outputs
         assert gh.state.pulls == {} and origin_sha(gh, f"refs/heads/{BRANCH}") is None
+        assert outputs == {}
+
+
+def action_run(
+    tmp_path: Path, repo: Path, env: dict[str, str], inputs: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """action.yml's step run in ``repo`` with ``inputs``; its process, and the outputs it set."""
+    from tests.helpers.action_runner import read_outputs, review_step
+
+    script, step_env = review_step(tmp_path, {"github-token": "tok-actions", **inputs})
+    output = tmp_path / "github_output"
+    output.touch()
+    proc = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=repo,
+        env={
+            **os.environ,
+            **env,
+            **step_env,
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_OUTPUT": str(output),
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return proc, read_outputs(output.read_text())
+
+
+STEP_1 = {"mode": "run", "plan": "specs/feature.md", "step": "1"}
+
+
+@pytest.mark.parametrize(
+    ("agents", "config", "inputs", "code", "ended"),
+    [
+        # the reviewer asks for changes every round: a pull request that is not approved
+        ({"reviewer": "revise"}, "chain: {max_iterations: 1}\n", {}, 1, "rejected"),
+        # the implementer fails (after it said what it spent): no pull request
+        ({"implementer": paid("implementer", "crash")}, "", {}, 3, "failed"),
+        # the budget lets no agent start: nothing claimed, nothing spent
+        ({}, "budget: {plan: {usd: 0}}\n", {}, 5, "budget"),
+        # approved, then GitHub refuses auto-merge after its retries (exit 4)
+        # (the builtin reviewer spends 0: the sum is the implementer's)
+        (
+            {"reviewer": "builtin", "implementer": paid("implementer", "edit")},
+            "",
+            {"auto-merge": "rebase"},
+            4,
+            "approved",
+        ),
+    ],
+)
+def test_the_actions_mode_run_sets_its_outputs_however_the_step_ends(
+    tmp_path: Path,
+    gh: GitHubStandIn,
+    env: dict[str, str],
+    agents: dict[str, Any],
+    config: str,
+    inputs: dict[str, str],
+    code: int,
+    ended: str,
+) -> None:
+    repo = setup_repo(tmp_path, gh, **agents)
+    (repo / ".flow" / "base.yaml").write_text((repo / ".flow" / "base.yaml").read_text() + config)
+    gh.state.allow_auto_merge = False
+    proc, outputs = action_run(tmp_path, repo, env, {**STEP_1, **inputs})
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert outputs["step-result"] == ended
+    pulls = list(gh.state.pulls.values())
+    assert outputs["pull-request"] == "".join(str(p.number) for p in pulls)
+    assert outputs["head-sha"] == "".join(p.head_sha for p in pulls)
+    spent = [outputs[k] for k in ("cost-usd", "input-tokens", "output-tokens")]
+    if "implementer" in agents:  # what it said it spent
+        assert spent == ["0.01", "1000", "200"] and outputs["run-id"]
+    elif ended == "budget":  # no agent started
+        assert spent == ["0", "0", "0"] and outputs["run-id"] == ""
+    else:  # agents that do not say what they spent: unknown, never 0
+        assert spent == ["", "", ""]
+    if code == 4:
+        assert "could not be enabled on PR #1" in outputs["github-error"]
+        assert "auto-merge (rebase): not enabled" in proc.stdout
+    else:
+        assert "github-error" not in outputs
 
 
 @pytest.mark.parametrize(("mode", "code"), [("crash", 3), ("noop", 1)])
