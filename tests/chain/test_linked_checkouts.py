@@ -6,18 +6,16 @@ real locks."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, git, running_agent, wait_until
-from tests.helpers.chain import RUN_ARGS, call, configure, release, results, run
+from tests.conftest import git, running_agent, wait_until
+from tests.helpers.chain import call, configure, release, results, run, start_run
 
 
 @pytest.fixture
@@ -33,14 +31,7 @@ def linked(repo: Path, tmp_path: Path) -> Path:
 @pytest.fixture
 def live_run(repo: Path, linked: Path, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """Step 1 run from the main checkout, its implementer held until the test releases it."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    orchestrator = subprocess.Popen(
-        [sys.executable, "-m", "gitflow_agents", *RUN_ARGS, "--step", "1"],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    orchestrator = start_run(repo, "--step", "1")
     try:
         wait_until(lambda: running_agent(repo), 30)
         yield orchestrator

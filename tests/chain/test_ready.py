@@ -7,16 +7,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil
 
 from gitflow_agents.chain.ready import file_secrets
 from gitflow_agents.git import queries as g
-from tests.conftest import ROOT, git, wait_until
-from tests.helpers.chain import RUN_ARGS, configure, results, run
+from tests.conftest import git, wait_until
+from tests.helpers.chain import configure, results, run, start_run
 
 SECRET = "s3cr3tV4lueQ9xyzW"
 
@@ -81,14 +79,7 @@ def test_setup_killed_with_its_orchestrator_runs_again_cleanly(repo: Path, tmp_p
     started, go = tmp_path / "started", tmp_path / "go"
     script = f"if [ -f {go} ]; then echo ready; else echo $$ > {started}; sleep 60; fi"
     add_chain_keys(repo, f"  setup: {json.dumps(script)}\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    orchestrator = subprocess.Popen(
-        [sys.executable, "-m", "gitflow_agents", *RUN_ARGS, "--step", "1"],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    orchestrator = start_run(repo, "--step", "1")
     wait_until(lambda: started.exists() and started.read_text().strip(), 30)
     left = int(started.read_text())
     os.kill(orchestrator.pid, signal.SIGKILL)

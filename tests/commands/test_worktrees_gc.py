@@ -9,8 +9,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, get_args
 
@@ -18,8 +16,8 @@ import psutil
 
 from gitflow_agents.git import queries as g
 from gitflow_agents.runs import lock
-from tests.conftest import ROOT, git, running_agent, wait_until
-from tests.helpers.chain import RUN_ARGS, call, configure, run
+from tests.conftest import git, running_agent, wait_until
+from tests.helpers.chain import call, configure, run, start_run
 
 REJECTED = ("--step", "1", "--max-iterations", "1")
 
@@ -139,14 +137,7 @@ def test_gc_older_than_keeps_recent_trees(repo: Path) -> None:
 
 def test_gc_removes_the_tree_of_a_run_killed_with_kill_9(repo: Path) -> None:
     configure(repo, sleep=60)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    orchestrator = subprocess.Popen(
-        [sys.executable, "-m", "gitflow_agents", *RUN_ARGS, "--step", "1"],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    orchestrator = start_run(repo, "--step", "1")
     wait_until(lambda: running_agent(repo), 30)
     agent = running_agent(repo)
     assert agent is not None and isinstance(agent["pid"], int)

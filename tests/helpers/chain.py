@@ -6,12 +6,13 @@ step statuses, notes)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import FAKES, CliResult, cli_main, git, run_cli
+from tests.conftest import FAKES, ROOT, CliResult, cli_main, git, run_cli
 
 FAKE = FAKES / "fake_flow_agent"
 MARKER = "<!-- gitflow-agents:git-stats -->"
@@ -95,6 +96,18 @@ RUN_ARGS = ("run", "specs/feature.md", "--quiet", "--kill-grace", "0.2")
 
 def run(repo: Path, *args: str) -> CliResult:
     return call(repo, *RUN_ARGS, *args)
+
+
+def start_run(repo: Path, *args: str) -> subprocess.Popen[bytes]:
+    """``run ARGS`` started in ``repo`` as a process of its own (this checkout's code), its
+    output discarded: to kill, interrupt or race while it runs."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "gitflow_agents", *RUN_ARGS, *args],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def run_proc(repo: Path, *args: str) -> CliResult:
