@@ -65,6 +65,8 @@ _BLOCK_EVENT = rb'\{"type":"stream_event","event":\{"type":"content_block_'
 _BLOCK_EVENTS = _BLOCK_EVENT + b"|" + _BLOCK_EVENT.replace(b":", b": ").replace(b",", b", ")
 _MODEL = rb'"model":\s*"([^"\\\n]*)"'
 _ID = rb'"id":\s*"([^"\\\n]+)"'
+# what may follow a message's id, its model read (the API's order: its type and role come first)
+_AFTER_ID = rb'(?:,\s*"type":\s*"message",\s*"role":\s*"assistant"|)(?:,\s*' + _MODEL + rb"|)"
 # One search over a block of Claude Code's stream-json finds the lines the meter reads. A line
 # whose first key is a ``type`` the meter ignores (``user``, ``system``, ...: most of the bytes),
 # or a stream event that carries no usage (``content_block_delta`` and the like: most of the
@@ -72,9 +74,9 @@ _ID = rb'"id":\s*"([^"\\\n]+)"'
 # ``message_start`` event gives its message id and its usage object (the last one on the line)
 # without its content being read, a ``message_delta`` event its usage (its output read by the
 # search when that is all the object holds, as Claude Code prints it; the message is the one
-# its ``api_message_id`` names, else the one the last ``message_start`` began); the model is not
-# read here (each optional part is tried on every line), only from the last line of a run of
-# them (``_HEAD``): the last one's model is the run's. Any other line that mentions usage is
+# its ``api_message_id`` names, else the one the last ``message_start`` began); a message's
+# model is read where its head names it, before or right after its id (the last one's model is
+# the run's). Any other line that mentions usage is
 # taken whole, to be parsed as JSON (``result``, a line of another shape). Optional parts are
 # written as ``(?:x|)``, which the regular-expression engine tries faster than ``(?:x)?``. The
 # last ``"usage":`` of a line (and a delta's ``"api_message_id":``) is found going back from the
@@ -93,7 +95,7 @@ _CLAUDE_LINES = re.compile(
             rb"\n(?!" + _BLOCK_EVENTS + rb")",
             rb'(?:\{"type":\s*"(?:assistant|stream_event",\s*"event":\s*\{"type":\s*"message_',
             rb'(?:(start)|(delta)"))',  # the line's type read once, a message's or a delta's
-            rb'(?(2)|",\s*"message":\s*\{(?:"model":\s*"[^"\\\n]*",\s*|)' + _ID + rb")",
+            rb'(?(2)|",\s*"message":\s*\{(?:' + _MODEL + rb",\s*|)" + _ID + _AFTER_ID + rb")",
             rb'[^\n]*g(?<="usag)e":\s*(' + _API_USAGE + rb"|" + _OUTPUT_USAGE + rb"|" + _ANY_USAGE,
             rb")",
             rb'(?(2)(?:[^\n]*_(?<="api_)message_id":\s*"([^"\\\n]+)"|))',  # a delta's message
@@ -109,17 +111,17 @@ _HEAD = re.compile(
             _MESSAGE.replace(b"(start)", b"start"),
             rb"(?:" + _MODEL + rb",\s*|)",
             _ID,
-            rb'(?:,\s*"type":\s*"message",\s*"role":\s*"assistant"|)',
-            rb"(?:,\s*" + _MODEL + rb"|)",
+            _AFTER_ID,
         )
     )
 )
 # A found line's groups: ``message_start`` (empty: not one), ``message_delta`` (empty: not one),
-# its message's id (empty: a ``message_delta``), the usage object, its four counts (in
+# its message's model named before its id, its id (empty: a ``message_delta``), its model named
+# after it (the API's order), the usage object, its four counts (in
 # the API's order), the output of a usage object that has only that (a delta's), a delta's
 # ``api_message_id`` (Claude Code 2.1 writes it on stream events), and the line to parse as
 # JSON (empty: one of the three read here).
-_KEY, _GROUP_LINE = 2, 10
+_MODEL_BEFORE, _KEY, _MODEL_AFTER, _GROUP_LINE = 2, 3, 4, 12
 _LINE = itemgetter(_GROUP_LINE)
 # a count's digits, not the start of another number (``1e308``, ``1000.7``: no count)
 _WHOLE = rb"(\d+)(?![\d.eE])"
@@ -264,12 +266,20 @@ class ClaudeStreamMeter:
 
     def _keep(self, rows: list[_Found], data: bytes, start: int, end: int) -> None:
         """``rows``, message lines of the block, kept to be counted; the model is the one the
-        last of them with a message names (if it names one)."""
+        last of them with a message names (if it names one: its head, as the search read it;
+        while the run's model is unknown, else its line parsed, ``_read_model``)."""
         if rows:
             self._rows += rows
-            key = rows[-1][_KEY] or next((row[_KEY] for row in reversed(rows) if row[_KEY]), b"")
-            if key:
-                self._read_model(data, start, end, key)
+            last = (
+                rows[-1] if rows[-1][_KEY] else next((r for r in reversed(rows) if r[_KEY]), None)
+            )
+            if last is None:
+                return
+            model = last[_MODEL_BEFORE] or last[_MODEL_AFTER]
+            if model:
+                self._model = model.decode("utf-8", "replace")
+            elif self._model is None:
+                self._read_model(data, start, end, last[_KEY])
 
     def _flush(self) -> None:
         """Count the message lines kept."""
@@ -295,7 +305,9 @@ class ClaudeStreamMeter:
         ``message_start`` making its message the one a ``message_delta`` counts for (as
         ``_stream_event``): the largest counts, so the order they are counted in changes
         nothing."""
-        starts, _, keys, usages, inputs, creations, reads, outputs, *_ = zip(*found, strict=True)
+        starts, _, _, keys, _, usages, inputs, creations, reads, outputs, *_ = zip(
+            *found, strict=True
+        )
         messages = self.messages
         if not any(starts) and all(keys) and messages.keys().isdisjoint(keys):
             known = len(messages)
@@ -318,7 +330,7 @@ class ClaudeStreamMeter:
         largest: dict[bytes, Counts] = {}  # each message's largest counts in these lines
         read_as: dict[bytes, bytes] = {}  # each message's last usage object read among them
         current = self.current
-        for start, _, key, usage, tokens, creation, read, output, only, named, _ in found:
+        for start, _, _, key, _, usage, tokens, creation, read, output, only, named, _ in found:
             if start:
                 current = key
             elif not key:  # a message_delta: of the message it names, else the one streaming
@@ -352,11 +364,11 @@ class ClaudeStreamMeter:
 
     def _read_model(self, data: bytes, start: int, end: int, key: bytes) -> None:
         """The model of the last ``assistant`` line or ``message_start`` of message ``key`` in
-        the block, read from its head (``_HEAD``) if it names one (a later line naming the id,
-        a ``message_delta``'s ``api_message_id`` or a tool result, is passed over). While the
-        run's model is still unknown, a line whose head names none is parsed for its message's
-        model (a message whose keys come in another order: its model after its usage); once
-        one is known, only heads are read (a block's last message line, never every line)."""
+        the block, whose head names none (a message whose keys come in another order: its model
+        after its usage), its line parsed as JSON; the line is found from the block's end by
+        its head (``_HEAD``: a later line naming the id, a ``message_delta``'s
+        ``api_message_id`` or a tool result, is passed over). Only while the run's model is
+        unknown (``_keep``)."""
         quoted, stop = b'"' + key + b'"', end
         while (at := data.rfind(quoted, start, stop)) >= 0:
             stop = data.rfind(b"\n", start, at)
@@ -364,11 +376,7 @@ class ClaudeStreamMeter:
                 return
             head = _HEAD.match(data, stop + 1)
             if head is not None and head[2] == key:
-                model = head[1] or head[3]
-                if model:
-                    self._model = model.decode("utf-8", "replace")
-                elif self._model is None:
-                    self._model = _message_model(data, stop + 1, end)
+                self._model = _message_model(data, stop + 1, end)
                 return
 
     def feed(self, event: Mapping[str, Any]) -> None:
