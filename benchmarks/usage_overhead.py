@@ -3,14 +3,16 @@
 Usage: python benchmarks/usage_overhead.py [--mb N] [--runs N] [--partial-messages]
 
 A fake agent streams N MB (default 200) of stream-JSON lines as Claude Code's
-``--output-format stream-json`` prints them: a ``system`` init line, ``assistant`` messages
-carrying their ``usage`` block, tool results, and a final ``result`` line with the run's usage
-and ``total_cost_usd``. With ``--partial-messages``, as it prints them with
+``--output-format stream-json`` prints them, each line one of a recorded run's
+(tests/data/agent-output/claude-stream-partial-messages.jsonl, Claude Code 2.1.330) with its
+turn's ids and figures: the ``system`` init line, per API call its ``assistant`` line carrying the
+call's ``usage`` and the tool result, and the final ``result`` line with the run's usage and
+``total_cost_usd``. With ``--partial-messages``, as it prints them with
 ``--include-partial-messages`` (what a run with a budget prints: docs/configuration.md,
-"budget"), in the order Claude Code 2.1 prints them (tests/data/agent-output/
-claude-stream-partial-messages.jsonl): each API call's ``message_start``, its content block's
-start, 40 text deltas and stop, its ``assistant`` line (the start's usage, output 0), its
-``message_delta`` (the output) and ``message_stop``: six times as many lines a byte. It runs under ``supervise()`` (the supervisor's whole path: reading the
+"budget"), in the recording's order: each call's ``message_start``, its content block's start,
+40 text deltas, its ``assistant`` line (the start's usage, output 0), the block's stop, its
+``message_delta`` (the output) and ``message_stop``, then the tool result: about four times as
+many lines a byte. It runs under ``supervise()`` (the supervisor's whole path: reading the
 pipes, masking into ``worker.log``, the 8 MiB tail kept for the parser, the events) in one of
 four ways, ``--runs`` times each, each round starting with another of them:
 
@@ -33,16 +35,20 @@ tracking. A measurement, not an assertion.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
+import random
 import resource
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -67,6 +73,30 @@ STREAMER = (
 )
 
 
+# The recorded stream a budgeted Claude Code 2.1 run printed (tests/data/agent-output/README.md):
+# each line of the benchmark's stream is one of its lines with the turn's ids and figures, so the
+# bytes are Claude Code's own (compact JSON; each stream event's session_id,
+# parent_tool_use_id, uuid and api_message_id; the assistant line's context_management and
+# timestamp), not a shape of ours.
+RECORDED = ROOT / "tests" / "data" / "agent-output" / "claude-stream-partial-messages.jsonl"
+TEXT = "Looking at src/module.py to see how the parser is called. " * 8
+DELTA = "Looking at src/module.py to see how "
+
+
+def _recorded() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """The recording's first line (``system`` init), the lines of its first API call (its
+    ``message_start`` up to the tool result that follows it) and its last line (``result``)."""
+    lines = [json.loads(line) for line in RECORDED.read_text(encoding="utf-8").splitlines()]
+    first = next(i for i, line in enumerate(lines) if _kind(line) == "message_start")
+    last = next(i for i in range(first, len(lines)) if lines[i]["type"] == "user")
+    return lines[0], lines[first : last + 1], lines[-1]
+
+
+def _kind(line: dict[str, Any]) -> str:
+    """A line's type, a stream event's own."""
+    return line["event"]["type"] if line["type"] == "stream_event" else line["type"]
+
+
 def _usage(turn: int) -> dict[str, int]:
     return {
         "input_tokens": 3 + turn % 7,
@@ -76,90 +106,59 @@ def _usage(turn: int) -> dict[str, int]:
     }
 
 
-def _message(turn: int) -> dict[str, object]:
-    return {
-        "id": f"msg_{turn:08d}",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5",
-        "content": [
-            {
-                "type": "text",
-                "text": "Looking at src/module.py to see how the parser is called. " * 8,
-            },
-            {"type": "tool_use", "id": f"toolu_{turn:08d}", "name": "Read", "input": {"file": "a"}},
-        ],
-        "stop_reason": None,
-        "usage": _usage(turn),
-    }
-
-
-def _assistant(turn: int) -> str:
-    return json.dumps({"type": "assistant", "message": _message(turn), "session_id": "s-1"})
-
-
-def _event(event: dict[str, object]) -> str:
-    return json.dumps({"type": "stream_event", "event": event, "session_id": "s-1"})
-
-
-def _partial_call(turn: int) -> str:
-    """One API call's lines with partial messages, its tool result not included."""
+def _call(template: list[dict[str, Any]], turn: int, *, partial: bool, rnd: random.Random) -> str:
+    """One API call's lines as Claude Code prints them, the recorded call's with this turn's
+    message id, usage, a text block of 40 deltas and a 360-byte tool result; without
+    ``partial``, only its ``assistant`` line (with the call's whole usage) and the tool result."""
+    message, tool = f"msg_{turn:024d}", f"toolu_{turn:024d}"
     usage = _usage(turn)
-    start = {**_message(turn), "content": [], "usage": {**usage, "output_tokens": 0}}
-    text = {"type": "text_delta", "text": "Looking at src/module.py to see how "}
-    lines = [
-        _event({"type": "message_start", "message": start}),
-        _event({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}),
-        *[_event({"type": "content_block_delta", "index": 0, "delta": text})] * 40,
-        _event({"type": "content_block_stop", "index": 0}),
-        json.dumps(
-            {
-                "type": "assistant",
-                "message": {**_message(turn), "usage": start["usage"]},
-                "session_id": "s-1",
-            }
-        ),
-        _event(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "tool_use"},
-                "usage": {"output_tokens": usage["output_tokens"]},
-            }
-        ),
-        _event({"type": "message_stop"}),
-    ]
-    return "\n".join(lines)
+    start = {**usage, "output_tokens": 0}  # the start's usage, which the assistant line repeats
+    out = []
+    for recorded in template:
+        line = copy.deepcopy(recorded)
+        kind = _kind(line)
+        if "uuid" in line:
+            line["uuid"] = str(uuid.UUID(int=rnd.getrandbits(128), version=4))
+        if "api_message_id" in line:
+            line["api_message_id"] = message
+        if kind == "message_start":
+            line["event"]["message"].update(id=message, usage=start)
+        elif kind == "content_block_start":
+            line["event"]["content_block"] = {"type": "text", "text": ""}
+        elif kind == "content_block_delta":
+            line["event"]["delta"] = {"type": "text_delta", "text": DELTA}
+            for _ in range(39 if partial else 0):
+                out.append(_dumps(line))
+                line["uuid"] = str(uuid.UUID(int=rnd.getrandbits(128), version=4))
+        elif kind == "assistant":
+            content = [{"type": "text", "text": TEXT}]
+            line["message"].update(id=message, content=content, usage=start if partial else usage)
+        elif kind == "message_delta":
+            line["event"]["usage"] = {"output_tokens": usage["output_tokens"]}
+        elif kind == "user":
+            line["message"]["content"][0].update(tool_use_id=tool, content="x = 1\n" * 60)
+        if partial or kind in ("assistant", "user"):
+            out.append(_dumps(line))
+    return "\n".join(out)
 
 
-def _tool_result(turn: int) -> str:
-    content = [
-        {"type": "tool_result", "tool_use_id": f"toolu_{turn:08d}", "content": "x = 1\n" * 60}
-    ]
-    return json.dumps({"type": "user", "message": {"role": "user", "content": content}})
+def _dumps(line: dict[str, Any]) -> str:
+    return json.dumps(line, separators=(",", ":"))
 
 
 def write_stream(path: Path, size: int, *, partial: bool = False) -> int:
     """Write about ``size`` bytes of stream-JSON to ``path`` (with ``partial``, each call's
     partial-message events too); the number of assistant turns."""
-    call = _partial_call if partial else _assistant
-    init = {"type": "system", "subtype": "init", "session_id": "s-1", "model": "claude-sonnet-4-5"}
+    init, template, result = _recorded()
+    rnd = random.Random(1)
     written, turn = 0, 0
     with path.open("w", encoding="utf-8") as out:
-        written += out.write(json.dumps(init) + "\n")
+        written += out.write(_dumps(init) + "\n")
         while written < size:
-            written += out.write(call(turn) + "\n" + _tool_result(turn) + "\n")
+            written += out.write(_call(template, turn, partial=partial, rnd=rnd) + "\n")
             turn += 1
-        result = {
-            "type": "result",
-            "subtype": "success",
-            "is_error": False,
-            "result": "Done.",
-            "session_id": "s-1",
-            "total_cost_usd": 12.34,
-            "usage": _usage(turn),
-            "modelUsage": {"claude-sonnet-4-5": {"costUSD": 12.34}},
-        }
-        out.write(json.dumps(result) + "\n")
+        result.update(total_cost_usd=12.34, usage=_usage(turn))
+        out.write(_dumps(result) + "\n")
     return turn
 
 
