@@ -84,8 +84,8 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output-format",
         choices=FORMATS,
-        help="format for --output (default: from the extension: .sarif, .json, .md, .rdjsonl; "
-        "else json)",
+        help="format for --output (default: from the extension: .sarif, .md, .rdjsonl or "
+        ".jsonl; else json)",
     )
     parser.add_argument(
         "--max-file-size",
