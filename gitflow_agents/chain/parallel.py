@@ -14,8 +14,9 @@ sharing the event hub, the cancel flag and the landing lock (docs/decisions.md, 
 One Ctrl-C (or SIGTERM) sets the shared cancel flag: every supervisor kills its agent's process
 tree, each step records ``canceled``, and the same command run again continues (done steps are
 skipped, a step's branch and its completed agents are reused). After a step fails no new step
-starts; the running ones finish. The plan is read again before each decision: a step taken out
-of it meanwhile is dropped (``planned``), one that no longer parses starts nothing more. The
+starts; the running ones finish. The plan is read again before each decision (``Remaining``,
+also ``--jobs 1``'s rule): a step taken out of it meanwhile is dropped (``planned``), a changed
+``Depends on:`` line is followed, and a plan that no longer parses starts nothing more. The
 exit code is the worst of the steps' (``worst_exit``).
 """
 
@@ -126,6 +127,33 @@ def next_steps(
     return [*skipped, *(step.number for step in chosen)], waits
 
 
+class Remaining:
+    """The steps of a ``run --all`` not started yet, kept in step with the plan as it is edited
+    while the run goes on: the one re-planning rule of ``--jobs 1`` and ``--jobs N``
+    (docs/chains.md, "Several steps at once")."""
+
+    def __init__(self, plan: Plan, steps: Sequence[int]) -> None:
+        self.steps = list(steps)  # in the order the plan's dependencies give
+        self._path = plan.path
+
+    def reread(self, ctx: Context, say: Callable[[str], None]) -> Context:
+        """``ctx`` with the plan read again, to decide with: a step it no longer has is
+        dropped (``planned``) and the others are put in the order its ``Depends on:`` lines
+        give now (``checked_order``: a dependency added meanwhile is waited for).
+        GitflowError (PlanError) when it no longer parses or its dependencies can no longer
+        be met."""
+        fresh = replace(ctx, plan=parse_plan(self._path, ctx.config.spec_plan))
+        assert fresh.plan is not None
+        order = checked_order(fresh.plan)
+        kept = set(planned(fresh.plan, self.steps, say))
+        self.steps = [number for number in order if number in kept]
+        return fresh
+
+    def start(self, number: int) -> None:
+        """``number`` started: no longer one to start."""
+        self.steps.remove(number)
+
+
 def planned(plan: Plan, steps: Sequence[int], say: Callable[[str], None]) -> list[int]:
     """The steps of ``steps`` that ``plan`` (read again: edited while the run goes on) still
     has, in their order; one line on ``say`` for each it no longer has. Such a step is not run
@@ -155,9 +183,8 @@ def run_parallel(
     KeyboardInterrupt once every step has stopped after a Ctrl-C, and the first unexpected
     error (a bug) once every other step has ended."""
     assert ctx.plan is not None
-    plan_path = ctx.plan.path
     ended: queue.Queue[_Ended] = queue.Queue()
-    pending = list(steps)
+    pending = Remaining(ctx.plan, steps)
     running: dict[int, threading.Thread] = {}
     codes: list[int] = []
     said: set[tuple[int, str]] = set()  # Waiting.key
@@ -171,17 +198,14 @@ def run_parallel(
                 decide = False
                 budget = ctx.budget
                 spent = budget.holds_back(*ctx.adapters) if budget is not None else None
-                if spent is not None and pending:  # the plan's budget: no further step starts
+                if spent is not None and pending.steps:  # the plan's budget: no step starts
                     say(f"no further step starts: {spent}")
                     codes.append(int(ExitCode.BUDGET))
                     stopped = "the plan's budget is spent"
                     continue
                 try:
-                    fresh = replace(ctx, plan=parse_plan(plan_path, ctx.config.spec_plan))
-                    assert fresh.plan is not None
-                    checked_order(fresh.plan)  # its dependencies can still be met
-                    pending[:] = planned(fresh.plan, pending, say)
-                    start, waits = next_steps(fresh, pending, list(running), jobs)
+                    fresh = pending.reread(ctx, say)
+                    start, waits = next_steps(fresh, pending.steps, list(running), jobs)
                 except GitflowError as exc:  # the plan, edited meanwhile, no longer parses
                     print(f"error: {exc}; no further step starts", file=sys.stderr)
                     codes.append(int(exc.exit_code))
@@ -191,7 +215,7 @@ def run_parallel(
                     said.add(wait.key)
                     say(f"step {wait.step} waits: {wait.why}")
                 for number in start:
-                    pending.remove(number)
+                    pending.start(number)
                     running[number] = _start(fresh, number, ended)
             if not running:
                 break
@@ -213,11 +237,11 @@ def run_parallel(
         except KeyboardInterrupt as exc:
             interrupted = True
             ctx.cancel.set_for(exc)  # every supervisor kills its agent's process tree
-    if pending and stopped is None and not interrupted:  # waiting for a step not in the run
+    if pending.steps and stopped is None and not interrupted:  # waiting for a step not in the run
         stopped = f"what they depend on is not {DONE} on {ctx.target}"  # (one added meanwhile)
         codes.append(int(ExitCode.USAGE))
-    if stopped is not None and pending:
-        say(f"not started ({stopped}): {', '.join(map(str, pending))}")
+    if stopped is not None and pending.steps:
+        say(f"not started ({stopped}): {', '.join(map(str, pending.steps))}")
     if interrupted:
         raise KeyboardInterrupt
     if bug is not None:

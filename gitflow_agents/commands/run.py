@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -33,6 +32,7 @@ from gitflow_agents.commands.options import (
 
 if TYPE_CHECKING:
     from gitflow_agents.chain import ChainResult, ChainSettings, Context
+    from gitflow_agents.chain.parallel import Remaining
     from gitflow_agents.config import FlowConfig
     from gitflow_agents.config.budget import Scope
     from gitflow_agents.runs.events import EventHub
@@ -82,8 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.launch import sigterm_as_interrupt
     from gitflow_agents.agents.installed import check_agents
     from gitflow_agents.chain import run_step
-    from gitflow_agents.chain.parallel import planned, run_parallel
-    from gitflow_agents.plan import parse_plan
+    from gitflow_agents.chain.parallel import Remaining, run_parallel
     from gitflow_agents.plan.deps import checked_order
 
     if (args.step is None) == (not args.all):
@@ -148,20 +147,21 @@ def run(args: argparse.Namespace) -> int:
             )
         _collect_garbage(ctx, lines)
         return code
+    remaining = Remaining(ctx.plan, steps)
     with sigterm_as_interrupt(), contextlib.closing(ctx.hub), ctx.budget.scope("plan"):
-        for number in steps:
+        while remaining.steps:
+            picked = _next_step(args, ctx, remaining, lines) if args.all else (ctx, args.step)
+            if picked is None:  # each step left waits for one that is no step of this run
+                code = int(ExitCode.USAGE)
+                break
+            fresh, number = picked
             spent = ctx.budget.holds_back(*ctx.adapters)  # spent by the steps before
             if spent is not None:
                 print(f"step {number} not started: {spent}", file=lines)
                 return int(ExitCode.BUDGET)
-            try:  # statuses change; a step may even move the plan
-                plan = parse_plan(ctx.plan.path, ctx.config.spec_plan)
-            except PlanError as exc:
-                raise where_it_went(args, exc) from None
-            if not planned(plan, [number], lambda line: print(line, file=lines)):
-                continue  # taken out of the plan meanwhile: not run, no failure
+            remaining.start(number)
             try:
-                result = run_step(replace(ctx, plan=plan), number)
+                result = run_step(fresh, number)
             except KeyboardInterrupt as exc:  # the step's record says canceled: its line too
                 ended = getattr(exc, "step_result", None)
                 if ended is not None:
@@ -173,6 +173,31 @@ def run(args: argparse.Namespace) -> int:
                 break
     _collect_garbage(ctx, lines)
     return code
+
+
+def _next_step(
+    args: argparse.Namespace, ctx: Context, remaining: Remaining, lines: TextIO
+) -> tuple[Context, int] | None:
+    """The step ``run --all`` runs next, one at a time, and ``ctx`` with the plan read again to
+    run it with: the one ``--jobs N`` would start (``chain/parallel.py``, the same re-planning
+    rule), the earliest in the plan's order; None, after a line naming them, when every step
+    left waits for a step that is no step of this run."""
+    from gitflow_agents.chain import DONE
+    from gitflow_agents.chain.parallel import next_steps
+
+    try:  # statuses change, steps go, dependencies change; a step may even move the plan
+        fresh = remaining.reread(ctx, lambda line: print(line, file=lines))
+    except PlanError as exc:
+        raise where_it_went(args, exc) from None
+    start = next_steps(fresh, remaining.steps, [], 1)[0]
+    if not start:
+        waiting = ", ".join(map(str, remaining.steps))
+        print(
+            f"not started (what they depend on is not {DONE} on {ctx.target}): {waiting}",
+            file=lines,
+        )
+        return None
+    return fresh, min(start, key=remaining.steps.index)
 
 
 def where_it_went(args: argparse.Namespace, exc: PlanError) -> PlanError:

@@ -285,6 +285,36 @@ def test_a_step_taken_out_of_the_plan_meanwhile_is_dropped_and_the_others_land(
     assert not any(line[:2] == ["start", "step-3"] for line in log_lines(log))
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_dependency_added_meanwhile_is_waited_for(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    """Step 2 is made to depend on step 3 (committed on main) as step 1 lands: `--jobs 1`
+    kept the order it computed at the start and landed 2 before 3; both wait for 3 now."""
+    from gitflow_agents.commands import run as run_command
+
+    log = tmp_path / "agents.log"
+    setup(repo, plan_text({2: 1, 3: 1}, 3))
+    write_config(repo, log)
+    reported = run_command.report
+
+    def report(result: ChainResult, *, as_json: bool) -> None:
+        reported(result, as_json=as_json)
+        if result.step == 1:
+            path = repo / "specs" / "feature.md"
+            path.write_text(
+                path.read_text().replace("part 2.\n\nDepends on: 1", "part 2.\n\nDepends on: 1, 3")
+            )
+            git(repo, "commit", "-q", "-am", "step 2 waits for step 3")
+
+    monkeypatch.setattr(run_command, "report", report)
+    out = call(repo, *ARGS, "--jobs", jobs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    subjects = git(repo, "log", "--reverse", "--format=%s", "main").splitlines()
+    landed = [s for s in subjects if s.startswith("[feature] Step ")]
+    assert landed == [f"[feature] Step {n}: Part {n}" for n in (1, 3, 2)], subjects
+
+
 STEP_9 = "\n### Status: ❌ | Step 9: Part 9\n\nDo part 9.\n\nDepends on: none\n"
 
 
