@@ -135,17 +135,23 @@ class Remaining:
     def __init__(self, plan: Plan, steps: Sequence[int]) -> None:
         self.steps = list(steps)  # in the order the plan's dependencies give
         self._path = plan.path
+        self._known = {step.number for step in plan.steps}  # the steps of the last read
 
     def reread(self, ctx: Context, say: Callable[[str], None]) -> Context:
         """``ctx`` with the plan read again, to decide with: a step it no longer has is
-        dropped (``planned``) and the others are put in the order its ``Depends on:`` lines
-        give now (``checked_order``: a dependency added meanwhile is waited for).
-        GitflowError (PlanError) when it no longer parses or its dependencies can no longer
-        be met."""
+        dropped (``planned``), a step it has gained since the last read joins the run (one
+        line each: ``--all`` is every step not yet ✅), and they are put in the order its
+        ``Depends on:`` lines give now (``checked_order``: a dependency added meanwhile is
+        waited for). GitflowError (PlanError) when it no longer parses or its dependencies
+        can no longer be met."""
         fresh = replace(ctx, plan=parse_plan(self._path, ctx.config.spec_plan))
         assert fresh.plan is not None
         order = checked_order(fresh.plan)
         kept = set(planned(fresh.plan, self.steps, say))
+        for added in (number for number in order if number not in self._known):
+            say(f"step {added}: new in {shown_path(self._path)}, joins the run")
+            kept.add(added)
+        self._known = set(order)
         self.steps = [number for number in order if number in kept]
         return fresh
 
@@ -238,7 +244,7 @@ def run_parallel(
             interrupted = True
             ctx.cancel.set_for(exc)  # every supervisor kills its agent's process tree
     if pending.steps and stopped is None and not interrupted:  # waiting for a step not in the run
-        stopped = f"what they depend on is not {DONE} on {ctx.target}"  # (one added meanwhile)
+        stopped = f"what they depend on is not {DONE} on {ctx.target}"  # (one the run ended is not)
         codes.append(int(ExitCode.USAGE))
     if stopped is not None and pending.steps:
         say(f"not started ({stopped}): {', '.join(map(str, pending.steps))}")

@@ -315,24 +315,57 @@ def test_a_dependency_added_meanwhile_is_waited_for(
     assert landed == [f"[feature] Step {n}: Part {n}" for n in (1, 3, 2)], subjects
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_step_added_to_the_plan_meanwhile_joins_the_run(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    """Step 3 is added to the plan (committed on main) as step 1 lands: it was never run, with
+    either `--jobs`, and the run exited 0 without naming it. `--all` is every step not ✅: it
+    joins the run, with one line, and lands."""
+    from gitflow_agents.commands import run as run_command
+
+    log = tmp_path / "agents.log"
+    plan = plan_text({2: 1}, 3)
+    setup(repo, plan[: plan.index("\n### Status: ❌ | Step 3")])
+    write_config(repo, log)
+    reported = run_command.report
+
+    def report(result: ChainResult, *, as_json: bool) -> None:
+        reported(result, as_json=as_json)
+        if result.step == 1:
+            (repo / "specs" / "feature.md").write_text(plan)
+            git(repo, "commit", "-q", "-am", "add step 3")
+
+    monkeypatch.setattr(run_command, "report", report)
+    out = call(repo, *ARGS, "--jobs", jobs)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "step 3: new in specs/feature.md, joins the run" in out.stdout
+    landed_once(repo, range(1, 4))
+
+
 STEP_9 = "\n### Status: ❌ | Step 9: Part 9\n\nDo part 9.\n\nDepends on: none\n"
 
 
 @pytest.mark.parametrize(
-    ("added", "said"),
+    ("added", "said", "code"),
     [
-        ("", ["not started (after the error above): 2, 3"]),  # no step 9
-        (STEP_9, ["not started (what they depend on is not ✅ on main): 3"]),
+        ("", ["not started (after the error above): 2, 3"], ExitCode.USAGE),  # no step 9
+        (STEP_9, ["step 9: new in specs/feature.md, joins the run"], ExitCode.OK),
     ],
     ids=["no-step-9", "step-9-added"],
 )
-def test_a_step_made_to_wait_for_a_step_outside_the_run_is_named_not_started(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, added: str, said: list[str]
+def test_a_step_made_to_wait_for_a_step_added_meanwhile_runs_after_it(
+    repo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    added: str,
+    said: list[str],
+    code: int,
 ) -> None:
     """Step 3 is made to depend on a step 9 while step 1 runs: with no step 9 the plan's
     dependencies cannot be met (refused as before the run, no further step starts); with a
-    step 9 added, step 2 still lands and 3, whose dependency is no step of this run, is named.
-    Exit 2 either way (before: a silent exit 0 with 3 never run, for the second)."""
+    step 9 added, 9 joins the run and 3 runs after it (before: 3 was named as waiting for a
+    step outside the run, exit 2, and 9 never ran)."""
     log = tmp_path / "agents.log"
     setup(repo, plan_text({2: 1, 3: 1}, 3))
     write_config(repo, log)
@@ -352,9 +385,11 @@ def test_a_step_made_to_wait_for_a_step_outside_the_run_is_named_not_started(
         git(repo, "commit", "-q", "-am", "step 3 waits for step 9")
 
     with contextlib.closing(ctx.hub):
-        code = run_parallel(ctx, [1, 2, 3], 2, report, say=lines.append)
-    assert code == ExitCode.USAGE
+        assert run_parallel(ctx, [1, 2, 3], 2, report, say=lines.append) == code
     assert lines == said
+    if added:
+        order = [" ".join(line[:2]) for line in log_lines(log)]
+        assert order.index("end step-9") < order.index("start step-3")
 
 
 def test_overlapping_footprints_keep_the_later_step_waiting(repo: Path, tmp_path: Path) -> None:
