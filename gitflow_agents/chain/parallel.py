@@ -30,12 +30,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
-from gitflow_agents.base.errors import ExitCode, GitflowError
+from gitflow_agents.base.errors import ExitCode, GitflowError, PlanError
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.loop import run_step
 from gitflow_agents.chain.record import ChainResult
 from gitflow_agents.chain.resume import landed_tip
-from gitflow_agents.chain.state import DONE, done_where
+from gitflow_agents.chain.state import DONE, done_where, where_it_went
 from gitflow_agents.plan import Plan, parse_plan
 from gitflow_agents.plan.deps import checked_order
 from gitflow_agents.plan.model import shown_path
@@ -134,7 +134,7 @@ class Remaining:
 
     def __init__(self, plan: Plan, steps: Sequence[int]) -> None:
         self.steps = list(steps)  # in the order the plan's dependencies give
-        self._path = plan.path
+        self.path = plan.path
         self._known = {step.number for step in plan.steps}  # the steps of the last read
 
     def reread(self, ctx: Context, say: Callable[[str], None]) -> Context:
@@ -144,12 +144,12 @@ class Remaining:
         ``Depends on:`` lines give now (``checked_order``: a dependency added meanwhile is
         waited for). GitflowError (PlanError) when it no longer parses or its dependencies
         can no longer be met."""
-        fresh = replace(ctx, plan=parse_plan(self._path, ctx.config.spec_plan))
+        fresh = replace(ctx, plan=parse_plan(self.path, ctx.config.spec_plan))
         assert fresh.plan is not None
         order = checked_order(fresh.plan)
         kept = set(planned(fresh.plan, self.steps, say))
         for added in (number for number in order if number not in self._known):
-            say(f"step {added}: new in {shown_path(self._path)}, joins the run")
+            say(f"step {added}: new in {shown_path(self.path)}, joins the run")
             kept.add(added)
         self._known = set(order)
         self.steps = [number for number in order if number in kept]
@@ -213,6 +213,8 @@ def run_parallel(
                     fresh = pending.reread(ctx, say)
                     start, waits = next_steps(fresh, pending.steps, list(running), jobs)
                 except GitflowError as exc:  # the plan, edited meanwhile, no longer parses
+                    if isinstance(exc, PlanError):  # or is gone: which commit took it, where
+                        exc = where_it_went(ctx.root, ctx.target, pending.path, exc)
                     print(f"error: {exc}; no further step starts", file=sys.stderr)
                     codes.append(int(exc.exit_code))
                     stopped = "after the error above"

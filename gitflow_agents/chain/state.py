@@ -10,8 +10,12 @@ history, and the work of a failed attempt stays on the step branch for the next 
 
 from __future__ import annotations
 
-from gitflow_agents.base.errors import PlanError
+import os
+from pathlib import Path
+
+from gitflow_agents.base.errors import GitflowError, PlanError
 from gitflow_agents.chain.context import Context
+from gitflow_agents.git import moves
 from gitflow_agents.git import queries as git
 from gitflow_agents.plan import parse_plan_text
 from gitflow_agents.plan.model import DONE as DONE
@@ -72,3 +76,20 @@ def done_where(ctx: Context, step: int) -> str | None:
         shown = plan_in_repo(ctx) or str(ctx.plan.path)
         return f"in {shown} (not committed on {ctx.target})"
     return None
+
+
+def where_it_went(root: Path, target: str, path: Path, exc: PlanError) -> PlanError:
+    """``exc`` for the plan at ``path`` that is not there, saying which commit of the branch
+    ``target`` moved or deleted it (a step may move its own plan: docs/chains.md, "The state
+    model"); ``exc`` itself for any other problem, or when the target's history does not
+    say."""
+    if os.path.lexists(path):
+        return exc
+    try:
+        rel = path.resolve().relative_to(root.resolve()).as_posix()
+        gone = moves.gone_in(root, f"refs/heads/{target}", rel)
+    except (GitflowError, ValueError):
+        return exc
+    if gone is None:
+        return exc
+    return PlanError(f"{exc.detail}; {gone.says(target)}", path=exc.path, line=exc.line)

@@ -202,11 +202,11 @@ def _next_step(
 
 def where_it_went(args: argparse.Namespace, exc: PlanError) -> PlanError:
     """``exc`` for a plan that is not there, saying which commit of the target moved or
-    deleted it (a step may move its own plan: docs/chains.md, "The state model"); ``exc``
+    deleted it (``chain.state.where_it_went``), before the run's Context exists; ``exc``
     itself for any other problem, or when the target's history does not say."""
     from gitflow_agents.base.errors import GitflowError
+    from gitflow_agents.chain.state import where_it_went as where
     from gitflow_agents.config import load_flow_config
-    from gitflow_agents.git import moves
     from gitflow_agents.git import queries as git
 
     path = Path(args.plan).absolute()
@@ -214,15 +214,11 @@ def where_it_went(args: argparse.Namespace, exc: PlanError) -> PlanError:
         return exc
     try:
         root = git.repo_root(Path.cwd())
-        rel = path.resolve().relative_to(root.resolve()).as_posix()
         config = load_flow_config(root, args.flow_type, args.variant)
         target = settings_from(args, config).target or config.default_branch
-        gone = moves.gone_in(root, f"refs/heads/{target}", rel)
-    except (GitflowError, ValueError):
+    except GitflowError:
         return exc
-    if gone is None:
-        return exc
-    return PlanError(f"{exc.detail}; {gone.says(target)}", path=exc.path, line=exc.line)
+    return where(root, target, path, exc)
 
 
 def _collect_garbage(ctx: Context, lines: TextIO) -> None:

@@ -22,6 +22,8 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
+
 from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.git import queries as g
 from gitflow_agents.runs import lock
@@ -433,9 +435,13 @@ def test_a_step_that_deletes_its_plan_leaves_the_users_own_copy_alone(repo: Path
     assert result["chain"]["outcome"] == "approved" and not _step_tree(repo).exists()
 
 
-def test_all_stops_after_the_step_that_moved_the_plan_and_says_where_it_is(repo: Path) -> None:
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_all_stops_after_the_step_that_moved_the_plan_and_says_where_it_is(
+    repo: Path, jobs: str
+) -> None:
+    """`--jobs 2` said only `specs/feature.md: no such file`, not where the plan went."""
     _moving_builder(repo, "move")
-    out = call(repo, "run", "specs/feature.md", "--all", "--quiet")
+    out = call(repo, "run", "specs/feature.md", "--all", "--jobs", jobs, "--quiet")
     assert out.returncode == 2, out.stderr + out.stdout
     assert "step 1: approved" in out.stdout and "step 2" not in out.stdout
     assert "specs/feature.md: no such file; main's commit" in out.stderr
