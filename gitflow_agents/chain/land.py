@@ -19,6 +19,7 @@ from gitflow_agents.base.errors import GitError, PlanError
 from gitflow_agents.chain.agents import TRAILER_RUN, nested_repositories
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.record import StepRecord
+from gitflow_agents.chain.resume import Landed
 from gitflow_agents.chain.review import ReviewRound
 from gitflow_agents.chain.state import DONE, committed_status, plan_in_repo, target_tip
 from gitflow_agents.chain.workspace import Workspace, branch_name, take_over
@@ -80,11 +81,13 @@ def _landed_anyway(ctx: Context, tip: str, before: str | None) -> git.MergeResul
 MERGE_HAS_TREE = "this merge commit has its tree"
 
 
-def carry_to_merges(ctx: Context, step: int) -> str | None:
-    """``carry_to_merge`` for ``step``'s branch when its tip is on the target (a step found done
-    or landed): one line saying what was carried, None when nothing was missing."""
+def carry_to_merges(ctx: Context, step: int, branch: str | None = None) -> str | None:
+    """``carry_to_merge`` for ``step``'s branch (``branch``: the one it landed from, when not
+    the plan's own) when its tip is on the target (a step found done or landed): one line
+    saying what was carried, None when nothing was missing."""
     assert ctx.plan is not None
-    tip = git.branch_sha(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
+    branch = branch or branch_name(ctx.settings, ctx.plan.name, step)
+    tip = git.branch_sha(ctx.root, branch)
     target = target_tip(ctx, fetch=False)
     if tip is None or target is None or tip == target or not git.is_ancestor(ctx.root, tip, target):
         return None
@@ -115,17 +118,15 @@ def carry_to_merge(ctx: Context, tip: str, target: str) -> str | None:
     return None
 
 
-def finish_landed(ctx: Context, step: int, tip: str) -> str:
+def finish_landed(ctx: Context, step: int, found: Landed) -> str:
     """What ``land`` does after its merge, for a step whose work is on the target already
-    while its plan does not say ✅ (``resume.landed_tip``; ``tip``: the step branch's): a plan
-    the target does not have gets its ✅ in the user's copy, and the step's work tree goes (a
-    lost run in it killed first). Nothing is merged and no agent runs. Returns why the step is
-    skipped."""
+    while its plan does not say ✅ (``found``: ``resume.landed_branch``): a plan the target
+    does not have gets its ✅ in the user's copy, and the step's work tree goes (a lost run in
+    it killed first). Nothing is merged and no agent runs. Returns why the step is skipped."""
     assert ctx.plan is not None
-    branch = branch_name(ctx.settings, ctx.plan.name, step)
-    remove_landed_tree(ctx, step, tip)
-    landed = f"step {step}'s work is on {ctx.target} already ({branch} at {tip[:12]})"
-    carried = carry_to_merges(ctx, step)
+    remove_landed_tree(ctx, found)
+    landed = f"step {step}'s work is on {ctx.target} already ({found.branch} at {found.tip[:12]})"
+    carried = carry_to_merges(ctx, step, found.branch)
     if carried is not None:
         ctx.notices.append(carried)
     if committed_status(ctx, ctx.target_rev, step) is not None:  # the target's plan decides
@@ -142,18 +143,16 @@ def finish_landed(ctx: Context, step: int, tip: str) -> str:
     )
 
 
-def remove_landed_tree(ctx: Context, step: int, tip: str) -> bool:
-    """What a landing does last, for a step whose branch (at ``tip``) is on the target: the
-    step's work tree goes (``remove_step_worktree``), a lost run in it killed first
-    (StepLockedError when its processes survive). Whether it went: False when the branch is
-    checked out in no work tree of the tool's, or the tree is kept."""
-    assert ctx.plan is not None
-    branch = branch_name(ctx.settings, ctx.plan.name, step)
-    tree = git.worktree_of_branch(ctx.root, branch)
+def remove_landed_tree(ctx: Context, found: Landed) -> bool:
+    """What a landing does last, for a step whose branch is on the target (``found``:
+    ``resume.landed_branch``): the step's work tree goes (``remove_step_worktree``), a lost
+    run in it killed first (StepLockedError when its processes survive). Whether it went:
+    False when the branch is checked out in no work tree of the tool's, or the tree is kept."""
+    tree = git.worktree_of_branch(ctx.root, found.branch)
     if tree is None or not git.is_under_tool_root(ctx.tool_root(), tree):
         return False
     take_over(ctx, tree)
-    return remove_step_worktree(ctx, Workspace(tree, branch, tip))
+    return remove_step_worktree(ctx, Workspace(tree, found.branch, found.tip))
 
 
 def remove_step_worktree(ctx: Context, ws: Workspace) -> bool:

@@ -38,7 +38,7 @@ from gitflow_agents.chain.land import carry_to_merges, finish_landed, remove_lan
 from gitflow_agents.chain.lander import Lander, MergeLander
 from gitflow_agents.chain.ready import SetupFailed, make_ready
 from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
-from gitflow_agents.chain.resume import fix_start, implement_start, landed_tip
+from gitflow_agents.chain.resume import fix_start, implement_start, landed_branch
 from gitflow_agents.chain.review import ReviewRound, record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
 from gitflow_agents.chain.workspace import (
@@ -88,9 +88,9 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
         return rec.result()
     refuse_foreign_checkout(ctx, branch_name(ctx.settings, ctx.plan.name, step))  # touch nothing
     with lock.hold_step(*_step_locks(ctx, step), rec.run_id):
-        tip = landed_tip(ctx, step) if _lands_here(ctx, lander) else None
-        if tip is not None:  # its merge landed, its ✅ did not come: finish, run no agent
-            rec.finish("skipped", int(ExitCode.OK), finish_landed(ctx, step, tip))
+        found = landed_branch(ctx, step) if _lands_here(ctx, lander) else None
+        if found is not None:  # its merge landed, its ✅ did not come: finish, run no agent
+            rec.finish("skipped", int(ExitCode.OK), finish_landed(ctx, step, found))
             return rec.result()
         with _step_budget(ctx):
             try:
@@ -118,16 +118,16 @@ def _finish_done(ctx: Context, rec: StepRecord, step: int) -> str:
     """For a step ✅ on the target, what a run killed after its merge left of its landing:
     the approval of a merge commit (``carry_to_merges``, a note) and the step's work tree,
     removed under the step's lock (``remove_landed_tree``) when its work is on the target
-    (``landed_tip``) and no live run holds the step. What the reason adds: '' when nothing
+    (``landed_branch``) and no live run holds the step. What the reason adds: '' when nothing
     was left."""
     carried = carry_to_merges(ctx, step)
     if carried is not None:
         ctx.notices.append(carried)
-    tip = landed_tip(ctx, step)
-    if tip is None or lock.step_holder(*_step_locks(ctx, step)) is not None:
+    found = landed_branch(ctx, step)
+    if found is None or lock.step_holder(*_step_locks(ctx, step)) is not None:
         return ""  # nothing of its own left, or the tree of a live run (--force)
     with lock.hold_step(*_step_locks(ctx, step), rec.run_id):
-        if not remove_landed_tree(ctx, step, tip):
+        if not remove_landed_tree(ctx, found):
             return ""
     return ", and its work tree is removed now (the run that merged it ended before)"
 

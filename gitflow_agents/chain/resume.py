@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Iterator, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from gitflow_agents.agent_run.launch import report_files
 from gitflow_agents.base.fsutil import write_json_atomic
 from gitflow_agents.chain.context import Context
-from gitflow_agents.chain.state import target_tip
+from gitflow_agents.chain.state import plan_in_repo, target_tip
 from gitflow_agents.chain.workspace import Workspace, branch_name
+from gitflow_agents.git import moves
 from gitflow_agents.git import queries as git
 from gitflow_agents.prompt import agent_dir, default_agent_id
 from gitflow_agents.runs import read_json
@@ -188,30 +189,70 @@ def _stopped_from(ctx: Context, sha: str, head: str, tip: str, agent_id: str) ->
     return git.is_ancestor(ctx.root, head, sha) and git.is_ancestor(ctx.root, sha, tip)
 
 
+class Landed(NamedTuple):
+    """A step branch whose work is on the target already (``landed_branch``)."""
+
+    branch: str
+    tip: str
+
+
 def landed_tip(ctx: Context, step: int) -> str | None:
-    """The step branch's tip when the step's work is on the target already: the branch holds
-    the commit of an implementer of the step that completed (its ``chain.json``), and its tip
-    is on the target. What a run killed between its merge and its ✅ leaves (the ✅ of a plan
-    the target does not have goes into the user's copy after the merge), and a step that moved
-    or deleted its plan (the merge brought no ✅ with it). None: the step's work has not landed,
-    or its branch holds none."""
+    """The tip of the step's branch when its work is on the target already
+    (``landed_branch``); None when it has not landed."""
+    found = landed_branch(ctx, step)
+    return None if found is None else found.tip
+
+
+def landed_branch(ctx: Context, step: int) -> Landed | None:
+    """The step branch, and its tip, when the step's work is on the target already: the
+    branch holds the commit of an implementer of the step that completed (its
+    ``chain.json``), and its tip is on the target. What a run killed between its merge and its
+    ✅ leaves (the ✅ of a plan the target does not have goes into the user's copy after the
+    merge), and a step that moved or deleted its plan (the merge brought no ✅ with it). The
+    branch and the records go by the plan's name (its file's stem) when the step ran: looked
+    for under the plan's name, then under each name the target's history renamed the plan
+    from (a step that moved it to a new file name). None: the step's work has not landed, or
+    no branch holds it."""
     assert ctx.plan is not None
-    tip = git.branch_sha(ctx.root, branch_name(ctx.settings, ctx.plan.name, step))
     target = target_tip(ctx, fetch=False)
-    if tip is None or target is None or not landed(ctx, tip, target):
+    if target is None:
         return None
-    return tip if _step_implemented(ctx, step, tip) else None
+    for name in _plan_names(ctx, target):
+        branch = branch_name(ctx.settings, name, step)
+        tip = git.branch_sha(ctx.root, branch)
+        if tip is None or not landed(ctx, tip, target):
+            continue
+        if _step_implemented(ctx, ctx.flow if name == ctx.plan.name else name, step, tip):
+            return Landed(branch, tip)
+    return None
 
 
-def _step_implemented(ctx: Context, step: int, tip: str) -> bool:
+def _plan_names(ctx: Context, target: str) -> Iterator[str]:
+    """The plan's name, then, only when asked for, the names it had before the history of
+    ``target`` renamed it (newest first; a move that kept the file's name changes nothing)."""
+    assert ctx.plan is not None
+    yield ctx.plan.name
+    rel = plan_in_repo(ctx)
+    if rel is None:
+        return
+    said = {ctx.plan.name}
+    for path in moves.former_paths(ctx.root, target, rel):
+        name = PurePosixPath(path).stem
+        if name not in said:
+            said.add(name)
+            yield name
+
+
+def _step_implemented(ctx: Context, flow: str, step: int, tip: str) -> bool:
     """Whether the step branch (at ``tip``) holds the commit of any implementer of ``step``
-    that completed with a change: every agent folder ``step-NN-…`` whose ``chain.json`` (written
+    that completed with a change: every agent folder ``step-NN-…`` of the flow ``flow`` (the
+    plan's name when the step ran) whose ``chain.json`` (written
     once its agent completed) says it implemented, whichever agent that was. Not only the
     implementer named now: a step landed by ``--implementer other`` would otherwise run again,
     and land twice; nor only configured ones (its report's name would need its agent's
     config)."""
     prefix = default_agent_id("", step)
-    folders = agent_dir(ctx.root, ctx.config.flow_dir, ctx.flow, prefix).parent
+    folders = agent_dir(ctx.root, ctx.config.flow_dir, flow, prefix).parent
     for folder in sorted(folders.glob(f"{prefix}*")):
         meta = read_meta(folder)
         if meta is not None and meta.kind == "implement" and _changed_into(ctx, meta, tip):

@@ -7,6 +7,8 @@ names the commit and the new path when the plan it is given is no longer there.
 
 from __future__ import annotations
 
+import functools
+
 from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.git.cmd import run_git
 from gitflow_agents.git.queries import DIFF_FLAGS, literal_pathspecs, show_file
@@ -66,3 +68,43 @@ def gone_in(root: StrPath, rev: str, path: str) -> Gone | None:
     if log.returncode != 0 or not sha:
         return None
     return Gone(sha, subject.strip(), renamed_to(root, f"{sha}^", sha, path))
+
+
+def former_paths(root: StrPath, sha: str, path: str) -> tuple[str, ...]:
+    """The paths the file ``path`` had before it was renamed, newest first, as git follows it
+    through the history of commit ``sha`` (``git log --follow``: exact and similar renames);
+    () when it never was renamed, or ``sha`` does not have it. A commit's history never
+    changes: the answer is kept."""
+    return _former_paths(str(root), sha, path)
+
+
+@functools.lru_cache(maxsize=64)
+def _former_paths(root: str, sha: str, path: str) -> tuple[str, ...]:
+    log = run_git(
+        root,
+        "log",
+        "--follow",
+        "-M",
+        "--diff-filter=R",
+        "--name-status",
+        "--format=",
+        "-z",
+        sha,
+        "--",
+        *literal_pathspecs((path,)),
+        check=False,
+    )
+    if log.returncode != 0:
+        return ()
+    fields = [field.lstrip("\n") for field in log.stdout.split("\0")]
+    found: list[str] = []
+    index = 0
+    while index + 2 < len(fields):
+        status, old = fields[index], fields[index + 1]
+        if status[:1] not in ("R", "C"):  # a status of two fields, none with --diff-filter=R
+            index += 2
+            continue
+        if status[:1] == "R" and old not in found:
+            found.append(old)
+        index += 3
+    return tuple(found)

@@ -315,8 +315,9 @@ from pathlib import Path
 # step 1 moves (or deletes) the plan; every step adds a file of its own; then the report
 agent_dir = Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
 if Path("specs/feature.md").exists():
-    if sys.argv[1] == "move":
-        subprocess.run(["git", "mv", "specs/feature.md", "docs/feature.md"], check=True)
+    if sys.argv[1] == "move":  # to docs/feature.md, or the path given
+        to = sys.argv[2] if len(sys.argv) > 2 else "docs/feature.md"
+        subprocess.run(["git", "mv", "specs/feature.md", to], check=True)
     else:
         subprocess.run(["git", "rm", "-q", "specs/feature.md"], check=True)
 Path(agent_dir.name + ".txt").write_text("work\\n")
@@ -339,14 +340,14 @@ def _set_command(repo: Path, name: str, argv: list[str]) -> None:
     config.write_text("\n".join(lines) + "\n")
 
 
-def _moving_builder(repo: Path, how: str) -> None:
+def _moving_builder(repo: Path, how: str, *to: str) -> None:
     configure(repo)
     plan = repo / "specs" / "feature.md"
     plan.write_text(PLAN.replace("Polish it.\n", "Depends on: 1\n\nPolish it.\n"))
     git(repo, "commit", "-q", "-am", "step 2 depends on step 1")
     script = repo.parent / "mover.py"
     script.write_text(MOVER)
-    _set_command(repo, "builder", [sys.executable, str(script), how])
+    _set_command(repo, "builder", [sys.executable, str(script), how, *to])
 
 
 def test_a_step_that_moves_its_plan_lands_with_a_note_and_is_not_run_again(repo: Path) -> None:
@@ -447,6 +448,30 @@ def test_all_stops_after_the_step_that_moved_the_plan_and_says_where_it_is(
     assert "specs/feature.md: no such file; main's commit" in out.stderr
     assert "moved it to docs/feature.md" in out.stderr
     assert [r["chain"]["outcome"] for r in results(repo)] == ["approved"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_step_that_renamed_its_plan_is_landed_under_the_new_name_too(
+    repo: Path, jobs: str
+) -> None:
+    """Step 1 moves specs/feature.md to docs/plan.md, a new file name: step branches and
+    agent records go by the plan's name (`feature`, now `plan`), so `run docs/plan.md --all`
+    ran step 1's implementer again (it found nothing to do: `empty`, exit 1, step 2 never ran).
+    The step's branch under the name the target's history renamed the plan from is found
+    landed: step 1 is skipped, no agent runs for it, and step 2 lands."""
+    _moving_builder(repo, "move", "docs/plan.md")
+    first = call(repo, "run", "specs/feature.md", "--all", "--jobs", jobs, "--quiet")
+    assert first.returncode == 2, first.stderr + first.stdout
+    assert "moved it to docs/plan.md" in first.stderr
+    agents = _agent_runs(repo)
+    out = call(repo, "run", "docs/plan.md", "--all", "--jobs", jobs, "--quiet")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "step 1: skipped - step 1's work is on main already (agents/feature/step-1" in out.stdout
+    assert agents < _agent_runs(repo)  # step 2's agents
+    assert list(repo.glob("flows/plan/agents/step-02-*"))
+    assert not list(repo.glob("flows/plan/agents/step-01-*")), out.stdout  # none of step 1
+    assert git(repo, "show", "main:step-02-builder.txt") == "work\n"
+    assert "[plan] Mark step 2 done" in git(repo, "log", "--format=%s", "main")
 
 
 # --- killed between a merge commit and its approval (--merge merge) ---------------------------
