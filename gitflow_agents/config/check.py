@@ -89,21 +89,36 @@ def _scalar(node: Node, spec: Spec, keypath: str) -> ConfigError | None:
             shown = _as_text(value, whole=True)
             return node.error(keypath, f"expected {spec.what}, got {kind(value)}{shown}")
         if value < spec.minimum:
-            return node.error(keypath, f"must be at least {spec.minimum}, got {value}")
+            return node.error(keypath, f"must be at least {spec.minimum}, got {_shown(value)}")
+        if value > spec.maximum:
+            return node.error(keypath, f"must be at most {spec.maximum}, got {_shown(value)}")
     elif isinstance(spec, Num):
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not number:
             return node.error(keypath, f"expected a number, got {kind(value)}{_as_text(value)}")
-        if not math.isfinite(value):
+        # an int is never converted: one too large for a float (10**400) is only compared
+        if isinstance(value, float) and not math.isfinite(value):
             return node.error(keypath, f"expected a finite number, got {value}")
         if value < 0:
-            return node.error(keypath, f"must be at least 0, got {value}")
+            return node.error(keypath, f"must be at least 0, got {_shown(value)}")
+        if value > spec.maximum:
+            return node.error(keypath, f"must be at most {spec.maximum}, got {_shown(value)}")
     elif isinstance(spec, Bool):
         if not isinstance(value, bool):
             return node.error(keypath, f"expected true or false, got {kind(value)}")
     elif isinstance(spec, AnyMap) and not isinstance(value, dict):
         return node.error(keypath, f"expected a mapping, got {kind(value)}")
     return None
+
+
+def _shown(value: float) -> str:
+    """A number the user wrote, at most 20 characters of it (then "…"), as a step number is
+    shown: a 400-digit one would fill the screen."""
+    try:
+        text = str(value)
+    except ValueError:  # an int over Python's 4,300-digit limit (the YAML reader refuses it)
+        return "a number of over 4300 digits"
+    return text if len(text) <= 20 else text[:20] + "…"
 
 
 def _as_text(value: object, *, whole: bool = False) -> str:

@@ -56,9 +56,9 @@ def _schema(spec: Spec) -> dict[str, Any]:
     elif isinstance(spec, Str):
         out = _string(spec)
     elif isinstance(spec, Int):
-        out = {"type": "integer", "minimum": spec.minimum}
+        out = {"type": "integer", "minimum": spec.minimum, "maximum": spec.maximum}
     elif isinstance(spec, Num):
-        out = {"type": "number", "minimum": 0}
+        out = {"type": "number", "minimum": 0, "maximum": spec.maximum}
     elif isinstance(spec, Bool):
         out = {"type": "boolean"}
     elif isinstance(spec, StrList):

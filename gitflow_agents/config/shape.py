@@ -13,7 +13,18 @@ from types import MappingProxyType
 
 from gitflow_agents.agents import adapter_names as registered
 from gitflow_agents.config.review_shape import REVIEW
-from gitflow_agents.config.spec import AnyMap, Bool, Command, Int, MapOf, Num, Obj, Str, StrList
+from gitflow_agents.config.spec import (
+    MAX_SECONDS,
+    AnyMap,
+    Bool,
+    Command,
+    Int,
+    MapOf,
+    Num,
+    Obj,
+    Str,
+    StrList,
+)
 from gitflow_agents.config.values import (
     DEFAULT_ADAPTER,
     DEFAULT_BRANCH,
@@ -285,23 +296,27 @@ TOP = Obj(
             doc="Agent supervision limits, in seconds.",
             fields={
                 "stuck_timeout_secs": Int(
+                    maximum=MAX_SECONDS,
                     minimum=1,
                     default=DEFAULT_STUCK_TIMEOUT_SECS,
                     doc="An agent that is alive but shows no activity (output, report writes, "
                     "heartbeats) for this long is stuck.",
                 ),
                 "max_wait_secs": Int(
+                    maximum=MAX_SECONDS,
                     minimum=1,
                     default=DEFAULT_MAX_WAIT_SECS,
                     doc="Hard limit for one agent run; then it times out.",
                 ),
                 "stuck_retry_grace_secs": Int(
+                    maximum=MAX_SECONDS,
                     minimum=0,
                     default=DEFAULT_STUCK_RETRY_GRACE_SECS,
                     doc="After a stuck verdict: wait this long and re-check before killing and "
                     "retrying.",
                 ),
                 "rate_limit_wait_secs": Int(
+                    maximum=MAX_SECONDS,
                     minimum=0,
                     default=DEFAULT_RATE_LIMIT_WAIT_SECS,
                     doc="A rate-limited agent (HTTP 429, 529 overloaded, a usage limit) waits "

@@ -20,6 +20,15 @@ NAME_PATTERN = "[A-Za-z0-9][A-Za-z0-9_.-]*"
 
 _NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
 
+MAX_WHOLE = 10**15
+"""The most a whole number in a layer may be (``Int``): 15 digits, exact in every JSON reader
+(doubles) and far beyond any count the tool keeps (``agents.output.MAX_COUNT``)."""
+MAX_SECONDS = 365 * 86400
+"""The most a ``defaults:`` limit may be: a year, in seconds."""
+MAX_USD = 10**9
+"""The most an amount in USD may be (``Num``: a budget, a price), as a cost an agent reports
+(``agents.output.MAX_USD``)."""
+
 
 class Str(NamedTuple):
     """A non-empty string; ``nullable``: or null. ``choices`` is a tuple, or a function
@@ -38,16 +47,20 @@ class Str(NamedTuple):
 
 
 class Int(NamedTuple):
+    """A whole number from ``minimum`` to ``maximum``."""
+
     minimum: int
     what: str = "a whole number of seconds"
     doc: str = ""
     default: int | None = None
+    maximum: int = MAX_WHOLE
 
 
 class Num(NamedTuple):
-    """A number (integer or decimal) at least 0."""
+    """A finite number (integer or decimal) from 0 to ``maximum``."""
 
     doc: str = ""
+    maximum: int = MAX_USD
 
 
 class Bool(NamedTuple):

@@ -82,9 +82,11 @@ def test_the_editor_schema_has_the_section() -> None:
     assert step["usd"] == {
         "type": "number",
         "minimum": 0,
+        "maximum": 10**9,
         "description": step["usd"]["description"],
     }
     assert step["tokens"]["type"] == "integer" and step["tokens"]["minimum"] == 0
+    assert step["tokens"]["maximum"] == 10**15
 
 
 @pytest.mark.parametrize(("value", "shown"), [(".nan", "nan"), (".inf", "inf"), ("-.inf", "-inf")])

@@ -20,7 +20,8 @@ from gitflow_agents.config import (
 )
 from gitflow_agents.git.stats import GIT_STATS_MARKER
 from gitflow_agents.plan import SpecPlanConfig
-from tests.conftest import Cli
+from tests.conftest import Cli, git
+from tests.helpers.chain import RUN_ARGS, configure
 from tests.helpers.config_files import MINIMAL, load_error, write
 
 # ---------------------------------------------------------------------------------- defaults
@@ -1229,3 +1230,82 @@ def test_chain_work_tree_keys_errors_name_file_and_line(
 ) -> None:
     write(tmp_path, ".flow/base.yaml", MINIMAL + "chain:\n" + text)
     assert load_error(tmp_path).startswith(message)
+
+
+# ---------------------------------------------------------------------------------- numbers
+
+_HUGE = "1" + "0" * 400  # a whole number too large for a float
+_NUMBER_KEYS = [
+    ("defaults:\n  stuck_timeout_secs: {}\n", "defaults.stuck_timeout_secs"),
+    ("defaults:\n  max_wait_secs: {}\n", "defaults.max_wait_secs"),
+    ("defaults:\n  stuck_retry_grace_secs: {}\n", "defaults.stuck_retry_grace_secs"),
+    ("defaults:\n  rate_limit_wait_secs: {}\n", "defaults.rate_limit_wait_secs"),
+    ("chain:\n  max_iterations: {}\n", "chain.max_iterations"),
+    ("chain:\n  jobs: {}\n", "chain.jobs"),
+    ("agents:\n  b:\n    max_parallel: {}\n", "agents.b.max_parallel"),
+    ("budget:\n  plan: {{tokens: {}}}\n", "budget.plan.tokens"),
+    ("budget:\n  review: {{usd: {}}}\n", "budget.review.usd"),
+    ("prices:\n  m1:\n    input: {}\n", "prices.m1.input"),
+    ("prices:\n  m1:\n    cached: {}\n", "prices.m1.cached"),
+]
+
+
+@pytest.mark.parametrize(("text", "key"), _NUMBER_KEYS)
+@pytest.mark.parametrize("value", [_HUGE, f"-{_HUGE}", "1.0e+400", ".inf", "-.inf", ".nan"])
+def test_an_absurd_number_is_one_line_naming_the_file_line_and_key(
+    tmp_path: Path, text: str, key: str, value: str
+) -> None:
+    """A number too large for a float was exit 70 (``math.isfinite`` of a 400-digit int; a
+    ``defaults:`` limit passed and ``run`` crashed converting it): every key that takes a
+    number has an upper bound and names the value shortened."""
+    write(tmp_path, ".flow/base.yaml", MINIMAL + text.format(value))
+    error = load_error(tmp_path)
+    line = len(MINIMAL.splitlines()) + text.count("\n")
+    assert error.startswith(f".flow/base.yaml:{line}: {key}: "), error
+    assert "\n" not in error and len(error) < 160, error
+
+
+def test_an_absurd_number_stops_run_and_the_hook_before_they_start(
+    repo: Path, cli_run: Cli
+) -> None:
+    """``run`` created the step branch and a failed run record, then exit 70; ``plan lint``
+    passed; the pre-commit hook (``git agent-review``) was exit 70 for a budget it does not
+    even use."""
+    configure(repo)
+    base = repo / ".flow" / "base.yaml"
+    text = base.read_text()
+    base.write_text(text.replace("max_wait_secs: 30", f"max_wait_secs: {_HUGE}"))
+    for args in ((*RUN_ARGS, "--step", "1"), ("plan", "lint", "specs/feature.md")):
+        result = cli_run.main(*args, cwd=repo)
+        assert result.returncode == ExitCode.USAGE, result
+        said = result.stdout + result.stderr
+        assert ".flow/base.yaml:5: defaults.max_wait_secs: must be at most" in said, result
+    assert git(repo, "branch", "--list", "agents/*") == ""
+    assert not (repo / "flows").exists()
+    base.write_text(text + f"budget:\n  plan: {{usd: {_HUGE}}}\n")
+    (repo / "README.md").write_text("changed\n")
+    git(repo, "add", "README.md")
+    hook = cli_run.review("--staged", "--no-note", cwd=repo)
+    assert hook.returncode == ExitCode.USAGE, hook
+    line = len(text.splitlines()) + 2
+    assert f".flow/base.yaml:{line}: budget.plan.usd: must be at most" in hook.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "maximum"),
+    [
+        ("defaults:\n  max_wait_secs: {}\n", "defaults.max_wait_secs", 365 * 86400),
+        ("chain:\n  jobs: {}\n", "chain.jobs", 10**15),
+        ("budget:\n  plan: {{tokens: {}}}\n", "budget.plan.tokens", 10**15),
+        ("budget:\n  plan: {{usd: {}}}\n", "budget.plan.usd", 10**9),
+    ],
+)
+def test_a_number_may_be_its_keys_maximum_and_no_more(
+    tmp_path: Path, text: str, key: str, maximum: int
+) -> None:
+    write(tmp_path, ".flow/base.yaml", MINIMAL + text.format(maximum))
+    load_flow_config(tmp_path)
+    write(tmp_path, ".flow/base.yaml", MINIMAL + text.format(maximum + 1))
+    line = len(MINIMAL.splitlines()) + text.count("\n")
+    expected = f".flow/base.yaml:{line}: {key}: must be at most {maximum}, got {maximum + 1}"
+    assert load_error(tmp_path) == expected
