@@ -4,7 +4,9 @@ command line (``gc --older-than``) and the configuration (``chain.gc``), and wri
 A duration is a whole number and a unit: ``s``, ``m``, ``h``, ``d``, ``w`` (``90m``, ``7d``);
 a bare number is seconds. A size is a number (decimals allowed) and a unit: ``B``, ``KB``,
 ``MB``, ``GB``, ``TB`` (powers of 1000, as disk tools print them) or ``KiB``, ``MiB``, ``GiB``,
-``TiB`` (powers of 1024); a bare number is bytes. Units ignore case.
+``TiB`` (powers of 1024); a bare number is bytes. Units ignore case. A duration is at most
+``MAX_DURATION`` (3650 days), a size at most ``MAX_SIZE`` (1000 TB): more is no duration or size
+(a 400-digit one overflowed a float, exit 70).
 """
 
 from __future__ import annotations
@@ -26,24 +28,37 @@ _BYTES = {
     "tib": 1024**4,
 }
 
-DURATION_FORMS = "a whole number with s, m, h, d or w (e.g. 7d, 36h, 90m)"
-SIZE_FORMS = "a number with B, KB, MB, GB, TB (or KiB, MiB, GiB, TiB), e.g. 5GB, 500MB"
+MAX_DURATION = 3650 * 86400
+"""The longest duration, in seconds: 3650 days (ten years)."""
+MAX_SIZE = 1000**5
+"""The largest size, in bytes: 1000 TB."""
+DURATION_FORMS = "a whole number with s, m, h, d or w, at most 3650d (e.g. 7d, 36h, 90m)"
+SIZE_FORMS = (
+    "a number with B, KB, MB, GB, TB (or KiB, MiB, GiB, TiB), at most 1000TB, e.g. 5GB, 500MB"
+)
 
 
 def parse_duration(text: str) -> float | None:
-    """Seconds in ``text`` (``7d`` → 604800), or None when it is not a duration."""
+    """Seconds in ``text`` (``7d`` → 604800), or None when it is not a duration (or is over
+    ``MAX_DURATION``)."""
     match = _DURATION.fullmatch(text)
     if match is None:
         return None
-    return float(int(match.group(1)) * _SECONDS[match.group(2).lower()])
+    digits = match.group(1).lstrip("0")
+    if len(digits) > len(str(MAX_DURATION)):  # never past int()'s 4,300-digit limit
+        return None
+    seconds = int(digits or "0") * _SECONDS[match.group(2).lower()]
+    return float(seconds) if seconds <= MAX_DURATION else None
 
 
 def parse_size(text: str) -> int | None:
-    """Bytes in ``text`` (``5GB`` → 5000000000), or None when it is not a size."""
+    """Bytes in ``text`` (``5GB`` → 5000000000), or None when it is not a size (or is over
+    ``MAX_SIZE``)."""
     match = _SIZE.fullmatch(text)
     if match is None:
         return None
-    return round(float(match.group(1)) * _BYTES[(match.group(2) or "b").lower()])
+    size = float(match.group(1)) * _BYTES[(match.group(2) or "b").lower()]  # inf when huge
+    return round(size) if size <= MAX_SIZE else None
 
 
 def duration_text(seconds: float) -> str:

@@ -22,7 +22,9 @@ def run(args: argparse.Namespace) -> int:
     if args.older_than is not None:
         older_than = parse_duration(args.older_than)
         if older_than is None:
-            raise UsageError(f"--older-than {args.older_than!r}: expected {DURATION_FORMS}")
+            text = args.older_than  # cut as argparse's values are (cli.Parser)
+            shown = text if len(text) <= 20 else f"{text[:20]}…"
+            raise UsageError(f"--older-than {shown!r}: expected {DURATION_FORMS}")
     root = git.repo_root(Path.cwd())
     config = load_flow_config(root)
     target = config.chain.target or config.default_branch

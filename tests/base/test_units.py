@@ -16,13 +16,20 @@ from gitflow_agents.base.units import bytes_text, duration_text, parse_duration,
         ("2W", 1209600.0),
         ("15", 15.0),
         (" 0s ", 0.0),
+        ("3650d", 3650 * 86400.0),  # MAX_DURATION
+        ("0007d", 604800.0),
     ],
 )
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "7 days", "1.5d", "-1d", "d", "7y"])
+_HUGE = "1" + "0" * 400  # overflowed a float: exit 70 in gc --older-than, plan lint, run
+
+
+@pytest.mark.parametrize(
+    "text", ["", "7 days", "1.5d", "-1d", "d", "7y", "3651d", f"{_HUGE}d", f"{_HUGE}", "9" * 5000]
+)
 def test_not_durations(text: str) -> None:
     assert parse_duration(text) is None
 
@@ -36,13 +43,16 @@ def test_not_durations(text: str) -> None:
         ("12", 12),
         ("3kb", 3000),
         ("1TiB", 2**40),
+        ("1000TB", 10**15),  # MAX_SIZE
     ],
 )
 def test_sizes(text: str, size: int) -> None:
     assert parse_size(text) == size
 
 
-@pytest.mark.parametrize("text", ["", "GB", "5 GBs", "-1MB", "5XB"])
+@pytest.mark.parametrize(
+    "text", ["", "GB", "5 GBs", "-1MB", "5XB", "1001TB", f"{_HUGE}GB", f"{_HUGE}.5", "9" * 5000]
+)
 def test_not_sizes(text: str) -> None:
     assert parse_size(text) is None
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 import psutil
+import pytest
 
 from gitflow_agents.git import queries as g
 from gitflow_agents.runs import lock
@@ -133,6 +134,15 @@ def test_gc_older_than_keeps_recent_trees(repo: Path) -> None:
     assert not any(t["removed"] for t in gc(repo, "--older-than", "1d")["trees"])
     bad = call(repo, "gc", "--older-than", "a while")
     assert bad.returncode == 2 and "--older-than 'a while'" in bad.stderr
+
+
+@pytest.mark.parametrize("value", ["1" + "0" * 400 + "d", "9" * 5000, "3651d"])
+def test_gc_older_than_too_long_is_a_usage_error_not_a_crash(repo: Path, value: str) -> None:
+    """A 400-digit duration overflowed a float (exit 70); 5,000 digits passed int()'s limit."""
+    bad = call(repo, "gc", "--older-than", value, "--dry-run")
+    assert bad.returncode == 2, bad
+    assert f"--older-than {value[:20]!r}"[:-1] in bad.stderr and "at most 3650d" in bad.stderr
+    assert len(bad.stderr.splitlines()) == 1, bad
 
 
 def test_gc_removes_the_tree_of_a_run_killed_with_kill_9(repo: Path) -> None:

@@ -1223,6 +1223,16 @@ def test_chain_work_tree_keys(tmp_path: Path) -> None:
         ("  copy_ignored: [../x]\n", ".flow/base.yaml:4: chain.copy_ignored[0]: '../x': must"),
         ("  copy_ignored: [/etc/x]\n", ".flow/base.yaml:4: chain.copy_ignored[0]: '/etc/x': give"),
         ("  setup: []\n", ".flow/base.yaml:4: chain.setup: expected a non-empty list"),
+        (  # a float overflow was exit 70 in plan lint and run
+            "  gc: {max_size: 1" + "0" * 400 + "GB}\n",
+            ".flow/base.yaml:4: chain.gc.max_size: expected a number with B, KB, MB, GB, TB (or "
+            "KiB, MiB, GiB, TiB), at most 1000TB",
+        ),
+        (
+            "  gc: {older_than: 1" + "0" * 400 + "d}\n",
+            ".flow/base.yaml:4: chain.gc.older_than: expected a whole number with s, m, h, d or "
+            "w, at most 3650d",
+        ),
     ],
 )
 def test_chain_work_tree_keys_errors_name_file_and_line(
