@@ -6,6 +6,7 @@ are listed in docs/github.md, "Reliability".
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,6 +15,10 @@ from urllib.parse import urlsplit
 from gitflow_agents.base.errors import UsageError
 
 DEFAULT_API_URL = "https://api.github.com"
+MAX_SECONDS = 86400.0
+"""The most any ``GITFLOW_AGENTS_GITHUB_*`` time may be (a day): a wait past what a
+``time.sleep`` takes was exit 70 (docs/github.md, "Reliability")."""
+MAX_RETRIES = 100
 _AUTHORITY = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#]*)")
 
 
@@ -45,18 +50,22 @@ def settings_from_env(environ: Mapping[str, str], token: str | None = None) -> S
             "no GitHub token: pass the action's github-token input or set GITHUB_TOKEN"
         )
 
-    def number(name: str, default: float) -> float:
+    def number(name: str, default: float, maximum: float = MAX_SECONDS) -> float:
         raw = environ.get(f"GITFLOW_AGENTS_GITHUB_{name}", "").strip()
         if not raw:
             return default
+        whole = name == "RETRIES"
+        noun = "a whole number" if whole else "a number of seconds"
         try:
-            value = float(raw)
+            value = float(raw)  # takes "nan", "inf", 400 digits (inf): the range refuses them
         except ValueError:
+            value = math.nan
+        if not 0 <= value <= maximum or (whole and not value.is_integer()):
+            shown = raw if len(raw) <= 20 else f"{raw[:20]}…"
             raise UsageError(
-                f"GITFLOW_AGENTS_GITHUB_{name}: expected a number, got {raw!r}"
-            ) from None
-        if value < 0:
-            raise UsageError(f"GITFLOW_AGENTS_GITHUB_{name}: must not be negative")
+                f"GITFLOW_AGENTS_GITHUB_{name}: expected {noun} from 0 to {maximum:g}, "
+                f"got {shown!r}"
+            )
         return value
 
     delay = number("WRITE_DELAY", 1.0)
@@ -64,7 +73,7 @@ def settings_from_env(environ: Mapping[str, str], token: str | None = None) -> S
         token=token,
         api_url=api_url_from(environ),
         timeout=number("TIMEOUT", 15.0),
-        retries=int(number("RETRIES", 4)),
+        retries=int(number("RETRIES", 4, MAX_RETRIES)),
         backoff=number("BACKOFF", 1.0),
         max_wait=number("MAX_WAIT", 60.0),
         wait_budget=number("WAIT_BUDGET", 300.0),

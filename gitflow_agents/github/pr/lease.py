@@ -39,7 +39,7 @@ from gitflow_agents.git import lease as leases
 from gitflow_agents.git.queries import remote_url as git_remote_url
 from gitflow_agents.github.api.actions import workflow_run
 from gitflow_agents.github.api.client import Client
-from gitflow_agents.github.api.settings import repository_from, settings_from_env
+from gitflow_agents.github.api.settings import MAX_SECONDS, repository_from, settings_from_env
 from gitflow_agents.github.pr.claim import Claim
 from gitflow_agents.runs.spend import Spend, run_spend, total
 
@@ -55,7 +55,8 @@ DEFAULT_TTL = 1800.0
 
 def claim_ttl(environ: Mapping[str, str]) -> float:
     """Seconds after which a lease that stopped renewing frees its claim (UsageError, exit 2,
-    for a value that is not a positive number)."""
+    for a value that is not a positive number of seconds up to ``MAX_SECONDS``, a day: a
+    renewal waits a third of it, and 1e300 was past what a wait takes, exit 70)."""
     text = environ.get(TTL_ENV, "").strip()
     if not text:
         return DEFAULT_TTL
@@ -63,8 +64,11 @@ def claim_ttl(environ: Mapping[str, str]) -> float:
         value = float(text)
     except ValueError:
         value = 0.0
-    if not value > 0 or value != value or value == float("inf"):
-        raise UsageError(f"{TTL_ENV}={text!r}: expected a positive number of seconds")
+    if not 0 < value <= MAX_SECONDS:  # nan is neither
+        shown = text if len(text) <= 20 else f"{text[:20]}…"
+        raise UsageError(
+            f"{TTL_ENV}={shown!r}: expected a positive number of seconds, at most {MAX_SECONDS:g}"
+        )
     return value
 
 

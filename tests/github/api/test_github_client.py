@@ -146,6 +146,32 @@ def test_settings_from_env() -> None:
         settings_from_env({"GITHUB_TOKEN": "t", "GITFLOW_AGENTS_GITHUB_TIMEOUT": "soon"})
 
 
+_KNOBS = ("TIMEOUT", "RETRIES", "BACKOFF", "MAX_WAIT", "WAIT_BUDGET", "WRITE_DELAY")
+
+
+@pytest.mark.parametrize("name", _KNOBS)
+@pytest.mark.parametrize(
+    "value", ["nan", "inf", "-inf", "1e400", "1" + "0" * 400, "86401", "-1", "soon"]
+)
+def test_a_github_knob_out_of_range_is_a_usage_error_naming_it(name: str, value: str) -> None:
+    """``nan``, ``inf`` and 400 digits were exit 70 (``int()`` of RETRIES, of TIMEOUT in the
+    client); 1e300 s would be past what a wait takes. Each knob has a range, said in one line."""
+    variable = f"GITFLOW_AGENTS_GITHUB_{name}"
+    with pytest.raises(UsageError) as info:
+        settings_from_env({"GITHUB_TOKEN": "t", variable: value})
+    assert str(info.value).startswith(f"{variable}: expected a "), info.value
+    assert "\n" not in str(info.value) and len(str(info.value)) < 120, info.value
+
+
+def test_each_github_knob_may_be_its_maximum() -> None:
+    knobs = {f"GITFLOW_AGENTS_GITHUB_{name}": "86400" for name in _KNOBS}
+    knobs["GITFLOW_AGENTS_GITHUB_RETRIES"] = "100"
+    settings = settings_from_env({"GITHUB_TOKEN": "t", **knobs})
+    assert (settings.timeout, settings.retries, settings.wait_budget) == (86400, 100, 86400)
+    with pytest.raises(UsageError, match="RETRIES: expected a whole number from 0 to 100"):
+        settings_from_env({"GITHUB_TOKEN": "t", "GITFLOW_AGENTS_GITHUB_RETRIES": "2.5"})
+
+
 def test_the_standin_catches_requests_that_break_the_openapi_description(
     gh: GitHubStandIn,
 ) -> None:

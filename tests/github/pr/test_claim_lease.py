@@ -247,7 +247,8 @@ def test_a_bad_ttl_is_a_usage_error() -> None:
 
     assert leases.claim_ttl({}) == leases.DEFAULT_TTL
     assert leases.claim_ttl({leases.TTL_ENV: "90"}) == 90
-    for bad in ("0", "-1", "soon", "nan", "inf"):
+    assert leases.claim_ttl({leases.TTL_ENV: "86400"}) == 86400
+    for bad in ("0", "-1", "soon", "nan", "inf", "1e300", "1" + "0" * 400, "86401"):
         with pytest.raises(UsageError):
             leases.claim_ttl({leases.TTL_ENV: bad})
 
