@@ -13,7 +13,6 @@ with clear ``ConfigError`` messages. Reading a CLI's output is ``output.py``'s.
 
 from __future__ import annotations
 
-import math
 import os
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -322,6 +321,12 @@ def opt_str(
     return value
 
 
+OPTION_MAX = 10**9
+"""The most a number among an adapter's options may be (``max_turns``, ``max_budget_usd``,
+``retry_timeout``): far past any real use, and a 400-digit one made ``math.isfinite`` raise
+(exit 70 in ``plan lint`` and every command that reads the configuration)."""
+
+
 def opt_int(
     invocation: Invocation, key: str, default: int | None = None, *, minimum: int = 1
 ) -> int | None:
@@ -329,7 +334,11 @@ def opt_int(
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _option_error(invocation, key, f"expected an integer >= {minimum}, got {value!r}")
+        raise _option_error(
+            invocation, key, f"expected an integer >= {minimum}, got {_clipped(value)}"
+        )
+    if value > OPTION_MAX:
+        raise _option_error(invocation, key, f"must be at most {OPTION_MAX}, got {_clipped(value)}")
     return value
 
 
@@ -337,14 +346,20 @@ def opt_number(invocation: Invocation, key: str) -> float | None:
     value = invocation.options.get(key)
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise _option_error(invocation, key, f"expected a positive number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:  # nan
+        raise _option_error(invocation, key, f"expected a positive number, got {_clipped(value)}")
+    if value > OPTION_MAX:  # inf, or an int too large for a float: compared, never converted
+        raise _option_error(invocation, key, f"must be at most {OPTION_MAX}, got {_clipped(value)}")
     return float(value)
+
+
+def _clipped(value: object) -> str:
+    """``repr(value)``, at most 20 characters of it (then "…")."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int over Python's 4,300-digit limit (the YAML reader refuses it)
+        return "a number of over 4300 digits"
+    return text if len(text) <= 20 else text[:20] + "…"
 
 
 def opt_bool(invocation: Invocation, key: str, default: bool) -> bool:

@@ -742,6 +742,17 @@ def test_cli_adapters_count_only_their_tools_cpu(tmp_path: Path) -> None:
         ("aider", {"files": "a.py b.py", "env": ["X"]}, "expected a mapping"),
         ("opencode", {"extra_args": 3}, "expected a list of strings"),
         ("auggie", {"retry_timeout": -1}, "expected a positive number"),
+        # a number too large for a float was exit 70 (math.isfinite of the int), in plan lint too
+        (
+            "auggie",
+            {"retry_timeout": 10**400},
+            "must be at most 1000000000, got 10000000000000000000…",
+        ),
+        ("claude", {"max_budget_usd": 10**400}, "must be at most 1000000000, got 1"),
+        ("claude", {"max_budget_usd": float("inf")}, "must be at most 1000000000, got inf"),
+        ("claude", {"max_budget_usd": float("nan")}, "expected a positive number, got nan"),
+        ("claude", {"max_turns": 10**400}, "must be at most 1000000000, got 1"),
+        ("gemini", {"max_turns": 10**9 + 1}, "must be at most 1000000000, got 1000000001"),
     ],
 )
 def test_bad_options_are_config_errors(
