@@ -118,7 +118,7 @@ class AiderAdapter:
             if count:  # "0 received" follows a failed call (e.g. an empty response)
                 last_report = match.end()
         costs = list(_COST.finditer(text))
-        cost = float(costs[-1]["session"]) if costs else None
+        cost = _cost(costs[-1]["session"]) if costs else None
         # A failure counts only if nothing succeeded after it (Aider retries transient errors);
         # a report of 0 tokens received is no success.
         errors = [m for m in _ERROR.finditer(text) if m.start() > last_report]
@@ -156,11 +156,21 @@ def provider_env(invocation: Invocation) -> tuple[str, ...]:
     )
 
 
+def _cost(text: str) -> float | None:
+    """Aider's session cost ("0.03"), None when it is no cost ("1.2.3": exit 70; 400 digits:
+    inf, recorded and summed) or out of ``output.as_float``'s range."""
+    try:
+        return output.as_float(float(text))
+    except ValueError:
+        return None
+
+
 def _token_count(text: str) -> int | None:
     """Aider's rounded counts: "950", "2.3k", "12k", "1.2M"."""
     scale = {"k": 1_000, "M": 1_000_000}.get(text[-1:], 1)
     number = text[:-1] if scale != 1 else text
     try:
-        return round(float(number) * scale)
+        count = float(number) * scale  # inf for 400 digits: round() of it was exit 70
     except ValueError:
         return None
+    return round(count) if count <= output.MAX_COUNT else None

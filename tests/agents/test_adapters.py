@@ -1134,6 +1134,24 @@ def test_a_figure_out_of_range_is_unknown_never_shown_or_summed(
     assert parsed.output_tokens == 200
 
 
+_HUGE = "1" + "0" * 400
+
+
+@pytest.mark.parametrize(
+    ("line", "tokens"),
+    [
+        (f"Tokens: {_HUGE}k sent, 1 received. Cost: ${_HUGE}.0 message, ${_HUGE}.5 session.", None),
+        ("Tokens: 12k sent, 3 received. Cost: $1.2.3 message, $1.2.3 session.", 12000),
+    ],
+)
+def test_an_aider_figure_that_is_no_number_or_absurd_is_unknown(line: str, tokens: int) -> None:
+    """Aider's rounded counts and cost were read with ``round(float())`` and ``float()``: a
+    400-digit count was exit 70 (OverflowError), a cost ``1.2.3`` too (ValueError), and a
+    400-digit cost was recorded as inf. Each is unknown now, as for the JSON CLIs."""
+    parsed = get_adapter("aider").parse_output(line + "\n", "")
+    assert (parsed.input_tokens, parsed.cost_usd) == (tokens, None)
+
+
 def test_an_opencode_step_that_used_tokens_at_no_cost_has_an_unknown_cost() -> None:
     """opencode says `cost: 0` for a model it has no price for (a custom or local provider):
     with tokens used that is no price, not free, so the run's cost is unknown (the price table
