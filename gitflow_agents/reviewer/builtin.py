@@ -16,6 +16,7 @@ from gitflow_agents.git.blobs import BINARY_PROBE, looks_binary
 from gitflow_agents.git.diffparse import CommitPatch, FileChange
 from gitflow_agents.reviewer import checks, syntax
 from gitflow_agents.reviewer.checks import CheckOptions
+from gitflow_agents.reviewer.history_secrets import check_history_secrets
 
 if TYPE_CHECKING:
     from typing import Any
@@ -399,7 +400,7 @@ def _history_secrets(
     one of them adds is left to the net diff's finding, any other line is checked here."""
     if len(patches) < 2:
         return []  # one commit: its diff is the net diff
-    found = list(checks.check_history_secrets(patches, changes, options))
+    found = list(check_history_secrets(patches, changes, options))
     if not found:
         return []
     # a file that no longer exists is no location to point at: the message names it

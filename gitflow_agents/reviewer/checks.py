@@ -39,7 +39,7 @@ from gitflow_agents.base.secret_rules import (
 )
 from gitflow_agents.findings import Finding
 from gitflow_agents.findings.rules import RULES
-from gitflow_agents.git.diffparse import AddedLine, CommitPatch, FileChange
+from gitflow_agents.git.diffparse import AddedLine, FileChange
 
 
 class CheckOptions(NamedTuple):
@@ -150,26 +150,37 @@ def check_secrets(change: FileChange, options: CheckOptions) -> Iterator[Finding
     and are the ones that mask the same secrets in every output. Every secret of a line is a
     finding (``Finding.occurrence`` tells two of one rule apart); a secret-named value that is
     a token already found, or holds one (``token = "eyJ…"``), is left to the token's rule."""
+    for found, _ in secret_hits(change, options):
+        yield found
+
+
+def secret_hits(
+    change: FileChange, options: CheckOptions
+) -> Iterator[tuple[Finding, frozenset[str]]]:
+    """``check_secrets``' findings, each with the exact values it is about: the token, the
+    secret-named value, or the base64 runs of a private key's body (none when the change
+    does not show the body)."""
     kind, char_quotes = file_kind(change.path), char_quote_file(change.path)
     lines = change.added_lines
     for index, added in enumerate(lines):
         text = added.text
         if may_begin_key(text):
             if _key_block(text, lines[index + 1 :]):
-                yield finding(
+                key = finding(
                     "private-key",
                     "private key block added to the repository",
                     change,
                     added.number,
                     text,
                 )
+                yield key, _key_values(change.path, text, lines[index + 1 :], options)
             continue
         counts: dict[str, int] = {}
         tokens: list[str] = []
         for rule, token in token_hits(text):
             tokens.append(token)
             counts[rule.id] = counts.get(rule.id, 0) + 1
-            yield finding(
+            hit = finding(
                 rule.id,
                 f"{rule.label} {mask(token)} added; revoke it and load it from the environment",
                 change,
@@ -177,6 +188,7 @@ def check_secrets(change: FileChange, options: CheckOptions) -> Iterator[Finding
                 text,
                 counts[rule.id],
             )
+            yield hit, frozenset((token,))
         named = 0
         for found in keyword_hits(
             text,
@@ -188,7 +200,7 @@ def check_secrets(change: FileChange, options: CheckOptions) -> Iterator[Finding
             if any(token in found.value or found.value in token for token in tokens):
                 continue
             named += 1
-            yield finding(
+            hit = finding(
                 "high-entropy-secret",
                 f"{found.name} is assigned a secret-looking value {mask(found.value)}; load "
                 "secrets from the environment or a secret store",
@@ -197,6 +209,7 @@ def check_secrets(change: FileChange, options: CheckOptions) -> Iterator[Finding
                 text,
                 named,
             )
+            yield hit, frozenset((found.value,))
 
 
 def _key_block(begin: str, after: Sequence[AddedLine]) -> bool:
@@ -217,6 +230,30 @@ def _key_block(begin: str, after: Sequence[AddedLine]) -> bool:
         if not body:
             return True
     return is_key_body([rest, *body])
+
+
+def _key_values(
+    path: str, begin: str, after: Sequence[AddedLine], options: CheckOptions
+) -> frozenset[str]:
+    """The body values (``secret_values``) of the private key whose BEGIN line is ``begin``,
+    read up to its END line among the added lines ``after`` it."""
+    block = [begin]
+    start = PRIVATE_KEY.search(begin)
+    if not (start and PRIVATE_KEY_END.search(begin[start.end() :])):  # not all on one line
+        for added in after[:200]:
+            if ANY_BEGIN.search(added.text):
+                break
+            block.append(added.text)
+            if PRIVATE_KEY_END.search(added.text):
+                break
+    return frozenset(
+        redact_secret_values(
+            block,
+            path,
+            min_length=options.min_secret_length,
+            entropy_threshold=options.entropy_threshold,
+        )
+    )
 
 
 def may_hold_key_body(change: FileChange) -> bool:
@@ -269,51 +306,6 @@ def secret_values(change: FileChange, options: CheckOptions) -> set[str]:
         min_length=options.min_secret_length,
         entropy_threshold=options.entropy_threshold,
     )
-
-
-def _reading(path: str) -> tuple[str, bool]:
-    """What the secret rules read of a line besides its text: the kind of its file (an
-    unquoted value is a literal in configuration, code in source) and whether ``'…'`` is a
-    character there."""
-    return file_kind(path), char_quote_file(path)
-
-
-def check_history_secrets(
-    patches: Sequence[CommitPatch],
-    net: Sequence[FileChange],
-    options: CheckOptions,
-) -> Iterator[Finding]:
-    """The secret rules over the lines every commit of the range adds, for what the net diff
-    does not show: a secret committed and removed again before the push still goes into the
-    remote's history. Lines the net diff adds are left to it, in whichever file it adds them
-    (a file renamed or a line moved by a later commit is still added, at its new path, where
-    its finding is reported and accepted), as long as the rules read them alike there
-    (``_reading``); each line is reported once, for the first commit that adds it. The finding
-    is about the whole file (its line numbers are the commit's, not head's); the message names
-    the commit and line."""
-    seen = {(_reading(c.path), a.text) for c in net for a in c.added_lines}
-    for patch in patches:
-        for path, (lines, _) in patch.added.items():
-            reading = _reading(path)
-            fresh = tuple(a for a in lines if (reading, a.text) not in seen)
-            if not fresh:
-                continue
-            seen.update((reading, a.text) for a in fresh)
-            change = FileChange(path, "M", added_lines=fresh)
-            for found in check_secrets(change, options):
-                message = (
-                    f"{path}:{found.line} in commit {patch.sha[:12]} ({patch.subject}): "
-                    f"{found.message}; the final change no longer adds it, but the commit "
-                    "keeps it in the history: rewrite the commits before pushing, or revoke it"
-                )
-                text = next(a.text for a in fresh if a.number == found.line)
-                yield Finding(
-                    found.severity,
-                    message,
-                    file=path,
-                    rule=found.rule,
-                    occurrence=found.occurrence,
-                ).with_fingerprint(text)
 
 
 # Compiled when first used: Python files are read by their AST (check_python_debugger).

@@ -64,6 +64,19 @@ def test_a_key_in_a_file_a_later_commit_of_the_range_makes_large_is_refused(
     assert "  1  error  AWS access key" in result.stdout and "[large-file]" in result.stdout
 
 
+def test_a_key_a_later_commit_of_the_range_marks_is_accepted(repo: Path, run: Cli) -> None:
+    """A test key committed, then marked with `gitleaks:allow` in a follow-up commit (as the
+    hook's finding asks): the range is approved; its first commit's line was a history error
+    saying "the final change no longer adds it", so such a range could never pass."""
+    git(repo, "checkout", "-q", "-b", "feat")
+    commit_files(repo, {"fixture.py": KEY_FILE}, "add fixture")
+    commit_files(repo, {"fixture.py": KEY_FILE.replace("\n", "  # gitleaks:allow\n")}, "accept")
+    result = run.review("main..feat", "--no-note", cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no longer adds" not in result.stdout
+    assert "accepted: fixture.py:1 [aws-access-key]: gitleaks:allow" in result.stdout
+
+
 # --- a history all new to the remote: reviewed from the empty tree ------------------------------
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"

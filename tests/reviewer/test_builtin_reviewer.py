@@ -470,6 +470,61 @@ def test_history_scan_leaves_a_line_moved_to_another_file_to_the_net_diff(repo: 
     assert "in commit" not in only(result, "github-token")[0].message
 
 
+@pytest.mark.parametrize(
+    ("first", "final"),
+    [
+        # a marker added by a later commit, as docs/review.md says to accept a test key
+        (
+            {"fixture.py": f'TOKEN = "{GITHUB_TOKEN}"\n'},
+            {"fixture.py": f'TOKEN = "{GITHUB_TOKEN}"  # gitleaks:allow\n'},
+        ),
+        # reformatted
+        (
+            {"fixture.py": f'TOKEN = "{GITHUB_TOKEN}"\n'},
+            {"fixture.py": f'TOKEN="{GITHUB_TOKEN}"\n'},
+        ),
+        # moved to another file and edited on the way
+        (
+            {"conf.py": f'TOKEN = "{GITHUB_TOKEN}"\n'},
+            {"conf.py": None, "tests/fixture.py": f'FAKE_TOKEN = "{GITHUB_TOKEN}"\n'},
+        ),
+        # a private key whose BEGIN line gets a marker: its body lines are unchanged
+        (
+            {"key.pem": f"{PRIVATE_KEY}\n{KEY_BODY}\n"},
+            {"key.pem": f"{PRIVATE_KEY} gitleaks:allow\n{KEY_BODY}\n"},
+        ),
+    ],
+)
+def test_history_scan_leaves_a_secret_the_final_change_still_adds_to_the_net_diff(
+    repo: Path, first: dict[str, str | None], final: dict[str, str | None]
+) -> None:
+    """A secret an earlier commit adds in a line a later one edits (a marker added to accept
+    it, the line reformatted, moved to another file) is still added by the final change, where
+    it is reported and accepted: no history finding claiming "the final change no longer adds
+    it" (it blocked the review of an accepted test key for good)."""
+    base, (_, head) = commits(repo, first, final)
+    result = builtin.review_diff(repo, g.DiffSpec(base, head))
+    (found,) = result.findings
+    assert "in commit" not in found.message
+    path = next(name for name, content in final.items() if content is not None)
+    assert (found.file, found.line) == (path, 1)
+
+
+def test_history_scan_reports_a_secret_removed_beside_one_still_added(repo: Path) -> None:
+    """Only the values the final change adds are left to it: a second token on the edited
+    line, which the final change no longer adds, is still a history finding."""
+    other = "ghp_" + "Zz9yX8wV7uT6sR5qP4oN3mL2kJ1iH0gF9eD8"
+    base, (leaked, head) = commits(
+        repo,
+        {"fixture.py": f'A = "{GITHUB_TOKEN}"; B = "{other}"\n'},
+        {"fixture.py": f'A = "{GITHUB_TOKEN}"  # gitleaks:allow\n'},
+    )
+    result = builtin.review_diff(repo, g.DiffSpec(base, head))
+    history = [f for f in result.findings if "in commit" in f.message]
+    assert [(f.rule, f.file, f.occurrence) for f in history] == [("github-token", "fixture.py", 2)]
+    assert history[0].message.startswith(f"fixture.py:1 in commit {leaked[:12]}")
+
+
 def test_history_scan_keeps_the_file_when_it_still_exists(repo: Path) -> None:
     value = "q8Zr3kP9xW2mN7vB4tY6"
     base, (leaked, head) = commits(
