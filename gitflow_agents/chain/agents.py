@@ -273,13 +273,17 @@ def _reuse(ctx: Context, ws: Workspace, job: Job, files: ReportFiles) -> AgentRu
     """The earlier run of ``job`` when it completed from the same commit and its work is on the
     work tree's branch (resuming), else None.
     A builtin review is never reused: it takes a fraction of a second, and what it accepts (the
-    ``review:`` settings, the baseline) may have changed since (docs/chains.md, Resuming)."""
+    ``review:`` settings, the baseline) may have changed since; nor an implementer or fixer
+    that changed nothing (the step ended ``empty``): running the step again asks it again,
+    else it could never be retried (docs/chains.md, Resuming)."""
     if is_builtin(ctx, job.agent):
         return None
     success = files.success
     meta = completed_meta(files.folder, success, job.start_sha, ctx.root)
     if meta is None:
         return None
+    if job.kind in ("implement", "fix") and meta.end_sha == meta.start_sha:
+        return None  # ``empty``: its reports go to previous/ and it runs again
     if not git.is_ancestor(ws.worktree, meta.end_sha, "HEAD"):
         return None  # its commit is not on this branch: another branch's run from that commit
     ctx.hub.emit("task:complete", {"node": job.agent_id, "status": "reused"})

@@ -414,6 +414,47 @@ def test_an_empty_change_writes_no_note_and_the_gate_refuses(repo: Path) -> None
     assert gate.returncode == 1 and "no recorded review" in gate.stdout + gate.stderr
 
 
+def test_an_empty_implementer_is_asked_again_when_the_step_runs_again(repo: Path) -> None:
+    """An implementer that completed without changing anything (``empty``) is not reused: its
+    run was reused by every later run (``--force`` too) with the same output, so a step whose
+    agent gave up once could never be retried. The re-run starts it again, its earlier report
+    set aside, and once it does the work the step lands."""
+    configure(repo, implementer="noop")
+    assert run(repo, "--step", "1").returncode == 1
+    first = results(repo)[-1]["chain"]["agents"][0]
+    out = run(repo, "--step", "1")
+    assert out.returncode == 1, out.stderr + out.stdout
+    again = results(repo)[-1]["chain"]
+    assert again["outcome"] == "empty"
+    builder = again["agents"][0]
+    assert (builder["kind"], builder["reused"]) == ("implement", False)
+    assert builder["runID"] != first["runID"]
+    assert list((repo / "flows/feature/agents/step-01-builder/previous").iterdir())
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(config.read_text().replace('"implementer", "noop"', '"implementer", "edit"'))
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    chain = results(repo)[-1]["chain"]
+    assert chain["outcome"] == "approved" and not chain["agents"][0]["reused"]
+
+
+def test_an_empty_fixer_is_asked_again_and_the_agents_before_it_are_reused(repo: Path) -> None:
+    """A fixer that changed nothing is run again too; the implementer and the reviewer before
+    it (a review changes nothing either, by design) are still reused."""
+    configure(repo, reviewer="revise", fixer="noop")
+    assert run(repo, "--step", "1").returncode == 1
+    assert results(repo)[-1]["chain"]["outcome"] == "empty"
+    out = run(repo, "--step", "1")
+    assert out.returncode == 1, out.stderr + out.stdout
+    chain = results(repo)[-1]["chain"]
+    assert chain["outcome"] == "empty", chain["reason"]
+    assert [(a["kind"], a["reused"]) for a in chain["agents"]] == [
+        ("implement", True),
+        ("review", True),
+        ("fix", False),
+    ]
+
+
 def test_an_implementer_that_commits_its_own_work_is_reviewed_and_merged(repo: Path) -> None:
     """The completion template lets an agent commit when its definition says so (and Aider
     can auto-commit): a clean work tree with new commits is work, not `empty`."""

@@ -95,9 +95,9 @@ def test_an_implementer_whose_only_work_is_a_nested_repository_changed_nothing(
 def test_running_the_step_again_after_that_is_empty_again_also_once_the_folder_is_gone(
     repo: Path,
 ) -> None:
-    """A re-run reuses the implementer that completed from the same commit (as for any agent
-    that changed nothing) and ends ``empty`` again, naming what was left out; with the folder
-    removed from the work tree, the same; never an approval, a gitlink or a traceback."""
+    """A re-run asks the implementer again (as any implementer that changed nothing: it is not
+    reused) and ends ``empty`` again, naming what was left out; with the folder removed from
+    the work tree, the same; never an approval, a gitlink or a traceback."""
     configure(repo, implementer="nested")
     before = main_sha(repo)
     assert run(repo, "--step", "1").returncode == 1
@@ -109,7 +109,8 @@ def test_running_the_step_again_after_that_is_empty_again_also_once_the_folder_i
         assert "Traceback" not in out.stderr + out.stdout
         chain = results(repo)[-1]["chain"]
         assert chain["outcome"] == "empty" and chain["rounds"] == []
-        assert chain["agents"][0]["reused"] and chain["agents"][0]["leftOut"] == ["vendor-lib"]
+        agent = chain["agents"][0]
+        assert not agent["reused"] and agent["leftOut"] == ["vendor-lib"]
         assert "vendor-lib, left out of the commit" in chain["reason"]
         assert main_sha(repo) == before and gitlinks(repo, "agents/feature/step-1") == []
     assert len(results(repo)) == 3
