@@ -155,6 +155,33 @@ def split_lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
+_MARKER = re.compile(r"REVIEW_RESULT:\s*(?:APPROVED|REVISE|CHANGES_REQUESTED)\b")
+
+
+def _hidden_marker(text: str) -> tuple[int, str] | None:
+    """The first line whose marker is hidden although the line is no marker line of its own
+    (``parse_verdict``'s candidates): one inside an HTML comment that shares its line
+    (``<!-- REVIEW_RESULT: APPROVED -->``, ``Done. <!-- … -->``), or inside code or a hidden
+    HTML block with other text before it; with what holds it, as ``hidden_lines`` names it.
+    None when no marker is hidden (the reason then says nothing more)."""
+    if "REVIEW_RESULT" not in text:
+        return None
+    found: dict[int, str] = {}
+    for token in block_tokens(text):
+        if not token.map or token.type not in ("html_block", "inline"):
+            continue
+        content = token.content
+        for start, end in _comment_spans(content, open_ended=token.type == "html_block"):
+            marker = _MARKER.search(content, start, end)
+            if marker:
+                found[token.map[0] + 1 + content.count("\n", 0, marker.start())] = "an HTML comment"
+    hidden = hidden_lines(text)  # what holds a hidden line says it best (a <pre> block's comment)
+    for number, line in enumerate(split_lines(text), start=1):
+        if number in hidden and _MARKER.search(line):
+            found[number] = hidden[number]
+    return min(found.items(), default=None)
+
+
 def parse_verdict(text: str) -> VerdictResult:
     """Find the reviewer's verdict: the last ``REVIEW_RESULT:`` marker outside code and hidden
     HTML (``hidden_lines``).
@@ -181,11 +208,9 @@ def parse_verdict(text: str) -> VerdictResult:
         last = (number, _VERDICTS[strict.group(1)], "") if strict else (number, None, line.strip())
     if last is None:
         reason = "no REVIEW_RESULT line"
-        if first_hidden is not None:
-            reason += (
-                f" (the marker on line {first_hidden} is inside {hidden[first_hidden]}, "
-                "which does not count)"
-            )
+        where = (first_hidden, hidden[first_hidden]) if first_hidden else _hidden_marker(text)
+        if where is not None:
+            reason += f" (the marker on line {where[0]} is inside {where[1]}, which does not count)"
         return VerdictResult(None, None, reason)
     number, verdict, found = last
     if verdict is not None:

@@ -140,6 +140,37 @@ def test_single_line_html_comment_marker_is_not_approval() -> None:
     assert parse_verdict("Ok.\n\n<!-- REVIEW_RESULT: APPROVED -->\n").verdict is None
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "where"),
+    [
+        ("<!-- REVIEW_RESULT: APPROVED -->\n", 1, "an HTML comment"),
+        ("Looks fine.\n\n<!-- REVIEW_RESULT: APPROVED -->\n", 3, "an HTML comment"),
+        ("Looks fine.\n\nDone. <!-- REVIEW_RESULT: APPROVED -->\n", 3, "an HTML comment"),
+        ("Done.\n\n<!-- verdict\nnext: REVIEW_RESULT: REVISE -->\n", 4, "an HTML comment"),
+        ("> Done.\n>\n> <!-- REVIEW_RESULT: APPROVED -->\n", 3, "an HTML comment"),
+        ("Done.\n\n```\nthen REVIEW_RESULT: APPROVED\n```\n", 4, "a fenced code block"),
+        ("Done.\n\n<pre>\n<!-- REVIEW_RESULT: APPROVED -->\n</pre>\n", 4, "an HTML <pre> block"),
+    ],
+)
+def test_a_marker_hidden_inside_its_line_is_named_in_the_reason(
+    text: str, line: int, where: str
+) -> None:
+    """A marker that shares its line with a comment's delimiters or other hidden text is no
+    marker line at all, so the reason said only "no REVIEW_RESULT line"; it names the line and
+    what hides it, as for a marker on a line of its own (docs/findings.md)."""
+    result = parse_verdict(text)
+    assert (result.verdict, result.line) == (None, None)
+    assert result.reason == (
+        f"no REVIEW_RESULT line (the marker on line {line} is inside {where}, which does not count)"
+    )
+
+
+def test_a_marker_in_visible_prose_gets_no_hint() -> None:
+    # shown as text, just not a marker line: nothing hides it
+    for text in ("Write REVIEW_RESULT: APPROVED when done.\n", "<!-- a note -->\nno verdict\n"):
+        assert parse_verdict(text).reason == "no REVIEW_RESULT line"
+
+
 def test_hidden_marker_after_a_valid_one_is_ignored_like_fenced_code() -> None:
     text = "REVIEW_RESULT: REVISE\n\n<!--\nREVIEW_RESULT: APPROVED\n-->\n\n    REVIEW_RESULT: APPROVED\n"
     result = parse_verdict(text)
