@@ -39,16 +39,19 @@ from gitflow_agents.assets.model import (
 )
 from gitflow_agents.base.errors import ConfigError, InputError
 from gitflow_agents.base.frontmatter import Frontmatter, split_frontmatter
-from gitflow_agents.base.fsutil import ReadRefused, read_limited
+from gitflow_agents.base.fsutil import ReadRefused, inside_root, outside_root, read_limited
 
 
 def load_manifest(root: Path) -> PromptAssetManifest:
     """Scan ``root/.agents-flow``; an absent folder gives an empty manifest. Never raises for
     bad assets: problems become ``ManifestError`` values in ``errors``."""
     base = root / AGENTS_FLOW_DIR
-    if not base.exists():
+    if not base.exists() and not base.is_symlink():
         return PromptAssetManifest()
-    scan = _Scan(base)
+    scan = _Scan(root, base)
+    if inside_root(root, base) is None:
+        scan.errors.add("file_read_error", "", None, outside_root(base))
+        return scan.manifest()
     if not base.is_dir():
         scan.errors.add("file_read_error", "", None, "is not a directory")
         return scan.manifest()
@@ -84,7 +87,8 @@ _AGENT_ID_LINE = re.compile(r"^agentId:[ \t]*[\"']?([\w.:-]+)[\"']?[ \t]*$", re.
 class _Scan:
     """Mutable state of one scan; ``manifest()`` freezes it."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, root: Path, base: Path) -> None:
+        self.root = root
         self.base = base
         self.global_system_prompt: str | None = None
         self.agents: dict[str, ResolvedAgentAsset] = {}
@@ -97,6 +101,9 @@ class _Scan:
 
     def read(self, path: Path) -> str | None:
         rel = self.rel(path)
+        if inside_root(self.root, path) is None:  # never read: it would go into a prompt
+            self.errors.add("file_read_error", rel, None, f"cannot read file: {outside_root(path)}")
+            return None
         try:
             data = read_limited(path, MAX_ASSET_BYTES)
         except ReadRefused as exc:
@@ -157,7 +164,7 @@ class _Scan:
 
     def global_prompt(self) -> None:
         path = self.base / GLOBAL_SYSTEM_PROMPT_FILE
-        if path.exists():
+        if path.exists() or path.is_symlink():  # a dangling link is an error, not "no file"
             text = self.read(path)
             if text is not None:
                 self.global_system_prompt = _trim(text)
@@ -307,6 +314,8 @@ class _Scan:
         per_agent: dict[str, tuple[ManifestError, ...]] = {}
         for agent in self.agents.values():
             paths = {agent.source_path}
+            if agent.includes.global_system_prompt:
+                paths.add(GLOBAL_SYSTEM_PROMPT_FILE)
             for name in agent.includes.instructions:
                 paths.update(self.instruction_paths.get(name, ()))
             for folder in agent.includes.skills:
@@ -355,8 +364,21 @@ def require_runnable(agent_id: str, manifest: PromptAssetManifest) -> ResolvedAg
                 _refusal(agent_id, unloaded), path=f"{AGENTS_FLOW_DIR}/{unloaded[0].source_path}"
             )
         known = ", ".join(sorted(manifest.agents)) or "none"
+        # Files that could not be read may define it: say which, rather than only "unknown".
+        unread = [
+            f"\n  - {e}"
+            for e in manifest.errors
+            if e.code == "file_read_error"
+            and e.agent_id is None
+            and (e.source_path is None or e.source_path.startswith("agents"))
+        ]
         raise ConfigError(
-            f"no agent with agentId {agent_id!r} in {AGENTS_FLOW_DIR}/agents/ (known: {known})",
+            f"no agent with agentId {agent_id!r} in {AGENTS_FLOW_DIR}/agents/ (known: {known})"
+            + (
+                f"; {len(unread)} file(s) there could not be read:" + "".join(unread)
+                if unread
+                else ""
+            ),
             path=f"{AGENTS_FLOW_DIR}/agents",
             key="agentRef",
         )

@@ -78,6 +78,27 @@ def read_limited(path: StrPath, limit: int) -> bytes:
     return data
 
 
+def inside_root(root: StrPath, path: StrPath) -> str | None:
+    """The real path of ``path`` (symlinks followed) when it lies below the real ``root``;
+    None when it is ``root`` itself or ``..`` or a symlink on the way leads it out. What the
+    tool reads from a project and hands to an agent (``@file`` texts, ``.flow/`` layers,
+    ``.agents-flow/`` files) must be the project's own: a cloned repository must not get
+    ``~/.aws/credentials`` into a prompt through a committed symlink (docs/security.md)."""
+    real = os.path.realpath(path)
+    top = os.path.realpath(root)
+    if real == top or os.path.commonpath([real, top]) != top:
+        return None
+    return real
+
+
+def outside_root(path: StrPath) -> str:
+    """The reason a file :func:`inside_root` refused is not read, naming where it leads."""
+    return (
+        f"leads outside the project root (to {os.path.realpath(path)}); "
+        "the file must be inside the project root"
+    )
+
+
 def over_limit(size: int, limit: int) -> str:
     """``is 4.2 MiB, over the 4.0 MiB limit``; in bytes when both round to the same text
     (a file just over the limit must not read "4.0 MiB, over the 4.0 MiB limit")."""

@@ -22,8 +22,10 @@ from gitflow_agents.base.bounded import MAX_REPORT_CHARS as MAX_REPORT_CHARS
 from gitflow_agents.base.bounded import MiB as MiB
 from gitflow_agents.base.bounded import ReadRefused as ReadRefused
 from gitflow_agents.base.bounded import decode_text as decode_text
+from gitflow_agents.base.bounded import inside_root as inside_root
 from gitflow_agents.base.bounded import irregular as irregular
 from gitflow_agents.base.bounded import not_regular as not_regular
+from gitflow_agents.base.bounded import outside_root as outside_root
 from gitflow_agents.base.bounded import over_limit as over_limit
 from gitflow_agents.base.bounded import read_agent_text as read_agent_text
 from gitflow_agents.base.bounded import read_limited as read_limited

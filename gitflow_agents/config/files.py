@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+from gitflow_agents.base.bounded import inside_root
 from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config.json_schema import SCHEMA_FILE, schema_text
 from gitflow_agents.config.values import FLOW_DIR_NAME
@@ -85,11 +86,8 @@ class Layout:
         if self.built_in:
             shipped = {f.dest: f.source for f in scaffold_files() if f.source is not None}
             return shipped.get(normalise(rel))
-        target = (self.root / rel).resolve()
-        root = self.root.resolve()
-        if target != root and root not in target.parents:
-            return None
-        return target
+        target = inside_root(self.root, self.root / rel)
+        return None if target is None else Path(target)
 
 
 def normalise(rel: str) -> str:

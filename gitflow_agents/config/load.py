@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gitflow_agents.base.bounded import inside_root, outside_root
 from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config.build import build, build_problems
@@ -102,6 +103,9 @@ def _layers(root: Path, flow_type: str | None, variant: str | None) -> tuple[Lay
     layout = Layout(root, root / FLOW_DIR_NAME, built_in=False)
     # exists(), not is_file(): a folder named like a layer is reported, not silently skipped
     paths = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if p.exists()]
+    for path in paths:  # a layer's texts go into prompts: the project's own files only
+        if inside_root(root, path) is None:
+            raise ConfigError(outside_root(path), path=display(root, path))
     review_only = paths == [layout.flow_dir / BASE_FILE] and _only_review(paths[0], layout)
     if not paths or review_only:
         layout = Layout(root, builtin_flow_dir(), built_in=True)

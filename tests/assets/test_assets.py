@@ -387,6 +387,62 @@ def test_file_read_error_for_a_folder_or_dangling_link_named_like_an_asset(tmp_p
     assert all("cannot read file" in e.message for e in manifest.errors)
 
 
+def test_a_file_a_symlink_leads_outside_the_project_is_never_read(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    secret = tmp_path / "secret"
+    secret.write_text("SECRET_TOKEN=hunter2\n", encoding="utf-8")
+    skill = tmp_path / "skill"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text(skill_file("s", "hunter2"), encoding="utf-8")
+    write(root, "agents/planner.agent.md", agent_file("planner"))
+    (root / ".agents-flow/global-system-prompt.md").symlink_to(secret)
+    (root / ".agents-flow/instructions").mkdir()
+    (root / ".agents-flow/instructions/i.instructions.md").symlink_to(secret)
+    (root / ".agents-flow/skills").mkdir()
+    (root / ".agents-flow/skills/s").symlink_to(skill)
+    (root / ".agents-flow/agents/other.agent.md").symlink_to(secret)
+    manifest = load_manifest(root)
+    assert "hunter2" not in repr(manifest)
+    assert [(e.code, e.source_path) for e in manifest.errors] == [
+        ("file_read_error", "global-system-prompt.md"),
+        ("file_read_error", "instructions/i.instructions.md"),
+        ("file_read_error", "skills/s/SKILL.md"),
+        ("file_read_error", "agents/other.agent.md"),
+    ]
+    assert str(manifest.errors[0]) == (
+        f".agents-flow/global-system-prompt.md: cannot read file: leads outside the project "
+        f"root (to {secret.resolve()}); the file must be inside the project root "
+        "[file_read_error]"
+    )
+    # the agent that takes the global prompt does not run without it
+    with pytest.raises(ConfigError, match=r"global-system-prompt\.md: cannot read file"):
+        require_runnable("planner", manifest)
+    # an agent file that is not read is named when its agent is asked for
+    with pytest.raises(ConfigError, match=r"other\.agent\.md: cannot read file: leads outside"):
+        require_runnable("other", manifest)
+
+
+def test_an_agents_flow_folder_linked_outside_the_project_is_not_read(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    write(elsewhere, "agents/planner.agent.md", agent_file("planner"))
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project/.agents-flow").symlink_to(elsewhere / ".agents-flow")
+    manifest = load_manifest(tmp_path / "project")
+    assert manifest.agents == {}
+    assert [(e.code, e.source_path) for e in manifest.errors] == [("file_read_error", None)]
+    assert manifest.errors[0].message.startswith(".agents-flow: leads outside the project root")
+
+
+def test_a_symlink_inside_the_project_is_read(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/baseline.md").write_text("Shared baseline.\n", encoding="utf-8")
+    write(tmp_path, "agents/planner.agent.md", agent_file("planner"))
+    (tmp_path / ".agents-flow/global-system-prompt.md").symlink_to("../docs/baseline.md")
+    manifest = load_manifest(tmp_path)
+    assert manifest.errors == ()
+    assert manifest.global_system_prompt == "Shared baseline."
+
+
 def test_file_read_error_for_skill_folder_without_skill_md(tmp_path: Path) -> None:
     (tmp_path / ".agents-flow/skills/empty").mkdir(parents=True)
     manifest = load_manifest(tmp_path)

@@ -1197,6 +1197,25 @@ def test_a_folder_named_like_a_layer_is_an_error(tmp_path: Path) -> None:
     assert load_error(tmp_path) == ".flow/base.yaml: is a directory, not a file"
 
 
+def test_a_layer_a_symlink_leads_outside_the_project_is_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    write(tmp_path, "shared.yaml", MINIMAL)
+    (root / ".flow" / "x").mkdir(parents=True)
+    (root / ".flow" / "x" / "base.yaml").symlink_to(tmp_path / "shared.yaml")
+    expected = (
+        f".flow/x/base.yaml: leads outside the project root (to {tmp_path.resolve()}"
+        "/shared.yaml); the file must be inside the project root"
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_flow_config(root, "x")
+    assert str(caught.value) == expected
+    assert [str(p) for p in config_problems(root, "x")] == [expected]
+    write(root, "shared/flow.yaml", MINIMAL)  # a link that stays inside is followed
+    (root / ".flow" / "x" / "base.yaml").unlink()
+    (root / ".flow" / "x" / "base.yaml").symlink_to("../../shared/flow.yaml")
+    assert load_flow_config(root, "x").sources[-1] == root / ".flow" / "x" / "base.yaml"
+
+
 def test_chain_work_tree_keys(tmp_path: Path) -> None:
     write(
         tmp_path,
