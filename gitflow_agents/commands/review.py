@@ -396,7 +396,7 @@ def _review_settings(root: StrPath) -> ReviewSettings:
     from gitflow_agents.reviewer.acceptance import LAYER
 
     layer = os.path.join(root, LAYER)  # noqa: PTH118 - no pathlib on a small review's path
-    if not os.path.exists(layer):  # noqa: PTH110
+    if not os.path.lexists(layer):  # a dangling link is reported, not taken for "no file"
         return ReviewSettings()
     from gitflow_agents.config.layer_bytes import read_layer_bytes
     from gitflow_agents.reviewer import settings_cache

@@ -5,6 +5,9 @@ nothing: no PyYAML (issue 20)."""
 
 from __future__ import annotations
 
+import errno
+import os
+
 from gitflow_agents.base.bounded import ReadRefused, decode_text, read_limited
 from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.base.records import TYPE_CHECKING
@@ -24,7 +27,18 @@ def read_layer_bytes(path: StrPath, display: str) -> bytes:
     except ReadRefused as exc:
         raise ConfigError(exc.reason, path=display, line=exc.line) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", path=display) from None
+        raise ConfigError(_unreadable(path, exc), path=display) from None
+
+
+def _unreadable(path: StrPath, exc: OSError) -> str:
+    """Why the layer ``path`` could not be opened; a link that leads nowhere says so."""
+    if os.path.islink(path):  # noqa: PTH114 - no pathlib on a small review's path
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop"
+        if exc.errno == errno.ENOENT:
+            target = os.readlink(path)  # noqa: PTH115
+            return f"is a dangling symlink (to {target}, which does not exist)"
+    return f"cannot read: {exc.strerror or exc}"
 
 
 def layer_text(data: bytes, display: str) -> str:

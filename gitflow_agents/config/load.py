@@ -10,6 +10,7 @@ then read after them.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from gitflow_agents.base.bounded import inside_root, outside_root
@@ -101,8 +102,9 @@ def _layers(root: Path, flow_type: str | None, variant: str | None) -> tuple[Lay
         )
 
     layout = Layout(root, root / FLOW_DIR_NAME, built_in=False)
-    # exists(), not is_file(): a folder named like a layer is reported, not silently skipped
-    paths = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if p.exists()]
+    # Not is_file(), nor exists(): a folder, a dangling symlink or a symlink loop named like a
+    # layer is reported, never silently skipped (the shipped defaults would stand in for it).
+    paths = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if os.path.lexists(p)]
     for path in paths:  # a layer's texts go into prompts: the project's own files only
         if inside_root(root, path) is None:
             raise ConfigError(outside_root(path), path=display(root, path))

@@ -12,6 +12,7 @@ is for the callers whose start-up does not matter (the Action, the chain, an age
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from gitflow_agents.base.errors import InputError
@@ -42,7 +43,7 @@ def local_settings(root: Path) -> ReviewSettings:
     """The ``review:`` settings of the ``.flow/base.yaml`` under ``root`` (the defaults when
     there is none): what an agent reviewer's scope and thresholds come from."""
     layer = root / LAYER
-    if not layer.exists():
+    if not os.path.lexists(layer):  # a dangling link is reported, not taken for "no file"
         return ReviewSettings()
     return layer_settings(root, read_layer_bytes(layer, LAYER), LAYER)
 

@@ -1197,6 +1197,26 @@ def test_a_folder_named_like_a_layer_is_an_error(tmp_path: Path) -> None:
     assert load_error(tmp_path) == ".flow/base.yaml: is a directory, not a file"
 
 
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [
+        (
+            "../shared/flow.yml",
+            "is a dangling symlink (to ../shared/flow.yml, which does not exist)",
+        ),
+        ("base.yaml", "is a symlink loop"),
+    ],
+)
+def test_a_dangling_or_looping_layer_link_is_an_error(
+    tmp_path: Path, target: str, reason: str
+) -> None:
+    """Not silently skipped: the shipped defaults would stand in for the project's layer."""
+    (tmp_path / ".flow").mkdir()
+    (tmp_path / ".flow" / "base.yaml").symlink_to(target)
+    assert load_error(tmp_path) == f".flow/base.yaml: {reason}"
+    assert [str(p) for p in config_problems(tmp_path)] == [f".flow/base.yaml: {reason}"]
+
+
 def test_a_layer_a_symlink_leads_outside_the_project_is_not_read(tmp_path: Path) -> None:
     root = tmp_path / "project"
     write(tmp_path, "shared.yaml", MINIMAL)

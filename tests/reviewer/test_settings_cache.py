@@ -10,7 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gitflow_agents.base.atomic import common_git_dir
+from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.findings.settings import ReviewSettings
 from gitflow_agents.reviewer import settings_cache
 from gitflow_agents.reviewer.flow_settings import acceptance_at, local_settings
@@ -85,6 +88,29 @@ def test_a_bad_layer_is_refused_with_its_line_and_never_cached(cli: Cli, repo: P
         assert result.returncode == 2
         assert ".flow/base.yaml:3" in result.stderr and "todoo" in result.stderr
         assert (repo / CACHE).read_bytes() == good
+
+
+def test_a_dangling_or_looping_layer_link_is_refused_not_taken_for_no_layer(
+    cli: Cli, repo: Path
+) -> None:
+    _todo_commit(repo, TODO_OFF)
+    layer = repo / ".flow" / "base.yaml"
+    for target, reason in (
+        (
+            "../shared/flow.yml",
+            "is a dangling symlink (to ../shared/flow.yml, which does not exist)",
+        ),
+        ("base.yaml", "is a symlink loop"),
+    ):
+        layer.unlink()
+        layer.symlink_to(target)
+        result = cli.review("HEAD", "--no-note", cwd=repo)
+        assert (result.returncode, result.stderr.strip()) == (
+            2,
+            f"git agent-review: error: .flow/base.yaml: {reason}",
+        )
+        with pytest.raises(ConfigError, match=reason.replace("(", r"\(").replace(")", r"\)")):
+            local_settings(repo)
 
 
 def test_a_layer_with_more_than_review_is_cached_after_its_whole_check(
