@@ -2,14 +2,14 @@
 crash log, and exit code 70 (``ExitCode.INTERNAL``), never 0 or 1 (which callers read as
 "approved" and "revise").
 
-The log is ``$XDG_CACHE_HOME/gitflow-agents/crash.log`` (``~/.cache/...`` by default), rewritten
+The log is ``$XDG_CACHE_HOME/gitflow-agents/crash.log`` (``~/.cache/...`` when unset or
+relative: ``base/xdg.py``), rewritten
 by every crash, like pre-commit's ``pre-commit.log``: the version, Python, the command line and
 the traceback, ready to paste into a bug report.
 """
 
 from __future__ import annotations
 
-import os
 import platform
 import sys
 import time
@@ -18,11 +18,11 @@ from pathlib import Path
 
 from gitflow_agents import __version__
 from gitflow_agents.base.errors import ExitCode
+from gitflow_agents.base.xdg import cache_dir
 
 
 def crash_log_path() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "gitflow-agents" / "crash.log"
+    return cache_dir() / "crash.log"
 
 
 def report(exc: BaseException, prog: str) -> int:

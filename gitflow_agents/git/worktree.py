@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gitflow_agents.base.errors import GitflowError, UsageError
+from gitflow_agents.base.xdg import cache_dir
 from gitflow_agents.git.cmd import failure as _fail
 from gitflow_agents.git.cmd import run_git
 from gitflow_agents.git.queries import head_commit, is_ancestor, literal_pathspecs, tree_sha
@@ -192,9 +193,8 @@ def tool_worktree_root(root: Path, *, common: Path | None = None) -> Path:
     """
     common = (common or git_common_dir(root)).resolve()
     digest = hashlib.sha256(str(common).encode()).hexdigest()[:12]
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     name = common.parent.name if common.name == ".git" else common.name
-    return Path(cache) / "gitflow-agents" / "worktrees" / f"{name}-{digest}"
+    return cache_dir() / "worktrees" / f"{name}-{digest}"
 
 
 def is_tool_worktree(root: Path, path: Path) -> bool:

@@ -115,6 +115,21 @@ def test_a_repository_made_again_at_the_same_path_gets_a_fresh_step_work_tree(
     assert again.returncode == 0 and "already ✅" in again.stdout, again.stderr + again.stdout
 
 
+def test_a_relative_xdg_cache_home_is_ignored_not_a_folder_in_the_repository(
+    repo: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``XDG_CACHE_HOME: .cache`` in a CI job: the XDG specification says to ignore a relative
+    value. Taken as given, it put the step work trees inside the repository (untracked files)
+    and the landing refused to remove them as not the tool's own (exit 2)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", ".cache")
+    configure(repo)
+    assert g.tool_worktree_root(repo).is_relative_to(isolated_home / ".cache" / "gitflow-agents")
+    result = run(repo, "--all")
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert [committed_status(repo, "main", step) for step in (1, 2)] == ["✅", "✅"]
+    assert clean(repo) and not (repo / ".cache").exists()
+
+
 def test_a_rerun_after_a_rejection_asks_the_last_reviewer_again_and_merges(repo: Path) -> None:
     configure(repo, reviewer="revise")
     seed_plan(repo)
