@@ -94,6 +94,7 @@ class Context:
     budget: Ledger | None = None  # the run's budgets and what its scopes spent (runs/budget.py)
     _manifest: Any = field(default=None, init=False, repr=False)
     _common_dir: Path | None = field(default=None, init=False, repr=False)
+    _flow_dir_excluded: bool = field(default=False, init=False, repr=False)
 
     @property
     def target(self) -> str:
@@ -139,12 +140,24 @@ class Context:
         """``git.tool_worktree_root`` of ``root`` (no git call after the first)."""
         return git.tool_worktree_root(self.root, common=self.common_dir())
 
+    def exclude_flow_dir(self) -> None:
+        """Put the flow dir into ``info/exclude`` (both spellings: a step work tree holds it as
+        a symlink, which is no directory to git), once per run: before anything is written
+        under it, so a run refused early (its record, its lock) leaves nothing for ``git
+        status`` or ``git add -A`` to see."""
+        if not self._flow_dir_excluded:
+            flow_dir = self.config.flow_dir.strip("/")
+            patterns = (f"/{flow_dir}/", f"/{flow_dir}")
+            git.ensure_info_exclude(self.root, patterns, common=self.common_dir())
+            self._flow_dir_excluded = True
+
     def new_run(self) -> RunPaths:
         """A fresh ``<flow_dir>/<flow>/runs/<runID>/`` for one agent invocation.
 
         No git call per agent: the flow dir is already in ``info/exclude``, put there when the
-        workspace was made (``step_workspace``, ``branch_workspace``, ``scratch_workspace``; a
-        caller that builds a Workspace itself excludes it with ``git.ensure_info_exclude``)."""
+        step began (``exclude_flow_dir``, ``run_step``) or the workspace was made
+        (``step_workspace``, ``branch_workspace``, ``scratch_workspace``; a caller that builds a
+        Workspace itself excludes it with ``git.ensure_info_exclude``)."""
         paths = RunPaths(runs_root(self.root, self.config.flow_dir, self.flow) / new_run_id())
         paths.run_dir.mkdir(parents=True)
         return paths

@@ -77,6 +77,7 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
     """
     assert ctx.plan is not None
     ctx.notices.clear()
+    ctx.exclude_flow_dir()  # before its lock and record, which a refusal still writes
     lander = lander or MergeLander()
     rec = StepRecord(ctx, step, lander.run_id)
     ctx.chain_run = rec.run_id

@@ -89,7 +89,7 @@ def _link_flow_dir(ctx: Context, worktree: Path) -> None:
     """``<worktree>/<flow_dir>`` → the user's flow dir, so agents' relative report paths land
     in one place; both spellings are excluded (a symlink is not a directory to git)."""
     flow_dir = ctx.exclude[0]
-    git.ensure_info_exclude(ctx.root, (f"/{flow_dir}/", f"/{flow_dir}"), common=ctx.common_dir())
+    ctx.exclude_flow_dir()
     real = ctx.root / flow_dir
     real.mkdir(parents=True, exist_ok=True)
     link = worktree / flow_dir

@@ -326,6 +326,7 @@ def open_context(
     name = flow or (plan.name if plan is not None else "flow")
     ledger = ledger_from(args, config, budget_scope)
     ctx = Context(root, config, plan, name, settings, _hub(args, config), budget=ledger)
+    ctx.exclude_flow_dir()  # run --pr's claim and plan tend's lease are written before a step
     ctx.commit_identity = git.commit_identity(root, git.LOCAL_NAME, git.LOCAL_EMAIL)
     return ctx
 

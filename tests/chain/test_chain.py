@@ -740,6 +740,9 @@ def test_a_missing_target_branch_says_where_to_name_the_right_one(repo: Path) ->
     (line,) = out.stderr.splitlines()
     assert "target branch 'main' does not exist (this checkout is on 'master')" in line
     assert "--target BRANCH" in line and "default_branch in .flow/base.yaml" in line
+    # its run record is written, and git does not see it (docs/architecture.md, "Files on disk")
+    assert list(repo.glob("flows/feature/runs/*/result.json"))
+    assert git(repo, "status", "--porcelain") == ""
 
 
 def test_flow_research_runs_the_researcher_init_scaffolds(repo: Path) -> None:
