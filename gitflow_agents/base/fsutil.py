@@ -8,6 +8,7 @@ writes its cache of the review settings without importing json (issue 20).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,16 @@ from gitflow_agents.base.bounded import read_agent_text as read_agent_text
 from gitflow_agents.base.bounded import read_limited as read_limited
 from gitflow_agents.base.bounded import read_text_limited as read_text_limited
 from gitflow_agents.base.bounded import size_text as size_text
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+SAFE_NAME_RULE = "use ASCII letters, digits, '.', '_' or '-', starting with a letter or digit"
+"""What a name the tool makes one folder of (a flow name, an agent id) may be: no path
+traversal, no option-like leading '-', the same bytes on every file system and in a branch."""
+
+
+def safe_name(value: str) -> bool:
+    """Whether ``value`` follows :data:`SAFE_NAME_RULE`."""
+    return SAFE_NAME.match(value) is not None
 
 
 def write_json_atomic(path: Path, data: Any, *, durable: bool = True) -> None:

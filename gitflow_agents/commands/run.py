@@ -319,6 +319,7 @@ def open_context(
     plan = parse_plan(plan_path.absolute(), config.spec_plan) if plan_path else None
     if plan_path is not None:
         refuse_plan_leading_out(plan_path)
+    refuse_flow_name(flow, plan_path)
     settings = settings_from(args, config)
     if check_agents:
         for name in (settings.implementer, *settings.reviewers, settings.fixer):
@@ -329,6 +330,21 @@ def open_context(
     ctx.exclude_flow_dir()  # run --pr's claim and plan tend's lease are written before a step
     ctx.commit_identity = git.commit_identity(root, git.LOCAL_NAME, git.LOCAL_EMAIL)
     return ctx
+
+
+def refuse_flow_name(flow: str | None, plan_path: Path | None) -> None:
+    """UsageError or PlanError (exit 2) for a flow name that cannot be a folder under flows/ and
+    part of a step branch, before any branch, work tree or record is made: ``--flow``, else
+    the plan's file name (``plan lint`` reports that too)."""
+    from gitflow_agents.plan.model import plan_name_problem, shown_path
+    from gitflow_agents.prompt.paths import check_name
+
+    if flow is not None:
+        check_name(flow, "flow name")
+    elif plan_path is not None:
+        problem = plan_name_problem(plan_path)
+        if problem is not None:
+            raise PlanError(problem, path=shown_path(plan_path))
 
 
 def refuse_plan_leading_out(plan_path: Path) -> None:

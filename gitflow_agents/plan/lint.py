@@ -10,7 +10,7 @@ from pathlib import Path
 from gitflow_agents.base.errors import PlanError
 from gitflow_agents.plan.deps import duplicate_step, graph_problems, read_dependencies
 from gitflow_agents.plan.marks import stacked
-from gitflow_agents.plan.model import DONE, Problem, SpecPlanConfig, shown_path
+from gitflow_agents.plan.model import DONE, Problem, SpecPlanConfig, plan_name_problem, shown_path
 from gitflow_agents.plan.scan import (
     Header,
     Scan,
@@ -37,6 +37,9 @@ def lint_plan(path: Path, config: SpecPlanConfig = _DEFAULTS) -> list[Problem]:
         return [Problem(shown, exc.line, exc.detail)]
     scan = scan_text(source.text, config)
     problems = list(_lint_scan(shown, scan, config))
+    named = plan_name_problem(path)
+    if named is not None:
+        problems.append(Problem(shown, None, named))
     return sorted(problems, key=lambda p: p.line or 0)
 
 

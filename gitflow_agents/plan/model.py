@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitflow_agents.base.errors import ConfigError, PlanError
+from gitflow_agents.base.fsutil import SAFE_NAME_RULE, safe_name
 
 DEFAULT_END_MARKER = "## Implementation Steps"
 DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*?) ?\| Step (\d+): (.+)$"
@@ -18,6 +19,18 @@ DEFAULT_STEP_PATTERN = r"^### Status: ([^|]*?) ?\| Step (\d+): (.+)$"
 LEGACY_STEP_PATTERN = r"^### Status: ([^|]*) \| Step (\d+): (.+)$"
 DONE = "\u2705"
 """The status the chain writes for a merged step: a status starting with it is done."""
+
+
+def plan_name_problem(path: Path) -> str | None:
+    """Why the plan file ``path`` cannot name its runs (``flows/<name>/``) and step branches
+    (``{plan_name}`` of ``chain.branch_pattern``): its name without ``.md`` is no safe name; None
+    when it is one. ``plan lint`` reports it, ``run`` refuses it before anything is made."""
+    if safe_name(path.stem):
+        return None
+    return (
+        f"the plan's name {path.stem!r} (its file name) cannot name its run folder and step "
+        f"branches: {SAFE_NAME_RULE}; rename the file"
+    )
 
 
 def shown_path(path: Path) -> str:

@@ -7,20 +7,17 @@ The layout (``<flow_dir>/<flow>/agents/<agent-id>/``) is described in docs/proto
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import UsageError
-from gitflow_agents.base.fsutil import make_dirs, write_json_atomic
+from gitflow_agents.base.fsutil import SAFE_NAME_RULE, make_dirs, safe_name, write_json_atomic
 
 if TYPE_CHECKING:
     from gitflow_agents.config import FlowConfig
     from gitflow_agents.prompt.request import PromptRequest, Segment
-
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def default_agent_id(agent: str, step: int | None) -> str:
@@ -37,10 +34,9 @@ def default_flow_name(request: PromptRequest) -> str:
 
 def check_name(value: str, what: str) -> str:
     """``value`` if it is safe as a directory name; else UsageError naming ``what`` it is."""
-    if not _SAFE_NAME.match(value) or value in {".", ".."}:
+    if not safe_name(value):
         raise UsageError(
-            f"invalid {what} {value!r}: use letters, digits, '.', '_' or '-' "
-            "(it becomes a directory name)"
+            f"invalid {what} {value!r}: {SAFE_NAME_RULE} (it becomes a directory name)"
         )
     return value
 

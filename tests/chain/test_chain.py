@@ -745,6 +745,23 @@ def test_a_missing_target_branch_says_where_to_name_the_right_one(repo: Path) ->
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_a_plan_file_name_that_cannot_name_its_runs_is_refused_before_anything_is_made(
+    repo: Path,
+) -> None:
+    """``specs/überblick.md``: it made the step branch, a work tree and flows/überblick/, then
+    failed "invalid flow name"; now nothing is made, and the message names the file."""
+    configure(repo)
+    (repo / "specs" / "überblick.md").write_text(PLAN)
+    before = main_sha(repo)
+    out = call(repo, "run", "specs/überblick.md", "--step", "1", "--quiet")
+    assert out.returncode == 2
+    (line,) = out.stderr.splitlines()
+    assert "specs/überblick.md: the plan's name 'überblick' (its file name)" in line
+    assert "starting with a letter or digit; rename the file" in line
+    assert main_sha(repo) == before and git(repo, "branch", "--list", "agents/*") == ""
+    assert len(git(repo, "worktree", "list").splitlines()) == 1 and not (repo / "flows").exists()
+
+
 def test_flow_research_runs_the_researcher_init_scaffolds(repo: Path) -> None:
     """`flow research` runs `researcher` by default, and `init` scaffolds it: only its adapter is
     swapped for a fake here; its definition and report template are the scaffolded ones."""

@@ -274,6 +274,22 @@ def test_lint_reports_every_problem_with_its_line(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("name", ["überblick", "-x", "_draft", "my plan"])
+def test_lint_a_file_name_that_cannot_name_the_plan_s_runs(tmp_path: Path, name: str) -> None:
+    """The name becomes flows/<name>/ and the step branches' {plan_name}: ``run`` refuses it
+    before anything is made, and ``plan lint`` says so first."""
+    path = tmp_path / f"{name}.md"
+    path.write_bytes((PLANS / "feature.md").read_bytes())
+    assert [str(p) for p in lint_plan(path)] == [
+        f"{path}: the plan's name {name!r} (its file name) cannot name its run folder and "
+        "step branches: use ASCII letters, digits, '.', '_' or '-', starting with a letter or "
+        "digit; rename the file"
+    ]
+    fine = tmp_path / "v2.1_feature-x.md"
+    fine.write_bytes(path.read_bytes())
+    assert lint_plan(fine) == []
+
+
 def test_lint_missing_first_steps_and_single_gap(tmp_path: Path) -> None:
     path = write(
         tmp_path,
