@@ -40,6 +40,7 @@ from gitflow_agents.findings.report import read_review
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
 from gitflow_agents.prompt import PromptRequest, agent_dir, assemble_prompt, default_agent_id
+from gitflow_agents.render import git_stats
 from gitflow_agents.runs.fields import mapping
 from gitflow_agents.runs.lost import lifetime
 from gitflow_agents.runs.schema import AgentEntry
@@ -477,7 +478,7 @@ class _Attempt:
                 self.own = stats.compute(
                     ws.worktree, job.start_sha, self.end_sha, exclude=ctx.exclude
                 )
-                stats.fill_report_file(self.success, self.own)
+                git_stats.fill_report_file(self.success, self.own)
         if stopped:  # not completed: nothing to reuse (its commit's trailer marks the work)
             return
         write_meta(

@@ -2,7 +2,8 @@
 merge-base, with new untracked files, binary files and renames, run artifacts left out.
 
 The value goes three places: the implementation report's ``## Modified files`` section (the
-``GIT_STATS_MARKER`` line is replaced), ``result.json`` (``gitStats``) and the history line.
+``GIT_STATS_MARKER`` line is replaced, ``render/git_stats.py``), ``result.json`` (``gitStats``)
+and the history line.
 """
 
 from __future__ import annotations
@@ -18,12 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base import spawn
-from gitflow_agents.base.fsutil import (
-    MAX_REPORT_CHARS,
-    irregular,
-    read_agent_text,
-    write_text_atomic,
-)
 from gitflow_agents.git import diffparse
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.cmd import git_argv, git_env, run_git
@@ -146,10 +141,6 @@ def compute(
         return GitStats(base, head, files, commits.result())
 
 
-def _count(value: int | None, sign: str) -> str:
-    return "bin" if value is None else f"{sign}{value}"
-
-
 def summary(stats: GitStats) -> str:
     """``3 files changed, +10 -2, 1 new, 1 binary, 2 commits`` (one line, for humans and history)."""
     n = len(stats.files)
@@ -164,66 +155,3 @@ def summary(stats: GitStats) -> str:
         c = len(stats.commits)
         parts.append(f"{c} commit{'s' if c != 1 else ''}")
     return ", ".join(parts)
-
-
-_STATUS_WORD = {"A": "new", "D": "deleted", "R": "renamed", "C": "copied", "T": "type changed"}
-
-
-def render_markdown(stats: GitStats) -> str:
-    """The ``## Modified files`` body: a per-file table, totals and the commit list."""
-    head = stats.head_sha[:12] if stats.head_sha else "work tree"
-    lines = [f"Computed by gitflow-agents: `{stats.base_sha[:12]}..{head}` ({summary(stats)}).", ""]
-    if stats.files:
-        lines += ["| File | + | - | |", "|---|---:|---:|---|"]
-        for f in stats.files:
-            note = _STATUS_WORD.get(f.status, "")
-            if f.old_path:
-                note = f"{note} from `{f.old_path}`"
-            if f.binary:
-                note = f"{note}, binary".lstrip(", ")
-            if f.gitlink:  # its commit is what changed, not a file's lines
-                note = f"{note}, nested repository (gitlink)".lstrip(", ")
-            lines.append(
-                f"| `{f.path}` | {_count(f.added, '')} | {_count(f.deleted, '')} | {note} |"
-            )
-        n = len(stats.files)
-        total = f"{n} file{'s' if n != 1 else ''}"
-        lines.append(f"| **{total}** | **{stats.added}** | **{stats.deleted}** | |")
-    else:
-        lines.append("No files changed.")
-    if stats.commits:
-        lines += ["", "Commits:", ""]
-        lines += [f"- `{c.sha[:12]}` {c.subject}" for c in stats.commits]
-    return "\n".join(lines)
-
-
-def fill_report(text: str, stats: GitStats) -> str:
-    """Replace the ``GIT_STATS_MARKER`` line of a report with the statistics.
-
-    Without the marker, the statistics replace the body of a ``## Modified files`` section (what
-    an agent pasted there is not trusted), else they are appended as that section.
-    """
-    body = render_markdown(stats)
-    lines = text.split("\n")
-    for index, line in enumerate(lines):
-        if line.strip() == GIT_STATS_MARKER:
-            lines[index] = body
-            return "\n".join(lines)
-    for index, line in enumerate(lines):
-        if line.strip().lower() == "## modified files":
-            end = index + 1
-            while end < len(lines) and not lines[end].startswith("#"):
-                end += 1
-            tail = lines[end:]
-            return "\n".join([*lines[: index + 1], "", body, "", *tail]).rstrip("\n") + "\n"
-    return text.rstrip("\n") + "\n\n## Modified files\n\n" + body + "\n"
-
-
-def fill_report_file(path: Path, stats: GitStats) -> None:
-    """``fill_report`` on a file, written atomically."""
-    if irregular(path) is not None:  # an agent's symlink or FIFO: neither read nor written
-        return
-    text = read_agent_text(path, MAX_REPORT_CHARS)
-    if len(text) > MAX_REPORT_CHARS:  # not read whole: rewriting it would cut it
-        return
-    write_text_atomic(path, fill_report(text, stats))

@@ -90,10 +90,13 @@ def _longest_backticks(text: str) -> int:
 
 def code(text: str) -> str:
     """``text`` as an inline code span, whatever backticks it holds; line breaks become spaces
-    (a code span cannot span a blank line, and would not close)."""
+    (a code span cannot span a blank line, and would not close). A blank is added inside each
+    end where CommonMark takes one off: beside a backtick, and where the text starts and ends
+    with a space (`` ` x ` `` shows ``x``)."""
     text = visible(" ".join(lines_of(text)))
     fence = "`" * (_longest_backticks(text) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    spaced = text.startswith(" ") and text.endswith(" ") and text.strip(" ") != ""
+    pad = " " if text.startswith("`") or text.endswith("`") or spaced else ""
     return f"{fence}{pad}{text}{pad}{fence}"
 
 

@@ -1,4 +1,4 @@
-"""stats.py: totals, the one-line summary, the markdown table, filling the report marker."""
+"""stats.py: totals, the one-line summary, the statistics of a range and of a work tree."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from pathlib import Path
 
 from gitflow_agents.git import stats
 from gitflow_agents.git.diffparse import Commit, FileStat
-from gitflow_agents.git.stats import GIT_STATS_MARKER
 from tests.conftest import git
 
 STATS = stats.GitStats(
@@ -49,18 +48,6 @@ def test_summary_line() -> None:
     assert stats.summary(one) == "1 file changed, +1 -1"
 
 
-def test_markdown_table() -> None:
-    text = stats.render_markdown(STATS)
-    assert "`aaaaaaaaaaaa..bbbbbbbbbbbb`" in text
-    assert "| `src/new.py` | 10 | 0 | new |" in text
-    assert "| `logo.png` | bin | bin | new, binary |" in text
-    assert "| `docs/new.md` | 0 | 0 | renamed from `docs/old.md` |" in text
-    assert "| **4 files** | **12** | **1** | |" in text
-    assert "- `cccccccccccc` [plan] Step 1: Add" in text
-    empty = stats.GitStats("a" * 40, "a" * 40, ())
-    assert "No files changed." in stats.render_markdown(empty)
-
-
 def test_a_gitlink_is_a_changed_file_named_as_a_nested_repository() -> None:
     """A nested repository committed as a gitlink (mode 160000) counts as git counts it."""
     nested = stats.GitStats(
@@ -72,33 +59,6 @@ def test_a_gitlink_is_a_changed_file_named_as_a_nested_repository() -> None:
     data = nested.to_json()
     assert data["filesChanged"] == 2 and data["newFiles"] == ["vendor-lib"]
     assert [f["gitlink"] for f in data["files"]] == [True, False]
-    text = stats.render_markdown(nested)
-    assert "| `vendor-lib` | 1 | 0 | new, nested repository (gitlink) |" in text
-    assert "| `x` | 1 | 1 |  |" in text
-    assert "No files changed." not in text
-
-
-def test_fill_report_replaces_the_marker_only() -> None:
-    report = f"# Step 1\n\n## Modified files\n\n{GIT_STATS_MARKER}\n\n## Notes\n\nok\n"
-    filled = stats.fill_report(report, STATS)
-    assert GIT_STATS_MARKER not in filled
-    assert filled.startswith("# Step 1\n\n## Modified files\n\nComputed by gitflow-agents")
-    assert filled.endswith("## Notes\n\nok\n")
-    assert stats.fill_report(filled, STATS) == filled  # idempotent: no marker left
-
-
-def test_fill_report_replaces_what_an_agent_pasted() -> None:
-    report = (
-        "# Step 1\n\n## Modified files\n\n README.md | 2 +-\n flows/log | 9 +++\n\n## Notes\n\nok\n"
-    )
-    filled = stats.fill_report(report, STATS)
-    assert "flows/log" not in filled and "| `src/new.py` |" in filled
-    assert filled.endswith("## Notes\n\nok\n")
-
-
-def test_fill_report_appends_a_section_when_missing() -> None:
-    filled = stats.fill_report("# Step 1\n\ndone\n", STATS)
-    assert filled.startswith("# Step 1\n\ndone\n\n## Modified files\n\nComputed by")
 
 
 def test_compute_on_a_real_repository(repo: Path) -> None:
