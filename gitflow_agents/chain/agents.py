@@ -475,9 +475,7 @@ class _Attempt:
                 self.reason = f"it committed {', '.join(leaked)}, copied in by chain.copy_ignored: such files are never committed"
                 return
             if self.success.exists():
-                self.own = stats.compute(
-                    ws.worktree, job.start_sha, self.end_sha, exclude=ctx.exclude
-                )
+                self.own = self._own_stats(ws.worktree)
                 git_stats.fill_report_file(self.success, self.own)
         if stopped:  # not completed: nothing to reuse (its commit's trailer marks the work)
             return
@@ -489,6 +487,14 @@ class _Attempt:
             end_sha=self.end_sha,
             left_out=self.left_out,
         )
+
+    def _own_stats(self, root: Path) -> stats.GitStats:
+        """The statistics of this agent's commit; a merge fixer's: its resolution alone, not
+        what the merged target brought in (``stats.compute_resolution``)."""
+        job, exclude = self.job, self.ctx.exclude
+        if job.resolve_merge and self.end_sha != job.start_sha:
+            return stats.compute_resolution(root, job.start_sha, self.end_sha, exclude=exclude)
+        return stats.compute(root, job.start_sha, self.end_sha, exclude=exclude)
 
     def _builtin_review(self) -> tuple[Status, str]:
         """The offline reviewer in process (``chain/builtin.py``): its Review goes to
@@ -535,9 +541,7 @@ class _Attempt:
         own = self.own
         if own is None and job.kind in ("implement", "fix"):
             with contextlib.suppress(Exception):
-                own = stats.compute(
-                    self.ctx.root, job.start_sha, self.end_sha, exclude=self.ctx.exclude
-                )
+                own = self._own_stats(self.ctx.root)
         runner.record(
             run_extra={
                 **self.run.entry().to_json(),

@@ -78,10 +78,11 @@ GIT_STATS_MARKER = "<!-- gitflow-agents:git-stats -->"
 
 @dataclass(frozen=True)
 class GitStats:
-    base_sha: str
+    base_sha: str  # a merge resolution's (``resolution``): the tree of git's automatic merge
     head_sha: str | None  # None: the work tree (uncommitted and untracked files included)
     files: tuple[FileStat, ...]
     commits: tuple[Commit, ...] = ()
+    against: str = ""  # what a merge resolution's figures are counted against (for its report)
 
     @property
     def added(self) -> int:
@@ -139,6 +140,39 @@ def compute(
         commits = pool.submit(git.commits_between, root, base, head)
         files = diff_stats(root, base, head, exclude=exclude)
         return GitStats(base, head, files, commits.result())
+
+
+AUTOMATIC_MERGE = "git's automatic merge of its parents, conflict markers included"
+BOTH_PARENTS = "its first parent, the files it changed against both parents only"
+
+
+def compute_resolution(
+    root: Path, start: str, head: str, *, exclude: tuple[str, ...] = ()
+) -> GitStats:
+    """A merge fixer's own work: what the merge commit ``head`` changed against git's automatic
+    merge of its two parents, conflict markers included (the idea of ``git log
+    --remerge-diff``): the resolution, not what the merged branch brought in.
+
+    The automatic merge is ``git merge-tree --write-tree`` (git 2.38+: no work tree, no index;
+    its tree object is ``base_sha``). A git without it gets the files the merge commit changed
+    against both parents (a combined diff's, ``git diff -c``), counted against the first. ``head``
+    no two-parent merge (the fixer did not complete it): ``compute(start, head)``.
+    """
+    parents = git.parents(root, head)
+    if len(parents) != 2:
+        return compute(root, start, head, exclude=exclude)
+    first, second = parents
+    commit = diffparse.parse_commits(
+        run_git(root, "log", "-1", "-z", "--format=%H%x00%s", head, "--").stdout
+    )
+    merged = run_git(root, "merge-tree", "--write-tree", first, second, check=False)
+    tree = merged.stdout.split("\n", 1)[0].strip()
+    if merged.returncode in (0, 1) and tree:  # 1: it conflicts, as the fixer's merge did
+        files = diff_stats(root, tree, head, exclude=exclude)
+        return GitStats(tree, head, files, commit, AUTOMATIC_MERGE)
+    theirs = {f.path for f in diff_stats(root, second, head, exclude=exclude)}
+    files = tuple(f for f in diff_stats(root, first, head, exclude=exclude) if f.path in theirs)
+    return GitStats(first, head, files, commit, BOTH_PARENTS)
 
 
 def summary(stats: GitStats) -> str:

@@ -39,6 +39,8 @@ def render_markdown(stats: GitStats) -> str:
     """The ``## Modified files`` body: a per-file table, totals and the commit list."""
     head = stats.head_sha[:12] if stats.head_sha else "work tree"
     lines = [f"Computed by gitflow-agents: `{stats.base_sha[:12]}..{head}` ({summary(stats)}).", ""]
+    if stats.against:
+        lines[-1:-1] = [f"The merge's conflict resolution only, counted against {stats.against}."]
     if stats.files:
         lines += ["| File | + | - | |", "|---|---:|---:|---|"]
         for f in stats.files:

@@ -600,6 +600,18 @@ def test_a_conflicting_target_goes_to_the_fixer_and_lands(repo: Path, tmp_path: 
     readme = git(repo, "show", "main:README.md")
     assert "by a teammate" in readme and "more" in readme and "<<<<<<<" not in readme
     assert note(repo, main_sha(repo))["verdict"] == "approved"  # type: ignore[index]
+    # the fixer's statistics are its resolution's (docs/chains.md, "Git statistics"): README.md's
+    # three conflict markers gone and its "fixed" line, FIXED.txt; not the teammate's commit
+    (fixer,) = [a for a in chain["agents"] if a["agentId"] == "step-01-fixer-1-merge"]
+    record = repo / "flows/feature/runs" / fixer["runID"] / "result.json"
+    own = json.loads(record.read_text())["gitStats"]
+    assert [(f["path"], f["added"], f["deleted"]) for f in own["files"]] == [
+        ("FIXED.txt", 1, 0),
+        ("README.md", 1, 3),
+    ]
+    assert [c["sha"] for c in own["commits"]] == [fixer["endSha"]]
+    report = (repo / "flows/feature/agents/step-01-fixer-1-merge/report.complete.md").read_text()
+    assert "conflict resolution only" in report and "| `README.md` | 1 | 3 |" in report
 
 
 # --- seed 000's plan form, end to end --------------------------------------------------------
