@@ -18,7 +18,7 @@ from pathlib import Path
 from gitflow_agents.base.errors import GitError, PlanError
 from gitflow_agents.chain.agents import TRAILER_RUN, nested_repositories
 from gitflow_agents.chain.context import Context
-from gitflow_agents.chain.record import StepRecord
+from gitflow_agents.chain.record import StepRecord, keep_landing
 from gitflow_agents.chain.resume import Landed
 from gitflow_agents.chain.review import ReviewRound
 from gitflow_agents.chain.state import DONE, committed_status, plan_in_repo, target_tip
@@ -37,6 +37,8 @@ def land(
     (then ✅ stays committed on the step branch). The step work tree goes; the branch stays."""
     tip = mark_done(ctx, rec, ws, step, review)
     before = git.branch_sha(ctx.root, ctx.target)  # what merge_into moves from
+    if before is not None:  # killed after the merge, the next run writes the record from it
+        keep_landing(rec, before, tip)
     try:
         rec.merged = git.merge_into(
             ctx.root,

@@ -37,7 +37,7 @@ from gitflow_agents.chain.integrate import integrate, moved_on
 from gitflow_agents.chain.land import carry_to_merges, finish_landed, remove_landed_tree
 from gitflow_agents.chain.lander import Lander, MergeLander
 from gitflow_agents.chain.ready import SetupFailed, make_ready
-from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord
+from gitflow_agents.chain.record import ChainResult, StepOutcome, StepRecord, record_landing
 from gitflow_agents.chain.resume import fix_start, implement_start, landed_branch
 from gitflow_agents.chain.review import ReviewRound, record_note, review_round
 from gitflow_agents.chain.state import DONE, done_where
@@ -92,6 +92,7 @@ def run_step(ctx: Context, step: int, lander: Lander | None = None) -> ChainResu
         found = landed_branch(ctx, step) if _lands_here(ctx, lander) else None
         if found is not None:  # its merge landed, its ✅ did not come: finish, run no agent
             rec.finish("skipped", int(ExitCode.OK), finish_landed(ctx, step, found))
+            _record_landing(ctx, step, found.tip)
             return rec.result()
         with _step_budget(ctx):
             try:
@@ -117,10 +118,10 @@ def _step_locks(ctx: Context, step: int) -> tuple[Path, Path, str, str, int]:
 
 def _finish_done(ctx: Context, rec: StepRecord, step: int) -> str:
     """For a step ✅ on the target, what a run killed after its merge left of its landing:
-    the approval of a merge commit (``carry_to_merges``, a note) and the step's work tree,
-    removed under the step's lock (``remove_landed_tree``) when its work is on the target
-    (``landed_branch``) and no live run holds the step. What the reason adds: '' when nothing
-    was left."""
+    the approval of a merge commit (``carry_to_merges``, a note), the step's work tree,
+    removed under the step's lock (``remove_landed_tree``), and that run's record
+    (``_record_landing``), when its work is on the target (``landed_branch``) and no live
+    run holds the step. What the reason adds: '' when no work tree was left."""
     carried = carry_to_merges(ctx, step)
     if carried is not None:
         ctx.notices.append(carried)
@@ -128,9 +129,19 @@ def _finish_done(ctx: Context, rec: StepRecord, step: int) -> str:
     if found is None or lock.step_holder(*_step_locks(ctx, step)) is not None:
         return ""  # nothing of its own left, or the tree of a live run (--force)
     with lock.hold_step(*_step_locks(ctx, step), rec.run_id):
-        if not remove_landed_tree(ctx, found):
-            return ""
+        removed = remove_landed_tree(ctx, found)
+        _record_landing(ctx, step, found.tip)
+    if not removed:
+        return ""
     return ", and its work tree is removed now (the run that merged it ended before)"
+
+
+def _record_landing(ctx: Context, step: int, tip: str) -> None:
+    """The record of the run that merged the step's branch (at ``tip``) and was killed before
+    it wrote it, written now from what it kept (``record.record_landing``), with a note."""
+    written = record_landing(ctx, step, tip)
+    if written is not None:
+        ctx.notices.append(written)
 
 
 def _lands_here(ctx: Context, lander: Lander) -> bool:

@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base.errors import ExitCode
-from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text
+from gitflow_agents.base.fsutil import MAX_REPORT_CHARS, read_agent_text, write_json_atomic
 from gitflow_agents.base.redact import redact_data, redact_text
-from gitflow_agents.chain.agents import AgentRun
+from gitflow_agents.chain.agents import TRAILER_RUN, AgentRun
 from gitflow_agents.chain.context import Context
+from gitflow_agents.chain.resume import TRAILER_AGENT
 from gitflow_agents.chain.review import ReviewRound
+from gitflow_agents.chain.state import target_tip
 from gitflow_agents.chain.workspace import Workspace
 from gitflow_agents.git import queries as git
 from gitflow_agents.git import stats
@@ -36,8 +38,9 @@ from gitflow_agents.runs import (
     write_result,
 )
 from gitflow_agents.runs.cards import history_line
+from gitflow_agents.runs.fields import mapping, strings, text
 from gitflow_agents.runs.schema import SetupEntry, StepChain
-from gitflow_agents.runs.spend import step_spend
+from gitflow_agents.runs.spend import run_folder, step_spend
 from gitflow_agents.runs.status import StepOutcome as StepOutcome
 from gitflow_agents.runs.status import step_result_status
 
@@ -157,9 +160,32 @@ def _work_head(rec: StepRecord) -> str | None:
 
 def _write_record(rec: StepRecord) -> ChainResult:
     """result.json (the implement shape + ``chain`` + ``gitStats``; docs/protocol.md, Run
-    records) and the history line."""
+    records) and the history line; a landing's record kept before its merge goes."""
     ctx = rec.ctx
     paths = RunPaths(rec.run_dir)
+    result, git_stats, line = _built(rec, paths)
+    written: Path | None = None
+    with contextlib.suppress(OSError):
+        write_result(paths, result)
+        written = paths.result
+        _append_history(ctx, line)
+        paths.landing.unlink(missing_ok=True)
+    # the step's spend as its record sums it (a lost run it lists too, which sent no event):
+    # what the live views end the step with
+    spend = step_spend(paths.run_dir, result).to_json()
+    ctx.hub.emit("harness:complete", {"outcome": rec.outcome, "runID": rec.run_id, "spend": spend})
+    return rec.result(git_stats, line, written)
+
+
+def _append_history(ctx: Context, line: str) -> None:
+    history = ctx.root / ctx.config.flow_dir / ctx.flow / "history.md"
+    with history.open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+
+
+def _built(rec: StepRecord, paths: RunPaths) -> tuple[dict[str, Any], stats.GitStats | None, str]:
+    """The step run's result.json as it stands, its git statistics and its history line."""
+    ctx = rec.ctx
     git_stats: stats.GitStats | None = None
     head = _head(rec)
     if rec.ws is not None and head is not None:
@@ -205,21 +231,84 @@ def _write_record(rec: StepRecord) -> ChainResult:
         "logDirectory": str(paths.run_dir),
         "historyLine": line,
     }
-    written: Path | None = None
     # agent text (the implementer's summary, reviews, reasons): masked like every agent text,
     # with the exact values of the secrets the step's diff adds
-    result = redact_data(result, ctx.secrets)
+    return redact_data(result, ctx.secrets), git_stats, line
+
+
+def keep_landing(rec: StepRecord, before: str, tip: str) -> None:
+    """Right before the merge of ``tip`` into the target (at ``before``): the record this run
+    writes once the merge landed (approved in its last review), kept in the run folder's
+    ``landing.json``. ``_write_record`` removes it; a run killed after its merge and before its
+    record leaves it, and the run that finishes the landing writes it (``record_landing``)."""
+    kept = rec.outcome, rec.exit_code, rec.reason
+    rec.finish("approved", int(ExitCode.OK), f"approved in review {len(rec.rounds)}")
+    paths = RunPaths(rec.run_dir)
+    # the merge does not depend on it: without it, a kill after the merge leaves no record
+    try:
+        with contextlib.suppress(Exception):
+            result, _stats, _line = _built(rec, paths)
+            paths.run_dir.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(paths.landing, {"before": before, "tip": tip, "result": result})
+    finally:
+        rec.finish(*kept)
+
+
+def record_landing(ctx: Context, step: int, tip: str) -> str | None:
+    """The record of the step run that merged ``tip`` (the step branch's tip, on the target)
+    and was killed before it wrote it: the ``landing.json`` it kept (``keep_landing``), with
+    how its merge landed, written as its result.json and history line by the run that
+    finishes the landing. Once: a run with a record is left alone. The run is the one
+    ``tip``'s trailer names (the mark commit's or the moved target's merge: the step run's; an
+    agent's commit: its agent run's, whose record names its step run). What was done, as a
+    line; None when nothing was."""
+    run_id = _step_run_of(ctx, tip)
+    if run_id is None:
+        return None
+    paths = RunPaths(runs_root(ctx.root, ctx.config.flow_dir, ctx.flow) / run_id)
+    kept = (None if paths.result.exists() else read_json(paths.landing)) or {}
+    result = mapping(kept, "result")
+    chain, before = mapping(result, "chain"), text(kept, "before")
+    if text(kept, "tip") != tip or before is None or chain.get("step") != step:
+        return None
+    merged = _merge_of(ctx, tip, before)
+    if merged is None:
+        return None
+    said = (
+        f"run {run_id} ended after its merge landed ({merged.kind} -> {merged.sha[:12]}), "
+        "before it wrote its record: written now, as the landing is finished"
+    )
+    chain["merged"] = {"sha": merged.sha, "previous": merged.previous, "kind": merged.kind}
+    chain["reason"] = f"{text(chain, 'reason') or 'approved'}; {said}"
+    chain["notices"] = [*strings(chain, "notices"), said]
     with contextlib.suppress(OSError):
         write_result(paths, result)
-        written = paths.result
-        history = ctx.root / ctx.config.flow_dir / ctx.flow / "history.md"
-        with history.open("a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-    # the step's spend as its record sums it (a lost run it lists too, which sent no event):
-    # what the live views end the step with
-    spend = step_spend(paths.run_dir, result).to_json()
-    ctx.hub.emit("harness:complete", {"outcome": rec.outcome, "runID": rec.run_id, "spend": spend})
-    return rec.result(git_stats, line, written)
+        paths.landing.unlink(missing_ok=True)
+        _append_history(ctx, text(mapping(result, "run"), "historyLine") or "")
+    return f"step {step}'s {said}"
+
+
+def _step_run_of(ctx: Context, tip: str) -> str | None:
+    """The step run ``tip``'s trailer names (``record_landing``), None when none does."""
+    trailers = git.commit_trailers(ctx.root, tip)
+    run_id = trailers.get(TRAILER_RUN)
+    if TRAILER_AGENT in trailers and run_folder(run_id):
+        runs = runs_root(ctx.root, ctx.config.flow_dir, ctx.flow)
+        record = read_json(RunPaths(runs / run_id).result) or {}
+        run_id = text(mapping(record, "run"), "chainRunID")
+    return run_id if run_folder(run_id) else None
+
+
+def _merge_of(ctx: Context, tip: str, before: str) -> git.MergeResult | None:
+    """How ``tip`` landed on the target, which was at ``before``: the merge commit whose
+    parents are ``before`` and ``tip``, else a fast-forward; None when it is not on the target."""
+    target = target_tip(ctx, fetch=False)
+    if target is None or not git.is_ancestor(ctx.root, tip, target):
+        return None
+    for merge in git.merges_of(ctx.root, tip, target):
+        if git.parents(ctx.root, merge)[:1] == (before,):
+            return git.MergeResult(merge, before, "merge-commit")
+    return git.MergeResult(tip, before, "fast-forward")
 
 
 def _history_line(

@@ -107,6 +107,12 @@ class RunPaths:
         return self.run_dir / "status.json"
 
     @property
+    def landing(self) -> Path:
+        """A step run's record as it stands right before its merge into the target: what the
+        next run finishes it with when this one is killed after the merge (``chain/record.py``)."""
+        return self.run_dir / "landing.json"
+
+    @property
     def heartbeat(self) -> Path:
         return self.run_dir / "heartbeat"
 

@@ -21,6 +21,7 @@ import shutil
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,6 +108,26 @@ def _step_tree(repo: Path, step: int = 1) -> Path:
     return g.tool_worktree_root(repo) / "feature" / f"step-{step:02d}"
 
 
+def _landing_record(repo: Path, step: int = 1) -> dict[str, Any]:
+    """The one record of a step run of ``step`` (the killed run's, written by the run that
+    finished its landing), checked to be as a landing records it and listed by ``history``."""
+    (record,) = [r for r in results(repo) if r["chain"]["step"] == step]
+    chain = record["chain"]
+    assert chain["outcome"] == "approved" and chain["exitCode"] == 0
+    assert "ended after its merge landed" in chain["reason"]
+    agents = [a["agentId"] for a in chain["agents"]]
+    assert agents == [f"step-{step:02d}-builder", f"step-{step:02d}-reviewer-1"]
+    for agent in chain["agents"]:  # the killed run's own agent runs, whose spend it counts
+        ran = json.loads((repo / "flows/feature/runs" / agent["runID"] / "result.json").read_text())
+        assert ran["run"]["chainRunID"] == record["run"]["runID"]
+    assert not (repo / "flows/feature/runs" / record["run"]["runID"] / "landing.json").exists()
+    rows = json.loads(call(repo, "history", "--json").stdout)
+    assert [r["outcome"] for r in rows if r["what"] == f"step {step}"] == ["approved"]
+    lines = (repo / "flows/feature/history.md").read_text().splitlines()
+    assert sum(record["run"]["runID"] in line for line in lines) == 1
+    return record
+
+
 def _uncommitted_plan(repo: Path) -> None:
     """The plan is the user's alone: in their work tree, not committed on main."""
     git(repo, "rm", "-q", "--cached", "specs/feature.md")
@@ -177,9 +198,11 @@ def test_a_run_killed_right_after_its_merge_is_finished_by_the_same_command(
 ) -> None:
     configure(repo)
     _uncommitted_plan(repo)
+    base = main_sha(repo)
     _killed_right_after_the_merge(repo, tmp_path)
     landed = main_sha(repo)
     assert landed == git(repo, "rev-parse", "agents/feature/step-1").strip()
+    assert results(repo) == []  # killed before its record
     assert step_status(repo, 1) == "❌"  # the merge landed; the ✅ never came
     assert _step_tree(repo).exists()
     agents = _agent_runs(repo)
@@ -191,14 +214,20 @@ def test_a_run_killed_right_after_its_merge_is_finished_by_the_same_command(
     assert _agent_runs(repo) == agents  # no agent ran
     assert main_sha(repo) == landed and not _step_tree(repo).exists()
     assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+    # the killed run's record, from what it kept before its merge (the tip is its agent's
+    # commit: the plan is not on the branch)
+    assert "before it wrote its record: written now" in again.stdout
+    record = _landing_record(repo)
+    assert record["chain"]["merged"] == {"sha": landed, "previous": base, "kind": "fast-forward"}
 
     every = call(repo, "run", "specs/feature.md", "--all", "--quiet")
     assert every.returncode == 0, every.stderr + every.stdout
     assert "step 1 is already ✅ in specs/feature.md" in every.stdout
     assert step_status(repo, 2) == "✅"
-    # step 1 was implemented once: its implementer is the only one besides step 2's
+    # step 1 was implemented once, and recorded once
     builders = [r["chain"]["agents"][0]["agentId"] for r in results(repo)]
-    assert builders == ["step-02-builder"]
+    assert builders == ["step-01-builder", "step-02-builder"]
+    assert _landing_record(repo) == record
     assert git(repo, "show", "main:README.md") == "# demo\nmore\nmore\n"
 
 
@@ -217,6 +246,7 @@ def test_a_run_killed_right_after_its_merge_of_a_committed_plan_is_finished_too(
         held = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
     assert held.returncode == 0, held.stderr + held.stdout  # the live run's tree: left alone
     assert "already ✅ on main" in held.stdout and _step_tree(repo).exists()
+    assert results(repo) == []  # a live run holds the step: its record is its own to write
 
     again = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
     assert again.returncode == 0, again.stderr + again.stdout
@@ -225,10 +255,16 @@ def test_a_run_killed_right_after_its_merge_of_a_committed_plan_is_finished_too(
     assert not _step_tree(repo).exists()
     assert json.loads(call(repo, "worktrees", "--json").stdout) == []
     assert _agent_runs(repo) == agents and main_sha(repo) == landed
+    # the killed run's record (named by the mark commit's trailer), written once
+    assert "before it wrote its record: written now" in again.stdout
+    record = _landing_record(repo)
+    assert record["chain"]["merged"]["sha"] == landed
+    assert record["chain"]["headSha"] == git(repo, "rev-parse", f"{landed}^").strip()
 
     same = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
     assert same.returncode == 0, same.stderr + same.stdout
     assert "step 1 is already ✅ on main" in same.stdout and "work tree" not in same.stdout
+    assert "record" not in same.stdout and _landing_record(repo) == record
     assert _agent_runs(repo) == agents and main_sha(repo) == landed
 
 
@@ -245,7 +281,9 @@ def test_all_after_the_kill_finishes_the_landed_step_and_runs_the_next(
     every = call(repo, "run", "specs/feature.md", "--all", "--jobs", "2", "--quiet")
     assert every.returncode == 0, every.stderr + every.stdout
     assert step_status(repo, 1) == "✅" and step_status(repo, 2) == "✅"
-    assert [r["chain"]["step"] for r in results(repo)] == [2]
+    assert [r["chain"]["step"] for r in results(repo)] == [1, 2]  # step 1's: the killed run's
+    _landing_record(repo)
+    assert list(repo.glob("flows/*/runs/*/landing.json")) == []  # step 2's went with its record
 
 
 def test_the_users_copy_gone_during_the_run_is_a_note_not_a_failure(repo: Path) -> None:
@@ -503,6 +541,9 @@ def test_a_merge_commit_left_without_its_approval_gets_it_from_the_next_run(
     assert _gate(repo) == 0 and main_sha(repo) == merge
     note = json.loads(g.read_note(repo, merge) or "{}")
     assert note["verdict"] == "approved" and note["reviewed_sha"] == merge
+    merged = _landing_record(repo)["chain"]["merged"]
+    assert (merged["sha"], merged["kind"]) == (merge, "merge-commit")
+    assert merged["previous"] == g.parents(repo, merge)[0]
 
     quiet = call(repo, "run", "specs/feature.md", "--step", "1", "--quiet")
     assert quiet.returncode == 0 and "carried" not in quiet.stdout
