@@ -9,7 +9,7 @@ than the target leaves (issue 20; docs/decisions.md, "git agent-review and hooks
 
 What a caller sees is what ``proc.run`` gives: a child in its own session, stdin closed unless
 there is input, text decoded as UTF-8 with undecodable bytes replaced and line ends made
-``\\n`` (``subprocess``' text mode), SIGPIPE and SIGXFSZ at their defaults in the child
+``\\n`` (``subprocess``' text mode; ``as_written`` keeps them, for a patch or a file), SIGPIPE and SIGXFSZ at their defaults in the child
 (``restore_signals``), the same errors. Unlike ``subprocess`` the program is found on the
 ``PATH`` of the environment given without a process per directory, and a descriptor the parent
 itself inherited as inheritable stays open in the child (Python opens its own non-inheritable).
@@ -73,11 +73,15 @@ def kill_group(pid: int, sig: int = SIGKILL) -> None:
         os.killpg(pid, sig)
 
 
-def text(data: bytes) -> str:
+def text(data: bytes, *, as_written: bool = False) -> str:
     """What ``subprocess``' text mode makes of ``data``: UTF-8, undecodable bytes replaced,
-    ``\\r\\n`` and ``\\r`` read as ``\\n``."""
+    ``\\r\\n`` and ``\\r`` read as ``\\n``; ``as_written``: every line end kept as it is
+    (for a file's content or a diff, whose lines git ends at ``\\n`` alone: a ``\\r`` inside
+    a line is part of it)."""
     decoded = data.decode("utf-8", errors="replace")
-    return decoded.replace("\r\n", "\n").replace("\r", "\n") if "\r" in decoded else decoded
+    if as_written or "\r" not in decoded:
+        return decoded
+    return decoded.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _program(name: str, env: Mapping[str, str]) -> str:
@@ -127,8 +131,15 @@ def _exit_code(pid: int, flags: int = 0) -> int | None:
 class Running:
     """A command ``begin`` started; ``result`` gives its Result once (as ``proc.run`` would)."""
 
-    def __init__(self, argv: tuple[str, ...], env: Mapping[str, str], input: str | None) -> None:
+    def __init__(
+        self,
+        argv: tuple[str, ...],
+        env: Mapping[str, str],
+        input: str | None,
+        as_written: bool = False,
+    ) -> None:
         self.argv = argv
+        self._as_written = as_written
         self.returncode: int | None = None
         out, into_out = os.pipe()
         err, into_err = os.pipe()
@@ -166,7 +177,8 @@ class Running:
             self.stop()
             raise
         self.returncode = _exit_code(self.pid)
-        result = Result(self.argv, self.returncode or 0, text(out), text(err))
+        stdout = text(out, as_written=self._as_written)
+        result = Result(self.argv, self.returncode or 0, stdout, text(err))
         if check and result.returncode != 0:
             raise CalledProcessError(result)
         return result
@@ -241,10 +253,17 @@ class Running:
             self._in = None
 
 
-def begin(argv: Sequence[str], *, env: Mapping[str, str], input: str | None = None) -> Running:
+def begin(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    input: str | None = None,
+    as_written: bool = False,
+) -> Running:
     """Start ``argv`` and return at once: ``Running.result`` waits for it (what ``proc.run``
-    gives, in two halves and without a working directory: git takes ``-C``)."""
-    return Running(tuple(str(a) for a in argv), env, input)
+    gives, in two halves and without a working directory: git takes ``-C``); ``as_written``:
+    its stdout's line ends kept as they are (``text``)."""
+    return Running(tuple(str(a) for a in argv), env, input, as_written)
 
 
 def run(

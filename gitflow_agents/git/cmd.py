@@ -145,10 +145,14 @@ def run_git(
     input: str | None = None,
     check: bool = True,
     extra_env: Mapping[str, str] | None = None,
+    as_written: bool = False,
 ) -> spawn.Result:
     """``git -C root <args>`` with a scrubbed environment and no pager or colour;
-    ``extra_env`` (e.g. a commit identity) is added to that environment for this call only."""
-    return start_git(root, *args, input=input, extra_env=extra_env).result(check=check)
+    ``extra_env`` (e.g. a commit identity) is added to that environment for this call only;
+    ``as_written``: its output's line ends kept as git wrote them (``spawn.text``: a patch or a
+    file's content, whose lines git ends at ``\\n`` alone)."""
+    running = start_git(root, *args, input=input, extra_env=extra_env, as_written=as_written)
+    return running.result(check=check)
 
 
 def start_git(
@@ -156,12 +160,13 @@ def start_git(
     *args: str,
     input: str | None = None,
     extra_env: Mapping[str, str] | None = None,
+    as_written: bool = False,
 ) -> spawn.Running:
     """What ``run_git`` runs, started now; its ``result`` waits for it (``spawn.begin``: git
     starts without importing ``subprocess``, issue 20)."""
     argv = (*git_argv(root), *args)
     env = git_env() if not extra_env else {**git_env(), **extra_env}
-    return spawn.begin(argv, env=env, input=input)
+    return spawn.begin(argv, env=env, input=input, as_written=as_written)
 
 
 def repository_from_env(environ: Mapping[str, str]) -> dict[str, str]:

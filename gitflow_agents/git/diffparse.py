@@ -224,8 +224,9 @@ def unquote(path: str) -> str:
 
 
 def parse_added_lines(out: str) -> AddedLines:
-    """The ``-U0`` patch text ``out`` (``a/``/``b/`` prefixes): added lines (new line number,
-    text) per new path, and whether the new side lacks a final newline."""
+    """The ``-U0`` patch text ``out`` (``a/``/``b/`` prefixes, its line ends as git wrote them:
+    ``\\n`` alone ends a line): added lines (new line number, text) per new path, and whether
+    the new side lacks a final newline."""
     result: AddedLines = {}
     path: str | None = None
     lines: list[AddedLine] = []
@@ -250,7 +251,8 @@ def parse_added_lines(out: str) -> AddedLines:
             number = int(match.group(1)) if match else 0
             last = ""
         elif raw.startswith("+") and path is not None:
-            lines.append(AddedLine(number, raw[1:]))
+            # the \r of a \r\n line end is no part of the line (a lone \r inside one is)
+            lines.append(AddedLine(number, raw[1:-1] if raw.endswith("\r") else raw[1:]))
             number += 1
             last = "+"
         elif raw.startswith("-"):

@@ -362,7 +362,10 @@ STATS_FLAGS = (*_FLAGS, "--ignore-submodules=dirty")
 recorded) whose commit changes, as git's own ``--numstat`` counts it (+1, +1 -1, -1), but not a
 nested repository's uncommitted edits, which no commit of this repository records."""
 # what parse_added_lines reads: no context line, also where ``diff.interHunkContext`` would
-# join two hunks with some (their lines would put the added lines after them at wrong numbers)
+# join two hunks with some (their lines would put the added lines after them at wrong numbers);
+# a patch is always read ``as_written``: git ends its lines at ``\n`` alone, and a lone ``\r``
+# read as a line end would cut an added line in two, its second half without the ``+``
+# (never reviewed) or taken for a header
 _PATCH_FLAGS = ("-U0", "--inter-hunk-context=0", "--src-prefix=a/", "--dst-prefix=b/")
 
 
@@ -421,7 +424,8 @@ class AskedDiff:
     def __init__(self, root: StrPath, spec: DiffSpec, *, text: bool = False) -> None:
         args = ("diff", *DIFF_FLAGS, "--raw", "--no-abbrev", "--numstat", "-z", *_PATCH_FLAGS)
         extra = (TEXT,) if text else ()
-        self._running = start_git(root, *args, *extra, *spec.args(), *spec.limit())
+        limit = (*spec.args(), *spec.limit())
+        self._running = start_git(root, *args, *extra, *limit, as_written=True)
         self._changes: tuple[FileChange, ...] | None = None
         self._text = text
 
@@ -494,7 +498,7 @@ def commit_patches(
     format = "--format=%x00%H %s"  # what parse_commit_patches reads
     flags = (*DIFF_FLAGS, *_PATCH_FLAGS, *((TEXT,) if text else ()))
     args = (*log, *flags, format, "--end-of-options", *revs, "--", *literal_pathspecs(paths))
-    return diffparse.parse_commit_patches(run_git(root, *args).stdout)
+    return diffparse.parse_commit_patches(run_git(root, *args, as_written=True).stdout)
 
 
 def shallow_boundary(root: StrPath, base: str, head: str) -> tuple[str, ...]:
@@ -590,7 +594,8 @@ def hunk_ranges(
     if not paths:
         return {}, {}
     literal = literal_pathspecs(paths)
-    out = run_git(root, "diff", *DIFF_FLAGS, *_PATCH_FLAGS, old, new, "--", *literal).stdout
+    args = ("diff", *DIFF_FLAGS, *_PATCH_FLAGS, old, new, "--", *literal)
+    out = run_git(root, *args, as_written=True).stdout
     return diffparse.parse_hunk_ranges(out), diffparse.parse_renames(out)
 
 

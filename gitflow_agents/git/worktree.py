@@ -534,11 +534,23 @@ def find_merge(root: Path, tip: str, first: str, second: str) -> str | None:
 
 
 def conflict_markers(root: Path, base: str, head: str) -> tuple[str, ...]:
-    """``path:line`` of every conflict marker the change ``base..head`` adds."""
-    out = run_git(root, "diff", "--check", "--no-color", base, head, check=False).stdout
-    return tuple(
-        line.split(": ", 1)[0] for line in out.splitlines() if "leftover conflict marker" in line
-    )
+    """``path:line`` of every conflict marker the change ``base..head`` adds. git reports each
+    problem on a line of its own (its lines end at ``\\n`` alone: a lone ``\\r`` in a file's
+    line is part of it) and shows the line of a whitespace problem (its message ends in
+    ``.``; not ``new blank line at EOF.``) on the next line, which is no report."""
+    args = ("diff", "--check", "--no-color", base, head)
+    out = run_git(root, *args, check=False, as_written=True).stdout
+    found: list[str] = []
+    previous = ""
+    for line in out.split("\n"):
+        shown = previous.endswith(".") and not previous.endswith(": new blank line at EOF.")
+        if not shown and line.endswith(_MARKER):
+            found.append(line.removesuffix(_MARKER))
+        previous = "" if shown else line
+    return tuple(found)
+
+
+_MARKER = ": leftover conflict marker"
 
 
 def merge_conflicts(root: Path, ours: str, theirs: str) -> tuple[str, ...]:

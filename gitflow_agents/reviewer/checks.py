@@ -78,6 +78,19 @@ def python_source(text: str) -> str | bytes:
     return text.encode("utf-8") if text.startswith(BOM) else text
 
 
+def python_line_in_git(source: str | bytes, line: int) -> int:
+    """git's number of the line Python numbers ``line`` in ``source`` (a file's content as
+    written): Python also ends a line at a lone ``\\r``, git at ``\\n`` alone, so after a lone
+    ``\\r`` Python's numbers run ahead of the diff's."""
+    data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    one_end = data.replace(b"\r\n", b"\n") if b"\r" in data else data
+    if line <= 1 or b"\r" not in one_end:
+        return line
+    # the start of Python's line ``line``: after its ``line - 1``-th line end (\n or \r)
+    rest = one_end.replace(b"\r", b"\n").split(b"\n", line - 1)[-1]
+    return one_end.count(b"\n", 0, len(one_end) - len(rest)) + 1
+
+
 # --- added-line checks ----------------------------------------------------------------------
 
 # compiled when a line starts like one (a small review compiles no regex it does not run)
@@ -446,7 +459,9 @@ def check_python_debugger(change: FileChange, text: str | bytes | None) -> Itera
         yield from check_debugger(change)
         return
     added = {a.number: a.text for a in change.added_lines}
-    for line, what in sorted(statements.items()):
+    assert text is not None
+    for python_line, what in sorted(statements.items()):
+        line = python_line_in_git(text, python_line)
         if line in added:
             message = f"Python debugger call left in: {what}"
             yield finding("debugger", message, change, line, added[line])

@@ -15,7 +15,13 @@ from gitflow_agents.base.lazy import Lazy, on_first_use
 from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.findings import Finding
 from gitflow_agents.git.diffparse import FileChange
-from gitflow_agents.reviewer.checks import BOM, finding, is_python, python_source
+from gitflow_agents.reviewer.checks import (
+    BOM,
+    finding,
+    is_python,
+    python_line_in_git,
+    python_source,
+)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -39,12 +45,17 @@ def _python(source: str | bytes, path: str) -> None:
     declaration obeyed, UTF-8 without one)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if isinstance(source, str):
-            source = python_source(source)
         try:
-            compile(source, path, "exec", flags=PyCF_ONLY_AST, dont_inherit=True)
+            compile(
+                python_source(source) if isinstance(source, str) else source,
+                path,
+                "exec",
+                flags=PyCF_ONLY_AST,
+                dont_inherit=True,
+            )
         except SyntaxError as exc:  # line 0: the file's encoding (a BOM with a latin-1 cookie)
-            raise SyntaxProblem(exc.lineno or None, f"{type(exc).__name__}: {exc.msg}") from None
+            line = python_line_in_git(source, exc.lineno) if exc.lineno else None
+            raise SyntaxProblem(line, f"{type(exc).__name__}: {exc.msg}") from None
         except ValueError as exc:  # e.g. source contains null bytes
             raise SyntaxProblem(None, str(exc)) from None
 
@@ -171,8 +182,8 @@ _JSONC = Lazy(
 )
 
 Parse = Callable[[bytes, str], None]
-"""A syntax rule's parser: the file's bytes (line ends read as ``lines`` gives them) and path;
-``SyntaxProblem`` when they do not parse."""
+"""A syntax rule's parser: the file's bytes and path; ``SyntaxProblem`` when they do not parse,
+at the line git numbers (``\\n`` alone ends a line)."""
 
 # (rule, which paths, its parser, the name of the format when it must be UTF-8: None for
 # Python, whose files say their encoding)
@@ -215,12 +226,6 @@ def _utf8(data: bytes, kind: str) -> str:
         raise SyntaxProblem(line, message) from None
 
 
-def lines(data: bytes) -> bytes:
-    """``data`` with ``\\r\\n`` and ``\\r`` read as ``\\n``, as the diff's text is
-    (``spawn.text``): an error's line number is the added line's."""
-    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
-
-
 def syntax_finding(change: FileChange, new_data: bytes) -> tuple[Finding, bool] | None:
     """The finding for a syntax error in ``new_data``, the new content of ``change`` (its bytes;
     None when it parses, has no syntax rule, or is a template), and whether it stands only if
@@ -230,7 +235,6 @@ def syntax_finding(change: FileChange, new_data: bytes) -> tuple[Finding, bool] 
     if found is None:
         return None
     rule, parse = found
-    new_data = lines(new_data)
     try:
         parse(new_data, change.path)
         return None
@@ -256,7 +260,7 @@ def parses(path: str, data: bytes) -> bool:
     if found is None:
         return True
     try:
-        found[1](lines(data), path)
+        found[1](data, path)
     except SyntaxProblem:
         return False
     return True
