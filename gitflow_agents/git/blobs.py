@@ -67,8 +67,8 @@ class BlobReader:
     ``--batch-command`` (then the sizes come from a ``--batch-check`` of their own).
 
     Object names are ``REV:PATH`` (``:PATH``: the index), as ``object_name`` builds them; a
-    content is text (``texts``: UTF-8, undecodable bytes replaced, line ends as ``run_git`` gives
-    them) or the blob's bytes (``contents``), or None when the object does not exist or is not a
+    content is text (``texts``: UTF-8, undecodable bytes replaced, line ends as written) or the
+    blob's bytes (``contents``), or None when the object does not exist or is not a
     blob. The process starts on the first read,
     with the same scrubbed environment as every other git call, and ends with ``close`` (or the
     ``with`` block). A name git's line-based batch input cannot carry (a line feed, or a
@@ -130,9 +130,10 @@ class BlobReader:
 
     def texts(self, names: Sequence[str]) -> Iterator[str | None]:
         """The content of every object in ``names``, in order, as text (``spawn.text``: UTF-8,
-        undecodable bytes replaced, line ends as ``run_git`` gives them), as the answers arrive."""
+        undecodable bytes replaced, line ends as written: ``diffparse.git_lines`` gives the
+        lines git numbers), as the answers arrive."""
         for data in self.contents(names):
-            yield None if data is None else spawn.text(data)
+            yield None if data is None else spawn.text(data, as_written=True)
 
     def contents(self, names: Sequence[str], limit: int | None = None) -> Iterator[bytes | None]:
         """The bytes of every object in ``names``, in order, as the answers arrive (the requests
@@ -276,5 +277,5 @@ def _batchable(name: str) -> bool:
 
 
 def _one_off(root: StrPath, name: str) -> str | None:
-    result = run_git(root, "cat-file", "blob", name, check=False)
+    result = run_git(root, "cat-file", "blob", name, check=False, as_written=True)
     return result.stdout if result.returncode == 0 else None

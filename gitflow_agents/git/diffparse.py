@@ -223,6 +223,20 @@ def unquote(path: str) -> str:
     return out.decode("utf-8", errors="replace")
 
 
+def git_lines(text: str) -> list[str]:
+    """The lines of a file's content ``text`` (read as written) as git numbers them, and as
+    ``parse_added_lines`` gives an added line: split at ``\\n`` alone (not where
+    ``str.splitlines`` also splits: a lone ``\\r``, a form feed, U+0085, U+2028, U+2029…),
+    without the ``\\r`` of a ``\\r\\n`` line end, and no empty line after a final ``\\n``.
+    Every line number a finding gives counts these lines."""
+    lines = text.split("\n")
+    if not lines[-1]:
+        lines.pop()  # after the final line end ("": no line at all)
+    if "\r" in text:
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    return lines
+
+
 def parse_added_lines(out: str) -> AddedLines:
     """The ``-U0`` patch text ``out`` (``a/``/``b/`` prefixes, its line ends as git wrote them:
     ``\\n`` alone ends a line): added lines (new line number, text) per new path, and whether

@@ -39,7 +39,7 @@ from gitflow_agents.base.secret_rules import (
 )
 from gitflow_agents.findings import Finding
 from gitflow_agents.findings.rules import RULES
-from gitflow_agents.git.diffparse import AddedLine, FileChange
+from gitflow_agents.git.diffparse import AddedLine, FileChange, git_lines
 
 
 class CheckOptions(NamedTuple):
@@ -279,8 +279,8 @@ def may_hold_key_body(change: FileChange) -> bool:
 
 def key_body_lines(change: FileChange, text: str) -> list[AddedLine]:
     """The added lines of ``change`` that sit inside a private key block of ``text`` (the new
-    content of the file) whose BEGIN line is not part of the change."""
-    lines = text.splitlines()
+    content of the file, as written) whose BEGIN line is not part of the change."""
+    lines = git_lines(text)
     inside: list[AddedLine] = []
     for added in change.added_lines:
         if not KEY_BODY_LINE.fullmatch(added.text):

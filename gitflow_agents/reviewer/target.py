@@ -19,6 +19,7 @@ from gitflow_agents.base.records import TYPE_CHECKING
 from gitflow_agents.findings import Accepted, GateResult, Review, Severity, fill_fingerprints
 from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
+from gitflow_agents.git.diffparse import git_lines
 from gitflow_agents.reviewer import builtin
 from gitflow_agents.reviewer.acceptance import Acceptance, apply
 from gitflow_agents.reviewer.checks import CheckOptions
@@ -104,7 +105,7 @@ def line_lookup(blobs: git.BlobReader, rev: str | None) -> Callable[[str, int], 
     @functools.cache
     def lines_of(path: str) -> list[str]:
         text = blobs.text(git.object_name(rev, path))
-        return text.splitlines() if text is not None else []
+        return git_lines(text) if text is not None else []  # git's lines: the findings' numbers
 
     def lookup(path: str, line: int) -> str | None:
         lines = lines_of(path)

@@ -71,7 +71,7 @@ def test_binary_blobs_keep_later_answers_aligned(repo: Path) -> None:
     assert png == binary.decode("utf-8", errors="replace")
     assert after == "after\n"
     assert latin1 == "caf\ufffd\n"
-    assert crlf == "one\ntwo\n"  # as run_git's text mode gives it: same line numbers
+    assert crlf == "one\r\ntwo\r\n"  # as written: diffparse.git_lines gives git's lines
     assert empty == ""
     # the one-off read of a name the batch cannot carry gives the same text
     assert crlf == blobs._one_off(repo, g.object_name(head, "crlf.txt"))

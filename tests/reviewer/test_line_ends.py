@@ -4,12 +4,13 @@ findings' fingerprints are taken from and in the line numbers its syntax rules r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from gitflow_agents.git import queries as g
-from gitflow_agents.git.diffparse import parse_added_lines
+from gitflow_agents.git.diffparse import git_lines, parse_added_lines
 from tests.conftest import Cli, git
 from tests.helpers.builtin import locations, review
 from tests.helpers.files import commit_files
@@ -33,6 +34,12 @@ def test_an_added_line_holding_a_lone_cr_is_one_line() -> None:
     lines, no_newline = parse_added_lines(patch)["c.py"]
     assert [(a.number, a.text) for a in lines] == [(1, "x = 1\rKEY = 2"), (2, "crlf"), (3, "last")]
     assert no_newline
+
+
+def test_a_file_s_lines_are_split_as_git_splits_them() -> None:
+    text = "a\x0cb\x85c\u2028d\u2029e\x1cf\rg\r\nh\n\nlast\r"
+    assert git_lines(text) == ["a\x0cb\x85c\u2028d\u2029e\x1cf\rg", "h", "", "last"]
+    assert git_lines("") == [] and git_lines("\n") == [""] and git_lines("x") == ["x"]
 
 
 def test_a_secret_after_a_lone_cr_is_found_in_a_commit(repo: Path, run: Cli) -> None:
@@ -99,3 +106,55 @@ def test_crlf_files_keep_their_line_numbers_and_texts(repo: Path, crlf: bool) ->
     source = end.join(["x = 1", "import pdb", "def f(:", ""])
     result = review(repo, {"a.py": source})
     assert sorted(locations(result)) == [("debugger", "a.py", 2), ("python-syntax", "a.py", 3)]
+
+
+# --- a finding's line: what its fingerprint, its marker and the baseline read --------------------
+
+# each inside a line for git, a line end for str.splitlines
+ODD_ENDS = {"form feed": "\x0c", "lone CR": "\r", "U+0085": "\x85", "U+2028": "\u2028"}
+OTHER_KEY = "AKIA" + "QQ3RTT8WW5YY2ZZ4"
+
+
+@pytest.mark.parametrize("odd", ODD_ENDS.values(), ids=ODD_ENDS.keys())
+def test_a_baselined_key_replaced_below_an_odd_line_end_is_a_new_finding(
+    repo: Path, run: Cli, odd: str
+) -> None:
+    """The tester's case: the fingerprint was taken from the line ``str.splitlines`` numbers
+    4, the comment above the key, so another key on the baselined line kept the baselined
+    fingerprint: "accepted (baseline)", exit 0."""
+
+    def fixture(key: str) -> str:
+        return f'"""Test fixtures."""\n{odd}x\n# fake key for the signer test\nKEY = "{key}"\n'
+
+    commit_files(repo, {"fixtures.py": fixture(AWS_KEY)}, "fixtures")
+    written = run.review("HEAD", "--write-baseline", cwd=repo)
+    assert written.returncode == 0, written.stdout + written.stderr
+    commit_files(repo, {}, "baseline")
+    commit_files(repo, {"fixtures.py": fixture(OTHER_KEY)}, "real key")
+    result = run.review("HEAD", "--no-note", cwd=repo)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "accepted" not in result.stdout
+
+
+@pytest.mark.parametrize("odd", ODD_ENDS.values(), ids=ODD_ENDS.keys())
+def test_two_keys_below_an_odd_line_end_have_two_fingerprints(
+    repo: Path, run: Cli, odd: str
+) -> None:
+    """Both findings took their fingerprint from the line ``str.splitlines`` numbered as
+    theirs: the same for both (SARIF's partialFingerprints collided)."""
+    text = f"{odd}x\n# a test key\nA = '{AWS_KEY}'\n# a test key\nB = '{OTHER_KEY}'\n"
+    commit_files(repo, {"keys.py": text})
+    result = run.review("HEAD", "--no-note", "--format", "json", cwd=repo)
+    found = [f for f in json.loads(result.stdout)["findings"] if f["rule"] == "aws-access-key"]
+    assert [f["line"] for f in found] == [3, 5]
+    assert len({f["fingerprint"] for f in found}) == 2
+
+
+def test_a_rotated_key_body_below_an_odd_line_end_is_found(repo: Path) -> None:
+    """``key_body_lines`` looks up from an added body line for its BEGIN line, in the file's
+    lines as git numbers them: one line off, it read the BEGIN line's as a body line's."""
+    body = "MIIEowIBAAKCAQEAx7Qm2ZkP9sLw3Rt" + "Hq8vN4cY1uJ6bW0eT5gK2dF9sA7lZ3x"
+    old = f"\u2028\n-----BEGIN RSA PRIVATE KEY-----\n{body}\n{body[::-1]}\n-----END RSA PRIVATE KEY-----\n"
+    new = old.replace(body, body[5:] + body[:5])
+    result = review(repo, {"id_rsa": new}, base_files={"id_rsa": old})
+    assert locations(result) == [("private-key", "id_rsa", 3)]
