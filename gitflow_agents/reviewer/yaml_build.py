@@ -23,6 +23,7 @@ key and value without the mapping rules (``!!omap [{[a]: 1}]`` is refused here).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache
 from typing import Any, NamedTuple
@@ -104,9 +105,11 @@ def _tag_fault(kind: str, tag: str, line: int) -> Fault | None:
 
 class BuildCheck:
     """Follows the events of one YAML stream; ``fault`` is the first value that PyYAML's safe
-    loader could not build (None when it builds everything)."""
+    loader could not build (None when it builds everything). ``git_line``: the 1-based line git
+    numbers for one of PyYAML's 0-based lines (``git_line_of``), for the lines a message names."""
 
-    def __init__(self) -> None:
+    def __init__(self, git_line: Callable[[int], int] = lambda line: line + 1) -> None:
+        self.git_line = git_line
         self.fault: Fault | None = None
         self.anchors: dict[str, _Value | None] = {}  # None while its collection is open
         self.stack: list[_Open] = []
@@ -179,7 +182,7 @@ class BuildCheck:
             else:
                 fault = _pair_fault(parent.key, value)
                 if parent.key.same is not None and parent.repeated is None:
-                    parent.repeated = _repeated(parent, parent.key)
+                    parent.repeated = _repeated(parent, parent.key, self.git_line)
                 parent.key, parent.size = None, parent.size + 1
                 parent.fault = parent.fault or fault
             return
@@ -204,9 +207,9 @@ _FOLLOW: dict[type[Any], Callable[[BuildCheck, Any], None]] = {
 }
 
 
-def _repeated(mapping: _Open, key: _Value) -> Fault | None:
+def _repeated(mapping: _Open, key: _Value, git_line: Callable[[int], int]) -> Fault | None:
     """The fault of ``key`` written in ``mapping`` at ``mapping.key_at`` when the mapping has
-    that key already; else it is remembered."""
+    that key already (naming the first one's line as git numbers it); else it is remembered."""
     if mapping.seen is None:
         mapping.seen = {}
     try:
@@ -216,7 +219,8 @@ def _repeated(mapping: _Open, key: _Value) -> Fault | None:
             return None
     except TypeError:  # a value that cannot be a dictionary key: PyYAML refuses it anyway
         return None
-    return Fault(f"duplicate key {key.text[:80]!r} (first on line {first + 1})", mapping.key_at)
+    first_line = git_line(first)
+    return Fault(f"duplicate key {key.text[:80]!r} (first on line {first_line})", mapping.key_at)
 
 
 def _pair_fault(key: _Value, value: _Value) -> Fault | None:
@@ -273,17 +277,35 @@ def _constructor() -> Any:
     return SafeConstructor()
 
 
+# Where PyYAML (and libyaml) end a line: git ends one at \n alone (``diffparse.git_lines``)
+_YAML_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+
+
+def git_line_of(text: str) -> Callable[[int], int]:
+    """PyYAML's 0-based line of ``text`` -> the 1-based line git numbers: PyYAML also ends a
+    line at a lone ``\\r``, U+0085, U+2028 and U+2029 (a translation's scalar may hold them),
+    so after one its numbers run ahead of the diff's."""
+    if "\r" not in text and "\x85" not in text and "\u2028" not in text and "\u2029" not in text:
+        return lambda line: line + 1
+    starts = [1]  # git's line of each of PyYAML's lines
+    for found in _YAML_BREAK.finditer(text):
+        starts.append(starts[-1] + ("\n" in found.group()))
+    return lambda line: starts[min(line, len(starts) - 1)]
+
+
 def yaml_problem(text: str) -> tuple[int | None, str] | None:
     """One walk over the parser's events: the syntax within safe_yaml's bounds, and the values
     the safe loader could not build (``2024-13-45``, ``!!int abc``: every PyYAML consumer
     refuses them), each at its line. Application tags (``!Ref``) are opaque. The first problem
-    as (1-based line, message), None for a file PyYAML reads."""
-    build = BuildCheck()
+    as (1-based line as git numbers it, message), None for a file PyYAML reads."""
+    git_line = git_line_of(text)
+    build = BuildCheck(git_line)
     try:
         for event in checked_events(text):
             build.event(event)
     except YamlProblem as exc:
-        return (exc.line + 1 if exc.line is not None else None), f"invalid YAML: {exc.message}"
+        line = git_line(exc.line) if exc.line is not None else None
+        return line, f"invalid YAML: {exc.message}"
     if build.fault is not None:
-        return build.fault.line + 1, f"invalid YAML: {build.fault.message}"
+        return git_line(build.fault.line), f"invalid YAML: {build.fault.message}"
     return None

@@ -158,3 +158,28 @@ def test_a_rotated_key_body_below_an_odd_line_end_is_found(repo: Path) -> None:
     new = old.replace(body, body[5:] + body[:5])
     result = review(repo, {"id_rsa": new}, base_files={"id_rsa": old})
     assert locations(result) == [("private-key", "id_rsa", 3)]
+
+
+# --- YAML: PyYAML ends a line at a lone \r, U+0085, U+2028 and U+2029 -----------------------------
+
+YAML_ENDS = {"lone CR": "\r", "U+0085": "\x85", "U+2028": "\u2028", "U+2029": "\u2029"}
+
+
+@pytest.mark.parametrize("odd", YAML_ENDS.values(), ids=YAML_ENDS.keys())
+def test_yaml_findings_are_at_git_s_line(repo: Path, odd: str) -> None:
+    """The tester's case: a duplicate key on line 3 was reported at line 5 "(first on line
+    4)"; the line of a parse error and of a value PyYAML cannot build moved the same way."""
+    greeting = f'greeting: "Hello{odd}World{odd}again"\n'
+    files = {
+        "dup.yaml": greeting + "name: a\nname: b\nother: 1\n",
+        "bad.yaml": greeting + "list: [1, 2\nother: 1\n",
+        "date.yaml": greeting + "day: 2024-13-45\n",
+    }
+    result = review(repo, files)
+    found = {f.file: f for f in result.findings}
+    assert {name: (f.rule, f.line) for name, f in found.items()} == {
+        "dup.yaml": ("yaml-syntax", 3),
+        "bad.yaml": ("yaml-syntax", 3),
+        "date.yaml": ("yaml-syntax", 2),
+    }
+    assert found["dup.yaml"].message.endswith("(first on line 2)")
