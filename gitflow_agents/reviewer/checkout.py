@@ -1,7 +1,7 @@
 """An agent reviewer in the user's own checkout cannot move its branch (``git agent-review
 --agent``): what HEAD names (the branch checked out, or a detached commit) and the index are
-taken before the reviewer starts; a reviewer that committed (or checked out something else) has
-that undone when it ends, and its review is not approved, as a chain's round is not when a
+taken before the reviewer starts; a reviewer that committed (or checked out something else, or
+staged changes) has that undone when it ends, and its review is not approved, as a chain's round is not when a
 reviewer commits (docs/review.md, "Reviewing with a configured agent").
 
 Only git's refs and index are put back: the files of the work tree are the user's, so what the
@@ -59,7 +59,7 @@ def _put_back(root: Path, before: _Head) -> str:
     ref = run_git(root, "symbolic-ref", "-q", "HEAD", check=False).stdout.strip() or None
     now = head_commit(root)
     if (ref, now) == (before.ref, before.sha):
-        return ""
+        return _put_back_index(root, before.index)
     if before.ref is not None:
         _reset_ref(root, before.ref, before.sha)
         if ref != before.ref:
@@ -78,6 +78,24 @@ def _put_back(root: Path, before: _Head) -> str:
         f"the reviewer {did} during the review; undone: {name} is back at "
         f"{(before.sha or 'no commit')[:12]}, the index as it was (what it changed in files "
         "stays in the work tree: git status)"
+    )
+
+
+def _put_back_index(root: Path, tree: str | None) -> str:
+    """The index back at ``tree`` when the reviewer staged something without committing (a
+    ``git add`` before a commit that failed, e.g. one the hook refused inside an agent's run:
+    docs/review.md, "pre-commit hooks"); what it did, as a gate reason; "" when the index is
+    as it was. A commit hook's review would otherwise let git commit what the reviewer staged:
+    git reads the index again after the pre-commit hook."""
+    if tree is None:
+        return ""
+    now = run_git(root, "write-tree", check=False)
+    if now.returncode == 0 and now.stdout.strip() == tree:
+        return ""
+    run_git(root, "read-tree", tree, check=False)
+    return (
+        "the reviewer staged changes during the review; undone: the index as it was (what it "
+        "changed in files stays in the work tree: git status)"
     )
 
 

@@ -48,3 +48,56 @@ def test_a_reviewer_that_commits_is_undone_and_not_approved(
     if target == "HEAD":  # the note on the reviewed commit says so too
         note = json.loads(git(repo, "notes", "--ref=gitflow-agents", "show", head))
         assert note["verdict"] == "revise"
+
+
+@pytest.mark.parametrize("target", ["HEAD", "--staged"])
+def test_a_reviewer_that_stages_changes_has_the_index_put_back_and_is_not_approved(
+    repo: Path, cli: Cli, target: str
+) -> None:
+    """Its commit refused (here by a hook of the repository; inside an agent's run by
+    ``review --hook``), a reviewer left REVIEWER.txt staged: a commit hook's review would have
+    let git commit it (git reads the index again after the hook), and the review approved."""
+    agent = [sys.executable, str(FAKES / "fake_flow_agent"), "reviewer", "try-commit"]
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(command_agents({"sneaky": agent}))
+    (repo / ".git" / "info" / "exclude").write_text("/.flow/\n/flows/\n")
+    commit_files(repo, {"calc.py": "x = 1\n"}, "calc")
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho 'no commits here' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "staged.py").write_text("y = 2\n")
+    git(repo, "add", "staged.py")
+    index = git(repo, "write-tree").strip()
+
+    result = cli.review(target, "--agent", "sneaky", "--format", "json", cwd=repo)
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    said = (repo / "flows" / "review" / "agents" / "review-sneaky" / "commit.out").read_text()
+    assert said.startswith("exit 1\n") and "no commits here" in said  # the commit was refused
+    data = json.loads(result.stdout)
+    assert data["gate"]["approved"] is False
+    assert "the reviewer staged changes during the review; undone: the index as it was" in " ".join(
+        data["gate"]["reasons"]
+    )
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert git(repo, "write-tree").strip() == index  # staged.py staged, REVIEWER.txt not
+    assert (repo / "REVIEWER.txt").read_text() == "a reviewer was here\n"  # left, not lost
+
+
+def test_a_reviewer_that_changes_nothing_of_git_s_is_approved(repo: Path, cli: Cli) -> None:
+    """A reviewer that only reads (``git status`` refreshes the index's stat data, not its
+    content) leaves the index as it was: nothing is undone."""
+    agent = [sys.executable, str(FAKES / "fake_flow_agent"), "reviewer", "approve"]
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(command_agents({"reader": agent}))
+    (repo / ".git" / "info" / "exclude").write_text("/.flow/\n/flows/\n")
+    commit_files(repo, {"calc.py": "x = 1\n"}, "calc")
+    (repo / "staged.py").write_text("y = 2\n")
+    git(repo, "add", "staged.py")
+
+    result = cli.review("--staged", "--agent", "reader", "--format", "json", cwd=repo)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["gate"]["approved"] is True
