@@ -67,6 +67,15 @@ GIT_ENV = {
 }
 
 
+# What the supervisor sets for every agent it starts (docs/supervisor.md)
+SUPERVISOR_ENV = (
+    "GITFLOW_AGENTS_RUN_ID",
+    "GITFLOW_AGENTS_RUN_DIR",
+    "GITFLOW_AGENTS_AGENT_DIR",
+    "GITFLOW_AGENTS_TREE",
+)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
@@ -85,6 +94,8 @@ def isolate_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
     for key in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GITHUB_ACTIONS", "CI"):
+        monkeypatch.delenv(key, raising=False)
+    for key in SUPERVISOR_ENV:  # the suite run by an agent behaves as outside one
         monkeypatch.delenv(key, raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)  # never the CI job's own summary
     (home / ".gitconfig").write_text(

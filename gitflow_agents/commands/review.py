@@ -138,6 +138,8 @@ def _review(
 
         if runs_builtin(as_path(root), args.agent):  # a configured agent that is the builtin
             args.agent = "builtin"
+        else:
+            _refuse_inside_agent(args)
     # the builtin reviewer's diff of that commit or the index starts now, and runs while the
     # reviewer's modules load (and .flow/ is read); ``early`` ends it if it is not read
     diff = None
@@ -239,6 +241,25 @@ def _review(
         _say_untracked(untracked)
         return code or ExitCode.REVISE
     return code
+
+
+def _refuse_inside_agent(args: Args) -> None:
+    """A hook's review inside an agent's run (the supervisor sets ``GITFLOW_AGENTS_RUN_ID`` for
+    every agent it starts, and only for one) starts no agent reviewer: UsageError (exit 2), so
+    the agent's commit or push fails and it sees why. That agent's own commit ran the hook; a
+    reviewer started here that commits would run it again, each level another paid agent run,
+    without end (docs/review.md, "pre-commit hooks")."""
+    from gitflow_agents.runs import RUN_ID_ENV
+
+    run_id = os.environ.get(RUN_ID_ENV)
+    if run_id and (args.hook or git.in_hook(os.environ)):
+        raise UsageError(
+            f"not starting the agent reviewer {args.agent!r}: this hook runs inside the agent "
+            f"run {run_id} ({RUN_ID_ENV} is set), whose own commit or push started it, and a "
+            "reviewer started here could commit and start another, without end; leave the "
+            "change uncommitted for the review of that agent's work, or commit it outside the "
+            "agent"
+        )
 
 
 _NOTHING_HANDED = (

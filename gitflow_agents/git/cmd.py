@@ -169,10 +169,16 @@ def start_git(
     return spawn.begin(argv, env=env, input=input, as_written=as_written)
 
 
+def in_hook(environ: Mapping[str, str]) -> bool:
+    """Whether ``environ`` says a hook is running: the pre-commit framework's variables, or the
+    index git hands a commit hook."""
+    return any(environ.get(k) for k in _HOOK_MARKERS)
+
+
 def repository_from_env(environ: Mapping[str, str]) -> dict[str, str]:
     """``GIT_DIR`` and ``GIT_WORK_TREE`` from ``environ``, made absolute against the current
     directory, when the user gave a ``GIT_DIR`` and nothing says a hook is running; else {}."""
-    if not environ.get("GIT_DIR") or any(environ.get(k) for k in _HOOK_MARKERS):
+    if not environ.get("GIT_DIR") or in_hook(environ):
         return {}
     return {
         # as Path.absolute(), without pathlib on a small review's path (issue 20)

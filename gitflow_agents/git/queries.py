@@ -34,6 +34,7 @@ from gitflow_agents.git.cmd import NOTES_REF as NOTES_REF
 from gitflow_agents.git.cmd import explicit_repository as explicit_repository
 from gitflow_agents.git.cmd import failure as _fail
 from gitflow_agents.git.cmd import git_env as git_env
+from gitflow_agents.git.cmd import in_hook as in_hook
 from gitflow_agents.git.cmd import no_repository, reachable_top, start_git
 from gitflow_agents.git.cmd import run_git as run_git
 from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange

@@ -7,6 +7,8 @@ changed stay in the work tree) and the review is not approved, as a chain's roun
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -101,3 +103,90 @@ def test_a_reviewer_that_changes_nothing_of_git_s_is_approved(repo: Path, cli: C
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["gate"]["approved"] is True
+
+
+def _sneaky_reviewer(repo: Path, mode: str) -> None:
+    agent = [sys.executable, str(FAKES / "fake_flow_agent"), "reviewer", mode]
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(command_agents({"sneaky": agent}))
+    (repo / ".git" / "info" / "exclude").write_text("/.flow/\n/flows/\n")
+    commit_files(repo, {"calc.py": "x = 1\n"}, "calc")
+    (repo / "staged.py").write_text("y = 2\n")
+    git(repo, "add", "staged.py")
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (("--hook",), {}),
+        (("--staged",), {"PRE_COMMIT": "1"}),  # a hook of one's own, run by pre-commit
+    ],
+)
+def test_a_hook_inside_an_agent_s_run_starts_no_agent_reviewer(
+    repo: Path, cli: Cli, args: tuple[str, ...], env: dict[str, str]
+) -> None:
+    """The hook an agent's own commit runs would start another agent, whose commit runs it
+    again, without end: inside an agent's run (``GITFLOW_AGENTS_RUN_ID``) it refuses, exit 2."""
+    _sneaky_reviewer(repo, "approve")
+    inside = {"GITFLOW_AGENTS_RUN_ID": "0190a4b2-0000-7000-8000-000000000001", **env}
+
+    result = cli.review(*args, "--agent", "sneaky", cwd=repo, env=inside)
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("git agent-review: error: not starting the agent reviewer 'sneaky': ")
+    assert "inside the agent run 0190a4b2-0000-7000-8000-000000000001" in line
+    assert not (repo / "flows" / "review").exists()  # no reviewer started
+
+
+def test_inside_an_agent_s_run_the_builtin_hook_and_an_asked_review_still_run(
+    repo: Path, cli: Cli
+) -> None:
+    """Only a hook's agent reviewer is refused: the builtin reviewer starts no agent, and a
+    review the agent asks for itself (not a hook) is one level, whose reviewer's own commits
+    the hook then refuses."""
+    _sneaky_reviewer(repo, "approve")
+    inside = {"GITFLOW_AGENTS_RUN_ID": "0190a4b2-0000-7000-8000-000000000001"}
+
+    assert cli.review("--hook", cwd=repo, env=inside).returncode == 0
+    asked = cli.review("--staged", "--agent", "sneaky", cwd=repo, env=inside)
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+
+
+def test_a_reviewer_s_commit_in_a_commit_hook_starts_no_reviewer_of_its_own(repo: Path) -> None:
+    """``git agent-review --hook --agent NAME`` as git's pre-commit hook, and a reviewer that
+    commits: its commit ran the hook again, which started another reviewer, and so on (a
+    thousand nested reviews). Now the nested hook refuses (the reviewer sees why), the reviewer's
+    staged file is put back out of the index, and the commit is refused: not approved. The hook
+    counts its runs and stops at the third, so that the old code ends too."""
+    _sneaky_reviewer(repo, "try-commit")
+    count = repo.parent / "hook-runs"
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(
+        f"#!/bin/sh\necho run >> '{count}'\n"
+        f"[ $(wc -l < '{count}') -gt 2 ] && exit 99\n"
+        f'exec "{sys.executable}" -m gitflow_agents review --hook --agent sneaky\n'
+    )
+    hook.chmod(0o755)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    index = git(repo, "write-tree").strip()
+
+    commit = subprocess.run(
+        ["git", "commit", "-qm", "mine"],
+        cwd=repo,
+        env=os.environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert count.read_text() == "run\nrun\n"  # the user's commit's hook, and the reviewer's
+    said = (repo / "flows" / "review" / "agents" / "review-sneaky" / "commit.out").read_text()
+    assert said.startswith("exit 1\n"), said  # the reviewer's commit was refused, and why:
+    assert "error: not starting the agent reviewer 'sneaky': this hook runs inside" in said
+    assert commit.returncode == 1, commit.stdout + commit.stderr
+    assert "the reviewer staged changes during the review" in commit.stdout + commit.stderr
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert git(repo, "write-tree").strip() == index  # staged.py staged, REVIEWER.txt not
