@@ -241,6 +241,9 @@ BASE_ENV_NAMES: frozenset[str] = frozenset(
         "GIT_CONFIG_GLOBAL",
         "GIT_SSH_COMMAND",
         "SSH_AUTH_SOCK",
+        # Where the pre-commit framework keeps its hook environments: an agent's own commit runs
+        # the user's hooks, which would otherwise install them again elsewhere (a path, no secret)
+        "PRE_COMMIT_HOME",
         *LOCALE_ENV_NAMES,
         *PRODUCT_ENV_NAMES,
     }

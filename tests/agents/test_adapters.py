@@ -39,6 +39,7 @@ def parent_env(tmp_path: Path) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "GIT_AUTHOR_NAME": "Test Author",
+        "PRE_COMMIT_HOME": "/cache/pre-commit",  # the user's hooks, run by an agent's commit
         SECRET: "must-not-leak",
         "AWS_SECRET_ACCESS_KEY": "must-not-leak",
         "GIT_DIR": "/somewhere/else/.git",  # inherited from a hook: must never reach an agent
@@ -80,6 +81,7 @@ def assert_scrubbed(env: dict[str, str] | Any, *allowed_keys: str) -> None:
     assert env["PATH"] == os.environ["PATH"]
     assert env["LANG"] == "C.UTF-8"
     assert env["GITFLOW_AGENTS_RUN_ID"] == "run-1"
+    assert env["PRE_COMMIT_HOME"] == "/cache/pre-commit"
     for key in CLI_KEYS:
         assert (key in env) == (key in allowed_keys), key
 
