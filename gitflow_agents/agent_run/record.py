@@ -181,6 +181,7 @@ def record_result(
             reply_text=reply_text,
             changed_files=files_changed,
             review=review,
+            root=facts.workdir,
         )
     except Exception as exc:
         result = flow_result(facts.kind, status)

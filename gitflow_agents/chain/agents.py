@@ -561,7 +561,11 @@ def _read_review(ws: Workspace, job: Job, report: Path | None) -> Review:
     """A reviewer's report read into its Review, once: about the commit it reviewed
     (``job.start_sha``), against the step's base."""
     return read_review(
-        report, reviewed_sha=job.start_sha, base_sha=ws.base_sha, source=job.agent_id
+        report,
+        reviewed_sha=job.start_sha,
+        base_sha=ws.base_sha,
+        source=job.agent_id,
+        root=ws.worktree,  # where the reviewer worked: its absolute paths are made relative
     )
 
 

@@ -4,6 +4,8 @@ stand (docs/findings.md, Findings in a report)."""
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -31,6 +33,55 @@ _BULLET_FINDING = re.compile(
 )
 
 
+# A URI (``file:///...``, ``https://...``) and a Windows path (``C:\x``, ``C:/x``, ``\\host``)
+# name no path in the repository, whatever follows them
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(?://|/)")
+_WINDOWS = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+_FROM_TOP = "give the file's path from the top of the repository"
+
+
+def repository_path(file: str, root: str | os.PathLike[str] | None) -> str:
+    """``file``, a finding's file as a reviewer wrote it, as its path from the top of the
+    repository (docs/findings.md: what SARIF's ``artifactLocation.uri``, rdjsonl, annotations,
+    fingerprints and every git lookup use): ``./a.py`` and ``src//a.py`` normalised; an absolute
+    path inside ``root`` (the top of the work tree the reviewer worked in: Claude Code's tools
+    name files by absolute path) made relative to it. ValueError saying why for one that names
+    no file of the repository: outside ``root`` or above the top (``../x.py``), absolute with no
+    ``root`` to judge it by, a URI, a Windows path."""
+    if "\0" in file or "\n" in file or "\r" in file:
+        raise ValueError(f"{file!r} is not a path: it holds a control character")
+    if _WINDOWS.match(file):
+        raise ValueError(f"{file!r} is a Windows path, not one in the repository; {_FROM_TOP}")
+    if _URI.match(file):
+        raise ValueError(f"{file!r} is a URI, not a path; {_FROM_TOP}")
+    path = file
+    if posixpath.isabs(path):
+        inside = _inside(path, os.fspath(root)) if root is not None else None
+        if inside is None:
+            where = f" {os.fspath(root)}" if root is not None else ""
+            raise ValueError(f"{file!r} is outside the repository{where}; {_FROM_TOP}")
+        path = inside
+    path = posixpath.normpath(path)
+    if path == os.curdir:
+        raise ValueError(f"{file!r} names no file; {_FROM_TOP}")
+    if path == os.pardir or path.startswith(os.pardir + "/"):
+        raise ValueError(f"{file!r} is outside the repository; {_FROM_TOP}")
+    return path
+
+
+def _inside(path: str, root: str) -> str | None:
+    """The absolute ``path`` from ``root`` when it is inside it, as written or with symbolic
+    links resolved (``/tmp`` and ``/private/tmp``); None when it is not."""
+    for there, top in (
+        (posixpath.normpath(path), posixpath.normpath(root)),
+        (os.path.realpath(path), os.path.realpath(root)),
+    ):
+        relative = posixpath.relpath(there, top)
+        if relative != os.pardir and not relative.startswith(os.pardir + "/"):
+            return relative
+    return None
+
+
 class FindingsError(ValueError):
     """A findings block that cannot be read; ``line`` is 1-based in the report."""
 
@@ -49,7 +100,9 @@ def _json_blocks(text: str) -> list[tuple[int, str]]:
     return blocks
 
 
-def _findings_block(text: str, source: str) -> Review | None:
+def _findings_block(
+    text: str, source: str, root: str | os.PathLike[str] | None = None
+) -> Review | None:
     """The last ```json block holding a findings object; FindingsError on a broken one.
 
     JSON blocks that parse but are not a findings object (an example config, say) are ignored;
@@ -72,7 +125,7 @@ def _findings_block(text: str, source: str) -> Review | None:
         if not isinstance(data, dict) or not ({"findings", "overall"} & data.keys()):
             continue
         try:
-            found = review_from_dict(data)
+            found = _in_repository(review_from_dict(data), root)
         except ValueError as error:
             raise FindingsError(
                 f"{source}:{fence_line}: findings block: {error}", fence_line
@@ -80,7 +133,26 @@ def _findings_block(text: str, source: str) -> Review | None:
     return found
 
 
-def _bullet_findings(text: str) -> list[Finding]:
+def _in_repository(review: Review, root: str | os.PathLike[str] | None) -> Review:
+    """``review`` with each finding's file as its path from the top of the repository
+    (``repository_path``); ValueError naming the finding (``findings[N].file``) otherwise."""
+    findings = []
+    for index, finding in enumerate(review.findings):
+        if finding.file is not None:
+            try:
+                finding = finding._replace(file=repository_path(finding.file, root))
+            except ValueError as error:
+                raise ValueError(f"findings[{index}].file: {error}") from None
+        findings.append(finding)
+    return review._replace(findings=tuple(findings))
+
+
+def _bullet_findings(
+    text: str, source: str, root: str | os.PathLike[str] | None = None
+) -> list[Finding]:
+    """The ``- [severity] path:line: message`` findings outside code fences; FindingsError
+    naming the report's line of one whose path is no file of the repository
+    (``repository_path``)."""
     candidates = [
         (number, match)
         for number, line in enumerate(split_lines(text), start=1)
@@ -98,11 +170,17 @@ def _bullet_findings(text: str) -> list[Finding]:
             continue  # "- [x] done" is a checklist, not a finding
         start = int(match.group("line")) if match.group("line") else None
         end = int(match.group("end")) if match.group("end") else None
+        file = match.group("file")
+        if file is not None:
+            try:
+                file = repository_path(file, root)
+            except ValueError as error:
+                raise FindingsError(f"{source}:{number}: finding: {error}", number) from None
         findings.append(
             Finding(
                 severity=severity,
                 message=match.group("message").rstrip(),
-                file=match.group("file"),
+                file=file,
                 line=start,
                 end_line=end if end is not None and start is not None and end > start else None,
             )
@@ -117,9 +195,15 @@ def parse_review(
     base_sha: str | None = None,
     source: str = "report.md",
     line_content: LineLookup | None = None,
+    root: str | os.PathLike[str] | None = None,
 ) -> Review:
     """Read a reviewer's report into a Review (never raises for bad report content; linear in
     its length, and a report over :data:`MAX_REPORT_CHARS` is not read: no verdict).
+
+    Each finding's file is its path from the top of the repository (``repository_path``; an
+    absolute one inside ``root``, the top of the work tree the reviewer worked in, made
+    relative): one that names no file of the repository is a bad field of the report, as a bad
+    severity or line is (no verdict, the reason naming it).
 
     Verdict: the ``REVIEW_RESULT:`` marker (``parse_verdict``). Findings, first source found:
     the last fenced ```json findings block (docs/protocol.md, Findings), else ``- [severity]
@@ -148,13 +232,17 @@ def parse_review(
     summary = reply.summary if reply.structured else ""
     block: Review | None = None
     try:
-        block = _findings_block(report_text, source)
+        block = _findings_block(report_text, source, root)
     except FindingsError as error:
         overall, reason = None, str(error)
+    findings: Iterable[Finding] = ()
     if block is not None:
-        findings: Iterable[Finding] = (f._replace(fingerprint="") for f in block.findings)
+        findings = (f._replace(fingerprint="") for f in block.findings)
     else:
-        findings = _bullet_findings(report_text)
+        try:
+            findings = _bullet_findings(report_text, source, root)
+        except FindingsError as error:  # the first reason stands
+            overall, reason = None, reason if overall is None else str(error)
 
     if overall is not None and block is not None and block.overall not in (None, overall):
         said = "APPROVED" if overall is Overall.APPROVE else "REVISE"
@@ -193,10 +281,14 @@ def read_review(
     reviewed_sha: str | None = None,
     base_sha: str | None = None,
     source: str = "report.md",
+    root: str | os.PathLike[str] | None = None,
 ) -> Review:
     """The report file ``report`` read (bounded, like every report: docs/security.md,
     "Bounds"; a report over the cap is not read whole, and :func:`parse_review` refuses it)
     and parsed into a Review; None or a symlink or FIFO reads as "" (no verdict). A chain
-    review is read once, here: its record and the gate take this value."""
+    review is read once, here: its record and the gate take this value. ``root``: the top of
+    the work tree the reviewer worked in (``parse_review``)."""
     text = read_agent_text(report, MAX_REPORT_CHARS) if report is not None else ""
-    return parse_review(text, reviewed_sha=reviewed_sha, base_sha=base_sha, source=source)
+    return parse_review(
+        text, reviewed_sha=reviewed_sha, base_sha=base_sha, source=source, root=root
+    )

@@ -173,6 +173,7 @@ def _agent_review(
         base_sha=target.base,
         source=f"{agent} report",
         line_content=line_lookup(blobs, target.head),
+        root=root,  # where the reviewer worked: its absolute paths are made relative to it
     )
     parsed = parsed._replace(run=with_usage(parsed.run, usage), excluded_files=len(scope.excluded))
     parsed, increment = _whole_range(parsed, increment)

@@ -491,14 +491,16 @@ def flow_result(
     reply_text: str = "",
     changed_files: Sequence[str] = (),
     review: Review | None = None,
+    root: Path | None = None,
 ) -> dict[str, Any]:
     """The result of ``kind`` (implement/review/research) read from the agent's report.
 
     implement: summary (``<SUMMARY>``, else the report's ``## Summary``), the changed files the
     orchestrator computed, and the report's marker lines ``CHECKED_CRITERIA: 0, 2``,
     ``TESTS_RAN: <command>`` (repeatable) and ``TESTS_PASSED: yes|no``.
-    review: findings, overall and summary from ``findings.parse_review`` (no verdict = revise),
-    or from ``review`` when the caller read the report already (a chain's reviewer).
+    review: findings, overall and summary from ``findings.parse_review`` (no verdict = revise;
+    ``root``: where the agent worked, which its absolute paths are made relative to), or from
+    ``review`` when the caller read the report already (a chain's reviewer).
     research: summary, the report's top-level bullets, and its markdown links as sources.
     """
     reply = parse_reply(reply_text or report_text)
@@ -510,7 +512,7 @@ def flow_result(
         summary = _summary(report_text, reply.summary if reply.structured else "")
     if kind == "review":
         if review is None:
-            review = parse_review(report_text)
+            review = parse_review(report_text, root=root)
         return review_result(
             status,
             findings=[

@@ -344,6 +344,76 @@ def test_bullet_line_findings() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("written", "path"),
+    [
+        ("src/a.py", "src/a.py"),
+        ("./src//a.py", "src/a.py"),
+        ("src/x/../a.py", "src/a.py"),
+        ("/work/repo/src/a.py", "src/a.py"),  # absolute inside the work tree: Claude Code's
+        ("/work/repo/./src/a.py", "src/a.py"),
+    ],
+)
+def test_a_findings_file_is_its_path_from_the_top_of_the_repository(
+    written: str, path: str
+) -> None:
+    block = {"findings": [{"severity": "error", "file": written, "line": 2, "message": "m"}]}
+    text = f"```json\n{json.dumps(block)}\n```\nREVIEW_RESULT: REVISE\n"
+    review = parse_review(text, root="/work/repo")
+    assert review.overall is Overall.REVISE, review.reason
+    assert [f.file for f in review.findings] == [path]
+    bullets = parse_review(f"- [error] {written}:2: m\nREVIEW_RESULT: REVISE\n", root="/work/repo")
+    assert [f.file for f in bullets.findings] == [path]
+    relative = parse_review(text.replace(written, path), root="/work/repo")
+    assert review.findings[0].fingerprint == relative.findings[0].fingerprint
+
+
+@pytest.mark.parametrize(
+    ("written", "why"),
+    [
+        ("/etc/passwd", "'/etc/passwd' is outside the repository /work/repo; give the file's"),
+        ("/work/repo-other/a.py", "is outside the repository /work/repo"),
+        ("/work/repo/../x.py", "is outside the repository /work/repo"),
+        ("../shared/x.py", "'../shared/x.py' is outside the repository; give the file's path"),
+        ("src/../../x.py", "is outside the repository"),
+        ("..", "is outside the repository"),
+        ("src/..", "'src/..' names no file"),
+        ("C:\\x\\a.py", "is a Windows path, not one in the repository"),
+        ("C:/x/a.py", "is a Windows path"),
+        ("\\\\host\\share\\a.py", "is a Windows path"),
+        ("file:///work/repo/a.py", "is a URI, not a path"),
+        ("https://example.com/a.py", "is a URI, not a path"),
+    ],
+)
+def test_a_findings_file_outside_the_repository_is_a_bad_field(written: str, why: str) -> None:
+    block = {
+        "overall": "approve",
+        "findings": [
+            {"severity": "info", "file": "ok.py", "message": "fine"},
+            {"severity": "info", "file": written, "message": "m"},
+        ],
+    }
+    text = f"Intro\n```json\n{json.dumps(block)}\n```\nREVIEW_RESULT: APPROVED\n"
+    review = parse_review(text, root="/work/repo")
+    assert review.overall is None  # as for any bad field: no verdict, never a crash
+    assert review.reason.startswith("report.md:2: findings block: findings[1].file: ")
+    assert why in review.reason
+
+
+def test_without_the_work_tree_an_absolute_path_is_refused_and_a_bullet_names_its_line() -> None:
+    block = {"findings": [{"severity": "error", "file": "/work/repo/a.py", "message": "m"}]}
+    text = f"```json\n{json.dumps(block)}\n```\nREVIEW_RESULT: REVISE\n"
+    review = parse_review(text)
+    assert review.overall is None
+    assert "findings[0].file: '/work/repo/a.py' is outside the repository; give" in review.reason
+    bullets = (
+        "Findings:\n- [warn] a.py:1: fine\n- [error] ../x.py:3: sibling\nREVIEW_RESULT: REVISE\n"
+    )
+    review = parse_review(bullets, root="/work/repo")
+    assert review.overall is None
+    assert review.reason.startswith("report.md:3: finding: '../x.py' is outside the repository")
+
+
 def test_xml_reply_supplies_summary_and_findings() -> None:
     text = (
         "Here is my review.\n\n"
