@@ -181,6 +181,7 @@ def test_the_schema_is_generated_with_prices() -> None:
     assert entry["properties"]["input"] == {
         "type": "number",
         "minimum": 0,
+        "maximum": 10**9,  # MAX_USD: a price past it is an error (decisions "Hostile ..." 18)
         "description": entry["properties"]["input"]["description"],
     }
     assert "openai/gpt-5" not in ("",) and prices["propertyNames"]["pattern"].startswith("^")
