@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitflow_agents.base.atomic import real_path
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.git import queries as git
 from gitflow_agents.runs.fields import mapping, text
@@ -29,11 +30,11 @@ def workdir_of(root: Path, prior: FinishedRun) -> Path:
     ``root`` when neither is recorded). UsageError when that work tree is gone, or is neither
     ``root`` nor a work tree of its repository."""
     recorded = text(prior.record, "workdir") or text(mapping(prior.status, "extra"), "workdir")
-    if not recorded or Path(recorded).resolve() == root.resolve():
+    if not recorded or real_path(Path(recorded)) == real_path(root):
         return root
     path = Path(recorded)
-    known = {tree.resolve() for tree in git.worktrees(root)} if (root / ".git").exists() else set()
-    if path.resolve() in known and path.is_dir():
+    known = {real_path(tree) for tree in git.worktrees(root)} if (root / ".git").exists() else set()
+    if real_path(path) in known and path.is_dir():
         return path
     if not path.exists():
         raise UsageError(

@@ -24,6 +24,7 @@ from gitflow_agents.base.fsutil import (
     MAX_REPORT_CHARS,
     irregular,
     read_agent_text,
+    real_path,
     write_json_atomic,
 )
 from gitflow_agents.base.redact import redact_data
@@ -120,7 +121,7 @@ def own_files(root: Path, card: Path | None) -> set[str]:
     own = set()
     for path in (card, lock_path(card)):
         with contextlib.suppress(ValueError):
-            own.add(path.resolve().relative_to(root.resolve()).as_posix())
+            own.add(real_path(path).relative_to(real_path(root)).as_posix())
     return own
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from gitflow_agents.agent_run import sessions
 from gitflow_agents.agent_run.prior_run import agent_id_of, workdir_of
+from gitflow_agents.base.atomic import real_path
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.runs import read_json
 from gitflow_agents.runs.fields import mapping, text
@@ -74,6 +75,6 @@ def _latest_turn(root: Path, flow_dir: str, run_id: str) -> tuple[str, str] | No
 def _shown(root: Path, path: str) -> str:
     """``path`` relative to ``root`` when it is inside it (as the user named the plan)."""
     try:
-        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+        return real_path(Path(path)).relative_to(real_path(root)).as_posix()
     except (OSError, ValueError):
         return path

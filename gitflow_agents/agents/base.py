@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from gitflow_agents.agents.limits import RateLimit
+from gitflow_agents.base.atomic import real_path
 from gitflow_agents.base.errors import ConfigError, UsageError
 
 
@@ -455,7 +456,7 @@ def write_config_file(path: Path, text: str) -> None:
 def is_within(path: Path, root: Path) -> bool:
     """True if ``path`` is ``root`` or below it (after resolving symlinks)."""
     try:
-        path.resolve().relative_to(root.resolve())
+        real_path(path).relative_to(real_path(root))
     except ValueError:
         return False
     return True

@@ -9,6 +9,7 @@ from typing import Any
 from gitflow_agents.agents import base, output
 from gitflow_agents.agents.base import AgentOutput, Cli, Invocation, LaunchSpec, LiveInput
 from gitflow_agents.agents.limits import RateLimit, rate_limit
+from gitflow_agents.base.atomic import real_path
 
 PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan")
 OPTIONS = (
@@ -101,7 +102,7 @@ class ClaudeAdapter:
             # The report folder is outside the work tree (a chain's step work tree reaches the
             # user's flows/ through a symlink). Claude resolves symlinks and edits, writes and
             # moves files only inside its working directories: add the real folder.
-            argv += ["--add-dir", str(invocation.agent_dir.resolve())]
+            argv += ["--add-dir", str(real_path(invocation.agent_dir))]
         max_turns = base.opt_int(invocation, "max_turns")
         if max_turns is not None:
             argv += ["--max-turns", str(max_turns)]

@@ -90,6 +90,15 @@ def _main_work_tree(root: Path) -> str | None:
     return os.path.dirname(common)  # noqa: PTH120
 
 
+def real_path(path: StrPath) -> Path:
+    """``path`` made absolute with its symlinks followed, as ``Path.resolve`` does, but a symlink
+    loop is no error: the path is followed up to the loop and the rest kept as given (what
+    Python 3.13's ``resolve`` does; 3.11's raises RuntimeError, which no caller expects). Every
+    path the tool resolves goes through here: a user or an agent may plant a loop, and opening
+    what this returns for one fails as for any path that cannot be read."""
+    return as_path(os.path.realpath(path))
+
+
 def write_bounds(path: Path) -> tuple[Path, ...]:
     """Real folders a write to ``path`` must land in: its repository's work tree (and, for a
     linked work tree such as the tool's own, the main one: the tool links their run folders).

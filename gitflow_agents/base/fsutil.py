@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base.atomic import make_dirs as make_dirs
+from gitflow_agents.base.atomic import real_path as real_path
 from gitflow_agents.base.atomic import refuse_symlinks as refuse_symlinks
 from gitflow_agents.base.atomic import safe_target as safe_target
 from gitflow_agents.base.atomic import write_bounds as write_bounds

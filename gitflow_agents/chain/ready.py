@@ -25,7 +25,7 @@ from pathlib import Path
 
 from gitflow_agents.base import proc
 from gitflow_agents.base.errors import ExitCode, GitflowError
-from gitflow_agents.base.fsutil import read_limited, write_json_atomic, write_text_atomic
+from gitflow_agents.base.fsutil import read_limited, real_path, write_json_atomic, write_text_atomic
 from gitflow_agents.base.redact import MIN_EXACT_LENGTH, redact_text, secret_values
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.workspace import Workspace
@@ -91,7 +91,7 @@ def _copy_file(source: Path, worktree: Path, rel: str) -> bool:
             return False
         target = worktree / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        if not target.parent.resolve().is_relative_to(worktree.resolve()):
+        if not real_path(target.parent).is_relative_to(real_path(worktree)):
             return False
         tmp = target.with_name(f".{target.name}.{os.getpid()}.copy")
         shutil.copyfile(source, tmp)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gitflow_agents.base.atomic import real_path
 from gitflow_agents.base.errors import GitflowError, PlanError
 from gitflow_agents.chain.context import Context
 from gitflow_agents.git import moves
@@ -25,7 +26,7 @@ def plan_in_repo(ctx: Context) -> str | None:
     """The plan's path relative to the repository (None when it lies outside)."""
     assert ctx.plan is not None
     try:
-        return ctx.plan.path.resolve().relative_to(ctx.root.resolve()).as_posix()
+        return real_path(ctx.plan.path).relative_to(real_path(ctx.root)).as_posix()
     except ValueError:
         return None
 
@@ -86,7 +87,7 @@ def where_it_went(root: Path, target: str, path: Path, exc: PlanError) -> PlanEr
     if os.path.lexists(path):
         return exc
     try:
-        rel = path.resolve().relative_to(root.resolve()).as_posix()
+        rel = real_path(path).relative_to(real_path(root)).as_posix()
         gone = moves.gone_in(root, f"refs/heads/{target}", rel)
     except (GitflowError, ValueError):
         return exc

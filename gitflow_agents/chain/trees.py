@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitflow_agents.base.atomic import real_path
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.worktree import admin_dir, unpublished_commits
 from gitflow_agents.plan.model import format_branch
@@ -111,7 +112,7 @@ def tool_trees(
     common = git.git_common_dir(root)
     base = git.tool_worktree_root(root, common=common)
     every = git.worktrees(root)
-    known = {p.resolve(): b for p, b in every.items() if git.is_under_tool_root(base, p)}
+    known = {real_path(p): b for p, b in every.items() if git.is_under_tool_root(base, p)}
     folders = set(known) | set(_cache_folders(base))
     if not folders:
         return []
@@ -132,7 +133,7 @@ def _cache_folders(base: Path) -> Iterator[Path]:
         if flow.is_dir() and not flow.is_symlink():
             for folder in flow.iterdir():
                 if not folder.is_symlink():
-                    yield folder.resolve()
+                    yield real_path(folder)
 
 
 def _tree(
@@ -146,7 +147,7 @@ def _tree(
     measure: bool,
 ) -> ToolTree:
     base, common, path = where
-    parts = path.relative_to(base.resolve()).parts
+    parts = path.relative_to(real_path(base)).parts
     flow = parts[0] if len(parts) > 1 else ""
     match = _STEP.fullmatch(path.name)
     step = int(match.group(1)) if match else None
@@ -206,8 +207,8 @@ def _read_records(checkouts: list[Path], flow_dir: str) -> _Records:
     seen: set[Path] = set()
     found: list[RunPaths] = []
     for checkout in checkouts:
-        if checkout.resolve() not in seen:
-            seen.add(checkout.resolve())
+        if real_path(checkout) not in seen:
+            seen.add(real_path(checkout))
             found.extend(iter_runs(checkout, flow_dir))
     for paths in sorted(found, key=lambda paths: paths.run_dir.name):  # run ids sort by time
         flow = paths.run_dir.parent.parent.name
@@ -233,7 +234,7 @@ def _live_dir(paths: RunPaths, live: set[Path]) -> None:
     extra = status.get("extra")
     workdir = extra.get("workdir") if isinstance(extra, dict) else None
     if isinstance(workdir, str):
-        live.add(Path(workdir).resolve())
+        live.add(real_path(Path(workdir)))
 
 
 def disk_usage(path: Path) -> int:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gitflow_agents.base.atomic import real_path
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.chain.context import ChainSettings, Context
 from gitflow_agents.chain.state import target_tip
@@ -95,7 +96,7 @@ def _link_flow_dir(ctx: Context, worktree: Path) -> None:
     link = worktree / flow_dir
     if not link.is_symlink() and not link.exists():
         link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(real.resolve(), target_is_directory=True)
+        link.symlink_to(real_path(real), target_is_directory=True)
 
 
 def step_workspace(ctx: Context, step: int, ended: list[Lost] | None = None) -> Workspace:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from gitflow_agents.base.atomic import real_path
 from gitflow_agents.base.errors import GitflowError, UsageError
 from gitflow_agents.base.xdg import cache_dir
 from gitflow_agents.git.cmd import failure as _fail
@@ -31,7 +32,7 @@ def git_common_dir(root: Path) -> Path:
     """The directory shared by every work tree of the repository (``.git`` of the main one)."""
     out = run_git(root, "rev-parse", "--git-common-dir").stdout.strip()
     path = Path(out)
-    return (path if path.is_absolute() else root / path).resolve()
+    return real_path(path if path.is_absolute() else root / path)
 
 
 def ensure_info_exclude(root: Path, patterns: Sequence[str], *, common: Path | None = None) -> None:
@@ -191,7 +192,7 @@ def tool_worktree_root(root: Path, *, common: Path | None = None) -> Path:
     Outside the repository's ``.git`` on purpose: agent CLIs protect ``.git`` (Claude Code
     refuses every edit below it), and outside the user's work tree so their tools never see it.
     """
-    common = (common or git_common_dir(root)).resolve()
+    common = real_path(common or git_common_dir(root))
     digest = hashlib.sha256(str(common).encode()).hexdigest()[:12]
     name = common.parent.name if common.name == ".git" else common.name
     return cache_dir() / "worktrees" / f"{name}-{digest}"
@@ -204,7 +205,7 @@ def is_tool_worktree(root: Path, path: Path) -> bool:
 
 def is_under_tool_root(base: Path, path: Path) -> bool:
     """``is_tool_worktree`` with the ``tool_worktree_root`` ``base`` already known (no git)."""
-    resolved = path.resolve()
+    resolved = real_path(path)
     return resolved != base and resolved.is_relative_to(base)
 
 
@@ -216,9 +217,9 @@ def require_tool_worktree(worktree: Path, action: str) -> None:
     whatever the caller passes."""
     result = run_git(worktree, "rev-parse", "--show-toplevel", check=False)
     if result.returncode == 0:
-        top = Path(result.stdout.strip()).resolve()
-        base = tool_worktree_root(worktree).resolve()
-        if top == worktree.resolve() and top != base and top.is_relative_to(base):
+        top = real_path(Path(result.stdout.strip()))
+        base = real_path(tool_worktree_root(worktree))
+        if top == real_path(worktree) and top != base and top.is_relative_to(base):
             return
     raise UsageError(
         f"refusing to {action} {worktree}: gitflow-agents only does that to work trees it "
@@ -242,7 +243,7 @@ def remove_tool_worktree(root: Path, path: Path, *, base: Path | None = None) ->
             f"it created under {base}"
         )
     remove_worktree(root, path)
-    if os.path.lexists(path) and path.resolve() not in {p.resolve() for p in worktrees(root)}:
+    if os.path.lexists(path) and real_path(path) not in {real_path(p) for p in worktrees(root)}:
         if path.is_symlink() or not path.is_dir():
             path.unlink()
         else:
@@ -474,7 +475,7 @@ def exclude_flow_dir(root: Path, flow_dir: str) -> bool:
     if top is None:
         return False
     try:
-        rel = (root / flow_dir).resolve().relative_to(top.resolve()).as_posix()
+        rel = real_path(root / flow_dir).relative_to(real_path(top)).as_posix()
     except ValueError:
         return False
     ensure_info_exclude(root, (f"/{rel.strip('/')}/",))

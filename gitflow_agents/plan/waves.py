@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitflow_agents.base.atomic import real_path
 from gitflow_agents.base.errors import GitError, PlanError, UsageError
 from gitflow_agents.git import queries as git
 from gitflow_agents.plan.deps import plan_problems
@@ -178,7 +179,7 @@ def spread(
 
 def _relative(root: Path, plan_path: Path) -> str:
     with contextlib.suppress(ValueError):
-        return plan_path.resolve().relative_to(root.resolve()).as_posix()
+        return real_path(plan_path).relative_to(real_path(root)).as_posix()
     raise UsageError(f"{plan_path}: the plan is outside the repository {root}")
 
 

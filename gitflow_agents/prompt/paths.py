@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitflow_agents.base.errors import UsageError
-from gitflow_agents.base.fsutil import SAFE_NAME_RULE, make_dirs, safe_name, write_json_atomic
+from gitflow_agents.base.fsutil import (
+    SAFE_NAME_RULE,
+    make_dirs,
+    real_path,
+    safe_name,
+    write_json_atomic,
+)
 
 if TYPE_CHECKING:
     from gitflow_agents.config import FlowConfig
@@ -45,8 +51,8 @@ def display_path(root: Path, path: Path) -> str:
     """``path`` relative to the project root (posix) when inside it, else as given."""
     if not path.is_absolute():
         return path.as_posix()
-    for candidate in (path, path.resolve()):
-        for base in (root, root.resolve()):
+    for candidate in (path, real_path(path)):
+        for base in (root, real_path(root)):
             if candidate.is_relative_to(base):
                 return candidate.relative_to(base).as_posix()
     return path.as_posix()

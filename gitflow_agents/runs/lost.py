@@ -20,7 +20,7 @@ from typing import Any
 from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.meter import streamed_reading
 from gitflow_agents.agents.prices import shipped_prices, usage_of
-from gitflow_agents.base.fsutil import write_json_atomic
+from gitflow_agents.base.fsutil import real_path, write_json_atomic
 from gitflow_agents.config.values import FlowConfig
 from gitflow_agents.runs import RunPaths, flow_result, read_json, tree, write_result
 from gitflow_agents.runs.fields import mapping, number, text
@@ -264,7 +264,7 @@ def ended_lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, A
     record only for a run ended so in that work tree."""
     if not runs.is_dir():
         return []
-    place = workdir.resolve()
+    place = real_path(workdir)
     found: list[tuple[RunPaths, dict[str, Any]]] = []
     listed: dict[Path, set[str]] = {}
     for run_dir in sorted(runs.iterdir()):
@@ -274,7 +274,7 @@ def ended_lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, A
         recorded = extra.get("workdir") if isinstance(extra, dict) else None
         if status.get("state") != "canceled" or not isinstance(recorded, str):
             continue
-        if Path(recorded).resolve() == place and unlisted(paths, _record_run(paths), listed):
+        if real_path(Path(recorded)) == place and unlisted(paths, _record_run(paths), listed):
             found.append((paths, status))
     return found
 
@@ -315,7 +315,7 @@ def lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, Any]]]:
     """The lost runs under ``runs`` (a flow's runs folder) whose agent works in ``workdir``."""
     if not runs.is_dir():
         return []
-    place = workdir.resolve()
+    place = real_path(workdir)
     found = []
     for run_dir in sorted(runs.iterdir()):
         paths = RunPaths(run_dir)
@@ -324,6 +324,6 @@ def lost_in(runs: Path, workdir: Path) -> list[tuple[RunPaths, dict[str, Any]]]:
             continue
         extra = status.get("extra")
         recorded = extra.get("workdir") if isinstance(extra, dict) else None
-        if isinstance(recorded, str) and Path(recorded).resolve() == place and is_lost(status):
+        if isinstance(recorded, str) and real_path(Path(recorded)) == place and is_lost(status):
             found.append((paths, status))
     return found

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base.errors import GitflowError
-from gitflow_agents.base.fsutil import read_agent_text
+from gitflow_agents.base.fsutil import read_agent_text, real_path
 from gitflow_agents.base.redact import redact_data, redact_text
 from gitflow_agents.plan import SpecPlanConfig, parse_plan
 from gitflow_agents.plan.glance import step_states
@@ -196,7 +196,7 @@ def run_rows(root: Path, flow_dir: str, most: int = MAX_ROWS) -> tuple[list[RunR
 def shown_plan(root: Path, plan: str) -> str:
     """A plan's path as the page shows it: relative to the repository when inside it."""
     path = _inside(root, plan)
-    return path.relative_to(root.resolve()).as_posix() if path is not None else plan
+    return path.relative_to(real_path(root)).as_posix() if path is not None else plan
 
 
 def elapsed_text(row: RunRow, now: float | None = None) -> str:
@@ -220,11 +220,12 @@ def _inside(root: Path, raw: object) -> Path | None:
         return None
     path = Path(raw) if Path(raw).is_absolute() else root / raw
     try:
-        resolved = path.resolve()
-        resolved.relative_to(root.resolve())
+        resolved = real_path(path)
+        resolved.relative_to(real_path(root))
     except (OSError, ValueError):
         return None
-    return resolved
+    # a symlink loop stops the resolving and keeps the rest as given, ".." included
+    return None if ".." in resolved.parts else resolved
 
 
 def _segments(root: Path, paths: RunPaths, status: dict[str, Any]) -> tuple[list[Segment], str]:
@@ -261,7 +262,7 @@ def _report(root: Path, run: dict[str, Any]) -> tuple[str, str]:
     report = read_agent_text(path, MAX_REPORT)
     if len(report) > MAX_REPORT:
         report = report[:MAX_REPORT] + f"\n… (cut at {MAX_REPORT:,} characters)"
-    return redact_text(report), redact_text(str(path.relative_to(root.resolve())))
+    return redact_text(report), redact_text(str(path.relative_to(real_path(root))))
 
 
 def _findings(result: dict[str, Any]) -> list[dict[str, str]]:

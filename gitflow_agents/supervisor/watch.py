@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from gitflow_agents.base.atomic import real_path
+
 WATCH_ENV = "GITFLOW_AGENTS_WATCH"  # "poll" forces the stat-poll watcher (tests, odd filesystems)
 POLL_INTERVAL = 0.02
 MAX_WATCHES = 8192
@@ -86,7 +88,7 @@ class _InotifyWatcher:
         self.fd: int = fd
         self._roles: dict[int, str] = {}
         self._paths: dict[int, Path] = {}
-        self._ignore = tuple(p.resolve() for p in (*ignore, run_dir))
+        self._ignore = tuple(real_path(p) for p in (*ignore, run_dir))
         self._count = 0
         if not self._add(agent_dir, "agent"):
             self.close()
@@ -172,7 +174,7 @@ def _close_quietly(fd: int) -> None:
 
 def _within(path: Path, folders: Sequence[Path]) -> bool:
     """Whether ``path`` is one of ``folders`` (resolved paths) or below one."""
-    resolved = path.resolve()
+    resolved = real_path(path)
     return any(resolved == folder or folder in resolved.parents for folder in folders)
 
 
@@ -187,7 +189,7 @@ def _children(directory: Path) -> list[os.DirEntry[str]]:
 def _tree_signature(roots: Sequence[Path], ignore: Sequence[Path], limit: int = 20000) -> int:
     """Sum of mtimes and sizes under ``roots`` (bounded): changes when any file changes."""
     total, seen = 0, 0
-    ignored = tuple(p.resolve() for p in ignore)
+    ignored = tuple(real_path(p) for p in ignore)
     stack = list(roots)
     while stack and seen < limit:
         directory = stack.pop()

@@ -9,6 +9,7 @@ import pytest
 
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.fsutil import (
+    real_path,
     write_bytes_atomic,
     write_json_atomic,
     write_output,
@@ -159,3 +160,23 @@ def test_a_named_output_that_is_a_folder_is_a_usage_error_naming_the_option(
     assert str(caught.value).startswith(f"--output {folder}: ")
     assert ".tmp" not in str(caught.value)
     assert list(folder.iterdir()) == []
+
+
+def test_a_symlink_loop_resolves_without_an_error(tmp_path: Path) -> None:
+    """``Path.resolve`` raises RuntimeError on one (Python 3.11): every caller would crash."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    resolved = real_path(tmp_path / "a" / "file")
+    assert resolved.is_absolute() and not resolved.exists()
+
+
+def test_the_package_resolves_paths_only_through_real_path() -> None:
+    """A bare ``.resolve()`` would bring the RuntimeError back (``__file__`` is the package's)."""
+    package = Path(__file__).parents[2] / "gitflow_agents"
+    bare = [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if ".resolve()" in line and "__file__" not in line
+    ]
+    assert bare == []

@@ -246,3 +246,21 @@ def test_the_stream_sends_a_running_agents_spend_as_its_budgets_watch_reads_it(
             )
         finally:
             stream.close()
+
+
+def test_a_symlink_loop_a_request_or_a_record_names_answers_no_page_with_500(repo: Path) -> None:
+    """Python 3.11's ``Path.resolve`` raises RuntimeError on a symlink loop: the plan asked
+    for, a step run's plan and a run's report (records are agent-writable) each gave a 500."""
+    specs = repo / "specs"
+    specs.mkdir()
+    (specs / "loopa").symlink_to("loopb")
+    (specs / "loopb").symlink_to("loopa")
+    step = "01a21f00-0000-7000-8000-0000000000aa"
+    write_run(repo, step, result={"status": "failed", "chain": {"plan": "specs/loopa", "step": 1}})
+    write_run(repo, RUN, result={"status": "succeeded", "run": {"report": "specs/loopa/../x"}})
+    with serving(repo) as served:
+        plan = request(served, served.target("/plan", path="specs/loopa"))
+        assert plan.status == 400 and "not a plan file inside the repository" in plan.body
+        index = request(served, served.target("/"))
+        assert index.status == 200 and "specs/loopa" in index.body
+        assert request(served, served.target(f"/run/{RUN}")).status == 200

@@ -29,6 +29,7 @@ from gitflow_agents.supervisor import (
     kill_tree,
     supervise,
 )
+from gitflow_agents.supervisor.watch import open_watcher
 from tests.conftest import FAKES
 
 FAKE = FAKES / "fake_agent"
@@ -598,3 +599,28 @@ def test_an_exit_that_beats_the_reader_to_the_last_usage_line_still_ends_budget(
         "budget",
         "budget: agent spent $0.600 of $0.5 (tokens 120,000)",
     )
+
+
+def test_a_symlink_loop_an_agent_makes_in_its_work_tree_is_a_change_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    """The watcher resolves each path the work tree's events name; Python 3.11's
+    ``Path.resolve`` raised RuntimeError on a loop, which ended the supervisor."""
+    agent_dir, run_dir, tree = tmp_path / "agent", tmp_path / "run", tmp_path / "tree"
+    for folder in (agent_dir, run_dir, tree):
+        folder.mkdir()
+    watcher = open_watcher(agent_dir, run_dir, [tree])
+    read_end, write_end = os.pipe()
+    try:
+        (tree / "a").symlink_to("b")
+        (tree / "b").symlink_to("a")
+        flags: set[str] = set()
+        for _ in range(50):  # a poll watcher looks at the tree each tree_every
+            flags |= watcher.wait(0.2, read_end)
+            if "tree" in flags:
+                break
+        assert "tree" in flags
+    finally:
+        watcher.close()
+        os.close(read_end)
+        os.close(write_end)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitflow_agents import chain, render
-from gitflow_agents.base.fsutil import write_text_atomic
+from gitflow_agents.base.fsutil import real_path, write_text_atomic
 from gitflow_agents.chain import AgentFailed
 from gitflow_agents.config import load_flow_config
 from gitflow_agents.findings import GateResult, Review
@@ -58,7 +58,7 @@ def _share_flow_dir(link: Path, real: Path) -> None:
     real.mkdir(parents=True, exist_ok=True)
     if not link.is_symlink() and not link.exists():
         link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(real.resolve(), target_is_directory=True)
+        link.symlink_to(real_path(real), target_is_directory=True)
 
 
 @dataclass(frozen=True)

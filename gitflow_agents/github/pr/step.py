@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitflow_agents.base.atomic import real_path
 from gitflow_agents.base.errors import ExitCode, GitflowError, GitHubError
 from gitflow_agents.chain import ChainResult, Context, run_step
 from gitflow_agents.chain.lander import BranchLander
@@ -153,7 +154,7 @@ def lost_claim(ctx: Context, step: int, branch: str, me: str = "") -> Claim | No
     (``claim.previous_claim``: still active, its process gone), other than run ``me``'s."""
     assert ctx.plan is not None
     runs = runs_root(ctx.root, ctx.config.flow_dir, ctx.flow)
-    plan = str(ctx.plan.path.resolve())
+    plan = str(real_path(ctx.plan.path))
     return previous_claim(runs, plan=plan, step=step, branch=branch, remote=REMOTE, me=me)
 
 
@@ -330,7 +331,7 @@ def _claim(
     ``--force`` continued."""
     assert ctx.plan is not None
     runs = runs_root(ctx.root, ctx.config.flow_dir, ctx.flow)
-    plan = str(ctx.plan.path.resolve())
+    plan = str(real_path(ctx.plan.path))
     previous = lost_claim(ctx, step, branch, me=run_id)
     # written before the push: killed before it, the branch is absent and a re-run claims it
     record = write_claim(
