@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from gitflow_agents.runs import liveness
 from gitflow_agents.serve import server
 from tests.conftest import ROOT, git, isolate_home, running_agent, wait_until
 from tests.helpers import chain
@@ -289,6 +290,44 @@ def test_a_run_waiting_out_a_rate_limit_goes_on_counting_from_its_first_start(
     with serving(repo) as served:
         through_a_wait(served, "/", "td.state", "td.elapsed")
         through_a_wait(served, f"/run/{run_id}", "#state", "#elapsed")
+
+
+def test_an_open_page_learns_that_a_runs_supervisor_died(repo: Path, driver: Any) -> None:
+    """A supervisor killed (``kill -9``) writes nothing more: the open runs page and run page
+    showed the run running, its time counting, until a reload; they now show it lost, its
+    time ended at its last sign of life, and the run page says why."""
+    run_id = "01900000-0000-7000-8000-000000000001"
+    started = time.time() - 600
+    supervisor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    status = {
+        "state": "running",
+        "agent": "a",
+        "started": started,
+        "supervisor_pid": supervisor.pid,
+    }
+    status |= {"supervisor_create_time": liveness.start_time(supervisor.pid)}
+    status["last_activity"] = started + 65
+    write_run(repo, run_id, status=status, events=[event("agent:start", run_id, agent="a", pid=1)])
+    try:
+        with serving(repo) as served:
+            driver.get(served.url("/"))
+            wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+            driver.execute_script("window.open(arguments[0]);", served.url(f"/run/{run_id}"))
+            pages = driver.window_handles
+            driver.switch_to.window(pages[-1])
+            wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+            assert driver.find_element("id", "state").text == "running"
+            supervisor.kill()
+            supervisor.wait()
+            wait_for(driver, lambda d: d.find_element("id", "state").text == "lost")
+            wait_for(driver, lambda d: d.find_element("id", "elapsed").text == "01:05")
+            assert "neither supervisor nor agent alive" in driver.find_element("id", "reason").text
+            driver.switch_to.window(pages[0])
+            wait_for(driver, lambda d: d.find_element("css selector", "td.state").text == "lost")
+            wait_for(driver, lambda d: d.find_element("css selector", "td.elapsed").text == "01:05")
+    finally:
+        supervisor.kill()
+        supervisor.wait()
 
 
 def test_screenshot_of_a_plan_graph_and_a_prompt_by_segment(

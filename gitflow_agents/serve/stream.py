@@ -9,12 +9,14 @@ start. Only whole lines are read: a line still being written waits for the next 
 Besides the events, the follower tells what a running agent has spent so far (``run:spent``):
 the reading of its budget's watch that the supervisor writes into ``status.json`` each second,
 which no event carries (an agent's output events have no usage; only the event that ends it
-has its totals).
+has its totals), and that a run nothing supervises any more is lost (``run:lost``), which
+nothing it writes says: its supervisor died.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,8 @@ from typing import Any
 from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import RunPaths, iter_runs, read_json
-from gitflow_agents.runs.fields import mapping, scalar, text
+from gitflow_agents.runs.fields import mapping, number, scalar, text
+from gitflow_agents.runs.lost import is_lost, lifetime, lost_reason
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import Spend, run_spend, spend_text, step_spend
 from gitflow_agents.runs.status import is_live
@@ -32,6 +35,9 @@ MAX_TEXT = 400
 """Characters of an agent's output one event shows (its last ones)."""
 MAX_READ = 1024 * 1024
 """Bytes of one events.jsonl one poll reads at most (the rest: the next polls)."""
+LOST_EVERY = 2.0
+"""Seconds a live run's status.json must stay as it was before the follower asks again whether
+its supervisor still lives (a supervisor rewrites it each second while it watches its agent)."""
 
 
 def shown_text(text: str, limit: int = MAX_TEXT) -> str:
@@ -185,6 +191,25 @@ def spent_view(paths: RunPaths, tokens: str) -> dict[str, Any]:
     }
 
 
+def lost_view(paths: RunPaths, status: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``run:lost`` view: the run's supervisor died (``lost.is_lost``), so nothing will end
+    it; with why, as ``status`` says it, and ``ended``: its last sign of life (epoch seconds,
+    ``lost.lifetime``), where its time stops, as a page drawn now shows it."""
+    started, lived = number(status, "started"), lifetime(status)
+    return {
+        "run": paths.run_dir.name,
+        "flow": paths.run_dir.parent.parent.name,
+        "type": "run:lost",
+        "agent": "",
+        "state": "lost",
+        "at": "",
+        "text": shown_text(lost_reason(paths.run_dir.name, status)[0]),
+        "tokens": "",
+        "offset": 0,
+        "ended": started + lived if started is not None and lived is not None else None,
+    }
+
+
 def run_is_live(paths: RunPaths) -> bool:
     """A live state in ``status.json``, or no ``result.json`` yet."""
     status = read_json(paths.status) or {}
@@ -204,6 +229,10 @@ class Follower:
     status_seen: dict[Path, tuple[int, int, int]] = field(default_factory=dict)
     spent: dict[Path, str] = field(default_factory=dict)
     stopped: set[Path] = field(default_factory=set)
+    # whether a run is lost: its status.json as last looked at and when (monotonic), the runs
+    # found lost (said once)
+    lost_checked: dict[Path, tuple[tuple[int, int, int], float]] = field(default_factory=dict)
+    lost: set[Path] = field(default_factory=set)
 
     def start(self, *, replay: bool = True) -> None:
         """Remember where each run's events end; a live run's from their start (``replay``),
@@ -230,7 +259,35 @@ class Follower:
                 found.append(ended_view(paths))
             else:
                 found.extend(self._spent(paths, views))
+                found.extend(self._lost(paths))
         return found
+
+    def _lost(self, paths: RunPaths) -> list[dict[str, Any]]:
+        """A ``run:lost`` view, once, when a run without a record is lost. Asked when the run is
+        first seen (after the events it replays, which say it runs), then only once its
+        status.json has stayed as it was for ``LOST_EVERY`` seconds, at most that often: a
+        supervised run's changes each second, and asking means looking for processes."""
+        run_dir = paths.run_dir
+        if run_dir in self.lost:
+            return []
+        try:
+            stat = paths.status.stat()
+        except OSError:  # a step run's events before its status.json, or none at all
+            return []
+        seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        now = time.monotonic()
+        last = self.lost_checked.get(run_dir)
+        if last is not None and last[0] != seen:
+            self.lost_checked[run_dir] = (seen, now)
+            return []
+        if last is not None and now - last[1] < LOST_EVERY:
+            return []
+        self.lost_checked[run_dir] = (seen, now)
+        status = read_json(paths.status) or {}
+        if not is_lost(status):
+            return []
+        self.lost.add(run_dir)
+        return [lost_view(paths, status)]
 
     def _spent(self, paths: RunPaths, views: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A ``run:spent`` view when the spend a live run's status.json says changed since the

@@ -97,6 +97,9 @@
     if ((view.type === "agent:complete" || view.type === "agent:failed") && at !== null) {
       time.dataset.ended = String(at);
     }
+    if (view.type === "run:lost" && typeof view.ended === "number") {
+      time.dataset.ended = String(view.ended); // its last sign of life, as a reload times it
+    }
   }
 
   function onIndexEvent(view) {
@@ -121,6 +124,20 @@
     }
   }
 
+  function showReason(text) {
+    let reason = document.getElementById("reason");
+    if (!reason) {
+      const state = document.getElementById("state");
+      const term = document.createElement("dt");
+      term.textContent = "reason";
+      reason = document.createElement("dd");
+      reason.id = "reason";
+      state.parentNode.insertBefore(reason, document.getElementById("tokens").nextSibling);
+      state.parentNode.insertBefore(term, reason);
+    }
+    reason.textContent = text;
+  }
+
   function onRunEvent(view) {
     const events = document.getElementById("events");
     if (view.run !== runId) {
@@ -132,6 +149,13 @@
         // what its record says it spent (every attempt; a lower bound marked), as a reload
         document.getElementById("tokens").textContent = view.tokens;
       }
+      return;
+    }
+    if (view.type === "run:lost") {
+      // its supervisor died: nothing will end it (no line of its events: no offset)
+      setState(document.getElementById("state"), view.state);
+      startsOrEnds(document.getElementById("elapsed"), view);
+      showReason(view.text);
       return;
     }
     if (view.type === "run:spent") {

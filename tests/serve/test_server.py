@@ -4,6 +4,7 @@ and hostile text escaped in every page."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from tests.helpers import chain
 from tests.helpers.serve import Stream, event, request, serving, write_run
 
 RUN = "01900000-0000-7000-8000-000000000001"
+# a running agent this test supervises (not a lost one, which the stream would say is lost)
+BUILDER = {"state": "running", "agent": "builder", "supervisor_pid": os.getpid()}
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:x">l</a>'
 
 
@@ -84,7 +87,7 @@ def test_post_needs_the_token_in_the_form_or_a_header_not_the_query(repo: Path) 
 def test_a_cross_site_post_is_refused_even_with_the_token(
     repo: Path, headers: dict[str, str]
 ) -> None:
-    write_run(repo, RUN, status={"state": "running", "agent": "builder"})
+    write_run(repo, RUN, status=BUILDER)
     with serving(repo) as served:
         for action, form in (("cancel", {}), ("send", {"message": "hi"})):
             answer = request(
@@ -99,7 +102,7 @@ def test_a_cross_site_post_is_refused_even_with_the_token(
 
 
 def test_a_send_without_a_message_and_an_unknown_run_are_refused(repo: Path) -> None:
-    write_run(repo, RUN, status={"state": "running", "agent": "builder"})
+    write_run(repo, RUN, status=BUILDER)
     with serving(repo) as served:
         form = {"token": served.token, "message": "  "}
         assert request(served, f"/run/{RUN}/send", method="POST", form=form).status == 400
@@ -110,7 +113,7 @@ def test_a_send_without_a_message_and_an_unknown_run_are_refused(repo: Path) -> 
 
 
 def test_the_stream_delivers_an_event_appended_to_events_jsonl(repo: Path) -> None:
-    run_dir = write_run(repo, RUN, status={"state": "running", "agent": "builder"})
+    run_dir = write_run(repo, RUN, status=BUILDER)
     with serving(repo) as served:
         stream = Stream(served)
         try:
@@ -231,13 +234,11 @@ def test_the_stream_sends_a_running_agents_spend_as_its_budgets_watch_reads_it(
 ) -> None:
     """The runs page's tokens and cost of a running agent follow what `status` shows."""
     spent = {"inputTokens": 3000, "outputTokens": 600, "costUsd": 0.018, "costEstimated": True}
-    run_dir = write_run(repo, RUN, status={"state": "running", "agent": "builder"})
+    run_dir = write_run(repo, RUN, status=BUILDER)
     with serving(repo) as served:
         stream = Stream(served)
         try:
-            (run_dir / "status.json").write_text(
-                json.dumps({"state": "running", "agent": "builder", "spent": spent})
-            )
+            (run_dir / "status.json").write_text(json.dumps({**BUILDER, "spent": spent}))
             got = stream.next_event()
             assert (got["run"], got["type"], got["tokens"]) == (
                 RUN,

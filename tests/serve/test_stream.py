@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pytest
+
 from gitflow_agents.runs import iter_runs
+from gitflow_agents.runs.liveness import start_time
 from gitflow_agents.runs.spend import run_spend, spend_text
+from gitflow_agents.serve import stream
 from gitflow_agents.serve.stream import Follower, ended_view, event_view, shown_text, tokens_text
 from gitflow_agents.serve.views import run_row
 from tests.conftest import FAKES
@@ -15,10 +23,11 @@ from tests.helpers.serve import event, write_run
 
 LIVE = "01900000-0000-7000-8000-000000000001"
 DONE = "01900000-0000-7000-8000-000000000002"
+RUNNING = {"state": "running", "supervisor_pid": os.getpid()}  # this test supervises it: not lost
 
 
 def test_a_live_run_is_read_from_its_start_a_finished_one_from_its_end(repo: Path) -> None:
-    write_run(repo, LIVE, status={"state": "running"}, events=[event("agent:start", LIVE, pid=1)])
+    write_run(repo, LIVE, status=RUNNING, events=[event("agent:start", LIVE, pid=1)])
     done = write_run(
         repo,
         DONE,
@@ -37,7 +46,7 @@ def test_a_live_run_is_read_from_its_start_a_finished_one_from_its_end(repo: Pat
 
 
 def test_a_torn_line_waits_for_its_end_and_a_foreign_line_is_skipped(repo: Path) -> None:
-    run_dir = write_run(repo, LIVE, status={"state": "running"})
+    run_dir = write_run(repo, LIVE, status=RUNNING)
     follower = Follower(repo, "flows")
     follower.start()
     line = json.dumps(event("agent:output", LIVE, tail="half and half"))
@@ -102,9 +111,7 @@ def test_a_result_written_later_is_one_run_ended_view_with_the_steps_outcome(rep
 
 
 def test_without_replay_a_live_run_is_read_from_its_end_too(repo: Path) -> None:
-    run_dir = write_run(
-        repo, LIVE, status={"state": "running"}, events=[event("agent:start", LIVE)]
-    )
+    run_dir = write_run(repo, LIVE, status=RUNNING, events=[event("agent:start", LIVE)])
     follower = Follower(repo, "flows")
     follower.start(replay=False)
     assert follower.poll() == []
@@ -116,7 +123,7 @@ def test_without_replay_a_live_run_is_read_from_its_end_too(repo: Path) -> None:
 def _spent(run_dir: Path, state: str, input_tokens: int) -> None:
     """status.json as the supervisor rewrites it each second while a budget watches the agent."""
     spent = {"inputTokens": input_tokens, "outputTokens": 200, "costUsd": 0.006}
-    (run_dir / "status.json").write_text(json.dumps({"state": state, "spent": spent}))
+    (run_dir / "status.json").write_text(json.dumps({**RUNNING, "state": state, "spent": spent}))
 
 
 def test_a_running_agents_spend_so_far_is_sent_as_it_changes(repo: Path) -> None:
@@ -175,7 +182,9 @@ def test_a_rate_limits_wait_is_read_with_what_the_attempts_spent_so_far(repo: Pa
         handle.write(json.dumps(ended) + "\n")
     assert [v["type"] for v in follower.poll()] == ["agent:failed"]
     spent = {"inputTokens": 3000, "outputTokens": 300, "tokensPartial": True}
-    (run_dir / "status.json").write_text(json.dumps({"state": "waiting", "spent": spent}))
+    (run_dir / "status.json").write_text(
+        json.dumps({**RUNNING, "state": "waiting", "spent": spent})
+    )
     with (run_dir / "events.jsonl").open("a") as handle:
         handle.write(json.dumps(event("agent:waiting", LIVE, reason="rate limited")) + "\n")
     assert [(v["type"], v["tokens"]) for v in follower.poll()] == [
@@ -234,3 +243,50 @@ def test_an_agent_runs_end_brings_what_its_record_says_it_spent(tmp_path: Path) 
     assert paths.run_dir == run_dir
     ended = ended_view(paths)
     assert ended["tokens"] == run_row(paths).tokens == "≥ 63,000/12,600 ≥ $0.3780 est."
+
+
+def test_a_run_whose_supervisor_dies_while_followed_is_sent_lost_once(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing a killed supervisor leaves says its run is lost: an open page showed it running,
+    its clock ticking, until a reload. The follower asks, once its status.json stays as it was."""
+    monkeypatch.setattr(stream, "LOST_EVERY", 0.0)  # ask at each poll the status.json is alike
+    supervisor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = time.time() - 30
+        status = {"state": "running", "agent": "a", "started": started}
+        status |= {"last_activity": started + 12, "supervisor_pid": supervisor.pid}
+        status["supervisor_create_time"] = start_time(supervisor.pid)
+        write_run(repo, LIVE, status=status, events=[event("agent:start", LIVE, pid=1)])
+        follower = Follower(repo, "flows")
+        follower.start()
+        assert [v["type"] for v in follower.poll()] == ["agent:start"]
+        assert follower.poll() == []  # supervised: not lost
+    finally:
+        supervisor.kill()
+        supervisor.wait()
+    (view,) = follower.poll()
+    assert (view["run"], view["type"], view["state"]) == (LIVE, "run:lost", "lost")
+    assert view["ended"] == started + 12  # its last sign of life, where its time stops
+    assert view["text"] == "neither supervisor nor agent alive"
+    assert follower.poll() == []  # said once
+
+
+def test_a_run_lost_before_the_stream_starts_is_sent_lost_after_its_replayed_events(
+    repo: Path,
+) -> None:
+    """A page (re)connecting replays a live run's events, which say it runs: the lost state
+    follows them in the same poll, whatever ``LOST_EVERY`` is."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    status = {"state": "running", "supervisor_pid": dead.pid, "supervisor_create_time": 1.0}
+    write_run(repo, LIVE, status=status, events=[event("agent:start", LIVE, pid=1)])
+    alive = {"state": "running", "supervisor_pid": os.getpid()}
+    write_run(repo, DONE, status=alive, events=[event("agent:start", DONE, pid=2)])
+    follower = Follower(repo, "flows")
+    follower.start()
+    assert [(v["run"], v["type"]) for v in follower.poll()] == [
+        (LIVE, "agent:start"),
+        (LIVE, "run:lost"),
+        (DONE, "agent:start"),
+    ]
