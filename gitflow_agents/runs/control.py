@@ -48,7 +48,7 @@ from gitflow_agents.config.values import FlowConfig
 from gitflow_agents.runs import RunPaths, iter_runs, named_run, read_json
 from gitflow_agents.runs.events import EventHub, NoSession
 from gitflow_agents.runs.fields import mapping
-from gitflow_agents.runs.liveness import process_alive
+from gitflow_agents.runs.liveness import supervisor_alive
 from gitflow_agents.runs.lock import LiveStep, live_steps
 from gitflow_agents.runs.lost import kill_recorded_tree, mark_ended, tree_pids
 from gitflow_agents.runs.status import is_live
@@ -355,7 +355,7 @@ def send_message(
     if got is not None and not got.get("ended"):
         raise UsageError(f"send: run {run_id}: {got.get('error')}")
     status = read_json(paths.status) or status  # it may have ended meanwhile
-    if not is_live(status.get("state")) or not _supervisor_alive(status):
+    if not is_live(status.get("state")) or not supervisor_alive(status):
         raise NotRunning(f"send: run {run_id} is not running")
     never = unreachable(status)
     if never is not None:
@@ -405,7 +405,7 @@ def cancel_run(
         status = read_json(paths.status) or status
         if not is_live(status.get("state")):  # it ended (a supervisor may be gone already)
             return f"canceled run {paths.run_dir.name} ({status.get('state')})"
-        if time.monotonic() >= deadline or not _supervisor_alive(status):
+        if time.monotonic() >= deadline or not supervisor_alive(status):
             break
         time.sleep(0.05)
     found = tree_pids(status)  # what there is to kill: a lost run's agent may have ended too
@@ -416,7 +416,7 @@ def cancel_run(
         return f"canceled run {paths.run_dir.name} (killed its process tree{note})"
     why = (
         "its supervisor did not answer"
-        if _supervisor_alive(status)
+        if supervisor_alive(status)
         else "it was lost: neither supervisor nor agent alive"
     )
     return f"canceled run {paths.run_dir.name} ({why}, nothing left to kill)"
@@ -491,7 +491,3 @@ def _live_run(
     if not is_live(status.get("state")):
         raise NotRunning(f"{command}: run {paths.run_dir.name} is not running")
     return paths, status
-
-
-def _supervisor_alive(status: Mapping[str, Any]) -> bool:
-    return process_alive(status.get("supervisor_pid"), status.get("supervisor_create_time"))

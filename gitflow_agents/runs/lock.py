@@ -39,7 +39,7 @@ from gitflow_agents.base.errors import GitflowError, UsageError
 from gitflow_agents.base.fsutil import ReadRefused, make_dirs, read_limited
 from gitflow_agents.base.jsondata import load_object
 from gitflow_agents.plan.model import Plan
-from gitflow_agents.runs.liveness import process_alive, start_time
+from gitflow_agents.runs.liveness import process_alive, start_id, start_time
 
 
 class StepLockedError(GitflowError):
@@ -53,9 +53,10 @@ class LockInfo:
     host: str
     started: float | None  # psutil create_time of pid
     at: float
+    started_id: str | None = None  # liveness.start_id of pid (Linux)
 
     def to_json(self) -> dict[str, Any]:
-        return camel_json(self, started="pidStarted")
+        return camel_json(self, started="pidStarted", started_id="pidStartId")
 
 
 _MAX_LOCK_BYTES = 64 * 1024
@@ -86,6 +87,7 @@ def _parse(raw: bytes) -> LockInfo | None:
             host=str(data.get("host", "")),
             started=float(data["pidStarted"]) if data.get("pidStarted") is not None else None,
             at=float(data.get("at", 0.0)),
+            started_id=data["pidStartId"] if isinstance(data.get("pidStartId"), str) else None,
         )
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, OverflowError):
         return None
@@ -95,7 +97,7 @@ def holder_alive(info: LockInfo) -> bool:
     """True while the process that took the lock still runs (pid reuse is detected)."""
     if info.host and info.host != socket.gethostname():
         return True  # another machine's pid cannot be checked: assume it is alive
-    return process_alive(info.pid, info.started)
+    return process_alive(info.pid, info.started, info.started_id)
 
 
 def _refuse_step(path: Path, holder: LockInfo | None, *, elsewhere: bool = False) -> GitflowError:
@@ -129,7 +131,8 @@ def hold(
     dangling symlink). The lock is released when the block ends, or with the process.
     """
     make_dirs(path.parent)
-    me = LockInfo(run_id, os.getpid(), socket.gethostname(), start_time(os.getpid()), time.time())
+    pid = os.getpid()
+    me = LockInfo(run_id, pid, socket.gethostname(), start_time(pid), time.time(), start_id(pid))
     fd = _take(path, me, refuse)
     try:
         yield me

@@ -24,7 +24,7 @@ from gitflow_agents.base.fsutil import real_path, write_json_atomic
 from gitflow_agents.config.values import FlowConfig
 from gitflow_agents.runs import RunPaths, flow_result, read_json, tree, write_result
 from gitflow_agents.runs.fields import mapping, number, text
-from gitflow_agents.runs.liveness import process_alive, run_alive
+from gitflow_agents.runs.liveness import process_alive, run_alive, supervisor_alive
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import Spend, run_folder, run_spend
 from gitflow_agents.runs.status import LIVE_STATES
@@ -37,11 +37,6 @@ LOG_READ = 17 * 1024 * 1024
 supervisor never reached), with room to spare; no more of a file an agent could have grown."""
 LOST = "lost"
 """The ``run`` key of the record a lost run was ended with (``mark_ended``)."""
-
-
-def supervisor_alive(status: Mapping[str, Any]) -> bool:
-    """Whether the process that supervises the run still lives (``liveness.process_alive``)."""
-    return process_alive(status.get("supervisor_pid"), status.get("supervisor_create_time"))
 
 
 def is_lost(status: Mapping[str, Any]) -> bool:
@@ -114,7 +109,9 @@ def _recorded_tree(
     the pid and group only while the pid is still the process that was started."""
     pid, pgid, created = status.get("pid"), status.get("pgid"), status.get("create_time")
     # the recorded start time is required: a bare pid may by now name another process
-    leader_ok = isinstance(created, (int, float)) and process_alive(pid, created)
+    leader_ok = isinstance(created, (int, float)) and process_alive(
+        pid, created, status.get("start_id")
+    )
     token, started = status.get("tree_token"), status.get("started")
     return (
         pid if leader_ok and isinstance(pid, int) else None,

@@ -23,7 +23,7 @@ from gitflow_agents.base.errors import interrupted_by
 from gitflow_agents.base.fsutil import make_dirs, refuse_symlinks
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import AGENT_DIR_ENV, RUN_DIR_ENV, RUN_ID_ENV, read_json, tree
-from gitflow_agents.runs.liveness import start_time
+from gitflow_agents.runs.liveness import start_id, start_time
 from gitflow_agents.supervisor.outcome import (
     Outcome,
     ParsedOutput,
@@ -273,6 +273,7 @@ class _Supervision:
             ended=None,  # an earlier attempt's end
             supervisor_pid=os.getpid(),
             supervisor_create_time=start_time(os.getpid()),
+            supervisor_start_id=start_id(os.getpid()),
         )
         env = {
             **spec.env,
@@ -328,6 +329,7 @@ class _Supervision:
             pid=proc.pid,
             pgid=proc.pid,
             create_time=create_time,
+            start_id=start_id(proc.pid),
             last_activity=self.activity.wall,
             last_activity_kind=self.activity.kind,
         )

@@ -30,7 +30,7 @@ from typing import Any
 
 from gitflow_agents.base.fsutil import make_dirs, write_json_atomic
 from gitflow_agents.runs import read_json
-from gitflow_agents.runs.liveness import process_alive, start_time
+from gitflow_agents.runs.liveness import process_alive, start_id, start_time
 
 CLAIM_FILE = "claim.json"
 # the branch on origin is the run's own (its claim push was confirmed)
@@ -72,7 +72,9 @@ class Claim:
         return self.data.get("created") is True
 
     def alive(self) -> bool:
-        return process_alive(self.data.get("pid"), self.data.get("pidStarted"))
+        return process_alive(
+            self.data.get("pid"), self.data.get("pidStarted"), self.data.get("pidStartId")
+        )
 
     def holds(self, lease: Mapping[str, Any]) -> bool:
         """The lease's holder (``github/pr/lease.py``) is this run: same pid, and same host
@@ -138,6 +140,7 @@ def write_claim(
             **who,
             "pid": os.getpid(),
             "pidStarted": start_time(os.getpid()),
+            "pidStartId": start_id(os.getpid()),
         },
     )
     return record.update(state="claiming")

@@ -31,7 +31,7 @@ from typing import Any
 from gitflow_agents.git import lease as git_lease
 from gitflow_agents.github.api.client import Client
 from gitflow_agents.github.pr import lease as leases
-from gitflow_agents.runs.liveness import process_alive, start_time
+from gitflow_agents.runs.liveness import process_alive, start_id, start_time
 
 TEND = "tend"
 """The holder key naming a tend's run id while the tend works."""
@@ -62,7 +62,7 @@ def _gone_here(holder: dict[str, Any]) -> bool:
     pid = holder.get("pid")
     if holder.get("host") != socket.gethostname() or not isinstance(pid, int):
         return False
-    return not process_alive(pid, holder.get("pidStart"))
+    return not process_alive(pid, holder.get("pidStart"), holder.get("pidStartId"))
 
 
 def tend_holder(claimant: dict[str, Any], head: str, pull: int, run_id: str) -> dict[str, Any]:
@@ -71,6 +71,9 @@ def tend_holder(claimant: dict[str, Any], head: str, pull: int, run_id: str) -> 
     started = start_time(int(record["pid"])) if isinstance(record.get("pid"), int) else None
     if started is not None:
         record["pidStart"] = started
+    started_id = start_id(int(record["pid"])) if isinstance(record.get("pid"), int) else None
+    if started_id is not None:
+        record["pidStartId"] = started_id
     return record
 
 
