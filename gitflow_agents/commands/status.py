@@ -91,7 +91,13 @@ def collect(
     from gitflow_agents.runs import iter_runs, load_result, read_json, runs_root, skipped_run
     from gitflow_agents.runs.fields import mapping, scalar, text
     from gitflow_agents.runs.lock import live_steps
-    from gitflow_agents.runs.lost import is_lost, lost_reason, spent_before
+    from gitflow_agents.runs.lost import (
+        is_lost,
+        lifetime,
+        lost_reason,
+        spent_before,
+        status_written,
+    )
     from gitflow_agents.runs.schema import step_chain
     from gitflow_agents.runs.status import is_live
 
@@ -135,6 +141,9 @@ def collect(
         }
         if alive:
             row["processesAlive"] = list(alive)
+        lived = lifetime(status, status_written(paths)) if state == "lost" else None
+        if lived is not None:  # to its last sign of life, as the record `cancel` writes times it
+            row["durationMs"] = round(lived * 1000)
         run = mapping(result, "run") if result else {}
         if run.get("lost") is True:  # ended once its supervisor had died (``lost.mark_ended``)
             row["lost"] = True
@@ -254,7 +263,10 @@ def _duration(row: dict[str, Any], now: float) -> str:
     if not isinstance(start, (int, float)) or not -1e12 < start < 1e12:
         return "-"
     # nothing runs it, or ran it until it was ended (as its record times it): its last sign of life
-    if (row.get("state") == "lost" and end is None) or row.get("lost") is True:
+    lived = row.get("durationMs") if row.get("state") == "lost" else None
+    if isinstance(lived, (int, float)) and 0 <= lived < 1e15:
+        end = start + lived / 1000
+    elif (row.get("state") == "lost" and end is None) or row.get("lost") is True:
         end = row.get("lastActivityAt")
     if not isinstance(end, (int, float)) or not -1e12 < end < 1e12:
         end = now

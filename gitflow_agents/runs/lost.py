@@ -129,13 +129,15 @@ def mark_ended(
     with what it spent before it was lost (``spent_before``; ``config``: the prices and the
     agent's model its cost is estimated with, the shipped prices when None)."""
     now = time.time()
+    written = status_written(paths)  # before this write: its last sign of life, maybe
     current = read_json(paths.status) or dict(status)
+    lived = lifetime(current, written)
     current.update(state="canceled", reason=reason, ended=now)
     write_json_atomic(paths.status, current)
     if read_json(paths.result) is None:
         kind = str(current.get("kind") or "implement")
         result = flow_result(kind, "canceled")
-        started, lived = number(current, "started"), lifetime(current)
+        started = number(current, "started")
         timed: dict[str, float] = {}
         if started is not None and lived is not None:
             timed = {"startedAt": started, "durationMs": round(lived * 1000)}
@@ -159,16 +161,26 @@ def mark_ended(
         write_result(paths, result)
 
 
-def lifetime(status: Mapping[str, Any]) -> float | None:
+def lifetime(status: Mapping[str, Any], written: float | None = None) -> float | None:
     """The seconds a lost run lived: from its start to its last sign of life, the last activity
     its supervisor recorded (it writes it each second while it watches), as ``status`` times a
     lost run; not to when it was ended, which may be long after anything watched it. Without
-    a recorded activity, to its end (``ended``) or now. None without a start."""
+    a recorded activity (its orchestrator died before its agent started), to the last write of
+    its status.json (``written``: :func:`status_written`), else its end (``ended``), else its
+    start; never to now, which would count for ever. None without a start."""
     started = number(status, "started")
     if started is None:
         return None
-    end = number(status, "last_activity") or number(status, "ended") or time.time()
+    end = number(status, "last_activity") or written or number(status, "ended") or started
     return max(end - started, 0.0)
+
+
+def status_written(paths: RunPaths) -> float | None:
+    """When the run's status.json was last written (its mtime), None when it cannot be read."""
+    try:
+        return paths.status.stat().st_mtime
+    except OSError:
+        return None
 
 
 def spent_before(

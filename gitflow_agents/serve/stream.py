@@ -26,7 +26,7 @@ from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
 from gitflow_agents.runs import RunPaths, iter_runs, read_json
 from gitflow_agents.runs.fields import mapping, number, scalar, text
-from gitflow_agents.runs.lost import is_lost, lifetime, lost_reason
+from gitflow_agents.runs.lost import is_lost, lifetime, lost_reason, status_written
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import Spend, run_spend, spend_text, step_spend
 from gitflow_agents.runs.status import is_live
@@ -195,7 +195,7 @@ def lost_view(paths: RunPaths, status: Mapping[str, Any]) -> dict[str, Any]:
     """A ``run:lost`` view: the run's supervisor died (``lost.is_lost``), so nothing will end
     it; with why, as ``status`` says it, and ``ended``: its last sign of life (epoch seconds,
     ``lost.lifetime``), where its time stops, as a page drawn now shows it."""
-    started, lived = number(status, "started"), lifetime(status)
+    started, lived = number(status, "started"), lifetime(status, status_written(paths))
     return {
         "run": paths.run_dir.name,
         "flow": paths.run_dir.parent.parent.name,

@@ -26,7 +26,13 @@ from gitflow_agents.render.mermaid import PlanNode, plan_flowchart, single_run_f
 from gitflow_agents.runs import RunPaths, find_run, iter_runs, read_json
 from gitflow_agents.runs.fields import mapping, number, scalar, text
 from gitflow_agents.runs.lock import steps_running
-from gitflow_agents.runs.lost import is_lost, lifetime, lost_reason, spent_before
+from gitflow_agents.runs.lost import (
+    is_lost,
+    lifetime,
+    lost_reason,
+    spent_before,
+    status_written,
+)
 from gitflow_agents.runs.schema import step_chain
 from gitflow_agents.runs.spend import run_spend, spend_text, step_spend
 from gitflow_agents.runs.status import is_live
@@ -142,7 +148,7 @@ def run_row(paths: RunPaths, events: list[dict[str, Any]] | None = None) -> RunR
     spend = step_spend(paths.run_dir, result) if chain is not None else run_spend(run)
     if started is None and ended is not None and number(run, "durationMs") is not None:
         started = ended - (number(run, "durationMs") or 0) / 1000
-    lived = _lost_lifetime(status, run)
+    lived = _lost_lifetime(paths, status, run)
     if started is not None and lived is not None:  # a lost run's time ends at its last sign of
         ended = started + lived  # life, as `status` and its record time it, not when it ended
     tokens = next((e["tokens"] for e in reversed(events) if e["tokens"]), "")
@@ -172,13 +178,15 @@ def run_row(paths: RunPaths, events: list[dict[str, Any]] | None = None) -> RunR
     return RunRow(**redact_data(row.__dict__))
 
 
-def _lost_lifetime(status: Mapping[str, Any], run: Mapping[str, Any]) -> float | None:
+def _lost_lifetime(
+    paths: RunPaths, status: Mapping[str, Any], run: Mapping[str, Any]
+) -> float | None:
     """The seconds a lost run lived (``lost.lifetime``): while it is lost, from its status; once
     a record ended it, the record's duration; None for any other run."""
     if run.get("lost") is True:
         took = number(run, "durationMs")
         return took / 1000 if took is not None else None
-    return lifetime(status) if not run and is_lost(status) else None
+    return lifetime(status, status_written(paths)) if not run and is_lost(status) else None
 
 
 MAX_ROWS = 200

@@ -53,6 +53,24 @@ def test_a_lost_runs_time_stops_at_its_last_sign_of_life() -> None:
     assert " 1:05 " in line, line
 
 
+def test_a_run_lost_while_queued_has_a_time_that_stops(repo: Path) -> None:
+    """Its orchestrator died before the agent started: no activity on record, and TIME counted
+    up for ever; it stops at the last write of its status.json (docs/decisions.md: a lost run's
+    time ends at its last sign of life)."""
+    from gitflow_agents.commands.status import collect, format_table
+
+    run_dir = repo / "flows" / "f" / "runs" / "01a2-queued"
+    run_dir.mkdir(parents=True)
+    started = time.time() - 3600
+    status = {"state": "queued", "agent": "a", "started": started, "supervisor_pid": 2**22 + 7}
+    (run_dir / "status.json").write_text(json.dumps(status))
+    os.utime(run_dir / "status.json", (started + 2, started + 2))
+    (row,) = collect(repo, "flows")
+    assert row["state"] == "lost" and row["durationMs"] == 2000
+    (line,) = [ln for ln in format_table([row]).splitlines() if ln.startswith("01a2-queued")]
+    assert " 0:02 " in line, line
+
+
 def test_a_lost_run_ended_later_is_still_timed_to_its_last_sign_of_life(repo: Path) -> None:
     """Once `cancel` or a new run of its step ended a lost run, its TIME stays what it was
     while it was lost (its record's duration), not the time until it was ended."""

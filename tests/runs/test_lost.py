@@ -4,6 +4,7 @@ lines and from its budget watch's last reading, and how long it lived."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,22 @@ def test_a_run_without_a_recorded_activity_lived_until_it_ended() -> None:
     assert lifetime({"started": 100.0, "last_activity": 101.0, "ended": 900.0}) == 1.0
     assert lifetime({"started": 100.0, "ended": 900.0}) == 800.0
     assert lifetime({"last_activity": 101.0}) is None
+
+
+def test_a_run_lost_before_its_agent_started_is_timed_to_its_status_files_last_write(
+    tmp_path: Path,
+) -> None:
+    """Its orchestrator was killed while it was queued: no activity was ever recorded, and its
+    time counted to now, for ever (in `status`, on serve's page, in the record `cancel` wrote)."""
+    assert lifetime({"started": 100.0}, written=100.25) == 0.25
+    assert lifetime({"started": 100.0}) == 0.0  # nothing else known: its start, never now
+    paths = RunPaths(tmp_path / "run-1")
+    paths.run_dir.mkdir()
+    paths.status.write_text(json.dumps({"state": "queued", "started": 100.0}))
+    os.utime(paths.status, (100.5, 100.5))
+    mark_ended(paths, json.loads(paths.status.read_text()), "canceled by user")
+    record = json.loads(paths.result.read_text())["run"]
+    assert record["durationMs"] == 500 and record["endedAt"] > 1e9  # ended now, lived 0.5 s
 
 
 def test_the_whole_log_a_dead_supervisor_wrote_is_read() -> None:

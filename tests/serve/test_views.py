@@ -139,3 +139,15 @@ def test_a_lost_run_page_says_why_as_status_does(repo: Path) -> None:
     [row] = collect(repo, "flows")
     detail = run_detail(repo, "flows", run_id)
     assert detail is not None and detail.reason == row["reason"] != ""
+
+
+def test_a_run_lost_while_queued_is_timed_to_its_status_files_last_write(repo: Path) -> None:
+    """No activity on record (its orchestrator died before the agent started): its time
+    counted to now, for ever; as `status`, it ends at the last write of its status.json."""
+    started = 1_700_000_000.0
+    status = {"state": "queued", "started": started, "supervisor_pid": 2**22 + 7}
+    run_dir = write_run(repo, "01900000-0000-7000-8000-000000000001", status=status)
+    os.utime(run_dir / "status.json", (started + 3, started + 3))
+    (row,), _ = run_rows(repo, "flows")
+    assert (row.state, row.ended) == ("lost", started + 3)
+    assert elapsed_text(row) == "00:03"
