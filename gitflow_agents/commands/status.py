@@ -176,11 +176,11 @@ def collect(
             if isinstance(reply.get("questions"), list) and reply["questions"]:
                 row["questions"] = reply["questions"]
         rows.append(redact_data(row))
-    if steps:  # each in its place: oldest first within its flow, as the folders are read
+    if steps:  # each in its place: oldest first across the flows, as the folders are read
         rows += [
             _live_step_row(s, runs_root(root, flow_dir, s.flow) / run) for run, s in steps.items()
         ]
-        rows.sort(key=lambda row: (Path(row["runDir"]).parent.parent.name, row["runId"]))
+        rows.sort(key=lambda row: (row["runId"], Path(row["runDir"]).parent.parent.name))
     return rows
 
 

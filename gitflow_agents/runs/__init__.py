@@ -291,15 +291,20 @@ def read_status(paths: RunPaths) -> RunStatus | None:
 
 
 def iter_runs(root: Path, flow_dir: str, flow: str | None = None) -> Iterator[RunPaths]:
-    """Run directories, oldest first (run ids sort by time), of one flow or of all flows."""
+    """Run directories, oldest first (a run id begins with its creation time), of one flow or
+    of all flows: across the flows, not flow by flow (a run of flow ``a`` begun last is last)."""
     base = root / flow_dir
-    flows = [base / flow] if flow else sorted(p for p in base.glob("*") if p.is_dir())
-    for flow_path in flows:
-        runs = flow_path / "runs"
-        if runs.is_dir():
-            for run_dir in sorted(runs.iterdir()):
-                if run_dir.is_dir():
-                    yield RunPaths(run_dir)
+    flows = [base / flow] if flow else [p for p in base.glob("*") if p.is_dir()]
+    found = [
+        run_dir
+        for flow_path in flows
+        if (flow_path / "runs").is_dir()
+        for run_dir in (flow_path / "runs").iterdir()
+        if run_dir.is_dir()
+    ]
+    # the same id in two flows (copied by hand): by flow, so the order stays the same each time
+    for run_dir in sorted(found, key=lambda run_dir: (run_dir.name, run_dir.parent.parent.name)):
+        yield RunPaths(run_dir)
 
 
 def find_run(root: Path, flow_dir: str, run_id: str) -> RunPaths | None:

@@ -151,3 +151,19 @@ def test_a_prefix_that_names_several_runs_is_said_so_with_their_longer_prefixes(
         assert f"'{twin[:13]}' names 2 runs: {twin[:18]}, {other[:18]}" in done.stderr, done.stderr
     done = run_cli("cancel", twin[:18], cwd=repo)
     assert done.returncode == 0 and "already" in done.stdout + done.stderr, done
+
+
+def test_runs_of_several_flows_are_listed_oldest_first_across_them(repo: Path) -> None:
+    """As `history`: in the order they began, not flow by flow (the last rows the latest)."""
+    from gitflow_agents.commands.status import collect
+
+    began = [
+        ("zeta", "01a21d00-0000-7000-8000-000000000001"),
+        ("alpha", "01a21d00-0001-7000-8000-000000000002"),
+        ("zeta", "01a21d00-0002-7000-8000-000000000003"),
+    ]
+    for flow, run_id in began:
+        run_dir = repo / "flows" / flow / "runs" / run_id
+        run_dir.mkdir(parents=True)
+        (run_dir / "status.json").write_text(json.dumps({"state": "succeeded", "started": 1.0}))
+    assert [(row["flow"], row["runId"]) for row in collect(repo, "flows")] == began

@@ -151,3 +151,18 @@ def test_a_run_lost_while_queued_is_timed_to_its_status_files_last_write(repo: P
     (row,), _ = run_rows(repo, "flows")
     assert (row.state, row.ended) == ("lost", started + 3)
     assert elapsed_text(row) == "00:03"
+
+
+def test_the_runs_page_is_newest_first_across_flows_and_its_cap_keeps_the_newest(
+    repo: Path,
+) -> None:
+    """The runs were read flow by flow (flows by name): a run just begun in flow ``a`` was
+    listed below older runs of flow ``z``, and with the cap full of ``z``'s not drawn at all."""
+    older = [f"01900000-0000-7000-8000-00000000000{n}" for n in (1, 2, 3)]
+    for run_id in older:
+        write_run(repo, run_id, status={"state": "succeeded"}, flow="z")
+    newest = "01900000-0001-7000-8000-000000000004"
+    write_run(repo, newest, status={"state": "succeeded"}, flow="a")
+    rows, rest = run_rows(repo, "flows", most=2)
+    assert [(row.run_id, row.flow) for row in rows] == [(newest, "a"), (older[2], "z")]
+    assert rest == 2
