@@ -10,7 +10,7 @@ linked to it (``sessions.py`` says how sessions work and end). Options that end 
   sends keep the limit; the session closes when its last allowed turn has run;
 - ``--close``: marks the session closed; later sends are refused.
 
-Refused (exit 2, one line): an adapter whose CLI cannot resume, a run that recorded no session id,
+Refused (exit 2, one line): no MESSAGE or a blank one, an adapter whose CLI cannot resume, a run that recorded no session id,
 a run still running, a lost run (its orchestrator died: it never finishes; ``cancel`` it), a run
 that is not the session's latest turn, a closed session.
 ``abort RUN_ID`` is ``cancel``.
@@ -33,6 +33,11 @@ def run(args: argparse.Namespace) -> int:
     from gitflow_agents.config import find_project_root, load_flow_config
     from gitflow_agents.runs.control import NotRunning, queued_messages, send_message
 
+    if args.message is not None and not args.message.strip() and not args.close:
+        # a turn of its own, paid for, saying nothing (the page refuses a blank one too)
+        raise UsageError(
+            "send: the MESSAGE is blank: give a MESSAGE (or --close to end the session)"
+        )
     root = find_project_root(Path.cwd())
     config = load_flow_config(root, args.flow_type, args.variant)
     if args.message is not None and not args.close:

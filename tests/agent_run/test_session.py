@@ -152,6 +152,21 @@ def test_max_turns_already_used_up(repo: Path, tmp_path: Path, cli: Cli) -> None
     assert len(runs(repo)) == 1
 
 
+def test_a_blank_message_continues_no_session(repo: Path, tmp_path: Path, cli: Cli) -> None:
+    """As without a MESSAGE: a turn saying nothing would be a new, paid agent run."""
+    env, log = setup(repo, tmp_path)
+    assert spawn(cli, repo, env, "Paint.").returncode == 0
+    [run1] = runs(repo)
+    for blank in ("", "   ", "\n\t"):
+        refused = cli.main("send", run1.name, blank, cwd=repo, env=env)
+        assert refused.returncode == 2
+        assert refused.stderr.strip() == (
+            "gitflow-agents: error: send: the MESSAGE is blank: give a MESSAGE "
+            "(or --close to end the session)"
+        )
+    assert len(runs(repo)) == 1 and len(log.read_text().splitlines()) == 1
+
+
 def test_close_refuses_later_sends(repo: Path, tmp_path: Path, cli: Cli) -> None:
     env, _log = setup(repo, tmp_path)
     assert spawn(cli, repo, env, "Paint.").returncode == 0
@@ -233,6 +248,8 @@ def test_refused_while_running_and_for_unknown_runs(repo: Path, tmp_path: Path, 
     assert unknown.returncode == 2 and "no run '0000000000'" in unknown.stderr
     missing = cli.main("send", run1.name, cwd=repo, env=env)
     assert missing.returncode == 2
+    blank = cli.main("send", run1.name, " \n\t ", cwd=repo, env=env)  # a running run's too
+    assert blank.returncode == 2 and "the MESSAGE is blank" in blank.stderr
     # once it has ended, the queued message goes first in the next turn, then leaves the queue
     for name, text in ended.items():
         (run1 / name).write_text(text)
