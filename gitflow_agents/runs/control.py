@@ -58,6 +58,10 @@ INBOX = "inbox"
 MAX_REQUEST = 1024 * 1024  # bytes of one request line (a message is text a person typed)
 TIMEOUT = 10.0  # seconds a connection may sit idle, either side
 CANCELED = "canceled by gitflow-agents cancel"
+CANCEL_ANSWER = 0.5
+"""Seconds ``cancel`` gives a supervisor to answer at least (``--wait 0`` too); with a longer
+``--wait``, the wait: a supervisor alive but not answering (stopped, hung) held the cancel for
+``TIMEOUT`` before the wait began."""
 SESSION_EVENTS = ("session:message", "session:reply")  # what a sent text is recorded as
 
 
@@ -395,10 +399,12 @@ def cancel_run(
         return f"run {paths.run_dir.name} already ended: {status.get('state')}"
     if not paths.status.exists():  # no agent's run: a step run's folder (its agents have theirs)
         return _not_an_agent_run(paths)
-    got = request(paths.run_dir / SOCKET, {"op": "cancel", "runId": paths.run_dir.name})
-    if got is None or not got.get("ok"):  # no channel: the file the supervisor watches
-        write_text_atomic(paths.cancel, f"{time.time():.3f} canceled by user\n")
     deadline = time.monotonic() + wait
+    asked = {"op": "cancel", "runId": paths.run_dir.name}
+    answer = min(TIMEOUT, max(wait, CANCEL_ANSWER))
+    got = request(paths.run_dir / SOCKET, asked, timeout=answer)
+    if got is None or not got.get("ok"):  # no channel: the file the supervisor watches
+        write_text_atomic(paths.cancel, f"{time.time():.3f} {CANCELED}\n")
     while True:
         # Read again: what the supervisor recorded after we first looked (its ending, or the
         # agent's pid or tree marker when it died right after starting the agent) counts.
@@ -410,7 +416,7 @@ def cancel_run(
         time.sleep(0.05)
     found = tree_pids(status)  # what there is to kill: a lost run's agent may have ended too
     left = kill_recorded_tree(status)
-    mark_ended(paths, status, "canceled by user", config)
+    mark_ended(paths, status, CANCELED, config)  # what the supervisor records it with too
     if found or left:
         note = f"; processes left: {list(left)}" if left else ""
         return f"canceled run {paths.run_dir.name} (killed its process tree{note})"

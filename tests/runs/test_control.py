@@ -236,6 +236,45 @@ def test_cancel_of_a_run_that_ends_meanwhile_keeps_its_ending(
     assert not (run / "result.json").exists()  # the supervisor's to write, not marked here
 
 
+def test_cancel_gives_a_supervisor_that_does_not_answer_no_more_than_its_wait(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A supervisor alive but not answering (stopped with SIGSTOP, hung): its socket takes the
+    connection and says nothing. `cancel --wait 0` read for the channel's 10 s TIMEOUT before
+    its wait began; now it asks for no longer than the wait (CANCEL_ANSWER at least), then
+    ends the run itself, with the reason the supervisor would have recorded."""
+    run = project / "flows" / "f" / "runs" / "01a2195c-a913-7cf7-97aa-93589fd183b4"
+    run.mkdir(parents=True)
+    status = {"state": "running", "supervisor_pid": os.getpid(), "agent": "talker"}
+    (run / "status.json").write_text(json.dumps(status))
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with monkeypatch.context() as here:  # a socket's path is at most 107 bytes
+        here.chdir(run)
+        silent.bind(control.SOCKET)
+    silent.listen(1)  # the connection is taken into the backlog; nobody ever reads it
+    asked: list[float] = []
+    real = control.request
+
+    def timed(path: Path, data: Any, *, timeout: float = control.TIMEOUT) -> Any:
+        asked.append(timeout)
+        return real(path, data, timeout=timeout)
+
+    monkeypatch.setattr(control, "request", timed)
+    try:
+        said = control.cancel_run(project, run.name, flow_dir="flows", wait=0)
+    finally:
+        silent.close()
+    assert asked == [control.CANCEL_ANSWER]
+    assert said == (
+        f"canceled run {run.name} (its supervisor did not answer, nothing left to kill)"
+    )
+    ended = json.loads((run / "status.json").read_text())
+    assert (ended["state"], ended["reason"]) == ("canceled", control.CANCELED)
+    assert (run / "cancel").read_text().endswith(f" {control.CANCELED}\n")
+    record = json.loads((run / "result.json").read_text())["run"]
+    assert record["reason"].startswith(control.CANCELED)
+
+
 def test_a_live_socket_or_a_file_in_the_way_is_never_replaced(tmp_path: Path) -> None:
     path = tmp_path / control.SOCKET
     bound = control.bind_socket(path)
