@@ -8,7 +8,8 @@ linked to it (``sessions.py`` says how sessions work and end). Options that end 
 
 - ``--max-turns N``: at most N turns in the session (the spawn is turn 1); recorded, so later
   sends keep the limit; the session closes when its last allowed turn has run;
-- ``--close``: marks the session closed; later sends are refused.
+- ``--close``: marks the session closed; later sends are refused. Messages queued for its next
+  turn (sent while it ran) are not sent: it says how many, and leaves them in ``inbox/``.
 
 Refused (exit 2, one line): no MESSAGE or a blank one, an adapter whose CLI cannot resume, a run that recorded no session id,
 a run still running, a lost run (its orchestrator died: it never finishes; ``cancel`` it), a run
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.run import limits
     from gitflow_agents.agent_run.send_target import refuse_step_run
     from gitflow_agents.config import find_project_root, load_flow_config
-    from gitflow_agents.runs.control import NotRunning, queued_messages, send_message
+    from gitflow_agents.runs.control import INBOX, NotRunning, queued_messages, send_message
 
     if args.message is not None and not args.message.strip() and not args.close:
         # a turn of its own, paid for, saying nothing (the page refuses a blank one too)
@@ -67,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"closed session {session['root']} after {session.get('turns', 1)} turn(s)")
         else:
             print(f"session {session['root']} was already closed ({session.get('closedReason')})")
+        unsent = queued_messages(prior.paths.run_dir)  # sent while it ran, for a next turn
+        if unsent:  # there is none now: said, and left where they are
+            folder = prior.paths.run_dir / INBOX
+            print(f"{len(unsent)} message(s) queued for its next turn were never sent ({folder})")
         return 0
     if args.message is None:
         raise UsageError("send: give a MESSAGE (or --close to end the session)")

@@ -171,8 +171,12 @@ def test_close_refuses_later_sends(repo: Path, tmp_path: Path, cli: Cli) -> None
     env, _log = setup(repo, tmp_path)
     assert spawn(cli, repo, env, "Paint.").returncode == 0
     [run1] = runs(repo)
+    inbox = run1 / "inbox"  # a message sent while it ran, for a next turn there will not be
+    inbox.mkdir()
+    (inbox / "0001.json").write_text(json.dumps({"text": "And the gate."}))
     closed = cli.main("send", "--close", run1.name, cwd=repo, env=env)
     assert closed.returncode == 0 and f"closed session {run1.name} after 1 turn(s)" in closed.stdout
+    assert f"1 message(s) queued for its next turn were never sent ({inbox})" in closed.stdout
     refused = cli.main("send", run1.name, "More.", cwd=repo, env=env)
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
