@@ -10,20 +10,9 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents.git import stats
-from gitflow_agents.git.diffparse import Commit, FileStat
+from gitflow_agents.git.diffparse import FileStat
 from tests.conftest import git
-
-STATS = stats.GitStats(
-    base_sha="a" * 40,
-    head_sha="b" * 40,
-    files=(
-        FileStat("src/new.py", "A", None, 10, 0),
-        FileStat("README.md", "M", None, 2, 1),
-        FileStat("logo.png", "A", None, None, None),
-        FileStat("docs/new.md", "R", "docs/old.md", 0, 0),
-    ),
-    commits=(Commit("c" * 40, "[plan] Step 1: Add"), Commit("d" * 40, "[plan] Step 1 (fix 1)")),
-)
+from tests.helpers.git_stats import STATS
 
 
 def test_totals_and_json() -> None:

@@ -5,22 +5,11 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-from gitflow_agents.git.diffparse import Commit, FileStat
+from gitflow_agents.git.diffparse import FileStat
 from gitflow_agents.git.stats import GIT_STATS_MARKER, GitStats
 from gitflow_agents.render import git_stats
 from gitflow_agents.render.git_stats import render_markdown
-
-STATS = GitStats(
-    base_sha="a" * 40,
-    head_sha="b" * 40,
-    files=(
-        FileStat("src/new.py", "A", None, 10, 0),
-        FileStat("README.md", "M", None, 2, 1),
-        FileStat("logo.png", "A", None, None, None),
-        FileStat("docs/new.md", "R", "docs/old.md", 0, 0),
-    ),
-    commits=(Commit("c" * 40, "[plan] Step 1: Add"), Commit("d" * 40, "[plan] Step 1 (fix 1)")),
-)
+from tests.helpers.git_stats import STATS
 
 
 def test_markdown_table() -> None:
