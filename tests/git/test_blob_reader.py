@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,6 +16,7 @@ from gitflow_agents.reviewer import builtin
 from gitflow_agents.reviewer.checks import CheckOptions
 from tests.conftest import git
 from tests.helpers.files import commit_files, detached_repository
+from tests.helpers.old_git import git_refusing
 
 
 def cat_file_calls(trace: Path) -> list[str]:
@@ -268,17 +268,7 @@ def test_a_git_without_batch_command_gets_the_same_review(
     head = commit_files(repo, files)
     options = CheckOptions(max_file_bytes=60)
     expected = builtin.review_diff(repo, g.DiffSpec(base, head), options=options)
-    real = shutil.which("git")
-    assert real is not None
-    old = tmp_path / "old-git"
-    old.mkdir()
-    (old / "git").write_text(
-        "#!/bin/sh\n"
-        'for a in "$@"; do [ "$a" = --batch-command ] && { echo refused >> "$0.log"; exit 129; }; done\n'
-        f'exec {real} "$@"\n'
-    )
-    (old / "git").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{old}{os.pathsep}{os.environ['PATH']}")
+    old = git_refusing("--batch-command", tmp_path, monkeypatch)
     trace = tmp_path / "trace"
     monkeypatch.setenv("GIT_TRACE", str(trace))
     assert builtin.review_diff(repo, g.DiffSpec(base, head), options=options) == expected
@@ -317,17 +307,7 @@ def test_a_reader_started_early_answers_as_one_started_on_demand(
     with g.BlobReader(repo) as reader:
         reader.start()
         assert ask(reader) == expected
-    real = shutil.which("git")
-    assert real is not None
-    old = tmp_path / "old-git"
-    old.mkdir()
-    (old / "git").write_text(
-        "#!/bin/sh\n"
-        'for a in "$@"; do [ "$a" = --batch-command ] && { echo refused >> "$0.log"; exit 129; }; done\n'
-        f'exec {real} "$@"\n'
-    )
-    (old / "git").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{old}{os.pathsep}{os.environ['PATH']}")
+    old = git_refusing("--batch-command", tmp_path, monkeypatch)
     with g.BlobReader(repo) as reader:
         reader.start()
         assert ask(reader) == expected

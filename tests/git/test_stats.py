@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,6 +11,7 @@ from gitflow_agents.git import stats
 from gitflow_agents.git.diffparse import FileStat
 from tests.conftest import git
 from tests.helpers.git_stats import STATS
+from tests.helpers.old_git import git_refusing
 
 
 def test_totals_and_json() -> None:
@@ -116,17 +115,7 @@ def test_a_merge_resolution_on_a_git_without_merge_tree_write_tree(
     """git before 2.38 refuses ``merge-tree --write-tree``: the files the merge changed against
     both parents, counted against the first."""
     start, merge = _conflicted_merge(repo)
-    real = shutil.which("git")
-    assert real is not None
-    old = tmp_path / "old-git"
-    old.mkdir()
-    (old / "git").write_text(
-        "#!/bin/sh\n"
-        'for a in "$@"; do [ "$a" = --write-tree ] && { echo refused >> "$0.log"; exit 129; }; done\n'
-        f'exec {real} "$@"\n'
-    )
-    (old / "git").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{old}{os.pathsep}{os.environ['PATH']}")
+    old = git_refusing("--write-tree", tmp_path, monkeypatch)
     own = stats.compute_resolution(repo, start, merge)
     assert (old / "git.log").read_text() == "refused\n"
     assert [(f.path, f.added, f.deleted) for f in own.files] == [("a.txt", 2, 0)]
