@@ -34,7 +34,7 @@ from gitflow_agents.base.errors import ExitCode, GitflowError, PlanError
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.loop import run_step
 from gitflow_agents.chain.record import ChainResult
-from gitflow_agents.chain.resume import landed_tip
+from gitflow_agents.chain.resume import landed_branch
 from gitflow_agents.chain.state import DONE, done_where, where_it_went
 from gitflow_agents.plan import Plan, parse_plan
 from gitflow_agents.plan.deps import checked_order
@@ -98,7 +98,7 @@ def next_steps(
     ctx: Context, pending: Sequence[int], running: Sequence[int], jobs: int
 ) -> tuple[list[int], list[Waiting]]:
     """The one place that decides which steps start now: of ``pending`` (in plan order), those
-    already ✅ or whose work landed without its ✅ (``resume.landed_tip``; each is skipped at
+    already ✅ or whose work landed without its ✅ (``resume.landed_branch``; each is skipped at
     once, as a dependency it is done), and those whose dependencies are all ✅ on the target,
     whose footprint overlaps no running step's (nor one chosen before it), while fewer than
     ``jobs`` run; and the ready steps that wait, with why. A step whose dependencies are not
@@ -110,7 +110,7 @@ def next_steps(
     def landed(number: int) -> bool:  # ✅, or its work on the target without its ✅
         if number not in done:
             done[number] = (
-                done_where(ctx, number) is not None or landed_tip(ctx, number) is not None
+                done_where(ctx, number) is not None or landed_branch(ctx, number) is not None
             )
         return done[number]
 

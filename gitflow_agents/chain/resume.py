@@ -5,7 +5,7 @@ meta (``chain.json`` in its agent folder) says it started from the same commit i
 of run again. Otherwise the earlier attempt's reports move to ``previous/`` so the supervisor
 starts from a clean slate, and nothing is lost. An implementer whose commit is on the target
 already has landed: a forced run starts afresh, and a step whose branch landed without its ✅
-(``landed_tip``) is finished instead of run again (``chain/land.py``'s ``finish_landed``).
+(``landed_branch``) is finished instead of run again (``chain/land.py``'s ``finish_landed``).
 """
 
 from __future__ import annotations
@@ -194,13 +194,6 @@ class Landed(NamedTuple):
 
     branch: str
     tip: str
-
-
-def landed_tip(ctx: Context, step: int) -> str | None:
-    """The tip of the step's branch when its work is on the target already
-    (``landed_branch``); None when it has not landed."""
-    found = landed_branch(ctx, step)
-    return None if found is None else found.tip
 
 
 def landed_branch(ctx: Context, step: int) -> Landed | None:
