@@ -98,6 +98,10 @@ def _translated(what: str) -> Iterator[None]:
         # A connection that was never made stored nothing; anything later may have.
         stored = not isinstance(exc, requests.exceptions.ConnectTimeout)
         raise retry.Transient(f"{type(exc).__name__}: {exc}", maybe_stored=stored) from None
+    except ValueError as exc:
+        # An answer that cannot be read: PyGithub parses every answer's rate-limit headers as
+        # numbers (a proxy's ``x-ratelimit-reset: soon`` raises), JSON that is not JSON.
+        raise GitHubError(f"GitHub API: {what}: an answer that could not be read ({exc})") from None
 
 
 def _comment(data: Mapping[str, Any]) -> Comment:

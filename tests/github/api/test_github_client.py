@@ -101,6 +101,24 @@ def test_secondary_rate_limit_that_never_ends_is_a_github_error_not_forbidden(
     assert len(gh.requests("POST", "/issues/7/comments")) == 3
 
 
+def test_an_answer_whose_rate_limit_headers_are_not_numbers_is_a_github_error(
+    gh: GitHubStandIn,
+) -> None:
+    """A proxy's ``x-ratelimit-reset: soon`` made PyGithub raise ValueError: exit 70 before."""
+    simple_pull(gh)
+    gh.fail(
+        "GET",
+        r"/pulls/7/files$",
+        403,
+        message="API rate limit exceeded",
+        headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": "soon"},
+    )
+    with pytest.raises(GitHubError) as caught:
+        client_for(gh).pulls.files(gh.full_name, 7)
+    assert caught.value.exit_code == ExitCode.GITHUB
+    assert "GET /repos/octo/demo/pulls/7/files" in str(caught.value)
+
+
 def test_read_only_token_is_forbidden_at_once(gh: GitHubStandIn) -> None:
     simple_pull(gh)
     with pytest.raises(GitHubForbidden, match="Resource not accessible by integration"):
