@@ -11,6 +11,7 @@ from gitflow_agents.base.errors import GitError, UsageError
 from gitflow_agents.git.cmd import failure as _fail
 from gitflow_agents.git.cmd import run_git
 from gitflow_agents.git.queries import is_ancestor
+from gitflow_agents.git.version import MERGE_TREE, require
 from gitflow_agents.git.worktree import branch_sha, worktree_of_branch
 
 
@@ -41,8 +42,13 @@ def merge_into(root: Path, target: str, source_sha: str, *, mode: str, message: 
         new, kind = source_sha, "fast-forward"
     elif mode == "merge":
         result = run_git(root, "merge-tree", "--write-tree", previous, source_sha, check=False)
-        if result.returncode != 0:
+        if result.returncode == 1:  # git's answer for a merge that conflicts
             raise GitError(f"merging into {target} would conflict: {result.stdout.strip()}")
+        if result.returncode != 0:
+            require(
+                root, MERGE_TREE, f"landing on {target} with a merge commit (merge mode 'merge')"
+            )
+            raise _fail(result, f"cannot merge {source_sha[:12]} into {target}")
         tree = result.stdout.split()[0]
         new = run_git(
             root,
@@ -130,6 +136,7 @@ def _clean_merge_tree(root: Path, first: str, others: list[str]) -> str | None:
         if result.returncode == 1:
             return None
         if result.returncode != 0:
+            require(root, MERGE_TREE, "checking that a rebase would reproduce its merge commits")
             raise _fail(result, f"cannot merge {theirs[:12]} into {ours[:12]}")
         tree = result.stdout.split()[0]
         if index + 1 < len(others):

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from gitflow_agents.base.atomic import common_git_dir
 from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.lazy import on_first_use
 from gitflow_agents.base.lazy import path as as_path
 from gitflow_agents.base.records import TYPE_CHECKING, NamedTuple
 from gitflow_agents.git import diffparse
@@ -38,6 +39,9 @@ from gitflow_agents.git.cmd import in_hook as in_hook
 from gitflow_agents.git.cmd import no_repository, reachable_top, start_git
 from gitflow_agents.git.cmd import run_git as run_git
 from gitflow_agents.git.diffparse import Commit, CommitPatch, FileChange
+
+# What a git that refused a call lacks: asked only then, so a review never imports it
+_VERSION = on_first_use("gitflow_agents.git.version")
 
 # Fetching from and pushing to remotes live in remote, the work trees, branches and commits of
 # chain steps in worktree; their names are re-exported here, each module imported when one of its
@@ -235,8 +239,13 @@ def tree_sha(root: StrPath, rev: str) -> str:
 
 def merged_tree(root: StrPath, base: str, head: str) -> str | None:
     """The tree of ``head`` merged onto ``base`` (``git merge-tree --write-tree``, no work
-    tree touched); None when the merge conflicts."""
+    tree touched); None when the merge conflicts. ``version.GitTooOld`` on a git before 2.38,
+    GitError when git fails otherwise (a commit it cannot read): never taken for a conflict."""
     result = run_git(root, "merge-tree", "--write-tree", base, head, check=False)
+    if result.returncode not in (0, 1):  # 1: git's answer for a merge that conflicts
+        version = _VERSION()
+        version.require(root, version.MERGE_TREE, "merging a pull request onto its base")
+        raise _fail(result, f"cannot merge {head[:12]} onto {base[:12]}")
     return result.stdout.split()[0] if result.returncode == 0 and result.stdout.strip() else None
 
 

@@ -24,6 +24,7 @@ from gitflow_agents.base.xdg import cache_dir
 from gitflow_agents.git.cmd import failure as _fail
 from gitflow_agents.git.cmd import run_git
 from gitflow_agents.git.queries import head_commit, is_ancestor, literal_pathspecs, tree_sha
+from gitflow_agents.git.version import MERGE_TREE, require
 
 # --- repository layout: common dir, info/exclude ------------------------------------------
 
@@ -571,6 +572,7 @@ def merge_conflicts(root: Path, ours: str, theirs: str) -> tuple[str, ...]:
     if result.returncode == 0:
         return ()
     if result.returncode != 1:
+        require(root, MERGE_TREE, "listing the files a merge would conflict in")
         raise _fail(result, f"cannot merge {theirs[:12]} into {ours[:12]}")
     names = [name for name in result.stdout.split("\0") if name]
     return tuple(dict.fromkeys(names[1:]))  # the first is the tree written

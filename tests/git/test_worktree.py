@@ -7,8 +7,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from gitflow_agents.git.version import GitTooOld
 from gitflow_agents.git.worktree import dirty_paths, head_and_dirty, merge_conflicts
 from tests.conftest import git
+from tests.helpers.old_git import git_refusing
 
 
 def _commit(repo: Path, start: str, files: dict[str, str]) -> str:
@@ -31,6 +35,17 @@ def test_a_clean_merge_has_no_conflicts_and_a_conflicting_one_names_each_path_on
     assert merge_conflicts(repo, ours, elsewhere) == ()
     assert merge_conflicts(repo, ours, theirs) == ("README.md", "src/a b.py")
     assert git(repo, "status", "--porcelain") == ""  # no work tree or index touched
+
+
+def test_a_git_before_2_38_cannot_list_conflicts_and_says_so(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    ours = _commit(repo, base, {"README.md": "# ours\n"})
+    theirs = _commit(repo, base, {"README.md": "# theirs\n"})
+    git_refusing("--write-tree", tmp_path, monkeypatch, version="2.37.3")
+    with pytest.raises(GitTooOld, match=r"needs git 2\.38 or newer .*; this is git 2\.37\.3"):
+        merge_conflicts(repo, ours, theirs)
 
 
 def test_work_trees_added_and_removed_from_many_threads_at_once_all_succeed(

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.errors import GitError, UsageError
 from gitflow_agents.findings import Overall, Review
 from gitflow_agents.git import queries as git
 from gitflow_agents.github.action import status
@@ -88,7 +88,10 @@ def reusable(
         ensure_commit(root, pull.head_sha, number)
     except UsageError as exc:
         return str(exc)
-    merged = git.merged_tree(root, group.base_sha, pull.head_sha)
+    try:
+        merged = git.merged_tree(root, group.base_sha, pull.head_sha)
+    except GitError as exc:  # a git before 2.38 (version.GitTooOld) among them: reviewed in full
+        return str(exc)
     if merged is None or merged != git.tree_sha(root, group.head_sha):
         return (
             f"the group's tree is not #{number}'s approved head merged onto its base "

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import git
 from tests.github.action.test_github_base_config import base_with_reviewer
 from tests.github_events import merge_group_event
 from tests.github_standin import GitHubStandIn, Pull, client_for, gh
 from tests.helpers.action_runner import FINE, Runner, pr_event, pr_files, states
+from tests.helpers.old_git import git_refusing
 
 __all__ = ["gh"]
 
@@ -114,6 +117,27 @@ def test_a_group_with_a_second_pr_is_reviewed(
     assert status["state"] == "success" and "reuses" not in str(status["description"])
     summary = runner.summary.read_text()
     assert "no approval reused: the group's tree is not #8's approved head" in summary
+
+
+def test_a_git_before_2_38_reviews_the_group_in_full_and_says_why(
+    gh: GitHubStandIn, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The group's merge cannot be computed (no ``merge-tree --write-tree``): not taken for a
+    conflict or another pull request, and no failed job, but a review as before."""
+    base_with_reviewer(repo, "approve")
+    log = tmp_path / "reviewer.log"
+    approved_pull(gh, repo, tmp_path, 7, {"fine.py": FINE}, log)
+    log.unlink()
+    runner, event = queue_group(gh, repo, tmp_path, [7])
+    git_refusing("--write-tree", tmp_path, monkeypatch, version="2.34.1")
+    assert run_group(runner, event, log) == 0
+    assert log.read_text() == "approve\n"  # reviewed by the agent
+    assert group_status(gh, event)["state"] == "success"
+    summary = runner.summary.read_text()
+    assert (
+        "no approval reused: merging a pull request onto its base needs git 2.38 or newer"
+    ) in summary
+    assert "this is git 2.34.1: install a newer git" in summary
 
 
 def test_an_approval_someone_else_set_is_not_reused(
