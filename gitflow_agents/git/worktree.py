@@ -24,7 +24,7 @@ from gitflow_agents.base.xdg import cache_dir
 from gitflow_agents.git.cmd import failure as _fail
 from gitflow_agents.git.cmd import run_git
 from gitflow_agents.git.queries import head_commit, is_ancestor, literal_pathspecs, tree_sha
-from gitflow_agents.git.version import MERGE_TREE, require
+from gitflow_agents.git.version import MERGE_TREE, WORKTREE_LIST, require
 
 # --- repository layout: common dir, info/exclude ------------------------------------------
 
@@ -109,9 +109,14 @@ _BOOKKEEPING = threading.RLock()
 
 
 def worktrees(root: Path) -> dict[Path, str | None]:
-    """Every work tree of the repository and the branch checked out in it (None: detached)."""
+    """Every work tree of the repository and the branch checked out in it (None: detached).
+    ``version.GitTooOld`` on a git before 2.36 (no ``-z``: its paths may hold a line feed)."""
     with _BOOKKEEPING:
-        out = run_git(root, "worktree", "list", "--porcelain", "-z").stdout
+        result = run_git(root, "worktree", "list", "--porcelain", "-z", check=False)
+    if result.returncode != 0:
+        require(root, WORKTREE_LIST, "finding the work trees of the repository")
+        raise _fail(result, "cannot list the work trees of the repository")
+    out = result.stdout
     found: dict[Path, str | None] = {}
     current: Path | None = None
     for field in out.split("\0"):

@@ -19,6 +19,7 @@ from gitflow_agents.git import queries as g
 from gitflow_agents.runs import lock
 from tests.conftest import git, running_agent, wait_until
 from tests.helpers.chain import call, configure, run, start_run
+from tests.helpers.old_git import git_refusing
 
 REJECTED = ("--step", "1", "--max-iterations", "1")
 
@@ -203,3 +204,18 @@ def test_a_tree_removed_by_hand_while_git_knows_it_is_made_afresh_or_pruned(repo
     (forced,) = gc(repo, "--force")["trees"]
     assert forced["removed"] is True and listed(repo) == []
     assert before[1]["path"] not in git(repo, "worktree", "list")
+
+
+def test_a_git_before_2_36_is_one_line_and_exit_2(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    git_refusing("-z", tmp_path, monkeypatch, within="worktree", version="2.34.1")
+    for command in ("worktrees", "gc"):
+        result = call(repo, command)
+        assert result.returncode == 2
+        assert result.stderr.strip().splitlines() == [
+            "gitflow-agents: error: finding the work trees of the repository needs git 2.36 "
+            "or newer (`git "
+            "worktree list --porcelain -z`); this is git 2.34.1: install a newer git (README, "
+            '"Requirements")'
+        ]

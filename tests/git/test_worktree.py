@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitflow_agents.git.version import GitTooOld
-from gitflow_agents.git.worktree import dirty_paths, head_and_dirty, merge_conflicts
+from gitflow_agents.git.worktree import dirty_paths, head_and_dirty, merge_conflicts, worktrees
 from tests.conftest import git
 from tests.helpers.old_git import git_refusing
 
@@ -46,6 +46,21 @@ def test_a_git_before_2_38_cannot_list_conflicts_and_says_so(
     git_refusing("--write-tree", tmp_path, monkeypatch, version="2.37.3")
     with pytest.raises(GitTooOld, match=r"needs git 2\.38 or newer .*; this is git 2\.37\.3"):
         merge_conflicts(repo, ours, theirs)
+
+
+def test_a_git_before_2_36_cannot_list_work_trees_safely_and_says_so(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``worktree list -z`` a path holding a line feed reads as two fields: refused,
+    naming both versions, rather than read wrongly or answered with git's usage text."""
+    old = git_refusing("-z", tmp_path, monkeypatch, within="worktree", version="2.34.1")
+    with pytest.raises(GitTooOld) as refused:
+        worktrees(repo)
+    assert str(refused.value) == (
+        "finding the work trees of the repository needs git 2.36 or newer (`git worktree list "
+        '--porcelain -z`); this is git 2.34.1: install a newer git (README, "Requirements")'
+    )
+    assert (old / "git.log").read_text() == "refused\n"
 
 
 def test_work_trees_added_and_removed_from_many_threads_at_once_all_succeed(
