@@ -8,12 +8,15 @@ exactly the system prompt ``spawn`` would hand the agent, so both build it here.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from gitflow_agents.assets import load_manifest
-from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.bounded import inside_root, outside_root
+from gitflow_agents.base.errors import PlanError, UsageError
 from gitflow_agents.config import find_project_root, load_flow_config
 from gitflow_agents.plan import parse_plan
+from gitflow_agents.plan.model import shown_path
 from gitflow_agents.prompt import PromptRequest
 
 
@@ -30,7 +33,7 @@ def prompt_request(args: argparse.Namespace, command: str, *, flow: str | None) 
         raise UsageError(f"{command}: --plan needs --step (or give --task)")
     root = find_project_root(Path.cwd())
     config = load_flow_config(root, args.flow_type, args.variant)
-    plan = parse_plan(Path(args.plan).absolute(), config.spec_plan) if args.plan else None
+    plan = parse_plan(plan_path(root, args.plan), config.spec_plan) if args.plan else None
     return PromptRequest(
         root=root,
         config=config,
@@ -44,6 +47,17 @@ def prompt_request(args: argparse.Namespace, command: str, *, flow: str | None) 
         preamble=args.preamble,
         manifest=load_manifest(root),
     )
+
+
+def plan_path(root: Path, given: str) -> Path:
+    """The plan ``--plan`` names, absolute; PlanError (exit 2) for a plan inside the project
+    that a symlink leads out of it: its text goes into the prompt, and what the tool reads from
+    a project into a prompt must be the project's own (docs/security.md; ``run`` refuses such a
+    plan too). A plan named by a path outside the project is the user's choice and is read."""
+    path = Path(os.path.abspath(given))  # noqa: PTH100 - ``..`` folded, symlinks kept as seen
+    if path.is_relative_to(root.absolute()) and inside_root(root, path) is None:
+        raise PlanError(outside_root(path), path=shown_path(path))
+    return path
 
 
 def read_task(task: str | None) -> str | None:

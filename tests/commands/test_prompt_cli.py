@@ -148,3 +148,33 @@ def test_bad_config_is_one_line_exit_2(tmp_path: Path) -> None:
     assert result.stderr.startswith("gitflow-agents: error: .flow/base.yaml:")
     assert result.stderr.count("\n") == 1
     assert "Traceback" not in result.stderr
+
+
+def test_a_plan_a_symlink_leads_out_of_the_project_is_never_read(
+    tmp_path: Path, cli_run: Cli
+) -> None:
+    """Its step would go into the prompt (docs/security.md): ``prompt`` and ``spawn`` refuse it,
+    exit 2, naming the link and where it leads, as ``run`` does; nothing of it is printed and no
+    agent starts. A link that stays inside is read, and so is the plan named at its own path."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / ".git").mkdir()
+    assert cli_run.main("init", cwd=root).returncode == 0
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Elsewhere\n\n### Status: | Step 1: Leak\nTOP SECRET\n")
+    (root / "specs" / "link.md").symlink_to(outside)
+    for command in (("prompt", "--agent", "builder"), ("spawn", "builder")):
+        for plan, where in (("specs/link.md", root), ("link.md", root / "specs")):
+            refused = cli_run.main(*command, "--plan", plan, "--step", "1", cwd=where)
+            assert refused.returncode == 2, refused.stderr
+            assert refused.stdout == "" and "SECRET" not in refused.stderr
+            assert refused.stderr == (
+                "gitflow-agents: error: specs/link.md: leads outside the project root "
+                f"(to {outside.resolve()}); the file must be inside the project root\n"
+            )
+    assert not (root / "flows").exists()  # spawn started nothing
+    (root / "specs" / "inside.md").symlink_to("example-plan.md")
+    for plan in ("specs/inside.md", str(outside)):
+        read = cli_run.main("prompt", "--agent", "builder", "--plan", plan, "--step", "1", cwd=root)
+        assert read.returncode == 0, read.stderr
+        assert "## Current Step: Step 1\n" in read.stdout
