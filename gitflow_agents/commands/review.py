@@ -419,10 +419,10 @@ def _review_settings(root: StrPath) -> ReviewSettings:
     layer = os.path.join(root, LAYER)  # noqa: PTH118 - no pathlib on a small review's path
     if not os.path.lexists(layer):  # a dangling link is reported, not taken for "no file"
         return ReviewSettings()
-    from gitflow_agents.config.layer_bytes import read_layer_bytes
+    from gitflow_agents.config.layer_bytes import read_project_layer
     from gitflow_agents.reviewer import settings_cache
 
-    data = read_layer_bytes(layer, LAYER)
+    data = read_project_layer(root, LAYER)  # as load_flow_config reads it: inside the project
     cached = settings_cache.load(root, data, LAYER)
     if cached is not None:
         return cached

@@ -8,7 +8,13 @@ from __future__ import annotations
 import errno
 import os
 
-from gitflow_agents.base.bounded import ReadRefused, decode_text, read_limited
+from gitflow_agents.base.bounded import (
+    ReadRefused,
+    decode_text,
+    inside_root,
+    outside_root,
+    read_limited,
+)
 from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.base.records import TYPE_CHECKING
 
@@ -28,6 +34,22 @@ def read_layer_bytes(path: StrPath, display: str) -> bytes:
         raise ConfigError(exc.reason, path=display, line=exc.line) from None
     except OSError as exc:
         raise ConfigError(_unreadable(path, exc), path=display) from None
+
+
+def refuse_outside(root: StrPath, path: StrPath, display: str) -> None:
+    """ConfigError naming ``display`` when a symlink leads the layer ``path`` out of the
+    project ``root`` (docs/security.md): a layer's texts go into prompts, and its settings into
+    every message and decision, so only the project's own files are read."""
+    if inside_root(root, path) is None:
+        raise ConfigError(outside_root(path), path=display)
+
+
+def read_project_layer(root: StrPath, rel: str) -> bytes:
+    """The bytes of the layer ``rel`` (``.flow/base.yaml``) of the project ``root``, checked as
+    ``load_flow_config`` checks it: :func:`refuse_outside`, then :func:`read_layer_bytes`."""
+    path = os.path.join(root, rel)  # noqa: PTH118 - no pathlib on a small review's path
+    refuse_outside(root, path, rel)
+    return read_layer_bytes(path, rel)
 
 
 def _unreadable(path: StrPath, exc: OSError) -> str:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gitflow_agents.base.bounded import inside_root, outside_root
 from gitflow_agents.base.errors import ConfigError
 from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config.build import build, build_problems
 from gitflow_agents.config.check import check, merge, problems
 from gitflow_agents.config.files import Layout, builtin_flow_dir
+from gitflow_agents.config.layer_bytes import refuse_outside
 from gitflow_agents.config.shape import TOP
 from gitflow_agents.config.values import (
     BASE_FILE,
@@ -106,8 +106,7 @@ def _layers(root: Path, flow_type: str | None, variant: str | None) -> tuple[Lay
     # layer is reported, never silently skipped (the shipped defaults would stand in for it).
     paths = [p for p in _layer_paths(layout.flow_dir, flow_type, variant) if os.path.lexists(p)]
     for path in paths:  # a layer's texts go into prompts: the project's own files only
-        if inside_root(root, path) is None:
-            raise ConfigError(outside_root(path), path=display(root, path))
+        refuse_outside(root, path, display(root, path))
     review_only = paths == [layout.flow_dir / BASE_FILE] and _only_review(paths[0], layout)
     if not paths or review_only:
         layout = Layout(root, builtin_flow_dir(), built_in=True)

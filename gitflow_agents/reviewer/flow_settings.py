@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from gitflow_agents.base.errors import InputError
-from gitflow_agents.config.layer_bytes import read_layer_bytes
+from gitflow_agents.config.layer_bytes import read_project_layer
 from gitflow_agents.config.review import layer_node, review_layer_settings, review_only
 from gitflow_agents.config.review_whole import whole_layer_settings
 from gitflow_agents.findings import baseline as baselines
@@ -45,7 +45,7 @@ def local_settings(root: Path) -> ReviewSettings:
     layer = root / LAYER
     if not os.path.lexists(layer):  # a dangling link is reported, not taken for "no file"
         return ReviewSettings()
-    return layer_settings(root, read_layer_bytes(layer, LAYER), LAYER)
+    return layer_settings(root, read_project_layer(root, LAYER), LAYER)
 
 
 def settings_at(root: Path, sha: str) -> ReviewSettings:

@@ -113,6 +113,38 @@ def test_a_dangling_or_looping_layer_link_is_refused_not_taken_for_no_layer(
             local_settings(repo)
 
 
+def test_a_layer_a_symlink_leads_out_of_the_project_is_refused_as_the_config_loader_refuses_it(
+    cli: Cli, repo: Path, tmp_path: Path
+) -> None:
+    """The builtin reviewer reads ``.flow/base.yaml`` with the loader's containment check: one
+    line naming the layer and where it leads, exit 2, nothing of it applied or cached (it used
+    to switch the rule off from a file outside the project). A link inside is followed."""
+    _todo_commit(repo, TODO_OFF)
+    layer = repo / ".flow" / "base.yaml"
+    layer.unlink()
+    outside = tmp_path / "shared.yaml"
+    outside.write_text(TODO_OFF)
+    layer.symlink_to(outside)
+    reason = (
+        f"leads outside the project root (to {outside.resolve()}); the file must be inside the "
+        "project root"
+    )
+    for _ in range(2):
+        result = cli.review("HEAD", "--no-note", cwd=repo)
+        assert (result.returncode, result.stderr.strip()) == (
+            2,
+            f"git agent-review: error: .flow/base.yaml: {reason}",
+        )
+        assert not (repo / CACHE).exists()
+    with pytest.raises(ConfigError, match=r"^\.flow/base\.yaml: leads outside the project root"):
+        local_settings(repo)
+    (repo / "docs").mkdir()
+    (repo / "docs" / "flow.yaml").write_text(TODO_OFF)
+    layer.unlink()
+    layer.symlink_to("../docs/flow.yaml")
+    assert _accepted_rules(cli, repo) == [("todo", "rule todo is switched off (.flow/base.yaml:3)")]
+
+
 def test_a_layer_with_more_than_review_is_cached_after_its_whole_check(
     cli: Cli, repo: Path
 ) -> None:
