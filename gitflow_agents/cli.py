@@ -242,9 +242,14 @@ def _cancel_arguments(p: argparse.ArgumentParser) -> None:
         metavar="RUN_ID",
         help="an agent run's id, or a running step run's (or a unique prefix of 8+ chars)",
     )
-    from gitflow_agents.commands.options import SECONDS
+    from gitflow_agents.commands.options import SECONDS, SECONDS_FROM_0
 
-    p.add_argument("--wait", type=SECONDS, default=10.0, help="seconds to let its supervisor act")
+    p.add_argument(
+        "--wait",
+        type=SECONDS,
+        default=10.0,
+        help=f"seconds to let its supervisor act, {SECONDS_FROM_0}",
+    )
 
 
 def _add_cancel(sub: Registry) -> None:

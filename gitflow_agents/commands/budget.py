@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from gitflow_agents.commands.options import bounded, non_negative_int
+from gitflow_agents.commands.options import MAX_USD, bounded, non_negative_int
 
 if TYPE_CHECKING:
     from gitflow_agents.config import FlowConfig
@@ -20,9 +20,9 @@ UNMETERED = (
 )
 
 
-BUDGET_USD = bounded(0)
-"""``--budget-usd``: a finite amount, 0 or more, as ``.flow/`` ``budget:`` takes (``.inf`` and
-``.nan`` are refused there too)."""
+BUDGET_USD = bounded(0, MAX_USD)
+"""``--budget-usd``: a finite amount from 0 to 10^9, as ``.flow/`` ``budget:`` takes (``.inf``
+and ``.nan`` are refused there too)."""
 
 
 def add_budget_arguments(parser: argparse.ArgumentParser, scope: str) -> None:

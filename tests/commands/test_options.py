@@ -68,50 +68,55 @@ def test_kill_grace_is_in_the_help_of_spawn_not_of_run(
 
 
 # (command line before the option, the option, its documented range as the error states it)
-_SECONDS_AT_LEAST_1 = "a finite number of seconds at least 1"
+_SECONDS_AT_LEAST_1 = "a finite number of seconds from 1 to 31536000"  # a year, as defaults:
+_SECONDS_AT_LEAST_0 = "a finite number of seconds from 0 to 31536000"
+_USD = "a finite number from 0 to 1000000000"  # as an amount in .flow/
+_WHOLE_FROM_0 = "a whole number from 0 to 1000000000000000"  # as a whole number in .flow/
+_WHOLE_FROM_1 = "a whole number from 1 to 1000000000000000"
+_BYTES = "a whole number of bytes from 1 to 1000000000000000"  # 1000 TB, as a size in .flow/
 _RANGES = [
     (["run", "plan.md", "--step", "1"], "--stuck-timeout", _SECONDS_AT_LEAST_1),
     (["run", "plan.md", "--step", "1"], "--timeout", _SECONDS_AT_LEAST_1),
-    (["run", "plan.md", "--step", "1"], "--kill-grace", "a finite number of seconds at least 0"),
-    (["run", "plan.md", "--step", "1"], "--max-iterations", "a whole number at least 1"),
-    (["run", "plan.md", "--all"], "--jobs", "a whole number at least 1"),
-    (["run", "plan.md", "--all", "--pr"], "--max-parallel", "a whole number at least 1"),
-    (["run", "plan.md", "--step", "1", "--pr"], "--plan-issue", "a whole number at least 1"),
-    (["run", "plan.md"], "--step", "a whole number at least 0"),
-    (["run", "plan.md", "--step", "1"], "--budget-usd", "a finite number at least 0"),
-    (["run", "plan.md", "--step", "1"], "--budget-tokens", "a whole number at least 0"),
+    (["run", "plan.md", "--step", "1"], "--kill-grace", _SECONDS_AT_LEAST_0),
+    (["run", "plan.md", "--step", "1"], "--max-iterations", _WHOLE_FROM_1),
+    (["run", "plan.md", "--all"], "--jobs", _WHOLE_FROM_1),
+    (["run", "plan.md", "--all", "--pr"], "--max-parallel", _WHOLE_FROM_1),
+    (["run", "plan.md", "--step", "1", "--pr"], "--plan-issue", _WHOLE_FROM_1),
+    (["run", "plan.md"], "--step", _WHOLE_FROM_0),
+    (["run", "plan.md", "--step", "1"], "--budget-usd", _USD),
+    (["run", "plan.md", "--step", "1"], "--budget-tokens", _WHOLE_FROM_0),
     (["spawn", "builder"], "--stuck-timeout", _SECONDS_AT_LEAST_1),
     (["spawn", "builder"], "--timeout", _SECONDS_AT_LEAST_1),
-    (["spawn", "builder"], "--kill-grace", "a finite number of seconds at least 0"),
-    (["spawn", "builder"], "--budget-usd", "a finite number at least 0"),
-    (["spawn", "builder", "--plan", "p.md"], "--step", "a whole number at least 0"),
+    (["spawn", "builder"], "--kill-grace", _SECONDS_AT_LEAST_0),
+    (["spawn", "builder"], "--budget-usd", _USD),
+    (["spawn", "builder", "--plan", "p.md"], "--step", _WHOLE_FROM_0),
     (["send", "RUN", "hi"], "--stuck-timeout", _SECONDS_AT_LEAST_1),
-    (["send", "RUN", "hi"], "--max-turns", "a whole number at least 1"),
+    (["send", "RUN", "hi"], "--max-turns", _WHOLE_FROM_1),
     (["reply", "RUN", "hi"], "--timeout", _SECONDS_AT_LEAST_1),
     (["flow", "implement"], "--stuck-timeout", _SECONDS_AT_LEAST_1),
     (["flow", "review"], "--timeout", _SECONDS_AT_LEAST_1),
-    (["flow", "fix"], "--max-iterations", "a whole number at least 1"),
-    (["flow", "implement"], "--budget-tokens", "a whole number at least 0"),
+    (["flow", "fix"], "--max-iterations", _WHOLE_FROM_1),
+    (["flow", "implement"], "--budget-tokens", _WHOLE_FROM_0),
     (["plan", "tend", "p.md"], "--stuck-timeout", _SECONDS_AT_LEAST_1),
-    (["plan", "tend", "p.md"], "--plan-issue", "a whole number at least 1"),
-    (["plan", "matrix", "p.md", "--ready"], "--max-parallel", "a whole number at least 1"),
-    (["prompt", "--agent", "a", "--plan", "p.md"], "--step", "a whole number at least 0"),
-    (["cancel", "RUN"], "--wait", "a finite number of seconds at least 0"),
-    (["abort", "RUN"], "--wait", "a finite number of seconds at least 0"),
-    (["review"], "--budget-usd", "a finite number at least 0"),
-    (["review"], "--budget-tokens", "a whole number at least 0"),
-    (["review"], "--max-file-size", "a whole number of bytes at least 1"),
-    (["action"], "--max-inline", "a whole number at least 0"),
-    (["action"], "--max-file-size", "a whole number of bytes at least 1"),
+    (["plan", "tend", "p.md"], "--plan-issue", _WHOLE_FROM_1),
+    (["plan", "matrix", "p.md", "--ready"], "--max-parallel", _WHOLE_FROM_1),
+    (["prompt", "--agent", "a", "--plan", "p.md"], "--step", _WHOLE_FROM_0),
+    (["cancel", "RUN"], "--wait", _SECONDS_AT_LEAST_0),
+    (["abort", "RUN"], "--wait", _SECONDS_AT_LEAST_0),
+    (["review"], "--budget-usd", _USD),
+    (["review"], "--budget-tokens", _WHOLE_FROM_0),
+    (["review"], "--max-file-size", _BYTES),
+    (["action"], "--max-inline", _WHOLE_FROM_0),
+    (["action"], "--max-file-size", _BYTES),
     (["serve"], "--port", "a whole number from 0 to 65535"),
 ]
 _BAD = {
-    "a finite number of seconds at least 1": ["-5", "0", "0.5", "nan", "inf", "soon"],
-    "a finite number of seconds at least 0": ["-1", "-0.1", "nan", "inf", "soon"],
-    "a finite number at least 0": ["-1", "nan", "inf", "-inf", "1e400", "x"],
-    "a whole number at least 0": ["-1", "1.5", "x", "٣"],
-    "a whole number at least 1": ["0", "-1", "2.5", "two", ""],
-    "a whole number of bytes at least 1": ["0", "-1", "1.5", "1MB"],
+    _SECONDS_AT_LEAST_1: ["-5", "0", "0.5", "nan", "inf", "soon", "31536000.5", "1e9"],
+    _SECONDS_AT_LEAST_0: ["-1", "-0.1", "nan", "inf", "soon", "31536001", "1e300"],
+    _USD: ["-1", "nan", "inf", "-inf", "1e400", "x", "1000000000.01", "1e300"],
+    _WHOLE_FROM_0: ["-1", "1.5", "x", "٣", "1000000000000001", "9" * 17],
+    _WHOLE_FROM_1: ["0", "-1", "2.5", "two", "", "1000000000000001"],
+    _BYTES: ["0", "-1", "1.5", "1MB", "1000000000000001"],
     "a whole number from 0 to 65535": ["-1", "65536", "70000", "http"],
 }
 
@@ -154,12 +159,53 @@ def test_a_numeric_option_out_of_its_range_is_a_usage_error_naming_it_and_the_ra
         (["serve", "--port", "0"], "port", 0),
         (["serve", "--port", "65535"], "port", 65535),
         (["action", "--max-inline", "0"], "max_inline", 0),
+        (["spawn", "a", "--timeout", "31536000"], "timeout", 31536000.0),
+        (
+            ["run", "p.md", "--step", "1", "--stuck-timeout", "31536000"],
+            "stuck_timeout",
+            31536000.0,
+        ),
+        (["spawn", "a", "--kill-grace", "31536000"], "kill_grace", 31536000.0),
+        (["cancel", "RUN", "--wait", "31536000"], "wait", 31536000.0),
+        (["spawn", "a", "--budget-usd", "1e9"], "budget_usd", 1e9),
+        (["run", "p.md", "--step", "999999999999999"], "step", 999999999999999),
+        (["run", "p.md", "--all", "--jobs", "1000000000000000"], "jobs", 10**15),
+        (["review", "--budget-tokens", "1000000000000000"], "budget_tokens", 10**15),
+        (["review", "--max-file-size", "1000000000000000"], "max_file_size", 10**15),
     ],
 )
 def test_the_edges_of_each_range_are_accepted(argv: list[str], dest: str, value: float) -> None:
     args = cli.build_parser().parse_args(argv)
     assert getattr(args, dest) == value
     assert type(getattr(args, dest)) is type(value)
+
+
+def test_each_upper_end_is_the_one_the_same_number_has_in_flow() -> None:
+    """Decisions "Hostile and broken input" 18: every number has a documented range; the
+    command line's ends are ``.flow/``'s (kept apart so ``git agent-review`` loads no config)."""
+    from gitflow_agents.agents.output import MAX_COUNT
+    from gitflow_agents.base.units import MAX_SIZE
+    from gitflow_agents.commands import options
+    from gitflow_agents.config import spec
+
+    assert options.MAX_SECONDS == spec.MAX_SECONDS == 365 * 86400
+    assert options.MAX_WHOLE == spec.MAX_WHOLE == MAX_COUNT
+    assert options.MAX_USD == spec.MAX_USD
+    assert options.FILE_SIZE(str(MAX_SIZE)) == MAX_SIZE
+
+
+@pytest.mark.parametrize("command", ["spawn", "run", "send", "flow implement", "cancel"])
+def test_the_help_states_each_durations_range(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = command.split()
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args([*argv, "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    options = ["--wait"] if command == "cancel" else ["--stuck-timeout", "--timeout"]
+    for option in options:
+        described = help_text.split(f"{option} ", 2)[-1]
+        assert described.split(" --")[0].count("to 31536000 (365 days") == 1, described
 
 
 @pytest.mark.parametrize(
