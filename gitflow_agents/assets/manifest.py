@@ -17,6 +17,7 @@ and the rules are in docs/agents-flow-assets.md, "Errors".
 
 from __future__ import annotations
 
+import errno
 import re
 from pathlib import Path
 from types import MappingProxyType
@@ -60,8 +61,12 @@ def load_manifest(root: Path) -> PromptAssetManifest:
         if path.name.endswith(INSTRUCTION_SUFFIX):
             scan.instruction(path)
     for path in _entries(scan, base / "skills", "skills"):
-        if path.is_dir() and not path.name.startswith("."):
+        if path.name.startswith("."):
+            continue
+        if path.is_dir():
             scan.skill(path)
+        elif path.is_symlink() and not path.exists():  # a skill folder's link that leads nowhere
+            scan.broken_skill_link(path)
     for path in _entries(scan, base / "agents", "agents"):
         if path.name.endswith(AGENT_SUFFIX):
             scan.agent(path)
@@ -230,6 +235,25 @@ class _Scan:
             source_path=rel,
         )
 
+    def broken_skill_link(self, link: Path) -> None:
+        """A dangling or looping symlink directly under ``skills/`` is a ``file_read_error``
+        naming it, as such a link named like any other asset is (it was skipped as "not a
+        folder", so an agent including it only heard "no skill folder")."""
+        if inside_root(self.root, link) is None:
+            why = outside_root(link)
+        else:
+            try:
+                link.stat()
+            except OSError as exc:
+                why = (
+                    "is a symlink loop"
+                    if exc.errno == errno.ELOOP
+                    else f"is a dangling symlink (to {link.readlink()}, which does not exist)"
+                )
+            else:  # its target appeared since the folder was listed: the next scan reads it
+                return
+        self.errors.add("file_read_error", self.rel(link), None, f"cannot read skill folder: {why}")
+
     def agent(self, path: Path) -> None:
         rel = self.rel(path)
         front = self.frontmatter(path, agent_file=True)
@@ -320,7 +344,10 @@ class _Scan:
                 paths.update(self.instruction_paths.get(name, ()))
             for folder in agent.includes.skills:
                 skill = self.skills.get(folder)
-                paths.add(skill.source_path if skill else f"skills/{folder}/{SKILL_FILE}")
+                if skill is not None:
+                    paths.add(skill.source_path)
+                else:  # the folder without SKILL.md, or a link under skills/ that leads nowhere
+                    paths.update((f"skills/{folder}/{SKILL_FILE}", f"skills/{folder}"))
             per_agent[agent.agent_id] = tuple(
                 e for e in errors if e.agent_id == agent.agent_id or e.source_path in paths
             )

@@ -387,6 +387,34 @@ def test_file_read_error_for_a_folder_or_dangling_link_named_like_an_asset(tmp_p
     assert all("cannot read file" in e.message for e in manifest.errors)
 
 
+def test_a_skill_link_that_leads_nowhere_is_a_file_read_error_naming_it(tmp_path: Path) -> None:
+    """It was skipped as "not a folder": ``plan lint`` said nothing and an agent including it
+    heard only "no skill folder". Now, as a dangling link named like any asset, it is one
+    ``file_read_error`` naming the link (the agent including it refuses with it); a plain file
+    and a hidden link there are still ignored."""
+    write(tmp_path, "agents/planner.agent.md", agent_file(extra="includes:\n  skills: [search]\n"))
+    write(tmp_path, "skills/README.md", "Skills live in folders.\n")
+    skills = tmp_path / ".agents-flow/skills"
+    (skills / "search").symlink_to("../../shared/search")
+    (skills / "loop").symlink_to("loop")
+    (skills / ".hidden").symlink_to("nowhere")
+    manifest = load_manifest(tmp_path)
+    assert [(e.code, e.source_path) for e in manifest.errors] == [
+        ("file_read_error", "skills/loop"),
+        ("file_read_error", "skills/search"),
+        ("missing_include", "agents/planner.agent.md"),
+    ]
+    assert [str(e) for e in manifest.errors[:2]] == [
+        ".agents-flow/skills/loop: cannot read skill folder: is a symlink loop [file_read_error]",
+        ".agents-flow/skills/search: cannot read skill folder: is a dangling symlink (to "
+        "../../shared/search, which does not exist) [file_read_error]",
+    ]
+    with pytest.raises(ConfigError) as refused:
+        require_runnable("planner", manifest)
+    assert ".agents-flow/skills/search: cannot read skill folder" in str(refused.value)
+    assert "skills/loop" not in str(refused.value)  # not one of its includes
+
+
 def test_a_file_a_symlink_leads_outside_the_project_is_never_read(tmp_path: Path) -> None:
     root = tmp_path / "project"
     secret = tmp_path / "secret"
