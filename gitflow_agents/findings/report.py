@@ -134,8 +134,9 @@ def _findings_block(
 
 
 def _in_repository(review: Review, root: str | os.PathLike[str] | None) -> Review:
-    """``review`` with each finding's file as its path from the top of the repository
-    (``repository_path``); ValueError naming the finding (``findings[N].file``) otherwise."""
+    """``review`` with each finding's file and each of its ``unreviewed_files`` as its path
+    from the top of the repository (``repository_path``); ValueError naming the field
+    (``findings[N].file``, ``unreviewed_files[N]``) otherwise."""
     findings = []
     for index, finding in enumerate(review.findings):
         if finding.file is not None:
@@ -144,7 +145,15 @@ def _in_repository(review: Review, root: str | os.PathLike[str] | None) -> Revie
             except ValueError as error:
                 raise ValueError(f"findings[{index}].file: {error}") from None
         findings.append(finding)
-    return review._replace(findings=tuple(findings))
+    unreviewed = []
+    for index, file in enumerate(review.unreviewed_files):
+        try:
+            unreviewed.append(repository_path(file, root))
+        except ValueError as error:
+            raise ValueError(f"unreviewed_files[{index}]: {error}") from None
+    return review._replace(
+        findings=tuple(findings), unreviewed_files=tuple(dict.fromkeys(unreviewed))
+    )
 
 
 def _bullet_findings(

@@ -400,6 +400,20 @@ def test_a_findings_file_outside_the_repository_is_a_bad_field(written: str, why
     assert why in review.reason
 
 
+def test_unreviewed_files_are_paths_from_the_top_or_a_bad_field() -> None:
+    block = {"overall": "approve", "unreviewed_files": ["/work/repo/big.bin", "./big.bin", "b/c"]}
+    text = f"```json\n{json.dumps(block)}\n```\nREVIEW_RESULT: APPROVED\n"
+    review = parse_review(text, root="/work/repo")
+    assert review.overall is Overall.APPROVE, review.reason
+    assert review.unreviewed_files == ("big.bin", "b/c")
+    for written in ("/etc/passwd", "../x.bin", "C:\\x.bin", "https://example.com/x"):
+        block["unreviewed_files"] = ["ok.bin", written]
+        text = f"```json\n{json.dumps(block)}\n```\nREVIEW_RESULT: APPROVED\n"
+        review = parse_review(text, root="/work/repo")
+        assert review.overall is None and review.unreviewed_files == ()
+        assert review.reason.startswith("report.md:1: findings block: unreviewed_files[1]: ")
+
+
 def test_without_the_work_tree_an_absolute_path_is_refused_and_a_bullet_names_its_line() -> None:
     block = {"findings": [{"severity": "error", "file": "/work/repo/a.py", "message": "m"}]}
     text = f"```json\n{json.dumps(block)}\n```\nREVIEW_RESULT: REVISE\n"

@@ -20,13 +20,15 @@ from tests.helpers.files import commit_files
 from tests.helpers.flow_config import command_agents
 
 
-def _reviewer(repo: Path, file: str) -> Path:
-    """Agent ``rv`` hands in a report with one error finding on ``file``, line 2."""
+def _reviewer(repo: Path, file: str, unreviewed: tuple[str, ...] = ()) -> Path:
+    """Agent ``rv`` hands in a report with one error finding on ``file``, line 2 (and the
+    ``unreviewed_files`` given)."""
     report = repo.parent / "report.md"
     block = {
         "overall": "revise",
         "summary": "s",
         "findings": [{"severity": "error", "file": file, "line": 2, "message": "b is wrong"}],
+        "unreviewed_files": list(unreviewed),
     }
     report.write_text(f"```json\n{json.dumps(block)}\n```\nREVIEW_RESULT: REVISE\n")
     agent = [sys.executable, str(FAKES / "fake_report_reviewer"), str(report)]
@@ -100,3 +102,32 @@ def test_a_path_outside_the_repository_is_a_bad_field_of_the_report(
     (reason,) = [r for r in data["gate"]["reasons"] if "findings[0].file" in r]
     assert "rv report:1: findings block: findings[0].file: " in reason
     assert why in reason
+
+
+def test_unreviewed_files_are_checked_as_a_findings_file_is(changed: Path, cli: Cli) -> None:
+    """``unreviewed_files`` was shown as the reviewer wrote it ("Findings, verdicts" 9 left it):
+    an absolute path reached SARIF's ``artifactLocation.uri``. Now each is its path from the top
+    (duplicates once), and one outside the repository is a bad field naming it."""
+    top = git(changed, "rev-parse", "--show-toplevel").strip()
+    _reviewer(changed, "src/a.py", (f"{top}/assets/big.bin", "./assets//big.bin", "docs/x.pdf"))
+    code, out, err = _review(cli, changed, "json")
+    assert code == 1, out + err
+    assert json.loads(out)["unreviewedFiles"] == ["assets/big.bin", "docs/x.pdf"]
+    code, out, err = _review(cli, changed, "sarif")
+    notes = json.loads(out)["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    uris = [n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for n in notes]
+    assert uris == ["assets/big.bin", "docs/x.pdf"] and top not in out
+
+    for file, why in (
+        ("/etc/passwd", "'/etc/passwd' is outside the repository "),
+        ("../shared/x.bin", "'../shared/x.bin' is outside the repository; give the file's path"),
+        ("file:///x.bin", "'file:///x.bin' is a URI, not a path"),
+    ):
+        _reviewer(changed, "src/a.py", ("ok.bin", file))
+        code, out, err = _review(cli, changed, "json")
+        assert code == 1, out + err
+        data = json.loads(out)
+        assert data["overall"] is None and data["unreviewedFiles"] == []
+        (reason,) = [r for r in data["gate"]["reasons"] if "unreviewed_files[1]" in r]
+        assert reason.startswith("rv report:1: findings block: unreviewed_files[1]: "), reason
+        assert why in reason
