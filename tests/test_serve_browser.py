@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gitflow_agents.runs import liveness
+from gitflow_agents.runs.lost import kill_recorded_tree
 from gitflow_agents.serve import server
 from tests.conftest import ROOT, git, isolate_home, running_agent, wait_until
 from tests.helpers import chain
@@ -455,3 +456,45 @@ def test_the_plan_page_catches_up_on_what_its_stream_missed(repo: Path, driver: 
     git(repo, "commit", "-q", "-am", "step 1 done elsewhere")
     with serving(repo, port=first.port, token=first.token):  # back: the page reconnects
         wait_for(driver, lambda d: "step-done" in state(d))
+
+
+def test_the_plan_page_learns_that_its_steps_run_died(repo: Path, driver: Any) -> None:
+    """A step's `run` killed with `kill -9` ends nothing and writes nothing more: the plan page
+    reloaded on an agent's start or a run's end only, so the step stayed running (yellow) until
+    a reload. On the stream's run:lost of its agent it asks for itself again and redraws the
+    step as it is now (red: its status in the plan), and a page drawn after that, whose stream
+    says run:lost again, stays as it is (no reload loop)."""
+    hold = repo.parent / "hold"  # the implementer runs until released: never, here
+    chain.configure(repo, hold=hold)
+    node = '#plan-graph g[data-step="1"]'
+
+    def state(d: Any) -> str:
+        return str(d.find_element("css selector", node).get_attribute("class"))
+
+    run = _start_chain(repo, "--step", "1")
+    agent: dict[str, object] | None = None
+    try:
+        wait_until(lambda: running_agent(repo) is not None, 60)
+        agent = running_agent(repo)
+        with serving(repo) as served:
+            driver.get(served.url("/plan", path="specs/feature.md"))
+            wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+            assert "step-running" in state(driver)
+            run.kill()  # kill -9: no record, no event
+            run.communicate(timeout=30)
+            wait_for(driver, lambda d: "step-red" in state(d))
+            # the redrawn page: its stream says run:lost again at once; it stays drawn
+            driver.execute_script("window.stays = true;")
+            wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
+            fetched = (
+                "return performance.getEntriesByType('resource').filter("
+                "e => e.initiatorType === 'fetch' && e.responseEnd > 0).length"
+            )
+            wait_for(driver, lambda d: d.execute_script(fetched) >= 2)  # (re)connect + lost
+            assert driver.execute_script("return window.stays === true")
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate(timeout=30)
+        if agent is not None:  # the fake implementer, left by its killed supervisor
+            kill_recorded_tree(agent)

@@ -257,6 +257,10 @@
         onRunEvent(view);
       } else if (page === "plan" && (view.type === "agent:start" || view.type === "run:ended")) {
         window.location.reload(); // a step started or ended: its colour may change
+      } else if (page === "plan" && view.type === "run:lost") {
+        // A step's `run` died (kill -9): its step may have stopped running. Redrawn only when a
+        // step's state differs: each new stream says run:lost again of a run that stays lost.
+        recheckPlan();
       }
     });
     source.addEventListener("notice", function (message) {
