@@ -288,6 +288,14 @@ def _session_command(name: str, event: str) -> Callable[[Registry], None]:
         p.add_argument(
             "--max-turns", type=positive_int, help="turns the session may have (spawn = 1)"
         )
+        from gitflow_agents.commands.options import SECONDS
+
+        p.add_argument(
+            "--wait",
+            type=SECONDS,
+            default=5.0,
+            help="a running agent: seconds its orchestrator has to confirm (default 5)",
+        )
 
         add_layer_arguments(p)
         add_agent_run_arguments(p, "print result.json on stdout")

@@ -20,6 +20,7 @@ class ExitCode(enum.IntEnum):
     GITHUB = 4
     BUDGET = 5  # a budget (.flow/ budget:, --budget-usd / --budget-tokens) ran out
     RATE_LIMITED = 6  # the model API refused for longer than the configured wait
+    NOT_CONFIRMED = 75  # EX_TEMPFAIL: `send`'s message taken, not answered in time; retry
     INTERNAL = 70  # EX_SOFTWARE: a bug in gitflow-agents (a traceback is in the crash log)
     INTERRUPTED = 130
 

@@ -2,7 +2,8 @@
 
 A RUNNING agent gets it through its orchestrator's control channel (``runs/control.py``): now,
 when its CLI takes input mid-run (Claude Code), else queued for the next turn of its session,
-and the command says which. A FINISHED run's session is continued: the message (after those
+and the command says which. An orchestrator that takes the message and does not answer within
+``--wait`` leaves it NOT CONFIRMED (exit 75); the same ``send`` again never gives it twice. A FINISHED run's session is continued: the message (after those
 queued for it) becomes the next user turn of the CLI session the run recorded, as a new run
 linked to it (``sessions.py`` says how sessions work and end). Options that end a session:
 
@@ -32,7 +33,16 @@ def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.run import limits
     from gitflow_agents.agent_run.send_target import refuse_step_run
     from gitflow_agents.config import find_project_root, load_flow_config
-    from gitflow_agents.runs.control import INBOX, NotRunning, queued_messages, send_message
+    from gitflow_agents.runs.control import (
+        INBOX,
+        NotRunning,
+        already_sent,
+        earlier_send,
+        queued_ids,
+        queued_messages,
+        send_message,
+        settled,
+    )
 
     if args.message is not None and not args.message.strip() and not args.close:
         # a turn of its own, paid for, saying nothing (the page refuses a blank one too)
@@ -49,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
                 args.message,
                 flow_dir=config.flow_dir,
                 event=args.session_event,
+                wait=float(args.wait),
             )
         except NotRunning:
             pass  # ended (or lost): its session is continued below, or refused as before
@@ -61,6 +72,18 @@ def run(args: argparse.Namespace) -> int:
             return 0
     prior = sessions.finished_run(root, config.flow_dir, args.run_id)
     refuse_step_run(root, config.flow_dir, prior)
+    earlier = None if args.close else earlier_send(prior.paths.run_dir, args.message or "")
+    if earlier is not None:  # sent while it ran, unconfirmed: what became of it decides
+        settled(earlier.note)
+        waiting = earlier.message_id in queued_ids(prior.paths.run_dir)
+        if earlier.delivery == "now" or (earlier.delivery == "queued" and not waiting):
+            delivery = "now" if earlier.delivery == "now" else "turn"  # mid-run, a later turn
+            line = already_sent(prior.run_id, delivery)
+            if args.json:
+                print(json.dumps({"runId": prior.run_id, "delivery": delivery, "said": line}))
+            else:
+                print(line)
+            return 0
     path = sessions.session_path(root, config.flow_dir, prior)
     session = sessions.load_session(path, prior)
     if args.close:
@@ -79,7 +102,10 @@ def run(args: argparse.Namespace) -> int:
     max_turns = args.max_turns if args.max_turns is not None else session.get("maxTurns")
     sessions.check_turns_left(path, session, max_turns)
     queued = queued_messages(prior.paths.run_dir)  # sent while it ran, for this turn
-    message = "\n\n".join([*(text for _, text in queued), args.message])
+    texts = [text for _, text in queued]
+    if earlier is None or earlier.delivery is None:  # else it is one of those queued
+        texts.append(args.message)
+    message = "\n\n".join(texts)
     # The adapter first: a CLI that cannot resume is the real reason, with or without an id.
     turn = sessions.prepare_turn(root, config, prior, message)
     result = sessions.run_turn(

@@ -19,6 +19,11 @@ message) and goes with the next turn of its session (``send`` once the run has e
 The client side is two plain functions, :func:`send_message` and :func:`cancel_run`, used by the
 ``send`` and ``cancel`` commands (and any other front end). A socket nobody answers on (left by
 an orchestrator killed with ``kill -9``) is stale: ignored by a client, replaced by a listener.
+
+A message has an id (``"id"`` in the request, ``messageId`` in its ``session:message`` event):
+a ``send`` whose answer does not come within its wait leaves a note of it in ``sending/`` (its
+id and text), and the same ``send`` again reuses that id, so the orchestrator, which answers a
+repeated id with its first answer, never gives the agent a message twice.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import socket
 import socketserver
@@ -39,7 +45,7 @@ from typing import Any, NamedTuple
 
 from gitflow_agents.agents import ADAPTERS
 from gitflow_agents.agents.base import cannot_resume
-from gitflow_agents.base.errors import UsageError
+from gitflow_agents.base.errors import ExitCode, GitflowError, UsageError
 from gitflow_agents.base.fsutil import write_json_atomic, write_text_atomic
 from gitflow_agents.base.jsondata import JsonProblem, loads
 from gitflow_agents.base.redact import redact_text
@@ -55,18 +61,30 @@ from gitflow_agents.runs.status import is_live
 
 SOCKET = "control.sock"
 INBOX = "inbox"
+SENDING = "sending"  # the sends whose answer never came (their id and text), for a retry
 MAX_REQUEST = 1024 * 1024  # bytes of one request line (a message is text a person typed)
 TIMEOUT = 10.0  # seconds a connection may sit idle, either side
 CANCELED = "canceled by gitflow-agents cancel"
 CANCEL_ANSWER = 0.5
-"""Seconds ``cancel`` gives a supervisor to answer at least (``--wait 0`` too); with a longer
-``--wait``, the wait: a supervisor alive but not answering (stopped, hung) held the cancel for
-``TIMEOUT`` before the wait began."""
+"""Seconds ``cancel`` and ``send`` give a supervisor to answer at least (``--wait 0`` too); with
+a longer ``--wait``, the wait: a supervisor alive but not answering (stopped, hung) held the
+cancel for ``TIMEOUT`` before the wait began, and a send for ``TIMEOUT``."""
+SEND_WAIT = 5.0
+"""Seconds ``send`` waits for a running agent's orchestrator to answer (``send --wait``)."""
+_MESSAGE_ID = re.compile(r"[0-9a-f]{16,64}")
 SESSION_EVENTS = ("session:message", "session:reply")  # what a sent text is recorded as
 
 
 class NotRunning(UsageError):
     """The run is not running (ended, or lost): ``send`` continues its session instead."""
+
+
+class Unconfirmed(GitflowError):
+    """``send``: the orchestrator took the message and gave no answer within the wait (exit
+    75): it may act on it later; the same ``send`` again says what became of it, never giving
+    the agent the message twice."""
+
+    exit_code = ExitCode.NOT_CONFIRMED
 
 
 # --- the server ---------------------------------------------------------------------------------
@@ -120,12 +138,23 @@ def listening(hub: EventHub) -> EventHub:
     return hub
 
 
+class Answered:
+    """The sends a channel has answered, by message id: a repeat (a ``send`` run again after
+    its answer did not come in time, or its first request read late) gets the first answer,
+    and the agent gets the message once. One send at a time (a repeat waits for the first)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_id: dict[str, dict[str, Any]] = {}
+
+
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     block_on_close = False
 
     def __init__(self, bound: Bound, hub: EventHub, run_id: str, run_dir: Path) -> None:
         self.hub, self.run_id, self.run_dir, self.bound = hub, run_id, run_dir, bound
+        self.answered = Answered()
         super().__init__(str(bound.path), _Handler, bind_and_activate=False)
         self.socket.close()
         self.socket = bound.sock
@@ -153,7 +182,8 @@ class _Handler(socketserver.StreamRequestHandler):
             if len(line) > MAX_REQUEST:
                 self._answer({"ok": False, "error": f"request over {MAX_REQUEST} bytes"})
                 return
-            self._answer(answer(self.server.hub, self.server.run_id, self.server.run_dir, line))
+            server = self.server
+            self._answer(answer(server.hub, server.run_id, server.run_dir, line, server.answered))
 
     def _answer(self, data: Mapping[str, Any]) -> None:
         with contextlib.suppress(OSError):
@@ -161,8 +191,11 @@ class _Handler(socketserver.StreamRequestHandler):
             self.wfile.flush()
 
 
-def answer(hub: EventHub, run_id: str, run_dir: Path, line: bytes) -> dict[str, Any]:
-    """The answer to one request line, for the agent run ``run_id`` (in ``run_dir``)."""
+def answer(
+    hub: EventHub, run_id: str, run_dir: Path, line: bytes, answered: Answered | None = None
+) -> dict[str, Any]:
+    """The answer to one request line, for the agent run ``run_id`` (in ``run_dir``); a send
+    whose id ``answered`` knows gets its first answer again (``"again": true``), unsent."""
     try:
         request = loads(line.decode("utf-8", errors="replace"))
     except JsonProblem as exc:
@@ -183,19 +216,40 @@ def answer(hub: EventHub, run_id: str, run_dir: Path, line: bytes) -> dict[str, 
             event = request.get("event", "session:message")
             if event not in SESSION_EVENTS:
                 return {"ok": False, "error": f"send: 'event' must be one of {SESSION_EVENTS}"}
-            why = hub.send(run_id, text, event)
-            if why is None:
-                return {"ok": True, "delivery": "now"}
-            never = unreachable(read_json(RunPaths(run_dir).status) or {})
-            if never is not None:
-                return {"ok": False, "error": f"{why}, and {never}; nothing was sent"}
-            queue_message(run_dir, text)
-            data = {"content": redact_text(text), "delivery": "queued", "reason": why}
-            hub.emit(event, data, run_id=run_id)
-            return {"ok": True, "delivery": "queued", "reason": why}
+            message_id = request.get("id")
+            if message_id is not None and not (
+                isinstance(message_id, str) and _MESSAGE_ID.fullmatch(message_id)
+            ):
+                return {"ok": False, "error": "send: 'id' must be 16 to 64 hex digits"}
+            answered = answered or Answered()
+            with answered.lock:
+                if message_id in answered.by_id:
+                    return {**answered.by_id[message_id], "again": True}
+                got = _deliver(hub, run_id, run_dir, text, event, message_id)
+                if message_id is not None and got.get("ok"):
+                    answered.by_id[message_id] = got
+                return got
     except NoSession:
         return {"ok": False, "error": f"run {run_id} is not running here", "ended": True}
     return {"ok": False, "error": f"unknown op {op!r} (send, cancel, ping)"}
+
+
+def _deliver(
+    hub: EventHub, run_id: str, run_dir: Path, text: str, event: str, message_id: str | None
+) -> dict[str, Any]:
+    """A send's answer: delivered now, else queued for the next turn, else refused."""
+    why = hub.send(run_id, text, event, message_id)
+    if why is None:
+        return {"ok": True, "delivery": "now"}
+    never = unreachable(read_json(RunPaths(run_dir).status) or {})
+    if never is not None:
+        return {"ok": False, "error": f"{why}, and {never}; nothing was sent"}
+    queue_message(run_dir, text, message_id)
+    data = {"content": redact_text(text), "delivery": "queued", "reason": why}
+    if message_id is not None:
+        data["messageId"] = message_id
+    hub.emit(event, data, run_id=run_id)
+    return {"ok": True, "delivery": "queued", "reason": why}
 
 
 # --- the socket: made private, stale ones replaced --------------------------------------------
@@ -271,31 +325,55 @@ def request(
 ) -> dict[str, Any] | None:
     """Send one request to the socket at ``path`` and read its answer; None when nobody
     listens there (no socket, a stale one, or it closed without answering)."""
-    sock = _connect(path, timeout=timeout)
-    if sock is None:
-        return None
-    with sock, sock.makefile("rwb") as stream:
+    return ask(path, data, timeout=timeout).answer
+
+
+class Asked(NamedTuple):
+    """What became of a request: ``reached`` a listener (which may act on it even when no
+    ``answer`` came in time: one whose backlog is full, stopped, counts too), and its answer
+    (None: none)."""
+
+    reached: bool
+    answer: dict[str, Any] | None
+
+
+def ask(path: Path, data: Mapping[str, Any], *, timeout: float = TIMEOUT) -> Asked:
+    """Send one request to the socket at ``path`` and read its answer within ``timeout``."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    with sock:
         try:
-            stream.write(json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n")
-            stream.flush()
-            line = stream.readline(MAX_REQUEST)
-        except OSError:
-            return None
+            with _short(path) as address:
+                sock.connect(address)
+        except TimeoutError:  # a listener that accepts nobody (its backlog full): alive
+            return Asked(True, None)
+        except OSError:  # nobody listens: no socket, or a stale one
+            return Asked(False, None)
+        with sock.makefile("rwb") as stream:
+            try:
+                stream.write(json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n")
+                stream.flush()
+                line = stream.readline(MAX_REQUEST)
+            except OSError:
+                return Asked(True, None)
     try:
-        return loads(line.decode("utf-8", errors="replace")) if line else None
+        return Asked(True, loads(line.decode("utf-8", errors="replace")) if line else None)
     except JsonProblem:
-        return None
+        return Asked(True, None)
 
 
 # --- the queue: messages for the agent's next turn --------------------------------------------
 
 
-def queue_message(run_dir: Path, text: str) -> Path:
+def queue_message(run_dir: Path, text: str, message_id: str | None = None) -> Path:
     """Keep ``text`` for the next turn of the run's session: one file a message (written
     atomically, named in arrival order), so concurrent senders never share a file."""
     name = f"{time.time_ns():020d}-{os.getpid()}-{threading.get_ident()}.json"
     path = run_dir / INBOX / name
-    write_json_atomic(path, {"text": text, "queuedAt": time.time()})
+    data: dict[str, Any] = {"text": text, "queuedAt": time.time()}
+    if message_id is not None:
+        data["id"] = message_id
+    write_json_atomic(path, data)
     return path
 
 
@@ -340,36 +418,151 @@ def send_message(
     *,
     flow_dir: str | None = None,
     event: str = "session:message",
+    wait: float = SEND_WAIT,
 ) -> Sent:
     """Give ``text`` to the running agent run ``run_id`` (or a unique prefix): delivered now
     when its CLI takes input mid-run, else queued for its next turn (what happened: ``Sent``).
-    NotRunning when the run is not running (ended or lost: its session is continued instead);
+    Its orchestrator has ``wait`` seconds to answer (``CANCEL_ANSWER`` at least): Unconfirmed
+    when it took the message and did not (busy, stopped, hung); the same call again reuses the
+    message's id (``earlier_send``), so the agent never gets it twice. NotRunning when the run
+    is not running (ended or lost: its session is continued instead, ``earlier_send`` first);
     UsageError when there is no such run."""
     paths, status = _live_run(root, run_id, flow_dir, "send")
     run_id = paths.run_dir.name
-    asked = {"op": "send", "runId": run_id, "text": text, "event": event}
-    got = request(paths.run_dir / SOCKET, asked)
+    earlier = earlier_send(paths.run_dir, text)
+    if earlier is not None and earlier.delivery is not None:  # it arrived after all
+        settled(earlier.note)
+        return Sent(run_id, earlier.delivery, already_sent(run_id, earlier.delivery))
+    if earlier is not None:
+        message_id, note = earlier.message_id, earlier.note
+    else:
+        message_id = secrets.token_hex(16)
+        note = paths.run_dir / SENDING / f"{message_id}.json"
+        write_json_atomic(note, {"id": message_id, "text": text, "at": time.time()})
+    asked = {"op": "send", "runId": run_id, "text": text, "event": event, "id": message_id}
+    reached, got = ask(paths.run_dir / SOCKET, asked, timeout=max(wait, CANCEL_ANSWER))
     if got is not None and got.get("ok"):
-        if got.get("delivery") == "now":
+        settled(note)
+        delivery = "now" if got.get("delivery") == "now" else "queued"
+        if got.get("again"):  # an earlier send of it was answered meanwhile
+            return Sent(run_id, delivery, already_sent(run_id, delivery))
+        if delivery == "now":
             agent = status.get("agent", "agent")
             return Sent(run_id, "now", f"delivered to run {run_id} ({agent}): it reads it now")
         return Sent(
             run_id, "queued", f"queued: {got.get('reason')}; {_NEXT_TURN.format(run_id=run_id)}"
         )
     if got is not None and not got.get("ended"):
+        settled(note)
         raise UsageError(f"send: run {run_id}: {got.get('error')}")
+    if reached and got is None:
+        recorded = recorded_delivery(paths.events, message_id)
+        if recorded is not None:  # recorded, though its answer did not come
+            settled(note)
+            return Sent(run_id, recorded, already_sent(run_id, recorded))
+        pid = status.get("supervisor_pid", "?")
+        raise Unconfirmed(
+            f"send: run {run_id}: its orchestrator (pid {pid}) took the message but did not "
+            f"answer within {max(wait, CANCEL_ANSWER):g}s (busy, stopped or hung): NOT CONFIRMED "
+            "as delivered; it gets the message when it reads it, unless the run ends first. "
+            "Run the same command again to learn what became of it: the agent never gets the "
+            "message twice"
+        )
     status = read_json(paths.status) or status  # it may have ended meanwhile
     if not is_live(status.get("state")) or not supervisor_alive(status):
-        raise NotRunning(f"send: run {run_id} is not running")
+        raise NotRunning(f"send: run {run_id} is not running")  # the note: for what continues
     never = unreachable(status)
     if never is not None:
+        settled(note)
         raise UsageError(f"send: run {run_id} is not listening, and {never}; nothing was sent")
-    queue_message(paths.run_dir, text)  # not started yet, or an orchestrator without a channel
+    queue_message(paths.run_dir, text, message_id)  # not started yet, or no channel
+    settled(note)
     line = f"queued: run {run_id} is not listening; {_NEXT_TURN.format(run_id=run_id)}"
     return Sent(run_id, "queued", line)
 
 
 _NEXT_TURN = "it is sent with the next turn of its session (`gitflow-agents send {run_id} ...`)"
+
+
+def already_sent(run_id: str, delivery: str) -> str:
+    """The line of a ``send`` whose message an earlier, unconfirmed send of it got through."""
+    how = {"now": "delivered to", "queued": "queued for the next turn of"}.get(
+        delivery, "sent with a later turn of the session of"
+    )
+    return f"already {how} run {run_id} by an earlier send of this message; not sent again"
+
+
+def settled(note: Path) -> None:
+    """The send ``note`` tells of is answered: the note goes (its folder too, once empty)."""
+    note.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        note.parent.rmdir()
+
+
+class Earlier(NamedTuple):
+    """An earlier ``send`` of the same text to a run whose answer never came: its note (in
+    ``sending/``), its message id, and how the run's events record it (``now``, ``queued``;
+    None: not recorded, so not delivered so far)."""
+
+    note: Path
+    message_id: str
+    delivery: str | None
+
+
+def earlier_send(run_dir: Path, text: str) -> Earlier | None:
+    """The unconfirmed earlier send of ``text`` to the run in ``run_dir``, if any."""
+    folder = run_dir / SENDING
+    if folder.is_symlink() or not folder.is_dir():
+        return None
+    for note in sorted(folder.glob("*.json")):
+        data = read_json(note) or {}
+        message_id = data.get("id")
+        if (
+            data.get("text") == text
+            and isinstance(message_id, str)
+            and _MESSAGE_ID.fullmatch(message_id)
+            and note.stem == message_id
+        ):
+            return Earlier(
+                note, message_id, recorded_delivery(RunPaths(run_dir).events, message_id)
+            )
+    return None
+
+
+def recorded_delivery(events: Path, message_id: str) -> str | None:
+    """How the run's events record the message ``message_id`` (``now``, ``queued``), if they do."""
+    needle = message_id.encode("ascii")
+    try:
+        with events.open("rb") as handle:
+            for line in handle:
+                if needle not in line:
+                    continue
+                with contextlib.suppress(JsonProblem):
+                    event = loads(line.decode("utf-8", errors="replace"))
+                    data = event.get("data")
+                    if (
+                        event.get("type") in SESSION_EVENTS
+                        and isinstance(data, dict)
+                        and data.get("messageId") == message_id
+                        and data.get("delivery") in ("now", "queued")
+                    ):
+                        return str(data["delivery"])
+    except OSError:
+        return None
+    return None
+
+
+def queued_ids(run_dir: Path) -> set[str]:
+    """The message ids of the messages queued for the run's next turn."""
+    folder = run_dir / INBOX
+    if folder.is_symlink() or not folder.is_dir():
+        return set()
+    found = set()
+    for path in folder.glob("*.json"):
+        message_id = (read_json(path) or {}).get("id")
+        if isinstance(message_id, str):
+            found.add(message_id)
+    return found
 
 
 def cancel_run(

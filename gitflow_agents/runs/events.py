@@ -93,10 +93,13 @@ Subscriber = Callable[[Event], None]
 class Session(Protocol):
     """A running agent as the hub reaches it (the supervisor's, ``supervisor/run.py``)."""
 
-    def deliver(self, text: str, event: str = "session:message") -> str | None:
+    def deliver(
+        self, text: str, event: str = "session:message", message_id: str | None = None
+    ) -> str | None:
         """Give ``text`` to the agent now (recorded as ``event``: ``session:message`` or, from
-        ``reply``, ``session:reply``): None when delivered, else why it cannot take input
-        mid-run (then it is queued for its next turn: ``runs/control.py``)."""
+        ``reply``, ``session:reply``, with ``message_id`` when the sender gave one): None when
+        delivered, else why it cannot take input mid-run (then it is queued for its next turn:
+        ``runs/control.py``)."""
         ...
 
     def abort(self, reason: str) -> None:
@@ -153,11 +156,17 @@ class EventHub:
 
         return detach
 
-    def send(self, run_id: str, text: str, event: str = "session:message") -> str | None:
-        """Deliver ``text`` to the running agent ``run_id`` (recorded as ``event``): None when
-        delivered now, else why its CLI cannot take input mid-run. NoSession when no such agent
-        runs here."""
-        return self._session(run_id).deliver(text, event)
+    def send(
+        self,
+        run_id: str,
+        text: str,
+        event: str = "session:message",
+        message_id: str | None = None,
+    ) -> str | None:
+        """Deliver ``text`` to the running agent ``run_id`` (recorded as ``event``, with the
+        sender's ``message_id``): None when delivered now, else why its CLI cannot take input
+        mid-run. NoSession when no such agent runs here."""
+        return self._session(run_id).deliver(text, event, message_id)
 
     def abort(self, run_id: str, reason: str) -> None:
         """Stop the running agent ``run_id`` only. NoSession when no such agent runs here."""

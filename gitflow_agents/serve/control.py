@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitflow_agents.base import proc
+from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.base.redact import redact_text
 
 ACTIONS = ("send", "cancel")
@@ -76,6 +77,8 @@ def _outcome(action: str, result: proc.Result) -> str:
     verb = "sent" if action == "send" else "canceled"
     if result.returncode == 0:
         return f"{action}: {said}" if said != "(no output)" else f"{action}: {verb}"
+    if result.returncode == ExitCode.NOT_CONFIRMED:  # taken, unanswered: not a refusal
+        return f"{action} not confirmed (exit {result.returncode}): {said}"
     return f"{action} refused (exit {result.returncode}): {said}"
 
 

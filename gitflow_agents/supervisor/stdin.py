@@ -117,7 +117,9 @@ class AgentSession:
         self._live = live
         self._detach = hub.attach(run_id, self, run_dir)
 
-    def deliver(self, text: str, event: str = "session:message") -> str | None:
+    def deliver(
+        self, text: str, event: str = "session:message", message_id: str | None = None
+    ) -> str | None:
         if self._live:  # listening since just before its CLI started: wait for that
             self._started.wait(STARTING)
         if self.input is None:
@@ -126,7 +128,10 @@ class AgentSession:
             return f"{self.adapter} cannot take input mid-run"
         if not self.input.write(text):
             return f"{self.adapter} has ended its last turn"
-        self._emit(event, {"content": redact_text(text, self._secrets), "delivery": "now"})
+        data = {"content": redact_text(text, self._secrets), "delivery": "now"}
+        if message_id is not None:
+            data["messageId"] = message_id  # what a repeated `send` looks for (runs/control.py)
+        self._emit(event, data)
         return None
 
     def abort(self, reason: str) -> None:

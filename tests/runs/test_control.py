@@ -22,10 +22,13 @@ from typing import Any
 
 import pytest
 
+from gitflow_agents.agents.base import LiveInput
+from gitflow_agents.agents.claude import ends_turn, took_message, user_line
 from gitflow_agents.runs import control
-from gitflow_agents.runs.events import EventHub, MemoryChannel
+from gitflow_agents.runs.events import EventHub, JsonlChannel, MemoryChannel
 from gitflow_agents.runs.lost import kill_recorded_tree
-from tests.conftest import Cli
+from gitflow_agents.supervisor.stdin import AgentSession
+from tests.conftest import Cli, wait_until
 from tests.helpers import control as live
 from tests.helpers.control import listening_run, start_spawn
 from tests.helpers.secrets import GH_TOKEN
@@ -331,3 +334,116 @@ def test_requests_are_answered_one_line_each(tmp_path: Path) -> None:
             }
     finally:
         stop()
+
+
+def test_send_to_a_supervisor_that_does_not_answer_is_not_confirmed_and_never_queued(
+    project: Path, cli: Cli
+) -> None:
+    """A supervisor alive but not answering (stopped, hung): its socket takes the connection
+    and says nothing. `send` waited the channel's 10 s TIMEOUT, then queued the message as if
+    nobody listened, though the supervisor reads it when it goes on (the agent got it twice:
+    now, and again with its next turn). Now it waits `--wait` and says the message is not
+    confirmed (exit 75), queues nothing, and the same `send` again asks with the same id."""
+    run = project / "flows" / "f" / "runs" / "01a2195c-a913-7cf7-97aa-93589fd183b4"
+    run.mkdir(parents=True)
+    status = {"state": "running", "supervisor_pid": os.getpid(), "agent": "talker"}
+    (run / "status.json").write_text(json.dumps(status))
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with pytest.MonkeyPatch.context() as here:  # a socket's path is at most 107 bytes
+        here.chdir(run)
+        silent.bind(control.SOCKET)
+    silent.listen(4)  # the connections wait in the backlog; nobody reads them (yet)
+    try:
+        said = [cli.main("send", run.name, "use blue", "--wait", "0", cwd=project)]
+        said.append(cli.main("send", run.name, "use blue", "--wait", "0", cwd=project))
+        for sent in said:
+            assert sent.returncode == 75, sent.stdout + sent.stderr
+            assert f"send: run {run.name}: its orchestrator (pid {os.getpid()})" in sent.stderr
+            assert "NOT CONFIRMED" in sent.stderr and "Run the same command again" in sent.stderr
+            assert "Traceback" not in sent.stderr
+        assert not control.queued_messages(run)  # nothing for a next turn: it may arrive now
+        silent.settimeout(5)
+        asked = []  # what the supervisor reads when it goes on: the same message, one id
+        for _ in said:
+            conn, _address = silent.accept()
+            with conn, conn.makefile("rb") as stream:
+                asked.append(json.loads(stream.readline()))
+        assert [a["text"] for a in asked] == ["use blue", "use blue"]
+        assert asked[0]["id"] == asked[1]["id"] and len(asked[0]["id"]) == 32
+        [note] = (run / control.SENDING).iterdir()
+        assert note.name == f"{asked[0]['id']}.json"
+    finally:
+        silent.close()
+
+
+def test_a_message_sent_again_after_no_answer_reaches_a_busy_agent_once(project: Path) -> None:
+    """The supervisor is busy (its live CLI is still starting: a send waits for it) while two
+    sends of the same message give up waiting. When it goes on, the agent gets the message
+    once: the second request has the first's id, and the supervisor answers a known id with
+    its first answer. A third send learns it was delivered and sends nothing."""
+    run = project / "flows" / "f" / "runs" / "01a2195c-a913-7cf7-97aa-93589fd183b4"
+    run.mkdir(parents=True)
+    status = {"state": "running", "supervisor_pid": os.getpid(), "agent": "talker"}
+    (run / "status.json").write_text(json.dumps(status))
+    hub = control.listening(EventHub([JsonlChannel(run / "events.jsonl")], run_id=run.name))
+    session = AgentSession("claude", lambda kind, data: hub.emit(kind, data), frozenset())
+    session.join(hub, run.name, run, live=True)  # listening; its CLI not started yet
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as stdin, os.fdopen(write, "wb") as pipe:
+        try:
+            for _ in range(2):
+                with pytest.raises(control.Unconfirmed, match="NOT CONFIRMED"):
+                    control.send_message(project, run.name, "use blue", flow_dir="flows", wait=0)
+            session.start(LiveInput("the task", user_line, ends_turn, took_message), pipe)
+            wait_until(lambda: control.recorded_delivery(run / "events.jsonl", _id(run)), 10)
+            sent = control.send_message(project, run.name, "use blue", flow_dir="flows", wait=0)
+            assert sent.delivery == "now"
+            assert sent.line == (
+                f"already delivered to run {run.name} by an earlier send of this message; "
+                "not sent again"
+            )
+            assert not (run / control.SENDING).exists()  # no note left, nor its folder
+        finally:
+            session.leave()
+        got = [json.loads(line)["message"]["content"] for line in stdin.read().splitlines()]
+    assert got == ["the task", "use blue"]
+    hub.close()
+    recorded = [e["data"] for e in events(run) if e["type"] == "session:message"]
+    assert [(m["content"], m["delivery"]) for m in recorded] == [("use blue", "now")]
+    assert not control.queued_messages(run)
+
+
+def _id(run: Path) -> str:
+    """The id of the one unconfirmed send to ``run``."""
+    [note] = (run / control.SENDING).iterdir()
+    return note.stem
+
+
+def test_a_send_again_after_its_run_ended_does_not_repeat_what_it_got(
+    project: Path, spawned: list[subprocess.Popen[str]], cli: Cli
+) -> None:
+    """A send whose answer never came was read by the supervisor later, and the agent finished
+    with it. The same `send` again, once the run has ended, continued its session with the
+    message a second time (a new turn, paid for); now it says it was delivered."""
+    proc = start_spawn(project, "talker")
+    spawned.append(proc)
+    run = listening_run(project, proc)
+    message_id = "0123456789abcdef0123456789abcdef"
+    note = run / control.SENDING / f"{message_id}.json"  # what the unconfirmed send left
+    note.parent.mkdir()
+    note.write_text(json.dumps({"id": message_id, "text": "now finish", "at": 0}))
+    asked = {"op": "send", "runId": run.name, "text": "now finish", "id": message_id}
+    answer = control.request(run / control.SOCKET, asked)  # read late: its answer went nowhere
+    assert answer == {"ok": True, "delivery": "now"}
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out + err
+    runs = sorted(p.name for p in run.parent.iterdir())
+    again = cli.main("send", run.name, "now finish", cwd=project)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == (
+        f"already delivered to run {run.name} by an earlier send of this message; not sent again"
+    )
+    assert sorted(p.name for p in run.parent.iterdir()) == runs  # no new turn
+    assert not note.exists()
+    heard = (project / "flows" / "f" / "agents" / "talker" / "heard.txt").read_text()
+    assert heard.splitlines() == ["now finish"]

@@ -181,7 +181,9 @@ class Agent:
     def __init__(self, takes_input: bool) -> None:
         self.takes_input, self.got, self.aborted = takes_input, [], None
 
-    def deliver(self, text: str, event: str = "session:message") -> str | None:
+    def deliver(
+        self, text: str, event: str = "session:message", message_id: str | None = None
+    ) -> str | None:
         if not self.takes_input:
             return "it cannot take input mid-run"
         self.got.append(text)

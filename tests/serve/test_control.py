@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gitflow_agents.serve.control import Notices, control_argv, forward
+from gitflow_agents.base import proc
+from gitflow_agents.serve.control import Notices, _outcome, control_argv, forward
 from tests.conftest import wait_until
 from tests.helpers.serve import write_run
 
@@ -42,6 +43,13 @@ def test_a_refused_command_says_so_with_its_exit_code(repo: Path) -> None:
     forward(repo, "send", RUN, "hello", notices)  # no such run: send refuses (exit 2)
     wait_until(lambda: len(notices.of_run(RUN)) == 2, 60)
     assert notices.of_run(RUN)[-1].text.startswith("send refused (exit 2): ")
+
+
+def test_a_send_not_confirmed_is_not_called_refused() -> None:
+    """exit 75: the agent's orchestrator took the message and did not answer in time."""
+    said = "gitflow-agents: send: run …: NOT CONFIRMED as delivered; …"
+    result = proc.Result(("gitflow-agents", "send"), 75, "", said + "\n")
+    assert _outcome("send", result) == f"send not confirmed (exit 75): {said}"
 
 
 def test_notices_keep_the_newest_two_hundred() -> None:
