@@ -242,13 +242,13 @@ def _cancel_arguments(p: argparse.ArgumentParser) -> None:
         metavar="RUN_ID",
         help="an agent run's id, or a running step run's (or a unique prefix of 8+ chars)",
     )
-    from gitflow_agents.commands.options import SECONDS, SECONDS_FROM_0
+    from gitflow_agents.commands.options import CANCEL_WAIT, SECONDS, SECONDS_FROM_0
 
     p.add_argument(
         "--wait",
         type=SECONDS,
-        default=10.0,
-        help=f"seconds to let its supervisor act, {SECONDS_FROM_0}",
+        default=CANCEL_WAIT,
+        help=f"seconds to let its supervisor act (default {CANCEL_WAIT:g}), {SECONDS_FROM_0}",
     )
 
 
@@ -288,13 +288,13 @@ def _session_command(name: str, event: str) -> Callable[[Registry], None]:
         p.add_argument(
             "--max-turns", type=positive_int, help="turns the session may have (spawn = 1)"
         )
-        from gitflow_agents.commands.options import SECONDS
+        from gitflow_agents.commands.options import SECONDS, SEND_WAIT
 
         p.add_argument(
             "--wait",
             type=SECONDS,
-            default=5.0,
-            help="a running agent: seconds its orchestrator has to confirm (default 5)",
+            default=SEND_WAIT,
+            help=f"a running agent: seconds its orchestrator has to confirm (default {SEND_WAIT:g})",
         )
 
         add_layer_arguments(p)

@@ -124,8 +124,13 @@ SECONDS_AT_LEAST_1 = bounded(1, MAX_SECONDS, unit="seconds")
 """``--stuck-timeout``, ``--timeout``: at least 1, as ``defaults.stuck_timeout_secs`` and
 ``defaults.max_wait_secs`` (docs/configuration.md), and at most their year."""
 SECONDS = bounded(0, MAX_SECONDS, unit="seconds")
-"""``--kill-grace``, ``cancel --wait``: 0 or more, at most a year."""
+"""``--kill-grace``, ``cancel --wait``, ``send --wait``: 0 or more, at most a year."""
 SECONDS_FROM_0 = f"{span(0, MAX_SECONDS)} (365 days)"
+CANCEL_WAIT = 5.0
+"""``cancel --wait``: seconds a run's supervisor has to stop it (docs/supervisor.md)."""
+SEND_WAIT = 5.0
+"""``send --wait``: seconds a running agent's orchestrator has to answer (``runs/control.py``
+``SEND_WAIT``, which the library's callers get)."""
 positive_int = bounded(1, MAX_WHOLE, whole=True)
 """``--jobs``, ``--max-iterations``, ``--max-parallel``, ``--plan-issue``, ``--max-turns``."""
 non_negative_int = bounded(0, MAX_WHOLE, whole=True)

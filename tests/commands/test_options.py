@@ -156,6 +156,7 @@ def test_a_numeric_option_out_of_its_range_is_a_usage_error_naming_it_and_the_ra
         (["spawn", "a", "--budget-usd", "1e3"], "budget_usd", 1000.0),
         (["review", "--budget-tokens", "0"], "budget_tokens", 0),
         (["cancel", "RUN", "--wait", "0"], "wait", 0.0),
+        (["send", "RUN", "hi", "--wait", "0"], "wait", 0.0),
         (["serve", "--port", "0"], "port", 0),
         (["serve", "--port", "65535"], "port", 65535),
         (["action", "--max-inline", "0"], "max_inline", 0),
@@ -206,6 +207,12 @@ def test_the_help_states_each_durations_range(
     for option in options:
         described = help_text.split(f"{option} ", 2)[-1]
         assert described.split(" --")[0].count("to 31536000 (365 days") == 1, described
+
+
+@pytest.mark.parametrize("argv", [["cancel", "RUN"], ["abort", "RUN"], ["send", "RUN", "hi"]])
+def test_the_waits_for_a_supervisor_are_the_documented_5_seconds(argv: list[str]) -> None:
+    """`cancel` waited 10 s for a supervisor that did not act (docs/supervisor.md: 5 s)."""
+    assert cli.build_parser().parse_args(argv).wait == 5.0
 
 
 @pytest.mark.parametrize(
