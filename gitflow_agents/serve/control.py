@@ -1,10 +1,10 @@
 """Send and cancel from the page: forwarded to the product's own send and cancel, in the
 background, their outcome shown on the page as a notice of the run.
 
-:func:`control_argv` is the one place that says how: today the ``send`` and ``cancel`` commands
-(``send`` continues a finished agent's session and refuses a running one; ``cancel`` asks the
-run's supervisor, then kills the tree it recorded). When the control channel of issue 26 lands
-(``runs/control.py``), only that function changes.
+:func:`control_argv` is the one place that says how: the ``send`` and ``cancel`` commands, which
+reach a running agent through its orchestrator's control channel (``runs/control.py``): ``send``
+delivers now or queues for its next turn (a finished agent's session is continued), ``cancel``
+asks the run's supervisor, then kills the tree it recorded.
 """
 
 from __future__ import annotations
