@@ -325,14 +325,53 @@ def _timeless(body: str) -> str:
     return _DURATION_CELL.sub(r"\1…\2", body)
 
 
-def _write(client: Client, repo: str, number: int, ours: list[Comment], body: str) -> StickyResult:
+def _write(
+    client: Client,
+    repo: str,
+    number: int,
+    ours: list[Comment],
+    body: str,
+    *,
+    login: str | Identity,
+    marker: str,
+) -> StickyResult:
     """Edit the oldest of ``ours`` to ``body`` and delete the others; create when none."""
     if not ours:
         made = client.create_issue_comment(repo, number, body)
-        return StickyResult(made.id, "created")
+        return _converged(client, repo, number, made, body, login=login, marker=marker)
     keep, *extra = ours
     for duplicate in extra:
         client.delete_issue_comment(repo, number, duplicate.id)
+    if _timeless(keep.body) == _timeless(body):
+        return StickyResult(keep.id, "unchanged", len(extra))
+    client.edit_issue_comment(repo, number, keep.id, body)
+    return StickyResult(keep.id, "updated", len(extra))
+
+
+def _converged(
+    client: Client,
+    repo: str,
+    number: int,
+    made: Comment,
+    body: str,
+    *,
+    login: str | Identity,
+    marker: str,
+) -> StickyResult:
+    """After our create of ``made``: another run that found none at the same moment (two runs
+    of one pull request with no ``concurrency`` group) made one too. The comments are read
+    again; the oldest of ours stays (given ``body`` when it is not the one just made) and the
+    later ones are deleted. Every run doing the same keeps that same oldest one, which each of
+    them sees (it was made before its own), so one comment remains and never none; a delete the
+    other run made first is a 404, which is fine (``Client.delete_issue_comment``)."""
+    found = our_comments(client, repo, number, login, marker)
+    if not found:  # a racer deleted ours (it kept an older one, gone since): as it was made
+        return StickyResult(made.id, "created")
+    keep, *extra = found
+    for duplicate in extra:
+        client.delete_issue_comment(repo, number, duplicate.id)
+    if keep.id == made.id:
+        return StickyResult(keep.id, "created", len(extra))
     if _timeless(keep.body) == _timeless(body):
         return StickyResult(keep.id, "unchanged", len(extra))
     client.edit_issue_comment(repo, number, keep.id, body)
@@ -352,11 +391,14 @@ def upsert_summary(
     one we wrote before.
 
     Should an earlier run have left two (a create retried after GitHub had in fact stored it),
-    the oldest is kept and edited and the extra ones of ours are deleted.
+    the oldest is kept and edited and the extra ones of ours are deleted. After a create the
+    comments are read again, so two runs that both found none and both created one leave one
+    (``_converged``).
     """
     if not body.startswith(marker):
         body = f"{marker}\n{body}"
-    return _write(client, repo, number, our_comments(client, repo, number, login, marker), body)
+    ours = our_comments(client, repo, number, login, marker)
+    return _write(client, repo, number, ours, body, login=login, marker=marker)
 
 
 def with_rows(body: str, rows: Sequence[RunRow]) -> str:
@@ -393,7 +435,7 @@ def add_history(
     ``body_if_none`` is posted."""
     ours = our_comments(client, repo, number, login)
     body = with_rows(ours[0].body, rows) if ours else body_if_none
-    return _write(client, repo, number, ours, body)
+    return _write(client, repo, number, ours, body, login=login, marker=MARKER)
 
 
 _STATE = re.compile(r"^<!-- gitflow-agents:state (.*) -->$", re.MULTILINE)

@@ -220,20 +220,7 @@ def upsert_plan_comment(
     when it is not ours) while the later ones are deleted, by both runners alike."""
     login = Identity(client, None)
     login.settle(lambda: comment.marked_comments(client, repo, number, marker))
-    made = comment.upsert_summary(client, repo, number, body, login=login, marker=marker)
-    if made.action != "created":
-        return made
-    found = comment.our_comments(client, repo, number, login, marker)
-    if not found:  # a racer deleted ours (it kept an older one, gone since): as it was made
-        return made
-    keep, *extra = found
-    for duplicate in extra:
-        client.delete_issue_comment(repo, number, duplicate.id)
-    if keep.id == made.comment_id:
-        return comment.StickyResult(keep.id, "created", len(extra))
-    if keep.body != body:
-        client.edit_issue_comment(repo, number, keep.id, body)
-    return comment.StickyResult(keep.id, "updated", len(extra))
+    return comment.upsert_summary(client, repo, number, body, login=login, marker=marker)
 
 
 def append_job_summary(path: Path, markdown: str) -> None:

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
 from gitflow_agents.findings import Finding, Overall, Review, Severity, gate
 from gitflow_agents.github.action.comment import (
     GITHUB_LIMIT,
     MARKER,
     RunRow,
+    StickyResult,
     cap,
     run_history,
     summary_body,
@@ -114,6 +122,130 @@ def test_duplicates_left_by_an_earlier_run_are_folded_into_one(gh: GitHubStandIn
         1,
     )
     assert [c["id"] for c in gh.comments_on(7)] == [keep["id"]]
+
+
+class Turns:
+    """Two writers' comment requests let through one at a time, in the order of ``script``
+    (``(writer, what)`` pairs; ``what``: list, create, delete, edit): each waits for its turn,
+    makes its request, then hands on. Threads and events only, no sleeps."""
+
+    def __init__(self, script: Sequence[tuple[str, str]]) -> None:
+        self.script = list(script)
+        self.turn = threading.Condition()
+        self.stuck: list[str] = []
+
+    @contextmanager
+    def take(self, writer: str, what: str) -> Iterator[None]:
+        with self.turn:
+            if not self.turn.wait_for(lambda: self.script[:1] == [(writer, what)], timeout=30):
+                self.stuck.append(f"{writer} {what} waited; next in the script: {self.script[:1]}")
+        try:
+            yield
+        finally:
+            with self.turn:
+                if self.script[:1] == [(writer, what)]:
+                    self.script.pop(0)
+                self.turn.notify_all()
+
+
+REQUESTS = {
+    "issue_comments": "list",
+    "create_issue_comment": "create",
+    "delete_issue_comment": "delete",
+    "edit_issue_comment": "edit",
+}
+
+
+class Writer:
+    """A real client whose comment requests (``REQUESTS``) go through ``turns`` as ``name``."""
+
+    def __init__(self, client: Any, name: str, turns: Turns) -> None:
+        self.client, self.name, self.turns = client, name, turns
+
+    def __getattr__(self, attr: str) -> Any:
+        real = getattr(self.client, attr)
+        what = REQUESTS.get(attr)
+        if what is None:
+            return real
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self.turns.take(self.name, what):
+                return real(*args, **kwargs)
+
+        return call
+
+
+def _both(gh: GitHubStandIn, turns: Turns, bodies: dict[str, str]) -> dict[str, StickyResult]:
+    """Writers A and B upsert at once, each on its own thread and client (one process each)."""
+    results: dict[str, StickyResult] = {}
+
+    def write(name: str) -> Callable[[], None]:
+        def run() -> None:
+            client = Writer(client_for(gh), name, turns)
+            results[name] = upsert_summary(
+                client, gh.full_name, 7, bodies[name], login="gitflow-bot"
+            )
+
+        return run
+
+    threads = [threading.Thread(target=write(name)) for name in bodies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not turns.stuck and not turns.script, (turns.stuck, turns.script)
+    return results
+
+
+def _timed(seconds: float) -> str:
+    row = RunRow(flow="review", agent="builtin", outcome="revise", duration_s=seconds)
+    return summary_body(_review(1), None, rows=[row])
+
+
+A_THEN_B = [("A", "list"), ("B", "list"), ("A", "create"), ("B", "create")]
+
+
+@pytest.mark.parametrize(
+    ("script", "bodies", "b_action"),
+    [
+        # both see both comments, both delete B's (the second delete is a 404: fine), B's body
+        # goes to the comment that stays
+        (
+            [*A_THEN_B, ("A", "list"), ("B", "list"), ("A", "delete"), ("B", "delete"),
+             ("B", "edit")],
+            {"A": summary_body(_review(1), None), "B": summary_body(_review(2), None)},
+            "updated",
+        ),
+        # A reads again before B's create is stored: it sees its own alone; B deletes its own.
+        # The same event twice (only the durations differ): B writes no edit
+        (
+            [("A", "list"), ("B", "list"), ("A", "create"), ("A", "list"), ("B", "create"),
+             ("B", "list"), ("B", "delete")],
+            {"A": _timed(0.8), "B": _timed(1.3)},
+            "unchanged",
+        ),
+    ],
+)  # fmt: skip
+def test_two_runs_creating_the_summary_at_once_leave_the_oldest(
+    gh: GitHubStandIn,
+    script: list[tuple[str, str]],
+    bodies: dict[str, str],
+    b_action: str,
+) -> None:
+    """Two ``action`` runs of one fresh pull request without a ``concurrency`` group: both find
+    no summary comment and both create one. Each reads the comments again after its create and
+    keeps the oldest of ours, so one stays (A's, made first), never none, whoever deletes
+    first."""
+    simple_pull(gh)
+    results = _both(gh, Turns(script), bodies)
+    (kept,) = gh.comments_on(7)
+    assert results["A"] == StickyResult(kept["id"], "created", results["A"].removed_duplicates)
+    assert (results["B"].comment_id, results["B"].action) == (kept["id"], b_action)
+    assert results["B"].removed_duplicates == 1
+    assert kept["body"] == (bodies["B"] if b_action == "updated" else bodies["A"])
+    deletes = gh.requests("DELETE", "/issues/comments/")
+    assert {d.path.rsplit("/", 1)[1] for d in deletes} == {str(kept["id"] + 1)}  # B's
+    assert [d.status for d in deletes] == ([204, 404] if b_action == "updated" else [204])
 
 
 def test_an_enormous_review_is_cut_under_the_limit_and_says_so(gh: GitHubStandIn) -> None:

@@ -9,6 +9,7 @@ left by an earlier version, and more findings than a comment can hold.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,30 @@ def test_duplicates_left_by_an_earlier_run_are_removed_on_the_next(
     assert live_reviews(gh) == [first_review]
     assert gh.state.reviews[twin]["body"] == review.EMPTIED_REVIEW
     assert runner.outputs()["inline-posted"] == "0"
+
+
+def test_a_summary_another_run_created_at_the_same_moment_is_the_one_kept(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """Two runs of one fresh pull request without a ``concurrency`` group: the other run's
+    create lands between our look (none yet) and our create. Ours is read again after it is
+    made, found the later, and deleted; the other run's, the oldest, carries our summary."""
+    pull = add_pull(gh, repo, {"broken.py": BROKEN})
+    racer = f"{MARKER}\nthe other run's summary\n"
+    theirs: list[int] = []
+
+    def other_run_creates() -> None:
+        made = gh.add_issue_comment(7, "github-actions[bot]", racer, app="github-actions")
+        theirs.append(int(made["id"]))
+
+    gh.before.append(("POST", re.compile(r"/issues/7/comments$"), other_run_creates))
+    result = runner.run("pull_request", pr_event(gh, pull))
+    assert result.returncode == 1, result.stderr
+    (kept,) = summaries(gh)
+    assert kept["id"] == theirs[0] and "broken.py" in str(kept["body"])
+    assert runner.outputs()["comment-id"] == str(theirs[0])
+    (deleted,) = gh.requests("DELETE", "/issues/comments/")
+    assert deleted.status == 204 and int(deleted.path.rsplit("/", 1)[1]) > theirs[0]
 
 
 def test_a_duplicate_someone_replied_to_is_kept(gh: GitHubStandIn) -> None:
