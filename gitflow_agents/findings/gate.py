@@ -50,13 +50,20 @@ def gate(
     head_sha: str | None,
     paths: Sequence[PathThreshold] = (),
 ) -> GateResult:
-    """Approved = verdict APPROVE, no finding at or above ``threshold`` (or the threshold of
-    the last of ``paths``, ``review.paths``, whose glob matches its file), and (when
-    ``head_sha`` is given) the review is about exactly that commit. Everything else is not
-    approved."""
+    """Approved = verdict APPROVE of a review that completed, no finding at or above
+    ``threshold`` (or the threshold of the last of ``paths``, ``review.paths``, whose glob
+    matches its file), and (when ``head_sha`` is given) the review is about exactly that
+    commit. Everything else is not approved: a review that says it did not complete
+    (``Review.outcome``) has no verdict, whatever its ``overall`` says (a findings file the
+    posting job of the two-job split reads may say both)."""
     reasons = []
     if review.overall is None:
         reasons.append(review.reason or "no verdict")
+    elif review.outcome:
+        reasons.append(
+            f"the review did not complete ({review.outcome}), so its verdict "
+            f"{review.overall.value} does not count"
+        )
     elif review.overall is Overall.REVISE:
         reasons.append("the reviewer asks for changes (REVIEW_RESULT: REVISE)")
     blocking = [

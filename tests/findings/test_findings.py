@@ -574,6 +574,17 @@ def test_gate_no_verdict_and_revise() -> None:
     assert "REVISE" in revise.reasons[0]
 
 
+def test_gate_a_review_that_did_not_complete_is_not_approved_whatever_it_says() -> None:
+    """``outcome`` says the reviewer stopped before its verdict; an ``overall`` beside it (a
+    findings file edited or forged for the posting job) is a contradiction: fail closed."""
+    stopped = _review(Overall.APPROVE)._replace(outcome="budget")
+    result = gate(stopped, threshold=Severity.ERROR, head_sha=SHA)
+    assert (result.approved, result.exit_code) == (False, 1)
+    assert result.reasons == (
+        "the review did not complete (budget), so its verdict approve does not count",
+    )
+
+
 def test_merge_reviews() -> None:
     shared = Finding(Severity.WARN, "dup", "f.py", 1).with_fingerprint()
     a = Review(Overall.APPROVE, findings=(shared,), reviewed_sha=SHA, unreviewed_files=("x",))

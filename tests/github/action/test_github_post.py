@@ -90,6 +90,9 @@ def test_an_approved_findings_file_turns_the_status_green(
     assert poster.outputs()["review-result"] == "approved"
 
 
+ERROR = {"severity": "error", "file": "fine.py", "line": 2, "message": "magic number"}
+
+
 def rewrite(path: Path, **changes: Any) -> Path:
     data = json.loads(path.read_text())
     data.update(changes)
@@ -107,6 +110,66 @@ def test_a_findings_file_for_another_commit_cannot_approve(
     assert result.returncode == 1, result.stderr
     assert "cannot approve this commit" in result.stdout
     assert states(gh, pull.head_sha) == ["failure"]
+
+
+@pytest.mark.parametrize("overall", ["approve", "APPROVED", "Approved"])
+def test_the_markers_word_approves_as_approve_does(
+    runner: Runner, poster: Runner, gh: GitHubStandIn, repo: Path, overall: str
+) -> None:
+    """``APPROVED`` is the verdict marker's word for approve (``CHANGES_REQUESTED`` for
+    revise): the same verdict, gated again like any other."""
+    pull = add_pull(gh, repo, {"fine.py": FINE})
+    result = post(poster, gh, pull, rewrite(review_job(runner, gh, pull), overall=overall))
+    assert result.returncode == 0, result.stderr
+    assert states(gh, pull.head_sha) == ["success"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "label", "why"),
+    [
+        # the marker's word with an error finding: the finding blocks, as for "approve"
+        (
+            {"overall": "APPROVED", "findings": [ERROR]},
+            "not-approved",
+            "1 finding at or above error",
+        ),
+        ({"overall": "CHANGES_REQUESTED"}, "revise", "the reviewer asks for changes"),
+        # a file that says its review did not complete cannot approve, whatever its overall
+        (
+            {"overall": "APPROVED", "outcome": "budget"},
+            "not-approved",
+            "the review did not complete (budget)",
+        ),
+    ],
+)
+def test_a_findings_file_claiming_approved_is_gated_again(
+    runner: Runner,
+    poster: Runner,
+    gh: GitHubStandIn,
+    repo: Path,
+    changes: dict[str, Any],
+    label: str,
+    why: str,
+) -> None:
+    pull = add_pull(gh, repo, {"fine.py": FINE})
+    result = post(poster, gh, pull, rewrite(review_job(runner, gh, pull), **changes))
+    assert result.returncode == 1, result.stderr
+    assert states(gh, pull.head_sha) == ["failure"]
+    assert poster.outputs()["review-result"] == label
+    (summary,) = gh.comments_on(7)
+    assert why in summary["body"] and "✅" not in summary["body"]
+
+
+def test_an_overall_outside_the_vocabulary_is_a_malformed_file(
+    runner: Runner, poster: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    pull = add_pull(gh, repo, {"fine.py": FINE})
+    edited = rewrite(review_job(runner, gh, pull), overall="LGTM")
+    result = post(poster, gh, pull, edited)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{edited}: not a findings file: overall: expected approve or revise" in result.stderr
+    assert states(gh, pull.head_sha) == ["error"]
+    assert poster.outputs()["review-result"] == "error"
 
 
 def test_the_posting_job_gates_with_its_own_threshold(
