@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from gitflow_agents.chain.parallel import Remaining
     from gitflow_agents.config import FlowConfig
     from gitflow_agents.config.budget import Scope
+    from gitflow_agents.github.pr.outputs import StepOutputs
     from gitflow_agents.runs.events import EventHub
 
 
@@ -79,6 +80,17 @@ def add_chain_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if bool(getattr(args, "pr", False)):
+        from gitflow_agents.github.pr.outputs import step_outputs
+
+        # in GitHub Actions, how the steps ended and what they spent, as step outputs too,
+        # however the command ends (an error before any step included)
+        with step_outputs(os.environ) as outputs:
+            return _run(args, outputs)
+    return _run(args, None)
+
+
+def _run(args: argparse.Namespace, outputs: StepOutputs | None) -> int:
     from gitflow_agents.agent_run.launch import sigterm_as_interrupt
     from gitflow_agents.agents.installed import check_agents
     from gitflow_agents.chain import run_step
@@ -87,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
     if (args.step is None) == (not args.all):
         raise UsageError("run: give --step N or --all")
-    pr = bool(getattr(args, "pr", False))
+    pr = outputs is not None
     if not pr and (getattr(args, "auto_merge", None) or getattr(args, "draft", False)):
         raise UsageError("--auto-merge and --draft go with --pr")
     plan_issue = getattr(args, "plan_issue", None)
@@ -113,23 +125,21 @@ def run(args: argparse.Namespace) -> int:
         ctx.config, (settings.implementer, *settings.reviewers, settings.fixer), cwd=ctx.root
     )
     code = int(ExitCode.OK)
-    if pr:  # --all --pr: the steps ready now, as origin has them (docs/github.md)
-        from gitflow_agents.github.pr.outputs import step_outputs
+    if outputs is not None:  # --all --pr: the steps ready now, as origin has them (docs/github.md)
         from gitflow_agents.github.pr.step import PrOptions, run_steps
 
         options = PrOptions(
             args.auto_merge, bool(args.draft), bool(args.force), max_parallel, plan_issue
         )
-        # --step N in GitHub Actions: how it ended, and what it spent, as step outputs too
-        outputs = step_outputs(os.environ, one_step=not args.all)
+        told = outputs
 
         def reported(result: ChainResult) -> None:
             report(result, as_json=args.json)
-            outputs.ran(result)
+            told.ran(result)
 
         assert ctx.budget is not None
         budget = ctx.budget.scope("plan")
-        with outputs, sigterm_as_interrupt(), contextlib.closing(ctx.hub), budget:
+        with sigterm_as_interrupt(), contextlib.closing(ctx.hub), budget:
             wave = None if args.all else steps
             return run_steps(ctx, wave, options, reported, outputs=outputs)
     jobs = jobs_of(args, ctx.config)

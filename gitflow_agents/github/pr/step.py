@@ -89,8 +89,9 @@ def run_steps(
     order, until one does not exit 0. ``--all`` takes over the steps whose claim is this
     checkout's own lost one (``lost_claims``), as ``--step N`` does, and ends with a line
     naming the steps it left to the runs that hold them (exit 0, as for any started step).
-    ``outputs`` is told how a step ended that ran no chain, the head it pushed and its pull
-    request (``outputs.py``)."""
+    ``outputs`` is told which steps it takes on, how a step ended that ran no chain (a
+    ``--step N`` that waits included), the head it pushed and its pull request
+    (``outputs.py``)."""
     github = connect(os.environ if environ is None else environ, ctx.root)
     check_access(github)  # before the claim and before any agent: nothing to give back
     ctx = on_origin(ctx)
@@ -99,7 +100,10 @@ def run_steps(
     if wave:
         mine = lost_claims(ctx)
         free = _either(mine, free)
+    asked = steps
     steps, left = startable(ctx, steps, options.force, options.max_parallel, free)
+    for number in [n for n in asked or () if n not in steps]:  # --step N: it waits
+        _begin(outputs, number, told="waiting")
     if options.auto_merge is not None and steps:
         github = guarded(github, ctx.target)
     code = int(ExitCode.OK)
@@ -107,6 +111,7 @@ def run_steps(
     try:
         for index, number in enumerate(steps):
             assert ctx.plan is not None
+            _begin(outputs, number)
             spent = _held_back(ctx)  # spent by the steps before: before the claim, as `run` does
             if spent is not None:
                 print(f"step {number} not started: {spent}")
@@ -291,6 +296,8 @@ def _run_held(
     # chain's record goes beside the claim's
     tip = held.remote_tip if held else None
     lander = BranchLander(tip, run_id, _resume(ctx, step, branch, tip))
+    if outputs is not None:
+        outputs.step.started = True
     try:
         with leases.renewing(held.lease if held else None, github.ttl, _say(ctx), ctx.cancel.set):
             result = run_step(ctx, step, lander)
@@ -308,7 +315,7 @@ def _run_held(
     record = held.record.add_pushed(head) if held else None  # before the push
     _push(ctx, branch, head)
     if outputs is not None:
-        outputs.head = head
+        outputs.step.head = head
     lease = held.lease if held else None
     code = _publish(ctx, github, options, result, branch, head, lease, outputs)
     if record is not None:
@@ -639,7 +646,7 @@ def _publish(
     pull = published.pull
     print(f"  PR #{pull.number} {pull.html_url}: {branch} at {head[:12]}, status {published.state}")
     if outputs is not None:
-        outputs.pull = pull.number
+        outputs.step.pull = pull.number
     if options.auto_merge is not None:
         print(f"  auto-merge ({options.auto_merge}): {published.auto_merge}")
     if published.state == "pending":  # approved, auto-merge refused after every retry
@@ -655,10 +662,19 @@ def _publish(
     return result.exit_code
 
 
-def _told(outputs: StepOutputs | None, outcome: str) -> None:
-    """``outputs`` told how a step ended that ran no chain (``StepOutputs.outcome``)."""
+def _begin(outputs: StepOutputs | None, number: int, told: str | None = None) -> None:
+    """``outputs`` told that step ``number`` is taken on (and, ``told``, how it ended)."""
     if outputs is not None:
-        outputs.outcome = outcome
+        outputs.begin(number)
+        if told is not None:
+            _told(outputs, told)
+
+
+def _told(outputs: StepOutputs | None, outcome: str) -> None:
+    """``outputs`` told how the step taken on last ended that ran no chain
+    (``StepTold.outcome``)."""
+    if outputs is not None:
+        outputs.step.outcome = outcome
 
 
 def pending_why(published: StepPublished, auto_merge: str | None, again: str) -> str:
