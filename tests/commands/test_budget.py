@@ -103,7 +103,7 @@ def test_spawn_is_stopped_at_the_limit_with_its_tree_killed_and_its_spend_record
     run = result["run"]
     assert (result["status"], run["outcome"]) == ("failed", "budget")
     assert run["inputTokens"] >= 9_000 and run["costEstimated"] is True  # what it streamed
-    history = run_cli("history", "--json", cwd=repo)
+    history = call(repo, "history", "--json")
     (row,) = json.loads(history.stdout)
     assert row["outcome"] == "budget" and row["costUsd"] >= 0.054
 
@@ -208,7 +208,7 @@ def test_a_step_out_of_budget_keeps_its_work_and_a_rerun_continues_it(
     assert cost >= 0.05
     (step,) = results(repo)
     assert step["chain"]["outcome"] == "budget" and step["status"] == "failed"
-    rows = json.loads(run_cli("status", "--json", cwd=repo).stdout)  # the step run's ending
+    rows = json.loads(call(repo, "status", "--json").stdout)  # the step run's ending
     (row,) = [r for r in rows if r["runId"] == step["run"]["runID"]]
     assert row["state"] == "budget" and row["reason"].startswith("budget: step spent")
     branch = "agents/feature/step-1"
@@ -350,9 +350,9 @@ def test_an_agent_is_stopped_in_the_turn_after_its_first_result(repo: Path, tmp_
     assert run["inputTokens"] + run["outputTokens"] >= stopped_at  # not 2,400: the first turn
     assert run["costEstimated"] is True and run["costUsd"] >= 0.03  # $0.006 a call, 5 or more
     assert not run.get("tokensPartial")  # the budget stopped it at this reading
-    (row,) = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+    (row,) = json.loads(call(repo, "status", "--json").stdout)
     assert (row["inputTokens"], row["outputTokens"]) == (run["inputTokens"], run["outputTokens"])
-    (shown,) = json.loads(run_cli("history", "--json", "--agents", cwd=repo).stdout)
+    (shown,) = json.loads(call(repo, "history", "--json", "--agents").stdout)
     assert shown["inputTokens"] == run["inputTokens"]
 
 
@@ -435,7 +435,7 @@ def test_status_shows_what_a_watched_agent_has_spent_while_it_runs(
     )
 
     def running() -> dict[str, Any] | None:
-        rows = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+        rows = json.loads(call(repo, "status", "--json").stdout)
         found = [r for r in rows if r["state"] == "running" and (r.get("inputTokens") or 0) >= 3000]
         return found[0] if found else None
 
@@ -445,14 +445,14 @@ def test_status_shows_what_a_watched_agent_has_spent_while_it_runs(
         row = running()
         assert row is not None and row["outputTokens"] == row["inputTokens"] // 5
         assert row["costEstimated"] is True and row["costUsd"] > 0
-        table = run_cli("status", cwd=repo).stdout  # a later reading: larger, or the same
+        table = call(repo, "status").stdout  # a later reading: larger, or the same
         line = next(ln for ln in table.splitlines() if ln.startswith(row["runId"][:13]))
         shown = re.search(r"(\d{1,3}(?:,\d{3})+)/[\d,]+ +\$[\d.]+ est\.", line)
         assert shown is not None, table
         assert int(shown[1].replace(",", "")) >= row["inputTokens"]
     finally:
         if row is not None:
-            assert run_cli("cancel", row["runId"], cwd=repo).returncode == 0
+            assert call(repo, "cancel", row["runId"]).returncode == 0
         else:
             proc.kill()
         proc.wait(30)
@@ -603,7 +603,7 @@ def test_a_run_whose_supervisor_was_killed_keeps_what_its_watch_read(
     proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.DEVNULL)
 
     def watched() -> list[dict[str, Any]]:
-        rows = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+        rows = json.loads(call(repo, "status", "--json").stdout)
         return [r for r in rows if (r.get("inputTokens") or 0) >= 3000]
 
     try:
@@ -611,17 +611,17 @@ def test_a_run_whose_supervisor_was_killed_keeps_what_its_watch_read(
     finally:
         proc.kill()
         proc.wait()
-    (row,) = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+    (row,) = json.loads(call(repo, "status", "--json").stdout)
     assert row["state"] == "lost" and row["inputTokens"] >= 3000
     assert row["tokensPartial"] is True  # its last reading: its agent may spend on
-    assert run_cli("cancel", row["runId"], cwd=repo).returncode == 0
+    assert call(repo, "cancel", row["runId"]).returncode == 0
     wait_until(lambda: gone(facts(record)["pid"]), timeout=30)
     (result,) = agent_results(repo, "spender")
     run = result["run"]
     assert run["inputTokens"] >= row["inputTokens"] and run["tokensPartial"] is True
     assert run["kind"] == row["kind"] and run["startedAt"] == row["startedAt"]
     assert run["durationMs"] >= 0
-    (shown,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+    (shown,) = json.loads(call(repo, "history", "--json").stdout)
     assert shown["inputTokens"] == run["inputTokens"] and shown["tokensPartial"] is True
 
 
@@ -679,7 +679,7 @@ def test_a_step_whose_budget_started_no_agent_spent_nothing_not_unknown(
     add_spender(repo, tmp_path / "record.json")
     done = call(repo, *RUN, "--step", "1", "--budget-usd", "0")  # the step's limit: it starts
     assert done.returncode == 5 and "no agent started" in done.stdout, done
-    (row,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+    (row,) = json.loads(call(repo, "history", "--json").stdout)
     assert (row["inputTokens"], row["outputTokens"], row["costUsd"]) == (0, 0, 0.0)
 
 
@@ -722,13 +722,13 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_once_and_counts_its_sp
     finally:
         proc.kill()
         proc.wait()
-    (lost,) = [r for r in json.loads(run_cli("status", "--json", cwd=repo).stdout) if r["agent"]]
+    (lost,) = [r for r in json.loads(call(repo, "status", "--json").stdout) if r["agent"]]
     assert lost["state"] == "lost" and lost["inputTokens"] >= 3000 and lost["tokensPartial"]
     time.sleep(1.5)  # dead for a while before anything ends it
     if canceled_first:
-        assert run_cli("cancel", lost["runId"], cwd=repo).returncode == 0
+        assert call(repo, "cancel", lost["runId"]).returncode == 0
         # no step run lists it yet: `history` shows it as a row of its own, with its spend
-        (alone,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+        (alone,) = json.loads(call(repo, "history", "--json").stdout)
         assert alone["runId"] == lost["runId"] and alone["tokensPartial"] is True
         assert alone["inputTokens"] >= lost["inputTokens"]
     again = call(repo, *RUN, "--step", "1", *budget)
@@ -748,12 +748,12 @@ def test_a_step_run_again_after_a_kill_lists_the_lost_run_once_and_counts_its_sp
     assert abs(listed[0]["durationMs"] - lived * 1000) <= 1, (listed[0]["durationMs"], lived)
     assert record["inputTokens"] >= lost["inputTokens"] and record["tokensPartial"] is True
     assert record["costUsd"] > 0 and record["costPartial"] is True
-    rows = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+    rows = json.loads(call(repo, "history", "--json").stdout)
     assert [r["runId"] for r in rows] == [step["run"]["runID"]]  # the lost run inside it
     (row,) = rows
     assert row["inputTokens"] == 100 * 1000 + record["inputTokens"] and row["tokensPartial"]
     assert call(repo, *RUN, "--step", "1", *budget).returncode == 0  # skipped
-    (again_row,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+    (again_row,) = json.loads(call(repo, "history", "--json").stdout)
     assert again_row["inputTokens"] == row["inputTokens"]  # counted once
     assert [r["chain"]["agents"] for r in results(repo)] == [step["chain"]["agents"]]
 
@@ -781,8 +781,8 @@ def test_a_run_canceled_before_its_result_keeps_what_its_stream_said_it_spent(
 
     try:
         wait_until(lambda: calls() >= 3, timeout=60)
-        (row,) = json.loads(run_cli("status", "--json", cwd=repo).stdout)
-        assert run_cli("cancel", row["runId"], cwd=repo).returncode == 0
+        (row,) = json.loads(call(repo, "status", "--json").stdout)
+        assert call(repo, "cancel", row["runId"]).returncode == 0
     finally:
         proc.wait(30)
     made = calls()
@@ -793,7 +793,7 @@ def test_a_run_canceled_before_its_result_keeps_what_its_stream_said_it_spent(
     assert (made - 1) * 1000 <= run["inputTokens"] <= made * 1000
     assert run["outputTokens"] == run["inputTokens"] // 5 and run["costEstimated"] is True
     assert run["tokensPartial"] is True and run["costPartial"] is True
-    (shown,) = json.loads(run_cli("history", "--json", "--agents", cwd=repo).stdout)
+    (shown,) = json.loads(call(repo, "history", "--json", "--agents").stdout)
     assert shown["inputTokens"] == run["inputTokens"] and shown["tokensPartial"] is True
 
 
@@ -968,7 +968,7 @@ def test_a_step_interrupted_while_its_agent_waits_out_a_rate_limit_keeps_what_it
     proc = subprocess.Popen(argv, cwd=repo, env=env, stderr=subprocess.DEVNULL)
 
     def waiting() -> bool:
-        rows = json.loads(run_cli("status", "--json", cwd=repo).stdout)
+        rows = json.loads(call(repo, "status", "--json").stdout)
         return any(r.get("state") == "waiting" for r in rows)
 
     try:
@@ -980,5 +980,5 @@ def test_a_step_interrupted_while_its_agent_waits_out_a_rate_limit_keeps_what_it
         proc.wait()
     (step,) = results(repo)
     assert [a["status"] for a in step["chain"]["agents"]] == ["canceled"]
-    (row,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+    (row,) = json.loads(call(repo, "history", "--json").stdout)
     assert row["inputTokens"] == 1000 and row["tokensPartial"] is True
