@@ -28,7 +28,7 @@ from gitflow_agents.github.api.values import MergeGroup
 from gitflow_agents.reviewer.agent_target import review_target, runs_builtin
 from gitflow_agents.reviewer.flow_settings import acceptance_at, settings_at
 from gitflow_agents.reviewer.incremental import Earlier, Prior, findings_from
-from gitflow_agents.reviewer.locate import missing_history
+from gitflow_agents.reviewer.locate import empty_range, missing_history
 from gitflow_agents.reviewer.target import Target
 from gitflow_agents.runs.spend import NOTHING, run_spend
 
@@ -131,15 +131,28 @@ def review_pull(
     """Review the PR's head against its merge-base with the base commit. A configured agent
     (``options.agent`` other than ``builtin``) is defined by the base commit's ``.flow/``, and
     reviews incrementally when ``earlier`` knows the last reviewed head and the base commit's
-    ``review.incremental`` allows it."""
+    ``review.incremental`` allows it. A head already contained in the base leaves no commit to
+    review: UsageError, never an approval of nothing (``locate.empty_range``)."""
     with before_agent():
         root = git.repo_root(workspace)
         ensure_commit(root, pull.head_sha, pull.number)
         ensure_commit(root, pull.base_sha, pull.number)
+        empty = empty_range(root, pull.base_sha, pull.head_sha)
+        if empty is not None:
+            raise UsageError(nothing_in_pull(pull, empty))
         base = git.merge_base(root, pull.base_sha, pull.head_sha)
         target = Target(base, pull.head_sha, f"PR #{pull.number}")
         ensure_history(root, target, f"+refs/pull/{pull.number}/head")
     return _review(root, target, pull.base_sha, options, temp, earlier)
+
+
+def nothing_in_pull(pull: PullRequest, why: str) -> str:
+    """The line for a pull request whose range holds no commit (``why``: ``empty_range``'s)."""
+    return (
+        f"PR #{pull.number} has nothing to review between its base {pull.base_sha[:12]} and "
+        f"its head {pull.head_sha[:12]} ({why}), so no review is recorded and the head is not "
+        "approved: push the pull request's changes to its branch, or close it"
+    )
 
 
 def review_group(

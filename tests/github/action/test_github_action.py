@@ -25,7 +25,7 @@ from gitflow_agents.findings import Severity
 from gitflow_agents.github.action.comment import MARKER
 from gitflow_agents.github.action.event import Trigger, decide, load_event, parse_command
 from gitflow_agents.github.action.runner import Options
-from tests.conftest import ROOT, cli_main
+from tests.conftest import ROOT, cli_main, git
 from tests.github_events import (
     merge_group_event,
     push_event,
@@ -618,6 +618,31 @@ def test_a_review_that_stopped_before_its_agent_started_spent_a_known_nothing(
     [summary] = gh.comments_on(7)
     row = next(line for line in str(summary["body"]).splitlines() if "| error |" in line)
     assert row.endswith("| 0 | $0.00 |"), row
+
+
+@pytest.mark.parametrize("agent", ["builtin", "some-agent"])
+def test_a_pull_request_whose_head_is_in_its_base_is_never_approved(
+    runner: Runner, gh: GitHubStandIn, repo: Path, agent: str
+) -> None:
+    """A head that reached the base branch unreviewed (a direct push) leaves no commit to
+    review: no green status and no approval of nothing, as for a merge group whose base is its
+    head; one line, exit 2 (docs/github.md, "Exit codes")."""
+    _, head = make_pr(repo, {"broken.py": BROKEN})
+    git(repo, "merge", "-q", "--ff-only", head)
+    (repo / "z.txt").write_text("z\n")
+    git(repo, "add", "z.txt")
+    git(repo, "commit", "-q", "-m", "later work on main")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    pull = gh.add_pull(Pull(7, head, base, []))
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--agent", agent)
+    assert result.returncode == ExitCode.USAGE, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"PR #7 has nothing to review between its base {base[:12]}" in result.stderr
+    assert f"{head[:12]} is already contained in {base[:12]}" in result.stderr
+    assert states(gh, head) == ["pending", "error"]
+    assert runner.outputs()["review-result"] == "error"
+    [summary] = gh.comments_on(7)
+    assert "APPROVED" not in str(summary["body"]) and "nothing to review" in str(summary["body"])
 
 
 def test_github_failing_after_the_inline_review_says_what_was_posted(
