@@ -65,23 +65,30 @@ _WS = Lazy(r"\s+")
 _DIGITS = Lazy(r"\d+")
 
 
+def _identity(
+    file: str | None, rule: str | None, message: str, line_content: str
+) -> tuple[str, str, str]:
+    """What a fingerprint hashes besides the occurrence: the file, the rule (or the message,
+    whitespace and numbers normalised) and the line's text (whitespace normalised)."""
+    what = rule or _DIGITS.sub("N", _WS.sub(" ", message.strip().lower()))
+    return file or "", what, _WS.sub(" ", line_content.strip())
+
+
 def fingerprint(
     file: str | None, rule: str | None, message: str, line_content: str = "", occurrence: int = 1
 ) -> str:
     """Stable identity of a finding across pushes.
 
     Hash of (file, rule or normalised message, normalised line content), and the finding's
-    ``occurrence`` among those of its rule on its line from the second on (a line with two
-    secrets has two findings; the first keeps the identity it has alone). Line numbers are left
-    out on purpose: a finding keeps its identity when lines above it move.
+    ``occurrence`` among the findings of that file, rule and line text from the second on (a
+    line with two secrets, two lines reading ``breakpoint()``: ``fill_fingerprints`` numbers
+    them in line order; the first keeps the identity it has alone). Line numbers are left out
+    on purpose: a finding keeps its identity when lines above it move.
     """
-    what = rule or _DIGITS.sub("N", _WS.sub(" ", message.strip().lower()))
-    content = _WS.sub(" ", line_content.strip())
+    file, what, content = _identity(file, rule, message, line_content)
     if occurrence > 1:
         content += f"\0{occurrence}"
-    digest: str = (
-        _HASHLIB().sha256("\0".join((file or "", what, content)).encode("utf-8")).hexdigest()
-    )
+    digest: str = _HASHLIB().sha256("\0".join((file, what, content)).encode("utf-8")).hexdigest()
     return digest[:16]
 
 
@@ -95,8 +102,9 @@ class Finding(NamedTuple):
     rule: str | None = None
     fingerprint: str = ""
     occurrence: int = 1
-    """Which finding of its rule on its line this is (a line can hold two secrets): 1 for the
-    first, which is all but always the only one; part of the fingerprint from 2 on."""
+    """Which finding of its file, rule and line text this is, in line order (a line can hold
+    two secrets, two lines can read the same): 1 for the first, which is all but always the
+    only one; part of the fingerprint from 2 on (``fill_fingerprints`` numbers them)."""
 
     def with_fingerprint(self, line_content: str = "") -> Finding:
         """This finding with its fingerprint computed (kept when already set)."""
@@ -133,14 +141,45 @@ LineLookup = Callable[[str, int], "str | None"]
 def fill_fingerprints(
     findings: Iterable[Finding], line_content: LineLookup | None = None
 ) -> tuple[Finding, ...]:
-    """Every finding with its fingerprint set; line content comes from ``line_content``."""
-    filled = []
-    for finding in findings:
+    """Every finding with its fingerprint set; line content comes from ``line_content``.
+
+    Findings on lines of one file that share their rule and their line's text (two lines
+    reading ``breakpoint()``) are told apart by ``occurrence``, numbered in line order
+    (``number_repeats``), as code scanning's ``primaryLocationLineHash`` numbers a line's text
+    among the file's identical lines: the first keeps the fingerprint it has alone (so does a
+    baseline entry recorded for it), and each keeps its identity when unrelated lines move."""
+    items = list(findings)
+    contents = []
+    for finding in items:
         content = ""
         if line_content is not None and finding.file and finding.line:
             content = line_content(finding.file, finding.line) or ""
-        filled.append(finding.with_fingerprint(content))
-    return tuple(filled)
+        contents.append(content)
+    numbered = number_repeats(items, contents)
+    return tuple(f.with_fingerprint(c) for f, c in zip(numbered, contents, strict=True))
+
+
+def number_repeats(findings: list[Finding], contents: list[str]) -> list[Finding]:
+    """``findings`` (``contents``: the text of each one's line) with the ``occurrence`` of each
+    one yet to be fingerprinted that is on a line of a file, among those sharing its file, rule
+    and line text. A group already numbered (no two alike, as in a subset of findings numbered
+    before, say those left once some are accepted) keeps its numbers, so a finding's
+    fingerprint does not depend on which others are still reported; otherwise (a reviewer
+    numbers per line, or not at all) it is numbered 1, 2, … by line, then by its number."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for index, (finding, content) in enumerate(zip(findings, contents, strict=True)):
+        if finding.fingerprint or not finding.file or not finding.line:
+            continue  # a finding without a line is one per file and rule (decisions: findings)
+        key = _identity(finding.file, finding.rule, finding.message, content)
+        groups.setdefault(key, []).append(index)
+    numbered = list(findings)
+    for members in groups.values():
+        if len({findings[i].occurrence for i in members}) == len(members):
+            continue
+        in_order = sorted(members, key=lambda i: (findings[i].line or 0, findings[i].occurrence))
+        for occurrence, index in enumerate(in_order, start=1):
+            numbered[index] = findings[index]._replace(occurrence=occurrence)
+    return numbered
 
 
 ACCEPTED_BY = ("marker", "config", "baseline")

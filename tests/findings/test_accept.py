@@ -342,6 +342,38 @@ def test_each_secret_of_a_line_is_reported_gated_and_baselined_apart(run: Cli, r
     assert code == 0 and data["findings"] == []
 
 
+def test_two_lines_that_read_the_same_are_two_findings_everywhere(run: Cli, repo: Path) -> None:
+    """Two ``breakpoint()`` lines: two fingerprints in every output (SARIF's
+    partialFingerprints too, or code scanning shows one alert). A baseline written when they
+    shared one fingerprint keeps accepting the first; the second is reported with the
+    fingerprint it had beside the first, so --write-baseline records what later reviews
+    compare."""
+    text = "def f():\n    breakpoint()\n    return 1\n\n\ndef g():\n    breakpoint()\n"
+    feature(repo, {"a.py": text})
+    code, data = review_json(run, repo, "--severity-threshold", "warn")
+    findings = data["findings"]
+    assert code == 1 and isinstance(findings, list)
+    assert rules(findings) == [(2, "debugger"), (7, "debugger")]
+    first, second = (f["fingerprint"] for f in findings)
+    assert first == fingerprint("a.py", "debugger", "", "breakpoint()") != second
+    assert [f.get("occurrence") for f in findings] == [None, 2]
+    sarif = json.loads(run.review("--format", "sarif", cwd=repo).stdout)
+    partial = [r["partialFingerprints"] for r in sarif["runs"][0]["results"]]
+    assert [p["gitflowAgentsFingerprint/v1"] for p in partial] == [first, second]
+
+    entry = {"file": "a.py", "rule": "debugger", "fingerprint": first}  # an older baseline
+    (repo / DEFAULT_BASELINE).write_text(json.dumps({"kind": BASELINE_KIND, "findings": [entry]}))
+    code, data = review_json(run, repo, "--severity-threshold", "warn")
+    assert code == 1
+    assert [(f["line"], f["fingerprint"]) for f in data["findings"]] == [(7, second)]  # type: ignore[attr-defined, index]
+    assert accepted_by(data) == [(2, "debugger", "baseline")]
+    written = run.review("--write-baseline", cwd=repo)
+    assert "1 finding(s) added, 2 recorded" in written.stderr, written.stderr
+    code, data = review_json(run, repo, "--severity-threshold", "warn")
+    assert code == 0 and data["findings"] == []
+    assert accepted_by(data) == [(2, "debugger", "baseline"), (7, "debugger", "baseline")]
+
+
 @pytest.mark.parametrize("accepting", ["marker", "config"])
 def test_a_secret_accepted_before_its_file_is_renamed_stays_accepted(
     run: Cli, repo: Path, accepting: str

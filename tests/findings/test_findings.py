@@ -11,6 +11,7 @@ from gitflow_agents.findings import (
     Overall,
     Review,
     Severity,
+    fill_fingerprints,
     finding_from_dict,
     fingerprint,
     gate,
@@ -487,6 +488,39 @@ def test_fingerprint_differs_when_content_or_file_or_rule_differs() -> None:
     assert fingerprint(None, None, "Line 3 too long", "") == fingerprint(
         None, None, "line 97   too long", ""
     )
+
+
+def test_findings_on_lines_that_read_the_same_get_fingerprints_of_their_own() -> None:
+    """Two lines of a file reading ``breakpoint()``: numbered in line order, as code scanning's
+    primaryLocationLineHash numbers identical lines. The first keeps the fingerprint it has
+    alone (a baseline entry recorded for it still holds); a subset already numbered (some
+    accepted) keeps its numbers; findings without a line are one per file and rule."""
+    lines = {("a.py", 2): "    breakpoint()", ("a.py", 14): "  breakpoint()", ("a.py", 20): "x"}
+    alone = fingerprint("a.py", "debugger", "m", "breakpoint()")
+
+    def found(line: int | None, rule: str = "debugger", occurrence: int = 1) -> Finding:
+        return Finding(Severity.WARN, "m", "a.py", line, rule=rule, occurrence=occurrence)
+
+    # listed out of line order: the numbers follow the lines
+    late, early, other = fill_fingerprints([found(14), found(2), found(20)], _lookup(lines))
+    assert (early.occurrence, late.occurrence, other.occurrence) == (1, 2, 1)
+    assert early.fingerprint == alone != late.fingerprint
+    assert late.fingerprint == fingerprint("a.py", "debugger", "m", "breakpoint()", 2)
+    assert [f.occurrence for f in fill_fingerprints([found(14)], _lookup(lines))] == [1]
+    # what is left once the first is accepted is filled again: the second stays the second
+    again = fill_fingerprints([late._replace(fingerprint="")], _lookup(lines))
+    assert again == (late,)
+    # two secrets on each of two lines that read the same: four fingerprints, the first
+    # line's two as they are alone
+    secrets = [found(n, "jwt", k) for n in (14, 2) for k in (1, 2)]
+    filled = fill_fingerprints(secrets, _lookup(lines))
+    assert [(f.line, f.occurrence) for f in filled] == [(14, 3), (14, 4), (2, 1), (2, 2)]
+    assert len({f.fingerprint for f in filled}) == 4
+    assert filled[3].fingerprint == fingerprint("a.py", "jwt", "m", "breakpoint()", 2)
+    # no line: no numbering, one identity per file and rule
+    unlined = fill_fingerprints([found(None), found(None)], _lookup(lines))
+    assert [f.occurrence for f in unlined] == [1, 1]
+    assert unlined[0].fingerprint == unlined[1].fingerprint
 
 
 def test_json_fingerprints_are_recomputed_not_trusted() -> None:

@@ -172,6 +172,27 @@ def test_rerun_with_nothing_changed_posts_no_new_comment(
     assert states(gh, pull.head_sha) == ["pending", "failure", "pending", "failure"]
 
 
+def test_findings_on_two_lines_that_read_the_same_are_each_commented(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """Two ``breakpoint()`` lines have two fingerprints: two inline comments, two SARIF
+    results, none "outside the diff or over the cap"."""
+    text = "def f():\n    breakpoint()\n    return 1\n\n\ndef g():\n    breakpoint()\n"
+    pull = add_pull(gh, repo, {"a.py": text})
+    result = runner.run("pull_request", pr_event(gh, pull), "tok-actions", "--fail-on", "never")
+    assert result.returncode == 0, result.stderr
+    assert sorted(c["line"] for c in gh.state.review_comments.values()) == [2, 7]
+    outputs = runner.outputs()
+    assert outputs["inline-posted"] == "2"
+    sarif = json.loads(Path(outputs["sarif-file"]).read_text())
+    partial = {
+        r["partialFingerprints"]["gitflowAgentsFingerprint/v1"] for r in sarif["runs"][0]["results"]
+    }
+    assert len(partial) == 2
+    [summary] = gh.comments_on(7)
+    assert "**Inline:** 2 posted inline now." in str(summary["body"])
+
+
 def test_an_approved_pr_gets_a_green_status(runner: Runner, gh: GitHubStandIn, repo: Path) -> None:
     pull = add_pull(gh, repo, {"fine.py": FINE})
     result = runner.run("pull_request", pr_event(gh, pull))
