@@ -4,7 +4,9 @@ Where a comment may go comes from the pull request files' ``patch``: the new-sid
 hunk (added and context lines). A finding whose lines all fall inside one hunk becomes an inline
 comment; every other finding stays in the summary comment only. Each inline comment carries
 ``<!-- gitflow-agents:fp=FINGERPRINT -->``, and a re-run skips findings whose fingerprint one of
-our earlier review comments already carries, so pushing again never repeats a comment.
+our earlier review comments already carries, so pushing again never repeats a comment. A comment
+whose thread was closed (resolved, by us as fixed or by a person, or answered with our "fixed"
+reply) carries nothing: a finding reported again on a later head is commented there again.
 
 Everything new goes into ONE ``POST /pulls/{n}/reviews`` (event COMMENT). GitHub refuses a
 review as a whole when one comment is bad (422); then each comment is tried on its own, and
@@ -21,6 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from gitflow_agents.base.errors import GitHubError
 from gitflow_agents.findings import Finding, Severity
 from gitflow_agents.findings.redact import redact_finding
 from gitflow_agents.github.api.client import (
@@ -32,10 +35,14 @@ from gitflow_agents.github.api.client import (
     PullFile,
 )
 from gitflow_agents.github.api.identity import Identity, resolve
+from gitflow_agents.github.api.threads import review_threads
 from gitflow_agents.render.markdown import code, escape, fence, suggestion_block
 
 FP_MARKER = "<!-- gitflow-agents:fp={} -->"
 _FP_RE = re.compile(r"<!-- gitflow-agents:fp=([0-9A-Za-z_.:-]+) -->")
+FIXED_MARKER = "<!-- gitflow-agents:fixed={} -->"
+"""On our reply "fixed in <sha>" to a thread the token may not resolve (``threads.py``)."""
+FIXED_RE = re.compile(r"<!-- gitflow-agents:fixed=[0-9A-Za-z_.:-]+ -->")
 _HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 MAX_INLINE = 50
@@ -239,10 +246,11 @@ def post_inline(
     ours = [c for c in every if me is not None and c.author == me]
     removed = remove_duplicates(client, repo, number, ours, every)
     here = fingerprints_in(c.body for c in ours if c.commit == head_sha)
+    carrying = carried(client, repo, number, head_sha, filled, ours)
     new, already, rest = plan_inline(
         filled,
         diff_map(files),
-        fingerprints_in(c.body for c in ours),
+        fingerprints_in(c.body for c in carrying),
         max_inline=max_inline,
         posted_here=len(here),
     )
@@ -277,17 +285,55 @@ def post_inline(
         )
 
 
+def carried(
+    client: Client,
+    repo: str,
+    number: int,
+    head_sha: str,
+    findings: Sequence[Finding],
+    ours: Sequence[Comment],
+) -> list[Comment]:
+    """Our inline comments that carry their finding to this run: all but those whose thread is
+    closed (resolved, by us as fixed or by a person, or answered with our "fixed" reply), so a
+    finding that comes back after its fix is commented again on the new head. A comment on this
+    head always carries (a re-run posts nothing twice). The threads are read only when a
+    reported finding has comments of ours on older heads alone; a token that may not read them,
+    or GitHub failing on them, leaves every comment carrying (the summary lists every finding
+    anyway)."""
+    opening = [c for c in ours if c.reply_to is None]
+    here = fingerprints_in(c.body for c in opening if c.commit == head_sha)
+    wanted = {f.fingerprint for f in findings} - here
+    if not fingerprints_in(c.body for c in opening if c.commit != head_sha) & wanted:
+        return opening
+    try:
+        threads = review_threads(client, repo, number)
+    except GitHubError:
+        return opening
+    mine = {c.id: c for c in ours}
+    closed = {
+        thread.comment_ids[0]
+        for thread in threads
+        if thread.comment_ids
+        and (
+            thread.resolved
+            or any(i in mine and FIXED_RE.search(mine[i].body) for i in thread.comment_ids[1:])
+        )
+    }
+    return [c for c in opening if c.commit == head_sha or c.id not in closed]
+
+
 def remove_duplicates(
     client: Client, repo: str, number: int, ours: Sequence[Comment], every: Sequence[Comment]
 ) -> int:
-    """Delete our inline comments whose fingerprint an older one of ours already carries (one
-    that someone replied to stays); a review left without comments gets ``EMPTIED_REVIEW`` as
-    its body. How many were deleted."""
+    """Delete our inline comments whose fingerprint an older one of ours on the same commit
+    already carries (a review posted twice; one that someone replied to stays; a finding
+    commented again on a later head after its fix is no duplicate); a review left without
+    comments gets ``EMPTIED_REVIEW`` as its body. How many were deleted."""
     replied = {c.reply_to for c in every if c.reply_to is not None}
-    first: set[str] = set()
+    first: set[tuple[str | None, str]] = set()
     duplicates: list[Comment] = []
     for comment in sorted(ours, key=lambda c: c.id):
-        fingerprints = fingerprints_in([comment.body])
+        fingerprints = {(comment.commit, fp) for fp in fingerprints_in([comment.body])}
         if fingerprints and fingerprints <= first and comment.id not in replied:
             duplicates.append(comment)
         first |= fingerprints

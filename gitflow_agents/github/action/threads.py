@@ -21,18 +21,14 @@ close themselves".
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gitflow_agents.findings import Review
-from gitflow_agents.github.action.review import fingerprints_in
+from gitflow_agents.github.action.review import FIXED_MARKER, FIXED_RE, fingerprints_in
 from gitflow_agents.github.api.client import Client, Comment, GitHubForbidden
 from gitflow_agents.github.api.identity import Identity, resolve
 from gitflow_agents.github.api.threads import ReviewThread, reply, resolve_thread, review_threads
-
-FIXED_MARKER = "<!-- gitflow-agents:fixed={} -->"
-_FIXED_RE = re.compile(r"<!-- gitflow-agents:fixed=[0-9A-Za-z_.:-]+ -->")
 
 
 @dataclass(frozen=True)
@@ -149,7 +145,7 @@ def _close(
     may_reply = True
     for thread, first in fixed:
         later = [by_id.get(i) for i in thread.comment_ids[1:]]
-        if thread.resolved or any(c and c.author == me and _FIXED_RE.search(c.body) for c in later):
+        if thread.resolved or any(c and c.author == me and FIXED_RE.search(c.body) for c in later):
             counts["closed"] += 1
             continue
         if not thread.complete or any(c is None or c.author != me for c in later):

@@ -159,6 +159,70 @@ def test_a_push_that_fixes_the_finding_resolves_its_thread_end_to_end(
     ] * 2  # pending and success: the summary comment is unchanged
 
 
+NEW = "c" * 40
+
+
+def _post_again(gh: GitHubStandIn, client: Client, sha: str, *findings: Finding) -> int:
+    """Post ``findings`` inline on head ``sha`` of the same PR; how many comments went up."""
+    gh.state.pulls[7].head_sha = sha
+    files = client.pulls.files(REPO, 7)
+    outcome = post_inline(client, REPO, 7, sha, findings, files, login="gitflow-bot")
+    return len(outcome.posted)
+
+
+def test_a_finding_back_after_its_fix_is_commented_again(gh: GitHubStandIn) -> None:
+    """The thread we resolved as fixed carries nothing: the finding, reported again on a later
+    head, gets a comment there; a re-run of that head posts nothing more and deletes nothing."""
+    client = client_for(gh)
+    ids = _posted(gh, client, FIRST, SECOND)
+    close_fixed(client, REPO, 7, SHA, _review(SECOND), login="gitflow-bot")
+    assert gh.state.resolved_threads == {ids["first"]}
+    assert _post_again(gh, client, NEW, FIRST, SECOND) == 1  # SECOND's thread is open
+    (again,) = [c for c in gh.state.review_comments.values() if c["commit_id"] == NEW]
+    assert FIRST.fingerprint in again["body"]
+    assert _post_again(gh, client, NEW, FIRST, SECOND) == 0
+    assert len(gh.state.review_comments) == 3  # no comment taken for a duplicate
+
+
+def test_a_thread_answered_fixed_carries_nothing_either(gh: GitHubStandIn) -> None:
+    gh.add_token("tok-noresolve", Token("gitflow-bot", checks=False, resolve_threads=False))
+    client = client_for(gh, "tok-noresolve")
+    _posted(gh, client, FIRST)
+    close_fixed(client, REPO, 7, SHA, _review(), login="gitflow-bot")
+    assert _post_again(gh, client, NEW, FIRST) == 1
+
+
+def test_a_resolved_thread_on_the_head_itself_still_carries(gh: GitHubStandIn) -> None:
+    """Someone resolved the thread while the finding is still reported: a re-run of the same
+    head posts no second comment (a later head does: resolving is not accepting)."""
+    client = client_for(gh)
+    ids = _posted(gh, client, FIRST)
+    gh.state.resolved_threads.add(ids["first"])
+    assert _post_again(gh, client, SHA, FIRST) == 0
+    assert _post_again(gh, client, NEW, FIRST) == 1
+
+
+def test_a_finding_back_after_its_fix_is_commented_again_end_to_end(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """Push 1 comments the syntax error, push 2 fixes it (its thread resolved), push 3 brings it
+    back a few lines lower: a new inline comment on push 3's head."""
+    pull = add_pull(gh, repo, {"broken.py": BROKEN})
+    assert runner.run("pull_request", pr_event(gh, pull)).returncode == 1
+    git(repo, "checkout", "-q", "feature")
+    for text in (FINE, "import os\n\n" + BROKEN):
+        (repo / "broken.py").write_text(text)
+        git(repo, "commit", "-qam", "edit")
+        pull.head_sha = git(repo, "rev-parse", "HEAD").strip()
+        pull.files = pr_files(repo, pull.base_sha, pull.head_sha)
+        runner.run("pull_request", pr_event(gh, pull, action="synchronize"))
+    assert len(gh.state.resolved_threads) == 1
+    assert runner.outputs()["inline-posted"] == "1"
+    (back,) = [c for c in gh.state.review_comments.values() if c["commit_id"] == pull.head_sha]
+    assert back["line"] == 7
+    assert "**Inline:** 1 posted inline now." in gh.comments_on(7)[0]["body"]
+
+
 def test_github_failing_on_the_threads_still_publishes_the_verdict(
     runner: Runner, gh: GitHubStandIn, repo: Path
 ) -> None:
