@@ -1,7 +1,9 @@
 """The supervised attempts of one agent run: slots, and waiting out rate limits.
 
 An agent whose adapter has a ``max_parallel`` takes a slot (``runs/slots.py``) for as long as
-its process runs, waiting for one as ``waiting for a <adapter> slot``. An agent that ends
+its process runs, waiting for one as ``waiting for a <adapter> slot``; once it has one, its
+budget is asked again (a scope spent meanwhile starts no agent: ``Attempts.refused``). An
+agent that ends
 ``rate_limited`` (its CLI said 429, 529 overloaded or a usage limit: ``agents/limits.py``)
 waits: until the reset time its CLI named, else an exponential backoff with jitter, at most
 ``defaults.rate_limit_wait_secs`` in all; then it **continues its session** when its CLI can
@@ -27,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 from gitflow_agents.agent_run.launch import prepare
 from gitflow_agents.agent_run.record import attempts_usage
 from gitflow_agents.agents.base import AgentOutput, Cli
+from gitflow_agents.agents.meter import FREE
 from gitflow_agents.agents.output import since
 from gitflow_agents.agents.prices import usage_of
 from gitflow_agents.base.errors import interrupted_by
-from gitflow_agents.runs.budget import Watch
+from gitflow_agents.runs.budget import Watch, not_started
 from gitflow_agents.runs.control import queued_messages
 from gitflow_agents.runs.slots import SlotWaitCanceled, hold_slot, slots_folder
-from gitflow_agents.supervisor import Launch, Outcome
+from gitflow_agents.supervisor import Launch, Outcome, Status
 from gitflow_agents.supervisor.outcome import ParsedOutput, SupervisorInterrupted, update_status
 
 if TYPE_CHECKING:
@@ -86,7 +89,9 @@ class Attempts:
         attempts = Attempts(run, cancel)
         for launch in attempts:  # the next one after a rate limit is waited out
             with attempts.slot() as free:  # a slot of the adapter (max_parallel), if any
-                attempts.ended(supervise(launch, ...) if free else attempts.slot_canceled())
+                # not started: canceled while it waited, or a scope spent meanwhile
+                held = attempts.refused(launch) if free else attempts.slot_canceled()
+                attempts.ended(supervise(launch, ...) if held is None else held)
         outcome = attempts.outcome
 
     """
@@ -192,6 +197,27 @@ class Attempts:
     def slot_canceled(self) -> Outcome:
         """The Outcome of a run canceled while it waited for a slot."""
         return _canceled(self.run, f"canceled while {self._slot_wait}")
+
+    def refused(self, launch: Launch) -> Outcome | None:
+        """The Outcome of an attempt a spent scope does not start, None while every scope it
+        runs in has budget left. Asked right before its process would start, once its slot is
+        granted: a scope the chain found with budget left before it prepared the agent may have
+        been spent since, by the agent that held the slot or a parallel step or reviewer. It
+        ends as an agent refused before it started does (``Ledger.refuse``: that message, the
+        outcome ``budget``, exit 5), having spent nothing (``NOTHING_RAN``)."""
+        why = self._spent(launch)
+        if why is None:
+            return None
+        return _not_started(self.run, "budget", not_started(why, self.run.job.role))
+
+    def _spent(self, launch: Launch) -> str | None:
+        """The message of a spent scope the attempt of ``launch`` would run in (``Ledger.over``),
+        None when there is none: asked as any agent about to start is (:meth:`Ledger.holds_back`),
+        its own watch left out."""
+        ledger, watch = self.run.job.budget, launch.budget
+        if ledger is None or self.adapter in FREE or self._outcomes:
+            return None
+        return ledger.over(me=watch if isinstance(watch, Watch) else None)
 
     def ended(self, outcome: Outcome) -> None:
         """An attempt's Outcome."""
@@ -383,10 +409,16 @@ unknown)."""
 
 def _canceled(run: AgentRunner, reason: str) -> Outcome:
     """The Outcome of a run canceled while no process of it ran, on record."""
+    return _not_started(run, "canceled", reason)
+
+
+def _not_started(run: AgentRunner, status: Status, reason: str) -> Outcome:
+    """The Outcome ``status`` of a run whose next process was not started (canceled before it,
+    or refused by a spent budget), on record: its attempt spent nothing."""
     now = time.time()
-    update_status(run.paths.run_dir, state="canceled", reason=reason, ended=now)
+    update_status(run.paths.run_dir, state=status, reason=reason, ended=now)
     return Outcome(
-        status="canceled",
+        status=status,
         reason=reason,
         report_path=None,
         exit_code=None,

@@ -114,6 +114,7 @@ class AgentJob:
     secrets: frozenset[str] = frozenset()  # exact values masked in its records, log and events
     in_process: InProcess | None = None
     budget: Ledger | None = None  # the limits it is held to (runs/budget.py); None: none
+    role: str = ""  # the agent a budget message names (a chain's `implementer`), if any
     control: bool = False  # listen for send/cancel while it runs (runs/control.py); own hub only
     chain_run: str | None = None  # the step run it is an agent of (in status.json: runs/lost.py)
 
@@ -300,7 +301,8 @@ class AgentRunner:
             else:  # supervised, in a slot of its adapter, rate limits waited out
                 attempts = Attempts(self, cancel)
                 for launch in attempts:
-                    with attempts.slot() as free:
+                    with attempts.slot() as free:  # the budget asked again once it is ours
+                        held = attempts.refused(launch) if free else attempts.slot_canceled()
                         attempts.ended(
                             supervise(
                                 launch._replace(judge=self._judge()),
@@ -311,8 +313,8 @@ class AgentRunner:
                                 cancel=cancel,
                                 secrets=self.job.secrets,
                             )
-                            if free
-                            else attempts.slot_canceled()
+                            if held is None
+                            else held
                         )
                 self.outcome = self._judged(attempts.outcome)  # each attempt's own figures
         except BaseException as exc:

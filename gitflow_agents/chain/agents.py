@@ -423,6 +423,7 @@ class _Attempt:
                 secrets=frozenset(ctx.secrets),
                 in_process=self._builtin_review if self.builtin else None,
                 budget=ctx.budget,
+                role=_ROLE.get(job.kind, ""),
                 chain_run=ctx.chain_run,
             ),
             hub=ctx.hub,

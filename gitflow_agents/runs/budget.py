@@ -229,7 +229,7 @@ class Ledger:
         it is not started (``what``: which agent the message names, a chain's ``reviewer``)."""
         why = self.holds_back(*adapters)
         if why is not None:
-            raise BudgetError(f"{why}; no agent started" + (f" (the {what})" if what else ""))
+            raise BudgetError(not_started(why, what))
 
     def priced(self, output: Reported, model: str | None) -> Spend:
         """What an agent run's ``output`` says it spent, as a budget counts it: its tokens,
@@ -272,6 +272,12 @@ class Ledger:
         watch = Watch(self, meter, adapter, model)
         self.flying(watch)
         return watch
+
+
+def not_started(why: str, what: str = "") -> str:
+    """The message of an agent a spent scope does not start: ``why`` (:meth:`Ledger.over`'s
+    message), ``; no agent started``, and ``what`` names the agent (a chain's ``reviewer``)."""
+    return f"{why}; no agent started" + (f" (the {what})" if what else "")
 
 
 def warn_unmetered(adapter: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -681,6 +682,87 @@ def test_a_step_whose_budget_started_no_agent_spent_nothing_not_unknown(
     assert done.returncode == 5 and "no agent started" in done.stdout, done
     (row,) = json.loads(call(repo, "history", "--json").stdout)
     assert (row["inputTokens"], row["outputTokens"], row["costUsd"]) == (0, 0, 0.0)
+
+
+# A `command` agent that streams Claude-style usage ($0.006 a call) once another step's agent
+# waits for the one slot it holds (that run's status.json says so): the order is the files',
+# not the clock's.
+SLOT_SPENDER = """\
+import json, os, pathlib, time
+runs = pathlib.Path(os.environ["GITFLOW_AGENTS_RUN_DIR"]).parent
+def queued():
+    for path in runs.glob("*/status.json"):
+        try:
+            reason = json.loads(path.read_text()).get("reason") or ""
+        except ValueError:  # being written
+            continue
+        if reason.startswith("waiting for a command slot"):
+            return True
+    return False
+while not queued():
+    time.sleep(0.02)
+for call in range(1000):
+    with open("spent.txt", "a") as work:
+        work.write(f"call {call}\\n")
+    usage = {"input_tokens": 1000, "output_tokens": 200}
+    message = {"id": f"m{call}", "model": "claude-sonnet-4-5", "usage": usage}
+    print(json.dumps({"type": "assistant", "message": message}), flush=True)
+    time.sleep(0.02)
+"""
+
+
+def test_a_step_that_waited_for_a_slot_is_not_started_once_the_plan_is_spent(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --all --jobs 2`, two independent steps whose implementer has `max_parallel: 1`: the
+    one that holds the slot is stopped at the plan's $0.05; the other, queued for the slot
+    meanwhile, asks the budget again once it gets the slot and starts no agent, as one refused
+    before it was prepared: that message, exit 5, its run's spend a known 0 (it started its
+    CLI, which the watch killed at once: recorded with its spend unknown, and a warning)."""
+    monkeypatch.setattr(budget, "_warned", set())  # once per process: this test's own
+    configure(repo)
+    plan = repo / "specs" / "feature.md"
+    plan.write_text(plan.read_text().replace("Polish it.", "Depends on: none\n\nPolish it."))
+    git(repo, "commit", "-qam", "step 2 depends on nothing")
+    log = tmp_path / "started.log"
+    script = tmp_path / "spender.py"
+    script.write_text(SLOT_SPENDER)
+    # each start logged by a shell first, at once (the watch would kill a Python before it logs)
+    started = (
+        f"echo started >> {shlex.quote(str(log))}; exec {shlex.join([sys.executable, str(script)])}"
+    )
+    config = repo / ".flow" / "base.yaml"
+    config.write_text(
+        config.read_text()
+        + "  slotted:\n    adapter: command\n    model: claude-sonnet-4-5\n    max_parallel: 1\n"
+        f"    command: {json.dumps(['/bin/sh', '-c', started])}\n"
+        "  offline:\n    adapter: builtin\n"
+        "budget:\n  plan: {usd: 0.05}\n"
+    )
+    done = call(
+        repo, "run", "specs/feature.md", "--quiet", "--implementer", "slotted",
+        "--reviewers", "offline", "--all", "--jobs", "2",
+    )  # fmt: skip
+    assert done.returncode == 5, done
+    assert log.read_text().splitlines() == ["started"]  # one agent process, not two
+    assert "reported no usage" not in done.stderr, done.stderr
+    steps = results(repo)
+    assert sorted(r["chain"]["outcome"] for r in steps) == ["budget", "budget"]
+    (refused,) = [r for r in steps if "no agent started" in r["chain"]["reason"]]
+    assert re.fullmatch(
+        r"budget: plan spent \$0\.\d{3} est\. of \$0\.05 \(tokens [\d,]+\); "
+        r"no agent started \(the implementer\)",
+        refused["chain"]["reason"],
+    ), refused["chain"]["reason"]
+    (agent,) = refused["chain"]["agents"]
+    run = next(
+        r["run"] for r in agent_results(repo, "feature") if r["run"]["runID"] == agent["runID"]
+    )
+    assert (run["outcome"], run["reason"]) == ("budget", refused["chain"]["reason"])
+    assert (run["inputTokens"], run["outputTokens"], run["costUsd"]) == (0, 0, 0.0)
+    assert not run.get("tokensPartial") and not run.get("costPartial")
+    shown = run_cli("history", cwd=repo).stdout
+    assert "≥" not in shown and "unknown" not in shown, shown  # the plan's sum is exact
 
 
 def streamed_calls(repo: Path) -> int:
