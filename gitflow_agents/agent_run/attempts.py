@@ -1,9 +1,9 @@
 """The supervised attempts of one agent run: slots, and waiting out rate limits.
 
 An agent whose adapter has a ``max_parallel`` takes a slot (``runs/slots.py``) for as long as
-its process runs, waiting for one as ``waiting for a <adapter> slot``; once it has one, its
-budget is asked again (a scope spent meanwhile starts no agent: ``Attempts.refused``). An
-agent that ends
+its process runs, waiting for one as ``waiting for a <adapter> slot``; once it has one, and
+before each attempt, its budget is asked again (a scope spent meanwhile starts no agent:
+``Attempts.refused``). An agent that ends
 ``rate_limited`` (its CLI said 429, 529 overloaded or a usage limit: ``agents/limits.py``)
 waits: until the reset time its CLI named, else an exponential backoff with jitter, at most
 ``defaults.rate_limit_wait_secs`` in all; then it **continues its session** when its CLI can
@@ -36,6 +36,7 @@ from gitflow_agents.base.errors import interrupted_by
 from gitflow_agents.runs.budget import Watch, not_started
 from gitflow_agents.runs.control import queued_messages
 from gitflow_agents.runs.slots import SlotWaitCanceled, hold_slot, slots_folder
+from gitflow_agents.runs.spend import total
 from gitflow_agents.supervisor import Launch, Outcome, Status
 from gitflow_agents.supervisor.outcome import ParsedOutput, SupervisorInterrupted, update_status
 
@@ -202,9 +203,10 @@ class Attempts:
         """The Outcome of an attempt a spent scope does not start, None while every scope it
         runs in has budget left. Asked right before its process would start, once its slot is
         granted: a scope the chain found with budget left before it prepared the agent may have
-        been spent since, by the agent that held the slot or a parallel step or reviewer. It
-        ends as an agent refused before it started does (``Ledger.refuse``: that message, the
-        outcome ``budget``, exit 5), having spent nothing (``NOTHING_RAN``)."""
+        been spent since, by the agent that held the slot, a parallel step or reviewer, or while
+        the run waited out a rate limit. It ends as an agent refused before it started does
+        (``Ledger.refuse``: that message, the outcome ``budget``, exit 5), having spent nothing
+        in this attempt (``NOTHING_RAN``; the earlier attempts' figures are the run's)."""
         why = self._spent(launch)
         if why is None:
             return None
@@ -212,12 +214,20 @@ class Attempts:
 
     def _spent(self, launch: Launch) -> str | None:
         """The message of a spent scope the attempt of ``launch`` would run in (``Ledger.over``),
-        None when there is none: asked as any agent about to start is (:meth:`Ledger.holds_back`),
-        its own watch left out."""
+        None when there is none. The first attempt is asked as any agent about to start is
+        (:meth:`Ledger.holds_back`); a later one with what the earlier attempts spent counted
+        in every scope, its own too (as its watch counts them once it runs)."""
         ledger, watch = self.run.job.budget, launch.budget
-        if ledger is None or self.adapter in FREE or self._outcomes:
+        if ledger is None or self.adapter in FREE:
             return None
-        return ledger.over(me=watch if isinstance(watch, Watch) else None)
+        me = watch if isinstance(watch, Watch) else None
+        if len(self._outcomes) == 0:
+            return ledger.over(me=me)
+        if me is not None:  # its reading is the earlier attempts' until its process runs
+            return me.exceeded()
+        own, _ = self._own_outputs()
+        model = self.run.facts.model
+        return ledger.over(total(ledger.priced(out, model) for out in own if out is not None))
 
     def ended(self, outcome: Outcome) -> None:
         """An attempt's Outcome."""

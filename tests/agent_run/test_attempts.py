@@ -20,7 +20,14 @@ from typing import Any
 import pytest
 
 from gitflow_agents.agent_run.attempts import Waits, wait_ends
+from gitflow_agents.agent_run.run import AgentJob, AgentRunner, limits
+from gitflow_agents.config import load_flow_config
+from gitflow_agents.config.budget import Budgets, Cap
+from gitflow_agents.runs.budget import Ledger
+from gitflow_agents.runs.events import EventHub
 from gitflow_agents.runs.slots import holders
+from gitflow_agents.runs.spend import Spend
+from gitflow_agents.supervisor import Outcome
 from tests.conftest import Cli, git, wait_until
 from tests.helpers.fake_claude import STDIN_TASK
 from tests.helpers.files import write_executable
@@ -365,6 +372,94 @@ def test_an_attempt_that_stated_no_cost_counts_at_its_estimate(
     assert run["costUsd"] == pytest.approx(0.003 + 0.003 + 0.12)
     assert run["costEstimated"] is True and run["model"] == "claude-sonnet-4-5"
     assert run["tokensPartial"] is True and run["costPartial"] is True
+
+
+def run_spent_meanwhile(repo: Path, cap: Cap, other: Spend) -> tuple[AgentRunner, Outcome]:
+    """The agent ``painter`` run under a plan's limit ``cap``; when it waits out a rate limit
+    (``agent:waiting``), another step's agent ends having spent ``other`` (added to the
+    ledger then, in the run's own thread: no clock decides the order)."""
+    config = load_flow_config(repo)
+    ledger = Ledger(Budgets(plan=cap), config.prices)
+    hub = EventHub()
+    hub.subscribe("agent:waiting", lambda event: ledger.add(other))
+    job = AgentJob(
+        root=repo, config=config, agent="painter", agent_id="painter", flow_name="f",
+        kind="implement", prompt_text="Paint.\n", task="Paint.", limits=limits(config),
+        budget=ledger,
+    )  # fmt: skip
+    with ledger.scope("plan"):
+        runner = AgentRunner(job, hub=hub)
+        runner.prepare()
+        outcome = runner.run()
+        runner.record()
+        runner.close()
+    return runner, outcome
+
+
+def test_a_scope_spent_while_a_run_waits_out_a_rate_limit_starts_no_further_attempt(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A run under a plan's $0.05 waits out a rate limit after spending $0.006 (est.), while
+    another step's agent ends having spent $0.045: together that is the plan's limit, so when
+    the wait ends the budget is asked again and the next attempt is not started. The run ends
+    `budget` with the message of an agent a spent scope does not start, having spent its first
+    attempt's figures alone."""
+    painter(repo, tmp_path, PRICED_COMMAND)
+    other = Spend(input_tokens=6000, output_tokens=1500, cost_usd=0.045)
+    runner, outcome = run_spent_meanwhile(repo, Cap(usd=0.05), other)
+    started = [e for e in events(runner.paths.run_dir) if e["type"] == "agent:start"]
+    assert len(started) == 1 and (tmp_path / "n").read_text() == "1"  # no second attempt
+    said = "budget: plan spent $0.051 est. of $0.05 (tokens 8,700); no agent started"
+    assert (outcome.status, outcome.reason) == ("budget", said)
+    run = json.loads((runner.paths.run_dir / "result.json").read_text())["run"]
+    assert (run["outcome"], run["reason"]) == ("budget", said)
+    assert (run["inputTokens"], run["outputTokens"]) == (1000, 200)  # the first attempt's
+    assert run["costUsd"] == pytest.approx(0.006)
+    status = json.loads((runner.paths.run_dir / "status.json").read_text())
+    assert (status["state"], status["reason"]) == ("budget", said)
+
+
+# A fake Gemini CLI (its usage said only when it ends: no watch reads it while it runs): its
+# first call uses 1,200 tokens and is rate limited; a later one completes.
+GEMINI = """#!{python}
+import json, os, pathlib, sys
+count = pathlib.Path({count!r})
+n = int(count.read_text()) + 1 if count.exists() else 1
+count.write_text(str(n))
+if n > 1:
+    d = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+    (d / "report.md").write_text("done")
+    os.rename(d / "report.md", d / "report.complete.md")
+stats = {{"models": {{"gemini-2.5-pro": {{"tokens": {{"prompt": 1000, "candidates": 200}}}}}}}}
+print(json.dumps({{"session_id": "s1", "response": "", "stats": stats}}))
+if n == 1:
+    sys.stderr.write("HTTP 429 Too Many Requests (retry-after: 0.2)\\n")
+    sys.exit(1)
+"""
+
+
+def test_a_run_without_a_watch_counts_its_earlier_attempts_before_it_starts_again(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The same for a CLI that says its usage only when it ends: the next attempt is asked with
+    what the first said it spent (1,200 tokens) counted, so the plan's 3,000 are reached with
+    another agent's 2,000 (which alone would have let it start)."""
+    agent = write_executable(
+        tmp_path / "gemini", GEMINI.format(python=sys.executable, count=str(tmp_path / "n"))
+    )
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "base.yaml").write_text(
+        'completion_workflow:\n  template: "Rename {report_file} to {success_file}."\n'
+        "agents:\n  painter:\n    adapter: gemini\n"
+        f"    options: {{executable: {json.dumps(str(agent))}}}\n"
+    )
+    runner, outcome = run_spent_meanwhile(repo, Cap(tokens=3000), Spend(input_tokens=2000))
+    assert (tmp_path / "n").read_text() == "1"  # no second attempt
+    assert outcome.status == "budget", outcome.reason
+    assert outcome.reason.startswith("budget: plan spent 3,200 tokens of 3,000 (cost ")
+    assert outcome.reason.endswith("); no agent started")
+    run = json.loads((runner.paths.run_dir / "result.json").read_text())["run"]
+    assert (run["inputTokens"], run["outputTokens"]) == (1000, 200)
 
 
 def test_the_wait_shows_in_status_and_cancel_ends_it(repo: Path, tmp_path: Path, cli: Cli) -> None:
