@@ -12,7 +12,7 @@ from gitflow_agents.findings import Severity
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.launch import sigterm_as_interrupt
     from gitflow_agents.github.action.run import run_action
-    from gitflow_agents.github.action.runner import Options
+    from gitflow_agents.github.action.runner import Options, comment_author
 
     options = Options(
         agent=args.agent,
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
         max_file_size=args.max_file_size,
         review_drafts=args.review_drafts,
         allow_bots=args.allow_bots,
-        comment_author=args.comment_author or None,
+        comment_author=comment_author(args.comment_author),
         check_run=args.check_run,
         post_findings=Path(args.post_findings) if args.post_findings else None,
         fixer=args.fixer,

@@ -38,6 +38,22 @@ def workflow_run_url(server_url: str, repository: str, run_id: str | None) -> st
     return f"{server_url}/{repository}/actions/runs/{run_id}" if run_id else None
 
 
+def comment_author(value: str | None) -> str | None:
+    """The ``comment-author`` input: None when not given; the login with the spaces around it
+    dropped. UsageError (exit 2) for a value that cannot be a login (blank, or with a space
+    in it), which would find none of our comments and post anew on every run."""
+    if value is None or value == "":
+        return None
+    login = value.strip()
+    if not login or any(c.isspace() or not c.isprintable() for c in login):
+        raise UsageError(
+            f"the comment-author input {value!r} is not a GitHub login: set it to the login the "
+            "token writes as (github-actions[bot] for GITHUB_TOKEN), or leave it empty to have "
+            "it learned"
+        )
+    return login
+
+
 @dataclass(frozen=True)
 class Options:
     agent: str = "builtin"

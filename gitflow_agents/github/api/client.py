@@ -151,6 +151,8 @@ class Client:
         """Pull requests: get, find, open, update, files, labels, auto-merge (``pulls.py``)."""
         self.writer: str | None = None
         """The login our writes appear under, once GitHub showed it (see ``_learn``)."""
+        self.told_writer: str | None = None
+        """The writer ``Identity`` warned differs from ``comment-author`` (one warning a run)."""
         self._user: str | None = None
         self._user_asked = False
         self._github = Github(

@@ -3,7 +3,9 @@
 A comment is ours only when it carries our marker **and** was written by our login: a user
 quoting the marker is never edited. The login is, in this order (docs/github.md, "Who we are"):
 
-1. the ``comment-author`` input, when set;
+1. the ``comment-author`` input, when set, until the run learns the login it really writes as
+   (2.): when that differs, the real one wins (a configured login the token does not write as
+   would find none of our comments, and every run would post again), with one warning;
 2. the author GitHub showed for something this run created (the ``pending`` status is the
    first write of a review run, and its ``creator`` is the token's login: ``github-actions[bot]``
    for ``GITHUB_TOKEN``, ``<app-slug>[bot]`` for a GitHub App's installation token);
@@ -24,6 +26,7 @@ from collections.abc import Callable, Iterable
 
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.github.api.client import Client, Comment
+from gitflow_agents.render.annotations import command
 
 
 class Identity:
@@ -36,14 +39,29 @@ class Identity:
     def login(self, marked: Iterable[Comment]) -> str | None:
         """Our login; None when nothing in ``marked`` (comments carrying our marker) can be
         ours. UsageError when marked comments of two Apps leave it open."""
+        writer = self.client.writer
         if self.configured:
-            return self.configured
-        if self.client.writer:
-            return self.client.writer
+            if writer is None or writer.casefold() == self.configured.casefold():
+                return writer or self.configured
+            self._mismatch(writer)  # the login we really write as wins
+        if writer:
+            return writer
         user = self.client.login()
         if user:
             return user
         return self._from(marked)
+
+    def _mismatch(self, writer: str) -> None:
+        """One warning per run (per client) that ``comment-author`` is not who we write as."""
+        if self.client.told_writer == writer:
+            return
+        self.client.told_writer = writer
+        message = (
+            f"comment-author is {self.configured}, but this token writes as {writer} (the author "
+            f"GitHub shows for what this run created): the comments of {writer} are taken as "
+            f"ours; set comment-author to {writer}, or leave it empty to have it learned"
+        )
+        print(command("warning", message, title="gitflow-agents"), flush=True)
 
     def settle(self, marked: Callable[[], Iterable[Comment]]) -> None:
         """Before the first write: when only the marked comments (``marked()``, read only in

@@ -228,6 +228,60 @@ def test_identity_that_cannot_be_learned_stops_before_any_write(
     assert len(summaries(gh)) == 2  # the other App's comment was edited, none added
 
 
+def test_a_comment_author_the_token_does_not_write_as_is_named_and_posts_nothing_twice(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    """``github-actions`` (what the UI shows) while GITHUB_TOKEN writes as
+    ``github-actions[bot]``: the pending status tells the run who it is, which wins, with one
+    warning a run, so re-runs edit the summary and post no second review."""
+    pull = add_pull(gh, repo, {"broken.py": BROKEN})
+    for _ in range(3):
+        result = runner.run(
+            "pull_request", pr_event(gh, pull), "tok-actions", "--comment-author", "github-actions"
+        )
+        assert result.returncode == 1, result.stderr
+        warned = [
+            line
+            for line in result.stdout.splitlines()
+            if line.startswith("::warning") and "comment-author is github-actions," in line
+        ]
+        assert len(warned) == 1, result.stdout
+        assert "writes as github-actions[bot]" in warned[0]
+    assert len(summaries(gh)) == 1
+    assert len(gh.state.reviews) == 1 and len(gh.state.review_comments) == 1
+
+
+@pytest.mark.parametrize("value", [" ", "github actions"])
+def test_a_comment_author_that_cannot_be_a_login_stops_before_any_write(
+    runner: Runner, gh: GitHubStandIn, repo: Path, value: str
+) -> None:
+    pull = add_pull(gh, repo, {"broken.py": BROKEN})
+    result = runner.run(
+        "pull_request", pr_event(gh, pull), "tok-actions", "--comment-author", value
+    )
+    assert result.returncode == 2
+    assert f"the comment-author input {value!r} is not a GitHub login" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert gh.writes() == []
+
+
+def test_a_comment_author_with_spaces_around_it_is_the_login(
+    runner: Runner, gh: GitHubStandIn, repo: Path
+) -> None:
+    pull = add_pull(gh, repo, {"broken.py": BROKEN})
+    for _ in range(2):
+        result = runner.run(
+            "pull_request",
+            pr_event(gh, pull),
+            "tok-actions",
+            "--comment-author",
+            " github-actions[bot]\n",
+        )
+        assert result.returncode == 1, result.stderr
+        assert "::warning" not in result.stdout
+    assert len(summaries(gh)) == 1 and len(gh.state.reviews) == 1
+
+
 # ---------------------------------------------------------------------------------------------
 # Rate limits end to end
 # ---------------------------------------------------------------------------------------------
