@@ -26,10 +26,12 @@ from gitflow_agents.github.action import comment
 from gitflow_agents.github.action.checkout import review_pull
 from gitflow_agents.github.action.fix_reply import (
     FIX_MARKER,
+    HEADS,
     FixRequest,
     fix_reply,
     post_reply,
     reply_head,
+    rerun_line,
 )
 from gitflow_agents.github.action.fixer import FixerFailed, FixRun, review_report, run_fixer
 from gitflow_agents.github.action.publish import (
@@ -270,7 +272,8 @@ def _publish_error(
         "comment-id": "" if comment_id is None else str(comment_id),
     }
     write_outputs(env.output, {**outputs, **(usage_outputs(rows) if rows else {})})
-    post_reply(publisher, reply, asked, options.comment_author)
+    rerun = rerun_line(env.run_attempt, what, message)
+    post_reply(publisher, reply, asked, options.comment_author, rerun)
 
 
 def _not_run(
@@ -290,6 +293,7 @@ def _not_run(
         reply_head(asked.commenter, "not run") + escape(why),
         asked,
         options.comment_author,
+        rerun_line(env.run_attempt, "not run", why),
     )
     append_summary(env.step_summary, f"### {PREFIX}: /agent fix not run\n\n{escape(why)}")
     if code == ExitCode.OK:
@@ -450,5 +454,14 @@ def _publish_fix(
             },
         )
         code = ExitCode.USAGE
-    post_reply(publisher, reply, asked, options.comment_author)
+    post_reply(publisher, reply, asked, options.comment_author, _rerun(env, outcome))
     return outcome.exit_code if outcome.exit_code is not None else code
+
+
+def _rerun(env: RunnerEnv, outcome: FixOutcome) -> str | None:
+    """The line a re-run adds to a reply that records an earlier attempt's pushed fix."""
+    what = HEADS.get(outcome.result, outcome.result)
+    detail = outcome.message
+    if outcome.result == "nothing-to-fix":  # the head it reviewed is the fixed one, likely
+        detail = f"the review of {(outcome.review.reviewed_sha or '')[:12]} approves it."
+    return rerun_line(env.run_attempt, what, detail)

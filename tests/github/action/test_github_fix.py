@@ -27,6 +27,7 @@ from tests.helpers.action_runner import (
     Runner,
     add_pull,
     comment_event,
+    pr_files,
     runner,
     states,
 )
@@ -590,6 +591,34 @@ def test_one_reply_per_fix_comment_edited_in_place_on_a_re_run(
     runner.run_with({}, "issue_comment", again)
     ours = [c for c in gh.comments_on(7) if c["user"]["login"] != "drive-by" and is_reply(c)]
     assert [c["body"].startswith(reply_marker(asked + 1)) for c in ours] == [False, True]
+
+
+def test_a_re_run_after_a_pushed_fix_keeps_the_replys_record_of_it(
+    runner: Runner, gh: GitHubStandIn, repo: Path, tmp_path: Path
+) -> None:
+    """ "Re-run jobs" of the workflow run (GITHUB_RUN_ATTEMPT 2) after attempt 1 pushed its fix:
+    the new head needs no fix, and the reply keeps "fix pushed" and what it fixed, with a line
+    of the re-run's own added; the same attempt delivered again writes nothing."""
+    pull = set_up(gh, repo, tmp_path, "fix")
+    event = comment_event(gh, 7, "maintainer", "/agent fix")
+    first = runner.run_with({"GITHUB_RUN_ATTEMPT": "1"}, "issue_comment", event)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (pushed,) = [c for c in gh.comments_on(7) if is_reply(c)]
+    recorded = str(pushed["body"])
+    pull.head_sha = origin_tip(tmp_path)  # GitHub's PR follows the pushed fix
+    pull.files = pr_files(repo, pull.base_sha, pull.head_sha)
+    for _ in range(2):
+        again = runner.run_with({"GITHUB_RUN_ATTEMPT": "2"}, "issue_comment", event)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert runner.outputs()["fix-result"] == "nothing-to-fix"
+        (reply,) = [c for c in gh.comments_on(7) if is_reply(c)]
+        assert reply["id"] == pushed["id"]
+        assert reply["body"] == (
+            f"{recorded.rstrip()}\n\n**Re-run, attempt 2:** ✅ nothing to fix: the review "
+            f"of {pull.head_sha[:12]} approves it.\n"
+        )
+    assert "**Fixed** (1 of 1 findings" in reply["body"] and "broken.py:5" in reply["body"]
+    assert len(gh.requests("PATCH", rf"/issues/comments/{reply['id']}$")) == 1
 
 
 def is_reply(comment: dict[str, Any]) -> bool:
