@@ -1,19 +1,24 @@
 """Large and hostile inputs that must cost bounded time (issue 12): a 50,000-key config, a
 50,000-step plan, alias bombs (a config layer, through the CLI to its exit 2, card frontmatter,
 and a reviewed YAML file with plain and merge-key bombs and deep nesting), reviewer reports of
-1 MiB in several shapes and one of 10 MB (in memory, and read from a file as a chain step does).
+1 MiB in several shapes and one of 10 MB (in memory, and read from a file as a chain step does),
+and a commit adding 10,000 lines that may each be a private key's body (MD5 hashes, 64-character
+base64 lines) reviewed by the builtin reviewer, against a text file of the same size.
 
 Usage: python benchmarks/hostile_sizes.py
 
 Prints one row per input: its size and the seconds the parse took (in-process, one run each).
 Targets: the alias bombs (exit 2 through the CLI included) and the 10 MB report in well under a
 second; 1 MiB reports a few seconds at most, whatever their markup; 50,000 keys or steps well
-under the 7-18 s they took. The tests assert the outcomes (exit 2, the budget's message), never
+under the 7-18 s they took; the hash and base64 lists about the text file's time (they took
+10-20 s: each line was searched for a key's BEGIN line up to 1,000 times). The tests assert the outcomes (exit 2, the budget's message), never
 the time.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import sys
 import tempfile
 import time
@@ -92,6 +97,40 @@ def _chain(report: Path) -> None:
     assert review.overall is None, review
 
 
+def _commit(root: Path, name: str, text: str) -> Callable[[], object]:
+    """A repository whose HEAD commit adds ``name`` holding ``text``, and its builtin review."""
+    import os
+    import subprocess
+
+    from gitflow_agents.git import queries as g
+    from gitflow_agents.reviewer import builtin
+
+    repo = root / name.replace(".", "-")
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    env |= {"GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args], check=True, capture_output=True, env=env
+        )
+        return done.stdout.decode().strip()
+
+    repo.mkdir()
+    git("init", "-q", "-b", "main")
+    git("commit", "-q", "--allow-empty", "-m", "root")
+    base = git("rev-parse", "HEAD")
+    (repo / name).write_text(text)
+    git("add", name)
+    git("commit", "-q", "-m", name)
+    spec = g.DiffSpec(base, git("rev-parse", "HEAD"))
+    return lambda: builtin.review_diff(repo, spec)
+
+
 def timed(label: str, size: int, work: Callable[[], object]) -> None:
     started = time.perf_counter()
     try:
@@ -131,6 +170,19 @@ def main() -> int:
         timed("plan: 50,000 steps, parse", plan.stat().st_size, lambda: parse_plan(plan))
         plan.write_text(plan.read_text() + "\n")  # a new text: no cached tokens
         timed("plan: 50,000 steps, lint", plan.stat().st_size, lambda: lint_plan(plan))
+    lists = {  # each line of the last two may be a private key's body
+        "text": [f"line {i} of ordinary text, nothing here" for i in range(10_000)],
+        "MD5 hashes": [hashlib.md5(str(i).encode()).hexdigest() for i in range(10_000)],
+        "64-char base64": [
+            base64.b64encode(hashlib.sha384(str(i).encode()).digest()).decode()
+            for i in range(10_000)
+        ],
+    }
+    with tempfile.TemporaryDirectory() as temp:
+        for name, lines in lists.items():
+            text = "\n".join(lines) + "\n"
+            review = _commit(Path(temp), f"{name.replace(' ', '_')}.txt", text)
+            timed(f"review: a commit adding 10,000 lines of {name}", len(text), review)
     for name, unit in REPORT_SHAPES.items():
         text = "REVIEW_RESULT: APPROVED\n\n" + unit * (MiB // len(unit) - 4)
         timed(f"report: 1 MiB of {name}", len(text), lambda t=text: parse_review(t))
