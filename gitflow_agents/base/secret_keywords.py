@@ -382,6 +382,29 @@ def _heads_statement(match: re.Match[str], name: str) -> bool:
     return not statement or (statement.isascii() and statement.isalpha())
 
 
+_STRING_START = Lazy(r"[\"'`]")
+_PARAMETER_END = Lazy(r"[&;]")
+_PATTERN_CHARS = frozenset("\\[](){}*^$|?<>%/")
+
+
+def _in_string(text: str, position: int, char_quotes: bool) -> bool:
+    """Whether ``position`` in a line of code is inside a string literal opened on that line
+    (quotes paired from the line's start, backslash escapes skipped; in C-family files ``'…'``
+    is a character, never a string). A line inside a multi-line string has no opening quote
+    and counts as code."""
+    index = 0
+    while True:
+        opening = _STRING_START.compiled.search(text, index, position)
+        if opening is None:
+            return False
+        quote, index = opening.group(), opening.end()
+        while index < len(text) and text[index] != quote:
+            index += 2 if text[index] == "\\" else 1
+        if index >= position:
+            return not (char_quotes and quote == "'")
+        index += 1
+
+
 def _candidate(
     match: re.Match[str], name: str, kind: str, char_quotes: bool
 ) -> tuple[str, int, int, bool] | None:
@@ -395,12 +418,25 @@ def _candidate(
         if op is None and (match.group("keyquote") or not _heads_statement(match, name)):
             return None
         return match.group("qvalue"), match.start("qvalue"), match.end("qvalue"), True
-    if op in (None, ",", "(") or kind == "code":
+    if op in (None, ",", "("):
         return None
     value = match.group("value")
+    in_string = False
+    if kind == "code":
+        # in code an unquoted value is code, unless the name and its value are inside a string
+        # literal: a connection string (jdbc:…?user=app&password=…, "…;Password=…;",
+        # "host=db password=…"), whose parameters end at ``&`` or ``;``
+        if op != "=" or not _in_string(match.string, match.pos - len(name), char_quotes):
+            return None
+        in_string = True
+        value = _PARAMETER_END.compiled.split(value, maxsplit=1)[0]
+        if any(c in _PATTERN_CHARS for c in value):
+            # a regular expression, a template or a path (AccountKey=[a-zA-Z0-9+/=]{88},
+            # Credential=mock_access_key/20220524/us-east-1/…)
+            return None
     # a string's escaped line end ends the value (privateKey\\n in a YAML string holding code)
     stripped = value.split("\\n", 1)[0].rstrip(",;'\"`")
-    if kind == "other" and _looks_like_code(stripped):
+    if (kind == "other" or in_string) and _looks_like_code(stripped):
         return None
     start = match.start("value")
     return stripped, start, start + len(stripped), False

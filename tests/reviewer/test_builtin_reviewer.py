@@ -606,6 +606,57 @@ def test_unquoted_words_urls_paths_and_names_are_not_secrets(repo: Path) -> None
     assert result.findings == ()
 
 
+def test_a_password_in_a_connection_string_in_code_is_found(repo: Path) -> None:
+    """In code an unquoted value is code, but not inside a string literal: a JDBC URL's query,
+    an ADO.NET or libpq connection string hold the password as a literal (the same string in
+    appsettings.json is found)."""
+    result = review(
+        repo,
+        {
+            "Db.java": (
+                'c = DriverManager.getConnection("jdbc:mysql://db:3306/app'
+                '?user=app&password=Xk9mQ2vL7pR4tZw&useSSL=true");\n'
+            ),
+            "Db.cs": 'var c = new SqlConnection("Server=tcp:db;User ID=app;Password=Qw7rT9pL2xVb6kPz;");\n',
+            "main.go": 'var dsn = "host=db user=app password=Zq8vR3kP2mW7Lz1X dbname=app"\n',
+            "db.rb": "conn = PG.connect('host=db password=Zq8vR3kP2mW7Lz1X')\n",
+        },
+    )
+    assert locations(result) == [
+        ("high-entropy-secret", "Db.cs", 1),
+        ("high-entropy-secret", "Db.java", 1),
+        ("high-entropy-secret", "db.rb", 1),
+        ("high-entropy-secret", "main.go", 1),
+    ]
+    assert {"Xk9mQ2vL7pR4tZw", "Qw7rT9pL2xVb6kPz", "Zq8vR3kP2mW7Lz1X"} == result.secrets
+
+
+def test_connection_strings_in_code_without_a_literal_password_are_not_secrets(
+    repo: Path,
+) -> None:
+    result = review(
+        repo,
+        {
+            "db.py": (
+                'a = f"host=db password={password} dbname=app"\n'
+                'b = "host=db password=${DB_PASSWORD} dbname=app"\n'
+                'c = "host=db password=%s dbname=app" % pw\n'
+                'd = "host=db password=" + os.environ["DB_PASSWORD"]\n'
+                'e = "password=settings.DB_PASSWORD"\n'
+                'f = "UPDATE users SET password=crypt($1, gen_salt(bf)) WHERE id=$2"\n'
+                'g = "Set password=<your password> in the config, e.g. password=changeme123"\n'
+                "h = re.compile(r'AccountKey=[a-zA-Z0-9+\\/=]{88}')\n"  # detect-secrets' plugins
+                "i = re.compile(r'_authToken=\\s*([a-zA-Z0-9-]+)')\n"
+                '"Authorization: AWS4-HMAC-SHA256 Credential=mock_access_key/20220524/us-east-1"\n'
+                "password=Xk9mQ2vL7pR4tZwq  # not in a string: code\n"
+            ),
+            "a.c": "char c = '\"'; int password=Xk9mQ2vL7pR4tZwq;\n",  # '"' is a character
+            "a.js": "const u = `https://x/?token=${tok}&a=1`; fetch('/api?api_key=' + key)\n",
+        },
+    )
+    assert result.findings == ()
+
+
 # An AWS secret access key: 40 base64 characters, about half of them holding a "/".
 AWS_SECRET = "Zx8kQ2/pL9vR4tYw7nB3" + "mC6dF1gH5jK0sA2eU8iO"
 
