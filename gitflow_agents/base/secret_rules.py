@@ -34,6 +34,9 @@ class TokenRule(NamedTuple):
 
 # The end of a token: not followed by another character it could hold.
 _END = r"(?![A-Za-z0-9_-])"
+# gitleaks' end of a token it generates a unique-token rule for (utils.GenerateUniqueTokenRegex):
+# a quote, a space, ``;``, an escaped line end or the end of the text
+_UNIQUE_END = r"""(?=[`'"\s;]|\\[nr]|$)"""
 
 TOKEN_RULES: tuple[TokenRule, ...] = (
     TokenRule(
@@ -153,6 +156,40 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         severity="warn",  # often a public test fixture or a short-lived session token
     ),
     TokenRule(
+        "slack-webhook-url",
+        "Slack webhook URL",
+        # gitleaks' slack-webhook-url; the token is the URL's secret path, so the host stays
+        # readable where it is masked
+        Lazy(
+            r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/]{43,56})"
+        ),
+        ("hooks.slack.com/",),
+    ),
+    TokenRule(
+        "huggingface-token",
+        "Hugging Face access token",
+        # gitleaks' huggingface-access-token and huggingface-organization-api-token, with the
+        # end gitleaks gives its unique tokens (a quote, a space, ;, an escaped line end)
+        Lazy(r"\b((?:hf_|api_org_)[A-Za-z]{34})" + _UNIQUE_END),
+        ("hf_", "api_org_"),
+    ),
+    TokenRule(
+        "digitalocean-token",
+        "DigitalOcean token",
+        # gitleaks' digitalocean-pat, -access-token and -refresh-token
+        Lazy(r"\b(do[opr]_v1_[a-f0-9]{64})" + _UNIQUE_END),
+        ("dop_v1_", "doo_v1_", "dor_v1_"),
+    ),
+    TokenRule(
+        "vault-token",
+        "HashiCorp Vault token",
+        # gitleaks' vault-service-token (its current hvs. form; the legacy s.<24> form is left
+        # out: too short a prefix to tell from code) and vault-batch-token
+        Lazy(r"\b(hvs\.[A-Za-z0-9_-]{90,120}|hvb\.[A-Za-z0-9_-]{138,300})" + _UNIQUE_END),
+        ("hvs.", "hvb."),
+        entropy=3.5,
+    ),
+    TokenRule(
         "url-credentials",
         "password in a URL",
         # scheme://user:password@host (or scheme://:password@host, as Redis has it); the password
@@ -219,7 +256,7 @@ _STARTS = tuple(sorted({start for rule in TOKEN_RULES for start in rule.starts})
 # The first test: every token holds one of these characters (found at memchr speed), or one of
 # these literals, or starts like an AWS or Google key.
 _ANY_CHARS = ("_", "-", "=")
-_ANY_LITERALS = (".ey", "://", "SG.", "SK")
+_ANY_LITERALS = (".ey", "://", "SG.", "SK", "hooks.slack.com/", "hvs.", "hvb.")
 _AWS_OR_GOOGLE = Lazy(r"A(?:KIA|SIA|BIA|CCA|3T|Iza)")  # one literal first: a fast scan
 _ANY_START = Lazy("|".join(re.escape(start) for start in _STARTS))  # one scan, short text
 TOKEN_PREFIXES = tuple(

@@ -220,6 +220,64 @@ def test_url_and_connection_string_secrets(line: str, rule: str) -> None:
     assert rules("settings.txt", line) == [rule]
 
 
+# tokens whose format says what they are, whatever name holds them (or none)
+SLACK_HOOK = "https://hooks.slack.com/services/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"
+HF_TOKEN = "hf_" + "QNqXrtFihRuySZubEgnUVvGcnENCBhKgGD"
+DO_TOKEN = "dop_v1_" + "4f9c2b7e1a8d3f6c0e5b9a2d7f1c4e8b3a6d9f2c5e8b1a4d7f0c3e6b9a2d5f8c"
+VAULT_TOKEN = (
+    "hvs."
+    + "CAESIP2jTxc9S2K7Z6CtcFWQv7-044m_oSsxnPE1H3nF89l3GiYKHGh2cy5sQmlIZVNyTWJNcDRsYWJpQjlhYjVlb1cQh6PL8wEYAg"
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "line", "rule", "token"),
+    [
+        (
+            "notify.yml",
+            f"- run: curl -X POST -d '{{}}' {SLACK_HOOK}",
+            "slack-webhook-url",
+            SLACK_HOOK[33:],
+        ),
+        ("notify.js", f'const WEBHOOK = "{SLACK_HOOK}";', "slack-webhook-url", SLACK_HOOK[33:]),
+        ("run.sh", f"huggingface-cli login --token {HF_TOKEN}", "huggingface-token", HF_TOKEN),
+        ("a.py", f'login("{HF_TOKEN}")', "huggingface-token", HF_TOKEN),
+        (
+            "main.tf",
+            f'provider "digitalocean" {{ token = "{DO_TOKEN}" }}',
+            "digitalocean-token",
+            DO_TOKEN,
+        ),
+        ("run.sh", f"doctl auth init -t {DO_TOKEN}", "digitalocean-token", DO_TOKEN),
+        ("run.sh", f"vault login {VAULT_TOKEN}", "vault-token", VAULT_TOKEN),
+    ],
+)
+def test_token_formats_found_without_a_secret_name(
+    path: str, line: str, rule: str, token: str
+) -> None:
+    assert rules(path, line) == [rule]
+    assert secret_values([line], path) == {token}
+    assert token not in redact_text(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "url: https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "SLACK_WEBHOOK=https://hooks.slack.com/services/YOUR/WEBHOOK/URL",
+        "see https://hooks.slack.com/services/ for incoming webhooks",
+        "HF_TOKEN=hf_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "hf_generatedByHomeAppForDebuggingPurposesKey(x)",
+        "x = hf_hub_download(repo_id, filename)",
+        "DIGITALOCEAN_TOKEN=dop_v1_" + "x" * 64,
+        "VAULT_TOKEN=hvs." + "x" * 96,
+        "token: s.ZC9Ecf4M5g9o34Q6RkzGsj0z",  # the legacy Vault form: not claimed
+    ],
+)
+def test_token_format_placeholders_are_not_secrets(line: str) -> None:
+    assert rules("README.md", line) == []
+
+
 # 2.9 bits per character: a 10-character value cannot reach a 3-bit floor with two repeats
 SHORT_PASSWORD = "S3cr3t" + "Pa55"
 
