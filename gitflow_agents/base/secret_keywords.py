@@ -294,10 +294,19 @@ def looks_like_secret(value: str, *, min_length: int, entropy_threshold: float) 
     return kinds >= 2 or (len(value) >= 16 and bits >= 3.5)
 
 
-def _may_hold(text: str) -> bool:
+def _may_hold(text: str, kind: str) -> bool:
     """False only when no secret name can be in ``text`` (exact for ASCII text): every form
-    has an operator (``=``, ``:``, ``(``, ``,``) with a quote, or ``=`` / ``:``."""
-    if not ("=" in text or ":" in text or '"' in text or "'" in text or "`" in text):
+    has an operator (``=``, ``:``, ``(``, ``,``) with a quote, or ``=`` / ``:``; in a
+    configuration file a name may also be followed by a space and its value
+    (``_statement_value``)."""
+    if not (
+        "=" in text
+        or ":" in text
+        or '"' in text
+        or "'" in text
+        or "`" in text
+        or (kind == "config" and (" " in text or "\t" in text))
+    ):
         return False
     if not text.isascii():
         return True
@@ -382,6 +391,26 @@ def _heads_statement(match: re.Match[str], name: str) -> bool:
     return not statement or (statement.isascii() and statement.isalpha())
 
 
+_HOSTNAME = Lazy(r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+
+
+def _statement_value(match: re.Match[str], name: str, kind: str) -> bool:
+    """Whether an unquoted value with no operator is the name's value: in a configuration
+    file, the name heading its statement and a space before the value (Dockerfile's
+    ``ENV MYSQL_ROOT_PASSWORD value``, ``--password value`` in a shell file, ``.netrc``'s
+    ``password value``), and the value neither an option (``-1``), nor a ``key=value`` of
+    one (``--secret id=npmrc,src=…``), nor a host name (``--password-stdin 1234.dkr.ecr…``)."""
+    if kind != "config" or match.group("keyquote"):
+        return False
+    start = match.start("value")
+    if start == match.pos or not match.string[match.pos : start].isspace():
+        return False
+    value = match.group("value")
+    if value.startswith("-") or "=" in value or _HOSTNAME.fullmatch(value.rstrip(",;")):
+        return False
+    return _heads_statement(match, name)
+
+
 _STRING_START = Lazy(r"[\"'`]")
 _PARAMETER_END = Lazy(r"[&;]")
 _PATTERN_CHARS = frozenset("\\[](){}*^$|?<>%/")
@@ -418,7 +447,7 @@ def _candidate(
         if op is None and (match.group("keyquote") or not _heads_statement(match, name)):
             return None
         return match.group("qvalue"), match.start("qvalue"), match.end("qvalue"), True
-    if op in (None, ",", "("):
+    if op in (",", "(") or (op is None and not _statement_value(match, name, kind)):
         return None
     value = match.group("value")
     in_string = False
@@ -482,7 +511,7 @@ def keyword_hits(
     """Secret-named literals in ``text`` (one line, or any text when masking), each value once.
     ``kind``: ``file_kind`` of the file the text is from; ``char_quotes``: single quotes make a
     character (C-family files)."""
-    if not _may_hold(text):
+    if not _may_hold(text, kind):
         return
     seen: set[str] = set()
 

@@ -136,7 +136,7 @@ def test_the_quick_checks_skip_only_texts_the_rules_cannot_match(parts: list[str
     fast = redact_text(text, SECRETS[:1])
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(secret_rules, "_holds_any", lambda text, literals: True)
-        patch.setattr(secret_keywords, "_may_hold", lambda text: True)
+        patch.setattr(secret_keywords, "_may_hold", lambda text, kind: True)
         assert fast == redact_text(text, SECRETS[:1])
 
 

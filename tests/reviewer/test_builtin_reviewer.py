@@ -581,6 +581,53 @@ def test_high_entropy_unquoted_values_in_config_files(repo: Path, name: str, lin
     assert value not in result.findings[0].message
 
 
+def test_unquoted_values_with_no_operator_in_config_files(repo: Path) -> None:
+    """A name heading its statement, a space, then its value: Dockerfile's legacy ``ENV name
+    value``, an option on a shell command line, ``.netrc``'s only syntax. Options, their
+    ``key=value`` arguments, host names, variables and placeholders stay silent."""
+    result = review(
+        repo,
+        {
+            "Dockerfile": (
+                "FROM mysql:8\n"
+                "ENV MYSQL_ROOT_PASSWORD Xk9mQ2vL7pR4tZwq\n"
+                "ENV DB_PASSWORD_FILE /run/secrets/db_password\n"
+                "ARG NPM_TOKEN\n"
+            ),
+            "ci/.netrc": (
+                "machine api.heroku.com\n  login deploy@example.com\n"
+                "  password 9f2c7a1e-4b8d-3f6a-0c5e-9b2d7f1a4c8e\n"
+                "machine example.com login me password changeme\n"
+            ),
+            "scripts/login.sh": (
+                "#!/bin/sh\n"
+                "docker login --username ci --password Zq8vR3kP2mW7Lz1Xk9mQ registry.example.com\n"
+                "docker login --password $DOCKER_PASSWORD\n"
+                "docker login --password ${DOCKER_PASSWORD} --username ci\n"
+                "aws ecr get-login-password --region us-east-1 | docker login --username AWS"
+                " --password-stdin 123456789012.dkr.ecr.us-east-1.amazonaws.com\n"
+                "openssl passwd -1 Xk9mQ2vL7pR4tZwq\n"
+                "gh secret set NPM_TOKEN --body x\n"
+                "echo the password expired2 yesterday\n"
+            ),
+            ".github/workflows/ci.yml": (
+                "      - run: docker login -u x --password ${{ secrets.PW }} ghcr.io\n"
+            ),
+            "app.rb": "password Xk9mQ2vL7pR4tZwq\n",  # code, not a statement of a config file
+        },
+    )
+    assert locations(result) == [
+        ("high-entropy-secret", "Dockerfile", 2),
+        ("high-entropy-secret", "ci/.netrc", 3),
+        ("high-entropy-secret", "scripts/login.sh", 2),
+    ]
+    assert result.secrets == {
+        "Xk9mQ2vL7pR4tZwq",
+        "9f2c7a1e-4b8d-3f6a-0c5e-9b2d7f1a4c8e",
+        "Zq8vR3kP2mW7Lz1Xk9mQ",
+    }
+
+
 def test_unquoted_words_urls_paths_and_names_are_not_secrets(repo: Path) -> None:
     result = review(
         repo,
