@@ -67,10 +67,16 @@ _SECRET_WORDS = frozenset(
         "contrasena",
     }
 )
-# <word> key is a secret name for these words (api_key, privateKey, ACCOUNT-KEY)
+# <word> key is a secret name for these words (api_key, privateKey, ACCOUNT-KEY); client,
+# service, db and database as detect-secrets' keyword denylist has them (CLIENT_KEY,
+# service_key, DB_KEY, database_key)
 _KEY_WORDS = frozenset(
     {"api", "auth", "access", "private", "priv", "account", "master", "encryption", "signing"}
+    | {"client", "service", "db", "database"}
 )
+# a <word> key named public is given to clients by design (NEXT_PUBLIC_API_KEY,
+# publishableClientKey): no secret
+_PUBLIC_WORDS = frozenset({"public", "publishable"})
 # a name ending in one of these holds something about a secret, not the secret
 _NOT_SECRET_ENDS = frozenset(
     {
@@ -167,6 +173,8 @@ def is_secret_name(name: str) -> bool:
         return False
     if any(w in _SECRET_WORDS for w in words):
         return True
+    if any(w in _PUBLIC_WORDS for w in words):
+        return False  # a key meant to be public (NEXT_PUBLIC_API_KEY, PUBLISHABLE_CLIENT_KEY)
     return any(a in _KEY_WORDS and b == "key" for a, b in itertools.pairwise(words))
 
 

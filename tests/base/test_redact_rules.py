@@ -278,6 +278,36 @@ def test_token_format_placeholders_are_not_secrets(line: str) -> None:
     assert rules("README.md", line) == []
 
 
+def test_client_service_and_database_keys_are_secret_names() -> None:
+    """detect-secrets' keyword denylist names them; a key named public is given to clients,
+    and a constant naming a storage key (DB_KEY = "app_state_v2") holds words."""
+    found = [
+        'CLIENT_KEY = "9f2c7a1e4b8d3f6a0c5e9b2d7f1a4c8e"',
+        'service_key = "a8Kd93JslQ02mZx7Pq4Lr5Tw"',
+        'DB_KEY = "Zq8vR3kP2mW7Lz1Xk9mQ"',
+        'database_key = "Hq3vT8kR2mW7Lz1Yk9pN"',
+        'Parse.initialize(applicationId: "x", clientKey: "8A4eqYwOATOIxM634S2Hf3oTVvbbjnUY")',
+    ]
+    for line in found:
+        assert rules("settings.py", line) == ["high-entropy-secret"], line
+    silent = [
+        'DB_KEY = "corechella:state"',
+        'DB_KEY = "grab_demo_db_v1"',
+        'DB_KEY = "123"',
+        'KRUMBS_SDK_CLIENT_KEY = "io.krumbs.sdk.CLIENT_KEY"',
+        'SERVICE_KEY = "serviceId"',
+        'client_key = "certs/client2.key"',
+        'client_key = "${base64decode(data.k8s.client_key)}"',
+        'client_key_file = "Zq8vR3kP2mW7Lz1Xk9mQ"',
+        'service_key_id = "Zq8vR3kP2mW7Lz1Xk9mQ"',
+        'PUBLISHABLE_CLIENT_KEY = "pck_h2aft7g9pqjzrkdnzs199h1may5wjt"',
+        'NEXT_PUBLIC_API_KEY = "Zq8vR3kP2mW7Lz1Xk9mQ"',
+        "db_key = cache.key_for(user)",
+    ]
+    for line in silent:
+        assert rules("settings.py", line) == [], line
+
+
 # 2.9 bits per character: a 10-character value cannot reach a 3-bit floor with two repeats
 SHORT_PASSWORD = "S3cr3t" + "Pa55"
 
