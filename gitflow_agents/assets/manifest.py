@@ -115,9 +115,8 @@ class _Scan:
             self.errors.add("file_read_error", rel, None, f"cannot read file: {exc.reason}")
             return None
         except OSError as exc:
-            self.errors.add(
-                "file_read_error", rel, None, f"cannot read file: {exc.strerror or exc}"
-            )
+            why = _broken_link(path, exc) or exc.strerror or str(exc)
+            self.errors.add("file_read_error", rel, None, f"cannot read file: {why}")
             return None
         try:
             text = data.decode("utf-8")
@@ -218,7 +217,7 @@ class _Scan:
     def skill(self, folder: Path) -> None:
         path = folder / SKILL_FILE
         rel = self.rel(path)
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():  # a dangling link: read says so
             self.errors.add("file_read_error", rel, None, f"skill folder has no {SKILL_FILE}")
             return
         named = self.named(path)
@@ -245,11 +244,7 @@ class _Scan:
             try:
                 link.stat()
             except OSError as exc:
-                why = (
-                    "is a symlink loop"
-                    if exc.errno == errno.ELOOP
-                    else f"is a dangling symlink (to {link.readlink()}, which does not exist)"
-                )
+                why = _broken_link(link, exc) or str(exc)
             else:  # its target appeared since the folder was listed: the next scan reads it
                 return
         self.errors.add("file_read_error", self.rel(link), None, f"cannot read skill folder: {why}")
@@ -420,3 +415,13 @@ def _refusal(agent_id: str, errors: tuple[ManifestError, ...]) -> str:
     return f"agent {agent_id!r} has {count} and refuses to run:" + "".join(
         f"\n  - {error}" for error in errors
     )
+
+
+def _broken_link(path: Path, exc: OSError) -> str | None:
+    """Why ``path``, a symlink that could not be followed (``exc``), leads nowhere; None when
+    it is no symlink or failed for another reason."""
+    if exc.errno not in (errno.ENOENT, errno.ELOOP) or not path.is_symlink():
+        return None
+    if exc.errno == errno.ELOOP:
+        return "is a symlink loop"
+    return f"is a dangling symlink (to {path.readlink()}, which does not exist)"

@@ -415,6 +415,21 @@ def test_a_skill_link_that_leads_nowhere_is_a_file_read_error_naming_it(tmp_path
     assert "skills/loop" not in str(refused.value)  # not one of its includes
 
 
+def test_a_skill_md_link_that_leads_nowhere_is_named_as_one(tmp_path: Path) -> None:
+    """A folder's ``SKILL.md`` linking to a file that is gone said "skill folder has no
+    SKILL.md" (the file is there: a link to nothing); a looping one likewise."""
+    (tmp_path / ".agents-flow/skills/search").mkdir(parents=True)
+    (tmp_path / ".agents-flow/skills/search/SKILL.md").symlink_to("../../../docs/gone.md")
+    (tmp_path / ".agents-flow/skills/loop").mkdir()
+    (tmp_path / ".agents-flow/skills/loop/SKILL.md").symlink_to("SKILL.md")
+    manifest = load_manifest(tmp_path)
+    assert [str(e) for e in manifest.errors] == [
+        ".agents-flow/skills/loop/SKILL.md: cannot read file: is a symlink loop [file_read_error]",
+        ".agents-flow/skills/search/SKILL.md: cannot read file: is a dangling symlink (to "
+        "../../../docs/gone.md, which does not exist) [file_read_error]",
+    ]
+
+
 def test_a_file_a_symlink_leads_outside_the_project_is_never_read(tmp_path: Path) -> None:
     root = tmp_path / "project"
     secret = tmp_path / "secret"
