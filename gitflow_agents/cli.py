@@ -288,13 +288,14 @@ def _session_command(name: str, event: str) -> Callable[[Registry], None]:
         p.add_argument(
             "--max-turns", type=positive_int, help="turns the session may have (spawn = 1)"
         )
-        from gitflow_agents.commands.options import SECONDS, SEND_WAIT
+        from gitflow_agents.commands.options import SECONDS, SECONDS_FROM_0, SEND_WAIT
 
         p.add_argument(
             "--wait",
             type=SECONDS,
             default=SEND_WAIT,
-            help=f"a running agent: seconds its orchestrator has to confirm (default {SEND_WAIT:g})",
+            help="a running agent: seconds its orchestrator has to confirm "
+            f"(default {SEND_WAIT:g}), {SECONDS_FROM_0}",
         )
 
         add_layer_arguments(p)

@@ -204,6 +204,8 @@ def test_the_help_states_each_durations_range(
         cli.build_parser().parse_args([*argv, "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     options = ["--wait"] if command == "cancel" else ["--stuck-timeout", "--timeout"]
+    if command == "send":  # and how long its orchestrator has to confirm
+        options.append("--wait")
     for option in options:
         described = help_text.split(f"{option} ", 2)[-1]
         assert described.split(" --")[0].count("to 31536000 (365 days") == 1, described
