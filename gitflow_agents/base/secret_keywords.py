@@ -185,7 +185,7 @@ _TAIL = Lazy(
     (?:\[[^\]\n]{0,20}\])?
     (?P<keyquote>["'`]\]?|\])?
     (?:\s*:\s*[A-Za-z_][\w.]*(?:[<\[][^=\n]{0,60}?[>\]])?(?:\s*\|\s*[A-Za-z_][\w.]*)*(?=\s*=[^=>]))?
-    (?:[ \t]+[A-Za-z_*\[\]][\w.*\[\]]*(?=\s*=[^=>]))?
+    (?P<gotype>[ \t]+[A-Za-z_*\[\]][\w.*\[\]]*(?=\s*=[^=>]))?
     \s*(?P<op>:::=|::=|:=|\?\?=|\?=|\|\|=|\.=|\+=|===|!==|==|!=|=>|=|:|,|\()?
     \s*@?
     (?:(?P<quote>["'`])(?P<qvalue>(?:\\.|(?!(?P=quote))[^\\\n]){0,4096})(?P=quote)
@@ -456,6 +456,10 @@ def _candidate(
             return None
         return match.group("qvalue"), match.start("qvalue"), match.end("qvalue"), True
     if op in (",", "(") or (op is None and not _statement_value(match, name, kind)):
+        return None
+    if match.group("gotype") and kind != "code":
+        # Go's ``var name Type = value`` holds a string in quotes; an unquoted value after a
+        # word outside code is a command line's ``key=value`` (``--secret id=npmrc,src=…``)
         return None
     value = match.group("value")
     in_string = False

@@ -628,6 +628,40 @@ def test_unquoted_values_with_no_operator_in_config_files(repo: Path) -> None:
     }
 
 
+def test_a_go_typed_declaration_is_read_only_where_it_can_be_go(repo: Path) -> None:
+    """Go's ``var name Type = "…"``: a quoted value anywhere, an unquoted one in code only. In a
+    shell file ``--secret id=npmrc,src=…`` is an option and its ``key=value``, not a name, a
+    type (``id``) and a value."""
+    result = review(
+        repo,
+        {
+            "build.sh": (
+                "docker build --secret id=npmrc,src=$HOME/.npmrc2 .\n"
+                "docker build --secret id=npmrc,src=/run/secrets/npmrc2 --secret id=k9,env=Xq7 .\n"
+                'export password string = "Zq8vR3kP2mW7Lz1Xk9mQ"\n'
+            ),
+            "main.go": (
+                'var password string = "Xk9mQ2vL7pR4tZwq"\n'
+                'const apiKey string = "Wm4tZq8vR3kP2Lz1"\n'
+                "var token string = os.Getenv(tokenEnv9)\n"
+            ),
+            "README.md": 'In Go: `var secret []byte = "Pq2vL7mR4tZwXk9m"`\n',
+        },
+    )
+    assert locations(result) == [
+        ("high-entropy-secret", "README.md", 1),
+        ("high-entropy-secret", "build.sh", 3),
+        ("high-entropy-secret", "main.go", 1),
+        ("high-entropy-secret", "main.go", 2),
+    ]
+    assert result.secrets == {
+        "Zq8vR3kP2mW7Lz1Xk9mQ",
+        "Xk9mQ2vL7pR4tZwq",
+        "Wm4tZq8vR3kP2Lz1",
+        "Pq2vL7mR4tZwXk9m",
+    }
+
+
 def test_unquoted_words_urls_paths_and_names_are_not_secrets(repo: Path) -> None:
     result = review(
         repo,
