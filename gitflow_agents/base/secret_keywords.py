@@ -5,7 +5,8 @@ A name counts when one of its words (``DB_PASSWORD``, ``apiKey``, ``my-api-token
 word and its last word does not say it holds something else (``token_url``, ``password_file``,
 ``secret_name``). Its value is read in the forms code and configuration write it:
 ``name = "…"`` (any of ``= := ::= :::= ?= .= => : ,``, comparisons, a call ``name("…")``,
-no operator when the name heads its statement: ``password "…";``, ``--password "…"``), typed
+no operator when the name heads its statement: ``password "…";``, ``--password "…"``, or in a
+netrc file follows netrc's own tokens: ``machine h login u password …``), typed
 declarations (``const apiKey: string = "…"``, Go ``var apiKey string = "…"``, C ``char
 secret[25] = "…"``), quoted keys (``"password": "…"``, ``setProperty("API_TOKEN", "…")``) and
 ``"…" == password``. A quoted value is read to its closing quote, whatever it holds. An unquoted
@@ -313,7 +314,7 @@ def _may_hold(text: str, kind: str) -> bool:
         or '"' in text
         or "'" in text
         or "`" in text
-        or (kind == "config" and (" " in text or "\t" in text))
+        or (kind in _UNQUOTED_KINDS and (" " in text or "\t" in text))
     ):
         return False
     if not text.isascii():
@@ -329,7 +330,7 @@ def _may_hold(text: str, kind: str) -> bool:
 # character rather than a string; by the file's name (any case), not by regular expressions:
 # compiling those was a tenth of a millisecond each in every small review (issue 20).
 _CONFIG_NAMES = frozenset(
-    {".env", ".envrc", ".npmrc", ".pypirc", ".netrc", "dockerfile", "containerfile"}
+    {".env", ".envrc", ".npmrc", ".pypirc", "dockerfile", "containerfile"}
     | {"makefile", "gnumakefile"}
 )
 _CONFIG_PREFIXES = (".env.", "dockerfile.")
@@ -363,9 +364,18 @@ _CODE_SUFFIXES += (".r", ".dart", ".ex", ".exs", ".erl", ".clj", ".fs", ".vb", "
 _CODE_SUFFIXES += _CHAR_QUOTE_SUFFIXES
 
 
+# curl, git and ftp's credentials file (``_netrc`` on Windows): configuration whose ``password``
+# is read anywhere on its line (``_netrc_value``)
+_NETRC_NAMES = frozenset({".netrc", "_netrc"})
+_UNQUOTED_KINDS = frozenset({"config", "netrc"})
+
+
 def file_kind(path: str) -> str:
-    """``config`` (an unquoted value is a literal), ``code`` (it is code), or ``other``."""
+    """``config`` (an unquoted value is a literal), ``netrc`` (configuration, ``.netrc`` or
+    ``_netrc``), ``code`` (an unquoted value is code), or ``other``."""
     name = path.rpartition("/")[2].lower()
+    if name in _NETRC_NAMES:
+        return "netrc"
     if (
         name in _CONFIG_NAMES
         or name.startswith(_CONFIG_PREFIXES)
@@ -379,7 +389,7 @@ def file_kind(path: str) -> str:
 
 def is_config_file(path: str) -> bool:
     """A file where an unquoted ``KEY=value`` is a literal string (.env, shell, YAML, …)."""
-    return file_kind(path) == "config"
+    return file_kind(path) in _UNQUOTED_KINDS
 
 
 def _heads_statement(match: re.Match[str], name: str) -> bool:
@@ -407,16 +417,45 @@ def _statement_value(match: re.Match[str], name: str, kind: str) -> bool:
     file, the name heading its statement and a space before the value (Dockerfile's
     ``ENV MYSQL_ROOT_PASSWORD value``, ``--password value`` in a shell file, ``.netrc``'s
     ``password value``), and the value neither an option (``-1``), nor a ``key=value`` of
-    one (``--secret id=npmrc,src=…``), nor a host name (``--password-stdin 1234.dkr.ecr…``)."""
-    if kind != "config" or match.group("keyquote"):
+    one (``--secret id=npmrc,src=…``), nor a host name (``--password-stdin 1234.dkr.ecr…``).
+    In a netrc file ``password`` after netrc's own tokens is read whatever its value
+    (``_netrc_value``)."""
+    if kind not in _UNQUOTED_KINDS or match.group("keyquote"):
         return False
     start = match.start("value")
     if start == match.pos or not match.string[match.pos : start].isspace():
         return False
+    if kind == "netrc" and _netrc_value(match, name):
+        return True
     value = match.group("value")
     if value.startswith("-") or "=" in value or _HOSTNAME.fullmatch(value.rstrip(",;")):
         return False
     return _heads_statement(match, name)
+
+
+_NETRC_PAIRS = frozenset({"machine", "login", "account", "password"})
+
+
+def _netrc_value(match: re.Match[str], name: str) -> bool:
+    """Whether ``name`` is a ``.netrc`` ``password`` token with its value after it: the
+    tokens before it on its line are netrc's own, each keyword with its value (``machine h
+    login u password p machine h2 …``, ``default login x password y``). Not after ``macdef``
+    (what follows is a macro's body) or a ``#`` comment."""
+    if name != "password":
+        return False
+    start = match.pos - len(name)
+    if start and not match.string[start - 1].isspace():
+        return False
+    tokens = match.string[match.string.rfind("\n", 0, start) + 1 : start].split()
+    index = 0
+    while index < len(tokens):
+        if tokens[index] == "default":
+            index += 1
+        elif tokens[index] in _NETRC_PAIRS:
+            index += 2
+        else:
+            return False  # macdef, a comment, or not netrc
+    return index == len(tokens)
 
 
 _STRING_START = Lazy(r"[\"'`]")
@@ -452,7 +491,12 @@ def _candidate(
             return None  # a character, not a string
         if op == "," and not match.group("keyquote"):
             return None  # name, "…": an argument list, not a key and its value
-        if op is None and (match.group("keyquote") or not _heads_statement(match, name)):
+        if op is None and (
+            match.group("keyquote")
+            or not (
+                _heads_statement(match, name) or (kind == "netrc" and _netrc_value(match, name))
+            )
+        ):
             return None
         return match.group("qvalue"), match.start("qvalue"), match.end("qvalue"), True
     if op in (",", "(") or (op is None and not _statement_value(match, name, kind)):

@@ -628,6 +628,35 @@ def test_unquoted_values_with_no_operator_in_config_files(repo: Path) -> None:
     }
 
 
+def test_a_netrc_password_is_read_anywhere_on_its_line(repo: Path) -> None:
+    """``.netrc`` (``_netrc`` on Windows) is often one line an entry: ``password`` follows
+    netrc's own tokens, each keyword with its value. Not after ``macdef`` (a macro's body
+    follows), in a comment, as another keyword's value, or outside a netrc file."""
+    result = review(
+        repo,
+        {
+            ".netrc": (
+                "machine a.example.com login u password Xk9mQ2vL7pR4 "
+                "machine b.example.com login v password Wm4tZq8vR3kP=\n"
+                "default login x password Pq2vL7mR4tZw\n"
+                "machine c.example.com login password account Xk9mQ2vL7pR4\n"
+                "machine d.example.com macdef init password Zq8vR3kP2mW7\n"
+                "# machine e.example.com login u password Lz1Xk9mQ2vL7\n"
+                "machine f.example.com login me password changeme\n"
+            ),
+            "win/_netrc": "machine g.example.com login w password Qm4tZq8vR3kL\n",
+            "setup.sh": "echo machine h.example.com login u password Rk2mW7Lz1Xk9 >> ~/.netrc\n",
+        },
+    )
+    assert locations(result) == [
+        ("high-entropy-secret", ".netrc", 1),
+        ("high-entropy-secret", ".netrc", 1),
+        ("high-entropy-secret", ".netrc", 2),
+        ("high-entropy-secret", "win/_netrc", 1),
+    ]
+    assert result.secrets == {"Xk9mQ2vL7pR4", "Wm4tZq8vR3kP=", "Pq2vL7mR4tZw", "Qm4tZq8vR3kL"}
+
+
 def test_a_go_typed_declaration_is_read_only_where_it_can_be_go(repo: Path) -> None:
     """Go's ``var name Type = "…"``: a quoted value anywhere, an unquoted one in code only. In a
     shell file ``--secret id=npmrc,src=…`` is an option and its ``key=value``, not a name, a
