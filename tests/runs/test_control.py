@@ -433,7 +433,9 @@ def test_a_send_again_after_its_run_ended_does_not_repeat_what_it_got(
     note.parent.mkdir()
     note.write_text(json.dumps({"id": message_id, "text": "now finish", "at": 0}))
     asked = {"op": "send", "runId": run.name, "text": "now finish", "id": message_id}
-    answer = control.request(run / control.SOCKET, asked)  # read late: its answer went nowhere
+    # read late: its answer went nowhere (the orchestrator holds it until the live CLI has
+    # started, which a loaded machine makes slower than the default idle timeout)
+    answer = control.request(run / control.SOCKET, asked, timeout=120)
     assert answer == {"ok": True, "delivery": "now"}
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, out + err
