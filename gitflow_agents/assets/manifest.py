@@ -17,7 +17,6 @@ and the rules are in docs/agents-flow-assets.md, "Errors".
 
 from __future__ import annotations
 
-import errno
 import re
 from pathlib import Path
 from types import MappingProxyType
@@ -38,6 +37,7 @@ from gitflow_agents.assets.model import (
     ResolvedInstructionAsset,
     ResolvedSkillAsset,
 )
+from gitflow_agents.base.bounded import broken_link
 from gitflow_agents.base.errors import ConfigError, InputError
 from gitflow_agents.base.frontmatter import Frontmatter, split_frontmatter
 from gitflow_agents.base.fsutil import ReadRefused, inside_root, outside_root, read_limited
@@ -115,7 +115,7 @@ class _Scan:
             self.errors.add("file_read_error", rel, None, f"cannot read file: {exc.reason}")
             return None
         except OSError as exc:
-            why = _broken_link(path, exc) or exc.strerror or str(exc)
+            why = broken_link(path, exc) or exc.strerror or str(exc)
             self.errors.add("file_read_error", rel, None, f"cannot read file: {why}")
             return None
         try:
@@ -244,7 +244,7 @@ class _Scan:
             try:
                 link.stat()
             except OSError as exc:
-                why = _broken_link(link, exc) or str(exc)
+                why = broken_link(link, exc) or str(exc)
             else:  # its target appeared since the folder was listed: the next scan reads it
                 return
         self.errors.add("file_read_error", self.rel(link), None, f"cannot read skill folder: {why}")
@@ -415,13 +415,3 @@ def _refusal(agent_id: str, errors: tuple[ManifestError, ...]) -> str:
     return f"agent {agent_id!r} has {count} and refuses to run:" + "".join(
         f"\n  - {error}" for error in errors
     )
-
-
-def _broken_link(path: Path, exc: OSError) -> str | None:
-    """Why ``path``, a symlink that could not be followed (``exc``), leads nowhere; None when
-    it is no symlink or failed for another reason."""
-    if exc.errno not in (errno.ENOENT, errno.ELOOP) or not path.is_symlink():
-        return None
-    if exc.errno == errno.ELOOP:
-        return "is a symlink loop"
-    return f"is a dangling symlink (to {path.readlink()}, which does not exist)"

@@ -8,6 +8,7 @@ no temporary files (start-up, issue 20).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 
@@ -97,6 +98,19 @@ def outside_root(path: StrPath) -> str:
         f"leads outside the project root (to {os.path.realpath(path)}); "
         "the file must be inside the project root"
     )
+
+
+def broken_link(path: StrPath, exc: OSError) -> str | None:
+    """Why ``path``, a symlink that could not be followed (``exc``), leads nowhere: a loop or
+    a target that does not exist; None when it is no symlink or failed for another reason."""
+    if not os.path.islink(path):  # noqa: PTH114 - no pathlib on a small review's path
+        return None
+    if exc.errno == errno.ELOOP:
+        return "is a symlink loop"
+    if exc.errno == errno.ENOENT:
+        target = os.readlink(path)  # noqa: PTH115
+        return f"is a dangling symlink (to {target}, which does not exist)"
+    return None
 
 
 def over_limit(size: int, limit: int) -> str:

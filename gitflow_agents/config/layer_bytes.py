@@ -5,11 +5,11 @@ nothing: no PyYAML (issue 20)."""
 
 from __future__ import annotations
 
-import errno
 import os
 
 from gitflow_agents.base.bounded import (
     ReadRefused,
+    broken_link,
     decode_text,
     inside_root,
     outside_root,
@@ -54,13 +54,7 @@ def read_project_layer(root: StrPath, rel: str) -> bytes:
 
 def _unreadable(path: StrPath, exc: OSError) -> str:
     """Why the layer ``path`` could not be opened; a link that leads nowhere says so."""
-    if os.path.islink(path):  # noqa: PTH114 - no pathlib on a small review's path
-        if exc.errno == errno.ELOOP:
-            return "is a symlink loop"
-        if exc.errno == errno.ENOENT:
-            target = os.readlink(path)  # noqa: PTH115
-            return f"is a dangling symlink (to {target}, which does not exist)"
-    return f"cannot read: {exc.strerror or exc}"
+    return broken_link(path, exc) or f"cannot read: {exc.strerror or exc}"
 
 
 def layer_text(data: bytes, display: str) -> str:
