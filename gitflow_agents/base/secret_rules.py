@@ -275,18 +275,20 @@ def _holds_any(text: str, literals: tuple[str, ...]) -> bool:
 
 
 def token_hits(text: str) -> Iterator[tuple[TokenRule, str]]:
-    """(rule, token) for every known token format in ``text``, each token once per rule;
-    placeholders, published examples and tokens under their rule's entropy floor left out."""
+    """(rule, token) for every known token format in ``text``, each token once, by the first
+    rule that finds it (the rules run from the most specific: a GitHub token as a URL's
+    password is a ``github-token``, not also ``url-credentials``); placeholders, published
+    examples and tokens under their rule's entropy floor left out."""
     if not (
         _holds_any(text, _ANY_CHARS)
         or _holds_any(text, _ANY_LITERALS)
         or _AWS_OR_GOOGLE.search(text)
     ) or not _ANY_START.search(text):
         return
+    seen: set[str] = set()
     for rule in TOKEN_RULES:
         if not _holds_any(text, rule.starts):
             continue
-        seen: set[str] = set()
         for match in rule.pattern.finditer(text):
             token = match.group(1)
             if token in seen:

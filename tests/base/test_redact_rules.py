@@ -168,6 +168,15 @@ def test_the_same_token_twice_on_a_line_is_one_finding() -> None:
     assert rules("a.py", f'T = "{GH_TOKEN}" if x else "{GH_TOKEN}"') == ["github-token"]
 
 
+def test_a_token_as_a_urls_password_is_one_finding_of_its_format() -> None:
+    line = f'URL = "https://user:{GH_TOKEN}@github.com/x/y.git"'
+    assert rules("conf.py", line) == ["github-token"]
+    # a password of no known format is still the URL's
+    assert rules("conf.py", f'URL = "https://user:{VALUE}@github.com/x/y.git"') == [
+        "url-credentials"
+    ]
+
+
 # --- recall: what is --------------------------------------------------------------------------
 
 
