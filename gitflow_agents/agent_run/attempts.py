@@ -237,6 +237,12 @@ class Attempts:
         self._delivered = []
 
     @property
+    def started(self) -> bool:
+        """Whether a process of the run started: not when each attempt ended before its
+        process (canceled while it waited for a slot, refused by a spent budget)."""
+        return any(outcome.output is not NOTHING_RAN for outcome in self._outcomes)
+
+    @property
     def outcome(self) -> Outcome:
         """The run's Outcome: the last attempt's, from the first attempt's start (the waits
         between them are part of the run's duration), with the earlier attempts' outputs: the

@@ -235,6 +235,9 @@ class AgentRunner:
         self.launch: Prepared | None = None
         self.prompt_path: Path | None = None  # the system prompt written by prepare()
         self.outcome: Outcome | None = None
+        # whether its agent ran (a process of it started, or it ran in process): False when
+        # every attempt was refused by a spent budget or canceled before its process started
+        self.started = False
         self.error: BaseException | None = None  # what a step raised (see fail)
         self.failure_reason = "the supervisor did not finish"
         self._task_open = False
@@ -295,6 +298,7 @@ class AgentRunner:
         try:
             self.start_task()
             if self.job.in_process is not None:
+                self.started = True
                 self.outcome = self._in_process(self.job.in_process)
             elif self.launch is None:
                 raise RuntimeError("AgentRunner.prepare() first")
@@ -316,6 +320,7 @@ class AgentRunner:
                             if held is None
                             else held
                         )
+                self.started = attempts.started
                 self.outcome = self._judged(attempts.outcome)  # each attempt's own figures
         except BaseException as exc:
             self.fail(exc)

@@ -73,14 +73,19 @@ class AgentRun:
     review: Review | None = None  # a reviewer's review, read once (chain/review.py gates it)
     left_out: tuple[str, ...] = ()  # nested repositories its commit left out (commit_work)
     discarded: str = ""  # reused: why the round it ran in discarded its review (resume.discard)
+    # a spent budget started no process of it (asked again once its max_parallel slot was
+    # granted): no agent ran, as when the chain's own check refused it before it was prepared
+    refused: bool = False
 
     @property
     def ok(self) -> bool:
         return self.status == "succeeded"
 
     def attempts(self) -> tuple[AgentRun, ...]:
-        """Every attempt of this agent in this run, oldest first (usually just this one)."""
-        return (*self.earlier, self)
+        """Every attempt of this agent in this run that ran, oldest first (usually just this
+        one): not one a spent budget refused before its process started (the step's record
+        lists no agent that never ran, as when the budget refused it before it was prepared)."""
+        return tuple(run for run in (*self.earlier, self) if not run.refused)
 
     def entry(self) -> AgentEntry:
         """The attempt as the step run's record holds it (``runs/schema.py``)."""
@@ -532,6 +537,7 @@ class _Attempt:
             duration=time.monotonic() - self.started,
             review=review,
             left_out=self.left_out,
+            refused=self.status == "budget" and runner is not None and not runner.started,
         )
         if runner is None:
             return self.run

@@ -165,7 +165,8 @@ def record_ending(ctx: Context, rec: StepRecord, exc: BaseException) -> bool:
             why = f"{exc.run.agent_id} canceled ({exc.run.reason}); run again to continue"
             rec.finish("canceled", int(ExitCode.INTERRUPTED), why)
         elif exc.run.status == "budget":  # stopped at a limit; its work is on the branch
-            rec.failed_what = exc.run.kind
+            # refused once its slot was granted: as a spent budget that started no agent
+            rec.failed_what = "budget" if exc.run.refused else exc.run.kind
             rec.finish("budget", int(ExitCode.BUDGET), exc.run.reason)
         else:
             rec.failed_what = exc.run.kind

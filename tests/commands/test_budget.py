@@ -718,7 +718,10 @@ def test_a_step_that_waited_for_a_slot_is_not_started_once_the_plan_is_spent(
     one that holds the slot is stopped at the plan's $0.05; the other, queued for the slot
     meanwhile, asks the budget again once it gets the slot and starts no agent, as one refused
     before it was prepared: that message, exit 5, its run's spend a known 0 (it started its
-    CLI, which the watch killed at once: recorded with its spend unknown, and a warning)."""
+    CLI, which the watch killed at once: recorded with its spend unknown, and a warning). Its
+    step reads as one a spent budget started no agent for: no agent run in its record (it
+    listed the refused run), its history line `failed (budget)` (it said `failed (implement)`,
+    as for an implementer that failed); the refused run's own record says it did not start."""
     monkeypatch.setattr(budget, "_warned", set())  # once per process: this test's own
     configure(repo)
     plan = repo / "specs" / "feature.md"
@@ -754,10 +757,13 @@ def test_a_step_that_waited_for_a_slot_is_not_started_once_the_plan_is_spent(
         r"no agent started \(the implementer\)",
         refused["chain"]["reason"],
     ), refused["chain"]["reason"]
-    (agent,) = refused["chain"]["agents"]
-    run = next(
-        r["run"] for r in agent_results(repo, "feature") if r["run"]["runID"] == agent["runID"]
-    )
+    assert refused["chain"]["agents"] == []  # no agent ran
+    line = refused["run"]["historyLine"]
+    assert " failed (budget); " in line, line
+    step_run = refused["run"]["runID"]
+    (run,) = [
+        r["run"] for r in agent_results(repo, "feature") if r["run"]["chainRunID"] == step_run
+    ]
     assert (run["outcome"], run["reason"]) == ("budget", refused["chain"]["reason"])
     assert (run["inputTokens"], run["outputTokens"], run["costUsd"]) == (0, 0, 0.0)
     assert not run.get("tokensPartial") and not run.get("costPartial")
