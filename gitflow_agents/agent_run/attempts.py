@@ -206,11 +206,13 @@ class Attempts:
         been spent since, by the agent that held the slot, a parallel step or reviewer, or while
         the run waited out a rate limit. It ends as an agent refused before it started does
         (``Ledger.refuse``: that message, the outcome ``budget``, exit 5), having spent nothing
-        in this attempt (``NOTHING_RAN``; the earlier attempts' figures are the run's)."""
+        in this attempt (``NOTHING_RAN``; the earlier attempts' figures are the run's). After
+        attempts that ran, the message says that no further attempt started: they did."""
         why = self._spent(launch)
         if why is None:
             return None
-        return _not_started(self.run, "budget", not_started(why, self.run.job.role))
+        said = not_started(why, self.run.job.role, further=self.started)
+        return _not_started(self.run, "budget", said)
 
     def _spent(self, launch: Launch) -> str | None:
         """The message of a spent scope the attempt of ``launch`` would run in (``Ledger.over``),

@@ -274,10 +274,13 @@ class Ledger:
         return watch
 
 
-def not_started(why: str, what: str = "") -> str:
+def not_started(why: str, what: str = "", *, further: bool = False) -> str:
     """The message of an agent a spent scope does not start: ``why`` (:meth:`Ledger.over`'s
-    message), ``; no agent started``, and ``what`` names the agent (a chain's ``reviewer``)."""
-    return f"{why}; no agent started" + (f" (the {what})" if what else "")
+    message), ``; no agent started``, and ``what`` names the agent (a chain's ``reviewer``).
+    ``further``: earlier attempts of it ran (a rate limit's wait came between), so what is not
+    started is its next attempt: ``; no further attempt started``."""
+    started = "no further attempt started" if further else "no agent started"
+    return f"{why}; {started}" + (f" (the {what})" if what else "")
 
 
 def warn_unmetered(adapter: str) -> None:

@@ -409,7 +409,7 @@ def test_a_scope_spent_while_a_run_waits_out_a_rate_limit_starts_no_further_atte
     runner, outcome = run_spent_meanwhile(repo, Cap(usd=0.05), other)
     started = [e for e in events(runner.paths.run_dir) if e["type"] == "agent:start"]
     assert len(started) == 1 and (tmp_path / "n").read_text() == "1"  # no second attempt
-    said = "budget: plan spent $0.051 est. of $0.05 (tokens 8,700); no agent started"
+    said = "budget: plan spent $0.051 est. of $0.05 (tokens 8,700); no further attempt started"
     assert (outcome.status, outcome.reason) == ("budget", said)
     run = json.loads((runner.paths.run_dir / "result.json").read_text())["run"]
     assert (run["outcome"], run["reason"]) == ("budget", said)
@@ -457,7 +457,7 @@ def test_a_run_without_a_watch_counts_its_earlier_attempts_before_it_starts_agai
     assert (tmp_path / "n").read_text() == "1"  # no second attempt
     assert outcome.status == "budget", outcome.reason
     assert outcome.reason.startswith("budget: plan spent 3,200 tokens of 3,000 (cost ")
-    assert outcome.reason.endswith("); no agent started")
+    assert outcome.reason.endswith("); no further attempt started")
     run = json.loads((runner.paths.run_dir / "result.json").read_text())["run"]
     assert (run["inputTokens"], run["outputTokens"]) == (1000, 200)
 

@@ -991,6 +991,58 @@ def add_fake_gemini(repo: Path, tmp_path: Path, source: str) -> None:
     )
 
 
+# A fake Gemini CLI whose first call uses 1,200 tokens and is rate limited (a 429 whose
+# retry-after passes at once); a later call would complete. Each start is counted in CALLS
+# (a file's path, put before the source).
+LIMITED_GEMINI = """\
+import json, os, pathlib, sys
+calls = pathlib.Path(CALLS)
+n = int(calls.read_text()) + 1 if calls.exists() else 1
+calls.write_text(str(n))
+if n > 1:
+    folder = pathlib.Path(os.environ["GITFLOW_AGENTS_AGENT_DIR"])
+    (folder / "report.md").write_text("## Summary\\n\\ndone\\n")
+    (folder / "report.md").rename(folder / "report.complete.md")
+stats = {"models": {"gemini-2.5-pro": {"tokens": {"prompt": 1000, "candidates": 200}}}}
+print(json.dumps({"session_id": "s1", "response": "", "stats": stats}))
+if n == 1:
+    sys.stderr.write("HTTP 429 Too Many Requests (retry-after: 0.1)\\n")
+    sys.exit(1)
+"""
+
+
+def test_a_step_whose_next_attempt_a_spent_budget_refuses_keeps_what_the_first_spent(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The implementer (a CLI that says its usage when it ends) spends the step's 1,200 tokens
+    exactly and is rate limited: within its limit (not gone over), so it waits; the budget is
+    asked again before the next attempt and starts none. The message says that no further
+    attempt started (it said "no agent started", though one had run and spent), and the step
+    keeps the first attempt's spend: its record lists the implementer's run, `history` counts
+    its 1,000/200 tokens, the history line names the implementer."""
+    calls = tmp_path / "calls"
+    add_fake_gemini(repo, tmp_path, f"CALLS = {str(calls)!r}\n{LIMITED_GEMINI}")
+    done = call(
+        repo, "run", "specs/feature.md", "--quiet", "--implementer", "gem",
+        "--reviewers", "reviewer", "--step", "1", "--budget-tokens", "1200",
+    )  # fmt: skip
+    assert done.returncode == 5, done
+    assert calls.read_text() == "1"  # no second attempt
+    said = "budget: step spent 1,200 tokens of 1,200 (cost "
+    (step,) = results(repo)
+    reason = step["chain"]["reason"]
+    assert reason.startswith(said) and reason.endswith(
+        "); no further attempt started (the implementer)"
+    ), reason
+    assert " failed (implement); " in step["run"]["historyLine"], step["run"]["historyLine"]
+    (agent,) = step["chain"]["agents"]
+    (run,) = [r["run"] for r in agent_results(repo, "feature")]
+    assert run["runID"] == agent["runID"] and (run["outcome"], run["reason"]) == ("budget", reason)
+    assert (run["inputTokens"], run["outputTokens"]) == (1000, 200)
+    (row,) = json.loads(run_cli("history", "--json", cwd=repo).stdout)
+    assert (row["inputTokens"], row["outputTokens"], row["tokensPartial"]) == (1000, 200, False)
+
+
 @pytest.mark.parametrize(("limit", "code"), [("100", 5), ("1200", 0)])
 def test_a_cli_that_says_its_usage_only_at_its_end_is_judged_on_it(
     repo: Path, tmp_path: Path, limit: str, code: int
