@@ -108,14 +108,19 @@ class Ledger:
     once it ended: its watch is in flight here (``_flying``) from its start until its run adds
     what it spent (:meth:`add`), and every check of a scope (:meth:`over`) counts the readings
     of the other agents in flight under it, those of the ledger's forks too (the steps of
-    ``run --all --jobs N`` under the plan's scope, parallel reviewers under a round's)."""
+    ``run --all --jobs N`` under the plan's scope, parallel reviewers under a round's).
+
+    A ledger and its forks share one lock, so that a run ending (:meth:`add`: out of flight,
+    into every scope up to the plan) is one step, and a check reads the scopes' spend and
+    which agents are in flight in one step too: each run counts once, in one or the other."""
 
     def __init__(
         self, budgets: Budgets, prices: Mapping[str, Price], parent: Ledger | None = None
     ) -> None:
         self.budgets, self.prices = budgets, prices
         self.spent: dict[Scope, Spend] = {}
-        self._lock = threading.Lock()
+        # the parent's, shared (never held while a watch is read: Watch.spend asks usd_left)
+        self._lock: threading.Lock = parent._lock if parent is not None else threading.Lock()
         self.parent = parent  # the enclosing scopes of a fork (the plan of parallel steps)
         self._flying: dict[object, Watch] = {}  # the watches of agents running, by run
         self._forks: list[Ledger] = []
@@ -135,14 +140,11 @@ class Ledger:
         with self._lock:
             self._flying[watch.key] = watch
 
-    def _in_flight(self, me: Watch | None) -> list[Spend]:
-        """The readings of the agents in flight under this ledger and its forks, ``me`` (the
-        asking agent's run) left out, and those that read nothing yet (they add nothing)."""
-        with self._lock:
-            watches = [w for key, w in self._flying.items() if me is None or key != me.key]
-            forks = list(self._forks)
-        found = [spend for spend in (watch.spend() for watch in watches) if _known(spend)]
-        for fork in forks:
+    def _in_flight(self, me: Watch | None) -> list[Watch]:
+        """The watches of the agents in flight under this ledger and its forks, ``me`` (the
+        asking agent's run) left out; the caller holds the lock."""
+        found = [w for key, w in self._flying.items() if me is None or key != me.key]
+        for fork in self._forks:
             found += fork._in_flight(me)
         return found
 
@@ -167,13 +169,14 @@ class Ledger:
     def add(self, spend: Spend, ended: Watch | None = None) -> None:
         """An agent run ended having spent ``spend``: every open scope counts it; ``ended``,
         its watch, is no longer in flight (in the same step, so it never counts twice)."""
-        with self._lock:
+        with self._lock:  # every ledger up to the plan's in one step (the lock is theirs)
             if ended is not None:
                 self._flying.pop(ended.key, None)
-            for scope, before in self.spent.items():
-                self.spent[scope] = total([before, spend])
-        if self.parent is not None:
-            self.parent.add(spend)
+            ledger: Ledger | None = self
+            while ledger is not None:
+                for scope, before in ledger.spent.items():
+                    ledger.spent[scope] = total([before, spend])
+                ledger = ledger.parent
 
     def over(
         self,
@@ -189,11 +192,13 @@ class Ledger:
         counts only a limit of 0, as do the scopes of ``opening`` that are not open yet (about
         to open, having spent nothing). ``strictly``: only a limit gone over counts (an agent
         that completed at its limit spent what it could)."""
+        # the scopes' spend and the agents in flight in one step (``add`` ends a run's flight
+        # and counts it in one step too): a run that ends meanwhile counts once, in one or
+        # the other; the watches are read after, out of the lock
         with self._lock:
             spent = {**{scope: Spend() for scope in opening}, **self.spent}
+            watches = self._in_flight(me)
         own = agent_spend or Spend()
-        # the agents in flight, read after ``spent``: a run that ends between the two reads is
-        # missed once, never counted twice (``add`` ends its flight before it counts it)
         flying: list[Spend] | None = None
         for scope in _ORDER:
             cap = self.budgets.cap(scope)
@@ -203,7 +208,7 @@ class Ledger:
                 spend = own
             elif scope in spent:
                 if flying is None:
-                    flying = self._in_flight(me)
+                    flying = [read for read in (w.spend() for w in watches) if _known(read)]
                 parts = [spent[scope], *flying, *([own] if agent_spend is not None else [])]
                 spend = total(parts) if len(parts) > 1 else spent[scope]
             else:

@@ -3,8 +3,10 @@ what a running agent's streamed usage adds, and what a CLI's own budget flag get
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -12,7 +14,7 @@ from gitflow_agents.agents.base import AgentOutput
 from gitflow_agents.agents.claude import ClaudeAdapter
 from gitflow_agents.agents.prices import shipped_prices
 from gitflow_agents.base.errors import BudgetError, ExitCode
-from gitflow_agents.config.budget import Budgets, Cap
+from gitflow_agents.config.budget import Budgets, Cap, Scope
 from gitflow_agents.runs import budget
 from gitflow_agents.runs.budget import Ledger, Watch, message, reached
 from gitflow_agents.runs.spend import Spend
@@ -438,3 +440,53 @@ def test_parallel_reviewers_see_each_others_spend_in_the_rounds_scope() -> None:
         assert (second.exceeded() or "").startswith("budget: review spent 500 tokens")
         _calls(nxt, 1, first=20)
         assert (second.exceeded() or "").startswith("budget: review spent 600 tokens")
+
+
+class _EndsWhileAsked(Budgets):
+    """Budgets whose ``at``-th look at the plan's limit once armed (:meth:`arm`) first ends a
+    run (``end``): a run that ends while a check is under way, at a point of the check no
+    clock decides."""
+
+    def __init__(self, end: Callable[[], None]) -> None:
+        super().__init__(plan=Cap(tokens=1000))
+        object.__setattr__(self, "_end", end)
+        object.__setattr__(self, "asked", [0])
+
+    def arm(self, at: int) -> None:
+        self.asked[0] = at
+
+    def cap(self, scope: Scope) -> Cap:
+        if scope == "plan" and self.asked[0] > 0:
+            self.asked[0] -= 1
+            if self.asked[0] == 0:
+                self._end()
+        return super().cap(scope)
+
+
+@pytest.mark.parametrize("fork", [False, True], ids=["own", "fork"])
+def test_a_run_that_ends_while_a_check_reads_the_ledger_is_counted(fork: bool) -> None:
+    """An agent about to start (a step queued for a `max_parallel` slot, released) is asked
+    while another step's agent, which has used the plan's 1,000 tokens, ends and adds what it
+    spent. The check reads the scopes' spend and the agents in flight in one step, and the end
+    moves the run from one to the other in one step: it counts once, so the plan is spent and
+    the agent is not started. (The check read the spend, then the agents in flight: a run that
+    ended between the two reads was in neither, and a second step started on a spent plan.)"""
+    ended: list[Watch] = []
+    budgets = _EndsWhileAsked(lambda: runner.add(ended[0].spend(), ended[0]))
+    plan = Ledger(budgets, PRICES)
+    with plan.scope("plan"):
+        runner, asking = (plan.fork(), plan.fork()) if fork else (plan, plan)
+        with contextlib.ExitStack() as stack:
+            if fork:  # each step its own scope, as run --all --jobs N opens them
+                stack.enter_context(runner.scope("step"))
+                stack.enter_context(asking.scope("step"))
+            watch = runner.watch("claude", None)
+            assert watch is not None
+            _calls(watch, 10)  # 1,000 tokens, while it runs
+            ended.append(watch)
+            # the run ends at the check's look at the plan's limit (a fork's: its parent's)
+            budgets.arm(2 if fork else 1)
+            said = asking.holds_back("claude")
+            assert budgets.asked[0] == 0  # it ended while the check was under way
+            assert said is not None and said.startswith("budget: plan spent 1,000 tokens"), said
+            assert (asking.over() or "").startswith("budget: plan spent 1,000 tokens")  # once
