@@ -30,6 +30,8 @@ from gitflow_agents.base.fsutil import (
 from gitflow_agents.base.redact import redact_data
 from gitflow_agents.findings.reply import AgentReply, ReplyStatus, format_reply, parse_reply
 from gitflow_agents.git import queries as git
+from gitflow_agents.git import stats
+from gitflow_agents.render import git_stats
 from gitflow_agents.runs import FLOW_KINDS, flow_result, read_json, result_status, write_result
 from gitflow_agents.runs.cards import (
     append_history,
@@ -123,6 +125,26 @@ def own_files(root: Path, card: Path | None) -> set[str]:
         with contextlib.suppress(ValueError):
             own.add(real_path(path).relative_to(real_path(root)).as_posix())
     return own
+
+
+def fill_git_stats(
+    report: Path, root: Path, against: str, start: str, exclude: tuple[str, ...]
+) -> None:
+    """The ``GIT_STATS_MARKER`` of an implementer's completed ``report`` replaced by the git
+    statistics of ``root``'s work tree, untracked files included, against the merge-base of
+    ``against`` (the target branch) and ``start`` (the commit the run started from); ``start``
+    itself when the two have no merge-base (no such branch). What the chain does for its
+    agents' commits (``chain/agents.py``), for one agent working in the project's own tree
+    (``spawn``): docs/configuration.md, "Git statistics are the tool's job". A git that cannot
+    tell leaves the report as it is."""
+    try:
+        try:
+            base = git.merge_base(root, against, start)
+        except GitflowError:  # no such branch, or no common history
+            base = start
+        git_stats.fill_report_file(report, stats.compute(root, base, exclude=exclude))
+    except GitflowError:
+        return
 
 
 # --- result.json and the final status.json -----------------------------------------------

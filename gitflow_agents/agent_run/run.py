@@ -37,6 +37,7 @@ from gitflow_agents.agent_run.launch import (
 from gitflow_agents.agent_run.record import (
     RunFacts,
     changed_files,
+    fill_git_stats,
     finish_card,
     own_files,
     record_result,
@@ -117,6 +118,9 @@ class AgentJob:
     role: str = ""  # the agent a budget message names (a chain's `implementer`), if any
     control: bool = False  # listen for send/cancel while it runs (runs/control.py); own hub only
     chain_run: str | None = None  # the step run it is an agent of (in status.json: runs/lost.py)
+    # the branch its completed report's git statistics count against (the merge-base with it);
+    # None: its report is left as it is (the chain fills its agents' own: chain/agents.py)
+    stats_against: str | None = None
 
     @property
     def session_before(self) -> AgentOutput | None:
@@ -170,6 +174,7 @@ def execute(job: AgentJob) -> dict[str, Any]:
                 prepared.update(run.prepare(card))
             with _phase(run, "agent") as ran:
                 ran["outcome"] = run.run().status
+            run.fill_stats()
         except BaseException as exc:
             run.fail(exc)
             raise
@@ -327,6 +332,17 @@ class AgentRunner:
             raise
         self._end_task(self.outcome.status, self.outcome.reason)
         return self.outcome
+
+    def fill_stats(self) -> None:
+        """A job with ``stats_against`` that succeeded, or that a budget stopped, with its
+        completed report: the report's git-stats marker filled (``record.fill_git_stats``)."""
+        job, outcome, start = self.job, self.outcome, self.facts.base_sha
+        if job.stats_against is None or start is None or outcome is None:
+            return
+        if outcome.status not in ("succeeded", "budget") or not self.files.success.exists():
+            return
+        exclude = (job.config.flow_dir.strip("/"), *sorted(own_files(job.root, job.card)))
+        fill_git_stats(self.files.success, self.workdir, job.stats_against, start, exclude)
 
     def _judge(self) -> Callable[[Any], str | None] | None:
         """What judges an attempt at its end on the usage its CLI said then, when no watch

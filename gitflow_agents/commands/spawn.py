@@ -58,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
         step=args.step,
         budget=budget,
         control=True,
+        # an implementer's report: the tool's git statistics (docs/configuration.md)
+        stats_against=(config.chain.target or config.default_branch)
+        if kind == "implement"
+        else None,
     )
     result = execute(job)
     print_result(result, as_json=args.json, root=root)

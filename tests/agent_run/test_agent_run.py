@@ -20,6 +20,7 @@ from gitflow_agents.runs import RESULT_SCHEMAS
 from gitflow_agents.runs.events import EventHub, MemoryChannel
 from gitflow_agents.supervisor import Limits, Status
 from tests.conftest import FAKES, Cli, git
+from tests.helpers.chain import MARKER, configure
 from tests.helpers.review import configure_reviewers
 
 FAKE = FAKES / "fake_agent"
@@ -162,3 +163,25 @@ def test_an_agent_run_in_process_records_like_any_other(repo: Path) -> None:
     assert status["state"] == "succeeded"
     assert [e["type"] for e in events] == ["task:start", "task:complete"]
     assert (runner.agent_dir / "system_prompt.md").read_text() == "Review.\n"
+
+
+def test_a_spawned_implementer_gets_the_tools_git_statistics(repo: Path, run: Cli) -> None:
+    """``spawn`` of an implementer fills its report's git-stats marker as the chain does: its
+    work tree, untracked files included, against the merge-base with the target, so a commit
+    already on the branch counts too and the run records under flows/ do not."""
+    configure(repo)
+    git(repo, "switch", "-q", "-c", "feature")
+    (repo / "early.txt").write_text("committed on the branch before the run\n")
+    git(repo, "add", "early.txt")
+    git(repo, "commit", "-q", "-m", "early")
+    spawned = run.main(
+        "spawn", "builder", "--plan", "specs/feature.md", "--step", "1", "--quiet", cwd=repo
+    )
+    assert spawned.returncode == 0, spawned.stdout + spawned.stderr
+    report = (repo / "flows/feature/agents/step-01-builder/report.complete.md").read_text()
+    assert MARKER not in report
+    section = report.split("## Modified files", 1)[1]
+    for name in ("early.txt", "README.md", "src/new_module.py", "logo.png", "docs/new.md"):
+        assert f"| `{name}` |" in section
+    assert "flows/" not in section
+    assert "work tree" in section
