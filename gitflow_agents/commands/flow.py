@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         ctx.plan.step(args.step)
     after = tuple(a.strip() for a in (args.after or "").split(",") if a.strip())
     with sigterm_as_interrupt(), contextlib.closing(ctx.hub):
+        _check_reports(ctx, args.flow_kind, after)  # before any branch or work tree
         try:
             if args.flow_kind == "review":
                 return _review(ctx, args, after)
@@ -91,8 +92,6 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     agent_id = args.agent_name or chain.agent_id_for(agent, args.step)
     if kind == "fix" and not after:
         raise UsageError("flow fix: give the review report(s) to act on with --after")
-    if kind == "fix":
-        _check_reports(ctx, after)
     if kind == "research" and not args.task:
         raise UsageError("flow research: give the prompt or topics with --task")
     check_agents(ctx.config, [agent], cwd=ctx.root, env=ctx.env)  # before any branch or work tree
@@ -151,19 +150,13 @@ def _single(ctx: Any, args: argparse.Namespace, after: tuple[str, ...]) -> int:
     return int(ExitCode.OK)
 
 
-def _check_reports(ctx: Any, after: tuple[str, ...]) -> None:
-    """UsageError before anything runs when an agent named by ``flow fix --after`` left no
-    completed report: the fixer would be pointed at a file that does not exist."""
-    from gitflow_agents.prompt.paths import previous_report_rel
+def _check_reports(ctx: Any, kind: str, after: tuple[str, ...]) -> None:
+    """UsageError before anything runs when an agent named by ``--after`` left no completed
+    report: the agent would be pointed at a file that does not exist."""
+    from gitflow_agents.prompt.paths import check_after
 
     report = ctx.config.completion_workflow.success_filename
-    for name in after:
-        shown = previous_report_rel(ctx.config.flow_dir, ctx.flow, name, report)
-        if not (ctx.root / shown).is_file():
-            raise UsageError(
-                f"flow fix --after {name}: no completed report at {shown} "
-                "(did that agent finish? `gitflow-agents status` lists the agents and how they ended)"
-            )
+    check_after(ctx.root, ctx.config.flow_dir, ctx.flow, after, report, f"flow {kind}")
 
 
 def _review_agents(args: argparse.Namespace) -> None:

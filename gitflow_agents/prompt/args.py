@@ -18,6 +18,8 @@ from gitflow_agents.config import find_project_root, load_flow_config
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.plan.model import shown_path
 from gitflow_agents.prompt import PromptRequest
+from gitflow_agents.prompt.agent import resolve_agent
+from gitflow_agents.prompt.paths import check_after, check_name, default_flow_name
 
 
 def prompt_request(args: argparse.Namespace, command: str, *, flow: str | None) -> PromptRequest:
@@ -34,7 +36,7 @@ def prompt_request(args: argparse.Namespace, command: str, *, flow: str | None) 
     root = find_project_root(Path.cwd())
     config = load_flow_config(root, args.flow_type, args.variant)
     plan = parse_plan(plan_path(root, args.plan), config.spec_plan) if args.plan else None
-    return PromptRequest(
+    request = PromptRequest(
         root=root,
         config=config,
         agent=args.agent,
@@ -47,6 +49,16 @@ def prompt_request(args: argparse.Namespace, command: str, *, flow: str | None) 
         preamble=args.preamble,
         manifest=load_manifest(root),
     )
+    if request.after:  # every report it is pointed to is there (the agent's own report name)
+        check_after(
+            root,
+            config.flow_dir,
+            check_name(default_flow_name(request), "flow name"),
+            request.after,
+            resolve_agent(request).workflow.success_filename,
+            command,
+        )
+    return request
 
 
 def plan_path(root: Path, given: str) -> Path:

@@ -76,6 +76,39 @@ def previous_report_rel(flow_dir: str, flow_name: str, agent_id: str, success_fi
     )
 
 
+def check_after(
+    root: Path,
+    flow_dir: str,
+    flow_name: str,
+    after: Sequence[str],
+    success_filename: str,
+    what: str,
+) -> None:
+    """UsageError (exit 2) before anything runs for an agent named by ``--after`` that left no
+    completed report: the agent would be told to read a file that does not exist (a mistyped
+    id, an agent that never ran or did not finish). ``what`` starts the message (``spawn``);
+    it lists the agents of the flow that have one."""
+    for name in after:
+        shown = previous_report_rel(flow_dir, flow_name, name, success_filename)
+        if (root / shown).is_file():
+            continue
+        agents = root / flow_dir / flow_name / "agents"
+        done = sorted(
+            p.name
+            for p in (agents.iterdir() if agents.is_dir() else ())
+            if (p / success_filename).is_file()
+        )
+        known = (
+            f"agents with one: {', '.join(done)}"
+            if done
+            else f"no agent of flow {flow_name} has one yet"
+        )
+        raise UsageError(
+            f"{what} --after {name}: no completed report at {shown} ({known}; "
+            "`gitflow-agents status` lists the agents and how they ended)"
+        )
+
+
 def write_system_prompt(
     root: Path, config: FlowConfig, agent_id: str, flow_name: str, text: str
 ) -> Path:

@@ -185,3 +185,17 @@ def test_a_spawned_implementer_gets_the_tools_git_statistics(repo: Path, run: Cl
         assert f"| `{name}` |" in section
     assert "flows/" not in section
     assert "work tree" in section
+
+
+def test_spawn_after_an_agent_with_no_completed_report_starts_nothing(repo: Path, run: Cli) -> None:
+    """``spawn --after`` a mistyped id: exit 2, one line, and no agent folder or run made."""
+    configure(repo)
+    spawned = run.main(
+        "spawn", "reviewer", "--plan", "specs/feature.md", "--step", "1",
+        "--after", "step-01-buildr", "--quiet", cwd=repo,
+    )  # fmt: skip
+    assert spawned.returncode == 2
+    assert spawned.stderr.count("\n") == 1, spawned.stderr
+    assert "spawn --after step-01-buildr: no completed report at " in spawned.stderr
+    assert "no agent of flow feature has one yet" in spawned.stderr
+    assert not (repo / "flows" / "feature").exists()

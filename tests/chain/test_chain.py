@@ -658,6 +658,12 @@ def test_flow_review_fix_review_by_hand(repo: Path) -> None:
     assert "flow fix --after nobody: no completed report at flows/feature/agents/nobody/" in (
         missing.stderr
     )
+    typo = flow(
+        repo, "implement", "--plan", "specs/feature.md", "--step", "1", "--after", "reviewr"
+    )
+    assert typo.returncode == 2  # every flow, not only fix (its report is in the message)
+    assert "flow implement --after reviewr: no completed report at " in typo.stderr
+    assert "(agents with one: reviewer, step-01-builder; " in typo.stderr
     fix = flow(repo, "fix", "--plan", "specs/feature.md", "--step", "1", "--after", "reviewer")
     assert fix.returncode == 0, fix.stderr + fix.stdout
     second = flow(repo, "review", "--branch", branch, "--flow", "feature", "--json")

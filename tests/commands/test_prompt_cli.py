@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,20 @@ def test_prints_the_prompt_for_a_plan_step(project: Path) -> None:
     assert result.stderr == ""
 
 
-def test_after_and_names_from_options(project: Path, cli_run: Cli) -> None:
+def completed(project: Path, tmp_path: Path, flow: str, *agents: str) -> Path:
+    """A copy of ``project`` (the fixture stays read-only) where ``agents`` of ``flow`` left a
+    completed report."""
+    root = tmp_path / "project"
+    shutil.copytree(project, root, symlinks=True)
+    for agent in agents:
+        folder = root / "flows" / flow / "agents" / agent
+        folder.mkdir(parents=True)
+        (folder / "report.complete.md").write_text("# Done\n")
+    return root
+
+
+def test_after_and_names_from_options(project: Path, tmp_path: Path, cli_run: Cli) -> None:
+    project = completed(project, tmp_path, "demo", "step-02-builder", "step-02-fixer")
     result = cli_run.main(
         "prompt",
         "--agent=reviewer",
@@ -55,6 +69,26 @@ def test_after_and_names_from_options(project: Path, cli_run: Cli) -> None:
     assert "1. **step-02-builder**: `flows/demo/agents/step-02-builder/report.complete.md`\n" in out
     assert "2. **step-02-fixer**: `flows/demo/agents/step-02-fixer/report.complete.md`\n" in out
     assert re.search(r"\n## Your Assignment\n\nReview this step:\n\n`{3,}md\n# Plan: ", out)
+
+
+def test_after_naming_an_agent_with_no_completed_report_is_refused(
+    project: Path, tmp_path: Path, cli_run: Cli
+) -> None:
+    """A mistyped ``--after`` id: exit 2, one line naming it and the agents that have a report,
+    rather than a prompt pointing the agent to a file that does not exist."""
+    project = completed(project, tmp_path, "example-plan", "step-01-builder")
+    result = cli_run.main(
+        "prompt", "--agent", "reviewer", "--plan", PLAN, "--step", "1",
+        "--after", "step-01-builder,step-01-buildr", cwd=project,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(
+        "gitflow-agents: error: prompt --after step-01-buildr: no completed report at "
+        "flows/example-plan/agents/step-01-buildr/report.complete.md "
+        "(agents with one: step-01-builder; "
+    )
 
 
 def test_raw_task_from_text_and_file(project: Path, tmp_path: Path, cli_run: Cli) -> None:
