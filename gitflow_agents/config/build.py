@@ -350,6 +350,7 @@ def _build_workflow(
             f"report, success and failure files must differ, got {workflow.report_filename!r}, "
             f"{workflow.success_filename!r}, {workflow.failed_filename!r}",
         )
+    _check_report_names(text, source, template, "completion_workflow.template")
     return workflow
 
 
@@ -427,6 +428,9 @@ def _agent_values(name: str, node: Node, layout: Layout) -> AgentConfig:
         completion, completion_source = _resolve_text(
             completion_node, layout, f"{keypath}.completion_template"
         )
+        _check_report_names(
+            completion, completion_source, completion_node, f"{keypath}.completion_template"
+        )
 
     options = unwrap(values["options"]) if "options" in values else {}
     allow_env = (
@@ -453,6 +457,23 @@ def _agent_values(name: str, node: Node, layout: Layout) -> AgentConfig:
         completion_template_source=completion_source,
         structured_reply=get("structured_reply") is not False,
         max_parallel=get("max_parallel"),
+    )
+
+
+REPORT_VARIABLES = ("{report_file}", "{success_file}", "{failed_file}")
+
+
+def _check_report_names(text: str, source: str, node: Node, keypath: str) -> None:
+    """A completion template names the agent's report files (``REPORT_VARIABLES``): without
+    any, the agent is never told where to write its report or what to rename it to, and every
+    run of it fails after it has been paid for (docs/configuration.md, ``template``)."""
+    if any(variable in text for variable in REPORT_VARIABLES):
+        return
+    where = "" if source == INLINE else f"{source} "
+    raise node.error(
+        keypath,
+        f"{where}uses none of {', '.join(REPORT_VARIABLES)}: the agent would not know which "
+        "file to write its report to and rename",
     )
 
 

@@ -345,8 +345,8 @@ TOP = Obj(
             "merged configuration.",
             fields={
                 "template": Str(
-                    doc="The 'Output Requirements' text; uses {report_file}, {success_file}, "
-                    "{failed_file}." + _AT_FILE
+                    doc="The 'Output Requirements' text; must use at least one of {report_file}, "
+                    "{success_file}, {failed_file}." + _AT_FILE
                 ),
                 "report": Obj(
                     doc="Report file names.",

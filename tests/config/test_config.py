@@ -88,7 +88,7 @@ def test_full_agent_and_shared_file(tmp_path: Path) -> None:
         ".flow/base.yaml",
         """\
         completion_workflow:
-          template: inline text
+          template: inline text, {report_file}
           report: {filename: progress.md, success_suffix: .done.md, failure_suffix: .bad.md}
         agents:
           sec-review:
@@ -149,8 +149,8 @@ def test_full_agent_and_shared_file(tmp_path: Path) -> None:
 
 
 def test_at_at_escapes_a_literal_at(tmp_path: Path) -> None:
-    write(tmp_path, ".flow/base.yaml", 'completion_workflow:\n  template: "@@team please"\n')
-    assert load_flow_config(tmp_path).completion_workflow.template == "@team please"
+    write(tmp_path, ".flow/base.yaml", 'completion_workflow:\n  template: "@@team {report_file}"\n')
+    assert load_flow_config(tmp_path).completion_workflow.template == "@team {report_file}"
 
 
 def test_defaults_section_and_spec_plan(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ def test_layers_merge_scalars_mappings_and_lists(tmp_path: Path) -> None:
         """\
         flow_dir: flows
         completion_workflow:
-          template: base template
+          template: base template {report_file}
           report: {filename: report.md}
         agents:
           builder:
@@ -259,7 +259,7 @@ def test_layers_merge_scalars_mappings_and_lists(tmp_path: Path) -> None:
     assert len(variant.sources) == 3
     assert variant.agent("builder").model is None  # null replaces
     assert variant.completion_workflow.success_filename == "report.ok.md"
-    assert variant.completion_workflow.template == "base template"
+    assert variant.completion_workflow.template == "base template {report_file}"
 
 
 CHAIN_AGENTS = "agents:\n  make: {}\n  check: {}\n  sec: {}\n  mend: {}\n"
@@ -603,6 +603,18 @@ def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:
             "must differ, got 'report.md', 'report.complete.md', 'report.complete.md'",
         ),
         (
+            "flow_dir: flows\ncompletion_workflow:\n  template: Write a short report.\n",
+            ".flow/base.yaml:3: completion_workflow.template: uses none of {report_file}, "
+            "{success_file}, {failed_file}: the agent would not know which file to write its "
+            "report to and rename",
+        ),
+        (
+            MINIMAL + "agents:\n  b:\n    adapter: claude\n    completion_template: Be brief.\n",
+            ".flow/base.yaml:6: agents.b.completion_template: uses none of {report_file}, "
+            "{success_file}, {failed_file}: the agent would not know which file to write its "
+            "report to and rename",
+        ),
+        (
             "completion_workflow:\n  template: null\n",
             ".flow/base.yaml:2: completion_workflow.template: expected a string, got null",
         ),
@@ -655,6 +667,17 @@ def test_shipped_flow_type_layers_are_not_invented(tmp_path: Path) -> None:
 def test_validation_errors_name_file_line_and_key(tmp_path: Path, text: str, expected: str) -> None:
     write(tmp_path, ".flow/base.yaml", text)
     assert load_error(tmp_path) == expected
+
+
+def test_a_completion_template_file_naming_no_report_file_is_refused(tmp_path: Path) -> None:
+    """The check reads the ``@file``'s text, and names the file as well as the key's line."""
+    write(tmp_path, ".flow/t.md", "Write a report.\n{step}\n")
+    write(tmp_path, ".flow/base.yaml", "\ncompletion_workflow:\n  template: '@.flow/t.md'\n")
+    assert load_error(tmp_path) == (
+        ".flow/base.yaml:3: completion_workflow.template: .flow/t.md uses none of {report_file}, "
+        "{success_file}, {failed_file}: the agent would not know which file to write its report "
+        "to and rename"
+    )
 
 
 def test_a_syntax_error_names_file_and_line_in_the_parsers_words(tmp_path: Path) -> None:
