@@ -58,6 +58,34 @@ def find_program(program: str, *, env: Mapping[str, str], cwd: Path) -> str | No
     return shutil.which(program, path=os.pathsep.join(os.get_exec_path(dict(env))))
 
 
+def missing_interpreter(path: str | Path, *, env: Mapping[str, str], cwd: Path) -> str | None:
+    """What is missing when the script at ``path`` (relative to ``cwd``) cannot start although
+    it is an executable file: its ``#!`` line's interpreter, which the system reports as the
+    script itself being missing (``ENOENT``). ``#!/usr/bin/env NAME`` looks NAME up on ``env``'s
+    PATH, as env does. None when it has no ``#!`` line or its interpreter is there."""
+    try:
+        with (cwd / path).open("rb") as handle:
+            first = handle.read(512).split(b"\n", 1)[0]
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    line = first[2:].decode("utf-8", "replace").strip()
+    words = line.split()
+    if not words:
+        return f"its #! line names no interpreter ({first.decode('utf-8', 'replace')!r})"
+    interpreter = words[0]
+    if find_program(interpreter if "/" in interpreter else f"./{interpreter}", env={}, cwd=cwd):
+        if Path(interpreter).name != "env":
+            return None
+        names = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        if not names or find_program(names[0], env=env, cwd=cwd) is not None:
+            return None
+        return f"its #! interpreter {names[0]!r} (#!{line}) is not on PATH"
+    shown = "" if line == interpreter else f" (#!{line})"
+    return f"its #! interpreter {interpreter!r}{shown} does not exist or cannot run"
+
+
 def not_installed_message(agent: str, adapter: Adapter, program: str) -> str:
     """One line: what is missing, what installs it, and how to run another program instead."""
     if not adapter.cli.install:  # the command adapter: the user's own program
@@ -78,11 +106,29 @@ def not_installed_message(agent: str, adapter: Adapter, program: str) -> str:
     )
 
 
+def no_interpreter_message(agent: str, adapter: Adapter, program: str, problem: str) -> str:
+    """One line: a script the agent runs whose interpreter (``missing_interpreter``) is missing."""
+    fix = (
+        f"check agents.{agent}.command"
+        if not adapter.cli.install
+        else f"install what it needs, or reinstall the {adapter.cli.name} CLI "
+        f"(`{adapter.cli.install}`)"
+    )
+    return f"agent {agent!r}: cannot start {program!r}: {problem}; {fix}"
+
+
 def require_program(spec: LaunchSpec, *, agent: str, adapter: Adapter) -> None:
-    """AgentNotInstalled when the launch's program cannot be started."""
+    """AgentNotInstalled when the launch's program cannot be started: it is not there, or it is
+    a script whose ``#!`` interpreter is not."""
     program = spec.argv[0] if spec.argv else ""
-    if program and find_program(program, env=spec.env, cwd=spec.cwd) is None:
+    if not program:
+        return
+    found = find_program(program, env=spec.env, cwd=spec.cwd)
+    if found is None:
         raise AgentNotInstalled(not_installed_message(agent, adapter, program))
+    problem = missing_interpreter(found, env=spec.env, cwd=spec.cwd)
+    if problem is not None:
+        raise AgentNotInstalled(no_interpreter_message(agent, adapter, program, problem))
 
 
 def check_agents(
@@ -101,8 +147,12 @@ def check_agents(
             continue
         overrides = agent_cfg.options.get("env")  # applied last by every adapter
         run_env = {**base_env, **overrides} if isinstance(overrides, Mapping) else base_env
-        if find_program(program, env=run_env, cwd=cwd) is None:
+        found = find_program(program, env=run_env, cwd=cwd)
+        if found is None:
             raise AgentNotInstalled(not_installed_message(name, adapter, program))
+        problem = missing_interpreter(found, env=run_env, cwd=cwd)
+        if problem is not None:
+            raise AgentNotInstalled(no_interpreter_message(name, adapter, program, problem))
 
 
 def _configured_program(agent_cfg: ConfiguredAgent, adapter: Adapter) -> str:

@@ -7,6 +7,7 @@ package's docstring, ``gitflow_agents/supervisor/__init__.py``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 from secrets import token_hex
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from gitflow_agents.agents.installed import find_program, missing_interpreter
 from gitflow_agents.base import crash
 from gitflow_agents.base.errors import interrupted_by
 from gitflow_agents.base.fsutil import make_dirs, refuse_symlinks
@@ -297,7 +299,7 @@ class _Supervision:
                 start_new_session=True,
             )
         except OSError as exc:  # nothing started: no agent:start (launch.prepare checked PATH)
-            failed = Verdict("crashed", f"could not start {command or '?'}: {exc}")
+            failed = Verdict("crashed", f"could not start {command or '?'}: {_why(exc, spec)}")
             return Stop("", failed, drain=0.0)
         self.proc = proc
         self._record_pid(proc)
@@ -570,3 +572,14 @@ def _restated(stop: Stop, verdict: Verdict, budget: BudgetWatch) -> Stop:
     ``BudgetWatch.fill``) counts that too, so the message states the same spend."""
     said = budget.exceeded()
     return stop if said is None else replace(stop, verdict=replace(verdict, reason=said))
+
+
+def _why(exc: OSError, spec: LaunchSpec) -> str:
+    """Why the agent's program did not start: a script that is there but whose ``#!``
+    interpreter is not is named by that interpreter (the system says ENOENT of the script)."""
+    if exc.errno == errno.ENOENT and spec.argv:
+        found = find_program(spec.argv[0], env=spec.env, cwd=Path(spec.cwd))
+        problem = missing_interpreter(found, env=spec.env, cwd=Path(spec.cwd)) if found else None
+        if problem is not None:
+            return problem
+    return str(exc)

@@ -464,6 +464,37 @@ def test_a_missing_program_found_only_at_launch_is_a_recorded_failure(repo: Path
     assert data["run"]["reason"].startswith("AgentNotInstalled")
 
 
+def test_a_script_whose_interpreter_is_missing_names_it_at_launch(repo: Path, cli: Cli) -> None:
+    """``./agent.sh`` is there; its ``#!`` interpreter is not: one line naming the interpreter
+    (exit 3), not "[Errno 2] No such file or directory: './agent.sh'"."""
+    setup_project(repo, {"sh": ["./agent.sh"]})
+    (repo / "agent.sh").write_text("#!/nonexistent/pyhton3\nprint(1)\n")
+    (repo / "agent.sh").chmod(0o755)
+    result = cli.main("spawn", "sh", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
+    assert result.returncode == 3
+    (line,) = result.stderr.splitlines()
+    assert line == (
+        "gitflow-agents: error: agent 'sh': cannot start './agent.sh': its #! interpreter "
+        "'/nonexistent/pyhton3' does not exist or cannot run; check agents.sh.command"
+    )
+
+
+def test_a_script_whose_env_interpreter_is_not_on_path_starts_nothing(
+    repo: Path, tmp_path: Path, cli: Cli
+) -> None:
+    """``#!/usr/bin/env NAME`` with no NAME on the agent's PATH: refused before anything starts."""
+    script = tmp_path / "agent"
+    script.write_text("#!/usr/bin/env pyhton3-nowhere\nprint(1)\n")
+    script.chmod(0o755)
+    setup_project(repo, {"sh": [str(script)]})
+    result = cli.main("spawn", "sh", "--flow", "f", "--task", "t", "--quiet", cwd=repo)
+    assert result.returncode == 3
+    (line,) = result.stderr.splitlines()
+    assert f"cannot start '{script}': its #! interpreter 'pyhton3-nowhere' " in line
+    assert "(#!/usr/bin/env pyhton3-nowhere) is not on PATH; check agents.sh.command" in line
+    assert not (repo / "flows").exists()
+
+
 def test_each_cli_adapter_names_the_package_that_installs_it() -> None:
     """The install hint names the package the e2e suite pins (tests/e2e/agents.lock)."""
     from gitflow_agents.agents import ADAPTERS

@@ -163,6 +163,20 @@ def test_missing_executable_is_crashed_not_raised(tmp_path: Path) -> None:
     assert run.memory.types() == ["agent:failed"]  # it never started: no "running (pid None)"
 
 
+def test_a_script_whose_interpreter_is_missing_names_the_interpreter(tmp_path: Path) -> None:
+    """The system says ENOENT of the script itself; what is missing is its #! interpreter."""
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/nonexistent/pyhton3 -u\nprint(1)\n")
+    script.chmod(0o755)
+    run = run_fake(tmp_path, "", argv=(str(script),))
+    assert run.outcome.status == "crashed"
+    assert run.outcome.reason == (
+        f"could not start {script}: its #! interpreter '/nonexistent/pyhton3' "
+        "(#!/nonexistent/pyhton3 -u) does not exist or cannot run"
+    )
+    assert run.memory.types() == ["agent:failed"]
+
+
 def test_silent_hang_is_stuck_and_killed(tmp_path: Path) -> None:
     run = run_fake(tmp_path, "hang", stuck=0.3)
     assert run.outcome.status == "stuck"
