@@ -23,7 +23,7 @@ from gitflow_agents.reviewer.builtin import diff_secrets
 from gitflow_agents.reviewer.checkout import kept_head
 from gitflow_agents.reviewer.checks import CheckOptions
 from gitflow_agents.reviewer.flow_settings import local_settings
-from gitflow_agents.reviewer.incremental import Earlier, decide, merged
+from gitflow_agents.reviewer.incremental import Earlier, decide, merged, reviewed_only
 from gitflow_agents.reviewer.incremental import Scope as Increment
 from gitflow_agents.reviewer.target import Target, gated, line_lookup, review_builtin_target
 
@@ -153,6 +153,7 @@ def _agent_review(
     """An agent reviewer's parsed review of ``target`` (whole, or incremental since
     ``earlier``'s head) and the exact secret values of the diff; see ``review_target``."""
     increment = decide(root, target.base, target.head, agent, earlier or Earlier())
+    increment = reviewed_only(increment, settings)  # review.exclude: no finding carries over
     scope = scope_of(settings, git.numstat(root, target.spec))
     if target.paths:  # only these files (the hook's, from pre-commit): its diff command says so
         scope = scope._replace(pathspecs=(*git.literal_pathspecs(target.paths), *scope.pathspecs))

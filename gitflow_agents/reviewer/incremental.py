@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitflow_agents.base.errors import GitError, UsageError
 from gitflow_agents.base.jsondata import loads
@@ -23,6 +23,9 @@ from gitflow_agents.git import queries as git
 from gitflow_agents.git.diffparse import Hunk
 from gitflow_agents.reviewer import builtin
 from gitflow_agents.reviewer.notes import parse_review_note
+
+if TYPE_CHECKING:
+    from gitflow_agents.findings.settings import ReviewSettings
 
 INCREMENTAL, FULL = "incremental", "full"
 MAX_NOTED_COMMITS = 50
@@ -161,6 +164,18 @@ def _moved(finding: Finding, hunks: Sequence[Hunk]) -> Finding | None:
             return None
     end_line = finding.end_line + shift if finding.end_line is not None else None
     return finding._replace(line=first + shift, end_line=end_line)
+
+
+def reviewed_only(scope: Scope, settings: ReviewSettings) -> Scope:
+    """``scope`` without the open findings in files ``settings`` exclude: ``review.exclude``
+    means never reviewed, so none of them carries over, is listed to the reviewer or counts as
+    fixed, and the verdict agrees with a full review's, whose diff leaves those files out (an
+    earlier review may have reviewed a file excluded since, or reported on an excluded one)."""
+
+    def kept(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+        return tuple(f for f in findings if f.file is None or settings.excluded(f.file) is None)
+
+    return scope._replace(carried=kept(scope.carried), touched=kept(scope.touched))
 
 
 def merged(scope: Scope, findings: Sequence[Finding]) -> tuple[tuple[Finding, ...], int]:

@@ -226,3 +226,41 @@ def test_a_submodule_added_since_the_last_review_is_in_the_incremental_diff(
     moved = commit("the next fix moves it")
     scope = decide(repo, base, moved, AGENT, Earlier(Prior(head, base, AGENT)))
     assert scope.new_files == ("lib",)
+
+
+def exclude(scene: Scenario, globs: str) -> None:
+    """``review.exclude: GLOBS`` in the work tree's ``.flow/base.yaml`` (what the review reads)."""
+    config = scene.repo / ".flow" / "base.yaml"
+    config.write_text(config.read_text() + f"review:\n  exclude: {globs}\n")
+
+
+GENERATED = {"severity": "error", "file": "gen/out.txt", "line": 3, "message": "generated"}
+
+
+@pytest.mark.parametrize("since", [True, False], ids=["excluded-since", "excluded-throughout"])
+def test_an_open_finding_in_an_excluded_file_does_not_carry_over(
+    cli: Cli, scene: Scenario, since: bool
+) -> None:
+    """``review.exclude`` means never reviewed: a finding the last review left open in a file
+    the settings now exclude (excluded since, or a reviewer that reported on one all the same)
+    is not carried over, so the incremental review agrees with a full one (the tester's
+    repro-2: the finding kept the range from approval)."""
+    if not since:
+        exclude(scene, "[gen/]")
+    (scene.repo / "gen").mkdir()
+    (scene.repo / "gen" / "out.txt").write_text("".join(f"{i}\n" for i in range(10)))
+    git(scene.repo, "add", "gen")
+    scene.push(0, "push 1: the calculator and a generated file")
+    scene.say([{**GENERATED, "rule": "g1"}])
+    assert review(cli, scene)["gate"]["approved"] is False
+    if since:
+        exclude(scene, "[gen/]")
+    scene.push(1, "push 2")
+    scene.say([])
+    second = review(cli, scene)
+    assert (second["findings"], second["gate"]["approved"]) == ([], True), second["kindReason"]
+    assert "gen/out.txt" not in scene.reads()[-1]["text"]  # nor listed as open to the reviewer
+    whole = review(cli, scene, "--full")
+    assert (whole["findings"], whole["gate"]["approved"]) == ([], True)
+    if not since:  # the same settings: still incremental
+        assert second["kind"] == "incremental"
