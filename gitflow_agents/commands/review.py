@@ -236,6 +236,7 @@ def _review(
             agent=args.agent,
             threshold=threshold.value,
             open_findings=None if earlier is None else [f.to_dict() for f in review.findings],
+            scope_digest=review.scope_digest,
         )
     if untracked:  # handed over but not reviewed: never a pass
         _say_untracked(untracked)

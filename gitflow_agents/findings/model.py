@@ -223,6 +223,10 @@ class Review(NamedTuple):
     was decided (a chain reviewer's own result.json)."""
     kind_reason: str = ""
     """Why that kind ran: "incremental: since abc123 …", "full: …"."""
+    scope_digest: str = ""
+    """An agent reviewer's ``reviewer/incremental.scope_digest``: what chose the files it
+    reviewed, recorded with its open findings (the note, the Action's state) for the next,
+    incremental review; not an output ("" for every other review)."""
     outcome: str = ""
     """Set when the reviewer did not complete, so there is no verdict: how its agent run ended
     (``budget``, ``failed``, ``stuck``, ``timeout``, ``canceled``, ``crashed``, ``rate_limited``;

@@ -23,7 +23,13 @@ from gitflow_agents.reviewer.builtin import diff_secrets
 from gitflow_agents.reviewer.checkout import kept_head
 from gitflow_agents.reviewer.checks import CheckOptions
 from gitflow_agents.reviewer.flow_settings import local_settings
-from gitflow_agents.reviewer.incremental import Earlier, decide, merged, reviewed_only
+from gitflow_agents.reviewer.incremental import (
+    Earlier,
+    decide,
+    merged,
+    reviewed_only,
+    scope_digest,
+)
 from gitflow_agents.reviewer.incremental import Scope as Increment
 from gitflow_agents.reviewer.target import Target, gated, line_lookup, review_builtin_target
 
@@ -152,7 +158,8 @@ def _agent_review(
 ) -> tuple[Review, frozenset[str]]:
     """An agent reviewer's parsed review of ``target`` (whole, or incremental since
     ``earlier``'s head) and the exact secret values of the diff; see ``review_target``."""
-    increment = decide(root, target.base, target.head, agent, earlier or Earlier())
+    digest = scope_digest(settings)  # a full review when review.exclude changed since
+    increment = decide(root, target.base, target.head, agent, earlier or Earlier(), digest)
     increment = reviewed_only(increment, settings)  # review.exclude: no finding carries over
     scope = scope_of(settings, git.numstat(root, target.spec))
     if target.paths:  # only these files (the hook's, from pre-commit): its diff command says so
@@ -176,6 +183,8 @@ def _agent_review(
         line_content=line_lookup(blobs, target.head),
         root=root,  # where the reviewer worked: its absolute paths are made relative to it
     )
-    parsed = parsed._replace(run=with_usage(parsed.run, usage), excluded_files=len(scope.excluded))
+    parsed = parsed._replace(
+        run=with_usage(parsed.run, usage), excluded_files=len(scope.excluded), scope_digest=digest
+    )
     parsed, increment = _whole_range(parsed, increment)
     return parsed._replace(kind=increment.kind, kind_reason=increment.reason), secrets

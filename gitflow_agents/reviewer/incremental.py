@@ -12,6 +12,8 @@ unsure is a full review, and ``Scope.reason`` says why. docs/review.md, "Increme
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -34,12 +36,15 @@ MAX_NOTED_COMMITS = 50
 
 class Prior(NamedTuple):
     """An earlier review of the range: the head it reviewed, the base it reviewed it against,
-    its reviewer, and the findings it left open."""
+    its reviewer, the findings it left open, and what chose its files (``scope``)."""
 
     reviewed_sha: str
     base_sha: str
     agent: str
     findings: tuple[Finding, ...] = ()
+    scope: str | None = None
+    """``scope_digest`` of the settings it reviewed with (None: not recorded, an older
+    version's note or state)."""
 
 
 class Earlier(NamedTuple):
@@ -71,8 +76,27 @@ def full(reason: str) -> Scope:
     return Scope(FULL, f"full: {reason}")
 
 
-def decide(root: Path, base: str, head: str | None, agent: str, earlier: Earlier) -> Scope:
-    """The scope of a review of ``base..head`` by ``agent``."""
+def scope_digest(settings: ReviewSettings) -> str:
+    """What decides which files a review leaves out (``review.exclude``'s globs, the default
+    ones when the section sets none) as a short digest, recorded with the review: a later
+    review whose settings give another one is a full review, since a file left out then and
+    reviewed now was never reviewed (``decide``)."""
+    globs = sorted({glob.glob for glob in settings.exclude})
+    text = json.dumps({"exclude": globs}, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def decide(
+    root: Path,
+    base: str,
+    head: str | None,
+    agent: str,
+    earlier: Earlier,
+    scope: str | None = None,
+) -> Scope:
+    """The scope of a review of ``base..head`` by ``agent``; ``scope``: the ``scope_digest`` of
+    the settings it reviews with (None: its diff leaves no file out, a chain's agent reviewer),
+    which must be the one the last review recorded."""
     prior = earlier.prior
     if agent == "builtin":
         return Scope(*builtin.WHOLE_RANGE)
@@ -100,6 +124,10 @@ def decide(root: Path, base: str, head: str | None, agent: str, earlier: Earlier
         )
     if prior.base_sha != base:
         return full(f"the base changed since the last review ({prior.base_sha[:12]} → {base[:12]})")
+    if scope is not None and prior.scope is None:  # fail closed: it may have left files out
+        return full("the last review does not record its review.exclude (an older version's)")
+    if scope is not None and prior.scope != scope:
+        return full("review.exclude changed since the last review: it may have left files out")
     files = tuple(git.numstat(root, git.DiffSpec(base, head)))
     changed = tuple(git.numstat(root, git.DiffSpec(since, head)))
     new_files = tuple(f for f in changed if f in files)
@@ -207,19 +235,26 @@ def findings_from(data: Any) -> tuple[Finding, ...] | None:
 def prior_from_notes(root: Path, base: str, head: str, agent: str) -> Prior | None:
     """``git agent-review``'s last reviewed head: the newest commit of ``base..head`` before
     ``head`` whose approval note (either verdict) is ``agent``'s own review of it and records
-    its open findings. ``head``'s own note is not one: re-running a review is a re-run, not an
-    increment of nothing."""
+    its open findings (and, with them, ``scopeDigest``: ``scope_digest``). ``head``'s own note
+    is not one: re-running a review is a re-run, not an increment of nothing."""
     commits = git.commits_between(root, base, head)[-MAX_NOTED_COMMITS - 1 : -1]
     for commit in reversed(commits):
         text = git.read_note(root, commit.sha)
         note = parse_review_note(text)
         if note is None or note.reviewed_sha != commit.sha or note.agent != agent:
             continue
-        found = findings_from(_note_data(text).get("openFindings"))
+        data = _note_data(text)
+        found = findings_from(data.get("openFindings"))
         if found is None:
             return None
-        return Prior(commit.sha, note.base_sha, note.agent, found)
+        return Prior(commit.sha, note.base_sha, note.agent, found, recorded_scope(data))
     return None
+
+
+def recorded_scope(data: Mapping[str, Any]) -> str | None:
+    """The ``scopeDigest`` a note or the Action's state records (None: none)."""
+    scope = data.get("scopeDigest")
+    return scope if isinstance(scope, str) and scope else None
 
 
 def _note_data(text: str | None) -> dict[str, Any]:

@@ -27,6 +27,7 @@ def record_review(
     agent: str,
     threshold: str,
     open_findings: list[dict[str, Any]] | None = None,
+    scope_digest: str = "",
 ) -> ApprovalNote:
     """Write the note for ``reviewed_sha`` (replacing an earlier one, so a later REVISE on the
     same commit withdraws an earlier approval). UsageError for an approval of nothing (the
@@ -34,7 +35,8 @@ def record_review(
     check first, this keeps such a note from ever existing.
     ``open_findings`` (an agent reviewer's findings as JSON) go into the note as
     ``openFindings``: what the next, incremental review of the range builds on
-    (``reviewer/incremental.py``)."""
+    (``reviewer/incremental.py``), with ``scope_digest`` as ``scopeDigest`` (what chose the
+    files the review saw: a next review whose settings differ is a full one)."""
     empty = empty_range(root, base_sha, reviewed_sha) if approved else None
     if empty is not None:
         raise UsageError(
@@ -53,7 +55,9 @@ def record_review(
     )
     text = note.to_json()
     if open_findings is not None:
-        data = {**note._asdict(), "openFindings": open_findings}
+        data: dict[str, Any] = {**note._asdict(), "openFindings": open_findings}
+        if scope_digest:
+            data["scopeDigest"] = scope_digest
         text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     git.write_note(root, reviewed_sha, text)
     return note

@@ -16,7 +16,7 @@ from gitflow_agents.findings import Finding, Severity
 from gitflow_agents.reviewer import read_review_note
 from gitflow_agents.reviewer.incremental import follow
 from tests.conftest import Cli, git
-from tests.helpers.incremental import AGENT, Scenario, finding, line_of
+from tests.helpers.incremental import AGENT, Scenario, finding, line_of, reviewer_config
 
 
 @pytest.fixture
@@ -231,7 +231,7 @@ def test_a_submodule_added_since_the_last_review_is_in_the_incremental_diff(
 def exclude(scene: Scenario, globs: str) -> None:
     """``review.exclude: GLOBS`` in the work tree's ``.flow/base.yaml`` (what the review reads)."""
     config = scene.repo / ".flow" / "base.yaml"
-    config.write_text(config.read_text() + f"review:\n  exclude: {globs}\n")
+    config.write_text(reviewer_config(scene.findings, scene.log) + f"review:\n  exclude: {globs}\n")
 
 
 GENERATED = {"severity": "error", "file": "gen/out.txt", "line": 3, "message": "generated"}
@@ -264,3 +264,42 @@ def test_an_open_finding_in_an_excluded_file_does_not_carry_over(
     assert (whole["findings"], whole["gate"]["approved"]) == ([], True)
     if not since:  # the same settings: still incremental
         assert second["kind"] == "incremental"
+
+
+def test_a_file_review_exclude_no_longer_excludes_gets_a_full_review(
+    cli: Cli, scene: Scenario
+) -> None:
+    """A file ``review.exclude`` left out of the last review, and no longer excludes, was never
+    reviewed: the next review is a full one, its diff shows the file (the tester's repro-1: an
+    incremental review of the new commit alone approved the range). A review with the same
+    settings stays incremental."""
+    exclude(scene, "[gen/]")
+    (scene.repo / "gen").mkdir()
+    (scene.repo / "gen" / "settings.py").write_text('PASSWORD = "hunter2"\n')
+    git(scene.repo, "add", "gen")
+    scene.push(0, "push 1: gen/ excluded")
+    assert review(cli, scene)["kind"] == "full"
+    assert "gen/settings.py" not in scene.reads()[-1]["diffText"]
+    scene.push(1, "push 2: the same settings")
+    assert review(cli, scene)["kind"] == "incremental"
+    exclude(scene, "[]")
+    scene.push(2, "push 3: gen/ reviewed now")
+    third = review(cli, scene)
+    assert third["kind"] == "full", third["kindReason"]
+    assert "review.exclude changed since the last review" in third["kindReason"]
+    assert "gen/settings.py" in scene.reads()[-1]["diffText"]
+
+
+def test_a_note_without_the_scope_digest_gets_a_full_review(cli: Cli, scene: Scenario) -> None:
+    """A note that does not record what chose its files (an older version's) may have left any
+    file out: the next review is a full one (fail closed), and records the digest."""
+    first = scene.push(0, "push 1")
+    review(cli, scene)
+    note = json.loads(git(scene.repo, "notes", "--ref=gitflow-agents", "show", first))
+    assert note.pop("scopeDigest").startswith("sha256:")
+    git(scene.repo, "notes", "--ref=gitflow-agents", "add", "-f", "-m", json.dumps(note), first)
+    scene.push(1, "push 2")
+    second = review(cli, scene)
+    assert second["kind"] == "full" and "does not record its review.exclude" in second["kindReason"]
+    scene.push(2, "push 3")
+    assert review(cli, scene)["kind"] == "incremental"

@@ -27,7 +27,7 @@ from gitflow_agents.github.api.client import PullRequest
 from gitflow_agents.github.api.values import MergeGroup
 from gitflow_agents.reviewer.agent_target import review_target, runs_builtin
 from gitflow_agents.reviewer.flow_settings import acceptance_at, settings_at
-from gitflow_agents.reviewer.incremental import Earlier, Prior, findings_from
+from gitflow_agents.reviewer.incremental import Earlier, Prior, findings_from, recorded_scope
 from gitflow_agents.reviewer.locate import empty_range, missing_history
 from gitflow_agents.reviewer.target import Target
 from gitflow_agents.runs.spend import NOTHING, run_spend
@@ -242,7 +242,8 @@ def earlier_review(body: str | None, since: str, agent: str) -> Earlier:
         found = findings_from(state.get("openFindings"))
         if state.get("reviewedSha") == since and found is not None:
             base, by = state.get("baseSha"), state.get("agent")
-            prior = Prior(since, base if isinstance(base, str) else "", str(by), found)
+            base = base if isinstance(base, str) else ""
+            prior = Prior(since, base, str(by), found, recorded_scope(state))
             return Earlier(prior)
     return Earlier(
         unknown=f"the summary comment records no review of {since[:12]}, the head before the push"

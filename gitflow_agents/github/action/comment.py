@@ -449,7 +449,7 @@ findings, give way (a head not remembered means a full review next time)."""
 
 def recorded_states(body: str) -> list[dict[str, Any]]:
     """The reviewed heads our summary comment ``body`` records, newest first (each
-    ``reviewedSha``, ``baseSha``, ``agent``, ``openFindings``); none when it records none or
+    ``reviewedSha``, ``baseSha``, ``agent``, ``openFindings``, ``scopeDigest``); none when it records none or
     what it holds is not that."""
     match = _STATE.search(body)
     if match is None:
@@ -471,9 +471,10 @@ def state_of(body: str | None) -> str:
 
 
 def state_line(review: Review, agent: str, earlier: Sequence[dict[str, Any]]) -> str:
-    """The hidden line recording ``review`` (its head, base, reviewer and open findings) before
-    the ``earlier`` states of other heads; "" when the review is about no commit. JSON with
-    ``<``, ``>`` and ``&`` escaped, so no text in it can end the HTML comment."""
+    """The hidden line recording ``review`` (its head, base, reviewer, open findings and scope
+    digest) before the ``earlier`` states of other heads; "" when the review is about no
+    commit. JSON with ``<``, ``>`` and ``&`` escaped, so no text in it can end the HTML
+    comment."""
     if not review.reviewed_sha:
         return ""
     this = {
@@ -482,6 +483,7 @@ def state_line(review: Review, agent: str, earlier: Sequence[dict[str, Any]]) ->
         "agent": agent,
         "kind": review.kind or "full",
         "openFindings": [f.to_dict() for f in review.findings],
+        **({"scopeDigest": review.scope_digest} if review.scope_digest else {}),
     }
     older = [s for s in earlier if s.get("reviewedSha") != review.reviewed_sha]
     for states in (

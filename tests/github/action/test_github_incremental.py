@@ -19,7 +19,7 @@ from gitflow_agents.github.action.comment import MARKER, recorded_states, state_
 from tests.conftest import git
 from tests.github_standin import GitHubStandIn, Pull, gh
 from tests.helpers.action_runner import Runner, pr_event, pr_files, runner, states
-from tests.helpers.incremental import AGENT, Scenario, finding, line_of
+from tests.helpers.incremental import AGENT, Scenario, finding, line_of, reviewer_config
 
 __all__ = ["gh", "runner"]
 
@@ -161,3 +161,51 @@ def test_the_state_line_stays_one_html_comment_and_within_its_size() -> None:
     assert kept["reviewedSha"] == "a" * 40 and kept["openFindings"] is None
     assert recorded_states("no state here") == []
     assert recorded_states("<!-- gitflow-agents:state {not json} -->") == []
+
+
+def test_a_base_commit_that_stops_excluding_a_file_gets_a_full_review(
+    runner: Runner, gh: GitHubStandIn, scene: Scenario
+) -> None:
+    """The base branch stops excluding ``gen/`` (``review.exclude``) while the merge-base stays:
+    the next push gets a full review, whose diff shows ``gen/settings.py``, never reviewed
+    before; the state records what chose the files (``scopeDigest``)."""
+
+    def on_main(globs: str) -> str:
+        git(scene.repo, "checkout", "-q", "main")
+        config = scene.repo / ".flow" / "base.yaml"
+        config.write_text(
+            reviewer_config(scene.findings, scene.log) + f"review:\n  exclude: {globs}\n"
+        )
+        git(scene.repo, "commit", "-q", "-am", f"exclude {globs}")
+        git(scene.repo, "checkout", "-q", "feature")
+        return git(scene.repo, "rev-parse", "main").strip()
+
+    scene.base = on_main("[gen/]")
+    git(scene.repo, "reset", "-q", "--hard", scene.base)
+    (scene.repo / "gen").mkdir()
+    (scene.repo / "gen" / "settings.py").write_text('PASSWORD = "hunter2"\n')
+    git(scene.repo, "add", "gen")
+    one = scene.push(0, "push 1")
+    act(runner, push_event(gh, scene, one, None))
+    assert "gen/settings.py" not in scene.reads()[-1]["diffText"]
+    assert recorded_states(sticky(gh))[0]["scopeDigest"].startswith("sha256:")
+    scene.base = on_main("[]")  # the pull request's base moves on; its merge-base does not
+    two = scene.push(1, "push 2")
+    again = act(runner, push_event(gh, scene, two, one))
+    assert again["kind"] == "full", again["kindReason"]
+    assert "review.exclude changed" in again["kindReason"]
+    assert "gen/settings.py" in scene.reads()[-1]["diffText"]
+
+
+def test_a_state_without_the_scope_digest_gets_a_full_review(
+    runner: Runner, gh: GitHubStandIn, scene: Scenario
+) -> None:
+    """A state an older version wrote (no ``scopeDigest``) may have left any file out: full."""
+    one = scene.push(0, "push 1")
+    act(runner, push_event(gh, scene, one, None))
+    (comment,) = gh.comments_on(7)
+    comment["body"] = comment["body"].replace('"scopeDigest":', '"oldKey":')
+    two = scene.push(1, "push 2")
+    again = act(runner, push_event(gh, scene, two, one))
+    assert again["kind"] == "full"
+    assert "does not record its review.exclude" in again["kindReason"]
