@@ -223,21 +223,31 @@ def _review_task(
     )
 
 
+UNREADABLE = "\ufffd"
+"""What stands in a path git reports for each byte that is not UTF-8 (git's output is read
+lossily): a ``:(literal)`` pathspec of that path matches no file, so an incremental review's
+diff command then names no file (it shows every file the new commits changed; the files
+``review.exclude`` leaves out stay out), rather than leave one unreviewed."""
+
+
 def incremental_intro(
     increment: Increment, base: str, head: str, excluded: Sequence[str] = (), limit: str = ""
 ) -> str:
     """The assignment of an incremental review (``INCREMENTAL_TASK``): the commits since
     ``increment.since``, their diff command over the change's files (``excluded`` left out;
-    ``limit``: the pathspecs when none of them changed), the change's files and the findings
-    still open. ``git agent-review``, the Action and a chain's re-review after a fix."""
+    ``limit``: the pathspecs when none of them changed, or when one of them has a name that
+    is not UTF-8), the change's files and the findings still open. ``git agent-review``, the
+    Action and a chain's re-review after a fix."""
     left_out = set(excluded)
     new_files = [f for f in increment.new_files if f not in left_out]
+    if any(UNREADABLE in f for f in new_files):  # no pathspec would match it: name none
+        new_files = []
     paths = " ".join(shlex.quote(f":(literal){f}") for f in new_files) or limit
     return INCREMENTAL_TASK.format(
         since=increment.since,
         head=head,
         base=base,
-        diff_command=f"git diff {increment.since} {head} -- {paths}".rstrip(),
+        diff_command=f"git diff {increment.since} {head}" + (f" -- {paths}" if paths else ""),
         files="\n".join(f"- {f}" for f in increment.files if f not in left_out),
         open_findings=_open_section(increment),
     )

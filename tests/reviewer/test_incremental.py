@@ -7,6 +7,7 @@ give a full review, and the JSON says which kind ran and why."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -303,3 +304,23 @@ def test_a_note_without_the_scope_digest_gets_a_full_review(cli: Cli, scene: Sce
     assert second["kind"] == "full" and "does not record its review.exclude" in second["kindReason"]
     scene.push(2, "push 3")
     assert review(cli, scene)["kind"] == "incremental"
+
+
+def test_a_file_whose_name_is_not_utf8_is_in_the_incremental_diff(
+    cli: Cli, scene: Scenario
+) -> None:
+    """A file the new commits change whose name is not UTF-8 (Latin-1 ``clé.py``) reads back
+    from git with U+FFFD in it: no ``:(literal)`` pathspec names it, so the diff command leaves
+    out the per-file pathspecs and shows every file the new commits changed (the tester's
+    repro-3: it showed an empty diff, and the file was never reviewed)."""
+    scene.push(0, "push 1")
+    review(cli, scene)
+    name = os.fsdecode(b"cl\xe9.py")
+    (scene.repo / name).write_text('TOKEN = "not-utf8-name"\n')
+    git(scene.repo, "add", "-A")
+    scene.push(1, "push 2: clé.py in Latin-1")
+    second = review(cli, scene)
+    assert second["kind"] == "incremental", second["kindReason"]
+    read = scene.reads()[-1]
+    assert 'TOKEN = "not-utf8-name"' in read["diffText"], read["command"]
+    assert "scale_0(x):\n-    return x * 0" in read["diffText"]  # the other file too
