@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from gitflow_agents.base.errors import BudgetError, ExitCode, GitError, interrupted_by
 from gitflow_agents.chain.agents import (
+    TRAILER_RUN,
     AgentFailed,
     AgentRun,
     Job,
@@ -49,6 +50,7 @@ from gitflow_agents.chain.workspace import (
     reset_unless_clean,
     step_workspace,
 )
+from gitflow_agents.git import queries as git
 from gitflow_agents.reviewer.agent import open_finding_line
 from gitflow_agents.runs import lock
 
@@ -227,6 +229,10 @@ def _implement(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Star
     if lander.implemented is not None:  # the branch holds finished work: review it
         reset_unless_clean(ws, lander.implemented)
         return Start(ws, step, lander.implemented, ())
+    kept = _users_work(ctx, ws)
+    if kept is not None:  # commits of the user's found nowhere else: never reset away
+        reset_unless_clean(ws, kept)
+        return Start(ws, step, kept, ())
     builder_id = agent_id_for(settings.implementer, step)
     ctx.hub.emit("phase:start", {"phase": "implement", "step": step})
     builder = rec.add(
@@ -248,6 +254,29 @@ def _implement(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Star
     if builder.end_sha == builder.start_sha:
         return _nothing(rec, builder)
     return Start(ws, step, builder.end_sha, (builder.agent_id,))
+
+
+def _users_work(ctx: Context, ws: Workspace) -> str | None:
+    """The step branch's tip when the branch holds commits gitflow-agents did not make (no
+    ``TRAILER_RUN``) that are on neither the target nor a remote (what ``gc`` keeps a work tree
+    for): a branch the user made under the step's name, a fix committed in the step's work tree
+    after a rejection. Resuming would reset the branch to where an agent started, and those
+    commits would survive only in the reflog; instead the branch is the step's work as it
+    stands, reviewed from the first round (the implementer does not run), as ``run --pr``
+    reviews a branch it continues. A note names the commits. None: nothing of the user's."""
+    assert ws.branch is not None
+    found = git.unpublished_foreign(ctx.root, ws.branch, ctx.target, TRAILER_RUN)
+    tip = git.branch_sha(ctx.root, ws.branch)
+    if not found or tip is None:
+        return None
+    many = "commit" if len(found) == 1 else "commits"
+    shown = "; ".join(found[:3]) + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
+    ctx.notices.append(
+        f"{ws.branch} holds {len(found)} {many} gitflow-agents did not make, on neither "
+        f"{ctx.target} nor a remote ({shown}): kept, and the branch at {tip[:12]} is reviewed "
+        "as the step's work (the implementer does not run)"
+    )
+    return tip
 
 
 def _title(ctx: Context, step: int) -> str:

@@ -91,6 +91,7 @@ if TYPE_CHECKING:
     from gitflow_agents.git.worktree import require_tool_worktree as require_tool_worktree
     from gitflow_agents.git.worktree import set_branch as set_branch
     from gitflow_agents.git.worktree import tool_worktree_root as tool_worktree_root
+    from gitflow_agents.git.worktree import unpublished_foreign as unpublished_foreign
     from gitflow_agents.git.worktree import untracked_paths as untracked_paths
     from gitflow_agents.git.worktree import untracked_repositories as untracked_repositories
     from gitflow_agents.git.worktree import work_tree_top as work_tree_top

@@ -598,10 +598,31 @@ def admin_dir(worktree: Path) -> Path | None:
 def unpublished_commits(root: Path, branch: str, target: str) -> int:
     """How many commits of local ``branch`` are neither on the local ``target`` branch nor on
     any remote-tracking branch: work that exists nowhere else."""
+    result = run_git(root, "rev-list", "--count", *_unpublished(root, branch, target), check=False)
+    return int(result.stdout.strip() or 0) if result.returncode == 0 else 0
+
+
+def unpublished_foreign(root: Path, branch: str, target: str, trailer: str) -> tuple[str, ...]:
+    """The commits of local ``branch`` that exist nowhere else (``unpublished_commits``) and
+    carry no ``trailer`` (whose every commit the tool makes carries it): what a reset of the
+    branch would lose for good. Newest first, one line each (short sha and subject)."""
+    result = run_git(
+        root,
+        "log",
+        f"--format=%h %s%x00%(trailers:key={trailer},valueonly)%x00",
+        *_unpublished(root, branch, target),
+        check=False,
+    )
+    if result.returncode != 0:
+        return ()
+    fields = result.stdout.split("\0")
+    pairs = zip(fields[0::2], fields[1::2], strict=False)
+    return tuple(line.strip() for line, value in pairs if not value.strip())
+
+
+def _unpublished(root: Path, branch: str, target: str) -> list[str]:
+    """rev-list's arguments for the commits of ``branch`` on neither ``target`` nor a remote."""
     others = ["--remotes"]
     if branch_sha(root, target) is not None:
         others.insert(0, f"refs/heads/{target}")
-    result = run_git(
-        root, "rev-list", "--count", f"refs/heads/{branch}", "--not", *others, check=False
-    )
-    return int(result.stdout.strip() or 0) if result.returncode == 0 else 0
+    return [f"refs/heads/{branch}", "--not", *others]

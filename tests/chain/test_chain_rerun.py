@@ -227,6 +227,48 @@ def test_a_rerun_after_a_rejection_in_round_2_reuses_the_round_1_fix(
     assert g.is_ancestor(repo, fixed, "main") and committed_status(repo, "main", 1) == "✅"
 
 
+def test_a_step_branch_holding_a_commit_of_the_users_is_reviewed_not_reset(repo: Path) -> None:
+    """A branch the user made under the step's name, with a commit found on neither the target
+    nor a remote: the run used to reset it to the merge-base (the commit left only in the
+    reflog) and implement from scratch. The commit is kept and reviewed as the step's work."""
+    configure(repo)
+    git(repo, "branch", "agents/feature/step-1")
+    tree = repo.parent / f"{repo.name}-mine"
+    git(repo, "worktree", "add", "-q", str(tree), "agents/feature/step-1")
+    (tree / "mine.txt").write_text("my own work\n")
+    git(tree, "add", "mine.txt")
+    git(tree, "commit", "-qm", "my own work")
+    mine = git(tree, "rev-parse", "HEAD").strip()
+    git(repo, "worktree", "remove", str(tree))
+    out = run(repo, "--step", "1")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "holds 1 commit gitflow-agents did not make" in out.stdout
+    assert f"({mine[:7]} my own work)" in out.stdout
+    assert g.is_ancestor(repo, mine, "main") and committed_status(repo, "main", 1) == "✅"
+    kinds = [a["kind"] for a in results(repo)[-1]["chain"]["agents"]]
+    assert kinds == ["review"]  # reviewed as it stands: no implementer ran over it
+
+
+def test_a_fix_the_user_committed_after_a_rejection_is_reviewed_not_dropped(repo: Path) -> None:
+    """After a rejected run the user commits a fix in the step's work tree; running the step
+    again reviewed the agents' commit again and reset the branch under the fix."""
+    configure(repo, reviewer="revise")
+    first = run(repo, "--step", "1", "--max-iterations", "1")
+    assert first.returncode == 1, first.stderr + first.stdout
+    tree = g.worktree_of_branch(repo, "agents/feature/step-1")
+    assert tree is not None
+    (tree / "USER_FIX.txt").write_text("the user's fix\n")
+    git(tree, "add", "USER_FIX.txt")
+    git(tree, "commit", "-qm", "my fix")
+    fix = git(tree, "rev-parse", "HEAD").strip()
+    set_agent(repo, "reviewer", fake("reviewer", "approve"))
+    again = run(repo, "--step", "1", "--max-iterations", "1")
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert f"({fix[:7]} my fix)" in again.stdout
+    assert g.is_ancestor(repo, fix, "main") and (repo / "USER_FIX.txt").exists()
+    assert committed_status(repo, "main", 1) == "✅"
+
+
 # --- a review its round discarded (the reviewer changed the work tree) ----------------------
 
 
