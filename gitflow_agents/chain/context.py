@@ -92,6 +92,9 @@ class Context:
     # --jobs N (copies of one Context share it) land one at a time, each on a reviewed tree
     landing: threading.Lock = field(default_factory=threading.Lock)
     budget: Ledger | None = None  # the run's budgets and what its scopes spent (runs/budget.py)
+    # the options a "run the step again" command the run prints repeats (commands/run.py,
+    # chain/state.run_again): without them it would run other agents, on another branch
+    again: tuple[str, ...] = ()
     _manifest: Any = field(default=None, init=False, repr=False)
     _common_dir: Path | None = field(default=None, init=False, repr=False)
     _flow_dir_excluded: bool = field(default=False, init=False, repr=False)

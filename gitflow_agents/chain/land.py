@@ -21,7 +21,13 @@ from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.record import StepRecord, keep_landing
 from gitflow_agents.chain.resume import Landed
 from gitflow_agents.chain.review import ReviewRound
-from gitflow_agents.chain.state import DONE, committed_status, plan_in_repo, target_tip
+from gitflow_agents.chain.state import (
+    DONE,
+    committed_status,
+    plan_in_repo,
+    run_again,
+    target_tip,
+)
 from gitflow_agents.chain.workspace import Workspace, branch_name, take_over
 from gitflow_agents.git import moves
 from gitflow_agents.git import queries as git
@@ -197,8 +203,9 @@ def mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: R
     A plan on the branch that cannot take the ✅ (it lacks the step, its ``step_header_pattern``
     cannot hold ✅) is left alone, and a note says why: the step lands unmarked all the same.
 
-    Returns the step branch's new tip: the reviewed commit when the plan is not on the branch,
-    cannot take the ✅ or already says ✅."""
+    Returns the step branch's new tip: the reviewed commit when the plan is not on the branch
+    or cannot take the ✅; the work tree's HEAD when it already says ✅ (the reviewed commit, or
+    the mark an earlier run's refused merge left, which ``review_round`` keeps)."""
     assert ctx.plan is not None
     plan = plan_in_tree(ctx, ws)
     if plan is None:
@@ -216,8 +223,8 @@ def mark_done(ctx: Context, rec: StepRecord, ws: Workspace, step: int, review: R
         trailers={TRAILER_RUN: rec.run_id},
         identity=ctx.commit_identity,
     )
-    if sha is None:
-        return review.reviewed_sha
+    if sha is None:  # says ✅ already: the reviewed commit, or the mark a refused merge left
+        return git.head_sha(ws.worktree)
     if review.gate.approved:
         carry_note(ctx, ws, review, sha, f"this commit only marks step {step} {DONE} in {rel}")
     return sha
@@ -255,13 +262,13 @@ def _refused(
         changes = git.diff(ctx.root, git.DiffSpec(target, tip))
         changed = {path for change in changes for path in (change.path, change.old_path) if path}
         blocking = [p for p in git.dirty_paths(checkout) if p in changed]
-    plan = plan_in_repo(ctx) or str(ctx.plan.path)
-    again = f"`gitflow-agents run {plan} --step {step}`"
+    again = f"`{run_again(ctx, step)}`"
     if blocking:
         text += (
             f". Your uncommitted changes to {', '.join(blocking)} in {checkout} (where "
-            f"{ctx.target} is checked out) would be overwritten: commit or stash them, then run "
-            f"{again} again; the approved work is merged without running the agents again"
+            f"{ctx.target} is checked out) would be overwritten: stash them, then run {again} "
+            "again; the approved work is merged without running the agents again (committed "
+            f"instead, they move {ctx.target} on: the step is reviewed again with them merged in)"
         )
     else:
         text += f". Run {again} again once that is out of the way; the approved work is reused"

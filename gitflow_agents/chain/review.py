@@ -15,6 +15,7 @@ from gitflow_agents.chain import increment
 from gitflow_agents.chain.agents import AgentRun, Job, agent_id_for, run_together
 from gitflow_agents.chain.context import Context
 from gitflow_agents.chain.resume import agent_files, discard
+from gitflow_agents.chain.state import plan_in_repo
 from gitflow_agents.chain.workspace import Workspace, clean_leftovers, reset_unless_clean
 from gitflow_agents.findings import (
     Accepted,
@@ -26,7 +27,7 @@ from gitflow_agents.findings import (
 )
 from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
-from gitflow_agents.reviewer import empty_range, record_review, reviewed_nothing
+from gitflow_agents.reviewer import approval_status, empty_range, record_review, reviewed_nothing
 from gitflow_agents.reviewer.builtin import diff_secrets
 from gitflow_agents.reviewer.incremental import FULL, INCREMENTAL, Scope
 from gitflow_agents.runs.schema import ReviewerEntry, RoundEntry
@@ -170,7 +171,8 @@ def review_round(
     if all(run.reused for run in runs):  # no reviewer ran: the work tree is as it was
         untouched = ""
         if verdict.approved and ws.branch is not None:
-            reset_unless_clean(ws, head)  # what lands is exactly the approved commit
+            # what lands is exactly the approved commit (or its mark a refused merge left)
+            reset_unless_clean(ws, _approved_mark(ctx, ws, head) or head)
     else:  # the reviewers that ran had the work tree at ``head`` (``_Attempt``)
         untouched = _untouched(ws, head)
         if untouched:
@@ -180,6 +182,22 @@ def review_round(
         f for run, r in zip(runs, reviews, strict=True) for f in increment.carried(r, own(run))
     )
     return ReviewRound(iteration, head, tuple(runs), tuple(reviews), verdict, tuple(carried))
+
+
+def _approved_mark(ctx: Context, ws: Workspace, head: str) -> str | None:
+    """The work tree's HEAD when it is the commit that marked the approved ``head`` done
+    (``land.mark_done``: its one parent ``head``, its only change the plan's status, the
+    approval carried to it), which an earlier run left when git refused its merge (a dirty
+    checkout of the target): it lands as it is, so the command that run printed merges the
+    very commit it named. None for anything else."""
+    tip = git.head_sha(ws.worktree)
+    rel = plan_in_repo(ctx)
+    if tip == head or rel is None or git.parents(ctx.root, tip) != (head,):
+        return None
+    if not approval_status(ctx.root, tip)[0]:
+        return None
+    changed = {change.path for change in git.diff(ctx.root, git.DiffSpec(head, tip))}
+    return tip if changed == {rel} else None
 
 
 def _rerun(

@@ -11,6 +11,7 @@ history, and the work of a failed attempt stays on the step branch for the next 
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 from gitflow_agents.base.atomic import real_path
@@ -94,3 +95,11 @@ def where_it_went(root: Path, target: str, path: Path, exc: PlanError) -> PlanEr
     if gone is None:
         return exc
     return PlanError(f"{exc.detail}; {gone.says(target)}", path=exc.path, line=exc.line)
+
+
+def run_again(ctx: Context, step: int) -> str:
+    """The command that runs ``step`` of the plan again as this run did (the options it
+    repeats: ``Context.again``), quoted for a POSIX shell."""
+    assert ctx.plan is not None
+    plan = plan_in_repo(ctx) or str(ctx.plan.path)
+    return shlex.join(["gitflow-agents", "run", plan, "--step", str(step), *ctx.again])

@@ -115,6 +115,7 @@ def _run(args: argparse.Namespace, outputs: StepOutputs | None) -> int:
     except PlanError as exc:
         raise where_it_went(args, exc) from None
     assert ctx.plan is not None
+    ctx.again = again_options(args)
     if args.all:  # --pr: the wave ready on origin, decided in run_steps
         steps = [] if pr else checked_order(ctx.plan)
     else:
@@ -257,6 +258,35 @@ def _collect_garbage(ctx: Context, lines: TextIO) -> None:
             f"  note: chain.gc removed {len(gone)} old work tree(s){freed} (gitflow-agents gc)",
             file=lines,
         )
+
+
+# the options a step run again must repeat to be the same run (``Context.run_again``): its
+# agents, its limits and gate (a reused review is judged again), its branch, target and merge,
+# its layers; not timeouts, budgets or output, which change nothing a finished agent did
+_AGAIN = (
+    "implementer",
+    "reviewers",
+    "fixer",
+    "max_iterations",
+    "severity_threshold",
+    "target",
+    "branch_pattern",
+    "merge",
+    "flow_type",
+    "variant",
+)
+
+
+def again_options(args: argparse.Namespace) -> tuple[str, ...]:
+    """The options of ``args`` a "run the step again" command repeats, as argv (those given)."""
+    argv: list[str] = []
+    for name in _AGAIN:
+        value = getattr(args, name, None)
+        if value is not None:
+            argv += ["--" + name.replace("_", "-"), str(value)]
+    if getattr(args, "force", False):
+        argv.append("--force")
+    return tuple(argv)
 
 
 def jobs_of(args: argparse.Namespace, config: FlowConfig) -> int:

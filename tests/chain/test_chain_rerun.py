@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -689,6 +690,37 @@ def test_a_refused_merge_names_the_file_and_the_next_step(repo: Path) -> None:
     assert out.returncode == 2, out.stderr + out.stdout
     assert "Your uncommitted changes to README.md in" in out.stdout
     assert "`gitflow-agents run specs/feature.md --step 1` again" in out.stdout
+
+
+def test_the_command_a_refused_merge_prints_repeats_the_run_and_merges_its_mark(
+    repo: Path,
+) -> None:
+    """The printed command dropped the run's options: run as printed, it used the configured
+    reviewer (which rejects here) on another branch, and the approved mark commit it named
+    was reset away. Now it repeats them, runs no agent, and lands that very commit."""
+    configure(repo, reviewer="revise", extra_reviewers={"picky": "approve"})
+    options = (
+        "--reviewers",
+        "picky",
+        "--max-iterations",
+        "1",
+        "--branch-pattern",
+        "w/{plan}(s{step})",
+    )
+    (repo / "README.md").write_text("my uncommitted edit\n")
+    first = run(repo, "--step", "1", *options)
+    assert first.returncode == 2, first.stderr + first.stdout
+    printed = first.stdout.split("then run `", 1)[1].split("`", 1)[0]
+    assert printed == (
+        "gitflow-agents run specs/feature.md --step 1 --reviewers picky --max-iterations 1 "
+        "--branch-pattern 'w/{plan}(s{step})'"
+    )
+    tip = git(repo, "rev-parse", "w/feature(s1)").strip()
+    git(repo, "checkout", "-q", "README.md")
+    again = call(repo, *shlex.split(printed)[1:], "--quiet")
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert all(agent["reused"] for agent in results(repo)[-1]["chain"]["agents"])
+    assert g.is_ancestor(repo, tip, "main") and committed_status(repo, "main", 1) == "✅"
 
 
 def test_the_empty_per_plan_folder_of_the_work_tree_cache_goes_after_a_merge(repo: Path) -> None:
