@@ -21,7 +21,7 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from gitflow_agents.base.errors import UsageError
-from gitflow_agents.base.fsutil import write_bytes_atomic
+from gitflow_agents.base.fsutil import write_bounds, write_bytes_atomic
 from gitflow_agents.config import find_project_root, scaffold_files
 from gitflow_agents.git.cmd import run_git
 from gitflow_agents.git.queries import LOCAL_EMAIL, LOCAL_NAME, commit_identity, head_commit
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     written: list[str] = []
     other: list[str] = []  # --example: its config or plan kept as a plain `init` wrote it
     files = scaffold_files(example=example)
-    _refuse_what_is_in_the_way(root, [file.dest for file in files])
+    _refuse_what_is_in_the_way(root, [file.dest for file in files], force=force)
     for file in files:
         target = root / file.dest
         if target.exists() and not force:
@@ -72,10 +72,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_what_is_in_the_way(root: Path, dests: list[str]) -> None:
+def _refuse_what_is_in_the_way(root: Path, dests: list[str], *, force: bool) -> None:
     """UsageError naming every path that stops ``init`` (a file where it needs a folder, a
-    folder where it writes a file), before it writes anything: it stopped half-way with a raw
-    OS error that named a temp file, leaving part of the scaffold."""
+    folder where it writes a file, a symlink that leads a file it would write out of the
+    repository), before it writes anything: it stopped half-way with a raw OS error that named a
+    temp file, or after writing (with ``--force``, overwriting) the files before the link,
+    leaving part of the scaffold."""
     problems: dict[str, str] = {}
     for dest in dests:
         parts = PurePosixPath(dest).parts
@@ -89,8 +91,27 @@ def _refuse_what_is_in_the_way(root: Path, dests: list[str]) -> None:
         else:
             if (root / dest).is_dir():
                 problems.setdefault(dest, f"{dest} is a folder; init writes a file there")
+            elif force or not (root / dest).exists():  # a file init writes (else: skipped)
+                _refuse_leading_out(root, parts, problems)
     if problems:
         raise UsageError("; ".join(problems.values()) + " (init wrote nothing)")
+
+
+def _refuse_leading_out(root: Path, parts: tuple[str, ...], problems: dict[str, str]) -> None:
+    """Into ``problems``: the first of ``parts`` (a folder on the way or the file itself) that a
+    symlink leads out of the repository, which every write refuses (``base/atomic.safe_target``,
+    docs/security.md, "Writes"); once per link, however many files lie under it."""
+    bounds = write_bounds(root / "/".join(parts))
+    for depth in range(1, len(parts) + 1):
+        rel = "/".join(parts[:depth])
+        real = os.path.realpath(root / rel)
+        if bounds and not any(Path(real).is_relative_to(bound) for bound in bounds):
+            problems.setdefault(
+                rel,
+                f"{rel}: a symlink leads it out of the repository (to {real}); init never "
+                "writes through such a link",
+            )
+            return
 
 
 def _kind(path: Path) -> str:

@@ -4,6 +4,8 @@ the result loads, and the JSON Schema it writes is the generated one."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -113,6 +115,49 @@ def test_init_names_what_is_in_the_way_and_writes_nothing(
     assert result.stdout == ""
     after = sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts)
     assert after == before
+
+
+@pytest.mark.parametrize(
+    ("link", "points_to", "force"),
+    [
+        (".flow/base.yaml", "outside.yaml", True),  # --force would overwrite what lies outside
+        (".flow/base.yaml", "missing.yaml", False),  # a new file, written through the link
+        (".flow", "outside-flow", False),  # a folder on the way: named once, not per file
+    ],
+)
+def test_init_names_a_symlink_leading_out_and_writes_nothing(
+    repo: Path, cli_run: Cli, link: str, points_to: str, force: bool
+) -> None:
+    """It wrote (with --force: overwrote) the files before the link, then stopped on it: the
+    user's agent definition was replaced and the scaffold left half-written."""
+    (repo / ".flow/agents").mkdir(parents=True)
+    (repo / ".flow/agents/builder.md").write_text("my builder\n")
+    outside = repo.parent / points_to
+    if points_to == "outside.yaml":
+        outside.write_text("x: 1\n")
+    elif points_to == "outside-flow":
+        outside.mkdir()
+        shutil.move(repo / ".flow/agents", outside / "agents")
+        (repo / ".flow").rmdir()
+    (repo / link).symlink_to(outside)
+    before = _tree(repo, outside)
+    result = cli_run.main("init", *(["--force"] if force else []), cwd=repo)
+    assert result.returncode == 2, result.stdout + result.stderr
+    real = os.path.realpath(outside)
+    said = f"{link}: a symlink leads it out of the repository (to {real}); init never writes"
+    assert result.stderr == (
+        f"gitflow-agents: error: {said} through such a link (init wrote nothing)\n"
+    )
+    assert result.stdout == ""
+    assert _tree(repo, outside) == before
+    assert (repo / ".flow/agents/builder.md").read_text() == "my builder\n"
+    if points_to == "outside.yaml":
+        assert outside.read_text() == "x: 1\n"
+
+
+def _tree(*folders: Path) -> list[Path]:
+    """Every path under ``folders`` but a repository's ``.git``."""
+    return sorted(p for folder in folders for p in folder.rglob("*") if ".git" not in p.parts)
 
 
 def test_init_in_a_directory_without_git(tmp_path: Path) -> None:
