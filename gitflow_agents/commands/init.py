@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.fsutil import write_bounds, write_bytes_atomic
-from gitflow_agents.config import find_project_root, scaffold_files
+from gitflow_agents.config import project_root, scaffold_files
 from gitflow_agents.git.cmd import run_git
 from gitflow_agents.git.queries import LOCAL_EMAIL, LOCAL_NAME, commit_identity, head_commit
 
@@ -38,7 +38,7 @@ EXAMPLE_NOTE = b"""#
 
 
 def run(args: argparse.Namespace) -> int:
-    root = find_project_root()
+    root = project_root()
     force = bool(getattr(args, "force", False))
     example = bool(getattr(args, "example", False))
     written: list[str] = []

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.config import load_flow_config, project_root
 
-    root = find_project_root(Path.cwd())
+    root = project_root(Path.cwd())
     config = load_flow_config(root)
     skipped: list[str] = []  # runs whose result.json cannot be read: left out, named
     rows = collect(root, config.flow_dir, args.flow, config=config, skipped=skipped)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gitflow_agents.config.files import (
         builtin_flow_dir,
         find_project_root,
+        project_root,
         scaffold_files,
     )
     from gitflow_agents.config.json_schema import flow_config_schema, schema_text
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "builtin_flow_dir": "files",
     "find_project_root": "files",
+    "project_root": "files",
     "scaffold_files": "files",
     "flow_config_schema": "json_schema",
     "schema_text": "json_schema",
@@ -78,6 +80,7 @@ __all__ = [
     "find_project_root",
     "flow_config_schema",
     "load_flow_config",
+    "project_root",
     "scaffold_files",
     "schema_text",
 ]

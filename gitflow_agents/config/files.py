@@ -12,6 +12,7 @@ from gitflow_agents.base.bounded import inside_root
 from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config.json_schema import SCHEMA_FILE, schema_text
 from gitflow_agents.config.values import FLOW_DIR_NAME
+from gitflow_agents.git.queries import refuse_git_dir
 
 
 def find_project_root(start: Path | None = None) -> Path:
@@ -21,6 +22,17 @@ def find_project_root(start: Path | None = None) -> Path:
         if (candidate / FLOW_DIR_NAME).is_dir() or (candidate / ".git").exists():
             return candidate
     return here
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The project a command works in, the one way every command finds it:
+    :func:`find_project_root`, refused (UsageError, exit 2) in a bare repository or inside a
+    git folder, which have no work tree for it (``git.queries.refuse_git_dir``). git is asked
+    only when the root found is no work tree's top (no ``.git`` there)."""
+    root = find_project_root(start)
+    if not (root / ".git").exists():
+        refuse_git_dir(start if start is not None else Path.cwd())
+    return root
 
 
 def builtin_flow_dir() -> Path:

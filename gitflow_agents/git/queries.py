@@ -125,6 +125,16 @@ def repo_root(start: Path | str | None = None) -> Path:
     return as_path(reachable_top(top, where))
 
 
+def refuse_git_dir(where: StrPath) -> None:
+    """UsageError (as ``repo_root`` gives) when ``where`` is in a bare repository or inside a
+    git folder: a place with no work tree, where the project's files (``.flow/``, ``specs/``,
+    ``flows/``) have no place. Nothing outside a repository (``init`` and ``status`` work in any
+    folder)."""
+    result = run_git(where, "rev-parse", "--is-inside-work-tree", check=False)
+    if result.returncode == 0 and result.stdout.strip() == "false":
+        raise UsageError(_no_work_tree(where))
+
+
 def _no_work_tree(where: StrPath) -> str:
     """Why there is no work tree at ``where``: no repository, or one git refuses
     (``no_repository``), a bare one (git works there, but a review reads its settings,

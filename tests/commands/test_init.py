@@ -16,7 +16,7 @@ from gitflow_agents.config import (
     load_flow_config,
     scaffold_files,
 )
-from tests.conftest import Cli, run_cli
+from tests.conftest import Cli, git, run_cli
 
 EXPECTED = [file.dest for file in scaffold_files()]
 
@@ -158,6 +158,27 @@ def test_init_names_a_symlink_leading_out_and_writes_nothing(
 def _tree(*folders: Path) -> list[Path]:
     """Every path under ``folders`` but a repository's ``.git``."""
     return sorted(p for folder in folders for p in folder.rglob("*") if ".git" not in p.parts)
+
+
+@pytest.mark.parametrize("argv", [("init",), ("init", "--example"), ("status",)])
+@pytest.mark.parametrize("inside", ["", "refs"])
+def test_a_bare_repository_is_refused_and_nothing_written(
+    repo: Path, cli_run: Cli, argv: tuple[str, ...], inside: str
+) -> None:
+    """``init`` wrote .flow/ and specs/ into the git directory and exited 0 (its "next:"
+    command then refused the bare repository); ``status`` read a flows/ there. Both refuse it as
+    ``run``, ``history`` and ``gc`` do: exit 2, naming it, nothing written."""
+    bare = repo.parent / "mirror.git"
+    git(repo.parent, "clone", "-q", "--bare", str(repo), str(bare))
+    before = _tree(bare)
+    result = cli_run.main(*argv, cwd=bare / inside)
+    assert result.returncode == 2, result.stdout + result.stderr
+    place = "is a bare repository" if not inside else f"is in the bare repository {bare}"
+    assert result.stderr.startswith(
+        f"gitflow-agents: error: {bare / inside if inside else bare} {place}: it has no work tree"
+    ), result.stderr
+    assert result.stdout == ""
+    assert _tree(bare) == before
 
 
 def test_init_in_a_directory_without_git(tmp_path: Path) -> None:
