@@ -16,10 +16,10 @@ from pathlib import Path
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.config import load_flow_config, project_root
     from gitflow_agents.runs.control import cancel_run
 
-    root = find_project_root(Path.cwd())
+    root = project_root(Path.cwd())
     config = load_flow_config(root)
     print(
         cancel_run(

@@ -15,8 +15,7 @@ from gitflow_agents.base.units import DURATION_FORMS, bytes_text, parse_duration
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.chain.gc import GcOptions, collect
-    from gitflow_agents.config import load_flow_config
-    from gitflow_agents.git import queries as git
+    from gitflow_agents.config import load_flow_config, repository_project
 
     older_than = None
     if args.older_than is not None:
@@ -25,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
             text = args.older_than  # cut as argparse's values are (cli.Parser)
             shown = text if len(text) <= 20 else f"{text[:20]}…"
             raise UsageError(f"--older-than {shown!r}: expected {DURATION_FORMS}")
-    root = git.repo_root(Path.cwd())
+    root = repository_project(Path.cwd())
     config = load_flow_config(root)
     target = config.chain.target or config.default_branch
     options = GcOptions(older_than=older_than, force=args.force, dry_run=args.dry_run)

@@ -24,11 +24,12 @@ from gitflow_agents.runs.spend import cost_text, tokens_text
 
 
 def run(args: argparse.Namespace) -> int:
-    from gitflow_agents.config import load_flow_config
+    from gitflow_agents.config import load_flow_config, project_root
     from gitflow_agents.git import queries as git
 
     fmt = _format(args)
-    root = git.repo_root(Path.cwd())
+    root = project_root(Path.cwd())  # the project's flows/, which status reads too
+    git.repo_root(root)  # in a repository's work tree, or git's reason why not (exit 2)
     config = load_flow_config(root)
     skipped: list[str] = []
     try:

@@ -57,9 +57,9 @@ def tend(args: argparse.Namespace) -> int:
 
 
 def _spec_plan_config(flow_type: str | None) -> SpecPlanConfig:
-    from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.config import load_flow_config, project_root
 
-    return load_flow_config(find_project_root(), flow_type).spec_plan
+    return load_flow_config(project_root(), flow_type).spec_plan
 
 
 def show(path: Path, config: SpecPlanConfig, *, as_json: bool) -> int:
@@ -84,12 +84,12 @@ def show_mermaid(path: Path, flow_type: str | None) -> int:
     """The plan's dependency graph as a Mermaid flowchart in a ```` ```mermaid ```` block, each
     step coloured by its state (``plan.glance.step_states``); running: a live run of this
     checkout holds the step's lock."""
-    from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.config import load_flow_config, project_root
     from gitflow_agents.plan.glance import step_states
     from gitflow_agents.render.mermaid import PlanNode, fence_chart, plan_flowchart
     from gitflow_agents.runs.lock import steps_running
 
-    root = find_project_root()
+    root = project_root()
     config = load_flow_config(root, flow_type)
     plan = parse_plan(path, config.spec_plan)
     states = step_states(plan, steps_running(root, config.flow_dir, plan))
@@ -147,12 +147,11 @@ def ready_matrix(args: argparse.Namespace) -> int:
     """``plan matrix --ready``: only the steps that can start now, as origin has it
     (docs/spec-plans.md, Waves); a one-line summary on stderr."""
     from gitflow_agents.commands.run import settings_from
-    from gitflow_agents.config import load_flow_config
-    from gitflow_agents.git import queries as git
+    from gitflow_agents.config import load_flow_config, repository_project
     from gitflow_agents.github.pr.lease import claim_checker
     from gitflow_agents.plan.waves import ready_steps
 
-    root = git.repo_root(Path.cwd())
+    root = repository_project(Path.cwd())
     config = load_flow_config(root, args.flow_type)
     settings = settings_from(args, config)  # --target / --branch-pattern as `run` reads them
     wave = ready_steps(
@@ -219,10 +218,10 @@ def display_width(text: str) -> int:
 
 def lint(paths: list[Path], flow_type: str | None) -> int:
     """Print every problem as ``path:line: message``; a count on stderr; exit 2 if any."""
-    from gitflow_agents.config import config_problems, find_project_root, load_flow_config
+    from gitflow_agents.config import config_problems, load_flow_config, project_root
     from gitflow_agents.config.where import tracked_copies
 
-    root = find_project_root()
+    root = project_root()
     # Every problem of every .flow/ layer, reported like plan problems; with any, the plans
     # are checked with the default spec_plan settings. Once it loads, what only git can tell
     # (a chain.copy_ignored entry git tracks, which run refuses).

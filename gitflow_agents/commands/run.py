@@ -217,14 +217,13 @@ def where_it_went(args: argparse.Namespace, exc: PlanError) -> PlanError:
     itself for any other problem, or when the target's history does not say."""
     from gitflow_agents.base.errors import GitflowError
     from gitflow_agents.chain.state import where_it_went as where
-    from gitflow_agents.config import load_flow_config
-    from gitflow_agents.git import queries as git
+    from gitflow_agents.config import load_flow_config, repository_project
 
     path = Path(args.plan).absolute()
     if os.path.lexists(path):
         return exc
     try:
-        root = git.repo_root(Path.cwd())
+        root = repository_project(Path.cwd())
         config = load_flow_config(root, args.flow_type, args.variant)
         target = settings_from(args, config).target or config.default_branch
     except GitflowError:
@@ -350,11 +349,11 @@ def open_context(
     ``budget_scope``: ``run``'s a step run, ``flow``'s its agent run or its review)."""
     from gitflow_agents.chain import Context
     from gitflow_agents.commands.budget import ledger_from
-    from gitflow_agents.config import load_flow_config
+    from gitflow_agents.config import load_flow_config, repository_project
     from gitflow_agents.git import queries as git
     from gitflow_agents.plan import parse_plan
 
-    root = git.repo_root(Path.cwd())
+    root = repository_project(Path.cwd())
     config = load_flow_config(root, args.flow_type, args.variant)
     plan = parse_plan(plan_path.absolute(), config.spec_plan) if plan_path else None
     if plan_path is not None:

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from gitflow_agents.agent_run.record import exit_code, print_result
     from gitflow_agents.agent_run.run import limits
     from gitflow_agents.agent_run.send_target import refuse_step_run
-    from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.config import load_flow_config, project_root
     from gitflow_agents.runs.control import (
         INBOX,
         NotRunning,
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "send: the MESSAGE is blank: give a MESSAGE (or --close to end the session)"
         )
-    root = find_project_root(Path.cwd())
+    root = project_root(Path.cwd())
     config = load_flow_config(root, args.flow_type, args.variant)
     if args.message is not None and not args.close:
         try:

@@ -19,10 +19,10 @@ def run(args: argparse.Namespace) -> int:
     import webbrowser
 
     from gitflow_agents.agent_run.launch import sigterm_as_interrupt
-    from gitflow_agents.config import find_project_root, load_flow_config
+    from gitflow_agents.config import load_flow_config, project_root
     from gitflow_agents.serve.server import make_server, stop_streams
 
-    root = find_project_root(Path.cwd())
+    root = project_root(Path.cwd())
     config = load_flow_config(root)
     try:
         server = make_server(root, config.flow_dir, config.spec_plan, args.port)

@@ -14,10 +14,10 @@ from gitflow_agents.base.units import bytes_text, duration_text
 
 def run(args: argparse.Namespace) -> int:
     from gitflow_agents.chain.trees import tool_trees
-    from gitflow_agents.config import load_flow_config
+    from gitflow_agents.config import load_flow_config, repository_project
     from gitflow_agents.git import queries as git
 
-    root = git.repo_root(Path.cwd())
+    root = repository_project(Path.cwd())
     config = load_flow_config(root)
     target = config.chain.target or config.default_branch
     trees = tool_trees(root, config.flow_dir, target, config.chain.branch_pattern)

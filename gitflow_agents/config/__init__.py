@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         builtin_flow_dir,
         find_project_root,
         project_root,
+        repository_project,
         scaffold_files,
     )
     from gitflow_agents.config.json_schema import flow_config_schema, schema_text
@@ -49,6 +50,7 @@ _LAZY = {
     "builtin_flow_dir": "files",
     "find_project_root": "files",
     "project_root": "files",
+    "repository_project": "files",
     "scaffold_files": "files",
     "flow_config_schema": "json_schema",
     "schema_text": "json_schema",
@@ -81,6 +83,7 @@ __all__ = [
     "flow_config_schema",
     "load_flow_config",
     "project_root",
+    "repository_project",
     "scaffold_files",
     "schema_text",
 ]

@@ -4,15 +4,17 @@ name."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from gitflow_agents.base.bounded import inside_root
+from gitflow_agents.base.errors import UsageError
 from gitflow_agents.base.resources import templates_dir
 from gitflow_agents.config.json_schema import SCHEMA_FILE, schema_text
 from gitflow_agents.config.values import FLOW_DIR_NAME
-from gitflow_agents.git.queries import refuse_git_dir
+from gitflow_agents.git.queries import refuse_git_dir, repo_root
 
 
 def find_project_root(start: Path | None = None) -> Path:
@@ -33,6 +35,25 @@ def project_root(start: Path | None = None) -> Path:
     if not (root / ".git").exists():
         refuse_git_dir(start if start is not None else Path.cwd())
     return root
+
+
+def repository_project(start: Path | None = None) -> Path:
+    """:func:`project_root` for a command that works on its repository's branches and work
+    trees (``run``, ``flow``, ``plan tend``, ``plan matrix --ready``, ``gc``, ``worktrees``):
+    the top of the repository's work tree (as ``git.queries.repo_root`` spells it), which
+    the project must be. UsageError (exit 2) for a project whose ``.flow/`` is in a sub-folder
+    of its repository: those commands took the top's settings there, other agents than the
+    project's (docs/configuration.md); and outside a repository."""
+    root = project_root(start)
+    top = repo_root(root)
+    if os.path.realpath(top) != os.path.realpath(root):
+        raise UsageError(
+            f"{root / FLOW_DIR_NAME}: a project in a sub-folder of the repository {top}; "
+            "runs, their branches and work trees (run, flow, plan tend, plan matrix --ready, "
+            "gc, worktrees) are the whole repository's and work only for a project at its "
+            f"top: move .flow/ to {top}, or run the command there (with the settings there)"
+        )
+    return top
 
 
 def builtin_flow_dir() -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 from gitflow_agents.assets import load_manifest
 from gitflow_agents.base.bounded import inside_root, outside_root
 from gitflow_agents.base.errors import PlanError, UsageError
-from gitflow_agents.config import find_project_root, load_flow_config
+from gitflow_agents.config import load_flow_config, project_root
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.plan.model import shown_path
 from gitflow_agents.prompt import PromptRequest
@@ -33,7 +33,7 @@ def prompt_request(args: argparse.Namespace, command: str, *, flow: str | None) 
         raise UsageError(f"{command}: give --plan with --step, or --task")
     if args.plan is not None and args.step is None and args.task is None:
         raise UsageError(f"{command}: --plan needs --step (or give --task)")
-    root = find_project_root(Path.cwd())
+    root = project_root(Path.cwd())
     config = load_flow_config(root, args.flow_type, args.variant)
     plan = parse_plan(plan_path(root, args.plan), config.spec_plan) if args.plan else None
     request = PromptRequest(
