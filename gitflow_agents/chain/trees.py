@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gitflow_agents.base.atomic import real_path
+from gitflow_agents.base.errors import GitflowError
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.worktree import admin_dir, unpublished_commits
 from gitflow_agents.plan.model import format_branch
@@ -118,10 +119,13 @@ def tool_trees(
         return []
     checkouts = [root, *(p for p in every if not git.is_under_tool_root(base, p))]
     records = _read_records(checkouts, flow_dir)
-    trees = [
-        _tree(root, flow_dir, target, (base, common, p), known, records, branch_pattern, measure)
-        for p in sorted(folders)
-    ]
+    trees = []
+    for path in sorted(folders):
+        tree = _tree(
+            root, flow_dir, target, (base, common, path), known, records, branch_pattern, measure
+        )
+        if tree is not None:  # None: removed meanwhile (a run landed its step)
+            trees.append(tree)
     return sorted(trees, key=lambda tree: tree.last_used)
 
 
@@ -145,7 +149,9 @@ def _tree(
     records: _Records,
     branch_pattern: str | None,
     measure: bool,
-) -> ToolTree:
+) -> ToolTree | None:
+    """The work tree at ``path``; None when it went away while it was read (a run landed its
+    step and removed it between the listing and its ``git status``): nothing to list or do."""
     base, common, path = where
     parts = path.relative_to(real_path(base)).parts
     flow = parts[0] if len(parts) > 1 else ""
@@ -158,6 +164,12 @@ def _tree(
     found = records.steps.get((flow, step)) if step is not None else None
     if found is not None and (branch is None or found[2] in (None, branch)):
         state, run_id = found[0], found[1]
+    try:
+        dirty = bool(registered and git.dirty_paths(path))
+    except GitflowError:  # git status failed (a CalledProcessError)
+        if (path / ".git").exists():
+            raise  # still there: git's error is the user's to see
+        return None
     return ToolTree(
         path=path,
         flow=flow,
@@ -170,7 +182,7 @@ def _tree(
         last_used=_last_used(path, registered),
         run_id=run_id,
         unpublished=unpublished_commits(root, branch, target) if branch else 0,
-        dirty=bool(registered and git.dirty_paths(path)),
+        dirty=dirty,
         recorded_branch=branch is not None
         and (
             branch in records.branches.get(flow, set())
