@@ -12,6 +12,7 @@ request either way (docs/github.md, "Claims that expire with their runner").
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -160,13 +161,14 @@ def _lease_at(root: Path, ref: str, sha: str, remote: str) -> Lease | None:
 
 def _parsed(sha: str, message: str) -> Lease | None:
     """The lease whose commit ``sha`` has ``message`` (its holder's JSON), None when that is
-    not a holder record with its ``at``."""
+    not a holder record with its ``at`` (a finite number: json reads ``NaN`` and ``Infinity``,
+    which no writer of a lease writes)."""
     try:
         holder = json.loads(message)
     except (ValueError, RecursionError):  # anyone who may push can write a lease
         return None
     when = holder.get("at") if isinstance(holder, dict) else None
-    if not isinstance(when, (int, float)) or isinstance(when, bool):
+    if not isinstance(when, (int, float)) or isinstance(when, bool) or not math.isfinite(when):
         return None
     return Lease(sha, holder, float(when))
 

@@ -219,6 +219,32 @@ def test_leases_are_read_together_and_a_broken_one_is_left_out(
     assert git_lease.read_leases(repo, []) == {}
 
 
+@pytest.mark.parametrize("at", ["NaN", "Infinity", "-Infinity"])
+def test_a_lease_whose_time_is_not_a_number_is_unreadable_and_never_frees_its_claim(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str], at: str
+) -> None:
+    """A lease saying ``"at": NaN`` (or ±Infinity: json reads them; anyone who may push can
+    write one) crashed ``plan matrix --ready`` and ``run --pr`` with exit 70 (``int(age)`` of
+    a NaN): it is read as any unreadable lease, its claim never free."""
+    repo = setup_repo(tmp_path, gh)
+    main = git(repo, "rev-parse", "origin/main").strip()
+    tree = git(repo, "hash-object", "-t", "tree", "/dev/null").strip()
+    forged = git(repo, "commit-tree", tree, "-m", f'{{"at": {at}, "host": "h", "pid": 1}}')
+    ref = git_lease.lease_ref(BRANCH)
+    git(repo, "push", "-q", "origin", f"{forged.strip()}:{ref}", f"{main}:refs/heads/{BRANCH}")
+    fresh = setup_repo(tmp_path, gh, name="fresh")
+    assert git_lease.read_lease(fresh, BRANCH) is None
+    assert git_lease.read_leases(fresh, [BRANCH]) == {}
+    steps, said = ready(fresh)
+    assert steps == [] and "started (branch on origin): 1" in said
+    out = run_pr(fresh, "--step", "1")
+    assert out.returncode == 0 and "already started" in out.stdout, out.stdout + out.stderr
+    assert implementer_runs(fresh) == 0 and not gh.state.pulls
+    again = run_pr(fresh, "--step", "1")  # no claim record left "claiming" to note
+    assert again.returncode == 0 and "note:" not in again.stdout, again.stdout + again.stderr
+    assert not list((fresh / "flows").glob("*/runs/*/claim.json"))
+
+
 def test_what_a_lease_records_as_spent_is_kept_by_the_next_holder_and_added_to(
     tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
 ) -> None:
