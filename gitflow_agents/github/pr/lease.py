@@ -17,6 +17,10 @@ A step branch on origin is a started step, except when its claim is free (``why_
 - or its run ended without a pull request and left its work on the branch (a budget stopped
   it: the lease's last write says ``stopped``), free at once, so a re-run continues the work.
 
+A published step (its lease records its ``pull``) is never free by these; it is taken and
+finished (``finishable``) only when that pull request was closed without merging: a re-run,
+``--step N`` or the waves' (``lease_checker``), reopens it.
+
 A free claim is taken by pushing a new lease with a lease on the old one: exactly one taker
 wins. A branch without a lease (made by an older version, or by hand) is never free.
 docs/github.md, "Claims that expire with their runner".
@@ -39,6 +43,7 @@ from gitflow_agents.git import lease as leases
 from gitflow_agents.git.queries import remote_url as git_remote_url
 from gitflow_agents.github.api.actions import workflow_run
 from gitflow_agents.github.api.client import Client
+from gitflow_agents.github.api.retry import GitHubForbidden
 from gitflow_agents.github.api.settings import MAX_SECONDS, repository_from, settings_from_env
 from gitflow_agents.github.pr.claim import Claim
 from gitflow_agents.runs.spend import Spend, run_spend, total
@@ -305,13 +310,47 @@ def lease_checker(
     root: Path, client: Client | None, repo: str | None, ttl: float, remote: str = "origin"
 ) -> Callable[[str], str | None]:
     """``claim_checker``'s answer with GitHub already found (``run --pr`` has it connected:
-    nothing is asked of git or the environment again)."""
+    nothing is asked of git or the environment again): ``finishable``, so the waves take up
+    what ``run --step N --pr`` would, a published step whose pull request was closed without
+    merging included (one read of that pull request; none without a ``client``)."""
 
     def check(branch: str) -> str | None:
         found = leases.read_lease(root, branch, remote)
         try:
-            return why_free(found, client, repo, False, ttl)
+            return finishable(found, client, repo, ttl)
         except GitHubError:
             return why_free(found, None, repo, False, ttl)
 
     return check
+
+
+def finishable(
+    found: leases.Lease | None, client: Client | None, repo: str | None, ttl: float
+) -> str | None:
+    """Why the claim holding ``found`` is to be taken and finished (one clause), None while it
+    is another run's to finish: its holder is gone before it recorded its pull request
+    (``why_free``, an open pull request or not), or the pull request it recorded was closed
+    without merging (``closed_unmerged``)."""
+    if found is None:
+        return None
+    if found.holder.get("pull") is None:
+        return why_free(found, client, repo, False, ttl)
+    return closed_unmerged(found, client, repo)
+
+
+def closed_unmerged(found: leases.Lease, client: Client | None, repo: str | None) -> str | None:
+    """Why the claim holding ``found`` is free though its run published the step: the pull
+    request its lease records (``pull``) was closed without merging (a re-run reopens it: the
+    branch is there). None for any other lease, without a ``client``, or when that pull request
+    is open, merged, or gone or not ours to see (the claim stays started). One read of the pull
+    request."""
+    number = found.holder.get("pull")
+    if client is None or repo is None or not isinstance(number, int) or isinstance(number, bool):
+        return None
+    try:
+        pull = client.pulls.get(repo, number)
+    except GitHubForbidden:
+        return None
+    if pull.state == "closed" and not pull.merged:
+        return f"its pull request #{number} was closed without merging: it is reopened"
+    return None

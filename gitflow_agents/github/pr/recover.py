@@ -3,10 +3,11 @@
 A GitHub re-run never gets the checkout that failed back, so everything it needs is read from
 origin and GitHub, never from a run folder:
 
-- ``finishable``: a started step whose holder is gone is finished by the re-run, also when
-  its pull request is open (the lost run opened it, then died before its status or
-  auto-merge: its lease has no ``pull``, written only once publishing finished), and when the
-  pull request it published was closed without merging (it is reopened: the branch exists);
+- ``finishable`` (``lease.py``; the waves ask it too, ``lease_checker``): a started step whose
+  holder is gone is finished by the re-run, also when its pull request is open (the lost run
+  opened it, then died before its status or auto-merge: its lease has no ``pull``, written
+  only once publishing finished), and when the pull request it published was closed without
+  merging (it is reopened: the branch exists);
 - ``resume_at``: a continued branch that holds commits not on the target holds finished work
   (the chain commits an agent's work only once the agent completed), so the re-run reviews
   it instead of running the implementer again; a branch that holds nothing of its own (the
@@ -21,32 +22,7 @@ from __future__ import annotations
 from gitflow_agents.chain import Context
 from gitflow_agents.chain.resume import stopped_at
 from gitflow_agents.chain.state import target_tip
-from gitflow_agents.git import lease as git_lease
 from gitflow_agents.git import queries as git
-from gitflow_agents.github.api.client import Client
-from gitflow_agents.github.api.retry import GitHubForbidden
-from gitflow_agents.github.pr import lease as leases
-
-
-def finishable(found: git_lease.Lease | None, client: Client, repo: str, ttl: float) -> str | None:
-    """Why the claim holding ``found`` is to be taken and finished (one clause), None while it
-    is another run's to finish: its holder is gone before it recorded its pull request
-    (``leases.why_free``, an open pull request or not), or the pull request it recorded was
-    closed without merging."""
-    if found is None:
-        return None
-    number = found.holder.get("pull")
-    if number is None:
-        return leases.why_free(found, client, repo, False, ttl)
-    if not isinstance(number, int) or isinstance(number, bool):
-        return None
-    try:
-        pull = client.pulls.get(repo, number)
-    except GitHubForbidden:  # gone, or not ours to see: the claim stays started
-        return None
-    if pull.state == "closed" and not pull.merged:
-        return f"its pull request #{number} was closed without merging: it is reopened"
-    return None
 
 
 def resume_at(ctx: Context, tip: str | None) -> str | None:

@@ -54,7 +54,7 @@ from gitflow_agents.github.pr.publish import (
     pull_body,
     rebase_refusal,
 )
-from gitflow_agents.github.pr.recover import finishable, resume_at
+from gitflow_agents.github.pr.recover import resume_at
 from gitflow_agents.github.pr.startable import REMOTE, startable
 from gitflow_agents.plan import parse_plan
 from gitflow_agents.plan.model import DONE
@@ -429,7 +429,7 @@ def _take_free(
     lease push. None: the step stays started. ``listed``: the branch and lease on origin."""
     remote_tip = listed[f"refs/heads/{branch}"]
     found = git_lease.read_lease(ctx.root, branch, REMOTE, listed=listed)
-    why = finishable(found, github.client, github.repo, github.ttl)
+    why = leases.finishable(found, github.client, github.repo, github.ttl)
     if found is None or why is None:
         return None  # alive, or its run finished publishing
     mine = {**github.claimant, "claimedSha": remote_tip, **leases.carried(found)}

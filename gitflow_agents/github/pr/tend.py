@@ -28,6 +28,10 @@ not read):
   tend reviewed (``publish.disarm_rebase``, the head pending until it is) or, for one found
   green, here.
 
+A started step whose branch has no open pull request but whose lease records one that was
+closed without merging (a human closed it) is not tended: it is said and counts as waiting, for
+the next ``run --pr`` of the step, which reopens it (``lease.finishable``).
+
 On a target that requires up-to-date branches, with ``--auto-merge``, once this tend made one
 pull request green (GitHub merges it next, and its merge leaves every sibling behind again), the
 later behind ones wait for that merge's push (``_tend_all``): one brought up to date per merge.
@@ -54,7 +58,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from gitflow_agents.base.errors import ExitCode, GitHubError
+from gitflow_agents.base.errors import ExitCode, GitError, GitHubError
 from gitflow_agents.chain import ChainResult, Context
 from gitflow_agents.chain.lander import BranchLander
 from gitflow_agents.chain.parallel import worst_exit
@@ -119,14 +123,14 @@ def tend_plan(
     """Tend every open step pull request of ``ctx.plan`` (see the module doc)."""
     github = connect(os.environ if environ is None else environ, ctx.root)
     ctx = on_origin(ctx)
-    pulls, states = _open_step_pulls(ctx, github)
+    pulls, states, closed = _open_step_pulls(ctx, github)
     if not pulls:
         print(f"plan tend: no open step pull request of {_plan_name(ctx)} on {github.repo}")
         update_glance(ctx, github.client, github.repo, options.plan_issue, environ, github.ttl)
         return int(ExitCode.OK)
     if options.auto_merge is not None:
         github = guarded(github, ctx.target)
-    left = _tend_all(ctx, github, pulls, options, report, states)
+    left = _tend_all(ctx, github, pulls, options, report, states) + closed
     counts = {state: sum(t.state == state for t in left) for state in ("green", "waiting", "red")}
     line = ", ".join(f"{n} {state}" for state, n in counts.items())
     for code, why in ((ExitCode.BUDGET, "a budget"), (ExitCode.RATE_LIMITED, "a rate limit")):
@@ -165,11 +169,14 @@ def _plan_name(ctx: Context) -> str:
     return ctx.plan.name
 
 
-def _open_step_pulls(ctx: Context, github: GitHub) -> tuple[list[_Open], HeadStates | None]:
+def _open_step_pulls(
+    ctx: Context, github: GitHub
+) -> tuple[list[_Open], HeadStates | None, list[Tended]]:
     """The plan's steps not ✅ on the target whose branch on origin has an open pull request
     from ``github.repo`` itself (the newest one), and their heads' gate states: one
     ``ls-remote``, then, when a step branch is on origin, one read of the open pull requests
-    into the target with their heads' statuses (``api.open_pulls``)."""
+    into the target with their heads' statuses (``api.open_pulls``). And the steps whose pull
+    request was closed without merging (``_closed``), said, each waiting."""
     assert ctx.plan is not None
     heads = git.remote_heads(ctx.root, REMOTE)
     branches = {
@@ -182,7 +189,7 @@ def _open_step_pulls(ctx: Context, github: GitHub) -> tuple[list[_Open], HeadSta
         if branch in heads and done_where(ctx, number) is None
     }
     if not started:
-        return [], None
+        return [], None, []
     pulls, states = open_pulls(github.client, github.repo, ctx.target, CONTEXT)
     by_branch = {p.head_ref: p for p in reversed(pulls) if p.head_repo == github.repo}
     found = [
@@ -190,7 +197,36 @@ def _open_step_pulls(ctx: Context, github: GitHub) -> tuple[list[_Open], HeadSta
         for number, branch in started.items()
         if branch in by_branch
     ]
-    return found, states
+    rest = {number: branch for number, branch in started.items() if branch not in by_branch}
+    return found, states, _closed(ctx, github, rest)
+
+
+def _closed(ctx: Context, github: GitHub, started: dict[int, str]) -> list[Tended]:
+    """Of the started steps without an open pull request, those whose lease records one that
+    was closed without merging (``leases.closed_unmerged``): a tend does not reopen it, the
+    next ``run --pr`` of the step (``--step N`` or the waves') does; said, each waiting. One
+    ``ls-remote`` and fetch for their leases, one read of each such pull request."""
+    if not started:
+        return []
+    try:
+        found = git_lease.read_leases(ctx.root, started.values(), REMOTE)
+    except GitError:
+        return []
+    left = []
+    for number, branch in started.items():
+        lease = found.get(branch)
+        try:
+            why = leases.closed_unmerged(lease, github.client, github.repo) if lease else None
+        except GitHubError:
+            why = None
+        if why is not None and lease is not None:
+            print(
+                f"step {number}: PR #{lease.holder['pull']} was closed without merging: waits "
+                f"for a run --pr of the step (--step {number}, or --all) to reopen it",
+                flush=True,
+            )
+            left.append(Tended("waiting"))
+    return left
 
 
 def _say(step: int, pull: PullRequest, text: str) -> None:

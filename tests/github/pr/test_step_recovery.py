@@ -24,11 +24,13 @@ from gitflow_agents.github.pr.publish import StepPull, publish_step
 from tests.conftest import git, running_agent, wait_until
 from tests.github.pr.test_step_pr_takeover import gated_implementer
 from tests.github_standin import GitHubStandIn, client_for, gh
+from tests.helpers.chain import call
 from tests.helpers.opened_step import Opened, prepared, restore
 from tests.helpers.step_pr import (
     BRANCH,
     env,
     implementer_runs,
+    independent_steps_runner,
     origin_sha,
     plan_status,
     run_pr,
@@ -313,6 +315,46 @@ def test_a_pull_request_a_human_closed_is_reopened_by_the_re_run(
     assert f"its pull request #{pull.number} was closed without merging" in out.stdout
     assert implementer_runs(fresh) == 0
     finished(gh, text)  # the same pull request, open again
+
+
+def test_the_waves_take_up_a_pull_request_a_human_closed_and_tend_says_so(
+    tmp_path: Path, gh: GitHubStandIn, env: dict[str, str]
+) -> None:
+    """Issue 24: only a hand-typed ``run --step N --pr`` reopened it; ``plan matrix --ready``
+    gave ``{"include": []}``, ``run --all --pr`` called the step started and ``plan tend``
+    counted it nowhere, all exit 0, so the waves stalled for good. The waves now ask GitHub
+    about a published step's pull request (``lease.finishable``): the step is ready, ``--all``
+    reopens it as ``--step`` does, and tend says it waits; the second time nothing is done."""
+    repo = independent_steps_runner(tmp_path, gh)  # steps 1 and 2 ready in one wave
+    assert run_pr(repo, "--all", "--auto-merge", "squash").returncode == 0
+    pull, other = sorted(gh.state.pulls.values(), key=lambda p: p.head_ref)
+    assert pull.head_ref == BRANCH and other.state == "open"
+    pull.state = "closed"  # a human closed it (auto-merge goes with it, as on GitHub)
+    pull.auto_merge = None
+    fresh = setup_repo(tmp_path, gh, name="runner-2")
+    ready = call(fresh, "plan", "matrix", "--ready", "specs/feature.md")
+    assert ready.returncode == 0, ready.stderr
+    assert [row["step"] for row in json.loads(ready.stdout)["include"]] == [1]
+    assert f"free: 1 (its pull request #{pull.number} was closed without merging" in ready.stderr
+    tended = call(fresh, "plan", "tend", "specs/feature.md", "--quiet", "--kill-grace", "0.2")
+    assert tended.returncode == 0, tended.stdout + tended.stderr
+    assert f"step 1: PR #{pull.number} was closed without merging: waits" in tended.stdout
+    assert "plan tend: 1 green, 1 waiting, 0 red" in tended.stdout and pull.state == "closed"
+    out = run_pr(fresh, "--all", "--auto-merge", "squash")
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    assert f"step 1: taking over {BRANCH} on origin" in out.stdout
+    assert out.stdout.splitlines()[-1] == "not started (already started, branch on origin): 2"
+    assert pull.state == "open" and pull.auto_merge is not None and len(gh.state.pulls) == 2
+    assert implementer_runs(fresh) == 0
+    again = run_pr(fresh, "--all", "--auto-merge", "squash")  # the second time: nothing
+    assert again.returncode == 0 and "taking over" not in again.stdout, again.stdout
+    assert again.stdout.splitlines()[-1] == "not started (already started, branch on origin): 1, 2"
+    ready = call(fresh, "plan", "matrix", "--ready", "specs/feature.md")
+    assert json.loads(ready.stdout)["include"] == [] and "free:" not in ready.stderr
+    tended = call(fresh, "plan", "tend", "specs/feature.md", "--quiet", "--kill-grace", "0.2")
+    assert "plan tend: 2 green, 0 waiting, 0 red" in tended.stdout, tended.stdout
+    assert len(gh.state.pulls) == 2 and implementer_runs(fresh) == 0
 
 
 def test_pending_is_never_written_over_a_final_status_of_the_same_head(
