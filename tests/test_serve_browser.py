@@ -393,7 +393,7 @@ def test_the_plan_graph_follows_a_step_from_red_to_running_to_done(repo: Path, d
             classes = d.find_element("css selector", '#plan-graph g[data-step="1"]')
             return str(classes.get_attribute("class"))
 
-        assert "step-red" in state(driver)  # its status is ❌ until it lands
+        wait_for(driver, lambda d: "step-red" in state(d))  # its status is ❌ until it lands
         wait_for(driver, lambda d: d.find_element("id", "live").text == "live")
         run = _start_chain(repo, "--step", "1")
         try:

@@ -54,12 +54,26 @@ def chromium() -> Iterator[Any]:
 
 def wait_for(driver: Any, condition: Callable[[Any], Any], timeout: float = 30.0) -> Any:
     """``condition(driver)`` once it is truthy (Selenium's wait; fails the test at ``timeout``);
-    an element missing or gone stale (the page is loading) is asked again."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    an element missing or gone stale (the page is loading, or redrew it) is asked again —
+    chromedriver says the latter now and then as an unknown error, "Node with given id does
+    not belong to the document", rather than as a stale element (a test failed on it once)."""
+    from selenium.common.exceptions import (
+        NoSuchElementException,
+        StaleElementReferenceException,
+        WebDriverException,
+    )
     from selenium.webdriver.support.ui import WebDriverWait
 
+    def asked(d: Any) -> Any:
+        try:
+            return condition(d)
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc.msg or ""):
+                return False
+            raise
+
     ignored = (NoSuchElementException, StaleElementReferenceException)
-    return WebDriverWait(driver, timeout, 0.05, ignored_exceptions=ignored).until(condition)
+    return WebDriverWait(driver, timeout, 0.05, ignored_exceptions=ignored).until(asked)
 
 
 def png_colours(png: bytes) -> int:
