@@ -21,6 +21,7 @@ from gitflow_agents.findings.gate import (
 from gitflow_agents.findings.model import (
     ACCEPTED_BY,
     Accepted,
+    FileLines,
     Finding,
     LineLookup,
     Overall,
@@ -64,6 +65,7 @@ __all__ = [
     "ACCEPTED_BY",
     "VERDICT_RE",
     "Accepted",
+    "FileLines",
     "Finding",
     "FindingsError",
     "GateResult",

@@ -82,8 +82,9 @@ def fingerprint(
     Hash of (file, rule or normalised message, normalised line content), and the finding's
     ``occurrence`` among the findings of that file, rule and line text from the second on (a
     line with two secrets, two lines reading ``breakpoint()``: ``fill_fingerprints`` numbers
-    them in line order; the first keeps the identity it has alone). Line numbers are left out
-    on purpose: a finding keeps its identity when lines above it move.
+    them by the file's lines that read the same; the first keeps the identity it has alone).
+    Line numbers are left out on purpose: a finding keeps its identity when lines above it
+    move.
     """
     file, what, content = _identity(file, rule, message, line_content)
     if occurrence > 1:
@@ -103,8 +104,9 @@ class Finding(NamedTuple):
     fingerprint: str = ""
     occurrence: int = 1
     """Which finding of its file, rule and line text this is, in line order (a line can hold
-    two secrets, two lines can read the same): 1 for the first, which is all but always the
-    only one; part of the fingerprint from 2 on (``fill_fingerprints`` numbers them)."""
+    two secrets, two lines can read the same), counting the copies of its line above it in the
+    file: 1 for the first, which is all but always the only one; part of the fingerprint from
+    2 on (``fill_fingerprints`` numbers them)."""
 
     def with_fingerprint(self, line_content: str = "") -> Finding:
         """This finding with its fingerprint computed (kept when already set)."""
@@ -138,40 +140,84 @@ LineLookup = Callable[[str, int], "str | None"]
 """``(file, line) -> content of that line`` (None when unknown); feeds fingerprints."""
 
 
+class FileLines:
+    """A ``LineLookup`` over whole files, each read once by ``read`` (``file -> its lines``, []
+    when it cannot be read); ``fill_fingerprints`` takes a file's lines from it at once where it
+    counts a line's copies (a lookup per line costs more than the scan, issue 20)."""
+
+    __slots__ = ("_files", "_read")
+
+    def __init__(self, read: Callable[[str], list[str]]) -> None:
+        self._read = read
+        self._files: dict[str, list[str]] = {}
+
+    def lines(self, file: str) -> list[str]:
+        found = self._files.get(file)
+        if found is None:
+            found = self._files[file] = self._read(file)
+        return found
+
+    def __call__(self, file: str, line: int) -> str | None:
+        lines = self.lines(file)
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+
 def fill_fingerprints(
     findings: Iterable[Finding], line_content: LineLookup | None = None
 ) -> tuple[Finding, ...]:
     """Every finding with its fingerprint set; line content comes from ``line_content``.
 
-    Findings on lines of one file that share their rule and their line's text (two lines
-    reading ``breakpoint()``) are told apart by ``occurrence``, numbered in line order
+    Findings of one file and rule whose lines read the same (two lines reading
+    ``breakpoint()``, two secrets on a line) are told apart by ``occurrence``
     (``number_repeats``), as code scanning's ``primaryLocationLineHash`` numbers a line's text
-    among the file's identical lines: the first keeps the fingerprint it has alone (so does a
-    baseline entry recorded for it), and each keeps its identity when unrelated lines move."""
+    among the file's identical lines: the first copy of a line in the file keeps the
+    fingerprint it has alone (so does a baseline entry recorded for it), a later copy is
+    numbered by the copies above it whatever else is reviewed, and each keeps its identity when
+    unrelated lines move."""
     items = list(findings)
-    contents = []
+    texts: list[str | None] = []
     for finding in items:
-        content = ""
+        text = None
         if line_content is not None and finding.file and finding.line:
-            content = line_content(finding.file, finding.line) or ""
-        contents.append(content)
-    numbered = number_repeats(items, contents)
-    return tuple(f.with_fingerprint(c) for f, c in zip(numbered, contents, strict=True))
+            text = line_content(finding.file, finding.line)
+        texts.append(text)
+    numbered = number_repeats(items, texts, line_content)
+    return tuple(f.with_fingerprint(t or "") for f, t in zip(numbered, texts, strict=True))
 
 
-def number_repeats(findings: list[Finding], contents: list[str]) -> list[Finding]:
-    """``findings`` (``contents``: the text of each one's line) with the ``occurrence`` of each
-    one yet to be fingerprinted that is on a line of a file, among those sharing its file, rule
-    and line text. A group already numbered (no two alike, as in a subset of findings numbered
-    before, say those left once some are accepted) keeps its numbers, so a finding's
-    fingerprint does not depend on which others are still reported; otherwise (a reviewer
-    numbers per line, or not at all) it is numbered 1, 2, … by line, then by its number."""
+def number_repeats(
+    findings: list[Finding],
+    contents: list[str | None],
+    line_content: LineLookup | None = None,
+) -> list[Finding]:
+    """``findings`` (``contents``: the text of each one's line, None when unknown) with the
+    ``occurrence`` of each one yet to be fingerprinted that is on a line of a file, among those
+    sharing its file, rule and line text.
+
+    A finding whose line ``line_content`` reads (the file at the reviewed head) is numbered by
+    that file's lines: on the first line of the file that reads as its line does (whitespace
+    normalised, as the fingerprint reads it) it keeps its number along the line (1, or 2 for a
+    line's second secret of a rule); on the r-th such line, the m findings of its rule there are
+    numbered after the (r - 1) * m of the copies above it, whether or not those are reviewed
+    (a second ``breakpoint()`` added below a baselined one is 2, not the baselined 1). Numbers
+    already given that way are kept (they never start at 1 below the first copy), so filling
+    again what acceptance left gives the same fingerprints.
+
+    A finding whose line text is unknown (no line lookup, a file that is not there) is numbered
+    among the given findings, as before: a group already numbered (no two alike, as in a subset
+    of findings numbered before) keeps its numbers, so a finding's fingerprint does not depend
+    on which others are still reported; otherwise it is numbered 1, 2, … by line, then by its
+    number."""
     groups: dict[tuple[str, str, str], list[int]] = {}
+    on_lines: dict[tuple[tuple[str, str, str], int], list[int]] = {}
     for index, (finding, content) in enumerate(zip(findings, contents, strict=True)):
         if finding.fingerprint or not finding.file or not finding.line:
             continue  # a finding without a line is one per file and rule (decisions: findings)
-        key = _identity(finding.file, finding.rule, finding.message, content)
-        groups.setdefault(key, []).append(index)
+        key = _identity(finding.file, finding.rule, finding.message, content or "")
+        if content is None or line_content is None:
+            groups.setdefault(key, []).append(index)
+        else:
+            on_lines.setdefault((key, finding.line), []).append(index)
     numbered = list(findings)
     for members in groups.values():
         if len({findings[i].occurrence for i in members}) == len(members):
@@ -179,7 +225,53 @@ def number_repeats(findings: list[Finding], contents: list[str]) -> list[Finding
         in_order = sorted(members, key=lambda i: (findings[i].line or 0, findings[i].occurrence))
         for occurrence, index in enumerate(in_order, start=1):
             numbered[index] = findings[index]._replace(occurrence=occurrence)
+    if on_lines and line_content is not None:
+        copies = _copies_above(on_lines, line_content)
+        for (key, line), members in on_lines.items():
+            along = sorted(members, key=lambda i: (findings[i].occurrence, i))
+            numbers = [findings[i].occurrence for i in along]
+            if len(set(numbers)) != len(numbers):
+                numbers = list(range(1, len(along) + 1))  # numbered along the line
+            above = copies[key[0], line, key[2]] - 1
+            if above and numbers == list(range(1, len(along) + 1)):
+                numbers = [above * len(along) + n for n in numbers]
+            for index, occurrence in zip(along, numbers, strict=True):
+                numbered[index] = numbered[index]._replace(occurrence=occurrence)
     return numbered
+
+
+def _copies_above(
+    on_lines: dict[tuple[tuple[str, str, str], int], list[int]], line_content: LineLookup
+) -> dict[tuple[str, int, str], int]:
+    """For each (file, line, normalised text) of ``on_lines``: how many lines of the file up to
+    that line (itself included) read the same, whitespace normalised (1: it is the first)."""
+    wanted: dict[str, dict[int, str]] = {}
+    for (file, _what, text), line in on_lines:
+        wanted.setdefault(file, {})[line] = text
+    counts: dict[tuple[str, int, str], int] = {}
+    for file, lines in wanted.items():
+        texts = set(lines.values())
+        seen = dict.fromkeys(texts, 0)
+        last = max(lines)
+        scanned: Iterable[str | None] = (
+            line_content.lines(file)[:last]
+            if isinstance(line_content, FileLines)
+            else (line_content(file, number) for number in range(1, last + 1))
+        )
+        # a line is normalised only when it could read as one of them: it holds the first word
+        words = tuple({text.split(" ", 1)[0] for text in texts})
+        word = words[0] if len(words) == 1 else None
+        for number, raw in enumerate(scanned, start=1):
+            if raw is None or (
+                word not in raw if word is not None else not any(w in raw for w in words)
+            ):
+                continue
+            text = _WS.sub(" ", raw.strip())
+            if text in seen:
+                seen[text] += 1
+            if number in lines:
+                counts[file, number, lines[number]] = seen[lines[number]]
+    return counts
 
 
 ACCEPTED_BY = ("marker", "config", "baseline")

@@ -10,13 +10,19 @@ the gate.
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable
 
 from gitflow_agents import findings
 from gitflow_agents.base.errors import ExitCode
 from gitflow_agents.base.records import TYPE_CHECKING
-from gitflow_agents.findings import Accepted, GateResult, Review, Severity, fill_fingerprints
+from gitflow_agents.findings import (
+    Accepted,
+    FileLines,
+    GateResult,
+    Review,
+    Severity,
+    fill_fingerprints,
+)
 from gitflow_agents.findings.redact import redact_review
 from gitflow_agents.git import queries as git
 from gitflow_agents.git.diffparse import git_lines
@@ -98,20 +104,15 @@ def builtin_result(
     return apply(result, acceptance, line_lookup(blobs, target.head), threshold)
 
 
-def line_lookup(blobs: git.BlobReader, rev: str | None) -> Callable[[str, int], str | None]:
+def line_lookup(blobs: git.BlobReader, rev: str | None) -> FileLines:
     """``(file, line) -> text`` at ``rev`` (None: the index), for stable fingerprints; every
-    file is read through ``blobs`` (one ``git cat-file`` for all of them)."""
+    file is read through ``blobs`` (one ``git cat-file`` for all of them), once."""
 
-    @functools.cache
     def lines_of(path: str) -> list[str]:
         text = blobs.text(git.object_name(rev, path))
         return git_lines(text) if text is not None else []  # git's lines: the findings' numbers
 
-    def lookup(path: str, line: int) -> str | None:
-        lines = lines_of(path)
-        return lines[line - 1] if 0 < line <= len(lines) else None
-
-    return lookup
+    return FileLines(lines_of)
 
 
 def exit_code(review: Review, approved: bool, gate_code: int, fail_on: str) -> int:

@@ -374,6 +374,40 @@ def test_two_lines_that_read_the_same_are_two_findings_everywhere(run: Cli, repo
     assert accepted_by(data) == [(2, "debugger", "baseline"), (7, "debugger", "baseline")]
 
 
+def test_a_second_copy_added_below_a_baselined_line_is_reported(run: Cli, repo: Path) -> None:
+    """The baseline accepts the file's one ``breakpoint()``; a later commit adds a second one
+    to the file. The review of that commit alone has only the new line's finding, and it is
+    numbered by the file's lines that read the same above it (code scanning's rule), so it is
+    the second copy, not the baselined first (/tmp/t25r/repro-1.sh: it was accepted). The same
+    review run again gives the same fingerprints."""
+    commit_files(repo, {"src/a.py": "def f():\n    breakpoint()\n    return 1\n"})
+    written = run.review("HEAD", "--write-baseline", cwd=repo)
+    assert "1 finding(s) added, 1 recorded" in written.stderr, written.stderr
+    git(repo, "add", DEFAULT_BASELINE)
+    git(repo, "commit", "-q", "-m", "accept the existing breakpoint")
+    with (repo / "src/a.py").open("a") as file:
+        file.write("\n\ndef g():\n    breakpoint()\n    return 2\n")
+    git(repo, "commit", "-q", "-am", "g: a new breakpoint")
+
+    code, data = review_json(run, repo, "HEAD", "--severity-threshold", "warn")
+    assert code == 1
+    assert rules(data["findings"]) == [(7, "debugger")]
+    assert data["accepted"] == []
+    (found,) = data["findings"]  # type: ignore[misc]
+    assert found["occurrence"] == 2
+    assert found["fingerprint"] == fingerprint("src/a.py", "debugger", "", "breakpoint()", 2)
+    sarif = json.loads(run.review("HEAD", "--format", "sarif", cwd=repo).stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["partialFingerprints"]["gitflowAgentsFingerprint/v1"] == found["fingerprint"]
+    assert review_json(run, repo, "HEAD", "--severity-threshold", "warn") == (code, data)
+    # recorded, it is accepted; the first stays accepted by the entry written for it alone
+    written = run.review("HEAD", "--write-baseline", cwd=repo)
+    assert "1 finding(s) added, 2 recorded" in written.stderr, written.stderr
+    code, data = review_json(run, repo, "HEAD~3..HEAD", "--severity-threshold", "warn")
+    assert code == 0 and data["findings"] == []
+    assert accepted_by(data) == [(2, "debugger", "baseline"), (7, "debugger", "baseline")]
+
+
 @pytest.mark.parametrize("accepting", ["marker", "config"])
 def test_a_secret_accepted_before_its_file_is_renamed_stays_accepted(
     run: Cli, repo: Path, accepting: str

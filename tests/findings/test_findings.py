@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gitflow_agents.findings import (
+    FileLines,
     Finding,
     Overall,
     Review,
@@ -506,7 +507,8 @@ def test_findings_on_lines_that_read_the_same_get_fingerprints_of_their_own() ->
     assert (early.occurrence, late.occurrence, other.occurrence) == (1, 2, 1)
     assert early.fingerprint == alone != late.fingerprint
     assert late.fingerprint == fingerprint("a.py", "debugger", "m", "breakpoint()", 2)
-    assert [f.occurrence for f in fill_fingerprints([found(14)], _lookup(lines))] == [1]
+    # the second copy alone (the first not reviewed, or accepted): still the second
+    assert [f.occurrence for f in fill_fingerprints([found(14)], _lookup(lines))] == [2]
     # what is left once the first is accepted is filled again: the second stays the second
     again = fill_fingerprints([late._replace(fingerprint="")], _lookup(lines))
     assert again == (late,)
@@ -521,6 +523,50 @@ def test_findings_on_lines_that_read_the_same_get_fingerprints_of_their_own() ->
     unlined = fill_fingerprints([found(None), found(None)], _lookup(lines))
     assert [f.occurrence for f in unlined] == [1, 1]
     assert unlined[0].fingerprint == unlined[1].fingerprint
+    # ... and so are they when only the second line's are reviewed, or filled again
+    later = fill_fingerprints([found(14, "jwt", 2), found(14, "jwt", 1)], _lookup(lines))
+    assert [f.occurrence for f in later] == [4, 3]
+    assert fill_fingerprints([f._replace(fingerprint="") for f in later], _lookup(lines)) == later
+
+
+def test_a_lines_copies_are_numbered_by_the_file_not_by_what_is_reviewed() -> None:
+    """Code scanning's rule: a finding is numbered by the lines of the file (at the reviewed
+    head) above it that read the same, whitespace normalised, whichever findings the review
+    has; a second ``breakpoint()`` added below a baselined one is never the baselined first
+    (the hole: a review of only the new line numbered it 1)."""
+    text = ["def f():", "    breakpoint()", "", "def g():", "\tbreakpoint()  ", "breakpoint ()"]
+    lines = {("a.py", n): line for n, line in enumerate(text, start=1)}
+    alone = fingerprint("a.py", "debugger", "m", "breakpoint()")
+
+    def found(line: int, file: str = "a.py") -> Finding:
+        return Finding(Severity.WARN, "m", file, line, rule="debugger")
+
+    # only the second copy is reviewed (whitespace around it differs): it is the second
+    (second,) = fill_fingerprints([found(5)], _lookup(lines))
+    assert second.occurrence == 2
+    assert second.fingerprint == fingerprint("a.py", "debugger", "m", "breakpoint()", 2) != alone
+    # both reviewed: 1 and 2, the same fingerprints as each alone; a line reading otherwise
+    # ("breakpoint ()") is a first copy of its own
+    both = fill_fingerprints([found(6), found(5), found(2)], _lookup(lines))
+    assert [f.occurrence for f in both] == [1, 2, 1]
+    assert both[1] == second and both[2].fingerprint == alone
+    # the same review run again gives the same fingerprints, and so does filling again what
+    # acceptance left
+    assert fill_fingerprints([found(6), found(5), found(2)], _lookup(lines)) == both
+    assert fill_fingerprints([second._replace(fingerprint="")], _lookup(lines)) == (second,)
+    # the reviewer's lookup reads a file's lines at once: the same numbers
+    whole = FileLines(lambda file: text if file == "a.py" else [])
+    assert fill_fingerprints([found(6), found(5), found(2)], whole) == both
+    # another file's copies do not count
+    other = {("b.py", 1): "breakpoint()", **lines}
+    assert fill_fingerprints([found(1, "b.py")], _lookup(other))[0].occurrence == 1
+    # no line text (no lookup, a line past the end, a deleted file): numbered among the
+    # findings given, as before
+    assert [f.occurrence for f in fill_fingerprints([found(5)])] == [1]
+    assert [f.occurrence for f in fill_fingerprints([found(40), found(30)], _lookup(lines))] == [
+        2,
+        1,
+    ]
 
 
 def test_json_fingerprints_are_recomputed_not_trusted() -> None:
