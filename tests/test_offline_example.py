@@ -42,6 +42,9 @@ def _git(repo: Path, env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
+WHO = ("-c", "user.name=Ada", "-c", "user.email=ada@example.com")  # a machine with no identity
+
+
 @pytest.fixture
 def fresh(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     env = _env(tmp_path / "home")
@@ -58,8 +61,33 @@ def _landed_once(repo: Path, env: dict[str, str]) -> None:
         assert subjects.count(f"[example-plan] Step {number}: {title}") == 1, subjects
     plan = _git(repo, env, "show", f"trunk:{PLAN}")
     assert plan.count("### Status: ✅ | Step") == 3
-    for path in ("greet/greeting.py", "greet/__main__.py", "tests/test_greeting.py", "README.md"):
+    for path in (
+        "greet/greeting.py",
+        "greet/__main__.py",
+        "tests/test_greeting.py",
+        "greet/README.md",
+    ):
         _git(repo, env, "cat-file", "-e", f"trunk:{path}")
+
+
+def test_the_example_lands_in_a_project_that_has_a_readme_of_its_own(
+    fresh: tuple[Path, dict[str, str]],
+) -> None:
+    """``init --example`` in an existing project (its README.md committed): the example's
+    steps add files of their own, so every step lands (step 3 wrote README.md and failed)."""
+    repo, env = fresh
+    (repo / "README.md").write_text("# our project\n")
+    _git(repo, env, "add", "README.md")
+    _git(repo, env, *WHO, "commit", "-q", "-m", "our project")
+    init = _cli(repo, env, "init", "--example")
+    assert init.returncode == 0, init.stderr
+    if _git(repo, env, "status", "--porcelain"):
+        _git(repo, env, "add", "-A")
+        _git(repo, env, *WHO, "commit", "-q", "-m", "scaffold")
+    run = _cli(repo, env, "run", PLAN, "--all")
+    assert run.returncode == 0, run.stdout + run.stderr
+    _landed_once(repo, env)
+    assert _git(repo, env, "show", "trunk:README.md") == "# our project\n"
 
 
 def test_init_example_then_run_lands_every_step_offline(fresh: tuple[Path, dict[str, str]]) -> None:
