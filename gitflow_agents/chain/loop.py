@@ -246,7 +246,12 @@ def _implement(ctx: Context, rec: StepRecord, step: int, lander: Lander) -> Star
                 agent_id=builder_id,
                 commit_message=_title(ctx, step),
                 start_sha=implement_start(
-                    ctx, ws, settings.implementer, builder_id, on_branch=lander.build_on_branch
+                    ctx,
+                    ws,
+                    step,
+                    settings.implementer,
+                    builder_id,
+                    on_branch=lander.build_on_branch,
                 ),
             ),
         )

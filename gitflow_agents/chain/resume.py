@@ -11,6 +11,7 @@ already has landed: a forced run starts afresh, and a step whose branch landed w
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
@@ -142,20 +143,30 @@ def set_aside(folder: Path, paths: Sequence[Path]) -> None:
 
 
 def implement_start(
-    ctx: Context, ws: Workspace, agent: str, agent_id: str, *, on_branch: bool = False
+    ctx: Context, ws: Workspace, step: int, agent: str, agent_id: str, *, on_branch: bool = False
 ) -> str:
     """The commit the implementer starts from: the step's base (with ``on_branch``:
     the step branch's tip, a branch continued from the remote), the branch's tip when it ends
     in the work of an agent a budget stopped (``TRAILER_STOPPED``), or, when the step branch still
     holds the commit of an implementer that completed earlier (and has not landed on the
     target), the commit that one started from, so it is reused even after the target was
-    merged into the branch (which moves the branch's merge-base with the target)."""
+    merged into the branch (which moves the branch's merge-base with the target), unless that
+    one implemented a step of another title (``another_step``: the plan renumbered its steps)."""
     assert ws.branch is not None
     tip = git.branch_sha(ctx.root, ws.branch)
     fresh = tip if on_branch and tip is not None else ws.base_sha
     if tip is not None and stopped_at(ctx, tip, agent_id):
         return tip  # the work a budget stopped is kept: the re-run continues it
     meta = _implemented(ctx, agent, agent_id, tip)
+    if meta is not None and (other := another_step(ctx, meta, step)) is not None:
+        ctx.notices.append(
+            f"{ws.branch} holds the work of another step {step} ({other!r}, commit "
+            f"{meta.end_sha[:12]}; the plan renumbered its steps since): not reused, the "
+            "implementer starts afresh"
+        )
+        folder, *reports = agent_files(ctx, agent, agent_id)
+        set_aside(folder, reports)  # its report is the other step's: never reused for this one
+        meta = None
     target = target_tip(ctx, fetch=False)
     if meta is None or target is None:
         return fresh
@@ -248,9 +259,28 @@ def _step_implemented(ctx: Context, flow: str, step: int, tip: str) -> bool:
     folders = agent_dir(ctx.root, ctx.config.flow_dir, flow, prefix).parent
     for folder in sorted(folders.glob(f"{prefix}*")):
         meta = read_meta(folder)
-        if meta is not None and meta.kind == "implement" and _changed_into(ctx, meta, tip):
+        if meta is None or meta.kind != "implement" or not _changed_into(ctx, meta, tip):
+            continue
+        if another_step(ctx, meta, step) is None:  # not a step the plan renumbered since
             return True
     return False
+
+
+def another_step(ctx: Context, meta: AgentMeta, step: int) -> str | None:
+    """The title of the step the implementer of ``meta`` implemented, when step ``step`` of the
+    plan has another title now: the plan dropped or moved a step and renumbered the rest, and
+    the records and branch of the old step ``step`` are another step's work. Read from the
+    subject of the commit the chain made of its work (``[plan] Step N: <title>``, a budget's
+    stop noted after it); None when it is the same title, or no such commit says (an agent that
+    committed all of its work itself: taken as the step's, as before)."""
+    assert ctx.plan is not None
+    title = ctx.plan.step(step).title
+    said = re.compile(rf"\[[^\]\n]*\] Step {step}: (.*?)(?: \(stopped: budget\))?")
+    for commit in git.commits_between(ctx.root, meta.start_sha, meta.end_sha):
+        found = said.fullmatch(commit.subject)
+        if found is not None:
+            return None if found[1] == title.strip() else found[1]
+    return None
 
 
 def landed(ctx: Context, sha: str, target: str) -> bool:

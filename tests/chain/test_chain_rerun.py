@@ -723,6 +723,34 @@ def test_the_command_a_refused_merge_prints_repeats_the_run_and_merges_its_mark(
     assert g.is_ancestor(repo, tip, "main") and committed_status(repo, "main", 1) == "✅"
 
 
+def test_a_renumbered_step_is_implemented_not_given_the_old_steps_work(repo: Path) -> None:
+    """Step 1 was approved, its merge refused (its branch and records kept); the team drops it
+    and renumbers step 2 as step 1. The run implements the new step 1 from its own text: the
+    old step's implementer (same id, same start) was reused and its work landed as step 1."""
+    configure(repo)
+    (repo / "README.md").write_text("my uncommitted edit\n")
+    first = run(repo, "--step", "1")
+    assert first.returncode == 2, first.stderr + first.stdout
+    old = git(repo, "rev-parse", "agents/feature/step-1").strip()
+    git(repo, "checkout", "-q", "README.md")
+    plan = repo / "specs" / "feature.md"
+    text = plan.read_text()
+    plan.write_text(
+        text[: text.index("### Status: ❌ | Step 1")]
+        + "### Status: ❌ | Step 1: Polish\n\nPolish it.\n"
+    )
+    git(repo, "commit", "-q", "-am", "drop step 1; step 2 is step 1 now")
+    again = run(repo, "--step", "1")
+    assert again.returncode == 0, again.stderr + again.stdout
+    builder = next(a for a in results(repo)[-1]["chain"]["agents"] if a["kind"] == "implement")
+    assert not builder["reused"]
+    assert "holds the work of another step 1 ('Add the module'" in again.stdout
+    subjects = git(repo, "log", "--format=%s", "main").splitlines()
+    assert "[feature] Step 1: Polish" in subjects
+    assert "[feature] Step 1: Add the module" not in subjects
+    assert git(repo, "cat-file", "-t", old).strip() == "commit"  # named in the note, still there
+
+
 def test_the_empty_per_plan_folder_of_the_work_tree_cache_goes_after_a_merge(repo: Path) -> None:
     configure(repo)
     assert run(repo, "--step", "1").returncode == 0
