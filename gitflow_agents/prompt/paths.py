@@ -92,7 +92,7 @@ def check_after(
         shown = previous_report_rel(flow_dir, flow_name, name, success_filename)
         if (root / shown).is_file():
             continue
-        agents = root / flow_dir / flow_name / "agents"
+        agents = agent_dir(root, flow_dir, flow_name, name).parent  # the flow's agent folders
         done = sorted(
             p.name
             for p in (agents.iterdir() if agents.is_dir() else ())
